@@ -1,0 +1,1 @@
+"""easl_plugin package."""

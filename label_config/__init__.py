@@ -1,0 +1,1 @@
+"""label_config package."""

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``easl`` CLI; each module exposes ``register(subparsers)``."""
