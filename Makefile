@@ -26,3 +26,20 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
+
+# make test-oracle : compare the evaluation metrics with RSMTool, irrCAC and krippendorff (opt-in; own venv)
+ORACLE_VENV := .cache/oracle-venv
+ORACLE_PY   := $(ORACLE_VENV)/bin/python
+.PHONY: test-oracle
+test-oracle: $(STAMP)
+	@mkdir -p .cache; \
+	if ! $(ORACLE_PY) -c "import rsmtool, irrCAC, krippendorff" >/dev/null 2>&1; then \
+	  echo "test-oracle: installing rsmtool, irrCAC and krippendorff into $(ORACLE_VENV) (log: .cache/oracle-install.log)"; \
+	  { $(PYTHON) -m venv $(ORACLE_VENV) && $(ORACLE_PY) -m pip install --quiet rsmtool irrCAC krippendorff \
+	    && $(ORACLE_PY) -m pip install --quiet "coverage>=7.4"; } >.cache/oracle-install.log 2>&1; \
+	fi; \
+	if ! $(ORACLE_PY) -c "import rsmtool, irrCAC, krippendorff" >/dev/null 2>&1; then \
+	  echo "test-oracle: skipped: rsmtool, irrCAC and krippendorff cannot be installed or imported here (see .cache/oracle-install.log)"; \
+	  exit 0; \
+	fi; \
+	EASL_ORACLE_PYTHON=$(ORACLE_PY) $(PY) -m pytest -q -p no:cacheprovider tests/oracle/oracle_checks.py

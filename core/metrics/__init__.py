@@ -1,0 +1,78 @@
+"""Evaluation library: agreement, association, accuracy, true-score (PRMSE) and fairness metrics with uncertainty.
+
+scikit-learn style: arrays in, numbers out, explicit parameters, validated input. Undefined values are NaN with an
+:class:`UndefinedMetricWarning` naming the reason (never an exception for degenerate data). Definitions and
+conventions: ``docs/guide/evaluate.md`` and the docstrings (formula and source on every function).
+
+Stable public API (used by ``easl evaluate`` and ``core.simulate``):
+
+Observed scores (``y_true`` human, ``y_pred`` system)
+    pearson_r, spearman_rho, kendall_tau_b, quadratic_weighted_kappa, cohen_kappa, exact_agreement,
+    adjacent_agreement, agreement, standardized_mean_difference, mean_squared_error, root_mean_squared_error,
+    r2_score, difference_of_standardized_means, disattenuated_correlation, degradation
+Chance-corrected agreement (``ratings`` responses x raters, NaN = missing; explicit ``categories``)
+    gwet_ac, brennan_prediger, fleiss_kappa (= scott_pi), conger_kappa, krippendorff_alpha_weighted,
+    chance_corrected_agreement, gwet_standard_errors, agreement_weights, krippendorff_alpha (levels)
+True score
+    variance_of_errors, true_score_variance, mse_true, prmse, true_score_evaluation, rating_counts
+Fairness
+    fairness_analysis
+Uncertainty
+    bootstrap_prmse, resample_chunks, percentile_interval, bootstrap_ci, fisher_z_ci
+Data model and the whole pipeline
+    Scale, apply_score_policy, observed_metrics (every observed key for one pair, one pass),
+    evaluate (returns the JSON-ready report object)
+"""
+from core.metrics.agreement import (
+    agreement_weights,
+    brennan_prediger,
+    chance_corrected_agreement,
+    conger_kappa,
+    fleiss_kappa,
+    gwet_ac,
+    gwet_standard_errors,
+    krippendorff_alpha_weighted,
+    scott_pi,
+)
+from core.metrics.association import kendall_tau_b, spearman_rho
+from core.metrics.bootstrap import bootstrap_ci, bootstrap_prmse, fisher_z_ci, percentile_interval, resample_chunks
+from core.metrics.data import Scale, apply_score_policy, rating_counts
+from core.metrics.fairness import fairness_analysis
+from core.metrics.krippendorff import krippendorff_alpha
+from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
+from core.metrics.observed import (
+    adjacent_agreement,
+    agreement,
+    cohen_kappa,
+    degradation,
+    difference_of_standardized_means,
+    disattenuated_correlation,
+    exact_agreement,
+    mean_squared_error,
+    pearson_r,
+    quadratic_weighted_kappa,
+    r2_score,
+    root_mean_squared_error,
+    standardized_mean_difference,
+)
+from core.metrics.report import Evaluation, evaluate, observed_metrics
+from core.metrics.true_score import (
+    mse_true,
+    prmse,
+    true_score_evaluation,
+    true_score_variance,
+    variance_of_errors,
+)
+
+__all__ = [
+    "Scale", "apply_score_policy", "rating_counts", "UndefinedMetricWarning", "SampleSizeWarning",
+    "pearson_r", "spearman_rho", "kendall_tau_b", "quadratic_weighted_kappa", "cohen_kappa", "exact_agreement",
+    "adjacent_agreement", "agreement", "standardized_mean_difference", "mean_squared_error",
+    "root_mean_squared_error", "r2_score", "difference_of_standardized_means", "disattenuated_correlation",
+    "degradation",
+    "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa", "krippendorff_alpha_weighted",
+    "chance_corrected_agreement", "gwet_standard_errors", "agreement_weights", "krippendorff_alpha",
+    "variance_of_errors", "true_score_variance", "mse_true", "prmse", "true_score_evaluation",
+    "fairness_analysis", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "fisher_z_ci", "resample_chunks",
+    "evaluate", "Evaluation", "observed_metrics",
+]

@@ -1,0 +1,115 @@
+"""Rank association: Spearman's rho and Kendall's tau-b (metrics.md section 4, "Association").
+
+Pearson's r lives in :mod:`core.metrics.observed` with the other moment-based metrics.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from core.metrics.data import as_pair
+from core.metrics.notes import undefined
+
+
+def _constant(x: np.ndarray) -> bool:
+    return x.size == 0 or bool(np.all(x == x[0]))
+
+
+def midranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks with ties given their average rank (``scipy.stats.rankdata(method="average")``).
+
+    Integer-valued data on a range no wider than the sample use counting (O(N)); otherwise one sort.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        return x.copy()
+    lo, hi = float(x.min()), float(x.max())
+    if hi - lo < max(n, 1) and np.all(x == np.round(x)):
+        codes = (x - lo).astype(np.int64)
+        counts = np.bincount(codes)
+        below = np.cumsum(counts) - counts
+        return (below + (counts + 1) / 2.0)[codes]
+    order = np.argsort(x)
+    xs = x[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(xs[1:], xs[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, n))
+    mid = starts + (counts + 1) / 2.0
+    ranks = np.empty(n)
+    ranks[order] = mid[np.cumsum(new) - 1]
+    return ranks
+
+
+def spearman_rho(y_true, y_pred) -> float:
+    """Spearman's rank correlation: Pearson's r of the mid-ranks (``scipy.stats.spearmanr``; Spearman 1904).
+
+    rho = Cov(rank H, rank M) / (sd(rank H) sd(rank M)), ties get their average rank. NaN for N < 2 or a constant
+    vector.
+    """
+    a, b = as_pair(y_true, y_pred)
+    if a.size < 2:
+        return undefined("a correlation needs at least 2 responses")
+    if _constant(a) or _constant(b):
+        return undefined("a correlation is undefined for constant scores")
+    ra = midranks(a) - (a.size + 1) / 2.0
+    rb = midranks(b) - (a.size + 1) / 2.0
+    # einsum, not BLAS dot: multithreaded BLAS is slow for vectors on a busy machine
+    dot = lambda x, y: np.einsum("i,i->", x, y)  # noqa: E731
+    return float(np.clip(dot(ra, rb) / np.sqrt(dot(ra, ra) * dot(rb, rb)), -1.0, 1.0))
+
+
+def kendall_tau_b(y_true, y_pred) -> float:
+    """Kendall's tau-b (Kendall 1945; ``scipy.stats.kendalltau``, variant 'b', O(N log N)).
+
+    tau_b = (P - Q) / sqrt((P + Q + T_H) (P + Q + T_M)) with P concordant and Q discordant pairs and T_H, T_M the
+    pairs tied only in H or only in M. NaN for N < 2 or a constant vector.
+    """
+    a, b = as_pair(y_true, y_pred)
+    if a.size < 2:
+        return undefined("a correlation needs at least 2 responses")
+    if _constant(a) or _constant(b):
+        return undefined("a correlation is undefined for constant scores")
+    return float(stats.kendalltau(a, b, variant="b").statistic)
+
+
+def _resample_midranks(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Mid-ranks of every element of ``x`` within each resample given by ``counts`` (B, n): element i's rank in
+    resample b is (total count of smaller values) + (total count of equal values + 1) / 2."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]]) if xs.size else np.zeros(0, np.int64)
+    group_of_sorted = np.cumsum(np.r_[True, xs[1:] != xs[:-1]]) - 1 if xs.size else np.zeros(0, np.int64)
+    group = np.empty(x.size, dtype=np.int64)
+    group[order] = group_of_sorted
+    totals = np.add.reduceat(counts[:, order], starts, axis=1) if xs.size else np.zeros((counts.shape[0], 0))
+    below = np.cumsum(totals, axis=1) - totals
+    return (below + (totals + 1.0) / 2.0)[:, group]
+
+
+def spearman_rho_resampled(y_true, y_pred, counts) -> np.ndarray:
+    """Spearman's rho in each of B bootstrap resamples at once, from resampling counts (B, n).
+
+    A resample draws response i ``counts[b, i]`` times; its mid-ranks and the Pearson correlation of the ranks
+    are computed with those multiplicities (no per-resample sort: one argsort of each vector serves all
+    resamples). Equal to :func:`spearman_rho` on the resampled vectors; NaN where a resample has fewer than 2
+    responses or a constant vector.
+    """
+    a, b = as_pair(y_true, y_pred)
+    w = np.asarray(counts, dtype=np.float64)
+    ra = _resample_midranks(a, w)
+    rb = _resample_midranks(b, w)
+    n = w.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ma = (w * ra).sum(axis=1) / n
+        mb = (w * rb).sum(axis=1) / n
+        da = ra - ma[:, None]
+        db = rb - mb[:, None]
+        saa = (w * da * da).sum(axis=1)
+        sbb = (w * db * db).sum(axis=1)
+        sab = (w * da * db).sum(axis=1)
+        rho = np.clip(sab / np.sqrt(saa * sbb), -1.0, 1.0)
+    tol = 1e-9 * np.maximum(n, 1.0) ** 2
+    return np.where((n < 2) | (saa <= tol) | (sbb <= tol), np.nan, rho)

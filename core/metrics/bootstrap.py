@@ -1,0 +1,152 @@
+"""Uncertainty: a seeded, vectorised nonparametric bootstrap over responses, and analytic intervals.
+
+Resampling unit: the response (a whole row: all its human ratings and every system score stay together), drawn
+with replacement n times per resample (Efron & Tibshirani 1993, ch. 6 and 13, percentile intervals).
+Resamples are generated in chunks as index matrices ``(b, n)`` from one seeded ``numpy.random.Generator``; each
+chunk is turned into a count matrix (how often each response was drawn), so every metric that is a function of
+sums over responses (:mod:`core.metrics.sums`: moments, PRMSE, category tables, coincidence matrices) is evaluated
+for all resamples of the chunk with one matrix product and one ``bincount``. Spearman's rho is vectorised over
+resamples from the counts (:func:`core.metrics.association.spearman_rho_resampled`); Kendall's tau is recomputed
+per resample on the same index rows, so every metric sees the same resamples.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+from scipy import stats
+
+from core.metrics.notes import quiet, undefined
+from core.metrics.sums import RowSums
+from core.metrics.true_score import finish_true_score, true_score_sums
+
+#: Upper bound on the entries of one chunk's index matrix (memory ~ 16 bytes per entry).
+CHUNK_ENTRIES = 8_000_000
+
+
+def resample_chunks(n: int, n_resamples: int, rng: np.random.Generator,
+                    chunk_entries: int = CHUNK_ENTRIES) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield ``(index, counts)`` for consecutive chunks of bootstrap resamples.
+
+    ``index`` is ``(b, n)`` int64 (rows drawn with replacement), ``counts`` the ``(b, n)`` float64 number of times
+    each response was drawn. The chunk size does not change the resamples (the draws come from ``rng`` in order).
+    """
+    if n < 1 or n_resamples < 1:
+        return
+    b = int(max(1, min(n_resamples, chunk_entries // max(n, 1))))
+    done = 0
+    while done < n_resamples:
+        size = min(b, n_resamples - done)
+        index = rng.integers(0, n, size=(size, n), dtype=np.int64)
+        flat = (index + (np.arange(size, dtype=np.int64) * n)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
+        yield index, counts
+        done += size
+
+
+def bootstrap_sums(sums: RowSums, finish: Callable[[dict], dict], n_resamples: int, rng: np.random.Generator,
+                   per_resample: Callable[[np.ndarray], dict] | None = None,
+                   progress: Callable[[int], None] | None = None,
+                   per_chunk: Callable[[np.ndarray, np.ndarray], dict] | None = None) -> dict[str, np.ndarray]:
+    """Bootstrap distribution of every statistic ``finish(totals)`` (and optionally ``per_resample(index_row)``).
+
+    Parameters
+    ----------
+    sums : RowSums
+        Per-response terms.
+    finish : callable
+        ``totals -> {name: array (b,)}``, evaluated once per chunk with batch totals.
+    n_resamples : int
+    rng : numpy.random.Generator
+    per_resample : callable, optional
+        ``index (n,) -> {name: float}`` for statistics that are not sums (Kendall's tau).
+    per_chunk : callable, optional
+        ``(index (b, n), counts (b, n)) -> {name: array (b,)}`` for other statistics vectorised over resamples
+        (Spearman's rho).
+    progress : callable, optional
+        Called with the number of resamples finished in each chunk.
+
+    Returns
+    -------
+    dict name -> array of shape (n_resamples,)
+    """
+    parts: dict[str, list[np.ndarray]] = {}
+    for index, counts in resample_chunks(sums.n, n_resamples, rng):
+        values = quiet(finish, sums.totals(counts))
+        for name, v in values.items():
+            parts.setdefault(name, []).append(np.broadcast_to(np.asarray(v, dtype=np.float64), (index.shape[0],)))
+        if per_chunk is not None:
+            for name, v in quiet(per_chunk, index, counts).items():
+                parts.setdefault(name, []).append(np.asarray(v, dtype=np.float64))
+        if per_resample is not None:
+            rows = [quiet(per_resample, idx) for idx in index]
+            for name in rows[0] if rows else ():
+                parts.setdefault(name, []).append(np.array([r[name] for r in rows], dtype=np.float64))
+        if progress is not None:
+            progress(index.shape[0])
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Bootstrap percentile interval [q_(a/2), q_(1-a/2)] of the finite resample values (Efron & Tibshirani 13.3).
+
+    NaN bounds when fewer than half of the resamples gave a finite value.
+    """
+    s = np.asarray(samples, dtype=np.float64)
+    s = s[np.isfinite(s)]
+    if s.size == 0 or s.size < 0.5 * np.asarray(samples).size:
+        return float("nan"), float("nan")
+    a = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(s, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(samples: dict[str, np.ndarray], confidence: float = 0.95) -> dict[str, tuple[float, float]]:
+    """Percentile intervals for every statistic of :func:`bootstrap_sums`."""
+    return {k: percentile_interval(v, confidence) for k, v in samples.items()}
+
+
+def bootstrap_prmse(system, ratings, n_resamples: int = 1000, seed: int | np.random.Generator = 0,
+                    rater_error_variance: float | None = None, confidence: float = 0.95) -> dict:
+    """Bootstrap distribution and percentile interval of PRMSE (and the other true-score figures).
+
+    Responses (rows) are resampled with replacement, keeping each response's ratings together; every resample's
+    PRMSE uses the Appendix B estimators (Loukina et al. 2020) on that resample, vectorised over resamples.
+
+    Returns
+    -------
+    dict with ``prmse`` (point estimate), ``ci`` (low, high), ``se`` (bootstrap standard deviation) and
+    ``samples`` (the resample values).
+    """
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    sums, _ = true_score_sums(ratings, system)
+    point = quiet(finish_true_score, sums.totals(), rater_error_variance)["prmse"]
+    dist = bootstrap_sums(sums, lambda t: {"prmse": finish_true_score(t, rater_error_variance)["prmse"]},
+                          n_resamples, rng).get("prmse", np.zeros(0))
+    if dist.size == 0:
+        undefined("the bootstrap needs at least one response and one resample")
+    finite = dist[np.isfinite(dist)]
+    return {"prmse": float(point), "ci": percentile_interval(dist, confidence),
+            "se": float(np.std(finite, ddof=1)) if finite.size > 1 else float("nan"), "samples": dist}
+
+
+def fisher_z_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of Pearson's r by Fisher's z: tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)) (Fisher 1921).
+
+    NaN for n <= 3 or an undefined r; r = +/-1 gives a degenerate interval at r.
+    """
+    if not np.isfinite(r) or n <= 3:
+        return float("nan"), float("nan")
+    if abs(r) >= 1.0:
+        return float(r), float(r)
+    z = np.arctanh(r)
+    half = stats.norm.ppf(0.5 + confidence / 2.0) / np.sqrt(n - 3.0)
+    return float(np.tanh(z - half)), float(np.tanh(z + half))
+
+
+def normal_ci(estimate: float, se: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Wald interval estimate -/+ z_(1-a/2) se (used with Gwet's analytic standard errors)."""
+    if not (np.isfinite(estimate) and np.isfinite(se)):
+        return float("nan"), float("nan")
+    half = stats.norm.ppf(0.5 + confidence / 2.0) * se
+    return float(estimate - half), float(estimate + half)

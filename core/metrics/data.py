@@ -1,0 +1,234 @@
+"""The evaluation data model: a responses x raters matrix, system score vectors, a score scale, a drop policy.
+
+- Human ratings are one ``(n, R)`` float64 matrix ``H`` with NaN for a missing rating: any number of raters, a
+  varying number of ratings per response (``c_i``).
+- System scores are ``(n,)`` float64 vectors, one per system.
+- The :class:`Scale` is explicit (min, max and the category values). Categorical coefficients depend on the number
+  of categories, so they are never inferred from the observed values alone (metrics.md section 1).
+- :func:`apply_score_policy` implements RSMTool's zero / non-numeric policy explicitly and returns counts of what
+  it dropped (RSMTool ``exclude_zero_scores``; metrics.md section 1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def as_vector(x, name: str = "x") -> np.ndarray:
+    """``x`` as a 1-d float64 array (ValueError if it is not 1-d or not numeric)."""
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def as_pair(y_true, y_pred, names: tuple[str, str] = ("y_true", "y_pred")) -> tuple[np.ndarray, np.ndarray]:
+    """Two 1-d float64 arrays of equal length with no NaN or inf (ValueError otherwise)."""
+    a = as_vector(y_true, names[0])
+    b = as_vector(y_pred, names[1])
+    if a.shape != b.shape:
+        raise ValueError(f"{names[0]} and {names[1]} have different lengths ({a.size} and {b.size})")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError(f"{names[0]} and {names[1]} must be finite; drop missing pairs first")
+    return a, b
+
+
+def as_ratings(ratings) -> np.ndarray:
+    """A responses x raters float64 matrix (NaN = missing); a list of rater vectors is also accepted as columns.
+
+    ``inf`` is rejected (ValueError): missing ratings are NaN.
+    """
+    if isinstance(ratings, (list, tuple)) and ratings and np.ndim(ratings[0]) == 1:
+        arr = np.column_stack([as_vector(r, "ratings") for r in ratings])
+    else:
+        try:
+            arr = np.asarray(ratings, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"ratings must be numeric: {exc}") from None
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"ratings must be a responses x raters matrix, got shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValueError("ratings contain inf; use NaN for a missing rating")
+    return arr
+
+
+def rating_counts(ratings) -> np.ndarray:
+    """Number of ratings of each response, ``c_i`` (RSMTool ``get_n_human_scores``).
+
+    Returns an int64 array; e.g. h1=[1,2,3,4], h2=[1,NaN,2,NaN], h3=[NaN,NaN,1,NaN] gives [2,1,3,1].
+    """
+    return np.sum(~np.isnan(as_ratings(ratings)), axis=1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """An explicit score scale.
+
+    Parameters
+    ----------
+    min, max : float
+        Lowest and highest possible score.
+    categories : array-like, optional
+        The category values for categorical coefficients (sorted, unique). Default: the integers from ``min`` to
+        ``max`` when both are integers, else none (categorical metrics then need an explicit list).
+    """
+
+    min: float
+    max: float
+    categories: tuple[float, ...] = field(default=())
+
+    def __post_init__(self):
+        lo, hi = float(self.min), float(self.max)
+        if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+            raise ValueError(f"scale must have finite min < max, got [{self.min}, {self.max}]")
+        object.__setattr__(self, "min", lo)
+        object.__setattr__(self, "max", hi)
+        cats = tuple(float(c) for c in self.categories)
+        if not cats and lo.is_integer() and hi.is_integer() and hi - lo <= 10_000:
+            cats = tuple(float(c) for c in np.arange(lo, hi + 1))
+        if cats:
+            arr = np.asarray(cats)
+            if np.any(np.diff(arr) <= 0):
+                raise ValueError("scale categories must be sorted and unique")
+            if arr[0] < lo or arr[-1] > hi:
+                raise ValueError("scale categories must lie within [min, max]")
+        object.__setattr__(self, "categories", cats)
+
+    @property
+    def category_array(self) -> np.ndarray:
+        """Category values as float64 (empty when the scale is continuous)."""
+        return np.asarray(self.categories, dtype=np.float64)
+
+    @property
+    def is_categorical(self) -> bool:
+        return len(self.categories) > 1
+
+    def to_categories(self, x) -> np.ndarray:
+        """Round half-to-even to integers (``numpy.round``, as SKLL and RSMTool) and clip to [min, max].
+
+        NaN stays NaN. With non-integer categories, each score goes to the nearest category (ties to the lower).
+        """
+        x = np.asarray(x, dtype=np.float64)
+        cats = self.category_array
+        if cats.size and np.all(cats == np.round(cats)) and np.all(np.diff(cats) == 1):
+            return np.clip(np.round(x), cats[0], cats[-1])
+        if not cats.size:
+            raise ValueError("this scale has no categories; pass Scale(min, max, categories=[...])")
+        idx = np.clip(np.searchsorted(cats, x), 1, cats.size - 1)
+        lower, upper = cats[idx - 1], cats[idx]
+        out = np.where(np.abs(x - lower) <= np.abs(upper - x), lower, upper)
+        out = np.where(x <= cats[0], cats[0], np.where(x >= cats[-1], cats[-1], out))
+        return np.where(np.isnan(x), np.nan, out)
+
+
+def category_index(x: np.ndarray, categories: np.ndarray, name: str = "ratings") -> np.ndarray:
+    """Index of each value in ``categories`` (-1 for NaN); ValueError if a value is not a category."""
+    cats = np.asarray(categories, dtype=np.float64)
+    if cats.ndim != 1 or cats.size < 1 or np.any(np.diff(cats) <= 0):
+        raise ValueError("categories must be a sorted one-dimensional array of unique values")
+    x = np.asarray(x, dtype=np.float64)
+    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):
+        shifted = x - cats[0]                # consecutive integers: arithmetic instead of a search
+        lo, hi = (float(shifted.min()), float(shifted.max())) if shifted.size else (0.0, 0.0)
+        if lo >= 0 and hi < cats.size:       # also false when anything is NaN
+            idx = shifted.astype(np.int64)
+            if (idx == shifted).all():
+                return idx
+    missing = np.isnan(x)
+    idx = np.searchsorted(cats, np.where(missing, cats[0], x))
+    idx = np.clip(idx, 0, cats.size - 1)
+    bad = ~missing & (cats[idx] != x)
+    if bad.any():
+        first = x[bad].ravel()[0]
+        raise ValueError(f"{name} contain {first!r}, which is not one of the categories {cats.tolist()[:12]}"
+                         f"{'...' if cats.size > 12 else ''}; round the scores to the scale first")
+    return np.where(missing, -1, idx).astype(np.int64)
+
+
+# Reasons for dropping a response (keys of the ``dropped`` counts).
+DROP_H1_MISSING = "first human score missing or non-numeric"
+DROP_H1_ZERO = "first human score is 0 (--exclude-zeros)"
+DROP_H1_OUT_OF_SCALE = "first human score outside the scale"
+DROP_SYSTEM_MISSING = "system score missing or non-numeric"
+SET_MISSING_ZERO = "other human score 0 set to missing (--exclude-zeros)"
+SET_MISSING_OUT_OF_SCALE = "other human score outside the scale set to missing"
+
+
+@dataclass
+class PolicyResult:
+    """Output of :func:`apply_score_policy`."""
+
+    keep: np.ndarray                   # (n,) bool: responses kept
+    human: np.ndarray                  # (n_kept, R) human ratings after the policy
+    system: dict[str, np.ndarray]      # name -> (n_kept,)
+    dropped: dict[str, int]            # reason -> number of responses dropped
+    changed: dict[str, int]            # reason -> number of ratings set to missing (response kept)
+
+
+def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | None = None,
+                       exclude_zeros: bool = False) -> PolicyResult:
+    """Apply the explicit zero / non-numeric policy (RSMTool semantics, metrics.md section 1).
+
+    A response is dropped when its first human score is missing, non-numeric or infinite, is 0 under
+    ``exclude_zeros``, or lies outside ``scale``, or when any system score is missing or infinite. Other human
+    scores that are 0 (under ``exclude_zeros``), infinite or outside the scale become missing; the response stays,
+    with fewer ratings. Every drop and change is counted by reason.
+
+    Parameters
+    ----------
+    human : array of shape (n, R)
+        Human ratings, NaN for missing (non-numeric values must already be NaN).
+    system : dict of name -> array of shape (n,)
+    scale : Scale, optional
+    exclude_zeros : bool
+        RSMTool's ``exclude_zero_scores`` (default off here; on in RSMTool).
+    """
+    h = np.array(human, dtype=np.float64, copy=True)
+    if h.ndim == 1:
+        h = h[:, None]
+    n = h.shape[0]
+    first = h[:, 0]
+    dropped: dict[str, int] = {}
+    changed: dict[str, int] = {}
+    keep = np.ones(n, dtype=bool)
+
+    def drop(mask: np.ndarray, reason: str) -> None:
+        new = mask & keep
+        if new.any():
+            dropped[reason] = dropped.get(reason, 0) + int(new.sum())
+            keep[new] = False
+
+    drop(~np.isfinite(first), DROP_H1_MISSING)
+    if exclude_zeros:
+        drop(first == 0, DROP_H1_ZERO)
+    if scale is not None:
+        drop((first < scale.min) | (first > scale.max), DROP_H1_OUT_OF_SCALE)
+    sys_out = {}
+    for name, values in system.items():
+        v = np.asarray(values, dtype=np.float64)
+        if v.shape != (n,):
+            raise ValueError(f"system {name!r} has {v.size} scores for {n} responses")
+        drop(~np.isfinite(v), DROP_SYSTEM_MISSING)
+        sys_out[name] = v
+    if h.shape[1] > 1:
+        rest = h[:, 1:]
+        rest[np.isinf(rest)] = np.nan
+        if exclude_zeros:
+            z = (rest == 0) & keep[:, None]
+            if z.any():
+                changed[SET_MISSING_ZERO] = int(z.sum())
+            rest[rest == 0] = np.nan
+        if scale is not None:
+            out = ((rest < scale.min) | (rest > scale.max))
+            if (out & keep[:, None]).any():
+                changed[SET_MISSING_OUT_OF_SCALE] = int((out & keep[:, None]).sum())
+            rest[out] = np.nan
+        h[:, 1:] = rest
+    return PolicyResult(keep=keep, human=h[keep], system={k: v[keep] for k, v in sys_out.items()},
+                        dropped=dropped, changed=changed)

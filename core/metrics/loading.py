@@ -1,0 +1,194 @@
+"""Reading evaluation input files (CSV, TSV, JSONL, Parquet; wide or long form) into the data model.
+
+Wide form: one row per response, human score columns and system score columns.
+Long form (``easl export --ratings``): one row per rating with item, rater and score columns. Human ratings are
+placed in rating slots in file order (``rating_1`` is each item's first human rating, ``rating_2`` its second,
+...), so RSMTool's "first human" semantics apply. A system is either a rater value in the rater column (its score
+for each item) or a column of the file (one value per item).
+
+Errors are :class:`core.errors.UserError` sentences naming the file, the column and, where it applies, the line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.errors import UserError
+
+READERS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+           ".json": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+
+
+@dataclass
+class EvaluationInput:
+    human: np.ndarray                 # (n, R)
+    human_names: list[str]
+    system: dict[str, np.ndarray]
+    ids: np.ndarray                   # (n,) response ids (strings)
+    groups: np.ndarray | None
+    notes: list[str]
+
+
+def read_table(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """Read a table by extension; returns the frame and its kind (csv, tsv, jsonl, parquet)."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{p}: file not found.")
+    if p.is_dir():
+        raise UserError(f"{p}: is a directory, expected a CSV, TSV, JSONL or Parquet file.")
+    kind = READERS.get(p.suffix.lower())
+    if kind is None:
+        raise UserError(f"{p}: unknown file type {p.suffix!r}; use .csv, .tsv, .jsonl or .parquet.")
+    try:
+        if kind == "csv":
+            df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        elif kind == "tsv":
+            df = pd.read_csv(p, sep="\t", dtype=str, keep_default_na=False)
+        elif kind == "jsonl":
+            df = pd.read_json(p, lines=True, dtype=False)
+        else:
+            df = pd.read_parquet(p)
+    except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{p}: cannot be read as {kind.upper()} ({first}).") from None
+    except Exception as exc:  # pyarrow raises its own error types for corrupt Parquet files
+        raise UserError(f"{p}: cannot be read as {kind.upper()} ({type(exc).__name__}: {exc}).") from None
+    df.columns = [str(c) for c in df.columns]
+    return df, kind
+
+
+def _line(kind: str, i: int) -> str:
+    if kind in ("csv", "tsv"):
+        return f"line {i + 2}"
+    if kind == "jsonl":
+        return f"line {i + 1}"
+    return f"row {i + 1}"
+
+
+def _require(df: pd.DataFrame, path, cols: list[str], what: str) -> None:
+    for c in cols:
+        if c not in df.columns:
+            shown = ", ".join(df.columns[:12]) + (", ..." if len(df.columns) > 12 else "")
+            raise UserError(f"{path}: no {what} column {c!r} (columns: {shown}).")
+
+
+def numeric_column(df: pd.DataFrame, col: str, path, kind: str, *, strict: bool) -> np.ndarray:
+    """A column as float64 with NaN for empty cells.
+
+    Non-numeric cells: with ``strict`` a UserError naming the first bad line; otherwise NaN (the score policy then
+    drops or counts them). A column with values but no numeric value at all is always a UserError.
+    """
+    raw = df[col]
+    values = pd.to_numeric(raw, errors="coerce")
+    empty = raw.isna() | raw.astype(str).str.strip().isin(["", "nan", "NaN", "NA", "null", "None"])
+    bad = values.isna() & ~empty
+    if bad.any():
+        if strict or bad.sum() == (~empty).sum():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise UserError(f"{path}, {_line(kind, i)}: column {col!r} has a non-numeric value "
+                            f"{str(raw.iloc[i])[:40]!r}.")
+    return values.to_numpy(dtype=np.float64)
+
+
+def load_wide(path, *, human: list[str], system: list[str], id_col: str | None = None,
+              group_col: str | None = None) -> EvaluationInput:
+    """Read a wide file: one row per response with the named human and system score columns."""
+    df, kind = read_table(path)
+    if df.empty:
+        raise UserError(f"{path}: the file has no rows.")
+    _require(df, path, human, "human score")
+    _require(df, path, system, "system score")
+    if id_col:
+        _require(df, path, [id_col], "id")
+    if group_col:
+        _require(df, path, [group_col], "group")
+    notes = []
+    h = np.column_stack([numeric_column(df, c, path, kind, strict=False) for c in human])
+    sys = {c: numeric_column(df, c, path, kind, strict=True) for c in system}
+    if id_col:
+        ids = df[id_col].astype(str).to_numpy()
+        dup = pd.Series(ids).duplicated().to_numpy()
+        if dup.any():
+            i = int(np.flatnonzero(dup)[0])
+            raise UserError(f"{path}, {_line(kind, i)}: column {id_col!r} repeats the id {ids[i]!r}.")
+    else:
+        ids = np.array([str(i) for i in range(len(df))])
+    groups = df[group_col].astype(str).to_numpy() if group_col else None
+    return EvaluationInput(h, list(human), sys, ids, groups, notes)
+
+
+def load_long(path, *, spec: str, system: list[str], human: list[str] | None = None,
+              group_col: str | None = None) -> EvaluationInput:
+    """Read the long form (``item,rater,score`` column names in ``spec``) and pivot it into rating slots."""
+    parts = [s.strip() for s in spec.split(",")]
+    if len(parts) != 3 or not all(parts):
+        raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {spec!r}.")
+    item_c, rater_c, score_c = parts
+    df, kind = read_table(path)
+    if df.empty:
+        raise UserError(f"{path}: the file has no rows.")
+    _require(df, path, [item_c, rater_c, score_c], "long-form")
+    if group_col:
+        _require(df, path, [group_col], "group")
+    score = numeric_column(df, score_c, path, kind, strict=True)
+    items = df[item_c].astype(str).to_numpy()
+    raters = df[rater_c].astype(str).to_numpy()
+    order_items, item_idx = np.unique(items, return_inverse=True)
+    first_seen = np.full(order_items.size, np.iinfo(np.int64).max)
+    np.minimum.at(first_seen, item_idx, np.arange(items.size))
+    rank = np.empty(order_items.size, dtype=np.int64)
+    rank[np.argsort(first_seen, kind="stable")] = np.arange(order_items.size)
+    row_of = rank[item_idx]                        # items in order of first appearance
+    n = order_items.size
+    ids = order_items[np.argsort(rank)]
+    sys: dict[str, np.ndarray] = {}
+    rater_systems = [s for s in system if s in set(raters)]
+    for s in system:
+        if s in rater_systems:
+            sel = np.flatnonzero(raters == s)
+            rows = row_of[sel]
+            if np.unique(rows).size != rows.size:
+                i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
+                raise UserError(f"{path}, {_line(kind, i)}: system {s!r} scores item {items[i]!r} more than once.")
+            v = np.full(n, np.nan)
+            v[rows] = score[sel]
+            sys[s] = v
+        elif s in df.columns:
+            col = numeric_column(df, s, path, kind, strict=True)
+            v = np.full(n, np.nan)
+            ok = ~np.isnan(col)
+            firsts = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
+            lo, hi = firsts.min(), firsts.max()
+            conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
+            if conflict.size:
+                r = int(conflict[0])
+                i = int(np.flatnonzero((row_of == r) & ok)[0])
+                raise UserError(f"{path}, {_line(kind, i)}: column {s!r} has different values for item "
+                                f"{ids[r]!r}.")
+            v[lo.index.to_numpy()] = lo.to_numpy()
+            sys[s] = v
+        else:
+            raise UserError(f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.")
+    is_human = ~np.isin(raters, rater_systems)
+    if human:
+        unknown = [r for r in human if r not in set(raters)]
+        if unknown:
+            raise UserError(f"{path}: rater {unknown[0]!r} (from --human) does not appear in column {rater_c!r}.")
+        is_human &= np.isin(raters, human)
+    is_human &= ~np.isnan(score)
+    hr = np.flatnonzero(is_human)
+    slot = pd.Series(row_of[hr]).groupby(row_of[hr]).cumcount().to_numpy()
+    R = int(slot.max()) + 1 if slot.size else 1
+    h = np.full((n, R), np.nan)
+    h[row_of[hr], slot] = score[hr]
+    names = [f"rating_{j + 1}" for j in range(R)]
+    groups = None
+    if group_col:
+        g = pd.Series(df[group_col].astype(str).to_numpy()).groupby(row_of).first()
+        groups = np.empty(n, dtype=object)
+        groups[g.index.to_numpy()] = g.to_numpy()
+    notes = [f"long form: {hr.size} human ratings of {n} items in {R} rating slot(s) (file order)"]
+    return EvaluationInput(h, names, sys, ids, groups, notes)

@@ -1,0 +1,134 @@
+"""Sufficient statistics that are sums over responses, for one sample or many bootstrap resamples at once.
+
+Most metrics here are smooth functions of sums over responses (moments, category counts, coincidence tables).
+A :class:`RowSums` holds the per-response terms; :meth:`RowSums.totals` returns their sums, either for the sample
+itself or, given a ``(B, n)`` matrix of resampling counts (how often each response was drawn in each of ``B``
+bootstrap resamples), for all resamples at once (one matrix product for the dense terms, one ``bincount`` for the
+category counts). A metric is then ``finish(totals)``, written once with a leading batch axis, so the point
+estimate and the bootstrap share the same code. This is the standard plug-in view of the nonparametric bootstrap
+(Efron & Tibshirani 1993, ch. 6): a resample is the original data with multinomial weights on the responses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.metrics.notes import undefined
+
+
+@dataclass
+class _Counts:
+    rows: np.ndarray      # (m,) int64 response index of each entry
+    cats: np.ndarray      # (m,) int64 cell index in [0, size)
+    weights: np.ndarray   # (m,) float64 weight of each entry
+    size: int
+
+
+@dataclass
+class RowSums:
+    """Per-response terms whose sums are sufficient for a set of metrics.
+
+    Parameters
+    ----------
+    n : int
+        Number of responses (rows).
+    """
+
+    n: int
+    _dense_names: list[str] = field(default_factory=list)
+    _dense: list[np.ndarray] = field(default_factory=list)
+    _counts: dict[str, _Counts] = field(default_factory=dict)
+    _stacked: np.ndarray | None = field(default=None, repr=False)
+
+    def add(self, name: str, values: np.ndarray) -> None:
+        """Add a dense term: ``totals[name] = sum_i w_i values_i``."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (self.n,):
+            raise ValueError(f"term {name!r} has shape {values.shape}, expected ({self.n},)")
+        self._dense_names.append(name)
+        self._dense.append(values)
+
+    def add_counts(self, name: str, rows: np.ndarray, cats: np.ndarray, weights: np.ndarray | float,
+                   size: int) -> None:
+        """Add a count table: ``totals[name][c] = sum over entries e with cats_e = c of w_{rows_e} weights_e``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cats = np.asarray(cats, dtype=np.int64)
+        weights = np.broadcast_to(np.asarray(weights, dtype=np.float64), rows.shape)
+        self._counts[name] = _Counts(rows, cats, np.ascontiguousarray(weights), int(size))
+
+    def merge(self, other: "RowSums", prefix: str) -> None:
+        """Add every term of ``other`` under ``prefix + name`` (same responses)."""
+        if other.n != self.n:
+            raise ValueError("cannot merge sums over different responses")
+        for name, values in zip(other._dense_names, other._dense):
+            self.add(prefix + name, values)
+        for name, c in other._counts.items():
+            self._counts[prefix + name] = c
+
+    def embedded(self, rows: np.ndarray, n: int) -> "RowSums":
+        """The same terms placed at positions ``rows`` of a sample of ``n`` responses (0 elsewhere).
+
+        Used for metrics defined on a subset (e.g. double-scored responses) inside a bootstrap over all responses.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.shape != (self.n,):
+            raise ValueError("rows must give one position per response of these sums")
+        if self.n == n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1)) and np.all(np.diff(rows) == 1):
+            return self
+        out = RowSums(n)
+        for name, values in zip(self._dense_names, self._dense):
+            full = np.zeros(n)
+            full[rows] = values
+            out.add(name, full)
+        for name, c in self._counts.items():
+            out._counts[name] = _Counts(rows[c.rows], c.cats, c.weights, c.size)
+        return out
+
+    def totals(self, counts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Sums of every term.
+
+        Parameters
+        ----------
+        counts : ndarray of shape (B, n), optional
+            Resampling counts; ``None`` means every response once (the sample itself).
+
+        Returns
+        -------
+        dict
+            ``name -> array`` of shape ``()`` / ``(size,)`` for the sample, ``(B,)`` / ``(B, size)`` with counts.
+        """
+        out: dict[str, np.ndarray] = {}
+        if self._dense and counts is None:
+            for name, values in zip(self._dense_names, self._dense):
+                out[name] = np.asarray(values.sum())
+        elif self._dense:
+            if self._stacked is None or self._stacked.shape[1] != len(self._dense):
+                self._stacked = np.stack(self._dense, axis=1)
+            sums = counts @ self._stacked
+            for j, name in enumerate(self._dense_names):
+                out[name] = sums[..., j]
+        for name, c in self._counts.items():
+            if counts is None:
+                out[name] = np.bincount(c.cats, weights=c.weights, minlength=c.size)[: c.size]
+            else:
+                b = counts.shape[0]
+                w = counts[:, c.rows] * c.weights
+                flat = (np.arange(b, dtype=np.int64)[:, None] * c.size + c.cats[None, :]).ravel()
+                out[name] = np.bincount(flat, weights=w.ravel(), minlength=b * c.size).reshape(b, c.size)
+        return out
+
+
+def nan_where(bad: np.ndarray | bool, value: np.ndarray, reason: str) -> np.ndarray:
+    """``value`` with NaN where ``bad``; emits the reason (UndefinedMetricWarning) if any element is bad."""
+    bad = np.asarray(bad, dtype=bool)
+    if bad.any():
+        undefined(reason, stacklevel=4)
+        value = np.where(bad, np.nan, value)
+    return value
+
+
+def as_float(value: np.ndarray) -> float | np.ndarray:
+    """A Python float for a 0-d result, the array otherwise."""
+    value = np.asarray(value, dtype=np.float64)
+    return float(value) if value.ndim == 0 else value

@@ -1,0 +1,217 @@
+"""True-score evaluation: rater error variance, true score variance, MSE(T|M) and PRMSE for any number of ratings.
+
+Source: Loukina, Madnani, Cahill, Yao, Johnson, Riordan & McCaffrey (2020), "Using PRMSE to evaluate automated
+scoring systems in the presence of label noise", BEA workshop, Appendix B, equations (4)-(8); RSMTool
+``rsmtool.utils.prmse``. Notation: N responses with at least one rating, c_i ratings of response i, Hbar_i their
+mean, c. = sum c_i, Hbar = sum c_i Hbar_i / c. (mean of all ratings), M_i the system score.
+
+Every quantity is a function of sums over responses (:mod:`core.metrics.sums`), so the bootstrap evaluates PRMSE
+for all resamples with one matrix product.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.metrics.data import as_ratings, as_vector
+from core.metrics.notes import caution
+from core.metrics.sums import RowSums, as_float, nan_where
+
+#: Recommended minimum number of double-scored responses (Loukina et al. 2020, section 7).
+MIN_DOUBLE_SCORED = 1000
+#: ... when the human-human correlation exceeds :data:`HIGH_AGREEMENT_R`.
+MIN_DOUBLE_SCORED_HIGH_AGREEMENT = 500
+HIGH_AGREEMENT_R = 0.65
+
+
+def true_score_sums(ratings: np.ndarray, system: np.ndarray | None = None, prefix: str = "") -> tuple[RowSums, float]:
+    """Per-response terms of the Appendix B estimators; returns the sums and the centring constant.
+
+    Terms: 1[c_i >= 1], c_i, c_i^2, c_i (Hbar_i - s), c_i (Hbar_i - s)^2, within-response sum of squares
+    sum_j (H_ij - Hbar_i)^2, (c_i - 1) 1[c_i >= 2], 1[c_i >= 2], 1[c_i == 1] and c_i (Hbar_i - M_i)^2, with
+    s = the mean of all ratings (centring for accuracy; the estimators are shift-invariant).
+    """
+    h = as_ratings(ratings)
+    obs = ~np.isnan(h)
+    c = obs.sum(axis=1).astype(np.float64)
+    total = np.where(obs, h, 0.0).sum(axis=1)
+    rated = c >= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hbar = np.where(rated, total / np.where(rated, c, 1.0), 0.0)
+    s = float(total.sum() / c.sum()) if c.sum() > 0 else 0.0
+    within = np.where(obs, (h - hbar[:, None]) ** 2, 0.0).sum(axis=1)
+    sums = RowSums(h.shape[0])
+    p = prefix
+    sums.add(p + "N", rated.astype(np.float64))
+    sums.add(p + "C", c)
+    sums.add(p + "C2", c * c)
+    sums.add(p + "S1", c * (hbar - s))
+    sums.add(p + "S2", c * (hbar - s) ** 2)
+    sums.add(p + "W", np.where(c >= 2, within, 0.0))
+    sums.add(p + "D", np.where(c >= 2, c - 1.0, 0.0))
+    sums.add(p + "N_multiple", (c >= 2).astype(np.float64))
+    sums.add(p + "N_single", (c == 1).astype(np.float64))
+    if system is not None:
+        m = as_vector(system, "system")
+        if m.shape != (h.shape[0],):
+            raise ValueError(f"system has {m.size} scores for {h.shape[0]} responses")
+        if not np.isfinite(m[rated]).all():
+            raise ValueError("system scores must be finite for every rated response")
+        sums.add(p + "E", np.where(rated, c * (hbar - np.where(rated, m, 0.0)) ** 2, 0.0))
+    return sums, s
+
+
+def true_score_totals(ratings: np.ndarray, system: np.ndarray | None = None, prefix: str = "") -> dict:
+    """The totals of :func:`true_score_sums` for the sample itself, computed directly (same numbers)."""
+    sums, _ = true_score_sums(ratings, system, prefix)
+    return sums.totals()
+
+
+def finish_error_variance(t: dict, prefix: str = "") -> np.ndarray:
+    """V_e = sum_i sum_j (H_ij - Hbar_i)^2 / sum_i (c_i - 1) over responses with c_i >= 2 (eq. 4-5)."""
+    d = np.asarray(t[prefix + "D"], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ve = t[prefix + "W"] / d
+    return nan_where(d <= 0, ve, "rater error variance needs at least one response with two or more ratings")
+
+
+def finish_true_variance(t: dict, ve, prefix: str = "") -> np.ndarray:
+    """V_T = [sum c_i (Hbar_i - Hbar)^2 - (N - 1) V_e] / [c. - sum c_i^2 / c.] (eq. 6)."""
+    n, c, c2 = t[prefix + "N"], t[prefix + "C"], t[prefix + "C2"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s2 = t[prefix + "S2"]
+        between = s2 - t[prefix + "S1"] ** 2 / c
+        between = np.where(between <= 1e-12 * s2, 0.0, between)    # rounding noise of equal means is 0
+        den = c - c2 / c
+        vt = (between - (n - 1.0) * ve) / den
+    return nan_where(~(den > 0), vt, "true score variance needs at least 2 rated responses")
+
+
+def finish_mse_true(t: dict, ve, prefix: str = "") -> np.ndarray:
+    """MSE(T|M) = [sum c_i (Hbar_i - M_i)^2 - N V_e] / c. (eq. 7)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mse = (t[prefix + "E"] - t[prefix + "N"] * ve) / t[prefix + "C"]
+    return nan_where(~(t[prefix + "C"] > 0), mse, "MSE(T|M) needs at least 1 rated response")
+
+
+def finish_prmse(t: dict, ve, prefix: str = "") -> np.ndarray:
+    """PRMSE = 1 - MSE(T|M) / V_T (eq. 8); NaN when V_T <= 0."""
+    vt = finish_true_variance(t, ve, prefix)
+    mse = finish_mse_true(t, ve, prefix)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 1.0 - mse / vt
+    return nan_where(~np.isnan(vt) & ~(vt > 0), out, "PRMSE is undefined: the estimated true score variance is not positive")
+
+
+def _error_variance_from(t: dict, rater_error_variance, prefix: str = ""):
+    if rater_error_variance is None:
+        return finish_error_variance(t, prefix)
+    ve = float(rater_error_variance)
+    if not np.isfinite(ve) or ve < 0:
+        raise ValueError(f"rater_error_variance must be a finite non-negative number, got {rater_error_variance!r}")
+    return ve
+
+
+def variance_of_errors(ratings) -> float:
+    """Rater error variance V_e (Loukina et al. 2020, Appendix B eq. 4-5; RSMTool ``variance_of_errors``).
+
+    V_i = sum_j (H_ij - Hbar_i)^2 / (c_i - 1);  V_e = sum_i V_i (c_i - 1) / sum_i (c_i - 1), over responses with
+    c_i >= 2. For two ratings per response this is (1 / 2N) sum (H_i2 - H_i1)^2 (eq. 3). NaN when no response has
+    two ratings.
+    """
+    sums, _ = true_score_sums(ratings)
+    return as_float(finish_error_variance(sums.totals()))
+
+
+def true_score_variance(ratings, rater_error_variance: float | None = None) -> float:
+    """Variance of the true scores, V_T (Appendix B eq. 6; RSMTool ``true_score_variance``).
+
+    V_T = [sum_i c_i (Hbar_i - Hbar)^2 - (N - 1) V_e] / [c. - sum_i c_i^2 / c.]. ``rater_error_variance``
+    replaces V_e by an estimate from another sample.
+    """
+    sums, _ = true_score_sums(ratings)
+    t = sums.totals()
+    return as_float(finish_true_variance(t, _error_variance_from(t, rater_error_variance)))
+
+
+def mse_true(system, ratings, rater_error_variance: float | None = None) -> float:
+    """Mean squared error of the system score as a predictor of the true score (Appendix B eq. 7; RSMTool ``mse_true``).
+
+    MSE(T|M) = [sum_i c_i (Hbar_i - M_i)^2 - N V_e] / c.
+    """
+    sums, _ = true_score_sums(ratings, system)
+    t = sums.totals()
+    return as_float(finish_mse_true(t, _error_variance_from(t, rater_error_variance)))
+
+
+def prmse(system, ratings, rater_error_variance: float | None = None) -> float:
+    """Proportional reduction in mean squared error for true scores (Appendix B eq. 8; RSMTool ``prmse_true``).
+
+    PRMSE = 1 - MSE(T|M) / V_T, for any number of ratings per response (single-scored responses included in N).
+    ``rater_error_variance`` supplies V_e from another sample. NaN (with a reason) when V_e cannot be estimated
+    (no response has two ratings and none is supplied) or V_T <= 0. Values above 1 mean the double-scored sample
+    is too small; see :func:`true_score_evaluation` for the sample-size warnings.
+
+    Examples
+    --------
+    >>> round(prmse([1, 2, 5], [2, 3, 5], rater_error_variance=0.5), 12)
+    0.909090909091
+    """
+    sums, _ = true_score_sums(ratings, system)
+    t = sums.totals()
+    return as_float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
+
+
+def first_two_ratings(ratings) -> tuple[np.ndarray, np.ndarray]:
+    """The first two available ratings of every response with at least two (in column order)."""
+    h = as_ratings(ratings)
+    obs = ~np.isnan(h)
+    keep = obs.sum(axis=1) >= 2
+    h, obs = h[keep], obs[keep]
+    order = np.argsort(~obs, axis=1, kind="stable")[:, :2]
+    pair = np.take_along_axis(h, order, axis=1)
+    return pair[:, 0], pair[:, 1]
+
+
+def finish_true_score(t: dict, rater_error_variance=None, prefix: str = "") -> dict:
+    """The ``true_score`` record (batch-capable): counts, V_e, V_T, MSE(T|M), PRMSE."""
+    ve = _error_variance_from(t, rater_error_variance, prefix)
+    return {
+        "N": t[prefix + "N"],
+        "N_single": t[prefix + "N_single"],
+        "N_multiple": t[prefix + "N_multiple"],
+        "rater_error_variance": np.broadcast_to(np.asarray(ve, dtype=np.float64), np.shape(t[prefix + "N"])),
+        "true_score_variance": finish_true_variance(t, ve, prefix),
+        "mse_true": finish_mse_true(t, ve, prefix),
+        "prmse": finish_prmse(t, ve, prefix),
+    }
+
+
+def true_score_evaluation(system, ratings, rater_error_variance: float | None = None) -> dict:
+    """All true-score figures for one system (RSMTool ``true_score_eval`` table), with sample-size warnings.
+
+    Returns a dict with ``N`` (responses with a rating), ``N_raters`` (columns), ``N_single``, ``N_multiple``
+    (responses with one / two or more ratings), ``rater_error_variance``, ``true_score_variance``, ``mse_true``
+    and ``prmse`` (formulas: :func:`variance_of_errors`, :func:`true_score_variance`, :func:`mse_true`,
+    :func:`prmse`). Emits :class:`~core.metrics.notes.SampleSizeWarning` (never an error) when fewer than 1,000
+    responses are double-scored (500 when the human-human correlation exceeds 0.65) or PRMSE > 1
+    (Loukina et al. 2020, section 7). With an external ``rater_error_variance`` the count warning is skipped.
+    """
+    h = as_ratings(ratings)
+    sums, _ = true_score_sums(h, system)
+    t = sums.totals()
+    rec = {k: as_float(v) for k, v in finish_true_score(t, rater_error_variance).items()}
+    rec = {"N": int(rec["N"]), "N_raters": int(h.shape[1]), "N_single": int(rec["N_single"]),
+           "N_multiple": int(rec["N_multiple"]), **{k: rec[k] for k in
+           ("rater_error_variance", "true_score_variance", "mse_true", "prmse")}}
+    if rater_error_variance is None and rec["N_multiple"] > 0:
+        a, b = first_two_ratings(h)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = float(np.corrcoef(a, b)[0, 1]) if a.size >= 2 and np.std(a) > 0 and np.std(b) > 0 else float("nan")
+        need = MIN_DOUBLE_SCORED_HIGH_AGREEMENT if r > HIGH_AGREEMENT_R else MIN_DOUBLE_SCORED
+        if rec["N_multiple"] < need:
+            caution(f"PRMSE rests on {rec['N_multiple']} double-scored responses; at least {need} are recommended "
+                    f"(Loukina et al. 2020){' with human-human r > 0.65' if need == 500 else ''}")
+    if rec["prmse"] > 1:
+        caution(f"PRMSE is {rec['prmse']:.3f} > 1: the double-scored sample is too small to estimate the rater "
+                "error variance reliably")
+    return rec

@@ -1,0 +1,395 @@
+"""Which items to annotate next: Algorithm 1 of Sakaguchi & Van Durme (2018) and its exact scalable form.
+
+Algorithm 1 ("SampleByMatchQuality"): take the ``k`` items with the largest variance as anchors; for each
+anchor draw ``n - 1`` partners without replacement with probability proportional to the match quality
+(eq 11 / 23)
+
+    q(i, j) = sqrt(2 gamma^2 / c^2) exp(-(M_i - M_j)^2 / (2 c^2)),   c^2 = 2 gamma^2 + Var_i + Var_j,
+
+normalised over the candidate pool (the paper: the items that are not anchors; option: every item but the
+anchor). Drawing "without replacement with probability proportional to q" means successive sampling: each
+draw picks ``j`` with probability ``q(i, j) / sum of q over the pool items not yet drawn`` (what
+``numpy.random.Generator.choice(replace=False, p=q / q.sum())`` does). :func:`select_hits_literal` does
+exactly that in ``O(k N)``; :func:`select_hits` draws from the same distribution without evaluating all
+``k x N`` pairs (rejection sampling from a binned envelope, below).
+
+The first iteration covers every item once (:func:`first_iteration_hits`); the DA baseline annotates the
+least-annotated items in batches (:func:`select_least_annotated`). All randomness comes from the
+``numpy.random.Generator`` passed in, so the same seed gives the same HITs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+POOLS = ("paper", "all")
+DEFAULT_BINS = 32
+DEFAULT_MAX_ROUNDS = 64
+DIRECT_BELOW = 5
+
+
+def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> np.ndarray:
+    """Match quality of items ``i`` and ``j`` (eq 11 / 23), broadcasting.
+
+    ``q = sqrt(2 gamma^2 / c^2) exp(-(M_i - M_j)^2 / (2 c^2))`` with ``c^2 = 2 gamma^2 + Var_i + Var_j``;
+    ``M`` is the posterior location (EASL / RA: the Beta mode, eq 12; TrueSkill: mu) and ``Var`` the
+    posterior variance (eq 13 / sigma^2).
+    """
+    m_i, v_i, m_j, v_j = (np.asarray(x, dtype=np.float64) for x in (m_i, v_i, m_j, v_j))
+    c2 = 2.0 * gamma * gamma + v_i + v_j
+    return np.sqrt(2.0 * gamma * gamma / c2) * np.exp(-((m_i - m_j) ** 2) / (2.0 * c2))
+
+
+def _log_quality(m_i, v_i, m_j, v_j, g2: float) -> np.ndarray:
+    """``log q`` of eq 11 / 23 (``g2 = 2 gamma^2``); log space keeps far-apart pairs comparable."""
+    c2 = g2 + v_i + v_j
+    return 0.5 * np.log(g2 / c2) - (m_i - m_j) ** 2 / (2.0 * c2)
+
+
+# --------------------------------------------------------------------------------------------------
+# First iteration and DA batches
+# --------------------------------------------------------------------------------------------------
+
+
+def first_iteration_hits(n_items: int, hit_size: int, rng: np.random.Generator) -> np.ndarray:
+    """HITs covering every item exactly once (the authors' release; engine.md "Selection").
+
+    A random permutation cut into ``ceil(N / n)`` HITs of ``n``; the last HIT, if short, is padded with
+    distinct items not already in it (drawn uniformly from the other items). With ``N < n`` there is one HIT
+    of all ``N`` items; with ``N = 0``, none.
+
+    Returns
+    -------
+    ndarray of int64, shape ``(ceil(N / n), min(n, N))``
+    """
+    if n_items < 0 or hit_size < 1:
+        raise ValueError("n_items must be >= 0 and hit_size >= 1")
+    width = min(hit_size, n_items)
+    if n_items == 0:
+        return np.zeros((0, hit_size), dtype=np.int64)
+    perm = rng.permutation(n_items).astype(np.int64)
+    n_hits = -(-n_items // width)
+    pad = n_hits * width - n_items
+    if pad:
+        last = width - pad  # items in the last, short HIT: perm[n_items - last:]
+        others = perm[: n_items - last]
+        extra = rng.choice(others, size=pad, replace=False)
+        perm = np.concatenate([perm, extra])
+    return perm.reshape(n_hits, width)
+
+
+def select_least_annotated(
+    counts: Any,
+    *,
+    hit_size: int,
+    n_hits: int,
+    rng: np.random.Generator,
+    exclude: Any = None,
+) -> np.ndarray:
+    """DA's batches (the paper's baseline, section 5): the least-annotated items, grouped into HITs.
+
+    Items are ordered by ``counts`` ascending with a seeded random tie-break; the first
+    ``min(n_hits * n, N_eligible)`` are shuffled and cut into HITs of ``n``; a short last HIT is padded with
+    the next least-annotated items not in it (with ``N_eligible < n``: one HIT of all eligible items).
+
+    Returns
+    -------
+    ndarray of int64, shape ``(H, min(n, N_eligible))``
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    eligible = _eligible(counts.size, exclude)
+    idx = np.flatnonzero(eligible)
+    width = min(hit_size, idx.size)
+    if n_hits <= 0 or idx.size == 0:
+        return np.zeros((0, width if idx.size else hit_size), dtype=np.int64)
+    perm = rng.permutation(idx.size)
+    order = idx[perm[np.argsort(counts[idx][perm], kind="stable")]]
+    total = min(n_hits * width, idx.size)
+    n_out = -(-total // width)
+    chosen = rng.permutation(order[:total])
+    pad = n_out * width - total
+    if pad:
+        # next least-annotated items not in the last HIT: first those not selected at all, then earlier HITs'
+        rest = np.concatenate([order[total:], chosen[: total - (width - pad)]])
+        chosen = np.concatenate([chosen, rest[:pad]])
+    return chosen.reshape(n_out, width).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------------
+# Algorithm 1
+# --------------------------------------------------------------------------------------------------
+
+
+def _eligible(n: int, exclude: Any) -> np.ndarray:
+    if exclude is None:
+        return np.ones(n, dtype=bool)
+    exclude = np.asarray(exclude, dtype=bool)
+    if exclude.shape != (n,):
+        raise ValueError(f"exclude must be a boolean mask of length {n}")
+    return ~exclude
+
+
+def _check_keys(location: Any, variance: Any) -> tuple[np.ndarray, np.ndarray]:
+    location = np.asarray(location, dtype=np.float64).ravel()
+    variance = np.asarray(variance, dtype=np.float64).ravel()
+    if location.shape != variance.shape:
+        raise ValueError("location and variance differ in length")
+    if not (np.all(np.isfinite(location)) and np.all(np.isfinite(variance)) and np.all(variance >= 0)):
+        raise ValueError("location and variance must be finite, variance >= 0")
+    return location, variance
+
+
+def _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude):
+    """Anchors (top-variance eligible items, seeded random tie-break) and the partner pool."""
+    if pool not in POOLS:
+        raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
+    if hit_size < 1:
+        raise ValueError("hit_size must be >= 1")
+    eligible = _eligible(location.size, exclude)
+    idx = np.flatnonzero(eligible)
+    k = max(0, min(int(n_hits), idx.size))
+    if 0 < k < idx.size:
+        # the top k by variance: everything above the k-th largest value, plus a uniform random subset of
+        # the items tied with it (O(N) selection instead of a full sort)
+        neg = -variance[idx]
+        kth = np.partition(neg, k - 1)[k - 1]
+        better = idx[neg < kth]
+        tied = idx[neg == kth]
+        top = np.concatenate([better, tied[rng.choice(tied.size, size=k - better.size, replace=False)]])
+    else:
+        top = idx[:k]
+    perm = rng.permutation(top)
+    anchors = perm[np.argsort(-variance[perm], kind="stable")]  # descending variance, random among ties
+    if pool == "paper":
+        rest = eligible.copy()
+        rest[anchors] = False
+        pool_ids = np.flatnonzero(rest)
+        n_partners = min(hit_size - 1, pool_ids.size)
+    else:
+        pool_ids = idx
+        n_partners = min(hit_size - 1, max(idx.size - 1, 0))
+    return anchors.astype(np.int64), pool_ids, n_partners
+
+
+def _successive(ids: np.ndarray, logq: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Successive sampling of ``size`` of ``ids`` with probability proportional to ``exp(logq)``.
+
+    Weights are taken relative to the best candidate (``exp(logq - max)``), so they never all underflow. If
+    fewer than ``size`` candidates have a representable (non-zero) weight, the rest are the remaining
+    candidates of highest ``logq`` (a defined result instead of numpy's error).
+    """
+    if size <= 0 or ids.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    p = np.exp(logq - logq.max())
+    positive = int(np.count_nonzero(p > 0))
+    take = min(size, positive)
+    first = rng.choice(ids.size, size=take, replace=False, p=p / p.sum())
+    if take == size:
+        return ids[first]
+    rest = np.setdiff1d(np.arange(ids.size), first)
+    tie = rng.permutation(rest.size)
+    rest = rest[tie][np.argsort(-logq[rest][tie], kind="stable")]
+    return ids[np.concatenate([first, rest[: size - take]])]
+
+
+def select_hits_literal(
+    location: Any,
+    variance: Any,
+    *,
+    hit_size: int,
+    n_hits: int,
+    gamma: float,
+    pool: str = "paper",
+    rng: np.random.Generator,
+    exclude: Any = None,
+) -> np.ndarray:
+    """Algorithm 1 literally, ``O(k N)``: for each anchor compute ``q`` against its whole pool and draw the
+    partners with ``Generator.choice(replace=False, p=q / q.sum())``. The reference for tests and the
+    benchmark; same arguments and result shape as :func:`select_hits`.
+    """
+    location, variance = _check_keys(location, variance)
+    anchors, pool_ids, m = _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude)
+    out = np.empty((anchors.size, m + 1), dtype=np.int64)
+    out[:, 0] = anchors
+    g2 = 2.0 * gamma * gamma
+    for row, a in enumerate(anchors):
+        cand = pool_ids if pool == "paper" else pool_ids[pool_ids != a]
+        logq = _log_quality(location[a], variance[a], location[cand], variance[cand], g2)
+        out[row, 1:] = _successive(cand, logq, m, rng)
+    return out
+
+
+def select_hits(
+    location: Any,
+    variance: Any,
+    *,
+    hit_size: int,
+    n_hits: int,
+    gamma: float,
+    pool: str = "paper",
+    rng: np.random.Generator,
+    exclude: Any = None,
+    n_bins: int = DEFAULT_BINS,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    direct_below: int = DIRECT_BELOW,
+) -> np.ndarray:
+    """Algorithm 1 (SampleByMatchQuality), exact and sub-quadratic.
+
+    Anchors: the ``n_hits`` eligible items of largest ``variance`` (ties in seeded random order). Partners:
+    for each anchor ``i``, ``min(n - 1, pool size)`` items drawn without replacement with probability
+    proportional to ``q(i, j)`` (eq 11 / 23) from the pool: ``"paper"``, the eligible non-anchors; ``"all"``,
+    every eligible item but the anchor. ``exclude`` (boolean mask) removes items from anchors and pool.
+
+    Method (exact; the same distribution as :func:`select_hits_literal`): the pool is sorted by ``M`` and cut
+    into ``B`` bins of equal count. For anchor ``i`` and bin ``b`` with location range ``[lo_b, hi_b]`` and
+    variances in ``[vmin_b, vmax_b]``,
+
+        U_ib = sqrt(2 gamma^2 / (2 gamma^2 + V_i + vmin_b)) exp(-d_ib^2 / (2 (2 gamma^2 + V_i + vmax_b)))
+
+    with ``d_ib`` the distance from ``M_i`` to ``[lo_b, hi_b]``, bounds ``q(i, j)`` for every ``j`` in the bin.
+    A proposal picks bin ``b`` with probability proportional to ``|b| U_ib``, then ``j`` uniformly in it, and
+    is accepted with probability ``q(i, j) / U_ib``: accepted items are distributed proportionally to
+    ``q(i, j)`` over the pool. Proposals equal to an item already drawn (or to the anchor, pool "all") are
+    rejected and drawing goes on, which is successive sampling without replacement. Every anchor's
+    proposals are processed in order, vectorised over anchors in rounds; anchors still short after
+    ``max_rounds`` rounds finish with the literal computation (a conditional continuation, also exact).
+    Cost ``O(N log N + k B + k n / acceptance)``. With fewer than ``direct_below`` anchors (streaming mode
+    draws one HIT at a time) the literal ``O(k N)`` computation is cheaper than sorting the pool and is used.
+    ``n_bins``, ``max_rounds`` and ``direct_below`` change the speed, never the distribution.
+
+    Returns
+    -------
+    ndarray of int64, shape ``(min(n_hits, N_eligible), 1 + n_partners)``
+        One HIT per row, the anchor in column 0, partners in draw order.
+    """
+    location, variance = _check_keys(location, variance)
+    anchors, pool_ids, m = _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude)
+    out = np.empty((anchors.size, m + 1), dtype=np.int64)
+    out[:, 0] = anchors
+    if m == 0 or anchors.size == 0:
+        return out
+    rounds = 0 if anchors.size < direct_below else max_rounds
+    out[:, 1:] = _partners(
+        anchors, pool_ids, location, variance, m, gamma, rng, self_in_pool=pool == "all",
+        n_bins=n_bins, max_rounds=rounds,
+    )
+    return out
+
+
+def _partners(anchors, pool_ids, location, variance, m, gamma, rng, *, self_in_pool, n_bins, max_rounds):
+    """Partners of every anchor by binned-envelope rejection sampling (see :func:`select_hits`)."""
+    g2 = 2.0 * gamma * gamma
+    k = anchors.size
+    if max_rounds <= 0:  # literal computation for every anchor
+        return _partners_direct(anchors, pool_ids, location, variance, m, g2, rng, self_in_pool=self_in_pool)
+    # pool sorted by location, equal-count bins
+    o = np.argsort(location[pool_ids], kind="stable")
+    ids_s = pool_ids[o]
+    m_s = location[ids_s]
+    v_s = variance[ids_s]
+    n_pool = ids_s.size
+    n_b = max(1, min(int(n_bins), n_pool))
+    starts = (np.arange(n_b, dtype=np.int64) * n_pool) // n_b
+    sizes = np.diff(np.append(starts, n_pool))
+    lo = m_s[starts]
+    hi = m_s[starts + sizes - 1]
+    vmin = np.minimum.reduceat(v_s, starts)
+    vmax = np.maximum.reduceat(v_s, starts)
+
+    a_m = location[anchors]
+    a2 = g2 + variance[anchors]  # 2 gamma^2 + V_i
+    dist = np.maximum(np.maximum(lo[None, :] - a_m[:, None], a_m[:, None] - hi[None, :]), 0.0)
+    log_u = 0.5 * np.log(g2 / (a2[:, None] + vmin[None, :])) - dist * dist / (2.0 * (a2[:, None] + vmax[None, :]))
+    del dist
+    weights = sizes[None, :] * np.exp(log_u - log_u.max(axis=1, keepdims=True))
+    cdf = np.cumsum(weights, axis=1)
+    del weights
+    # padded to a power of two for a branch-free vectorised binary search
+    width = 1 << (n_b - 1).bit_length() if n_b > 1 else 1
+    if width > n_b:
+        cdf = np.concatenate([cdf, np.repeat(cdf[:, -1:], width - n_b, axis=1)], axis=1)
+    total = cdf[:, n_b - 1].copy()
+
+    chosen = np.full((k, m), -1, dtype=np.int64)
+    count = np.zeros(k, dtype=np.int64)
+    active = np.arange(k)
+    r = max(2, 2 * m)  # proposals per anchor per round
+    tri = np.tril(np.ones((r, r), dtype=bool), k=-1)  # [j, l]: l earlier than j
+    for _ in range(max_rounds):
+        if active.size == 0:
+            break
+        na = active.size
+        # bin: the number of cdf entries <= x (searchsorted side="right"), by binary search per row
+        x = rng.random((na, r)) * total[active][:, None]
+        rows = cdf[active]
+        b = np.zeros((na, r), dtype=np.int64)
+        step = width // 2
+        while step >= 1:
+            probe = np.take_along_axis(rows, b + step - 1, axis=1)
+            b += np.where(probe <= x, step, 0)
+            step //= 2
+        b = np.minimum(b, n_b - 1)  # x < total up to rounding
+        pos = starts[b] + (rng.random((na, r)) * sizes[b]).astype(np.int64)
+        pos = np.minimum(pos, starts[b] + sizes[b] - 1)
+        cand = ids_s[pos]
+        logq = _log_quality(a_m[active][:, None], variance[anchors[active]][:, None], m_s[pos], v_s[pos], g2)
+        ratio = np.exp(logq - np.take_along_axis(log_u[active], b, axis=1))
+        acc = rng.random((na, r)) < ratio
+        if self_in_pool:
+            acc &= cand != anchors[active][:, None]
+        ch = chosen[active]
+        acc &= ~(cand[:, :, None] == ch[:, None, :]).any(axis=2)
+        dup = ((cand[:, :, None] == cand[:, None, :]) & acc[:, None, :] & tri[None, :, :]).any(axis=2)
+        valid = acc & ~dup
+        rank = np.cumsum(valid, axis=1)
+        need = (m - count[active])[:, None]
+        take = valid & (rank <= need)
+        ri, ci = np.nonzero(take)
+        chosen[active[ri], count[active[ri]] + rank[ri, ci] - 1] = cand[ri, ci]
+        count[active] += np.minimum(rank[:, -1], need[:, 0])
+        active = active[count[active] < m]
+    # stragglers (rare): literal continuation, conditional on what each has drawn so far
+    if active.size:
+        chosen[active] = _partners_direct(
+            anchors[active], pool_ids, location, variance, m, g2, rng, self_in_pool=self_in_pool,
+            chosen=chosen[active], count=count[active],
+        )
+    return chosen
+
+
+def _partners_direct(anchors, pool_ids, location, variance, m, g2, rng, *, self_in_pool, chosen=None, count=None):
+    """Literal successive sampling of each anchor's partners over its whole pool, ``O(k N)``; continues
+    from ``chosen[:, :count]`` when given (conditional on the partners already drawn: the same law)."""
+    k = anchors.size
+    if chosen is None:
+        chosen = np.full((k, m), -1, dtype=np.int64)
+        count = np.zeros(k, dtype=np.int64)
+    chosen = chosen.copy()
+    pool_m, pool_v = location[pool_ids], variance[pool_ids]
+    for row in range(k):
+        a, c = anchors[row], int(count[row])
+        mask = ~np.isin(pool_ids, chosen[row, :c])
+        if self_in_pool:
+            mask &= pool_ids != a
+        logq = _log_quality(location[a], variance[a], pool_m[mask], pool_v[mask], g2)
+        chosen[row, c:] = _successive(pool_ids[mask], logq, m - c, rng)
+    return chosen
+
+
+def hits_per_iteration(n_items: int, hit_size: int, requested: int | None = None) -> int:
+    """``k``: the requested number, else ``N // n`` (Algorithm 1), at least 1 when there are items."""
+    if requested is not None:
+        return int(requested)
+    return max(1, n_items // hit_size) if n_items > 0 else 0
+
+
+__all__ = [
+    "match_quality",
+    "first_iteration_hits",
+    "select_hits",
+    "select_hits_literal",
+    "select_least_annotated",
+    "hits_per_iteration",
+]

@@ -1,0 +1,177 @@
+"""``easl evaluate``: file formats, JSON output, tables, --output, long form, and user errors."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import core.metrics as M
+from tui.cli import main
+
+
+def frame(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    t = rng.normal(3, 1, n)
+    h1 = np.clip(np.round(t + rng.normal(0, .5, n)), 1, 5)
+    h2 = np.where(rng.random(n) < .6, np.clip(np.round(t + rng.normal(0, .5, n)), 1, 5), np.nan)
+    return pd.DataFrame({"id": [f"r{i}" for i in range(n)], "h1": h1, "h2": h2, "model": t + rng.normal(0, .4, n),
+                         "base": np.full(n, 3.0) + rng.normal(0, .01, n), "L1": rng.choice(["x", "y"], n)})
+
+
+def run_json(capsys, argv):
+    code = main(argv + ["--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    return json.loads(out)
+
+
+def write(df, path):
+    ext = path.suffix
+    if ext == ".csv":
+        df.to_csv(path, index=False)
+    elif ext == ".tsv":
+        df.to_csv(path, sep="\t", index=False)
+    elif ext == ".jsonl":
+        df.to_json(path, orient="records", lines=True, double_precision=15)
+    else:
+        df.to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("ext", [".csv", ".tsv", ".jsonl", ".parquet"])
+def test_formats_give_the_same_result(tmp_path, capsys, ext):
+    df = frame()
+    path = write(df, tmp_path / f"scores{ext}")
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "base",
+                          "--id", "id", "--scale", "1", "5", "--group", "L1"])
+    assert d["n_responses"] == len(df)
+    assert set(d["systems"]) == {"model", "base"}
+    obs = d["systems"]["model"]["observed"]
+    assert obs["corr"] == pytest.approx(M.pearson_r(df.h1, df.model), abs=1e-12)
+    assert d["systems"]["model"]["true_score"]["prmse"] == pytest.approx(
+        M.prmse(df.model, df[["h1", "h2"]].to_numpy()), abs=1e-12)
+    assert set(d["subgroups"]["L1"]) == {"x", "y"}
+
+
+def test_tables_by_default(tmp_path, capsys):
+    path = write(frame(), tmp_path / "s.csv")
+    assert main(["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--scale", "1", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "Observed scores" in out and "gwet_ac1" in out and "True scores" in out and "prmse" in out
+
+
+def test_bootstrap_output_dir_and_json(tmp_path, capsys):
+    path = write(frame(), tmp_path / "s.csv")
+    out = tmp_path / "out"
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--scale", "1", "5",
+                          "--bootstrap", "30", "--seed", "2", "--output", str(out), "--group", "L1"])
+    lo, hi = d["systems"]["model"]["ci"]["prmse"]
+    assert lo <= d["systems"]["model"]["true_score"]["prmse"] <= hi
+    assert {"eval.csv", "eval_short.csv", "consistency.csv", "true_score_eval.csv", "eval_by_L1.csv",
+            "fairness_L1.csv", "report.md", "prmse.png"} <= {p.name for p in out.iterdir()}
+    written = json.loads((out / "evaluation.json").read_text())
+    assert written["systems"]["model"]["ci"] == d["systems"]["model"]["ci"]
+    eval_csv = pd.read_csv(out / "eval.csv")
+    assert eval_csv.loc[0, "qwk"] == pytest.approx(d["systems"]["model"]["observed"]["qwk"])
+
+
+def test_null_with_reason_in_json(tmp_path, capsys):
+    df = frame()
+    df["flat"] = 2.0
+    path = write(df, tmp_path / "s.csv")
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "--system", "flat", "--scale", "1", "5"])
+    obs = d["systems"]["flat"]["observed"]
+    assert obs["corr"] is None and obs["corr_reason"]
+    assert d["systems"]["flat"]["true_score"]["prmse"] is None
+    assert d["systems"]["flat"]["true_score"]["prmse_reason"]
+
+
+def test_rater_error_variance_and_exclude_zeros(tmp_path, capsys):
+    df = frame()
+    df.loc[0, "h1"] = 0
+    df.loc[1, "h2"] = 0
+    path = write(df, tmp_path / "s.csv")
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--exclude-zeros",
+                          "--rater-error-variance", "0.25"])
+    assert d["n_dropped"] == 1 and d["dropped"] == {"first human score is 0 (--exclude-zeros)": 1}
+    assert d["systems"]["model"]["true_score"]["rater_error_variance"] == 0.25
+
+
+def test_long_form(tmp_path, capsys):
+    df = frame(40)
+    rows = []
+    for _, r in df.iterrows():
+        rows.append({"item_id": r.id, "annotator": "ann_a", "score": r.h1})
+        if np.isfinite(r.h2):
+            rows.append({"item_id": r.id, "annotator": "ann_b", "score": r.h2})
+        rows.append({"item_id": r.id, "annotator": "model", "score": r.model})
+    long = pd.DataFrame(rows)
+    long["estimate"] = long["item_id"].map(dict(zip(df.id, df.model)))
+    path = write(long, tmp_path / "ratings.csv")
+    d = run_json(capsys, ["evaluate", str(path), "--long", "item_id,annotator,score", "--system", "model",
+                          "estimate", "--scale", "1", "5"])
+    assert d["n_responses"] == 40
+    assert d["human_columns"] == ["rating_1", "rating_2"]
+    assert d["systems"]["model"]["observed"] == d["systems"]["estimate"]["observed"]
+    assert d["systems"]["model"]["true_score"]["prmse"] == pytest.approx(
+        M.prmse(df.model, df[["h1", "h2"]].to_numpy()), abs=1e-12)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--human", "h1", "--system", "nope"], "no system score column 'nope'"),
+    (["--human", "hx", "--system", "model"], "no human score column 'hx'"),
+    (["--human", "h1", "--system", "model", "--group", "g"], "no group column 'g'"),
+    (["--human", "h1", "--system", "L1"], "column 'L1' has a non-numeric value"),
+    (["--system", "model"], "--human is required"),
+    (["--human", "h1", "--system", "model", "--scale", "5", "1"], "--scale"),
+    (["--human", "h1", "--system", "model", "--bootstrap", "-3"], "--bootstrap"),
+    (["--human", "L1", "--system", "model"], "column 'L1' has a non-numeric value"),
+])
+def test_user_errors(tmp_path, capsys, argv, message):
+    path = write(frame(), tmp_path / "s.csv")
+    code = main(["evaluate", str(path), *argv])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert message in err and ("s.csv" in err or message.startswith("--"))
+
+
+def test_non_numeric_system_value_names_the_line(tmp_path, capsys):
+    df = frame()
+    df["model"] = df["model"].astype(object)
+    df.loc[4, "model"] = "oops"
+    path = write(df, tmp_path / "s.csv")
+    assert main(["evaluate", str(path), "--human", "h1", "--system", "model"]) == 1
+    err = capsys.readouterr().err
+    assert "s.csv, line 6: column 'model' has a non-numeric value 'oops'" in err
+
+
+def test_non_numeric_human_value_is_dropped_and_counted(tmp_path, capsys):
+    df = frame()
+    df["h1"] = df["h1"].astype(object)
+    df.loc[3, "h1"] = "TL"
+    path = write(df, tmp_path / "s.csv")
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "--system", "model"])
+    assert d["dropped"] == {"first human score missing or non-numeric": 1}
+
+
+def test_file_not_found_and_bad_type(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path / "missing.csv"), "--human", "h", "--system", "s"]) == 1
+    assert "missing.csv: file not found" in capsys.readouterr().err
+    bad = tmp_path / "s.xlsx"
+    bad.write_text("x")
+    assert main(["evaluate", str(bad), "--human", "h", "--system", "s"]) == 1
+    assert "unknown file type" in capsys.readouterr().err
+
+
+def test_duplicate_ids(tmp_path, capsys):
+    df = frame()
+    df.loc[5, "id"] = df.loc[2, "id"]
+    path = write(df, tmp_path / "s.csv")
+    assert main(["evaluate", str(path), "--human", "h1", "--system", "model", "--id", "id"]) == 1
+    assert "line 7: column 'id' repeats the id 'r2'" in capsys.readouterr().err
+
+
+def test_usage_error_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", "x.csv", "--human", "h1"])
+    assert exc.value.code == 2

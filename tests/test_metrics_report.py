@@ -1,0 +1,191 @@
+"""The evaluate pipeline: the JSON object of the issue, agreement with the library functions, policy, bootstrap."""
+import json
+
+import numpy as np
+import pytest
+
+import core.metrics as M
+from core.metrics.bootstrap import percentile_interval, resample_chunks
+from core.metrics.notes import quiet
+from core.metrics.report import OBSERVED_KEYS, TRUE_SCORE_KEYS
+from core.metrics.writer import to_json_text, write_output
+
+
+def make_data(seed=0, n=300, p_double=0.5):
+    rng = np.random.default_rng(seed)
+    t = rng.normal(3.5, 1.0, n)
+    h1 = np.clip(np.round(t + rng.normal(0, .6, n)), 1, 6)
+    h2 = np.where(rng.random(n) < p_double, np.clip(np.round(t + rng.normal(0, .6, n)), 1, 6), np.nan)
+    m = t + rng.normal(0, .5, n)
+    g = rng.choice(["a", "b", "c"], n)
+    return np.column_stack([h1, h2]), m, g
+
+
+@pytest.fixture(scope="module")
+def result():
+    h, m, g = make_data()
+    return h, m, g, M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], scale=M.Scale(1, 6), groups=g,
+                               group_name="L1", n_bootstrap=40, seed=5)
+
+
+def test_json_object_shape(result):
+    *_, ev = result
+    d = json.loads(to_json_text(ev.data))
+    for key in ("n_responses", "n_dropped", "dropped", "scale", "human_human", "systems", "subgroups", "fairness",
+                "notes"):
+        assert key in d
+    assert d["scale"]["min"] == 1 and d["scale"]["max"] == 6
+    sysd = d["systems"]["sys"]
+    assert [k for k in sysd["observed"] if not k.endswith("_reason")] == list(OBSERVED_KEYS)
+    assert [k for k in d["human_human"] if not k.endswith("_reason")] == list(OBSERVED_KEYS)
+    assert [k for k in sysd["true_score"] if not k.endswith("_reason")] == list(TRUE_SCORE_KEYS)
+    for key in ("degradation", "disattenuated_corr", "ci"):
+        assert key in sysd
+    assert set(sysd["ci"]) >= {"corr", "prmse", "gwet_ac1", "krippendorff_alpha_interval", "disattenuated_corr"}
+    assert d["subgroups"]["L1"].keys() == {"a", "b", "c"}
+    assert set(d["fairness"]["L1"]["sys"]) >= {"osa", "osd", "csd"}
+
+
+def test_values_match_library_functions(result):
+    h, m, _, ev = result
+    obs = ev.data["systems"]["sys"]["observed"]
+    h1 = h[:, 0]
+    mr = np.clip(np.round(m), 1, 6)
+    pair = np.column_stack([h1, mr])
+    cats = np.arange(1, 7)
+    assert obs["N"] == h.shape[0]
+    assert obs["corr"] == pytest.approx(M.pearson_r(h1, m), abs=1e-12)
+    assert obs["spearman"] == pytest.approx(M.spearman_rho(h1, m), abs=1e-12)
+    assert obs["kendall_tau_b"] == pytest.approx(M.kendall_tau_b(h1, m), abs=1e-12)
+    assert obs["qwk"] == pytest.approx(M.quadratic_weighted_kappa(h1, m), abs=1e-12)
+    assert obs["smd"] == pytest.approx(M.standardized_mean_difference(h1, m), abs=1e-12)
+    assert obs["r2"] == pytest.approx(M.r2_score(h1, m), abs=1e-12)
+    assert obs["mse"] == pytest.approx(M.mean_squared_error(h1, m), abs=1e-12)
+    assert obs["h_sd"] == pytest.approx(np.std(h1, ddof=1), abs=1e-12)
+    assert obs["exact_agr"] == pytest.approx(M.exact_agreement(h1, mr))
+    assert obs["adj_agr"] == pytest.approx(M.adjacent_agreement(h1, mr))
+    for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
+        assert obs["kappa" + suffix] == pytest.approx(M.cohen_kappa(h1, mr, None if w == "identity" else w), abs=1e-12)
+        ac = "gwet_ac1" if w == "identity" else "gwet_ac2" + suffix
+        assert obs[ac] == pytest.approx(M.gwet_ac(pair, cats, w), abs=1e-12)
+        assert obs["bp" + suffix] == pytest.approx(M.brennan_prediger(pair, cats, w), abs=1e-12)
+        assert obs["scott_pi" + suffix] == pytest.approx(M.scott_pi(pair, cats, w), abs=1e-12)
+    for level in ("nominal", "ordinal", "interval"):
+        assert obs["krippendorff_alpha_" + level] == pytest.approx(M.krippendorff_alpha(pair, level), abs=1e-12)
+    ts = ev.data["systems"]["sys"]["true_score"]
+    assert ts["prmse"] == pytest.approx(M.prmse(m, h), abs=1e-12)
+    assert ts["rater_error_variance"] == pytest.approx(M.variance_of_errors(h), abs=1e-12)
+    assert ts["N_multiple"] == int(np.isfinite(h[:, 1]).sum())
+    both = np.isfinite(h[:, 1])
+    hh = ev.data["human_human"]
+    assert hh["N"] == both.sum()
+    assert hh["corr"] == pytest.approx(M.pearson_r(h[both, 0], h[both, 1]), abs=1e-12)
+    assert hh["smd"] == pytest.approx(M.standardized_mean_difference(h[both, 0], h[both, 1], "pooled"), abs=1e-12)
+    deg = ev.data["systems"]["sys"]["degradation"]
+    assert deg["corr"] == pytest.approx(obs["corr"] - hh["corr"], abs=1e-12)
+    assert ev.data["systems"]["sys"]["disattenuated_corr"] == pytest.approx(obs["corr"] / np.sqrt(hh["corr"]))
+
+
+def test_subgroup_dsm_uses_whole_set(result):
+    h, m, g, ev = result
+    obs = ev.data["systems"]["sys"]["observed"]
+    sel = g == "b"
+    want = M.difference_of_standardized_means(h[sel, 0], m[sel], obs["h_mean"], obs["sys_mean"], obs["h_sd"],
+                                              obs["sys_sd"])
+    assert ev.data["subgroups"]["L1"]["b"]["sys"]["dsm"] == pytest.approx(want, abs=1e-12)
+    assert ev.data["subgroups"]["L1"]["b"]["sys"]["N"] == sel.sum()
+
+
+def test_bootstrap_interval_equals_recomputation_on_the_same_resamples(result):
+    h, m, _, ev = result
+    rng = np.random.default_rng(5)
+    corr, prmse_vals, ac1 = [], [], []
+    cats = np.arange(1, 7)
+    for index, _ in resample_chunks(h.shape[0], 40, rng):
+        for idx in index:
+            corr.append(quiet(M.pearson_r, h[idx, 0], m[idx]))
+            prmse_vals.append(quiet(M.prmse, m[idx], h[idx]))
+            ac1.append(quiet(M.gwet_ac, np.column_stack([h[idx, 0], np.clip(np.round(m[idx]), 1, 6)]), cats))
+    ci = ev.data["systems"]["sys"]["ci"]
+    assert ci["corr"] == pytest.approx(list(percentile_interval(np.array(corr))), abs=1e-10)
+    assert ci["prmse"] == pytest.approx(list(percentile_interval(np.array(prmse_vals))), abs=1e-10)
+    assert ci["gwet_ac1"] == pytest.approx(list(percentile_interval(np.array(ac1))), abs=1e-10)
+
+
+def test_bootstrap_is_seeded():
+    h, m, _ = make_data(1, 120)
+    a = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).data["systems"]["s"]["ci"]
+    b = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).data["systems"]["s"]["ci"]
+    c = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=4).data["systems"]["s"]["ci"]
+    assert a == b and a != c
+
+
+def test_zero_policy_counts():
+    h = np.array([[0, 2], [2, 0], [3, 3], [np.nan, 2], [2, 2], [4, 3]], dtype=float)
+    m = np.array([1, 2, 3, 4, np.nan, 3.5])
+    ev = M.evaluate(h, {"s": m}, scale=M.Scale(0, 4), exclude_zeros=True)
+    d = ev.data
+    assert d["n_responses"] == 3 and d["n_dropped"] == 3
+    assert d["dropped"] == {"first human score missing or non-numeric": 1, "first human score is 0 (--exclude-zeros)": 1,
+                            "system score missing or non-numeric": 1}
+    assert d["systems"]["s"]["true_score"]["N_single"] == 1    # the row whose second score was 0
+    assert any("set to missing" in n for n in d["notes"])
+
+
+def test_inferred_scale_is_noted():
+    h, m, _ = make_data(2, 50)
+    ev = M.evaluate(h, {"s": m})
+    assert any("no scale given" in n for n in ev.data["notes"])
+
+
+def test_multi_rater_human_agreement():
+    rng = np.random.default_rng(0)
+    t = rng.integers(1, 5, 80)
+    h = np.column_stack([t, t, np.where(rng.random(80) < .5, t, np.nan), rng.integers(1, 5, 80)]).astype(float)
+    ev = M.evaluate(h, {"s": t + rng.normal(0, .3, 80)}, scale=M.Scale(1, 4))
+    allr = ev.data["human_human"]["all_raters"]
+    assert allr["gwet_ac1"] == pytest.approx(M.gwet_ac(h, np.arange(1, 5)), abs=1e-12)
+    assert allr["conger_kappa_quadratic"] == pytest.approx(M.conger_kappa(h, np.arange(1, 5), "quadratic"), abs=1e-12)
+    assert allr["krippendorff_alpha_ordinal"] == pytest.approx(M.krippendorff_alpha(h, "ordinal"), abs=1e-12)
+
+
+def test_write_output_files(tmp_path, result):
+    *_, ev = result
+    out = tmp_path / "report"
+    write_output(ev, out, source="data.csv")
+    names = {p.name for p in out.iterdir()}
+    assert {"eval.csv", "eval_short.csv", "consistency.csv", "true_score_eval.csv", "eval_by_L1.csv",
+            "fairness_L1.csv", "report.md", "evaluation.json", "prmse.png", "scatter_sys.png",
+            "confusion_sys.png", "ci.csv", "degradation.csv"} <= names
+    assert (out / "prmse.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (out / "report.md").read_text()
+    assert "![PRMSE with bootstrap interval](prmse.png)" in md
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".easl-evaluate-")]
+
+
+def test_observed_metrics_equals_pipeline(result):
+    h, m, _, ev = result
+    got = M.observed_metrics(h[:, 0], m, categories=np.arange(1, 7))
+    obs = ev.data["systems"]["sys"]["observed"]
+    assert list(got) == list(OBSERVED_KEYS)
+    for k in OBSERVED_KEYS:
+        assert got[k] == pytest.approx(obs[k], abs=1e-12), k
+    with pytest.warns(M.UndefinedMetricWarning, match="no score categories"):
+        fast = M.observed_metrics(h[:, 0], m, ranks=False)
+    assert "spearman" not in fast and fast["corr"] == pytest.approx(obs["corr"], abs=1e-12)
+    assert np.isnan(fast["gwet_ac1"]) and np.isnan(fast["kappa"])
+
+
+def test_subgroup_intervals_equal_recomputation(result):
+    h, m, g, ev = result
+    corr, dsm = [], []
+    for index, _ in resample_chunks(h.shape[0], 40, np.random.default_rng(5)):
+        for idx in index:
+            hb, mb, gb = h[idx, 0], m[idx], g[idx]
+            sel = gb == "b"
+            corr.append(quiet(M.pearson_r, hb[sel], mb[sel]))
+            dsm.append(quiet(M.difference_of_standardized_means, hb[sel], mb[sel], hb.mean(), mb.mean(),
+                             hb.std(ddof=1), mb.std(ddof=1)))
+    ci = ev.data["subgroups"]["L1"]["b"]["sys"]["ci"]
+    assert ci["corr"] == pytest.approx(list(percentile_interval(np.array(corr))), abs=1e-10)
+    assert ci["dsm"] == pytest.approx(list(percentile_interval(np.array(dsm))), abs=1e-10)
