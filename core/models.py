@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from core.errors import UserError
 
@@ -829,7 +829,7 @@ class DirectAssessmentModel(Model):
     def summary(self, state):
         n = state["count"]
         mean, var = self._mean_var(state)
-        tq = stats.t.ppf(0.975, np.maximum(n - 1.0, 1.0))
+        tq = special.stdtrit(np.maximum(n - 1.0, 1.0), 0.975)  # Student t quantile
         half = tq * np.sqrt(var)
         many = n >= 2
         lo = np.where(many, np.clip(mean - half, 0.0, 1.0), 0.025)

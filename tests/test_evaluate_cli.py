@@ -142,7 +142,7 @@ def test_non_numeric_system_value_names_the_line(tmp_path, capsys):
     path = write(df, tmp_path / "s.csv")
     assert main(["evaluate", str(path), "--human", "h1", "--system", "model"]) == 1
     err = capsys.readouterr().err
-    assert "s.csv, line 6: column 'model' has a non-numeric value 'oops'" in err
+    assert "s.csv:6: column 'model' has a non-numeric value 'oops'" in err
 
 
 def test_non_numeric_human_value_is_dropped_and_counted(tmp_path, capsys):
@@ -156,11 +156,11 @@ def test_non_numeric_human_value_is_dropped_and_counted(tmp_path, capsys):
 
 def test_file_not_found_and_bad_type(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "missing.csv"), "--human", "h", "--system", "s"]) == 1
-    assert "missing.csv: file not found" in capsys.readouterr().err
+    assert "missing.csv: no such file" in capsys.readouterr().err
     bad = tmp_path / "s.xlsx"
     bad.write_text("x")
     assert main(["evaluate", str(bad), "--human", "h", "--system", "s"]) == 1
-    assert "unknown file type" in capsys.readouterr().err
+    assert "cannot tell the file format" in capsys.readouterr().err
 
 
 def test_duplicate_ids(tmp_path, capsys):
@@ -168,7 +168,7 @@ def test_duplicate_ids(tmp_path, capsys):
     df.loc[5, "id"] = df.loc[2, "id"]
     path = write(df, tmp_path / "s.csv")
     assert main(["evaluate", str(path), "--human", "h1", "--system", "model", "--id", "id"]) == 1
-    assert "line 7: column 'id' repeats the id 'r2'" in capsys.readouterr().err
+    assert "s.csv:7: column 'id' repeats the id 'r2'" in capsys.readouterr().err
 
 
 def test_usage_error_exit_2(tmp_path, capsys):

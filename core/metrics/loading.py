@@ -11,16 +11,12 @@ Errors are :class:`core.errors.UserError` sentences naming the file, the column 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from core.errors import UserError
-
-READERS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
-           ".json": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
-
+from core.tables import Table, read_table
 
 @dataclass
 class EvaluationInput:
@@ -32,42 +28,6 @@ class EvaluationInput:
     notes: list[str]
 
 
-def read_table(path: str | Path) -> tuple[pd.DataFrame, str]:
-    """Read a table by extension; returns the frame and its kind (csv, tsv, jsonl, parquet)."""
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"{p}: file not found.")
-    if p.is_dir():
-        raise UserError(f"{p}: is a directory, expected a CSV, TSV, JSONL or Parquet file.")
-    kind = READERS.get(p.suffix.lower())
-    if kind is None:
-        raise UserError(f"{p}: unknown file type {p.suffix!r}; use .csv, .tsv, .jsonl or .parquet.")
-    try:
-        if kind == "csv":
-            df = pd.read_csv(p, dtype=str, keep_default_na=False)
-        elif kind == "tsv":
-            df = pd.read_csv(p, sep="\t", dtype=str, keep_default_na=False)
-        elif kind == "jsonl":
-            df = pd.read_json(p, lines=True, dtype=False)
-        else:
-            df = pd.read_parquet(p)
-    except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"{p}: cannot be read as {kind.upper()} ({first}).") from None
-    except Exception as exc:  # pyarrow raises its own error types for corrupt Parquet files
-        raise UserError(f"{p}: cannot be read as {kind.upper()} ({type(exc).__name__}: {exc}).") from None
-    df.columns = [str(c) for c in df.columns]
-    return df, kind
-
-
-def _line(kind: str, i: int) -> str:
-    if kind in ("csv", "tsv"):
-        return f"line {i + 2}"
-    if kind == "jsonl":
-        return f"line {i + 1}"
-    return f"row {i + 1}"
-
-
 def _require(df: pd.DataFrame, path, cols: list[str], what: str) -> None:
     for c in cols:
         if c not in df.columns:
@@ -75,20 +35,20 @@ def _require(df: pd.DataFrame, path, cols: list[str], what: str) -> None:
             raise UserError(f"{path}: no {what} column {c!r} (columns: {shown}).")
 
 
-def numeric_column(df: pd.DataFrame, col: str, path, kind: str, *, strict: bool) -> np.ndarray:
+def numeric_column(table: Table, col: str, *, strict: bool) -> np.ndarray:
     """A column as float64 with NaN for empty cells.
 
     Non-numeric cells: with ``strict`` a UserError naming the first bad line; otherwise NaN (the score policy then
     drops or counts them). A column with values but no numeric value at all is always a UserError.
     """
-    raw = df[col]
+    raw = table.frame[col]
     values = pd.to_numeric(raw, errors="coerce")
     empty = raw.isna() | raw.astype(str).str.strip().isin(["", "nan", "NaN", "NA", "null", "None"])
     bad = values.isna() & ~empty
     if bad.any():
         if strict or bad.sum() == (~empty).sum():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise UserError(f"{path}, {_line(kind, i)}: column {col!r} has a non-numeric value "
+            raise UserError(f"{table.location(i)}: column {col!r} has a non-numeric value "
                             f"{str(raw.iloc[i])[:40]!r}.")
     return values.to_numpy(dtype=np.float64)
 
@@ -96,7 +56,8 @@ def numeric_column(df: pd.DataFrame, col: str, path, kind: str, *, strict: bool)
 def load_wide(path, *, human: list[str], system: list[str], id_col: str | None = None,
               group_col: str | None = None) -> EvaluationInput:
     """Read a wide file: one row per response with the named human and system score columns."""
-    df, kind = read_table(path)
+    table = read_table(path)
+    df = table.frame
     if df.empty:
         raise UserError(f"{path}: the file has no rows.")
     _require(df, path, human, "human score")
@@ -106,14 +67,14 @@ def load_wide(path, *, human: list[str], system: list[str], id_col: str | None =
     if group_col:
         _require(df, path, [group_col], "group")
     notes = []
-    h = np.column_stack([numeric_column(df, c, path, kind, strict=False) for c in human])
-    sys = {c: numeric_column(df, c, path, kind, strict=True) for c in system}
+    h = np.column_stack([numeric_column(table, c, strict=False) for c in human])
+    sys = {c: numeric_column(table, c, strict=True) for c in system}
     if id_col:
         ids = df[id_col].astype(str).to_numpy()
         dup = pd.Series(ids).duplicated().to_numpy()
         if dup.any():
             i = int(np.flatnonzero(dup)[0])
-            raise UserError(f"{path}, {_line(kind, i)}: column {id_col!r} repeats the id {ids[i]!r}.")
+            raise UserError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.")
     else:
         ids = np.array([str(i) for i in range(len(df))])
     groups = df[group_col].astype(str).to_numpy() if group_col else None
@@ -127,13 +88,14 @@ def load_long(path, *, spec: str, system: list[str], human: list[str] | None = N
     if len(parts) != 3 or not all(parts):
         raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {spec!r}.")
     item_c, rater_c, score_c = parts
-    df, kind = read_table(path)
+    table = read_table(path)
+    df = table.frame
     if df.empty:
         raise UserError(f"{path}: the file has no rows.")
     _require(df, path, [item_c, rater_c, score_c], "long-form")
     if group_col:
         _require(df, path, [group_col], "group")
-    score = numeric_column(df, score_c, path, kind, strict=True)
+    score = numeric_column(table, score_c, strict=True)
     items = df[item_c].astype(str).to_numpy()
     raters = df[rater_c].astype(str).to_numpy()
     order_items, item_idx = np.unique(items, return_inverse=True)
@@ -152,12 +114,12 @@ def load_long(path, *, spec: str, system: list[str], human: list[str] | None = N
             rows = row_of[sel]
             if np.unique(rows).size != rows.size:
                 i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
-                raise UserError(f"{path}, {_line(kind, i)}: system {s!r} scores item {items[i]!r} more than once.")
+                raise UserError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
             v = np.full(n, np.nan)
             v[rows] = score[sel]
             sys[s] = v
         elif s in df.columns:
-            col = numeric_column(df, s, path, kind, strict=True)
+            col = numeric_column(table, s, strict=True)
             v = np.full(n, np.nan)
             ok = ~np.isnan(col)
             firsts = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
@@ -166,7 +128,7 @@ def load_long(path, *, spec: str, system: list[str], human: list[str] | None = N
             if conflict.size:
                 r = int(conflict[0])
                 i = int(np.flatnonzero((row_of == r) & ok)[0])
-                raise UserError(f"{path}, {_line(kind, i)}: column {s!r} has different values for item "
+                raise UserError(f"{table.location(i)}: column {s!r} has different values for item "
                                 f"{ids[r]!r}.")
             v[lo.index.to_numpy()] = lo.to_numpy()
             sys[s] = v

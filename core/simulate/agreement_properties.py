@@ -1,0 +1,266 @@
+"""The four property experiments of Yannakoudakis & Cummins (2015), section 4, on synthetic gold/system scores.
+
+Source: Yannakoudakis and Cummins (2015), "Evaluating the performance of Automated Text Scoring systems", BEA
+workshop, section 4 (Figures 1-4, left panels); protocol in ``../shared/reference/simulations.md``.
+
+Data generation (our reading of the paper where it is terse; every choice is a parameter):
+
+- Gold scores on an integer scale ``lo..hi``: a Gaussian centred on the scale's mid-point, drawn on the continuous
+  interval ``[lo - 0.5, hi + 0.5]`` (values outside are redrawn, so a wide sd gives a near-uniform distribution,
+  "more uniform across all grades", instead of piling up at the ends) and rounded half-to-even.
+- 4.1 trait prevalence: 5,000 gold scores on 1..5 for each gold sd; a random 25% (exactly) are moved by 2 points
+  in a random direction; when that leaves the scale the other direction is used (the paper: "a different score
+  was randomly sampled"; on a 5-point scale exactly one direction is then valid), so percent agreement is 75% and
+  MAE 0.5 exactly at every sd.
+- 4.2 marginal homogeneity: 5,000 gold scores on 0..9 (sd 1); for each mean mu of the incorrect predictions,
+  candidate wrong scores are drawn from a rounded Gaussian around mu (sd ``wrong_sd``) and given to responses in
+  random order until their absolute errors add up to ``MAE * N`` exactly (the last one is shortened toward its
+  gold score if needed); every other response is predicted correctly. MAE (and so linearly weighted percent
+  agreement) is constant across mu; only where the errors fall, and so the system's marginal, changes.
+- 4.3 magnitude of misclassification: 5,000 gold scores on 0..9; for error size m, exactly ``MAE * N / m``
+  responses are moved by m points (random direction, the other if it leaves the scale), so MAE is constant.
+- 4.4 score range: the paper bins real FCE scores (1..40) at fixed cut-points down to 3 points; the FCE data are
+  not public, so a stand-in is simulated: gold on 1..40 (sd ``range_gold_sd``), system = gold + rounded Gaussian
+  error (sd ``range_error_sd``) clipped to the scale; both are binned into g equal-width bins for g = 40..3.
+
+Every coefficient comes from :mod:`core.metrics` (through :mod:`core.simulate.measures`), on the experiment's
+explicit scale, for every weight family.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+from core.errors import UserError
+from core.simulate import measures
+
+
+@dataclass(frozen=True)
+class PropertySettings:
+    """Parameters of the four experiments (defaults follow the paper where it gives them)."""
+
+    n: int = 5000
+    seed: int = 2015
+    # 4.1 trait prevalence
+    prevalence_scale: tuple[int, int] = (1, 5)
+    prevalence_sds: tuple[float, ...] = tuple(0.5 + 0.25 * k for k in range(19))
+    prevalence_error_share: float = 0.25
+    prevalence_error_size: int = 2
+    # 4.2 marginal homogeneity
+    marginal_scale: tuple[int, int] = (0, 9)
+    marginal_gold_sd: float = 1.0
+    marginal_means: tuple[float, ...] = tuple(0.5 * k for k in range(19))
+    marginal_wrong_sd: float = 1.0
+    marginal_mae: float = 1.0
+    # 4.3 magnitude of misclassification
+    magnitude_scale: tuple[int, int] = (0, 9)
+    magnitude_gold_sd: float = 2.0
+    magnitude_sizes: tuple[int, ...] = (1, 2, 3, 4, 5)
+    magnitude_mae: float = 0.6
+    # 4.4 score range
+    range_scale: tuple[int, int] = (1, 40)
+    range_gold_sd: float = 6.0
+    range_error_sd: float = 3.0
+    range_points: tuple[int, ...] = tuple(range(40, 2, -1))
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.n < 20:
+            problems.append(f"n must be at least 20 (got {self.n})")
+        for name in ("prevalence_scale", "marginal_scale", "magnitude_scale", "range_scale"):
+            lo, hi = getattr(self, name)
+            if hi - lo < 2:
+                problems.append(f"{name} needs at least 3 score points (got {lo}..{hi})")
+        lo, hi = self.prevalence_scale
+        if not 1 <= self.prevalence_error_size <= hi - lo:
+            problems.append(f"prevalence_error_size must be between 1 and {hi - lo}")
+        if not 0 < self.prevalence_error_share <= 1:
+            problems.append("prevalence_error_share must be in (0, 1]")
+        lo, hi = self.magnitude_scale
+        if any(m < 1 or m > hi - lo for m in self.magnitude_sizes):
+            problems.append(f"magnitude sizes must be between 1 and {hi - lo}")
+        if self.magnitude_mae <= 0 or self.marginal_mae <= 0:
+            problems.append("the constant MAE of experiments 4.2 and 4.3 must be positive")
+        lo, hi = self.range_scale
+        if any(g < 2 or g > hi - lo + 1 for g in self.range_points):
+            problems.append(f"range points must be between 2 and {hi - lo + 1}")
+        if problems:
+            raise UserError("Invalid metric-property settings: " + "; ".join(problems) + ".")
+
+    def as_dict(self) -> dict:
+        """The settings as a plain dict, for the report."""
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+def gaussian_scores(rng: np.random.Generator, n: int, lo: int, hi: int, mean: float, sd: float) -> np.ndarray:
+    """``n`` integer scores on ``lo..hi`` from a Gaussian(mean, sd) restricted to ``[lo - 0.5, hi + 0.5]``
+    (redrawn outside, i.e. a truncated Gaussian) and rounded half-to-even."""
+    out = rng.normal(mean, sd, n)
+    bad = (out < lo - 0.5) | (out > hi + 0.5)
+    while bad.any():
+        out[bad] = rng.normal(mean, sd, int(bad.sum()))
+        bad = (out < lo - 0.5) | (out > hi + 0.5)
+    return np.clip(np.round(out), lo, hi)
+
+
+def shift_scores(rng: np.random.Generator, gold: np.ndarray, rows: np.ndarray, size: int, lo: int,
+                 hi: int) -> np.ndarray:
+    """Copy of ``gold`` with ``gold[rows]`` moved by ``size`` points in a random direction; where that leaves
+    ``lo..hi`` the opposite direction is used (rows where neither fits are left unchanged and must be excluded by
+    the caller)."""
+    out = gold.copy()
+    sign = rng.choice([-1.0, 1.0], size=len(rows))
+    moved = gold[rows] + sign * size
+    outside = (moved < lo) | (moved > hi)
+    moved[outside] = gold[rows][outside] - sign[outside] * size
+    out[rows] = moved
+    return out
+
+
+def prevalence_data(settings: PropertySettings, rng: np.random.Generator):
+    """Yield ``(gold_sd, gold, system)`` for experiment 4.1 (trait prevalence)."""
+    lo, hi = settings.prevalence_scale
+    mid = (lo + hi) / 2
+    size = settings.prevalence_error_size
+    for sd in settings.prevalence_sds:
+        gold = gaussian_scores(rng, settings.n, lo, hi, mid, sd)
+        movable = np.flatnonzero((gold - size >= lo) | (gold + size <= hi))
+        k = int(round(settings.prevalence_error_share * settings.n))
+        rows = rng.choice(movable, size=min(k, len(movable)), replace=False)
+        yield float(sd), gold, shift_scores(rng, gold, rows, size, lo, hi)
+
+
+def marginal_data(settings: PropertySettings, rng: np.random.Generator):
+    """Yield ``(mean_of_incorrect, gold, system)`` for experiment 4.2 (marginal homogeneity)."""
+    lo, hi = settings.marginal_scale
+    mid = (lo + hi) / 2
+    gold = gaussian_scores(rng, settings.n, lo, hi, mid, settings.marginal_gold_sd)
+    budget = int(round(settings.marginal_mae * settings.n))
+    for mu in settings.marginal_means:
+        order = rng.permutation(settings.n)
+        wrong = np.clip(np.round(rng.normal(mu, settings.marginal_wrong_sd, settings.n)), lo, hi)
+        err = np.abs(wrong - gold[order])
+        cum = np.cumsum(err)
+        k = int(np.searchsorted(cum, budget, side="right"))   # responses fully used
+        system = gold.copy()
+        system[order[:k]] = wrong[:k]
+        rest = budget - (cum[k - 1] if k else 0.0)
+        if rest > 0 and k < settings.n:                       # shorten the next error to fit the budget exactly
+            g = gold[order[k]]
+            direction = np.sign(wrong[k] - g) or (1.0 if g + rest <= hi else -1.0)
+            target = g + direction * rest
+            if not lo <= target <= hi:
+                target = g - direction * rest
+            system[order[k]] = target
+        yield float(mu), gold, system
+
+
+def magnitude_data(settings: PropertySettings, rng: np.random.Generator):
+    """Yield ``(error_size, gold, system)`` for experiment 4.3 (magnitude of misclassification)."""
+    lo, hi = settings.magnitude_scale
+    gold = gaussian_scores(rng, settings.n, lo, hi, (lo + hi) / 2, settings.magnitude_gold_sd)
+    budget = settings.magnitude_mae * settings.n
+    for m in settings.magnitude_sizes:
+        movable = np.flatnonzero((gold - m >= lo) | (gold + m <= hi))
+        k = int(round(budget / m))
+        if k > len(movable):
+            raise UserError(f"Error size {m} cannot keep MAE {settings.magnitude_mae} on {lo}..{hi}: only "
+                            f"{len(movable)} responses can move that far; lower --magnitude-mae.")
+        rows = rng.choice(movable, size=k, replace=False)
+        yield int(m), gold, shift_scores(rng, gold, rows, m, lo, hi)
+
+
+def bin_scores(x: np.ndarray, lo: int, hi: int, g: int) -> np.ndarray:
+    """Integer scores on ``lo..hi`` binned into ``g`` equal-width bins at fixed cut-points, labelled 1..g:
+    ``floor((x - lo) * g / (hi - lo + 1)) + 1``."""
+    return np.floor((np.asarray(x, dtype=float) - lo) * g / (hi - lo + 1)) + 1
+
+
+def range_data(settings: PropertySettings, rng: np.random.Generator):
+    """Yield ``(n_points, gold_binned, system_binned)`` for experiment 4.4 (score range): the 1..40 stand-in data
+    binned by :func:`bin_scores`."""
+    lo, hi = settings.range_scale
+    gold = gaussian_scores(rng, settings.n, lo, hi, (lo + hi) / 2, settings.range_gold_sd)
+    system = np.clip(gold + np.round(rng.normal(0.0, settings.range_error_sd, settings.n)), lo, hi)
+    for g in settings.range_points:
+        yield int(g), bin_scores(gold, lo, hi, g), bin_scores(system, lo, hi, g)
+
+
+EXPERIMENTS = {
+    "trait_prevalence": ("gold_sd", "sd of the gold score distribution", prevalence_data, "prevalence_scale"),
+    "marginal_homogeneity": ("incorrect_mean", "mean of the incorrect predictions", marginal_data,
+                             "marginal_scale"),
+    "misclassification_magnitude": ("error_size", "size of each misclassification (constant MAE)",
+                                    magnitude_data, None),
+    "score_range": ("n_points", "number of score points", range_data, None),
+}
+
+
+def run_experiment(name: str, settings: PropertySettings, rng: np.random.Generator) -> pd.DataFrame:
+    """One experiment: a row per x value with every agreement coefficient (:func:`measures.agreement_suite`),
+    percent agreement and MAE; the scale is the experiment's (for 4.4 the binned scale 1..g)."""
+    x_name, _, generator, scale_attr = EXPERIMENTS[name]
+    rows = []
+    for x, gold, system in generator(settings, rng):
+        if name == "score_range":
+            lo, hi = 1, int(x)
+        elif name == "misclassification_magnitude":
+            lo, hi = settings.magnitude_scale
+        else:
+            lo, hi = getattr(settings, scale_attr)
+        rec = {x_name: x}
+        rec.update(measures.agreement_suite(gold, system, lo, hi))
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def run_all(settings: PropertySettings, rng: np.random.Generator, progress=None) -> dict[str, pd.DataFrame]:
+    """All four experiments, in the paper's order, with one generator passed through."""
+    out = {}
+    for name in EXPERIMENTS:
+        out[name] = run_experiment(name, settings, rng)
+        if progress:
+            progress(name)
+    return out
+
+
+def property_table(results: dict[str, pd.DataFrame], coefficients: list[str], flat: float = 0.02,
+                   marginal_centre: float = 4.5) -> pd.DataFrame:
+    """Which coefficient has which property, measured on the experiments' curves.
+
+    - trait prevalence: spread (max - min) over the gold sds; "robust" when <= ``flat``.
+    - marginal homogeneity: value at the incorrect-prediction mean nearest ``marginal_centre`` (the gold
+      distribution's centre) minus the mean of the values at the two extreme means; > ``flat``: "promotes
+      matching marginals", < -``flat``: "penalises matching marginals", else "unaffected".
+    - magnitude: value at the largest error size minus at the smallest (same MAE); < -``flat``: "penalises large
+      errors" (the desired sensitivity), else "insensitive" (or "rewards large errors" when > ``flat``).
+    - score range: spread over the binned scales; "robust" when <= ``flat``.
+    """
+    prev = results["trait_prevalence"]
+    marg = results["marginal_homogeneity"]
+    mag = results["misclassification_magnitude"].sort_values("error_size")
+    rng_ = results["score_range"]
+    marg = marg.sort_values("incorrect_mean").reset_index(drop=True)
+    centre = marg["incorrect_mean"].sub(marginal_centre).abs().idxmin()
+    rows = []
+    for c in coefficients:
+        spread_p = float(prev[c].max() - prev[c].min())
+        m_gain = float(marg.loc[centre, c] - marg[c].iloc[[0, -1]].mean())
+        mag_change = float(mag[c].iloc[-1] - mag[c].iloc[0])
+        spread_r = float(rng_[c].max() - rng_[c].min())
+        rows.append({
+            "coefficient": c,
+            "prevalence_spread": spread_p,
+            "prevalence": "robust" if spread_p <= flat else "sensitive",
+            "marginal_gain": m_gain,
+            "marginal": ("promotes matching marginals" if m_gain > flat
+                         else "penalises matching marginals" if m_gain < -flat else "unaffected"),
+            "magnitude_change": mag_change,
+            "magnitude": ("penalises large errors" if mag_change < -flat
+                          else "rewards large errors" if mag_change > flat else "insensitive"),
+            "range_spread": spread_r,
+            "score_range": "robust" if spread_r <= flat else "sensitive",
+        })
+    return pd.DataFrame(rows)

@@ -1,0 +1,322 @@
+"""Simulated annotation campaigns (Sakaguchi & Van Durme 2018, section 5) run through the real engine.
+
+Every campaign uses the same code path as a user: :meth:`core.store.Project.create` with the method's
+:class:`core.models.Hyper`, then per iteration :meth:`~core.store.Project.next_hits`, simulated annotators
+scoring every item of every HIT, :meth:`~core.store.Project.ingest`, and :meth:`~core.store.Project.estimates`.
+Only the annotators are simulated.
+
+Annotator model (the paper's annotators are crowd workers; ``../shared/reference/simulations.md``): annotator a
+gives item i the score ``clip(oracle_i + bias_a + sd_a * z, 0, 1)`` with z standard normal, independent per
+score; ``bias_a ~ Normal(0, bias_sd)`` and ``sd_a ~ Uniform(noise_sd (1 - noise_spread), noise_sd (1 +
+noise_spread))`` are drawn once per annotator; each HIT is done by one annotator drawn uniformly from the pool.
+
+Budgets are equal by construction: every method consumes the same HITs of ``n`` items per iteration (the engine's
+covering iteration 0, then ``hits_per_iteration`` HITs), so after each iteration all methods have the same number
+of scores; DA's HITs are the least-annotated items (its batches do not look at the estimates).
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.errors import UserError
+from core.models import Hyper
+from core.simulate import measures
+
+METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
+POLITICAL_ORACLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "political_150_gold.csv"
+
+
+@dataclass(frozen=True)
+class AnnotatorModel:
+    """Simulated annotators: latent value + per-annotator bias + Gaussian noise, clipped to [0, 1]."""
+
+    noise_sd: float = 0.2
+    n_annotators: int = 50
+    bias_sd: float = 0.0
+    noise_spread: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.noise_sd >= 0:
+            raise UserError(f"--noise-sd must be >= 0 (got {self.noise_sd}).")
+        if self.n_annotators < 1:
+            raise UserError(f"--annotators must be at least 1 (got {self.n_annotators}).")
+        if not self.bias_sd >= 0:
+            raise UserError(f"--bias-sd must be >= 0 (got {self.bias_sd}).")
+        if not 0 <= self.noise_spread <= 1:
+            raise UserError(f"--noise-spread must be in [0, 1] (got {self.noise_spread}).")
+
+    def draw_pool(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Per-annotator ``(bias, noise sd)`` arrays of length ``n_annotators``."""
+        bias = rng.normal(0.0, self.bias_sd, self.n_annotators) if self.bias_sd > 0 else np.zeros(self.n_annotators)
+        lo, hi = self.noise_sd * (1 - self.noise_spread), self.noise_sd * (1 + self.noise_spread)
+        sd = rng.uniform(lo, hi, self.n_annotators) if hi > lo else np.full(self.n_annotators, self.noise_sd)
+        return bias, sd
+
+    @staticmethod
+    def score(latent: np.ndarray, annotator: np.ndarray, pool: tuple[np.ndarray, np.ndarray],
+              rng: np.random.Generator) -> np.ndarray:
+        """Scores on [0, 1]: ``clip(latent + bias[annotator] + sd[annotator] * z, 0, 1)`` (vectorised)."""
+        bias, sd = pool
+        return np.clip(latent + bias[annotator] + sd[annotator] * rng.standard_normal(len(latent)), 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class CampaignSettings:
+    """A comparison of annotation methods at equal budgets (defaults: the paper's section 5 set-up)."""
+
+    methods: tuple[str, ...] = ("da", "ra", "trueskill", "easl")
+    hit_size: int = 5
+    hits_per_iteration: int = 20
+    iterations: int = 10
+    runs: int = 10
+    gamma: float = 0.1
+    epsilon: float = 0.1
+    partner_pool: str = "paper"
+    seed: int = 0
+    target: float = 0.9
+    bootstrap: int = 1000
+    heatmap_iterations: tuple[int, ...] = (0, 3, 6, 9)
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHOD_LABELS]
+        if unknown or not self.methods:
+            raise UserError(f"--methods must be among {', '.join(METHOD_LABELS)} (got {', '.join(unknown) or 'none'}).")
+        if self.iterations < 1 or self.runs < 1 or self.hits_per_iteration < 1:
+            raise UserError("--iterations, --runs and --hits-per-iteration must be at least 1.")
+        if self.hit_size < 2:
+            raise UserError(f"--hit-size must be at least 2 (got {self.hit_size}).")
+        if not -1 <= self.target <= 1:
+            raise UserError(f"--target must be a correlation in [-1, 1] (got {self.target}).")
+        if self.bootstrap < 1:
+            raise UserError(f"--bootstrap must be at least 1 (got {self.bootstrap}).")
+
+    def as_dict(self) -> dict:
+        """The settings as a plain dict, for the report."""
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+@dataclass
+class Oracle:
+    """The items and their true latent values on [0, 1]."""
+
+    name: str
+    item_ids: list[str]
+    texts: list[str]
+    values: np.ndarray       # (N,) on [0, 1]
+    description: str
+
+
+def synthetic_oracle(kind: str, n_items: int, rng: np.random.Generator, a: float = 2.0, b: float = 2.0) -> Oracle:
+    """Synthetic latent values: ``Beta(a, b)`` or ``Uniform(0, 1)`` draws for ``n_items`` items."""
+    if n_items < 2:
+        raise UserError(f"--items must be at least 2 (got {n_items}).")
+    if kind == "beta":
+        if a <= 0 or b <= 0:
+            raise UserError(f"--beta A B must be positive (got {a}, {b}).")
+        values, desc = rng.beta(a, b, n_items), f"{n_items} synthetic items, latent values ~ Beta({a:g}, {b:g})"
+    elif kind == "uniform":
+        values, desc = rng.uniform(0.0, 1.0, n_items), f"{n_items} synthetic items, latent values ~ Uniform(0, 1)"
+    else:
+        raise UserError(f"Unknown synthetic oracle {kind!r}: use beta or uniform.")
+    ids = [f"item{i + 1:04d}" for i in range(n_items)]
+    return Oracle(kind, ids, ids, values, desc)
+
+
+def csv_oracle(path, column: str | None = None, value_range: tuple[float, float] | None = None,
+               id_column: str | None = None, text_column: str | None = None) -> Oracle:
+    """An oracle from a CSV file: ``column`` (default ``oracle``, else ``label``) normalised to [0, 1] with
+    ``(x - min) / (max - min)`` over ``value_range`` (default the column's observed min and max). The political
+    spectrum file (labels -2..2) is normalised over -2..2 as in the paper (section 5.2)."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"Oracle file {path} does not exist.")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        raise UserError(f"Cannot read oracle file {path}: {exc}.") from None
+    if column is None:
+        column = next((c for c in ("oracle", "label") if c in df.columns), None)
+        if column is None:
+            raise UserError(f"{path}: no 'oracle' or 'label' column; name the oracle column with --oracle-column.")
+    if column not in df.columns:
+        raise UserError(f"{path}: column {column!r} not found (columns: {', '.join(map(str, df.columns))}).")
+    raw = pd.to_numeric(df[column], errors="coerce")
+    bad = np.flatnonzero(raw.isna().to_numpy())
+    if bad.size:
+        raise UserError(f"{path}:{bad[0] + 2}: field {column!r} is not a number ({df[column].iloc[bad[0]]!r}).")
+    x = raw.to_numpy(dtype=float)
+    if len(x) < 2:
+        raise UserError(f"{path}: the oracle needs at least 2 items (found {len(x)}).")
+    lo, hi = value_range if value_range is not None else (float(x.min()), float(x.max()))
+    if not hi > lo:
+        raise UserError(f"{path}: oracle range {lo}..{hi} is empty; give --oracle-range MIN MAX.")
+    outside = np.flatnonzero((x < lo) | (x > hi))
+    if outside.size:
+        raise UserError(f"{path}:{outside[0] + 2}: field {column!r} value {x[outside[0]]} is outside the oracle range "
+                        f"{lo}..{hi}.")
+    id_column = id_column or next((c for c in ("id", "item_id") if c in df.columns), None)
+    ids = df[id_column].astype(str).tolist() if id_column else [str(i + 1) for i in range(len(x))]
+    if len(set(ids)) != len(ids):
+        raise UserError(f"{path}: item ids in column {id_column!r} are not unique.")
+    text_column = text_column or next((c for c in ("text", "sent", "sentence") if c in df.columns), None)
+    texts = df[text_column].astype(str).tolist() if text_column else ids
+    return Oracle(path.stem, ids, texts, (x - lo) / (hi - lo),
+                  f"{len(x)} items from {path.name}, column {column!r} normalised from {lo:g}..{hi:g} to 0..1")
+
+
+def _bootstrap_mean_band(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """95% percentile-bootstrap band of the mean over runs: ``values`` (runs, checkpoints); resamples whole runs
+    (Efron & Tibshirani 1993, ch. 13). With one run the band is the value itself."""
+    runs = values.shape[0]
+    idx = rng.integers(0, runs, size=(n_boot, runs))
+    means = np.nanmean(values[idx], axis=1)                       # (n_boot, checkpoints)
+    return np.nanpercentile(means, 2.5, axis=0), np.nanpercentile(means, 97.5, axis=0)
+
+
+def match_quality_matrix(location: np.ndarray, variance: np.ndarray, gamma: float, order: np.ndarray) -> np.ndarray:
+    """Match quality q(i, j) (eq 11 / 23, :func:`core.selection.match_quality`) for every pair of items, rows and
+    columns ordered by ``order`` (the oracle's order, as the paper's Figure 8)."""
+    from core.selection import match_quality
+
+    m, v = location[order], variance[order]
+    return match_quality(m[:, None], v[:, None], m[None, :], v[None, :], gamma)
+
+
+def run_campaign(oracle: Oracle, method: str, settings: CampaignSettings, annotators: AnnotatorModel,
+                 rng: np.random.Generator, workdir: Path, run: int, heatmaps: bool = False) -> dict:
+    """One campaign of one method through the real project file.
+
+    Returns ``{"curve": DataFrame(iteration, n_annotations, annotations_per_item, spearman, pearson),
+    "final": final estimates on [0, 1] (item order of the oracle), "heatmaps": {iteration: matrix}}``.
+    """
+    from core.store import Project
+
+    hyper = Hyper(method=method, hit_size=settings.hit_size, gamma=settings.gamma, epsilon=settings.epsilon,
+                  score_min=0.0, score_max=1.0, partner_pool=settings.partner_pool,
+                  hits_per_iteration=settings.hits_per_iteration, seed=int(rng.integers(0, 2**31 - 1)))
+    items = pd.DataFrame({"item_id": oracle.item_ids, "text": oracle.texts})
+    position = pd.Index(oracle.item_ids)
+    pool = annotators.draw_pool(rng)
+    order = np.argsort(oracle.values, kind="stable")
+    path = workdir / f"{method}-run{run}.easl"
+    rows, maps = [], {}
+    n_scores = 0
+    with Project.create(path, items, hyper) as project:
+        for it in range(settings.iterations):
+            hits = project.next_hits()
+            if heatmaps and it in settings.heatmap_iterations and method != "da":
+                loc, var = selection_state(project)
+                maps[it] = match_quality_matrix(loc, var, settings.gamma, order)
+            item_ids = [item["item_id"] for hit in hits for item in hit["items"]]
+            hit_ids = [hit["hit_id"] for hit in hits for _ in hit["items"]]
+            who = np.repeat(rng.integers(0, annotators.n_annotators, len(hits)), [len(h["items"]) for h in hits])
+            latent = oracle.values[position.get_indexer(item_ids)]
+            scores = annotators.score(latent, who, pool, rng)
+            project.ingest(pd.DataFrame({"item_id": item_ids, "score": scores, "hit_id": hit_ids,
+                                         "annotator": np.char.add("a", who.astype(str))}), source="simulation")
+            n_scores += len(item_ids)
+            est = project.estimates().set_index("item_id").loc[oracle.item_ids, "estimate"].to_numpy(dtype=float)
+            rows.append({"iteration": it, "n_annotations": n_scores,
+                         "annotations_per_item": n_scores / len(oracle.values),
+                         "spearman": measures.spearman(oracle.values, est),
+                         "pearson": measures.pearson(oracle.values, est)})
+    return {"curve": pd.DataFrame(rows), "final": est, "heatmaps": maps}
+
+
+def selection_state(project) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(location, variance)`` on [0, 1] that the engine's next selection uses
+    (``project.model.selection_keys(project.state())``), per item in the project's item order."""
+    return project.model.selection_keys(project.state())
+
+
+def compare_methods(oracle: Oracle, settings: CampaignSettings, annotators: AnnotatorModel,
+                    rng: np.random.Generator, workdir: Path | None = None, progress=None) -> dict:
+    """Run every method ``settings.runs`` times and summarise.
+
+    Returns ``{"curves": long DataFrame (method, run, iteration, n_annotations, annotations_per_item, spearman,
+    pearson), "summary": per method and iteration mean and 95% bootstrap band of Spearman and Pearson,
+    "finals": {method: final estimates of run 0}, "final_all": {method: (runs, N)}, "heatmaps": {method:
+    {iteration: matrix}} (run 0)}``. ``workdir``: where the project files go (a temporary directory if None).
+    """
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="easl-sim-")
+        workdir = Path(tmp.name)
+    else:
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        curves, finals, heat = [], {}, {}
+        run_seeds = rng.integers(0, 2**63 - 1, size=settings.runs)
+        for method in settings.methods:
+            finals[method] = np.empty((settings.runs, len(oracle.values)))
+            for run in range(settings.runs):
+                # the same seed per run for every method: the same annotator pool and noise stream
+                run_rng = np.random.default_rng(int(run_seeds[run]))
+                res = run_campaign(oracle, method, settings, annotators, run_rng, workdir, run, heatmaps=(run == 0))
+                curves.append(res["curve"].assign(method=method, run=run))
+                finals[method][run] = res["final"]
+                if run == 0:
+                    heat[method] = res["heatmaps"]
+                if progress:
+                    progress(method, run)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    long = pd.concat(curves, ignore_index=True)
+    summary = []
+    for method in settings.methods:
+        sub = long[long["method"] == method]
+        table = {m: sub.pivot(index="run", columns="iteration", values=m) for m in ("spearman", "pearson")}
+        base = sub[sub["run"] == 0].sort_values("iteration")
+        bands = {m: _bootstrap_mean_band(t.to_numpy(), settings.bootstrap, rng) for m, t in table.items()}
+        for k, it in enumerate(base["iteration"]):
+            rec = {"method": method, "iteration": int(it), "n_annotations": int(base["n_annotations"].iloc[k]),
+                   "annotations_per_item": float(base["annotations_per_item"].iloc[k])}
+            for m, t in table.items():
+                rec[f"{m}_mean"] = float(np.nanmean(t[it]))
+                rec[f"{m}_low"] = float(bands[m][0][k])
+                rec[f"{m}_high"] = float(bands[m][1][k])
+            summary.append(rec)
+    return {"curves": long, "summary": pd.DataFrame(summary),
+            "finals": {m: f[0] for m, f in finals.items()}, "final_all": finals, "heatmaps": heat}
+
+
+def annotations_to_reach(summary: pd.DataFrame, curves: pd.DataFrame, target: float,
+                         column: str = "spearman") -> pd.DataFrame:
+    """Annotations needed to reach ``target`` per method.
+
+    ``mean_curve_annotations``: the first checkpoint where the mean curve over runs reaches the target, with
+    linear interpolation between checkpoints (NaN: not reached within the budget). ``runs_reaching``: share of
+    runs whose own curve reaches it; ``median_run_annotations``: median over runs of the first checkpoint
+    reaching it (over the runs that do).
+    """
+    rows = []
+    for method, sub in summary.groupby("method", sort=False):
+        x = sub["n_annotations"].to_numpy(dtype=float)
+        y = sub[f"{column}_mean"].to_numpy(dtype=float)
+        rows.append({"method": method, "target": target, "mean_curve_annotations": first_crossing(x, y, target)})
+        per_run = []
+        for _, run in curves[curves["method"] == method].groupby("run"):
+            hit = run.loc[run[column] >= target, "n_annotations"]
+            per_run.append(float(hit.iloc[0]) if len(hit) else np.nan)
+        per_run = np.array(per_run)
+        rows[-1]["runs_reaching"] = float(np.mean(~np.isnan(per_run)))
+        rows[-1]["median_run_annotations"] = float(np.nanmedian(per_run)) if np.any(~np.isnan(per_run)) else np.nan
+    return pd.DataFrame(rows)
+
+
+def first_crossing(x: np.ndarray, y: np.ndarray, target: float) -> float:
+    """Smallest x at which the piecewise-linear curve (x, y) reaches ``target`` (NaN if it never does)."""
+    above = np.flatnonzero(y >= target)
+    if above.size == 0:
+        return float("nan")
+    k = int(above[0])
+    if k == 0 or y[k] == y[k - 1]:
+        return float(x[k])
+    return float(x[k - 1] + (target - y[k - 1]) * (x[k] - x[k - 1]) / (y[k] - y[k - 1]))

@@ -1,0 +1,320 @@
+"""`easl simulate prmse`: run every experiment of Loukina et al. (2020) and write tables, figures and the report.
+
+Tolerances used for "within tolerance" in the report (with the authors' default settings the simulated dataset is
+bit-identical to the authors' code, so reproduced values differ from the authors' notebook only by floating-point
+summation order):
+
+- against the authors' notebook outputs (6 decimals): 5e-6 (rounding of the printed value plus float noise);
+- against the paper's text and tables (2 decimals): 0.005 (half a unit of the last printed digit), or 0.0051 where
+  the paper rounded a notebook value half-up across the boundary.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from core.simulate import figures, published
+from core.simulate import prmse as exp
+from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
+from core.simulate.report import Comparison, Report
+
+TOL_NOTEBOOK = 5e-6
+TOL_PAPER = 0.0051
+
+
+@dataclass
+class PrmseResults:
+    """Everything one run computes (kept for tests and for the CLI summary)."""
+
+    dataset: PrmseDataset
+    table1: pd.DataFrame
+    table2: pd.DataFrame
+    stability: pd.DataFrame
+    ranking: dict
+    cumulative: pd.DataFrame
+    double: pd.DataFrame | None
+    table4: pd.DataFrame | None
+    true_metrics: dict
+    comparisons: dict[str, Comparison]
+    timings: dict[str, float]
+
+
+def _published_applicable(settings: PrmseSettings) -> bool:
+    """Published numbers are comparable when the dataset and pairs are the authors' (percentages may differ)."""
+    base = PrmseSettings()
+    keys = [f for f in settings.as_dict() if f not in ("double_scored_percentages",)]
+    return all(getattr(settings, k) == getattr(base, k) for k in keys)
+
+
+def run(settings: PrmseSettings, progress=None, double_scoring: bool = True,
+        dataset: PrmseDataset | None = None) -> PrmseResults:
+    """Generate the dataset (unless ``dataset``, made from the same settings, is given) and run every experiment;
+    ``progress(step)`` is called after each step."""
+    timings = {}
+    t0 = time.perf_counter()
+    ds = dataset if dataset is not None else generate_dataset(settings, progress=progress)
+    timings["dataset"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    table1, table2 = exp.rater_table(ds), exp.system_table(ds)
+    timings["tables 1-2"] = time.perf_counter() - t
+    t = time.perf_counter()
+    stability = exp.metric_stability(ds, progress=progress)
+    timings["4.1 / 5.2"] = time.perf_counter() - t
+    t = time.perf_counter()
+    ranking = exp.ranking(ds)
+    if progress:
+        progress("4.2 ranking")
+    timings["4.2"] = time.perf_counter() - t
+    t = time.perf_counter()
+    cumulative = exp.cumulative_raters(ds)
+    if progress:
+        progress("4.3 cumulative raters")
+    timings["4.3"] = time.perf_counter() - t
+    double = table4 = None
+    if double_scoring:
+        t = time.perf_counter()
+        double = exp.double_scoring(ds, progress=progress)
+        table4 = exp.prmse_range_table(double, settings.rater_categories)
+        timings["5.3"] = time.perf_counter() - t
+    res = PrmseResults(ds, table1, table2, stability, ranking, cumulative, double, table4,
+                       exp.true_system_metrics(ds), {}, timings)
+    if _published_applicable(settings):
+        res.comparisons = compare(res)
+    return res
+
+
+def compare(res: PrmseResults) -> dict[str, Comparison]:
+    """Reproduced numbers next to the paper's and the authors' notebook's, by experiment."""
+    P, NB = published.PAPER, published.NOTEBOOK
+    out: dict[str, Comparison] = {}
+
+    c = Comparison()
+    for row in res.table1.itertuples():
+        c.add(f"{row.category}: chosen rater error sd", row.error_sd, published.ERROR_SDS[row.category],
+              "authors' rater_metadata.csv", 1e-9)
+    for row in res.table1.itertuples():
+        paper, nb = published.TABLE1_PAPER[row.category], published.TABLE1_NOTEBOOK[row.category]
+        for k, name in enumerate(("hh_corr", "mean", "sd")):
+            c.add(f"{row.category}: {name}", getattr(row, name), nb[k], NB, TOL_NOTEBOOK)
+            c.add(f"{row.category}: {name}", getattr(row, name), paper[k], P + " Table 1", TOL_PAPER)
+    out["table1"] = c
+
+    c = Comparison()
+    r_col = [col for col in res.table2.columns if col.startswith("r_") and col != "r_true"][0]
+    for row in res.table2.to_dict("records"):
+        paper, nb = published.TABLE2_PAPER[row["category"]], published.TABLE2_NOTEBOOK[row["category"]]
+        for k, name in enumerate(("R2_true", "r_true", r_col)):
+            c.add(f"{row['category']}: {name}", row[name], nb[k], NB, TOL_NOTEBOOK)
+            c.add(f"{row['category']}: {name}", row[name], paper[k], P + " Table 2", TOL_PAPER)
+    out["table2"] = c
+
+    c = Comparison()
+    means = res.stability.groupby(["reference", "rater_category"])[["r", "QWK", "R2", "degradation"]].mean()
+    cats = list(res.dataset.settings.rater_categories)
+    for (metric, ref), values in published.FIG1_NOTEBOOK.items():
+        for cat, v in zip(cats, values):
+            c.add(f"mean {metric} vs {ref}, {cat}", means.loc[(ref, cat), metric], v, NB, TOL_NOTEBOOK)
+    pm = means.xs("h1-h2 mean")
+    c.add("mean r vs pair mean, low", pm.loc["low", "r"], published.FIG1_PAPER_TEXT["r_mean_low"],
+          P + " section 4.1", TOL_PAPER)
+    c.add("mean r vs pair mean, high", pm.loc["high", "r"], published.FIG1_PAPER_TEXT["r_mean_high"],
+          P + " section 4.1", TOL_PAPER)
+    deg = res.stability.loc[res.stability["reference"] == "h1-h2 mean", "degradation"]
+    c.add("degradation vs pair mean, max", deg.max(), published.FIG1_PAPER_TEXT["degradation_max"],
+          P + " section 4.1 (\"-0.05\")", TOL_PAPER)
+    c.add("degradation vs pair mean, min", deg.min(), published.FIG1_PAPER_TEXT["degradation_min"],
+          P + " section 4.1 (\"-0.30\")", TOL_PAPER)
+    out["figure1"] = c
+
+    c = Comparison()
+    pair_rows = res.stability[res.stability["reference"] == "h1-h2 mean"]
+    got = {"R2_min": pair_rows["R2"].min(), "R2_max": pair_rows["R2"].max(), "PRMSE_min": pair_rows["PRMSE"].min(),
+           "PRMSE_max": pair_rows["PRMSE"].max(), "PRMSE_mean": pair_rows["PRMSE"].mean()}
+    for k, v in published.FIG4_NOTEBOOK.items():
+        c.add(k, got[k], v, NB, TOL_NOTEBOOK)
+    for k in ("R2_min", "R2_max", "PRMSE_min", "PRMSE_max"):
+        c.add(k, got[k], published.FIG4_PAPER[k], P + " section 5.2", TOL_PAPER)
+    c.add("R2 of sys_17 against the true score", res.true_metrics["R2"], published.FIG4_PAPER["R2_true"],
+          P + " section 5.2 (\"0.8 in this case\")", 0.005)
+    out["figure4"] = c
+
+    c = Comparison()
+    t3 = res.ranking["table3"]
+    for sys_cat, counts in published.TABLE3_PAPER.items():
+        for rat_cat, v in zip(cats, counts):
+            c.add(f"{sys_cat} systems on {rat_cat} pairs", int(t3.loc[sys_cat, rat_cat]), v, P + " Table 3", 0)
+    same = res.ranking["same_pair"]
+    c.add(f"fixed 'average' pair is {same[0]}+{same[1]}", float(same == published.SAME_PAIR_NOTEBOOK), 1.0,
+          NB + " (h_107, h_101)", 0)
+    m = res.ranking["metrics"]
+    for metric in ("r", "QWK", "R2", "degradation", "PRMSE"):
+        rho = float(np.corrcoef(m["true_rank"], m[f"{metric}_rank"])[0, 1])
+        c.add(f"rank correlation with the true ranking, {metric} (different pairs)", rho, None, "", None)
+    out["table3"] = c
+
+    if res.table4 is not None:
+        c = Comparison()
+        for pct in published.TABLE4_PERCENTAGES:
+            if pct not in res.table4.index:
+                continue
+            for cat, nb, paper in zip(cats, published.TABLE4_NOTEBOOK[pct], published.TABLE4_PAPER[pct]):
+                v = float(res.table4.loc[pct, cat])
+                c.add(f"{pct:g}% double-scored, {cat}", v, nb, NB, TOL_NOTEBOOK)
+                c.add(f"{pct:g}% double-scored, {cat}", v, paper, P + " Table 4", TOL_PAPER)
+        out["table4"] = c
+    return out
+
+
+def write_report(res: PrmseResults, out_dir, command: str) -> Report:
+    """Write ``report.md`` with its tables and figures to ``out_dir``."""
+    s = res.dataset.settings
+    ds = res.dataset
+    cats = list(s.rater_categories)
+    rep = Report(out_dir, "PRMSE simulations (Loukina et al. 2020), reproduced", command)
+    comparable = bool(res.comparisons)
+    rep.paragraph(
+        f"Simulated dataset: {s.n_responses:,} responses, {len(ds.rater_ids)} raters in {len(cats)} categories, "
+        f"{len(ds.system_ids)} systems in {len(s.system_categories)} categories; sample system {s.sample_system}; "
+        f"{s.pairs_per_category} rater pairs per category. Generators, seeds, rounding (half-to-even, then "
+        "clipping) and the error-sd grid search follow the authors' public code (prmse-simulations, MIT), so with "
+        "the default settings the dataset is the authors' dataset bit for bit. All metrics come from `core.metrics`."
+        + ("" if comparable else " **The settings differ from the authors', so the published numbers are not "
+           "shown next to these results.**"))
+    rep.paragraph("Tolerances: reproduced values are compared with the authors' notebook outputs (printed with 6 "
+                  f"decimals) within {TOL_NOTEBOOK:g}, and with the paper (2 decimals) within {TOL_PAPER:g} "
+                  "(half a unit of the last digit, plus a hair for values the paper rounded up from x.xx5).")
+    if comparable:
+        n_rows = sum(r["within_tolerance"] is not None for c in res.comparisons.values() for r in c.rows)
+        bad = [r["quantity"] for c in res.comparisons.values() for r in c.rows if r["within_tolerance"] is False]
+        rep.paragraph(f"**Summary: {n_rows - len(bad)} of {n_rows} compared numbers are within tolerance.**"
+                      + ("" if not bad else " Outside: " + "; ".join(bad) + "."))
+    rep.table(pd.DataFrame([{"step": k, "seconds": v} for k, v in res.timings.items()]), "timings",
+              caption="Run time per step", digits=2)
+
+    rep.heading("Section 3: the simulated raters and systems (Tables 1 and 2)")
+    if ds.searches:
+        search = pd.DataFrame({"error_sd": ds.searches[0].grid}
+                              | {x.category: x.mean_correlation for x in ds.searches})
+        rep.table(search, "sd_search", show=False)
+        fig = figures.lines(search, "error_sd", [x.category for x in ds.searches], shared_panel=True,
+                            markers=False, xlabel="rater error sd", ylabel="mean inter-rater r",
+                            title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in s.rater_rhos) + ")")
+        rep.figure(fig, "sd_search", "Mean inter-rater correlation for each candidate error sd, per category "
+                                     "(the search behind Table 1).")
+    rep.table(res.table1, "table1", caption="Table 1: rater categories", digits=4)
+    rep.table(res.table2, "table2", caption="Table 2: system categories", digits=4)
+    if comparable:
+        rep.comparison(res.comparisons["table1"], "compare_table1", "Table 1 and the chosen error sds vs published",
+                       digits=6)
+        rep.comparison(res.comparisons["table2"], "compare_table2", "Table 2 vs published", digits=6)
+    rep.table(ds.rater_metadata(), "rater_metadata", show=False)
+    rep.table(ds.system_metadata(), "system_metadata", show=False)
+
+    rep.heading("Section 4.1 / Figure 1: the same system against raters of different quality")
+    st = res.stability
+    rep.table(st, "figure1_metrics", show=False)
+    means = (st.groupby(["reference", "rater_category"])[["r", "QWK", "R2", "degradation"]].mean()
+             .reset_index().pivot(index="reference", columns="rater_category").stack(0, future_stack=True)
+             .reset_index().rename(columns={"level_1": "metric"}))
+    means = means[["metric", "reference"] + [c for c in cats if c in means.columns]]
+    rep.table(means.sort_values(["metric", "reference"]).reset_index(drop=True), "figure1_means",
+              caption=f"Mean metric of {s.sample_system} over the {s.pairs_per_category} pairs of each category",
+              digits=4)
+    fig = figures.strip_by_group(st, ["r", "QWK", "R2", "degradation"], "rater_category", cats, hue="reference",
+                                 hue_order=list(exp.REFERENCES), title=f"Figure 1: {s.sample_system} against "
+                                 "rater pairs of each category")
+    rep.figure(fig, "figure1", "Figure 1: r, QWK, R2 and degradation of one system against the first rater (h1) "
+                               "and the pair mean, by rater category.")
+    if comparable:
+        rep.comparison(res.comparisons["figure1"], "compare_figure1", "Figure 1 numbers vs published", digits=6)
+
+    rep.heading("Section 4.2 / Figure 2 / Table 3: rankings when systems are evaluated on different pairs")
+    m = res.ranking["metrics"]
+    rep.table(m, "figure2_ranks", show=False)
+    rep.table(res.ranking["table3"], "table3", caption="Table 3: systems per rater category of their pair",
+              index=True)
+    same = res.ranking["same_pair"]
+    metric_names = ["r", "QWK", "R2", "degradation", "PRMSE"]
+    ranks = m[["system_category"] + [f"{k}_rank" for k in metric_names]].rename(
+        columns={f"{k}_rank": k for k in metric_names})
+    dots = m[["system_category"] + [f"{k}_same_rank" for k in metric_names]].rename(
+        columns={f"{k}_same_rank": k for k in metric_names})
+    fig = figures.box_by_group(ranks, metric_names, "system_category", list(s.system_categories), dots=dots,
+                               ylabel="rank (1 = best)", title="Figure 2: system ranks, each system on its own pair "
+                               f"(boxes) vs all on {same[0]}+{same[1]} (red)")
+    rep.figure(fig, "figure2", "Figure 2: ranks of the 25 systems by each metric when every system is evaluated "
+                               "on a different rater pair (boxes), and on one common pair (red dots).")
+    agree = pd.DataFrame([{"metric": k,
+                           "rank_corr_with_true_different_pairs": float(np.corrcoef(m["true_rank"],
+                                                                                     m[f"{k}_rank"])[0, 1]),
+                           "rank_corr_with_true_same_pair": float(np.corrcoef(m["true_rank"],
+                                                                              m[f"{k}_same_rank"])[0, 1]),
+                           "max_abs_rank_error_different_pairs": float((m["true_rank"] - m[f"{k}_rank"]).abs().max())}
+                          for k in metric_names])
+    rep.table(agree, "figure2_rank_agreement", caption="Agreement of each metric's ranking with the true ranking "
+                                                       "(R2 against the true score)")
+    if comparable:
+        rep.comparison(res.comparisons["table3"], "compare_table3", "Table 3 and the fixed pair vs published",
+                       digits=6)
+
+    rep.heading("Section 4.3 / Figure 3: more raters")
+    cu = res.cumulative
+    rep.table(cu, "figure3_cumulative", show=False)
+    steps = [k for k in (1, 2, 5, 10, 25, 50) if k <= cu["n_raters"].max()]
+    rep.table(cu[cu["n_raters"].isin(steps)].reset_index(drop=True), "figure3_steps",
+              caption=f"{s.sample_system} against the cumulative mean of the first k raters of each category",
+              digits=4)
+    fig = figures.lines(cu, "n_raters", ["r", "R2", "QWK"], series="rater_category", series_order=cats,
+                        hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")}, markers=True,
+                        xlabel="number of raters", title="Figure 3: metrics against the mean of k raters")
+    rep.figure(fig, "figure3", "Figure 3: r, R2 and QWK of one system against the cumulative mean of 1..K raters; "
+                               "red: the value against the true score.")
+    rep.paragraph("Against the true score: " + ", ".join(f"{k} = {v:.4f}" for k, v in res.true_metrics.items())
+                  + ". The paper reports no numbers for this figure; it states that every category approaches the "
+                  "true-score value as raters are added, which the table above shows.")
+
+    rep.heading("Section 5.2 / Figure 4: R2 against PRMSE")
+    pair_rows = st[st["reference"] == "h1-h2 mean"].copy()
+    fig = figures.strip_by_group(pair_rows, ["R2", "PRMSE"], "rater_category", cats,
+                                 hlines={"R2": res.true_metrics["R2"], "PRMSE": res.true_metrics["R2"]},
+                                 title="Figure 4: R2 (pair mean) and PRMSE, same system")
+    rep.figure(fig, "figure4", "Figure 4: R2 against the pair mean and PRMSE for the same system over the 200 "
+                               "pairs; red: R2 against the true score.")
+    summary = pair_rows.groupby("rater_category")[["R2", "PRMSE"]].agg(["min", "mean", "max"]).reindex(cats)
+    summary.columns = [f"{a}_{b}" for a, b in summary.columns]
+    rep.table(summary.reset_index(), "figure4_summary", caption="R2 and PRMSE by rater category", digits=4)
+    if comparable:
+        rep.comparison(res.comparisons["figure4"], "compare_figure4", "Figure 4 numbers vs published", digits=6)
+
+    if res.double is not None:
+        rep.heading("Section 5.3 / Figure 5 / Table 4: PRMSE and double-scoring")
+        dd = res.double
+        rep.table(dd, "figure5_prmse", show=False)
+        pcts = list(s.double_scored_percentages)
+        counts = dd.groupby("percent_double_scored")["num_double_scored"].first().reindex(pcts).tolist()
+        fig, axes = figures.new_figure(2, width=6.5, height=4.0)
+        figures.grouped_boxes(dd, "prmse_percent", "percent_double_scored", pcts, "rater_category", cats, axes[0],
+                              hline=res.true_metrics["R2"], ylim=(0.4, 1.2),
+                              x_labels=[f"{p:g}%\n({n})" for p, n in zip(pcts, counts)])
+        axes[0].set_xlabel("% (n) double-scored responses, all N responses")
+        axes[0].set_ylabel("PRMSE")
+        figures.grouped_boxes(dd, "prmse_number", "percent_double_scored", pcts, "rater_category", cats, axes[1],
+                              hline=res.true_metrics["R2"], ylim=(0.4, 1.2), x_labels=counts)
+        axes[1].set_xlabel("number of responses (all double-scored)")
+        fig.suptitle("Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)")
+        rep.figure(fig, "figure5", "Figure 5: distribution of PRMSE over the pairs of each category; dotted: R2 "
+                                   "against the true score. As in the paper, the axis is clipped to 0.4-1.2.")
+        t4 = res.table4.copy()
+        t4.insert(0, "num_double_scored", counts)
+        rep.table(t4.reset_index(), "table4", caption="Table 4: range (max - min) of PRMSE over the pairs",
+                  digits=4)
+        if comparable:
+            rep.comparison(res.comparisons["table4"], "compare_table4", "Table 4 vs published", digits=6)
+
+    rep.heading("Settings")
+    rep.table(pd.DataFrame([{"setting": k, "value": str(v)} for k, v in s.as_dict().items()]), "settings")
+    rep.write()
+    return rep

@@ -1,0 +1,139 @@
+"""The project file's SQLite schema, its version (``PRAGMA user_version``) and the explicit migrations.
+
+Tables (see ``docs/ARCHITECTURE.md``, "core/store"):
+
+``meta(key, value)``
+    Text key-value pairs: ``format`` (``"easl-project"``), ``hyper`` (hyper-parameters as JSON), ``created_at``,
+    ``created_by``, ``state_seq`` (the log position the cached state reflects), and free keys for front ends
+    (e.g. ``ls.last_reconciliation``).
+``items(idx, item_id, text, data)``
+    ``idx`` is the 0-based position used by the model arrays; ``data`` is a JSON object of the extra columns.
+``iterations(iteration, started_at, n_hits, log_seq)``
+    One row per started iteration; ``log_seq`` is the log position when it started.
+``hits(hit_id, iteration, status, created_at, external_id)``
+    ``status``: ``open`` | ``complete`` (every item has a live score with this hit_id) | ``retracted``
+    (the HIT was withdrawn, e.g. its Label Studio task was deleted; it no longer counts toward completion).
+``hit_items(hit_id, position, item_idx)``
+``observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, annotation_id, group_key,
+created_at, source)``
+    The append-only log. ``kind`` is ``score`` or ``retract``. The live observation of a source key is its last
+    record when that record is a score.
+``live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key)``
+    Index of the live observations (derived from the log; ``easl verify`` checks it).
+``state(name, dtype, shape, data)``
+    The cached model arrays (raw little-endian bytes), reflecting the log up to ``meta.state_seq``.
+``events(id, received_at, kind, payload, status, error, processed_at)``
+    A durable queue for front ends; ``status`` is ``pending`` | ``done`` | ``failed``.
+``rejects(id, created_at, source, location, reason, payload)``
+    Rejected input rows with the reason.
+``external_ids(kind, external_id, local_id)``
+    Maps ids of an outside system (e.g. Label Studio task ids) to local ids; unique per ``(kind, external_id)``.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+from core.errors import UserError
+
+FORMAT = "easl-project"
+SCHEMA_VERSION = 1
+
+# MIGRATIONS[v] takes a file at version v - 1 to version v. Append new entries; never edit old ones.
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE items (
+               idx INTEGER PRIMARY KEY,
+               item_id TEXT NOT NULL UNIQUE,
+               text TEXT NOT NULL,
+               data TEXT NOT NULL DEFAULT '{}')""",
+        """CREATE TABLE iterations (
+               iteration INTEGER PRIMARY KEY,
+               started_at TEXT NOT NULL,
+               n_hits INTEGER NOT NULL,
+               log_seq INTEGER NOT NULL)""",
+        """CREATE TABLE hits (
+               hit_id TEXT PRIMARY KEY,
+               iteration INTEGER NOT NULL REFERENCES iterations(iteration),
+               status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'complete', 'retracted')),
+               created_at TEXT NOT NULL,
+               external_id TEXT)""",
+        "CREATE INDEX hits_iteration ON hits(iteration, status)",
+        """CREATE TABLE hit_items (
+               hit_id TEXT NOT NULL REFERENCES hits(hit_id),
+               position INTEGER NOT NULL,
+               item_idx INTEGER NOT NULL REFERENCES items(idx),
+               PRIMARY KEY (hit_id, position)) WITHOUT ROWID""",
+        "CREATE INDEX hit_items_item ON hit_items(item_idx)",
+        """CREATE TABLE observations (
+               seq INTEGER PRIMARY KEY,
+               source_key TEXT NOT NULL,
+               kind TEXT NOT NULL CHECK (kind IN ('score', 'retract')),
+               item_idx INTEGER NOT NULL,
+               score01 REAL,
+               score_raw REAL,
+               hit_id TEXT,
+               annotator TEXT,
+               annotation_id TEXT,
+               group_key TEXT NOT NULL,
+               created_at TEXT NOT NULL,
+               source TEXT NOT NULL)""",
+        """CREATE TABLE live (
+               source_key TEXT PRIMARY KEY,
+               seq INTEGER NOT NULL,
+               item_idx INTEGER NOT NULL,
+               score01 REAL NOT NULL,
+               score_raw REAL NOT NULL,
+               hit_id TEXT,
+               annotation_id TEXT,
+               group_key TEXT NOT NULL)""",
+        # partial indexes: rows without a HIT or an annotation id (plain score files) cost no index work
+        "CREATE INDEX live_hit ON live(hit_id, item_idx) WHERE hit_id IS NOT NULL",
+        "CREATE INDEX live_annotation ON live(annotation_id) WHERE annotation_id IS NOT NULL",
+        "CREATE TABLE state (name TEXT PRIMARY KEY, dtype TEXT NOT NULL, shape TEXT NOT NULL, data BLOB NOT NULL)",
+        """CREATE TABLE events (
+               id INTEGER PRIMARY KEY,
+               received_at TEXT NOT NULL,
+               kind TEXT NOT NULL,
+               payload TEXT NOT NULL,
+               status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'failed')),
+               error TEXT,
+               processed_at TEXT)""",
+        "CREATE INDEX events_status ON events(status, id)",
+        """CREATE TABLE rejects (
+               id INTEGER PRIMARY KEY,
+               created_at TEXT NOT NULL,
+               source TEXT NOT NULL,
+               location TEXT,
+               reason TEXT NOT NULL,
+               payload TEXT)""",
+        """CREATE TABLE external_ids (
+               kind TEXT NOT NULL,
+               external_id TEXT NOT NULL,
+               local_id TEXT NOT NULL,
+               PRIMARY KEY (kind, external_id))""",
+        "CREATE INDEX external_ids_local ON external_ids(kind, local_id)",
+    ],
+}
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    """The file's schema version (``PRAGMA user_version``; 0 for a new, empty database)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    """Bring the schema to ``SCHEMA_VERSION`` by applying ``MIGRATIONS`` in order, in the caller's transaction.
+
+    Returns the version the file had before. Raises ``UserError`` when the file was written by a newer version
+    of easl-toolkit (its ``user_version`` is above ``SCHEMA_VERSION``).
+    """
+    before = user_version(conn)
+    if before > SCHEMA_VERSION:
+        raise UserError(f"{path}: the project file has schema version {before}, newer than this easl-toolkit "
+                        f"understands ({SCHEMA_VERSION}); upgrade easl-toolkit.")
+    for version in range(before + 1, SCHEMA_VERSION + 1):
+        for statement in MIGRATIONS[version]:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {version}")
+    return before

@@ -1,0 +1,284 @@
+"""Validation of annotation rows before they enter the observation log.
+
+A batch is checked whole and vectorised (pandas/numpy); every bad row gets one reason, reported as
+``"file:line: field: reason"``. Checks, in order:
+
+1. ``score``: missing, not a number, NaN, infinite, outside the project's score range.
+2. ``item_id``: missing or unknown.
+3. ``hit_id`` (when given): unknown, retracted, or the item is not in that HIT. Methods that compare the scores
+   of a HIT (``Model.needs_whole_hit``: RA, TrueSkill) require it.
+4. Conflicts inside the batch: two rows with the same idempotency key and different scores (e.g. two anonymous
+   scores of one item); an ``annotation_id`` spanning several HITs.
+5. For ``needs_whole_hit`` methods: a HIT submission (rows with one annotation_id, else one (hit_id, annotator))
+   that lacks a valid score for some item of its HIT; all its rows are rejected.
+
+Idempotency key (DESIGN.md): ``(annotation_id, item_id)`` when ``annotation_id`` is given, else
+``(hit_id, item_id, annotator)`` with missing parts empty. Group key (the HIT submission, used by pairwise
+models): ``annotation_id`` when given, else ``(hit_id, annotator)``; rows with neither belong to no submission
+(empty group key; only the commutative models, which ignore groups, accept such rows).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from core.errors import UserError
+from core.tables import Table
+
+ID_COLUMNS = ("item_id", "hit_id", "annotator", "annotation_id")
+INPUT_COLUMNS = ("item_id", "score", "hit_id", "annotator", "annotation_id", "created_at")
+SEP = "\x1f"  # unit separator between the parts of a key
+
+
+@dataclass
+class Batch:
+    """A validated batch of annotation rows.
+
+    Attributes
+    ----------
+    valid : pandas.DataFrame
+        Rows that passed, in input order: ``row`` (0-based input position), ``location``, ``item_id``,
+        ``item_idx``, ``score_raw``, ``score01``, ``hit_id``, ``annotator``, ``annotation_id``, ``created_at``,
+        ``source_key``, ``group_key``, ``repeat`` (True for a later copy of an earlier row: same key and score).
+    rejects : pandas.DataFrame
+        ``location, field, reason`` and the row as given (``item_id, score, hit_id, annotator, annotation_id``).
+    n_rows : int
+    """
+
+    valid: pd.DataFrame
+    rejects: pd.DataFrame
+    n_rows: int
+    messages: list[str] = field(default_factory=list)
+
+
+def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Turn a ``Table``, a DataFrame or a list of dicts into a frame of object columns ``INPUT_COLUMNS`` plus the
+    location of every row.
+
+    Returns ``(frame, locations, name)``; ``name`` is the file name or ``source`` (used in messages).
+    Raises ``UserError`` when ``item_id`` or ``score`` is not a column.
+    """
+    if isinstance(rows, Table):
+        frame, locations, name = rows.frame, rows.locations(), rows.path
+    else:
+        frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows))
+        frame = frame.reset_index(drop=True)
+        name = source
+        if "location" in frame.columns:
+            locations = frame["location"].astype(object).to_numpy()
+        else:
+            locations = np.asarray([f"{source}:row {i}" for i in range(1, len(frame) + 1)], dtype=object)
+    missing = [c for c in ("item_id", "score") if c not in frame.columns]
+    if missing:
+        cols = ", ".join(map(str, frame.columns)) or "(none)"
+        raise UserError(f"{name}: column {missing[0]!r} is missing (the columns are: {cols}); annotations need "
+                        f"item_id and score, and may have hit_id, annotator, annotation_id.")
+    out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    for col in INPUT_COLUMNS:
+        if col in frame.columns:
+            out[col] = frame[col].astype(object).to_numpy()
+        else:
+            out[col] = np.full(len(frame), None, dtype=object)
+    return out, np.asarray(locations, dtype=object), name
+
+
+def id_strings(values: pd.Series) -> pd.Series:
+    """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``."""
+    s = pd.Series(values.to_numpy(dtype=object), dtype=object)
+    missing = s.isna().to_numpy()
+    if pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):  # CSV cells: strings only
+        is_float = np.zeros(len(s), dtype=bool)
+    else:
+        is_float = np.fromiter((isinstance(v, float) for v in s.tolist()), dtype=bool, count=len(s))
+    if is_float.any():
+        fl = s[is_float & ~missing].astype(np.float64)
+        integral = np.isfinite(fl.to_numpy()) & (fl.to_numpy() == np.round(fl.to_numpy()))
+        s.loc[fl.index[integral]] = fl[integral].astype(np.int64).astype(str).to_numpy()
+    text = s.astype(str).str.strip()
+    text[missing | (text == "").to_numpy()] = None
+    return text.astype(object)
+
+
+def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index, hits: pd.DataFrame,
+             score_min: float, score_max: float, needs_whole_hit: bool, method: str) -> Batch:
+    """Validate annotation rows (see the module docstring for the checks and keys).
+
+    Parameters
+    ----------
+    frame : DataFrame from :func:`normalize_rows`.
+    locations : object array, ``"file:line"`` of each row.
+    item_index : pandas.Index of the project's item ids (position = item index).
+    hits : DataFrame ``hit_id, status, item_idx`` for (at least) every HIT named in the batch.
+    score_min, score_max : the project's score range (inclusive).
+    needs_whole_hit : whether the method needs every score of a HIT submission.
+    method : the method's name (for messages).
+    """
+    n = len(frame)
+    reason = np.full(n, None, dtype=object)
+    fld = np.full(n, None, dtype=object)
+
+    def flag(mask: np.ndarray, field_name: str, text) -> None:
+        mask = np.asarray(mask, dtype=bool) & pd.isna(reason)
+        if not mask.any():
+            return
+        fld[mask] = field_name
+        if callable(text):
+            reason[mask] = text(np.flatnonzero(mask))
+        else:
+            reason[mask] = text
+
+    # 1. scores
+    raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
+    is_missing = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+    num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    if pd.api.types.infer_dtype(raw, skipna=True) not in ("string", "empty", "floating", "integer"):
+        is_bool = np.fromiter((isinstance(v, (bool, np.bool_)) for v in raw.tolist()), dtype=bool, count=n)
+        num[is_bool] = np.nan  # JSON true/false are not scores
+    raw_text = raw.astype(str).str.strip().str.lower().to_numpy()
+    flag(is_missing, "score", "the score is missing")
+    flag(np.isnan(num) & np.isin(raw_text, ["nan", "-nan", "+nan"]), "score", "NaN is not a score")
+    flag(np.isnan(num), "score", lambda idx: np.asarray([f"not a number ({raw.iloc[i]!r})" for i in idx],
+                                                        dtype=object))
+    flag(np.isinf(num), "score", "the score is infinite")
+    with np.errstate(invalid="ignore"):
+        out_of_range = (num < score_min) | (num > score_max)
+    flag(out_of_range, "score",
+         lambda idx: np.asarray([f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]"
+                                 for i in idx], dtype=object))
+
+    # 2. items
+    item_id = id_strings(frame["item_id"])
+    hit_id = id_strings(frame["hit_id"])
+    annotator = id_strings(frame["annotator"])
+    annotation_id = id_strings(frame["annotation_id"])
+    item_missing = item_id.isna().to_numpy()
+    flag(item_missing, "item_id", "the item id is missing")
+    item_idx = item_index.get_indexer(item_id.fillna("").to_numpy(dtype=object)).astype(np.int64)
+    flag(item_idx < 0, "item_id", lambda idx: np.asarray([f"unknown item {item_id.iloc[i]!r}" for i in idx],
+                                                         dtype=object))
+
+    # 3. HITs
+    has_hit = hit_id.notna().to_numpy()
+    if needs_whole_hit:
+        flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
+    status = hits.drop_duplicates("hit_id").set_index("hit_id")["status"] if len(hits) else pd.Series(dtype=object)
+    hit_status = hit_id.map(status).to_numpy(dtype=object)
+    hit_known = pd.notna(hit_status)
+    flag(has_hit & ~hit_known, "hit_id", lambda idx: np.asarray([f"unknown HIT {hit_id.iloc[i]!r}" for i in idx],
+                                                                dtype=object))
+    flag(has_hit & (hit_status == "retracted"), "hit_id",
+         lambda idx: np.asarray([f"HIT {hit_id.iloc[i]!r} was retracted" for i in idx], dtype=object))
+    if len(hits):
+        pair = pd.MultiIndex.from_arrays([hits["hit_id"].to_numpy(dtype=object),
+                                          hits["item_idx"].to_numpy(dtype=np.int64)])
+        in_hit = pair.get_indexer(pd.MultiIndex.from_arrays([hit_id.fillna("").to_numpy(dtype=object),
+                                                             item_idx])) >= 0
+    else:
+        in_hit = np.zeros(n, dtype=bool)
+    flag(has_hit & hit_known & (item_idx >= 0) & ~in_hit, "item_id",
+         lambda idx: np.asarray([f"item {item_id.iloc[i]!r} is not in HIT {hit_id.iloc[i]!r}" for i in idx],
+                                dtype=object))
+
+    # keys
+    item_s = item_id.fillna("")
+    hit_s = hit_id.fillna("")
+    who_s = annotator.fillna("")
+    has_ann = annotation_id.notna().to_numpy()
+    ann_s = annotation_id.fillna("")
+    key_ann = "a" + SEP + ann_s + SEP + item_s
+    key_hit = "h" + SEP + hit_s + SEP + item_s + SEP + who_s
+    source_key = pd.Series(np.where(has_ann, key_ann.to_numpy(dtype=object), key_hit.to_numpy(dtype=object)),
+                           dtype=object)
+    group_key = pd.Series(np.where(has_ann, ("a" + SEP + ann_s).to_numpy(dtype=object),
+                                   np.where(has_hit, ("h" + SEP + hit_s + SEP + who_s).to_numpy(dtype=object),
+                                            "")), dtype=object)
+
+    # 4. conflicts inside the batch (among rows valid so far)
+    ok = pd.isna(reason)
+    loc = pd.Series(locations, dtype=object)
+    if ok.any():
+        sub = pd.DataFrame({"key": source_key[ok].to_numpy(), "score": num[ok], "loc": loc[ok].to_numpy()},
+                           index=np.flatnonzero(ok))
+        grp = sub.groupby("key", sort=False)
+        first_score = grp["score"].transform("first")
+        first_loc = grp["loc"].transform("first")
+        conflict = (sub["score"] != first_score).to_numpy()
+        if conflict.any():
+            rows = sub.index.to_numpy()[conflict]
+            mask = np.zeros(n, dtype=bool)
+            mask[rows] = True
+            firsts = dict(zip(rows.tolist(), first_loc.to_numpy()[conflict].tolist()))
+            flag(mask, "score", lambda idx: np.asarray(
+                [f"conflicts with {firsts[i]} (same annotation_id and item, different score)" if has_ann[i] else
+                 f"conflicts with {firsts[i]} (same item, HIT and annotator, different score); give each "
+                 f"score an annotation_id or an annotator" for i in idx], dtype=object))
+    ok = pd.isna(reason)
+    if (ok & has_ann & has_hit).any():
+        sub = pd.DataFrame({"ann": ann_s[ok & has_ann].to_numpy(), "hit": hit_s[ok & has_ann].to_numpy()},
+                           index=np.flatnonzero(ok & has_ann))
+        spread = sub.groupby("ann", sort=False)["hit"].transform("nunique").to_numpy() > 1
+        if spread.any():
+            mask = np.zeros(n, dtype=bool)
+            mask[sub.index.to_numpy()[spread]] = True
+            flag(mask, "annotation_id", lambda idx: np.asarray(
+                [f"annotation {annotation_id.iloc[i]!r} covers several HITs" for i in idx], dtype=object))
+
+    # 5. whole HIT submissions
+    ok = pd.isna(reason)
+    if needs_whole_hit and ok.any():
+        rows = np.flatnonzero(ok)
+        sub = pd.DataFrame({"group": group_key.to_numpy()[rows], "hit": hit_s.to_numpy()[rows],
+                            "item": item_idx[rows]}, index=rows)
+        seen = sub.drop_duplicates(["group", "item"]).groupby("group", sort=False)["item"].size()
+        hit_sizes = hits.drop_duplicates(["hit_id", "item_idx"]).groupby("hit_id")["item_idx"].size()
+        group_hit = sub.drop_duplicates("group").set_index("group")["hit"]
+        need = group_hit.map(hit_sizes)
+        short = seen.index[(seen.reindex(need.index).to_numpy() < need.to_numpy())]
+        if len(short):
+            short_set = set(short.tolist())
+            hit_items = hits.groupby("hit_id")["item_idx"].agg(lambda s: sorted(set(s.tolist())))
+            got_items = sub[sub["group"].isin(short_set)].groupby("group")["item"].agg(set)
+            texts = {}
+            for g, got in got_items.items():  # one entry per incomplete submission (a bad group, not a row)
+                h = group_hit[g]
+                lacking = [str(item_index[j]) for j in hit_items[h] if j not in got]
+                texts[g] = (f"the submission for HIT {h!r} lacks valid scores for items {', '.join(lacking)}; "
+                            f"method {method!r} compares the scores of a whole HIT")
+            mask = np.zeros(n, dtype=bool)
+            g_all = group_key.to_numpy()
+            mask[rows] = np.isin(g_all[rows], list(short_set))
+            flag(mask, "hit_id", lambda idx: np.asarray([texts[g_all[i]] for i in idx], dtype=object))
+
+    ok = pd.isna(reason)
+    bad = np.flatnonzero(~ok)
+    rejects = pd.DataFrame({
+        "location": loc.to_numpy()[bad],
+        "field": fld[bad],
+        "reason": reason[bad],
+        "item_id": frame["item_id"].to_numpy(dtype=object)[bad],
+        "score": frame["score"].to_numpy(dtype=object)[bad],
+        "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad],
+        "annotator": frame["annotator"].to_numpy(dtype=object)[bad],
+        "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad],
+    })
+    good = np.flatnonzero(ok)
+    span = score_max - score_min
+    valid = pd.DataFrame({
+        "row": good,
+        "location": loc.to_numpy()[good],
+        "item_id": item_id.to_numpy(dtype=object)[good],
+        "item_idx": item_idx[good],
+        "score_raw": num[good],
+        "score01": np.clip((num[good] - score_min) / span, 0.0, 1.0),
+        "hit_id": hit_id.to_numpy(dtype=object)[good],
+        "annotator": annotator.to_numpy(dtype=object)[good],
+        "annotation_id": annotation_id.to_numpy(dtype=object)[good],
+        "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
+        "source_key": source_key.to_numpy(dtype=object)[good],
+        "group_key": group_key.to_numpy(dtype=object)[good],
+    })
+    valid["repeat"] = valid["source_key"].duplicated(keep="first").to_numpy()
+    messages = [f"{loc.iloc[i]}: {fld[i]}: {reason[i]}" for i in bad.tolist()]
+    return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages)

@@ -1,0 +1,45 @@
+"""``easl export``: estimates per item and, optionally, the raw ratings in long form."""
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from core.store import Project
+from core.tables import write_format, write_table
+
+
+def register(subparsers) -> None:
+    """Add the ``export`` sub-command to the ``easl`` parser."""
+    p = subparsers.add_parser(
+        "export", help="write estimates (and raw ratings) as CSV, JSONL or Parquet",
+        description="Write one row per item: item_id, estimate, mean, variance, ci_low, ci_high, n_annotations, "
+                    "then the item's text and extra columns. Values are on the project's score range; the variance "
+                    "is scaled by (max - min)^2. --ratings writes the live ratings in long form: item_id, "
+                    "annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
+                    "extension (.csv, .jsonl, .parquet).")
+    p.add_argument("project", metavar="PROJECT", help="the project file")
+    p.add_argument("--output", required=True, metavar="FILE", help="estimates file (.csv, .jsonl or .parquet)")
+    p.add_argument("--ratings", metavar="FILE", help="also write the raw ratings in long form to FILE")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``easl export``; returns the exit status (user errors raise ``UserError``)."""
+    write_format(args.output)
+    if args.ratings:
+        write_format(args.ratings)
+    err = Console(stderr=True)
+    with Project.open(args.project, readonly=True) as project:
+        with err.status("computing estimates"):
+            estimates = project.estimates()
+        with err.status(f"writing {args.output}"):
+            write_table(estimates, args.output)
+        msg = f"wrote {len(estimates)} estimates to {args.output}"
+        if args.ratings:
+            with err.status(f"writing {args.ratings}"):
+                ratings = project.ratings()
+                write_table(ratings, args.ratings)
+            msg += f" and {len(ratings)} ratings to {args.ratings}"
+    print(msg)
+    return 0

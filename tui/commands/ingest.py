@@ -1,0 +1,59 @@
+"""``easl ingest``: validate and add annotations (CSV, TSV, JSONL or Parquet) to a project."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from rich.console import Console
+
+from core.errors import UserError
+from core.store import Project
+from core.tables import read_table, write_format, write_table
+
+
+def register(subparsers) -> None:
+    """Add the ``ingest`` sub-command to the ``easl`` parser."""
+    p = subparsers.add_parser(
+        "ingest", help="add annotations (item_id, score, optional hit_id, annotator, annotation_id)",
+        description="Validate annotations and add them to the project in one transaction. Columns: item_id, score "
+                    "(on the project's score range), optional hit_id, annotator, annotation_id, created_at. The "
+                    "idempotency key is (annotation_id, item_id) when annotation_id is given, else (hit_id, "
+                    "item_id, annotator): the same key with the same score changes nothing, with a new score it "
+                    "supersedes the old one. If any row is invalid the whole file is refused and every bad row is "
+                    "listed, unless --skip-invalid.")
+    p.add_argument("project", metavar="PROJECT", help="the project file")
+    p.add_argument("file", metavar="FILE", help="annotations file (.csv, .tsv, .jsonl or .parquet)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="ingest the valid rows and write the invalid ones, with reasons, to the rejects file")
+    p.add_argument("--rejects", metavar="FILE",
+                   help="where --skip-invalid writes rejected rows (.csv, .jsonl or .parquet; "
+                        "default: PROJECT.rejects.csv)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``easl ingest``; returns the exit status (user errors raise ``UserError``)."""
+    err = Console(stderr=True)
+    target = args.rejects or f"{args.project}.rejects.csv"
+    if args.skip_invalid:  # check where the rejects go before anything is ingested
+        write_format(target)
+        directory = os.path.dirname(os.path.abspath(target))
+        if not os.path.isdir(directory):
+            raise UserError(f"{target}: the directory {directory} does not exist.")
+    with Project.open(args.project) as project:
+        with err.status(f"reading {args.file}"):
+            table = read_table(args.file)
+        with err.status(f"validating and ingesting {len(table.frame)} rows"):
+            report = project.ingest(table, source=args.file, skip_invalid=args.skip_invalid)
+        open_hits = project.status()["n_hits_open"]
+        iteration = project.iteration()
+    msg = (f"ingested {args.file}: {report.n_rows} rows: {report.new} new, {report.duplicate} duplicate, "
+           f"{report.superseded} superseded, {report.rejected} rejected")
+    if report.rejected:
+        write_table(report.rejects, target)
+        msg += f" (written with reasons to {target})"
+    print(msg)
+    hint = f" (start the next one with: easl next {args.project})" if open_hits == 0 else ""
+    print(f"iteration {iteration}: {open_hits} HITs still open{hint}", file=sys.stderr)
+    return 0

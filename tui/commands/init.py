@@ -1,0 +1,54 @@
+"""``easl init``: create a project file from an items file."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from core.errors import UserError
+from core.models import METHODS, PARTNER_POOLS, Hyper
+from core.store import Project, read_items
+
+
+def register(subparsers) -> None:
+    """Add the ``init`` sub-command to the ``easl`` parser."""
+    p = subparsers.add_parser(
+        "init", help="create a project file from an items file",
+        description="Create a project file (one SQLite file) from an items file (CSV, TSV, JSONL or Parquet) and "
+                    "start iteration 0, which covers every item once. Refuses to overwrite an existing file; on any "
+                    "error nothing is created.")
+    p.add_argument("project", metavar="PROJECT", help="the project file to create (e.g. work.easl)")
+    p.add_argument("--items", required=True, metavar="FILE", help="items file: one row per item with an id and a text")
+    p.add_argument("--id-column", default="id", help="column holding the unique item id (default: id)")
+    p.add_argument("--text-column", default="text", help="column holding the text shown to annotators (default: text)")
+    p.add_argument("--method", choices=METHODS, default="easl",
+                   help="posterior model: EASL, bounded ranking aggregation, TrueSkill or direct assessment "
+                        "(default: easl)")
+    p.add_argument("--hit-size", type=int, default=5, help="items per HIT, n (default: 5)")
+    p.add_argument("--gamma", type=float, default=0.1, help="skill chain of the match quality, eq 11 and 23 (default: 0.1)")
+    p.add_argument("--epsilon", type=float, default=0.1, help="tie margin (RA) / draw margin (TrueSkill) (default: 0.1)")
+    p.add_argument("--score-range", type=float, nargs=2, default=(0.0, 100.0), metavar=("MIN", "MAX"),
+                   help="range of the scores annotators give (default: 0 100, as Label Studio sliders)")
+    p.add_argument("--partner-pool", choices=PARTNER_POOLS, default="paper",
+                   help="draw HIT partners from the non-anchors (paper) or from every item but the anchor (all) "
+                        "(default: paper)")
+    p.add_argument("--hits-per-iteration", type=int, default=None, metavar="K",
+                   help="HITs per iteration after the first (default: number of items // hit size)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random generator; same seed, same HITs (default: 0)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``easl init``; returns the exit status (user errors raise ``UserError``)."""
+    if os.path.lexists(args.project):
+        raise UserError(f"{args.project}: already exists; easl init never overwrites a project (choose another "
+                        f"name or delete the file first).")
+    items = read_items(args.items, id_column=args.id_column, text_column=args.text_column)
+    hyper = Hyper(method=args.method, hit_size=args.hit_size, gamma=args.gamma, epsilon=args.epsilon,
+                  score_min=args.score_range[0], score_max=args.score_range[1], partner_pool=args.partner_pool,
+                  hits_per_iteration=args.hits_per_iteration, seed=args.seed)
+    with Project.create(args.project, items, hyper) as project:
+        n_hits = len(project.open_hits())
+        print(f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
+              f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}; iteration 0 has {n_hits} HITs "
+              f"(get them with: easl next {args.project} --output hits.jsonl)")
+    return 0

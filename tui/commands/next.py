@@ -1,0 +1,59 @@
+"""``easl next``: the open HITs of the current iteration (starting the next iteration when it is complete)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import pandas as pd
+
+from core.errors import UserError
+from core.store import Project
+from core.tables import write_format, write_jsonl_records, write_table
+
+
+def register(subparsers) -> None:
+    """Add the ``next`` sub-command to the ``easl`` parser."""
+    p = subparsers.add_parser(
+        "next", help="write the open HITs of the current iteration",
+        description="Write the HITs of the current iteration that still lack scores. When every HIT of the current "
+                    "iteration is complete, the next iteration is selected first (EASL: Algorithm 1). Output: "
+                    "JSONL (one HIT per line: hit_id, iteration, items) or CSV in long form (hit_id, iteration, "
+                    "position, item_id, text, extra item columns), by the extension of --output; JSONL on stdout "
+                    "by default.")
+    p.add_argument("project", metavar="PROJECT", help="the project file")
+    p.add_argument("--output", metavar="FILE", help="write the HITs to FILE (.jsonl or .csv) instead of stdout")
+    p.set_defaults(func=run)
+
+
+def hits_long_form(hits: list[dict]) -> pd.DataFrame:
+    """One row per (HIT, position): ``hit_id, iteration, position, item_id, text`` and the items' extra fields."""
+    rows = [{"hit_id": h["hit_id"], "iteration": h["iteration"], "position": pos, **item}
+            for h in hits for pos, item in enumerate(h["items"])]
+    columns = ["hit_id", "iteration", "position", "item_id", "text"]
+    frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=columns)
+    return frame[columns + [c for c in frame.columns if c not in columns]]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
+    fmt = None
+    if args.output:
+        fmt = write_format(args.output)
+        if fmt not in ("jsonl", "csv"):
+            raise UserError(f"{args.output}: HITs are written as .jsonl or .csv, not {fmt}.")
+    with Project.open(args.project) as project:
+        hits = project.next_hits()
+        iteration = project.iteration()
+    if args.output is None:
+        out = sys.stdout
+        for h in hits:
+            out.write(json.dumps(h, ensure_ascii=False) + "\n")
+        out.flush()
+    elif fmt == "jsonl":
+        write_jsonl_records(hits, args.output)
+    else:
+        write_table(hits_long_form(hits), args.output)
+    where = f" to {args.output}" if args.output else ""
+    print(f"iteration {iteration}: {len(hits)} open HITs{where}", file=sys.stderr)
+    return 0

@@ -1,0 +1,59 @@
+"""``easl status``: iteration, counts and convergence figures of a project."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from core.store import Project
+
+
+def register(subparsers) -> None:
+    """Add the ``status`` sub-command to the ``easl`` parser."""
+    p = subparsers.add_parser(
+        "status", help="iteration, counts and convergence figures",
+        description="Show the project's iteration, counts and convergence figures. Variances are posterior "
+                    "variances on the unit interval [0, 1] (multiply by (max - min)^2 of the score range for the "
+                    "score scale). --json prints one JSON object; a figure that is not a number is null with a "
+                    "<name>_reason beside it.")
+    p.add_argument("project", metavar="PROJECT", help="the project file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
+    with Project.open(args.project, readonly=True) as project:
+        status = project.status()
+    if args.json:
+        print(json.dumps(status, allow_nan=False))
+        return 0
+    table = Table(title=f"{status['path']} ({status['method']})", show_header=False)
+    table.add_column("figure", style="bold")
+    table.add_column("value")
+
+    def fmt(key: str) -> str:
+        v = status.get(key)
+        if v is None:
+            return f"n/a ({status.get(key + '_reason', 'unknown')})"
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+    table.add_row("iteration", fmt("iteration"))
+    table.add_row("items", fmt("n_items"))
+    table.add_row("observations (live)", fmt("n_observations"))
+    table.add_row("log records", fmt("n_log_records"))
+    table.add_row("HITs open / complete (this iteration)", f"{status['n_hits_open']} / {status['n_hits_complete']}")
+    table.add_row("HITs in all iterations", fmt("n_hits_total"))
+    table.add_row("mean variance (unit scale)", fmt("mean_variance"))
+    table.add_row("max variance (unit scale)", fmt("max_variance"))
+    ann = status["n_annotations"]
+    table.add_row("annotations per item (min / mean / max)",
+                  "n/a" if ann["min"] is None else f"{ann['min']} / {ann['mean']:.3g} / {ann['max']}")
+    ev = status["events"]
+    table.add_row("events pending / failed", f"{ev['pending']} / {ev['failed']}")
+    table.add_row("rejected rows", fmt("n_rejects"))
+    table.add_row("last reconciliation", status["last_reconciliation"] or "never")
+    Console().print(table)
+    return 0
