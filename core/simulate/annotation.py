@@ -16,6 +16,7 @@ of scores; DA's HITs are the least-annotated items (its batches do not look at t
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -28,7 +29,23 @@ from core.models import Hyper
 from core.simulate import measures
 
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
-POLITICAL_ORACLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "political_150_gold.csv"
+
+
+def shared_data_file(name: str) -> Path:
+    """Locate a file of the workplace's shared reference data (not shipped with the package).
+
+    Looked for in ``$EASL_SHARED_DIR/data``, then ``../shared/data`` beside the checkout, then
+    ``/work/shared/data``; the first that exists wins (else the first candidate, so the error names it).
+    """
+    candidates = []
+    if os.environ.get("EASL_SHARED_DIR"):
+        candidates.append(Path(os.environ["EASL_SHARED_DIR"]) / "data" / name)
+    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data" / name)
+    candidates.append(Path("/work/shared/data") / name)
+    return next((c for c in candidates if c.exists()), candidates[0])
+
+
+POLITICAL_ORACLE = shared_data_file("political_150_gold.csv")
 
 
 @dataclass(frozen=True)
@@ -134,7 +151,8 @@ def csv_oracle(path, column: str | None = None, value_range: tuple[float, float]
     spectrum file (labels -2..2) is normalised over -2..2 as in the paper (section 5.2)."""
     path = Path(path)
     if not path.exists():
-        raise UserError(f"Oracle file {path} does not exist.")
+        raise UserError(f"Oracle file {path} does not exist (for the political oracle, set EASL_SHARED_DIR to the folder "
+                            f"holding data/political_150_gold.csv, or pass --oracle PATH).")
     try:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
