@@ -1,0 +1,189 @@
+"""Label Studio webhook payloads: parsing, validation, and conversion of annotations to engine rows.
+
+Label Studio does not validate results (a score of 150 or an unknown control name is accepted;
+``../shared/reference/label_studio.md``), so every annotation is checked here before it reaches the engine:
+control names, result types, the score range, completeness (each item of the HIT scored exactly once) and the
+task data that ties the task to a HIT. An annotation is taken or rejected whole: a HIT submission is one unit
+(bounded RA and TrueSkill need every score of a HIT; Sakaguchi & Van Durme 2018, eq 13).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from label_config.layouts import Layout
+
+HANDLED_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED",
+                   "START_TRAINING")
+
+
+class PayloadError(ValueError):
+    """A webhook body that cannot be queued; ``str(exc)`` is the reason sent back with HTTP 400."""
+
+
+def parse_webhook(body: bytes) -> dict:
+    """Decode a webhook body: a JSON object with a string ``action``.
+
+    Raises ``PayloadError`` with the reason when the body is not UTF-8 JSON, not an object, or has no action.
+    """
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PayloadError(f"body is not UTF-8 text (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(payload, dict):
+        raise PayloadError(f"expected a JSON object, got {type(payload).__name__}")
+    action = payload.get("action")
+    if not isinstance(action, str) or not action:
+        raise PayloadError("field 'action' is missing or not a string")
+    return payload
+
+
+def _ids(payload: dict, key: str) -> list[int]:
+    rows = payload.get(key)
+    if not isinstance(rows, list):
+        raise PayloadError(f"{payload.get('action')}: field {key!r} must be a list")
+    out = []
+    for k, r in enumerate(rows):
+        v = r.get("id") if isinstance(r, dict) else r
+        if isinstance(v, bool) or not isinstance(v, (int, str)) or not str(v).lstrip("-").isdigit():
+            raise PayloadError(f"{payload.get('action')}: {key}[{k}] has no integer 'id'")
+        out.append(int(v))
+    return out
+
+
+def deleted_annotation_ids(payload: dict) -> list[int]:
+    """Annotation ids of an ``ANNOTATIONS_DELETED`` payload (``{"annotations": [{"id": 3}, ...]}``)."""
+    return _ids(payload, "annotations")
+
+
+def deleted_task_ids(payload: dict) -> list[int]:
+    """Task ids of a ``TASKS_DELETED`` payload (``{"tasks": [{"id": 20}, ...]}``)."""
+    return _ids(payload, "tasks")
+
+
+def check_event(payload: dict) -> None:
+    """Reject, before queueing, a handled event whose structure is unusable (so the sender gets 400 at once)."""
+    action = payload["action"]
+    if action in ("ANNOTATION_CREATED", "ANNOTATION_UPDATED"):
+        ann, task = payload.get("annotation"), payload.get("task")
+        if not isinstance(ann, dict) or not isinstance(ann.get("id"), int):
+            raise PayloadError(f"{action}: field 'annotation' must be an object with an integer 'id'")
+        if not isinstance(task, dict) or not isinstance(task.get("id"), int):
+            raise PayloadError(f"{action}: field 'task' must be an object with an integer 'id'")
+    elif action == "ANNOTATIONS_DELETED":
+        deleted_annotation_ids(payload)
+    elif action == "TASKS_DELETED":
+        deleted_task_ids(payload)
+
+
+@dataclass
+class Conversion:
+    """Outcome of converting one annotation: engine rows, or the reasons it was rejected, or a skip."""
+
+    rows: list[dict] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    skipped: bool = False
+
+
+def annotator_of(annotation: dict) -> str:
+    """The annotator id: ``completed_by`` (an int, or an object with ``id``/``email`` in some payloads)."""
+    who = annotation.get("completed_by")
+    if isinstance(who, dict):
+        who = who.get("id", who.get("email"))
+    return f"ls:{who}" if who is not None else "ls:unknown"
+
+
+def _score_of(result: dict, layout: Layout) -> tuple[float | None, str | None]:
+    value = result.get("value")
+    if not isinstance(value, dict) or "number" not in value:
+        return None, "has no value.number"
+    x = value["number"]
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
+        return None, f"value {x!r} is not a finite number"
+    x = float(x)
+    if not layout.score_min <= x <= layout.score_max:
+        return None, f"score {x:g} is outside [{layout.score_min:g}, {layout.score_max:g}]"
+    return x, None
+
+
+def convert_annotation(annotation: dict, task: dict, layout: Layout) -> Conversion:
+    """Engine rows for one annotation of one task, or the reasons it is rejected.
+
+    Rows carry ``item_id``, ``score`` (project range), ``hit_id``, ``annotator``, ``annotation_id`` (the Label
+    Studio annotation id) and ``created_at``. Slider layout: result ``score_j`` scores ``item_ids[j]``. Ranking
+    layout: rank r (0 = top) of n scores ``min + (max - min) (n - 1 - r) / (n - 1)``. Pairwise layout: the chosen
+    side gets ``max``, the other ``min``.
+    """
+    out = Conversion()
+    if annotation.get("was_cancelled"):
+        out.skipped = True
+        return out
+    data = task.get("data") if isinstance(task.get("data"), dict) else {}
+    hit_id, item_ids = data.get("hit_id"), data.get("item_ids")
+    if not isinstance(hit_id, str) or not hit_id:
+        out.reasons.append(f"task {task.get('id')}: data has no 'hit_id' (not a task pushed by easl)")
+        return out
+    if not isinstance(item_ids, list) or not item_ids or not all(isinstance(i, str) for i in item_ids):
+        out.reasons.append(f"task {task.get('id')}: data.item_ids must be a non-empty list of item ids")
+        return out
+    results = annotation.get("result")
+    if not isinstance(results, list):
+        out.reasons.append("result is not a list")
+        return out
+    n = len(item_ids)
+    scores: dict[int, float] = {}
+    allowed = set(layout.control_names())
+    for k, res in enumerate(results):
+        if not isinstance(res, dict):
+            out.reasons.append(f"result[{k}] is not an object")
+            continue
+        name = res.get("from_name")
+        if name not in allowed:
+            out.reasons.append(f"result[{k}]: unknown control {name!r} (expected {', '.join(sorted(allowed))})")
+            continue
+        if layout.kind == "slider":
+            if res.get("type") != "number":
+                out.reasons.append(f"result[{k}] ({name}): type {res.get('type')!r}, expected 'number'")
+                continue
+            j = int(name.rsplit("_", 1)[1])
+            if j >= n:
+                out.reasons.append(f"result[{k}] ({name}): the task shows only {n} items")
+                continue
+            x, why = _score_of(res, layout)
+            if why:
+                out.reasons.append(f"result[{k}] ({name}): {why}")
+            elif j in scores:
+                out.reasons.append(f"result[{k}] ({name}): item scored twice")
+            else:
+                scores[j] = x
+        elif layout.kind == "ranking":
+            rank = (res.get("value") or {}).get("ranker", {}) if isinstance(res.get("value"), dict) else {}
+            order = next(iter(rank.values()), None) if isinstance(rank, dict) else None
+            ids = [f"i{j}" for j in range(n)]
+            if not isinstance(order, list) or sorted(map(str, order)) != sorted(ids):
+                out.reasons.append(f"result[{k}] (rank): ranking must list each of {ids} exactly once")
+                continue
+            span = layout.score_max - layout.score_min
+            for r, ident in enumerate(order):
+                scores[ids.index(str(ident))] = layout.score_min + span * (n - 1 - r) / (n - 1)
+        else:
+            sel = (res.get("value") or {}).get("selected") if isinstance(res.get("value"), dict) else None
+            if sel not in ("left", "right"):
+                out.reasons.append(f"result[{k}] (choice): selected must be 'left' or 'right', got {sel!r}")
+                continue
+            scores[0], scores[1] = ((layout.score_max, layout.score_min) if sel == "left"
+                                    else (layout.score_min, layout.score_max))
+    missing = [j for j in range(n) if j not in scores]
+    if missing and not out.reasons:
+        out.reasons.append(f"incomplete: no score for item(s) {', '.join(item_ids[j] for j in missing)}")
+    if out.reasons:
+        return out
+    created = annotation.get("updated_at") or annotation.get("created_at")
+    ann_id = str(annotation["id"])
+    who = annotator_of(annotation)
+    out.rows = [{"item_id": item_ids[j], "score": scores[j], "hit_id": hit_id, "annotator": who,
+                 "annotation_id": ann_id, "created_at": created} for j in range(n)]
+    return out

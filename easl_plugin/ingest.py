@@ -1,0 +1,120 @@
+"""Applying Label Studio annotations and deletions to the project (used by the event worker and reconciliation).
+
+Every function is idempotent: the engine's source key is ``(annotation_id, item_id)`` with the Label Studio
+annotation id, so the same annotation applied twice changes nothing, a changed one supersedes, and a retraction of
+something no longer live retracts nothing (``core/store``, DESIGN.md "The project file").
+"""
+from __future__ import annotations
+
+from core.errors import UserError
+from core.store import Project
+from easl_plugin import bookkeeping as bk
+from easl_plugin.events import convert_annotation
+from label_config.layouts import Layout
+
+
+def _location(task: dict, annotation: dict) -> str:
+    return f"label-studio task {task.get('id')} annotation {annotation.get('id')}"
+
+
+def apply_annotation(project: Project, layout: Layout, annotation: dict, task: dict,
+                     live: dict[str, dict[str, float]] | None = None) -> str:
+    """Validate one annotation and ingest its scores; returns ``ingested``, ``unchanged``, ``skipped`` or
+    ``rejected``.
+
+    A skipped task (``was_cancelled``) adds nothing; an annotation later changed into a skip or into something
+    invalid has its earlier scores retracted (the annotator withdrew them). Rejections are recorded with their
+    reasons in ``rejects``. ``live`` (annotation id -> {item_id: score}), when given, lets unchanged annotations
+    be recognised without touching the log (reconciliation).
+    """
+    aid = str(annotation["id"])
+    task_id = task.get("id")
+    pairs = [(aid, task_id)]
+    bk.put_ids(project, bk.ANNOTATION, pairs)
+    hit_id = (task.get("data") or {}).get("hit_id") if isinstance(task.get("data"), dict) else None
+    if isinstance(hit_id, str) and task_id is not None:
+        bk.put_ids(project, bk.TASK, [(task_id, hit_id)])
+    conv = convert_annotation(annotation, task, layout)
+    was_live = live is None or aid in live
+    if conv.skipped:
+        if was_live:
+            project.retract([aid], source=bk.SOURCE)
+        return "skipped"
+    if conv.reasons:
+        bk.add_reject(project, _location(task, annotation), "; ".join(conv.reasons), annotation)
+        if was_live:
+            project.retract([aid], source=bk.SOURCE)
+        return "rejected"
+    if live is not None and live.get(aid) == {r["item_id"]: float(r["score"]) for r in conv.rows}:
+        return "unchanged"
+    try:
+        project.ingest(conv.rows, source=bk.SOURCE)
+    except UserError as exc:
+        bk.add_reject(project, _location(task, annotation), str(exc), annotation)
+        if was_live:
+            project.retract([aid], source=bk.SOURCE)
+        return "rejected"
+    return "ingested"
+
+
+def apply_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, dict]],
+                      live: dict[str, dict[str, float]] | None = None) -> list[str]:
+    """``apply_annotation`` for many ``(annotation, task)`` pairs with one ``Project.ingest`` call for all the valid
+    ones (one validation and one state update instead of one per annotation). Pairs must have distinct annotation
+    ids. Skips and rejects are handled one by one; if the combined batch is refused (e.g. a HIT withdrawn in the
+    meantime), each annotation is retried alone so that only the bad ones are rejected. Returns the outcomes.
+    """
+    outcomes: list[str] = [""] * len(pairs)
+    ann_map, task_map, good, single = [], [], [], []
+    for k, (ann, task) in enumerate(pairs):
+        aid = str(ann["id"])
+        data = task.get("data") if isinstance(task.get("data"), dict) else {}
+        ann_map.append((aid, task.get("id")))
+        if isinstance(data.get("hit_id"), str) and task.get("id") is not None:
+            task_map.append((task["id"], data["hit_id"]))
+        conv = convert_annotation(ann, task, layout)
+        if conv.skipped or conv.reasons:
+            single.append(k)
+        elif live is not None and live.get(aid) == {r["item_id"]: float(r["score"]) for r in conv.rows}:
+            outcomes[k] = "unchanged"
+        else:
+            good.append((k, conv.rows))
+    with project.transaction():
+        bk.put_ids(project, bk.ANNOTATION, ann_map)
+        bk.put_ids(project, bk.TASK, task_map)
+        for k in single:
+            outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
+        if good:
+            try:
+                project.ingest([r for _, rows in good for r in rows], source=bk.SOURCE)
+                for k, _ in good:
+                    outcomes[k] = "ingested"
+            except UserError:
+                for k, _ in good:
+                    outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
+    return outcomes
+
+
+def delete_annotations(project: Project, annotation_ids: list[int]) -> int:
+    """Retract the scores of deleted annotations; returns the number of observations retracted."""
+    if not annotation_ids:
+        return 0
+    n = project.retract([str(a) for a in annotation_ids], source=bk.SOURCE)
+    bk.drop_ids(project, bk.ANNOTATION, annotation_ids)
+    return int(n)
+
+
+def delete_tasks(project: Project, task_ids: list[int]) -> int:
+    """Withdraw the HITs of deleted tasks (their scores are retracted and they stop counting toward completion).
+
+    Label Studio sends only ``TASKS_DELETED`` for a deleted task, never ``ANNOTATIONS_DELETED``
+    (``../shared/reference/label_studio.md``), so the task -> HIT map in ``external_ids`` is what finds them.
+    """
+    n = 0
+    for tid in task_ids:
+        hit_id = bk.local_id(project, bk.TASK, tid)
+        if hit_id is None:
+            continue
+        n += int(project.retract_hit(hit_id, source=bk.SOURCE))
+        bk.drop_ids(project, bk.TASK, [tid])
+    return n

@@ -1,0 +1,75 @@
+"""A spill journal for webhook events that arrive while the project file is busy.
+
+The webhook writer stores each event in the project file's ``events`` table before acknowledging it. While the
+worker holds the file's write lock (an ingest takes tens of milliseconds), waiting for it would hold up Label
+Studio's submit request; instead the writer appends the events to this journal, an append-only file next to the
+project (``<project>.ls-journal``, one JSON line per event, fsync'd before the acknowledgement), and moves them
+into ``events`` as soon as the lock is free, in arrival order, before anything newer.
+
+Exactly once: each journal line carries a unique id; the move inserts the events and records the id of the last
+record moved (``meta`` key ``ls.journal_moved``) in one transaction, then truncates the journal. After a crash
+between the two, the records up to that id are skipped. A torn last line (a crash while writing it) belongs to an event that was
+never acknowledged, so it is dropped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+MOVED_KEY = "ls.journal_moved"
+
+
+def journal_path(project_path: str) -> str:
+    """Where the journal of a project file lives."""
+    return f"{project_path}.ls-journal"
+
+
+class Journal:
+    """Append-only JSON-lines file of ``{"uid", "kind", "payload", "received_at"}`` records."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        if os.path.exists(path):
+            with open(path, "rb+") as f:  # cut a torn last line, so that new lines start clean
+                data = f.read()
+                if data and not data.endswith(b"\n"):
+                    f.truncate(data.rfind(b"\n") + 1)
+        self._fh = open(path, "ab")
+        self.count = len(self.read())
+
+    def close(self) -> None:
+        """Close the file (its content stays until moved)."""
+        self._fh.close()
+
+    def append(self, events: list[tuple[str, str]], received_at: str) -> list[str]:
+        """Append ``(kind, payload JSON)`` events durably (write + fsync); returns their unique ids."""
+        uids = [uuid.uuid4().hex for _ in events]
+        lines = b"".join(json.dumps({"uid": u, "kind": k, "payload": p, "received_at": received_at}).encode() + b"\n"
+                         for u, (k, p) in zip(uids, events))
+        self._fh.write(lines)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.count += len(events)
+        return uids
+
+    def read(self) -> list[dict]:
+        """Every complete record, oldest first (a torn last line is ignored)."""
+        if not os.path.exists(self.path):
+            return []
+        with open(self.path, "rb") as f:
+            data = f.read()
+        out = []
+        for line in data.split(b"\n")[:-1]:  # the last piece is empty or a torn line
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # not a complete record
+        return out
+
+    def clear(self) -> None:
+        """Empty the journal (after its records are committed to the project file)."""
+        self._fh.truncate(0)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.count = 0

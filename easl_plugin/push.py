@@ -1,0 +1,57 @@
+"""Pushing the engine's open HITs to Label Studio as tasks.
+
+Batch mode (the paper's Algorithm 1): ``Project.next_hits()`` returns the open HITs of the current iteration and
+starts the next iteration once every HIT of the current one is complete; each open HIT without a task becomes one.
+Streaming mode keeps ``N`` HITs open: when fewer are open, new HITs are selected with the items of the open
+HITs excluded (``select_hits(..., exclude=)``), so no item is ever in two open HITs.
+
+Crash safety: the HIT ids about to be imported are written to ``meta`` (``ls.push_pending``) before the import and
+cleared with the task map after it; a crash in between is repaired by reconciliation (which maps tasks to HITs by
+the ``hit_id`` in their data and deletes unannotated duplicates) before anything is pushed again.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import zlib
+
+import numpy as np
+
+from core.store import Project
+from easl_plugin import bookkeeping as bk
+from easl_plugin.client import LabelStudioClient
+from label_config.layouts import Layout, task_data
+
+
+def hit_rng(seed: int, hit_id: str) -> np.random.Generator:
+    """The generator that shuffles one HIT's display order: seeded by the project seed and the HIT id, so the
+    order is reproducible and independent of when the HIT is pushed."""
+    return np.random.default_rng([int(seed), zlib.crc32(hit_id.encode("utf-8"))])
+
+
+def tasks_for(hits: list[dict], layout: Layout, seed: int) -> list[dict]:
+    """Label Studio task bodies for HIT records (``{"data": ..., "meta": {"source": "easl"}}``)."""
+    return [{"data": task_data(h, layout, hit_rng(seed, str(h["hit_id"]))), "meta": {"source": "easl"}}
+            for h in hits]
+
+
+def push(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, hits: list[dict]) -> int:
+    """Import ``hits`` that have no task yet; returns how many tasks were created."""
+    mapped = set(bk.id_map(project, bk.TASK).values())
+    todo = [h for h in hits if str(h["hit_id"]) not in mapped]
+    if not todo:
+        return 0
+    bk.set_meta(project, {bk.KEY_PUSH_PENDING: json.dumps([str(h["hit_id"]) for h in todo])})
+    ids = client.import_tasks(ls_project_id, tasks_for(todo, layout, project.hyper.seed))
+    bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in todo]))
+    bk.set_meta(project, {bk.KEY_PUSH_PENDING: None})
+    return len(todo)
+
+
+def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
+               gate=None) -> int:
+    """Batch mode: push the current iteration's open HITs (starting the next iteration when it is complete).
+    ``gate`` (the service's write gate) is held while the next iteration is selected."""
+    with gate if gate is not None else contextlib.nullcontext():
+        hits = project.next_hits()
+    return push(project, client, ls_project_id, layout, hits)

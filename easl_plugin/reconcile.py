@@ -1,0 +1,135 @@
+"""Reconciliation: bring the project file in line with what Label Studio holds.
+
+Label Studio posts each webhook once with no retry, and nothing is posted while the backend is down
+(``../shared/reference/label_studio.md``, "Delivery"), so the service lists the project's tasks and annotations
+on start, periodically and on ``START_TRAINING``, and applies what it missed:
+
+- every annotation of every task is applied (``ingest.apply_annotation``; unchanged ones are recognised against
+  the live ratings and cost nothing);
+- live annotations that Label Studio no longer has are retracted (deleted while we were away);
+- HITs whose task has gone are withdrawn (``retract_hit``);
+- tasks are mapped to HITs by the ``hit_id`` in their data (repairing a push interrupted between the import and
+  the bookkeeping); an unannotated second task of the same HIT is deleted.
+
+Idempotent: a second run right after the first changes nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from core.store import Project
+from easl_plugin import bookkeeping as bk
+from easl_plugin.client import LabelStudioClient
+from easl_plugin.ingest import apply_annotations, delete_annotations, delete_tasks
+from label_config.layouts import Layout
+
+log = logging.getLogger("easl.serve")
+
+
+@dataclass
+class ReconcileReport:
+    """What one reconciliation did."""
+
+    tasks: int = 0
+    annotations: int = 0
+    ingested: int = 0
+    skipped: int = 0
+    rejected: int = 0
+    retracted_annotations: int = 0
+    withdrawn_tasks: int = 0
+    duplicate_tasks_deleted: int = 0
+
+
+def live_scores(project: Project) -> dict[str, dict[str, float]]:
+    """Live Label Studio ratings: annotation id -> {item_id: score} (from ``Project.ratings()``)."""
+    r = project.ratings()
+    if r.empty:
+        return {}
+    r = r[r["annotation_id"].notna()]
+    out: dict[str, dict[str, float]] = {}
+    for aid, item, score in zip(r["annotation_id"].astype(str), r["item_id"].astype(str),
+                                pd.to_numeric(r["score"]).astype(float)):
+        out.setdefault(aid, {})[item] = score
+    return out
+
+
+def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
+              gate: threading.Lock | contextlib.nullcontext | None = None) -> ReconcileReport:
+    """List the Label Studio project and apply every difference (see the module docstring). ``gate`` (the
+    service's write gate) is held around the writes, never around the calls to Label Studio."""
+    gate = gate if gate is not None else contextlib.nullcontext()
+    rep = ReconcileReport()
+    tasks = client.export_all(ls_project_id)
+    live = live_scores(project)
+    task_map = bk.id_map(project, bk.TASK)            # task id -> hit id
+    hit_task: dict[str, str] = {}
+    for t in sorted(task_map):
+        hit_task.setdefault(task_map[t], t)
+    present_tasks: set[str] = set()
+    listed = {str(x["id"]) for x in tasks}
+    pairs: list[tuple[dict, dict]] = []
+    seen_annotations: set[str] = set()
+    for task in tasks:
+        data = task.get("data") if isinstance(task.get("data"), dict) else {}
+        hit_id = data.get("hit_id")
+        if not isinstance(hit_id, str):
+            continue  # not one of ours
+        tid = str(task["id"])
+        rep.tasks += 1
+        annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and "id" in a]
+        owner = hit_task.get(hit_id)
+        if owner is not None and owner != tid and owner in listed:
+            if not annotations:  # a second task for a HIT that already has one: an interrupted push
+                client.delete_task(int(tid))
+                rep.duplicate_tasks_deleted += 1
+                continue
+        present_tasks.add(tid)
+        if tid not in task_map:
+            with gate:
+                bk.put_ids(project, bk.TASK, [(tid, hit_id)])
+            task_map[tid] = hit_id
+            hit_task.setdefault(hit_id, tid)
+        for ann in annotations:
+            rep.annotations += 1
+            seen_annotations.add(str(ann["id"]))
+            pairs.append((dict(ann, task=task["id"]), task))
+    with gate:
+        outcomes = apply_annotations(project, layout, pairs, live)
+    rep.ingested = outcomes.count("ingested")
+    rep.skipped = outcomes.count("skipped")
+    rep.rejected = outcomes.count("rejected")
+    gone_annotations = [a for a in live if a not in seen_annotations]
+    # annotations of tasks that are gone are withdrawn with their task below
+    gone_tasks = [t for t in task_map if t not in present_tasks]
+    gone_task_hits = {task_map[t] for t in gone_tasks}
+    hit_of_annotation = _annotation_hits(project)
+    loose = [a for a in gone_annotations if hit_of_annotation.get(a) not in gone_task_hits]
+    with gate:
+        if loose:
+            rep.retracted_annotations = delete_annotations(project, [int(a) for a in loose if a.isdigit()])
+        if gone_tasks:
+            delete_tasks(project, [int(t) for t in gone_tasks])
+            rep.withdrawn_tasks = len(gone_tasks)
+    bk.set_meta(project, {bk.KEY_LAST_RECONCILIATION: bk.now(),
+                          bk.KEY_RECONCILIATION_REPORT: _json(asdict(rep))})
+    if rep.ingested or rep.retracted_annotations or rep.withdrawn_tasks or rep.duplicate_tasks_deleted:
+        log.info("reconciliation applied missed changes: %s", asdict(rep))
+    return rep
+
+
+def _annotation_hits(project: Project) -> dict[str, str]:
+    r = project.ratings()
+    if r.empty:
+        return {}
+    r = r[r["annotation_id"].notna()]
+    return dict(zip(r["annotation_id"].astype(str), r["hit_id"].astype(str)))
+
+
+def _json(d: dict) -> str:
+    return json.dumps(d, sort_keys=True)

@@ -1,0 +1,138 @@
+"""``easl ls setup``: link a project file to a Label Studio project and connect the backend.
+
+Steps (each one idempotent, so running the command again repairs a partial setup):
+
+1. check the API key (``LABEL_STUDIO_API_KEY``: personal access token or legacy token) with ``whoami``;
+2. create the Label Studio project with the label config of the engine's method (``label_config.layouts``), or
+   attach to the one already linked in the project file or given by ``--project-id`` (its config is checked, or
+   set when the project has no tasks yet); predictions are hidden from annotators (``show_collab_predictions``
+   off) and each task takes one annotation;
+3. map tasks already there to HITs (reconciliation), then import the open HITs of the current iteration as
+   tasks (the first iteration's on a new project), each with its item permutation in the task data;
+4. record the link in the project file (``meta``: ``ls.url``, ``ls.project_id``, ``ls.layout``) last, so a
+   running ``easl serve`` starts working on the project only once its tasks are in place;
+5. connect the backend when ``--backend-url`` is given: as an ML backend (Label Studio then calls its ``/health``
+   and ``/setup`` and creates a webhook to ``<url>/webhook``), or, when that fails or ``--connect webhook`` is
+   asked for, as a project webhook; the webhook's headers carry the shared secret and basic auth when set.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+
+from core.errors import UserError
+from core.store import Project
+from easl_plugin import bookkeeping as bk
+from easl_plugin.client import LabelStudioClient, LabelStudioError
+from easl_plugin.push import push
+from easl_plugin.reconcile import reconcile
+from easl_plugin.service import SECRET_HEADER
+from label_config.layouts import Layout, label_config, layout_for_method, validate_label_config
+
+# START_TRAINING is not a project-webhook action (Label Studio sends it to ML backends only)
+WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED"]
+
+
+@dataclass
+class SetupResult:
+    """What ``setup_project`` did."""
+
+    ls_project_id: int
+    created: bool
+    tasks_imported: int
+    connection: str = "none"            # "ml-backend" | "webhook" | "none"
+    notes: list[str] = field(default_factory=list)
+
+
+def _webhook_headers(secret: str | None, basic_auth: tuple[str, str] | None) -> dict:
+    headers = {}
+    if secret:
+        headers[SECRET_HEADER] = secret
+    if basic_auth:
+        token = base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    return headers
+
+
+def _ensure_webhook(client: LabelStudioClient, pid: int, url: str, headers: dict, *, create: bool) -> bool:
+    """Give the webhook(s) to ``url`` our headers (creating one when ``create``); True when one exists after."""
+    found = [w for w in client.webhooks(pid) if str(w.get("url", "")).rstrip("/") == url.rstrip("/")]
+    for w in found:
+        if headers and w.get("headers") != headers:
+            client.update_webhook(int(w["id"]), headers=headers)
+    if not found and create:
+        client.create_webhook(pid, url, headers=headers, actions=WEBHOOK_ACTIONS)
+        return True
+    return bool(found)
+
+
+def setup_project(project: Project, client: LabelStudioClient, *, title: str | None = None,
+                  ls_project_id: int | None = None, backend_url: str | None = None, connect: str = "auto",
+                  webhook_secret: str | None = None, basic_auth: tuple[str, str] | None = None) -> SetupResult:
+    """Run the set-up steps (module docstring) and return what was done. Raises ``UserError`` (incl.
+    ``LabelStudioError``) with the reason when a step fails."""
+    client.whoami()
+    hyper = project.hyper
+    layout = layout_for_method(hyper.method, hyper.hit_size, hyper.score_min, hyper.score_max)
+    xml = label_config(layout)
+    validate_label_config(xml, layout)
+    linked_id = bk.get_meta(project, bk.KEY_PROJECT_ID)
+    linked_url = bk.get_meta(project, bk.KEY_URL)
+    if ls_project_id is None and linked_id is not None and linked_url == client.url:
+        ls_project_id = int(linked_id)
+    created = False
+    settings = {"show_collab_predictions": False, "maximum_annotations": 1, "evaluate_predictions_automatically": False}
+    if ls_project_id is None:
+        p = client.create_project(title=title or f"EASL {project.path.rsplit('/', 1)[-1]}", label_config=xml,
+                                  description=f"Scores collected with EASL ({hyper.method}, {layout.n} per task)",
+                                  **settings)
+        ls_project_id, created = int(p["id"]), True
+    else:
+        p = client.project(ls_project_id)
+        try:
+            validate_label_config(p.get("label_config") or "", layout)
+        except UserError:
+            if int(p.get("task_number") or 0) > 0:
+                raise UserError(f"Label Studio project {ls_project_id} has tasks and a label config that does not "
+                                f"fit this project ({layout.kind}, {layout.n} items); create a new one instead")
+            client.update_project(ls_project_id, label_config=xml)
+        client.update_project(ls_project_id, **settings, **({"title": title} if title else {}))
+    notes: list[str] = []
+    if not created:
+        rep = reconcile(project, client, ls_project_id, layout)
+        if rep.ingested:
+            notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
+    n = push(project, client, ls_project_id, layout, project.next_hits())
+    bk.set_meta(project, {bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(ls_project_id),
+                          bk.KEY_LAYOUT: json.dumps(layout.to_dict())})
+    result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
+    if backend_url:
+        result.connection = connect_backend(client, ls_project_id, backend_url, connect=connect,
+                                            webhook_secret=webhook_secret, basic_auth=basic_auth, notes=notes)
+    return result
+
+
+def connect_backend(client: LabelStudioClient, pid: int, backend_url: str, *, connect: str = "auto",
+                    webhook_secret: str | None = None, basic_auth: tuple[str, str] | None = None,
+                    notes: list[str] | None = None) -> str:
+    """Connect the backend as an ML backend (``connect`` = ``ml`` or ``auto``) or a project webhook; returns
+    ``"ml-backend"`` or ``"webhook"``."""
+    notes = notes if notes is not None else []
+    base = backend_url.rstrip("/")
+    hook = f"{base}/webhook"
+    headers = _webhook_headers(webhook_secret, basic_auth)
+    if connect in ("auto", "ml"):
+        try:
+            known = [m for m in client.ml_backends(pid) if str(m.get("url", "")).rstrip("/") == base]
+            if not known:
+                client.add_ml_backend(pid, base, title="EASL", basic_auth=basic_auth)
+            # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing)
+            _ensure_webhook(client, pid, hook, headers, create=True)
+            return "ml-backend"
+        except LabelStudioError as exc:
+            if connect == "ml":
+                raise
+            notes.append(f"ML backend registration failed ({exc}); connected a project webhook instead")
+    _ensure_webhook(client, pid, hook, headers, create=True)
+    return "webhook"

@@ -1,0 +1,306 @@
+"""The background worker of ``easl serve``: drains the durable event queue, reconciles, pushes the next HITs.
+
+One loop with its own connection to the project file (the single writer of engine state while the service
+runs); ``easl serve`` runs it in a child process (``worker_process.py``), tests may run it as a thread. Each loop:
+
+1. apply the pending events in arrival order (``events`` table), marking each ``done`` (or ``failed`` with the
+   error, so one bad event never blocks the queue); applying is idempotent, so an event applied but not yet marked
+   when the process died is harmlessly applied again on restart;
+2. when a Label Studio project is configured (``easl ls setup`` writes ``ls.*`` keys to ``meta``, before or after
+   the service starts) and an API key is available: reconcile on start, every ``reconcile_interval_s`` and on
+   ``START_TRAINING``; then push the open HITs that have no task (the next iteration's, once the current one is
+   complete; or streaming top-ups);
+3. sleep until the event writer signals a commit, or the next reconciliation is due.
+
+While webhooks keep arriving the worker batches them (``_pace``), and every write transaction goes through the
+write gate shared with the webhook writer (``service.py``), which spills to a journal rather than wait for it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+
+from core.errors import UserError
+from core.store import Project
+from easl_plugin import bookkeeping as bk
+from easl_plugin.client import LabelStudioClient, LabelStudioError
+from easl_plugin.events import deleted_annotation_ids, deleted_task_ids
+from easl_plugin.ingest import apply_annotation, apply_annotations, delete_annotations, delete_tasks
+from easl_plugin.push import push_batch
+from easl_plugin.reconcile import reconcile
+from easl_plugin.streaming import push_streaming
+from label_config.layouts import Layout
+
+log = logging.getLogger("easl.serve")
+ANNOTATION_KINDS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED")
+QUIET_S = 0.15      # apply queued events once no webhook arrived for this long ...
+MAX_DELAY_S = 2.0   # ... or at the latest this long after the worker woke up
+
+
+@dataclass(frozen=True)
+class LinkedProject:
+    """The Label Studio side of a project, as recorded by ``easl ls setup``."""
+
+    url: str
+    project_id: int
+    layout: Layout
+
+    @classmethod
+    def read(cls, project: Project) -> "LinkedProject | None":
+        """From ``meta``; None before ``easl ls setup`` ran."""
+        pid, url, layout = (bk.get_meta(project, k) for k in (bk.KEY_PROJECT_ID, bk.KEY_URL, bk.KEY_LAYOUT))
+        if pid is None or url is None or layout is None:
+            return None
+        return cls(url=url, project_id=int(pid), layout=Layout.from_dict(json.loads(layout)))
+
+
+def _project_id_of(payload: dict) -> int | None:
+    p = payload.get("project")
+    if isinstance(p, dict):
+        p = p.get("id")
+    if isinstance(p, int):
+        return p
+    task = payload.get("task")
+    if isinstance(task, dict) and isinstance(task.get("project"), int):
+        return task["project"]
+    return None
+
+
+def apply_event(project: Project, linked: LinkedProject, kind: str, payload: dict) -> str | None:
+    """Apply one queued event; returns a note for the queue row (None when applied normally).
+
+    ``START_TRAINING`` is handled by the worker (it requests a reconciliation).
+    """
+    pid = _project_id_of(payload)
+    if pid is not None and pid != linked.project_id:
+        return f"ignored: event of Label Studio project {pid}, this project file is linked to {linked.project_id}"
+    if kind in ("ANNOTATION_CREATED", "ANNOTATION_UPDATED"):
+        ann, task = payload["annotation"], payload["task"]
+        return None if (out := apply_annotation(project, linked.layout, ann, task)) == "ingested" else out
+    if kind == "ANNOTATIONS_DELETED":
+        delete_annotations(project, deleted_annotation_ids(payload))
+        return None
+    if kind == "TASKS_DELETED":
+        delete_tasks(project, deleted_task_ids(payload))
+        return None
+    return "ignored"
+
+
+class Worker:
+    """The worker loop, as a thread (``start``) or in a child process (``worker_process.py`` calls ``_run``).
+
+    Parameters
+    ----------
+    project_path : str
+    api_key : str or None
+        Label Studio key (``LABEL_STUDIO_API_KEY``); without it events are still applied but nothing is pushed.
+    streaming : int
+        0 for batch mode, else the number of HITs to keep open.
+    reconcile_interval_s : float
+    """
+
+    def __init__(self, project_path: str, *, api_key: str | None, streaming: int = 0,
+                 reconcile_interval_s: float = 60.0, url_override: str | None = None,
+                 gate: threading.Lock | None = None, acks_waiting=lambda: False) -> None:
+        self.project_path = project_path
+        self._api_key = api_key
+        self.streaming = int(streaming)
+        self.reconcile_interval_s = float(reconcile_interval_s)
+        self.url_override = url_override
+        self.gate = gate or threading.Lock()  # shared with the webhook writer: one writer of the file at a time
+        self.acks_waiting = acks_waiting
+        self.last_ack = lambda: 0.0            # time.monotonic() of the last acknowledged webhook
+        self.wake = threading.Event()
+        self.reconcile_requested = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="easl-worker", daemon=True)
+        self._client: LabelStudioClient | None = None
+        self.last_error: str | None = None
+        self.linked: LinkedProject | None = None
+        self.pushed_total = 0
+        self.applied_total = 0
+        self.last_push_at: float | None = None
+        self.on_progress = None                # called with the worker after each step (worker_process.py)
+
+    def start(self) -> None:
+        """Start the thread (reconciles first when linked)."""
+        self.reconcile_requested.set()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Finish the current step and end the thread."""
+        self._stop.set()
+        self.wake.set()
+        self._thread.join(60)
+
+    def notify(self) -> None:
+        """Called after events were committed: wake the worker."""
+        self.wake.set()
+
+    def _client_for(self, linked: LinkedProject) -> LabelStudioClient | None:
+        if not self._api_key:
+            return None
+        url = self.url_override or linked.url
+        if self._client is None or self._client.url != url.rstrip("/"):
+            self._client = LabelStudioClient(url, self._api_key)
+        return self._client
+
+    def _run(self) -> None:
+        project = bk.open_project(self.project_path)
+        next_reconcile = 0.0
+        try:
+            while not self._stop.is_set():
+                self.wake.clear()
+                try:
+                    self.linked = LinkedProject.read(project)
+                    if self.linked is not None:
+                        self._pace()
+                        self.drain(project, self.linked)
+                        client = self._client_for(self.linked)
+                        if client is not None:
+                            if self.reconcile_requested.is_set() or time.monotonic() >= next_reconcile:
+                                self.reconcile_requested.clear()
+                                reconcile(project, client, self.linked.project_id, self.linked.layout, self.gate)
+                                next_reconcile = time.monotonic() + self.reconcile_interval_s
+                            self.push(project, client, self.linked)
+                    if self.last_error is not None:
+                        log.info("worker: recovered")
+                    self.last_error = None
+                except (LabelStudioError, sqlite3.OperationalError) as exc:
+                    # Label Studio unreachable or the file busy: keep the events, retry shortly
+                    if str(exc) != self.last_error:  # log each distinct problem once, not every retry
+                        log.warning("worker: %s (retrying every 2 s)", exc)
+                    self.last_error = str(exc)
+                    self._stop.wait(2.0)
+                    continue
+                except Exception as exc:  # never let the worker die; the next loop retries
+                    self.last_error = f"{exc.__class__.__name__}: {exc}"
+                    log.exception("worker step failed (retrying in 5 s)")
+                    self._stop.wait(5.0)
+                    continue
+                if self.on_progress is not None:
+                    self.on_progress(self)
+                timeout = max(0.05, next_reconcile - time.monotonic()) if self.linked else 1.0
+                self.wake.wait(min(timeout, 5.0))
+        finally:
+            project.close()
+
+    def _pace(self) -> None:
+        """While webhooks keep arriving, apply them in batches at most every ``MAX_DELAY_S`` seconds; apply at
+        once after ``QUIET_S`` seconds without one. Each batch holds the file's write lock (and the interpreter)
+        for tens of milliseconds, so spacing them keeps webhook acknowledgements fast under load."""
+        first = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            idle = now - self.last_ack()
+            if idle >= QUIET_S or now - first >= MAX_DELAY_S:
+                return
+            self._stop.wait(min(QUIET_S - idle, MAX_DELAY_S - (now - first), 0.05))
+
+    def drain(self, project: Project, linked: LinkedProject) -> int:
+        """Apply every pending event in arrival order; returns how many were processed.
+
+        Consecutive annotation events (created/updated) are applied as one run: the last version of each
+        annotation wins (as it would applied one by one) and all are ingested with one ``Project.ingest``, in one
+        transaction with their ``done`` marks. Other events are applied one per transaction. Each transaction is
+        taken through the write gate shared with the webhook writer, and only while no acknowledgement is
+        waiting, so webhook acknowledgements are not held up behind the engine (``service.py``).
+        """
+        n = 0
+        while not self._stop.is_set():
+            batch = bk.pending(project, 512)
+            if not batch:
+                return n
+            i = 0
+            while i < len(batch):
+                j = i + 1
+                if batch[i][1] in ANNOTATION_KINDS:
+                    while j < len(batch) and batch[j][1] in ANNOTATION_KINDS:
+                        j += 1
+                    self._with_gate(lambda run=batch[i:j]: self._apply_run(project, linked, run))
+                else:
+                    self._with_gate(lambda ev=batch[i]: self._apply_one(project, linked, *ev))
+                n += j - i
+                self.applied_total += j - i
+                i = j
+        return n
+
+    def _with_gate(self, fn) -> None:
+        deadline = time.monotonic() + 0.5
+        while self.acks_waiting() and time.monotonic() < deadline:
+            time.sleep(0.0005)  # let queued webhook acknowledgements commit first
+        with self.gate:
+            fn()
+
+    def _apply_one(self, project: Project, linked: LinkedProject, event_id: int, kind: str, text: str) -> None:
+        try:
+            with project.transaction():  # the event's effects and its 'done' mark commit together
+                payload = json.loads(text)
+                if kind == "START_TRAINING":
+                    self.reconcile_requested.set()
+                    note = "reconciliation requested"
+                else:
+                    note = apply_event(project, linked, kind, payload)
+                bk.finish(project, event_id, error=note)
+        except sqlite3.OperationalError:
+            raise  # transient (locked file): leave the event pending
+        except Exception as exc:  # one bad event must never block the queue: record why and go on
+            log.error("event %d (%s) failed: %s", event_id, kind, exc)
+            bk.finish(project, event_id, error=f"{exc.__class__.__name__}: {exc}", failed=True)
+
+    def _apply_run(self, project: Project, linked: LinkedProject, run: list[tuple[int, str, str]]) -> None:
+        notes: dict[int, str | None] = {}
+        failed: dict[int, str] = {}
+        latest: dict[str, tuple[int, dict]] = {}
+        for event_id, kind, text in run:
+            try:
+                payload = json.loads(text)
+                aid, _ = str(payload["annotation"]["id"]), payload["task"]["id"]
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("event %d (%s) failed: %s", event_id, kind, exc)
+                failed[event_id] = f"{exc.__class__.__name__}: {exc}"
+                continue
+            pid = _project_id_of(payload)
+            if pid is not None and pid != linked.project_id:
+                notes[event_id] = (f"ignored: event of Label Studio project {pid}, this project file is linked to "
+                                   f"{linked.project_id}")
+                continue
+            if aid in latest:
+                notes[latest[aid][0]] = f"superseded by event {event_id}"
+            latest[aid] = (event_id, payload)
+        try:
+            self._apply_latest(project, linked, latest, notes, failed)
+        except sqlite3.OperationalError:
+            raise
+        except Exception as exc:  # unexpected: fall back to one event per transaction, which records failures
+            log.error("annotation batch failed (%s); applying its events one by one", exc)
+            for event_id, kind, text in run:
+                self._apply_one(project, linked, event_id, kind, text)
+
+    def _apply_latest(self, project, linked, latest, notes, failed) -> None:
+        with project.transaction():
+            order = list(latest.values())
+            outcomes = apply_annotations(project, linked.layout,
+                                         [(p["annotation"], p["task"]) for _, p in order])
+            for (event_id, _), out in zip(order, outcomes):
+                notes[event_id] = None if out == "ingested" else out
+            for event_id, note in notes.items():
+                bk.finish(project, event_id, error=note)
+            for event_id, err in failed.items():
+                bk.finish(project, event_id, error=err, failed=True)
+
+    def push(self, project: Project, client: LabelStudioClient, linked: LinkedProject) -> int:
+        """Push open HITs without a task (batch or streaming mode)."""
+        if self.streaming > 0:
+            n = push_streaming(project, client, linked.project_id, linked.layout, self.streaming, self.gate)
+        else:
+            n = push_batch(project, client, linked.project_id, linked.layout, self.gate)
+        if n:
+            self.pushed_total += n
+            self.last_push_at = time.time()
+            log.info("pushed %d task(s) to Label Studio project %d", n, linked.project_id)
+        return n

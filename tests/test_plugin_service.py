@@ -1,0 +1,356 @@
+"""The plugin's web app, durable queue, worker and streaming selection on a real project file (no Label Studio:
+these parts need none; tests/test_ls_plugin.py runs the whole loop against a real server)."""
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import requests
+import uvicorn
+
+from tests.ls_server import free_port
+
+from core.models import Hyper
+from core.store import Project
+from easl_plugin import bookkeeping as bk
+from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
+from easl_plugin.streaming import open_item_mask, open_hit_records, select_top_up
+from easl_plugin.worker import LinkedProject, Worker
+from label_config.layouts import Layout, task_data
+
+N = 20
+
+
+class Client:
+    """The app under a real uvicorn server in a thread (as `easl serve` runs it), reached over loopback."""
+
+    def __init__(self, app) -> None:
+        import threading
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> "Client":
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            assert time.monotonic() < deadline and self.thread.is_alive()
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(20)
+
+    def get(self, path, **kw):
+        return requests.get(f"http://127.0.0.1:{self.port}{path}", timeout=10, **kw)
+
+    def post(self, path, content=None, **kw):
+        return requests.post(f"http://127.0.0.1:{self.port}{path}", data=content, timeout=10, **kw)
+
+
+AUTH = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
+
+
+@pytest.fixture
+def project_path(tmp_path):
+    items = pd.DataFrame({"item_id": [f"x{i:02d}" for i in range(N)], "text": [f"text {i}" for i in range(N)]})
+    path = tmp_path / "p.easl"
+    Project.create(path, items, Hyper(hit_size=4, seed=3)).close()
+    return str(path)
+
+
+def link(path: str, pid: int = 42) -> LinkedProject:
+    with Project.open(path) as p:
+        bk.set_meta(p, {bk.KEY_URL: "http://127.0.0.1:1", bk.KEY_PROJECT_ID: str(pid),
+                        bk.KEY_LAYOUT: json.dumps(Layout("slider", 4).to_dict())})
+        return LinkedProject.read(p)
+
+
+def created(hit: dict, ann_id: int, task_id: int, scores, *, pid: int = 42, action="ANNOTATION_CREATED") -> dict:
+    data = task_data(hit, Layout("slider", 4), np.random.default_rng(task_id))
+    result = [{"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number", "value": {"number": float(s)}}
+              for j, s in enumerate(scores)]
+    return {"action": action, "project": {"id": pid},
+            "annotation": {"id": ann_id, "result": result, "completed_by": 1, "task": task_id},
+            "task": {"id": task_id, "data": data}}
+
+
+# ------------------------------------------------------------------------------------------------------ web app
+
+def test_endpoints_auth_secret_limits_and_durable_queue(project_path):
+    cfg = ServiceConfig(project_path=project_path, basic_auth=("ann", "pw"), webhook_secret="top", max_body_bytes=4000)
+    commits = []
+    app = build_app(cfg, on_event=lambda: commits.append(1))
+    with Client(app) as c:
+        assert c.get("/health").json()["status"] == "UP"
+        assert c.post("/setup", json={"project": "3.123"}).status_code == 401
+        assert c.post("/setup", json={"project": "3.123"}, headers=AUTH).json()["model_version"]
+        bad = {"Authorization": "Basic " + base64.b64encode(b"ann:nope").decode()}
+        assert c.post("/setup", json={}, headers=bad).status_code == 401
+        assert c.post("/predict", json={"tasks": [{"id": 1}]}, headers=AUTH).json()["results"] == []
+        assert c.get("/versions", headers=AUTH).json()["versions"]
+        hook = {**AUTH, SECRET_HEADER: "top"}
+        assert c.post("/webhook", json={"action": "START_TRAINING"}, headers=AUTH).status_code == 401
+        assert c.post("/webhook", json={"action": "START_TRAINING"}, headers={**AUTH, SECRET_HEADER: "x"}).status_code == 401
+        r = c.post("/webhook", content=b"{oops", headers=hook)
+        assert r.status_code == 400 and r.json()["error"].startswith("malformed JSON at line 1 column 2")
+        r = c.post("/webhook", content=b"x" * 5000, headers=hook)
+        assert r.status_code == 413
+        r = c.post("/webhook", json={"action": "PROJECT_UPDATED"}, headers=hook)
+        assert r.json() == {"status": "ignored", "action": "PROJECT_UPDATED"}
+        r = c.post("/webhook", json={"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 9}]}, headers=hook)
+        assert r.status_code == 200 and r.json()["status"] == "queued"
+        event_id = r.json()["event_id"]
+        # acknowledged means committed: another connection sees it at once
+        with Project.open(project_path, readonly=True) as p:
+            rows = p.connection.execute("SELECT kind, status, payload FROM events").fetchall()
+        assert [(k, st, json.loads(t)) for k, st, t in rows] == [
+            ("ANNOTATIONS_DELETED", "pending", {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 9}]})]
+        assert event_id == 1 and commits
+    with Project.open(project_path, readonly=True) as p:  # nothing else was queued
+        assert bk.queue_counts(p) == {"pending": 1, "done": 0, "failed": 0}
+
+
+def test_many_concurrent_webhooks_are_all_queued_once(project_path):
+    import concurrent.futures as cf
+
+    app = build_app(ServiceConfig(project_path=project_path))
+    with Client(app) as c:
+        def send(k):
+            return c.post("/webhook", json={"action": "TASKS_DELETED", "tasks": [{"id": k}]}).json()["event_id"]
+
+        with cf.ThreadPoolExecutor(16) as ex:
+            ids = list(ex.map(send, range(200)))
+    assert sorted(ids) == list(range(1, 201))
+    with Project.open(project_path, readonly=True) as p:
+        payloads = [json.loads(t) for (t,) in p.connection.execute("SELECT payload FROM events ORDER BY id")]
+    assert sorted(x["tasks"][0]["id"] for x in payloads) == list(range(200))
+
+
+# ------------------------------------------------------------------------------------------------------- worker
+
+def test_worker_applies_events_idempotently(project_path):
+    linked = link(project_path)
+    with Project.open(project_path) as p:
+        hits = p.open_hits()
+        h0, h1, h2 = hits[:3]
+        events = [
+            created(h0, 1, 100, [10, 20, 30, 40]),
+            created(h0, 1, 100, [10, 20, 30, 40]),                                   # duplicate delivery
+            created(h1, 2, 101, [50, 50, 50, 50]),
+            created(h1, 2, 101, [60, 60, 60, 60], action="ANNOTATION_UPDATED"),      # supersede
+            created(h2, 3, 102, [0, 0, 0, 500]),                                     # out of range
+            {**created(h2, 4, 102, [1, 2, 3, 4]), "annotation": {"id": 4, "was_cancelled": True, "result": []}},
+            created(h0, 9, 100, [1, 1, 1, 1], pid=7),                               # another LS project
+            {"action": "ANNOTATIONS_DELETED", "project": {"id": 42}, "annotations": [{"id": 2}]},
+            {"action": "START_TRAINING", "project": {"id": 42}},
+            {"action": "ANNOTATION_CREATED", "project": {"id": 42}, "annotation": {}, "task": {}},  # broken
+        ]
+        bk.enqueue(p, [(e["action"], json.dumps(e)) for e in events])
+        worker = Worker(project_path, api_key=None)
+        assert worker.drain(p, linked) == len(events)
+        assert bk.queue_counts(p) == {"pending": 0, "done": len(events) - 1, "failed": 1}
+        notes = [r[0] for r in p.connection.execute("SELECT error FROM events ORDER BY id")]
+        assert notes[:4] == ["superseded by event 2", None, "superseded by event 4", None]
+        assert notes[4] == "rejected" and notes[5] == "skipped" and notes[6].startswith("ignored: event of Label")
+        assert notes[8] == "reconciliation requested" and worker.reconcile_requested.is_set()
+        assert notes[9].startswith("KeyError")
+        r = p.ratings()
+        assert sorted(r["annotation_id"].unique()) == ["1"]                    # 2 deleted, 3 rejected, 4 skipped
+        assert sorted(r["score"]) == [10.0, 20.0, 30.0, 40.0]
+        assert [x["reason"] for x in bk.rejects(p)] == ["result[3] (score_3): score 500 is outside [0, 100]"]
+        # the annotation -> task map and task -> HIT map are kept
+        assert bk.local_id(p, bk.ANNOTATION, 1) == "100" and bk.local_id(p, bk.ANNOTATION, 2) is None and bk.local_id(p, bk.TASK, 100) == h0["hit_id"]
+        # task deletion withdraws the HIT
+        bk.enqueue(p, [("TASKS_DELETED", json.dumps({"action": "TASKS_DELETED", "tasks": [{"id": 100}]}))] * 2)
+        worker.drain(p, linked)
+        assert {h["hit_id"]: h["status"] for h in p.hits()}[h0["hit_id"]] == "retracted"
+        assert p.ratings().empty
+        assert p.verify()["ok"]
+
+
+def test_events_wait_until_the_project_is_linked(project_path):
+    """`easl serve` may start before `easl ls setup`: events queue up and are applied once linked."""
+    with Project.open(project_path) as p:
+        hit = p.open_hits()[0]
+        bk.enqueue(p, [("ANNOTATION_CREATED", json.dumps(created(hit, 5, 200, [5, 6, 7, 8])))])
+    worker = Worker(project_path, api_key=None, reconcile_interval_s=0.2)
+    worker.start()
+    try:
+        import time
+
+        time.sleep(0.5)
+        with Project.open(project_path, readonly=True) as p:
+            assert bk.queue_counts(p)["pending"] == 1
+        link(project_path)
+        worker.notify()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with Project.open(project_path, readonly=True) as p:
+                if bk.queue_counts(p)["pending"] == 0:
+                    break
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    with Project.open(project_path, readonly=True) as p:
+        assert sorted(p.ratings()["score"]) == [5.0, 6.0, 7.0, 8.0]
+
+
+# ---------------------------------------------------------------------------------------------------- streaming
+
+def test_streaming_top_up_never_puts_an_item_in_two_open_hits(project_path):
+    with Project.open(project_path) as p:
+        hits = p.open_hits()
+        assert len(hits) == N // 4
+        # annotate three HITs of the covering iteration: 2 remain open
+        for k, h in enumerate(hits[:3]):
+            p.ingest([{"item_id": it["item_id"], "score": 10.0 * k, "hit_id": h["hit_id"], "annotation_id": str(k)}
+                      for it in h["items"]], source="test")
+        added = select_top_up(p, 4)
+        assert added == 2
+        mask, n_open = open_item_mask(p)
+        assert n_open == 4
+        records = open_hit_records(p)
+        items = [it["item_id"] for h in records for it in h["items"]]
+        assert len(items) == len(set(items)) == mask.sum() == 16
+        # no room for another full HIT among the 4 free items once 4 HITs are open: asking for 6 adds one
+        assert select_top_up(p, 6) == 1 and open_item_mask(p)[1] == 5
+        assert select_top_up(p, 6) == 0                                        # every item is in an open HIT
+        assert select_top_up(p, 2) == 0
+        assert p.verify()["ok"]
+
+
+def test_ls_status_before_and_after_linking(project_path, capsys):
+    from tui.cli import main
+
+    assert main(["ls", "status", project_path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["linked"] is False and out["linked_reason"] == "not linked yet: run easl ls setup"
+    assert out["events"] == {"pending": 0, "done": 0, "failed": 0} and out["rejects"] == []
+    link(project_path, pid=9)
+    with Project.open(project_path) as p:
+        bk.add_reject(p, "label-studio task 3 annotation 4", "result[0] (score_0): score 101 is outside [0, 100]", {})
+        bk.add_reject(p, "label-studio task 3 annotation 4", "result[0] (score_0): score 101 is outside [0, 100]", {})
+    assert main(["ls", "status", project_path]) == 0
+    text = capsys.readouterr().out
+    assert "linked to Label Studio project 9" in text and "rejected annotations: 1" in text
+    assert "task 3 annotation 4: result[0] (score_0): score 101 is outside [0, 100]" in text
+
+
+# ------------------------------------------------------------------------------------------------------ journal
+
+def test_journal_moves_exactly_once_and_drops_a_torn_line(project_path):
+    from easl_plugin.journal import MOVED_KEY, Journal, journal_path
+
+    jp = journal_path(project_path)
+    j = Journal(jp)
+    j.append([("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 1}]}')], bk.now())
+    j.append([("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 2}]}'),
+              ("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 3}]}')], bk.now())
+    j.close()
+    with open(jp, "ab") as f:  # a crash in the middle of writing a fourth (never acknowledged) record
+        f.write(b'{"uid": "torn", "kind": "TASKS_DEL')
+    j = Journal(jp)  # reopening cuts the torn tail so that new records start on a clean line
+    assert j.count == 3
+    j.append([("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 4}]}')], bk.now())
+    records = j.read()
+    assert [json.loads(r["payload"])["tasks"][0]["id"] for r in records] == [1, 2, 3, 4]
+    with Project.open(project_path) as p:
+        assert len(bk.move_journal(p, records)) == 4
+        # a crash after the move committed but before the journal was cleared: moving again adds nothing
+        assert bk.move_journal(p, records) == []
+        assert bk.get_meta(p, MOVED_KEY) == records[-1]["uid"]
+        j.clear()
+        assert j.read() == [] and j.count == 0
+        ids = [json.loads(t)["tasks"][0]["id"] for (t,) in p.connection.execute("SELECT payload FROM events ORDER BY id")]
+    assert ids == [1, 2, 3, 4]
+    j.close()
+
+
+def test_writer_spills_to_the_journal_while_the_file_is_busy(project_path):
+    """While the worker holds the write gate, acknowledgements do not wait: events go to the journal and reach
+    the events table, in arrival order, once the gate is free."""
+    import threading
+    import time
+
+    gate = threading.Lock()
+    from easl_plugin.service import EventWriter
+
+    writer = EventWriter(project_path, lambda: None, gate=gate)
+    app = build_app(ServiceConfig(project_path=project_path), writer=writer)
+    with Client(app) as c:
+        gate.acquire()
+        try:
+            t = time.perf_counter()
+            acks = [c.post("/webhook", json={"action": "TASKS_DELETED", "tasks": [{"id": k}]}).json()
+                    for k in range(5)]
+            assert time.perf_counter() - t < 5
+            assert all(a["status"] == "queued" and a["journaled"] and a["event_id"] is None for a in acks)
+            with Project.open(project_path, readonly=True) as p:
+                assert bk.queue_counts(p)["pending"] == 0
+        finally:
+            gate.release()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with Project.open(project_path, readonly=True) as p:
+                if bk.queue_counts(p)["pending"] == 5:
+                    break
+            time.sleep(0.05)
+        r = c.post("/webhook", json={"action": "TASKS_DELETED", "tasks": [{"id": 5}]}).json()
+        assert r["journaled"] is False and r["event_id"] == 6
+    with Project.open(project_path, readonly=True) as p:
+        ids = [json.loads(t)["tasks"][0]["id"] for (t,) in p.connection.execute("SELECT payload FROM events ORDER BY id")]
+    assert ids == [0, 1, 2, 3, 4, 5]
+
+
+def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_path, tmp_path):
+    """`easl serve` as users run it: the worker is a child process; if it dies, the server stops (so that a
+    supervisor restarts both) and queued events are kept; on restart the queue is applied."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    link(project_path)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "LABEL_STUDIO_API_KEY"}
+    log = open(tmp_path / "serve.log", "w")
+    cmd = [sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        health = None
+        while time.monotonic() < deadline and health is None:
+            try:
+                health = requests.get(f"{url}/health", timeout=1).json()
+            except requests.RequestException:
+                time.sleep(0.1)
+        assert health["worker_alive"] and health["worker_pid"] != proc.pid
+        with Project.open(project_path, readonly=True) as p:
+            hit = p.open_hits()[0]
+        r = requests.post(f"{url}/webhook", json=created(hit, 77, 300, [1, 2, 3, 4]), timeout=5)
+        assert r.status_code == 200
+        deadline = time.monotonic() + 20
+        while requests.get(f"{url}/health", timeout=5).json()["events_applied"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        os.kill(health["worker_pid"], signal.SIGKILL)
+        assert proc.wait(30) != 0  # the server noticed and stopped in order, reporting failure
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        log.close()
+    text = (tmp_path / "serve.log").read_text()
+    assert "the worker process exited unexpectedly" in text and "Application shutdown complete" in text
+    with Project.open(project_path, readonly=True) as p:
+        assert sorted(p.ratings()["score"]) == [1.0, 2.0, 3.0, 4.0]
