@@ -16,7 +16,10 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/easl demo --output demo-export.csv
+	rm -f demo.easl demo.easl-wal demo.easl-shm
+	$(VENV)/bin/easl demo --project demo.easl --iterations 2 --output demo-export.csv
+	@if [ -t 0 ] && [ -t 1 ]; then $(VENV)/bin/easl tui demo.easl; \
+	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl"; fi
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -1,4 +1,5 @@
-"""``easl status``: iteration, counts and convergence figures of a project."""
+"""``easl status``: iteration, counts and convergence figures of a project, the webhook queue, the most recent
+rejected annotations with their reasons and the last reconciliation with Label Studio."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,8 @@ from rich.table import Table
 
 from core.store import Project
 
+REJECTS_SHOWN = 10  # most recent rejected annotations listed by default
+
 
 def register(subparsers) -> None:
     """Add the ``status`` sub-command to the ``easl`` parser."""
@@ -17,16 +20,34 @@ def register(subparsers) -> None:
         description="Show the project's iteration, counts and convergence figures. Variances are posterior "
                     "variances on the unit interval [0, 1] (multiply by (max - min)^2 of the score range for the "
                     "score scale). --json prints one JSON object; a figure that is not a number is null with a "
-                    "<name>_reason beside it.")
+                    "<name>_reason beside it. The most recent rejected annotations are listed with their reasons "
+                    "(every source: `easl ingest --skip-invalid` and Label Studio); `easl ls status` lists every "
+                    "Label Studio reject.")
     p.add_argument("project", metavar="PROJECT", help="the project file")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true", help="print one JSON object (rejects under \"rejects\", "
+                                                       "oldest first, with \"rejects_not_shown\")")
+    p.add_argument("--rejects", type=_non_negative, default=REJECTS_SHOWN, metavar="N",
+                   help=f"how many of the most recent rejected annotations to list (default {REJECTS_SHOWN})")
     p.set_defaults(func=run)
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--rejects must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--rejects must be >= 0, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
     with Project.open(args.project, readonly=True) as project:
         status = project.status()
+        recent, total = project.rejects(limit=args.rejects)
+    status["rejects"] = recent
+    status["rejects_not_shown"] = total - len(recent)
     if args.json:
         print(json.dumps(status, allow_nan=False))
         return 0
@@ -55,5 +76,14 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("events pending / failed", f"{ev['pending']} / {ev['failed']}")
     table.add_row("rejected rows", fmt("n_rejects"))
     table.add_row("last reconciliation", status["last_reconciliation"] or "never")
-    Console().print(table)
+    con = Console(soft_wrap=True)
+    con.print(table)
+    if recent:
+        con.print(f"most recent rejected annotations ({len(recent)} of {total}, oldest first):")
+        for r in recent:
+            con.print(f"  {r['created_at']}  [{r['source']}] {r['location'] or '(no location)'}: {r['reason']}",
+                      markup=False, highlight=False)
+    if status["rejects_not_shown"]:
+        con.print(f"  ... and {status['rejects_not_shown']} more; `easl ls status {args.project}` lists every Label "
+                  f"Studio reject (use --rejects N to list more here).", markup=False, highlight=False)
     return 0

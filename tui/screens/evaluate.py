@@ -1,0 +1,356 @@
+"""Evaluate: pick a file, choose the human, system and group columns, see the metrics of ``easl evaluate`` with
+their intervals and the PRMSE warnings, and save the report.
+
+The numbers come from ``core.metrics.evaluate`` (the pipeline behind ``easl evaluate``); this screen only reads
+the file, lets the user choose the columns and shows the result object.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import (Button, DataTable, Footer, Header, Input, Label, Select, SelectionList, Static,
+                             TabbedContent, TabPane)
+from textual.widgets.select import NoSelection
+
+from core.errors import UserError
+
+#: Metrics shown first in the results table (then the rest of the observed keys).
+HEADLINE = ("N", "corr", "qwk", "kappa_quadratic", "exact_agr", "adj_agr", "smd", "rmse", "r2", "spearman",
+            "kendall_tau_b", "gwet_ac2_quadratic", "krippendorff_alpha_interval")
+TRUE_SCORE = ("prmse", "mse_true", "true_score_variance", "rater_error_variance", "N_single", "N_multiple")
+
+
+def parse_scale(text: str) -> tuple[float, float] | None:
+    """``"MIN MAX"`` (space or comma separated) as two floats, or None for an empty field.
+
+    Raises
+    ------
+    UserError
+        When the text is not two numbers with MIN < MAX.
+    """
+    parts = text.replace(",", " ").split()
+    if not parts:
+        return None
+    try:
+        low, high = (float(p) for p in parts)
+    except ValueError:
+        raise UserError(f"scale: {text!r} is not two numbers; type the lowest and highest score, e.g. 1 6.") from None
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        raise UserError(f"scale: {text!r} needs a lowest score below the highest one.")
+    return low, high
+
+
+def parse_count(text: str, field: str) -> int:
+    """A non-negative integer field (empty = 0)."""
+    text = text.strip()
+    if not text:
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        raise UserError(f"{field}: {text!r} is not a whole number.") from None
+    if value < 0:
+        raise UserError(f"{field}: must be 0 or more, got {value}.")
+    return value
+
+
+def run_evaluation(path: Path, human: list[str], system: list[str], group: str | None,
+                   scale: tuple[float, float] | None, n_bootstrap: int, seed: int = 0, progress=None):
+    """Read ``path`` and evaluate the chosen columns exactly as ``easl evaluate FILE --human ... --system ...
+    [--group G] [--scale MIN MAX] --bootstrap N --seed S`` does (``core.metrics.loading.load_wide``, then
+    ``core.metrics.report.evaluate``); ``progress(done, total)`` is called as bootstrap resamples finish.
+
+    Returns
+    -------
+    core.metrics.report.Evaluation
+
+    Raises
+    ------
+    UserError
+        No human or system column chosen, a column chosen twice, unreadable data, nothing left to evaluate.
+    """
+    from core.metrics.data import Scale
+    from core.metrics.loading import load_wide
+    from core.metrics.report import evaluate
+
+    if not human:
+        raise UserError(f"{path}: choose at least one human column.")
+    if not system:
+        raise UserError(f"{path}: choose at least one system column.")
+    overlap = sorted(set(human) & set(system))
+    if overlap:
+        raise UserError(f"{path}: column {overlap[0]!r} is chosen both as human and as system.")
+    if group is not None and group in set(human) | set(system):
+        raise UserError(f"{path}: column {group!r} is chosen both as a score and as the group column.")
+    data = load_wide(path, human=list(human), system=list(system), group_col=group)
+    try:
+        ev = evaluate(data.human, data.system, human_names=data.human_names,
+                      scale=Scale(*scale) if scale else None, groups=data.groups, group_name=group or "group",
+                      n_bootstrap=n_bootstrap, seed=seed, extra_notes=data.notes, progress=progress)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}.") from None
+    if ev.data["n_responses"] == 0:
+        raise UserError(f"{path}: no response left to evaluate ("
+                        + ("; ".join(f"{v} dropped: {k}" for k, v in ev.data["dropped"].items())
+                           or "the file has no usable rows") + ").")
+    return ev
+
+
+def save_report(evaluation, folder: Path, source: Path, seed: int = 0) -> list[Path]:
+    """Write the report of ``easl evaluate --output DIR`` (``core.metrics.writer.write_output``)."""
+    from core.metrics.writer import write_output
+
+    return write_output(evaluation, Path(folder), source=str(source), seed=seed)
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies inside it, else absolute."""
+    absolute = path.resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(absolute)
+
+
+def format_value(value, ci=None) -> str:
+    """A metric value with its interval, ``-`` for undefined (null) values."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if isinstance(value, int):
+        out = f"{value:,d}"
+    else:
+        out = f"{value:.3f}"
+    if ci and ci[0] is not None and ci[1] is not None:
+        out += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return out
+
+
+def result_rows(data: dict) -> tuple[list[str], list[list[str]]]:
+    """Columns and rows of the results table from the evaluate JSON object: one row per metric, one column per
+    system (value and interval), then human-human."""
+    systems = list(data.get("systems", {}))
+    columns = ["metric", *systems]
+    has_hh = bool(data.get("human_human"))
+    if has_hh:
+        columns.append("human-human")
+    observed_keys = list(HEADLINE)
+    for s in systems:
+        for k in data["systems"][s]["observed"]:
+            if not k.endswith("_reason") and k not in observed_keys:
+                observed_keys.append(k)
+    rows: list[list[str]] = []
+    for key in observed_keys:
+        row = [key]
+        for s in systems:
+            entry = data["systems"][s]
+            row.append(format_value(entry["observed"].get(key), entry.get("ci", {}).get(key)))
+        if has_hh:
+            row.append(format_value(data["human_human"].get(key), data.get("human_human_ci", {}).get(key)))
+        rows.append(row)
+    for key in TRUE_SCORE:
+        row = [key]
+        for s in systems:
+            entry = data["systems"][s]
+            row.append(format_value(entry["true_score"].get(key), entry.get("ci", {}).get(key)))
+        if has_hh:
+            row.append("")
+        rows.append(row)
+    row = ["disattenuated_corr"]
+    for s in systems:
+        entry = data["systems"][s]
+        row.append(format_value(entry.get("disattenuated_corr"), entry.get("ci", {}).get("disattenuated_corr")))
+    if has_hh:
+        row.append("")
+    rows.append(row)
+    return columns, rows
+
+
+class EvaluateScreen(Screen):
+    """Choose columns, evaluate, read the metrics and warnings, save the report."""
+
+    HELP = """\
+**Evaluate** — the metrics of `easl evaluate` on a CSV, TSV, JSONL or Parquet file.
+
+1. F6 opens a file (or start with `easl tui FILE`).
+2. On the *Columns* tab tick the human columns (the first is the reference) and the system columns with Space,
+   optionally choose a group column, the score scale (`MIN MAX`) and the number of bootstrap resamples.
+3. Ctrl+E evaluates; the *Results* tab shows every metric with its interval, and the notes (PRMSE sample-size
+   warnings among them).
+4. Ctrl+S saves the report (tables, JSON and Markdown with plots) to the folder typed on the Results tab.
+"""
+
+    BINDINGS = [
+        Binding("ctrl+e", "evaluate", "Evaluate"),
+        Binding("ctrl+s", "save", "Save"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.path: Path | None = None
+        self.columns: list[str] = []
+        self.evaluation = None
+        self.saved: list[Path] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("No file: press F6 to open one.", id="eval-file")
+        with TabbedContent(id="eval-tabs"):
+            with TabPane("Columns", id="columns-tab"):
+                with Horizontal(id="columns-pane"):
+                    yield SelectionList[str](id="human-columns", classes="column-list")
+                    yield SelectionList[str](id="system-columns", classes="column-list")
+                    with Vertical(id="options"):
+                        yield Label("group column")
+                        yield Select[str]([], prompt="(none)", id="group-column")
+                        yield Label("scale MIN MAX")
+                        yield Input(placeholder="from the data", id="scale")
+                        yield Label("bootstrap resamples")
+                        yield Input(value="200", id="bootstrap")
+                        yield Button("Evaluate", id="evaluate-button", variant="primary")
+            with TabPane("Results", id="results-tab"):
+                yield DataTable(id="results-table", zebra_stripes=True)
+                with VerticalScroll(id="notes-scroll"):
+                    yield Static("", id="eval-notes")
+                with Horizontal(id="save-row"):
+                    yield Input(placeholder="report folder", id="report-dir")
+                    yield Button("Save report", id="save-button")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.sub_title = "Evaluate"
+        self.query_one("#human-columns", SelectionList).border_title = "human columns"
+        self.query_one("#system-columns", SelectionList).border_title = "system columns"
+        if self.app.data_file is not None:
+            self.load_file(self.app.data_file)
+
+    # ---------------------------------------------------------------- file
+    def load_file(self, path: Path) -> None:
+        """Read the header of ``path`` and offer its columns."""
+        self._load_worker(Path(path))
+
+    @work(thread=True, exclusive=True, group="evaluate-load")
+    def _load_worker(self, path: Path) -> None:
+        from core.tables import read_table
+
+        try:
+            frame = read_table(path).frame
+        except UserError as exc:
+            self.app.call_from_thread(self._show_error, str(exc))
+            return
+        self.app.call_from_thread(self._set_file, path, [str(c) for c in frame.columns], len(frame))
+
+    def _set_file(self, path: Path, columns: list[str], n_rows: int) -> None:
+        self.path = path
+        self.columns = columns
+        self.query_one("#eval-file", Static).update(
+            Text(f"{path.name}: {n_rows:,} rows, {len(columns)} columns · F6 opens another file"))
+        human = self.query_one("#human-columns", SelectionList)
+        system = self.query_one("#system-columns", SelectionList)
+        human.clear_options()
+        system.clear_options()
+        guess_h = [c for c in columns if c.lower().startswith(("h", "human", "rater"))]
+        guess_s = [c for c in columns if c.lower().startswith(("sys", "system", "model", "machine", "pred"))]
+        human.add_options([(c, c, c in guess_h) for c in columns])
+        system.add_options([(c, c, c in guess_s and c not in guess_h) for c in columns])
+        group = self.query_one("#group-column", Select)
+        group.set_options([(c, c) for c in columns])
+        self.query_one("#report-dir", Input).value = _shown_path(path.with_name(path.stem + "-report"))
+        self.query_one("#eval-tabs", TabbedContent).active = "columns-tab"
+        human.focus()
+
+    def _show_error(self, message: str) -> None:
+        self.notify(message, severity="error", timeout=10)
+
+    # ------------------------------------------------------------ evaluate
+    @on(Button.Pressed, "#evaluate-button")
+    def _evaluate_pressed(self) -> None:
+        self.action_evaluate()
+
+    @on(Button.Pressed, "#save-button")
+    def _save_pressed(self) -> None:
+        self.action_save()
+
+    def action_evaluate(self) -> None:
+        """Evaluate the chosen columns (in a worker thread)."""
+        if self.path is None:
+            self._show_error("Open a data file first (F6).")
+            return
+        human = list(self.query_one("#human-columns", SelectionList).selected)
+        system = list(self.query_one("#system-columns", SelectionList).selected)
+        group_value = self.query_one("#group-column", Select).value
+        group = None if isinstance(group_value, NoSelection) or group_value is None else str(group_value)
+        try:
+            scale = parse_scale(self.query_one("#scale", Input).value)
+            n_boot = parse_count(self.query_one("#bootstrap", Input).value, "bootstrap resamples")
+        except UserError as exc:
+            self._show_error(str(exc))
+            return
+        # keep the file's column order for the human columns (the first is the reference rater)
+        human = [c for c in self.columns if c in human]
+        system = [c for c in self.columns if c in system]
+        self.query_one("#eval-notes", Static).update(Text("evaluating…", style="dim"))
+        self.query_one("#eval-tabs", TabbedContent).active = "results-tab"
+        self._evaluate_worker(self.path, human, system, group, scale, n_boot)
+
+    @work(thread=True, exclusive=True, group="evaluate")
+    def _evaluate_worker(self, path, human, system, group, scale, n_boot) -> None:
+        def progress(done: int, total: int) -> None:
+            self.app.call_from_thread(self.query_one("#eval-notes", Static).update,
+                                      Text(f"evaluating… bootstrap {done:,} of {total:,} resamples", style="dim"))
+
+        try:
+            evaluation = run_evaluation(path, human, system, group, scale, n_boot, progress=progress)
+        except UserError as exc:
+            self.app.call_from_thread(self._show_error, str(exc))
+            self.app.call_from_thread(self.query_one("#eval-notes", Static).update, Text(str(exc), style="red"))
+            return
+        self.app.call_from_thread(self.show_results, evaluation)
+
+    def show_results(self, evaluation) -> None:
+        """Fill the results table and the notes from an evaluation."""
+        self.evaluation = evaluation
+        data = evaluation.data
+        columns, rows = result_rows(data)
+        table = self.query_one("#results-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns(*columns)
+        table.add_rows(rows)
+        notes = [f"{data['n_responses']:,} responses evaluated, {data['n_dropped']:,} dropped; intervals: "
+                 f"{data['bootstrap']['n_resamples']} bootstrap resamples ({data['confidence']:.0%})"]
+        notes += [f"• {n}" for n in data.get("notes", [])]
+        text = Text("\n".join(notes))
+        for k, line in enumerate(notes):
+            if "PRMSE" in line or "prmse" in line:
+                text.stylize("bold yellow", sum(len(x) + 1 for x in notes[:k]), sum(len(x) + 1 for x in notes[:k + 1]))
+        self.query_one("#eval-notes", Static).update(text)
+        self.query_one("#eval-tabs", TabbedContent).active = "results-tab"
+        table.focus()
+
+    # ---------------------------------------------------------------- save
+    def action_save(self) -> None:
+        """Write the report of the last evaluation to the folder typed on the Results tab."""
+        if self.evaluation is None:
+            self._show_error("Evaluate first (Ctrl+E), then save the report.")
+            return
+        folder = self.query_one("#report-dir", Input).value.strip()
+        if not folder:
+            self._show_error("Type the report folder first.")
+            return
+        self._save_worker(Path(folder))
+
+    @work(thread=True, exclusive=True, group="evaluate-save")
+    def _save_worker(self, folder: Path) -> None:
+        try:
+            written = save_report(self.evaluation, folder, self.path)
+        except (UserError, OSError) as exc:
+            self.app.call_from_thread(self._show_error, str(exc))
+            return
+        self.saved = written
+        self.app.call_from_thread(self.notify, f"Report saved to {folder} ({len(written)} files).", timeout=5)

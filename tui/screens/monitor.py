@@ -1,0 +1,168 @@
+"""Monitor: live convergence of a project while another process (the plugin service, an ingest, another
+annotator) writes it.
+
+A worker thread polls the file every ``poll_interval`` seconds (``MonitorSource.poll``: nothing is read when the
+file has not changed) and posts the snapshot to the screen, so the keyboard is never blocked by a read; the item
+table is virtualised, so a refresh costs one sort plus the visible rows whatever the number of items.
+"""
+from __future__ import annotations
+
+import threading
+
+from rich.text import Text
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+from textual.worker import get_current_worker
+
+from core.errors import UserError
+from tui.screens.monitor_data import MonitorSnapshot, MonitorSource
+from tui.widgets.charts import ConvergenceChart, EstimateHistogram
+from tui.widgets.item_table import ItemTable
+
+
+def _num(value, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if value != value:  # NaN
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+class MonitorScreen(Screen):
+    """Iteration, annotations, posterior variance, rank stability, charts and the items table, kept live."""
+
+    HELP = """\
+**Monitor** — live figures of the project file, refreshed when it changes.
+
+| key | action |
+|---|---|
+| ↑ ↓ PgUp PgDn Home End | move in the items table |
+| u / e / c | sort by uncertainty (sd) / estimate / annotation count |
+| r | reverse the order |
+| Ctrl+R | read the project now |
+
+The chart shows mean and maximum posterior variance (unit scale, as `easl status`) per iteration and the rank stability (Spearman's rho between the
+estimates of successive iterations; the last point is live). Intervals are 95% credible intervals.
+"""
+
+    BINDINGS = [Binding("ctrl+r", "refresh_now", "Refresh", show=False)]
+
+    class Snapshot(Message):
+        """A new reading of the project (posted from the polling thread)."""
+
+        def __init__(self, snapshot: MonitorSnapshot) -> None:
+            super().__init__()
+            self.snapshot = snapshot
+
+    class PollFailed(Message):
+        """The polling thread could not read the project."""
+
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._wake = threading.Event()
+        self._force = threading.Event()
+        self._stop = threading.Event()
+        self.snapshot: MonitorSnapshot | None = None
+        self.refreshes = 0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("reading the project…", id="stats")
+        with Horizontal(id="charts"):
+            yield ConvergenceChart(id="convergence")
+            yield EstimateHistogram(id="histogram")
+        yield ItemTable(id="items-table")
+        yield Static("", id="item-detail")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.sub_title = "Monitor"
+        self.query_one(ItemTable).focus()
+        self._force.set()
+        self._poll_loop()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
+    def _poll_loop(self) -> None:
+        """Poll the project file until the screen goes away (runs in its own thread)."""
+        worker = get_current_worker()
+        source = MonitorSource(self.app.project_path)
+        while not worker.is_cancelled and not self._stop.is_set():
+            force = self._force.is_set()
+            self._force.clear()
+            try:
+                snapshot = source.poll(force=force)
+            except UserError as exc:
+                self.post_message(self.PollFailed(str(exc)))
+                snapshot = None
+            except Exception as exc:  # a reader racing a writer's schema change or a locked file: retry next poll
+                self.post_message(self.PollFailed(f"{self.app.project_path}: could not read the project ({exc})."))
+                snapshot = None
+            if snapshot is not None:
+                self.post_message(self.Snapshot(snapshot))
+            self._wake.wait(self.app.poll_interval)
+            self._wake.clear()
+
+    def action_refresh_now(self) -> None:
+        """Read the project now, even if it looks unchanged."""
+        self._force.set()
+        self._wake.set()
+
+    @on(PollFailed)
+    def _poll_failed(self, message: PollFailed) -> None:
+        self.query_one("#stats", Static).update(Text(message.error, style="bold red"))
+
+    @on(Snapshot)
+    def _on_snapshot(self, message: Snapshot) -> None:
+        self.apply_snapshot(message.snapshot)
+
+    def apply_snapshot(self, snap: MonitorSnapshot) -> None:
+        """Show a snapshot: figures, charts and table."""
+        self.snapshot = snap
+        self.refreshes += 1
+        s = snap.status
+        rho = snap.history.rho[-1] if snap.history.rho.size else float("nan")
+        low, high = snap.score_range
+        line1 = (f"[b]iteration {s.get('iteration', '-')}[/b] · {int(s.get('n_observations', 0)):,} annotations · "
+                 f"{int(s.get('n_hits_open', 0)):,} open HITs · {int(s.get('n_items', len(snap.columns))):,} items · "
+                 f"scores {low:g}–{high:g}")
+        line2 = (f"posterior variance mean {_num(s.get('mean_variance'), 4)} max {_num(s.get('max_variance'), 4)} "
+                 f"· rank stability ρ {_num(rho, 3)}")
+        self.query_one("#stats", Static).update(line1 + "\n" + line2)
+        h = snap.history
+        self.query_one(ConvergenceChart).set_history(h.iterations, h.mean_var, h.max_var, h.rho)
+        self.query_one(EstimateHistogram).set_histogram(snap.hist_counts, snap.hist_edges)
+        self.query_one(ItemTable).set_data(snap.columns)
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        table = self.query_one(ItemTable)
+        detail = self.query_one("#item-detail", Static)
+        if table.row_count == 0:
+            detail.update("")
+            return
+        v = table.row_values(table.cursor)
+        detail.update(Text.assemble((str(v["item_id"]), "bold"),
+                                    f" {_num(v['estimate'])} [{_num(v['ci_low'])}, {_num(v['ci_high'])}] "
+                                    f"n={v['n_annotations']} · {v['text']}", no_wrap=True, overflow="ellipsis"))
+
+    @on(ItemTable.CursorMoved)
+    def _cursor_moved(self) -> None:
+        self._show_detail()

@@ -1,0 +1,280 @@
+"""What the Monitor shows, computed off the UI thread from a project file that another process may be writing.
+
+``MonitorSource.poll()`` opens the project read-only (SQLite WAL: readers never block the writer), reads the status
+and the cached model state (the items' ids and texts are read once: they never change), and returns a :class:`MonitorSnapshot`, or None when the file has not changed since the last
+poll (its size and modification time, and those of its ``-wal`` file, are the change signal: every commit writes
+one of them).
+
+Convergence history: the estimates at the end of iteration ``t`` are the replay, with the project's model, of the
+live ratings of HITs of iterations ``<= t`` (``Project.ratings()``, log order). Rank stability between successive
+iterations is Spearman's rho of those estimates (ties get average ranks; rho is undefined, NaN, when either
+vector is constant). Completed iterations are replayed once and cached; the current iteration's point uses the
+live estimates.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from tui.widgets.item_table import ItemColumns
+
+#: Number of bins of the estimates histogram.
+HIST_BINS = 20
+
+
+def centred_ranks(a: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean of their ranks) minus their mean; non-finite entries get NaN."""
+    a = np.asarray(a, dtype=np.float64)
+    out = np.full(a.shape, np.nan)
+    ok = np.isfinite(a)
+    if ok.any():
+        r = rankdata(a[ok])
+        out[ok] = r - r.mean()
+    return out
+
+
+def spearman_from_ranks(ra: np.ndarray, rb: np.ndarray) -> float:
+    """Pearson's r of two rank vectors from :func:`centred_ranks` (pairs with a NaN are dropped, and the ranks
+    then re-ranked so that the result equals :func:`spearman_rho` on the remaining pairs)."""
+    ok = np.isfinite(ra) & np.isfinite(rb)
+    if ok.sum() < 2:
+        return float("nan")
+    if not ok.all():
+        ra, rb = centred_ranks(ra[ok]), centred_ranks(rb[ok])
+    den = np.sqrt(np.dot(ra, ra) * np.dot(rb, rb))
+    if den == 0.0:
+        return float("nan")
+    return float(np.dot(ra, rb) / den)
+
+
+def spearman_rho(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation: Pearson's r of the average ranks (Spearman 1904).
+
+    rho = cov(rank(a), rank(b)) / (sd(rank(a)) sd(rank(b))); NaN when fewer than two items or either vector is
+    constant (no ranking to compare). Non-finite entries are dropped pairwise.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    return spearman_from_ranks(centred_ranks(a[ok]), centred_ranks(b[ok]))
+
+
+@dataclass
+class ConvergenceHistory:
+    """Per-iteration convergence figures (one entry per iteration, the last one live).
+
+    Attributes
+    ----------
+    iterations : int array
+    mean_var, max_var : float arrays
+        Mean and maximum posterior variance on the unit scale (the figures of ``easl status``).
+    rho : float array
+        Spearman's rho between the estimates at the end of this iteration and of the previous one (NaN for the
+        first iteration).
+    """
+
+    iterations: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    mean_var: np.ndarray = field(default_factory=lambda: np.empty(0))
+    max_var: np.ndarray = field(default_factory=lambda: np.empty(0))
+    rho: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+
+@dataclass
+class MonitorSnapshot:
+    """Everything one refresh of the Monitor needs."""
+
+    status: dict
+    columns: ItemColumns
+    hist_counts: np.ndarray
+    hist_edges: np.ndarray
+    history: ConvergenceHistory
+    score_range: tuple[float, float]
+    read_seconds: float
+
+
+def file_signature(path: Path) -> tuple:
+    """(size, mtime_ns) of the project file and of its ``-wal`` and ``-shm`` companions (absent: zeros)."""
+    out = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(f"{path}{suffix}")
+            out.extend((st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            out.extend((0, 0))
+    return tuple(out)
+
+
+def estimates_histogram(estimate: np.ndarray, low: float, high: float, bins: int = HIST_BINS):
+    """Counts of finite estimates in ``bins`` equal bins over [low, high] (``numpy.histogram``)."""
+    values = estimate[np.isfinite(estimate)]
+    return np.histogram(values, bins=bins, range=(low, high))
+
+
+class HistoryReplay:
+    """Replays the live ratings iteration by iteration with the project's model (cached per iteration)."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._completed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._last_estimate: np.ndarray | None = None
+        self.last_ranks: np.ndarray | None = None
+
+    def completed(self, project, current_iteration: int, n_observations: int):
+        """Figures of iterations ``0 .. current_iteration - 1`` and the estimates at the end of the last one.
+
+        Recomputed only when the iteration changes (or the first time); returns
+        ``(iterations, mean_var, max_var, rho, last_estimate)``.
+        """
+        key = (current_iteration,)
+        if self._key == key and self._completed is not None:
+            return (*self._completed, self._last_estimate)
+        from core.models import get_model
+
+        hyper = project.hyper
+        items = project.items()
+        n = len(items)
+        ratings = project.ratings()
+        idx = pd.Index(items["item_id"].astype(str)).get_indexer(ratings["item_id"].astype(str))
+        iteration = pd.to_numeric(ratings["iteration"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        # Ratings outside any HIT count in the iteration that was current when they arrived; lacking that, the
+        # current one (they then appear in the live point only).
+        iteration = np.where(np.isfinite(iteration), iteration, float(current_iteration)).astype(np.int64)
+        group_key = ratings["annotation_id"].astype(str).where(
+            ratings["annotation_id"].notna(), ratings["hit_id"].astype(str) + "\x1f" + ratings["annotator"].astype(str))
+        group = pd.factorize(group_key)[0].astype(np.int64)
+        score01 = np.asarray(hyper.to_unit(ratings["score"].to_numpy(dtype=np.float64)), dtype=np.float64)
+        keep = idx >= 0
+        model = get_model(hyper)
+        state = model.init_state(n)
+        its, mean_var, max_var, rho = [], [], [], []
+        previous: np.ndarray | None = None
+        for t in range(current_iteration):
+            rows = keep & (iteration == t)
+            if rows.any():
+                model.apply(state, idx[rows], score01[rows], group[rows])
+            summary = model.summary(state)
+            estimate = np.asarray(hyper.from_unit(summary["estimate"]), dtype=np.float64)
+            variance = np.asarray(summary["variance"], dtype=np.float64)
+            its.append(t)
+            mean_var.append(float(np.mean(variance)) if n else float("nan"))
+            max_var.append(float(np.max(variance)) if n else float("nan"))
+            rho.append(spearman_rho(previous, estimate) if previous is not None else float("nan"))
+            previous = estimate
+        self._key = key
+        self._completed = (np.asarray(its, dtype=np.int64), np.asarray(mean_var), np.asarray(max_var),
+                           np.asarray(rho))
+        self._last_estimate = previous
+        self.last_ranks = centred_ranks(previous) if previous is not None else None
+        return (*self._completed, self._last_estimate)
+
+
+class SummaryCache:
+    """The model's per-item summary, recomputed only for the items whose state changed since the last call.
+
+    Every model's state is a set of per-item arrays and its summary is item-wise, so the summary of the changed
+    items alone equals the corresponding part of the full summary; a change of shape (or a state that is not
+    per-item) recomputes everything.
+    """
+
+    def __init__(self) -> None:
+        self._state: dict[str, np.ndarray] | None = None
+        self._summary: dict[str, np.ndarray] | None = None
+
+    def summary(self, model, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``model.summary(state)``, reusing the previous result for unchanged items."""
+        n = next(iter(state.values())).shape[0] if state else 0
+        per_item = all(a.ndim == 1 and a.shape[0] == n for a in state.values())
+        old = self._state
+        if not per_item or old is None or old.keys() != state.keys() or any(
+                old[k].shape != state[k].shape for k in state):
+            result = model.summary(state)
+        else:
+            changed = np.zeros(n, dtype=bool)
+            for k, a in state.items():
+                changed |= ~((a == old[k]) | (np.isnan(a) & np.isnan(old[k])))
+            idx = np.flatnonzero(changed)
+            result = {k: v.copy() for k, v in self._summary.items()}
+            if idx.size:
+                part = model.summary({k: a[idx] for k, a in state.items()})
+                for k, v in part.items():
+                    result[k][idx] = v
+        self._state = {k: a.copy() for k, a in state.items()}
+        self._summary = result
+        return result
+
+
+def live_columns(project, item_id: np.ndarray, text: np.ndarray, cache: SummaryCache | None = None) -> ItemColumns:
+    """The table columns of ``Project.estimates()`` computed from the cached state, with the item ids and texts
+    given (they never change in a project, so the Monitor reads them once).
+
+    estimate, ci = ``hyper.from_unit(summary)`` (score range), variance = ``hyper.variance_from_unit`` (times
+    (max - min)^2), n_annotations = the state's live count; the same formulas as ``Project.estimates``.
+    """
+    state = project.state()
+    summary = (cache or SummaryCache()).summary(project.model, state)
+    h = project.hyper
+    return ItemColumns(
+        item_id=item_id,
+        estimate=np.asarray(h.from_unit(summary["estimate"]), dtype=np.float64),
+        ci_low=np.asarray(h.from_unit(summary["ci_low"]), dtype=np.float64),
+        ci_high=np.asarray(h.from_unit(summary["ci_high"]), dtype=np.float64),
+        variance=np.asarray(h.variance_from_unit(summary["variance"]), dtype=np.float64),
+        n_annotations=np.rint(state["count"]).astype(np.int64),
+        text=text,
+    )
+
+
+class MonitorSource:
+    """Reads a project file for the Monitor; meant to live in one worker thread (it keeps no connection open).
+
+    Parameters
+    ----------
+    path : Path
+        The project file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._signature: tuple | None = None
+        self._history = HistoryReplay()
+        self._items: tuple[np.ndarray, np.ndarray] | None = None
+        self._summaries = SummaryCache()
+
+    def poll(self, force: bool = False) -> MonitorSnapshot | None:
+        """Read the project when it changed since the last poll (or when ``force``); None when unchanged."""
+        signature = file_signature(self.path)
+        if not force and signature == self._signature:
+            return None
+        from core.store import Project
+
+        started = time.perf_counter()
+        with Project.open(self.path, readonly=True) as project:
+            status = project.status()
+            if self._items is None or len(self._items[0]) != project.n_items:
+                items = project.items()
+                self._items = (items["item_id"].to_numpy(dtype=object), items["text"].to_numpy(dtype=object))
+            columns = live_columns(project, *self._items, cache=self._summaries)
+            low, high = float(project.hyper.score_min), float(project.hyper.score_max)
+            current = int(status["iteration"])
+            its, mean_var, max_var, rho, last = self._history.completed(project, current,
+                                                                        int(status["n_observations"]))
+        ranks = self._history.last_ranks
+        live_rho = spearman_from_ranks(ranks, centred_ranks(columns.estimate)) if ranks is not None else float("nan")
+        nan = float("nan")
+        history = ConvergenceHistory(
+            iterations=np.append(its, current),
+            mean_var=np.append(mean_var, nan if status.get("mean_variance") is None else status["mean_variance"]),
+            max_var=np.append(max_var, nan if status.get("max_variance") is None else status["max_variance"]),
+            rho=np.append(rho, live_rho),
+        )
+        counts, edges = estimates_histogram(columns.estimate, low, high)
+        self._signature = signature
+        return MonitorSnapshot(status=dict(status), columns=columns, hist_counts=counts, hist_edges=edges,
+                               history=history, score_range=(low, high),
+                               read_seconds=time.perf_counter() - started)
