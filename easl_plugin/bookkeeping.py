@@ -83,10 +83,8 @@ def add_reject(project: Project, location: str, reason: str, payload: object) ->
 
 
 def rejects(project: Project) -> list[dict]:
-    """Rejected Label Studio annotations, oldest first."""
-    rows = project.connection.execute(
-        "SELECT id, created_at, location, reason FROM rejects WHERE source = ? ORDER BY id", (SOURCE,)).fetchall()
-    return [{"id": int(r[0]), "created_at": r[1], "location": r[2], "reason": r[3]} for r in rows]
+    """Rejected Label Studio annotations, oldest first (``Project.rejects`` of source ``label-studio``)."""
+    return project.rejects(source=SOURCE)[0]
 
 
 def put_ids(project: Project, kind: str, pairs: Iterable[tuple[object, object]]) -> None:

@@ -6,8 +6,10 @@ something no longer live retracts nothing (``core/store``, DESIGN.md "The projec
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.errors import UserError
-from core.store import Project
+from core.store import Prepared, Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.events import convert_annotation
 from label_config.layouts import Layout
@@ -57,15 +59,28 @@ def apply_annotation(project: Project, layout: Layout, annotation: dict, task: d
     return "ingested"
 
 
-def apply_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, dict]],
-                      live: dict[str, dict[str, float]] | None = None) -> list[str]:
-    """``apply_annotation`` for many ``(annotation, task)`` pairs with one ``Project.ingest`` call for all the valid
-    ones (one validation and one state update instead of one per annotation). Pairs must have distinct annotation
-    ids. Skips and rejects are handled one by one; if the combined batch is refused (e.g. a HIT withdrawn in the
-    meantime), each annotation is retried alone so that only the bad ones are rejected. Returns the outcomes.
-    """
+@dataclass
+class AnnotationPlan:
+    """What :func:`prepare_annotations` worked out without writing: outcomes known already, the id maps to record,
+    the pairs to apply one by one (skips, invalid), and the valid scores of all the others, validated."""
+
+    pairs: list[tuple[dict, dict]]
+    live: dict[str, dict[str, float]] | None
+    outcomes: list[str]
+    ann_map: list[tuple[str, object]]
+    task_map: list[tuple[object, str]]
+    single: list[int]
+    good: list[int]
+    prepared: Prepared | None
+
+
+def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, dict]],
+                        live: dict[str, dict[str, float]] | None = None) -> AnnotationPlan:
+    """The read-only half of :func:`apply_annotations`: convert every annotation and validate the scores of the
+    valid ones in one batch (``Project.prepare``, under a read snapshot), so that the write half holds the
+    project's write lock only to append."""
     outcomes: list[str] = [""] * len(pairs)
-    ann_map, task_map, good, single = [], [], [], []
+    ann_map, task_map, rows, good, single = [], [], [], [], []
     for k, (ann, task) in enumerate(pairs):
         aid = str(ann["id"])
         data = task.get("data") if isinstance(task.get("data"), dict) else {}
@@ -78,21 +93,42 @@ def apply_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, 
         elif live is not None and live.get(aid) == {r["item_id"]: float(r["score"]) for r in conv.rows}:
             outcomes[k] = "unchanged"
         else:
-            good.append((k, conv.rows))
+            good.append(k)
+            rows.extend(conv.rows)
+    prepared = project.prepare(rows, source=bk.SOURCE) if rows else None
+    return AnnotationPlan(pairs=pairs, live=live, outcomes=outcomes, ann_map=ann_map, task_map=task_map,
+                          single=single, good=good, prepared=prepared)
+
+
+def commit_annotations(project: Project, layout: Layout, plan: AnnotationPlan) -> list[str]:
+    """The write half of :func:`apply_annotations` (one transaction); returns the outcomes."""
+    outcomes = list(plan.outcomes)
+    pairs, live = plan.pairs, plan.live
     with project.transaction():
-        bk.put_ids(project, bk.ANNOTATION, ann_map)
-        bk.put_ids(project, bk.TASK, task_map)
-        for k in single:
+        bk.put_ids(project, bk.ANNOTATION, plan.ann_map)
+        bk.put_ids(project, bk.TASK, plan.task_map)
+        for k in plan.single:
             outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
-        if good:
+        if plan.prepared is not None:
             try:
-                project.ingest([r for _, rows in good for r in rows], source=bk.SOURCE)
-                for k, _ in good:
+                project.ingest(plan.prepared, source=bk.SOURCE)
+                for k in plan.good:
                     outcomes[k] = "ingested"
             except UserError:
-                for k, _ in good:
+                for k in plan.good:
                     outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
     return outcomes
+
+
+def apply_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, dict]],
+                      live: dict[str, dict[str, float]] | None = None) -> list[str]:
+    """``apply_annotation`` for many ``(annotation, task)`` pairs with one ``Project.ingest`` call for all the valid
+    ones (one validation and one state update instead of one per annotation). Pairs must have distinct annotation
+    ids. Skips and rejects are handled one by one; if the combined batch is refused (e.g. a HIT withdrawn in the
+    meantime), each annotation is retried alone so that only the bad ones are rejected. Returns the outcomes.
+    Equals ``commit_annotations(project, layout, prepare_annotations(project, layout, pairs, live))``.
+    """
+    return commit_annotations(project, layout, prepare_annotations(project, layout, pairs, live))
 
 
 def delete_annotations(project: Project, annotation_ids: list[int]) -> int:

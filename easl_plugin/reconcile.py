@@ -26,7 +26,7 @@ import pandas as pd
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient
-from easl_plugin.ingest import apply_annotations, delete_annotations, delete_tasks
+from easl_plugin.ingest import commit_annotations, delete_annotations, delete_tasks, prepare_annotations
 from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
@@ -99,8 +99,9 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
             rep.annotations += 1
             seen_annotations.add(str(ann["id"]))
             pairs.append((dict(ann, task=task["id"]), task))
+    plan = prepare_annotations(project, layout, pairs, live)  # validation outside the write gate (reads only)
     with gate:
-        outcomes = apply_annotations(project, layout, pairs, live)
+        outcomes = commit_annotations(project, layout, plan)
     rep.ingested = outcomes.count("ingested")
     rep.skipped = outcomes.count("skipped")
     rep.rejected = outcomes.count("rejected")

@@ -17,7 +17,9 @@ small batches (group commit: one transaction for whatever arrived while the prev
 handlers when their batch is on disk. While the worker holds the project file's write lock (applying a batch of
 events takes tens of milliseconds), the writer does not wait for it: it appends the batch to a spill journal next
 to the project file (``journal.py``; written and fsync'd before the acknowledgement) and moves it into the
-``events`` table, in arrival order, as soon as the lock is free. Malformed bodies get HTTP 400 with the reason; bodies over the size limit
+``events`` table, in arrival order, as soon as the lock is free (in the same transaction as the next batch, or when
+idle). The writer never blocks on the lock: a webhook arriving at any moment finds it ready (acknowledgement
+p99 about 13 ms under 50 concurrent senders while the worker applies, ``bench/bench_plugin.py``). Malformed bodies get HTTP 400 with the reason; bodies over the size limit
 get 413. Optional HTTP basic auth guards every endpoint but ``/health``; an optional shared secret header guards
 ``/webhook``. Secrets are compared in constant time and never logged.
 """
@@ -131,7 +133,8 @@ class EventWriter:
                 try:  # while events wait in the journal, wake up regularly to move them
                     first = self._q.get(timeout=0.02 if journal.count else None)
                 except queue.Empty:
-                    if self.gate.acquire(True, 0.5):
+                    # never wait for the worker here: a webhook arriving meanwhile must find this thread free
+                    if self.gate.acquire(False):
                         try:
                             self._move(project, journal)
                         finally:
@@ -158,9 +161,14 @@ class EventWriter:
                 events = [(a, p) for _, _, a, p in batch]
                 try:
                     if self.gate.acquire(False):
-                        try:  # the file is free: journaled events first (arrival order), then this batch
-                            self._move(project, journal)
-                            outcome: list = bookkeeping.enqueue(project, events)
+                        try:  # the file is free: journaled events first (arrival order), then this batch, in one
+                            with project.transaction():  # transaction (one fsync)
+                                moved = journal.count > 0
+                                if moved:
+                                    bookkeeping.move_journal(project, journal.read())
+                                outcome: list = bookkeeping.enqueue(project, events)
+                            if moved:
+                                self._clear(journal)
                         finally:
                             self.gate.release()
                     else:  # the worker is applying: spill to the journal instead of waiting for it
@@ -198,7 +206,16 @@ class EventWriter:
         if journal.count == 0:
             return
         bookkeeping.move_journal(project, journal.read())
-        journal.clear()
+        EventWriter._clear(journal)
+
+    @staticmethod
+    def _clear(journal: Journal) -> None:
+        """Empty the journal after a committed move; if that fails, the next move skips the moved records
+        (``journal.py``), so the failure costs nothing but a log line."""
+        try:
+            journal.clear()
+        except OSError as exc:
+            log.warning("could not empty %s (its moved records will be skipped): %s", journal.path, exc)
 
 
 def _resolve(fut: asyncio.Future, res) -> None:

@@ -7,9 +7,8 @@ drawn by ``core.selection.select_hits(..., n_hits=1, exclude=mask)`` where ``mas
 HIT, so no item is ever in two open HITs. DA projects use ``select_least_annotated`` the same way.
 
 Each top-up is recorded as a new (small) iteration of the project file so that the engine's HIT bookkeeping,
-validation and ``easl verify`` apply unchanged. The iteration is written with the store's own iteration writer
-(``core.store.project._insert_iteration``) inside ``Project.transaction()``: the store has no public call that
-adds HITs chosen outside ``next_hits`` (noted for the store's owner).
+validation and ``easl verify`` apply unchanged. The iteration is written with ``Project.add_hits`` inside the same
+``Project.transaction()`` as the selection, so the state read, the open-item mask and the new HITs are consistent.
 """
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ import numpy as np
 
 from core import selection
 from core.store import Project
-from core.store import project as store_project
 from easl_plugin.client import LabelStudioClient
 from easl_plugin.push import push
 from label_config.layouts import Layout
@@ -43,7 +41,7 @@ def select_top_up(project: Project, n_target: int) -> int:
     One transaction; the generator is ``default_rng([seed, iteration])`` of the new iteration, as in batch mode.
     """
     hyper = project.hyper
-    with project.transaction() as conn:
+    with project.transaction():
         mask, n_open = open_item_mask(project)
         need = n_target - n_open
         if need <= 0 or project.n_items == 0:
@@ -69,8 +67,7 @@ def select_top_up(project: Project, n_target: int) -> int:
             mask[hit[0]] = True
         if not rows:
             return 0
-        seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM observations").fetchone()[0])
-        store_project._insert_iteration(conn, iteration, np.vstack(rows), seq)
+        project.add_hits(np.vstack(rows))
         return len(rows)
 
 

@@ -29,7 +29,8 @@ from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.events import deleted_annotation_ids, deleted_task_ids
-from easl_plugin.ingest import apply_annotation, apply_annotations, delete_annotations, delete_tasks
+from easl_plugin.ingest import (apply_annotation, commit_annotations, delete_annotations, delete_tasks,
+                                prepare_annotations)
 from easl_plugin.push import push_batch
 from easl_plugin.reconcile import reconcile
 from easl_plugin.streaming import push_streaming
@@ -221,7 +222,7 @@ class Worker:
                 if batch[i][1] in ANNOTATION_KINDS:
                     while j < len(batch) and batch[j][1] in ANNOTATION_KINDS:
                         j += 1
-                    self._with_gate(lambda run=batch[i:j]: self._apply_run(project, linked, run))
+                    self._apply_run(project, linked, batch[i:j])  # takes the gate for its writes only
                 else:
                     self._with_gate(lambda ev=batch[i]: self._apply_one(project, linked, *ev))
                 n += j - i
@@ -253,6 +254,9 @@ class Worker:
             bk.finish(project, event_id, error=f"{exc.__class__.__name__}: {exc}", failed=True)
 
     def _apply_run(self, project: Project, linked: LinkedProject, run: list[tuple[int, str, str]]) -> None:
+        """Apply a run of annotation events: parse, convert and validate outside the write gate (reads only),
+        then write through the gate (``ingest.commit_annotations``; validation is repeated inside only if a HIT
+        named by the run was created or withdrawn in between)."""
         notes: dict[int, str | None] = {}
         failed: dict[int, str] = {}
         latest: dict[str, tuple[int, dict]] = {}
@@ -272,20 +276,20 @@ class Worker:
             if aid in latest:
                 notes[latest[aid][0]] = f"superseded by event {event_id}"
             latest[aid] = (event_id, payload)
+        order = list(latest.values())
         try:
-            self._apply_latest(project, linked, latest, notes, failed)
+            plan = prepare_annotations(project, linked.layout, [(p["annotation"], p["task"]) for _, p in order])
+            self._with_gate(lambda: self._apply_latest(project, linked, order, plan, notes, failed))
         except sqlite3.OperationalError:
             raise
         except Exception as exc:  # unexpected: fall back to one event per transaction, which records failures
             log.error("annotation batch failed (%s); applying its events one by one", exc)
             for event_id, kind, text in run:
-                self._apply_one(project, linked, event_id, kind, text)
+                self._with_gate(lambda ev=(event_id, kind, text): self._apply_one(project, linked, *ev))
 
-    def _apply_latest(self, project, linked, latest, notes, failed) -> None:
+    def _apply_latest(self, project, linked, order, plan, notes, failed) -> None:
         with project.transaction():
-            order = list(latest.values())
-            outcomes = apply_annotations(project, linked.layout,
-                                         [(p["annotation"], p["task"]) for _, p in order])
+            outcomes = commit_annotations(project, linked.layout, plan)
             for (event_id, _), out in zip(order, outcomes):
                 notes[event_id] = None if out == "ingested" else out
             for event_id, note in notes.items():

@@ -198,6 +198,58 @@ def test_ingest_errors_and_skip_invalid(tmp_path, items_csv, capsys):
     assert main(["ingest", str(project), str(path), "--skip-invalid", "--rejects", str(tmp_path / "r.jsonl")]) == 0
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 3
     verify_ok(project)
+    # easl status lists the rejects of both --skip-invalid runs with their reasons, oldest first
+    capsys.readouterr()
+    assert main(["status", str(project), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["n_rejects"] == 6 and status["rejects_not_shown"] == 0
+    assert [(r["location"], r["reason"]) for r in status["rejects"]] == 2 * [
+        (f"{path}:4", "score: not a number ('high')"),
+        (f"{path}:7", "score: 250 is outside the project's score range [0, 100]"),
+        (f"{path}:9", "item_id: unknown item 'ghost'")]
+    assert {r["source"] for r in status["rejects"]} == {str(path)}
+
+
+def test_status_lists_the_most_recent_rejects_with_reasons(tmp_path, items_csv, capsys):
+    project = tmp_path / "p.easl"
+    assert main(["init", str(project), "--items", str(items_csv)]) == 0
+    with Project.open(project) as p:
+        for k in range(13):
+            p.add_reject(source="label-studio" if k % 2 else "ann.csv", location=f"task {100 + k}",
+                         reason=f"result[0] (score_0): score {200 + k} is outside [0, 100]")
+        p.set_meta("ls.last_reconciliation", "2026-11-22T06:00:00+00:00")
+    capsys.readouterr()
+    assert main(["status", str(project), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["n_rejects"] == 13 and status["rejects_not_shown"] == 3
+    assert [r["location"] for r in status["rejects"]] == [f"task {100 + k}" for k in range(3, 13)]
+    assert status["rejects"][-1] == {"id": 13, "created_at": status["rejects"][-1]["created_at"],
+                                     "source": "ann.csv", "location": "task 112",
+                                     "reason": "result[0] (score_0): score 212 is outside [0, 100]"}
+    assert status["events"] == {"pending": 0, "done": 0, "failed": 0}
+    assert status["last_reconciliation"] == "2026-11-22T06:00:00+00:00"
+    # the text form: the reasons, how many more, and where to see them all
+    assert main(["status", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "most recent rejected annotations (10 of 13, oldest first):" in out
+    assert "[label-studio] task 111: result[0] (score_0): score 211 is outside [0, 100]" in out
+    assert "task 102" not in out
+    assert f"... and 3 more; `easl ls status {project}` lists every Label Studio reject" in out
+    assert "2026-11-22T06:00:00+00:00" in out
+    # --rejects N
+    assert main(["status", str(project), "--json", "--rejects", "20"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert len(status["rejects"]) == 13 and status["rejects_not_shown"] == 0
+    assert main(["status", str(project), "--rejects", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "most recent rejected" not in out and "... and 13 more" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["status", str(project), "--rejects", "-1"])
+    assert exc.value.code == 2
+    # easl ls status shares the reading code: every Label Studio reject, oldest first
+    assert main(["ls", "status", str(project), "--json"]) == 0
+    link = json.loads(capsys.readouterr().out)
+    assert [r["location"] for r in link["rejects"]] == [f"task {100 + k}" for k in range(1, 13, 2)]
 
 
 def test_user_and_usage_errors_exit_codes(tmp_path):

@@ -410,7 +410,16 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
     assert out["last_reconciliation"] is not None and out["events"]["failed"] == 0
     link = json.loads(easl("ls", "status", str(path), "--json").stdout)
     assert link["linked"] and link["ls_project_id"] == pid and link["events"]["pending"] == 0
-    assert link["last_reconciliation_report"]["tasks"] >= len(ls_hits)
+
+    def reconciled_all():  # the periodic reconciliation (every 3 s) also saw the tasks pushed last
+        from core.store import Project
+        from easl_plugin import bookkeeping as bk
+
+        with Project.open(path, readonly=True) as p:
+            report = bk.get_meta(p, bk.KEY_RECONCILIATION_REPORT)
+        return report is not None and json.loads(report)["tasks"] >= len(ls_hits)
+
+    wait_for(reconciled_all, "a reconciliation covering every task", 30)
     assert any("score 150 is outside" in r["reason"] for r in link["rejects"])
     text = easl("ls", "status", str(path)).stdout
     assert "rejected annotations: 2" in text and "unknown control 'mystery'" in text

@@ -457,6 +457,124 @@ def test_next_iteration_starts_only_when_every_hit_is_complete(tmp_path):
         assert_verified(p)
 
 
+def test_add_hits_records_a_new_iteration_of_open_hits(tmp_path):
+    rng = np.random.default_rng(12)
+    with new_project(tmp_path, n=20, hit_size=5) as p:
+        first = p.next_hits()
+        p.ingest(answer(first[:2], rng), source="a")  # first[2:] stay open
+        busy = {it["item_id"] for h in first[2:] for it in h["items"]}
+        index = p.item_index()
+        free = np.flatnonzero(~index.isin(sorted(busy)))
+        assert free.size == 10
+        added = p.add_hits(np.vstack([free[:5], free[5:]]))
+        assert p.iteration() == 1
+        assert [h["hit_id"] for h in added] == ["it1-0", "it1-1"]
+        assert [[it["item_id"] for it in h["items"]] for h in added] == \
+            [index[free[:5]].tolist(), index[free[5:]].tolist()]
+        assert all(h["status"] == "open" for h in p.hits(1))
+        assert p.connection.execute("SELECT n_hits FROM iterations WHERE iteration = 1").fetchone()[0] == 2
+        # the new HITs take scores like any other, and complete
+        p.ingest(answer(added, rng), source="b")
+        assert [h["status"] for h in p.hits(1)] == ["complete", "complete"]
+        # an empty selection adds nothing
+        assert p.add_hits(np.empty((0, 5), dtype=np.int64)) == []
+        assert p.iteration() == 1
+        assert_verified(p)
+
+
+def test_add_hits_refuses_items_in_open_hits_and_malformed_input(tmp_path):
+    with new_project(tmp_path, n=20, hit_size=5) as p:
+        open_item = p.item_index().get_loc(p.next_hits()[0]["items"][2]["item_id"])
+        before = dump(tmp_path / "p.easl")
+        with pytest.raises(ValueError, match=r"already in the open HIT 'it0-\d+'"):
+            p.add_hits([[open_item]])
+        with pytest.raises(ValueError, match="appears more than once"):
+            p.add_hits([[1, 2], [3, 1]])
+        with pytest.raises(ValueError, match="0..19"):
+            p.add_hits([[0, 20]])
+        with pytest.raises(ValueError, match="width 6"):
+            p.add_hits([[0, 1, 2, 3, 4, 5]])
+        with pytest.raises(ValueError, match="2-d integer array"):
+            p.add_hits([0, 1, 2])
+        with pytest.raises(ValueError, match="2-d integer array"):
+            p.add_hits([[0.5, 1.0]])
+        # inside a caller's transaction, a refusal rolls back only the savepoint; the caller decides
+        with p.transaction():
+            p.set_meta("note", "kept")
+            with pytest.raises(ValueError):
+                p.add_hits([[open_item]])
+        assert p.get_meta("note") == "kept"
+        assert p.iteration() == 0
+    with Project.open(tmp_path / "p.easl", readonly=True) as r:
+        with pytest.raises(UserError, match="read-only"):
+            r.add_hits([[0]])
+    after = [s for s in dump(tmp_path / "p.easl") if "'note'" not in s]
+    assert after == before
+
+
+def test_prepared_rows_ingest_like_plain_rows_and_revalidate_when_hits_change(tmp_path):
+    rng = np.random.default_rng(5)
+    with new_project(tmp_path, name="a.easl", n=20, hit_size=5) as a, \
+            new_project(tmp_path, name="b.easl", n=20, hit_size=5) as b:
+        hits = a.next_hits()
+        rows = answer(hits[:2], rng, with_annotation_id=True)
+        rows.loc[3, "score"] = 300  # one invalid row
+        prepared = a.prepare(rows, source="ls")
+        assert prepared.batch.rejects["reason"].tolist() == ["300 is outside the project's score range [0, 100]"]
+        with pytest.raises(UserError, match="1 of 10 rows are invalid"):
+            a.ingest(prepared, source="ls")
+        good = rows.drop(index=3)
+        ra = a.ingest(a.prepare(good, source="ls"), source="ls")
+        rb = b.ingest(good, source="ls")
+        assert ra.as_dict() == rb.as_dict() == {"rows": 9, "new": 9, "duplicate": 0, "superseded": 0,
+                                                "rejected": 0, "rebuilt": False}
+        for name in a.state():
+            np.testing.assert_array_equal(a.state()[name], b.state()[name])
+        assert a.ratings().drop(columns="created_at").equals(b.ratings().drop(columns="created_at"))
+        # a HIT retracted between prepare and ingest: validated again inside the transaction, so refused
+        late = answer(hits[2:3], rng, annotator="late")
+        prepared = a.prepare(late, source="ls")
+        assert prepared.batch.rejects.empty
+        a.retract_hit(hits[2]["hit_id"], source="ls")
+        with pytest.raises(UserError, match="was retracted"):
+            a.ingest(prepared, source="ls")
+        # rows prepared for another project are refused
+        with pytest.raises(ValueError, match="prepared for"):
+            b.ingest(a.prepare(good, source="ls"), source="ls")
+        assert_verified(a)
+
+
+@pytest.mark.parametrize("method", ["easl", "ra"])
+def test_small_ingests_patch_the_cached_state_in_place(tmp_path, method):
+    """A small ingest rewrites only the changed state values (incremental blob I/O); the cache stays equal to a
+    replay through appends, supersedes and retractions, and the state rows keep their identity."""
+    rng = np.random.default_rng(21)
+    with new_project(tmp_path, n=400, hit_size=5, method=method) as p:
+        statements: list[str] = []
+        p.connection.set_trace_callback(statements.append)
+        hits = p.next_hits()
+        for k in range(6):
+            before = p.state()
+            rows = answer(hits[k:k + 1], rng, annotator=f"a{k}", with_annotation_id=True)
+            p.ingest(rows, source="s")
+            after = p.state()
+            touched = p.item_index().get_indexer(rows["item_id"])
+            untouched = np.setdiff1d(np.arange(400), touched)
+            for name in after:
+                np.testing.assert_array_equal(after[name][untouched], before[name][untouched])
+            assert (after["count"][touched] == before["count"][touched] + 1).all()
+            assert not [s for s in statements if s.startswith(("INSERT INTO state", "DELETE FROM state"))]
+            assert_verified(p)
+        # supersede and retract take the same path
+        rows.loc[0, "score"] = 100 - rows.loc[0, "score"] + 0.5
+        p.ingest(rows, source="s2")
+        assert_verified(p)
+        p.retract(["a2-" + hits[2]["hit_id"]], source="del")
+        assert p.state()["count"][p.item_index().get_indexer([it["item_id"] for it in hits[2]["items"]])].sum() == 0
+        assert_verified(p)
+        p.connection.set_trace_callback(None)
+
+
 def run_loop(tmp_path, name, seed, iterations=3, method="easl"):
     rng = np.random.default_rng(99)  # same simulated answers in every run
     history = []

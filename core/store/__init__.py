@@ -3,7 +3,7 @@
 Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`IngestReport`, :func:`read_items`.
 """
 from core.store.items import read_items
-from core.store.project import ESTIMATE_COLUMNS, RATING_COLUMNS, IngestReport, Project
+from core.store.project import ESTIMATE_COLUMNS, RATING_COLUMNS, IngestReport, Prepared, Project
 from core.store.schema import SCHEMA_VERSION
 
-__all__ = ["Project", "IngestReport", "read_items", "SCHEMA_VERSION", "ESTIMATE_COLUMNS", "RATING_COLUMNS"]
+__all__ = ["Project", "Prepared", "IngestReport", "read_items", "SCHEMA_VERSION", "ESTIMATE_COLUMNS", "RATING_COLUMNS"]

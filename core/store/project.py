@@ -102,6 +102,28 @@ def _hit_ids(iteration: int, n_hits: int) -> list[str]:
     return [f"it{iteration}-{j:0{width}d}" for j in range(n_hits)]
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """Annotation rows validated by :meth:`Project.prepare`, to pass to :meth:`Project.ingest`.
+
+    Attributes
+    ----------
+    path : the project file they were validated against.
+    name : file name or source (for messages).
+    frame, locations : the normalised rows and their locations.
+    batch : core.store.validation.Batch (``batch.rejects`` lists the invalid rows with reasons).
+    hit_ids, fingerprint : the HITs the rows name, and which of them existed / were retracted at validation.
+    """
+
+    path: str
+    name: str
+    frame: pd.DataFrame
+    locations: np.ndarray
+    batch: Batch
+    hit_ids: list[str]
+    fingerprint: tuple
+
+
 class Project:
     """An open project file. Use :meth:`create` or :meth:`open`; close with :meth:`close` or ``with``.
 
@@ -360,6 +382,23 @@ class Project:
             conn.execute("INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
                          (now(), source, location, reason, text))
 
+    def rejects(self, *, source: str | None = None, limit: int | None = None) -> tuple[list[dict], int]:
+        """Rejected inputs with their reasons: ``(records, total)``.
+
+        ``records`` are the most recent ``limit`` rejects (all when None) of ``source`` (every source when None),
+        oldest first, each ``{"id", "created_at", "source", "location", "reason"}``; ``total`` counts every reject
+        of that source, so ``total - len(records)`` were left out.
+        """
+        if limit is not None and limit < 0:
+            raise ValueError(f"rejects: limit must be >= 0, got {limit}.")
+        where, params = ("WHERE source = ?", (source,)) if source is not None else ("", ())
+        with self._reading() as conn:
+            total = int(conn.execute(f"SELECT COUNT(*) FROM rejects {where}", params).fetchone()[0])
+            rows = conn.execute(f"SELECT id, created_at, source, location, reason FROM rejects {where} "
+                                f"ORDER BY id DESC LIMIT ?", params + (-1 if limit is None else int(limit),)).fetchall()
+        return ([{"id": int(r[0]), "created_at": r[1], "source": r[2], "location": r[3], "reason": r[4]}
+                 for r in reversed(rows)], total)
+
     def map_external(self, kind: str, external_id: str, local_id: str) -> None:
         """Record ``external_id`` (of an outside system, e.g. a Label Studio task id) for ``local_id``;
         idempotent; an external id already mapped to another local id raises UserError."""
@@ -487,6 +526,63 @@ class Project:
                                          pool=hyper.partner_pool, rng=rng)
         _insert_iteration(conn, iteration, np.asarray(hits, dtype=np.int64), _max_seq(conn))
 
+    def add_hits(self, hits) -> list[dict]:
+        """Record HITs chosen outside :meth:`next_hits` (e.g. the Label Studio plugin's streaming top-ups, which
+        run Algorithm 1 of Sakaguchi & Van Durme 2018 with one anchor at a time) as a new iteration.
+
+        The new iteration is ``t = iteration() + 1``; its HITs get the ids ``it{t}-{j}`` like those of
+        :meth:`next_hits`, are ``open``, and count toward completion, validation and ``easl verify`` as usual.
+        One transaction (joins the caller's :meth:`transaction`, so a caller can read the state, select and add
+        atomically).
+
+        Parameters
+        ----------
+        hits : array-like of int, shape (n_hits, width)
+            Item positions in model-array order (:meth:`item_index`), one row per HIT, as
+            ``core.selection.select_hits`` returns them; ``1 <= width <= hit_size``.
+
+        Returns
+        -------
+        list of dict
+            The new HIT records (``hit_id, iteration, items``), in row order; empty (and no iteration started)
+            when ``hits`` has no rows.
+
+        Raises
+        ------
+        ValueError
+            ``hits`` is not a 2-d integer array of width 1..hit_size, an index is out of range, an item repeats
+            within the given HITs, or an item is already in an open HIT (of any iteration): no item may be in two
+            open HITs.
+        """
+        self._writable()
+        arr = np.asarray(hits)
+        if arr.ndim != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise ValueError(f"add_hits: hits must be a 2-d integer array (n_hits, width), got shape {arr.shape} "
+                             f"and dtype {arr.dtype}.")
+        arr = arr.astype(np.int64, copy=False)
+        if arr.shape[0] == 0:
+            return []
+        if not 1 <= arr.shape[1] <= self.hyper.hit_size:
+            raise ValueError(f"add_hits: HIT width {arr.shape[1]} is outside 1..hit_size ({self.hyper.hit_size}).")
+        flat = arr.reshape(-1)
+        if flat.min() < 0 or flat.max() >= self.n_items:
+            raise ValueError(f"add_hits: item positions must lie in 0..{self.n_items - 1}.")
+        uniq, counts = np.unique(flat, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(f"add_hits: item position {int(uniq[counts > 1][0])} appears more than once in the "
+                             f"given HITs.")
+        with self.transaction() as conn:
+            _fill_temp(conn, "_new_items", flat.tolist())
+            clash = conn.execute(
+                "SELECT hi.item_idx, h.hit_id FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id "
+                "WHERE h.status = 'open' AND hi.item_idx IN (SELECT v FROM temp._new_items) LIMIT 1").fetchone()
+            if clash is not None:
+                raise ValueError(f"add_hits: item position {clash[0]} is already in the open HIT {clash[1]!r}; no "
+                                 f"item may be in two open HITs.")
+            iteration = self.iteration() + 1
+            _insert_iteration(conn, iteration, arr, _max_seq(conn))
+            return self._hit_records(conn, "h.iteration = ?", (iteration,))
+
     # --------------------------------------------------------------------------------------------------- ingest
 
     def _hits_frame(self, conn: sqlite3.Connection, hit_ids: Iterable[str]) -> pd.DataFrame:
@@ -508,8 +604,25 @@ class Project:
         with self._reading() as conn:
             return self._validate(conn, frame, locations)
 
-    def _validate(self, conn, frame, locations) -> Batch:
-        hits = self._hits_frame(conn, id_strings(frame["hit_id"]).dropna().unique().tolist())
+    def prepare(self, rows, *, source: str) -> "Prepared":
+        """Validate annotation rows under a read snapshot, outside any write transaction, for a later
+        :meth:`ingest` (which then skips validation if the HITs the rows name are as they were).
+
+        Validation depends on the project only through the item ids (fixed), the items of each HIT (fixed) and
+        which of the named HITs exist and which are retracted; :meth:`ingest` re-reads those inside its
+        transaction and validates again if they changed, so the result is the same as ``ingest(rows)``. A front
+        end that serialises writers (the Label Studio worker) thus holds the write lock for the append only.
+        """
+        frame, locations, name = normalize_rows(rows, source)
+        hit_ids = _named_hits(frame)
+        with self._reading() as conn:
+            batch = self._validate(conn, frame, locations, hit_ids)
+            fingerprint = _hit_fingerprint(conn, hit_ids)
+        return Prepared(path=self.path, name=name, frame=frame, locations=locations, batch=batch,
+                        hit_ids=hit_ids, fingerprint=fingerprint)
+
+    def _validate(self, conn, frame, locations, hit_ids: list[str] | None = None) -> Batch:
+        hits = self._hits_frame(conn, _named_hits(frame) if hit_ids is None else hit_ids)
         return validate(frame, locations, item_index=self.item_index(), hits=hits,
                         score_min=self.hyper.score_min, score_max=self.hyper.score_max,
                         needs_whole_hit=self.model.needs_whole_hit, method=self.hyper.method)
@@ -519,9 +632,10 @@ class Project:
 
         Parameters
         ----------
-        rows : core.tables.Table, DataFrame or list of dicts
+        rows : core.tables.Table, DataFrame, list of dicts, or Prepared
             ``item_id``, ``score`` (on the project's score range) and optional ``hit_id``, ``annotator``,
-            ``annotation_id``, ``created_at``, ``location``.
+            ``annotation_id``, ``created_at``, ``location``; or the result of :meth:`prepare` on this project
+            (validated already; validated again only if a HIT it names was created or retracted since).
         source : str
             Where the rows come from (a file name, ``"labelstudio"``); stored with each observation.
         skip_invalid : bool
@@ -538,10 +652,19 @@ class Project:
             Some row is invalid and ``skip_invalid`` is False: the message lists every bad row as
             ``file:line: field: reason``; nothing is written.
         """
-        frame, locations, name = normalize_rows(rows, source)
+        prepared = rows if isinstance(rows, Prepared) else None
+        if prepared is not None:
+            if prepared.path != self.path:
+                raise ValueError(f"ingest: rows prepared for {prepared.path}, not {self.path}.")
+            frame, locations, name = prepared.frame, prepared.locations, prepared.name
+        else:
+            frame, locations, name = normalize_rows(rows, source)
         report = IngestReport(n_rows=len(frame))
         with self.transaction() as conn:
-            batch = self._validate(conn, frame, locations)
+            if prepared is not None and _hit_fingerprint(conn, prepared.hit_ids) == prepared.fingerprint:
+                batch = prepared.batch
+            else:
+                batch = self._validate(conn, frame, locations)
             report.rejects = batch.rejects
             report.rejected = len(batch.rejects)
             if report.rejected and not skip_invalid:
@@ -885,17 +1008,61 @@ def _fill_temp(conn: sqlite3.Connection, name: str, values: list) -> None:
     conn.executemany(f"INSERT OR IGNORE INTO temp.{name}(v) VALUES (?)", ((v,) for v in values))
 
 
+def _named_hits(frame: pd.DataFrame) -> list[str]:
+    """The distinct HIT ids a batch of annotation rows names."""
+    return id_strings(frame["hit_id"]).dropna().unique().tolist()
+
+
+def _hit_fingerprint(conn: sqlite3.Connection, hit_ids: list[str]) -> tuple:
+    """What validation reads of the project besides fixed data: which of ``hit_ids`` exist and are retracted."""
+    if not hit_ids:
+        return ()
+    return tuple(conn.execute("SELECT hit_id, status = 'retracted' FROM hits WHERE hit_id IN "
+                              "(SELECT value FROM json_each(?)) ORDER BY hit_id", (json.dumps(hit_ids),)).fetchall())
+
+
 def _max_seq(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM observations").fetchone()[0])
 
 
+STATE_PATCH_FRACTION = 1 / 16  # patch the cached arrays in place when at most this share of each one changed
+
+
 def _save_state(conn: sqlite3.Connection, state: dict[str, np.ndarray], seq: int) -> None:
-    rows = []
-    for name, arr in state.items():
-        a = np.ascontiguousarray(arr, dtype=np.float64)
-        rows.append((name, "<f8", json.dumps(list(a.shape)), a.astype("<f8").tobytes()))
-    conn.execute("DELETE FROM state")
-    conn.executemany("INSERT INTO state(name, dtype, shape, data) VALUES (?, ?, ?, ?)", rows)
+    """Store the model arrays and the log position they reflect.
+
+    When the stored arrays have the same names and shapes, only the values that differ (bit for bit) are written,
+    in place with SQLite's incremental blob I/O: a small ingest then writes a few pages instead of the whole state
+    (3 arrays x 8 bytes x N items), which keeps transactions and the WAL small on large projects. Otherwise (new
+    file, or many values changed) the rows are rewritten whole. Either way the stored bytes equal ``state``.
+    """
+    arrays = {name: np.ascontiguousarray(arr, dtype="<f8") for name, arr in state.items()}
+    stored = {name: (rowid, dtype, shape, data) for rowid, name, dtype, shape, data in
+              conn.execute("SELECT rowid, name, dtype, shape, data FROM state")}
+    changes: dict[str, np.ndarray] | None = None
+    if set(stored) == set(arrays) and all(stored[n][1] == "<f8" and json.loads(stored[n][2]) == list(a.shape)
+                                          for n, a in arrays.items()):
+        changes = {n: np.flatnonzero(np.frombuffer(stored[n][3], dtype="<u8") != a.reshape(-1).view(np.uint64))
+                   for n, a in arrays.items()}
+        if any(c.size > STATE_PATCH_FRACTION * arrays[n].size for n, c in changes.items()):
+            changes = None
+    if changes is None:
+        conn.execute("DELETE FROM state")
+        conn.executemany("INSERT INTO state(name, dtype, shape, data) VALUES (?, ?, ?, ?)",
+                         [(name, "<f8", json.dumps(list(a.shape)), a.tobytes()) for name, a in arrays.items()])
+    else:
+        for name, changed in changes.items():
+            if changed.size == 0:
+                continue
+            # runs of consecutive changed values: one seek + write each
+            breaks = np.flatnonzero(np.diff(changed) != 1) + 1
+            starts = changed[np.r_[0, breaks]]
+            ends = changed[np.r_[breaks - 1, changed.size - 1]] + 1
+            flat = arrays[name].reshape(-1)
+            with conn.blobopen("state", "data", stored[name][0]) as blob:
+                for start, end in zip(starts.tolist(), ends.tolist()):
+                    blob.seek(start * 8)
+                    blob.write(flat[start:end].tobytes())
     conn.execute("INSERT INTO meta(key, value) VALUES ('state_seq', ?) ON CONFLICT(key) DO UPDATE SET "
                  "value = excluded.value", (str(int(seq)),))
 
