@@ -73,6 +73,23 @@ def test_bootstrap_output_dir_and_json(tmp_path, capsys):
     assert written["systems"]["model"]["ci"] == d["systems"]["model"]["ci"]
     eval_csv = pd.read_csv(out / "eval.csv")
     assert eval_csv.loc[0, "qwk"] == pytest.approx(d["systems"]["model"]["observed"]["qwk"])
+    fair = d["fairness"]["L1"]["model"]
+    assert set(fair["ci"]) == {"osa", "osd", "csd"}
+    fair_csv = pd.read_csv(out / "fairness_L1.csv")
+    osd = fair_csv[fair_csv.metric == "Overall score difference"].iloc[0]
+    assert [osd.ci_low, osd.ci_high] == pytest.approx(fair["ci"]["osd"])
+    assert osd.ci_low <= fair["osd"]["value"] <= osd.ci_high
+
+
+def test_fairness_intervals_in_the_table(tmp_path, capsys):
+    df = frame()
+    df.loc[0, "L1"] = "solo"
+    path = write(df, tmp_path / "s.csv")
+    assert main(["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--scale", "1", "5",
+                 "--group", "L1", "--bootstrap", "20"]) == 0
+    out = " ".join(capsys.readouterr().out.split())      # rich wraps long notes
+    assert "Fairness by L1" in out and "CI" in out and "OSD adjR2" in out
+    assert "interval n/a" in out and "solo has 1" in out
 
 
 def test_null_with_reason_in_json(tmp_path, capsys):

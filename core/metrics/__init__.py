@@ -2,7 +2,7 @@
 
 scikit-learn style: arrays in, numbers out, explicit parameters, validated input. Undefined values are NaN with an
 :class:`UndefinedMetricWarning` naming the reason (never an exception for degenerate data). Definitions and
-conventions: ``docs/guide/evaluate.md`` and the docstrings (formula and source on every function).
+conventions: the README (section "Evaluating scoring systems") and the docstrings (formula and source on every function).
 
 Stable public API (used by ``easl evaluate`` and ``core.simulate``):
 
@@ -16,9 +16,9 @@ Chance-corrected agreement (``ratings`` responses x raters, NaN = missing; expli
 True score
     variance_of_errors, true_score_variance, mse_true, prmse, true_score_evaluation, rating_counts
 Fairness
-    fairness_analysis
+    fairness_analysis, fairness_resampled (vectorised over bootstrap resamples)
 Uncertainty
-    bootstrap_prmse, resample_chunks, percentile_interval, bootstrap_ci, fisher_z_ci
+    bootstrap_prmse, bootstrap_fairness, resample_chunks, percentile_interval, bootstrap_ci, fisher_z_ci
 Data model and the whole pipeline
     Scale, apply_score_policy, observed_metrics (every observed key for one pair, one pass),
     evaluate (returns the JSON-ready report object)
@@ -35,9 +35,9 @@ from core.metrics.agreement import (
     scott_pi,
 )
 from core.metrics.association import kendall_tau_b, spearman_rho
-from core.metrics.bootstrap import bootstrap_ci, bootstrap_prmse, fisher_z_ci, percentile_interval, resample_chunks
+from core.metrics.bootstrap import bootstrap_ci, bootstrap_fairness, bootstrap_prmse, fisher_z_ci, percentile_interval, resample_chunks
 from core.metrics.data import Scale, apply_score_policy, rating_counts
-from core.metrics.fairness import fairness_analysis
+from core.metrics.fairness import fairness_analysis, fairness_resampled
 from core.metrics.krippendorff import krippendorff_alpha
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
 from core.metrics.observed import (
@@ -73,6 +73,6 @@ __all__ = [
     "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa", "krippendorff_alpha_weighted",
     "chance_corrected_agreement", "gwet_standard_errors", "agreement_weights", "krippendorff_alpha",
     "variance_of_errors", "true_score_variance", "mse_true", "prmse", "true_score_evaluation",
-    "fairness_analysis", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "fisher_z_ci", "resample_chunks",
+    "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "fisher_z_ci", "resample_chunks",
     "evaluate", "Evaluation", "observed_metrics",
 ]

@@ -7,7 +7,9 @@ chunk is turned into a count matrix (how often each response was drawn), so ever
 sums over responses (:mod:`core.metrics.sums`: moments, PRMSE, category tables, coincidence matrices) is evaluated
 for all resamples of the chunk with one matrix product and one ``bincount``. Spearman's rho is vectorised over
 resamples from the counts (:func:`core.metrics.association.spearman_rho_resampled`); Kendall's tau is recomputed
-per resample on the same index rows, so every metric sees the same resamples.
+per resample on the same index rows, so every metric sees the same resamples. The fairness analyses are
+batched over the chunk's counts (:meth:`core.metrics.fairness.FairnessDesign.resampled`, cell sums and a
+groups x groups eigen-decomposition per resample).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from typing import Callable, Iterator
 import numpy as np
 from scipy import stats
 
-from core.metrics.notes import quiet, undefined
+from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis, fairness_design
+from core.metrics.notes import capture, quiet, undefined
 from core.metrics.sums import RowSums
 from core.metrics.true_score import finish_true_score, true_score_sums
 
@@ -128,6 +131,51 @@ def bootstrap_prmse(system, ratings, n_resamples: int = 1000, seed: int | np.ran
     finite = dist[np.isfinite(dist)]
     return {"prmse": float(point), "ci": percentile_interval(dist, confidence),
             "se": float(np.std(finite, ddof=1)) if finite.size > 1 else float("nan"), "samples": dist}
+
+
+def bootstrap_fairness(y_true, y_pred, groups, n_resamples: int = 1000, seed: int | np.random.Generator = 0,
+                       confidence: float = 0.95) -> dict:
+    """Bootstrap percentile intervals of overall score accuracy, overall score difference and conditional score
+    difference (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
+
+    Responses are resampled with replacement (:func:`resample_chunks`, the draws of ``evaluate``); each resample's
+    adjusted R2 values are those of :func:`core.metrics.fairness.fairness_analysis` on that resample, computed in
+    batches by :meth:`core.metrics.fairness.FairnessDesign.resampled`; percentile intervals as
+    :func:`percentile_interval` (Efron & Tibshirani 1993, 13.3).
+
+    Returns
+    -------
+    dict with ``point`` (``fairness_analysis`` result), ``ci`` ({key: (low, high)}), ``reasons`` ({key: why the
+    interval is NaN}) and ``samples`` ({key: array (n_resamples,)}).
+    """
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    point, why, _ = capture(fairness_analysis, y_true, y_pred, groups)
+    design = fairness_design(y_true, y_pred, groups)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in FAIRNESS_KEYS}
+    if design.problem is None:
+        for _, counts in resample_chunks(design.n, n_resamples, rng):
+            for k, v in quiet(design.resampled, counts).items():
+                parts[k].append(v)
+    samples = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
+    ci, reasons = {}, {}
+    for k in FAIRNESS_KEYS:
+        ci[k] = percentile_interval(samples[k], confidence) if samples[k].size else (float("nan"), float("nan"))
+        if not np.isfinite(ci[k][0]):
+            reasons[k] = fairness_ci_reason(design.problem, point[k]["value"], "; ".join(why), n_resamples)
+    return {"point": point, "ci": ci, "reasons": reasons, "samples": samples}
+
+
+def fairness_ci_reason(problem: str | None, value: float, value_reason: str, n_resamples: int) -> str:
+    """Why a fairness interval is NaN: the design's problem, the undefined point value, or too few defined
+    resamples."""
+    if problem is not None:
+        return problem
+    if not np.isfinite(value):
+        return value_reason or "the fairness value itself is undefined for these data"
+    if n_resamples < 1:
+        return "no bootstrap resamples"
+    return ("fewer than half of the bootstrap resamples gave a defined value (resamples with one subgroup or "
+            "constant errors)")
 
 
 def fisher_z_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:

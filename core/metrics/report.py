@@ -27,9 +27,9 @@ from core.metrics.agreement import (
     gwet_standard_errors,
 )
 from core.metrics.association import kendall_tau_b, spearman_rho, spearman_rho_resampled
-from core.metrics.bootstrap import bootstrap_sums, fisher_z_ci, normal_ci, percentile_interval
+from core.metrics.bootstrap import bootstrap_sums, fairness_ci_reason, fisher_z_ci, normal_ci, percentile_interval
 from core.metrics.data import Scale, apply_score_policy, as_pair
-from core.metrics.fairness import fairness_analysis
+from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis, fairness_design
 from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.notes import capture, caution, quiet, undefined
 from core.metrics.observed import (
@@ -394,6 +394,9 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
             for s_name, m in sys.items():
                 group_suites[(gi, s_name)] = PairSuite(f"g:{gi}:{s_name}:", h1, m, sel, n, cats, "unpooled")
 
+    # fairness: encoded once per system; its resamples are the chunk's counts (the draws every metric sees)
+    fair_designs = {s_name: fairness_design(h1, m, grp) for s_name, m in sys.items()} if grp is not None else {}
+
     totals: dict = {}
     for suite in [*suites.values(), *group_suites.values()]:
         totals.update(suite.point_totals())
@@ -484,6 +487,10 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
                     out[f"d:{s_name}:spearman"] = out[f"s:{s_name}:spearman"] - out["hh:spearman"]
             for (gi, s_name), gsuite in group_suites.items():
                 out[f"g:{gi}:{s_name}:spearman"] = gsuite.spearman_resampled(counts)
+            for s_name, design in fair_designs.items():     # OSA, OSD, CSD: batched over the chunk
+                if design.problem is None:
+                    for k, v in design.resampled(counts).items():
+                        out[f"f:{s_name}:{k}"] = v
             return out
 
         samples = bootstrap_sums(all_sums(), lambda t: _batch(finishers_for(t, with_ranks=False)), n_bootstrap, rng,
@@ -585,12 +592,29 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
         data["fairness"][group_name] = {}
         for s_name, m in sys.items():
             fa, why, _ = capture(fairness_analysis, h1, m, grp)
-            data["fairness"][group_name][s_name] = _fair_json(fa, why)
+            fj = _fair_json(fa, why)
+            fci: dict = {}
+            if n_bootstrap and n_bootstrap > 0:
+                design = fair_designs[s_name]
+                fci = {k: cis.get(f"f:{s_name}:{k}", (np.nan, np.nan)) for k in FAIRNESS_KEYS}
+                fj["ci"] = _ci_json(fci)
+                ci_why = {k: fairness_ci_reason(design.problem if samples else "the bootstrap needs at least 2 "
+                                                "responses", fa[k]["value"], "; ".join(why), n_bootstrap)
+                          for k in FAIRNESS_KEYS if not np.isfinite(fci[k][0])}
+                if ci_why:
+                    fj["ci_reason"] = ci_why
+            else:
+                fj["ci"] = {}
+            data["fairness"][group_name][s_name] = fj
             for key, label in (("osa", "Overall score accuracy"), ("osd", "Overall score difference"),
                                ("csd", "Conditional score difference")):
                 rec = fa[key]
-                fair_rows.append({"system": s_name, "metric": label, "value": rec["value"], "p_value": rec["p_value"],
-                                  "r2": rec["r2"], **{f"coef_{g}": c for g, c in rec["estimates"].items()}})
+                row = {"system": s_name, "metric": label, "value": rec["value"], "p_value": rec["p_value"],
+                       "r2": rec["r2"]}
+                if fci:
+                    row.update({"ci_low": fci[key][0], "ci_high": fci[key][1],
+                                "ci_reason": fj.get("ci_reason", {}).get(key, "")})
+                fair_rows.append({**row, **{f"coef_{g}": c for g, c in rec["estimates"].items()}})
         tables[f"fairness_{group_name}"] = pd.DataFrame(fair_rows)
 
     data["notes"] = notes + [c for c in cautions]

@@ -189,11 +189,23 @@ def _print_tables(ev, args) -> None:
         con.print(g)
     for gname, per_sys in d["fairness"].items():
         f = Table(title=f"Fairness by {gname} (base group: largest)")
-        for c in ("system", "OSA adjR2", "p", "OSD adjR2", "p", "CSD dadjR2", "p"):
-            f.add_column(c, justify="right")
+        fair_ci = any(rec.get("ci") for rec in per_sys.values())
+        for c in ("system", "metric", "value", *(("CI",) if fair_ci else ()), "p"):
+            f.add_column(c, justify="left" if c in ("system", "metric") else "right")
         for s, rec in per_sys.items():
-            f.add_row(s, *[_fmt(rec[k].get(x)) for k in ("osa", "osd", "csd") for x in ("value", "p_value")])
+            for k, label in (("osa", "OSA adjR2"), ("osd", "OSD adjR2"), ("csd", "CSD delta adjR2")):
+                cells = [s, label, _fmt(rec[k].get("value"))]
+                if fair_ci:
+                    ci = rec.get("ci", {}).get(k)
+                    cells.append("" if not ci else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]")
+                f.add_row(*cells, _fmt(rec[k].get("p_value")))
         con.print(f)
+        for s, rec in per_sys.items():
+            by_reason: dict[str, list[str]] = {}
+            for k, why in rec.get("ci_reason", {}).items():
+                by_reason.setdefault(why, []).append(k.upper())
+            for why, keys in by_reason.items():
+                con.print(f"[yellow]note:[/] {s}: fairness {'/'.join(keys)} interval n/a: {why}")
     reasons = sorted({v for s in systems for k, v in d["systems"][s]["observed"].items() if k.endswith("_reason")})
     for note in d["notes"] + [f"n/a: {r}" for r in reasons]:
         con.print(f"[yellow]note:[/] {note}")
