@@ -23,6 +23,7 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from tui.widgets.item_table import ItemColumns
+from tui.widgets.ordering import average_ranks, stable_order, update_stable_order
 
 #: Number of bins of the estimates histogram.
 HIST_BINS = 20
@@ -39,6 +40,30 @@ def centred_ranks(a: np.ndarray) -> np.ndarray:
     return out
 
 
+class LiveRanks:
+    """Centred average ranks of the live estimates, kept from poll to poll: the stable order of the previous
+    estimates is updated for the items that changed (:func:`~tui.widgets.ordering.update_stable_order`), then
+    the ranks follow in O(N); equal to :func:`centred_ranks` of the estimates."""
+
+    def __init__(self) -> None:
+        self._values: np.ndarray | None = None
+        self._order: np.ndarray | None = None
+
+    def ranks(self, values: np.ndarray) -> np.ndarray:
+        """``centred_ranks(values)``."""
+        values = np.array(values, dtype=np.float64)
+        if self._values is None or self._order is None or self._values.shape != values.shape:
+            order = stable_order(values)
+        else:
+            order = update_stable_order(self._order, self._values, values)
+        self._values, self._order = values, order
+        r = average_ranks(values, order)
+        ok = np.isfinite(r)
+        if ok.any():
+            r[ok] -= r[ok].mean()
+        return r
+
+
 def spearman_from_ranks(ra: np.ndarray, rb: np.ndarray) -> float:
     """Pearson's r of two rank vectors from :func:`centred_ranks` (pairs with a NaN are dropped, and the ranks
     then re-ranked so that the result equals :func:`spearman_rho` on the remaining pairs)."""
@@ -47,10 +72,12 @@ def spearman_from_ranks(ra: np.ndarray, rb: np.ndarray) -> float:
         return float("nan")
     if not ok.all():
         ra, rb = centred_ranks(ra[ok]), centred_ranks(rb[ok])
-    den = np.sqrt(np.dot(ra, ra) * np.dot(rb, rb))
+    # Plain numpy reductions rather than np.dot: BLAS's threaded dot product costs more than it saves here (its
+    # threads wake up for 100,000 products and compete with the UI thread on a small machine).
+    den = np.sqrt(np.sum(ra * ra) * np.sum(rb * rb))
     if den == 0.0:
         return float("nan")
-    return float(np.dot(ra, rb) / den)
+    return float(np.sum(ra * rb) / den)
 
 
 def spearman_rho(a: np.ndarray, b: np.ndarray) -> float:
@@ -245,6 +272,7 @@ class MonitorSource:
         self._history = HistoryReplay()
         self._items: tuple[np.ndarray, np.ndarray] | None = None
         self._summaries = SummaryCache()
+        self._live_ranks = LiveRanks()
 
     def poll(self, force: bool = False) -> MonitorSnapshot | None:
         """Read the project when it changed since the last poll (or when ``force``); None when unchanged."""
@@ -265,7 +293,8 @@ class MonitorSource:
             its, mean_var, max_var, rho, last = self._history.completed(project, current,
                                                                         int(status["n_observations"]))
         ranks = self._history.last_ranks
-        live_rho = spearman_from_ranks(ranks, centred_ranks(columns.estimate)) if ranks is not None else float("nan")
+        live_rho = (spearman_from_ranks(ranks, self._live_ranks.ranks(columns.estimate)) if ranks is not None
+                    else float("nan"))
         nan = float("nan")
         history = ConvergenceHistory(
             iterations=np.append(its, current),

@@ -1,8 +1,9 @@
 """A virtualised table of items with their posterior estimates, sortable by uncertainty, estimate or count.
 
 Only the rows in view are formatted (Textual's line API: ``render_line`` is called once per visible line), so the
-cost of a frame does not depend on the number of items; a re-sort is one ``numpy.argsort`` (O(N log N), about
-10 ms at N = 100,000).
+cost of a frame does not depend on the number of items; a re-sort by key is one ``numpy.argsort`` (O(N log N),
+about 10 ms at N = 100,000), and new data for the same items (a Monitor refresh) only moves the rows whose value
+changed (``tui.widgets.ordering.update_stable_order``, O(N) with a small constant).
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from tui.widgets.ordering import stable_order, update_stable_order
 
 #: Sort keys: (column, descending by default, label in the header).
 SORT_KEYS: dict[str, tuple[str, bool, str]] = {
@@ -92,9 +95,14 @@ def sort_order(columns: ItemColumns, key: str, descending: bool) -> np.ndarray:
     numpy.ndarray
         int64 permutation of ``range(len(columns))``.
     """
+    return stable_order(sort_values(columns, key, descending))
+
+
+def sort_values(columns: ItemColumns, key: str, descending: bool) -> np.ndarray:
+    """The values whose ascending stable order is the row order: the key's column, negated when descending
+    (negating keeps ties in item order and leaves NaN at the end in both directions)."""
     values = np.asarray(getattr(columns, SORT_KEYS[key][0]), dtype=np.float64)
-    # Negating keeps the argsort stable and leaves NaN at the end in both directions.
-    return np.argsort(-values if descending else values, kind="stable").astype(np.int64, copy=False)
+    return -values if descending else values
 
 
 def _fmt(value: float, width: int, digits: int) -> str:
@@ -170,22 +178,37 @@ class ItemTable(ScrollView, can_focus=True):
         return view
 
     def set_data(self, columns: ItemColumns) -> None:
-        """Replace the rows; keeps the sort key, direction and the cursor's item when it is still present."""
+        """Replace the rows; keeps the sort key, direction and the cursor's item when it is still present.
+
+        When the new columns hold the same items (the same ``item_id`` array, as the Monitor's refreshes give),
+        the order is updated from the previous one for the few values that changed
+        (:func:`~tui.widgets.ordering.update_stable_order`, the same order as a full re-sort).
+        """
+        old = self._columns
         current = self.current_item_id()
+        same_items = len(old) == len(columns) and (old.item_id is columns.item_id or len(columns) == 0)
+        current_index = int(self._order[min(self.cursor, self.row_count - 1)]) if current is not None else None
         self._columns = columns
-        self._order = sort_order(columns, self.sort_key, self.descending)
+        if same_items:
+            self._order = update_stable_order(self._order, sort_values(old, self.sort_key, self.descending),
+                                              sort_values(columns, self.sort_key, self.descending))
+        else:
+            self._order = sort_order(columns, self.sort_key, self.descending)
         self.virtual_size = Size(self.size.width, len(columns) + 1)
         if current is not None and len(columns):
-            self.cursor = self._row_of(current)
+            self.cursor = self._row_of(current, current_index if same_items else None)
         else:
             self.cursor = min(self.cursor, max(len(columns) - 1, 0))
         self.refresh()
 
-    def _row_of(self, item_id) -> int:
-        hits = np.flatnonzero(self._columns.item_id == item_id)
-        if hits.size == 0:
-            return min(self.cursor, max(self.row_count - 1, 0))
-        positions = np.flatnonzero(self._order == hits[0])
+    def _row_of(self, item_id, index: int | None = None) -> int:
+        """Display row of ``item_id`` (its column position ``index`` when known), else the cursor, clamped."""
+        if index is None:
+            hits = np.flatnonzero(self._columns.item_id == item_id)
+            if hits.size == 0:
+                return min(self.cursor, max(self.row_count - 1, 0))
+            index = int(hits[0])
+        positions = np.flatnonzero(self._order == index)
         return int(positions[0])
 
     def current_item_id(self):
