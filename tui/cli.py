@@ -25,13 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"tui.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"tui.commands.{name}":
-                continue  # command not built yet
-            raise
-        module.register(sub)
+        importlib.import_module(f"tui.commands.{name}").register(sub)
     return parser
 
 
