@@ -7,6 +7,8 @@ and a marker file, so concurrent test sessions install it once and later session
 ``running_server()`` starts one server bound to 127.0.0.1 on a free port with a fresh data directory, a known
 legacy API token and the two SSRF opt-outs that let it call a backend on loopback, waits for ``/health``, yields a
 ``LabelStudioServer`` (url, token) and stops the server by its process id afterwards, also when the tests fail.
+``create_annotator()`` adds a user to the server's organisation through its invite link and returns the user's id
+and own API token, so tests can annotate as several distinct people.
 Facts used here: ``../shared/reference/label_studio.md`` ("Installing and starting a real server").
 """
 from __future__ import annotations
@@ -47,6 +49,40 @@ class LabelStudioServer:
     password: str
     data_dir: Path
     pid: int
+
+
+@dataclass(frozen=True)
+class Annotator:
+    """A Label Studio user of the server's organisation, with its user id and its own legacy API token."""
+
+    user_id: int
+    email: str
+    token: str
+
+
+def create_annotator(server: LabelStudioServer, email: str, password: str) -> Annotator:
+    """Create a user in the server's organisation the way a person does: sign up through the invite link.
+
+    ``GET /api/invite`` (as the admin) gives the organisation's invite token; the sign-up form
+    (``POST /user/signup/?token=...``, CSRF-protected) creates the user, adds it to the organisation and logs it in;
+    that session then reads the user's own legacy token (``GET /api/current-user/token``). ``POST /api/users/``
+    is not used: it creates a user outside every organisation, who cannot annotate.
+    """
+    invite = requests.get(f"{server.url}/api/invite", headers={"Authorization": f"Token {server.token}"}, timeout=10)
+    invite.raise_for_status()
+    code = invite.json()["token"]
+    with requests.Session() as s:
+        s.get(f"{server.url}/user/signup/", params={"token": code}, timeout=10).raise_for_status()
+        r = s.post(f"{server.url}/user/signup/", params={"token": code}, allow_redirects=False, timeout=30,
+                   data={"email": email, "password": password, "csrfmiddlewaretoken": s.cookies["csrftoken"]},
+                   headers={"Referer": f"{server.url}/user/signup/"})
+        if r.status_code != 302:
+            raise RuntimeError(f"signing up {email} failed with HTTP {r.status_code}")
+        me = s.get(f"{server.url}/api/current-user/whoami", timeout=10).json()
+        token = s.get(f"{server.url}/api/current-user/token", timeout=10).json()["token"]
+    if me["email"] != email or me["active_organization"] is None:
+        raise RuntimeError(f"{email} was signed up but did not join the organisation: {me}")
+    return Annotator(user_id=int(me["id"]), email=email, token=token)
 
 
 def _python_for_venv() -> str:

@@ -20,12 +20,13 @@ import numpy as np
 import pytest
 import requests
 
-from tests.ls_server import free_port, running_server
+from tests.ls_server import Annotator, create_annotator, free_port, running_server
 
 pytestmark = pytest.mark.labelstudio
 
 REPO = Path(__file__).resolve().parent.parent
 N_ITEMS, HIT_SIZE = 30, 5           # 6 HITs per iteration
+N_ANNOTATORS = 3
 WAIT_S = 60.0
 
 
@@ -40,6 +41,17 @@ def sdk(ls):
     from label_studio_sdk import LabelStudio
 
     return LabelStudio(base_url=ls.url, api_key=ls.token)
+
+
+@pytest.fixture(scope="module")
+def annotators(ls) -> list[tuple[Annotator, object]]:
+    """Distinct Label Studio users of the admin's organisation, each with an SDK client holding its own token."""
+    from label_studio_sdk import LabelStudio
+
+    people = [create_annotator(ls, f"annotator{k}@example.com", f"pw-annotator-{k}-{ls.token[:8]}")
+              for k in range(N_ANNOTATORS)]
+    assert len({a.user_id for a in people}) == N_ANNOTATORS and all(a.token != ls.token for a in people)
+    return [(a, LabelStudio(base_url=ls.url, api_key=a.token)) for a in people]
 
 
 def easl(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -148,12 +160,23 @@ def loop(ls, sdk, tmp_path_factory):
         backend.stop()
 
 
-def annotate_open_tasks(sdk, pid: int, rng: np.random.Generator, *, limit: int | None = None) -> int:
+def annotate_open_tasks(sdk, pid: int, rng: np.random.Generator, *, limit: int | None = None,
+                        people: list[tuple[Annotator, object]] | None = None,
+                        submitted: dict[str, int] | None = None) -> int:
+    """Annotate the open tasks: as the admin, or in turn as each of ``people`` (an SDK client per user).
+
+    ``submitted`` collects annotation id -> the user id of who posted it.
+    """
     n = 0
     for t in ls_tasks(sdk, pid):
         if t.annotations:
             continue
-        sdk.annotations.create(id=t.id, result=slider_result(t.data["item_ids"], rng))
+        who, client = people[n % len(people)] if people else (None, sdk)
+        a = client.annotations.create(id=t.id, result=slider_result(t.data["item_ids"], rng))
+        if who is not None:
+            assert a.completed_by == who.user_id
+        if submitted is not None:
+            submitted[str(a.id)] = int(a.completed_by)
         n += 1
         if limit is not None and n >= limit:
             break
@@ -242,17 +265,18 @@ def test_setup_error_names_the_token_kind(ls, tmp_path):
 
 # ---------------------------------------------------------------------------------------------- the loop
 
-def test_loop_three_iterations(loop, sdk):
+def test_loop_three_iterations(loop, sdk, annotators):
     path, pid = loop["project"], loop["pid"]
     assert loop["setup"]["connection"] == "ml-backend"
     assert loop["setup"]["tasks_imported"] == N_ITEMS // HIT_SIZE
     project = sdk.projects.get(id=pid)
     assert project.show_collab_predictions is False
     rng = np.random.default_rng(11)
+    submitted: dict[str, int] = {}  # annotation id -> Label Studio user id of who posted it
     for iteration in range(4):
         wait_for(lambda: project_status(path)["iteration"] == iteration and
                  len(ls_tasks(sdk, pid)) == (iteration + 1) * (N_ITEMS // HIT_SIZE), f"iteration {iteration} pushed")
-        assert annotate_open_tasks(sdk, pid, rng) == N_ITEMS // HIT_SIZE
+        assert annotate_open_tasks(sdk, pid, rng, people=annotators, submitted=submitted) == N_ITEMS // HIT_SIZE
     wait_for(lambda: project_status(path)["iteration"] == 4 and drained(path), "iteration 4 started")
     status = project_status(path)
     assert status["n_observations"] == 4 * N_ITEMS
@@ -265,6 +289,17 @@ def test_loop_three_iterations(loop, sdk):
     for t in tasks:  # shown order = HIT order permuted
         assert sorted(t.data["permutation"]) == list(range(HIT_SIZE))
     assert live_by_annotation(path) == expected_live(sdk, pid)
+    # every rating carries the id of the Label Studio user who submitted its HIT
+    from core.store import Project
+
+    with Project.open(path, readonly=True) as p:
+        r = p.ratings()
+    by_annotation = {str(a): set() for a in r["annotation_id"]}
+    for a, who in zip(r["annotation_id"], r["annotator"]):
+        by_annotation[str(a)].add(who)
+    assert by_annotation == {a: {f"ls:{uid}"} for a, uid in submitted.items()}
+    assert set(r["annotator"]) == {f"ls:{a.user_id}" for a, _ in annotators}
+    assert f"ls:{sdk.users.whoami().id}" not in set(r["annotator"])
     out = easl("verify", str(path))
     assert out.stdout.startswith("ok")
     # our own TASKS_CREATED never entered the queue (no feedback loop)
