@@ -596,6 +596,14 @@ class Model(abc.ABC):
     def selection_keys(self, state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``(location M, variance)`` that drive Algorithm 1 (anchors by variance; match quality eq 23)."""
 
+    @staticmethod
+    def _commutative_batch(state, item, score01, group, sign):
+        """Validate a batch for a commutative model (EASL, DA), where ``sign = -1`` retracts exactly."""
+        item, score, _ = _check_batch(state, item, score01, group)
+        if sign not in (1, -1):
+            raise ValueError("sign must be +1 or -1")
+        return item, score
+
     def _require_add(self, sign: int) -> None:
         if sign != 1:
             raise ValueError(f"{self.name} is order dependent: observations cannot be retracted by sign=-1")
@@ -618,9 +626,7 @@ class EaslModel(Model):
         }
 
     def apply(self, state, item, score01, group, sign=1) -> None:
-        item, score, _ = _check_batch(state, item, score01, group)
-        if sign not in (1, -1):
-            raise ValueError("sign must be +1 or -1")
+        item, score = self._commutative_batch(state, item, score01, group, sign)
         if item.size == 0:
             return
         n = state["count"].size
@@ -801,9 +807,7 @@ class DirectAssessmentModel(Model):
         }
 
     def apply(self, state, item, score01, group, sign=1) -> None:
-        item, score, _ = _check_batch(state, item, score01, group)
-        if sign not in (1, -1):
-            raise ValueError("sign must be +1 or -1")
+        item, score = self._commutative_batch(state, item, score01, group, sign)
         if item.size == 0:
             return
         n = state["count"].size

@@ -74,24 +74,23 @@ class Table:
         return f"{self.path}:{n}" if self.unit == "line" else f"{self.path}:row {n}"
 
 
+def _format(path: str | os.PathLike, formats: dict[str, str], what: str) -> str:
+    ext = Path(path).suffix.lower()
+    if ext not in formats:
+        known = ", ".join(sorted(formats))
+        raise UserError(f"{path}: cannot tell the {what} format from the extension {ext or '(none)'!r}; "
+                        f"use one of {known}.")
+    return formats[ext]
+
+
 def read_format(path: str | os.PathLike) -> str:
     """Return the reader format for ``path`` from its extension, or raise UserError naming the known ones."""
-    ext = Path(path).suffix.lower()
-    if ext not in READ_FORMATS:
-        known = ", ".join(sorted(READ_FORMATS))
-        raise UserError(f"{path}: cannot tell the file format from the extension {ext or '(none)'!r}; "
-                        f"use one of {known}.")
-    return READ_FORMATS[ext]
+    return _format(path, READ_FORMATS, "file")
 
 
 def write_format(path: str | os.PathLike) -> str:
     """Return the writer format for ``path`` from its extension, or raise UserError naming the known ones."""
-    ext = Path(path).suffix.lower()
-    if ext not in WRITE_FORMATS:
-        known = ", ".join(sorted(WRITE_FORMATS))
-        raise UserError(f"{path}: cannot tell the output format from the extension {ext or '(none)'!r}; "
-                        f"use one of {known}.")
-    return WRITE_FORMATS[ext]
+    return _format(path, WRITE_FORMATS, "output")
 
 
 def _decode_utf8(raw: bytes, path: str) -> str:
