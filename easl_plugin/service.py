@@ -177,13 +177,13 @@ class EventWriter:
                 except Exception as exc:  # the disk is full, the file is locked too long, ...
                     log.error("could not queue %d webhook event(s): %s", len(batch), exc)
                     outcome = [exc] * len(batch)
-                for (loop, fut, _, _), res in zip(batch, outcome):
-                    loop.call_soon_threadsafe(_resolve, fut, res)
                 self._set_busy(0)
                 self.last_commit = time.monotonic()
                 if self._shared_last_commit is not None:
                     self._shared_last_commit.value = self.last_commit
-                self._on_commit()
+                self._on_commit()  # before the acknowledgements: whoever sees a 200 also sees the worker woken
+                for (loop, fut, _, _), res in zip(batch, outcome):
+                    loop.call_soon_threadsafe(_resolve, fut, res)
             if self.gate.acquire(True, 10.0):  # a worker that died holding the gate must not hang the stop
                 try:
                     self._move(project, journal)
