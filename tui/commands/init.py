@@ -5,8 +5,11 @@ import argparse
 import os
 
 from core.errors import UserError
-from core.models import METHODS, PARTNER_POOLS, Hyper
-from core.store import Project, read_items
+
+# The choices of --method and --partner-pool, spelt here so that ``easl init --help`` does not load the engine
+# (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
+METHODS = ("easl", "ra", "trueskill", "da")
+PARTNER_POOLS = ("paper", "all")
 
 
 def register(subparsers) -> None:
@@ -39,6 +42,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl init``; returns the exit status (user errors raise ``UserError``)."""
+    from core.models import Hyper
+    from core.store import Project, read_items
+
     if os.path.lexists(args.project):
         raise UserError(f"{args.project}: already exists; easl init never overwrites a project (choose another "
                         f"name or delete the file first).")

@@ -2,13 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 
 from core.errors import UserError
-from core.store import Project
-from easl_plugin.service import ServiceConfig, serve
-from tui.commands.ls import basic_auth_from_env
 
 
 def register(subparsers) -> None:
@@ -39,6 +35,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; returns the exit status."""
+    import logging
+
+    from core.store import Project
+    from easl_plugin.service import ServiceConfig, serve
+    from tui.commands.ls import basic_auth_from_env
+
     if args.streaming < 0:
         raise UserError(f"--streaming must be >= 0, got {args.streaming}")
     if args.reconcile_interval <= 0:

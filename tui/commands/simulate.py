@@ -13,8 +13,6 @@ import shlex
 import time
 from pathlib import Path
 
-import numpy as np
-
 
 def _command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this run: ``easl simulate EXPERIMENT`` plus every option not at its default."""
@@ -253,6 +251,8 @@ def run_prmse(args: argparse.Namespace) -> int:
 
 def run_metrics(args: argparse.Namespace) -> int:
     """Run ``easl simulate metrics``."""
+    import numpy as np
+
     from core.simulate.agreement_properties import PropertySettings
     from core.simulate import metrics_report
 
@@ -280,6 +280,8 @@ def run_metrics(args: argparse.Namespace) -> int:
 
 def run_easl(args: argparse.Namespace) -> int:
     """Run ``easl simulate easl``."""
+    import numpy as np
+
     from core.simulate import annotation, easl_report
 
     started = time.perf_counter()
