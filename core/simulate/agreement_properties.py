@@ -1,7 +1,7 @@
 """The four property experiments of Yannakoudakis & Cummins (2015), section 4, on synthetic gold/system scores.
 
 Source: Yannakoudakis and Cummins (2015), "Evaluating the performance of Automated Text Scoring systems", BEA
-workshop, section 4 (Figures 1-4, left panels); protocol in ``../shared/reference/simulations.md``.
+workshop, section 4 (Figures 1-4, left panels); protocol in ``docs/design.md``, section 6.2.
 
 Data generation (our reading of the paper where it is terse; every choice is a parameter):
 

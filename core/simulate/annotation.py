@@ -5,7 +5,7 @@ Every campaign uses the same code path as a user: :meth:`core.store.Project.crea
 scoring every item of every HIT, :meth:`~core.store.Project.ingest`, and :meth:`~core.store.Project.estimates`.
 Only the annotators are simulated.
 
-Annotator model (the paper's annotators are crowd workers; ``../shared/reference/simulations.md``): annotator a
+Annotator model (the paper's annotators are crowd workers; ``docs/design.md``, section 6.3): annotator a
 gives item i the score ``clip(oracle_i + bias_a + sd_a * z, 0, 1)`` with z standard normal, independent per
 score; ``bias_a ~ Normal(0, bias_sd)`` and ``sd_a ~ Uniform(noise_sd (1 - noise_spread), noise_sd (1 +
 noise_spread))`` are drawn once per annotator; each HIT is done by one annotator drawn uniformly from the pool.
@@ -13,10 +13,13 @@ noise_spread))`` are drawn once per annotator; each HIT is done by one annotator
 Budgets are equal by construction: every method consumes the same HITs of ``n`` items per iteration (the engine's
 covering iteration 0, then ``hits_per_iteration`` HITs), so after each iteration all methods have the same number
 of scores; DA's HITs are the least-annotated items (its batches do not look at the estimates).
+
+Oracles: generated ones (``synthetic_oracle``: Beta or uniform latent values) need no data; the paper's
+political-spectrum oracle (section 5.2, 150 statements scored -2..2) is read from a file the user supplies
+(``csv_oracle``, ``easl simulate easl --oracle FILE``), because its source carries no licence and is not shipped.
 """
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -30,22 +33,11 @@ from core.simulate import measures
 
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
 
-
-def shared_data_file(name: str) -> Path:
-    """Locate a file of the workplace's shared reference data (not shipped with the package).
-
-    Looked for in ``$EASL_SHARED_DIR/data``, then ``../shared/data`` beside the checkout, then
-    ``/work/shared/data``; the first that exists wins (else the first candidate, so the error names it).
-    """
-    candidates = []
-    if os.environ.get("EASL_SHARED_DIR"):
-        candidates.append(Path(os.environ["EASL_SHARED_DIR"]) / "data" / name)
-    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data" / name)
-    candidates.append(Path("/work/shared/data") / name)
-    return next((c for c in candidates if c.exists()), candidates[0])
-
-
-POLITICAL_ORACLE = shared_data_file("political_150_gold.csv")
+#: File name of the paper's political-spectrum oracle (columns id, sent, label on -2..2); not shipped (no licence),
+#: the README ("Reproducing the papers") says where to get it.
+POLITICAL_ORACLE_FILE = "political_150_gold.csv"
+#: Range of its labels, mapped to 0..1 as in the paper (section 5.2).
+POLITICAL_RANGE = (-2.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -148,11 +140,13 @@ def csv_oracle(path, column: str | None = None, value_range: tuple[float, float]
                id_column: str | None = None, text_column: str | None = None) -> Oracle:
     """An oracle from a CSV file: ``column`` (default ``oracle``, else ``label``) normalised to [0, 1] with
     ``(x - min) / (max - min)`` over ``value_range`` (default the column's observed min and max). The political
-    spectrum file (labels -2..2) is normalised over -2..2 as in the paper (section 5.2)."""
+    spectrum file (``POLITICAL_ORACLE_FILE``, labels -2..2) is normalised over ``POLITICAL_RANGE`` as in the paper
+    (section 5.2)."""
     path = Path(path)
     if not path.exists():
-        raise UserError(f"Oracle file {path} does not exist (for the political oracle, set EASL_SHARED_DIR to the folder "
-                            f"holding data/political_150_gold.csv, or pass --oracle PATH).")
+        raise UserError(f"Oracle file {path} does not exist (the paper's political-spectrum oracle, "
+                        f"{POLITICAL_ORACLE_FILE}, is not shipped with easl-toolkit: the README, \"Reproducing the "
+                        f"papers\", says where to get it).")
     try:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:

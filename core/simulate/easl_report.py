@@ -6,8 +6,14 @@ import numpy as np
 import pandas as pd
 
 from core.simulate import figures, published
-from core.simulate.annotation import (METHOD_LABELS, AnnotatorModel, CampaignSettings, Oracle, annotations_to_reach,
-                                      first_crossing)
+from core.simulate.annotation import (
+    METHOD_LABELS,
+    AnnotatorModel,
+    CampaignSettings,
+    Oracle,
+    annotations_to_reach,
+    first_crossing,
+)
 from core.simulate.report import Report
 
 

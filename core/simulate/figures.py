@@ -5,7 +5,7 @@ Figures are built on ``Figure`` objects directly (not ``pyplot``), so they need 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

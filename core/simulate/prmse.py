@@ -1,7 +1,7 @@
 """The experiments of Loukina et al. (2020) on the simulated dataset (:mod:`core.simulate.prmse_data`).
 
 Each function reproduces one analysis of the paper the way the authors' public notebooks do it
-(github.com/EducationalTestingService/prmse-simulations; protocol in ``../shared/reference/simulations.md``) and
+(github.com/EducationalTestingService/prmse-simulations; protocol in ``docs/design.md``, section 6.1) and
 returns tidy DataFrames; :mod:`core.simulate.prmse_report` turns them into tables, figures and the report.
 All metrics come from :mod:`core.metrics` (Pearson r, continuous QWK, R2, PRMSE); nothing is re-implemented here.
 

@@ -2,7 +2,7 @@
 
 Source: Loukina, Madnani, Cahill, Yao, Johnson, Riordan, McCaffrey (2020), "Using PRMSE to evaluate automated
 scoring systems in the presence of label noise", BEA workshop, section 3; the protocol (generators, seeds,
-rounding, clipping) is restated in ``../shared/reference/simulations.md``.
+rounding, clipping) is restated in ``docs/design.md``, section 6.1.
 
 Randomness here deliberately uses numpy's legacy ``RandomState`` with the authors' fixed seeds (not the project's
 ``Generator`` convention): that is what makes the published Table 1 and Table 2 reproducible bit for bit. Every
@@ -239,7 +239,7 @@ def search_error_sd(true: np.ndarray, target: float, search_seed: int, settings:
 
 def generate_dataset(settings: PrmseSettings, progress=None) -> PrmseDataset:
     """Generate the whole simulated dataset (Loukina et al. 2020, section 3; protocol steps 1-4 of
-    ``simulations.md``).
+    ``docs/design.md``, section 6.1).
 
     1. True scores (:func:`true_scores`).
     2. For each rater category c, the error sd from :func:`search_error_sd` with seed ``(c + 1) * 100``

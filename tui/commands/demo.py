@@ -27,8 +27,10 @@ def register(subparsers) -> None:
     p.add_argument("--output", metavar="FILE", help="write the final estimates here (.csv, .jsonl, .parquet)")
     p.add_argument("--project", metavar="PATH",
                    help="keep the project file at PATH (must not exist); default: a temporary file")
-    p.add_argument("--iterations", type=int, default=10, metavar="N", help="iterations after the covering one (default: 10)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of selection and simulated annotators (default: 0)")
+    p.add_argument("--iterations", type=int, default=10, metavar="N",
+                   help="iterations after the covering one (default: 10)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of selection and simulated annotators (default: 0)")
     p.set_defaults(func=run)
 
 

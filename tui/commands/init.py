@@ -27,8 +27,10 @@ def register(subparsers) -> None:
                    help="posterior model: EASL, bounded ranking aggregation, TrueSkill or direct assessment "
                         "(default: easl)")
     p.add_argument("--hit-size", type=int, default=5, help="items per HIT, n (default: 5)")
-    p.add_argument("--gamma", type=float, default=0.1, help="skill chain of the match quality, eq 11 and 23 (default: 0.1)")
-    p.add_argument("--epsilon", type=float, default=0.1, help="tie margin (RA) / draw margin (TrueSkill) (default: 0.1)")
+    p.add_argument("--gamma", type=float, default=0.1,
+                   help="skill chain of the match quality, eq 11 and 23 (default: 0.1)")
+    p.add_argument("--epsilon", type=float, default=0.1,
+                   help="tie margin (RA) / draw margin (TrueSkill) (default: 0.1)")
     p.add_argument("--score-range", type=float, nargs=2, default=(0.0, 100.0), metavar=("MIN", "MAX"),
                    help="range of the scores annotators give (default: 0 100, as Label Studio sliders)")
     p.add_argument("--partner-pool", choices=PARTNER_POOLS, default="paper",
@@ -36,7 +38,8 @@ def register(subparsers) -> None:
                         "(default: paper)")
     p.add_argument("--hits-per-iteration", type=int, default=None, metavar="K",
                    help="HITs per iteration after the first (default: number of items // hit size)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random generator; same seed, same HITs (default: 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random generator; same seed, same HITs (default: 0)")
     p.set_defaults(func=run)
 
 

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--reconcile-interval must be > 0, got {args.reconcile_interval}")
     with Project.open(args.project):  # fail early, with the store's message, on a missing or foreign file
         pass
-    logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = ServiceConfig(project_path=args.project, host=args.host, port=args.port,
                            max_body_bytes=int(args.max_body_mb * 1024 * 1024), basic_auth=basic_auth_from_env(),
                            webhook_secret=os.environ.get("EASL_WEBHOOK_SECRET") or None, streaming=args.streaming,
