@@ -1,4 +1,4 @@
-"""The ``easl`` command line (contract: DESIGN.md, "CLI contract").
+"""The ``easl`` command line (each command is documented in the README, "User guide"; exit statuses below).
 
 Each sub-command lives in ``tui/commands/<name>.py`` and exposes ``register(subparsers)``, which adds its parser
 and sets ``func`` to a callable taking the parsed ``argparse.Namespace`` and returning an exit status.
