@@ -1,11 +1,15 @@
-# make run  : set up .venv (idempotent) and run the main job on the embedded default
-# make test : set up .venv (idempotent) and run every test
+# make run       : set up .venv (idempotent) and run the main job on the embedded default
+# make test      : set up .venv (idempotent) and run every test (Label Studio, tmux and slow ones included)
+# make test-fast : the unit tests alone (no Label Studio, tmux or slow tests), under a minute: the inner loop
+# make lint      : ruff (lint and format check) and mypy (strict on core/); not part of `make test` yet
+# make format    : apply ruff's formatting and safe fixes
+# make bench     : every benchmark in bench/, each printing its figures beside the targets
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test venv bench clean
+.PHONY: run test test-fast lint format venv bench clean
 
 venv: $(STAMP)
 
@@ -23,6 +27,19 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# markers: pyproject.toml [tool.pytest.ini_options]; which tests carry them: tests/conftest.py (MARKS)
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not labelstudio and not tmux and not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f; done

@@ -40,9 +40,9 @@ def test_invalid_annotator_and_campaign_settings():
         annotation.CampaignSettings(methods=("easl", "elo"))
 
 
-def test_political_oracle_is_normalised_from_minus_two_to_two():
-    oracle = annotation.csv_oracle(annotation.POLITICAL_ORACLE, "label", (-2.0, 2.0))
-    raw = pd.read_csv(annotation.POLITICAL_ORACLE)
+def test_political_oracle_is_normalised_from_minus_two_to_two(political_oracle_file):
+    oracle = annotation.csv_oracle(political_oracle_file, "label", annotation.POLITICAL_RANGE)
+    raw = pd.read_csv(political_oracle_file)
     assert len(oracle.values) == 150
     np.testing.assert_allclose(oracle.values, (raw["label"].to_numpy() + 2) / 4)
     assert oracle.texts[0] == raw["sent"].iloc[0] and oracle.item_ids[0] == "1"
@@ -126,4 +126,23 @@ def test_cli_writes_the_report(tmp_path):
 
 def test_cli_reports_a_missing_oracle_file(tmp_path, capsys):
     assert cli.main(["simulate", "easl", "--oracle", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "o")]) == 1
-    assert "nope.csv does not exist" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nope.csv does not exist" in err and "political_150_gold.csv, is not shipped" in err
+
+
+def test_political_file_name_selects_the_papers_range(tmp_path, capsys):
+    """``--oracle .../political_150_gold.csv`` maps -2..2 to 0..1 even when the file's labels do not span it."""
+    path = tmp_path / annotation.POLITICAL_ORACLE_FILE
+    pd.DataFrame({"id": range(1, 13), "sent": [f"statement {i}" for i in range(12)],
+                  "label": np.linspace(-1.0, 1.0, 12)}).to_csv(path, index=False)
+    out = tmp_path / "o"
+    assert cli.main(["simulate", "easl", "--oracle", str(path), "--methods", "easl", "--runs", "1",
+                     "--iterations", "2", "--hits-per-iteration", "2", "--bootstrap", "5", "--out", str(out)]) == 0
+    assert "normalised from -2..2 to 0..1" in (out / "report.md").read_text()
+
+
+def test_default_oracle_is_generated_and_needs_no_data_file(tmp_path):
+    out = tmp_path / "o"
+    assert cli.main(["simulate", "easl", "--items", "20", "--methods", "easl,da", "--runs", "1", "--iterations", "2",
+                     "--hits-per-iteration", "2", "--bootstrap", "5", "--out", str(out)]) == 0
+    assert "Beta(2, 2)" in (out / "report.md").read_text()

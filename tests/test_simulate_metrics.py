@@ -37,7 +37,7 @@ def test_gaussian_scores_stay_on_the_scale():
 
 def test_prevalence_systems_have_75_percent_agreement_and_mae_half():
     s = ap.PropertySettings(**SMALL)
-    for sd, gold, system in ap.prevalence_data(s, np.random.default_rng(1)):
+    for _sd, gold, system in ap.prevalence_data(s, np.random.default_rng(1)):
         d = np.abs(gold - system)
         assert np.mean(d == 0) == pytest.approx(0.75, abs=1e-12)
         assert np.mean(d) == pytest.approx(0.5, abs=1e-12)
@@ -47,7 +47,7 @@ def test_prevalence_systems_have_75_percent_agreement_and_mae_half():
 
 def test_marginal_and_magnitude_systems_keep_mae_constant():
     s = ap.PropertySettings(**SMALL)
-    for mu, gold, system in ap.marginal_data(s, np.random.default_rng(2)):
+    for _mu, gold, system in ap.marginal_data(s, np.random.default_rng(2)):
         assert np.mean(np.abs(gold - system)) == pytest.approx(1.0, abs=1e-12)
         assert system.min() >= 0 and system.max() <= 9
     for m, gold, system in ap.magnitude_data(s, np.random.default_rng(3)):

@@ -16,8 +16,14 @@ import pytest
 from core.errors import UserError
 from core.simulate import prmse as exp
 from core.simulate import prmse_report, published
-from core.simulate.prmse_data import (PrmseSettings, generate_dataset, human_scores, mean_offdiagonal_correlation,
-                                      search_error_sd, true_scores)
+from core.simulate.prmse_data import (
+    PrmseSettings,
+    generate_dataset,
+    human_scores,
+    mean_offdiagonal_correlation,
+    search_error_sd,
+    true_scores,
+)
 from tui import cli
 
 NB = 5e-6

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from core.store import Project
-from tests.tui_helpers import annotate_iteration, isolate_settings, make_project, run_async, settle, wait_until
+from tests.tui_helpers import annotate_iteration, run_async, settle, wait_until
 from tui.app import EaslApp
 from tui.screens.annotate import AnnotateScreen, AnnotationSession
 from tui.screens.name_prompt import NamePrompt
@@ -30,9 +30,8 @@ async def _score_hit(pilot, scores: list[int]) -> None:
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    isolate_settings(monkeypatch, tmp_path)
-    return make_project(tmp_path / "p.easl", n_items=12, hit_size=3)
+def project(tui_project):
+    return tui_project
 
 
 def test_typed_score_appends_digits_within_the_range():

@@ -9,17 +9,14 @@ from textual.widgets import Checkbox, Input
 from core.errors import UserError
 from core.store import Project
 from core.tables import read_table
-from tests.tui_helpers import annotate_iteration, isolate_settings, make_project, run_async, settle, wait_until
+from tests.tui_helpers import run_async, settle, wait_until
 from tui.app import EaslApp
 from tui.screens.export import ExportScreen, export_project, with_suffix
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    isolate_settings(monkeypatch, tmp_path)
-    path = make_project(tmp_path / "x.easl", n_items=12, hit_size=3)
-    annotate_iteration(path, np.random.default_rng(2))
-    return path
+def project(make_tui_project):
+    return make_tui_project("x.easl", annotated=1, annotation_seed=2)
 
 
 def test_with_suffix():

@@ -10,18 +10,16 @@ import pytest
 from scipy.stats import spearmanr
 
 from core.store import Project
-from tests.tui_helpers import annotate_iteration, isolate_settings, make_project, run_async, wait_until
+from tests.tui_helpers import annotate_iteration, run_async, wait_until
 from tui.app import EaslApp
 from tui.screens.monitor import MonitorScreen
-from tui.screens.monitor_data import (MonitorSource, SummaryCache, centred_ranks, spearman_from_ranks,
-                                     spearman_rho)
+from tui.screens.monitor_data import MonitorSource, SummaryCache, centred_ranks, spearman_from_ranks, spearman_rho
 from tui.widgets.item_table import ItemColumns, ItemTable, sort_order
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    isolate_settings(monkeypatch, tmp_path)
-    return make_project(tmp_path / "m.easl", n_items=15, hit_size=3)
+def project(make_tui_project):
+    return make_tui_project("m.easl", n_items=15)
 
 
 def test_spearman_rho_matches_scipy_and_is_nan_without_a_ranking():

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import Input
 
 from core.store import Project
-from tests.tui_helpers import annotate_iteration, isolate_settings, make_project, settle, wait_until
+from tests.tui_helpers import annotate_iteration, make_project, settle, wait_until
 from tui.app import EaslApp
 from tui.screens.annotate import AnnotateScreen
 from tui.screens.evaluate import EvaluateScreen
@@ -30,8 +30,7 @@ def _steady_inputs(app) -> None:
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    isolate_settings(monkeypatch, tmp_path)
+def workdir(tmp_path, monkeypatch, tui_settings):
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -97,7 +97,7 @@ class TmuxSession:
         """Kill the session's tmux server (and the program in it)."""
         self._tmux("kill-server", check=False)
 
-    def __enter__(self) -> "TmuxSession":
+    def __enter__(self) -> TmuxSession:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,7 +1,7 @@
 """The four property experiments of Yannakoudakis & Cummins (2015), section 4, on synthetic gold/system scores.
 
 Source: Yannakoudakis and Cummins (2015), "Evaluating the performance of Automated Text Scoring systems", BEA
-workshop, section 4 (Figures 1-4, left panels); protocol in ``../shared/reference/simulations.md``.
+workshop, section 4 (Figures 1-4, left panels); protocol in ``docs/design.md``, section 6.2.
 
 Data generation (our reading of the paper where it is terse; every choice is a parameter):
 
@@ -28,13 +28,19 @@ explicit scale, for every weight family.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.errors import UserError
 from core.simulate import measures
+
+#: One point of an experiment: ``(x value, gold scores, system scores)``.
+Experiment = tuple[float, NDArray[Any], NDArray[Any]]
 
 
 @dataclass(frozen=True)
@@ -89,12 +95,12 @@ class PropertySettings:
         if problems:
             raise UserError("Invalid metric-property settings: " + "; ".join(problems) + ".")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The settings as a plain dict, for the report."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 
-def gaussian_scores(rng: np.random.Generator, n: int, lo: int, hi: int, mean: float, sd: float) -> np.ndarray:
+def gaussian_scores(rng: np.random.Generator, n: int, lo: int, hi: int, mean: float, sd: float) -> NDArray[Any]:
     """``n`` integer scores on ``lo..hi`` from a Gaussian(mean, sd) restricted to ``[lo - 0.5, hi + 0.5]``
     (redrawn outside, i.e. a truncated Gaussian) and rounded half-to-even."""
     out = rng.normal(mean, sd, n)
@@ -105,8 +111,8 @@ def gaussian_scores(rng: np.random.Generator, n: int, lo: int, hi: int, mean: fl
     return np.clip(np.round(out), lo, hi)
 
 
-def shift_scores(rng: np.random.Generator, gold: np.ndarray, rows: np.ndarray, size: int, lo: int,
-                 hi: int) -> np.ndarray:
+def shift_scores(rng: np.random.Generator, gold: NDArray[Any], rows: NDArray[Any], size: int, lo: int,
+                 hi: int) -> NDArray[Any]:
     """Copy of ``gold`` with ``gold[rows]`` moved by ``size`` points in a random direction; where that leaves
     ``lo..hi`` the opposite direction is used (rows where neither fits are left unchanged and must be excluded by
     the caller)."""
@@ -119,7 +125,7 @@ def shift_scores(rng: np.random.Generator, gold: np.ndarray, rows: np.ndarray, s
     return out
 
 
-def prevalence_data(settings: PropertySettings, rng: np.random.Generator):
+def prevalence_data(settings: PropertySettings, rng: np.random.Generator) -> Iterator[Experiment]:
     """Yield ``(gold_sd, gold, system)`` for experiment 4.1 (trait prevalence)."""
     lo, hi = settings.prevalence_scale
     mid = (lo + hi) / 2
@@ -132,7 +138,7 @@ def prevalence_data(settings: PropertySettings, rng: np.random.Generator):
         yield float(sd), gold, shift_scores(rng, gold, rows, size, lo, hi)
 
 
-def marginal_data(settings: PropertySettings, rng: np.random.Generator):
+def marginal_data(settings: PropertySettings, rng: np.random.Generator) -> Iterator[Experiment]:
     """Yield ``(mean_of_incorrect, gold, system)`` for experiment 4.2 (marginal homogeneity)."""
     lo, hi = settings.marginal_scale
     mid = (lo + hi) / 2
@@ -157,7 +163,7 @@ def marginal_data(settings: PropertySettings, rng: np.random.Generator):
         yield float(mu), gold, system
 
 
-def magnitude_data(settings: PropertySettings, rng: np.random.Generator):
+def magnitude_data(settings: PropertySettings, rng: np.random.Generator) -> Iterator[Experiment]:
     """Yield ``(error_size, gold, system)`` for experiment 4.3 (magnitude of misclassification)."""
     lo, hi = settings.magnitude_scale
     gold = gaussian_scores(rng, settings.n, lo, hi, (lo + hi) / 2, settings.magnitude_gold_sd)
@@ -172,13 +178,13 @@ def magnitude_data(settings: PropertySettings, rng: np.random.Generator):
         yield int(m), gold, shift_scores(rng, gold, rows, m, lo, hi)
 
 
-def bin_scores(x: np.ndarray, lo: int, hi: int, g: int) -> np.ndarray:
+def bin_scores(x: NDArray[Any], lo: int, hi: int, g: int) -> NDArray[Any]:
     """Integer scores on ``lo..hi`` binned into ``g`` equal-width bins at fixed cut-points, labelled 1..g:
     ``floor((x - lo) * g / (hi - lo + 1)) + 1``."""
     return np.floor((np.asarray(x, dtype=float) - lo) * g / (hi - lo + 1)) + 1
 
 
-def range_data(settings: PropertySettings, rng: np.random.Generator):
+def range_data(settings: PropertySettings, rng: np.random.Generator) -> Iterator[Experiment]:
     """Yield ``(n_points, gold_binned, system_binned)`` for experiment 4.4 (score range): the 1..40 stand-in data
     binned by :func:`bin_scores`."""
     lo, hi = settings.range_scale
@@ -209,6 +215,7 @@ def run_experiment(name: str, settings: PropertySettings, rng: np.random.Generat
         elif name == "misclassification_magnitude":
             lo, hi = settings.magnitude_scale
         else:
+            assert scale_attr is not None  # the experiments without a scale attribute are handled above
             lo, hi = getattr(settings, scale_attr)
         rec = {x_name: x}
         rec.update(measures.agreement_suite(gold, system, lo, hi))
@@ -216,7 +223,8 @@ def run_experiment(name: str, settings: PropertySettings, rng: np.random.Generat
     return pd.DataFrame(rows)
 
 
-def run_all(settings: PropertySettings, rng: np.random.Generator, progress=None) -> dict[str, pd.DataFrame]:
+def run_all(settings: PropertySettings, rng: np.random.Generator,
+            progress: Callable[..., None] | None = None) -> dict[str, pd.DataFrame]:
     """All four experiments, in the paper's order, with one generator passed through."""
     out = {}
     for name in EXPERIMENTS:

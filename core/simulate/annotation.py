@@ -5,7 +5,7 @@ Every campaign uses the same code path as a user: :meth:`core.store.Project.crea
 scoring every item of every HIT, :meth:`~core.store.Project.ingest`, and :meth:`~core.store.Project.estimates`.
 Only the annotators are simulated.
 
-Annotator model (the paper's annotators are crowd workers; ``../shared/reference/simulations.md``): annotator a
+Annotator model (the paper's annotators are crowd workers; ``docs/design.md``, section 6.3): annotator a
 gives item i the score ``clip(oracle_i + bias_a + sd_a * z, 0, 1)`` with z standard normal, independent per
 score; ``bias_a ~ Normal(0, bias_sd)`` and ``sd_a ~ Uniform(noise_sd (1 - noise_spread), noise_sd (1 +
 noise_spread))`` are drawn once per annotator; each HIT is done by one annotator drawn uniformly from the pool.
@@ -13,39 +13,37 @@ noise_spread))`` are drawn once per annotator; each HIT is done by one annotator
 Budgets are equal by construction: every method consumes the same HITs of ``n`` items per iteration (the engine's
 covering iteration 0, then ``hits_per_iteration`` HITs), so after each iteration all methods have the same number
 of scores; DA's HITs are the least-annotated items (its batches do not look at the estimates).
+
+Oracles: generated ones (``synthetic_oracle``: Beta or uniform latent values) need no data; the paper's
+political-spectrum oracle (section 5.2, 150 statements scored -2..2) is read from a file the user supplies
+(``csv_oracle``, ``easl simulate easl --oracle FILE``), because its source carries no licence and is not shipped.
 """
 from __future__ import annotations
 
-import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.errors import UserError
 from core.models import Hyper
 from core.simulate import measures
 
+if TYPE_CHECKING:
+    from core.store import Project
+
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
 
-
-def shared_data_file(name: str) -> Path:
-    """Locate a file of the workplace's shared reference data (not shipped with the package).
-
-    Looked for in ``$EASL_SHARED_DIR/data``, then ``../shared/data`` beside the checkout, then
-    ``/work/shared/data``; the first that exists wins (else the first candidate, so the error names it).
-    """
-    candidates = []
-    if os.environ.get("EASL_SHARED_DIR"):
-        candidates.append(Path(os.environ["EASL_SHARED_DIR"]) / "data" / name)
-    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data" / name)
-    candidates.append(Path("/work/shared/data") / name)
-    return next((c for c in candidates if c.exists()), candidates[0])
-
-
-POLITICAL_ORACLE = shared_data_file("political_150_gold.csv")
+#: File name of the paper's political-spectrum oracle (columns id, sent, label on -2..2); not shipped (no licence),
+#: the README ("Reproducing the papers") says where to get it.
+POLITICAL_ORACLE_FILE = "political_150_gold.csv"
+#: Range of its labels, mapped to 0..1 as in the paper (section 5.2).
+POLITICAL_RANGE = (-2.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -67,7 +65,7 @@ class AnnotatorModel:
         if not 0 <= self.noise_spread <= 1:
             raise UserError(f"--noise-spread must be in [0, 1] (got {self.noise_spread}).")
 
-    def draw_pool(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def draw_pool(self, rng: np.random.Generator) -> tuple[NDArray[Any], NDArray[Any]]:
         """Per-annotator ``(bias, noise sd)`` arrays of length ``n_annotators``."""
         bias = rng.normal(0.0, self.bias_sd, self.n_annotators) if self.bias_sd > 0 else np.zeros(self.n_annotators)
         lo, hi = self.noise_sd * (1 - self.noise_spread), self.noise_sd * (1 + self.noise_spread)
@@ -75,11 +73,13 @@ class AnnotatorModel:
         return bias, sd
 
     @staticmethod
-    def score(latent: np.ndarray, annotator: np.ndarray, pool: tuple[np.ndarray, np.ndarray],
-              rng: np.random.Generator) -> np.ndarray:
+    def score(latent: NDArray[Any], annotator: NDArray[Any], pool: tuple[NDArray[Any], NDArray[Any]],
+              rng: np.random.Generator) -> NDArray[Any]:
         """Scores on [0, 1]: ``clip(latent + bias[annotator] + sd[annotator] * z, 0, 1)`` (vectorised)."""
         bias, sd = pool
-        return np.clip(latent + bias[annotator] + sd[annotator] * rng.standard_normal(len(latent)), 0.0, 1.0)
+        scores: NDArray[Any] = np.clip(latent + bias[annotator] + sd[annotator] * rng.standard_normal(len(latent)),
+                                       0.0, 1.0)
+        return scores
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class CampaignSettings:
         if self.bootstrap < 1:
             raise UserError(f"--bootstrap must be at least 1 (got {self.bootstrap}).")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The settings as a plain dict, for the report."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
@@ -124,7 +124,7 @@ class Oracle:
     name: str
     item_ids: list[str]
     texts: list[str]
-    values: np.ndarray       # (N,) on [0, 1]
+    values: NDArray[Any]       # (N,) on [0, 1]
     description: str
 
 
@@ -144,15 +144,17 @@ def synthetic_oracle(kind: str, n_items: int, rng: np.random.Generator, a: float
     return Oracle(kind, ids, ids, values, desc)
 
 
-def csv_oracle(path, column: str | None = None, value_range: tuple[float, float] | None = None,
+def csv_oracle(path: str | Path, column: str | None = None, value_range: tuple[float, float] | None = None,
                id_column: str | None = None, text_column: str | None = None) -> Oracle:
     """An oracle from a CSV file: ``column`` (default ``oracle``, else ``label``) normalised to [0, 1] with
     ``(x - min) / (max - min)`` over ``value_range`` (default the column's observed min and max). The political
-    spectrum file (labels -2..2) is normalised over -2..2 as in the paper (section 5.2)."""
+    spectrum file (``POLITICAL_ORACLE_FILE``, labels -2..2) is normalised over ``POLITICAL_RANGE`` as in the paper
+    (section 5.2)."""
     path = Path(path)
     if not path.exists():
-        raise UserError(f"Oracle file {path} does not exist (for the political oracle, set EASL_SHARED_DIR to the folder "
-                            f"holding data/political_150_gold.csv, or pass --oracle PATH).")
+        raise UserError(f"Oracle file {path} does not exist (the paper's political-spectrum oracle, "
+                        f"{POLITICAL_ORACLE_FILE}, is not shipped with easl-toolkit: the README, \"Reproducing the "
+                        f"papers\", says where to get it).")
     try:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
@@ -187,7 +189,8 @@ def csv_oracle(path, column: str | None = None, value_range: tuple[float, float]
                   f"{len(x)} items from {path.name}, column {column!r} normalised from {lo:g}..{hi:g} to 0..1")
 
 
-def _bootstrap_mean_band(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _bootstrap_mean_band(values: NDArray[Any], n_boot: int,
+                         rng: np.random.Generator) -> tuple[NDArray[Any], NDArray[Any]]:
     """95% percentile-bootstrap band of the mean over runs: ``values`` (runs, checkpoints); resamples whole runs
     (Efron & Tibshirani 1993, ch. 13). With one run the band is the value itself."""
     runs = values.shape[0]
@@ -196,7 +199,8 @@ def _bootstrap_mean_band(values: np.ndarray, n_boot: int, rng: np.random.Generat
     return np.nanpercentile(means, 2.5, axis=0), np.nanpercentile(means, 97.5, axis=0)
 
 
-def match_quality_matrix(location: np.ndarray, variance: np.ndarray, gamma: float, order: np.ndarray) -> np.ndarray:
+def match_quality_matrix(location: NDArray[Any], variance: NDArray[Any], gamma: float,
+                         order: NDArray[Any]) -> NDArray[Any]:
     """Match quality q(i, j) (eq 11 / 23, :func:`core.selection.match_quality`) for every pair of items, rows and
     columns ordered by ``order`` (the oracle's order, as the paper's Figure 8)."""
     from core.selection import match_quality
@@ -206,7 +210,7 @@ def match_quality_matrix(location: np.ndarray, variance: np.ndarray, gamma: floa
 
 
 def run_campaign(oracle: Oracle, method: str, settings: CampaignSettings, annotators: AnnotatorModel,
-                 rng: np.random.Generator, workdir: Path, run: int, heatmaps: bool = False) -> dict:
+                 rng: np.random.Generator, workdir: Path, run: int, heatmaps: bool = False) -> dict[str, Any]:
     """One campaign of one method through the real project file.
 
     Returns ``{"curve": DataFrame(iteration, n_annotations, annotations_per_item, spearman, pearson),
@@ -246,14 +250,16 @@ def run_campaign(oracle: Oracle, method: str, settings: CampaignSettings, annota
     return {"curve": pd.DataFrame(rows), "final": est, "heatmaps": maps}
 
 
-def selection_state(project) -> tuple[np.ndarray, np.ndarray]:
+def selection_state(project: Project) -> tuple[NDArray[Any], NDArray[Any]]:
     """The ``(location, variance)`` on [0, 1] that the engine's next selection uses
     (``project.model.selection_keys(project.state())``), per item in the project's item order."""
-    return project.model.selection_keys(project.state())
+    location, variance = project.model.selection_keys(project.state())
+    return location, variance
 
 
 def compare_methods(oracle: Oracle, settings: CampaignSettings, annotators: AnnotatorModel,
-                    rng: np.random.Generator, workdir: Path | None = None, progress=None) -> dict:
+                    rng: np.random.Generator, workdir: Path | None = None,
+                    progress: Callable[..., None] | None = None) -> dict[str, Any]:
     """Run every method ``settings.runs`` times and summarise.
 
     Returns ``{"curves": long DataFrame (method, run, iteration, n_annotations, annotations_per_item, spearman,
@@ -319,17 +325,17 @@ def annotations_to_reach(summary: pd.DataFrame, curves: pd.DataFrame, target: fl
         x = sub["n_annotations"].to_numpy(dtype=float)
         y = sub[f"{column}_mean"].to_numpy(dtype=float)
         rows.append({"method": method, "target": target, "mean_curve_annotations": first_crossing(x, y, target)})
-        per_run = []
+        firsts = []
         for _, run in curves[curves["method"] == method].groupby("run"):
             hit = run.loc[run[column] >= target, "n_annotations"]
-            per_run.append(float(hit.iloc[0]) if len(hit) else np.nan)
-        per_run = np.array(per_run)
+            firsts.append(float(hit.iloc[0]) if len(hit) else np.nan)
+        per_run = np.array(firsts)
         rows[-1]["runs_reaching"] = float(np.mean(~np.isnan(per_run)))
         rows[-1]["median_run_annotations"] = float(np.nanmedian(per_run)) if np.any(~np.isnan(per_run)) else np.nan
     return pd.DataFrame(rows)
 
 
-def first_crossing(x: np.ndarray, y: np.ndarray, target: float) -> float:
+def first_crossing(x: NDArray[Any], y: NDArray[Any], target: float) -> float:
     """Smallest x at which the piecewise-linear curve (x, y) reaches ``target`` (NaN if it never does)."""
     above = np.flatnonzero(y >= target)
     if above.size == 0:

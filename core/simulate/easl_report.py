@@ -2,19 +2,29 @@
 2018, section 5) against an oracle, written from :func:`core.simulate.annotation.compare_methods` results."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.simulate import figures, published
-from core.simulate.annotation import (METHOD_LABELS, AnnotatorModel, CampaignSettings, Oracle, annotations_to_reach,
-                                      first_crossing)
+from core.simulate.annotation import (
+    METHOD_LABELS,
+    AnnotatorModel,
+    CampaignSettings,
+    Oracle,
+    annotations_to_reach,
+    first_crossing,
+)
 from core.simulate.report import Report
 
 
-def distribution_table(res: dict, oracle: Oracle) -> pd.DataFrame:
+def distribution_table(res: dict[str, Any], oracle: Oracle) -> pd.DataFrame:
     """Spread of the final estimates per method (mean over runs) next to the oracle's: sd, 5th-95th percentile
     range, min and max on [0, 1], and the sd ratio to the oracle (below 1: a compressed scale)."""
-    def stats(x: np.ndarray) -> dict:
+    def stats(x: NDArray[Any]) -> dict[str, Any]:
         return {"sd": float(np.std(x)), "p05_p95_range": float(np.percentile(x, 95) - np.percentile(x, 5)),
                 "min": float(np.min(x)), "max": float(np.max(x))}
 
@@ -27,7 +37,7 @@ def distribution_table(res: dict, oracle: Oracle) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def claims(res: dict, oracle: Oracle, settings: CampaignSettings, dist: pd.DataFrame) -> list[str]:
+def claims(res: dict[str, Any], oracle: Oracle, settings: CampaignSettings, dist: pd.DataFrame) -> list[str]:
     """Sentences on what the simulation shows about the paper's claims, computed from the results (whatever they
     are)."""
     summ = res["summary"]
@@ -84,8 +94,8 @@ def claims(res: dict, oracle: Oracle, settings: CampaignSettings, dist: pd.DataF
     return out
 
 
-def write_report(res: dict, oracle: Oracle, settings: CampaignSettings, annotators: AnnotatorModel, out_dir,
-                 command: str, runtime: float | None = None) -> Report:
+def write_report(res: dict[str, Any], oracle: Oracle, settings: CampaignSettings, annotators: AnnotatorModel,
+                 out_dir: str | Path, command: str, runtime: float | None = None) -> Report:
     """Write ``report.md`` with curves, histograms, heat maps, the annotations-to-target table and the claims."""
     rep = Report(out_dir, "Efficient annotation of scalar labels (Sakaguchi & Van Durme 2018, section 5), simulated",
                  command)

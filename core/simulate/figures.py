@@ -5,18 +5,21 @@ Figures are built on ``Figure`` objects directly (not ``pyplot``), so they need 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from numpy.typing import NDArray
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf"]
 
 
-def new_figure(n_panels: int, width: float = 3.6, height: float = 3.3, rows: int = 1) -> tuple[Figure, np.ndarray]:
+def new_figure(n_panels: int, width: float = 3.6, height: float = 3.3, rows: int = 1) -> tuple[Figure, NDArray[Any]]:
     """A figure with ``n_panels`` axes on ``rows`` rows (constrained layout, Agg canvas)."""
     cols = int(np.ceil(n_panels / rows))
     fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
@@ -34,7 +37,7 @@ def strip_by_group(df: pd.DataFrame, panels: Sequence[str], group: str, order: S
     coloured by ``hue``; ``hlines`` draws a red reference line per panel."""
     fig, axes = new_figure(len(panels))
     jitter = np.random.default_rng(seed)
-    hues = list(hue_order) if hue else [None]
+    hues = list(hue_order) if hue and hue_order is not None else [None]
     for ax, col in zip(axes, panels):
         for h_i, h in enumerate(hues):
             sub = df if h is None else df[df[hue] == h]
@@ -79,8 +82,8 @@ def box_by_group(df: pd.DataFrame, panels: Sequence[str], group: str, order: Seq
     return fig
 
 
-def grouped_boxes(df: pd.DataFrame, value: str, x: str, x_order: Sequence, hue: str, hue_order: Sequence[str],
-                  ax, hline: float | None = None, ylim: tuple[float, float] | None = None,
+def grouped_boxes(df: pd.DataFrame, value: str, x: str, x_order: Sequence[Any], hue: str, hue_order: Sequence[str],
+                  ax: Axes, hline: float | None = None, ylim: tuple[float, float] | None = None,
                   x_labels: Sequence[str] | None = None) -> None:
     """Box plots of ``value`` for each ``x`` level, side by side for each ``hue`` level, on ``ax``."""
     k = len(hue_order)
@@ -124,7 +127,7 @@ def lines(df: pd.DataFrame, x: str, panels: Sequence[str], series: str | None = 
             ax.set_title(title)
         return fig
     fig, axes = new_figure(len(panels))
-    levels = list(series_order) if series else [None]
+    levels = list(series_order) if series and series_order is not None else [None]
     for ax, col in zip(axes, panels):
         for i, lev in enumerate(levels):
             sub = df if lev is None else df[df[series] == lev]
@@ -164,7 +167,7 @@ def band_lines(curves: dict[str, pd.DataFrame], x: str, panels: Sequence[tuple[s
     return fig
 
 
-def histograms(values: dict[str, np.ndarray], bins: int = 5, value_range: tuple[float, float] = (0.0, 1.0),
+def histograms(values: dict[str, NDArray[Any]], bins: int = 5, value_range: tuple[float, float] = (0.0, 1.0),
                title: str = "") -> Figure:
     """One histogram panel per key of ``values`` on common bins (the paper's Figures 7 and 10 use 5 bins)."""
     fig, axes = new_figure(len(values), width=2.8, height=2.8)
@@ -179,7 +182,7 @@ def histograms(values: dict[str, np.ndarray], bins: int = 5, value_range: tuple[
     return fig
 
 
-def heatmaps(matrices: Sequence[np.ndarray], titles: Sequence[str], title: str = "",
+def heatmaps(matrices: Sequence[NDArray[Any]], titles: Sequence[str], title: str = "",
              rows: int = 1) -> Figure:
     """Heat maps of square matrices (e.g. match quality over items ordered by the oracle), shared colour scale."""
     fig, axes = new_figure(len(matrices), width=3.0, height=3.0, rows=rows)

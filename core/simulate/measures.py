@@ -8,6 +8,7 @@ silenced with :func:`core.metrics.notes.quiet` because a simulation sweeps throu
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from core import metrics
 from core.metrics.notes import quiet
@@ -15,26 +16,26 @@ from core.metrics.notes import quiet
 WEIGHTS = ("identity", "linear", "quadratic")
 
 
-def pearson(reference, system) -> float:
+def pearson(reference: ArrayLike, system: ArrayLike) -> float:
     """Pearson's r (:func:`core.metrics.pearson_r`)."""
-    return quiet(metrics.pearson_r, reference, system)
+    return float(quiet(metrics.pearson_r, reference, system))
 
 
-def spearman(reference, system) -> float:
+def spearman(reference: ArrayLike, system: ArrayLike) -> float:
     """Spearman's rho (:func:`core.metrics.spearman_rho`)."""
-    return quiet(metrics.spearman_rho, reference, system)
+    return float(quiet(metrics.spearman_rho, reference, system))
 
 
-def qwk(reference, system) -> float:
+def qwk(reference: ArrayLike, system: ArrayLike) -> float:
     """Continuous quadratic weighted kappa, RSMTool's ``wtkappa`` (:func:`core.metrics.quadratic_weighted_kappa`;
     Haberman 2019)."""
-    return quiet(metrics.quadratic_weighted_kappa, reference, system)
+    return float(quiet(metrics.quadratic_weighted_kappa, reference, system))
 
 
-def r2(reference, system) -> float:
+def r2(reference: ArrayLike, system: ArrayLike) -> float:
     """R2 with ``reference`` as the observed values (:func:`core.metrics.r2_score`), as RSMTool's
     ``metrics_helper(human, system)``."""
-    return quiet(metrics.r2_score, reference, system)
+    return float(quiet(metrics.r2_score, reference, system))
 
 
 def paper_degradation(r_human_human: float, r_reference_system: float) -> float:
@@ -44,13 +45,13 @@ def paper_degradation(r_human_human: float, r_reference_system: float) -> float:
     :func:`core.metrics.degradation`), which is what is called here; the paper's sign makes a system that agrees
     with the reference better than the humans agree with each other negative (-0.05 to -0.30 in the paper).
     """
-    return -metrics.degradation({"corr": r_reference_system}, {"corr": r_human_human})["corr"]
+    return -float(metrics.degradation({"corr": r_reference_system}, {"corr": r_human_human})["corr"])
 
 
-def prmse(system, ratings) -> float:
+def prmse(system: ArrayLike, ratings: ArrayLike) -> float:
     """PRMSE of ``system`` against the responses x raters matrix ``ratings`` (NaN = missing)
     (:func:`core.metrics.prmse`; Loukina et al. 2020, Appendix B eq. 8; RSMTool ``prmse_true``)."""
-    return quiet(metrics.prmse, system, ratings)
+    return float(quiet(metrics.prmse, system, ratings))
 
 
 COEFFICIENTS = {"cohen": "Cohen's kappa", "scott": "Scott's pi", "gwet": "Gwet's AC", "bp": "Brennan-Prediger",
@@ -63,7 +64,7 @@ def coefficient_names() -> list[str]:
     return [f"{c}_{w}" for c in COEFFICIENTS for w in WEIGHTS] + ["krippendorff_ordinal"]
 
 
-def agreement_suite(gold, system, lo: int, hi: int) -> dict[str, float]:
+def agreement_suite(gold: ArrayLike, system: ArrayLike, lo: int, hi: int) -> dict[str, float]:
     """Every chance-corrected agreement coefficient of :mod:`core.metrics` for two raters (gold and system) on the
     integer scale ``lo..hi``, with identity, linear and quadratic weights
     (:func:`core.metrics.chance_corrected_agreement`), ordinal Krippendorff's alpha

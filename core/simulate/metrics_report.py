@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -41,7 +43,8 @@ class PropertyResults:
     timings: dict[str, float]
 
 
-def run(settings: PropertySettings, rng: np.random.Generator, progress=None, flat: float = 0.02) -> PropertyResults:
+def run(settings: PropertySettings, rng: np.random.Generator, progress: Callable[..., None] | None = None,
+        flat: float = 0.02) -> PropertyResults:
     """Run the four experiments with one generator and build the property table."""
     curves, timings = {}, {}
     for name in EXPERIMENTS:
@@ -65,7 +68,7 @@ def run(settings: PropertySettings, rng: np.random.Generator, progress=None, fla
     return PropertyResults(settings, curves, table, timings)
 
 
-def write_report(res: PropertyResults, out_dir, command: str) -> Report:
+def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Report:
     """Write ``report.md`` with the curves, figures and the property table."""
     s = res.settings
     rep = Report(out_dir, "Agreement-coefficient properties (Yannakoudakis & Cummins 2015, section 4), reproduced",

@@ -1,7 +1,7 @@
 """The experiments of Loukina et al. (2020) on the simulated dataset (:mod:`core.simulate.prmse_data`).
 
 Each function reproduces one analysis of the paper the way the authors' public notebooks do it
-(github.com/EducationalTestingService/prmse-simulations; protocol in ``../shared/reference/simulations.md``) and
+(github.com/EducationalTestingService/prmse-simulations; protocol in ``docs/design.md``, section 6.1) and
 returns tidy DataFrames; :mod:`core.simulate.prmse_report` turns them into tables, figures and the report.
 All metrics come from :mod:`core.metrics` (Pearson r, continuous QWK, R2, PRMSE); nothing is re-implemented here.
 
@@ -15,9 +15,12 @@ All metrics come from :mod:`core.metrics` (Pearson r, continuous QWK, R2, PRMSE)
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.simulate import measures
 from core.simulate.prmse_data import PrmseDataset, mean_offdiagonal_correlation
@@ -66,7 +69,7 @@ def rater_pairs(ds: PrmseDataset, category: str, n_pairs: int | None = None) -> 
     return [pairs[i] for i in pick]
 
 
-def agreement(ds: PrmseDataset, system: np.ndarray, h1: str, h2: str) -> list[dict]:
+def agreement(ds: PrmseDataset, system: NDArray[Any], h1: str, h2: str) -> list[dict[str, Any]]:
     """r, QWK, R2 and degradation of ``system`` against rater ``h1`` and against the mean of ``h1`` and ``h2``
     (the authors' ``compute_agreement_one_system_one_rater_pair``): degradation = r(h1, h2) - r(reference,
     system) (Williamson et al. 2012, as in section 4.1), so a negative value means the system agrees with the
@@ -82,7 +85,7 @@ def agreement(ds: PrmseDataset, system: np.ndarray, h1: str, h2: str) -> list[di
     return out
 
 
-def metric_stability(ds: PrmseDataset, progress=None) -> pd.DataFrame:
+def metric_stability(ds: PrmseDataset, progress: Callable[..., None] | None = None) -> pd.DataFrame:
     """Section 4.1 / Figure 1 and section 5.2 / Figure 4: the sample system against each sampled pair of each
     rater category; one row per (pair, reference) with r, QWK, R2, degradation, and the pair's PRMSE (computed
     from both ratings; the same value on both rows of a pair)."""
@@ -144,7 +147,8 @@ def ranking(ds: PrmseDataset) -> dict[str, pd.DataFrame]:
     same = (same_ids[pos[0]], same_ids[pos[1]])
     cat_of = dict(zip(ds.rater_ids, ds.rater_category))
     names = ["r", "QWK", "R2", "degradation", "PRMSE"]
-    diff_rows, same_rows = [], []
+    diff_rows: list[dict[str, Any]] = []
+    same_rows: list[dict[str, Any]] = []
     for sid, (h1, h2) in zip(ds.system_ids, assigned):
         system = ds.system_scores(sid)
         for rows, (a, b) in ((diff_rows, (h1, h2)), (same_rows, same)):
@@ -182,7 +186,7 @@ def cumulative_raters(ds: PrmseDataset) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def double_scored_rows(n_responses: int, percentage: float, seed: int) -> np.ndarray:
+def double_scored_rows(n_responses: int, percentage: float, seed: int) -> NDArray[Any]:
     """Boolean mask of the double-scored responses: ``RandomState(seed).choice(N, int(pct / 100 * N),
     replace=False)`` with a new generator each call (the authors' ``simulate_percent_double_scored``); every row
     at 100%."""
@@ -195,7 +199,7 @@ def double_scored_rows(n_responses: int, percentage: float, seed: int) -> np.nda
     return mask
 
 
-def double_scoring(ds: PrmseDataset, progress=None) -> pd.DataFrame:
+def double_scoring(ds: PrmseDataset, progress: Callable[..., None] | None = None) -> pd.DataFrame:
     """Section 5.3 / Figure 5 / Table 4: for every sampled pair and double-scored percentage, PRMSE of the sample
     system (a) on all N responses with only the chosen share double-scored (the second rater's other scores are
     missing) and (b) on the double-scored responses only."""
@@ -218,7 +222,7 @@ def double_scoring(ds: PrmseDataset, progress=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def prmse_range_table(df: pd.DataFrame, categories) -> pd.DataFrame:
+def prmse_range_table(df: pd.DataFrame, categories: Sequence[str]) -> pd.DataFrame:
     """Table 4: range (max - min) of ``prmse_percent`` over the pairs, per percentage (rows) and rater category
     (columns), as the authors' ``describe()['max'] - ['min']``."""
     g = df.groupby(["percent_double_scored", "rater_category"])["prmse_percent"]

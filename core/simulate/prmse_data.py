@@ -2,7 +2,7 @@
 
 Source: Loukina, Madnani, Cahill, Yao, Johnson, Riordan, McCaffrey (2020), "Using PRMSE to evaluate automated
 scoring systems in the presence of label noise", BEA workshop, section 3; the protocol (generators, seeds,
-rounding, clipping) is restated in ``../shared/reference/simulations.md``.
+rounding, clipping) is restated in ``docs/design.md``, section 6.1.
 
 Randomness here deliberately uses numpy's legacy ``RandomState`` with the authors' fixed seeds (not the project's
 ``Generator`` convention): that is what makes the published Table 1 and Table 2 reproducible bit for bit. Every
@@ -16,10 +16,13 @@ batched matrix product.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.errors import UserError
 
@@ -102,7 +105,7 @@ class PrmseSettings:
         if problems:
             raise UserError("Invalid PRMSE simulation settings: " + "; ".join(problems) + ".")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The settings as a plain dict (lists for tuples), for the report."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
@@ -114,8 +117,8 @@ class SdSearch:
 
     category: str
     target: float
-    grid: np.ndarray
-    mean_correlation: np.ndarray
+    grid: NDArray[Any]
+    mean_correlation: NDArray[Any]
     chosen: float
 
 
@@ -124,22 +127,22 @@ class PrmseDataset:
     """True scores, rater scores and system scores of the simulation (responses in rows)."""
 
     settings: PrmseSettings
-    true: np.ndarray                      # (N,)
-    raters: np.ndarray                    # (N, R) integer-valued float64 scores
+    true: NDArray[Any]                      # (N,)
+    raters: NDArray[Any]                    # (N, R) integer-valued float64 scores
     rater_ids: list[str]
-    rater_category: np.ndarray            # (R,) category label of each rater
-    rater_error_sd: np.ndarray            # (R,)
-    systems: np.ndarray                   # (N, S) continuous scores
+    rater_category: NDArray[Any]            # (R,) category label of each rater
+    rater_error_sd: NDArray[Any]            # (R,)
+    systems: NDArray[Any]                   # (N, S) continuous scores
     system_ids: list[str]
-    system_category: np.ndarray           # (S,)
-    system_error_sd: np.ndarray           # (S,)
+    system_category: NDArray[Any]           # (S,)
+    system_error_sd: NDArray[Any]           # (S,)
     searches: list[SdSearch] = field(default_factory=list)
 
     def rater_index(self, rater_id: str) -> int:
         """Column of ``rater_id`` in :attr:`raters`."""
         return self.rater_ids.index(rater_id)
 
-    def system_scores(self, system_id: str) -> np.ndarray:
+    def system_scores(self, system_id: str) -> NDArray[Any]:
         """The scores of one system (a view of its column)."""
         return self.systems[:, self.system_ids.index(system_id)]
 
@@ -169,24 +172,26 @@ class PrmseDataset:
                              "error_sd": self.system_error_sd})
 
 
-def human_scores(true: np.ndarray, errors: np.ndarray, score_min: float, score_max: float) -> np.ndarray:
+def human_scores(true: NDArray[Any], errors: NDArray[Any], score_min: float, score_max: float) -> NDArray[Any]:
     """Integer human scores from true scores plus errors: ``clip(round(true + error), min, max)``.
 
     Rounding is numpy's half-to-even, applied before clipping, as in the authors' ``_add_noise_to_true_scores``
     (Loukina et al. 2020, section 3: "rounded to integers and truncated to lie in [1, 6]").
     Broadcasts over any leading dimensions of ``errors``.
     """
-    return np.clip(np.round(true + errors), score_min, score_max)
+    scores: NDArray[Any] = np.clip(np.round(true + errors), score_min, score_max)
+    return scores
 
 
-def true_scores(settings: PrmseSettings) -> np.ndarray:
+def true_scores(settings: PrmseSettings) -> NDArray[Any]:
     """True scores: ``RandomState(true_seed).normal(mean, sd, N)`` clipped (not resampled) to the score range."""
     rs = np.random.RandomState(settings.true_seed)
     drawn = rs.normal(settings.true_mean, settings.true_sd, settings.n_responses)
-    return np.clip(drawn, settings.score_min, settings.score_max)
+    clipped: NDArray[Any] = np.clip(drawn, settings.score_min, settings.score_max)
+    return clipped
 
 
-def _standard_normals(seeds: np.ndarray, n: int) -> np.ndarray:
+def _standard_normals(seeds: NDArray[Any], n: int) -> NDArray[Any]:
     """(len(seeds), n) legacy standard normals, row r from ``RandomState(seeds[r])``."""
     out = np.empty((len(seeds), n))
     for row, seed in enumerate(seeds):  # one generator per rater: inherent to the authors' seeding scheme
@@ -194,7 +199,7 @@ def _standard_normals(seeds: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def mean_offdiagonal_correlation(scores: np.ndarray) -> np.ndarray:
+def mean_offdiagonal_correlation(scores: NDArray[Any]) -> NDArray[Any]:
     """Mean of the off-diagonal Pearson correlations between the rows of ``scores``, batched.
 
     ``scores``: (..., R, N), R raters of N responses. Returns (...,). A rater with constant scores has undefined
@@ -207,10 +212,11 @@ def mean_offdiagonal_correlation(scores: np.ndarray) -> np.ndarray:
         corr = gram / (norms[..., :, None] * norms[..., None, :])
     r = scores.shape[-2]
     off = ~np.eye(r, dtype=bool)
-    return corr[..., off].mean(axis=-1)
+    mean: NDArray[Any] = corr[..., off].mean(axis=-1)
+    return mean
 
 
-def search_error_sd(true: np.ndarray, target: float, search_seed: int, settings: PrmseSettings,
+def search_error_sd(true: NDArray[Any], target: float, search_seed: int, settings: PrmseSettings,
                     category: str = "", block: int = 8) -> SdSearch:
     """Grid search for the rater error sd that gives a target mean inter-rater correlation.
 
@@ -237,9 +243,9 @@ def search_error_sd(true: np.ndarray, target: float, search_seed: int, settings:
     return SdSearch(category=category, target=target, grid=grid, mean_correlation=means, chosen=chosen)
 
 
-def generate_dataset(settings: PrmseSettings, progress=None) -> PrmseDataset:
+def generate_dataset(settings: PrmseSettings, progress: Callable[..., None] | None = None) -> PrmseDataset:
     """Generate the whole simulated dataset (Loukina et al. 2020, section 3; protocol steps 1-4 of
-    ``simulations.md``).
+    ``docs/design.md``, section 6.1).
 
     1. True scores (:func:`true_scores`).
     2. For each rater category c, the error sd from :func:`search_error_sd` with seed ``(c + 1) * 100``

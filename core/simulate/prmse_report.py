@@ -11,7 +11,10 @@ summation order):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,11 +36,11 @@ class PrmseResults:
     table1: pd.DataFrame
     table2: pd.DataFrame
     stability: pd.DataFrame
-    ranking: dict
+    ranking: dict[str, Any]
     cumulative: pd.DataFrame
     double: pd.DataFrame | None
     table4: pd.DataFrame | None
-    true_metrics: dict
+    true_metrics: dict[str, Any]
     comparisons: dict[str, Comparison]
     timings: dict[str, float]
 
@@ -49,7 +52,7 @@ def _published_applicable(settings: PrmseSettings) -> bool:
     return all(getattr(settings, k) == getattr(base, k) for k in keys)
 
 
-def run(settings: PrmseSettings, progress=None, double_scoring: bool = True,
+def run(settings: PrmseSettings, progress: Callable[..., None] | None = None, double_scoring: bool = True,
         dataset: PrmseDataset | None = None) -> PrmseResults:
     """Generate the dataset (unless ``dataset``, made from the same settings, is given) and run every experiment;
     ``progress(step)`` is called after each step."""
@@ -97,26 +100,26 @@ def compare(res: PrmseResults) -> dict[str, Comparison]:
               "authors' rater_metadata.csv", 1e-9)
     for row in res.table1.itertuples():
         paper, nb = published.TABLE1_PAPER[row.category], published.TABLE1_NOTEBOOK[row.category]
-        for k, name in enumerate(("hh_corr", "mean", "sd")):
-            c.add(f"{row.category}: {name}", getattr(row, name), nb[k], NB, TOL_NOTEBOOK)
-            c.add(f"{row.category}: {name}", getattr(row, name), paper[k], P + " Table 1", TOL_PAPER)
+        for col, name in enumerate(("hh_corr", "mean", "sd")):
+            c.add(f"{row.category}: {name}", getattr(row, name), nb[col], NB, TOL_NOTEBOOK)
+            c.add(f"{row.category}: {name}", getattr(row, name), paper[col], P + " Table 1", TOL_PAPER)
     out["table1"] = c
 
     c = Comparison()
     r_col = [col for col in res.table2.columns if col.startswith("r_") and col != "r_true"][0]
     for row in res.table2.to_dict("records"):
         paper, nb = published.TABLE2_PAPER[row["category"]], published.TABLE2_NOTEBOOK[row["category"]]
-        for k, name in enumerate(("R2_true", "r_true", r_col)):
-            c.add(f"{row['category']}: {name}", row[name], nb[k], NB, TOL_NOTEBOOK)
-            c.add(f"{row['category']}: {name}", row[name], paper[k], P + " Table 2", TOL_PAPER)
+        for col, name in enumerate(("R2_true", "r_true", r_col)):
+            c.add(f"{row['category']}: {name}", row[name], nb[col], NB, TOL_NOTEBOOK)
+            c.add(f"{row['category']}: {name}", row[name], paper[col], P + " Table 2", TOL_PAPER)
     out["table2"] = c
 
     c = Comparison()
     means = res.stability.groupby(["reference", "rater_category"])[["r", "QWK", "R2", "degradation"]].mean()
     cats = list(res.dataset.settings.rater_categories)
     for (metric, ref), values in published.FIG1_NOTEBOOK.items():
-        for cat, v in zip(cats, values):
-            c.add(f"mean {metric} vs {ref}, {cat}", means.loc[(ref, cat), metric], v, NB, TOL_NOTEBOOK)
+        for cat, value in zip(cats, values):
+            c.add(f"mean {metric} vs {ref}, {cat}", means.loc[(ref, cat), metric], value, NB, TOL_NOTEBOOK)
     pm = means.xs("h1-h2 mean")
     c.add("mean r vs pair mean, low", pm.loc["low", "r"], published.FIG1_PAPER_TEXT["r_mean_low"],
           P + " section 4.1", TOL_PAPER)
@@ -160,15 +163,15 @@ def compare(res: PrmseResults) -> dict[str, Comparison]:
         for pct in published.TABLE4_PERCENTAGES:
             if pct not in res.table4.index:
                 continue
-            for cat, nb, paper in zip(cats, published.TABLE4_NOTEBOOK[pct], published.TABLE4_PAPER[pct]):
-                v = float(res.table4.loc[pct, cat])
-                c.add(f"{pct:g}% double-scored, {cat}", v, nb, NB, TOL_NOTEBOOK)
-                c.add(f"{pct:g}% double-scored, {cat}", v, paper, P + " Table 4", TOL_PAPER)
+            for cat, in_notebook, in_paper in zip(cats, published.TABLE4_NOTEBOOK[pct], published.TABLE4_PAPER[pct]):
+                value = float(res.table4.loc[pct, cat])
+                c.add(f"{pct:g}% double-scored, {cat}", value, in_notebook, NB, TOL_NOTEBOOK)
+                c.add(f"{pct:g}% double-scored, {cat}", value, in_paper, P + " Table 4", TOL_PAPER)
         out["table4"] = c
     return out
 
 
-def write_report(res: PrmseResults, out_dir, command: str) -> Report:
+def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report:
     """Write ``report.md`` with its tables and figures to ``out_dir``."""
     s = res.dataset.settings
     ds = res.dataset
@@ -307,6 +310,7 @@ def write_report(res: PrmseResults, out_dir, command: str) -> Report:
         fig.suptitle("Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)")
         rep.figure(fig, "figure5", "Figure 5: distribution of PRMSE over the pairs of each category; dotted: R2 "
                                    "against the true score. As in the paper, the axis is clipped to 0.4-1.2.")
+        assert res.table4 is not None  # computed together with res.double
         t4 = res.table4.copy()
         t4.insert(0, "num_double_scored", counts)
         rep.table(t4.reset_index(), "table4", caption="Table 4: range (max - min) of PRMSE over the pairs",

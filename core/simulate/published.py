@@ -2,8 +2,8 @@
 
 Sources:
 
-- "paper": Loukina et al. (2020), BEA workshop, text of ``../shared/papers/prmse_loukina_et_al_bea2020.txt``
-  (Table 1, Table 2, Appendix Table 3 and Table 4, the numbers quoted in sections 4.1 and 5.2).
+- "paper": Loukina et al. (2020), "Using PRMSE to evaluate automated scoring systems in the presence of label
+  noise", BEA workshop (Table 1, Table 2, Appendix Table 3 and Table 4, the numbers quoted in sections 4.1 and 5.2).
 - "notebook": the outputs stored in the authors' public notebooks (github.com/EducationalTestingService/
   prmse-simulations, ``notebooks/*.ipynb``, MIT licence), which print the same quantities with 6 decimals.
 - Yannakoudakis & Cummins (2015), section 4: qualitative findings (which coefficient is robust / sensitive).
@@ -14,7 +14,7 @@ from __future__ import annotations
 PAPER = "Loukina et al. 2020"
 NOTEBOOK = "authors' notebook"
 
-# Rater error sds chosen by the authors' search (rater_metadata.csv; simulations.md step 2).
+# Rater error sds chosen by the authors' search (rater_metadata.csv; docs/design.md, section 6.1, step 2).
 ERROR_SDS = {"low": 0.85, "moderate": 0.60, "average": 0.46, "high": 0.24}
 
 # Table 1: category -> (HH corr, mean, sd); paper to 2 decimals, notebook to 6.

@@ -16,11 +16,15 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from core.errors import UserError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -35,7 +39,7 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def format_number(value, digits: int = 3) -> str:
+def format_number(value: Any, digits: int = 3) -> str:
     """A number for a Markdown cell: fixed ``digits`` decimals for floats, as-is for ints and text; NaN -> "n/a"."""
     if value is None:
         return "n/a"
@@ -69,7 +73,7 @@ class Comparison:
     ``|reproduced - published| <= tolerance`` (blank when there is no published value).
     """
 
-    rows: list[dict] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, quantity: str, reproduced: float, published: float | None, source: str,
             tolerance: float | None) -> None:
@@ -101,7 +105,7 @@ class Report:
     command : the command line that made it (shown at the top of the report).
     """
 
-    def __init__(self, out_dir, title: str, command: str) -> None:
+    def __init__(self, out_dir: str | Path, title: str, command: str) -> None:
         self.out = Path(out_dir)
         try:
             (self.out / "tables").mkdir(parents=True, exist_ok=True)
@@ -135,7 +139,7 @@ class Report:
         """Add a reproduced-vs-published table (see :class:`Comparison`)."""
         return self.table(comp.frame(), name, caption=caption, digits=digits)
 
-    def figure(self, fig, name: str, caption: str, dpi: int = 110) -> Path:
+    def figure(self, fig: Figure, name: str, caption: str, dpi: int = 110) -> Path:
         """Save a matplotlib ``Figure`` as ``figures/<name>.png`` and add it to the report."""
         import io
 

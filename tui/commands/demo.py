@@ -3,19 +3,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
-from importlib import resources
-
-import numpy as np
-import pandas as pd
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from core.errors import UserError
-from core.models import Hyper
-from core.store import Project, read_items
-from core.tables import write_format, write_table
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 NOISE_SD = 0.15     # annotator noise on the unit scale
 N_ANNOTATORS = 8
@@ -33,13 +27,19 @@ def register(subparsers) -> None:
     p.add_argument("--output", metavar="FILE", help="write the final estimates here (.csv, .jsonl, .parquet)")
     p.add_argument("--project", metavar="PATH",
                    help="keep the project file at PATH (must not exist); default: a temporary file")
-    p.add_argument("--iterations", type=int, default=10, metavar="N", help="iterations after the covering one (default: 10)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of selection and simulated annotators (default: 0)")
+    p.add_argument("--iterations", type=int, default=10, metavar="N",
+                   help="iterations after the covering one (default: 10)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of selection and simulated annotators (default: 0)")
     p.set_defaults(func=run)
 
 
 def demo_items() -> pd.DataFrame:
     """The shipped demo items (``core/data/weights.csv``) as ``item_id, text, grams, oracle``."""
+    from importlib import resources
+
+    from core.store import read_items
+
     with resources.as_file(resources.files("core") / "data" / "weights.csv") as path:
         return read_items(path)
 
@@ -48,6 +48,9 @@ def simulate_scores(hits: list[dict], latent: dict[str, float], rng: np.random.G
                     score_max: float) -> pd.DataFrame:
     """Scores of simulated annotators: each HIT is answered by one annotator drawn at random; each score is
     ``round(clip(latent + N(0, NOISE_SD^2), 0, 1) * score_max)``."""
+    import numpy as np
+    import pandas as pd
+
     rows = [(h["hit_id"], item["item_id"]) for h in hits for item in h["items"]]
     if not rows:
         return pd.DataFrame(columns=["hit_id", "item_id", "score", "annotator"])
@@ -62,9 +65,19 @@ def simulate_scores(hits: list[dict], latent: dict[str, float], rng: np.random.G
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.metrics import spearman_rho
-
     """Run ``easl demo``; returns the exit status (user errors raise ``UserError``)."""
+    import tempfile
+
+    import numpy as np
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from core.metrics import spearman_rho
+    from core.models import Hyper
+    from core.store import Project
+    from core.tables import write_format, write_table
+
     if args.iterations < 0:
         raise UserError(f"--iterations must be >= 0, got {args.iterations}.")
     if args.output:

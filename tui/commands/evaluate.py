@@ -5,8 +5,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from core.errors import UserError
 
 DESCRIPTION = """\
@@ -57,6 +55,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from core.metrics.data import Scale
     from core.metrics.loading import load_long, load_wide
     from core.metrics.report import evaluate

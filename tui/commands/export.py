@@ -3,11 +3,6 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
-
-from core.store import Project
-from core.tables import write_format, write_table
-
 
 def register(subparsers) -> None:
     """Add the ``export`` sub-command to the ``easl`` parser."""
@@ -26,6 +21,11 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl export``; returns the exit status (user errors raise ``UserError``)."""
+    from rich.console import Console
+
+    from core.store import Project
+    from core.tables import write_format, write_table
+
     write_format(args.output)
     if args.ratings:
         write_format(args.ratings)

@@ -5,11 +5,7 @@ import argparse
 import os
 import sys
 
-from rich.console import Console
-
 from core.errors import UserError
-from core.store import Project
-from core.tables import read_table, write_format, write_table
 
 
 def register(subparsers) -> None:
@@ -34,6 +30,11 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl ingest``; returns the exit status (user errors raise ``UserError``)."""
+    from rich.console import Console
+
+    from core.store import Project
+    from core.tables import read_table, write_format, write_table
+
     err = Console(stderr=True)
     target = args.rejects or f"{args.project}.rejects.csv"
     if args.skip_invalid:  # check where the rejects go before anything is ingested

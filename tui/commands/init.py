@@ -5,8 +5,11 @@ import argparse
 import os
 
 from core.errors import UserError
-from core.models import METHODS, PARTNER_POOLS, Hyper
-from core.store import Project, read_items
+
+# The choices of --method and --partner-pool, spelt here so that ``easl init --help`` does not load the engine
+# (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
+METHODS = ("easl", "ra", "trueskill", "da")
+PARTNER_POOLS = ("paper", "all")
 
 
 def register(subparsers) -> None:
@@ -24,8 +27,10 @@ def register(subparsers) -> None:
                    help="posterior model: EASL, bounded ranking aggregation, TrueSkill or direct assessment "
                         "(default: easl)")
     p.add_argument("--hit-size", type=int, default=5, help="items per HIT, n (default: 5)")
-    p.add_argument("--gamma", type=float, default=0.1, help="skill chain of the match quality, eq 11 and 23 (default: 0.1)")
-    p.add_argument("--epsilon", type=float, default=0.1, help="tie margin (RA) / draw margin (TrueSkill) (default: 0.1)")
+    p.add_argument("--gamma", type=float, default=0.1,
+                   help="skill chain of the match quality, eq 11 and 23 (default: 0.1)")
+    p.add_argument("--epsilon", type=float, default=0.1,
+                   help="tie margin (RA) / draw margin (TrueSkill) (default: 0.1)")
     p.add_argument("--score-range", type=float, nargs=2, default=(0.0, 100.0), metavar=("MIN", "MAX"),
                    help="range of the scores annotators give (default: 0 100, as Label Studio sliders)")
     p.add_argument("--partner-pool", choices=PARTNER_POOLS, default="paper",
@@ -33,12 +38,16 @@ def register(subparsers) -> None:
                         "(default: paper)")
     p.add_argument("--hits-per-iteration", type=int, default=None, metavar="K",
                    help="HITs per iteration after the first (default: number of items // hit size)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random generator; same seed, same HITs (default: 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random generator; same seed, same HITs (default: 0)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl init``; returns the exit status (user errors raise ``UserError``)."""
+    from core.models import Hyper
+    from core.store import Project, read_items
+
     if os.path.lexists(args.project):
         raise UserError(f"{args.project}: already exists; easl init never overwrites a project (choose another "
                         f"name or delete the file first).")

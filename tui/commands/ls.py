@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from core.errors import UserError
-from core.store import Project
-from easl_plugin.client import LabelStudioClient
-from easl_plugin.setup import setup_project
+
+if TYPE_CHECKING:
+    from core.store import Project
 
 
 def basic_auth_from_env() -> tuple[str, str] | None:
@@ -62,6 +61,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; returns the exit status."""
+    from rich.console import Console
+
+    from core.store import Project
+    from easl_plugin.client import LabelStudioClient
+    from easl_plugin.setup import setup_project
+
     client = LabelStudioClient(args.url, os.environ.get("LABEL_STUDIO_API_KEY", ""))
     secret = os.environ.get("EASL_WEBHOOK_SECRET") or None
     err = Console(stderr=True)
@@ -108,6 +113,10 @@ def link_status(project: Project) -> dict:
 
 def run_status(args: argparse.Namespace) -> int:
     """``easl ls status``: print ``link_status``."""
+    from rich.console import Console
+
+    from core.store import Project
+
     with Project.open(args.project, readonly=True) as project:
         out = link_status(project)
     if args.json:

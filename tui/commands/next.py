@@ -4,12 +4,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from core.errors import UserError
-from core.store import Project
-from core.tables import write_format, write_jsonl_records, write_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def register(subparsers) -> None:
@@ -28,6 +28,8 @@ def register(subparsers) -> None:
 
 def hits_long_form(hits: list[dict]) -> pd.DataFrame:
     """One row per (HIT, position): ``hit_id, iteration, position, item_id, text`` and the items' extra fields."""
+    import pandas as pd
+
     rows = [{"hit_id": h["hit_id"], "iteration": h["iteration"], "position": pos, **item}
             for h in hits for pos, item in enumerate(h["items"])]
     columns = ["hit_id", "iteration", "position", "item_id", "text"]
@@ -37,6 +39,9 @@ def hits_long_form(hits: list[dict]) -> pd.DataFrame:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
+    from core.store import Project
+    from core.tables import write_format, write_jsonl_records, write_table
+
     fmt = None
     if args.output:
         fmt = write_format(args.output)

@@ -2,13 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 
 from core.errors import UserError
-from core.store import Project
-from easl_plugin.service import ServiceConfig, serve
-from tui.commands.ls import basic_auth_from_env
 
 
 def register(subparsers) -> None:
@@ -39,13 +35,20 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; returns the exit status."""
+    import logging
+
+    from core.store import Project
+    from easl_plugin.service import ServiceConfig, serve
+    from tui.commands.ls import basic_auth_from_env
+
     if args.streaming < 0:
         raise UserError(f"--streaming must be >= 0, got {args.streaming}")
     if args.reconcile_interval <= 0:
         raise UserError(f"--reconcile-interval must be > 0, got {args.reconcile_interval}")
     with Project.open(args.project):  # fail early, with the store's message, on a missing or foreign file
         pass
-    logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = ServiceConfig(project_path=args.project, host=args.host, port=args.port,
                            max_body_bytes=int(args.max_body_mb * 1024 * 1024), basic_auth=basic_auth_from_env(),
                            webhook_secret=os.environ.get("EASL_WEBHOOK_SECRET") or None, streaming=args.streaming,

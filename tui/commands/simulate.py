@@ -13,8 +13,6 @@ import shlex
 import time
 from pathlib import Path
 
-import numpy as np
-
 
 def _command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this run: ``easl simulate EXPERIMENT`` plus every option not at its default."""
@@ -162,14 +160,20 @@ def register(subparsers) -> None:
     e = sub.add_parser("easl", help="Sakaguchi & Van Durme (2018): DA, RA, TrueSkill and EASL at equal budgets",
                        formatter_class=_HelpFormatter,
                        description="Simulated annotators score the HITs that the real engine selects (project file, "
-                                   "next HITs, ingest, estimates) for each method, against an oracle.")
+                                   "next HITs, ingest, estimates) for each method, against an oracle: generated "
+                                   "latent values by default; the paper's political-spectrum run takes its data "
+                                   "file, --oracle political_150_gold.csv (not shipped: see the README, "
+                                   "'Reproducing the papers').")
     e.add_argument("--out", default="simulate-easl", help="output directory")
     e.add_argument("--quick", action="store_true", help="reduced run: 3 runs, 6 iterations, 200 bootstrap resamples")
-    e.add_argument("--oracle", default="political",
-                   help="'political' (the 150 political-spectrum statements), 'beta', 'uniform', or a CSV path")
+    e.add_argument("--oracle", default="beta", metavar="beta|uniform|FILE",
+                   help="generated latent values ('beta': Beta(A, B) draws, see --beta; 'uniform') for --items "
+                        "items, or a CSV file of items and their oracle values, e.g. the paper's "
+                        "political_150_gold.csv")
     e.add_argument("--oracle-column", help="oracle column of a CSV oracle (default: oracle, else label)")
     e.add_argument("--oracle-range", type=float, nargs=2, metavar=("MIN", "MAX"),
-                   help="range mapped to 0..1 (default: -2 2 for political, else the column's min and max)")
+                   help="range mapped to 0..1 (default: -2 2 for political_150_gold.csv, else the column's min "
+                        "and max)")
     e.add_argument("--id-column", help="item id column of a CSV oracle (default: id or item_id, else row number)")
     e.add_argument("--items", type=int, default=150, help="number of synthetic items")
     e.add_argument("--beta", type=float, nargs=2, default=(2.0, 2.0), metavar=("A", "B"),
@@ -207,8 +211,8 @@ def _finish(out: Path, started: float, lines: list[str]) -> None:
 
 def run_prmse(args: argparse.Namespace) -> int:
     """Run ``easl simulate prmse``."""
-    from core.simulate.prmse_data import PrmseSettings
     from core.simulate import prmse_report
+    from core.simulate.prmse_data import PrmseSettings
 
     started = time.perf_counter()
     kw = {}
@@ -253,8 +257,10 @@ def run_prmse(args: argparse.Namespace) -> int:
 
 def run_metrics(args: argparse.Namespace) -> int:
     """Run ``easl simulate metrics``."""
-    from core.simulate.agreement_properties import PropertySettings
+    import numpy as np
+
     from core.simulate import metrics_report
+    from core.simulate.agreement_properties import PropertySettings
 
     started = time.perf_counter()
     kw = dict(n=args.responses, seed=args.seed, prevalence_error_share=args.prevalence_error_share,
@@ -280,6 +286,8 @@ def run_metrics(args: argparse.Namespace) -> int:
 
 def run_easl(args: argparse.Namespace) -> int:
     """Run ``easl simulate easl``."""
+    import numpy as np
+
     from core.simulate import annotation, easl_report
 
     started = time.perf_counter()
@@ -296,13 +304,11 @@ def run_easl(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     if args.oracle in ("beta", "uniform"):
         oracle = annotation.synthetic_oracle(args.oracle, args.items, rng, *args.beta)
-    elif args.oracle == "political":
-        oracle = annotation.csv_oracle(annotation.POLITICAL_ORACLE, args.oracle_column or "label",
-                                       tuple(args.oracle_range) if args.oracle_range else (-2.0, 2.0),
-                                       args.id_column, None)
     else:
-        oracle = annotation.csv_oracle(args.oracle, args.oracle_column,
-                                       tuple(args.oracle_range) if args.oracle_range else None, args.id_column)
+        value_range = tuple(args.oracle_range) if args.oracle_range else None
+        if value_range is None and Path(args.oracle).name == annotation.POLITICAL_ORACLE_FILE:
+            value_range = annotation.POLITICAL_RANGE
+        oracle = annotation.csv_oracle(args.oracle, args.oracle_column, value_range, args.id_column)
     prog, advance = _progress("simulate easl", len(settings.methods) * settings.runs + 1)
     with prog:
         res = annotation.compare_methods(oracle, settings, annotators, rng, workdir=args.keep_projects,

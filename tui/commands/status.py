@@ -5,11 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-from rich.table import Table
-
-from core.store import Project
-
 REJECTS_SHOWN = 10  # most recent rejected annotations listed by default
 
 
@@ -43,6 +38,8 @@ def _non_negative(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
+    from core.store import Project
+
     with Project.open(args.project, readonly=True) as project:
         status = project.status()
         recent, total = project.rejects(limit=args.rejects)
@@ -51,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(status, allow_nan=False))
         return 0
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"{status['path']} ({status['method']})", show_header=False)
     table.add_column("figure", style="bold")
     table.add_column("value")

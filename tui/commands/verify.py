@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import argparse
 
-from core.store import Project
-
 
 def register(subparsers) -> None:
     """Add the ``verify`` sub-command to the ``easl`` parser."""
@@ -19,6 +17,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl verify``; returns the exit status (user errors raise ``UserError``)."""
+    from core.store import Project
+
     with Project.open(args.project, readonly=True) as project:
         result = project.verify()
     if result["ok"]:
