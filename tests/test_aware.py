@@ -45,6 +45,17 @@ def test_fit_is_invariant_to_the_order_of_observations(seed, perm_seed):
         np.testing.assert_array_equal(val, b.to_arrays()[key])
 
 
+def test_repeated_pairs_keep_the_canonical_order():
+    """An annotator scoring an item twice: the rows of one (item, annotator) pair are ordered by score, so
+    building, extending and permuting give the same observations."""
+    item, ann, x = [0, 0, 1, 0, 1], [2, 2, 0, 2, 0], [0.9, 0.1, 0.5, 0.4, 0.2]
+    whole = Observations.build(item, ann, x, n_items=2)
+    assert whole.score.tolist() == [0.1, 0.4, 0.9, 0.2, 0.5]
+    grown = Observations.build(item[:2], ann[:2], x[:2], n_items=2).extend(item[2:], ann[2:], x[2:])
+    np.testing.assert_array_equal(grown.score, whole.score)
+    np.testing.assert_array_equal(grown.key, whole.key)
+
+
 def test_extend_equals_build_from_scratch():
     _, _, _, _, I, A, x = simulate(n=50, na=8, per_item=5, seed=3)
     half = I.size // 2
@@ -171,7 +182,8 @@ def test_stop_decision_needs_both_the_figure_and_the_minimum_count():
     assert not stop_decision(s, 0.99, target=0.9, min_scores=3).stop
     d = stop_decision(s, 0.99, target=0.9, min_scores=2)
     assert d.stop and "reaches" in d.reason
-    assert not stop_decision(s, 0.91, target=0.9, margin=0.02, min_scores=2).stop
+    assert not stop_decision(s, 0.91, target=0.9, relative_margin=0.6, min_scores=2).stop  # 0.91 - 0.054
+    assert stop_decision(s, 0.95, target=0.9, relative_margin=0.6, min_scores=2).stop  # 0.95 - 0.03
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from core.models import Hyper, get_model
 from core.models.aware import AwareState, Observations, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
 from core.models.aware_diagnostics import annotator_diagnostics
-from core.models.aware_posterior import STOP_MARGIN, STOP_MIN_SCORES, rank_figures, stop_decision
+from core.models.aware_posterior import STOP_MIN_SCORES, STOP_RELATIVE_MARGIN, rank_figures, stops
 from core.selection import select_hits, select_least_annotated
 
 ANNOTATOR_MODELS = ("M1", "M2", "M3", "M4", "M5", "IX", "DRIFT")
@@ -133,9 +133,9 @@ def _zscore(A: np.ndarray, X: np.ndarray, na: int) -> np.ndarray:
 
 def run_one(truth: np.ndarray, model: str, method: str, seed: int, *, n_annotators: int = 20, hit_size: int = 5,
             batch_hits: int = 15, max_per_item: float = 12.0, eval_at: tuple[float, ...] = (5.0, 10.0),
-            n_draws: int = 200, uniform_passes: int = UNIFORM_PASSES, target: float = 0.9) -> list[dict[str, Any]]:
+            n_draws: int = 200, uniform_passes: int = UNIFORM_PASSES) -> list[dict[str, Any]]:
     """One campaign; a row per batch: budget (scores per item), Spearman, Kendall, and for ``aware`` the
-    expected Spearman, the stop decision, and at ``eval_at`` the rank-interval coverage; at the end, for
+    expected Spearman, the fewest scores of any item, and at ``eval_at`` the rank-interval coverage; at the end, for
     ``aware``, the random-clicker flags (true positives, false flags)."""
     n = truth.size
     world = World.make(model, n, n_annotators, np.random.default_rng([seed, 7]))
@@ -182,7 +182,6 @@ def run_one(truth: np.ndarray, model: str, method: str, seed: int, *, n_annotato
             figs = rank_figures(state, np.random.default_rng([seed, k, 99]), n_draws=n_draws)
             row["expected_spearman"] = figs.expected_spearman
             row["min_count"] = int(state.count.min())
-            row["stop"] = stop_decision(state, figs.expected_spearman, target=target).stop
             if any(abs(row["per_item"] - e) < 1e-9 for e in eval_at):
                 row["rank_coverage"] = float(np.mean((figs.rank_low <= t_hi) & (figs.rank_high >= t_lo)))
         rows.append(row)
@@ -238,9 +237,9 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
         if "rank_coverage" in a:
             for e, c in a.dropna(subset=["rank_coverage"]).groupby("per_item")["rank_coverage"]:
                 cov_rows.append({"model": model, "per_item": e, "rank_coverage": float(c.mean())})
-        if "stop" in a:
+        if "expected_spearman" in a:
             for _, run in a.groupby("seed"):
-                hit = run[run["stop"].astype(bool)]
+                hit = run[stops(run["expected_spearman"], run["min_count"], target=target)]
                 stop_rows.append({"model": model, "stopped": not hit.empty,
                                   "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
                                   "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan})
@@ -291,7 +290,7 @@ def run_study(*, models: tuple[str, ...] = ANNOTATOR_MODELS, methods: tuple[str,
     for model in models:
         for method in methods:
             for seed in range(first_seed, first_seed + n_seeds):
-                rows += run_one(truth, model, method, seed, target=target, **run_kw)
+                rows += run_one(truth, model, method, seed, **run_kw)
                 done += 1
                 if progress is not None:
                     progress(done, total)
@@ -299,37 +298,40 @@ def run_study(*, models: tuple[str, ...] = ANNOTATOR_MODELS, methods: tuple[str,
     return {"curves": curves, **summarise(curves, target=target)}
 
 
-def calibrate_stopping(*, models: tuple[str, ...] = ("M1", "M2", "M3", "M4", "M5"), n_seeds: int = 20,
-                       first_seed: int = 1000, target: float = 0.9, margins: tuple[float, ...] = (
-                           0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04),
+def calibrate_stopping(*, models: tuple[str, ...] = ANNOTATOR_MODELS, n_seeds: int = 20, first_seed: int = 1000,
+                       targets: tuple[float, ...] = (0.9, 0.95),
+                       relative_margins: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
                        min_scores: tuple[int, ...] = (2, 3, 4), oracle: str | Path | None = None,
                        **run_kw: Any) -> Any:
-    """Hit rate of the stopping rule for each (margin, minimum scores per item) on calibration seeds (apart
-    from the study's): per model, the share of ``aware`` runs whose true Spearman is >= ``target`` where the
-    rule first stops, and the mean scores per item there. Choose the smallest margin whose worst model is >= 0.9
-    with room; the defaults :data:`~core.models.aware_posterior.STOP_MARGIN` and
-    :data:`~core.models.aware_posterior.STOP_MIN_SCORES` come from this table."""
+    """Hit rate of the stopping rule for each (target, relative margin ``k``, fewest scores per item) on
+    calibration seeds apart from the study's: per model, the share of ``aware`` runs whose true Spearman is
+    >= the target where the rule first stops, and the mean scores per item there. The defaults
+    :data:`~core.models.aware_posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware_posterior.STOP_MIN_SCORES`
+    are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise)."""
     import pandas as pd
 
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
-    runs = [pd.DataFrame(run_one(truth, m, "aware", s, target=target, **run_kw))
+    runs = [pd.DataFrame(run_one(truth, m, "aware", s, **run_kw))
             for m in models for s in range(first_seed, first_seed + n_seeds)]
     out = []
-    for margin in margins:
-        for ms in min_scores:
-            for model in models:
-                hits, budgets = [], []
-                for r in (r for r in runs if r["model"].iloc[0] == model):
-                    ok = (r["expected_spearman"] - margin >= target) & (r["min_count"] >= ms)
-                    if ok.any():
-                        j = int(np.flatnonzero(ok.to_numpy())[0])
-                        hits.append(r["spearman"].iloc[j] >= target)
-                        budgets.append(r["per_item"].iloc[j])
-                out.append({"margin": margin, "min_scores": ms, "model": model, "stopped": len(hits),
-                            "hit_rate": float(np.mean(hits)) if hits else np.nan,
-                            "per_item_at_stop": float(np.mean(budgets)) if budgets else np.nan})
+    for target in targets:
+        for k in relative_margins:
+            for ms in min_scores:
+                for model in models:
+                    hits, budgets = [], []
+                    for r in (r for r in runs if r["model"].iloc[0] == model):
+                        ok = stops(r["expected_spearman"], r["min_count"], target=target, relative_margin=k,
+                                   min_scores=ms)
+                        if ok.any():
+                            j = int(np.flatnonzero(ok)[0])
+                            hits.append(r["spearman"].iloc[j] >= target)
+                            budgets.append(r["per_item"].iloc[j])
+                    out.append({"target": target, "relative_margin": k, "min_scores": ms, "model": model,
+                                "runs": n_seeds, "stopped": len(hits),
+                                "hit_rate": float(np.mean(hits)) if hits else np.nan,
+                                "per_item_at_stop": float(np.mean(budgets)) if budgets else np.nan})
     return pd.DataFrame(out)
 
 
-__all__ = ["ANNOTATOR_MODELS", "METHODS", "STOP_MARGIN", "STOP_MIN_SCORES", "World", "beta_oracle",
+__all__ = ["ANNOTATOR_MODELS", "METHODS", "STOP_MIN_SCORES", "STOP_RELATIVE_MARGIN", "World", "beta_oracle",
            "budget_to_reach", "calibrate_stopping", "load_oracle", "run_one", "run_study", "summarise"]
