@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.models.aware import AwareState, Observations, fit, information_per_score
-from core.models.aware_alloc import group_into_hits, misorder_sums, select_batch, slot_gains
+from core.models.aware import AwareState, Observations, fit
+from core.models.aware_alloc import group_into_hits, information_per_score, misorder_sums, select_batch, slot_gains
 from core.models.aware_diagnostics import annotator_diagnostics
 from core.models.aware_posterior import rank_figures, stop_decision
 
@@ -254,3 +254,28 @@ def test_study_runs_and_reports_every_table():
     assert set(b["method"]) == {"da", "da-z", "easl", "aware"} and "saved_vs_da" in b
     assert set(out["coverage"]["per_item"]) == {5.0}
     assert (out["stopping"]["runs"] == 2).all()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The store-facing adapter: warm refits agree with a cold replay
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_aware_model_refit_chain_matches_a_cold_replay():
+    from core.models import Hyper
+    from core.models.aware_model import AwareModel
+
+    m = AwareModel(Hyper())
+    _, _, _, _, I, A, x = simulate(n=120, na=10, per_item=6, seed=21)
+    state = m.init_state(120)
+    assert m.summary(state)["estimate"].shape == (120,)
+    rng = np.random.default_rng(0)
+    for k in range(1, 7):  # six batches, each refit warm from the cached state
+        rows = np.arange(k * 120)
+        state = m.refit(state, I[rows], A[rows], x[rows], n_items=120)
+    replay = m.refit(None, I[rows][::-1], A[rows][::-1], x[rows][::-1], n_items=120)
+    assert m.same_fit(state, replay)
+    loc, var = m.selection_keys(state)
+    assert loc.shape == var.shape == (120,) and np.all(var > 0)
+    hits = m.next_hits(state, n_hits=6, rng=rng)
+    assert hits.shape == (6, 5)

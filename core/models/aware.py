@@ -76,6 +76,10 @@ class AwareConfig:
     tol: float = 5e-4
 
 
+#: The default settings.
+DEFAULT_CONFIG = AwareConfig()
+
+
 @dataclass(frozen=True)
 class Observations:
     """Scores in canonical order (item, annotator, score), so that a fit does not depend on the row order.
@@ -287,7 +291,23 @@ def _grow(warm: AwareState, n: int, na: int) -> AwareState:
         n_scores=pa(warm.n_scores, 0.0))
 
 
-def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfig = AwareConfig()) -> AwareState:
+def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
+    """``warm`` grown to the observations' items and annotators; items scored for the first time start at
+    their raw means, and ``tau_mu^2`` at no less than half the spread of the raw item means (EM creeps away
+    from a collapsed prior width, e.g. one fitted on few items, far too slowly). A state fitted on no scores is
+    no start at all: cold."""
+    if not warm.count.any():
+        return _prior_state(obs)
+    cold = _prior_state(obs)
+    st = _grow(warm, obs.n_items, obs.n_annotators)
+    new = (st.count == 0) & (cold.count > 0)
+    st.mu[new] = cold.mu[new]
+    st.var_mu[new] = cold.var_mu[new]
+    st.tau_mu2 = max(st.tau_mu2, 0.5 * cold.tau_mu2)
+    return st
+
+
+def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfig = DEFAULT_CONFIG) -> AwareState:
     """Fit the annotator-aware model to every observation by mean-field EM (module docstring).
 
     The scores enter through their sums by (item, annotator) pair (:class:`PairStats`), so each sweep is a few
@@ -323,8 +343,10 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     >>> bool(st.offset[1] - st.offset[0] > 0.15), [round(float(m), 2) for m in np.diff(st.mu)]
     (True, [0.3, 0.1])
     """
-    n, na = obs.n_items, obs.n_annotators
-    st = _prior_state(obs) if warm is None else _grow(warm, n, na)
+    n = obs.n_items
+    if obs.size == 0:
+        return _prior_state(obs)
+    st = _prior_state(obs) if warm is None else _warm_start(warm, obs)
     max_sweeps = config.sweeps_cold if warm is None else config.sweeps_warm
     P = PairStats.build(obs)
     C, SY, SY2 = P.count, P.sum_y, P.sum_y2
@@ -388,29 +410,3 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     extra = (c3[:, 0] + u * u * c3[:, 1] + 2.0 * u * c3[:, 2]) / (q * prec) ** 2
     return AwareState(u + CENTER, vu, vu + np.maximum(extra, 0.0), q, cnt, o, s, vo, vs, cos, r, n_a,
                       m0 + CENTER, tm2, to2, ts2, q0, sweeps)
-
-
-def information_per_score(state: AwareState) -> np.ndarray:
-    """Expected information of one more score of each item from an annotator drawn from the pool.
-
-    ``I_i = mean_a(s_a^2 / r_a) / q_i`` over the annotators seen so far (all, if none): one more score turns
-    ``Var(u_i)`` into ``1 / (1 / Var(u_i) + I_i)``.
-
-    Parameters
-    ----------
-    state : AwareState
-
-    Returns
-    -------
-    ndarray of float64, shape (n_items,)
-        ``I_i > 0``.
-
-    References
-    ----------
-    Issue 10 of this repository (allocation); Bishop (2006), section 3.3 (Gaussian posterior update).
-    """
-    seen = state.n_scores > 0
-    if not seen.any():
-        seen = np.ones_like(seen, dtype=bool)
-    per = (state.slope[seen] ** 2 + state.var_slope[seen]) / state.noise[seen]
-    return float(per.mean() if per.size else 1.0) / state.q

@@ -3,7 +3,7 @@ expected number of mis-ordered pairs (issue 10, item 1).
 
 With ``m_i`` the posterior mean and ``v_i`` the variance of item ``i``, the expected number of mis-ordered
 pairs is ``L = sum_{i<j} Phi(-|m_i - m_j| / sqrt(v_i + v_j))``. One more score of item ``i`` turns ``v_i`` into
-``v_i' = 1 / (1 / v_i + I_i)`` (:func:`core.models.aware.information_per_score`); its gain is
+``v_i' = 1 / (1 / v_i + I_i)`` (:func:`information_per_score`); its gain is
 
     g_i = sum_j [Phi(-|m_i - m_j| / sqrt(v_i + v_j)) - Phi(-|m_i - m_j| / sqrt(v_i' + v_j))].
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import signal, special
 
-from core.models.aware import AwareState, information_per_score
+from core.models.aware import AwareState
 
 #: Uniform passes before the adaptive allocation starts (the research prototype: adapting from the first
 #: score hurts; 3 passes were best).
@@ -28,6 +28,32 @@ UNIFORM_PASSES = 3
 EXACT_BELOW = 4000
 _GRID = 2048
 _V_CLASSES = 12
+
+
+def information_per_score(state: AwareState) -> np.ndarray:
+    """Expected information of one more score of each item from an annotator drawn from the pool.
+
+    ``I_i = mean_a(s_a^2 / r_a) / q_i`` over the annotators seen so far (all, if none): one more score turns
+    ``Var(u_i)`` into ``1 / (1 / Var(u_i) + I_i)``.
+
+    Parameters
+    ----------
+    state : AwareState
+
+    Returns
+    -------
+    ndarray of float64, shape (n_items,)
+        ``I_i > 0``.
+
+    References
+    ----------
+    Issue 10 of this repository (allocation); Bishop (2006), section 3.3 (Gaussian posterior update).
+    """
+    seen = state.n_scores > 0
+    if not seen.any():
+        seen = np.ones_like(seen, dtype=bool)
+    per = (state.slope[seen] ** 2 + state.var_slope[seen]) / state.noise[seen]
+    return float(per.mean() if per.size else 1.0) / state.q
 
 
 def misorder_sums(m: np.ndarray, v: np.ndarray, v_self: list[np.ndarray]) -> list[np.ndarray]:
