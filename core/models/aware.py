@@ -43,9 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import sparse
-
-from core.models.gaussian import Z975
+from scipy import sparse, special
 
 #: The middle of the unit scale, ``c``.
 CENTER = 0.5
@@ -166,7 +164,7 @@ class AwareState:
     """A fitted annotator-aware model (unit scale). Arrays per item: ``mu`` (posterior mean of ``mu_i``),
     ``var_mu`` (its variance given the annotator terms), ``var`` (with their uncertainty), ``q``, ``count``.
     Per annotator: ``offset``, ``slope``, ``var_offset``, ``var_slope``, ``cov_os``, ``noise`` (``r_a``),
-    ``n_scores``. Scalars: ``m0``, ``tau_mu2``, ``tau_o2``, ``tau_s2``, ``q0``, ``sweeps``."""
+    ``n_scores``. Scalars: ``m0``, ``tau_mu2``, ``tau_o2``, ``tau_s2``, ``q0``, ``sweeps``, ``nu_q``."""
 
     mu: np.ndarray
     var_mu: np.ndarray
@@ -186,6 +184,7 @@ class AwareState:
     tau_s2: float
     q0: float
     sweeps: int = 0
+    nu_q: float = 4.0
 
     @property
     def n_items(self) -> int:
@@ -213,11 +212,17 @@ class AwareState:
 
     def summary(self) -> dict[str, np.ndarray]:
         """``estimate, mean, variance, ci_low, ci_high`` per item (the :class:`~core.models.base.Model`
-        summary): the posterior mean of ``mu_i`` and its 95% normal interval ``mu -+ 1.96 sqrt(var)``,
-        ``var`` including the annotator terms. Not clipped to [0, 1]: ``mu_i`` is on the consensus scale."""
-        sd = np.sqrt(self.var)
+        summary): the posterior mean of ``mu_i`` and its 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)``
+        (:attr:`df`), ``var`` including the annotator terms. Not clipped to [0, 1]: ``mu_i`` is on the consensus scale."""
+        sd = np.sqrt(self.var) * special.stdtrit(self.df, 0.975)
         return {"estimate": self.mu.copy(), "mean": self.mu.copy(), "variance": self.var.copy(),
-                "ci_low": self.mu - Z975 * sd, "ci_high": self.mu + Z975 * sd}
+                "ci_low": self.mu - sd, "ci_high": self.mu + sd}
+
+    @property
+    def df(self) -> np.ndarray:
+        """Degrees of freedom of each item's marginal posterior, ``nu_q + n_i``: ``q_i`` is estimated from
+        ``n_i`` scores and ``nu_q`` pseudo-scores, so ``mu_i`` is Student t rather than normal."""
+        return self.nu_q + self.count
 
 
 @dataclass(frozen=True)
@@ -409,4 +414,4 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     c3 = P.count_sq @ np.column_stack([rho2 * s * s * vo, rho2 * vs, rho2 * s * cos])
     extra = (c3[:, 0] + u * u * c3[:, 1] + 2.0 * u * c3[:, 2]) / (q * prec) ** 2
     return AwareState(u + CENTER, vu, vu + np.maximum(extra, 0.0), q, cnt, o, s, vo, vs, cos, r, n_a,
-                      m0 + CENTER, tm2, to2, ts2, q0, sweeps)
+                      m0 + CENTER, tm2, to2, ts2, q0, sweeps, config.nu_q)
