@@ -369,8 +369,7 @@ def _sequential_pairs(item, score, group):
     seen = {}
     for r, g in enumerate(group):
         seen.setdefault(g, []).append(r)
-    for g in seen:  # insertion order = first appearance
-        rows = seen[g]
+    for rows in seen.values():  # insertion order = first appearance
         for a in range(len(rows)):
             for b in range(a + 1, len(rows)):
                 ra, rb = rows[a], rows[b]

@@ -211,6 +211,14 @@ def select_batch(state: AwareState, *, n_hits: int, hit_size: int, rng: np.rando
     References
     ----------
     Issue 10 of this repository; the research prototype's allocation (annotator-aware, after 3 passes).
+
+    Examples
+    --------
+    >>> from core.models.aware import Observations, fit
+    >>> obs = Observations.build(np.arange(10), np.zeros(10, dtype=int), np.linspace(0, 1, 10), n_items=10)
+    >>> hits = select_batch(fit(obs), n_hits=2, hit_size=5, rng=np.random.default_rng(0))
+    >>> hits.shape, all(len(set(h)) == 5 for h in hits.tolist())
+    ((2, 5), True)
     """
     n = state.n_items
     n_slots = n_hits * hit_size

@@ -99,6 +99,21 @@ def annotator_diagnostics(state: AwareState, obs: Observations, *, min_scores: i
     ----------
     Issue 10 of this repository (annotator diagnostics); Hovy et al. (2013), "Learning whom to trust with
     MACE", NAACL (spotting spammers from agreement with the consensus).
+
+    Examples
+    --------
+    Ten faithful annotators and one who clicks at random (60 items, 4 scores each):
+
+    >>> from core.models.aware import Observations, fit
+    >>> rng = np.random.default_rng(1)
+    >>> truth = rng.random(60)
+    >>> item, ann = np.repeat(np.arange(60), 4), rng.integers(11, size=240)
+    >>> x = np.clip(truth[item] + rng.normal(0, 0.1, 240), 0, 1)
+    >>> x[ann == 10] = rng.random(int((ann == 10).sum()))
+    >>> obs = Observations.build(item, ann, x, n_items=60)
+    >>> d = annotator_diagnostics(fit(obs), obs)
+    >>> d.flag.tolist().index("random"), int((d.flag != "").sum())
+    (10, 1)
     """
     na, n = state.n_annotators, state.n_items
     I, A, x = obs.item, obs.annotator, obs.score
