@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.errors import UserError
+from core.errors import HyperParameterError, UserError
 from core.models import (
     METHODS,
     Hyper,
@@ -22,7 +22,6 @@ from core.models import (
     beta_variance,
     draw_margin,
     get_model,
-    match_quality_1vs1,
     pair_schedule,
     rao_kupper,
     rate_1vs1,
@@ -31,6 +30,7 @@ from core.models import (
     w_draw,
     w_win,
 )
+from core.selection import match_quality
 
 # ---------------------------------------------------------------------------------------------------
 # Hyper
@@ -72,6 +72,17 @@ def test_hyper_json_round_trip():
 def test_hyper_rejects_bad_values_naming_the_field(field, value):
     with pytest.raises(UserError, match=field):
         Hyper(**{field: value})
+
+
+def test_hyper_errors_carry_the_field_and_name_no_flag():
+    with pytest.raises(HyperParameterError) as info:
+        Hyper(hit_size=1)
+    err = info.value
+    assert (err.field, err.value) == ("hit_size", 1) and "2" in err.need
+    assert "--" not in str(err) and "hit_size" in str(err)
+    with pytest.raises(HyperParameterError) as info:
+        Hyper.from_json('{"epsilon": 0}', source="proj.easl")
+    assert info.value.field == "epsilon" and str(info.value).startswith("proj.easl: ")
 
 
 def test_hyper_from_json_errors_name_the_source():
@@ -258,7 +269,7 @@ def test_trueskill_v_w_reference_values():
 def test_trueskill_default_library_values():
     mu, sigma, beta, tau = 25.0, 25 / 3, 25 / 6, 25 / 300
     eps = draw_margin(0.10, beta)
-    assert match_quality_1vs1(mu, sigma, mu, sigma, beta) == pytest.approx(0.447, abs=5e-4)
+    assert match_quality(mu, sigma**2, mu, sigma**2, beta) == pytest.approx(0.447, abs=5e-4)
     mw, sw, ml, sl = rate_1vs1(mu, sigma, mu, sigma, beta=beta, tau=tau, draw_margin=eps)
     np.testing.assert_allclose([mw, sw, ml, sl], [29.396, 7.171, 20.604, 7.171], atol=5e-4)
     m1, s1, m2, s2 = rate_1vs1(mu, sigma, mu, sigma, beta=beta, tau=tau, draw_margin=eps, drawn=True)
@@ -358,8 +369,7 @@ def _sequential_pairs(item, score, group):
     seen = {}
     for r, g in enumerate(group):
         seen.setdefault(g, []).append(r)
-    for g in seen:  # insertion order = first appearance
-        rows = seen[g]
+    for rows in seen.values():  # insertion order = first appearance
         for a in range(len(rows)):
             for b in range(a + 1, len(rows)):
                 ra, rb = rows[a], rows[b]
@@ -548,3 +558,33 @@ def test_commutative_models_retract_in_any_order(obs, data):
         sa, sb = m.summary(a), m.summary(b)
         for k in sa:
             np.testing.assert_allclose(sa[k], sb[k], atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The package: every module's examples run, and no module is over ~400 lines
+# ---------------------------------------------------------------------------------------------------
+
+
+def _model_modules():
+    import importlib
+    import pkgutil
+
+    import core.models
+
+    return [importlib.import_module(f"core.models.{m.name}") for m in pkgutil.iter_modules(core.models.__path__)]
+
+
+def test_models_docstring_examples_run():
+    import doctest
+
+    for module in _model_modules():
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, raise_on_error=False)
+        assert result.failed == 0, f"{module.__name__}: {result.failed} failing example(s)"
+
+
+def test_models_modules_stay_small():
+    from pathlib import Path
+
+    for module in _model_modules():
+        n = len(Path(module.__file__).read_text().splitlines())
+        assert n <= 420, f"{module.__name__} has {n} lines"

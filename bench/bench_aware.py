@@ -1,0 +1,83 @@
+"""Benchmark of the annotator-aware model (issue 10's speed target), run with `make bench` or
+`.venv/bin/python bench/bench_aware.py [--quick]`.
+
+One iteration of a campaign that has passed its uniform passes (every item has 3 + Poisson(1) scores from a
+pool of 200 annotators with offsets, slopes and noise, M3-like): the warm-started fit after a new batch of
+N / 5 HITs of 5, plus the selection of the next batch (N / 5 HITs). Targets: N = 10,000 <= 0.2 s,
+N = 1,000,000 <= 5 s (median of the repeats). The cold fit and the rank figures (stopping statistic) are shown
+for information.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.models.aware import Observations, fit  # noqa: E402
+from core.models.aware_alloc import select_batch  # noqa: E402
+from core.models.aware_posterior import rank_figures  # noqa: E402
+
+
+def campaign(n_items: int, rng: np.random.Generator, n_annotators: int = 200):
+    """Scores of a campaign after its uniform passes, and a new batch of N / 5 HITs of 5."""
+    truth = rng.beta(2.0, 2.0, n_items)
+    off, slope = rng.normal(0, 0.1, n_annotators), rng.uniform(0.6, 1.4, n_annotators)
+
+    def scores(items, anns):
+        x = 0.5 + off[anns] + slope[anns] * (truth[items] - 0.5) + rng.normal(0, 0.15, items.size)
+        return np.clip(x, 0.0, 1.0)
+
+    count = 3 + rng.poisson(1.0, n_items)
+    items = np.repeat(np.arange(n_items), count)
+    anns = rng.integers(n_annotators, size=items.size)
+    new_items = rng.integers(n_items, size=n_items // 5 * 5)
+    new_anns = np.repeat(rng.integers(n_annotators, size=n_items // 5), 5)
+    return (items, anns, scores(items, anns)), (new_items, new_anns, scores(new_items, new_anns))
+
+
+def bench(n_items: int, repeats: int, target: float) -> None:
+    rng = np.random.default_rng(0)
+    (i, a, x), (ni, na_, nx) = campaign(n_items, rng)
+    t0 = time.perf_counter()
+    obs = Observations.build(i, a, x, n_items=n_items)
+    t_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    state = fit(obs)
+    t_cold = time.perf_counter() - t0
+    times, sweeps = [], []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        obs2 = obs.extend(ni, na_, nx)
+        st2 = fit(obs2, warm=state)
+        select_batch(st2, n_hits=n_items // 5, hit_size=5, rng=np.random.default_rng(r))
+        times.append(time.perf_counter() - t0)
+        sweeps.append(st2.sweeps)
+    med = statistics.median(times)
+    t0 = time.perf_counter()
+    figs = rank_figures(st2, np.random.default_rng(1))
+    t_rank = time.perf_counter() - t0
+    verdict = "ok" if med <= target else "MISSED"
+    print(f"N = {n_items:>9,}  scores {obs2.size:>9,}  fit + selection per iteration {med:7.3f} s "
+          f"(target <= {target:g} s: {verdict}; warm sweeps {max(sweeps)})")
+    print(f"{'':14}  build {t_build:.3f} s, cold fit {t_cold:.3f} s ({state.sweeps} sweeps), "
+          f"rank figures {t_rank:.3f} s ({figs.n_draws} draws, expected Spearman {figs.expected_spearman:.3f})")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="10,000 items only")
+    args = p.parse_args()
+    bench(10_000, 5, 0.2)
+    if not args.quick:
+        bench(1_000_000, 3, 5.0)
+
+
+if __name__ == "__main__":
+    main()

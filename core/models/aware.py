@@ -1,0 +1,417 @@
+"""The annotator-aware model (issue 10): each annotator's offset, slope and reliability, each item's ambiguity.
+
+Notation (unit scale; ``c = 0.5`` the middle of the scale; observation ``k`` is annotator ``a`` scoring item
+``i`` with ``x_k``)::
+
+    x_k = c + o_a + s_a (mu_i - c) + e_k,        e_k ~ N(0, r_a q_i)
+    mu_i ~ N(m0, tau_mu^2),   o_a ~ N(0, tau_o^2),   s_a ~ N(1, tau_s^2)
+    q_i  shrunk toward the pooled noise q0 with nu_q pseudo-scores; r_a toward 1 with nu_r, geometric mean 1
+
+``o_a`` is the annotator's offset, ``s_a`` the slope (how much of the scale they use), ``r_a`` the
+unreliability, ``q_i`` the item's ambiguity. The fit is mean-field EM (alternating updates): with
+``u_i = mu_i - c``, ``y_k = x_k - c`` and ``w_k = 1 / (r_a q_i)``,
+
+* items: ``Var(u_i) = 1 / (1/tau_mu^2 + sum_k w_k E[s_a^2])``,
+  ``E[u_i] = Var(u_i) (m0 / tau_mu^2 + sum_k w_k (E[s_a] (y_k - E[o_a]) - Cov(o_a, s_a)))``;
+* annotators: ``(o_a, s_a)`` jointly Gaussian, from the 2 x 2 normal equations of
+  ``sum_k w_k E[(y_k - o_a - s_a u_i)^2] + o_a^2 / tau_o^2 + (s_a - 1)^2 / tau_s^2``;
+* noise: with ``e2_k = E[(y_k - o_a - s_a u_i)^2]``, ``r_a = (nu_r + sum_k e2_k / q_i) / (nu_r + n_a)``
+  (then scaled to geometric mean 1), ``q0 = mean_k e2_k / r_a``, ``q_i = (nu_q q0 + sum_k e2_k / r_a) /
+  (nu_q + n_i)``;
+* prior widths (empirical Bayes): ``m0 = mean_i E[u_i]``, ``tau_mu^2 = mean_i E[(u_i - m0)^2]``,
+  ``tau_o^2 = mean_a E[o_a^2]``, ``tau_s^2 = mean_a E[(s_a - 1)^2]``.
+
+An item's interval adds to ``Var(u_i)`` the propagated uncertainty of the annotator terms that touch it
+(delta method: ``du_i/do_a = -w s_a / P_i``, ``du_i/ds_a ~ -w u_i / P_i``). Random clickers get a large ``r_a``
+(and a slope pulled toward 0 when the pool's slopes vary): their scores carry a fraction of the weight
+``w s_a^2``; they are down-weighted, never removed.
+
+The fit is a function of the set of observations, not of their order: :class:`Observations` keeps them in a
+canonical order (item, annotator, score), so a permutation of the rows gives the same fit bit for bit. It is
+not an incremental sum: each fit uses every live observation, warm-started from the previous state.
+
+References: the model generalises the additive annotator effects of Raykar et al. (2010), "Learning from
+crowds", JMLR 11, and the rater offsets and scale of Paun et al. (2018), "Comparing Bayesian models of
+annotation", TACL 6; the EM is Dempster, Laird & Rubin (1977) in its mean-field form (Bishop 2006, section
+10.1); issue 10 of this repository states the model and its targets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import sparse, special
+
+#: The middle of the unit scale, ``c``.
+CENTER = 0.5
+_FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
+
+
+@dataclass(frozen=True)
+class AwareConfig:
+    """Settings of the fit.
+
+    Attributes
+    ----------
+    nu_q : float
+        Pseudo-scores that shrink each item's ambiguity ``q_i`` toward the pooled ``q0`` (default 4).
+    nu_r : float
+        Pseudo-scores that shrink each annotator's unreliability ``r_a`` toward 1 (default 8).
+    sweeps_cold, sweeps_warm : int
+        Most EM sweeps from scratch and from a warm start.
+    tol : float
+        Stop when no item mean moves by more than ``tol`` in a sweep (unit scale; 5e-4 is 0.05 points on a
+        0-100 scale, about 1% of a posterior standard deviation at 4 scores per item).
+    """
+
+    nu_q: float = 4.0
+    nu_r: float = 8.0
+    sweeps_cold: int = 60
+    sweeps_warm: int = 20
+    tol: float = 5e-4
+
+
+#: The default settings.
+DEFAULT_CONFIG = AwareConfig()
+
+
+@dataclass(frozen=True)
+class Observations:
+    """Scores in canonical order (item, annotator, score), so that a fit does not depend on the row order.
+
+    Build with :meth:`build`; add a batch with :meth:`extend` (a merge, ``O(n)``, no re-sort).
+    """
+
+    item: np.ndarray  # int64, sorted
+    annotator: np.ndarray  # int64
+    score: np.ndarray  # float64 in [0, 1]
+    n_items: int
+    n_annotators: int
+    key: np.ndarray  # int64, item << 32 | annotator: the sort key (non-decreasing)
+
+    @staticmethod
+    def _check(item: Any, annotator: Any, score01: Any, n_items: int) -> tuple[np.ndarray, ...]:
+        i = np.asarray(item, dtype=np.int64).ravel()
+        a = np.asarray(annotator, dtype=np.int64).ravel()
+        x = np.asarray(score01, dtype=np.float64).ravel()
+        if not i.size == a.size == x.size:
+            raise ValueError(f"item, annotator and score01 differ in length ({i.size}, {a.size}, {x.size})")
+        if i.size and (i.min() < 0 or i.max() >= n_items):
+            raise ValueError(f"item index out of range [0, {n_items})")
+        if a.size and (a.min() < 0 or a.max() >= 2**31):
+            raise ValueError("annotator indices must be in [0, 2^31)")
+        if x.size and not (np.all(x >= 0.0) and np.all(x <= 1.0)):
+            raise ValueError("score01 must be finite and within [0, 1]")
+        return i, a, x
+
+    @staticmethod
+    def _canonical(key: np.ndarray, score: np.ndarray) -> np.ndarray:
+        """Order by key, then score: ``argsort`` by key, then rows of equal keys (an annotator scoring an
+        item twice: rare) re-ordered by score."""
+        order = np.argsort(key, kind="stable")
+        return Observations._ties_by_score(key[order], score[order], order)
+
+    @staticmethod
+    def _ties_by_score(key: np.ndarray, score: np.ndarray, order: np.ndarray) -> np.ndarray:
+        same = np.flatnonzero(key[1:] == key[:-1])
+        if same.size:
+            rows = np.unique(np.concatenate([same, same + 1]))
+            sub = rows[np.lexsort((score[rows], key[rows]))]
+            order = order.copy()
+            order[rows] = order[sub]
+        return order
+
+    @classmethod
+    def build(cls, item: Any, annotator: Any, score01: Any, *, n_items: int,
+              n_annotators: int | None = None) -> Observations:
+        """Validate and sort observations (``item`` in ``[0, n_items)``, annotator ids ``>= 0``, scores on
+        ``[0, 1]``); ``n_annotators`` defaults to ``max(annotator) + 1``."""
+        i, a, x = cls._check(item, annotator, score01, n_items)
+        key = (i << 32) | a
+        order = cls._canonical(key, x)
+        na = int(a.max()) + 1 if a.size else 0
+        return cls(i[order], a[order], x[order], int(n_items), max(na, int(n_annotators or 0)), key[order])
+
+    def extend(self, item: Any, annotator: Any, score01: Any, *, n_items: int | None = None) -> Observations:
+        """These observations plus a batch, still in canonical order (merged, not re-sorted)."""
+        n = int(n_items or self.n_items)
+        i, a, x = self._check(item, annotator, score01, n)
+        key = (i << 32) | a
+        o = self._canonical(key, x)
+        i, a, x, key = i[o], a[o], x[o], key[o]
+        na = max(self.n_annotators, int(a.max()) + 1 if a.size else 0)
+        pos = np.searchsorted(self.key, key, side="right")
+        merged_key = np.insert(self.key, pos, key)
+        merged_x = np.insert(self.score, pos, x)
+        order = self._ties_by_score(merged_key, merged_x, np.arange(merged_key.size))
+        tied = not np.array_equal(order, np.arange(order.size)) if order.size else False
+        merged = (np.insert(self.item, pos, i), np.insert(self.annotator, pos, a), merged_x, merged_key)
+        if tied:
+            merged = tuple(m[order] for m in merged)
+        return Observations(merged[0], merged[1], merged[2], n, na, merged[3])
+
+    @property
+    def size(self) -> int:
+        """Number of scores."""
+        return int(self.item.size)
+
+
+@dataclass
+class AwareState:
+    """A fitted annotator-aware model (unit scale). Arrays per item: ``mu`` (posterior mean of ``mu_i``),
+    ``var_mu`` (its variance given the annotator terms), ``var`` (with their uncertainty), ``q``, ``count``.
+    Per annotator: ``offset``, ``slope``, ``var_offset``, ``var_slope``, ``cov_os``, ``noise`` (``r_a``),
+    ``n_scores``. Scalars: ``m0``, ``tau_mu2``, ``tau_o2``, ``tau_s2``, ``q0``, ``sweeps``, ``nu_q``."""
+
+    mu: np.ndarray
+    var_mu: np.ndarray
+    var: np.ndarray
+    q: np.ndarray
+    count: np.ndarray
+    offset: np.ndarray
+    slope: np.ndarray
+    var_offset: np.ndarray
+    var_slope: np.ndarray
+    cov_os: np.ndarray
+    noise: np.ndarray
+    n_scores: np.ndarray
+    m0: float
+    tau_mu2: float
+    tau_o2: float
+    tau_s2: float
+    q0: float
+    sweeps: int = 0
+    nu_q: float = 4.0
+
+    @property
+    def n_items(self) -> int:
+        """Number of items."""
+        return int(self.mu.size)
+
+    @property
+    def n_annotators(self) -> int:
+        """Number of annotators."""
+        return int(self.offset.size)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Every field as a float64 array (scalars as length-1 arrays), for a store's state cache."""
+        return {f.name: np.atleast_1d(np.asarray(getattr(self, f.name), dtype=np.float64))
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> AwareState:
+        """Inverse of :meth:`to_arrays`."""
+        kw: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            v = np.asarray(arrays[f.name], dtype=np.float64)
+            kw[f.name] = int(v[0]) if f.name == "sweeps" else (float(v[0]) if f.type == "float" else v.copy())
+        return cls(**kw)
+
+    def summary(self) -> dict[str, np.ndarray]:
+        """``estimate, mean, variance, ci_low, ci_high`` per item (the :class:`~core.models.base.Model`
+        summary): the posterior mean of ``mu_i`` and its 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)``
+        (:attr:`df`), ``var`` including the annotator terms. Not clipped to [0, 1]: ``mu_i`` is on the consensus scale."""
+        sd = np.sqrt(self.var) * special.stdtrit(self.df, 0.975)
+        return {"estimate": self.mu.copy(), "mean": self.mu.copy(), "variance": self.var.copy(),
+                "ci_low": self.mu - sd, "ci_high": self.mu + sd}
+
+    @property
+    def df(self) -> np.ndarray:
+        """Degrees of freedom of each item's marginal posterior, ``nu_q + n_i``: ``q_i`` is estimated from
+        ``n_i`` scores and ``nu_q`` pseudo-scores, so ``mu_i`` is Student t rather than normal."""
+        return self.nu_q + self.count
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """Sufficient statistics of the observations by (item, annotator) pair, as sparse ``n_items x
+    n_annotators`` matrices: ``count`` (``C_ia``), ``count_sq`` (``C_ia^2``), ``sum_y`` and ``sum_y2`` (sums of
+    ``y = x - c`` and ``y^2``). Every EM sweep is a few products with them: no pass over single scores."""
+
+    count: Any
+    count_sq: Any
+    sum_y: Any
+    sum_y2: Any
+    n_per_item: np.ndarray
+    n_per_annotator: np.ndarray
+
+    @classmethod
+    def build(cls, obs: Observations) -> PairStats:
+        """From observations in canonical order (so the pairs come sorted by item, then annotator)."""
+        n, na = obs.n_items, max(obs.n_annotators, 1)
+        key = obs.key
+        first = np.empty(key.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(key[1:], key[:-1], out=first[1:])
+        pair = np.cumsum(first) - 1
+        y = obs.score - CENTER
+        c = np.bincount(pair).astype(np.float64) if key.size else np.zeros(0)
+        sy = np.bincount(pair, y) if key.size else np.zeros(0)
+        sy2 = np.bincount(pair, y * y) if key.size else np.zeros(0)
+        p_item, p_ann = obs.item[first], obs.annotator[first]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(p_item, minlength=n), out=indptr[1:])
+
+        def mat(data: np.ndarray) -> Any:
+            return sparse.csr_matrix((data, p_ann, indptr), shape=(n, na))
+
+        return cls(mat(c), mat(c * c), mat(sy), mat(sy2), np.bincount(obs.item, minlength=n).astype(np.float64),
+                   np.bincount(obs.annotator, minlength=obs.n_annotators).astype(np.float64))
+
+
+def _prior_state(obs: Observations) -> AwareState:
+    """Cold start: item means of the raw scores, annotators neutral (o = 0, s = 1, r = 1)."""
+    n, na = obs.n_items, obs.n_annotators
+    cnt = np.bincount(obs.item, minlength=n).astype(np.float64)
+    y = obs.score - CENTER
+    ybar = float(y.mean()) if y.size else 0.0
+    u = np.where(cnt > 0, np.bincount(obs.item, y, n) / np.maximum(cnt, 1.0), ybar)
+    pooled = max(float(np.var(y)) * 0.5 if y.size > 1 else 0.02, _FLOOR)
+    return AwareState(u + CENTER, np.full(n, pooled), np.full(n, pooled), np.full(n, pooled), cnt,
+                      np.zeros(na), np.ones(na), np.zeros(na), np.zeros(na), np.zeros(na), np.ones(na),
+                      np.bincount(obs.annotator, minlength=na).astype(np.float64), ybar + CENTER,
+                      max(float(np.var(u)), _FLOOR), 0.05**2, 0.2**2, pooled)
+
+
+def _grow(warm: AwareState, n: int, na: int) -> AwareState:
+    """A warm state padded to ``n`` items and ``na`` annotators (new ones at their priors)."""
+    pad_i, pad_a = n - warm.n_items, na - warm.n_annotators
+    if pad_i < 0 or pad_a < 0:
+        raise ValueError("a warm state cannot have more items or annotators than the observations")
+
+    def pi(x: np.ndarray, v: float) -> np.ndarray:
+        return np.concatenate([x, np.full(pad_i, v)])
+
+    def pa(x: np.ndarray, v: float) -> np.ndarray:
+        return np.concatenate([x, np.full(pad_a, v)])
+
+    return dataclasses.replace(
+        warm, mu=pi(warm.mu, warm.m0), var_mu=pi(warm.var_mu, warm.tau_mu2), var=pi(warm.var, warm.tau_mu2),
+        q=pi(warm.q, warm.q0), count=pi(warm.count, 0.0), offset=pa(warm.offset, 0.0),
+        slope=pa(warm.slope, 1.0), var_offset=pa(warm.var_offset, warm.tau_o2),
+        var_slope=pa(warm.var_slope, warm.tau_s2), cov_os=pa(warm.cov_os, 0.0), noise=pa(warm.noise, 1.0),
+        n_scores=pa(warm.n_scores, 0.0))
+
+
+def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
+    """``warm`` grown to the observations' items and annotators; items scored for the first time start at
+    their raw means, and ``tau_mu^2`` at no less than half the spread of the raw item means (EM creeps away
+    from a collapsed prior width, e.g. one fitted on few items, far too slowly). A state fitted on no scores is
+    no start at all: cold."""
+    if not warm.count.any():
+        return _prior_state(obs)
+    cold = _prior_state(obs)
+    st = _grow(warm, obs.n_items, obs.n_annotators)
+    new = (st.count == 0) & (cold.count > 0)
+    st.mu[new] = cold.mu[new]
+    st.var_mu[new] = cold.var_mu[new]
+    st.tau_mu2 = max(st.tau_mu2, 0.5 * cold.tau_mu2)
+    return st
+
+
+def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfig = DEFAULT_CONFIG) -> AwareState:
+    """Fit the annotator-aware model to every observation by mean-field EM (module docstring).
+
+    The scores enter through their sums by (item, annotator) pair (:class:`PairStats`), so each sweep is a few
+    sparse matrix products, ``O(n_pairs + n_items + n_annotators)``, with no loop over items or scores.
+
+    Parameters
+    ----------
+    obs : Observations
+        All live scores.
+    warm : AwareState, optional
+        A previous fit (fewer or equal items and annotators) to start from; at most ``config.sweeps_warm``
+        sweeps then, else ``config.sweeps_cold``.
+    config : AwareConfig
+        Shrinkage strengths, sweep limits, tolerance.
+
+    Returns
+    -------
+    AwareState
+        The fit; ``sweeps`` says how many sweeps ran.
+
+    References
+    ----------
+    Dempster, Laird & Rubin (1977); Bishop (2006), *Pattern Recognition and Machine Learning*, section 10.1;
+    issue 10 of this repository (the model).
+
+    Examples
+    --------
+    Two annotators, the second scores everything 0.2 higher; the model puts the offset on the annotator:
+
+    >>> obs = Observations.build([0, 1, 2, 0, 1, 2], [0, 0, 0, 1, 1, 1], [0.2, 0.5, 0.6, 0.4, 0.7, 0.8],
+    ...                          n_items=3)
+    >>> st = fit(obs)
+    >>> bool(st.offset[1] - st.offset[0] > 0.15), [round(float(m), 2) for m in np.diff(st.mu)]
+    (True, [0.3, 0.1])
+    """
+    n = obs.n_items
+    if obs.size == 0:
+        return _prior_state(obs)
+    st = _prior_state(obs) if warm is None else _warm_start(warm, obs)
+    max_sweeps = config.sweeps_cold if warm is None else config.sweeps_warm
+    P = PairStats.build(obs)
+    C, SY, SY2 = P.count, P.sum_y, P.sum_y2
+    cnt, n_a, n_obs = P.n_per_item, P.n_per_annotator, max(obs.size, 1)
+    seen_a = n_a > 0
+    u = st.mu - CENTER
+    o, s, vo, vs, cos, r, q = st.offset, st.slope, st.var_offset, st.var_slope, st.cov_os, st.noise, st.q
+    m0, tm2, to2, ts2, q0 = st.m0 - CENTER, st.tau_mu2, st.tau_o2, st.tau_s2, st.q0
+    vu = st.var_mu
+    prec = 1.0 / vu
+    sweeps = 0
+    for sweeps in range(1, max_sweeps + 1):
+        # items: w = 1 / (r_a q_i), so an item's sums are (1 / q_i) sum_a C_ia f(a) / r_a: sparse products
+        rho = 1.0 / r
+        cv = C @ np.column_stack([(s * s + vs) * rho, (o * s + cos) * rho])
+        prec = 1.0 / tm2 + cv[:, 0] / q
+        u_new = (m0 / tm2 + (SY @ (s * rho) - cv[:, 1]) / q) / prec
+        vu = 1.0 / prec
+        moved = float(np.max(np.abs(u_new - u))) if n else 0.0
+        u = u_new
+        m0 = float(u.mean()) if n else 0.0
+        tm2 = max(float(np.mean((u - m0) ** 2 + vu)) if n else _FLOOR, _FLOOR)
+        # annotators: (o_a, s_a) jointly from the 2 x 2 normal equations; sums over their items of f / q_i
+        h = 1.0 / q
+        hu = h * u
+        t_h, t_hu, t_huu, t_hvu = (C.T @ np.column_stack([h, hu, hu * u, h * vu])).T
+        y_h, y_hu = (SY.T @ np.column_stack([h, hu])).T
+        s_oo = t_h * rho + 1.0 / to2
+        s_ss = (t_huu + t_hvu) * rho + 1.0 / ts2
+        s_os = t_hu * rho
+        b_o = y_h * rho
+        b_s = y_hu * rho + 1.0 / ts2
+        det = s_oo * s_ss - s_os * s_os
+        o = (s_ss * b_o - s_os * b_s) / det
+        s = (s_oo * b_s - s_os * b_o) / det
+        vo, vs, cos = s_ss / det, s_oo / det, -s_os / det
+        if seen_a.any():
+            to2 = float(np.clip(np.mean(o[seen_a] ** 2 + vo[seen_a]), _FLOOR, 0.25))
+            ts2 = float(np.clip(np.mean((s[seen_a] - 1.0) ** 2 + vs[seen_a]), _FLOOR, 1.0))
+        # noise: e2 = E[(y - o - s u)^2] = (y - o - s u)^2 + Var o + s^2 Var u + Var s E[u^2] + 2 u Cov(o, s),
+        # summed by annotator (weights 1 / q_i) and by item (weights 1 / r_a) from the pair sums
+        e_a = (SY2.T @ h - 2.0 * o * y_h - 2.0 * s * y_hu + o * o * t_h + 2.0 * o * s * t_hu + s * s * t_huu
+               + vo * t_h + s * s * t_hvu + vs * (t_huu + t_hvu) + 2.0 * cos * t_hu)
+        r = (config.nu_r + np.maximum(e_a, 0.0)) / (config.nu_r + n_a)
+        if seen_a.any():
+            r = r / np.exp(np.mean(np.log(r[seen_a])))
+        rho = 1.0 / r
+        c4 = C @ np.column_stack([rho * (o * o + vo), rho * (o * s + cos), rho * (s * s + vs)])
+        y2 = SY @ np.column_stack([rho * o, rho * s])
+        e_i = (SY2 @ rho - 2.0 * y2[:, 0] - 2.0 * u * y2[:, 1] + c4[:, 0] + 2.0 * u * c4[:, 1]
+               + (u * u + vu) * c4[:, 2])
+        e_i = np.maximum(e_i, 0.0)
+        q0 = max(float(e_i.sum()) / n_obs, _FLOOR)
+        q = np.maximum((config.nu_q * q0 + e_i) / (config.nu_q + cnt), _FLOOR)
+        if moved < config.tol and sweeps > 1:
+            break
+    # interval: Var(u_i) plus the annotator terms that touch item i (delta method; the scores of one
+    # annotator on one item share its terms, hence C_ia^2)
+    rho2 = 1.0 / (r * r)
+    c3 = P.count_sq @ np.column_stack([rho2 * s * s * vo, rho2 * vs, rho2 * s * cos])
+    extra = (c3[:, 0] + u * u * c3[:, 1] + 2.0 * u * c3[:, 2]) / (q * prec) ** 2
+    return AwareState(u + CENTER, vu, vu + np.maximum(extra, 0.0), q, cnt, o, s, vo, vs, cos, r, n_a,
+                      m0 + CENTER, tm2, to2, ts2, q0, sweeps, config.nu_q)

@@ -1,0 +1,69 @@
+"""Direct assessment (the DA baseline of Sakaguchi & Van Durme 2018, section 5): the mean of each item's scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from core.models.base import Model, State
+
+
+class DirectAssessmentModel(Model):
+    """Direct assessment (section 5's DA baseline): each item's estimate is the mean of its scores.
+
+    State: ``sum``, ``sumsq``, ``count``. With fewer than 2 scores the variance is the prior's, 1/12 (the
+    variance of a uniform score); with one score the estimate is that score, with none it is 0.5 (prior
+    placeholder). From 2 scores on, the variance is the sample variance of the mean, ``s^2 / n`` (a residual sum
+    of squares below 1e-12 of the sum of squares counts as 0: rounding noise of equal scores), and the 95%
+    interval is ``mean -+ t_{0.975, n-1} sqrt(s^2 / n)`` clipped to [0, 1]; below 2 scores it is the uniform
+    prior's [0.025, 0.975]. Commutative: ``sign = -1`` retracts (an item back at count 0 is reset exactly).
+    DA's batches are chosen by count (:func:`core.selection.select_least_annotated`).
+    """
+
+    name = "da"
+
+    def init_state(self, n_items: int) -> State:
+        return {
+            "sum": np.zeros(n_items, dtype=np.float64),
+            "sumsq": np.zeros(n_items, dtype=np.float64),
+            "count": np.zeros(n_items, dtype=np.float64),
+        }
+
+    def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
+        item, score = self._commutative_batch(state, item, score01, group, sign)
+        if item.size == 0:
+            return
+        n = state["count"].size
+        state["sum"] += sign * np.bincount(item, weights=score, minlength=n)
+        state["sumsq"] += sign * np.bincount(item, weights=score * score, minlength=n)
+        state["count"] += sign * np.bincount(item, minlength=n)
+        if sign < 0:
+            empty = state["count"] <= 0
+            for key in ("sum", "sumsq", "count"):
+                state[key][empty] = 0.0
+
+    def _mean_var(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        n = state["count"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, state["sum"] / np.maximum(n, 1.0), 0.5)
+            # residual sum of squares; below 1e-12 of the sum of squares it is rounding noise (constant scores)
+            resid = state["sumsq"] - state["sum"] * mean
+            resid = np.where(resid > 1e-12 * state["sumsq"], resid, 0.0)
+            s2 = resid / np.maximum(n - 1.0, 1.0)
+            var = np.where(n >= 2, s2 / np.maximum(n, 1.0), 1.0 / 12.0)
+        return mean, var
+
+    def summary(self, state: State) -> dict[str, np.ndarray]:
+        n = state["count"]
+        mean, var = self._mean_var(state)
+        tq = special.stdtrit(np.maximum(n - 1.0, 1.0), 0.975)  # Student t quantile
+        half = tq * np.sqrt(var)
+        many = n >= 2
+        lo = np.where(many, np.clip(mean - half, 0.0, 1.0), 0.025)
+        hi = np.where(many, np.clip(mean + half, 0.0, 1.0), 0.975)
+        return {"estimate": mean, "mean": mean.copy(), "variance": var, "ci_low": lo, "ci_high": hi}
+
+    def selection_keys(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        return self._mean_var(state)

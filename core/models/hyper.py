@@ -1,0 +1,207 @@
+"""Hyper-parameters of a project (:class:`Hyper`) and the names of the methods and partner pools.
+
+Defaults are those of Sakaguchi & Van Durme (2018), section 5 and Algorithm 1. An invalid value raises
+:class:`core.errors.HyperParameterError` naming the field, the value and what it needs; the wording of a hint
+(which flag or form field to change) is the front end's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.errors import HyperParameterError, ProjectFileError
+
+#: The posterior models of :func:`core.models.get_model`.
+METHODS = ("easl", "ra", "trueskill", "da")
+#: Where Algorithm 1 draws an anchor's partners from: the non-anchors (the paper) or every item but the anchor.
+PARTNER_POOLS = ("paper", "all")
+
+
+def _as_int(field: str, value: Any, minimum: int) -> int:
+    """``value`` as an ``int >= minimum`` (a float with an integral value is accepted; ``bool`` is not)."""
+    need = f"an integer >= {minimum}"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise HyperParameterError(field, value, need)
+    if int(value) < minimum:
+        raise HyperParameterError(field, value, need)
+    return int(value)
+
+
+def _as_float(field: str, value: Any) -> float:
+    """``value`` as a finite ``float`` (``bool`` and strings are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise HyperParameterError(field, value, "a finite number")
+    if not math.isfinite(float(value)):
+        raise HyperParameterError(field, value, "a finite number")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """Hyper-parameters of a project, recorded in the project file when it is created.
+
+    Defaults are the paper's (Sakaguchi & Van Durme 2018, section 5): ``alpha0 = beta0 = 1``, ``gamma = 0.1``,
+    ``epsilon = 0.1``, ``n = 5`` items per HIT and ``k = N // n`` HITs per iteration (Algorithm 1).
+
+    Attributes
+    ----------
+    method : {"easl", "ra", "trueskill", "da"}
+        The posterior model (see :func:`core.models.get_model`).
+    hit_size : int
+        ``n``, items per HIT (>= 2).
+    gamma : float
+        Skill chain (eq 11, 23); also TrueSkill's performance noise ``beta`` (> 0).
+    epsilon : float
+        Tie margin of RA (eq 16-22) and TrueSkill's draw margin (eq 5-10) on the unit scale (> 0).
+    alpha0, beta0 : float
+        Beta prior (>= 1 so that the mode, eq 12, is defined). TrueSkill's prior is the Gaussian with the
+        same mean and variance.
+    score_min, score_max : float
+        The project's score range; the models work on ``[0, 1]``.
+    partner_pool : {"paper", "all"}
+        Partners are drawn from the non-anchors (the paper) or from every item but the anchor.
+    hits_per_iteration : int or None
+        ``k``; ``None`` means ``N // n`` (Algorithm 1).
+    seed : int
+        Seed of the project's random generator (>= 0).
+
+    Raises
+    ------
+    core.errors.HyperParameterError
+        A field is out of range; ``field``, ``value`` and ``need`` say which and why.
+
+    Examples
+    --------
+    >>> h = Hyper(score_min=-2, score_max=2)
+    >>> h.method, h.hit_size, h.gamma
+    ('easl', 5, 0.1)
+    >>> h.to_unit([-2, 0, 2]).tolist()
+    [0.0, 0.5, 1.0]
+    >>> Hyper(hit_size=1)
+    Traceback (most recent call last):
+    ...
+    core.errors.HyperParameterError: hit_size = 1: an integer >= 2
+    """
+
+    method: str = "easl"
+    hit_size: int = 5
+    gamma: float = 0.1
+    epsilon: float = 0.1
+    alpha0: float = 1.0
+    beta0: float = 1.0
+    score_min: float = 0.0
+    score_max: float = 100.0
+    partner_pool: str = "paper"
+    hits_per_iteration: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise HyperParameterError("method", self.method, "one of " + ", ".join(METHODS))
+        if self.partner_pool not in PARTNER_POOLS:
+            raise HyperParameterError("partner_pool", self.partner_pool, "one of " + ", ".join(PARTNER_POOLS))
+        object.__setattr__(self, "hit_size", _as_int("hit_size", self.hit_size, 2))
+        object.__setattr__(self, "seed", _as_int("seed", self.seed, 0))
+        if self.hits_per_iteration is not None:
+            object.__setattr__(
+                self, "hits_per_iteration", _as_int("hits_per_iteration", self.hits_per_iteration, 1)
+            )
+        for name in ("gamma", "epsilon", "alpha0", "beta0", "score_min", "score_max"):
+            object.__setattr__(self, name, _as_float(name, getattr(self, name)))
+        for name in ("gamma", "epsilon"):
+            if getattr(self, name) <= 0:
+                raise HyperParameterError(name, getattr(self, name), "a positive finite number")
+        for name in ("alpha0", "beta0"):
+            if getattr(self, name) < 1:
+                raise HyperParameterError(
+                    name, getattr(self, name), "a finite number >= 1 (the mode, eq 12, needs it)"
+                )
+        if not self.score_max > self.score_min:
+            raise HyperParameterError("score_max", self.score_max, f"greater than score_min ({self.score_min!r})")
+
+    # -- serialisation -----------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """Serialise to a JSON object (sorted keys), the form stored in the project file.
+
+        Returns
+        -------
+        str
+            ``json.dumps(dataclasses.asdict(self), sort_keys=True)``.
+        """
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, s: str, *, source: str = "project file") -> Hyper:
+        """Parse :meth:`to_json` output; missing fields take their defaults.
+
+        Parameters
+        ----------
+        s : str
+            A JSON object.
+        source : str
+            Where ``s`` comes from (a path), named in errors.
+
+        Returns
+        -------
+        Hyper
+
+        Raises
+        ------
+        core.errors.ProjectFileError
+            ``s`` is not valid JSON or not a JSON object.
+        core.errors.HyperParameterError
+            A field that is not a hyper-parameter, or an invalid value (the message names ``source``).
+
+        Examples
+        --------
+        >>> Hyper.from_json('{"method": "da"}').method
+        'da'
+        >>> Hyper.from_json('{"gamma": -1}', source="p.easl")
+        Traceback (most recent call last):
+        ...
+        core.errors.HyperParameterError: p.easl: gamma = -1.0: a positive finite number
+        """
+        try:
+            data = json.loads(s)
+        except (TypeError, ValueError) as exc:
+            raise ProjectFileError(source, f"hyper-parameters are not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ProjectFileError(source, f"hyper-parameters must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise HyperParameterError(unknown[0], data[unknown[0]], "no such hyper-parameter", source=source)
+        try:
+            return cls(**data)
+        except HyperParameterError as exc:
+            raise HyperParameterError(exc.field, exc.value, exc.need, source=source) from None
+
+    # -- score range -------------------------------------------------------------------------------
+
+    @property
+    def score_span(self) -> float:
+        """``score_max - score_min``."""
+        return self.score_max - self.score_min
+
+    def to_unit(self, scores: Any) -> np.ndarray:
+        """Map project scores to the unit interval: ``(s - score_min) / (score_max - score_min)``."""
+        return (np.asarray(scores, dtype=np.float64) - self.score_min) / self.score_span
+
+    def from_unit(self, values: Any) -> np.ndarray:
+        """Map unit-interval locations (estimates, means, interval ends) back to the score range:
+        ``u (score_max - score_min) + score_min``."""
+        return np.asarray(values, dtype=np.float64) * self.score_span + self.score_min
+
+    def variance_from_unit(self, variance: Any) -> np.ndarray:
+        """Scale a unit-interval variance to the score range: ``var (score_max - score_min)^2``."""
+        return np.asarray(variance, dtype=np.float64) * self.score_span**2

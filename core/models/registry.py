@@ -1,0 +1,48 @@
+"""The model of a project, by name (``Hyper.method``)."""
+
+from __future__ import annotations
+
+from core.models.base import Model
+from core.models.da import DirectAssessmentModel
+from core.models.easl import EaslModel
+from core.models.hyper import Hyper
+from core.models.ra import RankAggregationModel
+from core.models.trueskill import TrueSkillModel
+
+_MODELS: dict[str, type[Model]] = {
+    "easl": EaslModel,
+    "ra": RankAggregationModel,
+    "trueskill": TrueSkillModel,
+    "da": DirectAssessmentModel,
+}
+
+
+def get_model(hyper: Hyper) -> Model:
+    """The posterior model named by ``hyper.method``.
+
+    Parameters
+    ----------
+    hyper : Hyper
+        The project's hyper-parameters; ``hyper.method`` is one of :data:`core.models.METHODS`.
+
+    Returns
+    -------
+    Model
+        :class:`~core.models.easl.EaslModel` ("easl"), :class:`~core.models.ra.RankAggregationModel` ("ra"),
+        :class:`~core.models.trueskill.TrueSkillModel` ("trueskill") or
+        :class:`~core.models.da.DirectAssessmentModel` ("da"), bound to ``hyper``.
+
+    References
+    ----------
+    Sakaguchi & Van Durme (2018), sections 3-5 (the four methods compared there).
+
+    Examples
+    --------
+    >>> m = get_model(Hyper())
+    >>> s = m.init_state(2)
+    >>> m.apply(s, [0], [0.8], [0])
+    >>> summ = m.summary(s)
+    >>> round(float(summ["estimate"][0]), 12), round(float(summ["variance"][0]), 12)  # Beta(1.8, 1.2)
+    (0.8, 0.06)
+    """
+    return _MODELS[hyper.method](hyper)

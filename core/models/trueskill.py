@@ -1,0 +1,63 @@
+"""TrueSkill 1-vs-1 (Herbrich et al. 2006; Sakaguchi & Van Durme 2018, eq 3-11) on the pairwise outcomes of
+HIT submissions: the unbounded Gaussian baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from core.models.base import Model, State
+from core.models.beta import beta_mean, beta_variance
+from core.models.gaussian import Z975, _rate_1vs1_var
+
+
+class TrueSkillModel(Model):
+    """TrueSkill 1-vs-1 (Herbrich et al. 2006; eq 3-11) on the pairwise outcomes of HIT submissions
+    (:func:`pair_schedule`; ties are draws), the unbounded Gaussian baseline.
+
+    On the unit scale: ``beta = gamma``, draw margin ``= epsilon``, no dynamics (``tau = 0``: an item's
+    quality does not drift). Prior: the Gaussian with the mean and variance of Beta(alpha0, beta0), i.e.
+    ``mu0 = 0.5`` and ``sigma0^2 = 1/12`` (``sigma0 ~ 0.289``) by default, so that TrueSkill starts from the
+    same uncertainty as EASL and RA and Algorithm 1 treats all methods alike. Estimate and mean: ``mu``
+    (not clipped to [0, 1]: the support is unbounded); variance ``sigma^2``; interval ``mu -+ 1.96 sigma``.
+    """
+
+    name = "trueskill"
+    order_dependent = True
+    needs_whole_hit = True
+
+    @property
+    def mu0(self) -> float:
+        return float(beta_mean(self.hyper.alpha0, self.hyper.beta0))
+
+    @property
+    def sigma0(self) -> float:
+        return float(np.sqrt(beta_variance(self.hyper.alpha0, self.hyper.beta0)))
+
+    def init_state(self, n_items: int) -> State:
+        return {
+            "mu": np.full(n_items, self.mu0, dtype=np.float64),
+            "sigma2": np.full(n_items, self.sigma0**2, dtype=np.float64),
+            "count": np.zeros(n_items, dtype=np.float64),
+        }
+
+    def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
+        mu, s2 = state["mu"], state["sigma2"]
+        gamma, eps = self.hyper.gamma, self.hyper.epsilon
+        for w, lo, drawn in self._pairwise_steps(state, item, score01, group, sign):
+            mu[w], s2[w], mu[lo], s2[lo] = _rate_1vs1_var(mu[w], s2[w], mu[lo], s2[lo], gamma, eps, drawn)
+
+    def summary(self, state: State) -> dict[str, np.ndarray]:
+        mu, s2 = state["mu"], state["sigma2"]
+        sd = np.sqrt(s2)
+        return {
+            "estimate": mu.copy(),
+            "mean": mu.copy(),
+            "variance": s2.copy(),
+            "ci_low": mu - Z975 * sd,
+            "ci_high": mu + Z975 * sd,
+        }
+
+    def selection_keys(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        return state["mu"].copy(), state["sigma2"].copy()
