@@ -148,6 +148,24 @@ async def blast(port: int, bodies: list[bytes], concurrency: int, rate: float | 
 TARGETS = {"burst": {"rate": 1000.0, "p99_ms": 200.0, "max_ms": 1000.0}, "single": {"p99_ms": 10.0}}
 
 
+def disk_sync_ms(directory: Path, n: int = 200) -> tuple[float, float]:
+    """p50 and p99 of appending 2 KB to a file in ``directory`` and flushing it to the disk (fdatasync): the
+    floor of a durable acknowledgement, which waits for one such flush (a commit or a journal append)."""
+    sync = getattr(os, "fdatasync", os.fsync)
+    path = directory / "sync-probe"
+    times = []
+    with open(path, "ab") as f:
+        for _ in range(n):
+            f.write(b"x" * 2048)
+            f.flush()
+            t = time.perf_counter()
+            sync(f.fileno())
+            times.append(time.perf_counter() - t)
+    path.unlink()
+    ms = np.array(times) * 1000
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+
+
 def load() -> str:
     """The machine's load averages (1, 5, 15 min) and core count, as ``uptime`` prints them."""
     return f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
@@ -169,7 +187,7 @@ def bench_ack(tmp: Path, n_items: int, n_burst: int, n_single: int, concurrency:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "LABEL_STUDIO_API_KEY"}
     proc = start_serve(path, port, env, tmp / "ack-serve.log")
-    out: dict = {"load_before": load()}
+    out: dict = {"load_before": load(), "sync_ms": disk_sync_ms(tmp)}
     try:
         asyncio.run(blast(port, bodies[:100], concurrency))  # warm-up
         k = 100
@@ -210,7 +228,9 @@ def report_ack(a: dict, concurrency: int, rate: float) -> bool:
     t = TARGETS
     ok_b = b["rate"] >= t["burst"]["rate"] and b["p99_ms"] <= t["burst"]["p99_ms"] and b["max_ms"] <= t["burst"]["max_ms"]
     ok_s = s["p99_ms"] <= t["single"]["p99_ms"]
-    print(f"  machine: {a['load_before']} before, {a['load_after']} after (shared machine: figures are noisy)")
+    print(f"  machine: {a['load_before']} before, {a['load_after']} after (shared machine: figures are noisy); "
+          f"one 2 KB fdatasync (the floor of a durable acknowledgement): p50 {a['sync_ms'][0]:.2f} ms, p99 "
+          f"{a['sync_ms'][1]:.2f} ms")
     print(f"  burst, {concurrency} senders in a closed loop ({b['posts']} posts, each sender posts again as soon as "
           f"it has its answer): {b['rate']:.0f} acks/s (target >= {t['burst']['rate']:.0f}), p50 {b['p50_ms']:.1f} "
           f"ms, p99 {b['p99_ms']:.1f} ms (target <= {t['burst']['p99_ms']:.0f}), max {b['max_ms']:.1f} ms (target "
