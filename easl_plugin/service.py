@@ -55,6 +55,7 @@ from easl_plugin.writer import EventWriter, QueueUnavailable
 log = logging.getLogger("easl.serve")
 MODEL_VERSION = "easl-plugin-1"
 SECRET_HEADER = "X-EASL-Secret"
+_SECRET_KEY = SECRET_HEADER.lower().encode()  # as ASGI spells header names
 PUBLIC_PATHS = frozenset({"/health", "/"})
 FAILURES_PER_MINUTE = 10     #: failed authentications a client address may make per minute before 429
 MAX_JSON_DEPTH = 64          #: deepest nesting of arrays and objects accepted in a body (Label Studio's: < 10)
@@ -182,10 +183,6 @@ class FailureLimiter:
         return len(q)
 
 
-def _json_reply(status: int, body: dict, headers: dict | None = None) -> Response:
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
 class AuthMiddleware:
     """ASGI middleware: every request but ``PUBLIC_PATHS`` needs the configured credentials (basic auth; on
     ``/webhook`` also the shared secret), with failures rate-limited per client address; without any credential
@@ -211,19 +208,19 @@ class AuthMiddleware:
         client = (scope.get("client") or ("", 0))[0] or "unknown"
         wait = self.limiter.retry_after(client)
         if wait > 0:
-            return _json_reply(429, {"error": "too many failed authentications from this address; try again "
-                                              f"in {int(wait) + 1} s"}, {"Retry-After": str(int(wait) + 1)})
+            return JSONResponse({"error": "too many failed authentications from this address; try again in "
+                                          f"{int(wait) + 1} s"}, 429, {"Retry-After": str(int(wait) + 1)})
         if not cfg.has_credentials and not cfg.insecure and not _is_loopback(client):
-            return _json_reply(403, {"error": "this service has no credentials configured and serves this "
-                                              "machine only"})
+            return JSONResponse({"error": "this service has no credentials configured and serves this machine "
+                                          "only"}, 403)
         headers = {k: v for k, v in scope["headers"] if k in (b"authorization", _SECRET_KEY)}
         if cfg.basic_auth and not _basic_ok(headers.get(b"authorization", b"").decode("latin-1"), cfg.basic_auth):
             self._failed(client, "wrong or missing basic-auth credentials")
-            return _json_reply(401, {"error": "authentication required"}, {"WWW-Authenticate": 'Basic realm="easl"'})
+            return JSONResponse({"error": "authentication required"}, 401, {"WWW-Authenticate": 'Basic realm="easl"'})
         if scope["path"] == "/webhook" and cfg.webhook_secret is not None \
                 and not _same(headers.get(_SECRET_KEY, b""), cfg.webhook_secret):
             self._failed(client, f"missing or wrong {SECRET_HEADER} header")
-            return _json_reply(401, {"error": f"missing or wrong {SECRET_HEADER} header"})
+            return JSONResponse({"error": f"missing or wrong {SECRET_HEADER} header"}, 401)
         return None
 
     def _failed(self, client: str, why: str) -> None:
@@ -232,9 +229,6 @@ class AuthMiddleware:
             log.info("request refused from %s: %s", client, why)
         elif n == self.limiter.limit:
             log.warning("%d failed authentications from %s within a minute: refusing it for a minute", n, client)
-
-
-_SECRET_KEY = SECRET_HEADER.lower().encode()
 
 
 # ------------------------------------------------------------------------------------------------- bodies, errors
@@ -297,15 +291,15 @@ def _load_json(raw: bytes) -> object:
 
 async def _payload_error(request: Request, exc: Exception) -> Response:
     log.info("%s rejected: %s", request.url.path, exc)
-    return _json_reply(400, {"error": str(exc)})
+    return JSONResponse({"error": str(exc)}, 400)
 
 
 async def _body_too_large(request: Request, exc: Exception) -> Response:
-    return _json_reply(413, {"error": str(exc)})
+    return JSONResponse({"error": str(exc)}, 413)
 
 
 async def _unavailable(request: Request, exc: Exception) -> Response:
-    return _json_reply(503, {"error": f"could not queue the event: {exc}"})
+    return JSONResponse({"error": f"could not queue the event: {exc}"}, 503)
 
 
 # ------------------------------------------------------------------------------------------------------- routes
