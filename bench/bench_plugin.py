@@ -45,8 +45,9 @@ def make_project(path: Path, n_items: int, seed: int = 0) -> None:
 
 
 def start_serve(path: Path, port: int, env: dict, log: Path, *extra: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(path), "--port", str(port), *extra],
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    with open(log, "w") as out:  # the child keeps its own copy of the file descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(path), "--port", str(port), *extra],
+                                stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -280,7 +281,7 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
                             "--backend-url", f"http://127.0.0.1:{port}", "--connect", "webhook"],
                            capture_output=True, text=True, cwd=REPO, env=env, check=True)
             rng = np.random.default_rng(1)
-            for rep in range(repeats):
+            for _ in range(repeats):
                 with Project.open(path) as p:
                     it = p.iteration()
                     hits = p.open_hits()

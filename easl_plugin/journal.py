@@ -8,8 +8,8 @@ into ``events`` as soon as the lock is free, in arrival order, before anything n
 
 Exactly once: each journal line carries a unique id; the move inserts the events and records the id of the last
 record moved (``meta`` key ``ls.journal_moved``) in one transaction, then truncates the journal. After a crash
-between the two, the records up to that id are skipped. A torn last line (a crash while writing it) belongs to an event that was
-never acknowledged, so it is dropped.
+between the two, the records up to that id are skipped. A torn last line (a crash while writing it) belongs to an
+event that was never acknowledged, so it is dropped.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class Journal:
                 data = f.read()
                 if data and not data.endswith(b"\n"):
                     f.truncate(data.rfind(b"\n") + 1)
-        self._fh = open(path, "ab")
+        self._fh = open(path, "ab")  # noqa: SIM115  (open for the journal's life; closed by close())
         self.count = len(self.read())
 
     def close(self) -> None:

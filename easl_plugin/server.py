@@ -22,10 +22,13 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from core.errors import EaslError
 from easl_plugin.service import ServiceConfig, build_app
+from easl_plugin.worker_process import WorkerProcess
 from easl_plugin.writer import EventWriter
 
 log = logging.getLogger("easl.serve")
@@ -55,7 +58,7 @@ def is_loopback_host(host: str) -> bool:
         infos = socket.getaddrinfo(host, None)
     except OSError:
         return False
-    addresses = {info[4][0] for info in infos}
+    addresses = {str(info[4][0]) for info in infos}
     return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
 
 
@@ -63,6 +66,32 @@ def check_exposure(config: ServiceConfig) -> None:
     """Raise ``UnprotectedAddress`` when ``config`` would take unauthenticated webhooks from other machines."""
     if not config.insecure and not config.has_credentials and not is_loopback_host(config.host):
         raise UnprotectedAddress(config.host)
+
+
+def _with_worker(inner: Callable[[Any], Any], worker: WorkerProcess) -> Callable[[Any], Any]:
+    """The app's lifespan ``inner`` plus the worker process: started first, watched, stopped last."""
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        worker.start()  # first: no other thread, socket or database connection exists yet to be forked
+        stopping = threading.Event()
+
+        def supervise() -> None:  # the worker must not die alone: stop the service so that a supervisor restarts it
+            while not stopping.wait(1.0):
+                if not worker.alive:
+                    log.error("the worker process exited unexpectedly; stopping the service")
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    return
+
+        threading.Thread(target=supervise, name="easl-supervise", daemon=True).start()
+        try:
+            async with inner(app):
+                yield
+        finally:
+            stopping.set()
+            await asyncio.to_thread(worker.stop)
+
+    return lifespan
 
 
 def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = False) -> None:
@@ -75,8 +104,6 @@ def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = 
     """
     check_exposure(config)
     import uvicorn
-
-    from easl_plugin.worker_process import WorkerProcess
 
     worker = WorkerProcess(config.project_path, api_key=config.api_key, streaming=config.streaming,
                            reconcile_interval_s=config.reconcile_interval_s, url_override=config.ls_url,
@@ -96,35 +123,12 @@ def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = 
                 "events_applied": worker.applied_total, "tasks_pushed": worker.pushed_total}
 
     app = build_app(config, on_setup=on_setup, status=status, writer=writer)
-    inner = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(a):
-        """The app's lifespan plus the worker process."""
-        worker.start()  # first: no other thread, socket or database connection exists yet to be forked
-        stopping = threading.Event()
-
-        def supervise() -> None:  # the worker must not die alone: stop the service so that a supervisor restarts it
-            while not stopping.wait(1.0):
-                if not worker.alive:
-                    log.error("the worker process exited unexpectedly; stopping the service")
-                    os.kill(os.getpid(), signal.SIGTERM)
-                    return
-
-        threading.Thread(target=supervise, name="easl-supervise", daemon=True).start()
-        try:
-            async with inner(a):
-                yield
-        finally:
-            stopping.set()
-            await asyncio.to_thread(worker.stop)
-
-    app.router.lifespan_context = lifespan
+    app.router.lifespan_context = _with_worker(app.router.lifespan_context, worker)
     gc.collect()
     gc.freeze()  # see the module docstring: full collections then walk only what the service allocates
     try:
         uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=access_log,
                     workers=1, limit_concurrency=config.max_connections, timeout_graceful_shutdown=10)
     finally:
-        del app, inner, writer
+        del app, writer  # the last references to the shared objects, before they are released
         worker.release()

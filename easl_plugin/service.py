@@ -40,9 +40,10 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -60,6 +61,7 @@ PUBLIC_PATHS = frozenset({"/health", "/"})
 FAILURES_PER_MINUTE = 10     #: failed authentications a client address may make per minute before 429
 MAX_JSON_DEPTH = 64          #: deepest nesting of arrays and objects accepted in a body (Label Studio's: < 10)
 PARSE_INLINE_BYTES = 64 * 1024  #: larger bodies are parsed in a thread, so the event loop stays free
+T = TypeVar("T")
 
 
 def package_version() -> str:
@@ -262,7 +264,7 @@ def _depth_ok(value, limit: int) -> bool:
     return True
 
 
-def _bounded(parse: Callable[[bytes], object], raw: bytes) -> object:
+def _bounded(parse: Callable[[bytes], T], raw: bytes) -> T:
     """``parse(raw)`` with the nesting depth bounded: deeper bodies are a ``PayloadError``, never a
     RecursionError (the parser's own recursion limit) nor a value that later code cannot walk."""
     too_deep = PayloadError(f"malformed JSON: nested too deeply (more than {MAX_JSON_DEPTH} levels)")
@@ -275,7 +277,7 @@ def _bounded(parse: Callable[[bytes], object], raw: bytes) -> object:
     return value
 
 
-async def parse_body(parse: Callable[[bytes], object], raw: bytes) -> object:
+async def parse_body(parse: Callable[[bytes], T], raw: bytes) -> T:
     """``_bounded(parse, raw)``, in a worker thread for large bodies."""
     if len(raw) > PARSE_INLINE_BYTES:
         return await asyncio.to_thread(_bounded, parse, raw)

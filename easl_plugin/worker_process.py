@@ -9,6 +9,7 @@ watch everywhere), so a killed server never leaves a second writer behind.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -155,10 +156,8 @@ def _child_main(project_path, api_key, streaming, interval, url_override, log_le
                 busy, last_commit, applied, pushed, linked, parent_pid) -> None:
     _die_with_parent(parent_pid, stop, wake)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the server, which stops us in order
-    try:
+    with contextlib.suppress(OSError):
         os.nice(10)  # background work: the web server (acknowledgements) gets the CPU first
-    except OSError:
-        pass
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from easl_plugin.worker import Worker

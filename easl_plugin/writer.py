@@ -25,17 +25,27 @@ What keeps the acknowledgement short and bounded under a burst:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Protocol
 
 from easl_plugin import bookkeeping
 from easl_plugin.journal import Journal, journal_path
 
 log = logging.getLogger("easl.serve")
 CHECKPOINT_IDLE_S = 1.0  #: the writer checkpoints the WAL only after this long without a webhook
+
+
+class Gate(Protocol):
+    """The write gate: a ``threading.Lock`` or a ``multiprocessing`` lock (a worker in another process)."""
+
+    def acquire(self, blocking: bool = ..., timeout: float = ..., /) -> bool: ...
+
+    def release(self) -> None: ...
 
 
 class QueueUnavailable(Exception):
@@ -63,12 +73,12 @@ class EventWriter:
     """
 
     def __init__(self, project_path: str, on_commit: Callable[[], None], *, max_batch: int = 512,
-                 gate: threading.Lock | None = None, shared_busy=None, shared_last_commit=None,
+                 gate: Gate | None = None, shared_busy=None, shared_last_commit=None,
                  max_waiting: int = 10_000) -> None:
         self._path = project_path
         self._shared_busy = shared_busy
         self._shared_last_commit = shared_last_commit
-        self.gate = gate or threading.Lock()
+        self.gate: Gate = gate if gate is not None else threading.Lock()
         self._busy = 0
         self.last_commit = 0.0                 # time.monotonic() of the last commit (the worker paces itself)
         self._on_commit = on_commit
@@ -128,7 +138,7 @@ class EventWriter:
         fut = self.submit(asyncio.get_running_loop(), action, payload_text)
         try:
             return await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise QueueUnavailable(f"not stored within {timeout_s:g} s") from None
         except QueueUnavailable:
             raise
@@ -143,8 +153,11 @@ class EventWriter:
             # no automatic checkpoint in the acknowledgement path (module docstring); one store call, kept here
             project.connection.execute("PRAGMA wal_autocheckpoint = 0")
             journal = Journal(journal_path(self._path))
-            with self.gate:
+            self.gate.acquire()
+            try:
                 self._move(project, journal)  # events journaled before a crash or stop
+            finally:
+                self.gate.release()
         except BaseException as exc:  # reported by start()
             self.error = exc
             self.ready.set()
@@ -282,10 +295,8 @@ def _release(batch: list, outcome: list) -> None:
     for (loop, fut, _, _), res in zip(batch, outcome):
         per_loop.setdefault(loop, []).append((fut, res))
     for loop, pairs in per_loop.items():
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these any more
             loop.call_soon_threadsafe(_resolve_all, pairs)
-        except RuntimeError:  # that loop is closed: nobody waits for these any more
-            pass
 
 
 def _resolve_all(pairs: list) -> None:

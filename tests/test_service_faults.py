@@ -14,22 +14,32 @@ import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 import requests
 
+from core.models import Hyper
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin import service
 from easl_plugin.journal import MOVED_KEY, Journal, journal_path
 from easl_plugin.server import UnprotectedAddress, check_exposure, is_loopback_host, serve
-from easl_plugin.service import (MAX_JSON_DEPTH, SECRET_HEADER, AuthMiddleware, FailureLimiter, ServiceConfig,
-                                 build_app)
+from easl_plugin.service import MAX_JSON_DEPTH, SECRET_HEADER, AuthMiddleware, FailureLimiter, ServiceConfig, build_app
 from easl_plugin.writer import EventWriter
 from tests.ls_server import free_port
-from tests.test_plugin_service import Client, created, link, project_path  # noqa: F401  (fixture)
+from tests.test_plugin_service import Client, created, link
 
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
 WRONG = {"Authorization": "Basic " + base64.b64encode(b"ann:guess").decode()}
+
+
+@pytest.fixture
+def project_path(tmp_path) -> str:
+    """A fresh project of 20 items in HITs of 4 (as tests/test_plugin_service.py's ``created`` expects)."""
+    items = pd.DataFrame({"item_id": [f"x{i:02d}" for i in range(20)], "text": [f"text {i}" for i in range(20)]})
+    path = tmp_path / "p.easl"
+    Project.create(path, items, Hyper(hit_size=4, seed=3)).close()
+    return str(path)
 
 
 def deletion(k: int) -> dict:
@@ -226,9 +236,9 @@ def _start_serve(project_path: str, tmp_path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("LABEL_STUDIO_API_KEY", "EASL_BASIC_AUTH",
                                                              "EASL_WEBHOOK_SECRET")}
-    log = open(tmp_path / "serve.log", "a")
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    with open(tmp_path / "serve.log", "a") as log:  # the child keeps its own copy of the file descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)],
+                                stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 30
     while True:
         assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
