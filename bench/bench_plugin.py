@@ -1,7 +1,11 @@
-"""Benchmark of the Label Studio plugin (issue 5 speed targets):
+"""Benchmark of the Label Studio plugin (issue 13 item 7 and issue 5 speed targets):
 
-* webhook acknowledgement p99 <= 20 ms under 50 concurrent senders on loopback (a bounded number of requests:
-  valid ANNOTATION_CREATED payloads, so the worker ingests them while the acknowledgements are measured);
+* webhook acknowledgements under a burst: 50 senders in a closed loop (each posts again as soon as it has its
+  answer) get >= 1,000 acknowledgements/s, p99 <= 200 ms, max <= 1 s; a single sender in a closed loop gets
+  p99 <= 10 ms. The client runs on the same machine (2 cores here); the payloads are valid ANNOTATION_CREATED
+  webhooks on a linked project, so the worker applies them while the acknowledgements are measured; afterwards
+  every acknowledged event must be queued exactly once and applied. The machine's load average is printed with
+  the figures (on a shared machine they vary from run to run);
 * the next iteration pushed <= 2 s after the last annotation of an iteration, for a 10,000-item project, against
   a real Label Studio (started with tests/ls_server.py; installed into .cache/ls-venv on first use).
 
@@ -41,8 +45,9 @@ def make_project(path: Path, n_items: int, seed: int = 0) -> None:
 
 
 def start_serve(path: Path, port: int, env: dict, log: Path, *extra: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(path), "--port", str(port), *extra],
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    with open(log, "w") as out:  # the child keeps its own copy of the file descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(path), "--port", str(port), *extra],
+                                stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -84,90 +89,174 @@ def payloads(path: Path, n: int, pid: int) -> list[bytes]:
     return out
 
 
-async def blast(url: str, bodies: list[bytes], concurrency: int, rate: float | None = None,
+async def _post(port: int, body: bytes, conn: list) -> tuple[float, dict]:
+    """One ``POST /webhook`` over ``conn`` (``[reader, writer]``, opened when empty, reopened when the server
+    closed it); returns the latency as the sender saw it and the JSON answer."""
+    t = time.perf_counter()
+    if not conn or os.environ.get("EASL_BENCH_NEW_CONNECTION"):
+        if conn:
+            conn[1].close()
+        conn[:] = await asyncio.open_connection("127.0.0.1", port)
+    reader, writer = conn
+    writer.write(b"POST /webhook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                 b"content-length: %d\r\n\r\n%s" % (len(body), body))
+    head = await reader.readuntil(b"\r\n\r\n")
+    fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+    answer = await reader.readexactly(int({k.lower(): v for k, v in fields.items()}[b"content-length"]))
+    lat = time.perf_counter() - t
+    if not head.startswith(b"HTTP/1.1 200"):
+        status_line = head.split(b"\r\n", 1)[0]
+        raise RuntimeError(f"webhook answered {status_line!r}: {answer!r}")
+    return lat, json.loads(answer)
+
+
+async def blast(port: int, bodies: list[bytes], concurrency: int, rate: float | None = None,
                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Post ``bodies`` from ``concurrency`` concurrent senders; returns each request's latency as the sender saw it
     and as the server measured it (from the handler's start to the durable acknowledgement), in seconds.
 
-    ``rate`` None: closed loop (each sender posts again as soon as it has its answer: a saturation test).
+    ``rate`` None: closed loop (each sender posts again as soon as it has its answer: a burst at saturation).
     ``rate`` r: open loop, each sender waits an exponential time of mean ``concurrency / r`` between posts, so the
-    senders together offer ``r`` requests/s (annotators submitting independently)."""
-    import httpx
+    senders together offer ``r`` requests/s (annotators submitting independently).
 
+    The client is a few lines of asyncio HTTP/1.1 with one keep-alive connection per sender (a new connection
+    per post with ``EASL_BENCH_NEW_CONNECTION=1``): about 0.1 ms of CPU per post, so that on a 2-core machine the
+    figures are the server's. httpx's ``AsyncClient`` with 50 connections costs about 7.6 ms of CPU per post here:
+    it alone caps the rate near 100/s and its own queueing shows up as seconds of latency.
+    """
     rng = np.random.default_rng(seed)
     lat = np.empty(len(bodies))
     server = np.empty(len(bodies))
-    queue: asyncio.Queue = asyncio.Queue()
-    for k in range(len(bodies)):
-        queue.put_nowait(k)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=10) as client:
-        async def sender():
-            while True:
-                try:
-                    k = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
+    todo = list(range(len(bodies)))[::-1]
+
+    async def sender():
+        conn: list = []
+        try:
+            while todo:
+                k = todo.pop()
                 if rate is not None:
                     await asyncio.sleep(float(rng.exponential(concurrency / rate)))
-                t = time.perf_counter()
-                r = await client.post(url, content=bodies[k], headers={"content-type": "application/json"})
-                lat[k] = time.perf_counter() - t
-                if r.status_code != 200:
-                    raise RuntimeError(f"webhook answered {r.status_code}: {r.text}")
-                server[k] = r.json()["ms"] / 1000
+                lat[k], answer = await _post(port, bodies[k], conn)
+                server[k] = answer["ms"] / 1000
+        finally:
+            if conn:
+                conn[1].close()
 
-        await asyncio.gather(*(sender() for _ in range(concurrency)))
+    await asyncio.gather(*(sender() for _ in range(concurrency)))
     return lat, server
 
 
-def bench_ack(tmp: Path, n_items: int, n_requests: int, concurrency: int, rate: float, *, apply: bool = True) -> dict:
-    """Acknowledgement latency; ``apply`` False leaves the project unlinked, so the worker applies nothing (the
-    acknowledgement path alone)."""
-    path = tmp / f"ack-{int(apply)}.easl"
+TARGETS = {"burst": {"rate": 1000.0, "p99_ms": 200.0, "max_ms": 1000.0}, "single": {"p99_ms": 10.0}}
+
+
+def disk_sync_ms(directory: Path, n: int = 200) -> tuple[float, float]:
+    """p50 and p99 of appending 2 KB to a file in ``directory`` and flushing it to the disk (fdatasync): the
+    floor of a durable acknowledgement, which waits for one such flush (a commit or a journal append)."""
+    sync = getattr(os, "fdatasync", os.fsync)
+    path = directory / "sync-probe"
+    times = []
+    with open(path, "ab") as f:
+        for _ in range(n):
+            f.write(b"x" * 2048)
+            f.flush()
+            t = time.perf_counter()
+            sync(f.fileno())
+            times.append(time.perf_counter() - t)
+    path.unlink()
+    ms = np.array(times) * 1000
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+
+
+def server_stack() -> str:
+    """What uvicorn runs on here: it takes uvloop and httptools by itself when they are installed."""
+    import importlib.util
+
+    have = {m: importlib.util.find_spec(m) is not None for m in ("uvloop", "httptools")}
+    return (f"uvicorn on {'uvloop' if have['uvloop'] else 'asyncio'} with "
+            f"{'httptools' if have['httptools'] else 'h11'}")
+
+
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min) and core count, as ``uptime`` prints them."""
+    return f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
+
+
+def bench_ack(tmp: Path, n_items: int, n_burst: int, n_single: int, concurrency: int, rate: float) -> dict:
+    """Acknowledgement latency of `easl serve` (a subprocess) while its worker applies what it acknowledges
+    (valid ANNOTATION_CREATED payloads on a linked project; nothing is pushed). Three load shapes: a burst (
+    ``concurrency`` senders in a closed loop), a single sender in a closed loop, and paced senders (open loop at
+    ``rate`` posts/s). Afterwards every acknowledged event must be in the queue exactly once and applied."""
+    path = tmp / "ack.easl"
     make_project(path, n_items)
-    if apply:
-        with Project.open(path) as p:  # linked to a (nonexistent) Label Studio project: events applied, no push
-            lay = layout_for_method("easl", 5, 0.0, 100.0)
-            bk.set_meta(p, {bk.KEY_URL: "http://127.0.0.1:9", bk.KEY_PROJECT_ID: "1",
-                            bk.KEY_LAYOUT: json.dumps(lay.to_dict())})
-    n_sat = n_requests // 2
-    bodies = payloads(path, 100 + n_requests + n_sat, 1)
+    with Project.open(path) as p:  # linked to a (nonexistent) Label Studio project: events applied, no push
+        lay = layout_for_method("easl", 5, 0.0, 100.0)
+        bk.set_meta(p, {bk.KEY_URL: "http://127.0.0.1:9", bk.KEY_PROJECT_ID: "1",
+                        bk.KEY_LAYOUT: json.dumps(lay.to_dict())})
+    n_paced = n_single
+    bodies = payloads(path, 100 + n_burst + n_single + n_paced, 1)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "LABEL_STUDIO_API_KEY"}
-    proc = start_serve(path, port, env, tmp / f"ack-serve-{int(apply)}.log")
-    out: dict = {"requests": n_requests, "concurrency": concurrency, "rate": rate}
+    proc = start_serve(path, port, env, tmp / "ack-serve.log")
+    out: dict = {"load_before": load(), "sync_ms": disk_sync_ms(tmp)}
     try:
-        url = f"http://127.0.0.1:{port}/webhook"
-        asyncio.run(blast(url, bodies[:100], concurrency))  # warm-up
-        t0 = time.perf_counter()
-        lat, srv = asyncio.run(blast(url, bodies[100:100 + n_requests], concurrency, rate))
-        wall = time.perf_counter() - t0
-        out.update(summary(lat, "open"), **summary(srv, "open_server"), open_rate=n_requests / wall)
-        t0 = time.perf_counter()
-        lat, srv = asyncio.run(blast(url, bodies[100 + n_requests:], concurrency))
-        wall = time.perf_counter() - t0
-        out.update(summary(lat, "closed"), **summary(srv, "closed_server"), closed_rate=n_sat / wall)
+        asyncio.run(blast(port, bodies[:100], concurrency))  # warm-up
+        k = 100
+        for shape, n, conc, r in (("burst", n_burst, concurrency, None), ("single", n_single, 1, None),
+                                  ("paced", n_paced, concurrency, rate)):
+            t0 = time.perf_counter()
+            lat, srv = asyncio.run(blast(port, bodies[k:k + n], conc, r))
+            wall = time.perf_counter() - t0
+            out[shape] = {"posts": n, "rate": n / wall, **summary(lat, ""), **summary(srv, "server_")}
+            k += n
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             with Project.open(path, readonly=True) as p:
                 counts = bk.queue_counts(p)
-            if counts["pending"] == 0 or not apply:
+            if counts["pending"] == 0:
                 break
             time.sleep(0.2)
         with Project.open(path, readonly=True) as p:
             out["observations"] = p.status()["n_observations"]
             out["verify"] = p.verify()["ok"]
         out["events"] = counts
+        out["posted"] = k
     finally:
         stop(proc)
+    out["load_after"] = load()
     return out
 
 
 def summary(seconds: np.ndarray, prefix: str) -> dict:
     ms = seconds * 1000
-    return {f"{prefix}_p50_ms": float(np.percentile(ms, 50)), f"{prefix}_p99_ms": float(np.percentile(ms, 99)),
-            f"{prefix}_max_ms": float(ms.max())}
+    return {f"{prefix}p50_ms": float(np.percentile(ms, 50)), f"{prefix}p99_ms": float(np.percentile(ms, 99)),
+            f"{prefix}max_ms": float(ms.max())}
+
+
+def report_ack(a: dict, concurrency: int, rate: float) -> bool:
+    """Print the three load shapes beside the targets; returns whether the targets are met."""
+    b, s, p = a["burst"], a["single"], a["paced"]
+    t = TARGETS
+    tb = t["burst"]
+    ok_b = b["rate"] >= tb["rate"] and b["p99_ms"] <= tb["p99_ms"] and b["max_ms"] <= tb["max_ms"]
+    ok_s = s["p99_ms"] <= t["single"]["p99_ms"]
+    print(f"  machine: {a['load_before']} before, {a['load_after']} after (shared machine: figures are noisy); "
+          f"one 2 KB fdatasync (the floor of a durable acknowledgement): p50 {a['sync_ms'][0]:.2f} ms, p99 "
+          f"{a['sync_ms'][1]:.2f} ms")
+    print(f"  burst, {concurrency} senders in a closed loop ({b['posts']} posts, each sender posts again as soon as "
+          f"it has its answer): {b['rate']:.0f} acks/s (target >= {t['burst']['rate']:.0f}), p50 {b['p50_ms']:.1f} "
+          f"ms, p99 {b['p99_ms']:.1f} ms (target <= {t['burst']['p99_ms']:.0f}), max {b['max_ms']:.1f} ms (target "
+          f"<= {t['burst']['max_ms']:.0f}): {'PASS' if ok_b else 'FAIL'}; in the server (handler start -> stored) "
+          f"p99 {b['server_p99_ms']:.1f} ms")
+    print(f"  single sender in a closed loop ({s['posts']} posts): {s['rate']:.0f} acks/s, p50 {s['p50_ms']:.2f} "
+          f"ms, p99 {s['p99_ms']:.2f} ms (target <= {t['single']['p99_ms']:.0f}), max {s['max_ms']:.1f} ms: "
+          f"{'PASS' if ok_s else 'FAIL'}; in the server p99 {s['server_p99_ms']:.2f} ms")
+    print(f"  paced, {concurrency} senders offering {rate:.0f} posts/s together (open loop, {p['posts']} posts): "
+          f"p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, max {p['max_ms']:.1f} ms")
+    ev = a["events"]
+    exact = ev["done"] + ev["failed"] == a["posted"] and ev["pending"] == 0
+    print(f"  every acknowledged event stored once and applied: {'yes' if exact else 'NO'} ({a['posted']} posted, "
+          f"events {ev}); {a['observations']} observations, verify {'ok' if a['verify'] else 'MISMATCH'}")
+    return ok_b and ok_s and exact and a["verify"]
 
 
 def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
@@ -192,7 +281,7 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
                             "--backend-url", f"http://127.0.0.1:{port}", "--connect", "webhook"],
                            capture_output=True, text=True, cwd=REPO, env=env, check=True)
             rng = np.random.default_rng(1)
-            for rep in range(repeats):
+            for _ in range(repeats):
                 with Project.open(path) as p:
                     it = p.iteration()
                     hits = p.open_hits()
@@ -229,32 +318,20 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=10_000)
-    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--requests", type=int, default=4000, help="posts in the burst (default 4000)")
+    ap.add_argument("--single", type=int, default=1000, help="posts of the single sender (default 1000)")
     ap.add_argument("--concurrency", type=int, default=50)
     ap.add_argument("--rate", type=float, default=100.0,
-                    help="open-loop offered load, requests/s summed over the senders (default 100)")
+                    help="paced load, requests/s summed over the senders (default 100)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-push", action="store_true", help="only the acknowledgement benchmark")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="easl-bench-plugin-") as d:
         tmp = Path(d)
-        print(f"webhook acknowledgement, {args.items} items, {args.concurrency} concurrent senders, valid "
-              f"ANNOTATION_CREATED payloads applied by the worker meanwhile", flush=True)
-        a = bench_ack(tmp, args.items, args.requests, args.concurrency, args.rate)
-        verdict = "PASS" if a["open_p99_ms"] <= 20 else "FAIL"
-        print(f"  open loop, {a['requests']} posts at {a['open_rate']:.0f}/s: p50 {a['open_p50_ms']:.2f} ms, p99 "
-              f"{a['open_p99_ms']:.2f} ms (target <= 20 ms: {verdict}), max {a['open_max_ms']:.1f} ms; in the "
-              f"server (handler start -> committed): p50 {a['open_server_p50_ms']:.2f}, p99 "
-              f"{a['open_server_p99_ms']:.2f} ms")
-        print(f"  closed loop (saturation), {args.requests // 2} posts: {a['closed_rate']:.0f} requests/s, p50 "
-              f"{a['closed_p50_ms']:.1f} ms, p99 {a['closed_p99_ms']:.1f} ms (queueing: 50 senders / throughput); "
-              f"in the server: p50 {a['closed_server_p50_ms']:.2f}, p99 {a['closed_server_p99_ms']:.2f} ms")
-        print(f"  all applied: {a['observations']} observations, events {a['events']}, verify "
-              f"{'ok' if a['verify'] else 'MISMATCH'}")
-        b = bench_ack(tmp, args.items, args.requests, args.concurrency, args.rate, apply=False)
-        print(f"  the acknowledgement path alone (nothing applied meanwhile), open loop at {b['open_rate']:.0f}/s: "
-              f"p50 {b['open_p50_ms']:.2f} ms, p99 {b['open_p99_ms']:.2f} ms; in the server p99 "
-              f"{b['open_server_p99_ms']:.2f} ms; closed loop {b['closed_rate']:.0f} requests/s")
+        print(f"webhook acknowledgement by `easl serve`, {args.items} items, valid ANNOTATION_CREATED payloads "
+              f"applied by the worker meanwhile; client on the same machine; {server_stack()}", flush=True)
+        a = bench_ack(tmp, args.items, args.requests, args.single, args.concurrency, args.rate)
+        report_ack(a, args.concurrency, args.rate)
         if not args.skip_push:
             print(f"next-iteration push with a real Label Studio, {args.items} items, 5 per HIT", flush=True)
             runs = bench_push(tmp, args.items, args.repeats)

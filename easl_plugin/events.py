@@ -64,15 +64,40 @@ def deleted_task_ids(payload: dict) -> list[int]:
     return _ids(payload, "tasks")
 
 
+def _is_int(value: object) -> bool:
+    """An integer id: ``int`` but not ``bool`` (``True`` is an ``int`` to Python, not an id to Label Studio)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_id(value: object) -> bool:
+    """An id as Label Studio may send it: an integer or a string (never an object, array, boolean or number
+    with a fraction)."""
+    return _is_int(value) or isinstance(value, str)
+
+
 def check_event(payload: dict) -> None:
-    """Reject, before queueing, a handled event whose structure is unusable (so the sender gets 400 at once)."""
+    """Reject, before queueing, a handled event whose structure is unusable (so the sender gets 400 at once).
+
+    Ids are checked for type: annotation and task ids must be integers; the project id (a number, or an object
+    with ``id``) and the annotator (``completed_by``: an id, or an object with ``id``/``email``) must be integers
+    or strings where present.
+    """
     action = payload["action"]
+    project = payload.get("project")
+    pid = project.get("id") if isinstance(project, dict) else project
+    if pid is not None and not _is_id(pid):
+        raise PayloadError(f"{action}: field 'project' must be an id (an integer or a string) or an object with one")
     if action in ("ANNOTATION_CREATED", "ANNOTATION_UPDATED"):
         ann, task = payload.get("annotation"), payload.get("task")
-        if not isinstance(ann, dict) or not isinstance(ann.get("id"), int):
+        if not isinstance(ann, dict) or not _is_int(ann.get("id")):
             raise PayloadError(f"{action}: field 'annotation' must be an object with an integer 'id'")
-        if not isinstance(task, dict) or not isinstance(task.get("id"), int):
+        if not isinstance(task, dict) or not _is_int(task.get("id")):
             raise PayloadError(f"{action}: field 'task' must be an object with an integer 'id'")
+        who = ann.get("completed_by")
+        who_id = (who.get("id", who.get("email")) if isinstance(who, dict) else who)
+        if who_id is not None and not _is_id(who_id):
+            raise PayloadError(f"{action}: annotation field 'completed_by' must be an annotator id (an integer or "
+                               "a string) or an object with one")
     elif action == "ANNOTATIONS_DELETED":
         deleted_annotation_ids(payload)
     elif action == "TASKS_DELETED":

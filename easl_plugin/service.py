@@ -3,338 +3,387 @@
 Endpoints (``../shared/reference/label_studio.md``, "What Label Studio sends to an ML backend / webhook"):
 
 ==============  ==========================================================================================
-``GET /health``   ``{"status": "UP", ...}`` with queue figures
+``GET /health``   ``{"status": "UP", "version": ..., "model_version": ...}`` and nothing else; never needs
+                  credentials (Label Studio and supervisors poll it)
+``GET /status``   the worker's and the queue's figures (worker PID, linked project, events applied, tasks pushed,
+                  acknowledgements waiting, events committed / journaled / failed)
 ``POST /setup``   ``{"model_version": ...}``; remembers the Label Studio project id if none is configured
 ``POST /predict`` ``{"results": []}``: no pre-annotations (predictions would anchor annotators)
-``POST /webhook`` validates the JSON, writes a handled event to the project file's ``events`` table and answers
-                  once it is committed; a background worker (``worker.py``) applies it
+``POST /webhook`` validates the JSON, stores a handled event durably (``writer.py``) and answers once it is
+                  stored; a background worker (``worker.py``) applies it
 ``GET /versions`` ``{"versions": [...]}``
 ==============  ==========================================================================================
 
 Label Studio posts each webhook once, inside the annotator's submit request, with a 1 s timeout and no retry, so
-the acknowledgement must be fast and durable: handlers hand events to one writer thread that commits them in
-small batches (group commit: one transaction for whatever arrived while the previous commit ran) and wakes the
-handlers when their batch is on disk. While the worker holds the project file's write lock (applying a batch of
-events takes tens of milliseconds), the writer does not wait for it: it appends the batch to a spill journal next
-to the project file (``journal.py``; written and fsync'd before the acknowledgement) and moves it into the
-``events`` table, in arrival order, as soon as the lock is free (in the same transaction as the next batch, or when
-idle). The writer never blocks on the lock: a webhook arriving at any moment finds it ready (acknowledgement
-p99 about 13 ms under 50 concurrent senders while the worker applies, ``bench/bench_plugin.py``). Malformed bodies get HTTP 400 with the reason; bodies over the size limit
-get 413. Optional HTTP basic auth guards every endpoint but ``/health``; an optional shared secret header guards
-``/webhook``. Secrets are compared in constant time and never logged.
+the acknowledgement must be fast and durable. A handler here only parses, checks and hands the event to the
+writer thread (``writer.py``: group commit, a spill journal while the worker holds the file, a bounded queue);
+nothing on the event loop touches the disk or waits for the write lock.
+
+Every endpoint but ``/health`` (and ``/``, its alias) goes through one middleware (``AuthMiddleware``): optional
+HTTP basic auth, and on ``/webhook`` the optional shared secret header beside it; both compared in constant time
+and never logged. After ``FAILURES_PER_MINUTE`` failed attempts within a minute, a client address gets 429 for
+every request until the minute has passed. Without any credential configured, requests are taken from this
+machine only (the process start-up, ``server.py``, refuses to listen elsewhere without credentials unless told
+to). Errors are mapped once, by type: a malformed body (``PayloadError``, nesting deeper than ``MAX_JSON_DEPTH``
+included) gets 400 with the reason, a body over the size limit (``BodyTooLarge``) 413, an event that cannot be
+stored in time (``QueueUnavailable``) 503.
 """
 from __future__ import annotations
 
 import asyncio
 import base64
 import binascii
+import hashlib
 import hmac
+import ipaddress
 import json
 import logging
-import os
-import queue
-import signal
-import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from easl_plugin import bookkeeping
 from easl_plugin.events import HANDLED_ACTIONS, PayloadError, check_event, parse_webhook
-from easl_plugin.journal import Journal, journal_path
+from easl_plugin.writer import EventWriter, QueueUnavailable
 
 log = logging.getLogger("easl.serve")
 MODEL_VERSION = "easl-plugin-1"
 SECRET_HEADER = "X-EASL-Secret"
+_SECRET_KEY = SECRET_HEADER.lower().encode()  # as ASGI spells header names
+PUBLIC_PATHS = frozenset({"/health", "/"})
+FAILURES_PER_MINUTE = 10     #: failed authentications a client address may make per minute before 429
+MAX_JSON_DEPTH = 64          #: deepest nesting of arrays and objects accepted in a body (Label Studio's: < 10)
+PARSE_INLINE_BYTES = 64 * 1024  #: larger bodies are parsed in a thread, so the event loop stays free
+T = TypeVar("T")
+
+
+def package_version() -> str:
+    """The installed easl-toolkit version (``"unknown"`` when running from a bare source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("easl-toolkit")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 @dataclass
 class ServiceConfig:
-    """Settings of ``easl serve`` (see ``tui/commands/serve.py`` for the command-line flags)."""
+    """Settings of ``easl serve`` (see ``tui/commands/serve.py`` for the command-line flags).
+
+    ``insecure`` allows listening on a non-loopback address without any credential (``server.serve`` refuses
+    otherwise) and then takes requests from any address.
+    """
 
     project_path: str
     host: str = "127.0.0.1"
     port: int = 9090
     max_body_bytes: int = 4 * 1024 * 1024
-    basic_auth: tuple[str, str] | None = None
-    webhook_secret: str | None = None
+    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
+    webhook_secret: str | None = field(default=None, repr=False)
     streaming: int = 0                  # 0: batch mode; N > 0: keep N HITs open
     reconcile_interval_s: float = 60.0
     ack_timeout_s: float = 5.0
     api_key: str | None = field(default=None, repr=False)
     ls_url: str | None = None
+    insecure: bool = False
+    max_connections: int = 2048         # uvicorn answers 503 beyond this many concurrent connections
+
+    @property
+    def has_credentials(self) -> bool:
+        """Whether ``/webhook`` requires anything (basic auth or the shared secret)."""
+        return bool(self.basic_auth) or bool(self.webhook_secret)
 
 
-class EventWriter:
-    """One thread that commits queued webhook events to the project file in batches (group commit).
+class BodyTooLarge(Exception):
+    """A request body over the configured limit (answered with 413)."""
 
-    ``submit(action, payload)`` returns an ``asyncio.Future`` resolved with the event's row id once its
-    transaction has committed, or with the exception that prevented it.
-    """
-
-    def __init__(self, project_path: str, on_commit: Callable[[], None], *, max_batch: int = 512,
-                 gate: threading.Lock | None = None, shared_busy=None, shared_last_commit=None) -> None:
-        self._path = project_path
-        self._shared_busy = shared_busy              # the same figures for a worker in another process
-        self._shared_last_commit = shared_last_commit
-        self.gate = gate or threading.Lock()   # shared with the worker: one writer of the file at a time
-        self._busy = 0
-        self.last_commit = 0.0                 # time.monotonic() of the last commit (the worker paces itself)
-        self._on_commit = on_commit
-        self._max_batch = max_batch
-        self._q: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="easl-event-writer", daemon=True)
-        self._stop = object()
-        self.ready = threading.Event()
-        self.error: BaseException | None = None
-
-    def start(self) -> None:
-        """Open the project file in the writer thread and start committing."""
-        self._thread.start()
-        self.ready.wait(60)
-        if self.error is not None:
-            raise self.error
-
-    def stop(self) -> None:
-        """Commit what is queued, then end the thread."""
-        self._q.put(self._stop)
-        self._thread.join(30)
-
-    def waiting(self) -> bool:
-        """True while acknowledgements are queued or being committed (the worker then holds back)."""
-        return self._busy > 0 or not self._q.empty()
-
-    def submit(self, loop: asyncio.AbstractEventLoop, action: str, payload_text: str) -> asyncio.Future:
-        """Queue one event; the future resolves on commit."""
-        fut = loop.create_future()
-        self._q.put((loop, fut, action, payload_text))
-        return fut
-
-    def _run(self) -> None:
-        try:
-            project = bookkeeping.open_project(self._path)
-            journal = Journal(journal_path(self._path))
-            with self.gate:
-                self._move(project, journal)  # events journaled before a crash or stop
-        except BaseException as exc:  # reported by start()
-            self.error = exc
-            self.ready.set()
-            return
-        self.ready.set()
-        stopping = False
-        try:
-            while not stopping:
-                try:  # while events wait in the journal, wake up regularly to move them
-                    first = self._q.get(timeout=0.02 if journal.count else None)
-                except queue.Empty:
-                    # never wait for the worker here: a webhook arriving meanwhile must find this thread free
-                    if self.gate.acquire(False):
-                        try:
-                            self._move(project, journal)
-                        finally:
-                            self.gate.release()
-                        self._on_commit()
-                    continue
-                batch = []
-                if first is self._stop:
-                    stopping = True
-                else:
-                    batch.append(first)
-                while len(batch) < self._max_batch:
-                    try:
-                        nxt = self._q.get_nowait()
-                    except queue.Empty:
-                        break
-                    if nxt is self._stop:
-                        stopping = True
-                        break
-                    batch.append(nxt)
-                if not batch:
-                    continue
-                self._set_busy(len(batch))
-                events = [(a, p) for _, _, a, p in batch]
-                try:
-                    if self.gate.acquire(False):
-                        try:  # the file is free: journaled events first (arrival order), then this batch, in one
-                            with project.transaction():  # transaction (one fsync)
-                                moved = journal.count > 0
-                                if moved:
-                                    bookkeeping.move_journal(project, journal.read())
-                                outcome: list = bookkeeping.enqueue(project, events)
-                            if moved:
-                                self._clear(journal)
-                        finally:
-                            self.gate.release()
-                    else:  # the worker is applying: spill to the journal instead of waiting for it
-                        journal.append(events, bookkeeping.now())
-                        outcome = [None] * len(batch)
-                except Exception as exc:  # the disk is full, the file is locked too long, ...
-                    log.error("could not queue %d webhook event(s): %s", len(batch), exc)
-                    outcome = [exc] * len(batch)
-                self._set_busy(0)
-                self.last_commit = time.monotonic()
-                if self._shared_last_commit is not None:
-                    self._shared_last_commit.value = self.last_commit
-                self._on_commit()  # before the acknowledgements: whoever sees a 200 also sees the worker woken
-                for (loop, fut, _, _), res in zip(batch, outcome):
-                    loop.call_soon_threadsafe(_resolve, fut, res)
-            if self.gate.acquire(True, 10.0):  # a worker that died holding the gate must not hang the stop
-                try:
-                    self._move(project, journal)
-                finally:
-                    self.gate.release()
-            else:
-                log.warning("journaled events stay in %s until the next start", journal.path)
-        finally:
-            journal.close()
-            project.close()
-
-    def _set_busy(self, n: int) -> None:
-        self._busy = n
-        if self._shared_busy is not None:
-            self._shared_busy.value = n
-
-    @staticmethod
-    def _move(project, journal: Journal) -> None:
-        """Move the journal's events into the project file (caller holds the gate)."""
-        if journal.count == 0:
-            return
-        bookkeeping.move_journal(project, journal.read())
-        EventWriter._clear(journal)
-
-    @staticmethod
-    def _clear(journal: Journal) -> None:
-        """Empty the journal after a committed move; if that fails, the next move skips the moved records
-        (``journal.py``), so the failure costs nothing but a log line."""
-        try:
-            journal.clear()
-        except OSError as exc:
-            log.warning("could not empty %s (its moved records will be skipped): %s", journal.path, exc)
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"body larger than {limit} bytes")
+        self.limit = limit
 
 
-def _resolve(fut: asyncio.Future, res) -> None:
-    if fut.done():
-        return
-    if isinstance(res, BaseException):
-        fut.set_exception(res)
-    else:
-        fut.set_result(res)
+@dataclass
+class _Service:
+    """What the handlers need, kept in ``app.state.easl``."""
+
+    config: ServiceConfig
+    writer: EventWriter
+    on_setup: Callable[[dict], None] | None
+    status: Callable[[], dict] | None
 
 
-def _unauthorised() -> Response:
-    return JSONResponse({"error": "authentication required"}, status_code=401,
-                        headers={"WWW-Authenticate": 'Basic realm="easl"'})
+# ----------------------------------------------------------------------------------------------- authentication
+
+def _digest(value: str | bytes) -> bytes:
+    """SHA-256 of a secret: comparing digests takes the same time whatever the lengths."""
+    return hashlib.sha256(value.encode("utf-8") if isinstance(value, str) else value).digest()
 
 
-def _basic_ok(request: Request, creds: tuple[str, str]) -> bool:
-    header = request.headers.get("authorization", "")
+def _same(given: str | bytes, expected: str | bytes) -> bool:
+    """Constant-time comparison of a given secret with the expected one."""
+    return hmac.compare_digest(_digest(given), _digest(expected))
+
+
+def _basic_ok(header: str, creds: tuple[str, str]) -> bool:
+    """Whether an ``Authorization`` header carries the expected basic-auth pair (both halves always compared)."""
     if not header.lower().startswith("basic "):
         return False
     try:
         user, _, pw = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8").partition(":")
     except (binascii.Error, UnicodeDecodeError):
         return False
-    return hmac.compare_digest(user.encode(), creds[0].encode()) & hmac.compare_digest(pw.encode(), creds[1].encode())
+    return _same(user, creds[0]) & _same(pw, creds[1])
 
 
-async def _read_body(request: Request, limit: int) -> bytes | Response:
+def _is_loopback(address: str | None) -> bool:
+    if not address:
+        return False
+    try:
+        return ipaddress.ip_address(address.split("%")[0]).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+class FailureLimiter:
+    """Failed authentications per client address in a sliding window; an address with ``limit`` failures within
+    ``window_s`` seconds is blocked until the oldest of them is ``window_s`` old. At most ``max_clients``
+    addresses are tracked (the oldest is forgotten first), so a flood of addresses cannot exhaust memory."""
+
+    def __init__(self, limit: int = FAILURES_PER_MINUTE, window_s: float = 60.0, max_clients: int = 10_000) -> None:
+        self.limit, self.window_s, self.max_clients = limit, window_s, max_clients
+        self._failures: dict[str, deque] = {}
+
+    def retry_after(self, client: str, now: float | None = None) -> float:
+        """Seconds until ``client`` may try again (0 when not blocked)."""
+        q = self._failures.get(client)
+        if not q:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        while q and now - q[0] >= self.window_s:
+            q.popleft()
+        if not q:
+            del self._failures[client]
+            return 0.0
+        return self.window_s - (now - q[0]) if len(q) >= self.limit else 0.0
+
+    def failed(self, client: str, now: float | None = None) -> int:
+        """Record one failure; returns the failures of ``client`` within the window."""
+        now = time.monotonic() if now is None else now
+        q = self._failures.pop(client, None) or deque(maxlen=self.limit)
+        self._failures[client] = q  # re-inserted: the dict keeps addresses in order of their last failure
+        q.append(now)
+        while len(self._failures) > self.max_clients:
+            del self._failures[next(iter(self._failures))]
+        return len(q)
+
+
+class AuthMiddleware:
+    """ASGI middleware: every request but ``PUBLIC_PATHS`` needs the configured credentials (basic auth; on
+    ``/webhook`` also the shared secret), with failures rate-limited per client address; without any credential
+    configured (and not ``insecure``), only loopback clients are served."""
+
+    def __init__(self, app, config: ServiceConfig, limiter: FailureLimiter | None = None) -> None:
+        self.app = app
+        self.config = config
+        self.limiter = limiter or FailureLimiter()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        denied = self._check(scope)
+        if denied is not None:
+            await denied(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _check(self, scope) -> Response | None:
+        cfg = self.config
+        client = (scope.get("client") or ("", 0))[0] or "unknown"
+        wait = self.limiter.retry_after(client)
+        if wait > 0:
+            return JSONResponse({"error": "too many failed authentications from this address; try again in "
+                                          f"{int(wait) + 1} s"}, 429, {"Retry-After": str(int(wait) + 1)})
+        if not cfg.has_credentials and not cfg.insecure and not _is_loopback(client):
+            return JSONResponse({"error": "this service has no credentials configured and serves this machine "
+                                          "only"}, 403)
+        headers = {k: v for k, v in scope["headers"] if k in (b"authorization", _SECRET_KEY)}
+        if cfg.basic_auth and not _basic_ok(headers.get(b"authorization", b"").decode("latin-1"), cfg.basic_auth):
+            self._failed(client, "wrong or missing basic-auth credentials")
+            return JSONResponse({"error": "authentication required"}, 401, {"WWW-Authenticate": 'Basic realm="easl"'})
+        if scope["path"] == "/webhook" and cfg.webhook_secret is not None \
+                and not _same(headers.get(_SECRET_KEY, b""), cfg.webhook_secret):
+            self._failed(client, f"missing or wrong {SECRET_HEADER} header")
+            return JSONResponse({"error": f"missing or wrong {SECRET_HEADER} header"}, 401)
+        return None
+
+    def _failed(self, client: str, why: str) -> None:
+        n = self.limiter.failed(client)
+        if n == 1:
+            log.info("request refused from %s: %s", client, why)
+        elif n == self.limiter.limit:
+            log.warning("%d failed authentications from %s within a minute: refusing it for a minute", n, client)
+
+
+# ------------------------------------------------------------------------------------------------- bodies, errors
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body; raises ``BodyTooLarge`` as soon as it (or its declared length) exceeds ``limit``."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        return JSONResponse({"error": f"body larger than {limit} bytes"}, status_code=413)
+        raise BodyTooLarge(limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            return JSONResponse({"error": f"body larger than {limit} bytes"}, status_code=413)
+            raise BodyTooLarge(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _depth_ok(value, limit: int) -> bool:
+    """Whether arrays and objects in ``value`` nest at most ``limit`` deep (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        if d > limit:
+            return False
+        stack.extend((x, d + 1) for x in v if isinstance(x, (dict, list)))
+    return True
+
+
+def _bounded(parse: Callable[[bytes], T], raw: bytes) -> T:
+    """``parse(raw)`` with the nesting depth bounded: deeper bodies are a ``PayloadError``, never a
+    RecursionError (the parser's own recursion limit) nor a value that later code cannot walk."""
+    too_deep = PayloadError(f"malformed JSON: nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    try:
+        value = parse(raw)
+    except RecursionError:
+        raise too_deep from None
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and not _depth_ok(value, MAX_JSON_DEPTH):
+        raise too_deep
+    return value
+
+
+async def parse_body(parse: Callable[[bytes], T], raw: bytes) -> T:
+    """``_bounded(parse, raw)``, in a worker thread for large bodies."""
+    if len(raw) > PARSE_INLINE_BYTES:
+        return await asyncio.to_thread(_bounded, parse, raw)
+    return _bounded(parse, raw)
+
+
+def _load_json(raw: bytes) -> object:
+    try:
+        return json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PayloadError(f"malformed JSON: {exc}") from None
+
+
+async def _payload_error(request: Request, exc: Exception) -> Response:
+    log.info("%s rejected: %s", request.url.path, exc)
+    return JSONResponse({"error": str(exc)}, 400)
+
+
+async def _body_too_large(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": str(exc)}, 413)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": f"could not queue the event: {exc}"}, 503)
+
+
+# ------------------------------------------------------------------------------------------------------- routes
+
+def _service(request: Request) -> _Service:
+    return request.app.state.easl
+
+
+async def health(request: Request) -> Response:
+    """``GET /health``: the service is up, and its version; nothing else (the figures are on ``/status``)."""
+    return JSONResponse({"status": "UP", "version": request.app.state.version, "model_class": "EASL",
+                         "model_version": MODEL_VERSION})
+
+
+async def status(request: Request) -> Response:
+    """``GET /status`` (authenticated): the worker's and the writer's figures."""
+    svc = _service(request)
+    body = {"status": "UP", "version": request.app.state.version, **svc.writer.figures()}
+    if svc.status is not None:
+        body.update(svc.status())
+    return JSONResponse(body)
+
+
+async def setup(request: Request) -> Response:
+    """``POST /setup``: Label Studio connects the backend; answer the model version."""
+    svc = _service(request)
+    body = await parse_body(_load_json, await read_body(request, svc.config.max_body_bytes))
+    if svc.on_setup is not None and isinstance(body, dict):
+        await asyncio.to_thread(svc.on_setup, body)
+    return JSONResponse({"model_version": MODEL_VERSION})
+
+
+async def predict(request: Request) -> Response:
+    """``POST /predict``: no pre-annotations (they would anchor annotators)."""
+    await read_body(request, _service(request).config.max_body_bytes)
+    return JSONResponse({"results": [], "model_version": MODEL_VERSION})
+
+
+async def versions(request: Request) -> Response:
+    """``GET /versions``: the one model version."""
+    return JSONResponse({"versions": [MODEL_VERSION]})
+
+
+async def webhook(request: Request) -> Response:
+    """``POST /webhook``: parse, check, store durably, acknowledge (see the module docstring)."""
+    t0 = time.perf_counter()
+    svc = _service(request)
+    raw = await read_body(request, svc.config.max_body_bytes)
+    payload = await parse_body(parse_webhook, raw)
+    action = payload["action"]
+    if action not in HANDLED_ACTIONS:
+        return JSONResponse({"status": "ignored", "action": action})
+    check_event(payload)
+    event_id = await svc.writer.append(action, raw.decode("utf-8"), svc.config.ack_timeout_s)
+    return JSONResponse({"status": "queued", "event_id": event_id, "journaled": event_id is None,
+                         "ms": round(1000 * (time.perf_counter() - t0), 3)})
+
+
+ROUTES = [
+    Route("/health", health, methods=["GET"]),
+    Route("/", health, methods=["GET"]),
+    Route("/status", status, methods=["GET"]),
+    Route("/setup", setup, methods=["POST"]),
+    Route("/predict", predict, methods=["POST"]),
+    Route("/webhook", webhook, methods=["POST"]),
+    Route("/versions", versions, methods=["GET"]),
+]
+
+EXCEPTION_HANDLERS = {
+    PayloadError: _payload_error,
+    BodyTooLarge: _body_too_large,
+    QueueUnavailable: _unavailable,
+}
 
 
 def build_app(config: ServiceConfig, *, on_event: Callable[[], None] | None = None,
               on_setup: Callable[[dict], None] | None = None, status: Callable[[], dict] | None = None,
               writer: EventWriter | None = None) -> Starlette:
     """The ASGI application. ``on_event`` is called (in the writer thread) after each commit, ``on_setup`` with
-    each ``/setup`` body, ``status`` to add figures to ``/health``. The event writer starts with the app
+    each ``/setup`` body, ``status`` to add figures to ``/status``. The event writer starts with the app
     (lifespan) and stops with it."""
     writer = writer or EventWriter(config.project_path, on_event or (lambda: None))
-
-    async def guard(request: Request) -> Response | None:
-        """401 unless basic auth is off or the credentials match."""
-        if config.basic_auth and not _basic_ok(request, config.basic_auth):
-            return _unauthorised()
-        return None
-
-    async def health(request: Request) -> Response:
-        """``GET /health``: always answered (Label Studio polls it), with the worker's figures."""
-        body = {"status": "UP", "model_class": "EASL", "model_version": MODEL_VERSION}
-        if status is not None:
-            body.update(status())
-        return JSONResponse(body)
-
-    async def setup(request: Request) -> Response:
-        """``POST /setup``: Label Studio connects the backend; answer the model version."""
-        if (denied := await guard(request)) is not None:
-            return denied
-        raw = await _read_body(request, config.max_body_bytes)
-        if isinstance(raw, Response):
-            return raw
-        try:
-            body = json.loads(raw or b"{}")
-        except (ValueError, UnicodeDecodeError) as exc:
-            return JSONResponse({"error": f"malformed JSON: {exc}"}, status_code=400)
-        if on_setup is not None and isinstance(body, dict):
-            await asyncio.to_thread(on_setup, body)
-        return JSONResponse({"model_version": MODEL_VERSION})
-
-    async def predict(request: Request) -> Response:
-        """``POST /predict``: no pre-annotations (they would anchor annotators)."""
-        if (denied := await guard(request)) is not None:
-            return denied
-        raw = await _read_body(request, config.max_body_bytes)
-        if isinstance(raw, Response):
-            return raw
-        return JSONResponse({"results": [], "model_version": MODEL_VERSION})
-
-    async def versions(request: Request) -> Response:
-        """``GET /versions``: the one model version."""
-        if (denied := await guard(request)) is not None:
-            return denied
-        return JSONResponse({"versions": [MODEL_VERSION]})
-
-    async def webhook(request: Request) -> Response:
-        """``POST /webhook``: validate, queue durably, acknowledge (see the module docstring)."""
-        t0 = time.perf_counter()
-        if (denied := await guard(request)) is not None:
-            return denied
-        if config.webhook_secret is not None:
-            given = request.headers.get(SECRET_HEADER, "")
-            if not hmac.compare_digest(given.encode(), config.webhook_secret.encode()):
-                return JSONResponse({"error": f"missing or wrong {SECRET_HEADER} header"}, status_code=401)
-        raw = await _read_body(request, config.max_body_bytes)
-        if isinstance(raw, Response):
-            return raw
-        try:
-            payload = parse_webhook(raw)
-            action = payload["action"]
-            if action not in HANDLED_ACTIONS:
-                return JSONResponse({"status": "ignored", "action": action})
-            check_event(payload)
-        except PayloadError as exc:
-            log.info("webhook rejected: %s", exc)
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        fut = writer.submit(asyncio.get_running_loop(), action, raw.decode("utf-8"))
-        try:
-            event_id = await asyncio.wait_for(fut, config.ack_timeout_s)
-        except Exception as exc:
-            return JSONResponse({"error": f"could not queue the event: {exc.__class__.__name__}"}, status_code=503)
-        return JSONResponse({"status": "queued", "event_id": event_id, "journaled": event_id is None,
-                             "ms": round(1000 * (time.perf_counter() - t0), 3)})
 
     @asynccontextmanager
     async def lifespan(app):
@@ -345,70 +394,18 @@ def build_app(config: ServiceConfig, *, on_event: Callable[[], None] | None = No
         finally:
             await asyncio.to_thread(writer.stop)
 
-    routes = [
-        Route("/health", health, methods=["GET"]),
-        Route("/", health, methods=["GET"]),
-        Route("/setup", setup, methods=["POST"]),
-        Route("/predict", predict, methods=["POST"]),
-        Route("/webhook", webhook, methods=["POST"]),
-        Route("/versions", versions, methods=["GET"]),
-    ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
+    app.state.easl = _Service(config=config, writer=writer, on_setup=on_setup, status=status)
+    app.state.version = package_version()
+    app.add_middleware(AuthMiddleware, config=config)
+    return app
 
 
-def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = False) -> None:
-    """Run the service until SIGINT/SIGTERM: uvicorn (one process, one event loop) with the event writer thread,
-    and the worker (``worker.py``) in a child process (``worker_process.py``), on the project file at
-    ``config.project_path``."""
-    import uvicorn
+def __getattr__(name: str):
+    """``serve`` moved to ``easl_plugin.server``; this keeps ``from easl_plugin.service import serve`` working
+    until its callers import it from there."""
+    if name == "serve":
+        from easl_plugin.server import serve
 
-    from easl_plugin.worker_process import WorkerProcess
-
-    worker = WorkerProcess(config.project_path, api_key=config.api_key, streaming=config.streaming,
-                           reconcile_interval_s=config.reconcile_interval_s, url_override=config.ls_url,
-                           log_level=log_level)
-    writer = EventWriter(config.project_path, worker.notify, gate=worker.gate, shared_busy=worker.busy,
-                         shared_last_commit=worker.last_commit)
-
-    def on_setup(body: dict) -> None:
-        """Label Studio (re)connected the backend: reconcile soon."""
-        log.info("Label Studio called /setup for project %s", str(body.get("project", "?")).split(".")[0])
-        worker.reconcile_requested.set()
-        worker.notify()
-
-    def status() -> dict:
-        """Worker figures for ``/health``."""
-        return {"linked_project": worker.linked_id, "worker_alive": worker.alive, "worker_pid": worker.pid,
-                "events_applied": worker.applied_total, "tasks_pushed": worker.pushed_total}
-
-    app = build_app(config, on_setup=on_setup, status=status, writer=writer)
-    inner = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(a):
-        """The app's lifespan plus the worker process."""
-        worker.start()  # first: no other thread, socket or database connection exists yet to be forked
-        stopping = threading.Event()
-
-        def supervise() -> None:  # the worker must not die alone: stop the service so that a supervisor restarts it
-            while not stopping.wait(1.0):
-                if not worker.alive:
-                    log.error("the worker process exited unexpectedly; stopping the service")
-                    os.kill(os.getpid(), signal.SIGTERM)
-                    return
-
-        threading.Thread(target=supervise, name="easl-supervise", daemon=True).start()
-        try:
-            async with inner(a):
-                yield
-        finally:
-            stopping.set()
-            await asyncio.to_thread(worker.stop)
-
-    app.router.lifespan_context = lifespan
-    try:
-        uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=access_log,
-                    workers=1, timeout_graceful_shutdown=10)
-    finally:
-        del app, inner, writer
-        worker.release()
+        return serve
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,11 +4,12 @@ Applying events is numpy/pandas work that holds the Python interpreter for tens 
 web server's process it would stall the event loop that acknowledges webhooks. In a child process it cannot. The
 two processes share only what they must: the write gate (a lock: one writer of the project file at a time), the
 wake-up and reconcile signals, the writer's "acknowledgements in flight" flag and last-commit time (for pacing),
-and a few counters for ``/health``. The child dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a parent
+and a few counters for ``/status``. The child dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a parent
 watch everywhere), so a killed server never leaves a second writer behind.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -61,7 +62,7 @@ class WorkerProcess:
     def __init__(self, project_path: str, *, api_key: str | None, streaming: int, reconcile_interval_s: float,
                  url_override: str | None, log_level: str = "info") -> None:
         # fork (Linux): the child starts at once with the modules already imported, and its semaphores are not
-        # tracked as leaks; it must be started before the server opens threads or sockets (see service.serve)
+        # tracked as leaks; it must be started before the server opens threads or sockets (see server.serve)
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         self.gate = ctx.Lock()
         self.wake = SharedFlag(ctx)
@@ -155,10 +156,8 @@ def _child_main(project_path, api_key, streaming, interval, url_override, log_le
                 busy, last_commit, applied, pushed, linked, parent_pid) -> None:
     _die_with_parent(parent_pid, stop, wake)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the server, which stops us in order
-    try:
+    with contextlib.suppress(OSError):
         os.nice(10)  # background work: the web server (acknowledgements) gets the CPU first
-    except OSError:
-        pass
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from easl_plugin.worker import Worker
