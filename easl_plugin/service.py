@@ -399,13 +399,3 @@ def build_app(config: ServiceConfig, *, on_event: Callable[[], None] | None = No
     app.state.version = package_version()
     app.add_middleware(AuthMiddleware, config=config)
     return app
-
-
-def __getattr__(name: str):
-    """``serve`` moved to ``easl_plugin.server``; this keeps ``from easl_plugin.service import serve`` working
-    until its callers import it from there."""
-    if name == "serve":
-        from easl_plugin.server import serve
-
-        return serve
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

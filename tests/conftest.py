@@ -38,7 +38,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 MARKS: dict[tuple[str, str | None], str] = {
     ("test_tui_terminal.py", "test_annotate_one_hit_in_a_real_terminal"): "tmux",
     ("test_tui_terminal.py", "test_tui_argument_errors_exit_1_with_one_sentence"): "slow",  # 6 CLI subprocesses
-    ("test_durability.py", None): "slow",          # SIGKILL of CLI subprocesses at every write
+    ("test_durability.py", None): "slow",
+    ("test_service_faults.py", "test_a_burst_of_concurrent_webhooks_loses_and_doubles_nothing"): "slow",          # SIGKILL of CLI subprocesses at every write
     ("test_tui_annotate.py", None): "slow",        # the Textual app driven by a pilot
     ("test_tui_evaluate.py", None): "slow",
     ("test_tui_export.py", None): "slow",

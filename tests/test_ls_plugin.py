@@ -420,7 +420,7 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
     th.start()
     try:
         wait_for(lambda: project_status(path)["n_observations"] >= 5 * N_ITEMS, "annotations flowing")
-        worker_pid = requests.get(f"{backend.url}/health", timeout=5).json()["worker_pid"]
+        worker_pid = requests.get(f"{backend.url}/status", timeout=5).json()["worker_pid"]
         backend.kill()  # SIGKILL while webhooks are arriving
         time.sleep(1.5)  # annotations go on while the backend is down: their webhooks are lost
         wait_for(lambda: not _pid_alive(worker_pid), "the worker process died with the server", 5)

@@ -334,7 +334,7 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
         health = None
         while time.monotonic() < deadline and health is None:
             try:
-                health = requests.get(f"{url}/health", timeout=1).json()
+                health = requests.get(f"{url}/status", timeout=1).json()
             except requests.RequestException:
                 time.sleep(0.1)
         assert health["worker_alive"] and health["worker_pid"] != proc.pid
@@ -343,7 +343,7 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
         r = requests.post(f"{url}/webhook", json=created(hit, 77, 300, [1, 2, 3, 4]), timeout=5)
         assert r.status_code == 200
         deadline = time.monotonic() + 20
-        while requests.get(f"{url}/health", timeout=5).json()["events_applied"] < 1:
+        while requests.get(f"{url}/status", timeout=5).json()["events_applied"] < 1:
             assert time.monotonic() < deadline
             time.sleep(0.1)
         os.kill(health["worker_pid"], signal.SIGKILL)

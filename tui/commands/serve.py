@@ -5,6 +5,7 @@ import argparse
 import os
 
 from core.errors import UserError
+from tui.commands.options import nonnegative_int, port, positive_float
 
 
 def register(subparsers) -> None:
@@ -17,19 +18,24 @@ def register(subparsers) -> None:
                     "'Start training') and pushes the next HITs as tasks. May be started before or after "
                     "`easl ls setup`. Environment: LABEL_STUDIO_API_KEY (needed to push and reconcile), "
                     "EASL_WEBHOOK_SECRET (require this value in the X-EASL-Secret header of /webhook), "
-                    "EASL_BASIC_AUTH (user:password for every endpoint but /health).")
+                    "EASL_BASIC_AUTH (user:password for every endpoint but /health; /status shows the queue and worker "
+                    "figures). Without credentials the service only listens on a loopback address (pass --insecure "
+                    "to override).")
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
-    p.add_argument("--streaming", type=int, default=0, metavar="N",
+    p.add_argument("--port", type=port, default=9090, help="port (default 9090)")
+    p.add_argument("--streaming", type=nonnegative_int, default=0, metavar="N",
                    help="keep N HITs open and top up as annotations arrive (default 0: batch mode, the next "
                         "iteration once every HIT of the current one is annotated)")
-    p.add_argument("--reconcile-interval", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--reconcile-interval", type=positive_float, default=60.0, metavar="SECONDS",
                    help="seconds between reconciliations with Label Studio (default 60)")
-    p.add_argument("--max-body-mb", type=float, default=4.0, help="largest request body accepted (default 4 MB)")
+    p.add_argument("--max-body-mb", type=positive_float, default=4.0, help="largest request body accepted (default 4 MB)")
     p.add_argument("--url", help="Label Studio URL to use instead of the one recorded by `easl ls setup`")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--access-log", action="store_true", help="log every request line (never headers or bodies)")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback --host without EASL_BASIC_AUTH / EASL_WEBHOOK_SECRET (anyone who can "
+                        "reach the port can then post annotations)")
     p.set_defaults(func=run)
 
 
@@ -38,13 +44,10 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from core.store import Project
-    from easl_plugin.service import ServiceConfig, serve
+    from easl_plugin.server import UnprotectedAddress, serve
+    from easl_plugin.service import ServiceConfig
     from tui.commands.ls import basic_auth_from_env
 
-    if args.streaming < 0:
-        raise UserError(f"--streaming must be >= 0, got {args.streaming}")
-    if args.reconcile_interval <= 0:
-        raise UserError(f"--reconcile-interval must be > 0, got {args.reconcile_interval}")
     with Project.open(args.project):  # fail early, with the store's message, on a missing or foreign file
         pass
     logging.basicConfig(level=getattr(logging, args.log_level.upper()),
@@ -53,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
                            max_body_bytes=int(args.max_body_mb * 1024 * 1024), basic_auth=basic_auth_from_env(),
                            webhook_secret=os.environ.get("EASL_WEBHOOK_SECRET") or None, streaming=args.streaming,
                            reconcile_interval_s=args.reconcile_interval,
-                           api_key=os.environ.get("LABEL_STUDIO_API_KEY") or None, ls_url=args.url)
-    serve(config, log_level=args.log_level, access_log=args.access_log)
+                           api_key=os.environ.get("LABEL_STUDIO_API_KEY") or None, ls_url=args.url,
+                           insecure=args.insecure)
+    try:
+        serve(config, log_level=args.log_level, access_log=args.access_log)
+    except UnprotectedAddress as exc:
+        raise UserError(f"{exc} (or pass --insecure)") from None
+    return 0
     return 0
