@@ -38,7 +38,25 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl init``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl init``; returns the exit status (user errors raise ``UserError``, worded with the flag to
+    change when core names the setting or column at fault)."""
+    from core.errors import HyperParameterError
+    from core.store.items import MissingColumn
+
+    try:
+        return _run(args)
+    except MissingColumn as exc:
+        flag = "--id-column" if exc.field == args.id_column else "--text-column"
+        raise UserError(f"{str(exc).rstrip('.')}; name the right one with {flag}.") from None
+    except HyperParameterError as exc:
+        hint = {"hit_size": "give more items or a smaller --hit-size",
+                "hits_per_iteration": "lower --hits-per-iteration"}.get(exc.field)
+        if hint is None:
+            raise
+        raise UserError(f"{exc}; {hint}.") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     if os.path.lexists(args.project):
         raise UserError(f"{args.project}: already exists; easl init never overwrites a project (choose another "
                         f"name or delete the file first).")
