@@ -806,3 +806,54 @@ def test_any_sequence_of_operations_keeps_cache_and_log_consistent(tmp_path_fact
         got = {(a, i): s for a, i, s in zip(ratings["annotation_id"], ratings["item_id"], ratings["score"])}
         assert got == expected
         assert p.state()["count"].sum() == len(expected)
+
+
+# ------------------------------------------------------------------------------------ derived state, import weight
+
+
+def test_status_figures_are_stored_with_the_state_and_recomputed_when_stale(tmp_path):
+    rng = np.random.default_rng(11)
+    with new_project(tmp_path) as p:
+        p.ingest(answer(p.open_hits(), rng), source="s")
+        stored = p.status()
+        variance = p.model.selection_keys(p.state())[1]
+        assert stored.mean_variance == pytest.approx(float(np.mean(variance)), abs=1e-15)
+        assert stored.max_variance == pytest.approx(float(np.max(variance)), abs=1e-15)
+        assert stored.n_annotations["max"] == int(p.state()["count"].max())
+        # a file written by an older version has no figures (or figures of another log position): recomputed
+        with p.transaction():
+            p._conn.execute("DELETE FROM meta WHERE key = 'state_figures'")
+        assert p.status() == stored
+        with p.transaction():
+            p._conn.execute("INSERT INTO meta(key, value) VALUES ('state_figures', '{\"seq\": -1}')")
+        assert p.status() == stored
+        assert_verified(p)
+
+
+def test_iteration_states_replay_each_iteration_and_top_up_shares_choose_hits(tmp_path):
+    rng = np.random.default_rng(12)
+    with new_project(tmp_path) as p:
+        p.ingest(answer(p.open_hits(), rng), source="s")
+        p.next_hits()
+        p.ingest(answer(p.open_hits(), rng), source="s")
+        states = [(t, {k: v.copy() for k, v in s.items()}) for t, s in p.iteration_states(2)]
+        assert [t for t, _ in states] == [0, 1]
+        for name, arr in p.state().items():  # nothing outside the two iterations: the end of 1 is the live state
+            np.testing.assert_allclose(states[1][1][name], arr, atol=1e-12)
+        assert states[0][1]["count"].sum() == len(p.hits(0)) * p.hyper.hit_size
+        # streaming: top up to 3 open HITs, none sharing an item with another open HIT
+        assert p.top_up_hits(3) == 3
+        mask, n_open = p.open_item_mask()
+        assert n_open == 3 and mask.sum() == 3 * p.hyper.hit_size
+        assert [h["hit_id"] for h in p.open_hits(every_iteration=True)] == [f"it2-{j}" for j in range(3)]
+        assert_verified(p)
+
+
+def test_importing_the_store_loads_neither_pandas_scipy_nor_models():
+    import subprocess
+    import sys
+
+    code = ("import sys, core.store; "
+            "print(sorted(m for m in ('pandas', 'scipy', 'core.models') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

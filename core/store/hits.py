@@ -121,23 +121,47 @@ class Hits(Connected):
         return int(self._conn.execute("SELECT COALESCE(MAX(iteration), 0) FROM iterations").fetchone()[0])
 
     def _hit_records(self, conn: sqlite3.Connection, where: str, params: tuple) -> list[dict]:
-        rows = conn.execute(
-            "SELECT h.hit_id, h.iteration, i.item_id, i.text, i.data FROM hits h "
-            "JOIN hit_items hi ON hi.hit_id = h.hit_id JOIN items i ON i.idx = hi.item_idx "
-            f"WHERE {where} ORDER BY h.rowid, hi.position", params).fetchall()
-        records: list[dict] = []
-        current: dict | None = None
-        loads = json.loads
-        for hit_id, iteration, item_id, text, data in rows:
-            if current is None or current["hit_id"] != hit_id:
-                current = {"hit_id": hit_id, "iteration": int(iteration), "items": []}
-                records.append(current)
-            entry = {"item_id": item_id, "text": text}
-            if data != "{}":
-                for k, v in loads(data).items():
-                    entry.setdefault(k, v)
-            current["items"].append(entry)
-        return records
+        """HIT records of the HITs ``h`` matching ``where``, in creation order, items in position order.
+
+        Three plain reads ordered in numpy (a join ordered by SQLite sorts a million rows in a temporary B-tree and
+        looks every item up at random): the HITs, their items, and the items' ids and texts (a sequential scan when
+        the HITs cover a large share of the items, else by index)."""
+        hits = conn.execute(f"SELECT h.rowid, h.hit_id, h.iteration FROM hits h WHERE {where}", params).fetchall()
+        if not hits:
+            return []
+        hits.sort()
+        rank = {hit_id: k for k, (_, hit_id, _) in enumerate(hits)}
+        rows = conn.execute("SELECT hi.hit_id, hi.position, hi.item_idx FROM hits h JOIN hit_items hi "
+                            f"ON hi.hit_id = h.hit_id WHERE {where}", params).fetchall()
+        owner = np.fromiter((rank[r[0]] for r in rows), dtype=np.int64, count=len(rows))
+        position = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        item = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
+        order = np.lexsort((position, owner))
+        owner, item = owner[order], item[order]
+        columns = "item_id, text, data" if self._item_columns else "item_id, text"
+        if item.size * 8 >= self.n_items:
+            table = conn.execute(f"SELECT {columns} FROM items ORDER BY idx").fetchall()
+            at = item
+        else:
+            wanted = np.unique(item)
+            fill_temp(conn, "_items", wanted.tolist())
+            table = conn.execute(f"SELECT {columns} FROM items WHERE idx IN (SELECT v FROM temp._items) "
+                                 f"ORDER BY idx").fetchall()
+            at = np.searchsorted(wanted, item)
+        cells = np.empty((len(table), 3 if self._item_columns else 2), dtype=object)
+        cells[:] = table
+        cells = cells[at]
+        entries = [{"item_id": i, "text": t} for i, t in zip(cells[:, 0].tolist(), cells[:, 1].tolist())]
+        if self._item_columns:
+            loads = json.loads
+            for entry, data in zip(entries, cells[:, 2].tolist()):
+                if data != "{}":
+                    for key, v in loads(data).items():
+                        entry.setdefault(key, v)
+        ends = np.cumsum(np.bincount(owner, minlength=len(hits))).tolist()
+        starts = [0] + ends[:-1]
+        return [{"hit_id": hit_id, "iteration": int(iteration), "items": entries[a:b]}
+                for (_, hit_id, iteration), a, b in zip(hits, starts, ends)]
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the

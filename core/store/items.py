@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from core.tables import Table
 
 MAX_LISTED = 20  # problems listed in one error message (the count of the rest is given)
+CHECKED = "easl.checked_items"  # ``DataFrame.attrs`` mark of a frame returned by :func:`items_from_table`
 
 
 class MissingColumn(InputError):
@@ -26,16 +27,20 @@ class MissingColumn(InputError):
         self.columns = columns
 
 
-def _as_text(values: "pd.Series") -> tuple[np.ndarray, np.ndarray]:
-    """Object array of strings (ids from JSONL numbers become their decimal text) and a mask of missing cells."""
+def _as_text(values: "pd.Series") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(text, stripped, missing)``: object arrays of the strings (ids from JSONL numbers become their decimal
+    text) and of the strings without surrounding blanks, and a mask of missing or blank cells."""
     import pandas as pd
 
-    obj = values.astype(object).to_numpy()
-    missing = pd.isna(values).to_numpy().copy()
-    text = np.array([v if isinstance(v, str) else ("" if m else str(v)) for v, m in zip(obj.tolist(), missing)],
-                    dtype=object)
-    missing |= np.array([t.strip() == "" for t in text.tolist()], dtype=bool)
-    return text, missing
+    obj = values.to_numpy(dtype=object)
+    missing = pd.isna(values).to_numpy()
+    if pd.api.types.infer_dtype(values, skipna=True) == "string" and not missing.any():  # strings (CSV): as is
+        text = obj
+    else:
+        text = np.array([v if isinstance(v, str) else ("" if m else str(v)) for v, m in zip(obj.tolist(), missing)],
+                        dtype=object)
+    stripped = np.array([t.strip() for t in text.tolist()], dtype=object)
+    return text, stripped, stripped == ""
 
 
 def _listing(problems: list[str], what: str) -> str:
@@ -77,8 +82,7 @@ def items_from_table(table: "Table", id_column: str = "id", text_column: str = "
                              path=table.path, field=reserved)
     if len(frame) == 0:
         raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
-    ids, missing = _as_text(frame[id_column])
-    ids = np.array([s.strip() for s in ids.tolist()], dtype=object)
+    _, ids, missing = _as_text(frame[id_column])
     problems: list[str] = []
     for i in np.flatnonzero(missing).tolist():
         problems.append(f"{table.location(i)}: column {id_column!r}: the item id is empty")
@@ -97,13 +101,14 @@ def items_from_table(table: "Table", id_column: str = "id", text_column: str = "
         problems.sort(key=lambda p: _line_key(p))
         raise InvalidRows(f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
                           messages=problems, path=table.path)
-    text, text_missing = _as_text(frame[text_column])
+    text, _, text_missing = _as_text(frame[text_column])
     text = np.where(text_missing, "", text)
     out = pd.DataFrame({"item_id": ids, "text": text.astype(object)})
     for col in frame.columns:
         if col in (id_column, text_column):
             continue
         out[str(col)] = frame[col].to_numpy()
+    out.attrs[CHECKED] = (len(out), tuple(out.columns))
     return out
 
 
@@ -127,6 +132,8 @@ def check_items_frame(items: "pd.DataFrame") -> "pd.DataFrame":
     """Check an ``item_id, text, ...`` frame given to ``Project.create`` directly (rows named ``row N``)."""
     from core.tables import Table
 
+    if items.attrs.get(CHECKED) == (len(items), tuple(items.columns)):
+        return items  # from items_from_table (read_items), unchanged in shape: checked already
     if "item_id" not in items.columns or "text" not in items.columns:
         raise InputError(f"items: the frame needs columns 'item_id' and 'text' (it has: "
                          f"{', '.join(map(str, items.columns))}).", path="items")

@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
                   score_min=args.score_range[0], score_max=args.score_range[1], partner_pool=args.partner_pool,
                   hits_per_iteration=args.hits_per_iteration, seed=args.seed)
     with Project.create(args.project, items, hyper) as project:
-        n_hits = len(project.open_hits())
+        n_hits = project.status().n_hits_open
         print(f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
               f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}; iteration 0 has {n_hits} HITs "
               f"(get them with: easl next {args.project} --output hits.jsonl)")
