@@ -92,7 +92,7 @@ def main() -> int:
                             "rate": f"{len(rows) / dt:,.0f} rows/s"})
             # 2. replay
             print(f"replay: {total_rows:,} observations")
-            conn = p.connection
+            conn = p._conn
             (state, _), dt = timed("replay of the log (rebuild)", lambda: p._replay(conn), results)
             results[-1].update(target="<= 10 s", ok=dt <= 10)
             check, dt = timed("verify (replay + compare)", p.verify, results)
@@ -116,7 +116,7 @@ def main() -> int:
                 results.append({"step": f"ingest of whole HIT submissions ({method}, DataFrame)",
                                 "seconds": round(dt, 3), "rate": f"{n / dt:,.0f} scores/s"})
                 print(f"  {method}: ingested {n:,} scores in {dt:.2f} s", flush=True)
-                conn = p.connection
+                conn = p._conn
                 _, dt = timed(f"replay of {n:,} observations ({method}: pairwise, in log order)",
                               lambda: p._replay(conn), results)
                 results[-1].update(target="<= 10 s", ok=dt <= 10)

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-POOLS = ("paper", "all")
 DEFAULT_BINS = 32
 DEFAULT_MAX_ROUNDS = 64
 DIRECT_BELOW = 5
@@ -143,8 +142,10 @@ def _check_keys(location: Any, variance: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude):
     """Anchors (top-variance eligible items, seeded random tie-break) and the partner pool."""
-    if pool not in POOLS:
-        raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
+    from core.models import PARTNER_POOLS  # the one definition of the pools (Hyper validates with it too)
+
+    if pool not in PARTNER_POOLS:
+        raise ValueError(f"pool must be one of {PARTNER_POOLS}, got {pool!r}")
     if hit_size < 1:
         raise ValueError("hit_size must be >= 1")
     eligible = _eligible(location.size, exclude)

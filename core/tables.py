@@ -34,7 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from core.errors import UserError
+from core.errors import InputError
 
 READ_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
                 ".parquet": "parquet", ".pq": "parquet"}
@@ -78,23 +78,23 @@ def _format(path: str | os.PathLike, formats: dict[str, str], what: str) -> str:
     ext = Path(path).suffix.lower()
     if ext not in formats:
         known = ", ".join(sorted(formats))
-        raise UserError(f"{path}: cannot tell the {what} format from the extension {ext or '(none)'!r}; "
+        raise InputError(f"{path}: cannot tell the {what} format from the extension {ext or '(none)'!r}; "
                         f"use one of {known}.")
     return formats[ext]
 
 
 def read_format(path: str | os.PathLike) -> str:
-    """Return the reader format for ``path`` from its extension, or raise UserError naming the known ones."""
+    """Return the reader format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, READ_FORMATS, "file")
 
 
 def write_format(path: str | os.PathLike) -> str:
-    """Return the writer format for ``path`` from its extension, or raise UserError naming the known ones."""
+    """Return the writer format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, WRITE_FORMATS, "output")
 
 
 def _decode_utf8(raw: bytes, path: str) -> str:
-    """Decode strict UTF-8 (optional BOM); a bad byte raises UserError with its line and column."""
+    """Decode strict UTF-8 (optional BOM); a bad byte raises InputError with its line and column."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -103,7 +103,7 @@ def _decode_utf8(raw: bytes, path: str) -> str:
         line_start = raw.rfind(b"\n", 0, start) + 1
         column = start - line_start + 1
         byte = raw[start:start + 1].hex()
-        raise UserError(f"{path}:{line}: column {column}: the file is not valid UTF-8 (byte 0x{byte}); "
+        raise InputError(f"{path}:{line}: column {column}: the file is not valid UTF-8 (byte 0x{byte}); "
                         f"save it as UTF-8 and try again.") from None
 
 
@@ -112,15 +112,47 @@ def _read_bytes(path: str) -> bytes:
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError:
-        raise UserError(f"{path}: no such file.") from None
+        raise InputError(f"{path}: no such file.") from None
     except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not a file.") from None
+        raise InputError(f"{path}: is a directory, not a file.") from None
     except PermissionError:
-        raise UserError(f"{path}: permission denied.") from None
+        raise InputError(f"{path}: permission denied.") from None
+
+
+def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
+    """The fast path of :func:`_read_delimited` for files where every line is one record: no quote character,
+    no carriage return, no blank line (but a final newline). Parsed by Arrow's CSV reader, all columns as text;
+    record ``k`` starts on line ``k + 2``. Returns None when the file is not of that kind or Arrow refuses it
+    (the csv-module path then parses it and words the error)."""
+    body = text.rstrip("\n")
+    # a blank or whitespace-only line needs the csv-module path (which skips it); so does trailing whitespace
+    if any(s in body for s in ('"', "\r", "\n\n", " \n", "\t\n")) or body.endswith((" ", "\t")) or \
+            body.startswith(("\n", " ", "\t")):
+        return None
+    head, _, body = body.partition("\n")
+    header = head.split(delimiter)
+    if len(set(header)) != len(header) or any(h.strip() != h or not h for h in header):
+        return None
+    try:
+        table = pa_csv.read_csv(
+            io.BytesIO(body.encode("utf-8")),
+            read_options=pa_csv.ReadOptions(column_names=header, use_threads=True),
+            parse_options=pa_csv.ParseOptions(delimiter=delimiter, quote_char=False, newlines_in_values=False,
+                                              ignore_empty_lines=False),
+            convert_options=pa_csv.ConvertOptions(column_types={h: pa.string() for h in header},
+                                                  strings_can_be_null=False))
+    except (pa.ArrowInvalid, ValueError):
+        return None
+    frame = pd.DataFrame({name: table.column(name).to_numpy(zero_copy_only=False).astype(object)
+                          for name in header}, columns=header, dtype=object)
+    return Table(frame=frame, lines=np.arange(2, len(frame) + 2, dtype=np.int64), path=path)
 
 
 def _read_delimited(text: str, path: str, delimiter: str) -> Table:
     """Parse CSV/TSV with the csv module, recording the line where each record starts; skip blank lines."""
+    plain = _read_plain_delimited(text, path, delimiter)
+    if plain is not None:
+        return plain
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True)
     rows: list[list[str]] = []
@@ -140,17 +172,17 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
             rows.append(rec)
             starts.append(start)
     except csv.Error as exc:
-        raise UserError(f"{path}:{reader.line_num}: the file is not valid "
+        raise InputError(f"{path}:{reader.line_num}: the file is not valid "
                         f"{'CSV' if delimiter == ',' else 'TSV'} ({exc}).") from None
     if header is None:
-        raise UserError(f"{path}: the file is empty; expected a header line naming the columns.")
+        raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
     header = [h.strip() for h in header]
     seen: dict[str, int] = {}
     for j, name in enumerate(header):
         if name == "":
-            raise UserError(f"{path}:{header_line}: column {j + 1}: the header has an empty column name.")
+            raise InputError(f"{path}:{header_line}: column {j + 1}: the header has an empty column name.")
         if name in seen:
-            raise UserError(f"{path}:{header_line}: column {j + 1}: the column name {name!r} appears twice "
+            raise InputError(f"{path}:{header_line}: column {j + 1}: the column name {name!r} appears twice "
                             f"(also column {seen[name] + 1}).")
         seen[name] = j
     width = len(header)
@@ -158,7 +190,7 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
     bad = np.flatnonzero(lengths != width)
     if bad.size:
         i = int(bad[0])
-        raise UserError(f"{path}:{starts[i]}: the record has {lengths[i]} fields but the header has {width}.")
+        raise InputError(f"{path}:{starts[i]}: the record has {lengths[i]} fields but the header has {width}.")
     if rows:
         frame = pd.DataFrame(rows, columns=header, dtype=object)
     else:
@@ -167,7 +199,7 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
 
 
 def _read_jsonl(text: str, path: str) -> Table:
-    """Parse one JSON object per line; blank lines are skipped; a bad line raises UserError with its number."""
+    """Parse one JSON object per line; blank lines are skipped; a bad line raises InputError with its number."""
     records: list[dict] = []
     starts: list[int] = []
     decode = json.loads
@@ -177,13 +209,13 @@ def _read_jsonl(text: str, path: str) -> Table:
         try:
             rec = decode(line)
         except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
+            raise InputError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
         if not isinstance(rec, dict):
-            raise UserError(f"{path}:{n}: expected a JSON object per line, found {type(rec).__name__}.")
+            raise InputError(f"{path}:{n}: expected a JSON object per line, found {type(rec).__name__}.")
         records.append(rec)
         starts.append(n)
     if not records:
-        raise UserError(f"{path}: the file is empty; expected one JSON object per line.")
+        raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
     columns: dict[str, None] = {}
     for rec in records:
         for key in rec:
@@ -207,7 +239,7 @@ def read_table(path: str | os.PathLike) -> Table:
 
     Raises
     ------
-    UserError
+    InputError
         Missing file, unknown extension, empty file, non-UTF-8 bytes (with line and column), malformed CSV/JSON
         (with line), ragged CSV rows (with line), duplicate or empty header names.
     """
@@ -215,19 +247,19 @@ def read_table(path: str | os.PathLike) -> Table:
     fmt = read_format(path)
     if fmt == "parquet":
         if not os.path.exists(path):
-            raise UserError(f"{path}: no such file.")
+            raise InputError(f"{path}: no such file.")
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several types for a corrupt file
-            raise UserError(f"{path}: cannot read the Parquet file ({exc}).") from None
+            raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
         if len(frame.columns) == 0:
-            raise UserError(f"{path}: the file is empty; expected named columns.")
+            raise InputError(f"{path}: the file is empty; expected named columns.")
         frame = frame.reset_index(drop=True)
         return Table(frame=frame, lines=np.arange(1, len(frame) + 1, dtype=np.int64), path=path, unit="row")
     raw = _read_bytes(path)
     text = _decode_utf8(raw, path)
     if not text.strip():
-        raise UserError(f"{path}: the file is empty.")
+        raise InputError(f"{path}: the file is empty.")
     if fmt == "jsonl":
         return _read_jsonl(text, path)
     return _read_delimited(text, path, "," if fmt == "csv" else "\t")
@@ -250,15 +282,15 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary file name in ``path``'s directory; on success it is renamed over ``path``, on any error
-    it is removed and ``path`` is left as it was. Raises UserError when the directory is missing or read-only."""
+    it is removed and ``path`` is left as it was. Raises InputError when the directory is missing or read-only."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise UserError(f"{path}: the directory {directory} does not exist.")
+        raise InputError(f"{path}: the directory {directory} does not exist.")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     except PermissionError:
-        raise UserError(f"{path}: cannot write in {directory} (permission denied).") from None
+        raise InputError(f"{path}: cannot write in {directory} (permission denied).") from None
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
@@ -280,7 +312,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
     Raises
     ------
-    UserError
+    InputError
         Unknown extension, or the directory cannot be written.
     """
     fmt = write_format(path)

@@ -6,23 +6,44 @@ something no longer live retracts nothing (``core/store``, DESIGN.md "The projec
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
-from core.errors import UserError
+from core.errors import EaslError, InvalidRows
 from core.store import Prepared, Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.events import convert_annotation
 from label_config.layouts import Layout
 
 
+class IngestOutcome(str, enum.Enum):
+    """What applying one annotation did (a ``str`` enum: ``IngestOutcome.INGESTED == "ingested"``)."""
+
+    INGESTED = "ingested"    #: its scores are live now
+    UNCHANGED = "unchanged"  #: its scores were live already (reconciliation)
+    SKIPPED = "skipped"      #: a skipped task: nothing to score (earlier scores of it are retracted)
+    REJECTED = "rejected"    #: invalid: recorded in ``rejects`` with the reason (earlier scores are retracted)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 def _location(task: dict, annotation: dict) -> str:
     return f"label-studio task {task.get('id')} annotation {annotation.get('id')}"
 
 
+def _reason(exc: EaslError) -> str:
+    """The reject reason for an annotation the engine refused: the bad rows' own sentences."""
+    return "; ".join(exc.messages) if isinstance(exc, InvalidRows) and exc.messages else str(exc)
+
+
+def _reject(project: Project, task: dict, annotation: dict, reason: str) -> None:
+    project.add_reject(source=bk.SOURCE, location=_location(task, annotation), reason=reason, payload=annotation)
+
+
 def apply_annotation(project: Project, layout: Layout, annotation: dict, task: dict,
-                     live: dict[str, dict[str, float]] | None = None) -> str:
-    """Validate one annotation and ingest its scores; returns ``ingested``, ``unchanged``, ``skipped`` or
-    ``rejected``.
+                     live: dict[str, dict[str, float]] | None = None) -> IngestOutcome:
+    """Validate one annotation and ingest its scores; returns the :class:`IngestOutcome`.
 
     A skipped task (``was_cancelled``) adds nothing; an annotation later changed into a skip or into something
     invalid has its earlier scores retracted (the annotator withdrew them). Rejections are recorded with their
@@ -31,32 +52,31 @@ def apply_annotation(project: Project, layout: Layout, annotation: dict, task: d
     """
     aid = str(annotation["id"])
     task_id = task.get("id")
-    pairs = [(aid, task_id)]
-    bk.put_ids(project, bk.ANNOTATION, pairs)
+    project.map_external(bk.ANNOTATION, [(aid, task_id)])
     hit_id = (task.get("data") or {}).get("hit_id") if isinstance(task.get("data"), dict) else None
     if isinstance(hit_id, str) and task_id is not None:
-        bk.put_ids(project, bk.TASK, [(task_id, hit_id)])
+        project.map_external(bk.TASK, [(task_id, hit_id)])
     conv = convert_annotation(annotation, task, layout)
     was_live = live is None or aid in live
     if conv.skipped:
         if was_live:
             project.retract([aid], source=bk.SOURCE)
-        return "skipped"
+        return IngestOutcome.SKIPPED
     if conv.reasons:
-        bk.add_reject(project, _location(task, annotation), "; ".join(conv.reasons), annotation)
+        _reject(project, task, annotation, "; ".join(conv.reasons))
         if was_live:
             project.retract([aid], source=bk.SOURCE)
-        return "rejected"
+        return IngestOutcome.REJECTED
     if live is not None and live.get(aid) == {r["item_id"]: float(r["score"]) for r in conv.rows}:
-        return "unchanged"
+        return IngestOutcome.UNCHANGED
     try:
         project.ingest(conv.rows, source=bk.SOURCE)
-    except UserError as exc:
-        bk.add_reject(project, _location(task, annotation), str(exc), annotation)
+    except EaslError as exc:
+        _reject(project, task, annotation, _reason(exc))
         if was_live:
             project.retract([aid], source=bk.SOURCE)
-        return "rejected"
-    return "ingested"
+        return IngestOutcome.REJECTED
+    return IngestOutcome.INGESTED
 
 
 @dataclass
@@ -66,7 +86,7 @@ class AnnotationPlan:
 
     pairs: list[tuple[dict, dict]]
     live: dict[str, dict[str, float]] | None
-    outcomes: list[str]
+    outcomes: list[IngestOutcome | None]
     ann_map: list[tuple[str, object]]
     task_map: list[tuple[object, str]]
     single: list[int]
@@ -79,7 +99,7 @@ def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict
     """The read-only half of :func:`apply_annotations`: convert every annotation and validate the scores of the
     valid ones in one batch (``Project.prepare``, under a read snapshot), so that the write half holds the
     project's write lock only to append."""
-    outcomes: list[str] = [""] * len(pairs)
+    outcomes: list[IngestOutcome | None] = [None] * len(pairs)
     ann_map, task_map, rows, good, single = [], [], [], [], []
     for k, (ann, task) in enumerate(pairs):
         aid = str(ann["id"])
@@ -91,7 +111,7 @@ def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict
         if conv.skipped or conv.reasons:
             single.append(k)
         elif live is not None and live.get(aid) == {r["item_id"]: float(r["score"]) for r in conv.rows}:
-            outcomes[k] = "unchanged"
+            outcomes[k] = IngestOutcome.UNCHANGED
         else:
             good.append(k)
             rows.extend(conv.rows)
@@ -100,28 +120,28 @@ def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict
                           single=single, good=good, prepared=prepared)
 
 
-def commit_annotations(project: Project, layout: Layout, plan: AnnotationPlan) -> list[str]:
+def commit_annotations(project: Project, layout: Layout, plan: AnnotationPlan) -> list[IngestOutcome]:
     """The write half of :func:`apply_annotations` (one transaction); returns the outcomes."""
     outcomes = list(plan.outcomes)
     pairs, live = plan.pairs, plan.live
     with project.transaction():
-        bk.put_ids(project, bk.ANNOTATION, plan.ann_map)
-        bk.put_ids(project, bk.TASK, plan.task_map)
+        project.map_external(bk.ANNOTATION, plan.ann_map)
+        project.map_external(bk.TASK, plan.task_map)
         for k in plan.single:
             outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
         if plan.prepared is not None:
             try:
                 project.ingest(plan.prepared, source=bk.SOURCE)
                 for k in plan.good:
-                    outcomes[k] = "ingested"
-            except UserError:
+                    outcomes[k] = IngestOutcome.INGESTED
+            except EaslError:
                 for k in plan.good:
                     outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
     return outcomes
 
 
 def apply_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, dict]],
-                      live: dict[str, dict[str, float]] | None = None) -> list[str]:
+                      live: dict[str, dict[str, float]] | None = None) -> list[IngestOutcome]:
     """``apply_annotation`` for many ``(annotation, task)`` pairs with one ``Project.ingest`` call for all the valid
     ones (one validation and one state update instead of one per annotation). Pairs must have distinct annotation
     ids. Skips and rejects are handled one by one; if the combined batch is refused (e.g. a HIT withdrawn in the
@@ -136,7 +156,7 @@ def delete_annotations(project: Project, annotation_ids: list[int]) -> int:
     if not annotation_ids:
         return 0
     n = project.retract([str(a) for a in annotation_ids], source=bk.SOURCE)
-    bk.drop_ids(project, bk.ANNOTATION, annotation_ids)
+    project.unmap_external(bk.ANNOTATION, annotation_ids)
     return int(n)
 
 
@@ -148,9 +168,9 @@ def delete_tasks(project: Project, task_ids: list[int]) -> int:
     """
     n = 0
     for tid in task_ids:
-        hit_id = bk.local_id(project, bk.TASK, tid)
+        hit_id = project.local_id(bk.TASK, tid)
         if hit_id is None:
             continue
         n += int(project.retract_hit(hit_id, source=bk.SOURCE))
-        bk.drop_ids(project, bk.TASK, [tid])
+        project.unmap_external(bk.TASK, [tid])
     return n

@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from core.store import Project
+from core.store import Project, now
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient
-from easl_plugin.ingest import commit_annotations, delete_annotations, delete_tasks, prepare_annotations
+from easl_plugin.ingest import (IngestOutcome, commit_annotations, delete_annotations, delete_tasks,
+                                prepare_annotations)
 from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
@@ -67,7 +68,7 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
     rep = ReconcileReport()
     tasks = client.export_all(ls_project_id)
     live = live_scores(project)
-    task_map = bk.id_map(project, bk.TASK)            # task id -> hit id
+    task_map = project.external_map(bk.TASK)          # task id -> hit id
     hit_task: dict[str, str] = {}
     for t in sorted(task_map):
         hit_task.setdefault(task_map[t], t)
@@ -92,7 +93,7 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
         present_tasks.add(tid)
         if tid not in task_map:
             with gate:
-                bk.put_ids(project, bk.TASK, [(tid, hit_id)])
+                project.map_external(bk.TASK, [(tid, hit_id)])
             task_map[tid] = hit_id
             hit_task.setdefault(hit_id, tid)
         for ann in annotations:
@@ -102,9 +103,9 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
     plan = prepare_annotations(project, layout, pairs, live)  # validation outside the write gate (reads only)
     with gate:
         outcomes = commit_annotations(project, layout, plan)
-    rep.ingested = outcomes.count("ingested")
-    rep.skipped = outcomes.count("skipped")
-    rep.rejected = outcomes.count("rejected")
+    rep.ingested = outcomes.count(IngestOutcome.INGESTED)
+    rep.skipped = outcomes.count(IngestOutcome.SKIPPED)
+    rep.rejected = outcomes.count(IngestOutcome.REJECTED)
     gone_annotations = [a for a in live if a not in seen_annotations]
     # annotations of tasks that are gone are withdrawn with their task below
     gone_tasks = [t for t in task_map if t not in present_tasks]
@@ -117,8 +118,7 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
         if gone_tasks:
             delete_tasks(project, [int(t) for t in gone_tasks])
             rep.withdrawn_tasks = len(gone_tasks)
-    bk.set_meta(project, {bk.KEY_LAST_RECONCILIATION: bk.now(),
-                          bk.KEY_RECONCILIATION_REPORT: _json(asdict(rep))})
+    project.set_meta({bk.KEY_LAST_RECONCILIATION: now(), bk.KEY_RECONCILIATION_REPORT: _json(asdict(rep))})
     if rep.ingested or rep.retracted_annotations or rep.withdrawn_tasks or rep.duplicate_tasks_deleted:
         log.info("reconciliation applied missed changes: %s", asdict(rep))
     return rep

@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass
 
 from core.errors import UserError
-from core.store import Project
+from core.store import Event, Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.events import deleted_annotation_ids, deleted_task_ids
-from easl_plugin.ingest import (apply_annotation, commit_annotations, delete_annotations, delete_tasks,
-                                prepare_annotations)
+from easl_plugin.ingest import (IngestOutcome, apply_annotation, commit_annotations, delete_annotations,
+                                delete_tasks, prepare_annotations)
 from easl_plugin.push import push_batch
 from easl_plugin.reconcile import reconcile
 from easl_plugin.streaming import push_streaming
@@ -53,7 +53,7 @@ class LinkedProject:
     @classmethod
     def read(cls, project: Project) -> "LinkedProject | None":
         """From ``meta``; None before ``easl ls setup`` ran."""
-        pid, url, layout = (bk.get_meta(project, k) for k in (bk.KEY_PROJECT_ID, bk.KEY_URL, bk.KEY_LAYOUT))
+        pid, url, layout = (project.get_meta(k) for k in (bk.KEY_PROJECT_ID, bk.KEY_URL, bk.KEY_LAYOUT))
         if pid is None or url is None or layout is None:
             return None
         return cls(url=url, project_id=int(pid), layout=Layout.from_dict(json.loads(layout)))
@@ -81,7 +81,8 @@ def apply_event(project: Project, linked: LinkedProject, kind: str, payload: dic
         return f"ignored: event of Label Studio project {pid}, this project file is linked to {linked.project_id}"
     if kind in ("ANNOTATION_CREATED", "ANNOTATION_UPDATED"):
         ann, task = payload["annotation"], payload["task"]
-        return None if (out := apply_annotation(project, linked.layout, ann, task)) == "ingested" else out
+        out = apply_annotation(project, linked.layout, ann, task)
+        return None if out is IngestOutcome.INGESTED else str(out)
     if kind == "ANNOTATIONS_DELETED":
         delete_annotations(project, deleted_annotation_ids(payload))
         return None
@@ -213,18 +214,18 @@ class Worker:
         """
         n = 0
         while not self._stop.is_set():
-            batch = bk.pending(project, 512)
+            batch = project.events("pending", limit=512)
             if not batch:
                 return n
             i = 0
             while i < len(batch):
                 j = i + 1
-                if batch[i][1] in ANNOTATION_KINDS:
-                    while j < len(batch) and batch[j][1] in ANNOTATION_KINDS:
+                if batch[i].kind in ANNOTATION_KINDS:
+                    while j < len(batch) and batch[j].kind in ANNOTATION_KINDS:
                         j += 1
                     self._apply_run(project, linked, batch[i:j])  # takes the gate for its writes only
                 else:
-                    self._with_gate(lambda ev=batch[i]: self._apply_one(project, linked, *ev))
+                    self._with_gate(lambda ev=batch[i]: self._apply_one(project, linked, ev.id, ev.kind, ev.payload))
                 n += j - i
                 self.applied_total += j - i
                 i = j
@@ -246,21 +247,21 @@ class Worker:
                     note = "reconciliation requested"
                 else:
                     note = apply_event(project, linked, kind, payload)
-                bk.finish(project, event_id, error=note)
+                project.finish_event(event_id, note=note)
         except sqlite3.OperationalError:
             raise  # transient (locked file): leave the event pending
         except Exception as exc:  # one bad event must never block the queue: record why and go on
             log.error("event %d (%s) failed: %s", event_id, kind, exc)
-            bk.finish(project, event_id, error=f"{exc.__class__.__name__}: {exc}", failed=True)
+            project.finish_event(event_id, failed=True, note=f"{exc.__class__.__name__}: {exc}")
 
-    def _apply_run(self, project: Project, linked: LinkedProject, run: list[tuple[int, str, str]]) -> None:
+    def _apply_run(self, project: Project, linked: LinkedProject, run: list[Event]) -> None:
         """Apply a run of annotation events: parse, convert and validate outside the write gate (reads only),
         then write through the gate (``ingest.commit_annotations``; validation is repeated inside only if a HIT
         named by the run was created or withdrawn in between)."""
         notes: dict[int, str | None] = {}
         failed: dict[int, str] = {}
         latest: dict[str, tuple[int, dict]] = {}
-        for event_id, kind, text in run:
+        for event_id, kind, text, *_ in run:
             try:
                 payload = json.loads(text)
                 aid, _ = str(payload["annotation"]["id"]), payload["task"]["id"]
@@ -284,18 +285,18 @@ class Worker:
             raise
         except Exception as exc:  # unexpected: fall back to one event per transaction, which records failures
             log.error("annotation batch failed (%s); applying its events one by one", exc)
-            for event_id, kind, text in run:
-                self._with_gate(lambda ev=(event_id, kind, text): self._apply_one(project, linked, *ev))
+            for ev in run:
+                self._with_gate(lambda ev=ev: self._apply_one(project, linked, ev.id, ev.kind, ev.payload))
 
     def _apply_latest(self, project, linked, order, plan, notes, failed) -> None:
         with project.transaction():
             outcomes = commit_annotations(project, linked.layout, plan)
             for (event_id, _), out in zip(order, outcomes):
-                notes[event_id] = None if out == "ingested" else out
+                notes[event_id] = None if out is IngestOutcome.INGESTED else str(out)
             for event_id, note in notes.items():
-                bk.finish(project, event_id, error=note)
+                project.finish_event(event_id, note=note)
             for event_id, err in failed.items():
-                bk.finish(project, event_id, error=err, failed=True)
+                project.finish_event(event_id, failed=True, note=err)
 
     def push(self, project: Project, client: LabelStudioClient, linked: LinkedProject) -> int:
         """Push open HITs without a task (batch or streaming mode)."""

@@ -156,6 +156,15 @@ def test_bad_hyper_parameters_are_user_errors(tmp_path, items_csv, capsys):
     assert "score_max" in capsys.readouterr().err
     assert main(["init", str(tmp_path / "p.easl"), "--items", str(items_csv), "--hit-size", "1"]) == 1
     assert not (tmp_path / "p.easl").exists()
+    capsys.readouterr()
+    # core names the setting or column at fault; the CLI adds the flag to change
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items_csv), "--hit-size", "40"]) == 1
+    assert "hit_size = 40: 23 items are fewer than the HIT size 40; give more items or a smaller --hit-size" in \
+        capsys.readouterr().err
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items_csv), "--id-column", "key"]) == 1
+    assert "column 'key' not found (the columns are: " in (err := capsys.readouterr().err)
+    assert "; name the right one with --id-column." in err
+    assert not (tmp_path / "p.easl").exists()
 
 
 def test_ingest_errors_and_skip_invalid(tmp_path, items_csv, capsys):
@@ -173,7 +182,7 @@ def test_ingest_errors_and_skip_invalid(tmp_path, items_csv, capsys):
     before = dump(project)
     result = easl("ingest", str(project), str(path))
     assert result.returncode == 1
-    assert "3 of 25 rows are invalid, so nothing was ingested" in result.stderr
+    assert "3 of 25 rows are invalid, so nothing was ingested (use --skip-invalid" in result.stderr
     assert f"{path}:4: score: not a number ('high')" in result.stderr
     assert f"{path}:7: score: 250 is outside the project's score range [0, 100]" in result.stderr
     assert f"{path}:9: item_id: unknown item 'ghost'" in result.stderr
@@ -217,7 +226,7 @@ def test_status_lists_the_most_recent_rejects_with_reasons(tmp_path, items_csv, 
         for k in range(13):
             p.add_reject(source="label-studio" if k % 2 else "ann.csv", location=f"task {100 + k}",
                          reason=f"result[0] (score_0): score {200 + k} is outside [0, 100]")
-        p.set_meta("ls.last_reconciliation", "2026-11-22T06:00:00+00:00")
+        p.set_meta({"ls.last_reconciliation": "2026-11-22T06:00:00+00:00"})
     capsys.readouterr()
     assert main(["status", str(project), "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
@@ -276,7 +285,8 @@ def test_verify_detects_a_corrupted_cache(tmp_path, items_csv, capsys):
         p.ingest(answer(p.open_hits(), np.random.default_rng(4)), source="t")
         state = p.state()
         state["alpha"][3] += 0.5
-        with p.transaction() as conn:
+        with p.transaction():
+            conn = p._conn
             conn.execute("UPDATE state SET data = ? WHERE name = 'alpha'", (state["alpha"].tobytes(),))
     capsys.readouterr()
     assert main(["verify", str(project)]) == 1

@@ -32,7 +32,7 @@ CHILD = textwrap.dedent("""
 
     project, path, prefix, nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     p = Project.open(project)
-    p.connection.execute("PRAGMA cache_size = 50")  # a small page cache spills the transaction's pages to the WAL
+    p._conn.execute("PRAGMA cache_size = 50")  # a small page cache spills the transaction's pages to the WAL
     table = read_table(path)
     seen = 0
 
@@ -45,7 +45,7 @@ CHILD = textwrap.dedent("""
                 sys.stdout.flush()
                 time.sleep(120)
 
-    p.connection.set_trace_callback(trace)
+    p._conn.set_trace_callback(trace)
     p.ingest(table, source=path)
     print("finished")
 """)

@@ -364,7 +364,7 @@ def test_updates_skips_rejects_deletions(loop, sdk):
     from core.store import Project
 
     with Project.open(path, readonly=True) as p:
-        reasons = [r[0] for r in p.connection.execute("SELECT reason FROM rejects ORDER BY id")]
+        reasons = [r.reason for r in p.rejects()[0]]
     assert any("score 150 is outside [0, 100]" in r for r in reasons)
     assert any("unknown control 'mystery'" in r for r in reasons)
     assert project_status(path)["n_observations"] == before["n_observations"]

@@ -17,7 +17,6 @@ from core.models import Hyper
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
-from easl_plugin.streaming import open_item_mask, open_hit_records, select_top_up
 from easl_plugin.worker import LinkedProject, Worker
 from label_config.layouts import Layout, task_data
 
@@ -56,6 +55,11 @@ class Client:
 
 
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
+
+
+def all_events(p: Project) -> list:
+    """Every queued event, in arrival order."""
+    return sorted(p.events("pending") + p.events("done") + p.events("failed"))
 
 
 @pytest.fixture
@@ -110,7 +114,7 @@ def test_endpoints_auth_secret_limits_and_durable_queue(project_path):
         event_id = r.json()["event_id"]
         # acknowledged means committed: another connection sees it at once
         with Project.open(project_path, readonly=True) as p:
-            rows = p.connection.execute("SELECT kind, status, payload FROM events").fetchall()
+            rows = [(e.kind, e.status, e.payload) for e in all_events(p)]
         assert [(k, st, json.loads(t)) for k, st, t in rows] == [
             ("ANNOTATIONS_DELETED", "pending", {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 9}]})]
         assert event_id == 1 and commits
@@ -130,7 +134,7 @@ def test_many_concurrent_webhooks_are_all_queued_once(project_path):
             ids = list(ex.map(send, range(200)))
     assert sorted(ids) == list(range(1, 201))
     with Project.open(project_path, readonly=True) as p:
-        payloads = [json.loads(t) for (t,) in p.connection.execute("SELECT payload FROM events ORDER BY id")]
+        payloads = [json.loads(e.payload) for e in all_events(p)]
     assert sorted(x["tasks"][0]["id"] for x in payloads) == list(range(200))
 
 
@@ -157,7 +161,7 @@ def test_worker_applies_events_idempotently(project_path):
         worker = Worker(project_path, api_key=None)
         assert worker.drain(p, linked) == len(events)
         assert bk.queue_counts(p) == {"pending": 0, "done": len(events) - 1, "failed": 1}
-        notes = [r[0] for r in p.connection.execute("SELECT error FROM events ORDER BY id")]
+        notes = [e.note for e in all_events(p)]
         assert notes[:4] == ["superseded by event 2", None, "superseded by event 4", None]
         assert notes[4] == "rejected" and notes[5] == "skipped" and notes[6].startswith("ignored: event of Label")
         assert notes[8] == "reconciliation requested" and worker.reconcile_requested.is_set()
@@ -165,9 +169,9 @@ def test_worker_applies_events_idempotently(project_path):
         r = p.ratings()
         assert sorted(r["annotation_id"].unique()) == ["1"]                    # 2 deleted, 3 rejected, 4 skipped
         assert sorted(r["score"]) == [10.0, 20.0, 30.0, 40.0]
-        assert [x["reason"] for x in bk.rejects(p)] == ["result[3] (score_3): score 500 is outside [0, 100]"]
+        assert [x.reason for x in p.rejects(source=bk.SOURCE)[0]] == ["result[3] (score_3): score 500 is outside [0, 100]"]
         # the annotation -> task map and task -> HIT map are kept
-        assert bk.local_id(p, bk.ANNOTATION, 1) == "100" and bk.local_id(p, bk.ANNOTATION, 2) is None and bk.local_id(p, bk.TASK, 100) == h0["hit_id"]
+        assert p.local_id(bk.ANNOTATION, 1) == "100" and p.local_id(bk.ANNOTATION, 2) is None and p.local_id(bk.TASK, 100) == h0["hit_id"]
         # task deletion withdraws the HIT
         bk.enqueue(p, [("TASKS_DELETED", json.dumps({"action": "TASKS_DELETED", "tasks": [{"id": 100}]}))] * 2)
         worker.drain(p, linked)
@@ -213,17 +217,17 @@ def test_streaming_top_up_never_puts_an_item_in_two_open_hits(project_path):
         for k, h in enumerate(hits[:3]):
             p.ingest([{"item_id": it["item_id"], "score": 10.0 * k, "hit_id": h["hit_id"], "annotation_id": str(k)}
                       for it in h["items"]], source="test")
-        added = select_top_up(p, 4)
+        added = p.top_up_hits(4)
         assert added == 2
-        mask, n_open = open_item_mask(p)
+        mask, n_open = p.open_item_mask()
         assert n_open == 4
-        records = open_hit_records(p)
+        records = p.open_hits(every_iteration=True)
         items = [it["item_id"] for h in records for it in h["items"]]
         assert len(items) == len(set(items)) == mask.sum() == 16
         # no room for another full HIT among the 4 free items once 4 HITs are open: asking for 6 adds one
-        assert select_top_up(p, 6) == 1 and open_item_mask(p)[1] == 5
-        assert select_top_up(p, 6) == 0                                        # every item is in an open HIT
-        assert select_top_up(p, 2) == 0
+        assert p.top_up_hits(6) == 1 and p.open_item_mask()[1] == 5
+        assert p.top_up_hits(6) == 0                                        # every item is in an open HIT
+        assert p.top_up_hits(2) == 0
         assert p.verify()["ok"]
 
 
@@ -236,8 +240,9 @@ def test_ls_status_before_and_after_linking(project_path, capsys):
     assert out["events"] == {"pending": 0, "done": 0, "failed": 0} and out["rejects"] == []
     link(project_path, pid=9)
     with Project.open(project_path) as p:
-        bk.add_reject(p, "label-studio task 3 annotation 4", "result[0] (score_0): score 101 is outside [0, 100]", {})
-        bk.add_reject(p, "label-studio task 3 annotation 4", "result[0] (score_0): score 101 is outside [0, 100]", {})
+        for _ in range(2):  # recorded once
+            p.add_reject(source=bk.SOURCE, location="label-studio task 3 annotation 4",
+                         reason="result[0] (score_0): score 101 is outside [0, 100]", payload={})
     assert main(["ls", "status", project_path]) == 0
     text = capsys.readouterr().out
     assert "linked to Label Studio project 9" in text and "rejected annotations: 1" in text
@@ -269,7 +274,7 @@ def test_journal_moves_exactly_once_and_drops_a_torn_line(project_path):
         assert bk.get_meta(p, MOVED_KEY) == records[-1]["uid"]
         j.clear()
         assert j.read() == [] and j.count == 0
-        ids = [json.loads(t)["tasks"][0]["id"] for (t,) in p.connection.execute("SELECT payload FROM events ORDER BY id")]
+        ids = [json.loads(e.payload)["tasks"][0]["id"] for e in all_events(p)]
     assert ids == [1, 2, 3, 4]
     j.close()
 
@@ -309,7 +314,7 @@ def test_writer_spills_to_the_journal_while_the_file_is_busy(project_path):
         r = c.post("/webhook", json={"action": "TASKS_DELETED", "tasks": [{"id": 5}]}).json()
         assert r["journaled"] is False and r["event_id"] == 6
     with Project.open(project_path, readonly=True) as p:
-        ids = [json.loads(t)["tasks"][0]["id"] for (t,) in p.connection.execute("SELECT payload FROM events ORDER BY id")]
+        ids = [json.loads(e.payload)["tasks"][0]["id"] for e in all_events(p)]
     assert ids == [0, 1, 2, 3, 4, 5]
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import UserError
+from core.errors import InputError, UserError
 from core.models import Hyper
 from core.store import Project, read_items
 from core.store.schema import SCHEMA_VERSION
@@ -39,8 +39,8 @@ def test_create_records_items_hyper_and_covering_iteration(tmp_path):
         items = p.items()
         pd.testing.assert_frame_equal(items[["item_id", "text", "topic"]], make_items(23)[["item_id", "text", "topic"]],
                                       check_dtype=False)
-        assert p.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert p._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert p._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert_verified(p)
     reopened = Project.open(tmp_path / "p.easl")
     assert reopened.hyper == hyper
@@ -78,7 +78,7 @@ def test_open_rejects_non_projects_and_newer_schema(tmp_path):
     conn = sqlite3.connect(tmp_path / "p.easl")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
-    with pytest.raises(UserError, match="newer than this easl-toolkit"):
+    with pytest.raises(UserError, match="newer than this version of easl-toolkit"):
         Project.open(tmp_path / "p.easl")
 
 
@@ -113,9 +113,8 @@ def test_items_custom_columns_and_numeric_jsonl_ids(tmp_path):
 
 
 @pytest.mark.parametrize("content, pattern", [
-    ("key,text\na,x\n", r"i\.csv: line 1: column 'id' not found \(the columns are: key, text\); name the right one "
-                         r"with --id-column"),
-    ("id,body\na,x\n", r"i\.csv: line 1: column 'text' not found .*--text-column"),
+    ("key,text\na,x\n", r"i\.csv: line 1: column 'id' not found \(the columns are: key, text\)\.$"),
+    ("id,body\na,x\n", r"i\.csv: line 1: column 'text' not found \(the columns are: id, body\)\.$"),
     ("", r"i\.csv: the file is empty"),
     ("\n\n  \n", r"i\.csv: the file is empty"),
     ("id,text\n", r"i\.csv: the file has a header but no items"),
@@ -204,7 +203,7 @@ def test_supersede_keeps_the_log_and_counts_the_latest(tmp_path):
         p.ingest([{"item_id": item, "score": 20, "hit_id": hit["hit_id"], "annotator": "x"}], source="a")
         report = p.ingest([{"item_id": item, "score": 80, "hit_id": hit["hit_id"], "annotator": "x"}], source="b")
         assert (report.new, report.superseded, report.duplicate) == (0, 1, 0)
-        n_log = p.connection.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+        n_log = p._conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
         assert n_log == 2
         ratings = p.ratings()
         assert ratings["score"].tolist() == [80.0]
@@ -328,7 +327,7 @@ def test_skip_invalid_ingests_the_rest_and_records_rejects(tmp_path):
         assert got == {f"{path}:{line - 1}": reason for line, reason in expected.items()}
         assert list(report.rejects.columns[:3]) == ["location", "field", "reason"]
         assert p.status()["n_rejects"] == 10
-        stored = p.connection.execute("SELECT location, reason, payload FROM rejects ORDER BY id").fetchall()
+        stored = p._conn.execute("SELECT location, reason, payload FROM rejects ORDER BY id").fetchall()
         assert stored[0][0] == f"{path}:2" and stored[0][1] == "score: not a number ('abc')"
         assert json.loads(stored[0][2])["score"] == "abc"
         assert_verified(p)
@@ -472,7 +471,7 @@ def test_add_hits_records_a_new_iteration_of_open_hits(tmp_path):
         assert [[it["item_id"] for it in h["items"]] for h in added] == \
             [index[free[:5]].tolist(), index[free[5:]].tolist()]
         assert all(h["status"] == "open" for h in p.hits(1))
-        assert p.connection.execute("SELECT n_hits FROM iterations WHERE iteration = 1").fetchone()[0] == 2
+        assert p._conn.execute("SELECT n_hits FROM iterations WHERE iteration = 1").fetchone()[0] == 2
         # the new HITs take scores like any other, and complete
         p.ingest(answer(added, rng), source="b")
         assert [h["status"] for h in p.hits(1)] == ["complete", "complete"]
@@ -500,7 +499,7 @@ def test_add_hits_refuses_items_in_open_hits_and_malformed_input(tmp_path):
             p.add_hits([[0.5, 1.0]])
         # inside a caller's transaction, a refusal rolls back only the savepoint; the caller decides
         with p.transaction():
-            p.set_meta("note", "kept")
+            p.set_meta({"note": "kept"})
             with pytest.raises(ValueError):
                 p.add_hits([[open_item]])
         assert p.get_meta("note") == "kept"
@@ -551,7 +550,7 @@ def test_small_ingests_patch_the_cached_state_in_place(tmp_path, method):
     rng = np.random.default_rng(21)
     with new_project(tmp_path, n=400, hit_size=5, method=method) as p:
         statements: list[str] = []
-        p.connection.set_trace_callback(statements.append)
+        p._conn.set_trace_callback(statements.append)
         hits = p.next_hits()
         for k in range(6):
             before = p.state()
@@ -572,7 +571,7 @@ def test_small_ingests_patch_the_cached_state_in_place(tmp_path, method):
         p.retract(["a2-" + hits[2]["hit_id"]], source="del")
         assert p.state()["count"][p.item_index().get_indexer([it["item_id"] for it in hits[2]["items"]])].sum() == 0
         assert_verified(p)
-        p.connection.set_trace_callback(None)
+        p._conn.set_trace_callback(None)
 
 
 def run_loop(tmp_path, name, seed, iterations=3, method="easl"):
@@ -613,11 +612,14 @@ def test_status_estimates_and_ratings(tmp_path):
     with new_project(tmp_path, score_min=1, score_max=5) as p:
         st = p.status()
         for key in ("iteration", "n_items", "n_observations", "n_hits_open", "mean_variance", "max_variance",
-                    "n_hits_total", "n_annotations", "events", "n_rejects", "last_reconciliation"):
-            assert key in st
-        assert st["mean_variance"] == pytest.approx(1 / 12)  # the Beta(1, 1) prior, unit scale
-        assert st["last_reconciliation"] is None and st["last_reconciliation_reason"]
-        json.dumps(st, allow_nan=False)
+                    "n_hits_total", "n_annotations", "events", "n_rejects"):
+            assert key in st.to_json()
+        assert st.mean_variance == pytest.approx(1 / 12)  # the Beta(1, 1) prior, unit scale
+        assert list(st.to_json(extra={"x": 1})) == [
+            "path", "method", "iteration", "n_items", "n_observations", "n_log_records", "n_hits_total", "n_hits_open",
+            "n_hits_complete", "n_hits_retracted", "mean_variance", "max_variance", "variance_scale", "n_annotations",
+            "events", "n_rejects", "x", "hit_size", "score_range", "seed", "schema_version"]
+        json.dumps(st.to_json(), allow_nan=False)
         hits = p.open_hits()
         rows = answer(hits, rng, score_max=4)
         rows["score"] = rows["score"] + 1
@@ -634,7 +636,7 @@ def test_status_estimates_and_ratings(tmp_path):
         ratings = p.ratings()
         assert list(ratings.columns) == ["item_id", "annotator", "score", "hit_id", "iteration", "annotation_id",
                                          "created_at"]
-        assert len(ratings) == p.status()["n_observations"]
+        assert len(ratings) == p.status().n_observations
         assert (ratings["iteration"] == 0).all()
 
 
@@ -653,14 +655,14 @@ def test_transaction_groups_calls_and_rolls_back_whole(tmp_path):
         before = dump(p.path)
         rows = answer(p.open_hits()[:1], rng)
         with pytest.raises(RuntimeError):
-            with p.transaction() as conn:
-                conn.execute("INSERT INTO events(received_at, kind, payload) VALUES ('t', 'k', '{}')")
+            with p.transaction():
+                p.add_event("k", {})
                 p.ingest(rows, source="inner")
                 raise RuntimeError("front end failed after ingesting")
         assert dump(p.path) == before
         # an inner failure rolls back the inner part only
         with p.transaction():
-            p.set_meta("ls.project", "12")
+            p.set_meta({"ls.project": "12"})
             with pytest.raises(UserError):
                 p.ingest([{"item_id": "nope", "score": 1}], source="inner")
         assert p.get_meta("ls.project") == "12"
@@ -671,27 +673,43 @@ def test_events_rejects_meta_and_external_ids(tmp_path):
     with new_project(tmp_path) as p:
         e1 = p.add_event("ANNOTATION_CREATED", {"annotation": {"id": 3}})
         e2 = p.add_event("TASKS_DELETED", "{}")
-        assert [e["id"] for e in p.pending_events()] == [e1, e2]
-        assert json.loads(p.pending_events()[0]["payload"]) == {"annotation": {"id": 3}}
+        assert [e.id for e in p.events("pending")] == [e1, e2]
+        assert json.loads(p.events("pending")[0].payload) == {"annotation": {"id": 3}}
+        e3, e4 = p.add_events([("A", "{}"), ("B", {"b": 1})])
         p.finish_event(e1)
-        p.finish_event(e2, error="boom")
-        assert p.pending_events() == []
-        assert p.status()["events"] == {"pending": 0, "done": 1, "failed": 1}
-        p.add_reject(source="labelstudio", location="task 4", reason="score: 150 is outside", payload={"a": 1})
-        assert p.status()["n_rejects"] == 1
-        p.set_meta("ls.last_reconciliation", "2026-01-01T00:00:00+00:00")
-        assert p.status()["last_reconciliation"] == "2026-01-01T00:00:00+00:00"
-        with pytest.raises(UserError, match="managed by the project"):
-            p.set_meta("hyper", "{}")
-        hit = p.open_hits()[0]["hit_id"]
-        p.map_external("task", 20, hit)
-        p.map_external("task", "20", hit)  # idempotent
-        assert p.local_id("task", 20) == hit
-        assert p.external_ids("task", hit) == ["20"]
-        with pytest.raises(UserError, match="already mapped"):
-            p.map_external("task", 20, "other")
-        p.set_hit_external_id(hit, "20")
-        assert p.connection.execute("SELECT external_id FROM hits WHERE hit_id = ?", (hit,)).fetchone()[0] == "20"
+        p.finish_event(e2, failed=True, note="boom")
+        p.finish_event(e3, note="ignored: another project")  # a note alone does not fail the event
+        assert [e.id for e in p.events("pending")] == [e4]
+        assert [(e.id, e.note) for e in p.events("failed")] == [(e2, "boom")]
+        assert [(e.id, e.note) for e in p.events("done")] == [(e1, None), (e3, "ignored: another project")]
+        p.finish_event(e4)
+        assert p.status().events == p.event_counts() == {"pending": 0, "done": 3, "failed": 1}
+        assert p.add_reject(source="labelstudio", location="task 4", reason="score: 150 is outside", payload={"a": 1})
+        # the same reject again (e.g. on the next reconciliation) is recorded once
+        assert not p.add_reject(source="labelstudio", location="task 4", reason="score: 150 is outside", payload={})
+        assert p.status().n_rejects == 1
+        p.set_meta({"ls.last_reconciliation": "2026-01-01T00:00:00+00:00", "ls.gone": "x"})
+        p.set_meta({"ls.gone": None})
+        assert p.get_meta("ls.last_reconciliation") == "2026-01-01T00:00:00+00:00" and p.get_meta("ls.gone") is None
+        assert "last_reconciliation" not in p.status().to_json()  # the plugin's figure, not the store's
+        for key in ("hyper", "state_seq", "state_figures", "format"):
+            with pytest.raises(ValueError, match="managed by the project"):
+                p.set_meta({key: "{}"})
+        hit, other = (h["hit_id"] for h in p.open_hits()[:2])
+        p.map_external("task", [(20, hit), (21, hit)])
+        p.map_external("task", [("20", hit)])  # idempotent
+        assert p.local_id("task", 20) == hit and p.local_id("task", 22) is None
+        assert p.external_ids("task", hit) == ["20", "21"]
+        assert p.external_map("task") == {"20": hit, "21": hit}
+        with pytest.raises(InputError, match="already mapped"):  # an id is never remapped; nothing is written
+            p.map_external("task", [(22, other), (20, other)])
+        with pytest.raises(InputError, match="given for both"):
+            p.map_external("task", [(23, hit), (23, other)])
+        assert p.local_id("task", 22) is None
+        p.unmap_external("task", [20, 99])
+        assert p.external_map("task") == {"21": hit}
+        p.map_external("task", [(20, other)])  # after an explicit unmap the id is free again
+        assert p.local_id("task", 20) == other
         assert_verified(p)
 
 
@@ -788,3 +806,54 @@ def test_any_sequence_of_operations_keeps_cache_and_log_consistent(tmp_path_fact
         got = {(a, i): s for a, i, s in zip(ratings["annotation_id"], ratings["item_id"], ratings["score"])}
         assert got == expected
         assert p.state()["count"].sum() == len(expected)
+
+
+# ------------------------------------------------------------------------------------ derived state, import weight
+
+
+def test_status_figures_are_stored_with_the_state_and_recomputed_when_stale(tmp_path):
+    rng = np.random.default_rng(11)
+    with new_project(tmp_path) as p:
+        p.ingest(answer(p.open_hits(), rng), source="s")
+        stored = p.status()
+        variance = p.model.selection_keys(p.state())[1]
+        assert stored.mean_variance == pytest.approx(float(np.mean(variance)), abs=1e-15)
+        assert stored.max_variance == pytest.approx(float(np.max(variance)), abs=1e-15)
+        assert stored.n_annotations["max"] == int(p.state()["count"].max())
+        # a file written by an older version has no figures (or figures of another log position): recomputed
+        with p.transaction():
+            p._conn.execute("DELETE FROM meta WHERE key = 'state_figures'")
+        assert p.status() == stored
+        with p.transaction():
+            p._conn.execute("INSERT INTO meta(key, value) VALUES ('state_figures', '{\"seq\": -1}')")
+        assert p.status() == stored
+        assert_verified(p)
+
+
+def test_iteration_states_replay_each_iteration_and_top_up_shares_choose_hits(tmp_path):
+    rng = np.random.default_rng(12)
+    with new_project(tmp_path) as p:
+        p.ingest(answer(p.open_hits(), rng), source="s")
+        p.next_hits()
+        p.ingest(answer(p.open_hits(), rng), source="s")
+        states = [(t, {k: v.copy() for k, v in s.items()}) for t, s in p.iteration_states(2)]
+        assert [t for t, _ in states] == [0, 1]
+        for name, arr in p.state().items():  # nothing outside the two iterations: the end of 1 is the live state
+            np.testing.assert_allclose(states[1][1][name], arr, atol=1e-12)
+        assert states[0][1]["count"].sum() == len(p.hits(0)) * p.hyper.hit_size
+        # streaming: top up to 3 open HITs, none sharing an item with another open HIT
+        assert p.top_up_hits(3) == 3
+        mask, n_open = p.open_item_mask()
+        assert n_open == 3 and mask.sum() == 3 * p.hyper.hit_size
+        assert [h["hit_id"] for h in p.open_hits(every_iteration=True)] == [f"it2-{j}" for j in range(3)]
+        assert_verified(p)
+
+
+def test_importing_the_store_loads_neither_pandas_scipy_nor_models():
+    import subprocess
+    import sys
+
+    code = ("import sys, core.store; "
+            "print(sorted(m for m in ('pandas', 'scipy', 'core.models') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,9 +1,23 @@
 """The project file (SQLite, WAL): items, HITs, the append-only observation log and the cached model state.
 
-Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`IngestReport`, :func:`read_items`.
+Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`ProjectStatus`, :class:`IngestReport`,
+:class:`Prepared`, :class:`Event`, :class:`Reject`, :func:`read_items`. Importing this package loads neither pandas
+nor SciPy; the methods that need them import them.
 """
-from core.store.items import read_items
-from core.store.project import ESTIMATE_COLUMNS, RATING_COLUMNS, IngestReport, Prepared, Project
+from core.store.db import now
+from core.store.observations import IngestReport, Prepared
+from core.store.output import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
+from core.store.project import Project
+from core.store.records import Event, Reject
 from core.store.schema import SCHEMA_VERSION
 
-__all__ = ["Project", "Prepared", "IngestReport", "read_items", "SCHEMA_VERSION", "ESTIMATE_COLUMNS", "RATING_COLUMNS"]
+
+def read_items(path, id_column: str = "id", text_column: str = "text"):
+    """Read an items file (see :func:`core.store.items.read_items`)."""
+    from core.store.items import read_items as read
+
+    return read(path, id_column=id_column, text_column=text_column)
+
+
+__all__ = ["Project", "ProjectStatus", "Prepared", "IngestReport", "Event", "Reject", "read_items", "now",
+           "SCHEMA_VERSION", "ESTIMATE_COLUMNS", "RATING_COLUMNS"]

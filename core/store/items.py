@@ -4,23 +4,43 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from core.errors import UserError
-from core.tables import Table, read_table
+import numpy as np
+
+from core.errors import InputError, InvalidRows
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.tables import Table
 
 MAX_LISTED = 20  # problems listed in one error message (the count of the rest is given)
+CHECKED = "easl.checked_items"  # ``DataFrame.attrs`` mark of a frame returned by :func:`items_from_table`
 
 
-def _as_text(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Object array of strings (ids from JSONL numbers become their decimal text) and a mask of missing cells."""
-    obj = values.astype(object).to_numpy()
-    missing = pd.isna(values).to_numpy().copy()
-    text = np.array([v if isinstance(v, str) else ("" if m else str(v)) for v, m in zip(obj.tolist(), missing)],
-                    dtype=object)
-    missing |= np.array([t.strip() == "" for t in text.tolist()], dtype=bool)
-    return text, missing
+class MissingColumn(InputError):
+    """The items file has no column ``field``; ``columns`` are those it has."""
+
+    def __init__(self, message: str, *, path: str, field: str, columns: list[str]) -> None:
+        super().__init__(message, path=path, field=field)
+        self.columns = columns
+
+
+def _as_text(values: "pd.Series") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(text, stripped, missing)``: object arrays of the strings (ids from JSONL numbers become their decimal
+    text) and of the strings without surrounding blanks, and a mask of missing or blank cells."""
+    import pandas as pd
+
+    obj = values.to_numpy(dtype=object)
+    missing = pd.isna(values).to_numpy()
+    if pd.api.types.infer_dtype(values, skipna=True) == "string" and not missing.any():  # strings (CSV): as is
+        text = obj
+    else:
+        text = np.array([v if isinstance(v, str) else ("" if m else str(v)) for v, m in zip(obj.tolist(), missing)],
+                        dtype=object)
+    stripped = np.array([t.strip() for t in text.tolist()], dtype=object)
+    return text, stripped, stripped == ""
 
 
 def _listing(problems: list[str], what: str) -> str:
@@ -30,32 +50,39 @@ def _listing(problems: list[str], what: str) -> str:
     return f"{len(problems)} {what}:\n  " + "\n  ".join(shown) + tail
 
 
-def items_from_table(table: Table, id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
+def items_from_table(table: "Table", id_column: str = "id", text_column: str = "text") -> "pd.DataFrame":
     """Check a table of items and return it as ``item_id, text, <extra columns>`` (item ids as strings).
 
     Raises
     ------
-    UserError
-        A missing id or text column (naming the columns found), no rows, missing ids, duplicate ids (with the
-        lines of both occurrences). Every bad row is listed (up to ``MAX_LISTED``; the rest are counted).
+    MissingColumn
+        A missing id or text column (naming the columns found).
+    InvalidRows
+        Missing ids, duplicate ids (with the lines of both occurrences). Every bad row is listed (up to
+        ``MAX_LISTED``; the rest are counted).
+    InputError
+        No rows, the same column for ids and texts, a column that would clash with ``item_id`` or ``text``.
     """
+    import pandas as pd
+
     frame = table.frame
     header = "line 1" if table.unit == "line" else "header"
     columns = [str(c) for c in frame.columns]
-    for flag, name in (("--id-column", id_column), ("--text-column", text_column)):
+    for name in (id_column, text_column):
         if name not in columns:
-            raise UserError(f"{table.path}: {header}: column {name!r} not found (the columns are: "
-                            f"{', '.join(columns)}); name the right one with {flag}.")
+            raise MissingColumn(f"{table.path}: {header}: column {name!r} not found (the columns are: "
+                                f"{', '.join(columns)}).", path=table.path, field=name, columns=columns)
     if id_column == text_column:
-        raise UserError(f"{table.path}: the id column and the text column are both {id_column!r}; they must differ.")
+        raise InputError(f"{table.path}: the id column and the text column are both {id_column!r}; they must "
+                         f"differ.", path=table.path, field=id_column)
     for reserved, source in (("item_id", id_column), ("text", text_column)):
         if reserved in columns and reserved != source and reserved not in (id_column, text_column):
-            raise UserError(f"{table.path}: {header}: column {reserved!r} would clash with the item "
-                            f"{'id' if reserved == 'item_id' else 'text'} taken from column {source!r}; rename it.")
+            raise InputError(f"{table.path}: {header}: column {reserved!r} would clash with the item "
+                            f"{'id' if reserved == 'item_id' else 'text'} taken from column {source!r}; rename it.",
+                             path=table.path, field=reserved)
     if len(frame) == 0:
-        raise UserError(f"{table.path}: the file has a header but no items.")
-    ids, missing = _as_text(frame[id_column])
-    ids = np.array([s.strip() for s in ids.tolist()], dtype=object)
+        raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
+    _, ids, missing = _as_text(frame[id_column])
     problems: list[str] = []
     for i in np.flatnonzero(missing).tolist():
         problems.append(f"{table.location(i)}: column {id_column!r}: the item id is empty")
@@ -72,14 +99,16 @@ def items_from_table(table: Table, id_column: str = "id", text_column: str = "te
                         f"(first on {table.unit} {int(table.lines[j])})")
     if problems:
         problems.sort(key=lambda p: _line_key(p))
-        raise UserError(f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"))
-    text, text_missing = _as_text(frame[text_column])
+        raise InvalidRows(f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
+                          messages=problems, path=table.path)
+    text, _, text_missing = _as_text(frame[text_column])
     text = np.where(text_missing, "", text)
     out = pd.DataFrame({"item_id": ids, "text": text.astype(object)})
     for col in frame.columns:
         if col in (id_column, text_column):
             continue
         out[str(col)] = frame[col].to_numpy()
+    out.attrs[CHECKED] = (len(out), tuple(out.columns))
     return out
 
 
@@ -89,25 +118,31 @@ def _line_key(problem: str) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
-def read_items(path: str | os.PathLike, id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
+def read_items(path: str | os.PathLike, id_column: str = "id", text_column: str = "text") -> "pd.DataFrame":
     """Read an items file (CSV, TSV, JSONL or Parquet) into ``item_id, text, <extra columns>``.
 
     See :func:`core.tables.read_table` for formats and :func:`items_from_table` for the checks.
     """
+    from core.tables import read_table
+
     return items_from_table(read_table(path), id_column=id_column, text_column=text_column)
 
 
-def check_items_frame(items: pd.DataFrame) -> pd.DataFrame:
+def check_items_frame(items: "pd.DataFrame") -> "pd.DataFrame":
     """Check an ``item_id, text, ...`` frame given to ``Project.create`` directly (rows named ``row N``)."""
+    from core.tables import Table
+
+    if items.attrs.get(CHECKED) == (len(items), tuple(items.columns)):
+        return items  # from items_from_table (read_items), unchanged in shape: checked already
     if "item_id" not in items.columns or "text" not in items.columns:
-        raise UserError(f"items: the frame needs columns 'item_id' and 'text' (it has: "
-                        f"{', '.join(map(str, items.columns))}).")
+        raise InputError(f"items: the frame needs columns 'item_id' and 'text' (it has: "
+                         f"{', '.join(map(str, items.columns))}).", path="items")
     table = Table(frame=items.reset_index(drop=True), lines=np.arange(1, len(items) + 1, dtype=np.int64),
                   path="items", unit="row")
     return items_from_table(table, id_column="item_id", text_column="text")
 
 
-def data_json(items: pd.DataFrame) -> list[str]:
+def data_json(items: "pd.DataFrame") -> list[str]:
     """JSON object of each item's extra columns (everything but ``item_id`` and ``text``); NaN becomes null."""
     extra = [c for c in items.columns if c not in ("item_id", "text")]
     if not extra:

@@ -5,7 +5,8 @@ Tables (see ``docs/ARCHITECTURE.md``, "core/store"):
 ``meta(key, value)``
     Text key-value pairs: ``format`` (``"easl-project"``), ``hyper`` (hyper-parameters as JSON), ``created_at``,
     ``created_by``, ``state_seq`` (the log position the cached state reflects), and free keys for front ends
-    (e.g. ``ls.last_reconciliation``).
+    (e.g. the Label Studio plugin's ``ls.*``), and
+    ``state_figures`` (the status figures of the cached state, tagged with the log position they describe).
 ``items(idx, item_id, text, data)``
     ``idx`` is the 0-based position used by the model arrays; ``data`` is a JSON object of the extra columns.
 ``iterations(iteration, started_at, n_hits, log_seq)``
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.errors import UserError
+from core.errors import SchemaVersionError
 
 FORMAT = "easl-project"
 SCHEMA_VERSION = 1
@@ -125,15 +126,21 @@ def user_version(conn: sqlite3.Connection) -> int:
 def migrate(conn: sqlite3.Connection, path: str) -> int:
     """Bring the schema to ``SCHEMA_VERSION`` by applying ``MIGRATIONS`` in order, in the caller's transaction.
 
-    Returns the version the file had before. Raises ``UserError`` when the file was written by a newer version
-    of easl-toolkit (its ``user_version`` is above ``SCHEMA_VERSION``).
+    Returns the version the file had before. Raises ``SchemaVersionError`` when the file was written by a newer
+    version of easl-toolkit (its ``user_version`` is above ``SCHEMA_VERSION``).
     """
     before = user_version(conn)
     if before > SCHEMA_VERSION:
-        raise UserError(f"{path}: the project file has schema version {before}, newer than this easl-toolkit "
-                        f"understands ({SCHEMA_VERSION}); upgrade easl-toolkit.")
+        raise SchemaVersionError(path, before, SCHEMA_VERSION)
     for version in range(before + 1, SCHEMA_VERSION + 1):
         for statement in MIGRATIONS[version]:
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {version}")
     return before
+
+
+def check_readable(path: str, version: int) -> None:
+    """Raise ``SchemaVersionError`` for a file at ``version`` opened read-only: a reader cannot migrate, so only
+    ``SCHEMA_VERSION`` itself can be read (a command that writes migrates an older file first)."""
+    if version != SCHEMA_VERSION:
+        raise SchemaVersionError(path, version, SCHEMA_VERSION)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from core.errors import UserError
+from core.errors import InputError
 from core.tables import Table
 
 ID_COLUMNS = ("item_id", "hit_id", "annotator", "annotation_id")
@@ -58,7 +58,7 @@ def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, np.ndarray, str]:
     location of every row.
 
     Returns ``(frame, locations, name)``; ``name`` is the file name or ``source`` (used in messages).
-    Raises ``UserError`` when ``item_id`` or ``score`` is not a column.
+    Raises ``InputError`` when ``item_id`` or ``score`` is not a column.
     """
     if isinstance(rows, Table):
         frame, locations, name = rows.frame, rows.locations(), rows.path
@@ -73,8 +73,9 @@ def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, np.ndarray, str]:
     missing = [c for c in ("item_id", "score") if c not in frame.columns]
     if missing:
         cols = ", ".join(map(str, frame.columns)) or "(none)"
-        raise UserError(f"{name}: column {missing[0]!r} is missing (the columns are: {cols}); annotations need "
-                        f"item_id and score, and may have hit_id, annotator, annotation_id.")
+        raise InputError(f"{name}: column {missing[0]!r} is missing (the columns are: {cols}); annotations need "
+                         f"item_id and score, and may have hit_id, annotator, annotation_id.", path=name,
+                         field=missing[0])
     out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
     for col in INPUT_COLUMNS:
         if col in frame.columns:

@@ -29,7 +29,19 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl ingest``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl ingest``; returns the exit status (user errors raise ``UserError``; refused rows get the hint
+    of --skip-invalid)."""
+    from core.errors import InvalidRows
+
+    try:
+        return _run(args)
+    except InvalidRows as exc:
+        head, sep, rest = str(exc).partition(":\n")
+        raise UserError(f"{head} (use --skip-invalid to ingest the valid rows and write the rejects to a "
+                        f"file){sep}{rest}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from core.store import Project
@@ -47,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             table = read_table(args.file)
         with err.status(f"validating and ingesting {len(table.frame)} rows"):
             report = project.ingest(table, source=args.file, skip_invalid=args.skip_invalid)
-        open_hits = project.status()["n_hits_open"]
+        open_hits = project.status().n_hits_open
         iteration = project.iteration()
     msg = (f"ingested {args.file}: {report.n_rows} rows: {report.new} new, {report.duplicate} duplicate, "
            f"{report.superseded} superseded, {report.rejected} rejected")

@@ -44,7 +44,25 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl init``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl init``; returns the exit status (user errors raise ``UserError``, worded with the flag to
+    change when core names the setting or column at fault)."""
+    from core.errors import HyperParameterError
+    from core.store.items import MissingColumn
+
+    try:
+        return _run(args)
+    except MissingColumn as exc:
+        flag = "--id-column" if exc.field == args.id_column else "--text-column"
+        raise UserError(f"{str(exc).rstrip('.')}; name the right one with {flag}.") from None
+    except HyperParameterError as exc:
+        hint = {"hit_size": "give more items or a smaller --hit-size",
+                "hits_per_iteration": "lower --hits-per-iteration"}.get(exc.field)
+        if hint is None:
+            raise
+        raise UserError(f"{exc}; {hint}.") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from core.models import Hyper
     from core.store import Project, read_items
 
@@ -56,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                   score_min=args.score_range[0], score_max=args.score_range[1], partner_pool=args.partner_pool,
                   hits_per_iteration=args.hits_per_iteration, seed=args.seed)
     with Project.create(args.project, items, hyper) as project:
-        n_hits = len(project.open_hits())
+        n_hits = project.status().n_hits_open
         print(f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
               f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}; iteration 0 has {n_hits} HITs "
               f"(get them with: easl next {args.project} --output hits.jsonl)")

@@ -91,20 +91,18 @@ def link_status(project: Project) -> dict:
     """The plugin's figures from the project file (``meta``, ``events``, ``rejects``)."""
     from easl_plugin import bookkeeping as bk
 
-    report = bk.get_meta(project, bk.KEY_RECONCILIATION_REPORT)
-    failed = project.connection.execute(
-        "SELECT id, kind, error FROM events WHERE status = 'failed' ORDER BY id").fetchall()
-    pid = bk.get_meta(project, bk.KEY_PROJECT_ID)
+    report = project.get_meta(bk.KEY_RECONCILIATION_REPORT)
+    pid = project.get_meta(bk.KEY_PROJECT_ID)
     out = {
         "linked": pid is not None,
-        "url": bk.get_meta(project, bk.KEY_URL),
+        "url": project.get_meta(bk.KEY_URL),
         "ls_project_id": int(pid) if pid is not None else None,
-        "events": bk.queue_counts(project),
-        "failed_events": [{"id": int(i), "kind": k, "error": e} for i, k, e in failed],
-        "last_reconciliation": bk.get_meta(project, bk.KEY_LAST_RECONCILIATION),
+        "events": project.event_counts(),
+        "failed_events": [{"id": e.id, "kind": e.kind, "error": e.note} for e in project.events("failed")],
+        "last_reconciliation": project.get_meta(bk.KEY_LAST_RECONCILIATION),
         "last_reconciliation_report": json.loads(report) if report else None,
-        "tasks": len(bk.id_map(project, bk.TASK)),
-        "rejects": bk.rejects(project),
+        "tasks": len(project.external_map(bk.TASK)),
+        "rejects": [r.to_json() for r in project.rejects(source=bk.SOURCE)[0]],
     }
     if pid is None:
         out["linked_reason"] = "not linked yet: run easl ls setup"

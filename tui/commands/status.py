@@ -39,11 +39,12 @@ def _non_negative(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
+    from easl_plugin.bookkeeping import status_figures
 
     with Project.open(args.project, readonly=True) as project:
-        status = project.status()
+        status = project.status().to_json(extra=status_figures(project))
         recent, total = project.rejects(limit=args.rejects)
-    status["rejects"] = recent
+    status["rejects"] = [r.to_json() for r in recent]
     status["rejects_not_shown"] = total - len(recent)
     if args.json:
         print(json.dumps(status, allow_nan=False))
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if recent:
         con.print(f"most recent rejected annotations ({len(recent)} of {total}, oldest first):")
         for r in recent:
-            con.print(f"  {r['created_at']}  [{r['source']}] {r['location'] or '(no location)'}: {r['reason']}",
+            con.print(f"  {r.created_at}  [{r.source}] {r.location or '(no location)'}: {r.reason}",
                       markup=False, highlight=False)
     if status["rejects_not_shown"]:
         con.print(f"  ... and {status['rejects_not_shown']} more; `easl ls status {args.project}` lists every Label "

@@ -5,21 +5,21 @@ and the cached model state (the items' ids and texts are read once: they never c
 poll (its size and modification time, and those of its ``-wal`` file, are the change signal: every commit writes
 one of them).
 
-Convergence history: the estimates at the end of iteration ``t`` are the replay, with the project's model, of the
-live ratings of HITs of iterations ``<= t`` (``Project.ratings()``, log order). Rank stability between successive
-iterations is Spearman's rho of those estimates (ties get average ranks; rho is undefined, NaN, when either
-vector is constant). Completed iterations are replayed once and cached; the current iteration's point uses the
-live estimates.
+Convergence history: the estimates at the end of iteration ``t`` come from the store's state at the end of that
+iteration (``Project.iteration_states``: the live ratings of HITs of iterations ``<= t``, in log order). Rank
+stability between successive iterations is Spearman's rho of those estimates (``core.metrics.spearman_rho``: ties
+get average ranks; rho is undefined, NaN, when either vector is constant). Completed iterations are read once and
+cached; the current iteration's point uses the live estimates, ranked incrementally (:class:`LiveRanks`).
 """
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from scipy.stats import rankdata
 
 from tui.widgets.item_table import ItemColumns
@@ -64,32 +64,34 @@ class LiveRanks:
         return r
 
 
-def spearman_from_ranks(ra: np.ndarray, rb: np.ndarray) -> float:
-    """Pearson's r of two rank vectors from :func:`centred_ranks` (pairs with a NaN are dropped, and the ranks
-    then re-ranked so that the result equals :func:`spearman_rho` on the remaining pairs)."""
-    ok = np.isfinite(ra) & np.isfinite(rb)
-    if ok.sum() < 2:
-        return float("nan")
-    if not ok.all():
-        ra, rb = centred_ranks(ra[ok]), centred_ranks(rb[ok])
-    # Plain numpy reductions rather than np.dot: BLAS's threaded dot product costs more than it saves here (its
-    # threads wake up for 100,000 products and compete with the UI thread on a small machine).
-    den = np.sqrt(np.sum(ra * ra) * np.sum(rb * rb))
-    if den == 0.0:
-        return float("nan")
-    return float(np.sum(ra * rb) / den)
-
-
 def spearman_rho(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rank correlation: Pearson's r of the average ranks (Spearman 1904).
+    """Spearman's rho of the pairs where both values are finite (``core.metrics.spearman_rho``, Spearman 1904);
+    NaN, without a warning, when fewer than two pairs remain or either vector is constant (no ranking)."""
+    from core.metrics.association import spearman_rho as rho
 
-    rho = cov(rank(a), rank(b)) / (sd(rank(a)) sd(rank(b))); NaN when fewer than two items or either vector is
-    constant (no ranking to compare). Non-finite entries are dropped pairwise.
-    """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     ok = np.isfinite(a) & np.isfinite(b)
-    return spearman_from_ranks(centred_ranks(a[ok]), centred_ranks(b[ok]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(rho(a[ok], b[ok]))
+
+
+def spearman_from_ranks(ra: np.ndarray, rb: np.ndarray) -> float:
+    """Spearman's rho from two rank vectors of :func:`centred_ranks` or :class:`LiveRanks` (NaN for a non-finite
+    value), equal to :func:`spearman_rho` of the values on the pairs where both are finite.
+
+    With every value finite it is Pearson's r of the average ranks (``core.metrics.pearson_r``; the definition of
+    Spearman's rho), in O(N) since the ranks are kept from poll to poll; otherwise the pairs with a NaN are dropped
+    and :func:`spearman_rho` re-ranks the rest (ranks are monotone in the values)."""
+    from core.metrics.observed import pearson_r
+
+    ok = np.isfinite(ra) & np.isfinite(rb)
+    if not ok.all():
+        return spearman_rho(ra, rb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(pearson_r(ra, rb))
 
 
 @dataclass
@@ -144,7 +146,8 @@ def estimates_histogram(estimate: np.ndarray, low: float, high: float, bins: int
 
 
 class HistoryReplay:
-    """Replays the live ratings iteration by iteration with the project's model (cached per iteration)."""
+    """The convergence figures of the completed iterations, from the store's state at the end of each one
+    (``Project.iteration_states``), cached until the iteration changes."""
 
     def __init__(self) -> None:
         self._key: tuple | None = None
@@ -161,36 +164,16 @@ class HistoryReplay:
         key = (current_iteration,)
         if self._key == key and self._completed is not None:
             return (*self._completed, self._last_estimate)
-        from core.models import get_model
-
-        hyper = project.hyper
-        items = project.items()
-        n = len(items)
-        ratings = project.ratings()
-        idx = pd.Index(items["item_id"].astype(str)).get_indexer(ratings["item_id"].astype(str))
-        iteration = pd.to_numeric(ratings["iteration"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        # Ratings outside any HIT count in the iteration that was current when they arrived; lacking that, the
-        # current one (they then appear in the live point only).
-        iteration = np.where(np.isfinite(iteration), iteration, float(current_iteration)).astype(np.int64)
-        group_key = ratings["annotation_id"].astype(str).where(
-            ratings["annotation_id"].notna(), ratings["hit_id"].astype(str) + "\x1f" + ratings["annotator"].astype(str))
-        group = pd.factorize(group_key)[0].astype(np.int64)
-        score01 = np.asarray(hyper.to_unit(ratings["score"].to_numpy(dtype=np.float64)), dtype=np.float64)
-        keep = idx >= 0
-        model = get_model(hyper)
-        state = model.init_state(n)
+        hyper, model = project.hyper, project.model
         its, mean_var, max_var, rho = [], [], [], []
         previous: np.ndarray | None = None
-        for t in range(current_iteration):
-            rows = keep & (iteration == t)
-            if rows.any():
-                model.apply(state, idx[rows], score01[rows], group[rows])
+        for t, state in project.iteration_states(current_iteration):
             summary = model.summary(state)
             estimate = np.asarray(hyper.from_unit(summary["estimate"]), dtype=np.float64)
             variance = np.asarray(summary["variance"], dtype=np.float64)
             its.append(t)
-            mean_var.append(float(np.mean(variance)) if n else float("nan"))
-            max_var.append(float(np.max(variance)) if n else float("nan"))
+            mean_var.append(float(np.mean(variance)) if variance.size else float("nan"))
+            max_var.append(float(np.max(variance)) if variance.size else float("nan"))
             rho.append(spearman_rho(previous, estimate) if previous is not None else float("nan"))
             previous = estimate
         self._key = key
@@ -283,7 +266,7 @@ class MonitorSource:
 
         started = time.perf_counter()
         with Project.open(self.path, readonly=True) as project:
-            status = project.status()
+            status = project.status().to_json()
             if self._items is None or len(self._items[0]) != project.n_items:
                 items = project.items()
                 self._items = (items["item_id"].to_numpy(dtype=object), items["text"].to_numpy(dtype=object))

@@ -1,0 +1,131 @@
+"""The project file at scale, measured through the real CLI (issue 14, parts 5 and 6).
+
+Targets, on this machine, with 1,000,000 items and HIT size 5:
+
+* ``easl init`` <= 5 s;
+* ``easl next`` <= 3 s in every iteration, the first (iteration 0, every item once) and later ones (Algorithm 1
+  on the posterior of 1,000,000 items);
+* ``easl ingest`` >= 100,000 scores/s (one score for every item of an iteration: 1,000,000 rows);
+* ``easl export`` <= 2 s;
+* ``easl status`` <= 1 s;
+* peak memory (resident set of the command's process) <= 2 GiB for every command;
+
+and ``easl status`` on a 10,000-item project <= 0.4 s (median of 5 runs).
+
+Every figure is the wall time of one ``.venv/bin/easl`` subprocess (start-up included) and its peak resident set
+(``os.wait4``'s ``ru_maxrss``). Run: ``.venv/bin/python bench/bench_scale.py`` (about 2 minutes; ``--items N`` for
+a smaller run). Files go to a temporary directory (or ``--dir``) and are deleted afterwards.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EASL = os.path.join(ROOT, ".venv", "bin", "easl")
+GIB = 1024 ** 3
+
+
+def run(*args: str) -> tuple[float, int]:
+    """Run ``easl *args``; returns (wall seconds, peak RSS in bytes). Raises when the command fails."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([EASL, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"easl {' '.join(args)} failed ({proc.returncode}):\n{err}")
+    return seconds, usage.ru_maxrss * 1024  # Linux reports kilobytes
+
+
+def write_items(path: str, n: int) -> None:
+    ids = np.char.add("item", np.arange(n).astype("U7"))
+    pd.DataFrame({"id": ids, "text": np.char.add("text of item ", np.arange(n).astype("U7"))}).to_csv(path,
+                                                                                                    index=False)
+
+
+def write_scores(hits_csv: str, path: str, oracle: dict[str, float], rng: np.random.Generator, annotator: str) -> int:
+    """One score per item of every HIT in ``hits_csv`` (the long form written by ``easl next --output x.csv``)."""
+    hits = pd.read_csv(hits_csv, usecols=["hit_id", "item_id"], dtype=str)
+    truth = hits["item_id"].map(oracle).to_numpy(dtype=np.float64)
+    score = np.clip(np.rint(truth + rng.normal(0, 10, len(hits))), 0, 100)
+    pd.DataFrame({"hit_id": hits["hit_id"], "item_id": hits["item_id"], "score": score,
+                  "annotator": annotator}).to_csv(path, index=False)
+    return len(hits)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", type=int, default=1_000_000, help="items of the large project (default 1,000,000)")
+    ap.add_argument("--iterations", type=int, default=2, help="iterations after the first (default 2)")
+    ap.add_argument("--dir", help="work directory (default: a temporary directory)")
+    args = ap.parse_args()
+    if not os.access(EASL, os.X_OK):
+        raise SystemExit(f"{EASL} not found: run `make venv` first")
+    rng = np.random.default_rng(0)
+    rows: list[tuple[str, float, str, bool]] = []
+    peaks: list[tuple[str, int]] = []
+
+    def record(label: str, value: float, unit: str, target: float, higher_is_better: bool = False) -> None:
+        ok = value >= target if higher_is_better else value <= target
+        cmp = ">=" if higher_is_better else "<="
+        rows.append((label, value, f"{cmp} {target:,.4g} {unit}", ok))
+        print(f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  "
+              f"{'ok' if ok else 'MISSED'}", flush=True)
+
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        n = args.items
+        print(f"{n:,} items, HIT size 5 (files in {tmp})", flush=True)
+        items = os.path.join(tmp, "items.csv")
+        write_items(items, n)
+        oracle = dict(zip(np.char.add("item", np.arange(n).astype("U7")).tolist(), rng.uniform(0, 100, n).tolist()))
+        project = os.path.join(tmp, "big.easl")
+        t, rss = run("init", project, "--items", items, "--hit-size", "5", "--seed", "1")
+        record("init", t, "s", 5.0)
+        peaks.append(("init", rss))
+        for it in range(args.iterations + 1):
+            hits = os.path.join(tmp, f"hits{it}.csv")
+            t, rss = run("next", project, "--output", hits)
+            record(f"next (iteration {it})", t, "s", 3.0)
+            peaks.append((f"next {it}", rss))
+            if it == args.iterations:
+                break
+            scores = os.path.join(tmp, f"scores{it}.csv")
+            n_scores = write_scores(hits, scores, oracle, rng, f"ann{it}")
+            t, rss = run("ingest", project, scores)
+            record(f"ingest (iteration {it}, {n_scores:,} scores)", n_scores / t, "scores/s", 100_000,
+                   higher_is_better=True)
+            peaks.append((f"ingest {it}", rss))
+        t, rss = run("export", project, "--output", os.path.join(tmp, "estimates.csv"))
+        record("export", t, "s", 2.0)
+        peaks.append(("export", rss))
+        t, rss = run("status", project, "--json")
+        record("status", t, "s", 1.0)
+        peaks.append(("status", rss))
+        worst = max(peaks, key=lambda p: p[1])
+        record(f"peak memory (easl {worst[0]})", worst[1] / GIB, "GiB", 2.0)
+
+        small_items = os.path.join(tmp, "small.csv")
+        write_items(small_items, 10_000)
+        small = os.path.join(tmp, "small.easl")
+        run("init", small, "--items", small_items, "--hit-size", "5", "--seed", "1")
+        run("status", small, "--json")  # warm the file cache
+        times = [run("status", small, "--json")[0] for _ in range(5)]
+        record("status, 10,000 items (median of 5)", statistics.median(times), "s", 0.4)
+
+    missed = [r[0] for r in rows if not r[3]]
+    print(f"\n{len(rows) - len(missed)} of {len(rows)} targets met" + (f"; missed: {', '.join(missed)}" if missed else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

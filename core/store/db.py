@@ -1,0 +1,144 @@
+"""The SQLite connection of a project file: opening it (WAL), transactions, and small shared helpers.
+
+Every other module of :mod:`core.store` reaches the file through :class:`Connected` (the base of
+:class:`core.store.Project`): ``BEGIN IMMEDIATE`` ... ``COMMIT`` per public mutator (:meth:`Connected.transaction`,
+nested use becomes a savepoint) and consistent read snapshots (:meth:`Connected._reading`). Nothing outside
+``core/store`` holds the connection.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import sqlite3
+from typing import Iterable, Iterator
+
+from core.errors import ProjectFileError
+
+
+def now() -> str:
+    """The current UTC time as ISO 8601 text (microseconds, ``+00:00``); the time stamp of every record."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def connect(path: str, *, readonly: bool) -> sqlite3.Connection:
+    """Open ``path`` in autocommit mode (transactions are explicit) with the project file's settings.
+
+    WAL journal with ``synchronous = FULL``: a committed transaction survives a crash or a power loss (DESIGN.md:
+    each command or event is applied whole or not at all). Read-only connections never write (``mode=ro``).
+    """
+    if readonly:
+        uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0, check_same_thread=False)
+    else:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    if not readonly:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            conn.close()
+            raise ProjectFileError(path, f"cannot switch the project file to WAL mode (got {mode!r})")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA cache_size = -131072")  # up to 128 MiB of page cache: large batches touch many pages
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def fill_temp(conn: sqlite3.Connection, name: str, values: Iterable) -> None:
+    """(Re)fill the temporary one-column table ``temp.<name>(v)`` with distinct ``values``."""
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (v PRIMARY KEY)")
+    conn.execute(f"DELETE FROM temp.{name}")
+    conn.executemany(f"INSERT OR IGNORE INTO temp.{name}(v) VALUES (?)", ((v,) for v in values))
+
+
+def max_seq(conn: sqlite3.Connection) -> int:
+    """The position of the last record of the observation log (0 for an empty log)."""
+    return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM observations").fetchone()[0])
+
+
+class Connected:
+    """The connection and transaction discipline shared by the parts of :class:`core.store.Project`.
+
+    Attributes
+    ----------
+    path : str
+    readonly : bool
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: str, readonly: bool) -> None:
+        self._conn = conn
+        self.path = path
+        self.readonly = readonly
+        self._depth = 0
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None  # type: ignore[assignment]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error).
+
+        Nested use inside an open transaction becomes a savepoint, so a front end can group several calls (e.g.
+        apply an event and mark it done) into one atomic unit.
+        """
+        self._writable()
+        if self._depth:
+            name = f"sp{self._depth}"
+            self._conn.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._conn.execute(f"ROLLBACK TO {name}")
+                self._conn.execute(f"RELEASE {name}")
+                raise
+            else:
+                self._conn.execute(f"RELEASE {name}")
+            finally:
+                self._depth -= 1
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        else:
+            self._conn.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """:meth:`transaction`, yielding the connection (for the store's own modules)."""
+        with self.transaction():
+            yield self._conn
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several reads (a deferred transaction), or the caller's transaction."""
+        if self._depth:
+            yield self._conn
+            return
+        self._conn.execute("BEGIN")
+        self._depth = 1
+        try:
+            yield self._conn
+        finally:
+            self._depth = 0
+            self._conn.execute("COMMIT")
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise ProjectFileError(self.path, "the project is open read-only")

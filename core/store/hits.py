@@ -1,0 +1,295 @@
+"""Items, iterations and HITs of the project file, and the one function that chooses HITs.
+
+Iteration 0 covers every item once (``core.selection.first_iteration_hits``); iteration t >= 1 is chosen by
+:func:`choose_hits` from the state when every HIT of iteration t - 1 is complete or retracted (batch mode,
+:meth:`Hits.next_hits`), or a few HITs at a time whenever fewer than a target are open (streaming mode,
+:meth:`Hits.top_up_hits`, used by the Label Studio plugin). The random generator of iteration t is
+``numpy.random.default_rng([seed, t])``, so the same seed and observations give the same HITs, also across restarts.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.store.db import Connected, fill_temp, max_seq, now
+from core.store.state import load_state
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# A HIT is complete when every one of its items has a live score with its hit_id.
+STATUS_SQL = ("CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_id = hits.hit_id AND NOT EXISTS "
+              "(SELECT 1 FROM live l WHERE l.hit_id = hi.hit_id AND l.item_idx = hi.item_idx)) "
+              "THEN 'complete' ELSE 'open' END")
+
+
+def choose_hits(model, hyper, state: dict[str, np.ndarray], *, n_hits: int, rng: np.random.Generator,
+                exclude: np.ndarray | None = None) -> np.ndarray:
+    """The next ``n_hits`` HITs (item positions, shape ``(n_hits, hit_size)``; fewer rows when too few items are
+    free): Algorithm 1 of Sakaguchi & Van Durme (2018) on ``model.selection_keys(state)``
+    (``core.selection.select_hits``: anchors by variance, partners by match quality, eq 11/23), or the least
+    annotated items for DA (``select_least_annotated``). ``exclude`` marks items that may not be chosen (those of
+    open HITs, in streaming mode)."""
+    from core import selection
+
+    if hyper.method == "da":
+        hits = selection.select_least_annotated(state["count"], hit_size=hyper.hit_size, n_hits=n_hits, rng=rng,
+                                                exclude=exclude)
+    else:
+        location, variance = model.selection_keys(state)
+        hits = selection.select_hits(location, variance, hit_size=hyper.hit_size, n_hits=n_hits, gamma=hyper.gamma,
+                                     pool=hyper.partner_pool, rng=rng, exclude=exclude)
+    return np.asarray(hits, dtype=np.int64)
+
+
+def hit_ids(iteration: int, n_hits: int) -> list[str]:
+    """``it{iteration}-{j}`` for j < n_hits, zero-padded to one width."""
+    width = len(str(max(n_hits - 1, 0)))
+    return [f"it{iteration}-{j:0{width}d}" for j in range(n_hits)]
+
+
+def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: np.ndarray, log_seq: int) -> None:
+    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``."""
+    ids = hit_ids(iteration, hits.shape[0])
+    stamp = now()
+    conn.execute("INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
+                 (iteration, stamp, len(ids), log_seq))
+    conn.executemany("INSERT INTO hits(hit_id, iteration, status, created_at) VALUES (?, ?, 'open', ?)",
+                     ((h, iteration, stamp) for h in ids))
+    n = hits.shape[1] if hits.ndim == 2 else 0
+    conn.executemany("INSERT INTO hit_items(hit_id, position, item_idx) VALUES (?, ?, ?)",
+                     zip(np.repeat(np.asarray(ids, dtype=object), n).tolist(),
+                         np.tile(np.arange(n), len(ids)).tolist(), hits.reshape(-1).tolist()))
+
+
+def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
+    """Recompute ``open``/``complete`` for the given HITs (all when None); retracted HITs stay retracted."""
+    if ids is None:
+        conn.execute(f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted'")
+        return
+    if not ids:
+        return
+    fill_temp(conn, "_touched", ids)
+    conn.execute(f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN "
+                 f"(SELECT v FROM temp._touched)")
+
+
+class Hits(Connected):
+    """Items, iterations and HITs (mixed into :class:`core.store.Project`)."""
+
+    n_items: int
+    _item_columns: list[str]
+    _item_index: "pd.Index | None"
+
+    # ----------------------------------------------------------------------------------------------------- items
+
+    def item_index(self) -> "pd.Index":
+        """The item ids in index order (position = the item's index in the model arrays)."""
+        import pandas as pd
+
+        if self._item_index is None:
+            ids = [r[0] for r in self._conn.execute("SELECT item_id FROM items ORDER BY idx")]
+            self._item_index = pd.Index(ids, dtype=object)
+        return self._item_index
+
+    def items(self) -> "pd.DataFrame":
+        """All items: ``item_id, text`` and the extra columns of the items file, in index order."""
+        import pandas as pd
+
+        # the JSON column is read only when the items file had extra columns (a third of the reading time)
+        columns = "item_id, text, data" if self._item_columns else "item_id, text"
+        rows = self._conn.execute(f"SELECT {columns} FROM items ORDER BY idx").fetchall()
+        frame = pd.DataFrame({"item_id": [r[0] for r in rows], "text": [r[1] for r in rows]}, dtype=object)
+        if self._item_columns:
+            # one JSON array parsed at once: several times faster than a json.loads per item
+            records = json.loads("[" + ",".join(r[2] for r in rows) + "]")
+            data = pd.DataFrame.from_records(records, columns=self._item_columns)
+            frame = pd.concat([frame, data], axis=1)
+        return frame
+
+    # ----------------------------------------------------------------------------------------------- iterations
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The cached model state (arrays per item, on the unit scale; see ``core.models``)."""
+        return load_state(self._conn)
+
+    def iteration(self) -> int:
+        """The current iteration (0 = the covering iteration)."""
+        return int(self._conn.execute("SELECT COALESCE(MAX(iteration), 0) FROM iterations").fetchone()[0])
+
+    def _hit_records(self, conn: sqlite3.Connection, where: str, params: tuple) -> list[dict]:
+        """HIT records of the HITs ``h`` matching ``where``, in creation order, items in position order.
+
+        Three plain reads ordered in numpy (a join ordered by SQLite sorts a million rows in a temporary B-tree and
+        looks every item up at random): the HITs, their items, and the items' ids and texts (a sequential scan when
+        the HITs cover a large share of the items, else by index)."""
+        hits = conn.execute(f"SELECT h.rowid, h.hit_id, h.iteration FROM hits h WHERE {where}", params).fetchall()
+        if not hits:
+            return []
+        hits.sort()
+        rank = {hit_id: k for k, (_, hit_id, _) in enumerate(hits)}
+        rows = conn.execute("SELECT hi.hit_id, hi.position, hi.item_idx FROM hits h JOIN hit_items hi "
+                            f"ON hi.hit_id = h.hit_id WHERE {where}", params).fetchall()
+        owner = np.fromiter((rank[r[0]] for r in rows), dtype=np.int64, count=len(rows))
+        position = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        item = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
+        order = np.lexsort((position, owner))
+        owner, item = owner[order], item[order]
+        columns = "item_id, text, data" if self._item_columns else "item_id, text"
+        if item.size * 8 >= self.n_items:
+            table = conn.execute(f"SELECT {columns} FROM items ORDER BY idx").fetchall()
+            at = item
+        else:
+            wanted = np.unique(item)
+            fill_temp(conn, "_items", wanted.tolist())
+            table = conn.execute(f"SELECT {columns} FROM items WHERE idx IN (SELECT v FROM temp._items) "
+                                 f"ORDER BY idx").fetchall()
+            at = np.searchsorted(wanted, item)
+        cells = np.empty((len(table), 3 if self._item_columns else 2), dtype=object)
+        cells[:] = table
+        cells = cells[at]
+        entries = [{"item_id": i, "text": t} for i, t in zip(cells[:, 0].tolist(), cells[:, 1].tolist())]
+        if self._item_columns:
+            loads = json.loads
+            for entry, data in zip(entries, cells[:, 2].tolist()):
+                if data != "{}":
+                    for key, v in loads(data).items():
+                        entry.setdefault(key, v)
+        ends = np.cumsum(np.bincount(owner, minlength=len(hits))).tolist()
+        starts = [0] + ends[:-1]
+        return [{"hit_id": hit_id, "iteration": int(iteration), "items": entries[a:b]}
+                for (_, hit_id, iteration), a, b in zip(hits, starts, ends)]
+
+    def open_hits(self, *, every_iteration: bool = False) -> list[dict]:
+        """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
+        streaming top-ups of the plugin leave open HITs in several iterations). DESIGN.md: ``hit_id, iteration,
+        items``; each item has ``item_id``, ``text`` and the item's extra columns."""
+        with self._reading() as conn:
+            if every_iteration:
+                return self._hit_records(conn, "h.status = 'open'", ())
+            return self._hit_records(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+
+    def hits(self, iteration: int | None = None) -> list[dict]:
+        """HIT records of an iteration (default: the current one), whatever their status, with ``status``."""
+        with self._reading() as conn:
+            it = self.iteration() if iteration is None else int(iteration)
+            records = self._hit_records(conn, "h.iteration = ?", (it,))
+            status = dict(conn.execute("SELECT hit_id, status FROM hits WHERE iteration = ?", (it,)).fetchall())
+        for r in records:
+            r["status"] = status[r["hit_id"]]
+        return records
+
+    def next_hits(self) -> list[dict]:
+        """The open HITs of the current iteration; if there are none (every HIT complete or retracted), start the
+        next iteration first (one transaction) and return its HITs.
+
+        Iteration t's HITs: :func:`choose_hits` with ``k = hits_per_iteration or N // n`` and the generator
+        ``default_rng([seed, t])``.
+        """
+        with self._writing() as conn:
+            it = self.iteration()
+            n_open = conn.execute("SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'",
+                                  (it,)).fetchone()[0]
+            if n_open == 0:
+                hyper = self.hyper
+                k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
+                hits = choose_hits(self.model, hyper, load_state(conn), n_hits=k,
+                                   rng=np.random.default_rng([hyper.seed, it + 1]))
+                insert_iteration(conn, it + 1, hits, max_seq(conn))
+            return self.open_hits()
+
+    def open_item_mask(self) -> tuple[np.ndarray, int]:
+        """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
+        with self._reading() as conn:
+            idx = np.fromiter((r[0] for r in conn.execute(
+                "SELECT hi.item_idx FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id WHERE h.status = 'open'")),
+                dtype=np.int64)
+            n_open = int(conn.execute("SELECT COUNT(*) FROM hits WHERE status = 'open'").fetchone()[0])
+        mask = np.zeros(self.n_items, dtype=bool)
+        mask[idx] = True
+        return mask, n_open
+
+    def top_up_hits(self, n_target: int) -> int:
+        """Streaming mode: add HITs, one at a time, until ``n_target`` are open (or fewer than a HIT's worth of
+        items are free); returns how many were added.
+
+        Each new HIT is :func:`choose_hits` with ``n_hits=1`` and the items of every open HIT excluded, so no item
+        is in two open HITs; they are recorded as one new iteration t (``add_hits``) chosen with
+        ``default_rng([seed, t])``. One transaction.
+        """
+        hyper = self.hyper
+        with self._writing() as conn:
+            mask, n_open = self.open_item_mask()
+            need = n_target - n_open
+            if need <= 0 or self.n_items == 0:
+                return 0
+            rng = np.random.default_rng([hyper.seed, self.iteration() + 1])
+            state = load_state(conn)
+            rows = []
+            for _ in range(need):
+                if int((~mask).sum()) < hyper.hit_size:
+                    break
+                hit = choose_hits(self.model, hyper, state, n_hits=1, rng=rng, exclude=mask)
+                if hit.ndim != 2 or hit.shape[0] == 0 or hit.shape[1] != hyper.hit_size:
+                    break  # too few free items for a full HIT
+                rows.append(hit[0])
+                mask[hit[0]] = True
+            if rows:
+                self.add_hits(np.vstack(rows))
+            return len(rows)
+
+    def add_hits(self, hits: Any) -> list[dict]:
+        """Record HITs chosen outside :meth:`next_hits` as a new iteration.
+
+        The new iteration is ``t = iteration() + 1``; its HITs get the ids ``it{t}-{j}`` like those of
+        :meth:`next_hits`, are ``open``, and count toward completion, validation and ``easl verify`` as usual.
+        One transaction (joins the caller's :meth:`transaction`).
+
+        Parameters
+        ----------
+        hits : array-like of int, shape (n_hits, width)
+            Item positions in model-array order (:meth:`item_index`), one row per HIT; ``1 <= width <= hit_size``.
+
+        Returns
+        -------
+        list of dict
+            The new HIT records (``hit_id, iteration, items``), in row order; empty (and no iteration started)
+            when ``hits`` has no rows.
+
+        Raises
+        ------
+        ValueError
+            ``hits`` is not a 2-d integer array of width 1..hit_size, an index is out of range, an item repeats
+            within the given HITs, or an item is already in an open HIT (of any iteration).
+        """
+        self._writable()
+        arr = np.asarray(hits)
+        if arr.ndim != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise ValueError(f"add_hits: hits must be a 2-d integer array (n_hits, width), got shape {arr.shape} "
+                             f"and dtype {arr.dtype}.")
+        arr = arr.astype(np.int64, copy=False)
+        if arr.shape[0] == 0:
+            return []
+        if not 1 <= arr.shape[1] <= self.hyper.hit_size:
+            raise ValueError(f"add_hits: HIT width {arr.shape[1]} is outside 1..hit_size ({self.hyper.hit_size}).")
+        flat = arr.reshape(-1)
+        if flat.min() < 0 or flat.max() >= self.n_items:
+            raise ValueError(f"add_hits: item positions must lie in 0..{self.n_items - 1}.")
+        uniq, counts = np.unique(flat, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(f"add_hits: item position {int(uniq[counts > 1][0])} appears more than once in the "
+                             f"given HITs.")
+        with self._writing() as conn:
+            fill_temp(conn, "_new_items", flat.tolist())
+            clash = conn.execute(
+                "SELECT hi.item_idx, h.hit_id FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id "
+                "WHERE h.status = 'open' AND hi.item_idx IN (SELECT v FROM temp._new_items) LIMIT 1").fetchone()
+            if clash is not None:
+                raise ValueError(f"add_hits: item position {clash[0]} is already in the open HIT {clash[1]!r}; no "
+                                 f"item may be in two open HITs.")
+            iteration = self.iteration() + 1
+            insert_iteration(conn, iteration, arr, max_seq(conn))
+            return self._hit_records(conn, "h.iteration = ?", (iteration,))

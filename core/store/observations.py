@@ -1,0 +1,349 @@
+"""The append-only observation log: validating and appending scores, retracting them.
+
+Each observation carries a source key (:mod:`core.store.validation`): ingesting the same key with the same score
+changes nothing; a new score for a key appends a record that supersedes the old one; a retraction appends a
+``retract`` record. The live observation of a key is its last record when that is a score; the ``live`` table
+indexes them. Commutative models (EASL, DA) update the cached state incrementally (``sign = +1`` for new scores,
+``-1`` for superseded or retracted ones); order-dependent models (RA, TrueSkill) apply appended submissions
+incrementally and are rebuilt by replay (:mod:`core.store.replay`) after a supersede or a retraction.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+import numpy as np
+
+from core.errors import InvalidRows, ProjectFileError
+from core.store.db import fill_temp, max_seq, now
+from core.store.hits import Hits, refresh_hits
+from core.store.state import load_state
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.store.validation import Batch
+
+
+@dataclass
+class IngestReport:
+    """What :meth:`Observations.ingest` did.
+
+    Attributes
+    ----------
+    n_rows : rows given.
+    new : observations for keys that had no live observation.
+    duplicate : rows whose key already had this very score (nothing changed), including repeats in the batch.
+    superseded : rows that replaced the live score of their key with a different one.
+    rejected : invalid rows (only with ``skip_invalid``; otherwise the whole batch is refused).
+    rejects : DataFrame ``location, field, reason, item_id, score, hit_id, annotator, annotation_id``.
+    rebuilt : True when the state was rebuilt by replay (order-dependent model after a supersede).
+    """
+
+    n_rows: int = 0
+    new: int = 0
+    duplicate: int = 0
+    superseded: int = 0
+    rejected: int = 0
+    rejects: Any = None
+    rebuilt: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rejects is None:
+            import pandas as pd
+
+            self.rejects = pd.DataFrame()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts as a JSON-ready dict."""
+        return {"rows": self.n_rows, "new": self.new, "duplicate": self.duplicate, "superseded": self.superseded,
+                "rejected": self.rejected, "rebuilt": self.rebuilt}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Annotation rows validated by :meth:`Observations.prepare`, to pass to :meth:`Observations.ingest`.
+
+    Attributes
+    ----------
+    path : the project file they were validated against.
+    name : file name or source (for messages).
+    frame, locations : the normalised rows and their locations.
+    batch : core.store.validation.Batch (``batch.rejects`` lists the invalid rows with reasons).
+    hit_ids, fingerprint : the HITs the rows name, and which of them existed / were retracted at validation.
+    """
+
+    path: str
+    name: str
+    frame: "pd.DataFrame"
+    locations: np.ndarray
+    batch: "Batch"
+    hit_ids: list[str]
+    fingerprint: tuple
+
+
+def _named_hits(frame: "pd.DataFrame") -> list[str]:
+    """The distinct HIT ids a batch of annotation rows names."""
+    from core.store.validation import id_strings
+
+    return id_strings(frame["hit_id"]).dropna().unique().tolist()
+
+
+def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple:
+    """What validation reads of the project besides fixed data: which of ``ids`` exist and are retracted."""
+    if not ids:
+        return ()
+    return tuple(conn.execute("SELECT hit_id, status = 'retracted' FROM hits WHERE hit_id IN "
+                              "(SELECT value FROM json_each(?)) ORDER BY hit_id", (json.dumps(ids),)).fetchall())
+
+
+class Observations(Hits):
+    """Validation, ingestion and retraction (mixed into :class:`core.store.Project`)."""
+
+    def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> "pd.DataFrame":
+        import pandas as pd
+
+        ids = sorted({h for h in ids if h is not None})
+        if not ids:
+            return pd.DataFrame({"hit_id": pd.Series([], dtype=object), "status": pd.Series([], dtype=object),
+                                 "item_idx": pd.Series([], dtype=np.int64)})
+        fill_temp(conn, "_hit_ids", ids)
+        rows = conn.execute("SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi "
+                            "ON hi.hit_id = h.hit_id WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
+                            "ORDER BY h.hit_id, hi.position").fetchall()
+        return pd.DataFrame({"hit_id": pd.Series([r[0] for r in rows], dtype=object),
+                             "status": pd.Series([r[1] for r in rows], dtype=object),
+                             "item_idx": np.asarray([r[2] for r in rows], dtype=np.int64)})
+
+    def validate(self, rows, *, source: str) -> "Batch":
+        """Validate annotation rows without writing anything (see :mod:`core.store.validation`)."""
+        from core.store.validation import normalize_rows
+
+        frame, locations, _ = normalize_rows(rows, source)
+        with self._reading() as conn:
+            return self._validate(conn, frame, locations)
+
+    def prepare(self, rows, *, source: str) -> Prepared:
+        """Validate annotation rows under a read snapshot, outside any write transaction, for a later
+        :meth:`ingest` (which then skips validation if the HITs the rows name are as they were).
+
+        Validation depends on the project only through the item ids (fixed), the items of each HIT (fixed) and
+        which of the named HITs exist and which are retracted; :meth:`ingest` re-reads those inside its
+        transaction and validates again if they changed, so the result is the same as ``ingest(rows)``. A front
+        end that serialises writers (the Label Studio worker) thus holds the write lock for the append only.
+        """
+        from core.store.validation import normalize_rows
+
+        frame, locations, name = normalize_rows(rows, source)
+        named = _named_hits(frame)
+        with self._reading() as conn:
+            batch = self._validate(conn, frame, locations, named)
+            fingerprint = _hit_fingerprint(conn, named)
+        return Prepared(path=self.path, name=name, frame=frame, locations=locations, batch=batch,
+                        hit_ids=named, fingerprint=fingerprint)
+
+    def _validate(self, conn, frame, locations, named: list[str] | None = None) -> "Batch":
+        from core.store.validation import validate
+
+        hits = self._hits_frame(conn, _named_hits(frame) if named is None else named)
+        return validate(frame, locations, item_index=self.item_index(), hits=hits,
+                        score_min=self.hyper.score_min, score_max=self.hyper.score_max,
+                        needs_whole_hit=self.model.needs_whole_hit, method=self.hyper.method)
+
+    def ingest(self, rows, *, source: str, skip_invalid: bool = False) -> IngestReport:
+        """Validate and append annotation rows in one transaction.
+
+        Parameters
+        ----------
+        rows : core.tables.Table, DataFrame, list of dicts, or Prepared
+            ``item_id``, ``score`` (on the project's score range) and optional ``hit_id``, ``annotator``,
+            ``annotation_id``, ``created_at``, ``location``; or the result of :meth:`prepare` on this project
+            (validated already; validated again only if a HIT it names was created or retracted since).
+        source : str
+            Where the rows come from (a file name, ``"labelstudio"``); stored with each observation.
+        skip_invalid : bool
+            Ingest the valid rows and return the rejects (also recorded in the ``rejects`` table) instead of
+            refusing the whole batch.
+
+        Returns
+        -------
+        IngestReport
+
+        Raises
+        ------
+        InvalidRows
+            Some row is invalid and ``skip_invalid`` is False: the message lists every bad row as
+            ``file:line: field: reason`` (``exc.messages``); nothing is written.
+        """
+        from core.store.validation import normalize_rows
+
+        prepared = rows if isinstance(rows, Prepared) else None
+        if prepared is not None:
+            if prepared.path != self.path:
+                raise ValueError(f"ingest: rows prepared for {prepared.path}, not {self.path}.")
+            frame, locations, name = prepared.frame, prepared.locations, prepared.name
+        else:
+            frame, locations, name = normalize_rows(rows, source)
+        report = IngestReport(n_rows=len(frame))
+        with self._writing() as conn:
+            if prepared is not None and _hit_fingerprint(conn, prepared.hit_ids) == prepared.fingerprint:
+                batch = prepared.batch
+            else:
+                batch = self._validate(conn, frame, locations)
+            report.rejects = batch.rejects
+            report.rejected = len(batch.rejects)
+            if report.rejected and not skip_invalid:
+                raise InvalidRows(f"{name}: {report.rejected} of {len(frame)} rows are invalid, so nothing was "
+                                  f"ingested:\n  " + "\n  ".join(batch.messages), messages=batch.messages, path=name)
+            if report.rejected:
+                stamp = now()
+                payload = batch.rejects[["item_id", "score", "hit_id", "annotator", "annotation_id"]].to_json(
+                    orient="records", lines=True, force_ascii=False, default_handler=str).splitlines()
+                conn.executemany("INSERT INTO rejects(created_at, source, location, reason, payload) "
+                                 "VALUES (?, ?, ?, ?, ?)",
+                                 zip([stamp] * report.rejected, [source] * report.rejected,
+                                     batch.rejects["location"].tolist(),
+                                     (batch.rejects["field"] + ": " + batch.rejects["reason"]).tolist(), payload))
+            self._append(conn, batch.valid, source, report)
+        return report
+
+    def _append(self, conn: sqlite3.Connection, valid: "pd.DataFrame", source: str, report: IngestReport) -> None:
+        import pandas as pd
+
+        report.duplicate = int(valid["repeat"].sum())
+        cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
+        if len(cand) == 0:
+            return
+        # the live observation of each key, if any
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keys (source_key TEXT NOT NULL, pos INTEGER NOT NULL)")
+        conn.execute("DELETE FROM temp._keys")
+        # keys in sorted order: the index lookups and inserts below then walk the B-trees in order (far fewer page
+        # reads than random order once the live index outgrows the page cache)
+        by_key = np.argsort(cand["source_key"].to_numpy(dtype=object), kind="stable")
+        conn.executemany("INSERT INTO temp._keys(source_key, pos) VALUES (?, ?)",
+                         zip(cand["source_key"].to_numpy(dtype=object)[by_key].tolist(), by_key.tolist()))
+        found = conn.execute("SELECT k.pos, l.score_raw, l.score01, l.item_idx, l.hit_id FROM temp._keys k "
+                             "JOIN live l ON l.source_key = k.source_key").fetchall()
+        pos = np.asarray([r[0] for r in found], dtype=np.int64)
+        old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
+        old01 = np.asarray([r[2] for r in found], dtype=np.float64)
+        old_item = np.asarray([r[3] for r in found], dtype=np.int64)
+        same = old_raw == cand["score_raw"].to_numpy()[pos]
+        report.duplicate += int(same.sum())
+        report.superseded = int((~same).sum())
+        keep = np.ones(len(cand), dtype=bool)
+        keep[pos[same]] = False
+        add = cand[keep].reset_index(drop=True)
+        report.new = len(add) - report.superseded
+        if len(add) == 0:
+            return
+        # order-dependent models: appending whole new submissions at the end of the log is incremental
+        group_seen = False
+        if self.model.order_dependent and report.superseded == 0:
+            # such methods require a hit_id, so a submission's earlier rows are found through the live_hit index
+            pairs = add[["hit_id", "group_key"]].drop_duplicates()
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS _groups (hit_id TEXT, group_key TEXT)")
+            conn.execute("DELETE FROM temp._groups")
+            conn.executemany("INSERT INTO temp._groups(hit_id, group_key) VALUES (?, ?)",
+                             zip(pairs["hit_id"].tolist(), pairs["group_key"].tolist()))
+            group_seen = conn.execute("SELECT EXISTS (SELECT 1 FROM temp._groups g JOIN live l ON "
+                                      "l.hit_id = g.hit_id AND l.group_key = g.group_key)").fetchone()[0] == 1
+        seq0 = max_seq(conn) + 1
+        seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
+        stamp = now()
+        created = add["created_at"].where(add["created_at"].notna(), stamp).tolist()
+        conn.executemany(
+            "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
+            "annotation_id, group_key, created_at, source) VALUES (?, ?, 'score', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            zip(seqs.tolist(), add["source_key"].tolist(), add["item_idx"].tolist(), add["score01"].tolist(),
+                add["score_raw"].tolist(), add["hit_id"].tolist(), add["annotator"].tolist(),
+                add["annotation_id"].tolist(), add["group_key"].tolist(), created, [source] * len(add)))
+        if same.any():  # keys live with this very score stay as they are
+            conn.execute("DELETE FROM temp._keys WHERE pos IN (SELECT value FROM json_each(?))",
+                         (json.dumps(pos[same].tolist()),))
+        conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._keys)")
+        o = np.argsort(add["source_key"].to_numpy(dtype=object), kind="stable")  # in key order (see above)
+        conn.executemany(
+            "INSERT INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            zip(*(np.asarray(col, dtype=object)[o].tolist() for col in (
+                add["source_key"].to_numpy(dtype=object), seqs, add["item_idx"].to_numpy(), add["score01"].to_numpy(),
+                add["score_raw"].to_numpy(), add["hit_id"].to_numpy(dtype=object),
+                add["annotation_id"].to_numpy(dtype=object), add["group_key"].to_numpy(dtype=object)))))
+        # model state
+        items = add["item_idx"].to_numpy(dtype=np.int64)
+        s01 = add["score01"].to_numpy(dtype=np.float64)
+        groups = pd.factorize(add["group_key"])[0].astype(np.int64)
+        if self.model.order_dependent:
+            if report.superseded or group_seen:
+                state = self._replay(conn)[0]
+                report.rebuilt = True
+            else:
+                state = load_state(conn)
+                self.model.apply(state, items, s01, groups)
+        else:
+            state = load_state(conn)
+            if report.superseded:
+                sup = ~same
+                self.model.apply(state, old_item[sup], old01[sup], np.zeros(int(sup.sum()), dtype=np.int64), sign=-1)
+            self.model.apply(state, items, s01, groups)
+        self._save_state(conn, state, int(seqs[-1]))
+        old_hits = {r[4] for r, dup in zip(found, same.tolist()) if not dup and r[4] is not None}
+        refresh_hits(conn, sorted(set(add["hit_id"].dropna().tolist()) | old_hits))
+
+    # -------------------------------------------------------------------------------------------------- retract
+
+    def retract(self, annotation_ids: Iterable[Any], *, source: str) -> int:
+        """Retract every live observation of the given annotation ids (e.g. deleted Label Studio annotations).
+
+        Appends one ``retract`` record per observation; commutative models subtract (``sign = -1``), order-dependent
+        ones are rebuilt by replay. One transaction. Returns the number of observations retracted (0 when none
+        were live: retracting twice changes nothing).
+        """
+        ids = sorted({str(a).strip() for a in annotation_ids if a is not None and str(a).strip()})
+        if not ids:
+            return 0
+        with self._writing() as conn:
+            fill_temp(conn, "_ann_ids", ids)
+            return self._retract_where(conn, "l.annotation_id IN (SELECT v FROM temp._ann_ids)", (), source)
+
+    def retract_hit(self, hit_id: str, *, source: str) -> int:
+        """Withdraw a HIT (e.g. its Label Studio task was deleted): retract its live observations and mark it
+        ``retracted`` so that it no longer counts toward the completion of its iteration. One transaction.
+        Returns the number of observations retracted.
+
+        Raises ``ProjectFileError`` when the project has no such HIT."""
+        with self._writing() as conn:
+            row = conn.execute("SELECT status FROM hits WHERE hit_id = ?", (hit_id,)).fetchone()
+            if row is None:
+                raise ProjectFileError(self.path, f"unknown HIT {hit_id!r}")
+            n = self._retract_where(conn, "l.hit_id = ?", (hit_id,), source)
+            conn.execute("UPDATE hits SET status = 'retracted' WHERE hit_id = ?", (hit_id,))
+            return n
+
+    def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple, source: str) -> int:
+        rows = conn.execute(f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} "
+                            f"ORDER BY l.seq", params).fetchall()
+        if not rows:
+            return 0
+        stamp = now()
+        seq0 = max_seq(conn) + 1
+        conn.execute(
+            "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
+            "annotation_id, group_key, created_at, source) "
+            f"SELECT ? + ROW_NUMBER() OVER (ORDER BY l.seq) - 1, o.source_key, 'retract', o.item_idx, NULL, NULL, "
+            f"o.hit_id, o.annotator, o.annotation_id, o.group_key, ?, ? FROM live l JOIN observations o "
+            f"ON o.seq = l.seq WHERE {where} ORDER BY l.seq", (seq0, stamp, source) + params)
+        conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
+        item = np.asarray([r[1] for r in rows], dtype=np.int64)
+        s01 = np.asarray([r[2] for r in rows], dtype=np.float64)
+        if self.model.order_dependent:
+            state = self._replay(conn)[0]
+        else:
+            state = load_state(conn)
+            self.model.apply(state, item, s01, np.zeros(item.size, dtype=np.int64), sign=-1)
+        self._save_state(conn, state, max_seq(conn))
+        refresh_hits(conn, sorted({r[3] for r in rows if r[3] is not None}))
+        return len(rows)

@@ -1,0 +1,176 @@
+"""What the project file reports: the estimates per item, the live ratings in long form, and the status figures.
+
+``status`` reads counts and the figures stored with the state (:func:`core.store.state.stored_figures`), so it
+needs neither the model arrays nor the model; it falls back to computing the figures from the arrays for a file
+written by an older version.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from core.store import schema
+from core.store.db import max_seq
+from core.store.replay import Replay
+from core.store.state import load_state, state_figures, stored_figures
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ESTIMATE_COLUMNS = ["item_id", "estimate", "mean", "variance", "ci_low", "ci_high", "n_annotations"]
+RATING_COLUMNS = ["item_id", "annotator", "score", "hit_id", "iteration", "annotation_id", "created_at"]
+VARIANCE_SCALE = "unit interval [0, 1] (multiply by (score_max - score_min)^2 for the score range)"
+
+
+@dataclass(frozen=True)
+class ProjectStatus:
+    """The figures of ``easl status`` (DESIGN.md, CLI contract).
+
+    Attributes
+    ----------
+    path, method : the project file and its method.
+    iteration : the current iteration (0 = the covering iteration).
+    n_items, n_observations, n_log_records : items, live scores, records in the observation log.
+    n_hits_total : HITs of every iteration; ``n_hits_open``, ``n_hits_complete``, ``n_hits_retracted``: of the
+        current iteration.
+    mean_variance, max_variance : posterior variances on the unit scale [0, 1] as the models hold them (the
+        summary's ``variance``, e.g. eq 13 for EASL); None, with ``variance_reason``, unless every one is finite.
+    n_annotations : ``{"min", "mean", "max"}`` live annotations per item (None with a ``reason`` without items).
+    events : queued front-end events per status; ``n_rejects`` : rejected inputs of every source.
+    hit_size, score_range, seed, schema_version : the settings.
+    """
+
+    path: str
+    method: str
+    iteration: int
+    n_items: int
+    n_observations: int
+    n_log_records: int
+    n_hits_total: int
+    n_hits_open: int
+    n_hits_complete: int
+    n_hits_retracted: int
+    mean_variance: float | None
+    max_variance: float | None
+    variance_reason: str | None
+    n_annotations: dict[str, Any]
+    events: dict[str, int]
+    n_rejects: int
+    hit_size: int
+    score_range: tuple[float, float]
+    seed: int | None
+    schema_version: int = field(default=schema.SCHEMA_VERSION)
+
+    def to_json(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON object of ``easl status --json``: a figure that is not a number is null with a
+        ``<key>_reason`` beside it. ``extra`` holds front ends' figures (e.g. the Label Studio plugin's last
+        reconciliation), placed after ``n_rejects``."""
+        out: dict[str, Any] = {
+            "path": self.path, "method": self.method, "iteration": self.iteration, "n_items": self.n_items,
+            "n_observations": self.n_observations, "n_log_records": self.n_log_records,
+            "n_hits_total": self.n_hits_total, "n_hits_open": self.n_hits_open,
+            "n_hits_complete": self.n_hits_complete, "n_hits_retracted": self.n_hits_retracted,
+        }
+        for key in ("mean_variance", "max_variance"):
+            out[key] = getattr(self, key)
+            if out[key] is None:
+                out[f"{key}_reason"] = self.variance_reason
+        out["variance_scale"] = VARIANCE_SCALE
+        out["n_annotations"] = dict(self.n_annotations)
+        out["events"] = dict(self.events)
+        out["n_rejects"] = self.n_rejects
+        out.update(extra or {})
+        out.update({"hit_size": self.hit_size, "score_range": list(self.score_range), "seed": self.seed,
+                    "schema_version": self.schema_version})
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        """``to_json()[key]``, for callers written against the former dict."""
+        return self.to_json()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_json()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``to_json().get(key, default)``, for callers written against the former dict."""
+        return self.to_json().get(key, default)
+
+
+class Output(Replay):
+    """Estimates, ratings and status (mixed into :class:`core.store.Project`)."""
+
+    _settings: dict[str, Any]
+    event_counts: Any  # core.store.records.FrontEndRecords.event_counts (both are parts of Project)
+
+    def estimates(self) -> "pd.DataFrame":
+        """One row per item: ``item_id, estimate, mean, variance, ci_low, ci_high, n_annotations``, then ``text``
+        and the item's extra columns (renamed ``item_<name>`` if they clash).
+
+        On the project's score range: locations ``x`` become ``score_min + x (score_max - score_min)`` and the
+        variance is multiplied by ``(score_max - score_min)^2`` (``Hyper.from_unit``, ``variance_from_unit``).
+        ``n_annotations`` counts live observations.
+        """
+        import pandas as pd
+
+        with self._reading() as conn:
+            state = load_state(conn)
+            items = self.items()
+        summ = self.model.summary(state)
+        h = self.hyper
+        out = pd.DataFrame({
+            "item_id": items["item_id"].to_numpy(dtype=object),
+            "estimate": h.from_unit(summ["estimate"]),
+            "mean": h.from_unit(summ["mean"]),
+            "variance": h.variance_from_unit(summ["variance"]),
+            "ci_low": h.from_unit(summ["ci_low"]),
+            "ci_high": h.from_unit(summ["ci_high"]),
+            "n_annotations": np.rint(state["count"]).astype(np.int64),
+        })
+        data = items.drop(columns=["item_id"])
+        data.columns = [f"item_{c}" if c in ESTIMATE_COLUMNS else c for c in data.columns]
+        return pd.concat([out, data.reset_index(drop=True)], axis=1)
+
+    def ratings(self) -> "pd.DataFrame":
+        """Live observations in long form, in log order: ``item_id, annotator, score, hit_id, iteration,
+        annotation_id, created_at`` (score on the project's range, as given)."""
+        import pandas as pd
+
+        rows = self._conn.execute(
+            "SELECT i.item_id, o.annotator, o.score_raw, o.hit_id, h.iteration, o.annotation_id, o.created_at "
+            "FROM live l JOIN observations o ON o.seq = l.seq JOIN items i ON i.idx = l.item_idx "
+            "LEFT JOIN hits h ON h.hit_id = o.hit_id ORDER BY l.seq").fetchall()
+        cols = list(zip(*rows)) if rows else [()] * len(RATING_COLUMNS)
+        frame = pd.DataFrame({c: pd.Series(list(v), dtype=object) for c, v in zip(RATING_COLUMNS, cols)})
+        frame["score"] = frame["score"].astype(np.float64)
+        frame["iteration"] = pd.array(frame["iteration"].tolist(), dtype="Int64")
+        return frame
+
+    def status(self) -> ProjectStatus:
+        """The figures of ``easl status`` and the front ends (:class:`ProjectStatus`); one read snapshot."""
+        with self._reading() as conn:
+            it = self.iteration()
+            # one index range count per status: about half the time of a GROUP BY over the iteration's HITs
+            n_open, n_complete, n_retracted = conn.execute(
+                "SELECT (SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'open'), "
+                "(SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'complete'), "
+                "(SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'retracted')", (it,)).fetchone()
+            n_hits_total = conn.execute("SELECT COALESCE(SUM(n_hits), 0) FROM iterations").fetchone()[0]
+            n_obs = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
+            n_log = max_seq(conn)
+            events = self.event_counts()
+            n_rejects = conn.execute("SELECT COUNT(*) FROM rejects").fetchone()[0]
+            figures = stored_figures(conn)
+            if figures is None:  # a file written by an older version: from the arrays
+                state = load_state(conn)
+                figures = state_figures(self.model.selection_keys(state)[1], state["count"])
+        s = self._settings
+        return ProjectStatus(
+            path=self.path, method=s["method"], iteration=it, n_items=self.n_items, n_observations=int(n_obs),
+            n_log_records=int(n_log), n_hits_total=int(n_hits_total), n_hits_open=int(n_open),
+            n_hits_complete=int(n_complete), n_hits_retracted=int(n_retracted),
+            mean_variance=figures["mean_variance"], max_variance=figures["max_variance"],
+            variance_reason=figures["variance_reason"], n_annotations=figures["n_annotations"], events=events,
+            n_rejects=int(n_rejects), hit_size=s["hit_size"], score_range=(s["score_min"], s["score_max"]),
+            seed=s["seed"])
