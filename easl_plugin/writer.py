@@ -150,8 +150,7 @@ class EventWriter:
     def _run(self) -> None:
         try:
             project = bookkeeping.open_project(self._path)
-            # no automatic checkpoint in the acknowledgement path (module docstring); one store call, kept here
-            project.connection.execute("PRAGMA wal_autocheckpoint = 0")
+            project.set_auto_checkpoint(0)  # no automatic checkpoint in the acknowledgement path (module docstring)
             journal = Journal(journal_path(self._path))
             self.gate.acquire()
             try:
@@ -249,7 +248,7 @@ class EventWriter:
     def _checkpoint(self, project) -> None:
         """Copy the WAL into the database file while idle (PASSIVE: never waits for readers or the worker)."""
         try:
-            project.connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            project.checkpoint()
             self._unchecked = 0
         except Exception as exc:  # the worker's connection checkpoints too; try again when next idle
             log.debug("checkpoint skipped: %s", exc)

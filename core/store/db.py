@@ -139,6 +139,17 @@ class Connected:
             self._depth = 0
             self._conn.execute("COMMIT")
 
+    def set_auto_checkpoint(self, pages: int) -> None:
+        """Let this connection checkpoint the WAL automatically once it holds ``pages`` pages (0: never; SQLite's
+        default is 1,000). A connection that must answer quickly (the plugin's event writer) turns it off and
+        calls :meth:`checkpoint` when idle."""
+        self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database file as far as readers allow (``PRAGMA wal_checkpoint(PASSIVE)``: never
+        waits for another connection)."""
+        self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+
     def _writable(self) -> None:
         if self.readonly:
             raise ProjectFileError(self.path, "the project is open read-only")
