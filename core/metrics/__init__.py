@@ -11,31 +11,31 @@ Observed scores (``y_true`` human, ``y_pred`` system)
     adjacent_agreement, agreement, standardized_mean_difference, mean_squared_error, root_mean_squared_error,
     r2_score, difference_of_standardized_means, disattenuated_correlation, degradation
 Chance-corrected agreement (``ratings`` responses x raters, NaN = missing; explicit ``categories``)
-    gwet_ac, brennan_prediger, fleiss_kappa (= scott_pi), conger_kappa, krippendorff_alpha_weighted,
-    chance_corrected_agreement, gwet_standard_errors, agreement_weights, krippendorff_alpha (levels)
+    gwet_ac, brennan_prediger, fleiss_kappa (= scott_pi), conger_kappa, chance_corrected_agreement,
+    gwet_standard_errors, agreement_weights, krippendorff_alpha (levels; one entry point)
 True score
     variance_of_errors, true_score_variance, mse_true, prmse, true_score_evaluation, rating_counts
 Fairness
     fairness_analysis, fairness_resampled (vectorised over bootstrap resamples)
 Uncertainty
-    bootstrap_prmse, bootstrap_fairness, resample_chunks, percentile_interval, bootstrap_ci, fisher_z_ci
+    bootstrap_prmse, bootstrap_fairness, resample_chunks, percentile_interval, bootstrap_ci;
+    fisher_z_ci, normal_ci, student_t_ci (analytic intervals)
 Data model and the whole pipeline
     Scale, apply_score_policy, observed_metrics (every observed key for one pair, one pass),
-    evaluate (returns the JSON-ready report object)
+    evaluate (returns a typed Evaluation: Figure, Block, SystemEvaluation; ``to_json()`` for the JSON object)
 """
 from core.metrics.agreement import (
-    agreement_weights,
     brennan_prediger,
     chance_corrected_agreement,
     conger_kappa,
     fleiss_kappa,
     gwet_ac,
-    gwet_standard_errors,
-    krippendorff_alpha_weighted,
     scott_pi,
 )
+from core.metrics.agreement_variance import gwet_standard_errors
+from core.metrics.weights import agreement_weights
 from core.metrics.association import kendall_tau_b, spearman_rho
-from core.metrics.bootstrap import bootstrap_ci, bootstrap_fairness, bootstrap_prmse, fisher_z_ci, percentile_interval, resample_chunks
+from core.metrics.bootstrap import bootstrap_ci, bootstrap_fairness, bootstrap_prmse, percentile_interval, resample_chunks
 from core.metrics.data import Scale, apply_score_policy, rating_counts
 from core.metrics.fairness import fairness_analysis, fairness_resampled
 from core.metrics.krippendorff import krippendorff_alpha
@@ -55,7 +55,10 @@ from core.metrics.observed import (
     root_mean_squared_error,
     standardized_mean_difference,
 )
-from core.metrics.report import Evaluation, evaluate, observed_metrics
+from core.metrics.intervals import Interval, fisher_z_ci, normal_ci, student_t_ci
+from core.metrics.pipeline import evaluate
+from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
+from core.metrics.suite import observed_metrics
 from core.metrics.true_score import (
     mse_true,
     prmse,
@@ -70,9 +73,10 @@ __all__ = [
     "adjacent_agreement", "agreement", "standardized_mean_difference", "mean_squared_error",
     "root_mean_squared_error", "r2_score", "difference_of_standardized_means", "disattenuated_correlation",
     "degradation",
-    "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa", "krippendorff_alpha_weighted",
+    "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa",
     "chance_corrected_agreement", "gwet_standard_errors", "agreement_weights", "krippendorff_alpha",
     "variance_of_errors", "true_score_variance", "mse_true", "prmse", "true_score_evaluation",
-    "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "fisher_z_ci", "resample_chunks",
-    "evaluate", "Evaluation", "observed_metrics",
+    "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "resample_chunks",
+    "fisher_z_ci", "normal_ci", "student_t_ci", "Interval",
+    "evaluate", "Evaluation", "Figure", "Block", "SystemEvaluation", "observed_metrics",
 ]

@@ -46,8 +46,25 @@ def midranks(x: np.ndarray) -> np.ndarray:
 def spearman_rho(y_true, y_pred) -> float:
     """Spearman's rank correlation: Pearson's r of the mid-ranks (``scipy.stats.spearmanr``; Spearman 1904).
 
-    rho = Cov(rank H, rank M) / (sd(rank H) sd(rank M)), ties get their average rank. NaN for N < 2 or a constant
-    vector.
+    rho = Cov(rank H, rank M) / (sd(rank H) sd(rank M)), ties get their average rank.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n,)
+
+    Returns
+    -------
+    float in [-1, 1]; NaN for n < 2 or a constant vector.
+
+    References
+    ----------
+    Spearman, C. (1904). The proof and measurement of association between two things. American Journal of
+    Psychology 15, 72-101. ``scipy.stats.spearmanr``.
+
+    Examples
+    --------
+    >>> round(spearman_rho([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]), 12)
+    0.820782681668
     """
     a, b = as_pair(y_true, y_pred)
     if a.size < 2:
@@ -65,7 +82,25 @@ def kendall_tau_b(y_true, y_pred) -> float:
     """Kendall's tau-b (Kendall 1945; ``scipy.stats.kendalltau``, variant 'b', O(N log N)).
 
     tau_b = (P - Q) / sqrt((P + Q + T_H) (P + Q + T_M)) with P concordant and Q discordant pairs and T_H, T_M the
-    pairs tied only in H or only in M. NaN for N < 2 or a constant vector.
+    pairs tied only in H or only in M.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n,)
+
+    Returns
+    -------
+    float in [-1, 1]; NaN for n < 2 or a constant vector.
+
+    References
+    ----------
+    Kendall, M. G. (1945). The treatment of ties in ranking problems. Biometrika 33, 239-251.
+    ``scipy.stats.kendalltau`` (variant "b").
+
+    Examples
+    --------
+    >>> round(kendall_tau_b([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]), 12)
+    0.737864787373
     """
     a, b = as_pair(y_true, y_pred)
     if a.size < 2:

@@ -10,9 +10,37 @@
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
+
+#: Agreement weights of the chance-corrected coefficients (Gwet 2014, section 3.4; irrCAC ``weights.py``).
+Weights = Literal["identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"]
+#: Krippendorff's levels of measurement (Krippendorff 2011).
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+#: Standardized mean difference: human-system (``unpooled``, sd of H) or human-human (``pooled``).
+SmdMethod = Literal["unpooled", "pooled"]
+
+WEIGHTS: tuple[str, ...] = get_args(Weights)
+LEVELS: tuple[str, ...] = get_args(Level)
+SMD_METHODS: tuple[str, ...] = get_args(SmdMethod)
+
+
+def check_option(name: str, value: object, allowed: Collection[object]) -> None:
+    """Raise ``ValueError`` naming the option and the allowed values unless ``value`` is one of ``allowed``.
+
+    Examples
+    --------
+    >>> check_option("weights", "linear", WEIGHTS)
+    >>> check_option("weights", "lineal", ("identity", "linear"))
+    Traceback (most recent call last):
+    ...
+    ValueError: weights must be one of 'identity', 'linear'; got 'lineal'
+    """
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
 
 
 def as_vector(x, name: str = "x") -> np.ndarray:
@@ -61,7 +89,26 @@ def as_ratings(ratings) -> np.ndarray:
 def rating_counts(ratings) -> np.ndarray:
     """Number of ratings of each response, ``c_i`` (RSMTool ``get_n_human_scores``).
 
-    Returns an int64 array; e.g. h1=[1,2,3,4], h2=[1,NaN,2,NaN], h3=[NaN,NaN,1,NaN] gives [2,1,3,1].
+    Parameters
+    ----------
+    ratings : array of shape (n, R), or a list of rater vectors
+        NaN for missing.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+
+    References
+    ----------
+    RSMTool ``get_n_human_scores``.
+
+    Examples
+    --------
+    RSMTool's test vector (a list of rater vectors):
+
+    >>> nan = float("nan")
+    >>> rating_counts([[1, 2, 3, 4], [1, nan, 2, nan], [nan, nan, 1, nan]]).tolist()
+    [2, 1, 3, 1]
     """
     return np.sum(~np.isnan(as_ratings(ratings)), axis=1).astype(np.int64)
 
@@ -77,6 +124,22 @@ class Scale:
     categories : array-like, optional
         The category values for categorical coefficients (sorted, unique). Default: the integers from ``min`` to
         ``max`` when both are integers, else none (categorical metrics then need an explicit list).
+
+    Returns
+    -------
+    Scale (frozen)
+
+    References
+    ----------
+    Categorical coefficients depend on the number of categories (Gwet 2014, section 2.5), so the scale is explicit
+    and never inferred from the observed values alone.
+
+    Examples
+    --------
+    >>> Scale(1, 4).categories
+    (1.0, 2.0, 3.0, 4.0)
+    >>> Scale(0, 1, categories=(0, 0.5, 1)).to_categories([0.2, 0.3, 0.9]).tolist()
+    [0.0, 0.5, 1.0]
     """
 
     min: float
@@ -188,6 +251,23 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
     scale : Scale, optional
     exclude_zeros : bool
         RSMTool's ``exclude_zero_scores`` (default off here; on in RSMTool).
+
+    Returns
+    -------
+    PolicyResult
+        ``keep`` (rows kept), ``human`` and ``system`` after the policy, ``dropped`` and ``changed`` counts by reason.
+
+    References
+    ----------
+    RSMTool ``exclude_zero_scores`` and its handling of non-numeric scores (rsmtool_evaluation_metrics.md).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = apply_score_policy(np.array([[0, 1], [2, 0], [3, np.nan]]), {"s": np.array([1., 2, 3])},
+    ...                        exclude_zeros=True)
+    >>> p.keep.tolist(), sum(p.dropped.values()), sum(p.changed.values())
+    ([False, True, True], 1, 1)
     """
     h = np.array(human, dtype=np.float64, copy=True)
     if h.ndim == 1:

@@ -107,6 +107,19 @@ def fairness_analysis(y_true, y_pred, groups) -> dict:
     dict with ``base_group``, ``groups`` (sizes) and for each of ``osa``, ``osd``, ``csd``: ``value`` (adjusted R2;
     for CSD the difference of adjusted R2), ``p_value``, ``r2``, and ``estimates`` (intercept = base group, then one
     coefficient per other group). NaN with a reason when there is only one group or too few responses.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., & Zechner, K. (2019). The many dimensions of algorithmic fairness in educational
+    applications. BEA workshop. RSMTool ``get_fairness_analyses``.
+
+    Examples
+    --------
+    RSMTool's test vector (the base group is the largest; E on a tie):
+
+    >>> fa = fairness_analysis([2, 3, 2, 3], [1, 1.5, 3, 3.5], ["K", "K", "E", "E"])
+    >>> fa["base_group"], {k: round(v, 9) for k, v in fa["osd"]["estimates"].items()}
+    ('E', {'Intercept': 0.75, 'K': -2.0})
     """
     h, m = as_pair(y_true, y_pred)
     names, codes = _group_codes(groups, h.size)
@@ -310,6 +323,21 @@ def fairness_resampled(y_true, y_pred, groups, counts) -> dict[str, np.ndarray]:
     Returns
     -------
     dict ``"osa"|"osd"|"csd"`` -> array (b,); NaN (with an UndefinedMetricWarning) when the design has a problem.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., & Zechner, K. (2019). The many dimensions of algorithmic fairness in educational
+    applications. BEA workshop. RSMTool ``get_fairness_analyses``.
+
+    Examples
+    --------
+    One resample that is the sample itself gives :func:`fairness_analysis`'s values:
+
+    >>> import numpy as np
+    >>> h, m, g = [2, 3, 2, 3, 4, 1], [1, 1.5, 3, 3.5, 4, 2], ["K", "K", "E", "E", "K", "E"]
+    >>> same = fairness_resampled(h, m, g, np.ones((1, 6)))["osd"][0]
+    >>> bool(np.isclose(same, fairness_analysis(h, m, g)["osd"]["value"]))
+    True
     """
     design = fairness_design(y_true, y_pred, groups)
     if design.problem is not None:

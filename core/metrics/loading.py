@@ -1,12 +1,13 @@
 """Reading evaluation input files (CSV, TSV, JSONL, Parquet; wide or long form) into the data model.
 
 Wide form: one row per response, human score columns and system score columns.
-Long form (``easl export --ratings``): one row per rating with item, rater and score columns. Human ratings are
+Long form (the raw ratings of an export): one row per rating with item, rater and score columns. Human ratings are
 placed in rating slots in file order (``rating_1`` is each item's first human rating, ``rating_2`` its second,
 ...), so RSMTool's "first human" semantics apply. A system is either a rater value in the rater column (its score
 for each item) or a column of the file (one value per item).
 
-Errors are :class:`core.errors.UserError` sentences naming the file, the column and, where it applies, the line.
+Errors are :class:`core.errors.InputError` sentences naming the file, the column and, where it applies, the line;
+they say what is wrong with the input, never which command-line option to use (the front ends add that).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.errors import UserError
+from core.errors import InputError
 from core.tables import Table, read_table
 
 @dataclass
@@ -32,14 +33,14 @@ def _require(df: pd.DataFrame, path, cols: list[str], what: str) -> None:
     for c in cols:
         if c not in df.columns:
             shown = ", ".join(df.columns[:12]) + (", ..." if len(df.columns) > 12 else "")
-            raise UserError(f"{path}: no {what} column {c!r} (columns: {shown}).")
+            raise InputError(f"{path}: no {what} column {c!r} (columns: {shown}).", path=path, field=c)
 
 
 def numeric_column(table: Table, col: str, *, strict: bool) -> np.ndarray:
     """A column as float64 with NaN for empty cells.
 
-    Non-numeric cells: with ``strict`` a UserError naming the first bad line; otherwise NaN (the score policy then
-    drops or counts them). A column with values but no numeric value at all is always a UserError.
+    Non-numeric cells: with ``strict`` an InputError naming the first bad line; otherwise NaN (the score policy then
+    drops or counts them). A column with values but no numeric value at all is always an InputError.
     """
     raw = table.frame[col]
     values = pd.to_numeric(raw, errors="coerce")
@@ -48,8 +49,8 @@ def numeric_column(table: Table, col: str, *, strict: bool) -> np.ndarray:
     if bad.any():
         if strict or bad.sum() == (~empty).sum():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise UserError(f"{table.location(i)}: column {col!r} has a non-numeric value "
-                            f"{str(raw.iloc[i])[:40]!r}.")
+            raise InputError(f"{table.location(i)}: column {col!r} has a non-numeric value "
+                             f"{str(raw.iloc[i])[:40]!r}.", field=col)
     return values.to_numpy(dtype=np.float64)
 
 
@@ -59,7 +60,7 @@ def load_wide(path, *, human: list[str], system: list[str], id_col: str | None =
     table = read_table(path)
     df = table.frame
     if df.empty:
-        raise UserError(f"{path}: the file has no rows.")
+        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, human, "human score")
     _require(df, path, system, "system score")
     if id_col:
@@ -74,24 +75,21 @@ def load_wide(path, *, human: list[str], system: list[str], id_col: str | None =
         dup = pd.Series(ids).duplicated().to_numpy()
         if dup.any():
             i = int(np.flatnonzero(dup)[0])
-            raise UserError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.")
+            raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.", field=id_col)
     else:
         ids = np.array([str(i) for i in range(len(df))])
     groups = df[group_col].astype(str).to_numpy() if group_col else None
     return EvaluationInput(h, list(human), sys, ids, groups, notes)
 
 
-def load_long(path, *, spec: str, system: list[str], human: list[str] | None = None,
+def load_long(path, *, columns: tuple[str, str, str], system: list[str], human: list[str] | None = None,
               group_col: str | None = None) -> EvaluationInput:
-    """Read the long form (``item,rater,score`` column names in ``spec``) and pivot it into rating slots."""
-    parts = [s.strip() for s in spec.split(",")]
-    if len(parts) != 3 or not all(parts):
-        raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {spec!r}.")
-    item_c, rater_c, score_c = parts
+    """Read the long form (``columns`` = the item, rater and score column names) and pivot it into rating slots."""
+    item_c, rater_c, score_c = columns
     table = read_table(path)
     df = table.frame
     if df.empty:
-        raise UserError(f"{path}: the file has no rows.")
+        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, [item_c, rater_c, score_c], "long-form")
     if group_col:
         _require(df, path, [group_col], "group")
@@ -114,7 +112,7 @@ def load_long(path, *, spec: str, system: list[str], human: list[str] | None = N
             rows = row_of[sel]
             if np.unique(rows).size != rows.size:
                 i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
-                raise UserError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
+                raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
             v = np.full(n, np.nan)
             v[rows] = score[sel]
             sys[s] = v
@@ -128,17 +126,19 @@ def load_long(path, *, spec: str, system: list[str], human: list[str] | None = N
             if conflict.size:
                 r = int(conflict[0])
                 i = int(np.flatnonzero((row_of == r) & ok)[0])
-                raise UserError(f"{table.location(i)}: column {s!r} has different values for item "
-                                f"{ids[r]!r}.")
+                raise InputError(f"{table.location(i)}: column {s!r} has different values for item "
+                                 f"{ids[r]!r}.", field=s)
             v[lo.index.to_numpy()] = lo.to_numpy()
             sys[s] = v
         else:
-            raise UserError(f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.")
+            raise InputError(f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.",
+                             path=path)
     is_human = ~np.isin(raters, rater_systems)
     if human:
         unknown = [r for r in human if r not in set(raters)]
         if unknown:
-            raise UserError(f"{path}: rater {unknown[0]!r} (from --human) does not appear in column {rater_c!r}.")
+            raise InputError(f"{path}: human rater {unknown[0]!r} does not appear in column {rater_c!r}.", path=path,
+                             field=rater_c)
         is_human &= np.isin(raters, human)
     is_human &= ~np.isnan(score)
     hr = np.flatnonzero(is_human)
