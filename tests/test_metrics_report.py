@@ -37,7 +37,10 @@ def test_json_object_shape(result):
     assert d["scale"]["min"] == 1 and d["scale"]["max"] == 6
     sysd = d["systems"]["sys"]
     assert [k for k in sysd["observed"] if not k.endswith("_reason")] == list(OBSERVED_KEYS)
-    assert [k for k in d["human_human"] if not k.endswith("_reason")] == list(OBSERVED_KEYS)
+    assert d["schema_version"] == 1
+    assert d["human_human"]["raters"] == ["h1", "h2"]
+    assert [k for k in d["human_human"] if k in OBSERVED_KEYS] == list(OBSERVED_KEYS)
+    assert set(d["human_human"]["ci"]) >= {"corr", "gwet_ac1"} and "N" in d["all_raters"]
     assert [k for k in sysd["true_score"] if not k.endswith("_reason")] == list(TRUE_SCORE_KEYS)
     for key in ("degradation", "disattenuated_corr", "ci"):
         assert key in sysd
@@ -65,11 +68,11 @@ def test_values_match_library_functions(result):
     assert obs["exact_agr"] == pytest.approx(M.exact_agreement(h1, mr))
     assert obs["adj_agr"] == pytest.approx(M.adjacent_agreement(h1, mr))
     for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
-        assert obs["kappa" + suffix] == pytest.approx(M.cohen_kappa(h1, mr, weights=None if w == "identity" else w), abs=1e-12)
+        assert obs["conger_kappa" + suffix] == pytest.approx(M.cohen_kappa(h1, mr, weights=w), abs=1e-12)
         ac = "gwet_ac1" if w == "identity" else "gwet_ac2" + suffix
         assert obs[ac] == pytest.approx(M.gwet_ac(pair, cats, weights=w), abs=1e-12)
         assert obs["bp" + suffix] == pytest.approx(M.brennan_prediger(pair, cats, weights=w), abs=1e-12)
-        assert obs["scott_pi" + suffix] == pytest.approx(M.scott_pi(pair, cats, weights=w), abs=1e-12)
+        assert obs["fleiss_kappa" + suffix] == pytest.approx(M.fleiss_kappa(pair, cats, weights=w), abs=1e-12)
     for level in ("nominal", "ordinal", "interval"):
         assert obs["krippendorff_alpha_" + level] == pytest.approx(M.krippendorff_alpha(pair, level=level), abs=1e-12)
     ts = ev.to_json()["systems"]["sys"]["true_score"]
@@ -127,9 +130,12 @@ def test_zero_policy_counts():
     ev = M.evaluate(h, {"s": m}, scale=M.Scale(0, 4), exclude_zeros=True)
     d = ev.to_json()
     assert d["n_responses"] == 3 and d["n_dropped"] == 3
-    assert d["dropped"] == {"first human score missing or non-numeric": 1, "first human score is 0 (--exclude-zeros)": 1,
+    assert d["dropped"] == {"first human score missing or non-numeric": 1, "first human score is 0 (zeros excluded)": 1,
                             "system score missing or non-numeric": 1}
-    assert d["systems"]["s"]["true_score"]["N_single"] == 1    # the row whose second score was 0
+    # the true-score metrics keep every rated response with a system score (issue 12, cause 1): the rows whose
+    # first score is 0 or missing count as single-scored; the row without a system score does not count
+    ts = d["systems"]["s"]["true_score"]
+    assert (ts["N"], ts["N_single"], ts["N_multiple"]) == (5, 3, 2)
     assert any("set to missing" in n for n in d["notes"])
 
 
@@ -144,7 +150,8 @@ def test_multi_rater_human_agreement():
     t = rng.integers(1, 5, 80)
     h = np.column_stack([t, t, np.where(rng.random(80) < .5, t, np.nan), rng.integers(1, 5, 80)]).astype(float)
     ev = M.evaluate(h, {"s": t + rng.normal(0, .3, 80)}, scale=M.Scale(1, 4))
-    allr = ev.to_json()["human_human"]["all_raters"]
+    allr = ev.to_json()["all_raters"]
+    assert allr["N"] == 80 and allr["N_raters"] == 4 and allr["raters"] == ["h1", "h2", "h3", "h4"]
     assert allr["gwet_ac1"] == pytest.approx(M.gwet_ac(h, np.arange(1, 5)), abs=1e-12)
     assert allr["conger_kappa_quadratic"] == pytest.approx(M.conger_kappa(h, np.arange(1, 5), weights="quadratic"), abs=1e-12)
     assert allr["krippendorff_alpha_ordinal"] == pytest.approx(M.krippendorff_alpha(h, level="ordinal"), abs=1e-12)
@@ -174,7 +181,7 @@ def test_observed_metrics_equals_pipeline(result):
     with pytest.warns(M.UndefinedMetricWarning, match="no score categories"):
         fast = M.observed_metrics(h[:, 0], m, ranks=False)
     assert "spearman" not in fast and fast["corr"] == pytest.approx(obs["corr"], abs=1e-12)
-    assert np.isnan(fast["gwet_ac1"]) and np.isnan(fast["kappa"])
+    assert np.isnan(fast["gwet_ac1"]) and np.isnan(fast["conger_kappa"])
 
 
 def test_subgroup_intervals_equal_recomputation(result):

@@ -1,28 +1,234 @@
-"""Linearised standard errors of the chance-corrected coefficients (Gwet 2014, sections 5.3-5.5).
+"""Standard errors, intervals and p-values of the chance-corrected coefficients (Gwet 2014, sections 5.3-5.5).
 
-Each coefficient kappa = (pa - pe) / (1 - pe) is linearised into per-subject terms kappa*_i whose mean is kappa;
-Var(kappa) = (1 - f) / (n (n - 1)) sum_i (kappa*_i - kappa)^2 with f = n / N the sampling fraction (0 for an
-infinite population, the default). The notation is :mod:`core.metrics.agreement`'s.
+Each coefficient kappa = (pa - pe) / (1 - pe) is linearised into per-subject terms kappa*_i (notation of
+:mod:`core.metrics.agreement`; n subjects with a rating, n2 of them with two or more):
+
+    kappa_i  = (n / n2) (pa_i - pe 1[r_i >= 2]) / (1 - pe),  pa_i = sum_k r_ik (r*_ik - 1) / (r_i (r_i - 1))
+    kappa*_i = kappa_i - 2 (1 - kappa) (pe_i - pe) / (1 - pe)
+    Var(kappa) = (1 - f) / (n (n - 1)) sum_i (kappa*_i - kappa)^2,   f = n / N (N the population size; f = 0
+                 for an infinite population, the default)
+
+with the subject's chance term pe_i: Gwet's AC  T_w / (q (q - 1)) sum_k r_ik (1 - pi_k) / r_i; Fleiss
+sum_k r_ik pi+_k / r_i with pi+_k = sum_l w_kl pi_l; Brennan-Prediger none (pe is fixed); Conger the rater-level
+linearisation of Gwet (2014, section 5.4) (irrCAC ``raw.py`` ``conger``); Krippendorff's alpha Gwet's
+linearisation over the n' subjects with two or more ratings (irrCAC ``krippendorff``). Intervals and tests use
+Student's t with n - 1 degrees of freedom (n' - 1 for Krippendorff), the upper bound capped at 1, as irrCAC.
+
+Deliberate difference: irrCAC's Brennan-Prediger p-value is one-sided (``1 - F_t``); ours is two-sided, as for
+every other coefficient (and as Gwet's R package).
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from core.metrics.agreement_totals import category_matrix
-from core.metrics.weights import agreement_weights
 from core.metrics.data import WEIGHTS, Weights, check_option
+from core.metrics.intervals import student_t_ci, student_t_p_value
 from core.metrics.notes import undefined
+from core.metrics.weights import agreement_weights
+
+#: The coefficients with a linearised variance.
+COEFFICIENTS = ("gwet", "bp", "fleiss", "conger", "krippendorff")
+
+
+class Inference(NamedTuple):
+    """A coefficient with its standard error, t-interval (upper bound capped at 1) and two-sided p-value."""
+
+    value: float
+    se: float
+    low: float
+    high: float
+    p_value: float
+    df: int
+
+
+def category_counts(index: np.ndarray, q: int) -> np.ndarray:
+    """r_ik: how many raters put subject i in category k, from an index matrix (-1 = missing)."""
+    n, R = index.shape
+    counts = np.zeros(n * q)
+    for j in range(R):
+        ok = index[:, j] >= 0
+        counts += np.bincount(np.flatnonzero(ok) * q + index[ok, j], minlength=n * q)
+    return counts.reshape(n, q)
+
+
+def _per_subject(index: np.ndarray, valid: np.ndarray, values_by_cat: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """sum_j v[x_ij] / r_i over the subject's ratings (O(n x raters))."""
+    acc = np.where(valid, values_by_cat[np.maximum(index, 0)], 0.0).sum(axis=1)
+    return acc / r
+
+
+def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFICIENTS,
+               counts: np.ndarray | None = None) -> dict:
+    """Point values and linearised per-subject terms of each coefficient.
+
+    ``index`` is the (n, R) category-index matrix (-1 = missing) of the subjects with at least one rating, ``w``
+    the (q, q) agreement weights, ``counts`` the (n, q) matrix r_ik (computed when not given; pass it to reuse it
+    across weightings). Returns ``{name: (value, terms, centre, n_subjects)}``; the variance is
+    ``sum (terms - centre)^2 / (n_subjects (n_subjects - 1))`` times 1 - f.
+    """
+    n, R = index.shape
+    q = w.shape[0]
+    valid = index >= 0
+    safe = np.maximum(index, 0)
+    r = valid.sum(axis=1).astype(np.float64)
+    if counts is None:
+        counts = category_counts(index, q)
+    weighted = counts @ w.T                                    # r*_ik
+    sum_q = (counts * (weighted - 1.0)).sum(axis=1)
+    two = r >= 2
+    n2 = np.float64(two.sum())
+    pa_i = np.where(two, sum_q / np.where(two, r * (r - 1.0), 1.0), 0.0)
+    pa = pa_i.sum() / n2
+    pi = (counts / r[:, None]).sum(axis=0) / n
+    tw = w.sum()
+    out: dict = {}
+
+    def finish(name, pe, pe_i):
+        value = (pa - pe) / (1.0 - pe)
+        terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
+        if pe_i is not None:
+            terms = terms - 2.0 * (1.0 - value) * (pe_i - pe) / (1.0 - pe)
+        out[name] = (value, terms, value, n)
+
+    if "gwet" in which and q >= 2:
+        scale = tw / (q * (q - 1))
+        finish("gwet", scale * np.float64((pi * (1 - pi)).sum()), scale * _per_subject(index, valid, 1.0 - pi, r))
+    if "bp" in which:
+        finish("bp", tw / q**2, None)
+    if "fleiss" in which:
+        wpi = (w @ pi + w.T @ pi) / 2.0
+        finish("fleiss", np.float64(pi @ w @ pi), _per_subject(index, valid, wpi, r))
+    if "conger" in which:
+        out["conger"] = _conger(index, valid, safe, w, n, n2, pa, pa_i, two)
+    if "krippendorff" in which:
+        out["krippendorff"] = _krippendorff(counts, weighted, sum_q, r, w)
+    return out
+
+
+def _conger(index, valid, safe, w, n, n2, pa, pa_i, two):
+    """Conger's kappa and its linearised terms (Gwet 2014, section 5.4; irrCAC ``conger``)."""
+    R = index.shape[1]
+    q = w.shape[0]
+    ng = valid.sum(axis=0).astype(np.float64)                  # ratings per rater
+    n_gk = np.zeros((R, q))
+    for g in range(R):
+        n_gk[g] = np.bincount(index[valid[:, g], g], minlength=q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = n_gk / ng[:, None]                                  # p_gk
+    pbar = p.sum(axis=0) / R
+    s2 = (p.T @ p - R * np.outer(pbar, pbar)) / (R - 1.0)
+    pe = np.float64((w * (np.outer(pbar, pbar) - s2 / R)).sum())
+    value = (pa - pe) / (1.0 - pe)
+    c = p.sum(axis=0)[None, :] - p                              # C_gk = sum_g' p_g'k - p_gk
+    cw = c @ w                                                  # (C w)_g,x
+    bc = ((p @ w.T) * c).sum(axis=1)                            # sum_k B_gk C_gk, B = p w^T
+    g_idx = np.broadcast_to(np.arange(R), index.shape)
+    a_term = np.where(valid, cw[g_idx, safe], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = (n / ng)[None, :] * (a_term - (valid - ng[None, :] / n) * bc[None, :])
+    pe_i = lam.sum(axis=1) / (R * (R - 1.0))
+    terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
+    terms = terms - 2.0 * (1.0 - value) * (pe_i - pe) / (1.0 - pe)
+    return value, terms, value, n
+
+
+def _krippendorff(counts, weighted, sum_q, r, w):
+    """Krippendorff's alpha (weighted form) and its linearised terms (Gwet 2014, section 5.5; irrCAC)."""
+    keep = r >= 2
+    counts, sum_q, r = counts[keep], sum_q[keep], r[keep]
+    n = counts.shape[0]
+    r_mean = r.mean()
+    eps = 1.0 / r.sum()
+    pa_prime = np.float64((sum_q / (r_mean * (r - 1.0))).sum() / n)
+    pa = (1.0 - eps) * pa_prime + eps
+    pi = (counts / r_mean).sum(axis=0) / n
+    pe = np.float64(pi @ w @ pi)
+    value = (pa - pe) / (1.0 - pe)
+    value_prime = (pa_prime - pe) / (1.0 - pe)
+    pa_i = sum_q / (r_mean * (r - 1.0)) - pa * (r - r_mean) / r_mean
+    k_i = (pa_i - pe) / (1.0 - pe)
+    wpi = (w @ pi + w.T @ pi) / 2.0
+    pe_i = counts @ wpi / r_mean - pe * (r - r_mean) / r_mean
+    terms = k_i - 2.0 * (1.0 - value_prime) * (pe_i - pe) / (1.0 - pe)
+    return value, terms, value_prime, n
+
+
+def agreement_inference(ratings, categories, *, weights: Weights = "identity",
+                        coefficients: tuple[str, ...] = COEFFICIENTS, confidence: float = 0.95,
+                        population_size: float | None = None) -> dict[str, Inference]:
+    """Every coefficient with its linearised standard error, t-interval and two-sided p-value (irrCAC ``raw.CAC``).
+
+    Parameters
+    ----------
+    ratings : array of shape (n_subjects, n_raters)
+        Category values, NaN for missing; subjects with no rating are ignored.
+    categories : array-like of shape (q,)
+        All category values of the scale, sorted.
+    weights : str, default "identity"
+        One of :data:`core.metrics.data.Weights`.
+    coefficients : tuple of str
+        A subset of ``("gwet", "bp", "fleiss", "conger", "krippendorff")``.
+    confidence : float, default 0.95
+    population_size : float, optional
+        N, the number of subjects in the population (finite-population correction f = n / N; default infinite).
+
+    Returns
+    -------
+    dict name -> Inference(value, se, low, high, p_value, df)
+        NaN fields (with an UndefinedMetricWarning) when fewer than 2 subjects are rated or none has 2 ratings.
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., sections 5.3-5.5; irrCAC ``raw.py``.
+
+    Examples
+    --------
+    Gwet's (2014) 4-rater data (irrCAC ``raw_4raters``); irrCAC gives AC1 0.77544, se 0.14295,
+    interval (0.46081, 1):
+
+    >>> import numpy as np
+    >>> nan = np.nan
+    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
+    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
+    ...                     [nan, nan, 3, nan]])
+    >>> ac1 = agreement_inference(ratings, [1, 2, 3, 4, 5])["gwet"]
+    >>> [round(x, 5) for x in (ac1.value, ac1.se, ac1.low, ac1.high)]
+    [0.77544, 0.14295, 0.46081, 1.0]
+    """
+    check_option("weights", weights, WEIGHTS)
+    for name in coefficients:
+        check_option("coefficient", name, COEFFICIENTS)
+    idx, cats = category_matrix(ratings, categories)
+    idx = idx[(idx >= 0).any(axis=1)]
+    n = idx.shape[0]
+    nan = float("nan")
+    blank = {c: Inference(nan, nan, nan, nan, nan, 0) for c in coefficients}
+    if n < 2 or not ((idx >= 0).sum(axis=1) >= 2).any():
+        undefined("standard errors need at least 2 rated subjects and one with two ratings")
+        return blank
+    f = 0.0 if population_size is None else n / float(population_size)
+    out = dict(blank)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lin = linearised(idx, agreement_weights(cats, weights), tuple(coefficients))
+    for name in coefficients:
+        if name not in lin:
+            undefined("Gwet's AC needs at least 2 categories")
+            continue
+        value, terms, centre, m = lin[name]
+        if not np.isfinite(value) or m < 2:
+            undefined(f"no standard error: {name} is undefined for these data")
+            continue
+        se = float(np.sqrt((1.0 - f) * np.sum((terms - centre) ** 2) / (m * (m - 1.0))))
+        low, high = student_t_ci(value, se, m, confidence)
+        out[name] = Inference(float(value), se, low, high, student_t_p_value(value, se, m), int(m - 1))
+    return out
 
 
 def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weights, ...] = "identity") -> dict:
-    """Analytic standard errors of Gwet's AC, Brennan-Prediger and Fleiss' kappa (Gwet 2014, sections 5.3-5.5).
-
-    Linearised per-subject terms over the n subjects with a rating (n2 of them with two or more):
-    c_i = (n / n2) (pa_i - pe 1[r_i >= 2]) / (1 - pe), pa_i = sum_k r_ik (r*_ik - 1) / (r_i (r_i - 1)),
-    c*_i = c_i - 2 (1 - coef) (pe_i - pe) / (1 - pe) with pe_i = T_w / (q (q - 1)) sum_k r_ik (1 - pi_k) / r_i
-    (AC), sum_k r_ik pi+_k / r_i with pi+_k = sum_l w_kl pi_l (Fleiss), pe (BP; then c*_i = c_i);
-    Var = sum_i (c*_i - coef)^2 / (n (n - 1)) (infinite population, f = 0).
-    O(N x raters^2) time and O(N x raters) memory.
+    """Standard errors of Gwet's AC, Brennan-Prediger and Fleiss' kappa (:func:`agreement_inference`).
 
     Parameters
     ----------
@@ -51,66 +257,47 @@ def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weight
     >>> round(gwet_standard_errors(ratings, [1, 2, 3, 4, 5])["gwet"], 5)
     0.14295
     """
-    idx, cats = category_matrix(ratings, categories)
-    several = isinstance(weights, (tuple, list))
-    names = tuple(weights) if several else (weights,)
-    for wname in names:
-        check_option("weights", wname, WEIGHTS)
-    q = cats.size
-    valid = idx >= 0
-    r = valid.sum(axis=1)
-    keep = r >= 1
-    idx, valid, r = idx[keep], valid[keep], r[keep].astype(np.float64)
+    names = tuple(weights) if isinstance(weights, (tuple, list)) else (weights,)
+    res = {w: {k: v.se for k, v in agreement_inference(ratings, categories, weights=w,
+                                                       coefficients=("gwet", "bp", "fleiss")).items()}
+           for w in names}
+    return res if isinstance(weights, (tuple, list)) else res[names[0]]
+
+
+#: Report names of each coefficient under identity, linear and quadratic weights (one name everywhere).
+REPORT_NAMES = {
+    "gwet": ("gwet_ac1", "gwet_ac2_linear", "gwet_ac2_quadratic"),
+    "bp": ("bp", "bp_linear", "bp_quadratic"),
+    "fleiss": ("fleiss_kappa", "fleiss_kappa_linear", "fleiss_kappa_quadratic"),
+    "conger": ("conger_kappa", "conger_kappa_linear", "conger_kappa_quadratic"),
+    "krippendorff": ("krippendorff_alpha_nominal", None, "krippendorff_alpha_interval"),
+}
+_REPORT_WEIGHTS = ("identity", "linear", "quadratic")
+
+
+def named_inference(index: np.ndarray, cats: np.ndarray, *, confidence: float = 0.95,
+                    population_size: float | None = None) -> dict[str, Inference]:
+    """:func:`agreement_inference` of every reported coefficient, keyed by its report name (``gwet_ac1``, ...).
+
+    ``index`` is the (n, R) category-index matrix (-1 = missing). Krippendorff's alpha has a linearised variance
+    at the nominal (identity weights) and interval (quadratic weights) levels; ordinal alpha has none.
+    """
+    idx = index[(index >= 0).any(axis=1)]
     n = idx.shape[0]
-    n2 = float((r >= 2).sum())
-    if n < 2 or n2 < 1:
-        reason = undefined("analytic standard errors need at least 2 rated responses and one with two ratings")
-        res = {"gwet": reason, "bp": reason, "fleiss": reason}
-        return {w: dict(res) for w in names} if several else res
-    R = idx.shape[1]
-    safe = np.maximum(idx, 0)
-    # unordered rater pairs; each counts twice (w is symmetric)
-    pair_cells = [(None if valid.all() else valid[:, j] & valid[:, k], safe[:, j] * q + safe[:, k])
-                  for j in range(R) for k in range(j + 1, R)]
-    inv_r = np.broadcast_to((1.0 / r)[:, None], idx.shape)
-    pi = np.bincount(idx[valid], weights=inv_r[valid], minlength=q) / n
-    two = (r >= 2).astype(np.float64)
-    denom = np.where(r >= 2, r * (r - 1.0), 1.0)
-
-    complete = bool(valid.all())
-
-    def per_subject(values_by_cat: np.ndarray) -> np.ndarray:
-        acc = np.zeros(n)
-        for j in range(R):
-            acc += values_by_cat[safe[:, j]] if complete else np.where(valid[:, j], values_by_cat[safe[:, j]], 0.0)
-        return acc / r
-
-    results = {}
-    for wname in names:
-        w = agreement_weights(cats, wname)
-        flat = w.ravel()
-        pair_sum = np.zeros(n)
-        for ok, cell in pair_cells:
-            pair_sum += 2.0 * (flat[cell] if ok is None else np.where(ok, flat[cell], 0.0))
-        pa_i = np.where(r >= 2, pair_sum / denom, 0.0)
-        pa = pa_i.sum() / n2
-        tw = w.sum()
-        wpi = w @ pi
-        out = {}
-        terms = [("bp", tw / q**2, None), ("fleiss", float(pi @ wpi), per_subject(wpi))]
-        if q > 1:
-            terms.insert(0, ("gwet", tw / (q * (q - 1)) * float((pi * (1 - pi)).sum()),
-                             tw / (q * (q - 1)) * per_subject(1.0 - pi)))
-        else:
-            out["gwet"] = undefined("Gwet's AC needs at least 2 categories")
-        for name, pe, pe_i in terms:
-            if not pe < 1.0 - 1e-15:
-                out[name] = undefined(f"no standard error: {name} is undefined (chance agreement is 1)")
+    if n < 2 or not ((idx >= 0).sum(axis=1) >= 2).any():
+        return {}
+    f = 0.0 if population_size is None else n / float(population_size)
+    counts = category_counts(idx, cats.size)
+    out: dict[str, Inference] = {}
+    for j, weights in enumerate(_REPORT_WEIGHTS):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lin = linearised(idx, agreement_weights(cats, weights), COEFFICIENTS, counts=counts)
+        for coef, (value, terms, centre, m) in lin.items():
+            name = REPORT_NAMES[coef][j]
+            if name is None or not np.isfinite(value) or m < 2:
                 continue
-            coef = (pa - pe) / (1.0 - pe)
-            c_i = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
-            if pe_i is not None:
-                c_i = c_i - 2.0 * (1.0 - coef) * (pe_i - pe) / (1.0 - pe)
-            out[name] = float(np.sqrt(np.sum((c_i - coef) ** 2) / (n * (n - 1.0))))
-        results[wname] = out
-    return results if several else results[names[0]]
+            with np.errstate(invalid="ignore"):
+                se = float(np.sqrt((1.0 - f) * np.sum((terms - centre) ** 2) / (m * (m - 1.0))))
+            low, high = student_t_ci(value, se, m, confidence)
+            out[name] = Inference(float(value), se, low, high, student_t_p_value(value, se, m), int(m - 1))
+    return out

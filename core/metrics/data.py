@@ -214,34 +214,43 @@ def category_index(x: np.ndarray, categories: np.ndarray, name: str = "ratings")
     return np.where(missing, -1, idx).astype(np.int64)
 
 
-# Reasons for dropping a response (keys of the ``dropped`` counts).
+# Reasons for leaving a response out of the comparisons with the first human column (keys of ``dropped``).
 DROP_H1_MISSING = "first human score missing or non-numeric"
-DROP_H1_ZERO = "first human score is 0 (--exclude-zeros)"
+DROP_H1_ZERO = "first human score is 0 (zeros excluded)"
 DROP_H1_OUT_OF_SCALE = "first human score outside the scale"
 DROP_SYSTEM_MISSING = "system score missing or non-numeric"
-SET_MISSING_ZERO = "other human score 0 set to missing (--exclude-zeros)"
+SET_MISSING_ZERO = "other human score 0 set to missing (zeros excluded)"
 SET_MISSING_OUT_OF_SCALE = "other human score outside the scale set to missing"
 
 
 @dataclass
 class PolicyResult:
-    """Output of :func:`apply_score_policy`."""
+    """Output of :func:`apply_score_policy`.
 
-    keep: np.ndarray                   # (n,) bool: responses kept
+    ``ratings`` keeps every input row (the per-rating rules applied to every column, the first included), for the
+    metrics that use every rating; ``keep`` marks the responses of the comparisons with the first human column
+    (RSMTool's evaluation set), and ``human`` / ``system`` are those rows.
+    """
+
+    keep: np.ndarray                   # (n,) bool: responses of the comparisons with the first human column
     human: np.ndarray                  # (n_kept, R) human ratings after the policy
     system: dict[str, np.ndarray]      # name -> (n_kept,)
-    dropped: dict[str, int]            # reason -> number of responses dropped
+    dropped: dict[str, int]            # reason -> number of responses left out of those comparisons
     changed: dict[str, int]            # reason -> number of ratings set to missing (response kept)
+    ratings: np.ndarray = field(default_factory=lambda: np.zeros((0, 1)))   # (n, R) every row, per-rating rules
+    system_all: dict[str, np.ndarray] = field(default_factory=dict)         # name -> (n,) every row
+    system_ok: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (n,) every system score finite
 
 
 def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | None = None,
                        exclude_zeros: bool = False) -> PolicyResult:
     """Apply the explicit zero / non-numeric policy (RSMTool semantics, metrics.md section 1).
 
-    A response is dropped when its first human score is missing, non-numeric or infinite, is 0 under
-    ``exclude_zeros``, or lies outside ``scale``, or when any system score is missing or infinite. Other human
-    scores that are 0 (under ``exclude_zeros``), infinite or outside the scale become missing; the response stays,
-    with fewer ratings. Every drop and change is counted by reason.
+    Per rating: an infinite score, a score outside ``scale`` and (under ``exclude_zeros``) a 0 become missing.
+    Per response, for the comparisons with the first human column only: a response is left out when its first
+    human score is missing, non-numeric or infinite, is 0 under ``exclude_zeros``, or lies outside ``scale``, or
+    when any system score is missing or infinite. Metrics over every rating (agreement among all raters, the
+    true-score metrics) keep the other responses. Every drop and change is counted by reason.
 
     Parameters
     ----------
@@ -255,7 +264,8 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
     Returns
     -------
     PolicyResult
-        ``keep`` (rows kept), ``human`` and ``system`` after the policy, ``dropped`` and ``changed`` counts by reason.
+        ``keep`` (rows kept), ``human`` and ``system`` after the policy, ``dropped`` and ``changed`` counts by reason,
+        and ``ratings`` / ``system_all`` / ``system_ok`` for every row.
 
     References
     ----------
@@ -266,14 +276,14 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
     >>> import numpy as np
     >>> p = apply_score_policy(np.array([[0, 1], [2, 0], [3, np.nan]]), {"s": np.array([1., 2, 3])},
     ...                        exclude_zeros=True)
-    >>> p.keep.tolist(), sum(p.dropped.values()), sum(p.changed.values())
-    ([False, True, True], 1, 1)
+    >>> p.keep.tolist(), sum(p.dropped.values()), sum(p.changed.values()), p.ratings[0].tolist()
+    ([False, True, True], 1, 1, [nan, 1.0])
     """
     h = np.array(human, dtype=np.float64, copy=True)
     if h.ndim == 1:
         h = h[:, None]
     n = h.shape[0]
-    first = h[:, 0]
+    first = h[:, 0].copy()
     dropped: dict[str, int] = {}
     changed: dict[str, int] = {}
     keep = np.ones(n, dtype=bool)
@@ -290,25 +300,24 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
     if scale is not None:
         drop((first < scale.min) | (first > scale.max), DROP_H1_OUT_OF_SCALE)
     sys_out = {}
+    system_ok = np.ones(n, dtype=bool)
     for name, values in system.items():
         v = np.asarray(values, dtype=np.float64)
         if v.shape != (n,):
             raise ValueError(f"system {name!r} has {v.size} scores for {n} responses")
         drop(~np.isfinite(v), DROP_SYSTEM_MISSING)
+        system_ok &= np.isfinite(v)
         sys_out[name] = v
-    if h.shape[1] > 1:
-        rest = h[:, 1:]
-        rest[np.isinf(rest)] = np.nan
-        if exclude_zeros:
-            z = (rest == 0) & keep[:, None]
-            if z.any():
-                changed[SET_MISSING_ZERO] = int(z.sum())
-            rest[rest == 0] = np.nan
-        if scale is not None:
-            out = ((rest < scale.min) | (rest > scale.max))
-            if (out & keep[:, None]).any():
-                changed[SET_MISSING_OUT_OF_SCALE] = int((out & keep[:, None]).sum())
-            rest[out] = np.nan
-        h[:, 1:] = rest
+    h[np.isinf(h)] = np.nan
+    if exclude_zeros:
+        z = (h[:, 1:] == 0) & keep[:, None]
+        if z.any():
+            changed[SET_MISSING_ZERO] = int(z.sum())
+        h[h == 0] = np.nan
+    if scale is not None:
+        out = (h < scale.min) | (h > scale.max)
+        if (out[:, 1:] & keep[:, None]).any():
+            changed[SET_MISSING_OUT_OF_SCALE] = int((out[:, 1:] & keep[:, None]).sum())
+        h[out] = np.nan
     return PolicyResult(keep=keep, human=h[keep], system={k: v[keep] for k, v in sys_out.items()},
-                        dropped=dropped, changed=changed)
+                        dropped=dropped, changed=changed, ratings=h, system_all=sys_out, system_ok=system_ok)

@@ -172,27 +172,47 @@ def student_t_p_value(estimate: float, se: float, n: int) -> float:
     return float(2.0 * stats.t.sf(abs(estimate / se), n - 1))
 
 
-_WEIGHT_SUFFIX = {"identity": "", "linear": "_linear", "quadratic": "_quadratic"}
+class Analytic(NamedTuple):
+    """A closed-form standard error, confidence interval and two-sided p-value (H0: the coefficient is 0).
 
-
-def analytic_intervals(h1: np.ndarray, m: np.ndarray, observed, cats: np.ndarray | None,
-                       confidence: float = 0.95) -> tuple[dict[str, Interval], tuple[str, ...]]:
-    """Closed-form intervals of one system's observed block: Fisher z for r; Wald intervals from Gwet's (2014)
-    linearised standard errors for Gwet's AC, Brennan-Prediger and Scott's pi (every weighting).
-
-    ``observed`` is the block of figures (values by name). Returns the intervals and their keys in report order.
+    ``se`` is NaN where the interval is not a Wald interval (Fisher's z for r).
     """
-    from core.metrics.agreement_variance import gwet_standard_errors
-    from core.metrics.notes import quiet
-    from core.metrics.suite import round_to_categories
 
-    out = {"corr": Interval(*fisher_z_ci(observed.value("corr"), int(observed.value("N")), confidence), "Fisher z")}
-    if cats is None:
-        return out, tuple(out)
-    pair = np.column_stack([round_to_categories(h1, cats), round_to_categories(m, cats)])
-    ses = quiet(gwet_standard_errors, pair, cats, weights=tuple(_WEIGHT_SUFFIX))
-    for w, suffix in _WEIGHT_SUFFIX.items():
-        for key, name in (("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"), ("bp" + suffix, "bp"),
-                          ("scott_pi" + suffix, "fleiss")):
-            out[key] = Interval(*normal_ci(observed.value(key), ses[w][name], confidence), "normal")
-    return out, tuple(out)
+    se: float
+    low: float
+    high: float
+    p_value: float
+    method: str
+
+    def to_json(self) -> dict:
+        def num(x: float) -> float | None:
+            return float(x) if np.isfinite(x) else None
+        return {"se": num(self.se), "ci": [num(self.low), num(self.high)], "p_value": num(self.p_value),
+                "method": self.method}
+
+
+#: How the chance-corrected coefficients' analytic intervals are made (Gwet 2014, section 5.5; irrCAC).
+T_METHOD = "linearised se (Gwet 2014), Student t with n - 1 df, upper bound capped at 1 (irrCAC)"
+#: How Pearson's r's analytic interval is made (scipy ``PearsonRResult.confidence_interval``, ``pearsonr``).
+FISHER_METHOD = "Fisher z with the normal quantile; p-value from t with n - 2 df (scipy.stats.pearsonr)"
+
+
+def pearson_analytic(r: float, n: int, confidence: float = 0.95) -> Analytic:
+    """Fisher-z interval of r and the p-value of scipy's ``pearsonr`` (t = r sqrt((n - 2) / (1 - r^2)), n - 2 df).
+
+    Examples
+    --------
+    >>> a = pearson_analytic(0.5, 50)
+    >>> [round(x, 6) for x in (a.low, a.high, a.p_value)]
+    [0.257488, 0.683256, 0.000218]
+    """
+    low, high = fisher_z_ci(r, n, confidence)
+    p = float("nan")
+    if np.isfinite(r) and n > 2:
+        if abs(r) >= 1.0:
+            p = 0.0
+        else:
+            t = r * np.sqrt((n - 2.0) / (1.0 - r * r))
+            p = float(2.0 * stats.t.sf(abs(t), n - 2))
+    return Analytic(float("nan"), low, high, p, FISHER_METHOD)
+

@@ -1,33 +1,32 @@
-"""The evaluation pipeline behind ``easl evaluate``: policy, point estimates, bootstrap, assemble.
+"""The evaluation pipeline behind ``easl evaluate``: policy, point estimates, analytic intervals, bootstrap, assemble.
 
 :func:`evaluate` takes the responses x raters human matrix and the system score vectors and returns a typed
-:class:`~core.metrics.results.Evaluation`. It runs four named steps:
+:class:`~core.metrics.results.Evaluation` in five named steps:
 
-1. :func:`prepare` applies the explicit score policy (:func:`core.metrics.data.apply_score_policy`) and fixes the
-   scale;
-2. :func:`point_estimates` builds one :class:`~core.metrics.suite.PairSuite` per comparison the registry declares
-   (system vs reference human, the first two humans, each subgroup) and finishes every metric from their totals;
-3. :func:`bootstrap` resamples responses and finishes the same metrics on every resample;
-4. :func:`assemble` turns values, reasons and intervals into the result objects.
-
-Which scores and responses each metric uses is declared in :mod:`core.metrics.registry`.
+1. :func:`prepare` applies the explicit score policy (:func:`core.metrics.data.apply_score_policy`) per rating,
+   marks the responses of the comparisons with the first human column, and fixes the scale;
+2. :func:`point_estimates` builds the comparisons the registry declares (:mod:`core.metrics.comparisons`, each on
+   its own responses and raters) and finishes every metric from their totals;
+3. :func:`analytic` adds the closed-form standard errors, intervals and p-values (:mod:`core.metrics.intervals`,
+   :mod:`core.metrics.agreement_variance`);
+4. :func:`bootstrap` resamples responses and finishes the same metrics on every resample;
+5. :func:`assemble` turns values, reasons and intervals into the result objects.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
+from core.metrics.agreement_variance import named_inference
 from core.metrics.bootstrap import bootstrap_sums, fairness_ci_reason, percentile_interval
+from core.metrics.comparisons import TRUE_FIGURES, Comparisons, build
 from core.metrics.data import PolicyResult, Scale, apply_score_policy
-from core.metrics.fairness import FAIRNESS_KEYS, FairnessDesign, fairness_analysis, fairness_design
-from core.metrics.intervals import Interval, analytic_intervals
+from core.metrics.fairness import FAIRNESS_KEYS, FairnessDesign, fairness_analysis
+from core.metrics.intervals import T_METHOD, Analytic, Interval, pearson_analytic
 from core.metrics.notes import capture
-from core.metrics.moments import finish_disattenuated, finish_dsm, moments
-from core.metrics.raters import multi_rater
-from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
+from core.metrics.registry import ALL_RATERS_COUNTS, MULTI_RATER_KEYS, OBSERVED_KEYS, TRUE_SCORE_KEYS
 from core.metrics.results import (
     Block,
     Evaluation,
@@ -37,19 +36,18 @@ from core.metrics.results import (
     HumanHuman,
     SystemEvaluation,
 )
-from core.metrics.suite import PairSuite, batch_values, memo, point_values, round_to_categories
-from core.metrics.sums import RowSums
-from core.metrics.true_score import finish_true_score, prmse_cautions, true_score_sums, true_score_totals
-
-_TRUE = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")
+from core.metrics.suite import PairSuite, batch_values, point_values, round_to_categories
+from core.metrics.true_score import prmse_cautions
 
 
 @dataclass
 class Prepared:
-    """Step 1's output: the data after the score policy, the scale and its categories, and the notes so far."""
+    """Step 1's output over the responses with at least one human rating (the rows of every comparison)."""
 
-    human: np.ndarray
-    system: dict[str, np.ndarray]
+    human: np.ndarray                 # (n, R) after the per-rating policy
+    system: dict[str, np.ndarray]     # name -> (n,), NaN where missing
+    reference: np.ndarray             # (n,) bool: compared with the first human column
+    system_ok: np.ndarray             # (n,) bool: every system score present
     groups: np.ndarray | None
     names: list[str]
     scale: Scale
@@ -59,77 +57,8 @@ class Prepared:
     notes: list[str]
 
     @property
-    def n(self) -> int:
-        return self.human.shape[0]
-
-
-@dataclass
-class Suites:
-    """The comparisons of step 2: one per system, the first two humans, each (subgroup, system)."""
-
-    systems: dict[str, PairSuite]
-    human_human: PairSuite | None
-    group_labels: list[str]
-    groups: dict[tuple[int, str], PairSuite]
-    fairness: dict[str, FairnessDesign]
-    n: int
-    rater_error_variance: float | None
-    human: np.ndarray
-    system: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def totals(self) -> dict:
-        t: dict = {}
-        for suite in self._pairs():
-            t.update(suite.point_totals())
-        for s_name, m in self.system.items():
-            t.update(true_score_totals(self.human, m, f"t:{s_name}:"))
-        return t
-
-    def sums(self) -> RowSums:
-        out = RowSums(self.n)
-        for suite in self._pairs():
-            out.merge(suite.sums, "")
-        for s_name, m in self.system.items():
-            out.merge(true_score_sums(self.human, m, f"t:{s_name}:")[0], "")
-        return out
-
-    def _pairs(self) -> list[PairSuite]:
-        return [*self.systems.values(), *self.groups.values(),
-                *([self.human_human] if self.human_human is not None else [])]
-
-    def finishers(self, t: dict, index: np.ndarray | None = None, with_ranks: bool = True) -> dict[str, Callable]:
-        """Every figure as ``key -> zero-argument callable`` on totals ``t`` (batch-capable)."""
-        f: dict[str, Callable] = {}
-        hh_f: dict[str, Callable] = {}
-        if self.human_human is not None:
-            hh_f = self.human_human.finishers(t)
-            if with_ranks:
-                hh_f.update(self.human_human.ranks(index))
-            hh_f = {k: memo(fn) for k, fn in hh_f.items()}
-            f.update({"hh:" + k: fn for k, fn in hh_f.items()})
-        for s_name, suite in self.systems.items():
-            sf = suite.finishers(t)
-            if with_ranks:
-                sf.update(suite.ranks(index))
-            sf = {k: memo(fn) for k, fn in sf.items()}
-            f.update({f"s:{s_name}:{k}": fn for k, fn in sf.items()})
-            tsp = f"t:{s_name}:"
-            for k in _TRUE:
-                f[tsp + k] = (lambda k=k, tsp=tsp: finish_true_score(t, self.rater_error_variance, tsp)[k])
-            if self.human_human is not None:
-                f[f"s:{s_name}:disattenuated_corr"] = (lambda sf=sf: finish_disattenuated(sf["corr"](), hh_f["corr"]()))
-                for k in OBSERVED_KEYS:
-                    if k != "N" and k in hh_f:
-                        f[f"d:{s_name}:{k}"] = (lambda a=sf[k], b=hh_f[k]: np.asarray(a()) - np.asarray(b()))
-        for (gi, s_name), gsuite in self.groups.items():
-            gf = gsuite.finishers(t)
-            if with_ranks:
-                gf.update(gsuite.ranks(index))
-            f.update({f"g:{gi}:{s_name}:{k}": fn for k, fn in gf.items()})
-            whole = self.systems[s_name]
-            f[f"g:{gi}:{s_name}:dsm"] = (lambda gsuite=gsuite, whole=whole: finish_dsm(
-                moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix)))
-        return f
+    def n_reference(self) -> int:
+        return int(self.reference.sum())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -147,16 +76,18 @@ def prepare(human, system: dict, *, human_names, scale: Scale | None, groups, ex
     if not system:
         raise ValueError("at least one system score vector is needed")
     policy = apply_score_policy(h_all, system, scale=scale, exclude_zeros=exclude_zeros)
-    h = policy.human
-    grp = None if groups is None else np.asarray(groups, dtype=object)[policy.keep]
-    notes += [f"dropped {count} response(s): {reason}" for reason, count in policy.dropped.items()]
+    rated = np.isfinite(policy.ratings).any(axis=1)
+    h = policy.ratings[rated]
+    grp = None if groups is None else np.asarray(groups, dtype=object)[rated]
+    notes += [f"{count} response(s) left out of the comparisons with the first human column: {reason}"
+              for reason, count in policy.dropped.items()]
     notes += [f"{count} rating(s): {reason}" for reason, count in policy.changed.items()]
     if scale is None:
         finite = h[np.isfinite(h)]
         if finite.size and finite.max() > finite.min():
             scale = Scale(float(np.floor(finite.min())), float(np.ceil(finite.max())))
-            notes.append(f"no scale given: using [{scale.min:g}, {scale.max:g}] from the human scores; pass the "
-                         "scale explicitly (--scale MIN MAX), categorical coefficients depend on it")
+            notes.append(f"no scale given: using [{scale.min:g}, {scale.max:g}] from the human scores; give the "
+                         "scale explicitly, the categorical coefficients depend on it")
         else:
             lo = float(finite.min()) if finite.size else 0.0
             scale = Scale(lo, lo + 1.0)
@@ -171,47 +102,55 @@ def prepare(human, system: dict, *, human_names, scale: Scale | None, groups, ex
     else:
         notes.append("the scale has no categories: exact/adjacent agreement and the chance-corrected coefficients "
                      "are undefined")
-    return Prepared(h, dict(policy.system), grp, names, scale, cats, policy, h_all.shape[0], notes)
+    return Prepared(h, {s: v[rated] for s, v in policy.system_all.items()}, policy.keep[rated],
+                    policy.system_ok[rated], grp, names, scale, cats, policy, h_all.shape[0], notes)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Step 2: point estimates.
 
-def build_suites(p: Prepared, rater_error_variance: float | None) -> Suites:
-    """One comparison per system (reference human vs system), the first two humans, each (subgroup, system)."""
-    h, n, cats = p.human, p.n, p.cats
-    h1 = h[:, 0]
-    rows = np.arange(n)
-    systems = {s: PairSuite(f"s:{s}:", h1, m, rows, n, cats, "unpooled") for s, m in p.system.items()}
-    hh = None
-    if h.shape[1] >= 2:
-        hh_rows = np.flatnonzero(np.isfinite(h[:, 0]) & np.isfinite(h[:, 1]))
-        hh = PairSuite("hh:", h1, h[:, 1], hh_rows, n, cats, "pooled")
-    labels: list[str] = []
-    groups: dict[tuple[int, str], PairSuite] = {}
-    fair: dict[str, FairnessDesign] = {}
-    if p.groups is not None:
-        as_text = pd.Series(p.groups).astype(str).to_numpy()
-        labels = sorted(set(as_text.tolist()))
-        for gi, g in enumerate(labels):
-            sel = np.flatnonzero(as_text == g)
-            for s, m in p.system.items():
-                groups[(gi, s)] = PairSuite(f"g:{gi}:{s}:", h1, m, sel, n, cats, "unpooled")
-        fair = {s: fairness_design(h1, m, p.groups) for s, m in p.system.items()}
-    return Suites(systems, hh, labels, groups, fair, n, rater_error_variance, h, p.system)
-
-
-def point_estimates(suites: Suites) -> tuple[dict, dict, dict, list[str]]:
-    """(totals, values, reasons, cautions) of every figure on the sample itself."""
-    totals = suites.totals()
-    values, reasons, cautions = point_values(suites.finishers(totals))
-    return totals, values, reasons, cautions
+def point_estimates(p: Prepared, rater_error_variance: float | None) -> tuple[Comparisons, dict, dict, dict, list]:
+    """(comparisons, totals, values, reasons, cautions) of every figure on the sample itself."""
+    comp = build(p.human, p.system, reference=p.reference, system_ok=p.system_ok, cats=p.cats, groups=p.groups,
+                 rater_error_variance=rater_error_variance)
+    totals = comp.totals()
+    values, reasons, cautions = point_values(comp.finishers(totals))
+    return comp, totals, values, reasons, cautions
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Step 3: bootstrap.
+# Step 3: analytic intervals.
 
-def bootstrap(suites: Suites, n_resamples: int, seed: int,
+def analytic(p: Prepared, comp: Comparisons, values: dict, *, confidence: float,
+             population_size: float | None) -> dict[str, Analytic]:
+    """Closed-form intervals keyed like ``values``: Fisher z for r; Gwet's linearised standard errors with t
+    intervals (irrCAC) for every chance-corrected coefficient of the pairwise and all-raters blocks."""
+    out: dict[str, Analytic] = {}
+
+    def pair(prefix: str, suite: PairSuite) -> None:
+        out[prefix + "corr"] = pearson_analytic(values.get(prefix + "corr", np.nan), int(suite.rows.size), confidence)
+        index = suite.category_index()
+        if index is not None:
+            out.update(_inference(prefix, index, comp.cats, confidence, population_size))
+
+    for s, suite in comp.systems.items():
+        pair(f"s:{s}:", suite)
+    if comp.human_human is not None:
+        pair("hh:", comp.human_human)
+    if comp.raters is not None:
+        out.update(_inference("a:", comp.raters, comp.cats, confidence, population_size))
+    return out
+
+
+def _inference(prefix, index, cats, confidence, population_size) -> dict[str, Analytic]:
+    res = named_inference(index, cats, confidence=confidence, population_size=population_size)
+    return {prefix + k: Analytic(v.se, v.low, v.high, v.p_value, T_METHOD) for k, v in res.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Step 4: bootstrap.
+
+def bootstrap(comp: Comparisons, n_resamples: int, seed: int,
               progress: Callable[[int, int], None] | None) -> dict[str, np.ndarray]:
     """Resample responses ``n_resamples`` times (one seeded generator) and finish every figure on each resample.
 
@@ -220,79 +159,51 @@ def bootstrap(suites: Suites, n_resamples: int, seed: int,
     """
     rng = np.random.default_rng(seed)
     done = [0]
-    hh = suites.human_human
 
     def prog(k: int) -> None:
         done[0] += k
         if progress is not None:
             progress(done[0], n_resamples)
 
-    def per_resample(index):
-        out = {}
-        if hh is not None:
-            out["hh:kendall_tau_b"] = hh.ranks(index)["kendall_tau_b"]()
-        for s, suite in suites.systems.items():
-            out[f"s:{s}:kendall_tau_b"] = suite.ranks(index)["kendall_tau_b"]()
-            if hh is not None:
-                out[f"d:{s}:kendall_tau_b"] = out[f"s:{s}:kendall_tau_b"] - out["hh:kendall_tau_b"]
-        for (gi, s), gsuite in suites.groups.items():
-            out[f"g:{gi}:{s}:kendall_tau_b"] = gsuite.ranks(index)["kendall_tau_b"]()
-        return out
-
-    def per_chunk(index, counts):
-        out = {}
-        if hh is not None:
-            out["hh:spearman"] = hh.spearman_resampled(counts)
-        for s, suite in suites.systems.items():
-            out[f"s:{s}:spearman"] = suite.spearman_resampled(counts)
-            if hh is not None:
-                out[f"d:{s}:spearman"] = out[f"s:{s}:spearman"] - out["hh:spearman"]
-        for (gi, s), gsuite in suites.groups.items():
-            out[f"g:{gi}:{s}:spearman"] = gsuite.spearman_resampled(counts)
-        for s, design in suites.fairness.items():
-            if design.problem is None:
-                out.update({f"f:{s}:{k}": v for k, v in design.resampled(counts).items()})
-        return out
-
-    return bootstrap_sums(suites.sums(), lambda t: batch_values(suites.finishers(t, with_ranks=False)),
-                          n_resamples, rng, per_resample=per_resample, progress=prog, per_chunk=per_chunk)
+    return bootstrap_sums(comp.sums(), lambda t: batch_values(comp.finishers(t, with_ranks=False)), n_resamples,
+                          rng, per_resample=comp.per_resample, progress=prog, per_chunk=comp.per_chunk)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Step 4: assemble.
+# Step 5: assemble.
 
-def assemble(p: Prepared, suites: Suites, totals: dict, values: dict, reasons: dict, cautions: list[str],
-             samples: dict[str, np.ndarray], *, n_resamples: int, seed: int, confidence: float,
-             group_name: str, rater_error_variance: float | None) -> Evaluation:
-    """The typed :class:`Evaluation` from the flat values, reasons and bootstrap samples of steps 2 and 3."""
+def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons: dict, cautions: list[str],
+             closed: dict[str, Analytic], samples: dict[str, np.ndarray], *, n_resamples: int, seed: int,
+             confidence: float, group_name: str, rater_error_variance: float | None) -> Evaluation:
+    """The typed :class:`Evaluation` from the flat values, reasons and intervals of steps 2-4."""
     cis = {k: Interval(*percentile_interval(v, confidence)) for k, v in samples.items()}
-    notes = p.notes
+    notes, names, h = p.notes, p.names, p.human
 
     def fig(key: str) -> Figure:
-        return Figure(values[key], reasons.get(key), cis.get(key))
+        return Figure(values[key], reasons.get(key), cis.get(key), closed.get(key))
 
     def block(prefix: str, keys) -> Block:
         return Block({k: fig(prefix + k) for k in keys if prefix + k in values})
 
-    h, cats, names = p.human, p.cats, p.names
-    hh = suites.human_human
+    hh = comp.human_human
     hh_block = block("hh:", OBSERVED_KEYS) if hh is not None else Block({})
     if hh is None:
         notes.append("one human column: human-human agreement, degradation and the true-score metrics need a "
-                     "second rating (or --rater-error-variance)")
-    all_raters = multi_rater(h, cats) if h.shape[1] > 2 and cats is not None else None
-    human_human = HumanHuman((names[0], names[1]) if hh is not None else None, hh_block, all_raters)
-
+                     "second rating (or a rater error variance from another sample)")
+    all_raters = None
+    if comp.raters is not None:
+        counts = {"N_raters": Figure(float(h.shape[1]))}
+        all_raters = Block({**{k: fig("a:" + k) for k in ALL_RATERS_COUNTS if "a:" + k in values}, **counts,
+                            **block("a:", MULTI_RATER_KEYS).figures})
+    human_human = HumanHuman((names[0], names[1]) if hh is not None else None, hh_block, all_raters,
+                             tuple(names))
     systems: dict[str, SystemEvaluation] = {}
     prmse_samples: dict[str, np.ndarray] = {}
     for s_name in p.system:
         observed = block(f"s:{s_name}:", OBSERVED_KEYS)
-        analytic, order = analytic_intervals(p.human[:, 0], p.system[s_name], observed, cats, confidence)
-        observed = Block({k: f._replace(analytic=analytic.get(k)) for k, f in observed.figures.items()})
-        counts = {"N": float(totals[f"t:{s_name}:N"]), "N_raters": float(h.shape[1]),
-                  "N_single": float(totals[f"t:{s_name}:N_single"]),
-                  "N_multiple": float(totals[f"t:{s_name}:N_multiple"])}
-        ts = {**{k: Figure(v) for k, v in counts.items()}, **block(f"t:{s_name}:", _TRUE).figures}
+        counts = {"N": totals[f"t:{s_name}:N"], "N_raters": float(h.shape[1]),
+                  "N_single": totals[f"t:{s_name}:N_single"], "N_multiple": totals[f"t:{s_name}:N_multiple"]}
+        ts = {**{k: Figure(float(v)) for k, v in counts.items()}, **block(f"t:{s_name}:", TRUE_FIGURES).figures}
         true_score = Block({k: ts[k] for k in TRUE_SCORE_KEYS if k in ts})
         dc_key = f"s:{s_name}:disattenuated_corr"
         dc = fig(dc_key) if dc_key in values else Figure(float("nan"), "needs a second human column")
@@ -301,25 +212,28 @@ def assemble(p: Prepared, suites: Suites, totals: dict, values: dict, reasons: d
         cautions.extend(c for c in new if c not in cautions)
         if samples:
             prmse_samples[s_name] = samples.get(f"t:{s_name}:prmse", np.zeros(0))
-        systems[s_name] = SystemEvaluation(observed, true_score, block(f"d:{s_name}:", OBSERVED_KEYS), dc, order)
+        degradation = block(f"d:{s_name}:", OBSERVED_KEYS)
+        systems[s_name] = SystemEvaluation(observed, true_score, degradation, dc)
 
     subgroups: dict = {}
     fairness: dict = {}
     if p.groups is not None:
         subgroups[group_name] = {g: {s: block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
-                                 for gi, g in enumerate(suites.group_labels)}
-        fairness[group_name] = {s: _fairness(p, s, suites.fairness[s], cis, n_resamples, bool(samples))
+                                 for gi, g in enumerate(comp.group_labels)}
+        fairness[group_name] = {s: _fairness(p, s, comp.fairness[s], cis, n_resamples, bool(samples))
                                 for s in p.system}
-    return Evaluation(n_responses=p.n, n_input=p.n_input, dropped=dict(p.policy.dropped), scale=p.scale,
+    return Evaluation(n_responses=p.n_reference, n_input=p.n_input, dropped=dict(p.policy.dropped), scale=p.scale,
                       human_columns=tuple(names), confidence=confidence, n_resamples=int(n_resamples),
                       seed=int(seed), human_human=human_human, systems=systems, subgroups=subgroups,
-                      fairness=fairness, notes=tuple(notes + cautions), human=h, system=p.system,
-                      prmse_samples=prmse_samples, bootstrapped=bool(samples))
+                      fairness=fairness, notes=tuple(notes + cautions), human=h[p.reference],
+                      system={s: v[p.reference] for s, v in p.system.items()}, prmse_samples=prmse_samples,
+                      bootstrapped=bool(samples))
 
 
 def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_resamples: int,
               resampled: bool) -> FairnessEvaluation:
-    fa, why, _ = capture(fairness_analysis, p.human[:, 0], p.system[s_name], p.groups)
+    ref = p.reference
+    fa, why, _ = capture(fairness_analysis, p.human[ref, 0], p.system[s_name][ref], p.groups[ref])
     reason = "; ".join(why) or None
     figs = {}
     for k in FAIRNESS_KEYS:
@@ -333,7 +247,7 @@ def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_res
         figs[k] = FairnessFigure(rec["value"], rec["p_value"], rec["r2"], dict(rec["estimates"]), reason, ci,
                                  ci_reason)
     return FairnessEvaluation(fa["base_group"], dict(fa["groups"]), figs["osa"], figs["osd"], figs["csd"],
-                              bootstrapped=n_resamples > 0)
+                              bootstrapped=n_resamples > 0, n=int(ref.sum()))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -341,9 +255,13 @@ def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_res
 def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale: Scale | None = None,
              groups=None, group_name: str = "group", exclude_zeros: bool = False,
              rater_error_variance: float | None = None, n_bootstrap: int = 0, seed: int = 0,
-             confidence: float = 0.95, progress: Callable[[int, int], None] | None = None,
-             extra_notes: list[str] | None = None) -> Evaluation:
+             confidence: float = 0.95, population_size: float | None = None,
+             progress: Callable[[int, int], None] | None = None, extra_notes: list[str] | None = None) -> Evaluation:
     """Every metric for every system against the human ratings, with reasons, cautions and intervals.
+
+    Each metric uses the responses and raters it declares (:mod:`core.metrics.registry`): the comparisons with
+    the first human column drop responses without that score (RSMTool), the agreement among all raters and the
+    true-score metrics keep every rated response.
 
     Parameters
     ----------
@@ -356,7 +274,8 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     groups : array of shape (n,), optional
         Subgroup labels for DSM by subgroup and the fairness analyses.
     exclude_zeros : bool, default False
-        Drop responses whose first human score is 0; other 0 human scores become missing (RSMTool default).
+        0 is not a score: responses whose first human score is 0 leave the comparisons with the first human
+        column, other 0 ratings become missing (RSMTool's default).
     rater_error_variance : float, optional
         V_e from another sample for the true-score metrics.
     n_bootstrap : int, default 0
@@ -364,6 +283,9 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     seed : int, default 0
         Seed of the one ``numpy.random.Generator`` used for resampling.
     confidence : float, default 0.95
+    population_size : float, optional
+        Number of responses in the population, for the finite-population correction of the analytic standard
+        errors of the chance-corrected coefficients (Gwet 2014, section 5.3; irrCAC's ``N``).
     progress : callable(done, total), optional
     extra_notes : list of str, optional
         Notes to put first (e.g. from the file reader).
@@ -389,12 +311,12 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     notes: list[str] = list(extra_notes or [])
     p = prepare(human, system, human_names=human_names, scale=scale, groups=groups, exclude_zeros=exclude_zeros,
                 notes=notes)
-    suites = build_suites(p, rater_error_variance)
-    totals, values, reasons, cautions = point_estimates(suites)
+    comp, totals, values, reasons, cautions = point_estimates(p, rater_error_variance)
+    closed = analytic(p, comp, values, confidence=confidence, population_size=population_size)
     samples: dict[str, np.ndarray] = {}
-    if n_bootstrap > 0 and p.n >= 2:
-        samples = bootstrap(suites, n_bootstrap, seed, progress)
+    if n_bootstrap > 0 and p.n_reference >= 2:
+        samples = bootstrap(comp, n_bootstrap, seed, progress)
     elif n_bootstrap > 0:
         p.notes.append("bootstrap skipped: it needs at least 2 responses")
-    return assemble(p, suites, totals, values, reasons, cautions, samples, n_resamples=n_bootstrap, seed=seed,
+    return assemble(p, comp, totals, values, reasons, cautions, closed, samples, n_resamples=n_bootstrap, seed=seed,
                     confidence=confidence, group_name=group_name, rater_error_variance=rater_error_variance)

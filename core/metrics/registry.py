@@ -110,7 +110,8 @@ OBSERVED: tuple[Metric, ...] = (
            function=kendall_tau_b),
     Metric("qwk", "quadratic weighted kappa (continuous)", _RSM + ", wtkappa", "moment",
            function=quadratic_weighted_kappa),
-    *_weighted("kappa", "Cohen's kappa", "Cohen (1960, 1968); SKLL kappa", cohen_kappa),
+    *_weighted("conger_kappa", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa",
+               cohen_kappa),
     Metric("exact_agr", "exact agreement (%)", _RSM, "categorical", function=exact_agreement),
     Metric("adj_agr", "adjacent agreement (%)", _RSM, "categorical", function=adjacent_agreement),
     Metric("smd", "standardized mean difference", _RSM, "moment", function=standardized_mean_difference),
@@ -119,12 +120,12 @@ OBSERVED: tuple[Metric, ...] = (
     Metric("r2", "R2", _RSM, "moment", function=r2_score),
     *_weighted("gwet_ac", "Gwet's AC1", _G14 + ", eq. 4.1, 5.1", gwet_ac, ac1=True),
     *_weighted("bp", "Brennan-Prediger", "Brennan & Prediger (1981); " + _G14, brennan_prediger),
-    *_weighted("scott_pi", "Scott's pi", "Scott (1955); " + _G14, fleiss_kappa),
+    *_weighted("fleiss_kappa", "Scott's pi (Fleiss' kappa)", "Scott (1955); Fleiss (1971); " + _G14, fleiss_kappa),
     *_alphas("reference", "reference_system"),
 )
 
 #: The short table (RSMTool's ``eval_short``).
-SHORT: tuple[str, ...] = ("N", "h_mean", "h_sd", "sys_mean", "sys_sd", "corr", "qwk", "kappa", "exact_agr",
+SHORT: tuple[str, ...] = ("N", "h_mean", "h_sd", "sys_mean", "sys_sd", "corr", "qwk", "conger_kappa", "exact_agr",
                           "adj_agr", "smd", "mse", "r2", "gwet_ac1", "krippendorff_alpha_interval")
 
 #: True-score metrics of one system against every human rating (Loukina et al. 2020, Appendix B).
@@ -154,13 +155,16 @@ MULTI_RATER: tuple[Metric, ...] = (
     *_alphas("rated", "all"),
 )
 
+#: The counts beside the all-raters block.
+ALL_RATERS_COUNTS: tuple[str, ...] = ("N", "N_pairable", "N_raters")
+
 #: Names, in report order.
 OBSERVED_KEYS: tuple[str, ...] = tuple(m.name for m in OBSERVED)
 TRUE_SCORE_KEYS: tuple[str, ...] = tuple(m.name for m in TRUE_SCORE)
 MULTI_RATER_KEYS: tuple[str, ...] = tuple(m.name for m in MULTI_RATER)
 RANK_KEYS: tuple[str, ...] = tuple(m.name for m in OBSERVED if m.family == "rank")
 #: Figures that are counts (written as JSON integers).
-COUNT_KEYS: frozenset[str] = frozenset({"N", "N_raters", "N_single", "N_multiple"})
+COUNT_KEYS: frozenset[str] = frozenset({"N", "N_raters", "N_single", "N_multiple", "N_pairable", "N_human_human"})
 
 _BY_NAME = {m.name: m for m in (*OBSERVED, *TRUE_SCORE)}
 

@@ -1,8 +1,10 @@
 """Typed results of :func:`core.metrics.pipeline.evaluate`: figures, blocks, per-system parts, the evaluation.
 
 Front ends read attributes (``ev.systems["model"].observed["corr"].value``); only the JSON writer and
-``easl evaluate --json`` see the dict of :meth:`Evaluation.to_json`, whose contract is: a NaN figure is written as
-``null`` with ``<key>_reason`` beside it; counts are integers; intervals are ``[low, high]`` lists.
+``easl evaluate --json`` see the dict of :meth:`Evaluation.to_json`, whose contract (schema version
+:data:`SCHEMA_VERSION`, documented in the README) is: a NaN figure is written as ``null`` with ``<key>_reason``
+beside it; counts are integers; every block has its ``N``; bootstrap intervals are ``[low, high]`` lists under
+``ci`` (empty without a bootstrap); analytic ones are ``{"se", "ci", "p_value", "method"}`` under ``analytic``.
 """
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ import numpy as np
 import pandas as pd
 
 from core.metrics.data import Scale
-from core.metrics.intervals import Interval
+from core.metrics.intervals import Analytic, Interval
 from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
+
+#: Version of the JSON object of :meth:`Evaluation.to_json`; raised whenever a key changes meaning or goes away.
+SCHEMA_VERSION = 1
 
 #: The fairness figures (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
 FAIRNESS_LABELS = (("osa", "Overall score accuracy"), ("osd", "Overall score difference"),
@@ -33,7 +38,7 @@ class Figure(NamedTuple):
     ci : Interval or None
         Bootstrap percentile interval (None without a bootstrap).
     analytic : Interval or None
-        Closed-form interval (Fisher z, Wald), when the metric has one.
+        Closed-form standard error, interval and p-value (Fisher z, t-based Wald), when the metric has one.
 
     Examples
     --------
@@ -44,7 +49,7 @@ class Figure(NamedTuple):
     value: float
     reason: str | None = None
     ci: Interval | None = None
-    analytic: Interval | None = None
+    analytic: Analytic | None = None
 
     @property
     def is_defined(self) -> bool:
@@ -109,6 +114,10 @@ class Block:
         """``{prefix + key: [low, high]}`` of the figures that have a bootstrap interval."""
         return {prefix + k: _pair(f.ci) for k, f in self.figures.items() if f.ci is not None and k not in skip}
 
+    def analytic_json(self) -> dict:
+        """``{key: {"se", "ci", "p_value", "method"}}`` of the figures with a closed-form interval."""
+        return {k: f.analytic.to_json() for k, f in self.figures.items() if f.analytic is not None}
+
 
 def _pair(iv: Interval | tuple[float, float]) -> list:
     lo, hi = iv[0], iv[1]
@@ -132,11 +141,15 @@ class SystemEvaluation:
     true_score: Block               # PRMSE and its parts, against every human rating
     degradation: Block              # observed minus human-human (empty with one human column)
     disattenuated_corr: Figure
-    analytic_order: tuple[str, ...] = ()    # keys of observed figures with an analytic interval, in JSON order
 
-    def to_json(self, with_ci: bool, has_hh: bool) -> dict:
-        entry = {"observed": self.observed.to_json(OBSERVED_KEYS), "true_score": self.true_score.to_json(TRUE_SCORE_KEYS),
-                 "degradation": self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"])}
+    def to_json(self, with_ci: bool, human_human: Block) -> dict:
+        entry = {"observed": self.observed.to_json(OBSERVED_KEYS),
+                 "true_score": self.true_score.to_json(TRUE_SCORE_KEYS)}
+        degradation = {}
+        if list(self.degradation):
+            degradation = {"N": int(self.observed.value("N")), "N_human_human": int(human_human.value("N")),
+                           **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"])}
+        entry["degradation"] = degradation
         dc = self.disattenuated_corr
         entry["disattenuated_corr"] = float(dc.value) if dc.is_defined else None
         if not dc.is_defined:
@@ -147,11 +160,11 @@ class SystemEvaluation:
             for k in ("prmse", "mse_true", "true_score_variance", "rater_error_variance"):
                 iv = self.true_score[k].ci
                 ci[k] = _pair(iv if iv is not None else (np.nan, np.nan))
-            if has_hh and dc.ci is not None:
+            if dc.ci is not None:
                 ci["disattenuated_corr"] = _pair(dc.ci)
             ci.update(self.degradation.ci_json(prefix="degradation_"))
         entry["ci"] = ci
-        entry["analytic_ci"] = {k: _pair(self.observed[k].analytic) for k in self.analytic_order}
+        entry["analytic"] = self.observed.analytic_json()
         return entry
 
 
@@ -161,7 +174,23 @@ class HumanHuman:
 
     names: tuple[str, str] | None   # the two columns compared by ``pair`` (None with one human column)
     pair: Block                     # observed metrics of the first two human columns (double-scored responses)
-    all_raters: Block | None        # chance-corrected coefficients over every human column (more than two)
+    all_raters: Block | None        # every chance-corrected coefficient over every human column (two or more)
+    raters: tuple[str, ...] = ()    # every human column
+
+    def to_json(self, with_ci: bool) -> dict:
+        out: dict = {"raters": list(self.names) if self.names else []}
+        out.update(self.pair.to_json(OBSERVED_KEYS) if self.names else {"N": 0})
+        out["ci"] = self.pair.ci_json() if with_ci and self.names else {}
+        out["analytic"] = self.pair.analytic_json()
+        return out
+
+    def all_raters_json(self, with_ci: bool) -> dict | None:
+        if self.all_raters is None:
+            return None
+        out: dict = {"raters": list(self.raters), **self.all_raters.to_json()}
+        out["ci"] = self.all_raters.ci_json(skip=("N", "N_pairable", "N_raters")) if with_ci else {}
+        out["analytic"] = self.all_raters.analytic_json()
+        return out
 
 
 class FairnessFigure(NamedTuple):
@@ -186,12 +215,13 @@ class FairnessEvaluation:
     osd: FairnessFigure
     csd: FairnessFigure
     bootstrapped: bool = False
+    n: int = 0                      # responses analysed
 
     def figures(self) -> dict[str, FairnessFigure]:
         return {"osa": self.osa, "osd": self.osd, "csd": self.csd}
 
     def to_json(self) -> dict:
-        out: dict = {"base_group": self.base_group, "groups": dict(self.groups)}
+        out: dict = {"N": int(self.n), "base_group": self.base_group, "groups": dict(self.groups)}
         for key, fig in self.figures().items():
             item: dict = {}
             for k in ("value", "p_value", "r2"):
@@ -272,22 +302,20 @@ class Evaluation:
 
     # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict:
-        """The JSON object of ``easl evaluate --json`` (the CLI contract; see the README)."""
-        data: dict = {"n_responses": int(self.n_responses), "n_input": int(self.n_input),
-                      "n_dropped": int(self.n_dropped), "dropped": dict(self.dropped),
-                      "scale": {"min": self.scale.min, "max": self.scale.max},
+        """The JSON object of ``easl evaluate --json`` (schema :data:`SCHEMA_VERSION`; see the README)."""
+        data: dict = {"schema_version": SCHEMA_VERSION, "n_input": int(self.n_input),
+                      "n_responses": int(self.n_responses), "n_dropped": int(self.n_dropped),
+                      "dropped": dict(self.dropped), "scale": {"min": self.scale.min, "max": self.scale.max},
                       "human_columns": list(self.human_columns), "confidence": self.confidence,
-                      "bootstrap": {"n_resamples": int(self.n_resamples), "seed": int(self.seed)}}
+                      "bootstrap": {"n_resamples": int(self.n_resamples), "seed": int(self.seed),
+                                    "method": "percentile" if self.bootstrapped else None}}
         if self.scale.is_categorical:
             data["scale"]["categories"] = [float(c) for c in self.scale.categories]
         hh = self.human_human
-        data["human_human"] = hh.pair.to_json(OBSERVED_KEYS)
-        if hh.all_raters is not None:
-            data["human_human"]["all_raters"] = hh.all_raters.to_json()
         with_ci = self.bootstrapped
-        if with_ci and hh.names is not None:
-            data["human_human_ci"] = hh.pair.ci_json()
-        data["systems"] = {name: s.to_json(with_ci, hh.names is not None) for name, s in self.systems.items()}
+        data["human_human"] = hh.to_json(with_ci)
+        data["all_raters"] = hh.all_raters_json(with_ci)
+        data["systems"] = {name: s.to_json(with_ci, hh.pair) for name, s in self.systems.items()}
         data["subgroups"] = {}
         for gname, by_label in self.subgroups.items():
             data["subgroups"][gname] = {}
@@ -295,8 +323,7 @@ class Evaluation:
                 data["subgroups"][gname][label] = {}
                 for s_name, block in per_sys.items():
                     entry = block.to_json()
-                    if with_ci:
-                        entry["ci"] = block.ci_json()
+                    entry["ci"] = block.ci_json() if with_ci else {}
                     data["subgroups"][gname][label][s_name] = entry
         data["fairness"] = {g: {s: f.to_json() for s, f in per.items()} for g, per in self.fairness.items()}
         data["notes"] = list(self.notes)
@@ -337,7 +364,7 @@ class Evaluation:
         rows_ci = []
         if self.bootstrapped:
             for s, e in self.systems.items():
-                for k, (lo, hi) in e.to_json(True, hh.names is not None)["ci"].items():
+                for k, (lo, hi) in e.to_json(True, hh.pair)["ci"].items():
                     rows_ci.append({"system": s, "metric": k, "low": np.nan if lo is None else lo,
                                     "high": np.nan if hi is None else hi})
         if rows_ci:

@@ -145,15 +145,19 @@ class PairSuite:
                 ag_cache.append(agreement_tables_from_joint(table()))
             return ag_cache[0]
         for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
-            f["kappa" + suffix] = (lambda w=w: kappa_from_table(table(), cats, None if w == "identity" else w))
+            f["conger_kappa" + suffix] = (lambda w=w: kappa_from_table(table(), cats, None if w == "identity" else w))
             for key, coef in (("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"),
-                              ("bp" + suffix, "bp"), ("scott_pi" + suffix, "fleiss")):
+                              ("bp" + suffix, "bp"), ("fleiss_kappa" + suffix, "fleiss")):
                 f[key] = (lambda w=w, coef=coef: finish_agreement(ag(), cats, w, 2, "", (coef,))[coef])
         coinc = lambda: ag()["coinc"].reshape(np.shape(n) + (q, q))  # noqa: E731
         for level in ("nominal", "ordinal", "interval"):
             f["krippendorff_alpha_" + level] = (
                 lambda level=level: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level)))
         return f
+
+    def category_index(self) -> np.ndarray | None:
+        """The (rows, 2) category-index matrix of the compared responses (None without categories)."""
+        return None if self._cat is None else np.column_stack([self._cat[2], self._cat[3]])
 
     def spearman_resampled(self, counts: np.ndarray) -> np.ndarray:
         """Spearman's rho on the compared responses for every resample of a chunk (counts (b, n_total))."""
@@ -244,7 +248,7 @@ def observed_metrics(y_true, y_pred, *, categories=None, smd_method: str = "unpo
     Examples
     --------
     >>> r = observed_metrics([1, 2, 3, 4, 3], [1.2, 2.4, 2.6, 3.9, 3.4], categories=[1, 2, 3, 4])
-    >>> round(r["corr"], 6), r["kappa"], r["exact_agr"]
+    >>> round(r["corr"], 6), r["conger_kappa"], r["exact_agr"]
     (0.953869, 1.0, 100.0)
     """
 

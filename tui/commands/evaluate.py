@@ -23,6 +23,7 @@ examples:
   easl evaluate scores.csv --human h1 h2 --system model --scale 1 6
   easl evaluate scores.parquet --human h1 h2 --system a b --group L1 --bootstrap 1000 --seed 7 --output report/
   easl evaluate ratings.csv --long item_id,annotator,score --system estimate --scale 0 100 --json
+  easl evaluate --project work.easl --system scores.csv          (a system against a campaign's ratings)
 """
 
 
@@ -30,7 +31,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="metrics of system scores against human ratings (RSMTool-compatible)",
                               description=DESCRIPTION, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", metavar="FILE", help="CSV, TSV, JSONL or Parquet file (by extension)")
+    p.add_argument("file", metavar="FILE", nargs="?",
+                   help="CSV, TSV, JSONL or Parquet file (by extension); not with --project")
+    p.add_argument("--project", metavar="PROJECT",
+                   help="evaluate against the ratings of this easl project (every annotator a rater); --system then "
+                        "names a file of system scores per item (id column: --id, default item_id) and optionally "
+                        "its score columns")
     p.add_argument("--human", nargs="+", metavar="COL",
                    help="human score columns, the first is the reference (wide form; required there). With --long: "
                         "the rater ids to treat as human (default: every rater that is not a system)")
@@ -51,6 +57,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default 0)")
     p.add_argument("--json", action="store_true", help="write one JSON object to stdout instead of tables")
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
+    p.add_argument("--population-size", type=float, metavar="N",
+                   help="number of responses in the population: finite-population correction of the analytic "
+                        "standard errors of the agreement coefficients (default: infinite)")
     p.add_argument("--long", metavar="ITEM,RATER,SCORE",
                    help="FILE is in long form (one rating per row), e.g. from `easl export --ratings`")
     p.set_defaults(func=run)
@@ -73,11 +82,22 @@ def run(args: argparse.Namespace) -> int:
             scale = Scale(*args.scale)
         except ValueError as exc:
             raise UserError(f"--scale {args.scale[0]:g} {args.scale[1]:g}: {exc}.") from None
-    if args.long:
+    if args.population_size is not None and not args.population_size > 0:
+        raise UserError(f"--population-size must be a positive number, got {args.population_size:g}.")
+    if args.project:
+        if args.file:
+            raise UserError("give either FILE or --project, not both.")
+        data, project_scale = _load_project(args)
+        scale = scale or project_scale
+        source = args.project
+    elif not args.file:
+        raise UserError("name the FILE to evaluate (or --project PROJECT --system SCORES).")
+    elif args.long:
         parts = tuple(s.strip() for s in args.long.split(","))
         if len(parts) != 3 or not all(parts):
             raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
         data = load_long(args.file, columns=parts, system=args.system, human=args.human, group_col=args.group_col)
+        source = args.file
     else:
         if not args.human:
             raise UserError("--human is required: name the human score column(s) of the file.")
@@ -85,24 +105,44 @@ def run(args: argparse.Namespace) -> int:
         if overlap:
             raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
         data = load_wide(args.file, human=args.human, system=args.system, id_col=args.id_col, group_col=args.group_col)
+        source = args.file
 
     progress_cb, finish = _progress(args.bootstrap, quiet=False)
     try:
         ev = evaluate(data.human, data.system, human_names=data.human_names, scale=scale, groups=data.groups,
                       group_name=args.group_col or "group", exclude_zeros=args.exclude_zeros,
                       rater_error_variance=args.rater_error_variance, n_bootstrap=args.bootstrap, seed=args.seed,
-                      progress=progress_cb, extra_notes=data.notes)
+                      population_size=args.population_size, progress=progress_cb, extra_notes=data.notes)
     finally:
         finish()
-    if ev.n_responses == 0:
-        raise UserError(f"{args.file}: no response left to evaluate ({_dropped_text(ev.dropped)}).")
+    if ev.n_responses == 0 and ev.human_human.all_raters is None:
+        raise UserError(f"{source}: no response left to evaluate ({_dropped_text(ev.dropped)}).")
     if args.output:
-        write_output(ev, Path(args.output), source=str(args.file), seed=args.seed)
+        write_output(ev, Path(args.output), source=str(source), seed=args.seed)
     if args.json:
         sys.stdout.write(to_json_text(ev.to_json()) + "\n")
     else:
         _print_tables(ev, args)
     return 0
+
+
+def _load_project(args):
+    """The campaign's ratings (public store API) and the system scores file; the project's score range as scale."""
+    from core.metrics.data import Scale
+    from core.metrics.loading import load_campaign
+    from core.store import Project
+
+    system_file, *columns = args.system
+    with Project.open(args.project, readonly=True) as project:
+        ratings = project.ratings()
+        items = project.items()
+        hyper = getattr(project, "hyper", None)
+    scale = None
+    if hyper is not None and hasattr(hyper, "score_min"):
+        scale = Scale(float(hyper.score_min), float(hyper.score_max))
+    data = load_campaign(ratings, items, system_file, system=columns or None, id_col=args.id_col or "item_id",
+                         group_col=args.group_col)
+    return data, scale
 
 
 def _dropped_text(dropped: dict) -> str:
@@ -151,7 +191,7 @@ def _print_tables(ev, args) -> None:
     from core.metrics.registry import COUNT_KEYS, OBSERVED, TRUE_SCORE_KEYS
 
     con = Console()
-    con.print(f"[bold]{args.file}[/]: {ev.n_responses} responses evaluated, {ev.n_dropped} dropped; scale "
+    con.print(f"[bold]{args.project or args.file}[/]: {ev.n_responses} responses evaluated, {ev.n_dropped} dropped; scale "
               f"[{ev.scale.min:g}, {ev.scale.max:g}]; human columns {', '.join(ev.human_columns)}")
     for k, v in ev.dropped.items():
         con.print(f"  dropped {v}: {k}")
@@ -175,6 +215,19 @@ def _print_tables(ev, args) -> None:
         row.append(show(hh.value(key)) if key in hh else "n/a")
         t.add_row(*row)
     con.print(t)
+    allr = ev.human_human.all_raters
+    if allr is not None:
+        a = Table(title=f"Agreement among all {len(ev.human_columns)} human raters ({_count(allr.value('N'))} "
+                        f"responses, {_count(allr.value('N_pairable'))} with two or more ratings)")
+        for c in ("coefficient", "value", "se", "interval (t, capped at 1)", "p"):
+            a.add_column(c, justify="left" if c == "coefficient" else "right")
+        for key, fig in allr.figures.items():
+            if key in COUNT_KEYS:
+                continue
+            an = fig.analytic
+            a.add_row(key, _fmt(fig.value), "" if an is None else _fmt(an.se),
+                      "" if an is None else f"[{_fmt(an.low)}, {_fmt(an.high)}]", "" if an is None else _fmt(an.p_value))
+        con.print(a)
     ts = Table(title="True scores (PRMSE)")
     ts.add_column("figure")
     for s_name in systems:

@@ -22,7 +22,7 @@ from textual.widgets.select import NoSelection
 from core.errors import UserError
 
 #: Metrics shown first in the results table (then the rest of the observed keys).
-HEADLINE = ("N", "corr", "qwk", "kappa_quadratic", "exact_agr", "adj_agr", "smd", "rmse", "r2", "spearman",
+HEADLINE = ("N", "corr", "qwk", "conger_kappa_quadratic", "exact_agr", "adj_agr", "smd", "rmse", "r2", "spearman",
             "kendall_tau_b", "gwet_ac2_quadratic", "krippendorff_alpha_interval")
 TRUE_SCORE = ("prmse", "mse_true", "true_score_variance", "rater_error_variance", "N_single", "N_multiple")
 
@@ -137,8 +137,8 @@ def _cell(fig, count: bool = False) -> str:
     if fig is None:
         return "-"
     value = fig.value
-    if count and math.isfinite(value) and float(value).is_integer():
-        value = int(value)
+    if count:                       # a count has no interval
+        return format_value(int(value) if math.isfinite(value) and float(value).is_integer() else value)
     return format_value(value, fig.ci)
 
 
