@@ -7,12 +7,17 @@ conventions: the README (section "Evaluating scoring systems") and the docstring
 Stable public API (used by ``easl evaluate`` and ``core.simulate``):
 
 Observed scores (``y_true`` human, ``y_pred`` system)
-    pearson_r, spearman_rho, kendall_tau_b, quadratic_weighted_kappa, cohen_kappa, exact_agreement,
+    pearson_r, spearman_rho, kendall_tau_b, kendall_tau_c, quadratic_weighted_kappa, cohen_kappa (SKLL; scikit-
+    learn's labels and sample_weight), cohen_kappa_test / kappa_test_from_table (statsmodels), exact_agreement,
     adjacent_agreement, agreement, standardized_mean_difference, mean_squared_error, root_mean_squared_error,
     r2_score, difference_of_standardized_means, disattenuated_correlation, degradation
 Chance-corrected agreement (``ratings`` responses x raters, NaN = missing; explicit ``categories``)
     gwet_ac, brennan_prediger, fleiss_kappa (= scott_pi), conger_kappa, chance_corrected_agreement,
-    gwet_standard_errors, agreement_weights, krippendorff_alpha (levels; one entry point)
+    gwet_standard_errors, agreement_inference (se, t-interval, p-value, finite-population correction; irrCAC),
+    benchmark (Landis-Koch, Fleiss, Altman, ...; Gwet's probabilistic rule), ratings_from_distribution,
+    agreement_weights (irrCAC's eight weightings), krippendorff_alpha (levels; one entry point)
+Score post-processing (RSMTool)
+    trim_scores, scale_scores
 True score
     variance_of_errors, true_score_variance, mse_true, prmse, true_score_evaluation, rating_counts
 Fairness
@@ -32,11 +37,14 @@ from core.metrics.agreement import (
     gwet_ac,
     scott_pi,
 )
-from core.metrics.agreement_variance import gwet_standard_errors
+from core.metrics.agreement_variance import Inference, agreement_inference, gwet_standard_errors
+from core.metrics.benchmark import Benchmark, benchmark
 from core.metrics.weights import agreement_weights
-from core.metrics.association import kendall_tau_b, spearman_rho
+from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
 from core.metrics.bootstrap import bootstrap_ci, bootstrap_fairness, bootstrap_prmse, percentile_interval, resample_chunks
-from core.metrics.data import Scale, apply_score_policy, rating_counts
+from core.metrics.data import Scale, apply_score_policy, rating_counts, ratings_from_distribution
+from core.metrics.kappa import KappaTest, cohen_kappa_test, kappa_test_from_table
+from core.metrics.scores import scale_scores, trim_scores
 from core.metrics.fairness import fairness_analysis, fairness_resampled
 from core.metrics.krippendorff import krippendorff_alpha
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
@@ -69,12 +77,15 @@ from core.metrics.true_score import (
 
 __all__ = [
     "Scale", "apply_score_policy", "rating_counts", "UndefinedMetricWarning", "SampleSizeWarning",
-    "pearson_r", "spearman_rho", "kendall_tau_b", "quadratic_weighted_kappa", "cohen_kappa", "exact_agreement",
+    "pearson_r", "spearman_rho", "kendall_tau_b", "kendall_tau_c", "quadratic_weighted_kappa", "cohen_kappa",
+    "cohen_kappa_test", "kappa_test_from_table", "KappaTest", "exact_agreement",
     "adjacent_agreement", "agreement", "standardized_mean_difference", "mean_squared_error",
     "root_mean_squared_error", "r2_score", "difference_of_standardized_means", "disattenuated_correlation",
     "degradation",
     "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa",
-    "chance_corrected_agreement", "gwet_standard_errors", "agreement_weights", "krippendorff_alpha",
+    "chance_corrected_agreement", "gwet_standard_errors", "agreement_inference", "Inference", "benchmark",
+    "Benchmark", "ratings_from_distribution", "agreement_weights", "krippendorff_alpha", "trim_scores",
+    "scale_scores",
     "variance_of_errors", "true_score_variance", "mse_true", "prmse", "true_score_evaluation",
     "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "resample_chunks",
     "fisher_z_ci", "normal_ci", "student_t_ci", "Interval",

@@ -54,6 +54,7 @@ class Comparisons:
     true_system: dict[str, np.ndarray] = field(default_factory=dict)
     raters: np.ndarray | None = None              # (n, R) category index of every rating (all-raters block)
     cats: np.ndarray | None = None
+    group_consistency: dict[int, PairSuite] = field(default_factory=dict)   # first two humans in each subgroup
 
     def totals(self) -> dict:
         t: dict = {}
@@ -76,7 +77,7 @@ class Comparisons:
         return out
 
     def _pairs(self) -> list[PairSuite]:
-        return [*self.systems.values(), *self.groups.values(),
+        return [*self.systems.values(), *self.groups.values(), *self.group_consistency.values(),
                 *([self.human_human] if self.human_human is not None else [])]
 
     def finishers(self, t: dict, index: np.ndarray | None = None, with_ranks: bool = True) -> dict[str, Callable]:
@@ -112,6 +113,11 @@ class Comparisons:
             whole = self.systems[s_name]
             f[f"g:{gi}:{s_name}:dsm"] = (lambda gsuite=gsuite, whole=whole: finish_dsm(
                 moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix)))
+        for gi, csuite in self.group_consistency.items():
+            cf = csuite.finishers(t)
+            if with_ranks:
+                cf.update(csuite.ranks(index))
+            f.update({f"c:{gi}:{k}": fn for k, fn in cf.items()})
         if self.raters is not None:
             f.update(self._all_raters(t))
         return f
@@ -131,17 +137,22 @@ class Comparisons:
         return f
 
     def per_resample(self, index: np.ndarray) -> dict:
-        """Kendall's tau of every comparison on one resample (``index``: the rows drawn)."""
-        out = {}
+        """Kendall's tau-b and tau-c of every comparison on one resample (``index``: the rows drawn)."""
+        out: dict = {}
         hh = self.human_human
+        pairs = [(f"s:{s}:", suite) for s, suite in self.systems.items()]
+        pairs += [(f"g:{gi}:{s}:", suite) for (gi, s), suite in self.groups.items()]
+        pairs += [(f"c:{gi}:", suite) for gi, suite in self.group_consistency.items()]
         if hh is not None:
-            out["hh:kendall_tau_b"] = hh.ranks(index)["kendall_tau_b"]()
-        for s, suite in self.systems.items():
-            out[f"s:{s}:kendall_tau_b"] = suite.ranks(index)["kendall_tau_b"]()
-            if hh is not None:
-                out[f"d:{s}:kendall_tau_b"] = out[f"s:{s}:kendall_tau_b"] - out["hh:kendall_tau_b"]
-        for (gi, s), gsuite in self.groups.items():
-            out[f"g:{gi}:{s}:kendall_tau_b"] = gsuite.ranks(index)["kendall_tau_b"]()
+            pairs.append(("hh:", hh))
+        for prefix, suite in pairs:
+            ranks = suite.ranks(index)
+            for k in ("kendall_tau_b", "kendall_tau_c"):
+                out[prefix + k] = ranks[k]()
+        if hh is not None:
+            for s in self.systems:
+                for k in ("kendall_tau_b", "kendall_tau_c"):
+                    out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
         return out
 
     def per_chunk(self, index: np.ndarray, counts: np.ndarray) -> dict:
@@ -156,6 +167,8 @@ class Comparisons:
                 out[f"d:{s}:spearman"] = out[f"s:{s}:spearman"] - out["hh:spearman"]
         for (gi, s), gsuite in self.groups.items():
             out[f"g:{gi}:{s}:spearman"] = gsuite.spearman_resampled(counts)
+        for gi, csuite in self.group_consistency.items():
+            out[f"c:{gi}:spearman"] = csuite.spearman_resampled(counts)
         ref_counts = counts[:, self.reference_rows]
         for s, design in self.fairness.items():
             if design.problem is None:
@@ -180,6 +193,7 @@ def build(human: np.ndarray, system: dict[str, np.ndarray], *, reference: np.nda
         hh = PairSuite("hh:", h1, human[:, 1], hh_rows, n, cats, "pooled")
     labels: list[str] = []
     group_suites: dict[tuple[int, str], PairSuite] = {}
+    consistency: dict[int, PairSuite] = {}
     fair: dict[str, FairnessDesign] = {}
     if groups is not None:
         as_text = pd.Series(groups).astype(str).to_numpy()
@@ -188,9 +202,12 @@ def build(human: np.ndarray, system: dict[str, np.ndarray], *, reference: np.nda
             sel = np.flatnonzero((as_text == g) & reference)
             for s, m in system.items():
                 group_suites[(gi, s)] = PairSuite(f"g:{gi}:{s}:", h1, m, sel, n, cats, "unpooled")
+            if hh is not None:
+                both = np.intersect1d(np.flatnonzero(as_text == g), hh.rows)
+                consistency[gi] = PairSuite(f"c:{gi}:", h1, human[:, 1], both, n, cats, "pooled")
         fair = {s: fairness_design(h1[ref_rows], m[ref_rows], groups[ref_rows]) for s, m in system.items()}
     true_human = np.where(system_ok[:, None], human, np.nan)
     true_system = {s: np.where(system_ok, m, 0.0) for s, m in system.items()}
     raters = rater_index(human, cats) if cats is not None and human.shape[1] >= 2 else None
     return Comparisons(n, systems, hh, labels, group_suites, fair, ref_rows, rater_error_variance, true_human,
-                       true_system, raters, cats)
+                       true_system, raters, cats, consistency)

@@ -20,8 +20,9 @@ import numpy as np
 Weights = Literal["identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"]
 #: Krippendorff's levels of measurement (Krippendorff 2011).
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
-#: Standardized mean difference: human-system (``unpooled``, sd of H) or human-human (``pooled``).
-SmdMethod = Literal["unpooled", "pooled"]
+#: Standardized mean difference: human-system (``unpooled``, sd of H), human-human (``pooled``), or RSMTool's
+#: population variants (``williamson``: pooled population sds, ``johnson``: the population sd of H).
+SmdMethod = Literal["unpooled", "pooled", "williamson", "johnson"]
 
 WEIGHTS: tuple[str, ...] = get_args(Weights)
 LEVELS: tuple[str, ...] = get_args(Level)
@@ -321,3 +322,46 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
         h[out] = np.nan
     return PolicyResult(keep=keep, human=h[keep], system={k: v[keep] for k, v in sys_out.items()},
                         dropped=dropped, changed=changed, ratings=h, system_all=sys_out, system_ok=system_ok)
+
+
+def ratings_from_distribution(counts, categories) -> np.ndarray:
+    """A subjects x raters matrix from a distribution-of-raters table (irrCAC / Gwet's ``*.dist`` input form).
+
+    ``counts[i, k]`` is the number of raters who put subject i in category k. Row i of the result holds
+    ``counts[i, 0]`` times category 0, then ``counts[i, 1]`` times category 1, ..., padded with NaN. Gwet's AC,
+    Brennan-Prediger, Fleiss' kappa and Krippendorff's alpha depend only on these counts, so they equal the
+    distribution-form coefficients; Conger's kappa needs rater identities and is not defined for this input.
+
+    Parameters
+    ----------
+    counts : array of shape (n_subjects, q)
+        Non-negative integers.
+    categories : array-like of shape (q,)
+
+    Returns
+    -------
+    ndarray of shape (n_subjects, max_i sum_k counts[i, k])
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., section 2.4 (distribution of raters);
+    irrCAC ``distrib_6raters``.
+
+    Examples
+    --------
+    >>> ratings_from_distribution([[2, 1], [0, 3]], [1, 2]).tolist()
+    [[1.0, 1.0, 2.0], [2.0, 2.0, 2.0]]
+    """
+    c = np.asarray(counts)
+    cats = np.asarray(categories, dtype=np.float64)
+    if c.ndim != 2 or c.shape[1] != cats.size:
+        raise ValueError(f"counts must be subjects x {cats.size} categories, got shape {c.shape}")
+    if (c < 0).any() or not np.array_equal(c, np.round(c)):
+        raise ValueError("counts must be non-negative integers")
+    c = c.astype(np.int64)
+    width = int(c.sum(axis=1).max()) if c.size else 0
+    out = np.full((c.shape[0], max(width, 1)), np.nan)
+    for i, row in enumerate(c):
+        values = np.repeat(cats, row)
+        out[i, :values.size] = values
+    return out

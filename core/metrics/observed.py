@@ -90,18 +90,24 @@ def quadratic_weighted_kappa(y_true, y_pred) -> float:
     return as_float(finish_qwk(_moments_of(y_true, y_pred)))
 
 
-def standardized_mean_difference(y_true, y_pred, *, method: SmdMethod = "unpooled", ddof: int = 1) -> float:
+def standardized_mean_difference(y_true, y_pred, *, method: SmdMethod = "unpooled", ddof: int = 1,
+                                 population_y_true_sd: float | None = None,
+                                 population_y_pred_sd: float | None = None) -> float:
     """Standardized mean difference of system (or second human) and human scores.
 
-    unpooled: SMD = (mean M - mean H) / sd(H); pooled: SMD = (mean M - mean H) / sqrt((sd(H)^2 + sd(M)^2) / 2).
+    unpooled: SMD = (mean M - mean H) / sd(H); pooled: SMD = (mean M - mean H) / sqrt((sd(H)^2 + sd(M)^2) / 2);
+    williamson: (mean M - mean H) / sqrt((sigma_H^2 + sigma_M^2) / 2) and johnson: (mean M - mean H) / sigma_H with
+    the population sds sigma given (RSMTool's variants, e.g. the whole evaluation set's sds for a subgroup).
     Human-system SMD is unpooled, human-human SMD pooled (RSMTool).
 
     Parameters
     ----------
     y_true, y_pred : array-like of shape (n,)
-    method : {"unpooled", "pooled"}, default "unpooled"
+    method : {"unpooled", "pooled", "williamson", "johnson"}, default "unpooled"
     ddof : {0, 1}, default 1
         Delta degrees of freedom of the standard deviations (1 in RSMTool reports).
+    population_y_true_sd, population_y_pred_sd : float, optional
+        The population sds of "williamson" (both) and "johnson" (the human one).
 
     Returns
     -------
@@ -120,9 +126,21 @@ def standardized_mean_difference(y_true, y_pred, *, method: SmdMethod = "unpoole
     0.852324702859
     >>> round(standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], ddof=0), 12)
     1.171700198827
+    >>> standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], method="johnson", population_y_true_sd=1.2)
+    1.875
     """
     check_option("method", method, SMD_METHODS)
     a, b = as_pair(y_true, y_pred)
+    if method in ("williamson", "johnson"):
+        if population_y_true_sd is None or (method == "williamson" and population_y_pred_sd is None):
+            raise ValueError(f"method {method!r} needs the population standard deviations")
+        sd = (float(population_y_true_sd) if method == "johnson"
+              else float(np.sqrt((population_y_true_sd ** 2 + population_y_pred_sd ** 2) / 2.0)))
+        if a.size == 0:
+            return undefined("SMD needs at least 1 response")
+        if not sd > 0:
+            return undefined("SMD is undefined when the population standard deviation is 0")
+        return float((b.mean() - a.mean()) / sd)
     if ddof not in (0, 1):
         raise ValueError("ddof must be 0 or 1")
     mo = moments(pair_moment_sums(a, b)[0].totals(), {"ca": float(np.mean(a)) if a.size else 0.0,

@@ -217,17 +217,32 @@ def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons
 
     subgroups: dict = {}
     fairness: dict = {}
+    consistency: dict = {}
     if p.groups is not None:
         subgroups[group_name] = {g: {s: block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
                                  for gi, g in enumerate(comp.group_labels)}
         fairness[group_name] = {s: _fairness(p, s, comp.fairness[s], cis, n_resamples, bool(samples))
                                 for s in p.system}
+        if comp.group_consistency:
+            consistency[group_name] = {comp.group_labels[gi]: block(f"c:{gi}:", OBSERVED_KEYS)
+                                       for gi in comp.group_consistency}
     return Evaluation(n_responses=p.n_reference, n_input=p.n_input, dropped=dict(p.policy.dropped), scale=p.scale,
                       human_columns=tuple(names), confidence=confidence, n_resamples=int(n_resamples),
                       seed=int(seed), human_human=human_human, systems=systems, subgroups=subgroups,
                       fairness=fairness, notes=tuple(notes + cautions), human=h[p.reference],
                       system={s: v[p.reference] for s, v in p.system.items()}, prmse_samples=prmse_samples,
-                      bootstrapped=bool(samples))
+                      bootstrapped=bool(samples), consistency_by_group=consistency,
+                      confusion={s: _confusion(p, s) for s in p.system} if p.cats is not None else {})
+
+
+def _confusion(p: Prepared, s_name: str) -> np.ndarray:
+    """Counts of (reference human category, system category) on the reference responses (RSMTool's confusion
+    matrix), on the scores rounded to the scale."""
+    ref, cats = p.reference, p.cats
+    q = cats.size
+    h = np.searchsorted(cats, round_to_categories(p.human[ref, 0], cats))
+    m = np.searchsorted(cats, round_to_categories(p.system[s_name][ref], cats))
+    return np.bincount(h * q + m, minlength=q * q).reshape(q, q)
 
 
 def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_resamples: int,

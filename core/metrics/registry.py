@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Callable, Literal, NamedTuple
 
 from core.metrics.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
-from core.metrics.association import kendall_tau_b, spearman_rho
+from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
 from core.metrics.krippendorff import krippendorff_alpha
 from core.metrics.observed import (
     adjacent_agreement,
@@ -108,6 +108,8 @@ OBSERVED: tuple[Metric, ...] = (
            function=spearman_rho),
     Metric("kendall_tau_b", "Kendall's tau-b", "Kendall (1945); scipy.stats.kendalltau", "rank",
            function=kendall_tau_b),
+    Metric("kendall_tau_c", "Kendall's tau-c", "Stuart (1953); scipy.stats.kendalltau(variant='c')", "rank",
+           function=kendall_tau_c),
     Metric("qwk", "quadratic weighted kappa (continuous)", _RSM + ", wtkappa", "moment",
            function=quadratic_weighted_kappa),
     *_weighted("conger_kappa", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa",

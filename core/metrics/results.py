@@ -14,6 +14,7 @@ from typing import Iterator, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
+from core.metrics.benchmark import benchmark
 from core.metrics.data import Scale
 from core.metrics.intervals import Analytic, Interval
 from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
@@ -119,6 +120,10 @@ class Block:
         return {k: f.analytic.to_json() for k, f in self.figures.items() if f.analytic is not None}
 
 
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
 def _pair(iv: Interval | tuple[float, float]) -> list:
     lo, hi = iv[0], iv[1]
     return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
@@ -190,6 +195,9 @@ class HumanHuman:
         out: dict = {"raters": list(self.raters), **self.all_raters.to_json()}
         out["ci"] = self.all_raters.ci_json(skip=("N", "N_pairable", "N_raters")) if with_ci else {}
         out["analytic"] = self.all_raters.analytic_json()
+        out["benchmark"] = {k: {scale: benchmark(f.value, f.analytic.se, scale=scale).label
+                                for scale in ("landis_koch", "fleiss", "altman")}
+                            for k, f in self.all_raters.figures.items() if f.analytic is not None}
         return out
 
 
@@ -290,6 +298,8 @@ class Evaluation:
     system: Mapping[str, np.ndarray] = field(repr=False)
     prmse_samples: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
     bootstrapped: bool = False      # bootstrap intervals were computed (resamples > 0 and at least 2 responses)
+    consistency_by_group: Mapping[str, Mapping[str, Block]] = field(default_factory=dict)  # human-human per group
+    confusion: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)   # system -> (q, q) counts
 
     @property
     def n_dropped(self) -> int:
@@ -326,6 +336,9 @@ class Evaluation:
                     entry["ci"] = block.ci_json() if with_ci else {}
                     data["subgroups"][gname][label][s_name] = entry
         data["fairness"] = {g: {s: f.to_json() for s, f in per.items()} for g, per in self.fairness.items()}
+        data["consistency_by_group"] = {
+            g: {label: {**b.to_json(OBSERVED_KEYS), "ci": b.ci_json() if with_ci else {}} for label, b in per.items()}
+            for g, per in self.consistency_by_group.items()}
         data["notes"] = list(self.notes)
         return data
 
@@ -359,6 +372,15 @@ class Evaluation:
             tables["degradation"] = pd.DataFrame(
                 [{"system": s, **{k: e.degradation.value(k) for k in OBSERVED_KEYS if k != "N"},
                   "disattenuated_corr": e.disattenuated_corr.value} for s, e in self.systems.items()])
+        for gname, per_label in self.consistency_by_group.items():
+            tables[f"consistency_by_{gname}"] = pd.DataFrame(
+                [{"group": label, **{k: b.value(k) for k in OBSERVED_KEYS}} for label, b in per_label.items()])
+        if self.scale.is_categorical:
+            labels = [f"{c:g}" for c in self.scale.categories]
+            for s, counts in self.confusion.items():
+                frame = pd.DataFrame(counts, columns=labels)
+                frame.insert(0, "human \\ system", labels)
+                tables[f"confusion_{_safe(s)}"] = frame
         tables["true_score_eval"] = pd.DataFrame(
             [{"system": s, **{k: e.true_score.value(k) for k in TRUE_SCORE_KEYS}} for s, e in self.systems.items()])
         rows_ci = []

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from core.metrics.agreement_totals import agreement_tables_from_joint, finish_agreement
-from core.metrics.association import kendall_tau_b, spearman_rho, spearman_rho_resampled
+from core.metrics.association import kendall_taus, spearman_rho, spearman_rho_resampled
 from core.metrics.data import Scale, as_pair
 from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.notes import capture, caution, quiet, undefined
@@ -167,7 +167,13 @@ class PairSuite:
         """Spearman and Kendall on the compared responses of a resample (``index``: drawn rows) or the sample."""
         rows = self.rows if index is None else index[np.isin(index, self.rows)]
         a, b = self.a[rows], self.b[rows]
-        return {"spearman": lambda: spearman_rho(a, b), "kendall_tau_b": lambda: kendall_tau_b(a, b)}
+        taus: list = []
+
+        def tau(k: int) -> float:
+            if not taus:
+                taus.extend(kendall_taus(a, b))
+            return taus[k]
+        return {"spearman": lambda: spearman_rho(a, b), "kendall_tau_b": lambda: tau(0), "kendall_tau_c": lambda: tau(1)}
 
 
 def round_to_categories(x: np.ndarray, cats: np.ndarray) -> np.ndarray:
