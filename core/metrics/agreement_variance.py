@@ -227,6 +227,57 @@ def agreement_inference(ratings, categories, *, weights: Weights = "identity",
     return out
 
 
+def table_inference(table, *, categories=None, weights: Weights = "identity", confidence: float = 0.95,
+                    population_size: float | None = None) -> dict[str, Inference]:
+    """:func:`agreement_inference` of two raters given as a q x q contingency table (irrCAC ``table.CAC``).
+
+    Gwet's (2014, ch. 2-4) two-rater variances divide by n^2 where the raw-data linearisation divides by
+    n (n - 1): Var_table = Var_raw (n - 1) / n. Intervals and p-values as :func:`agreement_inference` (t with
+    n - 1 df, capped at 1). ``conger`` is Cohen's kappa and ``fleiss`` Scott's pi here.
+
+    Parameters
+    ----------
+    table : array of shape (q, q)
+        Counts of subjects rated k by rater 1 and l by rater 2.
+    categories : array-like of shape (q,), optional
+        The category values (default 1..q, as irrCAC for label tables).
+    weights, confidence, population_size
+        As :func:`agreement_inference`.
+
+    Returns
+    -------
+    dict name -> Inference
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., ch. 2-4; irrCAC ``table.py``.
+
+    Examples
+    --------
+    irrCAC's ``table_cont3x3abstractors``: AC1 0.84933, se 0.04322, interval (0.76358, 0.93508):
+
+    >>> res = table_inference([[13, 0, 0], [0, 20, 7], [0, 4, 56]])["gwet"]
+    >>> [round(x, 5) for x in (res.value, res.se, res.low, res.high)]
+    [0.84933, 0.04322, 0.76358, 0.93508]
+    """
+    t = np.asarray(table, dtype=np.float64)
+    q = t.shape[0]
+    if t.shape != (q, q) or (t < 0).any() or not np.array_equal(t, np.round(t)):
+        raise ValueError("table must be a square matrix of non-negative counts")
+    cats = np.arange(1.0, q + 1.0) if categories is None else np.asarray(categories, dtype=np.float64)
+    k, l = np.nonzero(t)
+    reps = t[k, l].astype(np.int64)
+    ratings = np.column_stack([np.repeat(cats[k], reps), np.repeat(cats[l], reps)])
+    n = ratings.shape[0]
+    out = {}
+    for name, res in agreement_inference(ratings, cats, weights=weights, confidence=confidence,
+                                         population_size=population_size).items():
+        se = res.se * np.sqrt((n - 1.0) / n) if n > 0 else res.se
+        low, high = student_t_ci(res.value, se, n, confidence)
+        out[name] = Inference(res.value, float(se), low, high, student_t_p_value(res.value, se, n), res.df)
+    return out
+
+
 def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weights, ...] = "identity") -> dict:
     """Standard errors of Gwet's AC, Brennan-Prediger and Fleiss' kappa (:func:`agreement_inference`).
 
