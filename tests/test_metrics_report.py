@@ -198,3 +198,28 @@ def test_subgroup_intervals_equal_recomputation(result):
     ci = ev.to_json()["subgroups"]["L1"]["b"]["sys"]["ci"]
     assert ci["corr"] == pytest.approx(list(percentile_interval(np.array(corr))), abs=1e-10)
     assert ci["dsm"] == pytest.approx(list(percentile_interval(np.array(dsm))), abs=1e-10)
+
+
+def test_tau_c_and_all_raters_intervals_equal_recomputation():
+    """The resampled tau-c (tie counts from value ids) and all-raters coefficients (sums by rating pattern) equal
+    the library functions on the same resamples."""
+    rng = np.random.default_rng(8)
+    n = 150
+    t = rng.normal(3, 1, n)
+    h = np.clip(np.round(t[:, None] + rng.normal(0, .7, (n, 3))), 1, 5)
+    h[rng.random((n, 3)) < 0.2] = np.nan
+    h[:, 0] = np.where(np.isnan(h[:, 0]), 3.0, h[:, 0])
+    m = np.round(t + rng.normal(0, .5, n), 1)
+    ev = M.evaluate(h, {"s": m}, scale=M.Scale(1, 5), n_bootstrap=30, seed=2)
+    tau_c, ac1, conger = [], [], []
+    for index, _ in resample_chunks(n, 30, np.random.default_rng(2)):
+        for idx in index:
+            tau_c.append(quiet(M.kendall_tau_c, h[idx, 0], m[idx]))
+            ac1.append(quiet(M.gwet_ac, h[idx], np.arange(1, 6)))
+            conger.append(quiet(M.conger_kappa, h[idx], np.arange(1, 6), weights="quadratic"))
+    d = ev.to_json()
+    assert d["systems"]["s"]["ci"]["kendall_tau_c"] == pytest.approx(list(percentile_interval(np.array(tau_c))),
+                                                                      abs=1e-10)
+    assert d["all_raters"]["ci"]["gwet_ac1"] == pytest.approx(list(percentile_interval(np.array(ac1))), abs=1e-10)
+    assert d["all_raters"]["ci"]["conger_kappa_quadratic"] == pytest.approx(
+        list(percentile_interval(np.array(conger))), abs=1e-10)

@@ -37,7 +37,7 @@ from core.metrics.agreement import (
     gwet_ac,
     scott_pi,
 )
-from core.metrics.agreement_variance import Inference, agreement_inference, gwet_standard_errors
+from core.metrics.agreement_variance import Inference, agreement_inference, gwet_standard_errors, table_inference
 from core.metrics.benchmark import Benchmark, benchmark
 from core.metrics.weights import agreement_weights
 from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
@@ -83,8 +83,8 @@ __all__ = [
     "root_mean_squared_error", "r2_score", "difference_of_standardized_means", "disattenuated_correlation",
     "degradation",
     "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa",
-    "chance_corrected_agreement", "gwet_standard_errors", "agreement_inference", "Inference", "benchmark",
-    "Benchmark", "ratings_from_distribution", "agreement_weights", "krippendorff_alpha", "trim_scores",
+    "chance_corrected_agreement", "gwet_standard_errors", "agreement_inference", "table_inference", "Inference",
+    "benchmark",    "Benchmark", "ratings_from_distribution", "agreement_weights", "krippendorff_alpha", "trim_scores",
     "scale_scores",
     "variance_of_errors", "true_score_variance", "mse_true", "prmse", "true_score_evaluation",
     "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "resample_chunks",

@@ -54,6 +54,36 @@ def category_counts(index: np.ndarray, q: int) -> np.ndarray:
     return counts.reshape(n, q)
 
 
+def rating_patterns(index: np.ndarray, q: int, *, return_inverse: bool = False):
+    """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
+    subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
+    ``return_inverse`` also each subject's pattern."""
+    if return_inverse:
+        rows, inverse = np.unique(index, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return rows, np.bincount(inverse, minlength=rows.shape[0]).astype(np.float64), inverse
+    n, R = index.shape
+    base = q + 1
+    if R * np.log2(base) < 62:
+        code = np.zeros(n, dtype=np.int64)
+        for j in range(R - 1, -1, -1):
+            code = code * base + (index[:, j] + 1)
+        if base ** R <= 4 * max(n, 1_000_000):
+            mult = np.bincount(code, minlength=base ** R)
+            codes = np.flatnonzero(mult)
+            mult = mult[codes]
+        else:
+            codes, mult = np.unique(code, return_counts=True)
+        rows = np.empty((codes.size, R), dtype=np.int64)
+        rest = codes.copy()
+        for j in range(R):
+            rows[:, j] = rest % base - 1
+            rest //= base
+        return rows, mult.astype(np.float64)
+    rows, mult = np.unique(index, axis=0, return_counts=True)
+    return rows, mult.astype(np.float64)
+
+
 def _per_subject(index: np.ndarray, valid: np.ndarray, values_by_cat: np.ndarray, r: np.ndarray) -> np.ndarray:
     """sum_j v[x_ij] / r_i over the subject's ratings (O(n x raters))."""
     acc = np.where(valid, values_by_cat[np.maximum(index, 0)], 0.0).sum(axis=1)
@@ -61,16 +91,19 @@ def _per_subject(index: np.ndarray, valid: np.ndarray, values_by_cat: np.ndarray
 
 
 def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFICIENTS,
-               counts: np.ndarray | None = None) -> dict:
-    """Point values and linearised per-subject terms of each coefficient.
+               counts: np.ndarray | None = None, mult: np.ndarray | None = None) -> dict:
+    """Point values and the variance sums of the linearised per-subject terms of each coefficient.
 
-    ``index`` is the (n, R) category-index matrix (-1 = missing) of the subjects with at least one rating, ``w``
-    the (q, q) agreement weights, ``counts`` the (n, q) matrix r_ik (computed when not given; pass it to reuse it
-    across weightings). Returns ``{name: (value, terms, centre, n_subjects)}``; the variance is
-    ``sum (terms - centre)^2 / (n_subjects (n_subjects - 1))`` times 1 - f.
+    ``index`` is the (n, R) category-index matrix (-1 = missing) of the subjects with at least one rating (or of
+    their distinct patterns, each standing for ``mult`` subjects: :func:`rating_patterns`), ``w`` the (q, q)
+    agreement weights, ``counts`` the matrix r_ik of the rows (computed when not given). Returns
+    ``{name: (value, sum_i (terms_i - centre)^2, n_subjects)}``; the variance is that sum over
+    n_subjects (n_subjects - 1), times 1 - f.
     """
-    n, R = index.shape
+    rows, R = index.shape
     q = w.shape[0]
+    m = np.ones(rows) if mult is None else np.asarray(mult, dtype=np.float64)
+    n = m.sum()
     valid = index >= 0
     safe = np.maximum(index, 0)
     r = valid.sum(axis=1).astype(np.float64)
@@ -79,10 +112,10 @@ def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFI
     weighted = counts @ w.T                                    # r*_ik
     sum_q = (counts * (weighted - 1.0)).sum(axis=1)
     two = r >= 2
-    n2 = np.float64(two.sum())
+    n2 = np.float64(m[two].sum())
     pa_i = np.where(two, sum_q / np.where(two, r * (r - 1.0), 1.0), 0.0)
-    pa = pa_i.sum() / n2
-    pi = (counts / r[:, None]).sum(axis=0) / n
+    pa = (m * pa_i).sum() / n2
+    pi = (m[:, None] * counts / r[:, None]).sum(axis=0) / n
     tw = w.sum()
     out: dict = {}
 
@@ -91,7 +124,7 @@ def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFI
         terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
         if pe_i is not None:
             terms = terms - 2.0 * (1.0 - value) * (pe_i - pe) / (1.0 - pe)
-        out[name] = (value, terms, value, n)
+        out[name] = (value, (m * (terms - value) ** 2).sum(), n)
 
     if "gwet" in which and q >= 2:
         scale = tw / (q * (q - 1))
@@ -102,20 +135,20 @@ def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFI
         wpi = (w @ pi + w.T @ pi) / 2.0
         finish("fleiss", np.float64(pi @ w @ pi), _per_subject(index, valid, wpi, r))
     if "conger" in which:
-        out["conger"] = _conger(index, valid, safe, w, n, n2, pa, pa_i, two)
+        out["conger"] = _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two)
     if "krippendorff" in which:
-        out["krippendorff"] = _krippendorff(counts, weighted, sum_q, r, w)
+        out["krippendorff"] = _krippendorff(counts, sum_q, r, w, m)
     return out
 
 
-def _conger(index, valid, safe, w, n, n2, pa, pa_i, two):
+def _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two):
     """Conger's kappa and its linearised terms (Gwet 2014, section 5.4; irrCAC ``conger``)."""
     R = index.shape[1]
     q = w.shape[0]
-    ng = valid.sum(axis=0).astype(np.float64)                  # ratings per rater
+    ng = (m[:, None] * valid).sum(axis=0)                        # ratings per rater
     n_gk = np.zeros((R, q))
     for g in range(R):
-        n_gk[g] = np.bincount(index[valid[:, g], g], minlength=q)
+        n_gk[g] = np.bincount(index[valid[:, g], g], weights=m[valid[:, g]], minlength=q)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = n_gk / ng[:, None]                                  # p_gk
     pbar = p.sum(axis=0) / R
@@ -132,19 +165,19 @@ def _conger(index, valid, safe, w, n, n2, pa, pa_i, two):
     pe_i = lam.sum(axis=1) / (R * (R - 1.0))
     terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
     terms = terms - 2.0 * (1.0 - value) * (pe_i - pe) / (1.0 - pe)
-    return value, terms, value, n
+    return value, (m * (terms - value) ** 2).sum(), n
 
 
-def _krippendorff(counts, weighted, sum_q, r, w):
+def _krippendorff(counts, sum_q, r, w, m):
     """Krippendorff's alpha (weighted form) and its linearised terms (Gwet 2014, section 5.5; irrCAC)."""
     keep = r >= 2
-    counts, sum_q, r = counts[keep], sum_q[keep], r[keep]
-    n = counts.shape[0]
-    r_mean = r.mean()
-    eps = 1.0 / r.sum()
-    pa_prime = np.float64((sum_q / (r_mean * (r - 1.0))).sum() / n)
+    counts, sum_q, r, m = counts[keep], sum_q[keep], r[keep], m[keep]
+    n = m.sum()
+    r_mean = (m * r).sum() / n
+    eps = 1.0 / (m * r).sum()
+    pa_prime = np.float64((m * sum_q / (r_mean * (r - 1.0))).sum() / n)
     pa = (1.0 - eps) * pa_prime + eps
-    pi = (counts / r_mean).sum(axis=0) / n
+    pi = (m[:, None] * counts / r_mean).sum(axis=0) / n
     pe = np.float64(pi @ w @ pi)
     value = (pa - pe) / (1.0 - pe)
     value_prime = (pa_prime - pe) / (1.0 - pe)
@@ -153,7 +186,7 @@ def _krippendorff(counts, weighted, sum_q, r, w):
     wpi = (w @ pi + w.T @ pi) / 2.0
     pe_i = counts @ wpi / r_mean - pe * (r - r_mean) / r_mean
     terms = k_i - 2.0 * (1.0 - value_prime) * (pe_i - pe) / (1.0 - pe)
-    return value, terms, value_prime, n
+    return value, (m * (terms - value_prime) ** 2).sum(), n
 
 
 def agreement_inference(ratings, categories, *, weights: Weights = "identity",
@@ -211,17 +244,18 @@ def agreement_inference(ratings, categories, *, weights: Weights = "identity",
         return blank
     f = 0.0 if population_size is None else n / float(population_size)
     out = dict(blank)
+    rows, mult = rating_patterns(idx, cats.size)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lin = linearised(idx, agreement_weights(cats, weights), tuple(coefficients))
+        lin = linearised(rows, agreement_weights(cats, weights), tuple(coefficients), mult=mult)
     for name in coefficients:
         if name not in lin:
             undefined("Gwet's AC needs at least 2 categories")
             continue
-        value, terms, centre, m = lin[name]
+        value, sq, m = lin[name]
         if not np.isfinite(value) or m < 2:
             undefined(f"no standard error: {name} is undefined for these data")
             continue
-        se = float(np.sqrt((1.0 - f) * np.sum((terms - centre) ** 2) / (m * (m - 1.0))))
+        se = float(np.sqrt((1.0 - f) * sq / (m * (m - 1.0))))
         low, high = student_t_ci(value, se, m, confidence)
         out[name] = Inference(float(value), se, low, high, student_t_p_value(value, se, m), int(m - 1))
     return out
@@ -338,17 +372,18 @@ def named_inference(index: np.ndarray, cats: np.ndarray, *, confidence: float = 
     if n < 2 or not ((idx >= 0).sum(axis=1) >= 2).any():
         return {}
     f = 0.0 if population_size is None else n / float(population_size)
-    counts = category_counts(idx, cats.size)
+    rows, mult = rating_patterns(idx, cats.size)
+    counts = category_counts(rows, cats.size)
     out: dict[str, Inference] = {}
     for j, weights in enumerate(_REPORT_WEIGHTS):
         with np.errstate(divide="ignore", invalid="ignore"):
-            lin = linearised(idx, agreement_weights(cats, weights), COEFFICIENTS, counts=counts)
-        for coef, (value, terms, centre, m) in lin.items():
+            lin = linearised(rows, agreement_weights(cats, weights), COEFFICIENTS, counts=counts, mult=mult)
+        for coef, (value, sq, m) in lin.items():
             name = REPORT_NAMES[coef][j]
             if name is None or not np.isfinite(value) or m < 2:
                 continue
             with np.errstate(invalid="ignore"):
-                se = float(np.sqrt((1.0 - f) * np.sum((terms - centre) ** 2) / (m * (m - 1.0))))
+                se = float(np.sqrt((1.0 - f) * sq / (m * (m - 1.0))))
             low, high = student_t_ci(value, se, m, confidence)
             out[name] = Inference(float(value), se, low, high, student_t_p_value(value, se, m), int(m - 1))
     return out

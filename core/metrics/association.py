@@ -180,12 +180,13 @@ def kendall_tau_c(y_true, y_pred) -> float:
     return _kendall(y_true, y_pred, "c")
 
 
-def kendall_taus(y_true, y_pred) -> tuple[float, float]:
+def kendall_taus(y_true, y_pred, *, ties: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
     """Kendall's tau-b and tau-c from one concordance count (the report's ``kendall_tau_b`` and ``kendall_tau_c``).
 
     P - Q = tau_b sqrt((n0 - n1)(n0 - n2)) with n0 = n(n - 1)/2 and n1, n2 the pairs tied in H and in M, so tau-c
     = 2 (P - Q) / (n^2 (m - 1) / m) needs no second pass over the pairs. Same values as :func:`kendall_tau_b` and
-    :func:`kendall_tau_c`.
+    :func:`kendall_tau_c`. ``ties`` gives the counts of each distinct value of both vectors when known (zeros are
+    ignored), e.g. from a bootstrap resample.
 
     Examples
     --------
@@ -197,8 +198,10 @@ def kendall_taus(y_true, y_pred) -> tuple[float, float]:
     if not np.isfinite(tau_b):
         return tau_b, tau_b
     n = float(a.size)
-    ca = np.unique(a, return_counts=True)[1].astype(np.float64)
-    cb = np.unique(b, return_counts=True)[1].astype(np.float64)
+    if ties is None:
+        ties = (np.unique(a, return_counts=True)[1], np.unique(b, return_counts=True)[1])
+    ca, cb = (np.asarray(c, dtype=np.float64) for c in ties)
+    ca, cb = ca[ca > 0], cb[cb > 0]
     n0 = n * (n - 1.0) / 2.0
     pq = tau_b * np.sqrt((n0 - (ca * (ca - 1.0)).sum() / 2.0) * (n0 - (cb * (cb - 1.0)).sum() / 2.0))
     m = float(min(ca.size, cb.size))

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
+from core.metrics.agreement_variance import rating_patterns
 from core.metrics.fairness import FairnessDesign, fairness_design
 from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.moments import finish_disattenuated, finish_dsm, moments
@@ -32,8 +33,19 @@ TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prms
 _WEIGHTINGS = (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic"))
 
 
+def _pattern_tables(index: np.ndarray, q: int, prefix: str) -> tuple[np.ndarray, dict]:
+    """The all-raters sums (:func:`core.metrics.agreement_totals.agreement_sums`) per rating pattern, and each
+    response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
+    rows, _, inverse = rating_patterns(index, q, return_inverse=True)
+    return inverse, agreement_sums(rows, q, prefix).per_row()
+
+
 def rater_index(h: np.ndarray, cats: np.ndarray) -> np.ndarray:
     """Category-index matrix (-1 = missing) of human ratings mapped to the scale's categories."""
+    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):      # integers: round and clip in place
+        with np.errstate(invalid="ignore"):
+            idx = np.clip(np.round(h), cats[0], cats[-1]) - cats[0]
+        return np.where(np.isnan(idx), -1, idx).astype(np.int64)
     hc = np.where(np.isfinite(h), round_to_categories(np.nan_to_num(h, nan=cats[0]), cats), np.nan)
     return np.where(np.isfinite(hc), np.searchsorted(cats, np.nan_to_num(hc, nan=cats[0])), -1).astype(np.int64)
 
@@ -73,7 +85,7 @@ class Comparisons:
         for s, m in self.true_system.items():
             out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0], "")
         if self.raters is not None:
-            out.merge(agreement_sums(self.raters, self.cats.size, "a:"), "")
+            out.add_grouped(*_pattern_tables(self.raters, self.cats.size, "a:"))
         return out
 
     def _pairs(self) -> list[PairSuite]:
@@ -142,7 +154,7 @@ class Comparisons:
         hh = self.human_human
         pairs = [(f"s:{s}:", suite) for s, suite in self.systems.items()]
         pairs += [(f"g:{gi}:{s}:", suite) for (gi, s), suite in self.groups.items()]
-        pairs += [(f"c:{gi}:", suite) for gi, suite in self.group_consistency.items()]
+        # (human-human consistency by group: Spearman is resampled, Kendall is not, to keep the bootstrap's time)
         if hh is not None:
             pairs.append(("hh:", hh))
         for prefix, suite in pairs:

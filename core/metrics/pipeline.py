@@ -232,17 +232,15 @@ def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons
                       fairness=fairness, notes=tuple(notes + cautions), human=h[p.reference],
                       system={s: v[p.reference] for s, v in p.system.items()}, prmse_samples=prmse_samples,
                       bootstrapped=bool(samples), consistency_by_group=consistency,
-                      confusion={s: _confusion(p, s) for s in p.system} if p.cats is not None else {})
+                      confusion={s: _confusion(comp, s) for s in p.system} if p.cats is not None else {})
 
 
-def _confusion(p: Prepared, s_name: str) -> np.ndarray:
+def _confusion(comp: Comparisons, s_name: str) -> np.ndarray:
     """Counts of (reference human category, system category) on the reference responses (RSMTool's confusion
     matrix), on the scores rounded to the scale."""
-    ref, cats = p.reference, p.cats
-    q = cats.size
-    h = np.searchsorted(cats, round_to_categories(p.human[ref, 0], cats))
-    m = np.searchsorted(cats, round_to_categories(p.system[s_name][ref], cats))
-    return np.bincount(h * q + m, minlength=q * q).reshape(q, q)
+    q = comp.cats.size
+    index = comp.systems[s_name].category_index()
+    return np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).reshape(q, q)
 
 
 def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_resamples: int,

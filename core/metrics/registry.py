@@ -8,8 +8,9 @@ instead of from one global drop rule:
 ``responses``             rows used
 ========================  ==================================================================================
 ``"reference"``           responses with a reference (first human) score and every system score (RSMTool)
-``"double_scored"``       responses with both of the first two human scores
-``"rated"``               responses with at least one human rating (and, with a system, its score)
+``"double_scored"``       responses with both of the first two human scores (human-human)
+``"rated"``               responses with at least one human rating (all raters); with a system, also every
+                          system score (true scores)
 ``"group"``               the reference responses of one subgroup
 ========================  ==================================================================================
 
@@ -132,17 +133,17 @@ SHORT: tuple[str, ...] = ("N", "h_mean", "h_sd", "sys_mean", "sys_sd", "corr", "
 
 #: True-score metrics of one system against every human rating (Loukina et al. 2020, Appendix B).
 TRUE_SCORE: tuple[Metric, ...] = (
-    Metric("N", "responses", "Loukina et al. (2020)", "true_score", "reference", "all"),
-    Metric("N_raters", "human columns", "Loukina et al. (2020)", "true_score", "reference", "all"),
-    Metric("N_single", "single-scored responses", "Loukina et al. (2020)", "true_score", "reference", "all"),
-    Metric("N_multiple", "responses with 2+ ratings", "Loukina et al. (2020)", "true_score", "reference", "all"),
+    Metric("N", "responses", "Loukina et al. (2020)", "true_score", "rated", "all"),
+    Metric("N_raters", "human columns", "Loukina et al. (2020)", "true_score", "rated", "all"),
+    Metric("N_single", "single-scored responses", "Loukina et al. (2020)", "true_score", "rated", "all"),
+    Metric("N_multiple", "responses with 2+ ratings", "Loukina et al. (2020)", "true_score", "rated", "all"),
     Metric("rater_error_variance", "rater error variance V_e", "Loukina et al. (2020), App. B", "true_score",
-           "reference", "all", variance_of_errors),
+           "rated", "all", variance_of_errors),
     Metric("true_score_variance", "true score variance", "Loukina et al. (2020), App. B", "true_score",
-           "reference", "all", true_score_variance),
-    Metric("mse_true", "MSE against the true score", "Loukina et al. (2020), App. B", "true_score", "reference",
+           "rated", "all", true_score_variance),
+    Metric("mse_true", "MSE against the true score", "Loukina et al. (2020), App. B", "true_score", "rated",
            "all", mse_true),
-    Metric("prmse", "PRMSE", "Loukina et al. (2020), App. B eq. 8", "true_score", "reference", "all",
+    Metric("prmse", "PRMSE", "Loukina et al. (2020), App. B eq. 8", "true_score", "rated", "all",
            prmse),
 )
 

@@ -51,6 +51,7 @@ class PairSuite:
     smd_method: str
     shift: dict = field(init=False)
     _sums: RowSums | None = field(init=False, default=None)
+    _codes: tuple | None = field(init=False, default=None)
 
     def __post_init__(self):
         a, b = self.a[self.rows], self.b[self.rows]
@@ -119,8 +120,8 @@ class PairSuite:
         if cats is None or not cats.size:
 
             def none():
-                return np.full(np.shape(mo["n"]), undefined("no score categories: give an explicit scale with "
-                                                             "categories (e.g. --scale MIN MAX with integer bounds)"))
+                return np.full(np.shape(mo["n"]), undefined("no score categories: the scale needs categories "
+                                                             "(integer bounds or an explicit list)"))
             for key in OBSERVED_KEYS:
                 if key not in f and key not in RANK_KEYS:
                     f[key] = none
@@ -155,6 +156,17 @@ class PairSuite:
                 lambda level=level: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level)))
         return f
 
+    def _value_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each compared response's distinct-value id in ``a`` and ``b`` (full length; for tie counts)."""
+        if self._codes is None:
+            full = []
+            for x in (self.a, self.b):
+                codes = np.zeros(self.a.size, dtype=np.int64)
+                codes[self.rows] = np.unique(x[self.rows], return_inverse=True)[1].reshape(-1)
+                full.append(codes)
+            self._codes = (full[0], full[1])
+        return self._codes
+
     def category_index(self) -> np.ndarray | None:
         """The (rows, 2) category-index matrix of the compared responses (None without categories)."""
         return None if self._cat is None else np.column_stack([self._cat[2], self._cat[3]])
@@ -171,7 +183,11 @@ class PairSuite:
 
         def tau(k: int) -> float:
             if not taus:
-                taus.extend(kendall_taus(a, b))
+                ties = None                  # a resample: tie counts from the sample's value ids, no sort
+                if index is not None and rows.size:
+                    codes = self._value_codes()
+                    ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
+                taus.extend(kendall_taus(a, b, ties=ties))
             return taus[k]
         return {"spearman": lambda: spearman_rho(a, b), "kendall_tau_b": lambda: tau(0), "kendall_tau_c": lambda: tau(1)}
 

@@ -51,6 +51,10 @@ def case(request, tmp_path_factory):
     return h, m, cats, groups, peers, ours
 
 
+#: Our name of RSMTool's metrics where they differ (one name per coefficient: issue 12).
+OURS = {"kappa": "conger_kappa"}
+
+
 def close(a, b, tol=TOL):
     if a is None or b is None:
         return a is None and b is None
@@ -61,14 +65,14 @@ def test_rsmtool_observed(case):
     *_, peers, ours = case
     obs = ours.to_json()["systems"]["sys"]["observed"]
     for key, want in peers["rsmtool"]["sys"].items():
-        assert close(obs[key], want), (key, obs[key], want)
+        assert close(obs[OURS.get(key, key)], want), (key, obs[OURS.get(key, key)], want)
 
 
 def test_rsmtool_human_human(case):
     *_, peers, ours = case
     hh = ours.to_json()["human_human"]
     for key, want in peers["rsmtool"]["hh"].items():
-        assert close(hh[key], want), (key, hh[key], want)
+        assert close(hh[OURS.get(key, key)], want), (key, hh[OURS.get(key, key)], want)
 
 
 def test_rsmtool_true_score(case):
