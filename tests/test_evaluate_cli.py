@@ -228,3 +228,17 @@ def test_project_flow_evaluates_a_system_against_a_campaign(tmp_path, capsys):
     assert d["all_raters"]["raters"] == d["human_columns"] and d["all_raters"]["N"] == len(rated)
     assert main(["evaluate", "--project", str(project), "--system", str(tmp_path / "scores.csv")]) == 0
     assert "Agreement among all 2 human raters" in capsys.readouterr().out
+
+
+def test_fairness_against_a_chosen_base_group(tmp_path, capsys):
+    path = write(frame(), tmp_path / "s.csv")
+    base = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--group", "L1",
+                             "--json"])["fairness"]["L1"]["model"]
+    other = next(g for g in base["groups"] if g != base["base_group"])
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--group", "L1",
+                          "--base-group", other, "--json"])["fairness"]["L1"]["model"]
+    assert d["base_group"] == other and d["osd"]["value"] == pytest.approx(base["osd"]["value"], abs=1e-12)
+    lo, hi = d["osd"]["estimates_ci"]["Intercept"]
+    assert lo <= d["osd"]["estimates"]["Intercept"] <= hi and 0 <= d["osd"]["estimates_p_value"]["Intercept"] <= 1
+    assert main(["evaluate", str(path), "--human", "h1", "--system", "model", "--group", "L1",
+                 "--base-group", "nope"]) == 1

@@ -174,7 +174,8 @@ def bootstrap(comp: Comparisons, n_resamples: int, seed: int,
 
 def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons: dict, cautions: list[str],
              closed: dict[str, Analytic], samples: dict[str, np.ndarray], *, n_resamples: int, seed: int,
-             confidence: float, group_name: str, rater_error_variance: float | None) -> Evaluation:
+             confidence: float, group_name: str, rater_error_variance: float | None,
+             base_group: str | None = None) -> Evaluation:
     """The typed :class:`Evaluation` from the flat values, reasons and intervals of steps 2-4."""
     cis = {k: Interval(*percentile_interval(v, confidence)) for k, v in samples.items()}
     notes, names, h = p.notes, p.names, p.human
@@ -221,8 +222,8 @@ def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons
     if p.groups is not None:
         subgroups[group_name] = {g: {s: block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
                                  for gi, g in enumerate(comp.group_labels)}
-        fairness[group_name] = {s: _fairness(p, s, comp.fairness[s], cis, n_resamples, bool(samples))
-                                for s in p.system}
+        fairness[group_name] = {s: _fairness(p, s, comp.fairness[s], cis, n_resamples, bool(samples),
+                                             base_group) for s in p.system}
         if comp.group_consistency:
             consistency[group_name] = {comp.group_labels[gi]: block(f"c:{gi}:", OBSERVED_KEYS)
                                        for gi in comp.group_consistency}
@@ -244,9 +245,10 @@ def _confusion(comp: Comparisons, s_name: str) -> np.ndarray:
 
 
 def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_resamples: int,
-              resampled: bool) -> FairnessEvaluation:
+              resampled: bool, base_group: str | None) -> FairnessEvaluation:
     ref = p.reference
-    fa, why, _ = capture(fairness_analysis, p.human[ref, 0], p.system[s_name][ref], p.groups[ref])
+    fa, why, _ = capture(fairness_analysis, p.human[ref, 0], p.system[s_name][ref], p.groups[ref],
+                         base_group=base_group)
     reason = "; ".join(why) or None
     figs = {}
     for k in FAIRNESS_KEYS:
@@ -258,7 +260,7 @@ def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_res
                 ci_reason = fairness_ci_reason(design.problem if resampled else "the bootstrap needs at least 2 "
                                                "responses", rec["value"], "; ".join(why), n_resamples)
         figs[k] = FairnessFigure(rec["value"], rec["p_value"], rec["r2"], dict(rec["estimates"]), reason, ci,
-                                 ci_reason)
+                                 ci_reason, dict(rec["estimates_p_value"]), dict(rec["estimates_ci"]))
     return FairnessEvaluation(fa["base_group"], dict(fa["groups"]), figs["osa"], figs["osd"], figs["csd"],
                               bootstrapped=n_resamples > 0, n=int(ref.sum()))
 
@@ -268,7 +270,7 @@ def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_res
 def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale: Scale | None = None,
              groups=None, group_name: str = "group", exclude_zeros: bool = False,
              rater_error_variance: float | None = None, n_bootstrap: int = 0, seed: int = 0,
-             confidence: float = 0.95, population_size: float | None = None,
+             confidence: float = 0.95, population_size: float | None = None, base_group: str | None = None,
              progress: Callable[[int, int], None] | None = None, extra_notes: list[str] | None = None) -> Evaluation:
     """Every metric for every system against the human ratings, with reasons, cautions and intervals.
 
@@ -296,6 +298,9 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     seed : int, default 0
         Seed of the one ``numpy.random.Generator`` used for resampling.
     confidence : float, default 0.95
+    base_group : str, optional
+        Reference level of the fairness models' group coefficients (RSMTool's ``base_group``; default the
+        largest group).
     population_size : float, optional
         Number of responses in the population, for the finite-population correction of the analytic standard
         errors of the chance-corrected coefficients (Gwet 2014, section 5.3; irrCAC's ``N``).
@@ -332,4 +337,5 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     elif n_bootstrap > 0:
         p.notes.append("bootstrap skipped: it needs at least 2 responses")
     return assemble(p, comp, totals, values, reasons, cautions, closed, samples, n_resamples=n_bootstrap, seed=seed,
-                    confidence=confidence, group_name=group_name, rater_error_variance=rater_error_variance)
+                    confidence=confidence, group_name=group_name, rater_error_variance=rater_error_variance,
+                    base_group=base_group)

@@ -211,6 +211,8 @@ class FairnessFigure(NamedTuple):
     reason: str | None = None
     ci: Interval | None = None
     ci_reason: str | None = None
+    estimates_p_value: Mapping[str, float] = {}
+    estimates_ci: Mapping[str, tuple[float, float]] = {}
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,9 @@ class FairnessEvaluation:
                 if not np.isfinite(v):
                     item[k + "_reason"] = fig.reason or "undefined for these data"
             item["estimates"] = {g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates.items()}
+            item["estimates_p_value"] = {g: (None if not np.isfinite(c) else float(c))
+                                         for g, c in fig.estimates_p_value.items()}
+            item["estimates_ci"] = {g: _pair(c) for g, c in fig.estimates_ci.items()}
             out[key] = item
         if self.bootstrapped:
             out["ci"] = {k: _pair(f.ci if f.ci is not None else (np.nan, np.nan)) for k, f in self.figures().items()}

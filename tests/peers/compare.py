@@ -226,6 +226,16 @@ def _pipeline_pair(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray,
     for key, peer in rsm["fairness"].items():
         t.check("RSMTool", f"fairness {key}", name, fair[key]["value"], peer["value"])
         t.check("RSMTool", f"fairness {key} p-value", name, fair[key]["p_value"], peer["p_value"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        based = M.fairness_analysis(h1, sys, frame["group"].to_numpy()[ref], base_group="b")
+    for key, per in rsm["fairness_base_b"].items():
+        for coef, peer in per.items():
+            where = f"{name}, base group b"
+            t.check("RSMTool", f"fairness {key} estimate", where, based[key]["estimates"][coef], peer["estimate"])
+            t.check("RSMTool", f"fairness {key} estimate p-value", where, based[key]["estimates_p_value"][coef],
+                    peer["p_value"])
+            t.interval("RSMTool", f"fairness {key} estimate", where, based[key]["estimates_ci"][coef], peer["ci"])
 
 
 def _long_form(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray, entry: dict) -> None:

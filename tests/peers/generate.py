@@ -179,6 +179,15 @@ def rsmtool_peers(frame: pd.DataFrame, raters: int, cats: list) -> dict:
     out["fairness"] = {key: {"value": float(fm.loc["R2", col]), "p_value": float(fm.loc["sig", col])}
                        for key, col in (("osa", "Overall score accuracy"), ("osd", "Overall score difference"),
                                         ("csd", "Conditional score difference"))}
+    _, cont = get_fairness_analyses(df, "L1", "raw", base_group="b")
+    out["fairness_base_b"] = {}
+    for key in ("osa", "osd", "csd"):
+        est = cont[f"estimates_{key}_by_L1"]
+        out["fairness_base_b"][key] = {
+            ("Intercept" if str(name).startswith("Intercept") else str(name)):
+                {"estimate": float(row["estimate"]), "p_value": float(row["P>[t]"]),
+                 "ci": [float(row["[0.025"]), float(row["0.975]"])]}
+            for name, row in est.iterrows()}
     return {k: (float(v) if isinstance(v, (float, np.floating, int)) else v) for k, v in out.items()}
 
 

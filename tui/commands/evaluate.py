@@ -57,6 +57,8 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default 0)")
     p.add_argument("--json", action="store_true", help="write one JSON object to stdout instead of tables")
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
+    p.add_argument("--base-group", metavar="G",
+                   help="reference group of the fairness models' coefficients (default: the largest group)")
     p.add_argument("--population-size", type=float, metavar="N",
                    help="number of responses in the population: finite-population correction of the analytic "
                         "standard errors of the agreement coefficients (default: infinite)")
@@ -107,12 +109,15 @@ def run(args: argparse.Namespace) -> int:
         data = load_wide(args.file, human=args.human, system=args.system, id_col=args.id_col, group_col=args.group_col)
         source = args.file
 
+    if args.base_group is not None and (data.groups is None or args.base_group not in set(map(str, data.groups))):
+        raise UserError(f"--base-group {args.base_group!r}: not a group of the --group column.")
     progress_cb, finish = _progress(args.bootstrap, quiet=False)
     try:
         ev = evaluate(data.human, data.system, human_names=data.human_names, scale=scale, groups=data.groups,
                       group_name=args.group_col or "group", exclude_zeros=args.exclude_zeros,
                       rater_error_variance=args.rater_error_variance, n_bootstrap=args.bootstrap, seed=args.seed,
-                      population_size=args.population_size, progress=progress_cb, extra_notes=data.notes)
+                      population_size=args.population_size, base_group=args.base_group, progress=progress_cb,
+                      extra_notes=data.notes)
     finally:
         finish()
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
