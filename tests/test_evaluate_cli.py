@@ -242,3 +242,18 @@ def test_fairness_against_a_chosen_base_group(tmp_path, capsys):
     assert lo <= d["osd"]["estimates"]["Intercept"] <= hi and 0 <= d["osd"]["estimates_p_value"]["Intercept"] <= 1
     assert main(["evaluate", str(path), "--human", "h1", "--system", "model", "--group", "L1",
                  "--base-group", "nope"]) == 1
+
+
+def test_more_weightings_for_the_all_raters_block(tmp_path, capsys):
+    df = frame()
+    df["h3"] = np.clip(df["h1"] + np.where(np.arange(len(df)) % 4 == 0, 1, 0), 1, 5)
+    path = write(df, tmp_path / "s.csv")
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "h3", "--system", "model", "--scale", "1",
+                          "5", "--weights", "ordinal", "circular", "--json"])
+    allr = d["all_raters"]
+    ratings = df[["h1", "h2", "h3"]].to_numpy()
+    for w in ("ordinal", "circular"):
+        want = M.agreement_inference(ratings, np.arange(1, 6), weights=w)
+        assert allr[f"gwet_ac2_{w}"] == pytest.approx(want["gwet"].value, abs=1e-12)
+        assert allr["analytic"][f"conger_kappa_{w}"]["se"] == pytest.approx(want["conger"].se, abs=1e-12)
+    assert allr["krippendorff_alpha_ratio"] == pytest.approx(M.krippendorff_alpha(ratings, level="ratio"), abs=1e-12)

@@ -349,19 +349,31 @@ def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weight
     return res if isinstance(weights, (tuple, list)) else res[names[0]]
 
 
-#: Report names of each coefficient under identity, linear and quadratic weights (one name everywhere).
-REPORT_NAMES = {
-    "gwet": ("gwet_ac1", "gwet_ac2_linear", "gwet_ac2_quadratic"),
-    "bp": ("bp", "bp_linear", "bp_quadratic"),
-    "fleiss": ("fleiss_kappa", "fleiss_kappa_linear", "fleiss_kappa_quadratic"),
-    "conger": ("conger_kappa", "conger_kappa_linear", "conger_kappa_quadratic"),
-    "krippendorff": ("krippendorff_alpha_nominal", None, "krippendorff_alpha_interval"),
-}
-_REPORT_WEIGHTS = ("identity", "linear", "quadratic")
+#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
+REPORT_WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic")
+
+
+def report_name(coefficient: str, weights: str) -> str | None:
+    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
+    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
+    (quadratic) levels (None otherwise).
+
+    Examples
+    --------
+    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
+    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
+    """
+    if coefficient == "krippendorff":
+        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
+    if coefficient == "gwet":
+        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
+    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
+    return stem if weights == "identity" else f"{stem}_{weights}"
 
 
 def named_inference(index: np.ndarray, cats: np.ndarray, *, confidence: float = 0.95,
-                    population_size: float | None = None) -> dict[str, Inference]:
+                    population_size: float | None = None,
+                    weightings: tuple[str, ...] = REPORT_WEIGHTS) -> dict[str, Inference]:
     """:func:`agreement_inference` of every reported coefficient, keyed by its report name (``gwet_ac1``, ...).
 
     ``index`` is the (n, R) category-index matrix (-1 = missing). Krippendorff's alpha has a linearised variance
@@ -375,11 +387,11 @@ def named_inference(index: np.ndarray, cats: np.ndarray, *, confidence: float = 
     rows, mult = rating_patterns(idx, cats.size)
     counts = category_counts(rows, cats.size)
     out: dict[str, Inference] = {}
-    for j, weights in enumerate(_REPORT_WEIGHTS):
+    for weights in weightings:
         with np.errstate(divide="ignore", invalid="ignore"):
             lin = linearised(rows, agreement_weights(cats, weights), COEFFICIENTS, counts=counts, mult=mult)
         for coef, (value, sq, m) in lin.items():
-            name = REPORT_NAMES[coef][j]
+            name = report_name(coef, weights)
             if name is None or not np.isfinite(value) or m < 2:
                 continue
             with np.errstate(invalid="ignore"):

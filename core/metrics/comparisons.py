@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
-from core.metrics.agreement_variance import rating_patterns
+from core.metrics.agreement_variance import REPORT_WEIGHTS, rating_patterns, report_name
 from core.metrics.fairness import FairnessDesign, fairness_design
 from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.moments import finish_disattenuated, finish_dsm, moments
@@ -30,7 +30,8 @@ from core.metrics.sums import RowSums
 from core.metrics.true_score import finish_true_score, true_score_sums, true_score_totals
 
 TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")
-_WEIGHTINGS = (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic"))
+#: Krippendorff's levels in the all-raters block (ratio too: every rating is compared with every other).
+ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
 def _pattern_tables(index: np.ndarray, q: int, prefix: str) -> tuple[np.ndarray, dict]:
@@ -67,6 +68,12 @@ class Comparisons:
     raters: np.ndarray | None = None              # (n, R) category index of every rating (all-raters block)
     cats: np.ndarray | None = None
     group_consistency: dict[int, PairSuite] = field(default_factory=dict)   # first two humans in each subgroup
+    weightings: tuple[str, ...] = REPORT_WEIGHTS      # of the all-raters block
+
+    def all_raters_keys(self) -> list[str]:
+        """The all-raters figures in report order: each coefficient under each weighting, then alpha's levels."""
+        keys = [report_name(c, w) for c in ("gwet", "bp", "fleiss", "conger") for w in self.weightings]
+        return [k for k in keys if k] + ["krippendorff_alpha_" + lv for lv in ALPHA_LEVELS]
 
     def totals(self) -> dict:
         t: dict = {}
@@ -138,12 +145,12 @@ class Comparisons:
         cats, n_raters = self.cats, self.raters.shape[1]
         q = cats.size
         f: dict[str, Callable] = {"a:N": lambda: t["a:n_rated"], "a:N_pairable": lambda: t["a:n2"]}
-        for w, suffix in _WEIGHTINGS:
-            for key, coef in (("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"), ("bp" + suffix, "bp"),
-                              ("fleiss_kappa" + suffix, "fleiss"), ("conger_kappa" + suffix, "conger")):
-                f["a:" + key] = (lambda w=w, coef=coef: finish_agreement(t, cats, w, n_raters, "a:", (coef,))[coef])
+        for w in self.weightings:
+            for coef in ("gwet", "bp", "fleiss", "conger"):
+                f["a:" + report_name(coef, w)] = (
+                    lambda w=w, coef=coef: finish_agreement(t, cats, w, n_raters, "a:", (coef,))[coef])
         coinc = lambda: t["a:coinc"].reshape(np.shape(t["a:n2"]) + (q, q))  # noqa: E731
-        for level in ("nominal", "ordinal", "interval"):
+        for level in ALPHA_LEVELS:
             f["a:krippendorff_alpha_" + level] = (lambda level=level: finish_alpha_from_coincidence(
                 coinc(), coincidence_delta(cats, level)))
         return f
@@ -189,7 +196,8 @@ class Comparisons:
 
 
 def build(human: np.ndarray, system: dict[str, np.ndarray], *, reference: np.ndarray, system_ok: np.ndarray,
-          cats: np.ndarray | None, groups: np.ndarray | None, rater_error_variance: float | None) -> Comparisons:
+          cats: np.ndarray | None, groups: np.ndarray | None, rater_error_variance: float | None,
+          weightings: tuple[str, ...] = REPORT_WEIGHTS) -> Comparisons:
     """The comparisons of an evaluation over the rows of ``human`` (every row has at least one rating).
 
     ``reference`` marks the responses of the comparisons with the first human column, ``system_ok`` those with
@@ -222,4 +230,4 @@ def build(human: np.ndarray, system: dict[str, np.ndarray], *, reference: np.nda
     true_system = {s: np.where(system_ok, m, 0.0) for s, m in system.items()}
     raters = rater_index(human, cats) if cats is not None and human.shape[1] >= 2 else None
     return Comparisons(n, systems, hh, labels, group_suites, fair, ref_rows, rater_error_variance, true_human,
-                       true_system, raters, cats, consistency)
+                       true_system, raters, cats, consistency, weightings)

@@ -19,14 +19,14 @@ from typing import Callable
 
 import numpy as np
 
-from core.metrics.agreement_variance import named_inference
+from core.metrics.agreement_variance import REPORT_WEIGHTS, named_inference
 from core.metrics.bootstrap import bootstrap_sums, fairness_ci_reason, percentile_interval
 from core.metrics.comparisons import TRUE_FIGURES, Comparisons, build
-from core.metrics.data import PolicyResult, Scale, apply_score_policy
+from core.metrics.data import WEIGHTS, PolicyResult, Scale, apply_score_policy, check_option
 from core.metrics.fairness import FAIRNESS_KEYS, FairnessDesign, fairness_analysis
 from core.metrics.intervals import T_METHOD, Analytic, Interval, pearson_analytic
 from core.metrics.notes import capture
-from core.metrics.registry import ALL_RATERS_COUNTS, MULTI_RATER_KEYS, OBSERVED_KEYS, TRUE_SCORE_KEYS
+from core.metrics.registry import ALL_RATERS_COUNTS, OBSERVED_KEYS, TRUE_SCORE_KEYS
 from core.metrics.results import (
     Block,
     Evaluation,
@@ -109,10 +109,11 @@ def prepare(human, system: dict, *, human_names, scale: Scale | None, groups, ex
 # ---------------------------------------------------------------------------------------------------------------
 # Step 2: point estimates.
 
-def point_estimates(p: Prepared, rater_error_variance: float | None) -> tuple[Comparisons, dict, dict, dict, list]:
+def point_estimates(p: Prepared, rater_error_variance: float | None,
+                    weightings: tuple[str, ...] = REPORT_WEIGHTS) -> tuple[Comparisons, dict, dict, dict, list]:
     """(comparisons, totals, values, reasons, cautions) of every figure on the sample itself."""
     comp = build(p.human, p.system, reference=p.reference, system_ok=p.system_ok, cats=p.cats, groups=p.groups,
-                 rater_error_variance=rater_error_variance)
+                 rater_error_variance=rater_error_variance, weightings=weightings)
     totals = comp.totals()
     values, reasons, cautions = point_values(comp.finishers(totals))
     return comp, totals, values, reasons, cautions
@@ -138,12 +139,12 @@ def analytic(p: Prepared, comp: Comparisons, values: dict, *, confidence: float,
     if comp.human_human is not None:
         pair("hh:", comp.human_human)
     if comp.raters is not None:
-        out.update(_inference("a:", comp.raters, comp.cats, confidence, population_size))
+        out.update(_inference("a:", comp.raters, comp.cats, confidence, population_size, comp.weightings))
     return out
 
 
-def _inference(prefix, index, cats, confidence, population_size) -> dict[str, Analytic]:
-    res = named_inference(index, cats, confidence=confidence, population_size=population_size)
+def _inference(prefix, index, cats, confidence, population_size, weightings=REPORT_WEIGHTS) -> dict[str, Analytic]:
+    res = named_inference(index, cats, confidence=confidence, population_size=population_size, weightings=weightings)
     return {prefix + k: Analytic(v.se, v.low, v.high, v.p_value, T_METHOD) for k, v in res.items()}
 
 
@@ -195,7 +196,7 @@ def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons
     if comp.raters is not None:
         counts = {"N_raters": Figure(float(h.shape[1]))}
         all_raters = Block({**{k: fig("a:" + k) for k in ALL_RATERS_COUNTS if "a:" + k in values}, **counts,
-                            **block("a:", MULTI_RATER_KEYS).figures})
+                            **block("a:", comp.all_raters_keys()).figures})
     human_human = HumanHuman((names[0], names[1]) if hh is not None else None, hh_block, all_raters,
                              tuple(names))
     systems: dict[str, SystemEvaluation] = {}
@@ -271,6 +272,7 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
              groups=None, group_name: str = "group", exclude_zeros: bool = False,
              rater_error_variance: float | None = None, n_bootstrap: int = 0, seed: int = 0,
              confidence: float = 0.95, population_size: float | None = None, base_group: str | None = None,
+             weights: tuple[str, ...] = (),
              progress: Callable[[int, int], None] | None = None, extra_notes: list[str] | None = None) -> Evaluation:
     """Every metric for every system against the human ratings, with reasons, cautions and intervals.
 
@@ -298,6 +300,9 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     seed : int, default 0
         Seed of the one ``numpy.random.Generator`` used for resampling.
     confidence : float, default 0.95
+    weights : tuple of str, default ()
+        More weightings for the all-raters coefficients beside identity, linear and quadratic (irrCAC's
+        ``ordinal``, ``radical``, ``ratio``, ``circular``, ``bipolar``); ``ratio`` needs categories other than 0.
     base_group : str, optional
         Reference level of the fairness models' group coefficients (RSMTool's ``base_group``; default the
         largest group).
@@ -329,7 +334,12 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     notes: list[str] = list(extra_notes or [])
     p = prepare(human, system, human_names=human_names, scale=scale, groups=groups, exclude_zeros=exclude_zeros,
                 notes=notes)
-    comp, totals, values, reasons, cautions = point_estimates(p, rater_error_variance)
+    for w in weights:
+        check_option("weights", w, WEIGHTS)
+    if "ratio" in weights and p.cats is not None and (p.cats == 0).any():
+        raise ValueError("ratio weights need categories other than 0")
+    weightings = REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(weights) if w not in REPORT_WEIGHTS)
+    comp, totals, values, reasons, cautions = point_estimates(p, rater_error_variance, weightings)
     closed = analytic(p, comp, values, confidence=confidence, population_size=population_size)
     samples: dict[str, np.ndarray] = {}
     if n_bootstrap > 0 and p.n_reference >= 2:

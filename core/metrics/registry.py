@@ -91,10 +91,11 @@ def _weighted(stem: str, label: str, source: str, function: Callable, *, respons
     return tuple(out)
 
 
-def _alphas(responses: Responses, raters: Raters) -> tuple[Metric, ...]:
+def _alphas(responses: Responses, raters: Raters,
+            levels: tuple[str, ...] = ("nominal", "ordinal", "interval")) -> tuple[Metric, ...]:
     return tuple(Metric("krippendorff_alpha_" + level, f"Krippendorff's alpha ({level})",
                         "Krippendorff (2011), Computing Krippendorff's Alpha-Reliability", "categorical", responses,
-                        raters, krippendorff_alpha) for level in ("nominal", "ordinal", "interval"))
+                        raters, krippendorff_alpha) for level in levels)
 
 
 #: Observed-score metrics of one comparison (system vs reference human, or human vs human), in report order.
@@ -155,7 +156,7 @@ MULTI_RATER: tuple[Metric, ...] = (
                responses="rated", raters="all"),
     *_weighted("conger_kappa", "Conger's kappa", "Conger (1980); " + _G14, conger_kappa,
                responses="rated", raters="all"),
-    *_alphas("rated", "all"),
+    *_alphas("rated", "all", ("nominal", "ordinal", "interval", "ratio")),
 )
 
 #: The counts beside the all-raters block.

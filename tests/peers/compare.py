@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 import core.metrics as M
-from core.metrics.agreement_variance import agreement_inference, table_inference
+from core.metrics.agreement_variance import agreement_inference, report_name, table_inference
 from core.metrics.kappa import cohen_kappa_test
 from core.metrics.loading import load_long
 
@@ -112,7 +112,7 @@ def irrcac_datasets(t: Tally, exp: dict) -> None:
             for level, value in kp.items():
                 t.check("krippendorff", f"alpha ({level})", name,
                         M.krippendorff_alpha(ratings, level=level, categories=entry["categories"]), value)
-            _pipeline_all_raters(t, name, ratings, entry)
+            _pipeline_all_raters(t, name, ratings, entry, kp)
         elif "raw" in entry:
             ratings = M.ratings_from_distribution(frame.to_numpy(), entry["categories"])
             _irrcac(t, name + " (distribution)", ratings, entry["categories"], entry["raw"])
@@ -120,21 +120,24 @@ def irrcac_datasets(t: Tally, exp: dict) -> None:
             _table(t, name, frame.to_numpy(dtype=float), entry["table"])
 
 
-def _pipeline_all_raters(t: Tally, where: str, ratings: np.ndarray, entry: dict) -> None:
-    """The same numbers through ``easl evaluate``'s all-raters block (issue 12, cause 1)."""
+def _pipeline_all_raters(t: Tally, where: str, ratings: np.ndarray, entry: dict, alpha: dict) -> None:
+    """The same numbers through ``easl evaluate``'s all-raters block (issue 12, cause 1), every weighting."""
     cats = entry["categories"]
+    extra = tuple(w for w in ("ordinal", "radical", "ratio", "circular", "bipolar") if "error" not in entry["raw"][w])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ev = M.evaluate(ratings, {"none": np.zeros(ratings.shape[0])}, scale=M.Scale(min(cats), max(cats),
-                                                                                          categories=tuple(cats)))
+        ev = M.evaluate(ratings, {"none": np.zeros(ratings.shape[0])}, weights=extra,
+                        scale=M.Scale(min(cats), max(cats), categories=tuple(cats)))
     block = ev.to_json()["all_raters"]
-    for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
+    for w in ("identity", "linear", "quadratic", *extra):
         peer = entry["raw"][w]
-        for c, key in (("gwet", "gwet_ac1" if not suffix else "gwet_ac2" + suffix), ("bp", "bp" + suffix),
-                       ("fleiss", "fleiss_kappa" + suffix), ("conger", "conger_kappa" + suffix)):
+        for c in ("gwet", "bp", "fleiss", "conger"):
+            key = report_name(c, w)
             t.check("irrCAC", f"{COEF_NAMES[c]} ({w}), easl evaluate", where, block[key], peer[c]["value"])
             t.interval("irrCAC", f"{COEF_NAMES[c]} ({w}), easl evaluate", where, block["analytic"][key]["ci"],
                        peer[c]["ci"])
+    for level, value in alpha.items():
+        t.check("krippendorff", f"alpha ({level}), easl evaluate", where, block["krippendorff_alpha_" + level], value)
 
 
 def _table(t: Tally, where: str, table: np.ndarray, peer: dict) -> None:

@@ -57,6 +57,10 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default 0)")
     p.add_argument("--json", action="store_true", help="write one JSON object to stdout instead of tables")
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
+    p.add_argument("--weights", nargs="+", metavar="W", default=(),
+                   choices=("ordinal", "radical", "ratio", "circular", "bipolar"),
+                   help="more weightings of the all-raters coefficients beside identity, linear and quadratic "
+                        "(irrCAC's ordinal, radical, ratio, circular, bipolar)")
     p.add_argument("--base-group", metavar="G",
                    help="reference group of the fairness models' coefficients (default: the largest group)")
     p.add_argument("--population-size", type=float, metavar="N",
@@ -116,8 +120,10 @@ def run(args: argparse.Namespace) -> int:
         ev = evaluate(data.human, data.system, human_names=data.human_names, scale=scale, groups=data.groups,
                       group_name=args.group_col or "group", exclude_zeros=args.exclude_zeros,
                       rater_error_variance=args.rater_error_variance, n_bootstrap=args.bootstrap, seed=args.seed,
-                      population_size=args.population_size, base_group=args.base_group, progress=progress_cb,
-                      extra_notes=data.notes)
+                      population_size=args.population_size, base_group=args.base_group,
+                      weights=tuple(args.weights), progress=progress_cb, extra_notes=data.notes)
+    except ValueError as exc:
+        raise UserError(f"{source}: {exc}.") from None
     finally:
         finish()
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
