@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from core.metrics.data import Weights, as_pair, as_vector, check_option
+from core.metrics.intervals import normal_ci
 from core.metrics.notes import undefined
 from core.metrics.sums import as_float, nan_where
 from core.metrics.weights import disagreement_weights
@@ -201,9 +202,9 @@ def kappa_test_from_table(table, *, weights: Weights | None = None, confidence: 
         z = kappa / se0
         agree_exp = float((pr * pc).sum())
         kappa_max = float((np.minimum(pr, pc).sum() - agree_exp) / (1.0 - agree_exp))
-    half = stats.norm.ppf(0.5 + confidence / 2.0) * se
+    low, high = normal_ci(kappa, se, confidence)
     one = float(stats.norm.sf(z))
-    return KappaTest(kappa, se, float(kappa - half), float(kappa + half), se0, float(z), 2.0 * one, one, kappa_max)
+    return KappaTest(kappa, se, low, high, se0, float(z), 2.0 * one, one, kappa_max)
 
 
 def cohen_kappa_test(y_true, y_pred, *, weights: Weights | None = None, labels=None, sample_weight=None,

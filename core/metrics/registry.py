@@ -148,7 +148,9 @@ TRUE_SCORE: tuple[Metric, ...] = (
            prmse),
 )
 
-#: Chance-corrected agreement among all human columns (more than two), on every response with two ratings.
+#: Chance-corrected agreement among all human columns, on every rated response (identity, linear and quadratic
+#: weights; ``evaluate(weights=...)`` adds irrCAC's other weightings under the same naming rule,
+#: :func:`core.metrics.agreement_variance.report_name`).
 MULTI_RATER: tuple[Metric, ...] = (
     *_weighted("gwet_ac", "Gwet's AC1", _G14, gwet_ac, responses="rated", raters="all", ac1=True),
     *_weighted("bp", "Brennan-Prediger", _G14, brennan_prediger, responses="rated", raters="all"),
@@ -165,14 +167,6 @@ ALL_RATERS_COUNTS: tuple[str, ...] = ("N", "N_pairable", "N_raters")
 #: Names, in report order.
 OBSERVED_KEYS: tuple[str, ...] = tuple(m.name for m in OBSERVED)
 TRUE_SCORE_KEYS: tuple[str, ...] = tuple(m.name for m in TRUE_SCORE)
-MULTI_RATER_KEYS: tuple[str, ...] = tuple(m.name for m in MULTI_RATER)
 RANK_KEYS: tuple[str, ...] = tuple(m.name for m in OBSERVED if m.family == "rank")
 #: Figures that are counts (written as JSON integers).
 COUNT_KEYS: frozenset[str] = frozenset({"N", "N_raters", "N_single", "N_multiple", "N_pairable", "N_human_human"})
-
-_BY_NAME = {m.name: m for m in (*OBSERVED, *TRUE_SCORE)}
-
-
-def metric(name: str) -> Metric:
-    """The registry entry of an observed or true-score figure (KeyError for an unknown name)."""
-    return _BY_NAME[name]
