@@ -110,7 +110,7 @@ def test_rater_error_variance_and_exclude_zeros(tmp_path, capsys):
     path = write(df, tmp_path / "s.csv")
     d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--exclude-zeros",
                           "--rater-error-variance", "0.25"])
-    assert d["n_dropped"] == 1 and d["dropped"] == {"first human score is 0 (--exclude-zeros)": 1}
+    assert d["n_dropped"] == 1 and d["dropped"] == {"first human score is 0 (zeros excluded)": 1}
     assert d["systems"]["model"]["true_score"]["rater_error_variance"] == 0.25
 
 
@@ -128,7 +128,7 @@ def test_long_form(tmp_path, capsys):
     d = run_json(capsys, ["evaluate", str(path), "--long", "item_id,annotator,score", "--system", "model",
                           "estimate", "--scale", "1", "5"])
     assert d["n_responses"] == 40
-    assert d["human_columns"] == ["rating_1", "rating_2"]
+    assert d["human_columns"] == ["ann_a", "ann_b"]
     assert d["systems"]["model"]["observed"] == d["systems"]["estimate"]["observed"]
     assert d["systems"]["model"]["true_score"]["prmse"] == pytest.approx(
         M.prmse(df.model, df[["h1", "h2"]].to_numpy()), abs=1e-12)
@@ -192,3 +192,68 @@ def test_usage_error_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["evaluate", "x.csv", "--human", "h1"])
     assert exc.value.code == 2
+
+
+def test_project_flow_evaluates_a_system_against_a_campaign(tmp_path, capsys):
+    """``easl evaluate --project P --system scores.csv``: every annotator a rater, PRMSE from the campaign."""
+    n = 30
+    rng = np.random.default_rng(4)
+    latent = rng.uniform(10, 90, n)
+    items = pd.DataFrame({"id": [f"i{k:02d}" for k in range(n)], "text": [f"item {k}" for k in range(n)]})
+    items.to_csv(tmp_path / "items.csv", index=False)
+    project = tmp_path / "work.easl"
+    assert main(["init", str(project), "--items", str(tmp_path / "items.csv"), "--hit-size", "5"]) == 0
+    assert main(["next", str(project), "--output", str(tmp_path / "hits.jsonl")]) == 0
+    hits = [json.loads(line) for line in (tmp_path / "hits.jsonl").read_text().splitlines()]
+    rows = []
+    for hit in hits:
+        for item in hit["items"]:
+            k = int(item["item_id"][1:])
+            for who in ("ann", "bob"):
+                score = float(np.clip(round(latent[k] + rng.normal(0, 8)), 0, 100))
+                rows.append({"hit_id": hit["hit_id"], "item_id": item["item_id"], "score": score, "annotator": who})
+    pd.DataFrame(rows).to_csv(tmp_path / "ann.csv", index=False)
+    assert main(["ingest", str(project), str(tmp_path / "ann.csv")]) == 0
+    capsys.readouterr()
+    rated = sorted({r["item_id"] for r in rows})
+    scores = pd.DataFrame({"item_id": rated, "model": [latent[int(i[1:])] + 3.0 for i in rated]})
+    scores.to_csv(tmp_path / "scores.csv", index=False)
+    d = run_json(capsys, ["evaluate", "--project", str(project), "--system", str(tmp_path / "scores.csv"), "--json"])
+    assert sorted(d["human_columns"]) == ["ann", "bob"]
+    assert d["scale"]["min"] == 0 and d["scale"]["max"] == 100
+    ts = d["systems"]["model"]["true_score"]
+    assert ts["N"] == len(rated) and ts["N_multiple"] == len(rated) and ts["N_raters"] == 2
+    h = pd.DataFrame(rows).pivot(index="item_id", columns="annotator", values="score").loc[rated]
+    assert ts["prmse"] == pytest.approx(M.prmse(scores["model"], h[d["human_columns"]].to_numpy()), abs=1e-12)
+    assert d["all_raters"]["raters"] == d["human_columns"] and d["all_raters"]["N"] == len(rated)
+    assert main(["evaluate", "--project", str(project), "--system", str(tmp_path / "scores.csv")]) == 0
+    assert "Agreement among all 2 human raters" in capsys.readouterr().out
+
+
+def test_fairness_against_a_chosen_base_group(tmp_path, capsys):
+    path = write(frame(), tmp_path / "s.csv")
+    base = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--group", "L1",
+                             "--json"])["fairness"]["L1"]["model"]
+    other = next(g for g in base["groups"] if g != base["base_group"])
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--group", "L1",
+                          "--base-group", other, "--json"])["fairness"]["L1"]["model"]
+    assert d["base_group"] == other and d["osd"]["value"] == pytest.approx(base["osd"]["value"], abs=1e-12)
+    lo, hi = d["osd"]["estimates_ci"]["Intercept"]
+    assert lo <= d["osd"]["estimates"]["Intercept"] <= hi and 0 <= d["osd"]["estimates_p_value"]["Intercept"] <= 1
+    assert main(["evaluate", str(path), "--human", "h1", "--system", "model", "--group", "L1",
+                 "--base-group", "nope"]) == 1
+
+
+def test_more_weightings_for_the_all_raters_block(tmp_path, capsys):
+    df = frame()
+    df["h3"] = np.clip(df["h1"] + np.where(np.arange(len(df)) % 4 == 0, 1, 0), 1, 5)
+    path = write(df, tmp_path / "s.csv")
+    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "h3", "--system", "model", "--scale", "1",
+                          "5", "--weights", "ordinal", "circular", "--json"])
+    allr = d["all_raters"]
+    ratings = df[["h1", "h2", "h3"]].to_numpy()
+    for w in ("ordinal", "circular"):
+        want = M.agreement_inference(ratings, np.arange(1, 6), weights=w)
+        assert allr[f"gwet_ac2_{w}"] == pytest.approx(want["gwet"].value, abs=1e-12)
+        assert allr["analytic"][f"conger_kappa_{w}"]["se"] == pytest.approx(want["conger"].se, abs=1e-12)
+    assert allr["krippendorff_alpha_ratio"] == pytest.approx(M.krippendorff_alpha(ratings, level="ratio"), abs=1e-12)

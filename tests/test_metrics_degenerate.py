@@ -51,7 +51,7 @@ def test_no_double_scored_response():
         assert np.isnan(value) and "two or more ratings" in why[0]
     value, why = reason_of(M.gwet_ac, h, [1, 2, 3, 4])
     assert np.isnan(value) and "two ratings" in why[0]
-    value, why = reason_of(M.krippendorff_alpha, h, "interval")
+    value, why = reason_of(M.krippendorff_alpha, h, level="interval")
     assert np.isnan(value) and "two values" in why[0]
 
 
@@ -113,17 +113,17 @@ def test_prmse_above_one_is_flagged():
 def test_evaluate_degenerate_data_gives_null_with_reason():
     h = np.column_stack([[1, 2, 3], [nan, nan, nan]])
     ev = M.evaluate(h, {"const": [2.0, 2.0, 2.0]}, scale=M.Scale(1, 3), n_bootstrap=20)
-    obs = ev.data["systems"]["const"]["observed"]
+    obs = ev.to_json()["systems"]["const"]["observed"]
     assert obs["corr"] is None and "constant" in obs["corr_reason"]
-    ts = ev.data["systems"]["const"]["true_score"]
+    ts = ev.to_json()["systems"]["const"]["true_score"]
     assert ts["prmse"] is None and "two or more ratings" in ts["prmse_reason"]
-    assert ev.data["human_human"]["N"] == 0 and ev.data["human_human"]["corr"] is None
-    json.loads(to_json_text(ev.data))      # strict JSON (no NaN)
+    assert ev.to_json()["human_human"]["N"] == 0 and ev.to_json()["human_human"]["corr"] is None
+    json.loads(to_json_text(ev.to_json()))      # strict JSON (no NaN)
 
 
 def test_evaluate_one_response():
     ev = M.evaluate(np.array([[2.0, 3.0]]), {"s": [2.4]}, scale=M.Scale(1, 4), n_bootstrap=10)
-    text = to_json_text(ev.data)
+    text = to_json_text(ev.to_json())
     data = json.loads(text)
     assert data["n_responses"] == 1
     assert data["systems"]["s"]["observed"]["corr"] is None
@@ -141,7 +141,7 @@ def test_evaluate_never_raises_on_small_or_degenerate_data(seed, n, raters, p_mi
     m = np.full(n, 2.0) if constant else rng.normal(2, 1, n)
     groups = rng.choice(["a", "b"], n)
     ev = M.evaluate(h, {"s": m}, scale=M.Scale(1, 3), groups=groups, n_bootstrap=boot, seed=seed)
-    data = json.loads(to_json_text(ev.data))
+    data = json.loads(to_json_text(ev.to_json()))
     for block in (data["systems"]["s"]["observed"], data["systems"]["s"]["true_score"], data["human_human"]):
         for key, value in block.items():
             if value is None:

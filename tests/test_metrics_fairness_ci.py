@@ -142,7 +142,7 @@ def test_evaluate_fairness_ci_uses_the_shared_resamples():
     h, m, g = biased_data(60, seed=9)
     human = np.column_stack([h, np.where(np.arange(60) % 2, h, np.nan)])
     ev = M.evaluate(human, {"sys": m}, scale=M.Scale(1, 5), groups=g, group_name="G", n_bootstrap=40, seed=13)
-    fj = ev.data["fairness"]["G"]["sys"]
+    fj = ev.to_json()["fairness"]["G"]["sys"]
     index = np.concatenate([i for i, _ in resample_chunks(60, 40, np.random.default_rng(13))])
     plain = per_resample(h, m, g, index)
     for k in FAIRNESS_KEYS:
@@ -151,7 +151,7 @@ def test_evaluate_fairness_ci_uses_the_shared_resamples():
     assert [list(lib["ci"][k]) for k in FAIRNESS_KEYS] == [fj["ci"][k] for k in FAIRNESS_KEYS]
     # the PRMSE interval of the same evaluation comes from the same draws: recompute it on those rows
     prmse = [quiet(M.prmse, m[i], human[i]) for i in index]
-    assert ev.data["systems"]["sys"]["ci"]["prmse"] == pytest.approx(list(percentile_interval(np.array(prmse))),
+    assert ev.to_json()["systems"]["sys"]["ci"]["prmse"] == pytest.approx(list(percentile_interval(np.array(prmse))),
                                                                      abs=1e-9)
     table = ev.tables["fairness_G"]
     assert {"ci_low", "ci_high", "ci_reason"} <= set(table.columns)
@@ -162,9 +162,9 @@ def test_evaluate_fairness_ci_reasons_and_no_bootstrap():
     h, m, g = biased_data(30, seed=10)
     g = np.where(np.arange(30) == 0, "solo", g)
     ev = M.evaluate(h, {"sys": m}, scale=M.Scale(1, 5), groups=g, group_name="G", n_bootstrap=20, seed=0)
-    fj = ev.data["fairness"]["G"]["sys"]
+    fj = ev.to_json()["fairness"]["G"]["sys"]
     assert fj["ci"]["csd"] == [None, None] and "solo has 1" in fj["ci_reason"]["csd"]
     assert ev.tables["fairness_G"]["ci_reason"].str.contains("solo has 1").all()
     ev0 = M.evaluate(h, {"sys": m}, scale=M.Scale(1, 5), groups=g, group_name="G")
-    assert ev0.data["fairness"]["G"]["sys"]["ci"] == {}
+    assert ev0.to_json()["fairness"]["G"]["sys"]["ci"] == {}
     assert "ci_low" not in ev0.tables["fairness_G"].columns

@@ -7,7 +7,7 @@ import pytest
 import core.metrics as M
 from core.metrics.bootstrap import percentile_interval, resample_chunks
 from core.metrics.notes import quiet
-from core.metrics.report import OBSERVED_KEYS, TRUE_SCORE_KEYS
+from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
 from core.metrics.writer import to_json_text, write_output
 
 
@@ -30,14 +30,17 @@ def result():
 
 def test_json_object_shape(result):
     *_, ev = result
-    d = json.loads(to_json_text(ev.data))
+    d = json.loads(to_json_text(ev.to_json()))
     for key in ("n_responses", "n_dropped", "dropped", "scale", "human_human", "systems", "subgroups", "fairness",
                 "notes"):
         assert key in d
     assert d["scale"]["min"] == 1 and d["scale"]["max"] == 6
     sysd = d["systems"]["sys"]
     assert [k for k in sysd["observed"] if not k.endswith("_reason")] == list(OBSERVED_KEYS)
-    assert [k for k in d["human_human"] if not k.endswith("_reason")] == list(OBSERVED_KEYS)
+    assert d["schema_version"] == 1
+    assert d["human_human"]["raters"] == ["h1", "h2"]
+    assert [k for k in d["human_human"] if k in OBSERVED_KEYS] == list(OBSERVED_KEYS)
+    assert set(d["human_human"]["ci"]) >= {"corr", "gwet_ac1"} and "N" in d["all_raters"]
     assert [k for k in sysd["true_score"] if not k.endswith("_reason")] == list(TRUE_SCORE_KEYS)
     for key in ("degradation", "disattenuated_corr", "ci"):
         assert key in sysd
@@ -48,7 +51,7 @@ def test_json_object_shape(result):
 
 def test_values_match_library_functions(result):
     h, m, _, ev = result
-    obs = ev.data["systems"]["sys"]["observed"]
+    obs = ev.to_json()["systems"]["sys"]["observed"]
     h1 = h[:, 0]
     mr = np.clip(np.round(m), 1, 6)
     pair = np.column_stack([h1, mr])
@@ -65,35 +68,36 @@ def test_values_match_library_functions(result):
     assert obs["exact_agr"] == pytest.approx(M.exact_agreement(h1, mr))
     assert obs["adj_agr"] == pytest.approx(M.adjacent_agreement(h1, mr))
     for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
-        assert obs["kappa" + suffix] == pytest.approx(M.cohen_kappa(h1, mr, None if w == "identity" else w), abs=1e-12)
+        assert obs["conger_kappa" + suffix] == pytest.approx(M.cohen_kappa(h1, mr, weights=w), abs=1e-12)
         ac = "gwet_ac1" if w == "identity" else "gwet_ac2" + suffix
-        assert obs[ac] == pytest.approx(M.gwet_ac(pair, cats, w), abs=1e-12)
-        assert obs["bp" + suffix] == pytest.approx(M.brennan_prediger(pair, cats, w), abs=1e-12)
-        assert obs["scott_pi" + suffix] == pytest.approx(M.scott_pi(pair, cats, w), abs=1e-12)
+        assert obs[ac] == pytest.approx(M.gwet_ac(pair, cats, weights=w), abs=1e-12)
+        assert obs["bp" + suffix] == pytest.approx(M.brennan_prediger(pair, cats, weights=w), abs=1e-12)
+        assert obs["fleiss_kappa" + suffix] == pytest.approx(M.fleiss_kappa(pair, cats, weights=w), abs=1e-12)
     for level in ("nominal", "ordinal", "interval"):
-        assert obs["krippendorff_alpha_" + level] == pytest.approx(M.krippendorff_alpha(pair, level), abs=1e-12)
-    ts = ev.data["systems"]["sys"]["true_score"]
+        assert obs["krippendorff_alpha_" + level] == pytest.approx(M.krippendorff_alpha(pair, level=level), abs=1e-12)
+    ts = ev.to_json()["systems"]["sys"]["true_score"]
     assert ts["prmse"] == pytest.approx(M.prmse(m, h), abs=1e-12)
     assert ts["rater_error_variance"] == pytest.approx(M.variance_of_errors(h), abs=1e-12)
     assert ts["N_multiple"] == int(np.isfinite(h[:, 1]).sum())
     both = np.isfinite(h[:, 1])
-    hh = ev.data["human_human"]
+    hh = ev.to_json()["human_human"]
     assert hh["N"] == both.sum()
     assert hh["corr"] == pytest.approx(M.pearson_r(h[both, 0], h[both, 1]), abs=1e-12)
-    assert hh["smd"] == pytest.approx(M.standardized_mean_difference(h[both, 0], h[both, 1], "pooled"), abs=1e-12)
-    deg = ev.data["systems"]["sys"]["degradation"]
+    assert hh["smd"] == pytest.approx(M.standardized_mean_difference(h[both, 0], h[both, 1], method="pooled"), abs=1e-12)
+    deg = ev.to_json()["systems"]["sys"]["degradation"]
     assert deg["corr"] == pytest.approx(obs["corr"] - hh["corr"], abs=1e-12)
-    assert ev.data["systems"]["sys"]["disattenuated_corr"] == pytest.approx(obs["corr"] / np.sqrt(hh["corr"]))
+    assert ev.to_json()["systems"]["sys"]["disattenuated_corr"] == pytest.approx(obs["corr"] / np.sqrt(hh["corr"]))
 
 
 def test_subgroup_dsm_uses_whole_set(result):
     h, m, g, ev = result
-    obs = ev.data["systems"]["sys"]["observed"]
+    obs = ev.to_json()["systems"]["sys"]["observed"]
     sel = g == "b"
-    want = M.difference_of_standardized_means(h[sel, 0], m[sel], obs["h_mean"], obs["sys_mean"], obs["h_sd"],
-                                              obs["sys_sd"])
-    assert ev.data["subgroups"]["L1"]["b"]["sys"]["dsm"] == pytest.approx(want, abs=1e-12)
-    assert ev.data["subgroups"]["L1"]["b"]["sys"]["N"] == sel.sum()
+    want = M.difference_of_standardized_means(h[sel, 0], m[sel], population_y_true_mean=obs["h_mean"],
+                                              population_y_pred_mean=obs["sys_mean"],
+                                              population_y_true_sd=obs["h_sd"], population_y_pred_sd=obs["sys_sd"])
+    assert ev.to_json()["subgroups"]["L1"]["b"]["sys"]["dsm"] == pytest.approx(want, abs=1e-12)
+    assert ev.to_json()["subgroups"]["L1"]["b"]["sys"]["N"] == sel.sum()
 
 
 def test_bootstrap_interval_equals_recomputation_on_the_same_resamples(result):
@@ -106,7 +110,7 @@ def test_bootstrap_interval_equals_recomputation_on_the_same_resamples(result):
             corr.append(quiet(M.pearson_r, h[idx, 0], m[idx]))
             prmse_vals.append(quiet(M.prmse, m[idx], h[idx]))
             ac1.append(quiet(M.gwet_ac, np.column_stack([h[idx, 0], np.clip(np.round(m[idx]), 1, 6)]), cats))
-    ci = ev.data["systems"]["sys"]["ci"]
+    ci = ev.to_json()["systems"]["sys"]["ci"]
     assert ci["corr"] == pytest.approx(list(percentile_interval(np.array(corr))), abs=1e-10)
     assert ci["prmse"] == pytest.approx(list(percentile_interval(np.array(prmse_vals))), abs=1e-10)
     assert ci["gwet_ac1"] == pytest.approx(list(percentile_interval(np.array(ac1))), abs=1e-10)
@@ -114,9 +118,9 @@ def test_bootstrap_interval_equals_recomputation_on_the_same_resamples(result):
 
 def test_bootstrap_is_seeded():
     h, m, _ = make_data(1, 120)
-    a = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).data["systems"]["s"]["ci"]
-    b = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).data["systems"]["s"]["ci"]
-    c = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=4).data["systems"]["s"]["ci"]
+    a = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).to_json()["systems"]["s"]["ci"]
+    b = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).to_json()["systems"]["s"]["ci"]
+    c = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=4).to_json()["systems"]["s"]["ci"]
     assert a == b and a != c
 
 
@@ -124,18 +128,21 @@ def test_zero_policy_counts():
     h = np.array([[0, 2], [2, 0], [3, 3], [np.nan, 2], [2, 2], [4, 3]], dtype=float)
     m = np.array([1, 2, 3, 4, np.nan, 3.5])
     ev = M.evaluate(h, {"s": m}, scale=M.Scale(0, 4), exclude_zeros=True)
-    d = ev.data
+    d = ev.to_json()
     assert d["n_responses"] == 3 and d["n_dropped"] == 3
-    assert d["dropped"] == {"first human score missing or non-numeric": 1, "first human score is 0 (--exclude-zeros)": 1,
+    assert d["dropped"] == {"first human score missing or non-numeric": 1, "first human score is 0 (zeros excluded)": 1,
                             "system score missing or non-numeric": 1}
-    assert d["systems"]["s"]["true_score"]["N_single"] == 1    # the row whose second score was 0
+    # the true-score metrics keep every rated response with a system score (issue 12, cause 1): the rows whose
+    # first score is 0 or missing count as single-scored; the row without a system score does not count
+    ts = d["systems"]["s"]["true_score"]
+    assert (ts["N"], ts["N_single"], ts["N_multiple"]) == (5, 3, 2)
     assert any("set to missing" in n for n in d["notes"])
 
 
 def test_inferred_scale_is_noted():
     h, m, _ = make_data(2, 50)
     ev = M.evaluate(h, {"s": m})
-    assert any("no scale given" in n for n in ev.data["notes"])
+    assert any("no scale given" in n for n in ev.to_json()["notes"])
 
 
 def test_multi_rater_human_agreement():
@@ -143,10 +150,11 @@ def test_multi_rater_human_agreement():
     t = rng.integers(1, 5, 80)
     h = np.column_stack([t, t, np.where(rng.random(80) < .5, t, np.nan), rng.integers(1, 5, 80)]).astype(float)
     ev = M.evaluate(h, {"s": t + rng.normal(0, .3, 80)}, scale=M.Scale(1, 4))
-    allr = ev.data["human_human"]["all_raters"]
+    allr = ev.to_json()["all_raters"]
+    assert allr["N"] == 80 and allr["N_raters"] == 4 and allr["raters"] == ["h1", "h2", "h3", "h4"]
     assert allr["gwet_ac1"] == pytest.approx(M.gwet_ac(h, np.arange(1, 5)), abs=1e-12)
-    assert allr["conger_kappa_quadratic"] == pytest.approx(M.conger_kappa(h, np.arange(1, 5), "quadratic"), abs=1e-12)
-    assert allr["krippendorff_alpha_ordinal"] == pytest.approx(M.krippendorff_alpha(h, "ordinal"), abs=1e-12)
+    assert allr["conger_kappa_quadratic"] == pytest.approx(M.conger_kappa(h, np.arange(1, 5), weights="quadratic"), abs=1e-12)
+    assert allr["krippendorff_alpha_ordinal"] == pytest.approx(M.krippendorff_alpha(h, level="ordinal"), abs=1e-12)
 
 
 def test_write_output_files(tmp_path, result):
@@ -166,14 +174,14 @@ def test_write_output_files(tmp_path, result):
 def test_observed_metrics_equals_pipeline(result):
     h, m, _, ev = result
     got = M.observed_metrics(h[:, 0], m, categories=np.arange(1, 7))
-    obs = ev.data["systems"]["sys"]["observed"]
+    obs = ev.to_json()["systems"]["sys"]["observed"]
     assert list(got) == list(OBSERVED_KEYS)
     for k in OBSERVED_KEYS:
         assert got[k] == pytest.approx(obs[k], abs=1e-12), k
     with pytest.warns(M.UndefinedMetricWarning, match="no score categories"):
         fast = M.observed_metrics(h[:, 0], m, ranks=False)
     assert "spearman" not in fast and fast["corr"] == pytest.approx(obs["corr"], abs=1e-12)
-    assert np.isnan(fast["gwet_ac1"]) and np.isnan(fast["kappa"])
+    assert np.isnan(fast["gwet_ac1"]) and np.isnan(fast["conger_kappa"])
 
 
 def test_subgroup_intervals_equal_recomputation(result):
@@ -184,8 +192,34 @@ def test_subgroup_intervals_equal_recomputation(result):
             hb, mb, gb = h[idx, 0], m[idx], g[idx]
             sel = gb == "b"
             corr.append(quiet(M.pearson_r, hb[sel], mb[sel]))
-            dsm.append(quiet(M.difference_of_standardized_means, hb[sel], mb[sel], hb.mean(), mb.mean(),
-                             hb.std(ddof=1), mb.std(ddof=1)))
-    ci = ev.data["subgroups"]["L1"]["b"]["sys"]["ci"]
+            dsm.append(quiet(M.difference_of_standardized_means, hb[sel], mb[sel], population_y_true_mean=hb.mean(),
+                             population_y_pred_mean=mb.mean(), population_y_true_sd=hb.std(ddof=1),
+                             population_y_pred_sd=mb.std(ddof=1)))
+    ci = ev.to_json()["subgroups"]["L1"]["b"]["sys"]["ci"]
     assert ci["corr"] == pytest.approx(list(percentile_interval(np.array(corr))), abs=1e-10)
     assert ci["dsm"] == pytest.approx(list(percentile_interval(np.array(dsm))), abs=1e-10)
+
+
+def test_tau_c_and_all_raters_intervals_equal_recomputation():
+    """The resampled tau-c (tie counts from value ids) and all-raters coefficients (sums by rating pattern) equal
+    the library functions on the same resamples."""
+    rng = np.random.default_rng(8)
+    n = 150
+    t = rng.normal(3, 1, n)
+    h = np.clip(np.round(t[:, None] + rng.normal(0, .7, (n, 3))), 1, 5)
+    h[rng.random((n, 3)) < 0.2] = np.nan
+    h[:, 0] = np.where(np.isnan(h[:, 0]), 3.0, h[:, 0])
+    m = np.round(t + rng.normal(0, .5, n), 1)
+    ev = M.evaluate(h, {"s": m}, scale=M.Scale(1, 5), n_bootstrap=30, seed=2)
+    tau_c, ac1, conger = [], [], []
+    for index, _ in resample_chunks(n, 30, np.random.default_rng(2)):
+        for idx in index:
+            tau_c.append(quiet(M.kendall_tau_c, h[idx, 0], m[idx]))
+            ac1.append(quiet(M.gwet_ac, h[idx], np.arange(1, 6)))
+            conger.append(quiet(M.conger_kappa, h[idx], np.arange(1, 6), weights="quadratic"))
+    d = ev.to_json()
+    assert d["systems"]["s"]["ci"]["kendall_tau_c"] == pytest.approx(list(percentile_interval(np.array(tau_c))),
+                                                                      abs=1e-10)
+    assert d["all_raters"]["ci"]["gwet_ac1"] == pytest.approx(list(percentile_interval(np.array(ac1))), abs=1e-10)
+    assert d["all_raters"]["ci"]["conger_kappa_quadratic"] == pytest.approx(
+        list(percentile_interval(np.array(conger))), abs=1e-10)

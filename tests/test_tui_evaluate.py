@@ -76,23 +76,24 @@ async def test_evaluate_a_file_shows_metrics_with_intervals_and_saves_the_report
         await pilot.press("ctrl+e")
         await settle(app, pilot, timeout=60)
         await wait_until(pilot, lambda: screen.evaluation is not None, timeout=60, what="the evaluation")
-        data = screen.evaluation.data
-        expected = run_evaluation(scores_csv, ["h1", "h2"], ["system"], "L1", (1.0, 6.0), 50).data
-        assert data["systems"]["system"]["observed"]["corr"] == expected["systems"]["system"]["observed"]["corr"]
-        assert data["systems"]["system"]["ci"]["corr"] == expected["systems"]["system"]["ci"]["corr"]
-        assert "L1" in data["subgroups"]
+        ev = screen.evaluation
+        expected = run_evaluation(scores_csv, ["h1", "h2"], ["system"], "L1", (1.0, 6.0), 50)
+        got, want = ev.systems["system"].observed["corr"], expected.systems["system"].observed["corr"]
+        assert (got.value, got.ci) == (want.value, want.ci)
+        assert "L1" in ev.subgroups
         table = screen.query_one("#results-table", DataTable)
         labels = [str(c.label) for c in table.columns.values()]
         assert labels == ["metric", "system", "human-human"]
         rows = {table.get_row_at(k)[0]: table.get_row_at(k) for k in range(table.row_count)}
-        corr = data["systems"]["system"]["observed"]["corr"]
-        assert rows["corr"][1] == format_value(corr, data["systems"]["system"]["ci"]["corr"])
+        corr_figure = ev.systems["system"].observed["corr"]
+        corr = corr_figure.value
+        assert rows["corr"][1] == format_value(corr, corr_figure.ci)
         assert "[" in rows["corr"][1]                         # with its bootstrap interval
-        prmse = data["systems"]["system"]["true_score"]["prmse"]
+        prmse = ev.systems["system"].true_score["prmse"].value
         assert rows["prmse"][1].startswith(f"{prmse:.3f}")
         notes = str(screen.query_one("#eval-notes").render())
         assert "300 responses evaluated" in notes
-        prmse_notes = [n for n in data["notes"] if "PRMSE" in n]        # too few double-scored responses
+        prmse_notes = [n for n in ev.notes if "PRMSE" in n]        # too few double-scored responses
         assert prmse_notes and all(n in notes for n in prmse_notes)
 
         report = tmp_path / "report"

@@ -7,36 +7,44 @@ conventions: the README (section "Evaluating scoring systems") and the docstring
 Stable public API (used by ``easl evaluate`` and ``core.simulate``):
 
 Observed scores (``y_true`` human, ``y_pred`` system)
-    pearson_r, spearman_rho, kendall_tau_b, quadratic_weighted_kappa, cohen_kappa, exact_agreement,
+    pearson_r, spearman_rho, kendall_tau_b, kendall_tau_c, quadratic_weighted_kappa, cohen_kappa (SKLL; scikit-
+    learn's labels and sample_weight), cohen_kappa_test / kappa_test_from_table (statsmodels), exact_agreement,
     adjacent_agreement, agreement, standardized_mean_difference, mean_squared_error, root_mean_squared_error,
     r2_score, difference_of_standardized_means, disattenuated_correlation, degradation
 Chance-corrected agreement (``ratings`` responses x raters, NaN = missing; explicit ``categories``)
-    gwet_ac, brennan_prediger, fleiss_kappa (= scott_pi), conger_kappa, krippendorff_alpha_weighted,
-    chance_corrected_agreement, gwet_standard_errors, agreement_weights, krippendorff_alpha (levels)
+    gwet_ac, brennan_prediger, fleiss_kappa (= scott_pi), conger_kappa, chance_corrected_agreement,
+    gwet_standard_errors, agreement_inference (se, t-interval, p-value, finite-population correction; irrCAC),
+    benchmark (Landis-Koch, Fleiss, Altman, ...; Gwet's probabilistic rule), ratings_from_distribution,
+    agreement_weights (irrCAC's eight weightings), krippendorff_alpha (levels; one entry point)
+Score post-processing (RSMTool)
+    trim_scores, scale_scores
 True score
     variance_of_errors, true_score_variance, mse_true, prmse, true_score_evaluation, rating_counts
 Fairness
     fairness_analysis, fairness_resampled (vectorised over bootstrap resamples)
 Uncertainty
-    bootstrap_prmse, bootstrap_fairness, resample_chunks, percentile_interval, bootstrap_ci, fisher_z_ci
+    bootstrap_prmse, bootstrap_fairness, resample_chunks, percentile_interval, bootstrap_ci;
+    fisher_z_ci, normal_ci, student_t_ci (analytic intervals)
 Data model and the whole pipeline
     Scale, apply_score_policy, observed_metrics (every observed key for one pair, one pass),
-    evaluate (returns the JSON-ready report object)
+    evaluate (returns a typed Evaluation: Figure, Block, SystemEvaluation; ``to_json()`` for the JSON object)
 """
 from core.metrics.agreement import (
-    agreement_weights,
     brennan_prediger,
     chance_corrected_agreement,
     conger_kappa,
     fleiss_kappa,
     gwet_ac,
-    gwet_standard_errors,
-    krippendorff_alpha_weighted,
     scott_pi,
 )
-from core.metrics.association import kendall_tau_b, spearman_rho
-from core.metrics.bootstrap import bootstrap_ci, bootstrap_fairness, bootstrap_prmse, fisher_z_ci, percentile_interval, resample_chunks
-from core.metrics.data import Scale, apply_score_policy, rating_counts
+from core.metrics.agreement_variance import Inference, agreement_inference, gwet_standard_errors, table_inference
+from core.metrics.benchmark import Benchmark, benchmark
+from core.metrics.weights import agreement_weights
+from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
+from core.metrics.bootstrap import bootstrap_ci, bootstrap_fairness, bootstrap_prmse, percentile_interval, resample_chunks
+from core.metrics.data import Scale, apply_score_policy, rating_counts, ratings_from_distribution
+from core.metrics.kappa import KappaTest, cohen_kappa_test, kappa_test_from_table
+from core.metrics.scores import scale_scores, trim_scores
 from core.metrics.fairness import fairness_analysis, fairness_resampled
 from core.metrics.krippendorff import krippendorff_alpha
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
@@ -55,7 +63,10 @@ from core.metrics.observed import (
     root_mean_squared_error,
     standardized_mean_difference,
 )
-from core.metrics.report import Evaluation, evaluate, observed_metrics
+from core.metrics.intervals import Interval, fisher_z_ci, normal_ci, student_t_ci
+from core.metrics.pipeline import evaluate
+from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
+from core.metrics.suite import observed_metrics
 from core.metrics.true_score import (
     mse_true,
     prmse,
@@ -66,13 +77,17 @@ from core.metrics.true_score import (
 
 __all__ = [
     "Scale", "apply_score_policy", "rating_counts", "UndefinedMetricWarning", "SampleSizeWarning",
-    "pearson_r", "spearman_rho", "kendall_tau_b", "quadratic_weighted_kappa", "cohen_kappa", "exact_agreement",
+    "pearson_r", "spearman_rho", "kendall_tau_b", "kendall_tau_c", "quadratic_weighted_kappa", "cohen_kappa",
+    "cohen_kappa_test", "kappa_test_from_table", "KappaTest", "exact_agreement",
     "adjacent_agreement", "agreement", "standardized_mean_difference", "mean_squared_error",
     "root_mean_squared_error", "r2_score", "difference_of_standardized_means", "disattenuated_correlation",
     "degradation",
-    "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa", "krippendorff_alpha_weighted",
-    "chance_corrected_agreement", "gwet_standard_errors", "agreement_weights", "krippendorff_alpha",
+    "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa",
+    "chance_corrected_agreement", "gwet_standard_errors", "agreement_inference", "table_inference", "Inference",
+    "benchmark",    "Benchmark", "ratings_from_distribution", "agreement_weights", "krippendorff_alpha", "trim_scores",
+    "scale_scores",
     "variance_of_errors", "true_score_variance", "mse_true", "prmse", "true_score_evaluation",
-    "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "fisher_z_ci", "resample_chunks",
-    "evaluate", "Evaluation", "observed_metrics",
+    "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "resample_chunks",
+    "fisher_z_ci", "normal_ci", "student_t_ci", "Interval",
+    "evaluate", "Evaluation", "Figure", "Block", "SystemEvaluation", "observed_metrics",
 ]

@@ -1,4 +1,6 @@
-"""Uncertainty: a seeded, vectorised nonparametric bootstrap over responses, and analytic intervals.
+"""Uncertainty by resampling: a seeded, vectorised nonparametric bootstrap over responses.
+
+Analytic (closed-form) intervals live in :mod:`core.metrics.intervals`.
 
 Resampling unit: the response (a whole row: all its human ratings and every system score stay together), drawn
 with replacement n times per resample (Efron & Tibshirani 1993, ch. 6 and 13, percentile intervals).
@@ -16,7 +18,6 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 import numpy as np
-from scipy import stats
 
 from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis, fairness_design
 from core.metrics.notes import capture, quiet, undefined
@@ -33,6 +34,29 @@ def resample_chunks(n: int, n_resamples: int, rng: np.random.Generator,
 
     ``index`` is ``(b, n)`` int64 (rows drawn with replacement), ``counts`` the ``(b, n)`` float64 number of times
     each response was drawn. The chunk size does not change the resamples (the draws come from ``rng`` in order).
+
+    Parameters
+    ----------
+    n : int
+        Number of responses.
+    n_resamples : int
+    rng : numpy.random.Generator
+    chunk_entries : int
+        Upper bound on b x n per chunk.
+
+    Returns
+    -------
+    iterator of (index, counts)
+
+    References
+    ----------
+    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [(i.shape, c.sum(axis=1).tolist()) for i, c in resample_chunks(4, 3, np.random.default_rng(0))]
+    [((3, 4), [4.0, 4.0, 4.0])]
     """
     if n < 1 or n_resamples < 1:
         return
@@ -93,7 +117,25 @@ def bootstrap_sums(sums: RowSums, finish: Callable[[dict], dict], n_resamples: i
 def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """Bootstrap percentile interval [q_(a/2), q_(1-a/2)] of the finite resample values (Efron & Tibshirani 13.3).
 
-    NaN bounds when fewer than half of the resamples gave a finite value.
+    Parameters
+    ----------
+    samples : array-like
+        The resample values (NaN for undefined ones).
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    (low, high); NaN bounds when fewer than half of the resamples gave a finite value.
+
+    References
+    ----------
+    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [round(x, 6) for x in percentile_interval(np.arange(101.0))]
+    [2.5, 97.5]
     """
     s = np.asarray(samples, dtype=np.float64)
     s = s[np.isfinite(s)]
@@ -105,7 +147,27 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
 
 
 def bootstrap_ci(samples: dict[str, np.ndarray], confidence: float = 0.95) -> dict[str, tuple[float, float]]:
-    """Percentile intervals for every statistic of :func:`bootstrap_sums`."""
+    """Percentile intervals (:func:`percentile_interval`) for every statistic of :func:`bootstrap_sums`.
+
+    Parameters
+    ----------
+    samples : dict name -> array (n_resamples,)
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    dict name -> (low, high)
+
+    References
+    ----------
+    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> {k: [round(x, 6) for x in ci] for k, ci in bootstrap_ci({"r": np.arange(101.0)}).items()}
+    {'r': [2.5, 97.5]}
+    """
     return {k: percentile_interval(v, confidence) for k, v in samples.items()}
 
 
@@ -116,10 +178,31 @@ def bootstrap_prmse(system, ratings, n_resamples: int = 1000, seed: int | np.ran
     Responses (rows) are resampled with replacement, keeping each response's ratings together; every resample's
     PRMSE uses the Appendix B estimators (Loukina et al. 2020) on that resample, vectorised over resamples.
 
+    Parameters
+    ----------
+    system : array-like of shape (n,)
+    ratings : array of shape (n, R)
+    n_resamples : int, default 1000
+    seed : int or numpy.random.Generator, default 0
+    rater_error_variance : float, optional
+    confidence : float, default 0.95
+
     Returns
     -------
     dict with ``prmse`` (point estimate), ``ci`` (low, high), ``se`` (bootstrap standard deviation) and
     ``samples`` (the resample values).
+
+    References
+    ----------
+    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13. Loukina et al. (2020), Appendix B.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> h = np.array([[2, 3], [3, 3], [4, 6], [2, np.nan], [5, 4.]])
+    >>> res = bootstrap_prmse([2.5, 3, 5, 2, 4.5], h, n_resamples=50, seed=1)
+    >>> res["samples"].shape
+    (50,)
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     sums, _ = true_score_sums(ratings, system)
@@ -147,6 +230,27 @@ def bootstrap_fairness(y_true, y_pred, groups, n_resamples: int = 1000, seed: in
     -------
     dict with ``point`` (``fairness_analysis`` result), ``ci`` ({key: (low, high)}), ``reasons`` ({key: why the
     interval is NaN}) and ``samples`` ({key: array (n_resamples,)}).
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n,)
+    groups : array-like of shape (n,)
+    n_resamples : int, default 1000
+    seed : int or numpy.random.Generator, default 0
+    confidence : float, default 0.95
+
+    References
+    ----------
+    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13. Loukina, Madnani & Zechner (2019).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> h = rng.integers(1, 5, 60).astype(float)
+    >>> res = bootstrap_fairness(h, h + rng.normal(0, .5, 60), rng.choice(["a", "b"], 60), n_resamples=20)
+    >>> sorted(res["ci"])
+    ['csd', 'osa', 'osd']
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     point, why, _ = capture(fairness_analysis, y_true, y_pred, groups)
@@ -176,25 +280,3 @@ def fairness_ci_reason(problem: str | None, value: float, value_reason: str, n_r
         return "no bootstrap resamples"
     return ("fewer than half of the bootstrap resamples gave a defined value (resamples with one subgroup or "
             "constant errors)")
-
-
-def fisher_z_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Confidence interval of Pearson's r by Fisher's z: tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)) (Fisher 1921).
-
-    NaN for n <= 3 or an undefined r; r = +/-1 gives a degenerate interval at r.
-    """
-    if not np.isfinite(r) or n <= 3:
-        return float("nan"), float("nan")
-    if abs(r) >= 1.0:
-        return float(r), float(r)
-    z = np.arctanh(r)
-    half = stats.norm.ppf(0.5 + confidence / 2.0) / np.sqrt(n - 3.0)
-    return float(np.tanh(z - half)), float(np.tanh(z + half))
-
-
-def normal_ci(estimate: float, se: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Wald interval estimate -/+ z_(1-a/2) se (used with Gwet's analytic standard errors)."""
-    if not (np.isfinite(estimate) and np.isfinite(se)):
-        return float("nan"), float("nan")
-    half = stats.norm.ppf(0.5 + confidence / 2.0) * se
-    return float(estimate - half), float(estimate + half)

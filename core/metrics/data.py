@@ -10,9 +10,38 @@
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
+
+#: Agreement weights of the chance-corrected coefficients (Gwet 2014, section 3.4; irrCAC ``weights.py``).
+Weights = Literal["identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"]
+#: Krippendorff's levels of measurement (Krippendorff 2011).
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+#: Standardized mean difference: human-system (``unpooled``, sd of H), human-human (``pooled``), or RSMTool's
+#: population variants (``williamson``: pooled population sds, ``johnson``: the population sd of H).
+SmdMethod = Literal["unpooled", "pooled", "williamson", "johnson"]
+
+WEIGHTS: tuple[str, ...] = get_args(Weights)
+LEVELS: tuple[str, ...] = get_args(Level)
+SMD_METHODS: tuple[str, ...] = get_args(SmdMethod)
+
+
+def check_option(name: str, value: object, allowed: Collection[object]) -> None:
+    """Raise ``ValueError`` naming the option and the allowed values unless ``value`` is one of ``allowed``.
+
+    Examples
+    --------
+    >>> check_option("weights", "linear", WEIGHTS)
+    >>> check_option("weights", "lineal", ("identity", "linear"))
+    Traceback (most recent call last):
+    ...
+    ValueError: weights must be one of 'identity', 'linear'; got 'lineal'
+    """
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
 
 
 def as_vector(x, name: str = "x") -> np.ndarray:
@@ -61,7 +90,26 @@ def as_ratings(ratings) -> np.ndarray:
 def rating_counts(ratings) -> np.ndarray:
     """Number of ratings of each response, ``c_i`` (RSMTool ``get_n_human_scores``).
 
-    Returns an int64 array; e.g. h1=[1,2,3,4], h2=[1,NaN,2,NaN], h3=[NaN,NaN,1,NaN] gives [2,1,3,1].
+    Parameters
+    ----------
+    ratings : array of shape (n, R), or a list of rater vectors
+        NaN for missing.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+
+    References
+    ----------
+    RSMTool ``get_n_human_scores``.
+
+    Examples
+    --------
+    RSMTool's test vector (a list of rater vectors):
+
+    >>> nan = float("nan")
+    >>> rating_counts([[1, 2, 3, 4], [1, nan, 2, nan], [nan, nan, 1, nan]]).tolist()
+    [2, 1, 3, 1]
     """
     return np.sum(~np.isnan(as_ratings(ratings)), axis=1).astype(np.int64)
 
@@ -77,6 +125,22 @@ class Scale:
     categories : array-like, optional
         The category values for categorical coefficients (sorted, unique). Default: the integers from ``min`` to
         ``max`` when both are integers, else none (categorical metrics then need an explicit list).
+
+    Returns
+    -------
+    Scale (frozen)
+
+    References
+    ----------
+    Categorical coefficients depend on the number of categories (Gwet 2014, section 2.5), so the scale is explicit
+    and never inferred from the observed values alone.
+
+    Examples
+    --------
+    >>> Scale(1, 4).categories
+    (1.0, 2.0, 3.0, 4.0)
+    >>> Scale(0, 1, categories=(0, 0.5, 1)).to_categories([0.2, 0.3, 0.9]).tolist()
+    [0.0, 0.5, 1.0]
     """
 
     min: float
@@ -151,34 +215,43 @@ def category_index(x: np.ndarray, categories: np.ndarray, name: str = "ratings")
     return np.where(missing, -1, idx).astype(np.int64)
 
 
-# Reasons for dropping a response (keys of the ``dropped`` counts).
+# Reasons for leaving a response out of the comparisons with the first human column (keys of ``dropped``).
 DROP_H1_MISSING = "first human score missing or non-numeric"
-DROP_H1_ZERO = "first human score is 0 (--exclude-zeros)"
+DROP_H1_ZERO = "first human score is 0 (zeros excluded)"
 DROP_H1_OUT_OF_SCALE = "first human score outside the scale"
 DROP_SYSTEM_MISSING = "system score missing or non-numeric"
-SET_MISSING_ZERO = "other human score 0 set to missing (--exclude-zeros)"
+SET_MISSING_ZERO = "other human score 0 set to missing (zeros excluded)"
 SET_MISSING_OUT_OF_SCALE = "other human score outside the scale set to missing"
 
 
 @dataclass
 class PolicyResult:
-    """Output of :func:`apply_score_policy`."""
+    """Output of :func:`apply_score_policy`.
 
-    keep: np.ndarray                   # (n,) bool: responses kept
+    ``ratings`` keeps every input row (the per-rating rules applied to every column, the first included), for the
+    metrics that use every rating; ``keep`` marks the responses of the comparisons with the first human column
+    (RSMTool's evaluation set), and ``human`` / ``system`` are those rows.
+    """
+
+    keep: np.ndarray                   # (n,) bool: responses of the comparisons with the first human column
     human: np.ndarray                  # (n_kept, R) human ratings after the policy
     system: dict[str, np.ndarray]      # name -> (n_kept,)
-    dropped: dict[str, int]            # reason -> number of responses dropped
+    dropped: dict[str, int]            # reason -> number of responses left out of those comparisons
     changed: dict[str, int]            # reason -> number of ratings set to missing (response kept)
+    ratings: np.ndarray = field(default_factory=lambda: np.zeros((0, 1)))   # (n, R) every row, per-rating rules
+    system_all: dict[str, np.ndarray] = field(default_factory=dict)         # name -> (n,) every row
+    system_ok: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (n,) every system score finite
 
 
 def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | None = None,
                        exclude_zeros: bool = False) -> PolicyResult:
     """Apply the explicit zero / non-numeric policy (RSMTool semantics, metrics.md section 1).
 
-    A response is dropped when its first human score is missing, non-numeric or infinite, is 0 under
-    ``exclude_zeros``, or lies outside ``scale``, or when any system score is missing or infinite. Other human
-    scores that are 0 (under ``exclude_zeros``), infinite or outside the scale become missing; the response stays,
-    with fewer ratings. Every drop and change is counted by reason.
+    Per rating: an infinite score, a score outside ``scale`` and (under ``exclude_zeros``) a 0 become missing.
+    Per response, for the comparisons with the first human column only: a response is left out when its first
+    human score is missing, non-numeric or infinite, is 0 under ``exclude_zeros``, or lies outside ``scale``, or
+    when any system score is missing or infinite. Metrics over every rating (agreement among all raters, the
+    true-score metrics) keep the other responses. Every drop and change is counted by reason.
 
     Parameters
     ----------
@@ -188,12 +261,30 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
     scale : Scale, optional
     exclude_zeros : bool
         RSMTool's ``exclude_zero_scores`` (default off here; on in RSMTool).
+
+    Returns
+    -------
+    PolicyResult
+        ``keep`` (rows kept), ``human`` and ``system`` after the policy, ``dropped`` and ``changed`` counts by reason,
+        and ``ratings`` / ``system_all`` / ``system_ok`` for every row.
+
+    References
+    ----------
+    RSMTool ``exclude_zero_scores`` and its handling of non-numeric scores (rsmtool_evaluation_metrics.md).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = apply_score_policy(np.array([[0, 1], [2, 0], [3, np.nan]]), {"s": np.array([1., 2, 3])},
+    ...                        exclude_zeros=True)
+    >>> p.keep.tolist(), sum(p.dropped.values()), sum(p.changed.values()), p.ratings[0].tolist()
+    ([False, True, True], 1, 1, [nan, 1.0])
     """
     h = np.array(human, dtype=np.float64, copy=True)
     if h.ndim == 1:
         h = h[:, None]
     n = h.shape[0]
-    first = h[:, 0]
+    first = h[:, 0].copy()
     dropped: dict[str, int] = {}
     changed: dict[str, int] = {}
     keep = np.ones(n, dtype=bool)
@@ -210,25 +301,67 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
     if scale is not None:
         drop((first < scale.min) | (first > scale.max), DROP_H1_OUT_OF_SCALE)
     sys_out = {}
+    system_ok = np.ones(n, dtype=bool)
     for name, values in system.items():
         v = np.asarray(values, dtype=np.float64)
         if v.shape != (n,):
             raise ValueError(f"system {name!r} has {v.size} scores for {n} responses")
         drop(~np.isfinite(v), DROP_SYSTEM_MISSING)
+        system_ok &= np.isfinite(v)
         sys_out[name] = v
-    if h.shape[1] > 1:
-        rest = h[:, 1:]
-        rest[np.isinf(rest)] = np.nan
-        if exclude_zeros:
-            z = (rest == 0) & keep[:, None]
-            if z.any():
-                changed[SET_MISSING_ZERO] = int(z.sum())
-            rest[rest == 0] = np.nan
-        if scale is not None:
-            out = ((rest < scale.min) | (rest > scale.max))
-            if (out & keep[:, None]).any():
-                changed[SET_MISSING_OUT_OF_SCALE] = int((out & keep[:, None]).sum())
-            rest[out] = np.nan
-        h[:, 1:] = rest
+    h[np.isinf(h)] = np.nan
+    if exclude_zeros:
+        z = (h[:, 1:] == 0) & keep[:, None]
+        if z.any():
+            changed[SET_MISSING_ZERO] = int(z.sum())
+        h[h == 0] = np.nan
+    if scale is not None:
+        out = (h < scale.min) | (h > scale.max)
+        if (out[:, 1:] & keep[:, None]).any():
+            changed[SET_MISSING_OUT_OF_SCALE] = int((out[:, 1:] & keep[:, None]).sum())
+        h[out] = np.nan
     return PolicyResult(keep=keep, human=h[keep], system={k: v[keep] for k, v in sys_out.items()},
-                        dropped=dropped, changed=changed)
+                        dropped=dropped, changed=changed, ratings=h, system_all=sys_out, system_ok=system_ok)
+
+
+def ratings_from_distribution(counts, categories) -> np.ndarray:
+    """A subjects x raters matrix from a distribution-of-raters table (irrCAC / Gwet's ``*.dist`` input form).
+
+    ``counts[i, k]`` is the number of raters who put subject i in category k. Row i of the result holds
+    ``counts[i, 0]`` times category 0, then ``counts[i, 1]`` times category 1, ..., padded with NaN. Gwet's AC,
+    Brennan-Prediger, Fleiss' kappa and Krippendorff's alpha depend only on these counts, so they equal the
+    distribution-form coefficients; Conger's kappa needs rater identities and is not defined for this input.
+
+    Parameters
+    ----------
+    counts : array of shape (n_subjects, q)
+        Non-negative integers.
+    categories : array-like of shape (q,)
+
+    Returns
+    -------
+    ndarray of shape (n_subjects, max_i sum_k counts[i, k])
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., section 2.4 (distribution of raters);
+    irrCAC ``distrib_6raters``.
+
+    Examples
+    --------
+    >>> ratings_from_distribution([[2, 1], [0, 3]], [1, 2]).tolist()
+    [[1.0, 1.0, 2.0], [2.0, 2.0, 2.0]]
+    """
+    c = np.asarray(counts)
+    cats = np.asarray(categories, dtype=np.float64)
+    if c.ndim != 2 or c.shape[1] != cats.size:
+        raise ValueError(f"counts must be subjects x {cats.size} categories, got shape {c.shape}")
+    if (c < 0).any() or not np.array_equal(c, np.round(c)):
+        raise ValueError("counts must be non-negative integers")
+    c = c.astype(np.int64)
+    width = int(c.sum(axis=1).max()) if c.size else 0
+    out = np.full((c.shape[0], max(width, 1)), np.nan)
+    for i, row in enumerate(c):
+        values = np.repeat(cats, row)
+        out[i, :values.size] = values
+    return out

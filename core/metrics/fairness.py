@@ -59,7 +59,25 @@ def _ols(y: np.ndarray, x: np.ndarray, tss_floor: float = 0.0) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
         adj = 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1) if n - p - 1 > 0 else np.nan
-    return {"coef": coef, "rss": rss, "tss": tss, "p": p, "n": n, "r2": r2, "adj_r2": adj}
+    return {"coef": coef, "rss": rss, "tss": tss, "p": p, "n": n, "r2": r2, "adj_r2": adj, "design": design,
+            "rank": int(rank)}
+
+
+def _coef_inference(model: dict, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """OLS standard errors, two-sided p-values and t-intervals of the coefficients (statsmodels ``OLS.fit``:
+    cov = s^2 (X'X)^+, s^2 = RSS / (n - rank), t with n - rank degrees of freedom)."""
+    x = model["design"]
+    df = model["n"] - model["rank"]
+    nan = np.full(x.shape[1], np.nan)
+    if df <= 0:
+        return nan, nan, np.column_stack([nan, nan])
+    cov = model["rss"] / df * np.linalg.pinv(x.T @ x)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = model["coef"] / se
+    p = 2.0 * stats.t.sf(np.abs(t), df)
+    half = stats.t.ppf(0.5 + confidence / 2.0, df) * se
+    return se, p, np.column_stack([model["coef"] - half, model["coef"] + half])
 
 
 def _f_test(small: dict, big: dict) -> float:
@@ -92,7 +110,7 @@ def _group_codes(groups, n: int) -> tuple[np.ndarray, np.ndarray]:
     return names, codes.reshape(-1)
 
 
-def fairness_analysis(y_true, y_pred, groups) -> dict:
+def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) -> dict:
     """Overall score accuracy, overall score difference and conditional score difference (RSMTool semantics).
 
     Parameters
@@ -101,23 +119,46 @@ def fairness_analysis(y_true, y_pred, groups) -> dict:
         Human and system scores.
     groups : array-like of shape (n,)
         Subgroup labels (any hashable values).
+    base_group : str, optional
+        The reference level of the group coefficients (RSMTool's ``base_group``); default the largest group. The
+        adjusted R2 values and their p-values do not depend on it.
 
     Returns
     -------
     dict with ``base_group``, ``groups`` (sizes) and for each of ``osa``, ``osd``, ``csd``: ``value`` (adjusted R2;
     for CSD the difference of adjusted R2), ``p_value``, ``r2``, and ``estimates`` (intercept = base group, then one
-    coefficient per other group). NaN with a reason when there is only one group or too few responses.
+    coefficient per other group), with their OLS two-sided p-values (``estimates_p_value``) and 95% t-intervals
+    (``estimates_ci``; statsmodels, as RSMTool's estimate tables). NaN with a reason when there is only one group
+    or too few responses.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., & Zechner, K. (2019). The many dimensions of algorithmic fairness in educational
+    applications. BEA workshop. RSMTool ``get_fairness_analyses``.
+
+    Examples
+    --------
+    RSMTool's test vector (the base group is the largest; E on a tie):
+
+    >>> fa = fairness_analysis([2, 3, 2, 3], [1, 1.5, 3, 3.5], ["K", "K", "E", "E"])
+    >>> fa["base_group"], {k: round(v, 9) for k, v in fa["osd"]["estimates"].items()}
+    ('E', {'Intercept': 0.75, 'K': -2.0})
     """
     h, m = as_pair(y_true, y_pred)
     names, codes = _group_codes(groups, h.size)
     sizes = np.bincount(codes, minlength=names.size)
     base = int(np.argmax(sizes)) if sizes.size else 0     # largest; ties: first in sorted order
+    if base_group is not None:
+        if str(base_group) not in set(names.tolist()):
+            raise ValueError(f"base_group {base_group!r} is not one of the groups {names.tolist()[:12]}")
+        base = int(np.flatnonzero(names == str(base_group))[0])
     out = {"base_group": str(names[base]) if names.size else None,
            "groups": {str(k): int(v) for k, v in zip(names, sizes)}}
     if names.size < 2 or h.size < 3:
         reason = undefined("fairness analyses need at least two subgroups and three responses")
         for key in ("osa", "osd", "csd"):
-            out[key] = {"value": reason, "p_value": reason, "r2": reason, "estimates": {}}
+            out[key] = {"value": reason, "p_value": reason, "r2": reason, "estimates": {}, "estimates_p_value": {},
+                        "estimates_ci": {}}
         return out
     error = m - h
     se = error ** 2
@@ -133,9 +174,13 @@ def fairness_analysis(y_true, y_pred, groups) -> dict:
     null_se = _ols(se, np.zeros((h.size, 0)), floor_s)
 
     def record(model: dict, value: float, p_value: float) -> dict:
-        est = {"Intercept": float(model["coef"][0])}
-        est.update({name: float(v) for name, v in zip(others, model["coef"][1:1 + len(others)])})
-        return {"value": float(value), "p_value": float(p_value), "r2": float(model["r2"]), "estimates": est}
+        names_ = ["Intercept", *others]
+        k = len(names_)
+        _, coef_p, ci = _coef_inference(model)
+        return {"value": float(value), "p_value": float(p_value), "r2": float(model["r2"]),
+                "estimates": {nm: float(v) for nm, v in zip(names_, model["coef"][:k])},
+                "estimates_p_value": {nm: float(v) for nm, v in zip(names_, coef_p[:k])},
+                "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(names_, ci[:k])}}
 
     osa = _ols(se, xg, floor_s)
     osd = _ols(error, xg, floor_e)
@@ -310,6 +355,21 @@ def fairness_resampled(y_true, y_pred, groups, counts) -> dict[str, np.ndarray]:
     Returns
     -------
     dict ``"osa"|"osd"|"csd"`` -> array (b,); NaN (with an UndefinedMetricWarning) when the design has a problem.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., & Zechner, K. (2019). The many dimensions of algorithmic fairness in educational
+    applications. BEA workshop. RSMTool ``get_fairness_analyses``.
+
+    Examples
+    --------
+    One resample that is the sample itself gives :func:`fairness_analysis`'s values:
+
+    >>> import numpy as np
+    >>> h, m, g = [2, 3, 2, 3, 4, 1], [1, 1.5, 3, 3.5, 4, 2], ["K", "K", "E", "E", "K", "E"]
+    >>> same = fairness_resampled(h, m, g, np.ones((1, 6)))["osd"][0]
+    >>> bool(np.isclose(same, fairness_analysis(h, m, g)["osd"]["value"]))
+    True
     """
     design = fairness_design(y_true, y_pred, groups)
     if design.problem is not None:

@@ -1,12 +1,16 @@
 """Reading evaluation input files (CSV, TSV, JSONL, Parquet; wide or long form) into the data model.
 
 Wide form: one row per response, human score columns and system score columns.
-Long form (``easl export --ratings``): one row per rating with item, rater and score columns. Human ratings are
-placed in rating slots in file order (``rating_1`` is each item's first human rating, ``rating_2`` its second,
-...), so RSMTool's "first human" semantics apply. A system is either a rater value in the rater column (its score
-for each item) or a column of the file (one value per item).
+Long form (the raw ratings of an export): one row per rating with item, rater and score columns. Every human
+rater keeps its id and becomes one column of the responses x raters matrix (so Conger's kappa is computed per
+rater and the result does not depend on the order of the rows). Columns are in the order the caller gives, else
+by decreasing number of ratings, ties by rater id: the first column (the reference of the RSMTool comparisons)
+is the rater who rated most. A rater who rated an item more than once keeps the first rating in file order (the
+others are counted in a note). A system is either a rater value in the rater column (its score for each item) or
+a column of the file (one value per item).
 
-Errors are :class:`core.errors.UserError` sentences naming the file, the column and, where it applies, the line.
+Errors are :class:`core.errors.InputError` sentences naming the file, the column and, where it applies, the line;
+they say what is wrong with the input, never which command-line option to use (the front ends add that).
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.errors import UserError
+from core.errors import InputError
 from core.tables import Table, read_table
 
 @dataclass
@@ -32,14 +36,14 @@ def _require(df: pd.DataFrame, path, cols: list[str], what: str) -> None:
     for c in cols:
         if c not in df.columns:
             shown = ", ".join(df.columns[:12]) + (", ..." if len(df.columns) > 12 else "")
-            raise UserError(f"{path}: no {what} column {c!r} (columns: {shown}).")
+            raise InputError(f"{path}: no {what} column {c!r} (columns: {shown}).", path=path, field=c)
 
 
 def numeric_column(table: Table, col: str, *, strict: bool) -> np.ndarray:
     """A column as float64 with NaN for empty cells.
 
-    Non-numeric cells: with ``strict`` a UserError naming the first bad line; otherwise NaN (the score policy then
-    drops or counts them). A column with values but no numeric value at all is always a UserError.
+    Non-numeric cells: with ``strict`` an InputError naming the first bad line; otherwise NaN (the score policy then
+    drops or counts them). A column with values but no numeric value at all is always an InputError.
     """
     raw = table.frame[col]
     values = pd.to_numeric(raw, errors="coerce")
@@ -48,8 +52,8 @@ def numeric_column(table: Table, col: str, *, strict: bool) -> np.ndarray:
     if bad.any():
         if strict or bad.sum() == (~empty).sum():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise UserError(f"{table.location(i)}: column {col!r} has a non-numeric value "
-                            f"{str(raw.iloc[i])[:40]!r}.")
+            raise InputError(f"{table.location(i)}: column {col!r} has a non-numeric value "
+                             f"{str(raw.iloc[i])[:40]!r}.", field=col)
     return values.to_numpy(dtype=np.float64)
 
 
@@ -59,7 +63,7 @@ def load_wide(path, *, human: list[str], system: list[str], id_col: str | None =
     table = read_table(path)
     df = table.frame
     if df.empty:
-        raise UserError(f"{path}: the file has no rows.")
+        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, human, "human score")
     _require(df, path, system, "system score")
     if id_col:
@@ -74,24 +78,21 @@ def load_wide(path, *, human: list[str], system: list[str], id_col: str | None =
         dup = pd.Series(ids).duplicated().to_numpy()
         if dup.any():
             i = int(np.flatnonzero(dup)[0])
-            raise UserError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.")
+            raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.", field=id_col)
     else:
         ids = np.array([str(i) for i in range(len(df))])
     groups = df[group_col].astype(str).to_numpy() if group_col else None
     return EvaluationInput(h, list(human), sys, ids, groups, notes)
 
 
-def load_long(path, *, spec: str, system: list[str], human: list[str] | None = None,
+def load_long(path, *, columns: tuple[str, str, str], system: list[str], human: list[str] | None = None,
               group_col: str | None = None) -> EvaluationInput:
-    """Read the long form (``item,rater,score`` column names in ``spec``) and pivot it into rating slots."""
-    parts = [s.strip() for s in spec.split(",")]
-    if len(parts) != 3 or not all(parts):
-        raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {spec!r}.")
-    item_c, rater_c, score_c = parts
+    """Read the long form (``columns`` = the item, rater and score column names) and pivot it into rating slots."""
+    item_c, rater_c, score_c = columns
     table = read_table(path)
     df = table.frame
     if df.empty:
-        raise UserError(f"{path}: the file has no rows.")
+        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, [item_c, rater_c, score_c], "long-form")
     if group_col:
         _require(df, path, [group_col], "group")
@@ -114,7 +115,7 @@ def load_long(path, *, spec: str, system: list[str], human: list[str] | None = N
             rows = row_of[sel]
             if np.unique(rows).size != rows.size:
                 i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
-                raise UserError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
+                raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
             v = np.full(n, np.nan)
             v[rows] = score[sel]
             sys[s] = v
@@ -128,29 +129,113 @@ def load_long(path, *, spec: str, system: list[str], human: list[str] | None = N
             if conflict.size:
                 r = int(conflict[0])
                 i = int(np.flatnonzero((row_of == r) & ok)[0])
-                raise UserError(f"{table.location(i)}: column {s!r} has different values for item "
-                                f"{ids[r]!r}.")
+                raise InputError(f"{table.location(i)}: column {s!r} has different values for item "
+                                 f"{ids[r]!r}.", field=s)
             v[lo.index.to_numpy()] = lo.to_numpy()
             sys[s] = v
         else:
-            raise UserError(f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.")
+            raise InputError(f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.",
+                             path=path)
     is_human = ~np.isin(raters, rater_systems)
     if human:
         unknown = [r for r in human if r not in set(raters)]
         if unknown:
-            raise UserError(f"{path}: rater {unknown[0]!r} (from --human) does not appear in column {rater_c!r}.")
+            raise InputError(f"{path}: human rater {unknown[0]!r} does not appear in column {rater_c!r}.", path=path,
+                             field=rater_c)
         is_human &= np.isin(raters, human)
     is_human &= ~np.isnan(score)
     hr = np.flatnonzero(is_human)
-    slot = pd.Series(row_of[hr]).groupby(row_of[hr]).cumcount().to_numpy()
-    R = int(slot.max()) + 1 if slot.size else 1
-    h = np.full((n, R), np.nan)
-    h[row_of[hr], slot] = score[hr]
-    names = [f"rating_{j + 1}" for j in range(R)]
+    h, names, repeats = rater_matrix(row_of[hr], raters[hr], score[hr], n, order=human)
     groups = None
     if group_col:
         g = pd.Series(df[group_col].astype(str).to_numpy()).groupby(row_of).first()
         groups = np.empty(n, dtype=object)
         groups[g.index.to_numpy()] = g.to_numpy()
-    notes = [f"long form: {hr.size} human ratings of {n} items in {R} rating slot(s) (file order)"]
+    notes = [f"long form: {hr.size} human ratings of {n} items by {len(names)} rater(s)"]
+    if repeats:
+        notes.append(f"{repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)")
     return EvaluationInput(h, names, sys, ids, groups, notes)
+
+
+def rater_matrix(rows: np.ndarray, raters: np.ndarray, scores: np.ndarray, n: int, *,
+                 order: list[str] | None = None) -> tuple[np.ndarray, list[str], int]:
+    """The (n, raters) matrix of ratings given as (row, rater id, score) triples, one column per rater.
+
+    Columns follow ``order`` when given, else decreasing number of ratings, ties by rater id (independent of the
+    order of the triples). A repeated (row, rater) keeps its first score. Returns the matrix, the rater ids and the
+    number of repeats left out.
+    """
+    ids, col, counts = np.unique(raters.astype(str), return_inverse=True, return_counts=True)
+    if order:
+        rank = {r: i for i, r in enumerate(order)}
+        columns = sorted(range(ids.size), key=lambda k: rank.get(ids[k], len(rank)))
+    else:
+        columns = sorted(range(ids.size), key=lambda k: (-counts[k], ids[k]))
+    position = np.empty(ids.size, dtype=np.int64)
+    position[columns] = np.arange(ids.size)
+    j = position[col]
+    first = ~pd.Series(rows * max(ids.size, 1) + j).duplicated().to_numpy()
+    h = np.full((n, max(ids.size, 1)), np.nan)
+    h[rows[first], j[first]] = scores[first]
+    return h, [str(ids[k]) for k in columns] or ["rating"], int((~first).sum())
+
+
+def load_campaign(ratings: pd.DataFrame, items: pd.DataFrame, system_path, *, system: list[str] | None = None,
+                  id_col: str = "item_id", group_col: str | None = None) -> EvaluationInput:
+    """The ratings an annotation campaign collected, with a scoring system's scores per item.
+
+    ``ratings`` is the long form of a project (``item_id, annotator, score``, as ``core.store.Project.ratings``),
+    ``items`` its items (``item_id`` and extra columns, as ``Project.items``); ``system_path`` a table with an id
+    column ``id_col`` and one column per system (default: every numeric column but the id). Every annotator becomes
+    one human column (:func:`rater_matrix`: most ratings first); every item with a rating or a system score is a
+    response. ``group_col`` is a column of the system file or an extra column of the items.
+    """
+    table = read_table(system_path)
+    df = table.frame
+    if df.empty:
+        raise InputError(f"{system_path}: the file has no rows.", path=system_path)
+    _require(df, system_path, [id_col], "id")
+    if not system:
+        system = [c for c in df.columns if c != id_col and c != group_col
+                  and pd.to_numeric(df[c], errors="coerce").notna().any()]
+        if not system:
+            raise InputError(f"{system_path}: no numeric score column besides {id_col!r}.", path=system_path)
+    _require(df, system_path, system, "system score")
+    sys_ids = df[id_col].astype(str).to_numpy()
+    dup = pd.Series(sys_ids).duplicated().to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {sys_ids[i]!r}.", field=id_col)
+    known = set(items["item_id"].astype(str))
+    unknown = [i for i in sys_ids if i not in known]
+    if unknown:
+        raise InputError(f"{system_path}: item {unknown[0]!r} is not an item of the project "
+                         f"({len(unknown)} unknown id(s)).", path=system_path, field=id_col)
+    rated = ratings[np.isfinite(ratings["score"].to_numpy(dtype=np.float64))]
+    ids = pd.unique(pd.concat([rated["item_id"].astype(str), pd.Series(sys_ids)], ignore_index=True))
+    row_of = pd.Series(np.arange(ids.size), index=ids)
+    n = ids.size
+    h, names, repeats = rater_matrix(row_of[rated["item_id"].astype(str)].to_numpy(),
+                                     rated["annotator"].astype(str).to_numpy(),
+                                     rated["score"].to_numpy(dtype=np.float64), n)
+    sys_rows = row_of[sys_ids].to_numpy()
+    scores = {}
+    for s in system:
+        v = np.full(n, np.nan)
+        v[sys_rows] = numeric_column(table, s, strict=True)
+        scores[s] = v
+    groups = None
+    if group_col:
+        if group_col in df.columns:
+            source = pd.Series(df[group_col].astype(str).to_numpy(), index=sys_ids)
+        elif group_col in items.columns:
+            source = pd.Series(items[group_col].astype(str).to_numpy(), index=items["item_id"].astype(str))
+        else:
+            raise InputError(f"{system_path}: no group column {group_col!r} in the file or the project's items.",
+                             path=system_path, field=group_col)
+        groups = source.reindex(ids).to_numpy(dtype=object)
+    notes = [f"campaign: {len(rated)} ratings of {int(np.isfinite(h).any(axis=1).sum())} items by {len(names)} "
+             f"annotator(s); {sys_rows.size} items with system scores"]
+    if repeats:
+        notes.append(f"{repeats} repeated rating(s) of an item by the same annotator left out (the first is kept)")
+    return EvaluationInput(h, names, scores, np.asarray(ids, dtype=str), groups, notes)

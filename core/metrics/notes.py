@@ -16,11 +16,27 @@ import numpy as np
 
 
 class UndefinedMetricWarning(RuntimeWarning):
-    """The metric is undefined for these data; the function returned NaN. The message is the reason."""
+    """The metric is undefined for these data; the function returned NaN. The message is the reason.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     value = undefined("a correlation needs at least 2 responses")
+    >>> caught[0].category.__name__, str(caught[0].message)
+    ('UndefinedMetricWarning', 'a correlation needs at least 2 responses')
+    """
 
 
 class SampleSizeWarning(UserWarning):
-    """The metric is defined but the sample is too small (or the estimate out of range) to trust it."""
+    """The metric is defined but the sample is too small (or the estimate out of range) to trust it.
+
+    Examples
+    --------
+    >>> capture(caution, "PRMSE rests on 40 double-scored responses")[2]
+    ['PRMSE rests on 40 double-scored responses']
+    """
 
 
 def undefined(reason: str, *, stacklevel: int = 3) -> float:

@@ -40,6 +40,17 @@ class RowSums:
     _dense: list[np.ndarray] = field(default_factory=list)
     _counts: dict[str, _Counts] = field(default_factory=dict)
     _stacked: np.ndarray | None = field(default=None, repr=False)
+    _grouped: list = field(default_factory=list)
+
+    def add_grouped(self, group: np.ndarray, tables: dict[str, np.ndarray]) -> None:
+        """Add terms that depend on the response only through its group (e.g. its rating pattern):
+        ``totals[name] = sum_i w_i tables[name][group_i]``; ``group_i = -1`` adds nothing. A table of shape (G,)
+        gives a scalar total, (G, size) a count table. Resampled totals cost O(B x n + B x G x size), however
+        many entries a response has."""
+        group = np.asarray(group, dtype=np.int64)
+        if group.shape != (self.n,):
+            raise ValueError(f"group has shape {group.shape}, expected ({self.n},)")
+        self._grouped.append((group, {k: np.asarray(v, dtype=np.float64) for k, v in tables.items()}))
 
     def add(self, name: str, values: np.ndarray) -> None:
         """Add a dense term: ``totals[name] = sum_i w_i values_i``."""
@@ -65,6 +76,8 @@ class RowSums:
             self.add(prefix + name, values)
         for name, c in other._counts.items():
             self._counts[prefix + name] = c
+        for group, tables in other._grouped:
+            self._grouped.append((group, {prefix + k: v for k, v in tables.items()}))
 
     def embedded(self, rows: np.ndarray, n: int) -> "RowSums":
         """The same terms placed at positions ``rows`` of a sample of ``n`` responses (0 elsewhere).
@@ -83,6 +96,18 @@ class RowSums:
             out.add(name, full)
         for name, c in self._counts.items():
             out._counts[name] = _Counts(rows[c.rows], c.cats, c.weights, c.size)
+        for group, tables in self._grouped:
+            full = np.full(n, -1, dtype=np.int64)
+            full[rows] = group
+            out._grouped.append((full, tables))
+        return out
+
+    def per_row(self) -> dict[str, np.ndarray]:
+        """Every term of each response separately: ``(n,)`` dense terms, ``(n, size)`` count tables."""
+        out: dict[str, np.ndarray] = dict(zip(self._dense_names, self._dense))
+        for name, c in self._counts.items():
+            out[name] = np.bincount(c.rows * c.size + c.cats, weights=c.weights,
+                                    minlength=self.n * c.size).reshape(self.n, c.size)
         return out
 
     def totals(self, counts: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -116,6 +141,17 @@ class RowSums:
                 w = counts[:, c.rows] * c.weights
                 flat = (np.arange(b, dtype=np.int64)[:, None] * c.size + c.cats[None, :]).ravel()
                 out[name] = np.bincount(flat, weights=w.ravel(), minlength=b * c.size).reshape(b, c.size)
+        for group, tables in self._grouped:
+            g = int(group.max(initial=-1)) + 1
+            ok = group >= 0
+            if counts is None:
+                agg = np.bincount(group[ok], minlength=g).astype(np.float64)
+            else:
+                b = counts.shape[0]
+                flat = (np.arange(b, dtype=np.int64)[:, None] * g + group[ok][None, :]).ravel()
+                agg = np.bincount(flat, weights=counts[:, ok].ravel(), minlength=b * g).reshape(b, g)
+            for name, table in tables.items():
+                out[name] = np.asarray(agg @ table[:g])
         return out
 
 

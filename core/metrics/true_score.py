@@ -115,8 +115,28 @@ def variance_of_errors(ratings) -> float:
     """Rater error variance V_e (Loukina et al. 2020, Appendix B eq. 4-5; RSMTool ``variance_of_errors``).
 
     V_i = sum_j (H_ij - Hbar_i)^2 / (c_i - 1);  V_e = sum_i V_i (c_i - 1) / sum_i (c_i - 1), over responses with
-    c_i >= 2. For two ratings per response this is (1 / 2N) sum (H_i2 - H_i1)^2 (eq. 3). NaN when no response has
-    two ratings.
+    c_i >= 2. For two ratings per response this is (1 / 2N) sum (H_i2 - H_i1)^2 (eq. 3).
+
+    Parameters
+    ----------
+    ratings : array of shape (n, R)
+        Human ratings, NaN for missing.
+
+    Returns
+    -------
+    float >= 0; NaN when no response has two ratings.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
+    presence of label noise. BEA workshop, Appendix B.
+
+    Examples
+    --------
+    Two raters (a list of rater vectors is read as columns):
+
+    >>> variance_of_errors([[2, 3, 4, 5], [3, 3, 6, 4]])
+    0.75
     """
     sums, _ = true_score_sums(ratings)
     return as_float(finish_error_variance(sums.totals()))
@@ -127,6 +147,27 @@ def true_score_variance(ratings, rater_error_variance: float | None = None) -> f
 
     V_T = [sum_i c_i (Hbar_i - Hbar)^2 - (N - 1) V_e] / [c. - sum_i c_i^2 / c.]. ``rater_error_variance``
     replaces V_e by an estimate from another sample.
+
+    Parameters
+    ----------
+    ratings : array of shape (n, R)
+    rater_error_variance : float, optional
+
+    Returns
+    -------
+    float; NaN when V_e cannot be estimated.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
+    presence of label noise. BEA workshop, Appendix B.
+
+    Examples
+    --------
+    RSMTool's test vector:
+
+    >>> round(true_score_variance([[2, 3, 5]], rater_error_variance=0.5), 12)
+    1.833333333333
     """
     sums, _ = true_score_sums(ratings)
     t = sums.totals()
@@ -137,6 +178,28 @@ def mse_true(system, ratings, rater_error_variance: float | None = None) -> floa
     """Mean squared error of the system score as a predictor of the true score (Appendix B eq. 7; RSMTool ``mse_true``).
 
     MSE(T|M) = [sum_i c_i (Hbar_i - M_i)^2 - N V_e] / c.
+
+    Parameters
+    ----------
+    system : array-like of shape (n,)
+    ratings : array of shape (n, R)
+    rater_error_variance : float, optional
+
+    Returns
+    -------
+    float; NaN when V_e cannot be estimated.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
+    presence of label noise. BEA workshop, Appendix B.
+
+    Examples
+    --------
+    RSMTool's test vector:
+
+    >>> round(mse_true([1, 2, 5], [[2, 3, 5]], rater_error_variance=0.5), 12)
+    0.166666666667
     """
     sums, _ = true_score_sums(ratings, system)
     t = sums.totals()
@@ -151,7 +214,26 @@ def prmse(system, ratings, rater_error_variance: float | None = None) -> float:
     (no response has two ratings and none is supplied) or V_T <= 0. Values above 1 mean the double-scored sample
     is too small; see :func:`true_score_evaluation` for the sample-size warnings.
 
+    Parameters
+    ----------
+    system : array-like of shape (n,)
+    ratings : array of shape (n, R)
+        Human ratings, NaN for missing; any number per response.
+    rater_error_variance : float, optional
+
+    Returns
+    -------
+    float <= 1 in expectation; NaN when V_e cannot be estimated or V_T <= 0.
+
+    References
+    ----------
+    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
+    presence of label noise. BEA workshop, Appendix B.
+
     Examples
+    --------
+    RSMTool's test vector:
+
     --------
     >>> round(prmse([1, 2, 5], [2, 3, 5], rater_error_variance=0.5), 12)
     0.909090909091
@@ -195,6 +277,26 @@ def true_score_evaluation(system, ratings, rater_error_variance: float | None = 
     :func:`prmse`). Emits :class:`~core.metrics.notes.SampleSizeWarning` (never an error) when fewer than 1,000
     responses are double-scored (500 when the human-human correlation exceeds 0.65) or PRMSE > 1
     (Loukina et al. 2020, section 7). With an external ``rater_error_variance`` the count warning is skipped.
+
+    Parameters
+    ----------
+    system : array-like of shape (n,)
+    ratings : array of shape (n, R)
+    rater_error_variance : float, optional
+
+    References
+    ----------
+    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
+    presence of label noise. BEA workshop, Appendix B.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     rec = true_score_evaluation([1, 2, 5], [[2, 3, 5]], rater_error_variance=0.5)
+    >>> rec["N"], rec["N_single"], round(rec["prmse"], 6)
+    (3, 3, 0.909091)
     """
     h = as_ratings(ratings)
     sums, _ = true_score_sums(h, system)
@@ -203,15 +305,34 @@ def true_score_evaluation(system, ratings, rater_error_variance: float | None = 
     rec = {"N": int(rec["N"]), "N_raters": int(h.shape[1]), "N_single": int(rec["N_single"]),
            "N_multiple": int(rec["N_multiple"]), **{k: rec[k] for k in
            ("rater_error_variance", "true_score_variance", "mse_true", "prmse")}}
+    r = float("nan")
     if rater_error_variance is None and rec["N_multiple"] > 0:
         a, b = first_two_ratings(h)
         with np.errstate(invalid="ignore", divide="ignore"):
             r = float(np.corrcoef(a, b)[0, 1]) if a.size >= 2 and np.std(a) > 0 and np.std(b) > 0 else float("nan")
-        need = MIN_DOUBLE_SCORED_HIGH_AGREEMENT if r > HIGH_AGREEMENT_R else MIN_DOUBLE_SCORED
-        if rec["N_multiple"] < need:
-            caution(f"PRMSE rests on {rec['N_multiple']} double-scored responses; at least {need} are recommended "
-                    f"(Loukina et al. 2020){' with human-human r > 0.65' if need == 500 else ''}")
-    if rec["prmse"] > 1:
-        caution(f"PRMSE is {rec['prmse']:.3f} > 1: the double-scored sample is too small to estimate the rater "
-                "error variance reliably")
+    for message in prmse_cautions(n_multiple=rec["N_multiple"], r_hh=r, prmse=rec["prmse"],
+                                  external=rater_error_variance is not None):
+        caution(message)
     return rec
+
+
+def prmse_cautions(*, n_multiple: int, r_hh: float, prmse: float, external: bool) -> list[str]:
+    """The sample-size cautions of PRMSE (Loukina et al. 2020, section 7), worded once for every caller.
+
+    Fewer than 1,000 double-scored responses (500 when the human-human correlation exceeds 0.65) when V_e is
+    estimated from the data (``external`` False), and PRMSE above 1.
+
+    Examples
+    --------
+    >>> prmse_cautions(n_multiple=300, r_hh=0.8, prmse=0.9, external=False)
+    ['PRMSE rests on 300 double-scored responses; at least 500 are recommended (Loukina et al. 2020) when human-human r > 0.65']
+    """
+    out = []
+    if not external and n_multiple > 0:
+        need = MIN_DOUBLE_SCORED_HIGH_AGREEMENT if (np.isfinite(r_hh) and r_hh > HIGH_AGREEMENT_R) else MIN_DOUBLE_SCORED
+        if n_multiple < need:
+            out.append(f"PRMSE rests on {n_multiple} double-scored responses; at least {need} are recommended "
+                       f"(Loukina et al. 2020){' when human-human r > 0.65' if need == MIN_DOUBLE_SCORED_HIGH_AGREEMENT else ''}")
+    if np.isfinite(prmse) and prmse > 1:
+        out.append(f"PRMSE is {prmse:.3f} > 1: the double-scored sample is too small to estimate rater error variance")
+    return out

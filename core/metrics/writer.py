@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 
 from core.metrics.plots import confusion_heatmap, prmse_plot, scatter_plot
-from core.metrics.report import SHORT_KEYS, Evaluation, _to_cats
+from core.metrics.registry import SHORT
+from core.metrics.results import Evaluation
+from core.metrics.suite import round_to_categories
 
 
 def to_json_text(data: dict) -> str:
@@ -57,10 +59,11 @@ def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0)
     tmp = Path(tempfile.mkdtemp(prefix=".easl-evaluate-", dir=directory.parent))
     try:
         names = []
-        for name, table in ev.tables.items():
+        tables = ev.tables
+        for name, table in tables.items():
             table.to_csv(tmp / f"{name}.csv", index=False)
             names.append(f"{name}.csv")
-        (tmp / "evaluation.json").write_text(to_json_text(ev.data) + "\n")
+        (tmp / "evaluation.json").write_text(to_json_text(ev.to_json()) + "\n")
         names.append("evaluation.json")
         figures = []
         h1 = ev.human[:, 0]
@@ -71,15 +74,14 @@ def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0)
                              seed=seed)
             figures.append((f"{s_name}: human vs system", f.name))
             if cats is not None:
-                f = confusion_heatmap(_to_cats(h1, cats), _to_cats(m, cats), cats, tmp / f"confusion_{safe}.png",
+                f = confusion_heatmap(round_to_categories(h1, cats), round_to_categories(m, cats), cats, tmp / f"confusion_{safe}.png",
                                       system_name=s_name)
                 figures.append((f"{s_name}: confusion matrix", f.name))
-        est = {s: ev.data["systems"][s]["true_score"].get("prmse") for s in ev.system}
-        ints = {s: tuple(np.nan if v is None else v for v in ev.data["systems"][s]["ci"].get("prmse", [None, None]))
-                for s in ev.system}
-        f = prmse_plot(est, ints, tmp / "prmse.png", ev.data.get("confidence", 0.95))
+        est = {s: _or_none(e.true_score["prmse"].value) for s, e in ev.systems.items()}
+        ints = {s: tuple(e.true_score["prmse"].ci or (np.nan, np.nan))[:2] for s, e in ev.systems.items()}
+        f = prmse_plot(est, ints, tmp / "prmse.png", ev.confidence)
         figures.append(("PRMSE with bootstrap interval", f.name))
-        (tmp / "report.md").write_text(_markdown(ev, source, figures))
+        (tmp / "report.md").write_text(_markdown(ev, tables, source, figures))
         names.append("report.md")
         names.extend(name for _, name in figures)
         directory.mkdir(parents=True, exist_ok=True)
@@ -92,33 +94,37 @@ def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _markdown(ev: Evaluation, source: str, figures: list[tuple[str, str]]) -> str:
-    d = ev.data
+def _or_none(v: float) -> float | None:
+    return float(v) if np.isfinite(v) else None
+
+
+def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figures: list[tuple[str, str]]) -> str:
     out = [f"# Evaluation of {source}", "",
-           f"{d['n_responses']} responses evaluated ({d['n_dropped']} dropped), scale [{d['scale']['min']:g}, "
-           f"{d['scale']['max']:g}], human columns: {', '.join(d['human_columns'])}.", ""]
-    if d["dropped"]:
-        out += ["Dropped responses:", ""] + [f"- {k}: {v}" for k, v in d["dropped"].items()] + [""]
-    out += ["## Observed scores (against the first human column)", "", _md_table(ev.tables["eval_short"]), ""]
-    if "consistency" in ev.tables:
+           f"{ev.n_responses} responses evaluated ({ev.n_dropped} dropped), scale [{ev.scale.min:g}, "
+           f"{ev.scale.max:g}], human columns: {', '.join(ev.human_columns)}.", ""]
+    if ev.dropped:
+        out += ["Dropped responses:", ""] + [f"- {k}: {v}" for k, v in ev.dropped.items()] + [""]
+    out += ["## Observed scores (against the first human column)", "", _md_table(tables["eval_short"]), ""]
+    if "consistency" in tables:
         out += ["## Human-human agreement", "",
-                _md_table(ev.tables["consistency"][["human_1", "human_2", *[k for k in SHORT_KEYS]]]), ""]
-    out += ["## True scores (PRMSE)", "", _md_table(ev.tables["true_score_eval"]), ""]
+                _md_table(tables["consistency"][["human_1", "human_2", *SHORT]]), ""]
+    out += ["## True scores (PRMSE)", "", _md_table(tables["true_score_eval"]), ""]
     rows = []
-    for s, entry in d["systems"].items():
-        ci = entry["ci"].get("prmse")
-        if ci:
-            rows.append(f"- {s}: PRMSE {_fmt(entry['true_score'].get('prmse'))}, "
-                        f"{d.get('confidence', 0.95):.0%} bootstrap interval [{_fmt(ci[0])}, {_fmt(ci[1])}]")
+    for s, entry in ev.systems.items():
+        prmse = entry.true_score["prmse"]
+        if ev.bootstrapped and prmse.ci is not None:
+            rows.append(f"- {s}: PRMSE {_fmt(_or_none(prmse.value))}, "
+                        f"{ev.confidence:.0%} bootstrap interval [{_fmt(_or_none(prmse.ci.low))}, "
+                        f"{_fmt(_or_none(prmse.ci.high))}]")
     if rows:
         out += rows + [""]
-    for key, table in ev.tables.items():
+    for key, table in tables.items():
         if key.startswith("fairness_"):
             out += [f"## Fairness by {key[len('fairness_'):]}", "", _md_table(table), ""]
     out += ["## Figures", ""]
     for title, name in figures:
         out += [f"### {title}", "", f"![{title}]({name})", ""]
-    if d["notes"]:
-        out += ["## Notes", ""] + [f"- {n}" for n in d["notes"]] + [""]
-    out += ["Tables: " + ", ".join(f"`{k}.csv`" for k in ev.tables) + "; full results: `evaluation.json`.", ""]
+    if ev.notes:
+        out += ["## Notes", ""] + [f"- {n}" for n in ev.notes] + [""]
+    out += ["Tables: " + ", ".join(f"`{k}.csv`" for k in tables) + "; full results: `evaluation.json`.", ""]
     return "\n".join(out)

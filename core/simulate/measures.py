@@ -78,11 +78,11 @@ def agreement_suite(gold: ArrayLike, system: ArrayLike, lo: int, hi: int) -> dic
     cats = np.arange(lo, hi + 1, dtype=float)
     out: dict[str, float] = {}
     for w in WEIGHTS:
-        fam = quiet(metrics.chance_corrected_agreement, ratings, cats, w)
+        fam = quiet(metrics.chance_corrected_agreement, ratings, cats, weights=w)
         for name, key in _FAMILY_KEYS.items():
             out[f"{name}_{w}"] = fam[key]
         if w == "identity":
             out["pa"] = fam["pa"]
-    out["krippendorff_ordinal"] = quiet(metrics.krippendorff_alpha, ratings, "ordinal")
+    out["krippendorff_ordinal"] = quiet(metrics.krippendorff_alpha, ratings, level="ordinal")
     out["mae"] = float(np.mean(np.abs(ratings[:, 0] - ratings[:, 1])))
     return out

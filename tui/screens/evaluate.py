@@ -22,7 +22,7 @@ from textual.widgets.select import NoSelection
 from core.errors import UserError
 
 #: Metrics shown first in the results table (then the rest of the observed keys).
-HEADLINE = ("N", "corr", "qwk", "kappa_quadratic", "exact_agr", "adj_agr", "smd", "rmse", "r2", "spearman",
+HEADLINE = ("N", "corr", "qwk", "conger_kappa_quadratic", "exact_agr", "adj_agr", "smd", "rmse", "r2", "spearman",
             "kendall_tau_b", "gwet_ac2_quadratic", "krippendorff_alpha_interval")
 TRUE_SCORE = ("prmse", "mse_true", "true_score_variance", "rater_error_variance", "N_single", "N_multiple")
 
@@ -69,7 +69,7 @@ def run_evaluation(path: Path, human: list[str], system: list[str], group: str |
 
     Returns
     -------
-    core.metrics.report.Evaluation
+    core.metrics.results.Evaluation
 
     Raises
     ------
@@ -78,7 +78,7 @@ def run_evaluation(path: Path, human: list[str], system: list[str], group: str |
     """
     from core.metrics.data import Scale
     from core.metrics.loading import load_wide
-    from core.metrics.report import evaluate
+    from core.metrics.pipeline import evaluate
 
     if not human:
         raise UserError(f"{path}: choose at least one human column.")
@@ -96,9 +96,9 @@ def run_evaluation(path: Path, human: list[str], system: list[str], group: str |
                       n_bootstrap=n_bootstrap, seed=seed, extra_notes=data.notes, progress=progress)
     except ValueError as exc:
         raise UserError(f"{path}: {exc}.") from None
-    if ev.data["n_responses"] == 0:
+    if ev.n_responses == 0:
         raise UserError(f"{path}: no response left to evaluate ("
-                        + ("; ".join(f"{v} dropped: {k}" for k, v in ev.data["dropped"].items())
+                        + ("; ".join(f"{v} dropped: {k}" for k, v in ev.dropped.items())
                            or "the file has no usable rows") + ").")
     return ev
 
@@ -120,52 +120,53 @@ def _shown_path(path: Path) -> str:
 
 
 def format_value(value, ci=None) -> str:
-    """A metric value with its interval, ``-`` for undefined (null) values."""
+    """A metric value with its interval, ``-`` for undefined (NaN or None) values."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if isinstance(value, int):
         out = f"{value:,d}"
     else:
         out = f"{value:.3f}"
-    if ci and ci[0] is not None and ci[1] is not None:
+    if ci is not None and ci[0] is not None and ci[1] is not None and math.isfinite(ci[0]) and math.isfinite(ci[1]):
         out += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
     return out
 
 
-def result_rows(data: dict) -> tuple[list[str], list[list[str]]]:
-    """Columns and rows of the results table from the evaluate JSON object: one row per metric, one column per
-    system (value and interval), then human-human."""
-    systems = list(data.get("systems", {}))
+def _cell(fig, count: bool = False) -> str:
+    """A :class:`~core.metrics.results.Figure` as a table cell (counts as integers)."""
+    if fig is None:
+        return "-"
+    value = fig.value
+    if count:                       # a count has no interval
+        return format_value(int(value) if math.isfinite(value) and float(value).is_integer() else value)
+    return format_value(value, fig.ci)
+
+
+def result_rows(evaluation) -> tuple[list[str], list[list[str]]]:
+    """Columns and rows of the results table from an :class:`~core.metrics.results.Evaluation`: one row per
+    metric, one column per system (value and interval), then human-human."""
+    from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS
+
+    systems = list(evaluation.systems)
     columns = ["metric", *systems]
-    has_hh = bool(data.get("human_human"))
+    hh = evaluation.human_human.pair
+    has_hh = bool(list(hh))
     if has_hh:
         columns.append("human-human")
-    observed_keys = list(HEADLINE)
-    for s in systems:
-        for k in data["systems"][s]["observed"]:
-            if not k.endswith("_reason") and k not in observed_keys:
-                observed_keys.append(k)
+    observed_keys = [*HEADLINE, *(k for k in OBSERVED_KEYS if k not in HEADLINE)]
     rows: list[list[str]] = []
     for key in observed_keys:
-        row = [key]
-        for s in systems:
-            entry = data["systems"][s]
-            row.append(format_value(entry["observed"].get(key), entry.get("ci", {}).get(key)))
+        count = key in COUNT_KEYS
+        row = [key, *(_cell(evaluation.systems[s].observed.figures.get(key), count) for s in systems)]
         if has_hh:
-            row.append(format_value(data["human_human"].get(key), data.get("human_human_ci", {}).get(key)))
+            row.append(_cell(hh.figures.get(key), count))
         rows.append(row)
     for key in TRUE_SCORE:
-        row = [key]
-        for s in systems:
-            entry = data["systems"][s]
-            row.append(format_value(entry["true_score"].get(key), entry.get("ci", {}).get(key)))
+        row = [key, *(_cell(evaluation.systems[s].true_score.figures.get(key), key in COUNT_KEYS) for s in systems)]
         if has_hh:
             row.append("")
         rows.append(row)
-    row = ["disattenuated_corr"]
-    for s in systems:
-        entry = data["systems"][s]
-        row.append(format_value(entry.get("disattenuated_corr"), entry.get("ci", {}).get("disattenuated_corr")))
+    row = ["disattenuated_corr", *(_cell(evaluation.systems[s].disattenuated_corr) for s in systems)]
     if has_hh:
         row.append("")
     rows.append(row)
@@ -316,15 +317,14 @@ class EvaluateScreen(Screen):
     def show_results(self, evaluation) -> None:
         """Fill the results table and the notes from an evaluation."""
         self.evaluation = evaluation
-        data = evaluation.data
-        columns, rows = result_rows(data)
+        columns, rows = result_rows(evaluation)
         table = self.query_one("#results-table", DataTable)
         table.clear(columns=True)
         table.add_columns(*columns)
         table.add_rows(rows)
-        notes = [f"{data['n_responses']:,} responses evaluated, {data['n_dropped']:,} dropped; intervals: "
-                 f"{data['bootstrap']['n_resamples']} bootstrap resamples ({data['confidence']:.0%})"]
-        notes += [f"• {n}" for n in data.get("notes", [])]
+        notes = [f"{evaluation.n_responses:,} responses evaluated, {evaluation.n_dropped:,} dropped; intervals: "
+                 f"{evaluation.n_resamples} bootstrap resamples ({evaluation.confidence:.0%})"]
+        notes += [f"• {n}" for n in evaluation.notes]
         text = Text("\n".join(notes))
         for k, line in enumerate(notes):
             if "PRMSE" in line or "prmse" in line:

@@ -1,0 +1,191 @@
+"""Sufficient statistics of the chance-corrected agreement family, for one sample or many resamples.
+
+Per-subject terms (:func:`agreement_sums`) or their totals computed directly (:func:`agreement_totals`,
+:func:`agreement_tables_from_joint`) feed :func:`finish_agreement`, which gives pa, every pe and every coefficient
+with a leading batch axis (the bootstrap shares the formula). Notation and formulas: :mod:`core.metrics.agreement`.
+Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus q x q tables, never N x q x q.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.metrics.data import as_ratings, category_index
+from core.metrics.krippendorff import finish_alpha_from_coincidence
+from core.metrics.notes import undefined
+from core.metrics.sums import RowSums, nan_where
+from core.metrics.weights import agreement_weights
+
+
+def category_matrix(ratings, categories) -> tuple[np.ndarray, np.ndarray]:
+    """(index matrix with -1 for missing, category values) after validating that every rating is a category."""
+    h = as_ratings(ratings)
+    cats = np.asarray(categories, dtype=np.float64)
+    return category_index(h, cats), cats
+
+
+def agreement_sums(index: np.ndarray, q: int, prefix: str = "") -> RowSums:
+    """Per-subject terms of every coefficient: pair tables, category shares, per-rater counts, subject counts.
+
+    ``pairs``: sum over ordered rating pairs (j != j') of 1 / (r_i (r_i - 1)) at cell (x_ij, x_ij');
+    ``coinc``: the same with 1 / (r_i - 1) (Krippendorff's coincidence matrix); ``pi``: each rating with weight
+    1 / r_i; ``rater{g}``: rater g's category counts; ``n_rated`` = 1[r_i >= 1]; ``n2`` = 1[r_i >= 2].
+    """
+    n, R = index.shape
+    valid = index >= 0
+    r = valid.sum(axis=1).astype(np.float64)
+    s = RowSums(n)
+    p = prefix
+    s.add(p + "n_rated", (r >= 1).astype(np.float64))
+    s.add(p + "n2", (r >= 2).astype(np.float64))
+    rows_l, cells_l = [], []
+    for j in range(R):
+        for k in range(R):
+            if j == k:
+                continue
+            ok = np.flatnonzero(valid[:, j] & valid[:, k])
+            rows_l.append(ok)
+            cells_l.append(index[ok, j] * q + index[ok, k])
+    rows = np.concatenate(rows_l) if rows_l else np.zeros(0, np.int64)
+    cells = np.concatenate(cells_l) if cells_l else np.zeros(0, np.int64)
+    rr = r[rows]
+    s.add_counts(p + "pairs", rows, cells, 1.0 / (rr * (rr - 1.0)), q * q)
+    s.add_counts(p + "coinc", rows, cells, 1.0 / (rr - 1.0), q * q)
+    ri, rj = np.nonzero(valid)
+    s.add_counts(p + "pi", ri, index[ri, rj], 1.0 / r[ri], q)
+    for j in range(R):
+        ok = np.flatnonzero(valid[:, j])
+        s.add_counts(p + f"rater{j}", ok, index[ok, j], 1.0, q)
+    return s
+
+
+def finish_agreement(t: dict, categories, weights: str = "identity", n_raters: int = 2, prefix: str = "",
+                     which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger", "krippendorff")) -> dict:
+    """pa, pe and coefficients from :func:`agreement_sums` totals (batch-capable, leading axes allowed)."""
+    cats = np.asarray(categories, dtype=np.float64)
+    q = cats.size
+    w = agreement_weights(cats, weights)
+    p = prefix
+    n2 = np.asarray(t[p + "n2"], dtype=np.float64)
+    n_rated = np.asarray(t[p + "n_rated"], dtype=np.float64)
+    pairs = t[p + "pairs"].reshape(np.shape(n2) + (q, q))
+    out: dict[str, np.ndarray] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa = (w * pairs).sum(axis=(-2, -1)) / n2
+        pi = t[p + "pi"] / n_rated[..., None]
+    no_pairs = n2 < 1
+    reason_pairs = "chance-corrected agreement needs at least one response with two ratings"
+    out["pa"] = nan_where(no_pairs, pa, reason_pairs)
+
+    def coef(pe, name, extra_bad=None, extra_reason=""):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = (pa - pe) / (1.0 - pe)
+        value = nan_where(no_pairs, value, reason_pairs)
+        bad = ~no_pairs & ~(pe < 1.0 - 1e-15)
+        value = nan_where(bad, value, f"{name} is undefined: chance agreement is 1 (one category in use)")
+        if extra_bad is not None:
+            value = nan_where(~no_pairs & extra_bad, value, extra_reason)
+        return value
+
+    tw = w.sum()
+    if "gwet" in which:
+        if q < 2:
+            out["pe_gwet"] = np.full(np.shape(n2), np.nan)
+            out["gwet"] = np.full(np.shape(n2), undefined("Gwet's AC needs at least 2 categories"))
+        else:
+            pe = tw / (q * (q - 1)) * (pi * (1.0 - pi)).sum(axis=-1)
+            out["pe_gwet"] = pe
+            out["gwet"] = coef(pe, "Gwet's AC")
+    if "bp" in which:
+        pe = np.broadcast_to(tw / q**2, np.shape(n2))
+        out["pe_bp"] = pe
+        out["bp"] = coef(pe, "Brennan-Prediger")
+    if "fleiss" in which:
+        pe = np.einsum("...k,kl,...l->...", pi, w, pi)
+        out["pe_fleiss"] = pe
+        out["fleiss"] = coef(pe, "Fleiss' kappa (Scott's pi)")
+    if "conger" in which:
+        counts = np.stack([t[p + f"rater{g}"] for g in range(n_raters)], axis=-2)    # (..., R, q)
+        ng = counts.sum(axis=-1)
+        present = ng > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pg = np.where(present[..., None], counts / np.where(present, ng, 1.0)[..., None], 0.0)
+        rr = present.sum(axis=-1).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pbar = pg.sum(axis=-2) / rr[..., None]
+            outer = pbar[..., :, None] * pbar[..., None, :]
+            s2 = (np.einsum("...gk,...gl->...kl", pg, pg) - rr[..., None, None] * outer) / (rr[..., None, None] - 1.0)
+            pe = (w * (outer - s2 / rr[..., None, None])).sum(axis=(-2, -1))
+        out["pe_conger"] = pe
+        out["conger"] = coef(pe, "Conger's (Cohen's) kappa", rr < 2, "Conger's kappa needs at least 2 raters")
+    if "krippendorff" in which:
+        coinc = t[p + "coinc"].reshape(np.shape(n2) + (q, q))
+        out["krippendorff"] = finish_alpha_from_coincidence(coinc, 1.0 - w)
+    return out
+
+
+def agreement_tables_from_joint(joint: np.ndarray) -> dict:
+    """The :func:`agreement_sums` totals of two raters with no missing rating, from their joint table.
+
+    ``joint[..., k, l]`` counts subjects rated k by rater 0 and l by rater 1 (batch axes allowed). Then every
+    subject has r_i = 2: pairs = (J + J^T) / 2, coinc = J + J^T, pi = (row sums + column sums) / 2, the raters'
+    counts are the row and column sums, and n_rated = n2 = the number of subjects.
+    """
+    j = np.asarray(joint, dtype=np.float64)
+    q = j.shape[-1]
+    lead = j.shape[:-2]
+    both = j + np.swapaxes(j, -1, -2)
+    r0, r1 = j.sum(axis=-1), j.sum(axis=-2)
+    n = j.sum(axis=(-2, -1))
+    return {"n_rated": n, "n2": n, "pairs": (both / 2.0).reshape(lead + (q * q,)),
+            "coinc": both.reshape(lead + (q * q,)), "pi": (r0 + r1) / 2.0, "rater0": r0, "rater1": r1}
+
+
+def agreement_totals(index: np.ndarray, q: int) -> dict:
+    """The totals of :func:`agreement_sums` computed directly (one ``bincount`` per rater pair, no per-entry arrays).
+
+    Same numbers as ``agreement_sums(index, q).totals()``; used for point estimates, where it is several times
+    faster and lighter (O(N x raters) memory).
+    """
+    n, R = index.shape
+    complete = bool(index.min(initial=0) >= 0)
+    if complete and R == 2:                 # the common case, from one joint table
+        joint = np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).astype(np.float64).reshape(q, q)
+        return agreement_tables_from_joint(joint)
+    valid = index >= 0
+    r = np.full(n, float(R)) if complete else valid.sum(axis=1).astype(np.float64)
+    out = {"n_rated": np.asarray(float(n if complete else (r >= 1).sum())),
+           "n2": np.asarray(float(n if complete and R >= 2 else (r >= 2).sum()))}
+    sym = np.zeros(q * q)
+    coinc_w = None if complete else np.where(r >= 2, 1.0 / np.maximum(r - 1.0, 1.0), 0.0)
+    pair_w = None if complete else np.where(r >= 2, 1.0 / np.maximum(r * (r - 1.0), 1.0), 0.0)
+    pairs = np.zeros(q * q)
+    coinc = np.zeros(q * q)
+    for j in range(R):
+        for k in range(j + 1, R):
+            if complete:
+                sym += np.bincount(index[:, j] * q + index[:, k], minlength=q * q)
+            else:
+                ok = valid[:, j] & valid[:, k]
+                cells = index[ok, j] * q + index[ok, k]
+                pairs += np.bincount(cells, weights=pair_w[ok], minlength=q * q)
+                coinc += np.bincount(cells, weights=coinc_w[ok], minlength=q * q)
+    if complete:
+        sym = sym.reshape(q, q)
+        both = (sym + sym.T).ravel()
+        out["pairs"] = both / (R * (R - 1.0)) if R >= 2 else both
+        out["coinc"] = both / (R - 1.0) if R >= 2 else both
+    else:
+        out["pairs"] = (pairs.reshape(q, q) + pairs.reshape(q, q).T).ravel()
+        out["coinc"] = (coinc.reshape(q, q) + coinc.reshape(q, q).T).ravel()
+    pi = np.zeros(q)
+    for j in range(R):
+        if complete:
+            counts = np.bincount(index[:, j], minlength=q).astype(np.float64)
+            pi += counts / R
+        else:
+            ok = valid[:, j]
+            counts = np.bincount(index[ok, j], minlength=q).astype(np.float64)
+            pi += np.bincount(index[ok, j], weights=1.0 / r[ok], minlength=q)
+        out[f"rater{j}"] = counts
+    out["pi"] = pi
+    return out

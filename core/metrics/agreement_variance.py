@@ -1,0 +1,401 @@
+"""Standard errors, intervals and p-values of the chance-corrected coefficients (Gwet 2014, sections 5.3-5.5).
+
+Each coefficient kappa = (pa - pe) / (1 - pe) is linearised into per-subject terms kappa*_i (notation of
+:mod:`core.metrics.agreement`; n subjects with a rating, n2 of them with two or more):
+
+    kappa_i  = (n / n2) (pa_i - pe 1[r_i >= 2]) / (1 - pe),  pa_i = sum_k r_ik (r*_ik - 1) / (r_i (r_i - 1))
+    kappa*_i = kappa_i - 2 (1 - kappa) (pe_i - pe) / (1 - pe)
+    Var(kappa) = (1 - f) / (n (n - 1)) sum_i (kappa*_i - kappa)^2,   f = n / N (N the population size; f = 0
+                 for an infinite population, the default)
+
+with the subject's chance term pe_i: Gwet's AC  T_w / (q (q - 1)) sum_k r_ik (1 - pi_k) / r_i; Fleiss
+sum_k r_ik pi+_k / r_i with pi+_k = sum_l w_kl pi_l; Brennan-Prediger none (pe is fixed); Conger the rater-level
+linearisation of Gwet (2014, section 5.4) (irrCAC ``raw.py`` ``conger``); Krippendorff's alpha Gwet's
+linearisation over the n' subjects with two or more ratings (irrCAC ``krippendorff``). Intervals and tests use
+Student's t with n - 1 degrees of freedom (n' - 1 for Krippendorff), the upper bound capped at 1, as irrCAC.
+
+Deliberate difference: irrCAC's Brennan-Prediger p-value is one-sided (``1 - F_t``); ours is two-sided, as for
+every other coefficient (and as Gwet's R package).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from core.metrics.agreement_totals import category_matrix
+from core.metrics.data import WEIGHTS, Weights, check_option
+from core.metrics.intervals import student_t_ci, student_t_p_value
+from core.metrics.notes import undefined
+from core.metrics.weights import agreement_weights
+
+#: The coefficients with a linearised variance.
+COEFFICIENTS = ("gwet", "bp", "fleiss", "conger", "krippendorff")
+
+
+class Inference(NamedTuple):
+    """A coefficient with its standard error, t-interval (upper bound capped at 1) and two-sided p-value."""
+
+    value: float
+    se: float
+    low: float
+    high: float
+    p_value: float
+    df: int
+
+
+def category_counts(index: np.ndarray, q: int) -> np.ndarray:
+    """r_ik: how many raters put subject i in category k, from an index matrix (-1 = missing)."""
+    n, R = index.shape
+    counts = np.zeros(n * q)
+    for j in range(R):
+        ok = index[:, j] >= 0
+        counts += np.bincount(np.flatnonzero(ok) * q + index[ok, j], minlength=n * q)
+    return counts.reshape(n, q)
+
+
+def rating_patterns(index: np.ndarray, q: int, *, return_inverse: bool = False):
+    """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
+    subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
+    ``return_inverse`` also each subject's pattern."""
+    if return_inverse:
+        rows, inverse = np.unique(index, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return rows, np.bincount(inverse, minlength=rows.shape[0]).astype(np.float64), inverse
+    n, R = index.shape
+    base = q + 1
+    if R * np.log2(base) < 62:
+        code = np.zeros(n, dtype=np.int64)
+        for j in range(R - 1, -1, -1):
+            code = code * base + (index[:, j] + 1)
+        if base ** R <= 4 * max(n, 1_000_000):
+            mult = np.bincount(code, minlength=base ** R)
+            codes = np.flatnonzero(mult)
+            mult = mult[codes]
+        else:
+            codes, mult = np.unique(code, return_counts=True)
+        rows = np.empty((codes.size, R), dtype=np.int64)
+        rest = codes.copy()
+        for j in range(R):
+            rows[:, j] = rest % base - 1
+            rest //= base
+        return rows, mult.astype(np.float64)
+    rows, mult = np.unique(index, axis=0, return_counts=True)
+    return rows, mult.astype(np.float64)
+
+
+def _per_subject(index: np.ndarray, valid: np.ndarray, values_by_cat: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """sum_j v[x_ij] / r_i over the subject's ratings (O(n x raters))."""
+    acc = np.where(valid, values_by_cat[np.maximum(index, 0)], 0.0).sum(axis=1)
+    return acc / r
+
+
+def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFICIENTS,
+               counts: np.ndarray | None = None, mult: np.ndarray | None = None) -> dict:
+    """Point values and the variance sums of the linearised per-subject terms of each coefficient.
+
+    ``index`` is the (n, R) category-index matrix (-1 = missing) of the subjects with at least one rating (or of
+    their distinct patterns, each standing for ``mult`` subjects: :func:`rating_patterns`), ``w`` the (q, q)
+    agreement weights, ``counts`` the matrix r_ik of the rows (computed when not given). Returns
+    ``{name: (value, sum_i (terms_i - centre)^2, n_subjects)}``; the variance is that sum over
+    n_subjects (n_subjects - 1), times 1 - f.
+    """
+    rows, R = index.shape
+    q = w.shape[0]
+    m = np.ones(rows) if mult is None else np.asarray(mult, dtype=np.float64)
+    n = m.sum()
+    valid = index >= 0
+    safe = np.maximum(index, 0)
+    r = valid.sum(axis=1).astype(np.float64)
+    if counts is None:
+        counts = category_counts(index, q)
+    weighted = counts @ w.T                                    # r*_ik
+    sum_q = (counts * (weighted - 1.0)).sum(axis=1)
+    two = r >= 2
+    n2 = np.float64(m[two].sum())
+    pa_i = np.where(two, sum_q / np.where(two, r * (r - 1.0), 1.0), 0.0)
+    pa = (m * pa_i).sum() / n2
+    pi = (m[:, None] * counts / r[:, None]).sum(axis=0) / n
+    tw = w.sum()
+    out: dict = {}
+
+    def finish(name, pe, pe_i):
+        value = (pa - pe) / (1.0 - pe)
+        terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
+        if pe_i is not None:
+            terms = terms - 2.0 * (1.0 - value) * (pe_i - pe) / (1.0 - pe)
+        out[name] = (value, (m * (terms - value) ** 2).sum(), n)
+
+    if "gwet" in which and q >= 2:
+        scale = tw / (q * (q - 1))
+        finish("gwet", scale * np.float64((pi * (1 - pi)).sum()), scale * _per_subject(index, valid, 1.0 - pi, r))
+    if "bp" in which:
+        finish("bp", tw / q**2, None)
+    if "fleiss" in which:
+        wpi = (w @ pi + w.T @ pi) / 2.0
+        finish("fleiss", np.float64(pi @ w @ pi), _per_subject(index, valid, wpi, r))
+    if "conger" in which:
+        out["conger"] = _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two)
+    if "krippendorff" in which:
+        out["krippendorff"] = _krippendorff(counts, sum_q, r, w, m)
+    return out
+
+
+def _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two):
+    """Conger's kappa and its linearised terms (Gwet 2014, section 5.4; irrCAC ``conger``)."""
+    R = index.shape[1]
+    q = w.shape[0]
+    ng = (m[:, None] * valid).sum(axis=0)                        # ratings per rater
+    n_gk = np.zeros((R, q))
+    for g in range(R):
+        n_gk[g] = np.bincount(index[valid[:, g], g], weights=m[valid[:, g]], minlength=q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = n_gk / ng[:, None]                                  # p_gk
+    pbar = p.sum(axis=0) / R
+    s2 = (p.T @ p - R * np.outer(pbar, pbar)) / (R - 1.0)
+    pe = np.float64((w * (np.outer(pbar, pbar) - s2 / R)).sum())
+    value = (pa - pe) / (1.0 - pe)
+    c = p.sum(axis=0)[None, :] - p                              # C_gk = sum_g' p_g'k - p_gk
+    cw = c @ w                                                  # (C w)_g,x
+    bc = ((p @ w.T) * c).sum(axis=1)                            # sum_k B_gk C_gk, B = p w^T
+    g_idx = np.broadcast_to(np.arange(R), index.shape)
+    a_term = np.where(valid, cw[g_idx, safe], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = (n / ng)[None, :] * (a_term - (valid - ng[None, :] / n) * bc[None, :])
+    pe_i = lam.sum(axis=1) / (R * (R - 1.0))
+    terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
+    terms = terms - 2.0 * (1.0 - value) * (pe_i - pe) / (1.0 - pe)
+    return value, (m * (terms - value) ** 2).sum(), n
+
+
+def _krippendorff(counts, sum_q, r, w, m):
+    """Krippendorff's alpha (weighted form) and its linearised terms (Gwet 2014, section 5.5; irrCAC)."""
+    keep = r >= 2
+    counts, sum_q, r, m = counts[keep], sum_q[keep], r[keep], m[keep]
+    n = m.sum()
+    r_mean = (m * r).sum() / n
+    eps = 1.0 / (m * r).sum()
+    pa_prime = np.float64((m * sum_q / (r_mean * (r - 1.0))).sum() / n)
+    pa = (1.0 - eps) * pa_prime + eps
+    pi = (m[:, None] * counts / r_mean).sum(axis=0) / n
+    pe = np.float64(pi @ w @ pi)
+    value = (pa - pe) / (1.0 - pe)
+    value_prime = (pa_prime - pe) / (1.0 - pe)
+    pa_i = sum_q / (r_mean * (r - 1.0)) - pa * (r - r_mean) / r_mean
+    k_i = (pa_i - pe) / (1.0 - pe)
+    wpi = (w @ pi + w.T @ pi) / 2.0
+    pe_i = counts @ wpi / r_mean - pe * (r - r_mean) / r_mean
+    terms = k_i - 2.0 * (1.0 - value_prime) * (pe_i - pe) / (1.0 - pe)
+    return value, (m * (terms - value_prime) ** 2).sum(), n
+
+
+def agreement_inference(ratings, categories, *, weights: Weights = "identity",
+                        coefficients: tuple[str, ...] = COEFFICIENTS, confidence: float = 0.95,
+                        population_size: float | None = None) -> dict[str, Inference]:
+    """Every coefficient with its linearised standard error, t-interval and two-sided p-value (irrCAC ``raw.CAC``).
+
+    Parameters
+    ----------
+    ratings : array of shape (n_subjects, n_raters)
+        Category values, NaN for missing; subjects with no rating are ignored.
+    categories : array-like of shape (q,)
+        All category values of the scale, sorted.
+    weights : str, default "identity"
+        One of :data:`core.metrics.data.Weights`.
+    coefficients : tuple of str
+        A subset of ``("gwet", "bp", "fleiss", "conger", "krippendorff")``.
+    confidence : float, default 0.95
+    population_size : float, optional
+        N, the number of subjects in the population (finite-population correction f = n / N; default infinite).
+
+    Returns
+    -------
+    dict name -> Inference(value, se, low, high, p_value, df)
+        NaN fields (with an UndefinedMetricWarning) when fewer than 2 subjects are rated or none has 2 ratings.
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., sections 5.3-5.5; irrCAC ``raw.py``.
+
+    Examples
+    --------
+    Gwet's (2014) 4-rater data (irrCAC ``raw_4raters``); irrCAC gives AC1 0.77544, se 0.14295,
+    interval (0.46081, 1):
+
+    >>> import numpy as np
+    >>> nan = np.nan
+    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
+    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
+    ...                     [nan, nan, 3, nan]])
+    >>> ac1 = agreement_inference(ratings, [1, 2, 3, 4, 5])["gwet"]
+    >>> [round(x, 5) for x in (ac1.value, ac1.se, ac1.low, ac1.high)]
+    [0.77544, 0.14295, 0.46081, 1.0]
+    """
+    check_option("weights", weights, WEIGHTS)
+    for name in coefficients:
+        check_option("coefficient", name, COEFFICIENTS)
+    idx, cats = category_matrix(ratings, categories)
+    idx = idx[(idx >= 0).any(axis=1)]
+    n = idx.shape[0]
+    nan = float("nan")
+    blank = {c: Inference(nan, nan, nan, nan, nan, 0) for c in coefficients}
+    if n < 2 or not ((idx >= 0).sum(axis=1) >= 2).any():
+        undefined("standard errors need at least 2 rated subjects and one with two ratings")
+        return blank
+    f = 0.0 if population_size is None else n / float(population_size)
+    out = dict(blank)
+    rows, mult = rating_patterns(idx, cats.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lin = linearised(rows, agreement_weights(cats, weights), tuple(coefficients), mult=mult)
+    for name in coefficients:
+        if name not in lin:
+            undefined("Gwet's AC needs at least 2 categories")
+            continue
+        value, sq, m = lin[name]
+        if not np.isfinite(value) or m < 2:
+            undefined(f"no standard error: {name} is undefined for these data")
+            continue
+        se = float(np.sqrt((1.0 - f) * sq / (m * (m - 1.0))))
+        low, high = student_t_ci(value, se, m, confidence)
+        out[name] = Inference(float(value), se, low, high, student_t_p_value(value, se, m), int(m - 1))
+    return out
+
+
+def table_inference(table, *, categories=None, weights: Weights = "identity", confidence: float = 0.95,
+                    population_size: float | None = None) -> dict[str, Inference]:
+    """:func:`agreement_inference` of two raters given as a q x q contingency table (irrCAC ``table.CAC``).
+
+    Gwet's (2014, ch. 2-4) two-rater variances divide by n^2 where the raw-data linearisation divides by
+    n (n - 1): Var_table = Var_raw (n - 1) / n. Intervals and p-values as :func:`agreement_inference` (t with
+    n - 1 df, capped at 1). ``conger`` is Cohen's kappa and ``fleiss`` Scott's pi here.
+
+    Parameters
+    ----------
+    table : array of shape (q, q)
+        Counts of subjects rated k by rater 1 and l by rater 2.
+    categories : array-like of shape (q,), optional
+        The category values (default 1..q, as irrCAC for label tables).
+    weights, confidence, population_size
+        As :func:`agreement_inference`.
+
+    Returns
+    -------
+    dict name -> Inference
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., ch. 2-4; irrCAC ``table.py``.
+
+    Examples
+    --------
+    irrCAC's ``table_cont3x3abstractors``: AC1 0.84933, se 0.04322, interval (0.76358, 0.93508):
+
+    >>> res = table_inference([[13, 0, 0], [0, 20, 7], [0, 4, 56]])["gwet"]
+    >>> [round(x, 5) for x in (res.value, res.se, res.low, res.high)]
+    [0.84933, 0.04322, 0.76358, 0.93508]
+    """
+    t = np.asarray(table, dtype=np.float64)
+    q = t.shape[0]
+    if t.shape != (q, q) or (t < 0).any() or not np.array_equal(t, np.round(t)):
+        raise ValueError("table must be a square matrix of non-negative counts")
+    cats = np.arange(1.0, q + 1.0) if categories is None else np.asarray(categories, dtype=np.float64)
+    k, l = np.nonzero(t)
+    reps = t[k, l].astype(np.int64)
+    ratings = np.column_stack([np.repeat(cats[k], reps), np.repeat(cats[l], reps)])
+    n = ratings.shape[0]
+    out = {}
+    for name, res in agreement_inference(ratings, cats, weights=weights, confidence=confidence,
+                                         population_size=population_size).items():
+        se = res.se * np.sqrt((n - 1.0) / n) if n > 0 else res.se
+        low, high = student_t_ci(res.value, se, n, confidence)
+        out[name] = Inference(res.value, float(se), low, high, student_t_p_value(res.value, se, n), res.df)
+    return out
+
+
+def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weights, ...] = "identity") -> dict:
+    """Standard errors of Gwet's AC, Brennan-Prediger and Fleiss' kappa (:func:`agreement_inference`).
+
+    Parameters
+    ----------
+    ratings : array of shape (n_subjects, n_raters)
+    categories : array-like of shape (q,)
+    weights : str or tuple of str, default "identity"
+
+    Returns
+    -------
+    dict ``{"gwet", "bp", "fleiss"}`` of standard errors; with a tuple of weight names,
+    ``{weights: {"gwet", "bp", "fleiss"}}``.
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., sections 5.3-5.5.
+
+    Examples
+    --------
+    Gwet's (2014) 4-rater data; AC1's standard error is 0.14295 in the handbook:
+
+    >>> import numpy as np
+    >>> nan = np.nan
+    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
+    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
+    ...                     [nan, nan, 3, nan]])
+    >>> round(gwet_standard_errors(ratings, [1, 2, 3, 4, 5])["gwet"], 5)
+    0.14295
+    """
+    names = tuple(weights) if isinstance(weights, (tuple, list)) else (weights,)
+    res = {w: {k: v.se for k, v in agreement_inference(ratings, categories, weights=w,
+                                                       coefficients=("gwet", "bp", "fleiss")).items()}
+           for w in names}
+    return res if isinstance(weights, (tuple, list)) else res[names[0]]
+
+
+#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
+REPORT_WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic")
+
+
+def report_name(coefficient: str, weights: str) -> str | None:
+    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
+    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
+    (quadratic) levels (None otherwise).
+
+    Examples
+    --------
+    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
+    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
+    """
+    if coefficient == "krippendorff":
+        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
+    if coefficient == "gwet":
+        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
+    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
+    return stem if weights == "identity" else f"{stem}_{weights}"
+
+
+def named_inference(index: np.ndarray, cats: np.ndarray, *, confidence: float = 0.95,
+                    population_size: float | None = None,
+                    weightings: tuple[str, ...] = REPORT_WEIGHTS) -> dict[str, Inference]:
+    """:func:`agreement_inference` of every reported coefficient, keyed by its report name (``gwet_ac1``, ...).
+
+    ``index`` is the (n, R) category-index matrix (-1 = missing). Krippendorff's alpha has a linearised variance
+    at the nominal (identity weights) and interval (quadratic weights) levels; ordinal alpha has none.
+    """
+    idx = index[(index >= 0).any(axis=1)]
+    n = idx.shape[0]
+    if n < 2 or not ((idx >= 0).sum(axis=1) >= 2).any():
+        return {}
+    f = 0.0 if population_size is None else n / float(population_size)
+    rows, mult = rating_patterns(idx, cats.size)
+    counts = category_counts(rows, cats.size)
+    out: dict[str, Inference] = {}
+    for weights in weightings:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lin = linearised(rows, agreement_weights(cats, weights), COEFFICIENTS, counts=counts, mult=mult)
+        for coef, (value, sq, m) in lin.items():
+            name = report_name(coef, weights)
+            if name is None or not np.isfinite(value) or m < 2:
+                continue
+            with np.errstate(invalid="ignore"):
+                se = float(np.sqrt((1.0 - f) * sq / (m * (m - 1.0))))
+            low, high = student_t_ci(value, se, m, confidence)
+            out[name] = Inference(float(value), se, low, high, student_t_p_value(value, se, m), int(m - 1))
+    return out

@@ -1,0 +1,233 @@
+"""The comparisons one evaluation makes, each on the responses and raters its metrics declare.
+
+:mod:`core.metrics.registry` says which responses and raters each metric uses; :func:`build` turns that into
+sufficient statistics over one row universe (every response with at least one human rating), so that the point
+estimates and every bootstrap resample share the same rows:
+
+- system vs reference human (``responses="reference"``): responses with a first human score and every system score;
+- the first two humans (``"double_scored"``): responses with both scores, whatever the system scores;
+- all raters (``"rated"``): every response with a rating, every human column (Gwet, Brennan-Prediger, Fleiss,
+  Conger, Krippendorff);
+- true scores (``"rated"`` with a system): responses with a rating and every system score, every human rating;
+- each subgroup: its reference responses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
+from core.metrics.agreement_variance import REPORT_WEIGHTS, rating_patterns, report_name
+from core.metrics.fairness import FairnessDesign, fairness_design
+from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+from core.metrics.moments import finish_disattenuated, finish_dsm, moments
+from core.metrics.registry import OBSERVED_KEYS
+from core.metrics.suite import PairSuite, memo, round_to_categories
+from core.metrics.sums import RowSums
+from core.metrics.true_score import finish_true_score, true_score_sums, true_score_totals
+
+TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")
+#: Krippendorff's levels in the all-raters block (ratio too: every rating is compared with every other).
+ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
+
+
+def _pattern_tables(index: np.ndarray, q: int, prefix: str) -> tuple[np.ndarray, dict]:
+    """The all-raters sums (:func:`core.metrics.agreement_totals.agreement_sums`) per rating pattern, and each
+    response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
+    rows, _, inverse = rating_patterns(index, q, return_inverse=True)
+    return inverse, agreement_sums(rows, q, prefix).per_row()
+
+
+def rater_index(h: np.ndarray, cats: np.ndarray) -> np.ndarray:
+    """Category-index matrix (-1 = missing) of human ratings mapped to the scale's categories."""
+    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):      # integers: round and clip in place
+        with np.errstate(invalid="ignore"):
+            idx = np.clip(np.round(h), cats[0], cats[-1]) - cats[0]
+        return np.where(np.isnan(idx), -1, idx).astype(np.int64)
+    hc = np.where(np.isfinite(h), round_to_categories(np.nan_to_num(h, nan=cats[0]), cats), np.nan)
+    return np.where(np.isfinite(hc), np.searchsorted(cats, np.nan_to_num(hc, nan=cats[0])), -1).astype(np.int64)
+
+
+@dataclass
+class Comparisons:
+    """Every comparison of one evaluation over ``n`` rows (the responses with at least one human rating)."""
+
+    n: int
+    systems: dict[str, PairSuite]
+    human_human: PairSuite | None
+    group_labels: list[str]
+    groups: dict[tuple[int, str], PairSuite]
+    fairness: dict[str, FairnessDesign]
+    reference_rows: np.ndarray
+    rater_error_variance: float | None
+    true_human: np.ndarray                        # ratings of the true-score responses (NaN rows elsewhere)
+    true_system: dict[str, np.ndarray] = field(default_factory=dict)
+    raters: np.ndarray | None = None              # (n, R) category index of every rating (all-raters block)
+    cats: np.ndarray | None = None
+    group_consistency: dict[int, PairSuite] = field(default_factory=dict)   # first two humans in each subgroup
+    weightings: tuple[str, ...] = REPORT_WEIGHTS      # of the all-raters block
+
+    def all_raters_keys(self) -> list[str]:
+        """The all-raters figures in report order: each coefficient under each weighting, then alpha's levels."""
+        keys = [report_name(c, w) for c in ("gwet", "bp", "fleiss", "conger") for w in self.weightings]
+        return [k for k in keys if k] + ["krippendorff_alpha_" + lv for lv in ALPHA_LEVELS]
+
+    def totals(self) -> dict:
+        t: dict = {}
+        for suite in self._pairs():
+            t.update(suite.point_totals())
+        for s, m in self.true_system.items():
+            t.update(true_score_totals(self.true_human, m, f"t:{s}:"))
+        if self.raters is not None:
+            t.update({"a:" + k: v for k, v in agreement_totals(self.raters, self.cats.size).items()})
+        return t
+
+    def sums(self) -> RowSums:
+        out = RowSums(self.n)
+        for suite in self._pairs():
+            out.merge(suite.sums, "")
+        for s, m in self.true_system.items():
+            out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0], "")
+        if self.raters is not None:
+            out.add_grouped(*_pattern_tables(self.raters, self.cats.size, "a:"))
+        return out
+
+    def _pairs(self) -> list[PairSuite]:
+        return [*self.systems.values(), *self.groups.values(), *self.group_consistency.values(),
+                *([self.human_human] if self.human_human is not None else [])]
+
+    def finishers(self, t: dict, index: np.ndarray | None = None, with_ranks: bool = True) -> dict[str, Callable]:
+        """Every figure as ``key -> zero-argument callable`` on totals ``t`` (batch-capable)."""
+        f: dict[str, Callable] = {}
+        hh_f: dict[str, Callable] = {}
+        if self.human_human is not None:
+            hh_f = self.human_human.finishers(t)
+            if with_ranks:
+                hh_f.update(self.human_human.ranks(index))
+            hh_f = {k: memo(fn) for k, fn in hh_f.items()}
+            f.update({"hh:" + k: fn for k, fn in hh_f.items()})
+        for s_name, suite in self.systems.items():
+            sf = suite.finishers(t)
+            if with_ranks:
+                sf.update(suite.ranks(index))
+            sf = {k: memo(fn) for k, fn in sf.items()}
+            f.update({f"s:{s_name}:{k}": fn for k, fn in sf.items()})
+            tsp = f"t:{s_name}:"
+            for k in TRUE_FIGURES:
+                f[tsp + k] = (lambda k=k, tsp=tsp: finish_true_score(t, self.rater_error_variance, tsp)[k])
+            if self.human_human is not None:
+                f[f"s:{s_name}:disattenuated_corr"] = (lambda sf=sf: finish_disattenuated(sf["corr"](),
+                                                                                          hh_f["corr"]()))
+                for k in OBSERVED_KEYS:
+                    if k != "N" and k in hh_f:
+                        f[f"d:{s_name}:{k}"] = (lambda a=sf[k], b=hh_f[k]: np.asarray(a()) - np.asarray(b()))
+        for (gi, s_name), gsuite in self.groups.items():
+            gf = gsuite.finishers(t)
+            if with_ranks:
+                gf.update(gsuite.ranks(index))
+            f.update({f"g:{gi}:{s_name}:{k}": fn for k, fn in gf.items()})
+            whole = self.systems[s_name]
+            f[f"g:{gi}:{s_name}:dsm"] = (lambda gsuite=gsuite, whole=whole: finish_dsm(
+                moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix)))
+        for gi, csuite in self.group_consistency.items():
+            cf = csuite.finishers(t)
+            if with_ranks:
+                cf.update(csuite.ranks(index))
+            f.update({f"c:{gi}:{k}": fn for k, fn in cf.items()})
+        if self.raters is not None:
+            f.update(self._all_raters(t))
+        return f
+
+    def _all_raters(self, t: dict) -> dict[str, Callable]:
+        cats, n_raters = self.cats, self.raters.shape[1]
+        q = cats.size
+        f: dict[str, Callable] = {"a:N": lambda: t["a:n_rated"], "a:N_pairable": lambda: t["a:n2"]}
+        for w in self.weightings:
+            for coef in ("gwet", "bp", "fleiss", "conger"):
+                f["a:" + report_name(coef, w)] = (
+                    lambda w=w, coef=coef: finish_agreement(t, cats, w, n_raters, "a:", (coef,))[coef])
+        coinc = lambda: t["a:coinc"].reshape(np.shape(t["a:n2"]) + (q, q))  # noqa: E731
+        for level in ALPHA_LEVELS:
+            f["a:krippendorff_alpha_" + level] = (lambda level=level: finish_alpha_from_coincidence(
+                coinc(), coincidence_delta(cats, level)))
+        return f
+
+    def per_resample(self, index: np.ndarray) -> dict:
+        """Kendall's tau-b and tau-c of every comparison on one resample (``index``: the rows drawn)."""
+        out: dict = {}
+        hh = self.human_human
+        pairs = [(f"s:{s}:", suite) for s, suite in self.systems.items()]
+        pairs += [(f"g:{gi}:{s}:", suite) for (gi, s), suite in self.groups.items()]
+        # (human-human consistency by group: Spearman is resampled, Kendall is not, to keep the bootstrap's time)
+        if hh is not None:
+            pairs.append(("hh:", hh))
+        for prefix, suite in pairs:
+            ranks = suite.ranks(index)
+            for k in ("kendall_tau_b", "kendall_tau_c"):
+                out[prefix + k] = ranks[k]()
+        if hh is not None:
+            for s in self.systems:
+                for k in ("kendall_tau_b", "kendall_tau_c"):
+                    out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
+        return out
+
+    def per_chunk(self, index: np.ndarray, counts: np.ndarray) -> dict:
+        """Spearman's rho and the fairness analyses, vectorised over a chunk of resamples."""
+        out = {}
+        hh = self.human_human
+        if hh is not None:
+            out["hh:spearman"] = hh.spearman_resampled(counts)
+        for s, suite in self.systems.items():
+            out[f"s:{s}:spearman"] = suite.spearman_resampled(counts)
+            if hh is not None:
+                out[f"d:{s}:spearman"] = out[f"s:{s}:spearman"] - out["hh:spearman"]
+        for (gi, s), gsuite in self.groups.items():
+            out[f"g:{gi}:{s}:spearman"] = gsuite.spearman_resampled(counts)
+        for gi, csuite in self.group_consistency.items():
+            out[f"c:{gi}:spearman"] = csuite.spearman_resampled(counts)
+        ref_counts = counts[:, self.reference_rows]
+        for s, design in self.fairness.items():
+            if design.problem is None:
+                out.update({f"f:{s}:{k}": v for k, v in design.resampled(ref_counts).items()})
+        return out
+
+
+def build(human: np.ndarray, system: dict[str, np.ndarray], *, reference: np.ndarray, system_ok: np.ndarray,
+          cats: np.ndarray | None, groups: np.ndarray | None, rater_error_variance: float | None,
+          weightings: tuple[str, ...] = REPORT_WEIGHTS) -> Comparisons:
+    """The comparisons of an evaluation over the rows of ``human`` (every row has at least one rating).
+
+    ``reference`` marks the responses of the comparisons with the first human column, ``system_ok`` those with
+    every system score.
+    """
+    n = human.shape[0]
+    h1 = human[:, 0]
+    ref_rows = np.flatnonzero(reference)
+    systems = {s: PairSuite(f"s:{s}:", h1, m, ref_rows, n, cats, "unpooled") for s, m in system.items()}
+    hh = None
+    if human.shape[1] >= 2:
+        hh_rows = np.flatnonzero(np.isfinite(h1) & np.isfinite(human[:, 1]))
+        hh = PairSuite("hh:", h1, human[:, 1], hh_rows, n, cats, "pooled")
+    labels: list[str] = []
+    group_suites: dict[tuple[int, str], PairSuite] = {}
+    consistency: dict[int, PairSuite] = {}
+    fair: dict[str, FairnessDesign] = {}
+    if groups is not None:
+        as_text = pd.Series(groups).astype(str).to_numpy()
+        labels = sorted(set(as_text[reference].tolist()))
+        for gi, g in enumerate(labels):
+            sel = np.flatnonzero((as_text == g) & reference)
+            for s, m in system.items():
+                group_suites[(gi, s)] = PairSuite(f"g:{gi}:{s}:", h1, m, sel, n, cats, "unpooled")
+            if hh is not None:
+                both = np.intersect1d(np.flatnonzero(as_text == g), hh.rows)
+                consistency[gi] = PairSuite(f"c:{gi}:", h1, human[:, 1], both, n, cats, "pooled")
+        fair = {s: fairness_design(h1[ref_rows], m[ref_rows], groups[ref_rows]) for s, m in system.items()}
+    true_human = np.where(system_ok[:, None], human, np.nan)
+    true_system = {s: np.where(system_ok, m, 0.0) for s, m in system.items()}
+    raters = rater_index(human, cats) if cats is not None and human.shape[1] >= 2 else None
+    return Comparisons(n, systems, hh, labels, group_suites, fair, ref_rows, rater_error_variance, true_human,
+                       true_system, raters, cats, consistency, weightings)

@@ -1,0 +1,218 @@
+"""Analytic confidence intervals: Fisher's z for Pearson's r, Wald intervals from standard errors.
+
+Resampling (the bootstrap) lives in :mod:`core.metrics.bootstrap`; this module holds the closed-form intervals.
+Every interval says how it was made (:data:`IntervalMethod`), so a report can state whether it is z- or t-based.
+
+- Fisher (1921): tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)).
+- Wald, normal quantile: estimate -/+ z_(1-a/2) se.
+- Wald, Student's t (Gwet 2014, section 5.5; irrCAC ``raw.py``): estimate -/+ t_(1-a/2, n-1) se, the upper bound
+  capped at 1 (the largest value a chance-corrected coefficient can take), as irrCAC reports it.
+"""
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import numpy as np
+from scipy import stats
+
+#: How an interval was computed.
+IntervalMethod = Literal["bootstrap percentile", "Fisher z", "normal", "Student t, capped at 1"]
+
+
+class Interval(NamedTuple):
+    """A confidence interval ``[low, high]`` (NaN bounds when undefined) and how it was computed.
+
+    Parameters
+    ----------
+    low, high : float
+    method : str
+        One of :data:`IntervalMethod`.
+
+    Returns
+    -------
+    Interval (a NamedTuple: ``low, high = interval[:2]`` works)
+
+    References
+    ----------
+    Efron & Tibshirani (1993), ch. 13 (percentile intervals); Gwet (2014), section 5.5 (t-based Wald intervals).
+
+    Examples
+    --------
+    >>> Interval(0.2, 0.6, "Fisher z").is_defined
+    True
+    """
+
+    low: float
+    high: float
+    method: str = "bootstrap percentile"
+
+    @property
+    def is_defined(self) -> bool:
+        """Both bounds are finite."""
+        return bool(np.isfinite(self.low) and np.isfinite(self.high))
+
+
+def fisher_z_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of Pearson's r by Fisher's z transformation.
+
+    .. math:: \\tanh(\\operatorname{atanh}(r) \\mp z_{1-\\alpha/2} / \\sqrt{n - 3})
+
+    Parameters
+    ----------
+    r : float
+        Pearson's correlation.
+    n : int
+        Number of pairs.
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        NaN for n <= 3 or an undefined r; r = +/-1 gives a degenerate interval at r.
+
+    References
+    ----------
+    Fisher, R. A. (1921). On the "probable error" of a coefficient of correlation deduced from a small sample.
+    Metron 1, 3-32.
+
+    Examples
+    --------
+    >>> [round(x, 6) for x in fisher_z_ci(0.5, 50)]
+    [0.257488, 0.683256]
+    """
+    if not np.isfinite(r) or n <= 3:
+        return float("nan"), float("nan")
+    if abs(r) >= 1.0:
+        return float(r), float(r)
+    z = np.arctanh(r)
+    half = stats.norm.ppf(0.5 + confidence / 2.0) / np.sqrt(n - 3.0)
+    return float(np.tanh(z - half)), float(np.tanh(z + half))
+
+
+def normal_ci(estimate: float, se: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Wald interval with the normal quantile: ``estimate -/+ z_(1-a/2) se``.
+
+    Parameters
+    ----------
+    estimate, se : float
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        NaN when the estimate or the standard error is undefined.
+
+    References
+    ----------
+    Wald, A. (1943). Tests of statistical hypotheses concerning several parameters when the number of observations
+    is large. Transactions of the AMS 54, 426-482.
+
+    Examples
+    --------
+    >>> [round(x, 6) for x in normal_ci(0.5, 0.1)]
+    [0.304004, 0.695996]
+    """
+    if not (np.isfinite(estimate) and np.isfinite(se)):
+        return float("nan"), float("nan")
+    half = stats.norm.ppf(0.5 + confidence / 2.0) * se
+    return float(estimate - half), float(estimate + half)
+
+
+def student_t_ci(estimate: float, se: float, n: int, confidence: float = 0.95, *,
+                 cap: float | None = 1.0) -> tuple[float, float]:
+    """Wald interval with Student's t on ``n - 1`` degrees of freedom, the upper bound capped at ``cap``.
+
+    .. math:: \\hat\\kappa \\mp t_{1-\\alpha/2,\\,n-1}\\,\\mathrm{se}, \\quad \\text{high} = \\min(\\text{high}, 1)
+
+    This is how Gwet (2014, section 5.5) and irrCAC report the intervals of the chance-corrected coefficients
+    (``n`` = the number of rated subjects).
+
+    Parameters
+    ----------
+    estimate, se : float
+    n : int
+        Number of subjects (degrees of freedom n - 1).
+    confidence : float, default 0.95
+    cap : float or None, default 1.0
+        Upper cap of the interval (None: no cap). The lower bound is not capped (irrCAC does not).
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        NaN for n < 2 or an undefined estimate or standard error.
+
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., section 5.5.
+
+    Examples
+    --------
+    >>> [round(x, 6) for x in student_t_ci(0.8, 0.15, 12)]
+    [0.469852, 1.0]
+    """
+    if not (np.isfinite(estimate) and np.isfinite(se)) or n < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + confidence / 2.0, n - 1) * se
+    low, high = float(estimate - half), float(estimate + half)
+    if cap is not None:
+        high = min(high, cap)
+    return low, high
+
+
+def student_t_p_value(estimate: float, se: float, n: int) -> float:
+    """Two-sided p-value of H0: coefficient = 0, ``2 (1 - F_t(|estimate / se|; n - 1))`` (irrCAC, Gwet 2014 5.5).
+
+    Examples
+    --------
+    >>> round(student_t_p_value(0.5, 0.2, 12), 6)
+    0.029506
+    """
+    if not (np.isfinite(estimate) and np.isfinite(se)) or n < 2 or se <= 0:
+        return float("nan")
+    return float(2.0 * stats.t.sf(abs(estimate / se), n - 1))
+
+
+class Analytic(NamedTuple):
+    """A closed-form standard error, confidence interval and two-sided p-value (H0: the coefficient is 0).
+
+    ``se`` is NaN where the interval is not a Wald interval (Fisher's z for r).
+    """
+
+    se: float
+    low: float
+    high: float
+    p_value: float
+    method: str
+
+    def to_json(self) -> dict:
+        def num(x: float) -> float | None:
+            return float(x) if np.isfinite(x) else None
+        return {"se": num(self.se), "ci": [num(self.low), num(self.high)], "p_value": num(self.p_value),
+                "method": self.method}
+
+
+#: How the chance-corrected coefficients' analytic intervals are made (Gwet 2014, section 5.5; irrCAC).
+T_METHOD = "linearised se (Gwet 2014), Student t with n - 1 df, upper bound capped at 1 (irrCAC)"
+#: How Pearson's r's analytic interval is made (scipy ``PearsonRResult.confidence_interval``, ``pearsonr``).
+FISHER_METHOD = "Fisher z with the normal quantile; p-value from t with n - 2 df (scipy.stats.pearsonr)"
+
+
+def pearson_analytic(r: float, n: int, confidence: float = 0.95) -> Analytic:
+    """Fisher-z interval of r and the p-value of scipy's ``pearsonr`` (t = r sqrt((n - 2) / (1 - r^2)), n - 2 df).
+
+    Examples
+    --------
+    >>> a = pearson_analytic(0.5, 50)
+    >>> [round(x, 6) for x in (a.low, a.high, a.p_value)]
+    [0.257488, 0.683256, 0.000218]
+    """
+    low, high = fisher_z_ci(r, n, confidence)
+    p = float("nan")
+    if np.isfinite(r) and n > 2:
+        if abs(r) >= 1.0:
+            p = 0.0
+        else:
+            t = r * np.sqrt((n - 2.0) / (1.0 - r * r))
+            p = float(2.0 * stats.t.sf(abs(t), n - 2))
+    return Analytic(float("nan"), low, high, p, FISHER_METHOD)
+

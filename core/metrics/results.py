@@ -1,0 +1,399 @@
+"""Typed results of :func:`core.metrics.pipeline.evaluate`: figures, blocks, per-system parts, the evaluation.
+
+Front ends read attributes (``ev.systems["model"].observed["corr"].value``); only the JSON writer and
+``easl evaluate --json`` see the dict of :meth:`Evaluation.to_json`, whose contract (schema version
+:data:`SCHEMA_VERSION`, documented in the README) is: a NaN figure is written as ``null`` with ``<key>_reason``
+beside it; counts are integers; every block has its ``N``; bootstrap intervals are ``[low, high]`` lists under
+``ci`` (empty without a bootstrap); analytic ones are ``{"se", "ci", "p_value", "method"}`` under ``analytic``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from core.metrics.benchmark import benchmark
+from core.metrics.data import Scale
+from core.metrics.intervals import Analytic, Interval
+from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
+
+#: Version of the JSON object of :meth:`Evaluation.to_json`; raised whenever a key changes meaning or goes away.
+SCHEMA_VERSION = 1
+
+#: The fairness figures (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
+FAIRNESS_LABELS = (("osa", "Overall score accuracy"), ("osd", "Overall score difference"),
+                   ("csd", "Conditional score difference"))
+
+
+class Figure(NamedTuple):
+    """One reported number.
+
+    Attributes
+    ----------
+    value : float
+        NaN when undefined for the data.
+    reason : str or None
+        Why the value is NaN (None when it is defined).
+    ci : Interval or None
+        Bootstrap percentile interval (None without a bootstrap).
+    analytic : Interval or None
+        Closed-form standard error, interval and p-value (Fisher z, t-based Wald), when the metric has one.
+
+    Examples
+    --------
+    >>> Figure(float("nan"), "a correlation is undefined for constant scores").is_defined
+    False
+    """
+
+    value: float
+    reason: str | None = None
+    ci: Interval | None = None
+    analytic: Analytic | None = None
+
+    @property
+    def is_defined(self) -> bool:
+        return bool(np.isfinite(self.value))
+
+
+@dataclass(frozen=True)
+class Block:
+    """The figures of one comparison, in registry order (:mod:`core.metrics.registry`).
+
+    ``block["corr"]`` is a :class:`Figure`; an unknown name raises ``KeyError`` (never a silent ``None``).
+
+    Parameters
+    ----------
+    figures : mapping name -> Figure
+        Names from :mod:`core.metrics.registry`.
+
+    Examples
+    --------
+    >>> b = Block({"N": Figure(3.0), "corr": Figure(float("nan"), "constant scores")})
+    >>> b.to_json()
+    {'N': 3, 'corr': None, 'corr_reason': 'constant scores'}
+    """
+
+    figures: Mapping[str, Figure]
+
+    def __getitem__(self, name: str) -> Figure:
+        return self.figures[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.figures
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.figures)
+
+    def value(self, name: str) -> float:
+        """The value of ``name`` (NaN when absent or undefined)."""
+        fig = self.figures.get(name)
+        return float("nan") if fig is None else fig.value
+
+    def values(self) -> dict[str, float]:
+        return {k: f.value for k, f in self.figures.items()}
+
+    def to_json(self, order=None) -> dict:
+        """``{key: value}`` with ``null`` + ``<key>_reason`` for NaN and integer counts."""
+        out: dict = {}
+        for key in (order or self.figures):
+            if key not in self.figures:
+                continue
+            fig = self.figures[key]
+            v = fig.value
+            if not np.isfinite(v):
+                out[key] = None
+                out[key + "_reason"] = fig.reason or "undefined for these data"
+            elif key in COUNT_KEYS and float(v).is_integer():
+                out[key] = int(v)
+            else:
+                out[key] = float(v)
+        return out
+
+    def ci_json(self, *, prefix: str = "", skip: tuple[str, ...] = ("N",)) -> dict:
+        """``{prefix + key: [low, high]}`` of the figures that have a bootstrap interval."""
+        return {prefix + k: _pair(f.ci) for k, f in self.figures.items() if f.ci is not None and k not in skip}
+
+    def analytic_json(self) -> dict:
+        """``{key: {"se", "ci", "p_value", "method"}}`` of the figures with a closed-form interval."""
+        return {k: f.analytic.to_json() for k, f in self.figures.items() if f.analytic is not None}
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
+def _pair(iv: Interval | tuple[float, float]) -> list:
+    lo, hi = iv[0], iv[1]
+    return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
+
+
+@dataclass(frozen=True)
+class SystemEvaluation:
+    """One system against the human ratings: observed, true-score and degradation blocks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from core.metrics.pipeline import evaluate
+    >>> ev = evaluate(np.array([[1, 2], [2, 2], [3, 3], [4, 3.]]), {"m": np.array([1, 2, 3, 4.])})
+    >>> ev.systems["m"].true_score["N_multiple"].value
+    4.0
+    """
+
+    observed: Block                 # against the reference (first) human column
+    true_score: Block               # PRMSE and its parts, against every human rating
+    degradation: Block              # observed minus human-human (empty with one human column)
+    disattenuated_corr: Figure
+
+    def to_json(self, with_ci: bool, human_human: Block) -> dict:
+        entry = {"observed": self.observed.to_json(OBSERVED_KEYS),
+                 "true_score": self.true_score.to_json(TRUE_SCORE_KEYS)}
+        degradation = {}
+        if list(self.degradation):
+            degradation = {"N": int(self.observed.value("N")), "N_human_human": int(human_human.value("N")),
+                           **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"])}
+        entry["degradation"] = degradation
+        dc = self.disattenuated_corr
+        entry["disattenuated_corr"] = float(dc.value) if dc.is_defined else None
+        if not dc.is_defined:
+            entry["disattenuated_corr_reason"] = dc.reason or "undefined for these data"
+        ci: dict = {}
+        if with_ci:
+            ci.update(self.observed.ci_json())
+            for k in ("prmse", "mse_true", "true_score_variance", "rater_error_variance"):
+                iv = self.true_score[k].ci
+                ci[k] = _pair(iv if iv is not None else (np.nan, np.nan))
+            if dc.ci is not None:
+                ci["disattenuated_corr"] = _pair(dc.ci)
+            ci.update(self.degradation.ci_json(prefix="degradation_"))
+        entry["ci"] = ci
+        entry["analytic"] = self.observed.analytic_json()
+        return entry
+
+
+@dataclass(frozen=True)
+class HumanHuman:
+    """Agreement among the human raters."""
+
+    names: tuple[str, str] | None   # the two columns compared by ``pair`` (None with one human column)
+    pair: Block                     # observed metrics of the first two human columns (double-scored responses)
+    all_raters: Block | None        # every chance-corrected coefficient over every human column (two or more)
+    raters: tuple[str, ...] = ()    # every human column
+
+    def to_json(self, with_ci: bool) -> dict:
+        out: dict = {"raters": list(self.names) if self.names else []}
+        out.update(self.pair.to_json(OBSERVED_KEYS) if self.names else {"N": 0})
+        out["ci"] = self.pair.ci_json() if with_ci and self.names else {}
+        out["analytic"] = self.pair.analytic_json()
+        return out
+
+    def all_raters_json(self, with_ci: bool) -> dict | None:
+        if self.all_raters is None:
+            return None
+        out: dict = {"raters": list(self.raters), **self.all_raters.to_json()}
+        out["ci"] = self.all_raters.ci_json(skip=("N", "N_pairable", "N_raters")) if with_ci else {}
+        out["analytic"] = self.all_raters.analytic_json()
+        out["benchmark"] = {k: {scale: benchmark(f.value, f.analytic.se, scale=scale).label
+                                for scale in ("landis_koch", "fleiss", "altman")}
+                            for k, f in self.all_raters.figures.items() if f.analytic is not None}
+        return out
+
+
+class FairnessFigure(NamedTuple):
+    """One fairness analysis (adjusted R2 of an OLS model, its F-test p-value, and the group coefficients)."""
+
+    value: float
+    p_value: float
+    r2: float
+    estimates: Mapping[str, float]
+    reason: str | None = None
+    ci: Interval | None = None
+    ci_reason: str | None = None
+    estimates_p_value: Mapping[str, float] = {}
+    estimates_ci: Mapping[str, tuple[float, float]] = {}
+
+
+@dataclass(frozen=True)
+class FairnessEvaluation:
+    """Overall score accuracy, overall score difference and conditional score difference of one system."""
+
+    base_group: str
+    groups: Mapping[str, int]     # group label -> number of responses
+    osa: FairnessFigure
+    osd: FairnessFigure
+    csd: FairnessFigure
+    bootstrapped: bool = False
+    n: int = 0                      # responses analysed
+
+    def figures(self) -> dict[str, FairnessFigure]:
+        return {"osa": self.osa, "osd": self.osd, "csd": self.csd}
+
+    def to_json(self) -> dict:
+        out: dict = {"N": int(self.n), "base_group": self.base_group, "groups": dict(self.groups)}
+        for key, fig in self.figures().items():
+            item: dict = {}
+            for k in ("value", "p_value", "r2"):
+                v = getattr(fig, k)
+                item[k] = None if not np.isfinite(v) else float(v)
+                if not np.isfinite(v):
+                    item[k + "_reason"] = fig.reason or "undefined for these data"
+            item["estimates"] = {g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates.items()}
+            item["estimates_p_value"] = {g: (None if not np.isfinite(c) else float(c))
+                                         for g, c in fig.estimates_p_value.items()}
+            item["estimates_ci"] = {g: _pair(c) for g, c in fig.estimates_ci.items()}
+            out[key] = item
+        if self.bootstrapped:
+            out["ci"] = {k: _pair(f.ci if f.ci is not None else (np.nan, np.nan)) for k, f in self.figures().items()}
+            why = {k: f.ci_reason for k, f in self.figures().items() if f.ci_reason}
+            if why:
+                out["ci_reason"] = why
+        else:
+            out["ci"] = {}
+        return out
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Result of :func:`core.metrics.pipeline.evaluate`.
+
+    Attributes
+    ----------
+    n_responses, n_input : int
+        Responses evaluated against the reference human, and rows given.
+    dropped : dict reason -> count
+    scale : Scale
+    human_columns : list of str
+    confidence : float
+    n_resamples, seed : int
+        The bootstrap.
+    human_human : HumanHuman
+    systems : dict name -> SystemEvaluation
+    subgroups : dict group column -> {group label -> {system -> Block}}
+    fairness : dict group column -> {system -> FairnessEvaluation}
+    notes : list of str
+    human, system, prmse_samples : arrays for the plots
+    bootstrapped : bool
+        Whether the figures carry bootstrap intervals.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from core.metrics.pipeline import evaluate
+    >>> ev = evaluate(np.array([[1, 2], [2, 2], [3, 3], [4, 3.]]), {"m": np.array([1, 2, 3, 4.])})
+    >>> ev.n_responses, ev.to_json()["systems"]["m"]["observed"]["corr"]
+    (4, 1.0)
+    """
+
+    n_responses: int
+    n_input: int
+    dropped: Mapping[str, int]
+    scale: Scale
+    human_columns: tuple[str, ...]
+    confidence: float
+    n_resamples: int
+    seed: int
+    human_human: HumanHuman
+    systems: Mapping[str, SystemEvaluation]
+    subgroups: Mapping[str, Mapping[str, Mapping[str, Block]]]
+    fairness: Mapping[str, Mapping[str, FairnessEvaluation]]
+    notes: tuple[str, ...]
+    human: np.ndarray = field(repr=False)
+    system: Mapping[str, np.ndarray] = field(repr=False)
+    prmse_samples: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
+    bootstrapped: bool = False      # bootstrap intervals were computed (resamples > 0 and at least 2 responses)
+    consistency_by_group: Mapping[str, Mapping[str, Block]] = field(default_factory=dict)  # human-human per group
+    confusion: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)   # system -> (q, q) counts
+
+    @property
+    def n_dropped(self) -> int:
+        return self.n_input - self.n_responses
+
+    @property
+    def human_names(self) -> list[str]:
+        return list(self.human_columns)
+
+
+    # ------------------------------------------------------------------ JSON
+    def to_json(self) -> dict:
+        """The JSON object of ``easl evaluate --json`` (schema :data:`SCHEMA_VERSION`; see the README)."""
+        data: dict = {"schema_version": SCHEMA_VERSION, "n_input": int(self.n_input),
+                      "n_responses": int(self.n_responses), "n_dropped": int(self.n_dropped),
+                      "dropped": dict(self.dropped), "scale": {"min": self.scale.min, "max": self.scale.max},
+                      "human_columns": list(self.human_columns), "confidence": self.confidence,
+                      "bootstrap": {"n_resamples": int(self.n_resamples), "seed": int(self.seed),
+                                    "method": "percentile" if self.bootstrapped else None}}
+        if self.scale.is_categorical:
+            data["scale"]["categories"] = [float(c) for c in self.scale.categories]
+        hh = self.human_human
+        with_ci = self.bootstrapped
+        data["human_human"] = hh.to_json(with_ci)
+        data["all_raters"] = hh.all_raters_json(with_ci)
+        data["systems"] = {name: s.to_json(with_ci, hh.pair) for name, s in self.systems.items()}
+        data["subgroups"] = {}
+        for gname, by_label in self.subgroups.items():
+            data["subgroups"][gname] = {}
+            for label, per_sys in by_label.items():
+                data["subgroups"][gname][label] = {}
+                for s_name, block in per_sys.items():
+                    entry = block.to_json()
+                    entry["ci"] = block.ci_json() if with_ci else {}
+                    data["subgroups"][gname][label][s_name] = entry
+        data["fairness"] = {g: {s: f.to_json() for s, f in per.items()} for g, per in self.fairness.items()}
+        data["consistency_by_group"] = {
+            g: {label: {**b.to_json(OBSERVED_KEYS), "ci": b.ci_json() if with_ci else {}} for label, b in per.items()}
+            for g, per in self.consistency_by_group.items()}
+        data["notes"] = list(self.notes)
+        return data
+
+    # ---------------------------------------------------------------- tables
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """RSMTool-like tables written by ``--output`` (``eval``, ``eval_short``, ``consistency``, ...)."""
+        tables: dict[str, pd.DataFrame] = {}
+        for gname, by_label in self.subgroups.items():
+            rows = [{"group": label, "system": s, **{k: b.value(k) for k in (*OBSERVED_KEYS, "dsm")}}
+                    for label, per_sys in by_label.items() for s, b in per_sys.items()]
+            tables[f"eval_by_{gname}"] = pd.DataFrame(rows)
+        for gname, per_sys in self.fairness.items():
+            rows = []
+            for s, fe in per_sys.items():
+                for key, label in FAIRNESS_LABELS:
+                    fig = fe.figures()[key]
+                    row = {"system": s, "metric": label, "value": fig.value, "p_value": fig.p_value, "r2": fig.r2}
+                    if fe.bootstrapped:
+                        ci = fig.ci if fig.ci is not None else Interval(np.nan, np.nan)
+                        row.update({"ci_low": ci.low, "ci_high": ci.high, "ci_reason": fig.ci_reason or ""})
+                    rows.append({**row, **{f"coef_{g}": c for g, c in fig.estimates.items()}})
+            tables[f"fairness_{gname}"] = pd.DataFrame(rows)
+        rows_eval = [{"system": s, **{k: e.observed.value(k) for k in OBSERVED_KEYS}} for s, e in self.systems.items()]
+        tables["eval"] = pd.DataFrame(rows_eval)
+        tables["eval_short"] = pd.DataFrame(rows_eval)[["system", *SHORT]]
+        hh = self.human_human
+        if hh.names is not None:
+            tables["consistency"] = pd.DataFrame([{"human_1": hh.names[0], "human_2": hh.names[1],
+                                                   **{k: hh.pair.value(k) for k in OBSERVED_KEYS}}])
+            tables["degradation"] = pd.DataFrame(
+                [{"system": s, **{k: e.degradation.value(k) for k in OBSERVED_KEYS if k != "N"},
+                  "disattenuated_corr": e.disattenuated_corr.value} for s, e in self.systems.items()])
+        for gname, per_label in self.consistency_by_group.items():
+            tables[f"consistency_by_{gname}"] = pd.DataFrame(
+                [{"group": label, **{k: b.value(k) for k in OBSERVED_KEYS}} for label, b in per_label.items()])
+        if self.scale.is_categorical:
+            labels = [f"{c:g}" for c in self.scale.categories]
+            for s, counts in self.confusion.items():
+                frame = pd.DataFrame(counts, columns=labels)
+                frame.insert(0, "human \\ system", labels)
+                tables[f"confusion_{_safe(s)}"] = frame
+        tables["true_score_eval"] = pd.DataFrame(
+            [{"system": s, **{k: e.true_score.value(k) for k in TRUE_SCORE_KEYS}} for s, e in self.systems.items()])
+        rows_ci = []
+        if self.bootstrapped:
+            for s, e in self.systems.items():
+                for k, (lo, hi) in e.to_json(True, hh.pair)["ci"].items():
+                    rows_ci.append({"system": s, "metric": k, "low": np.nan if lo is None else lo,
+                                    "high": np.nan if hi is None else hi})
+        if rows_ci:
+            tables["ci"] = pd.DataFrame(rows_ci)
+        return tables

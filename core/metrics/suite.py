@@ -1,0 +1,283 @@
+"""One comparison (human vs system, or human vs human) as sufficient statistics plus lazy finishers.
+
+A :class:`PairSuite` holds the two score vectors and the responses compared; :meth:`PairSuite.point_totals` and
+:attr:`PairSuite.sums` give the totals every observed metric needs (moments, exact/adjacent counts, the joint
+category table), and :meth:`PairSuite.finishers` turns totals into metric values, with a leading batch axis for
+the bootstrap (:mod:`core.metrics.sums`). Which scores each metric compares: exact/adjacent agreement and every
+chance-corrected coefficient use the scores rounded half-to-even and clipped to the scale's categories
+(:func:`round_to_categories`); correlations, QWK, SMD, MSE and R2 use the raw scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from core.metrics.agreement_totals import agreement_tables_from_joint, finish_agreement
+from core.metrics.association import kendall_taus, spearman_rho, spearman_rho_resampled
+from core.metrics.data import Scale, as_pair
+from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+from core.metrics.notes import capture, caution, quiet, undefined
+from core.metrics.kappa import kappa_from_table
+from core.metrics.moments import (
+    finish_mse,
+    finish_pearson,
+    finish_qwk,
+    finish_r2,
+    finish_sd,
+    finish_smd,
+    moments,
+    pair_moment_sums,
+)
+from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS
+from core.metrics.sums import RowSums, nan_where
+
+
+@dataclass
+class PairSuite:
+    """Sufficient statistics and finishers of every observed metric for one pair of score vectors.
+
+    ``a`` (human) and ``b`` (system or second human) are full-length; ``rows`` selects the responses compared.
+    ``cats`` are the scale's categories (None: the categorical family is undefined).
+    """
+
+    prefix: str
+    a: np.ndarray
+    b: np.ndarray
+    rows: np.ndarray
+    n_total: int
+    cats: np.ndarray | None
+    smd_method: str
+    shift: dict = field(init=False)
+    _sums: RowSums | None = field(init=False, default=None)
+    _codes: tuple | None = field(init=False, default=None)
+
+    def __post_init__(self):
+        a, b = self.a[self.rows], self.b[self.rows]
+        self.shift = {"ca": float(np.mean(a)) if a.size else 0.0, "cb": float(np.mean(b)) if b.size else 0.0}
+        self._sub = (a, b)
+        if self.cats is not None and self.cats.size:
+            ar, br = round_to_categories(a, self.cats), round_to_categories(b, self.cats)
+            self._cat = (ar, br, np.searchsorted(self.cats, ar), np.searchsorted(self.cats, br))
+        else:
+            self._cat = None
+
+    @property
+    def sums(self) -> RowSums:
+        """Per-response terms over all ``n_total`` responses (for the bootstrap); built on first use."""
+        if self._sums is None:
+            a, b = self._sub
+            p = self.prefix
+            sub, _ = pair_moment_sums(a, b, p)    # centred at the sample means, as self.shift
+            if self._cat is not None:
+                ar, br, ia, ib = self._cat
+                q = self.cats.size
+                sub.add(p + "exact", (ar == br).astype(np.float64))
+                sub.add(p + "adjacent", (np.abs(ar - br) <= 1.0).astype(np.float64))
+                sub.add_counts(p + "joint", np.arange(a.size), ia * q + ib, 1.0, q * q)
+            self._sums = sub.embedded(self.rows, self.n_total)
+        return self._sums
+
+    def point_totals(self) -> dict:
+        """The totals of :attr:`sums` for the sample itself, computed directly (no per-response arrays kept)."""
+        a, b = self._sub
+        p = self.prefix
+        da = a - self.shift["ca"]
+        db = b - self.shift["cb"]
+        d = a - b
+        dot = lambda x, y: np.asarray(np.einsum("i,i->", x, y))  # noqa: E731  (no BLAS threads for vectors)
+        t = {p + "n": np.asarray(float(a.size)), p + "sa": np.asarray(da.sum()), p + "sb": np.asarray(db.sum()),
+             p + "saa": dot(da, da), p + "sbb": dot(db, db), p + "sab": dot(da, db), p + "sdd": dot(d, d)}
+        if self._cat is not None:
+            ar, br, ia, ib = self._cat
+            q = self.cats.size
+            joint = np.bincount(ia * q + ib, minlength=q * q).astype(np.float64)
+            diff = np.abs(ar - br)
+            t[p + "exact"] = np.asarray(float((diff == 0).sum()))
+            t[p + "adjacent"] = np.asarray(float((diff <= 1.0).sum()))
+            t[p + "joint"] = joint
+        return t
+
+    def finishers(self, t: dict) -> dict[str, Callable[[], np.ndarray]]:
+        """``key -> zero-argument callable`` computing the metric from totals ``t`` (batch-capable)."""
+        p = self.prefix
+        mo = moments(t, self.shift, p)
+        f: dict[str, Callable[[], np.ndarray]] = {
+            "N": lambda: mo["n"],
+            "h_mean": lambda: np.where(mo["n"] > 0, mo["mean_a"], np.nan),
+            "h_sd": lambda: finish_sd(mo, "a"),
+            "sys_mean": lambda: np.where(mo["n"] > 0, mo["mean_b"], np.nan),
+            "sys_sd": lambda: finish_sd(mo, "b"),
+            "corr": lambda: finish_pearson(mo),
+            "qwk": lambda: finish_qwk(mo),
+            "smd": lambda: finish_smd(mo, self.smd_method),
+            "mse": lambda: finish_mse(mo),
+            "rmse": lambda: np.sqrt(finish_mse(mo)),
+            "r2": lambda: finish_r2(mo),
+        }
+        cats = self.cats
+        if cats is None or not cats.size:
+
+            def none():
+                return np.full(np.shape(mo["n"]), undefined("no score categories: the scale needs categories "
+                                                             "(integer bounds or an explicit list)"))
+            for key in OBSERVED_KEYS:
+                if key not in f and key not in RANK_KEYS:
+                    f[key] = none
+            return f
+        q = cats.size
+        n = mo["n"]
+
+        def pct(name):
+            def g():
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    v = 100.0 * t[p + name] / n
+                return nan_where(n < 1, v, "agreement needs at least 1 response")
+            return g
+
+        f["exact_agr"] = pct("exact")
+        f["adj_agr"] = pct("adjacent")
+        table = lambda: t[p + "joint"].reshape(np.shape(n) + (q, q))  # noqa: E731
+        ag_cache: list = []
+
+        def ag() -> dict:
+            if not ag_cache:
+                ag_cache.append(agreement_tables_from_joint(table()))
+            return ag_cache[0]
+        for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
+            f["conger_kappa" + suffix] = (lambda w=w: kappa_from_table(table(), cats, None if w == "identity" else w))
+            for key, coef in (("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"),
+                              ("bp" + suffix, "bp"), ("fleiss_kappa" + suffix, "fleiss")):
+                f[key] = (lambda w=w, coef=coef: finish_agreement(ag(), cats, w, 2, "", (coef,))[coef])
+        coinc = lambda: ag()["coinc"].reshape(np.shape(n) + (q, q))  # noqa: E731
+        for level in ("nominal", "ordinal", "interval"):
+            f["krippendorff_alpha_" + level] = (
+                lambda level=level: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level)))
+        return f
+
+    def _value_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each compared response's distinct-value id in ``a`` and ``b`` (full length; for tie counts)."""
+        if self._codes is None:
+            full = []
+            for x in (self.a, self.b):
+                codes = np.zeros(self.a.size, dtype=np.int64)
+                codes[self.rows] = np.unique(x[self.rows], return_inverse=True)[1].reshape(-1)
+                full.append(codes)
+            self._codes = (full[0], full[1])
+        return self._codes
+
+    def category_index(self) -> np.ndarray | None:
+        """The (rows, 2) category-index matrix of the compared responses (None without categories)."""
+        return None if self._cat is None else np.column_stack([self._cat[2], self._cat[3]])
+
+    def spearman_resampled(self, counts: np.ndarray) -> np.ndarray:
+        """Spearman's rho on the compared responses for every resample of a chunk (counts (b, n_total))."""
+        return spearman_rho_resampled(self.a[self.rows], self.b[self.rows], counts[:, self.rows])
+
+    def ranks(self, index: np.ndarray | None = None) -> dict[str, Callable[[], float]]:
+        """Spearman and Kendall on the compared responses of a resample (``index``: drawn rows) or the sample."""
+        rows = self.rows if index is None else index[np.isin(index, self.rows)]
+        a, b = self.a[rows], self.b[rows]
+        taus: list = []
+
+        def tau(k: int) -> float:
+            if not taus:
+                ties = None                  # a resample: tie counts from the sample's value ids, no sort
+                if index is not None and rows.size:
+                    codes = self._value_codes()
+                    ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
+                taus.extend(kendall_taus(a, b, ties=ties))
+            return taus[k]
+        return {"spearman": lambda: spearman_rho(a, b), "kendall_tau_b": lambda: tau(0), "kendall_tau_c": lambda: tau(1)}
+
+
+def round_to_categories(x: np.ndarray, cats: np.ndarray) -> np.ndarray:
+    """Round half-to-even and clip to the categories (integer scale), else the nearest category.
+
+    Examples
+    --------
+    >>> round_to_categories(np.array([0.2, 2.5, 3.5, 9.0]), np.arange(1.0, 6.0)).tolist()
+    [1.0, 2.0, 4.0, 5.0]
+    """
+    lo, hi = cats[0], cats[-1]
+    if np.all(cats == np.round(cats)) and np.all(np.diff(cats) == 1):
+        return np.clip(np.round(x), lo, hi)
+    return Scale(lo, hi, tuple(cats)).to_categories(x)
+
+
+def memo(fn: Callable) -> Callable:
+    """Compute once; later calls return the value and re-emit its reasons (so every key keeps them)."""
+    cell: list = []
+
+    def wrapped():
+        if not cell:
+            cell.append(capture(fn))
+        value, why, careful = cell[0]
+        for reason in why:
+            undefined(reason)
+        for c in careful:
+            caution(c)
+        return value
+    return wrapped
+
+
+def point_values(finishers: dict[str, Callable], keys=None) -> tuple[dict, dict, list]:
+    """Evaluate finishers once with reasons: (values, reasons, cautions)."""
+    values, reasons, cautions = {}, {}, []
+    for key, fn in finishers.items():
+        if keys is not None and key not in keys:
+            continue
+        v, why, careful = capture(fn)
+        values[key] = float(np.asarray(v, dtype=np.float64))
+        if why and not np.isfinite(values[key]):
+            reasons[key] = "; ".join(why)
+        cautions.extend(c for c in careful if c not in cautions)
+    return values, reasons, cautions
+
+
+def batch_values(finishers: dict[str, Callable]) -> dict[str, np.ndarray]:
+    return {k: quiet(fn) for k, fn in finishers.items()}
+
+
+def observed_metrics(y_true, y_pred, *, categories=None, smd_method: str = "unpooled",
+                     ranks: bool = True) -> dict[str, float]:
+    """Every observed-score metric of one comparison at once (the ``observed`` keys of ``easl evaluate``).
+
+    Moment metrics (N, means, sds, r, QWK, SMD, MSE, RMSE, R2) use the raw scores; with ``categories`` (the scale's
+    category values) exact/adjacent agreement, the kappa family, Gwet's AC, Brennan-Prediger, Scott's pi and
+    Krippendorff's alpha compare ``y_true`` with ``y_pred`` rounded half-to-even and clipped to the categories.
+    One pass of sufficient statistics serves every metric (definitions: :mod:`core.metrics.observed`,
+    :mod:`core.metrics.agreement`, :mod:`core.metrics.krippendorff`). ``ranks=False`` skips Spearman and Kendall
+    (the only O(N log N) ones). Undefined values are NaN with an UndefinedMetricWarning naming the reason.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n,)
+    categories : array-like, optional
+        The scale's category values (categorical metrics are NaN without them).
+    smd_method : {"unpooled", "pooled"}, default "unpooled"
+    ranks : bool, default True
+
+    Returns
+    -------
+    dict name -> float, in :data:`core.metrics.registry.OBSERVED_KEYS` order.
+
+    References
+    ----------
+    RSMTool evaluation metrics (rsmtool_evaluation_metrics.md); Gwet (2014); Krippendorff (2011).
+
+    Examples
+    --------
+    >>> r = observed_metrics([1, 2, 3, 4, 3], [1.2, 2.4, 2.6, 3.9, 3.4], categories=[1, 2, 3, 4])
+    >>> round(r["corr"], 6), r["conger_kappa"], r["exact_agr"]
+    (0.953869, 1.0, 100.0)
+    """
+
+    a, b = as_pair(y_true, y_pred)
+    cats = None if categories is None else np.asarray(categories, dtype=np.float64)
+    suite = PairSuite("", a, b, np.arange(a.size), a.size, cats, smd_method)
+    f = suite.finishers(suite.point_totals())
+    if ranks:
+        f.update(suite.ranks())
+    return {k: float(np.asarray(f[k]())) for k in OBSERVED_KEYS if k in f}
