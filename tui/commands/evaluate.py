@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -177,7 +178,7 @@ def _progress(total: int, quiet: bool):
 
 
 def _fmt(v) -> str:
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
     if isinstance(v, float):
         return f"{v:.4f}" if abs(v) < 1e4 else f"{v:.4g}"
@@ -192,7 +193,7 @@ def _ci(fig) -> str:
 
 
 def _count(v: float) -> str:
-    return "n/a" if not np.isfinite(v) else str(int(v)) if float(v).is_integer() else _fmt(v)
+    return "n/a" if not math.isfinite(v) else str(int(v)) if float(v).is_integer() else _fmt(v)
 
 
 def _print_tables(ev, args) -> None:
