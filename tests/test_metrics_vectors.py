@@ -1,4 +1,4 @@
-"""Every public test vector of ../shared/reference/metrics.md section 5 (and section 1), as a test."""
+"""Every public test vector of docs/design.md section 5 (and section 4.1), as a test."""
 import numpy as np
 import pytest
 

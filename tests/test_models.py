@@ -1,4 +1,4 @@
-"""Tests of core.models: reference values of shared/reference/engine.md, exactness of the vectorised
+"""Tests of core.models: reference values of docs/design.md sections 2 and 5, exactness of the vectorised
 pairwise replay against a literal sequential loop, retraction, and invariants (hypothesis)."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_hyper_score_range_conversion():
 
 
 # ---------------------------------------------------------------------------------------------------
-# Beta helpers and EASL (engine.md reference values)
+# Beta helpers and EASL (docs/design.md section 5)
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -248,7 +248,7 @@ def test_da_constant_scores_have_zero_variance_not_negative():
 
 
 # ---------------------------------------------------------------------------------------------------
-# TrueSkill (engine.md reference values of the reference library)
+# TrueSkill (docs/design.md section 5: the reference library's values)
 # ---------------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 Sources: Gwet, K. L. (2014), *Handbook of Inter-Rater Reliability*, 4th ed., chapters 2-5 (multi-rater formulas
 with missing ratings, weights, linearised variances); Yannakoudakis & Cummins (2015), "Evaluating the performance
-of Automated Text Scoring systems", BEA, section 3; metrics.md section 4.
+of Automated Text Scoring systems", BEA, section 3; docs/design.md section 4.4.
 
 Notation: subjects (responses) i, categories k = 1..q with values c_k (from the scale, never inferred from the
 data), r_ik raters putting subject i in category k, r_i = sum_k r_ik, agreement weights w_kl (1 on the diagonal),

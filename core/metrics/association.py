@@ -1,4 +1,4 @@
-"""Rank association: Spearman's rho and Kendall's tau-b (metrics.md section 4, "Association").
+"""Rank association: Spearman's rho and Kendall's tau-b (docs/design.md section 4.6).
 
 Pearson's r lives in :mod:`core.metrics.observed` with the other moment-based metrics.
 """

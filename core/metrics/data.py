@@ -4,9 +4,9 @@
   varying number of ratings per response (``c_i``).
 - System scores are ``(n,)`` float64 vectors, one per system.
 - The :class:`Scale` is explicit (min, max and the category values). Categorical coefficients depend on the number
-  of categories, so they are never inferred from the observed values alone (metrics.md section 1).
+  of categories, so they are never inferred from the observed values alone (docs/design.md section 4.1).
 - :func:`apply_score_policy` implements RSMTool's zero / non-numeric policy explicitly and returns counts of what
-  it dropped (RSMTool ``exclude_zero_scores``; metrics.md section 1).
+  it dropped (RSMTool ``exclude_zero_scores``; docs/design.md section 4.1).
 """
 from __future__ import annotations
 
@@ -245,7 +245,7 @@ class PolicyResult:
 
 def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | None = None,
                        exclude_zeros: bool = False) -> PolicyResult:
-    """Apply the explicit zero / non-numeric policy (RSMTool semantics, metrics.md section 1).
+    """Apply the explicit zero / non-numeric policy (RSMTool semantics, docs/design.md section 4.1).
 
     Per rating: an infinite score, a score outside ``scale`` and (under ``exclude_zeros``) a 0 become missing.
     Per response, for the comparisons with the first human column only: a response is left out when its first
@@ -270,7 +270,7 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
 
     References
     ----------
-    RSMTool ``exclude_zero_scores`` and its handling of non-numeric scores (rsmtool_evaluation_metrics.md).
+    RSMTool ``exclude_zero_scores`` and its handling of non-numeric scores (RSMTool documentation, "Evaluation metrics"; docs/design.md section 4.1).
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """Krippendorff's alpha for any number of raters with missing data: nominal, ordinal, interval and ratio.
 
 Source: Krippendorff, K. (2011), "Computing Krippendorff's Alpha-Reliability", and Krippendorff (2004),
-*Content Analysis*, ch. 11; metrics.md section 4. With m_u pairable values in unit u (m_u >= 2), n.. = sum m_u
+*Content Analysis*, ch. 11; docs/design.md section 4.5. With m_u pairable values in unit u (m_u >= 2), n.. = sum m_u
 pairable values, n_c of them equal to c, and the coincidence matrix o_ck = sum_u sum_{j != j'} 1[(v_uj, v_uj') =
 (c, k)] / (m_u - 1):
 

@@ -1,4 +1,4 @@
-"""Observed-score accuracy metrics with RSMTool semantics (metrics.md section 2; RSMTool "Evaluation Metrics").
+"""Observed-score accuracy metrics with RSMTool semantics (docs/design.md section 4.2; RSMTool "Evaluation Metrics").
 
 Notation: ``y_true`` is the human score H, ``y_pred`` the system score M, N the number of responses. Functions take
 two equal-length finite vectors and return a float; an undefined value is NaN with an

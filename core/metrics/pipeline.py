@@ -320,7 +320,7 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
 
     References
     ----------
-    RSMTool evaluation metrics (rsmtool_evaluation_metrics.md); Loukina et al. (2020), Appendix B (PRMSE);
+    RSMTool documentation, "Evaluation metrics" (docs/design.md section 4.2); Loukina et al. (2020), Appendix B (PRMSE);
     Gwet (2014) and Krippendorff (2011) (agreement); Efron & Tibshirani (1993) (bootstrap).
 
     Examples

@@ -74,7 +74,7 @@ class Metric(NamedTuple):
 
 
 _G14 = "Gwet (2014), Handbook of Inter-Rater Reliability, ch. 2-5"
-_RSM = "RSMTool evaluation metrics (rsmtool_evaluation_metrics.md)"
+_RSM = "RSMTool documentation, \"Evaluation metrics\" (docs/design.md 4.2)"
 
 
 _WEIGHTINGS = (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic"))

@@ -1,7 +1,7 @@
 """RSMTool's post-processing of system scores: trimming to the score range and scaling to the human scale.
 
 Sources: RSMTool ``rsmtool.utils.metrics`` / ``rsmtool.preprocessor`` (``trim``, scaled scores) and its
-documentation of the evaluation metrics (rsmtool_evaluation_metrics.md).
+documentation of the evaluation metrics (docs/design.md section 4.2).
 """
 from __future__ import annotations
 

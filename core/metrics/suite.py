@@ -265,7 +265,7 @@ def observed_metrics(y_true, y_pred, *, categories=None, smd_method: str = "unpo
 
     References
     ----------
-    RSMTool evaluation metrics (rsmtool_evaluation_metrics.md); Gwet (2014); Krippendorff (2011).
+    RSMTool documentation, "Evaluation metrics" (docs/design.md section 4.2); Gwet (2014); Krippendorff (2011).
 
     Examples
     --------
