@@ -130,6 +130,11 @@ class Project(Output, FrontEndRecords):
         try:
             conn = connect(tmp, readonly=False)
             try:
+                # Building a file nobody else sees: the data is consistent by construction (so no foreign-key
+                # lookups, a third of the insert time at 1,000,000 items) and durability comes from the fsync
+                # before the file is linked into place (so no fsync per commit).
+                conn.execute("PRAGMA foreign_keys = OFF")
+                conn.execute("PRAGMA synchronous = OFF")
                 conn.execute("BEGIN IMMEDIATE")
                 schema.migrate(conn, tmp)
                 extra = [c for c in items.columns if c not in ("item_id", "text")]
@@ -149,6 +154,7 @@ class Project(Output, FrontEndRecords):
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 conn.close()
+            _fsync(tmp)
             try:
                 os.link(tmp, path)
             except FileExistsError:
@@ -157,6 +163,7 @@ class Project(Output, FrontEndRecords):
                 if os.path.lexists(path):
                     raise ProjectFileError(path, "already exists; a project file is never overwritten") from None
                 os.replace(tmp, path)
+            _fsync(directory)
         except sqlite3.Error as exc:
             raise ProjectFileError(path, f"cannot create the project file ({exc})") from None
         finally:
@@ -200,6 +207,15 @@ class Project(Output, FrontEndRecords):
             raise ProjectFileError(path, f"cannot open the project file ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise ProjectFileError(path, f"not an easl project file ({exc})") from None
+
+
+def _fsync(path: str) -> None:
+    """Flush a file (or a directory's entries) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _remove(tmp: str) -> None:
