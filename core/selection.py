@@ -379,18 +379,10 @@ def _partners_direct(anchors, pool_ids, location, variance, m, g2, rng, *, self_
     return chosen
 
 
-def hits_per_iteration(n_items: int, hit_size: int, requested: int | None = None) -> int:
-    """``k``: the requested number, else ``N // n`` (Algorithm 1), at least 1 when there are items."""
-    if requested is not None:
-        return int(requested)
-    return max(1, n_items // hit_size) if n_items > 0 else 0
-
-
 __all__ = [
     "match_quality",
     "first_iteration_hits",
     "select_hits",
     "select_hits_literal",
     "select_least_annotated",
-    "hits_per_iteration",
 ]

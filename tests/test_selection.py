@@ -16,7 +16,6 @@ from scipy import stats
 from core.models import beta_mode, beta_variance
 from core.selection import (
     first_iteration_hits,
-    hits_per_iteration,
     match_quality,
     select_hits,
     select_hits_literal,
@@ -116,13 +115,6 @@ def test_least_annotated_padding_exclude_and_degenerate():
     assert hits.shape == (1, 2)
     assert select_least_annotated(counts, hit_size=3, n_hits=0, rng=np.random.default_rng(0)).shape[0] == 0
     assert select_least_annotated(np.zeros(0), hit_size=3, n_hits=2, rng=np.random.default_rng(0)).shape == (0, 3)
-
-
-def test_hits_per_iteration():
-    assert hits_per_iteration(150, 5) == 30
-    assert hits_per_iteration(3, 5) == 1
-    assert hits_per_iteration(0, 5) == 0
-    assert hits_per_iteration(150, 5, 20) == 20
 
 
 # ---------------------------------------------------------------------------------------------------
