@@ -32,9 +32,6 @@ SORT_KEYS: dict[str, tuple[str, bool, str]] = {
 #: Footer group of the sort keys.
 SORT_GROUP = Binding.Group("sort sd/est/n/rev", compact=True)
 
-#: Columns every table holds (arrays of one length); ``text`` may be absent.
-COLUMNS = ("item_id", "estimate", "ci_low", "ci_high", "variance", "n_annotations")
-
 
 @dataclass(frozen=True)
 class ItemColumns:
