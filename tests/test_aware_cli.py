@@ -187,3 +187,41 @@ def test_streaming_top_up_excludes_open_items(tmp_path):
         assert len(items) == len(set(items)) == 20
         project.ingest(scores_for(hits, np.random.default_rng(5)), source="labelstudio")
         assert project.verify()["ok"]
+
+
+def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
+    from tests.tui_helpers import isolate_settings, run_async, wait_until
+    from tui.app import EaslApp
+    from tui.screens.monitor import MonitorScreen
+    from tui.screens.monitor_data import MonitorSource
+
+    isolate_settings(monkeypatch, tmp_path)
+    path = tmp_path / "m.easl"
+    with Project.create(path, make_items(30), Hyper(method="aware", stop_at=0.9, seed=4)) as project:
+        run_rounds(project, 3)
+    snap = MonitorSource(path).poll(force=True)
+    assert snap.aware["stop"]["target"] == 0.9 and snap.aware["n_annotators"] >= 1
+    assert {"annotator", "n_scores", "offset", "slope", "noise", "agreement", "flag"} <= set(snap.aware["annotators"][0])
+    assert np.all(snap.columns.ci_low <= snap.columns.estimate)
+
+    @run_async
+    async def check() -> None:
+        app = EaslApp(path, start="monitor", poll_interval=0.1)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
+                             what="the first reading")
+            panel = app.screen.query_one("#aware")
+            assert panel.display
+            group = panel.content  # a rich Group: the stop line, then the annotator table
+            assert "expected Spearman" in str(group.renderables[0])
+            assert group.renderables[1].row_count == snap.aware["n_annotators"] or group.renderables[1].row_count == 12
+
+    check()
+
+
+def test_monitor_panel_hidden_for_other_methods(tmp_path):
+    from tui.screens.monitor_data import MonitorSource
+
+    path = tmp_path / "d.easl"
+    Project.create(path, make_items(10), Hyper(method="da")).close()
+    assert MonitorSource(path).poll(force=True).aware is None
