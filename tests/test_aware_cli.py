@@ -250,3 +250,18 @@ def test_label_studio_streaming_top_up_on_an_aware_project(aware_plugin_project)
     from tests.test_plugin_service import test_streaming_top_up_never_puts_an_item_in_two_open_hits
 
     test_streaming_top_up_never_puts_an_item_in_two_open_hits(aware_plugin_project)
+
+
+def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
+    from tui.commands.status import annotator_records
+
+    with Project.create(tmp_path / "p.easl", make_items(20), Hyper(method="aware")) as project:
+        hits = project.next_hits()
+        rows = [{"item_id": it["item_id"], "score": 50 + 10 * k, "hit_id": h["hit_id"],
+                 **({"annotator": "bob"} if k % 2 else {})} for k, h in enumerate(hits) for it in h["items"]]
+        project.ingest(rows, source="test")
+        result = project.verify()
+        assert result["ok"] and result["max_abs_diff"] == 0.0  # cold refits: the cache equals the replay exactly
+        table = project.annotator_table()
+        assert table["annotator"].tolist() == [None, "bob"] and table["n_scores"].tolist() == [10, 10]
+        assert annotator_records(table)[0]["annotator"] is None

@@ -96,7 +96,10 @@ class Replay(Observations):
             state = load_state(conn)
             item, annotator, s01, names = live_with_annotators(conn)
         frame = self.model.diagnostics(state, item, annotator, s01).to_frame()
-        frame.insert(0, "annotator", np.asarray(names + [None] * (len(frame) - len(names)), dtype=object)[:len(frame)])
+        import pandas as pd
+
+        ids = (names + [None] * len(frame))[:len(frame)]
+        frame.insert(0, "annotator", pd.Series(ids, dtype=object, index=frame.index))  # None: no annotator given
         span = self.hyper.score_span
         frame["offset"] = frame["offset"] * span
         frame["spread"] = frame["spread"] * span
