@@ -265,3 +265,18 @@ def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
         table = project.annotator_table()
         assert table["annotator"].tolist() == [None, "bob"] and table["n_scores"].tolist() == [10, 10]
         assert annotator_records(table)[0]["annotator"] is None
+
+
+def test_large_projects_refit_warm_and_verify_within_same_fit(tmp_path, monkeypatch):
+    """Above COLD_REFIT_UPTO live scores the store warm-starts each refit; verify then compares a cold replay with
+    the cache within the adapter's tolerance (model.same_fit) instead of bit for bit."""
+    from core.store import replay
+
+    monkeypatch.setattr(replay, "COLD_REFIT_UPTO", 0)
+    with Project.create(tmp_path / "w.easl", make_items(40), Hyper(method="aware", seed=6)) as project:
+        rng = np.random.default_rng(6)
+        for _ in range(4):
+            project.ingest(scores_for(project.next_hits(), rng, clicker=False), source="test")
+        result = project.verify()
+        assert result["ok"] and result["state_ok"], result
+        assert "posterior sd" in result["state_tolerance"]
