@@ -89,7 +89,7 @@ def main() -> int:
         item = np.concatenate([rng.permutation(n_items) for _ in range(n_obs // n_items)]).astype(np.int64)
         score = np.round(rng.random(n_obs) * 100.0) / 100.0  # slider values: ties occur
         group = np.repeat(np.arange(n_obs // n), n)
-        for method in METHODS:
+        for method in (m for m in METHODS if m != "aware"):  # aware is refitted, not replayed (bench_aware.py)
             model = get_model(Hyper(method=method))
             state = model.init_state(n_items)
             t0 = time.perf_counter()

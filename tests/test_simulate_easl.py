@@ -146,3 +146,52 @@ def test_default_oracle_is_generated_and_needs_no_data_file(tmp_path):
     assert cli.main(["simulate", "easl", "--items", "20", "--methods", "easl,da", "--runs", "1", "--iterations", "2",
                      "--hits-per-iteration", "2", "--bootstrap", "5", "--out", str(out)]) == 0
     assert "Beta(2, 2)" in (out / "report.md").read_text()
+
+
+# ---------------------------------------------------------------------------------------------------
+# --annotator-model: the annotator-aware study (issue 10, item 5)
+
+def test_annotator_model_study_writes_csv_png_and_markdown(tmp_path, capsys):
+    out = tmp_path / "study"
+    assert cli.main(["simulate", "easl", "--annotator-model", "M1,M4", "--runs", "2", "--max-per-item", "5",
+                     "--items", "60", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "M4 aware:" in printed and "annotations saved vs DA" in printed
+    for name in ("curves", "budget", "coverage", "stopping", "flags"):
+        assert (out / "tables" / f"{name}.csv").exists(), name
+    for name in ("spearman_curves", "kendall_curves"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 1000
+    report = (out / "report.md").read_text()
+    assert "Where aware gains nothing" in report and "--annotator-model M1,M4" in report
+    budget = pd.read_csv(out / "tables" / "budget.csv")
+    assert set(budget["method"]) == {"da", "da-z", "easl", "aware"} and set(budget["model"]) == {"M1", "M4"}
+    curves = pd.read_csv(out / "tables" / "curves.csv")
+    assert {"spearman", "kendall", "per_item", "seed"} <= set(curves.columns)
+
+
+def test_annotator_model_study_with_an_oracle_file_and_method_subset(tmp_path):
+    oracle = tmp_path / "oracle.csv"
+    pd.DataFrame({"id": range(40), "label": np.linspace(-2, 2, 40)}).to_csv(oracle, index=False)
+    out = tmp_path / "s"
+    assert cli.main(["simulate", "easl", "--annotator-model", "M2", "--methods", "da,aware", "--runs", "2",
+                     "--max-per-item", "4", "--oracle", str(oracle), "--out", str(out)]) == 0
+    budget = pd.read_csv(out / "tables" / "budget.csv")
+    assert list(budget["method"]) == ["da", "aware"]
+
+
+def test_annotator_model_study_refuses_bad_names(tmp_path, capsys):
+    assert cli.main(["simulate", "easl", "--annotator-model", "M9", "--out", str(tmp_path / "x")]) == 1
+    assert "M9" in capsys.readouterr().err
+    assert cli.main(["simulate", "easl", "--annotator-model", "M1", "--methods", "ra,da",
+                     "--out", str(tmp_path / "x")]) == 1
+    assert "--methods ra" in capsys.readouterr().err
+    assert cli.main(["simulate", "easl", "--annotator-model", "M1", "--methods", "aware",
+                     "--out", str(tmp_path / "x")]) == 1
+
+
+def test_no_gain_models_reads_the_interval():
+    from core.simulate.aware_report import no_gain_models
+
+    budget = pd.DataFrame({"model": ["M1", "M1", "M2", "M2"], "method": ["da", "aware", "da", "aware"],
+                           "saved_vs_da_ci": [None, "[-18, +13]", None, "[+4, +26]"]})
+    assert no_gain_models(budget) == ["M1"]

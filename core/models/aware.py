@@ -298,9 +298,9 @@ def _grow(warm: AwareState, n: int, na: int) -> AwareState:
 
 def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
     """``warm`` grown to the observations' items and annotators; items scored for the first time start at
-    their raw means, and ``tau_mu^2`` at no less than half the spread of the raw item means (EM creeps away
-    from a collapsed prior width, e.g. one fitted on few items, far too slowly). A state fitted on no scores is
-    no start at all: cold."""
+    their raw means, ``tau_mu^2`` at no less than half the spread of the raw item means and the annotator widths at
+    no less than half their cold starts (EM creeps away from a collapsed prior width far too slowly, e.g. slopes
+    shrunk to 1 before a random clicker stands out). A state fitted on no scores is no start at all: cold."""
     if not warm.count.any():
         return _prior_state(obs)
     cold = _prior_state(obs)
@@ -309,6 +309,8 @@ def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
     st.mu[new] = cold.mu[new]
     st.var_mu[new] = cold.var_mu[new]
     st.tau_mu2 = max(st.tau_mu2, 0.5 * cold.tau_mu2)
+    st.tau_o2 = max(st.tau_o2, 0.5 * cold.tau_o2)
+    st.tau_s2 = max(st.tau_s2, 0.5 * cold.tau_s2)
     return st
 
 

@@ -182,8 +182,17 @@ def group_into_hits(slots: np.ndarray, *, n_hits: int, hit_size: int, rng: np.ra
     return hits[rng.permutation(n_hits)][:, rng.permutation(hit_size)]
 
 
+def _subset(state: AwareState, keep: np.ndarray) -> AwareState:
+    """``state`` restricted to the items ``keep`` (the annotator terms and scalars unchanged)."""
+    import dataclasses
+
+    return dataclasses.replace(state, mu=state.mu[keep], var_mu=state.var_mu[keep], var=state.var[keep],
+                               q=state.q[keep], count=state.count[keep])
+
+
 def select_batch(state: AwareState, *, n_hits: int, hit_size: int, rng: np.random.Generator,
-                 uniform_passes: int = UNIFORM_PASSES, max_slots: int = 2) -> np.ndarray:
+                 uniform_passes: int = UNIFORM_PASSES, max_slots: int = 2,
+                 exclude: np.ndarray | None = None) -> np.ndarray:
     """The next batch of HITs for the annotator-aware model.
 
     While some item has fewer than ``uniform_passes`` scores, the least-annotated items (seeded random
@@ -202,6 +211,9 @@ def select_batch(state: AwareState, *, n_hits: int, hit_size: int, rng: np.rando
         Scores every item gets before the allocation adapts.
     max_slots : int, default 2
         Most scores of one item in one batch once adaptive.
+    exclude : ndarray of bool, shape (n_items,), optional
+        Items that may not be chosen (those of open HITs, when a front end tops up HITs one at a time);
+        the batch is chosen among the others, and has fewer HITs when too few items are free.
 
     Returns
     -------
@@ -220,6 +232,14 @@ def select_batch(state: AwareState, *, n_hits: int, hit_size: int, rng: np.rando
     >>> hits.shape, all(len(set(h)) == 5 for h in hits.tolist())
     ((2, 5), True)
     """
+    if exclude is not None and np.any(exclude):
+        free = np.flatnonzero(~np.asarray(exclude, dtype=bool))
+        if free.size < hit_size:
+            return np.zeros((0, hit_size), dtype=np.int64)
+        sub = _subset(state, free)
+        hits = select_batch(sub, n_hits=n_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes,
+                            max_slots=max_slots)
+        return free[hits]
     n = state.n_items
     n_slots = n_hits * hit_size
     if hit_size > n:

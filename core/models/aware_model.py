@@ -1,5 +1,5 @@
-"""The annotator-aware model behind the interface a project store uses (issue 10; not registered in
-:func:`core.models.get_model` until the store can pass annotator ids and refit, see below).
+"""The annotator-aware model behind the interface a project store uses (issue 10; registered in
+:func:`core.models.get_model` as ``"aware"``; the store passes annotator ids and refits, see below).
 
 How it differs from :class:`core.models.base.Model`, and how a store caches and replays it:
 
@@ -25,6 +25,8 @@ import numpy as np
 
 from core.models.aware import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
+from core.models.aware_diagnostics import annotator_diagnostics
+from core.models.aware_posterior import RankFigures, StopDecision, rank_figures, stop_decision
 from core.models.hyper import Hyper
 
 #: Largest difference between a cached and a replayed estimate, in posterior standard deviations.
@@ -61,6 +63,19 @@ class AwareModel:
         empty = np.zeros(0, dtype=np.int64)
         return _prior_state(Observations.build(empty, empty, np.zeros(0), n_items=n_items)).to_arrays()
 
+    def apply(self, state: dict[str, np.ndarray], item: Any, score01: Any, group: Any, sign: int = 1) -> None:
+        """The :class:`~core.models.base.Model` increment: an empty batch changes nothing; any other batch is
+        refused, since this model is refitted from the whole live log with annotator ids (:meth:`refit`).
+
+        Raises
+        ------
+        ValueError
+            A non-empty batch.
+        """
+        if np.asarray(item).size:
+            raise ValueError("aware is refitted from the live log with annotator ids (AwareModel.refit), "
+                             "not updated by increments")
+
     def refit(self, state: dict[str, np.ndarray] | None, item: Any, annotator: Any, score01: Any, *,
               n_items: int) -> dict[str, np.ndarray]:
         """Fit every live observation, warm-started from ``state`` (``None``: cold, as a replay does).
@@ -94,11 +109,32 @@ class AwareModel:
         st = AwareState.from_arrays(state)
         return st.mu.copy(), st.var.copy()
 
-    def next_hits(self, state: dict[str, np.ndarray], *, n_hits: int, rng: np.random.Generator) -> np.ndarray:
+    def next_hits(self, state: dict[str, np.ndarray], *, n_hits: int, rng: np.random.Generator,
+                  exclude: np.ndarray | None = None) -> np.ndarray:
         """The next ``n_hits`` HITs of ``hyper.hit_size`` items
-        (:func:`core.models.aware_alloc.select_batch`)."""
+        (:func:`core.models.aware_alloc.select_batch`; ``exclude`` marks items that may not be chosen)."""
         return select_batch(AwareState.from_arrays(state), n_hits=n_hits, hit_size=self.hyper.hit_size, rng=rng,
-                            uniform_passes=self.uniform_passes)
+                            uniform_passes=self.uniform_passes, exclude=exclude)
+
+    def rank_figures(self, state: dict[str, np.ndarray], rng: np.random.Generator) -> RankFigures:
+        """Rank intervals and the expected Spearman with the truth
+        (:func:`core.models.aware_posterior.rank_figures`)."""
+        return rank_figures(AwareState.from_arrays(state), rng)
+
+    def stop_decision(self, state: dict[str, np.ndarray], rng: np.random.Generator) -> StopDecision | None:
+        """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`),
+        or None when the project has no target."""
+        if self.hyper.stop_at is None:
+            return None
+        st = AwareState.from_arrays(state)
+        return stop_decision(st, rank_figures(st, rng).expected_spearman, target=self.hyper.stop_at)
+
+    def diagnostics(self, state: dict[str, np.ndarray], item: Any, annotator: Any, score01: Any) -> Any:
+        """The per-annotator diagnostics of a fit of the live log ``(item, annotator, score01)``
+        (:func:`core.models.aware_diagnostics.annotator_diagnostics`), one row per annotator index."""
+        st = AwareState.from_arrays(state)
+        obs = Observations.build(item, annotator, score01, n_items=st.n_items, n_annotators=st.n_annotators)
+        return annotator_diagnostics(st, obs)
 
     @staticmethod
     def same_fit(cached: dict[str, np.ndarray], replayed: dict[str, np.ndarray]) -> bool:

@@ -17,8 +17,12 @@ import numpy as np
 
 from core.errors import HyperParameterError, ProjectFileError
 
-#: The posterior models of :func:`core.models.get_model`.
-METHODS = ("easl", "ra", "trueskill", "da")
+#: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model
+#: (issue 10; :mod:`core.models.aware_model`).
+METHODS = ("easl", "ra", "trueskill", "da", "aware")
+#: Fields that only the annotator-aware model uses; :meth:`Hyper.to_json` leaves them out at their defaults, so
+#: the files of the other methods are written as before.
+AWARE_FIELDS = {"uniform_passes": 3, "stop_at": None}
 #: Where Algorithm 1 draws an anchor's partners from: the non-anchors (the paper) or every item but the anchor.
 PARTNER_POOLS = ("paper", "all")
 
@@ -73,6 +77,11 @@ class Hyper:
         ``k``; ``None`` means ``N // n`` (Algorithm 1).
     seed : int
         Seed of the project's random generator (>= 0).
+    uniform_passes : int
+        ``aware`` only: scores every item gets (least annotated first, as DA) before the allocation adapts
+        (>= 0; default 3, :data:`core.models.aware_alloc.UNIFORM_PASSES`).
+    stop_at : float or None
+        ``aware`` only: the target expected Spearman of the stopping rule (in ``(0, 1)``), or None (no rule).
 
     Raises
     ------
@@ -103,6 +112,8 @@ class Hyper:
     partner_pool: str = "paper"
     hits_per_iteration: int | None = None
     seed: int = 0
+    uniform_passes: int = 3
+    stop_at: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -115,6 +126,14 @@ class Hyper:
             object.__setattr__(
                 self, "hits_per_iteration", _as_int("hits_per_iteration", self.hits_per_iteration, 1)
             )
+        object.__setattr__(self, "uniform_passes", _as_int("uniform_passes", self.uniform_passes, 0))
+        if self.stop_at is not None:
+            object.__setattr__(self, "stop_at", _as_float("stop_at", self.stop_at))
+            if not 0.0 < self.stop_at < 1.0:
+                raise HyperParameterError("stop_at", self.stop_at, "a Spearman correlation in (0, 1)")
+            if self.method != "aware":
+                raise HyperParameterError("stop_at", self.stop_at, "the method aware (the stopping rule needs "
+                                          "its posterior)")
         for name in ("gamma", "epsilon", "alpha0", "beta0", "score_min", "score_max"):
             object.__setattr__(self, name, _as_float(name, getattr(self, name)))
         for name in ("gamma", "epsilon"):
@@ -136,9 +155,14 @@ class Hyper:
         Returns
         -------
         str
-            ``json.dumps(dataclasses.asdict(self), sort_keys=True)``.
+            ``json.dumps(dataclasses.asdict(self), sort_keys=True)``, without the :data:`AWARE_FIELDS` that hold
+            their defaults (files of the paper's methods are written as before).
         """
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        data = dataclasses.asdict(self)
+        for name, default in AWARE_FIELDS.items():
+            if data[name] == default:
+                del data[name]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, s: str, *, source: str = "project file") -> Hyper:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.models.aware_model import AwareModel
 from core.models.base import Model
 from core.models.da import DirectAssessmentModel
 from core.models.easl import EaslModel
@@ -9,11 +10,12 @@ from core.models.hyper import Hyper
 from core.models.ra import RankAggregationModel
 from core.models.trueskill import TrueSkillModel
 
-_MODELS: dict[str, type[Model]] = {
+_MODELS: dict[str, type] = {
     "easl": EaslModel,
     "ra": RankAggregationModel,
     "trueskill": TrueSkillModel,
     "da": DirectAssessmentModel,
+    "aware": AwareModel,
 }
 
 
@@ -30,7 +32,9 @@ def get_model(hyper: Hyper) -> Model:
     Model
         :class:`~core.models.easl.EaslModel` ("easl"), :class:`~core.models.ra.RankAggregationModel` ("ra"),
         :class:`~core.models.trueskill.TrueSkillModel` ("trueskill") or
-        :class:`~core.models.da.DirectAssessmentModel` ("da"), bound to ``hyper``.
+        :class:`~core.models.da.DirectAssessmentModel` ("da"), bound to ``hyper``; or
+        :class:`~core.models.aware_model.AwareModel` ("aware", issue 10), which the store refits from the live
+        log with annotator ids (``refit_on_change``) instead of applying increments.
 
     References
     ----------
@@ -45,4 +49,6 @@ def get_model(hyper: Hyper) -> Model:
     >>> round(float(summ["estimate"][0]), 12), round(float(summ["variance"][0]), 12)  # Beta(1.8, 1.2)
     (0.8, 0.06)
     """
+    if hyper.method == "aware":
+        return AwareModel(hyper, uniform_passes=hyper.uniform_passes)  # type: ignore[return-value]
     return _MODELS[hyper.method](hyper)

@@ -258,7 +258,7 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
 
 def run_study(*, models: tuple[str, ...] = ANNOTATOR_MODELS, methods: tuple[str, ...] = METHODS, n_seeds: int = 20,
               first_seed: int = 0, target: float = 0.9, oracle: str | Path | None = None, n_items: int = 150,
-              progress: Any = None, **run_kw: Any) -> dict[str, Any]:
+              oracle_column: str = "label", progress: Any = None, **run_kw: Any) -> dict[str, Any]:
     """The whole study: every (model, method, seed) run, then :func:`summarise`.
 
     Parameters
@@ -270,7 +270,8 @@ def run_study(*, models: tuple[str, ...] = ANNOTATOR_MODELS, methods: tuple[str,
     target : float
         The Spearman correlation to reach (0.90 on the generated Beta(2,2) oracle; 0.95 on the paper's).
     oracle : path, optional
-        A CSV truth (:func:`load_oracle`); default the generated Beta(2,2) oracle (:func:`beta_oracle`).
+        A CSV truth (:func:`load_oracle`, column ``oracle_column``); default the generated Beta(2,2) oracle
+        (:func:`beta_oracle`) of ``n_items`` items.
     progress : callable, optional
         Called with ``(done, total)`` after each run.
     **run_kw :
@@ -283,7 +284,7 @@ def run_study(*, models: tuple[str, ...] = ANNOTATOR_MODELS, methods: tuple[str,
     """
     import pandas as pd
 
-    truth = load_oracle(oracle) if oracle is not None else beta_oracle(n_items)
+    truth = load_oracle(oracle, oracle_column) if oracle is not None else beta_oracle(n_items)
     rows: list[dict[str, Any]] = []
     total = len(models) * len(methods) * n_seeds
     done = 0

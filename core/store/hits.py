@@ -31,10 +31,14 @@ def choose_hits(model, hyper, state: dict[str, np.ndarray], *, n_hits: int, rng:
     """The next ``n_hits`` HITs (item positions, shape ``(n_hits, hit_size)``; fewer rows when too few items are
     free): Algorithm 1 of Sakaguchi & Van Durme (2018) on ``model.selection_keys(state)``
     (``core.selection.select_hits``: anchors by variance, partners by match quality, eq 11/23), or the least
-    annotated items for DA (``select_least_annotated``). ``exclude`` marks items that may not be chosen (those of
+    annotated items for DA (``select_least_annotated``), or the aware model's allocation
+    (``core.models.aware_alloc.select_batch``: uniform passes first). ``exclude`` marks items that may not be
+    chosen (those of
     open HITs, in streaming mode)."""
     from core import selection
 
+    if hyper.method == "aware":  # uniform passes, then the expected reduction of mis-ordered pairs
+        return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
     if hyper.method == "da":
         hits = selection.select_least_annotated(state["count"], hit_size=hyper.hit_size, n_hits=n_hits, rng=rng,
                                                 exclude=exclude)
@@ -43,6 +47,20 @@ def choose_hits(model, hyper, state: dict[str, np.ndarray], *, n_hits: int, rng:
         hits = selection.select_hits(location, variance, hit_size=hyper.hit_size, n_hits=n_hits, gamma=hyper.gamma,
                                      pool=hyper.partner_pool, rng=rng, exclude=exclude)
     return np.asarray(hits, dtype=np.int64)
+
+
+def stop_rng(seed: int, seq: int) -> np.random.Generator:
+    """The generator of the stopping rule's posterior draws for the state at log position ``seq``: the same
+    state gives the same expected Spearman in ``easl next``, ``easl status`` and the monitor."""
+    return np.random.default_rng([seed, 0x5709, seq])
+
+
+def stop_decision(model, hyper, state: dict[str, np.ndarray], seq: int):
+    """The stopping rule's verdict (``core.models.aware_posterior.StopDecision``) for an aware project with a
+    target (``hyper.stop_at``), else None."""
+    if hyper.method != "aware" or hyper.stop_at is None:
+        return None
+    return model.stop_decision(state, stop_rng(hyper.seed, seq))
 
 
 def hit_ids(iteration: int, n_hits: int) -> list[str]:
@@ -63,6 +81,12 @@ def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: np.ndarray,
     conn.executemany("INSERT INTO hit_items(hit_id, position, item_idx) VALUES (?, ?, ?)",
                      zip(np.repeat(np.asarray(ids, dtype=object), n).tolist(),
                          np.tile(np.arange(n), len(ids)).tolist(), hits.reshape(-1).tolist()))
+
+
+def _state_seq(conn: sqlite3.Connection) -> int:
+    """The log position the cached state reflects (``meta.state_seq``)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'state_seq'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
@@ -184,7 +208,8 @@ class Hits(Connected):
 
     def next_hits(self) -> list[dict]:
         """The open HITs of the current iteration; if there are none (every HIT complete or retracted), start the
-        next iteration first (one transaction) and return its HITs.
+        next iteration first (one transaction) and return its HITs. An aware project with a stop target whose
+        stopping rule is met (:func:`stop_decision`) starts no new iteration: the result is then empty.
 
         Iteration t's HITs: :func:`choose_hits` with ``k = hits_per_iteration or N // n`` and the generator
         ``default_rng([seed, t])``.
@@ -195,8 +220,12 @@ class Hits(Connected):
                                   (it,)).fetchone()[0]
             if n_open == 0:
                 hyper = self.hyper
+                state = load_state(conn)
+                decision = stop_decision(self.model, hyper, state, _state_seq(conn))
+                if decision is not None and decision.stop:
+                    return []  # the stopping rule says the target is reached: no new iteration
                 k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-                hits = choose_hits(self.model, hyper, load_state(conn), n_hits=k,
+                hits = choose_hits(self.model, hyper, state, n_hits=k,
                                    rng=np.random.default_rng([hyper.seed, it + 1]))
                 insert_iteration(conn, it + 1, hits, max_seq(conn))
             return self.open_hits()
@@ -228,6 +257,9 @@ class Hits(Connected):
                 return 0
             rng = np.random.default_rng([hyper.seed, self.iteration() + 1])
             state = load_state(conn)
+            decision = stop_decision(self.model, hyper, state, _state_seq(conn))
+            if decision is not None and decision.stop:
+                return 0  # the stopping rule is met: no more HITs
             rows = []
             for _ in range(need):
                 if int((~mask).sum()) < hyper.hit_size:

@@ -276,7 +276,9 @@ class Observations(Hits):
         items = add["item_idx"].to_numpy(dtype=np.int64)
         s01 = add["score01"].to_numpy(dtype=np.float64)
         groups = pd.factorize(add["group_key"])[0].astype(np.int64)
-        if self.model.order_dependent:
+        if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)
+            state = self._refit(conn)
+        elif self.model.order_dependent:
             if report.superseded or group_seen:
                 state = self._replay(conn)[0]
                 report.rebuilt = True
@@ -339,7 +341,9 @@ class Observations(Hits):
         conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
         item = np.asarray([r[1] for r in rows], dtype=np.int64)
         s01 = np.asarray([r[2] for r in rows], dtype=np.float64)
-        if self.model.order_dependent:
+        if getattr(self.model, "refit_on_change", False):  # aware: refit without the retracted rows
+            state = self._refit(conn)
+        elif self.model.order_dependent:
             state = self._replay(conn)[0]
         else:
             state = load_state(conn)

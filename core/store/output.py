@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 ESTIMATE_COLUMNS = ["item_id", "estimate", "mean", "variance", "ci_low", "ci_high", "n_annotations"]
+RANK_COLUMNS = ["rank_low", "rank_high"]  # aware projects: the 95% rank interval (1 = the highest estimate)
 RATING_COLUMNS = ["item_id", "annotator", "score", "hit_id", "iteration", "annotation_id", "created_at"]
 VARIANCE_SCALE = "unit interval [0, 1] (multiply by (score_max - score_min)^2 for the score range)"
 
@@ -40,6 +41,8 @@ class ProjectStatus:
     n_annotations : ``{"min", "mean", "max"}`` live annotations per item (None with a ``reason`` without items).
     events : queued front-end events per status; ``n_rejects`` : rejected inputs of every source.
     hit_size, score_range, seed, schema_version : the settings.
+    stop : aware projects only: ``{"target", "expected_spearman", "reached", "reason", "margin", "min_scores"}``,
+        the stopping rule's figures (``target`` None without ``--stop-at``); None for the other methods.
     """
 
     path: str
@@ -62,6 +65,7 @@ class ProjectStatus:
     score_range: tuple[float, float]
     seed: int | None
     schema_version: int = field(default=schema.SCHEMA_VERSION)
+    stop: dict[str, Any] | None = None
 
     def to_json(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The JSON object of ``easl status --json``: a figure that is not a number is null with a
@@ -79,6 +83,8 @@ class ProjectStatus:
                 out[f"{key}_reason"] = self.variance_reason
         out["variance_scale"] = VARIANCE_SCALE
         out["n_annotations"] = dict(self.n_annotations)
+        if self.stop is not None:
+            out["stop"] = dict(self.stop)
         out["events"] = dict(self.events)
         out["n_rejects"] = self.n_rejects
         out.update(extra or {})
@@ -110,7 +116,9 @@ class Output(Replay):
 
         On the project's score range: locations ``x`` become ``score_min + x (score_max - score_min)`` and the
         variance is multiplied by ``(score_max - score_min)^2`` (``Hyper.from_unit``, ``variance_from_unit``).
-        ``n_annotations`` counts live observations.
+        ``n_annotations`` counts live observations. Aware projects add ``rank_low, rank_high`` after
+        ``n_annotations``: the 95% interval of the item's rank over posterior draws (1 = the highest estimate,
+        ``core.models.aware_posterior.rank_figures``).
         """
         import pandas as pd
 
@@ -128,8 +136,15 @@ class Output(Replay):
             "ci_high": h.from_unit(summ["ci_high"]),
             "n_annotations": np.rint(state["count"]).astype(np.int64),
         })
+        reserved = list(ESTIMATE_COLUMNS)
+        if getattr(self.model, "refit_on_change", False):  # aware: rank intervals from posterior draws
+            figures = self.model.rank_figures(state, self._stop_rng())
+            n = self.n_items
+            out["rank_low"] = (n - np.rint(figures.rank_high)).astype(np.int64)
+            out["rank_high"] = (n - np.rint(figures.rank_low)).astype(np.int64)
+            reserved += RANK_COLUMNS
         data = items.drop(columns=["item_id"])
-        data.columns = [f"item_{c}" if c in ESTIMATE_COLUMNS else c for c in data.columns]
+        data.columns = [f"item_{c}" if c in reserved else c for c in data.columns]
         return pd.concat([out, data.reset_index(drop=True)], axis=1)
 
     def ratings(self) -> "pd.DataFrame":
@@ -146,6 +161,34 @@ class Output(Replay):
         frame["score"] = frame["score"].astype(np.float64)
         frame["iteration"] = pd.array(frame["iteration"].tolist(), dtype="Int64")
         return frame
+
+    def _stop_rng(self):
+        from core.store.hits import _state_seq, stop_rng
+
+        return stop_rng(self.hyper.seed, _state_seq(self._conn))
+
+    def stop_figures(self) -> dict[str, Any] | None:
+        """Aware projects: the stopping rule's figures (:attr:`ProjectStatus.stop`); None for other methods.
+
+        The expected Spearman between the estimates and the truth is the mean over posterior draws
+        (``core.models.aware_posterior.rank_figures``, draws seeded by the project seed and the log position, so
+        ``easl next``, ``easl status`` and the monitor agree); the rule is ``E[rho] - margin >= target`` with at
+        least ``min_scores`` scores per item (``stop_decision``)."""
+        if not getattr(self.model, "refit_on_change", False):
+            return None
+        from core.models.aware_posterior import STOP_MIN_SCORES
+
+        with self._reading() as conn:
+            state = load_state(conn)
+            rng = self._stop_rng()
+        if self.hyper.stop_at is not None:
+            d = self.model.stop_decision(state, rng)
+            return {"target": d.target, "expected_spearman": d.expected_spearman, "reached": bool(d.stop),
+                    "reason": d.reason, "margin": d.margin, "min_scores": STOP_MIN_SCORES}
+        rho = self.model.rank_figures(state, rng).expected_spearman
+        return {"target": None, "expected_spearman": rho, "reached": False,
+                "reason": "no stop target (set one with easl init --stop-at RHO)", "margin": None,
+                "min_scores": STOP_MIN_SCORES}
 
     def status(self) -> ProjectStatus:
         """The figures of ``easl status`` and the front ends (:class:`ProjectStatus`); one read snapshot."""
@@ -173,4 +216,4 @@ class Output(Replay):
             mean_variance=figures["mean_variance"], max_variance=figures["max_variance"],
             variance_reason=figures["variance_reason"], n_annotations=figures["n_annotations"], events=events,
             n_rejects=int(n_rejects), hit_size=s["hit_size"], score_range=(s["score_min"], s["score_max"]),
-            seed=s["seed"])
+            seed=s["seed"], stop=self.stop_figures() if s["method"] == "aware" else None)

@@ -12,10 +12,15 @@ def register(subparsers) -> None:
                     "then the item's text and extra columns. Values are on the project's score range; the variance "
                     "is scaled by (max - min)^2. --ratings writes the live ratings in long form: item_id, "
                     "annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
-                    "extension (.csv, .jsonl, .parquet).")
+                    "extension (.csv, .jsonl, .parquet). Aware projects add rank_low, rank_high (the 95% interval "
+                    "of the item's rank, 1 = highest) after n_annotations; --annotators writes their annotator "
+                    "table.")
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--output", required=True, metavar="FILE", help="estimates file (.csv, .jsonl or .parquet)")
     p.add_argument("--ratings", metavar="FILE", help="also write the raw ratings in long form to FILE")
+    p.add_argument("--annotators", metavar="FILE",
+                   help="aware projects: also write the annotator table (annotator, n_scores, offset, slope, noise, "
+                        "weight, agreement, spread, flag, reason) to FILE")
     p.set_defaults(func=run)
 
 
@@ -29,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     write_format(args.output)
     if args.ratings:
         write_format(args.ratings)
+    if getattr(args, "annotators", None):
+        write_format(args.annotators)
     err = Console(stderr=True)
     with Project.open(args.project, readonly=True) as project:
         with err.status("computing estimates"):
@@ -41,5 +48,15 @@ def run(args: argparse.Namespace) -> int:
                 ratings = project.ratings()
                 write_table(ratings, args.ratings)
             msg += f" and {len(ratings)} ratings to {args.ratings}"
+        if getattr(args, "annotators", None):
+            if project.hyper.method != "aware":
+                from core.errors import UserError
+
+                raise UserError(f"{args.project}: --annotators needs an aware project (easl init --method aware); "
+                                f"this one uses {project.hyper.method}.")
+            with err.status(f"writing {args.annotators}"):
+                table = project.annotator_table()
+                write_table(table, args.annotators)
+            msg += f" and {len(table)} annotators to {args.annotators}"
     print(msg)
     return 0

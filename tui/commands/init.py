@@ -8,7 +8,7 @@ from core.errors import UserError
 
 # The choices of --method and --partner-pool, spelt here so that ``easl init --help`` does not load the engine
 # (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
-METHODS = ("easl", "ra", "trueskill", "da")
+METHODS = ("easl", "ra", "trueskill", "da", "aware")
 PARTNER_POOLS = ("paper", "all")
 
 
@@ -24,8 +24,15 @@ def register(subparsers) -> None:
     p.add_argument("--id-column", default="id", help="column holding the unique item id (default: id)")
     p.add_argument("--text-column", default="text", help="column holding the text shown to annotators (default: text)")
     p.add_argument("--method", choices=METHODS, default="easl",
-                   help="posterior model: EASL, bounded ranking aggregation, TrueSkill or direct assessment "
-                        "(default: easl)")
+                   help="posterior model: EASL, bounded ranking aggregation, TrueSkill, direct assessment, or "
+                        "aware (annotator-aware: each annotator's offset, scale and reliability; rank intervals, "
+                        "a stopping rule and annotator diagnostics) (default: easl)")
+    p.add_argument("--uniform-passes", type=int, default=None, metavar="N",
+                   help="aware only: scores every item gets, least annotated first as in direct assessment, before "
+                        "the allocation adapts (default: 3)")
+    p.add_argument("--stop-at", type=float, default=None, metavar="RHO",
+                   help="aware only: stop issuing HITs when the expected Spearman correlation of the estimates with "
+                        "the truth (minus a safety margin, with at least 3 scores per item) reaches RHO, e.g. 0.9")
     p.add_argument("--hit-size", type=int, default=5, help="items per HIT, n (default: 5)")
     p.add_argument("--gamma", type=float, default=0.1,
                    help="skill chain of the match quality, eq 11 and 23 (default: 0.1)")
@@ -70,12 +77,32 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.project}: already exists; easl init never overwrites a project (choose another "
                         f"name or delete the file first).")
     items = read_items(args.items, id_column=args.id_column, text_column=args.text_column)
+    aware = {}
+    for flag, name in (("--uniform-passes", "uniform_passes"), ("--stop-at", "stop_at")):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if args.method != "aware":
+            raise UserError(f"{flag} needs --method aware (the method is {args.method}).")
+        aware[name] = value
+    if "stop_at" in aware and not 0.0 < aware["stop_at"] < 1.0:
+        raise UserError(f"--stop-at {aware['stop_at']:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
+    if aware.get("uniform_passes", 0) < 0:
+        raise UserError(f"--uniform-passes {aware['uniform_passes']}: give a whole number >= 0.")
     hyper = Hyper(method=args.method, hit_size=args.hit_size, gamma=args.gamma, epsilon=args.epsilon,
                   score_min=args.score_range[0], score_max=args.score_range[1], partner_pool=args.partner_pool,
-                  hits_per_iteration=args.hits_per_iteration, seed=args.seed)
+                  hits_per_iteration=args.hits_per_iteration, seed=args.seed, **aware)
     with Project.create(args.project, items, hyper) as project:
         n_hits = project.status().n_hits_open
         print(f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
-              f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}; iteration 0 has {n_hits} HITs "
+              f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}{_aware_note(hyper)}; iteration 0 has {n_hits} HITs "
               f"(get them with: easl next {args.project} --output hits.jsonl)")
     return 0
+
+
+def _aware_note(hyper) -> str:
+    """The aware settings for the summary line (empty for the other methods)."""
+    if hyper.method != "aware":
+        return ""
+    stop = f", stop at expected Spearman {hyper.stop_at:g}" if hyper.stop_at is not None else ""
+    return f", {hyper.uniform_passes} uniform passes{stop}"

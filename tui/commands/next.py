@@ -17,7 +17,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "next", help="write the open HITs of the current iteration",
         description="Write the HITs of the current iteration that still lack scores. When every HIT of the current "
-                    "iteration is complete, the next iteration is selected first (EASL: Algorithm 1). Output: "
+                    "iteration is complete, the next iteration is selected first (EASL: Algorithm 1; aware: uniform "
+                    "passes, then allocation by rank uncertainty, and no new iteration once the stopping rule of "
+                    "--stop-at is met: no HITs, the reason on stderr). Output: "
                     "JSONL (one HIT per line: hit_id, iteration, items) or CSV in long form (hit_id, iteration, "
                     "position, item_id, text, extra item columns), by the extension of --output; JSONL on stdout "
                     "by default.")
@@ -47,9 +49,12 @@ def run(args: argparse.Namespace) -> int:
         fmt = write_format(args.output)
         if fmt not in ("jsonl", "csv"):
             raise UserError(f"{args.output}: HITs are written as .jsonl or .csv, not {fmt}.")
+    stop = None
     with Project.open(args.project) as project:
         hits = project.next_hits()
         iteration = project.iteration()
+        if not hits and project.hyper.method == "aware":
+            stop = project.stop_figures()
     if args.output is None:
         out = sys.stdout
         for h in hits:
@@ -60,5 +65,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_table(hits_long_form(hits), args.output)
     where = f" to {args.output}" if args.output else ""
+    if stop is not None and stop["reached"]:
+        print(f"stopped: no new iteration, the stopping rule is met ({stop['reason']}); "
+              f"`easl status {args.project}` shows the figures", file=sys.stderr)
+        return 0
     print(f"iteration {iteration}: {len(hits)} open HITs{where}", file=sys.stderr)
     return 0

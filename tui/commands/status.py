@@ -21,6 +21,10 @@ def register(subparsers) -> None:
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--json", action="store_true", help="print one JSON object (rejects under \"rejects\", "
                                                        "oldest first, with \"rejects_not_shown\")")
+    p.add_argument("--annotators", action="store_true",
+                   help="aware projects: list the per-annotator diagnostics (scores, offset, slope, noise, "
+                        "leave-one-out agreement with the consensus, flag and reason); with --json under "
+                        "\"annotators\", a list of objects")
     p.add_argument("--rejects", type=_non_negative, default=REJECTS_SHOWN, metavar="N",
                    help=f"how many of the most recent rejected annotations to list (default {REJECTS_SHOWN})")
     p.set_defaults(func=run)
@@ -44,8 +48,18 @@ def run(args: argparse.Namespace) -> int:
     with Project.open(args.project, readonly=True) as project:
         status = project.status().to_json(extra=status_figures(project))
         recent, total = project.rejects(limit=args.rejects)
+        annotators = None
+        if args.annotators:
+            if project.hyper.method != "aware":
+                from core.errors import UserError
+
+                raise UserError(f"{args.project}: --annotators needs an aware project (easl init --method aware); "
+                                f"this one uses {project.hyper.method}.")
+            annotators = project.annotator_table()
     status["rejects"] = [r.to_json() for r in recent]
     status["rejects_not_shown"] = total - len(recent)
+    if annotators is not None:
+        status["annotators"] = annotator_records(annotators)
     if args.json:
         print(json.dumps(status, allow_nan=False))
         return 0
@@ -73,12 +87,19 @@ def run(args: argparse.Namespace) -> int:
     ann = status["n_annotations"]
     table.add_row("annotations per item (min / mean / max)",
                   "n/a" if ann["min"] is None else f"{ann['min']} / {ann['mean']:.3g} / {ann['max']}")
+    stop = status.get("stop")
+    if stop is not None:
+        target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
+        table.add_row("expected Spearman / stop target", f"{stop['expected_spearman']:.3f} / {target}")
+        table.add_row("stop", ("reached: " if stop["reached"] else "not reached: ") + stop["reason"])
     ev = status["events"]
     table.add_row("events pending / failed", f"{ev['pending']} / {ev['failed']}")
     table.add_row("rejected rows", fmt("n_rejects"))
     table.add_row("last reconciliation", status["last_reconciliation"] or "never")
     con = Console(soft_wrap=True)
     con.print(table)
+    if annotators is not None:
+        con.print(annotator_table(annotators))
     if recent:
         con.print(f"most recent rejected annotations ({len(recent)} of {total}, oldest first):")
         for r in recent:
@@ -88,3 +109,36 @@ def run(args: argparse.Namespace) -> int:
         con.print(f"  ... and {status['rejects_not_shown']} more; `easl ls status {args.project}` lists every Label "
                   f"Studio reject (use --rejects N to list more here).", markup=False, highlight=False)
     return 0
+
+
+def annotator_records(frame) -> list[dict]:
+    """The annotator table as JSON-ready objects (a number that is not finite becomes null)."""
+    import math
+
+    records = []
+    for row in frame.to_dict(orient="records"):
+        rec = {}
+        for k, v in row.items():
+            if hasattr(v, "item"):
+                v = v.item()
+            rec[k] = None if isinstance(v, float) and not math.isfinite(v) else v
+        records.append(rec)
+    return records
+
+
+def annotator_table(frame):
+    """A rich table of the annotator diagnostics (``Project.annotator_table``)."""
+    from rich.table import Table
+
+    table = Table(title="annotators (offset on the score range; slope and noise relative; agreement: "
+                        "leave-one-out correlation with the consensus)")
+    for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag", "reason"):
+        table.add_column(col, justify="right" if col in ("scores", "offset", "slope", "noise", "agreement") else "left")
+
+    def num(v) -> str:
+        return "n/a" if v is None or v != v else f"{v:.3g}"
+
+    for r in frame.itertuples(index=False):
+        table.add_row("(none)" if r.annotator is None else str(r.annotator), str(r.n_scores), num(r.offset),
+                      num(r.slope), num(r.noise), num(r.agreement), r.flag or "", r.reason or "")
+    return table

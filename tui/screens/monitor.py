@@ -67,6 +67,9 @@ class MonitorScreen(Screen):
 | r | reverse the order |
 | Ctrl+R | read the project now |
 
+Aware projects add a panel: the expected Spearman with the truth against the stop target, and the annotators
+(offset, slope, noise, leave-one-out agreement, flag).
+
 The chart shows mean and maximum posterior variance (unit scale, as `easl status`) per iteration and the rank stability (Spearman's rho between the
 estimates of successive iterations; the last point is live). Intervals are 95% credible intervals.
 """
@@ -101,6 +104,9 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         with Horizontal(id="charts"):
             yield ConvergenceChart(id="convergence")
             yield EstimateHistogram(id="histogram")
+        aware = Static("", id="aware")
+        aware.display = False  # aware projects only: stop figures and the annotator table
+        yield aware
         yield ItemTable(id="items-table")
         yield Static("", id="item-detail")
         yield Footer(compact=True, show_command_palette=False)
@@ -166,8 +172,35 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         self.query_one(ConvergenceChart).set_history(h.iterations, h.mean_var, h.max_var, h.rho)
         self.query_one(EstimateHistogram).set_histogram(snap.hist_counts, snap.hist_edges)
         self.query_one(ItemTable).set_data(snap.columns)
+        self._show_aware(snap.aware)
         self._show_detail()
         freeze_long_lived_objects()        # after the first reading: every module the Monitor uses is loaded
+
+    def _show_aware(self, aware: dict | None) -> None:
+        """The aware panel: expected Spearman against the stop target, and the annotator diagnostics."""
+        panel = self.query_one("#aware", Static)
+        panel.display = aware is not None
+        if aware is None:
+            return
+        from rich.console import Group
+        from rich.table import Table
+
+        stop = aware.get("stop") or {}
+        target = stop.get("target")
+        head = Text.assemble(("expected Spearman ", "bold"), _num(stop.get("expected_spearman"), 3),
+                             f" · stop target {_num(target, 3) if target is not None else 'none'} · ",
+                             ("reached: " if stop.get("reached") else "") + str(stop.get("reason", "")))
+        table = Table(box=None, padding=(0, 1), header_style="bold")
+        for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag"):
+            table.add_column(col, justify="left" if col in ("annotator", "flag") else "right")
+        for r in aware.get("annotators", []):
+            flag = r.get("flag") or ""
+            table.add_row("(none)" if r.get("annotator") is None else str(r["annotator"]), str(r["n_scores"]),
+                          _num(r["offset"]), _num(r["slope"]), _num(r["noise"]), _num(r["agreement"]),
+                          Text(flag, style="bold red") if flag else "")
+        more = aware.get("n_annotators", 0) - len(aware.get("annotators", []))
+        parts = [head, table] + ([Text(f"… {more} more annotators (easl status --annotators)")] if more > 0 else [])
+        panel.update(Group(*parts))
 
     def _show_detail(self) -> None:
         table = self.query_one(ItemTable)

@@ -125,6 +125,7 @@ class MonitorSnapshot:
     history: ConvergenceHistory
     score_range: tuple[float, float]
     read_seconds: float
+    aware: dict | None = None  # aware projects: {"stop": status["stop"], "annotators": rows}; None otherwise
 
 
 def file_signature(path: Path) -> tuple:
@@ -240,6 +241,21 @@ def live_columns(project, item_id: np.ndarray, text: np.ndarray, cache: SummaryC
     )
 
 
+#: Annotator rows the Monitor lists (flagged ones first, then by number of scores).
+AWARE_ANNOTATORS_SHOWN = 12
+
+
+def aware_panel(project, status: dict) -> dict:
+    """The aware figures of the Monitor: the stopping rule (``status["stop"]``: expected Spearman, target, reason)
+    and the annotator diagnostics (``Project.annotator_table``), flagged annotators first, at most
+    :data:`AWARE_ANNOTATORS_SHOWN` rows; ``n_annotators`` counts them all."""
+    table = project.annotator_table()
+    order = np.lexsort((-table["n_scores"].to_numpy(), (table["flag"] == "").to_numpy()))
+    shown = table.iloc[order[:AWARE_ANNOTATORS_SHOWN]]
+    return {"stop": status.get("stop"), "n_annotators": len(table),
+            "annotators": shown.to_dict(orient="records")}
+
+
 class MonitorSource:
     """Reads a project file for the Monitor; meant to live in one worker thread (it keeps no connection open).
 
@@ -275,6 +291,7 @@ class MonitorSource:
             current = int(status["iteration"])
             its, mean_var, max_var, rho, last = self._history.completed(project, current,
                                                                         int(status["n_observations"]))
+            aware = aware_panel(project, status) if status.get("method") == "aware" else None
         ranks = self._history.last_ranks
         live_rho = (spearman_from_ranks(ranks, self._live_ranks.ranks(columns.estimate)) if ranks is not None
                     else float("nan"))
@@ -289,4 +306,4 @@ class MonitorSource:
         self._signature = signature
         return MonitorSnapshot(status=dict(status), columns=columns, hist_counts=counts, hist_edges=edges,
                                history=history, score_range=(low, high),
-                               read_seconds=time.perf_counter() - started)
+                               read_seconds=time.perf_counter() - started, aware=aware)
