@@ -28,7 +28,7 @@ explicit scale, for every weight family.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -221,17 +221,6 @@ def run_experiment(name: str, settings: PropertySettings, rng: np.random.Generat
         rec.update(measures.agreement_suite(gold, system, lo, hi))
         rows.append(rec)
     return pd.DataFrame(rows)
-
-
-def run_all(settings: PropertySettings, rng: np.random.Generator,
-            progress: Callable[..., None] | None = None) -> dict[str, pd.DataFrame]:
-    """All four experiments, in the paper's order, with one generator passed through."""
-    out = {}
-    for name in EXPERIMENTS:
-        out[name] = run_experiment(name, settings, rng)
-        if progress:
-            progress(name)
-    return out
 
 
 def property_table(results: dict[str, pd.DataFrame], coefficients: list[str], flat: float = 0.02,

@@ -150,13 +150,6 @@ class PrmseDataset:
         """Rater ids of one category in id order."""
         return [rid for rid, cat in zip(self.rater_ids, self.rater_category) if cat == category]
 
-    def scores_frame(self) -> pd.DataFrame:
-        """All scores in the authors' layout: response_id, true, h_1..h_R, sys_1..sys_S."""
-        data = {"response_id": np.arange(1, len(self.true) + 1), "true": self.true}
-        data.update(dict(zip(self.rater_ids, self.raters.T)))
-        data.update(dict(zip(self.system_ids, self.systems.T)))
-        return pd.DataFrame(data)
-
     def rater_metadata(self) -> pd.DataFrame:
         """rater_id, error_sd, rater_category, expected_rho (the authors' rater_metadata.csv)."""
         rho = dict(zip(self.settings.rater_categories, self.settings.rater_rhos))

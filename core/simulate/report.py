@@ -90,10 +90,6 @@ class Comparison:
         return pd.DataFrame(self.rows, columns=["quantity", "reproduced", "published", "difference", "tolerance",
                                                 "within_tolerance", "source"])
 
-    def all_within(self) -> bool:
-        """True when every row that has a published value and a tolerance is within it."""
-        return all(r["within_tolerance"] is not False for r in self.rows)
-
 
 class Report:
     """Collects sections, tables and figures and writes them to an output directory.

@@ -96,7 +96,6 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         self._force = threading.Event()
         self._stop = threading.Event()
         self.snapshot: MonitorSnapshot | None = None
-        self.refreshes = 0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -158,7 +157,6 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
     def apply_snapshot(self, snap: MonitorSnapshot) -> None:
         """Show a snapshot: figures, charts and table."""
         self.snapshot = snap
-        self.refreshes += 1
         s = snap.status
         rho = snap.history.rho[-1] if snap.history.rho.size else float("nan")
         low, high = snap.score_range
