@@ -24,7 +24,7 @@ import csv
 import io
 import json
 import os
-import tempfile
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -35,12 +35,28 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from core.errors import InputError
+from core.outputs import atomic_outputs
 
 READ_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
                 ".parquet": "parquet", ".pq": "parquet"}
 WRITE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
                  ".pq": "parquet"}
 
+
+
+def _raise_csv_field_limit() -> int:
+    """Let the csv module read fields as long as the machine can hold (its default refuses fields over 131,072
+    characters, which RFC 4180 allows); ``sys.maxsize`` is halved until the C long accepts it."""
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return limit
+        except OverflowError:
+            limit //= 2
+
+
+_raise_csv_field_limit()
 
 @dataclass
 class Table:
@@ -282,26 +298,26 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary file name in ``path``'s directory; on success it is renamed over ``path``, on any error
-    it is removed and ``path`` is left as it was. Raises InputError when the directory is missing or read-only."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(f"{path}: the directory {directory} does not exist.")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    except PermissionError:
-        raise InputError(f"{path}: cannot write in {directory} (permission denied).") from None
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    try:
+    it is removed and ``path`` is left as it was (:func:`core.outputs.atomic_outputs` for one file). Raises
+    InputError when the directory is missing or cannot be written, or the write fails (disk full)."""
+    with atomic_outputs([path]) as (tmp,):
         yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+
+def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
+    if fmt == "csv":  # pyarrow's writer: about 15 times faster than pandas' at a million rows
+        table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
+        pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+    elif fmt == "tsv":
+        frame.to_csv(tmp, index=False, sep="\t")
+    elif fmt == "jsonl":
+        if len(frame):
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso",
+                          double_precision=15)
+        else:
+            open(tmp, "w").close()
+    else:
+        _parquet_safe(frame).to_parquet(tmp, index=False)
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -315,21 +331,16 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     InputError
         Unknown extension, or the directory cannot be written.
     """
-    fmt = write_format(path)
-    with atomic_path(path) as tmp:
-        if fmt == "csv":  # pyarrow's writer: about 15 times faster than pandas' at a million rows
-            table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
-            pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
-        elif fmt == "tsv":
-            frame.to_csv(tmp, index=False, sep="\t")
-        elif fmt == "jsonl":
-            if len(frame):
-                frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso",
-                              double_precision=15)
-            else:
-                open(tmp, "w").close()
-        else:
-            _parquet_safe(frame).to_parquet(tmp, index=False)
+    write_tables([(frame, path)])
+
+
+def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike]]) -> None:
+    """Write several tables (:func:`write_table` each) all or none: every file is written under a temporary name
+    and renamed into place only when all are complete (:func:`core.outputs.atomic_outputs`)."""
+    formats = [write_format(path) for _, path in outputs]
+    with atomic_outputs([path for _, path in outputs]) as temps:
+        for (frame, _), tmp, fmt in zip(outputs, temps, formats):
+            _write_to(frame, tmp, fmt)
 
 
 def write_jsonl_records(records: list[dict], path: str | os.PathLike) -> None:

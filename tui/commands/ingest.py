@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from core.errors import UserError
@@ -44,16 +43,15 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from core.outputs import check_outputs
     from core.store import Project
     from core.tables import read_table, write_format, write_table
 
     err = Console(stderr=True)
     target = args.rejects or f"{args.project}.rejects.csv"
-    if args.skip_invalid:  # check where the rejects go before anything is ingested
+    if args.skip_invalid:  # check where the rejects go before anything is read or ingested: never the project
         write_format(target)
-        directory = os.path.dirname(os.path.abspath(target))
-        if not os.path.isdir(directory):
-            raise UserError(f"{target}: the directory {directory} does not exist.")
+        check_outputs([target], protect=[args.project])
     with Project.open(args.project) as project:
         with err.status(f"reading {args.file}"):
             table = read_table(args.file)

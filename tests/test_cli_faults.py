@@ -1,0 +1,220 @@
+"""The CLI under abuse (issue 13): no command can destroy a project, every bad input or damaged file is one located
+sentence (never a traceback), a full disk leaves the project intact, and ingest streams in chunks.
+
+Each test names the finding of issue 13 it covers (``# 13.N``). Most run ``tui.cli.main`` in-process; the ones
+about exit codes, pipes, file-size limits and stderr run the real CLI in a subprocess."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.store import Project
+from tests.store_helpers import answer, dump, make_items
+from tui.cli import main
+
+EASL = [sys.executable, "-m", "tui.cli"]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def easl(*args: str, **kw) -> subprocess.CompletedProcess:
+    """Run the CLI in a real subprocess."""
+    return subprocess.run(EASL + list(args), capture_output=True, text=True, cwd=REPO, timeout=120, **kw)
+
+
+def one_error_line(err: str) -> str:
+    """The stderr of a failed command: exactly one ``error: ...`` line and no traceback."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A project whose file name ends in .csv (so that it is a valid output name), with some annotations."""
+    path = tmp_path / "proj.csv"
+    with Project.create(path, make_items(23), _hyper()) as p:
+        p.ingest(answer(p.open_hits(), np.random.default_rng(0)), source="setup")
+    return path
+
+
+def _hyper():
+    from core.models import Hyper
+
+    return Hyper()
+
+
+@pytest.fixture
+def annotations(tmp_path, project):
+    with Project.open(project, readonly=True) as p:
+        hits = p.open_hits()
+    if not hits:
+        assert main(["next", str(project), "--output", str(tmp_path / "h.jsonl")]) == 0
+        hits = [json.loads(x) for x in (tmp_path / "h.jsonl").read_text().splitlines()]
+    path = tmp_path / "ann.csv"
+    answer(hits, np.random.default_rng(1), annotator="b").to_csv(path, index=False)
+    return path
+
+
+def snapshot(project) -> list:
+    return dump(project)
+
+
+# -------------------------------------------------------------------- 13.1 / 13.2 / 13.5: outputs never destroy
+
+
+@pytest.mark.parametrize("alias", ["same", "symlink", "hardlink", "relative"])
+def test_export_refuses_the_project_file_by_any_name(tmp_path, project, capsys, alias):  # 13.1
+    before = snapshot(project)
+    target = {"same": project, "symlink": tmp_path / "link.csv", "hardlink": tmp_path / "hard.csv",
+              "relative": tmp_path / "sub" / ".." / "proj.csv"}[alias]
+    if alias == "symlink":
+        os.symlink(project, target)
+    elif alias == "hardlink":
+        os.link(project, target)
+    elif alias == "relative":
+        (tmp_path / "sub").mkdir()
+    assert main(["export", str(project), "--output", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert "refusing to write there" in err and "project file" in err
+    assert snapshot(project) == before
+    assert main(["verify", str(project)]) == 0
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm"])
+def test_export_refuses_the_wal_and_shm(tmp_path, project, capsys, suffix):  # 13.1
+    link = tmp_path / "companion.csv"  # a name with a good extension, pointing at the (absent) companion
+    os.symlink(f"{project}{suffix}", link)
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--ratings", str(link)]) == 1
+    assert "refusing to write there" in capsys.readouterr().err
+    assert not (tmp_path / "e.csv").exists()
+
+
+def test_export_ratings_to_the_project_is_refused_before_writing_the_estimates(tmp_path, project, capsys):  # 13.1
+    before = snapshot(project)
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--ratings", str(project)]) == 1
+    assert not (tmp_path / "e.csv").exists()
+    assert snapshot(project) == before
+
+
+def test_ingest_rejects_to_the_project_is_refused_before_ingesting(tmp_path, project, annotations, capsys):  # 13.1
+    bad = pd.read_csv(annotations)
+    bad.loc[0, "score"] = 1000
+    bad.to_csv(annotations, index=False)
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects", str(project)]) == 1
+    assert "refusing to write there" in capsys.readouterr().err
+    assert snapshot(project) == before
+
+
+def test_ingest_rejects_to_a_directory_is_refused_before_ingesting(tmp_path, project, annotations, capsys):  # 13.2
+    bad = pd.read_csv(annotations)
+    bad.loc[0, "score"] = 1000
+    bad.to_csv(annotations, index=False)
+    (tmp_path / "dir.csv").mkdir()
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects",
+                 str(tmp_path / "dir.csv")]) == 1
+    assert "is a directory" in capsys.readouterr().err
+    assert snapshot(project) == before
+    # a good target: the valid rows go in and the rejects are written
+    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects",
+                 str(tmp_path / "rej.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "rej.csv")) == 1
+
+
+def test_export_ratings_to_a_missing_directory_writes_neither(tmp_path, project, capsys):  # 13.5
+    out = tmp_path / "e.csv"
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(tmp_path / "no" / "r.csv")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(tmp_path / "r.csv")]) == 0
+    assert out.exists() and (tmp_path / "r.csv").exists()
+
+
+def test_export_same_file_twice_is_refused(tmp_path, project, capsys):
+    out = tmp_path / "e.csv"
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(out)]) == 1
+    assert "same file" in capsys.readouterr().err
+
+
+def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, capsys):  # 13.5: all or none
+    import core.tables
+
+    out, ratings = tmp_path / "e.csv", tmp_path / "r.csv"
+    out.write_text("old estimates\n")
+    ratings.write_text("old ratings\n")
+    real = core.tables._write_to
+    calls = []
+
+    def failing(frame, tmp, fmt):
+        calls.append(tmp)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device", tmp)
+        real(frame, tmp, fmt)
+
+    monkeypatch.setattr(core.tables, "_write_to", failing)
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(ratings)]) == 1
+    line = capsys.readouterr().err
+    assert "No space left on device" in line and "nothing was written" in line
+    assert out.read_text() == "old estimates\n" and ratings.read_text() == "old ratings\n"
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]  # no temporary left behind
+
+
+@pytest.mark.parametrize("where", ["directory", "missing", "unwritable", "under_a_file"])
+def test_export_output_places_are_one_sentence(tmp_path, project, where):  # 13.4
+    (tmp_path / "d.csv").mkdir()
+    (tmp_path / "plain").write_text("x")
+    target = {"directory": tmp_path / "d.csv", "missing": tmp_path / "none" / "e.csv",
+              "unwritable": "/proc/e.csv", "under_a_file": tmp_path / "plain" / "e.csv"}[where]
+    r = easl("export", str(project), "--output", str(target))
+    assert r.returncode == 1
+    line = one_error_line(r.stderr)
+    assert str(target) in line
+
+
+def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):  # 13.4
+    data = tmp_path / "scores.csv"
+    pd.DataFrame({"h1": [1, 2, 3, 4, 2, 3], "h2": [1, 2, 3, 3, 2, 4], "s": [1.2, 2.1, 2.9, 3.5, 2.2, 3.3]}).to_csv(
+        data, index=False)
+    (tmp_path / "plain").write_text("x")
+    for target in (tmp_path / "plain" / "report", tmp_path / "plain"):
+        r = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--output", str(target))
+        assert r.returncode == 1
+        assert str(target) in one_error_line(r.stderr)
+
+
+# ------------------------------------------------------------------------- 13.4: one located error, no traceback
+
+
+def test_status_json_into_a_closed_pipe_is_quiet(project):  # 13.4
+    r = subprocess.run(f"{sys.executable} -m tui.cli status {project} --json | head -c 1", shell=True,
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert r.stderr == ""
+    proc = subprocess.Popen(EASL + ["status", str(project), "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.close()  # the reader goes away before the command writes
+    _, err = proc.communicate(timeout=60)
+    assert err == b"" and proc.returncode in (0, 141)
+
+
+def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, monkeypatch, capsys):  # 13.4
+    import core.store.output
+
+    def boom(self, *a, **k):
+        raise RuntimeError("something unforeseen\nsecond line")
+
+    monkeypatch.setattr(core.store.output.Output, "estimates", boom)
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unexpected RuntimeError: something unforeseen" in err and "--debug" in err
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--debug"]) == 1
+    assert "Traceback" in capsys.readouterr().err
