@@ -218,3 +218,57 @@ def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, mo
     assert err.count("\n") == 1 and "unexpected RuntimeError: something unforeseen" in err and "--debug" in err
     assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--debug"]) == 1
     assert "Traceback" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------- 13.4 / 13.6: wrong acceptance
+
+
+def test_a_400_digit_score_is_a_located_error(tmp_path, project, capsys):  # 13.4
+    with Project.open(project, readonly=True) as p:
+        item = p.item_ids()[0] if hasattr(p, "item_ids") else "i000"
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps({"item_id": item, "score": 0}).replace("0}", "1" * 400 + "}") + "\n")
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:1: score: the number has 400 digits" in err
+    assert snapshot(project) == before
+    csv_path = tmp_path / "huge.csv"
+    csv_path.write_text(f"item_id,score\n{item},{'1' * 400}\n")
+    assert main(["ingest", str(project), str(csv_path)]) == 1
+    assert f"{csv_path}:2: score:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("column,value,kind", [("item_id", {"x": 1}, "object"), ("item_id", ["i000"], "array"),
+                                               ("item_id", True, "boolean"), ("annotation_id", True, "boolean"),
+                                               ("annotator", {"x": 1}, "object"), ("hit_id", [1], "array")])
+def test_ids_must_be_strings_or_integers(tmp_path, project, capsys, column, value, kind):  # 13.6
+    row = {"item_id": "i000", "score": 50, "annotator": "z", column: value}
+    path = tmp_path / "ann.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:1: {column}: " in err and f"not a JSON {kind}" in err
+    assert snapshot(project) == before
+
+
+def test_item_ids_of_init_must_be_strings_or_integers(tmp_path, capsys):  # 13.6
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": v, "text": f"t{k}"}) + "\n"
+                             for k, v in enumerate(["a", {"x": 1}, "c", True, "e", "f"])))
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items)]) == 1
+    err = capsys.readouterr().err
+    assert f"{items}:2: column 'id': the item id must be a string or an integer, not a JSON object" in err
+    assert f"{items}:4:" in err and not (tmp_path / "p.easl").exists()
+
+
+def test_csv_fields_longer_than_131072_characters_are_read(tmp_path, capsys):  # 13.6
+    items = tmp_path / "items.csv"
+    long_text = "word " * 60_000  # 300,000 characters, quoted (RFC 4180), with a comma and a quote inside
+    rows = "".join(f'i{k},"{long_text}, ""quoted"" {k}"\n' for k in range(6))
+    items.write_text("id,text\n" + rows)
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items)]) == 0
+    with Project.open(tmp_path / "p.easl", readonly=True) as p:
+        text = p.open_hits()[0]["items"][0]["text"]
+    assert len(text) > 300_000 and '"quoted"' in text
