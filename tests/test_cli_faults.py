@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -272,3 +271,76 @@ def test_csv_fields_longer_than_131072_characters_are_read(tmp_path, capsys):  #
     with Project.open(tmp_path / "p.easl", readonly=True) as p:
         text = p.open_hits()[0]["items"][0]["text"]
     assert len(text) > 300_000 and '"quoted"' in text
+
+
+# ------------------------------------------------------------------------------------- 13.3: damaged project files
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A real project with 4,000 observations whose file has one leaf page of the observation log overwritten
+    with garbage; returns (path, number of observations, the damaged page)."""
+    path = tmp_path / "big.easl"
+    n_items = 200
+    rng = np.random.default_rng(3)
+    with Project.create(path, make_items(n_items, extra=False), _hyper()) as p:
+        rows = pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, n_items, 4000)],
+                             "score": rng.integers(0, 101, 4000), "annotator": [f"a{k}" for k in range(4000)]})
+        p.ingest(rows, source="setup")
+    conn = sqlite3.connect(path)
+    leaves = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'observations' AND "
+                                         "pagetype = 'leaf' ORDER BY pageno")]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    page = leaves[len(leaves) // 2]
+    with open(path, "r+b") as fh:
+        fh.seek((page - 1) * page_size)
+        fh.write(bytes([0xA5]) * page_size)
+    return path, 4000, page
+
+
+def test_every_command_words_a_damaged_file_as_one_sentence(tmp_path, damaged):  # 13.3
+    path, _, _ = damaged
+    r = easl("export", str(path), "--output", str(tmp_path / "e.csv"), "--ratings", str(tmp_path / "r.csv"))
+    assert r.returncode == 1
+    line = one_error_line(r.stderr)
+    assert str(path) in line and "damaged" in line and "--salvage" in line, line
+    assert not (tmp_path / "e.csv").exists()
+    # commands that do not read the damaged page work; none shows a traceback
+    for args in (["status", str(path)], ["status", str(path), "--json"], ["next", str(path)]):
+        r = easl(*args)
+        assert r.returncode == 0 or str(path) in one_error_line(r.stderr), (args, r.stderr)
+
+
+def test_verify_reports_the_damaged_pages(damaged):  # 13.3
+    path, _, page = damaged
+    r = easl("verify", str(path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "the project file is damaged" in r.stdout and str(page) in r.stdout and "--salvage" in r.stdout
+
+
+def test_verify_salvage_copies_every_readable_observation(tmp_path, damaged):  # 13.3
+    path, n, _ = damaged
+    out = tmp_path / "saved.easl"
+    r = easl("verify", str(path), "--salvage", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "salvaged" in r.stdout and "verified" in r.stdout
+    assert easl("verify", str(out)).returncode == 0
+    with Project.open(out, readonly=True) as p:
+        got = p.status().n_observations
+        assert p.n_items == 200
+    # one leaf page of about 4 KiB holds a few dozen records: everything else is back
+    assert n - 100 < got < n
+    r = easl("verify", str(path), "--salvage", str(out))  # never overwrites
+    assert r.returncode == 1 and "already exists" in one_error_line(r.stderr)
+    r = easl("verify", str(path), "--salvage", str(path))
+    assert r.returncode == 1 and "refusing to write there" in one_error_line(r.stderr)
+
+
+def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):  # 13.3
+    path = tmp_path / "junk.easl"
+    path.write_bytes(os.urandom(8192))
+    for args in (["status", str(path)], ["verify", str(path)], ["ingest", str(path), str(path)]):
+        r = easl(*args)
+        assert r.returncode == 1
+        assert str(path) in one_error_line(r.stderr)

@@ -125,7 +125,8 @@ def _numbers(raw: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def bad_id_kinds(values: pd.Series) -> np.ndarray | None:
     """For each value that cannot be an id, the JSON kind it is (``object``, ``array``, ``boolean``); None when
     every value is a string, a number or missing (the common case, checked without a Python loop for strings)."""
-    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty", "integer", "floating", "mixed-integer-float"):
+    plain = ("string", "empty", "integer", "floating", "mixed-integer-float")
+    if pd.api.types.infer_dtype(values, skipna=True) in plain:
         return None
     kinds = np.asarray([("object" if isinstance(v, dict) else "array" if isinstance(v, (list, tuple))
                          else "boolean" if isinstance(v, (bool, np.bool_)) else None) for v in values.tolist()],
