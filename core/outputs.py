@@ -120,7 +120,10 @@ def check_output_dir(path: str | os.PathLike, *, protect: Sequence[str | os.Path
     _probe_directory(path, parent)
 
 
-def _temporary(path: str) -> str:
+def temporary_path(path: str | os.PathLike) -> str:
+    """A new empty temporary file beside ``path`` (same directory, so that a rename is atomic), readable as the
+    umask allows; the caller renames it over ``path`` or removes it."""
+    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise InputError(f"{path}: cannot write there: the directory {directory} does not exist.", path=path)
@@ -147,7 +150,7 @@ def atomic_outputs(paths: Sequence[str | os.PathLike]) -> Iterator[list[str]]:
     temps: list[str] = []
     try:
         for path in targets:
-            temps.append(_temporary(path))
+            temps.append(temporary_path(path))
         try:
             yield temps
         except OSError as exc:

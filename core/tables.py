@@ -124,9 +124,14 @@ def _decode_utf8(raw: bytes, path: str) -> str:
 
 
 def _read_bytes(path: str) -> bytes:
+    with _open_binary(path) as fh:
+        return fh.read()
+
+
+def _open_binary(path: str) -> io.BufferedReader:
+    """Open ``path`` for reading bytes; a missing file, a directory or no permission is one InputError."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return open(path, "rb")  # noqa: SIM115 (the callers close it)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file.") from None
     except IsADirectoryError:
@@ -169,29 +174,11 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
     plain = _read_plain_delimited(text, path, delimiter)
     if plain is not None:
         return plain
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True)
-    rows: list[list[str]] = []
-    starts: list[int] = []
-    header: list[str] | None = None
-    header_line = 0
-    prev = 0
-    try:
-        for rec in reader:
-            start = prev + 1
-            prev = reader.line_num
-            if not rec or (len(rec) == 1 and rec[0].strip() == ""):
-                continue  # blank line
-            if header is None:
-                header, header_line = rec, start
-                continue
-            rows.append(rec)
-            starts.append(start)
-    except csv.Error as exc:
-        raise InputError(f"{path}:{reader.line_num}: the file is not valid "
-                        f"{'CSV' if delimiter == ',' else 'TSV'} ({exc}).") from None
-    if header is None:
-        raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
+    return next(_iter_delimited(io.StringIO(text, newline=""), path, delimiter, sys.maxsize))
+
+
+def _check_header(header: list[str], path: str, header_line: int) -> list[str]:
+    """The header's names, stripped; an empty or repeated name raises InputError with its line and column."""
     header = [h.strip() for h in header]
     seen: dict[str, int] = {}
     for j, name in enumerate(header):
@@ -201,6 +188,11 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
             raise InputError(f"{path}:{header_line}: column {j + 1}: the column name {name!r} appears twice "
                             f"(also column {seen[name] + 1}).")
         seen[name] = j
+    return header
+
+
+def _delimited_table(rows: list[list[str]], starts: list[int], header: list[str], path: str) -> Table:
+    """A ``Table`` of string cells; a record whose field count differs from the header's raises InputError."""
     width = len(header)
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     bad = np.flatnonzero(lengths != width)
@@ -216,22 +208,10 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
 
 def _read_jsonl(text: str, path: str) -> Table:
     """Parse one JSON object per line; blank lines are skipped; a bad line raises InputError with its number."""
-    records: list[dict] = []
-    starts: list[int] = []
-    decode = json.loads
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = decode(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}:{n}: expected a JSON object per line, found {type(rec).__name__}.")
-        records.append(rec)
-        starts.append(n)
-    if not records:
-        raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
+    return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
+
+
+def _jsonl_table(records: list[dict], starts: list[int], path: str) -> Table:
     columns: dict[str, None] = {}
     for rec in records:
         for key in rec:
@@ -262,14 +242,11 @@ def read_table(path: str | os.PathLike) -> Table:
     path = os.fspath(path)
     fmt = read_format(path)
     if fmt == "parquet":
-        if not os.path.exists(path):
-            raise InputError(f"{path}: no such file.")
+        _open_parquet(path)
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several types for a corrupt file
             raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
-        if len(frame.columns) == 0:
-            raise InputError(f"{path}: the file is empty; expected named columns.")
         frame = frame.reset_index(drop=True)
         return Table(frame=frame, lines=np.arange(1, len(frame) + 1, dtype=np.int64), path=path, unit="row")
     raw = _read_bytes(path)
@@ -279,6 +256,131 @@ def read_table(path: str | os.PathLike) -> Table:
     if fmt == "jsonl":
         return _read_jsonl(text, path)
     return _read_delimited(text, path, "," if fmt == "csv" else "\t")
+
+
+CHUNK_ROWS = 250_000  # records per chunk of :func:`iter_table`: a few hundred MB at most, whatever the file size
+
+
+def iter_table(path: str | os.PathLike, chunk_rows: int | None = None) -> Iterator[Table]:
+    """Read a CSV, TSV, JSONL or Parquet file in chunks of at most ``chunk_rows`` records, each a ``Table`` with
+    the source lines of its records, so that memory stays flat whatever the file size (``easl ingest``).
+
+    The checks and messages are those of :func:`read_table` (strict UTF-8, RFC 4180, one JSON object per line,
+    the header); an error in a later chunk is raised when that chunk is read. A file with a header and no
+    records yields one empty ``Table``.
+    """
+    path = os.fspath(path)
+    chunk_rows = chunk_rows or CHUNK_ROWS
+    fmt = read_format(path)
+    if fmt == "parquet":
+        yield from _iter_parquet(path, chunk_rows)
+        return
+    with _open_binary(path) as fh:
+        lines = _decoded_lines(fh, path)
+        if fmt == "jsonl":
+            yield from _iter_jsonl(lines, path, chunk_rows)
+        else:
+            yield from _iter_delimited(lines, path, "," if fmt == "csv" else "\t", chunk_rows)
+
+
+def _decoded_lines(fh, path: str) -> Iterator[str]:
+    """The lines of a binary file decoded as strict UTF-8 (a leading byte-order mark dropped); a bad byte raises
+    InputError with its line and column."""
+    for n, raw in enumerate(fh, start=1):
+        try:
+            text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}:{n}: column {exc.start + 1}: the file is not valid UTF-8 (byte "
+                             f"0x{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8 and try again.") from None
+        yield text
+
+
+def _open_parquet(path: str):
+    """The ``pyarrow.parquet.ParquetFile``; a missing, corrupt or column-less file is one InputError."""
+    import pyarrow.parquet as pq
+
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file.")
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a corrupt file
+        raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
+    if not pf.schema_arrow.names:
+        raise InputError(f"{path}: the file is empty; expected named columns.")
+    return pf
+
+
+def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
+    pf = _open_parquet(path)
+    done = 0
+    empty = True
+    for batch in pf.iter_batches(batch_size=chunk_rows):
+        frame = batch.to_pandas().reset_index(drop=True)
+        yield Table(frame=frame, lines=np.arange(done + 1, done + len(frame) + 1, dtype=np.int64), path=path,
+                    unit="row")
+        done += len(frame)
+        empty = False
+    if empty:
+        yield Table(frame=pf.schema_arrow.empty_table().to_pandas(), lines=np.zeros(0, dtype=np.int64), path=path,
+                    unit="row")
+
+
+def _iter_jsonl(fh, path: str, chunk_rows: int) -> Iterator[Table]:
+    records: list[dict] = []
+    starts: list[int] = []
+    any_record = False
+    decode = json.loads
+    for n, line in enumerate(fh, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = decode(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
+        except RecursionError:
+            raise InputError(f"{path}:{n}: the JSON is nested too deeply.") from None
+        if not isinstance(rec, dict):
+            raise InputError(f"{path}:{n}: expected a JSON object per line, found {type(rec).__name__}.")
+        records.append(rec)
+        starts.append(n)
+        if len(records) >= chunk_rows:
+            yield _jsonl_table(records, starts, path)
+            records, starts, any_record = [], [], True
+    if records or not any_record:
+        if not records:
+            raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
+        yield _jsonl_table(records, starts, path)
+
+
+def _iter_delimited(fh, path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
+    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
+    reader = csv.reader(fh, delimiter=delimiter, quoting=quoting, strict=True)
+    rows: list[list[str]] = []
+    starts: list[int] = []
+    header: list[str] | None = None
+    prev = 0
+    yielded = False
+    try:
+        for rec in reader:
+            start = prev + 1
+            prev = reader.line_num
+            if not rec or (len(rec) == 1 and rec[0].strip() == ""):
+                continue  # blank line
+            if header is None:
+                header = _check_header(rec, path, start)
+                continue
+            rows.append(rec)
+            starts.append(start)
+            if len(rows) >= chunk_rows:
+                yield _delimited_table(rows, starts, header, path)
+                rows, starts, yielded = [], [], True
+    except csv.Error as exc:
+        raise InputError(f"{path}:{reader.line_num}: the file is not valid "
+                        f"{'CSV' if delimiter == ',' else 'TSV'} ({exc}).") from None
+    if header is None:
+        raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
+    if rows or not yielded:
+        yield _delimited_table(rows, starts, header, path)
 
 
 def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
@@ -318,6 +420,16 @@ def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
             open(tmp, "w").close()
     else:
         _parquet_safe(frame).to_parquet(tmp, index=False)
+
+
+def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike) -> None:
+    """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension (for callers that rename it
+    into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``."""
+    try:
+        _write_to(frame, tmp, write_format(path))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.",
+                         path=os.fspath(path)) from None
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:

@@ -344,3 +344,83 @@ def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):  # 13.3
         r = easl(*args)
         assert r.returncode == 1
         assert str(path) in one_error_line(r.stderr)
+
+
+# ------------------------------------------------------------------- 13.8: ingest streams in chunks, all or nothing
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    import core.tables
+
+    monkeypatch.setattr(core.tables, "CHUNK_ROWS", 7)
+
+
+def _rows(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 23, n)], "score": rng.integers(0, 101, n),
+                         "annotator": [f"w{k}" for k in range(n)]})
+
+
+def test_chunked_ingest_equals_one_batch(tmp_path, small_chunks, capsys):  # 13.8
+    rows = _rows(60)
+    rows.to_csv(tmp_path / "a.csv", index=False)
+    a, b = tmp_path / "a.easl", tmp_path / "b.easl"
+    for path in (a, b):
+        Project.create(path, make_items(23), _hyper()).close()
+    assert main(["ingest", str(a), str(tmp_path / "a.csv")]) == 0
+    assert "60 rows: 60 new" in capsys.readouterr().out
+    with Project.open(b) as p:
+        p.ingest(rows, source=str(tmp_path / "a.csv"))
+    with Project.open(a, readonly=True) as pa, Project.open(b, readonly=True) as pb:
+        ea, eb = pa.estimates(), pb.estimates()
+    pd.testing.assert_frame_equal(ea, eb)
+    assert main(["verify", str(a)]) == 0
+
+
+def test_a_bad_row_in_the_last_chunk_rolls_back_everything(tmp_path, project, small_chunks, capsys):  # 13.8
+    rows = _rows(40)
+    rows["score"] = rows["score"].astype(object)
+    rows.loc[3, "score"] = "abc"
+    rows.loc[39, "score"] = 1000
+    rows.to_csv(tmp_path / "a.csv", index=False)
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(tmp_path / "a.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "2 of 40 rows are invalid" in err and "a.csv:5: score" in err and "a.csv:41: score" in err
+    assert snapshot(project) == before
+
+
+def test_conflicts_across_chunks_are_found(tmp_path, project, small_chunks, capsys):  # 13.8
+    rows = _rows(20)
+    rows.loc[15] = [rows.loc[2, "item_id"], (int(rows.loc[2, "score"]) + 1) % 100, rows.loc[2, "annotator"]]
+    rows.loc[16] = rows.loc[3]  # the same score again: a duplicate
+    rows.to_csv(tmp_path / "a.csv", index=False)
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(tmp_path / "a.csv")]) == 1
+    assert "a.csv:17: score: conflicts with an earlier row" in capsys.readouterr().err
+    assert snapshot(project) == before
+    rej = tmp_path / "rej.jsonl"
+    assert main(["ingest", str(project), str(tmp_path / "a.csv"), "--skip-invalid", "--rejects", str(rej)]) == 0
+    assert "20 rows: 18 new, 1 duplicate, 0 superseded, 1 rejected" in capsys.readouterr().out
+    assert [json.loads(x)["location"] for x in rej.read_text().splitlines()] == [f"{tmp_path / 'a.csv'}:17"]
+    assert main(["verify", str(project)]) == 0
+
+
+def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):  # 13.8
+    from core.errors import InputError
+    from core.tables import iter_table, read_table
+
+    text = "item_id,score\n" + "".join(f'"i{k:03d}",{k}\n\n' for k in range(30))
+    (tmp_path / "a.csv").write_text(text)
+    chunks = list(iter_table(tmp_path / "a.csv"))
+    assert [len(c.frame) for c in chunks] == [7, 7, 7, 7, 2]
+    whole = read_table(tmp_path / "a.csv")
+    assert np.concatenate([c.lines for c in chunks]).tolist() == whole.lines.tolist()
+    (tmp_path / "b.csv").write_bytes(text.encode() + b"i999,\xff\n")
+    with pytest.raises(InputError, match=r"b.csv:62: column 6: the file is not valid UTF-8"):
+        list(iter_table(tmp_path / "b.csv"))
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"item_id": "i000", "score": k}) + "\n" for k in range(9))
+                                      + "[1]\n")
+    with pytest.raises(InputError, match=r"c.jsonl:10: expected a JSON object"):
+        list(iter_table(tmp_path / "c.jsonl"))
