@@ -424,3 +424,62 @@ def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):  # 13.8
                                       + "[1]\n")
     with pytest.raises(InputError, match=r"c.jsonl:10: expected a JSON object"):
         list(iter_table(tmp_path / "c.jsonl"))
+
+
+# --------------------------------------------------------------------- 13.5 / disk full: a file-size limit (EFBIG)
+
+
+def _limited(limit: int):
+    """A ``preexec_fn`` that caps the size of any file the child writes (RLIMIT_FSIZE) and ignores SIGXFSZ, so
+    that a write past the cap fails with EFBIG, as on a full disk."""
+    def apply() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+@pytest.fixture
+def roomy(tmp_path):
+    """A project of 3,000 items with some annotations, and a large annotation file."""
+    path = tmp_path / "roomy.easl"
+    rng = np.random.default_rng(5)
+    with Project.create(path, make_items(3000, extra=False), _hyper()) as p:
+        p.ingest(pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 500)],
+                               "score": rng.integers(0, 101, 500), "annotator": [f"a{k}" for k in range(500)]}),
+                 source="setup")
+    rows = pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 20_000)],
+                         "score": rng.integers(0, 101, 20_000), "annotator": [f"b{k}" for k in range(20_000)]})
+    rows.to_csv(tmp_path / "more.csv", index=False)
+    for suffix in ("-wal", "-shm"):
+        assert not os.path.exists(f"{path}{suffix}")
+    return path, tmp_path / "more.csv"
+
+
+def test_ingest_on_a_full_disk_fails_cleanly_and_leaves_the_project(tmp_path, roomy):  # disk full
+    path, more = roomy
+    before = snapshot(path)
+    limit = os.path.getsize(path) + 64 * 1024  # the -shm index fits; the WAL of a 20,000-row ingest does not
+    r = easl("ingest", str(path), str(more), preexec_fn=_limited(limit))
+    assert r.returncode == 1, r.stdout
+    line = one_error_line(r.stderr)
+    assert str(path) in line and ("full" in line or "too large" in line.lower()), line
+    assert easl("verify", str(path)).returncode == 0
+    assert snapshot(path) == before
+    assert easl("ingest", str(path), str(more)).returncode == 0  # with room, the same file goes in
+
+
+def test_export_on_a_full_disk_fails_cleanly_and_writes_nothing(tmp_path, roomy):  # disk full
+    path, _ = roomy
+    before = snapshot(path)
+    out, ratings = tmp_path / "e.csv", tmp_path / "r.parquet"
+    r = easl("export", str(path), "--output", str(out), "--ratings", str(ratings), preexec_fn=_limited(48 * 1024))
+    assert r.returncode == 1, r.stdout
+    line = one_error_line(r.stderr)
+    assert "too large" in line.lower() and "nothing was written" in line, line
+    assert not out.exists() and not ratings.exists()
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
+    assert easl("verify", str(path)).returncode == 0
+    assert snapshot(path) == before
