@@ -483,3 +483,10 @@ def test_export_on_a_full_disk_fails_cleanly_and_writes_nothing(tmp_path, roomy)
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
     assert easl("verify", str(path)).returncode == 0
     assert snapshot(path) == before
+
+
+def test_simulate_out_under_a_file_is_one_sentence(tmp_path):  # 13.4
+    (tmp_path / "plain").write_text("x")
+    r = easl("simulate", "metrics", "--out", str(tmp_path / "plain" / "report"))
+    assert r.returncode == 1
+    assert str(tmp_path / "plain" / "report") in one_error_line(r.stderr)

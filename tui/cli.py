@@ -36,6 +36,9 @@ COMMANDS = [
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 DEBUG_HINT = "run the command again with --debug to see the traceback"
+# Commands that write a report directory, and the option naming it: checked before the command does any work
+# (core.outputs.check_output_dir), so that a directory under a file or in a read-only place is one sentence.
+OUTPUT_DIRS = {"evaluate": "output", "simulate": "out"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # exits 2 on a usage error, 0 after --help
     project = getattr(args, "project", None)
     try:
+        directory = getattr(args, OUTPUT_DIRS.get(args.command, ""), None)
+        if isinstance(directory, str):
+            from core.outputs import check_output_dir
+
+            check_output_dir(directory)
         status = int(args.func(args) or EXIT_OK)
         sys.stdout.flush()
         return status

@@ -62,8 +62,6 @@ def run(args: argparse.Namespace) -> int:
     from core.metrics.report import evaluate
     from core.metrics.writer import to_json_text, write_output
 
-    if args.output:  # before any work: a directory that can be made and written (core/outputs.py)
-        from core.outputs import check_output_dir; check_output_dir(args.output)  # noqa: E702
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
     if args.rater_error_variance is not None and not (np.isfinite(args.rater_error_variance)
