@@ -275,24 +275,26 @@ def iter_table(path: str | os.PathLike, chunk_rows: int | None = None) -> Iterat
     if fmt == "parquet":
         yield from _iter_parquet(path, chunk_rows)
         return
-    with _open_binary(path) as fh:
-        lines = _decoded_lines(fh, path)
-        if fmt == "jsonl":
-            yield from _iter_jsonl(lines, path, chunk_rows)
-        else:
-            yield from _iter_delimited(lines, path, "," if fmt == "csv" else "\t", chunk_rows)
-
-
-def _decoded_lines(fh, path: str) -> Iterator[str]:
-    """The lines of a binary file decoded as strict UTF-8 (a leading byte-order mark dropped); a bad byte raises
-    InputError with its line and column."""
-    for n, raw in enumerate(fh, start=1):
+    with _open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline="") as fh:
         try:
-            text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}:{n}: column {exc.start + 1}: the file is not valid UTF-8 (byte "
-                             f"0x{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8 and try again.") from None
-        yield text
+            if fmt == "jsonl":
+                yield from _iter_jsonl(fh, path, chunk_rows)
+            else:
+                yield from _iter_delimited(fh, path, "," if fmt == "csv" else "\t", chunk_rows)
+        except UnicodeDecodeError:
+            _locate_bad_utf8(path)
+            raise
+
+
+def _locate_bad_utf8(path: str) -> None:
+    """Raise InputError naming the line and column of the first byte of ``path`` that is not valid UTF-8."""
+    with _open_binary(path) as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}:{n}: column {exc.start + 1}: the file is not valid UTF-8 (byte "
+                                 f"0x{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8 and try again.") from None
 
 
 def _open_parquet(path: str):
