@@ -1,8 +1,34 @@
 """The CLI under abuse (issue 13): no command can destroy a project, every bad input or damaged file is one located
 sentence (never a traceback), a full disk leaves the project intact, and ingest streams in chunks.
 
-Each test names the finding of issue 13 it covers (``# 13.N``). Most run ``tui.cli.main`` in-process; the ones
-about exit codes, pipes, file-size limits and stderr run the real CLI in a subprocess."""
+Each test names the finding of issue 13 it covers (``# 13.N``):
+
+* 13.1 the project destroyed by an output: ``test_export_refuses_the_project_file_by_any_name`` (same name,
+  symlink, hard link, another spelling), ``test_export_refuses_the_wal_and_shm``,
+  ``test_export_ratings_to_the_project_is_refused_before_writing_the_estimates``,
+  ``test_ingest_rejects_to_the_project_is_refused_before_ingesting``, and for salvage
+  ``test_verify_salvage_copies_every_readable_observation``;
+* 13.2 ``--rejects`` to a directory: ``test_ingest_rejects_to_a_directory_is_refused_before_ingesting``;
+* 13.3 a damaged page: ``test_every_command_words_a_damaged_file_as_one_sentence``,
+  ``test_verify_reports_the_damaged_pages``, ``test_verify_salvage_copies_every_readable_observation``,
+  ``test_a_file_that_is_not_a_database_is_one_sentence``, ``test_sqlite_errors_are_worded_by_kind``;
+* 13.4 tracebacks (CLI half): ``test_a_400_digit_score_is_a_located_error``,
+  ``test_export_output_places_are_one_sentence``, ``test_evaluate_output_under_a_file_is_one_sentence``,
+  ``test_simulate_out_under_a_file_is_one_sentence``, ``test_status_json_into_a_closed_pipe_is_quiet``,
+  ``test_unexpected_error_is_one_line_with_a_debug_pointer``;
+* 13.5 half-done work: ``test_export_ratings_to_a_missing_directory_writes_neither``,
+  ``test_failed_write_leaves_the_old_outputs``, ``test_export_same_file_twice_is_refused``;
+* 13.6 wrong acceptance: ``test_ids_must_be_strings_or_integers``,
+  ``test_item_ids_of_init_must_be_strings_or_integers``, ``test_csv_fields_longer_than_131072_characters_are_read``;
+* 13.8 memory (correctness of the streaming ingest; the figures are ``bench/bench_memory.py``'s):
+  ``test_chunked_ingest_equals_one_batch``, ``test_a_bad_row_in_the_last_chunk_rolls_back_everything``,
+  ``test_conflicts_across_chunks_are_found``, ``test_chunked_reading_keeps_lines_and_errors``;
+* disk full: ``test_ingest_on_a_full_disk_fails_cleanly_and_leaves_the_project``,
+  ``test_export_on_a_full_disk_fails_cleanly_and_writes_nothing``.
+
+Most run ``tui.cli.main`` in-process; the ones about exit codes, pipes, file-size limits and stderr run the real
+CLI in a subprocess. The service half of issue 13 (13.4's service cases, 13.7, 13.9) is in
+``tests/test_service_faults.py``."""
 from __future__ import annotations
 
 import json
@@ -490,3 +516,14 @@ def test_simulate_out_under_a_file_is_one_sentence(tmp_path):  # 13.4
     r = easl("simulate", "metrics", "--out", str(tmp_path / "plain" / "report"))
     assert r.returncode == 1
     assert str(tmp_path / "plain" / "report") in one_error_line(r.stderr)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("database disk image is malformed", "damaged"), ("file is not a database", "not an SQLite project file"),
+    ("database is locked", "locked by another process"), ("attempt to write a readonly database", "read-only"),
+    ("database or disk is full", "disk is full"), ("disk I/O error", "I/O error")])
+def test_sqlite_errors_are_worded_by_kind(text, words):  # 13.3
+    from core.store.db import project_file_error
+
+    exc = project_file_error("p.easl", sqlite3.OperationalError(text))
+    assert str(exc).startswith("p.easl: ") and words in str(exc)
