@@ -67,7 +67,8 @@ def _probe_directory(path: str, directory: str) -> None:
         os.unlink(tmp)
 
 
-def check_outputs(paths: Sequence[str | os.PathLike | None], *, protect: Sequence[str | os.PathLike] = ()) -> None:
+def check_outputs(paths: Sequence[str | os.PathLike[str] | None], *,
+                  protect: Sequence[str | os.PathLike[str]] = ()) -> None:
     """Check output files before any work: none is a protected file (the project and its companions), none
     repeats another, none is a directory, and each one's directory exists and is writable. ``None`` entries (an
     option not given) are skipped.
@@ -95,7 +96,7 @@ def check_outputs(paths: Sequence[str | os.PathLike | None], *, protect: Sequenc
         _probe_directory(path, os.path.dirname(os.path.abspath(path)))
 
 
-def check_output_dir(path: str | os.PathLike, *, protect: Sequence[str | os.PathLike] = ()) -> None:
+def check_output_dir(path: str | os.PathLike[str], *, protect: Sequence[str | os.PathLike[str]] = ()) -> None:
     """Check an output directory before any work: it is a directory or does not exist yet, its nearest existing
     ancestor is a writable directory, and it is none of the protected files.
 
@@ -120,7 +121,7 @@ def check_output_dir(path: str | os.PathLike, *, protect: Sequence[str | os.Path
     _probe_directory(path, parent)
 
 
-def temporary_path(path: str | os.PathLike) -> str:
+def temporary_path(path: str | os.PathLike[str]) -> str:
     """A new empty temporary file beside ``path`` (same directory, so that a rename is atomic), readable as the
     umask allows; the caller renames it over ``path`` or removes it."""
     path = os.fspath(path)
@@ -139,7 +140,7 @@ def temporary_path(path: str | os.PathLike) -> str:
 
 
 @contextlib.contextmanager
-def atomic_outputs(paths: Sequence[str | os.PathLike]) -> Iterator[list[str]]:
+def atomic_outputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str]]:
     """Yield one temporary file name per path (each in its target's directory); when the block succeeds every
     temporary is renamed over its target, on any error all are removed and every target is left as it was.
 

@@ -175,9 +175,9 @@ def _next_readable(conn: sqlite3.Connection, table: str, base: int) -> int | Non
     return hi
 
 
-def _read_rowid_table(conn: sqlite3.Connection, table: str, cols: list[str]) -> tuple[list[tuple], bool]:
+def _read_rowid_table(conn: sqlite3.Connection, table: str, cols: list[str]) -> tuple[list[tuple[Any, ...]], bool]:
     """Every readable row of a rowid table (``cols``), and whether a read failed on the way."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     start, damaged = -_MAX_ROWID - 1, False
     select = f"SELECT rowid, {', '.join(cols)} FROM {table} WHERE rowid >= ? ORDER BY rowid"
     while True:
@@ -198,13 +198,13 @@ def _read_rowid_table(conn: sqlite3.Connection, table: str, cols: list[str]) -> 
             start = nxt
 
 
-def _read_hit_items(conn: sqlite3.Connection, hit_ids: list[str]) -> tuple[list[tuple], bool]:
+def _read_hit_items(conn: sqlite3.Connection, hit_ids: list[str]) -> tuple[list[tuple[Any, ...]], bool]:
     try:
         return conn.execute("SELECT hit_id, position, item_idx FROM hit_items ORDER BY hit_id, position").fetchall(), \
             False
     except sqlite3.DatabaseError:
         pass
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for h in hit_ids:
         try:
             rows.extend(conn.execute("SELECT hit_id, position, item_idx FROM hit_items WHERE hit_id = ? "
@@ -214,7 +214,7 @@ def _read_hit_items(conn: sqlite3.Connection, hit_ids: list[str]) -> tuple[list[
     return rows, True
 
 
-def _insert(conn: sqlite3.Connection, table: str, cols: list[str], rows: list[tuple]) -> int:
+def _insert(conn: sqlite3.Connection, table: str, cols: list[str], rows: list[tuple[Any, ...]]) -> int:
     """Insert rows, one by one after a failed batch (a row that breaks a constraint is dropped)."""
     sql = f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     conn.execute("SAVEPOINT batch")
@@ -255,7 +255,7 @@ def salvage(path: str, out: str) -> SalvageReport:
     tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.{os.getpid()}.salvaging")
     _remove(tmp)
     try:
-        tables: dict[str, tuple[list[str], list[tuple]]] = {}
+        tables: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
         for table in ROWID_TABLES:
             try:
                 cols = _columns(src, table)
