@@ -24,7 +24,7 @@ import csv
 import io
 import json
 import os
-import tempfile
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -35,12 +35,28 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from core.errors import InputError
+from core.outputs import atomic_outputs
 
 READ_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
                 ".parquet": "parquet", ".pq": "parquet"}
 WRITE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
                  ".pq": "parquet"}
 
+
+
+def _raise_csv_field_limit() -> int:
+    """Let the csv module read fields as long as the machine can hold (its default refuses fields over 131,072
+    characters, which RFC 4180 allows); ``sys.maxsize`` is halved until the C long accepts it."""
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return limit
+        except OverflowError:
+            limit //= 2
+
+
+_raise_csv_field_limit()
 
 @dataclass
 class Table:
@@ -108,9 +124,14 @@ def _decode_utf8(raw: bytes, path: str) -> str:
 
 
 def _read_bytes(path: str) -> bytes:
+    with _open_binary(path) as fh:
+        return fh.read()
+
+
+def _open_binary(path: str) -> io.BufferedReader:
+    """Open ``path`` for reading bytes; a missing file, a directory or no permission is one InputError."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return open(path, "rb")  # noqa: SIM115 (the callers close it)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file.") from None
     except IsADirectoryError:
@@ -153,29 +174,11 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
     plain = _read_plain_delimited(text, path, delimiter)
     if plain is not None:
         return plain
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True)
-    rows: list[list[str]] = []
-    starts: list[int] = []
-    header: list[str] | None = None
-    header_line = 0
-    prev = 0
-    try:
-        for rec in reader:
-            start = prev + 1
-            prev = reader.line_num
-            if not rec or (len(rec) == 1 and rec[0].strip() == ""):
-                continue  # blank line
-            if header is None:
-                header, header_line = rec, start
-                continue
-            rows.append(rec)
-            starts.append(start)
-    except csv.Error as exc:
-        raise InputError(f"{path}:{reader.line_num}: the file is not valid "
-                        f"{'CSV' if delimiter == ',' else 'TSV'} ({exc}).") from None
-    if header is None:
-        raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
+    return next(_iter_delimited(io.StringIO(text, newline=""), path, delimiter, sys.maxsize))
+
+
+def _check_header(header: list[str], path: str, header_line: int) -> list[str]:
+    """The header's names, stripped; an empty or repeated name raises InputError with its line and column."""
     header = [h.strip() for h in header]
     seen: dict[str, int] = {}
     for j, name in enumerate(header):
@@ -185,6 +188,11 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
             raise InputError(f"{path}:{header_line}: column {j + 1}: the column name {name!r} appears twice "
                             f"(also column {seen[name] + 1}).")
         seen[name] = j
+    return header
+
+
+def _delimited_table(rows: list[list[str]], starts: list[int], header: list[str], path: str) -> Table:
+    """A ``Table`` of string cells; a record whose field count differs from the header's raises InputError."""
     width = len(header)
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     bad = np.flatnonzero(lengths != width)
@@ -200,22 +208,10 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
 
 def _read_jsonl(text: str, path: str) -> Table:
     """Parse one JSON object per line; blank lines are skipped; a bad line raises InputError with its number."""
-    records: list[dict] = []
-    starts: list[int] = []
-    decode = json.loads
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = decode(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}:{n}: expected a JSON object per line, found {type(rec).__name__}.")
-        records.append(rec)
-        starts.append(n)
-    if not records:
-        raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
+    return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
+
+
+def _jsonl_table(records: list[dict], starts: list[int], path: str) -> Table:
     columns: dict[str, None] = {}
     for rec in records:
         for key in rec:
@@ -246,14 +242,11 @@ def read_table(path: str | os.PathLike) -> Table:
     path = os.fspath(path)
     fmt = read_format(path)
     if fmt == "parquet":
-        if not os.path.exists(path):
-            raise InputError(f"{path}: no such file.")
+        _open_parquet(path)
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several types for a corrupt file
             raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
-        if len(frame.columns) == 0:
-            raise InputError(f"{path}: the file is empty; expected named columns.")
         frame = frame.reset_index(drop=True)
         return Table(frame=frame, lines=np.arange(1, len(frame) + 1, dtype=np.int64), path=path, unit="row")
     raw = _read_bytes(path)
@@ -263,6 +256,133 @@ def read_table(path: str | os.PathLike) -> Table:
     if fmt == "jsonl":
         return _read_jsonl(text, path)
     return _read_delimited(text, path, "," if fmt == "csv" else "\t")
+
+
+CHUNK_ROWS = 250_000  # records per chunk of :func:`iter_table`: a few hundred MB at most, whatever the file size
+
+
+def iter_table(path: str | os.PathLike, chunk_rows: int | None = None) -> Iterator[Table]:
+    """Read a CSV, TSV, JSONL or Parquet file in chunks of at most ``chunk_rows`` records, each a ``Table`` with
+    the source lines of its records, so that memory stays flat whatever the file size (``easl ingest``).
+
+    The checks and messages are those of :func:`read_table` (strict UTF-8, RFC 4180, one JSON object per line,
+    the header); an error in a later chunk is raised when that chunk is read. A file with a header and no
+    records yields one empty ``Table``.
+    """
+    path = os.fspath(path)
+    chunk_rows = chunk_rows or CHUNK_ROWS
+    fmt = read_format(path)
+    if fmt == "parquet":
+        yield from _iter_parquet(path, chunk_rows)
+        return
+    with _open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline="") as fh:
+        try:
+            if fmt == "jsonl":
+                yield from _iter_jsonl(fh, path, chunk_rows)
+            else:
+                yield from _iter_delimited(fh, path, "," if fmt == "csv" else "\t", chunk_rows)
+        except UnicodeDecodeError:
+            _locate_bad_utf8(path)
+            raise
+
+
+def _locate_bad_utf8(path: str) -> None:
+    """Raise InputError naming the line and column of the first byte of ``path`` that is not valid UTF-8."""
+    with _open_binary(path) as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}:{n}: column {exc.start + 1}: the file is not valid UTF-8 (byte "
+                                 f"0x{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8 and try again.") from None
+
+
+def _open_parquet(path: str):
+    """The ``pyarrow.parquet.ParquetFile``; a missing, corrupt or column-less file is one InputError."""
+    import pyarrow.parquet as pq
+
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file.")
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a corrupt file
+        raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
+    if not pf.schema_arrow.names:
+        raise InputError(f"{path}: the file is empty; expected named columns.")
+    return pf
+
+
+def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
+    pf = _open_parquet(path)
+    done = 0
+    empty = True
+    for batch in pf.iter_batches(batch_size=chunk_rows):
+        frame = batch.to_pandas().reset_index(drop=True)
+        yield Table(frame=frame, lines=np.arange(done + 1, done + len(frame) + 1, dtype=np.int64), path=path,
+                    unit="row")
+        done += len(frame)
+        empty = False
+    if empty:
+        yield Table(frame=pf.schema_arrow.empty_table().to_pandas(), lines=np.zeros(0, dtype=np.int64), path=path,
+                    unit="row")
+
+
+def _iter_jsonl(fh, path: str, chunk_rows: int) -> Iterator[Table]:
+    records: list[dict] = []
+    starts: list[int] = []
+    any_record = False
+    decode = json.loads
+    for n, line in enumerate(fh, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = decode(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
+        except RecursionError:
+            raise InputError(f"{path}:{n}: the JSON is nested too deeply.") from None
+        if not isinstance(rec, dict):
+            raise InputError(f"{path}:{n}: expected a JSON object per line, found {type(rec).__name__}.")
+        records.append(rec)
+        starts.append(n)
+        if len(records) >= chunk_rows:
+            yield _jsonl_table(records, starts, path)
+            records, starts, any_record = [], [], True
+    if records or not any_record:
+        if not records:
+            raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
+        yield _jsonl_table(records, starts, path)
+
+
+def _iter_delimited(fh, path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
+    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
+    reader = csv.reader(fh, delimiter=delimiter, quoting=quoting, strict=True)
+    rows: list[list[str]] = []
+    starts: list[int] = []
+    header: list[str] | None = None
+    prev = 0
+    yielded = False
+    try:
+        for rec in reader:
+            start = prev + 1
+            prev = reader.line_num
+            if not rec or (len(rec) == 1 and rec[0].strip() == ""):
+                continue  # blank line
+            if header is None:
+                header = _check_header(rec, path, start)
+                continue
+            rows.append(rec)
+            starts.append(start)
+            if len(rows) >= chunk_rows:
+                yield _delimited_table(rows, starts, header, path)
+                rows, starts, yielded = [], [], True
+    except csv.Error as exc:
+        raise InputError(f"{path}:{reader.line_num}: the file is not valid "
+                        f"{'CSV' if delimiter == ',' else 'TSV'} ({exc}).") from None
+    if header is None:
+        raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
+    if rows or not yielded:
+        yield _delimited_table(rows, starts, header, path)
 
 
 def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
@@ -282,26 +402,36 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary file name in ``path``'s directory; on success it is renamed over ``path``, on any error
-    it is removed and ``path`` is left as it was. Raises InputError when the directory is missing or read-only."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(f"{path}: the directory {directory} does not exist.")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    except PermissionError:
-        raise InputError(f"{path}: cannot write in {directory} (permission denied).") from None
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    try:
+    it is removed and ``path`` is left as it was (:func:`core.outputs.atomic_outputs` for one file). Raises
+    InputError when the directory is missing or cannot be written, or the write fails (disk full)."""
+    with atomic_outputs([path]) as (tmp,):
         yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+
+def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
+    if fmt == "csv":  # pyarrow's writer: about 15 times faster than pandas' at a million rows
+        table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
+        pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+    elif fmt == "tsv":
+        frame.to_csv(tmp, index=False, sep="\t")
+    elif fmt == "jsonl":
+        if len(frame):
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso",
+                          double_precision=15)
+        else:
+            open(tmp, "w").close()
+    else:
+        _parquet_safe(frame).to_parquet(tmp, index=False)
+
+
+def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike) -> None:
+    """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension (for callers that rename it
+    into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``."""
+    try:
+        _write_to(frame, tmp, write_format(path))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.",
+                         path=os.fspath(path)) from None
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -315,21 +445,16 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     InputError
         Unknown extension, or the directory cannot be written.
     """
-    fmt = write_format(path)
-    with atomic_path(path) as tmp:
-        if fmt == "csv":  # pyarrow's writer: about 15 times faster than pandas' at a million rows
-            table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
-            pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
-        elif fmt == "tsv":
-            frame.to_csv(tmp, index=False, sep="\t")
-        elif fmt == "jsonl":
-            if len(frame):
-                frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso",
-                              double_precision=15)
-            else:
-                open(tmp, "w").close()
-        else:
-            _parquet_safe(frame).to_parquet(tmp, index=False)
+    write_tables([(frame, path)])
+
+
+def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike]]) -> None:
+    """Write several tables (:func:`write_table` each) all or none: every file is written under a temporary name
+    and renamed into place only when all are complete (:func:`core.outputs.atomic_outputs`)."""
+    formats = [write_format(path) for _, path in outputs]
+    with atomic_outputs([path for _, path in outputs]) as temps:
+        for (frame, _), tmp, fmt in zip(outputs, temps, formats):
+            _write_to(frame, tmp, fmt)
 
 
 def write_jsonl_records(records: list[dict], path: str | os.PathLike) -> None:

@@ -28,9 +28,10 @@ N_ROWS = 60_000
 CHILD = textwrap.dedent("""
     import sys, time
     from core.store import Project
-    from core.tables import read_table
+    from core.tables import iter_table, read_table
 
     project, path, prefix, nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    chunk_rows = int(sys.argv[5]) if len(sys.argv) > 5 else 0  # > 0: the streaming ingest of easl ingest
     p = Project.open(project)
     p._conn.execute("PRAGMA cache_size = 50")  # a small page cache spills the transaction's pages to the WAL
     table = read_table(path)
@@ -46,7 +47,10 @@ CHILD = textwrap.dedent("""
                 time.sleep(120)
 
     p._conn.set_trace_callback(trace)
-    p.ingest(table, source=path)
+    if chunk_rows:
+        p.ingest_chunks(iter_table(path, chunk_rows), source=path)
+    else:
+        p.ingest(table, source=path)
     print("finished")
 """)
 
@@ -109,6 +113,33 @@ def test_sigkill_mid_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth
         # the file is fully usable: the same ingest now succeeds
         report = p.ingest(read_table(big[1]), source="retry")
         assert report.new + report.duplicate + report.superseded == N_ROWS
+        assert p.verify()["ok"]
+
+
+@pytest.mark.parametrize("prefix, nth", [
+    ("INSERT INTO observations", 45_000),   # four chunks of 10,000 rows appended, the fifth half-way
+    ("INSERT INTO state", 5),               # the state of the fifth chunk being saved
+])
+def test_sigkill_mid_streaming_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth):
+    """The streaming ingest (chunks of 10,000 rows in one transaction) killed after several chunks were appended:
+    nothing of them is visible."""
+    project = copy_project(big[0], tmp_path / "p.easl")
+    before = dump(project)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(project), str(big[1]), prefix, str(nth), "10000"],
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line == "inside the transaction\n", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+        child.stdout.close()
+        child.stderr.close()
+    assert dump(project) == before
+    with Project.open(project) as p:
         assert p.verify()["ok"]
 
 

@@ -9,13 +9,23 @@ and the web server are imported inside the ``func`` that needs them (``bench/ben
 ``tests/test_cli_speed.py`` guards it).
 
 Exit status: 0 success, 1 a domain error (``core.errors.EaslError``: one ``error: ...`` message on stderr, no
-traceback), 2 usage error (argparse), 130 interrupted (Ctrl+C).
+traceback), 2 usage error (argparse), 130 interrupted (Ctrl+C), 141 the reader of standard output went away
+(``easl status --json | head``: quiet, as other tools killed by SIGPIPE).
+
+Nothing reaches the user as a traceback: an SQLite error becomes one sentence naming the project file and what to
+do (:func:`core.store.db.describe_sqlite_error`), a write error (disk full, file too large) names the file, and any
+other exception is one line pointing at ``--debug``, which shows the traceback (``easl --debug COMMAND ...``, or
+``--debug`` anywhere before ``--``, or ``EASL_DEBUG=1``).
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
+import sqlite3
 import sys
+import traceback
 
 from core.errors import EaslError
 
@@ -24,7 +34,11 @@ COMMANDS = [
     "init", "next", "ingest", "status", "export", "verify", "evaluate", "simulate", "demo", "ls", "serve", "tui",
 ]
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
+DEBUG_HINT = "run the command again with --debug to see the traceback"
+# Commands that write a report directory, and the option naming it: checked before the command does any work
+# (core.outputs.check_output_dir), so that a directory under a file or in a read-only place is one sentence.
+OUTPUT_DIRS = {"evaluate": "output", "simulate": "out"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,24 +47,92 @@ def build_parser() -> argparse.ArgumentParser:
         prog="easl",
         description="Collect scalar labels efficiently (EASL) and evaluate scoring systems against noisy human labels.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an unexpected error (also accepted after the command)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"tui.commands.{name}").register(sub)
     return parser
 
 
+def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """Remove ``--debug`` from anywhere before ``--`` (so that it works after the command too)."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head = [a for a in argv[:cut] if a != "--debug"]
+    return head + argv[cut:], len(head) != cut or os.environ.get("EASL_DEBUG", "") not in ("", "0")
+
+
+def _silence_stdout() -> None:
+    """After EPIPE: point standard output at /dev/null so that the interpreter's final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _project_hint(path: str, problem: str) -> str:
+    if "damaged" in problem:
+        return (f"; `easl verify {path}` reports the damaged pages and `easl verify {path} --salvage NEW.easl` "
+                f"copies every readable observation into a new project file")
+    return ""
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command and return its exit status."""
+    from core.errors import ProjectFileError
+
+    argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on a usage error, 0 after --help
+    project = getattr(args, "project", None)
     try:
-        return int(args.func(args) or EXIT_OK)
+        directory = getattr(args, OUTPUT_DIRS.get(args.command, ""), None)
+        if isinstance(directory, str):
+            from core.outputs import check_output_dir
+
+            check_output_dir(directory)
+        status = int(args.func(args) or EXIT_OK)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    except ProjectFileError as exc:
+        return _error(f"{exc}{_project_hint(exc.path, exc.problem)}")
     except EaslError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except sqlite3.Error as exc:
+        if debug:
+            traceback.print_exc()
+        from core.store.db import describe_sqlite_error
+
+        problem = describe_sqlite_error(exc)
+        where = project if isinstance(project, str) else "the project file"
+        return _error(f"{where}: {problem}{_project_hint(where, problem)}")
+    except OSError as exc:
+        if debug:
+            traceback.print_exc()
+        if exc.errno == errno.EPIPE:
+            _silence_stdout()
+            return EXIT_PIPE
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _error(f"{where}{exc.strerror or exc}" + ("" if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+                                                          else f" ({DEBUG_HINT})"))
+    except Exception as exc:  # a bug or an unforeseen input: one line, the traceback on request
+        if debug:
+            traceback.print_exc()
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        return _error(f"unexpected {type(exc).__name__}{': ' + text if text else ''} ({DEBUG_HINT}).")
 
 
 if __name__ == "__main__":

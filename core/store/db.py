@@ -153,3 +153,30 @@ class Connected:
     def _writable(self) -> None:
         if self.readonly:
             raise ProjectFileError(self.path, "the project is open read-only")
+
+
+def describe_sqlite_error(exc: BaseException) -> str:
+    """What an ``sqlite3`` error means for the project file, as the ``problem`` of a :class:`ProjectFileError`
+    (damaged, not a database, locked, read-only, disk I/O, disk full; otherwise SQLite's own words)."""
+    text = str(exc)
+    low = text.lower()
+    if "malformed" in low or "corrupt" in low:
+        return f"the project file is damaged ({text}); its integrity check lists the damaged pages"
+    if "not a database" in low or "file is encrypted" in low:
+        return f"not an SQLite project file, or its first page is damaged ({text})"
+    if "locked" in low or "busy" in low:
+        return f"the project file is locked by another process ({text}); try again when it has finished"
+    if "readonly" in low or "read-only" in low:
+        return f"the project file or its directory is read-only ({text})"
+    if "disk is full" in low or "database or disk is full" in low:
+        return f"the disk is full ({text}); nothing was changed: free some space and try again"
+    if "disk i/o" in low:
+        return f"the disk reported an I/O error ({text}); nothing was changed: check the disk and try again"
+    if "unable to open" in low:
+        return f"cannot open the project file ({text})"
+    return f"SQLite error ({text})"
+
+
+def project_file_error(path: str, exc: BaseException) -> ProjectFileError:
+    """A :class:`ProjectFileError` for ``path`` worded from an ``sqlite3`` error (:func:`describe_sqlite_error`)."""
+    return ProjectFileError(path, describe_sqlite_error(exc))

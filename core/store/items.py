@@ -82,8 +82,17 @@ def items_from_table(table: "Table", id_column: str = "id", text_column: str = "
                              path=table.path, field=reserved)
     if len(frame) == 0:
         raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
-    _, ids, missing = _as_text(frame[id_column])
+    from core.store.validation import bad_id_kinds
+
     problems: list[str] = []
+    kinds = bad_id_kinds(frame[id_column])
+    if kinds is not None:  # ids are strings or integers, never a JSON object, array or boolean
+        for i in np.flatnonzero(kinds != None).tolist():  # noqa: E711
+            problems.append(f"{table.location(i)}: column {id_column!r}: the item id must be a string or an "
+                            f"integer, not a JSON {kinds[i]}")
+        raise InvalidRows(f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
+                          messages=problems, path=table.path)
+    _, ids, missing = _as_text(frame[id_column])
     for i in np.flatnonzero(missing).tolist():
         problems.append(f"{table.location(i)}: column {id_column!r}: the item id is empty")
     present = np.flatnonzero(~missing)

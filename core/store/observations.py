@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -97,6 +97,54 @@ def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple:
         return ()
     return tuple(conn.execute("SELECT hit_id, status = 'retracted' FROM hits WHERE hit_id IN "
                               "(SELECT value FROM json_each(?)) ORDER BY hit_id", (json.dumps(ids),)).fetchall())
+
+
+def _record_rejects(conn: sqlite3.Connection, rejects: "pd.DataFrame", source: str) -> None:
+    """Add rejected rows, with their reasons, to the ``rejects`` table."""
+    n = len(rejects)
+    payload = rejects[["item_id", "score", "hit_id", "annotator", "annotation_id"]].to_json(
+        orient="records", lines=True, force_ascii=False, default_handler=str).splitlines()
+    conn.executemany("INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
+                     zip([now()] * n, [source] * n, rejects["location"].tolist(),
+                         (rejects["field"] + ": " + rejects["reason"]).tolist(), payload))
+
+
+def _cross_chunk_conflicts(conn: sqlite3.Connection, batch: "Batch", since: int) -> "Batch":
+    """Move to the rejects the valid rows whose key got a different score from an earlier chunk of the same
+    input (a live observation appended at log position ``since`` or later)."""
+    import pandas as pd
+
+    valid = batch.valid
+    fresh = ~valid["repeat"].to_numpy()
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _chunk_keys (source_key TEXT NOT NULL, pos INTEGER NOT NULL)")
+    conn.execute("DELETE FROM temp._chunk_keys")
+    conn.executemany("INSERT INTO temp._chunk_keys(source_key, pos) VALUES (?, ?)",
+                     zip(valid["source_key"].to_numpy(dtype=object)[fresh].tolist(), np.flatnonzero(fresh).tolist()))
+    found = conn.execute("SELECT k.pos, l.score_raw FROM temp._chunk_keys k JOIN live l ON l.source_key = "
+                         "k.source_key WHERE l.seq >= ?", (since,)).fetchall()
+    conn.execute("DELETE FROM temp._chunk_keys")
+    if not found:
+        return batch
+    pos = np.asarray([r[0] for r in found], dtype=np.int64)
+    differs = np.asarray([r[1] for r in found], dtype=np.float64) != valid["score_raw"].to_numpy()[pos]
+    if not differs.any():
+        return batch
+    bad = np.zeros(len(valid), dtype=bool)
+    bad[pos[differs]] = True
+    moved = valid[bad]
+    has_ann = moved["annotation_id"].notna().to_numpy()
+    reasons = np.where(has_ann, "conflicts with an earlier row of the same input (same annotation_id and item, "
+                                "different score)",
+                       "conflicts with an earlier row of the same input (same item, HIT and annotator, different "
+                       "score); give each score an annotation_id or an annotator")
+    extra = pd.DataFrame({"location": moved["location"].to_numpy(), "field": "score", "reason": reasons,
+                          "item_id": moved["item_id"].to_numpy(), "score": moved["score_raw"].to_numpy(),
+                          "hit_id": moved["hit_id"].to_numpy(), "annotator": moved["annotator"].to_numpy(),
+                          "annotation_id": moved["annotation_id"].to_numpy()})
+    messages = batch.messages + [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]
+    return type(batch)(valid=valid[~bad].reset_index(drop=True),
+                       rejects=pd.concat([batch.rejects, extra], ignore_index=True), n_rows=batch.n_rows,
+                       messages=messages)
 
 
 class Observations(Hits):
@@ -198,15 +246,60 @@ class Observations(Hits):
                 raise InvalidRows(f"{name}: {report.rejected} of {len(frame)} rows are invalid, so nothing was "
                                   f"ingested:\n  " + "\n  ".join(batch.messages), messages=batch.messages, path=name)
             if report.rejected:
-                stamp = now()
-                payload = batch.rejects[["item_id", "score", "hit_id", "annotator", "annotation_id"]].to_json(
-                    orient="records", lines=True, force_ascii=False, default_handler=str).splitlines()
-                conn.executemany("INSERT INTO rejects(created_at, source, location, reason, payload) "
-                                 "VALUES (?, ?, ?, ?, ?)",
-                                 zip([stamp] * report.rejected, [source] * report.rejected,
-                                     batch.rejects["location"].tolist(),
-                                     (batch.rejects["field"] + ": " + batch.rejects["reason"]).tolist(), payload))
+                _record_rejects(conn, batch.rejects, source)
             self._append(conn, batch.valid, source, report)
+        return report
+
+    def ingest_chunks(self, chunks: Iterable[Any], *, source: str, skip_invalid: bool = False,
+                      before_commit: Callable[[IngestReport], None] | None = None) -> IngestReport:
+        """Validate and append annotation rows given in chunks (e.g. :func:`core.tables.iter_table`), all in one
+        transaction, so that memory stays flat whatever the file size and the result is all or nothing.
+
+        Each chunk is validated as :meth:`ingest` validates a batch; across chunks, a row whose key was given a
+        different score earlier in the same input is a conflict (rejected), the same score a duplicate. When a
+        row is invalid and ``skip_invalid`` is False, the remaining chunks are still validated (so that every bad
+        row is listed) and :class:`InvalidRows` is raised: nothing is written. ``before_commit`` is called with
+        the report inside the transaction (e.g. to write the rejects file): if it raises, nothing is written.
+        A submission (HIT) whose rows fall in two chunks is validated per chunk, so front ends of methods that
+        compare whole HITs (``Model.needs_whole_hit``) give such files in one chunk.
+        """
+        import pandas as pd
+
+        from core.store.validation import normalize_rows
+
+        report = IngestReport()
+        rejects: list[pd.DataFrame] = []
+        messages: list[str] = []
+        name = source
+        with self._writing() as conn:
+            since = max_seq(conn) + 1
+            for chunk in chunks:
+                frame, locations, name = normalize_rows(chunk, source)
+                report.n_rows += len(frame)
+                batch = self._validate(conn, frame, locations)
+                if len(batch.valid) and max_seq(conn) >= since:
+                    batch = _cross_chunk_conflicts(conn, batch, since)
+                if len(batch.rejects):
+                    rejects.append(batch.rejects)
+                    messages.extend(batch.messages)
+                if messages and not skip_invalid:
+                    continue  # validate the rest, to list every bad row; nothing is appended
+                part = IngestReport()
+                self._append(conn, batch.valid, source, part)
+                report.new += part.new
+                report.duplicate += part.duplicate
+                report.superseded += part.superseded
+                report.rebuilt = report.rebuilt or part.rebuilt
+            report.rejected = len(messages)
+            if rejects:
+                report.rejects = pd.concat(rejects, ignore_index=True)
+            if messages and not skip_invalid:
+                raise InvalidRows(f"{name}: {len(messages)} of {report.n_rows} rows are invalid, so nothing was "
+                                  f"ingested:\n  " + "\n  ".join(messages), messages=messages, path=name)
+            if report.rejected:
+                _record_rejects(conn, report.rejects, source)
+            if before_commit is not None:
+                before_commit(report)
         return report
 
     def _append(self, conn: sqlite3.Connection, valid: "pd.DataFrame", source: str, report: IngestReport) -> None:

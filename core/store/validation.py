@@ -102,6 +102,48 @@ def id_strings(values: pd.Series) -> pd.Series:
     return text.astype(object)
 
 
+def _numbers(raw: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
+    of hundreds of digits: ``float()`` overflows)."""
+    too_large = np.zeros(len(raw), dtype=bool)
+    try:
+        return pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True), too_large
+    except OverflowError:
+        pass
+    out = np.full(len(raw), np.nan)
+    for i, v in enumerate(raw.tolist()):
+        if isinstance(v, int) and not isinstance(v, bool):
+            try:
+                out[i] = float(v)
+            except OverflowError:
+                too_large[i] = True
+        else:
+            out[i] = pd.to_numeric(pd.Series([v], dtype=object), errors="coerce").iloc[0]
+    return out, too_large
+
+
+def bad_id_kinds(values: pd.Series) -> np.ndarray | None:
+    """For each value that cannot be an id, the JSON kind it is (``object``, ``array``, ``boolean``); None when
+    every value is a string, a number or missing (the common case, checked without a Python loop for strings)."""
+    plain = ("string", "empty", "integer", "floating", "mixed-integer-float")
+    if pd.api.types.infer_dtype(values, skipna=True) in plain:
+        return None
+    kinds = np.asarray([("object" if isinstance(v, dict) else "array" if isinstance(v, (list, tuple))
+                         else "boolean" if isinstance(v, (bool, np.bool_)) else None) for v in values.tolist()],
+                       dtype=object)
+    return kinds if (kinds != None).any() else None  # noqa: E711
+
+
+def _short(value: object) -> str:
+    import json
+
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index, hits: pd.DataFrame,
              score_min: float, score_max: float, needs_whole_hit: bool, method: str) -> Batch:
     """Validate annotation rows (see the module docstring for the checks and keys).
@@ -133,12 +175,14 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
     # 1. scores
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
     is_missing = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
-    num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    num, too_large = _numbers(raw)
     if pd.api.types.infer_dtype(raw, skipna=True) not in ("string", "empty", "floating", "integer"):
         is_bool = np.fromiter((isinstance(v, (bool, np.bool_)) for v in raw.tolist()), dtype=bool, count=n)
         num[is_bool] = np.nan  # JSON true/false are not scores
     raw_text = raw.astype(str).str.strip().str.lower().to_numpy()
     flag(is_missing, "score", "the score is missing")
+    flag(too_large, "score", lambda idx: np.asarray([f"the number has {len(str(abs(raw.iloc[i])))} digits, too large "
+                                                     f"for a score" for i in idx], dtype=object))
     flag(np.isnan(num) & np.isin(raw_text, ["nan", "-nan", "+nan"]), "score", "NaN is not a score")
     flag(np.isnan(num), "score", lambda idx: np.asarray([f"not a number ({raw.iloc[i]!r})" for i in idx],
                                                         dtype=object))
@@ -149,7 +193,15 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
          lambda idx: np.asarray([f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]"
                                  for i in idx], dtype=object))
 
-    # 2. items
+    # 2. ids are strings or integers (a JSON object, array or boolean is not an id)
+    for col in ID_COLUMNS:
+        kinds = bad_id_kinds(frame[col])
+        if kinds is not None:
+            flag(kinds != None, col, lambda idx, kinds=kinds, col=col: np.asarray(  # noqa: E711
+                [f"the {col.replace('_', ' ')} must be a string or an integer, not a JSON {kinds[i]} "
+                 f"({_short(frame[col].iloc[i])})" for i in idx], dtype=object))
+
+    # items
     item_id = id_strings(frame["item_id"])
     hit_id = id_strings(frame["hit_id"])
     annotator = id_strings(frame["annotator"])

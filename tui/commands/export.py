@@ -28,25 +28,26 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl export``; returns the exit status (user errors raise ``UserError``)."""
     from rich.console import Console
 
+    from core.outputs import check_outputs
     from core.store import Project
-    from core.tables import write_format, write_table
+    from core.tables import write_format, write_tables
 
     write_format(args.output)
     if args.ratings:
         write_format(args.ratings)
     if getattr(args, "annotators", None):
         write_format(args.annotators)
+    check_outputs([args.output, args.ratings, getattr(args, "annotators", None)],
+                  protect=[args.project])  # before any work: never the project
     err = Console(stderr=True)
     with Project.open(args.project, readonly=True) as project:
         with err.status("computing estimates"):
             estimates = project.estimates()
-        with err.status(f"writing {args.output}"):
-            write_table(estimates, args.output)
+        outputs = [(estimates, args.output)]
         msg = f"wrote {len(estimates)} estimates to {args.output}"
         if args.ratings:
-            with err.status(f"writing {args.ratings}"):
-                ratings = project.ratings()
-                write_table(ratings, args.ratings)
+            ratings = project.ratings()
+            outputs.append((ratings, args.ratings))
             msg += f" and {len(ratings)} ratings to {args.ratings}"
         if getattr(args, "annotators", None):
             if project.hyper.method != "aware":
@@ -54,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
 
                 raise UserError(f"{args.project}: --annotators needs an aware project (easl init --method aware); "
                                 f"this one uses {project.hyper.method}.")
-            with err.status(f"writing {args.annotators}"):
-                table = project.annotator_table()
-                write_table(table, args.annotators)
+            table = project.annotator_table()
+            outputs.append((table, args.annotators))
             msg += f" and {len(table)} annotators to {args.annotators}"
+        with err.status(f"writing {', '.join(str(path) for _, path in outputs)}"):
+            write_tables(outputs)  # all or none
     print(msg)
     return 0

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from core.errors import UserError
@@ -42,29 +41,47 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import contextlib
+    import os
+
     from rich.console import Console
 
+    from core.outputs import check_outputs, temporary_path
     from core.store import Project
-    from core.tables import read_table, write_format, write_table
+    from core.tables import iter_table, read_table, write_format, write_table_to
 
     err = Console(stderr=True)
     target = args.rejects or f"{args.project}.rejects.csv"
-    if args.skip_invalid:  # check where the rejects go before anything is ingested
+    if args.skip_invalid:  # check where the rejects go before anything is read or ingested: never the project
         write_format(target)
-        directory = os.path.dirname(os.path.abspath(target))
-        if not os.path.isdir(directory):
-            raise UserError(f"{target}: the directory {directory} does not exist.")
-    with Project.open(args.project) as project:
-        with err.status(f"reading {args.file}"):
-            table = read_table(args.file)
-        with err.status(f"validating and ingesting {len(table.frame)} rows"):
-            report = project.ingest(table, source=args.file, skip_invalid=args.skip_invalid)
-        open_hits = project.status().n_hits_open
-        iteration = project.iteration()
+        check_outputs([target], protect=[args.project])
+    tmp = None
+
+    def write_rejects(report) -> None:  # inside the transaction: a failed write leaves the project as it was
+        nonlocal tmp
+        if report.rejected:
+            tmp = temporary_path(target)
+            write_table_to(report.rejects, tmp, target)
+
+    try:
+        with Project.open(args.project) as project:
+            # chunks keep memory flat; methods that compare whole HITs validate the file as one batch
+            chunks = [read_table(args.file)] if project.model.needs_whole_hit else iter_table(args.file)
+            with err.status(f"validating and ingesting {args.file}"):
+                report = project.ingest_chunks(chunks, source=args.file, skip_invalid=args.skip_invalid,
+                                               before_commit=write_rejects)
+            if tmp is not None:
+                os.replace(tmp, target)
+                tmp = None
+            open_hits = project.status().n_hits_open
+            iteration = project.iteration()
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     msg = (f"ingested {args.file}: {report.n_rows} rows: {report.new} new, {report.duplicate} duplicate, "
            f"{report.superseded} superseded, {report.rejected} rejected")
     if report.rejected:
-        write_table(report.rejects, target)
         msg += f" (written with reasons to {target})"
     print(msg)
     hint = f" (start the next one with: easl next {args.project})" if open_hits == 0 else ""

@@ -1,0 +1,166 @@
+"""Where commands may write: the one check of every output path, and all-or-none writes of several files.
+
+Every command that writes a file or a directory (``easl export`` estimates and ``--ratings``, ``easl ingest
+--rejects``, ``easl evaluate --output``, ``easl simulate --out``) calls :func:`check_outputs` or
+:func:`check_output_dir` before it does any work or opens any transaction:
+
+* an output is never the project file, nor its ``-wal``/``-shm``/``-journal`` companions: compared by device and
+  inode (symlinks and hard links are the same file) and, for companions that do not exist yet, by resolved name;
+* two outputs of one command are never the same file;
+* an output is not a directory, its directory exists and a file can be created there (probed by creating and
+  removing a temporary file, which also catches read-only file systems where ``os.access`` says yes to root).
+
+:func:`atomic_outputs` then writes every file under a temporary name in its target directory and renames them into
+place only when all are complete, so a failure leaves every target as it was (a multi-file command writes all or
+none). The messages are one sentence naming the path; they say what is wrong, never which flag to pass.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+
+from core.errors import InputError
+
+COMPANIONS = ("", "-wal", "-shm", "-journal")  # the files SQLite keeps beside a database
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _protected(path: str, protect: Sequence[str]) -> str | None:
+    """The protected file (project or companion) that ``path`` is, if any."""
+    real = os.path.realpath(path)
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except OSError:
+        st = None
+    for project in protect:
+        base = os.path.realpath(project)
+        for suffix in COMPANIONS:
+            other = base + suffix
+            if real == other or real == os.path.realpath(project + suffix):
+                return project + suffix
+            if st is not None:
+                try:
+                    if _same_file(st, os.stat(other)):
+                        return project + suffix
+                except OSError:
+                    pass
+    return None
+
+
+def _probe_directory(path: str, directory: str) -> None:
+    """Raise InputError unless a file can be created in ``directory``."""
+    if not os.path.exists(directory):
+        raise InputError(f"{path}: cannot write there: the directory {directory} does not exist.", path=path)
+    if not os.path.isdir(directory):
+        raise InputError(f"{path}: cannot write there: {directory} is a file, not a directory.", path=path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".easl-probe-", dir=directory)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write in {directory} ({exc.strerror or exc}).", path=path) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def check_outputs(paths: Sequence[str | os.PathLike[str] | None], *,
+                  protect: Sequence[str | os.PathLike[str]] = ()) -> None:
+    """Check output files before any work: none is a protected file (the project and its companions), none
+    repeats another, none is a directory, and each one's directory exists and is writable. ``None`` entries (an
+    option not given) are skipped.
+
+    Raises
+    ------
+    InputError
+        One sentence naming the first path at fault.
+    """
+    given = [os.fspath(p) for p in paths if p is not None]
+    guarded = [os.fspath(p) for p in protect]
+    seen: dict[str, str] = {}
+    for path in given:
+        hit = _protected(path, guarded)
+        if hit is not None:
+            what = "the project file" if hit in guarded else f"the project's SQLite file {hit}"
+            raise InputError(f"{path}: refusing to write there: it is {what}, which would be destroyed.", path=path)
+        key = os.path.realpath(path)
+        if key in seen:
+            raise InputError(f"{path}: two outputs of one command name the same file ({seen[key]} and {path}).",
+                             path=path)
+        seen[key] = path
+        if os.path.isdir(path):
+            raise InputError(f"{path}: is a directory; give a file name.", path=path)
+        _probe_directory(path, os.path.dirname(os.path.abspath(path)))
+
+
+def check_output_dir(path: str | os.PathLike[str], *, protect: Sequence[str | os.PathLike[str]] = ()) -> None:
+    """Check an output directory before any work: it is a directory or does not exist yet, its nearest existing
+    ancestor is a writable directory, and it is none of the protected files.
+
+    Raises
+    ------
+    InputError
+        One sentence naming the path.
+    """
+    path = os.fspath(path)
+    if _protected(path, [os.fspath(p) for p in protect]) is not None:
+        raise InputError(f"{path}: refusing to write there: it is the project file.", path=path)
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise InputError(f"{path}: is a file, not a directory; give a directory for the report.", path=path)
+        _probe_directory(path, path)
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: cannot create the directory: {parent} is a file, not a directory.", path=path)
+    _probe_directory(path, parent)
+
+
+def temporary_path(path: str | os.PathLike[str]) -> str:
+    """A new empty temporary file beside ``path`` (same directory, so that a rename is atomic), readable as the
+    umask allows; the caller renames it over ``path`` or removes it."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError(f"{path}: cannot write there: the directory {directory} does not exist.", path=path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write in {directory} ({exc.strerror or exc}).", path=path) from None
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    return tmp
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str]]:
+    """Yield one temporary file name per path (each in its target's directory); when the block succeeds every
+    temporary is renamed over its target, on any error all are removed and every target is left as it was.
+
+    A write error while the files are written (disk full, file too large) is turned into one ``InputError``
+    sentence naming the file.
+    """
+    targets = [os.fspath(p) for p in paths]
+    temps: list[str] = []
+    try:
+        for path in targets:
+            temps.append(temporary_path(path))
+        try:
+            yield temps
+        except OSError as exc:
+            i = next((k for k, t in enumerate(temps) if exc.filename in (t, None)), 0)
+            raise InputError(f"{targets[i]}: cannot write the file ({exc.strerror or exc}); nothing was written.",
+                             path=targets[i]) from None
+        for tmp, path in zip(temps, targets):
+            os.replace(tmp, path)
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

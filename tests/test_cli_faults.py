@@ -1,0 +1,529 @@
+"""The CLI under abuse (issue 13): no command can destroy a project, every bad input or damaged file is one located
+sentence (never a traceback), a full disk leaves the project intact, and ingest streams in chunks.
+
+Each test names the finding of issue 13 it covers (``# 13.N``):
+
+* 13.1 the project destroyed by an output: ``test_export_refuses_the_project_file_by_any_name`` (same name,
+  symlink, hard link, another spelling), ``test_export_refuses_the_wal_and_shm``,
+  ``test_export_ratings_to_the_project_is_refused_before_writing_the_estimates``,
+  ``test_ingest_rejects_to_the_project_is_refused_before_ingesting``, and for salvage
+  ``test_verify_salvage_copies_every_readable_observation``;
+* 13.2 ``--rejects`` to a directory: ``test_ingest_rejects_to_a_directory_is_refused_before_ingesting``;
+* 13.3 a damaged page: ``test_every_command_words_a_damaged_file_as_one_sentence``,
+  ``test_verify_reports_the_damaged_pages``, ``test_verify_salvage_copies_every_readable_observation``,
+  ``test_a_file_that_is_not_a_database_is_one_sentence``, ``test_sqlite_errors_are_worded_by_kind``;
+* 13.4 tracebacks (CLI half): ``test_a_400_digit_score_is_a_located_error``,
+  ``test_export_output_places_are_one_sentence``, ``test_evaluate_output_under_a_file_is_one_sentence``,
+  ``test_simulate_out_under_a_file_is_one_sentence``, ``test_status_json_into_a_closed_pipe_is_quiet``,
+  ``test_unexpected_error_is_one_line_with_a_debug_pointer``;
+* 13.5 half-done work: ``test_export_ratings_to_a_missing_directory_writes_neither``,
+  ``test_failed_write_leaves_the_old_outputs``, ``test_export_same_file_twice_is_refused``;
+* 13.6 wrong acceptance: ``test_ids_must_be_strings_or_integers``,
+  ``test_item_ids_of_init_must_be_strings_or_integers``, ``test_csv_fields_longer_than_131072_characters_are_read``;
+* 13.8 memory (correctness of the streaming ingest; the figures are ``bench/bench_memory.py``'s):
+  ``test_chunked_ingest_equals_one_batch``, ``test_a_bad_row_in_the_last_chunk_rolls_back_everything``,
+  ``test_conflicts_across_chunks_are_found``, ``test_chunked_reading_keeps_lines_and_errors``;
+* disk full: ``test_ingest_on_a_full_disk_fails_cleanly_and_leaves_the_project``,
+  ``test_export_on_a_full_disk_fails_cleanly_and_writes_nothing``.
+
+Most run ``tui.cli.main`` in-process; the ones about exit codes, pipes, file-size limits and stderr run the real
+CLI in a subprocess. The service half of issue 13 (13.4's service cases, 13.7, 13.9) is in
+``tests/test_service_faults.py``."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.store import Project
+from tests.store_helpers import answer, dump, make_items
+from tui.cli import main
+
+EASL = [sys.executable, "-m", "tui.cli"]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def easl(*args: str, **kw) -> subprocess.CompletedProcess:
+    """Run the CLI in a real subprocess."""
+    return subprocess.run(EASL + list(args), capture_output=True, text=True, cwd=REPO, timeout=120, **kw)
+
+
+def one_error_line(err: str) -> str:
+    """The stderr of a failed command: exactly one ``error: ...`` line and no traceback."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A project whose file name ends in .csv (so that it is a valid output name), with some annotations."""
+    path = tmp_path / "proj.csv"
+    with Project.create(path, make_items(23), _hyper()) as p:
+        p.ingest(answer(p.open_hits(), np.random.default_rng(0)), source="setup")
+    return path
+
+
+def _hyper():
+    from core.models import Hyper
+
+    return Hyper()
+
+
+@pytest.fixture
+def annotations(tmp_path, project):
+    with Project.open(project, readonly=True) as p:
+        hits = p.open_hits()
+    if not hits:
+        assert main(["next", str(project), "--output", str(tmp_path / "h.jsonl")]) == 0
+        hits = [json.loads(x) for x in (tmp_path / "h.jsonl").read_text().splitlines()]
+    path = tmp_path / "ann.csv"
+    answer(hits, np.random.default_rng(1), annotator="b").to_csv(path, index=False)
+    return path
+
+
+def snapshot(project) -> list:
+    return dump(project)
+
+
+# -------------------------------------------------------------------- 13.1 / 13.2 / 13.5: outputs never destroy
+
+
+@pytest.mark.parametrize("alias", ["same", "symlink", "hardlink", "relative"])
+def test_export_refuses_the_project_file_by_any_name(tmp_path, project, capsys, alias):  # 13.1
+    before = snapshot(project)
+    target = {"same": project, "symlink": tmp_path / "link.csv", "hardlink": tmp_path / "hard.csv",
+              "relative": tmp_path / "sub" / ".." / "proj.csv"}[alias]
+    if alias == "symlink":
+        os.symlink(project, target)
+    elif alias == "hardlink":
+        os.link(project, target)
+    elif alias == "relative":
+        (tmp_path / "sub").mkdir()
+    assert main(["export", str(project), "--output", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert "refusing to write there" in err and "project file" in err
+    assert snapshot(project) == before
+    assert main(["verify", str(project)]) == 0
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm"])
+def test_export_refuses_the_wal_and_shm(tmp_path, project, capsys, suffix):  # 13.1
+    link = tmp_path / "companion.csv"  # a name with a good extension, pointing at the (absent) companion
+    os.symlink(f"{project}{suffix}", link)
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--ratings", str(link)]) == 1
+    assert "refusing to write there" in capsys.readouterr().err
+    assert not (tmp_path / "e.csv").exists()
+
+
+def test_export_ratings_to_the_project_is_refused_before_writing_the_estimates(tmp_path, project, capsys):  # 13.1
+    before = snapshot(project)
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--ratings", str(project)]) == 1
+    assert not (tmp_path / "e.csv").exists()
+    assert snapshot(project) == before
+
+
+def test_ingest_rejects_to_the_project_is_refused_before_ingesting(tmp_path, project, annotations, capsys):  # 13.1
+    bad = pd.read_csv(annotations)
+    bad.loc[0, "score"] = 1000
+    bad.to_csv(annotations, index=False)
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects", str(project)]) == 1
+    assert "refusing to write there" in capsys.readouterr().err
+    assert snapshot(project) == before
+
+
+def test_ingest_rejects_to_a_directory_is_refused_before_ingesting(tmp_path, project, annotations, capsys):  # 13.2
+    bad = pd.read_csv(annotations)
+    bad.loc[0, "score"] = 1000
+    bad.to_csv(annotations, index=False)
+    (tmp_path / "dir.csv").mkdir()
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects",
+                 str(tmp_path / "dir.csv")]) == 1
+    assert "is a directory" in capsys.readouterr().err
+    assert snapshot(project) == before
+    # a good target: the valid rows go in and the rejects are written
+    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects",
+                 str(tmp_path / "rej.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "rej.csv")) == 1
+
+
+def test_export_ratings_to_a_missing_directory_writes_neither(tmp_path, project, capsys):  # 13.5
+    out = tmp_path / "e.csv"
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(tmp_path / "no" / "r.csv")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(tmp_path / "r.csv")]) == 0
+    assert out.exists() and (tmp_path / "r.csv").exists()
+
+
+def test_export_same_file_twice_is_refused(tmp_path, project, capsys):
+    out = tmp_path / "e.csv"
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(out)]) == 1
+    assert "same file" in capsys.readouterr().err
+
+
+def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, capsys):  # 13.5: all or none
+    import core.tables
+
+    out, ratings = tmp_path / "e.csv", tmp_path / "r.csv"
+    out.write_text("old estimates\n")
+    ratings.write_text("old ratings\n")
+    real = core.tables._write_to
+    calls = []
+
+    def failing(frame, tmp, fmt):
+        calls.append(tmp)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device", tmp)
+        real(frame, tmp, fmt)
+
+    monkeypatch.setattr(core.tables, "_write_to", failing)
+    assert main(["export", str(project), "--output", str(out), "--ratings", str(ratings)]) == 1
+    line = capsys.readouterr().err
+    assert "No space left on device" in line and "nothing was written" in line
+    assert out.read_text() == "old estimates\n" and ratings.read_text() == "old ratings\n"
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]  # no temporary left behind
+
+
+@pytest.mark.parametrize("where", ["directory", "missing", "unwritable", "under_a_file"])
+def test_export_output_places_are_one_sentence(tmp_path, project, where):  # 13.4
+    (tmp_path / "d.csv").mkdir()
+    (tmp_path / "plain").write_text("x")
+    target = {"directory": tmp_path / "d.csv", "missing": tmp_path / "none" / "e.csv",
+              "unwritable": "/proc/e.csv", "under_a_file": tmp_path / "plain" / "e.csv"}[where]
+    r = easl("export", str(project), "--output", str(target))
+    assert r.returncode == 1
+    line = one_error_line(r.stderr)
+    assert str(target) in line
+
+
+def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):  # 13.4
+    data = tmp_path / "scores.csv"
+    pd.DataFrame({"h1": [1, 2, 3, 4, 2, 3], "h2": [1, 2, 3, 3, 2, 4], "s": [1.2, 2.1, 2.9, 3.5, 2.2, 3.3]}).to_csv(
+        data, index=False)
+    (tmp_path / "plain").write_text("x")
+    for target in (tmp_path / "plain" / "report", tmp_path / "plain"):
+        r = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--output", str(target))
+        assert r.returncode == 1
+        assert str(target) in one_error_line(r.stderr)
+
+
+# ------------------------------------------------------------------------- 13.4: one located error, no traceback
+
+
+def test_status_json_into_a_closed_pipe_is_quiet(project):  # 13.4
+    r = subprocess.run(f"{sys.executable} -m tui.cli status {project} --json | head -c 1", shell=True,
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert r.stderr == ""
+    proc = subprocess.Popen(EASL + ["status", str(project), "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.close()  # the reader goes away before the command writes
+    _, err = proc.communicate(timeout=60)
+    assert err == b"" and proc.returncode in (0, 141)
+
+
+def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, monkeypatch, capsys):  # 13.4
+    import core.store.output
+
+    def boom(self, *a, **k):
+        raise RuntimeError("something unforeseen\nsecond line")
+
+    monkeypatch.setattr(core.store.output.Output, "estimates", boom)
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unexpected RuntimeError: something unforeseen" in err and "--debug" in err
+    assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--debug"]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------- 13.4 / 13.6: wrong acceptance
+
+
+def test_a_400_digit_score_is_a_located_error(tmp_path, project, capsys):  # 13.4
+    with Project.open(project, readonly=True) as p:
+        item = p.item_ids()[0] if hasattr(p, "item_ids") else "i000"
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps({"item_id": item, "score": 0}).replace("0}", "1" * 400 + "}") + "\n")
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:1: score: the number has 400 digits" in err
+    assert snapshot(project) == before
+    csv_path = tmp_path / "huge.csv"
+    csv_path.write_text(f"item_id,score\n{item},{'1' * 400}\n")
+    assert main(["ingest", str(project), str(csv_path)]) == 1
+    assert f"{csv_path}:2: score:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("column,value,kind", [("item_id", {"x": 1}, "object"), ("item_id", ["i000"], "array"),
+                                               ("item_id", True, "boolean"), ("annotation_id", True, "boolean"),
+                                               ("annotator", {"x": 1}, "object"), ("hit_id", [1], "array")])
+def test_ids_must_be_strings_or_integers(tmp_path, project, capsys, column, value, kind):  # 13.6
+    row = {"item_id": "i000", "score": 50, "annotator": "z", column: value}
+    path = tmp_path / "ann.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:1: {column}: " in err and f"not a JSON {kind}" in err
+    assert snapshot(project) == before
+
+
+def test_item_ids_of_init_must_be_strings_or_integers(tmp_path, capsys):  # 13.6
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": v, "text": f"t{k}"}) + "\n"
+                             for k, v in enumerate(["a", {"x": 1}, "c", True, "e", "f"])))
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items)]) == 1
+    err = capsys.readouterr().err
+    assert f"{items}:2: column 'id': the item id must be a string or an integer, not a JSON object" in err
+    assert f"{items}:4:" in err and not (tmp_path / "p.easl").exists()
+
+
+def test_csv_fields_longer_than_131072_characters_are_read(tmp_path, capsys):  # 13.6
+    items = tmp_path / "items.csv"
+    long_text = "word " * 60_000  # 300,000 characters, quoted (RFC 4180), with a comma and a quote inside
+    rows = "".join(f'i{k},"{long_text}, ""quoted"" {k}"\n' for k in range(6))
+    items.write_text("id,text\n" + rows)
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items)]) == 0
+    with Project.open(tmp_path / "p.easl", readonly=True) as p:
+        text = p.open_hits()[0]["items"][0]["text"]
+    assert len(text) > 300_000 and '"quoted"' in text
+
+
+# ------------------------------------------------------------------------------------- 13.3: damaged project files
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A real project with 4,000 observations whose file has one leaf page of the observation log overwritten
+    with garbage; returns (path, number of observations, the damaged page)."""
+    path = tmp_path / "big.easl"
+    n_items = 200
+    rng = np.random.default_rng(3)
+    with Project.create(path, make_items(n_items, extra=False), _hyper()) as p:
+        rows = pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, n_items, 4000)],
+                             "score": rng.integers(0, 101, 4000), "annotator": [f"a{k}" for k in range(4000)]})
+        p.ingest(rows, source="setup")
+    conn = sqlite3.connect(path)
+    leaves = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'observations' AND "
+                                         "pagetype = 'leaf' ORDER BY pageno")]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    page = leaves[len(leaves) // 2]
+    with open(path, "r+b") as fh:
+        fh.seek((page - 1) * page_size)
+        fh.write(bytes([0xA5]) * page_size)
+    return path, 4000, page
+
+
+def test_every_command_words_a_damaged_file_as_one_sentence(tmp_path, damaged):  # 13.3
+    path, _, _ = damaged
+    r = easl("export", str(path), "--output", str(tmp_path / "e.csv"), "--ratings", str(tmp_path / "r.csv"))
+    assert r.returncode == 1
+    line = one_error_line(r.stderr)
+    assert str(path) in line and "damaged" in line and "--salvage" in line, line
+    assert not (tmp_path / "e.csv").exists()
+    # commands that do not read the damaged page work; none shows a traceback
+    for args in (["status", str(path)], ["status", str(path), "--json"], ["next", str(path)]):
+        r = easl(*args)
+        assert r.returncode == 0 or str(path) in one_error_line(r.stderr), (args, r.stderr)
+
+
+def test_verify_reports_the_damaged_pages(damaged):  # 13.3
+    path, _, page = damaged
+    r = easl("verify", str(path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "the project file is damaged" in r.stdout and str(page) in r.stdout and "--salvage" in r.stdout
+
+
+def test_verify_salvage_copies_every_readable_observation(tmp_path, damaged):  # 13.3
+    path, n, _ = damaged
+    out = tmp_path / "saved.easl"
+    r = easl("verify", str(path), "--salvage", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "salvaged" in r.stdout and "verified" in r.stdout
+    assert easl("verify", str(out)).returncode == 0
+    with Project.open(out, readonly=True) as p:
+        got = p.status().n_observations
+        assert p.n_items == 200
+    # one leaf page of about 4 KiB holds a few dozen records: everything else is back
+    assert n - 100 < got < n
+    r = easl("verify", str(path), "--salvage", str(out))  # never overwrites
+    assert r.returncode == 1 and "already exists" in one_error_line(r.stderr)
+    r = easl("verify", str(path), "--salvage", str(path))
+    assert r.returncode == 1 and "refusing to write there" in one_error_line(r.stderr)
+
+
+def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):  # 13.3
+    path = tmp_path / "junk.easl"
+    path.write_bytes(os.urandom(8192))
+    for args in (["status", str(path)], ["verify", str(path)], ["ingest", str(path), str(path)]):
+        r = easl(*args)
+        assert r.returncode == 1
+        assert str(path) in one_error_line(r.stderr)
+
+
+# ------------------------------------------------------------------- 13.8: ingest streams in chunks, all or nothing
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    import core.tables
+
+    monkeypatch.setattr(core.tables, "CHUNK_ROWS", 7)
+
+
+def _rows(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 23, n)], "score": rng.integers(0, 101, n),
+                         "annotator": [f"w{k}" for k in range(n)]})
+
+
+def test_chunked_ingest_equals_one_batch(tmp_path, small_chunks, capsys):  # 13.8
+    rows = _rows(60)
+    rows.to_csv(tmp_path / "a.csv", index=False)
+    a, b = tmp_path / "a.easl", tmp_path / "b.easl"
+    for path in (a, b):
+        Project.create(path, make_items(23), _hyper()).close()
+    assert main(["ingest", str(a), str(tmp_path / "a.csv")]) == 0
+    assert "60 rows: 60 new" in capsys.readouterr().out
+    with Project.open(b) as p:
+        p.ingest(rows, source=str(tmp_path / "a.csv"))
+    with Project.open(a, readonly=True) as pa, Project.open(b, readonly=True) as pb:
+        ea, eb = pa.estimates(), pb.estimates()
+    pd.testing.assert_frame_equal(ea, eb)
+    assert main(["verify", str(a)]) == 0
+
+
+def test_a_bad_row_in_the_last_chunk_rolls_back_everything(tmp_path, project, small_chunks, capsys):  # 13.8
+    rows = _rows(40)
+    rows["score"] = rows["score"].astype(object)
+    rows.loc[3, "score"] = "abc"
+    rows.loc[39, "score"] = 1000
+    rows.to_csv(tmp_path / "a.csv", index=False)
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(tmp_path / "a.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "2 of 40 rows are invalid" in err and "a.csv:5: score" in err and "a.csv:41: score" in err
+    assert snapshot(project) == before
+
+
+def test_conflicts_across_chunks_are_found(tmp_path, project, small_chunks, capsys):  # 13.8
+    rows = _rows(20)
+    rows.loc[15] = [rows.loc[2, "item_id"], (int(rows.loc[2, "score"]) + 1) % 100, rows.loc[2, "annotator"]]
+    rows.loc[16] = rows.loc[3]  # the same score again: a duplicate
+    rows.to_csv(tmp_path / "a.csv", index=False)
+    before = snapshot(project)
+    assert main(["ingest", str(project), str(tmp_path / "a.csv")]) == 1
+    assert "a.csv:17: score: conflicts with an earlier row" in capsys.readouterr().err
+    assert snapshot(project) == before
+    rej = tmp_path / "rej.jsonl"
+    assert main(["ingest", str(project), str(tmp_path / "a.csv"), "--skip-invalid", "--rejects", str(rej)]) == 0
+    assert "20 rows: 18 new, 1 duplicate, 0 superseded, 1 rejected" in capsys.readouterr().out
+    assert [json.loads(x)["location"] for x in rej.read_text().splitlines()] == [f"{tmp_path / 'a.csv'}:17"]
+    assert main(["verify", str(project)]) == 0
+
+
+def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):  # 13.8
+    from core.errors import InputError
+    from core.tables import iter_table, read_table
+
+    text = "item_id,score\n" + "".join(f'"i{k:03d}",{k}\n\n' for k in range(30))
+    (tmp_path / "a.csv").write_text(text)
+    chunks = list(iter_table(tmp_path / "a.csv"))
+    assert [len(c.frame) for c in chunks] == [7, 7, 7, 7, 2]
+    whole = read_table(tmp_path / "a.csv")
+    assert np.concatenate([c.lines for c in chunks]).tolist() == whole.lines.tolist()
+    (tmp_path / "b.csv").write_bytes(text.encode() + b"i999,\xff\n")
+    with pytest.raises(InputError, match=r"b.csv:62: column 6: the file is not valid UTF-8"):
+        list(iter_table(tmp_path / "b.csv"))
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"item_id": "i000", "score": k}) + "\n" for k in range(9))
+                                      + "[1]\n")
+    with pytest.raises(InputError, match=r"c.jsonl:10: expected a JSON object"):
+        list(iter_table(tmp_path / "c.jsonl"))
+
+
+# --------------------------------------------------------------------- 13.5 / disk full: a file-size limit (EFBIG)
+
+
+def _limited(limit: int):
+    """A ``preexec_fn`` that caps the size of any file the child writes (RLIMIT_FSIZE) and ignores SIGXFSZ, so
+    that a write past the cap fails with EFBIG, as on a full disk."""
+    def apply() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+@pytest.fixture
+def roomy(tmp_path):
+    """A project of 3,000 items with some annotations, and a large annotation file."""
+    path = tmp_path / "roomy.easl"
+    rng = np.random.default_rng(5)
+    with Project.create(path, make_items(3000, extra=False), _hyper()) as p:
+        p.ingest(pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 500)],
+                               "score": rng.integers(0, 101, 500), "annotator": [f"a{k}" for k in range(500)]}),
+                 source="setup")
+    rows = pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 20_000)],
+                         "score": rng.integers(0, 101, 20_000), "annotator": [f"b{k}" for k in range(20_000)]})
+    rows.to_csv(tmp_path / "more.csv", index=False)
+    for suffix in ("-wal", "-shm"):
+        assert not os.path.exists(f"{path}{suffix}")
+    return path, tmp_path / "more.csv"
+
+
+def test_ingest_on_a_full_disk_fails_cleanly_and_leaves_the_project(tmp_path, roomy):  # disk full
+    path, more = roomy
+    before = snapshot(path)
+    limit = os.path.getsize(path) + 64 * 1024  # the -shm index fits; the WAL of a 20,000-row ingest does not
+    r = easl("ingest", str(path), str(more), preexec_fn=_limited(limit))
+    assert r.returncode == 1, r.stdout
+    line = one_error_line(r.stderr)
+    assert str(path) in line and ("full" in line or "too large" in line.lower()), line
+    assert easl("verify", str(path)).returncode == 0
+    assert snapshot(path) == before
+    assert easl("ingest", str(path), str(more)).returncode == 0  # with room, the same file goes in
+
+
+def test_export_on_a_full_disk_fails_cleanly_and_writes_nothing(tmp_path, roomy):  # disk full
+    path, _ = roomy
+    before = snapshot(path)
+    out, ratings = tmp_path / "e.csv", tmp_path / "r.parquet"
+    r = easl("export", str(path), "--output", str(out), "--ratings", str(ratings), preexec_fn=_limited(48 * 1024))
+    assert r.returncode == 1, r.stdout
+    line = one_error_line(r.stderr)
+    assert "too large" in line.lower() and "nothing was written" in line, line
+    assert not out.exists() and not ratings.exists()
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
+    assert easl("verify", str(path)).returncode == 0
+    assert snapshot(path) == before
+
+
+def test_simulate_out_under_a_file_is_one_sentence(tmp_path):  # 13.4
+    (tmp_path / "plain").write_text("x")
+    r = easl("simulate", "metrics", "--out", str(tmp_path / "plain" / "report"))
+    assert r.returncode == 1
+    assert str(tmp_path / "plain" / "report") in one_error_line(r.stderr)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("database disk image is malformed", "damaged"), ("file is not a database", "not an SQLite project file"),
+    ("database is locked", "locked by another process"), ("attempt to write a readonly database", "read-only"),
+    ("database or disk is full", "disk is full"), ("disk I/O error", "I/O error")])
+def test_sqlite_errors_are_worded_by_kind(text, words):  # 13.3
+    from core.store.db import project_file_error
+
+    exc = project_file_error("p.easl", sqlite3.OperationalError(text))
+    assert str(exc).startswith("p.easl: ") and words in str(exc)
