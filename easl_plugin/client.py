@@ -224,6 +224,21 @@ class LabelStudioClient:
         """ML backends connected to a project."""
         return self.request("GET", "/api/ml", params={"project": int(project_id)}) or []
 
+    def ml_backend(self, backend_id: int) -> dict:
+        """One ML backend; Label Studio checks the connection (``/health``, ``/setup``) before answering, so its
+        ``state`` (``CO`` connected, ``DI`` unreachable, ``ER`` error) and ``error_message`` are current."""
+        return self.request("GET", f"/api/ml/{int(backend_id)}")
+
+    def update_ml_backend(self, backend_id: int, *, url: str, basic_auth: tuple[str, str] | None) -> dict:
+        """Set an ML backend's URL and credentials (basic auth, or none)."""
+        body: dict = {"url": url}
+        if basic_auth:
+            body.update({"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0],
+                         "basic_auth_pass": basic_auth[1]})
+        else:
+            body.update({"auth_method": "NONE"})
+        return self.request("PATCH", f"/api/ml/{int(backend_id)}", json=body)
+
     def add_ml_backend(self, project_id: int, url: str, *, title: str, basic_auth: tuple[str, str] | None = None) -> dict:
         """Connect ``url`` as the project's ML backend (Label Studio then calls its /health and /setup)."""
         body: dict = {"project": int(project_id), "url": url, "title": title, "is_interactive": False}

@@ -186,3 +186,30 @@ def test_task_data_keeps_the_permutation():
     assert [x["title"] for x in rank["items"]] == [hit["items"][k]["text"] for k in rank["permutation"]]
     with pytest.raises(UserError, match="has 5 items"):
         task_data(hit, Layout("slider", 3), np.random.default_rng(0))
+
+
+def test_slider_config_shows_the_question_and_the_scale_labels_beside_every_slider():
+    lay = Layout("slider", 3, 0.0, 100.0)
+    xml = label_config(lay, question="How fluent is each text?", low_label="not fluent", high_label="perfect")
+    validate_label_config(xml, lay)
+    assert 'value="How fluent is each text?"' in xml
+    assert xml.count('value="0 = not fluent"') == 3 and xml.count('value="100 = perfect"') == 3
+    # every slider starts unset (no defaultValue) and the submit warning names the item still unset
+    assert "defaultValue" not in xml and 'requiredMessage="Text 3 has no score yet' in xml
+    assert "<Style>" in xml and "output:empty" in xml  # the unset state is visible
+    # the question is escaped, never breaks the XML
+    validate_label_config(label_config(lay, question='Is "A" < B & C?'), lay)
+
+
+def test_init_stores_the_question_and_warns_without_one(tmp_path, items_csv, capsys):
+    from core.store import Project
+    from tui.cli import main
+
+    path = tmp_path / "q.easl"
+    assert main(["init", str(path), "--items", str(items_csv), "--question", "How fluent is each text?",
+                 "--low-label", "not fluent", "--high-label", "perfect"]) == 0
+    assert "no question" not in capsys.readouterr().err
+    with Project.open(path, readonly=True) as p:
+        assert p.wording() == ("How fluent is each text?", "not fluent", "perfect")
+    assert main(["init", str(tmp_path / "noq.easl"), "--items", str(items_csv)]) == 0
+    assert "annotators will see no question" in capsys.readouterr().err

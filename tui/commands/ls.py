@@ -47,6 +47,10 @@ def register(subparsers) -> None:
     s.add_argument("--connect", choices=["auto", "ml", "webhook"], default="auto",
                    help="how to connect the backend: ML backend, project webhook, or ML backend with webhook "
                         "fallback (default)")
+    s.add_argument("--question", help="what annotators are asked, shown above every task (stored in the project "
+                                      "file; default: the one given to easl init; '' removes it)")
+    s.add_argument("--low-label", help="what the lowest score means, shown at the low end of every slider")
+    s.add_argument("--high-label", help="what the highest score means, shown at the high end of every slider")
     s.add_argument("--json", action="store_true", help="print the result as one JSON object")
     s.set_defaults(func=run)
     st = sub.add_parser("status", help="the Label Studio link: queue, reconciliation, rejected annotations",
@@ -74,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         with err.status(f"setting up Label Studio at {client.url} ({client.kind})"):
             res = setup_project(project, client, title=args.title, ls_project_id=args.project_id,
                                 backend_url=args.backend_url, connect=args.connect, webhook_secret=secret,
-                                basic_auth=basic_auth_from_env())
+                                basic_auth=basic_auth_from_env(),
+                                wording={"question": args.question, "low_label": args.low_label,
+                                         "high_label": args.high_label})
     out = {"ls_project_id": res.ls_project_id, "created": res.created, "tasks_imported": res.tasks_imported,
            "connection": res.connection, "url": f"{client.url}/projects/{res.ls_project_id}", "notes": res.notes}
     if args.json:
