@@ -229,9 +229,11 @@ class LabelStudioClient:
         ``state`` (``CO`` connected, ``DI`` unreachable, ``ER`` error) and ``error_message`` are current."""
         return self.request("GET", f"/api/ml/{int(backend_id)}")
 
-    def update_ml_backend(self, backend_id: int, *, url: str, basic_auth: tuple[str, str] | None) -> dict:
-        """Set an ML backend's URL and credentials (basic auth, or none)."""
-        body: dict = {"url": url}
+    def update_ml_backend(self, backend_id: int, *, project_id: int, url: str,
+                          basic_auth: tuple[str, str] | None) -> dict:
+        """Set an ML backend's URL and credentials (basic auth, or none). The project goes with them: Label Studio
+        1.23 checks the connection on PATCH and fails with HTTP 500 when the body has no ``project``."""
+        body: dict = {"project": int(project_id), "url": url}
         if basic_auth:
             body.update({"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0],
                          "basic_auth_pass": basic_auth[1]})

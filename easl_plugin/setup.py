@@ -13,12 +13,15 @@ Steps (each one idempotent, so running the command again repairs a partial setup
    running ``easl serve`` starts working on the project only once its tasks are in place;
 5. connect the backend when ``--backend-url`` is given: as an ML backend (Label Studio then calls its ``/health``
    and ``/setup`` and creates a webhook to ``<url>/webhook``), or, when that fails or ``--connect webhook`` is
-   asked for, as a project webhook; the webhook's headers carry the shared secret and basic auth when set.
+   asked for, as a project webhook. The webhook's only header is a dedicated random token (``ls.webhook_token``,
+   replaced by ``--rotate-secret``) that authorises webhook delivery and nothing else; an existing backend's URL
+   and credentials and the webhook's headers are repaired; Label Studio is then asked to check the connection.
 """
 from __future__ import annotations
 
-import base64
 import json
+import re
+import secrets
 from dataclasses import dataclass, field
 
 from core.errors import UserError
@@ -45,14 +48,19 @@ class SetupResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _webhook_headers(secret: str | None, basic_auth: tuple[str, str] | None) -> dict:
-    headers = {}
-    if secret:
-        headers[SECRET_HEADER] = secret
-    if basic_auth:
-        token = base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
-        headers["Authorization"] = f"Basic {token}"
-    return headers
+def webhook_token(project: Project, *, rotate: bool = False) -> str:
+    """The dedicated webhook token (``ls.webhook_token``): created on first use, replaced when ``rotate``."""
+    token = bk.get_meta(project, bk.KEY_WEBHOOK_TOKEN)
+    if token is None or rotate:
+        token = secrets.token_urlsafe(32)
+        bk.set_meta(project, {bk.KEY_WEBHOOK_TOKEN: token})
+    return token
+
+
+def _webhook_headers(token: str) -> dict:
+    """The webhook's only header: the dedicated token (never the basic-auth pair nor a Label Studio key, since
+    every member of the organisation can read a webhook's headers in Label Studio's settings)."""
+    return {SECRET_HEADER: token}
 
 
 def _ensure_webhook(client: LabelStudioClient, pid: int, url: str, headers: dict, *, create: bool) -> bool:
@@ -83,8 +91,8 @@ def check_ml_backend(client: LabelStudioClient, backend_id: int, url: str) -> No
 
 def setup_project(project: Project, client: LabelStudioClient, *, title: str | None = None,
                   ls_project_id: int | None = None, backend_url: str | None = None, connect: str = "auto",
-                  webhook_secret: str | None = None, basic_auth: tuple[str, str] | None = None,
-                  wording: dict[str, str | None] | None = None) -> SetupResult:
+                  basic_auth: tuple[str, str] | None = None,
+                  wording: dict[str, str | None] | None = None, rotate_secret: bool = False) -> SetupResult:
     """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
     ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown. Raises ``UserError``
     (incl. ``LabelStudioError``) with the reason when a step fails."""
@@ -137,36 +145,43 @@ def setup_project(project: Project, client: LabelStudioClient, *, title: str | N
     result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
     if backend_url:
         result.connection = connect_backend(client, ls_project_id, backend_url, connect=connect,
-                                            webhook_secret=webhook_secret, basic_auth=basic_auth, notes=notes)
+                                            token=webhook_token(project, rotate=rotate_secret),
+                                            basic_auth=basic_auth, notes=notes)
     return result
 
 
 def connect_backend(client: LabelStudioClient, pid: int, backend_url: str, *, connect: str = "auto",
-                    webhook_secret: str | None = None, basic_auth: tuple[str, str] | None = None,
-                    notes: list[str] | None = None) -> str:
+                    token: str, basic_auth: tuple[str, str] | None = None, notes: list[str] | None = None) -> str:
     """Connect the backend as an ML backend (``connect`` = ``ml`` or ``auto``) or a project webhook; returns
     ``"ml-backend"`` or ``"webhook"``."""
     notes = notes if notes is not None else []
     base = backend_url.rstrip("/")
     hook = f"{base}/webhook"
-    headers = _webhook_headers(webhook_secret, basic_auth)
+    headers = _webhook_headers(token)
     if connect in ("auto", "ml"):
-        try:
-            backends = client.ml_backends(pid)
-            known = [m for m in backends if str(m.get("url", "")).rstrip("/") == base] or \
-                [m for m in backends if m.get("title") == "EASL"]
-            if not known:
+        backends = client.ml_backends(pid)
+        known = [m for m in backends if str(m.get("url", "")).rstrip("/") == base] or \
+            [m for m in backends if m.get("title") == "EASL"]
+        if known:  # repair: the URL and the credentials Label Studio uses to reach the backend
+            for m in known:
+                try:
+                    client.update_ml_backend(int(m["id"]), project_id=pid, url=base, basic_auth=basic_auth)
+                except LabelStudioError as exc:
+                    what = ("cannot reach" if "health check failed" in str(exc)
+                            else "is refused by or gets an error from")
+                    detail = re.sub(r"<[^>]+>", "", str(exc))[:400]
+                    raise LabelStudioError(f"Label Studio {what} the backend at {base} ({detail}); check that `easl "
+                                           "serve` runs there with the same EASL_BASIC_AUTH") from exc
+        else:
+            try:
                 known = [client.add_ml_backend(pid, base, title="EASL", basic_auth=basic_auth)]
-            else:  # repair: the URL and the credentials Label Studio uses to reach the backend
-                for m in known:
-                    client.update_ml_backend(int(m["id"]), url=base, basic_auth=basic_auth)
+            except LabelStudioError as exc:
+                if connect == "ml":
+                    raise
+                notes.append(f"ML backend registration failed ({exc}); connected a project webhook instead")
+        if known:
             # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing)
             _ensure_webhook(client, pid, hook, headers, create=True)
-        except LabelStudioError as exc:
-            if connect == "ml":
-                raise
-            notes.append(f"ML backend registration failed ({exc}); connected a project webhook instead")
-        else:
             for m in known:
                 check_ml_backend(client, int(m["id"]), base)
             return "ml-backend"

@@ -95,7 +95,8 @@ SLIDER_STYLE = """
 .easl-scale output { display: inline-block; min-width: 3.5em; margin-left: 0.5em !important;
   font-variant-numeric: tabular-nums; font-weight: 600; }
 .easl-scale output:empty::after { content: "not set"; font-weight: 400; color: #b3261e; font-size: 0.85em; }
-.easl-scale div:has(output:empty) input[type=range] { opacity: 0.5; filter: grayscale(1); background: #e4e4e4 !important; }
+.easl-scale div:has(output:empty) input[type=range] { opacity: 0.5; filter: grayscale(1);
+  background: #e4e4e4 !important; }
 .easl-scale div:has(output:empty) input[type=range]::-webkit-slider-thumb { opacity: 0 !important;
   visibility: hidden !important; }
 .easl-scale div:has(output:empty) input[type=range]::-moz-range-thumb { opacity: 0 !important; }
@@ -126,7 +127,8 @@ def label_config(layout: Layout, *, instructions: str | None = None, question: s
                 f'      <View className="easl-low"><Header value={quoteattr(low)} size="6" underline="false"/></View>\n'
                 f'      <Number name="score_{j}" toName="text_{j}" min="{lo}" max="{hi}" step="1" slider="true"'
                 f' required="true" requiredMessage={quoteattr(f"Text {j + 1} has no score yet: set its slider.")}/>\n'
-                f'      <View className="easl-high"><Header value={quoteattr(high)} size="6" underline="false"/></View>\n'
+                f'      <View className="easl-high"><Header value={quoteattr(high)} size="6" underline="false"/>'
+                '</View>\n'
                 "    </View>\n"
                 "  </View>\n"
             )

@@ -151,6 +151,11 @@ class FrontEndRecords(Connected):
         counts = dict(self._conn.execute("SELECT status, COUNT(*) FROM events GROUP BY status").fetchall())
         return {k: int(counts.get(k, 0)) for k in EVENT_STATUSES}
 
+    def open_hit_times(self) -> dict[str, str]:
+        """``hit_id -> created_at`` of every open HIT (of any iteration), oldest first."""
+        rows = self._conn.execute("SELECT hit_id, created_at FROM hits WHERE status = 'open' ORDER BY rowid").fetchall()
+        return {str(h): str(t) for h, t in rows}
+
     # --------------------------------------------------------------------------------------------------- rejects
 
     def add_reject(self, *, source: str, location: str | None, reason: str, payload: Any = None) -> bool:

@@ -86,5 +86,6 @@ def _run(args: argparse.Namespace) -> int:
         n_hits = project.status().n_hits_open
         print(f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
               f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}; iteration 0 has {n_hits} HITs "
-              f"(get them with: easl next {args.project} --output hits.jsonl)")
+              f"\nnext: easl ls setup {args.project} --url URL --backend-url URL (Label Studio), "
+              f"easl tui {args.project} (terminal), or easl next {args.project} --output hits.jsonl (files)")
     return 0
