@@ -100,6 +100,8 @@ SLIDER_STYLE = """
 .easl-scale div:has(output:empty) input[type=range]::-webkit-slider-thumb { opacity: 0 !important;
   visibility: hidden !important; }
 .easl-scale div:has(output:empty) input[type=range]::-moz-range-thumb { opacity: 0 !important; }
+.easl-scale div:has(output:empty) input[type=range]::-webkit-slider-runnable-track { background: #e4e4e4 !important; }
+.easl-scale div:has(output:empty) input[type=range]::-moz-range-progress { background: #e4e4e4 !important; }
 """
 
 
