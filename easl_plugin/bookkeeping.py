@@ -17,7 +17,7 @@ from typing import Iterable
 
 from core.store import Project, now
 
-__all__ = ["SOURCE", "TASK", "ANNOTATION", "KEY_PROJECT_ID", "KEY_URL", "KEY_LAYOUT", "KEY_LAST_RECONCILIATION",
+__all__ = ["SOURCE", "TASK", "ANNOTATION", "USER", "KEY_PROJECT_ID", "KEY_URL", "KEY_LAYOUT", "KEY_LAST_RECONCILIATION",
            "KEY_RECONCILIATION_REPORT", "KEY_PUSH_PENDING", "KEY_HIT_TIMEOUT", "DEFAULT_HIT_TIMEOUT_S",
            "KEY_WEBHOOK_TOKEN", "now", "open_project", "enqueue", "move_journal",
            "status_figures", "get_meta", "set_meta", "id_map", "put_ids", "queue_counts"]
@@ -25,6 +25,7 @@ __all__ = ["SOURCE", "TASK", "ANNOTATION", "KEY_PROJECT_ID", "KEY_URL", "KEY_LAY
 SOURCE = "label-studio"                    #: source of the plugin's observations and rejects
 TASK = "ls.task"                           #: external ids: Label Studio task id -> HIT id
 ANNOTATION = "ls.annotation"               #: external ids: Label Studio annotation id -> task id
+USER = "ls.user"                           #: external ids: Label Studio user id -> the user's e-mail
 KEY_PROJECT_ID = "ls.project_id"           #: the linked Label Studio project
 KEY_URL = "ls.url"                         #: its server
 KEY_LAYOUT = "ls.layout"                   #: the label layout (JSON, ``label_config.layouts.Layout``)

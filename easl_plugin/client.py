@@ -139,6 +139,10 @@ class LabelStudioClient:
         """The user the key belongs to (checks the key)."""
         return self.request("GET", "/api/current-user/whoami")
 
+    def user(self, user_id: int) -> dict:
+        """One user of the organisation (``id``, ``email``, ...)."""
+        return self.request("GET", f"/api/users/{int(user_id)}")
+
     def projects(self) -> list[dict]:
         """All projects visible to the user."""
         return list(self._pages("/api/projects", {}))

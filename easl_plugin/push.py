@@ -57,6 +57,16 @@ def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, 
     return push(project, client, ls_project_id, layout, hits)
 
 
+def progress_text(project: Project) -> str:
+    """The Label Studio project's description: the campaign's progress for the project manager (iteration, HITs,
+    annotations, and the convergence figure: the mean posterior variance of the items, on the 0-1 scale)."""
+    s = project.status()
+    return (f"EASL campaign: iteration {int(s['iteration'])}, {int(s['n_hits_complete'])} of "
+            f"{int(s['n_hits_open']) + int(s['n_hits_complete'])} HITs done, {int(s['n_observations'])} scores so "
+            f"far; mean posterior variance {float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; "
+            "lower is more certain).")
+
+
 def _age_s(stamp: object, now: float) -> float:
     from datetime import datetime
 

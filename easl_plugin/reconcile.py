@@ -27,7 +27,7 @@ from core.store import Project, now
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient
 from easl_plugin.ingest import (IngestOutcome, commit_annotations, delete_annotations, delete_tasks,
-                                prepare_annotations)
+                                learn_annotators, prepare_annotations)
 from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
@@ -103,6 +103,10 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
             rep.annotations += 1
             seen_annotations.add(str(ann["id"]))
             pairs.append((dict(ann, task=task["id"]), task))
+    people = learn_annotators(project, client, [a for a, _ in pairs])
+    if people:
+        with gate:
+            project.map_external(bk.USER, people)
     plan = prepare_annotations(project, layout, pairs, live)  # validation outside the write gate (reads only)
     with gate:
         outcomes = commit_annotations(project, layout, plan)

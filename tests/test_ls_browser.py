@@ -3,7 +3,8 @@
 Issue 11, item 9. A project manager runs `easl ls setup` with a question and scale labels; two annotators sign up
 through the invite link, log in, read the question and the labels, set the five sliders of a HIT (0 and 50 among
 them, by click and by keyboard; submit first refuses and names the unset item), and submit; the next iteration's
-tasks appear; a task opened and left alone is re-issued after a short `--hit-timeout`.
+tasks appear; the export names the annotators by e-mail; a task opened and left alone is re-issued after a short
+`--hit-timeout`.
 
 Chromium comes from Debian's packages (``tests.ls_server.ensure_chromium`` installs it when missing; the test fails
 with the reason when it cannot); Playwright only drives it (``executable_path``; no browser download). On failure
@@ -18,9 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import requests
 
+from core.store import Project
 from tests.ls_server import create_annotator, ensure_chromium, free_port, running_server, wait_for
 
 pytestmark = pytest.mark.labelstudio
@@ -45,6 +48,12 @@ def tasks(ls, pid: int) -> list[dict]:
     r.raise_for_status()
     body = r.json()
     return body["tasks"] if isinstance(body, dict) else body
+
+
+def _project(ls, pid: int) -> dict:
+    r = requests.get(f"{ls.url}/api/projects/{pid}", headers={"Authorization": f"Token {ls.token}"}, timeout=30)
+    r.raise_for_status()
+    return r.json()
 
 
 def log_in(browser, url: str, email: str, password: str):
@@ -146,16 +155,23 @@ def test_a_campaign_in_chromium(tmp_path):
                     # the next iteration's two tasks appear
                     wait_for(lambda: sum(t["data"]["iteration"] == 1 for t in tasks(ls, pid)) >= 2,
                              "the next iteration's tasks", 60)
-                    with __import__("core.store", fromlist=["Project"]).Project.open(project, readonly=True) as p:
-                        ratings = p.ratings()
-                        assert p.iteration() == 1 and len(ratings) == 10
+                    with Project.open(project, readonly=True) as store:
+                        ratings = store.ratings()
+                        assert store.iteration() == 1 and len(ratings) == 10
                         assert {0.0, 50.0, 100.0} <= set(ratings["score"])
-                        assert ratings["annotator"].nunique() == 2     # one HIT each, by two people
+                    # the project description shows the campaign's progress to the project manager
+                    wait_for(lambda: "iteration 1" in _project(ls, pid)["description"], "progress in the description")
+                    # the export names the annotators by their Label Studio e-mail
+                    easl("export", str(project), "--output", str(tmp_path / "est.csv"), "--ratings",
+                         str(tmp_path / "ratings.csv"), env=env)
+                    exported = pd.read_csv(tmp_path / "ratings.csv")
+                    assert set(exported["annotator"]) == {person.email for person in people}
                     # rater 1 opens a task of the new iteration and leaves it: it is re-issued after --hit-timeout
                     page = pages[people[0].email]
                     open_labeling(page, ls.url, pid)
                     page.screenshot(path=str(shots / "rater1-next-iteration.png"))
                     assert page.get_by_text(QUESTION).count() >= 1
+
                     def reissued() -> list[str]:
                         hits = [t["data"]["hit_id"] for t in tasks(ls, pid) if t["data"]["iteration"] == 1]
                         return [h for h in set(hits) if hits.count(h) >= 2]

@@ -287,9 +287,10 @@ def test_loop_three_iterations(loop, sdk, annotators):
     by_annotation = {str(a): set() for a in r["annotation_id"]}
     for a, who in zip(r["annotation_id"], r["annotator"]):
         by_annotation[str(a)].add(who)
-    assert by_annotation == {a: {f"ls:{uid}"} for a, uid in submitted.items()}
-    assert set(r["annotator"]) == {f"ls:{a.user_id}" for a, _ in annotators}
-    assert f"ls:{sdk.users.whoami().id}" not in set(r["annotator"])
+    email = {a.user_id: a.email for a, _ in annotators}       # annotators are recorded by e-mail (issue 11 item 6)
+    assert by_annotation == {a: {email[uid]} for a, uid in submitted.items()}
+    assert set(r["annotator"]) == {a.email for a, _ in annotators}
+    assert sdk.users.whoami().email not in set(r["annotator"])
     out = easl("verify", str(path))
     assert out.stdout.startswith("ok")
     # our own TASKS_CREATED never entered the queue (no feedback loop)
