@@ -242,7 +242,7 @@ class AuthMiddleware:
         denied = self._check(scope)
         if denied is not None:
             if scope["path"] == "/webhook" and denied.status_code == 401:
-                _record_delivery(scope, DELIVERY_REFUSED, json.loads(denied.body)["error"])
+                _record_delivery(scope, DELIVERY_REFUSED, json.loads(bytes(denied.body))["error"])
             await denied(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -167,9 +167,9 @@ class Worker:
                         if client is not None:
                             if self.reconcile_requested.is_set() or time.monotonic() >= next_reconcile:
                                 self.reconcile_requested.clear()
-                                timeout = project.get_meta(bk.KEY_HIT_TIMEOUT)
+                                hit_timeout = project.get_meta(bk.KEY_HIT_TIMEOUT)
                                 reconcile(project, client, self.linked.project_id, self.linked.layout, self.gate,
-                                          hit_timeout_s=float(timeout or bk.DEFAULT_HIT_TIMEOUT_S))
+                                          hit_timeout_s=float(hit_timeout or bk.DEFAULT_HIT_TIMEOUT_S))
                                 next_reconcile = time.monotonic() + self.reconcile_interval_s
                             self.push(project, client, self.linked)
                     if self.last_error is not None:
