@@ -609,6 +609,17 @@ def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count
         task = next(t for t in ls_tasks(sdk, pid) if t.id == task_a)
         sdk.annotations.create(id=task_a, result=slider_result(task.data["item_ids"], np.random.default_rng(1)))
         wait_for(lambda: engine_hits(project)[hit_a][0] == "complete", "late annotation applied", 30)
+        # the HIT done twice (its fresh task annotated too): both annotations count, each once
+        fresh = max((t for t in ls_tasks(sdk, pid) if t.data["hit_id"] == hit_a), key=lambda t: t.id)
+        assert fresh.id != task_a
+        sdk.annotations.create(id=fresh.id, result=slider_result(fresh.data["item_ids"], np.random.default_rng(2)))
+
+        def both() -> bool:
+            r = live_by_annotation(project)
+            return len([a for a, scores in r.items() if set(scores) <= set(fresh.data["item_ids"])]) >= 2
+
+        wait_for(both, "both annotations of the HIT done twice", 30)
+        assert live_by_annotation(project) == expected_live(sdk, pid)
         assert easl("verify", str(project)).stdout.startswith("ok")
     finally:
         backend.stop()
