@@ -139,6 +139,10 @@ class LabelStudioClient:
         """The user the key belongs to (checks the key)."""
         return self.request("GET", "/api/current-user/whoami")
 
+    def user(self, user_id: int) -> dict:
+        """One user of the organisation (``id``, ``email``, ...)."""
+        return self.request("GET", f"/api/users/{int(user_id)}")
+
     def projects(self) -> list[dict]:
         """All projects visible to the user."""
         return list(self._pages("/api/projects", {}))
@@ -223,6 +227,23 @@ class LabelStudioClient:
     def ml_backends(self, project_id: int) -> list[dict]:
         """ML backends connected to a project."""
         return self.request("GET", "/api/ml", params={"project": int(project_id)}) or []
+
+    def ml_backend(self, backend_id: int) -> dict:
+        """One ML backend; Label Studio checks the connection (``/health``, ``/setup``) before answering, so its
+        ``state`` (``CO`` connected, ``DI`` unreachable, ``ER`` error) and ``error_message`` are current."""
+        return self.request("GET", f"/api/ml/{int(backend_id)}")
+
+    def update_ml_backend(self, backend_id: int, *, project_id: int, url: str,
+                          basic_auth: tuple[str, str] | None) -> dict:
+        """Set an ML backend's URL and credentials (basic auth, or none). The project goes with them: Label Studio
+        1.23 checks the connection on PATCH and fails with HTTP 500 when the body has no ``project``."""
+        body: dict = {"project": int(project_id), "url": url}
+        if basic_auth:
+            body.update({"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0],
+                         "basic_auth_pass": basic_auth[1]})
+        else:
+            body.update({"auth_method": "NONE"})
+        return self.request("PATCH", f"/api/ml/{int(backend_id)}", json=body)
 
     def add_ml_backend(self, project_id: int, url: str, *, title: str, basic_auth: tuple[str, str] | None = None) -> dict:
         """Connect ``url`` as the project's ML backend (Label Studio then calls its /health and /setup)."""

@@ -28,6 +28,41 @@ class IngestOutcome(str, enum.Enum):
         return self.value
 
 
+def _user_id(annotation: dict) -> str | None:
+    who = annotation.get("completed_by")
+    if isinstance(who, dict):
+        who = who.get("id")
+    return str(who) if isinstance(who, (int, str)) and str(who).isdigit() else None
+
+
+def learn_annotators(project: Project, client, annotations: list[dict]) -> list[tuple[str, str]]:
+    """The ``(user id, e-mail)`` of every Label Studio user who completed one of ``annotations`` and is not known
+    yet, asked of Label Studio (``client``; none when None or when Label Studio cannot tell). Reads only: the
+    caller records them (``project.map_external(bk.USER, pairs)``, under its write gate), and annotations are
+    then recorded under their annotator's e-mail, the user id kept beside it in the external ids."""
+    if client is None:
+        return []
+    known = project.external_map(bk.USER)
+    found = []
+    for uid in sorted({u for u in map(_user_id, annotations) if u is not None and u not in known}):
+        try:
+            email = client.user(int(uid)).get("email")
+        except EaslError:
+            continue
+        if isinstance(email, str) and email:
+            found.append((uid, email))
+    return found
+
+
+def _named(rows: list[dict], people: dict[str, str]) -> list[dict]:
+    """Rows with ``ls:<id>`` annotators renamed to the user's e-mail where it is known."""
+    for r in rows:
+        who = str(r.get("annotator", ""))
+        if who.startswith("ls:") and who[3:] in people:
+            r["annotator"] = people[who[3:]]
+    return rows
+
+
 def _location(task: dict, annotation: dict) -> str:
     return f"label-studio task {task.get('id')} annotation {annotation.get('id')}"
 
@@ -70,7 +105,7 @@ def apply_annotation(project: Project, layout: Layout, annotation: dict, task: d
     if live is not None and live.get(aid) == {r["item_id"]: float(r["score"]) for r in conv.rows}:
         return IngestOutcome.UNCHANGED
     try:
-        project.ingest(conv.rows, source=bk.SOURCE)
+        project.ingest(_named(conv.rows, project.external_map(bk.USER)), source=bk.SOURCE)
     except EaslError as exc:
         _reject(project, task, annotation, _reason(exc))
         if was_live:
@@ -101,6 +136,7 @@ def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict
     project's write lock only to append."""
     outcomes: list[IngestOutcome | None] = [None] * len(pairs)
     ann_map, task_map, rows, good, single = [], [], [], [], []
+    people = project.external_map(bk.USER)
     for k, (ann, task) in enumerate(pairs):
         aid = str(ann["id"])
         data = task.get("data") if isinstance(task.get("data"), dict) else {}
@@ -114,7 +150,7 @@ def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict
             outcomes[k] = IngestOutcome.UNCHANGED
         else:
             good.append(k)
-            rows.extend(conv.rows)
+            rows.extend(_named(conv.rows, people))
     prepared = project.prepare(rows, source=bk.SOURCE) if rows else None
     return AnnotationPlan(pairs=pairs, live=live, outcomes=outcomes, ann_map=ann_map, task_map=task_map,
                           single=single, good=good, prepared=prepared)

@@ -55,3 +55,59 @@ def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, 
     with gate if gate is not None else contextlib.nullcontext():
         hits = project.next_hits()
     return push(project, client, ls_project_id, layout, hits)
+
+
+def progress_text(project: Project) -> str:
+    """The Label Studio project's description: the campaign's progress for the project manager (iteration, HITs,
+    annotations, and the convergence figure: the mean posterior variance of the items, on the 0-1 scale)."""
+    s = project.status()
+    return (f"EASL campaign: iteration {int(s['iteration'])}, {int(s['n_hits_complete'])} of "
+            f"{int(s['n_hits_open']) + int(s['n_hits_complete'])} HITs done, {int(s['n_observations'])} scores so "
+            f"far; mean posterior variance {float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; "
+            "lower is more certain).")
+
+
+def _age_s(stamp: object, now: float) -> float:
+    from datetime import datetime
+
+    try:
+        return now - datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def reissue_stalled(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
+                    tasks: list[dict], timeout_s: float) -> list[str]:
+    """Re-issue the open HITs that stalled as a fresh Label Studio task each; returns their HIT ids.
+
+    A HIT stalls when its newest task (``tasks``: the project's tasks with their annotations, as listed by the
+    reconciliation) is older than ``timeout_s`` without an annotation (an annotator opened it and left: Label
+    Studio keeps it locked for them), or has an annotation although the HIT is still open (it was skipped or
+    rejected: Label Studio counts the task as completed and shows it to nobody). The old task is left in place, so
+    a late annotation on it is still accepted; both tasks map to the HIT, and reconciliation keeps them both.
+    """
+    import time
+
+    now = time.time()
+    newest: dict[str, dict] = {}
+    for t in tasks:
+        hit_id = (t.get("data") or {}).get("hit_id") if isinstance(t.get("data"), dict) else None
+        if isinstance(hit_id, str) and (hit_id not in newest or int(t["id"]) > int(newest[hit_id]["id"])):
+            newest[hit_id] = t
+    open_ids = set(project.open_hit_times())
+    stalled = []
+    for hit_id, t in newest.items():
+        if hit_id not in open_ids:
+            continue
+        done = any(isinstance(a, dict) for a in t.get("annotations") or [])
+        if done or _age_s(t.get("created_at"), now) > timeout_s:
+            stalled.append(hit_id)
+    if not stalled:
+        return []
+    hits = [h for h in project.open_hits(every_iteration=True) if str(h["hit_id"]) in set(stalled)]
+    body = tasks_for(hits, layout, project.hyper.seed)
+    for b in body:
+        b["meta"]["reissued"] = True
+    ids = client.import_tasks(ls_project_id, body)
+    bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in hits]))
+    return [str(h["hit_id"]) for h in hits]

@@ -27,7 +27,7 @@ from core.store import Project, now
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient
 from easl_plugin.ingest import (IngestOutcome, commit_annotations, delete_annotations, delete_tasks,
-                                prepare_annotations)
+                                learn_annotators, prepare_annotations)
 from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
@@ -45,6 +45,7 @@ class ReconcileReport:
     retracted_annotations: int = 0
     withdrawn_tasks: int = 0
     duplicate_tasks_deleted: int = 0
+    reissued_hits: int = 0
 
 
 def live_scores(project: Project) -> dict[str, dict[str, float]]:
@@ -61,9 +62,11 @@ def live_scores(project: Project) -> dict[str, dict[str, float]]:
 
 
 def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
-              gate: threading.Lock | contextlib.nullcontext | None = None) -> ReconcileReport:
-    """List the Label Studio project and apply every difference (see the module docstring). ``gate`` (the
-    service's write gate) is held around the writes, never around the calls to Label Studio."""
+              gate: threading.Lock | contextlib.nullcontext | None = None,
+              hit_timeout_s: float | None = None) -> ReconcileReport:
+    """List the Label Studio project and apply every difference (see the module docstring); with
+    ``hit_timeout_s``, then re-issue the HITs that stalled (``push.reissue_stalled``). ``gate`` (the service's
+    write gate) is held around the writes, never around the calls to Label Studio."""
     gate = gate if gate is not None else contextlib.nullcontext()
     rep = ReconcileReport()
     tasks = client.export_all(ls_project_id)
@@ -85,8 +88,8 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
         rep.tasks += 1
         annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and "id" in a]
         owner = hit_task.get(hit_id)
-        if owner is not None and owner != tid and owner in listed:
-            if not annotations:  # a second task for a HIT that already has one: an interrupted push
+        if owner is not None and owner != tid and owner in listed and tid not in task_map:
+            if not annotations:  # an unmapped second task for a HIT that has one: an interrupted push
                 client.delete_task(int(tid))
                 rep.duplicate_tasks_deleted += 1
                 continue
@@ -100,6 +103,10 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
             rep.annotations += 1
             seen_annotations.add(str(ann["id"]))
             pairs.append((dict(ann, task=task["id"]), task))
+    people = learn_annotators(project, client, [a for a, _ in pairs])
+    if people:
+        with gate:
+            project.map_external(bk.USER, people)
     plan = prepare_annotations(project, layout, pairs, live)  # validation outside the write gate (reads only)
     with gate:
         outcomes = commit_annotations(project, layout, plan)
@@ -118,6 +125,14 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
         if gone_tasks:
             delete_tasks(project, [int(t) for t in gone_tasks])
             rep.withdrawn_tasks = len(gone_tasks)
+    if hit_timeout_s is not None:
+        from easl_plugin.push import reissue_stalled
+
+        live_tasks = [t for t in tasks if str(t["id"]) in present_tasks]
+        again = reissue_stalled(project, client, ls_project_id, layout, live_tasks, hit_timeout_s)
+        rep.reissued_hits = len(again)
+        if again:
+            log.info("re-issued %d stalled HIT(s) as new tasks: %s", len(again), ", ".join(again))
     project.set_meta({bk.KEY_LAST_RECONCILIATION: now(), bk.KEY_RECONCILIATION_REPORT: _json(asdict(rep))})
     if rep.ingested or rep.retracted_annotations or rep.withdrawn_tasks or rep.duplicate_tasks_deleted:
         log.info("reconciliation applied missed changes: %s", asdict(rep))

@@ -58,6 +58,9 @@ MODEL_VERSION = "easl-plugin-1"
 SECRET_HEADER = "X-EASL-Secret"
 _SECRET_KEY = SECRET_HEADER.lower().encode()  # as ASGI spells header names
 PUBLIC_PATHS = frozenset({"/health", "/"})
+DELIVERY_SOURCE = "label-studio-delivery"  #: source of the rejects that record refused and malformed webhooks
+DELIVERY_REFUSED = "refused"                #: location prefix of a webhook refused for its credentials (401)
+DELIVERY_MALFORMED = "malformed"            #: location prefix of a webhook refused as malformed (400)
 FAILURES_PER_MINUTE = 10     #: failed authentications a client address may make per minute before 429
 MAX_JSON_DEPTH = 64          #: deepest nesting of arrays and objects accepted in a body (Label Studio's: < 10)
 PARSE_INLINE_BYTES = 64 * 1024  #: larger bodies are parsed in a thread, so the event loop stays free
@@ -185,6 +188,39 @@ class FailureLimiter:
         return len(q)
 
 
+class WebhookToken:
+    """The dedicated webhook token that ``easl ls setup`` keeps in the project file (``ls.webhook_token``) and
+    gives Label Studio's webhook as its only header: it authorises ``/webhook`` and nothing else. Read again (in a
+    thread, at most four times a second) whenever a given token does not match, so a rotation applies at once."""
+
+    def __init__(self, project_path: str) -> None:
+        self.project_path = project_path
+        self.value: str | None = None
+        self.read_at = float("-inf")
+
+    def _read(self) -> str | None:
+        from core.store import Project
+        from easl_plugin.bookkeeping import KEY_WEBHOOK_TOKEN
+
+        try:
+            with Project.open(self.project_path, readonly=True) as project:
+                return project.get_meta(KEY_WEBHOOK_TOKEN)
+        except Exception:  # a busy or missing file: no token for now, the other credentials still apply
+            return None
+
+    async def matches(self, given: bytes) -> bool:
+        """Whether ``given`` is the current token (compared in constant time)."""
+        if not given:
+            return False
+        if self.value and _same(given, self.value):
+            return True
+        if time.monotonic() - self.read_at < 0.25:
+            return False
+        self.read_at = time.monotonic()
+        self.value = await asyncio.to_thread(self._read)
+        return bool(self.value) and _same(given, self.value or "")
+
+
 class AuthMiddleware:
     """ASGI middleware: every request but ``PUBLIC_PATHS`` needs the configured credentials (basic auth; on
     ``/webhook`` also the shared secret), with failures rate-limited per client address; without any credential
@@ -194,16 +230,30 @@ class AuthMiddleware:
         self.app = app
         self.config = config
         self.limiter = limiter or FailureLimiter()
+        self.token = WebhookToken(config.project_path)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
+        if scope["path"] == "/webhook" and await self._token_ok(scope):
+            await self.app(scope, receive, send)
+            return
         denied = self._check(scope)
         if denied is not None:
+            if scope["path"] == "/webhook" and denied.status_code == 401:
+                _record_delivery(scope, DELIVERY_REFUSED, json.loads(bytes(denied.body))["error"])
             await denied(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    async def _token_ok(self, scope) -> bool:
+        """A webhook that carries the dedicated webhook token (and whose address is not blocked)."""
+        client = (scope.get("client") or ("", 0))[0] or "unknown"
+        if self.limiter.retry_after(client) > 0:
+            return False
+        given = next((v for k, v in scope["headers"] if k == _SECRET_KEY), b"")
+        return await self.token.matches(given)
 
     def _check(self, scope) -> Response | None:
         cfg = self.config
@@ -291,8 +341,36 @@ def _load_json(raw: bytes) -> object:
         raise PayloadError(f"malformed JSON: {exc}") from None
 
 
+def _store_delivery(path: str, kind: str, reason: str, client: str) -> None:
+    from core.store import Project, now
+
+    with Project.open(path) as project:
+        project.add_reject(source=DELIVERY_SOURCE, location=f"{kind} webhook from {client} at {now()}", reason=reason)
+
+
+def _record_delivery(scope, kind: str, reason: str) -> None:
+    """Record a refused or malformed webhook in the project file's rejects (the reason and the client address,
+    never a credential) in a thread, without delaying the answer, so that ``easl ls status`` counts and shows it.
+    Failed authentications are rate-limited per address (``FailureLimiter``), so these writes are few."""
+    app = scope.get("app")
+    svc = getattr(getattr(app, "state", None), "easl", None)
+    if svc is None:
+        return
+    client = (scope.get("client") or ("", 0))[0] or "unknown"
+
+    def store() -> None:
+        try:
+            _store_delivery(svc.config.project_path, kind, reason, client)
+        except Exception as exc:  # counting a refusal must never fail the service
+            log.warning("could not record a %s webhook: %s", kind, exc.__class__.__name__)
+
+    asyncio.get_running_loop().run_in_executor(None, store)
+
+
 async def _payload_error(request: Request, exc: Exception) -> Response:
     log.info("%s rejected: %s", request.url.path, exc)
+    if request.url.path == "/webhook":
+        _record_delivery(request.scope, DELIVERY_MALFORMED, str(exc)[:300])
     return JSONResponse({"error": str(exc)}, 400)
 
 

@@ -13,12 +13,15 @@ Steps (each one idempotent, so running the command again repairs a partial setup
    running ``easl serve`` starts working on the project only once its tasks are in place;
 5. connect the backend when ``--backend-url`` is given: as an ML backend (Label Studio then calls its ``/health``
    and ``/setup`` and creates a webhook to ``<url>/webhook``), or, when that fails or ``--connect webhook`` is
-   asked for, as a project webhook; the webhook's headers carry the shared secret and basic auth when set.
+   asked for, as a project webhook. The webhook's only header is a dedicated random token (``ls.webhook_token``,
+   replaced by ``--rotate-secret``) that authorises webhook delivery and nothing else; an existing backend's URL
+   and credentials and the webhook's headers are repaired; Label Studio is then asked to check the connection.
 """
 from __future__ import annotations
 
-import base64
 import json
+import re
+import secrets
 from dataclasses import dataclass, field
 
 from core.errors import UserError
@@ -45,37 +48,61 @@ class SetupResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _webhook_headers(secret: str | None, basic_auth: tuple[str, str] | None) -> dict:
-    headers = {}
-    if secret:
-        headers[SECRET_HEADER] = secret
-    if basic_auth:
-        token = base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
-        headers["Authorization"] = f"Basic {token}"
-    return headers
+def webhook_token(project: Project, *, rotate: bool = False) -> str:
+    """The dedicated webhook token (``ls.webhook_token``): created on first use, replaced when ``rotate``."""
+    token = bk.get_meta(project, bk.KEY_WEBHOOK_TOKEN)
+    if token is None or rotate:
+        token = secrets.token_urlsafe(32)
+        bk.set_meta(project, {bk.KEY_WEBHOOK_TOKEN: token})
+    return token
+
+
+def _webhook_headers(token: str) -> dict:
+    """The webhook's only header: the dedicated token (never the basic-auth pair nor a Label Studio key, since
+    every member of the organisation can read a webhook's headers in Label Studio's settings)."""
+    return {SECRET_HEADER: token}
 
 
 def _ensure_webhook(client: LabelStudioClient, pid: int, url: str, headers: dict, *, create: bool) -> bool:
     """Give the webhook(s) to ``url`` our headers (creating one when ``create``); True when one exists after."""
     found = [w for w in client.webhooks(pid) if str(w.get("url", "")).rstrip("/") == url.rstrip("/")]
-    for w in found:
-        if headers and w.get("headers") != headers:
-            client.update_webhook(int(w["id"]), headers=headers)
+    for w in found:  # repair: our headers (replacing any older credential), full payloads, active
+        if (w.get("headers") or {}) != headers or not w.get("send_payload", True) or not w.get("is_active", True):
+            client.update_webhook(int(w["id"]), headers=headers, send_payload=True, is_active=True)
     if not found and create:
         client.create_webhook(pid, url, headers=headers, actions=WEBHOOK_ACTIONS)
         return True
     return bool(found)
 
 
+def check_ml_backend(client: LabelStudioClient, backend_id: int, url: str) -> None:
+    """Ask Label Studio to check its connection to the backend (it calls ``/health`` and ``/setup``); raise
+    ``LabelStudioError`` with Label Studio's reason when it cannot reach the backend or is refused."""
+    m = client.ml_backend(backend_id)
+    state = str(m.get("state") or "")
+    if state in ("CO", "TR", "PR"):
+        return
+    why = str(m.get("error_message") or "").strip().splitlines()
+    detail = why[-1][:300] if why else "no reason given"
+    what = "cannot reach" if state == "DI" else "is refused by or gets an error from"
+    raise LabelStudioError(f"Label Studio {what} the backend at {url} (state {state or '?'}: {detail}); check "
+                           "that `easl serve` runs there and that EASL_BASIC_AUTH is the same for both commands")
+
+
 def setup_project(project: Project, client: LabelStudioClient, *, title: str | None = None,
                   ls_project_id: int | None = None, backend_url: str | None = None, connect: str = "auto",
-                  webhook_secret: str | None = None, basic_auth: tuple[str, str] | None = None) -> SetupResult:
-    """Run the set-up steps (module docstring) and return what was done. Raises ``UserError`` (incl.
-    ``LabelStudioError``) with the reason when a step fails."""
+                  basic_auth: tuple[str, str] | None = None,
+                  wording: dict[str, str | None] | None = None, rotate_secret: bool = False) -> SetupResult:
+    """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
+    ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown. Raises ``UserError``
+    (incl. ``LabelStudioError``) with the reason when a step fails."""
     client.whoami()
     hyper = project.hyper
     layout = layout_for_method(hyper.method, hyper.hit_size, hyper.score_min, hyper.score_max)
-    xml = label_config(layout)
+    before = project.wording()
+    wanted = {k: v for k, v in (wording or {}).items() if v is not None}
+    words = before._replace(**{k: (v.strip() or None) for k, v in wanted.items()})
+    xml = label_config(layout, **words._asdict())
     validate_label_config(xml, layout)
     linked_id = bk.get_meta(project, bk.KEY_PROJECT_ID)
     linked_url = bk.get_meta(project, bk.KEY_URL)
@@ -96,8 +123,17 @@ def setup_project(project: Project, client: LabelStudioClient, *, title: str | N
             if int(p.get("task_number") or 0) > 0:
                 raise UserError(f"Label Studio project {ls_project_id} has tasks and a label config that does not "
                                 f"fit this project ({layout.kind}, {layout.n} items); create a new one instead")
-            client.update_project(ls_project_id, label_config=xml)
+        if (p.get("label_config") or "").strip() != xml.strip():
+            # the same controls (names, ranges) as before: Label Studio keeps every annotation valid; it refuses
+            # (with its reason) a config that would invalidate one, and then nothing is changed here
+            try:
+                client.update_project(ls_project_id, label_config=xml)
+            except LabelStudioError as exc:
+                raise UserError(f"Label Studio project {ls_project_id} refused the new label config (question and "
+                                f"scale labels), so nothing was changed: {exc}") from exc
         client.update_project(ls_project_id, **settings, **({"title": title} if title else {}))
+    if words != before:
+        project.set_wording(**words._asdict())
     notes: list[str] = []
     if not created:
         rep = reconcile(project, client, ls_project_id, layout)
@@ -109,30 +145,45 @@ def setup_project(project: Project, client: LabelStudioClient, *, title: str | N
     result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
     if backend_url:
         result.connection = connect_backend(client, ls_project_id, backend_url, connect=connect,
-                                            webhook_secret=webhook_secret, basic_auth=basic_auth, notes=notes)
+                                            token=webhook_token(project, rotate=rotate_secret),
+                                            basic_auth=basic_auth, notes=notes)
     return result
 
 
 def connect_backend(client: LabelStudioClient, pid: int, backend_url: str, *, connect: str = "auto",
-                    webhook_secret: str | None = None, basic_auth: tuple[str, str] | None = None,
-                    notes: list[str] | None = None) -> str:
+                    token: str, basic_auth: tuple[str, str] | None = None, notes: list[str] | None = None) -> str:
     """Connect the backend as an ML backend (``connect`` = ``ml`` or ``auto``) or a project webhook; returns
     ``"ml-backend"`` or ``"webhook"``."""
     notes = notes if notes is not None else []
     base = backend_url.rstrip("/")
     hook = f"{base}/webhook"
-    headers = _webhook_headers(webhook_secret, basic_auth)
+    headers = _webhook_headers(token)
     if connect in ("auto", "ml"):
-        try:
-            known = [m for m in client.ml_backends(pid) if str(m.get("url", "")).rstrip("/") == base]
-            if not known:
-                client.add_ml_backend(pid, base, title="EASL", basic_auth=basic_auth)
+        backends = client.ml_backends(pid)
+        known = [m for m in backends if str(m.get("url", "")).rstrip("/") == base] or \
+            [m for m in backends if m.get("title") == "EASL"]
+        if known:  # repair: the URL and the credentials Label Studio uses to reach the backend
+            for m in known:
+                try:
+                    client.update_ml_backend(int(m["id"]), project_id=pid, url=base, basic_auth=basic_auth)
+                except LabelStudioError as exc:
+                    what = ("cannot reach" if "health check failed" in str(exc)
+                            else "is refused by or gets an error from")
+                    detail = re.sub(r"<[^>]+>", "", str(exc))[:400]
+                    raise LabelStudioError(f"Label Studio {what} the backend at {base} ({detail}); check that `easl "
+                                           "serve` runs there with the same EASL_BASIC_AUTH") from exc
+        else:
+            try:
+                known = [client.add_ml_backend(pid, base, title="EASL", basic_auth=basic_auth)]
+            except LabelStudioError as exc:
+                if connect == "ml":
+                    raise
+                notes.append(f"ML backend registration failed ({exc}); connected a project webhook instead")
+        if known:
             # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing)
             _ensure_webhook(client, pid, hook, headers, create=True)
+            for m in known:
+                check_ml_backend(client, int(m["id"]), base)
             return "ml-backend"
-        except LabelStudioError as exc:
-            if connect == "ml":
-                raise
-            notes.append(f"ML backend registration failed ({exc}); connected a project webhook instead")
     _ensure_webhook(client, pid, hook, headers, create=True)
     return "webhook"

@@ -30,8 +30,8 @@ from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.events import deleted_annotation_ids, deleted_task_ids
 from easl_plugin.ingest import (IngestOutcome, apply_annotation, commit_annotations, delete_annotations,
-                                delete_tasks, prepare_annotations)
-from easl_plugin.push import push_batch
+                                delete_tasks, learn_annotators, prepare_annotations)
+from easl_plugin.push import progress_text, push_batch
 from easl_plugin.reconcile import reconcile
 from easl_plugin.streaming import push_streaming
 from label_config.layouts import Layout
@@ -126,6 +126,7 @@ class Worker:
         self.pushed_total = 0
         self.applied_total = 0
         self.last_push_at: float | None = None
+        self._description: str | None = None
         self.on_progress = None                # called with the worker after each step (worker_process.py)
 
     def start(self) -> None:
@@ -166,7 +167,9 @@ class Worker:
                         if client is not None:
                             if self.reconcile_requested.is_set() or time.monotonic() >= next_reconcile:
                                 self.reconcile_requested.clear()
-                                reconcile(project, client, self.linked.project_id, self.linked.layout, self.gate)
+                                hit_timeout = project.get_meta(bk.KEY_HIT_TIMEOUT)
+                                reconcile(project, client, self.linked.project_id, self.linked.layout, self.gate,
+                                          hit_timeout_s=float(hit_timeout or bk.DEFAULT_HIT_TIMEOUT_S))
                                 next_reconcile = time.monotonic() + self.reconcile_interval_s
                             self.push(project, client, self.linked)
                     if self.last_error is not None:
@@ -279,6 +282,9 @@ class Worker:
             latest[aid] = (event_id, payload)
         order = list(latest.values())
         try:
+            people = learn_annotators(project, self._client_for(linked), [p["annotation"] for _, p in order])
+            if people:
+                self._with_gate(lambda: project.map_external(bk.USER, people))
             plan = prepare_annotations(project, linked.layout, [(p["annotation"], p["task"]) for _, p in order])
             self._with_gate(lambda: self._apply_latest(project, linked, order, plan, notes, failed))
         except sqlite3.OperationalError:
@@ -304,6 +310,10 @@ class Worker:
             n = push_streaming(project, client, linked.project_id, linked.layout, self.streaming, self.gate)
         else:
             n = push_batch(project, client, linked.project_id, linked.layout, self.gate)
+        text = progress_text(project)
+        if text != self._description:  # the project description shows the campaign's progress in Label Studio
+            client.update_project(linked.project_id, description=text)
+            self._description = text
         if n:
             self.pushed_total += n
             self.last_push_at = time.time()

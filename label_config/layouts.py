@@ -78,27 +78,74 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
-def label_config(layout: Layout, *, instructions: str | None = None) -> str:
-    """The Label Studio label config (XML) for ``layout``."""
+#: Styling of the slider layout (``<Style>``): every row a grid of text | low label | slider | value | high label,
+#: so that all sliders have the same width and line up; an unset slider shows no thumb and says "not set"
+#: (its ``<output>`` is empty until a value is set; Label Studio's Number renders ``<input type=range>`` then
+#: ``<output>``). Selectors are scoped by the ``easl-`` classes of the config's own Views.
+SLIDER_STYLE = """
+.easl-question h1, .easl-question h2, .easl-question h3, .easl-question h4 { margin: 0.25em 0 0.5em; }
+.easl-item { display: grid; grid-template-columns: minmax(12em, 1fr) 38em; gap: 1em; align-items: center;
+  padding: 0.6em 0; border-bottom: 1px solid #e4e4e4; }
+.easl-scale { display: grid; grid-template-columns: 10em 18em 10em; gap: 0.5em; align-items: center; }
+.easl-scale h1, .easl-scale h2, .easl-scale h3, .easl-scale h4, .easl-scale h5, .easl-scale h6 {
+  margin: 0 !important; font-size: 13px !important; line-height: 1.25 !important; font-weight: 400 !important;
+  color: #555 !important; }
+.easl-low h1, .easl-low h2, .easl-low h3, .easl-low h4, .easl-low h5, .easl-low h6 { text-align: right; }
+.easl-scale input[type=range] { width: 13em !important; margin: 0; cursor: pointer; }
+.easl-scale output { display: inline-block; min-width: 3.5em; margin-left: 0.5em !important;
+  font-variant-numeric: tabular-nums; font-weight: 600; }
+.easl-scale output:empty::after { content: "not set"; font-weight: 400; color: #b3261e; font-size: 0.85em; }
+.easl-scale div:has(output:empty) input[type=range] { opacity: 0.5; filter: grayscale(1);
+  background: #e4e4e4 !important; }
+.easl-scale div:has(output:empty) input[type=range]::-webkit-slider-thumb { opacity: 0 !important;
+  visibility: hidden !important; }
+.easl-scale div:has(output:empty) input[type=range]::-moz-range-thumb { opacity: 0 !important; }
+.easl-scale div:has(output:empty) input[type=range]::-webkit-slider-runnable-track { background: #e4e4e4 !important; }
+.easl-scale div:has(output:empty) input[type=range]::-moz-range-progress { background: #e4e4e4 !important; }
+"""
+
+
+def label_config(layout: Layout, *, instructions: str | None = None, question: str | None = None,
+                 low_label: str | None = None, high_label: str | None = None) -> str:
+    """The Label Studio label config (XML) for ``layout``.
+
+    ``question`` (what annotators are asked) is shown above the HIT; ``low_label`` / ``high_label`` (what the ends
+    of the score range mean) beside the two ends of every slider (default: the range's numbers). ``instructions``
+    is the older name of ``question``.
+    """
     lo, hi = _num(layout.score_min), _num(layout.score_max)
+    question = question or instructions
     if layout.kind == "slider":
-        header = instructions or (f"Score each text from {lo} to {hi}" if layout.n > 1 else f"Score the text from {lo} to {hi}")
+        scale = f"from {lo} to {hi}"
+        header = question or (f"Score each text {scale}" if layout.n > 1 else f"Score the text {scale}")
+        low = f"{lo} = {low_label}" if low_label else lo
+        high = f"{hi} = {high_label}" if high_label else hi
         rows = []
         for j in range(layout.n):
             rows.append(
-                '  <View style="display:flex;gap:1em;align-items:center">\n'
+                '  <View className="easl-item">\n'
                 f'    <Text name="text_{j}" value="$text_{j}"/>\n'
-                f'    <Number name="score_{j}" toName="text_{j}" min="{lo}" max="{hi}" step="1" slider="true"'
-                ' required="true"/>\n'
+                '    <View className="easl-scale">\n'
+                f'      <View className="easl-low"><Header value={quoteattr(low)} size="6" underline="false"/></View>\n'
+                f'      <Number name="score_{j}" toName="text_{j}" min="{lo}" max="{hi}" step="1" slider="true"'
+                f' required="true" requiredMessage={quoteattr(f"Text {j + 1} has no score yet: set its slider.")}/>\n'
+                f'      <View className="easl-high"><Header value={quoteattr(high)} size="6" underline="false"/>'
+                '</View>\n'
+                "    </View>\n"
                 "  </View>\n"
             )
         body = "".join(rows)
+        style = f"  <Style>{SLIDER_STYLE}</Style>\n"
+        head = f'  <View className="easl-question"><Header value={quoteattr(header)}/></View>\n'
+        if question:
+            head += f'  <Header value={quoteattr(f"Scores {scale}: {low} ... {high}")} size="6"/>\n'
+        return f"<View>\n{style}{head}{body}</View>\n"
     elif layout.kind == "ranking":
-        header = instructions or "Order the texts from highest (top) to lowest (bottom)"
+        header = question or "Order the texts from highest (top) to lowest (bottom)"
         body = ('  <List name="items" value="$items" title="Texts"/>\n'
                 '  <Ranker name="rank" toName="items"/>\n')
     else:
-        header = instructions or "Which text scores higher?"
+        header = question or "Which text scores higher?"
         body = ('  <Text name="text_0" value="$text_0"/>\n'
                 '  <Text name="text_1" value="$text_1"/>\n'
                 '  <Pairwise name="choice" toName="text_0,text_1"/>\n')

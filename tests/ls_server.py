@@ -24,9 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import requests
 
@@ -83,6 +83,43 @@ def create_annotator(server: LabelStudioServer, email: str, password: str) -> An
     if me["email"] != email or me["active_organization"] is None:
         raise RuntimeError(f"{email} was signed up but did not join the organisation: {me}")
     return Annotator(user_id=int(me["id"]), email=email, token=token)
+
+
+def wait_for(cond, what: str, timeout: float = 60.0):
+    """Poll ``cond()`` every 0.2 s until it returns something truthy (returned); AssertionError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def ensure_chromium() -> Path:
+    """Debian's Chromium at ``/usr/bin/chromium``, installed with ``apt-get install -y chromium`` when missing.
+
+    Raises ``RuntimeError`` with the reason when it is missing and cannot be installed (no apt-get, not root, no
+    network): the browser test then fails with that message rather than being skipped.
+    """
+    if CHROMIUM.exists():
+        return CHROMIUM
+    apt = shutil.which("apt-get")
+    if apt is None:
+        raise RuntimeError(f"{CHROMIUM} is missing and apt-get is not available: install Debian's chromium package")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    with open(CACHE_DIR / "chromium-install.log", "w") as log:
+        for cmd in ([apt, "update"], [apt, "install", "-y", "chromium"]):
+            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=INSTALL_TIMEOUT_S)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd[1:])} failed (status {proc.returncode}): see "
+                                   f"{CACHE_DIR / 'chromium-install.log'}")
+    if not CHROMIUM.exists():
+        raise RuntimeError(f"apt-get installed chromium but {CHROMIUM} is still missing")
+    return CHROMIUM
 
 
 def _python_for_venv() -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import requests
 
-from tests.ls_server import Annotator, create_annotator, free_port, running_server
+from tests.ls_server import Annotator, create_annotator, free_port, running_server, wait_for
 
 pytestmark = pytest.mark.labelstudio
 
@@ -115,16 +115,6 @@ def project_status(path: Path) -> dict:
 
     with Project.open(path, readonly=True) as p:
         return p.status()
-
-
-def wait_for(cond, what: str, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def ls_tasks(sdk, pid: int) -> list:
@@ -297,9 +287,10 @@ def test_loop_three_iterations(loop, sdk, annotators):
     by_annotation = {str(a): set() for a in r["annotation_id"]}
     for a, who in zip(r["annotation_id"], r["annotator"]):
         by_annotation[str(a)].add(who)
-    assert by_annotation == {a: {f"ls:{uid}"} for a, uid in submitted.items()}
-    assert set(r["annotator"]) == {f"ls:{a.user_id}" for a, _ in annotators}
-    assert f"ls:{sdk.users.whoami().id}" not in set(r["annotator"])
+    email = {a.user_id: a.email for a, _ in annotators}       # annotators are recorded by e-mail (issue 11 item 6)
+    assert by_annotation == {a: {email[uid]} for a, uid in submitted.items()}
+    assert set(r["annotator"]) == {a.email for a, _ in annotators}
+    assert sdk.users.whoami().email not in set(r["annotator"])
     out = easl("verify", str(path))
     assert out.stdout.startswith("ok")
     # our own TASKS_CREATED never entered the queue (no feedback loop)
@@ -510,6 +501,14 @@ def _streaming_start(backend: Backend, n: int):
     return start
 
 
+def _webhook_token(path: Path) -> str | None:
+    from core.store import Project
+    from easl_plugin import bookkeeping as bk
+
+    with Project.open(path, readonly=True) as p:
+        return p.get_meta(bk.KEY_WEBHOOK_TOKEN)
+
+
 def _healthy(url: str) -> bool:
     try:
         return requests.get(f"{url}/health", timeout=1).ok
@@ -523,3 +522,104 @@ def _pid_alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
     except FileNotFoundError:
         return False
+
+
+def test_setup_again_repairs_credentials_wording_and_says_when_the_backend_is_unreachable(ls, sdk, tmp_path):
+    """Issue 11 items 1 and 3: re-running `easl ls setup` after EASL_BASIC_AUTH is enabled repairs the ML
+    backend's credentials and the webhook's headers; it fails with a reason when Label Studio is refused or cannot
+    reach the backend; --question changes the label config in place."""
+    items = tmp_path / "items.csv"
+    items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
+    project = tmp_path / "r.easl"
+    env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
+    easl("init", str(project), "--items", str(items), "--question", "How true is each statement?", env=env)
+    backend = Backend(project, free_port(), env, tmp_path / "serve.log")
+    backend.start()
+    try:
+        args = ("ls", "setup", str(project), "--url", ls.url, "--backend-url", backend.url, "--json")
+        info = json.loads(easl(*args, env=env).stdout)
+        pid = info["ls_project_id"]
+        assert info["connection"] == "ml-backend"
+        assert "How true is each statement?" in sdk.projects.get(id=pid).label_config
+        backend.stop()
+        auth_env = {**env, "EASL_BASIC_AUTH": "pm:pw-basic-auth"}
+        backend.env = auth_env
+        backend.start()
+        refused = easl(*args, env=env, check=False)         # the backend now needs credentials setup lacks
+        assert refused.returncode == 1 and "backend" in refused.stderr and "pw-basic-auth" not in refused.stderr
+        repaired = json.loads(easl(*args, "--question", "How false is it?", "--low-label", "true",
+                                   env=auth_env).stdout)
+        assert repaired["ls_project_id"] == pid and repaired["connection"] == "ml-backend"
+        (ml,) = sdk.ml.list(project=pid)
+        assert ml.state == "CO"
+        hooks = [w for w in sdk.webhooks.list(project=pid) if w.url.rstrip("/") == f"{backend.url}/webhook"]
+        # the webhook carries only the dedicated token (item 7): never the basic-auth pair nor the API key
+        token = json.loads(easl("ls", "status", str(project), "--json").stdout) and _webhook_token(project)
+        assert hooks and all((w.headers or {}) == {"X-EASL-Secret": token} for w in hooks)
+        rotated = easl(*args, "--rotate-secret", env=auth_env)
+        assert rotated.returncode == 0 and _webhook_token(project) != token
+        assert all((w.headers or {}) == {"X-EASL-Secret": _webhook_token(project)}
+                   for w in sdk.webhooks.list(project=pid) if w.url.rstrip("/") == f"{backend.url}/webhook")
+        config = sdk.projects.get(id=pid).label_config
+        assert "How false is it?" in config and "0 = true" in config
+        backend.stop()
+        gone = easl(*args, env=auth_env, check=False)
+        assert gone.returncode == 1 and "cannot reach" in gone.stderr, gone.stderr
+    finally:
+        backend.stop()
+
+
+def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count(ls, sdk, tmp_path):
+    """Issue 11 item 5: a HIT whose task stays unannotated longer than --hit-timeout, or whose annotation was
+    rejected, gets a fresh task; a late annotation on the old task still counts; `easl ls status --json` lists
+    the open HITs with their task ids and ages."""
+    items = tmp_path / "items.csv"
+    items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
+    project = tmp_path / "t.easl"
+    env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
+    easl("init", str(project), "--items", str(items), "--hit-size", "5", "--seed", "5", env=env)
+    backend = Backend(project, free_port(), env, tmp_path / "serve.log")
+
+    def start() -> None:
+        backend.log = open(backend.log_path, "a")
+        backend.proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(project), "--port",
+                                         str(backend.port), "--hit-timeout", "6", "--reconcile-interval", "2"],
+                                        stdout=backend.log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        wait_for(lambda: _healthy(backend.url), "easl serve up", 30)
+
+    backend.start = start
+    backend.start()
+    try:
+        info = json.loads(easl("ls", "setup", str(project), "--url", ls.url, "--backend-url", backend.url,
+                               "--connect", "webhook", "--json", env=env).stdout)
+        pid = info["ls_project_id"]
+        first = {t.data["hit_id"]: t.id for t in ls_tasks(sdk, pid)}
+        assert len(first) == 2
+        status = json.loads(easl("ls", "status", str(project), "--json").stdout)
+        assert {h["hit_id"]: h["task_id"] for h in status["open_hits"]} == first
+        assert all(h["age_seconds"] >= 0 and "annotator" in h for h in status["open_hits"])
+        (hit_a, task_a), (hit_b, task_b) = sorted(first.items())
+        # a rejected annotation (score out of range) on HIT b: re-issued at the next reconciliation
+        bad = [{"from_name": "score_0", "to_name": "text_0", "type": "number", "value": {"number": 500}}]
+        sdk.annotations.create(id=task_b, result=bad)
+        wait_for(lambda: sum(t.data["hit_id"] == hit_b for t in ls_tasks(sdk, pid)) == 2, "HIT b re-issued", 30)
+        # HIT a stays untouched: re-issued once its task is older than the timeout
+        wait_for(lambda: sum(t.data["hit_id"] == hit_a for t in ls_tasks(sdk, pid)) >= 2, "HIT a re-issued", 40)
+        # a late annotation on the stale task of HIT a is still accepted and completes it
+        task = next(t for t in ls_tasks(sdk, pid) if t.id == task_a)
+        sdk.annotations.create(id=task_a, result=slider_result(task.data["item_ids"], np.random.default_rng(1)))
+        wait_for(lambda: engine_hits(project)[hit_a][0] == "complete", "late annotation applied", 30)
+        # the HIT done twice (its fresh task annotated too): both annotations count, each once
+        fresh = max((t for t in ls_tasks(sdk, pid) if t.data["hit_id"] == hit_a), key=lambda t: t.id)
+        assert fresh.id != task_a
+        sdk.annotations.create(id=fresh.id, result=slider_result(fresh.data["item_ids"], np.random.default_rng(2)))
+
+        def both() -> bool:
+            r = live_by_annotation(project)
+            return len([a for a, scores in r.items() if set(scores) <= set(fresh.data["item_ids"])]) >= 2
+
+        wait_for(both, "both annotations of the HIT done twice", 30)
+        assert live_by_annotation(project) == expected_live(sdk, pid)
+        assert easl("verify", str(project)).stdout.startswith("ok")
+    finally:
+        backend.stop()

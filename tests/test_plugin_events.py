@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -9,10 +10,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import UserError
-from easl_plugin.events import (PayloadError, annotator_of, check_event, convert_annotation, deleted_annotation_ids,
-                                deleted_task_ids, parse_webhook)
-from label_config.layouts import (SHIPPED, Layout, label_config, layout_for_method, shipped_xml, task_data,
-                                  validate_label_config)
+from easl_plugin.events import (
+    PayloadError,
+    annotator_of,
+    check_event,
+    convert_annotation,
+    deleted_annotation_ids,
+    deleted_task_ids,
+    parse_webhook,
+)
+from label_config.layouts import (
+    SHIPPED,
+    Layout,
+    label_config,
+    layout_for_method,
+    shipped_xml,
+    task_data,
+    validate_label_config,
+)
 
 SLIDER = Layout("slider", 3, 0.0, 100.0)
 
@@ -186,3 +201,101 @@ def test_task_data_keeps_the_permutation():
     assert [x["title"] for x in rank["items"]] == [hit["items"][k]["text"] for k in rank["permutation"]]
     with pytest.raises(UserError, match="has 5 items"):
         task_data(hit, Layout("slider", 3), np.random.default_rng(0))
+
+
+def test_slider_config_shows_the_question_and_the_scale_labels_beside_every_slider():
+    lay = Layout("slider", 3, 0.0, 100.0)
+    xml = label_config(lay, question="How fluent is each text?", low_label="not fluent", high_label="perfect")
+    validate_label_config(xml, lay)
+    assert 'value="How fluent is each text?"' in xml
+    assert xml.count('value="0 = not fluent"') == 3 and xml.count('value="100 = perfect"') == 3
+    # every slider starts unset (no defaultValue) and the submit warning names the item still unset
+    assert "defaultValue" not in xml and 'requiredMessage="Text 3 has no score yet' in xml
+    assert "<Style>" in xml and "output:empty" in xml  # the unset state is visible
+    # the question is escaped, never breaks the XML
+    validate_label_config(label_config(lay, question='Is "A" < B & C?'), lay)
+
+
+def test_init_stores_the_question_and_warns_without_one(tmp_path, items_csv, capsys):
+    from core.store import Project
+    from tui.cli import main
+
+    path = tmp_path / "q.easl"
+    assert main(["init", str(path), "--items", str(items_csv), "--question", "How fluent is each text?",
+                 "--low-label", "not fluent", "--high-label", "perfect"]) == 0
+    assert "no question" not in capsys.readouterr().err
+    with Project.open(path, readonly=True) as p:
+        assert p.wording() == ("How fluent is each text?", "not fluent", "perfect")
+    assert main(["init", str(tmp_path / "noq.easl"), "--items", str(items_csv)]) == 0
+    assert "annotators will see no question" in capsys.readouterr().err
+
+
+def test_refused_and_malformed_webhooks_are_counted_and_shown_without_the_credential(tmp_path, capsys):
+    import base64
+    import time as _time
+
+    from starlette.testclient import TestClient
+
+    from core.store import Project
+    from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
+    from tests.store_helpers import new_project
+    from tui.cli import main
+
+    new_project(tmp_path, hit_size=4).close()
+    path = str(tmp_path / "p.easl")
+    auth = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
+    app = build_app(ServiceConfig(project_path=path, basic_auth=("ann", "pw"), webhook_secret="top-secret-value"))
+    with TestClient(app) as c:
+        assert c.post("/webhook", json={"action": "START_TRAINING"}, headers=auth).status_code == 401
+        wrong = {"Authorization": "Basic " + base64.b64encode(b"ann:wrong-pw").decode()}
+        assert c.post("/webhook", json={"action": "START_TRAINING"}, headers=wrong).status_code == 401
+        assert c.post("/webhook", content=b"{oops", headers={**auth, SECRET_HEADER: "top-secret-value"}
+                      ).status_code == 400
+        deadline = _time.monotonic() + 10
+        while _time.monotonic() < deadline:
+            with Project.open(path, readonly=True) as p:
+                from tui.commands.ls import link_status
+                out = link_status(p)
+            if out["deliveries_refused"] == 2 and out["deliveries_malformed"] == 1:
+                break
+            _time.sleep(0.05)
+    assert (out["deliveries_refused"], out["deliveries_malformed"], out["deliveries_failed"]) == (2, 1, 0)
+    assert "wrong-pw" not in json.dumps(out) and "top-secret-value" not in json.dumps(out)
+    assert out["open_hits"] and {"hit_id", "task_id", "age_seconds", "annotator"} <= set(out["open_hits"][0])
+    assert main(["ls", "status", path]) == 0
+    text = capsys.readouterr().out
+    assert "deliveries refused" in text and "open HITs" in text and "{" not in text
+    assert main(["ls", "status", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["deliveries_malformed"] == 1
+
+
+def test_the_dedicated_webhook_token_authorises_webhooks_only_and_rotates(tmp_path):
+    import base64
+
+    from starlette.testclient import TestClient
+
+    from core.store import Project
+    from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
+    from easl_plugin.setup import webhook_token
+    from tests.store_helpers import new_project
+
+    new_project(tmp_path, hit_size=4).close()
+    path = str(tmp_path / "p.easl")
+    with Project.open(path) as p:
+        token = webhook_token(p)
+        assert webhook_token(p) == token and len(token) >= 40
+    app = build_app(ServiceConfig(project_path=path, basic_auth=("ann", "pw"), webhook_secret="shared"))
+    event = {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 9}]}
+    with TestClient(app) as c:
+        assert c.post("/webhook", json=event, headers={SECRET_HEADER: token}).json()["status"] == "queued"
+        assert c.get("/status", headers={SECRET_HEADER: token}).status_code == 401      # webhook delivery only
+        assert c.post("/setup", json={}, headers={SECRET_HEADER: token}).status_code == 401
+        assert c.get("/health").json().keys() <= {"status", "version", "model_class", "model_version"}
+        with Project.open(path) as p:
+            new = webhook_token(p, rotate=True)
+        assert new != token
+        time.sleep(0.3)
+        assert c.post("/webhook", json=event, headers={SECRET_HEADER: new}).status_code == 200
+        assert c.post("/webhook", json=event, headers={SECRET_HEADER: token}).status_code == 401
+        auth = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
+        assert c.post("/webhook", json=event, headers={**auth, SECRET_HEADER: "shared"}).status_code == 200

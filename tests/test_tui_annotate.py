@@ -253,3 +253,14 @@ def test_session_submit_and_undo_without_the_screen(project):
     annotate_iteration(project, np.random.default_rng(0))
     with Project.open(project, readonly=True) as p:
         assert p.verify()["ok"]
+
+
+@run_async
+async def test_the_question_and_the_scale_labels_are_shown(project):
+    with Project.open(project) as p:
+        p.set_wording(question="How fluent is each text?", low_label="not fluent", high_label="perfect")
+    app = EaslApp(project, annotator="alice")
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await _open_annotate(app, pilot)
+        assert "How fluent is each text?" in str(screen.query_one("#question").render())
+        assert "0 = not fluent ... 100 = perfect" in str(screen.query_one("#hit-title").render())

@@ -27,6 +27,16 @@ from core.store.db import Connected, now
 MANAGED_META = frozenset({"format", "hyper", "item_columns", "state_seq", "state_figures", "created_at",
                           "created_by"})
 EVENT_STATUSES = ("pending", "done", "failed")
+#: Meta keys of the campaign's wording (what annotators are asked, what the ends of the scale mean).
+WORDING_KEYS = {"question": "campaign.question", "low_label": "campaign.low_label", "high_label": "campaign.high_label"}
+
+
+class Wording(NamedTuple):
+    """What annotators are asked (``question``) and what the two ends of the score range mean; None when unset."""
+
+    question: str | None = None
+    low_label: str | None = None
+    high_label: str | None = None
 
 
 class Event(NamedTuple):
@@ -84,6 +94,20 @@ class FrontEndRecords(Connected):
             conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
                              "value = excluded.value", [(k, str(v)) for k, v in values.items() if v is not None])
 
+    def wording(self) -> Wording:
+        """The campaign's question and scale labels (``easl init --question/--low-label/--high-label``)."""
+        return Wording(**{f: self.get_meta(k) for f, k in WORDING_KEYS.items()})
+
+    def set_wording(self, **values: str | None) -> Wording:
+        """Set some of ``question``, ``low_label``, ``high_label`` (an empty or blank text removes it); one
+        transaction. Returns the wording after the change. Raises ``ValueError`` for another name."""
+        unknown = sorted(set(values) - set(WORDING_KEYS))
+        if unknown:
+            raise ValueError(f"set_wording: unknown field {unknown[0]!r}; expected {sorted(WORDING_KEYS)}.")
+        self.set_meta({WORDING_KEYS[f]: (v.strip() or None) if isinstance(v, str) else None
+                       for f, v in values.items()})
+        return self.wording()
+
     # ---------------------------------------------------------------------------------------------------- events
 
     def add_events(self, events: Iterable[tuple[str, Any]], *, received_at: str | None = None) -> list[int]:
@@ -126,6 +150,11 @@ class FrontEndRecords(Connected):
         """Events per status: ``{"pending": n, "done": n, "failed": n}``."""
         counts = dict(self._conn.execute("SELECT status, COUNT(*) FROM events GROUP BY status").fetchall())
         return {k: int(counts.get(k, 0)) for k in EVENT_STATUSES}
+
+    def open_hit_times(self) -> dict[str, str]:
+        """``hit_id -> created_at`` of every open HIT (of any iteration), oldest first."""
+        rows = self._conn.execute("SELECT hit_id, created_at FROM hits WHERE status = 'open' ORDER BY rowid").fetchall()
+        return {str(h): str(t) for h, t in rows}
 
     # --------------------------------------------------------------------------------------------------- rejects
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from core.errors import UserError
 
@@ -45,6 +46,10 @@ def register(subparsers) -> None:
                         "(default: paper)")
     p.add_argument("--hits-per-iteration", type=int, default=None, metavar="K",
                    help="HITs per iteration after the first (default: number of items // hit size)")
+    p.add_argument("--question", help="what annotators are asked, shown above every HIT (e.g. 'How fluent is "
+                                      "each text?')")
+    p.add_argument("--low-label", help="what the lowest score means, shown at the low end of every slider")
+    p.add_argument("--high-label", help="what the highest score means, shown at the high end of every slider")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random generator; same seed, same HITs (default: 0)")
     p.set_defaults(func=run)
@@ -93,10 +98,15 @@ def _run(args: argparse.Namespace) -> int:
                   score_min=args.score_range[0], score_max=args.score_range[1], partner_pool=args.partner_pool,
                   hits_per_iteration=args.hits_per_iteration, seed=args.seed, **aware)
     with Project.create(args.project, items, hyper) as project:
+        project.set_wording(question=args.question, low_label=args.low_label, high_label=args.high_label)
+        if not (args.question or "").strip():
+            print("warning: no --question: annotators will see no question, only the score range "
+                  "(set one later with: easl ls setup ... --question TEXT)", file=sys.stderr)
         n_hits = project.status().n_hits_open
         print(f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
               f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}{_aware_note(hyper)}; iteration 0 has {n_hits} HITs "
-              f"(get them with: easl next {args.project} --output hits.jsonl)")
+              f"\nnext: easl ls setup {args.project} --url URL --backend-url URL (Label Studio), "
+              f"easl tui {args.project} (terminal), or easl next {args.project} --output hits.jsonl (files)")
     return 0
 
 

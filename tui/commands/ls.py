@@ -47,6 +47,13 @@ def register(subparsers) -> None:
     s.add_argument("--connect", choices=["auto", "ml", "webhook"], default="auto",
                    help="how to connect the backend: ML backend, project webhook, or ML backend with webhook "
                         "fallback (default)")
+    s.add_argument("--question", help="what annotators are asked, shown above every task (stored in the project "
+                                      "file; default: the one given to easl init; '' removes it)")
+    s.add_argument("--low-label", help="what the lowest score means, shown at the low end of every slider")
+    s.add_argument("--high-label", help="what the highest score means, shown at the high end of every slider")
+    s.add_argument("--rotate-secret", action="store_true",
+                   help="replace the webhook's dedicated token (kept in the project file; a running `easl serve` "
+                        "takes the new one at once)")
     s.add_argument("--json", action="store_true", help="print the result as one JSON object")
     s.set_defaults(func=run)
     st = sub.add_parser("status", help="the Label Studio link: queue, reconciliation, rejected annotations",
@@ -68,13 +75,14 @@ def run(args: argparse.Namespace) -> int:
     from easl_plugin.setup import setup_project
 
     client = LabelStudioClient(args.url, os.environ.get("LABEL_STUDIO_API_KEY", ""))
-    secret = os.environ.get("EASL_WEBHOOK_SECRET") or None
     err = Console(stderr=True)
     with Project.open(args.project) as project:
         with err.status(f"setting up Label Studio at {client.url} ({client.kind})"):
             res = setup_project(project, client, title=args.title, ls_project_id=args.project_id,
-                                backend_url=args.backend_url, connect=args.connect, webhook_secret=secret,
-                                basic_auth=basic_auth_from_env())
+                                backend_url=args.backend_url, connect=args.connect, rotate_secret=args.rotate_secret,
+                                basic_auth=basic_auth_from_env(),
+                                wording={"question": args.question, "low_label": args.low_label,
+                                         "high_label": args.high_label})
     out = {"ls_project_id": res.ls_project_id, "created": res.created, "tasks_imported": res.tasks_imported,
            "connection": res.connection, "url": f"{client.url}/projects/{res.ls_project_id}", "notes": res.notes}
     if args.json:
@@ -87,21 +95,56 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _age_seconds(stamp: str | None, now: float) -> float | None:
+    from datetime import datetime
+
+    if not stamp:
+        return None
+    try:
+        return round(now - datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp(), 1)
+    except ValueError:
+        return None
+
+
 def link_status(project: Project) -> dict:
-    """The plugin's figures from the project file (``meta``, ``events``, ``rejects``)."""
+    """The plugin's figures from the project file (``meta``, ``events``, ``rejects``, the open HITs)."""
+    import time
+
     from easl_plugin import bookkeeping as bk
+    from easl_plugin.service import DELIVERY_MALFORMED, DELIVERY_REFUSED, DELIVERY_SOURCE
 
     report = project.get_meta(bk.KEY_RECONCILIATION_REPORT)
     pid = project.get_meta(bk.KEY_PROJECT_ID)
+    counts = project.event_counts()
+    deliveries = project.rejects(source=DELIVERY_SOURCE)[0]
+    kinds = {k: sum(1 for r in deliveries if (r.location or "").startswith(k))
+             for k in (DELIVERY_REFUSED, DELIVERY_MALFORMED)}
+    failed = project.events("failed")
+    problems = [{"id": r.id, "kind": (r.location or "?").split(" ", 1)[0], "received_at": r.created_at,
+                 "reason": r.reason, "where": r.location} for r in deliveries[-5:]]
+    tasks: dict[str, list[str]] = {}
+    for task_id, hit_id in project.external_map(bk.TASK).items():
+        tasks.setdefault(hit_id, []).append(task_id)
+    now = time.time()
+    open_hits = [{"hit_id": h, "task_id": int(max(tasks[h], key=int)) if h in tasks else None,
+                  "age_seconds": _age_seconds(created, now), "annotator": None}
+                 for h, created in project.open_hit_times().items()]
     out = {
         "linked": pid is not None,
         "url": project.get_meta(bk.KEY_URL),
         "ls_project_id": int(pid) if pid is not None else None,
-        "events": project.event_counts(),
-        "failed_events": [{"id": e.id, "kind": e.kind, "error": e.note} for e in project.events("failed")],
+        "events": counts,
+        "deliveries_refused": kinds[DELIVERY_REFUSED],
+        "deliveries_malformed": kinds[DELIVERY_MALFORMED],
+        "deliveries_failed": len(failed),
+        "recent_refused_or_malformed": problems,
+        "failed_events": [{"id": e.id, "kind": e.kind, "error": e.note} for e in failed],
         "last_reconciliation": project.get_meta(bk.KEY_LAST_RECONCILIATION),
         "last_reconciliation_report": json.loads(report) if report else None,
         "tasks": len(project.external_map(bk.TASK)),
+        "open_hits": open_hits,
+        "open_hits_annotator_reason": "who holds a task is known to Label Studio only (its task lock); not "
+                                      "recorded in the project file yet",
         "rejects": [r.to_json() for r in project.rejects(source=bk.SOURCE)[0]],
     }
     if pid is None:
@@ -109,9 +152,17 @@ def link_status(project: Project) -> dict:
     return out
 
 
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
 def run_status(args: argparse.Namespace) -> int:
-    """``easl ls status``: print ``link_status``."""
+    """``easl ls status``: ``link_status`` as readable tables (or one JSON object with ``--json``)."""
     from rich.console import Console
+    from rich.table import Table
 
     from core.store import Project
 
@@ -122,17 +173,38 @@ def run_status(args: argparse.Namespace) -> int:
         return 0
     con = Console(soft_wrap=True)
     if not out["linked"]:
-        con.print(f"{args.project}: {out['linked_reason']}")
+        con.print(f"{args.project}: {out['linked_reason']}", markup=False)
     else:
-        con.print(f"linked to Label Studio project {out['ls_project_id']} at {out['url']} ({out['tasks']} tasks)")
+        con.print(f"linked to Label Studio project {out['ls_project_id']} at {out['url']} ({out['tasks']} tasks)",
+                  markup=False)
     ev = out["events"]
-    con.print(f"webhook events: {ev['pending']} pending, {ev['done']} done, {ev['failed']} failed")
+    summary = Table(show_header=False, box=None, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("webhook events", f"{ev['pending']} pending, {ev['done']} done, {ev['failed']} failed")
+    summary.add_row("deliveries refused", str(out["deliveries_refused"]))
+    summary.add_row("deliveries malformed", str(out["deliveries_malformed"]))
+    summary.add_row("deliveries failed", str(out["deliveries_failed"]))
+    summary.add_row("last reconciliation", out["last_reconciliation"] or "never")
+    summary.add_row("open HITs", str(len(out["open_hits"])))
+    con.print(summary)
+    if out["open_hits"]:
+        t = Table(title="open HITs", title_justify="left")
+        for col in ("HIT", "task", "age", "annotator"):
+            t.add_column(col)
+        for h in out["open_hits"]:
+            t.add_row(h["hit_id"], str(h["task_id"] or "-"), _age(h["age_seconds"]), h["annotator"] or "-")
+        con.print(t)
+    if out["recent_refused_or_malformed"]:
+        t = Table(title="last refused or malformed deliveries", title_justify="left")
+        for col in ("received", "kind", "reason"):
+            t.add_column(col)
+        for p in out["recent_refused_or_malformed"]:
+            t.add_row(p["received_at"], p["kind"], str(p["reason"]))
+        con.print(t)
     for f in out["failed_events"]:
-        con.print(f"  failed event {f['id']} ({f['kind']}): {f['error']}")
-    con.print(f"last reconciliation: {out['last_reconciliation'] or 'never'}"
-              + (f" {out['last_reconciliation_report']}" if out["last_reconciliation_report"] else ""))
+        con.print(f"failed event {f['id']} ({f['kind']}): {f['error']}", markup=False)
     con.print(f"rejected annotations: {len(out['rejects'])}")
     for r in out["rejects"]:
         con.print(f"  {r['location']}: {r['reason']}", markup=False)
     return 0
-

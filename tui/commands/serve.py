@@ -29,6 +29,10 @@ def register(subparsers) -> None:
                         "iteration once every HIT of the current one is annotated)")
     p.add_argument("--reconcile-interval", type=positive_float, default=60.0, metavar="SECONDS",
                    help="seconds between reconciliations with Label Studio (default 60)")
+    p.add_argument("--hit-timeout", type=positive_float, default=7200.0, metavar="SECONDS",
+                   help="re-issue a HIT as a fresh Label Studio task when its task stayed unannotated this long "
+                        "(an annotator opened it and left: Label Studio keeps it locked for them), checked at each "
+                        "reconciliation; skipped or rejected HITs are re-issued at once (default 7200)")
     p.add_argument("--max-body-mb", type=positive_float, default=4.0, help="largest request body accepted (default 4 MB)")
     p.add_argument("--url", help="Label Studio URL to use instead of the one recorded by `easl ls setup`")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -44,12 +48,13 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from core.store import Project
+    from easl_plugin import bookkeeping as bk
     from easl_plugin.server import UnprotectedAddress, serve
     from easl_plugin.service import ServiceConfig
     from tui.commands.ls import basic_auth_from_env
 
-    with Project.open(args.project):  # fail early, with the store's message, on a missing or foreign file
-        pass
+    with Project.open(args.project) as project:  # fail early, with the store's message, on a missing or foreign file
+        project.set_meta({bk.KEY_HIT_TIMEOUT: repr(float(args.hit_timeout))})  # read by the worker
     logging.basicConfig(level=getattr(logging, args.log_level.upper()),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = ServiceConfig(project_path=args.project, host=args.host, port=args.port,
@@ -62,5 +67,4 @@ def run(args: argparse.Namespace) -> int:
         serve(config, log_level=args.log_level, access_log=args.access_log)
     except UnprotectedAddress as exc:
         raise UserError(f"{exc} (or pass --insecure)") from None
-    return 0
     return 0

@@ -52,6 +52,15 @@ class HitView:
     score_min: float = 0.0
     score_max: float = 100.0
     started_iteration: bool = False
+    question: str | None = None
+    low_label: str | None = None
+    high_label: str | None = None
+
+    def scale_text(self) -> str:
+        """The score range with what its two ends mean, e.g. ``0 = not fluent ... 100 = perfectly fluent``."""
+        low = f"{self.score_min:g} = {self.low_label}" if self.low_label else f"{self.score_min:g}"
+        high = f"{self.score_max:g} = {self.high_label}" if self.high_label else f"{self.score_max:g}"
+        return f"{low} ... {high}"
 
     @property
     def hits_done(self) -> int:
@@ -100,7 +109,8 @@ class AnnotationSession:
             return HitView(hit=chosen, iteration=int(status["iteration"]),
                            hits_in_iteration=int(status["n_hits_open"]) + int(status["n_hits_complete"]),
                            hits_open=int(status["n_hits_open"]), score_min=float(project.hyper.score_min),
-                           score_max=float(project.hyper.score_max), started_iteration=started)
+                           score_max=float(project.hyper.score_max), started_iteration=started,
+                           **project.wording()._asdict())
 
     def submit(self, hit: dict, scores: dict[str, float]) -> Submission:
         """Ingest the scores of ``hit`` as one annotation (one transaction).
@@ -203,6 +213,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="progress")
+        yield Static("", id="question")
         yield Static("", id="hit-title")
         yield ItemsScroll(id="items")
         yield Footer(compact=True, show_command_palette=False)
@@ -313,6 +324,9 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         container = self.query_one("#items", ItemsScroll)
         await container.remove_children()
         self.query_one("#progress", Static).update(self._progress_text())
+        question = self.query_one("#question", Static)
+        question.update(view.question or "")
+        question.display = bool(view.question)
         if view.hit is None:
             self.query_one("#hit-title", Static).update("No open HIT in this project.")
             self.busy = False
@@ -331,7 +345,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         self.select_row(0)
         container.scroll_home(animate=False)
         self.query_one("#hit-title", Static).update(
-            f"HIT {view.hit['hit_id']} · {len(items)} items · score each from {low:g} to {high:g}")
+            f"HIT {view.hit['hit_id']} · {len(items)} items · score each: {view.scale_text()}")
         self.busy = False
 
     def rows(self) -> list[ScoreRow]:
