@@ -53,7 +53,7 @@ def _log_quality(m_i, v_i, m_j, v_j, g2: float) -> np.ndarray:
 
 
 def first_iteration_hits(n_items: int, hit_size: int, rng: np.random.Generator) -> np.ndarray:
-    """HITs covering every item exactly once (the authors' release; engine.md "Selection").
+    """HITs covering every item exactly once (the authors' release; docs/design.md section 3).
 
     A random permutation cut into ``ceil(N / n)`` HITs of ``n``; the last HIT, if short, is padded with
     distinct items not already in it (drawn uniformly from the other items). With ``N < n`` there is one HIT

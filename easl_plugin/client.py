@@ -1,6 +1,6 @@
 """A small Label Studio REST client for the plugin: projects, tasks, annotations, webhooks, ML backends.
 
-Two kinds of API key exist (``../shared/reference/label_studio.md``, "Tokens"):
+Two kinds of API key exist (``docs/design.md`` section 7.2, "Tokens"):
 
 - a personal access token (PAT) is a JWT refresh token: it is exchanged at ``POST /api/token/refresh/`` for a
   short-lived access token sent as ``Authorization: Bearer <access>`` (renewed when it expires);

@@ -1,7 +1,7 @@
 """Label Studio webhook payloads: parsing, validation, and conversion of annotations to engine rows.
 
 Label Studio does not validate results (a score of 150 or an unknown control name is accepted;
-``../shared/reference/label_studio.md``), so every annotation is checked here before it reaches the engine:
+``docs/design.md`` section 7.4), so every annotation is checked here before it reaches the engine:
 control names, result types, the score range, completeness (each item of the HIT scored exactly once) and the
 task data that ties the task to a HIT. An annotation is taken or rejected whole: a HIT submission is one unit
 (bounded RA and TrueSkill need every score of a HIT; Sakaguchi & Van Durme 2018, eq 13).

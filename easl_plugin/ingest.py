@@ -2,7 +2,7 @@
 
 Every function is idempotent: the engine's source key is ``(annotation_id, item_id)`` with the Label Studio
 annotation id, so the same annotation applied twice changes nothing, a changed one supersedes, and a retraction of
-something no longer live retracts nothing (``core/store``, DESIGN.md "The project file").
+something no longer live retracts nothing (``core/store``, README "The project file").
 """
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def delete_tasks(project: Project, task_ids: list[int]) -> int:
     """Withdraw the HITs of deleted tasks (their scores are retracted and they stop counting toward completion).
 
     Label Studio sends only ``TASKS_DELETED`` for a deleted task, never ``ANNOTATIONS_DELETED``
-    (``../shared/reference/label_studio.md``), so the task -> HIT map in ``external_ids`` is what finds them.
+    (``docs/design.md`` section 7.3), so the task -> HIT map in ``external_ids`` is what finds them.
     """
     n = 0
     for tid in task_ids:

@@ -1,7 +1,7 @@
 """Reconciliation: bring the project file in line with what Label Studio holds.
 
 Label Studio posts each webhook once with no retry, and nothing is posted while the backend is down
-(``../shared/reference/label_studio.md``, "Delivery"), so the service lists the project's tasks and annotations
+(``docs/design.md`` section 7.4, "Delivery"), so the service lists the project's tasks and annotations
 on start, periodically and on ``START_TRAINING``, and applies what it missed:
 
 - every annotation of every task is applied (``ingest.apply_annotation``; unchanged ones are recognised against

@@ -1,6 +1,6 @@
 """The plugin's web service: Label Studio's ML-backend protocol plus a durable webhook queue.
 
-Endpoints (``../shared/reference/label_studio.md``, "What Label Studio sends to an ML backend / webhook"):
+Endpoints (``docs/design.md`` section 7.3, "What Label Studio sends to an ML backend or webhook"):
 
 ==============  ==========================================================================================
 ``GET /health``   ``{"status": "UP", "version": ..., "model_version": ...}`` and nothing else; never needs

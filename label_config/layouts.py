@@ -1,6 +1,6 @@
 """Label Studio label configs (XML) for each annotation mode, and how a task's data is laid out for them.
 
-Three layouts (``../shared/reference/label_studio.md``, "Label config for n items scored 0-100"):
+Three layouts (``docs/design.md`` section 7.5, "Label config for n items scored 0-100"):
 
 - ``slider``: an EASL HIT of n items, one ``<Number>`` slider per item on the project's score range
   (Sakaguchi & Van Durme 2018, section 4: annotators score the n items of a HIT together on a 0-100 scale);

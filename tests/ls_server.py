@@ -9,7 +9,7 @@ legacy API token and the two SSRF opt-outs that let it call a backend on loopbac
 ``LabelStudioServer`` (url, token) and stops the server by its process id afterwards, also when the tests fail.
 ``create_annotator()`` adds a user to the server's organisation through its invite link and returns the user's id
 and own API token, so tests can annotate as several distinct people.
-Facts used here: ``../shared/reference/label_studio.md`` ("Installing and starting a real server").
+Facts used here: ``docs/design.md`` section 7.1 ("A test server").
 """
 from __future__ import annotations
 

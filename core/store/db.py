@@ -24,8 +24,8 @@ def now() -> str:
 def connect(path: str, *, readonly: bool) -> sqlite3.Connection:
     """Open ``path`` in autocommit mode (transactions are explicit) with the project file's settings.
 
-    WAL journal with ``synchronous = FULL``: a committed transaction survives a crash or a power loss (DESIGN.md:
-    each command or event is applied whole or not at all). Read-only connections never write (``mode=ro``).
+    WAL journal with ``synchronous = FULL``: a committed transaction survives a crash or a power loss (README,
+    "The project file": each command or event is applied whole or not at all). Read-only connections never write (``mode=ro``).
     """
     if readonly:
         uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"

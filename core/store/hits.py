@@ -189,7 +189,7 @@ class Hits(Connected):
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
-        streaming top-ups of the plugin leave open HITs in several iterations). DESIGN.md: ``hit_id, iteration,
+        streaming top-ups of the plugin leave open HITs in several iterations). README, ``easl next``: ``hit_id, iteration,
         items``; each item has ``item_id``, ``text`` and the item's extra columns."""
         with self._reading() as conn:
             if every_iteration:

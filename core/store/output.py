@@ -27,7 +27,7 @@ VARIANCE_SCALE = "unit interval [0, 1] (multiply by (score_max - score_min)^2 fo
 
 @dataclass(frozen=True)
 class ProjectStatus:
-    """The figures of ``easl status`` (DESIGN.md, CLI contract).
+    """The figures of ``easl status`` (README, ``easl status``).
 
     Attributes
     ----------

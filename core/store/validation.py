@@ -12,7 +12,7 @@ A batch is checked whole and vectorised (pandas/numpy); every bad row gets one r
 5. For ``needs_whole_hit`` methods: a HIT submission (rows with one annotation_id, else one (hit_id, annotator))
    that lacks a valid score for some item of its HIT; all its rows are rejected.
 
-Idempotency key (DESIGN.md): ``(annotation_id, item_id)`` when ``annotation_id`` is given, else
+Idempotency key (README, ``easl ingest``): ``(annotation_id, item_id)`` when ``annotation_id`` is given, else
 ``(hit_id, item_id, annotator)`` with missing parts empty. Group key (the HIT submission, used by pairwise
 models): ``annotation_id`` when given, else ``(hit_id, annotator)``; rows with neither belong to no submission
 (empty group key; only the commutative models, which ignore groups, accept such rows).
