@@ -33,7 +33,8 @@ def register(subparsers) -> None:
                    help="re-issue a HIT as a fresh Label Studio task when its task stayed unannotated this long "
                         "(an annotator opened it and left: Label Studio keeps it locked for them), checked at each "
                         "reconciliation; skipped or rejected HITs are re-issued at once (default 7200)")
-    p.add_argument("--max-body-mb", type=positive_float, default=4.0, help="largest request body accepted (default 4 MB)")
+    p.add_argument("--max-body-mb", type=positive_float, default=4.0,
+                   help="largest request body accepted (default 4 MB)")
     p.add_argument("--url", help="Label Studio URL to use instead of the one recorded by `easl ls setup`")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--access-log", action="store_true", help="log every request line (never headers or bodies)")

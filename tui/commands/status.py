@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from tui.commands.options import nonnegative_int
+
 REJECTS_SHOWN = 10  # most recent rejected annotations listed by default
 
 
@@ -25,19 +27,9 @@ def register(subparsers) -> None:
                    help="aware projects: list the per-annotator diagnostics (scores, offset, slope, noise, "
                         "leave-one-out agreement with the consensus, flag and reason); with --json under "
                         "\"annotators\", a list of objects")
-    p.add_argument("--rejects", type=_non_negative, default=REJECTS_SHOWN, metavar="N",
+    p.add_argument("--rejects", type=nonnegative_int, default=REJECTS_SHOWN, metavar="N",
                    help=f"how many of the most recent rejected annotations to list (default {REJECTS_SHOWN})")
     p.set_defaults(func=run)
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--rejects must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--rejects must be >= 0, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
