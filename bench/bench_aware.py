@@ -64,10 +64,14 @@ def bench(n_items: int, repeats: int, target: float) -> None:
     figs = rank_figures(st2, np.random.default_rng(1))
     t_rank = time.perf_counter() - t0
     verdict = "ok" if med <= target else "MISSED"
-    print(f"N = {n_items:>9,}  scores {obs2.size:>9,}  fit + selection per iteration {med:7.3f} s "
-          f"(target <= {target:g} s: {verdict}; warm sweeps {max(sweeps)})")
-    print(f"{'':14}  build {t_build:.3f} s, cold fit {t_cold:.3f} s ({state.sweeps} sweeps), "
-          f"rank figures {t_rank:.3f} s ({figs.n_draws} draws, expected Spearman {figs.expected_spearman:.3f})")
+    print(
+        f"N = {n_items:>9,}  scores {obs2.size:>9,}  fit + selection per iteration {med:7.3f} s "
+        f"(target <= {target:g} s: {verdict}; warm sweeps {max(sweeps)})"
+    )
+    print(
+        f"{'':14}  build {t_build:.3f} s, cold fit {t_cold:.3f} s ({state.sweeps} sweeps), "
+        f"rank figures {t_rank:.3f} s ({figs.n_draws} draws, expected Spearman {figs.expected_spearman:.3f})"
+    )
 
 
 def main() -> None:

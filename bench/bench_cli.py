@@ -8,6 +8,7 @@ microseconds), so a regression names its cause. Exit status 1 when any median mi
 
 Run: ``.venv/bin/python bench/bench_cli.py`` (a few seconds), or ``make bench``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,13 +54,14 @@ def import_offenders(top: int) -> list[tuple[int, int, str]]:
     """The ``top`` modules with the largest cumulative import time while building the parser:
     ``(cumulative us, self us, module)``, largest first."""
     code = "from tui.cli import build_parser; build_parser()"
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
-                            cwd=ROOT, check=True)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     rows = []
     for line in result.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
-        self_us, cumulative_us, name = line[len("import time:"):].split("|")
+        self_us, cumulative_us, name = line[len("import time:") :].split("|")
         rows.append((int(cumulative_us), int(self_us), name.rstrip()))
     # a module's cumulative time includes the modules it imports (shown indented under it by -X importtime)
     return sorted(rows, reverse=True)[:top]
@@ -81,8 +83,10 @@ def main() -> int:
         ok = med <= TARGET_S
         missed += not ok
         label = " ".join(["easl", *words, "--help"])
-        print(f"{label:<32} {med:9.3f} {min(times):7.3f} {max(times):7.3f}  {'ok' if ok else 'MISSED'} "
-              f"(<= {TARGET_S:.2f})")
+        print(
+            f"{label:<32} {med:9.3f} {min(times):7.3f} {max(times):7.3f}  {'ok' if ok else 'MISSED'} "
+            f"(<= {TARGET_S:.2f})"
+        )
     print(f"\nlargest cumulative import times while building the parser (python -X importtime, {sys.executable}):")
     print(f"{'cumulative ms':>13} {'self ms':>8}  module")
     for cumulative, self_time, name in import_offenders(args.top):

@@ -9,6 +9,7 @@ machine's load average is printed with the figures, since the machine may be sha
     python bench/bench_memory.py               # the full 1 GB file (minutes)
     python bench/bench_memory.py --size 50     # a quick run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ def write_annotations(path: str, size_mb: float, n_items: int, seed: int = 0) ->
             items = rng.integers(0, n_items, k)
             scores = rng.integers(0, 101, k)
             who = np.arange(n, n + k)
-            text = "".join(f"i{i:07d},{s},annotator{w:09d}\n" for i, s, w in zip(items.tolist(), scores.tolist(),
-                                                                              who.tolist()))
+            text = "".join(
+                f"i{i:07d},{s},annotator{w:09d}\n" for i, s, w in zip(items.tolist(), scores.tolist(), who.tolist())
+            )
             fh.write(text)
             written += len(text)
             n += k
@@ -51,8 +53,9 @@ def write_annotations(path: str, size_mb: float, n_items: int, seed: int = 0) ->
 def run_child(args: list[str]) -> tuple[float, float, int, str]:
     """Run ``python -m tui.cli ARGS``; returns (seconds, peak RSS in MB, exit status, stderr)."""
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - started
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -80,8 +83,10 @@ def main() -> int:
         started = time.perf_counter()
         n = write_annotations(path, args.size, args.items)
         size = os.path.getsize(path) / 1e6
-        print(f"generated {path.rsplit(os.sep, 1)[-1]}: {size:,.0f} MB, {n:,} rows in "
-              f"{time.perf_counter() - started:.1f} s")
+        print(
+            f"generated {path.rsplit(os.sep, 1)[-1]}: {size:,.0f} MB, {n:,} rows in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
         load_before = os.getloadavg()
         t, rss, rc, err = run_child(["ingest", project, path])
         load_after = os.getloadavg()

@@ -16,6 +16,7 @@ The peers (rsmtool, irrCAC, krippendorff) are installed into their own virtual e
 (shared with ``make test-oracle``), and timed in a subprocess (``tests/oracle/peers.py``); if they cannot be
 installed the script says why and prints our numbers alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import core.metrics as M  # noqa: E402
-from core.metrics.bootstrap import bootstrap_prmse  # noqa: E402
 from core.metrics import evaluate, observed_metrics  # noqa: E402
+from core.metrics.bootstrap import bootstrap_prmse  # noqa: E402
 
 PEER_VENV = ROOT / ".cache" / "oracle-venv"
 PEERS = ROOT / "tests" / "oracle" / "peers.py"
@@ -69,10 +70,12 @@ def peer_python() -> tuple[str | None, str]:
     PEER_VENV.parent.mkdir(parents=True, exist_ok=True)
     log = PEER_VENV.parent / "oracle-install.log"
     print(f"installing {', '.join(PEER_PACKAGES)} into {PEER_VENV} (log: {log}) ...", flush=True)
-    steps = [[sys.executable, "-m", "venv", str(PEER_VENV)],
-             [str(py), "-m", "pip", "install", "--quiet", *PEER_PACKAGES],
-             # numba (via rsmtool -> shap) needs coverage >= 7 to import; irrCAC pins an older one it does not use
-             [str(py), "-m", "pip", "install", "--quiet", "coverage>=7.4"]]
+    steps = [
+        [sys.executable, "-m", "venv", str(PEER_VENV)],
+        [str(py), "-m", "pip", "install", "--quiet", *PEER_PACKAGES],
+        # numba (via rsmtool -> shap) needs coverage >= 7 to import; irrCAC pins an older one it does not use
+        [str(py), "-m", "pip", "install", "--quiet", "coverage>=7.4"],
+    ]
     with open(log, "w") as f:
         for step in steps:
             if subprocess.run(step, stdout=f, stderr=subprocess.STDOUT).returncode != 0:
@@ -102,8 +105,12 @@ def main(argv=None) -> int:
         evaluate(hum, {"sys": sysm}, scale=M.Scale(1, 6))
         first = time.perf_counter() - first
         warm, _, _ = best_of(lambda: evaluate(hum, {"sys": sysm}, scale=M.Scale(1, 6)), 2)
-        report(f"whole evaluate suite, {n:,} responses x {label} + 1 system", warm, "<= 5 s",
-               note=f"(first call {first:.3f} s)")
+        report(
+            f"whole evaluate suite, {n:,} responses x {label} + 1 system",
+            warm,
+            "<= 5 s",
+            note=f"(first call {first:.3f} s)",
+        )
 
     whole_suite(h, m, "2 humans")
     h4, m4, _ = make_data(n, seed=4, raters=4, missing=0.2)
@@ -118,6 +125,7 @@ def main(argv=None) -> int:
         observed_metrics(h[:, 0], mr, categories=cats, ranks=False)
         observed_metrics(h[:, 0], h[:, 1], categories=cats, smd_method="pooled", ranks=False)
         return M.prmse(m, h)
+
     ours_rsm, _, _ = best_of(rsmtool_like)
 
     # 3. Gwet AC2 on n x 2
@@ -145,33 +153,53 @@ def main(argv=None) -> int:
             with tempfile.TemporaryDirectory() as d:
                 np.savez(Path(d) / "data.npz", human=h, system=m, cats=cats)
                 out = Path(d) / "t.json"
-                r = subprocess.run([py, str(PEERS), str(Path(d) / "data.npz"), str(out), "--time"],
-                                   capture_output=True, text=True)
+                r = subprocess.run(
+                    [py, str(PEERS), str(Path(d) / "data.npz"), str(out), "--time"], capture_output=True, text=True
+                )
                 if r.returncode == 0:
                     peers = json.loads(out.read_text())
                 else:
                     why = "peer timing failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
-                big = subprocess.run([py, str(PEERS), "--krippendorff-big", "2000", "4"], capture_output=True,
-                                     text=True)
-                peers["kripp_big"] = (json.loads(big.stdout) if big.returncode == 0 and big.stdout.strip()
-                                      else {"ok": False, "error": (big.stderr.strip().splitlines() or ["crashed"])[-1]})
+                big = subprocess.run(
+                    [py, str(PEERS), "--krippendorff-big", "2000", "4"], capture_output=True, text=True
+                )
+                peers["kripp_big"] = (
+                    json.loads(big.stdout)
+                    if big.returncode == 0 and big.stdout.strip()
+                    else {"ok": False, "error": (big.stderr.strip().splitlines() or ["crashed"])[-1]}
+                )
     if not peers:
         print(f"peers: {why}")
 
-    report(f"RSMTool set (metrics_helper x3 + prmse_true), {n:,} responses", ours_rsm, ">= 20x faster than RSMTool",
-           peers.get("rsmtool_metrics_helper_x3_plus_prmse"))
-    report(f"Gwet AC2 (quadratic), {n:,} x 2 ratings", ours_ac2, ">= 50x faster than irrCAC",
-           peers.get("irrcac_gwet_ac2"))
+    report(
+        f"RSMTool set (metrics_helper x3 + prmse_true), {n:,} responses",
+        ours_rsm,
+        ">= 20x faster than RSMTool",
+        peers.get("rsmtool_metrics_helper_x3_plus_prmse"),
+    )
+    report(
+        f"Gwet AC2 (quadratic), {n:,} x 2 ratings", ours_ac2, ">= 50x faster than irrCAC", peers.get("irrcac_gwet_ac2")
+    )
     kb = peers.get("kripp_big")
     knote = ""
     if "krippendorff_interval_200_continuous_units" in peers:
-        knote = f"krippendorff package: 200 continuous units {peers['krippendorff_interval_200_continuous_units']:.3f} s"
+        knote = (
+            f"krippendorff package: 200 continuous units {peers['krippendorff_interval_200_continuous_units']:.3f} s"
+        )
         if kb:
-            knote += ("; 2,000 units: " + (f"{kb['seconds']:.1f} s" if kb.get("ok") else kb.get("error", "failed")))
-    report(f"Krippendorff interval alpha, {n:,} x 2 continuous", ours_alpha, "<= 1 s",
-           note=f"peak memory {peak / 2**20:.1f} MiB = {peak / n:.0f} bytes/response. {knote}")
-    report("1,000 bootstrap resamples of PRMSE, 100,000 responses", boot, "<= 10 s",
-           note=f"(PRMSE {res['prmse']:.4f}, 95% interval [{res['ci'][0]:.4f}, {res['ci'][1]:.4f}])")
+            knote += "; 2,000 units: " + (f"{kb['seconds']:.1f} s" if kb.get("ok") else kb.get("error", "failed"))
+    report(
+        f"Krippendorff interval alpha, {n:,} x 2 continuous",
+        ours_alpha,
+        "<= 1 s",
+        note=f"peak memory {peak / 2**20:.1f} MiB = {peak / n:.0f} bytes/response. {knote}",
+    )
+    report(
+        "1,000 bootstrap resamples of PRMSE, 100,000 responses",
+        boot,
+        "<= 10 s",
+        note=f"(PRMSE {res['prmse']:.4f}, 95% interval [{res['ci'][0]:.4f}, {res['ci'][1]:.4f}])",
+    )
     return 0
 
 

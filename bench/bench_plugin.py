@@ -12,6 +12,7 @@
 `easl serve` runs as a subprocess, exactly as users run it. Run: ``.venv/bin/python bench/bench_plugin.py``
 (about 3 minutes; ``--skip-push`` for the acknowledgement part only, which needs no Label Studio).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,15 +40,21 @@ from tests.ls_server import free_port, running_server  # noqa: E402
 
 
 def make_project(path: Path, n_items: int, seed: int = 0) -> None:
-    items = pd.DataFrame({"item_id": [f"item{k:06d}" for k in range(n_items)],
-                          "text": [f"statement {k}" for k in range(n_items)]})
+    items = pd.DataFrame(
+        {"item_id": [f"item{k:06d}" for k in range(n_items)], "text": [f"statement {k}" for k in range(n_items)]}
+    )
     Project.create(path, items, Hyper(hit_size=5, seed=seed)).close()
 
 
 def start_serve(path: Path, port: int, env: dict, log: Path, *extra: str) -> subprocess.Popen:
     with open(log, "w") as out:  # the child keeps its own copy of the file descriptor
-        proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(path), "--port", str(port), *extra],
-                                stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli", "serve", str(path), "--port", str(port), *extra],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -79,12 +86,28 @@ def payloads(path: Path, n: int, pid: int) -> list[bytes]:
     for k in range(n):  # beyond one iteration, HITs get further annotations (new annotation ids)
         h = hits[k % len(hits)]
         data = task_data(h, lay, rng)
-        result = [{"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number",
-                   "value": {"number": float(rng.integers(0, 101))}} for j in range(5)]
-        body = {"action": "ANNOTATION_CREATED", "project": {"id": pid},
-                "annotation": {"id": 10_000 + k, "result": result, "completed_by": 1, "was_cancelled": False,
-                               "task": k + 1, "lead_time": 3.2},
-                "task": {"id": k + 1, "data": data, "project": pid}}
+        result = [
+            {
+                "from_name": f"score_{j}",
+                "to_name": f"text_{j}",
+                "type": "number",
+                "value": {"number": float(rng.integers(0, 101))},
+            }
+            for j in range(5)
+        ]
+        body = {
+            "action": "ANNOTATION_CREATED",
+            "project": {"id": pid},
+            "annotation": {
+                "id": 10_000 + k,
+                "result": result,
+                "completed_by": 1,
+                "was_cancelled": False,
+                "task": k + 1,
+                "lead_time": 3.2,
+            },
+            "task": {"id": k + 1, "data": data, "project": pid},
+        }
         out.append(json.dumps(body).encode())
     return out
 
@@ -98,8 +121,10 @@ async def _post(port: int, body: bytes, conn: list) -> tuple[float, dict]:
             conn[1].close()
         conn[:] = await asyncio.open_connection("127.0.0.1", port)
     reader, writer = conn
-    writer.write(b"POST /webhook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                 b"content-length: %d\r\n\r\n%s" % (len(body), body))
+    writer.write(
+        b"POST /webhook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(body), body)
+    )
     head = await reader.readuntil(b"\r\n\r\n")
     fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
     answer = await reader.readexactly(int({k.lower(): v for k, v in fields.items()}[b"content-length"]))
@@ -110,8 +135,9 @@ async def _post(port: int, body: bytes, conn: list) -> tuple[float, dict]:
     return lat, json.loads(answer)
 
 
-async def blast(port: int, bodies: list[bytes], concurrency: int, rate: float | None = None,
-                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+async def blast(
+    port: int, bodies: list[bytes], concurrency: int, rate: float | None = None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Post ``bodies`` from ``concurrency`` concurrent senders; returns each request's latency as the sender saw it
     and as the server measured it (from the handler's start to the durable acknowledgement), in seconds.
 
@@ -172,8 +198,7 @@ def server_stack() -> str:
     import importlib.util
 
     have = {m: importlib.util.find_spec(m) is not None for m in ("uvloop", "httptools")}
-    return (f"uvicorn on {'uvloop' if have['uvloop'] else 'asyncio'} with "
-            f"{'httptools' if have['httptools'] else 'h11'}")
+    return f"uvicorn on {'uvloop' if have['uvloop'] else 'asyncio'} with {'httptools' if have['httptools'] else 'h11'}"
 
 
 def load() -> str:
@@ -190,8 +215,9 @@ def bench_ack(tmp: Path, n_items: int, n_burst: int, n_single: int, concurrency:
     make_project(path, n_items)
     with Project.open(path) as p:  # linked to a (nonexistent) Label Studio project: events applied, no push
         lay = layout_for_method("easl", 5, 0.0, 100.0)
-        bk.set_meta(p, {bk.KEY_URL: "http://127.0.0.1:9", bk.KEY_PROJECT_ID: "1",
-                        bk.KEY_LAYOUT: json.dumps(lay.to_dict())})
+        bk.set_meta(
+            p, {bk.KEY_URL: "http://127.0.0.1:9", bk.KEY_PROJECT_ID: "1", bk.KEY_LAYOUT: json.dumps(lay.to_dict())}
+        )
     n_paced = n_single
     bodies = payloads(path, 100 + n_burst + n_single + n_paced, 1)
     port = free_port()
@@ -201,10 +227,13 @@ def bench_ack(tmp: Path, n_items: int, n_burst: int, n_single: int, concurrency:
     try:
         asyncio.run(blast(port, bodies[:100], concurrency))  # warm-up
         k = 100
-        for shape, n, conc, r in (("burst", n_burst, concurrency, None), ("single", n_single, 1, None),
-                                  ("paced", n_paced, concurrency, rate)):
+        for shape, n, conc, r in (
+            ("burst", n_burst, concurrency, None),
+            ("single", n_single, 1, None),
+            ("paced", n_paced, concurrency, rate),
+        ):
             t0 = time.perf_counter()
-            lat, srv = asyncio.run(blast(port, bodies[k:k + n], conc, r))
+            lat, srv = asyncio.run(blast(port, bodies[k : k + n], conc, r))
             wall = time.perf_counter() - t0
             out[shape] = {"posts": n, "rate": n / wall, **summary(lat, ""), **summary(srv, "server_")}
             k += n
@@ -228,8 +257,11 @@ def bench_ack(tmp: Path, n_items: int, n_burst: int, n_single: int, concurrency:
 
 def summary(seconds: np.ndarray, prefix: str) -> dict:
     ms = seconds * 1000
-    return {f"{prefix}p50_ms": float(np.percentile(ms, 50)), f"{prefix}p99_ms": float(np.percentile(ms, 99)),
-            f"{prefix}max_ms": float(ms.max())}
+    return {
+        f"{prefix}p50_ms": float(np.percentile(ms, 50)),
+        f"{prefix}p99_ms": float(np.percentile(ms, 99)),
+        f"{prefix}max_ms": float(ms.max()),
+    }
 
 
 def report_ack(a: dict, concurrency: int, rate: float) -> bool:
@@ -239,23 +271,33 @@ def report_ack(a: dict, concurrency: int, rate: float) -> bool:
     tb = t["burst"]
     ok_b = b["rate"] >= tb["rate"] and b["p99_ms"] <= tb["p99_ms"] and b["max_ms"] <= tb["max_ms"]
     ok_s = s["p99_ms"] <= t["single"]["p99_ms"]
-    print(f"  machine: {a['load_before']} before, {a['load_after']} after (shared machine: figures are noisy); "
-          f"one 2 KB fdatasync (the floor of a durable acknowledgement): p50 {a['sync_ms'][0]:.2f} ms, p99 "
-          f"{a['sync_ms'][1]:.2f} ms")
-    print(f"  burst, {concurrency} senders in a closed loop ({b['posts']} posts, each sender posts again as soon as "
-          f"it has its answer): {b['rate']:.0f} acks/s (target >= {t['burst']['rate']:.0f}), p50 {b['p50_ms']:.1f} "
-          f"ms, p99 {b['p99_ms']:.1f} ms (target <= {t['burst']['p99_ms']:.0f}), max {b['max_ms']:.1f} ms (target "
-          f"<= {t['burst']['max_ms']:.0f}): {'PASS' if ok_b else 'FAIL'}; in the server (handler start -> stored) "
-          f"p99 {b['server_p99_ms']:.1f} ms")
-    print(f"  single sender in a closed loop ({s['posts']} posts): {s['rate']:.0f} acks/s, p50 {s['p50_ms']:.2f} "
-          f"ms, p99 {s['p99_ms']:.2f} ms (target <= {t['single']['p99_ms']:.0f}), max {s['max_ms']:.1f} ms: "
-          f"{'PASS' if ok_s else 'FAIL'}; in the server p99 {s['server_p99_ms']:.2f} ms")
-    print(f"  paced, {concurrency} senders offering {rate:.0f} posts/s together (open loop, {p['posts']} posts): "
-          f"p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, max {p['max_ms']:.1f} ms")
+    print(
+        f"  machine: {a['load_before']} before, {a['load_after']} after (shared machine: figures are noisy); "
+        f"one 2 KB fdatasync (the floor of a durable acknowledgement): p50 {a['sync_ms'][0]:.2f} ms, p99 "
+        f"{a['sync_ms'][1]:.2f} ms"
+    )
+    print(
+        f"  burst, {concurrency} senders in a closed loop ({b['posts']} posts, each sender posts again as soon as "
+        f"it has its answer): {b['rate']:.0f} acks/s (target >= {t['burst']['rate']:.0f}), p50 {b['p50_ms']:.1f} "
+        f"ms, p99 {b['p99_ms']:.1f} ms (target <= {t['burst']['p99_ms']:.0f}), max {b['max_ms']:.1f} ms (target "
+        f"<= {t['burst']['max_ms']:.0f}): {'PASS' if ok_b else 'FAIL'}; in the server (handler start -> stored) "
+        f"p99 {b['server_p99_ms']:.1f} ms"
+    )
+    print(
+        f"  single sender in a closed loop ({s['posts']} posts): {s['rate']:.0f} acks/s, p50 {s['p50_ms']:.2f} "
+        f"ms, p99 {s['p99_ms']:.2f} ms (target <= {t['single']['p99_ms']:.0f}), max {s['max_ms']:.1f} ms: "
+        f"{'PASS' if ok_s else 'FAIL'}; in the server p99 {s['server_p99_ms']:.2f} ms"
+    )
+    print(
+        f"  paced, {concurrency} senders offering {rate:.0f} posts/s together (open loop, {p['posts']} posts): "
+        f"p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, max {p['max_ms']:.1f} ms"
+    )
     ev = a["events"]
     exact = ev["done"] + ev["failed"] == a["posted"] and ev["pending"] == 0
-    print(f"  every acknowledged event stored once and applied: {'yes' if exact else 'NO'} ({a['posted']} posted, "
-          f"events {ev}); {a['observations']} observations, verify {'ok' if a['verify'] else 'MISMATCH'}")
+    print(
+        f"  every acknowledged event stored once and applied: {'yes' if exact else 'NO'} ({a['posted']} posted, "
+        f"events {ev}); {a['observations']} observations, verify {'ok' if a['verify'] else 'MISMATCH'}"
+    )
     return ok_b and ok_s and exact and a["verify"]
 
 
@@ -268,8 +310,14 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
     with running_server() as ls:
         env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
         t = time.perf_counter()
-        setup = subprocess.run([sys.executable, "-m", "tui.cli", "ls", "setup", str(path), "--url", ls.url, "--json"],
-                               capture_output=True, text=True, cwd=REPO, env=env, check=True)
+        setup = subprocess.run(
+            [sys.executable, "-m", "tui.cli", "ls", "setup", str(path), "--url", ls.url, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            check=True,
+        )
         info = json.loads(setup.stdout)
         print(f"  ls setup: {info['tasks_imported']} tasks imported in {time.perf_counter() - t:.1f} s", flush=True)
         pid = info["ls_project_id"]
@@ -277,9 +325,27 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
         proc = start_serve(path, port, env, tmp / "push-serve.log", "--reconcile-interval", "3600")
         sdk = LabelStudio(base_url=ls.url, api_key=ls.token)
         try:
-            subprocess.run([sys.executable, "-m", "tui.cli", "ls", "setup", str(path), "--url", ls.url,
-                            "--backend-url", f"http://127.0.0.1:{port}", "--connect", "webhook"],
-                           capture_output=True, text=True, cwd=REPO, env=env, check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "tui.cli",
+                    "ls",
+                    "setup",
+                    str(path),
+                    "--url",
+                    ls.url,
+                    "--backend-url",
+                    f"http://127.0.0.1:{port}",
+                    "--connect",
+                    "webhook",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                env=env,
+                check=True,
+            )
             rng = np.random.default_rng(1)
             for _ in range(repeats):
                 with Project.open(path) as p:
@@ -287,14 +353,29 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
                     hits = p.open_hits()
                     task_of = {hit: int(t) for t, hit in bk.id_map(p, bk.TASK).items()}
                     # every HIT but the last is annotated straight into the project (bench set-up, not measured)
-                    rows = [{"item_id": i["item_id"], "score": float(rng.integers(0, 101)), "hit_id": h["hit_id"],
-                             "annotator": "bench"} for h in hits[:-1] for i in h["items"]]
+                    rows = [
+                        {
+                            "item_id": i["item_id"],
+                            "score": float(rng.integers(0, 101)),
+                            "hit_id": h["hit_id"],
+                            "annotator": "bench",
+                        }
+                        for h in hits[:-1]
+                        for i in h["items"]
+                    ]
                     p.ingest(rows, source="bench")
                 last = hits[-1]
                 n_before = sdk.projects.get(id=pid).task_number
                 task = sdk.tasks.get(id=task_of[last["hit_id"]])
-                result = [{"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number",
-                           "value": {"number": float(rng.integers(0, 101))}} for j in range(5)]
+                result = [
+                    {
+                        "from_name": f"score_{j}",
+                        "to_name": f"text_{j}",
+                        "type": "number",
+                        "value": {"number": float(rng.integers(0, 101))},
+                    }
+                    for j in range(5)
+                ]
                 t0 = time.perf_counter()
                 sdk.annotations.create(id=task.id, result=result)
                 t_ack = time.perf_counter() - t0
@@ -303,10 +384,14 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
                         raise RuntimeError("next iteration not pushed within 60 s")
                     time.sleep(0.02)
                 t_push = time.perf_counter() - t0
-                out.append({"iteration": it + 1, "hits": len(hits), "annotation_submit_s": t_ack,
-                            "pushed_after_s": t_push})
-                print(f"  iteration {it} -> {it + 1}: {len(hits)} HITs, next pushed {t_push:.2f} s after the last "
-                      f"annotation (its submit took {t_ack:.2f} s)", flush=True)
+                out.append(
+                    {"iteration": it + 1, "hits": len(hits), "annotation_submit_s": t_ack, "pushed_after_s": t_push}
+                )
+                print(
+                    f"  iteration {it} -> {it + 1}: {len(hits)} HITs, next pushed {t_push:.2f} s after the last "
+                    f"annotation (its submit took {t_ack:.2f} s)",
+                    flush=True,
+                )
         finally:
             stop(proc)
         with Project.open(path, readonly=True) as p:
@@ -321,15 +406,19 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=4000, help="posts in the burst (default 4000)")
     ap.add_argument("--single", type=int, default=1000, help="posts of the single sender (default 1000)")
     ap.add_argument("--concurrency", type=int, default=50)
-    ap.add_argument("--rate", type=float, default=100.0,
-                    help="paced load, requests/s summed over the senders (default 100)")
+    ap.add_argument(
+        "--rate", type=float, default=100.0, help="paced load, requests/s summed over the senders (default 100)"
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-push", action="store_true", help="only the acknowledgement benchmark")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="easl-bench-plugin-") as d:
         tmp = Path(d)
-        print(f"webhook acknowledgement by `easl serve`, {args.items} items, valid ANNOTATION_CREATED payloads "
-              f"applied by the worker meanwhile; client on the same machine; {server_stack()}", flush=True)
+        print(
+            f"webhook acknowledgement by `easl serve`, {args.items} items, valid ANNOTATION_CREATED payloads "
+            f"applied by the worker meanwhile; client on the same machine; {server_stack()}",
+            flush=True,
+        )
         a = bench_ack(tmp, args.items, args.requests, args.single, args.concurrency, args.rate)
         report_ack(a, args.concurrency, args.rate)
         if not args.skip_push:

@@ -16,6 +16,7 @@ Every figure is the wall time of one ``.venv/bin/easl`` subprocess (start-up inc
 (``os.wait4``'s ``ru_maxrss``). Run: ``.venv/bin/python bench/bench_scale.py`` (about 2 minutes; ``--items N`` for
 a smaller run). Files go to a temporary directory (or ``--dir``) and are deleted afterwards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ import pandas as pd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EASL = os.path.join(ROOT, ".venv", "bin", "easl")
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 def run(*args: str) -> tuple[float, int]:
@@ -49,8 +50,7 @@ def run(*args: str) -> tuple[float, int]:
 
 def write_items(path: str, n: int) -> None:
     ids = np.char.add("item", np.arange(n).astype("U7"))
-    pd.DataFrame({"id": ids, "text": np.char.add("text of item ", np.arange(n).astype("U7"))}).to_csv(path,
-                                                                                                    index=False)
+    pd.DataFrame({"id": ids, "text": np.char.add("text of item ", np.arange(n).astype("U7"))}).to_csv(path, index=False)
 
 
 def write_scores(hits_csv: str, path: str, oracle: dict[str, float], rng: np.random.Generator, annotator: str) -> int:
@@ -58,8 +58,9 @@ def write_scores(hits_csv: str, path: str, oracle: dict[str, float], rng: np.ran
     hits = pd.read_csv(hits_csv, usecols=["hit_id", "item_id"], dtype=str)
     truth = hits["item_id"].map(oracle).to_numpy(dtype=np.float64)
     score = np.clip(np.rint(truth + rng.normal(0, 10, len(hits))), 0, 100)
-    pd.DataFrame({"hit_id": hits["hit_id"], "item_id": hits["item_id"], "score": score,
-                  "annotator": annotator}).to_csv(path, index=False)
+    pd.DataFrame({"hit_id": hits["hit_id"], "item_id": hits["item_id"], "score": score, "annotator": annotator}).to_csv(
+        path, index=False
+    )
     return len(hits)
 
 
@@ -79,8 +80,10 @@ def main() -> int:
         ok = value >= target if higher_is_better else value <= target
         cmp = ">=" if higher_is_better else "<="
         rows.append((label, value, f"{cmp} {target:,.4g} {unit}", ok))
-        print(f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  "
-              f"{'ok' if ok else 'MISSED'}", flush=True)
+        print(
+            f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  {'ok' if ok else 'MISSED'}",
+            flush=True,
+        )
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         n = args.items
@@ -102,8 +105,13 @@ def main() -> int:
             scores = os.path.join(tmp, f"scores{it}.csv")
             n_scores = write_scores(hits, scores, oracle, rng, f"ann{it}")
             t, rss = run("ingest", project, scores)
-            record(f"ingest (iteration {it}, {n_scores:,} scores)", n_scores / t, "scores/s", 100_000,
-                   higher_is_better=True)
+            record(
+                f"ingest (iteration {it}, {n_scores:,} scores)",
+                n_scores / t,
+                "scores/s",
+                100_000,
+                higher_is_better=True,
+            )
             peaks.append((f"ingest {it}", rss))
         t, rss = run("export", project, "--output", os.path.join(tmp, "estimates.csv"))
         record("export", t, "s", 2.0)
@@ -123,7 +131,9 @@ def main() -> int:
         record("status, 10,000 items (median of 5)", statistics.median(times), "s", 0.4)
 
     missed = [r[0] for r in rows if not r[3]]
-    print(f"\n{len(rows) - len(missed)} of {len(rows)} targets met" + (f"; missed: {', '.join(missed)}" if missed else ""))
+    print(
+        f"\n{len(rows) - len(missed)} of {len(rows)} targets met" + (f"; missed: {', '.join(missed)}" if missed else "")
+    )
     return 0
 
 

@@ -68,16 +68,18 @@ def main() -> int:
         k = n_items // n
         for pool in ("paper", "all"):
             t = timed(
-                lambda: select_hits(loc, var, hit_size=n, n_hits=k, gamma=gamma, pool=pool, rng=rng),
+                lambda loc=loc, var=var, k=k, pool=pool: select_hits(
+                    loc, var, hit_size=n, n_hits=k, gamma=gamma, pool=pool, rng=rng
+                ),
                 repeat=5 if n_items <= 10_000 else 2,
             )
             target = 0.2 if n_items <= 10_000 else 5.0
             ok &= t <= target
             print(f"select_hits          N={n_items:>9,}  pool={pool:<5}  {verdict(t, target)}")
-        t = timed(lambda: first_iteration_hits(n_items, n, rng), repeat=3)
+        t = timed(lambda n_items=n_items: first_iteration_hits(n_items, n, rng), repeat=3)
         print(f"first_iteration_hits N={n_items:>9,}               {t:8.3f} s")
         counts = rng.poisson(3.0, n_items)
-        t = timed(lambda: select_least_annotated(counts, hit_size=n, n_hits=k, rng=rng), repeat=3)
+        t = timed(lambda counts=counts, k=k: select_least_annotated(counts, hit_size=n, n_hits=k, rng=rng), repeat=3)
         print(f"select_least_annot.  N={n_items:>9,}               {t:8.3f} s")
     loc, var = campaign_keys(10_000, rng)
     t = timed(lambda: select_hits_literal(loc, var, hit_size=n, n_hits=2_000, gamma=gamma, rng=rng), repeat=1)

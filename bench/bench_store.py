@@ -5,9 +5,11 @@
 * export of 1,000,000 items <= 10 s (``Project.estimates`` + writing CSV / Parquet).
 
 Replay is measured for EASL (commutative) and for RA and TrueSkill (order dependent: pairwise updates in log
-order). Run: ``.venv/bin/python bench/bench_store.py`` (about 3-4 minutes; ``--scale 0.1`` for a quick look). Files go to
+order). Run: ``.venv/bin/python bench/bench_store.py`` (about 3-4 minutes; ``--scale 0.1`` for a quick look). Files
+go to
 a temporary directory (or ``--dir``) and are deleted afterwards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,14 +29,23 @@ from core.tables import read_table, write_table  # noqa: E402
 
 
 def items(n: int) -> pd.DataFrame:
-    return pd.DataFrame({"item_id": [f"item{k:07d}" for k in range(n)], "text": [f"text {k}" for k in range(n)],
-                         "source": np.where(np.arange(n) % 2 == 0, "even", "odd")})
+    return pd.DataFrame(
+        {
+            "item_id": [f"item{k:07d}" for k in range(n)],
+            "text": [f"text {k}" for k in range(n)],
+            "source": np.where(np.arange(n) % 2 == 0, "even", "odd"),
+        }
+    )
 
 
 def scores(n_items: int, n_rows: int, rng: np.random.Generator, offset: int) -> pd.DataFrame:
-    return pd.DataFrame({"item_id": [f"item{k:07d}" for k in rng.integers(0, n_items, n_rows)],
-                         "score": rng.integers(0, 101, n_rows).astype(np.float64),
-                         "annotator": [f"ann{k}" for k in range(offset, offset + n_rows)]})
+    return pd.DataFrame(
+        {
+            "item_id": [f"item{k:07d}" for k in rng.integers(0, n_items, n_rows)],
+            "score": rng.integers(0, 101, n_rows).astype(np.float64),
+            "annotator": [f"ann{k}" for k in range(offset, offset + n_rows)],
+        }
+    )
 
 
 def timed(label: str, fn, results: list, **extra):
@@ -76,24 +87,38 @@ def main() -> int:
                 assert report.new == len(rows)
                 total_rows += len(rows)
                 total_time += dt
-                print(f"  file {k}: {len(rows):,} rows in {dt:.2f} s ({len(rows) / dt:,.0f} scores/s; log now "
-                      f"{total_rows:,})", flush=True)
+                print(
+                    f"  file {k}: {len(rows):,} rows in {dt:.2f} s ({len(rows) / dt:,.0f} scores/s; log now "
+                    f"{total_rows:,})",
+                    flush=True,
+                )
                 k += 1
             rate = total_rows / total_time
-            results.append({"step": "ingest (read CSV + validate + append + state)", "seconds": round(total_time, 3),
-                            "rate": f"{rate:,.0f} scores/s", "target": ">= 20,000 scores/s",
-                            "ok": rate >= 20_000})
+            results.append(
+                {
+                    "step": "ingest (read CSV + validate + append + state)",
+                    "seconds": round(total_time, 3),
+                    "rate": f"{rate:,.0f} scores/s",
+                    "target": ">= 20,000 scores/s",
+                    "ok": rate >= 20_000,
+                }
+            )
             # idempotent re-ingest of the last file
             t = time.perf_counter()
             again = p.ingest(read_table(path), source=path)
             dt = time.perf_counter() - t
             assert again.duplicate == len(rows)
-            results.append({"step": "re-ingest of the last file (all duplicates)", "seconds": round(dt, 3),
-                            "rate": f"{len(rows) / dt:,.0f} rows/s"})
+            results.append(
+                {
+                    "step": "re-ingest of the last file (all duplicates)",
+                    "seconds": round(dt, 3),
+                    "rate": f"{len(rows) / dt:,.0f} rows/s",
+                }
+            )
             # 2. replay
             print(f"replay: {total_rows:,} observations")
             conn = p._conn
-            (state, _), dt = timed("replay of the log (rebuild)", lambda: p._replay(conn), results)
+            (state, _), dt = timed("replay of the log (rebuild)", lambda conn=conn: p._replay(conn), results)
             results[-1].update(target="<= 10 s", ok=dt <= 10)
             check, dt = timed("verify (replay + compare)", p.verify, results)
             assert check["ok"], check
@@ -108,31 +133,62 @@ def main() -> int:
                 n_pass = max(1, n_obs // len(item_col))
                 t = time.perf_counter()
                 for a in range(n_pass):
-                    p.ingest(pd.DataFrame({"hit_id": hit_col, "item_id": item_col, "annotator": f"ann{a}",
-                                           "score": rng.integers(0, 101, len(item_col)).astype(np.float64)}),
-                             source=method)
+                    p.ingest(
+                        pd.DataFrame(
+                            {
+                                "hit_id": hit_col,
+                                "item_id": item_col,
+                                "annotator": f"ann{a}",
+                                "score": rng.integers(0, 101, len(item_col)).astype(np.float64),
+                            }
+                        ),
+                        source=method,
+                    )
                 dt = time.perf_counter() - t
                 n = n_pass * len(item_col)
-                results.append({"step": f"ingest of whole HIT submissions ({method}, DataFrame)",
-                                "seconds": round(dt, 3), "rate": f"{n / dt:,.0f} scores/s"})
+                results.append(
+                    {
+                        "step": f"ingest of whole HIT submissions ({method}, DataFrame)",
+                        "seconds": round(dt, 3),
+                        "rate": f"{n / dt:,.0f} scores/s",
+                    }
+                )
                 print(f"  {method}: ingested {n:,} scores in {dt:.2f} s", flush=True)
                 conn = p._conn
-                _, dt = timed(f"replay of {n:,} observations ({method}: pairwise, in log order)",
-                              lambda: p._replay(conn), results)
+                _, dt = timed(
+                    f"replay of {n:,} observations ({method}: pairwise, in log order)",
+                    lambda conn=conn: p._replay(conn),
+                    results,
+                )
                 results[-1].update(target="<= 10 s", ok=dt <= 10)
         # 3. export
         print(f"export: {n_export:,} items")
         big = os.path.join(d, "items.easl")
-        _, dt = timed(f"create a project of {n_export:,} items", lambda: Project.create(big, items(n_export),
-                                                                                     Hyper()).close(), results)
+        _, dt = timed(
+            f"create a project of {n_export:,} items",
+            lambda: Project.create(big, items(n_export), Hyper()).close(),
+            results,
+        )
         with Project.open(big, readonly=True) as p:
             est, dt_e = timed("estimates()", p.estimates, results)
             _, dt_c = timed("write CSV", lambda: write_table(est, os.path.join(d, "est.csv")), results)
             _, dt_p = timed("write Parquet", lambda: write_table(est, os.path.join(d, "est.parquet")), results)
-        results.append({"step": "export to CSV (estimates + write)", "seconds": round(dt_e + dt_c, 3),
-                        "target": "<= 10 s", "ok": dt_e + dt_c <= 10})
-        results.append({"step": "export to Parquet (estimates + write)", "seconds": round(dt_e + dt_p, 3),
-                        "target": "<= 10 s", "ok": dt_e + dt_p <= 10})
+        results.append(
+            {
+                "step": "export to CSV (estimates + write)",
+                "seconds": round(dt_e + dt_c, 3),
+                "target": "<= 10 s",
+                "ok": dt_e + dt_c <= 10,
+            }
+        )
+        results.append(
+            {
+                "step": "export to Parquet (estimates + write)",
+                "seconds": round(dt_e + dt_p, 3),
+                "target": "<= 10 s",
+                "ok": dt_e + dt_p <= 10,
+            }
+        )
     print()
     table = pd.DataFrame(results).fillna("")
     print(table.to_string(index=False))

@@ -12,6 +12,7 @@ annotators, then runs the app headless in an 80 x 24 terminal (Textual's pilot) 
 
 Usage: ``python bench/bench_tui.py [--items N] [--repeats R]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,15 +32,38 @@ def build_project(path: Path, n_items: int, seed: int = 0) -> None:
     from core.store import Project
 
     rng = np.random.default_rng(seed)
-    items = pd.DataFrame({"item_id": [f"it{k:06d}" for k in range(n_items)],
-                          "text": [f"item number {k}" for k in range(n_items)]})
+    items = pd.DataFrame(
+        {"item_id": [f"it{k:06d}" for k in range(n_items)], "text": [f"item number {k}" for k in range(n_items)]}
+    )
     with Project.create(path, items, Hyper(hit_size=5, seed=seed)) as project:
         hits = project.open_hits()
-        project.ingest([{"item_id": it["item_id"], "score": float(rng.integers(0, 101)), "hit_id": h["hit_id"],
-                         "annotator": "sim"} for h in hits for it in h["items"]], source="bench")
+        project.ingest(
+            [
+                {
+                    "item_id": it["item_id"],
+                    "score": float(rng.integers(0, 101)),
+                    "hit_id": h["hit_id"],
+                    "annotator": "sim",
+                }
+                for h in hits
+                for it in h["items"]
+            ],
+            source="bench",
+        )
         hits = project.next_hits()[: len(hits) // 2]
-        project.ingest([{"item_id": it["item_id"], "score": float(rng.integers(0, 101)), "hit_id": h["hit_id"],
-                         "annotator": "sim"} for h in hits for it in h["items"]], source="bench")
+        project.ingest(
+            [
+                {
+                    "item_id": it["item_id"],
+                    "score": float(rng.integers(0, 101)),
+                    "hit_id": h["hit_id"],
+                    "annotator": "sim",
+                }
+                for h in hits
+                for it in h["items"]
+            ],
+            source="bench",
+        )
 
 
 def write_one_hit(path: Path, rng: np.random.Generator) -> None:
@@ -47,8 +71,18 @@ def write_one_hit(path: Path, rng: np.random.Generator) -> None:
 
     with Project.open(path) as project:
         hit = project.open_hits()[0]
-        project.ingest([{"item_id": it["item_id"], "score": float(rng.integers(0, 101)), "hit_id": hit["hit_id"],
-                         "annotator": "other"} for it in hit["items"]], source="bench")
+        project.ingest(
+            [
+                {
+                    "item_id": it["item_id"],
+                    "score": float(rng.integers(0, 101)),
+                    "hit_id": hit["hit_id"],
+                    "annotator": "other",
+                }
+                for it in hit["items"]
+            ],
+            source="bench",
+        )
 
 
 class FrameClock:
@@ -81,7 +115,7 @@ async def key_latency(app, clock: FrameClock, key: str) -> float:
     """Seconds from a key event entering the app to the next frame drawn."""
     from textual import events
 
-    await asyncio.sleep(0.05)                     # let the previous frame go out
+    await asyncio.sleep(0.05)  # let the previous frame go out
     count = len(clock.times)
     char = key if len(key) == 1 else None
     t0 = time.perf_counter()
@@ -125,9 +159,14 @@ async def measure(path: Path, repeats: int) -> dict:
             add("monitor poll: read changed project (worker thread)", t1 - t0)
             add("monitor apply + draw (UI thread)", t2 - t1)
             add("monitor refresh total", t2 - t0)
-        for key, label in (("down", "key: cursor down"), ("pagedown", "key: page down"),
-                           ("e", "key: sort 100,000 rows by estimate"), ("u", "key: sort by uncertainty"),
-                           ("end", "key: jump to last row"), ("home", "key: jump to first row")):
+        for key, label in (
+            ("down", "key: cursor down"),
+            ("pagedown", "key: page down"),
+            ("e", "key: sort 100,000 rows by estimate"),
+            ("u", "key: sort by uncertainty"),
+            ("end", "key: jump to last row"),
+            ("home", "key: jump to first row"),
+        ):
             for _ in range(repeats):
                 add(label, await key_latency(app, clock, key))
         assert table.row_count > 0

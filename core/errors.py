@@ -14,6 +14,7 @@ message and exits 1; the Label Studio plugin stores it as a reject reason; the t
     └── ProjectFileError        the project file is missing, damaged, locked or of another kind (path, problem)
         └── SchemaVersionError  the project file's schema is newer or older than this version understands
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,8 +40,9 @@ class InputError(EaslError):
         The location, for front ends that point at it.
     """
 
-    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
         super().__init__(message)
         self.path = None if path is None else str(path)
         self.line = line
@@ -80,8 +82,10 @@ class SchemaVersionError(ProjectFileError):
 
     def __init__(self, path: str | Path, found: int, expected: int) -> None:
         if found > expected:
-            problem = (f"the project file has schema version {found}, newer than this version of easl-toolkit "
-                       f"understands ({expected}); upgrade easl-toolkit")
+            problem = (
+                f"the project file has schema version {found}, newer than this version of easl-toolkit "
+                f"understands ({expected}); upgrade easl-toolkit"
+            )
         else:
             problem = f"the project file has schema version {found}; this version expects {expected}"
         super().__init__(path, problem)

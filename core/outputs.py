@@ -14,6 +14,7 @@ Every command that writes a file or a directory (``easl export`` estimates and `
 place only when all are complete, so a failure leaves every target as it was (a multi-file command writes all or
 none). The messages are one sentence naming the path; they say what is wrong, never which flag to pass.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -67,8 +68,9 @@ def _probe_directory(path: str, directory: str) -> None:
         os.unlink(tmp)
 
 
-def check_outputs(paths: Sequence[str | os.PathLike[str] | None], *,
-                  protect: Sequence[str | os.PathLike[str]] = ()) -> None:
+def check_outputs(
+    paths: Sequence[str | os.PathLike[str] | None], *, protect: Sequence[str | os.PathLike[str]] = ()
+) -> None:
     """Check output files before any work: none is a protected file (the project and its companions), none
     repeats another, none is a directory, and each one's directory exists and is writable. ``None`` entries (an
     option not given) are skipped.
@@ -88,8 +90,9 @@ def check_outputs(paths: Sequence[str | os.PathLike[str] | None], *,
             raise InputError(f"{path}: refusing to write there: it is {what}, which would be destroyed.", path=path)
         key = os.path.realpath(path)
         if key in seen:
-            raise InputError(f"{path}: two outputs of one command name the same file ({seen[key]} and {path}).",
-                             path=path)
+            raise InputError(
+                f"{path}: two outputs of one command name the same file ({seen[key]} and {path}).", path=path
+            )
         seen[key] = path
         if os.path.isdir(path):
             raise InputError(f"{path}: is a directory; give a file name.", path=path)
@@ -156,8 +159,9 @@ def atomic_outputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str
             yield temps
         except OSError as exc:
             i = next((k for k, t in enumerate(temps) if exc.filename in (t, None)), 0)
-            raise InputError(f"{targets[i]}: cannot write the file ({exc.strerror or exc}); nothing was written.",
-                             path=targets[i]) from None
+            raise InputError(
+                f"{targets[i]}: cannot write the file ({exc.strerror or exc}); nothing was written.", path=targets[i]
+            ) from None
         for tmp, path in zip(temps, targets):
             os.replace(tmp, path)
     finally:

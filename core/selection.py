@@ -23,13 +23,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 DEFAULT_BINS = 32
 DEFAULT_MAX_ROUNDS = 64
 DIRECT_BELOW = 5
 
 
-def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> np.ndarray:
+def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> NDArray[Any]:
     """Match quality of items ``i`` and ``j`` (eq 11 / 23), broadcasting.
 
     ``q = sqrt(2 gamma^2 / c^2) exp(-(M_i - M_j)^2 / (2 c^2))`` with ``c^2 = 2 gamma^2 + Var_i + Var_j``;
@@ -41,7 +42,7 @@ def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> np.nd
     return np.sqrt(2.0 * gamma * gamma / c2) * np.exp(-((m_i - m_j) ** 2) / (2.0 * c2))
 
 
-def _log_quality(m_i, v_i, m_j, v_j, g2: float) -> np.ndarray:
+def _log_quality(m_i, v_i, m_j, v_j, g2: float) -> NDArray[Any]:
     """``log q`` of eq 11 / 23 (``g2 = 2 gamma^2``); log space keeps far-apart pairs comparable."""
     c2 = g2 + v_i + v_j
     return 0.5 * np.log(g2 / c2) - (m_i - m_j) ** 2 / (2.0 * c2)
@@ -52,7 +53,7 @@ def _log_quality(m_i, v_i, m_j, v_j, g2: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 
 
-def first_iteration_hits(n_items: int, hit_size: int, rng: np.random.Generator) -> np.ndarray:
+def first_iteration_hits(n_items: int, hit_size: int, rng: np.random.Generator) -> NDArray[Any]:
     """HITs covering every item exactly once (the authors' release; docs/design.md section 3).
 
     A random permutation cut into ``ceil(N / n)`` HITs of ``n``; the last HIT, if short, is padded with
@@ -86,7 +87,7 @@ def select_least_annotated(
     n_hits: int,
     rng: np.random.Generator,
     exclude: Any = None,
-) -> np.ndarray:
+) -> NDArray[Any]:
     """DA's batches (the paper's baseline, section 5): the least-annotated items, grouped into HITs.
 
     Items are ordered by ``counts`` ascending with a seeded random tie-break; the first
@@ -121,7 +122,7 @@ def select_least_annotated(
 # --------------------------------------------------------------------------------------------------
 
 
-def _eligible(n: int, exclude: Any) -> np.ndarray:
+def _eligible(n: int, exclude: Any) -> NDArray[Any]:
     if exclude is None:
         return np.ones(n, dtype=bool)
     exclude = np.asarray(exclude, dtype=bool)
@@ -130,7 +131,7 @@ def _eligible(n: int, exclude: Any) -> np.ndarray:
     return ~exclude
 
 
-def _check_keys(location: Any, variance: Any) -> tuple[np.ndarray, np.ndarray]:
+def _check_keys(location: Any, variance: Any) -> tuple[NDArray[Any], NDArray[Any]]:
     location = np.asarray(location, dtype=np.float64).ravel()
     variance = np.asarray(variance, dtype=np.float64).ravel()
     if location.shape != variance.shape:
@@ -174,7 +175,7 @@ def _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude):
     return anchors.astype(np.int64), pool_ids, n_partners
 
 
-def _successive(ids: np.ndarray, logq: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+def _successive(ids: NDArray[Any], logq: NDArray[Any], size: int, rng: np.random.Generator) -> NDArray[Any]:
     """Successive sampling of ``size`` of ``ids`` with probability proportional to ``exp(logq)``.
 
     Weights are taken relative to the best candidate (``exp(logq - max)``), so they never all underflow. If
@@ -205,7 +206,7 @@ def select_hits_literal(
     pool: str = "paper",
     rng: np.random.Generator,
     exclude: Any = None,
-) -> np.ndarray:
+) -> NDArray[Any]:
     """Algorithm 1 literally, ``O(k N)``: for each anchor compute ``q`` against its whole pool and draw the
     partners with ``Generator.choice(replace=False, p=q / q.sum())``. The reference for tests and the
     benchmark; same arguments and result shape as :func:`select_hits`.
@@ -235,7 +236,7 @@ def select_hits(
     n_bins: int = DEFAULT_BINS,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     direct_below: int = DIRECT_BELOW,
-) -> np.ndarray:
+) -> NDArray[Any]:
     """Algorithm 1 (SampleByMatchQuality), exact and sub-quadratic.
 
     Anchors: the ``n_hits`` eligible items of largest ``variance`` (ties in seeded random order). Partners:
@@ -273,8 +274,16 @@ def select_hits(
         return out
     rounds = 0 if anchors.size < direct_below else max_rounds
     out[:, 1:] = _partners(
-        anchors, pool_ids, location, variance, m, gamma, rng, self_in_pool=pool == "all",
-        n_bins=n_bins, max_rounds=rounds,
+        anchors,
+        pool_ids,
+        location,
+        variance,
+        m,
+        gamma,
+        rng,
+        self_in_pool=pool == "all",
+        n_bins=n_bins,
+        max_rounds=rounds,
     )
     return out
 
@@ -354,8 +363,16 @@ def _partners(anchors, pool_ids, location, variance, m, gamma, rng, *, self_in_p
     # stragglers (rare): literal continuation, conditional on what each has drawn so far
     if active.size:
         chosen[active] = _partners_direct(
-            anchors[active], pool_ids, location, variance, m, g2, rng, self_in_pool=self_in_pool,
-            chosen=chosen[active], count=count[active],
+            anchors[active],
+            pool_ids,
+            location,
+            variance,
+            m,
+            g2,
+            rng,
+            self_in_pool=self_in_pool,
+            chosen=chosen[active],
+            count=count[active],
         )
     return chosen
 

@@ -17,6 +17,7 @@ decoded as strict UTF-8 (a byte-order mark is allowed); CSV and TSV cells are ke
 ``"007"`` survive. Writes go to a temporary file in the target directory and are renamed into place, so a failed
 write never leaves half a file behind.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,23 +26,37 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
+from numpy.typing import NDArray
 
 from core.errors import InputError
 from core.outputs import atomic_outputs
 
-READ_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
-                ".parquet": "parquet", ".pq": "parquet"}
-WRITE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
-                 ".pq": "parquet"}
-
+READ_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+WRITE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 
 def _raise_csv_field_limit() -> int:
@@ -57,6 +72,7 @@ def _raise_csv_field_limit() -> int:
 
 
 _raise_csv_field_limit()
+
 
 @dataclass
 class Table:
@@ -75,11 +91,11 @@ class Table:
     """
 
     frame: pd.DataFrame
-    lines: np.ndarray
+    lines: NDArray[Any]
     path: str
     unit: str = "line"
 
-    def locations(self) -> np.ndarray:
+    def locations(self) -> NDArray[Any]:
         """Return ``"file:line"`` (or ``"file:row N"``) for every record, as an object array."""
         prefix = f"{self.path}:" if self.unit == "line" else f"{self.path}:row "
         return np.asarray([prefix + str(n) for n in self.lines.tolist()], dtype=object)
@@ -94,8 +110,9 @@ def _format(path: str | os.PathLike, formats: dict[str, str], what: str) -> str:
     ext = Path(path).suffix.lower()
     if ext not in formats:
         known = ", ".join(sorted(formats))
-        raise InputError(f"{path}: cannot tell the {what} format from the extension {ext or '(none)'!r}; "
-                        f"use one of {known}.")
+        raise InputError(
+            f"{path}: cannot tell the {what} format from the extension {ext or '(none)'!r}; use one of {known}."
+        )
     return formats[ext]
 
 
@@ -118,9 +135,11 @@ def _decode_utf8(raw: bytes, path: str) -> str:
         line = raw.count(b"\n", 0, start) + 1
         line_start = raw.rfind(b"\n", 0, start) + 1
         column = start - line_start + 1
-        byte = raw[start:start + 1].hex()
-        raise InputError(f"{path}:{line}: column {column}: the file is not valid UTF-8 (byte 0x{byte}); "
-                        f"save it as UTF-8 and try again.") from None
+        byte = raw[start : start + 1].hex()
+        raise InputError(
+            f"{path}:{line}: column {column}: the file is not valid UTF-8 (byte 0x{byte}); "
+            f"save it as UTF-8 and try again."
+        ) from None
 
 
 def _read_bytes(path: str) -> bytes:
@@ -147,8 +166,11 @@ def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
     (the csv-module path then parses it and words the error)."""
     body = text.rstrip("\n")
     # a blank or whitespace-only line needs the csv-module path (which skips it); so does trailing whitespace
-    if any(s in body for s in ('"', "\r", "\n\n", " \n", "\t\n")) or body.endswith((" ", "\t")) or \
-            body.startswith(("\n", " ", "\t")):
+    if (
+        any(s in body for s in ('"', "\r", "\n\n", " \n", "\t\n"))
+        or body.endswith((" ", "\t"))
+        or body.startswith(("\n", " ", "\t"))
+    ):
         return None
     head, _, body = body.partition("\n")
     header = head.split(delimiter)
@@ -158,14 +180,20 @@ def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
         table = pa_csv.read_csv(
             io.BytesIO(body.encode("utf-8")),
             read_options=pa_csv.ReadOptions(column_names=header, use_threads=True),
-            parse_options=pa_csv.ParseOptions(delimiter=delimiter, quote_char=False, newlines_in_values=False,
-                                              ignore_empty_lines=False),
-            convert_options=pa_csv.ConvertOptions(column_types={h: pa.string() for h in header},
-                                                  strings_can_be_null=False))
+            parse_options=pa_csv.ParseOptions(
+                delimiter=delimiter, quote_char=False, newlines_in_values=False, ignore_empty_lines=False
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={h: pa.string() for h in header}, strings_can_be_null=False
+            ),
+        )
     except (pa.ArrowInvalid, ValueError):
         return None
-    frame = pd.DataFrame({name: table.column(name).to_numpy(zero_copy_only=False).astype(object)
-                          for name in header}, columns=header, dtype=object)
+    frame = pd.DataFrame(
+        {name: table.column(name).to_numpy(zero_copy_only=False).astype(object) for name in header},
+        columns=header,
+        dtype=object,
+    )
     return Table(frame=frame, lines=np.arange(2, len(frame) + 2, dtype=np.int64), path=path)
 
 
@@ -185,8 +213,10 @@ def _check_header(header: list[str], path: str, header_line: int) -> list[str]:
         if name == "":
             raise InputError(f"{path}:{header_line}: column {j + 1}: the header has an empty column name.")
         if name in seen:
-            raise InputError(f"{path}:{header_line}: column {j + 1}: the column name {name!r} appears twice "
-                            f"(also column {seen[name] + 1}).")
+            raise InputError(
+                f"{path}:{header_line}: column {j + 1}: the column name {name!r} appears twice "
+                f"(also column {seen[name] + 1})."
+            )
         seen[name] = j
     return header
 
@@ -293,8 +323,10 @@ def _locate_bad_utf8(path: str) -> None:
             try:
                 raw.decode("utf-8-sig" if n == 1 else "utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(f"{path}:{n}: column {exc.start + 1}: the file is not valid UTF-8 (byte "
-                                 f"0x{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8 and try again.") from None
+                raise InputError(
+                    f"{path}:{n}: column {exc.start + 1}: the file is not valid UTF-8 (byte "
+                    f"0x{raw[exc.start : exc.start + 1].hex()}); save it as UTF-8 and try again."
+                ) from None
 
 
 def _open_parquet(path: str):
@@ -318,13 +350,15 @@ def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
     empty = True
     for batch in pf.iter_batches(batch_size=chunk_rows):
         frame = batch.to_pandas().reset_index(drop=True)
-        yield Table(frame=frame, lines=np.arange(done + 1, done + len(frame) + 1, dtype=np.int64), path=path,
-                    unit="row")
+        yield Table(
+            frame=frame, lines=np.arange(done + 1, done + len(frame) + 1, dtype=np.int64), path=path, unit="row"
+        )
         done += len(frame)
         empty = False
     if empty:
-        yield Table(frame=pf.schema_arrow.empty_table().to_pandas(), lines=np.zeros(0, dtype=np.int64), path=path,
-                    unit="row")
+        yield Table(
+            frame=pf.schema_arrow.empty_table().to_pandas(), lines=np.zeros(0, dtype=np.int64), path=path, unit="row"
+        )
 
 
 def _iter_jsonl(fh, path: str, chunk_rows: int) -> Iterator[Table]:
@@ -377,8 +411,9 @@ def _iter_delimited(fh, path: str, delimiter: str, chunk_rows: int) -> Iterator[
                 yield _delimited_table(rows, starts, header, path)
                 rows, starts, yielded = [], [], True
     except csv.Error as exc:
-        raise InputError(f"{path}:{reader.line_num}: the file is not valid "
-                        f"{'CSV' if delimiter == ',' else 'TSV'} ({exc}).") from None
+        raise InputError(
+            f"{path}:{reader.line_num}: the file is not valid {'CSV' if delimiter == ',' else 'TSV'} ({exc})."
+        ) from None
     if header is None:
         raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
     if rows or not yielded:
@@ -394,8 +429,13 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
             kinds = {type(v) for v in frame[col].dropna().tolist()}
             if len(kinds) > 1 or (kinds and not kinds <= {str, int, float, bool}):
                 out = out.copy() if out is frame else out
-                out[col] = out[col].map(lambda v: None if v is None or (isinstance(v, float) and np.isnan(v))
-                                        else (v if isinstance(v, str) else json.dumps(v)))
+                out[col] = out[col].map(
+                    lambda v: (
+                        None
+                        if v is None or (isinstance(v, float) and np.isnan(v))
+                        else (v if isinstance(v, str) else json.dumps(v))
+                    )
+                )
     return out
 
 
@@ -416,8 +456,7 @@ def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
         frame.to_csv(tmp, index=False, sep="\t")
     elif fmt == "jsonl":
         if len(frame):
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso",
-                          double_precision=15)
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso", double_precision=15)
         else:
             open(tmp, "w").close()
     else:
@@ -430,8 +469,9 @@ def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike) -> No
     try:
         _write_to(frame, tmp, write_format(path))
     except OSError as exc:
-        raise InputError(f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.",
-                         path=os.fspath(path)) from None
+        raise InputError(
+            f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.", path=os.fspath(path)
+        ) from None
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -459,7 +499,6 @@ def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike]]) -> None:
 
 def write_jsonl_records(records: list[dict], path: str | os.PathLike) -> None:
     """Write JSON objects one per line (``json.dumps``, UTF-8, exact floats), atomically (:func:`atomic_path`)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

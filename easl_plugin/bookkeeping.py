@@ -11,30 +11,52 @@ queue, rejects, external ids and meta. This module names the plugin's part of th
 
 The few functions below are one-line calls of the store under the plugin's names, for the plugin's callers.
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from core.store import Project, now
 
-__all__ = ["SOURCE", "TASK", "ANNOTATION", "USER", "KEY_PROJECT_ID", "KEY_URL", "KEY_LAYOUT", "KEY_LAST_RECONCILIATION",
-           "KEY_RECONCILIATION_REPORT", "KEY_PUSH_PENDING", "KEY_HIT_TIMEOUT", "DEFAULT_HIT_TIMEOUT_S",
-           "KEY_WEBHOOK_TOKEN", "now", "open_project", "enqueue", "move_journal",
-           "status_figures", "get_meta", "set_meta", "id_map", "put_ids", "queue_counts"]
+__all__ = [
+    "SOURCE",
+    "TASK",
+    "ANNOTATION",
+    "USER",
+    "KEY_PROJECT_ID",
+    "KEY_URL",
+    "KEY_LAYOUT",
+    "KEY_LAST_RECONCILIATION",
+    "KEY_RECONCILIATION_REPORT",
+    "KEY_PUSH_PENDING",
+    "KEY_HIT_TIMEOUT",
+    "DEFAULT_HIT_TIMEOUT_S",
+    "KEY_WEBHOOK_TOKEN",
+    "now",
+    "open_project",
+    "enqueue",
+    "move_journal",
+    "status_figures",
+    "get_meta",
+    "set_meta",
+    "id_map",
+    "put_ids",
+    "queue_counts",
+]
 
-SOURCE = "label-studio"                    #: source of the plugin's observations and rejects
-TASK = "ls.task"                           #: external ids: Label Studio task id -> HIT id
-ANNOTATION = "ls.annotation"               #: external ids: Label Studio annotation id -> task id
-USER = "ls.user"                           #: external ids: Label Studio user id -> the user's e-mail
-KEY_PROJECT_ID = "ls.project_id"           #: the linked Label Studio project
-KEY_URL = "ls.url"                         #: its server
-KEY_LAYOUT = "ls.layout"                   #: the label layout (JSON, ``label_config.layouts.Layout``)
-KEY_LAST_RECONCILIATION = "ls.last_reconciliation"            #: when the last reconciliation finished
-KEY_RECONCILIATION_REPORT = "ls.last_reconciliation_report"   #: what it applied (JSON)
-KEY_PUSH_PENDING = "ls.push_pending"       #: HIT ids being imported as tasks (cleared after the import)
-KEY_HIT_TIMEOUT = "ls.hit_timeout_s"       #: seconds after which an unannotated task is re-issued (easl serve)
+SOURCE = "label-studio"  #: source of the plugin's observations and rejects
+TASK = "ls.task"  #: external ids: Label Studio task id -> HIT id
+ANNOTATION = "ls.annotation"  #: external ids: Label Studio annotation id -> task id
+USER = "ls.user"  #: external ids: Label Studio user id -> the user's e-mail
+KEY_PROJECT_ID = "ls.project_id"  #: the linked Label Studio project
+KEY_URL = "ls.url"  #: its server
+KEY_LAYOUT = "ls.layout"  #: the label layout (JSON, ``label_config.layouts.Layout``)
+KEY_LAST_RECONCILIATION = "ls.last_reconciliation"  #: when the last reconciliation finished
+KEY_RECONCILIATION_REPORT = "ls.last_reconciliation_report"  #: what it applied (JSON)
+KEY_PUSH_PENDING = "ls.push_pending"  #: HIT ids being imported as tasks (cleared after the import)
+KEY_HIT_TIMEOUT = "ls.hit_timeout_s"  #: seconds after which an unannotated task is re-issued (easl serve)
 DEFAULT_HIT_TIMEOUT_S = 7200.0
-KEY_WEBHOOK_TOKEN = "ls.webhook_token"     #: the random token Label Studio's webhook sends (webhook delivery only)
+KEY_WEBHOOK_TOKEN = "ls.webhook_token"  #: the random token Label Studio's webhook sends (webhook delivery only)
 
 
 def open_project(path: str) -> Project:

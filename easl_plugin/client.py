@@ -9,12 +9,14 @@ Two kinds of API key exist (``docs/design.md`` section 7.2, "Tokens"):
 
 Errors say which kind failed and why; the key itself never appears in a message or a log line.
 """
+
 from __future__ import annotations
 
 import re
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import requests
 
@@ -64,8 +66,10 @@ class LabelStudioClient:
         if not url or not url.startswith(("http://", "https://")):
             raise LabelStudioError(f"Label Studio URL {url!r} must start with http:// or https://")
         if not api_key or not api_key.strip():
-            raise LabelStudioError("no Label Studio API key: set LABEL_STUDIO_API_KEY to a personal access token "
-                                   "or a legacy token (Account & Settings in Label Studio)")
+            raise LabelStudioError(
+                "no Label Studio API key: set LABEL_STUDIO_API_KEY to a personal access token "
+                "or a legacy token (Account & Settings in Label Studio)"
+            )
         self.url = url.rstrip("/")
         self._key = api_key.strip()
         self.kind = token_kind(self._key)
@@ -85,15 +89,19 @@ class LabelStudioClient:
         with self._lock:
             if renew or self._access is None or time.monotonic() - self._access_at > ACCESS_TTL_S:
                 try:
-                    r = self._session.post(f"{self.url}/api/token/refresh/", json={"refresh": self._key},
-                                           timeout=self.timeout)
+                    r = self._session.post(
+                        f"{self.url}/api/token/refresh/", json={"refresh": self._key}, timeout=self.timeout
+                    )
                 except requests.RequestException as exc:
-                    raise LabelStudioError(f"cannot reach Label Studio at {self.url}: {exc.__class__.__name__}") from exc
+                    raise LabelStudioError(
+                        f"cannot reach Label Studio at {self.url}: {exc.__class__.__name__}"
+                    ) from exc
                 body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
                 if r.status_code != 200 or not isinstance(body, dict) or "access" not in body:
                     raise LabelStudioError(
                         f"the personal access token was rejected by {self.url} (HTTP {r.status_code}: {_detail(r)}); "
-                        "it may be expired, revoked or from another server: create a new one in Account & Settings")
+                        "it may be expired, revoked or from another server: create a new one in Account & Settings"
+                    )
                 self._access = body["access"]
                 self._access_at = time.monotonic()
             return f"Bearer {self._access}"
@@ -103,13 +111,19 @@ class LabelStudioClient:
         if self.kind == "legacy token":
             why = detail
             if "legacy" in detail.lower() and "disabled" in detail.lower():
-                why = (f"{detail}; use a personal access token instead, or enable legacy tokens for the "
-                       "organisation (LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN=true when it is created)")
+                why = (
+                    f"{detail}; use a personal access token instead, or enable legacy tokens for the "
+                    "organisation (LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN=true when it is created)"
+                )
             else:
-                why = (f"{detail} (the key has the shape of a legacy token, 40 hex characters; a personal access "
-                       "token is a long JWT with two dots: check which one LABEL_STUDIO_API_KEY holds)")
+                why = (
+                    f"{detail} (the key has the shape of a legacy token, 40 hex characters; a personal access "
+                    "token is a long JWT with two dots: check which one LABEL_STUDIO_API_KEY holds)"
+                )
             return LabelStudioError(f"the legacy token was rejected by {self.url} (HTTP {r.status_code}): {why}")
-        return LabelStudioError(f"the personal access token was rejected by {self.url} (HTTP {r.status_code}): {detail}")
+        return LabelStudioError(
+            f"the personal access token was rejected by {self.url} (HTTP {r.status_code}): {detail}"
+        )
 
     def request(self, method: str, path: str, *, ok: tuple[int, ...] = (200, 201, 204), **kw: Any) -> Any:
         """One API call; returns the decoded JSON body (``None`` when empty). Raises ``LabelStudioError``."""
@@ -164,8 +178,9 @@ class LabelStudioClient:
         """Import tasks (``[{"data": ..., "meta": ...}]``); returns the new task ids in order."""
         if not tasks:
             return []
-        body = self.request("POST", f"/api/projects/{int(project_id)}/import", params={"return_task_ids": "true"},
-                            json=tasks)
+        body = self.request(
+            "POST", f"/api/projects/{int(project_id)}/import", params={"return_task_ids": "true"}, json=tasks
+        )
         ids = [int(t) for t in (body or {}).get("task_ids", [])]
         if len(ids) != len(tasks):
             raise LabelStudioError(f"Label Studio imported {len(ids)} of {len(tasks)} tasks into project {project_id}")
@@ -175,13 +190,13 @@ class LabelStudioClient:
         page = 1
         while True:
             body = self.request("GET", path, params={**params, "page": page, "page_size": page_size}, ok=(200, 404))
-            if body is None or (isinstance(body, dict) and body.get("detail") and "tasks" not in body
-                                and "results" not in body):
+            if body is None or (
+                isinstance(body, dict) and body.get("detail") and "tasks" not in body and "results" not in body
+            ):
                 return  # 404 past the last page
             rows = body.get("tasks", body.get("results", [])) if isinstance(body, dict) else body
             yield from rows
-            if not isinstance(body, dict) or len(rows) < page_size or (
-                    "next" in body and not body.get("next")):
+            if not isinstance(body, dict) or len(rows) < page_size or ("next" in body and not body.get("next")):
                 return
             page += 1
 
@@ -199,8 +214,14 @@ class LabelStudioClient:
 
     def export_all(self, project_id: int) -> list[dict]:
         """Every task with its annotations (skipped ones included) in one call: ``/export?download_all_tasks``."""
-        return self.request("GET", f"/api/projects/{int(project_id)}/export",
-                            params={"exportType": "JSON", "download_all_tasks": "true"}) or []
+        return (
+            self.request(
+                "GET",
+                f"/api/projects/{int(project_id)}/export",
+                params={"exportType": "JSON", "download_all_tasks": "true"},
+            )
+            or []
+        )
 
     def delete_task(self, task_id: int) -> None:
         """Delete one task."""
@@ -211,11 +232,18 @@ class LabelStudioClient:
         """The webhooks of a project."""
         return self.request("GET", "/api/webhooks", params={"project": int(project_id)}) or []
 
-    def create_webhook(self, project_id: int, url: str, *, headers: dict | None = None,
-                       actions: list[str] | None = None) -> dict:
+    def create_webhook(
+        self, project_id: int, url: str, *, headers: dict | None = None, actions: list[str] | None = None
+    ) -> dict:
         """A project webhook that posts full payloads for ``actions`` (all actions when None)."""
-        body = {"project": int(project_id), "url": url, "send_payload": True, "send_for_all_actions": not actions,
-                "headers": headers or {}, "is_active": True}
+        body = {
+            "project": int(project_id),
+            "url": url,
+            "send_payload": True,
+            "send_for_all_actions": not actions,
+            "headers": headers or {},
+            "is_active": True,
+        }
         if actions:
             body["actions"] = actions
         return self.request("POST", "/api/webhooks", json=body)
@@ -233,22 +261,27 @@ class LabelStudioClient:
         ``state`` (``CO`` connected, ``DI`` unreachable, ``ER`` error) and ``error_message`` are current."""
         return self.request("GET", f"/api/ml/{int(backend_id)}")
 
-    def update_ml_backend(self, backend_id: int, *, project_id: int, url: str,
-                          basic_auth: tuple[str, str] | None) -> dict:
+    def update_ml_backend(
+        self, backend_id: int, *, project_id: int, url: str, basic_auth: tuple[str, str] | None
+    ) -> dict:
         """Set an ML backend's URL and credentials (basic auth, or none). The project goes with them: Label Studio
         1.23 checks the connection on PATCH and fails with HTTP 500 when the body has no ``project``."""
         body: dict = {"project": int(project_id), "url": url}
         if basic_auth:
-            body.update({"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0],
-                         "basic_auth_pass": basic_auth[1]})
+            body.update(
+                {"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0], "basic_auth_pass": basic_auth[1]}
+            )
         else:
             body.update({"auth_method": "NONE"})
         return self.request("PATCH", f"/api/ml/{int(backend_id)}", json=body)
 
-    def add_ml_backend(self, project_id: int, url: str, *, title: str, basic_auth: tuple[str, str] | None = None) -> dict:
+    def add_ml_backend(
+        self, project_id: int, url: str, *, title: str, basic_auth: tuple[str, str] | None = None
+    ) -> dict:
         """Connect ``url`` as the project's ML backend (Label Studio then calls its /health and /setup)."""
         body: dict = {"project": int(project_id), "url": url, "title": title, "is_interactive": False}
         if basic_auth:
-            body.update({"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0],
-                         "basic_auth_pass": basic_auth[1]})
+            body.update(
+                {"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0], "basic_auth_pass": basic_auth[1]}
+            )
         return self.request("POST", "/api/ml", json=body)

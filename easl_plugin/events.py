@@ -6,6 +6,7 @@ control names, result types, the score range, completeness (each item of the HIT
 task data that ties the task to a HIT. An annotation is taken or rejected whole: a HIT submission is one unit
 (bounded RA and TrueSkill need every score of a HIT; Sakaguchi & Van Durme 2018, eq 13).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,7 @@ from dataclasses import dataclass, field
 
 from label_config.layouts import Layout
 
-HANDLED_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED",
-                   "START_TRAINING")
+HANDLED_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED", "START_TRAINING")
 
 
 class PayloadError(ValueError):
@@ -94,10 +94,12 @@ def check_event(payload: dict) -> None:
         if not isinstance(task, dict) or not _is_int(task.get("id")):
             raise PayloadError(f"{action}: field 'task' must be an object with an integer 'id'")
         who = ann.get("completed_by")
-        who_id = (who.get("id", who.get("email")) if isinstance(who, dict) else who)
+        who_id = who.get("id", who.get("email")) if isinstance(who, dict) else who
         if who_id is not None and not _is_id(who_id):
-            raise PayloadError(f"{action}: annotation field 'completed_by' must be an annotator id (an integer or "
-                               "a string) or an object with one")
+            raise PayloadError(
+                f"{action}: annotation field 'completed_by' must be an annotator id (an integer or "
+                "a string) or an object with one"
+            )
     elif action == "ANNOTATIONS_DELETED":
         deleted_annotation_ids(payload)
     elif action == "TASKS_DELETED":
@@ -199,8 +201,9 @@ def convert_annotation(annotation: dict, task: dict, layout: Layout) -> Conversi
             if sel not in ("left", "right"):
                 out.reasons.append(f"result[{k}] (choice): selected must be 'left' or 'right', got {sel!r}")
                 continue
-            scores[0], scores[1] = ((layout.score_max, layout.score_min) if sel == "left"
-                                    else (layout.score_min, layout.score_max))
+            scores[0], scores[1] = (
+                (layout.score_max, layout.score_min) if sel == "left" else (layout.score_min, layout.score_max)
+            )
     missing = [j for j in range(n) if j not in scores]
     if missing and not out.reasons:
         out.reasons.append(f"incomplete: no score for item(s) {', '.join(item_ids[j] for j in missing)}")
@@ -209,6 +212,15 @@ def convert_annotation(annotation: dict, task: dict, layout: Layout) -> Conversi
     created = annotation.get("updated_at") or annotation.get("created_at")
     ann_id = str(annotation["id"])
     who = annotator_of(annotation)
-    out.rows = [{"item_id": item_ids[j], "score": scores[j], "hit_id": hit_id, "annotator": who,
-                 "annotation_id": ann_id, "created_at": created} for j in range(n)]
+    out.rows = [
+        {
+            "item_id": item_ids[j],
+            "score": scores[j],
+            "hit_id": hit_id,
+            "annotator": who,
+            "annotation_id": ann_id,
+            "created_at": created,
+        }
+        for j in range(n)
+    ]
     return out

@@ -4,6 +4,7 @@ Every function is idempotent: the engine's source key is ``(annotation_id, item_
 annotation id, so the same annotation applied twice changes nothing, a changed one supersedes, and a retraction of
 something no longer live retracts nothing (``core/store``, README "The project file").
 """
+
 from __future__ import annotations
 
 import enum
@@ -16,13 +17,13 @@ from easl_plugin.events import convert_annotation
 from label_config.layouts import Layout
 
 
-class IngestOutcome(str, enum.Enum):
+class IngestOutcome(enum.StrEnum):
     """What applying one annotation did (a ``str`` enum: ``IngestOutcome.INGESTED == "ingested"``)."""
 
-    INGESTED = "ingested"    #: its scores are live now
+    INGESTED = "ingested"  #: its scores are live now
     UNCHANGED = "unchanged"  #: its scores were live already (reconciliation)
-    SKIPPED = "skipped"      #: a skipped task: nothing to score (earlier scores of it are retracted)
-    REJECTED = "rejected"    #: invalid: recorded in ``rejects`` with the reason (earlier scores are retracted)
+    SKIPPED = "skipped"  #: a skipped task: nothing to score (earlier scores of it are retracted)
+    REJECTED = "rejected"  #: invalid: recorded in ``rejects`` with the reason (earlier scores are retracted)
 
     def __str__(self) -> str:
         return self.value
@@ -76,8 +77,9 @@ def _reject(project: Project, task: dict, annotation: dict, reason: str) -> None
     project.add_reject(source=bk.SOURCE, location=_location(task, annotation), reason=reason, payload=annotation)
 
 
-def apply_annotation(project: Project, layout: Layout, annotation: dict, task: dict,
-                     live: dict[str, dict[str, float]] | None = None) -> IngestOutcome:
+def apply_annotation(
+    project: Project, layout: Layout, annotation: dict, task: dict, live: dict[str, dict[str, float]] | None = None
+) -> IngestOutcome:
     """Validate one annotation and ingest its scores; returns the :class:`IngestOutcome`.
 
     A skipped task (``was_cancelled``) adds nothing; an annotation later changed into a skip or into something
@@ -129,8 +131,9 @@ class AnnotationPlan:
     prepared: Prepared | None
 
 
-def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, dict]],
-                        live: dict[str, dict[str, float]] | None = None) -> AnnotationPlan:
+def prepare_annotations(
+    project: Project, layout: Layout, pairs: list[tuple[dict, dict]], live: dict[str, dict[str, float]] | None = None
+) -> AnnotationPlan:
     """The read-only half of :func:`apply_annotations`: convert every annotation and validate the scores of the
     valid ones in one batch (``Project.prepare``, under a read snapshot), so that the write half holds the
     project's write lock only to append."""
@@ -152,8 +155,16 @@ def prepare_annotations(project: Project, layout: Layout, pairs: list[tuple[dict
             good.append(k)
             rows.extend(_named(conv.rows, people))
     prepared = project.prepare(rows, source=bk.SOURCE) if rows else None
-    return AnnotationPlan(pairs=pairs, live=live, outcomes=outcomes, ann_map=ann_map, task_map=task_map,
-                          single=single, good=good, prepared=prepared)
+    return AnnotationPlan(
+        pairs=pairs,
+        live=live,
+        outcomes=outcomes,
+        ann_map=ann_map,
+        task_map=task_map,
+        single=single,
+        good=good,
+        prepared=prepared,
+    )
 
 
 def commit_annotations(project: Project, layout: Layout, plan: AnnotationPlan) -> list[IngestOutcome]:
@@ -176,8 +187,9 @@ def commit_annotations(project: Project, layout: Layout, plan: AnnotationPlan) -
     return outcomes
 
 
-def apply_annotations(project: Project, layout: Layout, pairs: list[tuple[dict, dict]],
-                      live: dict[str, dict[str, float]] | None = None) -> list[IngestOutcome]:
+def apply_annotations(
+    project: Project, layout: Layout, pairs: list[tuple[dict, dict]], live: dict[str, dict[str, float]] | None = None
+) -> list[IngestOutcome]:
     """``apply_annotation`` for many ``(annotation, task)`` pairs with one ``Project.ingest`` call for all the valid
     ones (one validation and one state update instead of one per annotation). Pairs must have distinct annotation
     ids. Skips and rejects are handled one by one; if the combined batch is refused (e.g. a HIT withdrawn in the

@@ -11,6 +11,7 @@ record moved (``meta`` key ``ls.journal_moved``) in one transaction, then trunca
 between the two, the records up to that id are skipped. A torn last line (a crash while writing it) belongs to an
 event that was never acknowledged, so it is dropped.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,10 @@ class Journal:
     def append(self, events: list[tuple[str, str]], received_at: str) -> list[str]:
         """Append ``(kind, payload JSON)`` events durably (write + fdatasync); returns their unique ids."""
         uids = [uuid.uuid4().hex for _ in events]
-        lines = b"".join(json.dumps({"uid": u, "kind": k, "payload": p, "received_at": received_at}).encode() + b"\n"
-                         for u, (k, p) in zip(uids, events))
+        lines = b"".join(
+            json.dumps({"uid": u, "kind": k, "payload": p, "received_at": received_at}).encode() + b"\n"
+            for u, (k, p) in zip(uids, events)
+        )
         self._fh.write(lines)
         self._fh.flush()
         _sync(self._fh.fileno())

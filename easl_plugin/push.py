@@ -9,6 +9,7 @@ Crash safety: the HIT ids about to be imported are written to ``meta`` (``ls.pus
 cleared with the task map after it; a crash in between is repaired by reconciliation (which maps tasks to HITs by
 the ``hit_id`` in their data and deletes unannotated duplicates) before anything is pushed again.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,8 +32,7 @@ def hit_rng(seed: int, hit_id: str) -> np.random.Generator:
 
 def tasks_for(hits: list[dict], layout: Layout, seed: int) -> list[dict]:
     """Label Studio task bodies for HIT records (``{"data": ..., "meta": {"source": "easl"}}``)."""
-    return [{"data": task_data(h, layout, hit_rng(seed, str(h["hit_id"]))), "meta": {"source": "easl"}}
-            for h in hits]
+    return [{"data": task_data(h, layout, hit_rng(seed, str(h["hit_id"]))), "meta": {"source": "easl"}} for h in hits]
 
 
 def push(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, hits: list[dict]) -> int:
@@ -48,8 +48,7 @@ def push(project: Project, client: LabelStudioClient, ls_project_id: int, layout
     return len(todo)
 
 
-def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
-               gate=None) -> int:
+def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, gate=None) -> int:
     """Batch mode: push the current iteration's open HITs (starting the next iteration when it is complete).
     ``gate`` (the service's write gate) is held while the next iteration is selected."""
     with gate if gate is not None else contextlib.nullcontext():
@@ -61,10 +60,12 @@ def progress_text(project: Project) -> str:
     """The Label Studio project's description: the campaign's progress for the project manager (iteration, HITs,
     annotations, and the convergence figure: the mean posterior variance of the items, on the 0-1 scale)."""
     s = project.status()
-    return (f"EASL campaign: iteration {int(s['iteration'])}, {int(s['n_hits_complete'])} of "
-            f"{int(s['n_hits_open']) + int(s['n_hits_complete'])} HITs done, {int(s['n_observations'])} scores so "
-            f"far; mean posterior variance {float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; "
-            "lower is more certain).")
+    return (
+        f"EASL campaign: iteration {int(s['iteration'])}, {int(s['n_hits_complete'])} of "
+        f"{int(s['n_hits_open']) + int(s['n_hits_complete'])} HITs done, {int(s['n_observations'])} scores so "
+        f"far; mean posterior variance {float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; "
+        "lower is more certain)."
+    )
 
 
 def _age_s(stamp: object, now: float) -> float:
@@ -76,8 +77,9 @@ def _age_s(stamp: object, now: float) -> float:
         return 0.0
 
 
-def reissue_stalled(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
-                    tasks: list[dict], timeout_s: float) -> list[str]:
+def reissue_stalled(
+    project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, tasks: list[dict], timeout_s: float
+) -> list[str]:
     """Re-issue the open HITs that stalled as a fresh Label Studio task each; returns their HIT ids.
 
     A HIT stalls when its newest task (``tasks``: the project's tasks with their annotations, as listed by the

@@ -13,6 +13,7 @@ on start, periodically and on ``START_TRAINING``, and applies what it missed:
 
 Idempotent: a second run right after the first changes nothing.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,14 @@ import pandas as pd
 from core.store import Project, now
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient
-from easl_plugin.ingest import (IngestOutcome, commit_annotations, delete_annotations, delete_tasks,
-                                learn_annotators, prepare_annotations)
+from easl_plugin.ingest import (
+    IngestOutcome,
+    commit_annotations,
+    delete_annotations,
+    delete_tasks,
+    learn_annotators,
+    prepare_annotations,
+)
 from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
@@ -55,15 +62,21 @@ def live_scores(project: Project) -> dict[str, dict[str, float]]:
         return {}
     r = r[r["annotation_id"].notna()]
     out: dict[str, dict[str, float]] = {}
-    for aid, item, score in zip(r["annotation_id"].astype(str), r["item_id"].astype(str),
-                                pd.to_numeric(r["score"]).astype(float)):
+    for aid, item, score in zip(
+        r["annotation_id"].astype(str), r["item_id"].astype(str), pd.to_numeric(r["score"]).astype(float)
+    ):
         out.setdefault(aid, {})[item] = score
     return out
 
 
-def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
-              gate: threading.Lock | contextlib.nullcontext | None = None,
-              hit_timeout_s: float | None = None) -> ReconcileReport:
+def reconcile(
+    project: Project,
+    client: LabelStudioClient,
+    ls_project_id: int,
+    layout: Layout,
+    gate: threading.Lock | contextlib.nullcontext | None = None,
+    hit_timeout_s: float | None = None,
+) -> ReconcileReport:
     """List the Label Studio project and apply every difference (see the module docstring); with
     ``hit_timeout_s``, then re-issue the HITs that stalled (``push.reissue_stalled``). ``gate`` (the service's
     write gate) is held around the writes, never around the calls to Label Studio."""
@@ -71,7 +84,7 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
     rep = ReconcileReport()
     tasks = client.export_all(ls_project_id)
     live = live_scores(project)
-    task_map = project.external_map(bk.TASK)          # task id -> hit id
+    task_map = project.external_map(bk.TASK)  # task id -> hit id
     hit_task: dict[str, str] = {}
     for t in sorted(task_map):
         hit_task.setdefault(task_map[t], t)
@@ -88,11 +101,11 @@ def reconcile(project: Project, client: LabelStudioClient, ls_project_id: int, l
         rep.tasks += 1
         annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and "id" in a]
         owner = hit_task.get(hit_id)
-        if owner is not None and owner != tid and owner in listed and tid not in task_map:
-            if not annotations:  # an unmapped second task for a HIT that has one: an interrupted push
-                client.delete_task(int(tid))
-                rep.duplicate_tasks_deleted += 1
-                continue
+        if owner is not None and owner != tid and owner in listed and tid not in task_map and not annotations:
+            # an unmapped second task for a HIT that has one: an interrupted push
+            client.delete_task(int(tid))
+            rep.duplicate_tasks_deleted += 1
+            continue
         present_tasks.add(tid)
         if tid not in task_map:
             with gate:

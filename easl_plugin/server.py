@@ -12,6 +12,7 @@ Two things here keep acknowledgements fast under a burst (``bench/bench_plugin.p
 A service that would take webhooks from other machines without any credential is refused
 (``UnprotectedAddress``), unless ``ServiceConfig.insecure`` says that this is intended.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,9 +40,11 @@ class UnprotectedAddress(EaslError):
     anyone who can reach that address could post webhooks into the project."""
 
     def __init__(self, host: str) -> None:
-        super().__init__(f"refusing to listen on {host} without credentials: any machine that can reach it could "
-                         "post annotations into the project (set a webhook secret or basic-auth credentials, or "
-                         "listen on 127.0.0.1)")
+        super().__init__(
+            f"refusing to listen on {host} without credentials: any machine that can reach it could "
+            "post annotations into the project (set a webhook secret or basic-auth credentials, or "
+            "listen on 127.0.0.1)"
+        )
         self.host = host
 
 
@@ -105,11 +108,21 @@ def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = 
     check_exposure(config)
     import uvicorn
 
-    worker = WorkerProcess(config.project_path, api_key=config.api_key, streaming=config.streaming,
-                           reconcile_interval_s=config.reconcile_interval_s, url_override=config.ls_url,
-                           log_level=log_level)
-    writer = EventWriter(config.project_path, worker.notify, gate=worker.gate, shared_busy=worker.busy,
-                         shared_last_commit=worker.last_commit)
+    worker = WorkerProcess(
+        config.project_path,
+        api_key=config.api_key,
+        streaming=config.streaming,
+        reconcile_interval_s=config.reconcile_interval_s,
+        url_override=config.ls_url,
+        log_level=log_level,
+    )
+    writer = EventWriter(
+        config.project_path,
+        worker.notify,
+        gate=worker.gate,
+        shared_busy=worker.busy,
+        shared_last_commit=worker.last_commit,
+    )
 
     def on_setup(body: dict) -> None:
         """Label Studio (re)connected the backend: reconcile soon."""
@@ -119,16 +132,29 @@ def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = 
 
     def status() -> dict:
         """Worker figures for ``/status``."""
-        return {"linked_project": worker.linked_id, "worker_alive": worker.alive, "worker_pid": worker.pid,
-                "events_applied": worker.applied_total, "tasks_pushed": worker.pushed_total}
+        return {
+            "linked_project": worker.linked_id,
+            "worker_alive": worker.alive,
+            "worker_pid": worker.pid,
+            "events_applied": worker.applied_total,
+            "tasks_pushed": worker.pushed_total,
+        }
 
     app = build_app(config, on_setup=on_setup, status=status, writer=writer)
     app.router.lifespan_context = _with_worker(app.router.lifespan_context, worker)
     gc.collect()
     gc.freeze()  # see the module docstring: full collections then walk only what the service allocates
     try:
-        uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=access_log,
-                    workers=1, limit_concurrency=config.max_connections, timeout_graceful_shutdown=10)
+        uvicorn.run(
+            app,
+            host=config.host,
+            port=config.port,
+            log_level=log_level,
+            access_log=access_log,
+            workers=1,
+            limit_concurrency=config.max_connections,
+            timeout_graceful_shutdown=10,
+        )
     finally:
         del app, writer  # the last references to the shared objects, before they are released
         worker.release()

@@ -28,6 +28,7 @@ to). Errors are mapped once, by type: a malformed body (``PayloadError``, nestin
 included) gets 400 with the reason, a body over the size limit (``BodyTooLarge``) 413, an event that cannot be
 stored in time (``QueueUnavailable``) 503.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,10 +60,10 @@ SECRET_HEADER = "X-EASL-Secret"
 _SECRET_KEY = SECRET_HEADER.lower().encode()  # as ASGI spells header names
 PUBLIC_PATHS = frozenset({"/health", "/"})
 DELIVERY_SOURCE = "label-studio-delivery"  #: source of the rejects that record refused and malformed webhooks
-DELIVERY_REFUSED = "refused"                #: location prefix of a webhook refused for its credentials (401)
-DELIVERY_MALFORMED = "malformed"            #: location prefix of a webhook refused as malformed (400)
-FAILURES_PER_MINUTE = 10     #: failed authentications a client address may make per minute before 429
-MAX_JSON_DEPTH = 64          #: deepest nesting of arrays and objects accepted in a body (Label Studio's: < 10)
+DELIVERY_REFUSED = "refused"  #: location prefix of a webhook refused for its credentials (401)
+DELIVERY_MALFORMED = "malformed"  #: location prefix of a webhook refused as malformed (400)
+FAILURES_PER_MINUTE = 10  #: failed authentications a client address may make per minute before 429
+MAX_JSON_DEPTH = 64  #: deepest nesting of arrays and objects accepted in a body (Label Studio's: < 10)
 PARSE_INLINE_BYTES = 64 * 1024  #: larger bodies are parsed in a thread, so the event loop stays free
 T = TypeVar("T")
 
@@ -91,13 +92,13 @@ class ServiceConfig:
     max_body_bytes: int = 4 * 1024 * 1024
     basic_auth: tuple[str, str] | None = field(default=None, repr=False)
     webhook_secret: str | None = field(default=None, repr=False)
-    streaming: int = 0                  # 0: batch mode; N > 0: keep N HITs open
+    streaming: int = 0  # 0: batch mode; N > 0: keep N HITs open
     reconcile_interval_s: float = 60.0
     ack_timeout_s: float = 5.0
     api_key: str | None = field(default=None, repr=False)
     ls_url: str | None = None
     insecure: bool = False
-    max_connections: int = 2048         # uvicorn answers 503 beyond this many concurrent connections
+    max_connections: int = 2048  # uvicorn answers 503 beyond this many concurrent connections
 
     @property
     def has_credentials(self) -> bool:
@@ -124,6 +125,7 @@ class _Service:
 
 
 # ----------------------------------------------------------------------------------------------- authentication
+
 
 def _digest(value: str | bytes) -> bytes:
     """SHA-256 of a secret: comparing digests takes the same time whatever the lengths."""
@@ -260,17 +262,24 @@ class AuthMiddleware:
         client = (scope.get("client") or ("", 0))[0] or "unknown"
         wait = self.limiter.retry_after(client)
         if wait > 0:
-            return JSONResponse({"error": "too many failed authentications from this address; try again in "
-                                          f"{int(wait) + 1} s"}, 429, {"Retry-After": str(int(wait) + 1)})
+            return JSONResponse(
+                {"error": f"too many failed authentications from this address; try again in {int(wait) + 1} s"},
+                429,
+                {"Retry-After": str(int(wait) + 1)},
+            )
         if not cfg.has_credentials and not cfg.insecure and not _is_loopback(client):
-            return JSONResponse({"error": "this service has no credentials configured and serves this machine "
-                                          "only"}, 403)
+            return JSONResponse(
+                {"error": "this service has no credentials configured and serves this machine only"}, 403
+            )
         headers = {k: v for k, v in scope["headers"] if k in (b"authorization", _SECRET_KEY)}
         if cfg.basic_auth and not _basic_ok(headers.get(b"authorization", b"").decode("latin-1"), cfg.basic_auth):
             self._failed(client, "wrong or missing basic-auth credentials")
             return JSONResponse({"error": "authentication required"}, 401, {"WWW-Authenticate": 'Basic realm="easl"'})
-        if scope["path"] == "/webhook" and cfg.webhook_secret is not None \
-                and not _same(headers.get(_SECRET_KEY, b""), cfg.webhook_secret):
+        if (
+            scope["path"] == "/webhook"
+            and cfg.webhook_secret is not None
+            and not _same(headers.get(_SECRET_KEY, b""), cfg.webhook_secret)
+        ):
             self._failed(client, f"missing or wrong {SECRET_HEADER} header")
             return JSONResponse({"error": f"missing or wrong {SECRET_HEADER} header"}, 401)
         return None
@@ -284,6 +293,7 @@ class AuthMiddleware:
 
 
 # ------------------------------------------------------------------------------------------------- bodies, errors
+
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body; raises ``BodyTooLarge`` as soon as it (or its declared length) exceeds ``limit``."""
@@ -384,14 +394,16 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
 
 # ------------------------------------------------------------------------------------------------------- routes
 
+
 def _service(request: Request) -> _Service:
     return request.app.state.easl
 
 
 async def health(request: Request) -> Response:
     """``GET /health``: the service is up, and its version; nothing else (the figures are on ``/status``)."""
-    return JSONResponse({"status": "UP", "version": request.app.state.version, "model_class": "EASL",
-                         "model_version": MODEL_VERSION})
+    return JSONResponse(
+        {"status": "UP", "version": request.app.state.version, "model_class": "EASL", "model_version": MODEL_VERSION}
+    )
 
 
 async def status(request: Request) -> Response:
@@ -434,8 +446,14 @@ async def webhook(request: Request) -> Response:
         return JSONResponse({"status": "ignored", "action": action})
     check_event(payload)
     event_id = await svc.writer.append(action, raw.decode("utf-8"), svc.config.ack_timeout_s)
-    return JSONResponse({"status": "queued", "event_id": event_id, "journaled": event_id is None,
-                         "ms": round(1000 * (time.perf_counter() - t0), 3)})
+    return JSONResponse(
+        {
+            "status": "queued",
+            "event_id": event_id,
+            "journaled": event_id is None,
+            "ms": round(1000 * (time.perf_counter() - t0), 3),
+        }
+    )
 
 
 ROUTES = [
@@ -455,9 +473,14 @@ EXCEPTION_HANDLERS = {
 }
 
 
-def build_app(config: ServiceConfig, *, on_event: Callable[[], None] | None = None,
-              on_setup: Callable[[dict], None] | None = None, status: Callable[[], dict] | None = None,
-              writer: EventWriter | None = None) -> Starlette:
+def build_app(
+    config: ServiceConfig,
+    *,
+    on_event: Callable[[], None] | None = None,
+    on_setup: Callable[[dict], None] | None = None,
+    status: Callable[[], dict] | None = None,
+    writer: EventWriter | None = None,
+) -> Starlette:
     """The ASGI application. ``on_event`` is called (in the writer thread) after each commit, ``on_setup`` with
     each ``/setup`` body, ``status`` to add figures to ``/status``. The event writer starts with the app
     (lifespan) and stops with it."""

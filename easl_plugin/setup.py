@@ -17,6 +17,7 @@ Steps (each one idempotent, so running the command again repairs a partial setup
    replaced by ``--rotate-secret``) that authorises webhook delivery and nothing else; an existing backend's URL
    and credentials and the webhook's headers are repaired; Label Studio is then asked to check the connection.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.push import push
 from easl_plugin.reconcile import reconcile
 from easl_plugin.service import SECRET_HEADER
-from label_config.layouts import Layout, label_config, layout_for_method, validate_label_config
+from label_config.layouts import label_config, layout_for_method, validate_label_config
 
 # START_TRAINING is not a project-webhook action (Label Studio sends it to ML backends only)
 WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED"]
@@ -44,7 +45,7 @@ class SetupResult:
     ls_project_id: int
     created: bool
     tasks_imported: int
-    connection: str = "none"            # "ml-backend" | "webhook" | "none"
+    connection: str = "none"  # "ml-backend" | "webhook" | "none"
     notes: list[str] = field(default_factory=list)
 
 
@@ -85,14 +86,24 @@ def check_ml_backend(client: LabelStudioClient, backend_id: int, url: str) -> No
     why = str(m.get("error_message") or "").strip().splitlines()
     detail = why[-1][:300] if why else "no reason given"
     what = "cannot reach" if state == "DI" else "is refused by or gets an error from"
-    raise LabelStudioError(f"Label Studio {what} the backend at {url} (state {state or '?'}: {detail}); check "
-                           "that `easl serve` runs there and that EASL_BASIC_AUTH is the same for both commands")
+    raise LabelStudioError(
+        f"Label Studio {what} the backend at {url} (state {state or '?'}: {detail}); check "
+        "that `easl serve` runs there and that EASL_BASIC_AUTH is the same for both commands"
+    )
 
 
-def setup_project(project: Project, client: LabelStudioClient, *, title: str | None = None,
-                  ls_project_id: int | None = None, backend_url: str | None = None, connect: str = "auto",
-                  basic_auth: tuple[str, str] | None = None,
-                  wording: dict[str, str | None] | None = None, rotate_secret: bool = False) -> SetupResult:
+def setup_project(
+    project: Project,
+    client: LabelStudioClient,
+    *,
+    title: str | None = None,
+    ls_project_id: int | None = None,
+    backend_url: str | None = None,
+    connect: str = "auto",
+    basic_auth: tuple[str, str] | None = None,
+    wording: dict[str, str | None] | None = None,
+    rotate_secret: bool = False,
+) -> SetupResult:
     """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
     ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown. Raises ``UserError``
     (incl. ``LabelStudioError``) with the reason when a step fails."""
@@ -111,26 +122,33 @@ def setup_project(project: Project, client: LabelStudioClient, *, title: str | N
     created = False
     settings = {"show_collab_predictions": False, "maximum_annotations": 1, "evaluate_predictions_automatically": False}
     if ls_project_id is None:
-        p = client.create_project(title=title or f"EASL {project.path.rsplit('/', 1)[-1]}", label_config=xml,
-                                  description=f"Scores collected with EASL ({hyper.method}, {layout.n} per task)",
-                                  **settings)
+        p = client.create_project(
+            title=title or f"EASL {project.path.rsplit('/', 1)[-1]}",
+            label_config=xml,
+            description=f"Scores collected with EASL ({hyper.method}, {layout.n} per task)",
+            **settings,
+        )
         ls_project_id, created = int(p["id"]), True
     else:
         p = client.project(ls_project_id)
         try:
             validate_label_config(p.get("label_config") or "", layout)
-        except UserError:
+        except UserError as exc:
             if int(p.get("task_number") or 0) > 0:
-                raise UserError(f"Label Studio project {ls_project_id} has tasks and a label config that does not "
-                                f"fit this project ({layout.kind}, {layout.n} items); create a new one instead")
+                raise UserError(
+                    f"Label Studio project {ls_project_id} has tasks and a label config that does not "
+                    f"fit this project ({layout.kind}, {layout.n} items); create a new one instead"
+                ) from exc
         if (p.get("label_config") or "").strip() != xml.strip():
             # the same controls (names, ranges) as before: Label Studio keeps every annotation valid; it refuses
             # (with its reason) a config that would invalidate one, and then nothing is changed here
             try:
                 client.update_project(ls_project_id, label_config=xml)
             except LabelStudioError as exc:
-                raise UserError(f"Label Studio project {ls_project_id} refused the new label config (question and "
-                                f"scale labels), so nothing was changed: {exc}") from exc
+                raise UserError(
+                    f"Label Studio project {ls_project_id} refused the new label config (question and "
+                    f"scale labels), so nothing was changed: {exc}"
+                ) from exc
         client.update_project(ls_project_id, **settings, **({"title": title} if title else {}))
     if words != before:
         project.set_wording(**words._asdict())
@@ -140,18 +158,34 @@ def setup_project(project: Project, client: LabelStudioClient, *, title: str | N
         if rep.ingested:
             notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
     n = push(project, client, ls_project_id, layout, project.next_hits())
-    bk.set_meta(project, {bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(ls_project_id),
-                          bk.KEY_LAYOUT: json.dumps(layout.to_dict())})
+    bk.set_meta(
+        project,
+        {bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(ls_project_id), bk.KEY_LAYOUT: json.dumps(layout.to_dict())},
+    )
     result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
     if backend_url:
-        result.connection = connect_backend(client, ls_project_id, backend_url, connect=connect,
-                                            token=webhook_token(project, rotate=rotate_secret),
-                                            basic_auth=basic_auth, notes=notes)
+        result.connection = connect_backend(
+            client,
+            ls_project_id,
+            backend_url,
+            connect=connect,
+            token=webhook_token(project, rotate=rotate_secret),
+            basic_auth=basic_auth,
+            notes=notes,
+        )
     return result
 
 
-def connect_backend(client: LabelStudioClient, pid: int, backend_url: str, *, connect: str = "auto",
-                    token: str, basic_auth: tuple[str, str] | None = None, notes: list[str] | None = None) -> str:
+def connect_backend(
+    client: LabelStudioClient,
+    pid: int,
+    backend_url: str,
+    *,
+    connect: str = "auto",
+    token: str,
+    basic_auth: tuple[str, str] | None = None,
+    notes: list[str] | None = None,
+) -> str:
     """Connect the backend as an ML backend (``connect`` = ``ml`` or ``auto``) or a project webhook; returns
     ``"ml-backend"`` or ``"webhook"``."""
     notes = notes if notes is not None else []
@@ -160,18 +194,22 @@ def connect_backend(client: LabelStudioClient, pid: int, backend_url: str, *, co
     headers = _webhook_headers(token)
     if connect in ("auto", "ml"):
         backends = client.ml_backends(pid)
-        known = [m for m in backends if str(m.get("url", "")).rstrip("/") == base] or \
-            [m for m in backends if m.get("title") == "EASL"]
+        known = [m for m in backends if str(m.get("url", "")).rstrip("/") == base] or [
+            m for m in backends if m.get("title") == "EASL"
+        ]
         if known:  # repair: the URL and the credentials Label Studio uses to reach the backend
             for m in known:
                 try:
                     client.update_ml_backend(int(m["id"]), project_id=pid, url=base, basic_auth=basic_auth)
                 except LabelStudioError as exc:
-                    what = ("cannot reach" if "health check failed" in str(exc)
-                            else "is refused by or gets an error from")
+                    what = (
+                        "cannot reach" if "health check failed" in str(exc) else "is refused by or gets an error from"
+                    )
                     detail = re.sub(r"<[^>]+>", "", str(exc))[:400]
-                    raise LabelStudioError(f"Label Studio {what} the backend at {base} ({detail}); check that `easl "
-                                           "serve` runs there with the same EASL_BASIC_AUTH") from exc
+                    raise LabelStudioError(
+                        f"Label Studio {what} the backend at {base} ({detail}); check that `easl "
+                        "serve` runs there with the same EASL_BASIC_AUTH"
+                    ) from exc
         else:
             try:
                 known = [client.add_ml_backend(pid, base, title="EASL", basic_auth=basic_auth)]

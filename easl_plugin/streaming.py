@@ -9,6 +9,7 @@ chosen by the store's one HIT-choosing function (``core.store.hits.choose_hits``
 Each top-up is recorded as a new (small) iteration of the project file (``Project.top_up_hits``, one transaction)
 so that the engine's HIT bookkeeping, validation and ``easl verify`` apply unchanged.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,8 +20,9 @@ from easl_plugin.push import push
 from label_config.layouts import Layout
 
 
-def push_streaming(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout,
-                   n_target: int, gate=None) -> int:
+def push_streaming(
+    project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, n_target: int, gate=None
+) -> int:
     """Top up to ``n_target`` open HITs and push every open HIT without a task; returns tasks created.
     ``gate`` (the service's write gate) is held while the new HITs are selected."""
     with gate if gate is not None else contextlib.nullcontext():

@@ -15,6 +15,7 @@ runs); ``easl serve`` runs it in a child process (``worker_process.py``), tests 
 While webhooks keep arriving the worker batches them (``_pace``), and every write transaction goes through the
 write gate shared with the webhook writer (``service.py``), which spills to a journal rather than wait for it.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,19 @@ import threading
 import time
 from dataclasses import dataclass
 
-from core.errors import UserError
 from core.store import Event, Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.events import deleted_annotation_ids, deleted_task_ids
-from easl_plugin.ingest import (IngestOutcome, apply_annotation, commit_annotations, delete_annotations,
-                                delete_tasks, learn_annotators, prepare_annotations)
+from easl_plugin.ingest import (
+    IngestOutcome,
+    apply_annotation,
+    commit_annotations,
+    delete_annotations,
+    delete_tasks,
+    learn_annotators,
+    prepare_annotations,
+)
 from easl_plugin.push import progress_text, push_batch
 from easl_plugin.reconcile import reconcile
 from easl_plugin.streaming import push_streaming
@@ -38,8 +45,8 @@ from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
 ANNOTATION_KINDS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED")
-QUIET_S = 0.15      # apply queued events once no webhook arrived for this long ...
-MAX_DELAY_S = 2.0   # ... or at the latest this long after the worker woke up
+QUIET_S = 0.15  # apply queued events once no webhook arrived for this long ...
+MAX_DELAY_S = 2.0  # ... or at the latest this long after the worker woke up
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,7 @@ class LinkedProject:
     layout: Layout
 
     @classmethod
-    def read(cls, project: Project) -> "LinkedProject | None":
+    def read(cls, project: Project) -> LinkedProject | None:
         """From ``meta``; None before ``easl ls setup`` ran."""
         pid, url, layout = (project.get_meta(k) for k in (bk.KEY_PROJECT_ID, bk.KEY_URL, bk.KEY_LAYOUT))
         if pid is None or url is None or layout is None:
@@ -105,9 +112,17 @@ class Worker:
     reconcile_interval_s : float
     """
 
-    def __init__(self, project_path: str, *, api_key: str | None, streaming: int = 0,
-                 reconcile_interval_s: float = 60.0, url_override: str | None = None,
-                 gate: threading.Lock | None = None, acks_waiting=lambda: False) -> None:
+    def __init__(
+        self,
+        project_path: str,
+        *,
+        api_key: str | None,
+        streaming: int = 0,
+        reconcile_interval_s: float = 60.0,
+        url_override: str | None = None,
+        gate: threading.Lock | None = None,
+        acks_waiting=lambda: False,
+    ) -> None:
         self.project_path = project_path
         self._api_key = api_key
         self.streaming = int(streaming)
@@ -115,7 +130,7 @@ class Worker:
         self.url_override = url_override
         self.gate = gate or threading.Lock()  # shared with the webhook writer: one writer of the file at a time
         self.acks_waiting = acks_waiting
-        self.last_ack = lambda: 0.0            # time.monotonic() of the last acknowledged webhook
+        self.last_ack = lambda: 0.0  # time.monotonic() of the last acknowledged webhook
         self.wake = threading.Event()
         self.reconcile_requested = threading.Event()
         self._stop = threading.Event()
@@ -127,7 +142,7 @@ class Worker:
         self.applied_total = 0
         self.last_push_at: float | None = None
         self._description: str | None = None
-        self.on_progress = None                # called with the worker after each step (worker_process.py)
+        self.on_progress = None  # called with the worker after each step (worker_process.py)
 
     def start(self) -> None:
         """Start the thread (reconciles first when linked)."""
@@ -168,8 +183,14 @@ class Worker:
                             if self.reconcile_requested.is_set() or time.monotonic() >= next_reconcile:
                                 self.reconcile_requested.clear()
                                 hit_timeout = project.get_meta(bk.KEY_HIT_TIMEOUT)
-                                reconcile(project, client, self.linked.project_id, self.linked.layout, self.gate,
-                                          hit_timeout_s=float(hit_timeout or bk.DEFAULT_HIT_TIMEOUT_S))
+                                reconcile(
+                                    project,
+                                    client,
+                                    self.linked.project_id,
+                                    self.linked.layout,
+                                    self.gate,
+                                    hit_timeout_s=float(hit_timeout or bk.DEFAULT_HIT_TIMEOUT_S),
+                                )
                                 next_reconcile = time.monotonic() + self.reconcile_interval_s
                             self.push(project, client, self.linked)
                     if self.last_error is not None:
@@ -274,8 +295,9 @@ class Worker:
                 continue
             pid = _project_id_of(payload)
             if pid is not None and pid != linked.project_id:
-                notes[event_id] = (f"ignored: event of Label Studio project {pid}, this project file is linked to "
-                                   f"{linked.project_id}")
+                notes[event_id] = (
+                    f"ignored: event of Label Studio project {pid}, this project file is linked to {linked.project_id}"
+                )
                 continue
             if aid in latest:
                 notes[latest[aid][0]] = f"superseded by event {event_id}"

@@ -7,6 +7,7 @@ wake-up and reconcile signals, the writer's "acknowledgements in flight" flag an
 and a few counters for ``/status``. The child dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a parent
 watch everywhere), so a killed server never leaves a second writer behind.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -59,8 +60,16 @@ class WorkerProcess:
         Logging level of the child.
     """
 
-    def __init__(self, project_path: str, *, api_key: str | None, streaming: int, reconcile_interval_s: float,
-                 url_override: str | None, log_level: str = "info") -> None:
+    def __init__(
+        self,
+        project_path: str,
+        *,
+        api_key: str | None,
+        streaming: int,
+        reconcile_interval_s: float,
+        url_override: str | None,
+        log_level: str = "info",
+    ) -> None:
         # fork (Linux): the child starts at once with the modules already imported, and its semaphores are not
         # tracked as leaks; it must be started before the server opens threads or sockets (see server.serve)
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
@@ -68,16 +77,34 @@ class WorkerProcess:
         self.wake = SharedFlag(ctx)
         self.reconcile_requested = SharedFlag(ctx)
         self._stop = SharedFlag(ctx)
-        self.busy = ctx.Value("i", 0, lock=False)          # acknowledgements being committed by the writer
+        self.busy = ctx.Value("i", 0, lock=False)  # acknowledgements being committed by the writer
         self.last_commit = ctx.Value("d", 0.0, lock=False)  # time.monotonic() of the writer's last commit
         self._applied = ctx.Value("q", 0, lock=False)
         self._pushed = ctx.Value("q", 0, lock=False)
         self._linked = ctx.Value("q", -1, lock=False)
         self._proc = ctx.Process(
-            target=_child_main, name="easl-worker", daemon=True,
-            args=(project_path, api_key, int(streaming), float(reconcile_interval_s), url_override, log_level,
-                  self.gate, self.wake, self.reconcile_requested, self._stop, self.busy, self.last_commit,
-                  self._applied, self._pushed, self._linked, os.getpid()))
+            target=_child_main,
+            name="easl-worker",
+            daemon=True,
+            args=(
+                project_path,
+                api_key,
+                int(streaming),
+                float(reconcile_interval_s),
+                url_override,
+                log_level,
+                self.gate,
+                self.wake,
+                self.reconcile_requested,
+                self._stop,
+                self.busy,
+                self.last_commit,
+                self._applied,
+                self._pushed,
+                self._linked,
+                os.getpid(),
+            ),
+        )
 
     @property
     def applied_total(self) -> int:
@@ -127,8 +154,17 @@ class WorkerProcess:
         when the interpreter exits."""
         import gc
 
-        for name in ("gate", "wake", "reconcile_requested", "_stop", "busy", "last_commit", "_applied", "_pushed",
-                     "_linked"):
+        for name in (
+            "gate",
+            "wake",
+            "reconcile_requested",
+            "_stop",
+            "busy",
+            "last_commit",
+            "_applied",
+            "_pushed",
+            "_linked",
+        ):
             setattr(self, name, None)
         gc.collect()
 
@@ -152,18 +188,42 @@ def _die_with_parent(parent_pid: int, stop, wake) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _child_main(project_path, api_key, streaming, interval, url_override, log_level, gate, wake, reconcile, stop,
-                busy, last_commit, applied, pushed, linked, parent_pid) -> None:
+def _child_main(
+    project_path,
+    api_key,
+    streaming,
+    interval,
+    url_override,
+    log_level,
+    gate,
+    wake,
+    reconcile,
+    stop,
+    busy,
+    last_commit,
+    applied,
+    pushed,
+    linked,
+    parent_pid,
+) -> None:
     _die_with_parent(parent_pid, stop, wake)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the server, which stops us in order
     with contextlib.suppress(OSError):
         os.nice(10)  # background work: the web server (acknowledgements) gets the CPU first
-    logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, log_level.upper(), logging.INFO), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
     from easl_plugin.worker import Worker
 
-    worker = Worker(project_path, api_key=api_key, streaming=streaming, reconcile_interval_s=interval,
-                    url_override=url_override, gate=gate, acks_waiting=lambda: busy.value > 0)
+    worker = Worker(
+        project_path,
+        api_key=api_key,
+        streaming=streaming,
+        reconcile_interval_s=interval,
+        url_override=url_override,
+        gate=gate,
+        acks_waiting=lambda: busy.value > 0,
+    )
     worker.last_ack = lambda: last_commit.value
     worker.wake, worker.reconcile_requested, worker._stop = wake, reconcile, stop
 

@@ -22,6 +22,7 @@ What keeps the acknowledgement short and bounded under a burst:
 - the queue is bounded (``max_waiting``): beyond it ``append`` fails at once with ``QueueUnavailable``, which the
   service answers with 503, instead of letting memory and latency grow without limit.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,15 +73,23 @@ class EventWriter:
         Most events waiting for the writer; beyond it ``append`` raises ``QueueUnavailable`` at once.
     """
 
-    def __init__(self, project_path: str, on_commit: Callable[[], None], *, max_batch: int = 512,
-                 gate: Gate | None = None, shared_busy=None, shared_last_commit=None,
-                 max_waiting: int = 10_000) -> None:
+    def __init__(
+        self,
+        project_path: str,
+        on_commit: Callable[[], None],
+        *,
+        max_batch: int = 512,
+        gate: Gate | None = None,
+        shared_busy=None,
+        shared_last_commit=None,
+        max_waiting: int = 10_000,
+    ) -> None:
         self._path = project_path
         self._shared_busy = shared_busy
         self._shared_last_commit = shared_last_commit
         self.gate: Gate = gate if gate is not None else threading.Lock()
         self._busy = 0
-        self.last_commit = 0.0                 # time.monotonic() of the last commit (the worker paces itself)
+        self.last_commit = 0.0  # time.monotonic() of the last commit (the worker paces itself)
         self._on_commit = on_commit
         self._max_batch = max_batch
         self._max_waiting = max_waiting
@@ -90,10 +99,10 @@ class EventWriter:
         self._stopped = False
         self.ready = threading.Event()
         self.error: BaseException | None = None
-        self.committed_total = 0               # events stored in ``events`` directly
-        self.journaled_total = 0               # events spilled to the journal (moved into ``events`` later)
-        self.failed_total = 0                  # events that could not be stored (their sender got 503)
-        self._unchecked = 0                    # commits since the writer's last checkpoint
+        self.committed_total = 0  # events stored in ``events`` directly
+        self.journaled_total = 0  # events spilled to the journal (moved into ``events`` later)
+        self.failed_total = 0  # events that could not be stored (their sender got 503)
+        self._unchecked = 0  # commits since the writer's last checkpoint
 
     def start(self) -> None:
         """Open the project file in the writer thread, move what a previous run journaled, start committing."""
@@ -114,8 +123,12 @@ class EventWriter:
 
     def figures(self) -> dict:
         """Queue figures for the authenticated ``/status``."""
-        return {"acks_waiting": self._q.qsize() + self._busy, "events_committed": self.committed_total,
-                "events_journaled": self.journaled_total, "events_failed": self.failed_total}
+        return {
+            "acks_waiting": self._q.qsize() + self._busy,
+            "events_committed": self.committed_total,
+            "events_journaled": self.journaled_total,
+            "events_failed": self.failed_total,
+        }
 
     def submit(self, loop: asyncio.AbstractEventLoop, action: str, payload_text: str) -> asyncio.Future:
         """Queue one event without waiting; the future resolves with its row id once committed (None when
@@ -166,8 +179,9 @@ class EventWriter:
             stopping = False
             while not stopping:
                 try:  # while events wait in the journal, wake up regularly to move them
-                    first = self._q.get(timeout=0.02 if journal.count else
-                                        CHECKPOINT_IDLE_S if self._unchecked else None)
+                    first = self._q.get(
+                        timeout=0.02 if journal.count else CHECKPOINT_IDLE_S if self._unchecked else None
+                    )
                 except queue.Empty:
                     # never wait for the worker here: a webhook arriving meanwhile must find this thread free
                     if journal.count and self.gate.acquire(False):

@@ -13,6 +13,7 @@ Three layouts (``docs/design.md`` section 7.5, "Label config for n items scored 
 The items of a HIT are shown in a shuffled order; the task data keeps the order shown (``item_ids``) and the
 permutation from the HIT record's order (``permutation[j]`` = position in the HIT record of the item shown at j).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,10 +56,9 @@ class Layout:
         return {"kind": self.kind, "n": self.n, "score_min": self.score_min, "score_max": self.score_max}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Layout":
+    def from_dict(cls, d: dict) -> Layout:
         """Inverse of ``to_dict``."""
-        return cls(kind=str(d["kind"]), n=int(d["n"]), score_min=float(d["score_min"]),
-                   score_max=float(d["score_max"]))
+        return cls(kind=str(d["kind"]), n=int(d["n"]), score_min=float(d["score_min"]), score_max=float(d["score_max"]))
 
 
 def layout_for_method(method: str, hit_size: int, score_min: float, score_max: float) -> Layout:
@@ -105,8 +105,14 @@ SLIDER_STYLE = """
 """
 
 
-def label_config(layout: Layout, *, instructions: str | None = None, question: str | None = None,
-                 low_label: str | None = None, high_label: str | None = None) -> str:
+def label_config(
+    layout: Layout,
+    *,
+    instructions: str | None = None,
+    question: str | None = None,
+    low_label: str | None = None,
+    high_label: str | None = None,
+) -> str:
     """The Label Studio label config (XML) for ``layout``.
 
     ``question`` (what annotators are asked) is shown above the HIT; ``low_label`` / ``high_label`` (what the ends
@@ -130,7 +136,7 @@ def label_config(layout: Layout, *, instructions: str | None = None, question: s
                 f'      <Number name="score_{j}" toName="text_{j}" min="{lo}" max="{hi}" step="1" slider="true"'
                 f' required="true" requiredMessage={quoteattr(f"Text {j + 1} has no score yet: set its slider.")}/>\n'
                 f'      <View className="easl-high"><Header value={quoteattr(high)} size="6" underline="false"/>'
-                '</View>\n'
+                "</View>\n"
                 "    </View>\n"
                 "  </View>\n"
             )
@@ -142,13 +148,14 @@ def label_config(layout: Layout, *, instructions: str | None = None, question: s
         return f"<View>\n{style}{head}{body}</View>\n"
     elif layout.kind == "ranking":
         header = question or "Order the texts from highest (top) to lowest (bottom)"
-        body = ('  <List name="items" value="$items" title="Texts"/>\n'
-                '  <Ranker name="rank" toName="items"/>\n')
+        body = '  <List name="items" value="$items" title="Texts"/>\n  <Ranker name="rank" toName="items"/>\n'
     else:
         header = question or "Which text scores higher?"
-        body = ('  <Text name="text_0" value="$text_0"/>\n'
-                '  <Text name="text_1" value="$text_1"/>\n'
-                '  <Pairwise name="choice" toName="text_0,text_1"/>\n')
+        body = (
+            '  <Text name="text_0" value="$text_0"/>\n'
+            '  <Text name="text_1" value="$text_1"/>\n'
+            '  <Pairwise name="choice" toName="text_0,text_1"/>\n'
+        )
     return f"<View>\n  <Header value={quoteattr(header)}/>\n{body}</View>\n"
 
 
@@ -174,8 +181,10 @@ def validate_label_config(xml: str, layout: Layout) -> None:
             attr = controls[name].attr
             lo, hi = float(attr.get("min", "nan")), float(attr.get("max", "nan"))
             if (lo, hi) != (layout.score_min, layout.score_max):
-                raise UserError(f"label config control {name!r} has range [{lo}, {hi}], the project uses "
-                                f"[{layout.score_min}, {layout.score_max}]")
+                raise UserError(
+                    f"label config control {name!r} has range [{lo}, {hi}], the project uses "
+                    f"[{layout.score_min}, {layout.score_max}]"
+                )
 
 
 def task_data(hit: dict, layout: Layout, rng: np.random.Generator) -> dict:

@@ -22,6 +22,7 @@ Fixtures:
 - ``political_oracle_file``: the EASL paper's political-spectrum oracle, which is not shipped (no licence): read
   from ``../shared/data/`` beside the repository when present, else the test is skipped with the file's name.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -39,13 +40,16 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_tui_terminal.py", "test_annotate_one_hit_in_a_real_terminal"): "tmux",
     ("test_tui_terminal.py", "test_tui_argument_errors_exit_1_with_one_sentence"): "slow",  # 6 CLI subprocesses
     ("test_durability.py", None): "slow",
-    ("test_service_faults.py", "test_a_burst_of_concurrent_webhooks_loses_and_doubles_nothing"): "slow",          # SIGKILL of CLI subprocesses at every write
-    ("test_tui_annotate.py", None): "slow",        # the Textual app driven by a pilot
+    (
+        "test_service_faults.py",
+        "test_a_burst_of_concurrent_webhooks_loses_and_doubles_nothing",
+    ): "slow",  # SIGKILL of CLI subprocesses at every write
+    ("test_tui_annotate.py", None): "slow",  # the Textual app driven by a pilot
     ("test_tui_evaluate.py", None): "slow",
     ("test_tui_export.py", None): "slow",
     ("test_tui_monitor.py", None): "slow",
     ("test_tui_snapshots.py", None): "slow",
-    ("test_simulate_prmse.py", None): "slow",      # the PRMSE paper's 10,000-response simulation
+    ("test_simulate_prmse.py", None): "slow",  # the PRMSE paper's 10,000-response simulation
     # single tests of a few seconds each: reports with figures, goodness-of-fit and property tests, subprocesses
     ("test_simulate_easl.py", "test_cli_writes_the_report"): "slow",
     ("test_simulate_easl.py", "test_political_file_name_selects_the_papers_range"): "slow",
@@ -81,9 +85,17 @@ def repo_root() -> Path:
 def easl_cli() -> Callable[..., subprocess.CompletedProcess]:
     """``run(*args, env=None, timeout=120)``: ``python -m tui.cli ARGS`` in a subprocess from the repository root,
     text output captured, never raising on a non-zero exit."""
+
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "tui.cli", *map(str, args)], capture_output=True, text=True,
-                              cwd=REPO_ROOT, env=env, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "tui.cli", *map(str, args)],
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            env=env,
+            timeout=timeout,
+        )
+
     return run
 
 
@@ -125,8 +137,14 @@ def make_tui_project(tmp_path: Path, tui_settings: Path) -> Callable[..., Path]:
 
     from tests.tui_helpers import annotate_iteration, make_project
 
-    def make(name: str = "p.easl", n_items: int = 12, hit_size: int = 3, seed: int = 0, annotated: int = 0,
-             annotation_seed: int = 2) -> Path:
+    def make(
+        name: str = "p.easl",
+        n_items: int = 12,
+        hit_size: int = 3,
+        seed: int = 0,
+        annotated: int = 0,
+        annotation_seed: int = 2,
+    ) -> Path:
         path = make_project(tmp_path / name, n_items=n_items, hit_size=hit_size, seed=seed)
         rng = np.random.default_rng(annotation_seed)
         for _ in range(annotated):
@@ -150,6 +168,8 @@ def political_oracle_file() -> Path:
 
     path = REPO_ROOT.parent / "shared" / "data" / POLITICAL_ORACLE_FILE
     if not path.is_file():
-        pytest.skip(f"{POLITICAL_ORACLE_FILE} not found at ../shared/data/ beside the repository (the paper's "
-                    f"oracle is not shipped: see the README, 'Reproducing the papers')")
+        pytest.skip(
+            f"{POLITICAL_ORACLE_FILE} not found at ../shared/data/ beside the repository (the paper's "
+            f"oracle is not shipped: see the README, 'Reproducing the papers')"
+        )
     return path

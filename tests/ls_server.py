@@ -11,6 +11,7 @@ legacy API token and the two SSRF opt-outs that let it call a backend on loopbac
 and own API token, so tests can annotate as several distinct people.
 Facts used here: ``docs/design.md`` section 7.1 ("A test server").
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -73,9 +74,14 @@ def create_annotator(server: LabelStudioServer, email: str, password: str) -> An
     code = invite.json()["token"]
     with requests.Session() as s:
         s.get(f"{server.url}/user/signup/", params={"token": code}, timeout=10).raise_for_status()
-        r = s.post(f"{server.url}/user/signup/", params={"token": code}, allow_redirects=False, timeout=30,
-                   data={"email": email, "password": password, "csrfmiddlewaretoken": s.cookies["csrftoken"]},
-                   headers={"Referer": f"{server.url}/user/signup/"})
+        r = s.post(
+            f"{server.url}/user/signup/",
+            params={"token": code},
+            allow_redirects=False,
+            timeout=30,
+            data={"email": email, "password": password, "csrfmiddlewaretoken": s.cookies["csrftoken"]},
+            headers={"Referer": f"{server.url}/user/signup/"},
+        )
         if r.status_code != 302:
             raise RuntimeError(f"signing up {email} failed with HTTP {r.status_code}")
         me = s.get(f"{server.url}/api/current-user/whoami", timeout=10).json()
@@ -115,8 +121,9 @@ def ensure_chromium() -> Path:
         for cmd in ([apt, "update"], [apt, "install", "-y", "chromium"]):
             proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=INSTALL_TIMEOUT_S)
             if proc.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd[1:])} failed (status {proc.returncode}): see "
-                                   f"{CACHE_DIR / 'chromium-install.log'}")
+                raise RuntimeError(
+                    f"{' '.join(cmd[1:])} failed (status {proc.returncode}): see {CACHE_DIR / 'chromium-install.log'}"
+                )
     if not CHROMIUM.exists():
         raise RuntimeError(f"apt-get installed chromium but {CHROMIUM} is still missing")
     return CHROMIUM
@@ -146,7 +153,9 @@ def ensure_installed() -> Path:
         with open(log, "w") as out:
             proc = subprocess.run(
                 [str(VENV_DIR / "bin" / "pip"), "install", "--quiet", f"label-studio=={LS_VERSION}"],
-                stdout=out, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=INSTALL_TIMEOUT_S,
             )
         if proc.returncode != 0:
             raise RuntimeError(f"pip install label-studio=={LS_VERSION} failed; see {log}")
@@ -185,26 +194,41 @@ def running_server() -> Iterator[LabelStudioServer]:
     password = secrets.token_urlsafe(12)
     username = "admin@example.com"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LABEL_STUDIO_", "DJANGO_"))}
-    env.update({
-        "LABEL_STUDIO_USERNAME": username,
-        "LABEL_STUDIO_PASSWORD": password,
-        "LABEL_STUDIO_USER_TOKEN": token,
-        "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
-        "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
-        "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
-        "LABEL_STUDIO_LATEST_VERSION_CHECK": "false",
-        "SENTRY_DSN": "",
-        "FRONTEND_SENTRY_DSN": "",
-        "LABEL_STUDIO_SSRF_PROTECTION_ENABLED": "false",
-        "LABEL_STUDIO_ML_BLOCK_LOCAL_IP": "false",
-        "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir),
-    })
+    env.update(
+        {
+            "LABEL_STUDIO_USERNAME": username,
+            "LABEL_STUDIO_PASSWORD": password,
+            "LABEL_STUDIO_USER_TOKEN": token,
+            "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
+            "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+            "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
+            "LABEL_STUDIO_LATEST_VERSION_CHECK": "false",
+            "SENTRY_DSN": "",
+            "FRONTEND_SENTRY_DSN": "",
+            "LABEL_STUDIO_SSRF_PROTECTION_ENABLED": "false",
+            "LABEL_STUDIO_ML_BLOCK_LOCAL_IP": "false",
+            "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir),
+        }
+    )
     log_path = data_dir / "server.log"
-    log = open(log_path, "w")
+    log = open(log_path, "w")  # noqa: SIM115 (a server's log, open for its lifetime)
     proc = subprocess.Popen(
-        [str(script), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port),
-         "--data-dir", str(data_dir)],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(data_dir), start_new_session=True,
+        [
+            str(script),
+            "start",
+            "--no-browser",
+            "--internal-host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=str(data_dir),
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -219,10 +243,13 @@ def running_server() -> Iterator[LabelStudioServer]:
             except (requests.RequestException, ValueError):
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"Label Studio did not become healthy within {START_TIMEOUT_S:.0f} s; see {log_path}")
+                raise RuntimeError(
+                    f"Label Studio did not become healthy within {START_TIMEOUT_S:.0f} s; see {log_path}"
+                )
             time.sleep(0.5)
-        yield LabelStudioServer(url=url, token=token, username=username, password=password,
-                                data_dir=data_dir, pid=proc.pid)
+        yield LabelStudioServer(
+            url=url, token=token, username=username, password=password, data_dir=data_dir, pid=proc.pid
+        )
     finally:
         _stop(proc)
         log.close()

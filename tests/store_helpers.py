@@ -1,5 +1,6 @@
 """Helpers for the project-file tests (test_store, test_cli_core, test_durability): small item sets, simulated
 annotations for the open HITs, and a full dump of a project file for before/after comparisons."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -25,8 +26,14 @@ def new_project(tmp_path, name: str = "p.easl", n: int = 23, **hyper) -> Project
     return Project.create(tmp_path / name, make_items(n), Hyper(**hyper))
 
 
-def answer(hits: list[dict], rng: np.random.Generator, *, annotator: str = "ann", with_annotation_id: bool = False,
-           score_max: float = 100.0) -> pd.DataFrame:
+def answer(
+    hits: list[dict],
+    rng: np.random.Generator,
+    *,
+    annotator: str = "ann",
+    with_annotation_id: bool = False,
+    score_max: float = 100.0,
+) -> pd.DataFrame:
     """Scores for every item of every HIT: latent (from the item's ``latent`` field, else 0.5) + N(0, 0.1^2),
     clipped, rounded on 0..score_max."""
     rows = []

@@ -20,13 +20,13 @@ def simulate(n=300, na=20, per_item=6, seed=0, *, spam=0, slope=(1.0, 1.0), off_
     truth = rng.beta(2, 2, n)
     off = rng.normal(0, off_sd, na)
     sl = rng.uniform(*slope, na)
-    I = np.repeat(np.arange(n), per_item)
-    A = rng.integers(na, size=I.size)
-    x = 0.5 + off[A] + sl[A] * (truth[I] - 0.5) + rng.normal(0, noise, I.size)
+    item_ix = np.repeat(np.arange(n), per_item)
+    A = rng.integers(na, size=item_ix.size)
+    x = 0.5 + off[A] + sl[A] * (truth[item_ix] - 0.5) + rng.normal(0, noise, item_ix.size)
     spammers = np.zeros(na, bool)
     spammers[:spam] = True
     x[spammers[A]] = rng.random(int(spammers[A].sum()))
-    return truth, off, sl, spammers, I, A, np.clip(x, 0, 1)
+    return truth, off, sl, spammers, item_ix, A, np.clip(x, 0, 1)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -37,10 +37,10 @@ def simulate(n=300, na=20, per_item=6, seed=0, *, spam=0, slope=(1.0, 1.0), off_
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.integers(0, 10_000))
 def test_fit_is_invariant_to_the_order_of_observations(seed, perm_seed):
-    _, _, _, _, I, A, x = simulate(n=40, na=6, per_item=4, seed=seed)
-    p = np.random.default_rng(perm_seed).permutation(I.size)
-    a = fit(Observations.build(I, A, x, n_items=40))
-    b = fit(Observations.build(I[p], A[p], x[p], n_items=40))
+    _, _, _, _, item_ix, A, x = simulate(n=40, na=6, per_item=4, seed=seed)
+    p = np.random.default_rng(perm_seed).permutation(item_ix.size)
+    a = fit(Observations.build(item_ix, A, x, n_items=40))
+    b = fit(Observations.build(item_ix[p], A[p], x[p], n_items=40))
     for key, val in a.to_arrays().items():
         np.testing.assert_array_equal(val, b.to_arrays()[key])
 
@@ -57,20 +57,22 @@ def test_repeated_pairs_keep_the_canonical_order():
 
 
 def test_extend_equals_build_from_scratch():
-    _, _, _, _, I, A, x = simulate(n=50, na=8, per_item=5, seed=3)
-    half = I.size // 2
-    grown = Observations.build(I[:half], A[:half], x[:half], n_items=50).extend(I[half:], A[half:], x[half:])
-    whole = Observations.build(I, A, x, n_items=50)
+    _, _, _, _, item_ix, A, x = simulate(n=50, na=8, per_item=5, seed=3)
+    half = item_ix.size // 2
+    grown = Observations.build(item_ix[:half], A[:half], x[:half], n_items=50).extend(
+        item_ix[half:], A[half:], x[half:]
+    )
+    whole = Observations.build(item_ix, A, x, n_items=50)
     np.testing.assert_array_equal(grown.item, whole.item)
     np.testing.assert_array_equal(grown.annotator, whole.annotator)
     np.testing.assert_array_equal(grown.score, whole.score)
 
 
 def test_warm_start_reaches_the_cold_fit():
-    _, _, _, _, I, A, x = simulate(n=200, seed=4)
-    half = I.size // 2
-    first = fit(Observations.build(I[:half], A[:half], x[:half], n_items=200))
-    obs = Observations.build(I, A, x, n_items=200)
+    _, _, _, _, item_ix, A, x = simulate(n=200, seed=4)
+    half = item_ix.size // 2
+    first = fit(Observations.build(item_ix[:half], A[:half], x[:half], n_items=200))
+    obs = Observations.build(item_ix, A, x, n_items=200)
     cold = fit(obs)
     from core.models.aware import AwareConfig
 
@@ -83,13 +85,13 @@ def test_warm_start_reaches_the_cold_fit():
 
 
 def test_state_round_trips_through_arrays_and_grows():
-    _, _, _, _, I, A, x = simulate(n=30, na=5, per_item=3, seed=5)
-    s = fit(Observations.build(I, A, x, n_items=30))
+    _, _, _, _, item_ix, A, x = simulate(n=30, na=5, per_item=3, seed=5)
+    s = fit(Observations.build(item_ix, A, x, n_items=30))
     back = AwareState.from_arrays(s.to_arrays())
     for key, val in s.to_arrays().items():
         np.testing.assert_array_equal(val, back.to_arrays()[key])
     # a warm state with fewer items and annotators than the observations: new ones start at the priors
-    more = Observations.build(np.r_[I, 30, 31], np.r_[A, 5, 6], np.r_[x, 0.5, 0.6], n_items=32)
+    more = Observations.build(np.r_[item_ix, 30, 31], np.r_[A, 5, 6], np.r_[x, 0.5, 0.6], n_items=32)
     g = fit(more, warm=s)
     assert g.n_items == 32 and g.n_annotators == 7
     assert np.isfinite(g.mu).all() and np.isfinite(g.var).all()
@@ -111,17 +113,17 @@ def test_bad_inputs_are_refused():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_offsets_and_slopes_are_recovered(seed):
-    truth, off, sl, _, I, A, x = simulate(n=400, per_item=6, seed=seed, slope=(0.6, 1.4))
-    s = fit(Observations.build(I, A, x, n_items=400))
+    truth, off, sl, _, item_ix, A, x = simulate(n=400, per_item=6, seed=seed, slope=(0.6, 1.4))
+    s = fit(Observations.build(item_ix, A, x, n_items=400))
     assert np.corrcoef(off, s.offset)[0, 1] > 0.9
     assert np.corrcoef(sl, s.slope)[0, 1] > 0.8
-    m = np.bincount(I, x, 400) / np.bincount(I, minlength=400)
+    m = np.bincount(item_ix, x, 400) / np.bincount(item_ix, minlength=400)
     assert stats.spearmanr(s.mu, truth)[0] > stats.spearmanr(m, truth)[0]
 
 
 def test_random_clickers_get_no_weight_and_are_flagged():
-    _, _, _, spam, I, A, x = simulate(n=300, na=20, per_item=6, seed=7, spam=2)
-    obs = Observations.build(I, A, x, n_items=300)
+    _, _, _, spam, item_ix, A, x = simulate(n=300, na=20, per_item=6, seed=7, spam=2)
+    obs = Observations.build(item_ix, A, x, n_items=300)
     s = fit(obs)
     d = annotator_diagnostics(s, obs)
     assert set(np.flatnonzero(d.flag == "random")) == set(np.flatnonzero(spam))
@@ -136,8 +138,8 @@ def test_flag_recall_and_false_flags_over_seeds():
     """Issue 10's target: with >= 30 scores per annotator, recall >= 0.9 and false flags <= 5%."""
     caught = total = false = honest = 0
     for seed in range(12):
-        _, _, _, spam, I, A, x = simulate(n=150, na=20, per_item=4, seed=100 + seed, spam=2)
-        obs = Observations.build(I, A, x, n_items=150)
+        _, _, _, spam, item_ix, A, x = simulate(n=150, na=20, per_item=4, seed=100 + seed, spam=2)
+        obs = Observations.build(item_ix, A, x, n_items=150)
         d = annotator_diagnostics(fit(obs), obs)
         ok = d.n_scores >= 30
         caught += int(((d.flag != "") & spam & ok).sum())
@@ -149,11 +151,11 @@ def test_flag_recall_and_false_flags_over_seeds():
 
 def test_collapsed_scale_is_flagged():
     rng = np.random.default_rng(8)
-    truth, _, _, _, I, A, x = simulate(n=200, na=10, per_item=5, seed=8)
+    truth, _, _, _, item_ix, A, x = simulate(n=200, na=10, per_item=5, seed=8)
     lazy = A == 3
     x = x.copy()
-    x[lazy] = np.clip(0.5 + 0.05 * (truth[I[lazy]] - 0.5) + rng.normal(0, 0.01, lazy.sum()), 0, 1)
-    obs = Observations.build(I, A, x, n_items=200)
+    x[lazy] = np.clip(0.5 + 0.05 * (truth[item_ix[lazy]] - 0.5) + rng.normal(0, 0.01, lazy.sum()), 0, 1)
+    obs = Observations.build(item_ix, A, x, n_items=200)
     d = annotator_diagnostics(fit(obs), obs)
     assert d.flag[3] == "collapsed" and (np.delete(d.flag, 3) == "").all()
 
@@ -164,8 +166,8 @@ def test_collapsed_scale_is_flagged():
 
 
 def test_intervals_include_the_annotator_terms_and_cover():
-    truth, _, _, _, I, A, x = simulate(n=300, per_item=5, seed=11, slope=(0.6, 1.4))
-    s = fit(Observations.build(I, A, x, n_items=300))
+    truth, _, _, _, item_ix, A, x = simulate(n=300, per_item=5, seed=11, slope=(0.6, 1.4))
+    s = fit(Observations.build(item_ix, A, x, n_items=300))
     assert np.all(s.var >= s.var_mu)
     figs = rank_figures(s, np.random.default_rng(0), n_draws=300)
     t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
@@ -177,8 +179,8 @@ def test_intervals_include_the_annotator_terms_and_cover():
 
 
 def test_stop_decision_needs_both_the_figure_and_the_minimum_count():
-    _, _, _, _, I, A, x = simulate(n=50, per_item=2, seed=12)
-    s = fit(Observations.build(I, A, x, n_items=50))
+    _, _, _, _, item_ix, A, x = simulate(n=50, per_item=2, seed=12)
+    s = fit(Observations.build(item_ix, A, x, n_items=50))
     assert not stop_decision(s, 0.99, target=0.9, min_scores=3).stop
     d = stop_decision(s, 0.99, target=0.9, min_scores=2)
     assert d.stop and "reaches" in d.reason
@@ -206,13 +208,13 @@ def test_binned_misorder_sums_match_the_exact_ones(monkeypatch):
 
 
 def test_uniform_passes_come_first_then_gains_decide():
-    _, _, _, _, I, A, x = simulate(n=100, per_item=2, seed=13)
-    s = fit(Observations.build(I, A, x, n_items=100))
+    _, _, _, _, item_ix, A, x = simulate(n=100, per_item=2, seed=13)
+    s = fit(Observations.build(item_ix, A, x, n_items=100))
     rng = np.random.default_rng(0)
     hits = select_batch(s, n_hits=10, hit_size=5, rng=rng, uniform_passes=3)
     assert hits.shape == (10, 5) and all(len(set(h)) == 5 for h in hits)
-    _, _, _, _, I, A, x = simulate(n=100, per_item=4, seed=13)
-    s = fit(Observations.build(I, A, x, n_items=100))
+    _, _, _, _, item_ix, A, x = simulate(n=100, per_item=4, seed=13)
+    s = fit(Observations.build(item_ix, A, x, n_items=100))
     g = slot_gains(s, max_slots=2)
     assert np.all(g[:, 0] >= g[:, 1])
     hits = select_batch(s, n_hits=10, hit_size=5, rng=rng, uniform_passes=3)
@@ -236,8 +238,8 @@ def test_group_into_hits_keeps_items_distinct_within_a_hit(n_hits, hit_size, see
 
 
 def test_information_is_positive():
-    _, _, _, _, I, A, x = simulate(n=20, na=4, per_item=3, seed=14)
-    assert np.all(information_per_score(fit(Observations.build(I, A, x, n_items=20))) > 0)
+    _, _, _, _, item_ix, A, x = simulate(n=20, na=4, per_item=3, seed=14)
+    assert np.all(information_per_score(fit(Observations.build(item_ix, A, x, n_items=20))) > 0)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -266,14 +268,14 @@ def test_aware_model_refit_chain_matches_a_cold_replay():
     from core.models.aware_model import AwareModel
 
     m = AwareModel(Hyper())
-    _, _, _, _, I, A, x = simulate(n=120, na=10, per_item=6, seed=21)
+    _, _, _, _, item_ix, A, x = simulate(n=120, na=10, per_item=6, seed=21)
     state = m.init_state(120)
     assert m.summary(state)["estimate"].shape == (120,)
     rng = np.random.default_rng(0)
     for k in range(1, 7):  # six batches, each refit warm from the cached state
         rows = np.arange(k * 120)
-        state = m.refit(state, I[rows], A[rows], x[rows], n_items=120)
-    replay = m.refit(None, I[rows][::-1], A[rows][::-1], x[rows][::-1], n_items=120)
+        state = m.refit(state, item_ix[rows], A[rows], x[rows], n_items=120)
+    replay = m.refit(None, item_ix[rows][::-1], A[rows][::-1], x[rows][::-1], n_items=120)
     assert m.same_fit(state, replay)
     loc, var = m.selection_keys(state)
     assert loc.shape == var.shape == (120,) and np.all(var > 0)

@@ -1,6 +1,7 @@
 """``--method aware`` through the product (issue 10): init, the store's warm refits, retraction, verify, next with
 uniform passes and the stopping rule, status (stop figures, annotator table), export (rank intervals, annotator
 table), and streaming top-ups as the Label Studio worker uses them."""
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,15 @@ def scores_for(hits: list[dict], rng: np.random.Generator, *, clicker: bool = Tr
             s = float(item.get("latent", 0.5)) + offsets[a] + rng.normal(0, 0.08)
             if clicker and a == N_ANNOTATORS - 1:
                 s = float(rng.random())
-            rows.append({"hit_id": h["hit_id"], "item_id": item["item_id"], "annotator": f"a{a}",
-                         "annotation_id": f"{h['hit_id']}-{item['item_id']}",
-                         "score": round(float(np.clip(s, 0, 1)) * 100, 1)})
+            rows.append(
+                {
+                    "hit_id": h["hit_id"],
+                    "item_id": item["item_id"],
+                    "annotator": f"a{a}",
+                    "annotation_id": f"{h['hit_id']}-{item['item_id']}",
+                    "score": round(float(np.clip(s, 0, 1)) * 100, 1),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -71,15 +78,31 @@ def test_aware_is_a_method_and_the_paper_methods_are_unchanged():
 
 def test_init_flags(tmp_path, items_csv, capsys):
     p = tmp_path / "a.easl"
-    assert main(["init", str(p), "--items", str(items_csv), "--method", "aware", "--stop-at", "0.9",
-                 "--uniform-passes", "2"]) == 0
+    assert (
+        main(
+            [
+                "init",
+                str(p),
+                "--items",
+                str(items_csv),
+                "--method",
+                "aware",
+                "--stop-at",
+                "0.9",
+                "--uniform-passes",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "2 uniform passes, stop at expected Spearman 0.9" in capsys.readouterr().out
     with Project.open(p, readonly=True) as project:
         assert project.hyper.stop_at == 0.9 and project.hyper.uniform_passes == 2
     assert main(["init", str(tmp_path / "b.easl"), "--items", str(items_csv), "--stop-at", "0.9"]) == 1
     assert "--stop-at needs --method aware" in capsys.readouterr().err
-    assert main(["init", str(tmp_path / "c.easl"), "--items", str(items_csv), "--method", "aware",
-                 "--stop-at", "2"]) == 1
+    assert (
+        main(["init", str(tmp_path / "c.easl"), "--items", str(items_csv), "--method", "aware", "--stop-at", "2"]) == 1
+    )
     assert "--stop-at 2" in capsys.readouterr().err
     assert not (tmp_path / "b.easl").exists() and not (tmp_path / "c.easl").exists()
 
@@ -90,8 +113,17 @@ def test_store_refits_warm_verifies_and_retracts(tmp_path):
         assert run_rounds(project, 4) == 4
         # uniform passes first: after 3 iterations every item has 3 scores
         est = project.estimates()
-        assert list(est.columns[:9]) == ["item_id", "estimate", "mean", "variance", "ci_low", "ci_high",
-                                         "n_annotations", "rank_low", "rank_high"]
+        assert list(est.columns[:9]) == [
+            "item_id",
+            "estimate",
+            "mean",
+            "variance",
+            "ci_low",
+            "ci_high",
+            "n_annotations",
+            "rank_low",
+            "rank_high",
+        ]
         assert (est["rank_low"] <= est["rank_high"]).all() and est["rank_low"].min() >= 1
         assert est["rank_high"].max() <= 30
         assert np.corrcoef(est["estimate"], make_items(30)["latent"])[0, 1] > 0.9
@@ -150,8 +182,16 @@ def test_status_and_export_annotators(tmp_path, items_csv, capsys):
     status = json.loads(capsys.readouterr().out)
     assert status["stop"]["target"] is None and status["stop"]["reached"] is False
     ann = status["annotators"]
-    assert isinstance(ann, list) and {"annotator", "n_scores", "offset", "slope", "noise", "agreement", "flag",
-                                      "reason"} <= set(ann[0])
+    assert isinstance(ann, list) and {
+        "annotator",
+        "n_scores",
+        "offset",
+        "slope",
+        "noise",
+        "agreement",
+        "flag",
+        "reason",
+    } <= set(ann[0])
     assert main(["status", str(p), "--annotators"]) == 0
     assert "agreement" in capsys.readouterr().out
     for ext in ("csv", "jsonl", "parquet"):
@@ -209,8 +249,11 @@ def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
     async def check() -> None:
         app = EaslApp(path, start="monitor", poll_interval=0.1)
         async with app.run_test(size=(100, 40)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
-                             what="the first reading")
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
+                what="the first reading",
+            )
             panel = app.screen.query_one("#aware")
             assert panel.display
             group = panel.content  # a rich Group: the stop line, then the annotator table
@@ -258,8 +301,16 @@ def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
 
     with Project.create(tmp_path / "p.easl", make_items(20), Hyper(method="aware")) as project:
         hits = project.next_hits()
-        rows = [{"item_id": it["item_id"], "score": 50 + 10 * k, "hit_id": h["hit_id"],
-                 **({"annotator": "bob"} if k % 2 else {})} for k, h in enumerate(hits) for it in h["items"]]
+        rows = [
+            {
+                "item_id": it["item_id"],
+                "score": 50 + 10 * k,
+                "hit_id": h["hit_id"],
+                **({"annotator": "bob"} if k % 2 else {}),
+            }
+            for k, h in enumerate(hits)
+            for it in h["items"]
+        ]
         project.ingest(rows, source="test")
         result = project.verify()
         assert result["ok"] and result["max_abs_diff"] == 0.0  # cold refits: the cache equals the replay exactly

@@ -1,5 +1,6 @@
 """The core CLI end to end: init, next, ingest, status, export, verify, demo (through ``tui.cli.main`` and, for
 exit codes and streams, a real subprocess of the ``easl`` console script)."""
+
 from __future__ import annotations
 
 import json
@@ -113,15 +114,32 @@ def test_export_formats(tmp_path, items_csv, ext):
         got, got_r = pd.read_json(out, lines=True, dtype={"item_id": str}), pd.read_json(rat, lines=True)
     else:
         got, got_r = pd.read_parquet(out), pd.read_parquet(rat)
-    assert list(got.columns) == ["item_id", "estimate", "mean", "variance", "ci_low", "ci_high", "n_annotations",
-                                 "text", "topic", "latent"]
+    assert list(got.columns) == [
+        "item_id",
+        "estimate",
+        "mean",
+        "variance",
+        "ci_low",
+        "ci_high",
+        "n_annotations",
+        "text",
+        "topic",
+        "latent",
+    ]
     # JSONL keeps 15 significant digits (pandas' maximum); CSV and Parquet round-trip exactly
     np.testing.assert_allclose(got["estimate"], expected["estimate"], rtol=1e-14)
     np.testing.assert_allclose(got["variance"], expected["variance"], rtol=1e-14)
     assert got["item_id"].astype(str).tolist() == expected["item_id"].tolist()
     assert got["estimate"].between(1, 5).all()
-    assert list(got_r.columns) == ["item_id", "annotator", "score", "hit_id", "iteration", "annotation_id",
-                                   "created_at"]
+    assert list(got_r.columns) == [
+        "item_id",
+        "annotator",
+        "score",
+        "hit_id",
+        "iteration",
+        "annotation_id",
+        "created_at",
+    ]
     assert len(got_r) == len(expected_ratings) == 25
     np.testing.assert_allclose(got_r["score"], expected_ratings["score"])
     verify_ok(project)
@@ -133,8 +151,10 @@ def test_bad_items_file_exits_1_and_creates_nothing(tmp_path):
     project = tmp_path / "p.easl"
     result = easl("init", str(project), "--items", str(items))
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"error: {items}: the items cannot be used; 1 bad rows:\n"
-                                     f"  {items}:4: column 'id': duplicate item id 'a' (first on line 2)")
+    assert result.stderr.strip() == (
+        f"error: {items}: the items cannot be used; 1 bad rows:\n"
+        f"  {items}:4: column 'id': duplicate item id 'a' (first on line 2)"
+    )
     assert sorted(os.listdir(tmp_path)) == ["items.csv"]
     items.write_text("key,text\na,x\n")
     result = easl("init", str(project), "--items", str(items))
@@ -159,8 +179,10 @@ def test_bad_hyper_parameters_are_user_errors(tmp_path, items_csv, capsys):
     capsys.readouterr()
     # core names the setting or column at fault; the CLI adds the flag to change
     assert main(["init", str(tmp_path / "p.easl"), "--items", str(items_csv), "--hit-size", "40"]) == 1
-    assert "hit_size = 40: 23 items are fewer than the HIT size 40; give more items or a smaller --hit-size" in \
-        capsys.readouterr().err
+    assert (
+        "hit_size = 40: 23 items are fewer than the HIT size 40; give more items or a smaller --hit-size"
+        in capsys.readouterr().err
+    )
     assert main(["init", str(tmp_path / "p.easl"), "--items", str(items_csv), "--id-column", "key"]) == 1
     assert "column 'key' not found (the columns are: " in (err := capsys.readouterr().err)
     assert "; name the right one with --id-column." in err
@@ -200,8 +222,9 @@ def test_ingest_errors_and_skip_invalid(tmp_path, items_csv, capsys):
     # a rejects file that cannot be written is refused before anything is ingested
     before = dump(project)
     assert main(["ingest", str(project), str(path), "--skip-invalid", "--rejects", str(tmp_path / "r.txt")]) == 1
-    assert main(["ingest", str(project), str(path), "--skip-invalid", "--rejects",
-                 str(tmp_path / "nodir" / "r.csv")]) == 1
+    assert (
+        main(["ingest", str(project), str(path), "--skip-invalid", "--rejects", str(tmp_path / "nodir" / "r.csv")]) == 1
+    )
     assert dump(project) == before
     # an explicit rejects file, JSONL
     assert main(["ingest", str(project), str(path), "--skip-invalid", "--rejects", str(tmp_path / "r.jsonl")]) == 0
@@ -215,7 +238,8 @@ def test_ingest_errors_and_skip_invalid(tmp_path, items_csv, capsys):
     assert [(r["location"], r["reason"]) for r in status["rejects"]] == 2 * [
         (f"{path}:4", "score: not a number ('high')"),
         (f"{path}:7", "score: 250 is outside the project's score range [0, 100]"),
-        (f"{path}:9", "item_id: unknown item 'ghost'")]
+        (f"{path}:9", "item_id: unknown item 'ghost'"),
+    ]
     assert {r["source"] for r in status["rejects"]} == {str(path)}
 
 
@@ -224,17 +248,24 @@ def test_status_lists_the_most_recent_rejects_with_reasons(tmp_path, items_csv, 
     assert main(["init", str(project), "--items", str(items_csv)]) == 0
     with Project.open(project) as p:
         for k in range(13):
-            p.add_reject(source="label-studio" if k % 2 else "ann.csv", location=f"task {100 + k}",
-                         reason=f"result[0] (score_0): score {200 + k} is outside [0, 100]")
+            p.add_reject(
+                source="label-studio" if k % 2 else "ann.csv",
+                location=f"task {100 + k}",
+                reason=f"result[0] (score_0): score {200 + k} is outside [0, 100]",
+            )
         p.set_meta({"ls.last_reconciliation": "2026-11-22T06:00:00+00:00"})
     capsys.readouterr()
     assert main(["status", str(project), "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["n_rejects"] == 13 and status["rejects_not_shown"] == 3
     assert [r["location"] for r in status["rejects"]] == [f"task {100 + k}" for k in range(3, 13)]
-    assert status["rejects"][-1] == {"id": 13, "created_at": status["rejects"][-1]["created_at"],
-                                     "source": "ann.csv", "location": "task 112",
-                                     "reason": "result[0] (score_0): score 212 is outside [0, 100]"}
+    assert status["rejects"][-1] == {
+        "id": 13,
+        "created_at": status["rejects"][-1]["created_at"],
+        "source": "ann.csv",
+        "location": "task 112",
+        "reason": "result[0] (score_0): score 212 is outside [0, 100]",
+    }
     assert status["events"] == {"pending": 0, "done": 0, "failed": 0}
     assert status["last_reconciliation"] == "2026-11-22T06:00:00+00:00"
     # the text form: the reasons, how many more, and where to see them all

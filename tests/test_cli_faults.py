@@ -29,6 +29,7 @@ Each test names the finding of issue 13 it covers (``# 13.N``):
 Most run ``tui.cli.main`` in-process; the ones about exit codes, pipes, file-size limits and stderr run the real
 CLI in a subprocess. The service half of issue 13 (13.4's service cases, 13.7, 13.9) is in
 ``tests/test_service_faults.py``."""
+
 from __future__ import annotations
 
 import json
@@ -99,8 +100,12 @@ def snapshot(project) -> list:
 @pytest.mark.parametrize("alias", ["same", "symlink", "hardlink", "relative"])
 def test_export_refuses_the_project_file_by_any_name(tmp_path, project, capsys, alias):  # 13.1
     before = snapshot(project)
-    target = {"same": project, "symlink": tmp_path / "link.csv", "hardlink": tmp_path / "hard.csv",
-              "relative": tmp_path / "sub" / ".." / "proj.csv"}[alias]
+    target = {
+        "same": project,
+        "symlink": tmp_path / "link.csv",
+        "hardlink": tmp_path / "hard.csv",
+        "relative": tmp_path / "sub" / ".." / "proj.csv",
+    }[alias]
     if alias == "symlink":
         os.symlink(project, target)
     elif alias == "hardlink":
@@ -146,13 +151,15 @@ def test_ingest_rejects_to_a_directory_is_refused_before_ingesting(tmp_path, pro
     bad.to_csv(annotations, index=False)
     (tmp_path / "dir.csv").mkdir()
     before = snapshot(project)
-    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects",
-                 str(tmp_path / "dir.csv")]) == 1
+    assert (
+        main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects", str(tmp_path / "dir.csv")]) == 1
+    )
     assert "is a directory" in capsys.readouterr().err
     assert snapshot(project) == before
     # a good target: the valid rows go in and the rejects are written
-    assert main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects",
-                 str(tmp_path / "rej.csv")]) == 0
+    assert (
+        main(["ingest", str(project), str(annotations), "--skip-invalid", "--rejects", str(tmp_path / "rej.csv")]) == 0
+    )
     assert len(pd.read_csv(tmp_path / "rej.csv")) == 1
 
 
@@ -198,8 +205,12 @@ def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, cap
 def test_export_output_places_are_one_sentence(tmp_path, project, where):  # 13.4
     (tmp_path / "d.csv").mkdir()
     (tmp_path / "plain").write_text("x")
-    target = {"directory": tmp_path / "d.csv", "missing": tmp_path / "none" / "e.csv",
-              "unwritable": "/proc/e.csv", "under_a_file": tmp_path / "plain" / "e.csv"}[where]
+    target = {
+        "directory": tmp_path / "d.csv",
+        "missing": tmp_path / "none" / "e.csv",
+        "unwritable": "/proc/e.csv",
+        "under_a_file": tmp_path / "plain" / "e.csv",
+    }[where]
     r = easl("export", str(project), "--output", str(target))
     assert r.returncode == 1
     line = one_error_line(r.stderr)
@@ -209,7 +220,8 @@ def test_export_output_places_are_one_sentence(tmp_path, project, where):  # 13.
 def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):  # 13.4
     data = tmp_path / "scores.csv"
     pd.DataFrame({"h1": [1, 2, 3, 4, 2, 3], "h2": [1, 2, 3, 3, 2, 4], "s": [1.2, 2.1, 2.9, 3.5, 2.2, 3.3]}).to_csv(
-        data, index=False)
+        data, index=False
+    )
     (tmp_path / "plain").write_text("x")
     for target in (tmp_path / "plain" / "report", tmp_path / "plain"):
         r = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--output", str(target))
@@ -221,11 +233,18 @@ def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):  # 13.4
 
 
 def test_status_json_into_a_closed_pipe_is_quiet(project):  # 13.4
-    r = subprocess.run(f"{sys.executable} -m tui.cli status {project} --json | head -c 1", shell=True,
-                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    r = subprocess.run(
+        f"{sys.executable} -m tui.cli status {project} --json | head -c 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert r.stderr == ""
-    proc = subprocess.Popen(EASL + ["status", str(project), "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO)
+    proc = subprocess.Popen(
+        EASL + ["status", str(project), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO
+    )
     proc.stdout.close()  # the reader goes away before the command writes
     _, err = proc.communicate(timeout=60)
     assert err == b"" and proc.returncode in (0, 141)
@@ -264,9 +283,17 @@ def test_a_400_digit_score_is_a_located_error(tmp_path, project, capsys):  # 13.
     assert f"{csv_path}:2: score:" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("column,value,kind", [("item_id", {"x": 1}, "object"), ("item_id", ["i000"], "array"),
-                                               ("item_id", True, "boolean"), ("annotation_id", True, "boolean"),
-                                               ("annotator", {"x": 1}, "object"), ("hit_id", [1], "array")])
+@pytest.mark.parametrize(
+    "column,value,kind",
+    [
+        ("item_id", {"x": 1}, "object"),
+        ("item_id", ["i000"], "array"),
+        ("item_id", True, "boolean"),
+        ("annotation_id", True, "boolean"),
+        ("annotator", {"x": 1}, "object"),
+        ("hit_id", [1], "array"),
+    ],
+)
 def test_ids_must_be_strings_or_integers(tmp_path, project, capsys, column, value, kind):  # 13.6
     row = {"item_id": "i000", "score": 50, "annotator": "z", column: value}
     path = tmp_path / "ann.jsonl"
@@ -280,8 +307,11 @@ def test_ids_must_be_strings_or_integers(tmp_path, project, capsys, column, valu
 
 def test_item_ids_of_init_must_be_strings_or_integers(tmp_path, capsys):  # 13.6
     items = tmp_path / "items.jsonl"
-    items.write_text("".join(json.dumps({"id": v, "text": f"t{k}"}) + "\n"
-                             for k, v in enumerate(["a", {"x": 1}, "c", True, "e", "f"])))
+    items.write_text(
+        "".join(
+            json.dumps({"id": v, "text": f"t{k}"}) + "\n" for k, v in enumerate(["a", {"x": 1}, "c", True, "e", "f"])
+        )
+    )
     assert main(["init", str(tmp_path / "p.easl"), "--items", str(items)]) == 1
     err = capsys.readouterr().err
     assert f"{items}:2: column 'id': the item id must be a string or an integer, not a JSON object" in err
@@ -310,12 +340,21 @@ def damaged(tmp_path):
     n_items = 200
     rng = np.random.default_rng(3)
     with Project.create(path, make_items(n_items, extra=False), _hyper()) as p:
-        rows = pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, n_items, 4000)],
-                             "score": rng.integers(0, 101, 4000), "annotator": [f"a{k}" for k in range(4000)]})
+        rows = pd.DataFrame(
+            {
+                "item_id": [f"i{k:03d}" for k in rng.integers(0, n_items, 4000)],
+                "score": rng.integers(0, 101, 4000),
+                "annotator": [f"a{k}" for k in range(4000)],
+            }
+        )
         p.ingest(rows, source="setup")
     conn = sqlite3.connect(path)
-    leaves = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'observations' AND "
-                                         "pagetype = 'leaf' ORDER BY pageno")]
+    leaves = [
+        r[0]
+        for r in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'observations' AND pagetype = 'leaf' ORDER BY pageno"
+        )
+    ]
     page_size = conn.execute("PRAGMA page_size").fetchone()[0]
     conn.close()
     page = leaves[len(leaves) // 2]
@@ -384,8 +423,13 @@ def small_chunks(monkeypatch):
 
 def _rows(n, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 23, n)], "score": rng.integers(0, 101, n),
-                         "annotator": [f"w{k}" for k in range(n)]})
+    return pd.DataFrame(
+        {
+            "item_id": [f"i{k:03d}" for k in rng.integers(0, 23, n)],
+            "score": rng.integers(0, 101, n),
+            "annotator": [f"w{k}" for k in range(n)],
+        }
+    )
 
 
 def test_chunked_ingest_equals_one_batch(tmp_path, small_chunks, capsys):  # 13.8
@@ -446,8 +490,9 @@ def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):  # 13.8
     (tmp_path / "b.csv").write_bytes(text.encode() + b"i999,\xff\n")
     with pytest.raises(InputError, match=r"b.csv:62: column 6: the file is not valid UTF-8"):
         list(iter_table(tmp_path / "b.csv"))
-    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"item_id": "i000", "score": k}) + "\n" for k in range(9))
-                                      + "[1]\n")
+    (tmp_path / "c.jsonl").write_text(
+        "".join(json.dumps({"item_id": "i000", "score": k}) + "\n" for k in range(9)) + "[1]\n"
+    )
     with pytest.raises(InputError, match=r"c.jsonl:10: expected a JSON object"):
         list(iter_table(tmp_path / "c.jsonl"))
 
@@ -458,12 +503,14 @@ def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):  # 13.8
 def _limited(limit: int):
     """A ``preexec_fn`` that caps the size of any file the child writes (RLIMIT_FSIZE) and ignores SIGXFSZ, so
     that a write past the cap fails with EFBIG, as on a full disk."""
+
     def apply() -> None:
         import resource
         import signal
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return apply
 
 
@@ -473,11 +520,23 @@ def roomy(tmp_path):
     path = tmp_path / "roomy.easl"
     rng = np.random.default_rng(5)
     with Project.create(path, make_items(3000, extra=False), _hyper()) as p:
-        p.ingest(pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 500)],
-                               "score": rng.integers(0, 101, 500), "annotator": [f"a{k}" for k in range(500)]}),
-                 source="setup")
-    rows = pd.DataFrame({"item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 20_000)],
-                         "score": rng.integers(0, 101, 20_000), "annotator": [f"b{k}" for k in range(20_000)]})
+        p.ingest(
+            pd.DataFrame(
+                {
+                    "item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 500)],
+                    "score": rng.integers(0, 101, 500),
+                    "annotator": [f"a{k}" for k in range(500)],
+                }
+            ),
+            source="setup",
+        )
+    rows = pd.DataFrame(
+        {
+            "item_id": [f"i{k:03d}" for k in rng.integers(0, 3000, 20_000)],
+            "score": rng.integers(0, 101, 20_000),
+            "annotator": [f"b{k}" for k in range(20_000)],
+        }
+    )
     rows.to_csv(tmp_path / "more.csv", index=False)
     for suffix in ("-wal", "-shm"):
         assert not os.path.exists(f"{path}{suffix}")
@@ -518,10 +577,17 @@ def test_simulate_out_under_a_file_is_one_sentence(tmp_path):  # 13.4
     assert str(tmp_path / "plain" / "report") in one_error_line(r.stderr)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("database disk image is malformed", "damaged"), ("file is not a database", "not an SQLite project file"),
-    ("database is locked", "locked by another process"), ("attempt to write a readonly database", "read-only"),
-    ("database or disk is full", "disk is full"), ("disk I/O error", "I/O error")])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("database disk image is malformed", "damaged"),
+        ("file is not a database", "not an SQLite project file"),
+        ("database is locked", "locked by another process"),
+        ("attempt to write a readonly database", "read-only"),
+        ("database or disk is full", "disk is full"),
+        ("disk I/O error", "I/O error"),
+    ],
+)
 def test_sqlite_errors_are_worded_by_kind(text, words):  # 13.3
     from core.store.db import project_file_error
 

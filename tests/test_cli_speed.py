@@ -3,6 +3,7 @@
 Timing is measured by ``bench/bench_cli.py``; this test checks the cause instead (which modules get imported),
 which does not depend on the machine's load.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,24 @@ import pytest
 
 from tui.cli import COMMANDS
 
-HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "textual", "rich", "requests", "label_studio_sdk", "uvicorn",
-         "starlette", "pyarrow", "plotext", "core.store", "core.models", "core.metrics", "easl_plugin")
+HEAVY = (
+    "numpy",
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "textual",
+    "rich",
+    "requests",
+    "label_studio_sdk",
+    "uvicorn",
+    "starlette",
+    "pyarrow",
+    "plotext",
+    "core.store",
+    "core.models",
+    "core.metrics",
+    "easl_plugin",
+)
 
 PROBE = """
 import json, sys
@@ -36,9 +53,13 @@ def _heavy(loaded: set[str]) -> list[str]:
     return sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
-@pytest.mark.parametrize("argv", [["--help"]] + [[c, "--help"] for c in COMMANDS]
-                         + [["simulate", e, "--help"] for e in ("prmse", "metrics", "easl")]
-                         + [["ls", s, "--help"] for s in ("setup", "status")])
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"]]
+    + [[c, "--help"] for c in COMMANDS]
+    + [["simulate", e, "--help"] for e in ("prmse", "metrics", "easl")]
+    + [["ls", s, "--help"] for s in ("setup", "status")],
+)
 def test_help_imports_no_heavy_module(argv):
     assert _heavy(_loaded(argv)) == [], f"easl {' '.join(argv)} imports heavy modules"
 

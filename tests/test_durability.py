@@ -1,5 +1,6 @@
 """Durability: a process killed with SIGKILL in the middle of an ingest leaves the project file exactly as it was
 (real subprocesses, real SIGKILL, full dumps of the database compared before and after)."""
+
 from __future__ import annotations
 
 import os
@@ -62,16 +63,24 @@ def big(tmp_path_factory):
     project = d / "p.easl"
     rng = np.random.default_rng(0)
     with Project.create(project, make_items(N_ITEMS, extra=False), Hyper()) as p:
-        first = [{"hit_id": h["hit_id"], "item_id": it["item_id"], "score": 50, "annotator": "early"}
-                 for h in p.open_hits()[:20] for it in h["items"]]
+        first = [
+            {"hit_id": h["hit_id"], "item_id": it["item_id"], "score": 50, "annotator": "early"}
+            for h in p.open_hits()[:20]
+            for it in h["items"]
+        ]
         p.ingest(first, source="early")
     ids = np.asarray([f"i{k:03d}" for k in range(N_ITEMS)], dtype=object)
-    rows = pd.DataFrame({"item_id": ids[rng.integers(0, N_ITEMS, N_ROWS)],
-                         "score": rng.integers(0, 101, N_ROWS),
-                         "annotator": [f"a{k}" for k in range(N_ROWS)]})
+    rows = pd.DataFrame(
+        {
+            "item_id": ids[rng.integers(0, N_ITEMS, N_ROWS)],
+            "score": rng.integers(0, 101, N_ROWS),
+            "annotator": [f"a{k}" for k in range(N_ROWS)],
+        }
+    )
     # a few rows re-state what is already there (idempotency under the same transaction)
     rows.loc[: len(first) - 1, ["item_id", "score", "annotator"]] = pd.DataFrame(first)[
-        ["item_id", "score", "annotator"]].to_numpy()
+        ["item_id", "score", "annotator"]
+    ].to_numpy()
     path = d / "big.csv"
     rows.to_csv(path, index=False)
     return project, path
@@ -84,17 +93,25 @@ def copy_project(src, dst):
     return dst
 
 
-@pytest.mark.parametrize("prefix, nth", [
-    ("INSERT INTO observations", 30_000),   # half-way through appending the log
-    ("INSERT INTO live", 40_000),          # log written, index half updated
-    ("INSERT INTO state", 2),               # state being saved
-    ("INSERT INTO meta", 1),                # state_seq, the last write before COMMIT
-])
+@pytest.mark.parametrize(
+    "prefix, nth",
+    [
+        ("INSERT INTO observations", 30_000),  # half-way through appending the log
+        ("INSERT INTO live", 40_000),  # log written, index half updated
+        ("INSERT INTO state", 2),  # state being saved
+        ("INSERT INTO meta", 1),  # state_seq, the last write before COMMIT
+    ],
+)
 def test_sigkill_mid_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth):
     project = copy_project(big[0], tmp_path / "p.easl")
     before = dump(project)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(project), str(big[1]), prefix, str(nth)],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(project), str(big[1]), prefix, str(nth)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = child.stdout.readline()
         assert line == "inside the transaction\n", child.stderr.read()
@@ -116,17 +133,25 @@ def test_sigkill_mid_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth
         assert p.verify()["ok"]
 
 
-@pytest.mark.parametrize("prefix, nth", [
-    ("INSERT INTO observations", 45_000),   # four chunks of 10,000 rows appended, the fifth half-way
-    ("INSERT INTO state", 5),               # the state of the fifth chunk being saved
-])
+@pytest.mark.parametrize(
+    "prefix, nth",
+    [
+        ("INSERT INTO observations", 45_000),  # four chunks of 10,000 rows appended, the fifth half-way
+        ("INSERT INTO state", 5),  # the state of the fifth chunk being saved
+    ],
+)
 def test_sigkill_mid_streaming_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth):
     """The streaming ingest (chunks of 10,000 rows in one transaction) killed after several chunks were appended:
     nothing of them is visible."""
     project = copy_project(big[0], tmp_path / "p.easl")
     before = dump(project)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(project), str(big[1]), prefix, str(nth), "10000"],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(project), str(big[1]), prefix, str(nth), "10000"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = child.stdout.readline()
         assert line == "inside the transaction\n", child.stderr.read()
@@ -154,8 +179,12 @@ def test_sigkill_of_the_cli_at_any_moment_is_all_or_nothing(tmp_path, big):
     for k, delay in enumerate((0.0, 0.5, 1.0, 1.5, 2.0)):
         project = copy_project(big[0], tmp_path / f"p{k}.easl")
         wal = f"{project}-wal"
-        child = subprocess.Popen([sys.executable, "-m", "tui.cli", "ingest", str(project), str(big[1])], cwd=REPO,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli", "ingest", str(project), str(big[1])],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         # wait until the command has opened the project (the WAL file exists), then a little longer
         deadline = time.monotonic() + 60
         while not os.path.exists(wal) and child.poll() is None and time.monotonic() < deadline:
@@ -169,8 +198,9 @@ def test_sigkill_of_the_cli_at_any_moment_is_all_or_nothing(tmp_path, big):
         else:
             # committed before the kill: same content as the reference run (timestamps aside)
             assert len(got) == len(dump(reference)), "a partial ingest is visible"
-            assert {_without_times(line) for line in got if not line.startswith('INSERT INTO "meta"')} == \
-                   {_without_times(line) for line in after_rows}
+            assert {_without_times(line) for line in got if not line.startswith('INSERT INTO "meta"')} == {
+                _without_times(line) for line in after_rows
+            }
             outcomes.append("after")
         with Project.open(project) as p:
             assert p.verify()["ok"]

@@ -1,4 +1,5 @@
 """``easl evaluate``: file formats, JSON output, tables, --output, long form, and user errors."""
+
 import json
 
 import numpy as np
@@ -12,10 +13,18 @@ from tui.cli import main
 def frame(n=60, seed=0):
     rng = np.random.default_rng(seed)
     t = rng.normal(3, 1, n)
-    h1 = np.clip(np.round(t + rng.normal(0, .5, n)), 1, 5)
-    h2 = np.where(rng.random(n) < .6, np.clip(np.round(t + rng.normal(0, .5, n)), 1, 5), np.nan)
-    return pd.DataFrame({"id": [f"r{i}" for i in range(n)], "h1": h1, "h2": h2, "model": t + rng.normal(0, .4, n),
-                         "base": np.full(n, 3.0) + rng.normal(0, .01, n), "L1": rng.choice(["x", "y"], n)})
+    h1 = np.clip(np.round(t + rng.normal(0, 0.5, n)), 1, 5)
+    h2 = np.where(rng.random(n) < 0.6, np.clip(np.round(t + rng.normal(0, 0.5, n)), 1, 5), np.nan)
+    return pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(n)],
+            "h1": h1,
+            "h2": h2,
+            "model": t + rng.normal(0, 0.4, n),
+            "base": np.full(n, 3.0) + rng.normal(0, 0.01, n),
+            "L1": rng.choice(["x", "y"], n),
+        }
+    )
 
 
 def run_json(capsys, argv):
@@ -42,14 +51,33 @@ def write(df, path):
 def test_formats_give_the_same_result(tmp_path, capsys, ext):
     df = frame()
     path = write(df, tmp_path / f"scores{ext}")
-    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "base",
-                          "--id", "id", "--scale", "1", "5", "--group", "L1"])
+    d = run_json(
+        capsys,
+        [
+            "evaluate",
+            str(path),
+            "--human",
+            "h1",
+            "h2",
+            "--system",
+            "model",
+            "base",
+            "--id",
+            "id",
+            "--scale",
+            "1",
+            "5",
+            "--group",
+            "L1",
+        ],
+    )
     assert d["n_responses"] == len(df)
     assert set(d["systems"]) == {"model", "base"}
     obs = d["systems"]["model"]["observed"]
     assert obs["corr"] == pytest.approx(M.pearson_r(df.h1, df.model), abs=1e-12)
     assert d["systems"]["model"]["true_score"]["prmse"] == pytest.approx(
-        M.prmse(df.model, df[["h1", "h2"]].to_numpy()), abs=1e-12)
+        M.prmse(df.model, df[["h1", "h2"]].to_numpy()), abs=1e-12
+    )
     assert set(d["subgroups"]["L1"]) == {"x", "y"}
 
 
@@ -63,12 +91,41 @@ def test_tables_by_default(tmp_path, capsys):
 def test_bootstrap_output_dir_and_json(tmp_path, capsys):
     path = write(frame(), tmp_path / "s.csv")
     out = tmp_path / "out"
-    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--scale", "1", "5",
-                          "--bootstrap", "30", "--seed", "2", "--output", str(out), "--group", "L1"])
+    d = run_json(
+        capsys,
+        [
+            "evaluate",
+            str(path),
+            "--human",
+            "h1",
+            "h2",
+            "--system",
+            "model",
+            "--scale",
+            "1",
+            "5",
+            "--bootstrap",
+            "30",
+            "--seed",
+            "2",
+            "--output",
+            str(out),
+            "--group",
+            "L1",
+        ],
+    )
     lo, hi = d["systems"]["model"]["ci"]["prmse"]
     assert lo <= d["systems"]["model"]["true_score"]["prmse"] <= hi
-    assert {"eval.csv", "eval_short.csv", "consistency.csv", "true_score_eval.csv", "eval_by_L1.csv",
-            "fairness_L1.csv", "report.md", "prmse.png"} <= {p.name for p in out.iterdir()}
+    assert {
+        "eval.csv",
+        "eval_short.csv",
+        "consistency.csv",
+        "true_score_eval.csv",
+        "eval_by_L1.csv",
+        "fairness_L1.csv",
+        "report.md",
+        "prmse.png",
+    } <= {p.name for p in out.iterdir()}
     written = json.loads((out / "evaluation.json").read_text())
     assert written["systems"]["model"]["ci"] == d["systems"]["model"]["ci"]
     eval_csv = pd.read_csv(out / "eval.csv")
@@ -85,9 +142,28 @@ def test_fairness_intervals_in_the_table(tmp_path, capsys):
     df = frame()
     df.loc[0, "L1"] = "solo"
     path = write(df, tmp_path / "s.csv")
-    assert main(["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--scale", "1", "5",
-                 "--group", "L1", "--bootstrap", "20"]) == 0
-    out = " ".join(capsys.readouterr().out.split())      # rich wraps long notes
+    assert (
+        main(
+            [
+                "evaluate",
+                str(path),
+                "--human",
+                "h1",
+                "h2",
+                "--system",
+                "model",
+                "--scale",
+                "1",
+                "5",
+                "--group",
+                "L1",
+                "--bootstrap",
+                "20",
+            ]
+        )
+        == 0
+    )
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long notes
     assert "Fairness by L1" in out and "CI" in out and "OSD adjR2" in out
     assert "interval n/a" in out and "solo has 1" in out
 
@@ -108,8 +184,21 @@ def test_rater_error_variance_and_exclude_zeros(tmp_path, capsys):
     df.loc[0, "h1"] = 0
     df.loc[1, "h2"] = 0
     path = write(df, tmp_path / "s.csv")
-    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--exclude-zeros",
-                          "--rater-error-variance", "0.25"])
+    d = run_json(
+        capsys,
+        [
+            "evaluate",
+            str(path),
+            "--human",
+            "h1",
+            "h2",
+            "--system",
+            "model",
+            "--exclude-zeros",
+            "--rater-error-variance",
+            "0.25",
+        ],
+    )
     assert d["n_dropped"] == 1 and d["dropped"] == {"first human score is 0 (zeros excluded)": 1}
     assert d["systems"]["model"]["true_score"]["rater_error_variance"] == 0.25
 
@@ -125,25 +214,42 @@ def test_long_form(tmp_path, capsys):
     long = pd.DataFrame(rows)
     long["estimate"] = long["item_id"].map(dict(zip(df.id, df.model)))
     path = write(long, tmp_path / "ratings.csv")
-    d = run_json(capsys, ["evaluate", str(path), "--long", "item_id,annotator,score", "--system", "model",
-                          "estimate", "--scale", "1", "5"])
+    d = run_json(
+        capsys,
+        [
+            "evaluate",
+            str(path),
+            "--long",
+            "item_id,annotator,score",
+            "--system",
+            "model",
+            "estimate",
+            "--scale",
+            "1",
+            "5",
+        ],
+    )
     assert d["n_responses"] == 40
     assert d["human_columns"] == ["ann_a", "ann_b"]
     assert d["systems"]["model"]["observed"] == d["systems"]["estimate"]["observed"]
     assert d["systems"]["model"]["true_score"]["prmse"] == pytest.approx(
-        M.prmse(df.model, df[["h1", "h2"]].to_numpy()), abs=1e-12)
+        M.prmse(df.model, df[["h1", "h2"]].to_numpy()), abs=1e-12
+    )
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--human", "h1", "--system", "nope"], "no system score column 'nope'"),
-    (["--human", "hx", "--system", "model"], "no human score column 'hx'"),
-    (["--human", "h1", "--system", "model", "--group", "g"], "no group column 'g'"),
-    (["--human", "h1", "--system", "L1"], "column 'L1' has a non-numeric value"),
-    (["--system", "model"], "--human is required"),
-    (["--human", "h1", "--system", "model", "--scale", "5", "1"], "--scale"),
-    (["--human", "h1", "--system", "model", "--bootstrap", "-3"], "--bootstrap"),
-    (["--human", "L1", "--system", "model"], "column 'L1' has a non-numeric value"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--human", "h1", "--system", "nope"], "no system score column 'nope'"),
+        (["--human", "hx", "--system", "model"], "no human score column 'hx'"),
+        (["--human", "h1", "--system", "model", "--group", "g"], "no group column 'g'"),
+        (["--human", "h1", "--system", "L1"], "column 'L1' has a non-numeric value"),
+        (["--system", "model"], "--human is required"),
+        (["--human", "h1", "--system", "model", "--scale", "5", "1"], "--scale"),
+        (["--human", "h1", "--system", "model", "--bootstrap", "-3"], "--bootstrap"),
+        (["--human", "L1", "--system", "model"], "column 'L1' has a non-numeric value"),
+    ],
+)
 def test_user_errors(tmp_path, capsys, argv, message):
     path = write(frame(), tmp_path / "s.csv")
     code = main(["evaluate", str(path), *argv])
@@ -232,24 +338,60 @@ def test_project_flow_evaluates_a_system_against_a_campaign(tmp_path, capsys):
 
 def test_fairness_against_a_chosen_base_group(tmp_path, capsys):
     path = write(frame(), tmp_path / "s.csv")
-    base = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--group", "L1",
-                             "--json"])["fairness"]["L1"]["model"]
+    base = run_json(
+        capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--group", "L1", "--json"]
+    )["fairness"]["L1"]["model"]
     other = next(g for g in base["groups"] if g != base["base_group"])
-    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "--system", "model", "--group", "L1",
-                          "--base-group", other, "--json"])["fairness"]["L1"]["model"]
+    d = run_json(
+        capsys,
+        [
+            "evaluate",
+            str(path),
+            "--human",
+            "h1",
+            "h2",
+            "--system",
+            "model",
+            "--group",
+            "L1",
+            "--base-group",
+            other,
+            "--json",
+        ],
+    )["fairness"]["L1"]["model"]
     assert d["base_group"] == other and d["osd"]["value"] == pytest.approx(base["osd"]["value"], abs=1e-12)
     lo, hi = d["osd"]["estimates_ci"]["Intercept"]
     assert lo <= d["osd"]["estimates"]["Intercept"] <= hi and 0 <= d["osd"]["estimates_p_value"]["Intercept"] <= 1
-    assert main(["evaluate", str(path), "--human", "h1", "--system", "model", "--group", "L1",
-                 "--base-group", "nope"]) == 1
+    assert (
+        main(["evaluate", str(path), "--human", "h1", "--system", "model", "--group", "L1", "--base-group", "nope"])
+        == 1
+    )
 
 
 def test_more_weightings_for_the_all_raters_block(tmp_path, capsys):
     df = frame()
     df["h3"] = np.clip(df["h1"] + np.where(np.arange(len(df)) % 4 == 0, 1, 0), 1, 5)
     path = write(df, tmp_path / "s.csv")
-    d = run_json(capsys, ["evaluate", str(path), "--human", "h1", "h2", "h3", "--system", "model", "--scale", "1",
-                          "5", "--weights", "ordinal", "circular", "--json"])
+    d = run_json(
+        capsys,
+        [
+            "evaluate",
+            str(path),
+            "--human",
+            "h1",
+            "h2",
+            "h3",
+            "--system",
+            "model",
+            "--scale",
+            "1",
+            "5",
+            "--weights",
+            "ordinal",
+            "circular",
+            "--json",
+        ],
+    )
     allr = d["all_raters"]
     ratings = df[["h1", "h2", "h3"]].to_numpy()
     for w in ("ordinal", "circular"):

@@ -10,6 +10,7 @@ Chromium comes from Debian's packages (``tests.ls_server.ensure_chromium`` insta
 with the reason when it cannot); Playwright only drives it (``executable_path``; no browser download). On failure
 the pages' screenshots are saved under a temporary directory whose path is printed.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,22 +30,35 @@ from tests.ls_server import create_annotator, ensure_chromium, free_port, runnin
 pytestmark = pytest.mark.labelstudio
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 QUESTION, LOW, HIGH = "How fluent is each text?", "not fluent", "perfectly fluent"
 HIT_TIMEOUT_S = 30
 
 
 def easl(*args: str, env: dict) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          env=env, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=180
+    )
     assert proc.returncode == 0, f"easl {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
 
 def tasks(ls, pid: int) -> list[dict]:
-    r = requests.get(f"{ls.url}/api/tasks", params={"project": pid, "fields": "all", "page_size": 500},
-                     headers={"Authorization": f"Token {ls.token}"}, timeout=30)
+    r = requests.get(
+        f"{ls.url}/api/tasks",
+        params={"project": pid, "fields": "all", "page_size": 500},
+        headers={"Authorization": f"Token {ls.token}"},
+        timeout=30,
+    )
     r.raise_for_status()
     body = r.json()
     return body["tasks"] if isinstance(body, dict) else body
@@ -87,10 +101,9 @@ def score_hit(page) -> list[str]:
     one on the middle), a click near the top, 100 (End). Returns the values shown beside the sliders."""
     sliders = page.locator(".easl-scale input[type=range]")
     assert sliders.count() == 5
-    assert outputs(page) == [""] * 5                       # every slider starts unset ...
-    marks = page.eval_on_selector_all(".easl-scale output",
-                                      "os => os.map(o => getComputedStyle(o, '::after').content)")
-    assert marks == ['"not set"'] * 5                      # ... and says so
+    assert outputs(page) == [""] * 5  # every slider starts unset ...
+    marks = page.eval_on_selector_all(".easl-scale output", "os => os.map(o => getComputedStyle(o, '::after').content)")
+    assert marks == ['"not set"'] * 5  # ... and says so
     sliders.nth(0).focus()
     page.keyboard.press("Home")
     sliders.nth(1).focus()
@@ -116,31 +129,75 @@ def test_a_campaign_in_chromium(tmp_path):
     chromium = ensure_chromium()
     shots = Path(tempfile.mkdtemp(prefix="easl-browser-"))
     items = tmp_path / "items.csv"
-    items.write_text("id,text\n" + "".join(f"item{i:02d},This is sentence number {i} of the test.\n"
-                                             for i in range(10)))
+    items.write_text(
+        "id,text\n" + "".join(f"item{i:02d},This is sentence number {i} of the test.\n" for i in range(10))
+    )
     project = tmp_path / "b.easl"
     with running_server() as ls:
         env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
         people = [create_annotator(ls, f"rater{k}@example.com", f"pw-rater-{k}-{ls.token[:8]}") for k in (1, 2)]
-        easl("init", str(project), "--items", str(items), "--hit-size", "5", "--seed", "2", "--question", QUESTION,
-             "--low-label", LOW, "--high-label", HIGH, env=env)
+        easl(
+            "init",
+            str(project),
+            "--items",
+            str(items),
+            "--hit-size",
+            "5",
+            "--seed",
+            "2",
+            "--question",
+            QUESTION,
+            "--low-label",
+            LOW,
+            "--high-label",
+            HIGH,
+            env=env,
+        )
         port = free_port()
-        log = open(tmp_path / "serve.log", "w")
-        serve = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(project), "--port", str(port),
-                                  "--hit-timeout", str(HIT_TIMEOUT_S), "--reconcile-interval", "2"],
-                                 stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 (a server's log, open for its lifetime)
+        serve = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tui.cli",
+                "serve",
+                str(project),
+                "--port",
+                str(port),
+                "--hit-timeout",
+                str(HIT_TIMEOUT_S),
+                "--reconcile-interval",
+                "2",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
         pages: dict[str, object] = {}
         try:
             wait_for(lambda: _up(f"http://127.0.0.1:{port}"), "easl serve", 30)
-            info = json.loads(easl("ls", "setup", str(project), "--url", ls.url, "--backend-url",
-                                   f"http://127.0.0.1:{port}", "--json", env=env).stdout)
+            info = json.loads(
+                easl(
+                    "ls",
+                    "setup",
+                    str(project),
+                    "--url",
+                    ls.url,
+                    "--backend-url",
+                    f"http://127.0.0.1:{port}",
+                    "--json",
+                    env=env,
+                ).stdout
+            )
             pid = info["ls_project_id"]
             assert info["connection"] == "ml-backend" and info["tasks_imported"] == 2
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
                 try:
                     for k, (person, password) in enumerate(
-                            zip(people, [f"pw-rater-{k}-{ls.token[:8]}" for k in (1, 2)])):
+                        zip(people, [f"pw-rater-{k}-{ls.token[:8]}" for k in (1, 2)])
+                    ):
                         page = log_in(browser, ls.url, person.email, password)
                         pages[person.email] = page
                         open_labeling(page, ls.url, pid)
@@ -153,8 +210,11 @@ def test_a_campaign_in_chromium(tmp_path):
                         page.get_by_test_id("bottombar-submit-button").click()
                         page.wait_for_timeout(1000)
                     # the next iteration's two tasks appear
-                    wait_for(lambda: sum(t["data"]["iteration"] == 1 for t in tasks(ls, pid)) >= 2,
-                             "the next iteration's tasks", 60)
+                    wait_for(
+                        lambda: sum(t["data"]["iteration"] == 1 for t in tasks(ls, pid)) >= 2,
+                        "the next iteration's tasks",
+                        60,
+                    )
                     with Project.open(project, readonly=True) as store:
                         ratings = store.ratings()
                         assert store.iteration() == 1 and len(ratings) == 10
@@ -162,8 +222,15 @@ def test_a_campaign_in_chromium(tmp_path):
                     # the project description shows the campaign's progress to the project manager
                     wait_for(lambda: "iteration 1" in _project(ls, pid)["description"], "progress in the description")
                     # the export names the annotators by their Label Studio e-mail
-                    easl("export", str(project), "--output", str(tmp_path / "est.csv"), "--ratings",
-                         str(tmp_path / "ratings.csv"), env=env)
+                    easl(
+                        "export",
+                        str(project),
+                        "--output",
+                        str(tmp_path / "est.csv"),
+                        "--ratings",
+                        str(tmp_path / "ratings.csv"),
+                        env=env,
+                    )
                     exported = pd.read_csv(tmp_path / "ratings.csv")
                     assert set(exported["annotator"]) == {person.email for person in people}
                     # rater 1 opens a task of the new iteration and leaves it: it is re-issued after --hit-timeout

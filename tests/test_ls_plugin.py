@@ -4,6 +4,7 @@ One server for the whole module (about 30 s to start on a fresh data directory).
 run as subprocesses; simulated annotators post annotations through the official SDK, so Label Studio itself
 delivers the webhooks to the backend.
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,7 +26,7 @@ from tests.ls_server import Annotator, create_annotator, free_port, running_serv
 pytestmark = pytest.mark.labelstudio
 
 REPO = Path(__file__).resolve().parent.parent
-N_ITEMS, HIT_SIZE = 30, 5           # 6 HITs per iteration
+N_ITEMS, HIT_SIZE = 30, 5  # 6 HITs per iteration
 N_ANNOTATORS = 3
 WAIT_S = 60.0
 
@@ -48,15 +49,18 @@ def annotators(ls) -> list[tuple[Annotator, object]]:
     """Distinct Label Studio users of the admin's organisation, each with an SDK client holding its own token."""
     from label_studio_sdk import LabelStudio
 
-    people = [create_annotator(ls, f"annotator{k}@example.com", f"pw-annotator-{k}-{ls.token[:8]}")
-              for k in range(N_ANNOTATORS)]
+    people = [
+        create_annotator(ls, f"annotator{k}@example.com", f"pw-annotator-{k}-{ls.token[:8]}")
+        for k in range(N_ANNOTATORS)
+    ]
     assert len({a.user_id for a in people}) == N_ANNOTATORS and all(a.token != ls.token for a in people)
     return [(a, LabelStudio(base_url=ls.url, api_key=a.token)) for a in people]
 
 
 def easl(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          env=env, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=180
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"easl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -71,10 +75,25 @@ class Backend:
         self.url = f"http://127.0.0.1:{port}"
 
     def start(self) -> None:
-        self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(self.project), "--port",
-                                      str(self.port), "--reconcile-interval", "3", "--access-log"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=REPO, env=self.env)
+        self.log = open(self.log_path, "a")  # noqa: SIM115 (a server's log, open for its lifetime)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tui.cli",
+                "serve",
+                str(self.project),
+                "--port",
+                str(self.port),
+                "--reconcile-interval",
+                "3",
+                "--access-log",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=self.env,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log_path.read_text()
@@ -106,8 +125,10 @@ def truth(item_id: str) -> float:
 
 def slider_result(item_ids: list[str], rng: np.random.Generator) -> list[dict]:
     scores = np.clip(np.round([truth(i) for i in item_ids] + rng.normal(0, 8, len(item_ids))), 0, 100)
-    return [{"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number", "value": {"number": float(s)}}
-            for j, s in enumerate(scores)]
+    return [
+        {"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number", "value": {"number": float(s)}}
+        for j, s in enumerate(scores)
+    ]
 
 
 def project_status(path: Path) -> dict:
@@ -141,18 +162,41 @@ def loop(ls, sdk, tmp_path_factory):
     backend = Backend(project, free_port(), env, tmp / "serve.log")
     backend.start()
     try:
-        out = easl("ls", "setup", str(project), "--url", ls.url, "--title", "EASL test loop", "--backend-url",
-                   backend.url, "--json", env=env)
+        out = easl(
+            "ls",
+            "setup",
+            str(project),
+            "--url",
+            ls.url,
+            "--title",
+            "EASL test loop",
+            "--backend-url",
+            backend.url,
+            "--json",
+            env=env,
+        )
         info = json.loads(out.stdout)
-        yield {"project": project, "backend": backend, "pid": info["ls_project_id"], "setup": info, "env": env,
-               "tmp": tmp}
+        yield {
+            "project": project,
+            "backend": backend,
+            "pid": info["ls_project_id"],
+            "setup": info,
+            "env": env,
+            "tmp": tmp,
+        }
     finally:
         backend.stop()
 
 
-def annotate_open_tasks(sdk, pid: int, rng: np.random.Generator, *, limit: int | None = None,
-                        people: list[tuple[Annotator, object]] | None = None,
-                        submitted: dict[str, int] | None = None) -> int:
+def annotate_open_tasks(
+    sdk,
+    pid: int,
+    rng: np.random.Generator,
+    *,
+    limit: int | None = None,
+    people: list[tuple[Annotator, object]] | None = None,
+    submitted: dict[str, int] | None = None,
+) -> int:
     """Annotate the open tasks: as the admin, or in turn as each of ``people`` (an SDK client per user).
 
     ``submitted`` collects annotation id -> the user id of who posted it.
@@ -216,6 +260,7 @@ def expected_live(sdk, pid: int) -> dict[str, dict[str, float]]:
 
 # --------------------------------------------------------------------------------------------------- client
 
+
 def test_client_token_kinds(ls):
     from easl_plugin.client import LabelStudioClient, LabelStudioError
 
@@ -235,7 +280,9 @@ def test_client_token_kinds(ls):
         with pytest.raises(LabelStudioError, match="legacy token was rejected.*disabled.*personal access token"):
             LabelStudioClient(ls.url, ls.token).whoami()
     finally:
-        client.request("POST", "/api/jwt/settings", json={"api_tokens_enabled": True, "legacy_api_tokens_enabled": True})
+        client.request(
+            "POST", "/api/jwt/settings", json={"api_tokens_enabled": True, "legacy_api_tokens_enabled": True}
+        )
     assert legacy.whoami()["email"] == ls.username
     with pytest.raises(LabelStudioError, match="cannot reach Label Studio"):
         LabelStudioClient(f"http://127.0.0.1:{free_port()}", ls.token, timeout=2).whoami()
@@ -245,15 +292,30 @@ def test_setup_error_names_the_token_kind(ls, tmp_path):
     items = tmp_path / "i.csv"
     items.write_text("id,text\n" + "".join(f"a{i},t{i}\n" for i in range(10)))
     easl("init", str(tmp_path / "q.easl"), "--items", str(items))
-    out = easl("ls", "setup", str(tmp_path / "q.easl"), "--url", ls.url,
-               env={**os.environ, "LABEL_STUDIO_API_KEY": "f" * 40}, check=False)
+    out = easl(
+        "ls",
+        "setup",
+        str(tmp_path / "q.easl"),
+        "--url",
+        ls.url,
+        env={**os.environ, "LABEL_STUDIO_API_KEY": "f" * 40},
+        check=False,
+    )
     assert out.returncode == 1 and "legacy token was rejected" in out.stderr
-    out = easl("ls", "setup", str(tmp_path / "q.easl"), "--url", ls.url,
-               env={k: v for k, v in os.environ.items() if k != "LABEL_STUDIO_API_KEY"}, check=False)
+    out = easl(
+        "ls",
+        "setup",
+        str(tmp_path / "q.easl"),
+        "--url",
+        ls.url,
+        env={k: v for k, v in os.environ.items() if k != "LABEL_STUDIO_API_KEY"},
+        check=False,
+    )
     assert out.returncode == 1 and "LABEL_STUDIO_API_KEY" in out.stderr
 
 
 # ---------------------------------------------------------------------------------------------- the loop
+
 
 def test_loop_three_iterations(loop, sdk, annotators):
     path, pid = loop["project"], loop["pid"]
@@ -264,8 +326,13 @@ def test_loop_three_iterations(loop, sdk, annotators):
     rng = np.random.default_rng(11)
     submitted: dict[str, int] = {}  # annotation id -> Label Studio user id of who posted it
     for iteration in range(4):
-        wait_for(lambda: project_status(path)["iteration"] == iteration and
-                 len(ls_tasks(sdk, pid)) == (iteration + 1) * (N_ITEMS // HIT_SIZE), f"iteration {iteration} pushed")
+        wait_for(
+            lambda iteration=iteration: (
+                project_status(path)["iteration"] == iteration
+                and len(ls_tasks(sdk, pid)) == (iteration + 1) * (N_ITEMS // HIT_SIZE)
+            ),
+            f"iteration {iteration} pushed",
+        )
         assert annotate_open_tasks(sdk, pid, rng, people=annotators, submitted=submitted) == N_ITEMS // HIT_SIZE
     wait_for(lambda: project_status(path)["iteration"] == 4 and drained(path), "iteration 4 started")
     status = project_status(path)
@@ -287,7 +354,7 @@ def test_loop_three_iterations(loop, sdk, annotators):
     by_annotation = {str(a): set() for a in r["annotation_id"]}
     for a, who in zip(r["annotation_id"], r["annotator"]):
         by_annotation[str(a)].add(who)
-    email = {a.user_id: a.email for a, _ in annotators}       # annotators are recorded by e-mail (issue 11 item 6)
+    email = {a.user_id: a.email for a, _ in annotators}  # annotators are recorded by e-mail (issue 11 item 6)
     assert by_annotation == {a: {email[uid]} for a, uid in submitted.items()}
     assert set(r["annotator"]) == {a.email for a, _ in annotators}
     assert sdk.users.whoami().email not in set(r["annotator"])
@@ -305,8 +372,12 @@ def _webhook_payload(sdk, task_id: int, pid: int) -> dict:
     t = sdk.tasks.get(id=task_id)
     a = t.annotations[0]
     a = a if isinstance(a, dict) else a.dict()
-    return {"action": "ANNOTATION_CREATED", "annotation": a, "task": {"id": t.id, "data": t.data},
-            "project": {"id": pid}}
+    return {
+        "action": "ANNOTATION_CREATED",
+        "annotation": a,
+        "task": {"id": t.id, "data": t.data},
+        "project": {"id": pid},
+    }
 
 
 def test_protocol_errors_and_duplicates(loop, sdk):
@@ -363,8 +434,11 @@ def test_updates_skips_rejects_deletions(loop, sdk):
     sdk.annotations.update(id=a_range.id, result=slider_result(t_range.data["item_ids"], rng))
     wait_for(lambda: str(a_range.id) in live_by_annotation(path), "update accepted")
     # an update supersedes: same number of observations, new scores
-    done = [t for t in ls_tasks(sdk, pid) if t.annotations and not t.annotations[0].get("was_cancelled")
-            and t.id != t_range.id and t.id != t_unknown.id]
+    done = [
+        t
+        for t in ls_tasks(sdk, pid)
+        if t.annotations and not t.annotations[0].get("was_cancelled") and t.id != t_range.id and t.id != t_unknown.id
+    ]
     upd = done[0].annotations[0]
     new = slider_result(done[0].data["item_ids"], np.random.default_rng(99))
     n_before = project_status(path)["n_observations"]
@@ -422,6 +496,7 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
         stop.set()
         th.join(60)
     assert not errors, errors
+
     # reconciliation (on start and every 3 s) applies whatever was missed; nothing lost or counted twice
     def settled():
         return drained(path) and live_by_annotation(path) == expected_live(sdk, pid)
@@ -461,8 +536,23 @@ def test_streaming_keeps_n_hits_open_without_shared_items(ls, sdk, tmp_path):
     backend.start = _streaming_start(backend, 4)
     backend.start()
     try:
-        info = json.loads(easl("ls", "setup", str(project), "--url", ls.url, "--title", "EASL streaming",
-                               "--backend-url", backend.url, "--connect", "webhook", "--json", env=env).stdout)
+        info = json.loads(
+            easl(
+                "ls",
+                "setup",
+                str(project),
+                "--url",
+                ls.url,
+                "--title",
+                "EASL streaming",
+                "--backend-url",
+                backend.url,
+                "--connect",
+                "webhook",
+                "--json",
+                env=env,
+            ).stdout
+        )
         assert info["connection"] == "webhook"
         pid = info["ls_project_id"]
         rng = np.random.default_rng(4)
@@ -476,8 +566,11 @@ def test_streaming_keeps_n_hits_open_without_shared_items(ls, sdk, tmp_path):
                 open_hits = {h: items for h, (st, items) in hits.items() if st == "open"}
                 tasks = ls_tasks(sdk, pid)
                 ls_open = {t.data["hit_id"] for t in tasks if not t.annotations}
-                return (open_hits if ls_open == set(open_hits) and len(tasks) == len(hits) and len(open_hits) >= 4
-                        else False)
+                return (
+                    open_hits
+                    if ls_open == set(open_hits) and len(tasks) == len(hits) and len(open_hits) >= 4
+                    else False
+                )
 
             open_hits = wait_for(settled, "streaming top-up")
             assert len(open_hits) >= 4
@@ -493,11 +586,28 @@ def test_streaming_keeps_n_hits_open_without_shared_items(ls, sdk, tmp_path):
 
 def _streaming_start(backend: Backend, n: int):
     def start() -> None:
-        backend.log = open(backend.log_path, "a")
-        backend.proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(backend.project), "--port",
-                                         str(backend.port), "--streaming", str(n), "--reconcile-interval", "3"],
-                                        stdout=backend.log, stderr=subprocess.STDOUT, cwd=REPO, env=backend.env)
+        backend.log = open(backend.log_path, "a")  # noqa: SIM115 (a server's log, open for its lifetime)
+        backend.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tui.cli",
+                "serve",
+                str(backend.project),
+                "--port",
+                str(backend.port),
+                "--streaming",
+                str(n),
+                "--reconcile-interval",
+                "3",
+            ],
+            stdout=backend.log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=backend.env,
+        )
         wait_for(lambda: _healthy(backend.url), "easl serve --streaming up", 30)
+
     return start
 
 
@@ -545,10 +655,9 @@ def test_setup_again_repairs_credentials_wording_and_says_when_the_backend_is_un
         auth_env = {**env, "EASL_BASIC_AUTH": "pm:pw-basic-auth"}
         backend.env = auth_env
         backend.start()
-        refused = easl(*args, env=env, check=False)         # the backend now needs credentials setup lacks
+        refused = easl(*args, env=env, check=False)  # the backend now needs credentials setup lacks
         assert refused.returncode == 1 and "backend" in refused.stderr and "pw-basic-auth" not in refused.stderr
-        repaired = json.loads(easl(*args, "--question", "How false is it?", "--low-label", "true",
-                                   env=auth_env).stdout)
+        repaired = json.loads(easl(*args, "--question", "How false is it?", "--low-label", "true", env=auth_env).stdout)
         assert repaired["ls_project_id"] == pid and repaired["connection"] == "ml-backend"
         (ml,) = sdk.ml.list(project=pid)
         assert ml.state == "CO"
@@ -558,8 +667,11 @@ def test_setup_again_repairs_credentials_wording_and_says_when_the_backend_is_un
         assert hooks and all((w.headers or {}) == {"X-EASL-Secret": token} for w in hooks)
         rotated = easl(*args, "--rotate-secret", env=auth_env)
         assert rotated.returncode == 0 and _webhook_token(project) != token
-        assert all((w.headers or {}) == {"X-EASL-Secret": _webhook_token(project)}
-                   for w in sdk.webhooks.list(project=pid) if w.url.rstrip("/") == f"{backend.url}/webhook")
+        assert all(
+            (w.headers or {}) == {"X-EASL-Secret": _webhook_token(project)}
+            for w in sdk.webhooks.list(project=pid)
+            if w.url.rstrip("/") == f"{backend.url}/webhook"
+        )
         config = sdk.projects.get(id=pid).label_config
         assert "How false is it?" in config and "0 = true" in config
         backend.stop()
@@ -581,17 +693,46 @@ def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count
     backend = Backend(project, free_port(), env, tmp_path / "serve.log")
 
     def start() -> None:
-        backend.log = open(backend.log_path, "a")
-        backend.proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", str(project), "--port",
-                                         str(backend.port), "--hit-timeout", "6", "--reconcile-interval", "2"],
-                                        stdout=backend.log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        backend.log = open(backend.log_path, "a")  # noqa: SIM115 (a server's log, open for its lifetime)
+        backend.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tui.cli",
+                "serve",
+                str(project),
+                "--port",
+                str(backend.port),
+                "--hit-timeout",
+                "6",
+                "--reconcile-interval",
+                "2",
+            ],
+            stdout=backend.log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
         wait_for(lambda: _healthy(backend.url), "easl serve up", 30)
 
     backend.start = start
     backend.start()
     try:
-        info = json.loads(easl("ls", "setup", str(project), "--url", ls.url, "--backend-url", backend.url,
-                               "--connect", "webhook", "--json", env=env).stdout)
+        info = json.loads(
+            easl(
+                "ls",
+                "setup",
+                str(project),
+                "--url",
+                ls.url,
+                "--backend-url",
+                backend.url,
+                "--connect",
+                "webhook",
+                "--json",
+                env=env,
+            ).stdout
+        )
         pid = info["ls_project_id"]
         first = {t.data["hit_id"]: t.id for t in ls_tasks(sdk, pid)}
         assert len(first) == 2

@@ -1,4 +1,5 @@
 """Degenerate inputs give NaN with a stated reason (UndefinedMetricWarning), never an exception or a silent number."""
+
 import json
 import warnings
 
@@ -25,8 +26,9 @@ def test_constant_scores_correlations(func):
     assert np.isnan(value) and "constant" in why[0]
 
 
-@pytest.mark.parametrize("func", [M.pearson_r, M.spearman_rho, M.kendall_tau_b, M.r2_score,
-                                  M.standardized_mean_difference])
+@pytest.mark.parametrize(
+    "func", [M.pearson_r, M.spearman_rho, M.kendall_tau_b, M.r2_score, M.standardized_mean_difference]
+)
 def test_one_response(func):
     value, why = reason_of(func, [3.0], [2.0])
     assert np.isnan(value) and why and "2 responses" in why[0]
@@ -45,8 +47,12 @@ def test_constant_human_r2_and_smd():
 
 def test_no_double_scored_response():
     h = np.column_stack([[1, 2, 3, 4], [nan] * 4])
-    for func, args in ((M.variance_of_errors, (h,)), (M.prmse, ([1, 2, 3, 4], h)),
-                       (M.true_score_variance, (h,)), (M.mse_true, ([1, 2, 3, 4], h))):
+    for func, args in (
+        (M.variance_of_errors, (h,)),
+        (M.prmse, ([1, 2, 3, 4], h)),
+        (M.true_score_variance, (h,)),
+        (M.mse_true, ([1, 2, 3, 4], h)),
+    ):
         value, why = reason_of(func, *args)
         assert np.isnan(value) and "two or more ratings" in why[0]
     value, why = reason_of(M.gwet_ac, h, [1, 2, 3, 4])
@@ -70,7 +76,7 @@ def test_single_category_in_use():
     res, why, _ = capture(M.chance_corrected_agreement, h, [1, 2, 3])
     assert res["pa"] == 1.0
     assert np.isnan(res["fleiss"]) and np.isnan(res["krippendorff"]) and np.isnan(res["conger"])
-    assert res["gwet"] == 1.0           # Gwet's AC is defined here (pe = 0): the paradox it was designed for
+    assert res["gwet"] == 1.0  # Gwet's AC is defined here (pe = 0): the paradox it was designed for
     assert any("chance agreement is 1" in w for w in why)
 
 
@@ -80,7 +86,7 @@ def test_gwet_with_one_category_scale():
 
 
 def test_prmse_nonpositive_true_variance():
-    h = np.column_stack([[1, 2, 1, 2], [2, 1, 2, 1]])   # all variance is rater error
+    h = np.column_stack([[1, 2, 1, 2], [2, 1, 2, 1]])  # all variance is rater error
     value, why = reason_of(M.prmse, [1, 2, 3, 4], h)
     assert np.isnan(value) and "not positive" in why[0]
 
@@ -93,7 +99,7 @@ def test_values_outside_categories_are_a_usage_error():
 def test_sample_size_warnings_are_warnings_not_errors():
     rng = np.random.default_rng(0)
     t = rng.normal(0, 1, 50)
-    h = np.column_stack([t + rng.normal(0, .3, 50), t + rng.normal(0, .3, 50)])
+    h = np.column_stack([t + rng.normal(0, 0.3, 50), t + rng.normal(0, 0.3, 50)])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         rec = M.true_score_evaluation(t, h)
@@ -118,7 +124,7 @@ def test_evaluate_degenerate_data_gives_null_with_reason():
     ts = ev.to_json()["systems"]["const"]["true_score"]
     assert ts["prmse"] is None and "two or more ratings" in ts["prmse_reason"]
     assert ev.to_json()["human_human"]["N"] == 0 and ev.to_json()["human_human"]["corr"] is None
-    json.loads(to_json_text(ev.to_json()))      # strict JSON (no NaN)
+    json.loads(to_json_text(ev.to_json()))  # strict JSON (no NaN)
 
 
 def test_evaluate_one_response():
@@ -132,8 +138,14 @@ def test_evaluate_one_response():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 6), raters=st.integers(1, 3),
-       p_missing=st.sampled_from([0.0, 0.5, 0.9]), constant=st.booleans(), boot=st.sampled_from([0, 7]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 6),
+    raters=st.integers(1, 3),
+    p_missing=st.sampled_from([0.0, 0.5, 0.9]),
+    constant=st.booleans(),
+    boot=st.sampled_from([0, 7]),
+)
 def test_evaluate_never_raises_on_small_or_degenerate_data(seed, n, raters, p_missing, constant, boot):
     rng = np.random.default_rng(seed)
     h = rng.integers(1, 4, size=(n, raters)).astype(float)

@@ -1,5 +1,6 @@
 """Bootstrap intervals of the fairness analyses (OSA, OSD, CSD): batched resampling against a plain per-resample
 recomputation, coverage of the point estimate, reproducibility, width, degenerate inputs, and the pipeline."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,9 +16,9 @@ def biased_data(n, seed=0, shift=0.6):
     """Human scores 1-5, a system that over-scores group "b" by ``shift``: a clear fairness effect."""
     rng = np.random.default_rng(seed)
     t = rng.normal(3, 1, n)
-    h = np.clip(np.round(t + rng.normal(0, .5, n)), 1, 5)
-    g = rng.choice(["a", "b", "c"], n, p=[.5, .3, .2])
-    m = t + rng.normal(0, .5, n) + shift * (g == "b") + 0.8 * (g == "c") * rng.normal(0, 1, n)
+    h = np.clip(np.round(t + rng.normal(0, 0.5, n)), 1, 5)
+    g = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
+    m = t + rng.normal(0, 0.5, n) + shift * (g == "b") + 0.8 * (g == "c") * rng.normal(0, 1, n)
     return h, m, g
 
 
@@ -48,7 +49,7 @@ def test_batched_resamples_equal_plain_recomputation():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(4, 18), st.integers(2, 4), st.booleans(), st.integers(0, 2 ** 32 - 1))
+@given(st.integers(4, 18), st.integers(2, 4), st.booleans(), st.integers(0, 2**32 - 1))
 def test_property_batched_equals_plain(n, k_groups, integer_system, seed):
     rng = np.random.default_rng(seed)
     h = rng.integers(1, 5, n).astype(np.float64)
@@ -56,17 +57,18 @@ def test_property_batched_equals_plain(n, k_groups, integer_system, seed):
     k = min(k_groups, n // 2)
     names = np.array([f"g{j}" for j in range(k)])
     g = rng.choice(names, n)
-    g[: 2 * k] = np.repeat(names, 2)      # every group at least twice (no design problem); resamples may lose one
+    g[: 2 * k] = np.repeat(names, 2)  # every group at least twice (no design problem); resamples may lose one
     index, counts = next(resample_chunks(n, 25, rng))
     assert_same(quiet(fairness_resampled, h, m, g, counts), per_resample(h, m, g, index))
 
 
 def test_chunking_does_not_change_the_values(monkeypatch):
     import core.metrics.fairness as F
+
     h, m, g = biased_data(50, seed=3)
     _, counts = next(resample_chunks(h.size, 30, np.random.default_rng(0)))
     whole = fairness_resampled(h, m, g, counts)
-    monkeypatch.setattr(F, "SUBCHUNK_ENTRIES", 7 * h.size)        # sub-chunks of 7 resamples
+    monkeypatch.setattr(F, "SUBCHUNK_ENTRIES", 7 * h.size)  # sub-chunks of 7 resamples
     for k, v in fairness_resampled(h, m, g, counts).items():
         np.testing.assert_array_equal(v, whole[k])
 
@@ -97,7 +99,7 @@ def test_intervals_widen_with_fewer_responses():
     big = M.bootstrap_fairness(h, m, g, n_resamples=300, seed=1)
     small = M.bootstrap_fairness(h[:200], m[:200], g[:200], n_resamples=300, seed=1)
     for k in FAIRNESS_KEYS:
-        width = lambda r: r["ci"][k][1] - r["ci"][k][0]  # noqa: E731
+        width = lambda r, k=k: r["ci"][k][1] - r["ci"][k][0]  # noqa: E731
         assert width(small) > 1.5 * width(big), k
 
 
@@ -109,7 +111,7 @@ def test_degenerate_inputs_give_nan_with_a_reason(case):
     elif case == "singleton_group":
         g = np.where(np.arange(h.size) == 0, "z", g)
     elif case == "constant_errors":
-        m = h + 0.3                      # errors equal up to float rounding
+        m = h + 0.3  # errors equal up to float rounding
     else:
         h, m, g = h[:2], m[:2], np.array(["a", "b"])
     res, _, _ = capture(M.bootstrap_fairness, h, m, g, n_resamples=50, seed=0)
@@ -118,7 +120,7 @@ def test_degenerate_inputs_give_nan_with_a_reason(case):
         assert isinstance(res["reasons"][k], str) and res["reasons"][k]
     if case == "singleton_group":
         assert "z has 1" in res["reasons"]["osa"]
-        assert np.isfinite(res["point"]["osa"]["value"])      # the point estimate itself stays defined
+        assert np.isfinite(res["point"]["osa"]["value"])  # the point estimate itself stays defined
 
 
 def test_constant_errors_point_estimate_is_nan_not_rounding_noise():
@@ -151,8 +153,9 @@ def test_evaluate_fairness_ci_uses_the_shared_resamples():
     assert [list(lib["ci"][k]) for k in FAIRNESS_KEYS] == [fj["ci"][k] for k in FAIRNESS_KEYS]
     # the PRMSE interval of the same evaluation comes from the same draws: recompute it on those rows
     prmse = [quiet(M.prmse, m[i], human[i]) for i in index]
-    assert ev.to_json()["systems"]["sys"]["ci"]["prmse"] == pytest.approx(list(percentile_interval(np.array(prmse))),
-                                                                     abs=1e-9)
+    assert ev.to_json()["systems"]["sys"]["ci"]["prmse"] == pytest.approx(
+        list(percentile_interval(np.array(prmse))), abs=1e-9
+    )
     table = ev.tables["fairness_G"]
     assert {"ci_low", "ci_high", "ci_reason"} <= set(table.columns)
     assert table.loc[0, "ci_low"] == pytest.approx(fj["ci"]["osa"][0])

@@ -1,4 +1,5 @@
 """Property tests (hypothesis) of the evaluation library: invariances, chance level, reductions, identities."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -44,13 +45,26 @@ def test_row_and_rater_order_invariance(seed, q, raters, w):
         y = quiet(M.krippendorff_alpha, h[perm_rows][:, perm_cols], level=level)
         assert np.isclose(x, y, rtol=0, atol=1e-12, equal_nan=True)
     m = h[:, 0] + rng.normal(0, 1, h.shape[0])
-    for f in (M.pearson_r, M.quadratic_weighted_kappa, M.r2_score, M.spearman_rho, M.kendall_tau_b,
-              M.standardized_mean_difference, M.mean_squared_error):
-        assert np.isclose(quiet(f, h[:, 0], m), quiet(f, h[perm_rows, 0], m[perm_rows]), rtol=0, atol=1e-12,
-                          equal_nan=True)
+    for f in (
+        M.pearson_r,
+        M.quadratic_weighted_kappa,
+        M.r2_score,
+        M.spearman_rho,
+        M.kendall_tau_b,
+        M.standardized_mean_difference,
+        M.mean_squared_error,
+    ):
+        assert np.isclose(
+            quiet(f, h[:, 0], m), quiet(f, h[perm_rows, 0], m[perm_rows]), rtol=0, atol=1e-12, equal_nan=True
+        )
     # PRMSE divides by an estimated variance that can be near 0 here: compare relatively
-    assert np.isclose(quiet(M.prmse, m, h), quiet(M.prmse, m[perm_rows], h[perm_rows][:, perm_cols]),
-                      rtol=1e-9, atol=1e-12, equal_nan=True)
+    assert np.isclose(
+        quiet(M.prmse, m, h),
+        quiet(M.prmse, m[perm_rows], h[perm_rows][:, perm_cols]),
+        rtol=1e-9,
+        atol=1e-12,
+        equal_nan=True,
+    )
 
 
 @settings(max_examples=8, deadline=None)
@@ -108,7 +122,7 @@ def test_quadratic_kappa_on_integers_equals_continuous_qwk(seed, n, lo, span):
 def test_perfect_agreement_gives_one(seed, q, raters, w):
     rng = np.random.default_rng(seed)
     col = rng.integers(1, q + 1, 30).astype(float)
-    col[:2] = [1, q]                              # at least two categories in use
+    col[:2] = [1, q]  # at least two categories in use
     h = np.repeat(col[:, None], raters, axis=1)
     res = family(h, q, w)
     for key in ("gwet", "bp", "fleiss", "conger", "krippendorff", "pa"):
@@ -127,12 +141,18 @@ def test_interval_alpha_moment_form_equals_table_form(seed, raters):
     """The O(N x raters) interval/ordinal alpha agrees with the coincidence-matrix definition on categories."""
     h = rated_matrix(seed, 60, 5, raters, p_missing=0.4)
     cats = np.arange(1, 6)
-    assert np.isclose(quiet(M.krippendorff_alpha, h, level="interval"),
-                      quiet(M.chance_corrected_agreement, h, cats, weights="quadratic")["krippendorff"],
-                      atol=1e-12, equal_nan=True)
-    assert np.isclose(quiet(M.krippendorff_alpha, h, level="nominal"),
-                      quiet(M.chance_corrected_agreement, h, cats, weights="identity")["krippendorff"],
-                      atol=1e-12, equal_nan=True)
+    assert np.isclose(
+        quiet(M.krippendorff_alpha, h, level="interval"),
+        quiet(M.chance_corrected_agreement, h, cats, weights="quadratic")["krippendorff"],
+        atol=1e-12,
+        equal_nan=True,
+    )
+    assert np.isclose(
+        quiet(M.krippendorff_alpha, h, level="nominal"),
+        quiet(M.chance_corrected_agreement, h, cats, weights="identity")["krippendorff"],
+        atol=1e-12,
+        equal_nan=True,
+    )
 
 
 @SETTINGS
@@ -141,9 +161,9 @@ def test_vectorised_bootstrap_equals_recomputation(seed, n):
     """A resample evaluated through count weights equals the metric recomputed on the resampled rows."""
     rng = np.random.default_rng(seed)
     t = rng.normal(0, 1, n)
-    h = np.column_stack([t + rng.normal(0, .5, n), np.where(rng.random(n) < .6, t + rng.normal(0, .5, n), np.nan)])
+    h = np.column_stack([t + rng.normal(0, 0.5, n), np.where(rng.random(n) < 0.6, t + rng.normal(0, 0.5, n), np.nan)])
     h[0, 1] = h[0, 0] + 0.3
-    m = t + rng.normal(0, .5, n)
+    m = t + rng.normal(0, 0.5, n)
     sums, _ = true_score_sums(h, m)
     index, counts = next(resample_chunks(n, 3, np.random.default_rng(seed)))
     batch = quiet(finish_true_score, sums.totals(counts))["prmse"]

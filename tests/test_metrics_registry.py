@@ -1,4 +1,5 @@
 """The metric registry (core/metrics/registry.py) names exactly the figures `easl evaluate` reports."""
+
 from __future__ import annotations
 
 import warnings

@@ -1,4 +1,5 @@
 """The evaluate pipeline: the JSON object of the issue, agreement with the library functions, policy, bootstrap."""
+
 import json
 
 import numpy as np
@@ -14,9 +15,9 @@ from core.metrics.writer import to_json_text, write_output
 def make_data(seed=0, n=300, p_double=0.5):
     rng = np.random.default_rng(seed)
     t = rng.normal(3.5, 1.0, n)
-    h1 = np.clip(np.round(t + rng.normal(0, .6, n)), 1, 6)
-    h2 = np.where(rng.random(n) < p_double, np.clip(np.round(t + rng.normal(0, .6, n)), 1, 6), np.nan)
-    m = t + rng.normal(0, .5, n)
+    h1 = np.clip(np.round(t + rng.normal(0, 0.6, n)), 1, 6)
+    h2 = np.where(rng.random(n) < p_double, np.clip(np.round(t + rng.normal(0, 0.6, n)), 1, 6), np.nan)
+    m = t + rng.normal(0, 0.5, n)
     g = rng.choice(["a", "b", "c"], n)
     return np.column_stack([h1, h2]), m, g
 
@@ -24,15 +25,37 @@ def make_data(seed=0, n=300, p_double=0.5):
 @pytest.fixture(scope="module")
 def result():
     h, m, g = make_data()
-    return h, m, g, M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], scale=M.Scale(1, 6), groups=g,
-                               group_name="L1", n_bootstrap=40, seed=5)
+    return (
+        h,
+        m,
+        g,
+        M.evaluate(
+            h,
+            {"sys": m},
+            human_names=["h1", "h2"],
+            scale=M.Scale(1, 6),
+            groups=g,
+            group_name="L1",
+            n_bootstrap=40,
+            seed=5,
+        ),
+    )
 
 
 def test_json_object_shape(result):
     *_, ev = result
     d = json.loads(to_json_text(ev.to_json()))
-    for key in ("n_responses", "n_dropped", "dropped", "scale", "human_human", "systems", "subgroups", "fairness",
-                "notes"):
+    for key in (
+        "n_responses",
+        "n_dropped",
+        "dropped",
+        "scale",
+        "human_human",
+        "systems",
+        "subgroups",
+        "fairness",
+        "notes",
+    ):
         assert key in d
     assert d["scale"]["min"] == 1 and d["scale"]["max"] == 6
     sysd = d["systems"]["sys"]
@@ -83,7 +106,9 @@ def test_values_match_library_functions(result):
     hh = ev.to_json()["human_human"]
     assert hh["N"] == both.sum()
     assert hh["corr"] == pytest.approx(M.pearson_r(h[both, 0], h[both, 1]), abs=1e-12)
-    assert hh["smd"] == pytest.approx(M.standardized_mean_difference(h[both, 0], h[both, 1], method="pooled"), abs=1e-12)
+    assert hh["smd"] == pytest.approx(
+        M.standardized_mean_difference(h[both, 0], h[both, 1], method="pooled"), abs=1e-12
+    )
     deg = ev.to_json()["systems"]["sys"]["degradation"]
     assert deg["corr"] == pytest.approx(obs["corr"] - hh["corr"], abs=1e-12)
     assert ev.to_json()["systems"]["sys"]["disattenuated_corr"] == pytest.approx(obs["corr"] / np.sqrt(hh["corr"]))
@@ -93,9 +118,14 @@ def test_subgroup_dsm_uses_whole_set(result):
     h, m, g, ev = result
     obs = ev.to_json()["systems"]["sys"]["observed"]
     sel = g == "b"
-    want = M.difference_of_standardized_means(h[sel, 0], m[sel], population_y_true_mean=obs["h_mean"],
-                                              population_y_pred_mean=obs["sys_mean"],
-                                              population_y_true_sd=obs["h_sd"], population_y_pred_sd=obs["sys_sd"])
+    want = M.difference_of_standardized_means(
+        h[sel, 0],
+        m[sel],
+        population_y_true_mean=obs["h_mean"],
+        population_y_pred_mean=obs["sys_mean"],
+        population_y_true_sd=obs["h_sd"],
+        population_y_pred_sd=obs["sys_sd"],
+    )
     assert ev.to_json()["subgroups"]["L1"]["b"]["sys"]["dsm"] == pytest.approx(want, abs=1e-12)
     assert ev.to_json()["subgroups"]["L1"]["b"]["sys"]["N"] == sel.sum()
 
@@ -130,8 +160,11 @@ def test_zero_policy_counts():
     ev = M.evaluate(h, {"s": m}, scale=M.Scale(0, 4), exclude_zeros=True)
     d = ev.to_json()
     assert d["n_responses"] == 3 and d["n_dropped"] == 3
-    assert d["dropped"] == {"first human score missing or non-numeric": 1, "first human score is 0 (zeros excluded)": 1,
-                            "system score missing or non-numeric": 1}
+    assert d["dropped"] == {
+        "first human score missing or non-numeric": 1,
+        "first human score is 0 (zeros excluded)": 1,
+        "system score missing or non-numeric": 1,
+    }
     # the true-score metrics keep every rated response with a system score (issue 12, cause 1): the rows whose
     # first score is 0 or missing count as single-scored; the row without a system score does not count
     ts = d["systems"]["s"]["true_score"]
@@ -148,12 +181,14 @@ def test_inferred_scale_is_noted():
 def test_multi_rater_human_agreement():
     rng = np.random.default_rng(0)
     t = rng.integers(1, 5, 80)
-    h = np.column_stack([t, t, np.where(rng.random(80) < .5, t, np.nan), rng.integers(1, 5, 80)]).astype(float)
-    ev = M.evaluate(h, {"s": t + rng.normal(0, .3, 80)}, scale=M.Scale(1, 4))
+    h = np.column_stack([t, t, np.where(rng.random(80) < 0.5, t, np.nan), rng.integers(1, 5, 80)]).astype(float)
+    ev = M.evaluate(h, {"s": t + rng.normal(0, 0.3, 80)}, scale=M.Scale(1, 4))
     allr = ev.to_json()["all_raters"]
     assert allr["N"] == 80 and allr["N_raters"] == 4 and allr["raters"] == ["h1", "h2", "h3", "h4"]
     assert allr["gwet_ac1"] == pytest.approx(M.gwet_ac(h, np.arange(1, 5)), abs=1e-12)
-    assert allr["conger_kappa_quadratic"] == pytest.approx(M.conger_kappa(h, np.arange(1, 5), weights="quadratic"), abs=1e-12)
+    assert allr["conger_kappa_quadratic"] == pytest.approx(
+        M.conger_kappa(h, np.arange(1, 5), weights="quadratic"), abs=1e-12
+    )
     assert allr["krippendorff_alpha_ordinal"] == pytest.approx(M.krippendorff_alpha(h, level="ordinal"), abs=1e-12)
 
 
@@ -162,9 +197,21 @@ def test_write_output_files(tmp_path, result):
     out = tmp_path / "report"
     write_output(ev, out, source="data.csv")
     names = {p.name for p in out.iterdir()}
-    assert {"eval.csv", "eval_short.csv", "consistency.csv", "true_score_eval.csv", "eval_by_L1.csv",
-            "fairness_L1.csv", "report.md", "evaluation.json", "prmse.png", "scatter_sys.png",
-            "confusion_sys.png", "ci.csv", "degradation.csv"} <= names
+    assert {
+        "eval.csv",
+        "eval_short.csv",
+        "consistency.csv",
+        "true_score_eval.csv",
+        "eval_by_L1.csv",
+        "fairness_L1.csv",
+        "report.md",
+        "evaluation.json",
+        "prmse.png",
+        "scatter_sys.png",
+        "confusion_sys.png",
+        "ci.csv",
+        "degradation.csv",
+    } <= names
     assert (out / "prmse.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "report.md").read_text()
     assert "![PRMSE with bootstrap interval](prmse.png)" in md
@@ -192,9 +239,17 @@ def test_subgroup_intervals_equal_recomputation(result):
             hb, mb, gb = h[idx, 0], m[idx], g[idx]
             sel = gb == "b"
             corr.append(quiet(M.pearson_r, hb[sel], mb[sel]))
-            dsm.append(quiet(M.difference_of_standardized_means, hb[sel], mb[sel], population_y_true_mean=hb.mean(),
-                             population_y_pred_mean=mb.mean(), population_y_true_sd=hb.std(ddof=1),
-                             population_y_pred_sd=mb.std(ddof=1)))
+            dsm.append(
+                quiet(
+                    M.difference_of_standardized_means,
+                    hb[sel],
+                    mb[sel],
+                    population_y_true_mean=hb.mean(),
+                    population_y_pred_mean=mb.mean(),
+                    population_y_true_sd=hb.std(ddof=1),
+                    population_y_pred_sd=mb.std(ddof=1),
+                )
+            )
     ci = ev.to_json()["subgroups"]["L1"]["b"]["sys"]["ci"]
     assert ci["corr"] == pytest.approx(list(percentile_interval(np.array(corr))), abs=1e-10)
     assert ci["dsm"] == pytest.approx(list(percentile_interval(np.array(dsm))), abs=1e-10)
@@ -206,10 +261,10 @@ def test_tau_c_and_all_raters_intervals_equal_recomputation():
     rng = np.random.default_rng(8)
     n = 150
     t = rng.normal(3, 1, n)
-    h = np.clip(np.round(t[:, None] + rng.normal(0, .7, (n, 3))), 1, 5)
+    h = np.clip(np.round(t[:, None] + rng.normal(0, 0.7, (n, 3))), 1, 5)
     h[rng.random((n, 3)) < 0.2] = np.nan
     h[:, 0] = np.where(np.isnan(h[:, 0]), 3.0, h[:, 0])
-    m = np.round(t + rng.normal(0, .5, n), 1)
+    m = np.round(t + rng.normal(0, 0.5, n), 1)
     ev = M.evaluate(h, {"s": m}, scale=M.Scale(1, 5), n_bootstrap=30, seed=2)
     tau_c, ac1, conger = [], [], []
     for index, _ in resample_chunks(n, 30, np.random.default_rng(2)):
@@ -218,8 +273,10 @@ def test_tau_c_and_all_raters_intervals_equal_recomputation():
             ac1.append(quiet(M.gwet_ac, h[idx], np.arange(1, 6)))
             conger.append(quiet(M.conger_kappa, h[idx], np.arange(1, 6), weights="quadratic"))
     d = ev.to_json()
-    assert d["systems"]["s"]["ci"]["kendall_tau_c"] == pytest.approx(list(percentile_interval(np.array(tau_c))),
-                                                                      abs=1e-10)
+    assert d["systems"]["s"]["ci"]["kendall_tau_c"] == pytest.approx(
+        list(percentile_interval(np.array(tau_c))), abs=1e-10
+    )
     assert d["all_raters"]["ci"]["gwet_ac1"] == pytest.approx(list(percentile_interval(np.array(ac1))), abs=1e-10)
     assert d["all_raters"]["ci"]["conger_kappa_quadratic"] == pytest.approx(
-        list(percentile_interval(np.array(conger))), abs=1e-10)
+        list(percentile_interval(np.array(conger))), abs=1e-10
+    )

@@ -1,4 +1,5 @@
 """Every public test vector of docs/design.md section 5 (and section 4.1), as a test."""
+
 import numpy as np
 import pytest
 
@@ -26,14 +27,23 @@ def test_number_of_ratings():
 
 
 def test_smd_pooled_and_unpooled_ddof0():
-    assert close(M.standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], method="pooled", ddof=0), 0.8523247028586811)
-    assert close(M.standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], method="unpooled", ddof=0), 1.171700198827415)
+    assert close(
+        M.standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], method="pooled", ddof=0), 0.8523247028586811
+    )
+    assert close(
+        M.standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], method="unpooled", ddof=0), 1.171700198827415
+    )
 
 
 def test_dsm_with_population_parameters():
-    got = M.difference_of_standardized_means([8, 4, 6, 3], [9, 4, 5, 12], population_y_true_mean=4.5,
-                                             population_y_pred_mean=5.1, population_y_true_sd=1.2,
-                                             population_y_pred_sd=1.8)
+    got = M.difference_of_standardized_means(
+        [8, 4, 6, 3],
+        [9, 4, 5, 12],
+        population_y_true_mean=4.5,
+        population_y_pred_mean=5.1,
+        population_y_true_sd=1.2,
+        population_y_pred_sd=1.8,
+    )
     assert close(got, 0.7083333333333336)
 
 
@@ -71,10 +81,19 @@ def test_fairness_vector():
 
 
 # ---------------------------------------------------------------- SKLL kappa vectors
-PAIRS = [([1, 2, 3], [1, 2, 3]), ([1, 2, 1], [1, 2, 2]), ([1, 2, 3, 1, 2, 2, 3], [1, 2, 3, 1, 2, 3, 2]),
-         ([1, 2, 3, 3, 2, 1], [1, 1, 1, 2, 2, 2]), ([-1, 0, 1, 2], [-1, 0, 0, 2]), ([5, 6, 7, 8], [5, 6, 6, 8]),
-         ([1, 1, 2, 2], [3, 3, 4, 4]), ([1, 1, 3, 3], [2, 2, 4, 4]), ([1, 1, 4, 4], [2, 2, 3, 3]),
-         ([1, 2, 4], [1, 2, 4]), ([1, 2, 4], [1, 2, 2])]
+PAIRS = [
+    ([1, 2, 3], [1, 2, 3]),
+    ([1, 2, 1], [1, 2, 2]),
+    ([1, 2, 3, 1, 2, 2, 3], [1, 2, 3, 1, 2, 3, 2]),
+    ([1, 2, 3, 3, 2, 1], [1, 1, 1, 2, 2, 2]),
+    ([-1, 0, 1, 2], [-1, 0, 0, 2]),
+    ([5, 6, 7, 8], [5, 6, 6, 8]),
+    ([1, 1, 2, 2], [3, 3, 4, 4]),
+    ([1, 1, 3, 3], [2, 2, 4, 4]),
+    ([1, 1, 4, 4], [2, 2, 3, 3]),
+    ([1, 2, 4], [1, 2, 4]),
+    ([1, 2, 4], [1, 2, 2]),
+]
 SKLL = {
     "quadratic": [1.0, 0.4, 0.75, 0.0, 0.9, 0.9, 0.11111111, 0.6666666666667, 0.6, 1.0, 0.4],
     "linear": [1.0, 0.4, 0.65, 0.0, 0.8, 0.8, 0.0, 0.3333333, 0.3333333, 1.0, 0.4],
@@ -130,7 +149,9 @@ def test_gwet_handbook_table(weights):
     assert close(M.gwet_ac(HANDBOOK, np.arange(1, 6), weights=weights), want[0], 5e-7)
     assert close(M.brennan_prediger(HANDBOOK, np.arange(1, 6), weights=weights), want[3], 5e-7)
     assert close(M.fleiss_kappa(HANDBOOK, np.arange(1, 6), weights=weights), want[4], 5e-7)
-    assert close(M.chance_corrected_agreement(HANDBOOK, np.arange(1, 6), weights=weights)["krippendorff"], want[5], 5e-7)
+    assert close(
+        M.chance_corrected_agreement(HANDBOOK, np.arange(1, 6), weights=weights)["krippendorff"], want[5], 5e-7
+    )
     assert close(M.conger_kappa(HANDBOOK, np.arange(1, 6), weights=weights), want[6], 5e-7)
 
 
@@ -147,16 +168,19 @@ def test_handbook_krippendorff_levels():
 def _from_table(table):
     table = np.asarray(table)
     q = table.shape[0]
-    k, l = np.nonzero(table)
-    reps = table[k, l]
-    return np.column_stack([np.repeat(k + 1, reps), np.repeat(l + 1, reps)]).astype(float), np.arange(1, q + 1)
+    k, l2 = np.nonzero(table)
+    reps = table[k, l2]
+    return np.column_stack([np.repeat(k + 1, reps), np.repeat(l2 + 1, reps)]).astype(float), np.arange(1, q + 1)
 
 
 def test_three_by_three_table():
     pairs, cats = _from_table([[13, 0, 0], [0, 20, 7], [0, 4, 56]])
     ident = M.chance_corrected_agreement(pairs, cats, weights="identity")
-    assert close([ident["gwet"], ident["bp"], ident["conger"], ident["fleiss"], ident["krippendorff"], ident["pa"]],
-                 [0.8493305482, 0.835, 0.7964094022, 0.7962396962, 0.7972584977, 0.89], 1e-9)
+    assert close(
+        [ident["gwet"], ident["bp"], ident["conger"], ident["fleiss"], ident["krippendorff"], ident["pa"]],
+        [0.8493305482, 0.835, 0.7964094022, 0.7962396962, 0.7972584977, 0.89],
+        1e-9,
+    )
     quad = M.chance_corrected_agreement(pairs, cats, weights="quadratic")
     assert close([quad["gwet"], quad["bp"], quad["conger"]], [0.9402368793, 0.9175, 0.8921568627], 1e-9)
     assert close(M.cohen_kappa(pairs[:, 0], pairs[:, 1]), 0.7964094022)
@@ -166,8 +190,11 @@ def test_three_by_three_table():
 def test_four_by_four_table():
     pairs, cats = _from_table([[40, 4, 4, 17], [6, 25, 2, 13], [4, 1, 21, 12], [15, 5, 9, 45]])
     ident = M.chance_corrected_agreement(pairs, cats, weights="identity")
-    assert close([ident["gwet"], ident["bp"], ident["conger"], ident["fleiss"]],
-                 [0.4561576355, 0.4499252616, 0.4315007759, 0.4303405573], 1e-9)
+    assert close(
+        [ident["gwet"], ident["bp"], ident["conger"], ident["fleiss"]],
+        [0.4561576355, 0.4499252616, 0.4315007759, 0.4303405573],
+        1e-9,
+    )
 
 
 # ---------------------------------------------------------------- Krippendorff 3 coders x 15 units
@@ -177,14 +204,28 @@ C = [nan, nan, 2, 1, 3, 4, 4, nan, 2, 1, 1, 3, 3, nan, 4]
 KRIPP = np.column_stack([A, B, C])
 
 
-@pytest.mark.parametrize("level,want", [("nominal", 0.691358024691358), ("ordinal", 0.8067214199413153),
-                                        ("interval", 0.8108448928121059), ("ratio", 0.8089436707842471)])
+@pytest.mark.parametrize(
+    "level,want",
+    [
+        ("nominal", 0.691358024691358),
+        ("ordinal", 0.8067214199413153),
+        ("interval", 0.8108448928121059),
+        ("ratio", 0.8089436707842471),
+    ],
+)
 def test_krippendorff_levels(level, want):
     assert close(M.krippendorff_alpha(KRIPP, level=level), want)
 
 
-@pytest.mark.parametrize("level,want", [("nominal", 0.691358024691358), ("ordinal", 0.8067214199413153),
-                                        ("interval", 0.8108448928121059), ("ratio", 0.8089436707842471)])
+@pytest.mark.parametrize(
+    "level,want",
+    [
+        ("nominal", 0.691358024691358),
+        ("ordinal", 0.8067214199413153),
+        ("interval", 0.8108448928121059),
+        ("ratio", 0.8089436707842471),
+    ],
+)
 def test_krippendorff_levels_from_coincidence_tables(level, want):
     """The category-table route used by ``easl evaluate`` gives the same values as the moment route."""
     from core.metrics.agreement_totals import agreement_sums

@@ -326,8 +326,8 @@ def test_trueskill_model_prior_and_summary():
 def test_rao_kupper_probabilities_sum_to_one():
     mi = np.array([0.0, 0.3, 0.9, 0.5])
     mj = np.array([1.0, 0.3, 0.1, 0.45])
-    w, l, t = rao_kupper(mi, mj, 0.1)
-    np.testing.assert_allclose(w + l + t, 1.0)
+    w, loss, t = rao_kupper(mi, mj, 0.1)
+    np.testing.assert_allclose(w + loss + t, 1.0)
     theta = math.exp(0.1)
     assert w[1] == pytest.approx(1 / (1 + theta))
     assert t[1] == pytest.approx((theta**2 - 1) / (1 + theta) ** 2)

@@ -1,5 +1,6 @@
 """The Monitor's fast paths equal the plain computations they replace: incremental sort orders and ranks
 (tui.widgets.ordering, the item table, the live rank stability) and the variance-only ``Project.status``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,11 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import rankdata
 
+from tests.store_helpers import answer, new_project
 from tui.screens.monitor_data import LiveRanks, centred_ranks
 from tui.widgets.item_table import ItemColumns, sort_order, sort_values
 from tui.widgets.ordering import UPDATE_FRACTION, average_ranks, stable_order, update_stable_order
-
-from tests.store_helpers import answer, new_project
 
 # few distinct values (many ties), signed zeros, infinities and NaN
 VALUES = st.sampled_from([0.0, -0.0, 0.25, 0.5, 1.0, 2.5, np.nan, np.inf, -np.inf])
@@ -41,10 +41,11 @@ def test_update_stable_order_equals_a_full_stable_sort(pair):
 def test_update_stable_order_on_many_changes_and_length_changes():
     rng = np.random.default_rng(5)
     old = rng.integers(0, 50, 1000).astype(np.float64)
-    new = rng.integers(0, 50, 1000).astype(np.float64)          # nearly all changed: full re-sort path
+    new = rng.integers(0, 50, 1000).astype(np.float64)  # nearly all changed: full re-sort path
     np.testing.assert_array_equal(update_stable_order(stable_order(old), old, new), np.argsort(new, kind="stable"))
-    np.testing.assert_array_equal(update_stable_order(stable_order(old), old, new[:10]),
-                                  np.argsort(new[:10], kind="stable"))
+    np.testing.assert_array_equal(
+        update_stable_order(stable_order(old), old, new[:10]), np.argsort(new[:10], kind="stable")
+    )
     same = update_stable_order(stable_order(old), old, old.copy())
     np.testing.assert_array_equal(same, np.argsort(old, kind="stable"))
 
@@ -72,8 +73,9 @@ def test_item_table_incremental_order_equals_sort_order(key, descending):
     ids = np.array([f"i{k}" for k in range(n)], dtype=object)
 
     def columns(est, var, cnt):
-        return ItemColumns(item_id=ids, estimate=est, ci_low=est - 1, ci_high=est + 1, variance=var,
-                           n_annotations=cnt, text=ids)
+        return ItemColumns(
+            item_id=ids, estimate=est, ci_low=est - 1, ci_high=est + 1, variance=var, n_annotations=cnt, text=ids
+        )
 
     est = np.round(rng.random(n) * 10) * 10.0
     var = np.round(rng.random(n) * 4) / 4
@@ -83,8 +85,9 @@ def test_item_table_incremental_order_equals_sort_order(key, descending):
     changed = rng.choice(n, 5, replace=False)
     est2[changed], var2[changed], cnt2[changed] = 55.0, 0.125, cnt[changed] + 1
     b = columns(est2, var2, cnt2)
-    order = update_stable_order(sort_order(a, key, descending), sort_values(a, key, descending),
-                                sort_values(b, key, descending))
+    order = update_stable_order(
+        sort_order(a, key, descending), sort_values(a, key, descending), sort_values(b, key, descending)
+    )
     np.testing.assert_array_equal(order, sort_order(b, key, descending))
 
 
@@ -96,8 +99,9 @@ def test_status_variances_equal_the_summary_variances(tmp_path, method):
         p.ingest(answer(p.next_hits()[:2], rng), source="test")
         status = p.status()
         variance = p.model.summary(p.state())["variance"]
-        assert np.ptp(variance) > 0                     # the posteriors differ: a real comparison
+        assert np.ptp(variance) > 0  # the posteriors differ: a real comparison
         assert status["mean_variance"] == pytest.approx(float(np.mean(variance)), rel=1e-15, abs=0)
         assert status["max_variance"] == float(np.max(variance))
-        assert status["n_hits_open"] + status["n_hits_complete"] + status["n_hits_retracted"] == \
-            len(p.hits(status["iteration"]))
+        assert status["n_hits_open"] + status["n_hits_complete"] + status["n_hits_retracted"] == len(
+            p.hits(status["iteration"])
+        )

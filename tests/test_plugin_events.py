@@ -1,4 +1,5 @@
 """Webhook payload parsing and annotation validation (easl_plugin.events) and the label configs (label_config)."""
+
 from __future__ import annotations
 
 import json
@@ -42,21 +43,27 @@ def number(j, x, name=None, kind="number"):
 
 # ---------------------------------------------------------------------------------------------- parse_webhook
 
-@pytest.mark.parametrize("body, reason", [
-    (b"{not json", "malformed JSON at line 1 column 2"),
-    (b"[1, 2]", "expected a JSON object, got list"),
-    (b'{"x": 1}', "field 'action' is missing"),
-    (b'{"action": 3}', "field 'action' is missing or not a string"),
-    (b"\xff\xfe", "not UTF-8"),
-    (b"", "malformed JSON"),
-])
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        (b"{not json", "malformed JSON at line 1 column 2"),
+        (b"[1, 2]", "expected a JSON object, got list"),
+        (b'{"x": 1}', "field 'action' is missing"),
+        (b'{"action": 3}', "field 'action' is missing or not a string"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b"", "malformed JSON"),
+    ],
+)
 def test_parse_webhook_reasons(body, reason):
     with pytest.raises(PayloadError, match=reason):
         parse_webhook(body)
 
 
 def test_parse_and_check_events():
-    payload = parse_webhook(json.dumps({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 3}, {"id": "4"}]}).encode())
+    payload = parse_webhook(
+        json.dumps({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 3}, {"id": "4"}]}).encode()
+    )
     assert deleted_annotation_ids(payload) == [3, 4]
     assert deleted_task_ids({"action": "TASKS_DELETED", "tasks": [{"id": 20}]}) == [20]
     with pytest.raises(PayloadError, match="annotations\\[0\\] has no integer 'id'"):
@@ -72,9 +79,14 @@ def test_parse_and_check_events():
 
 # ------------------------------------------------------------------------------------------ convert_annotation
 
+
 def test_convert_valid_slider_annotation():
-    ann = {"id": 11, "completed_by": 4, "created_at": "2026-01-01T00:00:00Z",
-           "result": [number(2, 30), number(0, 100), number(1, 0.5)]}
+    ann = {
+        "id": 11,
+        "completed_by": 4,
+        "created_at": "2026-01-01T00:00:00Z",
+        "result": [number(2, 30), number(0, 100), number(1, 0.5)],
+    }
     out = convert_annotation(ann, task_of(["c", "a", "b"]), SLIDER)
     assert not out.reasons and not out.skipped
     assert [(r["item_id"], r["score"]) for r in out.rows] == [("c", 100.0), ("a", 0.5), ("b", 30.0)]
@@ -88,21 +100,24 @@ def test_skipped_annotation_changes_nothing():
     assert out.skipped and out.rows == [] and out.reasons == []
 
 
-@pytest.mark.parametrize("results, reason", [
-    ([number(0, 150), number(1, 1), number(2, 2)], "score 150 is outside [0, 100]"),
-    ([number(0, -1), number(1, 1), number(2, 2)], "score -1 is outside"),
-    ([number(0, 5), number(1, 1), number(2, 2, name="bogus")], "unknown control 'bogus'"),
-    ([number(0, 5), number(1, 1)], "incomplete: no score for item(s) c"),
-    ([number(0, 5), number(1, 1), number(2, 2, kind="rating")], "type 'rating', expected 'number'"),
-    ([number(0, 5), number(0, 6), number(1, 1), number(2, 2)], "item scored twice"),
-    ([number(0, "50"), number(1, 1), number(2, 2)], "is not a finite number"),
-    ([number(0, float("nan")), number(1, 1), number(2, 2)], "is not a finite number"),
-    ([number(0, True), number(1, 1), number(2, 2)], "is not a finite number"),
-    ([number(0, 1), number(1, 1), number(2, 2), number(3, 3)], "unknown control 'score_3'"),
-    ([{"from_name": "score_0", "type": "number", "value": {}}, number(1, 1), number(2, 2)], "has no value.number"),
-    (["x", number(1, 1), number(2, 2)], "result[0] is not an object"),
-    ("nope", "result is not a list"),
-])
+@pytest.mark.parametrize(
+    "results, reason",
+    [
+        ([number(0, 150), number(1, 1), number(2, 2)], "score 150 is outside [0, 100]"),
+        ([number(0, -1), number(1, 1), number(2, 2)], "score -1 is outside"),
+        ([number(0, 5), number(1, 1), number(2, 2, name="bogus")], "unknown control 'bogus'"),
+        ([number(0, 5), number(1, 1)], "incomplete: no score for item(s) c"),
+        ([number(0, 5), number(1, 1), number(2, 2, kind="rating")], "type 'rating', expected 'number'"),
+        ([number(0, 5), number(0, 6), number(1, 1), number(2, 2)], "item scored twice"),
+        ([number(0, "50"), number(1, 1), number(2, 2)], "is not a finite number"),
+        ([number(0, float("nan")), number(1, 1), number(2, 2)], "is not a finite number"),
+        ([number(0, True), number(1, 1), number(2, 2)], "is not a finite number"),
+        ([number(0, 1), number(1, 1), number(2, 2), number(3, 3)], "unknown control 'score_3'"),
+        ([{"from_name": "score_0", "type": "number", "value": {}}, number(1, 1), number(2, 2)], "has no value.number"),
+        (["x", number(1, 1), number(2, 2)], "result[0] is not an object"),
+        ("nope", "result is not a list"),
+    ],
+)
 def test_invalid_annotations_are_rejected_with_reasons(results, reason):
     out = convert_annotation({"id": 2, "result": results}, task_of("abc"), SLIDER)
     assert out.rows == []
@@ -124,18 +139,29 @@ def test_foreign_task_is_rejected():
 
 def test_ranking_and_pairwise_conversion():
     lay = Layout("ranking", 3, 0.0, 100.0)
-    ann = {"id": 5, "result": [{"from_name": "rank", "to_name": "items", "type": "ranker",
-                                "value": {"ranker": {"rank": ["i2", "i0", "i1"]}}}]}
+    ann = {
+        "id": 5,
+        "result": [
+            {
+                "from_name": "rank",
+                "to_name": "items",
+                "type": "ranker",
+                "value": {"ranker": {"rank": ["i2", "i0", "i1"]}},
+            }
+        ],
+    }
     out = convert_annotation(ann, task_of(["a", "b", "c"]), lay)
     assert {r["item_id"]: r["score"] for r in out.rows} == {"c": 100.0, "a": 50.0, "b": 0.0}
     bad = {"id": 5, "result": [{"from_name": "rank", "value": {"ranker": {"rank": ["i2", "i0"]}}}]}
     assert "exactly once" in convert_annotation(bad, task_of("abc"), lay).reasons[0]
     pw = Layout("pairwise", 2, 1.0, 5.0)
-    out = convert_annotation({"id": 6, "result": [{"from_name": "choice", "value": {"selected": "right"}}]},
-                             task_of(["a", "b"]), pw)
+    out = convert_annotation(
+        {"id": 6, "result": [{"from_name": "choice", "value": {"selected": "right"}}]}, task_of(["a", "b"]), pw
+    )
     assert {r["item_id"]: r["score"] for r in out.rows} == {"a": 1.0, "b": 5.0}
-    out = convert_annotation({"id": 6, "result": [{"from_name": "choice", "value": {"selected": "up"}}]},
-                             task_of(["a", "b"]), pw)
+    out = convert_annotation(
+        {"id": 6, "result": [{"from_name": "choice", "value": {"selected": "up"}}]}, task_of(["a", "b"]), pw
+    )
     assert "must be 'left' or 'right'" in out.reasons[0]
 
 
@@ -157,6 +183,7 @@ def test_property_rows_iff_all_scores_in_range(scores):
 
 
 # ---------------------------------------------------------------------------------------------- label configs
+
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_shipped_configs_are_the_generated_ones_and_valid(name):
@@ -221,8 +248,23 @@ def test_init_stores_the_question_and_warns_without_one(tmp_path, items_csv, cap
     from tui.cli import main
 
     path = tmp_path / "q.easl"
-    assert main(["init", str(path), "--items", str(items_csv), "--question", "How fluent is each text?",
-                 "--low-label", "not fluent", "--high-label", "perfect"]) == 0
+    assert (
+        main(
+            [
+                "init",
+                str(path),
+                "--items",
+                str(items_csv),
+                "--question",
+                "How fluent is each text?",
+                "--low-label",
+                "not fluent",
+                "--high-label",
+                "perfect",
+            ]
+        )
+        == 0
+    )
     assert "no question" not in capsys.readouterr().err
     with Project.open(path, readonly=True) as p:
         assert p.wording() == ("How fluent is each text?", "not fluent", "perfect")
@@ -249,12 +291,14 @@ def test_refused_and_malformed_webhooks_are_counted_and_shown_without_the_creden
         assert c.post("/webhook", json={"action": "START_TRAINING"}, headers=auth).status_code == 401
         wrong = {"Authorization": "Basic " + base64.b64encode(b"ann:wrong-pw").decode()}
         assert c.post("/webhook", json={"action": "START_TRAINING"}, headers=wrong).status_code == 401
-        assert c.post("/webhook", content=b"{oops", headers={**auth, SECRET_HEADER: "top-secret-value"}
-                      ).status_code == 400
+        assert (
+            c.post("/webhook", content=b"{oops", headers={**auth, SECRET_HEADER: "top-secret-value"}).status_code == 400
+        )
         deadline = _time.monotonic() + 10
         while _time.monotonic() < deadline:
             with Project.open(path, readonly=True) as p:
                 from tui.commands.ls import link_status
+
                 out = link_status(p)
             if out["deliveries_refused"] == 2 and out["deliveries_malformed"] == 1:
                 break
@@ -288,7 +332,7 @@ def test_the_dedicated_webhook_token_authorises_webhooks_only_and_rotates(tmp_pa
     event = {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 9}]}
     with TestClient(app) as c:
         assert c.post("/webhook", json=event, headers={SECRET_HEADER: token}).json()["status"] == "queued"
-        assert c.get("/status", headers={SECRET_HEADER: token}).status_code == 401      # webhook delivery only
+        assert c.get("/status", headers={SECRET_HEADER: token}).status_code == 401  # webhook delivery only
         assert c.post("/setup", json={}, headers={SECRET_HEADER: token}).status_code == 401
         assert c.get("/health").json().keys() <= {"status", "version", "model_class", "model_version"}
         with Project.open(path) as p:

@@ -1,5 +1,6 @@
 """The plugin's web app, durable queue, worker and streaming selection on a real project file (no Label Studio:
 these parts need none; tests/test_ls_plugin.py runs the whole loop against a real server)."""
+
 from __future__ import annotations
 
 import base64
@@ -11,14 +12,13 @@ import pytest
 import requests
 import uvicorn
 
-from tests.ls_server import free_port
-
 from core.models import Hyper
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
 from easl_plugin.worker import LinkedProject, Worker
 from label_config.layouts import Layout, task_data
+from tests.ls_server import free_port
 
 N = 20
 
@@ -33,7 +33,7 @@ class Client:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         import time
 
         self.thread.start()
@@ -72,21 +72,33 @@ def project_path(tmp_path):
 
 def link(path: str, pid: int = 42) -> LinkedProject:
     with Project.open(path) as p:
-        bk.set_meta(p, {bk.KEY_URL: "http://127.0.0.1:1", bk.KEY_PROJECT_ID: str(pid),
-                        bk.KEY_LAYOUT: json.dumps(Layout("slider", 4).to_dict())})
+        bk.set_meta(
+            p,
+            {
+                bk.KEY_URL: "http://127.0.0.1:1",
+                bk.KEY_PROJECT_ID: str(pid),
+                bk.KEY_LAYOUT: json.dumps(Layout("slider", 4).to_dict()),
+            },
+        )
         return LinkedProject.read(p)
 
 
 def created(hit: dict, ann_id: int, task_id: int, scores, *, pid: int = 42, action="ANNOTATION_CREATED") -> dict:
     data = task_data(hit, Layout("slider", 4), np.random.default_rng(task_id))
-    result = [{"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number", "value": {"number": float(s)}}
-              for j, s in enumerate(scores)]
-    return {"action": action, "project": {"id": pid},
-            "annotation": {"id": ann_id, "result": result, "completed_by": 1, "task": task_id},
-            "task": {"id": task_id, "data": data}}
+    result = [
+        {"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number", "value": {"number": float(s)}}
+        for j, s in enumerate(scores)
+    ]
+    return {
+        "action": action,
+        "project": {"id": pid},
+        "annotation": {"id": ann_id, "result": result, "completed_by": 1, "task": task_id},
+        "task": {"id": task_id, "data": data},
+    }
 
 
 # ------------------------------------------------------------------------------------------------------ web app
+
 
 def test_endpoints_auth_secret_limits_and_durable_queue(project_path):
     cfg = ServiceConfig(project_path=project_path, basic_auth=("ann", "pw"), webhook_secret="top", max_body_bytes=4000)
@@ -102,7 +114,10 @@ def test_endpoints_auth_secret_limits_and_durable_queue(project_path):
         assert c.get("/versions", headers=AUTH).json()["versions"]
         hook = {**AUTH, SECRET_HEADER: "top"}
         assert c.post("/webhook", json={"action": "START_TRAINING"}, headers=AUTH).status_code == 401
-        assert c.post("/webhook", json={"action": "START_TRAINING"}, headers={**AUTH, SECRET_HEADER: "x"}).status_code == 401
+        assert (
+            c.post("/webhook", json={"action": "START_TRAINING"}, headers={**AUTH, SECRET_HEADER: "x"}).status_code
+            == 401
+        )
         r = c.post("/webhook", content=b"{oops", headers=hook)
         assert r.status_code == 400 and r.json()["error"].startswith("malformed JSON at line 1 column 2")
         r = c.post("/webhook", content=b"x" * 5000, headers=hook)
@@ -116,7 +131,8 @@ def test_endpoints_auth_secret_limits_and_durable_queue(project_path):
         with Project.open(project_path, readonly=True) as p:
             rows = [(e.kind, e.status, e.payload) for e in all_events(p)]
         assert [(k, st, json.loads(t)) for k, st, t in rows] == [
-            ("ANNOTATIONS_DELETED", "pending", {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 9}]})]
+            ("ANNOTATIONS_DELETED", "pending", {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 9}]})
+        ]
         assert event_id == 1 and commits
     with Project.open(project_path, readonly=True) as p:  # nothing else was queued
         assert bk.queue_counts(p) == {"pending": 1, "done": 0, "failed": 0}
@@ -127,6 +143,7 @@ def test_many_concurrent_webhooks_are_all_queued_once(project_path):
 
     app = build_app(ServiceConfig(project_path=project_path))
     with Client(app) as c:
+
         def send(k):
             return c.post("/webhook", json={"action": "TASKS_DELETED", "tasks": [{"id": k}]}).json()["event_id"]
 
@@ -140,6 +157,7 @@ def test_many_concurrent_webhooks_are_all_queued_once(project_path):
 
 # ------------------------------------------------------------------------------------------------------- worker
 
+
 def test_worker_applies_events_idempotently(project_path):
     linked = link(project_path)
     with Project.open(project_path) as p:
@@ -147,12 +165,12 @@ def test_worker_applies_events_idempotently(project_path):
         h0, h1, h2 = hits[:3]
         events = [
             created(h0, 1, 100, [10, 20, 30, 40]),
-            created(h0, 1, 100, [10, 20, 30, 40]),                                   # duplicate delivery
+            created(h0, 1, 100, [10, 20, 30, 40]),  # duplicate delivery
             created(h1, 2, 101, [50, 50, 50, 50]),
-            created(h1, 2, 101, [60, 60, 60, 60], action="ANNOTATION_UPDATED"),      # supersede
-            created(h2, 3, 102, [0, 0, 0, 500]),                                     # out of range
+            created(h1, 2, 101, [60, 60, 60, 60], action="ANNOTATION_UPDATED"),  # supersede
+            created(h2, 3, 102, [0, 0, 0, 500]),  # out of range
             {**created(h2, 4, 102, [1, 2, 3, 4]), "annotation": {"id": 4, "was_cancelled": True, "result": []}},
-            created(h0, 9, 100, [1, 1, 1, 1], pid=7),                               # another LS project
+            created(h0, 9, 100, [1, 1, 1, 1], pid=7),  # another LS project
             {"action": "ANNOTATIONS_DELETED", "project": {"id": 42}, "annotations": [{"id": 2}]},
             {"action": "START_TRAINING", "project": {"id": 42}},
             {"action": "ANNOTATION_CREATED", "project": {"id": 42}, "annotation": {}, "task": {}},  # broken
@@ -167,11 +185,17 @@ def test_worker_applies_events_idempotently(project_path):
         assert notes[8] == "reconciliation requested" and worker.reconcile_requested.is_set()
         assert notes[9].startswith("KeyError")
         r = p.ratings()
-        assert sorted(r["annotation_id"].unique()) == ["1"]                    # 2 deleted, 3 rejected, 4 skipped
+        assert sorted(r["annotation_id"].unique()) == ["1"]  # 2 deleted, 3 rejected, 4 skipped
         assert sorted(r["score"]) == [10.0, 20.0, 30.0, 40.0]
-        assert [x.reason for x in p.rejects(source=bk.SOURCE)[0]] == ["result[3] (score_3): score 500 is outside [0, 100]"]
+        assert [x.reason for x in p.rejects(source=bk.SOURCE)[0]] == [
+            "result[3] (score_3): score 500 is outside [0, 100]"
+        ]
         # the annotation -> task map and task -> HIT map are kept
-        assert p.local_id(bk.ANNOTATION, 1) == "100" and p.local_id(bk.ANNOTATION, 2) is None and p.local_id(bk.TASK, 100) == h0["hit_id"]
+        assert (
+            p.local_id(bk.ANNOTATION, 1) == "100"
+            and p.local_id(bk.ANNOTATION, 2) is None
+            and p.local_id(bk.TASK, 100) == h0["hit_id"]
+        )
         # task deletion withdraws the HIT
         bk.enqueue(p, [("TASKS_DELETED", json.dumps({"action": "TASKS_DELETED", "tasks": [{"id": 100}]}))] * 2)
         worker.drain(p, linked)
@@ -209,14 +233,20 @@ def test_events_wait_until_the_project_is_linked(project_path):
 
 # ---------------------------------------------------------------------------------------------------- streaming
 
+
 def test_streaming_top_up_never_puts_an_item_in_two_open_hits(project_path):
     with Project.open(project_path) as p:
         hits = p.open_hits()
         assert len(hits) == N // 4
         # annotate three HITs of the covering iteration: 2 remain open
         for k, h in enumerate(hits[:3]):
-            p.ingest([{"item_id": it["item_id"], "score": 10.0 * k, "hit_id": h["hit_id"], "annotation_id": str(k)}
-                      for it in h["items"]], source="test")
+            p.ingest(
+                [
+                    {"item_id": it["item_id"], "score": 10.0 * k, "hit_id": h["hit_id"], "annotation_id": str(k)}
+                    for it in h["items"]
+                ],
+                source="test",
+            )
         added = p.top_up_hits(4)
         assert added == 2
         mask, n_open = p.open_item_mask()
@@ -226,7 +256,7 @@ def test_streaming_top_up_never_puts_an_item_in_two_open_hits(project_path):
         assert len(items) == len(set(items)) == mask.sum() == 16
         # no room for another full HIT among the 4 free items once 4 HITs are open: asking for 6 adds one
         assert p.top_up_hits(6) == 1 and p.open_item_mask()[1] == 5
-        assert p.top_up_hits(6) == 0                                        # every item is in an open HIT
+        assert p.top_up_hits(6) == 0  # every item is in an open HIT
         assert p.top_up_hits(2) == 0
         assert p.verify()["ok"]
 
@@ -241,8 +271,12 @@ def test_ls_status_before_and_after_linking(project_path, capsys):
     link(project_path, pid=9)
     with Project.open(project_path) as p:
         for _ in range(2):  # recorded once
-            p.add_reject(source=bk.SOURCE, location="label-studio task 3 annotation 4",
-                         reason="result[0] (score_0): score 101 is outside [0, 100]", payload={})
+            p.add_reject(
+                source=bk.SOURCE,
+                location="label-studio task 3 annotation 4",
+                reason="result[0] (score_0): score 101 is outside [0, 100]",
+                payload={},
+            )
     assert main(["ls", "status", project_path]) == 0
     text = capsys.readouterr().out
     assert "linked to Label Studio project 9" in text and "rejected annotations: 1" in text
@@ -251,14 +285,20 @@ def test_ls_status_before_and_after_linking(project_path, capsys):
 
 # ------------------------------------------------------------------------------------------------------ journal
 
+
 def test_journal_moves_exactly_once_and_drops_a_torn_line(project_path):
     from easl_plugin.journal import MOVED_KEY, Journal, journal_path
 
     jp = journal_path(project_path)
     j = Journal(jp)
     j.append([("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 1}]}')], bk.now())
-    j.append([("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 2}]}'),
-              ("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 3}]}')], bk.now())
+    j.append(
+        [
+            ("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 2}]}'),
+            ("TASKS_DELETED", '{"action": "TASKS_DELETED", "tasks": [{"id": 3}]}'),
+        ],
+        bk.now(),
+    )
     j.close()
     with open(jp, "ab") as f:  # a crash in the middle of writing a fourth (never acknowledged) record
         f.write(b'{"uid": "torn", "kind": "TASKS_DEL')
@@ -330,7 +370,7 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
     link(project_path)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "LABEL_STUDIO_API_KEY"}
-    log = open(tmp_path / "serve.log", "w")
+    log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 (a server's log, open for its lifetime)
     cmd = [sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:

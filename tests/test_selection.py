@@ -179,11 +179,18 @@ def test_partners_capped_at_pool_size_and_degenerate_inputs():
     assert hits.shape == (2, 3)
     assert [set(r.tolist()) for r in hits] == [{0, 1, 2}, {0, 1, 2}]
     # more HITs than items: capped; no items: empty; one item: a HIT of one
-    assert select_hits(loc, var, hit_size=2, n_hits=9, gamma=0.1, pool="all", rng=np.random.default_rng(0)).shape == (3, 2)
+    assert select_hits(loc, var, hit_size=2, n_hits=9, gamma=0.1, pool="all", rng=np.random.default_rng(0)).shape == (
+        3,
+        2,
+    )
     assert select_hits(loc[:0], var[:0], hit_size=5, n_hits=3, gamma=0.1, rng=np.random.default_rng(0)).shape == (0, 1)
-    assert select_hits(loc[:1], var[:1], hit_size=5, n_hits=3, gamma=0.1, rng=np.random.default_rng(0)).tolist() == [[0]]
+    assert select_hits(loc[:1], var[:1], hit_size=5, n_hits=3, gamma=0.1, rng=np.random.default_rng(0)).tolist() == [
+        [0]
+    ]
     excl = np.ones(3, dtype=bool)
-    assert select_hits(loc, var, hit_size=5, n_hits=1, gamma=0.1, rng=np.random.default_rng(0), exclude=excl).shape[0] == 0
+    assert (
+        select_hits(loc, var, hit_size=5, n_hits=1, gamma=0.1, rng=np.random.default_rng(0), exclude=excl).shape[0] == 0
+    )
     with pytest.raises(ValueError):
         select_hits(loc, var, hit_size=5, n_hits=1, gamma=0.1, pool="friends", rng=np.random.default_rng(0))
     with pytest.raises(ValueError):
@@ -194,7 +201,7 @@ def test_unbounded_locations_and_tiny_gamma_do_not_crash():
     """TrueSkill locations are unbounded; with a tiny gamma far items have q that underflows."""
     loc = np.array([0.0, 0.01, 50.0, -80.0, 1e6, 0.02])
     var = np.array([0.08, 0.001, 0.001, 0.001, 0.001, 0.002])
-    fast = [lambda **kw: select_hits(**kw, direct_below=d) for d in (0, 5)]
+    fast = [lambda d=d, **kw: select_hits(**kw, direct_below=d) for d in (0, 5)]
     for fn in [*fast, select_hits_literal]:
         hits = fn(
             location=loc, variance=var, hit_size=6, n_hits=1, gamma=1e-4, pool="paper", rng=np.random.default_rng(0)
@@ -231,8 +238,17 @@ def test_select_hits_properties(n, hit_size, n_hits, pool, gamma, seed, n_bins, 
     loc, var = _campaign_keys(n, rng)
     excl = rng.random(n) < 0.2
     hits = select_hits(
-        loc, var, hit_size=hit_size, n_hits=n_hits, gamma=gamma, pool=pool, rng=rng, exclude=excl,
-        n_bins=n_bins, max_rounds=max_rounds, direct_below=direct_below,
+        loc,
+        var,
+        hit_size=hit_size,
+        n_hits=n_hits,
+        gamma=gamma,
+        pool=pool,
+        rng=rng,
+        exclude=excl,
+        n_bins=n_bins,
+        max_rounds=max_rounds,
+        direct_below=direct_below,
     )
     n_elig = int((~excl).sum())
     k = min(n_hits, n_elig)
@@ -308,8 +324,16 @@ def test_fast_sampler_matches_exact_law_and_literal(pool, gamma, n_bins, max_rou
     fast, lit = Counter(), Counter()
     for rep in range(reps):
         h = select_hits(
-            loc, var, hit_size=hit_size, n_hits=n_hits, gamma=gamma, pool=pool,
-            rng=np.random.default_rng(10_000 + rep), n_bins=n_bins, max_rounds=max_rounds, direct_below=0,
+            loc,
+            var,
+            hit_size=hit_size,
+            n_hits=n_hits,
+            gamma=gamma,
+            pool=pool,
+            rng=np.random.default_rng(10_000 + rep),
+            n_bins=n_bins,
+            max_rounds=max_rounds,
+            direct_below=0,
         )
         assert h[0, 0] == anchor
         fast[frozenset(h[0, 1:].tolist())] += 1

@@ -2,6 +2,7 @@
 deeply nested JSON, ids of the wrong type, brute force on the credentials, constant-time comparisons, a service
 exposed without credentials, what ``/health`` tells anyone, a full queue, and a burst of concurrent webhooks
 against `easl serve` itself (nothing lost or doubled, also across ``kill -9``)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -48,12 +49,15 @@ def deletion(k: int) -> dict:
 
 # ------------------------------------------------------------------------------------------------ malformed input
 
+
 @pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 500, 100_000])
 def test_deeply_nested_json_is_a_400_on_webhook_and_setup(project_path, depth):
     """Past the parser's recursion limit (100,000) and below it: 400 with the reason, never a 500."""
     nested = b"[" * depth + b"]" * depth
-    bodies = {"/webhook": b'{"action": "TASKS_DELETED", "tasks": ' + nested + b"}",
-              "/setup": b'{"project": "1.2", "extra_params": ' + nested + b"}"}
+    bodies = {
+        "/webhook": b'{"action": "TASKS_DELETED", "tasks": ' + nested + b"}",
+        "/setup": b'{"project": "1.2", "extra_params": ' + nested + b"}",
+    }
     with Client(build_app(ServiceConfig(project_path=project_path))) as c:
         for path, body in bodies.items():
             r = c.post(path, content=body, headers={"content-type": "application/json"})
@@ -105,6 +109,7 @@ def test_a_full_queue_answers_503_at_once(project_path):
 
 # ------------------------------------------------------------------------------------------- authentication
 
+
 def _post_from(port: int, source: str, path: str, body: dict, headers: dict) -> int:
     """POST from a given loopback source address (127.0.0.0/8 is all this machine on Linux)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
@@ -121,8 +126,9 @@ def test_failed_authentication_is_rate_limited_per_client_address(project_path):
         hook = {**AUTH, SECRET_HEADER: "top"}
         assert c.post("/webhook", json=deletion(1), headers=hook).status_code == 200
         codes = [c.post("/setup", json={}, headers=WRONG).status_code for _ in range(5)]
-        codes += [c.post("/webhook", json=deletion(2), headers={**AUTH, SECRET_HEADER: "guess"}).status_code
-                  for _ in range(5)]  # wrong secrets count as failures too
+        codes += [
+            c.post("/webhook", json=deletion(2), headers={**AUTH, SECRET_HEADER: "guess"}).status_code for _ in range(5)
+        ]  # wrong secrets count as failures too
         assert codes == [401] * 10
         r = c.post("/webhook", json=deletion(3), headers=hook)  # blocked now, even with the right credentials
         assert r.status_code == 429 and 0 < int(r.headers["Retry-After"]) <= 60
@@ -138,10 +144,10 @@ def test_failure_limiter_window_and_memory_bound():
     for t in (0.0, 10.0):
         assert lim.failed("a", now=t) and lim.retry_after("a", now=t) == 0
     lim.failed("a", now=20.0)
-    assert lim.retry_after("a", now=20.0) == pytest.approx(40.0)   # until the oldest failure is a minute old
-    assert lim.retry_after("a", now=60.5) == 0                     # one failure left the window
+    assert lim.retry_after("a", now=20.0) == pytest.approx(40.0)  # until the oldest failure is a minute old
+    assert lim.retry_after("a", now=60.5) == 0  # one failure left the window
     lim.failed("b", now=61.0)
-    lim.failed("c", now=62.0)                                      # only two addresses are tracked: 'a' goes
+    lim.failed("c", now=62.0)  # only two addresses are tracked: 'a' goes
     assert lim.retry_after("a", now=62.0) == 0 and set(lim._failures) == {"b", "c"}
 
 
@@ -232,13 +238,21 @@ def test_health_tells_only_that_the_service_is_up(project_path):
 
 # ------------------------------------------------------------------------------------ a burst against easl serve
 
+
 def _start_serve(project_path: str, tmp_path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("LABEL_STUDIO_API_KEY", "EASL_BASIC_AUTH",
-                                                             "EASL_WEBHOOK_SECRET")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LABEL_STUDIO_API_KEY", "EASL_BASIC_AUTH", "EASL_WEBHOOK_SECRET")
+    }
     with open(tmp_path / "serve.log", "a") as log:  # the child keeps its own copy of the file descriptor
-        proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)],
-                                stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     deadline = time.monotonic() + 30
     while True:
         assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
@@ -318,6 +332,6 @@ def test_a_burst_of_concurrent_webhooks_loses_and_doubles_nothing(project_path, 
     finally:
         journal.close()
     uids = [r["uid"] for r in records]  # records up to the last moved one are in the events table already
-    rows += [json.loads(r["payload"]) for r in records[uids.index(moved) + 1 if moved in uids else 0:]]
+    rows += [json.loads(r["payload"]) for r in records[uids.index(moved) + 1 if moved in uids else 0 :]]
     deleted = sorted(r["tasks"][0]["id"] for r in rows if r.get("action") == "TASKS_DELETED")
     assert deleted == [90_000 + k for k in range(300)]

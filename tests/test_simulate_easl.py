@@ -1,4 +1,5 @@
 """`easl simulate easl`: annotator model, oracles, and campaigns through the real engine and project file."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +20,7 @@ def test_annotator_scores_are_latent_plus_noise_clipped():
     s = model.score(latent, rng.integers(0, 4, latent.size), pool, rng)
     assert s.mean() == pytest.approx(0.5, abs=0.005) and s.std() == pytest.approx(0.1, abs=0.005)
     edge = model.score(np.ones(1000), np.zeros(1000, dtype=int), pool, rng)
-    assert edge.max() == 1.0 and edge.min() >= 0.0 and np.mean(edge == 1.0) > 0.4   # clipped, not resampled
+    assert edge.max() == 1.0 and edge.min() >= 0.0 and np.mean(edge == 1.0) > 0.4  # clipped, not resampled
 
 
 def test_per_annotator_bias_and_noise():
@@ -59,7 +60,7 @@ def test_csv_oracle_errors_name_file_line_and_field(tmp_path):
     path.write_text("id,oracle\na,0.1\nb,0.9\nc,1.5\n")
     with pytest.raises(UserError, match=r"o.csv:4: .*outside the oracle range"):
         annotation.csv_oracle(path, value_range=(0.0, 1.0))
-    got = annotation.csv_oracle(path)                 # default range: observed min..max
+    got = annotation.csv_oracle(path)  # default range: observed min..max
     np.testing.assert_allclose(got.values, [0.0, 0.8 / 1.4, 1.0])
 
 
@@ -73,26 +74,26 @@ def test_first_crossing_interpolates():
 def test_campaigns_run_through_the_real_engine_with_equal_budgets(tmp_path):
     rng = np.random.default_rng(3)
     oracle = annotation.synthetic_oracle("beta", 30, rng)
-    settings = annotation.CampaignSettings(hits_per_iteration=4, iterations=3, runs=2, bootstrap=50,
-                                           heatmap_iterations=(0, 2))
-    res = annotation.compare_methods(oracle, settings, annotation.AnnotatorModel(noise_sd=0.1), rng,
-                                     workdir=tmp_path)
+    settings = annotation.CampaignSettings(
+        hits_per_iteration=4, iterations=3, runs=2, bootstrap=50, heatmap_iterations=(0, 2)
+    )
+    res = annotation.compare_methods(oracle, settings, annotation.AnnotatorModel(noise_sd=0.1), rng, workdir=tmp_path)
     summ = res["summary"]
     budget = summ.groupby("method")["n_annotations"].max()
-    assert budget.nunique() == 1 and budget.iloc[0] == 30 + 2 * 4 * 5      # covering iteration + 2 x 4 HITs
+    assert budget.nunique() == 1 and budget.iloc[0] == 30 + 2 * 4 * 5  # covering iteration + 2 x 4 HITs
     for method in settings.methods:
         with Project.open(tmp_path / f"{method}-run0.easl", readonly=True) as project:
             assert project.verify()["ok"]
             assert len(project.ratings()) == budget.iloc[0]
             est = project.estimates().set_index("item_id").loc[oracle.item_ids, "estimate"].to_numpy(float)
-        np.testing.assert_allclose(est, res["finals"][method])               # the reported estimates are the engine's
+        np.testing.assert_allclose(est, res["finals"][method])  # the reported estimates are the engine's
     assert (summ["spearman_low"] <= summ["spearman_mean"] + 1e-12).all()
     assert (summ["spearman_high"] >= summ["spearman_mean"] - 1e-12).all()
     final = summ[summ["iteration"] == 2].set_index("method")["spearman_mean"]
-    assert (final > 0.6).all()                       # 58 low-noise scores of 30 items rank them well
+    assert (final > 0.6).all()  # 58 low-noise scores of 30 items rank them well
     assert set(res["heatmaps"]) == set(settings.methods) and res["heatmaps"]["da"] == {}
     flat = res["heatmaps"]["easl"][0]
-    assert flat.shape == (30, 30) and np.ptp(flat) < 1e-12                # iteration 0: every item has the prior
+    assert flat.shape == (30, 30) and np.ptp(flat) < 1e-12  # iteration 0: every item has the prior
     assert np.ptp(res["heatmaps"]["easl"][2]) > 0.05
 
 
@@ -100,8 +101,9 @@ def test_same_seed_same_results(tmp_path):
     def once():
         rng = np.random.default_rng(11)
         oracle = annotation.synthetic_oracle("uniform", 20, rng)
-        settings = annotation.CampaignSettings(methods=("easl", "da"), hits_per_iteration=2, iterations=2, runs=1,
-                                               bootstrap=10, heatmap_iterations=())
+        settings = annotation.CampaignSettings(
+            methods=("easl", "da"), hits_per_iteration=2, iterations=2, runs=1, bootstrap=10, heatmap_iterations=()
+        )
         return annotation.compare_methods(oracle, settings, annotation.AnnotatorModel(), rng)["curves"]
 
     pd.testing.assert_frame_equal(once(), once())
@@ -110,10 +112,30 @@ def test_same_seed_same_results(tmp_path):
 def test_cli_writes_the_report(tmp_path):
     out = tmp_path / "easl"
     oracle = tmp_path / "oracle.csv"
-    pd.DataFrame({"id": [f"x{i}" for i in range(25)], "text": [f"item {i}" for i in range(25)],
-                  "oracle": np.linspace(0, 10, 25)}).to_csv(oracle, index=False)
-    assert cli.main(["simulate", "easl", "--oracle", str(oracle), "--runs", "2", "--iterations", "3",
-                     "--hits-per-iteration", "3", "--bootstrap", "20", "--out", str(out)]) == 0
+    pd.DataFrame(
+        {"id": [f"x{i}" for i in range(25)], "text": [f"item {i}" for i in range(25)], "oracle": np.linspace(0, 10, 25)}
+    ).to_csv(oracle, index=False)
+    assert (
+        cli.main(
+            [
+                "simulate",
+                "easl",
+                "--oracle",
+                str(oracle),
+                "--runs",
+                "2",
+                "--iterations",
+                "3",
+                "--hits-per-iteration",
+                "3",
+                "--bootstrap",
+                "20",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = (out / "report.md").read_text()
     assert "What the simulation shows about the paper's claims" in report
     assert "--runs 2" in report and "column 'oracle' normalised from 0..10" in report
@@ -133,28 +155,89 @@ def test_cli_reports_a_missing_oracle_file(tmp_path, capsys):
 def test_political_file_name_selects_the_papers_range(tmp_path, capsys):
     """``--oracle .../political_150_gold.csv`` maps -2..2 to 0..1 even when the file's labels do not span it."""
     path = tmp_path / annotation.POLITICAL_ORACLE_FILE
-    pd.DataFrame({"id": range(1, 13), "sent": [f"statement {i}" for i in range(12)],
-                  "label": np.linspace(-1.0, 1.0, 12)}).to_csv(path, index=False)
+    pd.DataFrame(
+        {"id": range(1, 13), "sent": [f"statement {i}" for i in range(12)], "label": np.linspace(-1.0, 1.0, 12)}
+    ).to_csv(path, index=False)
     out = tmp_path / "o"
-    assert cli.main(["simulate", "easl", "--oracle", str(path), "--methods", "easl", "--runs", "1",
-                     "--iterations", "2", "--hits-per-iteration", "2", "--bootstrap", "5", "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "simulate",
+                "easl",
+                "--oracle",
+                str(path),
+                "--methods",
+                "easl",
+                "--runs",
+                "1",
+                "--iterations",
+                "2",
+                "--hits-per-iteration",
+                "2",
+                "--bootstrap",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "normalised from -2..2 to 0..1" in (out / "report.md").read_text()
 
 
 def test_default_oracle_is_generated_and_needs_no_data_file(tmp_path):
     out = tmp_path / "o"
-    assert cli.main(["simulate", "easl", "--items", "20", "--methods", "easl,da", "--runs", "1", "--iterations", "2",
-                     "--hits-per-iteration", "2", "--bootstrap", "5", "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "simulate",
+                "easl",
+                "--items",
+                "20",
+                "--methods",
+                "easl,da",
+                "--runs",
+                "1",
+                "--iterations",
+                "2",
+                "--hits-per-iteration",
+                "2",
+                "--bootstrap",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "Beta(2, 2)" in (out / "report.md").read_text()
 
 
 # ---------------------------------------------------------------------------------------------------
 # --annotator-model: the annotator-aware study (issue 10, item 5)
 
+
 def test_annotator_model_study_writes_csv_png_and_markdown(tmp_path, capsys):
     out = tmp_path / "study"
-    assert cli.main(["simulate", "easl", "--annotator-model", "M1,M4", "--runs", "2", "--max-per-item", "5",
-                     "--items", "60", "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "simulate",
+                "easl",
+                "--annotator-model",
+                "M1,M4",
+                "--runs",
+                "2",
+                "--max-per-item",
+                "5",
+                "--items",
+                "60",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "M4 aware:" in printed and "annotations saved vs DA" in printed
     for name in ("curves", "budget", "coverage", "stopping", "flags"):
@@ -173,8 +256,27 @@ def test_annotator_model_study_with_an_oracle_file_and_method_subset(tmp_path):
     oracle = tmp_path / "oracle.csv"
     pd.DataFrame({"id": range(40), "label": np.linspace(-2, 2, 40)}).to_csv(oracle, index=False)
     out = tmp_path / "s"
-    assert cli.main(["simulate", "easl", "--annotator-model", "M2", "--methods", "da,aware", "--runs", "2",
-                     "--max-per-item", "4", "--oracle", str(oracle), "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "simulate",
+                "easl",
+                "--annotator-model",
+                "M2",
+                "--methods",
+                "da,aware",
+                "--runs",
+                "2",
+                "--max-per-item",
+                "4",
+                "--oracle",
+                str(oracle),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     budget = pd.read_csv(out / "tables" / "budget.csv")
     assert list(budget["method"]) == ["da", "aware"]
 
@@ -182,16 +284,25 @@ def test_annotator_model_study_with_an_oracle_file_and_method_subset(tmp_path):
 def test_annotator_model_study_refuses_bad_names(tmp_path, capsys):
     assert cli.main(["simulate", "easl", "--annotator-model", "M9", "--out", str(tmp_path / "x")]) == 1
     assert "M9" in capsys.readouterr().err
-    assert cli.main(["simulate", "easl", "--annotator-model", "M1", "--methods", "ra,da",
-                     "--out", str(tmp_path / "x")]) == 1
+    assert (
+        cli.main(["simulate", "easl", "--annotator-model", "M1", "--methods", "ra,da", "--out", str(tmp_path / "x")])
+        == 1
+    )
     assert "--methods ra" in capsys.readouterr().err
-    assert cli.main(["simulate", "easl", "--annotator-model", "M1", "--methods", "aware",
-                     "--out", str(tmp_path / "x")]) == 1
+    assert (
+        cli.main(["simulate", "easl", "--annotator-model", "M1", "--methods", "aware", "--out", str(tmp_path / "x")])
+        == 1
+    )
 
 
 def test_no_gain_models_reads_the_interval():
     from core.simulate.aware_report import no_gain_models
 
-    budget = pd.DataFrame({"model": ["M1", "M1", "M2", "M2"], "method": ["da", "aware", "da", "aware"],
-                           "saved_vs_da_ci": [None, "[-18, +13]", None, "[+4, +26]"]})
+    budget = pd.DataFrame(
+        {
+            "model": ["M1", "M1", "M2", "M2"],
+            "method": ["da", "aware", "da", "aware"],
+            "saved_vs_da_ci": [None, "[-18, +13]", None, "[+4, +26]"],
+        }
+    )
     assert no_gain_models(budget) == ["M1"]

@@ -6,6 +6,7 @@ prevalence and assigns 0.75 with quadratic weights (4.1), Cohen's kappa penalise
 matching marginals while linear BP is unchanged (4.2), and quadratic-weighted coefficients decrease as each error
 grows (4.3). Small sizes (1,000 responses) keep the tests fast.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,12 @@ from core.simulate import agreement_properties as ap
 from core.simulate import measures, metrics_report
 from tui import cli
 
-SMALL = dict(n=1000, prevalence_sds=(0.5, 1.0, 2.0, 5.0), marginal_means=(0.0, 2.0, 4.5, 7.0, 9.0),
-             range_points=(40, 20, 10, 5, 3))
+SMALL = dict(
+    n=1000,
+    prevalence_sds=(0.5, 1.0, 2.0, 5.0),
+    marginal_means=(0.0, 2.0, 4.5, 7.0, 9.0),
+    range_points=(40, 20, 10, 5, 3),
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +37,7 @@ def test_gaussian_scores_stay_on_the_scale():
     x = ap.gaussian_scores(rng, 5000, 1, 5, 3.0, 5.0)
     assert set(np.unique(x)) == {1.0, 2.0, 3.0, 4.0, 5.0}
     counts = np.bincount(x.astype(int))[1:]
-    assert counts.min() > 0.12 * 5000          # a wide sd gives a near-uniform distribution, not piles at the ends
+    assert counts.min() > 0.12 * 5000  # a wide sd gives a near-uniform distribution, not piles at the ends
 
 
 def test_prevalence_systems_have_75_percent_agreement_and_mae_half():
@@ -61,17 +66,17 @@ def test_range_binning_gives_g_points():
     for g, gold, system in ap.range_data(s, np.random.default_rng(4)):
         assert gold.min() >= 1 and gold.max() <= g and system.min() >= 1 and system.max() <= g
         full = ap.bin_scores(np.arange(1, 41), 1, 40, g)
-        assert np.unique(full).tolist() == list(range(1, g + 1))        # every bin used, fixed cut-points
+        assert np.unique(full).tolist() == list(range(1, g + 1))  # every bin used, fixed cut-points
         assert np.all(np.diff(full) >= 0) and np.ptp(np.bincount(full.astype(int))[1:]) <= 1
 
 
 def test_trait_prevalence_findings(results):
     df = results.curves["trait_prevalence"]
-    assert np.allclose(df["bp_quadratic"], 0.75)                  # "assigns 75% agreement using quadratic weights"
-    assert np.ptp(df["bp_linear"]) < 1e-12 and np.ptp(df["bp_identity"]) < 1e-12   # invariant
-    assert np.ptp(df["cohen_quadratic"]) > 0.2                     # kappa depends on the gold distribution
-    assert (df["gwet_quadratic"] > df["cohen_quadratic"]).all()    # AC "rewards" relative to kappa
-    assert np.ptp(df["gwet_quadratic"]) < np.ptp(df["cohen_quadratic"])   # AC less sensitive than kappa
+    assert np.allclose(df["bp_quadratic"], 0.75)  # "assigns 75% agreement using quadratic weights"
+    assert np.ptp(df["bp_linear"]) < 1e-12 and np.ptp(df["bp_identity"]) < 1e-12  # invariant
+    assert np.ptp(df["cohen_quadratic"]) > 0.2  # kappa depends on the gold distribution
+    assert (df["gwet_quadratic"] > df["cohen_quadratic"]).all()  # AC "rewards" relative to kappa
+    assert np.ptp(df["gwet_quadratic"]) < np.ptp(df["cohen_quadratic"])  # AC less sensitive than kappa
 
 
 def test_marginal_homogeneity_findings(results):
@@ -80,13 +85,13 @@ def test_marginal_homogeneity_findings(results):
     assert centre["cohen_linear"] < ends["cohen_linear"] and centre["cohen_quadratic"] < ends["cohen_quadratic"]
     assert centre["gwet_linear"] > ends["gwet_linear"] and centre["gwet_quadratic"] > ends["gwet_quadratic"]
     assert centre["bp_quadratic"] > ends["bp_quadratic"]
-    assert np.ptp(df["bp_linear"]) < 1e-12                         # "BP linear remains unchanged"
+    assert np.ptp(df["bp_linear"]) < 1e-12  # "BP linear remains unchanged"
 
 
 def test_magnitude_findings(results):
     df = results.curves["misclassification_magnitude"].sort_values("error_size")
     for c in ("cohen_quadratic", "gwet_quadratic", "bp_quadratic", "scott_quadratic", "krippendorff_quadratic"):
-        assert np.all(np.diff(df[c]) < 0), c                      # quadratic weights penalise larger errors
+        assert np.all(np.diff(df[c]) < 0), c  # quadratic weights penalise larger errors
 
 
 def test_every_coefficient_is_in_the_property_table(results):
@@ -111,8 +116,11 @@ def test_invalid_settings():
     with pytest.raises(UserError, match="range points"):
         ap.PropertySettings(range_points=(50,))
     with pytest.raises(UserError, match="lower --magnitude-mae"):
-        list(ap.magnitude_data(ap.PropertySettings(n=100, magnitude_mae=4.0, magnitude_sizes=(1,)),
-                               np.random.default_rng(0)))
+        list(
+            ap.magnitude_data(
+                ap.PropertySettings(n=100, magnitude_mae=4.0, magnitude_sizes=(1,)), np.random.default_rng(0)
+            )
+        )
 
 
 def test_cli_quick_writes_the_report(tmp_path):

@@ -5,6 +5,7 @@ numbers must equal the authors' notebook outputs (printed with 6 decimals) withi
 tables within 0.0051. The full-size dataset is generated once per module (about 3 s); the experiments on it take
 a few more seconds.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -51,14 +52,21 @@ def test_rounding_is_half_to_even_then_clipping():
 
 
 def test_vectorised_search_equals_the_authors_loop():
-    s = PrmseSettings(n_responses=400, raters_per_category=4, sd_grid=(0.05, 1.0, 0.05), pairs_per_category=2,
-                      systems_per_category=4, sample_system="sys_1")
+    s = PrmseSettings(
+        n_responses=400,
+        raters_per_category=4,
+        sd_grid=(0.05, 1.0, 0.05),
+        pairs_per_category=2,
+        systems_per_category=4,
+        sample_system="sys_1",
+    )
     true = true_scores(s)
     got = search_error_sd(true, 0.55, 200, s)
     means = []
-    for sd in np.arange(0.05, 1.0, 0.05):        # the authors' procedure, one generator per rater and sd
-        scores = [np.clip(np.round(true + np.random.RandomState(200 + r * 25).normal(0, sd, 400)), 1, 6)
-                  for r in range(4)]
+    for sd in np.arange(0.05, 1.0, 0.05):  # the authors' procedure, one generator per rater and sd
+        scores = [
+            np.clip(np.round(true + np.random.RandomState(200 + r * 25).normal(0, sd, 400)), 1, 6) for r in range(4)
+        ]
         corr = np.corrcoef(scores)
         means.append(corr[~np.eye(4, dtype=bool)].mean())
     np.testing.assert_allclose(got.mean_correlation, means, rtol=0, atol=1e-12)
@@ -167,7 +175,7 @@ def test_cli_quick_writes_the_report(tmp_path, capsys):
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
     for name in ("table1", "table2", "table3", "table4", "figure1_metrics", "figure5_prmse", "settings"):
         assert (out / "tables" / f"{name}.csv").exists()
-    assert "not shown next to these results" in report        # quick settings are not the paper's
+    assert "not shown next to these results" in report  # quick settings are not the paper's
 
 
 def test_default_run_compares_every_number_within_tolerance(dataset):

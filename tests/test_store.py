@@ -1,5 +1,6 @@
 """The project file (core/store): creation, items files, validation, idempotent ingestion, supersede, retract,
 iterations, reproducibility, replay and the tables front ends use."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,6 @@ from core.store.schema import SCHEMA_VERSION
 from core.tables import read_table, write_table
 from tests.store_helpers import answer, assert_verified, dump, make_items, new_project
 
-
 # ------------------------------------------------------------------------------------------------- creation
 
 
@@ -37,8 +37,9 @@ def test_create_records_items_hyper_and_covering_iteration(tmp_path):
         first = hits[0]["items"][0]
         assert set(first) == {"item_id", "text", "topic", "latent"}
         items = p.items()
-        pd.testing.assert_frame_equal(items[["item_id", "text", "topic"]], make_items(23)[["item_id", "text", "topic"]],
-                                      check_dtype=False)
+        pd.testing.assert_frame_equal(
+            items[["item_id", "text", "topic"]], make_items(23)[["item_id", "text", "topic"]], check_dtype=False
+        )
         assert p._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert p._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert_verified(p)
@@ -92,12 +93,17 @@ def write(tmp_path, name: str, content: str | bytes):
 
 
 def test_items_in_every_format(tmp_path):
-    expected = pd.DataFrame({"item_id": ["007", "b"], "text": ["first, with comma", "second \"quoted\""],
-                             "extra": ["x", "y"]})
+    expected = pd.DataFrame(
+        {"item_id": ["007", "b"], "text": ["first, with comma", 'second "quoted"'], "extra": ["x", "y"]}
+    )
     csv_path = write(tmp_path, "i.csv", 'id,text,extra\n007,"first, with comma",x\nb,"second ""quoted""",y\n')
     tsv_path = write(tmp_path, "i.tsv", 'id\ttext\textra\n007\tfirst, with comma\tx\nb\tsecond "quoted"\ty\n')
-    jsonl_path = write(tmp_path, "i.jsonl", '{"id": "007", "text": "first, with comma", "extra": "x"}\n\n'
-                                            '{"id": "b", "text": "second \\"quoted\\"", "extra": "y"}\n')
+    jsonl_path = write(
+        tmp_path,
+        "i.jsonl",
+        '{"id": "007", "text": "first, with comma", "extra": "x"}\n\n'
+        '{"id": "b", "text": "second \\"quoted\\"", "extra": "y"}\n',
+    )
     pq_path = str(tmp_path / "i.parquet")
     expected.rename(columns={"item_id": "id"}).to_parquet(pq_path)
     for path in (csv_path, tsv_path, jsonl_path, pq_path):
@@ -112,18 +118,21 @@ def test_items_custom_columns_and_numeric_jsonl_ids(tmp_path):
     assert got["text"].tolist() == ["one", "two"]
 
 
-@pytest.mark.parametrize("content, pattern", [
-    ("key,text\na,x\n", r"i\.csv: line 1: column 'id' not found \(the columns are: key, text\)\.$"),
-    ("id,body\na,x\n", r"i\.csv: line 1: column 'text' not found \(the columns are: id, body\)\.$"),
-    ("", r"i\.csv: the file is empty"),
-    ("\n\n  \n", r"i\.csv: the file is empty"),
-    ("id,text\n", r"i\.csv: the file has a header but no items"),
-    ("id,text\na,x\nb,y\na,z\n", r"i\.csv:4: column 'id': duplicate item id 'a' \(first on line 2\)"),
-    ("id,text\na,x\n,y\n", r"i\.csv:3: column 'id': the item id is empty"),
-    ("id,text\na,x,extra\n", r"i\.csv:2: the record has 3 fields but the header has 2"),
-    ("id,text,id\na,x,y\n", r"i\.csv:1: column 3: the column name 'id' appears twice"),
-    ('id,text\na,"multi\nline"\nb,y\na,z\n', r"i\.csv:5: column 'id': duplicate item id 'a' \(first on line 2\)"),
-])
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        ("key,text\na,x\n", r"i\.csv: line 1: column 'id' not found \(the columns are: key, text\)\.$"),
+        ("id,body\na,x\n", r"i\.csv: line 1: column 'text' not found \(the columns are: id, body\)\.$"),
+        ("", r"i\.csv: the file is empty"),
+        ("\n\n  \n", r"i\.csv: the file is empty"),
+        ("id,text\n", r"i\.csv: the file has a header but no items"),
+        ("id,text\na,x\nb,y\na,z\n", r"i\.csv:4: column 'id': duplicate item id 'a' \(first on line 2\)"),
+        ("id,text\na,x\n,y\n", r"i\.csv:3: column 'id': the item id is empty"),
+        ("id,text\na,x,extra\n", r"i\.csv:2: the record has 3 fields but the header has 2"),
+        ("id,text,id\na,x,y\n", r"i\.csv:1: column 3: the column name 'id' appears twice"),
+        ('id,text\na,"multi\nline"\nb,y\na,z\n', r"i\.csv:5: column 'id': duplicate item id 'a' \(first on line 2\)"),
+    ],
+)
 def test_items_file_errors(tmp_path, content, pattern):
     path = write(tmp_path, "i.csv", content)
     with pytest.raises(UserError, match=pattern):
@@ -132,8 +141,11 @@ def test_items_file_errors(tmp_path, content, pattern):
 
 def test_items_extra_column_clashing_with_the_text(tmp_path):
     path = write(tmp_path, "i.csv", "id,body,text\na,x,y\n")
-    with pytest.raises(UserError, match=r"i\.csv: line 1: column 'text' would clash with the item text taken from "
-                                        r"column 'body'; rename it"):
+    with pytest.raises(
+        UserError,
+        match=r"i\.csv: line 1: column 'text' would clash with the item text taken from "
+        r"column 'body'; rename it",
+    ):
         read_items(path, text_column="body")
 
 
@@ -158,7 +170,7 @@ def test_items_other_format_errors(tmp_path):
     with pytest.raises(UserError, match=r"i\.jsonl:2: column 2: not valid JSON"):
         read_items(write(tmp_path, "i.jsonl", '{"id": "a", "text": "x"}\n{oops\n'))
     with pytest.raises(UserError, match=r"i2\.jsonl:1: expected a JSON object per line, found list"):
-        read_items(write(tmp_path, "i2.jsonl", '[1, 2]\n'))
+        read_items(write(tmp_path, "i2.jsonl", "[1, 2]\n"))
     with pytest.raises(UserError, match=r"i\.xlsx: cannot tell the file format"):
         read_items(write(tmp_path, "i.xlsx", "x"))
     with pytest.raises(UserError, match=r"nope\.csv: no such file"):
@@ -257,8 +269,9 @@ def test_retract_annotations_and_hits(tmp_path):
             p.retract_hit("nope", source="ls")
         # a retracted HIT no longer takes scores
         with pytest.raises(UserError, match="was retracted"):
-            p.ingest([{"item_id": hits[1]["items"][0]["item_id"], "score": 5, "hit_id": hits[1]["hit_id"]}],
-                     source="late")
+            p.ingest(
+                [{"item_id": hits[1]["items"][0]["item_id"], "score": 5, "hit_id": hits[1]["hit_id"]}], source="late"
+            )
         assert p.next_hits()[0]["iteration"] == 1
         assert_verified(p)
 
@@ -309,7 +322,7 @@ def test_invalid_rows_reject_the_whole_batch_listing_every_row(tmp_path):
         with pytest.raises(UserError) as err:
             p.ingest(read_table(path), source=str(path))
         msg = str(err.value)
-        assert f"10 of 11 rows are invalid, so nothing was ingested" in msg
+        assert "10 of 11 rows are invalid, so nothing was ingested" in msg
         for line, reason in expected.items():
             assert f"{path}:{line}: {reason}" in msg
         assert dump(p.path) == before
@@ -336,26 +349,32 @@ def test_skip_invalid_ingests_the_rest_and_records_rejects(tmp_path):
 def test_conflicting_scores_for_one_key_in_a_batch_are_rejected(tmp_path):
     with new_project(tmp_path) as p:
         item = p.items()["item_id"][0]
-        rows = pd.DataFrame({"item_id": [item, item], "score": [10, 90],
-                             "location": ["f.csv:2", "f.csv:3"]})
-        with pytest.raises(UserError, match=r"f\.csv:3: score: conflicts with f\.csv:2 \(same item, HIT and "
-                                            r"annotator, different score\)"):
+        rows = pd.DataFrame({"item_id": [item, item], "score": [10, 90], "location": ["f.csv:2", "f.csv:3"]})
+        with pytest.raises(
+            UserError,
+            match=r"f\.csv:3: score: conflicts with f\.csv:2 \(same item, HIT and "
+            r"annotator, different score\)",
+        ):
             p.ingest(rows, source="f.csv")
 
 
 def test_annotation_spanning_hits_is_rejected(tmp_path):
     with new_project(tmp_path) as p:
         h0, h1 = p.open_hits()[:2]
-        rows = [{"item_id": h0["items"][0]["item_id"], "hit_id": h0["hit_id"], "score": 1, "annotation_id": "A"},
-                {"item_id": h1["items"][0]["item_id"], "hit_id": h1["hit_id"], "score": 1, "annotation_id": "A"}]
+        rows = [
+            {"item_id": h0["items"][0]["item_id"], "hit_id": h0["hit_id"], "score": 1, "annotation_id": "A"},
+            {"item_id": h1["items"][0]["item_id"], "hit_id": h1["hit_id"], "score": 1, "annotation_id": "A"},
+        ]
         with pytest.raises(UserError, match="annotation 'A' covers several HITs"):
             p.ingest(rows, source="x")
 
 
 def test_missing_columns(tmp_path):
-    with new_project(tmp_path) as p:
-        with pytest.raises(UserError, match=r"f\.csv: column 'score' is missing \(the columns are: item_id, value\)"):
-            p.ingest(pd.DataFrame({"item_id": ["i000"], "value": [3]}), source="f.csv")
+    with (
+        new_project(tmp_path) as p,
+        pytest.raises(UserError, match=r"f\.csv: column 'score' is missing \(the columns are: item_id, value\)"),
+    ):
+        p.ingest(pd.DataFrame({"item_id": ["i000"], "value": [3]}), source="f.csv")
 
 
 @pytest.mark.parametrize("method", ["ra", "trueskill"])
@@ -365,8 +384,12 @@ def test_whole_hit_methods_need_complete_submissions(tmp_path, method):
         hits = p.open_hits()
         rows = answer(hits[:2], rng)
         partial = rows.drop(index=[1]).reset_index(drop=True)  # HIT 0 lacks its second item
-        partial.loc[len(partial)] = {"hit_id": None, "item_id": hits[2]["items"][0]["item_id"], "score": 3,
-                                     "annotator": "ann"}
+        partial.loc[len(partial)] = {
+            "hit_id": None,
+            "item_id": hits[2]["items"][0]["item_id"],
+            "score": 3,
+            "annotator": "ann",
+        }
         partial["location"] = [f"f.csv:{k + 2}" for k in range(len(partial))]
         before = dump(p.path)
         with pytest.raises(UserError) as err:
@@ -374,8 +397,10 @@ def test_whole_hit_methods_need_complete_submissions(tmp_path, method):
         msg = str(err.value)
         missing = hits[0]["items"][1]["item_id"]
         for line in (2, 3, 4, 5):
-            assert (f"f.csv:{line}: hit_id: the submission for HIT '{hits[0]['hit_id']}' lacks valid scores for "
-                    f"items {missing}") in msg
+            assert (
+                f"f.csv:{line}: hit_id: the submission for HIT '{hits[0]['hit_id']}' lacks valid scores for "
+                f"items {missing}"
+            ) in msg
         assert f"f.csv:{len(partial) + 1}: hit_id: a hit_id is required: method '{method}'" in msg
         assert dump(p.path) == before
         report = p.ingest(partial, source="f.csv", skip_invalid=True)
@@ -468,8 +493,10 @@ def test_add_hits_records_a_new_iteration_of_open_hits(tmp_path):
         added = p.add_hits(np.vstack([free[:5], free[5:]]))
         assert p.iteration() == 1
         assert [h["hit_id"] for h in added] == ["it1-0", "it1-1"]
-        assert [[it["item_id"] for it in h["items"]] for h in added] == \
-            [index[free[:5]].tolist(), index[free[5:]].tolist()]
+        assert [[it["item_id"] for it in h["items"]] for h in added] == [
+            index[free[:5]].tolist(),
+            index[free[5:]].tolist(),
+        ]
         assert all(h["status"] == "open" for h in p.hits(1))
         assert p._conn.execute("SELECT n_hits FROM iterations WHERE iteration = 1").fetchone()[0] == 2
         # the new HITs take scores like any other, and complete
@@ -504,17 +531,18 @@ def test_add_hits_refuses_items_in_open_hits_and_malformed_input(tmp_path):
                 p.add_hits([[open_item]])
         assert p.get_meta("note") == "kept"
         assert p.iteration() == 0
-    with Project.open(tmp_path / "p.easl", readonly=True) as r:
-        with pytest.raises(UserError, match="read-only"):
-            r.add_hits([[0]])
+    with Project.open(tmp_path / "p.easl", readonly=True) as r, pytest.raises(UserError, match="read-only"):
+        r.add_hits([[0]])
     after = [s for s in dump(tmp_path / "p.easl") if "'note'" not in s]
     assert after == before
 
 
 def test_prepared_rows_ingest_like_plain_rows_and_revalidate_when_hits_change(tmp_path):
     rng = np.random.default_rng(5)
-    with new_project(tmp_path, name="a.easl", n=20, hit_size=5) as a, \
-            new_project(tmp_path, name="b.easl", n=20, hit_size=5) as b:
+    with (
+        new_project(tmp_path, name="a.easl", n=20, hit_size=5) as a,
+        new_project(tmp_path, name="b.easl", n=20, hit_size=5) as b,
+    ):
         hits = a.next_hits()
         rows = answer(hits[:2], rng, with_annotation_id=True)
         rows.loc[3, "score"] = 300  # one invalid row
@@ -525,8 +553,11 @@ def test_prepared_rows_ingest_like_plain_rows_and_revalidate_when_hits_change(tm
         good = rows.drop(index=3)
         ra = a.ingest(a.prepare(good, source="ls"), source="ls")
         rb = b.ingest(good, source="ls")
-        assert ra.as_dict() == rb.as_dict() == {"rows": 9, "new": 9, "duplicate": 0, "superseded": 0,
-                                                "rejected": 0, "rebuilt": False}
+        assert (
+            ra.as_dict()
+            == rb.as_dict()
+            == {"rows": 9, "new": 9, "duplicate": 0, "superseded": 0, "rejected": 0, "rebuilt": False}
+        )
         for name in a.state():
             np.testing.assert_array_equal(a.state()[name], b.state()[name])
         assert a.ratings().drop(columns="created_at").equals(b.ratings().drop(columns="created_at"))
@@ -554,7 +585,7 @@ def test_small_ingests_patch_the_cached_state_in_place(tmp_path, method):
         hits = p.next_hits()
         for k in range(6):
             before = p.state()
-            rows = answer(hits[k:k + 1], rng, annotator=f"a{k}", with_annotation_id=True)
+            rows = answer(hits[k : k + 1], rng, annotator=f"a{k}", with_annotation_id=True)
             p.ingest(rows, source="s")
             after = p.state()
             touched = p.item_index().get_indexer(rows["item_id"])
@@ -611,22 +642,58 @@ def test_status_estimates_and_ratings(tmp_path):
     rng = np.random.default_rng(8)
     with new_project(tmp_path, score_min=1, score_max=5) as p:
         st = p.status()
-        for key in ("iteration", "n_items", "n_observations", "n_hits_open", "mean_variance", "max_variance",
-                    "n_hits_total", "n_annotations", "events", "n_rejects"):
+        for key in (
+            "iteration",
+            "n_items",
+            "n_observations",
+            "n_hits_open",
+            "mean_variance",
+            "max_variance",
+            "n_hits_total",
+            "n_annotations",
+            "events",
+            "n_rejects",
+        ):
             assert key in st.to_json()
         assert st.mean_variance == pytest.approx(1 / 12)  # the Beta(1, 1) prior, unit scale
         assert list(st.to_json(extra={"x": 1})) == [
-            "path", "method", "iteration", "n_items", "n_observations", "n_log_records", "n_hits_total", "n_hits_open",
-            "n_hits_complete", "n_hits_retracted", "mean_variance", "max_variance", "variance_scale", "n_annotations",
-            "events", "n_rejects", "x", "hit_size", "score_range", "seed", "schema_version"]
+            "path",
+            "method",
+            "iteration",
+            "n_items",
+            "n_observations",
+            "n_log_records",
+            "n_hits_total",
+            "n_hits_open",
+            "n_hits_complete",
+            "n_hits_retracted",
+            "mean_variance",
+            "max_variance",
+            "variance_scale",
+            "n_annotations",
+            "events",
+            "n_rejects",
+            "x",
+            "hit_size",
+            "score_range",
+            "seed",
+            "schema_version",
+        ]
         json.dumps(st.to_json(), allow_nan=False)
         hits = p.open_hits()
         rows = answer(hits, rng, score_max=4)
         rows["score"] = rows["score"] + 1
         p.ingest(rows, source="s")
         est = p.estimates()
-        assert list(est.columns[:7]) == ["item_id", "estimate", "mean", "variance", "ci_low", "ci_high",
-                                         "n_annotations"]
+        assert list(est.columns[:7]) == [
+            "item_id",
+            "estimate",
+            "mean",
+            "variance",
+            "ci_low",
+            "ci_high",
+            "n_annotations",
+        ]
         assert list(est.columns[7:]) == ["text", "topic", "latent"]
         assert ((est["estimate"] >= 1) & (est["estimate"] <= 5)).all()
         assert ((est["ci_low"] <= est["mean"]) & (est["mean"] <= est["ci_high"])).all()
@@ -634,8 +701,15 @@ def test_status_estimates_and_ratings(tmp_path):
         np.testing.assert_allclose(est["variance"], summary["variance"] * 16)
         np.testing.assert_allclose(est["estimate"], 1 + 4 * summary["estimate"])
         ratings = p.ratings()
-        assert list(ratings.columns) == ["item_id", "annotator", "score", "hit_id", "iteration", "annotation_id",
-                                         "created_at"]
+        assert list(ratings.columns) == [
+            "item_id",
+            "annotator",
+            "score",
+            "hit_id",
+            "iteration",
+            "annotation_id",
+            "created_at",
+        ]
         assert len(ratings) == p.status().n_observations
         assert (ratings["iteration"] == 0).all()
 
@@ -654,11 +728,10 @@ def test_transaction_groups_calls_and_rolls_back_whole(tmp_path):
     with new_project(tmp_path) as p:
         before = dump(p.path)
         rows = answer(p.open_hits()[:1], rng)
-        with pytest.raises(RuntimeError):
-            with p.transaction():
-                p.add_event("k", {})
-                p.ingest(rows, source="inner")
-                raise RuntimeError("front end failed after ingesting")
+        with pytest.raises(RuntimeError), p.transaction():
+            p.add_event("k", {})
+            p.ingest(rows, source="inner")
+            raise RuntimeError("front end failed after ingesting")
         assert dump(p.path) == before
         # an inner failure rolls back the inner part only
         with p.transaction():
@@ -726,8 +799,10 @@ def test_json_booleans_and_numeric_ids(tmp_path):
         hit = p.open_hits()[0]
         item = hit["items"][0]["item_id"]
         path = tmp_path / "a.jsonl"
-        path.write_text(f'{{"item_id": "{item}", "score": true, "annotation_id": 5}}\n'
-                        f'{{"item_id": "{item}", "score": 12.5, "annotation_id": 6}}\n')
+        path.write_text(
+            f'{{"item_id": "{item}", "score": true, "annotation_id": 5}}\n'
+            f'{{"item_id": "{item}", "score": 12.5, "annotation_id": 6}}\n'
+        )
         with pytest.raises(UserError, match=r"a\.jsonl:1: score: not a number \(True\)"):
             p.ingest(read_table(path), source="a.jsonl")
         report = p.ingest(read_table(path), source="a.jsonl", skip_invalid=True)
@@ -751,8 +826,15 @@ def test_readers_see_the_last_commit_while_a_writer_works(tmp_path):
 
 # ------------------------------------------------------------------------ random operation sequences (property)
 
-OPS = st.lists(st.tuples(st.sampled_from(["score", "score", "rescore", "retract", "retract_hit", "next"]),
-                         st.integers(0, 10_000), st.integers(0, 100)), min_size=1, max_size=12)
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["score", "score", "rescore", "retract", "retract_hit", "next"]),
+        st.integers(0, 10_000),
+        st.integers(0, 100),
+    ),
+    min_size=1,
+    max_size=12,
+)
 
 
 @pytest.mark.parametrize("method", ["easl", "ra", "trueskill", "da"])
@@ -778,8 +860,15 @@ def test_any_sequence_of_operations_keeps_cache_and_log_consistent(tmp_path_fact
                     hit = hits[pick % len(hits)]
                     ann = f"ann{k}"
                     submitted.append((ann, hit))
-                rows = [{"item_id": it["item_id"], "hit_id": hit["hit_id"], "annotation_id": ann,
-                         "score": float((score + 17 * j) % 101)} for j, it in enumerate(hit["items"])]
+                rows = [
+                    {
+                        "item_id": it["item_id"],
+                        "hit_id": hit["hit_id"],
+                        "annotation_id": ann,
+                        "score": float((score + 17 * j) % 101),
+                    }
+                    for j, it in enumerate(hit["items"])
+                ]
                 try:
                     p.ingest(rows, source="ops")
                 except UserError as exc:
@@ -853,7 +942,6 @@ def test_importing_the_store_loads_neither_pandas_scipy_nor_models():
     import subprocess
     import sys
 
-    code = ("import sys, core.store; "
-            "print(sorted(m for m in ('pandas', 'scipy', 'core.models') if m in sys.modules))")
+    code = "import sys, core.store; print(sorted(m for m in ('pandas', 'scipy', 'core.models') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

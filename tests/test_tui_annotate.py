@@ -1,4 +1,5 @@
 """Annotate screen, driven by Textual's pilot on real project files: submit, undo, resume, the name prompt."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,11 @@ from tui.widgets.score_row import ScoreRow, typed_score
 
 
 async def _open_annotate(app, pilot) -> AnnotateScreen:
-    await wait_until(pilot, lambda: isinstance(app.screen, AnnotateScreen) and app.screen.view is not None
-                     and len(app.screen.rows()) > 0, what="the first HIT")
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, AnnotateScreen) and app.screen.view is not None and len(app.screen.rows()) > 0,
+        what="the first HIT",
+    )
     await settle(app, pilot)
     return app.screen
 
@@ -91,7 +95,7 @@ async def test_arrow_keys_adjust_the_current_score(project):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open_annotate(app, pilot)
         row: ScoreRow = screen.rows()[0]
-        await pilot.press("right")          # first move starts in the middle of the range
+        await pilot.press("right")  # first move starts in the middle of the range
         assert row.score == 50
         await pilot.press("right", "right", "up")
         assert row.score == 62
@@ -105,7 +109,7 @@ async def test_arrow_keys_adjust_the_current_score(project):
         assert row.score == 0
         await pilot.press("3", "backspace")
         assert row.score is None
-        await pilot.press("shift+tab")              # wraps to the last item
+        await pilot.press("shift+tab")  # wraps to the last item
         assert screen.current == 2 and screen.rows()[2].is_current
         await pilot.press("tab", "tab")
         assert screen.current == 1
@@ -143,8 +147,8 @@ async def test_undo_retracts_the_last_submission_and_shows_it_again(project):
         assert screen.session_count == 0
     with Project.open(project, readonly=True) as p:
         status = p.status()
-        assert status["n_observations"] == 0          # nothing live
-        assert status["n_log_records"] == 6           # 3 scores + 3 retractions: a retraction, not a delete
+        assert status["n_observations"] == 0  # nothing live
+        assert status["n_log_records"] == 6  # 3 scores + 3 retractions: a retraction, not a delete
         assert status["n_hits_complete"] == 0
         assert p.verify()["ok"]
 
@@ -182,8 +186,9 @@ async def test_scores_typed_before_quitting_come_back(project):
         screen = await _open_annotate(app, pilot)
         hit_id = screen.view.hit["hit_id"]
         await _score_hit(pilot, [12, 34])
-    assert load_draft(project, "alice", hit_id) == {it: s for it, s in zip(
-        [i["item_id"] for i in screen.view.hit["items"][:2]], [12.0, 34.0])}
+    assert load_draft(project, "alice", hit_id) == {
+        it: s for it, s in zip([i["item_id"] for i in screen.view.hit["items"][:2]], [12.0, 34.0])
+    }
 
     app = EaslApp(project, annotator="alice")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -203,9 +208,19 @@ async def test_last_hit_of_an_iteration_starts_the_next(project):
     rng = np.random.default_rng(1)
     with Project.open(project) as p:
         hits = p.open_hits()
-        for hit in hits[1:]:   # leave one HIT of iteration 0 open
-            p.ingest([{"item_id": it["item_id"], "score": float(rng.integers(0, 101)), "hit_id": hit["hit_id"],
-                       "annotator": "other"} for it in hit["items"]], source="test")
+        for hit in hits[1:]:  # leave one HIT of iteration 0 open
+            p.ingest(
+                [
+                    {
+                        "item_id": it["item_id"],
+                        "score": float(rng.integers(0, 101)),
+                        "hit_id": hit["hit_id"],
+                        "annotator": "other",
+                    }
+                    for it in hit["items"]
+                ],
+                source="test",
+            )
     app = EaslApp(project, annotator="alice")
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open_annotate(app, pilot)
@@ -226,7 +241,7 @@ async def test_name_is_asked_once_and_remembered(project, tmp_path):
     app = EaslApp(project)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, NamePrompt), what="the name prompt")
-        await pilot.press("enter")                      # empty: refused, the prompt stays
+        await pilot.press("enter")  # empty: refused, the prompt stays
         assert isinstance(app.screen, NamePrompt)
         await pilot.press(*list("carol"), "enter")
         screen = await _open_annotate(app, pilot)

@@ -1,4 +1,5 @@
 """Evaluate screen and the file picker, driven by Textual's pilot on a real data file."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,15 @@ def scores_csv(tmp_path, monkeypatch):
     h2 = np.clip(np.round(truth + rng.normal(0, 0.6, n)), 1, 6)
     h2[::3] = np.nan
     system = truth + rng.normal(0, 0.5, n)
-    frame = pd.DataFrame({"id": [f"r{k}" for k in range(n)], "h1": h1, "h2": h2, "system": system.round(3),
-                          "L1": rng.choice(["a", "b", "c"], n)})
+    frame = pd.DataFrame(
+        {
+            "id": [f"r{k}" for k in range(n)],
+            "h1": h1,
+            "h2": h2,
+            "system": system.round(3),
+            "L1": rng.choice(["a", "b", "c"], n),
+        }
+    )
     path = tmp_path / "scores.csv"
     frame.to_csv(path, index=False)
     return path
@@ -63,8 +71,11 @@ def test_run_evaluation_refuses_bad_column_choices(scores_csv):
 async def test_evaluate_a_file_shows_metrics_with_intervals_and_saves_the_report(scores_csv, tmp_path):
     app = EaslApp(None, start="evaluate", data_file=scores_csv)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path is not None,
-                         what="the file's columns")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path is not None,
+            what="the file's columns",
+        )
         screen: EvaluateScreen = app.screen
         assert screen.columns == ["id", "h1", "h2", "system", "L1"]
         # the human and system columns are guessed from the names; the user can change them
@@ -88,12 +99,12 @@ async def test_evaluate_a_file_shows_metrics_with_intervals_and_saves_the_report
         corr_figure = ev.systems["system"].observed["corr"]
         corr = corr_figure.value
         assert rows["corr"][1] == format_value(corr, corr_figure.ci)
-        assert "[" in rows["corr"][1]                         # with its bootstrap interval
+        assert "[" in rows["corr"][1]  # with its bootstrap interval
         prmse = ev.systems["system"].true_score["prmse"].value
         assert rows["prmse"][1].startswith(f"{prmse:.3f}")
         notes = str(screen.query_one("#eval-notes").render())
         assert "300 responses evaluated" in notes
-        prmse_notes = [n for n in ev.notes if "PRMSE" in n]        # too few double-scored responses
+        prmse_notes = [n for n in ev.notes if "PRMSE" in n]  # too few double-scored responses
         assert prmse_notes and all(n in notes for n in prmse_notes)
 
         report = tmp_path / "report"
@@ -112,22 +123,28 @@ async def test_without_a_project_the_file_picker_opens_a_data_file_then_a_projec
     app = EaslApp(None, annotator="erin")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, EvaluateScreen), what="Evaluate")
-        await pilot.press("f2")                             # no project yet: stays on Evaluate
+        await pilot.press("f2")  # no project yet: stays on Evaluate
         assert isinstance(app.screen, EvaluateScreen)
         await pilot.press("f6")
         await wait_until(pilot, lambda: isinstance(app.screen, FilePickerScreen), what="the picker")
         await pilot.press(*list(str(tmp_path / "nothing.csv")), "enter")
-        assert isinstance(app.screen, FilePickerScreen)     # a missing file is refused with a message
+        assert isinstance(app.screen, FilePickerScreen)  # a missing file is refused with a message
         picker = app.screen
         picker.query_one("#picker-path", Input).value = str(scores_csv)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path == scores_csv,
-                         what="the data file in Evaluate")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path == scores_csv,
+            what="the data file in Evaluate",
+        )
         await pilot.press("f6")
         await wait_until(pilot, lambda: isinstance(app.screen, FilePickerScreen), what="the picker")
         app.screen.query_one("#picker-path", Input).value = str(project)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, AnnotateScreen) and app.screen.view is not None,
-                         what="Annotate on the picked project")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, AnnotateScreen) and app.screen.view is not None,
+            what="Annotate on the picked project",
+        )
         assert app.project_path == project
         assert app.title == "easl · picked.easl"

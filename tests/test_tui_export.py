@@ -1,4 +1,5 @@
 """Export screen: estimates and raw ratings to CSV, JSONL and Parquet from a real project."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,8 +54,7 @@ async def test_export_screen_writes_jsonl_estimates_and_ratings(project, tmp_pat
         screen.query_one("#ratings-path", Input).value = str(tmp_path / "rat.jsonl")
         await pilot.press("ctrl+s")
         await settle(app, pilot)
-        await wait_until(pilot, lambda: "Wrote" in str(screen.query_one("#export-result").render()),
-                         what="the export")
+        await wait_until(pilot, lambda: "Wrote" in str(screen.query_one("#export-result").render()), what="the export")
         # without the ratings box, only the estimates are written
         screen.query_one("#with-ratings", Checkbox).value = False
         screen.query_one("#estimates-path", Input).value = str(tmp_path / "only.csv")

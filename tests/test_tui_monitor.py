@@ -1,4 +1,5 @@
 """Monitor screen and its data layer: live updates from another process, history, the virtualised table."""
+
 from __future__ import annotations
 
 import subprocess
@@ -32,7 +33,8 @@ def test_spearman_rho_matches_scipy_and_is_nan_without_a_ranking():
     assert np.isnan(spearman_rho(np.array([1.0]), np.array([2.0])))
     a[3] = np.nan
     assert spearman_from_ranks(centred_ranks(a), centred_ranks(b)) == pytest.approx(
-        spearmanr(np.delete(a, 3), np.delete(b, 3)).statistic, abs=1e-12)
+        spearmanr(np.delete(a, 3), np.delete(b, 3)).statistic, abs=1e-12
+    )
 
 
 def test_summary_cache_equals_the_full_summary_after_updates():
@@ -54,10 +56,10 @@ def test_summary_cache_equals_the_full_summary_after_updates():
 
 def test_history_replays_completed_iterations(project):
     rng = np.random.default_rng(0)
-    annotate_iteration(project, rng)     # iteration 0
-    annotate_iteration(project, rng)     # iteration 1
+    annotate_iteration(project, rng)  # iteration 0
+    annotate_iteration(project, rng)  # iteration 1
     with Project.open(project) as p:
-        p.next_hits()                    # iteration 2 starts, nothing scored in it yet
+        p.next_hits()  # iteration 2 starts, nothing scored in it yet
         expected = p.estimates()
         var_unit = p.status()["mean_variance"]
     snap = MonitorSource(project).poll()
@@ -84,13 +86,18 @@ def test_history_replays_completed_iterations(project):
 
 
 def test_sort_order_keys_and_directions():
-    cols = ItemColumns(item_id=np.array(["a", "b", "c", "d"], dtype=object),
-                       estimate=np.array([10.0, 40.0, 20.0, np.nan]), ci_low=np.zeros(4), ci_high=np.ones(4),
-                       variance=np.array([5.0, 1.0, 5.0, 3.0]), n_annotations=np.array([2, 0, 1, 2]),
-                       text=np.array(["", "", "", ""], dtype=object))
-    assert sort_order(cols, "uncertainty", True).tolist() == [0, 2, 3, 1]   # stable ties, largest first
-    assert sort_order(cols, "estimate", True).tolist() == [1, 2, 0, 3]      # NaN last
-    assert sort_order(cols, "estimate", False).tolist() == [0, 2, 1, 3]     # NaN last both ways
+    cols = ItemColumns(
+        item_id=np.array(["a", "b", "c", "d"], dtype=object),
+        estimate=np.array([10.0, 40.0, 20.0, np.nan]),
+        ci_low=np.zeros(4),
+        ci_high=np.ones(4),
+        variance=np.array([5.0, 1.0, 5.0, 3.0]),
+        n_annotations=np.array([2, 0, 1, 2]),
+        text=np.array(["", "", "", ""], dtype=object),
+    )
+    assert sort_order(cols, "uncertainty", True).tolist() == [0, 2, 3, 1]  # stable ties, largest first
+    assert sort_order(cols, "estimate", True).tolist() == [1, 2, 0, 3]  # NaN last
+    assert sort_order(cols, "estimate", False).tolist() == [0, 2, 1, 3]  # NaN last both ways
     assert sort_order(cols, "count", False).tolist() == [1, 2, 0, 3]
 
 
@@ -100,9 +107,17 @@ async def test_item_table_keys_sort_and_move_with_many_rows():
 
     n = 100_000
     rng = np.random.default_rng(5)
-    frame = pd.DataFrame({"item_id": [f"x{k}" for k in range(n)], "estimate": rng.uniform(0, 100, n),
-                          "ci_low": np.zeros(n), "ci_high": np.full(n, 100.0), "variance": rng.uniform(0, 50, n),
-                          "n_annotations": rng.integers(0, 9, n), "text": ["t"] * n})
+    frame = pd.DataFrame(
+        {
+            "item_id": [f"x{k}" for k in range(n)],
+            "estimate": rng.uniform(0, 100, n),
+            "ci_low": np.zeros(n),
+            "ci_high": np.full(n, 100.0),
+            "variance": rng.uniform(0, 50, n),
+            "n_annotations": rng.integers(0, 9, n),
+            "text": ["t"] * n,
+        }
+    )
     columns = ItemColumns.from_frame(frame)
 
     class TableApp(App):
@@ -120,7 +135,7 @@ async def test_item_table_keys_sort_and_move_with_many_rows():
         await pilot.press("e")
         assert table.sort_key == "estimate" and table.descending
         assert np.all(np.diff(columns.estimate[table.order]) <= 0)
-        await pilot.press("e")                      # same key again: reversed
+        await pilot.press("e")  # same key again: reversed
         assert not table.descending
         await pilot.press("c")
         assert np.all(np.diff(columns.n_annotations[table.order]) >= 0)
@@ -145,8 +160,11 @@ async def test_item_table_keys_sort_and_move_with_many_rows():
 async def test_monitor_picks_up_observations_written_by_another_process(project, tmp_path):
     app = EaslApp(project, start="monitor", poll_interval=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
-                         what="the first reading")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
+            what="the first reading",
+        )
         screen: MonitorScreen = app.screen
         assert screen.snapshot.status["n_observations"] == 0
         assert screen.query_one(ItemTable).row_count == 15
@@ -154,16 +172,26 @@ async def test_monitor_picks_up_observations_written_by_another_process(project,
         with Project.open(project, readonly=True) as p:
             hit = p.open_hits()[0]
         annotations = tmp_path / "batch.csv"
-        pd.DataFrame({"item_id": [it["item_id"] for it in hit["items"]], "score": [80, 20, 55],
-                      "hit_id": hit["hit_id"], "annotator": "ls-user"}).to_csv(annotations, index=False)
-        done = subprocess.run([sys.executable, "-m", "tui.cli", "ingest", str(project), str(annotations)],
-                              capture_output=True, text=True, timeout=120)
+        pd.DataFrame(
+            {
+                "item_id": [it["item_id"] for it in hit["items"]],
+                "score": [80, 20, 55],
+                "hit_id": hit["hit_id"],
+                "annotator": "ls-user",
+            }
+        ).to_csv(annotations, index=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "tui.cli", "ingest", str(project), str(annotations)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
 
         await wait_until(pilot, lambda: screen.snapshot.status["n_observations"] == 3, what="the new annotations")
         assert "3 annotations" in str(screen.query_one("#stats").render())
         table = screen.query_one(ItemTable)
-        await pilot.press("c", "r")                 # most annotated first
+        await pilot.press("c", "r")  # most annotated first
         assert table.row_values(0)["n_annotations"] == 1
         assert table.row_values(0)["item_id"] in {it["item_id"] for it in hit["items"]}
         # keys still work while the poller runs

@@ -1,6 +1,7 @@
 """Snapshot tests of every screen's rendering in an 80 x 24 terminal (pytest-textual-snapshot, SVG files in
 ``tests/__snapshots__/test_tui_snapshots/``). After an intended change of the look, review the report and run
 ``pytest tests/test_tui_snapshots.py --snapshot-update``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,9 @@ def snap_project(workdir):
 
 async def _annotate_ready(pilot) -> None:
     app = pilot.app
-    await wait_until(pilot, lambda: isinstance(app.screen, AnnotateScreen) and len(app.screen.rows()) > 0,
-                     what="the HIT")
+    await wait_until(
+        pilot, lambda: isinstance(app.screen, AnnotateScreen) and len(app.screen.rows()) > 0, what="the HIT"
+    )
     await settle(app, pilot)
 
 
@@ -81,8 +83,11 @@ def test_name_prompt(snap_compare, snap_project):
 def test_monitor_screen(snap_compare, snap_project):
     async def run_before(pilot):
         app = pilot.app
-        await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
-                         what="the first reading")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
+            what="the first reading",
+        )
         await pilot.press("down", "down")
 
     app = EaslApp(snap_project, start="monitor", poll_interval=0.2)
@@ -103,9 +108,13 @@ def snap_scores(workdir):
     rng = np.random.default_rng(4)
     n = 120
     truth = rng.uniform(1, 6, n)
-    frame = pd.DataFrame({"h1": np.clip(np.round(truth + rng.normal(0, 0.7, n)), 1, 6),
-                          "h2": np.clip(np.round(truth + rng.normal(0, 0.7, n)), 1, 6),
-                          "system": (truth + rng.normal(0, 0.6, n)).round(2)})
+    frame = pd.DataFrame(
+        {
+            "h1": np.clip(np.round(truth + rng.normal(0, 0.7, n)), 1, 6),
+            "h2": np.clip(np.round(truth + rng.normal(0, 0.7, n)), 1, 6),
+            "system": (truth + rng.normal(0, 0.6, n)).round(2),
+        }
+    )
     path = workdir / "scores.csv"
     frame.to_csv(path, index=False)
     return path
@@ -114,8 +123,9 @@ def snap_scores(workdir):
 def test_evaluate_columns(snap_compare, snap_scores):
     async def run_before(pilot):
         app = pilot.app
-        await wait_until(pilot, lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path is not None,
-                         what="the columns")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path is not None, what="the columns"
+        )
         _steady_inputs(app)
 
     app = EaslApp(None, start="evaluate", data_file=snap_scores)
@@ -125,8 +135,9 @@ def test_evaluate_columns(snap_compare, snap_scores):
 def test_evaluate_results(snap_compare, snap_scores):
     async def run_before(pilot):
         app = pilot.app
-        await wait_until(pilot, lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path is not None,
-                         what="the columns")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, EvaluateScreen) and app.screen.path is not None, what="the columns"
+        )
         app.screen.query_one("#bootstrap", Input).value = "20"
         await pilot.press("ctrl+e")
         await wait_until(pilot, lambda: app.screen.evaluation is not None, timeout=60, what="the evaluation")
@@ -145,7 +156,7 @@ def test_file_picker(snap_compare, snap_scores, workdir):
         await wait_until(pilot, lambda: isinstance(app.screen, EvaluateScreen), what="Evaluate")
         await pilot.press("f6")
         await wait_until(pilot, lambda: isinstance(app.screen, FilePickerScreen), what="the picker")
-        await pilot.pause(0.3)      # the directory tree loads in a worker
+        await pilot.pause(0.3)  # the directory tree loads in a worker
         await settle(app, pilot)
         _steady_inputs(app)
 

@@ -1,5 +1,6 @@
 """Smoke tests of `easl tui` as a user runs it: a real terminal (tmux, 80 x 24), keys typed, the screen read back,
 and the project file checked afterwards. Also the command's argument errors."""
+
 from __future__ import annotations
 
 import subprocess
@@ -17,14 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_annotate_one_hit_in_a_real_terminal(tmp_path):
     project = make_project(tmp_path / "smoke.easl", n_items=9, hit_size=3)
     config = tmp_path / "config.json"
-    with TmuxSession([*EASL, "tui", str(project)], width=80, height=24, cwd=str(ROOT),
-                     env={"EASL_TUI_CONFIG": str(config), "PYTHONPATH": str(ROOT)}) as term:
+    with TmuxSession(
+        [*EASL, "tui", str(project)],
+        width=80,
+        height=24,
+        cwd=str(ROOT),
+        env={"EASL_TUI_CONFIG": str(config), "PYTHONPATH": str(ROOT)},
+    ) as term:
         term.wait_for("Your name as an annotator", timeout=60)
         term.send_keys("tester", literal=True)
         term.send_keys("Enter")
         screen = term.wait_for("HIT it0-", timeout=30)
         assert "annotator tester" in screen
-        assert "Submit" in screen and "Undo" in screen          # key bindings in the footer
+        assert "Submit" in screen and "Undo" in screen  # key bindings in the footer
         for score in ("15", "50", "85"):
             term.send_keys(score, literal=True)
             term.send_keys("Tab")
@@ -44,10 +50,12 @@ def test_annotate_one_hit_in_a_real_terminal(tmp_path):
 
 
 def test_tui_argument_errors_exit_1_with_one_sentence(tmp_path):
-    for args, message in ((["tui", str(tmp_path / "missing.easl")], "no such file"),
-                          (["tui", "--monitor"], "name the project file"),
-                          (["tui", str(make_project(tmp_path / "a.easl")), "--poll", "0"], "positive"),
-                          (["tui", str(make_project(tmp_path / "b.easl")), "--annotator", "  "], "empty")):
+    for args, message in (
+        (["tui", str(tmp_path / "missing.easl")], "no such file"),
+        (["tui", "--monitor"], "name the project file"),
+        (["tui", str(make_project(tmp_path / "a.easl")), "--poll", "0"], "positive"),
+        (["tui", str(make_project(tmp_path / "b.easl")), "--annotator", "  "], "empty"),
+    ):
         done = subprocess.run([*EASL, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert done.returncode == 1, (args, done.stderr)
         assert message in done.stderr and done.stderr.startswith("error: ")

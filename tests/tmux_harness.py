@@ -4,6 +4,7 @@ Used by the terminal smoke test of ``easl tui``: ``TmuxSession`` starts a detach
 command, ``send_keys`` types, ``capture`` returns the visible screen as text, ``wait_for`` polls until a text
 appears. Each session uses its own tmux server (``-L``), so tests never touch the user's tmux.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,11 @@ def ensure_tmux() -> str:
     if found:
         return found
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "install", "-y", "-q", "tmux"], ["apt-get", "update", "-q"],
-                ["apt-get", "install", "-y", "-q", "tmux"]):
+    for cmd in (
+        ["apt-get", "install", "-y", "-q", "tmux"],
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", "tmux"],
+    ):
         subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=600)
         found = shutil.which("tmux")
         if found:
@@ -48,19 +52,24 @@ class TmuxSession:
     cwd : str, optional
     """
 
-    def __init__(self, command: list[str], *, width: int = 80, height: int = 24, env: dict | None = None,
-                 cwd: str | None = None) -> None:
+    def __init__(
+        self, command: list[str], *, width: int = 80, height: int = 24, env: dict | None = None, cwd: str | None = None
+    ) -> None:
         self.tmux = ensure_tmux()
         self.socket = f"easl-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.name = "easl"
         exports = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (env or {}).items())
-        inner = f"cd {shlex.quote(cwd or os.getcwd())} && env TERM=xterm-256color {exports} " + \
-            " ".join(shlex.quote(c) for c in command) + "; echo '[exited '$?']'; sleep 600"
+        inner = (
+            f"cd {shlex.quote(cwd or os.getcwd())} && env TERM=xterm-256color {exports} "
+            + " ".join(shlex.quote(c) for c in command)
+            + "; echo '[exited '$?']'; sleep 600"
+        )
         self._tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), "bash", "-c", inner)
 
     def _tmux(self, *args: str, check: bool = True) -> str:
-        done = subprocess.run([self.tmux, "-L", self.socket, "-f", "/dev/null", *args], capture_output=True,
-                              text=True, timeout=30)
+        done = subprocess.run(
+            [self.tmux, "-L", self.socket, "-f", "/dev/null", *args], capture_output=True, text=True, timeout=30
+        )
         if check and done.returncode != 0:
             raise RuntimeError(f"tmux {' '.join(args[:2])} failed: {done.stderr.strip()}")
         return done.stdout

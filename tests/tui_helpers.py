@@ -1,4 +1,5 @@
 """Shared set-up of the terminal-app tests: small real project files and a private settings file."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,15 +13,34 @@ import pandas as pd
 from core.models import Hyper
 from core.store import Project
 
-WORDS = ["a grain of sand", "a feather", "a paper clip", "a mouse", "an apple", "a shoe", "a laptop",
-         "a bicycle", "a sofa", "a piano", "a car", "an elephant", "a bus", "a whale", "a ship", "a house"]
+WORDS = [
+    "a grain of sand",
+    "a feather",
+    "a paper clip",
+    "a mouse",
+    "an apple",
+    "a shoe",
+    "a laptop",
+    "a bicycle",
+    "a sofa",
+    "a piano",
+    "a car",
+    "an elephant",
+    "a bus",
+    "a whale",
+    "a ship",
+    "a house",
+]
 
 
 def make_project(path: Path, n_items: int = 12, hit_size: int = 3, seed: int = 0) -> Path:
     """Create a project of ``n_items`` items (ids ``i00``...) with HITs of ``hit_size``; returns ``path``."""
-    items = pd.DataFrame({"item_id": [f"i{k:02d}" for k in range(n_items)],
-                          "text": [WORDS[k % len(WORDS)] + ("" if k < len(WORDS) else f" #{k}")
-                                   for k in range(n_items)]})
+    items = pd.DataFrame(
+        {
+            "item_id": [f"i{k:02d}" for k in range(n_items)],
+            "text": [WORDS[k % len(WORDS)] + ("" if k < len(WORDS) else f" #{k}") for k in range(n_items)],
+        }
+    )
     Project.create(path, items, Hyper(hit_size=hit_size, seed=seed)).close()
     return path
 
@@ -31,8 +51,15 @@ def annotate_iteration(path: Path, rng: np.random.Generator, annotator: str = "s
     with Project.open(path) as project:
         hits = project.next_hits()
         for hit in hits:
-            rows = [{"item_id": it["item_id"], "score": float(rng.integers(0, 101)), "hit_id": hit["hit_id"],
-                     "annotator": annotator} for it in hit["items"]]
+            rows = [
+                {
+                    "item_id": it["item_id"],
+                    "score": float(rng.integers(0, 101)),
+                    "hit_id": hit["hit_id"],
+                    "annotator": annotator,
+                }
+                for it in hit["items"]
+            ]
             project.ingest(rows, source="test")
     return len(hits)
 
@@ -73,7 +100,9 @@ async def wait_until(pilot, predicate, timeout: float = 15.0, what: str = "condi
 
 def run_async(fn):
     """Run an ``async def`` test with ``asyncio.run`` (fixtures are passed through)."""
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         return asyncio.run(fn(*args, **kwargs))
+
     return wrapper

@@ -10,6 +10,7 @@ Screens (Textual "modes", each with its own stack; switched by function keys sho
 
 ``?`` (or F1) shows the keys of the current screen; ``o`` (or F6) opens a project or a data file; Ctrl+Q quits.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,8 +46,14 @@ class EaslApp(App):
         A data file to open in Evaluate.
     """
 
-    CSS_PATH = [STYLES / "app.tcss", STYLES / "annotate.tcss", STYLES / "monitor.tcss", STYLES / "evaluate.tcss",
-                STYLES / "export.tcss", STYLES / "dialogs.tcss"]
+    CSS_PATH = [
+        STYLES / "app.tcss",
+        STYLES / "annotate.tcss",
+        STYLES / "monitor.tcss",
+        STYLES / "evaluate.tcss",
+        STYLES / "export.tcss",
+        STYLES / "dialogs.tcss",
+    ]
     TITLE = "easl"
     ENABLE_COMMAND_PALETTE = False
 
@@ -61,8 +68,15 @@ class EaslApp(App):
         Binding("ctrl+q", "quit", "Quit", key_display="^Q"),
     ]
 
-    def __init__(self, project: str | Path | None = None, *, start: str = "annotate", annotator: str | None = None,
-                 poll_interval: float = 1.0, data_file: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        project: str | Path | None = None,
+        *,
+        start: str = "annotate",
+        annotator: str | None = None,
+        poll_interval: float = 1.0,
+        data_file: str | Path | None = None,
+    ) -> None:
         super().__init__()
         self.project_path: Path | None = Path(project) if project is not None else None
         self.annotator: str | None = annotator

@@ -17,6 +17,7 @@ do (:func:`core.store.db.describe_sqlite_error`), a write error (disk full, file
 other exception is one line pointing at ``--debug``, which shows the traceback (``easl --debug COMMAND ...``, or
 ``--debug`` anywhere before ``--``, or ``EASL_DEBUG=1``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,18 @@ from core.errors import EaslError
 
 # Order here is the order in ``easl --help``.
 COMMANDS = [
-    "init", "next", "ingest", "status", "export", "verify", "evaluate", "simulate", "demo", "ls", "serve", "tui",
+    "init",
+    "next",
+    "ingest",
+    "status",
+    "export",
+    "verify",
+    "evaluate",
+    "simulate",
+    "demo",
+    "ls",
+    "serve",
+    "tui",
 ]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
@@ -47,8 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="easl",
         description="Collect scalar labels efficiently (EASL) and evaluate scoring systems against noisy human labels.",
     )
-    parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of an unexpected error (also accepted after the command)")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the full traceback of an unexpected error (also accepted after the command)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"tui.commands.{name}").register(sub)
@@ -74,8 +89,10 @@ def _silence_stdout() -> None:
 
 def _project_hint(path: str, problem: str) -> str:
     if "damaged" in problem:
-        return (f"; `easl verify {path}` reports the damaged pages and `easl verify {path} --salvage NEW.easl` "
-                f"copies every readable observation into a new project file")
+        return (
+            f"; `easl verify {path}` reports the damaged pages and `easl verify {path} --salvage NEW.easl` "
+            f"copies every readable observation into a new project file"
+        )
     return ""
 
 
@@ -126,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
             _silence_stdout()
             return EXIT_PIPE
         where = f"{exc.filename}: " if exc.filename else ""
-        return _error(f"{where}{exc.strerror or exc}" + ("" if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
-                                                          else f" ({DEBUG_HINT})"))
+        return _error(
+            f"{where}{exc.strerror or exc}"
+            + ("" if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else f" ({DEBUG_HINT})")
+        )
     except Exception as exc:  # a bug or an unforeseen input: one line, the traceback on request
         if debug:
             traceback.print_exc()

@@ -5,6 +5,7 @@ The file is ``$XDG_CONFIG_HOME/easl/tui.json`` (``~/.config/easl/tui.json`` when
 the path in ``EASL_TUI_CONFIG``. The name belongs to the person, not to a project: several annotators may work on
 the same project file from different accounts, each with their own settings file.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,9 @@ def load_settings() -> dict:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}: the settings file is not valid JSON ({exc.msg}); fix or delete it.")
+        raise UserError(
+            f"{path}:{exc.lineno}: the settings file is not valid JSON ({exc.msg}); fix or delete it."
+        ) from exc
     if not isinstance(data, dict):
         raise UserError(f"{path}:1: the settings file must hold a JSON object; fix or delete it.")
     return data
@@ -102,8 +105,10 @@ def save_draft(project: str | os.PathLike, annotator: str, hit_id: str, scores: 
     data = load_settings()
     drafts = data.setdefault("drafts", {})
     if scores:
-        drafts[_draft_key(project, annotator)] = {"hit_id": str(hit_id),
-                                                  "scores": {str(k): float(v) for k, v in scores.items()}}
+        drafts[_draft_key(project, annotator)] = {
+            "hit_id": str(hit_id),
+            "scores": {str(k): float(v) for k, v in scores.items()},
+        }
     else:
         drafts.pop(_draft_key(project, annotator), None)
     save_settings(data)

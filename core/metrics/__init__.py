@@ -2,7 +2,8 @@
 
 scikit-learn style: arrays in, numbers out, explicit parameters, validated input. Undefined values are NaN with an
 :class:`UndefinedMetricWarning` naming the reason (never an exception for degenerate data). Definitions and
-conventions: the README (section "Evaluating scoring systems") and the docstrings (formula and source on every function).
+conventions: the README (section "Evaluating scoring systems") and the docstrings (formula and source on every
+function).
 
 Stable public API (used by ``easl evaluate`` and ``core.simulate``):
 
@@ -29,6 +30,7 @@ Data model and the whole pipeline
     Scale, apply_score_policy, observed_metrics (every observed key for one pair, one pass),
     evaluate (returns a typed Evaluation: Figure, Block, SystemEvaluation; ``to_json()`` for the JSON object)
 """
+
 from core.metrics.agreement import (
     brennan_prediger,
     chance_corrected_agreement,
@@ -38,14 +40,19 @@ from core.metrics.agreement import (
     scott_pi,
 )
 from core.metrics.agreement_variance import Inference, agreement_inference, gwet_standard_errors, table_inference
-from core.metrics.benchmark import Benchmark, benchmark
-from core.metrics.weights import agreement_weights
 from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
-from core.metrics.bootstrap import bootstrap_ci, bootstrap_fairness, bootstrap_prmse, percentile_interval, resample_chunks
+from core.metrics.benchmark import Benchmark, benchmark
+from core.metrics.bootstrap import (
+    bootstrap_ci,
+    bootstrap_fairness,
+    bootstrap_prmse,
+    percentile_interval,
+    resample_chunks,
+)
 from core.metrics.data import Scale, apply_score_policy, rating_counts, ratings_from_distribution
-from core.metrics.kappa import KappaTest, cohen_kappa_test, kappa_test_from_table
-from core.metrics.scores import scale_scores, trim_scores
 from core.metrics.fairness import fairness_analysis, fairness_resampled
+from core.metrics.intervals import Interval, fisher_z_ci, normal_ci, student_t_ci
+from core.metrics.kappa import KappaTest, cohen_kappa_test, kappa_test_from_table
 from core.metrics.krippendorff import krippendorff_alpha
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
 from core.metrics.observed import (
@@ -63,9 +70,9 @@ from core.metrics.observed import (
     root_mean_squared_error,
     standardized_mean_difference,
 )
-from core.metrics.intervals import Interval, fisher_z_ci, normal_ci, student_t_ci
 from core.metrics.pipeline import evaluate
 from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
+from core.metrics.scores import scale_scores, trim_scores
 from core.metrics.suite import observed_metrics
 from core.metrics.true_score import (
     mse_true,
@@ -74,20 +81,70 @@ from core.metrics.true_score import (
     true_score_variance,
     variance_of_errors,
 )
+from core.metrics.weights import agreement_weights
 
 __all__ = [
-    "Scale", "apply_score_policy", "rating_counts", "UndefinedMetricWarning", "SampleSizeWarning",
-    "pearson_r", "spearman_rho", "kendall_tau_b", "kendall_tau_c", "quadratic_weighted_kappa", "cohen_kappa",
-    "cohen_kappa_test", "kappa_test_from_table", "KappaTest", "exact_agreement",
-    "adjacent_agreement", "agreement", "standardized_mean_difference", "mean_squared_error",
-    "root_mean_squared_error", "r2_score", "difference_of_standardized_means", "disattenuated_correlation",
+    "Scale",
+    "apply_score_policy",
+    "rating_counts",
+    "UndefinedMetricWarning",
+    "SampleSizeWarning",
+    "pearson_r",
+    "spearman_rho",
+    "kendall_tau_b",
+    "kendall_tau_c",
+    "quadratic_weighted_kappa",
+    "cohen_kappa",
+    "cohen_kappa_test",
+    "kappa_test_from_table",
+    "KappaTest",
+    "exact_agreement",
+    "adjacent_agreement",
+    "agreement",
+    "standardized_mean_difference",
+    "mean_squared_error",
+    "root_mean_squared_error",
+    "r2_score",
+    "difference_of_standardized_means",
+    "disattenuated_correlation",
     "degradation",
-    "gwet_ac", "brennan_prediger", "fleiss_kappa", "scott_pi", "conger_kappa",
-    "chance_corrected_agreement", "gwet_standard_errors", "agreement_inference", "table_inference", "Inference",
-    "benchmark",    "Benchmark", "ratings_from_distribution", "agreement_weights", "krippendorff_alpha", "trim_scores",
+    "gwet_ac",
+    "brennan_prediger",
+    "fleiss_kappa",
+    "scott_pi",
+    "conger_kappa",
+    "chance_corrected_agreement",
+    "gwet_standard_errors",
+    "agreement_inference",
+    "table_inference",
+    "Inference",
+    "benchmark",
+    "Benchmark",
+    "ratings_from_distribution",
+    "agreement_weights",
+    "krippendorff_alpha",
+    "trim_scores",
     "scale_scores",
-    "variance_of_errors", "true_score_variance", "mse_true", "prmse", "true_score_evaluation",
-    "fairness_analysis", "fairness_resampled", "bootstrap_fairness", "bootstrap_prmse", "bootstrap_ci", "percentile_interval", "resample_chunks",
-    "fisher_z_ci", "normal_ci", "student_t_ci", "Interval",
-    "evaluate", "Evaluation", "Figure", "Block", "SystemEvaluation", "observed_metrics",
+    "variance_of_errors",
+    "true_score_variance",
+    "mse_true",
+    "prmse",
+    "true_score_evaluation",
+    "fairness_analysis",
+    "fairness_resampled",
+    "bootstrap_fairness",
+    "bootstrap_prmse",
+    "bootstrap_ci",
+    "percentile_interval",
+    "resample_chunks",
+    "fisher_z_ci",
+    "normal_ci",
+    "student_t_ci",
+    "Interval",
+    "evaluate",
+    "Evaluation",
+    "Figure",
+    "Block",
+    "SystemEvaluation",
+    "observed_metrics",
 ]

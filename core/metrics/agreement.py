@@ -21,14 +21,14 @@ With two raters Conger's kappa is Cohen's (weighted) kappa and Fleiss' kappa is 
 
 Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus q x q tables, never N x q x q.
 """
-from __future__ import annotations
 
-import numpy as np
+from __future__ import annotations
 
 from core.metrics.agreement_totals import agreement_totals, category_matrix, finish_agreement
 from core.metrics.data import WEIGHTS, Weights, check_option
 from core.metrics.sums import as_float
 from core.metrics.weights import agreement_weights, disagreement_weights  # noqa: F401  (re-exported)
+
 
 def _family(ratings, categories, weights: Weights, which: tuple[str, ...]) -> dict:
     check_option("weights", weights, WEIGHTS)
@@ -73,8 +73,10 @@ def chance_corrected_agreement(ratings, categories, *, weights: Weights = "ident
     >>> [round(r[k], 6) for k in ("pa", "gwet", "bp", "fleiss", "conger", "krippendorff")]
     [0.818182, 0.775444, 0.772727, 0.761169, 0.762817, 0.743421]
     """
-    return {k: as_float(v) for k, v in _family(ratings, categories, weights,
-                                               ("gwet", "bp", "fleiss", "conger", "krippendorff")).items()}
+    return {
+        k: as_float(v)
+        for k, v in _family(ratings, categories, weights, ("gwet", "bp", "fleiss", "conger", "krippendorff")).items()
+    }
 
 
 def gwet_ac(ratings, categories, *, weights: Weights = "identity") -> float:

@@ -5,9 +5,13 @@ Per-subject terms (:func:`agreement_sums`) or their totals computed directly (:f
 with a leading batch axis (the bootstrap shares the formula). Notation and formulas: :mod:`core.metrics.agreement`.
 Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus q x q tables, never N x q x q.
 """
+
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.data import as_ratings, category_index
 from core.metrics.krippendorff import finish_alpha_from_coincidence
@@ -16,14 +20,14 @@ from core.metrics.sums import RowSums, nan_where
 from core.metrics.weights import agreement_weights
 
 
-def category_matrix(ratings, categories) -> tuple[np.ndarray, np.ndarray]:
+def category_matrix(ratings, categories) -> tuple[NDArray[Any], NDArray[Any]]:
     """(index matrix with -1 for missing, category values) after validating that every rating is a category."""
     h = as_ratings(ratings)
     cats = np.asarray(categories, dtype=np.float64)
     return category_index(h, cats), cats
 
 
-def agreement_sums(index: np.ndarray, q: int, prefix: str = "") -> RowSums:
+def agreement_sums(index: NDArray[Any], q: int, prefix: str = "") -> RowSums:
     """Per-subject terms of every coefficient: pair tables, category shares, per-rater counts, subject counts.
 
     ``pairs``: sum over ordered rating pairs (j != j') of 1 / (r_i (r_i - 1)) at cell (x_ij, x_ij');
@@ -58,8 +62,14 @@ def agreement_sums(index: np.ndarray, q: int, prefix: str = "") -> RowSums:
     return s
 
 
-def finish_agreement(t: dict, categories, weights: str = "identity", n_raters: int = 2, prefix: str = "",
-                     which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger", "krippendorff")) -> dict:
+def finish_agreement(
+    t: dict,
+    categories,
+    weights: str = "identity",
+    n_raters: int = 2,
+    prefix: str = "",
+    which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger", "krippendorff"),
+) -> dict:
     """pa, pe and coefficients from :func:`agreement_sums` totals (batch-capable, leading axes allowed)."""
     cats = np.asarray(categories, dtype=np.float64)
     q = cats.size
@@ -68,7 +78,7 @@ def finish_agreement(t: dict, categories, weights: str = "identity", n_raters: i
     n2 = np.asarray(t[p + "n2"], dtype=np.float64)
     n_rated = np.asarray(t[p + "n_rated"], dtype=np.float64)
     pairs = t[p + "pairs"].reshape(np.shape(n2) + (q, q))
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, NDArray[Any]] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         pa = (w * pairs).sum(axis=(-2, -1)) / n2
         pi = t[p + "pi"] / n_rated[..., None]
@@ -104,7 +114,7 @@ def finish_agreement(t: dict, categories, weights: str = "identity", n_raters: i
         out["pe_fleiss"] = pe
         out["fleiss"] = coef(pe, "Fleiss' kappa (Scott's pi)")
     if "conger" in which:
-        counts = np.stack([t[p + f"rater{g}"] for g in range(n_raters)], axis=-2)    # (..., R, q)
+        counts = np.stack([t[p + f"rater{g}"] for g in range(n_raters)], axis=-2)  # (..., R, q)
         ng = counts.sum(axis=-1)
         present = ng > 0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -123,7 +133,7 @@ def finish_agreement(t: dict, categories, weights: str = "identity", n_raters: i
     return out
 
 
-def agreement_tables_from_joint(joint: np.ndarray) -> dict:
+def agreement_tables_from_joint(joint: NDArray[Any]) -> dict:
     """The :func:`agreement_sums` totals of two raters with no missing rating, from their joint table.
 
     ``joint[..., k, l]`` counts subjects rated k by rater 0 and l by rater 1 (batch axes allowed). Then every
@@ -136,11 +146,18 @@ def agreement_tables_from_joint(joint: np.ndarray) -> dict:
     both = j + np.swapaxes(j, -1, -2)
     r0, r1 = j.sum(axis=-1), j.sum(axis=-2)
     n = j.sum(axis=(-2, -1))
-    return {"n_rated": n, "n2": n, "pairs": (both / 2.0).reshape(lead + (q * q,)),
-            "coinc": both.reshape(lead + (q * q,)), "pi": (r0 + r1) / 2.0, "rater0": r0, "rater1": r1}
+    return {
+        "n_rated": n,
+        "n2": n,
+        "pairs": (both / 2.0).reshape(lead + (q * q,)),
+        "coinc": both.reshape(lead + (q * q,)),
+        "pi": (r0 + r1) / 2.0,
+        "rater0": r0,
+        "rater1": r1,
+    }
 
 
-def agreement_totals(index: np.ndarray, q: int) -> dict:
+def agreement_totals(index: NDArray[Any], q: int) -> dict:
     """The totals of :func:`agreement_sums` computed directly (one ``bincount`` per rater pair, no per-entry arrays).
 
     Same numbers as ``agreement_sums(index, q).totals()``; used for point estimates, where it is several times
@@ -148,13 +165,15 @@ def agreement_totals(index: np.ndarray, q: int) -> dict:
     """
     n, R = index.shape
     complete = bool(index.min(initial=0) >= 0)
-    if complete and R == 2:                 # the common case, from one joint table
+    if complete and R == 2:  # the common case, from one joint table
         joint = np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).astype(np.float64).reshape(q, q)
         return agreement_tables_from_joint(joint)
     valid = index >= 0
     r = np.full(n, float(R)) if complete else valid.sum(axis=1).astype(np.float64)
-    out = {"n_rated": np.asarray(float(n if complete else (r >= 1).sum())),
-           "n2": np.asarray(float(n if complete and R >= 2 else (r >= 2).sum()))}
+    out = {
+        "n_rated": np.asarray(float(n if complete else (r >= 1).sum())),
+        "n2": np.asarray(float(n if complete and R >= 2 else (r >= 2).sum())),
+    }
     sym = np.zeros(q * q)
     coinc_w = None if complete else np.where(r >= 2, 1.0 / np.maximum(r - 1.0, 1.0), 0.0)
     pair_w = None if complete else np.where(r >= 2, 1.0 / np.maximum(r * (r - 1.0), 1.0), 0.0)

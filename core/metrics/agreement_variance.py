@@ -17,11 +17,13 @@ Student's t with n - 1 degrees of freedom (n' - 1 for Krippendorff), the upper b
 Deliberate difference: irrCAC's Brennan-Prediger p-value is one-sided (``1 - F_t``); ours is two-sided, as for
 every other coefficient (and as Gwet's R package).
 """
+
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.agreement_totals import category_matrix
 from core.metrics.data import WEIGHTS, Weights, check_option
@@ -44,7 +46,7 @@ class Inference(NamedTuple):
     df: int
 
 
-def category_counts(index: np.ndarray, q: int) -> np.ndarray:
+def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
     """r_ik: how many raters put subject i in category k, from an index matrix (-1 = missing)."""
     n, R = index.shape
     counts = np.zeros(n * q)
@@ -54,7 +56,7 @@ def category_counts(index: np.ndarray, q: int) -> np.ndarray:
     return counts.reshape(n, q)
 
 
-def rating_patterns(index: np.ndarray, q: int, *, return_inverse: bool = False):
+def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False):
     """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
     subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
     ``return_inverse`` also each subject's pattern."""
@@ -68,8 +70,8 @@ def rating_patterns(index: np.ndarray, q: int, *, return_inverse: bool = False):
         code = np.zeros(n, dtype=np.int64)
         for j in range(R - 1, -1, -1):
             code = code * base + (index[:, j] + 1)
-        if base ** R <= 4 * max(n, 1_000_000):
-            mult = np.bincount(code, minlength=base ** R)
+        if base**R <= 4 * max(n, 1_000_000):
+            mult = np.bincount(code, minlength=base**R)
             codes = np.flatnonzero(mult)
             mult = mult[codes]
         else:
@@ -84,14 +86,21 @@ def rating_patterns(index: np.ndarray, q: int, *, return_inverse: bool = False):
     return rows, mult.astype(np.float64)
 
 
-def _per_subject(index: np.ndarray, valid: np.ndarray, values_by_cat: np.ndarray, r: np.ndarray) -> np.ndarray:
+def _per_subject(
+    index: NDArray[Any], valid: NDArray[Any], values_by_cat: NDArray[Any], r: NDArray[Any]
+) -> NDArray[Any]:
     """sum_j v[x_ij] / r_i over the subject's ratings (O(n x raters))."""
     acc = np.where(valid, values_by_cat[np.maximum(index, 0)], 0.0).sum(axis=1)
     return acc / r
 
 
-def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFICIENTS,
-               counts: np.ndarray | None = None, mult: np.ndarray | None = None) -> dict:
+def linearised(
+    index: NDArray[Any],
+    w: NDArray[Any],
+    which: tuple[str, ...] = COEFFICIENTS,
+    counts: NDArray[Any] | None = None,
+    mult: NDArray[Any] | None = None,
+) -> dict:
     """Point values and the variance sums of the linearised per-subject terms of each coefficient.
 
     ``index`` is the (n, R) category-index matrix (-1 = missing) of the subjects with at least one rating (or of
@@ -109,7 +118,7 @@ def linearised(index: np.ndarray, w: np.ndarray, which: tuple[str, ...] = COEFFI
     r = valid.sum(axis=1).astype(np.float64)
     if counts is None:
         counts = category_counts(index, q)
-    weighted = counts @ w.T                                    # r*_ik
+    weighted = counts @ w.T  # r*_ik
     sum_q = (counts * (weighted - 1.0)).sum(axis=1)
     two = r >= 2
     n2 = np.float64(m[two].sum())
@@ -145,19 +154,19 @@ def _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two):
     """Conger's kappa and its linearised terms (Gwet 2014, section 5.4; irrCAC ``conger``)."""
     R = index.shape[1]
     q = w.shape[0]
-    ng = (m[:, None] * valid).sum(axis=0)                        # ratings per rater
+    ng = (m[:, None] * valid).sum(axis=0)  # ratings per rater
     n_gk = np.zeros((R, q))
     for g in range(R):
         n_gk[g] = np.bincount(index[valid[:, g], g], weights=m[valid[:, g]], minlength=q)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = n_gk / ng[:, None]                                  # p_gk
+        p = n_gk / ng[:, None]  # p_gk
     pbar = p.sum(axis=0) / R
     s2 = (p.T @ p - R * np.outer(pbar, pbar)) / (R - 1.0)
     pe = np.float64((w * (np.outer(pbar, pbar) - s2 / R)).sum())
     value = (pa - pe) / (1.0 - pe)
-    c = p.sum(axis=0)[None, :] - p                              # C_gk = sum_g' p_g'k - p_gk
-    cw = c @ w                                                  # (C w)_g,x
-    bc = ((p @ w.T) * c).sum(axis=1)                            # sum_k B_gk C_gk, B = p w^T
+    c = p.sum(axis=0)[None, :] - p  # C_gk = sum_g' p_g'k - p_gk
+    cw = c @ w  # (C w)_g,x
+    bc = ((p @ w.T) * c).sum(axis=1)  # sum_k B_gk C_gk, B = p w^T
     g_idx = np.broadcast_to(np.arange(R), index.shape)
     a_term = np.where(valid, cw[g_idx, safe], 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -189,9 +198,15 @@ def _krippendorff(counts, sum_q, r, w, m):
     return value, (m * (terms - value_prime) ** 2).sum(), n
 
 
-def agreement_inference(ratings, categories, *, weights: Weights = "identity",
-                        coefficients: tuple[str, ...] = COEFFICIENTS, confidence: float = 0.95,
-                        population_size: float | None = None) -> dict[str, Inference]:
+def agreement_inference(
+    ratings,
+    categories,
+    *,
+    weights: Weights = "identity",
+    coefficients: tuple[str, ...] = COEFFICIENTS,
+    confidence: float = 0.95,
+    population_size: float | None = None,
+) -> dict[str, Inference]:
     """Every coefficient with its linearised standard error, t-interval and two-sided p-value (irrCAC ``raw.CAC``).
 
     Parameters
@@ -261,8 +276,14 @@ def agreement_inference(ratings, categories, *, weights: Weights = "identity",
     return out
 
 
-def table_inference(table, *, categories=None, weights: Weights = "identity", confidence: float = 0.95,
-                    population_size: float | None = None) -> dict[str, Inference]:
+def table_inference(
+    table,
+    *,
+    categories=None,
+    weights: Weights = "identity",
+    confidence: float = 0.95,
+    population_size: float | None = None,
+) -> dict[str, Inference]:
     """:func:`agreement_inference` of two raters given as a q x q contingency table (irrCAC ``table.CAC``).
 
     Gwet's (2014, ch. 2-4) two-rater variances divide by n^2 where the raw-data linearisation divides by
@@ -299,13 +320,14 @@ def table_inference(table, *, categories=None, weights: Weights = "identity", co
     if t.shape != (q, q) or (t < 0).any() or not np.array_equal(t, np.round(t)):
         raise ValueError("table must be a square matrix of non-negative counts")
     cats = np.arange(1.0, q + 1.0) if categories is None else np.asarray(categories, dtype=np.float64)
-    k, l = np.nonzero(t)
-    reps = t[k, l].astype(np.int64)
-    ratings = np.column_stack([np.repeat(cats[k], reps), np.repeat(cats[l], reps)])
+    k1, l2 = np.nonzero(t)
+    reps = t[k1, l2].astype(np.int64)
+    ratings = np.column_stack([np.repeat(cats[k1], reps), np.repeat(cats[l2], reps)])
     n = ratings.shape[0]
     out = {}
-    for name, res in agreement_inference(ratings, cats, weights=weights, confidence=confidence,
-                                         population_size=population_size).items():
+    for name, res in agreement_inference(
+        ratings, cats, weights=weights, confidence=confidence, population_size=population_size
+    ).items():
         se = res.se * np.sqrt((n - 1.0) / n) if n > 0 else res.se
         low, high = student_t_ci(res.value, se, n, confidence)
         out[name] = Inference(res.value, float(se), low, high, student_t_p_value(res.value, se, n), res.df)
@@ -343,9 +365,15 @@ def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weight
     0.14295
     """
     names = tuple(weights) if isinstance(weights, (tuple, list)) else (weights,)
-    res = {w: {k: v.se for k, v in agreement_inference(ratings, categories, weights=w,
-                                                       coefficients=("gwet", "bp", "fleiss")).items()}
-           for w in names}
+    res = {
+        w: {
+            k1: v.se
+            for k1, v in agreement_inference(
+                ratings, categories, weights=w, coefficients=("gwet", "bp", "fleiss")
+            ).items()
+        }
+        for w in names
+    }
     return res if isinstance(weights, (tuple, list)) else res[names[0]]
 
 
@@ -371,9 +399,14 @@ def report_name(coefficient: str, weights: str) -> str | None:
     return stem if weights == "identity" else f"{stem}_{weights}"
 
 
-def named_inference(index: np.ndarray, cats: np.ndarray, *, confidence: float = 0.95,
-                    population_size: float | None = None,
-                    weightings: tuple[str, ...] = REPORT_WEIGHTS) -> dict[str, Inference]:
+def named_inference(
+    index: NDArray[Any],
+    cats: NDArray[Any],
+    *,
+    confidence: float = 0.95,
+    population_size: float | None = None,
+    weightings: tuple[str, ...] = REPORT_WEIGHTS,
+) -> dict[str, Inference]:
     """:func:`agreement_inference` of every reported coefficient, keyed by its report name (``gwet_ac1``, ...).
 
     ``index`` is the (n, R) category-index matrix (-1 = missing). Krippendorff's alpha has a linearised variance

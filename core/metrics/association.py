@@ -2,20 +2,24 @@
 
 Pearson's r lives in :mod:`core.metrics.observed` with the other moment-based metrics.
 """
+
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from core.metrics.data import as_pair
 from core.metrics.notes import undefined
 
 
-def _constant(x: np.ndarray) -> bool:
+def _constant(x: NDArray[Any]) -> bool:
     return x.size == 0 or bool(np.all(x == x[0]))
 
 
-def midranks(x: np.ndarray) -> np.ndarray:
+def midranks(x: NDArray[Any]) -> NDArray[Any]:
     """1-based ranks with ties given their average rank (``scipy.stats.rankdata(method="average")``).
 
     Integer-valued data on a range no wider than the sample use counting (O(N)); otherwise one sort.
@@ -114,7 +118,7 @@ def kendall_tau_b(y_true, y_pred) -> float:
     return _kendall(y_true, y_pred, "b")
 
 
-def _resample_midranks(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _resample_midranks(x: NDArray[Any], counts: NDArray[Any]) -> NDArray[Any]:
     """Mid-ranks of every element of ``x`` within each resample given by ``counts`` (B, n): element i's rank in
     resample b is (total count of smaller values) + (total count of equal values + 1) / 2."""
     order = np.argsort(x, kind="stable")
@@ -128,7 +132,7 @@ def _resample_midranks(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return (below + (totals + 1.0) / 2.0)[:, group]
 
 
-def spearman_rho_resampled(y_true, y_pred, counts) -> np.ndarray:
+def spearman_rho_resampled(y_true, y_pred, counts) -> NDArray[Any]:
     """Spearman's rho in each of B bootstrap resamples at once, from resampling counts (B, n).
 
     A resample draws response i ``counts[b, i]`` times; its mid-ranks and the Pearson correlation of the ranks
@@ -180,7 +184,7 @@ def kendall_tau_c(y_true, y_pred) -> float:
     return _kendall(y_true, y_pred, "c")
 
 
-def kendall_taus(y_true, y_pred, *, ties: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
+def kendall_taus(y_true, y_pred, *, ties: tuple[NDArray[Any], NDArray[Any]] | None = None) -> tuple[float, float]:
     """Kendall's tau-b and tau-c from one concordance count (the report's ``kendall_tau_b`` and ``kendall_tau_c``).
 
     P - Q = tau_b sqrt((n0 - n1)(n0 - n2)) with n0 = n(n - 1)/2 and n1, n2 the pairs tied in H and in M, so tau-c

@@ -6,6 +6,7 @@ P(a < kappa <= b) = [Phi((kappa_hat - a) / se) - Phi((kappa_hat - b) / se)] / [P
 Phi((kappa_hat - 1) / se)] (normal, truncated to [-1, 1]); going down the scale from its best range, the
 benchmark is the first range whose cumulative probability reaches 0.95.
 """
+
 from __future__ import annotations
 
 from typing import Literal, NamedTuple, get_args
@@ -21,13 +22,23 @@ SCALES: tuple[str, ...] = get_args(BenchmarkScale)
 #: (lower bounds, upper bounds, labels), best range first (irrCAC ``Benchmark``; Landis & Koch 1977, Fleiss 1981,
 #: Altman 1991, Cicchetti & Sparrow 1981, Regier et al. 2013).
 _RANGES = {
-    "landis_koch": ([0.8, 0.6, 0.4, 0.2, 0.0, -1.0], [1.0, 0.8, 0.6, 0.4, 0.2, 0.0],
-                    ["Almost Perfect", "Substantial", "Moderate", "Fair", "Slight", "Poor"]),
+    "landis_koch": (
+        [0.8, 0.6, 0.4, 0.2, 0.0, -1.0],
+        [1.0, 0.8, 0.6, 0.4, 0.2, 0.0],
+        ["Almost Perfect", "Substantial", "Moderate", "Fair", "Slight", "Poor"],
+    ),
     "fleiss": ([0.75, 0.4, -1.0], [1.0, 0.75, 0.4], ["Excellent", "Intermediate to Good", "Poor"]),
-    "altman": ([0.8, 0.6, 0.4, 0.2, -1.0], [1.0, 0.8, 0.6, 0.4, 0.2], ["Very Good", "Good", "Moderate", "Fair", "Poor"]),
+    "altman": (
+        [0.8, 0.6, 0.4, 0.2, -1.0],
+        [1.0, 0.8, 0.6, 0.4, 0.2],
+        ["Very Good", "Good", "Moderate", "Fair", "Poor"],
+    ),
     "cicchetti_sparrow": ([0.75, 0.6, 0.4, 0.0], [1.0, 0.75, 0.6, 0.4], ["Excellent", "Good", "Fair", "Poor"]),
-    "regier": ([0.8, 0.6, 0.4, 0.2, 0.0], [1.0, 0.8, 0.6, 0.4, 0.2],
-               ["Excellent", "Very Good", "Good", "Questionable", "Unacceptable"]),
+    "regier": (
+        [0.8, 0.6, 0.4, 0.2, 0.0],
+        [1.0, 0.8, 0.6, 0.4, 0.2],
+        ["Excellent", "Very Good", "Good", "Questionable", "Unacceptable"],
+    ),
 }
 
 
@@ -38,12 +49,13 @@ class Benchmark(NamedTuple):
     ranges: tuple[tuple[float, float], ...]
     labels: tuple[str, ...]
     cumulative_probability: tuple[float, ...]
-    label: str | None             # Gwet's probabilistic benchmark (first range with cumulative probability >= 0.95)
-    naive: str | None             # the range the point estimate falls in
+    label: str | None  # Gwet's probabilistic benchmark (first range with cumulative probability >= 0.95)
+    naive: str | None  # the range the point estimate falls in
 
 
-def benchmark(coefficient: float, se: float, *, scale: BenchmarkScale = "landis_koch",
-              threshold: float = 0.95) -> Benchmark:
+def benchmark(
+    coefficient: float, se: float, *, scale: BenchmarkScale = "landis_koch", threshold: float = 0.95
+) -> Benchmark:
     """Gwet's probabilistic benchmark of a coefficient with standard error ``se`` on a named scale.
 
     Parameters
@@ -76,10 +88,14 @@ def benchmark(coefficient: float, se: float, *, scale: BenchmarkScale = "landis_
     if not (np.isfinite(coefficient) and np.isfinite(se) and se > 0):
         return Benchmark(scale, ranges, tuple(labels), tuple(float("nan") for _ in lb), None, None)
     truncation = stats.norm.cdf((coefficient + 1) / se) - stats.norm.cdf((coefficient - 1) / se)
-    mass = [(stats.norm.cdf((coefficient - a) / se) - stats.norm.cdf((coefficient - b) / se)) / truncation
-            for a, b in ranges]
+    mass = [
+        (stats.norm.cdf((coefficient - a) / se) - stats.norm.cdf((coefficient - b) / se)) / truncation
+        for a, b in ranges
+    ]
     cumulative = tuple(float(x) for x in np.cumsum(mass))
     label = next((lab for lab, c in zip(labels, cumulative) if c >= threshold), labels[-1])
-    naive = next((lab for (a, b), lab in zip(ranges, labels) if a < coefficient <= b or (b == 1.0 and coefficient == 1.0)),
-                 labels[-1])
+    naive = next(
+        (lab for (a, b), lab in zip(ranges, labels) if a < coefficient <= b or (b == 1.0 and coefficient == 1.0)),
+        labels[-1],
+    )
     return Benchmark(scale, ranges, tuple(labels), cumulative, label, naive)

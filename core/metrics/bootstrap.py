@@ -13,11 +13,14 @@ per resample on the same index rows, so every metric sees the same resamples. Th
 batched over the chunk's counts (:meth:`core.metrics.fairness.FairnessDesign.resampled`, cell sums and a
 groups x groups eigen-decomposition per resample).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis, fairness_design
 from core.metrics.notes import capture, quiet, undefined
@@ -28,8 +31,9 @@ from core.metrics.true_score import finish_true_score, true_score_sums
 CHUNK_ENTRIES = 8_000_000
 
 
-def resample_chunks(n: int, n_resamples: int, rng: np.random.Generator,
-                    chunk_entries: int = CHUNK_ENTRIES) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def resample_chunks(
+    n: int, n_resamples: int, rng: np.random.Generator, chunk_entries: int = CHUNK_ENTRIES
+) -> Iterator[tuple[NDArray[Any], NDArray[Any]]]:
     """Yield ``(index, counts)`` for consecutive chunks of bootstrap resamples.
 
     ``index`` is ``(b, n)`` int64 (rows drawn with replacement), ``counts`` the ``(b, n)`` float64 number of times
@@ -71,10 +75,15 @@ def resample_chunks(n: int, n_resamples: int, rng: np.random.Generator,
         done += size
 
 
-def bootstrap_sums(sums: RowSums, finish: Callable[[dict], dict], n_resamples: int, rng: np.random.Generator,
-                   per_resample: Callable[[np.ndarray], dict] | None = None,
-                   progress: Callable[[int], None] | None = None,
-                   per_chunk: Callable[[np.ndarray, np.ndarray], dict] | None = None) -> dict[str, np.ndarray]:
+def bootstrap_sums(
+    sums: RowSums,
+    finish: Callable[[dict], dict],
+    n_resamples: int,
+    rng: np.random.Generator,
+    per_resample: Callable[[NDArray[Any]], dict] | None = None,
+    progress: Callable[[int], None] | None = None,
+    per_chunk: Callable[[NDArray[Any], NDArray[Any]], dict] | None = None,
+) -> dict[str, NDArray[Any]]:
     """Bootstrap distribution of every statistic ``finish(totals)`` (and optionally ``per_resample(index_row)``).
 
     Parameters
@@ -97,7 +106,7 @@ def bootstrap_sums(sums: RowSums, finish: Callable[[dict], dict], n_resamples: i
     -------
     dict name -> array of shape (n_resamples,)
     """
-    parts: dict[str, list[np.ndarray]] = {}
+    parts: dict[str, list[NDArray[Any]]] = {}
     for index, counts in resample_chunks(sums.n, n_resamples, rng):
         values = quiet(finish, sums.totals(counts))
         for name, v in values.items():
@@ -114,7 +123,7 @@ def bootstrap_sums(sums: RowSums, finish: Callable[[dict], dict], n_resamples: i
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
-def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+def percentile_interval(samples: NDArray[Any], confidence: float = 0.95) -> tuple[float, float]:
     """Bootstrap percentile interval [q_(a/2), q_(1-a/2)] of the finite resample values (Efron & Tibshirani 13.3).
 
     Parameters
@@ -146,7 +155,7 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
     return float(lo), float(hi)
 
 
-def bootstrap_ci(samples: dict[str, np.ndarray], confidence: float = 0.95) -> dict[str, tuple[float, float]]:
+def bootstrap_ci(samples: dict[str, NDArray[Any]], confidence: float = 0.95) -> dict[str, tuple[float, float]]:
     """Percentile intervals (:func:`percentile_interval`) for every statistic of :func:`bootstrap_sums`.
 
     Parameters
@@ -171,8 +180,14 @@ def bootstrap_ci(samples: dict[str, np.ndarray], confidence: float = 0.95) -> di
     return {k: percentile_interval(v, confidence) for k, v in samples.items()}
 
 
-def bootstrap_prmse(system, ratings, n_resamples: int = 1000, seed: int | np.random.Generator = 0,
-                    rater_error_variance: float | None = None, confidence: float = 0.95) -> dict:
+def bootstrap_prmse(
+    system,
+    ratings,
+    n_resamples: int = 1000,
+    seed: int | np.random.Generator = 0,
+    rater_error_variance: float | None = None,
+    confidence: float = 0.95,
+) -> dict:
     """Bootstrap distribution and percentile interval of PRMSE (and the other true-score figures).
 
     Responses (rows) are resampled with replacement, keeping each response's ratings together; every resample's
@@ -194,7 +209,8 @@ def bootstrap_prmse(system, ratings, n_resamples: int = 1000, seed: int | np.ran
 
     References
     ----------
-    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13. Loukina et al. (2020), Appendix B.
+    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13. Loukina et
+    al. (2020), Appendix B.
 
     Examples
     --------
@@ -207,17 +223,23 @@ def bootstrap_prmse(system, ratings, n_resamples: int = 1000, seed: int | np.ran
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     sums, _ = true_score_sums(ratings, system)
     point = quiet(finish_true_score, sums.totals(), rater_error_variance)["prmse"]
-    dist = bootstrap_sums(sums, lambda t: {"prmse": finish_true_score(t, rater_error_variance)["prmse"]},
-                          n_resamples, rng).get("prmse", np.zeros(0))
+    dist = bootstrap_sums(
+        sums, lambda t: {"prmse": finish_true_score(t, rater_error_variance)["prmse"]}, n_resamples, rng
+    ).get("prmse", np.zeros(0))
     if dist.size == 0:
         undefined("the bootstrap needs at least one response and one resample")
     finite = dist[np.isfinite(dist)]
-    return {"prmse": float(point), "ci": percentile_interval(dist, confidence),
-            "se": float(np.std(finite, ddof=1)) if finite.size > 1 else float("nan"), "samples": dist}
+    return {
+        "prmse": float(point),
+        "ci": percentile_interval(dist, confidence),
+        "se": float(np.std(finite, ddof=1)) if finite.size > 1 else float("nan"),
+        "samples": dist,
+    }
 
 
-def bootstrap_fairness(y_true, y_pred, groups, n_resamples: int = 1000, seed: int | np.random.Generator = 0,
-                       confidence: float = 0.95) -> dict:
+def bootstrap_fairness(
+    y_true, y_pred, groups, n_resamples: int = 1000, seed: int | np.random.Generator = 0, confidence: float = 0.95
+) -> dict:
     """Bootstrap percentile intervals of overall score accuracy, overall score difference and conditional score
     difference (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
 
@@ -241,7 +263,8 @@ def bootstrap_fairness(y_true, y_pred, groups, n_resamples: int = 1000, seed: in
 
     References
     ----------
-    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13. Loukina, Madnani & Zechner (2019).
+    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13. Loukina,
+    Madnani & Zechner (2019).
 
     Examples
     --------
@@ -255,7 +278,7 @@ def bootstrap_fairness(y_true, y_pred, groups, n_resamples: int = 1000, seed: in
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     point, why, _ = capture(fairness_analysis, y_true, y_pred, groups)
     design = fairness_design(y_true, y_pred, groups)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in FAIRNESS_KEYS}
+    parts: dict[str, list[NDArray[Any]]] = {k: [] for k in FAIRNESS_KEYS}
     if design.problem is None:
         for _, counts in resample_chunks(design.n, n_resamples, rng):
             for k, v in quiet(design.resampled, counts).items():
@@ -278,5 +301,7 @@ def fairness_ci_reason(problem: str | None, value: float, value_reason: str, n_r
         return value_reason or "the fairness value itself is undefined for these data"
     if n_resamples < 1:
         return "no bootstrap resamples"
-    return ("fewer than half of the bootstrap resamples gave a defined value (resamples with one subgroup or "
-            "constant errors)")
+    return (
+        "fewer than half of the bootstrap resamples gave a defined value (resamples with one subgroup or "
+        "constant errors)"
+    )

@@ -11,13 +11,16 @@ estimates and every bootstrap resample share the same rows:
 - true scores (``"rated"`` with a system): responses with a rating and every system score, every human rating;
 - each subgroup: its reference responses.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
 from core.metrics.agreement_variance import REPORT_WEIGHTS, rating_patterns, report_name
@@ -34,16 +37,16 @@ TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prms
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
-def _pattern_tables(index: np.ndarray, q: int, prefix: str) -> tuple[np.ndarray, dict]:
+def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[Any], dict]:
     """The all-raters sums (:func:`core.metrics.agreement_totals.agreement_sums`) per rating pattern, and each
     response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
     rows, _, inverse = rating_patterns(index, q, return_inverse=True)
     return inverse, agreement_sums(rows, q, prefix).per_row()
 
 
-def rater_index(h: np.ndarray, cats: np.ndarray) -> np.ndarray:
+def rater_index(h: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
     """Category-index matrix (-1 = missing) of human ratings mapped to the scale's categories."""
-    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):      # integers: round and clip in place
+    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):  # integers: round and clip in place
         with np.errstate(invalid="ignore"):
             idx = np.clip(np.round(h), cats[0], cats[-1]) - cats[0]
         return np.where(np.isnan(idx), -1, idx).astype(np.int64)
@@ -61,14 +64,14 @@ class Comparisons:
     group_labels: list[str]
     groups: dict[tuple[int, str], PairSuite]
     fairness: dict[str, FairnessDesign]
-    reference_rows: np.ndarray
+    reference_rows: NDArray[Any]
     rater_error_variance: float | None
-    true_human: np.ndarray                        # ratings of the true-score responses (NaN rows elsewhere)
-    true_system: dict[str, np.ndarray] = field(default_factory=dict)
-    raters: np.ndarray | None = None              # (n, R) category index of every rating (all-raters block)
-    cats: np.ndarray | None = None
-    group_consistency: dict[int, PairSuite] = field(default_factory=dict)   # first two humans in each subgroup
-    weightings: tuple[str, ...] = REPORT_WEIGHTS      # of the all-raters block
+    true_human: NDArray[Any]  # ratings of the true-score responses (NaN rows elsewhere)
+    true_system: dict[str, NDArray[Any]] = field(default_factory=dict)
+    raters: NDArray[Any] | None = None  # (n, R) category index of every rating (all-raters block)
+    cats: NDArray[Any] | None = None
+    group_consistency: dict[int, PairSuite] = field(default_factory=dict)  # first two humans in each subgroup
+    weightings: tuple[str, ...] = REPORT_WEIGHTS  # of the all-raters block
 
     def all_raters_keys(self) -> list[str]:
         """The all-raters figures in report order: each coefficient under each weighting, then alpha's levels."""
@@ -96,10 +99,14 @@ class Comparisons:
         return out
 
     def _pairs(self) -> list[PairSuite]:
-        return [*self.systems.values(), *self.groups.values(), *self.group_consistency.values(),
-                *([self.human_human] if self.human_human is not None else [])]
+        return [
+            *self.systems.values(),
+            *self.groups.values(),
+            *self.group_consistency.values(),
+            *([self.human_human] if self.human_human is not None else []),
+        ]
 
-    def finishers(self, t: dict, index: np.ndarray | None = None, with_ranks: bool = True) -> dict[str, Callable]:
+    def finishers(self, t: dict, index: NDArray[Any] | None = None, with_ranks: bool = True) -> dict[str, Callable]:
         """Every figure as ``key -> zero-argument callable`` on totals ``t`` (batch-capable)."""
         f: dict[str, Callable] = {}
         hh_f: dict[str, Callable] = {}
@@ -117,21 +124,21 @@ class Comparisons:
             f.update({f"s:{s_name}:{k}": fn for k, fn in sf.items()})
             tsp = f"t:{s_name}:"
             for k in TRUE_FIGURES:
-                f[tsp + k] = (lambda k=k, tsp=tsp: finish_true_score(t, self.rater_error_variance, tsp)[k])
+                f[tsp + k] = lambda k=k, tsp=tsp: finish_true_score(t, self.rater_error_variance, tsp)[k]
             if self.human_human is not None:
-                f[f"s:{s_name}:disattenuated_corr"] = (lambda sf=sf: finish_disattenuated(sf["corr"](),
-                                                                                          hh_f["corr"]()))
+                f[f"s:{s_name}:disattenuated_corr"] = lambda sf=sf: finish_disattenuated(sf["corr"](), hh_f["corr"]())
                 for k in OBSERVED_KEYS:
                     if k != "N" and k in hh_f:
-                        f[f"d:{s_name}:{k}"] = (lambda a=sf[k], b=hh_f[k]: np.asarray(a()) - np.asarray(b()))
+                        f[f"d:{s_name}:{k}"] = lambda a=sf[k], b=hh_f[k]: np.asarray(a()) - np.asarray(b())
         for (gi, s_name), gsuite in self.groups.items():
             gf = gsuite.finishers(t)
             if with_ranks:
                 gf.update(gsuite.ranks(index))
             f.update({f"g:{gi}:{s_name}:{k}": fn for k, fn in gf.items()})
             whole = self.systems[s_name]
-            f[f"g:{gi}:{s_name}:dsm"] = (lambda gsuite=gsuite, whole=whole: finish_dsm(
-                moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix)))
+            f[f"g:{gi}:{s_name}:dsm"] = lambda gsuite=gsuite, whole=whole: finish_dsm(
+                moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix)
+            )
         for gi, csuite in self.group_consistency.items():
             cf = csuite.finishers(t)
             if with_ranks:
@@ -147,15 +154,17 @@ class Comparisons:
         f: dict[str, Callable] = {"a:N": lambda: t["a:n_rated"], "a:N_pairable": lambda: t["a:n2"]}
         for w in self.weightings:
             for coef in ("gwet", "bp", "fleiss", "conger"):
-                f["a:" + report_name(coef, w)] = (
-                    lambda w=w, coef=coef: finish_agreement(t, cats, w, n_raters, "a:", (coef,))[coef])
+                f["a:" + report_name(coef, w)] = lambda w=w, coef=coef: finish_agreement(
+                    t, cats, w, n_raters, "a:", (coef,)
+                )[coef]
         coinc = lambda: t["a:coinc"].reshape(np.shape(t["a:n2"]) + (q, q))  # noqa: E731
         for level in ALPHA_LEVELS:
-            f["a:krippendorff_alpha_" + level] = (lambda level=level: finish_alpha_from_coincidence(
-                coinc(), coincidence_delta(cats, level)))
+            f["a:krippendorff_alpha_" + level] = lambda level=level: finish_alpha_from_coincidence(
+                coinc(), coincidence_delta(cats, level)
+            )
         return f
 
-    def per_resample(self, index: np.ndarray) -> dict:
+    def per_resample(self, index: NDArray[Any]) -> dict:
         """Kendall's tau-b and tau-c of every comparison on one resample (``index``: the rows drawn)."""
         out: dict = {}
         hh = self.human_human
@@ -174,7 +183,7 @@ class Comparisons:
                     out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
         return out
 
-    def per_chunk(self, index: np.ndarray, counts: np.ndarray) -> dict:
+    def per_chunk(self, index: NDArray[Any], counts: NDArray[Any]) -> dict:
         """Spearman's rho and the fairness analyses, vectorised over a chunk of resamples."""
         out = {}
         hh = self.human_human
@@ -195,9 +204,17 @@ class Comparisons:
         return out
 
 
-def build(human: np.ndarray, system: dict[str, np.ndarray], *, reference: np.ndarray, system_ok: np.ndarray,
-          cats: np.ndarray | None, groups: np.ndarray | None, rater_error_variance: float | None,
-          weightings: tuple[str, ...] = REPORT_WEIGHTS) -> Comparisons:
+def build(
+    human: NDArray[Any],
+    system: dict[str, NDArray[Any]],
+    *,
+    reference: NDArray[Any],
+    system_ok: NDArray[Any],
+    cats: NDArray[Any] | None,
+    groups: NDArray[Any] | None,
+    rater_error_variance: float | None,
+    weightings: tuple[str, ...] = REPORT_WEIGHTS,
+) -> Comparisons:
     """The comparisons of an evaluation over the rows of ``human`` (every row has at least one rating).
 
     ``reference`` marks the responses of the comparisons with the first human column, ``system_ok`` those with
@@ -229,5 +246,19 @@ def build(human: np.ndarray, system: dict[str, np.ndarray], *, reference: np.nda
     true_human = np.where(system_ok[:, None], human, np.nan)
     true_system = {s: np.where(system_ok, m, 0.0) for s, m in system.items()}
     raters = rater_index(human, cats) if cats is not None and human.shape[1] >= 2 else None
-    return Comparisons(n, systems, hh, labels, group_suites, fair, ref_rows, rater_error_variance, true_human,
-                       true_system, raters, cats, consistency, weightings)
+    return Comparisons(
+        n,
+        systems,
+        hh,
+        labels,
+        group_suites,
+        fair,
+        ref_rows,
+        rater_error_variance,
+        true_human,
+        true_system,
+        raters,
+        cats,
+        consistency,
+        weightings,
+    )

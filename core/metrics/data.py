@@ -8,13 +8,15 @@
 - :func:`apply_score_policy` implements RSMTool's zero / non-numeric policy explicitly and returns counts of what
   it dropped (RSMTool ``exclude_zero_scores``; docs/design.md section 4.1).
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
+from numpy.typing import NDArray
 
 #: Agreement weights of the chance-corrected coefficients (Gwet 2014, section 3.4; irrCAC ``weights.py``).
 Weights = Literal["identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"]
@@ -44,7 +46,7 @@ def check_option(name: str, value: object, allowed: Collection[object]) -> None:
         raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
 
 
-def as_vector(x, name: str = "x") -> np.ndarray:
+def as_vector(x, name: str = "x") -> NDArray[Any]:
     """``x`` as a 1-d float64 array (ValueError if it is not 1-d or not numeric)."""
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -55,7 +57,7 @@ def as_vector(x, name: str = "x") -> np.ndarray:
     return arr
 
 
-def as_pair(y_true, y_pred, names: tuple[str, str] = ("y_true", "y_pred")) -> tuple[np.ndarray, np.ndarray]:
+def as_pair(y_true, y_pred, names: tuple[str, str] = ("y_true", "y_pred")) -> tuple[NDArray[Any], NDArray[Any]]:
     """Two 1-d float64 arrays of equal length with no NaN or inf (ValueError otherwise)."""
     a = as_vector(y_true, names[0])
     b = as_vector(y_pred, names[1])
@@ -66,7 +68,7 @@ def as_pair(y_true, y_pred, names: tuple[str, str] = ("y_true", "y_pred")) -> tu
     return a, b
 
 
-def as_ratings(ratings) -> np.ndarray:
+def as_ratings(ratings) -> NDArray[Any]:
     """A responses x raters float64 matrix (NaN = missing); a list of rater vectors is also accepted as columns.
 
     ``inf`` is rejected (ValueError): missing ratings are NaN.
@@ -87,7 +89,7 @@ def as_ratings(ratings) -> np.ndarray:
     return arr
 
 
-def rating_counts(ratings) -> np.ndarray:
+def rating_counts(ratings) -> NDArray[Any]:
     """Number of ratings of each response, ``c_i`` (RSMTool ``get_n_human_scores``).
 
     Parameters
@@ -165,7 +167,7 @@ class Scale:
         object.__setattr__(self, "categories", cats)
 
     @property
-    def category_array(self) -> np.ndarray:
+    def category_array(self) -> NDArray[Any]:
         """Category values as float64 (empty when the scale is continuous)."""
         return np.asarray(self.categories, dtype=np.float64)
 
@@ -173,7 +175,7 @@ class Scale:
     def is_categorical(self) -> bool:
         return len(self.categories) > 1
 
-    def to_categories(self, x) -> np.ndarray:
+    def to_categories(self, x) -> NDArray[Any]:
         """Round half-to-even to integers (``numpy.round``, as SKLL and RSMTool) and clip to [min, max].
 
         NaN stays NaN. With non-integer categories, each score goes to the nearest category (ties to the lower).
@@ -191,16 +193,16 @@ class Scale:
         return np.where(np.isnan(x), np.nan, out)
 
 
-def category_index(x: np.ndarray, categories: np.ndarray, name: str = "ratings") -> np.ndarray:
+def category_index(x: NDArray[Any], categories: NDArray[Any], name: str = "ratings") -> NDArray[Any]:
     """Index of each value in ``categories`` (-1 for NaN); ValueError if a value is not a category."""
     cats = np.asarray(categories, dtype=np.float64)
     if cats.ndim != 1 or cats.size < 1 or np.any(np.diff(cats) <= 0):
         raise ValueError("categories must be a sorted one-dimensional array of unique values")
     x = np.asarray(x, dtype=np.float64)
     if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):
-        shifted = x - cats[0]                # consecutive integers: arithmetic instead of a search
+        shifted = x - cats[0]  # consecutive integers: arithmetic instead of a search
         lo, hi = (float(shifted.min()), float(shifted.max())) if shifted.size else (0.0, 0.0)
-        if lo >= 0 and hi < cats.size:       # also false when anything is NaN
+        if lo >= 0 and hi < cats.size:  # also false when anything is NaN
             idx = shifted.astype(np.int64)
             if (idx == shifted).all():
                 return idx
@@ -210,8 +212,10 @@ def category_index(x: np.ndarray, categories: np.ndarray, name: str = "ratings")
     bad = ~missing & (cats[idx] != x)
     if bad.any():
         first = x[bad].ravel()[0]
-        raise ValueError(f"{name} contain {first!r}, which is not one of the categories {cats.tolist()[:12]}"
-                         f"{'...' if cats.size > 12 else ''}; round the scores to the scale first")
+        raise ValueError(
+            f"{name} contain {first!r}, which is not one of the categories {cats.tolist()[:12]}"
+            f"{'...' if cats.size > 12 else ''}; round the scores to the scale first"
+        )
     return np.where(missing, -1, idx).astype(np.int64)
 
 
@@ -233,18 +237,19 @@ class PolicyResult:
     (RSMTool's evaluation set), and ``human`` / ``system`` are those rows.
     """
 
-    keep: np.ndarray                   # (n,) bool: responses of the comparisons with the first human column
-    human: np.ndarray                  # (n_kept, R) human ratings after the policy
-    system: dict[str, np.ndarray]      # name -> (n_kept,)
-    dropped: dict[str, int]            # reason -> number of responses left out of those comparisons
-    changed: dict[str, int]            # reason -> number of ratings set to missing (response kept)
-    ratings: np.ndarray = field(default_factory=lambda: np.zeros((0, 1)))   # (n, R) every row, per-rating rules
-    system_all: dict[str, np.ndarray] = field(default_factory=dict)         # name -> (n,) every row
-    system_ok: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (n,) every system score finite
+    keep: NDArray[Any]  # (n,) bool: responses of the comparisons with the first human column
+    human: NDArray[Any]  # (n_kept, R) human ratings after the policy
+    system: dict[str, NDArray[Any]]  # name -> (n_kept,)
+    dropped: dict[str, int]  # reason -> number of responses left out of those comparisons
+    changed: dict[str, int]  # reason -> number of ratings set to missing (response kept)
+    ratings: NDArray[Any] = field(default_factory=lambda: np.zeros((0, 1)))  # (n, R) every row, per-rating rules
+    system_all: dict[str, NDArray[Any]] = field(default_factory=dict)  # name -> (n,) every row
+    system_ok: NDArray[Any] = field(default_factory=lambda: np.zeros(0, bool))  # (n,) every system score finite
 
 
-def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | None = None,
-                       exclude_zeros: bool = False) -> PolicyResult:
+def apply_score_policy(
+    human, system: dict[str, NDArray[Any]], *, scale: Scale | None = None, exclude_zeros: bool = False
+) -> PolicyResult:
     """Apply the explicit zero / non-numeric policy (RSMTool semantics, docs/design.md section 4.1).
 
     Per rating: an infinite score, a score outside ``scale`` and (under ``exclude_zeros``) a 0 become missing.
@@ -270,7 +275,8 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
 
     References
     ----------
-    RSMTool ``exclude_zero_scores`` and its handling of non-numeric scores (RSMTool documentation, "Evaluation metrics"; docs/design.md section 4.1).
+    RSMTool ``exclude_zero_scores`` and its handling of non-numeric scores (RSMTool documentation, "Evaluation
+    metrics"; docs/design.md section 4.1).
 
     Examples
     --------
@@ -289,7 +295,7 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
     changed: dict[str, int] = {}
     keep = np.ones(n, dtype=bool)
 
-    def drop(mask: np.ndarray, reason: str) -> None:
+    def drop(mask: NDArray[Any], reason: str) -> None:
         new = mask & keep
         if new.any():
             dropped[reason] = dropped.get(reason, 0) + int(new.sum())
@@ -320,11 +326,19 @@ def apply_score_policy(human, system: dict[str, np.ndarray], *, scale: Scale | N
         if (out[:, 1:] & keep[:, None]).any():
             changed[SET_MISSING_OUT_OF_SCALE] = int((out[:, 1:] & keep[:, None]).sum())
         h[out] = np.nan
-    return PolicyResult(keep=keep, human=h[keep], system={k: v[keep] for k, v in sys_out.items()},
-                        dropped=dropped, changed=changed, ratings=h, system_all=sys_out, system_ok=system_ok)
+    return PolicyResult(
+        keep=keep,
+        human=h[keep],
+        system={k: v[keep] for k, v in sys_out.items()},
+        dropped=dropped,
+        changed=changed,
+        ratings=h,
+        system_all=sys_out,
+        system_ok=system_ok,
+    )
 
 
-def ratings_from_distribution(counts, categories) -> np.ndarray:
+def ratings_from_distribution(counts, categories) -> NDArray[Any]:
     """A subjects x raters matrix from a distribution-of-raters table (irrCAC / Gwet's ``*.dist`` input form).
 
     ``counts[i, k]`` is the number of raters who put subject i in category k. Row i of the result holds
@@ -363,5 +377,5 @@ def ratings_from_distribution(counts, categories) -> np.ndarray:
     out = np.full((c.shape[0], max(width, 1)), np.nan)
     for i, row in enumerate(c):
         values = np.repeat(cats, row)
-        out[i, :values.size] = values
+        out[i, : values.size] = values
     return out

@@ -23,13 +23,16 @@ r = S_g - N (T_h / n_h) with N the group x score count table, S_g and T_h the er
 RSS(error ~ group + C(H)) = RSS(error ~ C(H)) - r' A^+ r, and the group adds rank(A) parameters (Searle 1987,
 *Linear Models for Unbalanced Data*, ch. 4, absorption of a factor).
 """
+
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy import stats
-
-from dataclasses import dataclass
 
 from core.metrics.data import as_pair
 from core.metrics.notes import undefined
@@ -40,12 +43,12 @@ SUBCHUNK_ENTRIES = 2_000_000
 RANK_TOL = 1e-9
 
 
-def _dummies(codes: np.ndarray, k: int, base: int) -> np.ndarray:
+def _dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
     cols = [j for j in range(k) if j != base]
     return (codes[:, None] == np.asarray(cols)[None, :]).astype(np.float64) if cols else np.zeros((codes.size, 0))
 
 
-def _ols(y: np.ndarray, x: np.ndarray, tss_floor: float = 0.0) -> dict:
+def _ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict:
     """OLS with an intercept: coefficients, RSS, rank p (without intercept), R2, adjusted R2.
 
     R2 is NaN when TSS <= ``tss_floor`` (y constant up to rounding, see :func:`_tss_floor`)."""
@@ -59,11 +62,20 @@ def _ols(y: np.ndarray, x: np.ndarray, tss_floor: float = 0.0) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
         adj = 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1) if n - p - 1 > 0 else np.nan
-    return {"coef": coef, "rss": rss, "tss": tss, "p": p, "n": n, "r2": r2, "adj_r2": adj, "design": design,
-            "rank": int(rank)}
+    return {
+        "coef": coef,
+        "rss": rss,
+        "tss": tss,
+        "p": p,
+        "n": n,
+        "r2": r2,
+        "adj_r2": adj,
+        "design": design,
+        "rank": int(rank),
+    }
 
 
-def _coef_inference(model: dict, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _coef_inference(model: dict, confidence: float = 0.95) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """OLS standard errors, two-sided p-values and t-intervals of the coefficients (statsmodels ``OLS.fit``:
     cov = s^2 (X'X)^+, s^2 = RSS / (n - rank), t with n - rank degrees of freedom)."""
     x = model["design"]
@@ -84,7 +96,7 @@ def _f_test(small: dict, big: dict) -> float:
     """p-value of the F-test of ``big`` against the nested ``small`` model."""
     df_num = big["p"] - small["p"]
     df_den = big["n"] - big["p"] - 1
-    if df_num <= 0 or df_den <= 0 or not np.isfinite(big["r2"]):     # constant y: no test
+    if df_num <= 0 or df_den <= 0 or not np.isfinite(big["r2"]):  # constant y: no test
         return float("nan")
     if big["rss"] <= 0:
         return 0.0 if small["rss"] > 0 else float("nan")
@@ -102,7 +114,7 @@ def _tss_floor(n: int, unit: float) -> float:
     return float(n) * (CONSTANT_SPREAD * unit) ** 2
 
 
-def _group_codes(groups, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _group_codes(groups, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
     g = pd.Series(np.asarray(groups, dtype=object)).astype(str).to_numpy()
     if g.size != n:
         raise ValueError(f"groups has {g.size} labels for {n} responses")
@@ -147,28 +159,36 @@ def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) 
     h, m = as_pair(y_true, y_pred)
     names, codes = _group_codes(groups, h.size)
     sizes = np.bincount(codes, minlength=names.size)
-    base = int(np.argmax(sizes)) if sizes.size else 0     # largest; ties: first in sorted order
+    base = int(np.argmax(sizes)) if sizes.size else 0  # largest; ties: first in sorted order
     if base_group is not None:
         if str(base_group) not in set(names.tolist()):
             raise ValueError(f"base_group {base_group!r} is not one of the groups {names.tolist()[:12]}")
         base = int(np.flatnonzero(names == str(base_group))[0])
-    out = {"base_group": str(names[base]) if names.size else None,
-           "groups": {str(k): int(v) for k, v in zip(names, sizes)}}
+    out = {
+        "base_group": str(names[base]) if names.size else None,
+        "groups": {str(k): int(v) for k, v in zip(names, sizes)},
+    }
     if names.size < 2 or h.size < 3:
         reason = undefined("fairness analyses need at least two subgroups and three responses")
         for key in ("osa", "osd", "csd"):
-            out[key] = {"value": reason, "p_value": reason, "r2": reason, "estimates": {}, "estimates_p_value": {},
-                        "estimates_ci": {}}
+            out[key] = {
+                "value": reason,
+                "p_value": reason,
+                "r2": reason,
+                "estimates": {},
+                "estimates_p_value": {},
+                "estimates_ci": {},
+            }
         return out
     error = m - h
-    se = error ** 2
+    se = error**2
     unit = float(max(np.abs(h).max(), np.abs(m).max()))
-    floor_e, floor_s = _tss_floor(h.size, unit), _tss_floor(h.size, unit ** 2)
+    floor_e, floor_s = _tss_floor(h.size, unit), _tss_floor(h.size, unit**2)
     xg = _dummies(codes, names.size, base)
     others = [str(names[j]) for j in range(names.size) if j != base]
     hn, hcodes = np.unique(h, return_inverse=True)
     hcodes = hcodes.reshape(-1)
-    h_base = int(np.argmax(np.bincount(hcodes, minlength=hn.size)))   # most frequent score; ties: lowest
+    h_base = int(np.argmax(np.bincount(hcodes, minlength=hn.size)))  # most frequent score; ties: lowest
     xh = _dummies(hcodes, hn.size, h_base)
     null = _ols(error, np.zeros((h.size, 0)), floor_e)
     null_se = _ols(se, np.zeros((h.size, 0)), floor_s)
@@ -177,10 +197,14 @@ def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) 
         names_ = ["Intercept", *others]
         k = len(names_)
         _, coef_p, ci = _coef_inference(model)
-        return {"value": float(value), "p_value": float(p_value), "r2": float(model["r2"]),
-                "estimates": {nm: float(v) for nm, v in zip(names_, model["coef"][:k])},
-                "estimates_p_value": {nm: float(v) for nm, v in zip(names_, coef_p[:k])},
-                "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(names_, ci[:k])}}
+        return {
+            "value": float(value),
+            "p_value": float(p_value),
+            "r2": float(model["r2"]),
+            "estimates": {nm: float(v) for nm, v in zip(names_, model["coef"][:k])},
+            "estimates_p_value": {nm: float(v) for nm, v in zip(names_, coef_p[:k])},
+            "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(names_, ci[:k])},
+        }
 
     osa = _ols(se, xg, floor_s)
     osd = _ols(error, xg, floor_e)
@@ -191,8 +215,9 @@ def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) 
     out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], _f_test(base_h, full))
     for key in ("osa", "osd", "csd"):
         if not np.isfinite(out[key]["value"]):
-            out[key]["value"] = undefined(f"fairness {key.upper()} is undefined: no variance in the errors or too few "
-                                          "responses for the model")
+            out[key]["value"] = undefined(
+                f"fairness {key.upper()} is undefined: no variance in the errors or too few responses for the model"
+            )
     return out
 
 
@@ -219,16 +244,16 @@ class FairnessDesign:
     """
 
     n: int
-    group_names: np.ndarray
-    group_codes: np.ndarray     # (n,) group index
-    score_codes: np.ndarray     # (n,) index of the human score among the distinct scores
+    group_names: NDArray[Any]
+    group_codes: NDArray[Any]  # (n,) group index
+    score_codes: NDArray[Any]  # (n,) index of the human score among the distinct scores
     n_scores: int
-    error: np.ndarray           # (n,) M - H, centred at its sample mean (RSS and TSS do not change)
-    squared: np.ndarray         # (n,) (M - H)^2, centred at its sample mean
-    unit: float                 # largest absolute score (scale of "constant" errors)
+    error: NDArray[Any]  # (n,) M - H, centred at its sample mean (RSS and TSS do not change)
+    squared: NDArray[Any]  # (n,) (M - H)^2, centred at its sample mean
+    unit: float  # largest absolute score (scale of "constant" errors)
     problem: str | None
 
-    def resampled(self, counts: np.ndarray) -> dict[str, np.ndarray]:
+    def resampled(self, counts: NDArray[Any]) -> dict[str, NDArray[Any]]:
         """OSA, OSD and CSD for every resample of a chunk.
 
         Parameters
@@ -248,10 +273,10 @@ class FairnessDesign:
             return {k: np.full(b, np.nan) for k in FAIRNESS_KEYS}
         kg, kh = self.group_names.size, self.n_scores
         step = int(max(1, SUBCHUNK_ENTRIES // max(self.n, kg * kh, 1)))
-        parts = [self._chunk(counts[i:i + step], kg, kh) for i in range(0, b, step)]
+        parts = [self._chunk(counts[i : i + step], kg, kh) for i in range(0, b, step)]
         return {k: np.concatenate([p[k] for p in parts]) for k in FAIRNESS_KEYS}
 
-    def _chunk(self, counts: np.ndarray, kg: int, kh: int) -> dict[str, np.ndarray]:
+    def _chunk(self, counts: NDArray[Any], kg: int, kh: int) -> dict[str, NDArray[Any]]:
         b = counts.shape[0]
         base = np.arange(b, dtype=np.int64)[:, None]
         cell = (base * (kg * kh) + (self.group_codes * kh + self.score_codes)[None, :]).ravel()
@@ -260,11 +285,12 @@ class FairnessDesign:
         def table(index, weights, size):
             w = (counts * weights[None, :]).ravel()
             return np.bincount(index, weights=w, minlength=b * size).reshape(b, size)
+
         n_cell = table(cell, np.ones(self.n), kg * kh).reshape(b, kg, kh)
         e_cell = table(cell, self.error, kg * kh).reshape(b, kg, kh)
-        ee_g = table(grp, self.error ** 2, kg)
+        ee_g = table(grp, self.error**2, kg)
         s_g = table(grp, self.squared, kg)
-        ss_g = table(grp, self.squared ** 2, kg)
+        ss_g = table(grp, self.squared**2, kg)
         n_g, n_h = n_cell.sum(axis=2), n_cell.sum(axis=1)
         e_g, e_h = e_cell.sum(axis=2), e_cell.sum(axis=1)
         n = n_g.sum(axis=1)
@@ -275,12 +301,12 @@ class FairnessDesign:
         p_h = present_h.sum(axis=1) - 1.0
         with np.errstate(divide="ignore", invalid="ignore"):
             yy_e, y_e = ee_g.sum(axis=1), e_g.sum(axis=1)
-            tss_e = yy_e - y_e ** 2 / n
+            tss_e = yy_e - y_e**2 / n
             yy_s, y_s = ss_g.sum(axis=1), s_g.sum(axis=1)
-            tss_s = yy_s - y_s ** 2 / n
-        rss_osa = yy_s - (s_g ** 2 * inv_g).sum(axis=1)
-        rss_osd = yy_e - (e_g ** 2 * inv_g).sum(axis=1)
-        rss_h = yy_e - (e_h ** 2 * inv_h).sum(axis=1)
+            tss_s = yy_s - y_s**2 / n
+        rss_osa = yy_s - (s_g**2 * inv_g).sum(axis=1)
+        rss_osd = yy_e - (e_g**2 * inv_g).sum(axis=1)
+        rss_h = yy_e - (e_h**2 * inv_h).sum(axis=1)
         # absorb the human-score factor: A = diag(n_g) - N diag(1/n_h) N', r = S_g - N (T_h / n_h)
         a = np.einsum("bgh,bh,bkh->bgk", n_cell, inv_h, n_cell)
         a = -a
@@ -290,12 +316,12 @@ class FairnessDesign:
         keep = eig > RANK_TOL * np.maximum(eig.max(axis=1, keepdims=True), 0.0)
         keep &= eig > 0
         proj = np.einsum("bgk,bg->bk", vec, r)
-        explained = np.where(keep, proj ** 2 / np.where(keep, eig, 1.0), 0.0).sum(axis=1)
+        explained = np.where(keep, proj**2 / np.where(keep, eig, 1.0), 0.0).sum(axis=1)
         rss_full = rss_h - explained
         p_full = p_h + keep.sum(axis=1)
         ok = (present_g.sum(axis=1) >= 2) & (n >= 3)
         u = self.unit
-        osa = _adjusted(rss_osa, tss_s, yy_s, n, p_g, u ** 2)
+        osa = _adjusted(rss_osa, tss_s, yy_s, n, p_g, u**2)
         osd = _adjusted(rss_osd, tss_e, yy_e, n, p_g, u)
         csd = _adjusted(rss_full, tss_e, yy_e, n, p_full, u) - _adjusted(rss_h, tss_e, yy_e, n, p_h, u)
         return {"osa": np.where(ok, osa, np.nan), "osd": np.where(ok, osd, np.nan), "csd": np.where(ok, csd, np.nan)}
@@ -324,22 +350,30 @@ def fairness_design(y_true, y_pred, groups) -> FairnessDesign:
     _, hcodes = np.unique(h, return_inverse=True)
     hcodes = hcodes.reshape(-1)
     error = m - h
-    squared = error ** 2
+    squared = error**2
     problem = None
     if names.size < 2 or h.size < 3:
         problem = "fairness intervals need at least two subgroups and three responses"
     elif sizes.min() < 2:
         small = [str(k) for k, v in zip(names, sizes) if v < 2]
-        problem = (f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} "
-                   f"{'has' if len(small) == 1 else 'have'} 1")
-    return FairnessDesign(n=int(h.size), group_names=names, group_codes=codes.astype(np.int64),
-                          score_codes=hcodes.astype(np.int64), n_scores=int(hcodes.max()) + 1 if h.size else 0,
-                          error=error - (error.mean() if h.size else 0.0),
-                          squared=squared - (squared.mean() if h.size else 0.0),
-                          unit=float(max(np.abs(h).max(), np.abs(m).max())) if h.size else 0.0, problem=problem)
+        problem = (
+            f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} "
+            f"{'has' if len(small) == 1 else 'have'} 1"
+        )
+    return FairnessDesign(
+        n=int(h.size),
+        group_names=names,
+        group_codes=codes.astype(np.int64),
+        score_codes=hcodes.astype(np.int64),
+        n_scores=int(hcodes.max()) + 1 if h.size else 0,
+        error=error - (error.mean() if h.size else 0.0),
+        squared=squared - (squared.mean() if h.size else 0.0),
+        unit=float(max(np.abs(h).max(), np.abs(m).max())) if h.size else 0.0,
+        problem=problem,
+    )
 
 
-def fairness_resampled(y_true, y_pred, groups, counts) -> dict[str, np.ndarray]:
+def fairness_resampled(y_true, y_pred, groups, counts) -> dict[str, NDArray[Any]]:
     """OSA, OSD and CSD (adjusted R2 as in :func:`fairness_analysis`) for each row of resampling ``counts``.
 
     Equivalent to calling :func:`fairness_analysis` on each resample (Loukina, Madnani & Zechner 2019; RSMTool

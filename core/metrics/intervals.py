@@ -8,6 +8,7 @@ Every interval says how it was made (:data:`IntervalMethod`), so a report can st
 - Wald, Student's t (Gwet 2014, section 5.5; irrCAC ``raw.py``): estimate -/+ t_(1-a/2, n-1) se, the upper bound
   capped at 1 (the largest value a chance-corrected coefficient can take), as irrCAC reports it.
 """
+
 from __future__ import annotations
 
 from typing import Literal, NamedTuple
@@ -118,8 +119,9 @@ def normal_ci(estimate: float, se: float, confidence: float = 0.95) -> tuple[flo
     return float(estimate - half), float(estimate + half)
 
 
-def student_t_ci(estimate: float, se: float, n: int, confidence: float = 0.95, *,
-                 cap: float | None = 1.0) -> tuple[float, float]:
+def student_t_ci(
+    estimate: float, se: float, n: int, confidence: float = 0.95, *, cap: float | None = 1.0
+) -> tuple[float, float]:
     """Wald interval with Student's t on ``n - 1`` degrees of freedom, the upper bound capped at ``cap``.
 
     .. math:: \\hat\\kappa \\mp t_{1-\\alpha/2,\\,n-1}\\,\\mathrm{se}, \\quad \\text{high} = \\min(\\text{high}, 1)
@@ -187,8 +189,13 @@ class Analytic(NamedTuple):
     def to_json(self) -> dict:
         def num(x: float) -> float | None:
             return float(x) if np.isfinite(x) else None
-        return {"se": num(self.se), "ci": [num(self.low), num(self.high)], "p_value": num(self.p_value),
-                "method": self.method}
+
+        return {
+            "se": num(self.se),
+            "ci": [num(self.low), num(self.high)],
+            "p_value": num(self.p_value),
+            "method": self.method,
+        }
 
 
 #: How the chance-corrected coefficients' analytic intervals are made (Gwet 2014, section 5.5; irrCAC).
@@ -215,4 +222,3 @@ def pearson_analytic(r: float, n: int, confidence: float = 0.95) -> Analytic:
             t = r * np.sqrt((n - 2.0) / (1.0 - r * r))
             p = float(2.0 * stats.t.sf(abs(t), n - 2))
     return Analytic(float("nan"), low, high, p, FISHER_METHOD)
-

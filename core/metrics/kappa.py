@@ -3,11 +3,13 @@
 kappa = 1 - sum d O / sum d E over the joint table O and the chance table E (Cohen 1960, 1968), with the
 disagreement weights of :mod:`core.metrics.weights`.
 """
+
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.data import Weights, as_pair, as_vector, check_option
 from core.metrics.intervals import normal_ci
@@ -16,8 +18,9 @@ from core.metrics.sums import as_float, nan_where
 from core.metrics.weights import disagreement_weights
 
 
-def kappa_from_table(table: np.ndarray, cats: np.ndarray, weights: Weights | None = None,
-                     allow_off_by_one: bool = False) -> np.ndarray:
+def kappa_from_table(
+    table: NDArray[Any], cats: NDArray[Any], weights: Weights | None = None, allow_off_by_one: bool = False
+) -> NDArray[Any]:
     """Cohen's kappa from joint counts ``table[..., k, l]`` (human k, system l) over category values ``cats``.
 
     kappa = 1 - sum d_kl O_kl / sum d_kl E_kl, E_kl = n_k+ n_+l / N, with the disagreement weights d of
@@ -35,14 +38,14 @@ def kappa_from_table(table: np.ndarray, cats: np.ndarray, weights: Weights | Non
         den = (w * expected).sum(axis=(-2, -1))
         k = 1.0 - num / den
     used = ((rows + cols) > 0).sum(axis=-1)
-    if not np.count_nonzero(w):          # SKLL: all disagreement weights zero gives 1.0
+    if not np.count_nonzero(w):  # SKLL: all disagreement weights zero gives 1.0
         used = np.zeros_like(used)
-    k = np.where(used <= 1, 1.0, k)     # SKLL: a single label gives 1.0
+    k = np.where(used <= 1, 1.0, k)  # SKLL: a single label gives 1.0
     k = nan_where(n <= 0, k, "kappa needs at least 1 response")
     return nan_where((n > 0) & (used > 1) & (den <= 0), k, "kappa is undefined: no expected disagreement")
 
 
-def kappa_table(y_true, y_pred, *, labels=None, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
+def kappa_table(y_true, y_pred, *, labels=None, sample_weight=None) -> tuple[NDArray[Any], NDArray[Any]]:
     """The joint table of :func:`cohen_kappa` and the category positions its weights use.
 
     Without ``labels``: scores rounded half-to-even, categories every integer from the smallest to the largest
@@ -74,11 +77,14 @@ def kappa_table(y_true, y_pred, *, labels=None, sample_weight=None) -> tuple[np.
     return table, np.arange(q, dtype=np.float64)
 
 
-def cohen_kappa(y_true, y_pred, *, weights: Weights | None = None, labels=None, sample_weight=None,
-                allow_off_by_one: bool = False) -> float:
+def cohen_kappa(
+    y_true, y_pred, *, weights: Weights | None = None, labels=None, sample_weight=None, allow_off_by_one: bool = False
+) -> float:
     """Cohen's (weighted) kappa of two raters.
 
-    .. math:: \\kappa = 1 - \\frac{\\sum_{kl} d_{kl} O_{kl}}{\\sum_{kl} d_{kl} E_{kl}}, \\quad E_{kl} = n_{k+} n_{+l} / N
+    .. math::
+
+        \\kappa = 1 - \\frac{\\sum_{kl} d_{kl} O_{kl}}{\\sum_{kl} d_{kl} E_{kl}}, \\quad E_{kl} = n_{k+} n_{+l} / N
 
     with observed counts O, chance counts E and disagreement weights d_kl = 1[k != l] (unweighted), |k - l|
     (linear) or (k - l)^2 (quadratic) over category positions (:func:`core.metrics.weights.disagreement_weights`).
@@ -130,14 +136,14 @@ class KappaTest(NamedTuple):
     """Cohen's kappa with its large-sample variance and the test of kappa = 0 (statsmodels ``KappaResults``)."""
 
     kappa: float
-    se: float                 # sqrt of the asymptotic variance (Fleiss, Cohen & Everitt 1969)
-    low: float                # kappa -/+ z_(1-a/2) se
+    se: float  # sqrt of the asymptotic variance (Fleiss, Cohen & Everitt 1969)
+    low: float  # kappa -/+ z_(1-a/2) se
     high: float
-    se0: float                # standard error under kappa = 0
-    z: float                  # kappa / se0
-    p_value: float            # two-sided
+    se0: float  # standard error under kappa = 0
+    z: float  # kappa / se0
+    p_value: float  # two-sided
     p_value_one_sided: float  # H1: kappa > 0
-    kappa_max: float          # the largest kappa the margins allow (unweighted)
+    kappa_max: float  # the largest kappa the margins allow (unweighted)
 
 
 def kappa_test_from_table(table, *, weights: Weights | None = None, confidence: float = 0.95) -> KappaTest:
@@ -195,9 +201,10 @@ def kappa_test_from_table(table, *, weights: Weights | None = None, confidence: 
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa = float(((w * p).sum() - pe) / (1.0 - pe))
         fac = 1.0 / ((1.0 - pe) ** 2 * n)
-        var = ((p * (w - (w_col[None, :] + w_row[:, None]) * (1.0 - kappa)) ** 2).sum()
-               - (kappa - pe * (1.0 - kappa)) ** 2) * fac
-        var0 = (((pr[:, None] * pc[None, :]) * (w - (w_col[None, :] + w_row[:, None])) ** 2).sum() - pe ** 2) * fac
+        var = (
+            (p * (w - (w_col[None, :] + w_row[:, None]) * (1.0 - kappa)) ** 2).sum() - (kappa - pe * (1.0 - kappa)) ** 2
+        ) * fac
+        var0 = (((pr[:, None] * pc[None, :]) * (w - (w_col[None, :] + w_row[:, None])) ** 2).sum() - pe**2) * fac
         se, se0 = float(np.sqrt(var)), float(np.sqrt(var0))
         z = kappa / se0
         agree_exp = float((pr * pc).sum())
@@ -207,8 +214,9 @@ def kappa_test_from_table(table, *, weights: Weights | None = None, confidence: 
     return KappaTest(kappa, se, low, high, se0, float(z), 2.0 * one, one, kappa_max)
 
 
-def cohen_kappa_test(y_true, y_pred, *, weights: Weights | None = None, labels=None, sample_weight=None,
-                     confidence: float = 0.95) -> KappaTest:
+def cohen_kappa_test(
+    y_true, y_pred, *, weights: Weights | None = None, labels=None, sample_weight=None, confidence: float = 0.95
+) -> KappaTest:
     """:func:`kappa_test_from_table` of the joint table of two raters (:func:`kappa_table`: SKLL's categories, or
     scikit-learn's ``labels`` and ``sample_weight``).
 

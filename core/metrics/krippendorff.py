@@ -19,9 +19,13 @@ with SS_u the within-unit and SS the overall sum of squares of pairable values: 
 Ordinal distances are squared differences of mid-ranks M_c = sum_{g<c} n_g + n_c / 2 (since sum_{g=c..k} n_g -
 (n_c + n_k)/2 = M_k - M_c), so ordinal alpha is interval alpha on the mid-ranks of the pairable values.
 """
+
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from core.metrics.data import LEVELS, Level, as_ratings, category_index, check_option
@@ -31,7 +35,9 @@ from core.metrics.sums import as_float, nan_where
 _RATIO_MAX_DISTINCT = 20_000
 
 
-def finish_alpha_from_coincidence(coinc: np.ndarray, delta: np.ndarray | str, cats: np.ndarray | None = None) -> np.ndarray:
+def finish_alpha_from_coincidence(
+    coinc: NDArray[Any], delta: NDArray[Any] | str, cats: NDArray[Any] | None = None
+) -> NDArray[Any]:
     """alpha = 1 - (n.. - 1) sum o delta / sum n_c n_k delta from a coincidence matrix (batch-capable).
 
     ``delta`` is a (q, q) distance matrix, or ``"ordinal"`` (distances from the marginals, needs nothing else).
@@ -52,7 +58,7 @@ def finish_alpha_from_coincidence(coinc: np.ndarray, delta: np.ndarray | str, ca
     return nan_where((n >= 2) & ~(de > 0), alpha, "Krippendorff's alpha is undefined: every pairable value is the same")
 
 
-def coincidence_delta(cats: np.ndarray, level: str) -> np.ndarray | str:
+def coincidence_delta(cats: NDArray[Any], level: str) -> NDArray[Any] | str:
     """Distance matrix delta_ck over category values for a level (``"ordinal"`` is resolved from the marginals)."""
     c = np.asarray(cats, dtype=np.float64)
     if level == "nominal":
@@ -67,14 +73,14 @@ def coincidence_delta(cats: np.ndarray, level: str) -> np.ndarray | str:
     return "ordinal"
 
 
-def _pairable(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pairable(h: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     obs = ~np.isnan(h)
     m = obs.sum(axis=1)
     keep = m >= 2
     return h[keep], obs[keep], m[keep].astype(np.float64)
 
 
-def _interval(h: np.ndarray, obs: np.ndarray, m: np.ndarray) -> float:
+def _interval(h: NDArray[Any], obs: NDArray[Any], m: NDArray[Any]) -> float:
     vals = h[obs]
     n = vals.size
     if n < 2:
@@ -93,7 +99,10 @@ def _interval(h: np.ndarray, obs: np.ndarray, m: np.ndarray) -> float:
 def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -> float:
     """Krippendorff's alpha of a units x coders matrix (NaN = missing) at a level of measurement.
 
-    .. math:: \\alpha = 1 - D_o / D_e = 1 - (n_{..} - 1) \\frac{\\sum_{ck} o_{ck} \\delta_{ck}}{\\sum_{ck} n_c n_k \\delta_{ck}}
+    .. math::
+
+        \\alpha = 1 - D_o / D_e
+        = 1 - (n_{..} - 1) \\sum_{ck} o_{ck} \\delta_{ck} / \\sum_{ck} n_c n_k \\delta_{ck}
 
     (formulas and the distances delta of each level in the module docstring). Units with fewer than two values are
     not pairable and are ignored. Interval and ordinal use O(N x coders) memory on continuous values; nominal uses
@@ -163,6 +172,7 @@ def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -
             s = uniq[a] + uniq[b]
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(s == 0, 0.0, ((uniq[a] - uniq[b]) / s) ** 2)
+
         de = 0.0
         step = max(1, 4_000_000 // max(uniq.size, 1))
         for start in range(0, uniq.size, step):
@@ -170,8 +180,10 @@ def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -
             d = dist(block[:, None], np.arange(uniq.size)[None, :])
             de += float(nc[block] @ d @ nc)
     else:
+
         def dist(a, b):
             return (a != b).astype(np.float64)
+
         de = n * n - float((nc * nc).sum())
     do = 0.0
     for j in range(R):
@@ -184,7 +196,7 @@ def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -
     return 1.0 - (n - 1.0) * do / de
 
 
-def _coincidences(idx: np.ndarray, q: int) -> np.ndarray:
+def _coincidences(idx: NDArray[Any], q: int) -> NDArray[Any]:
     """The q x q coincidence matrix o_ck of a category-index matrix (-1 = missing)."""
     valid = idx >= 0
     m = valid.sum(axis=1).astype(np.float64)

@@ -12,23 +12,27 @@ a column of the file (one value per item).
 Errors are :class:`core.errors.InputError` sentences naming the file, the column and, where it applies, the line;
 they say what is wrong with the input, never which command-line option to use (the front ends add that).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.errors import InputError
 from core.tables import Table, read_table
 
+
 @dataclass
 class EvaluationInput:
-    human: np.ndarray                 # (n, R)
+    human: NDArray[Any]  # (n, R)
     human_names: list[str]
-    system: dict[str, np.ndarray]
-    ids: np.ndarray                   # (n,) response ids (strings)
-    groups: np.ndarray | None
+    system: dict[str, NDArray[Any]]
+    ids: NDArray[Any]  # (n,) response ids (strings)
+    groups: NDArray[Any] | None
     notes: list[str]
 
 
@@ -39,7 +43,7 @@ def _require(df: pd.DataFrame, path, cols: list[str], what: str) -> None:
             raise InputError(f"{path}: no {what} column {c!r} (columns: {shown}).", path=path, field=c)
 
 
-def numeric_column(table: Table, col: str, *, strict: bool) -> np.ndarray:
+def numeric_column(table: Table, col: str, *, strict: bool) -> NDArray[Any]:
     """A column as float64 with NaN for empty cells.
 
     Non-numeric cells: with ``strict`` an InputError naming the first bad line; otherwise NaN (the score policy then
@@ -49,16 +53,17 @@ def numeric_column(table: Table, col: str, *, strict: bool) -> np.ndarray:
     values = pd.to_numeric(raw, errors="coerce")
     empty = raw.isna() | raw.astype(str).str.strip().isin(["", "nan", "NaN", "NA", "null", "None"])
     bad = values.isna() & ~empty
-    if bad.any():
-        if strict or bad.sum() == (~empty).sum():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError(f"{table.location(i)}: column {col!r} has a non-numeric value "
-                             f"{str(raw.iloc[i])[:40]!r}.", field=col)
+    if bad.any() and (strict or bad.sum() == (~empty).sum()):
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(
+            f"{table.location(i)}: column {col!r} has a non-numeric value {str(raw.iloc[i])[:40]!r}.", field=col
+        )
     return values.to_numpy(dtype=np.float64)
 
 
-def load_wide(path, *, human: list[str], system: list[str], id_col: str | None = None,
-              group_col: str | None = None) -> EvaluationInput:
+def load_wide(
+    path, *, human: list[str], system: list[str], id_col: str | None = None, group_col: str | None = None
+) -> EvaluationInput:
     """Read a wide file: one row per response with the named human and system score columns."""
     table = read_table(path)
     df = table.frame
@@ -85,8 +90,14 @@ def load_wide(path, *, human: list[str], system: list[str], id_col: str | None =
     return EvaluationInput(h, list(human), sys, ids, groups, notes)
 
 
-def load_long(path, *, columns: tuple[str, str, str], system: list[str], human: list[str] | None = None,
-              group_col: str | None = None) -> EvaluationInput:
+def load_long(
+    path,
+    *,
+    columns: tuple[str, str, str],
+    system: list[str],
+    human: list[str] | None = None,
+    group_col: str | None = None,
+) -> EvaluationInput:
     """Read the long form (``columns`` = the item, rater and score column names) and pivot it into rating slots."""
     item_c, rater_c, score_c = columns
     table = read_table(path)
@@ -104,10 +115,10 @@ def load_long(path, *, columns: tuple[str, str, str], system: list[str], human: 
     np.minimum.at(first_seen, item_idx, np.arange(items.size))
     rank = np.empty(order_items.size, dtype=np.int64)
     rank[np.argsort(first_seen, kind="stable")] = np.arange(order_items.size)
-    row_of = rank[item_idx]                        # items in order of first appearance
+    row_of = rank[item_idx]  # items in order of first appearance
     n = order_items.size
     ids = order_items[np.argsort(rank)]
-    sys: dict[str, np.ndarray] = {}
+    sys: dict[str, NDArray[Any]] = {}
     rater_systems = [s for s in system if s in set(raters)]
     for s in system:
         if s in rater_systems:
@@ -129,19 +140,22 @@ def load_long(path, *, columns: tuple[str, str, str], system: list[str], human: 
             if conflict.size:
                 r = int(conflict[0])
                 i = int(np.flatnonzero((row_of == r) & ok)[0])
-                raise InputError(f"{table.location(i)}: column {s!r} has different values for item "
-                                 f"{ids[r]!r}.", field=s)
+                raise InputError(
+                    f"{table.location(i)}: column {s!r} has different values for item {ids[r]!r}.", field=s
+                )
             v[lo.index.to_numpy()] = lo.to_numpy()
             sys[s] = v
         else:
-            raise InputError(f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.",
-                             path=path)
+            raise InputError(
+                f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
+            )
     is_human = ~np.isin(raters, rater_systems)
     if human:
         unknown = [r for r in human if r not in set(raters)]
         if unknown:
-            raise InputError(f"{path}: human rater {unknown[0]!r} does not appear in column {rater_c!r}.", path=path,
-                             field=rater_c)
+            raise InputError(
+                f"{path}: human rater {unknown[0]!r} does not appear in column {rater_c!r}.", path=path, field=rater_c
+            )
         is_human &= np.isin(raters, human)
     is_human &= ~np.isnan(score)
     hr = np.flatnonzero(is_human)
@@ -157,8 +171,9 @@ def load_long(path, *, columns: tuple[str, str, str], system: list[str], human: 
     return EvaluationInput(h, names, sys, ids, groups, notes)
 
 
-def rater_matrix(rows: np.ndarray, raters: np.ndarray, scores: np.ndarray, n: int, *,
-                 order: list[str] | None = None) -> tuple[np.ndarray, list[str], int]:
+def rater_matrix(
+    rows: NDArray[Any], raters: NDArray[Any], scores: NDArray[Any], n: int, *, order: list[str] | None = None
+) -> tuple[NDArray[Any], list[str], int]:
     """The (n, raters) matrix of ratings given as (row, rater id, score) triples, one column per rater.
 
     Columns follow ``order`` when given, else decreasing number of ratings, ties by rater id (independent of the
@@ -180,8 +195,15 @@ def rater_matrix(rows: np.ndarray, raters: np.ndarray, scores: np.ndarray, n: in
     return h, [str(ids[k]) for k in columns] or ["rating"], int((~first).sum())
 
 
-def load_campaign(ratings: pd.DataFrame, items: pd.DataFrame, system_path, *, system: list[str] | None = None,
-                  id_col: str = "item_id", group_col: str | None = None) -> EvaluationInput:
+def load_campaign(
+    ratings: pd.DataFrame,
+    items: pd.DataFrame,
+    system_path,
+    *,
+    system: list[str] | None = None,
+    id_col: str = "item_id",
+    group_col: str | None = None,
+) -> EvaluationInput:
     """The ratings an annotation campaign collected, with a scoring system's scores per item.
 
     ``ratings`` is the long form of a project (``item_id, annotator, score``, as ``core.store.Project.ratings``),
@@ -196,8 +218,11 @@ def load_campaign(ratings: pd.DataFrame, items: pd.DataFrame, system_path, *, sy
         raise InputError(f"{system_path}: the file has no rows.", path=system_path)
     _require(df, system_path, [id_col], "id")
     if not system:
-        system = [c for c in df.columns if c != id_col and c != group_col
-                  and pd.to_numeric(df[c], errors="coerce").notna().any()]
+        system = [
+            c
+            for c in df.columns
+            if c != id_col and c != group_col and pd.to_numeric(df[c], errors="coerce").notna().any()
+        ]
         if not system:
             raise InputError(f"{system_path}: no numeric score column besides {id_col!r}.", path=system_path)
     _require(df, system_path, system, "system score")
@@ -209,15 +234,21 @@ def load_campaign(ratings: pd.DataFrame, items: pd.DataFrame, system_path, *, sy
     known = set(items["item_id"].astype(str))
     unknown = [i for i in sys_ids if i not in known]
     if unknown:
-        raise InputError(f"{system_path}: item {unknown[0]!r} is not an item of the project "
-                         f"({len(unknown)} unknown id(s)).", path=system_path, field=id_col)
+        raise InputError(
+            f"{system_path}: item {unknown[0]!r} is not an item of the project ({len(unknown)} unknown id(s)).",
+            path=system_path,
+            field=id_col,
+        )
     rated = ratings[np.isfinite(ratings["score"].to_numpy(dtype=np.float64))]
     ids = pd.unique(pd.concat([rated["item_id"].astype(str), pd.Series(sys_ids)], ignore_index=True))
     row_of = pd.Series(np.arange(ids.size), index=ids)
     n = ids.size
-    h, names, repeats = rater_matrix(row_of[rated["item_id"].astype(str)].to_numpy(),
-                                     rated["annotator"].astype(str).to_numpy(),
-                                     rated["score"].to_numpy(dtype=np.float64), n)
+    h, names, repeats = rater_matrix(
+        row_of[rated["item_id"].astype(str)].to_numpy(),
+        rated["annotator"].astype(str).to_numpy(),
+        rated["score"].to_numpy(dtype=np.float64),
+        n,
+    )
     sys_rows = row_of[sys_ids].to_numpy()
     scores = {}
     for s in system:
@@ -231,11 +262,16 @@ def load_campaign(ratings: pd.DataFrame, items: pd.DataFrame, system_path, *, sy
         elif group_col in items.columns:
             source = pd.Series(items[group_col].astype(str).to_numpy(), index=items["item_id"].astype(str))
         else:
-            raise InputError(f"{system_path}: no group column {group_col!r} in the file or the project's items.",
-                             path=system_path, field=group_col)
+            raise InputError(
+                f"{system_path}: no group column {group_col!r} in the file or the project's items.",
+                path=system_path,
+                field=group_col,
+            )
         groups = source.reindex(ids).to_numpy(dtype=object)
-    notes = [f"campaign: {len(rated)} ratings of {int(np.isfinite(h).any(axis=1).sum())} items by {len(names)} "
-             f"annotator(s); {sys_rows.size} items with system scores"]
+    notes = [
+        f"campaign: {len(rated)} ratings of {int(np.isfinite(h).any(axis=1).sum())} items by {len(names)} "
+        f"annotator(s); {sys_rows.size} items with system scores"
+    ]
     if repeats:
         notes.append(f"{repeats} repeated rating(s) of an item by the same annotator left out (the first is kept)")
     return EvaluationInput(h, names, scores, np.asarray(ids, dtype=str), groups, notes)

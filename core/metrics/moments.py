@@ -5,19 +5,24 @@ over sums of per-response terms (:mod:`core.metrics.sums`) so that the bootstrap
 at once. Sums are taken on values centred at the sample mean, which keeps the moments accurate at millions of
 responses. The public one-call functions are in :mod:`core.metrics.observed`.
 """
+
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.sums import RowSums, nan_where
 
-_REL_CONSTANT = 1e-12   # a standard deviation below this fraction of the score magnitude counts as zero
+_REL_CONSTANT = 1e-12  # a standard deviation below this fraction of the score magnitude counts as zero
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Moments of a pair of vectors: the sufficient statistics of means, sds, r, QWK, SMD, MSE and R2.
 
-def pair_moment_sums(a: np.ndarray, b: np.ndarray, prefix: str = "") -> tuple[RowSums, dict]:
+
+def pair_moment_sums(a: NDArray[Any], b: NDArray[Any], prefix: str = "") -> tuple[RowSums, dict]:
     """Per-response terms for the moments of (a, b): 1, a-ca, b-cb, (a-ca)^2, (b-cb)^2, (a-ca)(b-cb), (a-b)^2.
 
     ``ca`` and ``cb`` (the sample means) are returned in the second value and must be passed to the finishers.
@@ -52,23 +57,32 @@ def moments(t: dict, shift: dict, prefix: str = "") -> dict:
     va = np.where(const_a, 0.0, va)
     vb = np.where(const_b, 0.0, vb)
     cov = np.where(const_a | const_b, 0.0, cov)
-    return {"n": n, "mean_a": mean_a, "mean_b": mean_b, "va": va, "vb": vb, "cov": cov, "const_a": const_a,
-            "const_b": const_b, "sdd": t[prefix + "sdd"]}
+    return {
+        "n": n,
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "va": va,
+        "vb": vb,
+        "cov": cov,
+        "const_a": const_a,
+        "const_b": const_b,
+        "sdd": t[prefix + "sdd"],
+    }
 
 
-def _ddof1(var0: np.ndarray, n: np.ndarray) -> np.ndarray:
+def _ddof1(var0: NDArray[Any], n: NDArray[Any]) -> NDArray[Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(n > 1, var0 * n / (n - 1), np.nan)
 
 
-def finish_sd(mo: dict, which: str) -> np.ndarray:
+def finish_sd(mo: dict, which: str) -> NDArray[Any]:
     """Standard deviation with ddof=1 (NaN for N < 2)."""
     n = mo["n"]
     v = _ddof1(mo["va" if which == "a" else "vb"], n)
     return nan_where(n < 2, np.sqrt(v), "a standard deviation needs at least 2 responses")
 
 
-def finish_pearson(mo: dict) -> np.ndarray:
+def finish_pearson(mo: dict) -> NDArray[Any]:
     """Pearson r = Cov(a, b) / (sd(a) sd(b)); NaN for N < 2 or a constant vector (RSMTool returns None)."""
     n = mo["n"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -77,7 +91,7 @@ def finish_pearson(mo: dict) -> np.ndarray:
     return nan_where((n >= 2) & (mo["const_a"] | mo["const_b"]), r, "a correlation is undefined for constant scores")
 
 
-def finish_qwk(mo: dict) -> np.ndarray:
+def finish_qwk(mo: dict) -> NDArray[Any]:
     """Continuous QWK = 2 Cov / (Var(a) + Var(b) + (mean b - mean a)^2), ddof=0 (Haberman 2019)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         den = mo["va"] + mo["vb"] + (mo["mean_b"] - mo["mean_a"]) ** 2
@@ -86,7 +100,7 @@ def finish_qwk(mo: dict) -> np.ndarray:
     return nan_where((mo["n"] >= 1) & (den <= 0), q, "QWK is undefined when both score vectors are the same constant")
 
 
-def finish_smd(mo: dict, method: str = "unpooled") -> np.ndarray:
+def finish_smd(mo: dict, method: str = "unpooled") -> NDArray[Any]:
     """SMD = (mean b - mean a) / sd, sd = sd(a) (unpooled) or sqrt((var a + var b)/2) (pooled), ddof=1."""
     n = mo["n"]
     va, vb = _ddof1(mo["va"], n), _ddof1(mo["vb"], n)
@@ -102,14 +116,14 @@ def finish_smd(mo: dict, method: str = "unpooled") -> np.ndarray:
     return nan_where((n >= 2) & zero, d, "SMD is undefined when the human scores are constant")
 
 
-def finish_mse(mo: dict) -> np.ndarray:
+def finish_mse(mo: dict) -> NDArray[Any]:
     """MSE = mean((a - b)^2)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         m = mo["sdd"] / mo["n"]
     return nan_where(mo["n"] < 1, m, "MSE needs at least 1 response")
 
 
-def finish_r2(mo: dict) -> np.ndarray:
+def finish_r2(mo: dict) -> NDArray[Any]:
     """R2 = 1 - sum (a - b)^2 / sum (a - mean a)^2 (sklearn ``r2_score``); NaN for N < 2 or constant a."""
     n = mo["n"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -118,7 +132,7 @@ def finish_r2(mo: dict) -> np.ndarray:
     return nan_where((n >= 2) & mo["const_a"], r2, "R2 is undefined when the human scores are constant")
 
 
-def finish_disattenuated(r_hm, r_hh) -> np.ndarray:
+def finish_disattenuated(r_hm, r_hh) -> NDArray[Any]:
     """Disattenuated correlation r(H, M) / sqrt(r(H1, H2)) (batch-capable; NaN with a reason unless r_hh > 0).
 
     Same definition as :func:`disattenuated_correlation` (RSMTool ``correlations``), with the reason recorded.
@@ -127,11 +141,14 @@ def finish_disattenuated(r_hm, r_hh) -> np.ndarray:
     r_hh = np.asarray(r_hh, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = r_hm / np.sqrt(np.where(r_hh > 0, r_hh, np.nan))
-    return nan_where(~(r_hh > 0) | np.isnan(r_hm), out,
-                     "the disattenuated correlation needs a defined human-system r and a positive human-human r")
+    return nan_where(
+        ~(r_hh > 0) | np.isnan(r_hm),
+        out,
+        "the disattenuated correlation needs a defined human-system r and a positive human-human r",
+    )
 
 
-def finish_dsm(group: dict, whole: dict) -> np.ndarray:
+def finish_dsm(group: dict, whole: dict) -> NDArray[Any]:
     """DSM of a subgroup from :func:`moments` of the group and of the whole set (batch-capable).
 
     DSM = (mean_g M - mean M) / sd M - (mean_g H - mean H) / sd H with the whole evaluation set's means and sds
@@ -144,5 +161,8 @@ def finish_dsm(group: dict, whole: dict) -> np.ndarray:
         sd_m = np.sqrt(whole["vb"] * n / (n - 1.0))
         value = (group["mean_b"] - whole["mean_b"]) / sd_m - (group["mean_a"] - whole["mean_a"]) / sd_h
     value = nan_where(group["n"] < 1, value, "DSM needs at least 1 response in the group")
-    return nan_where((group["n"] >= 1) & ((n < 2) | whole["const_a"] | whole["const_b"]), value,
-                     "DSM is undefined when the human or system scores of the whole set are constant")
+    return nan_where(
+        (group["n"] >= 1) & ((n < 2) | whole["const_a"] | whole["const_b"]),
+        value,
+        "DSM is undefined when the human or system scores of the whole set are constant",
+    )

@@ -7,10 +7,12 @@ few double-scored responses for a stable PRMSE, PRMSE above 1) are :class:`Sampl
 pipeline (:mod:`core.metrics.report`) records both with :func:`capture`, so every NaN in a report comes with a
 reason; library users see ordinary Python warnings (as with scikit-learn's ``UndefinedMetricWarning``).
 """
+
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -7,6 +7,7 @@ two equal-length finite vectors and return a float; an undefined value is NaN wi
 Each function is the one-call form of a ``finish(totals)`` of :mod:`core.metrics.moments`, so the pipeline, the
 bootstrap and these functions share one formula. Cohen's kappa is in :mod:`core.metrics.kappa`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +16,6 @@ from core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
 from core.metrics.kappa import cohen_kappa  # noqa: F401  (re-exported: an observed-score metric)
 from core.metrics.moments import (
     _REL_CONSTANT,
-    finish_mse,
     finish_pearson,
     finish_qwk,
     finish_r2,
@@ -26,6 +26,7 @@ from core.metrics.moments import (
 from core.metrics.notes import undefined
 from core.metrics.sums import as_float, nan_where
 
+
 def _moments_of(y_true, y_pred) -> dict:
     a, b = as_pair(y_true, y_pred)
     s, shift = pair_moment_sums(a, b)
@@ -34,6 +35,7 @@ def _moments_of(y_true, y_pred) -> dict:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Public scalar functions.
+
 
 def pearson_r(y_true, y_pred) -> float:
     """Pearson's correlation coefficient.
@@ -90,9 +92,15 @@ def quadratic_weighted_kappa(y_true, y_pred) -> float:
     return as_float(finish_qwk(_moments_of(y_true, y_pred)))
 
 
-def standardized_mean_difference(y_true, y_pred, *, method: SmdMethod = "unpooled", ddof: int = 1,
-                                 population_y_true_sd: float | None = None,
-                                 population_y_pred_sd: float | None = None) -> float:
+def standardized_mean_difference(
+    y_true,
+    y_pred,
+    *,
+    method: SmdMethod = "unpooled",
+    ddof: int = 1,
+    population_y_true_sd: float | None = None,
+    population_y_pred_sd: float | None = None,
+) -> float:
     """Standardized mean difference of system (or second human) and human scores.
 
     unpooled: SMD = (mean M - mean H) / sd(H); pooled: SMD = (mean M - mean H) / sqrt((sd(H)^2 + sd(M)^2) / 2);
@@ -134,8 +142,11 @@ def standardized_mean_difference(y_true, y_pred, *, method: SmdMethod = "unpoole
     if method in ("williamson", "johnson"):
         if population_y_true_sd is None or (method == "williamson" and population_y_pred_sd is None):
             raise ValueError(f"method {method!r} needs the population standard deviations")
-        sd = (float(population_y_true_sd) if method == "johnson"
-              else float(np.sqrt((population_y_true_sd ** 2 + population_y_pred_sd ** 2) / 2.0)))
+        sd = (
+            float(population_y_true_sd)
+            if method == "johnson"
+            else float(np.sqrt((population_y_true_sd**2 + population_y_pred_sd**2) / 2.0))
+        )
         if a.size == 0:
             return undefined("SMD needs at least 1 response")
         if not sd > 0:
@@ -143,11 +154,13 @@ def standardized_mean_difference(y_true, y_pred, *, method: SmdMethod = "unpoole
         return float((b.mean() - a.mean()) / sd)
     if ddof not in (0, 1):
         raise ValueError("ddof must be 0 or 1")
-    mo = moments(pair_moment_sums(a, b)[0].totals(), {"ca": float(np.mean(a)) if a.size else 0.0,
-                                                        "cb": float(np.mean(b)) if b.size else 0.0})
+    mo = moments(
+        pair_moment_sums(a, b)[0].totals(),
+        {"ca": float(np.mean(a)) if a.size else 0.0, "cb": float(np.mean(b)) if b.size else 0.0},
+    )
     if ddof == 0:
         n = mo["n"]
-        mo = dict(mo, va=mo["va"] * (n - 1) / n, vb=mo["vb"] * (n - 1) / n)   # cancels the ddof=1 scaling
+        mo = dict(mo, va=mo["va"] * (n - 1) / n, vb=mo["vb"] * (n - 1) / n)  # cancels the ddof=1 scaling
     return as_float(finish_smd(mo, method))
 
 
@@ -303,8 +316,16 @@ def adjacent_agreement(y_true, y_pred) -> float:
     return agreement(y_true, y_pred, tolerance=1)
 
 
-def difference_of_standardized_means(y_true, y_pred, *, population_y_true_mean=None, population_y_pred_mean=None,
-                                     population_y_true_sd=None, population_y_pred_sd=None, ddof: int = 1) -> float:
+def difference_of_standardized_means(
+    y_true,
+    y_pred,
+    *,
+    population_y_true_mean=None,
+    population_y_pred_mean=None,
+    population_y_true_sd=None,
+    population_y_pred_sd=None,
+    ddof: int = 1,
+) -> float:
     """Difference of standardized means, DSM = mean_i [(M_i - mean_M) / sd_M - (H_i - mean_H) / sd_H].
 
     Parameters
@@ -337,9 +358,8 @@ def difference_of_standardized_means(y_true, y_pred, *, population_y_true_mean=N
         return undefined("DSM needs at least 1 response")
     mh = float(np.mean(a)) if population_y_true_mean is None else float(population_y_true_mean)
     mm = float(np.mean(b)) if population_y_pred_mean is None else float(population_y_pred_mean)
-    if population_y_true_sd is None or population_y_pred_sd is None:
-        if a.size <= ddof:
-            return undefined("DSM needs more responses than ddof to estimate standard deviations")
+    if (population_y_true_sd is None or population_y_pred_sd is None) and a.size <= ddof:
+        return undefined("DSM needs more responses than ddof to estimate standard deviations")
     sh = float(np.std(a, ddof=ddof)) if population_y_true_sd is None else float(population_y_true_sd)
     sm = float(np.std(b, ddof=ddof)) if population_y_pred_sd is None else float(population_y_pred_sd)
     if sh <= _REL_CONSTANT * max(1.0, abs(mh)) or sm <= _REL_CONSTANT * max(1.0, abs(mm)):
@@ -374,8 +394,11 @@ def disattenuated_correlation(human_system_r, human_human_r):
     hh = np.asarray(human_human_r, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = hm / np.sqrt(np.where(hh >= 0, hh, np.nan))
-    out = nan_where(np.isnan(hh) | np.isnan(hm) | (hh < 0) | (hh == 0), out,
-                    "the disattenuated correlation needs a positive human-human correlation")
+    out = nan_where(
+        np.isnan(hh) | np.isnan(hm) | (hh < 0) | (hh == 0),
+        out,
+        "the disattenuated correlation needs a positive human-human correlation",
+    )
     return as_float(out)
 
 
@@ -399,5 +422,8 @@ def degradation(human_system: dict, human_human: dict) -> dict:
     >>> degradation({"corr": 0.7, "N": 10}, {"corr": 0.8, "N": 5})
     {'corr': -0.10000000000000009}
     """
-    return {k: float(np.float64(human_system[k]) - np.float64(human_human[k]))
-            for k in human_system if k in human_human and k != "N"}
+    return {
+        k: float(np.float64(human_system[k]) - np.float64(human_human[k]))
+        for k in human_system
+        if k in human_human and k != "N"
+    }

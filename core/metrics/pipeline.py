@@ -12,12 +12,15 @@
 4. :func:`bootstrap` resamples responses and finishes the same metrics on every resample;
 5. :func:`assemble` turns values, reasons and intervals into the result objects.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.agreement_variance import REPORT_WEIGHTS, named_inference
 from core.metrics.bootstrap import bootstrap_sums, fairness_ci_reason, percentile_interval
@@ -44,14 +47,14 @@ from core.metrics.true_score import prmse_cautions
 class Prepared:
     """Step 1's output over the responses with at least one human rating (the rows of every comparison)."""
 
-    human: np.ndarray                 # (n, R) after the per-rating policy
-    system: dict[str, np.ndarray]     # name -> (n,), NaN where missing
-    reference: np.ndarray             # (n,) bool: compared with the first human column
-    system_ok: np.ndarray             # (n,) bool: every system score present
-    groups: np.ndarray | None
+    human: NDArray[Any]  # (n, R) after the per-rating policy
+    system: dict[str, NDArray[Any]]  # name -> (n,), NaN where missing
+    reference: NDArray[Any]  # (n,) bool: compared with the first human column
+    system_ok: NDArray[Any]  # (n,) bool: every system score present
+    groups: NDArray[Any] | None
     names: list[str]
     scale: Scale
-    cats: np.ndarray | None
+    cats: NDArray[Any] | None
     policy: PolicyResult
     n_input: int
     notes: list[str]
@@ -64,8 +67,10 @@ class Prepared:
 # ---------------------------------------------------------------------------------------------------------------
 # Step 1: policy.
 
-def prepare(human, system: dict, *, human_names, scale: Scale | None, groups, exclude_zeros: bool,
-            notes: list[str]) -> Prepared:
+
+def prepare(
+    human, system: dict, *, human_names, scale: Scale | None, groups, exclude_zeros: bool, notes: list[str]
+) -> Prepared:
     """Apply the score policy, choose the scale (with a note when it comes from the data), note what changed."""
     h_all = np.asarray(human, dtype=np.float64)
     if h_all.ndim == 1:
@@ -79,15 +84,19 @@ def prepare(human, system: dict, *, human_names, scale: Scale | None, groups, ex
     rated = np.isfinite(policy.ratings).any(axis=1)
     h = policy.ratings[rated]
     grp = None if groups is None else np.asarray(groups, dtype=object)[rated]
-    notes += [f"{count} response(s) left out of the comparisons with the first human column: {reason}"
-              for reason, count in policy.dropped.items()]
+    notes += [
+        f"{count} response(s) left out of the comparisons with the first human column: {reason}"
+        for reason, count in policy.dropped.items()
+    ]
     notes += [f"{count} rating(s): {reason}" for reason, count in policy.changed.items()]
     if scale is None:
         finite = h[np.isfinite(h)]
         if finite.size and finite.max() > finite.min():
             scale = Scale(float(np.floor(finite.min())), float(np.ceil(finite.max())))
-            notes.append(f"no scale given: using [{scale.min:g}, {scale.max:g}] from the human scores; give the "
-                         "scale explicitly, the categorical coefficients depend on it")
+            notes.append(
+                f"no scale given: using [{scale.min:g}, {scale.max:g}] from the human scores; give the "
+                "scale explicitly, the categorical coefficients depend on it"
+            )
         else:
             lo = float(finite.min()) if finite.size else 0.0
             scale = Scale(lo, lo + 1.0)
@@ -97,23 +106,47 @@ def prepare(human, system: dict, *, human_names, scale: Scale | None, groups, ex
         h_obs = h[np.isfinite(h)]
         changed = int((round_to_categories(h_obs, cats) != h_obs).sum())
         if changed:
-            notes.append(f"{changed} human rating(s) are not on the scale's categories; the categorical metrics use "
-                         "them rounded half-to-even and clipped to the scale")
+            notes.append(
+                f"{changed} human rating(s) are not on the scale's categories; the categorical metrics use "
+                "them rounded half-to-even and clipped to the scale"
+            )
     else:
-        notes.append("the scale has no categories: exact/adjacent agreement and the chance-corrected coefficients "
-                     "are undefined")
-    return Prepared(h, {s: v[rated] for s, v in policy.system_all.items()}, policy.keep[rated],
-                    policy.system_ok[rated], grp, names, scale, cats, policy, h_all.shape[0], notes)
+        notes.append(
+            "the scale has no categories: exact/adjacent agreement and the chance-corrected coefficients are undefined"
+        )
+    return Prepared(
+        h,
+        {s: v[rated] for s, v in policy.system_all.items()},
+        policy.keep[rated],
+        policy.system_ok[rated],
+        grp,
+        names,
+        scale,
+        cats,
+        policy,
+        h_all.shape[0],
+        notes,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Step 2: point estimates.
 
-def point_estimates(p: Prepared, rater_error_variance: float | None,
-                    weightings: tuple[str, ...] = REPORT_WEIGHTS) -> tuple[Comparisons, dict, dict, dict, list]:
+
+def point_estimates(
+    p: Prepared, rater_error_variance: float | None, weightings: tuple[str, ...] = REPORT_WEIGHTS
+) -> tuple[Comparisons, dict, dict, dict, list]:
     """(comparisons, totals, values, reasons, cautions) of every figure on the sample itself."""
-    comp = build(p.human, p.system, reference=p.reference, system_ok=p.system_ok, cats=p.cats, groups=p.groups,
-                 rater_error_variance=rater_error_variance, weightings=weightings)
+    comp = build(
+        p.human,
+        p.system,
+        reference=p.reference,
+        system_ok=p.system_ok,
+        cats=p.cats,
+        groups=p.groups,
+        rater_error_variance=rater_error_variance,
+        weightings=weightings,
+    )
     totals = comp.totals()
     values, reasons, cautions = point_values(comp.finishers(totals))
     return comp, totals, values, reasons, cautions
@@ -122,8 +155,10 @@ def point_estimates(p: Prepared, rater_error_variance: float | None,
 # ---------------------------------------------------------------------------------------------------------------
 # Step 3: analytic intervals.
 
-def analytic(p: Prepared, comp: Comparisons, values: dict, *, confidence: float,
-             population_size: float | None) -> dict[str, Analytic]:
+
+def analytic(
+    p: Prepared, comp: Comparisons, values: dict, *, confidence: float, population_size: float | None
+) -> dict[str, Analytic]:
     """Closed-form intervals keyed like ``values``: Fisher z for r; Gwet's linearised standard errors with t
     intervals (irrCAC) for every chance-corrected coefficient of the pairwise and all-raters blocks."""
     out: dict[str, Analytic] = {}
@@ -151,8 +186,10 @@ def _inference(prefix, index, cats, confidence, population_size, weightings=REPO
 # ---------------------------------------------------------------------------------------------------------------
 # Step 4: bootstrap.
 
-def bootstrap(comp: Comparisons, n_resamples: int, seed: int,
-              progress: Callable[[int, int], None] | None) -> dict[str, np.ndarray]:
+
+def bootstrap(
+    comp: Comparisons, n_resamples: int, seed: int, progress: Callable[[int, int], None] | None
+) -> dict[str, NDArray[Any]]:
     """Resample responses ``n_resamples`` times (one seeded generator) and finish every figure on each resample.
 
     Sums-based figures are batched over each chunk of resamples; Spearman's rho and the fairness analyses are
@@ -166,17 +203,38 @@ def bootstrap(comp: Comparisons, n_resamples: int, seed: int,
         if progress is not None:
             progress(done[0], n_resamples)
 
-    return bootstrap_sums(comp.sums(), lambda t: batch_values(comp.finishers(t, with_ranks=False)), n_resamples,
-                          rng, per_resample=comp.per_resample, progress=prog, per_chunk=comp.per_chunk)
+    return bootstrap_sums(
+        comp.sums(),
+        lambda t: batch_values(comp.finishers(t, with_ranks=False)),
+        n_resamples,
+        rng,
+        per_resample=comp.per_resample,
+        progress=prog,
+        per_chunk=comp.per_chunk,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Step 5: assemble.
 
-def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons: dict, cautions: list[str],
-             closed: dict[str, Analytic], samples: dict[str, np.ndarray], *, n_resamples: int, seed: int,
-             confidence: float, group_name: str, rater_error_variance: float | None,
-             base_group: str | None = None) -> Evaluation:
+
+def assemble(
+    p: Prepared,
+    comp: Comparisons,
+    totals: dict,
+    values: dict,
+    reasons: dict,
+    cautions: list[str],
+    closed: dict[str, Analytic],
+    samples: dict[str, NDArray[Any]],
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    group_name: str,
+    rater_error_variance: float | None,
+    base_group: str | None = None,
+) -> Evaluation:
     """The typed :class:`Evaluation` from the flat values, reasons and intervals of steps 2-4."""
     cis = {k: Interval(*percentile_interval(v, confidence)) for k, v in samples.items()}
     notes, names, h = p.notes, p.names, p.human
@@ -190,27 +248,41 @@ def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons
     hh = comp.human_human
     hh_block = block("hh:", OBSERVED_KEYS) if hh is not None else Block({})
     if hh is None:
-        notes.append("one human column: human-human agreement, degradation and the true-score metrics need a "
-                     "second rating (or a rater error variance from another sample)")
+        notes.append(
+            "one human column: human-human agreement, degradation and the true-score metrics need a "
+            "second rating (or a rater error variance from another sample)"
+        )
     all_raters = None
     if comp.raters is not None:
         counts = {"N_raters": Figure(float(h.shape[1]))}
-        all_raters = Block({**{k: fig("a:" + k) for k in ALL_RATERS_COUNTS if "a:" + k in values}, **counts,
-                            **block("a:", comp.all_raters_keys()).figures})
-    human_human = HumanHuman((names[0], names[1]) if hh is not None else None, hh_block, all_raters,
-                             tuple(names))
+        all_raters = Block(
+            {
+                **{k: fig("a:" + k) for k in ALL_RATERS_COUNTS if "a:" + k in values},
+                **counts,
+                **block("a:", comp.all_raters_keys()).figures,
+            }
+        )
+    human_human = HumanHuman((names[0], names[1]) if hh is not None else None, hh_block, all_raters, tuple(names))
     systems: dict[str, SystemEvaluation] = {}
-    prmse_samples: dict[str, np.ndarray] = {}
+    prmse_samples: dict[str, NDArray[Any]] = {}
     for s_name in p.system:
         observed = block(f"s:{s_name}:", OBSERVED_KEYS)
-        counts = {"N": totals[f"t:{s_name}:N"], "N_raters": float(h.shape[1]),
-                  "N_single": totals[f"t:{s_name}:N_single"], "N_multiple": totals[f"t:{s_name}:N_multiple"]}
+        counts = {
+            "N": totals[f"t:{s_name}:N"],
+            "N_raters": float(h.shape[1]),
+            "N_single": totals[f"t:{s_name}:N_single"],
+            "N_multiple": totals[f"t:{s_name}:N_multiple"],
+        }
         ts = {**{k: Figure(float(v)) for k, v in counts.items()}, **block(f"t:{s_name}:", TRUE_FIGURES).figures}
         true_score = Block({k: ts[k] for k in TRUE_SCORE_KEYS if k in ts})
         dc_key = f"s:{s_name}:disattenuated_corr"
         dc = fig(dc_key) if dc_key in values else Figure(float("nan"), "needs a second human column")
-        new = prmse_cautions(n_multiple=int(counts["N_multiple"]), r_hh=hh_block.value("corr"),
-                             prmse=true_score.value("prmse"), external=rater_error_variance is not None)
+        new = prmse_cautions(
+            n_multiple=int(counts["N_multiple"]),
+            r_hh=hh_block.value("corr"),
+            prmse=true_score.value("prmse"),
+            external=rater_error_variance is not None,
+        )
         cautions.extend(c for c in new if c not in cautions)
         if samples:
             prmse_samples[s_name] = samples.get(f"t:{s_name}:prmse", np.zeros(0))
@@ -221,23 +293,41 @@ def assemble(p: Prepared, comp: Comparisons, totals: dict, values: dict, reasons
     fairness: dict = {}
     consistency: dict = {}
     if p.groups is not None:
-        subgroups[group_name] = {g: {s: block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
-                                 for gi, g in enumerate(comp.group_labels)}
-        fairness[group_name] = {s: _fairness(p, s, comp.fairness[s], cis, n_resamples, bool(samples),
-                                             base_group) for s in p.system}
+        subgroups[group_name] = {
+            g: {s: block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
+            for gi, g in enumerate(comp.group_labels)
+        }
+        fairness[group_name] = {
+            s: _fairness(p, s, comp.fairness[s], cis, n_resamples, bool(samples), base_group) for s in p.system
+        }
         if comp.group_consistency:
-            consistency[group_name] = {comp.group_labels[gi]: block(f"c:{gi}:", OBSERVED_KEYS)
-                                       for gi in comp.group_consistency}
-    return Evaluation(n_responses=p.n_reference, n_input=p.n_input, dropped=dict(p.policy.dropped), scale=p.scale,
-                      human_columns=tuple(names), confidence=confidence, n_resamples=int(n_resamples),
-                      seed=int(seed), human_human=human_human, systems=systems, subgroups=subgroups,
-                      fairness=fairness, notes=tuple(notes + cautions), human=h[p.reference],
-                      system={s: v[p.reference] for s, v in p.system.items()}, prmse_samples=prmse_samples,
-                      bootstrapped=bool(samples), consistency_by_group=consistency,
-                      confusion={s: _confusion(comp, s) for s in p.system} if p.cats is not None else {})
+            consistency[group_name] = {
+                comp.group_labels[gi]: block(f"c:{gi}:", OBSERVED_KEYS) for gi in comp.group_consistency
+            }
+    return Evaluation(
+        n_responses=p.n_reference,
+        n_input=p.n_input,
+        dropped=dict(p.policy.dropped),
+        scale=p.scale,
+        human_columns=tuple(names),
+        confidence=confidence,
+        n_resamples=int(n_resamples),
+        seed=int(seed),
+        human_human=human_human,
+        systems=systems,
+        subgroups=subgroups,
+        fairness=fairness,
+        notes=tuple(notes + cautions),
+        human=h[p.reference],
+        system={s: v[p.reference] for s, v in p.system.items()},
+        prmse_samples=prmse_samples,
+        bootstrapped=bool(samples),
+        consistency_by_group=consistency,
+        confusion={s: _confusion(comp, s) for s in p.system} if p.cats is not None else {},
+    )
 
 
-def _confusion(comp: Comparisons, s_name: str) -> np.ndarray:
+def _confusion(comp: Comparisons, s_name: str) -> NDArray[Any]:
     """Counts of (reference human category, system category) on the reference responses (RSMTool's confusion
     matrix), on the scores rounded to the scale."""
     q = comp.cats.size
@@ -245,11 +335,19 @@ def _confusion(comp: Comparisons, s_name: str) -> np.ndarray:
     return np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).reshape(q, q)
 
 
-def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_resamples: int,
-              resampled: bool, base_group: str | None) -> FairnessEvaluation:
+def _fairness(
+    p: Prepared,
+    s_name: str,
+    design: FairnessDesign,
+    cis: dict,
+    n_resamples: int,
+    resampled: bool,
+    base_group: str | None,
+) -> FairnessEvaluation:
     ref = p.reference
-    fa, why, _ = capture(fairness_analysis, p.human[ref, 0], p.system[s_name][ref], p.groups[ref],
-                         base_group=base_group)
+    fa, why, _ = capture(
+        fairness_analysis, p.human[ref, 0], p.system[s_name][ref], p.groups[ref], base_group=base_group
+    )
     reason = "; ".join(why) or None
     figs = {}
     for k in FAIRNESS_KEYS:
@@ -258,22 +356,56 @@ def _fairness(p: Prepared, s_name: str, design: FairnessDesign, cis: dict, n_res
         if n_resamples > 0:
             ci = cis.get(f"f:{s_name}:{k}", Interval(np.nan, np.nan))
             if not ci.is_defined:
-                ci_reason = fairness_ci_reason(design.problem if resampled else "the bootstrap needs at least 2 "
-                                               "responses", rec["value"], "; ".join(why), n_resamples)
-        figs[k] = FairnessFigure(rec["value"], rec["p_value"], rec["r2"], dict(rec["estimates"]), reason, ci,
-                                 ci_reason, dict(rec["estimates_p_value"]), dict(rec["estimates_ci"]))
-    return FairnessEvaluation(fa["base_group"], dict(fa["groups"]), figs["osa"], figs["osd"], figs["csd"],
-                              bootstrapped=n_resamples > 0, n=int(ref.sum()))
+                ci_reason = fairness_ci_reason(
+                    design.problem if resampled else "the bootstrap needs at least 2 responses",
+                    rec["value"],
+                    "; ".join(why),
+                    n_resamples,
+                )
+        figs[k] = FairnessFigure(
+            rec["value"],
+            rec["p_value"],
+            rec["r2"],
+            dict(rec["estimates"]),
+            reason,
+            ci,
+            ci_reason,
+            dict(rec["estimates_p_value"]),
+            dict(rec["estimates_ci"]),
+        )
+    return FairnessEvaluation(
+        fa["base_group"],
+        dict(fa["groups"]),
+        figs["osa"],
+        figs["osd"],
+        figs["csd"],
+        bootstrapped=n_resamples > 0,
+        n=int(ref.sum()),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
-def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale: Scale | None = None,
-             groups=None, group_name: str = "group", exclude_zeros: bool = False,
-             rater_error_variance: float | None = None, n_bootstrap: int = 0, seed: int = 0,
-             confidence: float = 0.95, population_size: float | None = None, base_group: str | None = None,
-             weights: tuple[str, ...] = (),
-             progress: Callable[[int, int], None] | None = None, extra_notes: list[str] | None = None) -> Evaluation:
+
+def evaluate(
+    human,
+    system: dict,
+    *,
+    human_names: list[str] | None = None,
+    scale: Scale | None = None,
+    groups=None,
+    group_name: str = "group",
+    exclude_zeros: bool = False,
+    rater_error_variance: float | None = None,
+    n_bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    population_size: float | None = None,
+    base_group: str | None = None,
+    weights: tuple[str, ...] = (),
+    progress: Callable[[int, int], None] | None = None,
+    extra_notes: list[str] | None = None,
+) -> Evaluation:
     """Every metric for every system against the human ratings, with reasons, cautions and intervals.
 
     Each metric uses the responses and raters it declares (:mod:`core.metrics.registry`): the comparisons with
@@ -332,8 +464,9 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     0.9731
     """
     notes: list[str] = list(extra_notes or [])
-    p = prepare(human, system, human_names=human_names, scale=scale, groups=groups, exclude_zeros=exclude_zeros,
-                notes=notes)
+    p = prepare(
+        human, system, human_names=human_names, scale=scale, groups=groups, exclude_zeros=exclude_zeros, notes=notes
+    )
     for w in weights:
         check_option("weights", w, WEIGHTS)
     if "ratio" in weights and p.cats is not None and (p.cats == 0).any():
@@ -341,11 +474,24 @@ def evaluate(human, system: dict, *, human_names: list[str] | None = None, scale
     weightings = REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(weights) if w not in REPORT_WEIGHTS)
     comp, totals, values, reasons, cautions = point_estimates(p, rater_error_variance, weightings)
     closed = analytic(p, comp, values, confidence=confidence, population_size=population_size)
-    samples: dict[str, np.ndarray] = {}
+    samples: dict[str, NDArray[Any]] = {}
     if n_bootstrap > 0 and p.n_reference >= 2:
         samples = bootstrap(comp, n_bootstrap, seed, progress)
     elif n_bootstrap > 0:
         p.notes.append("bootstrap skipped: it needs at least 2 responses")
-    return assemble(p, comp, totals, values, reasons, cautions, closed, samples, n_resamples=n_bootstrap, seed=seed,
-                    confidence=confidence, group_name=group_name, rater_error_variance=rater_error_variance,
-                    base_group=base_group)
+    return assemble(
+        p,
+        comp,
+        totals,
+        values,
+        reasons,
+        cautions,
+        closed,
+        samples,
+        n_resamples=n_bootstrap,
+        seed=seed,
+        confidence=confidence,
+        group_name=group_name,
+        rater_error_variance=rater_error_variance,
+        base_group=base_group,
+    )

@@ -2,15 +2,18 @@
 
 Figures are drawn on ``matplotlib.figure.Figure`` with an Agg canvas, so no global backend is touched.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from numpy.typing import NDArray
 
-_SCATTER_MAX = 20_000   # above this many points the scatter becomes a hexbin density plot
+_SCATTER_MAX = 20_000  # above this many points the scatter becomes a hexbin density plot
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -20,8 +23,9 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def scatter_plot(human: np.ndarray, system: np.ndarray, path: Path, *, system_name: str, human_name: str,
-                 seed: int = 0) -> Path:
+def scatter_plot(
+    human: NDArray[Any], system: NDArray[Any], path: Path, *, system_name: str, human_name: str, seed: int = 0
+) -> Path:
     """Human (x) vs system (y) scores with the identity line; a hexbin above 20,000 points.
 
     Human scores get a small uniform jitter (+/- 0.15, seeded) so integer scores do not overplot.
@@ -44,8 +48,9 @@ def scatter_plot(human: np.ndarray, system: np.ndarray, path: Path, *, system_na
     return _save(fig, path)
 
 
-def confusion_heatmap(human_cat: np.ndarray, system_cat: np.ndarray, categories: np.ndarray, path: Path, *,
-                      system_name: str) -> Path:
+def confusion_heatmap(
+    human_cat: NDArray[Any], system_cat: NDArray[Any], categories: NDArray[Any], path: Path, *, system_name: str
+) -> Path:
     """Counts of (rounded human, rounded system) categories as a heat map with the counts written in the cells."""
     q = categories.size
     hi = np.searchsorted(categories, human_cat)
@@ -56,7 +61,7 @@ def confusion_heatmap(human_cat: np.ndarray, system_cat: np.ndarray, categories:
     ax = fig.add_subplot()
     im = ax.imshow(table, cmap="Blues", origin="lower")
     fig.colorbar(im, ax=ax, label="responses")
-    step = max(1, int(np.ceil(q / 15)))            # at most ~15 tick labels per axis
+    step = max(1, int(np.ceil(q / 15)))  # at most ~15 tick labels per axis
     ticks = np.arange(0, q, step)
     labels = [f"{categories[i]:g}" for i in ticks]
     ax.set_xticks(ticks, labels)
@@ -67,14 +72,22 @@ def confusion_heatmap(human_cat: np.ndarray, system_cat: np.ndarray, categories:
         top = table.max() if table.size else 0
         for i in range(q):
             for j in range(q):
-                ax.text(j, i, str(table[i, j]), ha="center", va="center", fontsize=8,
-                        color="white" if top and table[i, j] > top / 2 else "black")
+                ax.text(
+                    j,
+                    i,
+                    str(table[i, j]),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if top and table[i, j] > top / 2 else "black",
+                )
     ax.set_title("confusion matrix")
     return _save(fig, path)
 
 
-def prmse_plot(estimates: dict[str, float], intervals: dict[str, tuple[float, float]], path: Path,
-               confidence: float = 0.95) -> Path:
+def prmse_plot(
+    estimates: dict[str, float], intervals: dict[str, tuple[float, float]], path: Path, confidence: float = 0.95
+) -> Path:
     """PRMSE per system with its bootstrap percentile interval (a point when there is no interval)."""
     names = list(estimates)
     fig = Figure(figsize=(5, 1.5 + 0.45 * len(names)))
@@ -85,8 +98,14 @@ def prmse_plot(estimates: dict[str, float], intervals: dict[str, tuple[float, fl
     hi = np.array([intervals.get(k, (np.nan, np.nan))[1] for k in names], dtype=float)
     has = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(est)
     if has.any():
-        ax.errorbar(est[has], y[has], xerr=np.vstack([est[has] - lo[has], hi[has] - est[has]]), fmt="o", capsize=4,
-                    label=f"{confidence:.0%} bootstrap interval")
+        ax.errorbar(
+            est[has],
+            y[has],
+            xerr=np.vstack([est[has] - lo[has], hi[has] - est[has]]),
+            fmt="o",
+            capsize=4,
+            label=f"{confidence:.0%} bootstrap interval",
+        )
         ax.legend(loc="lower left", fontsize=8)
     ax.plot(est[~has], y[~has], "o")
     ax.set_yticks(y, names)

@@ -20,9 +20,11 @@ human columns), ``"all"`` (every human column; with a system, the system score t
 Which scores the categorical metrics compare: the system score rounded half-to-even and clipped to the scale
 (``categorical=True``); moment and rank metrics use the raw scores.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 from core.metrics.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
 from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
@@ -74,14 +76,22 @@ class Metric(NamedTuple):
 
 
 _G14 = "Gwet (2014), Handbook of Inter-Rater Reliability, ch. 2-5"
-_RSM = "RSMTool documentation, \"Evaluation metrics\" (docs/design.md 4.2)"
+_RSM = 'RSMTool documentation, "Evaluation metrics" (docs/design.md 4.2)'
 
 
 _WEIGHTINGS = (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic"))
 
 
-def _weighted(stem: str, label: str, source: str, function: Callable, *, responses: Responses = "reference",
-              raters: Raters = "reference_system", ac1: bool = False) -> tuple[Metric, ...]:
+def _weighted(
+    stem: str,
+    label: str,
+    source: str,
+    function: Callable,
+    *,
+    responses: Responses = "reference",
+    raters: Raters = "reference_system",
+    ac1: bool = False,
+) -> tuple[Metric, ...]:
     """The identity, linear and quadratic versions of one coefficient (``gwet_ac1`` / ``gwet_ac2_*`` for AC)."""
     out = []
     for weights, suffix in _WEIGHTINGS:
@@ -91,11 +101,21 @@ def _weighted(stem: str, label: str, source: str, function: Callable, *, respons
     return tuple(out)
 
 
-def _alphas(responses: Responses, raters: Raters,
-            levels: tuple[str, ...] = ("nominal", "ordinal", "interval")) -> tuple[Metric, ...]:
-    return tuple(Metric("krippendorff_alpha_" + level, f"Krippendorff's alpha ({level})",
-                        "Krippendorff (2011), Computing Krippendorff's Alpha-Reliability", "categorical", responses,
-                        raters, krippendorff_alpha) for level in levels)
+def _alphas(
+    responses: Responses, raters: Raters, levels: tuple[str, ...] = ("nominal", "ordinal", "interval")
+) -> tuple[Metric, ...]:
+    return tuple(
+        Metric(
+            "krippendorff_alpha_" + level,
+            f"Krippendorff's alpha ({level})",
+            "Krippendorff (2011), Computing Krippendorff's Alpha-Reliability",
+            "categorical",
+            responses,
+            raters,
+            krippendorff_alpha,
+        )
+        for level in levels
+    )
 
 
 #: Observed-score metrics of one comparison (system vs reference human, or human vs human), in report order.
@@ -106,16 +126,23 @@ OBSERVED: tuple[Metric, ...] = (
     Metric("sys_mean", "system mean", _RSM, "moment"),
     Metric("sys_sd", "system sd (ddof=1)", _RSM, "moment"),
     Metric("corr", "Pearson's r", _RSM, "moment", function=pearson_r),
-    Metric("spearman", "Spearman's rho", "Spearman (1904); scipy.stats.spearmanr", "rank",
-           function=spearman_rho),
-    Metric("kendall_tau_b", "Kendall's tau-b", "Kendall (1945); scipy.stats.kendalltau", "rank",
-           function=kendall_tau_b),
-    Metric("kendall_tau_c", "Kendall's tau-c", "Stuart (1953); scipy.stats.kendalltau(variant='c')", "rank",
-           function=kendall_tau_c),
-    Metric("qwk", "quadratic weighted kappa (continuous)", _RSM + ", wtkappa", "moment",
-           function=quadratic_weighted_kappa),
-    *_weighted("conger_kappa", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa",
-               cohen_kappa),
+    Metric("spearman", "Spearman's rho", "Spearman (1904); scipy.stats.spearmanr", "rank", function=spearman_rho),
+    Metric(
+        "kendall_tau_b", "Kendall's tau-b", "Kendall (1945); scipy.stats.kendalltau", "rank", function=kendall_tau_b
+    ),
+    Metric(
+        "kendall_tau_c",
+        "Kendall's tau-c",
+        "Stuart (1953); scipy.stats.kendalltau(variant='c')",
+        "rank",
+        function=kendall_tau_c,
+    ),
+    Metric(
+        "qwk", "quadratic weighted kappa (continuous)", _RSM + ", wtkappa", "moment", function=quadratic_weighted_kappa
+    ),
+    *_weighted(
+        "conger_kappa", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa", cohen_kappa
+    ),
     Metric("exact_agr", "exact agreement (%)", _RSM, "categorical", function=exact_agreement),
     Metric("adj_agr", "adjacent agreement (%)", _RSM, "categorical", function=adjacent_agreement),
     Metric("smd", "standardized mean difference", _RSM, "moment", function=standardized_mean_difference),
@@ -129,8 +156,23 @@ OBSERVED: tuple[Metric, ...] = (
 )
 
 #: The short table (RSMTool's ``eval_short``).
-SHORT: tuple[str, ...] = ("N", "h_mean", "h_sd", "sys_mean", "sys_sd", "corr", "qwk", "conger_kappa", "exact_agr",
-                          "adj_agr", "smd", "mse", "r2", "gwet_ac1", "krippendorff_alpha_interval")
+SHORT: tuple[str, ...] = (
+    "N",
+    "h_mean",
+    "h_sd",
+    "sys_mean",
+    "sys_sd",
+    "corr",
+    "qwk",
+    "conger_kappa",
+    "exact_agr",
+    "adj_agr",
+    "smd",
+    "mse",
+    "r2",
+    "gwet_ac1",
+    "krippendorff_alpha_interval",
+)
 
 #: True-score metrics of one system against every human rating (Loukina et al. 2020, Appendix B).
 TRUE_SCORE: tuple[Metric, ...] = (
@@ -138,14 +180,34 @@ TRUE_SCORE: tuple[Metric, ...] = (
     Metric("N_raters", "human columns", "Loukina et al. (2020)", "true_score", "rated", "all"),
     Metric("N_single", "single-scored responses", "Loukina et al. (2020)", "true_score", "rated", "all"),
     Metric("N_multiple", "responses with 2+ ratings", "Loukina et al. (2020)", "true_score", "rated", "all"),
-    Metric("rater_error_variance", "rater error variance V_e", "Loukina et al. (2020), App. B", "true_score",
-           "rated", "all", variance_of_errors),
-    Metric("true_score_variance", "true score variance", "Loukina et al. (2020), App. B", "true_score",
-           "rated", "all", true_score_variance),
-    Metric("mse_true", "MSE against the true score", "Loukina et al. (2020), App. B", "true_score", "rated",
-           "all", mse_true),
-    Metric("prmse", "PRMSE", "Loukina et al. (2020), App. B eq. 8", "true_score", "rated", "all",
-           prmse),
+    Metric(
+        "rater_error_variance",
+        "rater error variance V_e",
+        "Loukina et al. (2020), App. B",
+        "true_score",
+        "rated",
+        "all",
+        variance_of_errors,
+    ),
+    Metric(
+        "true_score_variance",
+        "true score variance",
+        "Loukina et al. (2020), App. B",
+        "true_score",
+        "rated",
+        "all",
+        true_score_variance,
+    ),
+    Metric(
+        "mse_true",
+        "MSE against the true score",
+        "Loukina et al. (2020), App. B",
+        "true_score",
+        "rated",
+        "all",
+        mse_true,
+    ),
+    Metric("prmse", "PRMSE", "Loukina et al. (2020), App. B eq. 8", "true_score", "rated", "all", prmse),
 )
 
 #: Chance-corrected agreement among all human columns, on every rated response (identity, linear and quadratic
@@ -154,10 +216,12 @@ TRUE_SCORE: tuple[Metric, ...] = (
 MULTI_RATER: tuple[Metric, ...] = (
     *_weighted("gwet_ac", "Gwet's AC1", _G14, gwet_ac, responses="rated", raters="all", ac1=True),
     *_weighted("bp", "Brennan-Prediger", _G14, brennan_prediger, responses="rated", raters="all"),
-    *_weighted("fleiss_kappa", "Fleiss' kappa", "Fleiss (1971); " + _G14, fleiss_kappa,
-               responses="rated", raters="all"),
-    *_weighted("conger_kappa", "Conger's kappa", "Conger (1980); " + _G14, conger_kappa,
-               responses="rated", raters="all"),
+    *_weighted(
+        "fleiss_kappa", "Fleiss' kappa", "Fleiss (1971); " + _G14, fleiss_kappa, responses="rated", raters="all"
+    ),
+    *_weighted(
+        "conger_kappa", "Conger's kappa", "Conger (1980); " + _G14, conger_kappa, responses="rated", raters="all"
+    ),
     *_alphas("rated", "all", ("nominal", "ordinal", "interval", "ratio")),
 )
 

@@ -6,13 +6,16 @@ Front ends read attributes (``ev.systems["model"].observed["corr"].value``); onl
 beside it; counts are integers; every block has its ``N``; bootstrap intervals are ``[low, high]`` lists under
 ``ci`` (empty without a bootstrap); analytic ones are ``{"se", "ci", "p_value", "method"}`` under ``analytic``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.metrics.benchmark import benchmark
 from core.metrics.data import Scale
@@ -23,8 +26,11 @@ from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_K
 SCHEMA_VERSION = 1
 
 #: The fairness figures (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
-FAIRNESS_LABELS = (("osa", "Overall score accuracy"), ("osd", "Overall score difference"),
-                   ("csd", "Conditional score difference"))
+FAIRNESS_LABELS = (
+    ("osa", "Overall score accuracy"),
+    ("osd", "Overall score difference"),
+    ("csd", "Conditional score difference"),
+)
 
 
 class Figure(NamedTuple):
@@ -97,7 +103,7 @@ class Block:
     def to_json(self, order=None) -> dict:
         """``{key: value}`` with ``null`` + ``<key>_reason`` for NaN and integer counts."""
         out: dict = {}
-        for key in (order or self.figures):
+        for key in order or self.figures:
             if key not in self.figures:
                 continue
             fig = self.figures[key]
@@ -142,18 +148,23 @@ class SystemEvaluation:
     4.0
     """
 
-    observed: Block                 # against the reference (first) human column
-    true_score: Block               # PRMSE and its parts, against every human rating
-    degradation: Block              # observed minus human-human (empty with one human column)
+    observed: Block  # against the reference (first) human column
+    true_score: Block  # PRMSE and its parts, against every human rating
+    degradation: Block  # observed minus human-human (empty with one human column)
     disattenuated_corr: Figure
 
     def to_json(self, with_ci: bool, human_human: Block) -> dict:
-        entry = {"observed": self.observed.to_json(OBSERVED_KEYS),
-                 "true_score": self.true_score.to_json(TRUE_SCORE_KEYS)}
+        entry = {
+            "observed": self.observed.to_json(OBSERVED_KEYS),
+            "true_score": self.true_score.to_json(TRUE_SCORE_KEYS),
+        }
         degradation = {}
         if list(self.degradation):
-            degradation = {"N": int(self.observed.value("N")), "N_human_human": int(human_human.value("N")),
-                           **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"])}
+            degradation = {
+                "N": int(self.observed.value("N")),
+                "N_human_human": int(human_human.value("N")),
+                **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"]),
+            }
         entry["degradation"] = degradation
         dc = self.disattenuated_corr
         entry["disattenuated_corr"] = float(dc.value) if dc.is_defined else None
@@ -177,10 +188,10 @@ class SystemEvaluation:
 class HumanHuman:
     """Agreement among the human raters."""
 
-    names: tuple[str, str] | None   # the two columns compared by ``pair`` (None with one human column)
-    pair: Block                     # observed metrics of the first two human columns (double-scored responses)
-    all_raters: Block | None        # every chance-corrected coefficient over every human column (two or more)
-    raters: tuple[str, ...] = ()    # every human column
+    names: tuple[str, str] | None  # the two columns compared by ``pair`` (None with one human column)
+    pair: Block  # observed metrics of the first two human columns (double-scored responses)
+    all_raters: Block | None  # every chance-corrected coefficient over every human column (two or more)
+    raters: tuple[str, ...] = ()  # every human column
 
     def to_json(self, with_ci: bool) -> dict:
         out: dict = {"raters": list(self.names) if self.names else []}
@@ -195,9 +206,14 @@ class HumanHuman:
         out: dict = {"raters": list(self.raters), **self.all_raters.to_json()}
         out["ci"] = self.all_raters.ci_json(skip=("N", "N_pairable", "N_raters")) if with_ci else {}
         out["analytic"] = self.all_raters.analytic_json()
-        out["benchmark"] = {k: {scale: benchmark(f.value, f.analytic.se, scale=scale).label
-                                for scale in ("landis_koch", "fleiss", "altman")}
-                            for k, f in self.all_raters.figures.items() if f.analytic is not None}
+        out["benchmark"] = {
+            k: {
+                scale: benchmark(f.value, f.analytic.se, scale=scale).label
+                for scale in ("landis_koch", "fleiss", "altman")
+            }
+            for k, f in self.all_raters.figures.items()
+            if f.analytic is not None
+        }
         return out
 
 
@@ -220,12 +236,12 @@ class FairnessEvaluation:
     """Overall score accuracy, overall score difference and conditional score difference of one system."""
 
     base_group: str
-    groups: Mapping[str, int]     # group label -> number of responses
+    groups: Mapping[str, int]  # group label -> number of responses
     osa: FairnessFigure
     osd: FairnessFigure
     csd: FairnessFigure
     bootstrapped: bool = False
-    n: int = 0                      # responses analysed
+    n: int = 0  # responses analysed
 
     def figures(self) -> dict[str, FairnessFigure]:
         return {"osa": self.osa, "osd": self.osd, "csd": self.csd}
@@ -240,8 +256,9 @@ class FairnessEvaluation:
                 if not np.isfinite(v):
                     item[k + "_reason"] = fig.reason or "undefined for these data"
             item["estimates"] = {g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates.items()}
-            item["estimates_p_value"] = {g: (None if not np.isfinite(c) else float(c))
-                                         for g, c in fig.estimates_p_value.items()}
+            item["estimates_p_value"] = {
+                g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates_p_value.items()
+            }
             item["estimates_ci"] = {g: _pair(c) for g, c in fig.estimates_ci.items()}
             out[key] = item
         if self.bootstrapped:
@@ -299,12 +316,12 @@ class Evaluation:
     subgroups: Mapping[str, Mapping[str, Mapping[str, Block]]]
     fairness: Mapping[str, Mapping[str, FairnessEvaluation]]
     notes: tuple[str, ...]
-    human: np.ndarray = field(repr=False)
-    system: Mapping[str, np.ndarray] = field(repr=False)
-    prmse_samples: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
-    bootstrapped: bool = False      # bootstrap intervals were computed (resamples > 0 and at least 2 responses)
+    human: NDArray[Any] = field(repr=False)
+    system: Mapping[str, NDArray[Any]] = field(repr=False)
+    prmse_samples: Mapping[str, NDArray[Any]] = field(repr=False, default_factory=dict)
+    bootstrapped: bool = False  # bootstrap intervals were computed (resamples > 0 and at least 2 responses)
     consistency_by_group: Mapping[str, Mapping[str, Block]] = field(default_factory=dict)  # human-human per group
-    confusion: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)   # system -> (q, q) counts
+    confusion: Mapping[str, NDArray[Any]] = field(repr=False, default_factory=dict)  # system -> (q, q) counts
 
     @property
     def n_dropped(self) -> int:
@@ -314,16 +331,24 @@ class Evaluation:
     def human_names(self) -> list[str]:
         return list(self.human_columns)
 
-
     # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict:
         """The JSON object of ``easl evaluate --json`` (schema :data:`SCHEMA_VERSION`; see the README)."""
-        data: dict = {"schema_version": SCHEMA_VERSION, "n_input": int(self.n_input),
-                      "n_responses": int(self.n_responses), "n_dropped": int(self.n_dropped),
-                      "dropped": dict(self.dropped), "scale": {"min": self.scale.min, "max": self.scale.max},
-                      "human_columns": list(self.human_columns), "confidence": self.confidence,
-                      "bootstrap": {"n_resamples": int(self.n_resamples), "seed": int(self.seed),
-                                    "method": "percentile" if self.bootstrapped else None}}
+        data: dict = {
+            "schema_version": SCHEMA_VERSION,
+            "n_input": int(self.n_input),
+            "n_responses": int(self.n_responses),
+            "n_dropped": int(self.n_dropped),
+            "dropped": dict(self.dropped),
+            "scale": {"min": self.scale.min, "max": self.scale.max},
+            "human_columns": list(self.human_columns),
+            "confidence": self.confidence,
+            "bootstrap": {
+                "n_resamples": int(self.n_resamples),
+                "seed": int(self.seed),
+                "method": "percentile" if self.bootstrapped else None,
+            },
+        }
         if self.scale.is_categorical:
             data["scale"]["categories"] = [float(c) for c in self.scale.categories]
         hh = self.human_human
@@ -343,7 +368,8 @@ class Evaluation:
         data["fairness"] = {g: {s: f.to_json() for s, f in per.items()} for g, per in self.fairness.items()}
         data["consistency_by_group"] = {
             g: {label: {**b.to_json(OBSERVED_KEYS), "ci": b.ci_json() if with_ci else {}} for label, b in per.items()}
-            for g, per in self.consistency_by_group.items()}
+            for g, per in self.consistency_by_group.items()
+        }
         data["notes"] = list(self.notes)
         return data
 
@@ -353,8 +379,11 @@ class Evaluation:
         """RSMTool-like tables written by ``--output`` (``eval``, ``eval_short``, ``consistency``, ...)."""
         tables: dict[str, pd.DataFrame] = {}
         for gname, by_label in self.subgroups.items():
-            rows = [{"group": label, "system": s, **{k: b.value(k) for k in (*OBSERVED_KEYS, "dsm")}}
-                    for label, per_sys in by_label.items() for s, b in per_sys.items()]
+            rows = [
+                {"group": label, "system": s, **{k: b.value(k) for k in (*OBSERVED_KEYS, "dsm")}}
+                for label, per_sys in by_label.items()
+                for s, b in per_sys.items()
+            ]
             tables[f"eval_by_{gname}"] = pd.DataFrame(rows)
         for gname, per_sys in self.fairness.items():
             rows = []
@@ -372,14 +401,23 @@ class Evaluation:
         tables["eval_short"] = pd.DataFrame(rows_eval)[["system", *SHORT]]
         hh = self.human_human
         if hh.names is not None:
-            tables["consistency"] = pd.DataFrame([{"human_1": hh.names[0], "human_2": hh.names[1],
-                                                   **{k: hh.pair.value(k) for k in OBSERVED_KEYS}}])
+            tables["consistency"] = pd.DataFrame(
+                [{"human_1": hh.names[0], "human_2": hh.names[1], **{k: hh.pair.value(k) for k in OBSERVED_KEYS}}]
+            )
             tables["degradation"] = pd.DataFrame(
-                [{"system": s, **{k: e.degradation.value(k) for k in OBSERVED_KEYS if k != "N"},
-                  "disattenuated_corr": e.disattenuated_corr.value} for s, e in self.systems.items()])
+                [
+                    {
+                        "system": s,
+                        **{k: e.degradation.value(k) for k in OBSERVED_KEYS if k != "N"},
+                        "disattenuated_corr": e.disattenuated_corr.value,
+                    }
+                    for s, e in self.systems.items()
+                ]
+            )
         for gname, per_label in self.consistency_by_group.items():
             tables[f"consistency_by_{gname}"] = pd.DataFrame(
-                [{"group": label, **{k: b.value(k) for k in OBSERVED_KEYS}} for label, b in per_label.items()])
+                [{"group": label, **{k: b.value(k) for k in OBSERVED_KEYS}} for label, b in per_label.items()]
+            )
         if self.scale.is_categorical:
             labels = [f"{c:g}" for c in self.scale.categories]
             for s, counts in self.confusion.items():
@@ -387,13 +425,20 @@ class Evaluation:
                 frame.insert(0, "human \\ system", labels)
                 tables[f"confusion_{_safe(s)}"] = frame
         tables["true_score_eval"] = pd.DataFrame(
-            [{"system": s, **{k: e.true_score.value(k) for k in TRUE_SCORE_KEYS}} for s, e in self.systems.items()])
+            [{"system": s, **{k: e.true_score.value(k) for k in TRUE_SCORE_KEYS}} for s, e in self.systems.items()]
+        )
         rows_ci = []
         if self.bootstrapped:
             for s, e in self.systems.items():
                 for k, (lo, hi) in e.to_json(True, hh.pair)["ci"].items():
-                    rows_ci.append({"system": s, "metric": k, "low": np.nan if lo is None else lo,
-                                    "high": np.nan if hi is None else hi})
+                    rows_ci.append(
+                        {
+                            "system": s,
+                            "metric": k,
+                            "low": np.nan if lo is None else lo,
+                            "high": np.nan if hi is None else hi,
+                        }
+                    )
         if rows_ci:
             tables["ci"] = pd.DataFrame(rows_ci)
         return tables

@@ -7,19 +7,21 @@ the bootstrap (:mod:`core.metrics.sums`). Which scores each metric compares: exa
 chance-corrected coefficient use the scores rounded half-to-even and clipped to the scale's categories
 (:func:`round_to_categories`); correlations, QWK, SMD, MSE and R2 use the raw scores.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.agreement_totals import agreement_tables_from_joint, finish_agreement
 from core.metrics.association import kendall_taus, spearman_rho, spearman_rho_resampled
 from core.metrics.data import Scale, as_pair
-from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
-from core.metrics.notes import capture, caution, quiet, undefined
 from core.metrics.kappa import kappa_from_table
+from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.moments import (
     finish_mse,
     finish_pearson,
@@ -30,6 +32,7 @@ from core.metrics.moments import (
     moments,
     pair_moment_sums,
 )
+from core.metrics.notes import capture, caution, quiet, undefined
 from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS
 from core.metrics.sums import RowSums, nan_where
 
@@ -43,11 +46,11 @@ class PairSuite:
     """
 
     prefix: str
-    a: np.ndarray
-    b: np.ndarray
-    rows: np.ndarray
+    a: NDArray[Any]
+    b: NDArray[Any]
+    rows: NDArray[Any]
     n_total: int
-    cats: np.ndarray | None
+    cats: NDArray[Any] | None
     smd_method: str
     shift: dict = field(init=False)
     _sums: RowSums | None = field(init=False, default=None)
@@ -69,7 +72,7 @@ class PairSuite:
         if self._sums is None:
             a, b = self._sub
             p = self.prefix
-            sub, _ = pair_moment_sums(a, b, p)    # centred at the sample means, as self.shift
+            sub, _ = pair_moment_sums(a, b, p)  # centred at the sample means, as self.shift
             if self._cat is not None:
                 ar, br, ia, ib = self._cat
                 q = self.cats.size
@@ -87,8 +90,15 @@ class PairSuite:
         db = b - self.shift["cb"]
         d = a - b
         dot = lambda x, y: np.asarray(np.einsum("i,i->", x, y))  # noqa: E731  (no BLAS threads for vectors)
-        t = {p + "n": np.asarray(float(a.size)), p + "sa": np.asarray(da.sum()), p + "sb": np.asarray(db.sum()),
-             p + "saa": dot(da, da), p + "sbb": dot(db, db), p + "sab": dot(da, db), p + "sdd": dot(d, d)}
+        t = {
+            p + "n": np.asarray(float(a.size)),
+            p + "sa": np.asarray(da.sum()),
+            p + "sb": np.asarray(db.sum()),
+            p + "saa": dot(da, da),
+            p + "sbb": dot(db, db),
+            p + "sab": dot(da, db),
+            p + "sdd": dot(d, d),
+        }
         if self._cat is not None:
             ar, br, ia, ib = self._cat
             q = self.cats.size
@@ -99,11 +109,11 @@ class PairSuite:
             t[p + "joint"] = joint
         return t
 
-    def finishers(self, t: dict) -> dict[str, Callable[[], np.ndarray]]:
+    def finishers(self, t: dict) -> dict[str, Callable[[], NDArray[Any]]]:
         """``key -> zero-argument callable`` computing the metric from totals ``t`` (batch-capable)."""
         p = self.prefix
         mo = moments(t, self.shift, p)
-        f: dict[str, Callable[[], np.ndarray]] = {
+        f: dict[str, Callable[[], NDArray[Any]]] = {
             "N": lambda: mo["n"],
             "h_mean": lambda: np.where(mo["n"] > 0, mo["mean_a"], np.nan),
             "h_sd": lambda: finish_sd(mo, "a"),
@@ -120,8 +130,11 @@ class PairSuite:
         if cats is None or not cats.size:
 
             def none():
-                return np.full(np.shape(mo["n"]), undefined("no score categories: the scale needs categories "
-                                                             "(integer bounds or an explicit list)"))
+                return np.full(
+                    np.shape(mo["n"]),
+                    undefined("no score categories: the scale needs categories (integer bounds or an explicit list)"),
+                )
+
             for key in OBSERVED_KEYS:
                 if key not in f and key not in RANK_KEYS:
                     f[key] = none
@@ -134,6 +147,7 @@ class PairSuite:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     v = 100.0 * t[p + name] / n
                 return nan_where(n < 1, v, "agreement needs at least 1 response")
+
             return g
 
         f["exact_agr"] = pct("exact")
@@ -145,18 +159,23 @@ class PairSuite:
             if not ag_cache:
                 ag_cache.append(agreement_tables_from_joint(table()))
             return ag_cache[0]
+
         for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
-            f["conger_kappa" + suffix] = (lambda w=w: kappa_from_table(table(), cats, None if w == "identity" else w))
-            for key, coef in (("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"),
-                              ("bp" + suffix, "bp"), ("fleiss_kappa" + suffix, "fleiss")):
-                f[key] = (lambda w=w, coef=coef: finish_agreement(ag(), cats, w, 2, "", (coef,))[coef])
+            f["conger_kappa" + suffix] = lambda w=w: kappa_from_table(table(), cats, None if w == "identity" else w)
+            for key, coef in (
+                ("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"),
+                ("bp" + suffix, "bp"),
+                ("fleiss_kappa" + suffix, "fleiss"),
+            ):
+                f[key] = lambda w=w, coef=coef: finish_agreement(ag(), cats, w, 2, "", (coef,))[coef]
         coinc = lambda: ag()["coinc"].reshape(np.shape(n) + (q, q))  # noqa: E731
         for level in ("nominal", "ordinal", "interval"):
-            f["krippendorff_alpha_" + level] = (
-                lambda level=level: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level)))
+            f["krippendorff_alpha_" + level] = lambda level=level: finish_alpha_from_coincidence(
+                coinc(), coincidence_delta(cats, level)
+            )
         return f
 
-    def _value_codes(self) -> tuple[np.ndarray, np.ndarray]:
+    def _value_codes(self) -> tuple[NDArray[Any], NDArray[Any]]:
         """Each compared response's distinct-value id in ``a`` and ``b`` (full length; for tie counts)."""
         if self._codes is None:
             full = []
@@ -167,15 +186,15 @@ class PairSuite:
             self._codes = (full[0], full[1])
         return self._codes
 
-    def category_index(self) -> np.ndarray | None:
+    def category_index(self) -> NDArray[Any] | None:
         """The (rows, 2) category-index matrix of the compared responses (None without categories)."""
         return None if self._cat is None else np.column_stack([self._cat[2], self._cat[3]])
 
-    def spearman_resampled(self, counts: np.ndarray) -> np.ndarray:
+    def spearman_resampled(self, counts: NDArray[Any]) -> NDArray[Any]:
         """Spearman's rho on the compared responses for every resample of a chunk (counts (b, n_total))."""
         return spearman_rho_resampled(self.a[self.rows], self.b[self.rows], counts[:, self.rows])
 
-    def ranks(self, index: np.ndarray | None = None) -> dict[str, Callable[[], float]]:
+    def ranks(self, index: NDArray[Any] | None = None) -> dict[str, Callable[[], float]]:
         """Spearman and Kendall on the compared responses of a resample (``index``: drawn rows) or the sample."""
         rows = self.rows if index is None else index[np.isin(index, self.rows)]
         a, b = self.a[rows], self.b[rows]
@@ -183,16 +202,21 @@ class PairSuite:
 
         def tau(k: int) -> float:
             if not taus:
-                ties = None                  # a resample: tie counts from the sample's value ids, no sort
+                ties = None  # a resample: tie counts from the sample's value ids, no sort
                 if index is not None and rows.size:
                     codes = self._value_codes()
                     ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
                 taus.extend(kendall_taus(a, b, ties=ties))
             return taus[k]
-        return {"spearman": lambda: spearman_rho(a, b), "kendall_tau_b": lambda: tau(0), "kendall_tau_c": lambda: tau(1)}
+
+        return {
+            "spearman": lambda: spearman_rho(a, b),
+            "kendall_tau_b": lambda: tau(0),
+            "kendall_tau_c": lambda: tau(1),
+        }
 
 
-def round_to_categories(x: np.ndarray, cats: np.ndarray) -> np.ndarray:
+def round_to_categories(x: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
     """Round half-to-even and clip to the categories (integer scale), else the nearest category.
 
     Examples
@@ -219,6 +243,7 @@ def memo(fn: Callable) -> Callable:
         for c in careful:
             caution(c)
         return value
+
     return wrapped
 
 
@@ -236,12 +261,13 @@ def point_values(finishers: dict[str, Callable], keys=None) -> tuple[dict, dict,
     return values, reasons, cautions
 
 
-def batch_values(finishers: dict[str, Callable]) -> dict[str, np.ndarray]:
+def batch_values(finishers: dict[str, Callable]) -> dict[str, NDArray[Any]]:
     return {k: quiet(fn) for k, fn in finishers.items()}
 
 
-def observed_metrics(y_true, y_pred, *, categories=None, smd_method: str = "unpooled",
-                     ranks: bool = True) -> dict[str, float]:
+def observed_metrics(
+    y_true, y_pred, *, categories=None, smd_method: str = "unpooled", ranks: bool = True
+) -> dict[str, float]:
     """Every observed-score metric of one comparison at once (the ``observed`` keys of ``easl evaluate``).
 
     Moment metrics (N, means, sds, r, QWK, SMD, MSE, RMSE, R2) use the raw scores; with ``categories`` (the scale's

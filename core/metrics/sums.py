@@ -8,20 +8,23 @@ category counts). A metric is then ``finish(totals)``, written once with a leadi
 estimate and the bootstrap share the same code. This is the standard plug-in view of the nonparametric bootstrap
 (Efron & Tibshirani 1993, ch. 6): a resample is the original data with multinomial weights on the responses.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.notes import undefined
 
 
 @dataclass
 class _Counts:
-    rows: np.ndarray      # (m,) int64 response index of each entry
-    cats: np.ndarray      # (m,) int64 cell index in [0, size)
-    weights: np.ndarray   # (m,) float64 weight of each entry
+    rows: NDArray[Any]  # (m,) int64 response index of each entry
+    cats: NDArray[Any]  # (m,) int64 cell index in [0, size)
+    weights: NDArray[Any]  # (m,) float64 weight of each entry
     size: int
 
 
@@ -37,12 +40,12 @@ class RowSums:
 
     n: int
     _dense_names: list[str] = field(default_factory=list)
-    _dense: list[np.ndarray] = field(default_factory=list)
+    _dense: list[NDArray[Any]] = field(default_factory=list)
     _counts: dict[str, _Counts] = field(default_factory=dict)
-    _stacked: np.ndarray | None = field(default=None, repr=False)
+    _stacked: NDArray[Any] | None = field(default=None, repr=False)
     _grouped: list = field(default_factory=list)
 
-    def add_grouped(self, group: np.ndarray, tables: dict[str, np.ndarray]) -> None:
+    def add_grouped(self, group: NDArray[Any], tables: dict[str, NDArray[Any]]) -> None:
         """Add terms that depend on the response only through its group (e.g. its rating pattern):
         ``totals[name] = sum_i w_i tables[name][group_i]``; ``group_i = -1`` adds nothing. A table of shape (G,)
         gives a scalar total, (G, size) a count table. Resampled totals cost O(B x n + B x G x size), however
@@ -52,7 +55,7 @@ class RowSums:
             raise ValueError(f"group has shape {group.shape}, expected ({self.n},)")
         self._grouped.append((group, {k: np.asarray(v, dtype=np.float64) for k, v in tables.items()}))
 
-    def add(self, name: str, values: np.ndarray) -> None:
+    def add(self, name: str, values: NDArray[Any]) -> None:
         """Add a dense term: ``totals[name] = sum_i w_i values_i``."""
         values = np.asarray(values, dtype=np.float64)
         if values.shape != (self.n,):
@@ -60,15 +63,16 @@ class RowSums:
         self._dense_names.append(name)
         self._dense.append(values)
 
-    def add_counts(self, name: str, rows: np.ndarray, cats: np.ndarray, weights: np.ndarray | float,
-                   size: int) -> None:
+    def add_counts(
+        self, name: str, rows: NDArray[Any], cats: NDArray[Any], weights: NDArray[Any] | float, size: int
+    ) -> None:
         """Add a count table: ``totals[name][c] = sum over entries e with cats_e = c of w_{rows_e} weights_e``."""
         rows = np.asarray(rows, dtype=np.int64)
         cats = np.asarray(cats, dtype=np.int64)
         weights = np.broadcast_to(np.asarray(weights, dtype=np.float64), rows.shape)
         self._counts[name] = _Counts(rows, cats, np.ascontiguousarray(weights), int(size))
 
-    def merge(self, other: "RowSums", prefix: str) -> None:
+    def merge(self, other: RowSums, prefix: str) -> None:
         """Add every term of ``other`` under ``prefix + name`` (same responses)."""
         if other.n != self.n:
             raise ValueError("cannot merge sums over different responses")
@@ -79,7 +83,7 @@ class RowSums:
         for group, tables in other._grouped:
             self._grouped.append((group, {prefix + k: v for k, v in tables.items()}))
 
-    def embedded(self, rows: np.ndarray, n: int) -> "RowSums":
+    def embedded(self, rows: NDArray[Any], n: int) -> RowSums:
         """The same terms placed at positions ``rows`` of a sample of ``n`` responses (0 elsewhere).
 
         Used for metrics defined on a subset (e.g. double-scored responses) inside a bootstrap over all responses.
@@ -102,15 +106,16 @@ class RowSums:
             out._grouped.append((full, tables))
         return out
 
-    def per_row(self) -> dict[str, np.ndarray]:
+    def per_row(self) -> dict[str, NDArray[Any]]:
         """Every term of each response separately: ``(n,)`` dense terms, ``(n, size)`` count tables."""
-        out: dict[str, np.ndarray] = dict(zip(self._dense_names, self._dense))
+        out: dict[str, NDArray[Any]] = dict(zip(self._dense_names, self._dense))
         for name, c in self._counts.items():
-            out[name] = np.bincount(c.rows * c.size + c.cats, weights=c.weights,
-                                    minlength=self.n * c.size).reshape(self.n, c.size)
+            out[name] = np.bincount(c.rows * c.size + c.cats, weights=c.weights, minlength=self.n * c.size).reshape(
+                self.n, c.size
+            )
         return out
 
-    def totals(self, counts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def totals(self, counts: NDArray[Any] | None = None) -> dict[str, NDArray[Any]]:
         """Sums of every term.
 
         Parameters
@@ -123,7 +128,7 @@ class RowSums:
         dict
             ``name -> array`` of shape ``()`` / ``(size,)`` for the sample, ``(B,)`` / ``(B, size)`` with counts.
         """
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, NDArray[Any]] = {}
         if self._dense and counts is None:
             for name, values in zip(self._dense_names, self._dense):
                 out[name] = np.asarray(values.sum())
@@ -155,7 +160,7 @@ class RowSums:
         return out
 
 
-def nan_where(bad: np.ndarray | bool, value: np.ndarray, reason: str) -> np.ndarray:
+def nan_where(bad: NDArray[Any] | bool, value: NDArray[Any], reason: str) -> NDArray[Any]:
     """``value`` with NaN where ``bad``; emits the reason (UndefinedMetricWarning) if any element is bad."""
     bad = np.asarray(bad, dtype=bool)
     if bad.any():
@@ -164,7 +169,7 @@ def nan_where(bad: np.ndarray | bool, value: np.ndarray, reason: str) -> np.ndar
     return value
 
 
-def as_float(value: np.ndarray) -> float | np.ndarray:
+def as_float(value: NDArray[Any]) -> float | NDArray[Any]:
     """A Python float for a 0-d result, the array otherwise."""
     value = np.asarray(value, dtype=np.float64)
     return float(value) if value.ndim == 0 else value

@@ -8,9 +8,13 @@ mean, c. = sum c_i, Hbar = sum c_i Hbar_i / c. (mean of all ratings), M_i the sy
 Every quantity is a function of sums over responses (:mod:`core.metrics.sums`), so the bootstrap evaluates PRMSE
 for all resamples with one matrix product.
 """
+
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.data import as_ratings, as_vector
 from core.metrics.notes import caution
@@ -23,7 +27,9 @@ MIN_DOUBLE_SCORED_HIGH_AGREEMENT = 500
 HIGH_AGREEMENT_R = 0.65
 
 
-def true_score_sums(ratings: np.ndarray, system: np.ndarray | None = None, prefix: str = "") -> tuple[RowSums, float]:
+def true_score_sums(
+    ratings: NDArray[Any], system: NDArray[Any] | None = None, prefix: str = ""
+) -> tuple[RowSums, float]:
     """Per-response terms of the Appendix B estimators; returns the sums and the centring constant.
 
     Terms: 1[c_i >= 1], c_i, c_i^2, c_i (Hbar_i - s), c_i (Hbar_i - s)^2, within-response sum of squares
@@ -60,13 +66,13 @@ def true_score_sums(ratings: np.ndarray, system: np.ndarray | None = None, prefi
     return sums, s
 
 
-def true_score_totals(ratings: np.ndarray, system: np.ndarray | None = None, prefix: str = "") -> dict:
+def true_score_totals(ratings: NDArray[Any], system: NDArray[Any] | None = None, prefix: str = "") -> dict:
     """The totals of :func:`true_score_sums` for the sample itself, computed directly (same numbers)."""
     sums, _ = true_score_sums(ratings, system, prefix)
     return sums.totals()
 
 
-def finish_error_variance(t: dict, prefix: str = "") -> np.ndarray:
+def finish_error_variance(t: dict, prefix: str = "") -> NDArray[Any]:
     """V_e = sum_i sum_j (H_ij - Hbar_i)^2 / sum_i (c_i - 1) over responses with c_i >= 2 (eq. 4-5)."""
     d = np.asarray(t[prefix + "D"], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -74,32 +80,34 @@ def finish_error_variance(t: dict, prefix: str = "") -> np.ndarray:
     return nan_where(d <= 0, ve, "rater error variance needs at least one response with two or more ratings")
 
 
-def finish_true_variance(t: dict, ve, prefix: str = "") -> np.ndarray:
+def finish_true_variance(t: dict, ve, prefix: str = "") -> NDArray[Any]:
     """V_T = [sum c_i (Hbar_i - Hbar)^2 - (N - 1) V_e] / [c. - sum c_i^2 / c.] (eq. 6)."""
     n, c, c2 = t[prefix + "N"], t[prefix + "C"], t[prefix + "C2"]
     with np.errstate(divide="ignore", invalid="ignore"):
         s2 = t[prefix + "S2"]
         between = s2 - t[prefix + "S1"] ** 2 / c
-        between = np.where(between <= 1e-12 * s2, 0.0, between)    # rounding noise of equal means is 0
+        between = np.where(between <= 1e-12 * s2, 0.0, between)  # rounding noise of equal means is 0
         den = c - c2 / c
         vt = (between - (n - 1.0) * ve) / den
     return nan_where(~(den > 0), vt, "true score variance needs at least 2 rated responses")
 
 
-def finish_mse_true(t: dict, ve, prefix: str = "") -> np.ndarray:
+def finish_mse_true(t: dict, ve, prefix: str = "") -> NDArray[Any]:
     """MSE(T|M) = [sum c_i (Hbar_i - M_i)^2 - N V_e] / c. (eq. 7)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mse = (t[prefix + "E"] - t[prefix + "N"] * ve) / t[prefix + "C"]
     return nan_where(~(t[prefix + "C"] > 0), mse, "MSE(T|M) needs at least 1 rated response")
 
 
-def finish_prmse(t: dict, ve, prefix: str = "") -> np.ndarray:
+def finish_prmse(t: dict, ve, prefix: str = "") -> NDArray[Any]:
     """PRMSE = 1 - MSE(T|M) / V_T (eq. 8); NaN when V_T <= 0."""
     vt = finish_true_variance(t, ve, prefix)
     mse = finish_mse_true(t, ve, prefix)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1.0 - mse / vt
-    return nan_where(~np.isnan(vt) & ~(vt > 0), out, "PRMSE is undefined: the estimated true score variance is not positive")
+    return nan_where(
+        ~np.isnan(vt) & ~(vt > 0), out, "PRMSE is undefined: the estimated true score variance is not positive"
+    )
 
 
 def _error_variance_from(t: dict, rater_error_variance, prefix: str = ""):
@@ -243,7 +251,7 @@ def prmse(system, ratings, rater_error_variance: float | None = None) -> float:
     return as_float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
 
 
-def first_two_ratings(ratings) -> tuple[np.ndarray, np.ndarray]:
+def first_two_ratings(ratings) -> tuple[NDArray[Any], NDArray[Any]]:
     """The first two available ratings of every response with at least two (in column order)."""
     h = as_ratings(ratings)
     obs = ~np.isnan(h)
@@ -302,16 +310,21 @@ def true_score_evaluation(system, ratings, rater_error_variance: float | None = 
     sums, _ = true_score_sums(h, system)
     t = sums.totals()
     rec = {k: as_float(v) for k, v in finish_true_score(t, rater_error_variance).items()}
-    rec = {"N": int(rec["N"]), "N_raters": int(h.shape[1]), "N_single": int(rec["N_single"]),
-           "N_multiple": int(rec["N_multiple"]), **{k: rec[k] for k in
-           ("rater_error_variance", "true_score_variance", "mse_true", "prmse")}}
+    rec = {
+        "N": int(rec["N"]),
+        "N_raters": int(h.shape[1]),
+        "N_single": int(rec["N_single"]),
+        "N_multiple": int(rec["N_multiple"]),
+        **{k: rec[k] for k in ("rater_error_variance", "true_score_variance", "mse_true", "prmse")},
+    }
     r = float("nan")
     if rater_error_variance is None and rec["N_multiple"] > 0:
         a, b = first_two_ratings(h)
         with np.errstate(invalid="ignore", divide="ignore"):
             r = float(np.corrcoef(a, b)[0, 1]) if a.size >= 2 and np.std(a) > 0 and np.std(b) > 0 else float("nan")
-    for message in prmse_cautions(n_multiple=rec["N_multiple"], r_hh=r, prmse=rec["prmse"],
-                                  external=rater_error_variance is not None):
+    for message in prmse_cautions(
+        n_multiple=rec["N_multiple"], r_hh=r, prmse=rec["prmse"], external=rater_error_variance is not None
+    ):
         caution(message)
     return rec
 
@@ -324,15 +337,21 @@ def prmse_cautions(*, n_multiple: int, r_hh: float, prmse: float, external: bool
 
     Examples
     --------
-    >>> prmse_cautions(n_multiple=300, r_hh=0.8, prmse=0.9, external=False)
-    ['PRMSE rests on 300 double-scored responses; at least 500 are recommended (Loukina et al. 2020) when human-human r > 0.65']
+    >>> prmse_cautions(n_multiple=300, r_hh=0.8, prmse=0.9, external=False)  # doctest: +NORMALIZE_WHITESPACE
+    ['PRMSE rests on 300 double-scored responses; at least 500 are recommended (Loukina et al. 2020) when human-human
+    r > 0.65']
     """
     out = []
     if not external and n_multiple > 0:
-        need = MIN_DOUBLE_SCORED_HIGH_AGREEMENT if (np.isfinite(r_hh) and r_hh > HIGH_AGREEMENT_R) else MIN_DOUBLE_SCORED
+        need = (
+            MIN_DOUBLE_SCORED_HIGH_AGREEMENT if (np.isfinite(r_hh) and r_hh > HIGH_AGREEMENT_R) else MIN_DOUBLE_SCORED
+        )
         if n_multiple < need:
-            out.append(f"PRMSE rests on {n_multiple} double-scored responses; at least {need} are recommended "
-                       f"(Loukina et al. 2020){' when human-human r > 0.65' if need == MIN_DOUBLE_SCORED_HIGH_AGREEMENT else ''}")
+            out.append(
+                f"PRMSE rests on {n_multiple} double-scored responses; at least {need} are recommended "
+                f"(Loukina et al. 2020)"
+                + (" when human-human r > 0.65" if need == MIN_DOUBLE_SCORED_HIGH_AGREEMENT else "")
+            )
     if np.isfinite(prmse) and prmse > 1:
         out.append(f"PRMSE is {prmse:.3f} > 1: the double-scored sample is too small to estimate rater error variance")
     return out

@@ -4,16 +4,20 @@ Agreement weights w_kl are 1 on the diagonal and at most 1 elsewhere; every chan
 :mod:`core.metrics.agreement` uses them. Disagreement weights d_kl = 1 - w_kl (Cohen's weighted kappa,
 :func:`core.metrics.observed.cohen_kappa`) are built from them here, in one place.
 """
+
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 
 from core.metrics.data import WEIGHTS, Weights, check_option
 
 _DISTANCE_WEIGHTS = ("identity", "linear", "quadratic")
 
 
-def agreement_weights(categories, weights: Weights = "identity") -> np.ndarray:
+def agreement_weights(categories, weights: Weights = "identity") -> NDArray[Any]:
     """Agreement weights w_kl over the category values c_1 < ... < c_q (1 on the diagonal).
 
     With R = c_q - c_1 and k, l the category ranks (irrCAC ``weights.py``; Gwet 2014, section 3.4):
@@ -73,14 +77,14 @@ def agreement_weights(categories, weights: Weights = "identity") -> np.ndarray:
         d = m * (m - 1.0) / 2.0
     elif weights == "circular":
         d = np.sin(np.pi * diff / (span + 1.0)) ** 2
-    else:   # bipolar
+    else:  # bipolar
         with np.errstate(divide="ignore", invalid="ignore"):
-            d = diff ** 2 / ((c[:, None] + c[None, :] - 2.0 * c[0]) * (2.0 * c[-1] - c[:, None] - c[None, :]))
+            d = diff**2 / ((c[:, None] + c[None, :] - 2.0 * c[0]) * (2.0 * c[-1] - c[:, None] - c[None, :]))
         d[np.eye(q, dtype=bool)] = 0.0
     return 1.0 - d / d.max()
 
 
-def disagreement_weights(categories, weights: Weights = "identity", *, off_by_one: bool = False) -> np.ndarray:
+def disagreement_weights(categories, weights: Weights = "identity", *, off_by_one: bool = False) -> NDArray[Any]:
     """Disagreement weights d_kl = 1 - w_kl (:func:`agreement_weights`), 0 on the diagonal, at most 1.
 
     Cohen's weighted kappa, 1 - sum d O / sum d E, does not change when d is scaled, so these weights give SKLL's

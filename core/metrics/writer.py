@@ -3,6 +3,7 @@
 Everything is written to a temporary directory next to DIR first and moved into DIR only when complete, so an
 error never leaves a half-written report.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ from core.metrics.suite import round_to_categories
 
 def to_json_text(data: dict) -> str:
     """JSON text of the evaluation object; any remaining NaN/inf becomes null (strict JSON)."""
+
     def clean(x):
         if isinstance(x, dict):
             return {str(k): clean(v) for k, v in x.items()}
@@ -33,6 +35,7 @@ def to_json_text(data: dict) -> str:
         if isinstance(x, np.integer):
             return int(x)
         return x
+
     return json.dumps(clean(data), indent=2, allow_nan=False)
 
 
@@ -68,14 +71,20 @@ def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0)
         figures = []
         h1 = ev.human[:, 0]
         cats = ev.scale.category_array if ev.scale.is_categorical else None
-        for j, (s_name, m) in enumerate(ev.system.items()):
+        for s_name, m in ev.system.items():
             safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in s_name)
-            f = scatter_plot(h1, m, tmp / f"scatter_{safe}.png", system_name=s_name, human_name=ev.human_names[0],
-                             seed=seed)
+            f = scatter_plot(
+                h1, m, tmp / f"scatter_{safe}.png", system_name=s_name, human_name=ev.human_names[0], seed=seed
+            )
             figures.append((f"{s_name}: human vs system", f.name))
             if cats is not None:
-                f = confusion_heatmap(round_to_categories(h1, cats), round_to_categories(m, cats), cats, tmp / f"confusion_{safe}.png",
-                                      system_name=s_name)
+                f = confusion_heatmap(
+                    round_to_categories(h1, cats),
+                    round_to_categories(m, cats),
+                    cats,
+                    tmp / f"confusion_{safe}.png",
+                    system_name=s_name,
+                )
                 figures.append((f"{s_name}: confusion matrix", f.name))
         est = {s: _or_none(e.true_score["prmse"].value) for s, e in ev.systems.items()}
         ints = {s: tuple(e.true_score["prmse"].ci or (np.nan, np.nan))[:2] for s, e in ev.systems.items()}
@@ -99,28 +108,33 @@ def _or_none(v: float) -> float | None:
 
 
 def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figures: list[tuple[str, str]]) -> str:
-    out = [f"# Evaluation of {source}", "",
-           f"{ev.n_responses} responses evaluated ({ev.n_dropped} dropped), scale [{ev.scale.min:g}, "
-           f"{ev.scale.max:g}], human columns: {', '.join(ev.human_columns)}.", ""]
+    out = [
+        f"# Evaluation of {source}",
+        "",
+        f"{ev.n_responses} responses evaluated ({ev.n_dropped} dropped), scale [{ev.scale.min:g}, "
+        f"{ev.scale.max:g}], human columns: {', '.join(ev.human_columns)}.",
+        "",
+    ]
     if ev.dropped:
         out += ["Dropped responses:", ""] + [f"- {k}: {v}" for k, v in ev.dropped.items()] + [""]
     out += ["## Observed scores (against the first human column)", "", _md_table(tables["eval_short"]), ""]
     if "consistency" in tables:
-        out += ["## Human-human agreement", "",
-                _md_table(tables["consistency"][["human_1", "human_2", *SHORT]]), ""]
+        out += ["## Human-human agreement", "", _md_table(tables["consistency"][["human_1", "human_2", *SHORT]]), ""]
     out += ["## True scores (PRMSE)", "", _md_table(tables["true_score_eval"]), ""]
     rows = []
     for s, entry in ev.systems.items():
         prmse = entry.true_score["prmse"]
         if ev.bootstrapped and prmse.ci is not None:
-            rows.append(f"- {s}: PRMSE {_fmt(_or_none(prmse.value))}, "
-                        f"{ev.confidence:.0%} bootstrap interval [{_fmt(_or_none(prmse.ci.low))}, "
-                        f"{_fmt(_or_none(prmse.ci.high))}]")
+            rows.append(
+                f"- {s}: PRMSE {_fmt(_or_none(prmse.value))}, "
+                f"{ev.confidence:.0%} bootstrap interval [{_fmt(_or_none(prmse.ci.low))}, "
+                f"{_fmt(_or_none(prmse.ci.high))}]"
+            )
     if rows:
         out += rows + [""]
     for key, table in tables.items():
         if key.startswith("fairness_"):
-            out += [f"## Fairness by {key[len('fairness_'):]}", "", _md_table(table), ""]
+            out += [f"## Fairness by {key[len('fairness_') :]}", "", _md_table(table), ""]
     out += ["## Figures", ""]
     for title, name in figures:
         out += [f"### {title}", "", f"![{title}]({name})", ""]

@@ -43,10 +43,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import sparse, special
+from numpy.typing import NDArray
+from scipy import special
 
-#: The middle of the unit scale, ``c``.
-CENTER = 0.5
+from core.models.aware_data import CENTER, Observations, PairStats
+
 _FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
 
 
@@ -78,87 +79,6 @@ class AwareConfig:
 DEFAULT_CONFIG = AwareConfig()
 
 
-@dataclass(frozen=True)
-class Observations:
-    """Scores in canonical order (item, annotator, score), so that a fit does not depend on the row order.
-
-    Build with :meth:`build`; add a batch with :meth:`extend` (a merge, ``O(n)``, no re-sort).
-    """
-
-    item: np.ndarray  # int64, sorted
-    annotator: np.ndarray  # int64
-    score: np.ndarray  # float64 in [0, 1]
-    n_items: int
-    n_annotators: int
-    key: np.ndarray  # int64, item << 32 | annotator: the sort key (non-decreasing)
-
-    @staticmethod
-    def _check(item: Any, annotator: Any, score01: Any, n_items: int) -> tuple[np.ndarray, ...]:
-        i = np.asarray(item, dtype=np.int64).ravel()
-        a = np.asarray(annotator, dtype=np.int64).ravel()
-        x = np.asarray(score01, dtype=np.float64).ravel()
-        if not i.size == a.size == x.size:
-            raise ValueError(f"item, annotator and score01 differ in length ({i.size}, {a.size}, {x.size})")
-        if i.size and (i.min() < 0 or i.max() >= n_items):
-            raise ValueError(f"item index out of range [0, {n_items})")
-        if a.size and (a.min() < 0 or a.max() >= 2**31):
-            raise ValueError("annotator indices must be in [0, 2^31)")
-        if x.size and not (np.all(x >= 0.0) and np.all(x <= 1.0)):
-            raise ValueError("score01 must be finite and within [0, 1]")
-        return i, a, x
-
-    @staticmethod
-    def _canonical(key: np.ndarray, score: np.ndarray) -> np.ndarray:
-        """Order by key, then score: ``argsort`` by key, then rows of equal keys (an annotator scoring an
-        item twice: rare) re-ordered by score."""
-        order = np.argsort(key, kind="stable")
-        return Observations._ties_by_score(key[order], score[order], order)
-
-    @staticmethod
-    def _ties_by_score(key: np.ndarray, score: np.ndarray, order: np.ndarray) -> np.ndarray:
-        same = np.flatnonzero(key[1:] == key[:-1])
-        if same.size:
-            rows = np.unique(np.concatenate([same, same + 1]))
-            sub = rows[np.lexsort((score[rows], key[rows]))]
-            order = order.copy()
-            order[rows] = order[sub]
-        return order
-
-    @classmethod
-    def build(cls, item: Any, annotator: Any, score01: Any, *, n_items: int,
-              n_annotators: int | None = None) -> Observations:
-        """Validate and sort observations (``item`` in ``[0, n_items)``, annotator ids ``>= 0``, scores on
-        ``[0, 1]``); ``n_annotators`` defaults to ``max(annotator) + 1``."""
-        i, a, x = cls._check(item, annotator, score01, n_items)
-        key = (i << 32) | a
-        order = cls._canonical(key, x)
-        na = int(a.max()) + 1 if a.size else 0
-        return cls(i[order], a[order], x[order], int(n_items), max(na, int(n_annotators or 0)), key[order])
-
-    def extend(self, item: Any, annotator: Any, score01: Any, *, n_items: int | None = None) -> Observations:
-        """These observations plus a batch, still in canonical order (merged, not re-sorted)."""
-        n = int(n_items or self.n_items)
-        i, a, x = self._check(item, annotator, score01, n)
-        key = (i << 32) | a
-        o = self._canonical(key, x)
-        i, a, x, key = i[o], a[o], x[o], key[o]
-        na = max(self.n_annotators, int(a.max()) + 1 if a.size else 0)
-        pos = np.searchsorted(self.key, key, side="right")
-        merged_key = np.insert(self.key, pos, key)
-        merged_x = np.insert(self.score, pos, x)
-        order = self._ties_by_score(merged_key, merged_x, np.arange(merged_key.size))
-        tied = not np.array_equal(order, np.arange(order.size)) if order.size else False
-        merged = (np.insert(self.item, pos, i), np.insert(self.annotator, pos, a), merged_x, merged_key)
-        if tied:
-            merged = tuple(m[order] for m in merged)
-        return Observations(merged[0], merged[1], merged[2], n, na, merged[3])
-
-    @property
-    def size(self) -> int:
-        """Number of scores."""
-        return int(self.item.size)
-
-
 @dataclass
 class AwareState:
     """A fitted annotator-aware model (unit scale). Arrays per item: ``mu`` (posterior mean of ``mu_i``),
@@ -166,18 +86,18 @@ class AwareState:
     Per annotator: ``offset``, ``slope``, ``var_offset``, ``var_slope``, ``cov_os``, ``noise`` (``r_a``),
     ``n_scores``. Scalars: ``m0``, ``tau_mu2``, ``tau_o2``, ``tau_s2``, ``q0``, ``sweeps``, ``nu_q``."""
 
-    mu: np.ndarray
-    var_mu: np.ndarray
-    var: np.ndarray
-    q: np.ndarray
-    count: np.ndarray
-    offset: np.ndarray
-    slope: np.ndarray
-    var_offset: np.ndarray
-    var_slope: np.ndarray
-    cov_os: np.ndarray
-    noise: np.ndarray
-    n_scores: np.ndarray
+    mu: NDArray[Any]
+    var_mu: NDArray[Any]
+    var: NDArray[Any]
+    q: NDArray[Any]
+    count: NDArray[Any]
+    offset: NDArray[Any]
+    slope: NDArray[Any]
+    var_offset: NDArray[Any]
+    var_slope: NDArray[Any]
+    cov_os: NDArray[Any]
+    noise: NDArray[Any]
+    n_scores: NDArray[Any]
     m0: float
     tau_mu2: float
     tau_o2: float
@@ -196,13 +116,14 @@ class AwareState:
         """Number of annotators."""
         return int(self.offset.size)
 
-    def to_arrays(self) -> dict[str, np.ndarray]:
+    def to_arrays(self) -> dict[str, NDArray[Any]]:
         """Every field as a float64 array (scalars as length-1 arrays), for a store's state cache."""
-        return {f.name: np.atleast_1d(np.asarray(getattr(self, f.name), dtype=np.float64))
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: np.atleast_1d(np.asarray(getattr(self, f.name), dtype=np.float64)) for f in dataclasses.fields(self)
+        }
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> AwareState:
+    def from_arrays(cls, arrays: dict[str, NDArray[Any]]) -> AwareState:
         """Inverse of :meth:`to_arrays`."""
         kw: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
@@ -210,56 +131,25 @@ class AwareState:
             kw[f.name] = int(v[0]) if f.name == "sweeps" else (float(v[0]) if f.type == "float" else v.copy())
         return cls(**kw)
 
-    def summary(self) -> dict[str, np.ndarray]:
+    def summary(self) -> dict[str, NDArray[Any]]:
         """``estimate, mean, variance, ci_low, ci_high`` per item (the :class:`~core.models.base.Model`
         summary): the posterior mean of ``mu_i`` and its 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)``
-        (:attr:`df`), ``var`` including the annotator terms. Not clipped to [0, 1]: ``mu_i`` is on the consensus scale."""
+        (:attr:`df`), ``var`` including the annotator terms.
+        Not clipped to [0, 1]: ``mu_i`` is on the consensus scale."""
         sd = np.sqrt(self.var) * special.stdtrit(self.df, 0.975)
-        return {"estimate": self.mu.copy(), "mean": self.mu.copy(), "variance": self.var.copy(),
-                "ci_low": self.mu - sd, "ci_high": self.mu + sd}
+        return {
+            "estimate": self.mu.copy(),
+            "mean": self.mu.copy(),
+            "variance": self.var.copy(),
+            "ci_low": self.mu - sd,
+            "ci_high": self.mu + sd,
+        }
 
     @property
-    def df(self) -> np.ndarray:
+    def df(self) -> NDArray[Any]:
         """Degrees of freedom of each item's marginal posterior, ``nu_q + n_i``: ``q_i`` is estimated from
         ``n_i`` scores and ``nu_q`` pseudo-scores, so ``mu_i`` is Student t rather than normal."""
         return self.nu_q + self.count
-
-
-@dataclass(frozen=True)
-class PairStats:
-    """Sufficient statistics of the observations by (item, annotator) pair, as sparse ``n_items x
-    n_annotators`` matrices: ``count`` (``C_ia``), ``count_sq`` (``C_ia^2``), ``sum_y`` and ``sum_y2`` (sums of
-    ``y = x - c`` and ``y^2``). Every EM sweep is a few products with them: no pass over single scores."""
-
-    count: Any
-    count_sq: Any
-    sum_y: Any
-    sum_y2: Any
-    n_per_item: np.ndarray
-    n_per_annotator: np.ndarray
-
-    @classmethod
-    def build(cls, obs: Observations) -> PairStats:
-        """From observations in canonical order (so the pairs come sorted by item, then annotator)."""
-        n, na = obs.n_items, max(obs.n_annotators, 1)
-        key = obs.key
-        first = np.empty(key.size, dtype=bool)
-        first[:1] = True
-        np.not_equal(key[1:], key[:-1], out=first[1:])
-        pair = np.cumsum(first) - 1
-        y = obs.score - CENTER
-        c = np.bincount(pair).astype(np.float64) if key.size else np.zeros(0)
-        sy = np.bincount(pair, y) if key.size else np.zeros(0)
-        sy2 = np.bincount(pair, y * y) if key.size else np.zeros(0)
-        p_item, p_ann = obs.item[first], obs.annotator[first]
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(p_item, minlength=n), out=indptr[1:])
-
-        def mat(data: np.ndarray) -> Any:
-            return sparse.csr_matrix((data, p_ann, indptr), shape=(n, na))
-
-        return cls(mat(c), mat(c * c), mat(sy), mat(sy2), np.bincount(obs.item, minlength=n).astype(np.float64),
-                   np.bincount(obs.annotator, minlength=obs.n_annotators).astype(np.float64))
 
 
 def _prior_state(obs: Observations) -> AwareState:
@@ -270,10 +160,25 @@ def _prior_state(obs: Observations) -> AwareState:
     ybar = float(y.mean()) if y.size else 0.0
     u = np.where(cnt > 0, np.bincount(obs.item, y, n) / np.maximum(cnt, 1.0), ybar)
     pooled = max(float(np.var(y)) * 0.5 if y.size > 1 else 0.02, _FLOOR)
-    return AwareState(u + CENTER, np.full(n, pooled), np.full(n, pooled), np.full(n, pooled), cnt,
-                      np.zeros(na), np.ones(na), np.zeros(na), np.zeros(na), np.zeros(na), np.ones(na),
-                      np.bincount(obs.annotator, minlength=na).astype(np.float64), ybar + CENTER,
-                      max(float(np.var(u)), _FLOOR), 0.05**2, 0.2**2, pooled)
+    return AwareState(
+        u + CENTER,
+        np.full(n, pooled),
+        np.full(n, pooled),
+        np.full(n, pooled),
+        cnt,
+        np.zeros(na),
+        np.ones(na),
+        np.zeros(na),
+        np.zeros(na),
+        np.zeros(na),
+        np.ones(na),
+        np.bincount(obs.annotator, minlength=na).astype(np.float64),
+        ybar + CENTER,
+        max(float(np.var(u)), _FLOOR),
+        0.05**2,
+        0.2**2,
+        pooled,
+    )
 
 
 def _grow(warm: AwareState, n: int, na: int) -> AwareState:
@@ -282,18 +187,27 @@ def _grow(warm: AwareState, n: int, na: int) -> AwareState:
     if pad_i < 0 or pad_a < 0:
         raise ValueError("a warm state cannot have more items or annotators than the observations")
 
-    def pi(x: np.ndarray, v: float) -> np.ndarray:
+    def pi(x: NDArray[Any], v: float) -> NDArray[Any]:
         return np.concatenate([x, np.full(pad_i, v)])
 
-    def pa(x: np.ndarray, v: float) -> np.ndarray:
+    def pa(x: NDArray[Any], v: float) -> NDArray[Any]:
         return np.concatenate([x, np.full(pad_a, v)])
 
     return dataclasses.replace(
-        warm, mu=pi(warm.mu, warm.m0), var_mu=pi(warm.var_mu, warm.tau_mu2), var=pi(warm.var, warm.tau_mu2),
-        q=pi(warm.q, warm.q0), count=pi(warm.count, 0.0), offset=pa(warm.offset, 0.0),
-        slope=pa(warm.slope, 1.0), var_offset=pa(warm.var_offset, warm.tau_o2),
-        var_slope=pa(warm.var_slope, warm.tau_s2), cov_os=pa(warm.cov_os, 0.0), noise=pa(warm.noise, 1.0),
-        n_scores=pa(warm.n_scores, 0.0))
+        warm,
+        mu=pi(warm.mu, warm.m0),
+        var_mu=pi(warm.var_mu, warm.tau_mu2),
+        var=pi(warm.var, warm.tau_mu2),
+        q=pi(warm.q, warm.q0),
+        count=pi(warm.count, 0.0),
+        offset=pa(warm.offset, 0.0),
+        slope=pa(warm.slope, 1.0),
+        var_offset=pa(warm.var_offset, warm.tau_o2),
+        var_slope=pa(warm.var_slope, warm.tau_s2),
+        cov_os=pa(warm.cov_os, 0.0),
+        noise=pa(warm.noise, 1.0),
+        n_scores=pa(warm.n_scores, 0.0),
+    )
 
 
 def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
@@ -395,16 +309,25 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
             ts2 = float(np.clip(np.mean((s[seen_a] - 1.0) ** 2 + vs[seen_a]), _FLOOR, 1.0))
         # noise: e2 = E[(y - o - s u)^2] = (y - o - s u)^2 + Var o + s^2 Var u + Var s E[u^2] + 2 u Cov(o, s),
         # summed by annotator (weights 1 / q_i) and by item (weights 1 / r_a) from the pair sums
-        e_a = (SY2.T @ h - 2.0 * o * y_h - 2.0 * s * y_hu + o * o * t_h + 2.0 * o * s * t_hu + s * s * t_huu
-               + vo * t_h + s * s * t_hvu + vs * (t_huu + t_hvu) + 2.0 * cos * t_hu)
+        e_a = (
+            SY2.T @ h
+            - 2.0 * o * y_h
+            - 2.0 * s * y_hu
+            + o * o * t_h
+            + 2.0 * o * s * t_hu
+            + s * s * t_huu
+            + vo * t_h
+            + s * s * t_hvu
+            + vs * (t_huu + t_hvu)
+            + 2.0 * cos * t_hu
+        )
         r = (config.nu_r + np.maximum(e_a, 0.0)) / (config.nu_r + n_a)
         if seen_a.any():
             r = r / np.exp(np.mean(np.log(r[seen_a])))
         rho = 1.0 / r
         c4 = C @ np.column_stack([rho * (o * o + vo), rho * (o * s + cos), rho * (s * s + vs)])
         y2 = SY @ np.column_stack([rho * o, rho * s])
-        e_i = (SY2 @ rho - 2.0 * y2[:, 0] - 2.0 * u * y2[:, 1] + c4[:, 0] + 2.0 * u * c4[:, 1]
-               + (u * u + vu) * c4[:, 2])
+        e_i = SY2 @ rho - 2.0 * y2[:, 0] - 2.0 * u * y2[:, 1] + c4[:, 0] + 2.0 * u * c4[:, 1] + (u * u + vu) * c4[:, 2]
         e_i = np.maximum(e_i, 0.0)
         q0 = max(float(e_i.sum()) / n_obs, _FLOOR)
         q = np.maximum((config.nu_q * q0 + e_i) / (config.nu_q + cnt), _FLOOR)
@@ -415,5 +338,24 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     rho2 = 1.0 / (r * r)
     c3 = P.count_sq @ np.column_stack([rho2 * s * s * vo, rho2 * vs, rho2 * s * cos])
     extra = (c3[:, 0] + u * u * c3[:, 1] + 2.0 * u * c3[:, 2]) / (q * prec) ** 2
-    return AwareState(u + CENTER, vu, vu + np.maximum(extra, 0.0), q, cnt, o, s, vo, vs, cos, r, n_a,
-                      m0 + CENTER, tm2, to2, ts2, q0, sweeps, config.nu_q)
+    return AwareState(
+        u + CENTER,
+        vu,
+        vu + np.maximum(extra, 0.0),
+        q,
+        cnt,
+        o,
+        s,
+        vo,
+        vs,
+        cos,
+        r,
+        n_a,
+        m0 + CENTER,
+        tm2,
+        to2,
+        ts2,
+        q0,
+        sweeps,
+        config.nu_q,
+    )

@@ -17,7 +17,10 @@ with the kernel ``Phi(-|d| / sqrt(v + v_c))`` (FFT), interpolated at each item: 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 from scipy import signal, special
 
 from core.models.aware import AwareState
@@ -30,7 +33,7 @@ _GRID = 2048
 _V_CLASSES = 12
 
 
-def information_per_score(state: AwareState) -> np.ndarray:
+def information_per_score(state: AwareState) -> NDArray[Any]:
     """Expected information of one more score of each item from an annotator drawn from the pool.
 
     ``I_i = mean_a(s_a^2 / r_a) / q_i`` over the annotators seen so far (all, if none): one more score turns
@@ -56,7 +59,7 @@ def information_per_score(state: AwareState) -> np.ndarray:
     return float(per.mean() if per.size else 1.0) / state.q
 
 
-def misorder_sums(m: np.ndarray, v: np.ndarray, v_self: list[np.ndarray]) -> list[np.ndarray]:
+def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) -> list[NDArray[Any]]:
     """``F_i = sum_j Phi(-|m_i - m_j| / sqrt(v_self_i + v_j))`` for every item ``i`` (``j`` over all items),
     for each array of ``v_self``.
 
@@ -91,8 +94,8 @@ def misorder_sums(m: np.ndarray, v: np.ndarray, v_self: list[np.ndarray]) -> lis
         for vs in v_self:
             out = np.empty(n)
             for b in range(0, n, step):  # blocks of rows, vectorised within
-                d = np.abs(m[b:b + step, None] - m[None, :])
-                out[b:b + step] = special.ndtr(-d / np.sqrt(vs[b:b + step, None] + v[None, :])).sum(axis=1)
+                d = np.abs(m[b : b + step, None] - m[None, :])
+                out[b : b + step] = special.ndtr(-d / np.sqrt(vs[b : b + step, None] + v[None, :])).sum(axis=1)
             outs.append(out)
         return outs
     lo, hi = float(m.min()), float(m.max())
@@ -106,8 +109,9 @@ def misorder_sums(m: np.ndarray, v: np.ndarray, v_self: list[np.ndarray]) -> lis
     left = np.clip(np.floor(pos).astype(np.int64), 0, grid - 2)
     frac = pos - left
     flat = cls * grid + left
-    hist = (np.bincount(flat, 1.0 - frac, _V_CLASSES * grid)
-            + np.bincount(flat + 1, frac, _V_CLASSES * grid)).reshape(_V_CLASSES, grid)
+    hist = (np.bincount(flat, 1.0 - frac, _V_CLASSES * grid) + np.bincount(flat + 1, frac, _V_CLASSES * grid)).reshape(
+        _V_CLASSES, grid
+    )
     # F on (self-variance grid x m grid): per grid variance, one FFT convolution per class (kernel
     # Phi(-|d| / sqrt(v_self + v_c)) at offsets d = p - q), then bilinear interpolation at each item
     lvs = [np.log(np.maximum(vs, 1e-12)) for vs in v_self]
@@ -131,7 +135,7 @@ def misorder_sums(m: np.ndarray, v: np.ndarray, v_self: list[np.ndarray]) -> lis
     return outs
 
 
-def slot_gains(state: AwareState, *, max_slots: int = 2) -> np.ndarray:
+def slot_gains(state: AwareState, *, max_slots: int = 2) -> NDArray[Any]:
     """Marginal gains of the first ``max_slots`` more scores of every item (module docstring).
 
     Column ``k`` is ``F(v_i^(k)) - F(v_i^(k+1))`` with ``v_i^(k) = 1 / (1 / v_i + k I_i)`` and ``F`` of
@@ -160,7 +164,7 @@ def slot_gains(state: AwareState, *, max_slots: int = 2) -> np.ndarray:
     return np.minimum.accumulate(np.maximum(g, 0.0), axis=1)
 
 
-def group_into_hits(slots: np.ndarray, *, n_hits: int, hit_size: int, rng: np.random.Generator) -> np.ndarray:
+def group_into_hits(slots: NDArray[Any], *, n_hits: int, hit_size: int, rng: np.random.Generator) -> NDArray[Any]:
     """Group item slots into HITs at random, each item at most once per HIT.
 
     ``slots`` (length ``n_hits * hit_size``, no item more than ``n_hits`` times) is ordered with the copies of
@@ -182,17 +186,30 @@ def group_into_hits(slots: np.ndarray, *, n_hits: int, hit_size: int, rng: np.ra
     return hits[rng.permutation(n_hits)][:, rng.permutation(hit_size)]
 
 
-def _subset(state: AwareState, keep: np.ndarray) -> AwareState:
+def _subset(state: AwareState, keep: NDArray[Any]) -> AwareState:
     """``state`` restricted to the items ``keep`` (the annotator terms and scalars unchanged)."""
     import dataclasses
 
-    return dataclasses.replace(state, mu=state.mu[keep], var_mu=state.var_mu[keep], var=state.var[keep],
-                               q=state.q[keep], count=state.count[keep])
+    return dataclasses.replace(
+        state,
+        mu=state.mu[keep],
+        var_mu=state.var_mu[keep],
+        var=state.var[keep],
+        q=state.q[keep],
+        count=state.count[keep],
+    )
 
 
-def select_batch(state: AwareState, *, n_hits: int, hit_size: int, rng: np.random.Generator,
-                 uniform_passes: int = UNIFORM_PASSES, max_slots: int = 2,
-                 exclude: np.ndarray | None = None) -> np.ndarray:
+def select_batch(
+    state: AwareState,
+    *,
+    n_hits: int,
+    hit_size: int,
+    rng: np.random.Generator,
+    uniform_passes: int = UNIFORM_PASSES,
+    max_slots: int = 2,
+    exclude: NDArray[Any] | None = None,
+) -> NDArray[Any]:
     """The next batch of HITs for the annotator-aware model.
 
     While some item has fewer than ``uniform_passes`` scores, the least-annotated items (seeded random
@@ -237,8 +254,9 @@ def select_batch(state: AwareState, *, n_hits: int, hit_size: int, rng: np.rando
         if free.size < hit_size:
             return np.zeros((0, hit_size), dtype=np.int64)
         sub = _subset(state, free)
-        hits = select_batch(sub, n_hits=n_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes,
-                            max_slots=max_slots)
+        hits = select_batch(
+            sub, n_hits=n_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes, max_slots=max_slots
+        )
         return free[hits]
     n = state.n_items
     n_slots = n_hits * hit_size

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.models.aware import CENTER, AwareState, Observations
 
@@ -45,15 +46,15 @@ class AnnotatorDiagnostics:
     """Per-annotator figures (arrays of length ``n_annotators``; ``flag`` is ``""``, ``"random"`` or
     ``"collapsed"`` and ``reason`` a sentence, empty when not flagged)."""
 
-    n_scores: np.ndarray
-    offset: np.ndarray
-    slope: np.ndarray
-    noise: np.ndarray
-    weight: np.ndarray
-    agreement: np.ndarray
-    spread: np.ndarray
-    flag: np.ndarray
-    reason: np.ndarray
+    n_scores: NDArray[Any]
+    offset: NDArray[Any]
+    slope: NDArray[Any]
+    noise: NDArray[Any]
+    weight: NDArray[Any]
+    agreement: NDArray[Any]
+    spread: NDArray[Any]
+    flag: NDArray[Any]
+    reason: NDArray[Any]
 
     def to_frame(self) -> Any:
         """The table as a ``pandas.DataFrame`` (one row per annotator index)."""
@@ -62,7 +63,7 @@ class AnnotatorDiagnostics:
         return pd.DataFrame({k: getattr(self, k) for k in self.__dataclass_fields__})
 
 
-def _weighted_corr(group: np.ndarray, a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+def _weighted_corr(group: NDArray[Any], a: NDArray[Any], b: NDArray[Any], k: int) -> NDArray[Any]:
     """Pearson correlation of ``a`` and ``b`` within each group (NaN with fewer than 3 rows or no spread)."""
     n = np.bincount(group, minlength=k).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -76,9 +77,15 @@ def _weighted_corr(group: np.ndarray, a: np.ndarray, b: np.ndarray, k: int) -> n
     return np.where((n >= 3) & (va > 0) & (vb > 0), r, np.nan)
 
 
-def annotator_diagnostics(state: AwareState, obs: Observations, *, min_scores: int = FLAG_MIN_SCORES,
-                          random_agreement: float = RANDOM_AGREEMENT, random_noise: float = RANDOM_NOISE,
-                          collapse_ratio: float = COLLAPSE_RATIO) -> AnnotatorDiagnostics:
+def annotator_diagnostics(
+    state: AwareState,
+    obs: Observations,
+    *,
+    min_scores: int = FLAG_MIN_SCORES,
+    random_agreement: float = RANDOM_AGREEMENT,
+    random_noise: float = RANDOM_NOISE,
+    collapse_ratio: float = COLLAPSE_RATIO,
+) -> AnnotatorDiagnostics:
     """Diagnostics and flags of every annotator (module docstring).
 
     Parameters
@@ -116,16 +123,16 @@ def annotator_diagnostics(state: AwareState, obs: Observations, *, min_scores: i
     (10, 1)
     """
     na, n = state.n_annotators, state.n_items
-    I, A, x = obs.item, obs.annotator, obs.score
+    item_ix, A, x = obs.item, obs.annotator, obs.score
     y = x - CENTER
     s, o, vs, cos, r = state.slope, state.offset, state.var_slope, state.cov_os, state.noise
-    w = 1.0 / (r[A] * state.q[I])
+    w = 1.0 / (r[A] * state.q[item_ix])
     tm2, m0 = state.tau_mu2, state.m0 - CENTER
     term_p = w * (s[A] ** 2 + vs[A])
     term_n = w * (s[A] * (y - o[A]) - cos[A])
-    prec = 1.0 / tm2 + np.bincount(I, term_p, n)
-    num = m0 / tm2 + np.bincount(I, term_n, n)
-    loo = (num[I] - term_n) / (prec[I] - term_p)
+    prec = 1.0 / tm2 + np.bincount(item_ix, term_p, n)
+    num = m0 / tm2 + np.bincount(item_ix, term_n, n)
+    loo = (num[item_ix] - term_n) / (prec[item_ix] - term_p)
     agreement = _weighted_corr(A, x, loo, na)
     n_a = np.bincount(A, minlength=na).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -141,12 +148,17 @@ def annotator_diagnostics(state: AwareState, obs: Observations, *, min_scores: i
     r_med = float(np.median(r[eligible])) if eligible.any() else 1.0
     random = eligible & ~collapsed & ((r > random_noise * r_med) | ~(agreement >= random_agreement))
     flag = np.where(collapsed, "collapsed", np.where(random, "random", ""))
-    reason = np.array([
-        f"scores spread {sp:.3f}, below {collapse_ratio:.2f} of the median annotator's {med:.3f}" if f == "collapsed"
-        else f"noise {nz / r_med:.2f} times the median annotator's, agreement with the consensus {ag:.2f}" if f == "random"
-        else ""
-        for f, sp, ag, nz in zip(flag[eligible], spread[eligible], agreement[eligible], r[eligible], strict=True)
-    ], dtype=object)
+    reason = np.array(
+        [
+            f"scores spread {sp:.3f}, below {collapse_ratio:.2f} of the median annotator's {med:.3f}"
+            if f == "collapsed"
+            else f"noise {nz / r_med:.2f} times the median annotator's, agreement with the consensus {ag:.2f}"
+            if f == "random"
+            else ""
+            for f, sp, ag, nz in zip(flag[eligible], spread[eligible], agreement[eligible], r[eligible], strict=True)
+        ],
+        dtype=object,
+    )
     reasons = np.full(na, "", dtype=object)
     reasons[eligible] = reason
     return AnnotatorDiagnostics(n_a, o.copy(), s.copy(), r.copy(), weight, agreement, spread, flag, reasons)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.models.aware import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
@@ -52,18 +53,19 @@ class AwareModel:
     needs_annotator = True
     refit_on_change = True
 
-    def __init__(self, hyper: Hyper, *, config: AwareConfig = DEFAULT_CONFIG,
-                 uniform_passes: int = UNIFORM_PASSES) -> None:
+    def __init__(
+        self, hyper: Hyper, *, config: AwareConfig = DEFAULT_CONFIG, uniform_passes: int = UNIFORM_PASSES
+    ) -> None:
         self.hyper = hyper
         self.config = config
         self.uniform_passes = uniform_passes
 
-    def init_state(self, n_items: int) -> dict[str, np.ndarray]:
+    def init_state(self, n_items: int) -> dict[str, NDArray[Any]]:
         """The state of ``n_items`` items with no scores (the priors), as cacheable arrays."""
         empty = np.zeros(0, dtype=np.int64)
         return _prior_state(Observations.build(empty, empty, np.zeros(0), n_items=n_items)).to_arrays()
 
-    def apply(self, state: dict[str, np.ndarray], item: Any, score01: Any, group: Any, sign: int = 1) -> None:
+    def apply(self, state: dict[str, NDArray[Any]], item: Any, score01: Any, group: Any, sign: int = 1) -> None:
         """The :class:`~core.models.base.Model` increment: an empty batch changes nothing; any other batch is
         refused, since this model is refitted from the whole live log with annotator ids (:meth:`refit`).
 
@@ -73,11 +75,13 @@ class AwareModel:
             A non-empty batch.
         """
         if np.asarray(item).size:
-            raise ValueError("aware is refitted from the live log with annotator ids (AwareModel.refit), "
-                             "not updated by increments")
+            raise ValueError(
+                "aware is refitted from the live log with annotator ids (AwareModel.refit), not updated by increments"
+            )
 
-    def refit(self, state: dict[str, np.ndarray] | None, item: Any, annotator: Any, score01: Any, *,
-              n_items: int) -> dict[str, np.ndarray]:
+    def refit(
+        self, state: dict[str, NDArray[Any]] | None, item: Any, annotator: Any, score01: Any, *, n_items: int
+    ) -> dict[str, NDArray[Any]]:
         """Fit every live observation, warm-started from ``state`` (``None``: cold, as a replay does).
 
         Parameters
@@ -99,29 +103,41 @@ class AwareModel:
             warm = None  # items or annotators were removed: start cold
         return fit(obs, warm=warm, config=self.config).to_arrays()
 
-    def summary(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def summary(self, state: dict[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         """``estimate, mean, variance, ci_low, ci_high`` per item on [0, 1] (see
         :meth:`core.models.aware.AwareState.summary`)."""
         return AwareState.from_arrays(state).summary()
 
-    def selection_keys(self, state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def selection_keys(self, state: dict[str, NDArray[Any]]) -> tuple[NDArray[Any], NDArray[Any]]:
         """``(mu, variance)`` per item, the variance including the annotator terms."""
         st = AwareState.from_arrays(state)
         return st.mu.copy(), st.var.copy()
 
-    def next_hits(self, state: dict[str, np.ndarray], *, n_hits: int, rng: np.random.Generator,
-                  exclude: np.ndarray | None = None) -> np.ndarray:
+    def next_hits(
+        self,
+        state: dict[str, NDArray[Any]],
+        *,
+        n_hits: int,
+        rng: np.random.Generator,
+        exclude: NDArray[Any] | None = None,
+    ) -> NDArray[Any]:
         """The next ``n_hits`` HITs of ``hyper.hit_size`` items
         (:func:`core.models.aware_alloc.select_batch`; ``exclude`` marks items that may not be chosen)."""
-        return select_batch(AwareState.from_arrays(state), n_hits=n_hits, hit_size=self.hyper.hit_size, rng=rng,
-                            uniform_passes=self.uniform_passes, exclude=exclude)
+        return select_batch(
+            AwareState.from_arrays(state),
+            n_hits=n_hits,
+            hit_size=self.hyper.hit_size,
+            rng=rng,
+            uniform_passes=self.uniform_passes,
+            exclude=exclude,
+        )
 
-    def rank_figures(self, state: dict[str, np.ndarray], rng: np.random.Generator) -> RankFigures:
+    def rank_figures(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> RankFigures:
         """Rank intervals and the expected Spearman with the truth
         (:func:`core.models.aware_posterior.rank_figures`)."""
         return rank_figures(AwareState.from_arrays(state), rng)
 
-    def stop_decision(self, state: dict[str, np.ndarray], rng: np.random.Generator) -> StopDecision | None:
+    def stop_decision(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> StopDecision | None:
         """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`),
         or None when the project has no target."""
         if self.hyper.stop_at is None:
@@ -129,7 +145,7 @@ class AwareModel:
         st = AwareState.from_arrays(state)
         return stop_decision(st, rank_figures(st, rng).expected_spearman, target=self.hyper.stop_at)
 
-    def diagnostics(self, state: dict[str, np.ndarray], item: Any, annotator: Any, score01: Any) -> Any:
+    def diagnostics(self, state: dict[str, NDArray[Any]], item: Any, annotator: Any, score01: Any) -> Any:
         """The per-annotator diagnostics of a fit of the live log ``(item, annotator, score01)``
         (:func:`core.models.aware_diagnostics.annotator_diagnostics`), one row per annotator index."""
         st = AwareState.from_arrays(state)
@@ -137,7 +153,7 @@ class AwareModel:
         return annotator_diagnostics(st, obs)
 
     @staticmethod
-    def same_fit(cached: dict[str, np.ndarray], replayed: dict[str, np.ndarray]) -> bool:
+    def same_fit(cached: dict[str, NDArray[Any]], replayed: dict[str, NDArray[Any]]) -> bool:
         """Whether a cached state and a replay agree: estimates within :data:`VERIFY_TOLERANCE` posterior sds."""
         a, b = AwareState.from_arrays(cached), AwareState.from_arrays(replayed)
         if a.n_items != b.n_items:

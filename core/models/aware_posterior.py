@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.models.aware import AwareState
 
@@ -32,7 +33,7 @@ STOP_RELATIVE_MARGIN = 0.6
 STOP_MIN_SCORES = 3
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
+def _ranks(x: NDArray[Any]) -> NDArray[Any]:
     """0-based ranks along the last axis (ties broken by position; draws are continuous)."""
     r = np.empty(x.shape, dtype=np.float64)
     order = np.argsort(x, axis=-1)
@@ -46,7 +47,7 @@ def default_draws(n_items: int) -> int:
     return int(np.clip(20_000_000 // max(n_items, 1), 20, 200))
 
 
-def posterior_draws(state: AwareState, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+def posterior_draws(state: AwareState, n_draws: int, rng: np.random.Generator) -> NDArray[Any]:
     """``n_draws`` joint draws of the item scores, shape ``(n_draws, n_items)``: Student t with ``nu_q + n_i``
     degrees of freedom and scale ``sqrt(var_i)`` (``q_i`` is estimated; :attr:`AwareState.df`)."""
     return state.mu + np.sqrt(state.var) * rng.standard_t(state.df, size=(n_draws, state.n_items))
@@ -67,9 +68,9 @@ class RankFigures:
     n_draws : int
     """
 
-    rank: np.ndarray
-    rank_low: np.ndarray
-    rank_high: np.ndarray
+    rank: NDArray[Any]
+    rank_low: NDArray[Any]
+    rank_high: NDArray[Any]
     expected_spearman: float
     n_draws: int
 
@@ -152,8 +153,14 @@ class StopDecision:
     reason: str
 
 
-def stops(expected_spearman: Any, min_count: Any, *, target: float, relative_margin: float = STOP_RELATIVE_MARGIN,
-          min_scores: int = STOP_MIN_SCORES) -> np.ndarray:
+def stops(
+    expected_spearman: Any,
+    min_count: Any,
+    *,
+    target: float,
+    relative_margin: float = STOP_RELATIVE_MARGIN,
+    min_scores: int = STOP_MIN_SCORES,
+) -> NDArray[Any]:
     """The stopping rule, vectorised: ``E[rho] - k (1 - E[rho]) >= target`` and ``min_count >= min_scores``.
 
     Parameters
@@ -180,8 +187,14 @@ def stops(expected_spearman: Any, min_count: Any, *, target: float, relative_mar
     return (e - relative_margin * np.maximum(1.0 - e, 0.0) >= target) & (np.asarray(min_count) >= min_scores)
 
 
-def stop_decision(state: AwareState, expected_spearman: float, *, target: float,
-                  relative_margin: float = STOP_RELATIVE_MARGIN, min_scores: int = STOP_MIN_SCORES) -> StopDecision:
+def stop_decision(
+    state: AwareState,
+    expected_spearman: float,
+    *,
+    target: float,
+    relative_margin: float = STOP_RELATIVE_MARGIN,
+    min_scores: int = STOP_MIN_SCORES,
+) -> StopDecision:
     """Whether to stop collecting: ``E[rho] - k (1 - E[rho]) >= target`` and ``min_i n_i >= min_scores``.
 
     Parameters
@@ -209,9 +222,12 @@ def stop_decision(state: AwareState, expected_spearman: float, *, target: float,
         reason = f"some items have {min_count} scores; at least {min_scores} each are needed before stopping"
         return StopDecision(False, expected_spearman, margin, target, min_count, reason)
     if not stops(expected_spearman, min_count, target=target, relative_margin=relative_margin, min_scores=0):
-        reason = (f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} is below the "
-                  f"target {target:.3f}")
+        reason = (
+            f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} is below the target {target:.3f}"
+        )
         return StopDecision(False, expected_spearman, margin, target, min_count, reason)
-    reason = (f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} reaches the target "
-              f"{target:.3f}, with at least {min_count} scores per item")
+    reason = (
+        f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} reaches the target "
+        f"{target:.3f}, with at least {min_count} scores per item"
+    )
     return StopDecision(True, expected_spearman, margin, target, min_count, reason)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.models.hyper import Hyper
 from core.models.pairs import pair_schedule
@@ -19,7 +20,7 @@ from core.models.pairs import pair_schedule
 State = dict[str, np.ndarray]
 
 
-def check_batch(state: State, item: Any, score01: Any, group: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_batch(state: State, item: Any, score01: Any, group: Any) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Validate and convert a batch of observations.
 
     Parameters
@@ -90,11 +91,11 @@ class Model(abc.ABC):
         """
 
     @abc.abstractmethod
-    def summary(self, state: State) -> dict[str, np.ndarray]:
+    def summary(self, state: State) -> dict[str, NDArray[Any]]:
         """``estimate, mean, variance, ci_low, ci_high`` per item, on ``[0, 1]`` (95% interval)."""
 
     @abc.abstractmethod
-    def selection_keys(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+    def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         """``(location M, variance)`` that drive Algorithm 1 (anchors by variance; match quality eq 23)."""
 
     @staticmethod
@@ -107,7 +108,7 @@ class Model(abc.ABC):
 
     def _pairwise_steps(
         self, state: State, item: Any, score01: Any, group: Any, sign: int
-    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    ) -> Iterator[tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]:
         """For a pairwise model (RA, TrueSkill): validate the batch, refuse retraction, add the counts, and
         yield the steps of :func:`~core.models.pairs.pair_schedule` as ``(winner, loser, tie)`` arrays of
         item-disjoint pairs (a tie keeps the submission order)."""

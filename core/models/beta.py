@@ -6,12 +6,14 @@ Shared by EASL and bounded ranking aggregation (:mod:`core.models.easl`, :mod:`c
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 
-def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
+def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     """Mode of Beta(alpha, beta) for ``alpha, beta >= 1`` (eq 12).
 
     ``M = (alpha - 1) / (alpha + beta - 2)``, and ``M(1, 1) = 0.5`` (the untouched uniform prior, as in the
@@ -44,7 +46,7 @@ def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
     return np.where(den > 0, mode, 0.5)
 
 
-def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
+def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     """Mean of Beta(alpha, beta): ``alpha / (alpha + beta)``.
 
     Parameters
@@ -70,7 +72,7 @@ def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
     return alpha / (alpha + np.asarray(beta, dtype=np.float64))
 
 
-def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
+def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     """Variance of Beta(alpha, beta) (eq 13).
 
     ``Var = alpha beta / ((alpha + beta)^2 (alpha + beta + 1))``. It depends on the scores, not only on the
@@ -104,7 +106,7 @@ def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> np.ndarray:
     return alpha * beta / (s * s * (s + 1.0))
 
 
-def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tuple[NDArray[Any], NDArray[Any]]:
     """Equal-tailed credible interval of Beta(alpha, beta).
 
     ``[I^-1_{(1 - level)/2}(alpha, beta), I^-1_{(1 + level)/2}(alpha, beta)]``, with ``I^-1`` the inverse of

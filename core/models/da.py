@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import special
 
 from core.models.base import Model, State
@@ -44,7 +45,7 @@ class DirectAssessmentModel(Model):
             for key in ("sum", "sumsq", "count"):
                 state[key][empty] = 0.0
 
-    def _mean_var(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+    def _mean_var(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         n = state["count"]
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(n > 0, state["sum"] / np.maximum(n, 1.0), 0.5)
@@ -55,7 +56,7 @@ class DirectAssessmentModel(Model):
             var = np.where(n >= 2, s2 / np.maximum(n, 1.0), 1.0 / 12.0)
         return mean, var
 
-    def summary(self, state: State) -> dict[str, np.ndarray]:
+    def summary(self, state: State) -> dict[str, NDArray[Any]]:
         n = state["count"]
         mean, var = self._mean_var(state)
         tq = special.stdtrit(np.maximum(n - 1.0, 1.0), 0.975)  # Student t quantile
@@ -65,5 +66,5 @@ class DirectAssessmentModel(Model):
         hi = np.where(many, np.clip(mean + half, 0.0, 1.0), 0.975)
         return {"estimate": mean, "mean": mean.copy(), "variance": var, "ci_low": lo, "ci_high": hi}
 
-    def selection_keys(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+    def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         return self._mean_var(state)

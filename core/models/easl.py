@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.models.base import Model, State
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
@@ -42,7 +43,7 @@ class EaslModel(Model):
             state["beta"][empty] = self.hyper.beta0
             state["count"][empty] = 0.0
 
-    def summary(self, state: State) -> dict[str, np.ndarray]:
+    def summary(self, state: State) -> dict[str, NDArray[Any]]:
         a, b = state["alpha"], state["beta"]
         lo, hi = beta_interval(a, b)
         return {
@@ -53,6 +54,6 @@ class EaslModel(Model):
             "ci_high": hi,
         }
 
-    def selection_keys(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+    def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         a, b = state["alpha"], state["beta"]
         return beta_mode(a, b), beta_variance(a, b)

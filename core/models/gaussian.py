@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import special
 
 #: The two-sided 95% normal quantile, ``Phi^-1(0.975) = 1.959963984540054``.
@@ -24,11 +25,11 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _ASYMPTOTE_Z = 30.0
 
 
-def _log_pdf(x: np.ndarray) -> np.ndarray:
+def _log_pdf(x: NDArray[Any]) -> NDArray[Any]:
     return -0.5 * x * x - _LOG_SQRT_2PI
 
 
-def v_win(t: Any, eps: Any = 0.0) -> np.ndarray:
+def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
     """Mean-shift factor for a win (eq 5).
 
     ``v(t, e) = N(t - e) / Phi(t - e)``, computed as ``sqrt(2/pi) / erfcx(-(t - e)/sqrt(2))``, which neither
@@ -62,7 +63,7 @@ def v_win(t: Any, eps: Any = 0.0) -> np.ndarray:
         return _SQRT_2_OVER_PI / special.erfcx(-x / math.sqrt(2.0))
 
 
-def w_win(t: Any, eps: Any = 0.0) -> np.ndarray:
+def w_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
     """Variance factor for a win (eq 9).
 
     ``w(t, e) = v (v + t - e)``, in ``[0, 1]``. For ``z = e - t > 30`` the product cancels catastrophically;
@@ -104,7 +105,7 @@ def w_win(t: Any, eps: Any = 0.0) -> np.ndarray:
     return np.clip(v * d, 0.0, 1.0)
 
 
-def _draw_terms(t: np.ndarray, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _draw_terms(t: NDArray[Any], eps: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """For ``u = |t|``: ``a = e - u``, ``b = -e - u`` and ``log Z``, ``Z = Phi(a) - Phi(b)`` (log space)."""
     u = np.abs(t)
     a = eps - u
@@ -116,7 +117,7 @@ def _draw_terms(t: np.ndarray, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return a, b, log_z
 
 
-def v_draw(t: Any, eps: Any) -> np.ndarray:
+def v_draw(t: Any, eps: Any) -> NDArray[Any]:
     """Mean-shift factor for a draw (eq 6).
 
     ``v~(t, e) = [N(-e - t) - N(e - t)] / [Phi(e - t) - Phi(-e - t)]``. Odd in ``t``; evaluated for ``|t|``
@@ -149,7 +150,7 @@ def v_draw(t: Any, eps: Any) -> np.ndarray:
     return np.where(t < 0, -v, v)
 
 
-def w_draw(t: Any, eps: Any) -> np.ndarray:
+def w_draw(t: Any, eps: Any) -> NDArray[Any]:
     """Variance factor for a draw (eq 10).
 
     ``w~(t, e) = v~^2 + [(e - t) N(e - t) + (e + t) N(e + t)] / [Phi(e - t) - Phi(-e - t)]``. Even in ``t``;
@@ -227,7 +228,7 @@ def rate_1vs1(
     tau: float = 0.0,
     draw_margin: float = 0.0,
     drawn: Any = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
     """TrueSkill update of a 1-vs-1 game (eq 3-10), vectorised over games.
 
     The dynamics ``tau`` are added first (``sigma^2 += tau^2``); then with ``c^2 = 2 beta^2 + sigma_w^2 +

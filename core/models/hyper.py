@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.errors import HyperParameterError, ProjectFileError
 
@@ -123,17 +124,16 @@ class Hyper:
         object.__setattr__(self, "hit_size", _as_int("hit_size", self.hit_size, 2))
         object.__setattr__(self, "seed", _as_int("seed", self.seed, 0))
         if self.hits_per_iteration is not None:
-            object.__setattr__(
-                self, "hits_per_iteration", _as_int("hits_per_iteration", self.hits_per_iteration, 1)
-            )
+            object.__setattr__(self, "hits_per_iteration", _as_int("hits_per_iteration", self.hits_per_iteration, 1))
         object.__setattr__(self, "uniform_passes", _as_int("uniform_passes", self.uniform_passes, 0))
         if self.stop_at is not None:
             object.__setattr__(self, "stop_at", _as_float("stop_at", self.stop_at))
             if not 0.0 < self.stop_at < 1.0:
                 raise HyperParameterError("stop_at", self.stop_at, "a Spearman correlation in (0, 1)")
             if self.method != "aware":
-                raise HyperParameterError("stop_at", self.stop_at, "the method aware (the stopping rule needs "
-                                          "its posterior)")
+                raise HyperParameterError(
+                    "stop_at", self.stop_at, "the method aware (the stopping rule needs its posterior)"
+                )
         for name in ("gamma", "epsilon", "alpha0", "beta0", "score_min", "score_max"):
             object.__setattr__(self, name, _as_float(name, getattr(self, name)))
         for name in ("gamma", "epsilon"):
@@ -141,9 +141,7 @@ class Hyper:
                 raise HyperParameterError(name, getattr(self, name), "a positive finite number")
         for name in ("alpha0", "beta0"):
             if getattr(self, name) < 1:
-                raise HyperParameterError(
-                    name, getattr(self, name), "a finite number >= 1 (the mode, eq 12, needs it)"
-                )
+                raise HyperParameterError(name, getattr(self, name), "a finite number >= 1 (the mode, eq 12, needs it)")
         if not self.score_max > self.score_min:
             raise HyperParameterError("score_max", self.score_max, f"greater than score_min ({self.score_min!r})")
 
@@ -217,15 +215,15 @@ class Hyper:
         """``score_max - score_min``."""
         return self.score_max - self.score_min
 
-    def to_unit(self, scores: Any) -> np.ndarray:
+    def to_unit(self, scores: Any) -> NDArray[Any]:
         """Map project scores to the unit interval: ``(s - score_min) / (score_max - score_min)``."""
         return (np.asarray(scores, dtype=np.float64) - self.score_min) / self.score_span
 
-    def from_unit(self, values: Any) -> np.ndarray:
+    def from_unit(self, values: Any) -> NDArray[Any]:
         """Map unit-interval locations (estimates, means, interval ends) back to the score range:
         ``u (score_max - score_min) + score_min``."""
         return np.asarray(values, dtype=np.float64) * self.score_span + self.score_min
 
-    def variance_from_unit(self, variance: Any) -> np.ndarray:
+    def variance_from_unit(self, variance: Any) -> NDArray[Any]:
         """Scale a unit-interval variance to the score range: ``var (score_max - score_min)^2``."""
         return np.asarray(variance, dtype=np.float64) * self.score_span**2

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 @dataclass
@@ -39,23 +40,23 @@ class PairSchedule:
         Pairs ``step_bounds[s]:step_bounds[s+1]`` form step ``s``; all their items are distinct.
     """
 
-    first: np.ndarray
-    second: np.ndarray
-    outcome: np.ndarray
-    step_bounds: np.ndarray
+    first: NDArray[Any]
+    second: NDArray[Any]
+    outcome: NDArray[Any]
+    step_bounds: NDArray[Any]
 
     @property
     def n_pairs(self) -> int:
         """Number of pairs."""
         return int(self.first.size)
 
-    def winner_first(self) -> tuple[np.ndarray, np.ndarray]:
+    def winner_first(self) -> tuple[NDArray[Any], NDArray[Any]]:
         """``(i, j)`` with the winner first (ties keep the submission order)."""
         swap = self.outcome < 0
         return np.where(swap, self.second, self.first), np.where(swap, self.first, self.second)
 
 
-def _pair_levels(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+def _pair_levels(first: NDArray[Any], second: NDArray[Any]) -> NDArray[Any]:
     """Wave of each pair in the dependency order of a sequential loop over pairs (``first != second``).
 
     A pair's wave is 0 if neither item was touched by an earlier pair, else 1 + the largest wave of the

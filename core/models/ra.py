@@ -7,12 +7,13 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.models.base import State
 from core.models.easl import EaslModel
 
 
-def rao_kupper(m_i: Any, m_j: Any, epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rao_kupper(m_i: Any, m_j: Any, epsilon: float) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Win / loss / tie probabilities of Bradley-Terry with Rao-Kupper ties (eq 20-22).
 
     ``pi = exp(M)``, ``theta = exp(epsilon)``:
@@ -73,7 +74,7 @@ class RankAggregationModel(EaslModel):
         for i, j, tie in self._pairwise_steps(state, item, score01, group, sign):
             self._update_pairs(state, i, j, ~tie)
 
-    def _update_pairs(self, state: State, i: np.ndarray, j: np.ndarray, win: np.ndarray) -> None:
+    def _update_pairs(self, state: State, i: NDArray[Any], j: NDArray[Any], win: NDArray[Any]) -> None:
         """Apply item-disjoint pairs at once (eq 14-22); ``i`` won against ``j`` where ``win``, else a tie.
         Each item's increments use its values before the pair."""
         alpha, beta = state["alpha"], state["beta"]

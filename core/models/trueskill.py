@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.models.base import Model, State
 from core.models.beta import beta_mean, beta_variance
@@ -48,7 +49,7 @@ class TrueSkillModel(Model):
         for w, lo, drawn in self._pairwise_steps(state, item, score01, group, sign):
             mu[w], s2[w], mu[lo], s2[lo] = _rate_1vs1_var(mu[w], s2[w], mu[lo], s2[lo], gamma, eps, drawn)
 
-    def summary(self, state: State) -> dict[str, np.ndarray]:
+    def summary(self, state: State) -> dict[str, NDArray[Any]]:
         mu, s2 = state["mu"], state["sigma2"]
         sd = np.sqrt(s2)
         return {
@@ -59,5 +60,5 @@ class TrueSkillModel(Model):
             "ci_high": mu + Z975 * sd,
         }
 
-    def selection_keys(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+    def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         return state["mu"].copy(), state["sigma2"].copy()

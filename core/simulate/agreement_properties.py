@@ -26,6 +26,7 @@ Data generation (our reading of the paper where it is terse; every choice is a p
 Every coefficient comes from :mod:`core.metrics` (through :mod:`core.simulate.measures`), on the experiment's
 explicit scale, for every weight family.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -111,8 +112,9 @@ def gaussian_scores(rng: np.random.Generator, n: int, lo: int, hi: int, mean: fl
     return np.clip(np.round(out), lo, hi)
 
 
-def shift_scores(rng: np.random.Generator, gold: NDArray[Any], rows: NDArray[Any], size: int, lo: int,
-                 hi: int) -> NDArray[Any]:
+def shift_scores(
+    rng: np.random.Generator, gold: NDArray[Any], rows: NDArray[Any], size: int, lo: int, hi: int
+) -> NDArray[Any]:
     """Copy of ``gold`` with ``gold[rows]`` moved by ``size`` points in a random direction; where that leaves
     ``lo..hi`` the opposite direction is used (rows where neither fits are left unchanged and must be excluded by
     the caller)."""
@@ -149,11 +151,11 @@ def marginal_data(settings: PropertySettings, rng: np.random.Generator) -> Itera
         wrong = np.clip(np.round(rng.normal(mu, settings.marginal_wrong_sd, settings.n)), lo, hi)
         err = np.abs(wrong - gold[order])
         cum = np.cumsum(err)
-        k = int(np.searchsorted(cum, budget, side="right"))   # responses fully used
+        k = int(np.searchsorted(cum, budget, side="right"))  # responses fully used
         system = gold.copy()
         system[order[:k]] = wrong[:k]
         rest = budget - (cum[k - 1] if k else 0.0)
-        if rest > 0 and k < settings.n:                       # shorten the next error to fit the budget exactly
+        if rest > 0 and k < settings.n:  # shorten the next error to fit the budget exactly
             g = gold[order[k]]
             direction = np.sign(wrong[k] - g) or (1.0 if g + rest <= hi else -1.0)
             target = g + direction * rest
@@ -172,8 +174,10 @@ def magnitude_data(settings: PropertySettings, rng: np.random.Generator) -> Iter
         movable = np.flatnonzero((gold - m >= lo) | (gold + m <= hi))
         k = int(round(budget / m))
         if k > len(movable):
-            raise UserError(f"Error size {m} cannot keep MAE {settings.magnitude_mae} on {lo}..{hi}: only "
-                            f"{len(movable)} responses can move that far; lower --magnitude-mae.")
+            raise UserError(
+                f"Error size {m} cannot keep MAE {settings.magnitude_mae} on {lo}..{hi}: only "
+                f"{len(movable)} responses can move that far; lower --magnitude-mae."
+            )
         rows = rng.choice(movable, size=k, replace=False)
         yield int(m), gold, shift_scores(rng, gold, rows, m, lo, hi)
 
@@ -196,10 +200,13 @@ def range_data(settings: PropertySettings, rng: np.random.Generator) -> Iterator
 
 EXPERIMENTS = {
     "trait_prevalence": ("gold_sd", "sd of the gold score distribution", prevalence_data, "prevalence_scale"),
-    "marginal_homogeneity": ("incorrect_mean", "mean of the incorrect predictions", marginal_data,
-                             "marginal_scale"),
-    "misclassification_magnitude": ("error_size", "size of each misclassification (constant MAE)",
-                                    magnitude_data, None),
+    "marginal_homogeneity": ("incorrect_mean", "mean of the incorrect predictions", marginal_data, "marginal_scale"),
+    "misclassification_magnitude": (
+        "error_size",
+        "size of each misclassification (constant MAE)",
+        magnitude_data,
+        None,
+    ),
     "score_range": ("n_points", "number of score points", range_data, None),
 }
 
@@ -223,8 +230,9 @@ def run_experiment(name: str, settings: PropertySettings, rng: np.random.Generat
     return pd.DataFrame(rows)
 
 
-def property_table(results: dict[str, pd.DataFrame], coefficients: list[str], flat: float = 0.02,
-                   marginal_centre: float = 4.5) -> pd.DataFrame:
+def property_table(
+    results: dict[str, pd.DataFrame], coefficients: list[str], flat: float = 0.02, marginal_centre: float = 4.5
+) -> pd.DataFrame:
     """Which coefficient has which property, measured on the experiments' curves.
 
     - trait prevalence: spread (max - min) over the gold sds; "robust" when <= ``flat``.
@@ -247,17 +255,29 @@ def property_table(results: dict[str, pd.DataFrame], coefficients: list[str], fl
         m_gain = float(marg.loc[centre, c] - marg[c].iloc[[0, -1]].mean())
         mag_change = float(mag[c].iloc[-1] - mag[c].iloc[0])
         spread_r = float(rng_[c].max() - rng_[c].min())
-        rows.append({
-            "coefficient": c,
-            "prevalence_spread": spread_p,
-            "prevalence": "robust" if spread_p <= flat else "sensitive",
-            "marginal_gain": m_gain,
-            "marginal": ("promotes matching marginals" if m_gain > flat
-                         else "penalises matching marginals" if m_gain < -flat else "unaffected"),
-            "magnitude_change": mag_change,
-            "magnitude": ("penalises large errors" if mag_change < -flat
-                          else "rewards large errors" if mag_change > flat else "insensitive"),
-            "range_spread": spread_r,
-            "score_range": "robust" if spread_r <= flat else "sensitive",
-        })
+        rows.append(
+            {
+                "coefficient": c,
+                "prevalence_spread": spread_p,
+                "prevalence": "robust" if spread_p <= flat else "sensitive",
+                "marginal_gain": m_gain,
+                "marginal": (
+                    "promotes matching marginals"
+                    if m_gain > flat
+                    else "penalises matching marginals"
+                    if m_gain < -flat
+                    else "unaffected"
+                ),
+                "magnitude_change": mag_change,
+                "magnitude": (
+                    "penalises large errors"
+                    if mag_change < -flat
+                    else "rewards large errors"
+                    if mag_change > flat
+                    else "insensitive"
+                ),
+                "range_spread": spread_r,
+                "score_range": "robust" if spread_r <= flat else "sensitive",
+            }
+        )
     return pd.DataFrame(rows)

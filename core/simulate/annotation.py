@@ -18,6 +18,7 @@ Oracles: generated ones (``synthetic_oracle``: Beta or uniform latent values) ne
 political-spectrum oracle (section 5.2, 150 statements scored -2..2) is read from a file the user supplies
 (``csv_oracle``, ``easl simulate easl --oracle FILE``), because its source carries no licence and is not shipped.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -73,12 +74,14 @@ class AnnotatorModel:
         return bias, sd
 
     @staticmethod
-    def score(latent: NDArray[Any], annotator: NDArray[Any], pool: tuple[NDArray[Any], NDArray[Any]],
-              rng: np.random.Generator) -> NDArray[Any]:
+    def score(
+        latent: NDArray[Any], annotator: NDArray[Any], pool: tuple[NDArray[Any], NDArray[Any]], rng: np.random.Generator
+    ) -> NDArray[Any]:
         """Scores on [0, 1]: ``clip(latent + bias[annotator] + sd[annotator] * z, 0, 1)`` (vectorised)."""
         bias, sd = pool
-        scores: NDArray[Any] = np.clip(latent + bias[annotator] + sd[annotator] * rng.standard_normal(len(latent)),
-                                       0.0, 1.0)
+        scores: NDArray[Any] = np.clip(
+            latent + bias[annotator] + sd[annotator] * rng.standard_normal(len(latent)), 0.0, 1.0
+        )
         return scores
 
 
@@ -124,7 +127,7 @@ class Oracle:
     name: str
     item_ids: list[str]
     texts: list[str]
-    values: NDArray[Any]       # (N,) on [0, 1]
+    values: NDArray[Any]  # (N,) on [0, 1]
     description: str
 
 
@@ -144,17 +147,24 @@ def synthetic_oracle(kind: str, n_items: int, rng: np.random.Generator, a: float
     return Oracle(kind, ids, ids, values, desc)
 
 
-def csv_oracle(path: str | Path, column: str | None = None, value_range: tuple[float, float] | None = None,
-               id_column: str | None = None, text_column: str | None = None) -> Oracle:
+def csv_oracle(
+    path: str | Path,
+    column: str | None = None,
+    value_range: tuple[float, float] | None = None,
+    id_column: str | None = None,
+    text_column: str | None = None,
+) -> Oracle:
     """An oracle from a CSV file: ``column`` (default ``oracle``, else ``label``) normalised to [0, 1] with
     ``(x - min) / (max - min)`` over ``value_range`` (default the column's observed min and max). The political
     spectrum file (``POLITICAL_ORACLE_FILE``, labels -2..2) is normalised over ``POLITICAL_RANGE`` as in the paper
     (section 5.2)."""
     path = Path(path)
     if not path.exists():
-        raise UserError(f"Oracle file {path} does not exist (the paper's political-spectrum oracle, "
-                        f"{POLITICAL_ORACLE_FILE}, is not shipped with easl-toolkit: the README, \"Reproducing the "
-                        f"papers\", says where to get it).")
+        raise UserError(
+            f"Oracle file {path} does not exist (the paper's political-spectrum oracle, "
+            f'{POLITICAL_ORACLE_FILE}, is not shipped with easl-toolkit: the README, "Reproducing the '
+            f'papers", says where to get it).'
+        )
     try:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
@@ -177,30 +187,38 @@ def csv_oracle(path: str | Path, column: str | None = None, value_range: tuple[f
         raise UserError(f"{path}: oracle range {lo}..{hi} is empty; give --oracle-range MIN MAX.")
     outside = np.flatnonzero((x < lo) | (x > hi))
     if outside.size:
-        raise UserError(f"{path}:{outside[0] + 2}: field {column!r} value {x[outside[0]]} is outside the oracle range "
-                        f"{lo}..{hi}.")
+        raise UserError(
+            f"{path}:{outside[0] + 2}: field {column!r} value {x[outside[0]]} is outside the oracle range {lo}..{hi}."
+        )
     id_column = id_column or next((c for c in ("id", "item_id") if c in df.columns), None)
     ids = df[id_column].astype(str).tolist() if id_column else [str(i + 1) for i in range(len(x))]
     if len(set(ids)) != len(ids):
         raise UserError(f"{path}: item ids in column {id_column!r} are not unique.")
     text_column = text_column or next((c for c in ("text", "sent", "sentence") if c in df.columns), None)
     texts = df[text_column].astype(str).tolist() if text_column else ids
-    return Oracle(path.stem, ids, texts, (x - lo) / (hi - lo),
-                  f"{len(x)} items from {path.name}, column {column!r} normalised from {lo:g}..{hi:g} to 0..1")
+    return Oracle(
+        path.stem,
+        ids,
+        texts,
+        (x - lo) / (hi - lo),
+        f"{len(x)} items from {path.name}, column {column!r} normalised from {lo:g}..{hi:g} to 0..1",
+    )
 
 
-def _bootstrap_mean_band(values: NDArray[Any], n_boot: int,
-                         rng: np.random.Generator) -> tuple[NDArray[Any], NDArray[Any]]:
+def _bootstrap_mean_band(
+    values: NDArray[Any], n_boot: int, rng: np.random.Generator
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """95% percentile-bootstrap band of the mean over runs: ``values`` (runs, checkpoints); resamples whole runs
     (Efron & Tibshirani 1993, ch. 13). With one run the band is the value itself."""
     runs = values.shape[0]
     idx = rng.integers(0, runs, size=(n_boot, runs))
-    means = np.nanmean(values[idx], axis=1)                       # (n_boot, checkpoints)
+    means = np.nanmean(values[idx], axis=1)  # (n_boot, checkpoints)
     return np.nanpercentile(means, 2.5, axis=0), np.nanpercentile(means, 97.5, axis=0)
 
 
-def match_quality_matrix(location: NDArray[Any], variance: NDArray[Any], gamma: float,
-                         order: NDArray[Any]) -> NDArray[Any]:
+def match_quality_matrix(
+    location: NDArray[Any], variance: NDArray[Any], gamma: float, order: NDArray[Any]
+) -> NDArray[Any]:
     """Match quality q(i, j) (eq 11 / 23, :func:`core.selection.match_quality`) for every pair of items, rows and
     columns ordered by ``order`` (the oracle's order, as the paper's Figure 8)."""
     from core.selection import match_quality
@@ -209,8 +227,16 @@ def match_quality_matrix(location: NDArray[Any], variance: NDArray[Any], gamma: 
     return match_quality(m[:, None], v[:, None], m[None, :], v[None, :], gamma)
 
 
-def run_campaign(oracle: Oracle, method: str, settings: CampaignSettings, annotators: AnnotatorModel,
-                 rng: np.random.Generator, workdir: Path, run: int, heatmaps: bool = False) -> dict[str, Any]:
+def run_campaign(
+    oracle: Oracle,
+    method: str,
+    settings: CampaignSettings,
+    annotators: AnnotatorModel,
+    rng: np.random.Generator,
+    workdir: Path,
+    run: int,
+    heatmaps: bool = False,
+) -> dict[str, Any]:
     """One campaign of one method through the real project file.
 
     Returns ``{"curve": DataFrame(iteration, n_annotations, annotations_per_item, spearman, pearson),
@@ -218,9 +244,17 @@ def run_campaign(oracle: Oracle, method: str, settings: CampaignSettings, annota
     """
     from core.store import Project
 
-    hyper = Hyper(method=method, hit_size=settings.hit_size, gamma=settings.gamma, epsilon=settings.epsilon,
-                  score_min=0.0, score_max=1.0, partner_pool=settings.partner_pool,
-                  hits_per_iteration=settings.hits_per_iteration, seed=int(rng.integers(0, 2**31 - 1)))
+    hyper = Hyper(
+        method=method,
+        hit_size=settings.hit_size,
+        gamma=settings.gamma,
+        epsilon=settings.epsilon,
+        score_min=0.0,
+        score_max=1.0,
+        partner_pool=settings.partner_pool,
+        hits_per_iteration=settings.hits_per_iteration,
+        seed=int(rng.integers(0, 2**31 - 1)),
+    )
     items = pd.DataFrame({"item_id": oracle.item_ids, "text": oracle.texts})
     position = pd.Index(oracle.item_ids)
     pool = annotators.draw_pool(rng)
@@ -239,14 +273,28 @@ def run_campaign(oracle: Oracle, method: str, settings: CampaignSettings, annota
             who = np.repeat(rng.integers(0, annotators.n_annotators, len(hits)), [len(h["items"]) for h in hits])
             latent = oracle.values[position.get_indexer(item_ids)]
             scores = annotators.score(latent, who, pool, rng)
-            project.ingest(pd.DataFrame({"item_id": item_ids, "score": scores, "hit_id": hit_ids,
-                                         "annotator": np.char.add("a", who.astype(str))}), source="simulation")
+            project.ingest(
+                pd.DataFrame(
+                    {
+                        "item_id": item_ids,
+                        "score": scores,
+                        "hit_id": hit_ids,
+                        "annotator": np.char.add("a", who.astype(str)),
+                    }
+                ),
+                source="simulation",
+            )
             n_scores += len(item_ids)
             est = project.estimates().set_index("item_id").loc[oracle.item_ids, "estimate"].to_numpy(dtype=float)
-            rows.append({"iteration": it, "n_annotations": n_scores,
-                         "annotations_per_item": n_scores / len(oracle.values),
-                         "spearman": measures.spearman(oracle.values, est),
-                         "pearson": measures.pearson(oracle.values, est)})
+            rows.append(
+                {
+                    "iteration": it,
+                    "n_annotations": n_scores,
+                    "annotations_per_item": n_scores / len(oracle.values),
+                    "spearman": measures.spearman(oracle.values, est),
+                    "pearson": measures.pearson(oracle.values, est),
+                }
+            )
     return {"curve": pd.DataFrame(rows), "final": est, "heatmaps": maps}
 
 
@@ -257,9 +305,14 @@ def selection_state(project: Project) -> tuple[NDArray[Any], NDArray[Any]]:
     return location, variance
 
 
-def compare_methods(oracle: Oracle, settings: CampaignSettings, annotators: AnnotatorModel,
-                    rng: np.random.Generator, workdir: Path | None = None,
-                    progress: Callable[..., None] | None = None) -> dict[str, Any]:
+def compare_methods(
+    oracle: Oracle,
+    settings: CampaignSettings,
+    annotators: AnnotatorModel,
+    rng: np.random.Generator,
+    workdir: Path | None = None,
+    progress: Callable[..., None] | None = None,
+) -> dict[str, Any]:
     """Run every method ``settings.runs`` times and summarise.
 
     Returns ``{"curves": long DataFrame (method, run, iteration, n_annotations, annotations_per_item, spearman,
@@ -300,19 +353,29 @@ def compare_methods(oracle: Oracle, settings: CampaignSettings, annotators: Anno
         base = sub[sub["run"] == 0].sort_values("iteration")
         bands = {m: _bootstrap_mean_band(t.to_numpy(), settings.bootstrap, rng) for m, t in table.items()}
         for k, it in enumerate(base["iteration"]):
-            rec = {"method": method, "iteration": int(it), "n_annotations": int(base["n_annotations"].iloc[k]),
-                   "annotations_per_item": float(base["annotations_per_item"].iloc[k])}
+            rec = {
+                "method": method,
+                "iteration": int(it),
+                "n_annotations": int(base["n_annotations"].iloc[k]),
+                "annotations_per_item": float(base["annotations_per_item"].iloc[k]),
+            }
             for m, t in table.items():
                 rec[f"{m}_mean"] = float(np.nanmean(t[it]))
                 rec[f"{m}_low"] = float(bands[m][0][k])
                 rec[f"{m}_high"] = float(bands[m][1][k])
             summary.append(rec)
-    return {"curves": long, "summary": pd.DataFrame(summary),
-            "finals": {m: f[0] for m, f in finals.items()}, "final_all": finals, "heatmaps": heat}
+    return {
+        "curves": long,
+        "summary": pd.DataFrame(summary),
+        "finals": {m: f[0] for m, f in finals.items()},
+        "final_all": finals,
+        "heatmaps": heat,
+    }
 
 
-def annotations_to_reach(summary: pd.DataFrame, curves: pd.DataFrame, target: float,
-                         column: str = "spearman") -> pd.DataFrame:
+def annotations_to_reach(
+    summary: pd.DataFrame, curves: pd.DataFrame, target: float, column: str = "spearman"
+) -> pd.DataFrame:
     """Annotations needed to reach ``target`` per method.
 
     ``mean_curve_annotations``: the first checkpoint where the mean curve over runs reaches the target, with

@@ -7,6 +7,7 @@ the % saved vs DA (and vs DA with z-scores) with bootstrap intervals over seeds,
 intervals, the stopping rule's hit rate and the random-clicker flags. Where ``aware`` saves nothing the report says
 so, from the intervals, not by judgement.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,8 +49,12 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
         g = curves[curves["model"] == model]
         for k, method in enumerate(dict.fromkeys(g["method"])):
             m = g[g["method"] == method].groupby("per_item")[value].mean()
-            ax.plot(m.index, m.to_numpy(), color=figures.PALETTE[k % len(figures.PALETTE)],
-                    label=METHOD_LABELS.get(method, method))
+            ax.plot(
+                m.index,
+                m.to_numpy(),
+                color=figures.PALETTE[k % len(figures.PALETTE)],
+                label=METHOD_LABELS.get(method, method),
+            )
         if value == "spearman":
             ax.axhline(target, color="grey", lw=0.8, ls="--")
         ax.set_title(model)
@@ -60,11 +65,20 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
     return fig
 
 
-def write_report(result: dict[str, Any], out_dir: str | Path, command: str, *, target: float, oracle: str,
-                 n_seeds: int, runtime: float | None = None) -> Report:
+def write_report(
+    result: dict[str, Any],
+    out_dir: str | Path,
+    command: str,
+    *,
+    target: float,
+    oracle: str,
+    n_seeds: int,
+    runtime: float | None = None,
+) -> Report:
     """Write ``report.md``, ``tables/*.csv`` and ``figures/*.png`` of a :func:`run_study` result."""
-    rep = Report(out_dir, "Annotator-aware collection against DA, DA with z-scores and EASL (issue 10), simulated",
-                 command)
+    rep = Report(
+        out_dir, "Annotator-aware collection against DA, DA with z-scores and EASL (issue 10), simulated", command
+    )
     curves, budget = result["curves"], result["budget"]
     methods = ", ".join(METHOD_LABELS.get(m, m) for m in dict.fromkeys(curves["method"]))
     rep.paragraph(
@@ -72,26 +86,43 @@ def write_report(result: dict[str, Any], out_dir: str | Path, command: str, *, t
         f"(core/simulate/aware_study.py: M1 noise only; M2 per-annotator offsets; M3 offsets and slopes; M4 M2 with "
         f"10% random clickers; M5 item-dependent noise; IX item x annotator interaction; DRIFT drifting offsets). "
         f"Methods: {methods}; {n_seeds} seeds each, equal budgets in scores per item; one annotator per HIT."
-        + (f" Run time: {runtime:.1f} s." if runtime is not None else ""))
+        + (f" Run time: {runtime:.1f} s." if runtime is not None else "")
+    )
     rep.table(curves, "curves", show=False)
-    rep.figure(curve_figure(curves, "spearman", target, f"Spearman with the truth (mean of {n_seeds} seeds)"),
-               "spearman_curves", f"Spearman correlation with the truth against scores per item; dashed: the "
-                                  f"target {target:g}.")
-    rep.figure(curve_figure(curves, "kendall", target, f"Kendall tau with the truth (mean of {n_seeds} seeds)"),
-               "kendall_curves", "Kendall correlation with the truth against scores per item.")
+    rep.figure(
+        curve_figure(curves, "spearman", target, f"Spearman with the truth (mean of {n_seeds} seeds)"),
+        "spearman_curves",
+        f"Spearman correlation with the truth against scores per item; dashed: the target {target:g}.",
+    )
+    rep.figure(
+        curve_figure(curves, "kendall", target, f"Kendall tau with the truth (mean of {n_seeds} seeds)"),
+        "kendall_curves",
+        "Kendall correlation with the truth against scores per item.",
+    )
     rep.heading(f"Scores per item to reach Spearman {target:g}, and annotations saved")
-    rep.table(budget, "budget", caption="Budget where the seed-mean Spearman curve first reaches the target; % saved "
-              "vs DA and vs DA with z-scores, 95% paired bootstrap interval over seeds", digits=2)
+    rep.table(
+        budget,
+        "budget",
+        caption="Budget where the seed-mean Spearman curve first reaches the target; % saved "
+        "vs DA and vs DA with z-scores, 95% paired bootstrap interval over seeds",
+        digits=2,
+    )
     if "aware" in set(curves["method"]) and "da" in set(curves["method"]):
         none = no_gain_models(budget)
-        rep.paragraph("Where aware gains nothing (the interval of the % saved vs DA reaches 0 or below): "
-                      + (", ".join(none) if none else "none of the annotator models run") + ".")
-    for name, caption in (("coverage", "Empirical coverage of the 95% rank intervals (aware) at 5 and 10 scores "
-                                       "per item"),
-                          ("stopping", f"Stopping rule (aware): runs where it stopped, share of them whose true "
-                                       f"Spearman was >= {target:g} there, mean scores per item at the stop"),
-                          ("flags", "Random-clicker flags (aware, annotators with >= 30 scores): recall and false "
-                                    "flag rate")):
+        rep.paragraph(
+            "Where aware gains nothing (the interval of the % saved vs DA reaches 0 or below): "
+            + (", ".join(none) if none else "none of the annotator models run")
+            + "."
+        )
+    for name, caption in (
+        ("coverage", "Empirical coverage of the 95% rank intervals (aware) at 5 and 10 scores per item"),
+        (
+            "stopping",
+            f"Stopping rule (aware): runs where it stopped, share of them whose true "
+            f"Spearman was >= {target:g} there, mean scores per item at the stop",
+        ),
+        ("flags", "Random-clicker flags (aware, annotators with >= 30 scores): recall and false flag rate"),
+    ):
         frame = result.get(name)
         frame = pd.DataFrame() if frame is None else frame
         if len(frame):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from core.models import Hyper, get_model
@@ -46,13 +47,13 @@ ANNOTATOR_MODELS = ("M1", "M2", "M3", "M4", "M5", "IX", "DRIFT")
 METHODS = ("da", "da-z", "easl", "aware")
 
 
-def beta_oracle(n_items: int = 150) -> np.ndarray:
+def beta_oracle(n_items: int = 150) -> NDArray[Any]:
     """A generated truth: the ``(k + 0.5) / n`` quantiles of Beta(2, 2), rescaled to [0, 1]."""
     z = stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items)
     return (z - z.min()) / (z.max() - z.min())
 
 
-def load_oracle(path: str | Path, column: str = "label") -> np.ndarray:
+def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
     """A truth from a CSV file with a numeric ``column``, rescaled to [0, 1] (e.g. the paper's 150 political
     statements, which are not shipped: their source has no licence)."""
     import pandas as pd
@@ -65,12 +66,12 @@ def load_oracle(path: str | Path, column: str = "label") -> np.ndarray:
 class World:
     """The simulated annotators of one seed (module docstring)."""
 
-    offset: np.ndarray
-    slope: np.ndarray
-    spam: np.ndarray
-    item_sd: np.ndarray
-    interaction: np.ndarray | None
-    drift: np.ndarray
+    offset: NDArray[Any]
+    slope: NDArray[Any]
+    spam: NDArray[Any]
+    item_sd: NDArray[Any]
+    interaction: NDArray[Any] | None
+    drift: NDArray[Any]
 
     @classmethod
     def make(cls, model: str, n_items: int, n_annotators: int, rng: np.random.Generator) -> World:
@@ -94,11 +95,17 @@ class World:
             drift = rng.normal(0.0, 0.15, na)
         return cls(off, slope, spam, sd, ix, drift)
 
-    def scores(self, truth: np.ndarray, items: np.ndarray, anns: np.ndarray, progress: float,
-               rng: np.random.Generator) -> np.ndarray:
+    def scores(
+        self, truth: NDArray[Any], items: NDArray[Any], anns: NDArray[Any], progress: float, rng: np.random.Generator
+    ) -> NDArray[Any]:
         """Scores of ``items`` by ``anns`` at ``progress`` (0 to 1) through the campaign."""
-        x = (0.5 + self.slope[anns] * (truth[items] - 0.5) + self.offset[anns] + progress * self.drift[anns]
-             + rng.standard_normal(items.size) * self.item_sd[items])
+        x = (
+            0.5
+            + self.slope[anns] * (truth[items] - 0.5)
+            + self.offset[anns]
+            + progress * self.drift[anns]
+            + rng.standard_normal(items.size) * self.item_sd[items]
+        )
         if self.interaction is not None:
             x += self.interaction[items, anns]
         spam = self.spam[anns]
@@ -106,22 +113,22 @@ class World:
         return np.clip(x, 0.0, 1.0)
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
+def _ranks(x: NDArray[Any]) -> NDArray[Any]:
     return stats.rankdata(x)
 
 
-def _means(I: np.ndarray, X: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _means(item_ix: NDArray[Any], X: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[Any]]:
     """Item means and a naive squared standard error (pooled variance below 2 scores)."""
-    c = np.bincount(I, minlength=n).astype(np.float64)
-    m = np.where(c > 0, np.bincount(I, X, n) / np.maximum(c, 1), X.mean() if X.size else 0.5)
-    ss = np.bincount(I, (X - m[I]) ** 2, n)
+    c = np.bincount(item_ix, minlength=n).astype(np.float64)
+    m = np.where(c > 0, np.bincount(item_ix, X, n) / np.maximum(c, 1), X.mean() if X.size else 0.5)
+    ss = np.bincount(item_ix, (X - m[item_ix]) ** 2, n)
     df = np.maximum(c - 1, 0).sum()
     pooled = ss.sum() / df if df > 0 else 1 / 12
     var = np.where(c >= 2, ss / np.maximum(c - 1, 1), pooled) / np.maximum(c, 1)
     return m, np.maximum(var, 1e-8)
 
 
-def _zscore(A: np.ndarray, X: np.ndarray, na: int) -> np.ndarray:
+def _zscore(A: NDArray[Any], X: NDArray[Any], na: int) -> NDArray[Any]:
     """Each annotator's scores as z-scores (WMT); an annotator with < 2 scores or no spread uses the median sd."""
     n_a = np.bincount(A, minlength=na).astype(np.float64)
     mean = np.bincount(A, X, na) / np.maximum(n_a, 1)
@@ -131,9 +138,20 @@ def _zscore(A: np.ndarray, X: np.ndarray, na: int) -> np.ndarray:
     return (X - mean[A]) / sd[A]
 
 
-def run_one(truth: np.ndarray, model: str, method: str, seed: int, *, n_annotators: int = 20, hit_size: int = 5,
-            batch_hits: int = 15, max_per_item: float = 12.0, eval_at: tuple[float, ...] = (5.0, 10.0),
-            n_draws: int = 200, uniform_passes: int = UNIFORM_PASSES) -> list[dict[str, Any]]:
+def run_one(
+    truth: NDArray[Any],
+    model: str,
+    method: str,
+    seed: int,
+    *,
+    n_annotators: int = 20,
+    hit_size: int = 5,
+    batch_hits: int = 15,
+    max_per_item: float = 12.0,
+    eval_at: tuple[float, ...] = (5.0, 10.0),
+    n_draws: int = 200,
+    uniform_passes: int = UNIFORM_PASSES,
+) -> list[dict[str, Any]]:
     """One campaign; a row per batch: budget (scores per item), Spearman, Kendall, and for ``aware`` the
     expected Spearman, the fewest scores of any item, and at ``eval_at`` the rank-interval coverage; at the end, for
     ``aware``, the random-clicker flags (true positives, false flags)."""
@@ -143,7 +161,7 @@ def run_one(truth: np.ndarray, model: str, method: str, seed: int, *, n_annotato
     alloc_rng = np.random.default_rng([seed, 13]) if method in ("da", "da-z") else rng
     t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
     n_steps = round(max_per_item * n / (batch_hits * hit_size))
-    I = np.zeros(0, np.int64)
+    item_ix = np.zeros(0, np.int64)
     A = np.zeros(0, np.int64)
     X = np.zeros(0)
     easl = get_model(Hyper(hit_size=hit_size)) if method == "easl" else None
@@ -152,7 +170,7 @@ def run_one(truth: np.ndarray, model: str, method: str, seed: int, *, n_annotato
     obs: Observations | None = None
     rows = []
     for k in range(n_steps):
-        counts = np.bincount(I, minlength=n)
+        counts = np.bincount(item_ix, minlength=n)
         if method == "aware" and state is not None:
             hits = select_batch(state, n_hits=batch_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes)
         elif method == "easl" and counts.min() > 0:
@@ -163,18 +181,21 @@ def run_one(truth: np.ndarray, model: str, method: str, seed: int, *, n_annotato
         anns = np.repeat(rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
         items = hits.ravel()
         x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), rng)
-        I, A, X = np.concatenate([I, items]), np.concatenate([A, anns]), np.concatenate([X, x])
+        item_ix, A, X = np.concatenate([item_ix, items]), np.concatenate([A, anns]), np.concatenate([X, x])
         row: dict[str, Any] = {"model": model, "method": method, "seed": seed, "per_item": X.size / n}
         if method == "aware":
-            obs = (Observations.build(items, anns, x, n_items=n, n_annotators=n_annotators) if obs is None
-                   else obs.extend(items, anns, x))
+            obs = (
+                Observations.build(items, anns, x, n_items=n, n_annotators=n_annotators)
+                if obs is None
+                else obs.extend(items, anns, x)
+            )
             state = fit(obs, warm=state)
             est = state.mu
         elif method == "easl":
             easl.apply(easl_state, items, x, np.repeat(np.arange(hits.shape[0]), hits.shape[1]))
             est = easl.summary(easl_state)["estimate"]
         else:
-            est, _ = _means(I, _zscore(A, X, n_annotators) if method == "da-z" else X, n)
+            est, _ = _means(item_ix, _zscore(A, X, n_annotators) if method == "da-z" else X, n)
         est_r = _ranks(est)
         row["spearman"] = float(np.corrcoef(est_r, _ranks(truth))[0, 1])
         row["kendall"] = float(stats.kendalltau(est, truth).statistic)
@@ -195,7 +216,7 @@ def run_one(truth: np.ndarray, model: str, method: str, seed: int, *, n_annotato
     return rows
 
 
-def budget_to_reach(per_item: np.ndarray, curve: np.ndarray, target: float) -> float:
+def budget_to_reach(per_item: NDArray[Any], curve: NDArray[Any], target: float) -> float:
     """Scores per item where ``curve`` first reaches ``target`` (linear interpolation; NaN if never)."""
     above = np.flatnonzero(curve >= target)
     if above.size == 0:
@@ -240,25 +261,63 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
         if "expected_spearman" in a:
             for _, run in a.groupby("seed"):
                 hit = run[stops(run["expected_spearman"], run["min_count"], target=target)]
-                stop_rows.append({"model": model, "stopped": not hit.empty,
-                                  "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
-                                  "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan})
+                stop_rows.append(
+                    {
+                        "model": model,
+                        "stopped": not hit.empty,
+                        "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
+                        "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan,
+                    }
+                )
     stop = pd.DataFrame(stop_rows)
-    stopping = (stop.assign(hit=stop["spearman_at_stop"] >= target).groupby("model", sort=False)
-                .agg(runs=("stopped", "size"), stopped=("stopped", "sum"), hit_rate=("hit", "mean"),
-                     per_item_at_stop=("per_item_at_stop", "mean")).reset_index()) if stop_rows else pd.DataFrame()
+    stopping = (
+        (
+            stop.assign(hit=stop["spearman_at_stop"] >= target)
+            .groupby("model", sort=False)
+            .agg(
+                runs=("stopped", "size"),
+                stopped=("stopped", "sum"),
+                hit_rate=("hit", "mean"),
+                per_item_at_stop=("per_item_at_stop", "mean"),
+            )
+            .reset_index()
+        )
+        if stop_rows
+        else pd.DataFrame()
+    )
     flags = pd.DataFrame()
     if "spam_total" in curves:
         f = curves.dropna(subset=["spam_total"])
-        flags = pd.DataFrame([{"runs": len(f), "recall": f["spam_flagged"].sum() / max(f["spam_total"].sum(), 1),
-                               "false_flag_rate": f["false_flags"].sum() / max(f["honest_total"].sum(), 1)}])
-    return {"budget": pd.DataFrame(budget_rows), "coverage": pd.DataFrame(cov_rows), "stopping": stopping,
-            "flags": flags}
+        flags = pd.DataFrame(
+            [
+                {
+                    "runs": len(f),
+                    "recall": f["spam_flagged"].sum() / max(f["spam_total"].sum(), 1),
+                    "false_flag_rate": f["false_flags"].sum() / max(f["honest_total"].sum(), 1),
+                }
+            ]
+        )
+    return {
+        "budget": pd.DataFrame(budget_rows),
+        "coverage": pd.DataFrame(cov_rows),
+        "stopping": stopping,
+        "flags": flags,
+    }
 
 
-def run_study(*, models: tuple[str, ...] = ANNOTATOR_MODELS, methods: tuple[str, ...] = METHODS, n_seeds: int = 20,
-              first_seed: int = 0, target: float = 0.9, oracle: str | Path | None = None, n_items: int = 150,
-              oracle_column: str = "label", progress: Any = None, **run_kw: Any) -> dict[str, Any]:
+def run_study(
+    *,
+    models: tuple[str, ...] = ANNOTATOR_MODELS,
+    methods: tuple[str, ...] = METHODS,
+    n_seeds: int = 20,
+    first_seed: int = 0,
+    target: float = 0.9,
+    oracle: str | Path | None = None,
+    n_items: int = 150,
+    oracle_column: str = "label",
+    progress: Any = None,
+    **run_kw: Any,
+) -> dict[str, Any]:
     """The whole study: every (model, method, seed) run, then :func:`summarise`.
 
     Parameters
@@ -299,11 +358,17 @@ def run_study(*, models: tuple[str, ...] = ANNOTATOR_MODELS, methods: tuple[str,
     return {"curves": curves, **summarise(curves, target=target)}
 
 
-def calibrate_stopping(*, models: tuple[str, ...] = ANNOTATOR_MODELS, n_seeds: int = 20, first_seed: int = 1000,
-                       targets: tuple[float, ...] = (0.9, 0.95),
-                       relative_margins: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
-                       min_scores: tuple[int, ...] = (2, 3, 4), oracle: str | Path | None = None,
-                       **run_kw: Any) -> Any:
+def calibrate_stopping(
+    *,
+    models: tuple[str, ...] = ANNOTATOR_MODELS,
+    n_seeds: int = 20,
+    first_seed: int = 1000,
+    targets: tuple[float, ...] = (0.9, 0.95),
+    relative_margins: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
+    min_scores: tuple[int, ...] = (2, 3, 4),
+    oracle: str | Path | None = None,
+    **run_kw: Any,
+) -> Any:
     """Hit rate of the stopping rule for each (target, relative margin ``k``, fewest scores per item) on
     calibration seeds apart from the study's: per model, the share of ``aware`` runs whose true Spearman is
     >= the target where the rule first stops, and the mean scores per item there. The defaults
@@ -312,8 +377,11 @@ def calibrate_stopping(*, models: tuple[str, ...] = ANNOTATOR_MODELS, n_seeds: i
     import pandas as pd
 
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
-    runs = [pd.DataFrame(run_one(truth, m, "aware", s, **run_kw))
-            for m in models for s in range(first_seed, first_seed + n_seeds)]
+    runs = [
+        pd.DataFrame(run_one(truth, m, "aware", s, **run_kw))
+        for m in models
+        for s in range(first_seed, first_seed + n_seeds)
+    ]
     out = []
     for target in targets:
         for k in relative_margins:
@@ -321,18 +389,39 @@ def calibrate_stopping(*, models: tuple[str, ...] = ANNOTATOR_MODELS, n_seeds: i
                 for model in models:
                     hits, budgets = [], []
                     for r in (r for r in runs if r["model"].iloc[0] == model):
-                        ok = stops(r["expected_spearman"], r["min_count"], target=target, relative_margin=k,
-                                   min_scores=ms)
+                        ok = stops(
+                            r["expected_spearman"], r["min_count"], target=target, relative_margin=k, min_scores=ms
+                        )
                         if ok.any():
                             j = int(np.flatnonzero(ok)[0])
                             hits.append(r["spearman"].iloc[j] >= target)
                             budgets.append(r["per_item"].iloc[j])
-                    out.append({"target": target, "relative_margin": k, "min_scores": ms, "model": model,
-                                "runs": n_seeds, "stopped": len(hits),
-                                "hit_rate": float(np.mean(hits)) if hits else np.nan,
-                                "per_item_at_stop": float(np.mean(budgets)) if budgets else np.nan})
+                    out.append(
+                        {
+                            "target": target,
+                            "relative_margin": k,
+                            "min_scores": ms,
+                            "model": model,
+                            "runs": n_seeds,
+                            "stopped": len(hits),
+                            "hit_rate": float(np.mean(hits)) if hits else np.nan,
+                            "per_item_at_stop": float(np.mean(budgets)) if budgets else np.nan,
+                        }
+                    )
     return pd.DataFrame(out)
 
 
-__all__ = ["ANNOTATOR_MODELS", "METHODS", "STOP_MIN_SCORES", "STOP_RELATIVE_MARGIN", "World", "beta_oracle",
-           "budget_to_reach", "calibrate_stopping", "load_oracle", "run_one", "run_study", "summarise"]
+__all__ = [
+    "ANNOTATOR_MODELS",
+    "METHODS",
+    "STOP_MIN_SCORES",
+    "STOP_RELATIVE_MARGIN",
+    "World",
+    "beta_oracle",
+    "budget_to_reach",
+    "calibrate_stopping",
+    "load_oracle",
+    "run_one",
+    "run_study",
+    "summarise",
+]

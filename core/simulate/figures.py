@@ -3,6 +3,7 @@
 Each function returns a ``matplotlib.figure.Figure`` that :meth:`core.simulate.report.Report.figure` saves as PNG.
 Figures are built on ``Figure`` objects directly (not ``pyplot``), so they need no display and leak no state.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,8 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf"]
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
 def new_figure(n_panels: int, width: float = 3.6, height: float = 3.3, rows: int = 1) -> tuple[Figure, NDArray[Any]]:
@@ -30,9 +30,17 @@ def new_figure(n_panels: int, width: float = 3.6, height: float = 3.3, rows: int
     return fig, axes[:n_panels]
 
 
-def strip_by_group(df: pd.DataFrame, panels: Sequence[str], group: str, order: Sequence[str],
-                   hue: str | None = None, hue_order: Sequence[str] | None = None,
-                   hlines: dict[str, float] | None = None, title: str = "", seed: int = 0) -> Figure:
+def strip_by_group(
+    df: pd.DataFrame,
+    panels: Sequence[str],
+    group: str,
+    order: Sequence[str],
+    hue: str | None = None,
+    hue_order: Sequence[str] | None = None,
+    hlines: dict[str, float] | None = None,
+    title: str = "",
+    seed: int = 0,
+) -> Figure:
     """One panel per column in ``panels``: jittered points of that column for each ``group`` level (x axis),
     coloured by ``hue``; ``hlines`` draws a red reference line per panel."""
     fig, axes = new_figure(len(panels))
@@ -45,8 +53,14 @@ def strip_by_group(df: pd.DataFrame, panels: Sequence[str], group: str, order: S
             for g_i, g in enumerate(order):
                 vals = sub.loc[sub[group] == g, col].to_numpy(dtype=float)
                 x = g_i + offset + jitter.uniform(-0.08, 0.08, len(vals))
-                ax.scatter(x, vals, s=9, alpha=0.7, color=PALETTE[h_i % len(PALETTE)],
-                           label=str(h) if (g_i == 0 and h is not None) else None)
+                ax.scatter(
+                    x,
+                    vals,
+                    s=9,
+                    alpha=0.7,
+                    color=PALETTE[h_i % len(PALETTE)],
+                    label=str(h) if (g_i == 0 and h is not None) else None,
+                )
         if hlines and col in hlines:
             ax.axhline(hlines[col], color="red", lw=1.2)
         ax.set_xticks(range(len(order)), list(order), rotation=30)
@@ -60,15 +74,28 @@ def strip_by_group(df: pd.DataFrame, panels: Sequence[str], group: str, order: S
     return fig
 
 
-def box_by_group(df: pd.DataFrame, panels: Sequence[str], group: str, order: Sequence[str],
-                 dots: pd.DataFrame | None = None, ylabel: str = "", title: str = "") -> Figure:
+def box_by_group(
+    df: pd.DataFrame,
+    panels: Sequence[str],
+    group: str,
+    order: Sequence[str],
+    dots: pd.DataFrame | None = None,
+    ylabel: str = "",
+    title: str = "",
+) -> Figure:
     """One panel per column in ``panels``: box plots of that column per ``group`` level; ``dots`` (same columns)
     adds red points (e.g. the ranks when every system is evaluated on the same rater pair)."""
     fig, axes = new_figure(len(panels), width=3.0)
     for ax, col in zip(axes, panels):
         data = [df.loc[df[group] == g, col].to_numpy(dtype=float) for g in order]
-        ax.boxplot(data, positions=range(len(order)), widths=0.6, patch_artist=True,
-                   boxprops={"facecolor": "#d9d9d9"}, medianprops={"color": "black"})
+        ax.boxplot(
+            data,
+            positions=range(len(order)),
+            widths=0.6,
+            patch_artist=True,
+            boxprops={"facecolor": "#d9d9d9"},
+            medianprops={"color": "black"},
+        )
         if dots is not None:
             for g_i, g in enumerate(order):
                 vals = dots.loc[dots[group] == g, col].to_numpy(dtype=float)
@@ -82,17 +109,33 @@ def box_by_group(df: pd.DataFrame, panels: Sequence[str], group: str, order: Seq
     return fig
 
 
-def grouped_boxes(df: pd.DataFrame, value: str, x: str, x_order: Sequence[Any], hue: str, hue_order: Sequence[str],
-                  ax: Axes, hline: float | None = None, ylim: tuple[float, float] | None = None,
-                  x_labels: Sequence[str] | None = None) -> None:
+def grouped_boxes(
+    df: pd.DataFrame,
+    value: str,
+    x: str,
+    x_order: Sequence[Any],
+    hue: str,
+    hue_order: Sequence[str],
+    ax: Axes,
+    hline: float | None = None,
+    ylim: tuple[float, float] | None = None,
+    x_labels: Sequence[str] | None = None,
+) -> None:
     """Box plots of ``value`` for each ``x`` level, side by side for each ``hue`` level, on ``ax``."""
     k = len(hue_order)
     width = 0.8 / k
     for h_i, h in enumerate(hue_order):
         data = [df.loc[(df[x] == xv) & (df[hue] == h), value].to_numpy(dtype=float) for xv in x_order]
         pos = np.arange(len(x_order)) - 0.4 + width * (h_i + 0.5)
-        bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True, showfliers=True,
-                        flierprops={"markersize": 2}, medianprops={"color": "black"})
+        bp = ax.boxplot(
+            data,
+            positions=pos,
+            widths=width * 0.9,
+            patch_artist=True,
+            showfliers=True,
+            flierprops={"markersize": 2},
+            medianprops={"color": "black"},
+        )
         for patch in bp["boxes"]:
             patch.set_facecolor(PALETTE[h_i % len(PALETTE)])
         ax.plot([], [], color=PALETTE[h_i % len(PALETTE)], lw=6, label=str(h))
@@ -105,9 +148,19 @@ def grouped_boxes(df: pd.DataFrame, value: str, x: str, x_order: Sequence[Any], 
     ax.legend(fontsize=8)
 
 
-def lines(df: pd.DataFrame, x: str, panels: Sequence[str], series: str | None = None,
-          series_order: Sequence[str] | None = None, hlines: dict[str, float] | None = None, xlabel: str = "",
-          ylabel: str = "", title: str = "", markers: bool = True, shared_panel: bool = False) -> Figure:
+def lines(
+    df: pd.DataFrame,
+    x: str,
+    panels: Sequence[str],
+    series: str | None = None,
+    series_order: Sequence[str] | None = None,
+    hlines: dict[str, float] | None = None,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    markers: bool = True,
+    shared_panel: bool = False,
+) -> Figure:
     """Line plots of each column in ``panels`` against ``x``; one line per ``series`` level.
 
     ``shared_panel``: draw every column of ``panels`` in one panel (one line each) instead of one panel each.
@@ -117,8 +170,9 @@ def lines(df: pd.DataFrame, x: str, panels: Sequence[str], series: str | None = 
         ax = axes[0]
         for i, col in enumerate(panels):
             style = "-" if i < len(PALETTE) else "--"
-            ax.plot(df[x], df[col], style, marker="o" if markers else None, ms=3,
-                    color=PALETTE[i % len(PALETTE)], label=col)
+            ax.plot(
+                df[x], df[col], style, marker="o" if markers else None, ms=3, color=PALETTE[i % len(PALETTE)], label=col
+            )
         ax.set_xlabel(xlabel or x)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
@@ -131,8 +185,14 @@ def lines(df: pd.DataFrame, x: str, panels: Sequence[str], series: str | None = 
     for ax, col in zip(axes, panels):
         for i, lev in enumerate(levels):
             sub = df if lev is None else df[df[series] == lev]
-            ax.plot(sub[x], sub[col], marker="o" if markers else None, ms=3, color=PALETTE[i % len(PALETTE)],
-                    label=None if lev is None else str(lev))
+            ax.plot(
+                sub[x],
+                sub[col],
+                marker="o" if markers else None,
+                ms=3,
+                color=PALETTE[i % len(PALETTE)],
+                label=None if lev is None else str(lev),
+            )
         if hlines and col in hlines:
             ax.axhline(hlines[col], color="red", lw=1.2)
         ax.set_title(col)
@@ -146,8 +206,14 @@ def lines(df: pd.DataFrame, x: str, panels: Sequence[str], series: str | None = 
     return fig
 
 
-def band_lines(curves: dict[str, pd.DataFrame], x: str, panels: Sequence[tuple[str, str, str]],
-               title: str = "", xlabel: str = "", hline: float | None = None) -> Figure:
+def band_lines(
+    curves: dict[str, pd.DataFrame],
+    x: str,
+    panels: Sequence[tuple[str, str, str]],
+    title: str = "",
+    xlabel: str = "",
+    hline: float | None = None,
+) -> Figure:
     """Mean curves with shaded bands, one panel per (mean column, low column, high column) triple in ``panels``,
     one line per key of ``curves``."""
     fig, axes = new_figure(len(panels), width=4.6, height=3.6, rows=len(panels))
@@ -167,14 +233,19 @@ def band_lines(curves: dict[str, pd.DataFrame], x: str, panels: Sequence[tuple[s
     return fig
 
 
-def histograms(values: dict[str, NDArray[Any]], bins: int = 5, value_range: tuple[float, float] = (0.0, 1.0),
-               title: str = "") -> Figure:
+def histograms(
+    values: dict[str, NDArray[Any]], bins: int = 5, value_range: tuple[float, float] = (0.0, 1.0), title: str = ""
+) -> Figure:
     """One histogram panel per key of ``values`` on common bins (the paper's Figures 7 and 10 use 5 bins)."""
     fig, axes = new_figure(len(values), width=2.8, height=2.8)
     edges = np.linspace(value_range[0], value_range[1], bins + 1)
     for i, (ax, (name, vals)) in enumerate(zip(axes, values.items())):
-        ax.hist(np.clip(np.asarray(vals, dtype=float), *value_range), bins=edges,
-                color=PALETTE[i % len(PALETTE)], edgecolor="black")
+        ax.hist(
+            np.clip(np.asarray(vals, dtype=float), *value_range),
+            bins=edges,
+            color=PALETTE[i % len(PALETTE)],
+            edgecolor="black",
+        )
         ax.set_title(name)
         ax.set_xlabel("scalar value")
     if title:
@@ -182,8 +253,7 @@ def histograms(values: dict[str, NDArray[Any]], bins: int = 5, value_range: tupl
     return fig
 
 
-def heatmaps(matrices: Sequence[NDArray[Any]], titles: Sequence[str], title: str = "",
-             rows: int = 1) -> Figure:
+def heatmaps(matrices: Sequence[NDArray[Any]], titles: Sequence[str], title: str = "", rows: int = 1) -> Figure:
     """Heat maps of square matrices (e.g. match quality over items ordered by the oracle), shared colour scale."""
     fig, axes = new_figure(len(matrices), width=3.0, height=3.0, rows=rows)
     vmax = max(float(np.nanmax(m)) for m in matrices) if matrices else 1.0

@@ -5,6 +5,7 @@ human/reference score, which scale, which weights, which sign). Undefined-value 
 silenced with :func:`core.metrics.notes.quiet` because a simulation sweeps through degenerate corners on purpose
 (e.g. PRMSE on 100 double-scored responses); NaN results are kept and reported as "n/a".
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,8 +55,13 @@ def prmse(system: ArrayLike, ratings: ArrayLike) -> float:
     return float(quiet(metrics.prmse, system, ratings))
 
 
-COEFFICIENTS = {"cohen": "Cohen's kappa", "scott": "Scott's pi", "gwet": "Gwet's AC", "bp": "Brennan-Prediger",
-                "krippendorff": "Krippendorff's alpha"}
+COEFFICIENTS = {
+    "cohen": "Cohen's kappa",
+    "scott": "Scott's pi",
+    "gwet": "Gwet's AC",
+    "bp": "Brennan-Prediger",
+    "krippendorff": "Krippendorff's alpha",
+}
 _FAMILY_KEYS = {"cohen": "conger", "scott": "fleiss", "gwet": "gwet", "bp": "bp", "krippendorff": "krippendorff"}
 
 

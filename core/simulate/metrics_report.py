@@ -1,4 +1,5 @@
 """`easl simulate metrics`: the property experiments of Yannakoudakis & Cummins (2015), section 4, as a report."""
+
 from __future__ import annotations
 
 import time
@@ -16,18 +17,23 @@ from core.simulate.report import Report
 # The paper's verdicts per coefficient family and property, as they would appear in our property table
 # (None: the paper does not say for that coefficient).
 PAPER_VERDICTS = {
-    ("cohen", "linear", "prevalence"): "sensitive", ("cohen", "quadratic", "prevalence"): "sensitive",
-    ("gwet", "linear", "prevalence"): "sensitive", ("gwet", "quadratic", "prevalence"): "sensitive",
-    ("bp", "linear", "prevalence"): "robust", ("bp", "quadratic", "prevalence"): "robust",
+    ("cohen", "linear", "prevalence"): "sensitive",
+    ("cohen", "quadratic", "prevalence"): "sensitive",
+    ("gwet", "linear", "prevalence"): "sensitive",
+    ("gwet", "quadratic", "prevalence"): "sensitive",
+    ("bp", "linear", "prevalence"): "robust",
+    ("bp", "quadratic", "prevalence"): "robust",
     ("cohen", "linear", "marginal"): "penalises matching marginals",
     ("cohen", "quadratic", "marginal"): "penalises matching marginals",
     ("gwet", "linear", "marginal"): "promotes matching marginals",
     ("gwet", "quadratic", "marginal"): "promotes matching marginals",
-    ("bp", "quadratic", "marginal"): "promotes matching marginals", ("bp", "linear", "marginal"): "unaffected",
+    ("bp", "quadratic", "marginal"): "promotes matching marginals",
+    ("bp", "linear", "marginal"): "unaffected",
     ("cohen", "quadratic", "magnitude"): "penalises large errors",
     ("gwet", "quadratic", "magnitude"): "penalises large errors",
     ("bp", "quadratic", "magnitude"): "penalises large errors",
-    ("cohen", "linear", "magnitude"): "rewards large errors", ("gwet", "linear", "magnitude"): "rewards large errors",
+    ("cohen", "linear", "magnitude"): "rewards large errors",
+    ("gwet", "linear", "magnitude"): "rewards large errors",
     ("bp", "linear", "magnitude"): "rewards large errors",
 }
 PAPER_PANEL = ["cohen_linear", "cohen_quadratic", "bp_linear", "bp_quadratic", "gwet_linear", "gwet_quadratic"]
@@ -43,8 +49,12 @@ class PropertyResults:
     timings: dict[str, float]
 
 
-def run(settings: PropertySettings, rng: np.random.Generator, progress: Callable[..., None] | None = None,
-        flat: float = 0.02) -> PropertyResults:
+def run(
+    settings: PropertySettings,
+    rng: np.random.Generator,
+    progress: Callable[..., None] | None = None,
+    flat: float = 0.02,
+) -> PropertyResults:
     """Run the four experiments with one generator and build the property table."""
     curves, timings = {}, {}
     for name in EXPERIMENTS:
@@ -53,8 +63,9 @@ def run(settings: PropertySettings, rng: np.random.Generator, progress: Callable
         timings[name] = time.perf_counter() - t
         if progress:
             progress(name.replace("_", " "))
-    table = property_table(curves, measures.coefficient_names(), flat=flat,
-                           marginal_centre=sum(settings.marginal_scale) / 2)
+    table = property_table(
+        curves, measures.coefficient_names(), flat=flat, marginal_centre=sum(settings.marginal_scale) / 2
+    )
     paper = []
     for c in table["coefficient"]:
         fam, w = c.rsplit("_", 1)
@@ -71,8 +82,9 @@ def run(settings: PropertySettings, rng: np.random.Generator, progress: Callable
 def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Report:
     """Write ``report.md`` with the curves, figures and the property table."""
     s = res.settings
-    rep = Report(out_dir, "Agreement-coefficient properties (Yannakoudakis & Cummins 2015, section 4), reproduced",
-                 command)
+    rep = Report(
+        out_dir, "Agreement-coefficient properties (Yannakoudakis & Cummins 2015, section 4), reproduced", command
+    )
     names = measures.coefficient_names()
     rep.paragraph(
         "Every chance-corrected agreement coefficient of `core.metrics` (Cohen's kappa = Conger's with two raters, "
@@ -81,29 +93,42 @@ def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Rep
         "numbers, so the comparison is of behaviour: the property table puts our measured verdict next to the "
         "paper's. Data generation is described in `core/simulate/agreement_properties.py`; where the paper is terse "
         "(how gold scores are discretised, how the marginal experiment keeps MAE constant, the score-range data, "
-        "which the paper took from the non-public FCE set) our choice is stated there and below.")
-    rep.table(pd.DataFrame([{"experiment": k, "seconds": v} for k, v in res.timings.items()]), "timings",
-              caption="Run time per experiment", digits=2)
+        "which the paper took from the non-public FCE set) our choice is stated there and below."
+    )
+    rep.table(
+        pd.DataFrame([{"experiment": k, "seconds": v} for k, v in res.timings.items()]),
+        "timings",
+        caption="Run time per experiment",
+        digits=2,
+    )
     display = PAPER_PANEL + ["mae", "pa"]
 
     titles = {
-        "trait_prevalence": ("4.1 Trait prevalence (Figure 1, left)",
-                             f"{s.n:,} gold scores on {s.prevalence_scale[0]}..{s.prevalence_scale[1]}, Gaussian at "
-                             f"the mid-point with the sd on the x axis (truncated to the scale, rounded); "
-                             f"{s.prevalence_error_share:.0%} of them moved by {s.prevalence_error_size} points, so "
-                             "percent agreement and MAE are constant."),
-        "marginal_homogeneity": ("4.2 Marginal homogeneity (Figure 2, left)",
-                                 f"{s.n:,} gold scores on {s.marginal_scale[0]}..{s.marginal_scale[1]} (sd "
-                                 f"{s.marginal_gold_sd:g}); incorrect predictions drawn around the mean on the x "
-                                 f"axis until the absolute errors add up to MAE {s.marginal_mae:g} exactly."),
-        "misclassification_magnitude": ("4.3 Magnitude of misclassification (Figure 4)",
-                                        f"{s.n:,} gold scores on {s.magnitude_scale[0]}..{s.magnitude_scale[1]} "
-                                        f"(sd {s.magnitude_gold_sd:g}); MAE {s.magnitude_mae:g} spent on errors of "
-                                        "the size on the x axis (fewer, larger errors to the right)."),
-        "score_range": ("4.4 Score range",
-                        f"Stand-in for the FCE data: {s.n:,} gold scores on {s.range_scale[0]}..{s.range_scale[1]} "
-                        f"(sd {s.range_gold_sd:g}), system = gold + rounded Gaussian error (sd "
-                        f"{s.range_error_sd:g}); both binned into g equal-width bins."),
+        "trait_prevalence": (
+            "4.1 Trait prevalence (Figure 1, left)",
+            f"{s.n:,} gold scores on {s.prevalence_scale[0]}..{s.prevalence_scale[1]}, Gaussian at "
+            f"the mid-point with the sd on the x axis (truncated to the scale, rounded); "
+            f"{s.prevalence_error_share:.0%} of them moved by {s.prevalence_error_size} points, so "
+            "percent agreement and MAE are constant.",
+        ),
+        "marginal_homogeneity": (
+            "4.2 Marginal homogeneity (Figure 2, left)",
+            f"{s.n:,} gold scores on {s.marginal_scale[0]}..{s.marginal_scale[1]} (sd "
+            f"{s.marginal_gold_sd:g}); incorrect predictions drawn around the mean on the x "
+            f"axis until the absolute errors add up to MAE {s.marginal_mae:g} exactly.",
+        ),
+        "misclassification_magnitude": (
+            "4.3 Magnitude of misclassification (Figure 4)",
+            f"{s.n:,} gold scores on {s.magnitude_scale[0]}..{s.magnitude_scale[1]} "
+            f"(sd {s.magnitude_gold_sd:g}); MAE {s.magnitude_mae:g} spent on errors of "
+            "the size on the x axis (fewer, larger errors to the right).",
+        ),
+        "score_range": (
+            "4.4 Score range",
+            f"Stand-in for the FCE data: {s.n:,} gold scores on {s.range_scale[0]}..{s.range_scale[1]} "
+            f"(sd {s.range_gold_sd:g}), system = gold + rounded Gaussian error (sd "
+            f"{s.range_error_sd:g}); both binned into g equal-width bins.",
+        ),
     }
     for name, (x, xlabel, _, _) in EXPERIMENTS.items():
         title, text = titles[name]
@@ -111,36 +136,60 @@ def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Rep
         rep.paragraph(text)
         df = res.curves[name]
         rep.table(df, name, show=False)
-        rep.table(df[[x] + display], f"{name}_paper_panel", caption="The paper's panel (every coefficient is in "
-                  f"`tables/{name}.csv`)", digits=3)
-        fig = figures.lines(df, x, display, shared_panel=True, xlabel=xlabel, ylabel="value",
-                            title=title + ": the paper's coefficients")
-        rep.figure(fig, f"{name}_paper", f"{title}: the coefficients of the paper's figure, with MAE and percent "
-                                         "agreement.")
-        fig = figures.lines(df, x, [c for c in names], shared_panel=True, xlabel=xlabel, ylabel="value",
-                            markers=False, title=title + ": every coefficient")
+        rep.table(
+            df[[x] + display],
+            f"{name}_paper_panel",
+            caption=f"The paper's panel (every coefficient is in `tables/{name}.csv`)",
+            digits=3,
+        )
+        fig = figures.lines(
+            df, x, display, shared_panel=True, xlabel=xlabel, ylabel="value", title=title + ": the paper's coefficients"
+        )
+        rep.figure(
+            fig, f"{name}_paper", f"{title}: the coefficients of the paper's figure, with MAE and percent agreement."
+        )
+        fig = figures.lines(
+            df,
+            x,
+            [c for c in names],
+            shared_panel=True,
+            xlabel=xlabel,
+            ylabel="value",
+            markers=False,
+            title=title + ": every coefficient",
+        )
         rep.figure(fig, f"{name}_all", f"{title}: every coefficient and weighting.")
 
     rep.heading("Which coefficient has which property")
     rep.paragraph(
         "Measured on the curves above (`flat` = a change small enough to call robust/unaffected; see "
         "`property_table`). *_paper: the paper's verdict where it gives one for that coefficient; *_agrees: whether "
-        "our measurement matches it. The paper's verdicts: " +
-        "; ".join(f"**{k}**: {v}" for k, v in published.YC_VERDICTS.items()) + ".")
+        "our measurement matches it. The paper's verdicts: "
+        + "; ".join(f"**{k}**: {v}" for k, v in published.YC_VERDICTS.items())
+        + "."
+    )
     rep.table(res.table, "property_table", caption="Property table", digits=3)
     checked = res.table[[f"{p}_agrees" for p in ("prevalence", "marginal", "magnitude")]].to_numpy().ravel()
     checked = [bool(v) for v in checked if v is not None and not pd.isna(v)]
     measure = {"prevalence": "prevalence_spread", "marginal": "marginal_gain", "magnitude": "magnitude_change"}
-    diffs = [f"{row['coefficient']} ({p}): paper '{row[p + '_paper']}', measured '{row[p]}' "
-             f"({measure[p]} {row[measure[p]]:+.3f})"
-             for row in res.table.to_dict("records") for p in measure if row[f"{p}_agrees"] is False]
-    rep.paragraph(f"Our verdicts agree with the paper's in {sum(checked)} of {len(checked)} cases where the paper "
-                  "gives one." + (" Disagreements, reported as measured (not tuned away): " + "; ".join(diffs) + "."
-                                  if diffs else ""))
-    rep.paragraph("Note: with the MAE held fixed, linearly weighted percent agreement is fixed too (it is "
-                  "1 - MAE / (max - min)), and Brennan-Prediger's chance term does not depend on the data, so linear "
-                  "BP cannot change in experiments 4.2 and 4.3; any change the paper shows for it there comes from "
-                  "how its systems were generated, not from the coefficient.")
+    diffs = [
+        f"{row['coefficient']} ({p}): paper '{row[p + '_paper']}', measured '{row[p]}' "
+        f"({measure[p]} {row[measure[p]]:+.3f})"
+        for row in res.table.to_dict("records")
+        for p in measure
+        if row[f"{p}_agrees"] is False
+    ]
+    rep.paragraph(
+        f"Our verdicts agree with the paper's in {sum(checked)} of {len(checked)} cases where the paper "
+        "gives one."
+        + (" Disagreements, reported as measured (not tuned away): " + "; ".join(diffs) + "." if diffs else "")
+    )
+    rep.paragraph(
+        "Note: with the MAE held fixed, linearly weighted percent agreement is fixed too (it is "
+        "1 - MAE / (max - min)), and Brennan-Prediger's chance term does not depend on the data, so linear "
+        "BP cannot change in experiments 4.2 and 4.3; any change the paper shows for it there comes from "
+        "how its systems were generated, not from the coefficient."
+    )
     rep.heading("Settings")
     rep.table(pd.DataFrame([{"setting": k, "value": str(v)} for k, v in s.as_dict().items()]), "settings")
     rep.write()

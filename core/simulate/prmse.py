@@ -12,6 +12,7 @@ All metrics come from :mod:`core.metrics` (Pearson r, continuous QWK, R2, PRMSE)
 - :func:`cumulative_raters`: section 4.3 / Figure 3.
 - :func:`double_scoring`: section 5.3 / Figure 5 and Appendix Table 4.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,9 +36,16 @@ def rater_table(ds: PrmseDataset) -> pd.DataFrame:
     for cat in ds.settings.rater_categories:
         cols = [ds.rater_index(r) for r in ds.category_raters(cat)]
         scores = ds.raters[:, cols]
-        rows.append({"category": cat, "n_raters": len(cols), "error_sd": float(ds.rater_error_sd[cols[0]]),
-                     "hh_corr": float(mean_offdiagonal_correlation(scores.T)),
-                     "mean": float(scores.mean()), "sd": float(scores.std(ddof=1))})
+        rows.append(
+            {
+                "category": cat,
+                "n_raters": len(cols),
+                "error_sd": float(ds.rater_error_sd[cols[0]]),
+                "hh_corr": float(mean_offdiagonal_correlation(scores.T)),
+                "mean": float(scores.mean()),
+                "sd": float(scores.std(ddof=1)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -52,9 +60,16 @@ def system_table(ds: PrmseDataset) -> pd.DataFrame:
         r2 = [measures.r2(ds.true, ds.systems[:, c]) for c in cols]
         r_true = [measures.pearson(ds.true, ds.systems[:, c]) for c in cols]
         r_avg = [measures.pearson(ds.raters[:, h], ds.systems[:, c]) for c in cols for h in ref_cols]
-        rows.append({"category": cat, "n_systems": len(cols), "error_sd": float(ds.system_error_sd[cols[0]]),
-                     "R2_true": float(np.mean(r2)), "r_true": float(np.mean(r_true)),
-                     f"r_{ds.settings.same_pair_category}": float(np.mean(r_avg))})
+        rows.append(
+            {
+                "category": cat,
+                "n_systems": len(cols),
+                "error_sd": float(ds.system_error_sd[cols[0]]),
+                "R2_true": float(np.mean(r2)),
+                "r_true": float(np.mean(r_true)),
+                f"r_{ds.settings.same_pair_category}": float(np.mean(r_avg)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -80,8 +95,15 @@ def agreement(ds: PrmseDataset, system: NDArray[Any], h1: str, h2: str) -> list[
     out = []
     for ref_name, ref in (("h1", a), ("h1-h2 mean", (a + b) / 2)):
         r = measures.pearson(ref, system)
-        out.append({"reference": ref_name, "r": r, "QWK": measures.qwk(ref, system), "R2": measures.r2(ref, system),
-                    "degradation": measures.paper_degradation(hh, r)})
+        out.append(
+            {
+                "reference": ref_name,
+                "r": r,
+                "QWK": measures.qwk(ref, system),
+                "R2": measures.r2(ref, system),
+                "degradation": measures.paper_degradation(hh, r),
+            }
+        )
     return out
 
 
@@ -106,8 +128,11 @@ def true_system_metrics(ds: PrmseDataset, system_id: str | None = None) -> dict[
     """r, QWK and R2 of a system against the true scores (the red lines of Figures 3 and 4), computed as the
     authors do: ``metrics_helper(true, system)``, i.e. the true score in the human role."""
     system = ds.system_scores(system_id or ds.settings.sample_system)
-    return {"r": measures.pearson(ds.true, system), "QWK": measures.qwk(ds.true, system),
-            "R2": measures.r2(ds.true, system)}
+    return {
+        "r": measures.pearson(ds.true, system),
+        "QWK": measures.qwk(ds.true, system),
+        "R2": measures.r2(ds.true, system),
+    }
 
 
 def _ranks(values: pd.DataFrame) -> pd.DataFrame:
@@ -134,8 +159,7 @@ def ranking(ds: PrmseDataset) -> dict[str, pd.DataFrame]:
     category counts, "same_pair": the fixed pair}``.
     """
     s = ds.settings
-    pool = [pair for cat in sorted(s.rater_categories)
-            for pair in itertools.combinations(ds.category_raters(cat), 2)]
+    pool = [pair for cat in sorted(s.rater_categories) for pair in itertools.combinations(ds.category_raters(cat), 2)]
     n_sys = len(ds.system_ids)
     if n_sys > len(pool):
         pick = np.random.RandomState(s.pair_seed).choice(len(pool), size=n_sys, replace=True)
@@ -158,14 +182,30 @@ def ranking(ds: PrmseDataset) -> dict[str, pd.DataFrame]:
     diff = pd.DataFrame(diff_rows, columns=names)
     same_df = pd.DataFrame(same_rows, columns=names)
     true_r2 = [measures.r2(ds.true, ds.system_scores(sid)) for sid in ds.system_ids]
-    out = pd.DataFrame({"system_id": ds.system_ids, "system_category": ds.system_category,
-                        "h1": [p[0] for p in assigned], "h2": [p[1] for p in assigned],
-                        "rater_category": [cat_of[p[0]] for p in assigned], "R2_true": true_r2})
+    out = pd.DataFrame(
+        {
+            "system_id": ds.system_ids,
+            "system_category": ds.system_category,
+            "h1": [p[0] for p in assigned],
+            "h2": [p[1] for p in assigned],
+            "rater_category": [cat_of[p[0]] for p in assigned],
+            "R2_true": true_r2,
+        }
+    )
     out["true_rank"] = pd.Series(true_r2).rank(ascending=False, method="average").to_numpy()
-    out = pd.concat([out, diff.add_suffix("_value"), _ranks(diff).add_suffix("_rank"),
-                     same_df.add_suffix("_same_value"), _ranks(same_df).add_suffix("_same_rank")], axis=1)
-    table3 = (pd.crosstab(out["system_category"], out["rater_category"])
-              .reindex(index=list(s.system_categories), columns=list(s.rater_categories), fill_value=0))
+    out = pd.concat(
+        [
+            out,
+            diff.add_suffix("_value"),
+            _ranks(diff).add_suffix("_rank"),
+            same_df.add_suffix("_same_value"),
+            _ranks(same_df).add_suffix("_same_rank"),
+        ],
+        axis=1,
+    )
+    table3 = pd.crosstab(out["system_category"], out["rater_category"]).reindex(
+        index=list(s.system_categories), columns=list(s.rater_categories), fill_value=0
+    )
     return {"metrics": out, "table3": table3, "same_pair": same}
 
 
@@ -180,9 +220,16 @@ def cumulative_raters(ds: PrmseDataset) -> pd.DataFrame:
         cum = np.cumsum(ds.raters[:, cols], axis=1) / np.arange(1, len(cols) + 1)
         for k in range(len(cols)):
             ref = cum[:, k]
-            rows.append({"rater_category": cat, "n_raters": k + 1, "r": measures.pearson(ref, system),
-                         "R2": measures.r2(ref, system), "QWK": measures.qwk(ref, system),
-                         "r_with_true": measures.pearson(ref, ds.true)})
+            rows.append(
+                {
+                    "rater_category": cat,
+                    "n_raters": k + 1,
+                    "r": measures.pearson(ref, system),
+                    "R2": measures.r2(ref, system),
+                    "QWK": measures.qwk(ref, system),
+                    "r_with_true": measures.pearson(ref, ds.true),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -213,10 +260,17 @@ def double_scoring(ds: PrmseDataset, progress: Callable[..., None] | None = None
             for pct, mask in masks.items():
                 ratings = pair.copy()
                 ratings[~mask, 1] = np.nan
-                rows.append({"rater_category": cat, "h1": h1, "h2": h2, "percent_double_scored": pct,
-                             "num_double_scored": int(mask.sum()),
-                             "prmse_percent": measures.prmse(system, ratings),
-                             "prmse_number": measures.prmse(system[mask], pair[mask])})
+                rows.append(
+                    {
+                        "rater_category": cat,
+                        "h1": h1,
+                        "h2": h2,
+                        "percent_double_scored": pct,
+                        "num_double_scored": int(mask.sum()),
+                        "prmse_percent": measures.prmse(system, ratings),
+                        "prmse_number": measures.prmse(system[mask], pair[mask]),
+                    }
+                )
         if progress:
             progress(f"5.3: {cat}")
     return pd.DataFrame(rows)

@@ -14,6 +14,7 @@ bit for bit (the legacy normal is ``loc + scale * gauss``), so the 50 standard-n
 drawn once and scaled by every candidate sd; the correlation matrices of a block of candidates come from one
 batched matrix product.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -90,8 +91,9 @@ class PrmseSettings:
             problems.append("systems_per_category must be at least 1")
         n_pairs = self.raters_per_category * (self.raters_per_category - 1) // 2
         if not 1 <= self.pairs_per_category <= n_pairs:
-            problems.append(f"pairs_per_category must be between 1 and {n_pairs} (the pairs of "
-                            f"{self.raters_per_category} raters)")
+            problems.append(
+                f"pairs_per_category must be between 1 and {n_pairs} (the pairs of {self.raters_per_category} raters)"
+            )
         if any(not (0 < p <= 100) for p in self.double_scored_percentages):
             problems.append("double-scored percentages must lie in (0, 100]")
         start, stop, step = self.sd_grid
@@ -127,15 +129,15 @@ class PrmseDataset:
     """True scores, rater scores and system scores of the simulation (responses in rows)."""
 
     settings: PrmseSettings
-    true: NDArray[Any]                      # (N,)
-    raters: NDArray[Any]                    # (N, R) integer-valued float64 scores
+    true: NDArray[Any]  # (N,)
+    raters: NDArray[Any]  # (N, R) integer-valued float64 scores
     rater_ids: list[str]
-    rater_category: NDArray[Any]            # (R,) category label of each rater
-    rater_error_sd: NDArray[Any]            # (R,)
-    systems: NDArray[Any]                   # (N, S) continuous scores
+    rater_category: NDArray[Any]  # (R,) category label of each rater
+    rater_error_sd: NDArray[Any]  # (R,)
+    systems: NDArray[Any]  # (N, S) continuous scores
     system_ids: list[str]
-    system_category: NDArray[Any]           # (S,)
-    system_error_sd: NDArray[Any]           # (S,)
+    system_category: NDArray[Any]  # (S,)
+    system_error_sd: NDArray[Any]  # (S,)
     searches: list[SdSearch] = field(default_factory=list)
 
     def rater_index(self, rater_id: str) -> int:
@@ -153,16 +155,26 @@ class PrmseDataset:
     def rater_metadata(self) -> pd.DataFrame:
         """rater_id, error_sd, rater_category, expected_rho (the authors' rater_metadata.csv)."""
         rho = dict(zip(self.settings.rater_categories, self.settings.rater_rhos))
-        return pd.DataFrame({"rater_id": self.rater_ids, "error_sd": self.rater_error_sd,
-                             "rater_category": self.rater_category,
-                             "expected_rho": [rho[c] for c in self.rater_category]})
+        return pd.DataFrame(
+            {
+                "rater_id": self.rater_ids,
+                "error_sd": self.rater_error_sd,
+                "rater_category": self.rater_category,
+                "expected_rho": [rho[c] for c in self.rater_category],
+            }
+        )
 
     def system_metadata(self) -> pd.DataFrame:
         """system_id, system_category, expected_r2_true, error_sd (the authors' system_metadata.csv + error sd)."""
         r2 = dict(zip(self.settings.system_categories, self.settings.system_r2))
-        return pd.DataFrame({"system_id": self.system_ids, "system_category": self.system_category,
-                             "expected_r2_true": [r2[c] for c in self.system_category],
-                             "error_sd": self.system_error_sd})
+        return pd.DataFrame(
+            {
+                "system_id": self.system_ids,
+                "system_category": self.system_category,
+                "expected_r2_true": [r2[c] for c in self.system_category],
+                "error_sd": self.system_error_sd,
+            }
+        )
 
 
 def human_scores(true: NDArray[Any], errors: NDArray[Any], score_min: float, score_max: float) -> NDArray[Any]:
@@ -209,8 +221,9 @@ def mean_offdiagonal_correlation(scores: NDArray[Any]) -> NDArray[Any]:
     return mean
 
 
-def search_error_sd(true: NDArray[Any], target: float, search_seed: int, settings: PrmseSettings,
-                    category: str = "", block: int = 8) -> SdSearch:
+def search_error_sd(
+    true: NDArray[Any], target: float, search_seed: int, settings: PrmseSettings, category: str = "", block: int = 8
+) -> SdSearch:
     """Grid search for the rater error sd that gives a target mean inter-rater correlation.
 
     For every candidate sd in ``np.arange(*settings.sd_grid)``, simulate ``raters_per_category`` raters with
@@ -225,13 +238,15 @@ def search_error_sd(true: NDArray[Any], target: float, search_seed: int, setting
     z = _standard_normals(seeds, len(true))
     means = np.empty(len(grid))
     for lo in range(0, len(grid), block):
-        sds = grid[lo:lo + block]
+        sds = grid[lo : lo + block]
         scores = human_scores(true, sds[:, None, None] * z, settings.score_min, settings.score_max)
-        means[lo:lo + block] = mean_offdiagonal_correlation(scores)
+        means[lo : lo + block] = mean_offdiagonal_correlation(scores)
     distance = np.abs(means - target)
     if np.all(np.isnan(distance)):
-        raise UserError(f"The error-sd search for rater category {category!r} found no candidate with a defined "
-                        "inter-rater correlation; widen --sd-grid or the score range.")
+        raise UserError(
+            f"The error-sd search for rater category {category!r} found no candidate with a defined "
+            "inter-rater correlation; widen --sd-grid or the score range."
+        )
     chosen = float(grid[int(np.nanargmin(distance))])
     return SdSearch(category=category, target=target, grid=grid, mean_correlation=means, chosen=chosen)
 
@@ -267,8 +282,7 @@ def generate_dataset(settings: PrmseSettings, progress: Callable[..., None] | No
         cats += [cat] * s.raters_per_category
         sds += [sd] * s.raters_per_category
     raters = np.concatenate(blocks, axis=0).T.copy()
-    system_z = _standard_normals(s.system_seed + np.arange(s.systems_per_category) * s.system_stride,
-                                 s.n_responses)
+    system_z = _standard_normals(s.system_seed + np.arange(s.systems_per_category) * s.system_stride, s.n_responses)
     var_true = np.var(true)
     sys_blocks, sys_cats, sys_sds = [], [], []
     for cat, r2 in zip(s.system_categories, s.system_r2):
@@ -280,9 +294,15 @@ def generate_dataset(settings: PrmseSettings, progress: Callable[..., None] | No
     if progress:
         progress("raters and systems")
     return PrmseDataset(
-        settings=s, true=true, raters=raters,
+        settings=s,
+        true=true,
+        raters=raters,
         rater_ids=[f"h_{i + 1}" for i in range(raters.shape[1])],
-        rater_category=np.array(cats, dtype=object), rater_error_sd=np.array(sds),
-        systems=systems, system_ids=[f"sys_{i + 1}" for i in range(systems.shape[1])],
-        system_category=np.array(sys_cats, dtype=object), system_error_sd=np.array(sys_sds),
-        searches=searches)
+        rater_category=np.array(cats, dtype=object),
+        rater_error_sd=np.array(sds),
+        systems=systems,
+        system_ids=[f"sys_{i + 1}" for i in range(systems.shape[1])],
+        system_category=np.array(sys_cats, dtype=object),
+        system_error_sd=np.array(sys_sds),
+        searches=searches,
+    )

@@ -8,6 +8,7 @@ summation order):
 - against the paper's text and tables (2 decimals): 0.005 (half a unit of the last printed digit), or 0.0051 where
   the paper rounded a notebook value half-up across the boundary.
 """
+
 from __future__ import annotations
 
 import time
@@ -52,8 +53,12 @@ def _published_applicable(settings: PrmseSettings) -> bool:
     return all(getattr(settings, k) == getattr(base, k) for k in keys)
 
 
-def run(settings: PrmseSettings, progress: Callable[..., None] | None = None, double_scoring: bool = True,
-        dataset: PrmseDataset | None = None) -> PrmseResults:
+def run(
+    settings: PrmseSettings,
+    progress: Callable[..., None] | None = None,
+    double_scoring: bool = True,
+    dataset: PrmseDataset | None = None,
+) -> PrmseResults:
     """Generate the dataset (unless ``dataset``, made from the same settings, is given) and run every experiment;
     ``progress(step)`` is called after each step."""
     timings = {}
@@ -82,8 +87,9 @@ def run(settings: PrmseSettings, progress: Callable[..., None] | None = None, do
         double = exp.double_scoring(ds, progress=progress)
         table4 = exp.prmse_range_table(double, settings.rater_categories)
         timings["5.3"] = time.perf_counter() - t
-    res = PrmseResults(ds, table1, table2, stability, ranking, cumulative, double, table4,
-                       exp.true_system_metrics(ds), {}, timings)
+    res = PrmseResults(
+        ds, table1, table2, stability, ranking, cumulative, double, table4, exp.true_system_metrics(ds), {}, timings
+    )
     if _published_applicable(settings):
         res.comparisons = compare(res)
     return res
@@ -96,8 +102,13 @@ def compare(res: PrmseResults) -> dict[str, Comparison]:
 
     c = Comparison()
     for row in res.table1.itertuples():
-        c.add(f"{row.category}: chosen rater error sd", row.error_sd, published.ERROR_SDS[row.category],
-              "authors' rater_metadata.csv", 1e-9)
+        c.add(
+            f"{row.category}: chosen rater error sd",
+            row.error_sd,
+            published.ERROR_SDS[row.category],
+            "authors' rater_metadata.csv",
+            1e-9,
+        )
     for row in res.table1.itertuples():
         paper, nb = published.TABLE1_PAPER[row.category], published.TABLE1_NOTEBOOK[row.category]
         for col, name in enumerate(("hh_corr", "mean", "sd")):
@@ -121,27 +132,57 @@ def compare(res: PrmseResults) -> dict[str, Comparison]:
         for cat, value in zip(cats, values):
             c.add(f"mean {metric} vs {ref}, {cat}", means.loc[(ref, cat), metric], value, NB, TOL_NOTEBOOK)
     pm = means.xs("h1-h2 mean")
-    c.add("mean r vs pair mean, low", pm.loc["low", "r"], published.FIG1_PAPER_TEXT["r_mean_low"],
-          P + " section 4.1", TOL_PAPER)
-    c.add("mean r vs pair mean, high", pm.loc["high", "r"], published.FIG1_PAPER_TEXT["r_mean_high"],
-          P + " section 4.1", TOL_PAPER)
+    c.add(
+        "mean r vs pair mean, low",
+        pm.loc["low", "r"],
+        published.FIG1_PAPER_TEXT["r_mean_low"],
+        P + " section 4.1",
+        TOL_PAPER,
+    )
+    c.add(
+        "mean r vs pair mean, high",
+        pm.loc["high", "r"],
+        published.FIG1_PAPER_TEXT["r_mean_high"],
+        P + " section 4.1",
+        TOL_PAPER,
+    )
     deg = res.stability.loc[res.stability["reference"] == "h1-h2 mean", "degradation"]
-    c.add("degradation vs pair mean, max", deg.max(), published.FIG1_PAPER_TEXT["degradation_max"],
-          P + " section 4.1 (\"-0.05\")", TOL_PAPER)
-    c.add("degradation vs pair mean, min", deg.min(), published.FIG1_PAPER_TEXT["degradation_min"],
-          P + " section 4.1 (\"-0.30\")", TOL_PAPER)
+    c.add(
+        "degradation vs pair mean, max",
+        deg.max(),
+        published.FIG1_PAPER_TEXT["degradation_max"],
+        P + ' section 4.1 ("-0.05")',
+        TOL_PAPER,
+    )
+    c.add(
+        "degradation vs pair mean, min",
+        deg.min(),
+        published.FIG1_PAPER_TEXT["degradation_min"],
+        P + ' section 4.1 ("-0.30")',
+        TOL_PAPER,
+    )
     out["figure1"] = c
 
     c = Comparison()
     pair_rows = res.stability[res.stability["reference"] == "h1-h2 mean"]
-    got = {"R2_min": pair_rows["R2"].min(), "R2_max": pair_rows["R2"].max(), "PRMSE_min": pair_rows["PRMSE"].min(),
-           "PRMSE_max": pair_rows["PRMSE"].max(), "PRMSE_mean": pair_rows["PRMSE"].mean()}
+    got = {
+        "R2_min": pair_rows["R2"].min(),
+        "R2_max": pair_rows["R2"].max(),
+        "PRMSE_min": pair_rows["PRMSE"].min(),
+        "PRMSE_max": pair_rows["PRMSE"].max(),
+        "PRMSE_mean": pair_rows["PRMSE"].mean(),
+    }
     for k, v in published.FIG4_NOTEBOOK.items():
         c.add(k, got[k], v, NB, TOL_NOTEBOOK)
     for k in ("R2_min", "R2_max", "PRMSE_min", "PRMSE_max"):
         c.add(k, got[k], published.FIG4_PAPER[k], P + " section 5.2", TOL_PAPER)
-    c.add("R2 of sys_17 against the true score", res.true_metrics["R2"], published.FIG4_PAPER["R2_true"],
-          P + " section 5.2 (\"0.8 in this case\")", 0.005)
+    c.add(
+        "R2 of sys_17 against the true score",
+        res.true_metrics["R2"],
+        published.FIG4_PAPER["R2_true"],
+        P + ' section 5.2 ("0.8 in this case")',
+        0.005,
+    )
     out["figure4"] = c
 
     c = Comparison()
@@ -150,8 +191,13 @@ def compare(res: PrmseResults) -> dict[str, Comparison]:
         for rat_cat, v in zip(cats, counts):
             c.add(f"{sys_cat} systems on {rat_cat} pairs", int(t3.loc[sys_cat, rat_cat]), v, P + " Table 3", 0)
     same = res.ranking["same_pair"]
-    c.add(f"fixed 'average' pair is {same[0]}+{same[1]}", float(same == published.SAME_PAIR_NOTEBOOK), 1.0,
-          NB + " (h_107, h_101)", 0)
+    c.add(
+        f"fixed 'average' pair is {same[0]}+{same[1]}",
+        float(same == published.SAME_PAIR_NOTEBOOK),
+        1.0,
+        NB + " (h_107, h_101)",
+        0,
+    )
     m = res.ranking["metrics"]
     for metric in ("r", "QWK", "R2", "degradation", "PRMSE"):
         rho = float(np.corrcoef(m["true_rank"], m[f"{metric}_rank"])[0, 1])
@@ -184,34 +230,57 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
         f"{s.pairs_per_category} rater pairs per category. Generators, seeds, rounding (half-to-even, then "
         "clipping) and the error-sd grid search follow the authors' public code (prmse-simulations, MIT), so with "
         "the default settings the dataset is the authors' dataset bit for bit. All metrics come from `core.metrics`."
-        + ("" if comparable else " **The settings differ from the authors', so the published numbers are not "
-           "shown next to these results.**"))
-    rep.paragraph("Tolerances: reproduced values are compared with the authors' notebook outputs (printed with 6 "
-                  f"decimals) within {TOL_NOTEBOOK:g}, and with the paper (2 decimals) within {TOL_PAPER:g} "
-                  "(half a unit of the last digit, plus a hair for values the paper rounded up from x.xx5).")
+        + (
+            ""
+            if comparable
+            else " **The settings differ from the authors', so the published numbers are not "
+            "shown next to these results.**"
+        )
+    )
+    rep.paragraph(
+        "Tolerances: reproduced values are compared with the authors' notebook outputs (printed with 6 "
+        f"decimals) within {TOL_NOTEBOOK:g}, and with the paper (2 decimals) within {TOL_PAPER:g} "
+        "(half a unit of the last digit, plus a hair for values the paper rounded up from x.xx5)."
+    )
     if comparable:
         n_rows = sum(r["within_tolerance"] is not None for c in res.comparisons.values() for r in c.rows)
         bad = [r["quantity"] for c in res.comparisons.values() for r in c.rows if r["within_tolerance"] is False]
-        rep.paragraph(f"**Summary: {n_rows - len(bad)} of {n_rows} compared numbers are within tolerance.**"
-                      + ("" if not bad else " Outside: " + "; ".join(bad) + "."))
-    rep.table(pd.DataFrame([{"step": k, "seconds": v} for k, v in res.timings.items()]), "timings",
-              caption="Run time per step", digits=2)
+        rep.paragraph(
+            f"**Summary: {n_rows - len(bad)} of {n_rows} compared numbers are within tolerance.**"
+            + ("" if not bad else " Outside: " + "; ".join(bad) + ".")
+        )
+    rep.table(
+        pd.DataFrame([{"step": k, "seconds": v} for k, v in res.timings.items()]),
+        "timings",
+        caption="Run time per step",
+        digits=2,
+    )
 
     rep.heading("Section 3: the simulated raters and systems (Tables 1 and 2)")
     if ds.searches:
-        search = pd.DataFrame({"error_sd": ds.searches[0].grid}
-                              | {x.category: x.mean_correlation for x in ds.searches})
+        search = pd.DataFrame({"error_sd": ds.searches[0].grid} | {x.category: x.mean_correlation for x in ds.searches})
         rep.table(search, "sd_search", show=False)
-        fig = figures.lines(search, "error_sd", [x.category for x in ds.searches], shared_panel=True,
-                            markers=False, xlabel="rater error sd", ylabel="mean inter-rater r",
-                            title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in s.rater_rhos) + ")")
-        rep.figure(fig, "sd_search", "Mean inter-rater correlation for each candidate error sd, per category "
-                                     "(the search behind Table 1).")
+        fig = figures.lines(
+            search,
+            "error_sd",
+            [x.category for x in ds.searches],
+            shared_panel=True,
+            markers=False,
+            xlabel="rater error sd",
+            ylabel="mean inter-rater r",
+            title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in s.rater_rhos) + ")",
+        )
+        rep.figure(
+            fig,
+            "sd_search",
+            "Mean inter-rater correlation for each candidate error sd, per category (the search behind Table 1).",
+        )
     rep.table(res.table1, "table1", caption="Table 1: rater categories", digits=4)
     rep.table(res.table2, "table2", caption="Table 2: system categories", digits=4)
     if comparable:
-        rep.comparison(res.comparisons["table1"], "compare_table1", "Table 1 and the chosen error sds vs published",
-                       digits=6)
+        rep.comparison(
+            res.comparisons["table1"], "compare_table1", "Table 1 and the chosen error sds vs published", digits=6
+        )
         rep.comparison(res.comparisons["table2"], "compare_table2", "Table 2 vs published", digits=6)
     rep.table(ds.rater_metadata(), "rater_metadata", show=False)
     rep.table(ds.system_metadata(), "system_metadata", show=False)
@@ -219,73 +288,136 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
     rep.heading("Section 4.1 / Figure 1: the same system against raters of different quality")
     st = res.stability
     rep.table(st, "figure1_metrics", show=False)
-    means = (st.groupby(["reference", "rater_category"])[["r", "QWK", "R2", "degradation"]].mean()
-             .reset_index().pivot(index="reference", columns="rater_category").stack(0, future_stack=True)
-             .reset_index().rename(columns={"level_1": "metric"}))
+    means = (
+        st.groupby(["reference", "rater_category"])[["r", "QWK", "R2", "degradation"]]
+        .mean()
+        .reset_index()
+        .pivot(index="reference", columns="rater_category")
+        .stack(0, future_stack=True)
+        .reset_index()
+        .rename(columns={"level_1": "metric"})
+    )
     means = means[["metric", "reference"] + [c for c in cats if c in means.columns]]
-    rep.table(means.sort_values(["metric", "reference"]).reset_index(drop=True), "figure1_means",
-              caption=f"Mean metric of {s.sample_system} over the {s.pairs_per_category} pairs of each category",
-              digits=4)
-    fig = figures.strip_by_group(st, ["r", "QWK", "R2", "degradation"], "rater_category", cats, hue="reference",
-                                 hue_order=list(exp.REFERENCES), title=f"Figure 1: {s.sample_system} against "
-                                 "rater pairs of each category")
-    rep.figure(fig, "figure1", "Figure 1: r, QWK, R2 and degradation of one system against the first rater (h1) "
-                               "and the pair mean, by rater category.")
+    rep.table(
+        means.sort_values(["metric", "reference"]).reset_index(drop=True),
+        "figure1_means",
+        caption=f"Mean metric of {s.sample_system} over the {s.pairs_per_category} pairs of each category",
+        digits=4,
+    )
+    fig = figures.strip_by_group(
+        st,
+        ["r", "QWK", "R2", "degradation"],
+        "rater_category",
+        cats,
+        hue="reference",
+        hue_order=list(exp.REFERENCES),
+        title=f"Figure 1: {s.sample_system} against rater pairs of each category",
+    )
+    rep.figure(
+        fig,
+        "figure1",
+        "Figure 1: r, QWK, R2 and degradation of one system against the first rater (h1) "
+        "and the pair mean, by rater category.",
+    )
     if comparable:
         rep.comparison(res.comparisons["figure1"], "compare_figure1", "Figure 1 numbers vs published", digits=6)
 
     rep.heading("Section 4.2 / Figure 2 / Table 3: rankings when systems are evaluated on different pairs")
     m = res.ranking["metrics"]
     rep.table(m, "figure2_ranks", show=False)
-    rep.table(res.ranking["table3"], "table3", caption="Table 3: systems per rater category of their pair",
-              index=True)
+    rep.table(res.ranking["table3"], "table3", caption="Table 3: systems per rater category of their pair", index=True)
     same = res.ranking["same_pair"]
     metric_names = ["r", "QWK", "R2", "degradation", "PRMSE"]
     ranks = m[["system_category"] + [f"{k}_rank" for k in metric_names]].rename(
-        columns={f"{k}_rank": k for k in metric_names})
+        columns={f"{k}_rank": k for k in metric_names}
+    )
     dots = m[["system_category"] + [f"{k}_same_rank" for k in metric_names]].rename(
-        columns={f"{k}_same_rank": k for k in metric_names})
-    fig = figures.box_by_group(ranks, metric_names, "system_category", list(s.system_categories), dots=dots,
-                               ylabel="rank (1 = best)", title="Figure 2: system ranks, each system on its own pair "
-                               f"(boxes) vs all on {same[0]}+{same[1]} (red)")
-    rep.figure(fig, "figure2", "Figure 2: ranks of the 25 systems by each metric when every system is evaluated "
-                               "on a different rater pair (boxes), and on one common pair (red dots).")
-    agree = pd.DataFrame([{"metric": k,
-                           "rank_corr_with_true_different_pairs": float(np.corrcoef(m["true_rank"],
-                                                                                     m[f"{k}_rank"])[0, 1]),
-                           "rank_corr_with_true_same_pair": float(np.corrcoef(m["true_rank"],
-                                                                              m[f"{k}_same_rank"])[0, 1]),
-                           "max_abs_rank_error_different_pairs": float((m["true_rank"] - m[f"{k}_rank"]).abs().max())}
-                          for k in metric_names])
-    rep.table(agree, "figure2_rank_agreement", caption="Agreement of each metric's ranking with the true ranking "
-                                                       "(R2 against the true score)")
+        columns={f"{k}_same_rank": k for k in metric_names}
+    )
+    fig = figures.box_by_group(
+        ranks,
+        metric_names,
+        "system_category",
+        list(s.system_categories),
+        dots=dots,
+        ylabel="rank (1 = best)",
+        title=f"Figure 2: system ranks, each system on its own pair (boxes) vs all on {same[0]}+{same[1]} (red)",
+    )
+    rep.figure(
+        fig,
+        "figure2",
+        "Figure 2: ranks of the 25 systems by each metric when every system is evaluated "
+        "on a different rater pair (boxes), and on one common pair (red dots).",
+    )
+    agree = pd.DataFrame(
+        [
+            {
+                "metric": k,
+                "rank_corr_with_true_different_pairs": float(np.corrcoef(m["true_rank"], m[f"{k}_rank"])[0, 1]),
+                "rank_corr_with_true_same_pair": float(np.corrcoef(m["true_rank"], m[f"{k}_same_rank"])[0, 1]),
+                "max_abs_rank_error_different_pairs": float((m["true_rank"] - m[f"{k}_rank"]).abs().max()),
+            }
+            for k in metric_names
+        ]
+    )
+    rep.table(
+        agree,
+        "figure2_rank_agreement",
+        caption="Agreement of each metric's ranking with the true ranking (R2 against the true score)",
+    )
     if comparable:
-        rep.comparison(res.comparisons["table3"], "compare_table3", "Table 3 and the fixed pair vs published",
-                       digits=6)
+        rep.comparison(res.comparisons["table3"], "compare_table3", "Table 3 and the fixed pair vs published", digits=6)
 
     rep.heading("Section 4.3 / Figure 3: more raters")
     cu = res.cumulative
     rep.table(cu, "figure3_cumulative", show=False)
     steps = [k for k in (1, 2, 5, 10, 25, 50) if k <= cu["n_raters"].max()]
-    rep.table(cu[cu["n_raters"].isin(steps)].reset_index(drop=True), "figure3_steps",
-              caption=f"{s.sample_system} against the cumulative mean of the first k raters of each category",
-              digits=4)
-    fig = figures.lines(cu, "n_raters", ["r", "R2", "QWK"], series="rater_category", series_order=cats,
-                        hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")}, markers=True,
-                        xlabel="number of raters", title="Figure 3: metrics against the mean of k raters")
-    rep.figure(fig, "figure3", "Figure 3: r, R2 and QWK of one system against the cumulative mean of 1..K raters; "
-                               "red: the value against the true score.")
-    rep.paragraph("Against the true score: " + ", ".join(f"{k} = {v:.4f}" for k, v in res.true_metrics.items())
-                  + ". The paper reports no numbers for this figure; it states that every category approaches the "
-                  "true-score value as raters are added, which the table above shows.")
+    rep.table(
+        cu[cu["n_raters"].isin(steps)].reset_index(drop=True),
+        "figure3_steps",
+        caption=f"{s.sample_system} against the cumulative mean of the first k raters of each category",
+        digits=4,
+    )
+    fig = figures.lines(
+        cu,
+        "n_raters",
+        ["r", "R2", "QWK"],
+        series="rater_category",
+        series_order=cats,
+        hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")},
+        markers=True,
+        xlabel="number of raters",
+        title="Figure 3: metrics against the mean of k raters",
+    )
+    rep.figure(
+        fig,
+        "figure3",
+        "Figure 3: r, R2 and QWK of one system against the cumulative mean of 1..K raters; "
+        "red: the value against the true score.",
+    )
+    rep.paragraph(
+        "Against the true score: "
+        + ", ".join(f"{k} = {v:.4f}" for k, v in res.true_metrics.items())
+        + ". The paper reports no numbers for this figure; it states that every category approaches the "
+        "true-score value as raters are added, which the table above shows."
+    )
 
     rep.heading("Section 5.2 / Figure 4: R2 against PRMSE")
     pair_rows = st[st["reference"] == "h1-h2 mean"].copy()
-    fig = figures.strip_by_group(pair_rows, ["R2", "PRMSE"], "rater_category", cats,
-                                 hlines={"R2": res.true_metrics["R2"], "PRMSE": res.true_metrics["R2"]},
-                                 title="Figure 4: R2 (pair mean) and PRMSE, same system")
-    rep.figure(fig, "figure4", "Figure 4: R2 against the pair mean and PRMSE for the same system over the 200 "
-                               "pairs; red: R2 against the true score.")
+    fig = figures.strip_by_group(
+        pair_rows,
+        ["R2", "PRMSE"],
+        "rater_category",
+        cats,
+        hlines={"R2": res.true_metrics["R2"], "PRMSE": res.true_metrics["R2"]},
+        title="Figure 4: R2 (pair mean) and PRMSE, same system",
+    )
+    rep.figure(
+        fig,
+        "figure4",
+        "Figure 4: R2 against the pair mean and PRMSE for the same system over the 200 "
+        "pairs; red: R2 against the true score.",
+    )
     summary = pair_rows.groupby("rater_category")[["R2", "PRMSE"]].agg(["min", "mean", "max"]).reindex(cats)
     summary.columns = [f"{a}_{b}" for a, b in summary.columns]
     rep.table(summary.reset_index(), "figure4_summary", caption="R2 and PRMSE by rater category", digits=4)
@@ -299,22 +431,44 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
         pcts = list(s.double_scored_percentages)
         counts = dd.groupby("percent_double_scored")["num_double_scored"].first().reindex(pcts).tolist()
         fig, axes = figures.new_figure(2, width=6.5, height=4.0)
-        figures.grouped_boxes(dd, "prmse_percent", "percent_double_scored", pcts, "rater_category", cats, axes[0],
-                              hline=res.true_metrics["R2"], ylim=(0.4, 1.2),
-                              x_labels=[f"{p:g}%\n({n})" for p, n in zip(pcts, counts)])
+        figures.grouped_boxes(
+            dd,
+            "prmse_percent",
+            "percent_double_scored",
+            pcts,
+            "rater_category",
+            cats,
+            axes[0],
+            hline=res.true_metrics["R2"],
+            ylim=(0.4, 1.2),
+            x_labels=[f"{p:g}%\n({n})" for p, n in zip(pcts, counts)],
+        )
         axes[0].set_xlabel("% (n) double-scored responses, all N responses")
         axes[0].set_ylabel("PRMSE")
-        figures.grouped_boxes(dd, "prmse_number", "percent_double_scored", pcts, "rater_category", cats, axes[1],
-                              hline=res.true_metrics["R2"], ylim=(0.4, 1.2), x_labels=counts)
+        figures.grouped_boxes(
+            dd,
+            "prmse_number",
+            "percent_double_scored",
+            pcts,
+            "rater_category",
+            cats,
+            axes[1],
+            hline=res.true_metrics["R2"],
+            ylim=(0.4, 1.2),
+            x_labels=counts,
+        )
         axes[1].set_xlabel("number of responses (all double-scored)")
         fig.suptitle("Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)")
-        rep.figure(fig, "figure5", "Figure 5: distribution of PRMSE over the pairs of each category; dotted: R2 "
-                                   "against the true score. As in the paper, the axis is clipped to 0.4-1.2.")
+        rep.figure(
+            fig,
+            "figure5",
+            "Figure 5: distribution of PRMSE over the pairs of each category; dotted: R2 "
+            "against the true score. As in the paper, the axis is clipped to 0.4-1.2.",
+        )
         assert res.table4 is not None  # computed together with res.double
         t4 = res.table4.copy()
         t4.insert(0, "num_double_scored", counts)
-        rep.table(t4.reset_index(), "table4", caption="Table 4: range (max - min) of PRMSE over the pairs",
-                  digits=4)
+        rep.table(t4.reset_index(), "table4", caption="Table 4: range (max - min) of PRMSE over the pairs", digits=4)
         if comparable:
             rep.comparison(res.comparisons["table4"], "compare_table4", "Table 4 vs published", digits=6)
 

@@ -9,6 +9,7 @@ Layout written by :class:`Report`::
 Every file is written to a temporary name in the same directory and renamed into place, so a reader never sees a
 half-written file; the report itself is written last.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,20 +76,34 @@ class Comparison:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, quantity: str, reproduced: float, published: float | None, source: str,
-            tolerance: float | None) -> None:
+    def add(
+        self, quantity: str, reproduced: float, published: float | None, source: str, tolerance: float | None
+    ) -> None:
         """Add one row (``published``/``tolerance`` None: a number the paper does not report)."""
-        diff = (None if published is None or reproduced is None or not np.isfinite(reproduced)
-                else float(reproduced) - float(published))
+        diff = (
+            None
+            if published is None or reproduced is None or not np.isfinite(reproduced)
+            else float(reproduced) - float(published)
+        )
         within = None if diff is None or tolerance is None else abs(diff) <= tolerance + 1e-12
-        self.rows.append({"quantity": quantity, "reproduced": reproduced, "published": published,
-                          "difference": diff, "tolerance": tolerance, "within_tolerance": within,
-                          "source": source})
+        self.rows.append(
+            {
+                "quantity": quantity,
+                "reproduced": reproduced,
+                "published": published,
+                "difference": diff,
+                "tolerance": tolerance,
+                "within_tolerance": within,
+                "source": source,
+            }
+        )
 
     def frame(self) -> pd.DataFrame:
         """The rows as a DataFrame (the CSV written for the report)."""
-        return pd.DataFrame(self.rows, columns=["quantity", "reproduced", "published", "difference", "tolerance",
-                                                "within_tolerance", "source"])
+        return pd.DataFrame(
+            self.rows,
+            columns=["quantity", "reproduced", "published", "difference", "tolerance", "within_tolerance", "source"],
+        )
 
 
 class Report:
@@ -119,8 +134,9 @@ class Report:
         """A paragraph of Markdown text."""
         self.parts += [text.strip(), ""]
 
-    def table(self, df: pd.DataFrame, name: str, caption: str = "", digits: int = 3, show: bool = True,
-              index: bool = False) -> Path:
+    def table(
+        self, df: pd.DataFrame, name: str, caption: str = "", digits: int = 3, show: bool = True, index: bool = False
+    ) -> Path:
         """Write ``df`` to ``tables/<name>.csv`` (full precision) and, if ``show``, add it to the report."""
         path = self.out / "tables" / f"{name}.csv"
         _atomic_write_bytes(path, df.to_csv(index=index).encode())

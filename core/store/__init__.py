@@ -4,6 +4,7 @@ Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`ProjectSt
 :class:`Prepared`, :class:`Event`, :class:`Reject`, :func:`read_items`. Importing this package loads neither pandas
 nor SciPy; the methods that need them import them.
 """
+
 from core.store.db import now
 from core.store.observations import IngestReport, Prepared
 from core.store.output import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
@@ -19,5 +20,16 @@ def read_items(path, id_column: str = "id", text_column: str = "text"):
     return read(path, id_column=id_column, text_column=text_column)
 
 
-__all__ = ["Project", "ProjectStatus", "Prepared", "IngestReport", "Event", "Reject", "read_items", "now",
-           "SCHEMA_VERSION", "ESTIMATE_COLUMNS", "RATING_COLUMNS"]
+__all__ = [
+    "Project",
+    "ProjectStatus",
+    "Prepared",
+    "IngestReport",
+    "Event",
+    "Reject",
+    "read_items",
+    "now",
+    "SCHEMA_VERSION",
+    "ESTIMATE_COLUMNS",
+    "RATING_COLUMNS",
+]

@@ -5,27 +5,29 @@ Every other module of :mod:`core.store` reaches the file through :class:`Connect
 nested use becomes a savepoint) and consistent read snapshots (:meth:`Connected._reading`). Nothing outside
 ``core/store`` holds the connection.
 """
+
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
 import os
 import sqlite3
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from core.errors import ProjectFileError
 
 
 def now() -> str:
     """The current UTC time as ISO 8601 text (microseconds, ``+00:00``); the time stamp of every record."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
 
 
 def connect(path: str, *, readonly: bool) -> sqlite3.Connection:
     """Open ``path`` in autocommit mode (transactions are explicit) with the project file's settings.
 
     WAL journal with ``synchronous = FULL``: a committed transaction survives a crash or a power loss (README,
-    "The project file": each command or event is applied whole or not at all). Read-only connections never write (``mode=ro``).
+    "The project file": each command or event is applied whole or not at all). Read-only connections never write
+    (``mode=ro``).
     """
     if readonly:
         uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"

@@ -6,6 +6,7 @@ Iteration 0 covers every item once (``core.selection.first_iteration_hits``); it
 :meth:`Hits.top_up_hits`, used by the Label Studio plugin). The random generator of iteration t is
 ``numpy.random.default_rng([seed, t])``, so the same seed and observations give the same HITs, also across restarts.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.store.db import Connected, fill_temp, max_seq, now
 from core.store.state import load_state
@@ -21,13 +23,22 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # A HIT is complete when every one of its items has a live score with its hit_id.
-STATUS_SQL = ("CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_id = hits.hit_id AND NOT EXISTS "
-              "(SELECT 1 FROM live l WHERE l.hit_id = hi.hit_id AND l.item_idx = hi.item_idx)) "
-              "THEN 'complete' ELSE 'open' END")
+STATUS_SQL = (
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_id = hits.hit_id AND NOT EXISTS "
+    "(SELECT 1 FROM live l WHERE l.hit_id = hi.hit_id AND l.item_idx = hi.item_idx)) "
+    "THEN 'complete' ELSE 'open' END"
+)
 
 
-def choose_hits(model, hyper, state: dict[str, np.ndarray], *, n_hits: int, rng: np.random.Generator,
-                exclude: np.ndarray | None = None) -> np.ndarray:
+def choose_hits(
+    model,
+    hyper,
+    state: dict[str, NDArray[Any]],
+    *,
+    n_hits: int,
+    rng: np.random.Generator,
+    exclude: NDArray[Any] | None = None,
+) -> NDArray[Any]:
     """The next ``n_hits`` HITs (item positions, shape ``(n_hits, hit_size)``; fewer rows when too few items are
     free): Algorithm 1 of Sakaguchi & Van Durme (2018) on ``model.selection_keys(state)``
     (``core.selection.select_hits``: anchors by variance, partners by match quality, eq 11/23), or the least
@@ -40,12 +51,21 @@ def choose_hits(model, hyper, state: dict[str, np.ndarray], *, n_hits: int, rng:
     if hyper.method == "aware":  # uniform passes, then the expected reduction of mis-ordered pairs
         return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
     if hyper.method == "da":
-        hits = selection.select_least_annotated(state["count"], hit_size=hyper.hit_size, n_hits=n_hits, rng=rng,
-                                                exclude=exclude)
+        hits = selection.select_least_annotated(
+            state["count"], hit_size=hyper.hit_size, n_hits=n_hits, rng=rng, exclude=exclude
+        )
     else:
         location, variance = model.selection_keys(state)
-        hits = selection.select_hits(location, variance, hit_size=hyper.hit_size, n_hits=n_hits, gamma=hyper.gamma,
-                                     pool=hyper.partner_pool, rng=rng, exclude=exclude)
+        hits = selection.select_hits(
+            location,
+            variance,
+            hit_size=hyper.hit_size,
+            n_hits=n_hits,
+            gamma=hyper.gamma,
+            pool=hyper.partner_pool,
+            rng=rng,
+            exclude=exclude,
+        )
     return np.asarray(hits, dtype=np.int64)
 
 
@@ -55,7 +75,7 @@ def stop_rng(seed: int, seq: int) -> np.random.Generator:
     return np.random.default_rng([seed, 0x5709, seq])
 
 
-def stop_decision(model, hyper, state: dict[str, np.ndarray], seq: int):
+def stop_decision(model, hyper, state: dict[str, NDArray[Any]], seq: int):
     """The stopping rule's verdict (``core.models.aware_posterior.StopDecision``) for an aware project with a
     target (``hyper.stop_at``), else None."""
     if hyper.method != "aware" or hyper.stop_at is None:
@@ -69,18 +89,27 @@ def hit_ids(iteration: int, n_hits: int) -> list[str]:
     return [f"it{iteration}-{j:0{width}d}" for j in range(n_hits)]
 
 
-def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: np.ndarray, log_seq: int) -> None:
+def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
     """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``."""
     ids = hit_ids(iteration, hits.shape[0])
     stamp = now()
-    conn.execute("INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
-                 (iteration, stamp, len(ids), log_seq))
-    conn.executemany("INSERT INTO hits(hit_id, iteration, status, created_at) VALUES (?, ?, 'open', ?)",
-                     ((h, iteration, stamp) for h in ids))
+    conn.execute(
+        "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
+        (iteration, stamp, len(ids), log_seq),
+    )
+    conn.executemany(
+        "INSERT INTO hits(hit_id, iteration, status, created_at) VALUES (?, ?, 'open', ?)",
+        ((h, iteration, stamp) for h in ids),
+    )
     n = hits.shape[1] if hits.ndim == 2 else 0
-    conn.executemany("INSERT INTO hit_items(hit_id, position, item_idx) VALUES (?, ?, ?)",
-                     zip(np.repeat(np.asarray(ids, dtype=object), n).tolist(),
-                         np.tile(np.arange(n), len(ids)).tolist(), hits.reshape(-1).tolist()))
+    conn.executemany(
+        "INSERT INTO hit_items(hit_id, position, item_idx) VALUES (?, ?, ?)",
+        zip(
+            np.repeat(np.asarray(ids, dtype=object), n).tolist(),
+            np.tile(np.arange(n), len(ids)).tolist(),
+            hits.reshape(-1).tolist(),
+        ),
+    )
 
 
 def _state_seq(conn: sqlite3.Connection) -> int:
@@ -97,8 +126,9 @@ def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
     if not ids:
         return
     fill_temp(conn, "_touched", ids)
-    conn.execute(f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN "
-                 f"(SELECT v FROM temp._touched)")
+    conn.execute(
+        f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN (SELECT v FROM temp._touched)"
+    )
 
 
 class Hits(Connected):
@@ -106,11 +136,11 @@ class Hits(Connected):
 
     n_items: int
     _item_columns: list[str]
-    _item_index: "pd.Index | None"
+    _item_index: pd.Index | None
 
     # ----------------------------------------------------------------------------------------------------- items
 
-    def item_index(self) -> "pd.Index":
+    def item_index(self) -> pd.Index:
         """The item ids in index order (position = the item's index in the model arrays)."""
         import pandas as pd
 
@@ -119,7 +149,7 @@ class Hits(Connected):
             self._item_index = pd.Index(ids, dtype=object)
         return self._item_index
 
-    def items(self) -> "pd.DataFrame":
+    def items(self) -> pd.DataFrame:
         """All items: ``item_id, text`` and the extra columns of the items file, in index order."""
         import pandas as pd
 
@@ -136,7 +166,7 @@ class Hits(Connected):
 
     # ----------------------------------------------------------------------------------------------- iterations
 
-    def state(self) -> dict[str, np.ndarray]:
+    def state(self) -> dict[str, NDArray[Any]]:
         """The cached model state (arrays per item, on the unit scale; see ``core.models``)."""
         return load_state(self._conn)
 
@@ -155,8 +185,11 @@ class Hits(Connected):
             return []
         hits.sort()
         rank = {hit_id: k for k, (_, hit_id, _) in enumerate(hits)}
-        rows = conn.execute("SELECT hi.hit_id, hi.position, hi.item_idx FROM hits h JOIN hit_items hi "
-                            f"ON hi.hit_id = h.hit_id WHERE {where}", params).fetchall()
+        rows = conn.execute(
+            "SELECT hi.hit_id, hi.position, hi.item_idx FROM hits h JOIN hit_items hi "
+            f"ON hi.hit_id = h.hit_id WHERE {where}",
+            params,
+        ).fetchall()
         owner = np.fromiter((rank[r[0]] for r in rows), dtype=np.int64, count=len(rows))
         position = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
         item = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
@@ -169,8 +202,9 @@ class Hits(Connected):
         else:
             wanted = np.unique(item)
             fill_temp(conn, "_items", wanted.tolist())
-            table = conn.execute(f"SELECT {columns} FROM items WHERE idx IN (SELECT v FROM temp._items) "
-                                 f"ORDER BY idx").fetchall()
+            table = conn.execute(
+                f"SELECT {columns} FROM items WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx"
+            ).fetchall()
             at = np.searchsorted(wanted, item)
         cells = np.empty((len(table), 3 if self._item_columns else 2), dtype=object)
         cells[:] = table
@@ -184,12 +218,15 @@ class Hits(Connected):
                         entry.setdefault(key, v)
         ends = np.cumsum(np.bincount(owner, minlength=len(hits))).tolist()
         starts = [0] + ends[:-1]
-        return [{"hit_id": hit_id, "iteration": int(iteration), "items": entries[a:b]}
-                for (_, hit_id, iteration), a, b in zip(hits, starts, ends)]
+        return [
+            {"hit_id": hit_id, "iteration": int(iteration), "items": entries[a:b]}
+            for (_, hit_id, iteration), a, b in zip(hits, starts, ends)
+        ]
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
-        streaming top-ups of the plugin leave open HITs in several iterations). README, ``easl next``: ``hit_id, iteration,
+        streaming top-ups of the plugin leave open HITs in several iterations). README, ``easl next``: ``hit_id,
+        iteration,
         items``; each item has ``item_id``, ``text`` and the item's extra columns."""
         with self._reading() as conn:
             if every_iteration:
@@ -216,8 +253,9 @@ class Hits(Connected):
         """
         with self._writing() as conn:
             it = self.iteration()
-            n_open = conn.execute("SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'",
-                                  (it,)).fetchone()[0]
+            n_open = conn.execute(
+                "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)
+            ).fetchone()[0]
             if n_open == 0:
                 hyper = self.hyper
                 state = load_state(conn)
@@ -225,17 +263,23 @@ class Hits(Connected):
                 if decision is not None and decision.stop:
                     return []  # the stopping rule says the target is reached: no new iteration
                 k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-                hits = choose_hits(self.model, hyper, state, n_hits=k,
-                                   rng=np.random.default_rng([hyper.seed, it + 1]))
+                hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
                 insert_iteration(conn, it + 1, hits, max_seq(conn))
             return self.open_hits()
 
-    def open_item_mask(self) -> tuple[np.ndarray, int]:
+    def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
         with self._reading() as conn:
-            idx = np.fromiter((r[0] for r in conn.execute(
-                "SELECT hi.item_idx FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id WHERE h.status = 'open'")),
-                dtype=np.int64)
+            idx = np.fromiter(
+                (
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT hi.item_idx FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id "
+                        "WHERE h.status = 'open'"
+                    )
+                ),
+                dtype=np.int64,
+            )
             n_open = int(conn.execute("SELECT COUNT(*) FROM hits WHERE status = 'open'").fetchone()[0])
         mask = np.zeros(self.n_items, dtype=bool)
         mask[idx] = True
@@ -300,8 +344,10 @@ class Hits(Connected):
         self._writable()
         arr = np.asarray(hits)
         if arr.ndim != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise ValueError(f"add_hits: hits must be a 2-d integer array (n_hits, width), got shape {arr.shape} "
-                             f"and dtype {arr.dtype}.")
+            raise ValueError(
+                f"add_hits: hits must be a 2-d integer array (n_hits, width), got shape {arr.shape} "
+                f"and dtype {arr.dtype}."
+            )
         arr = arr.astype(np.int64, copy=False)
         if arr.shape[0] == 0:
             return []
@@ -312,16 +358,20 @@ class Hits(Connected):
             raise ValueError(f"add_hits: item positions must lie in 0..{self.n_items - 1}.")
         uniq, counts = np.unique(flat, return_counts=True)
         if (counts > 1).any():
-            raise ValueError(f"add_hits: item position {int(uniq[counts > 1][0])} appears more than once in the "
-                             f"given HITs.")
+            raise ValueError(
+                f"add_hits: item position {int(uniq[counts > 1][0])} appears more than once in the given HITs."
+            )
         with self._writing() as conn:
             fill_temp(conn, "_new_items", flat.tolist())
             clash = conn.execute(
                 "SELECT hi.item_idx, h.hit_id FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id "
-                "WHERE h.status = 'open' AND hi.item_idx IN (SELECT v FROM temp._new_items) LIMIT 1").fetchone()
+                "WHERE h.status = 'open' AND hi.item_idx IN (SELECT v FROM temp._new_items) LIMIT 1"
+            ).fetchone()
             if clash is not None:
-                raise ValueError(f"add_hits: item position {clash[0]} is already in the open HIT {clash[1]!r}; no "
-                                 f"item may be in two open HITs.")
+                raise ValueError(
+                    f"add_hits: item position {clash[0]} is already in the open HIT {clash[1]!r}; no "
+                    f"item may be in two open HITs."
+                )
             iteration = self.iteration() + 1
             insert_iteration(conn, iteration, arr, max_seq(conn))
             return self._hit_records(conn, "h.iteration = ?", (iteration,))

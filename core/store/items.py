@@ -1,12 +1,13 @@
 """Reading and checking the items of a project (the file given to ``easl init``)."""
+
 from __future__ import annotations
 
 import json
 import os
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.errors import InputError, InvalidRows
 
@@ -27,7 +28,7 @@ class MissingColumn(InputError):
         self.columns = columns
 
 
-def _as_text(values: "pd.Series") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _as_text(values: pd.Series) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """``(text, stripped, missing)``: object arrays of the strings (ids from JSONL numbers become their decimal
     text) and of the strings without surrounding blanks, and a mask of missing or blank cells."""
     import pandas as pd
@@ -37,8 +38,9 @@ def _as_text(values: "pd.Series") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if pd.api.types.infer_dtype(values, skipna=True) == "string" and not missing.any():  # strings (CSV): as is
         text = obj
     else:
-        text = np.array([v if isinstance(v, str) else ("" if m else str(v)) for v, m in zip(obj.tolist(), missing)],
-                        dtype=object)
+        text = np.array(
+            [v if isinstance(v, str) else ("" if m else str(v)) for v, m in zip(obj.tolist(), missing)], dtype=object
+        )
     stripped = np.array([t.strip() for t in text.tolist()], dtype=object)
     return text, stripped, stripped == ""
 
@@ -50,7 +52,7 @@ def _listing(problems: list[str], what: str) -> str:
     return f"{len(problems)} {what}:\n  " + "\n  ".join(shown) + tail
 
 
-def items_from_table(table: "Table", id_column: str = "id", text_column: str = "text") -> "pd.DataFrame":
+def items_from_table(table: Table, id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
     """Check a table of items and return it as ``item_id, text, <extra columns>`` (item ids as strings).
 
     Raises
@@ -70,16 +72,26 @@ def items_from_table(table: "Table", id_column: str = "id", text_column: str = "
     columns = [str(c) for c in frame.columns]
     for name in (id_column, text_column):
         if name not in columns:
-            raise MissingColumn(f"{table.path}: {header}: column {name!r} not found (the columns are: "
-                                f"{', '.join(columns)}).", path=table.path, field=name, columns=columns)
+            raise MissingColumn(
+                f"{table.path}: {header}: column {name!r} not found (the columns are: {', '.join(columns)}).",
+                path=table.path,
+                field=name,
+                columns=columns,
+            )
     if id_column == text_column:
-        raise InputError(f"{table.path}: the id column and the text column are both {id_column!r}; they must "
-                         f"differ.", path=table.path, field=id_column)
+        raise InputError(
+            f"{table.path}: the id column and the text column are both {id_column!r}; they must differ.",
+            path=table.path,
+            field=id_column,
+        )
     for reserved, source in (("item_id", id_column), ("text", text_column)):
         if reserved in columns and reserved != source and reserved not in (id_column, text_column):
-            raise InputError(f"{table.path}: {header}: column {reserved!r} would clash with the item "
-                            f"{'id' if reserved == 'item_id' else 'text'} taken from column {source!r}; rename it.",
-                             path=table.path, field=reserved)
+            raise InputError(
+                f"{table.path}: {header}: column {reserved!r} would clash with the item "
+                f"{'id' if reserved == 'item_id' else 'text'} taken from column {source!r}; rename it.",
+                path=table.path,
+                field=reserved,
+            )
     if len(frame) == 0:
         raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
     from core.store.validation import bad_id_kinds
@@ -88,10 +100,15 @@ def items_from_table(table: "Table", id_column: str = "id", text_column: str = "
     kinds = bad_id_kinds(frame[id_column])
     if kinds is not None:  # ids are strings or integers, never a JSON object, array or boolean
         for i in np.flatnonzero(kinds != None).tolist():  # noqa: E711
-            problems.append(f"{table.location(i)}: column {id_column!r}: the item id must be a string or an "
-                            f"integer, not a JSON {kinds[i]}")
-        raise InvalidRows(f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
-                          messages=problems, path=table.path)
+            problems.append(
+                f"{table.location(i)}: column {id_column!r}: the item id must be a string or an "
+                f"integer, not a JSON {kinds[i]}"
+            )
+        raise InvalidRows(
+            f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
+            messages=problems,
+            path=table.path,
+        )
     _, ids, missing = _as_text(frame[id_column])
     for i in np.flatnonzero(missing).tolist():
         problems.append(f"{table.location(i)}: column {id_column!r}: the item id is empty")
@@ -104,12 +121,17 @@ def items_from_table(table: "Table", id_column: str = "id", text_column: str = "
     for pos in dup_pos.tolist():
         i = int(present[pos])
         j = int(first[codes[pos]])
-        problems.append(f"{table.location(i)}: column {id_column!r}: duplicate item id {ids[i]!r} "
-                        f"(first on {table.unit} {int(table.lines[j])})")
+        problems.append(
+            f"{table.location(i)}: column {id_column!r}: duplicate item id {ids[i]!r} "
+            f"(first on {table.unit} {int(table.lines[j])})"
+        )
     if problems:
         problems.sort(key=lambda p: _line_key(p))
-        raise InvalidRows(f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
-                          messages=problems, path=table.path)
+        raise InvalidRows(
+            f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
+            messages=problems,
+            path=table.path,
+        )
     text, _, text_missing = _as_text(frame[text_column])
     text = np.where(text_missing, "", text)
     out = pd.DataFrame({"item_id": ids, "text": text.astype(object)})
@@ -127,7 +149,7 @@ def _line_key(problem: str) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
-def read_items(path: str | os.PathLike, id_column: str = "id", text_column: str = "text") -> "pd.DataFrame":
+def read_items(path: str | os.PathLike, id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
     """Read an items file (CSV, TSV, JSONL or Parquet) into ``item_id, text, <extra columns>``.
 
     See :func:`core.tables.read_table` for formats and :func:`items_from_table` for the checks.
@@ -137,21 +159,24 @@ def read_items(path: str | os.PathLike, id_column: str = "id", text_column: str 
     return items_from_table(read_table(path), id_column=id_column, text_column=text_column)
 
 
-def check_items_frame(items: "pd.DataFrame") -> "pd.DataFrame":
+def check_items_frame(items: pd.DataFrame) -> pd.DataFrame:
     """Check an ``item_id, text, ...`` frame given to ``Project.create`` directly (rows named ``row N``)."""
     from core.tables import Table
 
     if items.attrs.get(CHECKED) == (len(items), tuple(items.columns)):
         return items  # from items_from_table (read_items), unchanged in shape: checked already
     if "item_id" not in items.columns or "text" not in items.columns:
-        raise InputError(f"items: the frame needs columns 'item_id' and 'text' (it has: "
-                         f"{', '.join(map(str, items.columns))}).", path="items")
-    table = Table(frame=items.reset_index(drop=True), lines=np.arange(1, len(items) + 1, dtype=np.int64),
-                  path="items", unit="row")
+        raise InputError(
+            f"items: the frame needs columns 'item_id' and 'text' (it has: {', '.join(map(str, items.columns))}).",
+            path="items",
+        )
+    table = Table(
+        frame=items.reset_index(drop=True), lines=np.arange(1, len(items) + 1, dtype=np.int64), path="items", unit="row"
+    )
     return items_from_table(table, id_column="item_id", text_column="text")
 
 
-def data_json(items: "pd.DataFrame") -> list[str]:
+def data_json(items: pd.DataFrame) -> list[str]:
     """JSON object of each item's extra columns (everything but ``item_id`` and ``text``); NaN becomes null."""
     extra = [c for c in items.columns if c not in ("item_id", "text")]
     if not extra:

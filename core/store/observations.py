@@ -7,14 +7,17 @@ indexes them. Commutative models (EASL, DA) update the cached state incrementall
 ``-1`` for superseded or retracted ones); order-dependent models (RA, TrueSkill) apply appended submissions
 incrementally and are rebuilt by replay (:mod:`core.store.replay`) after a supersede or a retraction.
 """
+
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.errors import InvalidRows, ProjectFileError
 from core.store.db import fill_temp, max_seq, now
@@ -58,8 +61,14 @@ class IngestReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The counts as a JSON-ready dict."""
-        return {"rows": self.n_rows, "new": self.new, "duplicate": self.duplicate, "superseded": self.superseded,
-                "rejected": self.rejected, "rebuilt": self.rebuilt}
+        return {
+            "rows": self.n_rows,
+            "new": self.new,
+            "duplicate": self.duplicate,
+            "superseded": self.superseded,
+            "rejected": self.rejected,
+            "rebuilt": self.rebuilt,
+        }
 
 
 @dataclass(frozen=True)
@@ -77,14 +86,14 @@ class Prepared:
 
     path: str
     name: str
-    frame: "pd.DataFrame"
-    locations: np.ndarray
-    batch: "Batch"
+    frame: pd.DataFrame
+    locations: NDArray[Any]
+    batch: Batch
     hit_ids: list[str]
     fingerprint: tuple
 
 
-def _named_hits(frame: "pd.DataFrame") -> list[str]:
+def _named_hits(frame: pd.DataFrame) -> list[str]:
     """The distinct HIT ids a batch of annotation rows names."""
     from core.store.validation import id_strings
 
@@ -95,21 +104,36 @@ def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple:
     """What validation reads of the project besides fixed data: which of ``ids`` exist and are retracted."""
     if not ids:
         return ()
-    return tuple(conn.execute("SELECT hit_id, status = 'retracted' FROM hits WHERE hit_id IN "
-                              "(SELECT value FROM json_each(?)) ORDER BY hit_id", (json.dumps(ids),)).fetchall())
+    return tuple(
+        conn.execute(
+            "SELECT hit_id, status = 'retracted' FROM hits WHERE hit_id IN "
+            "(SELECT value FROM json_each(?)) ORDER BY hit_id",
+            (json.dumps(ids),),
+        ).fetchall()
+    )
 
 
-def _record_rejects(conn: sqlite3.Connection, rejects: "pd.DataFrame", source: str) -> None:
+def _record_rejects(conn: sqlite3.Connection, rejects: pd.DataFrame, source: str) -> None:
     """Add rejected rows, with their reasons, to the ``rejects`` table."""
     n = len(rejects)
-    payload = rejects[["item_id", "score", "hit_id", "annotator", "annotation_id"]].to_json(
-        orient="records", lines=True, force_ascii=False, default_handler=str).splitlines()
-    conn.executemany("INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
-                     zip([now()] * n, [source] * n, rejects["location"].tolist(),
-                         (rejects["field"] + ": " + rejects["reason"]).tolist(), payload))
+    payload = (
+        rejects[["item_id", "score", "hit_id", "annotator", "annotation_id"]]
+        .to_json(orient="records", lines=True, force_ascii=False, default_handler=str)
+        .splitlines()
+    )
+    conn.executemany(
+        "INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
+        zip(
+            [now()] * n,
+            [source] * n,
+            rejects["location"].tolist(),
+            (rejects["field"] + ": " + rejects["reason"]).tolist(),
+            payload,
+        ),
+    )
 
 
-def _cross_chunk_conflicts(conn: sqlite3.Connection, batch: "Batch", since: int) -> "Batch":
+def _cross_chunk_conflicts(conn: sqlite3.Connection, batch: Batch, since: int) -> Batch:
     """Move to the rejects the valid rows whose key got a different score from an earlier chunk of the same
     input (a live observation appended at log position ``since`` or later)."""
     import pandas as pd
@@ -118,10 +142,14 @@ def _cross_chunk_conflicts(conn: sqlite3.Connection, batch: "Batch", since: int)
     fresh = ~valid["repeat"].to_numpy()
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _chunk_keys (source_key TEXT NOT NULL, pos INTEGER NOT NULL)")
     conn.execute("DELETE FROM temp._chunk_keys")
-    conn.executemany("INSERT INTO temp._chunk_keys(source_key, pos) VALUES (?, ?)",
-                     zip(valid["source_key"].to_numpy(dtype=object)[fresh].tolist(), np.flatnonzero(fresh).tolist()))
-    found = conn.execute("SELECT k.pos, l.score_raw FROM temp._chunk_keys k JOIN live l ON l.source_key = "
-                         "k.source_key WHERE l.seq >= ?", (since,)).fetchall()
+    conn.executemany(
+        "INSERT INTO temp._chunk_keys(source_key, pos) VALUES (?, ?)",
+        zip(valid["source_key"].to_numpy(dtype=object)[fresh].tolist(), np.flatnonzero(fresh).tolist()),
+    )
+    found = conn.execute(
+        "SELECT k.pos, l.score_raw FROM temp._chunk_keys k JOIN live l ON l.source_key = k.source_key WHERE l.seq >= ?",
+        (since,),
+    ).fetchall()
     conn.execute("DELETE FROM temp._chunk_keys")
     if not found:
         return batch
@@ -133,39 +161,63 @@ def _cross_chunk_conflicts(conn: sqlite3.Connection, batch: "Batch", since: int)
     bad[pos[differs]] = True
     moved = valid[bad]
     has_ann = moved["annotation_id"].notna().to_numpy()
-    reasons = np.where(has_ann, "conflicts with an earlier row of the same input (same annotation_id and item, "
-                                "different score)",
-                       "conflicts with an earlier row of the same input (same item, HIT and annotator, different "
-                       "score); give each score an annotation_id or an annotator")
-    extra = pd.DataFrame({"location": moved["location"].to_numpy(), "field": "score", "reason": reasons,
-                          "item_id": moved["item_id"].to_numpy(), "score": moved["score_raw"].to_numpy(),
-                          "hit_id": moved["hit_id"].to_numpy(), "annotator": moved["annotator"].to_numpy(),
-                          "annotation_id": moved["annotation_id"].to_numpy()})
+    reasons = np.where(
+        has_ann,
+        "conflicts with an earlier row of the same input (same annotation_id and item, different score)",
+        "conflicts with an earlier row of the same input (same item, HIT and annotator, different "
+        "score); give each score an annotation_id or an annotator",
+    )
+    extra = pd.DataFrame(
+        {
+            "location": moved["location"].to_numpy(),
+            "field": "score",
+            "reason": reasons,
+            "item_id": moved["item_id"].to_numpy(),
+            "score": moved["score_raw"].to_numpy(),
+            "hit_id": moved["hit_id"].to_numpy(),
+            "annotator": moved["annotator"].to_numpy(),
+            "annotation_id": moved["annotation_id"].to_numpy(),
+        }
+    )
     messages = batch.messages + [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]
-    return type(batch)(valid=valid[~bad].reset_index(drop=True),
-                       rejects=pd.concat([batch.rejects, extra], ignore_index=True), n_rows=batch.n_rows,
-                       messages=messages)
+    return type(batch)(
+        valid=valid[~bad].reset_index(drop=True),
+        rejects=pd.concat([batch.rejects, extra], ignore_index=True),
+        n_rows=batch.n_rows,
+        messages=messages,
+    )
 
 
 class Observations(Hits):
     """Validation, ingestion and retraction (mixed into :class:`core.store.Project`)."""
 
-    def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> "pd.DataFrame":
+    def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> pd.DataFrame:
         import pandas as pd
 
         ids = sorted({h for h in ids if h is not None})
         if not ids:
-            return pd.DataFrame({"hit_id": pd.Series([], dtype=object), "status": pd.Series([], dtype=object),
-                                 "item_idx": pd.Series([], dtype=np.int64)})
+            return pd.DataFrame(
+                {
+                    "hit_id": pd.Series([], dtype=object),
+                    "status": pd.Series([], dtype=object),
+                    "item_idx": pd.Series([], dtype=np.int64),
+                }
+            )
         fill_temp(conn, "_hit_ids", ids)
-        rows = conn.execute("SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi "
-                            "ON hi.hit_id = h.hit_id WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
-                            "ORDER BY h.hit_id, hi.position").fetchall()
-        return pd.DataFrame({"hit_id": pd.Series([r[0] for r in rows], dtype=object),
-                             "status": pd.Series([r[1] for r in rows], dtype=object),
-                             "item_idx": np.asarray([r[2] for r in rows], dtype=np.int64)})
+        rows = conn.execute(
+            "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi "
+            "ON hi.hit_id = h.hit_id WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
+            "ORDER BY h.hit_id, hi.position"
+        ).fetchall()
+        return pd.DataFrame(
+            {
+                "hit_id": pd.Series([r[0] for r in rows], dtype=object),
+                "status": pd.Series([r[1] for r in rows], dtype=object),
+                "item_idx": np.asarray([r[2] for r in rows], dtype=np.int64),
+            }
+        )
 
-    def validate(self, rows, *, source: str) -> "Batch":
+    def validate(self, rows, *, source: str) -> Batch:
         """Validate annotation rows without writing anything (see :mod:`core.store.validation`)."""
         from core.store.validation import normalize_rows
 
@@ -189,16 +241,30 @@ class Observations(Hits):
         with self._reading() as conn:
             batch = self._validate(conn, frame, locations, named)
             fingerprint = _hit_fingerprint(conn, named)
-        return Prepared(path=self.path, name=name, frame=frame, locations=locations, batch=batch,
-                        hit_ids=named, fingerprint=fingerprint)
+        return Prepared(
+            path=self.path,
+            name=name,
+            frame=frame,
+            locations=locations,
+            batch=batch,
+            hit_ids=named,
+            fingerprint=fingerprint,
+        )
 
-    def _validate(self, conn, frame, locations, named: list[str] | None = None) -> "Batch":
+    def _validate(self, conn, frame, locations, named: list[str] | None = None) -> Batch:
         from core.store.validation import validate
 
         hits = self._hits_frame(conn, _named_hits(frame) if named is None else named)
-        return validate(frame, locations, item_index=self.item_index(), hits=hits,
-                        score_min=self.hyper.score_min, score_max=self.hyper.score_max,
-                        needs_whole_hit=self.model.needs_whole_hit, method=self.hyper.method)
+        return validate(
+            frame,
+            locations,
+            item_index=self.item_index(),
+            hits=hits,
+            score_min=self.hyper.score_min,
+            score_max=self.hyper.score_max,
+            needs_whole_hit=self.model.needs_whole_hit,
+            method=self.hyper.method,
+        )
 
     def ingest(self, rows, *, source: str, skip_invalid: bool = False) -> IngestReport:
         """Validate and append annotation rows in one transaction.
@@ -243,15 +309,25 @@ class Observations(Hits):
             report.rejects = batch.rejects
             report.rejected = len(batch.rejects)
             if report.rejected and not skip_invalid:
-                raise InvalidRows(f"{name}: {report.rejected} of {len(frame)} rows are invalid, so nothing was "
-                                  f"ingested:\n  " + "\n  ".join(batch.messages), messages=batch.messages, path=name)
+                raise InvalidRows(
+                    f"{name}: {report.rejected} of {len(frame)} rows are invalid, so nothing was "
+                    f"ingested:\n  " + "\n  ".join(batch.messages),
+                    messages=batch.messages,
+                    path=name,
+                )
             if report.rejected:
                 _record_rejects(conn, batch.rejects, source)
             self._append(conn, batch.valid, source, report)
         return report
 
-    def ingest_chunks(self, chunks: Iterable[Any], *, source: str, skip_invalid: bool = False,
-                      before_commit: Callable[[IngestReport], None] | None = None) -> IngestReport:
+    def ingest_chunks(
+        self,
+        chunks: Iterable[Any],
+        *,
+        source: str,
+        skip_invalid: bool = False,
+        before_commit: Callable[[IngestReport], None] | None = None,
+    ) -> IngestReport:
         """Validate and append annotation rows given in chunks (e.g. :func:`core.tables.iter_table`), all in one
         transaction, so that memory stays flat whatever the file size and the result is all or nothing.
 
@@ -294,15 +370,19 @@ class Observations(Hits):
             if rejects:
                 report.rejects = pd.concat(rejects, ignore_index=True)
             if messages and not skip_invalid:
-                raise InvalidRows(f"{name}: {len(messages)} of {report.n_rows} rows are invalid, so nothing was "
-                                  f"ingested:\n  " + "\n  ".join(messages), messages=messages, path=name)
+                raise InvalidRows(
+                    f"{name}: {len(messages)} of {report.n_rows} rows are invalid, so nothing was "
+                    f"ingested:\n  " + "\n  ".join(messages),
+                    messages=messages,
+                    path=name,
+                )
             if report.rejected:
                 _record_rejects(conn, report.rejects, source)
             if before_commit is not None:
                 before_commit(report)
         return report
 
-    def _append(self, conn: sqlite3.Connection, valid: "pd.DataFrame", source: str, report: IngestReport) -> None:
+    def _append(self, conn: sqlite3.Connection, valid: pd.DataFrame, source: str, report: IngestReport) -> None:
         import pandas as pd
 
         report.duplicate = int(valid["repeat"].sum())
@@ -315,10 +395,14 @@ class Observations(Hits):
         # keys in sorted order: the index lookups and inserts below then walk the B-trees in order (far fewer page
         # reads than random order once the live index outgrows the page cache)
         by_key = np.argsort(cand["source_key"].to_numpy(dtype=object), kind="stable")
-        conn.executemany("INSERT INTO temp._keys(source_key, pos) VALUES (?, ?)",
-                         zip(cand["source_key"].to_numpy(dtype=object)[by_key].tolist(), by_key.tolist()))
-        found = conn.execute("SELECT k.pos, l.score_raw, l.score01, l.item_idx, l.hit_id FROM temp._keys k "
-                             "JOIN live l ON l.source_key = k.source_key").fetchall()
+        conn.executemany(
+            "INSERT INTO temp._keys(source_key, pos) VALUES (?, ?)",
+            zip(cand["source_key"].to_numpy(dtype=object)[by_key].tolist(), by_key.tolist()),
+        )
+        found = conn.execute(
+            "SELECT k.pos, l.score_raw, l.score01, l.item_idx, l.hit_id FROM temp._keys k "
+            "JOIN live l ON l.source_key = k.source_key"
+        ).fetchall()
         pos = np.asarray([r[0] for r in found], dtype=np.int64)
         old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
         old01 = np.asarray([r[2] for r in found], dtype=np.float64)
@@ -339,10 +423,17 @@ class Observations(Hits):
             pairs = add[["hit_id", "group_key"]].drop_duplicates()
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS _groups (hit_id TEXT, group_key TEXT)")
             conn.execute("DELETE FROM temp._groups")
-            conn.executemany("INSERT INTO temp._groups(hit_id, group_key) VALUES (?, ?)",
-                             zip(pairs["hit_id"].tolist(), pairs["group_key"].tolist()))
-            group_seen = conn.execute("SELECT EXISTS (SELECT 1 FROM temp._groups g JOIN live l ON "
-                                      "l.hit_id = g.hit_id AND l.group_key = g.group_key)").fetchone()[0] == 1
+            conn.executemany(
+                "INSERT INTO temp._groups(hit_id, group_key) VALUES (?, ?)",
+                zip(pairs["hit_id"].tolist(), pairs["group_key"].tolist()),
+            )
+            group_seen = (
+                conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM temp._groups g JOIN live l ON "
+                    "l.hit_id = g.hit_id AND l.group_key = g.group_key)"
+                ).fetchone()[0]
+                == 1
+            )
         seq0 = max_seq(conn) + 1
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
         stamp = now()
@@ -350,21 +441,46 @@ class Observations(Hits):
         conn.executemany(
             "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
             "annotation_id, group_key, created_at, source) VALUES (?, ?, 'score', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(seqs.tolist(), add["source_key"].tolist(), add["item_idx"].tolist(), add["score01"].tolist(),
-                add["score_raw"].tolist(), add["hit_id"].tolist(), add["annotator"].tolist(),
-                add["annotation_id"].tolist(), add["group_key"].tolist(), created, [source] * len(add)))
+            zip(
+                seqs.tolist(),
+                add["source_key"].tolist(),
+                add["item_idx"].tolist(),
+                add["score01"].tolist(),
+                add["score_raw"].tolist(),
+                add["hit_id"].tolist(),
+                add["annotator"].tolist(),
+                add["annotation_id"].tolist(),
+                add["group_key"].tolist(),
+                created,
+                [source] * len(add),
+            ),
+        )
         if same.any():  # keys live with this very score stay as they are
-            conn.execute("DELETE FROM temp._keys WHERE pos IN (SELECT value FROM json_each(?))",
-                         (json.dumps(pos[same].tolist()),))
+            conn.execute(
+                "DELETE FROM temp._keys WHERE pos IN (SELECT value FROM json_each(?))",
+                (json.dumps(pos[same].tolist()),),
+            )
         conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._keys)")
         o = np.argsort(add["source_key"].to_numpy(dtype=object), kind="stable")  # in key order (see above)
         conn.executemany(
             "INSERT INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(*(np.asarray(col, dtype=object)[o].tolist() for col in (
-                add["source_key"].to_numpy(dtype=object), seqs, add["item_idx"].to_numpy(), add["score01"].to_numpy(),
-                add["score_raw"].to_numpy(), add["hit_id"].to_numpy(dtype=object),
-                add["annotation_id"].to_numpy(dtype=object), add["group_key"].to_numpy(dtype=object)))))
+            zip(
+                *(
+                    np.asarray(col, dtype=object)[o].tolist()
+                    for col in (
+                        add["source_key"].to_numpy(dtype=object),
+                        seqs,
+                        add["item_idx"].to_numpy(),
+                        add["score01"].to_numpy(),
+                        add["score_raw"].to_numpy(),
+                        add["hit_id"].to_numpy(dtype=object),
+                        add["annotation_id"].to_numpy(dtype=object),
+                        add["group_key"].to_numpy(dtype=object),
+                    )
+                )
+            ),
+        )
         # model state
         items = add["item_idx"].to_numpy(dtype=np.int64)
         s01 = add["score01"].to_numpy(dtype=np.float64)
@@ -419,8 +535,9 @@ class Observations(Hits):
             return n
 
     def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple, source: str) -> int:
-        rows = conn.execute(f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} "
-                            f"ORDER BY l.seq", params).fetchall()
+        rows = conn.execute(
+            f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} ORDER BY l.seq", params
+        ).fetchall()
         if not rows:
             return 0
         stamp = now()
@@ -430,7 +547,9 @@ class Observations(Hits):
             "annotation_id, group_key, created_at, source) "
             f"SELECT ? + ROW_NUMBER() OVER (ORDER BY l.seq) - 1, o.source_key, 'retract', o.item_idx, NULL, NULL, "
             f"o.hit_id, o.annotator, o.annotation_id, o.group_key, ?, ? FROM live l JOIN observations o "
-            f"ON o.seq = l.seq WHERE {where} ORDER BY l.seq", (seq0, stamp, source) + params)
+            f"ON o.seq = l.seq WHERE {where} ORDER BY l.seq",
+            (seq0, stamp, source) + params,
+        )
         conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
         item = np.asarray([r[1] for r in rows], dtype=np.int64)
         s01 = np.asarray([r[2] for r in rows], dtype=np.float64)

@@ -4,10 +4,12 @@
 needs neither the model arrays nor the model; it falls back to computing the figures from the arrays for a file
 written by an older version.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -72,10 +74,16 @@ class ProjectStatus:
         ``<key>_reason`` beside it. ``extra`` holds front ends' figures (e.g. the Label Studio plugin's last
         reconciliation), placed after ``n_rejects``."""
         out: dict[str, Any] = {
-            "path": self.path, "method": self.method, "iteration": self.iteration, "n_items": self.n_items,
-            "n_observations": self.n_observations, "n_log_records": self.n_log_records,
-            "n_hits_total": self.n_hits_total, "n_hits_open": self.n_hits_open,
-            "n_hits_complete": self.n_hits_complete, "n_hits_retracted": self.n_hits_retracted,
+            "path": self.path,
+            "method": self.method,
+            "iteration": self.iteration,
+            "n_items": self.n_items,
+            "n_observations": self.n_observations,
+            "n_log_records": self.n_log_records,
+            "n_hits_total": self.n_hits_total,
+            "n_hits_open": self.n_hits_open,
+            "n_hits_complete": self.n_hits_complete,
+            "n_hits_retracted": self.n_hits_retracted,
         }
         for key in ("mean_variance", "max_variance"):
             out[key] = getattr(self, key)
@@ -88,8 +96,14 @@ class ProjectStatus:
         out["events"] = dict(self.events)
         out["n_rejects"] = self.n_rejects
         out.update(extra or {})
-        out.update({"hit_size": self.hit_size, "score_range": list(self.score_range), "seed": self.seed,
-                    "schema_version": self.schema_version})
+        out.update(
+            {
+                "hit_size": self.hit_size,
+                "score_range": list(self.score_range),
+                "seed": self.seed,
+                "schema_version": self.schema_version,
+            }
+        )
         return out
 
     def __getitem__(self, key: str) -> Any:
@@ -110,7 +124,7 @@ class Output(Replay):
     _settings: dict[str, Any]
     event_counts: Any  # core.store.records.FrontEndRecords.event_counts (both are parts of Project)
 
-    def estimates(self) -> "pd.DataFrame":
+    def estimates(self) -> pd.DataFrame:
         """One row per item: ``item_id, estimate, mean, variance, ci_low, ci_high, n_annotations``, then ``text``
         and the item's extra columns (renamed ``item_<name>`` if they clash).
 
@@ -127,15 +141,17 @@ class Output(Replay):
             items = self.items()
         summ = self.model.summary(state)
         h = self.hyper
-        out = pd.DataFrame({
-            "item_id": items["item_id"].to_numpy(dtype=object),
-            "estimate": h.from_unit(summ["estimate"]),
-            "mean": h.from_unit(summ["mean"]),
-            "variance": h.variance_from_unit(summ["variance"]),
-            "ci_low": h.from_unit(summ["ci_low"]),
-            "ci_high": h.from_unit(summ["ci_high"]),
-            "n_annotations": np.rint(state["count"]).astype(np.int64),
-        })
+        out = pd.DataFrame(
+            {
+                "item_id": items["item_id"].to_numpy(dtype=object),
+                "estimate": h.from_unit(summ["estimate"]),
+                "mean": h.from_unit(summ["mean"]),
+                "variance": h.variance_from_unit(summ["variance"]),
+                "ci_low": h.from_unit(summ["ci_low"]),
+                "ci_high": h.from_unit(summ["ci_high"]),
+                "n_annotations": np.rint(state["count"]).astype(np.int64),
+            }
+        )
         reserved = list(ESTIMATE_COLUMNS)
         if getattr(self.model, "refit_on_change", False):  # aware: rank intervals from posterior draws
             figures = self.model.rank_figures(state, self._stop_rng())
@@ -147,7 +163,7 @@ class Output(Replay):
         data.columns = [f"item_{c}" if c in reserved else c for c in data.columns]
         return pd.concat([out, data.reset_index(drop=True)], axis=1)
 
-    def ratings(self) -> "pd.DataFrame":
+    def ratings(self) -> pd.DataFrame:
         """Live observations in long form, in log order: ``item_id, annotator, score, hit_id, iteration,
         annotation_id, created_at`` (score on the project's range, as given)."""
         import pandas as pd
@@ -155,7 +171,8 @@ class Output(Replay):
         rows = self._conn.execute(
             "SELECT i.item_id, o.annotator, o.score_raw, o.hit_id, h.iteration, o.annotation_id, o.created_at "
             "FROM live l JOIN observations o ON o.seq = l.seq JOIN items i ON i.idx = l.item_idx "
-            "LEFT JOIN hits h ON h.hit_id = o.hit_id ORDER BY l.seq").fetchall()
+            "LEFT JOIN hits h ON h.hit_id = o.hit_id ORDER BY l.seq"
+        ).fetchall()
         cols = list(zip(*rows)) if rows else [()] * len(RATING_COLUMNS)
         frame = pd.DataFrame({c: pd.Series(list(v), dtype=object) for c, v in zip(RATING_COLUMNS, cols)})
         frame["score"] = frame["score"].astype(np.float64)
@@ -183,12 +200,23 @@ class Output(Replay):
             rng = self._stop_rng()
         if self.hyper.stop_at is not None:
             d = self.model.stop_decision(state, rng)
-            return {"target": d.target, "expected_spearman": d.expected_spearman, "reached": bool(d.stop),
-                    "reason": d.reason, "margin": d.margin, "min_scores": STOP_MIN_SCORES}
+            return {
+                "target": d.target,
+                "expected_spearman": d.expected_spearman,
+                "reached": bool(d.stop),
+                "reason": d.reason,
+                "margin": d.margin,
+                "min_scores": STOP_MIN_SCORES,
+            }
         rho = self.model.rank_figures(state, rng).expected_spearman
-        return {"target": None, "expected_spearman": rho, "reached": False,
-                "reason": "no stop target (set one with easl init --stop-at RHO)", "margin": None,
-                "min_scores": STOP_MIN_SCORES}
+        return {
+            "target": None,
+            "expected_spearman": rho,
+            "reached": False,
+            "reason": "no stop target (set one with easl init --stop-at RHO)",
+            "margin": None,
+            "min_scores": STOP_MIN_SCORES,
+        }
 
     def status(self) -> ProjectStatus:
         """The figures of ``easl status`` and the front ends (:class:`ProjectStatus`); one read snapshot."""
@@ -198,7 +226,9 @@ class Output(Replay):
             n_open, n_complete, n_retracted = conn.execute(
                 "SELECT (SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'open'), "
                 "(SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'complete'), "
-                "(SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'retracted')", (it,)).fetchone()
+                "(SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'retracted')",
+                (it,),
+            ).fetchone()
             n_hits_total = conn.execute("SELECT COALESCE(SUM(n_hits), 0) FROM iterations").fetchone()[0]
             n_obs = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
             n_log = max_seq(conn)
@@ -210,10 +240,24 @@ class Output(Replay):
                 figures = state_figures(self.model.selection_keys(state)[1], state["count"])
         s = self._settings
         return ProjectStatus(
-            path=self.path, method=s["method"], iteration=it, n_items=self.n_items, n_observations=int(n_obs),
-            n_log_records=int(n_log), n_hits_total=int(n_hits_total), n_hits_open=int(n_open),
-            n_hits_complete=int(n_complete), n_hits_retracted=int(n_retracted),
-            mean_variance=figures["mean_variance"], max_variance=figures["max_variance"],
-            variance_reason=figures["variance_reason"], n_annotations=figures["n_annotations"], events=events,
-            n_rejects=int(n_rejects), hit_size=s["hit_size"], score_range=(s["score_min"], s["score_max"]),
-            seed=s["seed"], stop=self.stop_figures() if s["method"] == "aware" else None)
+            path=self.path,
+            method=s["method"],
+            iteration=it,
+            n_items=self.n_items,
+            n_observations=int(n_obs),
+            n_log_records=int(n_log),
+            n_hits_total=int(n_hits_total),
+            n_hits_open=int(n_open),
+            n_hits_complete=int(n_complete),
+            n_hits_retracted=int(n_retracted),
+            mean_variance=figures["mean_variance"],
+            max_variance=figures["max_variance"],
+            variance_reason=figures["variance_reason"],
+            n_annotations=figures["n_annotations"],
+            events=events,
+            n_rejects=int(n_rejects),
+            hit_size=s["hit_size"],
+            score_range=(s["score_min"], s["score_max"]),
+            seed=s["seed"],
+            stop=self.stop_figures() if s["method"] == "aware" else None,
+        )

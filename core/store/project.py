@@ -17,6 +17,7 @@ that opens the file; it is assembled from parts, one module per concern:
 pandas, SciPy and ``core.models`` are imported by the methods that need them, so that opening a project and reading
 its status stays fast.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ class Project(Output, FrontEndRecords):
 
     def __init__(self, conn: sqlite3.Connection, path: str, readonly: bool) -> None:
         super().__init__(conn, path, readonly)
-        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'hyper', 'item_columns')")
-                    .fetchall())
+        meta = dict(
+            conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'hyper', 'item_columns')").fetchall()
+        )
         if meta.get("format") != schema.FORMAT:
             raise ProjectFileError(path, "not an easl project file (no 'format' entry in its meta table)")
         self._hyper_json = meta.get("hyper", "{}")
@@ -67,14 +69,14 @@ class Project(Output, FrontEndRecords):
         self._item_index: pd.Index | None = None
 
     @cached_property
-    def hyper(self) -> "Hyper":
+    def hyper(self) -> Hyper:
         """The hyper-parameters recorded at ``easl init`` (``core.models.Hyper``)."""
         from core.models import Hyper
 
         return Hyper.from_json(self._hyper_json, source=self.path)
 
     @cached_property
-    def model(self) -> "Model":
+    def model(self) -> Model:
         """The posterior model of the project's method (``core.models.get_model(hyper)``)."""
         from core.models import get_model
 
@@ -89,7 +91,7 @@ class Project(Output, FrontEndRecords):
         return {k: getattr(self.hyper, k) for k in SETTINGS}
 
     @classmethod
-    def create(cls, path: str | os.PathLike, items: "pd.DataFrame", hyper: "Hyper") -> "Project":
+    def create(cls, path: str | os.PathLike, items: pd.DataFrame, hyper: Hyper) -> Project:
         """Create a project file from items (``item_id, text, extra columns``) and hyper-parameters.
 
         The file is built under a temporary name in the same directory and linked into place only when complete,
@@ -118,13 +120,21 @@ class Project(Output, FrontEndRecords):
             raise ProjectFileError(path, f"the directory {directory} does not exist")
         items = check_items_frame(items)
         if len(items) < hyper.hit_size:
-            raise HyperParameterError("hit_size", hyper.hit_size,
-                                      f"{len(items)} items are fewer than the HIT size {hyper.hit_size}", source=path)
+            raise HyperParameterError(
+                "hit_size",
+                hyper.hit_size,
+                f"{len(items)} items are fewer than the HIT size {hyper.hit_size}",
+                source=path,
+            )
         k = hyper.hits_per_iteration
         if k is not None and hyper.partner_pool == "paper" and len(items) - k < hyper.hit_size - 1:
-            raise HyperParameterError("hits_per_iteration", k,
-                                      f"{k} HITs per iteration leave {len(items) - k} non-anchor items, fewer than "
-                                      f"the {hyper.hit_size - 1} partners each HIT needs", source=path)
+            raise HyperParameterError(
+                "hits_per_iteration",
+                k,
+                f"{k} HITs per iteration leave {len(items) - k} non-anchor items, fewer than "
+                f"the {hyper.hit_size - 1} partners each HIT needs",
+                source=path,
+            )
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.creating")
         _remove(tmp)
         try:
@@ -138,12 +148,18 @@ class Project(Output, FrontEndRecords):
                 conn.execute("BEGIN IMMEDIATE")
                 schema.migrate(conn, tmp)
                 extra = [c for c in items.columns if c not in ("item_id", "text")]
-                meta = {"format": schema.FORMAT, "hyper": hyper.to_json(), "created_at": now(),
-                        "created_by": _creator(), "item_columns": json.dumps(extra)}
+                meta = {
+                    "format": schema.FORMAT,
+                    "hyper": hyper.to_json(),
+                    "created_at": now(),
+                    "created_by": _creator(),
+                    "item_columns": json.dumps(extra),
+                }
                 conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
                 conn.executemany(
                     "INSERT INTO items(idx, item_id, text, data) VALUES (?, ?, ?, ?)",
-                    zip(range(len(items)), items["item_id"].tolist(), items["text"].tolist(), data_json(items)))
+                    zip(range(len(items)), items["item_id"].tolist(), items["text"].tolist(), data_json(items)),
+                )
                 model = get_model(hyper)
                 state = model.init_state(len(items))
                 save_state(conn, state, 0, model.selection_keys(state)[1])
@@ -171,7 +187,7 @@ class Project(Output, FrontEndRecords):
         return cls.open(path)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, readonly: bool = False) -> "Project":
+    def open(cls, path: str | os.PathLike, *, readonly: bool = False) -> Project:
         """Open an existing project file (migrating an older schema in one transaction unless ``readonly``).
 
         Raises

@@ -15,17 +15,18 @@ One API per table, with one rule each (STYLE.md theme 5):
 
 Every mutator is one transaction (it joins the caller's :meth:`~core.store.db.Connected.transaction`).
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from core.errors import InputError
 from core.store.db import Connected, now
 
 #: Meta keys the project manages; front ends cannot set them.
-MANAGED_META = frozenset({"format", "hyper", "item_columns", "state_seq", "state_figures", "created_at",
-                          "created_by"})
+MANAGED_META = frozenset({"format", "hyper", "item_columns", "state_seq", "state_figures", "created_at", "created_by"})
 EVENT_STATUSES = ("pending", "done", "failed")
 #: Meta keys of the campaign's wording (what annotators are asked, what the ends of the scale mean).
 WORDING_KEYS = {"question": "campaign.question", "low_label": "campaign.low_label", "high_label": "campaign.high_label"}
@@ -91,8 +92,10 @@ class FrontEndRecords(Connected):
             raise ValueError(f"meta key {managed[0]!r} is managed by the project and cannot be set.")
         with self._writing() as conn:
             conn.executemany("DELETE FROM meta WHERE key = ?", [(k,) for k, v in values.items() if v is None])
-            conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                             "value = excluded.value", [(k, str(v)) for k, v in values.items() if v is not None])
+            conn.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [(k, str(v)) for k, v in values.items() if v is not None],
+            )
 
     def wording(self) -> Wording:
         """The campaign's question and scale labels (``easl init --question/--low-label/--high-label``)."""
@@ -104,8 +107,7 @@ class FrontEndRecords(Connected):
         unknown = sorted(set(values) - set(WORDING_KEYS))
         if unknown:
             raise ValueError(f"set_wording: unknown field {unknown[0]!r}; expected {sorted(WORDING_KEYS)}.")
-        self.set_meta({WORDING_KEYS[f]: (v.strip() or None) if isinstance(v, str) else None
-                       for f, v in values.items()})
+        self.set_meta({WORDING_KEYS[f]: (v.strip() or None) if isinstance(v, str) else None for f, v in values.items()})
         return self.wording()
 
     # ---------------------------------------------------------------------------------------------------- events
@@ -121,8 +123,10 @@ class FrontEndRecords(Connected):
         with self._writing() as conn:
             for event in events:
                 kind, payload, at = (*event, stamp) if len(event) == 2 else event
-                cur = conn.execute("INSERT INTO events(received_at, kind, payload) VALUES (?, ?, ?)",
-                                   (at, kind, _payload_text(payload)))
+                cur = conn.execute(
+                    "INSERT INTO events(received_at, kind, payload) VALUES (?, ?, ?)",
+                    (at, kind, _payload_text(payload)),
+                )
                 ids.append(int(cur.lastrowid))
         return ids
 
@@ -134,17 +138,20 @@ class FrontEndRecords(Connected):
         """Events of one status in arrival order (the oldest ``limit`` of them; all when None)."""
         if status not in EVENT_STATUSES:
             raise ValueError(f"events: status must be one of {EVENT_STATUSES}, got {status!r}.")
-        rows = self._conn.execute("SELECT id, kind, payload, received_at, status, error FROM events "
-                                  "WHERE status = ? ORDER BY id LIMIT ?",
-                                  (status, -1 if limit is None else int(limit))).fetchall()
+        rows = self._conn.execute(
+            "SELECT id, kind, payload, received_at, status, error FROM events WHERE status = ? ORDER BY id LIMIT ?",
+            (status, -1 if limit is None else int(limit)),
+        ).fetchall()
         return [Event(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), r[5]) for r in rows]
 
     def finish_event(self, event_id: int, *, failed: bool = False, note: str | None = None) -> None:
         """Mark an event ``done`` (``note``: e.g. why it was ignored) or, with ``failed``, ``failed`` (``note``: the
         error); stamp ``processed_at``. One transaction."""
         with self._writing() as conn:
-            conn.execute("UPDATE events SET status = ?, error = ?, processed_at = ? WHERE id = ?",
-                         ("failed" if failed else "done", note, now(), int(event_id)))
+            conn.execute(
+                "UPDATE events SET status = ?, error = ?, processed_at = ? WHERE id = ?",
+                ("failed" if failed else "done", note, now(), int(event_id)),
+            )
 
     def event_counts(self) -> dict[str, int]:
         """Events per status: ``{"pending": n, "done": n, "failed": n}``."""
@@ -162,12 +169,16 @@ class FrontEndRecords(Connected):
         """Record a rejected input (e.g. a Label Studio annotation that failed validation) once per
         ``(source, location, reason)``; returns True when it is new. One transaction."""
         with self._writing() as conn:
-            seen = conn.execute("SELECT 1 FROM rejects WHERE source = ? AND location IS ? AND reason = ? LIMIT 1",
-                                (source, location, reason)).fetchone()
+            seen = conn.execute(
+                "SELECT 1 FROM rejects WHERE source = ? AND location IS ? AND reason = ? LIMIT 1",
+                (source, location, reason),
+            ).fetchone()
             if seen:
                 return False
-            conn.execute("INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
-                         (now(), source, location, reason, _payload_text(payload)))
+            conn.execute(
+                "INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
+                (now(), source, location, reason, _payload_text(payload)),
+            )
         return True
 
     def rejects(self, *, source: str | None = None, limit: int | None = None) -> tuple[list[Reject], int]:
@@ -181,8 +192,10 @@ class FrontEndRecords(Connected):
         where, params = ("WHERE source = ?", (source,)) if source is not None else ("", ())
         with self._reading() as conn:
             total = int(conn.execute(f"SELECT COUNT(*) FROM rejects {where}", params).fetchone()[0])
-            rows = conn.execute(f"SELECT id, created_at, source, location, reason FROM rejects {where} "
-                                f"ORDER BY id DESC LIMIT ?", params + (-1 if limit is None else int(limit),)).fetchall()
+            rows = conn.execute(
+                f"SELECT id, created_at, source, location, reason FROM rejects {where} ORDER BY id DESC LIMIT ?",
+                params + (-1 if limit is None else int(limit),),
+            ).fetchall()
         return [Reject(int(r[0]), r[1], r[2], r[3], r[4]) for r in reversed(rows)], total
 
     # ---------------------------------------------------------------------------------------------- external ids
@@ -204,26 +217,37 @@ class FrontEndRecords(Connected):
         if not wanted:
             return
         with self._writing() as conn:
-            known = dict(conn.execute("SELECT external_id, local_id FROM external_ids WHERE kind = ? AND external_id "
-                                      "IN (SELECT value FROM json_each(?))", (kind, json.dumps(list(wanted))))
-                         .fetchall())
+            known = dict(
+                conn.execute(
+                    "SELECT external_id, local_id FROM external_ids WHERE kind = ? AND external_id "
+                    "IN (SELECT value FROM json_each(?))",
+                    (kind, json.dumps(list(wanted))),
+                ).fetchall()
+            )
             for e, loc in wanted.items():
                 if known.get(e, loc) != loc:
-                    raise InputError(f"{self.path}: {kind} {e!r} is already mapped to {known[e]!r}, not {loc!r}.",
-                                     path=self.path, field=kind)
-            conn.executemany("INSERT INTO external_ids(kind, external_id, local_id) VALUES (?, ?, ?)",
-                             [(kind, e, loc) for e, loc in wanted.items() if e not in known])
+                    raise InputError(
+                        f"{self.path}: {kind} {e!r} is already mapped to {known[e]!r}, not {loc!r}.",
+                        path=self.path,
+                        field=kind,
+                    )
+            conn.executemany(
+                "INSERT INTO external_ids(kind, external_id, local_id) VALUES (?, ?, ?)",
+                [(kind, e, loc) for e, loc in wanted.items() if e not in known],
+            )
 
     def unmap_external(self, kind: str, external_ids: Iterable[object]) -> None:
         """Forget the mappings of some external ids of one kind (absent ones are ignored); one transaction."""
         with self._writing() as conn:
-            conn.executemany("DELETE FROM external_ids WHERE kind = ? AND external_id = ?",
-                             [(kind, str(e)) for e in external_ids])
+            conn.executemany(
+                "DELETE FROM external_ids WHERE kind = ? AND external_id = ?", [(kind, str(e)) for e in external_ids]
+            )
 
     def local_id(self, kind: str, external_id: object) -> str | None:
         """The local id mapped to ``(kind, external_id)``, or None."""
-        row = self._conn.execute("SELECT local_id FROM external_ids WHERE kind = ? AND external_id = ?",
-                                 (kind, str(external_id))).fetchone()
+        row = self._conn.execute(
+            "SELECT local_id FROM external_ids WHERE kind = ? AND external_id = ?", (kind, str(external_id))
+        ).fetchone()
         return None if row is None else str(row[0])
 
     def external_map(self, kind: str) -> dict[str, str]:
@@ -233,6 +257,7 @@ class FrontEndRecords(Connected):
 
     def external_ids(self, kind: str, local_id: object) -> list[str]:
         """Every external id of ``kind`` mapped to ``local_id``, in the order they were recorded."""
-        rows = self._conn.execute("SELECT external_id FROM external_ids WHERE kind = ? AND local_id = ? "
-                                  "ORDER BY rowid", (kind, str(local_id))).fetchall()
+        rows = self._conn.execute(
+            "SELECT external_id FROM external_ids WHERE kind = ? AND local_id = ? ORDER BY rowid", (kind, str(local_id))
+        ).fetchall()
         return [r[0] for r in rows]

@@ -11,12 +11,15 @@ cold fit, and ``easl verify`` compares it with the cache within the tolerance of
 and a cold fit meet at the same fixed point only within the fit's tolerance). Annotators are numbered in order of
 their first score in the log (a missing annotator is one anonymous annotator), so the numbering only grows.
 """
+
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.store.db import max_seq
 from core.store.hits import STATUS_SQL, refresh_hits
@@ -37,11 +40,15 @@ _NO_ANNOTATOR = "\x00"  # the code of observations without an annotator: one ano
 def annotator_codes(conn: sqlite3.Connection) -> list:
     """Every annotator of a score in the log, in order of first appearance (``None`` for rows without one):
     position = the annotator's index in the aware model's arrays."""
-    return [r[0] for r in conn.execute("SELECT annotator FROM observations WHERE kind = 'score' "
-                                       "GROUP BY annotator ORDER BY MIN(seq)")]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT annotator FROM observations WHERE kind = 'score' GROUP BY annotator ORDER BY MIN(seq)"
+        )
+    ]
 
 
-def _code_array(annotators, names: list) -> np.ndarray:
+def _code_array(annotators, names: list) -> NDArray[Any]:
     """Indices of ``annotators`` in ``names`` (:func:`annotator_codes`)."""
     import pandas as pd
 
@@ -50,17 +57,18 @@ def _code_array(annotators, names: list) -> np.ndarray:
     return values.map(lookup).to_numpy(dtype=np.int64)
 
 
-def live_with_annotators(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+def live_with_annotators(conn: sqlite3.Connection) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], list]:
     """The live log for the aware model: ``(item, annotator index, score01, annotator names)``."""
-    rows = conn.execute("SELECT l.item_idx, l.score01, o.annotator FROM live l JOIN observations o "
-                        "ON o.seq = l.seq ORDER BY l.seq").fetchall()
+    rows = conn.execute(
+        "SELECT l.item_idx, l.score01, o.annotator FROM live l JOIN observations o ON o.seq = l.seq ORDER BY l.seq"
+    ).fetchall()
     names = annotator_codes(conn)
     item = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     s01 = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
     return item, _code_array([r[2] for r in rows], names), s01, names
 
 
-def _group_codes(keys) -> np.ndarray:
+def _group_codes(keys) -> NDArray[Any]:
     """Integer codes of the submission (group) keys, in order of first appearance."""
     import pandas as pd
 
@@ -70,7 +78,7 @@ def _group_codes(keys) -> np.ndarray:
 class Replay(Observations):
     """Replay, verification and rebuild of the cached state (mixed into :class:`core.store.Project`)."""
 
-    def _save_state(self, conn: sqlite3.Connection, state: dict[str, np.ndarray], seq: int) -> None:
+    def _save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None:
         save_state(conn, state, seq, self.model.selection_keys(state)[1])
 
     @property
@@ -78,7 +86,7 @@ class Replay(Observations):
         """True for a model fitted to the whole live log (``aware``) rather than updated by increments."""
         return bool(getattr(self.model, "refit_on_change", False))
 
-    def _refit(self, conn: sqlite3.Connection) -> dict[str, np.ndarray]:
+    def _refit(self, conn: sqlite3.Connection) -> dict[str, NDArray[Any]]:
         """The aware model refitted to the live log (the caller saves it): a cold fit up to
         :data:`COLD_REFIT_UPTO` live observations, then warm-started from the cached state."""
         item, annotator, s01, names = live_with_annotators(conn)
@@ -98,7 +106,7 @@ class Replay(Observations):
         frame = self.model.diagnostics(state, item, annotator, s01).to_frame()
         import pandas as pd
 
-        ids = (names + [None] * len(frame))[:len(frame)]
+        ids = (names + [None] * len(frame))[: len(frame)]
         frame.insert(0, "annotator", pd.Series(ids, dtype=object, index=frame.index))  # None: no annotator given
         span = self.hyper.score_span
         frame["offset"] = frame["offset"] * span
@@ -106,13 +114,15 @@ class Replay(Observations):
         frame["n_scores"] = frame["n_scores"].astype(np.int64)
         return frame[frame["n_scores"] > 0].reset_index(drop=True)
 
-    def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]:
         """Rebuild the state from the whole log: the last record of each source key, if a score, is live; live
         observations are applied in log order. Returns ``(state, live seqs)``."""
         import pandas as pd
 
-        rows = conn.execute("SELECT seq, source_key, kind = 'score', item_idx, score01, group_key, annotator "
-                            "FROM observations ORDER BY seq").fetchall()
+        rows = conn.execute(
+            "SELECT seq, source_key, kind = 'score', item_idx, score01, group_key, annotator "
+            "FROM observations ORDER BY seq"
+        ).fetchall()
         state = self.model.init_state(self.n_items)
         if not rows:
             return state, np.zeros(0, dtype=np.int64)
@@ -133,7 +143,7 @@ class Replay(Observations):
         self.model.apply(state, item_a, s01_a, groups)
         return state, np.asarray(seq, dtype=np.int64)[idx]
 
-    def iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    def iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
         """The state at the end of each iteration ``t < upto``, in order: the replay of the live observations of
         HITs of iterations ``<= t``, in log order. Observations outside any HIT belong to no completed iteration
         (they count in the current one only). Yields ``(t, state)``; the same state object is updated in place
@@ -142,8 +152,10 @@ class Replay(Observations):
             yield from self._aware_iteration_states(upto)
             return
         with self._reading() as conn:
-            rows = conn.execute("SELECT l.item_idx, l.score01, l.group_key, h.iteration FROM live l "
-                                "LEFT JOIN hits h ON h.hit_id = l.hit_id ORDER BY l.seq").fetchall()
+            rows = conn.execute(
+                "SELECT l.item_idx, l.score01, l.group_key, h.iteration FROM live l "
+                "LEFT JOIN hits h ON h.hit_id = l.hit_id ORDER BY l.seq"
+            ).fetchall()
         state = self.model.init_state(self.n_items)
         if rows:
             item, s01, group, iteration = zip(*rows)
@@ -158,13 +170,17 @@ class Replay(Observations):
                     self.model.apply(state, item_a[sel], s01_a[sel], groups[sel])
             yield t, state
 
-    def _aware_iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    def _aware_iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
         """:meth:`iteration_states` of the aware model: a fit of the live scores of iterations ``<= t``, each
         warm-started from the previous one."""
         with self._reading() as conn:
             item, annotator, s01, _ = live_with_annotators(conn)
-            iteration = [r[0] for r in conn.execute("SELECT h.iteration FROM live l LEFT JOIN hits h "
-                                                    "ON h.hit_id = l.hit_id ORDER BY l.seq")]
+            iteration = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT h.iteration FROM live l LEFT JOIN hits h ON h.hit_id = l.hit_id ORDER BY l.seq"
+                )
+            ]
         it_a = np.asarray([upto if t is None else t for t in iteration], dtype=np.int64)
         state = self.model.init_state(self.n_items)
         for t in range(upto):
@@ -184,7 +200,8 @@ class Replay(Observations):
                 "INSERT INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key) "
                 "SELECT o.source_key, o.seq, o.item_idx, o.score01, o.score_raw, o.hit_id, o.annotation_id, "
                 "o.group_key FROM observations o JOIN (SELECT source_key, MAX(seq) AS seq FROM observations "
-                "GROUP BY source_key) m ON m.seq = o.seq WHERE o.kind = 'score'")
+                "GROUP BY source_key) m ON m.seq = o.seq WHERE o.kind = 'score'"
+            )
             refresh_hits(conn, None)
         return self.verify()
 
@@ -205,8 +222,9 @@ class Replay(Observations):
             table_seqs = np.sort(np.asarray([r[0] for r in conn.execute("SELECT seq FROM live")], dtype=np.int64))
             n_log = max_seq(conn)
             state_seq = int(conn.execute("SELECT value FROM meta WHERE key = 'state_seq'").fetchone()[0])
-            bad_hits = conn.execute(f"SELECT COUNT(*) FROM hits WHERE status != 'retracted' AND status != "
-                                    f"({STATUS_SQL})").fetchone()[0]
+            bad_hits = conn.execute(
+                f"SELECT COUNT(*) FROM hits WHERE status != 'retracted' AND status != ({STATUS_SQL})"
+            ).fetchone()[0]
         arrays: dict[str, float] = {}
         counters = {"sweeps"} if self._refits else set()  # EM sweeps: how the fit got there, not the state
         for name in sorted((set(replay) | set(cache)) - counters):
@@ -232,8 +250,17 @@ class Replay(Observations):
             note = f"estimates within {SD_TOLERANCE:g} posterior sd (a cold refit against the warm-started cache)"
         else:
             state_ok = bool(max_diff <= VERIFY_TOLERANCE)
-        return {"ok": bool(state_ok and live_ok and seq_ok and hits_ok),
-                "max_abs_diff": max_diff, "tolerance": VERIFY_TOLERANCE, "state_ok": state_ok,
-                **({"state_tolerance": note} if note else {}), "arrays": arrays, "live_ok": live_ok,
-                "seq_ok": seq_ok, "hits_ok": hits_ok, "n_observations": int(live_seqs.size),
-                "n_log_records": n_log, "method": self.hyper.method}
+        return {
+            "ok": bool(state_ok and live_ok and seq_ok and hits_ok),
+            "max_abs_diff": max_diff,
+            "tolerance": VERIFY_TOLERANCE,
+            "state_ok": state_ok,
+            **({"state_tolerance": note} if note else {}),
+            "arrays": arrays,
+            "live_ok": live_ok,
+            "seq_ok": seq_ok,
+            "hits_ok": hits_ok,
+            "n_observations": int(live_seqs.size),
+            "n_log_records": n_log,
+            "method": self.hyper.method,
+        }

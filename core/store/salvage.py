@@ -14,6 +14,7 @@ found by probing ahead (steps 1, 2, 4, ...) and bisecting back, so only the rows
 (B-tree seeks descend through interior pages and never touch the damaged leaf). ``hit_items`` (no rowid) is read
 per HIT when a full scan fails. Rows of the new file that would point at lost items or HITs are dropped.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,9 +96,14 @@ def unreadable_pages(path: str, tables: list[str]) -> list[int]:
         return []
     conn = _read_only(path)
     try:
-        roots = [int(r[0]) for r in conn.execute(
-            "SELECT rootpage FROM sqlite_master WHERE tbl_name IN (SELECT value FROM json_each(?)) AND rootpage > 0",
-            (json.dumps(tables),))]
+        roots = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT rootpage FROM sqlite_master "
+                "WHERE tbl_name IN (SELECT value FROM json_each(?)) AND rootpage > 0",
+                (json.dumps(tables),),
+            )
+        ]
         page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
     except sqlite3.DatabaseError:
         return []
@@ -122,12 +128,12 @@ def unreadable_pages(path: str, tables: list[str]) -> list[int]:
                 bad.add(page)
                 continue
             if kind in (2, 5):  # interior: left children in the cells, and the right-most child
-                n_cells = int.from_bytes(data[head + 3:head + 5], "big")
-                stack.append(int.from_bytes(data[head + 8:head + 12], "big"))
+                n_cells = int.from_bytes(data[head + 3 : head + 5], "big")
+                stack.append(int.from_bytes(data[head + 8 : head + 12], "big"))
                 for k in range(n_cells):
-                    at = int.from_bytes(data[head + 12 + 2 * k:head + 14 + 2 * k], "big")
+                    at = int.from_bytes(data[head + 12 + 2 * k : head + 14 + 2 * k], "big")
                     if at + 4 <= page_size:
-                        stack.append(int.from_bytes(data[at:at + 4], "big"))
+                        stack.append(int.from_bytes(data[at : at + 4], "big"))
     return sorted(bad)
 
 
@@ -200,15 +206,19 @@ def _read_rowid_table(conn: sqlite3.Connection, table: str, cols: list[str]) -> 
 
 def _read_hit_items(conn: sqlite3.Connection, hit_ids: list[str]) -> tuple[list[tuple[Any, ...]], bool]:
     try:
-        return conn.execute("SELECT hit_id, position, item_idx FROM hit_items ORDER BY hit_id, position").fetchall(), \
-            False
+        return conn.execute(
+            "SELECT hit_id, position, item_idx FROM hit_items ORDER BY hit_id, position"
+        ).fetchall(), False
     except sqlite3.DatabaseError:
         pass
     rows: list[tuple[Any, ...]] = []
     for h in hit_ids:
         try:
-            rows.extend(conn.execute("SELECT hit_id, position, item_idx FROM hit_items WHERE hit_id = ? "
-                                     "ORDER BY position", (h,)).fetchall())
+            rows.extend(
+                conn.execute(
+                    "SELECT hit_id, position, item_idx FROM hit_items WHERE hit_id = ? ORDER BY position", (h,)
+                ).fetchall()
+            )
         except sqlite3.DatabaseError:
             continue
     return rows, True
@@ -272,8 +282,9 @@ def salvage(path: str, out: str) -> SalvageReport:
                 report.damaged_tables.append(table)
         meta = dict(tables["meta"][1])
         if meta.get("format") != schema.FORMAT or "hyper" not in meta:
-            raise ProjectFileError(path, "the project's settings (its meta table) cannot be read, so nothing can "
-                                         "be salvaged")
+            raise ProjectFileError(
+                path, "the project's settings (its meta table) cannot be read, so nothing can be salvaged"
+            )
         hit_col = tables["hits"][0].index("hit_id")
         hit_items, damaged = _read_hit_items(src, [r[hit_col] for r in tables["hits"][1]])
         if damaged:
@@ -291,16 +302,18 @@ def salvage(path: str, out: str) -> SalvageReport:
             report.copied["hit_items"] = _insert(conn, "hit_items", ["hit_id", "position", "item_idx"], hit_items)
             # drop what points at lost rows; recreate lost iterations from their HITs
             for table, where in (
-                    ("observations", "item_idx NOT IN (SELECT idx FROM items)"),
-                    ("hit_items", "item_idx NOT IN (SELECT idx FROM items) OR hit_id NOT IN (SELECT hit_id FROM hits)"),
+                ("observations", "item_idx NOT IN (SELECT idx FROM items)"),
+                ("hit_items", "item_idx NOT IN (SELECT idx FROM items) OR hit_id NOT IN (SELECT hit_id FROM hits)"),
             ):
                 n = conn.execute(f"DELETE FROM {table} WHERE {where}").rowcount
                 if n:
                     report.dropped[table] = n
                     report.copied[table] -= n
-            conn.execute("INSERT INTO iterations(iteration, started_at, n_hits, log_seq) SELECT h.iteration, "
-                         "MIN(h.created_at), COUNT(*), 0 FROM hits h WHERE h.iteration NOT IN "
-                         "(SELECT iteration FROM iterations) GROUP BY h.iteration")
+            conn.execute(
+                "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) SELECT h.iteration, "
+                "MIN(h.created_at), COUNT(*), 0 FROM hits h WHERE h.iteration NOT IN "
+                "(SELECT iteration FROM iterations) GROUP BY h.iteration"
+            )
             n_seq, max_seq = conn.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM observations").fetchone()
             report.missing_log_positions = int(max_seq) - int(n_seq)
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('state_seq', '0')")

@@ -30,6 +30,7 @@ created_at, source)``
 ``external_ids(kind, external_id, local_id)``
     Maps ids of an outside system (e.g. Label Studio task ids) to local ids; unique per ``(kind, external_id)``.
 """
+
 from __future__ import annotations
 
 import sqlite3

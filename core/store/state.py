@@ -6,6 +6,7 @@ reports about the state (mean and maximum posterior variance, annotations per it
 they describe, so that a status read needs neither the arrays nor the model. Figures whose tag is not
 ``state_seq`` (a file written by an older version) are recomputed from the arrays.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,12 +14,13 @@ import sqlite3
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 STATE_PATCH_FRACTION = 1 / 16  # patch the cached arrays in place when at most this share of each one changed
 FIGURES_KEY = "state_figures"
 
 
-def save_state(conn: sqlite3.Connection, state: dict[str, np.ndarray], seq: int, variance: np.ndarray) -> None:
+def save_state(conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int, variance: NDArray[Any]) -> None:
     """Store the model arrays, the log position they reflect and their figures (``variance``: the posterior
     variance per item, ``Model.selection_keys(state)[1]``).
 
@@ -28,19 +30,26 @@ def save_state(conn: sqlite3.Connection, state: dict[str, np.ndarray], seq: int,
     file, or many values changed) the rows are rewritten whole. Either way the stored bytes equal ``state``.
     """
     arrays = {name: np.ascontiguousarray(arr, dtype="<f8") for name, arr in state.items()}
-    stored = {name: (rowid, dtype, shape, data) for rowid, name, dtype, shape, data in
-              conn.execute("SELECT rowid, name, dtype, shape, data FROM state")}
-    changes: dict[str, np.ndarray] | None = None
-    if set(stored) == set(arrays) and all(stored[n][1] == "<f8" and json.loads(stored[n][2]) == list(a.shape)
-                                          for n, a in arrays.items()):
-        changes = {n: np.flatnonzero(np.frombuffer(stored[n][3], dtype="<u8") != a.reshape(-1).view(np.uint64))
-                   for n, a in arrays.items()}
+    stored = {
+        name: (rowid, dtype, shape, data)
+        for rowid, name, dtype, shape, data in conn.execute("SELECT rowid, name, dtype, shape, data FROM state")
+    }
+    changes: dict[str, NDArray[Any]] | None = None
+    if set(stored) == set(arrays) and all(
+        stored[n][1] == "<f8" and json.loads(stored[n][2]) == list(a.shape) for n, a in arrays.items()
+    ):
+        changes = {
+            n: np.flatnonzero(np.frombuffer(stored[n][3], dtype="<u8") != a.reshape(-1).view(np.uint64))
+            for n, a in arrays.items()
+        }
         if any(c.size > STATE_PATCH_FRACTION * arrays[n].size for n, c in changes.items()):
             changes = None
     if changes is None:
         conn.execute("DELETE FROM state")
-        conn.executemany("INSERT INTO state(name, dtype, shape, data) VALUES (?, ?, ?, ?)",
-                         [(name, "<f8", json.dumps(list(a.shape)), a.tobytes()) for name, a in arrays.items()])
+        conn.executemany(
+            "INSERT INTO state(name, dtype, shape, data) VALUES (?, ?, ?, ?)",
+            [(name, "<f8", json.dumps(list(a.shape)), a.tobytes()) for name, a in arrays.items()],
+        )
     else:
         for name, changed in changes.items():
             if changed.size == 0:
@@ -56,11 +65,13 @@ def save_state(conn: sqlite3.Connection, state: dict[str, np.ndarray], seq: int,
                     blob.write(flat[start:end].tobytes())
     figures = state_figures(variance, state["count"])
     figures["seq"] = int(seq)
-    conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                     [("state_seq", str(int(seq))), (FIGURES_KEY, json.dumps(figures))])
+    conn.executemany(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [("state_seq", str(int(seq))), (FIGURES_KEY, json.dumps(figures))],
+    )
 
 
-def load_state(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
+def load_state(conn: sqlite3.Connection) -> dict[str, NDArray[Any]]:
     """The cached model arrays (float64), by name."""
     state = {}
     for name, dtype, shape, data in conn.execute("SELECT name, dtype, shape, data FROM state ORDER BY name"):
@@ -68,7 +79,7 @@ def load_state(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
     return state
 
 
-def state_figures(variance: np.ndarray, count: np.ndarray) -> dict[str, Any]:
+def state_figures(variance: NDArray[Any], count: NDArray[Any]) -> dict[str, Any]:
     """``mean_variance``, ``max_variance`` (None with a reason unless every variance is finite) and
     ``n_annotations`` (min / mean / max of the live count per item) of a state."""
     variance = np.asarray(variance, dtype=np.float64)
@@ -77,13 +88,23 @@ def state_figures(variance: np.ndarray, count: np.ndarray) -> dict[str, Any]:
     if finite.size and finite.size == variance.size:
         out.update(mean_variance=float(finite.mean()), max_variance=float(finite.max()), variance_reason=None)
     else:
-        out.update(mean_variance=None, max_variance=None,
-                   variance_reason=("some variances are not finite" if finite.size else
-                                    "no item has a finite variance" if variance.size else "the project has no items"))
+        out.update(
+            mean_variance=None,
+            max_variance=None,
+            variance_reason=(
+                "some variances are not finite"
+                if finite.size
+                else "no item has a finite variance"
+                if variance.size
+                else "the project has no items"
+            ),
+        )
     count = np.asarray(count, dtype=np.float64)
-    out["n_annotations"] = ({"min": int(count.min()), "mean": float(count.mean()), "max": int(count.max())}
-                            if count.size else
-                            {"min": None, "mean": None, "max": None, "reason": "the project has no items"})
+    out["n_annotations"] = (
+        {"min": int(count.min()), "mean": float(count.mean()), "max": int(count.max())}
+        if count.size
+        else {"min": None, "mean": None, "max": None, "reason": "the project has no items"}
+    )
     return out
 
 

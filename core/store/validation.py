@@ -17,12 +17,15 @@ Idempotency key (README, ``easl ingest``): ``(annotation_id, item_id)`` when ``a
 models): ``annotation_id`` when given, else ``(hit_id, annotator)``; rows with neither belong to no submission
 (empty group key; only the commutative models, which ignore groups, accept such rows).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from core.errors import InputError
 from core.tables import Table
@@ -53,7 +56,7 @@ class Batch:
     messages: list[str] = field(default_factory=list)
 
 
-def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, np.ndarray, str]:
+def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
     """Turn a ``Table``, a DataFrame or a list of dicts into a frame of object columns ``INPUT_COLUMNS`` plus the
     location of every row.
 
@@ -73,9 +76,12 @@ def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, np.ndarray, str]:
     missing = [c for c in ("item_id", "score") if c not in frame.columns]
     if missing:
         cols = ", ".join(map(str, frame.columns)) or "(none)"
-        raise InputError(f"{name}: column {missing[0]!r} is missing (the columns are: {cols}); annotations need "
-                         f"item_id and score, and may have hit_id, annotator, annotation_id.", path=name,
-                         field=missing[0])
+        raise InputError(
+            f"{name}: column {missing[0]!r} is missing (the columns are: {cols}); annotations need "
+            f"item_id and score, and may have hit_id, annotator, annotation_id.",
+            path=name,
+            field=missing[0],
+        )
     out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
     for col in INPUT_COLUMNS:
         if col in frame.columns:
@@ -102,7 +108,7 @@ def id_strings(values: pd.Series) -> pd.Series:
     return text.astype(object)
 
 
-def _numbers(raw: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
     """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
     of hundreds of digits: ``float()`` overflows)."""
     too_large = np.zeros(len(raw), dtype=bool)
@@ -122,15 +128,27 @@ def _numbers(raw: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return out, too_large
 
 
-def bad_id_kinds(values: pd.Series) -> np.ndarray | None:
+def bad_id_kinds(values: pd.Series) -> NDArray[Any] | None:
     """For each value that cannot be an id, the JSON kind it is (``object``, ``array``, ``boolean``); None when
     every value is a string, a number or missing (the common case, checked without a Python loop for strings)."""
     plain = ("string", "empty", "integer", "floating", "mixed-integer-float")
     if pd.api.types.infer_dtype(values, skipna=True) in plain:
         return None
-    kinds = np.asarray([("object" if isinstance(v, dict) else "array" if isinstance(v, (list, tuple))
-                         else "boolean" if isinstance(v, (bool, np.bool_)) else None) for v in values.tolist()],
-                       dtype=object)
+    kinds = np.asarray(
+        [
+            (
+                "object"
+                if isinstance(v, dict)
+                else "array"
+                if isinstance(v, (list, tuple))
+                else "boolean"
+                if isinstance(v, (bool, np.bool_))
+                else None
+            )
+            for v in values.tolist()
+        ],
+        dtype=object,
+    )
     return kinds if (kinds != None).any() else None  # noqa: E711
 
 
@@ -144,8 +162,17 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index, hits: pd.DataFrame,
-             score_min: float, score_max: float, needs_whole_hit: bool, method: str) -> Batch:
+def validate(
+    frame: pd.DataFrame,
+    locations: NDArray[Any],
+    *,
+    item_index: pd.Index,
+    hits: pd.DataFrame,
+    score_min: float,
+    score_max: float,
+    needs_whole_hit: bool,
+    method: str,
+) -> Batch:
     """Validate annotation rows (see the module docstring for the checks and keys).
 
     Parameters
@@ -162,7 +189,7 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
     reason = np.full(n, None, dtype=object)
     fld = np.full(n, None, dtype=object)
 
-    def flag(mask: np.ndarray, field_name: str, text) -> None:
+    def flag(mask: NDArray[Any], field_name: str, text) -> None:
         mask = np.asarray(mask, dtype=bool) & pd.isna(reason)
         if not mask.any():
             return
@@ -181,25 +208,43 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
         num[is_bool] = np.nan  # JSON true/false are not scores
     raw_text = raw.astype(str).str.strip().str.lower().to_numpy()
     flag(is_missing, "score", "the score is missing")
-    flag(too_large, "score", lambda idx: np.asarray([f"the number has {len(str(abs(raw.iloc[i])))} digits, too large "
-                                                     f"for a score" for i in idx], dtype=object))
+    flag(
+        too_large,
+        "score",
+        lambda idx: np.asarray(
+            [f"the number has {len(str(abs(raw.iloc[i])))} digits, too large for a score" for i in idx], dtype=object
+        ),
+    )
     flag(np.isnan(num) & np.isin(raw_text, ["nan", "-nan", "+nan"]), "score", "NaN is not a score")
-    flag(np.isnan(num), "score", lambda idx: np.asarray([f"not a number ({raw.iloc[i]!r})" for i in idx],
-                                                        dtype=object))
+    flag(np.isnan(num), "score", lambda idx: np.asarray([f"not a number ({raw.iloc[i]!r})" for i in idx], dtype=object))
     flag(np.isinf(num), "score", "the score is infinite")
     with np.errstate(invalid="ignore"):
         out_of_range = (num < score_min) | (num > score_max)
-    flag(out_of_range, "score",
-         lambda idx: np.asarray([f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]"
-                                 for i in idx], dtype=object))
+    flag(
+        out_of_range,
+        "score",
+        lambda idx: np.asarray(
+            [f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]" for i in idx],
+            dtype=object,
+        ),
+    )
 
     # 2. ids are strings or integers (a JSON object, array or boolean is not an id)
     for col in ID_COLUMNS:
         kinds = bad_id_kinds(frame[col])
         if kinds is not None:
-            flag(kinds != None, col, lambda idx, kinds=kinds, col=col: np.asarray(  # noqa: E711
-                [f"the {col.replace('_', ' ')} must be a string or an integer, not a JSON {kinds[i]} "
-                 f"({_short(frame[col].iloc[i])})" for i in idx], dtype=object))
+            flag(
+                kinds != None,  # noqa: E711 (elementwise over an object array)
+                col,
+                lambda idx, kinds=kinds, col=col: np.asarray(
+                    [
+                        f"the {col.replace('_', ' ')} must be a string or an integer, not a JSON {kinds[i]} "
+                        f"({_short(frame[col].iloc[i])})"
+                        for i in idx
+                    ],
+                    dtype=object,
+                ),
+            )
 
     # items
     item_id = id_strings(frame["item_id"])
@@ -209,8 +254,11 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
     item_missing = item_id.isna().to_numpy()
     flag(item_missing, "item_id", "the item id is missing")
     item_idx = item_index.get_indexer(item_id.fillna("").to_numpy(dtype=object)).astype(np.int64)
-    flag(item_idx < 0, "item_id", lambda idx: np.asarray([f"unknown item {item_id.iloc[i]!r}" for i in idx],
-                                                         dtype=object))
+    flag(
+        item_idx < 0,
+        "item_id",
+        lambda idx: np.asarray([f"unknown item {item_id.iloc[i]!r}" for i in idx], dtype=object),
+    )
 
     # 3. HITs
     has_hit = hit_id.notna().to_numpy()
@@ -219,20 +267,30 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
     status = hits.drop_duplicates("hit_id").set_index("hit_id")["status"] if len(hits) else pd.Series(dtype=object)
     hit_status = hit_id.map(status).to_numpy(dtype=object)
     hit_known = pd.notna(hit_status)
-    flag(has_hit & ~hit_known, "hit_id", lambda idx: np.asarray([f"unknown HIT {hit_id.iloc[i]!r}" for i in idx],
-                                                                dtype=object))
-    flag(has_hit & (hit_status == "retracted"), "hit_id",
-         lambda idx: np.asarray([f"HIT {hit_id.iloc[i]!r} was retracted" for i in idx], dtype=object))
+    flag(
+        has_hit & ~hit_known,
+        "hit_id",
+        lambda idx: np.asarray([f"unknown HIT {hit_id.iloc[i]!r}" for i in idx], dtype=object),
+    )
+    flag(
+        has_hit & (hit_status == "retracted"),
+        "hit_id",
+        lambda idx: np.asarray([f"HIT {hit_id.iloc[i]!r} was retracted" for i in idx], dtype=object),
+    )
     if len(hits):
-        pair = pd.MultiIndex.from_arrays([hits["hit_id"].to_numpy(dtype=object),
-                                          hits["item_idx"].to_numpy(dtype=np.int64)])
-        in_hit = pair.get_indexer(pd.MultiIndex.from_arrays([hit_id.fillna("").to_numpy(dtype=object),
-                                                             item_idx])) >= 0
+        pair = pd.MultiIndex.from_arrays(
+            [hits["hit_id"].to_numpy(dtype=object), hits["item_idx"].to_numpy(dtype=np.int64)]
+        )
+        in_hit = pair.get_indexer(pd.MultiIndex.from_arrays([hit_id.fillna("").to_numpy(dtype=object), item_idx])) >= 0
     else:
         in_hit = np.zeros(n, dtype=bool)
-    flag(has_hit & hit_known & (item_idx >= 0) & ~in_hit, "item_id",
-         lambda idx: np.asarray([f"item {item_id.iloc[i]!r} is not in HIT {hit_id.iloc[i]!r}" for i in idx],
-                                dtype=object))
+    flag(
+        has_hit & hit_known & (item_idx >= 0) & ~in_hit,
+        "item_id",
+        lambda idx: np.asarray(
+            [f"item {item_id.iloc[i]!r} is not in HIT {hit_id.iloc[i]!r}" for i in idx], dtype=object
+        ),
+    )
 
     # keys
     item_s = item_id.fillna("")
@@ -242,18 +300,25 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
     ann_s = annotation_id.fillna("")
     key_ann = "a" + SEP + ann_s + SEP + item_s
     key_hit = "h" + SEP + hit_s + SEP + item_s + SEP + who_s
-    source_key = pd.Series(np.where(has_ann, key_ann.to_numpy(dtype=object), key_hit.to_numpy(dtype=object)),
-                           dtype=object)
-    group_key = pd.Series(np.where(has_ann, ("a" + SEP + ann_s).to_numpy(dtype=object),
-                                   np.where(has_hit, ("h" + SEP + hit_s + SEP + who_s).to_numpy(dtype=object),
-                                            "")), dtype=object)
+    source_key = pd.Series(
+        np.where(has_ann, key_ann.to_numpy(dtype=object), key_hit.to_numpy(dtype=object)), dtype=object
+    )
+    group_key = pd.Series(
+        np.where(
+            has_ann,
+            ("a" + SEP + ann_s).to_numpy(dtype=object),
+            np.where(has_hit, ("h" + SEP + hit_s + SEP + who_s).to_numpy(dtype=object), ""),
+        ),
+        dtype=object,
+    )
 
     # 4. conflicts inside the batch (among rows valid so far)
     ok = pd.isna(reason)
     loc = pd.Series(locations, dtype=object)
     if ok.any():
-        sub = pd.DataFrame({"key": source_key[ok].to_numpy(), "score": num[ok], "loc": loc[ok].to_numpy()},
-                           index=np.flatnonzero(ok))
+        sub = pd.DataFrame(
+            {"key": source_key[ok].to_numpy(), "score": num[ok], "loc": loc[ok].to_numpy()}, index=np.flatnonzero(ok)
+        )
         grp = sub.groupby("key", sort=False)
         first_score = grp["score"].transform("first")
         first_loc = grp["loc"].transform("first")
@@ -263,27 +328,45 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
             mask = np.zeros(n, dtype=bool)
             mask[rows] = True
             firsts = dict(zip(rows.tolist(), first_loc.to_numpy()[conflict].tolist()))
-            flag(mask, "score", lambda idx: np.asarray(
-                [f"conflicts with {firsts[i]} (same annotation_id and item, different score)" if has_ann[i] else
-                 f"conflicts with {firsts[i]} (same item, HIT and annotator, different score); give each "
-                 f"score an annotation_id or an annotator" for i in idx], dtype=object))
+            flag(
+                mask,
+                "score",
+                lambda idx: np.asarray(
+                    [
+                        f"conflicts with {firsts[i]} (same annotation_id and item, different score)"
+                        if has_ann[i]
+                        else f"conflicts with {firsts[i]} (same item, HIT and annotator, different score); give each "
+                        f"score an annotation_id or an annotator"
+                        for i in idx
+                    ],
+                    dtype=object,
+                ),
+            )
     ok = pd.isna(reason)
     if (ok & has_ann & has_hit).any():
-        sub = pd.DataFrame({"ann": ann_s[ok & has_ann].to_numpy(), "hit": hit_s[ok & has_ann].to_numpy()},
-                           index=np.flatnonzero(ok & has_ann))
+        sub = pd.DataFrame(
+            {"ann": ann_s[ok & has_ann].to_numpy(), "hit": hit_s[ok & has_ann].to_numpy()},
+            index=np.flatnonzero(ok & has_ann),
+        )
         spread = sub.groupby("ann", sort=False)["hit"].transform("nunique").to_numpy() > 1
         if spread.any():
             mask = np.zeros(n, dtype=bool)
             mask[sub.index.to_numpy()[spread]] = True
-            flag(mask, "annotation_id", lambda idx: np.asarray(
-                [f"annotation {annotation_id.iloc[i]!r} covers several HITs" for i in idx], dtype=object))
+            flag(
+                mask,
+                "annotation_id",
+                lambda idx: np.asarray(
+                    [f"annotation {annotation_id.iloc[i]!r} covers several HITs" for i in idx], dtype=object
+                ),
+            )
 
     # 5. whole HIT submissions
     ok = pd.isna(reason)
     if needs_whole_hit and ok.any():
         rows = np.flatnonzero(ok)
-        sub = pd.DataFrame({"group": group_key.to_numpy()[rows], "hit": hit_s.to_numpy()[rows],
-                            "item": item_idx[rows]}, index=rows)
+        sub = pd.DataFrame(
+            {"group": group_key.to_numpy()[rows], "hit": hit_s.to_numpy()[rows], "item": item_idx[rows]}, index=rows
+        )
         seen = sub.drop_duplicates(["group", "item"]).groupby("group", sort=False)["item"].size()
         hit_sizes = hits.drop_duplicates(["hit_id", "item_idx"]).groupby("hit_id")["item_idx"].size()
         group_hit = sub.drop_duplicates("group").set_index("group")["hit"]
@@ -297,8 +380,10 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
             for g, got in got_items.items():  # one entry per incomplete submission (a bad group, not a row)
                 h = group_hit[g]
                 lacking = [str(item_index[j]) for j in hit_items[h] if j not in got]
-                texts[g] = (f"the submission for HIT {h!r} lacks valid scores for items {', '.join(lacking)}; "
-                            f"method {method!r} compares the scores of a whole HIT")
+                texts[g] = (
+                    f"the submission for HIT {h!r} lacks valid scores for items {', '.join(lacking)}; "
+                    f"method {method!r} compares the scores of a whole HIT"
+                )
             mask = np.zeros(n, dtype=bool)
             g_all = group_key.to_numpy()
             mask[rows] = np.isin(g_all[rows], list(short_set))
@@ -306,32 +391,36 @@ def validate(frame: pd.DataFrame, locations: np.ndarray, *, item_index: pd.Index
 
     ok = pd.isna(reason)
     bad = np.flatnonzero(~ok)
-    rejects = pd.DataFrame({
-        "location": loc.to_numpy()[bad],
-        "field": fld[bad],
-        "reason": reason[bad],
-        "item_id": frame["item_id"].to_numpy(dtype=object)[bad],
-        "score": frame["score"].to_numpy(dtype=object)[bad],
-        "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad],
-        "annotator": frame["annotator"].to_numpy(dtype=object)[bad],
-        "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad],
-    })
+    rejects = pd.DataFrame(
+        {
+            "location": loc.to_numpy()[bad],
+            "field": fld[bad],
+            "reason": reason[bad],
+            "item_id": frame["item_id"].to_numpy(dtype=object)[bad],
+            "score": frame["score"].to_numpy(dtype=object)[bad],
+            "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad],
+            "annotator": frame["annotator"].to_numpy(dtype=object)[bad],
+            "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad],
+        }
+    )
     good = np.flatnonzero(ok)
     span = score_max - score_min
-    valid = pd.DataFrame({
-        "row": good,
-        "location": loc.to_numpy()[good],
-        "item_id": item_id.to_numpy(dtype=object)[good],
-        "item_idx": item_idx[good],
-        "score_raw": num[good],
-        "score01": np.clip((num[good] - score_min) / span, 0.0, 1.0),
-        "hit_id": hit_id.to_numpy(dtype=object)[good],
-        "annotator": annotator.to_numpy(dtype=object)[good],
-        "annotation_id": annotation_id.to_numpy(dtype=object)[good],
-        "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
-        "source_key": source_key.to_numpy(dtype=object)[good],
-        "group_key": group_key.to_numpy(dtype=object)[good],
-    })
+    valid = pd.DataFrame(
+        {
+            "row": good,
+            "location": loc.to_numpy()[good],
+            "item_id": item_id.to_numpy(dtype=object)[good],
+            "item_idx": item_idx[good],
+            "score_raw": num[good],
+            "score01": np.clip((num[good] - score_min) / span, 0.0, 1.0),
+            "hit_id": hit_id.to_numpy(dtype=object)[good],
+            "annotator": annotator.to_numpy(dtype=object)[good],
+            "annotation_id": annotation_id.to_numpy(dtype=object)[good],
+            "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
+            "source_key": source_key.to_numpy(dtype=object)[good],
+            "group_key": group_key.to_numpy(dtype=object)[good],
+        }
+    )
     valid["repeat"] = valid["source_key"].duplicated(keep="first").to_numpy()
     messages = [f"{loc.iloc[i]}: {fld[i]}: {reason[i]}" for i in bad.tolist()]
     return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages)

@@ -3,6 +3,7 @@
 Run with ``make test-oracle`` (which builds ``.cache/oracle-venv`` and sets ``EASL_ORACLE_PYTHON``). irrCAC rounds
 its output; it is asked for 10 digits, so its numbers are compared at 1e-9.
 """
+
 import json
 import os
 import subprocess
@@ -32,14 +33,17 @@ def dataset(seed, n, raters, q):
     miss = rng.random((n, raters)) < 0.35
     miss[:, 0] = False
     h[miss] = np.nan
-    h[: min(5, n), 1] = h[: min(5, n), 0]           # make sure some responses are double-scored
+    h[: min(5, n), 1] = h[: min(5, n), 0]  # make sure some responses are double-scored
     m = t + rng.normal(0, 0.6, n)
     groups = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
     return h, m, np.arange(1.0, q + 1), groups
 
 
-@pytest.fixture(scope="module", params=[(11, 400, 2, 4), (12, 300, 3, 6), (13, 250, 4, 5)],
-                ids=["2raters-q4", "3raters-q6", "4raters-q5"])
+@pytest.fixture(
+    scope="module",
+    params=[(11, 400, 2, 4), (12, 300, 3, 6), (13, 250, 4, 5)],
+    ids=["2raters-q4", "3raters-q6", "4raters-q5"],
+)
 def case(request, tmp_path_factory):
     seed, n, raters, q = request.param
     h, m, cats, groups = dataset(seed, n, raters, q)

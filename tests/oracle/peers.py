@@ -1,9 +1,11 @@
 """Reference numbers from the peer packages (RSMTool 12, irrCAC, krippendorff), run inside their own venv.
 
-Usage: ``python peers.py DATA.npz OUT.json [--time]`` or ``python peers.py --krippendorff-big UNITS GIB``. DATA holds ``human`` (n x R, NaN missing), ``system`` (n,),
+Usage: ``python peers.py DATA.npz OUT.json [--time]`` or ``python peers.py --krippendorff-big UNITS GIB``. DATA holds
+``human`` (n x R, NaN missing), ``system`` (n,),
 ``cats`` (the scale's categories) and ``groups`` (n,) strings. With ``--time`` only the timings of the
 benchmarked peer calls are written (see bench/bench_metrics.py).
 """
+
 import json
 import sys
 import time
@@ -28,28 +30,57 @@ def rsmtool_numbers(h, m, cats, groups):
     both = np.isfinite(h[:, 1])
     hh = Analyzer.metrics_helper(pd.Series(h[both, 0]), pd.Series(h[both, 1]), smd_method="pooled")
     out = {
-        "sys": {"N": raw["N"], "h_mean": raw["h_mean"], "h_sd": raw["h_sd"], "sys_mean": raw["sys_mean"],
-                "sys_sd": raw["sys_sd"], "corr": raw["corr"], "qwk": raw["wtkappa"], "smd": raw["SMD"],
-                "rmse": raw["RMSE"], "r2": raw["R2"], "kappa": rounded["kappa"], "exact_agr": rounded["exact_agr"],
-                "adj_agr": rounded["adj_agr"]},
-        "hh": {"N": hh["N"], "corr": hh["corr"], "qwk": hh["wtkappa"], "smd": hh["SMD"], "kappa": hh["kappa"],
-               "exact_agr": hh["exact_agr"], "adj_agr": hh["adj_agr"], "rmse": hh["RMSE"], "r2": hh["R2"]},
-        "true": {"rater_error_variance": variance_of_errors(pd.DataFrame(h)),
-                 "true_score_variance": true_score_variance(pd.DataFrame(h)),
-                 "mse_true": mse_true(pd.Series(m), pd.DataFrame(h)),
-                 "prmse": prmse_true(pd.Series(m), pd.DataFrame(h))},
+        "sys": {
+            "N": raw["N"],
+            "h_mean": raw["h_mean"],
+            "h_sd": raw["h_sd"],
+            "sys_mean": raw["sys_mean"],
+            "sys_sd": raw["sys_sd"],
+            "corr": raw["corr"],
+            "qwk": raw["wtkappa"],
+            "smd": raw["SMD"],
+            "rmse": raw["RMSE"],
+            "r2": raw["R2"],
+            "kappa": rounded["kappa"],
+            "exact_agr": rounded["exact_agr"],
+            "adj_agr": rounded["adj_agr"],
+        },
+        "hh": {
+            "N": hh["N"],
+            "corr": hh["corr"],
+            "qwk": hh["wtkappa"],
+            "smd": hh["SMD"],
+            "kappa": hh["kappa"],
+            "exact_agr": hh["exact_agr"],
+            "adj_agr": hh["adj_agr"],
+            "rmse": hh["RMSE"],
+            "r2": hh["R2"],
+        },
+        "true": {
+            "rater_error_variance": variance_of_errors(pd.DataFrame(h)),
+            "true_score_variance": true_score_variance(pd.DataFrame(h)),
+            "mse_true": mse_true(pd.Series(m), pd.DataFrame(h)),
+            "prmse": prmse_true(pd.Series(m), pd.DataFrame(h)),
+        },
     }
     sel = groups == groups[0]
-    out["dsm"] = difference_of_standardized_means(h[sel, 0], m[sel], h[:, 0].mean(), m.mean(),
-                                                  h[:, 0].std(ddof=1), m.std(ddof=1))
+    out["dsm"] = difference_of_standardized_means(
+        h[sel, 0], m[sel], h[:, 0].mean(), m.mean(), h[:, 0].std(ddof=1), m.std(ddof=1)
+    )
     df = pd.DataFrame({"sc1": h[:, 0], "raw": m, "L1": groups, "spkitemid": np.arange(h.shape[0]).astype(str)})
     _, cont = get_fairness_analyses(df, "L1", "raw")
     fm = cont["fairness_metrics_by_L1"]
-    out["fairness"] = {key: {"value": float(fm.loc["R2", col]), "p_value": float(fm.loc["sig", col])}
-                       for key, col in (("osa", "Overall score accuracy"), ("osd", "Overall score difference"),
-                                        ("csd", "Conditional score difference"))}
-    out["fairness_estimates"] = {key: cont[f"estimates_{key}_by_L1"]["estimate"].to_dict()
-                                 for key in ("osa", "osd", "csd")}
+    out["fairness"] = {
+        key: {"value": float(fm.loc["R2", col]), "p_value": float(fm.loc["sig", col])}
+        for key, col in (
+            ("osa", "Overall score accuracy"),
+            ("osd", "Overall score difference"),
+            ("csd", "Conditional score difference"),
+        )
+    }
+    out["fairness_estimates"] = {
+        key: cont[f"estimates_{key}_by_L1"]["estimate"].to_dict() for key in ("osa", "osd", "csd")
+    }
     return out
 
 
@@ -71,9 +102,12 @@ def krippendorff_numbers(ratings, cats):
     import krippendorff
 
     data = ratings.T
-    return {level: krippendorff.alpha(reliability_data=data, level_of_measurement=level,
-                                      value_domain=[float(c) for c in cats])
-            for level in ("nominal", "ordinal", "interval", "ratio")}
+    return {
+        level: krippendorff.alpha(
+            reliability_data=data, level_of_measurement=level, value_domain=[float(c) for c in cats]
+        )
+        for level in ("nominal", "ordinal", "interval", "ratio")
+    }
 
 
 def to_builtin(x):
@@ -90,9 +124,9 @@ def to_builtin(x):
 
 def timings(h, m, cats):
     """Seconds for the peer calls the benchmark compares (first call, so imports are done before timing)."""
+    from irrCAC.raw import CAC
     from rsmtool.analyzer import Analyzer
     from rsmtool.utils.prmse import prmse_true
-    from irrCAC.raw import CAC
 
     out = {}
     h1, h2, ms = pd.Series(h[:, 0]), pd.Series(h[:, 1]), pd.Series(m)
@@ -143,9 +177,13 @@ def main():
     else:
         groups = data["groups"].astype(str)
         pair = np.column_stack([h[:, 0], np.clip(np.round(m), cats[0], cats[-1])])
-        result = {"rsmtool": rsmtool_numbers(h, m, cats, groups),
-                  "irrcac_pair": irrcac_numbers(pair, cats), "irrcac_multi": irrcac_numbers(h, cats),
-                  "kripp_pair": krippendorff_numbers(pair, cats), "kripp_multi": krippendorff_numbers(h, cats)}
+        result = {
+            "rsmtool": rsmtool_numbers(h, m, cats, groups),
+            "irrcac_pair": irrcac_numbers(pair, cats),
+            "irrcac_multi": irrcac_numbers(h, cats),
+            "kripp_pair": krippendorff_numbers(pair, cats),
+            "kripp_multi": krippendorff_numbers(h, cats),
+        }
     with open(sys.argv[2], "w") as f:
         json.dump(to_builtin(result), f)
 

@@ -4,6 +4,7 @@
 difference is a documented one, and ``python -m tests.peers.compare`` prints the README's peer table.
 Tolerances: 1e-9 for point estimates, standard errors and p-values, 1e-6 for interval bounds.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,12 +22,17 @@ from core.metrics.loading import load_long
 
 HERE = Path(__file__).resolve().parent
 POINT, INTERVAL = 1e-9, 1e-6
-COEF_NAMES = {"gwet": "Gwet AC1/AC2", "bp": "Brennan-Prediger", "fleiss": "Fleiss kappa", "conger": "Conger kappa",
-              "krippendorff": "Krippendorff alpha (weighted)"}
+COEF_NAMES = {
+    "gwet": "Gwet AC1/AC2",
+    "bp": "Brennan-Prediger",
+    "fleiss": "Fleiss kappa",
+    "conger": "Conger kappa",
+    "krippendorff": "Krippendorff alpha (weighted)",
+}
 #: Deliberate differences (the README's "different, and why").
 DOCUMENTED = {
     "bp p-value": "irrCAC's Brennan-Prediger p-value is one-sided (1 - F_t); ours is two-sided like every other "
-                  "coefficient (and Gwet's R package)",
+    "coefficient (and Gwet's R package)",
 }
 
 
@@ -81,16 +87,23 @@ def _irrcac(t: Tally, where: str, ratings: np.ndarray, cats: list, peer: dict, w
             t.check("irrCAC", name, where, o.value, v["value"])
             t.check("irrCAC", f"{name} se", where, o.se, v["se"])
             t.interval("irrCAC", name, where, (o.low, o.high), v["ci"])
-            t.check("irrCAC", f"{name} p-value", where, o.p_value, v["p_value"],
-                    documented=DOCUMENTED["bp p-value"] if c == "bp" else None)
+            t.check(
+                "irrCAC",
+                f"{name} p-value",
+                where,
+                o.p_value,
+                v["p_value"],
+                documented=DOCUMENTED["bp p-value"] if c == "bp" else None,
+            )
 
 
 def _coded(frame: pd.DataFrame, labels: list[str], cats: list) -> np.ndarray:
     if all(_is_number(x) for x in labels):
         return frame.to_numpy(dtype=float)
     codes = dict(zip(labels, cats))
-    return frame.apply(lambda col: col.map(lambda x: codes.get(x, np.nan) if isinstance(x, str) else np.nan)) \
-        .to_numpy(dtype=float)
+    return frame.apply(lambda col: col.map(lambda x: codes.get(x, np.nan) if isinstance(x, str) else np.nan)).to_numpy(
+        dtype=float
+    )
 
 
 def _is_number(x: str) -> bool:
@@ -110,8 +123,13 @@ def irrcac_datasets(t: Tally, exp: dict) -> None:
             _irrcac(t, name, ratings, entry["categories"], entry["raw"])
             kp = exp["krippendorff"][name]
             for level, value in kp.items():
-                t.check("krippendorff", f"alpha ({level})", name,
-                        M.krippendorff_alpha(ratings, level=level, categories=entry["categories"]), value)
+                t.check(
+                    "krippendorff",
+                    f"alpha ({level})",
+                    name,
+                    M.krippendorff_alpha(ratings, level=level, categories=entry["categories"]),
+                    value,
+                )
             _pipeline_all_raters(t, name, ratings, entry, kp)
         elif "raw" in entry:
             ratings = M.ratings_from_distribution(frame.to_numpy(), entry["categories"])
@@ -126,16 +144,21 @@ def _pipeline_all_raters(t: Tally, where: str, ratings: np.ndarray, entry: dict,
     extra = tuple(w for w in ("ordinal", "radical", "ratio", "circular", "bipolar") if "error" not in entry["raw"][w])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ev = M.evaluate(ratings, {"none": np.zeros(ratings.shape[0])}, weights=extra,
-                        scale=M.Scale(min(cats), max(cats), categories=tuple(cats)))
+        ev = M.evaluate(
+            ratings,
+            {"none": np.zeros(ratings.shape[0])},
+            weights=extra,
+            scale=M.Scale(min(cats), max(cats), categories=tuple(cats)),
+        )
     block = ev.to_json()["all_raters"]
     for w in ("identity", "linear", "quadratic", *extra):
         peer = entry["raw"][w]
         for c in ("gwet", "bp", "fleiss", "conger"):
             key = report_name(c, w)
             t.check("irrCAC", f"{COEF_NAMES[c]} ({w}), easl evaluate", where, block[key], peer[c]["value"])
-            t.interval("irrCAC", f"{COEF_NAMES[c]} ({w}), easl evaluate", where, block["analytic"][key]["ci"],
-                       peer[c]["ci"])
+            t.interval(
+                "irrCAC", f"{COEF_NAMES[c]} ({w}), easl evaluate", where, block["analytic"][key]["ci"], peer[c]["ci"]
+            )
     for level, value in alpha.items():
         t.check("krippendorff", f"alpha ({level}), easl evaluate", where, block["krippendorff_alpha_" + level], value)
 
@@ -144,8 +167,13 @@ def _table(t: Tally, where: str, table: np.ndarray, peer: dict) -> None:
     """Two raters given as a contingency table (``table_inference``)."""
     for w, coefs in peer.items():
         ours = table_inference(table, weights=w)
-        for theirs_name, ours_name in (("cohen", "conger"), ("scott", "fleiss"), ("gwet", "gwet"), ("bp", "bp"),
-                                       ("krippendorff", "krippendorff")):
+        for theirs_name, ours_name in (
+            ("cohen", "conger"),
+            ("scott", "fleiss"),
+            ("gwet", "gwet"),
+            ("bp", "bp"),
+            ("krippendorff", "krippendorff"),
+        ):
             v, o = coefs[theirs_name], ours[ours_name]
             name = f"{theirs_name} ({w}), table input"
             t.check("irrCAC", name, where, o.value, v["value"])
@@ -167,17 +195,32 @@ def generated(t: Tally, exp: dict) -> None:
         sr = np.clip(np.round(s), cats[0], cats[-1])
         for wt, sk in entry["sklearn"].items():
             weights = None if wt == "identity" else wt
-            t.check("scikit-learn", f"cohen_kappa_score ({wt}, labels)", name,
-                    M.cohen_kappa(a, sr, weights=weights, labels=cats), sk["labels"])
-            t.check("scikit-learn", f"cohen_kappa_score ({wt}, sample_weight)", name,
-                    M.cohen_kappa(a, sr, weights=weights, labels=cats, sample_weight=w), sk["sample_weight"])
+            t.check(
+                "scikit-learn",
+                f"cohen_kappa_score ({wt}, labels)",
+                name,
+                M.cohen_kappa(a, sr, weights=weights, labels=cats),
+                sk["labels"],
+            )
+            t.check(
+                "scikit-learn",
+                f"cohen_kappa_score ({wt}, sample_weight)",
+                name,
+                M.cohen_kappa(a, sr, weights=weights, labels=cats, sample_weight=w),
+                sk["sample_weight"],
+            )
             st = entry["statsmodels"][wt]
             res = cohen_kappa_test(a, sr, weights=weights, labels=cats)
-            for ours, key in ((res.kappa, "kappa"), (res.se, "std_kappa"), (res.se0, "std_kappa0"),
-                              (res.p_value, "pvalue_two_sided")):
+            for ours, key in (
+                (res.kappa, "kappa"),
+                (res.se, "std_kappa"),
+                (res.se0, "std_kappa0"),
+                (res.p_value, "pvalue_two_sided"),
+            ):
                 t.check("statsmodels", f"cohens_kappa {key} ({wt})", name, ours, st[key])
-            t.interval("statsmodels", f"cohens_kappa ({wt})", name, (res.low, res.high),
-                       (st["kappa_low"], st["kappa_upp"]))
+            t.interval(
+                "statsmodels", f"cohens_kappa ({wt})", name, (res.low, res.high), (st["kappa_low"], st["kappa_upp"])
+            )
         _pipeline_pair(t, name, frame, humans, cats, entry)
         _long_form(t, name, frame, humans, entry)
 
@@ -185,30 +228,56 @@ def generated(t: Tally, exp: dict) -> None:
 def _pipeline_pair(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray, cats: list, entry: dict) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ev = M.evaluate(humans, {"system": frame["system"].to_numpy()}, scale=M.Scale(cats[0], cats[-1]),
-                        groups=frame["group"].to_numpy(), group_name="L1")
+        ev = M.evaluate(
+            humans,
+            {"system": frame["system"].to_numpy()},
+            scale=M.Scale(cats[0], cats[-1]),
+            groups=frame["group"].to_numpy(),
+            group_name="L1",
+        )
     d = ev.to_json()
     obs = d["systems"]["system"]["observed"]
     sp = entry["scipy"]
-    for key, peer_key in (("kendall_tau_b", "kendall_tau_b"), ("kendall_tau_c", "kendall_tau_c"),
-                          ("spearman", "spearman"), ("corr", "pearson")):
+    for key, peer_key in (
+        ("kendall_tau_b", "kendall_tau_b"),
+        ("kendall_tau_c", "kendall_tau_c"),
+        ("spearman", "spearman"),
+        ("corr", "pearson"),
+    ):
         t.check("SciPy", peer_key, name, obs[key], sp[peer_key])
     corr = d["systems"]["system"]["analytic"]["corr"]
     t.check("SciPy", "pearsonr p-value", name, corr["p_value"], sp["pearson_p"])
     t.interval("SciPy", "pearsonr confidence_interval", name, corr["ci"], sp["pearson_ci"])
     rsm = entry["rsmtool"]
     for ours_key, peer_key, block in (
-            ("N", "N", "observed"), ("h_mean", "h_mean", "observed"), ("h_sd", "h_sd", "observed"),
-            ("sys_mean", "sys_mean", "observed"), ("sys_sd", "sys_sd", "observed"), ("corr", "corr", "observed"),
-            ("qwk", "wtkappa", "observed"), ("smd", "SMD", "observed"), ("rmse", "RMSE", "observed"),
-            ("r2", "R2", "observed"), ("conger_kappa", "kappa", "observed_rounded"),
-            ("exact_agr", "exact_agr", "observed_rounded"), ("adj_agr", "adj_agr", "observed_rounded")):
+        ("N", "N", "observed"),
+        ("h_mean", "h_mean", "observed"),
+        ("h_sd", "h_sd", "observed"),
+        ("sys_mean", "sys_mean", "observed"),
+        ("sys_sd", "sys_sd", "observed"),
+        ("corr", "corr", "observed"),
+        ("qwk", "wtkappa", "observed"),
+        ("smd", "SMD", "observed"),
+        ("rmse", "RMSE", "observed"),
+        ("r2", "R2", "observed"),
+        ("conger_kappa", "kappa", "observed_rounded"),
+        ("exact_agr", "exact_agr", "observed_rounded"),
+        ("adj_agr", "adj_agr", "observed_rounded"),
+    ):
         t.check("RSMTool", f"{peer_key} ({block})", name, obs[ours_key], rsm[block][peer_key])
     if "human_human" in rsm:
         hh = d["human_human"]
-        for ours_key, peer_key in (("N", "N"), ("corr", "corr"), ("qwk", "wtkappa"), ("smd", "SMD"),
-                                   ("conger_kappa", "kappa"), ("exact_agr", "exact_agr"), ("adj_agr", "adj_agr"),
-                                   ("rmse", "RMSE"), ("r2", "R2")):
+        for ours_key, peer_key in (
+            ("N", "N"),
+            ("corr", "corr"),
+            ("qwk", "wtkappa"),
+            ("smd", "SMD"),
+            ("conger_kappa", "kappa"),
+            ("exact_agr", "exact_agr"),
+            ("adj_agr", "adj_agr"),
+            ("rmse", "RMSE"),
+            ("r2", "R2"),
+        ):
             t.check("RSMTool", f"{peer_key} (human-human)", name, hh[ours_key], rsm["human_human"][peer_key])
     ts = d["systems"]["system"]["true_score"]
     for key, value in rsm["true_score"].items():
@@ -219,9 +288,15 @@ def _pipeline_pair(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray,
     g = frame["group"].to_numpy()[ref] == "b"
     sd_h, sd_m = h1.std(ddof=1), sys.std(ddof=1)
     for method in ("johnson", "williamson"):
-        t.check("RSMTool", f"SMD ({method}, group b)", name,
-                M.standardized_mean_difference(h1[g], sys[g], method=method, population_y_true_sd=sd_h,
-                                               population_y_pred_sd=sd_m), rsm[f"smd_{method}_b"])
+        t.check(
+            "RSMTool",
+            f"SMD ({method}, group b)",
+            name,
+            M.standardized_mean_difference(
+                h1[g], sys[g], method=method, population_y_true_sd=sd_h, population_y_pred_sd=sd_m
+            ),
+            rsm[f"smd_{method}_b"],
+        )
     trimmed = M.trim_scores(sys[:20], trim_min=cats[0], trim_max=cats[-1])
     for k, (o, p) in enumerate(zip(trimmed, rsm["trim"])):
         t.check("RSMTool", "trim", f"{name}[{k}]", o, p)
@@ -236,17 +311,27 @@ def _pipeline_pair(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray,
         for coef, peer in per.items():
             where = f"{name}, base group b"
             t.check("RSMTool", f"fairness {key} estimate", where, based[key]["estimates"][coef], peer["estimate"])
-            t.check("RSMTool", f"fairness {key} estimate p-value", where, based[key]["estimates_p_value"][coef],
-                    peer["p_value"])
+            t.check(
+                "RSMTool",
+                f"fairness {key} estimate p-value",
+                where,
+                based[key]["estimates_p_value"][coef],
+                peer["p_value"],
+            )
             t.interval("RSMTool", f"fairness {key} estimate", where, based[key]["estimates_ci"][coef], peer["ci"])
 
 
 def _long_form(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray, entry: dict) -> None:
     """Conger's kappa from the long form, in file order and shuffled (issue 12, cause 2)."""
-    rows = [{"item": f"u{i}", "rater": f"r{j + 1}", "score": humans[i, j]}
-            for i in range(humans.shape[0]) for j in range(humans.shape[1]) if np.isfinite(humans[i, j])]
-    rows += [{"item": f"u{i}", "rater": "system", "score": float(frame["system"].iloc[i])}
-             for i in range(humans.shape[0])]
+    rows = [
+        {"item": f"u{i}", "rater": f"r{j + 1}", "score": humans[i, j]}
+        for i in range(humans.shape[0])
+        for j in range(humans.shape[1])
+        if np.isfinite(humans[i, j])
+    ]
+    rows += [
+        {"item": f"u{i}", "rater": "system", "score": float(frame["system"].iloc[i])} for i in range(humans.shape[0])
+    ]
     long = pd.DataFrame(rows)
     for order, table in (("file order", long), ("shuffled", long.sample(frac=1.0, random_state=1))):
         path = HERE / f".long-{name}.csv"
@@ -259,8 +344,13 @@ def _long_form(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray, ent
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             value = M.conger_kappa(data.human, cats)
-        t.check("irrCAC", f"Conger kappa (identity), long form {order}", name, value,
-                entry["irrcac"]["identity"]["conger"]["value"])
+        t.check(
+            "irrCAC",
+            f"Conger kappa (identity), long form {order}",
+            name,
+            value,
+            entry["irrcac"]["identity"]["conger"]["value"],
+        )
 
 
 def run() -> Tally:
@@ -281,8 +371,10 @@ def table(t: Tally) -> str:
         lines.append(f"| {peer} | {len(recs)} | {len(recs) - len(diff)} | {len(doc)} | {len(diff) - len(doc)} |")
     recs = t.records
     diff = [r for r in recs if not r.equal]
-    lines.append(f"| all | {len(recs)} | {len(recs) - len(diff)} | {len([r for r in diff if r.documented])} | "
-                 f"{len([r for r in diff if not r.documented])} |")
+    lines.append(
+        f"| all | {len(recs)} | {len(recs) - len(diff)} | {len([r for r in diff if r.documented])} | "
+        f"{len([r for r in diff if not r.documented])} |"
+    )
     return "\n".join(lines)
 
 
@@ -291,5 +383,7 @@ if __name__ == "__main__":
     print(table(tally))
     for r in tally.records:
         if not r.equal:
-            print(("documented: " if r.documented else "UNDOCUMENTED: ") + f"{r.peer} {r.metric} {r.where}: "
-                  f"ours {r.ours!r}, theirs {r.theirs!r}")
+            print(
+                ("documented: " if r.documented else "UNDOCUMENTED: ") + f"{r.peer} {r.metric} {r.where}: "
+                f"ours {r.ours!r}, theirs {r.theirs!r}"
+            )

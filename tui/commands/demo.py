@@ -1,4 +1,5 @@
 """``easl demo``: the whole collection loop on a small shipped dataset with simulated annotators."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,26 +12,31 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-NOISE_SD = 0.15     # annotator noise on the unit scale
+NOISE_SD = 0.15  # annotator noise on the unit scale
 N_ANNOTATORS = 8
 
 
 def register(subparsers) -> None:
     """Add the ``demo`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
-        "demo", help="run the EASL loop on a shipped dataset with simulated annotators",
+        "demo",
+        help="run the EASL loop on a shipped dataset with simulated annotators",
         description="Create a project from the shipped demo dataset (109 everyday things and their typical mass; "
-                    "the oracle is log10 of the mass), then repeat: take the next HITs, let simulated annotators "
-                    "score them (latent value + Gaussian noise, clipped to 0-100), ingest. Prints per iteration the "
-                    "number of annotations, the mean posterior variance (unit scale) and the Spearman correlation "
-                    "of the estimates with the oracle, and writes an export.")
+        "the oracle is log10 of the mass), then repeat: take the next HITs, let simulated annotators "
+        "score them (latent value + Gaussian noise, clipped to 0-100), ingest. Prints per iteration the "
+        "number of annotations, the mean posterior variance (unit scale) and the Spearman correlation "
+        "of the estimates with the oracle, and writes an export.",
+    )
     p.add_argument("--output", metavar="FILE", help="write the final estimates here (.csv, .jsonl, .parquet)")
-    p.add_argument("--project", metavar="PATH",
-                   help="keep the project file at PATH (must not exist); default: a temporary file")
-    p.add_argument("--iterations", type=int, default=10, metavar="N",
-                   help="iterations after the covering one (default: 10)")
-    p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="seed of selection and simulated annotators (default: 0)")
+    p.add_argument(
+        "--project", metavar="PATH", help="keep the project file at PATH (must not exist); default: a temporary file"
+    )
+    p.add_argument(
+        "--iterations", type=int, default=10, metavar="N", help="iterations after the covering one (default: 10)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="seed of selection and simulated annotators (default: 0)"
+    )
     p.set_defaults(func=run)
 
 
@@ -44,8 +50,9 @@ def demo_items() -> pd.DataFrame:
         return read_items(path)
 
 
-def simulate_scores(hits: list[dict], latent: dict[str, float], rng: np.random.Generator, iteration: int,
-                    score_max: float) -> pd.DataFrame:
+def simulate_scores(
+    hits: list[dict], latent: dict[str, float], rng: np.random.Generator, iteration: int, score_max: float
+) -> pd.DataFrame:
     """Scores of simulated annotators: each HIT is answered by one annotator drawn at random; each score is
     ``round(clip(latent + N(0, NOISE_SD^2), 0, 1) * score_max)``."""
     import numpy as np
@@ -59,9 +66,15 @@ def simulate_scores(hits: list[dict], latent: dict[str, float], rng: np.random.G
     sizes = np.asarray([len(h["items"]) for h in hits])
     truth = np.asarray([latent[i] for i in item_ids], dtype=np.float64)
     noisy = np.clip(truth + rng.normal(0.0, NOISE_SD, size=truth.size), 0.0, 1.0)
-    return pd.DataFrame({"hit_id": hit_ids, "item_id": item_ids, "score": np.round(noisy * score_max),
-                         "annotator": [f"sim{a}" for a in np.repeat(who, sizes)],
-                         "location": [f"demo iteration {iteration}:{k + 1}" for k in range(len(rows))]})
+    return pd.DataFrame(
+        {
+            "hit_id": hit_ids,
+            "item_id": item_ids,
+            "score": np.round(noisy * score_max),
+            "annotator": [f"sim{a}" for a in np.repeat(who, sizes)],
+            "location": [f"demo iteration {iteration}:{k + 1}" for k in range(len(rows))],
+        }
+    )
 
 
 def run(args: argparse.Namespace) -> int:

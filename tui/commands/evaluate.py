@@ -1,4 +1,5 @@
 """``easl evaluate``: every agreement, association, accuracy, true-score and fairness metric, with uncertainty."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,46 +28,94 @@ examples:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("evaluate", help="metrics of system scores against human ratings (RSMTool-compatible)",
-                              description=DESCRIPTION, epilog=EPILOG,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", metavar="FILE", nargs="?",
-                   help="CSV, TSV, JSONL or Parquet file (by extension); not with --project")
-    p.add_argument("--project", metavar="PROJECT",
-                   help="evaluate against the ratings of this easl project (every annotator a rater); --system then "
-                        "names a file of system scores per item (id column: --id, default item_id) and optionally "
-                        "its score columns")
-    p.add_argument("--human", nargs="+", metavar="COL",
-                   help="human score columns, the first is the reference (wide form; required there). With --long: "
-                        "the rater ids to treat as human (default: every rater that is not a system)")
-    p.add_argument("--system", nargs="+", metavar="COL", required=True,
-                   help="system score columns (with --long: rater ids or per-item columns)")
+    p = subparsers.add_parser(
+        "evaluate",
+        help="metrics of system scores against human ratings (RSMTool-compatible)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "file", metavar="FILE", nargs="?", help="CSV, TSV, JSONL or Parquet file (by extension); not with --project"
+    )
+    p.add_argument(
+        "--project",
+        metavar="PROJECT",
+        help="evaluate against the ratings of this easl project (every annotator a rater); --system then "
+        "names a file of system scores per item (id column: --id, default item_id) and optionally "
+        "its score columns",
+    )
+    p.add_argument(
+        "--human",
+        nargs="+",
+        metavar="COL",
+        help="human score columns, the first is the reference (wide form; required there). With --long: "
+        "the rater ids to treat as human (default: every rater that is not a system)",
+    )
+    p.add_argument(
+        "--system",
+        nargs="+",
+        metavar="COL",
+        required=True,
+        help="system score columns (with --long: rater ids or per-item columns)",
+    )
     p.add_argument("--id", dest="id_col", metavar="COL", help="response id column (checked for duplicates)")
     p.add_argument("--group", dest="group_col", metavar="COL", help="subgroup column: DSM by subgroup and fairness")
-    p.add_argument("--scale", nargs=2, type=float, metavar=("MIN", "MAX"),
-                   help="score scale; integer bounds give the categories MIN..MAX (default: the human scores' range, "
-                        "with a note)")
-    p.add_argument("--exclude-zeros", action="store_true",
-                   help="drop responses whose first human score is 0 and treat other 0 human scores as missing "
-                        "(RSMTool's default)")
-    p.add_argument("--rater-error-variance", type=float, metavar="V",
-                   help="rater error variance estimated on another sample, for the true-score metrics")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
-                   help="bootstrap resamples of responses for percentile intervals (default 0: none)")
+    p.add_argument(
+        "--scale",
+        nargs=2,
+        type=float,
+        metavar=("MIN", "MAX"),
+        help="score scale; integer bounds give the categories MIN..MAX (default: the human scores' range, with a note)",
+    )
+    p.add_argument(
+        "--exclude-zeros",
+        action="store_true",
+        help="drop responses whose first human score is 0 and treat other 0 human scores as missing "
+        "(RSMTool's default)",
+    )
+    p.add_argument(
+        "--rater-error-variance",
+        type=float,
+        metavar="V",
+        help="rater error variance estimated on another sample, for the true-score metrics",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="bootstrap resamples of responses for percentile intervals (default 0: none)",
+    )
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default 0)")
     p.add_argument("--json", action="store_true", help="write one JSON object to stdout instead of tables")
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
-    p.add_argument("--weights", nargs="+", metavar="W", default=(),
-                   choices=("ordinal", "radical", "ratio", "circular", "bipolar"),
-                   help="more weightings of the all-raters coefficients beside identity, linear and quadratic "
-                        "(irrCAC's ordinal, radical, ratio, circular, bipolar)")
-    p.add_argument("--base-group", metavar="G",
-                   help="reference group of the fairness models' coefficients (default: the largest group)")
-    p.add_argument("--population-size", type=float, metavar="N",
-                   help="number of responses in the population: finite-population correction of the analytic "
-                        "standard errors of the agreement coefficients (default: infinite)")
-    p.add_argument("--long", metavar="ITEM,RATER,SCORE",
-                   help="FILE is in long form (one rating per row), e.g. from `easl export --ratings`")
+    p.add_argument(
+        "--weights",
+        nargs="+",
+        metavar="W",
+        default=(),
+        choices=("ordinal", "radical", "ratio", "circular", "bipolar"),
+        help="more weightings of the all-raters coefficients beside identity, linear and quadratic "
+        "(irrCAC's ordinal, radical, ratio, circular, bipolar)",
+    )
+    p.add_argument(
+        "--base-group",
+        metavar="G",
+        help="reference group of the fairness models' coefficients (default: the largest group)",
+    )
+    p.add_argument(
+        "--population-size",
+        type=float,
+        metavar="N",
+        help="number of responses in the population: finite-population correction of the analytic "
+        "standard errors of the agreement coefficients (default: infinite)",
+    )
+    p.add_argument(
+        "--long",
+        metavar="ITEM,RATER,SCORE",
+        help="FILE is in long form (one rating per row), e.g. from `easl export --ratings`",
+    )
     p.set_defaults(func=run)
 
 
@@ -80,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
-    if args.rater_error_variance is not None and not (np.isfinite(args.rater_error_variance)
-                                                      and args.rater_error_variance >= 0):
+    if args.rater_error_variance is not None and not (
+        np.isfinite(args.rater_error_variance) and args.rater_error_variance >= 0
+    ):
         raise UserError(f"--rater-error-variance must be a finite number >= 0, got {args.rater_error_variance}.")
     scale = None
     if args.scale:
@@ -118,11 +168,23 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--base-group {args.base_group!r}: not a group of the --group column.")
     progress_cb, finish = _progress(args.bootstrap, quiet=False)
     try:
-        ev = evaluate(data.human, data.system, human_names=data.human_names, scale=scale, groups=data.groups,
-                      group_name=args.group_col or "group", exclude_zeros=args.exclude_zeros,
-                      rater_error_variance=args.rater_error_variance, n_bootstrap=args.bootstrap, seed=args.seed,
-                      population_size=args.population_size, base_group=args.base_group,
-                      weights=tuple(args.weights), progress=progress_cb, extra_notes=data.notes)
+        ev = evaluate(
+            data.human,
+            data.system,
+            human_names=data.human_names,
+            scale=scale,
+            groups=data.groups,
+            group_name=args.group_col or "group",
+            exclude_zeros=args.exclude_zeros,
+            rater_error_variance=args.rater_error_variance,
+            n_bootstrap=args.bootstrap,
+            seed=args.seed,
+            population_size=args.population_size,
+            base_group=args.base_group,
+            weights=tuple(args.weights),
+            progress=progress_cb,
+            extra_notes=data.notes,
+        )
     except ValueError as exc:
         raise UserError(f"{source}: {exc}.") from None
     finally:
@@ -152,8 +214,9 @@ def _load_project(args):
     scale = None
     if hyper is not None and hasattr(hyper, "score_min"):
         scale = Scale(float(hyper.score_min), float(hyper.score_max))
-    data = load_campaign(ratings, items, system_file, system=columns or None, id_col=args.id_col or "item_id",
-                         group_col=args.group_col)
+    data = load_campaign(
+        ratings, items, system_file, system=columns or None, id_col=args.id_col or "item_id", group_col=args.group_col
+    )
     return data, scale
 
 
@@ -167,13 +230,20 @@ def _progress(total: int, quiet: bool):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    prog = Progress(TextColumn("bootstrap"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(stderr=True), transient=True)
+    prog = Progress(
+        TextColumn("bootstrap"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
     task = prog.add_task("bootstrap", total=total)
     prog.start()
 
     def update(done, _total):
         prog.update(task, completed=done)
+
     return update, prog.stop
 
 
@@ -203,8 +273,10 @@ def _print_tables(ev, args) -> None:
     from core.metrics.registry import COUNT_KEYS, OBSERVED, TRUE_SCORE_KEYS
 
     con = Console()
-    con.print(f"[bold]{args.project or args.file}[/]: {ev.n_responses} responses evaluated, {ev.n_dropped} dropped; scale "
-              f"[{ev.scale.min:g}, {ev.scale.max:g}]; human columns {', '.join(ev.human_columns)}")
+    con.print(
+        f"[bold]{args.project or args.file}[/]: {ev.n_responses} responses evaluated, {ev.n_dropped} dropped; scale "
+        f"[{ev.scale.min:g}, {ev.scale.max:g}]; human columns {', '.join(ev.human_columns)}"
+    )
     for k, v in ev.dropped.items():
         con.print(f"  dropped {v}: {k}")
     t = Table(title="Observed scores (system vs first human; human-human on double-scored responses)")
@@ -229,16 +301,23 @@ def _print_tables(ev, args) -> None:
     con.print(t)
     allr = ev.human_human.all_raters
     if allr is not None:
-        a = Table(title=f"Agreement among all {len(ev.human_columns)} human raters ({_count(allr.value('N'))} "
-                        f"responses, {_count(allr.value('N_pairable'))} with two or more ratings)")
+        a = Table(
+            title=f"Agreement among all {len(ev.human_columns)} human raters ({_count(allr.value('N'))} "
+            f"responses, {_count(allr.value('N_pairable'))} with two or more ratings)"
+        )
         for c in ("coefficient", "value", "se", "interval (t, capped at 1)", "p"):
             a.add_column(c, justify="left" if c == "coefficient" else "right")
         for key, fig in allr.figures.items():
             if key in COUNT_KEYS:
                 continue
             an = fig.analytic
-            a.add_row(key, _fmt(fig.value), "" if an is None else _fmt(an.se),
-                      "" if an is None else f"[{_fmt(an.low)}, {_fmt(an.high)}]", "" if an is None else _fmt(an.p_value))
+            a.add_row(
+                key,
+                _fmt(fig.value),
+                "" if an is None else _fmt(an.se),
+                "" if an is None else f"[{_fmt(an.low)}, {_fmt(an.high)}]",
+                "" if an is None else _fmt(an.p_value),
+            )
         con.print(a)
     ts = Table(title="True scores (PRMSE)")
     ts.add_column("figure")
@@ -262,8 +341,9 @@ def _print_tables(ev, args) -> None:
             g.add_column(c, justify="left" if c in ("group", "system") else "right")
         for label, per_sys in groups.items():
             for s, block in per_sys.items():
-                g.add_row(label, s, _count(block.value("N")), *[_fmt(block.value(k)) for k in ("corr", "qwk", "smd",
-                                                                                             "dsm")])
+                g.add_row(
+                    label, s, _count(block.value("N")), *[_fmt(block.value(k)) for k in ("corr", "qwk", "smd", "dsm")]
+                )
         con.print(g)
     for gname, per_sys in ev.fairness.items():
         f = Table(title=f"Fairness by {gname} (base group: largest)")
@@ -285,8 +365,14 @@ def _print_tables(ev, args) -> None:
                     by_reason.setdefault(fig.ci_reason, []).append(k.upper())
             for why, keys in by_reason.items():
                 con.print(f"[yellow]note:[/] {s}: fairness {'/'.join(keys)} interval n/a: {why}")
-    reasons = sorted({fig.reason for s in systems for fig in ev.systems[s].observed.figures.values()
-                      if fig.reason and not fig.is_defined})
+    reasons = sorted(
+        {
+            fig.reason
+            for s in systems
+            for fig in ev.systems[s].observed.figures.values()
+            if fig.reason and not fig.is_defined
+        }
+    )
     for note in [*ev.notes, *(f"n/a: {r}" for r in reasons)]:
         con.print(f"[yellow]note:[/] {note}")
     if args.output:

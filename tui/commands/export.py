@@ -1,4 +1,5 @@
 """``easl export``: estimates per item and, optionally, the raw ratings in long form."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,20 +8,25 @@ import argparse
 def register(subparsers) -> None:
     """Add the ``export`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
-        "export", help="write estimates (and raw ratings) as CSV, JSONL or Parquet",
+        "export",
+        help="write estimates (and raw ratings) as CSV, JSONL or Parquet",
         description="Write one row per item: item_id, estimate, mean, variance, ci_low, ci_high, n_annotations, "
-                    "then the item's text and extra columns. Values are on the project's score range; the variance "
-                    "is scaled by (max - min)^2. --ratings writes the live ratings in long form: item_id, "
-                    "annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
-                    "extension (.csv, .jsonl, .parquet). Aware projects add rank_low, rank_high (the 95% interval "
-                    "of the item's rank, 1 = highest) after n_annotations; --annotators writes their annotator "
-                    "table.")
+        "then the item's text and extra columns. Values are on the project's score range; the variance "
+        "is scaled by (max - min)^2. --ratings writes the live ratings in long form: item_id, "
+        "annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
+        "extension (.csv, .jsonl, .parquet). Aware projects add rank_low, rank_high (the 95% interval "
+        "of the item's rank, 1 = highest) after n_annotations; --annotators writes their annotator "
+        "table.",
+    )
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--output", required=True, metavar="FILE", help="estimates file (.csv, .jsonl or .parquet)")
     p.add_argument("--ratings", metavar="FILE", help="also write the raw ratings in long form to FILE")
-    p.add_argument("--annotators", metavar="FILE",
-                   help="aware projects: also write the annotator table (annotator, n_scores, offset, slope, noise, "
-                        "weight, agreement, spread, flag, reason) to FILE")
+    p.add_argument(
+        "--annotators",
+        metavar="FILE",
+        help="aware projects: also write the annotator table (annotator, n_scores, offset, slope, noise, "
+        "weight, agreement, spread, flag, reason) to FILE",
+    )
     p.set_defaults(func=run)
 
 
@@ -37,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
         write_format(args.ratings)
     if getattr(args, "annotators", None):
         write_format(args.annotators)
-    check_outputs([args.output, args.ratings, getattr(args, "annotators", None)],
-                  protect=[args.project])  # before any work: never the project
+    check_outputs(
+        [args.output, args.ratings, getattr(args, "annotators", None)], protect=[args.project]
+    )  # before any work: never the project
     err = Console(stderr=True)
     with Project.open(args.project, readonly=True) as project:
         with err.status("computing estimates"):
@@ -53,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
             if project.hyper.method != "aware":
                 from core.errors import UserError
 
-                raise UserError(f"{args.project}: --annotators needs an aware project (easl init --method aware); "
-                                f"this one uses {project.hyper.method}.")
+                raise UserError(
+                    f"{args.project}: --annotators needs an aware project (easl init --method aware); "
+                    f"this one uses {project.hyper.method}."
+                )
             table = project.annotator_table()
             outputs.append((table, args.annotators))
             msg += f" and {len(table)} annotators to {args.annotators}"

@@ -1,4 +1,5 @@
 """``easl ingest``: validate and add annotations (CSV, TSV, JSONL or Parquet) to a project."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,20 +11,27 @@ from core.errors import UserError
 def register(subparsers) -> None:
     """Add the ``ingest`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
-        "ingest", help="add annotations (item_id, score, optional hit_id, annotator, annotation_id)",
+        "ingest",
+        help="add annotations (item_id, score, optional hit_id, annotator, annotation_id)",
         description="Validate annotations and add them to the project in one transaction. Columns: item_id, score "
-                    "(on the project's score range), optional hit_id, annotator, annotation_id, created_at. The "
-                    "idempotency key is (annotation_id, item_id) when annotation_id is given, else (hit_id, "
-                    "item_id, annotator): the same key with the same score changes nothing, with a new score it "
-                    "supersedes the old one. If any row is invalid the whole file is refused and every bad row is "
-                    "listed, unless --skip-invalid.")
+        "(on the project's score range), optional hit_id, annotator, annotation_id, created_at. The "
+        "idempotency key is (annotation_id, item_id) when annotation_id is given, else (hit_id, "
+        "item_id, annotator): the same key with the same score changes nothing, with a new score it "
+        "supersedes the old one. If any row is invalid the whole file is refused and every bad row is "
+        "listed, unless --skip-invalid.",
+    )
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("file", metavar="FILE", help="annotations file (.csv, .tsv, .jsonl or .parquet)")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="ingest the valid rows and write the invalid ones, with reasons, to the rejects file")
-    p.add_argument("--rejects", metavar="FILE",
-                   help="where --skip-invalid writes rejected rows (.csv, .jsonl or .parquet; "
-                        "default: PROJECT.rejects.csv)")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="ingest the valid rows and write the invalid ones, with reasons, to the rejects file",
+    )
+    p.add_argument(
+        "--rejects",
+        metavar="FILE",
+        help="where --skip-invalid writes rejected rows (.csv, .jsonl or .parquet; default: PROJECT.rejects.csv)",
+    )
     p.set_defaults(func=run)
 
 
@@ -36,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except InvalidRows as exc:
         head, sep, rest = str(exc).partition(":\n")
-        raise UserError(f"{head} (use --skip-invalid to ingest the valid rows and write the rejects to a "
-                        f"file){sep}{rest}") from None
+        raise UserError(
+            f"{head} (use --skip-invalid to ingest the valid rows and write the rejects to a file){sep}{rest}"
+        ) from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -68,8 +77,9 @@ def _run(args: argparse.Namespace) -> int:
             # chunks keep memory flat; methods that compare whole HITs validate the file as one batch
             chunks = [read_table(args.file)] if project.model.needs_whole_hit else iter_table(args.file)
             with err.status(f"validating and ingesting {args.file}"):
-                report = project.ingest_chunks(chunks, source=args.file, skip_invalid=args.skip_invalid,
-                                               before_commit=write_rejects)
+                report = project.ingest_chunks(
+                    chunks, source=args.file, skip_invalid=args.skip_invalid, before_commit=write_rejects
+                )
             if tmp is not None:
                 os.replace(tmp, target)
                 tmp = None
@@ -79,8 +89,10 @@ def _run(args: argparse.Namespace) -> int:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    msg = (f"ingested {args.file}: {report.n_rows} rows: {report.new} new, {report.duplicate} duplicate, "
-           f"{report.superseded} superseded, {report.rejected} rejected")
+    msg = (
+        f"ingested {args.file}: {report.n_rows} rows: {report.new} new, {report.duplicate} duplicate, "
+        f"{report.superseded} superseded, {report.rejected} rejected"
+    )
     if report.rejected:
         msg += f" (written with reasons to {target})"
     print(msg)

@@ -1,4 +1,5 @@
 """``easl init``: create a project file from an items file."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,42 +17,76 @@ PARTNER_POOLS = ("paper", "all")
 def register(subparsers) -> None:
     """Add the ``init`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
-        "init", help="create a project file from an items file",
+        "init",
+        help="create a project file from an items file",
         description="Create a project file (one SQLite file) from an items file (CSV, TSV, JSONL or Parquet) and "
-                    "start iteration 0, which covers every item once. Refuses to overwrite an existing file; on any "
-                    "error nothing is created.")
+        "start iteration 0, which covers every item once. Refuses to overwrite an existing file; on any "
+        "error nothing is created.",
+    )
     p.add_argument("project", metavar="PROJECT", help="the project file to create (e.g. work.easl)")
     p.add_argument("--items", required=True, metavar="FILE", help="items file: one row per item with an id and a text")
     p.add_argument("--id-column", default="id", help="column holding the unique item id (default: id)")
     p.add_argument("--text-column", default="text", help="column holding the text shown to annotators (default: text)")
-    p.add_argument("--method", choices=METHODS, default="easl",
-                   help="posterior model: EASL, bounded ranking aggregation, TrueSkill, direct assessment, or "
-                        "aware (annotator-aware: each annotator's offset, scale and reliability; rank intervals, "
-                        "a stopping rule and annotator diagnostics) (default: easl)")
-    p.add_argument("--uniform-passes", type=int, default=None, metavar="N",
-                   help="aware only: scores every item gets, least annotated first as in direct assessment, before "
-                        "the allocation adapts (default: 3)")
-    p.add_argument("--stop-at", type=float, default=None, metavar="RHO",
-                   help="aware only: stop issuing HITs when the expected Spearman correlation of the estimates with "
-                        "the truth (minus a safety margin, with at least 3 scores per item) reaches RHO, e.g. 0.9")
+    p.add_argument(
+        "--method",
+        choices=METHODS,
+        default="easl",
+        help="posterior model: EASL, bounded ranking aggregation, TrueSkill, direct assessment, or "
+        "aware (annotator-aware: each annotator's offset, scale and reliability; rank intervals, "
+        "a stopping rule and annotator diagnostics) (default: easl)",
+    )
+    p.add_argument(
+        "--uniform-passes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="aware only: scores every item gets, least annotated first as in direct assessment, before "
+        "the allocation adapts (default: 3)",
+    )
+    p.add_argument(
+        "--stop-at",
+        type=float,
+        default=None,
+        metavar="RHO",
+        help="aware only: stop issuing HITs when the expected Spearman correlation of the estimates with "
+        "the truth (minus a safety margin, with at least 3 scores per item) reaches RHO, e.g. 0.9",
+    )
     p.add_argument("--hit-size", type=int, default=5, help="items per HIT, n (default: 5)")
-    p.add_argument("--gamma", type=float, default=0.1,
-                   help="skill chain of the match quality, eq 11 and 23 (default: 0.1)")
-    p.add_argument("--epsilon", type=float, default=0.1,
-                   help="tie margin (RA) / draw margin (TrueSkill) (default: 0.1)")
-    p.add_argument("--score-range", type=float, nargs=2, default=(0.0, 100.0), metavar=("MIN", "MAX"),
-                   help="range of the scores annotators give (default: 0 100, as Label Studio sliders)")
-    p.add_argument("--partner-pool", choices=PARTNER_POOLS, default="paper",
-                   help="draw HIT partners from the non-anchors (paper) or from every item but the anchor (all) "
-                        "(default: paper)")
-    p.add_argument("--hits-per-iteration", type=int, default=None, metavar="K",
-                   help="HITs per iteration after the first (default: number of items // hit size)")
-    p.add_argument("--question", help="what annotators are asked, shown above every HIT (e.g. 'How fluent is "
-                                      "each text?')")
+    p.add_argument(
+        "--gamma", type=float, default=0.1, help="skill chain of the match quality, eq 11 and 23 (default: 0.1)"
+    )
+    p.add_argument(
+        "--epsilon", type=float, default=0.1, help="tie margin (RA) / draw margin (TrueSkill) (default: 0.1)"
+    )
+    p.add_argument(
+        "--score-range",
+        type=float,
+        nargs=2,
+        default=(0.0, 100.0),
+        metavar=("MIN", "MAX"),
+        help="range of the scores annotators give (default: 0 100, as Label Studio sliders)",
+    )
+    p.add_argument(
+        "--partner-pool",
+        choices=PARTNER_POOLS,
+        default="paper",
+        help="draw HIT partners from the non-anchors (paper) or from every item but the anchor (all) (default: paper)",
+    )
+    p.add_argument(
+        "--hits-per-iteration",
+        type=int,
+        default=None,
+        metavar="K",
+        help="HITs per iteration after the first (default: number of items // hit size)",
+    )
+    p.add_argument(
+        "--question", help="what annotators are asked, shown above every HIT (e.g. 'How fluent is each text?')"
+    )
     p.add_argument("--low-label", help="what the lowest score means, shown at the low end of every slider")
     p.add_argument("--high-label", help="what the highest score means, shown at the high end of every slider")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the random generator; same seed, same HITs (default: 0)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the random generator; same seed, same HITs (default: 0)"
+    )
     p.set_defaults(func=run)
 
 
@@ -67,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
         flag = "--id-column" if exc.field == args.id_column else "--text-column"
         raise UserError(f"{str(exc).rstrip('.')}; name the right one with {flag}.") from None
     except HyperParameterError as exc:
-        hint = {"hit_size": "give more items or a smaller --hit-size",
-                "hits_per_iteration": "lower --hits-per-iteration"}.get(exc.field)
+        hint = {
+            "hit_size": "give more items or a smaller --hit-size",
+            "hits_per_iteration": "lower --hits-per-iteration",
+        }.get(exc.field)
         if hint is None:
             raise
         raise UserError(f"{exc}; {hint}.") from None
@@ -79,8 +116,10 @@ def _run(args: argparse.Namespace) -> int:
     from core.store import Project, read_items
 
     if os.path.lexists(args.project):
-        raise UserError(f"{args.project}: already exists; easl init never overwrites a project (choose another "
-                        f"name or delete the file first).")
+        raise UserError(
+            f"{args.project}: already exists; easl init never overwrites a project (choose another "
+            f"name or delete the file first)."
+        )
     items = read_items(args.items, id_column=args.id_column, text_column=args.text_column)
     aware = {}
     for flag, name in (("--uniform-passes", "uniform_passes"), ("--stop-at", "stop_at")):
@@ -94,19 +133,33 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError(f"--stop-at {aware['stop_at']:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
     if aware.get("uniform_passes", 0) < 0:
         raise UserError(f"--uniform-passes {aware['uniform_passes']}: give a whole number >= 0.")
-    hyper = Hyper(method=args.method, hit_size=args.hit_size, gamma=args.gamma, epsilon=args.epsilon,
-                  score_min=args.score_range[0], score_max=args.score_range[1], partner_pool=args.partner_pool,
-                  hits_per_iteration=args.hits_per_iteration, seed=args.seed, **aware)
+    hyper = Hyper(
+        method=args.method,
+        hit_size=args.hit_size,
+        gamma=args.gamma,
+        epsilon=args.epsilon,
+        score_min=args.score_range[0],
+        score_max=args.score_range[1],
+        partner_pool=args.partner_pool,
+        hits_per_iteration=args.hits_per_iteration,
+        seed=args.seed,
+        **aware,
+    )
     with Project.create(args.project, items, hyper) as project:
         project.set_wording(question=args.question, low_label=args.low_label, high_label=args.high_label)
         if not (args.question or "").strip():
-            print("warning: no --question: annotators will see no question, only the score range "
-                  "(set one later with: easl ls setup ... --question TEXT)", file=sys.stderr)
+            print(
+                "warning: no --question: annotators will see no question, only the score range "
+                "(set one later with: easl ls setup ... --question TEXT)",
+                file=sys.stderr,
+            )
         n_hits = project.status().n_hits_open
-        print(f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
-              f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}{_aware_note(hyper)}; iteration 0 has {n_hits} HITs "
-              f"\nnext: easl ls setup {args.project} --url URL --backend-url URL (Label Studio), "
-              f"easl tui {args.project} (terminal), or easl next {args.project} --output hits.jsonl (files)")
+        print(
+            f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
+            f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}{_aware_note(hyper)}; iteration 0 has {n_hits} HITs "
+            f"\nnext: easl ls setup {args.project} --url URL --backend-url URL (Label Studio), "
+            f"easl tui {args.project} (terminal), or easl next {args.project} --output hits.jsonl (files)"
+        )
     return 0
 
 

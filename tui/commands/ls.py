@@ -1,5 +1,6 @@
 """``easl ls setup``: link a project file to Label Studio (create or attach a project, import the first HITs,
 connect the backend). The API key comes from ``LABEL_STUDIO_API_KEY`` (never from the command line)."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,41 +27,58 @@ def basic_auth_from_env() -> tuple[str, str] | None:
 
 def register(subparsers) -> None:
     """Add the sub-command's parser."""
-    p = subparsers.add_parser("ls", help="Label Studio: set up a project for the EASL loop",
-                              description="Label Studio integration. Keys come from the environment: "
-                                          "LABEL_STUDIO_API_KEY (personal access token or legacy token), "
-                                          "EASL_WEBHOOK_SECRET and EASL_BASIC_AUTH (user:password) when the "
-                                          "backend uses them.")
+    p = subparsers.add_parser(
+        "ls",
+        help="Label Studio: set up a project for the EASL loop",
+        description="Label Studio integration. Keys come from the environment: "
+        "LABEL_STUDIO_API_KEY (personal access token or legacy token), "
+        "EASL_WEBHOOK_SECRET and EASL_BASIC_AUTH (user:password) when the "
+        "backend uses them.",
+    )
     sub = p.add_subparsers(dest="ls_command", metavar="SUBCOMMAND", required=True)
-    s = sub.add_parser("setup", help="create or attach a Label Studio project, import the first HITs, connect "
-                                     "the backend",
-                       description="Create (or attach to) a Label Studio project with the label config of the "
-                                   "project's method (one 0-100 slider per item for EASL), predictions hidden "
-                                   "from annotators; import the open HITs as tasks (item order shuffled, the "
-                                   "permutation kept in the task data); with --backend-url, connect `easl serve` "
-                                   "as ML backend (or as a project webhook). Safe to run again.")
+    s = sub.add_parser(
+        "setup",
+        help="create or attach a Label Studio project, import the first HITs, connect the backend",
+        description="Create (or attach to) a Label Studio project with the label config of the "
+        "project's method (one 0-100 slider per item for EASL), predictions hidden "
+        "from annotators; import the open HITs as tasks (item order shuffled, the "
+        "permutation kept in the task data); with --backend-url, connect `easl serve` "
+        "as ML backend (or as a project webhook). Safe to run again.",
+    )
     s.add_argument("project", metavar="PROJECT", help="the project file (from easl init)")
     s.add_argument("--url", required=True, help="Label Studio URL, e.g. http://127.0.0.1:8080")
     s.add_argument("--title", help="title of a new Label Studio project (default: 'EASL <file name>')")
     s.add_argument("--project-id", type=int, help="attach to this existing Label Studio project")
     s.add_argument("--backend-url", help="URL at which Label Studio reaches `easl serve`, e.g. http://127.0.0.1:9090")
-    s.add_argument("--connect", choices=["auto", "ml", "webhook"], default="auto",
-                   help="how to connect the backend: ML backend, project webhook, or ML backend with webhook "
-                        "fallback (default)")
-    s.add_argument("--question", help="what annotators are asked, shown above every task (stored in the project "
-                                      "file; default: the one given to easl init; '' removes it)")
+    s.add_argument(
+        "--connect",
+        choices=["auto", "ml", "webhook"],
+        default="auto",
+        help="how to connect the backend: ML backend, project webhook, or ML backend with webhook fallback (default)",
+    )
+    s.add_argument(
+        "--question",
+        help="what annotators are asked, shown above every task (stored in the project "
+        "file; default: the one given to easl init; '' removes it)",
+    )
     s.add_argument("--low-label", help="what the lowest score means, shown at the low end of every slider")
     s.add_argument("--high-label", help="what the highest score means, shown at the high end of every slider")
-    s.add_argument("--rotate-secret", action="store_true",
-                   help="replace the webhook's dedicated token (kept in the project file; a running `easl serve` "
-                        "takes the new one at once)")
+    s.add_argument(
+        "--rotate-secret",
+        action="store_true",
+        help="replace the webhook's dedicated token (kept in the project file; a running `easl serve` "
+        "takes the new one at once)",
+    )
     s.add_argument("--json", action="store_true", help="print the result as one JSON object")
     s.set_defaults(func=run)
-    st = sub.add_parser("status", help="the Label Studio link: queue, reconciliation, rejected annotations",
-                        description="Show the Label Studio project this file is linked to, the webhook queue "
-                                    "(pending, done, failed events, with the errors of failed ones), the last "
-                                    "reconciliation and what it applied, and every rejected annotation with its "
-                                    "reason. Reads the project file only (safe while `easl serve` runs).")
+    st = sub.add_parser(
+        "status",
+        help="the Label Studio link: queue, reconciliation, rejected annotations",
+        description="Show the Label Studio project this file is linked to, the webhook queue "
+        "(pending, done, failed events, with the errors of failed ones), the last "
+        "reconciliation and what it applied, and every rejected annotation with its "
+        "reason. Reads the project file only (safe while `easl serve` runs).",
+    )
     st.add_argument("project", metavar="PROJECT", help="the project file")
     st.add_argument("--json", action="store_true", help="print one JSON object")
     st.set_defaults(func=run_status)
@@ -76,20 +94,33 @@ def run(args: argparse.Namespace) -> int:
 
     client = LabelStudioClient(args.url, os.environ.get("LABEL_STUDIO_API_KEY", ""))
     err = Console(stderr=True)
-    with Project.open(args.project) as project:
-        with err.status(f"setting up Label Studio at {client.url} ({client.kind})"):
-            res = setup_project(project, client, title=args.title, ls_project_id=args.project_id,
-                                backend_url=args.backend_url, connect=args.connect, rotate_secret=args.rotate_secret,
-                                basic_auth=basic_auth_from_env(),
-                                wording={"question": args.question, "low_label": args.low_label,
-                                         "high_label": args.high_label})
-    out = {"ls_project_id": res.ls_project_id, "created": res.created, "tasks_imported": res.tasks_imported,
-           "connection": res.connection, "url": f"{client.url}/projects/{res.ls_project_id}", "notes": res.notes}
+    with Project.open(args.project) as project, err.status(f"setting up Label Studio at {client.url} ({client.kind})"):
+        res = setup_project(
+            project,
+            client,
+            title=args.title,
+            ls_project_id=args.project_id,
+            backend_url=args.backend_url,
+            connect=args.connect,
+            rotate_secret=args.rotate_secret,
+            basic_auth=basic_auth_from_env(),
+            wording={"question": args.question, "low_label": args.low_label, "high_label": args.high_label},
+        )
+    out = {
+        "ls_project_id": res.ls_project_id,
+        "created": res.created,
+        "tasks_imported": res.tasks_imported,
+        "connection": res.connection,
+        "url": f"{client.url}/projects/{res.ls_project_id}",
+        "notes": res.notes,
+    }
     if args.json:
         print(json.dumps(out))
     else:
-        Console().print(f"Label Studio project {res.ls_project_id} ({'created' if res.created else 'attached'}): "
-                        f"{out['url']}\n  tasks imported: {res.tasks_imported}\n  backend: {res.connection}")
+        Console().print(
+            f"Label Studio project {res.ls_project_id} ({'created' if res.created else 'attached'}): "
+            f"{out['url']}\n  tasks imported: {res.tasks_imported}\n  backend: {res.connection}"
+        )
         for note in res.notes:
             Console().print(f"  note: {note}")
     return 0
@@ -117,18 +148,34 @@ def link_status(project: Project) -> dict:
     pid = project.get_meta(bk.KEY_PROJECT_ID)
     counts = project.event_counts()
     deliveries = project.rejects(source=DELIVERY_SOURCE)[0]
-    kinds = {k: sum(1 for r in deliveries if (r.location or "").startswith(k))
-             for k in (DELIVERY_REFUSED, DELIVERY_MALFORMED)}
+    kinds = {
+        k: sum(1 for r in deliveries if (r.location or "").startswith(k))
+        for k in (DELIVERY_REFUSED, DELIVERY_MALFORMED)
+    }
     failed = project.events("failed")
-    problems = [{"id": r.id, "kind": (r.location or "?").split(" ", 1)[0], "received_at": r.created_at,
-                 "reason": r.reason, "where": r.location} for r in deliveries[-5:]]
+    problems = [
+        {
+            "id": r.id,
+            "kind": (r.location or "?").split(" ", 1)[0],
+            "received_at": r.created_at,
+            "reason": r.reason,
+            "where": r.location,
+        }
+        for r in deliveries[-5:]
+    ]
     tasks: dict[str, list[str]] = {}
     for task_id, hit_id in project.external_map(bk.TASK).items():
         tasks.setdefault(hit_id, []).append(task_id)
     now = time.time()
-    open_hits = [{"hit_id": h, "task_id": int(max(tasks[h], key=int)) if h in tasks else None,
-                  "age_seconds": _age_seconds(created, now), "annotator": None}
-                 for h, created in project.open_hit_times().items()]
+    open_hits = [
+        {
+            "hit_id": h,
+            "task_id": int(max(tasks[h], key=int)) if h in tasks else None,
+            "age_seconds": _age_seconds(created, now),
+            "annotator": None,
+        }
+        for h, created in project.open_hit_times().items()
+    ]
     out = {
         "linked": pid is not None,
         "url": project.get_meta(bk.KEY_URL),
@@ -144,7 +191,7 @@ def link_status(project: Project) -> dict:
         "tasks": len(project.external_map(bk.TASK)),
         "open_hits": open_hits,
         "open_hits_annotator_reason": "who holds a task is known to Label Studio only (its task lock); not "
-                                      "recorded in the project file yet",
+        "recorded in the project file yet",
         "rejects": [r.to_json() for r in project.rejects(source=bk.SOURCE)[0]],
     }
     if pid is None:
@@ -175,8 +222,10 @@ def run_status(args: argparse.Namespace) -> int:
     if not out["linked"]:
         con.print(f"{args.project}: {out['linked_reason']}", markup=False)
     else:
-        con.print(f"linked to Label Studio project {out['ls_project_id']} at {out['url']} ({out['tasks']} tasks)",
-                  markup=False)
+        con.print(
+            f"linked to Label Studio project {out['ls_project_id']} at {out['url']} ({out['tasks']} tasks)",
+            markup=False,
+        )
     ev = out["events"]
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")

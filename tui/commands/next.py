@@ -1,4 +1,5 @@
 """``easl next``: the open HITs of the current iteration (starting the next iteration when it is complete)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,14 +16,16 @@ if TYPE_CHECKING:
 def register(subparsers) -> None:
     """Add the ``next`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
-        "next", help="write the open HITs of the current iteration",
+        "next",
+        help="write the open HITs of the current iteration",
         description="Write the HITs of the current iteration that still lack scores. When every HIT of the current "
-                    "iteration is complete, the next iteration is selected first (EASL: Algorithm 1; aware: uniform "
-                    "passes, then allocation by rank uncertainty, and no new iteration once the stopping rule of "
-                    "--stop-at is met: no HITs, the reason on stderr). Output: "
-                    "JSONL (one HIT per line: hit_id, iteration, items) or CSV in long form (hit_id, iteration, "
-                    "position, item_id, text, extra item columns), by the extension of --output; JSONL on stdout "
-                    "by default.")
+        "iteration is complete, the next iteration is selected first (EASL: Algorithm 1; aware: uniform "
+        "passes, then allocation by rank uncertainty, and no new iteration once the stopping rule of "
+        "--stop-at is met: no HITs, the reason on stderr). Output: "
+        "JSONL (one HIT per line: hit_id, iteration, items) or CSV in long form (hit_id, iteration, "
+        "position, item_id, text, extra item columns), by the extension of --output; JSONL on stdout "
+        "by default.",
+    )
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--output", metavar="FILE", help="write the HITs to FILE (.jsonl or .csv) instead of stdout")
     p.set_defaults(func=run)
@@ -32,8 +35,11 @@ def hits_long_form(hits: list[dict]) -> pd.DataFrame:
     """One row per (HIT, position): ``hit_id, iteration, position, item_id, text`` and the items' extra fields."""
     import pandas as pd
 
-    rows = [{"hit_id": h["hit_id"], "iteration": h["iteration"], "position": pos, **item}
-            for h in hits for pos, item in enumerate(h["items"])]
+    rows = [
+        {"hit_id": h["hit_id"], "iteration": h["iteration"], "position": pos, **item}
+        for h in hits
+        for pos, item in enumerate(h["items"])
+    ]
     columns = ["hit_id", "iteration", "position", "item_id", "text"]
     frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=columns)
     return frame[columns + [c for c in frame.columns if c not in columns]]
@@ -66,8 +72,11 @@ def run(args: argparse.Namespace) -> int:
         write_table(hits_long_form(hits), args.output)
     where = f" to {args.output}" if args.output else ""
     if stop is not None and stop["reached"]:
-        print(f"stopped: no new iteration, the stopping rule is met ({stop['reason']}); "
-              f"`easl status {args.project}` shows the figures", file=sys.stderr)
+        print(
+            f"stopped: no new iteration, the stopping rule is met ({stop['reason']}); "
+            f"`easl status {args.project}` shows the figures",
+            file=sys.stderr,
+        )
         return 0
     print(f"iteration {iteration}: {len(hits)} open HITs{where}", file=sys.stderr)
     return 0

@@ -1,4 +1,5 @@
 """Argparse types shared by the commands: a bad value is a usage error (exit 2) naming the option's need."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """``easl serve``: the Label Studio ML backend / webhook service for one project file."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,36 +12,57 @@ from tui.commands.options import nonnegative_int, port, positive_float
 def register(subparsers) -> None:
     """Add the sub-command's parser."""
     p = subparsers.add_parser(
-        "serve", help="run the Label Studio backend: ingest annotations, push the next HITs",
+        "serve",
+        help="run the Label Studio backend: ingest annotations, push the next HITs",
         description="Serve the ML-backend protocol (/health, /setup, /predict, /webhook, /versions) for PROJECT. "
-                    "Webhooks are queued durably in the project file and applied by a background worker, which "
-                    "also reconciles with Label Studio (on start, every --reconcile-interval seconds and on "
-                    "'Start training') and pushes the next HITs as tasks. May be started before or after "
-                    "`easl ls setup`. Environment: LABEL_STUDIO_API_KEY (needed to push and reconcile), "
-                    "EASL_WEBHOOK_SECRET (require this value in the X-EASL-Secret header of /webhook), "
-                    "EASL_BASIC_AUTH (user:password for every endpoint but /health; /status shows the queue and worker "
-                    "figures). Without credentials the service only listens on a loopback address (pass --insecure "
-                    "to override).")
+        "Webhooks are queued durably in the project file and applied by a background worker, which "
+        "also reconciles with Label Studio (on start, every --reconcile-interval seconds and on "
+        "'Start training') and pushes the next HITs as tasks. May be started before or after "
+        "`easl ls setup`. Environment: LABEL_STUDIO_API_KEY (needed to push and reconcile), "
+        "EASL_WEBHOOK_SECRET (require this value in the X-EASL-Secret header of /webhook), "
+        "EASL_BASIC_AUTH (user:password for every endpoint but /health; /status shows the queue and worker "
+        "figures). Without credentials the service only listens on a loopback address (pass --insecure "
+        "to override).",
+    )
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port, default=9090, help="port (default 9090)")
-    p.add_argument("--streaming", type=nonnegative_int, default=0, metavar="N",
-                   help="keep N HITs open and top up as annotations arrive (default 0: batch mode, the next "
-                        "iteration once every HIT of the current one is annotated)")
-    p.add_argument("--reconcile-interval", type=positive_float, default=60.0, metavar="SECONDS",
-                   help="seconds between reconciliations with Label Studio (default 60)")
-    p.add_argument("--hit-timeout", type=positive_float, default=7200.0, metavar="SECONDS",
-                   help="re-issue a HIT as a fresh Label Studio task when its task stayed unannotated this long "
-                        "(an annotator opened it and left: Label Studio keeps it locked for them), checked at each "
-                        "reconciliation; skipped or rejected HITs are re-issued at once (default 7200)")
-    p.add_argument("--max-body-mb", type=positive_float, default=4.0,
-                   help="largest request body accepted (default 4 MB)")
+    p.add_argument(
+        "--streaming",
+        type=nonnegative_int,
+        default=0,
+        metavar="N",
+        help="keep N HITs open and top up as annotations arrive (default 0: batch mode, the next "
+        "iteration once every HIT of the current one is annotated)",
+    )
+    p.add_argument(
+        "--reconcile-interval",
+        type=positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between reconciliations with Label Studio (default 60)",
+    )
+    p.add_argument(
+        "--hit-timeout",
+        type=positive_float,
+        default=7200.0,
+        metavar="SECONDS",
+        help="re-issue a HIT as a fresh Label Studio task when its task stayed unannotated this long "
+        "(an annotator opened it and left: Label Studio keeps it locked for them), checked at each "
+        "reconciliation; skipped or rejected HITs are re-issued at once (default 7200)",
+    )
+    p.add_argument(
+        "--max-body-mb", type=positive_float, default=4.0, help="largest request body accepted (default 4 MB)"
+    )
     p.add_argument("--url", help="Label Studio URL to use instead of the one recorded by `easl ls setup`")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--access-log", action="store_true", help="log every request line (never headers or bodies)")
-    p.add_argument("--insecure", action="store_true",
-                   help="allow a non-loopback --host without EASL_BASIC_AUTH / EASL_WEBHOOK_SECRET (anyone who can "
-                        "reach the port can then post annotations)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without EASL_BASIC_AUTH / EASL_WEBHOOK_SECRET (anyone who can "
+        "reach the port can then post annotations)",
+    )
     p.set_defaults(func=run)
 
 
@@ -56,14 +78,22 @@ def run(args: argparse.Namespace) -> int:
 
     with Project.open(args.project) as project:  # fail early, with the store's message, on a missing or foreign file
         project.set_meta({bk.KEY_HIT_TIMEOUT: repr(float(args.hit_timeout))})  # read by the worker
-    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    config = ServiceConfig(project_path=args.project, host=args.host, port=args.port,
-                           max_body_bytes=int(args.max_body_mb * 1024 * 1024), basic_auth=basic_auth_from_env(),
-                           webhook_secret=os.environ.get("EASL_WEBHOOK_SECRET") or None, streaming=args.streaming,
-                           reconcile_interval_s=args.reconcile_interval,
-                           api_key=os.environ.get("LABEL_STUDIO_API_KEY") or None, ls_url=args.url,
-                           insecure=args.insecure)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    config = ServiceConfig(
+        project_path=args.project,
+        host=args.host,
+        port=args.port,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        basic_auth=basic_auth_from_env(),
+        webhook_secret=os.environ.get("EASL_WEBHOOK_SECRET") or None,
+        streaming=args.streaming,
+        reconcile_interval_s=args.reconcile_interval,
+        api_key=os.environ.get("LABEL_STUDIO_API_KEY") or None,
+        ls_url=args.url,
+        insecure=args.insecure,
+    )
     try:
         serve(config, log_level=args.log_level, access_log=args.access_log)
     except UnprotectedAddress as exc:

@@ -1,5 +1,6 @@
 """``easl status``: iteration, counts and convergence figures of a project, the webhook queue, the most recent
 rejected annotations with their reasons and the last reconciliation with Label Studio."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,22 +14,35 @@ REJECTS_SHOWN = 10  # most recent rejected annotations listed by default
 def register(subparsers) -> None:
     """Add the ``status`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
-        "status", help="iteration, counts and convergence figures",
+        "status",
+        help="iteration, counts and convergence figures",
         description="Show the project's iteration, counts and convergence figures. Variances are posterior "
-                    "variances on the unit interval [0, 1] (multiply by (max - min)^2 of the score range for the "
-                    "score scale). --json prints one JSON object; a figure that is not a number is null with a "
-                    "<name>_reason beside it. The most recent rejected annotations are listed with their reasons "
-                    "(every source: `easl ingest --skip-invalid` and Label Studio); `easl ls status` lists every "
-                    "Label Studio reject.")
+        "variances on the unit interval [0, 1] (multiply by (max - min)^2 of the score range for the "
+        "score scale). --json prints one JSON object; a figure that is not a number is null with a "
+        "<name>_reason beside it. The most recent rejected annotations are listed with their reasons "
+        "(every source: `easl ingest --skip-invalid` and Label Studio); `easl ls status` lists every "
+        "Label Studio reject.",
+    )
     p.add_argument("project", metavar="PROJECT", help="the project file")
-    p.add_argument("--json", action="store_true", help="print one JSON object (rejects under \"rejects\", "
-                                                       "oldest first, with \"rejects_not_shown\")")
-    p.add_argument("--annotators", action="store_true",
-                   help="aware projects: list the per-annotator diagnostics (scores, offset, slope, noise, "
-                        "leave-one-out agreement with the consensus, flag and reason); with --json under "
-                        "\"annotators\", a list of objects")
-    p.add_argument("--rejects", type=nonnegative_int, default=REJECTS_SHOWN, metavar="N",
-                   help=f"how many of the most recent rejected annotations to list (default {REJECTS_SHOWN})")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object (rejects under "rejects", oldest first, with "rejects_not_shown")',
+    )
+    p.add_argument(
+        "--annotators",
+        action="store_true",
+        help="aware projects: list the per-annotator diagnostics (scores, offset, slope, noise, "
+        "leave-one-out agreement with the consensus, flag and reason); with --json under "
+        '"annotators", a list of objects',
+    )
+    p.add_argument(
+        "--rejects",
+        type=nonnegative_int,
+        default=REJECTS_SHOWN,
+        metavar="N",
+        help=f"how many of the most recent rejected annotations to list (default {REJECTS_SHOWN})",
+    )
     p.set_defaults(func=run)
 
 
@@ -45,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
             if project.hyper.method != "aware":
                 from core.errors import UserError
 
-                raise UserError(f"{args.project}: --annotators needs an aware project (easl init --method aware); "
-                                f"this one uses {project.hyper.method}.")
+                raise UserError(
+                    f"{args.project}: --annotators needs an aware project (easl init --method aware); "
+                    f"this one uses {project.hyper.method}."
+                )
             annotators = project.annotator_table()
     status["rejects"] = [r.to_json() for r in recent]
     status["rejects_not_shown"] = total - len(recent)
@@ -77,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("mean variance (unit scale)", fmt("mean_variance"))
     table.add_row("max variance (unit scale)", fmt("max_variance"))
     ann = status["n_annotations"]
-    table.add_row("annotations per item (min / mean / max)",
-                  "n/a" if ann["min"] is None else f"{ann['min']} / {ann['mean']:.3g} / {ann['max']}")
+    table.add_row(
+        "annotations per item (min / mean / max)",
+        "n/a" if ann["min"] is None else f"{ann['min']} / {ann['mean']:.3g} / {ann['max']}",
+    )
     stop = status.get("stop")
     if stop is not None:
         target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
@@ -95,11 +113,18 @@ def run(args: argparse.Namespace) -> int:
     if recent:
         con.print(f"most recent rejected annotations ({len(recent)} of {total}, oldest first):")
         for r in recent:
-            con.print(f"  {r.created_at}  [{r.source}] {r.location or '(no location)'}: {r.reason}",
-                      markup=False, highlight=False)
+            con.print(
+                f"  {r.created_at}  [{r.source}] {r.location or '(no location)'}: {r.reason}",
+                markup=False,
+                highlight=False,
+            )
     if status["rejects_not_shown"]:
-        con.print(f"  ... and {status['rejects_not_shown']} more; `easl ls status {args.project}` lists every Label "
-                  f"Studio reject (use --rejects N to list more here).", markup=False, highlight=False)
+        con.print(
+            f"  ... and {status['rejects_not_shown']} more; `easl ls status {args.project}` lists every Label "
+            f"Studio reject (use --rejects N to list more here).",
+            markup=False,
+            highlight=False,
+        )
     return 0
 
 
@@ -122,8 +147,10 @@ def annotator_table(frame):
     """A rich table of the annotator diagnostics (``Project.annotator_table``)."""
     from rich.table import Table
 
-    table = Table(title="annotators (offset on the score range; slope and noise relative; agreement: "
-                        "leave-one-out correlation with the consensus)")
+    table = Table(
+        title="annotators (offset on the score range; slope and noise relative; agreement: "
+        "leave-one-out correlation with the consensus)"
+    )
     for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag", "reason"):
         table.add_column(col, justify="right" if col in ("scores", "offset", "slope", "noise", "agreement") else "left")
 
@@ -131,6 +158,14 @@ def annotator_table(frame):
         return "n/a" if v is None or v != v else f"{v:.3g}"
 
     for r in frame.itertuples(index=False):
-        table.add_row("(none)" if r.annotator is None else str(r.annotator), str(r.n_scores), num(r.offset),
-                      num(r.slope), num(r.noise), num(r.agreement), r.flag or "", r.reason or "")
+        table.add_row(
+            "(none)" if r.annotator is None else str(r.annotator),
+            str(r.n_scores),
+            num(r.offset),
+            num(r.slope),
+            num(r.noise),
+            num(r.agreement),
+            r.flag or "",
+            r.reason or "",
+        )
     return table

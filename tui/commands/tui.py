@@ -1,4 +1,5 @@
 """``easl tui [PROJECT]``: the terminal app (Annotate, Monitor, Evaluate, Export)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,15 +16,31 @@ where F6 opens a file. Keys are shown in the footer; ? shows the keys of the cur
 
 def register(subparsers) -> None:
     """Add the ``tui`` sub-command."""
-    p = subparsers.add_parser("tui", help="terminal app: annotate, monitor, evaluate, export",
-                              description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("project", nargs="?", metavar="PROJECT",
-                   help="project file (.easl), or a data file to evaluate; omit to pick one in the app")
+    p = subparsers.add_parser(
+        "tui",
+        help="terminal app: annotate, monitor, evaluate, export",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "project",
+        nargs="?",
+        metavar="PROJECT",
+        help="project file (.easl), or a data file to evaluate; omit to pick one in the app",
+    )
     p.add_argument("--monitor", action="store_true", help="open on the live Monitor instead of Annotate")
-    p.add_argument("--annotator", metavar="NAME",
-                   help="annotator name for this session (default: the remembered one, else asked once)")
-    p.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
-                   help="seconds between the Monitor's reads of the project file (default 1.0)")
+    p.add_argument(
+        "--annotator",
+        metavar="NAME",
+        help="annotator name for this session (default: the remembered one, else asked once)",
+    )
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between the Monitor's reads of the project file (default 1.0)",
+    )
     p.set_defaults(func=run)
 
 

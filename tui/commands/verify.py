@@ -1,5 +1,6 @@
 """``easl verify``: SQLite's integrity check, then replay the observation log and compare with the cached state;
 ``--salvage OUT`` copies every readable record of a damaged project into a new project file."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,16 +9,21 @@ import argparse
 def register(subparsers) -> None:
     """Add the ``verify`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
-        "verify", help="replay the log and compare with the cached state",
+        "verify",
+        help="replay the log and compare with the cached state",
         description="Run SQLite's integrity check on the project file (a damaged file is reported with its damaged "
-                    "pages), then replay the whole observation log from scratch and compare the result with the "
-                    "cached model state (largest absolute difference, ok within 1e-9), the live-observation index "
-                    "and the HIT statuses. Exit 0 when everything agrees, 1 otherwise. --salvage OUT copies every "
-                    "readable observation, item, HIT and record into a new project file OUT and rebuilds its state "
-                    "by replay (the way to recover from a damaged file).")
+        "pages), then replay the whole observation log from scratch and compare the result with the "
+        "cached model state (largest absolute difference, ok within 1e-9), the live-observation index "
+        "and the HIT statuses. Exit 0 when everything agrees, 1 otherwise. --salvage OUT copies every "
+        "readable observation, item, HIT and record into a new project file OUT and rebuilds its state "
+        "by replay (the way to recover from a damaged file).",
+    )
     p.add_argument("project", metavar="PROJECT", help="the project file")
-    p.add_argument("--salvage", metavar="OUT",
-                   help="copy every readable record into the new project file OUT (never overwritten) and rebuild it")
+    p.add_argument(
+        "--salvage",
+        metavar="OUT",
+        help="copy every readable record into the new project file OUT (never overwritten) and rebuild it",
+    )
     p.set_defaults(func=run)
 
 
@@ -35,17 +41,22 @@ def run(args: argparse.Namespace) -> int:
         if tables:
             pages = unreadable_pages(args.project, tables)
             problems[0] += f" (in {', '.join(tables)})"
-        where = f" (damaged pages: {', '.join(map(str, pages[:20]))}{', ...' if len(pages) > 20 else ''})" \
-            if pages else ""
-        print(f"{args.project}: the project file is damaged: SQLite's integrity check reports {len(problems)} "
-              f"problem{'s' if len(problems) != 1 else ''}{where}; first: {problems[0]}. Copy every readable "
-              f"observation into a new project with: easl verify {args.project} --salvage NEW.easl")
+        where = (
+            f" (damaged pages: {', '.join(map(str, pages[:20]))}{', ...' if len(pages) > 20 else ''})" if pages else ""
+        )
+        print(
+            f"{args.project}: the project file is damaged: SQLite's integrity check reports {len(problems)} "
+            f"problem{'s' if len(problems) != 1 else ''}{where}; first: {problems[0]}. Copy every readable "
+            f"observation into a new project with: easl verify {args.project} --salvage NEW.easl"
+        )
         return 1
     with Project.open(args.project, readonly=True) as project:
         result = project.verify()
     if result["ok"]:
-        print(f"ok: the cached state equals the replay of {result['n_observations']} live observations "
-              f"({result['n_log_records']} log records; max abs diff {result['max_abs_diff']:.3g})")
+        print(
+            f"ok: the cached state equals the replay of {result['n_observations']} live observations "
+            f"({result['n_log_records']} log records; max abs diff {result['max_abs_diff']:.3g})"
+        )
         return 0
     problems = []
     if result["max_abs_diff"] > result["tolerance"]:
@@ -76,8 +87,10 @@ def _salvage(args: argparse.Namespace, problems: list[str]) -> int:
         lost += f"; {report.missing_log_positions} log records could not be read"
     dropped = "".join(f"; {n} {t} rows dropped (they named lost rows)" for t, n in report.dropped.items())
     check = "verified" if report.verify.get("ok") else "verification FAILED"
-    print(f"salvaged {args.project} ({state}) into {args.salvage}: {copied.get('observations', 0)} observations, "
-          f"{copied.get('items', 0)} items, {copied.get('hits', 0)} HITs, {copied.get('events', 0)} events{lost}"
-          f"{dropped}; state rebuilt by replay ({check}: {report.verify.get('n_observations', 0)} live "
-          f"observations)")
+    print(
+        f"salvaged {args.project} ({state}) into {args.salvage}: {copied.get('observations', 0)} observations, "
+        f"{copied.get('items', 0)} items, {copied.get('hits', 0)} HITs, {copied.get('events', 0)} events{lost}"
+        f"{dropped}; state rebuilt by replay ({check}: {report.verify.get('n_observations', 0)} live "
+        f"observations)"
+    )
     return 0 if report.verify.get("ok") else 1

@@ -6,12 +6,14 @@ all, so quitting or a crash never loses a submitted HIT nor writes half of one. 
 (``Project.retract``: the observations stay in the log, retracted). Resuming is the project's own state: the next
 open HIT is the first one nobody has completed.
 """
+
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -106,11 +108,16 @@ class AnnotationSession:
                 chosen = next((h for h in hits if h["hit_id"] == prefer_hit), None)
             if chosen is None and hits:
                 chosen = hits[0]
-            return HitView(hit=chosen, iteration=int(status["iteration"]),
-                           hits_in_iteration=int(status["n_hits_open"]) + int(status["n_hits_complete"]),
-                           hits_open=int(status["n_hits_open"]), score_min=float(project.hyper.score_min),
-                           score_max=float(project.hyper.score_max), started_iteration=started,
-                           **project.wording()._asdict())
+            return HitView(
+                hit=chosen,
+                iteration=int(status["iteration"]),
+                hits_in_iteration=int(status["n_hits_open"]) + int(status["n_hits_complete"]),
+                hits_open=int(status["n_hits_open"]),
+                score_min=float(project.hyper.score_min),
+                score_max=float(project.hyper.score_max),
+                started_iteration=started,
+                **project.wording()._asdict(),
+            )
 
     def submit(self, hit: dict, scores: dict[str, float]) -> Submission:
         """Ingest the scores of ``hit`` as one annotation (one transaction).
@@ -121,15 +128,27 @@ class AnnotationSession:
             When the project rejects the rows (the message names the item and the reason).
         """
         annotation_id = f"tui-{uuid.uuid4().hex}"
-        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        rows = [{"item_id": item["item_id"], "score": float(scores[item["item_id"]]), "hit_id": hit["hit_id"],
-                 "annotator": self.annotator, "annotation_id": annotation_id, "created_at": created,
-                 "location": f"terminal session:{hit['hit_id']}:{k + 1}"}
-                for k, item in enumerate(hit["items"])]
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        rows = [
+            {
+                "item_id": item["item_id"],
+                "score": float(scores[item["item_id"]]),
+                "hit_id": hit["hit_id"],
+                "annotator": self.annotator,
+                "annotation_id": annotation_id,
+                "created_at": created,
+                "location": f"terminal session:{hit['hit_id']}:{k + 1}",
+            }
+            for k, item in enumerate(hit["items"])
+        ]
         with self._open() as project:
             project.ingest(rows, source=SOURCE)
-        sub = Submission(hit_id=hit["hit_id"], annotation_id=annotation_id,
-                         iteration=int(hit.get("iteration", -1)), scores=dict(scores))
+        sub = Submission(
+            hit_id=hit["hit_id"],
+            annotation_id=annotation_id,
+            iteration=int(hit.get("iteration", -1)),
+            scores=dict(scores),
+        )
         self.submissions.append(sub)
         return sub
 
@@ -141,16 +160,20 @@ class AnnotationSession:
             ratings = project.ratings()
         if ratings.empty:
             return None
-        mine = ratings[(ratings["annotator"] == self.annotator)
-                       & ratings["annotation_id"].astype(str).str.startswith("tui-")]
+        mine = ratings[
+            (ratings["annotator"] == self.annotator) & ratings["annotation_id"].astype(str).str.startswith("tui-")
+        ]
         if mine.empty:
             return None
         last_id = mine["annotation_id"].iloc[-1]
         rows = mine[mine["annotation_id"] == last_id]
         iteration = rows["iteration"].iloc[0]
-        return Submission(hit_id=str(rows["hit_id"].iloc[0]), annotation_id=str(last_id),
-                          iteration=int(iteration) if np.isfinite(float(iteration)) else -1,
-                          scores=dict(zip(rows["item_id"].astype(str), rows["score"].astype(float))))
+        return Submission(
+            hit_id=str(rows["hit_id"].iloc[0]),
+            annotation_id=str(last_id),
+            iteration=int(iteration) if np.isfinite(float(iteration)) else -1,
+            scores=dict(zip(rows["item_id"].astype(str), rows["score"].astype(float))),
+        )
 
     def undo(self) -> Submission | None:
         """Retract the last submission (``Project.retract``); returns it, or None when there is nothing to undo."""
@@ -197,8 +220,14 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
     ]
 
     #: Editing keys -> (ScoreRow method, argument).
-    EDIT_KEYS = {"left": ("adjust", -1), "right": ("adjust", 1), "down": ("adjust", -10), "up": ("adjust", 10),
-                 "home": ("extreme", -1), "end": ("extreme", 1)}
+    EDIT_KEYS = {
+        "left": ("adjust", -1),
+        "right": ("adjust", 1),
+        "down": ("adjust", -10),
+        "up": ("adjust", 10),
+        "home": ("extreme", -1),
+        "end": ("extreme", 1),
+    }
 
     def __init__(self) -> None:
         super().__init__()
@@ -270,10 +299,8 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
             self.app.call_from_thread(self._failed, str(exc))
             return
         self.app.call_from_thread(self._forget_draft)
-        try:
+        with contextlib.suppress(UserError, OSError):  # a stale draft is ignored once its HIT is complete
             clear_draft(self.session.path, self.session.annotator)
-        except (UserError, OSError):
-            pass  # a stale draft is ignored once its HIT is complete
         self.session_count += 1
         self.app.call_from_thread(self.notify, f"Submitted HIT {hit['hit_id']}.", timeout=2)
         try:
@@ -313,8 +340,10 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         name = self.app.annotator or "?"
         if v is None:
             return f"annotator {name}"
-        return (f"iteration {v.iteration} · {v.hits_done} of {v.hits_in_iteration} HITs done · "
-                f"{self.session_count} this session · annotator {name}")
+        return (
+            f"iteration {v.iteration} · {v.hits_done} of {v.hits_in_iteration} HITs done · "
+            f"{self.session_count} this session · annotator {name}"
+        )
 
     async def _show(self, view: HitView, prefill: dict) -> None:
         """Replace the rows by the HIT's items; the title is written last, once the first row is current."""
@@ -339,13 +368,23 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
             except UserError as exc:
                 self.notify(str(exc), severity="warning")
         self._draft = {str(k): float(v) for k, v in prefill.items()}
-        rows = [ScoreRow(k + 1, str(it["item_id"]), str(it.get("text", "")), low=low, high=high,
-                         score=prefill.get(str(it["item_id"]))) for k, it in enumerate(items)]
+        rows = [
+            ScoreRow(
+                k + 1,
+                str(it["item_id"]),
+                str(it.get("text", "")),
+                low=low,
+                high=high,
+                score=prefill.get(str(it["item_id"])),
+            )
+            for k, it in enumerate(items)
+        ]
         await container.mount_all(rows)
         self.select_row(0)
         container.scroll_home(animate=False)
         self.query_one("#hit-title", Static).update(
-            f"HIT {view.hit['hit_id']} · {len(items)} items · score each: {view.scale_text()}")
+            f"HIT {view.hit['hit_id']} · {len(items)} items · score each: {view.scale_text()}"
+        )
         self.busy = False
 
     def rows(self) -> list[ScoreRow]:
@@ -360,8 +399,9 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         rows = self.rows()
         missing = [r for r in rows if r.score is None]
         if missing:
-            self.notify(f"{len(missing)} item(s) have no score yet: item {missing[0].position} first.",
-                        severity="warning")
+            self.notify(
+                f"{len(missing)} item(s) have no score yet: item {missing[0].position} first.", severity="warning"
+            )
             self.select_row(missing[0].position - 1)
             return
         self.busy = True
@@ -400,8 +440,11 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         elif key == "n":
             self.action_rename()
         elif not rows or self.busy:
-            handled = key in self.EDIT_KEYS or key in ("tab", "shift+tab", "backspace") or (
-                event.character is not None and event.character.isdigit())
+            handled = (
+                key in self.EDIT_KEYS
+                or key in ("tab", "shift+tab", "backspace")
+                or (event.character is not None and event.character.isdigit())
+            )
         elif key == "tab":
             self.select_row(self.current + 1)
         elif key == "shift+tab":

@@ -4,6 +4,7 @@ their intervals and the PRMSE warnings, and save the report.
 The numbers come from ``core.metrics.evaluate`` (the pipeline behind ``easl evaluate``); this screen only reads
 the file, lets the user choose the columns and shows the result object.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,15 +16,39 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import (Button, DataTable, Footer, Header, Input, Label, Select, SelectionList, Static,
-                             TabbedContent, TabPane)
+from textual.widgets import (
+    Button,
+    DataTable,
+    Footer,
+    Header,
+    Input,
+    Label,
+    Select,
+    SelectionList,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 from textual.widgets.select import NoSelection
 
 from core.errors import UserError
 
 #: Metrics shown first in the results table (then the rest of the observed keys).
-HEADLINE = ("N", "corr", "qwk", "conger_kappa_quadratic", "exact_agr", "adj_agr", "smd", "rmse", "r2", "spearman",
-            "kendall_tau_b", "gwet_ac2_quadratic", "krippendorff_alpha_interval")
+HEADLINE = (
+    "N",
+    "corr",
+    "qwk",
+    "conger_kappa_quadratic",
+    "exact_agr",
+    "adj_agr",
+    "smd",
+    "rmse",
+    "r2",
+    "spearman",
+    "kendall_tau_b",
+    "gwet_ac2_quadratic",
+    "krippendorff_alpha_interval",
+)
 TRUE_SCORE = ("prmse", "mse_true", "true_score_variance", "rater_error_variance", "N_single", "N_multiple")
 
 
@@ -61,8 +86,16 @@ def parse_count(text: str, field: str) -> int:
     return value
 
 
-def run_evaluation(path: Path, human: list[str], system: list[str], group: str | None,
-                   scale: tuple[float, float] | None, n_bootstrap: int, seed: int = 0, progress=None):
+def run_evaluation(
+    path: Path,
+    human: list[str],
+    system: list[str],
+    group: str | None,
+    scale: tuple[float, float] | None,
+    n_bootstrap: int,
+    seed: int = 0,
+    progress=None,
+):
     """Read ``path`` and evaluate the chosen columns exactly as ``easl evaluate FILE --human ... --system ...
     [--group G] [--scale MIN MAX] --bootstrap N --seed S`` does (``core.metrics.loading.load_wide``, then
     ``core.metrics.report.evaluate``); ``progress(done, total)`` is called as bootstrap resamples finish.
@@ -91,15 +124,26 @@ def run_evaluation(path: Path, human: list[str], system: list[str], group: str |
         raise UserError(f"{path}: column {group!r} is chosen both as a score and as the group column.")
     data = load_wide(path, human=list(human), system=list(system), group_col=group)
     try:
-        ev = evaluate(data.human, data.system, human_names=data.human_names,
-                      scale=Scale(*scale) if scale else None, groups=data.groups, group_name=group or "group",
-                      n_bootstrap=n_bootstrap, seed=seed, extra_notes=data.notes, progress=progress)
+        ev = evaluate(
+            data.human,
+            data.system,
+            human_names=data.human_names,
+            scale=Scale(*scale) if scale else None,
+            groups=data.groups,
+            group_name=group or "group",
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            extra_notes=data.notes,
+            progress=progress,
+        )
     except ValueError as exc:
         raise UserError(f"{path}: {exc}.") from None
     if ev.n_responses == 0:
-        raise UserError(f"{path}: no response left to evaluate ("
-                        + ("; ".join(f"{v} dropped: {k}" for k, v in ev.dropped.items())
-                           or "the file has no usable rows") + ").")
+        raise UserError(
+            f"{path}: no response left to evaluate ("
+            + ("; ".join(f"{v} dropped: {k}" for k, v in ev.dropped.items()) or "the file has no usable rows")
+            + ")."
+        )
     return ev
 
 
@@ -137,7 +181,7 @@ def _cell(fig, count: bool = False) -> str:
     if fig is None:
         return "-"
     value = fig.value
-    if count:                       # a count has no interval
+    if count:  # a count has no interval
         return format_value(int(value) if math.isfinite(value) and float(value).is_integer() else value)
     return format_value(value, fig.ci)
 
@@ -203,18 +247,17 @@ class EvaluateScreen(Screen):
         yield Header()
         yield Static("No file: press F6 to open one.", id="eval-file")
         with TabbedContent(id="eval-tabs"):
-            with TabPane("Columns", id="columns-tab"):
-                with Horizontal(id="columns-pane"):
-                    yield SelectionList[str](id="human-columns", classes="column-list")
-                    yield SelectionList[str](id="system-columns", classes="column-list")
-                    with Vertical(id="options"):
-                        yield Label("group column")
-                        yield Select[str]([], prompt="(none)", id="group-column")
-                        yield Label("scale MIN MAX")
-                        yield Input(placeholder="from the data", id="scale")
-                        yield Label("bootstrap resamples")
-                        yield Input(value="200", id="bootstrap")
-                        yield Button("Evaluate", id="evaluate-button", variant="primary")
+            with TabPane("Columns", id="columns-tab"), Horizontal(id="columns-pane"):
+                yield SelectionList[str](id="human-columns", classes="column-list")
+                yield SelectionList[str](id="system-columns", classes="column-list")
+                with Vertical(id="options"):
+                    yield Label("group column")
+                    yield Select[str]([], prompt="(none)", id="group-column")
+                    yield Label("scale MIN MAX")
+                    yield Input(placeholder="from the data", id="scale")
+                    yield Label("bootstrap resamples")
+                    yield Input(value="200", id="bootstrap")
+                    yield Button("Evaluate", id="evaluate-button", variant="primary")
             with TabPane("Results", id="results-tab"):
                 yield DataTable(id="results-table", zebra_stripes=True)
                 with VerticalScroll(id="notes-scroll"):
@@ -251,7 +294,8 @@ class EvaluateScreen(Screen):
         self.path = path
         self.columns = columns
         self.query_one("#eval-file", Static).update(
-            Text(f"{path.name}: {n_rows:,} rows, {len(columns)} columns · F6 opens another file"))
+            Text(f"{path.name}: {n_rows:,} rows, {len(columns)} columns · F6 opens another file")
+        )
         human = self.query_one("#human-columns", SelectionList)
         system = self.query_one("#system-columns", SelectionList)
         human.clear_options()
@@ -303,8 +347,10 @@ class EvaluateScreen(Screen):
     @work(thread=True, exclusive=True, group="evaluate")
     def _evaluate_worker(self, path, human, system, group, scale, n_boot) -> None:
         def progress(done: int, total: int) -> None:
-            self.app.call_from_thread(self.query_one("#eval-notes", Static).update,
-                                      Text(f"evaluating… bootstrap {done:,} of {total:,} resamples", style="dim"))
+            self.app.call_from_thread(
+                self.query_one("#eval-notes", Static).update,
+                Text(f"evaluating… bootstrap {done:,} of {total:,} resamples", style="dim"),
+            )
 
         try:
             evaluation = run_evaluation(path, human, system, group, scale, n_boot, progress=progress)
@@ -322,13 +368,15 @@ class EvaluateScreen(Screen):
         table.clear(columns=True)
         table.add_columns(*columns)
         table.add_rows(rows)
-        notes = [f"{evaluation.n_responses:,} responses evaluated, {evaluation.n_dropped:,} dropped; intervals: "
-                 f"{evaluation.n_resamples} bootstrap resamples ({evaluation.confidence:.0%})"]
+        notes = [
+            f"{evaluation.n_responses:,} responses evaluated, {evaluation.n_dropped:,} dropped; intervals: "
+            f"{evaluation.n_resamples} bootstrap resamples ({evaluation.confidence:.0%})"
+        ]
         notes += [f"• {n}" for n in evaluation.notes]
         text = Text("\n".join(notes))
         for k, line in enumerate(notes):
             if "PRMSE" in line or "prmse" in line:
-                text.stylize("bold yellow", sum(len(x) + 1 for x in notes[:k]), sum(len(x) + 1 for x in notes[:k + 1]))
+                text.stylize("bold yellow", sum(len(x) + 1 for x in notes[:k]), sum(len(x) + 1 for x in notes[: k + 1]))
         self.query_one("#eval-notes", Static).update(text)
         self.query_one("#eval-tabs", TabbedContent).active = "results-tab"
         table.focus()

@@ -1,4 +1,5 @@
 """Export: the project's estimates and raw ratings to CSV, JSONL or Parquet (the tables of ``easl export``)."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -54,8 +55,7 @@ def export_project(project_path: Path, estimates_path: Path, ratings_path: Path 
     if ratings is not None:
         write_table(ratings, ratings_path)
         n_ratings = len(ratings)
-    return ExportResult(Path(estimates_path), len(estimates), Path(ratings_path) if ratings_path else None,
-                        n_ratings)
+    return ExportResult(Path(estimates_path), len(estimates), Path(ratings_path) if ratings_path else None, n_ratings)
 
 
 def with_suffix(path_text: str, suffix: str) -> str:

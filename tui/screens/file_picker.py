@@ -1,4 +1,5 @@
 """A file picker: a directory tree filtered to the files the app can open, and a path field."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -25,8 +26,7 @@ class OpenableTree(DirectoryTree):
         super().__init__(path, id=id)
 
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
-        return [p for p in paths if not p.name.startswith(".")
-                and (p.is_dir() or p.suffix.lower() in self.suffixes)]
+        return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() in self.suffixes)]
 
 
 class FilePickerScreen(ModalScreen[Path | None]):
@@ -34,8 +34,9 @@ class FilePickerScreen(ModalScreen[Path | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str = "Open a file", *, root: str | Path = ".",
-                 suffixes: Iterable[str] = OPENABLE) -> None:
+    def __init__(
+        self, title: str = "Open a file", *, root: str | Path = ".", suffixes: Iterable[str] = OPENABLE
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.root = Path(root)

@@ -1,4 +1,5 @@
 """The help dialog (``?`` or F1): the keys of the screen underneath and the app's global keys."""
+
 from __future__ import annotations
 
 from textual.app import ComposeResult

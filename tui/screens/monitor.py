@@ -6,13 +6,13 @@ file has not changed) and posts the snapshot to the screen, so the keyboard is n
 table is virtualised, so a refresh costs an update of the sort order for the items that changed plus the visible
 rows, whatever the number of items.
 """
+
 from __future__ import annotations
 
 import gc
 import threading
 
 from rich.text import Text
-
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,13 +27,13 @@ from tui.screens.monitor_data import MonitorSnapshot, MonitorSource
 from tui.widgets.charts import ConvergenceChart, EstimateHistogram
 from tui.widgets.item_table import ItemTable
 
-
 _FROZEN = threading.Event()
 
 
 def freeze_long_lived_objects() -> None:
     """Once per process: move every object alive now (the modules, classes and widgets of the app, ~150,000
-    objects; called when the Monitor shows its first reading) out of the cyclic garbage collector's reach (``gc.freeze``). Otherwise each full collection walks
+    objects; called when the Monitor shows its first reading) out of the cyclic garbage collector's reach
+    (``gc.freeze``). Otherwise each full collection walks
     them all, a 70-100 ms pause that lands in a Monitor refresh now and then. Objects created later are collected
     as usual (the item arrays are numpy arrays, which the collector never walks); no collection is forced first,
     so opening the Monitor never stalls the screen."""
@@ -70,7 +70,8 @@ class MonitorScreen(Screen):
 Aware projects add a panel: the expected Spearman with the truth against the stop target, and the annotators
 (offset, slope, noise, leave-one-out agreement, flag).
 
-The chart shows mean and maximum posterior variance (unit scale, as `easl status`) per iteration and the rank stability (Spearman's rho between the
+The chart shows mean and maximum posterior variance (unit scale, as `easl status`) per iteration and the rank
+stability (Spearman's rho between the
 estimates of successive iterations; the last point is live). Intervals are 95% credible intervals.
 """
 
@@ -160,11 +161,15 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         s = snap.status
         rho = snap.history.rho[-1] if snap.history.rho.size else float("nan")
         low, high = snap.score_range
-        line1 = (f"[b]iteration {s.get('iteration', '-')}[/b] · {int(s.get('n_observations', 0)):,} annotations · "
-                 f"{int(s.get('n_hits_open', 0)):,} open HITs · {int(s.get('n_items', len(snap.columns))):,} items · "
-                 f"scores {low:g}–{high:g}")
-        line2 = (f"posterior variance mean {_num(s.get('mean_variance'), 4)} max {_num(s.get('max_variance'), 4)} "
-                 f"· rank stability ρ {_num(rho, 3)}")
+        line1 = (
+            f"[b]iteration {s.get('iteration', '-')}[/b] · {int(s.get('n_observations', 0)):,} annotations · "
+            f"{int(s.get('n_hits_open', 0)):,} open HITs · {int(s.get('n_items', len(snap.columns))):,} items · "
+            f"scores {low:g}–{high:g}"
+        )
+        line2 = (
+            f"posterior variance mean {_num(s.get('mean_variance'), 4)} max {_num(s.get('max_variance'), 4)} "
+            f"· rank stability ρ {_num(rho, 3)}"
+        )
         self.query_one("#stats", Static).update(line1 + "\n" + line2)
         h = snap.history
         self.query_one(ConvergenceChart).set_history(h.iterations, h.mean_var, h.max_var, h.rho)
@@ -172,7 +177,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         self.query_one(ItemTable).set_data(snap.columns)
         self._show_aware(snap.aware)
         self._show_detail()
-        freeze_long_lived_objects()        # after the first reading: every module the Monitor uses is loaded
+        freeze_long_lived_objects()  # after the first reading: every module the Monitor uses is loaded
 
     def _show_aware(self, aware: dict | None) -> None:
         """The aware panel: expected Spearman against the stop target, and the annotator diagnostics."""
@@ -185,17 +190,26 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
 
         stop = aware.get("stop") or {}
         target = stop.get("target")
-        head = Text.assemble(("expected Spearman ", "bold"), _num(stop.get("expected_spearman"), 3),
-                             f" · stop target {_num(target, 3) if target is not None else 'none'} · ",
-                             ("reached: " if stop.get("reached") else "") + str(stop.get("reason", "")))
+        head = Text.assemble(
+            ("expected Spearman ", "bold"),
+            _num(stop.get("expected_spearman"), 3),
+            f" · stop target {_num(target, 3) if target is not None else 'none'} · ",
+            ("reached: " if stop.get("reached") else "") + str(stop.get("reason", "")),
+        )
         table = Table(box=None, padding=(0, 1), header_style="bold")
         for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag"):
             table.add_column(col, justify="left" if col in ("annotator", "flag") else "right")
         for r in aware.get("annotators", []):
             flag = r.get("flag") or ""
-            table.add_row("(none)" if r.get("annotator") is None else str(r["annotator"]), str(r["n_scores"]),
-                          _num(r["offset"]), _num(r["slope"]), _num(r["noise"]), _num(r["agreement"]),
-                          Text(flag, style="bold red") if flag else "")
+            table.add_row(
+                "(none)" if r.get("annotator") is None else str(r["annotator"]),
+                str(r["n_scores"]),
+                _num(r["offset"]),
+                _num(r["slope"]),
+                _num(r["noise"]),
+                _num(r["agreement"]),
+                Text(flag, style="bold red") if flag else "",
+            )
         more = aware.get("n_annotators", 0) - len(aware.get("annotators", []))
         parts = [head, table] + ([Text(f"… {more} more annotators (easl status --annotators)")] if more > 0 else [])
         panel.update(Group(*parts))
@@ -207,9 +221,15 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
             detail.update("")
             return
         v = table.row_values(table.cursor)
-        detail.update(Text.assemble((str(v["item_id"]), "bold"),
-                                    f" {_num(v['estimate'])} [{_num(v['ci_low'])}, {_num(v['ci_high'])}] "
-                                    f"n={v['n_annotations']} · {v['text']}", no_wrap=True, overflow="ellipsis"))
+        detail.update(
+            Text.assemble(
+                (str(v["item_id"]), "bold"),
+                f" {_num(v['estimate'])} [{_num(v['ci_low'])}, {_num(v['ci_high'])}] "
+                f"n={v['n_annotations']} · {v['text']}",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+        )
 
     @on(ItemTable.CursorMoved)
     def _cursor_moved(self) -> None:

@@ -1,7 +1,8 @@
 """What the Monitor shows, computed off the UI thread from a project file that another process may be writing.
 
 ``MonitorSource.poll()`` opens the project read-only (SQLite WAL: readers never block the writer), reads the status
-and the cached model state (the items' ids and texts are read once: they never change), and returns a :class:`MonitorSnapshot`, or None when the file has not changed since the last
+and the cached model state (the items' ids and texts are read once: they never change), and returns a
+:class:`MonitorSnapshot`, or None when the file has not changed since the last
 poll (its size and modification time, and those of its ``-wal`` file, are the change signal: every commit writes
 one of them).
 
@@ -11,6 +12,7 @@ stability between successive iterations is Spearman's rho of those estimates (``
 get average ranks; rho is undefined, NaN, when either vector is constant). Completed iterations are read once and
 cached; the current iteration's point uses the live estimates, ranked incrementally (:class:`LiveRanks`).
 """
+
 from __future__ import annotations
 
 import os
@@ -178,8 +180,7 @@ class HistoryReplay:
             rho.append(spearman_rho(previous, estimate) if previous is not None else float("nan"))
             previous = estimate
         self._key = key
-        self._completed = (np.asarray(its, dtype=np.int64), np.asarray(mean_var), np.asarray(max_var),
-                           np.asarray(rho))
+        self._completed = (np.asarray(its, dtype=np.int64), np.asarray(mean_var), np.asarray(max_var), np.asarray(rho))
         self._last_estimate = previous
         self.last_ranks = centred_ranks(previous) if previous is not None else None
         return (*self._completed, self._last_estimate)
@@ -202,8 +203,12 @@ class SummaryCache:
         n = next(iter(state.values())).shape[0] if state else 0
         per_item = all(a.ndim == 1 and a.shape[0] == n for a in state.values())
         old = self._state
-        if not per_item or old is None or old.keys() != state.keys() or any(
-                old[k].shape != state[k].shape for k in state):
+        if (
+            not per_item
+            or old is None
+            or old.keys() != state.keys()
+            or any(old[k].shape != state[k].shape for k in state)
+        ):
             result = model.summary(state)
         else:
             changed = np.zeros(n, dtype=bool)
@@ -252,8 +257,7 @@ def aware_panel(project, status: dict) -> dict:
     table = project.annotator_table()
     order = np.lexsort((-table["n_scores"].to_numpy(), (table["flag"] == "").to_numpy()))
     shown = table.iloc[order[:AWARE_ANNOTATORS_SHOWN]]
-    return {"stop": status.get("stop"), "n_annotators": len(table),
-            "annotators": shown.to_dict(orient="records")}
+    return {"stop": status.get("stop"), "n_annotators": len(table), "annotators": shown.to_dict(orient="records")}
 
 
 class MonitorSource:
@@ -289,12 +293,12 @@ class MonitorSource:
             columns = live_columns(project, *self._items, cache=self._summaries)
             low, high = float(project.hyper.score_min), float(project.hyper.score_max)
             current = int(status["iteration"])
-            its, mean_var, max_var, rho, last = self._history.completed(project, current,
-                                                                        int(status["n_observations"]))
+            its, mean_var, max_var, rho, last = self._history.completed(project, current, int(status["n_observations"]))
             aware = aware_panel(project, status) if status.get("method") == "aware" else None
         ranks = self._history.last_ranks
-        live_rho = (spearman_from_ranks(ranks, self._live_ranks.ranks(columns.estimate)) if ranks is not None
-                    else float("nan"))
+        live_rho = (
+            spearman_from_ranks(ranks, self._live_ranks.ranks(columns.estimate)) if ranks is not None else float("nan")
+        )
         nan = float("nan")
         history = ConvergenceHistory(
             iterations=np.append(its, current),
@@ -304,6 +308,13 @@ class MonitorSource:
         )
         counts, edges = estimates_histogram(columns.estimate, low, high)
         self._signature = signature
-        return MonitorSnapshot(status=dict(status), columns=columns, hist_counts=counts, hist_edges=edges,
-                               history=history, score_range=(low, high),
-                               read_seconds=time.perf_counter() - started, aware=aware)
+        return MonitorSnapshot(
+            status=dict(status),
+            columns=columns,
+            hist_counts=counts,
+            hist_edges=edges,
+            history=history,
+            score_range=(low, high),
+            read_seconds=time.perf_counter() - started,
+            aware=aware,
+        )

@@ -1,4 +1,5 @@
 """The dialog that asks the annotator's name (once: the answer is remembered in the settings file)."""
+
 from __future__ import annotations
 
 from textual import on

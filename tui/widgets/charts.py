@@ -3,6 +3,7 @@
 plotext keeps one global figure, so every drawing takes :data:`PLOT_LOCK`; a chart is re-drawn only when its data
 or its size changes (the last rendering is cached), so a monitor refresh with unchanged figures costs nothing.
 """
+
 from __future__ import annotations
 
 import threading
@@ -102,8 +103,7 @@ class ConvergenceChart(PlotextChart):
         self._rho = np.asarray(rho, dtype=np.float64)
         key = None
         if self._iterations.size:
-            key = (self._iterations.tobytes(), self._mean_var.tobytes(), self._max_var.tobytes(),
-                   self._rho.tobytes())
+            key = (self._iterations.tobytes(), self._mean_var.tobytes(), self._max_var.tobytes(), self._rho.tobytes())
         self._set_key(key)
 
     def draw(self, fig) -> None:
@@ -116,7 +116,7 @@ class ConvergenceChart(PlotextChart):
             fig.draw(rho.lines().label("rank rho"))
             low = min(0.0, float(np.floor(self._rho[ok].min() * 10.0) / 10.0))
             fig.ruler("y", "right").lim(low, 1.0)
-        fig.legend(active=False)        # no room for it: the title names the series in their colours
+        fig.legend(active=False)  # no room for it: the title names the series in their colours
         first, last = int(self._iterations.min()), int(self._iterations.max())
         step = max(1, int(np.ceil((last - first + 1) / 6)))
         fig.ruler("x").ticks(list(range(first, last + 1, step)))

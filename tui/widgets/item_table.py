@@ -5,6 +5,7 @@ cost of a frame does not depend on the number of items; a re-sort by key is one 
 about 10 ms at N = 100,000), and new data for the same items (a Monitor refresh) only moves the rows whose value
 changed (``tui.widgets.ordering.update_stable_order``, O(N) with a small constant).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ class ItemColumns:
     text: np.ndarray
 
     @classmethod
-    def from_frame(cls, frame) -> "ItemColumns":
+    def from_frame(cls, frame) -> ItemColumns:
         """Take the columns of an estimates table (``Project.estimates()``) as numpy arrays, without copying rows.
 
         Parameters
@@ -67,7 +68,7 @@ class ItemColumns:
         )
 
     @classmethod
-    def empty(cls) -> "ItemColumns":
+    def empty(cls) -> ItemColumns:
         """A table with no rows."""
         f = np.empty(0, dtype=np.float64)
         o = np.empty(0, dtype=object)
@@ -151,7 +152,7 @@ class ItemTable(ScrollView, can_focus=True):
     class CursorMoved(Message):
         """The cursor moved to another row (or the rows under it changed)."""
 
-        def __init__(self, table: "ItemTable") -> None:
+        def __init__(self, table: ItemTable) -> None:
             super().__init__()
             self.table = table
 
@@ -187,8 +188,11 @@ class ItemTable(ScrollView, can_focus=True):
         current_index = int(self._order[min(self.cursor, self.row_count - 1)]) if current is not None else None
         self._columns = columns
         if same_items:
-            self._order = update_stable_order(self._order, sort_values(old, self.sort_key, self.descending),
-                                              sort_values(columns, self.sort_key, self.descending))
+            self._order = update_stable_order(
+                self._order,
+                sort_values(old, self.sort_key, self.descending),
+                sort_values(columns, self.sort_key, self.descending),
+            )
         else:
             self._order = sort_order(columns, self.sort_key, self.descending)
         self.virtual_size = Size(self.size.width, len(columns) + 1)
@@ -219,9 +223,13 @@ class ItemTable(ScrollView, can_focus=True):
         i = int(self._order[row])
         c = self._columns
         return {
-            "item_id": c.item_id[i], "estimate": float(c.estimate[i]), "ci_low": float(c.ci_low[i]),
-            "ci_high": float(c.ci_high[i]), "variance": float(c.variance[i]),
-            "n_annotations": int(c.n_annotations[i]), "text": c.text[i],
+            "item_id": c.item_id[i],
+            "estimate": float(c.estimate[i]),
+            "ci_low": float(c.ci_low[i]),
+            "ci_high": float(c.ci_high[i]),
+            "variance": float(c.variance[i]),
+            "n_annotations": int(c.n_annotations[i]),
+            "text": c.text[i],
         }
 
     # -------------------------------------------------------------- actions

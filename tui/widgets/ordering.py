@@ -4,6 +4,7 @@ such an order (the Monitor re-sorts 100,000 items on every refresh while only th
 The order is the one of ``numpy.argsort(values, kind="stable")``: ascending values, NaN last, ties (equal
 values; all NaN count as equal) in index order, i.e. the lexicographic order of ``(value, index)``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,9 +55,9 @@ def update_stable_order(order: np.ndarray, old: np.ndarray, new: np.ndarray) -> 
         run = np.cumsum(breaks)
     else:
         run = np.empty(0, dtype=np.int64)
-    moved = idx[stable_order(new[idx])]          # the changed items in their own (value, index) order
+    moved = idx[stable_order(new[idx])]  # the changed items in their own (value, index) order
     v = new[moved]
-    left = np.searchsorted(values, v, side="left")   # numpy's searchsorted puts NaN last, as argsort does
+    left = np.searchsorted(values, v, side="left")  # numpy's searchsorted puts NaN last, as argsort does
     right = np.searchsorted(values, v, side="right")
     pos = left.copy()
     tie = left < right

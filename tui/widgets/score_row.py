@@ -1,4 +1,5 @@
 """One item of a HIT with its score, edited by keyboard: arrows adjust, digits type, Home / End jump to the ends."""
+
 from __future__ import annotations
 
 import math
@@ -43,19 +44,28 @@ class ScoreRow(Widget):
     class Changed(Message):
         """The score of a row changed."""
 
-        def __init__(self, row: "ScoreRow") -> None:
+        def __init__(self, row: ScoreRow) -> None:
             super().__init__()
             self.row = row
 
     class Clicked(Message):
         """The row was clicked (the screen makes it current)."""
 
-        def __init__(self, row: "ScoreRow") -> None:
+        def __init__(self, row: ScoreRow) -> None:
             super().__init__()
             self.row = row
 
-    def __init__(self, position: int, item_id: str, text: str, *, low: float, high: float,
-                 score: float | None = None, id: str | None = None) -> None:
+    def __init__(
+        self,
+        position: int,
+        item_id: str,
+        text: str,
+        *,
+        low: float,
+        high: float,
+        score: float | None = None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.position = position
         self.item_id = item_id
