@@ -31,7 +31,9 @@ def per_resample(h, m, g, index):
 def assert_same(batched, plain):
     for k in FAIRNESS_KEYS:
         np.testing.assert_array_equal(np.isnan(batched[k]), np.isnan(plain[k]), err_msg=k)
-        np.testing.assert_allclose(batched[k], plain[k], rtol=0, atol=1e-9, equal_nan=True, err_msg=k)
+        # atol 1e-7: in a resample whose groups explain the error exactly (R2 = 1), the batched path's residual
+        # sum of squares is a difference of moment sums, exact to ~1e-9 of the total (n=4, seed 66933989: 5.8e-9)
+        np.testing.assert_allclose(batched[k], plain[k], rtol=0, atol=1e-7, equal_nan=True, err_msg=k)
 
 
 def test_counts_of_ones_give_the_point_estimate():
