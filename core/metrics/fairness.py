@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from core.metrics.data import as_pair
@@ -114,7 +114,7 @@ def _tss_floor(n: int, unit: float) -> float:
     return float(n) * (CONSTANT_SPREAD * unit) ** 2
 
 
-def _group_codes(groups, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
+def _group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
     g = pd.Series(np.asarray(groups, dtype=object)).astype(str).to_numpy()
     if g.size != n:
         raise ValueError(f"groups has {g.size} labels for {n} responses")
@@ -122,7 +122,9 @@ def _group_codes(groups, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
     return names, codes.reshape(-1)
 
 
-def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) -> dict:
+def fairness_analysis(
+    y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike, *, base_group: str | None = None
+) -> dict:
     """Overall score accuracy, overall score difference and conditional score difference (RSMTool semantics).
 
     Parameters
@@ -327,7 +329,7 @@ class FairnessDesign:
         return {"osa": np.where(ok, osa, np.nan), "osd": np.where(ok, osd, np.nan), "csd": np.where(ok, csd, np.nan)}
 
 
-def fairness_design(y_true, y_pred, groups) -> FairnessDesign:
+def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> FairnessDesign:
     """Encode one fairness analysis (:func:`fairness_analysis`) for the bootstrap over responses.
 
     The interval is undefined (``problem`` set) with fewer than two groups or three responses, or when a group has
@@ -373,7 +375,9 @@ def fairness_design(y_true, y_pred, groups) -> FairnessDesign:
     )
 
 
-def fairness_resampled(y_true, y_pred, groups, counts) -> dict[str, NDArray[Any]]:
+def fairness_resampled(
+    y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike, counts: ArrayLike
+) -> dict[str, NDArray[Any]]:
     """OSA, OSD and CSD (adjusted R2 as in :func:`fairness_analysis`) for each row of resampling ``counts``.
 
     Equivalent to calling :func:`fairness_analysis` on each resample (Loukina, Madnani & Zechner 2019; RSMTool
