@@ -46,39 +46,38 @@ def chance_corrected_agreement(
 ) -> dict[str, float]:
     """Every coefficient of the family at once, with percent agreement and each chance agreement.
 
-        coefficient = (pa - pe) / (1 - pe); pa and each pe as in the module docstring (Gwet 2014, ch. 2-5).
+    coefficient = (pa - pe) / (1 - pe); pa and each pe as in the module docstring (Gwet 2014, ch. 2-5).
 
-        Parameters
-        ----------
-        ratings : array of shape (n_subjects, n_raters)
-            Category values, NaN for missing. Subjects with no rating are ignored.
-        categories : array-like of shape (q,)
-            All category values of the scale, sorted (unused categories count).
-        weights : {"identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"}
+    Parameters
+    ----------
+    ratings : array of shape (n_subjects, n_raters)
+        Category values, NaN for missing. Subjects with no rating are ignored.
+    categories : array-like of shape (q,)
+        All category values of the scale, sorted (unused categories count).
+    weights : {"identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"}
 
-        Returns
-        -------
-        dict of float
-            ``pa``, ``gwet``, ``bp``, ``fleiss``, ``conger``, ``krippendorff`` (irrCAC's weighted alpha) and the chance
-            agreements ``pe_gwet``, ``pe_bp``, ``pe_fleiss``, ``pe_conger``. NaN (with an UndefinedMetricWarning) when
-            no subject has two ratings or the chance agreement is 1.
+    Returns
+    -------
+    dict of float
+        ``pa``, ``gwet``, ``bp``, ``fleiss``, ``conger``, ``krippendorff`` (irrCAC's weighted alpha) and the chance
+        agreements ``pe_gwet``, ``pe_bp``, ``pe_fleiss``, ``pe_conger``. NaN (with an UndefinedMetricWarning) when
+        no subject has two ratings or the chance agreement is 1.
 
-        References
-        ----------
-        Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., ch. 2-5.
-        Examples
-        --------
-        Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (irrCAC ``raw_4raters``):
+    References
+    ----------
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., ch. 2-5.
+    Examples
+    --------
+    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (irrCAC ``raw_4raters``):
 
-        >>> import numpy as np
-    from numpy.typing import ArrayLike
-        >>> nan = np.nan
-        >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-        ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-        ...                     [nan, nan, 3, nan]])
-        >>> r = chance_corrected_agreement(ratings, [1, 2, 3, 4, 5])
-        >>> [round(r[k], 6) for k in ("pa", "gwet", "bp", "fleiss", "conger", "krippendorff")]
-        [0.818182, 0.775444, 0.772727, 0.761169, 0.762817, 0.743421]
+    >>> import numpy as np
+    >>> nan = np.nan
+    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
+    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
+    ...                     [nan, nan, 3, nan]])
+    >>> r = chance_corrected_agreement(ratings, [1, 2, 3, 4, 5])
+    >>> [round(r[k], 6) for k in ("pa", "gwet", "bp", "fleiss", "conger", "krippendorff")]
+    [0.818182, 0.775444, 0.772727, 0.761169, 0.762817, 0.743421]
     """
     return {
         k: float(v)
