@@ -80,7 +80,7 @@ def bootstrap_sums(
     finish: Callable[[dict[str, NDArray[Any]]], dict[str, NDArray[Any]]],
     n_resamples: int,
     rng: np.random.Generator,
-    per_resample: Callable[[NDArray[Any]], dict[str, NDArray[Any]]] | None = None,
+    per_resample: Callable[[NDArray[Any]], dict[str, float]] | None = None,
     progress: Callable[[int], None] | None = None,
     per_chunk: Callable[[NDArray[Any], NDArray[Any]], dict[str, NDArray[Any]]] | None = None,
 ) -> dict[str, NDArray[Any]]:
