@@ -10,12 +10,12 @@ from core.models.hyper import Hyper
 from core.models.ra import RankAggregationModel
 from core.models.trueskill import TrueSkillModel
 
-_MODELS: dict[str, type] = {
+#: The incremental models; "aware" is built by :func:`get_model` itself (it refits from the log).
+_MODELS: dict[str, type[Model]] = {
     "easl": EaslModel,
     "ra": RankAggregationModel,
     "trueskill": TrueSkillModel,
     "da": DirectAssessmentModel,
-    "aware": AwareModel,
 }
 
 
