@@ -50,5 +50,6 @@ def get_model(hyper: Hyper) -> Model:
     (0.8, 0.06)
     """
     if hyper.method == "aware":
+        # AwareModel has the interface of Model without subclassing it (core/models/aware_model.py)
         return AwareModel(hyper, uniform_passes=hyper.uniform_passes)  # type: ignore[return-value]
     return _MODELS[hyper.method](hyper)
