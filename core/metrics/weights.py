@@ -60,7 +60,7 @@ def agreement_weights(categories: ArrayLike, weights: Weights = "identity") -> N
     if q < 2:
         return np.ones((q, q))
     diff: NDArray[np.float64] = c[:, None] - c[None, :]
-    span = float(c[-1] - c[0])
+    span: np.float64 = c[-1] - c[0]
     if weights == "linear":
         return 1.0 - np.abs(diff) / span
     if weights == "quadratic":
