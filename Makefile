@@ -1,7 +1,10 @@
 # make run       : set up .venv (idempotent) and run the main job on the embedded default
-# make test      : set up .venv (idempotent) and run every test (Label Studio, tmux and slow ones included)
-# make test-fast : the unit tests alone (no Label Studio, tmux or slow tests), under a minute: the inner loop
-# make lint      : ruff (lint and format check) and mypy (strict on core/); not part of `make test` yet
+# make test      : set up .venv (idempotent), lint (ruff check, ruff format --check, mypy), then every test
+#                  (Label Studio, tmux and slow ones included); a lint failure stops it before pytest
+# make test-fast : ruff (check and format --check, ~1 s), then the unit tests alone (no Label Studio, tmux or
+#                  slow tests), under a minute: the inner loop (mypy is left to `make test` / `make lint`)
+# make lint      : ruff (lint and format check) and mypy (config: pyproject.toml [tool.mypy], strict on core/)
+# make ruff      : ruff alone;  make types : mypy alone
 # make format    : apply ruff's formatting and safe fixes
 # make bench     : every benchmark in bench/, each printing its figures beside the targets
 PYTHON ?= python3.11
@@ -9,7 +12,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast lint format venv bench clean
+.PHONY: run test test-fast lint ruff types format venv bench clean
 
 venv: $(STAMP)
 
@@ -25,16 +28,20 @@ run: $(STAMP)
 	@if [ -t 0 ] && [ -t 1 ]; then $(VENV)/bin/easl tui demo.easl; \
 	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl"; fi
 
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest -q
 
 # markers: pyproject.toml [tool.pytest.ini_options]; which tests carry them: tests/conftest.py (MARKS)
-test-fast: $(STAMP)
+test-fast: ruff
 	$(PY) -m pytest -q -m "not labelstudio and not tmux and not slow"
 
-lint: $(STAMP)
+lint: ruff types
+
+ruff: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+types: $(STAMP)
 	$(VENV)/bin/mypy
 
 format: $(STAMP)

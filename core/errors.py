@@ -17,8 +17,8 @@ message and exits 1; the Label Studio plugin stores it as a reject reason; the t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from pathlib import Path
 
 
 class EaslError(Exception):
@@ -41,7 +41,12 @@ class InputError(EaslError):
     """
 
     def __init__(
-        self, message: str, *, path: str | Path | None = None, line: int | None = None, field: str | None = None
+        self,
+        message: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        line: int | None = None,
+        field: str | None = None,
     ) -> None:
         super().__init__(message)
         self.path = None if path is None else str(path)
@@ -52,7 +57,9 @@ class InputError(EaslError):
 class InvalidRows(InputError):
     """Some rows of a batch are invalid; ``messages`` lists one located sentence per bad row."""
 
-    def __init__(self, message: str, *, messages: Sequence[str] = (), path: str | Path | None = None) -> None:
+    def __init__(
+        self, message: str, *, messages: Sequence[str] = (), path: str | os.PathLike[str] | None = None
+    ) -> None:
         super().__init__(message, path=path)
         self.messages = list(messages)
 
@@ -71,7 +78,7 @@ class HyperParameterError(EaslError):
 class ProjectFileError(EaslError):
     """The project file at ``path`` cannot be used: ``problem`` says why (missing, damaged, locked, not a project)."""
 
-    def __init__(self, path: str | Path, problem: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = str(path)
         self.problem = problem
@@ -80,7 +87,7 @@ class ProjectFileError(EaslError):
 class SchemaVersionError(ProjectFileError):
     """The project file's schema version ``found`` is not one this version can open (``expected``)."""
 
-    def __init__(self, path: str | Path, found: int, expected: int) -> None:
+    def __init__(self, path: str | os.PathLike[str], found: int, expected: int) -> None:
         if found > expected:
             problem = (
                 f"the project file has schema version {found}, newer than this version of easl-toolkit "

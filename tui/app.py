@@ -102,6 +102,13 @@ class EaslApp(App):
             self.add_mode("monitor", MonitorScreen)
             self.add_mode("export", ExportScreen)
 
+    @property
+    def project(self) -> Path:
+        """The open project file (the project screens, Annotate, Monitor and Export, exist only while one is open)."""
+        if self.project_path is None:
+            raise RuntimeError("no project is open")
+        return self.project_path
+
     def on_mount(self) -> None:
         self._update_title()
         self.switch_mode(self.start_screen)

@@ -24,20 +24,26 @@ Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus q
 
 from __future__ import annotations
 
+from typing import Any
+
+from numpy.typing import ArrayLike, NDArray
+
 from core.metrics.agreement_totals import agreement_totals, category_matrix, finish_agreement
 from core.metrics.data import WEIGHTS, Weights, check_option
-from core.metrics.sums import as_float
-from core.metrics.weights import agreement_weights, disagreement_weights  # noqa: F401  (re-exported)
 
 
-def _family(ratings, categories, weights: Weights, which: tuple[str, ...]) -> dict:
+def _family(
+    ratings: ArrayLike, categories: ArrayLike, weights: Weights, which: tuple[str, ...]
+) -> dict[str, NDArray[Any]]:
     check_option("weights", weights, WEIGHTS)
     idx, cats = category_matrix(ratings, categories)
     t = agreement_totals(idx, cats.size)
     return finish_agreement(t, cats, weights, idx.shape[1], which=which)
 
 
-def chance_corrected_agreement(ratings, categories, *, weights: Weights = "identity") -> dict[str, float]:
+def chance_corrected_agreement(
+    ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "identity"
+) -> dict[str, float]:
     """Every coefficient of the family at once, with percent agreement and each chance agreement.
 
     coefficient = (pa - pe) / (1 - pe); pa and each pe as in the module docstring (Gwet 2014, ch. 2-5).
@@ -74,12 +80,12 @@ def chance_corrected_agreement(ratings, categories, *, weights: Weights = "ident
     [0.818182, 0.775444, 0.772727, 0.761169, 0.762817, 0.743421]
     """
     return {
-        k: as_float(v)
+        k: float(v)
         for k, v in _family(ratings, categories, weights, ("gwet", "bp", "fleiss", "conger", "krippendorff")).items()
     }
 
 
-def gwet_ac(ratings, categories, *, weights: Weights = "identity") -> float:
+def gwet_ac(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "identity") -> float:
     """Gwet's AC1 (identity weights) / AC2 (other weights) for any number of raters with missing ratings.
 
     AC = (pa - pe) / (1 - pe),  pe = T_w / (q (q - 1)) sum_k pi_k (1 - pi_k)
@@ -113,10 +119,10 @@ def gwet_ac(ratings, categories, *, weights: Weights = "identity") -> float:
     >>> round(gwet_ac(ratings, [1, 2, 3, 4, 5]), 6), round(gwet_ac(ratings, [1, 2, 3, 4, 5], weights="quadratic"), 6)
     (0.775444, 0.914001)
     """
-    return as_float(_family(ratings, categories, weights, ("gwet",))["gwet"])
+    return float(_family(ratings, categories, weights, ("gwet",))["gwet"])
 
 
-def brennan_prediger(ratings, categories, *, weights: Weights = "identity") -> float:
+def brennan_prediger(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "identity") -> float:
     """Brennan-Prediger coefficient for any number of raters: (pa - pe) / (1 - pe), pe = T_w / q^2.
 
     Parameters
@@ -145,10 +151,10 @@ def brennan_prediger(ratings, categories, *, weights: Weights = "identity") -> f
     >>> round(brennan_prediger(ratings, [1, 2, 3, 4, 5]), 6)
     0.772727
     """
-    return as_float(_family(ratings, categories, weights, ("bp",))["bp"])
+    return float(_family(ratings, categories, weights, ("bp",))["bp"])
 
 
-def fleiss_kappa(ratings, categories, *, weights: Weights = "identity") -> float:
+def fleiss_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "identity") -> float:
     """Fleiss' kappa (the multi-rater Scott's pi): (pa - pe) / (1 - pe), pe = sum_kl w_kl pi_k pi_l.
 
     With two raters and no missing rating this is Scott's pi (1955); the report names it ``scott_pi`` in the
@@ -180,14 +186,14 @@ def fleiss_kappa(ratings, categories, *, weights: Weights = "identity") -> float
     >>> round(fleiss_kappa(ratings, [1, 2, 3, 4, 5]), 6)
     0.761169
     """
-    return as_float(_family(ratings, categories, weights, ("fleiss",))["fleiss"])
+    return float(_family(ratings, categories, weights, ("fleiss",))["fleiss"])
 
 
 #: Scott's pi is Fleiss' kappa of two raters.
 scott_pi = fleiss_kappa
 
 
-def conger_kappa(ratings, categories, *, weights: Weights = "identity") -> float:
+def conger_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "identity") -> float:
     """Conger's kappa (the multi-rater Cohen's kappa): (pa - pe) / (1 - pe) with
     pe = sum_kl w_kl (pbar_k pbar_l - s2_kl / R), computed per rater (column), never per rating slot.
 
@@ -220,4 +226,4 @@ def conger_kappa(ratings, categories, *, weights: Weights = "identity") -> float
     >>> round(conger_kappa(ratings, [1, 2, 3, 4, 5]), 6)
     0.762817
     """
-    return as_float(_family(ratings, categories, weights, ("conger",))["conger"])
+    return float(_family(ratings, categories, weights, ("conger",))["conger"])

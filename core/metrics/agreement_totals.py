@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import as_ratings, category_index
+from core.metrics.data import Weights, as_ratings, category_index
 from core.metrics.krippendorff import finish_alpha_from_coincidence
 from core.metrics.notes import undefined
 from core.metrics.sums import RowSums, nan_where
 from core.metrics.weights import agreement_weights
 
 
-def category_matrix(ratings, categories) -> tuple[NDArray[Any], NDArray[Any]]:
+def category_matrix(ratings: ArrayLike, categories: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
     """(index matrix with -1 for missing, category values) after validating that every rating is a category."""
     h = as_ratings(ratings)
     cats = np.asarray(categories, dtype=np.float64)
@@ -63,13 +63,13 @@ def agreement_sums(index: NDArray[Any], q: int, prefix: str = "") -> RowSums:
 
 
 def finish_agreement(
-    t: dict,
-    categories,
-    weights: str = "identity",
+    t: dict[str, NDArray[Any]],
+    categories: ArrayLike,
+    weights: Weights = "identity",
     n_raters: int = 2,
     prefix: str = "",
     which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger", "krippendorff"),
-) -> dict:
+) -> dict[str, NDArray[Any]]:
     """pa, pe and coefficients from :func:`agreement_sums` totals (batch-capable, leading axes allowed)."""
     cats = np.asarray(categories, dtype=np.float64)
     q = cats.size
@@ -86,7 +86,9 @@ def finish_agreement(
     reason_pairs = "chance-corrected agreement needs at least one response with two ratings"
     out["pa"] = nan_where(no_pairs, pa, reason_pairs)
 
-    def coef(pe, name, extra_bad=None, extra_reason=""):
+    def coef(
+        pe: NDArray[Any], name: str, extra_bad: NDArray[Any] | None = None, extra_reason: str = ""
+    ) -> NDArray[Any]:
         with np.errstate(divide="ignore", invalid="ignore"):
             value = (pa - pe) / (1.0 - pe)
         value = nan_where(no_pairs, value, reason_pairs)
@@ -133,7 +135,7 @@ def finish_agreement(
     return out
 
 
-def agreement_tables_from_joint(joint: NDArray[Any]) -> dict:
+def agreement_tables_from_joint(joint: NDArray[Any]) -> dict[str, NDArray[Any]]:
     """The :func:`agreement_sums` totals of two raters with no missing rating, from their joint table.
 
     ``joint[..., k, l]`` counts subjects rated k by rater 0 and l by rater 1 (batch axes allowed). Then every
@@ -157,7 +159,7 @@ def agreement_tables_from_joint(joint: NDArray[Any]) -> dict:
     }
 
 
-def agreement_totals(index: NDArray[Any], q: int) -> dict:
+def agreement_totals(index: NDArray[Any], q: int) -> dict[str, NDArray[Any]]:
     """The totals of :func:`agreement_sums` computed directly (one ``bincount`` per rater pair, no per-entry arrays).
 
     Same numbers as ``agreement_sums(index, q).totals()``; used for point estimates, where it is several times
@@ -174,11 +176,15 @@ def agreement_totals(index: NDArray[Any], q: int) -> dict:
         "n_rated": np.asarray(float(n if complete else (r >= 1).sum())),
         "n2": np.asarray(float(n if complete and R >= 2 else (r >= 2).sum())),
     }
-    sym = np.zeros(q * q)
-    coinc_w = None if complete else np.where(r >= 2, 1.0 / np.maximum(r - 1.0, 1.0), 0.0)
-    pair_w = None if complete else np.where(r >= 2, 1.0 / np.maximum(r * (r - 1.0), 1.0), 0.0)
-    pairs = np.zeros(q * q)
-    coinc = np.zeros(q * q)
+    sym: NDArray[np.float64] = np.zeros(q * q)
+    # per-response weights, used only when some ratings are missing
+    coinc_w: NDArray[Any] = np.zeros(0)
+    pair_w: NDArray[Any] = np.zeros(0)
+    if not complete:
+        coinc_w = np.where(r >= 2, 1.0 / np.maximum(r - 1.0, 1.0), 0.0)
+        pair_w = np.where(r >= 2, 1.0 / np.maximum(r * (r - 1.0), 1.0), 0.0)
+    pairs: NDArray[Any] = np.zeros(q * q)
+    coinc: NDArray[Any] = np.zeros(q * q)
     for j in range(R):
         for k in range(j + 1, R):
             if complete:

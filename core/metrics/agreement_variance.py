@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.agreement_totals import category_matrix
 from core.metrics.data import WEIGHTS, Weights, check_option
@@ -33,6 +33,8 @@ from core.metrics.weights import agreement_weights
 
 #: The coefficients with a linearised variance.
 COEFFICIENTS = ("gwet", "bp", "fleiss", "conger", "krippendorff")
+#: One coefficient of :func:`linearised`: (value, sum_i m_i (terms_i - centre)^2, number of subjects).
+Linearised = tuple[float, float, float]
 
 
 class Inference(NamedTuple):
@@ -56,7 +58,7 @@ def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
     return counts.reshape(n, q)
 
 
-def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False):
+def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False) -> tuple[NDArray[Any], ...]:
     """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
     subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
     ``return_inverse`` also each subject's pattern."""
@@ -91,7 +93,8 @@ def _per_subject(
 ) -> NDArray[Any]:
     """sum_j v[x_ij] / r_i over the subject's ratings (O(n x raters))."""
     acc = np.where(valid, values_by_cat[np.maximum(index, 0)], 0.0).sum(axis=1)
-    return acc / r
+    per_subject: NDArray[Any] = acc / r
+    return per_subject
 
 
 def linearised(
@@ -100,7 +103,7 @@ def linearised(
     which: tuple[str, ...] = COEFFICIENTS,
     counts: NDArray[Any] | None = None,
     mult: NDArray[Any] | None = None,
-) -> dict:
+) -> dict[str, Linearised]:
     """Point values and the variance sums of the linearised per-subject terms of each coefficient.
 
     ``index`` is the (n, R) category-index matrix (-1 = missing) of the subjects with at least one rating (or of
@@ -126,9 +129,9 @@ def linearised(
     pa = (m * pa_i).sum() / n2
     pi = (m[:, None] * counts / r[:, None]).sum(axis=0) / n
     tw = w.sum()
-    out: dict = {}
+    out: dict[str, Linearised] = {}
 
-    def finish(name, pe, pe_i):
+    def finish(name: str, pe: float, pe_i: NDArray[Any] | None) -> None:
         value = (pa - pe) / (1.0 - pe)
         terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
         if pe_i is not None:
@@ -150,7 +153,18 @@ def linearised(
     return out
 
 
-def _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two):
+def _conger(
+    index: NDArray[Any],
+    valid: NDArray[Any],
+    safe: NDArray[Any],
+    w: NDArray[Any],
+    m: NDArray[Any],
+    n: float,
+    n2: float,
+    pa: float,
+    pa_i: NDArray[Any],
+    two: NDArray[Any],
+) -> Linearised:
     """Conger's kappa and its linearised terms (Gwet 2014, section 5.4; irrCAC ``conger``)."""
     R = index.shape[1]
     q = w.shape[0]
@@ -177,7 +191,9 @@ def _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two):
     return value, (m * (terms - value) ** 2).sum(), n
 
 
-def _krippendorff(counts, sum_q, r, w, m):
+def _krippendorff(
+    counts: NDArray[Any], sum_q: NDArray[Any], r: NDArray[Any], w: NDArray[Any], m: NDArray[Any]
+) -> Linearised:
     """Krippendorff's alpha (weighted form) and its linearised terms (Gwet 2014, section 5.5; irrCAC)."""
     keep = r >= 2
     counts, sum_q, r, m = counts[keep], sum_q[keep], r[keep], m[keep]
@@ -199,8 +215,8 @@ def _krippendorff(counts, sum_q, r, w, m):
 
 
 def agreement_inference(
-    ratings,
-    categories,
+    ratings: ArrayLike,
+    categories: ArrayLike,
     *,
     weights: Weights = "identity",
     coefficients: tuple[str, ...] = COEFFICIENTS,
@@ -277,9 +293,9 @@ def agreement_inference(
 
 
 def table_inference(
-    table,
+    table: ArrayLike,
     *,
-    categories=None,
+    categories: ArrayLike | None = None,
     weights: Weights = "identity",
     confidence: float = 0.95,
     population_size: float | None = None,
@@ -334,7 +350,9 @@ def table_inference(
     return out
 
 
-def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weights, ...] = "identity") -> dict:
+def gwet_standard_errors(
+    ratings: ArrayLike, categories: ArrayLike, *, weights: Weights | tuple[Weights, ...] = "identity"
+) -> dict[str, float] | dict[str, dict[str, float]]:
     """Standard errors of Gwet's AC, Brennan-Prediger and Fleiss' kappa (:func:`agreement_inference`).
 
     Parameters
@@ -365,7 +383,7 @@ def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weight
     0.14295
     """
     names = tuple(weights) if isinstance(weights, (tuple, list)) else (weights,)
-    res = {
+    res: dict[str, dict[str, float]] = {
         w: {
             k1: v.se
             for k1, v in agreement_inference(
@@ -378,7 +396,7 @@ def gwet_standard_errors(ratings, categories, *, weights: Weights | tuple[Weight
 
 
 #: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
-REPORT_WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic")
+REPORT_WEIGHTS: tuple[Weights, ...] = ("identity", "linear", "quadratic")
 
 
 def report_name(coefficient: str, weights: str) -> str | None:
@@ -405,7 +423,7 @@ def named_inference(
     *,
     confidence: float = 0.95,
     population_size: float | None = None,
-    weightings: tuple[str, ...] = REPORT_WEIGHTS,
+    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
 ) -> dict[str, Inference]:
     """:func:`agreement_inference` of every reported coefficient, keyed by its report name (``gwet_ac1``, ...).
 

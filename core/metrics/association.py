@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from core.metrics.data import as_pair
@@ -47,7 +47,7 @@ def midranks(x: NDArray[Any]) -> NDArray[Any]:
     return ranks
 
 
-def spearman_rho(y_true, y_pred) -> float:
+def spearman_rho(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Spearman's rank correlation: Pearson's r of the mid-ranks (``scipy.stats.spearmanr``; Spearman 1904).
 
     rho = Cov(rank H, rank M) / (sd(rank H) sd(rank M)), ties get their average rank.
@@ -77,12 +77,15 @@ def spearman_rho(y_true, y_pred) -> float:
         return undefined("a correlation is undefined for constant scores")
     ra = midranks(a) - (a.size + 1) / 2.0
     rb = midranks(b) - (a.size + 1) / 2.0
+
     # einsum, not BLAS dot: multithreaded BLAS is slow for vectors on a busy machine
-    dot = lambda x, y: np.einsum("i,i->", x, y)  # noqa: E731
+    def dot(x: NDArray[Any], y: NDArray[Any]) -> np.float64:
+        return np.float64(np.einsum("i,i->", x, y))
+
     return float(np.clip(dot(ra, rb) / np.sqrt(dot(ra, ra) * dot(rb, rb)), -1.0, 1.0))
 
 
-def _kendall(y_true, y_pred, variant: str) -> float:
+def _kendall(y_true: ArrayLike, y_pred: ArrayLike, variant: str) -> float:
     a, b = as_pair(y_true, y_pred)
     if a.size < 2:
         return undefined("a correlation needs at least 2 responses", stacklevel=4)
@@ -91,7 +94,7 @@ def _kendall(y_true, y_pred, variant: str) -> float:
     return float(stats.kendalltau(a, b, variant=variant).statistic)
 
 
-def kendall_tau_b(y_true, y_pred) -> float:
+def kendall_tau_b(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Kendall's tau-b (Kendall 1945; ``scipy.stats.kendalltau``, variant 'b', O(N log N)).
 
     tau_b = (P - Q) / sqrt((P + Q + T_H) (P + Q + T_M)) with P concordant and Q discordant pairs and T_H, T_M the
@@ -129,10 +132,11 @@ def _resample_midranks(x: NDArray[Any], counts: NDArray[Any]) -> NDArray[Any]:
     group[order] = group_of_sorted
     totals = np.add.reduceat(counts[:, order], starts, axis=1) if xs.size else np.zeros((counts.shape[0], 0))
     below = np.cumsum(totals, axis=1) - totals
-    return (below + (totals + 1.0) / 2.0)[:, group]
+    ranks: NDArray[Any] = (below + (totals + 1.0) / 2.0)[:, group]
+    return ranks
 
 
-def spearman_rho_resampled(y_true, y_pred, counts) -> NDArray[Any]:
+def spearman_rho_resampled(y_true: ArrayLike, y_pred: ArrayLike, counts: ArrayLike) -> NDArray[Any]:
     """Spearman's rho in each of B bootstrap resamples at once, from resampling counts (B, n).
 
     A resample draws response i ``counts[b, i]`` times; its mid-ranks and the Pearson correlation of the ranks
@@ -158,7 +162,7 @@ def spearman_rho_resampled(y_true, y_pred, counts) -> NDArray[Any]:
     return np.where((n < 2) | (saa <= tol) | (sbb <= tol), np.nan, rho)
 
 
-def kendall_tau_c(y_true, y_pred) -> float:
+def kendall_tau_c(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Kendall's tau-c (Stuart's tau-c), for rectangular tables: tau_c = 2 (P - Q) / (n^2 (m - 1) / m).
 
     P and Q are the concordant and discordant pairs and m = min(number of distinct H, number of distinct M).
@@ -184,7 +188,9 @@ def kendall_tau_c(y_true, y_pred) -> float:
     return _kendall(y_true, y_pred, "c")
 
 
-def kendall_taus(y_true, y_pred, *, ties: tuple[NDArray[Any], NDArray[Any]] | None = None) -> tuple[float, float]:
+def kendall_taus(
+    y_true: ArrayLike, y_pred: ArrayLike, *, ties: tuple[NDArray[Any], NDArray[Any]] | None = None
+) -> tuple[float, float]:
     """Kendall's tau-b and tau-c from one concordance count (the report's ``kendall_tau_b`` and ``kendall_tau_c``).
 
     P - Q = tau_b sqrt((n0 - n1)(n0 - n2)) with n0 = n(n - 1)/2 and n1, n2 the pairs tied in H and in M, so tau-c

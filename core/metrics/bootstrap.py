@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis, fairness_design
 from core.metrics.notes import capture, quiet, undefined
@@ -77,12 +77,12 @@ def resample_chunks(
 
 def bootstrap_sums(
     sums: RowSums,
-    finish: Callable[[dict], dict],
+    finish: Callable[[dict[str, NDArray[Any]]], dict[str, NDArray[Any]]],
     n_resamples: int,
     rng: np.random.Generator,
-    per_resample: Callable[[NDArray[Any]], dict] | None = None,
+    per_resample: Callable[[NDArray[Any]], dict[str, float]] | None = None,
     progress: Callable[[int], None] | None = None,
-    per_chunk: Callable[[NDArray[Any], NDArray[Any]], dict] | None = None,
+    per_chunk: Callable[[NDArray[Any], NDArray[Any]], dict[str, NDArray[Any]]] | None = None,
 ) -> dict[str, NDArray[Any]]:
     """Bootstrap distribution of every statistic ``finish(totals)`` (and optionally ``per_resample(index_row)``).
 
@@ -181,13 +181,13 @@ def bootstrap_ci(samples: dict[str, NDArray[Any]], confidence: float = 0.95) -> 
 
 
 def bootstrap_prmse(
-    system,
-    ratings,
+    system: ArrayLike,
+    ratings: ArrayLike,
     n_resamples: int = 1000,
     seed: int | np.random.Generator = 0,
     rater_error_variance: float | None = None,
     confidence: float = 0.95,
-) -> dict:
+) -> dict[str, Any]:
     """Bootstrap distribution and percentile interval of PRMSE (and the other true-score figures).
 
     Responses (rows) are resampled with replacement, keeping each response's ratings together; every resample's
@@ -238,8 +238,13 @@ def bootstrap_prmse(
 
 
 def bootstrap_fairness(
-    y_true, y_pred, groups, n_resamples: int = 1000, seed: int | np.random.Generator = 0, confidence: float = 0.95
-) -> dict:
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    groups: ArrayLike,
+    n_resamples: int = 1000,
+    seed: int | np.random.Generator = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """Bootstrap percentile intervals of overall score accuracy, overall score difference and conditional score
     difference (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
 

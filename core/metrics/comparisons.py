@@ -14,7 +14,6 @@ estimates and every bootstrap resample share the same rows:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,11 +23,12 @@ from numpy.typing import NDArray
 
 from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
 from core.metrics.agreement_variance import REPORT_WEIGHTS, rating_patterns, report_name
+from core.metrics.data import Weights
 from core.metrics.fairness import FairnessDesign, fairness_design
 from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.moments import finish_disattenuated, finish_dsm, moments
 from core.metrics.registry import OBSERVED_KEYS
-from core.metrics.suite import PairSuite, memo, round_to_categories
+from core.metrics.suite import Finisher, PairSuite, memo, round_to_categories
 from core.metrics.sums import RowSums
 from core.metrics.true_score import finish_true_score, true_score_sums, true_score_totals
 
@@ -37,7 +37,7 @@ TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prms
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
-def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[Any], dict]:
+def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[Any], dict[str, NDArray[Any]]]:
     """The all-raters sums (:func:`core.metrics.agreement_totals.agreement_sums`) per rating pattern, and each
     response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
     rows, _, inverse = rating_patterns(index, q, return_inverse=True)
@@ -71,20 +71,20 @@ class Comparisons:
     raters: NDArray[Any] | None = None  # (n, R) category index of every rating (all-raters block)
     cats: NDArray[Any] | None = None
     group_consistency: dict[int, PairSuite] = field(default_factory=dict)  # first two humans in each subgroup
-    weightings: tuple[str, ...] = REPORT_WEIGHTS  # of the all-raters block
+    weightings: tuple[Weights, ...] = REPORT_WEIGHTS  # of the all-raters block
 
     def all_raters_keys(self) -> list[str]:
         """The all-raters figures in report order: each coefficient under each weighting, then alpha's levels."""
         keys = [report_name(c, w) for c in ("gwet", "bp", "fleiss", "conger") for w in self.weightings]
         return [k for k in keys if k] + ["krippendorff_alpha_" + lv for lv in ALPHA_LEVELS]
 
-    def totals(self) -> dict:
-        t: dict = {}
+    def totals(self) -> dict[str, NDArray[Any]]:
+        t: dict[str, NDArray[Any]] = {}
         for suite in self._pairs():
             t.update(suite.point_totals())
         for s, m in self.true_system.items():
             t.update(true_score_totals(self.true_human, m, f"t:{s}:"))
-        if self.raters is not None:
+        if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
             t.update({"a:" + k: v for k, v in agreement_totals(self.raters, self.cats.size).items()})
         return t
 
@@ -94,7 +94,7 @@ class Comparisons:
             out.merge(suite.sums, "")
         for s, m in self.true_system.items():
             out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0], "")
-        if self.raters is not None:
+        if self.raters is not None and self.cats is not None:
             out.add_grouped(*_pattern_tables(self.raters, self.cats.size, "a:"))
         return out
 
@@ -106,10 +106,25 @@ class Comparisons:
             *([self.human_human] if self.human_human is not None else []),
         ]
 
-    def finishers(self, t: dict, index: NDArray[Any] | None = None, with_ranks: bool = True) -> dict[str, Callable]:
+    def finishers(
+        self, t: dict[str, NDArray[Any]], index: NDArray[Any] | None = None, with_ranks: bool = True
+    ) -> dict[str, Finisher]:
         """Every figure as ``key -> zero-argument callable`` on totals ``t`` (batch-capable)."""
-        f: dict[str, Callable] = {}
-        hh_f: dict[str, Callable] = {}
+
+        def true_figure(k: str, tsp: str) -> Finisher:
+            return lambda: finish_true_score(t, self.rater_error_variance, tsp)[k]
+
+        def disattenuated(sf: dict[str, Finisher]) -> Finisher:
+            return lambda: finish_disattenuated(sf["corr"](), hh_f["corr"]())
+
+        def difference(a: Finisher, b: Finisher) -> Finisher:
+            return lambda: np.asarray(a()) - np.asarray(b())
+
+        def dsm(gsuite: PairSuite, whole: PairSuite) -> Finisher:
+            return lambda: finish_dsm(moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix))
+
+        f: dict[str, Finisher] = {}
+        hh_f: dict[str, Finisher] = {}
         if self.human_human is not None:
             hh_f = self.human_human.finishers(t)
             if with_ranks:
@@ -124,49 +139,51 @@ class Comparisons:
             f.update({f"s:{s_name}:{k}": fn for k, fn in sf.items()})
             tsp = f"t:{s_name}:"
             for k in TRUE_FIGURES:
-                f[tsp + k] = lambda k=k, tsp=tsp: finish_true_score(t, self.rater_error_variance, tsp)[k]
+                f[tsp + k] = true_figure(k, tsp)
             if self.human_human is not None:
-                f[f"s:{s_name}:disattenuated_corr"] = lambda sf=sf: finish_disattenuated(sf["corr"](), hh_f["corr"]())
+                f[f"s:{s_name}:disattenuated_corr"] = disattenuated(sf)
                 for k in OBSERVED_KEYS:
                     if k != "N" and k in hh_f:
-                        f[f"d:{s_name}:{k}"] = lambda a=sf[k], b=hh_f[k]: np.asarray(a()) - np.asarray(b())
+                        f[f"d:{s_name}:{k}"] = difference(sf[k], hh_f[k])
         for (gi, s_name), gsuite in self.groups.items():
             gf = gsuite.finishers(t)
             if with_ranks:
                 gf.update(gsuite.ranks(index))
             f.update({f"g:{gi}:{s_name}:{k}": fn for k, fn in gf.items()})
             whole = self.systems[s_name]
-            f[f"g:{gi}:{s_name}:dsm"] = lambda gsuite=gsuite, whole=whole: finish_dsm(
-                moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix)
-            )
+            f[f"g:{gi}:{s_name}:dsm"] = dsm(gsuite, whole)
         for gi, csuite in self.group_consistency.items():
             cf = csuite.finishers(t)
             if with_ranks:
                 cf.update(csuite.ranks(index))
             f.update({f"c:{gi}:{k}": fn for k, fn in cf.items()})
-        if self.raters is not None:
-            f.update(self._all_raters(t))
+        if self.raters is not None and self.cats is not None:
+            f.update(self._all_raters(t, self.raters.shape[1], self.cats))
         return f
 
-    def _all_raters(self, t: dict) -> dict[str, Callable]:
-        cats, n_raters = self.cats, self.raters.shape[1]
+    def _all_raters(self, t: dict[str, NDArray[Any]], n_raters: int, cats: NDArray[Any]) -> dict[str, Finisher]:
         q = cats.size
-        f: dict[str, Callable] = {"a:N": lambda: t["a:n_rated"], "a:N_pairable": lambda: t["a:n2"]}
+
+        def coefficient(w: Weights, coef: str) -> Finisher:
+            return lambda: finish_agreement(t, cats, w, n_raters, "a:", (coef,))[coef]
+
+        def coinc() -> NDArray[Any]:
+            return t["a:coinc"].reshape(np.shape(t["a:n2"]) + (q, q))
+
+        def alpha(level: str) -> Finisher:
+            return lambda: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level))
+
+        f: dict[str, Finisher] = {"a:N": lambda: t["a:n_rated"], "a:N_pairable": lambda: t["a:n2"]}
         for w in self.weightings:
             for coef in ("gwet", "bp", "fleiss", "conger"):
-                f["a:" + report_name(coef, w)] = lambda w=w, coef=coef: finish_agreement(
-                    t, cats, w, n_raters, "a:", (coef,)
-                )[coef]
-        coinc = lambda: t["a:coinc"].reshape(np.shape(t["a:n2"]) + (q, q))  # noqa: E731
+                f[f"a:{report_name(coef, w)}"] = coefficient(w, coef)
         for level in ALPHA_LEVELS:
-            f["a:krippendorff_alpha_" + level] = lambda level=level: finish_alpha_from_coincidence(
-                coinc(), coincidence_delta(cats, level)
-            )
+            f["a:krippendorff_alpha_" + level] = alpha(level)
         return f
 
-    def per_resample(self, index: NDArray[Any]) -> dict:
+    def per_resample(self, index: NDArray[Any]) -> dict[str, float]:
         """Kendall's tau-b and tau-c of every comparison on one resample (``index``: the rows drawn)."""
-        out: dict = {}
+        out: dict[str, float] = {}
         hh = self.human_human
         pairs = [(f"s:{s}:", suite) for s, suite in self.systems.items()]
         pairs += [(f"g:{gi}:{s}:", suite) for (gi, s), suite in self.groups.items()]
@@ -183,9 +200,9 @@ class Comparisons:
                     out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
         return out
 
-    def per_chunk(self, index: NDArray[Any], counts: NDArray[Any]) -> dict:
+    def per_chunk(self, index: NDArray[Any], counts: NDArray[Any]) -> dict[str, NDArray[Any]]:
         """Spearman's rho and the fairness analyses, vectorised over a chunk of resamples."""
-        out = {}
+        out: dict[str, NDArray[Any]] = {}
         hh = self.human_human
         if hh is not None:
             out["hh:spearman"] = hh.spearman_resampled(counts)
@@ -213,7 +230,7 @@ def build(
     cats: NDArray[Any] | None,
     groups: NDArray[Any] | None,
     rater_error_variance: float | None,
-    weightings: tuple[str, ...] = REPORT_WEIGHTS,
+    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
 ) -> Comparisons:
     """The comparisons of an evaluation over the rows of ``human`` (every row has at least one rating).
 

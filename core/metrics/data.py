@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 #: Agreement weights of the chance-corrected coefficients (Gwet 2014, section 3.4; irrCAC ``weights.py``).
 Weights = Literal["identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"]
@@ -46,7 +46,7 @@ def check_option(name: str, value: object, allowed: Collection[object]) -> None:
         raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
 
 
-def as_vector(x, name: str = "x") -> NDArray[Any]:
+def as_vector(x: ArrayLike, name: str = "x") -> NDArray[Any]:
     """``x`` as a 1-d float64 array (ValueError if it is not 1-d or not numeric)."""
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -57,7 +57,9 @@ def as_vector(x, name: str = "x") -> NDArray[Any]:
     return arr
 
 
-def as_pair(y_true, y_pred, names: tuple[str, str] = ("y_true", "y_pred")) -> tuple[NDArray[Any], NDArray[Any]]:
+def as_pair(
+    y_true: ArrayLike, y_pred: ArrayLike, names: tuple[str, str] = ("y_true", "y_pred")
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Two 1-d float64 arrays of equal length with no NaN or inf (ValueError otherwise)."""
     a = as_vector(y_true, names[0])
     b = as_vector(y_pred, names[1])
@@ -68,7 +70,7 @@ def as_pair(y_true, y_pred, names: tuple[str, str] = ("y_true", "y_pred")) -> tu
     return a, b
 
 
-def as_ratings(ratings) -> NDArray[Any]:
+def as_ratings(ratings: ArrayLike) -> NDArray[Any]:
     """A responses x raters float64 matrix (NaN = missing); a list of rater vectors is also accepted as columns.
 
     ``inf`` is rejected (ValueError): missing ratings are NaN.
@@ -89,7 +91,7 @@ def as_ratings(ratings) -> NDArray[Any]:
     return arr
 
 
-def rating_counts(ratings) -> NDArray[Any]:
+def rating_counts(ratings: ArrayLike) -> NDArray[Any]:
     """Number of ratings of each response, ``c_i`` (RSMTool ``get_n_human_scores``).
 
     Parameters
@@ -113,7 +115,8 @@ def rating_counts(ratings) -> NDArray[Any]:
     >>> rating_counts([[1, 2, 3, 4], [1, nan, 2, nan], [nan, nan, 1, nan]]).tolist()
     [2, 1, 3, 1]
     """
-    return np.sum(~np.isnan(as_ratings(ratings)), axis=1).astype(np.int64)
+    counts: NDArray[np.int64] = np.sum(~np.isnan(as_ratings(ratings)), axis=1).astype(np.int64)
+    return counts
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ class Scale:
     max: float
     categories: tuple[float, ...] = field(default=())
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         lo, hi = float(self.min), float(self.max)
         if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
             raise ValueError(f"scale must have finite min < max, got [{self.min}, {self.max}]")
@@ -175,7 +178,7 @@ class Scale:
     def is_categorical(self) -> bool:
         return len(self.categories) > 1
 
-    def to_categories(self, x) -> NDArray[Any]:
+    def to_categories(self, x: ArrayLike) -> NDArray[Any]:
         """Round half-to-even to integers (``numpy.round``, as SKLL and RSMTool) and clip to [min, max].
 
         NaN stays NaN. With non-integer categories, each score goes to the nearest category (ties to the lower).
@@ -200,7 +203,7 @@ def category_index(x: NDArray[Any], categories: NDArray[Any], name: str = "ratin
         raise ValueError("categories must be a sorted one-dimensional array of unique values")
     x = np.asarray(x, dtype=np.float64)
     if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):
-        shifted = x - cats[0]  # consecutive integers: arithmetic instead of a search
+        shifted: NDArray[np.float64] = x - cats[0]  # consecutive integers: arithmetic instead of a search
         lo, hi = (float(shifted.min()), float(shifted.max())) if shifted.size else (0.0, 0.0)
         if lo >= 0 and hi < cats.size:  # also false when anything is NaN
             idx = shifted.astype(np.int64)
@@ -248,7 +251,7 @@ class PolicyResult:
 
 
 def apply_score_policy(
-    human, system: dict[str, NDArray[Any]], *, scale: Scale | None = None, exclude_zeros: bool = False
+    human: ArrayLike, system: dict[str, NDArray[Any]], *, scale: Scale | None = None, exclude_zeros: bool = False
 ) -> PolicyResult:
     """Apply the explicit zero / non-numeric policy (RSMTool semantics, docs/design.md section 4.1).
 
@@ -338,7 +341,7 @@ def apply_score_policy(
     )
 
 
-def ratings_from_distribution(counts, categories) -> NDArray[Any]:
+def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArray[Any]:
     """A subjects x raters matrix from a distribution-of-raters table (irrCAC / Gwet's ``*.dist`` input form).
 
     ``counts[i, k]`` is the number of raters who put subject i in category k. Row i of the result holds

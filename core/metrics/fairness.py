@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from core.metrics.data import as_pair
@@ -48,7 +48,7 @@ def _dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
     return (codes[:, None] == np.asarray(cols)[None, :]).astype(np.float64) if cols else np.zeros((codes.size, 0))
 
 
-def _ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict:
+def _ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, Any]:
     """OLS with an intercept: coefficients, RSS, rank p (without intercept), R2, adjusted R2.
 
     R2 is NaN when TSS <= ``tss_floor`` (y constant up to rounding, see :func:`_tss_floor`)."""
@@ -75,7 +75,7 @@ def _ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict:
     }
 
 
-def _coef_inference(model: dict, confidence: float = 0.95) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+def _coef_inference(model: dict[str, Any], confidence: float = 0.95) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """OLS standard errors, two-sided p-values and t-intervals of the coefficients (statsmodels ``OLS.fit``:
     cov = s^2 (X'X)^+, s^2 = RSS / (n - rank), t with n - rank degrees of freedom)."""
     x = model["design"]
@@ -92,7 +92,7 @@ def _coef_inference(model: dict, confidence: float = 0.95) -> tuple[NDArray[Any]
     return se, p, np.column_stack([model["coef"] - half, model["coef"] + half])
 
 
-def _f_test(small: dict, big: dict) -> float:
+def _f_test(small: dict[str, Any], big: dict[str, Any]) -> float:
     """p-value of the F-test of ``big`` against the nested ``small`` model."""
     df_num = big["p"] - small["p"]
     df_den = big["n"] - big["p"] - 1
@@ -114,7 +114,7 @@ def _tss_floor(n: int, unit: float) -> float:
     return float(n) * (CONSTANT_SPREAD * unit) ** 2
 
 
-def _group_codes(groups, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
+def _group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
     g = pd.Series(np.asarray(groups, dtype=object)).astype(str).to_numpy()
     if g.size != n:
         raise ValueError(f"groups has {g.size} labels for {n} responses")
@@ -122,7 +122,9 @@ def _group_codes(groups, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
     return names, codes.reshape(-1)
 
 
-def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) -> dict:
+def fairness_analysis(
+    y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike, *, base_group: str | None = None
+) -> dict[str, Any]:
     """Overall score accuracy, overall score difference and conditional score difference (RSMTool semantics).
 
     Parameters
@@ -164,7 +166,7 @@ def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) 
         if str(base_group) not in set(names.tolist()):
             raise ValueError(f"base_group {base_group!r} is not one of the groups {names.tolist()[:12]}")
         base = int(np.flatnonzero(names == str(base_group))[0])
-    out = {
+    out: dict[str, Any] = {
         "base_group": str(names[base]) if names.size else None,
         "groups": {str(k): int(v) for k, v in zip(names, sizes)},
     }
@@ -193,7 +195,7 @@ def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) 
     null = _ols(error, np.zeros((h.size, 0)), floor_e)
     null_se = _ols(se, np.zeros((h.size, 0)), floor_s)
 
-    def record(model: dict, value: float, p_value: float) -> dict:
+    def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
         names_ = ["Intercept", *others]
         k = len(names_)
         _, coef_p, ci = _coef_inference(model)
@@ -224,7 +226,9 @@ def fairness_analysis(y_true, y_pred, groups, *, base_group: str | None = None) 
 FAIRNESS_KEYS = ("osa", "osd", "csd")
 
 
-def _adjusted(rss, tss, yy, n, p, unit):
+def _adjusted(
+    rss: NDArray[Any], tss: NDArray[Any], yy: NDArray[Any], n: NDArray[Any], p: NDArray[Any], unit: float
+) -> NDArray[Any]:
     """adjR2 = 1 - (1 - R2)(n - 1)/(n - p - 1), R2 = 1 - RSS/TSS; NaN for TSS ~ 0 (constant y) or n - p - 1 <= 0.
 
     Constant y: TSS <= n (CONSTANT_SPREAD unit)^2 as in :func:`fairness_analysis`, or TSS <= 1e-9 of the sum of
@@ -253,7 +257,7 @@ class FairnessDesign:
     unit: float  # largest absolute score (scale of "constant" errors)
     problem: str | None
 
-    def resampled(self, counts: NDArray[Any]) -> dict[str, NDArray[Any]]:
+    def resampled(self, counts: ArrayLike) -> dict[str, NDArray[Any]]:
         """OSA, OSD and CSD for every resample of a chunk.
 
         Parameters
@@ -267,13 +271,13 @@ class FairnessDesign:
         resample (the resample's responses with their multiplicities), NaN where a resample has fewer than two
         groups or constant errors.
         """
-        counts = np.atleast_2d(np.asarray(counts, dtype=np.float64))
-        b = counts.shape[0]
+        draws = np.atleast_2d(np.asarray(counts, dtype=np.float64))
+        b = draws.shape[0]
         if self.problem is not None:
             return {k: np.full(b, np.nan) for k in FAIRNESS_KEYS}
         kg, kh = self.group_names.size, self.n_scores
         step = int(max(1, SUBCHUNK_ENTRIES // max(self.n, kg * kh, 1)))
-        parts = [self._chunk(counts[i : i + step], kg, kh) for i in range(0, b, step)]
+        parts = [self._chunk(draws[i : i + step], kg, kh) for i in range(0, b, step)]
         return {k: np.concatenate([p[k] for p in parts]) for k in FAIRNESS_KEYS}
 
     def _chunk(self, counts: NDArray[Any], kg: int, kh: int) -> dict[str, NDArray[Any]]:
@@ -282,7 +286,7 @@ class FairnessDesign:
         cell = (base * (kg * kh) + (self.group_codes * kh + self.score_codes)[None, :]).ravel()
         grp = (base * kg + self.group_codes[None, :]).ravel()
 
-        def table(index, weights, size):
+        def table(index: NDArray[Any], weights: NDArray[Any], size: int) -> NDArray[Any]:
             w = (counts * weights[None, :]).ravel()
             return np.bincount(index, weights=w, minlength=b * size).reshape(b, size)
 
@@ -327,7 +331,7 @@ class FairnessDesign:
         return {"osa": np.where(ok, osa, np.nan), "osd": np.where(ok, osd, np.nan), "csd": np.where(ok, csd, np.nan)}
 
 
-def fairness_design(y_true, y_pred, groups) -> FairnessDesign:
+def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> FairnessDesign:
     """Encode one fairness analysis (:func:`fairness_analysis`) for the bootstrap over responses.
 
     The interval is undefined (``problem`` set) with fewer than two groups or three responses, or when a group has
@@ -373,7 +377,9 @@ def fairness_design(y_true, y_pred, groups) -> FairnessDesign:
     )
 
 
-def fairness_resampled(y_true, y_pred, groups, counts) -> dict[str, NDArray[Any]]:
+def fairness_resampled(
+    y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike, counts: ArrayLike
+) -> dict[str, NDArray[Any]]:
     """OSA, OSD and CSD (adjusted R2 as in :func:`fairness_analysis`) for each row of resampling ``counts``.
 
     Equivalent to calling :func:`fairness_analysis` on each resample (Loukina, Madnani & Zechner 2019; RSMTool

@@ -11,7 +11,7 @@ Every interval says how it was made (:data:`IntervalMethod`), so a report can st
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from scipy import stats
@@ -120,7 +120,7 @@ def normal_ci(estimate: float, se: float, confidence: float = 0.95) -> tuple[flo
 
 
 def student_t_ci(
-    estimate: float, se: float, n: int, confidence: float = 0.95, *, cap: float | None = 1.0
+    estimate: float, se: float, n: float, confidence: float = 0.95, *, cap: float | None = 1.0
 ) -> tuple[float, float]:
     """Wald interval with Student's t on ``n - 1`` degrees of freedom, the upper bound capped at ``cap``.
 
@@ -161,7 +161,7 @@ def student_t_ci(
     return low, high
 
 
-def student_t_p_value(estimate: float, se: float, n: int) -> float:
+def student_t_p_value(estimate: float, se: float, n: float) -> float:
     """Two-sided p-value of H0: coefficient = 0, ``2 (1 - F_t(|estimate / se|; n - 1))`` (irrCAC, Gwet 2014 5.5).
 
     Examples
@@ -186,7 +186,7 @@ class Analytic(NamedTuple):
     p_value: float
     method: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         def num(x: float) -> float | None:
             return float(x) if np.isfinite(x) else None
 

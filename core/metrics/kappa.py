@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import Weights, as_pair, as_vector, check_option
 from core.metrics.intervals import normal_ci
 from core.metrics.notes import undefined
-from core.metrics.sums import as_float, nan_where
+from core.metrics.sums import nan_where
 from core.metrics.weights import disagreement_weights
 
 
@@ -45,7 +45,9 @@ def kappa_from_table(
     return nan_where((n > 0) & (used > 1) & (den <= 0), k, "kappa is undefined: no expected disagreement")
 
 
-def kappa_table(y_true, y_pred, *, labels=None, sample_weight=None) -> tuple[NDArray[Any], NDArray[Any]]:
+def kappa_table(
+    y_true: ArrayLike, y_pred: ArrayLike, *, labels: ArrayLike | None = None, sample_weight: ArrayLike | None = None
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """The joint table of :func:`cohen_kappa` and the category positions its weights use.
 
     Without ``labels``: scores rounded half-to-even, categories every integer from the smallest to the largest
@@ -78,7 +80,13 @@ def kappa_table(y_true, y_pred, *, labels=None, sample_weight=None) -> tuple[NDA
 
 
 def cohen_kappa(
-    y_true, y_pred, *, weights: Weights | None = None, labels=None, sample_weight=None, allow_off_by_one: bool = False
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    weights: Weights | None = None,
+    labels: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
+    allow_off_by_one: bool = False,
 ) -> float:
     """Cohen's (weighted) kappa of two raters.
 
@@ -129,7 +137,7 @@ def cohen_kappa(
     table, cats = kappa_table(y_true, y_pred, labels=labels, sample_weight=sample_weight)
     if not table.sum() > 0:
         return undefined("kappa needs at least 1 response")
-    return as_float(kappa_from_table(table, cats, weights, allow_off_by_one))
+    return float(kappa_from_table(table, cats, weights, allow_off_by_one))
 
 
 class KappaTest(NamedTuple):
@@ -146,7 +154,7 @@ class KappaTest(NamedTuple):
     kappa_max: float  # the largest kappa the margins allow (unweighted)
 
 
-def kappa_test_from_table(table, *, weights: Weights | None = None, confidence: float = 0.95) -> KappaTest:
+def kappa_test_from_table(table: ArrayLike, *, weights: Weights | None = None, confidence: float = 0.95) -> KappaTest:
     """Cohen's (weighted) kappa of a joint table with its variance, interval and test (statsmodels
     ``cohens_kappa``).
 
@@ -215,7 +223,13 @@ def kappa_test_from_table(table, *, weights: Weights | None = None, confidence: 
 
 
 def cohen_kappa_test(
-    y_true, y_pred, *, weights: Weights | None = None, labels=None, sample_weight=None, confidence: float = 0.95
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    weights: Weights | None = None,
+    labels: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
+    confidence: float = 0.95,
 ) -> KappaTest:
     """:func:`kappa_test_from_table` of the joint table of two raters (:func:`kappa_table`: SKLL's categories, or
     scikit-learn's ``labels`` and ``sample_weight``).

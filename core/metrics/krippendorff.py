@@ -25,12 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from core.metrics.data import LEVELS, Level, as_ratings, category_index, check_option
 from core.metrics.notes import undefined
-from core.metrics.sums import as_float, nan_where
+from core.metrics.sums import nan_where
 
 _RATIO_MAX_DISTINCT = 20_000
 
@@ -82,7 +82,7 @@ def _pairable(h: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]
 
 def _interval(h: NDArray[Any], obs: NDArray[Any], m: NDArray[Any]) -> float:
     vals = h[obs]
-    n = vals.size
+    n: int = vals.size
     if n < 2:
         return undefined("Krippendorff's alpha needs at least one unit with two values")
     mean = vals.mean()
@@ -96,7 +96,7 @@ def _interval(h: NDArray[Any], obs: NDArray[Any], m: NDArray[Any]) -> float:
     return 1.0 - (n - 1.0) * do / (n * ss)
 
 
-def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -> float:
+def krippendorff_alpha(ratings: ArrayLike, *, level: Level = "interval", categories: ArrayLike | None = None) -> float:
     """Krippendorff's alpha of a units x coders matrix (NaN = missing) at a level of measurement.
 
     .. math::
@@ -145,7 +145,7 @@ def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -
         h = as_ratings(ratings)
         idx = category_index(h, cats)
         coinc = _coincidences(idx, cats.size)
-        return as_float(finish_alpha_from_coincidence(coinc, coincidence_delta(cats, level)))
+        return float(finish_alpha_from_coincidence(coinc, coincidence_delta(cats, level)))
     h, obs, m = _pairable(as_ratings(ratings))
     if level == "interval":
         return _interval(h, obs, m)
@@ -168,7 +168,7 @@ def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -
         if uniq.size > _RATIO_MAX_DISTINCT:
             return undefined(f"ratio alpha is computed for at most {_RATIO_MAX_DISTINCT} distinct values")
 
-        def dist(a, b):
+        def dist(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
             s = uniq[a] + uniq[b]
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(s == 0, 0.0, ((uniq[a] - uniq[b]) / s) ** 2)
@@ -181,8 +181,9 @@ def krippendorff_alpha(ratings, *, level: Level = "interval", categories=None) -
             de += float(nc[block] @ d @ nc)
     else:
 
-        def dist(a, b):
-            return (a != b).astype(np.float64)
+        def dist(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
+            unequal: NDArray[np.float64] = (a != b).astype(np.float64)
+            return unequal
 
         de = n * n - float((nc * nc).sum())
     do = 0.0

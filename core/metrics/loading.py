@@ -15,6 +15,7 @@ they say what is wrong with the input, never which command-line option to use (t
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ class EvaluationInput:
     notes: list[str]
 
 
-def _require(df: pd.DataFrame, path, cols: list[str], what: str) -> None:
+def _require(df: pd.DataFrame, path: str | os.PathLike[str], cols: list[str], what: str) -> None:
     for c in cols:
         if c not in df.columns:
             shown = ", ".join(df.columns[:12]) + (", ..." if len(df.columns) > 12 else "")
@@ -58,11 +59,17 @@ def numeric_column(table: Table, col: str, *, strict: bool) -> NDArray[Any]:
         raise InputError(
             f"{table.location(i)}: column {col!r} has a non-numeric value {str(raw.iloc[i])[:40]!r}.", field=col
         )
-    return values.to_numpy(dtype=np.float64)
+    out: NDArray[np.float64] = values.to_numpy(dtype=np.float64)
+    return out
 
 
 def load_wide(
-    path, *, human: list[str], system: list[str], id_col: str | None = None, group_col: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    human: list[str],
+    system: list[str],
+    id_col: str | None = None,
+    group_col: str | None = None,
 ) -> EvaluationInput:
     """Read a wide file: one row per response with the named human and system score columns."""
     table = read_table(path)
@@ -75,7 +82,7 @@ def load_wide(
         _require(df, path, [id_col], "id")
     if group_col:
         _require(df, path, [group_col], "group")
-    notes = []
+    notes: list[str] = []
     h = np.column_stack([numeric_column(table, c, strict=False) for c in human])
     sys = {c: numeric_column(table, c, strict=True) for c in system}
     if id_col:
@@ -91,7 +98,7 @@ def load_wide(
 
 
 def load_long(
-    path,
+    path: str | os.PathLike[str],
     *,
     columns: tuple[str, str, str],
     system: list[str],
@@ -198,7 +205,7 @@ def rater_matrix(
 def load_campaign(
     ratings: pd.DataFrame,
     items: pd.DataFrame,
-    system_path,
+    system_path: str | os.PathLike[str],
     *,
     system: list[str] | None = None,
     id_col: str = "item_id",

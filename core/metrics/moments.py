@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.sums import RowSums, nan_where
 
@@ -22,7 +22,7 @@ _REL_CONSTANT = 1e-12  # a standard deviation below this fraction of the score m
 # Moments of a pair of vectors: the sufficient statistics of means, sds, r, QWK, SMD, MSE and R2.
 
 
-def pair_moment_sums(a: NDArray[Any], b: NDArray[Any], prefix: str = "") -> tuple[RowSums, dict]:
+def pair_moment_sums(a: NDArray[Any], b: NDArray[Any], prefix: str = "") -> tuple[RowSums, dict[str, float]]:
     """Per-response terms for the moments of (a, b): 1, a-ca, b-cb, (a-ca)^2, (b-cb)^2, (a-ca)(b-cb), (a-b)^2.
 
     ``ca`` and ``cb`` (the sample means) are returned in the second value and must be passed to the finishers.
@@ -41,7 +41,7 @@ def pair_moment_sums(a: NDArray[Any], b: NDArray[Any], prefix: str = "") -> tupl
     return s, {"ca": ca, "cb": cb}
 
 
-def moments(t: dict, shift: dict, prefix: str = "") -> dict:
+def moments(t: dict[str, NDArray[Any]], shift: dict[str, float], prefix: str = "") -> dict[str, NDArray[Any]]:
     """Means, ddof=0 variances and covariance (and constancy flags) from :func:`pair_moment_sums` totals."""
     n = np.asarray(t[prefix + "n"], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -75,14 +75,14 @@ def _ddof1(var0: NDArray[Any], n: NDArray[Any]) -> NDArray[Any]:
         return np.where(n > 1, var0 * n / (n - 1), np.nan)
 
 
-def finish_sd(mo: dict, which: str) -> NDArray[Any]:
+def finish_sd(mo: dict[str, NDArray[Any]], which: str) -> NDArray[Any]:
     """Standard deviation with ddof=1 (NaN for N < 2)."""
     n = mo["n"]
     v = _ddof1(mo["va" if which == "a" else "vb"], n)
     return nan_where(n < 2, np.sqrt(v), "a standard deviation needs at least 2 responses")
 
 
-def finish_pearson(mo: dict) -> NDArray[Any]:
+def finish_pearson(mo: dict[str, NDArray[Any]]) -> NDArray[Any]:
     """Pearson r = Cov(a, b) / (sd(a) sd(b)); NaN for N < 2 or a constant vector (RSMTool returns None)."""
     n = mo["n"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -91,7 +91,7 @@ def finish_pearson(mo: dict) -> NDArray[Any]:
     return nan_where((n >= 2) & (mo["const_a"] | mo["const_b"]), r, "a correlation is undefined for constant scores")
 
 
-def finish_qwk(mo: dict) -> NDArray[Any]:
+def finish_qwk(mo: dict[str, NDArray[Any]]) -> NDArray[Any]:
     """Continuous QWK = 2 Cov / (Var(a) + Var(b) + (mean b - mean a)^2), ddof=0 (Haberman 2019)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         den = mo["va"] + mo["vb"] + (mo["mean_b"] - mo["mean_a"]) ** 2
@@ -100,7 +100,7 @@ def finish_qwk(mo: dict) -> NDArray[Any]:
     return nan_where((mo["n"] >= 1) & (den <= 0), q, "QWK is undefined when both score vectors are the same constant")
 
 
-def finish_smd(mo: dict, method: str = "unpooled") -> NDArray[Any]:
+def finish_smd(mo: dict[str, NDArray[Any]], method: str = "unpooled") -> NDArray[Any]:
     """SMD = (mean b - mean a) / sd, sd = sd(a) (unpooled) or sqrt((var a + var b)/2) (pooled), ddof=1."""
     n = mo["n"]
     va, vb = _ddof1(mo["va"], n), _ddof1(mo["vb"], n)
@@ -116,14 +116,14 @@ def finish_smd(mo: dict, method: str = "unpooled") -> NDArray[Any]:
     return nan_where((n >= 2) & zero, d, "SMD is undefined when the human scores are constant")
 
 
-def finish_mse(mo: dict) -> NDArray[Any]:
+def finish_mse(mo: dict[str, NDArray[Any]]) -> NDArray[Any]:
     """MSE = mean((a - b)^2)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         m = mo["sdd"] / mo["n"]
     return nan_where(mo["n"] < 1, m, "MSE needs at least 1 response")
 
 
-def finish_r2(mo: dict) -> NDArray[Any]:
+def finish_r2(mo: dict[str, NDArray[Any]]) -> NDArray[Any]:
     """R2 = 1 - sum (a - b)^2 / sum (a - mean a)^2 (sklearn ``r2_score``); NaN for N < 2 or constant a."""
     n = mo["n"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -132,7 +132,7 @@ def finish_r2(mo: dict) -> NDArray[Any]:
     return nan_where((n >= 2) & mo["const_a"], r2, "R2 is undefined when the human scores are constant")
 
 
-def finish_disattenuated(r_hm, r_hh) -> NDArray[Any]:
+def finish_disattenuated(r_hm: ArrayLike, r_hh: ArrayLike) -> NDArray[Any]:
     """Disattenuated correlation r(H, M) / sqrt(r(H1, H2)) (batch-capable; NaN with a reason unless r_hh > 0).
 
     Same definition as :func:`disattenuated_correlation` (RSMTool ``correlations``), with the reason recorded.
@@ -148,7 +148,7 @@ def finish_disattenuated(r_hm, r_hh) -> NDArray[Any]:
     )
 
 
-def finish_dsm(group: dict, whole: dict) -> NDArray[Any]:
+def finish_dsm(group: dict[str, NDArray[Any]], whole: dict[str, NDArray[Any]]) -> NDArray[Any]:
     """DSM of a subgroup from :func:`moments` of the group and of the whole set (batch-capable).
 
     DSM = (mean_g M - mean M) / sd M - (mean_g H - mean H) / sd H with the whole evaluation set's means and sds

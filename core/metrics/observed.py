@@ -10,10 +10,13 @@ bootstrap and these functions share one formula. Cohen's kappa is in :mod:`core.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
-from core.metrics.kappa import cohen_kappa  # noqa: F401  (re-exported: an observed-score metric)
+from core.metrics.kappa import cohen_kappa as cohen_kappa  # re-exported: an observed-score metric
 from core.metrics.moments import (
     _REL_CONSTANT,
     finish_pearson,
@@ -27,7 +30,7 @@ from core.metrics.notes import undefined
 from core.metrics.sums import as_float, nan_where
 
 
-def _moments_of(y_true, y_pred) -> dict:
+def _moments_of(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, NDArray[Any]]:
     a, b = as_pair(y_true, y_pred)
     s, shift = pair_moment_sums(a, b)
     return moments(s.totals(), shift)
@@ -37,7 +40,7 @@ def _moments_of(y_true, y_pred) -> dict:
 # Public scalar functions.
 
 
-def pearson_r(y_true, y_pred) -> float:
+def pearson_r(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Pearson's correlation coefficient.
 
     r = sum (H - mean H)(M - mean M) / sqrt(sum (H - mean H)^2 sum (M - mean M)^2)
@@ -60,10 +63,10 @@ def pearson_r(y_true, y_pred) -> float:
     >>> round(pearson_r([8, 4, 6, 3], [9, 4, 5, 12]), 6)
     -0.142325
     """
-    return as_float(finish_pearson(_moments_of(y_true, y_pred)))
+    return float(finish_pearson(_moments_of(y_true, y_pred)))
 
 
-def quadratic_weighted_kappa(y_true, y_pred) -> float:
+def quadratic_weighted_kappa(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Quadratic weighted kappa for continuous scores (RSMTool ``wtkappa``).
 
     QWK = 2 Cov(H, M) / (Var(H) + Var(M) + (mean M - mean H)^2), population moments (ddof=0). On integer scores it
@@ -89,12 +92,12 @@ def quadratic_weighted_kappa(y_true, y_pred) -> float:
     >>> round(quadratic_weighted_kappa([8, 4, 6, 3], [9, 4, 5, 12]), 12)
     -0.092105263158
     """
-    return as_float(finish_qwk(_moments_of(y_true, y_pred)))
+    return float(finish_qwk(_moments_of(y_true, y_pred)))
 
 
 def standardized_mean_difference(
-    y_true,
-    y_pred,
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
     *,
     method: SmdMethod = "unpooled",
     ddof: int = 1,
@@ -142,11 +145,10 @@ def standardized_mean_difference(
     if method in ("williamson", "johnson"):
         if population_y_true_sd is None or (method == "williamson" and population_y_pred_sd is None):
             raise ValueError(f"method {method!r} needs the population standard deviations")
-        sd = (
-            float(population_y_true_sd)
-            if method == "johnson"
-            else float(np.sqrt((population_y_true_sd**2 + population_y_pred_sd**2) / 2.0))
-        )
+        if method == "johnson" or population_y_pred_sd is None:  # None only for johnson (checked above)
+            sd = float(population_y_true_sd)
+        else:
+            sd = float(np.sqrt((population_y_true_sd**2 + population_y_pred_sd**2) / 2.0))
         if a.size == 0:
             return undefined("SMD needs at least 1 response")
         if not sd > 0:
@@ -161,10 +163,10 @@ def standardized_mean_difference(
     if ddof == 0:
         n = mo["n"]
         mo = dict(mo, va=mo["va"] * (n - 1) / n, vb=mo["vb"] * (n - 1) / n)  # cancels the ddof=1 scaling
-    return as_float(finish_smd(mo, method))
+    return float(finish_smd(mo, method))
 
 
-def mean_squared_error(y_true, y_pred) -> float:
+def mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Mean squared error MSE(H|M) = (1/N) sum (H_i - M_i)^2.
 
     Parameters
@@ -190,7 +192,7 @@ def mean_squared_error(y_true, y_pred) -> float:
     return float(np.mean((a - b) ** 2))
 
 
-def root_mean_squared_error(y_true, y_pred) -> float:
+def root_mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Root mean squared error sqrt(MSE(H|M)) (:func:`mean_squared_error`).
 
     Parameters
@@ -215,7 +217,7 @@ def root_mean_squared_error(y_true, y_pred) -> float:
     return float(np.sqrt(mean_squared_error(y_true, y_pred)))
 
 
-def r2_score(y_true, y_pred) -> float:
+def r2_score(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Coefficient of determination R2 = 1 - sum (H - M)^2 / sum (H - mean H)^2.
 
     Parameters
@@ -236,10 +238,10 @@ def r2_score(y_true, y_pred) -> float:
     >>> round(r2_score([1, 3, 4, 2, 3, 1, 3, 4, 2, 1], [2.54] * 10), 12)
     -0.015806451613
     """
-    return as_float(finish_r2(_moments_of(y_true, y_pred)))
+    return float(finish_r2(_moments_of(y_true, y_pred)))
 
 
-def agreement(y_true, y_pred, *, tolerance: float = 0) -> float:
+def agreement(y_true: ArrayLike, y_pred: ArrayLike, *, tolerance: float = 0) -> float:
     """Percent agreement: 100 (1/N) sum 1[|H_i - M_i| <= tolerance].
 
     Parameters
@@ -268,7 +270,7 @@ def agreement(y_true, y_pred, *, tolerance: float = 0) -> float:
     return float(100.0 * np.mean(np.abs(a - b) <= tolerance))
 
 
-def exact_agreement(y_true, y_pred) -> float:
+def exact_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Percent exact agreement, ``agreement(y_true, y_pred, tolerance=0)``.
 
     Parameters
@@ -291,7 +293,7 @@ def exact_agreement(y_true, y_pred) -> float:
     return agreement(y_true, y_pred, tolerance=0)
 
 
-def adjacent_agreement(y_true, y_pred) -> float:
+def adjacent_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Percent exact plus adjacent agreement, ``agreement(y_true, y_pred, tolerance=1)``.
 
     Parameters
@@ -317,13 +319,13 @@ def adjacent_agreement(y_true, y_pred) -> float:
 
 
 def difference_of_standardized_means(
-    y_true,
-    y_pred,
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
     *,
-    population_y_true_mean=None,
-    population_y_pred_mean=None,
-    population_y_true_sd=None,
-    population_y_pred_sd=None,
+    population_y_true_mean: float | None = None,
+    population_y_pred_mean: float | None = None,
+    population_y_true_sd: float | None = None,
+    population_y_pred_sd: float | None = None,
     ddof: int = 1,
 ) -> float:
     """Difference of standardized means, DSM = mean_i [(M_i - mean_M) / sd_M - (H_i - mean_H) / sd_H].
@@ -367,7 +369,7 @@ def difference_of_standardized_means(
     return float(np.mean((b - mm) / sm) - np.mean((a - mh) / sh))
 
 
-def disattenuated_correlation(human_system_r, human_human_r):
+def disattenuated_correlation(human_system_r: ArrayLike, human_human_r: ArrayLike) -> float | NDArray[Any]:
     """Disattenuated correlation r(H, M) / sqrt(r(H1, H2)), element-wise.
 
     Parameters
@@ -402,7 +404,7 @@ def disattenuated_correlation(human_system_r, human_human_r):
     return as_float(out)
 
 
-def degradation(human_system: dict, human_human: dict) -> dict:
+def degradation(human_system: dict[str, float], human_human: dict[str, float]) -> dict[str, float]:
     """Degradation: each human-system metric minus the same human-human metric (RSMTool ``degradation`` table).
 
     Parameters

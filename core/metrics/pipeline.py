@@ -15,17 +15,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.agreement_variance import REPORT_WEIGHTS, named_inference
 from core.metrics.bootstrap import bootstrap_sums, fairness_ci_reason, percentile_interval
 from core.metrics.comparisons import TRUE_FIGURES, Comparisons, build
-from core.metrics.data import WEIGHTS, PolicyResult, Scale, apply_score_policy, check_option
+from core.metrics.data import WEIGHTS, PolicyResult, Scale, Weights, apply_score_policy, check_option
 from core.metrics.fairness import FAIRNESS_KEYS, FairnessDesign, fairness_analysis
 from core.metrics.intervals import T_METHOD, Analytic, Interval, pearson_analytic
 from core.metrics.notes import capture
@@ -69,7 +69,14 @@ class Prepared:
 
 
 def prepare(
-    human, system: dict, *, human_names, scale: Scale | None, groups, exclude_zeros: bool, notes: list[str]
+    human: ArrayLike,
+    system: dict[str, NDArray[Any]],
+    *,
+    human_names: Sequence[str] | None,
+    scale: Scale | None,
+    groups: ArrayLike | None,
+    exclude_zeros: bool,
+    notes: list[str],
 ) -> Prepared:
     """Apply the score policy, choose the scale (with a note when it comes from the data), note what changed."""
     h_all = np.asarray(human, dtype=np.float64)
@@ -134,8 +141,8 @@ def prepare(
 
 
 def point_estimates(
-    p: Prepared, rater_error_variance: float | None, weightings: tuple[str, ...] = REPORT_WEIGHTS
-) -> tuple[Comparisons, dict, dict, dict, list]:
+    p: Prepared, rater_error_variance: float | None, weightings: tuple[Weights, ...] = REPORT_WEIGHTS
+) -> tuple[Comparisons, dict[str, NDArray[Any]], dict[str, float], dict[str, str], list[str]]:
     """(comparisons, totals, values, reasons, cautions) of every figure on the sample itself."""
     comp = build(
         p.human,
@@ -157,7 +164,7 @@ def point_estimates(
 
 
 def analytic(
-    p: Prepared, comp: Comparisons, values: dict, *, confidence: float, population_size: float | None
+    p: Prepared, comp: Comparisons, values: dict[str, float], *, confidence: float, population_size: float | None
 ) -> dict[str, Analytic]:
     """Closed-form intervals keyed like ``values``: Fisher z for r; Gwet's linearised standard errors with t
     intervals (irrCAC) for every chance-corrected coefficient of the pairwise and all-raters blocks."""
@@ -166,19 +173,26 @@ def analytic(
     def pair(prefix: str, suite: PairSuite) -> None:
         out[prefix + "corr"] = pearson_analytic(values.get(prefix + "corr", np.nan), int(suite.rows.size), confidence)
         index = suite.category_index()
-        if index is not None:
+        if index is not None and comp.cats is not None:  # (a pair has a category index only with categories)
             out.update(_inference(prefix, index, comp.cats, confidence, population_size))
 
     for s, suite in comp.systems.items():
         pair(f"s:{s}:", suite)
     if comp.human_human is not None:
         pair("hh:", comp.human_human)
-    if comp.raters is not None:
+    if comp.raters is not None and comp.cats is not None:
         out.update(_inference("a:", comp.raters, comp.cats, confidence, population_size, comp.weightings))
     return out
 
 
-def _inference(prefix, index, cats, confidence, population_size, weightings=REPORT_WEIGHTS) -> dict[str, Analytic]:
+def _inference(
+    prefix: str,
+    index: NDArray[Any],
+    cats: NDArray[Any],
+    confidence: float,
+    population_size: float | None,
+    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
+) -> dict[str, Analytic]:
     res = named_inference(index, cats, confidence=confidence, population_size=population_size, weightings=weightings)
     return {prefix + k: Analytic(v.se, v.low, v.high, v.p_value, T_METHOD) for k, v in res.items()}
 
@@ -221,9 +235,9 @@ def bootstrap(
 def assemble(
     p: Prepared,
     comp: Comparisons,
-    totals: dict,
-    values: dict,
-    reasons: dict,
+    totals: dict[str, NDArray[Any]],
+    values: dict[str, float],
+    reasons: dict[str, str],
     cautions: list[str],
     closed: dict[str, Analytic],
     samples: dict[str, NDArray[Any]],
@@ -242,7 +256,7 @@ def assemble(
     def fig(key: str) -> Figure:
         return Figure(values[key], reasons.get(key), cis.get(key), closed.get(key))
 
-    def block(prefix: str, keys) -> Block:
+    def block(prefix: str, keys: Iterable[str]) -> Block:
         return Block({k: fig(prefix + k) for k in keys if prefix + k in values})
 
     hh = comp.human_human
@@ -254,11 +268,10 @@ def assemble(
         )
     all_raters = None
     if comp.raters is not None:
-        counts = {"N_raters": Figure(float(h.shape[1]))}
         all_raters = Block(
             {
                 **{k: fig("a:" + k) for k in ALL_RATERS_COUNTS if "a:" + k in values},
-                **counts,
+                "N_raters": Figure(float(h.shape[1])),
                 **block("a:", comp.all_raters_keys()).figures,
             }
         )
@@ -267,7 +280,7 @@ def assemble(
     prmse_samples: dict[str, NDArray[Any]] = {}
     for s_name in p.system:
         observed = block(f"s:{s_name}:", OBSERVED_KEYS)
-        counts = {
+        counts: dict[str, NDArray[Any] | float] = {
             "N": totals[f"t:{s_name}:N"],
             "N_raters": float(h.shape[1]),
             "N_single": totals[f"t:{s_name}:N_single"],
@@ -289,9 +302,9 @@ def assemble(
         degradation = block(f"d:{s_name}:", OBSERVED_KEYS)
         systems[s_name] = SystemEvaluation(observed, true_score, degradation, dc)
 
-    subgroups: dict = {}
-    fairness: dict = {}
-    consistency: dict = {}
+    subgroups: dict[str, dict[str, dict[str, Block]]] = {}
+    fairness: dict[str, dict[str, FairnessEvaluation]] = {}
+    consistency: dict[str, dict[str, Block]] = {}
     if p.groups is not None:
         subgroups[group_name] = {
             g: {s: block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
@@ -330,8 +343,9 @@ def assemble(
 def _confusion(comp: Comparisons, s_name: str) -> NDArray[Any]:
     """Counts of (reference human category, system category) on the reference responses (RSMTool's confusion
     matrix), on the scores rounded to the scale."""
-    q = comp.cats.size
-    index = comp.systems[s_name].category_index()
+    cats, index = comp.cats, comp.systems[s_name].category_index()
+    assert cats is not None and index is not None, "the confusion matrix needs the scale's categories"
+    q = cats.size
     return np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).reshape(q, q)
 
 
@@ -339,17 +353,16 @@ def _fairness(
     p: Prepared,
     s_name: str,
     design: FairnessDesign,
-    cis: dict,
+    cis: dict[str, Interval],
     n_resamples: int,
     resampled: bool,
     base_group: str | None,
 ) -> FairnessEvaluation:
-    ref = p.reference
-    fa, why, _ = capture(
-        fairness_analysis, p.human[ref, 0], p.system[s_name][ref], p.groups[ref], base_group=base_group
-    )
+    ref, groups = p.reference, p.groups
+    assert groups is not None, "the fairness analyses need the subgroup labels"
+    fa, why, _ = capture(fairness_analysis, p.human[ref, 0], p.system[s_name][ref], groups[ref], base_group=base_group)
     reason = "; ".join(why) or None
-    figs = {}
+    figs: dict[str, FairnessFigure] = {}
     for k in FAIRNESS_KEYS:
         rec = fa[k]
         ci = ci_reason = None
@@ -388,12 +401,12 @@ def _fairness(
 
 
 def evaluate(
-    human,
-    system: dict,
+    human: ArrayLike,
+    system: dict[str, NDArray[Any]],
     *,
     human_names: list[str] | None = None,
     scale: Scale | None = None,
-    groups=None,
+    groups: ArrayLike | None = None,
     group_name: str = "group",
     exclude_zeros: bool = False,
     rater_error_variance: float | None = None,
@@ -402,7 +415,7 @@ def evaluate(
     confidence: float = 0.95,
     population_size: float | None = None,
     base_group: str | None = None,
-    weights: tuple[str, ...] = (),
+    weights: tuple[Weights, ...] = (),
     progress: Callable[[int, int], None] | None = None,
     extra_notes: list[str] | None = None,
 ) -> Evaluation:

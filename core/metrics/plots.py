@@ -86,7 +86,7 @@ def confusion_heatmap(
 
 
 def prmse_plot(
-    estimates: dict[str, float], intervals: dict[str, tuple[float, float]], path: Path, confidence: float = 0.95
+    estimates: dict[str, float | None], intervals: dict[str, tuple[float, float]], path: Path, confidence: float = 0.95
 ) -> Path:
     """PRMSE per system with its bootstrap percentile interval (a point when there is no interval)."""
     names = list(estimates)

@@ -24,7 +24,7 @@ Which scores the categorical metrics compare: the system score rounded half-to-e
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from core.metrics.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
 from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
@@ -72,7 +72,7 @@ class Metric(NamedTuple):
     family: Family
     responses: Responses = "reference"
     raters: Raters = "reference_system"
-    function: Callable | None = None
+    function: Callable[..., Any] | None = None
 
 
 _G14 = "Gwet (2014), Handbook of Inter-Rater Reliability, ch. 2-5"
@@ -86,7 +86,7 @@ def _weighted(
     stem: str,
     label: str,
     source: str,
-    function: Callable,
+    function: Callable[..., Any],
     *,
     responses: Responses = "reference",
     raters: Raters = "reference_system",

@@ -9,7 +9,7 @@ beside it; counts are integers; every block has its ``N``; bootstrap intervals a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -100,9 +100,9 @@ class Block:
     def values(self) -> dict[str, float]:
         return {k: f.value for k, f in self.figures.items()}
 
-    def to_json(self, order=None) -> dict:
+    def to_json(self, order: Iterable[str] | None = None) -> dict[str, Any]:
         """``{key: value}`` with ``null`` + ``<key>_reason`` for NaN and integer counts."""
-        out: dict = {}
+        out: dict[str, Any] = {}
         for key in order or self.figures:
             if key not in self.figures:
                 continue
@@ -117,11 +117,11 @@ class Block:
                 out[key] = float(v)
         return out
 
-    def ci_json(self, *, prefix: str = "", skip: tuple[str, ...] = ("N",)) -> dict:
+    def ci_json(self, *, prefix: str = "", skip: tuple[str, ...] = ("N",)) -> dict[str, Any]:
         """``{prefix + key: [low, high]}`` of the figures that have a bootstrap interval."""
         return {prefix + k: _pair(f.ci) for k, f in self.figures.items() if f.ci is not None and k not in skip}
 
-    def analytic_json(self) -> dict:
+    def analytic_json(self) -> dict[str, Any]:
         """``{key: {"se", "ci", "p_value", "method"}}`` of the figures with a closed-form interval."""
         return {k: f.analytic.to_json() for k, f in self.figures.items() if f.analytic is not None}
 
@@ -130,7 +130,7 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
 
 
-def _pair(iv: Interval | tuple[float, float]) -> list:
+def _pair(iv: Interval | tuple[float, float]) -> list[float | None]:
     lo, hi = iv[0], iv[1]
     return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
 
@@ -153,8 +153,8 @@ class SystemEvaluation:
     degradation: Block  # observed minus human-human (empty with one human column)
     disattenuated_corr: Figure
 
-    def to_json(self, with_ci: bool, human_human: Block) -> dict:
-        entry = {
+    def to_json(self, with_ci: bool, human_human: Block) -> dict[str, Any]:
+        entry: dict[str, Any] = {
             "observed": self.observed.to_json(OBSERVED_KEYS),
             "true_score": self.true_score.to_json(TRUE_SCORE_KEYS),
         }
@@ -170,7 +170,7 @@ class SystemEvaluation:
         entry["disattenuated_corr"] = float(dc.value) if dc.is_defined else None
         if not dc.is_defined:
             entry["disattenuated_corr_reason"] = dc.reason or "undefined for these data"
-        ci: dict = {}
+        ci: dict[str, Any] = {}
         if with_ci:
             ci.update(self.observed.ci_json())
             for k in ("prmse", "mse_true", "true_score_variance", "rater_error_variance"):
@@ -193,17 +193,17 @@ class HumanHuman:
     all_raters: Block | None  # every chance-corrected coefficient over every human column (two or more)
     raters: tuple[str, ...] = ()  # every human column
 
-    def to_json(self, with_ci: bool) -> dict:
-        out: dict = {"raters": list(self.names) if self.names else []}
+    def to_json(self, with_ci: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"raters": list(self.names) if self.names else []}
         out.update(self.pair.to_json(OBSERVED_KEYS) if self.names else {"N": 0})
         out["ci"] = self.pair.ci_json() if with_ci and self.names else {}
         out["analytic"] = self.pair.analytic_json()
         return out
 
-    def all_raters_json(self, with_ci: bool) -> dict | None:
+    def all_raters_json(self, with_ci: bool) -> dict[str, Any] | None:
         if self.all_raters is None:
             return None
-        out: dict = {"raters": list(self.raters), **self.all_raters.to_json()}
+        out: dict[str, Any] = {"raters": list(self.raters), **self.all_raters.to_json()}
         out["ci"] = self.all_raters.ci_json(skip=("N", "N_pairable", "N_raters")) if with_ci else {}
         out["analytic"] = self.all_raters.analytic_json()
         out["benchmark"] = {
@@ -246,10 +246,10 @@ class FairnessEvaluation:
     def figures(self) -> dict[str, FairnessFigure]:
         return {"osa": self.osa, "osd": self.osd, "csd": self.csd}
 
-    def to_json(self) -> dict:
-        out: dict = {"N": int(self.n), "base_group": self.base_group, "groups": dict(self.groups)}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"N": int(self.n), "base_group": self.base_group, "groups": dict(self.groups)}
         for key, fig in self.figures().items():
-            item: dict = {}
+            item: dict[str, Any] = {}
             for k in ("value", "p_value", "r2"):
                 v = getattr(fig, k)
                 item[k] = None if not np.isfinite(v) else float(v)
@@ -332,9 +332,9 @@ class Evaluation:
         return list(self.human_columns)
 
     # ------------------------------------------------------------------ JSON
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The JSON object of ``easl evaluate --json`` (schema :data:`SCHEMA_VERSION`; see the README)."""
-        data: dict = {
+        data: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "n_input": int(self.n_input),
             "n_responses": int(self.n_responses),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_vector
 
@@ -17,7 +17,9 @@ from core.metrics.data import as_vector
 TRIM_TOLERANCE = 0.4998
 
 
-def trim_scores(values, *, trim_min: float, trim_max: float, tolerance: float = TRIM_TOLERANCE) -> NDArray[Any]:
+def trim_scores(
+    values: ArrayLike, *, trim_min: float, trim_max: float, tolerance: float = TRIM_TOLERANCE
+) -> NDArray[Any]:
     """Clip scores to [trim_min - tolerance, trim_max + tolerance] (RSMTool ``trim``; its default range).
 
     Parameters
@@ -45,7 +47,7 @@ def trim_scores(values, *, trim_min: float, trim_max: float, tolerance: float = 
     return np.clip(v, trim_min - tolerance, trim_max + tolerance)
 
 
-def scale_scores(values, *, from_mean: float, from_sd: float, to_mean: float, to_sd: float) -> NDArray[Any]:
+def scale_scores(values: ArrayLike, *, from_mean: float, from_sd: float, to_mean: float, to_sd: float) -> NDArray[Any]:
     """Scaled scores: (M - mean_M) / sd_M * sd_H + mean_H (RSMTool ``scale`` of raw predictions).
 
     RSMTool takes mean_M, sd_M of the system's predictions and mean_H, sd_H of the human scores on the training

@@ -10,16 +10,16 @@ chance-corrected coefficient use the scores rounded half-to-even and clipped to 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.agreement_totals import agreement_tables_from_joint, finish_agreement
 from core.metrics.association import kendall_taus, spearman_rho, spearman_rho_resampled
-from core.metrics.data import Scale, as_pair
+from core.metrics.data import Scale, Weights, as_pair
 from core.metrics.kappa import kappa_from_table
 from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.moments import (
@@ -35,6 +35,10 @@ from core.metrics.moments import (
 from core.metrics.notes import capture, caution, quiet, undefined
 from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS
 from core.metrics.sums import RowSums, nan_where
+
+#: A zero-argument callable computing one metric from totals: an array (with the batch axis of the totals) or, for
+#: the rank metrics, a float.
+Finisher = Callable[[], NDArray[Any] | float]
 
 
 @dataclass
@@ -52,19 +56,20 @@ class PairSuite:
     n_total: int
     cats: NDArray[Any] | None
     smd_method: str
-    shift: dict = field(init=False)
+    shift: dict[str, float] = field(init=False)
     _sums: RowSums | None = field(init=False, default=None)
-    _codes: tuple | None = field(init=False, default=None)
+    _codes: tuple[NDArray[Any], NDArray[Any]] | None = field(init=False, default=None)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         a, b = self.a[self.rows], self.b[self.rows]
         self.shift = {"ca": float(np.mean(a)) if a.size else 0.0, "cb": float(np.mean(b)) if b.size else 0.0}
         self._sub = (a, b)
+        self._q: int = 0 if self.cats is None else self.cats.size
+        # rounded scores and their category positions (None without categories)
+        self._cat: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
         if self.cats is not None and self.cats.size:
             ar, br = round_to_categories(a, self.cats), round_to_categories(b, self.cats)
             self._cat = (ar, br, np.searchsorted(self.cats, ar), np.searchsorted(self.cats, br))
-        else:
-            self._cat = None
 
     @property
     def sums(self) -> RowSums:
@@ -75,21 +80,24 @@ class PairSuite:
             sub, _ = pair_moment_sums(a, b, p)  # centred at the sample means, as self.shift
             if self._cat is not None:
                 ar, br, ia, ib = self._cat
-                q = self.cats.size
+                q = self._q
                 sub.add(p + "exact", (ar == br).astype(np.float64))
                 sub.add(p + "adjacent", (np.abs(ar - br) <= 1.0).astype(np.float64))
                 sub.add_counts(p + "joint", np.arange(a.size), ia * q + ib, 1.0, q * q)
             self._sums = sub.embedded(self.rows, self.n_total)
         return self._sums
 
-    def point_totals(self) -> dict:
+    def point_totals(self) -> dict[str, NDArray[Any]]:
         """The totals of :attr:`sums` for the sample itself, computed directly (no per-response arrays kept)."""
         a, b = self._sub
         p = self.prefix
         da = a - self.shift["ca"]
         db = b - self.shift["cb"]
         d = a - b
-        dot = lambda x, y: np.asarray(np.einsum("i,i->", x, y))  # noqa: E731  (no BLAS threads for vectors)
+
+        def dot(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
+            return np.asarray(np.einsum("i,i->", x, y))  # no BLAS threads for vectors
+
         t = {
             p + "n": np.asarray(float(a.size)),
             p + "sa": np.asarray(da.sum()),
@@ -101,7 +109,7 @@ class PairSuite:
         }
         if self._cat is not None:
             ar, br, ia, ib = self._cat
-            q = self.cats.size
+            q = self._q
             joint = np.bincount(ia * q + ib, minlength=q * q).astype(np.float64)
             diff = np.abs(ar - br)
             t[p + "exact"] = np.asarray(float((diff == 0).sum()))
@@ -109,11 +117,11 @@ class PairSuite:
             t[p + "joint"] = joint
         return t
 
-    def finishers(self, t: dict) -> dict[str, Callable[[], NDArray[Any]]]:
+    def finishers(self, t: dict[str, NDArray[Any]]) -> dict[str, Finisher]:
         """``key -> zero-argument callable`` computing the metric from totals ``t`` (batch-capable)."""
         p = self.prefix
         mo = moments(t, self.shift, p)
-        f: dict[str, Callable[[], NDArray[Any]]] = {
+        f: dict[str, Finisher] = {
             "N": lambda: mo["n"],
             "h_mean": lambda: np.where(mo["n"] > 0, mo["mean_a"], np.nan),
             "h_sd": lambda: finish_sd(mo, "a"),
@@ -129,7 +137,7 @@ class PairSuite:
         cats = self.cats
         if cats is None or not cats.size:
 
-            def none():
+            def none() -> NDArray[Any]:
                 return np.full(
                     np.shape(mo["n"]),
                     undefined("no score categories: the scale needs categories (integer bounds or an explicit list)"),
@@ -142,8 +150,8 @@ class PairSuite:
         q = cats.size
         n = mo["n"]
 
-        def pct(name):
-            def g():
+        def pct(name: str) -> Finisher:
+            def g() -> NDArray[Any]:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     v = 100.0 * t[p + name] / n
                 return nan_where(n < 1, v, "agreement needs at least 1 response")
@@ -152,27 +160,45 @@ class PairSuite:
 
         f["exact_agr"] = pct("exact")
         f["adj_agr"] = pct("adjacent")
-        table = lambda: t[p + "joint"].reshape(np.shape(n) + (q, q))  # noqa: E731
-        ag_cache: list = []
 
-        def ag() -> dict:
+        def table() -> NDArray[Any]:
+            joint: NDArray[Any] = t[p + "joint"].reshape(np.shape(n) + (q, q))
+            return joint
+
+        ag_cache: list[dict[str, NDArray[Any]]] = []
+
+        def ag() -> dict[str, NDArray[Any]]:
             if not ag_cache:
                 ag_cache.append(agreement_tables_from_joint(table()))
             return ag_cache[0]
 
-        for w, suffix in (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic")):
-            f["conger_kappa" + suffix] = lambda w=w: kappa_from_table(table(), cats, None if w == "identity" else w)
+        def kappa(w: Weights) -> Finisher:
+            return lambda: kappa_from_table(table(), cats, None if w == "identity" else w)
+
+        def coefficient(w: Weights, coef: str) -> Finisher:
+            return lambda: finish_agreement(ag(), cats, w, 2, "", (coef,))[coef]
+
+        def coinc() -> NDArray[Any]:
+            return ag()["coinc"].reshape(np.shape(n) + (q, q))
+
+        def alpha(level: str) -> Finisher:
+            return lambda: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level))
+
+        weightings: tuple[tuple[Weights, str], ...] = (
+            ("identity", ""),
+            ("linear", "_linear"),
+            ("quadratic", "_quadratic"),
+        )
+        for w, suffix in weightings:
+            f["conger_kappa" + suffix] = kappa(w)
             for key, coef in (
                 ("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"),
                 ("bp" + suffix, "bp"),
                 ("fleiss_kappa" + suffix, "fleiss"),
             ):
-                f[key] = lambda w=w, coef=coef: finish_agreement(ag(), cats, w, 2, "", (coef,))[coef]
-        coinc = lambda: ag()["coinc"].reshape(np.shape(n) + (q, q))  # noqa: E731
+                f[key] = coefficient(w, coef)
         for level in ("nominal", "ordinal", "interval"):
-            f["krippendorff_alpha_" + level] = lambda level=level: finish_alpha_from_coincidence(
-                coinc(), coincidence_delta(cats, level)
-            )
+            f["krippendorff_alpha_" + level] = alpha(level)
         return f
 
     def _value_codes(self) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -198,7 +224,7 @@ class PairSuite:
         """Spearman and Kendall on the compared responses of a resample (``index``: drawn rows) or the sample."""
         rows = self.rows if index is None else index[np.isin(index, self.rows)]
         a, b = self.a[rows], self.b[rows]
-        taus: list = []
+        taus: list[float] = []
 
         def tau(k: int) -> float:
             if not taus:
@@ -230,11 +256,11 @@ def round_to_categories(x: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
     return Scale(lo, hi, tuple(cats)).to_categories(x)
 
 
-def memo(fn: Callable) -> Callable:
+def memo(fn: Finisher) -> Finisher:
     """Compute once; later calls return the value and re-emit its reasons (so every key keeps them)."""
-    cell: list = []
+    cell: list[tuple[Any, list[str], list[str]]] = []
 
-    def wrapped():
+    def wrapped() -> Any:
         if not cell:
             cell.append(capture(fn))
         value, why, careful = cell[0]
@@ -247,9 +273,13 @@ def memo(fn: Callable) -> Callable:
     return wrapped
 
 
-def point_values(finishers: dict[str, Callable], keys=None) -> tuple[dict, dict, list]:
+def point_values(
+    finishers: dict[str, Finisher], keys: Collection[str] | None = None
+) -> tuple[dict[str, float], dict[str, str], list[str]]:
     """Evaluate finishers once with reasons: (values, reasons, cautions)."""
-    values, reasons, cautions = {}, {}, []
+    values: dict[str, float] = {}
+    reasons: dict[str, str] = {}
+    cautions: list[str] = []
     for key, fn in finishers.items():
         if keys is not None and key not in keys:
             continue
@@ -261,12 +291,17 @@ def point_values(finishers: dict[str, Callable], keys=None) -> tuple[dict, dict,
     return values, reasons, cautions
 
 
-def batch_values(finishers: dict[str, Callable]) -> dict[str, NDArray[Any]]:
+def batch_values(finishers: dict[str, Finisher]) -> dict[str, NDArray[Any]]:
     return {k: quiet(fn) for k, fn in finishers.items()}
 
 
 def observed_metrics(
-    y_true, y_pred, *, categories=None, smd_method: str = "unpooled", ranks: bool = True
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    categories: ArrayLike | None = None,
+    smd_method: str = "unpooled",
+    ranks: bool = True,
 ) -> dict[str, float]:
     """Every observed-score metric of one comparison at once (the ``observed`` keys of ``easl evaluate``).
 

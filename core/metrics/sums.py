@@ -43,7 +43,7 @@ class RowSums:
     _dense: list[NDArray[Any]] = field(default_factory=list)
     _counts: dict[str, _Counts] = field(default_factory=dict)
     _stacked: NDArray[Any] | None = field(default=None, repr=False)
-    _grouped: list = field(default_factory=list)
+    _grouped: list[tuple[NDArray[Any], dict[str, NDArray[Any]]]] = field(default_factory=list)
 
     def add_grouped(self, group: NDArray[Any], tables: dict[str, NDArray[Any]]) -> None:
         """Add terms that depend on the response only through its group (e.g. its rating pattern):
@@ -150,7 +150,7 @@ class RowSums:
             g = int(group.max(initial=-1)) + 1
             ok = group >= 0
             if counts is None:
-                agg = np.bincount(group[ok], minlength=g).astype(np.float64)
+                agg: NDArray[Any] = np.bincount(group[ok], minlength=g).astype(np.float64)
             else:
                 b = counts.shape[0]
                 flat = (np.arange(b, dtype=np.int64)[:, None] * g + group[ok][None, :]).ravel()

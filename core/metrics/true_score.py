@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_ratings, as_vector
 from core.metrics.notes import caution
-from core.metrics.sums import RowSums, as_float, nan_where
+from core.metrics.sums import RowSums, nan_where
 
 #: Recommended minimum number of double-scored responses (Loukina et al. 2020, section 7).
 MIN_DOUBLE_SCORED = 1000
@@ -27,9 +27,7 @@ MIN_DOUBLE_SCORED_HIGH_AGREEMENT = 500
 HIGH_AGREEMENT_R = 0.65
 
 
-def true_score_sums(
-    ratings: NDArray[Any], system: NDArray[Any] | None = None, prefix: str = ""
-) -> tuple[RowSums, float]:
+def true_score_sums(ratings: ArrayLike, system: ArrayLike | None = None, prefix: str = "") -> tuple[RowSums, float]:
     """Per-response terms of the Appendix B estimators; returns the sums and the centring constant.
 
     Terms: 1[c_i >= 1], c_i, c_i^2, c_i (Hbar_i - s), c_i (Hbar_i - s)^2, within-response sum of squares
@@ -66,13 +64,13 @@ def true_score_sums(
     return sums, s
 
 
-def true_score_totals(ratings: NDArray[Any], system: NDArray[Any] | None = None, prefix: str = "") -> dict:
+def true_score_totals(ratings: ArrayLike, system: ArrayLike | None = None, prefix: str = "") -> dict[str, NDArray[Any]]:
     """The totals of :func:`true_score_sums` for the sample itself, computed directly (same numbers)."""
     sums, _ = true_score_sums(ratings, system, prefix)
     return sums.totals()
 
 
-def finish_error_variance(t: dict, prefix: str = "") -> NDArray[Any]:
+def finish_error_variance(t: dict[str, NDArray[Any]], prefix: str = "") -> NDArray[Any]:
     """V_e = sum_i sum_j (H_ij - Hbar_i)^2 / sum_i (c_i - 1) over responses with c_i >= 2 (eq. 4-5)."""
     d = np.asarray(t[prefix + "D"], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -80,7 +78,7 @@ def finish_error_variance(t: dict, prefix: str = "") -> NDArray[Any]:
     return nan_where(d <= 0, ve, "rater error variance needs at least one response with two or more ratings")
 
 
-def finish_true_variance(t: dict, ve, prefix: str = "") -> NDArray[Any]:
+def finish_true_variance(t: dict[str, NDArray[Any]], ve: float | NDArray[Any], prefix: str = "") -> NDArray[Any]:
     """V_T = [sum c_i (Hbar_i - Hbar)^2 - (N - 1) V_e] / [c. - sum c_i^2 / c.] (eq. 6)."""
     n, c, c2 = t[prefix + "N"], t[prefix + "C"], t[prefix + "C2"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -92,14 +90,14 @@ def finish_true_variance(t: dict, ve, prefix: str = "") -> NDArray[Any]:
     return nan_where(~(den > 0), vt, "true score variance needs at least 2 rated responses")
 
 
-def finish_mse_true(t: dict, ve, prefix: str = "") -> NDArray[Any]:
+def finish_mse_true(t: dict[str, NDArray[Any]], ve: float | NDArray[Any], prefix: str = "") -> NDArray[Any]:
     """MSE(T|M) = [sum c_i (Hbar_i - M_i)^2 - N V_e] / c. (eq. 7)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mse = (t[prefix + "E"] - t[prefix + "N"] * ve) / t[prefix + "C"]
     return nan_where(~(t[prefix + "C"] > 0), mse, "MSE(T|M) needs at least 1 rated response")
 
 
-def finish_prmse(t: dict, ve, prefix: str = "") -> NDArray[Any]:
+def finish_prmse(t: dict[str, NDArray[Any]], ve: float | NDArray[Any], prefix: str = "") -> NDArray[Any]:
     """PRMSE = 1 - MSE(T|M) / V_T (eq. 8); NaN when V_T <= 0."""
     vt = finish_true_variance(t, ve, prefix)
     mse = finish_mse_true(t, ve, prefix)
@@ -110,7 +108,9 @@ def finish_prmse(t: dict, ve, prefix: str = "") -> NDArray[Any]:
     )
 
 
-def _error_variance_from(t: dict, rater_error_variance, prefix: str = ""):
+def _error_variance_from(
+    t: dict[str, NDArray[Any]], rater_error_variance: float | None, prefix: str = ""
+) -> float | NDArray[Any]:
     if rater_error_variance is None:
         return finish_error_variance(t, prefix)
     ve = float(rater_error_variance)
@@ -119,7 +119,7 @@ def _error_variance_from(t: dict, rater_error_variance, prefix: str = ""):
     return ve
 
 
-def variance_of_errors(ratings) -> float:
+def variance_of_errors(ratings: ArrayLike) -> float:
     """Rater error variance V_e (Loukina et al. 2020, Appendix B eq. 4-5; RSMTool ``variance_of_errors``).
 
     V_i = sum_j (H_ij - Hbar_i)^2 / (c_i - 1);  V_e = sum_i V_i (c_i - 1) / sum_i (c_i - 1), over responses with
@@ -147,10 +147,10 @@ def variance_of_errors(ratings) -> float:
     0.75
     """
     sums, _ = true_score_sums(ratings)
-    return as_float(finish_error_variance(sums.totals()))
+    return float(finish_error_variance(sums.totals()))
 
 
-def true_score_variance(ratings, rater_error_variance: float | None = None) -> float:
+def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None = None) -> float:
     """Variance of the true scores, V_T (Appendix B eq. 6; RSMTool ``true_score_variance``).
 
     V_T = [sum_i c_i (Hbar_i - Hbar)^2 - (N - 1) V_e] / [c. - sum_i c_i^2 / c.]. ``rater_error_variance``
@@ -179,10 +179,10 @@ def true_score_variance(ratings, rater_error_variance: float | None = None) -> f
     """
     sums, _ = true_score_sums(ratings)
     t = sums.totals()
-    return as_float(finish_true_variance(t, _error_variance_from(t, rater_error_variance)))
+    return float(finish_true_variance(t, _error_variance_from(t, rater_error_variance)))
 
 
-def mse_true(system, ratings, rater_error_variance: float | None = None) -> float:
+def mse_true(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | None = None) -> float:
     """Mean squared error of the system score as a predictor of the true score (Appendix B eq. 7; RSMTool ``mse_true``).
 
     MSE(T|M) = [sum_i c_i (Hbar_i - M_i)^2 - N V_e] / c.
@@ -211,10 +211,10 @@ def mse_true(system, ratings, rater_error_variance: float | None = None) -> floa
     """
     sums, _ = true_score_sums(ratings, system)
     t = sums.totals()
-    return as_float(finish_mse_true(t, _error_variance_from(t, rater_error_variance)))
+    return float(finish_mse_true(t, _error_variance_from(t, rater_error_variance)))
 
 
-def prmse(system, ratings, rater_error_variance: float | None = None) -> float:
+def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | None = None) -> float:
     """Proportional reduction in mean squared error for true scores (Appendix B eq. 8; RSMTool ``prmse_true``).
 
     PRMSE = 1 - MSE(T|M) / V_T, for any number of ratings per response (single-scored responses included in N).
@@ -248,10 +248,10 @@ def prmse(system, ratings, rater_error_variance: float | None = None) -> float:
     """
     sums, _ = true_score_sums(ratings, system)
     t = sums.totals()
-    return as_float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
+    return float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
 
 
-def first_two_ratings(ratings) -> tuple[NDArray[Any], NDArray[Any]]:
+def first_two_ratings(ratings: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
     """The first two available ratings of every response with at least two (in column order)."""
     h = as_ratings(ratings)
     obs = ~np.isnan(h)
@@ -262,7 +262,9 @@ def first_two_ratings(ratings) -> tuple[NDArray[Any], NDArray[Any]]:
     return pair[:, 0], pair[:, 1]
 
 
-def finish_true_score(t: dict, rater_error_variance=None, prefix: str = "") -> dict:
+def finish_true_score(
+    t: dict[str, NDArray[Any]], rater_error_variance: float | None = None, prefix: str = ""
+) -> dict[str, NDArray[Any]]:
     """The ``true_score`` record (batch-capable): counts, V_e, V_T, MSE(T|M), PRMSE."""
     ve = _error_variance_from(t, rater_error_variance, prefix)
     return {
@@ -276,7 +278,9 @@ def finish_true_score(t: dict, rater_error_variance=None, prefix: str = "") -> d
     }
 
 
-def true_score_evaluation(system, ratings, rater_error_variance: float | None = None) -> dict:
+def true_score_evaluation(
+    system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | None = None
+) -> dict[str, float]:
     """All true-score figures for one system (RSMTool ``true_score_eval`` table), with sample-size warnings.
 
     Returns a dict with ``N`` (responses with a rating), ``N_raters`` (columns), ``N_single``, ``N_multiple``
@@ -309,13 +313,13 @@ def true_score_evaluation(system, ratings, rater_error_variance: float | None = 
     h = as_ratings(ratings)
     sums, _ = true_score_sums(h, system)
     t = sums.totals()
-    rec = {k: as_float(v) for k, v in finish_true_score(t, rater_error_variance).items()}
-    rec = {
-        "N": int(rec["N"]),
+    values = {k: float(v) for k, v in finish_true_score(t, rater_error_variance).items()}
+    rec: dict[str, float] = {
+        "N": int(values["N"]),
         "N_raters": int(h.shape[1]),
-        "N_single": int(rec["N_single"]),
-        "N_multiple": int(rec["N_multiple"]),
-        **{k: rec[k] for k in ("rater_error_variance", "true_score_variance", "mse_true", "prmse")},
+        "N_single": int(values["N_single"]),
+        "N_multiple": int(values["N_multiple"]),
+        **{k: values[k] for k in ("rater_error_variance", "true_score_variance", "mse_true", "prmse")},
     }
     r = float("nan")
     if rater_error_variance is None and rec["N_multiple"] > 0:
@@ -323,7 +327,7 @@ def true_score_evaluation(system, ratings, rater_error_variance: float | None = 
         with np.errstate(invalid="ignore", divide="ignore"):
             r = float(np.corrcoef(a, b)[0, 1]) if a.size >= 2 and np.std(a) > 0 and np.std(b) > 0 else float("nan")
     for message in prmse_cautions(
-        n_multiple=rec["N_multiple"], r_hh=r, prmse=rec["prmse"], external=rater_error_variance is not None
+        n_multiple=int(rec["N_multiple"]), r_hh=r, prmse=rec["prmse"], external=rater_error_variance is not None
     ):
         caution(message)
     return rec

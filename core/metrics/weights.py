@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import WEIGHTS, Weights, check_option
 
 _DISTANCE_WEIGHTS = ("identity", "linear", "quadratic")
 
 
-def agreement_weights(categories, weights: Weights = "identity") -> NDArray[Any]:
+def agreement_weights(categories: ArrayLike, weights: Weights = "identity") -> NDArray[Any]:
     """Agreement weights w_kl over the category values c_1 < ... < c_q (1 on the diagonal).
 
     With R = c_q - c_1 and k, l the category ranks (irrCAC ``weights.py``; Gwet 2014, section 3.4):
@@ -59,32 +59,37 @@ def agreement_weights(categories, weights: Weights = "identity") -> NDArray[Any]
         return np.eye(q)
     if q < 2:
         return np.ones((q, q))
-    diff = c[:, None] - c[None, :]
-    span = c[-1] - c[0]
+    diff: NDArray[np.float64] = c[:, None] - c[None, :]
+    span: np.float64 = c[-1] - c[0]
     if weights == "linear":
         return 1.0 - np.abs(diff) / span
     if weights == "quadratic":
         return 1.0 - (diff / span) ** 2
     if weights == "radical":
-        return 1.0 - np.sqrt(np.abs(diff)) / np.sqrt(span)
+        radical: NDArray[np.float64] = 1.0 - np.sqrt(np.abs(diff)) / np.sqrt(span)
+        return radical
     if weights == "ratio":
         if (c == 0).any():
             raise ValueError("ratio weights need categories other than 0")
-        return 1.0 - (diff / (c[:, None] + c[None, :])) ** 2 / (span / (c[-1] + c[0])) ** 2
+        ratio: NDArray[np.float64] = 1.0 - (diff / (c[:, None] + c[None, :])) ** 2 / (span / (c[-1] + c[0])) ** 2
+        return ratio
     if weights == "ordinal":
         k = np.arange(q)
         m = np.abs(k[:, None] - k[None, :]) + 1.0
-        d = m * (m - 1.0) / 2.0
+        d: NDArray[np.float64] = m * (m - 1.0) / 2.0
     elif weights == "circular":
         d = np.sin(np.pi * diff / (span + 1.0)) ** 2
     else:  # bipolar
         with np.errstate(divide="ignore", invalid="ignore"):
             d = diff**2 / ((c[:, None] + c[None, :] - 2.0 * c[0]) * (2.0 * c[-1] - c[:, None] - c[None, :]))
         d[np.eye(q, dtype=bool)] = 0.0
-    return 1.0 - d / d.max()
+    scaled: NDArray[np.float64] = 1.0 - d / d.max()
+    return scaled
 
 
-def disagreement_weights(categories, weights: Weights = "identity", *, off_by_one: bool = False) -> NDArray[Any]:
+def disagreement_weights(
+    categories: ArrayLike, weights: Weights = "identity", *, off_by_one: bool = False
+) -> NDArray[Any]:
     """Disagreement weights d_kl = 1 - w_kl (:func:`agreement_weights`), 0 on the diagonal, at most 1.
 
     Cohen's weighted kappa, 1 - sum d O / sum d E, does not change when d is scaled, so these weights give SKLL's

@@ -11,21 +11,24 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from core.metrics.intervals import Interval
 from core.metrics.plots import confusion_heatmap, prmse_plot, scatter_plot
 from core.metrics.registry import SHORT
 from core.metrics.results import Evaluation
 from core.metrics.suite import round_to_categories
 
 
-def to_json_text(data: dict) -> str:
+def to_json_text(data: Mapping[str, Any]) -> str:
     """JSON text of the evaluation object; any remaining NaN/inf becomes null (strict JSON)."""
 
-    def clean(x):
+    def clean(x: Any) -> Any:
         if isinstance(x, dict):
             return {str(k): clean(v) for k, v in x.items()}
         if isinstance(x, (list, tuple)):
@@ -39,7 +42,7 @@ def to_json_text(data: dict) -> str:
     return json.dumps(clean(data), indent=2, allow_nan=False)
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     if v is None:
         return "n/a"
     if isinstance(v, (float, np.floating)):
@@ -87,7 +90,7 @@ def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0)
                 )
                 figures.append((f"{s_name}: confusion matrix", f.name))
         est = {s: _or_none(e.true_score["prmse"].value) for s, e in ev.systems.items()}
-        ints = {s: tuple(e.true_score["prmse"].ci or (np.nan, np.nan))[:2] for s, e in ev.systems.items()}
+        ints = {s: _bounds(e.true_score["prmse"].ci) for s, e in ev.systems.items()}
         f = prmse_plot(est, ints, tmp / "prmse.png", ev.confidence)
         figures.append(("PRMSE with bootstrap interval", f.name))
         (tmp / "report.md").write_text(_markdown(ev, tables, source, figures))
@@ -101,6 +104,10 @@ def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0)
         return written
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bounds(ci: Interval | None) -> tuple[float, float]:
+    return (ci[0], ci[1]) if ci is not None else (np.nan, np.nan)
 
 
 def _or_none(v: float) -> float | None:

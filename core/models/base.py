@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from core.models.hyper import Hyper
 from core.models.pairs import pair_schedule
 
-State = dict[str, np.ndarray]
+State = dict[str, NDArray[Any]]
 
 
 def check_batch(state: State, item: Any, score01: Any, group: Any) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
@@ -99,7 +99,9 @@ class Model(abc.ABC):
         """``(location M, variance)`` that drive Algorithm 1 (anchors by variance; match quality eq 23)."""
 
     @staticmethod
-    def _commutative_batch(state: State, item: Any, score01: Any, group: Any, sign: int):
+    def _commutative_batch(
+        state: State, item: Any, score01: Any, group: Any, sign: int
+    ) -> tuple[NDArray[Any], NDArray[Any]]:
         """Validate a batch for a commutative model (EASL, DA), where ``sign = -1`` retracts exactly."""
         item, score, _ = check_batch(state, item, score01, group)
         if sign not in (1, -1):

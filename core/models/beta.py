@@ -69,7 +69,8 @@ def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     0.6
     """
     alpha = np.asarray(alpha, dtype=np.float64)
-    return alpha / (alpha + np.asarray(beta, dtype=np.float64))
+    mean: NDArray[Any] = alpha / (alpha + np.asarray(beta, dtype=np.float64))
+    return mean
 
 
 def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
@@ -103,7 +104,8 @@ def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     alpha = np.asarray(alpha, dtype=np.float64)
     beta = np.asarray(beta, dtype=np.float64)
     s = alpha + beta
-    return alpha * beta / (s * s * (s + 1.0))
+    variance: NDArray[Any] = alpha * beta / (s * s * (s + 1.0))
+    return variance
 
 
 def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tuple[NDArray[Any], NDArray[Any]]:

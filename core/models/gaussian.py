@@ -26,7 +26,8 @@ _ASYMPTOTE_Z = 30.0
 
 
 def _log_pdf(x: NDArray[Any]) -> NDArray[Any]:
-    return -0.5 * x * x - _LOG_SQRT_2PI
+    log_pdf: NDArray[Any] = -0.5 * x * x - _LOG_SQRT_2PI
+    return log_pdf
 
 
 def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
@@ -60,7 +61,8 @@ def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
     """
     x = np.asarray(t, dtype=np.float64) - np.asarray(eps, dtype=np.float64)
     with np.errstate(over="ignore"):
-        return _SQRT_2_OVER_PI / special.erfcx(-x / math.sqrt(2.0))
+        v: NDArray[Any] = _SQRT_2_OVER_PI / special.erfcx(-x / math.sqrt(2.0))
+    return v
 
 
 def w_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
@@ -183,7 +185,8 @@ def w_draw(t: Any, eps: Any) -> NDArray[Any]:
         pb = np.exp(_log_pdf(b) - log_z)
         v = pb - pa
         w = v * v + a * pa - b * pb
-    return np.clip(w, 0.0, 1.0)
+    clipped: NDArray[Any] = np.clip(w, 0.0, 1.0)
+    return clipped
 
 
 def draw_margin(draw_probability: float, beta: float, n_players: int = 2) -> float:
@@ -273,7 +276,9 @@ def rate_1vs1(
     return mw, np.sqrt(s2w), ml, np.sqrt(s2l)
 
 
-def _rate_1vs1_var(mu_w, s2w, mu_l, s2l, beta: float, draw_margin: float, drawn):
+def _rate_1vs1_var(
+    mu_w: Any, s2w: Any, mu_l: Any, s2l: Any, beta: float, draw_margin: float, drawn: Any
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
     """:func:`rate_1vs1` on variances (eq 3-10), without dynamics."""
     c2 = 2.0 * beta * beta + s2w + s2l
     c = np.sqrt(c2)

@@ -10,12 +10,12 @@ from core.models.hyper import Hyper
 from core.models.ra import RankAggregationModel
 from core.models.trueskill import TrueSkillModel
 
-_MODELS: dict[str, type] = {
+#: The incremental models; "aware" is built by :func:`get_model` itself (it refits from the log).
+_MODELS: dict[str, type[Model]] = {
     "easl": EaslModel,
     "ra": RankAggregationModel,
     "trueskill": TrueSkillModel,
     "da": DirectAssessmentModel,
-    "aware": AwareModel,
 }
 
 
@@ -50,5 +50,6 @@ def get_model(hyper: Hyper) -> Model:
     (0.8, 0.06)
     """
     if hyper.method == "aware":
+        # AwareModel has the interface of Model without subclassing it (core/models/aware_model.py)
         return AwareModel(hyper, uniform_passes=hyper.uniform_passes)  # type: ignore[return-value]
     return _MODELS[hyper.method](hyper)

@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from textual import events, on, work
@@ -22,12 +23,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
 
 from core.errors import UserError
 from tui.screens.name_prompt import NamePrompt
 from tui.settings import clear_draft, load_draft, remember_annotator, remembered_annotator, save_draft
 from tui.widgets.score_row import ScoreRow
+
+if TYPE_CHECKING:
+    from tui.app import EaslApp
 
 #: ``source`` recorded with every observation this screen writes.
 SOURCE = "tui"
@@ -194,6 +199,9 @@ class ItemsScroll(VerticalScroll, can_focus=False):
 class AnnotateScreen(Screen):
     """Score the items of the next open HIT (0-100 by default) and submit."""
 
+    if TYPE_CHECKING:
+        app: EaslApp  # the screen runs only inside easl's app
+
     HELP = """\
 **Annotate** — score every item of the HIT, then submit.
 
@@ -237,7 +245,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         self.session_count = 0
         self.current = 0
         self._draft: dict[str, float] = {}
-        self._draft_timer = None
+        self._draft_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -275,7 +283,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
     def _start(self, name: str) -> None:
         self.app.annotator = name
         if self.session is None:
-            self.session = AnnotationSession(self.app.project_path, name)
+            self.session = AnnotationSession(self.app.project, name)
         else:
             self.session.annotator = name
         self.load_hit()
@@ -285,35 +293,37 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
     def load_hit(self, prefer_hit: str | None = None, prefill: dict | None = None) -> None:
         """Fetch the HIT to show (in a thread: never blocks the keyboard)."""
         try:
-            view = self.session.current(prefer_hit)
+            view = self._session().current(prefer_hit)
         except (UserError, sqlite3.Error, OSError) as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
             return
-        self.app.call_from_thread(self._show, view, prefill or {})
+        self.app.call_from_thread(self._show, view, prefill or {})  # type: ignore[arg-type]  # textual: R | Awaitable[R]
 
     @work(thread=True, exclusive=True, group="annotate")
     def _submit_worker(self, hit: dict, scores: dict[str, float]) -> None:
+        session = self._session()
         try:
-            self.session.submit(hit, scores)
+            session.submit(hit, scores)
         except (UserError, sqlite3.Error, OSError) as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return
         self.app.call_from_thread(self._forget_draft)
         with contextlib.suppress(UserError, OSError):  # a stale draft is ignored once its HIT is complete
-            clear_draft(self.session.path, self.session.annotator)
+            clear_draft(session.path, session.annotator)
         self.session_count += 1
         self.app.call_from_thread(self.notify, f"Submitted HIT {hit['hit_id']}.", timeout=2)
         try:
-            view = self.session.current()
+            view = session.current()
         except (UserError, sqlite3.Error, OSError) as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return
-        self.app.call_from_thread(self._show, view, {})
+        self.app.call_from_thread(self._show, view, {})  # type: ignore[arg-type]  # textual: R | Awaitable[R]
 
     @work(thread=True, exclusive=True, group="annotate")
     def _undo_worker(self) -> None:
+        session = self._session()
         try:
-            sub = self.session.undo()
+            sub = session.undo()
         except (UserError, sqlite3.Error, OSError) as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return
@@ -323,12 +333,18 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         self.session_count = max(self.session_count - 1, 0)
         self.app.call_from_thread(self.notify, f"Retracted HIT {sub.hit_id}.", timeout=3)
         try:
-            view = self.session.current(prefer_hit=sub.hit_id)
+            view = session.current(prefer_hit=sub.hit_id)
         except (UserError, sqlite3.Error, OSError) as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return
         prefill = sub.scores if view.hit is not None and view.hit["hit_id"] == sub.hit_id else {}
-        self.app.call_from_thread(self._show, view, prefill)
+        self.app.call_from_thread(self._show, view, prefill)  # type: ignore[arg-type]  # textual: R | Awaitable[R]
+
+    def _session(self) -> AnnotationSession:
+        """The session the workers use (they start only after :meth:`_start` has made it)."""
+        if self.session is None:
+            raise RuntimeError("no annotation session yet")
+        return self.session
 
     def _failed(self, message: str) -> None:
         self.busy = False
@@ -364,7 +380,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         items = view.hit["items"]
         if not prefill:
             try:
-                prefill = load_draft(self.app.project_path, self.app.annotator, view.hit["hit_id"])
+                prefill = load_draft(self.app.project, self._session().annotator, view.hit["hit_id"])
             except UserError as exc:
                 self.notify(str(exc), severity="warning")
         self._draft = {str(k): float(v) for k, v in prefill.items()}
@@ -405,7 +421,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
             self.select_row(missing[0].position - 1)
             return
         self.busy = True
-        self._submit_worker(self.view.hit, {r.item_id: float(r.score) for r in rows})
+        self._submit_worker(self.view.hit, {r.item_id: float(r.score) for r in rows if r.score is not None})
 
     def action_undo(self) -> None:
         """Retract the last submission and show that HIT again when it is still open."""
@@ -490,7 +506,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         if self.view is None or self.view.hit is None or not self.app.annotator:
             return
         try:
-            save_draft(self.app.project_path, self.app.annotator, self.view.hit["hit_id"], self._draft)
+            save_draft(self.app.project, self.app.annotator, self.view.hit["hit_id"], self._draft)
         except (UserError, OSError) as exc:
             self.notify(f"Could not save the scores typed so far: {exc}", severity="warning")
 

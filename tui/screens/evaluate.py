@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -32,6 +33,9 @@ from textual.widgets import (
 from textual.widgets.select import NoSelection
 
 from core.errors import UserError
+
+if TYPE_CHECKING:
+    from tui.app import EaslApp
 
 #: Metrics shown first in the results table (then the rest of the observed keys).
 HEADLINE = (
@@ -220,6 +224,9 @@ def result_rows(evaluation) -> tuple[list[str], list[list[str]]]:
 class EvaluateScreen(Screen):
     """Choose columns, evaluate, read the metrics and warnings, save the report."""
 
+    if TYPE_CHECKING:
+        app: EaslApp  # the screen runs only inside easl's app
+
     HELP = """\
 **Evaluate** — the metrics of `easl evaluate` on a CSV, TSV, JSONL or Parquet file.
 
@@ -384,19 +391,19 @@ class EvaluateScreen(Screen):
     # ---------------------------------------------------------------- save
     def action_save(self) -> None:
         """Write the report of the last evaluation to the folder typed on the Results tab."""
-        if self.evaluation is None:
+        if self.evaluation is None or self.path is None:  # (an evaluation always has its file)
             self._show_error("Evaluate first (Ctrl+E), then save the report.")
             return
         folder = self.query_one("#report-dir", Input).value.strip()
         if not folder:
             self._show_error("Type the report folder first.")
             return
-        self._save_worker(Path(folder))
+        self._save_worker(Path(folder), self.path)
 
     @work(thread=True, exclusive=True, group="evaluate-save")
-    def _save_worker(self, folder: Path) -> None:
+    def _save_worker(self, folder: Path, source: Path) -> None:
         try:
-            written = save_report(self.evaluation, folder, self.path)
+            written = save_report(self.evaluation, folder, source)
         except (UserError, OSError) as exc:
             self.app.call_from_thread(self._show_error, str(exc))
             return

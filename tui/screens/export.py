@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -15,6 +16,9 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, RadioButton, RadioSet, Static
 
 from core.errors import UserError
+
+if TYPE_CHECKING:
+    from tui.app import EaslApp
 
 #: Format name -> file extension.
 FORMATS = {"CSV": ".csv", "JSONL": ".jsonl", "Parquet": ".parquet"}
@@ -52,7 +56,7 @@ def export_project(project_path: Path, estimates_path: Path, ratings_path: Path 
         ratings = project.ratings() if ratings_path is not None else None
     write_table(estimates, estimates_path)
     n_ratings = 0
-    if ratings is not None:
+    if ratings is not None and ratings_path is not None:
         write_table(ratings, ratings_path)
         n_ratings = len(ratings)
     return ExportResult(Path(estimates_path), len(estimates), Path(ratings_path) if ratings_path else None, n_ratings)
@@ -67,6 +71,9 @@ def with_suffix(path_text: str, suffix: str) -> str:
 
 class ExportScreen(Screen):
     """Choose the format and the output files, then export."""
+
+    if TYPE_CHECKING:
+        app: EaslApp  # the screen runs only inside easl's app
 
     HELP = """\
 **Export** — write the estimates (item_id, estimate, mean, variance, ci_low, ci_high, n_annotations and the item's
@@ -83,7 +90,7 @@ hit_id, iteration, annotation_id, created_at).
     BINDINGS = [Binding("ctrl+s", "export", "Export files")]
 
     def compose(self) -> ComposeResult:
-        stem = self.app.project_path.with_suffix("").name
+        stem = self.app.project.with_suffix("").name
         yield Header()
         with Vertical(id="export-form"):
             yield Label("Format")
@@ -135,7 +142,7 @@ hit_id, iteration, annotation_id, created_at).
     @work(thread=True, exclusive=True, group="export")
     def _export_worker(self, estimates: Path, ratings: Path | None) -> None:
         try:
-            result = export_project(self.app.project_path, estimates, ratings)
+            result = export_project(self.app.project, estimates, ratings)
         except (UserError, OSError, sqlite3.Error) as exc:
             self.app.call_from_thread(self._report, Text(str(exc), style="bold red"))
             return

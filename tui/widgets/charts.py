@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 import plotext
+from numpy.typing import NDArray
 from rich.text import Text
 from textual.widget import Widget
 
@@ -89,10 +90,10 @@ class ConvergenceChart(PlotextChart):
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._iterations = np.empty(0)
-        self._mean_var = np.empty(0)
-        self._max_var = np.empty(0)
-        self._rho = np.empty(0)
+        self._iterations: NDArray[np.float64] = np.empty(0)
+        self._mean_var: NDArray[np.float64] = np.empty(0)
+        self._max_var: NDArray[np.float64] = np.empty(0)
+        self._rho: NDArray[np.float64] = np.empty(0)
 
     def set_history(self, iterations, mean_var, max_var, rho) -> None:
         """Set the series, one value per iteration: mean and maximum posterior variance (unit scale, as
@@ -131,8 +132,8 @@ class EstimateHistogram(PlotextChart):
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._counts = np.empty(0)
-        self._edges = np.empty(0)
+        self._counts: NDArray[np.float64] = np.empty(0)
+        self._edges: NDArray[np.float64] = np.empty(0)
 
     def set_histogram(self, counts, edges) -> None:
         """Set bin counts (k) and edges (k + 1), e.g. from ``numpy.histogram``."""

@@ -309,8 +309,8 @@ class ItemTable(ScrollView, can_focus=True):
         width = self.size.width
         base = self.rich_style
         if y == 0:
-            style = base + self.get_component_rich_style("item-table--header")
-            return Strip([Segment(_cell(self._header(width), width), style)], width)
+            header = base + self.get_component_rich_style("item-table--header")
+            return Strip([Segment(_cell(self._header(width), width), header)], width)
         row = int(self.scroll_offset.y) + y - 1
         if row >= self.row_count:
             return Strip.blank(width, base)
