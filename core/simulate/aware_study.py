@@ -28,6 +28,7 @@ stopping rule's hit rate, and the recall / false-flag rate of random clickers (M
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -305,6 +306,22 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
     }
 
 
+#: A map over independent runs: ``map_fn(fn, tasks)`` returns the results of ``fn(*task)`` in task order.
+MapFn = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
+
+
+def serial_map(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterable[Any]:
+    """The default :data:`MapFn`: ``fn(*task)`` for each task, one after another, in order."""
+    return (fn(*task) for task in tasks)
+
+
+def run_task(truth: NDArray[Any], model: str, method: str, seed: int, run_kw: dict[str, Any]) -> list[dict[str, Any]]:
+    """One independent run, :func:`run_one` with keyword settings ``run_kw``: a picklable top-level function
+    for a :data:`MapFn`. Every random draw of the run comes from generators seeded by ``seed`` (and the
+    method), so the rows do not depend on where or in which order the tasks run."""
+    return run_one(truth, model, method, seed, **run_kw)
+
+
 def run_study(
     *,
     models: tuple[str, ...] = ANNOTATOR_MODELS,
@@ -316,6 +333,7 @@ def run_study(
     n_items: int = 150,
     oracle_column: str = "label",
     progress: Any = None,
+    map_fn: MapFn = serial_map,
     **run_kw: Any,
 ) -> dict[str, Any]:
     """The whole study: every (model, method, seed) run, then :func:`summarise`.
@@ -332,7 +350,11 @@ def run_study(
         A CSV truth (:func:`load_oracle`, column ``oracle_column``); default the generated Beta(2,2) oracle
         (:func:`beta_oracle`) of ``n_items`` items.
     progress : callable, optional
-        Called with ``(done, total)`` after each run.
+        Called with ``(done, total)`` as each run's rows arrive.
+    map_fn : callable, default :func:`serial_map`
+        ``map_fn(fn, tasks)``: the results of ``fn(*task)`` in the order of ``tasks`` (e.g. a process pool's
+        or a cluster's map). Each (model, method, seed) run is one task of :func:`run_task` with its seed fixed,
+        so any map gives the same numbers.
     **run_kw :
         Passed to :func:`run_one` (``n_annotators``, ``hit_size``, ``batch_hits``, ``max_per_item``, ...).
 
@@ -344,16 +366,17 @@ def run_study(
     import pandas as pd
 
     truth = load_oracle(oracle, oracle_column) if oracle is not None else beta_oracle(n_items)
+    tasks = [
+        (truth, model, method, seed, dict(run_kw))
+        for model in models
+        for method in methods
+        for seed in range(first_seed, first_seed + n_seeds)
+    ]
     rows: list[dict[str, Any]] = []
-    total = len(models) * len(methods) * n_seeds
-    done = 0
-    for model in models:
-        for method in methods:
-            for seed in range(first_seed, first_seed + n_seeds):
-                rows += run_one(truth, model, method, seed, **run_kw)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+    for done, run_rows in enumerate(map_fn(run_task, tasks), start=1):
+        rows += run_rows
+        if progress is not None:
+            progress(done, len(tasks))
     curves = pd.DataFrame(rows)
     return {"curves": curves, **summarise(curves, target=target)}
 
@@ -367,21 +390,20 @@ def calibrate_stopping(
     relative_margins: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
     min_scores: tuple[int, ...] = (2, 3, 4),
     oracle: str | Path | None = None,
+    map_fn: MapFn = serial_map,
     **run_kw: Any,
 ) -> Any:
     """Hit rate of the stopping rule for each (target, relative margin ``k``, fewest scores per item) on
     calibration seeds apart from the study's: per model, the share of ``aware`` runs whose true Spearman is
     >= the target where the rule first stops, and the mean scores per item there. The defaults
     :data:`~core.models.aware_posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware_posterior.STOP_MIN_SCORES`
-    are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise)."""
+    are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise).
+    Each (model, seed) run is one :func:`run_task` through ``map_fn`` (as in :func:`run_study`)."""
     import pandas as pd
 
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
-    runs = [
-        pd.DataFrame(run_one(truth, m, "aware", s, **run_kw))
-        for m in models
-        for s in range(first_seed, first_seed + n_seeds)
-    ]
+    tasks = [(truth, m, "aware", s, dict(run_kw)) for m in models for s in range(first_seed, first_seed + n_seeds)]
+    runs = [pd.DataFrame(rows) for rows in map_fn(run_task, tasks)]
     out = []
     for target in targets:
         for k in relative_margins:
@@ -421,7 +443,10 @@ __all__ = [
     "budget_to_reach",
     "calibrate_stopping",
     "load_oracle",
+    "MapFn",
     "run_one",
     "run_study",
+    "run_task",
+    "serial_map",
     "summarise",
 ]
