@@ -89,7 +89,7 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
     """
     n = m.size
     if n <= EXACT_BELOW:
-        outs = []
+        outs: list[NDArray[Any]] = []
         step = max(1, 2_000_000 // max(n, 1))
         for vs in v_self:
             out = np.empty(n)
@@ -257,7 +257,8 @@ def select_batch(
         hits = select_batch(
             sub, n_hits=n_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes, max_slots=max_slots
         )
-        return free[hits]
+        chosen: NDArray[Any] = free[hits]
+        return chosen
     n = state.n_items
     n_slots = n_hits * hit_size
     if hit_size > n:

@@ -50,8 +50,9 @@ METHODS = ("da", "da-z", "easl", "aware")
 
 def beta_oracle(n_items: int = 150) -> NDArray[Any]:
     """A generated truth: the ``(k + 0.5) / n`` quantiles of Beta(2, 2), rescaled to [0, 1]."""
-    z = stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items)
-    return (z - z.min()) / (z.max() - z.min())
+    z: NDArray[Any] = stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items)
+    out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
+    return out
 
 
 def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
@@ -59,8 +60,9 @@ def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
     statements, which are not shipped: their source has no licence)."""
     import pandas as pd
 
-    z = pd.read_csv(path)[column].to_numpy(dtype=np.float64)
-    return (z - z.min()) / (z.max() - z.min())
+    z: NDArray[Any] = pd.read_csv(path)[column].to_numpy(dtype=np.float64)
+    out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
+    return out
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,12 @@ class World:
         if model not in ANNOTATOR_MODELS:
             raise ValueError(f"annotator model must be one of {ANNOTATOR_MODELS}, got {model!r}")
         na = n_annotators
-        off, slope, spam = np.zeros(na), np.ones(na), np.zeros(na, dtype=bool)
-        sd, ix, drift = np.full(n_items, 0.2), None, np.zeros(na)
+        off: NDArray[Any] = np.zeros(na)
+        slope: NDArray[Any] = np.ones(na)
+        spam: NDArray[Any] = np.zeros(na, dtype=bool)
+        sd: NDArray[Any] = np.full(n_items, 0.2)
+        ix: NDArray[Any] | None = None
+        drift: NDArray[Any] = np.zeros(na)
         if model != "M1" and model != "M5":
             off, sd = rng.normal(0.0, 0.1, na), np.full(n_items, 0.15)
         if model == "M3":
@@ -111,11 +117,13 @@ class World:
             x += self.interaction[items, anns]
         spam = self.spam[anns]
         x[spam] = rng.random(int(spam.sum()))
-        return np.clip(x, 0.0, 1.0)
+        out: NDArray[Any] = np.clip(x, 0.0, 1.0)
+        return out
 
 
 def _ranks(x: NDArray[Any]) -> NDArray[Any]:
-    return stats.rankdata(x)
+    r: NDArray[Any] = stats.rankdata(x)
+    return r
 
 
 def _means(item_ix: NDArray[Any], X: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -136,7 +144,8 @@ def _zscore(A: NDArray[Any], X: NDArray[Any], na: int) -> NDArray[Any]:
     sd = np.sqrt(np.bincount(A, (X - mean[A]) ** 2, na) / np.maximum(n_a - 1, 1))
     ok = (n_a >= 2) & (sd > 1e-6)
     sd = np.where(ok, sd, np.median(sd[ok]) if ok.any() else 1.0)
-    return (X - mean[A]) / sd[A]
+    z: NDArray[Any] = (X - mean[A]) / sd[A]
+    return z
 
 
 def run_one(
@@ -162,9 +171,9 @@ def run_one(
     alloc_rng = np.random.default_rng([seed, 13]) if method in ("da", "da-z") else rng
     t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
     n_steps = round(max_per_item * n / (batch_hits * hit_size))
-    item_ix = np.zeros(0, np.int64)
-    A = np.zeros(0, np.int64)
-    X = np.zeros(0)
+    item_ix: NDArray[Any] = np.zeros(0, np.int64)
+    A: NDArray[Any] = np.zeros(0, np.int64)
+    X: NDArray[Any] = np.zeros(0)
     easl = get_model(Hyper(hit_size=hit_size)) if method == "easl" else None
     easl_state = easl.init_state(n) if easl else None
     state: AwareState | None = None
@@ -174,7 +183,7 @@ def run_one(
         counts = np.bincount(item_ix, minlength=n)
         if method == "aware" and state is not None:
             hits = select_batch(state, n_hits=batch_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes)
-        elif method == "easl" and counts.min() > 0:
+        elif easl is not None and easl_state is not None and counts.min() > 0:
             loc, var = easl.selection_keys(easl_state)
             hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=rng)
         else:
@@ -192,7 +201,7 @@ def run_one(
             )
             state = fit(obs, warm=state)
             est = state.mu
-        elif method == "easl":
+        elif easl is not None and easl_state is not None:
             easl.apply(easl_state, items, x, np.repeat(np.arange(hits.shape[0]), hits.shape[1]))
             est = easl.summary(easl_state)["estimate"]
         else:
