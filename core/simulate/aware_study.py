@@ -15,10 +15,19 @@ Annotator models (scores clipped to [0, 1]; the research prototype's M1-M5 plus 
 * ``IX`` M2 plus an item x annotator interaction ``N(0, 0.1)`` fixed per pair;
 * ``DRIFT`` M2 whose offsets drift linearly over the campaign, by ``N(0, 0.15)`` from start to end.
 
-Methods: ``da`` (least-annotated first, item means), ``da-z`` (the same HITs, each annotator's scores
+Methods: ``da`` (least-annotated first, item means), ``da-z`` (the same HITs and scores, each annotator's scores
 z-scored first, as WMT does), ``easl`` (the product's EASL model and Algorithm 1, :mod:`core.models.easl`,
-:func:`core.selection.select_hits`; uncovered items first), ``aware`` (:mod:`core.models.aware`, uniform passes
-then :func:`core.models.aware_alloc.select_batch`).
+:func:`core.selection.select_hits`; uncovered items first), ``aware`` (:mod:`core.models.aware`: its uniform passes
+are DA's batches, :func:`core.selection.select_least_annotated`, which is what
+:func:`core.models.aware_alloc.select_batch` does then, least annotated first with a random tie-break; then
+:func:`~core.models.aware_alloc.select_batch`).
+
+Common random numbers: the methods of one seed share the annotators (the world), the stream that draws each HIT's
+annotator and each score, and the stream of the allocation's random choices. While two methods choose the same HITs
+they see the same annotators and scores: DA and ``aware`` have identical data through the uniform passes, and
+``da-z`` is DA's data z-scored. Each method's runs are distributed as before; the comparison is paired, so the
+savings vary less from one set of seeds to another. What still varies is the world itself: with 20 annotators the
+drawn offsets' spread varies from seed to seed, and with it how much DA loses.
 
 Reported (:func:`run_study`): the Spearman/Kendall curves, the budget to reach the target and the % saved vs DA
 with a bootstrap interval over seeds, the coverage of the 95% rank intervals at 5 and 10 scores per item, the
@@ -27,7 +36,6 @@ stopping rule's hit rate, and the recall / false-flag rate of random clickers (M
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,8 +175,11 @@ def run_one(
     ``aware``, the random-clicker flags (true positives, false flags)."""
     n = truth.size
     world = World.make(model, n, n_annotators, np.random.default_rng([seed, 7]))
-    rng = np.random.default_rng([seed, 11, zlib.crc32(method.encode()) % 100_000])
-    alloc_rng = np.random.default_rng([seed, 13]) if method in ("da", "da-z") else rng
+    # common random numbers: every method of a seed draws its HITs' annotators and its scores from one stream and its
+    # allocation's ties and groupings from another, so that while two methods choose the same HITs (every method's
+    # uniform passes, and da / da-z throughout) they get the same annotators and the same scores
+    score_rng = np.random.default_rng([seed, 11])
+    alloc_rng = np.random.default_rng([seed, 13])
     t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
     n_steps = round(max_per_item * n / (batch_hits * hit_size))
     item_ix: NDArray[Any] = np.zeros(0, np.int64)
@@ -181,16 +192,18 @@ def run_one(
     rows = []
     for k in range(n_steps):
         counts = np.bincount(item_ix, minlength=n)
-        if method == "aware" and state is not None:
-            hits = select_batch(state, n_hits=batch_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes)
+        if method == "aware" and state is not None and state.count.min() >= uniform_passes:
+            hits = select_batch(
+                state, n_hits=batch_hits, hit_size=hit_size, rng=alloc_rng, uniform_passes=uniform_passes
+            )
         elif easl is not None and easl_state is not None and counts.min() > 0:
             loc, var = easl.selection_keys(easl_state)
-            hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=rng)
+            hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=alloc_rng)
         else:
             hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng)
-        anns = np.repeat(rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
+        anns = np.repeat(score_rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
         items = hits.ravel()
-        x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), rng)
+        x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), score_rng)
         item_ix, A, X = np.concatenate([item_ix, items]), np.concatenate([A, anns]), np.concatenate([X, x])
         row: dict[str, Any] = {"model": model, "method": method, "seed": seed, "per_item": X.size / n}
         if method == "aware":
