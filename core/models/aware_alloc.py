@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import signal, special
+from scipy import special
 
 from core.models.aware import AwareState
 
@@ -98,6 +98,8 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
                 out[b : b + step] = special.ndtr(-d / np.sqrt(vs[b : b + step, None] + v[None, :])).sum(axis=1)
             outs.append(out)
         return outs
+    from scipy import signal  # here: importing it takes about a second, and status never gets this far
+
     lo, hi = float(m.min()), float(m.max())
     grid = int(np.clip(n // 8, 256, _GRID))
     width = max(hi - lo, 1e-9) / (grid - 1)
