@@ -257,7 +257,8 @@ def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
             panel = app.screen.query_one("#aware")
             assert panel.display
             group = panel.content  # a rich Group: the stop line, then the annotator table
-            assert "expected Spearman" in str(group.renderables[0])
+            head = str(group.renderables[0])
+            assert "expected Spearman" in head and "stop target 0.900" in head  # the target, read-only
             assert group.renderables[1].row_count == min(snap.aware["n_annotators"], 12)
 
     check()

@@ -359,3 +359,14 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
         sweeps,
         config.nu_q,
     )
+
+
+__all__ = [
+    "CENTER",
+    "DEFAULT_CONFIG",
+    "AwareConfig",
+    "AwareState",
+    "Observations",
+    "PairStats",
+    "fit",
+]

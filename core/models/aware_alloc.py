@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import signal, special
+from scipy import special
 
 from core.models.aware import AwareState
 
@@ -89,7 +89,7 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
     """
     n = m.size
     if n <= EXACT_BELOW:
-        outs = []
+        outs: list[NDArray[Any]] = []
         step = max(1, 2_000_000 // max(n, 1))
         for vs in v_self:
             out = np.empty(n)
@@ -98,6 +98,8 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
                 out[b : b + step] = special.ndtr(-d / np.sqrt(vs[b : b + step, None] + v[None, :])).sum(axis=1)
             outs.append(out)
         return outs
+    from scipy import signal  # here: importing it takes about a second, and status never gets this far
+
     lo, hi = float(m.min()), float(m.max())
     grid = int(np.clip(n // 8, 256, _GRID))
     width = max(hi - lo, 1e-9) / (grid - 1)
@@ -257,7 +259,8 @@ def select_batch(
         hits = select_batch(
             sub, n_hits=n_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes, max_slots=max_slots
         )
-        return free[hits]
+        chosen: NDArray[Any] = free[hits]
+        return chosen
     n = state.n_items
     n_slots = n_hits * hit_size
     if hit_size > n:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import sparse
 
 #: The middle of the unit scale, ``c``.
@@ -20,15 +21,15 @@ class Observations:
     Build with :meth:`build`; add a batch with :meth:`extend` (a merge, ``O(n)``, no re-sort).
     """
 
-    item: np.ndarray  # int64, sorted
-    annotator: np.ndarray  # int64
-    score: np.ndarray  # float64 in [0, 1]
+    item: NDArray[Any]  # int64, sorted
+    annotator: NDArray[Any]  # int64
+    score: NDArray[Any]  # float64 in [0, 1]
     n_items: int
     n_annotators: int
-    key: np.ndarray  # int64, item << 32 | annotator: the sort key (non-decreasing)
+    key: NDArray[Any]  # int64, item << 32 | annotator: the sort key (non-decreasing)
 
     @staticmethod
-    def _check(item: Any, annotator: Any, score01: Any, n_items: int) -> tuple[np.ndarray, ...]:
+    def _check(item: Any, annotator: Any, score01: Any, n_items: int) -> tuple[NDArray[Any], ...]:
         i = np.asarray(item, dtype=np.int64).ravel()
         a = np.asarray(annotator, dtype=np.int64).ravel()
         x = np.asarray(score01, dtype=np.float64).ravel()
@@ -43,14 +44,14 @@ class Observations:
         return i, a, x
 
     @staticmethod
-    def _canonical(key: np.ndarray, score: np.ndarray) -> np.ndarray:
+    def _canonical(key: NDArray[Any], score: NDArray[Any]) -> NDArray[Any]:
         """Order by key, then score: ``argsort`` by key, then rows of equal keys (an annotator scoring an
         item twice: rare) re-ordered by score."""
         order = np.argsort(key, kind="stable")
         return Observations._ties_by_score(key[order], score[order], order)
 
     @staticmethod
-    def _ties_by_score(key: np.ndarray, score: np.ndarray, order: np.ndarray) -> np.ndarray:
+    def _ties_by_score(key: NDArray[Any], score: NDArray[Any], order: NDArray[Any]) -> NDArray[Any]:
         same = np.flatnonzero(key[1:] == key[:-1])
         if same.size:
             rows = np.unique(np.concatenate([same, same + 1]))
@@ -105,8 +106,8 @@ class PairStats:
     count_sq: Any
     sum_y: Any
     sum_y2: Any
-    n_per_item: np.ndarray
-    n_per_annotator: np.ndarray
+    n_per_item: NDArray[Any]
+    n_per_annotator: NDArray[Any]
 
     @classmethod
     def build(cls, obs: Observations) -> PairStats:
@@ -125,7 +126,7 @@ class PairStats:
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(p_item, minlength=n), out=indptr[1:])
 
-        def mat(data: np.ndarray) -> Any:
+        def mat(data: NDArray[Any]) -> Any:
             return sparse.csr_matrix((data, p_ann, indptr), shape=(n, na))
 
         return cls(

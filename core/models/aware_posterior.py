@@ -15,6 +15,11 @@ generated Beta(2,2) truth and on the paper's political statements given by path)
 the smallest on the grid 0.4, 0.5, ... whose worst model hits the target in >= 90% of runs in all four
 settings (worst 0.95; at ``k = 0.5`` the item x annotator model on the political truth hits 0.85). Below 3 scores
 per item the figure is not trusted at all.
+
+Above :data:`EAGER_MAX_ITEMS` items the expected Spearman takes its own :data:`SPEARMAN_SUBSET_DRAWS` draws, on
+a random subset of :data:`SPEARMAN_MAX_ITEMS` items for larger projects (:func:`expected_spearman`: error about
+1e-3, far below the margin), and the rank intervals are drawn only when read (export), so ``easl status`` stays
+fast at 1,000,000 items.
 """
 
 from __future__ import annotations
@@ -50,12 +55,75 @@ def default_draws(n_items: int) -> int:
 def posterior_draws(state: AwareState, n_draws: int, rng: np.random.Generator) -> NDArray[Any]:
     """``n_draws`` joint draws of the item scores, shape ``(n_draws, n_items)``: Student t with ``nu_q + n_i``
     degrees of freedom and scale ``sqrt(var_i)`` (``q_i`` is estimated; :attr:`AwareState.df`)."""
-    return state.mu + np.sqrt(state.var) * rng.standard_t(state.df, size=(n_draws, state.n_items))
+    draws: NDArray[Any] = state.mu + np.sqrt(state.var) * rng.standard_t(state.df, size=(n_draws, state.n_items))
+    return draws
 
 
-@dataclass(frozen=True)
+#: Above this many items the expected Spearman is computed on a random subset of this size (module docstring).
+SPEARMAN_MAX_ITEMS = 20_000
+#: Draws for the expected Spearman on that subset.
+SPEARMAN_SUBSET_DRAWS = 50
+#: Up to this many items, :func:`rank_figures` makes every figure from one set of draws at once.
+EAGER_MAX_ITEMS = 2_000
+
+
+def _spearman_draws(mu: NDArray[Any], draws: NDArray[Any]) -> NDArray[Any]:
+    """``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` for each row ``d`` of ``draws``, with ``R`` the
+    ranks of ``mu`` and ``R^(d)`` those of the draw (Spearman without ties)."""
+    n = mu.size
+    den = n * (n * n - 1.0) if n > 1 else 1.0
+    out: NDArray[Any] = 1.0 - 6.0 * ((_ranks(draws) - _ranks(mu)) ** 2).sum(axis=1) / den
+    return out
+
+
+def expected_spearman(
+    state: AwareState,
+    rng: np.random.Generator,
+    *,
+    max_items: int = SPEARMAN_MAX_ITEMS,
+    n_draws: int = SPEARMAN_SUBSET_DRAWS,
+) -> float:
+    """The expected Spearman correlation between the estimates and the truth, on at most ``max_items`` items.
+
+    On a project of ``N > max_items`` items, the mean over ``n_draws`` posterior draws of the Spearman
+    correlation between the estimates and the draw, both restricted to a random subset of ``max_items`` items.
+    The items' draws are independent, so the ranks within the subset are distributed exactly as on a project of
+    those items; the subset's Spearman estimates the whole project's with a bias of order ``1 / max_items``
+    and a standard deviation of about ``(1 - rho^2) / sqrt(max_items)`` (Kendall & Gibbons 1990, ch. 2):
+    7e-4 at ``rho = 0.95`` and 1.3e-3 at ``rho = 0.90`` with the default 20,000, against a stopping margin of
+    0.03-0.06. ``bench/bench_aware.py`` measures the difference from all items.
+
+    Parameters
+    ----------
+    state : AwareState
+    rng : numpy.random.Generator
+        Chooses the subset and the draws.
+    max_items, n_draws : int
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Spearman (1904); Kendall & Gibbons (1990), *Rank Correlation Methods*, 5th ed., chapter 2 (the sampling
+    distribution of Spearman's rho).
+    """
+    n = state.n_items
+    keep = np.sort(rng.choice(n, max_items, replace=False)) if n > max_items else np.arange(n)
+    sub = _items(state, keep)
+    return float(np.mean(_spearman_draws(sub.mu, posterior_draws(sub, n_draws, rng))))
+
+
+def _items(state: AwareState, keep: NDArray[Any]) -> AwareState:
+    """``state`` restricted to the items ``keep`` (what the draws need: ``mu``, ``var``, ``count``)."""
+    import dataclasses
+
+    return dataclasses.replace(state, mu=state.mu[keep], var=state.var[keep], count=state.count[keep])
+
+
 class RankFigures:
-    """Rank intervals and the expected Spearman correlation from posterior draws.
+    """Rank intervals and the expected Spearman correlation from posterior draws (:func:`rank_figures`).
 
     Attributes
     ----------
@@ -66,26 +134,85 @@ class RankFigures:
     expected_spearman : float
         Mean over draws of Spearman(estimates, draw), in ``[-1, 1]``.
     n_draws : int
+        Draws behind the rank intervals.
+
+    Up to :data:`EAGER_MAX_ITEMS` items everything comes from one set of ``n_draws`` draws, made at once.
+    Above, ``expected_spearman`` is :func:`expected_spearman` (:data:`SPEARMAN_SUBSET_DRAWS` draws, on a subset
+    above :data:`SPEARMAN_MAX_ITEMS` items; made at once: what ``easl status`` needs), and the ranks and rank
+    intervals are drawn over all items when first read (what export needs), each from its own generator spawned
+    from ``rng``, so the figures do not depend on which is read first.
     """
 
-    rank: NDArray[Any]
-    rank_low: NDArray[Any]
-    rank_high: NDArray[Any]
-    expected_spearman: float
-    n_draws: int
+    def __init__(self, state: AwareState, rng: np.random.Generator, n_draws: int) -> None:
+        self.n_draws = n_draws
+        self._state = state
+        self._lazy: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
+        if state.n_items <= EAGER_MAX_ITEMS:
+            rho, self._lazy = self._draw(rng, keep_rho=True)
+            self.expected_spearman = rho
+        else:
+            rho_rng, self._rank_rng = rng.spawn(2)
+            self.expected_spearman = expected_spearman(state, rho_rng)
+
+    def _draw(
+        self, rng: np.random.Generator, keep_rho: bool
+    ) -> tuple[float, tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]:
+        state, n, n_draws = self._state, self._state.n_items, self.n_draws
+        est_rank = _ranks(state.mu)
+        chunk = max(1, 4_000_000 // max(n, 1))
+        rho: list[NDArray[Any]] = []
+        lows, highs, rank_draws = [], [], []
+        keep_all = n_draws * n <= 50_000_000
+        den = n * (n * n - 1.0) if n > 1 else 1.0
+        for b in range(0, n_draws, chunk):
+            rd = _ranks(posterior_draws(state, min(chunk, n_draws - b), rng))
+            if keep_rho:
+                rho.append(1.0 - 6.0 * ((rd - est_rank) ** 2).sum(axis=1) / den)
+            if keep_all:
+                rank_draws.append(rd)
+            else:  # large projects: quantiles per chunk, averaged (an approximation, stated here)
+                lows.append(np.quantile(rd, 0.025, axis=0))
+                highs.append(np.quantile(rd, 0.975, axis=0))
+        if keep_all:
+            low, high = np.quantile(np.concatenate(rank_draws), [0.025, 0.975], axis=0)
+        else:
+            low, high = np.mean(lows, axis=0), np.mean(highs, axis=0)
+        return (float(np.mean(np.concatenate(rho))) if keep_rho else float("nan")), (est_rank, low, high)
+
+    def _ranks_and_intervals(self) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+        if self._lazy is None:
+            self._lazy = self._draw(self._rank_rng, keep_rho=False)[1]
+        return self._lazy
+
+    @property
+    def rank(self) -> NDArray[Any]:
+        """Rank of each item's estimate (0 = lowest)."""
+        return self._ranks_and_intervals()[0]
+
+    @property
+    def rank_low(self) -> NDArray[Any]:
+        """2.5% quantile of each item's rank over the draws."""
+        return self._ranks_and_intervals()[1]
+
+    @property
+    def rank_high(self) -> NDArray[Any]:
+        """97.5% quantile of each item's rank over the draws."""
+        return self._ranks_and_intervals()[2]
 
 
 def rank_figures(state: AwareState, rng: np.random.Generator, *, n_draws: int | None = None) -> RankFigures:
-    """Rank intervals and expected Spearman of a fit (module docstring).
+    """Rank intervals and expected Spearman of a fit (module docstring; :class:`RankFigures`).
 
-    ``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` (Spearman without ties), averaged over draws.
+    ``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` (Spearman without ties), averaged over draws;
+    above :data:`SPEARMAN_MAX_ITEMS` items on a random subset (:func:`expected_spearman`), and the rank
+    intervals only when read.
 
     Parameters
     ----------
     state : AwareState
     rng : numpy.random.Generator
     n_draws : int, optional
-        Default :func:`default_draws`; drawn in chunks to bound memory.
+        Draws for the rank intervals; default :func:`default_draws`; drawn in chunks to bound memory.
 
     Returns
     -------
@@ -105,28 +232,7 @@ def rank_figures(state: AwareState, rng: np.random.Generator, *, n_draws: int | 
     ([0.0, 1.0, 2.0, 3.0], True)
     """
     n = state.n_items
-    n_draws = default_draws(n) if n_draws is None else int(n_draws)
-    est_rank = _ranks(state.mu)
-    chunk = max(1, 4_000_000 // max(n, 1))
-    rho = []
-    lows, highs = [], []
-    rank_draws = []
-    keep_all = n_draws * n <= 50_000_000
-    for b in range(0, n_draws, chunk):
-        rd = _ranks(posterior_draws(state, min(chunk, n_draws - b), rng))
-        den = n * (n * n - 1.0) if n > 1 else 1.0
-        rho.append(1.0 - 6.0 * ((rd - est_rank) ** 2).sum(axis=1) / den)
-        if keep_all:
-            rank_draws.append(rd)
-        else:  # large projects: quantiles per chunk, averaged (an approximation, stated here)
-            lows.append(np.quantile(rd, 0.025, axis=0))
-            highs.append(np.quantile(rd, 0.975, axis=0))
-    if keep_all:
-        rd = np.concatenate(rank_draws)
-        low, high = np.quantile(rd, [0.025, 0.975], axis=0)
-    else:
-        low, high = np.mean(lows, axis=0), np.mean(highs, axis=0)
-    return RankFigures(est_rank, low, high, float(np.mean(np.concatenate(rho))), n_draws)
+    return RankFigures(state, rng, default_draws(n) if n_draws is None else int(n_draws))
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,19 @@ Annotator models (scores clipped to [0, 1]; the research prototype's M1-M5 plus 
 * ``IX`` M2 plus an item x annotator interaction ``N(0, 0.1)`` fixed per pair;
 * ``DRIFT`` M2 whose offsets drift linearly over the campaign, by ``N(0, 0.15)`` from start to end.
 
-Methods: ``da`` (least-annotated first, item means), ``da-z`` (the same HITs, each annotator's scores
+Methods: ``da`` (least-annotated first, item means), ``da-z`` (the same HITs and scores, each annotator's scores
 z-scored first, as WMT does), ``easl`` (the product's EASL model and Algorithm 1, :mod:`core.models.easl`,
-:func:`core.selection.select_hits`; uncovered items first), ``aware`` (:mod:`core.models.aware`, uniform passes
-then :func:`core.models.aware_alloc.select_batch`).
+:func:`core.selection.select_hits`; uncovered items first), ``aware`` (:mod:`core.models.aware`: its uniform passes
+are DA's batches, :func:`core.selection.select_least_annotated`, which is what
+:func:`core.models.aware_alloc.select_batch` does then, least annotated first with a random tie-break; then
+:func:`~core.models.aware_alloc.select_batch`).
+
+Common random numbers: the methods of one seed share the annotators (the world), the stream that draws each HIT's
+annotator and each score, and the stream of the allocation's random choices. While two methods choose the same HITs
+they see the same annotators and scores: DA and ``aware`` have identical data through the uniform passes, and
+``da-z`` is DA's data z-scored. Each method's runs are distributed as before; the comparison is paired, so the
+savings vary less from one set of seeds to another. What still varies is the world itself: with 20 annotators the
+drawn offsets' spread varies from seed to seed, and with it how much DA loses.
 
 Reported (:func:`run_study`): the Spearman/Kendall curves, the budget to reach the target and the % saved vs DA
 with a bootstrap interval over seeds, the coverage of the 95% rank intervals at 5 and 10 scores per item, the
@@ -27,7 +36,7 @@ stopping rule's hit rate, and the recall / false-flag rate of random clickers (M
 
 from __future__ import annotations
 
-import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +58,9 @@ METHODS = ("da", "da-z", "easl", "aware")
 
 def beta_oracle(n_items: int = 150) -> NDArray[Any]:
     """A generated truth: the ``(k + 0.5) / n`` quantiles of Beta(2, 2), rescaled to [0, 1]."""
-    z = stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items)
-    return (z - z.min()) / (z.max() - z.min())
+    z: NDArray[Any] = stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items)
+    out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
+    return out
 
 
 def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
@@ -58,8 +68,9 @@ def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
     statements, which are not shipped: their source has no licence)."""
     import pandas as pd
 
-    z = pd.read_csv(path)[column].to_numpy(dtype=np.float64)
-    return (z - z.min()) / (z.max() - z.min())
+    z: NDArray[Any] = pd.read_csv(path)[column].to_numpy(dtype=np.float64)
+    out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
+    return out
 
 
 @dataclass(frozen=True)
@@ -79,8 +90,12 @@ class World:
         if model not in ANNOTATOR_MODELS:
             raise ValueError(f"annotator model must be one of {ANNOTATOR_MODELS}, got {model!r}")
         na = n_annotators
-        off, slope, spam = np.zeros(na), np.ones(na), np.zeros(na, dtype=bool)
-        sd, ix, drift = np.full(n_items, 0.2), None, np.zeros(na)
+        off: NDArray[Any] = np.zeros(na)
+        slope: NDArray[Any] = np.ones(na)
+        spam: NDArray[Any] = np.zeros(na, dtype=bool)
+        sd: NDArray[Any] = np.full(n_items, 0.2)
+        ix: NDArray[Any] | None = None
+        drift: NDArray[Any] = np.zeros(na)
         if model != "M1" and model != "M5":
             off, sd = rng.normal(0.0, 0.1, na), np.full(n_items, 0.15)
         if model == "M3":
@@ -110,11 +125,13 @@ class World:
             x += self.interaction[items, anns]
         spam = self.spam[anns]
         x[spam] = rng.random(int(spam.sum()))
-        return np.clip(x, 0.0, 1.0)
+        out: NDArray[Any] = np.clip(x, 0.0, 1.0)
+        return out
 
 
 def _ranks(x: NDArray[Any]) -> NDArray[Any]:
-    return stats.rankdata(x)
+    r: NDArray[Any] = stats.rankdata(x)
+    return r
 
 
 def _means(item_ix: NDArray[Any], X: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -135,7 +152,8 @@ def _zscore(A: NDArray[Any], X: NDArray[Any], na: int) -> NDArray[Any]:
     sd = np.sqrt(np.bincount(A, (X - mean[A]) ** 2, na) / np.maximum(n_a - 1, 1))
     ok = (n_a >= 2) & (sd > 1e-6)
     sd = np.where(ok, sd, np.median(sd[ok]) if ok.any() else 1.0)
-    return (X - mean[A]) / sd[A]
+    z: NDArray[Any] = (X - mean[A]) / sd[A]
+    return z
 
 
 def run_one(
@@ -157,13 +175,16 @@ def run_one(
     ``aware``, the random-clicker flags (true positives, false flags)."""
     n = truth.size
     world = World.make(model, n, n_annotators, np.random.default_rng([seed, 7]))
-    rng = np.random.default_rng([seed, 11, zlib.crc32(method.encode()) % 100_000])
-    alloc_rng = np.random.default_rng([seed, 13]) if method in ("da", "da-z") else rng
+    # common random numbers: every method of a seed draws its HITs' annotators and its scores from one stream and its
+    # allocation's ties and groupings from another, so that while two methods choose the same HITs (every method's
+    # uniform passes, and da / da-z throughout) they get the same annotators and the same scores
+    score_rng = np.random.default_rng([seed, 11])
+    alloc_rng = np.random.default_rng([seed, 13])
     t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
     n_steps = round(max_per_item * n / (batch_hits * hit_size))
-    item_ix = np.zeros(0, np.int64)
-    A = np.zeros(0, np.int64)
-    X = np.zeros(0)
+    item_ix: NDArray[Any] = np.zeros(0, np.int64)
+    A: NDArray[Any] = np.zeros(0, np.int64)
+    X: NDArray[Any] = np.zeros(0)
     easl = get_model(Hyper(hit_size=hit_size)) if method == "easl" else None
     easl_state = easl.init_state(n) if easl else None
     state: AwareState | None = None
@@ -171,16 +192,18 @@ def run_one(
     rows = []
     for k in range(n_steps):
         counts = np.bincount(item_ix, minlength=n)
-        if method == "aware" and state is not None:
-            hits = select_batch(state, n_hits=batch_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes)
-        elif method == "easl" and counts.min() > 0:
+        if method == "aware" and state is not None and state.count.min() >= uniform_passes:
+            hits = select_batch(
+                state, n_hits=batch_hits, hit_size=hit_size, rng=alloc_rng, uniform_passes=uniform_passes
+            )
+        elif easl is not None and easl_state is not None and counts.min() > 0:
             loc, var = easl.selection_keys(easl_state)
-            hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=rng)
+            hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=alloc_rng)
         else:
             hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng)
-        anns = np.repeat(rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
+        anns = np.repeat(score_rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
         items = hits.ravel()
-        x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), rng)
+        x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), score_rng)
         item_ix, A, X = np.concatenate([item_ix, items]), np.concatenate([A, anns]), np.concatenate([X, x])
         row: dict[str, Any] = {"model": model, "method": method, "seed": seed, "per_item": X.size / n}
         if method == "aware":
@@ -191,7 +214,7 @@ def run_one(
             )
             state = fit(obs, warm=state)
             est = state.mu
-        elif method == "easl":
+        elif easl is not None and easl_state is not None:
             easl.apply(easl_state, items, x, np.repeat(np.arange(hits.shape[0]), hits.shape[1]))
             est = easl.summary(easl_state)["estimate"]
         else:
@@ -305,6 +328,22 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
     }
 
 
+#: A map over independent runs: ``map_fn(fn, tasks)`` returns the results of ``fn(*task)`` in task order.
+MapFn = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
+
+
+def serial_map(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterable[Any]:
+    """The default :data:`MapFn`: ``fn(*task)`` for each task, one after another, in order."""
+    return (fn(*task) for task in tasks)
+
+
+def run_task(truth: NDArray[Any], model: str, method: str, seed: int, run_kw: dict[str, Any]) -> list[dict[str, Any]]:
+    """One independent run, :func:`run_one` with keyword settings ``run_kw``: a picklable top-level function
+    for a :data:`MapFn`. Every random draw of the run comes from generators seeded by ``seed`` (and the
+    method), so the rows do not depend on where or in which order the tasks run."""
+    return run_one(truth, model, method, seed, **run_kw)
+
+
 def run_study(
     *,
     models: tuple[str, ...] = ANNOTATOR_MODELS,
@@ -316,6 +355,7 @@ def run_study(
     n_items: int = 150,
     oracle_column: str = "label",
     progress: Any = None,
+    map_fn: MapFn = serial_map,
     **run_kw: Any,
 ) -> dict[str, Any]:
     """The whole study: every (model, method, seed) run, then :func:`summarise`.
@@ -332,7 +372,11 @@ def run_study(
         A CSV truth (:func:`load_oracle`, column ``oracle_column``); default the generated Beta(2,2) oracle
         (:func:`beta_oracle`) of ``n_items`` items.
     progress : callable, optional
-        Called with ``(done, total)`` after each run.
+        Called with ``(done, total)`` as each run's rows arrive.
+    map_fn : callable, default :func:`serial_map`
+        ``map_fn(fn, tasks)``: the results of ``fn(*task)`` in the order of ``tasks`` (e.g. a process pool's
+        or a cluster's map). Each (model, method, seed) run is one task of :func:`run_task` with its seed fixed,
+        so any map gives the same numbers.
     **run_kw :
         Passed to :func:`run_one` (``n_annotators``, ``hit_size``, ``batch_hits``, ``max_per_item``, ...).
 
@@ -344,16 +388,17 @@ def run_study(
     import pandas as pd
 
     truth = load_oracle(oracle, oracle_column) if oracle is not None else beta_oracle(n_items)
+    tasks = [
+        (truth, model, method, seed, dict(run_kw))
+        for model in models
+        for method in methods
+        for seed in range(first_seed, first_seed + n_seeds)
+    ]
     rows: list[dict[str, Any]] = []
-    total = len(models) * len(methods) * n_seeds
-    done = 0
-    for model in models:
-        for method in methods:
-            for seed in range(first_seed, first_seed + n_seeds):
-                rows += run_one(truth, model, method, seed, **run_kw)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+    for done, run_rows in enumerate(map_fn(run_task, tasks), start=1):
+        rows += run_rows
+        if progress is not None:
+            progress(done, len(tasks))
     curves = pd.DataFrame(rows)
     return {"curves": curves, **summarise(curves, target=target)}
 
@@ -367,21 +412,20 @@ def calibrate_stopping(
     relative_margins: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
     min_scores: tuple[int, ...] = (2, 3, 4),
     oracle: str | Path | None = None,
+    map_fn: MapFn = serial_map,
     **run_kw: Any,
 ) -> Any:
     """Hit rate of the stopping rule for each (target, relative margin ``k``, fewest scores per item) on
     calibration seeds apart from the study's: per model, the share of ``aware`` runs whose true Spearman is
     >= the target where the rule first stops, and the mean scores per item there. The defaults
     :data:`~core.models.aware_posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware_posterior.STOP_MIN_SCORES`
-    are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise)."""
+    are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise).
+    Each (model, seed) run is one :func:`run_task` through ``map_fn`` (as in :func:`run_study`)."""
     import pandas as pd
 
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
-    runs = [
-        pd.DataFrame(run_one(truth, m, "aware", s, **run_kw))
-        for m in models
-        for s in range(first_seed, first_seed + n_seeds)
-    ]
+    tasks = [(truth, m, "aware", s, dict(run_kw)) for m in models for s in range(first_seed, first_seed + n_seeds)]
+    runs = [pd.DataFrame(rows) for rows in map_fn(run_task, tasks)]
     out = []
     for target in targets:
         for k in relative_margins:
@@ -421,7 +465,10 @@ __all__ = [
     "budget_to_reach",
     "calibrate_stopping",
     "load_oracle",
+    "MapFn",
     "run_one",
     "run_study",
+    "run_task",
+    "serial_map",
     "summarise",
 ]
