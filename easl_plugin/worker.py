@@ -146,6 +146,7 @@ class Worker:
         self.last_push_at: float | None = None
         self._description: str | None = None
         self._predicted: int | None = None  # the iteration whose figures the tasks' predictions carry
+        self._predicted_at = float("-inf")  # time.monotonic() of that replacement
         self.on_progress: Callable[[Worker], None] | None = None  # after each step (worker_process.py)
 
     def start(self) -> None:
@@ -342,9 +343,12 @@ class Worker:
             client.update_project(linked.project_id, description=text)
             self._description = text
         iteration = project.iteration()
-        if iteration != self._predicted:  # every task's prediction: the figures of the new iteration
+        # every task's prediction: the figures of the new iteration (streaming mode starts one per top-up, so
+        # there at most once per reconciliation interval)
+        due = self.streaming == 0 or time.monotonic() - self._predicted_at >= self.reconcile_interval_s
+        if iteration != self._predicted and due:
             sync_predictions(project, client, linked.project_id, linked.layout)
-            self._predicted = iteration
+            self._predicted, self._predicted_at = iteration, time.monotonic()
         if n:
             self.pushed_total += n
             self.last_push_at = time.time()

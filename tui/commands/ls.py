@@ -85,8 +85,10 @@ def register(subparsers) -> None:
         help="the Label Studio link: queue, reconciliation, rejected annotations",
         description="Show the Label Studio project this file is linked to, the webhook queue "
         "(pending, done, failed events, with the errors of failed ones), the last "
-        "reconciliation and what it applied, and every rejected annotation with its "
-        "reason. Reads the project file only (safe while `easl serve` runs).",
+        "reconciliation and what it applied, the open HITs (task, age, and the annotator of the "
+        "newest draft or annotation Label Studio listed), every rejected annotation with its "
+        "reason, and for aware projects the stopping rule and the per-annotator diagnostics (as "
+        "`easl status --annotators`). Reads the project file only (safe while `easl serve` runs).",
     )
     st.add_argument("project", metavar="PROJECT", help="the project file")
     st.add_argument("--json", action="store_true", help="print one JSON object")
