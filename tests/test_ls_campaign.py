@@ -27,7 +27,7 @@ import pytest
 import requests
 
 from core.store import Project
-from tests.ls_server import create_annotator, free_port, running_server, wait_for
+from tests.ls_server import create_annotator, free_port, module_sdk, module_server, wait_for  # noqa: F401
 from tests.test_ls_plugin import (
     Backend,
     drained,
@@ -43,19 +43,6 @@ pytestmark = pytest.mark.labelstudio
 
 HIT_SIZE = 5
 INTERNAL = {"tasks:data.hit_id", "tasks:data.permutation", "tasks:data.item_ids"}
-
-
-@pytest.fixture(scope="module")
-def ls():
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def sdk(ls):
-    from label_studio_sdk import LabelStudio
-
-    return LabelStudio(base_url=ls.url, api_key=ls.token)
 
 
 @pytest.fixture(scope="module")
@@ -231,18 +218,21 @@ def test_burst_of_concurrent_annotations_loses_and_doubles_nothing(ls, sdk, peop
 
         wait_for(settled, "every annotation in the project", 90)
         want = expected_live(sdk, pid)
-        held = {
-            t.id: [(a["id"], a["completed_by"]) for a in t.annotations] for t in ls_tasks(sdk, pid) if t.annotations
-        }
-        assert len(want) == 30, (held, [(a["id"], a["task"]) for a in created])
+        # every submission an annotator saw accepted is in the project; Label Studio may hold a few more (a
+        # submission whose connection it dropped after storing it, then made again): those count too
+        assert {str(a["id"]) for a in created} <= set(want)
         with Project.open(project, readonly=True) as p:
             r = p.ratings()
             events = p.events("done") + p.events("pending")
         # nothing doubled: one live score per (annotation, item), as many as Label Studio holds
-        assert len(r) == sum(len(v) for v in want.values()) == 30 * HIT_SIZE
+        assert len(r) == sum(len(v) for v in want.values()) == len(want) * HIT_SIZE
         assert not r.duplicated(["annotation_id", "item_id"]).any()
+        assert set(r["annotation_id"].astype(str)) == set(want)
         acknowledged = {json.loads(e.payload)["annotation"]["id"] for e in events if e.kind == "ANNOTATION_CREATED"}
-        print(f"burst: {len(acknowledged)} of 30 submissions acknowledged by webhook, the rest reconciled")
+        print(
+            f"burst: Label Studio holds {len(want)} annotations of 30 submissions; {len(acknowledged)} "
+            "acknowledged by webhook, the rest reconciled"
+        )
         assert easl("verify", str(project)).stdout.startswith("ok")
         # the annotator diagnostics of the aware fit, as `easl status --annotators` shows them
         link = json.loads(easl("ls", "status", str(project), "--json", env=env).stdout)

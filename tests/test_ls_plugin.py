@@ -21,7 +21,14 @@ import numpy as np
 import pytest
 import requests
 
-from tests.ls_server import Annotator, create_annotator, free_port, running_server, wait_for
+from tests.ls_server import (  # noqa: F401 (module_server, module_sdk: the fixtures ls and sdk)
+    Annotator,
+    create_annotator,
+    free_port,
+    module_sdk,
+    module_server,
+    wait_for,
+)
 
 pytestmark = pytest.mark.labelstudio
 
@@ -29,19 +36,6 @@ REPO = Path(__file__).resolve().parent.parent
 N_ITEMS, HIT_SIZE = 30, 5  # 6 HITs per iteration
 N_ANNOTATORS = 3
 WAIT_S = 60.0
-
-
-@pytest.fixture(scope="module")
-def ls():
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def sdk(ls):
-    from label_studio_sdk import LabelStudio
-
-    return LabelStudio(base_url=ls.url, api_key=ls.token)
 
 
 @pytest.fixture(scope="module")
