@@ -136,6 +136,11 @@ def sync_predictions(project: Project, client: LabelStudioClient, pid: int, layo
     )
     for start in range(0, len(body), 500):
         client.request("POST", f"/api/projects/{int(pid)}/import/predictions", json=body[start : start + 500])
+    # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,
+    # or its ML backends' (which Label Studio reads from /setup when it looks at a backend)
+    client.update_project(pid, model_version=figures.version)
+    for m in client.ml_backends(pid):
+        client.ml_backend(int(m["id"]))
     return len(body)
 
 

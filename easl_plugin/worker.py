@@ -147,6 +147,7 @@ class Worker:
         self._description: str | None = None
         self._predicted: int | None = None  # the iteration whose figures the tasks' predictions carry
         self._predicted_at = float("-inf")  # time.monotonic() of that replacement
+        self._predict_retry_at = float("-inf")  # after a failed replacement, not before this time
         self.on_progress: Callable[[Worker], None] | None = None  # after each step (worker_process.py)
 
     def start(self) -> None:
@@ -345,10 +346,17 @@ class Worker:
         iteration = project.iteration()
         # every task's prediction: the figures of the new iteration (streaming mode starts one per top-up, so
         # there at most once per reconciliation interval)
-        due = self.streaming == 0 or time.monotonic() - self._predicted_at >= self.reconcile_interval_s
+        now = time.monotonic()
+        due = (self.streaming == 0 or now - self._predicted_at >= self.reconcile_interval_s) and (
+            now >= self._predict_retry_at
+        )
         if iteration != self._predicted and due:
-            sync_predictions(project, client, linked.project_id, linked.layout)
-            self._predicted, self._predicted_at = iteration, time.monotonic()
+            try:
+                sync_predictions(project, client, linked.project_id, linked.layout)
+                self._predicted, self._predicted_at = iteration, now
+            except LabelStudioError as exc:  # the figures are for the manager's eyes: never hold up the loop
+                log.warning("could not replace the tasks' predictions (retrying in %.0f s): %s", 30.0, exc)
+                self._predict_retry_at = now + 30.0
         if n:
             self.pushed_total += n
             self.last_push_at = time.time()

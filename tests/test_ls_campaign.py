@@ -86,6 +86,8 @@ def predictions_match(ls, pid: int, path: Path, version: str) -> bool:
         preds = t.get("predictions") or []
         if len(preds) != 1 or preds[0]["model_version"] != version:
             return False
+        if t["predictions_score"] != pytest.approx(preds[0]["score"]):  # the Data Manager's column
+            return False
         by_control = {r["from_name"]: r for r in preds[0]["result"]}
         for j, item in enumerate(t["data"]["item_ids"]):
             est, lo, hi = figures[item]
@@ -131,6 +133,8 @@ def test_predictions_columns_holders_and_stop_at_refusal(ls, sdk, people, tmp_pa
             return by_task if by_task[held]["annotator"] == people[0].email else None
 
         by_task = wait_for(holders, "the draft's annotator in easl ls status", 30)
+        plain = json.loads(easl("ls", "status", str(project), "--json", env=env).stdout)
+        assert plain["annotators"] is None and plain["stop"] is None and "aware" in plain["annotators_reason"]
         assert by_task[held]["annotator_source"].startswith("draft at ")
         others = [h for t, h in by_task.items() if t != held]
         assert others and all(h["annotator"] is None and "task locks" in h["annotator_reason"] for h in others)
