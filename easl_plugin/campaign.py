@@ -119,9 +119,13 @@ def shown_items(project: Project, layout: Layout) -> dict[str, list[str]]:
     return out
 
 
-def sync_predictions(project: Project, client: LabelStudioClient, pid: int, layout: Layout) -> int:
+def sync_predictions(
+    project: Project, client: LabelStudioClient, pid: int, layout: Layout, *, refresh_backends: bool = True
+) -> int:
     """Replace the predictions of every task of the project with the current figures (one call deletes them,
-    one imports the new ones); returns how many were imported."""
+    one imports the new ones) and make their version the project's; with ``refresh_backends``, have Label
+    Studio read its ML backends' model version again (``easl ls setup`` does that itself once their
+    credentials are repaired). Returns how many predictions were imported."""
     tasks = project.external_map(bk.TASK)  # task id -> HIT id
     if not tasks:
         return 0
@@ -139,7 +143,7 @@ def sync_predictions(project: Project, client: LabelStudioClient, pid: int, layo
     # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,
     # or its ML backends' (which Label Studio reads from /setup when it looks at a backend)
     client.update_project(pid, model_version=figures.version)
-    for m in client.ml_backends(pid):
+    for m in client.ml_backends(pid) if refresh_backends else []:
         client.ml_backend(int(m["id"]))
     return len(body)
 
