@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
 
 from core.store import Project
 from easl_plugin import bookkeeping as bk
@@ -49,45 +51,42 @@ def model_version(iteration: int) -> str:
     return f"iteration-{int(iteration)}"
 
 
-def _num(x: float) -> float:
-    return round(float(x), 1)
-
-
 class Figures:
-    """The estimates of a project, by item id: estimate, 95% interval and live scores (``Project.estimates``)."""
+    """The estimates of a project: estimate, 95% interval and live scores per item (``Project.estimates``),
+    looked up by item id through a pandas index (no per-item Python work)."""
 
     def __init__(self, project: Project) -> None:
         est = project.estimates()
         self.version = model_version(project.iteration())
         self.span = float(project.hyper.score_max - project.hyper.score_min)
-        ids = est["item_id"].astype(str).to_numpy()
-        cols = ("estimate", "ci_low", "ci_high")
-        values = np.column_stack([est[c].to_numpy(dtype=np.float64) for c in cols])
-        counts = est["n_annotations"].to_numpy(dtype=np.int64)
-        self.by_item: dict[str, tuple[float, float, float, int]] = {
-            i: (float(v[0]), float(v[1]), float(v[2]), int(n)) for i, v, n in zip(ids, values, counts)
-        }
+        self.index = pd.Index(est["item_id"].astype(str))
+        self.values: NDArray[np.float64] = np.column_stack(
+            [est[c].to_numpy(dtype=np.float64) for c in ("estimate", "ci_low", "ci_high")]
+        )
+        self.counts: NDArray[np.int64] = est["n_annotations"].to_numpy(dtype=np.int64)
 
     def prediction(self, item_ids: list[str], layout: Layout) -> dict[str, Any]:
         """One prediction for a task showing ``item_ids`` (in the order shown): ``result``, ``score``,
         ``model_version`` (module docstring). Only the slider layout has a control per item; the other
         layouts get the figures as the prediction's score alone."""
-        known = [self.by_item[i] for i in item_ids if i in self.by_item]
-        widths = np.array([hi - lo for _, lo, hi, _ in known], dtype=np.float64)
-        score = float(1.0 - np.mean(widths) / self.span) if known and self.span > 0 else 0.0
+        pos = self.index.get_indexer(item_ids) if item_ids else np.zeros(0, dtype=np.int64)
+        found = pos >= 0
+        rows = self.values[pos[found]]
+        widths = rows[:, 2] - rows[:, 1]
+        score = float(1.0 - widths.mean() / self.span) if widths.size and self.span > 0 else 0.0
         result = []
         if layout.kind == "slider":
-            for j, item in enumerate(item_ids):
-                if item not in self.by_item:
-                    continue
-                est, lo, hi, n = self.by_item[item]
+            shown = [[round(x, 1) for x in row] for row in rows.tolist()]  # the task's few items only
+            for (j, item), (est, lo, hi), n in zip(
+                ((j, i) for j, i in enumerate(item_ids) if found[j]), shown, self.counts[pos[found]].tolist()
+            ):
                 result.append(
                     {
                         "from_name": f"score_{j}",
                         "to_name": f"text_{j}",
                         "type": "number",
-                        "value": {"number": _num(est)},
-                        "meta": {"text": [f"{item}: {_num(est)}, 95% interval [{_num(lo)}, {_num(hi)}], {n} scores"]},
+                        "value": {"number": est},
+                        "meta": {"text": [f"{item}: {est}, 95% interval [{lo}, {hi}], {n} scores"]},
                     }
                 )
         return {"result": result, "score": round(score, 4), "model_version": self.version}
