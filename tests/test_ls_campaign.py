@@ -234,7 +234,7 @@ def test_burst_of_concurrent_annotations_loses_and_doubles_nothing(ls, sdk, peop
         assert set(r["annotation_id"].astype(str)) == set(want)
         acknowledged = {json.loads(e.payload)["annotation"]["id"] for e in events if e.kind == "ANNOTATION_CREATED"}
         print(
-            f"burst: Label Studio holds {len(want)} annotations of 30 submissions; {len(acknowledged)} "
+            f"burst: Label Studio holds {len(want)} annotations of 30 submissions; {len(acknowledged)} of them "
             "acknowledged by webhook, the rest reconciled"
         )
         assert easl("verify", str(project)).stdout.startswith("ok")
