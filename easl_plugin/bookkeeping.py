@@ -15,6 +15,7 @@ The few functions below are one-line calls of the store under the plugin's names
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any, cast
 
 from core.store import Project, now
 
@@ -32,6 +33,7 @@ __all__ = [
     "KEY_HIT_TIMEOUT",
     "DEFAULT_HIT_TIMEOUT_S",
     "KEY_WEBHOOK_TOKEN",
+    "KEY_TASK_HOLDERS",
     "now",
     "open_project",
     "enqueue",
@@ -57,6 +59,7 @@ KEY_PUSH_PENDING = "ls.push_pending"  #: HIT ids being imported as tasks (cleare
 KEY_HIT_TIMEOUT = "ls.hit_timeout_s"  #: seconds after which an unannotated task is re-issued (easl serve)
 DEFAULT_HIT_TIMEOUT_S = 7200.0
 KEY_WEBHOOK_TOKEN = "ls.webhook_token"  #: the random token Label Studio's webhook sends (webhook delivery only)
+KEY_TASK_HOLDERS = "ls.task_holders"  #: task id -> who last worked on it, as Label Studio lists it (JSON)
 
 
 def open_project(path: str) -> Project:
@@ -79,7 +82,7 @@ def move_journal(project: Project, records: list[dict]) -> list[int]:
         uids = [r["uid"] for r in records]
         start = uids.index(moved) + 1 if moved in uids else 0
         todo = records[start:]
-        ids = project.add_events([(r["kind"], r["payload"], r["received_at"]) for r in todo])
+        ids = project.add_events(cast(Any, [(r["kind"], r["payload"], r["received_at"]) for r in todo]))
         if todo:
             project.set_meta({MOVED_KEY: records[-1]["uid"]})
     return ids

@@ -194,7 +194,7 @@ class LabelStudioClient:
                 isinstance(body, dict) and body.get("detail") and "tasks" not in body and "results" not in body
             ):
                 return  # 404 past the last page
-            rows = body.get("tasks", body.get("results", [])) if isinstance(body, dict) else body
+            rows: list = (body.get("tasks", body.get("results", [])) if isinstance(body, dict) else body) or []
             yield from rows
             if not isinstance(body, dict) or len(rows) < page_size or ("next" in body and not body.get("next")):
                 return

@@ -148,7 +148,8 @@ def convert_annotation(annotation: dict, task: dict, layout: Layout) -> Conversi
     if annotation.get("was_cancelled"):
         out.skipped = True
         return out
-    data = task.get("data") if isinstance(task.get("data"), dict) else {}
+    raw_data = task.get("data")
+    data: dict = raw_data if isinstance(raw_data, dict) else {}
     hit_id, item_ids = data.get("hit_id"), data.get("item_ids")
     if not isinstance(hit_id, str) or not hit_id:
         out.reasons.append(f"task {task.get('id')}: data has no 'hit_id' (not a task pushed by easl)")
@@ -184,7 +185,7 @@ def convert_annotation(annotation: dict, task: dict, layout: Layout) -> Conversi
                 out.reasons.append(f"result[{k}] ({name}): {why}")
             elif j in scores:
                 out.reasons.append(f"result[{k}] ({name}): item scored twice")
-            else:
+            elif x is not None:
                 scores[j] = x
         elif layout.kind == "ranking":
             rank = (res.get("value") or {}).get("ranker", {}) if isinstance(res.get("value"), dict) else {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import cast
 
 from core.errors import EaslError, InvalidRows
 from core.store import Prepared, Project
@@ -142,7 +143,8 @@ def prepare_annotations(
     people = project.external_map(bk.USER)
     for k, (ann, task) in enumerate(pairs):
         aid = str(ann["id"])
-        data = task.get("data") if isinstance(task.get("data"), dict) else {}
+        raw_data = task.get("data")
+        data: dict = raw_data if isinstance(raw_data, dict) else {}
         ann_map.append((aid, task.get("id")))
         if isinstance(data.get("hit_id"), str) and task.get("id") is not None:
             task_map.append((task["id"], data["hit_id"]))
@@ -184,7 +186,7 @@ def commit_annotations(project: Project, layout: Layout, plan: AnnotationPlan) -
             except EaslError:
                 for k in plan.good:
                     outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
-    return outcomes
+    return cast(list[IngestOutcome], outcomes)  # every pair got its outcome above
 
 
 def apply_annotations(

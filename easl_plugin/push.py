@@ -20,6 +20,7 @@ import numpy as np
 
 from core.store import Project
 from easl_plugin import bookkeeping as bk
+from easl_plugin.campaign import close_tasks
 from easl_plugin.client import LabelStudioClient
 from label_config.layouts import Layout, task_data
 
@@ -85,8 +86,9 @@ def reissue_stalled(
     A HIT stalls when its newest task (``tasks``: the project's tasks with their annotations, as listed by the
     reconciliation) is older than ``timeout_s`` without an annotation (an annotator opened it and left: Label
     Studio keeps it locked for them), or has an annotation although the HIT is still open (it was skipped or
-    rejected: Label Studio counts the task as completed and shows it to nobody). The old task is left in place, so
-    a late annotation on it is still accepted; both tasks map to the HIT, and reconciliation keeps them both.
+    rejected: Label Studio counts the task as completed and shows it to nobody). The old task is closed
+    (``campaign.close_tasks``: offered to nobody any more) but left in place, so a late annotation on it is still
+    accepted; both tasks map to the HIT, and reconciliation keeps them both.
     """
     import time
 
@@ -112,4 +114,11 @@ def reissue_stalled(
         b["meta"]["reissued"] = True
     ids = client.import_tasks(ls_project_id, body)
     bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in hits]))
+    again = {str(h["hit_id"]) for h in hits}
+    stale = [
+        int(t["id"])
+        for t in tasks
+        if (t.get("data") or {}).get("hit_id") in again and t.get("overlap") != 0 and int(t["id"]) not in ids
+    ]
+    close_tasks(client, stale)
     return [str(h["hit_id"]) for h in hits]

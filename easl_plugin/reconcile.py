@@ -9,7 +9,9 @@ on start, periodically and on ``START_TRAINING``, and applies what it missed:
 - live annotations that Label Studio no longer has are retracted (deleted while we were away);
 - HITs whose task has gone are withdrawn (``retract_hit``);
 - tasks are mapped to HITs by the ``hit_id`` in their data (repairing a push interrupted between the import and
-  the bookkeeping); an unannotated second task of the same HIT is deleted.
+  the bookkeeping); an unannotated second task of the same HIT is deleted;
+- who last worked on each open HIT's tasks (drafts and annotations, ``campaign.task_holders``) is kept for
+  ``easl ls status``.
 
 Idempotent: a second run right after the first changes nothing.
 """
@@ -26,6 +28,7 @@ import pandas as pd
 
 from core.store import Project, now
 from easl_plugin import bookkeeping as bk
+from easl_plugin.campaign import task_holders
 from easl_plugin.client import LabelStudioClient
 from easl_plugin.ingest import (
     IngestOutcome,
@@ -93,7 +96,8 @@ def reconcile(
     pairs: list[tuple[dict, dict]] = []
     seen_annotations: set[str] = set()
     for task in tasks:
-        data = task.get("data") if isinstance(task.get("data"), dict) else {}
+        raw_data = task.get("data")
+        data: dict = raw_data if isinstance(raw_data, dict) else {}
         hit_id = data.get("hit_id")
         if not isinstance(hit_id, str):
             continue  # not one of ours
@@ -146,7 +150,18 @@ def reconcile(
         rep.reissued_hits = len(again)
         if again:
             log.info("re-issued %d stalled HIT(s) as new tasks: %s", len(again), ", ".join(again))
-    project.set_meta({bk.KEY_LAST_RECONCILIATION: now(), bk.KEY_RECONCILIATION_REPORT: _json(asdict(rep))})
+    open_hits = set(project.open_hit_times())
+    holders = task_holders(
+        [t for t in tasks if (t.get("data") or {}).get("hit_id") in open_hits], project.external_map(bk.USER)
+    )
+    with gate:
+        project.set_meta(
+            {
+                bk.KEY_LAST_RECONCILIATION: now(),
+                bk.KEY_RECONCILIATION_REPORT: _json(asdict(rep)),
+                bk.KEY_TASK_HOLDERS: _json(holders),
+            }
+        )
     if rep.ingested or rep.retracted_annotations or rep.withdrawn_tasks or rep.duplicate_tasks_deleted:
         log.info("reconciliation applied missed changes: %s", asdict(rep))
     return rep

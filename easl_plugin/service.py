@@ -7,8 +7,9 @@ Endpoints (``docs/design.md`` section 7.3, "What Label Studio sends to an ML bac
                   credentials (Label Studio and supervisors poll it)
 ``GET /status``   the worker's and the queue's figures (worker PID, linked project, events applied, tasks pushed,
                   acknowledgements waiting, events committed / journaled / failed)
-``POST /setup``   ``{"model_version": ...}``; remembers the Label Studio project id if none is configured
-``POST /predict`` ``{"results": []}``: no pre-annotations (predictions would anchor annotators)
+``POST /setup``   ``{"model_version": "iteration-<k>"}``; remembers the Label Studio project id if none is configured
+``POST /predict`` ``{"results": [...]}``: each task's current estimates and 95% intervals (``campaign.py``),
+                  hidden from annotators by the project's settings
 ``POST /webhook`` validates the JSON, stores a handled event durably (``writer.py``) and answers once it is
                   stored; a background worker (``worker.py``) applies it
 ``GET /versions`` ``{"versions": [...]}``
@@ -421,13 +422,29 @@ async def setup(request: Request) -> Response:
     body = await parse_body(_load_json, await read_body(request, svc.config.max_body_bytes))
     if svc.on_setup is not None and isinstance(body, dict):
         await asyncio.to_thread(svc.on_setup, body)
-    return JSONResponse({"model_version": MODEL_VERSION})
+    return JSONResponse({"model_version": await _version(svc.config.project_path)})
+
+
+async def _version(path: str) -> str:
+    """The model version of the project's current iteration (``campaign.model_version``); the package's
+    fixed one while the file cannot be read."""
+    from easl_plugin.campaign import current_version
+
+    try:
+        return await asyncio.to_thread(current_version, path)
+    except Exception as exc:  # a busy or missing file must not fail Label Studio's connection check
+        log.info("/setup: model version unknown (%s)", exc.__class__.__name__)
+        return MODEL_VERSION
 
 
 async def predict(request: Request) -> Response:
-    """``POST /predict``: no pre-annotations (they would anchor annotators)."""
-    await read_body(request, _service(request).config.max_body_bytes)
-    return JSONResponse({"results": [], "model_version": MODEL_VERSION})
+    """``POST /predict``: each task's current estimates and 95% intervals as one prediction
+    (``campaign.predict_response``); Label Studio keeps them hidden from annotators."""
+    from easl_plugin.campaign import predict_response
+
+    svc = _service(request)
+    body = await parse_body(_load_json, await read_body(request, svc.config.max_body_bytes))
+    return JSONResponse(await asyncio.to_thread(predict_response, svc.config.project_path, body))
 
 
 async def versions(request: Request) -> Response:

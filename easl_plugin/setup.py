@@ -8,7 +8,9 @@ Steps (each one idempotent, so running the command again repairs a partial setup
    set when the project has no tasks yet); predictions are hidden from annotators (``show_collab_predictions``
    off) and each task takes one annotation;
 3. map tasks already there to HITs (reconciliation), then import the open HITs of the current iteration as
-   tasks (the first iteration's on a new project), each with its item permutation in the task data;
+   tasks (the first iteration's on a new project), each with its item permutation in the task data; hide that
+   bookkeeping in the Data Manager's tabs and give every task the current estimates as its prediction
+   (``campaign.py``);
 4. record the link in the project file (``meta``: ``ls.url``, ``ls.project_id``, ``ls.layout``) last, so a
    running ``easl serve`` starts working on the project only once its tasks are in place;
 5. connect the backend when ``--backend-url`` is given: as an ML backend (Label Studio then calls its ``/health``
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from core.errors import UserError
 from core.store import Project
 from easl_plugin import bookkeeping as bk
+from easl_plugin.campaign import hide_internal_columns, sync_predictions
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.push import push
 from easl_plugin.reconcile import reconcile
@@ -103,10 +106,22 @@ def setup_project(
     basic_auth: tuple[str, str] | None = None,
     wording: dict[str, str | None] | None = None,
     rotate_secret: bool = False,
+    stop_at: float | None = None,
 ) -> SetupResult:
     """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
-    ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown. Raises ``UserError``
-    (incl. ``LabelStudioError``) with the reason when a step fails."""
+    ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown; ``stop_at`` sets
+    the stop target of an aware project (``core.store.settings.set_stop_at``; refused, before anything else is
+    done, for the other methods). Raises ``UserError`` (incl. ``LabelStudioError``) with the reason when a step
+    fails."""
+    notes: list[str] = []
+    if stop_at is not None:
+        from core.store.settings import set_stop_at
+
+        before_stop = set_stop_at(project, stop_at)
+        if before_stop != stop_at:
+            notes.append(
+                f"stop target set to {stop_at:g} (was {'none' if before_stop is None else f'{before_stop:g}'})"
+            )
     client.whoami()
     hyper = project.hyper
     layout = layout_for_method(hyper.method, hyper.hit_size, hyper.score_min, hyper.score_max)
@@ -152,12 +167,13 @@ def setup_project(
         client.update_project(ls_project_id, **settings, **({"title": title} if title else {}))
     if words != before:
         project.set_wording(**words._asdict())
-    notes: list[str] = []
     if not created:
         rep = reconcile(project, client, ls_project_id, layout)
         if rep.ingested:
             notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
     n = push(project, client, ls_project_id, layout, project.next_hits())
+    hide_internal_columns(client, ls_project_id)
+    sync_predictions(project, client, ls_project_id, layout, refresh_backends=False)
     bk.set_meta(
         project,
         {bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(ls_project_id), bk.KEY_LAYOUT: json.dumps(layout.to_dict())},

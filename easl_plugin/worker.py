@@ -9,7 +9,8 @@ runs); ``easl serve`` runs it in a child process (``worker_process.py``), tests 
 2. when a Label Studio project is configured (``easl ls setup`` writes ``ls.*`` keys to ``meta``, before or after
    the service starts) and an API key is available: reconcile on start, every ``reconcile_interval_s`` and on
    ``START_TRAINING``; then push the open HITs that have no task (the next iteration's, once the current one is
-   complete; or streaming top-ups);
+   complete; or streaming top-ups) and, when the iteration changed, replace every task's prediction with the
+   new figures (``campaign.sync_predictions``);
 3. sleep until the event writer signals a commit, or the next reconciliation is due.
 
 While webhooks keep arriving the worker batches them (``_pace``), and every write transaction goes through the
@@ -23,10 +24,12 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.store import Event, Project
 from easl_plugin import bookkeeping as bk
+from easl_plugin.campaign import sync_predictions
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.events import deleted_annotation_ids, deleted_task_ids
 from easl_plugin.ingest import (
@@ -142,7 +145,10 @@ class Worker:
         self.applied_total = 0
         self.last_push_at: float | None = None
         self._description: str | None = None
-        self.on_progress = None  # called with the worker after each step (worker_process.py)
+        self._predicted: int | None = None  # the iteration whose figures the tasks' predictions carry
+        self._predicted_at = float("-inf")  # time.monotonic() of that replacement
+        self._predict_retry_at = float("-inf")  # after a failed replacement, not before this time
+        self.on_progress: Callable[[Worker], None] | None = None  # after each step (worker_process.py)
 
     def start(self) -> None:
         """Start the thread (reconciles first when linked)."""
@@ -266,6 +272,7 @@ class Worker:
         try:
             with project.transaction():  # the event's effects and its 'done' mark commit together
                 payload = json.loads(text)
+                note: str | None
                 if kind == "START_TRAINING":
                     self.reconcile_requested.set()
                     note = "reconciliation requested"
@@ -336,6 +343,20 @@ class Worker:
         if text != self._description:  # the project description shows the campaign's progress in Label Studio
             client.update_project(linked.project_id, description=text)
             self._description = text
+        iteration = project.iteration()
+        # every task's prediction: the figures of the new iteration (streaming mode starts one per top-up, so
+        # there at most once per reconciliation interval)
+        now = time.monotonic()
+        due = (self.streaming == 0 or now - self._predicted_at >= self.reconcile_interval_s) and (
+            now >= self._predict_retry_at
+        )
+        if iteration != self._predicted and due:
+            try:
+                sync_predictions(project, client, linked.project_id, linked.layout)
+                self._predicted, self._predicted_at = iteration, now
+            except LabelStudioError as exc:  # the figures are for the manager's eyes: never hold up the loop
+                log.warning("could not replace the tasks' predictions (retrying in %.0f s): %s", 30.0, exc)
+                self._predict_retry_at = now + 30.0
         if n:
             self.pushed_total += n
             self.last_push_at = time.time()

@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 
 class SharedFlag:
@@ -72,7 +73,7 @@ class WorkerProcess:
     ) -> None:
         # fork (Linux): the child starts at once with the modules already imported, and its semaphores are not
         # tracked as leaks; it must be started before the server opens threads or sockets (see server.serve)
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        ctx: Any = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         self.gate = ctx.Lock()
         self.wake = SharedFlag(ctx)
         self.reconcile_requested = SharedFlag(ctx)

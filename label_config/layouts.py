@@ -164,7 +164,7 @@ def validate_label_config(xml: str, layout: Layout) -> None:
 
     Raises ``UserError`` naming the first missing or mismatched control.
     """
-    from label_studio_sdk.label_interface import LabelInterface
+    from label_studio_sdk.label_interface.interface import LabelInterface
 
     try:
         li = LabelInterface(xml)

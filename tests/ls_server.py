@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import requests
 
 LS_VERSION = "1.23.2"
@@ -254,6 +255,21 @@ def running_server() -> Iterator[LabelStudioServer]:
         _stop(proc)
         log.close()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", name="ls")
+def module_server() -> Iterator[LabelStudioServer]:
+    """Fixture ``ls``: one fresh server for a test module (import ``module_server`` into the module)."""
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module", name="sdk")
+def module_sdk(ls: LabelStudioServer):
+    """Fixture ``sdk``: the official SDK's client as the server's admin (import ``module_sdk``)."""
+    from label_studio_sdk import LabelStudio
+
+    return LabelStudio(base_url=ls.url, api_key=ls.token)
 
 
 if __name__ == "__main__":  # manual use: python tests/ls_server.py  (prints the URL and token, Ctrl-C stops)

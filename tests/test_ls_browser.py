@@ -3,8 +3,8 @@
 Issue 11, item 9. A project manager runs `easl ls setup` with a question and scale labels; two annotators sign up
 through the invite link, log in, read the question and the labels, set the five sliders of a HIT (0 and 50 among
 them, by click and by keyboard; submit first refuses and names the unset item), and submit; the next iteration's
-tasks appear; the export names the annotators by e-mail; a task opened and left alone is re-issued after a short
-`--hit-timeout`.
+tasks appear; the project manager's Data Manager shows the texts but not the internal task fields; the export
+names the annotators by e-mail; a task opened and left alone is re-issued after a short `--hit-timeout`.
 
 Chromium comes from Debian's packages (``tests.ls_server.ensure_chromium`` installs it when missing; the test fails
 with the reason when it cannot); Playwright only drives it (``executable_path``; no browser download). On failure
@@ -123,6 +123,20 @@ def score_hit(page) -> list[str]:
     return outputs(page)
 
 
+def manager_sees_the_campaign(browser, ls, pid: int, shots: Path) -> None:
+    """The project manager's Data Manager: the texts and the predictions' columns, never the internal fields."""
+    page = log_in(browser, ls.url, ls.username, ls.password)
+    try:
+        page.goto(f"{ls.url}/projects/{pid}/data")
+        page.get_by_text("text_0", exact=True).first.wait_for(timeout=60_000)
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(shots / "manager-data-manager.png"))
+        for internal in ("hit_id", "permutation", "item_ids"):
+            assert page.get_by_text(internal, exact=True).count() == 0, f"{internal} is a visible column"
+    finally:
+        page.close()
+
+
 def test_a_campaign_in_chromium(tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -221,6 +235,7 @@ def test_a_campaign_in_chromium(tmp_path):
                         assert {0.0, 50.0, 100.0} <= set(ratings["score"])
                     # the project description shows the campaign's progress to the project manager
                     wait_for(lambda: "iteration 1" in _project(ls, pid)["description"], "progress in the description")
+                    manager_sees_the_campaign(browser, ls, pid, shots)
                     # the export names the annotators by their Label Studio e-mail
                     easl(
                         "export",

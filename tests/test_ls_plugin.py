@@ -21,7 +21,14 @@ import numpy as np
 import pytest
 import requests
 
-from tests.ls_server import Annotator, create_annotator, free_port, running_server, wait_for
+from tests.ls_server import (  # noqa: F401 (module_server, module_sdk: the fixtures ls and sdk)
+    Annotator,
+    create_annotator,
+    free_port,
+    module_sdk,
+    module_server,
+    wait_for,
+)
 
 pytestmark = pytest.mark.labelstudio
 
@@ -29,19 +36,6 @@ REPO = Path(__file__).resolve().parent.parent
 N_ITEMS, HIT_SIZE = 30, 5  # 6 HITs per iteration
 N_ANNOTATORS = 3
 WAIT_S = 60.0
-
-
-@pytest.fixture(scope="module")
-def ls():
-    with running_server() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def sdk(ls):
-    from label_studio_sdk import LabelStudio
-
-    return LabelStudio(base_url=ls.url, api_key=ls.token)
 
 
 @pytest.fixture(scope="module")
@@ -683,7 +677,8 @@ def test_setup_again_repairs_credentials_wording_and_says_when_the_backend_is_un
 
 def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count(ls, sdk, tmp_path):
     """Issue 11 item 5: a HIT whose task stays unannotated longer than --hit-timeout, or whose annotation was
-    rejected, gets a fresh task; a late annotation on the old task still counts; `easl ls status --json` lists
+    rejected, gets a fresh task and its old task is closed (offered to nobody); a late annotation on the old task
+    still counts; `easl ls status --json` lists
     the open HITs with their task ids and ages."""
     items = tmp_path / "items.csv"
     items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
@@ -746,6 +741,13 @@ def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count
         wait_for(lambda: sum(t.data["hit_id"] == hit_b for t in ls_tasks(sdk, pid)) == 2, "HIT b re-issued", 30)
         # HIT a stays untouched: re-issued once its task is older than the timeout
         wait_for(lambda: sum(t.data["hit_id"] == hit_a for t in ls_tasks(sdk, pid)) >= 2, "HIT a re-issued", 40)
+        # the stale tasks are closed: Label Studio counts them as labelled and offers them to nobody
+        wait_for(lambda: sdk.tasks.get(id=task_a).is_labeled, "the stale task closed", 10)
+        assert sdk.tasks.get(id=task_a).overlap == 0
+        nxt = requests.get(
+            f"{ls.url}/api/projects/{pid}/next", headers={"Authorization": f"Token {ls.token}"}, timeout=30
+        ).json()
+        assert nxt["id"] not in (task_a, task_b) and nxt["data"]["hit_id"] in (hit_a, hit_b)
         # a late annotation on the stale task of HIT a is still accepted and completes it
         task = next(t for t in ls_tasks(sdk, pid) if t.id == task_a)
         sdk.annotations.create(id=task_a, result=slider_result(task.data["item_ids"], np.random.default_rng(1)))

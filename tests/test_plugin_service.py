@@ -402,3 +402,59 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
     assert "the worker process exited unexpectedly" in text and "Application shutdown complete" in text
     with Project.open(project_path, readonly=True) as p:
         assert sorted(p.ratings()["score"]) == [1.0, 2.0, 3.0, 4.0]
+
+
+# ------------------------------------------------------------------------------------- the campaign's figures
+
+
+def test_predict_answers_each_tasks_estimates_and_setup_the_iteration(project_path):
+    """Issue 11 item 6: `/predict` gives one prediction per task, the task's items' current estimates on their
+    sliders and the 95% intervals in the text; `/setup` names the iteration as the model version."""
+    link(project_path)
+    with Project.open(project_path) as p:
+        hit = p.next_hits()[0]
+        ids = [it["item_id"] for it in hit["items"]]
+        p.ingest(
+            [{"item_id": i, "score": s, "hit_id": hit["hit_id"], "annotation_id": "a1"} for i, s in zip(ids, (0, 30))]
+            + [
+                {"item_id": i, "score": s, "hit_id": hit["hit_id"], "annotation_id": "a1"}
+                for i, s in zip(ids[2:], (70, 100))
+            ],
+            source="test",
+        )
+        est = p.estimates().set_index("item_id")
+    cfg = ServiceConfig(project_path=project_path)
+    shown = [ids[3], ids[0], ids[2], ids[1]]
+    with Client(build_app(cfg)) as c:
+        assert c.post("/setup", json={"project": "3.1"}).json()["model_version"] == "iteration-0"
+        body = c.post("/predict", json={"tasks": [{"id": 7, "data": {"item_ids": shown}}, {"id": 8, "data": {}}]})
+    first, other = body.json()["results"]
+    assert body.json()["model_version"] == first["model_version"] == "iteration-0"
+    assert other["result"] == []
+    assert [r["from_name"] for r in first["result"]] == ["score_0", "score_1", "score_2", "score_3"]
+    for j, item in enumerate(shown):
+        r = first["result"][j]
+        assert r["value"]["number"] == round(float(est.loc[item, "estimate"]), 1)
+        lo, hi = round(float(est.loc[item, "ci_low"]), 1), round(float(est.loc[item, "ci_high"]), 1)
+        assert f"{item}: " in r["meta"]["text"][0] and f"95% interval [{lo}, {hi}], 1 scores" in r["meta"]["text"][0]
+    widths = (est.loc[shown, "ci_high"] - est.loc[shown, "ci_low"]).to_numpy()
+    assert first["score"] == pytest.approx(1 - widths.mean() / 100, abs=1e-4)
+
+
+def test_task_holders_name_the_newest_draft_or_annotation():
+    from easl_plugin.campaign import task_holders
+
+    tasks = [
+        {"id": 1, "drafts": [{"user": "a@x.org", "updated_at": "2026-01-01T10:00:00Z"}], "annotations": []},
+        {
+            "id": 2,
+            "drafts": [{"user": "a@x.org", "updated_at": "2026-01-01T10:00:00Z"}],
+            "annotations": [{"completed_by": 5, "was_cancelled": True, "updated_at": "2026-01-01T11:00:00Z"}],
+        },
+        {"id": 3, "drafts": [], "annotations": []},
+    ]
+    out = task_holders(tasks, {"5": "b@x.org"})
+    assert out == {
+        "1": {"annotator": "a@x.org", "how": "draft", "at": "2026-01-01T10:00:00Z"},
+        "2": {"annotator": "b@x.org", "how": "skipped", "at": "2026-01-01T11:00:00Z"},
+    }

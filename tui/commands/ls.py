@@ -4,8 +4,10 @@ connect the backend). The API key comes from ``LABEL_STUDIO_API_KEY`` (never fro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from core.errors import UserError
@@ -69,6 +71,13 @@ def register(subparsers) -> None:
         help="replace the webhook's dedicated token (kept in the project file; a running `easl serve` "
         "takes the new one at once)",
     )
+    s.add_argument(
+        "--stop-at",
+        type=float,
+        metavar="RHO",
+        help="aware projects: set the stop target (no new HITs once the expected Spearman correlation of the "
+        "estimates with the truth, minus a safety margin, reaches RHO, e.g. 0.9); refused for other methods",
+    )
     s.add_argument("--json", action="store_true", help="print the result as one JSON object")
     s.set_defaults(func=run)
     st = sub.add_parser(
@@ -76,12 +85,27 @@ def register(subparsers) -> None:
         help="the Label Studio link: queue, reconciliation, rejected annotations",
         description="Show the Label Studio project this file is linked to, the webhook queue "
         "(pending, done, failed events, with the errors of failed ones), the last "
-        "reconciliation and what it applied, and every rejected annotation with its "
-        "reason. Reads the project file only (safe while `easl serve` runs).",
+        "reconciliation and what it applied, the open HITs (task, age, and the annotator of the "
+        "newest draft or annotation Label Studio listed), every rejected annotation with its "
+        "reason, and for aware projects the stopping rule and the per-annotator diagnostics (as "
+        "`easl status --annotators`). Reads the project file only (safe while `easl serve` runs).",
     )
     st.add_argument("project", metavar="PROJECT", help="the project file")
     st.add_argument("--json", action="store_true", help="print one JSON object")
     st.set_defaults(func=run_status)
+
+
+@contextlib.contextmanager
+def _stop_at_refusal(args: argparse.Namespace) -> Iterator[None]:
+    """Word the store's refusal of a stop target (``field="stop_at"``) with the option's name."""
+    from core.errors import HyperParameterError
+
+    try:
+        yield
+    except HyperParameterError as exc:
+        if exc.field != "stop_at":
+            raise
+        raise UserError(f"{args.project}: --stop-at {args.stop_at:g} is refused: it needs {exc.need}.") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,9 +116,15 @@ def run(args: argparse.Namespace) -> int:
     from easl_plugin.client import LabelStudioClient
     from easl_plugin.setup import setup_project
 
+    if args.stop_at is not None and not 0.0 < args.stop_at < 1.0:
+        raise UserError(f"--stop-at {args.stop_at:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
     client = LabelStudioClient(args.url, os.environ.get("LABEL_STUDIO_API_KEY", ""))
     err = Console(stderr=True)
-    with Project.open(args.project) as project, err.status(f"setting up Label Studio at {client.url} ({client.kind})"):
+    with (
+        Project.open(args.project) as project,
+        err.status(f"setting up Label Studio at {client.url} ({client.kind})"),
+        _stop_at_refusal(args),
+    ):
         res = setup_project(
             project,
             client,
@@ -105,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
             rotate_secret=args.rotate_secret,
             basic_auth=basic_auth_from_env(),
             wording={"question": args.question, "low_label": args.low_label, "high_label": args.high_label},
+            stop_at=args.stop_at,
         )
+        stop = project.hyper.stop_at if project.hyper.method == "aware" else None
     out = {
         "ls_project_id": res.ls_project_id,
         "created": res.created,
@@ -113,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         "connection": res.connection,
         "url": f"{client.url}/projects/{res.ls_project_id}",
         "notes": res.notes,
+        "stop_at": stop,
     }
     if args.json:
         print(json.dumps(out))
@@ -142,6 +175,7 @@ def link_status(project: Project) -> dict:
     import time
 
     from easl_plugin import bookkeeping as bk
+    from easl_plugin.campaign import HOLDER_UNKNOWN
     from easl_plugin.service import DELIVERY_MALFORMED, DELIVERY_REFUSED, DELIVERY_SOURCE
 
     report = project.get_meta(bk.KEY_RECONCILIATION_REPORT)
@@ -164,18 +198,30 @@ def link_status(project: Project) -> dict:
         for r in deliveries[-5:]
     ]
     tasks: dict[str, list[str]] = {}
-    for task_id, hit_id in project.external_map(bk.TASK).items():
-        tasks.setdefault(hit_id, []).append(task_id)
+    for tid, hit_id in project.external_map(bk.TASK).items():
+        tasks.setdefault(hit_id, []).append(tid)
     now = time.time()
-    open_hits = [
-        {
+    raw_holders = project.get_meta(bk.KEY_TASK_HOLDERS)
+    holders = json.loads(raw_holders) if raw_holders else {}
+    open_hits = []
+    for h, created in project.open_hit_times().items():
+        task_id = int(max(tasks[h], key=int)) if h in tasks else None
+        # the newest mark on any task of the HIT (a re-issued HIT's late annotator counts too)
+        marks = [holders[t] for t in tasks.get(h, []) if t in holders]
+        held = max(marks, key=lambda m: str(m.get("at"))) if marks else None
+        row = {
             "hit_id": h,
-            "task_id": int(max(tasks[h], key=int)) if h in tasks else None,
+            "task_id": task_id,
             "age_seconds": _age_seconds(created, now),
-            "annotator": None,
+            "annotator": held["annotator"] if held else None,
         }
-        for h, created in project.open_hit_times().items()
-    ]
+        if held:
+            row["annotator_source"] = f"{held['how']} at {held['at']}"
+        else:
+            row["annotator_reason"] = (
+                "no reconciliation with Label Studio yet" if raw_holders is None else HOLDER_UNKNOWN
+            )
+        open_hits.append(row)
     out = {
         "linked": pid is not None,
         "url": project.get_meta(bk.KEY_URL),
@@ -190,13 +236,28 @@ def link_status(project: Project) -> dict:
         "last_reconciliation_report": json.loads(report) if report else None,
         "tasks": len(project.external_map(bk.TASK)),
         "open_hits": open_hits,
-        "open_hits_annotator_reason": "who holds a task is known to Label Studio only (its task lock); not "
-        "recorded in the project file yet",
+        "open_hits_annotator_reason": HOLDER_UNKNOWN,
         "rejects": [r.to_json() for r in project.rejects(source=bk.SOURCE)[0]],
     }
     if pid is None:
         out["linked_reason"] = "not linked yet: run easl ls setup"
+    out.update(annotator_figures(project))
     return out
+
+
+def annotator_figures(project: Project) -> dict:
+    """Aware projects: ``annotators`` (the figures of ``easl status --annotators``) and ``stop`` (the stopping
+    rule's); other methods: both null with ``annotators_reason``."""
+    from tui.commands.status import annotator_records
+
+    if project.hyper.method != "aware":
+        return {
+            "annotators": None,
+            "annotators_reason": f"annotator diagnostics need the method aware; this project uses "
+            f"{project.hyper.method}",
+            "stop": None,
+        }
+    return {"annotators": annotator_records(project.annotator_table()), "stop": project.stop_figures()}
 
 
 def _age(seconds: float | None) -> str:
@@ -251,6 +312,20 @@ def run_status(args: argparse.Namespace) -> int:
         for p in out["recent_refused_or_malformed"]:
             t.add_row(p["received_at"], p["kind"], str(p["reason"]))
         con.print(t)
+    if out["stop"] is not None:
+        stop = out["stop"]
+        target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
+        con.print(
+            f"expected Spearman {stop['expected_spearman']:.3f}, stop target {target}: "
+            + ("reached" if stop["reached"] else "not reached")
+            + f" ({stop['reason']})",
+            markup=False,
+        )
+    if out["annotators"] is not None:
+        from tui.commands.status import annotator_table
+
+        with Project.open(args.project, readonly=True) as project:
+            con.print(annotator_table(project.annotator_table()))
     for f in out["failed_events"]:
         con.print(f"failed event {f['id']} ({f['kind']}): {f['error']}", markup=False)
     con.print(f"rejected annotations: {len(out['rejects'])}")
