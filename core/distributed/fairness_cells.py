@@ -1,0 +1,153 @@
+"""The fairness analyses of Loukina, Madnani & Zechner (2019) from merged cell statistics.
+
+Every model of :func:`core.metrics.fairness.fairness_analysis` has only categorical predictors (the subgroup and the
+human score as a category), so the design row is constant within a cell c = (group, human score). With n_c
+responses, cell mean ybar_c and within-cell sum of squares W_c of the outcome y (the error M - H, or its square),
+ordinary least squares on the responses equals weighted least squares on the cells with weights n_c
+(X'X = sum_c n_c x_c x_c', X'y = sum_c n_c x_c ybar_c), and
+
+    RSS = sum_c W_c + sum_c n_c (ybar_c - x_c' beta)^2,   TSS = sum_c W_c + sum_c n_c (ybar_c - ybar)^2
+
+(the between/within decomposition; Searle 1987, *Linear Models for Unbalanced Data*, ch. 1). The coefficient
+inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.fairness` (the same functions, given the
+cell design weighted by sqrt(n_c)).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from core.metrics.fairness import FAIRNESS_KEYS, _coef_inference, _dummies, _f_test, _tss_floor
+from core.metrics.intervals import Interval
+from core.metrics.notes import capture, undefined
+from core.metrics.results import FairnessEvaluation, FairnessFigure
+
+
+def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any], tss_floor: float) -> dict:
+    """The ``_ols`` record of OLS on the responses, from the cells (means ``mean``, weights ``n``, design ``x``)."""
+    total = float(n.sum())
+    root = np.sqrt(n)
+    design = np.column_stack([np.ones(n.size), x]) * root[:, None]
+    coef, _, rank, _ = np.linalg.lstsq(design, root * mean, rcond=None)
+    fitted = design @ coef / root
+    rss = within + float((n * (mean - fitted) ** 2).sum())
+    grand = float((n * mean).sum() / total)
+    tss = within + float((n * (mean - grand) ** 2).sum())
+    p = int(rank) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
+        adj = 1.0 - (1.0 - r2) * (total - 1) / (total - p - 1) if total - p - 1 > 0 else np.nan
+    return {
+        "coef": coef,
+        "rss": rss,
+        "tss": tss,
+        "p": p,
+        "n": total,
+        "r2": r2,
+        "adj_r2": adj,
+        "design": design,
+        "rank": int(rank),
+    }
+
+
+def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None = None) -> dict:
+    """The record of :func:`core.metrics.fairness.fairness_analysis` from merged cells (index (group, human score);
+    columns n, e, s = the means of the error and the squared error, ee, ss = their within-cell sums of squares)."""
+    groups = cells.index.get_level_values(0).to_numpy().astype(str)
+    scores = cells.index.get_level_values(1).to_numpy(dtype=np.float64)
+    n = cells["n"].to_numpy(dtype=np.float64)
+    names, codes = np.unique(groups, return_inverse=True)
+    sizes = np.bincount(codes, weights=n, minlength=names.size)
+    base = int(np.argmax(sizes)) if sizes.size else 0
+    if base_group is not None:
+        if str(base_group) not in set(names.tolist()):
+            raise ValueError(f"base_group {base_group!r} is not one of the groups {names.tolist()[:12]}")
+        base = int(np.flatnonzero(names == str(base_group))[0])
+    out: dict[str, Any] = {
+        "base_group": str(names[base]) if names.size else None,
+        "groups": {str(k): int(v) for k, v in zip(names, sizes)},
+    }
+    total = int(n.sum())
+    if names.size < 2 or total < 3:
+        reason = undefined("fairness analyses need at least two subgroups and three responses")
+        blank = {"value": reason, "p_value": reason, "r2": reason, "estimates": {}}
+        for key in FAIRNESS_KEYS:
+            out[key] = {**blank, "estimates_p_value": {}, "estimates_ci": {}}
+        return out
+    e, s = cells["e"].to_numpy(dtype=np.float64), cells["s"].to_numpy(dtype=np.float64)
+    we, ws = float(cells["ee"].sum()), float(cells["ss"].sum())
+    floor_e, floor_s = _tss_floor(total, unit), _tss_floor(total, unit**2)
+    xg = _dummies(codes, names.size, base)
+    others = [str(names[j]) for j in range(names.size) if j != base]
+    hn, hcodes = np.unique(scores, return_inverse=True)
+    h_base = int(np.argmax(np.bincount(hcodes, weights=n, minlength=hn.size)))
+    xh = _dummies(hcodes, hn.size, h_base)
+    none = np.zeros((n.size, 0))
+    null, null_se = _cell_ols(e, we, n, none, floor_e), _cell_ols(s, ws, n, none, floor_s)
+
+    def record(model: dict, value: float, p_value: float) -> dict:
+        labels = ["Intercept", *others]
+        k = len(labels)
+        _, coef_p, ci = _coef_inference(model)
+        return {
+            "value": float(value),
+            "p_value": float(p_value),
+            "r2": float(model["r2"]),
+            "estimates": {nm: float(v) for nm, v in zip(labels, model["coef"][:k])},
+            "estimates_p_value": {nm: float(v) for nm, v in zip(labels, coef_p[:k])},
+            "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(labels, ci[:k])},
+        }
+
+    osa, osd = _cell_ols(s, ws, n, xg, floor_s), _cell_ols(e, we, n, xg, floor_e)
+    out["osa"] = record(osa, osa["adj_r2"], _f_test(null_se, osa))
+    out["osd"] = record(osd, osd["adj_r2"], _f_test(null, osd))
+    full = _cell_ols(e, we, n, np.column_stack([xg, xh]), floor_e)
+    base_h = _cell_ols(e, we, n, xh, floor_e)
+    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], _f_test(base_h, full))
+    for key in FAIRNESS_KEYS:
+        if not np.isfinite(out[key]["value"]):
+            out[key]["value"] = undefined(
+                f"fairness {key.upper()} is undefined: no variance in the errors or too few responses for the model"
+            )
+    return out
+
+
+def fairness_evaluation(
+    cells: pd.DataFrame | None, unit: float, base_group: str | None, n_resamples: int
+) -> FairnessEvaluation:
+    """The :class:`FairnessEvaluation` of one system from its merged cells (no bootstrap interval)."""
+    if cells is None:
+        cells = pd.DataFrame({"n": [], "e": [], "s": [], "ee": [], "ss": []}, index=pd.MultiIndex.from_tuples([]))
+    fa, why, _ = capture(fairness_from_cells, cells, unit, base_group)
+    reason = "; ".join(why) or None
+    figs = {}
+    for k in FAIRNESS_KEYS:
+        rec = fa[k]
+        ci = ci_reason = None
+        if n_resamples > 0:
+            ci = Interval(np.nan, np.nan)
+            ci_reason = "the distributed bootstrap gives no fairness interval"
+        figs[k] = FairnessFigure(
+            rec["value"],
+            rec["p_value"],
+            rec["r2"],
+            dict(rec["estimates"]),
+            reason,
+            ci,
+            ci_reason,
+            dict(rec["estimates_p_value"]),
+            dict(rec["estimates_ci"]),
+        )
+    return FairnessEvaluation(
+        fa["base_group"],
+        dict(fa["groups"]),
+        figs["osa"],
+        figs["osd"],
+        figs["csd"],
+        bootstrapped=n_resamples > 0,
+        n=int(cells["n"].sum()),
+    )
