@@ -27,7 +27,7 @@ from core.metrics.notes import capture, undefined
 from core.metrics.results import FairnessEvaluation, FairnessFigure
 
 
-def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any], tss_floor: float) -> dict:
+def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any], tss_floor: float) -> dict[str, Any]:
     """The ``_ols`` record of OLS on the responses, from the cells (means ``mean``, weights ``n``, design ``x``)."""
     total = float(n.sum())
     root = np.sqrt(n)
@@ -54,7 +54,7 @@ def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any
     }
 
 
-def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None = None) -> dict:
+def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None = None) -> dict[str, Any]:
     """The record of :func:`core.metrics.fairness.fairness_analysis` from merged cells (index (group, human score);
     columns n, e, s = the means of the error and the squared error, ee, ss = their within-cell sums of squares)."""
     groups = cells.index.get_level_values(0).to_numpy().astype(str)
@@ -89,7 +89,7 @@ def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None
     none = np.zeros((n.size, 0))
     null, null_se = _cell_ols(e, we, n, none, floor_e), _cell_ols(s, ws, n, none, floor_s)
 
-    def record(model: dict, value: float, p_value: float) -> dict:
+    def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
         labels = ["Intercept", *others]
         k = len(labels)
         _, coef_p, ci = _coef_inference(model)

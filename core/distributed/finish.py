@@ -52,9 +52,7 @@ def _prefixes(stats: PartitionStats) -> tuple[list[str], dict[PairKey, str]]:
     out: dict[PairKey, str] = {}
     for key in stats.pairs:
         kind, label, s = key
-        out[key] = {"s": f"s:{s}:", "hh": "hh:", "g": f"g:{index.get(label)}:{s}:", "c": f"c:{index.get(label)}:"}[
-            kind
-        ]
+        out[key] = {"s": f"s:{s}:", "hh": "hh:", "g": f"g:{index.get(label)}:{s}:", "c": f"c:{index.get(label)}:"}[kind]
     return labels, out
 
 
@@ -118,20 +116,23 @@ def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[
                 values[p + k], reasons[p + k] = float("nan"), why
             notes.append(f"{p.rstrip(':')}: Spearman and Kendall {why}")
             continue
-        for keys, fn in ((("spearman",), spearman_from_table), (("kendall_tau_b", "kendall_tau_c"), kendall_from_table)):
-            got, why, _ = capture(fn, pair.table)
+        for keys, fn in (
+            (("spearman",), spearman_from_table),
+            (("kendall_tau_b", "kendall_tau_c"), kendall_from_table),
+        ):
+            got, why_rank, _ = capture(fn, pair.table)
             for k, v in zip(keys, np.atleast_1d(np.asarray(got, dtype=np.float64))):
                 values[p + k] = float(v)
-                if why and not np.isfinite(v):
-                    reasons[p + k] = "; ".join(why)
+                if why_rank and not np.isfinite(v):
+                    reasons[p + k] = "; ".join(why_rank)
     if ("hh", "", "") in stats.pairs:
         for s in (key[2] for key in stats.pairs if key[0] == "s"):
             for k in RANK_KEYS:
                 v = values[f"s:{s}:{k}"] - values["hh:" + k]
                 values[f"d:{s}:{k}"] = v
-                why = [w for w in (reasons.get(f"s:{s}:{k}"), reasons.get("hh:" + k)) if w]
-                if why and not np.isfinite(v):
-                    reasons[f"d:{s}:{k}"] = "; ".join(why)
+                both = [w for w in (reasons.get(f"s:{s}:{k}"), reasons.get("hh:" + k)) if w]
+                if both and not np.isfinite(v):
+                    reasons[f"d:{s}:{k}"] = "; ".join(both)
     return notes
 
 
@@ -256,9 +257,7 @@ def finish(
         }
     q = 0 if cats is None else cats.size
     confusion = (
-        {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system}
-        if q
-        else {}
+        {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system} if q else {}
     )
     sample_note = (
         [

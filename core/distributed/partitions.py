@@ -194,7 +194,9 @@ def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
         for s, m in system.items():
             out.cells[s] = fairness_cells(h[ref, 0], m[ref], grp[ref])
             out.unit[s] = float(max(np.abs(h[ref, 0]).max(), np.abs(m[ref]).max())) if ref.size else 0.0
-    keep = ref[np.unique(np.linspace(0, ref.size - 1, min(ref.size, spec.sample)).astype(np.int64))] if ref.size else ref
+    keep = (
+        ref[np.unique(np.linspace(0, ref.size - 1, min(ref.size, spec.sample)).astype(np.int64))] if ref.size else ref
+    )
     out.sample_h = h[keep]
     out.sample_s = {s: v[keep] for s, v in system.items()}
     if spec.n_bootstrap > 0:
@@ -248,7 +250,7 @@ def _bootstrap(
     n = comp.n
     sums: dict[Any, tuple[RowSums, str]] = {key: (suite.sums, suite.prefix) for key, suite in suites.items()}
     sums.update({("t", s): (rs, "") for s, rs in true_sums.items()})
-    if out.raters is not None and comp.cats is not None:
+    if out.raters is not None and comp.raters is not None and comp.cats is not None:
         a = RowSums(n)
         a.add_grouped(*_pattern_tables(comp.raters, comp.cats.size, ""))
         sums["a"] = (a, "")

@@ -24,6 +24,8 @@ examples:
   easl evaluate scores.parquet --human h1 h2 --system a b --group L1 --bootstrap 1000 --seed 7 --output report/
   easl evaluate ratings.csv --long item_id,annotator,score --system estimate --scale 0 100 --json
   easl evaluate --project work.easl --system scores.csv          (a system against a campaign's ratings)
+  easl evaluate 'ratings/*.parquet' --human h1 h2 --system model --scale 1 6 --dask local
+  easl evaluate 'ratings/*.csv' --human h1 h2 --system model --scale 1 6 --dask tcp://scheduler:8786
 """
 
 
@@ -116,6 +118,21 @@ def register(subparsers) -> None:
         metavar="ITEM,RATER,SCORE",
         help="FILE is in long form (one rating per row), e.g. from `easl export --ratings`",
     )
+    p.add_argument(
+        "--dask",
+        metavar="local|ADDRESS",
+        help="evaluate data larger than memory on Dask (needs the dask extra): FILE may be a glob or directory of "
+        "Parquet or CSV partitions; 'local' starts a cluster on this machine, an address (tcp://host:8786) "
+        "uses a running scheduler. Same figures as in memory; the bootstrap draws Poisson weights per partition",
+    )
+    p.add_argument(
+        "--dask-workers", type=int, metavar="N", help="workers of the local Dask cluster (default: one per core)"
+    )
+    p.add_argument(
+        "--dask-memory",
+        metavar="BYTES",
+        help="memory limit per local Dask worker, e.g. 2GiB (default: 3/4 of the memory shared out, at most 4GiB)",
+    )
     p.set_defaults(func=run)
 
 
@@ -141,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--scale {args.scale[0]:g} {args.scale[1]:g}: {exc}.") from None
     if args.population_size is not None and not args.population_size > 0:
         raise UserError(f"--population-size must be a positive number, got {args.population_size:g}.")
+    if args.dask:
+        return _run_dask(args, scale)
     if args.project:
         if args.file:
             raise UserError("give either FILE or --project, not both.")
@@ -198,6 +217,89 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_tables(ev, args)
     return 0
+
+
+def _run_dask(args, scale) -> int:
+    """``--dask``: the partitioned FILE evaluated on a Dask cluster (core.distributed), same outputs."""
+    from core.distributed.cluster import connect
+    from core.distributed.evaluate import evaluate_dask
+    from core.metrics.writer import to_json_text, write_output
+
+    if args.project:
+        raise UserError("--dask evaluates partitioned files; --project is evaluated in memory.")
+    if not args.file:
+        raise UserError("name the FILE (a glob or directory of Parquet or CSV partitions) to evaluate with --dask.")
+    if args.long:
+        raise UserError("--dask reads the wide form (one row per response); evaluate the long form without --dask.")
+    if not args.human:
+        raise UserError("--human is required: name the human score column(s) of the file.")
+    overlap = set(args.human) & set(args.system)
+    if overlap:
+        raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
+    memory = None
+    if args.dask_memory:
+        from dask.utils import parse_bytes
+
+        try:
+            memory = int(parse_bytes(args.dask_memory))
+        except ValueError:
+            raise UserError(f"--dask-memory: not a size: {args.dask_memory!r} (e.g. 2GiB).") from None
+    update, finish = _stage_progress()
+    try:
+        with connect(args.dask, workers=args.dask_workers, memory_limit=memory) as client:
+            ev = evaluate_dask(
+                client,
+                args.file,
+                human=args.human,
+                system=args.system,
+                group_col=args.group_col,
+                scale=scale,
+                exclude_zeros=args.exclude_zeros,
+                rater_error_variance=args.rater_error_variance,
+                n_bootstrap=args.bootstrap,
+                seed=args.seed,
+                population_size=args.population_size,
+                base_group=args.base_group,
+                weights=tuple(args.weights),
+                progress=update,
+            )
+    except ValueError as exc:
+        raise UserError(f"{args.file}: {exc}.") from None
+    finally:
+        finish()
+    if ev.n_responses == 0 and ev.human_human.all_raters is None:
+        raise UserError(f"{args.file}: no response left to evaluate ({_dropped_text(ev.dropped)}).")
+    if args.output:
+        write_output(ev, Path(args.output), source=str(args.file), seed=args.seed)
+    if args.json:
+        sys.stdout.write(to_json_text(ev.to_json()) + "\n")
+    else:
+        _print_tables(ev, args)
+    return 0
+
+
+def _stage_progress():
+    """A progress bar on stderr for the Dask stages (scale pass, partitions)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    tasks: dict = {}
+    prog.start()
+
+    def update(stage, done, total):
+        if stage not in tasks:
+            tasks[stage] = prog.add_task(stage, total=total)
+        prog.update(tasks[stage], completed=done)
+
+    return update, prog.stop
 
 
 def _load_project(args):
