@@ -91,7 +91,12 @@ def skeleton(stats: PartitionStats, spec: Spec, rater_error_variance: float | No
         {s: suites[("s", "", s)] for s in spec.system},
         suites.get(("hh", "", "")),
         labels,
-        {(index[k[1]], k[2]): v for k, v in suites.items() if k[0] == "g"},
+        dict(
+            sorted(
+                (((index[k[1]], k[2]), v) for k, v in suites.items() if k[0] == "g"),
+                key=lambda kv: (kv[0][0], spec.system.index(kv[0][1])),
+            )
+        ),
         {s: fairness_design(empty, empty, np.zeros(0, dtype=object)) for s in spec.system},
         rows,
         rater_error_variance,
@@ -99,7 +104,7 @@ def skeleton(stats: PartitionStats, spec: Spec, rater_error_variance: float | No
         {s: empty for s in spec.system},
         np.zeros((0, r), dtype=np.int64) if stats.raters is not None else None,
         cats,
-        {index[k[1]]: v for k, v in suites.items() if k[0] == "c"},
+        dict(sorted(((index[k[1]], v) for k, v in suites.items() if k[0] == "c"), key=lambda kv: kv[0])),
         spec.weightings,
     )
 
@@ -123,7 +128,8 @@ def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[
             got, why_rank, _ = capture(fn, pair.table)
             for k, v in zip(keys, np.atleast_1d(np.asarray(got, dtype=np.float64))):
                 values[p + k] = float(v)
-                if why_rank and not np.isfinite(v):
+                # (the in-memory report gives tau-c no reason of its own: tau-b's computation emits it once)
+                if why_rank and not np.isfinite(v) and k != "kendall_tau_c":
                     reasons[p + k] = "; ".join(why_rank)
     if ("hh", "", "") in stats.pairs:
         for s in (key[2] for key in stats.pairs if key[0] == "s"):

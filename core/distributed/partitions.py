@@ -348,7 +348,7 @@ def merge_patterns(
 
 def merge_cells(x: pd.DataFrame, y: pd.DataFrame) -> pd.DataFrame:
     """Pairwise update of per-cell count, means and centred sums of squares (Chan, Golub & LeVeque 1983)."""
-    j = x.join(y, how="outer", lsuffix="_x", rsuffix="_y").fillna(0.0)
+    j = x.merge(y, how="outer", left_index=True, right_index=True, suffixes=("_x", "_y")).fillna(0.0)
     n = j["n_x"] + j["n_y"]
     out = pd.DataFrame({"n": n}, index=j.index)
     for col, sq in (("e", "ee"), ("s", "ss")):
