@@ -74,7 +74,7 @@ def connect(
             cluster.close()
         return
     try:
-        client = Client(target, timeout="20s")
+        client = Client(target, timeout="10s")
     except (OSError, TimeoutError) as exc:
         raise EaslError(f"cannot reach the Dask scheduler at {target}: {exc}") from None
     try:

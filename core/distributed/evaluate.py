@@ -37,14 +37,20 @@ def read_partitions(source: str, columns: list[str], blocksize: str = "64MB") ->
     try:
         if lower.endswith((".csv", ".tsv", ".txt")):
             sep = "\t" if lower.endswith(".tsv") else ","
-            return dd.read_csv(path, usecols=columns, dtype=str, sep=sep, blocksize=blocksize)
-        if lower.endswith(".parquet") or lower.endswith(".pq") or Path(path).is_dir():
-            return dd.read_parquet(path, columns=columns)
+            ddf = dd.read_csv(path, dtype=str, sep=sep, blocksize=blocksize)
+        elif lower.endswith((".parquet", ".pq")) or Path(path).is_dir():
+            ddf = dd.read_parquet(path)
+        else:
+            raise InputError(f"{source}: the Dask engine reads Parquet (.parquet) or CSV/TSV files.", path=source)
     except (FileNotFoundError, OSError) as exc:
         raise InputError(f"{source}: cannot read: {exc}", path=source) from None
     except (KeyError, ValueError) as exc:
         raise InputError(f"{source}: {exc}", path=source) from None
-    raise InputError(f"{source}: the Dask engine reads Parquet (.parquet) or CSV/TSV files.", path=source)
+    for c in columns:
+        if c not in ddf.columns:
+            shown = ", ".join(map(str, ddf.columns[:12])) + (", ..." if len(ddf.columns) > 12 else "")
+            raise InputError(f"{source}: no column {c!r} (columns: {shown}).", path=source, field=c)
+    return ddf[columns]
 
 
 def _ordered_merge(futures: list[Any], rank_limit: int, progress: Callable[[int], None]) -> PartitionStats:

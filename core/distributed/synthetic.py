@@ -2,7 +2,8 @@
 
 True scores T ~ N(3.5, 1); each human rating is T + N(0, 0.7) rounded and clipped to 1..6 (the second rating
 missing with probability ``missing``); the system score is T + N(0, 0.5) rounded to 2 decimals (so the exact rank
-correlations have a bounded table); the subgroup is one of four labels. File j uses the generator seeded with
+correlations have a bounded table) plus a small offset by subgroup (one of four labels: 0, 0.05, -0.05, 0.02), so
+the fairness analyses find an effect. File j uses the generator seeded with
 (seed, j), so the data do not depend on how many files are written at once.
 """
 
@@ -22,8 +23,9 @@ def ratings_frame(n: int, seed: int, part: int = 0, missing: float = 0.0) -> pd.
     h2 = np.clip(np.round(t + rng.normal(0.0, 0.7, n)), 1, 6)
     if missing > 0:
         h2[rng.random(n) < missing] = np.nan
-    model = np.round(t + rng.normal(0.0, 0.5, n), 2)
-    group = np.array(["L1", "L2", "L3", "L4"])[rng.integers(0, 4, n)]
+    code = rng.integers(0, 4, n)
+    model = np.round(t + np.array([0.0, 0.05, -0.05, 0.02])[code] + rng.normal(0.0, 0.5, n), 2)
+    group = np.array(["L1", "L2", "L3", "L4"])[code]
     return pd.DataFrame({"h1": h1, "h2": h2, "model": model, "group": group})
 
 
