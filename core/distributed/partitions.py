@@ -116,11 +116,14 @@ def columns(frame: pd.DataFrame, spec: Spec, k: int) -> tuple[NDArray[Any], dict
     if missing:
         shown = ", ".join(map(str, frame.columns[:12]))
         raise ValueError(f"partition {k}: no column {missing[0]!r} (columns: {shown})")
-    if len(frame):
-        h = np.column_stack([numeric_column(table, c, strict=False) for c in spec.human])
-    else:
-        h = np.zeros((0, len(spec.human)))
-    sys = {c: numeric_column(table, c, strict=True) if len(frame) else np.zeros(0) for c in spec.system}
+
+    def numbers(c: str, strict: bool) -> NDArray[Any]:
+        if pd.api.types.is_numeric_dtype(frame[c].dtype):  # typed (Parquet): nothing to parse, NaN = missing
+            return frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
+        return numeric_column(table, c, strict=strict)
+
+    h = np.column_stack([numbers(c, False) for c in spec.human]) if len(frame) else np.zeros((0, len(spec.human)))
+    sys = {c: numbers(c, True) if len(frame) else np.zeros(0) for c in spec.system}
     groups = frame[spec.group].astype(str).to_numpy() if spec.group else None
     return h, sys, groups
 
