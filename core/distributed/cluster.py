@@ -27,23 +27,30 @@ def _total_memory() -> int:
         return 8 * 2**30
 
 
-def local_sizing(workers: int | None = None, memory_limit: int | None = None) -> tuple[int, int]:
-    """(number of workers, memory limit per worker in bytes) of the local cluster.
+def local_sizing(workers: int | None = None, memory_limit: int | str | None = None) -> tuple[int, int]:
+    """(number of workers, memory limit per worker in bytes) of the local cluster; the limit may be a size such
+    as ``"2GiB"``.
 
     Examples
     --------
-    >>> n, mem = local_sizing(2, 2**30)
-    >>> n, mem
+    >>> local_sizing(2, "1GiB")
     (2, 1073741824)
     """
     n = workers or max(1, os.cpu_count() or 1)
+    if isinstance(memory_limit, str):
+        from dask.utils import parse_bytes
+
+        try:
+            memory_limit = int(parse_bytes(memory_limit))
+        except ValueError:
+            raise EaslError(f"the worker memory limit {memory_limit!r} is not a size (e.g. 2GiB).") from None
     mem = memory_limit or int(min(LOCAL_WORKER_MEMORY, 0.75 * _total_memory() / n))
     return n, mem
 
 
 @contextmanager
 def connect(
-    target: str, *, workers: int | None = None, memory_limit: int | None = None, dashboard: bool = False
+    target: str, *, workers: int | None = None, memory_limit: int | str | None = None, dashboard: bool = False
 ) -> Iterator[Any]:
     """A ``distributed.Client`` for ``target`` (``"local"`` or a scheduler address such as ``tcp://host:8786``).
 

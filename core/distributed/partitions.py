@@ -119,7 +119,7 @@ def columns(frame: pd.DataFrame, spec: Spec, k: int) -> tuple[NDArray[Any], dict
 
     def numbers(c: str, strict: bool) -> NDArray[Any]:
         if pd.api.types.is_numeric_dtype(frame[c].dtype):  # typed (Parquet): nothing to parse, NaN = missing
-            return frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
+            return np.asarray(frame[c].to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
         return numeric_column(table, c, strict=strict)
 
     h = np.column_stack([numbers(c, False) for c in spec.human]) if len(frame) else np.zeros((0, len(spec.human)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from core.errors import UserError
@@ -142,7 +143,6 @@ def run(args: argparse.Namespace) -> int:
     from core.metrics.data import Scale
     from core.metrics.loading import load_long, load_wide
     from core.metrics.pipeline import evaluate
-    from core.metrics.writer import to_json_text, write_output
 
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
@@ -175,11 +175,7 @@ def run(args: argparse.Namespace) -> int:
         data = load_long(args.file, columns=parts, system=args.system, human=args.human, group_col=args.group_col)
         source = args.file
     else:
-        if not args.human:
-            raise UserError("--human is required: name the human score column(s) of the file.")
-        overlap = set(args.human) & set(args.system)
-        if overlap:
-            raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
+        _check_wide(args)
         data = load_wide(args.file, human=args.human, system=args.system, id_col=args.id_col, group_col=args.group_col)
         source = args.file
 
@@ -208,6 +204,21 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{source}: {exc}.") from None
     finally:
         finish()
+    return _emit(ev, args, source)
+
+
+def _check_wide(args) -> None:
+    if not args.human:
+        raise UserError("--human is required: name the human score column(s) of the file.")
+    overlap = set(args.human) & set(args.system)
+    if overlap:
+        raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
+
+
+def _emit(ev, args, source) -> int:
+    """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
+    from core.metrics.writer import to_json_text, write_output
+
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
         raise UserError(f"{source}: no response left to evaluate ({_dropped_text(ev.dropped)}).")
     if args.output:
@@ -223,7 +234,6 @@ def _run_dask(args, scale) -> int:
     """``--dask``: the partitioned FILE evaluated on a Dask cluster (core.distributed), same outputs."""
     from core.distributed.cluster import connect
     from core.distributed.evaluate import evaluate_dask
-    from core.metrics.writer import to_json_text, write_output
 
     if args.project:
         raise UserError("--dask evaluates partitioned files; --project is evaluated in memory.")
@@ -231,22 +241,10 @@ def _run_dask(args, scale) -> int:
         raise UserError("name the FILE (a glob or directory of Parquet or CSV partitions) to evaluate with --dask.")
     if args.long:
         raise UserError("--dask reads the wide form (one row per response); evaluate the long form without --dask.")
-    if not args.human:
-        raise UserError("--human is required: name the human score column(s) of the file.")
-    overlap = set(args.human) & set(args.system)
-    if overlap:
-        raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
-    memory = None
-    if args.dask_memory:
-        from dask.utils import parse_bytes
-
-        try:
-            memory = int(parse_bytes(args.dask_memory))
-        except ValueError:
-            raise UserError(f"--dask-memory: not a size: {args.dask_memory!r} (e.g. 2GiB).") from None
+    _check_wide(args)
     update, finish = _stage_progress()
     try:
-        with connect(args.dask, workers=args.dask_workers, memory_limit=memory) as client:
+        with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
             ev = evaluate_dask(
                 client,
                 args.file,
@@ -267,15 +265,7 @@ def _run_dask(args, scale) -> int:
         raise UserError(f"{args.file}: {exc}.") from None
     finally:
         finish()
-    if ev.n_responses == 0 and ev.human_human.all_raters is None:
-        raise UserError(f"{args.file}: no response left to evaluate ({_dropped_text(ev.dropped)}).")
-    if args.output:
-        write_output(ev, Path(args.output), source=str(args.file), seed=args.seed)
-    if args.json:
-        sys.stdout.write(to_json_text(ev.to_json()) + "\n")
-    else:
-        _print_tables(ev, args)
-    return 0
+    return _emit(ev, args, args.file)
 
 
 def _stage_progress():
@@ -322,7 +312,7 @@ def _load_project(args):
     return data, scale
 
 
-def _dropped_text(dropped: dict) -> str:
+def _dropped_text(dropped: Mapping[str, int]) -> str:
     return "; ".join(f"{v} dropped: {k}" for k, v in dropped.items()) or "the file has no usable rows"
 
 

@@ -91,17 +91,8 @@ def _mapper(args: argparse.Namespace):
         return
     from core.distributed.cluster import connect
     from core.distributed.runs import dask_map
-    from core.errors import UserError
 
-    memory = None
-    if args.dask_memory:
-        from dask.utils import parse_bytes
-
-        try:
-            memory = int(parse_bytes(args.dask_memory))
-        except ValueError:
-            raise UserError(f"--dask-memory: not a size: {args.dask_memory!r} (e.g. 2GiB).") from None
-    with connect(args.dask, workers=args.dask_workers, memory_limit=memory) as client:
+    with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
         yield dask_map(client)
 
 
