@@ -276,13 +276,17 @@ def test_an_unreachable_scheduler_is_one_clear_error(tmp_path, repo_root):
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in proc.stderr
 
 
-def test_missing_columns_name_the_partition(cluster, tmp_path):
+def test_missing_columns_and_repeated_ids_are_one_clear_error(cluster, tmp_path):
     from core.distributed.evaluate import evaluate_dask
 
     _, client = cluster
-    write_partitions(tmp_path, 100, 2)
+    paths = write_partitions(tmp_path, 100, 2)
     with pytest.raises(EaslError, match=r"\*\.parquet: no column 'h3' \(columns: h1, h2, model, group\)"):
         evaluate_dask(client, str(tmp_path / "*.parquet"), human=["h1", "h3"], system=["model"], scale=Scale(1, 6))
+    for path in paths:  # ids 0..49 in both files: every id repeated once
+        pd.read_parquet(path).assign(id=[f"r{i}" for i in range(50)]).to_parquet(path, index=False)
+    with pytest.raises(EaslError, match=r"column 'id' repeats the id 'r\d+' \(2 times\)"):
+        evaluate_dask(client, str(tmp_path / "*.parquet"), human=["h1"], system=["model"], id_col="id")
 
 
 def _repo() -> Path:

@@ -53,6 +53,15 @@ def read_partitions(source: str, columns: list[str], blocksize: str = "64MB") ->
     return ddf[columns]
 
 
+def check_ids(client: Any, ids: Any, source: str, id_col: str) -> None:
+    """InputError naming a repeated response id (as the in-memory reader), from a distributed count of the ids."""
+    top = ids.astype(str).value_counts().nlargest(1)
+    repeated = _guard(lambda: client.compute(top).result())
+    if len(repeated) and int(repeated.iloc[0]) > 1:
+        value, times = repeated.index[0], int(repeated.iloc[0])
+        raise InputError(f"{source}: column {id_col!r} repeats the id {value!r} ({times} times).", field=id_col)
+
+
 def _ordered_merge(futures: list[Any], rank_limit: int, progress: Callable[[int], None]) -> PartitionStats:
     """Merge partition results in partition order as they arrive (deterministic sums, bounded memory)."""
     import distributed
@@ -100,6 +109,7 @@ def evaluate_dask(
     human: Iterable[str],
     system: Iterable[str],
     group_col: str | None = None,
+    id_col: str | None = None,
     scale: Scale | None = None,
     exclude_zeros: bool = False,
     rater_error_variance: float | None = None,
@@ -119,7 +129,10 @@ def evaluate_dask(
     human, system = tuple(human), tuple(system)
     weightings = REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(weights) if w not in REPORT_WEIGHTS)
     cols = list(dict.fromkeys([*human, *system, *([group_col] if group_col else [])]))
-    ddf = read_partitions(source, cols)
+    ddf = read_partitions(source, cols + ([id_col] if id_col and id_col not in cols else []))
+    if id_col:
+        check_ids(client, ddf[id_col], source, id_col)
+        ddf = ddf[cols]
     parts = list(ddf.to_delayed())
     total = len(parts)
     spec = Spec(

@@ -251,6 +251,7 @@ def _run_dask(args, scale) -> int:
                 human=args.human,
                 system=args.system,
                 group_col=args.group_col,
+                id_col=args.id_col,
                 scale=scale,
                 exclude_zeros=args.exclude_zeros,
                 rater_error_variance=args.rater_error_variance,
