@@ -64,7 +64,7 @@ def run_dask(directory: Path, workers: int, memory: int) -> tuple[float, list[in
 
     with (
         LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory, dashboard_address=None
+            n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):

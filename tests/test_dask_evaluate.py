@@ -164,7 +164,7 @@ def cluster():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="1.5GiB",
-                      dashboard_address=None) as lc, Client(lc) as client:  # fmt: skip
+                      dashboard_address=":0") as lc, Client(lc) as client:  # fmt: skip
         yield lc, client
 
 

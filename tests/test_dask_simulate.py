@@ -21,7 +21,7 @@ def map_fn():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="1GiB",
-                      dashboard_address=None) as lc, Client(lc) as client:  # fmt: skip
+                      dashboard_address=":0") as lc, Client(lc) as client:  # fmt: skip
         yield dask_map(client)
 
 

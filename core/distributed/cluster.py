@@ -49,9 +49,7 @@ def local_sizing(workers: int | None = None, memory_limit: int | str | None = No
 
 
 @contextmanager
-def connect(
-    target: str, *, workers: int | None = None, memory_limit: int | str | None = None, dashboard: bool = False
-) -> Iterator[Any]:
+def connect(target: str, *, workers: int | None = None, memory_limit: int | str | None = None) -> Iterator[Any]:
     """A ``distributed.Client`` for ``target`` (``"local"`` or a scheduler address such as ``tcp://host:8786``).
 
     The local cluster is closed on exit; a remote scheduler is only disconnected from.
@@ -71,7 +69,7 @@ def connect(
             threads_per_worker=1,
             processes=True,
             memory_limit=mem,
-            dashboard_address=":0" if dashboard else None,
+            dashboard_address=":0",  # a free port: never the "8787 in use" warning
         )
         client = Client(cluster)
         try:
