@@ -110,6 +110,18 @@ def test_any_partitioning_gives_the_in_memory_figures(n, seed, cuts, missing):
     assert compare(ev, in_memory(frame, Scale(1, 6))) == []
 
 
+def test_options_weights_population_and_external_error_variance():
+    frame = ratings_frame(400, 9, 0, 0.25)
+    frame.loc[::37, "h1"] = 0.0  # zeros: dropped or set to missing under exclude_zeros
+    weightings = (*REPORT_WEIGHTS, "ordinal", "radical")
+    spec = Spec("x", ("h1", "h2"), ("model",), "group", Scale(1, 6), True, weightings)
+    kw = dict(rater_error_variance=0.4, population_size=5000.0, confidence=0.9, base_group="L3")
+    ev = finish(merged(frame, [50, 51, 300], spec), spec, group_name="group", **kw)
+    ref = in_memory(frame, Scale(1, 6), exclude_zeros=True, weights=("ordinal", "radical"), **kw)
+    assert compare(ev, ref) == []
+    assert ev.human_human.all_raters.figures["gwet_ac2_ordinal"].analytic is not None
+
+
 def test_one_human_column_and_a_continuous_scale():
     frame = ratings_frame(300, 5, 0, 0.0)
     spec = Spec("x", ("h1",), ("model",), None, Scale(0.5, 6.5, ()), True, REPORT_WEIGHTS)

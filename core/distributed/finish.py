@@ -253,7 +253,7 @@ def finish(
         confidence=confidence,
         group_name=group_name,
         rater_error_variance=rater_error_variance,
-        base_group=base_group,
+        base_group=None,  # the skeleton's fairness (no data) is replaced by the cells' below
     )
     fairness = dict(ev.fairness)
     if spec.group:
