@@ -299,6 +299,11 @@ def test_missing_columns_and_repeated_ids_are_one_clear_error(cluster, tmp_path)
         pd.read_parquet(path).assign(id=[f"r{i}" for i in range(50)]).to_parquet(path, index=False)
     with pytest.raises(EaslError, match=r"column 'id' repeats the id 'r\d+' \(2 times\)"):
         evaluate_dask(client, str(tmp_path / "*.parquet"), human=["h1"], system=["model"], id_col="id")
+    bad = ratings_frame(20, 3).astype(object)
+    bad.loc[7, "model"] = "oops"
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(EaslError, match=r"bad\.csv \(partition 0\):row 8: column 'model' has a non-numeric value"):
+        evaluate_dask(client, str(tmp_path / "bad.csv"), human=["h1"], system=["model"], scale=Scale(1, 6))
 
 
 def _repo() -> Path:

@@ -9,6 +9,7 @@ are restarted above 95% (``distributed``'s defaults); a task whose worker dies i
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,6 +71,7 @@ def connect(target: str, *, workers: int | None = None, memory_limit: int | str 
             processes=True,
             memory_limit=mem,
             dashboard_address=":0",  # a free port: never the "8787 in use" warning
+            silence_logs=logging.CRITICAL,  # a task's error reaches the user once, as the command's error
         )
         client = Client(cluster)
         try:
