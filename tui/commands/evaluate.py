@@ -187,24 +187,31 @@ def run(args: argparse.Namespace) -> int:
             data.human,
             data.system,
             human_names=data.human_names,
-            scale=scale,
             groups=data.groups,
             group_name=args.group_col or "group",
-            exclude_zeros=args.exclude_zeros,
-            rater_error_variance=args.rater_error_variance,
-            n_bootstrap=args.bootstrap,
-            seed=args.seed,
-            population_size=args.population_size,
-            base_group=args.base_group,
-            weights=tuple(args.weights),
             progress=progress_cb,
             extra_notes=data.notes,
+            **_options(args, scale),
         )
     except ValueError as exc:
         raise UserError(f"{source}: {exc}.") from None
     finally:
         finish()
     return _emit(ev, args, source)
+
+
+def _options(args, scale) -> dict:
+    """The keyword arguments both engines take from the command line."""
+    return dict(
+        scale=scale,
+        exclude_zeros=args.exclude_zeros,
+        rater_error_variance=args.rater_error_variance,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        population_size=args.population_size,
+        base_group=args.base_group,
+        weights=tuple(args.weights),
+    )
 
 
 def _check_wide(args) -> None:
@@ -252,15 +259,8 @@ def _run_dask(args, scale) -> int:
                 system=args.system,
                 group_col=args.group_col,
                 id_col=args.id_col,
-                scale=scale,
-                exclude_zeros=args.exclude_zeros,
-                rater_error_variance=args.rater_error_variance,
-                n_bootstrap=args.bootstrap,
-                seed=args.seed,
-                population_size=args.population_size,
-                base_group=args.base_group,
-                weights=tuple(args.weights),
                 progress=update,
+                **_options(args, scale),
             )
     except ValueError as exc:
         raise UserError(f"{args.file}: {exc}.") from None
