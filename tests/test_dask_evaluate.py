@@ -247,12 +247,14 @@ def test_the_bootstrap_merges_poisson_weights_and_is_reproducible(cluster, tmp_p
     one = evaluate_dask(client, str(tmp_path / "*.parquet"), **kw)
     two = evaluate_dask(client, str(tmp_path / "*.parquet"), **kw)
     ref = in_memory(frame, Scale(1, 6), groups=False, n_bootstrap=200, seed=3)
-    for key in ("corr", "qwk", "rmse", "conger_kappa", "gwet_ac1"):
+    for key in ("corr", "qwk", "rmse", "conger_kappa", "gwet_ac1", "spearman", "kendall_tau_b", "kendall_tau_c"):
         got, want = one.systems["model"].observed[key], ref.systems["model"].observed[key]
         assert got.ci == two.systems["model"].observed[key].ci  # same seed, same partitions: same draws
         assert got.ci.low < got.value < got.ci.high
         width, ref_width = got.ci.high - got.ci.low, want.ci.high - want.ci.low
         assert 0.6 < width / ref_width < 1.6, key  # the Poisson and the multinomial bootstrap agree in spread
+    deg = one.systems["model"].degradation["spearman"]  # system minus human-human, resample by resample
+    assert deg.ci.low < deg.value < deg.ci.high
     prmse = one.systems["model"].true_score["prmse"]
     assert prmse.ci.low < prmse.value < prmse.ci.high
     assert any("Poisson(1)" in n for n in one.notes)

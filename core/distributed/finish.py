@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from core.distributed.fairness_cells import fairness_evaluation
 from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
-from core.distributed.ranks import kendall_from_table, spearman_from_table
+from core.distributed.ranks import kendall_from_table, resampled_ranks, spearman_from_table
 from core.metrics.agreement_variance import pattern_inference
 from core.metrics.comparisons import Comparisons
 from core.metrics.data import (
@@ -32,7 +32,7 @@ from core.metrics.data import (
 )
 from core.metrics.fairness import fairness_design
 from core.metrics.intervals import T_METHOD, Analytic, pearson_analytic
-from core.metrics.notes import capture
+from core.metrics.notes import capture, quiet
 from core.metrics.pipeline import Prepared, assemble
 from core.metrics.results import Evaluation
 from core.metrics.suite import PairSuite, batch_values, point_values
@@ -142,6 +142,22 @@ def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[
     return notes
 
 
+def _rank_samples(stats: PartitionStats) -> dict[str, NDArray[Any]]:
+    """Spearman and Kendall of every resample, keyed as the in-memory bootstrap's (no Kendall for the human-human
+    consistency by group, as there)."""
+    _, prefix = _prefixes(stats)
+    out: dict[str, NDArray[Any]] = {}
+    for key, pair in stats.pairs.items():
+        if pair.boot_table is not None:
+            got = resampled_ranks(pair.boot_table, kendall=key[0] != "c")
+            out.update({prefix[key] + k: v for k, v in got.items()})
+    for s in (key[2] for key in stats.pairs if key[0] == "s"):
+        for k in RANK_KEYS:
+            if f"s:{s}:{k}" in out and "hh:" + k in out:
+                out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
+    return out
+
+
 def _analytic(
     stats: PartitionStats, spec: Spec, values: dict[str, float], confidence: float, population_size: float | None
 ) -> dict[str, Analytic]:
@@ -218,9 +234,10 @@ def finish(
     samples: dict[str, NDArray[Any]] = {}
     if spec.n_bootstrap > 0 and stats.n_reference >= 2:
         samples = batch_values(comp.finishers(flat_totals(stats, boot=True), with_ranks=False))
+        samples.update(quiet(_rank_samples, stats))
         notes.append(
             "bootstrap: each response drawn Poisson(1) times per resample in its partition (mergeable; not the "
-            "in-memory multinomial draws); Spearman, Kendall and fairness have no bootstrap interval here"
+            "in-memory multinomial draws); fairness has no bootstrap interval here"
         )
     elif spec.n_bootstrap > 0:
         notes.append("bootstrap skipped: it needs at least 2 responses")

@@ -71,6 +71,7 @@ class PairStats:
     cb: float
     boot: Totals | None = None
     table: pd.Series | None = None  # multiplicity of each distinct (a, b); None: more pairs than the limit
+    boot_table: pd.DataFrame | None = None  # the same for every resample (one column each)
 
 
 @dataclass
@@ -240,6 +241,17 @@ def fairness_cells(h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any]) -> pd
     return out
 
 
+def _resampled_table(suite: PairSuite, table: pd.Series | None, counts: NDArray[Any]) -> NDArray[Any]:
+    """(b, K): how often each distinct pair of ``table`` is drawn in each resample of a chunk."""
+    if table is None:
+        return np.zeros((counts.shape[0], 0))
+    a, b = suite.a[suite.rows], suite.b[suite.rows]
+    codes = pd.DataFrame({"a": a, "b": b}).groupby(["a", "b"], sort=False).ngroup().to_numpy()
+    size, k = counts.shape[0], len(table)
+    flat = (np.arange(size, dtype=np.int64)[:, None] * k + codes[None, :]).ravel()
+    return np.bincount(flat, weights=counts[:, suite.rows].ravel(), minlength=size * k).reshape(size, k)
+
+
 def _bootstrap(
     out: PartitionStats,
     comp: Comparisons,
@@ -258,15 +270,20 @@ def _bootstrap(
         a.add_grouped(*_pattern_tables(comp.raters, comp.cats.size, ""))
         sums["a"] = (a, "")
     parts: dict[Any, list[Totals]] = {key: [] for key in sums}
+    tables: dict[PairKey, list[NDArray[Any]]] = {key: [] for key in suites}
     step = int(max(1, min(spec.n_bootstrap, CHUNK_ENTRIES // max(n, 1))))
     for start in range(0, spec.n_bootstrap, step):
         size = min(step, spec.n_bootstrap - start)
         counts = rng.poisson(1.0, size=(size, n)).astype(np.float64)
         for key, (rs, prefix) in sums.items():
             parts[key].append(_strip(rs.totals(counts), prefix))
+        for key, suite in suites.items():
+            tables[key].append(_resampled_table(suite, out.pairs[key].table, counts))
     merged = {key: {name: np.concatenate([p[name] for p in ps]) for name in ps[0]} for key, ps in parts.items()}
     for key, pair in out.pairs.items():
         pair.boot = merged[key]
+        if pair.table is not None:
+            pair.boot_table = pd.DataFrame(np.concatenate(tables[key]).T, index=pair.table.index)
     for s, ts in out.true.items():
         ts.boot = merged[("t", s)]
     if "a" in merged:
@@ -315,15 +332,18 @@ def merge_pairs(x: PairStats, y: PairStats, rank_limit: int) -> PairStats:
     def moved(p: PairStats, t: Totals | None) -> Totals | None:
         return None if t is None else recentre_pair(t, p.ca - ca, p.cb - cb)
 
-    table = None
+    table = boot_table = None
     if x.table is not None and y.table is not None:
-        joined = pd.concat([x.table, y.table])
-        table = joined.groupby(level=[0, 1], sort=False).sum()
+        table = pd.concat([x.table, y.table]).groupby(level=[0, 1], sort=False).sum()
         if len(table) > rank_limit:
             table = None
+    if table is not None and x.boot_table is not None and y.boot_table is not None:
+        boot_table = pd.concat([x.boot_table, y.boot_table]).groupby(level=[0, 1], sort=False).sum()
+        if boot_table.size > rank_limit:
+            boot_table = None
     totals = add_totals(moved(x, x.totals), moved(y, y.totals))
     assert totals is not None
-    return PairStats(totals, ca, cb, add_totals(moved(x, x.boot), moved(y, y.boot)), table)
+    return PairStats(totals, ca, cb, add_totals(moved(x, x.boot), moved(y, y.boot)), table, boot_table)
 
 
 def merge_true(x: TrueStats, y: TrueStats) -> TrueStats:

@@ -33,7 +33,12 @@ KENDALL_CELLS = 20_000_000_000
 def _defined(table: pd.Series) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None:
     a = table.index.get_level_values(0).to_numpy(dtype=np.float64)
     b = table.index.get_level_values(1).to_numpy(dtype=np.float64)
-    w = table.to_numpy(dtype=np.float64)
+    return _checked(a, b, table.to_numpy(dtype=np.float64))
+
+
+def _checked(
+    a: NDArray[Any], b: NDArray[Any], w: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None:
     keep = w > 0
     a, b, w = a[keep], b[keep], w[keep]
     if w.sum() < 2:
@@ -90,7 +95,17 @@ def concordance(a: NDArray[Any], b: NDArray[Any], w: NDArray[Any]) -> float:
 
 def kendall_from_table(table: pd.Series) -> tuple[float, float]:
     """Kendall's tau-b and tau-c of the responses a pair table stands for (as :func:`kendall_taus`)."""
-    data = _defined(table)
+    return kendall_from_weights(*_levels(table), table.to_numpy(dtype=np.float64))
+
+
+def _levels(table: pd.Series | pd.DataFrame) -> tuple[NDArray[Any], NDArray[Any]]:
+    index = table.index
+    return index.get_level_values(0).to_numpy(dtype=np.float64), index.get_level_values(1).to_numpy(dtype=np.float64)
+
+
+def kendall_from_weights(a: NDArray[Any], b: NDArray[Any], weights: NDArray[Any]) -> tuple[float, float]:
+    """Kendall's tau-b and tau-c of distinct pairs (a, b) drawn ``weights`` times each."""
+    data = _checked(a, b, weights)
     if data is None:
         return float("nan"), float("nan")
     a, b, w = data
@@ -105,3 +120,17 @@ def kendall_from_table(table: pd.Series) -> tuple[float, float]:
     m = float(min(ca.size, cb.size))
     tau_c = 2.0 * pq / (n * n * (m - 1.0) / m)
     return float(np.clip(tau_b, -1.0, 1.0)), float(np.clip(tau_c, -1.0, 1.0))
+
+
+def resampled_ranks(table: pd.DataFrame, kendall: bool = True) -> dict[str, NDArray[Any]]:
+    """Spearman (and Kendall's taus) in every resample of a resampled pair table (one column per resample).
+
+    Spearman uses :func:`core.metrics.association.spearman_rho_resampled` (as the in-memory bootstrap), Kendall
+    one concordance count per resample (as the in-memory bootstrap recomputes it per resample)."""
+    a, b = _levels(table)
+    w = table.to_numpy(dtype=np.float64).T
+    out = {"spearman": spearman_rho_resampled(a, b, w)}
+    if kendall:
+        taus = np.array([kendall_from_weights(a, b, row) for row in w]).reshape(-1, 2)
+        out["kendall_tau_b"], out["kendall_tau_c"] = taus[:, 0], taus[:, 1]
+    return out
