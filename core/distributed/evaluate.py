@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from core.distributed.finish import finish
+from core.distributed.long_form import GROUP, ORDER, LongSpec, numbered, resolve, scan, to_wide
 from core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
 from core.errors import EaslError, InputError
 from core.metrics.agreement_variance import REPORT_WEIGHTS
@@ -25,7 +27,7 @@ from core.metrics.results import Evaluation
 Progress = Callable[[str, int, int], None]
 
 
-def read_partitions(source: str, columns: list[str], blocksize: str = "64MB") -> Any:
+def read_partitions(source: str, columns: list[str], blocksize: str = "64MB", optional: Iterable[str] = ()) -> Any:
     """A ``dask.dataframe`` of the needed columns of partitioned Parquet or CSV/TSV (a glob, a file, a directory).
 
     CSV cells are read as text (as the in-memory reader), so every partition has the same types.
@@ -50,7 +52,35 @@ def read_partitions(source: str, columns: list[str], blocksize: str = "64MB") ->
         if c not in ddf.columns:
             shown = ", ".join(map(str, ddf.columns[:12])) + (", ..." if len(ddf.columns) > 12 else "")
             raise InputError(f"{source}: no column {c!r} (columns: {shown}).", path=source, field=c)
-    return ddf[columns]
+    return ddf[columns + [c for c in optional if c in ddf.columns and c not in columns]]
+
+
+def _long_parts(
+    client: Any,
+    source: str,
+    columns: tuple[str, str, str],
+    system: tuple[str, ...],
+    human: tuple[str, ...],
+    group_col: str | None,
+) -> tuple[list[Any], tuple[str, ...], LongSpec, int]:
+    """The long form as wide partitions (:mod:`core.distributed.long_form`): the raters' first pass, the rows
+    numbered in file order, a shuffle by item, a pivot per partition."""
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    item, rater, score = columns
+    ddf = read_partitions(source, [item, rater, score, *([group_col] if group_col else [])], optional=system)
+    lspec = LongSpec(source, item, rater, score, system, group=group_col)
+    raw = list(ddf.to_delayed())
+    scans = _guard(lambda: [f.result() for f in _run(client, raw, scan, lspec)])
+    counts = pd.concat([c for _, c in scans]).groupby(level=0).sum() if scans else pd.Series(dtype=np.int64)
+    lspec, n_ratings = resolve(lspec, counts, list(ddf.columns), human or None)
+    offsets = np.concatenate([[0], np.cumsum([n for n, _ in scans])[:-1]]).astype(np.int64)
+    meta = ddf._meta.assign(**{ORDER: pd.Series(dtype=np.int64)})
+    rows = dd.from_delayed([delayed(numbered)(p, int(o)) for p, o in zip(raw, offsets)], meta=meta)
+    shuffled = rows.shuffle(on=item, npartitions=max(1, len(raw)))
+    parts = [delayed(to_wide)(p, lspec, k) for k, p in enumerate(shuffled.to_delayed())]
+    return parts, lspec.human, lspec, n_ratings
 
 
 def check_ids(client: Any, ids: Any, source: str, id_col: str) -> None:
@@ -82,7 +112,7 @@ def _ordered_merge(futures: list[Any], rank_limit: int, progress: Callable[[int]
     return acc if acc is not None else PartitionStats()
 
 
-def _run(client: Any, parts: list[Any], fn: Callable[..., Any], spec: Spec) -> list[Any]:
+def _run(client: Any, parts: list[Any], fn: Callable[..., Any], spec: Any) -> list[Any]:
     from dask.delayed import delayed
 
     tasks = [delayed(fn, pure=False)(p, spec, k) for k, p in enumerate(parts)]
@@ -110,6 +140,7 @@ def evaluate_dask(
     system: Iterable[str],
     group_col: str | None = None,
     id_col: str | None = None,
+    long: tuple[str, str, str] | None = None,
     scale: Scale | None = None,
     exclude_zeros: bool = False,
     rater_error_variance: float | None = None,
@@ -126,15 +157,21 @@ def evaluate_dask(
     :func:`core.metrics.pipeline.evaluate`; the bootstrap draws Poisson(1) weights per partition)."""
     for w in weights:
         check_option("weights", w, WEIGHTS)
-    human, system = tuple(human), tuple(system)
+    human, system = tuple(human or ()), tuple(system)
     weightings = REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(weights) if w not in REPORT_WEIGHTS)
-    cols = list(dict.fromkeys([*human, *system, *([group_col] if group_col else [])]))
-    ddf = read_partitions(source, cols + ([id_col] if id_col and id_col not in cols else []))
-    if id_col:
-        check_ids(client, ddf[id_col], source, id_col)
-        ddf = ddf[cols]
-    parts = list(ddf.to_delayed())
+    notes = [f"Dask: {{}} partition(s) of {source}"]
+    if long is not None:
+        parts, human, lspec, n_ratings = _long_parts(client, source, long, system, human, group_col)
+        group_col, group_name = (GROUP if group_col else None), group_col
+    else:
+        cols = list(dict.fromkeys([*human, *system, *([group_col] if group_col else [])]))
+        ddf = read_partitions(source, cols + ([id_col] if id_col and id_col not in cols else []))
+        if id_col:
+            check_ids(client, ddf[id_col], source, id_col)
+            ddf = ddf[cols]
+        parts, group_name = list(ddf.to_delayed()), group_col
     total = len(parts)
+    notes[0] = notes[0].format(total)
     spec = Spec(
         str(source),
         human,
@@ -170,11 +207,16 @@ def evaluate_dask(
         raise ValueError("ratio weights need categories other than 0")
     futures = _run(client, parts, partition_stats, spec)
     stats = _guard(lambda: _ordered_merge(futures, rank_limit, lambda done: report("partitions", done, total)))
-    notes = [f"Dask: {total} partition(s) of {source}"]
+    if long is not None:
+        notes.append(f"long form: {n_ratings} human ratings of {stats.n_input} items by {len(human)} rater(s)")
+        if stats.repeats:
+            notes.append(
+                f"{stats.repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)"
+            )
     return finish(
         stats,
         spec,
-        group_name=group_col or "group",
+        group_name=group_name or "group",
         rater_error_variance=rater_error_variance,
         confidence=confidence,
         population_size=population_size,

@@ -94,6 +94,7 @@ class PartitionStats:
     dropped: dict[str, int] = field(default_factory=dict)
     changed: dict[str, int] = field(default_factory=dict)
     off_categories: int = 0
+    repeats: int = 0  # long form: repeated ratings of an item by the same rater left out
     pairs: dict[PairKey, PairStats] = field(default_factory=dict)
     true: dict[str, TrueStats] = field(default_factory=dict)
     raters: Totals | None = None
@@ -157,6 +158,7 @@ def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
     scale = spec.scale
     cats = scale.category_array if scale.is_categorical else None
     out = PartitionStats(
+        repeats=int(frame.attrs.get("easl_repeats", 0)),
         n_input=int(h_all.shape[0]),
         n_rated=int(h.shape[0]),
         n_reference=int(reference.sum()),
@@ -395,6 +397,7 @@ def merge(x: PartitionStats, y: PartitionStats, rank_limit: int) -> PartitionSta
         dropped={k: x.dropped.get(k, 0) + y.dropped.get(k, 0) for k in {**x.dropped, **y.dropped}},
         changed={k: x.changed.get(k, 0) + y.changed.get(k, 0) for k in {**x.changed, **y.changed}},
         off_categories=x.off_categories + y.off_categories,
+        repeats=x.repeats + y.repeats,
         raters=add_totals(x.raters, y.raters),
         raters_boot=add_totals(x.raters_boot, y.raters_boot),
         patterns=merge_patterns(x.patterns, y.patterns),

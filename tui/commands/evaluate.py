@@ -169,10 +169,9 @@ def run(args: argparse.Namespace) -> int:
     elif not args.file:
         raise UserError("name the FILE to evaluate (or --project PROJECT --system SCORES).")
     elif args.long:
-        parts = tuple(s.strip() for s in args.long.split(","))
-        if len(parts) != 3 or not all(parts):
-            raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
-        data = load_long(args.file, columns=parts, system=args.system, human=args.human, group_col=args.group_col)
+        data = load_long(
+            args.file, columns=_long_columns(args), system=args.system, human=args.human, group_col=args.group_col
+        )
         source = args.file
     else:
         _check_wide(args)
@@ -214,6 +213,13 @@ def _options(args, scale) -> dict:
     )
 
 
+def _long_columns(args) -> tuple[str, str, str]:
+    parts = tuple(s.strip() for s in args.long.split(","))
+    if len(parts) != 3 or not all(parts):
+        raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
+    return parts[0], parts[1], parts[2]
+
+
 def _check_wide(args) -> None:
     if not args.human:
         raise UserError("--human is required: name the human score column(s) of the file.")
@@ -246,9 +252,9 @@ def _run_dask(args, scale) -> int:
         raise UserError("--dask evaluates partitioned files; --project is evaluated in memory.")
     if not args.file:
         raise UserError("name the FILE (a glob or directory of Parquet or CSV partitions) to evaluate with --dask.")
-    if args.long:
-        raise UserError("--dask reads the wide form (one row per response); evaluate the long form without --dask.")
-    _check_wide(args)
+    long = _long_columns(args) if args.long else None
+    if long is None:
+        _check_wide(args)
     update, finish = _stage_progress()
     try:
         with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
@@ -259,6 +265,7 @@ def _run_dask(args, scale) -> int:
                 system=args.system,
                 group_col=args.group_col,
                 id_col=args.id_col,
+                long=long,
                 progress=update,
                 **_options(args, scale),
             )
