@@ -67,6 +67,7 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_dask_evaluate.py", "test_the_bootstrap_merges_poisson_weights_and_is_reproducible"): "slow",
     ("test_dask_evaluate.py", "test_the_command_line_against_a_running_scheduler_writes_the_same_json"): "slow",
     ("test_dask_evaluate.py", "test_an_unreachable_scheduler_is_one_clear_error"): "slow",
+    ("test_dask_evaluate.py", "test_the_long_form_split_across_files_equals_load_long"): "slow",
     ("test_dask_evaluate.py", "test_missing_columns_and_repeated_ids_are_one_clear_error"): "slow",
     ("test_dask_simulate.py", None): "slow",
 }

@@ -279,6 +279,33 @@ def test_the_command_line_against_a_running_scheduler_writes_the_same_json(clust
     assert differences(got, want) == []
 
 
+def test_the_long_form_split_across_files_equals_load_long(cluster, tmp_path):
+    from core.distributed.evaluate import evaluate_dask
+    from core.metrics.loading import load_long
+
+    _, client = cluster
+    wide = ratings_frame(2000, 2, 0, 0.3).assign(item=[f"i{i}" for i in range(2000)])
+    rows = [wide[wide[r].notna()].assign(rater="ann_" + r, score=lambda f, r=r: f[r]) for r in ("h1", "h2")] + [
+        wide.sample(frac=0.4, random_state=1).assign(rater="ann_x", score=lambda f: np.round(f["model"]).clip(1, 6))
+    ]
+    rows.append(wide.assign(rater="model", score=wide["model"]))
+    long = pd.concat(rows).sample(frac=1, random_state=2)[["item", "rater", "score", "group", "model"]]
+    long = long.rename(columns={"model": "m2"}).assign(m2=lambda f: f["m2"] * 0.9)
+    long = pd.concat([long, long[long.rater == "ann_h1"].head(30).assign(score=1.0)], ignore_index=True)  # repeats
+    long.to_csv(tmp_path / "all.csv", index=False)
+    for k, idx in enumerate(np.array_split(np.arange(len(long)), 3)):  # items spread over the files
+        long.iloc[idx].to_csv(tmp_path / f"part{k}.csv", index=False)
+    columns, systems = ("item", "rater", "score"), ["model", "m2"]
+    ev = evaluate_dask(client, str(tmp_path / "part*.csv"), human=(), system=systems, group_col="group",
+                       long=columns, scale=Scale(1, 6))  # fmt: skip
+    data = load_long(tmp_path / "all.csv", columns=columns, system=systems, group_col="group")
+    ref = evaluate(data.human, data.system, human_names=data.human_names, scale=Scale(1, 6), groups=data.groups,
+                   group_name="group", extra_notes=data.notes)  # fmt: skip
+    assert compare(ev, ref) == []
+    assert ev.human_columns == ("ann_h1", "ann_h2", "ann_x")
+    assert [n for n in ev.notes if n.startswith(("long form", "30 repeated"))] == list(data.notes)
+
+
 def test_an_unreachable_scheduler_is_one_clear_error(tmp_path, repo_root):
     write_partitions(tmp_path, 100, 1)
     proc = subprocess.run(
