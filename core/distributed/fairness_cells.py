@@ -27,6 +27,31 @@ from core.metrics.notes import capture, undefined
 from core.metrics.results import FairnessEvaluation, FairnessFigure
 
 
+def cell_statistics(h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any]) -> pd.DataFrame:
+    """Per (group, human score) cell: n, mean and centred sum of squares of e = M - H and of e^2."""
+    e = m - h
+    df = pd.DataFrame({"g": pd.Series(groups).astype(str).to_numpy(), "h": h, "e": e, "s": e * e})
+    by = df.groupby(["g", "h"], sort=True)
+    mean = by[["e", "s"]].transform("mean")
+    df["ee"] = (df["e"] - mean["e"]) ** 2
+    df["ss"] = (df["s"] - mean["s"]) ** 2
+    out = by.agg(n=("e", "size"), e=("e", "mean"), s=("s", "mean"), ee=("ee", "sum"), ss=("ss", "sum"))
+    out["n"] = out["n"].astype(np.float64)
+    return out
+
+
+def merge_cells(x: pd.DataFrame, y: pd.DataFrame) -> pd.DataFrame:
+    """Pairwise update of per-cell count, means and centred sums of squares (Chan, Golub & LeVeque 1983)."""
+    j = x.merge(y, how="outer", left_index=True, right_index=True, suffixes=("_x", "_y")).fillna(0.0)
+    n = j["n_x"] + j["n_y"]
+    out = pd.DataFrame({"n": n}, index=j.index)
+    for col, sq in (("e", "ee"), ("s", "ss")):
+        delta = j[col + "_y"] - j[col + "_x"]
+        out[col] = j[col + "_x"] + delta * j["n_y"] / n
+        out[sq] = j[sq + "_x"] + j[sq + "_y"] + delta * delta * j["n_x"] * j["n_y"] / n
+    return out.sort_index()
+
+
 def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any], tss_floor: float) -> dict[str, Any]:
     """The ``_ols`` record of OLS on the responses, from the cells (means ``mean``, weights ``n``, design ``x``)."""
     total = float(n.sum())

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from core.distributed.fairness_cells import cell_statistics, merge_cells
 from core.metrics.agreement_totals import agreement_totals
 from core.metrics.agreement_variance import rating_patterns
 from core.metrics.bootstrap import CHUNK_ENTRIES
@@ -198,7 +199,7 @@ def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
     ref = np.flatnonzero(reference)
     if grp is not None:
         for s, m in system.items():
-            out.cells[s] = fairness_cells(h[ref, 0], m[ref], grp[ref])
+            out.cells[s] = cell_statistics(h[ref, 0], m[ref], grp[ref])
             out.unit[s] = float(max(np.abs(h[ref, 0]).max(), np.abs(m[ref]).max())) if ref.size else 0.0
     keep = (
         ref[np.unique(np.linspace(0, ref.size - 1, min(ref.size, spec.sample)).astype(np.int64))] if ref.size else ref
@@ -228,19 +229,6 @@ def _strip(t: Totals, prefix: str) -> Totals:
 def pair_table(a: NDArray[Any], b: NDArray[Any]) -> pd.Series:
     """Multiplicity of each distinct (a, b) pair (index levels ``a``, ``b``)."""
     return pd.DataFrame({"a": a, "b": b}).groupby(["a", "b"], sort=False).size().astype(np.float64)
-
-
-def fairness_cells(h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any]) -> pd.DataFrame:
-    """Per (group, human score) cell: n, mean and centred sum of squares of e = M - H and of e^2."""
-    e = m - h
-    df = pd.DataFrame({"g": pd.Series(groups).astype(str).to_numpy(), "h": h, "e": e, "s": e * e})
-    by = df.groupby(["g", "h"], sort=True)
-    mean = by[["e", "s"]].transform("mean")
-    df["ee"] = (df["e"] - mean["e"]) ** 2
-    df["ss"] = (df["s"] - mean["s"]) ** 2
-    out = by.agg(n=("e", "size"), e=("e", "mean"), s=("s", "mean"), ee=("ee", "sum"), ss=("ss", "sum"))
-    out["n"] = out["n"].astype(np.float64)
-    return out
 
 
 def _resampled_table(suite: PairSuite, table: pd.Series | None, counts: NDArray[Any]) -> NDArray[Any]:
@@ -369,18 +357,6 @@ def merge_patterns(
     mult = np.concatenate([x[1], y[1]])
     distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
     return distinct, np.bincount(inverse.reshape(-1), weights=mult, minlength=distinct.shape[0])
-
-
-def merge_cells(x: pd.DataFrame, y: pd.DataFrame) -> pd.DataFrame:
-    """Pairwise update of per-cell count, means and centred sums of squares (Chan, Golub & LeVeque 1983)."""
-    j = x.merge(y, how="outer", left_index=True, right_index=True, suffixes=("_x", "_y")).fillna(0.0)
-    n = j["n_x"] + j["n_y"]
-    out = pd.DataFrame({"n": n}, index=j.index)
-    for col, sq in (("e", "ee"), ("s", "ss")):
-        delta = j[col + "_y"] - j[col + "_x"]
-        out[col] = j[col + "_x"] + delta * j["n_y"] / n
-        out[sq] = j[sq + "_x"] + j[sq + "_y"] + delta * delta * j["n_x"] * j["n_y"] / n
-    return out.sort_index()
 
 
 def _stack(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
