@@ -243,10 +243,10 @@ def test_the_bootstrap_merges_poisson_weights_and_is_reproducible(cluster, tmp_p
     _, client = cluster
     paths = write_partitions(tmp_path, 20_000, 4, seed=2)
     frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
-    kw = dict(human=["h1", "h2"], system=["model"], scale=Scale(1, 6), n_bootstrap=200, seed=3)
+    kw = dict(human=["h1", "h2"], system=["model"], group_col="group", scale=Scale(1, 6), n_bootstrap=200, seed=3)
     one = evaluate_dask(client, str(tmp_path / "*.parquet"), **kw)
     two = evaluate_dask(client, str(tmp_path / "*.parquet"), **kw)
-    ref = in_memory(frame, Scale(1, 6), groups=False, n_bootstrap=200, seed=3)
+    ref = in_memory(frame, Scale(1, 6), n_bootstrap=200, seed=3)
     for key in ("corr", "qwk", "rmse", "conger_kappa", "gwet_ac1", "spearman", "kendall_tau_b", "kendall_tau_c"):
         got, want = one.systems["model"].observed[key], ref.systems["model"].observed[key]
         assert got.ci == two.systems["model"].observed[key].ci  # same seed, same partitions: same draws
@@ -255,6 +255,11 @@ def test_the_bootstrap_merges_poisson_weights_and_is_reproducible(cluster, tmp_p
         assert 0.6 < width / ref_width < 1.6, key  # the Poisson and the multinomial bootstrap agree in spread
     deg = one.systems["model"].degradation["spearman"]  # system minus human-human, resample by resample
     assert deg.ci.low < deg.value < deg.ci.high
+    for key in ("osd", "csd"):  # fairness: cell sums of every resample merge too
+        got, want = one.fairness["group"]["model"].figures()[key], ref.fairness["group"]["model"].figures()[key]
+        assert got.ci == two.fairness["group"]["model"].figures()[key].ci and got.ci_reason is None
+        assert got.ci.low <= got.value <= got.ci.high
+        assert 0.5 < (got.ci.high - got.ci.low) / (want.ci.high - want.ci.low) < 2.0, key
     prmse = one.systems["model"].true_score["prmse"]
     assert prmse.ci.low < prmse.value < prmse.ci.high
     assert any("Poisson(1)" in n for n in one.notes)

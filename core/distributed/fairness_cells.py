@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from core.metrics.bootstrap import fairness_ci_reason, percentile_interval
 from core.metrics.fairness import FAIRNESS_KEYS, _coef_inference, _dummies, _f_test, _tss_floor
 from core.metrics.intervals import Interval
-from core.metrics.notes import capture, undefined
+from core.metrics.notes import capture, quiet, undefined
 from core.metrics.results import FairnessEvaluation, FairnessFigure
 
 
@@ -141,21 +142,103 @@ def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None
     return out
 
 
+def resampled_cells(
+    h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any], cells: pd.DataFrame, counts: NDArray[Any]
+) -> dict[str, NDArray[Any]]:
+    """(b, cells) weighted sums of each resample: n, S1 = sum w (e - ebar_c), S2 = sum w (e - ebar_c)^2 and T1, T2
+    likewise for e^2 (centred at the cell means of ``cells``, :func:`cell_statistics` of the same responses)."""
+    e = m - h
+    codes = cells.index.get_indexer(pd.MultiIndex.from_arrays([pd.Series(groups).astype(str).to_numpy(), h]))
+    de = e - cells["e"].to_numpy()[codes]
+    ds = e * e - cells["s"].to_numpy()[codes]
+    b, c = counts.shape[0], len(cells)
+    flat = (np.arange(b, dtype=np.int64)[:, None] * c + codes[None, :]).ravel()
+
+    def table(v: NDArray[Any]) -> NDArray[Any]:
+        return np.bincount(flat, weights=(counts * v[None, :]).ravel(), minlength=b * c).reshape(b, c)
+
+    return {"n": table(np.ones(e.size)), "S1": table(de), "S2": table(de * de), "T1": table(ds), "T2": table(ds * ds)}
+
+
+def merge_resampled(
+    x: dict[str, pd.DataFrame], cx: pd.DataFrame, y: dict[str, pd.DataFrame], cy: pd.DataFrame, merged: pd.DataFrame
+) -> dict[str, pd.DataFrame]:
+    """Resampled cell sums (frames cells x resamples) of two parts re-centred at the merged cell means and added:
+    S1 + n d and S2 + 2 d S1 + n d^2 with d = the part's cell mean - the merged one."""
+    out: dict[str, pd.DataFrame] = {}
+    for part, cells in ((x, cx), (y, cy)):
+        moved = dict(part)
+        for first, second, mean in (("S1", "S2", "e"), ("T1", "T2", "s")):
+            d = cells[mean] - merged[mean].reindex(cells.index)
+            moved[second] = part[second] + part[first].mul(2.0 * d, axis=0) + part["n"].mul(d * d, axis=0)
+            moved[first] = part[first] + part["n"].mul(d, axis=0)
+        for k, v in moved.items():
+            v = v.reindex(merged.index, fill_value=0.0)
+            out[k] = out[k] + v if k in out else v
+    return out
+
+
+def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) -> dict[str, NDArray[Any]]:
+    """OSA, OSD and CSD of every resample, from its cell sums (:func:`fairness_from_cells` on each)."""
+    n = boot["n"].to_numpy()
+    out: dict[str, list[float]] = {k: [] for k in FAIRNESS_KEYS}
+    for j in range(n.shape[1]):
+        w = n[:, j]
+        keep = w > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s1, t1 = boot["S1"].to_numpy()[:, j] / w, boot["T1"].to_numpy()[:, j] / w
+            frame = pd.DataFrame(
+                {
+                    "n": w,
+                    "e": cells["e"].to_numpy() + s1,
+                    "s": cells["s"].to_numpy() + t1,
+                    "ee": np.maximum(boot["S2"].to_numpy()[:, j] - w * s1 * s1, 0.0),
+                    "ss": np.maximum(boot["T2"].to_numpy()[:, j] - w * t1 * t1, 0.0),
+                },
+                index=cells.index,
+            )[keep]
+        rec = quiet(fairness_from_cells, frame, unit)
+        for k in FAIRNESS_KEYS:
+            out[k].append(rec[k]["value"])
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+def design_problem(cells: pd.DataFrame) -> str | None:
+    """Why the fairness intervals are undefined (as :func:`core.metrics.fairness.fairness_design`), or None."""
+    sizes = cells["n"].groupby(level=0).sum()
+    if len(sizes) < 2 or sizes.sum() < 3:
+        return "fairness intervals need at least two subgroups and three responses"
+    small = [str(k) for k, v in sizes.items() if v < 2]
+    if small:
+        verb = "has" if len(small) == 1 else "have"
+        return f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} {verb} 1"
+    return None
+
+
 def fairness_evaluation(
-    cells: pd.DataFrame | None, unit: float, base_group: str | None, n_resamples: int
+    cells: pd.DataFrame | None,
+    unit: float,
+    base_group: str | None,
+    n_resamples: int,
+    boot: dict[str, pd.DataFrame] | None = None,
+    confidence: float = 0.95,
 ) -> FairnessEvaluation:
-    """The :class:`FairnessEvaluation` of one system from its merged cells (no bootstrap interval)."""
+    """The :class:`FairnessEvaluation` of one system from its merged cells, with percentile intervals of the
+    resampled cells (the Poisson bootstrap)."""
     if cells is None:
         cells = pd.DataFrame({"n": [], "e": [], "s": [], "ee": [], "ss": []}, index=pd.MultiIndex.from_tuples([]))
     fa, why, _ = capture(fairness_from_cells, cells, unit, base_group)
     reason = "; ".join(why) or None
+    problem = design_problem(cells)
+    samples = _samples(cells, boot, unit) if n_resamples > 0 and boot is not None and problem is None else {}
     figs = {}
     for k in FAIRNESS_KEYS:
         rec = fa[k]
         ci = ci_reason = None
         if n_resamples > 0:
-            ci = Interval(np.nan, np.nan)
-            ci_reason = "the distributed bootstrap gives no fairness interval"
+            ci = Interval(*percentile_interval(samples[k], confidence)) if k in samples else Interval(np.nan, np.nan)
+            if not ci.is_defined:
+                ci_reason = fairness_ci_reason(problem, rec["value"], reason or "", n_resamples)
         figs[k] = FairnessFigure(
             rec["value"],
             rec["p_value"],

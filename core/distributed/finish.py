@@ -237,7 +237,7 @@ def finish(
         samples.update(quiet(_rank_samples, stats))
         notes.append(
             "bootstrap: each response drawn Poisson(1) times per resample in its partition (mergeable; not the "
-            "in-memory multinomial draws); fairness has no bootstrap interval here"
+            "in-memory multinomial draws)"
         )
     elif spec.n_bootstrap > 0:
         notes.append("bootstrap skipped: it needs at least 2 responses")
@@ -275,7 +275,14 @@ def finish(
     fairness = dict(ev.fairness)
     if spec.group:
         fairness[group_name] = {
-            s: fairness_evaluation(stats.cells.get(s), stats.unit.get(s, 0.0), base_group, spec.n_bootstrap)
+            s: fairness_evaluation(
+                stats.cells.get(s),
+                stats.unit.get(s, 0.0),
+                base_group,
+                spec.n_bootstrap if stats.n_reference >= 2 else 0,
+                stats.cells_boot.get(s),
+                confidence,
+            )
             for s in spec.system
         }
     q = 0 if cats is None else cats.size

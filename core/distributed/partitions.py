@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.distributed.fairness_cells import cell_statistics, merge_cells
+from core.distributed.fairness_cells import cell_statistics, merge_cells, merge_resampled, resampled_cells
 from core.metrics.agreement_totals import agreement_totals
 from core.metrics.agreement_variance import rating_patterns
 from core.metrics.bootstrap import CHUNK_ENTRIES
@@ -102,6 +102,7 @@ class PartitionStats:
     raters_boot: Totals | None = None
     patterns: tuple[NDArray[Any], NDArray[Any]] | None = None  # distinct rating patterns and their counts
     cells: dict[str, pd.DataFrame] = field(default_factory=dict)  # system -> fairness cells
+    cells_boot: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)  # ... in every resample
     unit: dict[str, float] = field(default_factory=dict)  # system -> largest absolute score (fairness)
     sample_h: NDArray[Any] = field(default_factory=lambda: np.zeros((0, 1)))
     sample_s: dict[str, NDArray[Any]] = field(default_factory=dict)
@@ -207,7 +208,8 @@ def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
     out.sample_h = h[keep]
     out.sample_s = {s: v[keep] for s, v in system.items()}
     if spec.n_bootstrap > 0:
-        _bootstrap(out, comp, suites, true_sums, spec, k)
+        fair = {s: (h[ref, 0], m[ref], grp[ref]) for s, m in system.items()} if grp is not None else {}
+        _bootstrap(out, comp, suites, true_sums, spec, k, fair)
     return out
 
 
@@ -249,6 +251,7 @@ def _bootstrap(
     true_sums: dict[str, RowSums],
     spec: Spec,
     k: int,
+    fair: dict[str, tuple[NDArray[Any], NDArray[Any], NDArray[Any]]],
 ) -> None:
     """Totals of every comparison in ``spec.n_bootstrap`` Poisson(1) resamples of this partition's responses."""
     rng = np.random.default_rng([spec.seed, k])
@@ -261,6 +264,7 @@ def _bootstrap(
         sums["a"] = (a, "")
     parts: dict[Any, list[Totals]] = {key: [] for key in sums}
     tables: dict[PairKey, list[NDArray[Any]]] = {key: [] for key in suites}
+    cells: dict[str, list[dict[str, NDArray[Any]]]] = {s: [] for s in fair}
     step = int(max(1, min(spec.n_bootstrap, CHUNK_ENTRIES // max(n, 1))))
     for start in range(0, spec.n_bootstrap, step):
         size = min(step, spec.n_bootstrap - start)
@@ -269,6 +273,8 @@ def _bootstrap(
             parts[key].append(_strip(rs.totals(counts), prefix))
         for key, suite in suites.items():
             tables[key].append(_resampled_table(suite, out.pairs[key].table, counts))
+        for s, (hr, mr, gr) in fair.items():
+            cells[s].append(resampled_cells(hr, mr, gr, out.cells[s], counts[:, comp.reference_rows]))
     merged = {key: {name: np.concatenate([p[name] for p in ps]) for name in ps[0]} for key, ps in parts.items()}
     for key, pair in out.pairs.items():
         pair.boot = merged[key]
@@ -278,6 +284,9 @@ def _bootstrap(
         ts.boot = merged[("t", s)]
     if "a" in merged:
         out.raters_boot = merged["a"]
+    for s, chunks in cells.items():
+        index = out.cells[s].index
+        out.cells_boot[s] = {n: pd.DataFrame(np.concatenate([c[n] for c in chunks]).T, index=index) for n in chunks[0]}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -388,6 +397,11 @@ def merge(x: PartitionStats, y: PartitionStats, rank_limit: int) -> PartitionSta
     for s in {**x.cells, **y.cells}:
         ca, cb = x.cells.get(s), y.cells.get(s)
         out.cells[s] = merge_cells(ca, cb) if ca is not None and cb is not None else ca if ca is not None else cb
+        ba, bb = x.cells_boot.get(s), y.cells_boot.get(s)
+        if ba is not None and bb is not None and ca is not None and cb is not None:
+            out.cells_boot[s] = merge_resampled(ba, ca, bb, cb, out.cells[s])
+        elif ba is not None or bb is not None:
+            out.cells_boot[s] = ba if ba is not None else bb  # type: ignore[assignment]
         out.unit[s] = max(x.unit.get(s, 0.0), y.unit.get(s, 0.0))
     names = {**x.sample_s, **y.sample_s}
     out.sample_s = {s: np.concatenate([x.sample_s.get(s, np.zeros(0)), y.sample_s.get(s, np.zeros(0))]) for s in names}
