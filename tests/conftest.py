@@ -61,6 +61,15 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_cli_core.py", "test_user_and_usage_errors_exit_codes"): "slow",
     ("test_cli_core.py", "test_demo_runs_and_writes_an_export"): "slow",
     ("test_plugin_service.py", "test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it"): "slow",
+    # a LocalCluster of 2 worker processes (issue 15): millions of ratings, a killed worker, CLI subprocesses
+    ("test_dask_evaluate.py", "test_every_metric_on_a_cluster_equals_in_memory"): "slow",
+    ("test_dask_evaluate.py", "test_a_worker_killed_mid_computation_gives_the_same_result_or_a_clear_error"): "slow",
+    ("test_dask_evaluate.py", "test_the_bootstrap_merges_poisson_weights_and_is_reproducible"): "slow",
+    ("test_dask_evaluate.py", "test_the_command_line_against_a_running_scheduler_writes_the_same_json"): "slow",
+    ("test_dask_evaluate.py", "test_an_unreachable_scheduler_is_one_clear_error"): "slow",
+    ("test_dask_evaluate.py", "test_the_long_form_split_across_files_equals_load_long"): "slow",
+    ("test_dask_evaluate.py", "test_missing_columns_and_repeated_ids_are_one_clear_error"): "slow",
+    ("test_dask_simulate.py", None): "slow",
 }
 
 

@@ -431,11 +431,28 @@ def named_inference(
     at the nominal (identity weights) and interval (quadratic weights) levels; ordinal alpha has none.
     """
     idx = index[(index >= 0).any(axis=1)]
-    n = idx.shape[0]
-    if n < 2 or not ((idx >= 0).sum(axis=1) >= 2).any():
+    rows, mult = rating_patterns(idx, cats.size)
+    return pattern_inference(
+        rows, mult, cats, confidence=confidence, population_size=population_size, weightings=weightings
+    )
+
+
+def pattern_inference(
+    rows: NDArray[Any],
+    mult: NDArray[Any],
+    cats: NDArray[Any],
+    *,
+    confidence: float = 0.95,
+    population_size: float | None = None,
+    weightings: tuple[str, ...] = REPORT_WEIGHTS,
+) -> dict[str, Inference]:
+    """:func:`named_inference` from the distinct rating patterns of the rated subjects and their counts
+    (:func:`rating_patterns`); the patterns of disjoint sets of subjects add, so the distributed engine merges them."""
+    mult = np.asarray(mult, dtype=np.float64)
+    n = float(mult.sum())
+    if n < 2 or not (((rows >= 0).sum(axis=1) >= 2) & (mult > 0)).any():
         return {}
     f = 0.0 if population_size is None else n / float(population_size)
-    rows, mult = rating_patterns(idx, cats.size)
     counts = category_counts(rows, cats.size)
     out: dict[str, Inference] = {}
     for weights in weightings:

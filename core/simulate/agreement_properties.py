@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from core.errors import UserError
 from core.simulate import measures
+from core.simulate.mapping import MapFn, serial_map
 
 #: One point of an experiment: ``(x value, gold scores, system scores)``.
 Experiment = tuple[float, NDArray[Any], NDArray[Any]]
@@ -211,11 +212,16 @@ EXPERIMENTS = {
 }
 
 
-def run_experiment(name: str, settings: PropertySettings, rng: np.random.Generator) -> pd.DataFrame:
+def run_experiment(
+    name: str, settings: PropertySettings, rng: np.random.Generator, map_fn: MapFn | None = None
+) -> pd.DataFrame:
     """One experiment: a row per x value with every agreement coefficient (:func:`measures.agreement_suite`),
-    percent agreement and MAE; the scale is the experiment's (for 4.4 the binned scale 1..g)."""
+    percent agreement and MAE; the scale is the experiment's (for 4.4 the binned scale 1..g).
+
+    The data of every x value are drawn here from ``rng`` in order; ``map_fn`` runs the coefficients of each
+    (:mod:`core.simulate.mapping`), so the numbers do not depend on where they run."""
     x_name, _, generator, scale_attr = EXPERIMENTS[name]
-    rows = []
+    tasks = []
     for x, gold, system in generator(settings, rng):
         if name == "score_range":
             lo, hi = 1, int(x)
@@ -224,10 +230,13 @@ def run_experiment(name: str, settings: PropertySettings, rng: np.random.Generat
         else:
             assert scale_attr is not None  # the experiments without a scale attribute are handled above
             lo, hi = getattr(settings, scale_attr)
-        rec = {x_name: x}
-        rec.update(measures.agreement_suite(gold, system, lo, hi))
-        rows.append(rec)
-    return pd.DataFrame(rows)
+        tasks.append((x_name, x, gold, system, lo, hi))
+    return pd.DataFrame(list((map_fn or serial_map)(_point, tasks)))
+
+
+def _point(x_name: str, x: Any, gold: NDArray[Any], system: NDArray[Any], lo: int, hi: int) -> dict[str, Any]:
+    """One row of :func:`run_experiment`."""
+    return {x_name: x, **measures.agreement_suite(gold, system, lo, hi)}
 
 
 def property_table(

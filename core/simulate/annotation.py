@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from core.errors import UserError
 from core.models import Hyper
 from core.simulate import measures
+from core.simulate.mapping import MapFn, serial_map
 
 if TYPE_CHECKING:
     from core.store import Project
@@ -305,6 +306,24 @@ def selection_state(project: Project) -> tuple[NDArray[Any], NDArray[Any]]:
     return location, variance
 
 
+def _seeded_campaign(
+    oracle: Oracle,
+    method: str,
+    settings: CampaignSettings,
+    annotators: AnnotatorModel,
+    seed: int,
+    workdir: Path | None,
+    run: int,
+) -> dict[str, Any]:
+    """:func:`run_campaign` with its own generator (``seed``) and, without ``workdir``, its own temporary directory
+    (so that it can run on another machine)."""
+    run_rng = np.random.default_rng(seed)
+    if workdir is not None:
+        return run_campaign(oracle, method, settings, annotators, run_rng, workdir, run, heatmaps=(run == 0))
+    with tempfile.TemporaryDirectory(prefix="easl-sim-") as tmp:
+        return run_campaign(oracle, method, settings, annotators, run_rng, Path(tmp), run, heatmaps=(run == 0))
+
+
 def compare_methods(
     oracle: Oracle,
     settings: CampaignSettings,
@@ -312,39 +331,39 @@ def compare_methods(
     rng: np.random.Generator,
     workdir: Path | None = None,
     progress: Callable[..., None] | None = None,
+    map_fn: MapFn | None = None,
 ) -> dict[str, Any]:
     """Run every method ``settings.runs`` times and summarise.
+
+    The campaigns are independent (run r of every method uses the generator seeded with the r-th draw of ``rng``)
+    and run through ``map_fn`` (:mod:`core.simulate.mapping`; default here, in order): the same seed gives the same
+    numbers wherever they run.
 
     Returns ``{"curves": long DataFrame (method, run, iteration, n_annotations, annotations_per_item, spearman,
     pearson), "summary": per method and iteration mean and 95% bootstrap band of Spearman and Pearson,
     "finals": {method: final estimates of run 0}, "final_all": {method: (runs, N)}, "heatmaps": {method:
     {iteration: matrix}} (run 0)}``. ``workdir``: where the project files go (a temporary directory if None).
     """
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.TemporaryDirectory(prefix="easl-sim-")
-        workdir = Path(tmp.name)
-    else:
+    if workdir is not None:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        curves, finals, heat = [], {}, {}
-        run_seeds = rng.integers(0, 2**63 - 1, size=settings.runs)
-        for method in settings.methods:
-            finals[method] = np.empty((settings.runs, len(oracle.values)))
-            for run in range(settings.runs):
-                # the same seed per run for every method: the same annotator pool and noise stream
-                run_rng = np.random.default_rng(int(run_seeds[run]))
-                res = run_campaign(oracle, method, settings, annotators, run_rng, workdir, run, heatmaps=(run == 0))
-                curves.append(res["curve"].assign(method=method, run=run))
-                finals[method][run] = res["final"]
-                if run == 0:
-                    heat[method] = res["heatmaps"]
-                if progress:
-                    progress(method, run)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
+    curves, finals, heat = [], {}, {}
+    run_seeds = rng.integers(0, 2**63 - 1, size=settings.runs)
+    # the same seed per run for every method: the same annotator pool and noise stream
+    tasks = [
+        (oracle, method, settings, annotators, int(run_seeds[run]), workdir, run)
+        for method in settings.methods
+        for run in range(settings.runs)
+    ]
+    for method in settings.methods:
+        finals[method] = np.empty((settings.runs, len(oracle.values)))
+    for (_, method, *_, run), res in zip(tasks, (map_fn or serial_map)(_seeded_campaign, tasks)):
+        curves.append(res["curve"].assign(method=method, run=run))
+        finals[method][run] = res["final"]
+        if run == 0:
+            heat[method] = res["heatmaps"]
+        if progress:
+            progress(method, run)
     long = pd.concat(curves, ignore_index=True)
     summary = []
     for method in settings.methods:

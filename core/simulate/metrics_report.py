@@ -12,6 +12,7 @@ import pandas as pd
 
 from core.simulate import figures, measures, published
 from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, property_table, run_experiment
+from core.simulate.mapping import MapFn
 from core.simulate.report import Report
 
 # The paper's verdicts per coefficient family and property, as they would appear in our property table
@@ -54,12 +55,14 @@ def run(
     rng: np.random.Generator,
     progress: Callable[..., None] | None = None,
     flat: float = 0.02,
+    map_fn: MapFn | None = None,
 ) -> PropertyResults:
-    """Run the four experiments with one generator and build the property table."""
+    """Run the four experiments with one generator and build the property table (``map_fn``: how the points of
+    each experiment run, :mod:`core.simulate.mapping`)."""
     curves, timings = {}, {}
     for name in EXPERIMENTS:
         t = time.perf_counter()
-        curves[name] = run_experiment(name, settings, rng)
+        curves[name] = run_experiment(name, settings, rng, map_fn)
         timings[name] = time.perf_counter() - t
         if progress:
             progress(name.replace("_", " "))

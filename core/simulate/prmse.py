@@ -24,6 +24,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.simulate import measures
+from core.simulate.mapping import MapFn, serial_map
 from core.simulate.prmse_data import PrmseDataset, mean_offdiagonal_correlation
 
 REFERENCES = ("h1", "h1-h2 mean")
@@ -107,21 +108,32 @@ def agreement(ds: PrmseDataset, system: NDArray[Any], h1: str, h2: str) -> list[
     return out
 
 
-def metric_stability(ds: PrmseDataset, progress: Callable[..., None] | None = None) -> pd.DataFrame:
+def metric_stability(
+    ds: PrmseDataset, progress: Callable[..., None] | None = None, map_fn: MapFn | None = None
+) -> pd.DataFrame:
     """Section 4.1 / Figure 1 and section 5.2 / Figure 4: the sample system against each sampled pair of each
     rater category; one row per (pair, reference) with r, QWK, R2, degradation, and the pair's PRMSE (computed
-    from both ratings; the same value on both rows of a pair)."""
-    system = ds.system_scores(ds.settings.sample_system)
+    from both ratings; the same value on both rows of a pair). ``map_fn`` runs the categories
+    (:mod:`core.simulate.mapping`)."""
     rows = []
-    for cat in ds.settings.rater_categories:
-        for h1, h2 in rater_pairs(ds, cat):
-            ratings = ds.raters[:, [ds.rater_index(h1), ds.rater_index(h2)]]
-            p = measures.prmse(system, ratings)
-            for rec in agreement(ds, system, h1, h2):
-                rows.append({"rater_category": cat, "h1": h1, "h2": h2, **rec, "PRMSE": p})
+    tasks = [(ds, cat) for cat in ds.settings.rater_categories]
+    for cat, part in zip(ds.settings.rater_categories, (map_fn or serial_map)(_stability_rows, tasks)):
+        rows += part
         if progress:
             progress(f"4.1: {cat}")
     return pd.DataFrame(rows)
+
+
+def _stability_rows(ds: PrmseDataset, cat: str) -> list[dict[str, Any]]:
+    """The rows of :func:`metric_stability` for one rater category."""
+    system = ds.system_scores(ds.settings.sample_system)
+    rows = []
+    for h1, h2 in rater_pairs(ds, cat):
+        ratings = ds.raters[:, [ds.rater_index(h1), ds.rater_index(h2)]]
+        p = measures.prmse(system, ratings)
+        for rec in agreement(ds, system, h1, h2):
+            rows.append({"rater_category": cat, "h1": h1, "h2": h2, **rec, "PRMSE": p})
+    return rows
 
 
 def true_system_metrics(ds: PrmseDataset, system_id: str | None = None) -> dict[str, float]:
@@ -246,34 +258,46 @@ def double_scored_rows(n_responses: int, percentage: float, seed: int) -> NDArra
     return mask
 
 
-def double_scoring(ds: PrmseDataset, progress: Callable[..., None] | None = None) -> pd.DataFrame:
+def double_scoring(
+    ds: PrmseDataset, progress: Callable[..., None] | None = None, map_fn: MapFn | None = None
+) -> pd.DataFrame:
     """Section 5.3 / Figure 5 / Table 4: for every sampled pair and double-scored percentage, PRMSE of the sample
     system (a) on all N responses with only the chosen share double-scored (the second rater's other scores are
-    missing) and (b) on the double-scored responses only."""
+    missing) and (b) on the double-scored responses only. ``map_fn`` runs the categories
+    (:mod:`core.simulate.mapping`)."""
+    s = ds.settings
+    rows = []
+    tasks = [(ds, cat) for cat in s.rater_categories]
+    for cat, part in zip(s.rater_categories, (map_fn or serial_map)(_double_rows, tasks)):
+        rows += part
+        if progress:
+            progress(f"5.3: {cat}")
+    return pd.DataFrame(rows)
+
+
+def _double_rows(ds: PrmseDataset, cat: str) -> list[dict[str, Any]]:
+    """The rows of :func:`double_scoring` for one rater category."""
     s = ds.settings
     system = ds.system_scores(s.sample_system)
     masks = {p: double_scored_rows(s.n_responses, p, s.double_scoring_seed) for p in s.double_scored_percentages}
     rows = []
-    for cat in s.rater_categories:
-        for h1, h2 in rater_pairs(ds, cat):
-            pair = ds.raters[:, [ds.rater_index(h1), ds.rater_index(h2)]]
-            for pct, mask in masks.items():
-                ratings = pair.copy()
-                ratings[~mask, 1] = np.nan
-                rows.append(
-                    {
-                        "rater_category": cat,
-                        "h1": h1,
-                        "h2": h2,
-                        "percent_double_scored": pct,
-                        "num_double_scored": int(mask.sum()),
-                        "prmse_percent": measures.prmse(system, ratings),
-                        "prmse_number": measures.prmse(system[mask], pair[mask]),
-                    }
-                )
-        if progress:
-            progress(f"5.3: {cat}")
-    return pd.DataFrame(rows)
+    for h1, h2 in rater_pairs(ds, cat):
+        pair = ds.raters[:, [ds.rater_index(h1), ds.rater_index(h2)]]
+        for pct, mask in masks.items():
+            ratings = pair.copy()
+            ratings[~mask, 1] = np.nan
+            rows.append(
+                {
+                    "rater_category": cat,
+                    "h1": h1,
+                    "h2": h2,
+                    "percent_double_scored": pct,
+                    "num_double_scored": int(mask.sum()),
+                    "prmse_percent": measures.prmse(system, ratings),
+                    "prmse_number": measures.prmse(system[mask], pair[mask]),
+                }
+            )
+    return rows
 
 
 def prmse_range_table(df: pd.DataFrame, categories: Sequence[str]) -> pd.DataFrame:

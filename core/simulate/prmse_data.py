@@ -26,6 +26,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import UserError
+from core.simulate.mapping import MapFn, serial_map
 
 RATER_CATEGORIES = ("low", "moderate", "average", "high")
 SYSTEM_CATEGORIES = ("poor", "low", "medium", "high", "perfect")
@@ -251,7 +252,9 @@ def search_error_sd(
     return SdSearch(category=category, target=target, grid=grid, mean_correlation=means, chosen=chosen)
 
 
-def generate_dataset(settings: PrmseSettings, progress: Callable[..., None] | None = None) -> PrmseDataset:
+def generate_dataset(
+    settings: PrmseSettings, progress: Callable[..., None] | None = None, map_fn: MapFn | None = None
+) -> PrmseDataset:
     """Generate the whole simulated dataset (Loukina et al. 2020, section 3; protocol steps 1-4 of
     ``docs/design.md``, section 6.1).
 
@@ -262,16 +265,21 @@ def generate_dataset(settings: PrmseSettings, progress: Callable[..., None] | No
     4. Systems: error sd ``sqrt(np.var(true) * (1 - R2))`` (ddof 0), seed ``system_seed + s * system_stride``,
        not rounded, not clipped; ids sys_1..sys_S.
 
-    ``progress``: optional callable ``progress(step_description)`` called after each step.
+    ``progress``: optional callable ``progress(step_description)`` called after each step. ``map_fn`` runs the
+    searches of the categories (:mod:`core.simulate.mapping`; default here, in order).
     """
     s = settings
     true = true_scores(s)
     searches: list[SdSearch] = []
     if s.error_sds is None:
-        for c, (cat, rho) in enumerate(zip(s.rater_categories, s.rater_rhos)):
-            searches.append(search_error_sd(true, rho, (c + 1) * s.search_seed_step, s, category=cat))
+        tasks = [
+            (true, rho, (c + 1) * s.search_seed_step, s, cat)
+            for c, (cat, rho) in enumerate(zip(s.rater_categories, s.rater_rhos))
+        ]
+        for search in (map_fn or serial_map)(search_error_sd, tasks):
+            searches.append(search)
             if progress:
-                progress(f"error-sd search: {cat}")
+                progress(f"error-sd search: {search.category}")
         error_sds = [x.chosen for x in searches]
     else:
         error_sds = list(s.error_sds)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from core.simulate import figures, published
 from core.simulate import prmse as exp
+from core.simulate.mapping import MapFn
 from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
 from core.simulate.report import Comparison, Report
 
@@ -58,18 +59,20 @@ def run(
     progress: Callable[..., None] | None = None,
     double_scoring: bool = True,
     dataset: PrmseDataset | None = None,
+    map_fn: MapFn | None = None,
 ) -> PrmseResults:
     """Generate the dataset (unless ``dataset``, made from the same settings, is given) and run every experiment;
-    ``progress(step)`` is called after each step."""
+    ``progress(step)`` is called after each step; ``map_fn`` runs the per-category units
+    (:mod:`core.simulate.mapping`)."""
     timings = {}
     t0 = time.perf_counter()
-    ds = dataset if dataset is not None else generate_dataset(settings, progress=progress)
+    ds = dataset if dataset is not None else generate_dataset(settings, progress=progress, map_fn=map_fn)
     timings["dataset"] = time.perf_counter() - t0
     t = time.perf_counter()
     table1, table2 = exp.rater_table(ds), exp.system_table(ds)
     timings["tables 1-2"] = time.perf_counter() - t
     t = time.perf_counter()
-    stability = exp.metric_stability(ds, progress=progress)
+    stability = exp.metric_stability(ds, progress=progress, map_fn=map_fn)
     timings["4.1 / 5.2"] = time.perf_counter() - t
     t = time.perf_counter()
     ranking = exp.ranking(ds)
@@ -84,7 +87,7 @@ def run(
     double = table4 = None
     if double_scoring:
         t = time.perf_counter()
-        double = exp.double_scoring(ds, progress=progress)
+        double = exp.double_scoring(ds, progress=progress, map_fn=map_fn)
         table4 = exp.prmse_range_table(double, settings.rater_categories)
         timings["5.3"] = time.perf_counter() - t
     res = PrmseResults(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from core.errors import UserError
@@ -24,6 +25,8 @@ examples:
   easl evaluate scores.parquet --human h1 h2 --system a b --group L1 --bootstrap 1000 --seed 7 --output report/
   easl evaluate ratings.csv --long item_id,annotator,score --system estimate --scale 0 100 --json
   easl evaluate --project work.easl --system scores.csv          (a system against a campaign's ratings)
+  easl evaluate 'ratings/*.parquet' --human h1 h2 --system model --scale 1 6 --dask local
+  easl evaluate 'ratings/*.csv' --human h1 h2 --system model --scale 1 6 --dask tcp://scheduler:8786
 """
 
 
@@ -116,6 +119,21 @@ def register(subparsers) -> None:
         metavar="ITEM,RATER,SCORE",
         help="FILE is in long form (one rating per row), e.g. from `easl export --ratings`",
     )
+    p.add_argument(
+        "--dask",
+        metavar="local|ADDRESS",
+        help="evaluate data larger than memory on Dask (needs the dask extra): FILE may be a glob or directory of "
+        "Parquet or CSV partitions; 'local' starts a cluster on this machine, an address (tcp://host:8786) "
+        "uses a running scheduler. Same figures as in memory; the bootstrap draws Poisson weights per partition",
+    )
+    p.add_argument(
+        "--dask-workers", type=int, metavar="N", help="workers of the local Dask cluster (default: one per core)"
+    )
+    p.add_argument(
+        "--dask-memory",
+        metavar="BYTES",
+        help="memory limit per local Dask worker, e.g. 2GiB (default: 3/4 of the memory shared out, at most 4GiB)",
+    )
     p.set_defaults(func=run)
 
 
@@ -125,7 +143,6 @@ def run(args: argparse.Namespace) -> int:
     from core.metrics.data import Scale
     from core.metrics.loading import load_long, load_wide
     from core.metrics.pipeline import evaluate
-    from core.metrics.writer import to_json_text, write_output
 
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
@@ -141,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--scale {args.scale[0]:g} {args.scale[1]:g}: {exc}.") from None
     if args.population_size is not None and not args.population_size > 0:
         raise UserError(f"--population-size must be a positive number, got {args.population_size:g}.")
+    if args.dask:
+        return _run_dask(args, scale)
     if args.project:
         if args.file:
             raise UserError("give either FILE or --project, not both.")
@@ -150,17 +169,12 @@ def run(args: argparse.Namespace) -> int:
     elif not args.file:
         raise UserError("name the FILE to evaluate (or --project PROJECT --system SCORES).")
     elif args.long:
-        parts = tuple(s.strip() for s in args.long.split(","))
-        if len(parts) != 3 or not all(parts):
-            raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
-        data = load_long(args.file, columns=parts, system=args.system, human=args.human, group_col=args.group_col)
+        data = load_long(
+            args.file, columns=_long_columns(args), system=args.system, human=args.human, group_col=args.group_col
+        )
         source = args.file
     else:
-        if not args.human:
-            raise UserError("--human is required: name the human score column(s) of the file.")
-        overlap = set(args.human) & set(args.system)
-        if overlap:
-            raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
+        _check_wide(args)
         data = load_wide(args.file, human=args.human, system=args.system, id_col=args.id_col, group_col=args.group_col)
         source = args.file
 
@@ -172,23 +186,52 @@ def run(args: argparse.Namespace) -> int:
             data.human,
             data.system,
             human_names=data.human_names,
-            scale=scale,
             groups=data.groups,
             group_name=args.group_col or "group",
-            exclude_zeros=args.exclude_zeros,
-            rater_error_variance=args.rater_error_variance,
-            n_bootstrap=args.bootstrap,
-            seed=args.seed,
-            population_size=args.population_size,
-            base_group=args.base_group,
-            weights=tuple(args.weights),
             progress=progress_cb,
             extra_notes=data.notes,
+            **_options(args, scale),
         )
     except ValueError as exc:
         raise UserError(f"{source}: {exc}.") from None
     finally:
         finish()
+    return _emit(ev, args, source)
+
+
+def _options(args, scale) -> dict:
+    """The keyword arguments both engines take from the command line."""
+    return dict(
+        scale=scale,
+        exclude_zeros=args.exclude_zeros,
+        rater_error_variance=args.rater_error_variance,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        population_size=args.population_size,
+        base_group=args.base_group,
+        weights=tuple(args.weights),
+    )
+
+
+def _long_columns(args) -> tuple[str, str, str]:
+    parts = tuple(s.strip() for s in args.long.split(","))
+    if len(parts) != 3 or not all(parts):
+        raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
+    return parts[0], parts[1], parts[2]
+
+
+def _check_wide(args) -> None:
+    if not args.human:
+        raise UserError("--human is required: name the human score column(s) of the file.")
+    overlap = set(args.human) & set(args.system)
+    if overlap:
+        raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
+
+
+def _emit(ev, args, source) -> int:
+    """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
+    from core.metrics.writer import to_json_text, write_output
+
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
         raise UserError(f"{source}: no response left to evaluate ({_dropped_text(ev.dropped)}).")
     if args.output:
@@ -198,6 +241,63 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_tables(ev, args)
     return 0
+
+
+def _run_dask(args, scale) -> int:
+    """``--dask``: the partitioned FILE evaluated on a Dask cluster (core.distributed), same outputs."""
+    from core.distributed.cluster import connect
+    from core.distributed.evaluate import evaluate_dask
+
+    if args.project:
+        raise UserError("--dask evaluates partitioned files; --project is evaluated in memory.")
+    if not args.file:
+        raise UserError("name the FILE (a glob or directory of Parquet or CSV partitions) to evaluate with --dask.")
+    long = _long_columns(args) if args.long else None
+    if long is None:
+        _check_wide(args)
+    update, finish = _stage_progress()
+    try:
+        with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
+            ev = evaluate_dask(
+                client,
+                args.file,
+                human=args.human,
+                system=args.system,
+                group_col=args.group_col,
+                id_col=args.id_col,
+                long=long,
+                progress=update,
+                **_options(args, scale),
+            )
+    except ValueError as exc:
+        raise UserError(f"{args.file}: {exc}.") from None
+    finally:
+        finish()
+    return _emit(ev, args, args.file)
+
+
+def _stage_progress():
+    """A progress bar on stderr for the Dask stages (scale pass, partitions)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    tasks: dict = {}
+    prog.start()
+
+    def update(stage, done, total):
+        if stage not in tasks:
+            tasks[stage] = prog.add_task(stage, total=total)
+        prog.update(tasks[stage], completed=done)
+
+    return update, prog.stop
 
 
 def _load_project(args):
@@ -220,7 +320,7 @@ def _load_project(args):
     return data, scale
 
 
-def _dropped_text(dropped: dict) -> str:
+def _dropped_text(dropped: Mapping[str, int]) -> str:
     return "; ".join(f"{v} dropped: {k}" for k, v in dropped.items()) or "the file has no usable rows"
 
 

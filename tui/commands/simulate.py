@@ -10,16 +10,21 @@ Each writes ``OUT/report.md``, ``OUT/tables/*.csv`` and ``OUT/figures/*.png``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import time
 from pathlib import Path
+from typing import Any
+
+#: Options that change where the runs execute, never the numbers: left out of the reproduction command.
+_WHERE = ("help", "dask", "dask_workers", "dask_memory")
 
 
 def _command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this run: ``easl simulate EXPERIMENT`` plus every option not at its default."""
     parts = ["easl", "simulate", args.experiment]
     for action in args.parser._actions:
-        if not action.option_strings or action.dest in ("help",):
+        if not action.option_strings or action.dest in _WHERE:
             continue
         value = getattr(args, action.dest, None)
         if value is None or value == action.default or value is False:
@@ -65,6 +70,30 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None or action.default is False:
             return action.help
         return super()._get_help_string(action)
+
+
+def _add_dask(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dask",
+        metavar="local|ADDRESS",
+        help="run the independent runs on Dask (needs the dask extra): 'local' starts a cluster on this machine, "
+        "an address (tcp://host:8786) uses a running scheduler; same seed, same numbers as one process",
+    )
+    p.add_argument("--dask-workers", type=int, metavar="N", help="workers of the local Dask cluster (default: cores)")
+    p.add_argument("--dask-memory", metavar="BYTES", help="memory limit per local Dask worker, e.g. 2GiB")
+
+
+@contextlib.contextmanager
+def _mapper(args: argparse.Namespace):
+    """``None`` (run here, in order) or a Dask ``map_fn`` (core.distributed.runs) for ``--dask``."""
+    if not getattr(args, "dask", None):
+        yield None
+        return
+    from core.distributed.cluster import connect
+    from core.distributed.runs import dask_map
+
+    with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
+        yield dask_map(client)
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -152,6 +181,7 @@ def register(subparsers) -> None:
     ):
         q.add_argument(f"--{name}", type=int, help=f"(default {default})")
     q.add_argument("--no-double-scoring", action="store_true", help="skip section 5.3 (Figure 5, Table 4)")
+    _add_dask(q)
     q.set_defaults(func=run_prmse, parser=q)
 
     # ---- metrics ----------------------------------------------------------------------------------------------
@@ -194,6 +224,7 @@ def register(subparsers) -> None:
         default=0.02,
         help="a change below this counts as 'robust' / 'unaffected' in the property table",
     )
+    _add_dask(m)
     m.set_defaults(func=run_metrics, parser=m)
 
     # ---- easl -------------------------------------------------------------------------------------------------
@@ -274,6 +305,7 @@ def register(subparsers) -> None:
     e.add_argument("--heatmap-iterations", type=_ints, default=(0, 3, 6, 9), help="iterations shown in the heat maps")
     e.add_argument("--seed", type=int, default=0, help="random seed")
     e.add_argument("--keep-projects", metavar="DIR", help="keep the simulated project files in DIR")
+    _add_dask(e)
     e.set_defaults(func=run_easl, parser=e)
 
 
@@ -292,7 +324,7 @@ def run_prmse(args: argparse.Namespace) -> int:
     from core.simulate.prmse_data import PrmseSettings
 
     started = time.perf_counter()
-    kw = {}
+    kw: dict[str, Any] = {}
     if args.quick:
         kw.update(
             n_responses=2000,
@@ -337,8 +369,8 @@ def run_prmse(args: argparse.Namespace) -> int:
     n_cat = len(settings.rater_categories)
     n_steps = (0 if settings.error_sds else n_cat) + 1 + n_cat + 2 + (0 if args.no_double_scoring else n_cat) + 1
     prog, advance = _progress("simulate prmse", n_steps)
-    with prog:
-        res = prmse_report.run(settings, progress=advance, double_scoring=not args.no_double_scoring)
+    with _mapper(args) as map_fn, prog:
+        res = prmse_report.run(settings, progress=advance, double_scoring=not args.no_double_scoring, map_fn=map_fn)
         rep = prmse_report.write_report(res, args.out, _command_line(args))
         advance("report")
     lines = []
@@ -396,8 +428,10 @@ def run_metrics(args: argparse.Namespace) -> int:
             kw[arg] = tuple(value) if isinstance(value, (list, tuple)) else value
     settings = PropertySettings(**kw)
     prog, advance = _progress("simulate metrics", 6)
-    with prog:
-        res = metrics_report.run(settings, np.random.default_rng(settings.seed), progress=advance, flat=args.flat)
+    with _mapper(args) as map_fn, prog:
+        res = metrics_report.run(
+            settings, np.random.default_rng(settings.seed), progress=advance, flat=args.flat, map_fn=map_fn
+        )
         rep = metrics_report.write_report(res, args.out, _command_line(args))
         advance("report")
     _finish(rep.out, started, [])
@@ -443,7 +477,7 @@ def run_easl(args: argparse.Namespace) -> int:
             value_range = annotation.POLITICAL_RANGE
         oracle = annotation.csv_oracle(args.oracle, args.oracle_column, value_range, args.id_column)
     prog, advance = _progress("simulate easl", len(settings.methods) * settings.runs + 1)
-    with prog:
+    with _mapper(args) as map_fn, prog:
         res = annotation.compare_methods(
             oracle,
             settings,
@@ -451,6 +485,7 @@ def run_easl(args: argparse.Namespace) -> int:
             rng,
             workdir=args.keep_projects,
             progress=lambda method, run: advance(f"{method} run {run + 1}"),
+            map_fn=map_fn,
         )
         rep = easl_report.write_report(
             res, oracle, settings, annotators, args.out, _command_line(args), runtime=time.perf_counter() - started
@@ -467,6 +502,8 @@ def run_easl(args: argparse.Namespace) -> int:
 
 def run_aware_study(args: argparse.Namespace) -> int:
     """``easl simulate easl --annotator-model ...``: the annotator-aware study (``core.simulate.aware_study``)."""
+    import inspect
+
     from core.errors import UserError
     from core.simulate import aware_report, aware_study
 
@@ -494,7 +531,13 @@ def run_aware_study(args: argparse.Namespace) -> int:
             raise UserError(f"--oracle {args.oracle}: no such file.")
         oracle, description = args.oracle, f"{Path(args.oracle).name} (column {args.oracle_column or 'label'})"
     prog, advance = _progress("simulate easl (annotator-aware study)", len(models) * len(methods) * seeds + 1)
-    with prog:
+    with _mapper(args) as map_fn, prog:
+        kw: dict[str, Any] = {}
+        if map_fn is not None:
+            if "map_fn" in inspect.signature(aware_study.run_study).parameters:
+                kw["map_fn"] = map_fn
+            else:  # this version of the study has no map_fn: it runs here, in order (same numbers)
+                prog.console.print("note: this version of the annotator-aware study runs in one process")
         result = aware_study.run_study(
             models=models,
             methods=methods,
@@ -507,6 +550,7 @@ def run_aware_study(args: argparse.Namespace) -> int:
             hit_size=args.hit_size,
             max_per_item=per_item,
             progress=lambda done, total: advance(""),
+            **kw,
         )
         rep = aware_report.write_report(
             result,

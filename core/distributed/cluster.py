@@ -1,0 +1,90 @@
+"""A Dask client: a LocalCluster on this machine (``"local"``) or an existing scheduler at an address.
+
+The local cluster runs one single-threaded worker process per core (the metrics are numpy code that holds the
+GIL between calls, so processes, not threads, give parallelism), each with a memory limit of 3/4 of the
+machine's memory shared out, at most :data:`LOCAL_WORKER_MEMORY`. Workers spill to disk at 60% of that limit and
+are restarted above 95% (``distributed``'s defaults); a task whose worker dies is re-run on another worker, at most
+``distributed.scheduler.allowed-failures`` times, after which the computation fails with ``KilledWorker``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from core.errors import EaslError
+
+#: Upper bound on the memory limit of one local worker (bytes).
+LOCAL_WORKER_MEMORY = 4 * 2**30
+
+
+def _total_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def local_sizing(workers: int | None = None, memory_limit: int | str | None = None) -> tuple[int, int]:
+    """(number of workers, memory limit per worker in bytes) of the local cluster; the limit may be a size such
+    as ``"2GiB"``.
+
+    Examples
+    --------
+    >>> local_sizing(2, "1GiB")
+    (2, 1073741824)
+    """
+    n = workers or max(1, os.cpu_count() or 1)
+    if isinstance(memory_limit, str):
+        from dask.utils import parse_bytes
+
+        try:
+            memory_limit = int(parse_bytes(memory_limit))
+        except ValueError:
+            raise EaslError(f"the worker memory limit {memory_limit!r} is not a size (e.g. 2GiB).") from None
+    mem = memory_limit or int(min(LOCAL_WORKER_MEMORY, 0.75 * _total_memory() / n))
+    return n, mem
+
+
+@contextmanager
+def connect(target: str, *, workers: int | None = None, memory_limit: int | str | None = None) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``target`` (``"local"`` or a scheduler address such as ``tcp://host:8786``).
+
+    The local cluster is closed on exit; a remote scheduler is only disconnected from.
+    """
+    try:
+        import distributed
+    except ImportError:
+        raise EaslError(
+            "the Dask engine needs the dask extra: pip install 'easl-toolkit[dask]' (dask[dataframe], distributed)."
+        ) from None
+    Client: Any = distributed.Client  # untyped in places: called through Any
+    LocalCluster: Any = distributed.LocalCluster
+    if target == "local":
+        n, mem = local_sizing(workers, memory_limit)
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=mem,
+            dashboard_address=":0",  # a free port: never the "8787 in use" warning
+            silence_logs=logging.CRITICAL,  # a task's error reaches the user once, as the command's error
+        )
+        client = Client(cluster)
+        try:
+            yield client
+        finally:
+            client.close()
+            cluster.close()
+        return
+    try:
+        client = Client(target, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise EaslError(f"cannot reach the Dask scheduler at {target}: {exc}") from None
+    try:
+        yield client
+    finally:
+        client.close()

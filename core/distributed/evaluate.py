@@ -1,0 +1,226 @@
+"""``easl evaluate`` on a Dask cluster: partitioned Parquet or CSV read with ``dask.dataframe``, one task per
+partition (:func:`core.distributed.partitions.partition_stats`), the results merged in partition order (so the
+sums are the same whatever the order the tasks finish in) and finished by the in-memory code
+(:func:`core.distributed.finish.finish`).
+
+Without a scale, a first pass takes the range of the human ratings (as :func:`core.metrics.pipeline.prepare`);
+the scale then fixes the categories every partition uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.distributed.finish import finish
+from core.distributed.long_form import GROUP, ORDER, LongSpec, numbered, resolve, scan, to_wide
+from core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
+from core.errors import EaslError, InputError
+from core.metrics.agreement_variance import REPORT_WEIGHTS
+from core.metrics.data import WEIGHTS, Scale, check_option
+from core.metrics.results import Evaluation
+
+Progress = Callable[[str, int, int], None]
+
+
+def read_partitions(source: str, columns: list[str], blocksize: str = "64MB", optional: Iterable[str] = ()) -> Any:
+    """A ``dask.dataframe`` of the needed columns of partitioned Parquet or CSV/TSV (a glob, a file, a directory).
+
+    CSV cells are read as text (as the in-memory reader), so every partition has the same types.
+    """
+    import dask.dataframe as dd
+
+    path = str(source)
+    lower = path.lower().rstrip("/*")
+    try:
+        if lower.endswith((".csv", ".tsv", ".txt")):
+            sep = "\t" if lower.endswith(".tsv") else ","
+            ddf = dd.read_csv(path, dtype=str, sep=sep, blocksize=blocksize)
+        elif lower.endswith((".parquet", ".pq")) or Path(path).is_dir():
+            ddf = dd.read_parquet(path)
+        else:
+            raise InputError(f"{source}: the Dask engine reads Parquet (.parquet) or CSV/TSV files.", path=source)
+    except (FileNotFoundError, OSError) as exc:
+        raise InputError(f"{source}: cannot read: {exc}", path=source) from None
+    except (KeyError, ValueError) as exc:
+        raise InputError(f"{source}: {exc}", path=source) from None
+    for c in columns:
+        if c not in ddf.columns:
+            shown = ", ".join(map(str, ddf.columns[:12])) + (", ..." if len(ddf.columns) > 12 else "")
+            raise InputError(f"{source}: no column {c!r} (columns: {shown}).", path=source, field=c)
+    return ddf[columns + [c for c in optional if c in ddf.columns and c not in columns]]
+
+
+def _long_parts(
+    client: Any,
+    source: str,
+    columns: tuple[str, str, str],
+    system: tuple[str, ...],
+    human: tuple[str, ...],
+    group_col: str | None,
+) -> tuple[list[Any], tuple[str, ...], LongSpec, int]:
+    """The long form as wide partitions (:mod:`core.distributed.long_form`): the raters' first pass, the rows
+    numbered in file order, a shuffle by item, a pivot per partition."""
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    item, rater, score = columns
+    ddf = read_partitions(source, [item, rater, score, *([group_col] if group_col else [])], optional=system)
+    lspec = LongSpec(source, item, rater, score, system, group=group_col)
+    raw = list(ddf.to_delayed())
+    scans = _guard(lambda: [f.result() for f in _run(client, raw, scan, lspec)])
+    counts = pd.concat([c for _, c in scans]).groupby(level=0).sum() if scans else pd.Series(dtype=np.int64)
+    lspec, n_ratings = resolve(lspec, counts, list(ddf.columns), human or None)
+    offsets = np.concatenate([[0], np.cumsum([n for n, _ in scans])[:-1]]).astype(np.int64)
+    meta = ddf._meta.assign(**{ORDER: pd.Series(dtype=np.int64)})
+    rows = dd.from_delayed([delayed(numbered)(p, int(o)) for p, o in zip(raw, offsets)], meta=meta)
+    shuffled = rows.shuffle(on=item, npartitions=max(1, len(raw)))
+    parts = [delayed(to_wide)(p, lspec, k) for k, p in enumerate(shuffled.to_delayed())]
+    return parts, lspec.human, lspec, n_ratings
+
+
+def check_ids(client: Any, ids: Any, source: str, id_col: str) -> None:
+    """InputError naming a repeated response id (as the in-memory reader), from a distributed count of the ids."""
+    top = ids.astype(str).value_counts().nlargest(1)
+    repeated = _guard(lambda: client.compute(top).result())
+    if len(repeated) and int(repeated.iloc[0]) > 1:
+        value, times = repeated.index[0], int(repeated.iloc[0])
+        raise InputError(f"{source}: column {id_col!r} repeats the id {value!r} ({times} times).", field=id_col)
+
+
+def _ordered_merge(futures: list[Any], rank_limit: int, progress: Callable[[int], None]) -> PartitionStats:
+    """Merge partition results in partition order as they arrive (deterministic sums, bounded memory)."""
+    import distributed
+
+    as_completed: Any = distributed.as_completed
+    position = {f.key: i for i, f in enumerate(futures)}
+    ready: dict[int, PartitionStats] = {}
+    acc: PartitionStats | None = None
+    nxt = 0
+    for done, fut in enumerate(as_completed(futures), start=1):
+        ready[position[fut.key]] = fut.result()
+        fut.release()
+        progress(done)
+        while nxt in ready:
+            part = ready.pop(nxt)
+            acc = part if acc is None else merge(acc, part, rank_limit)
+            nxt += 1
+    return acc if acc is not None else PartitionStats()
+
+
+def _run(client: Any, parts: list[Any], fn: Callable[..., Any], spec: Any) -> list[Any]:
+    from dask.delayed import delayed
+
+    tasks = [delayed(fn, pure=False)(p, spec, k) for k, p in enumerate(parts)]
+    return list(client.compute(tasks))
+
+
+def _guard(call: Callable[[], Any]) -> Any:
+    """Run ``call``; a worker lost more often than the scheduler allows becomes one clear error."""
+    from distributed import KilledWorker
+
+    try:
+        return call()
+    except KilledWorker as exc:
+        raise EaslError(
+            f"the Dask computation failed: a task's workers died repeatedly ({exc}); no result was written. "
+            "Give the workers more memory or use smaller partitions."
+        ) from None
+
+
+def evaluate_dask(
+    client: Any,
+    source: str,
+    *,
+    human: Iterable[str],
+    system: Iterable[str],
+    group_col: str | None = None,
+    id_col: str | None = None,
+    long: tuple[str, str, str] | None = None,
+    scale: Scale | None = None,
+    exclude_zeros: bool = False,
+    rater_error_variance: float | None = None,
+    n_bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    population_size: float | None = None,
+    base_group: str | None = None,
+    weights: tuple[str, ...] = (),
+    progress: Progress | None = None,
+    rank_limit: int = 5_000_000,
+) -> Evaluation:
+    """The evaluation of a partitioned wide-form data set on ``client`` (same figures as the in-memory
+    :func:`core.metrics.pipeline.evaluate`; the bootstrap draws Poisson(1) weights per partition)."""
+    for w in weights:
+        check_option("weights", w, WEIGHTS)
+    human, system = tuple(human or ()), tuple(system)
+    weightings = REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(weights) if w not in REPORT_WEIGHTS)
+    notes = [f"Dask: {{}} partition(s) of {source}"]
+    if long is not None:
+        parts, human, lspec, n_ratings = _long_parts(client, source, long, system, human, group_col)
+        group_col, group_name = (GROUP if group_col else None), group_col
+    else:
+        cols = list(dict.fromkeys([*human, *system, *([group_col] if group_col else [])]))
+        ddf = read_partitions(source, cols + ([id_col] if id_col and id_col not in cols else []))
+        if id_col:
+            check_ids(client, ddf[id_col], source, id_col)
+            ddf = ddf[cols]
+        parts, group_name = list(ddf.to_delayed()), group_col
+    total = len(parts)
+    notes[0] = notes[0].format(total)
+    spec = Spec(
+        str(source),
+        human,
+        system,
+        group_col,
+        scale,
+        exclude_zeros,
+        weightings,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        rank_limit=rank_limit,
+    )
+    report = progress or (lambda stage, done, n: None)
+    scale_note = None
+    if scale is None:
+        futures = _run(client, parts, partition_range, spec)
+        ranges = _guard(lambda: [f.result() for f in futures])
+        report("scale", total, total)
+        lo = min(r[0] for r in ranges)
+        hi = max(r[1] for r in ranges)
+        if np.isfinite(lo) and hi > lo:
+            scale = Scale(float(np.floor(lo)), float(np.ceil(hi)))
+            scale_note = (
+                f"no scale given: using [{scale.min:g}, {scale.max:g}] from the human scores; give the "
+                "scale explicitly, the categorical coefficients depend on it"
+            )
+        else:
+            base = float(lo) if np.isfinite(lo) else 0.0
+            scale = Scale(base, base + 1.0)
+            scale_note = "no scale given and the human scores do not vary: using a two-point scale"
+        spec = Spec(**{**spec.__dict__, "scale": scale})
+    if "ratio" in weightings and scale.is_categorical and (scale.category_array == 0).any():
+        raise ValueError("ratio weights need categories other than 0")
+    futures = _run(client, parts, partition_stats, spec)
+    stats = _guard(lambda: _ordered_merge(futures, rank_limit, lambda done: report("partitions", done, total)))
+    if long is not None:
+        notes.append(f"long form: {n_ratings} human ratings of {stats.n_input} items by {len(human)} rater(s)")
+        if stats.repeats:
+            notes.append(
+                f"{stats.repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)"
+            )
+    return finish(
+        stats,
+        spec,
+        group_name=group_name or "group",
+        rater_error_variance=rater_error_variance,
+        confidence=confidence,
+        population_size=population_size,
+        base_group=base_group,
+        scale_note=scale_note,
+        extra_notes=notes,
+    )

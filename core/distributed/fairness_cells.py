@@ -1,0 +1,261 @@
+"""The fairness analyses of Loukina, Madnani & Zechner (2019) from merged cell statistics.
+
+Every model of :func:`core.metrics.fairness.fairness_analysis` has only categorical predictors (the subgroup and the
+human score as a category), so the design row is constant within a cell c = (group, human score). With n_c
+responses, cell mean ybar_c and within-cell sum of squares W_c of the outcome y (the error M - H, or its square),
+ordinary least squares on the responses equals weighted least squares on the cells with weights n_c
+(X'X = sum_c n_c x_c x_c', X'y = sum_c n_c x_c ybar_c), and
+
+    RSS = sum_c W_c + sum_c n_c (ybar_c - x_c' beta)^2,   TSS = sum_c W_c + sum_c n_c (ybar_c - ybar)^2
+
+(the between/within decomposition; Searle 1987, *Linear Models for Unbalanced Data*, ch. 1). The coefficient
+inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.fairness` (the same functions, given the
+cell design weighted by sqrt(n_c)).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from core.metrics.bootstrap import fairness_ci_reason, percentile_interval
+from core.metrics.fairness import FAIRNESS_KEYS, _coef_inference, _dummies, _f_test, _tss_floor
+from core.metrics.intervals import Interval
+from core.metrics.notes import capture, quiet, undefined
+from core.metrics.results import FairnessEvaluation, FairnessFigure
+
+
+def cell_statistics(h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any]) -> pd.DataFrame:
+    """Per (group, human score) cell: n, mean and centred sum of squares of e = M - H and of e^2."""
+    e = m - h
+    df = pd.DataFrame({"g": pd.Series(groups).astype(str).to_numpy(), "h": h, "e": e, "s": e * e})
+    by = df.groupby(["g", "h"], sort=True)
+    mean = by[["e", "s"]].transform("mean")
+    df["ee"] = (df["e"] - mean["e"]) ** 2
+    df["ss"] = (df["s"] - mean["s"]) ** 2
+    out = by.agg(n=("e", "size"), e=("e", "mean"), s=("s", "mean"), ee=("ee", "sum"), ss=("ss", "sum"))
+    out["n"] = out["n"].astype(np.float64)
+    return out
+
+
+def merge_cells(x: pd.DataFrame, y: pd.DataFrame) -> pd.DataFrame:
+    """Pairwise update of per-cell count, means and centred sums of squares (Chan, Golub & LeVeque 1983)."""
+    j = x.merge(y, how="outer", left_index=True, right_index=True, suffixes=("_x", "_y")).fillna(0.0)
+    n = j["n_x"] + j["n_y"]
+    out = pd.DataFrame({"n": n}, index=j.index)
+    for col, sq in (("e", "ee"), ("s", "ss")):
+        delta = j[col + "_y"] - j[col + "_x"]
+        out[col] = j[col + "_x"] + delta * j["n_y"] / n
+        out[sq] = j[sq + "_x"] + j[sq + "_y"] + delta * delta * j["n_x"] * j["n_y"] / n
+    return out.sort_index()
+
+
+def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any], tss_floor: float) -> dict[str, Any]:
+    """The ``_ols`` record of OLS on the responses, from the cells (means ``mean``, weights ``n``, design ``x``)."""
+    total = float(n.sum())
+    root = np.sqrt(n)
+    design = np.column_stack([np.ones(n.size), x]) * root[:, None]
+    coef, _, rank, _ = np.linalg.lstsq(design, root * mean, rcond=None)
+    fitted = design @ coef / root
+    rss = within + float((n * (mean - fitted) ** 2).sum())
+    grand = float((n * mean).sum() / total)
+    tss = within + float((n * (mean - grand) ** 2).sum())
+    p = int(rank) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
+        adj = 1.0 - (1.0 - r2) * (total - 1) / (total - p - 1) if total - p - 1 > 0 else np.nan
+    return {
+        "coef": coef,
+        "rss": rss,
+        "tss": tss,
+        "p": p,
+        "n": total,
+        "r2": r2,
+        "adj_r2": adj,
+        "design": design,
+        "rank": int(rank),
+    }
+
+
+def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None = None) -> dict[str, Any]:
+    """The record of :func:`core.metrics.fairness.fairness_analysis` from merged cells (index (group, human score);
+    columns n, e, s = the means of the error and the squared error, ee, ss = their within-cell sums of squares)."""
+    groups = cells.index.get_level_values(0).to_numpy().astype(str)
+    scores = cells.index.get_level_values(1).to_numpy(dtype=np.float64)
+    n = cells["n"].to_numpy(dtype=np.float64)
+    names, codes = np.unique(groups, return_inverse=True)
+    sizes = np.bincount(codes, weights=n, minlength=names.size)
+    base = int(np.argmax(sizes)) if sizes.size else 0
+    if base_group is not None:
+        if str(base_group) not in set(names.tolist()):
+            raise ValueError(f"base_group {base_group!r} is not one of the groups {names.tolist()[:12]}")
+        base = int(np.flatnonzero(names == str(base_group))[0])
+    out: dict[str, Any] = {
+        "base_group": str(names[base]) if names.size else None,
+        "groups": {str(k): int(v) for k, v in zip(names, sizes)},
+    }
+    total = int(n.sum())
+    if names.size < 2 or total < 3:
+        reason = undefined("fairness analyses need at least two subgroups and three responses")
+        blank = {"value": reason, "p_value": reason, "r2": reason, "estimates": {}}
+        for key in FAIRNESS_KEYS:
+            out[key] = {**blank, "estimates_p_value": {}, "estimates_ci": {}}
+        return out
+    e, s = cells["e"].to_numpy(dtype=np.float64), cells["s"].to_numpy(dtype=np.float64)
+    we, ws = float(cells["ee"].sum()), float(cells["ss"].sum())
+    floor_e, floor_s = _tss_floor(total, unit), _tss_floor(total, unit**2)
+    xg = _dummies(codes, names.size, base)
+    others = [str(names[j]) for j in range(names.size) if j != base]
+    hn, hcodes = np.unique(scores, return_inverse=True)
+    h_base = int(np.argmax(np.bincount(hcodes, weights=n, minlength=hn.size)))
+    xh = _dummies(hcodes, hn.size, h_base)
+    none = np.zeros((n.size, 0))
+    null, null_se = _cell_ols(e, we, n, none, floor_e), _cell_ols(s, ws, n, none, floor_s)
+
+    def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
+        labels = ["Intercept", *others]
+        k = len(labels)
+        _, coef_p, ci = _coef_inference(model)
+        return {
+            "value": float(value),
+            "p_value": float(p_value),
+            "r2": float(model["r2"]),
+            "estimates": {nm: float(v) for nm, v in zip(labels, model["coef"][:k])},
+            "estimates_p_value": {nm: float(v) for nm, v in zip(labels, coef_p[:k])},
+            "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(labels, ci[:k])},
+        }
+
+    osa, osd = _cell_ols(s, ws, n, xg, floor_s), _cell_ols(e, we, n, xg, floor_e)
+    out["osa"] = record(osa, osa["adj_r2"], _f_test(null_se, osa))
+    out["osd"] = record(osd, osd["adj_r2"], _f_test(null, osd))
+    full = _cell_ols(e, we, n, np.column_stack([xg, xh]), floor_e)
+    base_h = _cell_ols(e, we, n, xh, floor_e)
+    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], _f_test(base_h, full))
+    for key in FAIRNESS_KEYS:
+        if not np.isfinite(out[key]["value"]):
+            out[key]["value"] = undefined(
+                f"fairness {key.upper()} is undefined: no variance in the errors or too few responses for the model"
+            )
+    return out
+
+
+def resampled_cells(
+    h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any], cells: pd.DataFrame, counts: NDArray[Any]
+) -> dict[str, NDArray[Any]]:
+    """(b, cells) weighted sums of each resample: n, S1 = sum w (e - ebar_c), S2 = sum w (e - ebar_c)^2 and T1, T2
+    likewise for e^2 (centred at the cell means of ``cells``, :func:`cell_statistics` of the same responses)."""
+    e = m - h
+    codes = cells.index.get_indexer(pd.MultiIndex.from_arrays([pd.Series(groups).astype(str).to_numpy(), h]))
+    de = e - cells["e"].to_numpy()[codes]
+    ds = e * e - cells["s"].to_numpy()[codes]
+    b, c = counts.shape[0], len(cells)
+    flat = (np.arange(b, dtype=np.int64)[:, None] * c + codes[None, :]).ravel()
+
+    def table(v: NDArray[Any]) -> NDArray[Any]:
+        return np.bincount(flat, weights=(counts * v[None, :]).ravel(), minlength=b * c).reshape(b, c)
+
+    return {"n": table(np.ones(e.size)), "S1": table(de), "S2": table(de * de), "T1": table(ds), "T2": table(ds * ds)}
+
+
+def merge_resampled(
+    x: dict[str, pd.DataFrame], cx: pd.DataFrame, y: dict[str, pd.DataFrame], cy: pd.DataFrame, merged: pd.DataFrame
+) -> dict[str, pd.DataFrame]:
+    """Resampled cell sums (frames cells x resamples) of two parts re-centred at the merged cell means and added:
+    S1 + n d and S2 + 2 d S1 + n d^2 with d = the part's cell mean - the merged one."""
+    out: dict[str, pd.DataFrame] = {}
+    for part, cells in ((x, cx), (y, cy)):
+        moved = dict(part)
+        for first, second, mean in (("S1", "S2", "e"), ("T1", "T2", "s")):
+            d = cells[mean] - merged[mean].reindex(cells.index)
+            moved[second] = part[second] + part[first].mul(2.0 * d, axis=0) + part["n"].mul(d * d, axis=0)
+            moved[first] = part[first] + part["n"].mul(d, axis=0)
+        for k, v in moved.items():
+            v = v.reindex(merged.index, fill_value=0.0)
+            out[k] = out[k] + v if k in out else v
+    return out
+
+
+def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) -> dict[str, NDArray[Any]]:
+    """OSA, OSD and CSD of every resample, from its cell sums (:func:`fairness_from_cells` on each)."""
+    n = boot["n"].to_numpy()
+    out: dict[str, list[float]] = {k: [] for k in FAIRNESS_KEYS}
+    for j in range(n.shape[1]):
+        w = n[:, j]
+        keep = w > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s1, t1 = boot["S1"].to_numpy()[:, j] / w, boot["T1"].to_numpy()[:, j] / w
+            frame = pd.DataFrame(
+                {
+                    "n": w,
+                    "e": cells["e"].to_numpy() + s1,
+                    "s": cells["s"].to_numpy() + t1,
+                    "ee": np.maximum(boot["S2"].to_numpy()[:, j] - w * s1 * s1, 0.0),
+                    "ss": np.maximum(boot["T2"].to_numpy()[:, j] - w * t1 * t1, 0.0),
+                },
+                index=cells.index,
+            )[keep]
+        rec = quiet(fairness_from_cells, frame, unit)
+        for k in FAIRNESS_KEYS:
+            out[k].append(rec[k]["value"])
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+def design_problem(cells: pd.DataFrame) -> str | None:
+    """Why the fairness intervals are undefined (as :func:`core.metrics.fairness.fairness_design`), or None."""
+    sizes = cells["n"].groupby(level=0).sum()
+    if len(sizes) < 2 or sizes.sum() < 3:
+        return "fairness intervals need at least two subgroups and three responses"
+    small = [str(k) for k, v in sizes.items() if v < 2]
+    if small:
+        verb = "has" if len(small) == 1 else "have"
+        return f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} {verb} 1"
+    return None
+
+
+def fairness_evaluation(
+    cells: pd.DataFrame | None,
+    unit: float,
+    base_group: str | None,
+    n_resamples: int,
+    boot: dict[str, pd.DataFrame] | None = None,
+    confidence: float = 0.95,
+) -> FairnessEvaluation:
+    """The :class:`FairnessEvaluation` of one system from its merged cells, with percentile intervals of the
+    resampled cells (the Poisson bootstrap)."""
+    if cells is None:
+        cells = pd.DataFrame({"n": [], "e": [], "s": [], "ee": [], "ss": []}, index=pd.MultiIndex.from_tuples([]))
+    fa, why, _ = capture(fairness_from_cells, cells, unit, base_group)
+    reason = "; ".join(why) or None
+    problem = design_problem(cells)
+    samples = _samples(cells, boot, unit) if n_resamples > 0 and boot is not None and problem is None else {}
+    figs = {}
+    for k in FAIRNESS_KEYS:
+        rec = fa[k]
+        ci = ci_reason = None
+        if n_resamples > 0:
+            ci = Interval(*percentile_interval(samples[k], confidence)) if k in samples else Interval(np.nan, np.nan)
+            if not ci.is_defined:
+                ci_reason = fairness_ci_reason(problem, rec["value"], reason or "", n_resamples)
+        figs[k] = FairnessFigure(
+            rec["value"],
+            rec["p_value"],
+            rec["r2"],
+            dict(rec["estimates"]),
+            reason,
+            ci,
+            ci_reason,
+            dict(rec["estimates_p_value"]),
+            dict(rec["estimates_ci"]),
+        )
+    return FairnessEvaluation(
+        fa["base_group"],
+        dict(fa["groups"]),
+        figs["osa"],
+        figs["osd"],
+        figs["csd"],
+        bootstrapped=n_resamples > 0,
+        n=int(cells["n"].sum()),
+    )

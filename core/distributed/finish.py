@@ -1,0 +1,308 @@
+"""Merged partition statistics -> the :class:`~core.metrics.results.Evaluation` of ``easl evaluate``.
+
+The figures come from the in-memory finishers: a :class:`~core.metrics.comparisons.Comparisons` without data (its
+comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
+:func:`core.metrics.pipeline.point_estimates` finishes the in-memory ones, and
+:func:`core.metrics.pipeline.assemble` builds the result. Analytic intervals come from the merged rating patterns
+(:func:`core.metrics.agreement_variance.pattern_inference`), rank correlations from the merged pair tables
+(:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.distributed.fairness_cells import fairness_evaluation
+from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
+from core.distributed.ranks import kendall_from_table, resampled_ranks, spearman_from_table
+from core.metrics.agreement_variance import pattern_inference
+from core.metrics.comparisons import Comparisons
+from core.metrics.data import (
+    DROP_H1_MISSING,
+    DROP_H1_OUT_OF_SCALE,
+    DROP_H1_ZERO,
+    DROP_SYSTEM_MISSING,
+    SET_MISSING_OUT_OF_SCALE,
+    SET_MISSING_ZERO,
+    PolicyResult,
+)
+from core.metrics.fairness import fairness_design
+from core.metrics.intervals import T_METHOD, Analytic, pearson_analytic
+from core.metrics.notes import capture, quiet
+from core.metrics.pipeline import Prepared, assemble
+from core.metrics.results import Evaluation
+from core.metrics.suite import PairSuite, batch_values, point_values
+
+RANK_KEYS = ("spearman", "kendall_tau_b", "kendall_tau_c")
+_DROP_ORDER = (DROP_H1_MISSING, DROP_H1_ZERO, DROP_H1_OUT_OF_SCALE, DROP_SYSTEM_MISSING)
+_CHANGE_ORDER = (SET_MISSING_ZERO, SET_MISSING_OUT_OF_SCALE)
+
+
+def _ordered(counts: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
+    return {k: counts[k] for k in (*order, *sorted(set(counts) - set(order))) if counts.get(k)}
+
+
+def _prefixes(stats: PartitionStats) -> tuple[list[str], dict[PairKey, str]]:
+    labels = sorted({key[1] for key in stats.pairs if key[0] == "g"})
+    index = {label: i for i, label in enumerate(labels)}
+    out: dict[PairKey, str] = {}
+    for key in stats.pairs:
+        kind, label, s = key
+        out[key] = {"s": f"s:{s}:", "hh": "hh:", "g": f"g:{index.get(label)}:{s}:", "c": f"c:{index.get(label)}:"}[kind]
+    return labels, out
+
+
+def flat_totals(stats: PartitionStats, boot: bool = False) -> Totals:
+    """The merged totals under the in-memory keys (``s:model:sab``, ``t:model:S1``, ``a:pairs``, ...)."""
+    _, prefix = _prefixes(stats)
+    t: Totals = {}
+    for key, pair in stats.pairs.items():
+        src = pair.boot if boot else pair.totals
+        t.update({prefix[key] + k: v for k, v in (src or {}).items()})
+    for s, ts in stats.true.items():
+        src = ts.boot if boot else ts.totals
+        t.update({f"t:{s}:{k}": v for k, v in (src or {}).items()})
+    raters = stats.raters_boot if boot else stats.raters
+    if raters is not None:
+        t.update({"a:" + k: v for k, v in raters.items()})
+    return t
+
+
+def skeleton(stats: PartitionStats, spec: Spec, rater_error_variance: float | None) -> Comparisons:
+    """The comparisons of the merged data without the data: prefixes, categories, pooled centring."""
+    assert spec.scale is not None
+    cats = spec.scale.category_array if spec.scale.is_categorical else None
+    labels, prefix = _prefixes(stats)
+    empty, rows = np.zeros(0), np.zeros(0, dtype=np.int64)
+    suites: dict[PairKey, PairSuite] = {}
+    for key, pair in stats.pairs.items():
+        smd = "pooled" if key[0] in ("hh", "c") else "unpooled"
+        suite = PairSuite(prefix[key], empty, empty, rows, 0, cats, smd)
+        suite.shift = {"ca": pair.ca, "cb": pair.cb}
+        suites[key] = suite
+    index = {label: i for i, label in enumerate(labels)}
+    r = stats.n_raters
+    return Comparisons(
+        stats.n_rated,
+        {s: suites[("s", "", s)] for s in spec.system},
+        suites.get(("hh", "", "")),
+        labels,
+        dict(
+            sorted(
+                (((index[k[1]], k[2]), v) for k, v in suites.items() if k[0] == "g"),
+                key=lambda kv: (kv[0][0], spec.system.index(kv[0][1])),
+            )
+        ),
+        {s: fairness_design(empty, empty, np.zeros(0, dtype=object)) for s in spec.system},
+        rows,
+        rater_error_variance,
+        np.zeros((0, r)),
+        {s: empty for s in spec.system},
+        np.zeros((0, r), dtype=np.int64) if stats.raters is not None else None,
+        cats,
+        dict(sorted(((index[k[1]], v) for k, v in suites.items() if k[0] == "c"), key=lambda kv: kv[0])),
+        spec.weightings,
+    )
+
+
+def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[str, str]) -> list[str]:
+    """Spearman and Kendall of every comparison from its pair table; returns notes on tables not kept."""
+    _, prefix = _prefixes(stats)
+    notes = []
+    for key, pair in stats.pairs.items():
+        p = prefix[key]
+        if pair.table is None:
+            why = "not computed exactly at this scale: more distinct (human, system) score pairs than the limit"
+            for k in RANK_KEYS:
+                values[p + k], reasons[p + k] = float("nan"), why
+            notes.append(f"{p.rstrip(':')}: Spearman and Kendall {why}")
+            continue
+        for keys, fn in (
+            (("spearman",), spearman_from_table),
+            (("kendall_tau_b", "kendall_tau_c"), kendall_from_table),
+        ):
+            got, why_rank, _ = capture(fn, pair.table)
+            for k, v in zip(keys, np.atleast_1d(np.asarray(got, dtype=np.float64))):
+                values[p + k] = float(v)
+                # (the in-memory report gives tau-c no reason of its own: tau-b's computation emits it once)
+                if why_rank and not np.isfinite(v) and k != "kendall_tau_c":
+                    reasons[p + k] = "; ".join(why_rank)
+    if ("hh", "", "") in stats.pairs:
+        for s in (key[2] for key in stats.pairs if key[0] == "s"):
+            for k in RANK_KEYS:
+                v = values[f"s:{s}:{k}"] - values["hh:" + k]
+                values[f"d:{s}:{k}"] = v
+                both = [w for w in (reasons.get(f"s:{s}:{k}"), reasons.get("hh:" + k)) if w]
+                if both and not np.isfinite(v):
+                    reasons[f"d:{s}:{k}"] = "; ".join(both)
+    return notes
+
+
+def _rank_samples(stats: PartitionStats) -> dict[str, NDArray[Any]]:
+    """Spearman and Kendall of every resample, keyed as the in-memory bootstrap's (no Kendall for the human-human
+    consistency by group, as there)."""
+    _, prefix = _prefixes(stats)
+    out: dict[str, NDArray[Any]] = {}
+    for key, pair in stats.pairs.items():
+        if pair.boot_table is not None:
+            got = resampled_ranks(pair.boot_table, kendall=key[0] != "c")
+            out.update({prefix[key] + k: v for k, v in got.items()})
+    for s in (key[2] for key in stats.pairs if key[0] == "s"):
+        for k in RANK_KEYS:
+            if f"s:{s}:{k}" in out and "hh:" + k in out:
+                out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
+    return out
+
+
+def _analytic(
+    stats: PartitionStats, spec: Spec, values: dict[str, float], confidence: float, population_size: float | None
+) -> dict[str, Analytic]:
+    """Closed-form intervals keyed like the values (as :func:`core.metrics.pipeline.analytic`)."""
+    assert spec.scale is not None
+    cats = spec.scale.category_array if spec.scale.is_categorical else None
+    _, prefix = _prefixes(stats)
+    out: dict[str, Analytic] = {}
+
+    def add(p: str, rows: NDArray[Any], mult: NDArray[Any], weightings: tuple[str, ...] | None = None) -> None:
+        assert cats is not None
+        kw: dict[str, Any] = {"weightings": weightings} if weightings else {}
+        res = pattern_inference(rows, mult, cats, confidence=confidence, population_size=population_size, **kw)
+        out.update({p + k: Analytic(v.se, v.low, v.high, v.p_value, T_METHOD) for k, v in res.items()})
+
+    for key, pair in stats.pairs.items():
+        if key[0] not in ("s", "hh"):
+            continue
+        p = prefix[key]
+        out[p + "corr"] = pearson_analytic(values.get(p + "corr", np.nan), int(pair.totals["n"]), confidence)
+        if cats is not None:
+            q = cats.size
+            joint = pair.totals["joint"].reshape(q, q)
+            cells = np.argwhere(joint > 0)
+            add(p, cells.astype(np.int64), joint[cells[:, 0], cells[:, 1]])
+    if stats.patterns is not None and cats is not None:
+        add("a:", stats.patterns[0], stats.patterns[1], spec.weightings)
+    return out
+
+
+def policy_notes(stats: PartitionStats, spec: Spec, scale_note: str | None) -> list[str]:
+    """The notes :func:`core.metrics.pipeline.prepare` writes, from the merged counts."""
+    assert spec.scale is not None
+    notes = [
+        f"{count} response(s) left out of the comparisons with the first human column: {reason}"
+        for reason, count in _ordered(stats.dropped, _DROP_ORDER).items()
+    ]
+    notes += [f"{count} rating(s): {reason}" for reason, count in _ordered(stats.changed, _CHANGE_ORDER).items()]
+    if scale_note:
+        notes.append(scale_note)
+    if spec.scale.is_categorical:
+        if stats.off_categories:
+            notes.append(
+                f"{stats.off_categories} human rating(s) are not on the scale's categories; the categorical metrics "
+                "use them rounded half-to-even and clipped to the scale"
+            )
+    else:
+        notes.append(
+            "the scale has no categories: exact/adjacent agreement and the chance-corrected coefficients are undefined"
+        )
+    return notes
+
+
+def finish(
+    stats: PartitionStats,
+    spec: Spec,
+    *,
+    group_name: str = "group",
+    rater_error_variance: float | None = None,
+    confidence: float = 0.95,
+    population_size: float | None = None,
+    base_group: str | None = None,
+    scale_note: str | None = None,
+    extra_notes: list[str] | None = None,
+) -> Evaluation:
+    """The evaluation of the merged statistics (same figures as :func:`core.metrics.pipeline.evaluate`)."""
+    assert spec.scale is not None
+    notes = list(extra_notes or []) + policy_notes(stats, spec, scale_note)
+    comp = skeleton(stats, spec, rater_error_variance)
+    totals = flat_totals(stats)
+    values, reasons, cautions = point_values(comp.finishers(totals, with_ranks=False))
+    rank_notes = _rank_values(stats, values, reasons)
+    closed = _analytic(stats, spec, values, confidence, population_size)
+    samples: dict[str, NDArray[Any]] = {}
+    if spec.n_bootstrap > 0 and stats.n_reference >= 2:
+        samples = batch_values(comp.finishers(flat_totals(stats, boot=True), with_ranks=False))
+        samples.update(quiet(_rank_samples, stats))
+        notes.append(
+            "bootstrap: each response drawn Poisson(1) times per resample in its partition (mergeable; not the "
+            "in-memory multinomial draws)"
+        )
+    elif spec.n_bootstrap > 0:
+        notes.append("bootstrap skipped: it needs at least 2 responses")
+    cats = spec.scale.category_array if spec.scale.is_categorical else None
+    r = stats.n_raters
+    p = Prepared(
+        np.zeros((0, r)),
+        {s: np.zeros(0) for s in spec.system},
+        np.zeros(0, dtype=bool),
+        np.zeros(0, dtype=bool),
+        np.zeros(0, dtype=object) if spec.group else None,
+        list(spec.human),
+        spec.scale,
+        cats,
+        PolicyResult(np.zeros(0, dtype=bool), np.zeros((0, r)), {}, _ordered(stats.dropped, _DROP_ORDER), {}),
+        stats.n_input,
+        notes,
+    )
+    ev = assemble(
+        p,
+        comp,
+        totals,
+        values,
+        reasons,
+        cautions,
+        closed,
+        samples,
+        n_resamples=spec.n_bootstrap,
+        seed=spec.seed,
+        confidence=confidence,
+        group_name=group_name,
+        rater_error_variance=rater_error_variance,
+        base_group=None,  # the skeleton's fairness (no data) is replaced by the cells' below
+    )
+    fairness = dict(ev.fairness)
+    if spec.group:
+        fairness[group_name] = {
+            s: fairness_evaluation(
+                stats.cells.get(s),
+                stats.unit.get(s, 0.0),
+                base_group,
+                spec.n_bootstrap if stats.n_reference >= 2 else 0,
+                stats.cells_boot.get(s),
+                confidence,
+            )
+            for s in spec.system
+        }
+    q = 0 if cats is None else cats.size
+    confusion = (
+        {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system} if q else {}
+    )
+    sample_note = (
+        [
+            f"figures drawn from {stats.sample_h.shape[0]} of the {stats.n_reference} responses (evenly spaced in "
+            "every partition); the tables count every response"
+        ]
+        if stats.sample_h.shape[0] < stats.n_reference
+        else []
+    )
+    return dataclasses.replace(
+        ev,
+        n_responses=stats.n_reference,
+        human=stats.sample_h,
+        system=stats.sample_s,
+        fairness=fairness,
+        confusion=confusion,
+        notes=(*ev.notes, *rank_notes, *sample_note),
+    )

@@ -1,0 +1,142 @@
+"""The long form (one rating per row) on Dask: a first pass for the raters, a shuffle by item, a pivot per partition.
+
+As :func:`core.metrics.loading.load_long` in memory: every human rater becomes one column, in the order given or
+by decreasing number of ratings (ties by rater id), counted over the whole data set in a first pass; a system is a
+rater value (its score per item) or a column (one value per item). The rows are numbered in file order, shuffled so
+that every item's rows are in one partition, and each partition is pivoted with
+:func:`core.metrics.loading.rater_matrix` in that order (a repeated rating keeps the first one in file order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from core.errors import InputError
+from core.metrics.loading import numeric_column, rater_matrix
+from core.tables import Table
+
+#: Column of the wide partitions holding the group labels; of the long rows holding the row number.
+GROUP, ORDER = "__easl_group__", "__easl_row__"
+
+
+@dataclass(frozen=True)
+class LongSpec:
+    source: str
+    item: str
+    rater: str
+    score: str
+    system: tuple[str, ...]
+    rater_systems: tuple[str, ...] = ()
+    human: tuple[str, ...] = ()  # the human raters in column order (after the first pass)
+    group: str | None = None
+
+
+def _table(frame: pd.DataFrame, spec: LongSpec, k: int) -> Table:
+    lines = frame[ORDER].to_numpy(dtype=np.int64) + 1 if ORDER in frame else np.arange(1, len(frame) + 1)
+    return Table(frame.reset_index(drop=True), lines, f"{spec.source} (row of the data set)", "row")
+
+
+def _scores(frame: pd.DataFrame, spec: LongSpec, k: int, col: str) -> NDArray[Any]:
+    if pd.api.types.is_numeric_dtype(frame[col].dtype):
+        return np.asarray(frame[col].to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+    return numeric_column(_table(frame, spec, k), col, strict=True)
+
+
+def scan(frame: pd.DataFrame, spec: LongSpec, k: int) -> tuple[int, pd.Series]:
+    """(rows, number of rows with a score per rater id) of one partition."""
+    score = _scores(frame, spec, k, spec.score)
+    raters = frame[spec.rater].astype(str).to_numpy()
+    counts = pd.Series(np.isfinite(score).astype(np.int64)).groupby(raters).sum()
+    return len(frame), counts
+
+
+def numbered(frame: pd.DataFrame, offset: int) -> pd.DataFrame:
+    """The partition with its rows numbered in file order from ``offset``."""
+    return frame.assign(**{ORDER: np.arange(offset, offset + len(frame), dtype=np.int64)})
+
+
+def to_wide(frame: pd.DataFrame, spec: LongSpec, k: int) -> pd.DataFrame:
+    """The wide form (one row per item: the human raters' columns, the systems, the group) of complete items."""
+    frame = frame.sort_values(ORDER, kind="stable").reset_index(drop=True)
+    table = _table(frame, spec, k)
+    score = _scores(frame, spec, k, spec.score)
+    items = frame[spec.item].astype(str).to_numpy()
+    raters = frame[spec.rater].astype(str).to_numpy()
+    ids, row_of = np.unique(items, return_inverse=True)
+    first = np.full(ids.size, len(frame), dtype=np.int64)
+    np.minimum.at(first, row_of, np.arange(len(frame)))
+    n = ids.size
+    out: dict[str, NDArray[Any]] = {}
+    for s in spec.system:
+        v = np.full(n, np.nan)
+        if s in spec.rater_systems:
+            sel = np.flatnonzero(raters == s)
+            dup = pd.Series(row_of[sel]).duplicated().to_numpy()
+            if dup.any():
+                i = int(sel[np.flatnonzero(dup)[0]])
+                raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
+            v[row_of[sel]] = score[sel]
+        else:
+            col = _scores(frame, spec, k, s)
+            ok = ~np.isnan(col)
+            per_item = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
+            lo, hi = per_item.min(), per_item.max()
+            conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
+            if conflict.size:
+                i = int(np.flatnonzero((row_of == int(conflict[0])) & ok)[0])
+                raise InputError(
+                    f"{table.location(i)}: column {s!r} has different values for item {items[i]!r}.", field=s
+                )
+            v[lo.index.to_numpy()] = lo.to_numpy()
+        out[s] = v
+    hr = np.flatnonzero(np.isin(raters, spec.human) & np.isfinite(score))
+    h, names, repeats = rater_matrix(row_of[hr], raters[hr], score[hr], n, order=list(spec.human))
+    position = {name: j for j, name in enumerate(spec.human)}
+    wide = pd.DataFrame({name: np.full(n, np.nan) for name in spec.human})
+    for j, name in enumerate(names):
+        if name in position:
+            wide[name] = h[:, j]
+    for s, v in out.items():
+        wide[s] = v
+    if spec.group:
+        wide[GROUP] = frame[spec.group].astype(str).to_numpy()[first]
+    wide.attrs["easl_repeats"] = repeats
+    return wide
+
+
+def resolve(
+    spec: LongSpec, counts: pd.Series, columns: list[str], human: tuple[str, ...] | None
+) -> tuple[LongSpec, int]:
+    """The spec with the systems and the human raters' column order fixed from the first pass's counts; and the
+    number of human ratings."""
+    raters = set(counts.index)
+    rater_systems = tuple(s for s in spec.system if s in raters)
+    for s in spec.system:
+        if s not in raters and s not in columns:
+            raise InputError(
+                f"{spec.source}: system {s!r} is neither a value of the rater column {spec.rater!r} nor a column.",
+                path=spec.source,
+            )
+    if human:
+        unknown = [r for r in human if r not in raters]
+        if unknown:
+            raise InputError(
+                f"{spec.source}: human rater {unknown[0]!r} does not appear in column {spec.rater!r}.",
+                path=spec.source,
+                field=spec.rater,
+            )
+        order = tuple(r for r in human if r not in rater_systems)
+    else:
+        rated = counts[(counts > 0) & ~counts.index.isin(rater_systems)]
+        order = tuple(sorted(rated.index, key=lambda r: (-int(rated[r]), r)))
+    n_ratings = int(counts.reindex(list(order)).fillna(0).sum())
+    human_order = tuple(r for r in order if counts.get(r, 0) > 0) or ("rating",)
+    resolved = LongSpec(
+        spec.source, spec.item, spec.rater, spec.score, spec.system, rater_systems, human_order, spec.group
+    )
+    return resolved, n_ratings
