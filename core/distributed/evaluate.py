@@ -21,7 +21,7 @@ from core.distributed.long_form import GROUP, ORDER, LongSpec, numbered, resolve
 from core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
 from core.errors import EaslError, InputError
 from core.metrics.agreement_variance import REPORT_WEIGHTS
-from core.metrics.data import WEIGHTS, Scale, check_option
+from core.metrics.data import WEIGHTS, Scale, Weights, check_option
 from core.metrics.results import Evaluation
 
 Progress = Callable[[str, int, int], None]
@@ -149,7 +149,7 @@ def evaluate_dask(
     confidence: float = 0.95,
     population_size: float | None = None,
     base_group: str | None = None,
-    weights: tuple[str, ...] = (),
+    weights: tuple[Weights, ...] = (),
     progress: Progress | None = None,
     rank_limit: int = 5_000_000,
 ) -> Evaluation:

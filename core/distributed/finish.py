@@ -29,6 +29,7 @@ from core.metrics.data import (
     SET_MISSING_OUT_OF_SCALE,
     SET_MISSING_ZERO,
     PolicyResult,
+    Weights,
 )
 from core.metrics.fairness import fairness_design
 from core.metrics.intervals import T_METHOD, Analytic, pearson_analytic
@@ -167,7 +168,7 @@ def _analytic(
     _, prefix = _prefixes(stats)
     out: dict[str, Analytic] = {}
 
-    def add(p: str, rows: NDArray[Any], mult: NDArray[Any], weightings: tuple[str, ...] | None = None) -> None:
+    def add(p: str, rows: NDArray[Any], mult: NDArray[Any], weightings: tuple[Weights, ...] | None = None) -> None:
         assert cats is not None
         kw: dict[str, Any] = {"weightings": weightings} if weightings else {}
         res = pattern_inference(rows, mult, cats, confidence=confidence, population_size=population_size, **kw)

@@ -34,7 +34,7 @@ from core.metrics.agreement_totals import agreement_totals
 from core.metrics.agreement_variance import rating_patterns
 from core.metrics.bootstrap import CHUNK_ENTRIES
 from core.metrics.comparisons import Comparisons, _pattern_tables, build
-from core.metrics.data import Scale, apply_score_policy
+from core.metrics.data import Scale, Weights, apply_score_policy
 from core.metrics.loading import numeric_column
 from core.metrics.suite import PairSuite, round_to_categories
 from core.metrics.sums import RowSums
@@ -56,7 +56,7 @@ class Spec:
     group: str | None
     scale: Scale | None
     exclude_zeros: bool
-    weightings: tuple[str, ...]
+    weightings: tuple[Weights, ...]
     n_bootstrap: int = 0
     seed: int = 0
     sample: int = 2000  # reference responses kept per partition for the figures
@@ -196,7 +196,8 @@ def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
         out.true[s] = TrueStats(sums.totals(), centre)
     if comp.raters is not None and cats is not None:
         out.raters = agreement_totals(comp.raters, cats.size)
-        out.patterns = rating_patterns(comp.raters, cats.size)
+        rows, mult = rating_patterns(comp.raters, cats.size)
+        out.patterns = (rows, mult)
     ref = np.flatnonzero(reference)
     if grp is not None:
         for s, m in system.items():

@@ -444,7 +444,7 @@ def pattern_inference(
     *,
     confidence: float = 0.95,
     population_size: float | None = None,
-    weightings: tuple[str, ...] = REPORT_WEIGHTS,
+    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
 ) -> dict[str, Inference]:
     """:func:`named_inference` from the distinct rating patterns of the rated subjects and their counts
     (:func:`rating_patterns`); the patterns of disjoint sets of subjects add, so the distributed engine merges them."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -26,6 +27,11 @@ from core.errors import UserError
 from tui.screens.monitor_data import MonitorSnapshot, MonitorSource
 from tui.widgets.charts import ConvergenceChart, EstimateHistogram
 from tui.widgets.item_table import ItemTable
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from tui.app import EaslApp
 
 _FROZEN = threading.Event()
 
@@ -56,6 +62,9 @@ def _num(value, digits: int = 2) -> str:
 
 class MonitorScreen(Screen):
     """Iteration, annotations, posterior variance, rank stability, charts and the items table, kept live."""
+
+    if TYPE_CHECKING:
+        app: EaslApp  # the screen runs only inside easl's app
 
     HELP = """\
 **Monitor** — live figures of the project file, refreshed when it changes.
@@ -125,7 +134,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
     def _poll_loop(self) -> None:
         """Poll the project file until the screen goes away (runs in its own thread)."""
         worker = get_current_worker()
-        source = MonitorSource(self.app.project_path)
+        source = MonitorSource(self.app.project)
         while not worker.is_cancelled and not self._stop.is_set():
             force = self._force.is_set()
             self._force.clear()
@@ -135,7 +144,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
                 self.post_message(self.PollFailed(str(exc)))
                 snapshot = None
             except Exception as exc:  # a reader racing a writer's schema change or a locked file: retry next poll
-                self.post_message(self.PollFailed(f"{self.app.project_path}: could not read the project ({exc})."))
+                self.post_message(self.PollFailed(f"{self.app.project}: could not read the project ({exc})."))
                 snapshot = None
             if snapshot is not None:
                 self.post_message(self.Snapshot(snapshot))
@@ -211,7 +220,9 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
                 Text(flag, style="bold red") if flag else "",
             )
         more = aware.get("n_annotators", 0) - len(aware.get("annotators", []))
-        parts = [head, table] + ([Text(f"… {more} more annotators (easl status --annotators)")] if more > 0 else [])
+        parts: list[RenderableType] = [head, table]
+        if more > 0:
+            parts.append(Text(f"… {more} more annotators (easl status --annotators)"))
         panel.update(Group(*parts))
 
     def _show_detail(self) -> None:

@@ -132,7 +132,7 @@ class MonitorSnapshot:
 
 def file_signature(path: Path) -> tuple:
     """(size, mtime_ns) of the project file and of its ``-wal`` and ``-shm`` companions (absent: zeros)."""
-    out = []
+    out: list[int] = []
     for suffix in ("", "-wal"):
         try:
             st = os.stat(f"{path}{suffix}")
@@ -206,6 +206,7 @@ class SummaryCache:
         if (
             not per_item
             or old is None
+            or self._summary is None
             or old.keys() != state.keys()
             or any(old[k].shape != state[k].shape for k in state)
         ):
