@@ -36,7 +36,6 @@ stopping rule's hit rate, and the recall / false-flag rate of random clickers (M
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from core.models.aware_alloc import UNIFORM_PASSES, select_batch
 from core.models.aware_diagnostics import annotator_diagnostics
 from core.models.aware_posterior import STOP_MIN_SCORES, STOP_RELATIVE_MARGIN, rank_figures, stops
 from core.selection import select_hits, select_least_annotated
+from core.simulate.mapping import MapFn, serial_map
 
 ANNOTATOR_MODELS = ("M1", "M2", "M3", "M4", "M5", "IX", "DRIFT")
 METHODS = ("da", "da-z", "easl", "aware")
@@ -326,15 +326,6 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
         "stopping": stopping,
         "flags": flags,
     }
-
-
-#: A map over independent runs: ``map_fn(fn, tasks)`` returns the results of ``fn(*task)`` in task order.
-MapFn = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
-
-
-def serial_map(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterable[Any]:
-    """The default :data:`MapFn`: ``fn(*task)`` for each task, one after another, in order."""
-    return (fn(*task) for task in tasks)
 
 
 def run_task(truth: NDArray[Any], model: str, method: str, seed: int, run_kw: dict[str, Any]) -> list[dict[str, Any]]:
