@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,10 +23,25 @@ from core.store.state import load_state
 if TYPE_CHECKING:
     import pandas as pd
 
+LONG_COLUMNS = ("hit_id", "iteration", "position", "item_id", "text")  # the long form of HITs (easl next)
+
+
+@dataclass(frozen=True)
+class HitColumns:
+    """HITs column-wise: per HIT ``hit_id`` and ``iteration``; per (HIT, position), in HIT then position order,
+    ``owner`` (the row of its HIT), ``position`` and ``cells`` (the item's ``item_id, text[, data]``)."""
+
+    hit_id: NDArray[Any]
+    iteration: NDArray[Any]
+    owner: NDArray[Any]
+    position: NDArray[Any]
+    cells: NDArray[Any]
+
+
 # A HIT is complete when every one of its items has a live score with its hit_id.
 STATUS_SQL = (
-    "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_id = hits.hit_id AND NOT EXISTS "
-    "(SELECT 1 FROM live l WHERE l.hit_id = hi.hit_id AND l.item_idx = hi.item_idx)) "
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_no = hits.hit_no AND NOT EXISTS "
+    "(SELECT 1 FROM live l WHERE l.hit_id = hits.hit_id AND l.item_idx = hi.item_idx)) "
     "THEN 'complete' ELSE 'open' END"
 )
 
@@ -90,22 +106,27 @@ def hit_ids(iteration: int, n_hits: int) -> list[str]:
 
 
 def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
-    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``."""
+    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``.
+
+    The HITs get the next integer keys ``hit_no`` (consecutive, in row order) and their items are appended in key
+    order (``hit_items`` is keyed by ``(hit_no, position)``), so every insert lands at the end of its B-tree."""
     ids = hit_ids(iteration, hits.shape[0])
     stamp = now()
+    first = int(conn.execute("SELECT COALESCE(MAX(hit_no), 0) + 1 FROM hits").fetchone()[0])
     conn.execute(
         "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
         (iteration, stamp, len(ids), log_seq),
     )
+    nos = list(range(first, first + len(ids)))
     conn.executemany(
-        "INSERT INTO hits(hit_id, iteration, status, created_at) VALUES (?, ?, 'open', ?)",
-        ((h, iteration, stamp) for h in ids),
+        "INSERT INTO hits(hit_no, hit_id, iteration, status, created_at) VALUES (?, ?, ?, 'open', ?)",
+        zip(nos, ids, [iteration] * len(ids), [stamp] * len(ids)),
     )
     n = hits.shape[1] if hits.ndim == 2 else 0
     conn.executemany(
-        "INSERT INTO hit_items(hit_id, position, item_idx) VALUES (?, ?, ?)",
+        "INSERT INTO hit_items(hit_no, position, item_idx) VALUES (?, ?, ?)",
         zip(
-            np.repeat(np.asarray(ids, dtype=object), n).tolist(),
+            np.repeat(np.arange(first, first + len(ids), dtype=np.int64), n).tolist(),
             np.tile(np.arange(n), len(ids)).tolist(),
             hits.reshape(-1).tolist(),
         ),
@@ -174,27 +195,28 @@ class Hits(Connected):
         """The current iteration (0 = the covering iteration)."""
         return int(self._conn.execute("SELECT COALESCE(MAX(iteration), 0) FROM iterations").fetchone()[0])
 
-    def _hit_records(self, conn: sqlite3.Connection, where: str, params: tuple) -> list[dict]:
-        """HIT records of the HITs ``h`` matching ``where``, in creation order, items in position order.
+    def _hit_columns(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> HitColumns | None:
+        """The HITs ``h`` matching ``where`` column-wise (:class:`HitColumns`), in creation order, items in position
+        order; None when no HIT matches.
 
         Three plain reads ordered in numpy (a join ordered by SQLite sorts a million rows in a temporary B-tree and
         looks every item up at random): the HITs, their items, and the items' ids and texts (a sequential scan when
         the HITs cover a large share of the items, else by index)."""
-        hits = conn.execute(f"SELECT h.rowid, h.hit_id, h.iteration FROM hits h WHERE {where}", params).fetchall()
+        hits = conn.execute(f"SELECT h.hit_no, h.hit_id, h.iteration FROM hits h WHERE {where}", params).fetchall()
         if not hits:
-            return []
+            return None
         hits.sort()
-        rank = {hit_id: k for k, (_, hit_id, _) in enumerate(hits)}
+        nos = np.fromiter((r[0] for r in hits), dtype=np.int64, count=len(hits))
         rows = conn.execute(
-            "SELECT hi.hit_id, hi.position, hi.item_idx FROM hits h JOIN hit_items hi "
-            f"ON hi.hit_id = h.hit_id WHERE {where}",
+            f"SELECT hi.hit_no, hi.position, hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
+            f"WHERE {where}",
             params,
         ).fetchall()
-        owner = np.fromiter((rank[r[0]] for r in rows), dtype=np.int64, count=len(rows))
-        position = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-        item = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
-        order = np.lexsort((position, owner))
-        owner, item = owner[order], item[order]
+        triples = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        order = np.lexsort((triples[:, 1], triples[:, 0]))
+        triples = triples[order]
+        owner = np.searchsorted(nos, triples[:, 0])
+        item = triples[:, 2]
         columns = "item_id, text, data" if self._item_columns else "item_id, text"
         if item.size * 8 >= self.n_items:
             table = conn.execute(f"SELECT {columns} FROM items ORDER BY idx").fetchall()
@@ -208,20 +230,63 @@ class Hits(Connected):
             at = np.searchsorted(wanted, item)
         cells = np.empty((len(table), 3 if self._item_columns else 2), dtype=object)
         cells[:] = table
-        cells = cells[at]
-        entries = [{"item_id": i, "text": t} for i, t in zip(cells[:, 0].tolist(), cells[:, 1].tolist())]
+        return HitColumns(
+            hit_id=np.asarray([r[1] for r in hits], dtype=object),
+            iteration=np.fromiter((r[2] for r in hits), dtype=np.int64, count=len(hits)),
+            owner=owner,
+            position=triples[:, 1],
+            cells=cells[at],
+        )
+
+    def _hit_records(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """HIT records (``hit_id, iteration, items``) of the HITs ``h`` matching ``where`` (:meth:`_hit_columns`)."""
+        cols = self._hit_columns(conn, where, params)
+        if cols is None:
+            return []
+        cells = cols.cells
+        entries: list[dict[str, Any]] = [
+            {"item_id": i, "text": t} for i, t in zip(cells[:, 0].tolist(), cells[:, 1].tolist())
+        ]
         if self._item_columns:
             loads = json.loads
             for entry, data in zip(entries, cells[:, 2].tolist()):
                 if data != "{}":
                     for key, v in loads(data).items():
                         entry.setdefault(key, v)
-        ends = np.cumsum(np.bincount(owner, minlength=len(hits))).tolist()
+        ends = np.cumsum(np.bincount(cols.owner, minlength=len(cols.hit_id))).tolist()
         starts = [0] + ends[:-1]
         return [
-            {"hit_id": hit_id, "iteration": int(iteration), "items": entries[a:b]}
-            for (_, hit_id, iteration), a, b in zip(hits, starts, ends)
+            {"hit_id": hit_id, "iteration": iteration, "items": entries[a:b]}
+            for hit_id, iteration, a, b in zip(cols.hit_id.tolist(), cols.iteration.tolist(), starts, ends)
         ]
+
+    def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
+        """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
+        position, item_id, text`` and the items' extra columns (README, ``easl next --output hits.csv``)."""
+        import pandas as pd
+
+        with self._reading() as conn:
+            if every_iteration:
+                cols = self._hit_columns(conn, "h.status = 'open'", ())
+            else:
+                cols = self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+        if cols is None:
+            return pd.DataFrame(columns=list(LONG_COLUMNS))
+        frame = pd.DataFrame(
+            {
+                "hit_id": cols.hit_id[cols.owner],
+                "iteration": cols.iteration[cols.owner],
+                "position": cols.position,
+                "item_id": cols.cells[:, 0],
+                "text": cols.cells[:, 1],
+            }
+        )
+        if self._item_columns:
+            records = json.loads("[" + ",".join(cols.cells[:, 2].tolist()) + "]")
+            data = pd.DataFrame.from_records(records, columns=self._item_columns)
+            data = data.drop(columns=[c for c in data.columns if c in LONG_COLUMNS])
+            frame = pd.concat([frame, data], axis=1)
+        return frame
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
@@ -243,10 +308,18 @@ class Hits(Connected):
             r["status"] = status[r["hit_id"]]
         return records
 
-    def next_hits(self) -> list[dict]:
+    def next_hits(self) -> list[dict[str, Any]]:
         """The open HITs of the current iteration; if there are none (every HIT complete or retracted), start the
-        next iteration first (one transaction) and return its HITs. An aware project with a stop target whose
-        stopping rule is met (:func:`stop_decision`) starts no new iteration: the result is then empty.
+        next iteration first (one transaction) and return its HITs (:meth:`advance`, then :meth:`open_hits`).
+        An aware project with a stop target whose stopping rule is met returns no HITs."""
+        with self._writing():
+            self.advance()
+            return self.open_hits()
+
+    def advance(self) -> bool:
+        """Start the next iteration when the current one has no open HIT (every HIT complete or retracted); one
+        transaction. Returns whether an iteration was started. An aware project with a stop target whose stopping
+        rule is met (:func:`stop_decision`) starts none.
 
         Iteration t's HITs: :func:`choose_hits` with ``k = hits_per_iteration or N // n`` and the generator
         ``default_rng([seed, t])``.
@@ -256,16 +329,17 @@ class Hits(Connected):
             n_open = conn.execute(
                 "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)
             ).fetchone()[0]
-            if n_open == 0:
-                hyper = self.hyper
-                state = load_state(conn)
-                decision = stop_decision(self.model, hyper, state, _state_seq(conn))
-                if decision is not None and decision.stop:
-                    return []  # the stopping rule says the target is reached: no new iteration
-                k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-                hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
-                insert_iteration(conn, it + 1, hits, max_seq(conn))
-            return self.open_hits()
+            if n_open:
+                return False
+            hyper = self.hyper
+            state = load_state(conn)
+            decision = stop_decision(self.model, hyper, state, _state_seq(conn))
+            if decision is not None and decision.stop:
+                return False  # the stopping rule says the target is reached: no new iteration
+            k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
+            hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
+            insert_iteration(conn, it + 1, hits, max_seq(conn))
+            return True
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
@@ -274,7 +348,7 @@ class Hits(Connected):
                 (
                     r[0]
                     for r in conn.execute(
-                        "SELECT hi.item_idx FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id "
+                        "SELECT hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
                         "WHERE h.status = 'open'"
                     )
                 ),
@@ -364,7 +438,7 @@ class Hits(Connected):
         with self._writing() as conn:
             fill_temp(conn, "_new_items", flat.tolist())
             clash = conn.execute(
-                "SELECT hi.item_idx, h.hit_id FROM hit_items hi JOIN hits h ON h.hit_id = hi.hit_id "
+                "SELECT hi.item_idx, h.hit_id FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
                 "WHERE h.status = 'open' AND hi.item_idx IN (SELECT v FROM temp._new_items) LIMIT 1"
             ).fetchone()
             if clash is not None:

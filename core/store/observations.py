@@ -206,7 +206,7 @@ class Observations(Hits):
         fill_temp(conn, "_hit_ids", ids)
         rows = conn.execute(
             "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi "
-            "ON hi.hit_id = h.hit_id WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
+            "ON hi.hit_no = h.hit_no WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
             "ORDER BY h.hit_id, hi.position"
         ).fetchall()
         return pd.DataFrame(
