@@ -14,7 +14,12 @@ from core.store.schema import MIGRATIONS, SCHEMA_VERSION
 from tests.store_helpers import answer, assert_verified, new_project
 from tui.cli import main
 
-V1_HIT_TABLES = ("CREATE TABLE hits ", "CREATE INDEX hits_iteration", "CREATE TABLE hit_items", "CREATE INDEX hit_items")
+V1_HIT_TABLES = (
+    "CREATE TABLE hits ",
+    "CREATE INDEX hits_iteration",
+    "CREATE TABLE hit_items",
+    "CREATE INDEX hit_items",
+)
 
 
 def downgrade_to_v1(path) -> None:
