@@ -126,7 +126,8 @@ def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any
     n = hits.shape[1] if hits.ndim == 2 else 0
     if n:
         conn.execute(
-            "INSERT INTO hit_items(hit_no, position, item_idx) SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3)",
+            "INSERT INTO hit_items(hit_no, position, item_idx) "
+            "SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3)",
             (first, n, json.dumps(hits.reshape(-1).tolist())),
         )
 
