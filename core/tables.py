@@ -26,7 +26,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,7 +106,7 @@ class Table:
         return f"{self.path}:{n}" if self.unit == "line" else f"{self.path}:row {n}"
 
 
-def _format(path: str | os.PathLike, formats: dict[str, str], what: str) -> str:
+def _format(path: str | os.PathLike[str], formats: dict[str, str], what: str) -> str:
     ext = Path(path).suffix.lower()
     if ext not in formats:
         known = ", ".join(sorted(formats))
@@ -116,12 +116,12 @@ def _format(path: str | os.PathLike, formats: dict[str, str], what: str) -> str:
     return formats[ext]
 
 
-def read_format(path: str | os.PathLike) -> str:
+def read_format(path: str | os.PathLike[str]) -> str:
     """Return the reader format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, READ_FORMATS, "file")
 
 
-def write_format(path: str | os.PathLike) -> str:
+def write_format(path: str | os.PathLike[str]) -> str:
     """Return the writer format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, WRITE_FORMATS, "output")
 
@@ -263,7 +263,7 @@ def _read_jsonl(text: str, path: str) -> Table:
     return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
 
 
-def _jsonl_table(records: list[dict], starts: list[int], path: str) -> Table:
+def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str) -> Table:
     columns: dict[str, None] = {}
     for rec in records:
         for key in rec:
@@ -273,7 +273,7 @@ def _jsonl_table(records: list[dict], starts: list[int], path: str) -> Table:
     return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
 
 
-def read_table(path: str | os.PathLike) -> Table:
+def read_table(path: str | os.PathLike[str]) -> Table:
     """Read a CSV, TSV, JSONL or Parquet file (by extension) into a ``Table`` with source lines.
 
     Parameters
@@ -313,7 +313,7 @@ def read_table(path: str | os.PathLike) -> Table:
 CHUNK_ROWS = 250_000  # records per chunk of :func:`iter_table`: a few hundred MB at most, whatever the file size
 
 
-def iter_table(path: str | os.PathLike, chunk_rows: int | None = None) -> Iterator[Table]:
+def iter_table(path: str | os.PathLike[str], chunk_rows: int | None = None) -> Iterator[Table]:
     """Read a CSV, TSV, JSONL or Parquet file in chunks of at most ``chunk_rows`` records, each a ``Table`` with
     the source lines of its records, so that memory stays flat whatever the file size (``easl ingest``).
 
@@ -401,7 +401,7 @@ def _locate_bad_utf8(path: str) -> None:
                 ) from None
 
 
-def _open_parquet(path: str):
+def _open_parquet(path: str) -> Any:
     """The ``pyarrow.parquet.ParquetFile``; a missing, corrupt or column-less file is one InputError."""
     import pyarrow.parquet as pq
 
@@ -433,8 +433,8 @@ def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
         )
 
 
-def _iter_jsonl(fh, path: str, chunk_rows: int) -> Iterator[Table]:
-    records: list[dict] = []
+def _iter_jsonl(fh: Iterable[str], path: str, chunk_rows: int) -> Iterator[Table]:
+    records: list[dict[str, Any]] = []
     starts: list[int] = []
     any_record = False
     decode = json.loads
@@ -472,8 +472,10 @@ def _iter_delimited(
 ) -> Iterator[Table]:
     """CSV/TSV records in chunks, parsed by the csv module; ``fh`` may start after ``line0`` lines already read
     (with the ``header`` found there, and ``yielded`` when records were given already)."""
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    reader = csv.reader(fh, delimiter=delimiter, quoting=quoting, strict=True)
+    if delimiter == ",":
+        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL, strict=True)
+    else:
+        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_NONE, strict=True)
     rows: list[list[str]] = []
     starts: list[int] = []
     prev = line0
@@ -521,7 +523,7 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     """Yield a temporary file name in ``path``'s directory; on success it is renamed over ``path``, on any error
     it is removed and ``path`` is left as it was (:func:`core.outputs.atomic_outputs` for one file). Raises
     InputError when the directory is missing or cannot be written, or the write fails (disk full)."""
@@ -544,7 +546,7 @@ def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
         _parquet_safe(frame).to_parquet(tmp, index=False)
 
 
-def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike) -> None:
+def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str]) -> None:
     """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension (for callers that rename it
     into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``."""
     try:
@@ -555,7 +557,7 @@ def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike) -> No
         ) from None
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write ``frame`` to ``path`` as CSV, TSV, JSONL or Parquet (by extension), atomically (:func:`atomic_path`).
 
     Missing values are written as empty CSV cells, ``null`` in JSONL and nulls in Parquet. JSONL floats keep 15
@@ -569,7 +571,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     write_tables([(frame, path)])
 
 
-def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike]]) -> None:
+def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike[str]]]) -> None:
     """Write several tables (:func:`write_table` each) all or none: every file is written under a temporary name
     and renamed into place only when all are complete (:func:`core.outputs.atomic_outputs`)."""
     formats = [write_format(path) for _, path in outputs]
@@ -578,7 +580,7 @@ def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike]]) -> None:
             _write_to(frame, tmp, fmt)
 
 
-def write_jsonl_records(records: list[dict], path: str | os.PathLike) -> None:
+def write_jsonl_records(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
     """Write JSON objects one per line (``json.dumps``, UTF-8, exact floats), atomically (:func:`atomic_path`)."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for rec in records:

@@ -13,6 +13,7 @@ import datetime as _dt
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import Any, Self
 
 from core.errors import ProjectFileError
 
@@ -47,7 +48,7 @@ def connect(path: str, *, readonly: bool) -> sqlite3.Connection:
     return conn
 
 
-def fill_temp(conn: sqlite3.Connection, name: str, values: Iterable) -> None:
+def fill_temp(conn: sqlite3.Connection, name: str, values: Iterable[Any]) -> None:
     """(Re)fill the temporary one-column table ``temp.<name>(v)`` with distinct ``values``."""
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (v PRIMARY KEY)")
     conn.execute(f"DELETE FROM temp.{name}")
@@ -80,10 +81,10 @@ class Connected:
             self._conn.close()
             self._conn = None  # type: ignore[assignment]
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextlib.contextmanager

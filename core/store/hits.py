@@ -23,6 +23,9 @@ from core.store.state import load_state
 if TYPE_CHECKING:
     import pandas as pd
 
+    from core.models import Hyper
+    from core.models.aware_posterior import StopDecision
+
 LONG_COLUMNS = ("hit_id", "iteration", "position", "item_id", "text")  # the long form of HITs (easl next)
 
 
@@ -47,8 +50,8 @@ STATUS_SQL = (
 
 
 def choose_hits(
-    model,
-    hyper,
+    model: Any,
+    hyper: Hyper,
     state: dict[str, NDArray[Any]],
     *,
     n_hits: int,
@@ -91,12 +94,13 @@ def stop_rng(seed: int, seq: int) -> np.random.Generator:
     return np.random.default_rng([seed, 0x5709, seq])
 
 
-def stop_decision(model, hyper, state: dict[str, NDArray[Any]], seq: int):
+def stop_decision(model: Any, hyper: Hyper, state: dict[str, NDArray[Any]], seq: int) -> StopDecision | None:
     """The stopping rule's verdict (``core.models.aware_posterior.StopDecision``) for an aware project with a
     target (``hyper.stop_at``), else None."""
     if hyper.method != "aware" or hyper.stop_at is None:
         return None
-    return model.stop_decision(state, stop_rng(hyper.seed, seq))
+    decision: StopDecision | None = model.stop_decision(state, stop_rng(hyper.seed, seq))
+    return decision
 
 
 def hit_ids(iteration: int, n_hits: int) -> list[str]:
@@ -157,6 +161,15 @@ class Hits(Connected):
     n_items: int
     _item_columns: list[str]
     _item_index: pd.Index | None
+
+    if TYPE_CHECKING:  # defined by core.store.project.Project
+
+        @property
+        def hyper(self) -> Hyper: ...
+
+        @property
+        def model(self) -> Any:
+            """``core.models.Model``, or the aware model (``refit_on_change``), which has further methods."""
 
     # ----------------------------------------------------------------------------------------------------- items
 
@@ -288,7 +301,7 @@ class Hits(Connected):
             frame = pd.concat([frame, data], axis=1)
         return frame
 
-    def open_hits(self, *, every_iteration: bool = False) -> list[dict]:
+    def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
         streaming top-ups of the plugin leave open HITs in several iterations). README, ``easl next``: ``hit_id,
         iteration,
@@ -298,7 +311,7 @@ class Hits(Connected):
                 return self._hit_records(conn, "h.status = 'open'", ())
             return self._hit_records(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
 
-    def hits(self, iteration: int | None = None) -> list[dict]:
+    def hits(self, iteration: int | None = None) -> list[dict[str, Any]]:
         """HIT records of an iteration (default: the current one), whatever their status, with ``status``."""
         with self._reading() as conn:
             it = self.iteration() if iteration is None else int(iteration)
@@ -391,7 +404,7 @@ class Hits(Connected):
                 self.add_hits(np.vstack(rows))
             return len(rows)
 
-    def add_hits(self, hits: Any) -> list[dict]:
+    def add_hits(self, hits: Any) -> list[dict[str, Any]]:
         """Record HITs chosen outside :meth:`next_hits` as a new iteration.
 
         The new iteration is ``t = iteration() + 1``; its HITs get the ids ``it{t}-{j}`` like those of

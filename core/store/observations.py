@@ -90,17 +90,17 @@ class Prepared:
     locations: NDArray[Any]
     batch: Batch
     hit_ids: list[str]
-    fingerprint: tuple
+    fingerprint: tuple[Any, ...]
 
 
 def _named_hits(frame: pd.DataFrame) -> list[str]:
     """The distinct HIT ids a batch of annotation rows names."""
     from core.store.validation import id_strings
 
-    return id_strings(frame["hit_id"]).dropna().unique().tolist()
+    return [str(h) for h in id_strings(frame["hit_id"]).dropna().unique().tolist()]
 
 
-def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple:
+def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple[Any, ...]:
     """What validation reads of the project besides fixed data: which of ``ids`` exist and are retracted."""
     if not ids:
         return ()
@@ -163,6 +163,14 @@ def _conflict_rejects(moved: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 class Observations(Hits):
     """Validation, ingestion and retraction (mixed into :class:`core.store.Project`)."""
 
+    if TYPE_CHECKING:  # defined by core.store.replay.Replay
+
+        def _refit(self, conn: sqlite3.Connection) -> dict[str, NDArray[Any]]: ...
+
+        def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]: ...
+
+        def _save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None: ...
+
     def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> pd.DataFrame:
         import pandas as pd
 
@@ -189,7 +197,7 @@ class Observations(Hits):
             }
         )
 
-    def validate(self, rows, *, source: str) -> Batch:
+    def validate(self, rows: Any, *, source: str) -> Batch:
         """Validate annotation rows without writing anything (see :mod:`core.store.validation`)."""
         from core.store.validation import normalize_rows
 
@@ -197,7 +205,7 @@ class Observations(Hits):
         with self._reading() as conn:
             return self._validate(conn, frame, locations)
 
-    def prepare(self, rows, *, source: str) -> Prepared:
+    def prepare(self, rows: Any, *, source: str) -> Prepared:
         """Validate annotation rows under a read snapshot, outside any write transaction, for a later
         :meth:`ingest` (which then skips validation if the HITs the rows name are as they were).
 
@@ -223,7 +231,13 @@ class Observations(Hits):
             fingerprint=fingerprint,
         )
 
-    def _validate(self, conn, frame, locations, named: list[str] | None = None) -> Batch:
+    def _validate(
+        self,
+        conn: sqlite3.Connection,
+        frame: pd.DataFrame,
+        locations: NDArray[Any],
+        named: list[str] | None = None,
+    ) -> Batch:
         from core.store.validation import validate
 
         hits = self._hits_frame(conn, _named_hits(frame) if named is None else named)
@@ -238,7 +252,7 @@ class Observations(Hits):
             method=self.hyper.method,
         )
 
-    def ingest(self, rows, *, source: str, skip_invalid: bool = False) -> IngestReport:
+    def ingest(self, rows: Any, *, source: str, skip_invalid: bool = False) -> IngestReport:
         """Validate and append annotation rows in one transaction.
 
         Parameters
@@ -538,7 +552,7 @@ class Observations(Hits):
             conn.execute("UPDATE hits SET status = 'retracted' WHERE hit_id = ?", (hit_id,))
             return n
 
-    def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple, source: str) -> int:
+    def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...], source: str) -> int:
         rows = conn.execute(
             f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} ORDER BY l.seq", params
         ).fetchall()

@@ -56,7 +56,7 @@ class Batch:
     messages: list[str] = field(default_factory=list)
 
 
-def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
+def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
     """Turn a ``Table``, a DataFrame or a list of dicts into a frame of object columns ``INPUT_COLUMNS`` plus the
     location of every row.
 
@@ -105,6 +105,7 @@ def id_strings(values: pd.Series) -> pd.Series:
         text = s.str.strip()
         text[(text == "").to_numpy()] = None
         return text
+    is_float: NDArray[Any]
     if kind in ("string", "empty"):
         is_float = np.zeros(len(s), dtype=bool)
     else:
@@ -205,7 +206,7 @@ def validate(
     reason = np.full(n, None, dtype=object)
     fld = np.full(n, None, dtype=object)
 
-    def flag(mask: NDArray[Any], field_name: str, text) -> None:
+    def flag(mask: NDArray[Any], field_name: str, text: Any) -> None:
         mask = np.asarray(mask, dtype=bool) & pd.isna(reason)
         if not mask.any():
             return
