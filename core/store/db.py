@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -53,6 +54,14 @@ def fill_temp(conn: sqlite3.Connection, name: str, values: Iterable[Any]) -> Non
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (v PRIMARY KEY)")
     conn.execute(f"DELETE FROM temp.{name}")
     conn.executemany(f"INSERT OR IGNORE INTO temp.{name}(v) VALUES (?)", ((v,) for v in values))
+
+
+def read_columns(conn: sqlite3.Connection, query: str, columns: list[str], params: tuple[Any, ...] = ()) -> list[Any]:
+    """The ``columns`` of the rows of ``query`` (in its order), each as one Python list, read as one JSON array per
+    column (``json_group_array``): a million cells in a fraction of the time of a million row tuples."""
+    select = ", ".join(f"json_group_array({c})" for c in columns)
+    row = conn.execute(f"SELECT {select} FROM ({query})", params).fetchone()
+    return [json.loads(text) for text in row]
 
 
 def max_seq(conn: sqlite3.Connection) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.db import Connected, fill_temp, max_seq, now
+from core.store.db import Connected, fill_temp, max_seq, now, read_columns
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class Hits(Connected):
         import pandas as pd
 
         if self._item_index is None:
-            ids = [r[0] for r in self._conn.execute("SELECT item_id FROM items ORDER BY idx")]
+            (ids,) = read_columns(self._conn, "SELECT item_id FROM items ORDER BY idx", ["item_id"])
             self._item_index = pd.Index(ids, dtype=object)
         return self._item_index
 
@@ -187,13 +187,13 @@ class Hits(Connected):
         import pandas as pd
 
         # the JSON column is read only when the items file had extra columns (a third of the reading time)
-        columns = "item_id, text, data" if self._item_columns else "item_id, text"
-        rows = self._conn.execute(f"SELECT {columns} FROM items ORDER BY idx").fetchall()
-        frame = pd.DataFrame({"item_id": [r[0] for r in rows], "text": [r[1] for r in rows]}, dtype=object)
-        if self._item_columns:
-            # one JSON array parsed at once: several times faster than a json.loads per item
-            records = json.loads("[" + ",".join(r[2] for r in rows) + "]")
-            data = pd.DataFrame.from_records(records, columns=self._item_columns)
+        names = ["item_id", "text", "json(data)"] if self._item_columns else ["item_id", "text"]
+        cols = read_columns(self._conn, "SELECT item_id, text, data FROM items ORDER BY idx", names)
+        frame = pd.DataFrame(
+            {"item_id": pd.Series(cols[0], dtype=object), "text": pd.Series(cols[1], dtype=object)}, dtype=object
+        )
+        if self._item_columns:  # the data objects come parsed, in the one JSON array of their column
+            data = pd.DataFrame.from_records(cols[2], columns=self._item_columns)
             frame = pd.concat([frame, data], axis=1)
         return frame
 
@@ -230,19 +230,22 @@ class Hits(Connected):
         triples = triples[order]
         owner = np.searchsorted(nos, triples[:, 0])
         item = triples[:, 2]
-        columns = "item_id, text, data" if self._item_columns else "item_id, text"
+        names = ["item_id", "text", "data"] if self._item_columns else ["item_id", "text"]
         if item.size * 8 >= self.n_items:
-            table = conn.execute(f"SELECT {columns} FROM items ORDER BY idx").fetchall()
+            table = read_columns(conn, "SELECT item_id, text, data FROM items ORDER BY idx", names)
             at = item
         else:
             wanted = np.unique(item)
             fill_temp(conn, "_items", wanted.tolist())
-            table = conn.execute(
-                f"SELECT {columns} FROM items WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx"
-            ).fetchall()
+            table = read_columns(
+                conn,
+                "SELECT item_id, text, data FROM items WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx",
+                names,
+            )
             at = np.searchsorted(wanted, item)
-        cells = np.empty((len(table), 3 if self._item_columns else 2), dtype=object)
-        cells[:] = table
+        cells = np.empty((len(table[0]), len(names)), dtype=object)
+        for j, column in enumerate(table):
+            cells[:, j] = column
         return HitColumns(
             hit_id=np.asarray([r[1] for r in hits], dtype=object),
             iteration=np.fromiter((r[2] for r in hits), dtype=np.int64, count=len(hits)),
