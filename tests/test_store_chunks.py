@@ -3,6 +3,9 @@ given two scores in different chunks of one input is a conflict, as it is inside
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -11,11 +14,11 @@ from core.tables import iter_table
 from tests.store_helpers import assert_verified, dump, new_project
 
 
-def _write(path, rows: list[tuple[str, str, float]]) -> None:
+def _write(path: Path, rows: Sequence[tuple[str, str, float]]) -> None:
     path.write_text("item_id,annotator,score\n" + "".join(f"{i},{a},{s:g}\n" for i, a, s in rows))
 
 
-def test_a_conflict_with_an_earlier_chunk_refuses_the_whole_file(tmp_path):
+def test_a_conflict_with_an_earlier_chunk_refuses_the_whole_file(tmp_path: Path) -> None:
     with new_project(tmp_path) as p:
         path = tmp_path / "a.csv"
         _write(path, [("i001", "ann", 10), ("i002", "ann", 20), ("i003", "ann", 30), ("i001", "ann", 11)])
@@ -25,7 +28,7 @@ def test_a_conflict_with_an_earlier_chunk_refuses_the_whole_file(tmp_path):
         assert dump(p.path) == before
 
 
-def test_skip_invalid_keeps_the_first_score_and_rejects_the_conflict(tmp_path):
+def test_skip_invalid_keeps_the_first_score_and_rejects_the_conflict(tmp_path: Path) -> None:
     with new_project(tmp_path) as p:
         path = tmp_path / "a.csv"
         rows = [("i001", "ann", 10), ("i002", "ann", 20), ("i001", "ann", 10), ("i001", "ann", 11), ("i004", "b", 5)]
@@ -38,7 +41,7 @@ def test_skip_invalid_keeps_the_first_score_and_rejects_the_conflict(tmp_path):
         assert_verified(p)
 
 
-def test_chunks_give_what_one_batch_gives(tmp_path):
+def test_chunks_give_what_one_batch_gives(tmp_path: Path) -> None:
     rows = [(f"i{k % 23:03d}", f"a{k % 3}", float(k % 101)) for k in range(60)]
     path = tmp_path / "a.csv"
     _write(path, rows)

@@ -4,6 +4,8 @@ it, keeps every record, and verifies (``easl verify``) afterwards."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ V1_HIT_TABLES = (
 )
 
 
-def downgrade_to_v1(path) -> None:
+def downgrade_to_v1(path: str) -> None:
     """Rewrite a current project file as schema version 1 wrote it: ``hits`` keyed by the text ``hit_id`` (no
     ``hit_no``), ``hit_items(hit_id, position, item_idx)`` with its foreign keys and its index by item."""
     conn = sqlite3.connect(path, isolation_level=None)
@@ -50,7 +52,7 @@ def downgrade_to_v1(path) -> None:
         conn.close()
 
 
-def _snapshot(project: Project) -> dict:
+def _snapshot(project: Project) -> dict[str, Any]:
     """What a user sees of a project: every iteration's HITs with status, the estimates, the ratings, status."""
     return {
         "hits": [project.hits(t) for t in range(project.iteration() + 1)],
@@ -60,7 +62,7 @@ def _snapshot(project: Project) -> dict:
     }
 
 
-def _campaign(tmp_path, method: str = "easl") -> tuple[str, dict]:
+def _campaign(tmp_path: Path, method: str = "easl") -> tuple[str, dict[str, Any]]:
     """A project with two iterations answered, a third started and a retracted HIT; returns its path and what a
     user sees of it."""
     rng = np.random.default_rng(5)
@@ -76,7 +78,7 @@ def _campaign(tmp_path, method: str = "easl") -> tuple[str, dict]:
 
 
 @pytest.mark.parametrize("method", ["easl", "trueskill"])
-def test_a_version_1_file_is_migrated_keeping_every_record_and_verifies(tmp_path, method):
+def test_a_version_1_file_is_migrated_keeping_every_record_and_verifies(tmp_path: Path, method: str) -> None:
     path, seen = _campaign(tmp_path, method)
     downgrade_to_v1(path)
     conn = sqlite3.connect(path)
@@ -97,7 +99,7 @@ def test_a_version_1_file_is_migrated_keeping_every_record_and_verifies(tmp_path
     assert main(["verify", path]) == 0
 
 
-def test_a_migrated_file_keeps_hit_numbers_in_creation_order(tmp_path):
+def test_a_migrated_file_keeps_hit_numbers_in_creation_order(tmp_path: Path) -> None:
     path, _ = _campaign(tmp_path)
     downgrade_to_v1(path)
     with Project.open(path) as p:

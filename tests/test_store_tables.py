@@ -3,6 +3,8 @@ module for the rest give the same records and source lines as reading the whole 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,13 +14,13 @@ from core.errors import InputError
 from core.tables import iter_table, read_table
 
 
-def _chunked(path, rows: int) -> tuple[pd.DataFrame, list[int]]:
+def _chunked(path: Path, rows: int) -> tuple[pd.DataFrame, list[int]]:
     tables = list(iter_table(path, chunk_rows=rows))
     frame = pd.concat([t.frame for t in tables], ignore_index=True)
     return frame, [int(n) for t in tables for n in t.lines]
 
 
-def _whole(path) -> tuple[pd.DataFrame, list[int]]:
+def _whole(path: Path) -> tuple[pd.DataFrame, list[int]]:
     table = read_table(path)
     return table.frame.reset_index(drop=True), [int(n) for n in table.lines]
 
@@ -32,7 +34,7 @@ CELLS = st.sampled_from(["a", "b7", "007", "x y", "", ' "q" ', "two\nlines", "é
     blanks=st.sets(st.integers(0, 12), max_size=3),
     chunk=st.integers(1, 5),
 )
-def test_chunks_equal_the_whole_file(tmp_path, rows, blanks, chunk):
+def test_chunks_equal_the_whole_file(tmp_path: Path, rows: list[tuple[str, str]], blanks: set[int], chunk: int) -> None:
     lines = ["item_id,score\n"]
     for k, (a, b) in enumerate(rows):
         if k in blanks:
@@ -47,7 +49,7 @@ def test_chunks_equal_the_whole_file(tmp_path, rows, blanks, chunk):
     pd.testing.assert_frame_equal(frame, whole, check_dtype=False)
 
 
-def test_a_quoted_field_after_plain_chunks_keeps_its_line(tmp_path):
+def test_a_quoted_field_after_plain_chunks_keeps_its_line(tmp_path: Path) -> None:
     path = tmp_path / "a.csv"
     plain = "".join(f"i{k},{k}\n" for k in range(7))
     path.write_text("\ufeffitem_id,score\n" + plain + 'i7,"7"\n"i\n8",8\ni9,9\n', encoding="utf-8")
@@ -57,7 +59,7 @@ def test_a_quoted_field_after_plain_chunks_keeps_its_line(tmp_path):
     assert list(frame.columns) == ["item_id", "score"]
 
 
-def test_errors_in_a_later_chunk_name_their_line(tmp_path):
+def test_errors_in_a_later_chunk_name_their_line(tmp_path: Path) -> None:
     ragged = tmp_path / "ragged.csv"
     ragged.write_text("item_id,score\n" + "".join(f"i{k},{k}\n" for k in range(6)) + "i6,6,extra\n")
     with pytest.raises(InputError, match=r"ragged\.csv:8: the record has 3 fields but the header has 2"):
@@ -68,7 +70,7 @@ def test_errors_in_a_later_chunk_name_their_line(tmp_path):
         _chunked(bad, 2)
 
 
-def test_a_header_without_records_is_one_empty_table(tmp_path):
+def test_a_header_without_records_is_one_empty_table(tmp_path: Path) -> None:
     path = tmp_path / "a.tsv"
     path.write_text("item_id\tscore\n")
     tables = list(iter_table(path, chunk_rows=4))
