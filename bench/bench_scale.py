@@ -13,8 +13,10 @@ Targets, on this machine, with 1,000,000 items and HIT size 5:
 and ``easl status`` on a 10,000-item project <= 0.4 s (median of 5 runs).
 
 Every figure is the wall time of one ``.venv/bin/easl`` subprocess (start-up included) and its peak resident set
-(``os.wait4``'s ``ru_maxrss``). Run: ``.venv/bin/python bench/bench_scale.py`` (about 2 minutes; ``--items N`` for
-a smaller run). Files go to a temporary directory (or ``--dir``) and are deleted afterwards.
+(``os.wait4``'s ``ru_maxrss``); the CPU time the command used (user + system) is printed beside it, with the load
+average before and after, since the machine may be shared (under load the wall time grows, the CPU time much
+less). Run: ``.venv/bin/python bench/bench_scale.py`` (a few minutes; ``--items N`` for a smaller run). Files
+go to a temporary directory (or ``--dir``) and are deleted afterwards.
 """
 
 from __future__ import annotations
@@ -35,8 +37,12 @@ EASL = os.path.join(ROOT, ".venv", "bin", "easl")
 GIB = 1024**3
 
 
+CPU: dict[str, float] = {}  # CPU seconds (user + system) of the last command, by its sub-command
+
+
 def run(*args: str) -> tuple[float, int]:
-    """Run ``easl *args``; returns (wall seconds, peak RSS in bytes). Raises when the command fails."""
+    """Run ``easl *args``; returns (wall seconds, peak RSS in bytes) and records its CPU seconds in ``CPU``. Raises
+    when the command fails."""
     started = time.perf_counter()
     proc = subprocess.Popen([EASL, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -45,6 +51,7 @@ def run(*args: str) -> tuple[float, int]:
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode != 0:
         raise SystemExit(f"easl {' '.join(args)} failed ({proc.returncode}):\n{err}")
+    CPU["last"] = usage.ru_utime + usage.ru_stime
     return seconds, usage.ru_maxrss * 1024  # Linux reports kilobytes
 
 
@@ -80,14 +87,16 @@ def main() -> int:
         ok = value >= target if higher_is_better else value <= target
         cmp = ">=" if higher_is_better else "<="
         rows.append((label, value, f"{cmp} {target:,.4g} {unit}", ok))
+        cpu = f"  (cpu {CPU.pop('last'):.1f} s)" if "last" in CPU else ""
         print(
-            f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  {'ok' if ok else 'MISSED'}",
+            f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  {'ok' if ok else 'MISSED'}"
+            f"{cpu}",
             flush=True,
         )
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         n = args.items
-        print(f"{n:,} items, HIT size 5 (files in {tmp})", flush=True)
+        print(f"{n:,} items, HIT size 5 (files in {tmp}); load average {os.getloadavg()[0]:.2f}", flush=True)
         items = os.path.join(tmp, "items.csv")
         write_items(items, n)
         oracle = dict(zip(np.char.add("item", np.arange(n).astype("U7")).tolist(), rng.uniform(0, 100, n).tolist()))
@@ -128,8 +137,10 @@ def main() -> int:
         run("init", small, "--items", small_items, "--hit-size", "5", "--seed", "1")
         run("status", small, "--json")  # warm the file cache
         times = [run("status", small, "--json")[0] for _ in range(5)]
+        CPU.pop("last", None)
         record("status, 10,000 items (median of 5)", statistics.median(times), "s", 0.4)
 
+    print(f"load average (1 min) at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     missed = [r[0] for r in rows if not r[3]]
     print(
         f"\n{len(rows) - len(missed)} of {len(rows)} targets met" + (f"; missed: {', '.join(missed)}" if missed else "")

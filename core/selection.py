@@ -39,13 +39,15 @@ def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> NDArr
     """
     m_i, v_i, m_j, v_j = (np.asarray(x, dtype=np.float64) for x in (m_i, v_i, m_j, v_j))
     c2 = 2.0 * gamma * gamma + v_i + v_j
-    return np.sqrt(2.0 * gamma * gamma / c2) * np.exp(-((m_i - m_j) ** 2) / (2.0 * c2))
+    out: NDArray[Any] = np.sqrt(2.0 * gamma * gamma / c2) * np.exp(-((m_i - m_j) ** 2) / (2.0 * c2))
+    return out
 
 
-def _log_quality(m_i, v_i, m_j, v_j, g2: float) -> NDArray[Any]:
+def _log_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, g2: float) -> NDArray[Any]:
     """``log q`` of eq 11 / 23 (``g2 = 2 gamma^2``); log space keeps far-apart pairs comparable."""
     c2 = g2 + v_i + v_j
-    return 0.5 * np.log(g2 / c2) - (m_i - m_j) ** 2 / (2.0 * c2)
+    out: NDArray[Any] = 0.5 * np.log(g2 / c2) - (m_i - m_j) ** 2 / (2.0 * c2)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -128,7 +130,8 @@ def _eligible(n: int, exclude: Any) -> NDArray[Any]:
     exclude = np.asarray(exclude, dtype=bool)
     if exclude.shape != (n,):
         raise ValueError(f"exclude must be a boolean mask of length {n}")
-    return ~exclude
+    keep: NDArray[Any] = ~exclude
+    return keep
 
 
 def _check_keys(location: Any, variance: Any) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -141,7 +144,15 @@ def _check_keys(location: Any, variance: Any) -> tuple[NDArray[Any], NDArray[Any
     return location, variance
 
 
-def _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude):
+def _anchors_and_pool(
+    location: NDArray[Any],
+    variance: NDArray[Any],
+    hit_size: int,
+    n_hits: int,
+    pool: str,
+    rng: np.random.Generator,
+    exclude: NDArray[Any] | None,
+) -> tuple[NDArray[Any], NDArray[Any], int]:
     """Anchors (top-variance eligible items, seeded random tie-break) and the partner pool."""
     from core.models import PARTNER_POOLS  # the one definition of the pools (Hyper validates with it too)
 
@@ -193,7 +204,8 @@ def _successive(ids: NDArray[Any], logq: NDArray[Any], size: int, rng: np.random
     rest = np.setdiff1d(np.arange(ids.size), first)
     tie = rng.permutation(rest.size)
     rest = rest[tie][np.argsort(-logq[rest][tie], kind="stable")]
-    return ids[np.concatenate([first, rest[: size - take]])]
+    out: NDArray[Any] = ids[np.concatenate([first, rest[: size - take]])]
+    return out
 
 
 def select_hits_literal(
@@ -288,7 +300,19 @@ def select_hits(
     return out
 
 
-def _partners(anchors, pool_ids, location, variance, m, gamma, rng, *, self_in_pool, n_bins, max_rounds):
+def _partners(
+    anchors: NDArray[Any],
+    pool_ids: NDArray[Any],
+    location: NDArray[Any],
+    variance: NDArray[Any],
+    m: int,
+    gamma: float,
+    rng: np.random.Generator,
+    *,
+    self_in_pool: bool,
+    n_bins: int,
+    max_rounds: int,
+) -> NDArray[Any]:
     """Partners of every anchor by binned-envelope rejection sampling (see :func:`select_hits`)."""
     g2 = 2.0 * gamma * gamma
     k = anchors.size
@@ -334,14 +358,14 @@ def _partners(anchors, pool_ids, location, variance, m, gamma, rng, *, self_in_p
         # bin: the number of cdf entries <= x (searchsorted side="right"), by binary search per row
         x = rng.random((na, r)) * total[active][:, None]
         rows = cdf[active]
-        b = np.zeros((na, r), dtype=np.int64)
+        b: NDArray[Any] = np.zeros((na, r), dtype=np.int64)
         step = width // 2
         while step >= 1:
             probe = np.take_along_axis(rows, b + step - 1, axis=1)
             b += np.where(probe <= x, step, 0)
             step //= 2
         b = np.minimum(b, n_b - 1)  # x < total up to rounding
-        pos = starts[b] + (rng.random((na, r)) * sizes[b]).astype(np.int64)
+        pos: NDArray[Any] = starts[b] + (rng.random((na, r)) * sizes[b]).astype(np.int64)
         pos = np.minimum(pos, starts[b] + sizes[b] - 1)
         cand = ids_s[pos]
         logq = _log_quality(a_m[active][:, None], variance[anchors[active]][:, None], m_s[pos], v_s[pos], g2)
@@ -377,11 +401,23 @@ def _partners(anchors, pool_ids, location, variance, m, gamma, rng, *, self_in_p
     return chosen
 
 
-def _partners_direct(anchors, pool_ids, location, variance, m, g2, rng, *, self_in_pool, chosen=None, count=None):
+def _partners_direct(
+    anchors: NDArray[Any],
+    pool_ids: NDArray[Any],
+    location: NDArray[Any],
+    variance: NDArray[Any],
+    m: int,
+    g2: float,
+    rng: np.random.Generator,
+    *,
+    self_in_pool: bool,
+    chosen: NDArray[Any] | None = None,
+    count: NDArray[Any] | None = None,
+) -> NDArray[Any]:
     """Literal successive sampling of each anchor's partners over its whole pool, ``O(k N)``; continues
     from ``chosen[:, :count]`` when given (conditional on the partners already drawn: the same law)."""
     k = anchors.size
-    if chosen is None:
+    if chosen is None or count is None:
         chosen = np.full((k, m), -1, dtype=np.int64)
         count = np.zeros(k, dtype=np.int64)
     chosen = chosen.copy()

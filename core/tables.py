@@ -26,7 +26,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,7 +106,7 @@ class Table:
         return f"{self.path}:{n}" if self.unit == "line" else f"{self.path}:row {n}"
 
 
-def _format(path: str | os.PathLike, formats: dict[str, str], what: str) -> str:
+def _format(path: str | os.PathLike[str], formats: dict[str, str], what: str) -> str:
     ext = Path(path).suffix.lower()
     if ext not in formats:
         known = ", ".join(sorted(formats))
@@ -116,12 +116,12 @@ def _format(path: str | os.PathLike, formats: dict[str, str], what: str) -> str:
     return formats[ext]
 
 
-def read_format(path: str | os.PathLike) -> str:
+def read_format(path: str | os.PathLike[str]) -> str:
     """Return the reader format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, READ_FORMATS, "file")
 
 
-def write_format(path: str | os.PathLike) -> str:
+def write_format(path: str | os.PathLike[str]) -> str:
     """Return the writer format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, WRITE_FORMATS, "output")
 
@@ -165,20 +165,43 @@ def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
     record ``k`` starts on line ``k + 2``. Returns None when the file is not of that kind or Arrow refuses it
     (the csv-module path then parses it and words the error)."""
     body = text.rstrip("\n")
-    # a blank or whitespace-only line needs the csv-module path (which skips it); so does trailing whitespace
-    if (
+    if not _plain(body):
+        return None
+    head, _, body = body.partition("\n")
+    header = _plain_header(head, delimiter)
+    if header is None:
+        return None
+    frame = _arrow_delimited(body.encode("utf-8"), header, delimiter)
+    if frame is None:
+        return None
+    return Table(frame=frame, lines=np.arange(2, len(frame) + 2, dtype=np.int64), path=path)
+
+
+def _plain(body: str) -> bool:
+    """True when every line of ``body`` (without its final newline) is one record Arrow can parse as the csv
+    module would: no quote character, no carriage return, no blank line, no blanks around a line (a blank or
+    whitespace-only line needs the csv-module path, which skips it)."""
+    return not (
         any(s in body for s in ('"', "\r", "\n\n", " \n", "\t\n"))
         or body.endswith((" ", "\t"))
         or body.startswith(("\n", " ", "\t"))
-    ):
-        return None
-    head, _, body = body.partition("\n")
+    )
+
+
+def _plain_header(head: str, delimiter: str) -> list[str] | None:
+    """The names of a plain header line, or None when they are not unique, non-empty and unpadded."""
     header = head.split(delimiter)
     if len(set(header)) != len(header) or any(h.strip() != h or not h for h in header):
         return None
+    return header
+
+
+def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> pd.DataFrame | None:
+    """Plain records (:func:`_plain`) parsed by Arrow's CSV reader, every column as text (object columns); None
+    when Arrow refuses them (e.g. a record with the wrong number of fields: the csv-module path words it)."""
     try:
         table = pa_csv.read_csv(
-            io.BytesIO(body.encode("utf-8")),
+            io.BytesIO(body),
             read_options=pa_csv.ReadOptions(column_names=header, use_threads=True),
             parse_options=pa_csv.ParseOptions(
                 delimiter=delimiter, quote_char=False, newlines_in_values=False, ignore_empty_lines=False
@@ -189,12 +212,11 @@ def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
         )
     except (pa.ArrowInvalid, ValueError):
         return None
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {name: table.column(name).to_numpy(zero_copy_only=False).astype(object) for name in header},
         columns=header,
         dtype=object,
     )
-    return Table(frame=frame, lines=np.arange(2, len(frame) + 2, dtype=np.int64), path=path)
 
 
 def _read_delimited(text: str, path: str, delimiter: str) -> Table:
@@ -241,7 +263,7 @@ def _read_jsonl(text: str, path: str) -> Table:
     return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
 
 
-def _jsonl_table(records: list[dict], starts: list[int], path: str) -> Table:
+def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str) -> Table:
     columns: dict[str, None] = {}
     for rec in records:
         for key in rec:
@@ -251,7 +273,7 @@ def _jsonl_table(records: list[dict], starts: list[int], path: str) -> Table:
     return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
 
 
-def read_table(path: str | os.PathLike) -> Table:
+def read_table(path: str | os.PathLike[str]) -> Table:
     """Read a CSV, TSV, JSONL or Parquet file (by extension) into a ``Table`` with source lines.
 
     Parameters
@@ -291,7 +313,7 @@ def read_table(path: str | os.PathLike) -> Table:
 CHUNK_ROWS = 250_000  # records per chunk of :func:`iter_table`: a few hundred MB at most, whatever the file size
 
 
-def iter_table(path: str | os.PathLike, chunk_rows: int | None = None) -> Iterator[Table]:
+def iter_table(path: str | os.PathLike[str], chunk_rows: int | None = None) -> Iterator[Table]:
     """Read a CSV, TSV, JSONL or Parquet file in chunks of at most ``chunk_rows`` records, each a ``Table`` with
     the source lines of its records, so that memory stays flat whatever the file size (``easl ingest``).
 
@@ -305,15 +327,65 @@ def iter_table(path: str | os.PathLike, chunk_rows: int | None = None) -> Iterat
     if fmt == "parquet":
         yield from _iter_parquet(path, chunk_rows)
         return
+    if fmt != "jsonl":
+        yield from _iter_plain_delimited(path, "," if fmt == "csv" else "\t", chunk_rows)
+        return
     with _open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline="") as fh:
         try:
-            if fmt == "jsonl":
-                yield from _iter_jsonl(fh, path, chunk_rows)
-            else:
-                yield from _iter_delimited(fh, path, "," if fmt == "csv" else "\t", chunk_rows)
+            yield from _iter_jsonl(fh, path, chunk_rows)
         except UnicodeDecodeError:
             _locate_bad_utf8(path)
             raise
+
+
+def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
+    """CSV/TSV in chunks: while the lines are plain (:func:`_plain`), ``chunk_rows`` lines at a time parsed by
+    Arrow (several times faster than the csv module); from the first chunk that is not, the csv module reads on
+    from the start of that chunk (the earlier chunks ended at a line end outside any quotes, having none)."""
+    line0, offset, yielded = 0, 0, False
+    header: list[str] | None = None
+    with _open_binary(path) as raw:
+        try:
+            head = raw.readline().decode("utf-8-sig")
+            if head.endswith("\n") and _plain(head[:-1]):
+                header = _plain_header(head[:-1], delimiter)
+            if header is not None:
+                line0, offset = 1, raw.tell()
+                while lines := _take_lines(raw, chunk_rows):
+                    body = b"".join(lines)
+                    frame = _arrow_delimited(body, header, delimiter) if _plain(body.decode("utf-8")) else None
+                    if frame is None or len(frame) != len(lines):
+                        break  # the csv module reads on from this chunk
+                    yield Table(
+                        frame=frame, lines=np.arange(line0 + 1, line0 + len(lines) + 1, dtype=np.int64), path=path
+                    )
+                    line0, offset, yielded = line0 + len(lines), raw.tell(), True
+                else:
+                    if yielded:
+                        return
+                    header, line0, offset = None, 0, 0  # a header and no records: the csv-module path words it
+        except UnicodeDecodeError:
+            _locate_bad_utf8(path)
+            raise
+        raw.seek(offset)
+        fh = io.TextIOWrapper(raw, encoding="utf-8-sig" if offset == 0 else "utf-8", errors="strict", newline="")
+        try:
+            yield from _iter_delimited(fh, path, delimiter, chunk_rows, header=header, line0=line0, yielded=yielded)
+        except UnicodeDecodeError:
+            _locate_bad_utf8(path)
+            raise
+        finally:
+            fh.detach()
+
+
+def _take_lines(raw: io.BufferedReader, n: int) -> list[bytes]:
+    """The next ``n`` lines of ``raw`` (fewer at the end of the file)."""
+    out = []
+    for line in raw:
+        out.append(line)
+        if len(out) >= n:
+            break
+    return out
 
 
 def _locate_bad_utf8(path: str) -> None:
@@ -329,7 +401,7 @@ def _locate_bad_utf8(path: str) -> None:
                 ) from None
 
 
-def _open_parquet(path: str):
+def _open_parquet(path: str) -> Any:
     """The ``pyarrow.parquet.ParquetFile``; a missing, corrupt or column-less file is one InputError."""
     import pyarrow.parquet as pq
 
@@ -361,8 +433,8 @@ def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
         )
 
 
-def _iter_jsonl(fh, path: str, chunk_rows: int) -> Iterator[Table]:
-    records: list[dict] = []
+def _iter_jsonl(fh: Iterable[str], path: str, chunk_rows: int) -> Iterator[Table]:
+    records: list[dict[str, Any]] = []
     starts: list[int] = []
     any_record = False
     decode = json.loads
@@ -388,18 +460,29 @@ def _iter_jsonl(fh, path: str, chunk_rows: int) -> Iterator[Table]:
         yield _jsonl_table(records, starts, path)
 
 
-def _iter_delimited(fh, path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    reader = csv.reader(fh, delimiter=delimiter, quoting=quoting, strict=True)
+def _iter_delimited(
+    fh: Any,
+    path: str,
+    delimiter: str,
+    chunk_rows: int,
+    *,
+    header: list[str] | None = None,
+    line0: int = 0,
+    yielded: bool = False,
+) -> Iterator[Table]:
+    """CSV/TSV records in chunks, parsed by the csv module; ``fh`` may start after ``line0`` lines already read
+    (with the ``header`` found there, and ``yielded`` when records were given already)."""
+    if delimiter == ",":
+        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL, strict=True)
+    else:
+        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_NONE, strict=True)
     rows: list[list[str]] = []
     starts: list[int] = []
-    header: list[str] | None = None
-    prev = 0
-    yielded = False
+    prev = line0
     try:
         for rec in reader:
             start = prev + 1
-            prev = reader.line_num
+            prev = line0 + reader.line_num
             if not rec or (len(rec) == 1 and rec[0].strip() == ""):
                 continue  # blank line
             if header is None:
@@ -412,7 +495,7 @@ def _iter_delimited(fh, path: str, delimiter: str, chunk_rows: int) -> Iterator[
                 rows, starts, yielded = [], [], True
     except csv.Error as exc:
         raise InputError(
-            f"{path}:{reader.line_num}: the file is not valid {'CSV' if delimiter == ',' else 'TSV'} ({exc})."
+            f"{path}:{line0 + reader.line_num}: the file is not valid {'CSV' if delimiter == ',' else 'TSV'} ({exc})."
         ) from None
     if header is None:
         raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
@@ -440,7 +523,7 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     """Yield a temporary file name in ``path``'s directory; on success it is renamed over ``path``, on any error
     it is removed and ``path`` is left as it was (:func:`core.outputs.atomic_outputs` for one file). Raises
     InputError when the directory is missing or cannot be written, or the write fails (disk full)."""
@@ -463,7 +546,7 @@ def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
         _parquet_safe(frame).to_parquet(tmp, index=False)
 
 
-def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike) -> None:
+def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str]) -> None:
     """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension (for callers that rename it
     into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``."""
     try:
@@ -474,7 +557,7 @@ def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike) -> No
         ) from None
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write ``frame`` to ``path`` as CSV, TSV, JSONL or Parquet (by extension), atomically (:func:`atomic_path`).
 
     Missing values are written as empty CSV cells, ``null`` in JSONL and nulls in Parquet. JSONL floats keep 15
@@ -488,7 +571,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     write_tables([(frame, path)])
 
 
-def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike]]) -> None:
+def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike[str]]]) -> None:
     """Write several tables (:func:`write_table` each) all or none: every file is written under a temporary name
     and renamed into place only when all are complete (:func:`core.outputs.atomic_outputs`)."""
     formats = [write_format(path) for _, path in outputs]
@@ -497,7 +580,7 @@ def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike]]) -> None:
             _write_to(frame, tmp, fmt)
 
 
-def write_jsonl_records(records: list[dict], path: str | os.PathLike) -> None:
+def write_jsonl_records(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
     """Write JSON objects one per line (``json.dumps``, UTF-8, exact floats), atomically (:func:`atomic_path`)."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for rec in records:

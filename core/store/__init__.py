@@ -5,6 +5,11 @@ Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`ProjectSt
 nor SciPy; the methods that need them import them.
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
 from core.store.db import now
 from core.store.observations import IngestReport, Prepared
 from core.store.output import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
@@ -12,8 +17,11 @@ from core.store.project import Project
 from core.store.records import Event, Reject
 from core.store.schema import SCHEMA_VERSION
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def read_items(path, id_column: str = "id", text_column: str = "text"):
+
+def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
     """Read an items file (see :func:`core.store.items.read_items`)."""
     from core.store.items import read_items as read
 

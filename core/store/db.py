@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import Any, Self
 
 from core.errors import ProjectFileError
 
@@ -47,11 +49,19 @@ def connect(path: str, *, readonly: bool) -> sqlite3.Connection:
     return conn
 
 
-def fill_temp(conn: sqlite3.Connection, name: str, values: Iterable) -> None:
+def fill_temp(conn: sqlite3.Connection, name: str, values: Iterable[Any]) -> None:
     """(Re)fill the temporary one-column table ``temp.<name>(v)`` with distinct ``values``."""
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (v PRIMARY KEY)")
     conn.execute(f"DELETE FROM temp.{name}")
     conn.executemany(f"INSERT OR IGNORE INTO temp.{name}(v) VALUES (?)", ((v,) for v in values))
+
+
+def read_columns(conn: sqlite3.Connection, query: str, columns: list[str], params: tuple[Any, ...] = ()) -> list[Any]:
+    """The ``columns`` of the rows of ``query`` (in its order), each as one Python list, read as one JSON array per
+    column (``json_group_array``): a million cells in a fraction of the time of a million row tuples."""
+    select = ", ".join(f"json_group_array({c})" for c in columns)
+    row = conn.execute(f"SELECT {select} FROM ({query})", params).fetchone()
+    return [json.loads(text) for text in row]
 
 
 def max_seq(conn: sqlite3.Connection) -> int:
@@ -80,10 +90,10 @@ class Connected:
             self._conn.close()
             self._conn = None  # type: ignore[assignment]
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextlib.contextmanager

@@ -149,7 +149,7 @@ def _line_key(problem: str) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
-def read_items(path: str | os.PathLike, id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
+def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
     """Read an items file (CSV, TSV, JSONL or Parquet) into ``item_id, text, <extra columns>``.
 
     See :func:`core.tables.read_table` for formats and :func:`items_from_table` for the checks.
@@ -182,7 +182,7 @@ def data_json(items: pd.DataFrame) -> list[str]:
     if not extra:
         return ["{}"] * len(items)
     sub = items[extra].reset_index(drop=True)
-    text = sub.to_json(orient="records", lines=True, force_ascii=False, date_format="iso")
+    text = str(sub.to_json(orient="records", lines=True, force_ascii=False, date_format="iso"))
     rows = text.splitlines()
     if len(rows) != len(items):  # a newline inside a value cannot occur in JSON text; guard anyway
         rows = [json.dumps(r, ensure_ascii=False, default=str) for r in sub.to_dict(orient="records")]

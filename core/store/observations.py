@@ -90,17 +90,17 @@ class Prepared:
     locations: NDArray[Any]
     batch: Batch
     hit_ids: list[str]
-    fingerprint: tuple
+    fingerprint: tuple[Any, ...]
 
 
 def _named_hits(frame: pd.DataFrame) -> list[str]:
     """The distinct HIT ids a batch of annotation rows names."""
     from core.store.validation import id_strings
 
-    return id_strings(frame["hit_id"]).dropna().unique().tolist()
+    return [str(h) for h in id_strings(frame["hit_id"]).dropna().unique().tolist()]
 
 
-def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple:
+def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple[Any, ...]:
     """What validation reads of the project besides fixed data: which of ``ids`` exist and are retracted."""
     if not ids:
         return ()
@@ -133,33 +133,11 @@ def _record_rejects(conn: sqlite3.Connection, rejects: pd.DataFrame, source: str
     )
 
 
-def _cross_chunk_conflicts(conn: sqlite3.Connection, batch: Batch, since: int) -> Batch:
-    """Move to the rejects the valid rows whose key got a different score from an earlier chunk of the same
-    input (a live observation appended at log position ``since`` or later)."""
+def _conflict_rejects(moved: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The rejects (and their messages) of valid rows whose key got a different score from an earlier chunk of the
+    same input."""
     import pandas as pd
 
-    valid = batch.valid
-    fresh = ~valid["repeat"].to_numpy()
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _chunk_keys (source_key TEXT NOT NULL, pos INTEGER NOT NULL)")
-    conn.execute("DELETE FROM temp._chunk_keys")
-    conn.executemany(
-        "INSERT INTO temp._chunk_keys(source_key, pos) VALUES (?, ?)",
-        zip(valid["source_key"].to_numpy(dtype=object)[fresh].tolist(), np.flatnonzero(fresh).tolist()),
-    )
-    found = conn.execute(
-        "SELECT k.pos, l.score_raw FROM temp._chunk_keys k JOIN live l ON l.source_key = k.source_key WHERE l.seq >= ?",
-        (since,),
-    ).fetchall()
-    conn.execute("DELETE FROM temp._chunk_keys")
-    if not found:
-        return batch
-    pos = np.asarray([r[0] for r in found], dtype=np.int64)
-    differs = np.asarray([r[1] for r in found], dtype=np.float64) != valid["score_raw"].to_numpy()[pos]
-    if not differs.any():
-        return batch
-    bad = np.zeros(len(valid), dtype=bool)
-    bad[pos[differs]] = True
-    moved = valid[bad]
     has_ann = moved["annotation_id"].notna().to_numpy()
     reasons = np.where(
         has_ann,
@@ -179,17 +157,19 @@ def _cross_chunk_conflicts(conn: sqlite3.Connection, batch: Batch, since: int) -
             "annotation_id": moved["annotation_id"].to_numpy(),
         }
     )
-    messages = batch.messages + [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]
-    return type(batch)(
-        valid=valid[~bad].reset_index(drop=True),
-        rejects=pd.concat([batch.rejects, extra], ignore_index=True),
-        n_rows=batch.n_rows,
-        messages=messages,
-    )
+    return extra, [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]
 
 
 class Observations(Hits):
     """Validation, ingestion and retraction (mixed into :class:`core.store.Project`)."""
+
+    if TYPE_CHECKING:  # defined by core.store.replay.Replay
+
+        def _refit(self, conn: sqlite3.Connection) -> dict[str, NDArray[Any]]: ...
+
+        def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]: ...
+
+        def _save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None: ...
 
     def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> pd.DataFrame:
         import pandas as pd
@@ -206,7 +186,7 @@ class Observations(Hits):
         fill_temp(conn, "_hit_ids", ids)
         rows = conn.execute(
             "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi "
-            "ON hi.hit_id = h.hit_id WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
+            "ON hi.hit_no = h.hit_no WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
             "ORDER BY h.hit_id, hi.position"
         ).fetchall()
         return pd.DataFrame(
@@ -217,7 +197,7 @@ class Observations(Hits):
             }
         )
 
-    def validate(self, rows, *, source: str) -> Batch:
+    def validate(self, rows: Any, *, source: str) -> Batch:
         """Validate annotation rows without writing anything (see :mod:`core.store.validation`)."""
         from core.store.validation import normalize_rows
 
@@ -225,7 +205,7 @@ class Observations(Hits):
         with self._reading() as conn:
             return self._validate(conn, frame, locations)
 
-    def prepare(self, rows, *, source: str) -> Prepared:
+    def prepare(self, rows: Any, *, source: str) -> Prepared:
         """Validate annotation rows under a read snapshot, outside any write transaction, for a later
         :meth:`ingest` (which then skips validation if the HITs the rows name are as they were).
 
@@ -251,7 +231,13 @@ class Observations(Hits):
             fingerprint=fingerprint,
         )
 
-    def _validate(self, conn, frame, locations, named: list[str] | None = None) -> Batch:
+    def _validate(
+        self,
+        conn: sqlite3.Connection,
+        frame: pd.DataFrame,
+        locations: NDArray[Any],
+        named: list[str] | None = None,
+    ) -> Batch:
         from core.store.validation import validate
 
         hits = self._hits_frame(conn, _named_hits(frame) if named is None else named)
@@ -266,7 +252,7 @@ class Observations(Hits):
             method=self.hyper.method,
         )
 
-    def ingest(self, rows, *, source: str, skip_invalid: bool = False) -> IngestReport:
+    def ingest(self, rows: Any, *, source: str, skip_invalid: bool = False) -> IngestReport:
         """Validate and append annotation rows in one transaction.
 
         Parameters
@@ -353,15 +339,20 @@ class Observations(Hits):
                 frame, locations, name = normalize_rows(chunk, source)
                 report.n_rows += len(frame)
                 batch = self._validate(conn, frame, locations)
-                if len(batch.valid) and max_seq(conn) >= since:
-                    batch = _cross_chunk_conflicts(conn, batch, since)
                 if len(batch.rejects):
                     rejects.append(batch.rejects)
                     messages.extend(batch.messages)
-                if messages and not skip_invalid:
-                    continue  # validate the rest, to list every bad row; nothing is appended
                 part = IngestReport()
-                self._append(conn, batch.valid, source, part)
+                # a row whose key got a different score from an earlier chunk is a conflict: found by the lookup
+                # of the live observations that appending does anyway (a log position >= since), and rejected;
+                # after a reject without skip_invalid nothing is kept (the transaction is rolled back), but the
+                # rows are still looked up so that every conflict is listed
+                conflicts = self._append(
+                    conn, batch.valid, source, part, since=since, dry=bool(messages) and not skip_invalid
+                )
+                if conflicts is not None:
+                    rejects.append(conflicts[0])
+                    messages.extend(conflicts[1])
                 report.new += part.new
                 report.duplicate += part.duplicate
                 report.superseded += part.superseded
@@ -382,13 +373,27 @@ class Observations(Hits):
                 before_commit(report)
         return report
 
-    def _append(self, conn: sqlite3.Connection, valid: pd.DataFrame, source: str, report: IngestReport) -> None:
+    def _append(
+        self,
+        conn: sqlite3.Connection,
+        valid: pd.DataFrame,
+        source: str,
+        report: IngestReport,
+        *,
+        since: int | None = None,
+        dry: bool = False,
+    ) -> tuple[pd.DataFrame, list[str]] | None:
+        """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
+
+        With ``since`` (a log position), a row whose key has a live score appended at ``since`` or later that
+        differs is a conflict with an earlier chunk of the same input: it is not appended, and its reject and
+        message are returned. ``dry``: only look for such conflicts (nothing is appended)."""
         import pandas as pd
 
         report.duplicate = int(valid["repeat"].sum())
         cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
         if len(cand) == 0:
-            return
+            return None
         # the live observation of each key, if any
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keys (source_key TEXT NOT NULL, pos INTEGER NOT NULL)")
         conn.execute("DELETE FROM temp._keys")
@@ -400,22 +405,34 @@ class Observations(Hits):
             zip(cand["source_key"].to_numpy(dtype=object)[by_key].tolist(), by_key.tolist()),
         )
         found = conn.execute(
-            "SELECT k.pos, l.score_raw, l.score01, l.item_idx, l.hit_id FROM temp._keys k "
+            "SELECT k.pos, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM temp._keys k "
             "JOIN live l ON l.source_key = k.source_key"
         ).fetchall()
         pos = np.asarray([r[0] for r in found], dtype=np.int64)
         old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
+        same = old_raw == cand["score_raw"].to_numpy()[pos]
+        conflicts = None
+        moved = np.zeros(0, dtype=np.int64)  # positions of conflicts with an earlier chunk: neither kept nor live
+        if since is not None:
+            clash = ~same & (np.asarray([r[5] for r in found], dtype=np.int64) >= since)
+            if clash.any():
+                moved = pos[clash]
+                conflicts = _conflict_rejects(cand.iloc[moved])
+                found = [r for r, c in zip(found, clash.tolist()) if not c]
+                pos, old_raw, same = pos[~clash], old_raw[~clash], same[~clash]
+        if dry:
+            return conflicts
         old01 = np.asarray([r[2] for r in found], dtype=np.float64)
         old_item = np.asarray([r[3] for r in found], dtype=np.int64)
-        same = old_raw == cand["score_raw"].to_numpy()[pos]
         report.duplicate += int(same.sum())
         report.superseded = int((~same).sum())
         keep = np.ones(len(cand), dtype=bool)
         keep[pos[same]] = False
+        keep[moved] = False
         add = cand[keep].reset_index(drop=True)
         report.new = len(add) - report.superseded
         if len(add) == 0:
-            return
+            return conflicts
         # order-dependent models: appending whole new submissions at the end of the log is incremental
         group_seen = False
         if self.model.order_dependent and report.superseded == 0:
@@ -455,10 +472,10 @@ class Observations(Hits):
                 [source] * len(add),
             ),
         )
-        if same.any():  # keys live with this very score stay as they are
+        if same.any() or moved.size:  # keys live with this very score (or a conflict) stay as they are
             conn.execute(
                 "DELETE FROM temp._keys WHERE pos IN (SELECT value FROM json_each(?))",
-                (json.dumps(pos[same].tolist()),),
+                (json.dumps(pos[same].tolist() + moved.tolist()),),
             )
         conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._keys)")
         o = np.argsort(add["source_key"].to_numpy(dtype=object), kind="stable")  # in key order (see above)
@@ -503,6 +520,7 @@ class Observations(Hits):
         self._save_state(conn, state, int(seqs[-1]))
         old_hits = {r[4] for r, dup in zip(found, same.tolist()) if not dup and r[4] is not None}
         refresh_hits(conn, sorted(set(add["hit_id"].dropna().tolist()) | old_hits))
+        return conflicts
 
     # -------------------------------------------------------------------------------------------------- retract
 
@@ -534,7 +552,7 @@ class Observations(Hits):
             conn.execute("UPDATE hits SET status = 'retracted' WHERE hit_id = ?", (hit_id,))
             return n
 
-    def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple, source: str) -> int:
+    def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...], source: str) -> int:
         rows = conn.execute(
             f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} ORDER BY l.seq", params
         ).fetchall()

@@ -121,7 +121,11 @@ class ProjectStatus:
 class Output(Replay):
     """Estimates, ratings and status (mixed into :class:`core.store.Project`)."""
 
-    _settings: dict[str, Any]
+    if TYPE_CHECKING:  # defined by core.store.project.Project
+
+        @property
+        def _settings(self) -> dict[str, Any]: ...
+
     event_counts: Any  # core.store.records.FrontEndRecords.event_counts (both are parts of Project)
 
     def estimates(self) -> pd.DataFrame:
@@ -179,7 +183,7 @@ class Output(Replay):
         frame["iteration"] = pd.array(frame["iteration"].tolist(), dtype="Int64")
         return frame
 
-    def _stop_rng(self):
+    def _stop_rng(self) -> np.random.Generator:
         from core.store.hits import _state_seq, stop_rng
 
         return stop_rng(self.hyper.seed, _state_seq(self._conn))

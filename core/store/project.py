@@ -91,7 +91,7 @@ class Project(Output, FrontEndRecords):
         return {k: getattr(self.hyper, k) for k in SETTINGS}
 
     @classmethod
-    def create(cls, path: str | os.PathLike, items: pd.DataFrame, hyper: Hyper) -> Project:
+    def create(cls, path: str | os.PathLike[str], items: pd.DataFrame, hyper: Hyper) -> Project:
         """Create a project file from items (``item_id, text, extra columns``) and hyper-parameters.
 
         The file is built under a temporary name in the same directory and linked into place only when complete,
@@ -187,7 +187,7 @@ class Project(Output, FrontEndRecords):
         return cls.open(path)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, readonly: bool = False) -> Project:
+    def open(cls, path: str | os.PathLike[str], *, readonly: bool = False) -> Project:
         """Open an existing project file (migrating an older schema in one transaction unless ``readonly``).
 
         Raises

@@ -127,7 +127,7 @@ class FrontEndRecords(Connected):
                     "INSERT INTO events(received_at, kind, payload) VALUES (?, ?, ?)",
                     (at, kind, _payload_text(payload)),
                 )
-                ids.append(int(cur.lastrowid))
+                ids.append(int(cur.lastrowid or 0))
         return ids
 
     def add_event(self, kind: str, payload: Any) -> int:

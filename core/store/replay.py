@@ -15,7 +15,7 @@ their first score in the log (a missing annotator is one anonymous annotator), s
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ COLD_REFIT_UPTO = 1_000_000
 _NO_ANNOTATOR = "\x00"  # the code of observations without an annotator: one anonymous annotator
 
 
-def annotator_codes(conn: sqlite3.Connection) -> list:
+def annotator_codes(conn: sqlite3.Connection) -> list[Any]:
     """Every annotator of a score in the log, in order of first appearance (``None`` for rows without one):
     position = the annotator's index in the aware model's arrays."""
     return [
@@ -48,16 +48,17 @@ def annotator_codes(conn: sqlite3.Connection) -> list:
     ]
 
 
-def _code_array(annotators, names: list) -> NDArray[Any]:
+def _code_array(annotators: Iterable[Any], names: list[Any]) -> NDArray[Any]:
     """Indices of ``annotators`` in ``names`` (:func:`annotator_codes`)."""
     import pandas as pd
 
     lookup = {(_NO_ANNOTATOR if n is None else n): k for k, n in enumerate(names)}
     values = pd.Series([_NO_ANNOTATOR if a is None else a for a in annotators], dtype=object)
-    return values.map(lookup).to_numpy(dtype=np.int64)
+    codes: NDArray[Any] = values.map(lookup).to_numpy(dtype=np.int64)
+    return codes
 
 
-def live_with_annotators(conn: sqlite3.Connection) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], list]:
+def live_with_annotators(conn: sqlite3.Connection) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], list[Any]]:
     """The live log for the aware model: ``(item, annotator index, score01, annotator names)``."""
     rows = conn.execute(
         "SELECT l.item_idx, l.score01, o.annotator FROM live l JOIN observations o ON o.seq = l.seq ORDER BY l.seq"
@@ -68,11 +69,12 @@ def live_with_annotators(conn: sqlite3.Connection) -> tuple[NDArray[Any], NDArra
     return item, _code_array([r[2] for r in rows], names), s01, names
 
 
-def _group_codes(keys) -> NDArray[Any]:
+def _group_codes(keys: Iterable[Any]) -> NDArray[Any]:
     """Integer codes of the submission (group) keys, in order of first appearance."""
     import pandas as pd
 
-    return pd.factorize(pd.Series(keys, dtype=object))[0].astype(np.int64)
+    codes: NDArray[Any] = pd.factorize(pd.Series(list(keys), dtype=object))[0].astype(np.int64)
+    return codes
 
 
 class Replay(Observations):
@@ -91,7 +93,8 @@ class Replay(Observations):
         :data:`COLD_REFIT_UPTO` live observations, then warm-started from the cached state."""
         item, annotator, s01, names = live_with_annotators(conn)
         warm = load_state(conn) if item.size > COLD_REFIT_UPTO else None
-        return self.model.refit(warm, item, annotator, s01, n_items=self.n_items)
+        state: dict[str, NDArray[Any]] = self.model.refit(warm, item, annotator, s01, n_items=self.n_items)
+        return state
 
     def annotator_table(self) -> Any:
         """Aware projects: the per-annotator diagnostics of the cached fit, one row per annotator that has live

@@ -204,19 +204,21 @@ def _read_rowid_table(conn: sqlite3.Connection, table: str, cols: list[str]) -> 
             start = nxt
 
 
-def _read_hit_items(conn: sqlite3.Connection, hit_ids: list[str]) -> tuple[list[tuple[Any, ...]], bool]:
+def _read_hit_items(conn: sqlite3.Connection, key: str, hits: list[Any]) -> tuple[list[tuple[Any, ...]], bool]:
+    """Every readable row ``(key, position, item_idx)`` of ``hit_items``, whose HIT column is ``key`` (``hit_no``
+    from schema version 2, ``hit_id`` before), and whether a read failed; after a failure, HIT by HIT."""
     try:
         return conn.execute(
-            "SELECT hit_id, position, item_idx FROM hit_items ORDER BY hit_id, position"
+            f"SELECT {key}, position, item_idx FROM hit_items ORDER BY {key}, position"
         ).fetchall(), False
     except sqlite3.DatabaseError:
         pass
     rows: list[tuple[Any, ...]] = []
-    for h in hit_ids:
+    for h in hits:
         try:
             rows.extend(
                 conn.execute(
-                    "SELECT hit_id, position, item_idx FROM hit_items WHERE hit_id = ? ORDER BY position", (h,)
+                    f"SELECT {key}, position, item_idx FROM hit_items WHERE {key} = ? ORDER BY position", (h,)
                 ).fetchall()
             )
         except sqlite3.DatabaseError:
@@ -285,8 +287,14 @@ def salvage(path: str, out: str) -> SalvageReport:
             raise ProjectFileError(
                 path, "the project's settings (its meta table) cannot be read, so nothing can be salvaged"
             )
-        hit_col = tables["hits"][0].index("hit_id")
-        hit_items, damaged = _read_hit_items(src, [r[hit_col] for r in tables["hits"][1]])
+        try:
+            key = "hit_no" if "hit_no" in _columns(src, "hit_items") else "hit_id"  # schema version 2, or 1
+        except sqlite3.DatabaseError:
+            key = "hit_no"
+        hit_col = tables["hits"][0].index(key) if key in tables["hits"][0] else None
+        hit_items, damaged = _read_hit_items(
+            src, key, [r[hit_col] for r in tables["hits"][1]] if hit_col is not None else []
+        )
         if damaged:
             report.damaged_tables.append("hit_items")
         conn = connect(tmp, readonly=False)
@@ -299,11 +307,17 @@ def salvage(path: str, out: str) -> SalvageReport:
                 if table == "meta":
                     rows = [r for r in rows if r[0] not in ("state_seq", "state_figures")]
                 report.copied[table] = _insert(conn, table, cols, rows)
-            report.copied["hit_items"] = _insert(conn, "hit_items", ["hit_id", "position", "item_idx"], hit_items)
+            if key == "hit_id":  # a version 1 file: its HITs' integer keys are those the copy gave them
+                conn.execute("CREATE TEMP TABLE _by_id (hit_id TEXT, position INTEGER, item_idx INTEGER)")
+                conn.executemany("INSERT INTO temp._by_id VALUES (?, ?, ?)", hit_items)
+                hit_items = conn.execute(
+                    "SELECT h.hit_no, b.position, b.item_idx FROM temp._by_id b JOIN hits h ON h.hit_id = b.hit_id"
+                ).fetchall()
+            report.copied["hit_items"] = _insert(conn, "hit_items", ["hit_no", "position", "item_idx"], hit_items)
             # drop what points at lost rows; recreate lost iterations from their HITs
             for table, where in (
                 ("observations", "item_idx NOT IN (SELECT idx FROM items)"),
-                ("hit_items", "item_idx NOT IN (SELECT idx FROM items) OR hit_id NOT IN (SELECT hit_id FROM hits)"),
+                ("hit_items", "item_idx NOT IN (SELECT idx FROM items) OR hit_no NOT IN (SELECT hit_no FROM hits)"),
             ):
                 n = conn.execute(f"DELETE FROM {table} WHERE {where}").rowcount
                 if n:

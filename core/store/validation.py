@@ -56,7 +56,7 @@ class Batch:
     messages: list[str] = field(default_factory=list)
 
 
-def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
+def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
     """Turn a ``Table``, a DataFrame or a list of dicts into a frame of object columns ``INPUT_COLUMNS`` plus the
     location of every row.
 
@@ -82,12 +82,17 @@ def normalize_rows(rows, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
             path=name,
             field=missing[0],
         )
-    out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
-    for col in INPUT_COLUMNS:
-        if col in frame.columns:
-            out[col] = frame[col].astype(object).to_numpy()
-        else:
-            out[col] = np.full(len(frame), None, dtype=object)
+    # object columns throughout validation: pandas' Arrow-backed strings would convert every column at each step
+    out = pd.DataFrame(
+        {
+            col: pd.Series(
+                frame[col].to_numpy(dtype=object) if col in frame.columns else np.full(len(frame), None, dtype=object),
+                dtype=object,
+            )
+            for col in INPUT_COLUMNS
+        },
+        index=pd.RangeIndex(len(frame)),
+    )
     return out, np.asarray(locations, dtype=object), name
 
 
@@ -95,7 +100,13 @@ def id_strings(values: pd.Series) -> pd.Series:
     """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``."""
     s = pd.Series(values.to_numpy(dtype=object), dtype=object)
     missing = s.isna().to_numpy()
-    if pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):  # CSV cells: strings only
+    kind = pd.api.types.infer_dtype(s, skipna=True)
+    if kind == "string" and not missing.any():  # CSV cells: strings only, stripped as object strings
+        text = s.str.strip()
+        text[(text == "").to_numpy()] = None
+        return text
+    is_float: NDArray[Any]
+    if kind in ("string", "empty"):
         is_float = np.zeros(len(s), dtype=bool)
     else:
         is_float = np.fromiter((isinstance(v, float) for v in s.tolist()), dtype=bool, count=len(s))
@@ -103,9 +114,9 @@ def id_strings(values: pd.Series) -> pd.Series:
         fl = s[is_float & ~missing].astype(np.float64)
         integral = np.isfinite(fl.to_numpy()) & (fl.to_numpy() == np.round(fl.to_numpy()))
         s.loc[fl.index[integral]] = fl[integral].astype(np.int64).astype(str).to_numpy()
-    text = s.astype(str).str.strip()
+    text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     text[missing | (text == "").to_numpy()] = None
-    return text.astype(object)
+    return text
 
 
 def _numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -162,6 +173,12 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
+    """A DataFrame of the arrays, object arrays kept as object columns (not converted to Arrow-backed strings, which
+    every later step would convert back)."""
+    return pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v for k, v in columns.items()})
+
+
 def validate(
     frame: pd.DataFrame,
     locations: NDArray[Any],
@@ -189,7 +206,7 @@ def validate(
     reason = np.full(n, None, dtype=object)
     fld = np.full(n, None, dtype=object)
 
-    def flag(mask: NDArray[Any], field_name: str, text) -> None:
+    def flag(mask: NDArray[Any], field_name: str, text: Any) -> None:
         mask = np.asarray(mask, dtype=bool) & pd.isna(reason)
         if not mask.any():
             return
@@ -201,12 +218,17 @@ def validate(
 
     # 1. scores
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
-    is_missing = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+    raw_kind = pd.api.types.infer_dtype(raw, skipna=True)
+    raw_str = raw if raw_kind == "string" else pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object)
+    raw_str = raw_str.str.strip()
+    is_missing = raw.isna().to_numpy() | (raw_str == "").to_numpy()
     num, too_large = _numbers(raw)
-    if pd.api.types.infer_dtype(raw, skipna=True) not in ("string", "empty", "floating", "integer"):
+    if raw_kind not in ("string", "empty", "floating", "integer"):
         is_bool = np.fromiter((isinstance(v, (bool, np.bool_)) for v in raw.tolist()), dtype=bool, count=n)
         num[is_bool] = np.nan  # JSON true/false are not scores
-    raw_text = raw.astype(str).str.strip().str.lower().to_numpy()
+    raw_text = np.full(n, "", dtype=object)  # the lower-case text of the cells that are not numbers
+    not_number = np.flatnonzero(np.isnan(num))
+    raw_text[not_number] = raw_str.iloc[not_number].astype(str).str.lower().to_numpy(dtype=object)
     flag(is_missing, "score", "the score is missing")
     flag(
         too_large,
@@ -391,7 +413,7 @@ def validate(
 
     ok = pd.isna(reason)
     bad = np.flatnonzero(~ok)
-    rejects = pd.DataFrame(
+    rejects = _object_frame(
         {
             "location": loc.to_numpy()[bad],
             "field": fld[bad],
@@ -405,7 +427,7 @@ def validate(
     )
     good = np.flatnonzero(ok)
     span = score_max - score_min
-    valid = pd.DataFrame(
+    valid = _object_frame(
         {
             "row": good,
             "location": loc.to_numpy()[good],

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
 from core.errors import UserError
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 def register(subparsers) -> None:
@@ -31,24 +27,12 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def hits_long_form(hits: list[dict]) -> pd.DataFrame:
-    """One row per (HIT, position): ``hit_id, iteration, position, item_id, text`` and the items' extra fields."""
-    import pandas as pd
-
-    rows = [
-        {"hit_id": h["hit_id"], "iteration": h["iteration"], "position": pos, **item}
-        for h in hits
-        for pos, item in enumerate(h["items"])
-    ]
-    columns = ["hit_id", "iteration", "position", "item_id", "text"]
-    frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=columns)
-    return frame[columns + [c for c in frame.columns if c not in columns]]
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
     from core.tables import write_format, write_jsonl_records, write_table
+
+    hits: list[dict[str, object]] = []
 
     fmt = None
     if args.output:
@@ -57,9 +41,16 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{args.output}: HITs are written as .jsonl or .csv, not {fmt}.")
     stop = None
     with Project.open(args.project) as project:
-        hits = project.next_hits()
+        with project.transaction():
+            project.advance()
+            if fmt == "csv":  # column-wise, without a record per item
+                frame = project.open_hits_frame()
+                n_hits = int(frame["hit_id"].nunique())
+            else:
+                hits = project.open_hits()
+                n_hits = len(hits)
         iteration = project.iteration()
-        if not hits and project.hyper.method == "aware":
+        if not n_hits and project.hyper.method == "aware":
             stop = project.stop_figures()
     if args.output is None:
         out = sys.stdout
@@ -69,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "jsonl":
         write_jsonl_records(hits, args.output)
     else:
-        write_table(hits_long_form(hits), args.output)
+        write_table(frame, args.output)
     where = f" to {args.output}" if args.output else ""
     if stop is not None and stop["reached"]:
         print(
@@ -78,5 +69,5 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    print(f"iteration {iteration}: {len(hits)} open HITs{where}", file=sys.stderr)
+    print(f"iteration {iteration}: {n_hits} open HITs{where}", file=sys.stderr)
     return 0
