@@ -229,10 +229,21 @@ def test_streaming_top_up_excludes_open_items(tmp_path):
         assert project.verify()["ok"]
 
 
-def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
-    from tests.tui_helpers import isolate_settings, run_async, wait_until
-    from tui.app import EaslApp
+async def first_reading(app, pilot) -> None:
+    """Wait until the monitor has shown its first reading of the project."""
+    from tests.tui_helpers import wait_until
     from tui.screens.monitor import MonitorScreen
+
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
+        what="the first reading",
+    )
+
+
+def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
+    from tests.tui_helpers import isolate_settings, run_async
+    from tui.app import EaslApp
     from tui.screens.monitor_data import MonitorSource
 
     isolate_settings(monkeypatch, tmp_path)
@@ -249,17 +260,65 @@ def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
     async def check() -> None:
         app = EaslApp(path, start="monitor", poll_interval=0.1)
         async with app.run_test(size=(100, 40)) as pilot:
-            await wait_until(
-                pilot,
-                lambda: isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None,
-                what="the first reading",
-            )
+            await first_reading(app, pilot)
             panel = app.screen.query_one("#aware")
             assert panel.display
             group = panel.content  # a rich Group: the stop line, then the annotator table
             head = str(group.renderables[0])
             assert "expected Spearman" in head and "stop target 0.900" in head  # the target, read-only
             assert group.renderables[1].row_count == min(snap.aware["n_annotators"], 12)
+
+    check()
+
+
+def test_monitor_sets_and_removes_the_stop_target(tmp_path, monkeypatch):
+    """Key t opens the stop-target dialog; a bad value is refused in the dialog, 0.8 is written to the project
+    file (the next reading shows it), an empty field removes the target; a non-aware project says why."""
+    from tests.tui_helpers import isolate_settings, run_async, wait_until
+    from tui.app import EaslApp
+    from tui.screens.monitor import MonitorScreen
+    from tui.screens.stop_target import StopTargetPrompt
+
+    isolate_settings(monkeypatch, tmp_path)
+    path = tmp_path / "m.easl"
+    with Project.create(path, make_items(30), Hyper(method="aware", stop_at=0.9, seed=4)) as project:
+        run_rounds(project, 2)
+    plain = tmp_path / "d.easl"
+    Project.create(plain, make_items(10), Hyper(method="da")).close()
+
+    def head(app: EaslApp) -> str:
+        return str(app.screen.query_one("#aware").content.renderables[0])
+
+    async def type_target(app: EaslApp, pilot, text: str) -> None:
+        await pilot.press("t")
+        await wait_until(pilot, lambda: isinstance(app.screen, StopTargetPrompt), what="the dialog")
+        field = app.screen.query_one("#stop-target")
+        field.value = text
+        await pilot.press("enter")
+
+    @run_async
+    async def check() -> None:
+        app = EaslApp(path, start="monitor", poll_interval=0.1)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await first_reading(app, pilot)
+            await type_target(app, pilot, "1.5")
+            assert isinstance(app.screen, StopTargetPrompt)  # refused: the dialog stays, with the reason
+            assert "outside (0, 1)" in str(app.screen.query_one("#stop-error").content)
+            app.screen.query_one("#stop-target").value = "0.8"
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: "stop target 0.800" in head(app), what="the new target")
+            await type_target(app, pilot, "")
+            await wait_until(pilot, lambda: "stop target none" in head(app), what="no target")
+        with Project.open(path, readonly=True) as project:
+            assert project.hyper.stop_at is None
+
+        app = EaslApp(plain, start="monitor", poll_interval=0.1)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await first_reading(app, pilot)
+            await pilot.press("t")
+            await pilot.pause()
+            assert isinstance(app.screen, MonitorScreen)  # no dialog for a non-aware project
+            assert any("needs the method aware" in str(n.message) for n in app._notifications)
 
     check()
 

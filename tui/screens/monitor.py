@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 
 from core.errors import UserError
 from tui.screens.monitor_data import MonitorSnapshot, MonitorSource
+from tui.screens.stop_target import StopChoice, StopTargetPrompt
 from tui.widgets.charts import ConvergenceChart, EstimateHistogram
 from tui.widgets.item_table import ItemTable
 
@@ -75,6 +76,7 @@ class MonitorScreen(Screen):
 | u / e / c | sort by uncertainty (sd) / estimate / annotation count |
 | r | reverse the order |
 | Ctrl+R | read the project now |
+| t | set the stop target (aware projects) |
 
 Aware projects add a panel: the expected Spearman with the truth against the stop target, and the annotators
 (offset, slope, noise, leave-one-out agreement, flag).
@@ -84,7 +86,10 @@ stability (Spearman's rho between the
 estimates of successive iterations; the last point is live). Intervals are 95% credible intervals.
 """
 
-    BINDINGS = [Binding("ctrl+r", "refresh_now", "Refresh", show=False)]
+    BINDINGS = [
+        Binding("ctrl+r", "refresh_now", "Refresh", show=False),
+        Binding("t", "stop_target", "Stop target", show=False),  # aware projects only: listed in the help
+    ]
 
     class Snapshot(Message):
         """A new reading of the project (posted from the polling thread)."""
@@ -155,6 +160,31 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         """Read the project now, even if it looks unchanged."""
         self._force.set()
         self._wake.set()
+
+    def action_stop_target(self) -> None:
+        """Change the stop target of an aware project (:class:`~tui.screens.stop_target.StopTargetPrompt`)."""
+        aware = self.snapshot.aware if self.snapshot is not None else None
+        if aware is None:
+            self.notify("The stop target needs the method aware (easl init --method aware).", severity="warning")
+            return
+        current = (aware.get("stop") or {}).get("target")
+        self.app.push_screen(StopTargetPrompt(current), self._set_stop_target)
+
+    def _set_stop_target(self, choice: StopChoice) -> None:
+        if choice is None:
+            return
+        from core.store import Project
+        from core.store.settings import set_stop_at
+
+        (target,) = choice
+        try:
+            with Project.open(self.app.project) as project:
+                set_stop_at(project, target)
+        except UserError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"Stop target {'removed' if target is None else f'set to {target:g}'}.", timeout=3)
+        self.action_refresh_now()
 
     @on(PollFailed)
     def _poll_failed(self, message: PollFailed) -> None:
