@@ -21,11 +21,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.bootstrap import fairness_ci_reason, percentile_interval
+from core.metrics.bootstrap import percentile_interval
 from core.metrics.fairness import FAIRNESS_KEYS, _coef_inference, _dummies, _f_test, _tss_floor
 from core.metrics.intervals import Interval
 from core.metrics.notes import capture, quiet, undefined
-from core.metrics.results import FairnessEvaluation, FairnessFigure
+from core.metrics.pipeline import fairness_result
+from core.metrics.results import FairnessEvaluation
 
 
 def cell_statistics(h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any]) -> pd.DataFrame:
@@ -228,34 +229,7 @@ def fairness_evaluation(
     if cells is None:
         cells = pd.DataFrame({"n": [], "e": [], "s": [], "ee": [], "ss": []}, index=pd.MultiIndex.from_tuples([]))
     fa, why, _ = capture(fairness_from_cells, cells, unit, base_group)
-    reason = "; ".join(why) or None
     problem = design_problem(cells)
     samples = _samples(cells, boot, unit) if n_resamples > 0 and boot is not None and problem is None else {}
-    figs = {}
-    for k in FAIRNESS_KEYS:
-        rec = fa[k]
-        ci = ci_reason = None
-        if n_resamples > 0:
-            ci = Interval(*percentile_interval(samples[k], confidence)) if k in samples else Interval(np.nan, np.nan)
-            if not ci.is_defined:
-                ci_reason = fairness_ci_reason(problem, rec["value"], reason or "", n_resamples)
-        figs[k] = FairnessFigure(
-            rec["value"],
-            rec["p_value"],
-            rec["r2"],
-            dict(rec["estimates"]),
-            reason,
-            ci,
-            ci_reason,
-            dict(rec["estimates_p_value"]),
-            dict(rec["estimates_ci"]),
-        )
-    return FairnessEvaluation(
-        fa["base_group"],
-        dict(fa["groups"]),
-        figs["osa"],
-        figs["osd"],
-        figs["csd"],
-        bootstrapped=n_resamples > 0,
-        n=int(cells["n"].sum()),
-    )
+    cis = {k: Interval(*percentile_interval(v, confidence)) for k, v in samples.items()}
+    return fairness_result(fa, why, cis=cis, n_resamples=n_resamples, problem=problem, n=int(cells["n"].sum()))

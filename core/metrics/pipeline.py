@@ -361,20 +361,38 @@ def _fairness(
     ref, groups = p.reference, p.groups
     assert groups is not None, "the fairness analyses need the subgroup labels"
     fa, why, _ = capture(fairness_analysis, p.human[ref, 0], p.system[s_name][ref], groups[ref], base_group=base_group)
+    return fairness_result(
+        fa,
+        why,
+        cis={k: cis[f"f:{s_name}:{k}"] for k in FAIRNESS_KEYS if f"f:{s_name}:{k}" in cis},
+        n_resamples=n_resamples,
+        problem=design.problem if resampled else "the bootstrap needs at least 2 responses",
+        n=int(ref.sum()),
+    )
+
+
+def fairness_result(
+    fa: dict[str, Any],
+    why: list[str],
+    *,
+    cis: dict[str, Interval],
+    n_resamples: int,
+    problem: str | None,
+    n: int,
+) -> FairnessEvaluation:
+    """The :class:`FairnessEvaluation` of one system from a fairness analysis (:func:`fairness_analysis`, or its
+    merged-cells form in :mod:`core.distributed.fairness_cells`), the reasons it gave (``why``) and the bootstrap
+    intervals by figure (``osa``, ``osd``, ``csd``; a missing one is undefined, with the reason
+    :func:`~core.metrics.bootstrap.fairness_ci_reason` gives from the design ``problem``)."""
     reason = "; ".join(why) or None
     figs: dict[str, FairnessFigure] = {}
     for k in FAIRNESS_KEYS:
         rec = fa[k]
         ci = ci_reason = None
         if n_resamples > 0:
-            ci = cis.get(f"f:{s_name}:{k}", Interval(np.nan, np.nan))
+            ci = cis.get(k, Interval(np.nan, np.nan))
             if not ci.is_defined:
-                ci_reason = fairness_ci_reason(
-                    design.problem if resampled else "the bootstrap needs at least 2 responses",
-                    rec["value"],
-                    "; ".join(why),
-                    n_resamples,
-                )
+                ci_reason = fairness_ci_reason(problem, rec["value"], "; ".join(why), n_resamples)
         figs[k] = FairnessFigure(
             rec["value"],
             rec["p_value"],
@@ -393,7 +411,7 @@ def _fairness(
         figs["osd"],
         figs["csd"],
         bootstrapped=n_resamples > 0,
-        n=int(ref.sum()),
+        n=n,
     )
 
 
