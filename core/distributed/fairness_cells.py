@@ -22,7 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.bootstrap import percentile_interval
-from core.metrics.fairness import FAIRNESS_KEYS, _coef_inference, _dummies, _f_test, _tss_floor
+from core.metrics.fairness import FAIRNESS_KEYS, _dummies, _f_test, _record, _tss_floor
 from core.metrics.intervals import Interval
 from core.metrics.notes import capture, quiet, undefined
 from core.metrics.pipeline import fairness_result
@@ -117,17 +117,7 @@ def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None
     null, null_se = _cell_ols(e, we, n, none, floor_e), _cell_ols(s, ws, n, none, floor_s)
 
     def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
-        labels = ["Intercept", *others]
-        k = len(labels)
-        _, coef_p, ci = _coef_inference(model)
-        return {
-            "value": float(value),
-            "p_value": float(p_value),
-            "r2": float(model["r2"]),
-            "estimates": {nm: float(v) for nm, v in zip(labels, model["coef"][:k])},
-            "estimates_p_value": {nm: float(v) for nm, v in zip(labels, coef_p[:k])},
-            "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(labels, ci[:k])},
-        }
+        return _record(model, value, p_value, others)
 
     osa, osd = _cell_ols(s, ws, n, xg, floor_s), _cell_ols(e, we, n, xg, floor_e)
     out["osa"] = record(osa, osa["adj_r2"], _f_test(null_se, osa))

@@ -75,6 +75,22 @@ def _ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, 
     }
 
 
+def _record(model: dict[str, Any], value: float, p_value: float, others: list[str]) -> dict[str, Any]:
+    """One fairness figure: its value, p-value and R2, and the intercept's and each non-base group's coefficient
+    with its p-value and interval (the rows of RSMTool's fairness tables)."""
+    labels = ["Intercept", *others]
+    k = len(labels)
+    _, coef_p, ci = _coef_inference(model)
+    return {
+        "value": float(value),
+        "p_value": float(p_value),
+        "r2": float(model["r2"]),
+        "estimates": {nm: float(v) for nm, v in zip(labels, model["coef"][:k])},
+        "estimates_p_value": {nm: float(v) for nm, v in zip(labels, coef_p[:k])},
+        "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(labels, ci[:k])},
+    }
+
+
 def _coef_inference(model: dict[str, Any], confidence: float = 0.95) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """OLS standard errors, two-sided p-values and t-intervals of the coefficients (statsmodels ``OLS.fit``:
     cov = s^2 (X'X)^+, s^2 = RSS / (n - rank), t with n - rank degrees of freedom)."""
@@ -196,17 +212,7 @@ def fairness_analysis(
     null_se = _ols(se, np.zeros((h.size, 0)), floor_s)
 
     def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
-        names_ = ["Intercept", *others]
-        k = len(names_)
-        _, coef_p, ci = _coef_inference(model)
-        return {
-            "value": float(value),
-            "p_value": float(p_value),
-            "r2": float(model["r2"]),
-            "estimates": {nm: float(v) for nm, v in zip(names_, model["coef"][:k])},
-            "estimates_p_value": {nm: float(v) for nm, v in zip(names_, coef_p[:k])},
-            "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(names_, ci[:k])},
-        }
+        return _record(model, value, p_value, others)
 
     osa = _ols(se, xg, floor_s)
     osd = _ols(error, xg, floor_e)
