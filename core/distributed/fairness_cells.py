@@ -21,11 +21,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from core.metrics.assemble import fairness_result
 from core.metrics.bootstrap import percentile_interval
-from core.metrics.fairness import FAIRNESS_KEYS, _dummies, _f_test, _record, _tss_floor
+from core.metrics.fairness import FAIRNESS_KEYS
+from core.metrics.fairness_ols import dummies as _dummies
+from core.metrics.fairness_ols import f_test as _f_test
+from core.metrics.fairness_ols import figure_record as _record
+from core.metrics.fairness_ols import tss_floor as _tss_floor
 from core.metrics.intervals import Interval
 from core.metrics.notes import capture, quiet, undefined
-from core.metrics.pipeline import fairness_result
 from core.metrics.results import FairnessEvaluation
 
 

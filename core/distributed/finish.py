@@ -20,6 +20,7 @@ from core.distributed.fairness_cells import fairness_evaluation
 from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
 from core.distributed.ranks import kendall_from_table, resampled_ranks, spearman_from_table
 from core.metrics.agreement_variance import pattern_inference
+from core.metrics.assemble import assemble
 from core.metrics.comparisons import Comparisons
 from core.metrics.data import (
     DROP_H1_MISSING,
@@ -31,10 +32,10 @@ from core.metrics.data import (
     PolicyResult,
     Weights,
 )
-from core.metrics.fairness import fairness_design
+from core.metrics.fairness_bootstrap import fairness_design
 from core.metrics.intervals import T_METHOD, Analytic, pearson_analytic
 from core.metrics.notes import capture, quiet
-from core.metrics.pipeline import Prepared, assemble
+from core.metrics.prepared import Prepared
 from core.metrics.results import Evaluation
 from core.metrics.suite import PairSuite, batch_values, point_values
 

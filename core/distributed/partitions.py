@@ -31,10 +31,10 @@ from numpy.typing import NDArray
 
 from core.distributed.fairness_cells import cell_statistics, merge_cells, merge_resampled, resampled_cells
 from core.metrics.agreement_totals import agreement_totals
-from core.metrics.agreement_variance import rating_patterns
 from core.metrics.bootstrap import CHUNK_ENTRIES
 from core.metrics.comparisons import Comparisons, _pattern_tables, build
 from core.metrics.data import Scale, Weights, apply_score_policy
+from core.metrics.linearisation import rating_patterns
 from core.metrics.loading import numeric_column
 from core.metrics.suite import PairSuite, round_to_categories
 from core.metrics.sums import RowSums

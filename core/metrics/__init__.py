@@ -31,6 +31,13 @@ Data model and the whole pipeline
     evaluate (returns a typed Evaluation: Figure, Block, SystemEvaluation; ``to_json()`` for the JSON object)
 """
 
+from core.metrics.accuracy import (
+    difference_of_standardized_means,
+    mean_squared_error,
+    r2_score,
+    root_mean_squared_error,
+    standardized_mean_difference,
+)
 from core.metrics.agreement import (
     brennan_prediger,
     chance_corrected_agreement,
@@ -42,6 +49,7 @@ from core.metrics.agreement import (
 from core.metrics.agreement_variance import Inference, agreement_inference, gwet_standard_errors, table_inference
 from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
 from core.metrics.benchmark import Benchmark, benchmark
+from core.metrics.blocks import Block, Figure
 from core.metrics.bootstrap import (
     bootstrap_ci,
     bootstrap_fairness,
@@ -50,7 +58,8 @@ from core.metrics.bootstrap import (
     resample_chunks,
 )
 from core.metrics.data import Scale, apply_score_policy, rating_counts, ratings_from_distribution
-from core.metrics.fairness import fairness_analysis, fairness_resampled
+from core.metrics.fairness import fairness_analysis
+from core.metrics.fairness_bootstrap import fairness_resampled
 from core.metrics.intervals import Interval, fisher_z_ci, normal_ci, student_t_ci
 from core.metrics.kappa import KappaTest, cohen_kappa_test, kappa_test_from_table
 from core.metrics.krippendorff import krippendorff_alpha
@@ -60,18 +69,13 @@ from core.metrics.observed import (
     agreement,
     cohen_kappa,
     degradation,
-    difference_of_standardized_means,
     disattenuated_correlation,
     exact_agreement,
-    mean_squared_error,
     pearson_r,
     quadratic_weighted_kappa,
-    r2_score,
-    root_mean_squared_error,
-    standardized_mean_difference,
 )
 from core.metrics.pipeline import evaluate
-from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
+from core.metrics.results import Evaluation, SystemEvaluation
 from core.metrics.scores import scale_scores, trim_scores
 from core.metrics.suite import observed_metrics
 from core.metrics.true_score import (

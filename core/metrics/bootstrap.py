@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis, fairness_design
+from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis
+from core.metrics.fairness_bootstrap import fairness_design
 from core.metrics.notes import capture, quiet, undefined
 from core.metrics.sums import RowSums
 from core.metrics.true_score import finish_true_score, true_score_sums

@@ -22,10 +22,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
-from core.metrics.agreement_variance import REPORT_WEIGHTS, rating_patterns, report_name
+from core.metrics.agreement_variance import REPORT_WEIGHTS, report_name
 from core.metrics.data import Weights
-from core.metrics.fairness import FairnessDesign, fairness_design
+from core.metrics.fairness_bootstrap import FairnessDesign, fairness_design
 from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+from core.metrics.linearisation import rating_patterns
 from core.metrics.moments import finish_disattenuated, finish_dsm, moments
 from core.metrics.registry import OBSERVED_KEYS
 from core.metrics.suite import Finisher, PairSuite, memo, round_to_categories

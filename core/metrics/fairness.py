@@ -14,128 +14,20 @@ p-values: the F-test of each model against the intercept-only model (OSA, OSD), 
 the group to ``error ~ C(H)`` (CSD). adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) with p the rank of the design
 without the intercept.
 
-Bootstrap (:func:`fairness_resampled`): with categorical predictors every model is a function of per-cell sums
-(cell = group x human score), so the three statistics are evaluated for a whole chunk of resamples from weighted
-cell tables (one ``bincount`` per table) and one batched ``eigh`` of a groups x groups matrix per resample. The
-OSA/OSD residual sums are within-group sums of squares; for CSD the human-score block of the normal equations is
-diagonal and is eliminated exactly (Schur complement), leaving A = diag(n_g) - N diag(1/n_h) N' and
-r = S_g - N (T_h / n_h) with N the group x score count table, S_g and T_h the error sums by group and by score:
-RSS(error ~ group + C(H)) = RSS(error ~ C(H)) - r' A^+ r, and the group adds rank(A) parameters (Searle 1987,
-*Linear Models for Unbalanced Data*, ch. 4, absorption of a factor).
+The OLS fits and F-tests are in :mod:`core.metrics.fairness_ols`; the same analyses on many bootstrap resamples
+at once in :mod:`core.metrics.fairness_bootstrap`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
-from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+from numpy.typing import ArrayLike
 
 from core.metrics.data import as_pair
+from core.metrics.fairness_ols import dummies, f_test, figure_record, group_codes, ols, tss_floor
 from core.metrics.notes import undefined
-
-#: Upper bound on the entries of one sub-chunk's cell table in :meth:`FairnessDesign.resampled`.
-SUBCHUNK_ENTRIES = 2_000_000
-#: Relative eigenvalue threshold for the rank of the absorbed group matrix A (as ``lstsq``'s ``rcond``).
-RANK_TOL = 1e-9
-
-
-def _dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
-    cols = [j for j in range(k) if j != base]
-    return (codes[:, None] == np.asarray(cols)[None, :]).astype(np.float64) if cols else np.zeros((codes.size, 0))
-
-
-def _ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, Any]:
-    """OLS with an intercept: coefficients, RSS, rank p (without intercept), R2, adjusted R2.
-
-    R2 is NaN when TSS <= ``tss_floor`` (y constant up to rounding, see :func:`_tss_floor`)."""
-    n = y.size
-    design = np.column_stack([np.ones(n), x])
-    coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
-    resid = y - design @ coef
-    rss = float(np.einsum("i,i->", resid, resid))
-    tss = float(((y - y.mean()) ** 2).sum())
-    p = int(rank) - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
-        adj = 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1) if n - p - 1 > 0 else np.nan
-    return {
-        "coef": coef,
-        "rss": rss,
-        "tss": tss,
-        "p": p,
-        "n": n,
-        "r2": r2,
-        "adj_r2": adj,
-        "design": design,
-        "rank": int(rank),
-    }
-
-
-def _record(model: dict[str, Any], value: float, p_value: float, others: list[str]) -> dict[str, Any]:
-    """One fairness figure: its value, p-value and R2, and the intercept's and each non-base group's coefficient
-    with its p-value and interval (the rows of RSMTool's fairness tables)."""
-    labels = ["Intercept", *others]
-    k = len(labels)
-    _, coef_p, ci = _coef_inference(model)
-    return {
-        "value": float(value),
-        "p_value": float(p_value),
-        "r2": float(model["r2"]),
-        "estimates": {nm: float(v) for nm, v in zip(labels, model["coef"][:k])},
-        "estimates_p_value": {nm: float(v) for nm, v in zip(labels, coef_p[:k])},
-        "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(labels, ci[:k])},
-    }
-
-
-def _coef_inference(model: dict[str, Any], confidence: float = 0.95) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """OLS standard errors, two-sided p-values and t-intervals of the coefficients (statsmodels ``OLS.fit``:
-    cov = s^2 (X'X)^+, s^2 = RSS / (n - rank), t with n - rank degrees of freedom)."""
-    x = model["design"]
-    df = model["n"] - model["rank"]
-    nan = np.full(x.shape[1], np.nan)
-    if df <= 0:
-        return nan, nan, np.column_stack([nan, nan])
-    cov = model["rss"] / df * np.linalg.pinv(x.T @ x)
-    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = model["coef"] / se
-    p = 2.0 * stats.t.sf(np.abs(t), df)
-    half = stats.t.ppf(0.5 + confidence / 2.0, df) * se
-    return se, p, np.column_stack([model["coef"] - half, model["coef"] + half])
-
-
-def _f_test(small: dict[str, Any], big: dict[str, Any]) -> float:
-    """p-value of the F-test of ``big`` against the nested ``small`` model."""
-    df_num = big["p"] - small["p"]
-    df_den = big["n"] - big["p"] - 1
-    if df_num <= 0 or df_den <= 0 or not np.isfinite(big["r2"]):  # constant y: no test
-        return float("nan")
-    if big["rss"] <= 0:
-        return 0.0 if small["rss"] > 0 else float("nan")
-    f = ((small["rss"] - big["rss"]) / df_num) / (big["rss"] / df_den)
-    return float(stats.f.sf(max(f, 0.0), df_num, df_den))
-
-
-#: Spread (in units of the largest absolute score) below which errors count as constant: float rounding of M - H
-#: is ~1e-16 of the scores, so e.g. M = H + 0.3 gives errors that differ only by rounding.
-CONSTANT_SPREAD = 1e-12
-
-
-def _tss_floor(n: int, unit: float) -> float:
-    """TSS at or below which y is treated as constant: n (CONSTANT_SPREAD * unit)^2."""
-    return float(n) * (CONSTANT_SPREAD * unit) ** 2
-
-
-def _group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
-    g = pd.Series(np.asarray(groups, dtype=object)).astype(str).to_numpy()
-    if g.size != n:
-        raise ValueError(f"groups has {g.size} labels for {n} responses")
-    names, codes = np.unique(g, return_inverse=True)
-    return names, codes.reshape(-1)
 
 
 def fairness_analysis(
@@ -175,7 +67,7 @@ def fairness_analysis(
     ('E', {'Intercept': 0.75, 'K': -2.0})
     """
     h, m = as_pair(y_true, y_pred)
-    names, codes = _group_codes(groups, h.size)
+    names, codes = group_codes(groups, h.size)
     sizes = np.bincount(codes, minlength=names.size)
     base = int(np.argmax(sizes)) if sizes.size else 0  # largest; ties: first in sorted order
     if base_group is not None:
@@ -201,26 +93,26 @@ def fairness_analysis(
     error = m - h
     se = error**2
     unit = float(max(np.abs(h).max(), np.abs(m).max()))
-    floor_e, floor_s = _tss_floor(h.size, unit), _tss_floor(h.size, unit**2)
-    xg = _dummies(codes, names.size, base)
+    floor_e, floor_s = tss_floor(h.size, unit), tss_floor(h.size, unit**2)
+    xg = dummies(codes, names.size, base)
     others = [str(names[j]) for j in range(names.size) if j != base]
     hn, hcodes = np.unique(h, return_inverse=True)
     hcodes = hcodes.reshape(-1)
     h_base = int(np.argmax(np.bincount(hcodes, minlength=hn.size)))  # most frequent score; ties: lowest
-    xh = _dummies(hcodes, hn.size, h_base)
-    null = _ols(error, np.zeros((h.size, 0)), floor_e)
-    null_se = _ols(se, np.zeros((h.size, 0)), floor_s)
+    xh = dummies(hcodes, hn.size, h_base)
+    null = ols(error, np.zeros((h.size, 0)), floor_e)
+    null_se = ols(se, np.zeros((h.size, 0)), floor_s)
 
     def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
-        return _record(model, value, p_value, others)
+        return figure_record(model, value, p_value, others)
 
-    osa = _ols(se, xg, floor_s)
-    osd = _ols(error, xg, floor_e)
-    out["osa"] = record(osa, osa["adj_r2"], _f_test(null_se, osa))
-    out["osd"] = record(osd, osd["adj_r2"], _f_test(null, osd))
-    full = _ols(error, np.column_stack([xg, xh]), floor_e)
-    base_h = _ols(error, xh, floor_e)
-    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], _f_test(base_h, full))
+    osa = ols(se, xg, floor_s)
+    osd = ols(error, xg, floor_e)
+    out["osa"] = record(osa, osa["adj_r2"], f_test(null_se, osa))
+    out["osd"] = record(osd, osd["adj_r2"], f_test(null, osd))
+    full = ols(error, np.column_stack([xg, xh]), floor_e)
+    base_h = ols(error, xh, floor_e)
+    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], f_test(base_h, full))
     for key in ("osa", "osd", "csd"):
         if not np.isfinite(out[key]["value"]):
             out[key]["value"] = undefined(
@@ -230,194 +122,3 @@ def fairness_analysis(
 
 
 FAIRNESS_KEYS = ("osa", "osd", "csd")
-
-
-def _adjusted(
-    rss: NDArray[Any], tss: NDArray[Any], yy: NDArray[Any], n: NDArray[Any], p: NDArray[Any], unit: float
-) -> NDArray[Any]:
-    """adjR2 = 1 - (1 - R2)(n - 1)/(n - p - 1), R2 = 1 - RSS/TSS; NaN for TSS ~ 0 (constant y) or n - p - 1 <= 0.
-
-    Constant y: TSS <= n (CONSTANT_SPREAD unit)^2 as in :func:`fairness_analysis`, or TSS <= 1e-9 of the sum of
-    squares about the sample's mean (the resample's TSS is then cancellation noise)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r2 = 1.0 - np.maximum(rss, 0.0) / tss
-        adj = 1.0 - (1.0 - r2) * (n - 1.0) / (n - p - 1.0)
-    ok = (tss > 1e-9 * yy) & (tss > n * (CONSTANT_SPREAD * unit) ** 2) & (yy > 0) & (n - p - 1 > 0)
-    return np.where(ok, adj, np.nan)
-
-
-@dataclass
-class FairnessDesign:
-    """The per-response encoding of one fairness analysis, for evaluating it on many bootstrap resamples.
-
-    Build with :func:`fairness_design`. ``problem`` is None, or the reason the bootstrap interval is undefined.
-    """
-
-    n: int
-    group_names: NDArray[Any]
-    group_codes: NDArray[Any]  # (n,) group index
-    score_codes: NDArray[Any]  # (n,) index of the human score among the distinct scores
-    n_scores: int
-    error: NDArray[Any]  # (n,) M - H, centred at its sample mean (RSS and TSS do not change)
-    squared: NDArray[Any]  # (n,) (M - H)^2, centred at its sample mean
-    unit: float  # largest absolute score (scale of "constant" errors)
-    problem: str | None
-
-    def resampled(self, counts: ArrayLike) -> dict[str, NDArray[Any]]:
-        """OSA, OSD and CSD for every resample of a chunk.
-
-        Parameters
-        ----------
-        counts : ndarray of shape (b, n)
-            How often each response was drawn in each resample (:func:`core.metrics.bootstrap.resample_chunks`).
-
-        Returns
-        -------
-        dict ``"osa"``, ``"osd"``, ``"csd"`` -> array (b,): the values :func:`fairness_analysis` gives on each
-        resample (the resample's responses with their multiplicities), NaN where a resample has fewer than two
-        groups or constant errors.
-        """
-        draws = np.atleast_2d(np.asarray(counts, dtype=np.float64))
-        b = draws.shape[0]
-        if self.problem is not None:
-            return {k: np.full(b, np.nan) for k in FAIRNESS_KEYS}
-        kg, kh = self.group_names.size, self.n_scores
-        step = int(max(1, SUBCHUNK_ENTRIES // max(self.n, kg * kh, 1)))
-        parts = [self._chunk(draws[i : i + step], kg, kh) for i in range(0, b, step)]
-        return {k: np.concatenate([p[k] for p in parts]) for k in FAIRNESS_KEYS}
-
-    def _chunk(self, counts: NDArray[Any], kg: int, kh: int) -> dict[str, NDArray[Any]]:
-        b = counts.shape[0]
-        base = np.arange(b, dtype=np.int64)[:, None]
-        cell = (base * (kg * kh) + (self.group_codes * kh + self.score_codes)[None, :]).ravel()
-        grp = (base * kg + self.group_codes[None, :]).ravel()
-
-        def table(index: NDArray[Any], weights: NDArray[Any], size: int) -> NDArray[Any]:
-            w = (counts * weights[None, :]).ravel()
-            return np.bincount(index, weights=w, minlength=b * size).reshape(b, size)
-
-        n_cell = table(cell, np.ones(self.n), kg * kh).reshape(b, kg, kh)
-        e_cell = table(cell, self.error, kg * kh).reshape(b, kg, kh)
-        ee_g = table(grp, self.error**2, kg)
-        s_g = table(grp, self.squared, kg)
-        ss_g = table(grp, self.squared**2, kg)
-        n_g, n_h = n_cell.sum(axis=2), n_cell.sum(axis=1)
-        e_g, e_h = e_cell.sum(axis=2), e_cell.sum(axis=1)
-        n = n_g.sum(axis=1)
-        present_g, present_h = n_g > 0, n_h > 0
-        inv_g = np.where(present_g, 1.0 / np.where(present_g, n_g, 1.0), 0.0)
-        inv_h = np.where(present_h, 1.0 / np.where(present_h, n_h, 1.0), 0.0)
-        p_g = present_g.sum(axis=1) - 1.0
-        p_h = present_h.sum(axis=1) - 1.0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            yy_e, y_e = ee_g.sum(axis=1), e_g.sum(axis=1)
-            tss_e = yy_e - y_e**2 / n
-            yy_s, y_s = ss_g.sum(axis=1), s_g.sum(axis=1)
-            tss_s = yy_s - y_s**2 / n
-        rss_osa = yy_s - (s_g**2 * inv_g).sum(axis=1)
-        rss_osd = yy_e - (e_g**2 * inv_g).sum(axis=1)
-        rss_h = yy_e - (e_h**2 * inv_h).sum(axis=1)
-        # absorb the human-score factor: A = diag(n_g) - N diag(1/n_h) N', r = S_g - N (T_h / n_h)
-        a = np.einsum("bgh,bh,bkh->bgk", n_cell, inv_h, n_cell)
-        a = -a
-        a[:, np.arange(kg), np.arange(kg)] += n_g
-        r = e_g - np.einsum("bgh,bh->bg", n_cell, e_h * inv_h)
-        eig, vec = np.linalg.eigh(a)
-        keep = eig > RANK_TOL * np.maximum(eig.max(axis=1, keepdims=True), 0.0)
-        keep &= eig > 0
-        proj = np.einsum("bgk,bg->bk", vec, r)
-        explained = np.where(keep, proj**2 / np.where(keep, eig, 1.0), 0.0).sum(axis=1)
-        rss_full = rss_h - explained
-        p_full = p_h + keep.sum(axis=1)
-        ok = (present_g.sum(axis=1) >= 2) & (n >= 3)
-        u = self.unit
-        osa = _adjusted(rss_osa, tss_s, yy_s, n, p_g, u**2)
-        osd = _adjusted(rss_osd, tss_e, yy_e, n, p_g, u)
-        csd = _adjusted(rss_full, tss_e, yy_e, n, p_full, u) - _adjusted(rss_h, tss_e, yy_e, n, p_h, u)
-        return {"osa": np.where(ok, osa, np.nan), "osd": np.where(ok, osd, np.nan), "csd": np.where(ok, csd, np.nan)}
-
-
-def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> FairnessDesign:
-    """Encode one fairness analysis (:func:`fairness_analysis`) for the bootstrap over responses.
-
-    The interval is undefined (``problem`` set) with fewer than two groups or three responses, or when a group has
-    a single response (it is absent from about a third of the resamples, so the resampled model changes).
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-        Human and system scores.
-    groups : array-like of shape (n,)
-        Subgroup labels.
-
-    Returns
-    -------
-    FairnessDesign
-    """
-    h, m = as_pair(y_true, y_pred)
-    names, codes = _group_codes(groups, h.size)
-    sizes = np.bincount(codes, minlength=names.size)
-    _, hcodes = np.unique(h, return_inverse=True)
-    hcodes = hcodes.reshape(-1)
-    error = m - h
-    squared = error**2
-    problem = None
-    if names.size < 2 or h.size < 3:
-        problem = "fairness intervals need at least two subgroups and three responses"
-    elif sizes.min() < 2:
-        small = [str(k) for k, v in zip(names, sizes) if v < 2]
-        problem = (
-            f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} "
-            f"{'has' if len(small) == 1 else 'have'} 1"
-        )
-    return FairnessDesign(
-        n=int(h.size),
-        group_names=names,
-        group_codes=codes.astype(np.int64),
-        score_codes=hcodes.astype(np.int64),
-        n_scores=int(hcodes.max()) + 1 if h.size else 0,
-        error=error - (error.mean() if h.size else 0.0),
-        squared=squared - (squared.mean() if h.size else 0.0),
-        unit=float(max(np.abs(h).max(), np.abs(m).max())) if h.size else 0.0,
-        problem=problem,
-    )
-
-
-def fairness_resampled(
-    y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike, counts: ArrayLike
-) -> dict[str, NDArray[Any]]:
-    """OSA, OSD and CSD (adjusted R2 as in :func:`fairness_analysis`) for each row of resampling ``counts``.
-
-    Equivalent to calling :func:`fairness_analysis` on each resample (Loukina, Madnani & Zechner 2019; RSMTool
-    ``get_fairness_analyses``), computed from weighted cell sums as described in the module docstring.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-    groups : array-like of shape (n,)
-    counts : ndarray of shape (b, n)
-        Number of times each response is drawn in each resample.
-
-    Returns
-    -------
-    dict ``"osa"|"osd"|"csd"`` -> array (b,); NaN (with an UndefinedMetricWarning) when the design has a problem.
-
-    References
-    ----------
-    Loukina, A., Madnani, N., & Zechner, K. (2019). The many dimensions of algorithmic fairness in educational
-    applications. BEA workshop. RSMTool ``get_fairness_analyses``.
-
-    Examples
-    --------
-    One resample that is the sample itself gives :func:`fairness_analysis`'s values:
-
-    >>> import numpy as np
-    >>> h, m, g = [2, 3, 2, 3, 4, 1], [1, 1.5, 3, 3.5, 4, 2], ["K", "K", "E", "E", "K", "E"]
-    >>> same = fairness_resampled(h, m, g, np.ones((1, 6)))["osd"][0]
-    >>> bool(np.isclose(same, fairness_analysis(h, m, g)["osd"]["value"]))
-    True
-    """
-    design = fairness_design(y_true, y_pred, groups)
-    if design.problem is not None:
-        undefined(design.problem)
-    return design.resampled(counts)

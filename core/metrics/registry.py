@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
+from core.metrics.accuracy import mean_squared_error, r2_score, root_mean_squared_error, standardized_mean_difference
 from core.metrics.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
 from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
 from core.metrics.krippendorff import krippendorff_alpha
@@ -33,12 +34,8 @@ from core.metrics.observed import (
     adjacent_agreement,
     cohen_kappa,
     exact_agreement,
-    mean_squared_error,
     pearson_r,
     quadratic_weighted_kappa,
-    r2_score,
-    root_mean_squared_error,
-    standardized_mean_difference,
 )
 from core.metrics.true_score import mse_true, prmse, true_score_variance, variance_of_errors
 

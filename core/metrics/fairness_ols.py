@@ -1,0 +1,113 @@
+"""The OLS pieces of the fairness analyses (:mod:`core.metrics.fairness`): treatment-coded dummies, the fit with an
+intercept, the coefficients' inference (as statsmodels ``OLS.fit``), the nested F-test and one figure's record.
+
+The fits are least squares with an intercept on categorical predictors: R2 = 1 - RSS / TSS, adjusted
+adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) with p the rank of the design without the intercept, and the F-test of a
+model against a nested one F = ((RSS_small - RSS_big) / (p_big - p_small)) / (RSS_big / (n - p_big - 1))
+(Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``). :mod:`core.distributed.fairness_cells`
+uses them too, so both engines share one formula.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+
+def dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
+    cols = [j for j in range(k) if j != base]
+    return (codes[:, None] == np.asarray(cols)[None, :]).astype(np.float64) if cols else np.zeros((codes.size, 0))
+
+
+def ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, Any]:
+    """OLS with an intercept: coefficients, RSS, rank p (without intercept), R2, adjusted R2.
+
+    R2 is NaN when TSS <= ``tss_floor`` (y constant up to rounding, see :func:`tss_floor`)."""
+    n = y.size
+    design = np.column_stack([np.ones(n), x])
+    coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    rss = float(np.einsum("i,i->", resid, resid))
+    tss = float(((y - y.mean()) ** 2).sum())
+    p = int(rank) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
+        adj = 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1) if n - p - 1 > 0 else np.nan
+    return {
+        "coef": coef,
+        "rss": rss,
+        "tss": tss,
+        "p": p,
+        "n": n,
+        "r2": r2,
+        "adj_r2": adj,
+        "design": design,
+        "rank": int(rank),
+    }
+
+
+def figure_record(model: dict[str, Any], value: float, p_value: float, others: list[str]) -> dict[str, Any]:
+    """One fairness figure: its value, p-value and R2, and the intercept's and each non-base group's coefficient
+    with its p-value and interval (the rows of RSMTool's fairness tables)."""
+    labels = ["Intercept", *others]
+    k = len(labels)
+    _, coef_p, ci = coef_inference(model)
+    return {
+        "value": float(value),
+        "p_value": float(p_value),
+        "r2": float(model["r2"]),
+        "estimates": {nm: float(v) for nm, v in zip(labels, model["coef"][:k])},
+        "estimates_p_value": {nm: float(v) for nm, v in zip(labels, coef_p[:k])},
+        "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(labels, ci[:k])},
+    }
+
+
+def coef_inference(model: dict[str, Any], confidence: float = 0.95) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """OLS standard errors, two-sided p-values and t-intervals of the coefficients (statsmodels ``OLS.fit``:
+    cov = s^2 (X'X)^+, s^2 = RSS / (n - rank), t with n - rank degrees of freedom)."""
+    x = model["design"]
+    df = model["n"] - model["rank"]
+    nan = np.full(x.shape[1], np.nan)
+    if df <= 0:
+        return nan, nan, np.column_stack([nan, nan])
+    cov = model["rss"] / df * np.linalg.pinv(x.T @ x)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = model["coef"] / se
+    p = 2.0 * stats.t.sf(np.abs(t), df)
+    half = stats.t.ppf(0.5 + confidence / 2.0, df) * se
+    return se, p, np.column_stack([model["coef"] - half, model["coef"] + half])
+
+
+def f_test(small: dict[str, Any], big: dict[str, Any]) -> float:
+    """p-value of the F-test of ``big`` against the nested ``small`` model."""
+    df_num = big["p"] - small["p"]
+    df_den = big["n"] - big["p"] - 1
+    if df_num <= 0 or df_den <= 0 or not np.isfinite(big["r2"]):  # constant y: no test
+        return float("nan")
+    if big["rss"] <= 0:
+        return 0.0 if small["rss"] > 0 else float("nan")
+    f = ((small["rss"] - big["rss"]) / df_num) / (big["rss"] / df_den)
+    return float(stats.f.sf(max(f, 0.0), df_num, df_den))
+
+
+#: Spread (in units of the largest absolute score) below which errors count as constant: float rounding of M - H
+#: is ~1e-16 of the scores, so e.g. M = H + 0.3 gives errors that differ only by rounding.
+CONSTANT_SPREAD = 1e-12
+
+
+def tss_floor(n: int, unit: float) -> float:
+    """TSS at or below which y is treated as constant: n (CONSTANT_SPREAD * unit)^2."""
+    return float(n) * (CONSTANT_SPREAD * unit) ** 2
+
+
+def group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    g = pd.Series(np.asarray(groups, dtype=object)).astype(str).to_numpy()
+    if g.size != n:
+        raise ValueError(f"groups has {g.size} labels for {n} responses")
+    names, codes = np.unique(g, return_inverse=True)
+    return names, codes.reshape(-1)

@@ -1,0 +1,105 @@
+"""Step 1 of the evaluation pipeline (:mod:`core.metrics.pipeline`): the explicit score policy per rating
+(:func:`core.metrics.data.apply_score_policy`), the responses of the comparisons with the first human column, and
+the scale (with a note when it comes from the data), in a :class:`Prepared`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from core.metrics.data import PolicyResult, Scale, apply_score_policy
+from core.metrics.suite import round_to_categories
+
+
+@dataclass
+class Prepared:
+    """Step 1's output over the responses with at least one human rating (the rows of every comparison)."""
+
+    human: NDArray[Any]  # (n, R) after the per-rating policy
+    system: dict[str, NDArray[Any]]  # name -> (n,), NaN where missing
+    reference: NDArray[Any]  # (n,) bool: compared with the first human column
+    system_ok: NDArray[Any]  # (n,) bool: every system score present
+    groups: NDArray[Any] | None
+    names: list[str]
+    scale: Scale
+    cats: NDArray[Any] | None
+    policy: PolicyResult
+    n_input: int
+    notes: list[str]
+
+    @property
+    def n_reference(self) -> int:
+        return int(self.reference.sum())
+
+
+def prepare(
+    human: ArrayLike,
+    system: dict[str, NDArray[Any]],
+    *,
+    human_names: Sequence[str] | None,
+    scale: Scale | None,
+    groups: ArrayLike | None,
+    exclude_zeros: bool,
+    notes: list[str],
+) -> Prepared:
+    """Apply the score policy, choose the scale (with a note when it comes from the data), note what changed."""
+    h_all = np.asarray(human, dtype=np.float64)
+    if h_all.ndim == 1:
+        h_all = h_all[:, None]
+    names = list(human_names) if human_names else [f"h{j + 1}" for j in range(h_all.shape[1])]
+    if len(names) != h_all.shape[1]:
+        raise ValueError("human_names must name every human column")
+    if not system:
+        raise ValueError("at least one system score vector is needed")
+    policy = apply_score_policy(h_all, system, scale=scale, exclude_zeros=exclude_zeros)
+    rated = np.isfinite(policy.ratings).any(axis=1)
+    h = policy.ratings[rated]
+    grp = None if groups is None else np.asarray(groups, dtype=object)[rated]
+    notes += [
+        f"{count} response(s) left out of the comparisons with the first human column: {reason}"
+        for reason, count in policy.dropped.items()
+    ]
+    notes += [f"{count} rating(s): {reason}" for reason, count in policy.changed.items()]
+    if scale is None:
+        finite = h[np.isfinite(h)]
+        if finite.size and finite.max() > finite.min():
+            scale = Scale(float(np.floor(finite.min())), float(np.ceil(finite.max())))
+            notes.append(
+                f"no scale given: using [{scale.min:g}, {scale.max:g}] from the human scores; give the "
+                "scale explicitly, the categorical coefficients depend on it"
+            )
+        else:
+            lo = float(finite.min()) if finite.size else 0.0
+            scale = Scale(lo, lo + 1.0)
+            notes.append("no scale given and the human scores do not vary: using a two-point scale")
+    cats = scale.category_array if scale.is_categorical else None
+    if cats is not None:
+        h_obs = h[np.isfinite(h)]
+        changed = int((round_to_categories(h_obs, cats) != h_obs).sum())
+        if changed:
+            notes.append(
+                f"{changed} human rating(s) are not on the scale's categories; the categorical metrics use "
+                "them rounded half-to-even and clipped to the scale"
+            )
+    else:
+        notes.append(
+            "the scale has no categories: exact/adjacent agreement and the chance-corrected coefficients are undefined"
+        )
+    return Prepared(
+        h,
+        {s: v[rated] for s, v in policy.system_all.items()},
+        policy.keep[rated],
+        policy.system_ok[rated],
+        grp,
+        names,
+        scale,
+        cats,
+        policy,
+        h_all.shape[0],
+        notes,
+    )
