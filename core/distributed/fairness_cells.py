@@ -199,7 +199,8 @@ def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) ->
 
 
 def design_problem(cells: pd.DataFrame) -> str | None:
-    """Why the fairness intervals are undefined (as :func:`core.metrics.fairness.fairness_design`), or None."""
+    """Why the fairness intervals are undefined (as :func:`core.metrics.fairness_bootstrap.fairness_design`), or
+    None."""
     sizes = cells["n"].groupby(level=0).sum()
     if len(sizes) < 2 or sizes.sum() < 3:
         return "fairness intervals need at least two subgroups and three responses"

@@ -3,7 +3,7 @@
 The figures come from the in-memory finishers: a :class:`~core.metrics.comparisons.Comparisons` without data (its
 comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
 :func:`core.metrics.pipeline.point_estimates` finishes the in-memory ones, and
-:func:`core.metrics.pipeline.assemble` builds the result. Analytic intervals come from the merged rating patterns
+:func:`core.metrics.assemble.assemble` builds the result. Analytic intervals come from the merged rating patterns
 (:func:`core.metrics.agreement_variance.pattern_inference`), rank correlations from the merged pair tables
 (:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
 """
@@ -191,7 +191,7 @@ def _analytic(
 
 
 def policy_notes(stats: PartitionStats, spec: Spec, scale_note: str | None) -> list[str]:
-    """The notes :func:`core.metrics.pipeline.prepare` writes, from the merged counts."""
+    """The notes :func:`core.metrics.prepared.prepare` writes, from the merged counts."""
     assert spec.scale is not None
     notes = [
         f"{count} response(s) left out of the comparisons with the first human column: {reason}"

@@ -10,7 +10,7 @@ sums over responses (:mod:`core.metrics.sums`: moments, PRMSE, category tables, 
 for all resamples of the chunk with one matrix product and one ``bincount``. Spearman's rho is vectorised over
 resamples from the counts (:func:`core.metrics.association.spearman_rho_resampled`); Kendall's tau is recomputed
 per resample on the same index rows, so every metric sees the same resamples. The fairness analyses are
-batched over the chunk's counts (:meth:`core.metrics.fairness.FairnessDesign.resampled`, cell sums and a
+batched over the chunk's counts (:meth:`core.metrics.fairness_bootstrap.FairnessDesign.resampled`, cell sums and a
 groups x groups eigen-decomposition per resample).
 """
 
@@ -251,7 +251,7 @@ def bootstrap_fairness(
 
     Responses are resampled with replacement (:func:`resample_chunks`, the draws of ``evaluate``); each resample's
     adjusted R2 values are those of :func:`core.metrics.fairness.fairness_analysis` on that resample, computed in
-    batches by :meth:`core.metrics.fairness.FairnessDesign.resampled`; percentile intervals as
+    batches by :meth:`core.metrics.fairness_bootstrap.FairnessDesign.resampled`; percentile intervals as
     :func:`percentile_interval` (Efron & Tibshirani 1993, 13.3).
 
     Returns

@@ -5,15 +5,8 @@ One run is (truth, annotator model, method, seed). Items are scored in batches o
 scores per item, so every method spends the same. The annotator world (offsets, slopes, ...) depends on the
 seed only, so all methods of a seed meet the same annotators.
 
-Annotator models (scores clipped to [0, 1]; the research prototype's M1-M5 plus two the model does not assume):
-
-* ``M1`` noise only, sd 0.2;
-* ``M2`` offset ``o_a ~ N(0, 0.1)``, noise 0.15;
-* ``M3`` M2 plus slope ``s_a ~ U(0.6, 1.4)``;
-* ``M4`` M2 with 10% of the annotators scoring uniformly at random;
-* ``M5`` item-dependent noise, sd ``U(0.05, 0.3)`` per item;
-* ``IX`` M2 plus an item x annotator interaction ``N(0, 0.1)`` fixed per pair;
-* ``DRIFT`` M2 whose offsets drift linearly over the campaign, by ``N(0, 0.15)`` from start to end.
+The annotator models (M1-M5, IX, DRIFT) and their world are :mod:`core.simulate.aware_world`; the tables of the
+study (budgets, savings, coverage, stopping, flags) :mod:`core.simulate.aware_summary`.
 
 Methods: ``da`` (least-annotated first, item means), ``da-z`` (the same HITs and scores, each annotator's scores
 z-scored first, as WMT does), ``easl`` (the product's EASL model and Algorithm 1, :mod:`core.models.easl`,
@@ -36,7 +29,6 @@ stopping rule's hit rate, and the recall / false-flag rate of random clickers (M
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,83 +42,11 @@ from core.models.aware_alloc import UNIFORM_PASSES, select_batch
 from core.models.aware_diagnostics import annotator_diagnostics
 from core.models.aware_posterior import STOP_MIN_SCORES, STOP_RELATIVE_MARGIN, rank_figures, stops
 from core.selection import select_hits, select_least_annotated
+from core.simulate.aware_summary import summarise
+from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from core.simulate.mapping import MapFn, serial_map
 
-ANNOTATOR_MODELS = ("M1", "M2", "M3", "M4", "M5", "IX", "DRIFT")
 METHODS = ("da", "da-z", "easl", "aware")
-
-
-def beta_oracle(n_items: int = 150) -> NDArray[Any]:
-    """A generated truth: the ``(k + 0.5) / n`` quantiles of Beta(2, 2), rescaled to [0, 1]."""
-    z: NDArray[Any] = stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items)
-    out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
-    return out
-
-
-def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
-    """A truth from a CSV file with a numeric ``column``, rescaled to [0, 1] (e.g. the paper's 150 political
-    statements, which are not shipped: their source has no licence)."""
-    import pandas as pd
-
-    z: NDArray[Any] = pd.read_csv(path)[column].to_numpy(dtype=np.float64)
-    out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
-    return out
-
-
-@dataclass(frozen=True)
-class World:
-    """The simulated annotators of one seed (module docstring)."""
-
-    offset: NDArray[Any]
-    slope: NDArray[Any]
-    spam: NDArray[Any]
-    item_sd: NDArray[Any]
-    interaction: NDArray[Any] | None
-    drift: NDArray[Any]
-
-    @classmethod
-    def make(cls, model: str, n_items: int, n_annotators: int, rng: np.random.Generator) -> World:
-        """Draw the annotators of ``model`` (one of :data:`ANNOTATOR_MODELS`)."""
-        if model not in ANNOTATOR_MODELS:
-            raise ValueError(f"annotator model must be one of {ANNOTATOR_MODELS}, got {model!r}")
-        na = n_annotators
-        off: NDArray[Any] = np.zeros(na)
-        slope: NDArray[Any] = np.ones(na)
-        spam: NDArray[Any] = np.zeros(na, dtype=bool)
-        sd: NDArray[Any] = np.full(n_items, 0.2)
-        ix: NDArray[Any] | None = None
-        drift: NDArray[Any] = np.zeros(na)
-        if model != "M1" and model != "M5":
-            off, sd = rng.normal(0.0, 0.1, na), np.full(n_items, 0.15)
-        if model == "M3":
-            slope = rng.uniform(0.6, 1.4, na)
-        elif model == "M4":
-            spam[rng.choice(na, max(1, round(0.1 * na)), replace=False)] = True
-        elif model == "M5":
-            sd = rng.uniform(0.05, 0.3, n_items)
-        elif model == "IX":
-            ix = rng.normal(0.0, 0.1, (n_items, na))
-        elif model == "DRIFT":
-            drift = rng.normal(0.0, 0.15, na)
-        return cls(off, slope, spam, sd, ix, drift)
-
-    def scores(
-        self, truth: NDArray[Any], items: NDArray[Any], anns: NDArray[Any], progress: float, rng: np.random.Generator
-    ) -> NDArray[Any]:
-        """Scores of ``items`` by ``anns`` at ``progress`` (0 to 1) through the campaign."""
-        x = (
-            0.5
-            + self.slope[anns] * (truth[items] - 0.5)
-            + self.offset[anns]
-            + progress * self.drift[anns]
-            + rng.standard_normal(items.size) * self.item_sd[items]
-        )
-        if self.interaction is not None:
-            x += self.interaction[items, anns]
-        spam = self.spam[anns]
-        x[spam] = rng.random(int(spam.sum()))
-        out: NDArray[Any] = np.clip(x, 0.0, 1.0)
-        return out
 
 
 def _ranks(x: NDArray[Any]) -> NDArray[Any]:
@@ -239,95 +159,6 @@ def run_one(
     return rows
 
 
-def budget_to_reach(per_item: NDArray[Any], curve: NDArray[Any], target: float) -> float:
-    """Scores per item where ``curve`` first reaches ``target`` (linear interpolation; NaN if never)."""
-    above = np.flatnonzero(curve >= target)
-    if above.size == 0:
-        return float("nan")
-    j = int(above[0])
-    if j == 0:
-        return float(per_item[0])
-    x0, x1, y0, y1 = per_item[j - 1], per_item[j], curve[j - 1], curve[j]
-    return float(x0 + (target - y0) / (y1 - y0) * (x1 - x0))
-
-
-def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Tables from the per-batch rows of :func:`run_one` (a ``pandas.DataFrame``): ``budget`` (per model and
-    method: scores per item to reach ``target`` on the seed-mean Spearman curve, % saved vs DA and vs DA-z
-    with 95% bootstrap intervals over seeds, paired), ``coverage``, ``stopping``, ``flags``."""
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    budget_rows, cov_rows, stop_rows = [], [], []
-    for model, g in curves.groupby("model", sort=False):
-        piv = g.pivot_table(index=["method", "seed"], columns="per_item", values="spearman")
-        methods = list(dict.fromkeys(g["method"]))
-        seeds = np.array(sorted(set(g["seed"])))
-        grid = piv.columns.to_numpy(dtype=np.float64)
-        mats = {m: piv.loc[m].reindex(seeds).to_numpy() for m in methods}
-        boot = rng.integers(seeds.size, size=(n_boot, seeds.size))
-        b_point = {m: budget_to_reach(grid, mats[m].mean(0), target) for m in methods}
-        b_boot = {m: np.array([budget_to_reach(grid, mats[m][ix].mean(0), target) for ix in boot]) for m in methods}
-        for m in methods:
-            row = {"model": model, "method": m, "budget": b_point[m]}
-            for ref in ("da", "da-z"):
-                if ref in methods and m != ref:
-                    saved = 1.0 - b_boot[m] / b_boot[ref]
-                    row[f"saved_vs_{ref}"] = 100.0 * (1.0 - b_point[m] / b_point[ref])
-                    lo, hi = np.nanpercentile(saved, [2.5, 97.5]) if np.isfinite(saved).any() else (np.nan, np.nan)
-                    row[f"saved_vs_{ref}_ci"] = f"[{100 * lo:+.0f}, {100 * hi:+.0f}]"
-            budget_rows.append(row)
-        a = g[g["method"] == "aware"]
-        if "rank_coverage" in a:
-            for e, c in a.dropna(subset=["rank_coverage"]).groupby("per_item")["rank_coverage"]:
-                cov_rows.append({"model": model, "per_item": e, "rank_coverage": float(c.mean())})
-        if "expected_spearman" in a:
-            for _, run in a.groupby("seed"):
-                hit = run[stops(run["expected_spearman"], run["min_count"], target=target)]
-                stop_rows.append(
-                    {
-                        "model": model,
-                        "stopped": not hit.empty,
-                        "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
-                        "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan,
-                    }
-                )
-    stop = pd.DataFrame(stop_rows)
-    stopping = (
-        (
-            stop.assign(hit=stop["spearman_at_stop"] >= target)
-            .groupby("model", sort=False)
-            .agg(
-                runs=("stopped", "size"),
-                stopped=("stopped", "sum"),
-                hit_rate=("hit", "mean"),
-                per_item_at_stop=("per_item_at_stop", "mean"),
-            )
-            .reset_index()
-        )
-        if stop_rows
-        else pd.DataFrame()
-    )
-    flags = pd.DataFrame()
-    if "spam_total" in curves:
-        f = curves.dropna(subset=["spam_total"])
-        flags = pd.DataFrame(
-            [
-                {
-                    "runs": len(f),
-                    "recall": f["spam_flagged"].sum() / max(f["spam_total"].sum(), 1),
-                    "false_flag_rate": f["false_flags"].sum() / max(f["honest_total"].sum(), 1),
-                }
-            ]
-        )
-    return {
-        "budget": pd.DataFrame(budget_rows),
-        "coverage": pd.DataFrame(cov_rows),
-        "stopping": stopping,
-        "flags": flags,
-    }
-
-
 def run_task(truth: NDArray[Any], model: str, method: str, seed: int, run_kw: dict[str, Any]) -> list[dict[str, Any]]:
     """One independent run, :func:`run_one` with keyword settings ``run_kw``: a picklable top-level function
     for a :data:`MapFn`. Every random draw of the run comes from generators seeded by ``seed`` (and the
@@ -349,19 +180,20 @@ def run_study(
     map_fn: MapFn = serial_map,
     **run_kw: Any,
 ) -> dict[str, Any]:
-    """The whole study: every (model, method, seed) run, then :func:`summarise`.
+    """The whole study: every (model, method, seed) run, then :func:`~core.simulate.aware_summary.summarise`.
 
     Parameters
     ----------
     models, methods : tuple of str
-        Subsets of :data:`ANNOTATOR_MODELS` and :data:`METHODS` (``"da"`` is needed for the savings).
+        Subsets of :data:`~core.simulate.aware_world.ANNOTATOR_MODELS` and :data:`METHODS` (``"da"`` is needed
+        for the savings).
     n_seeds, first_seed : int
         Seeds ``first_seed .. first_seed + n_seeds - 1`` (the issue asks for >= 20).
     target : float
         The Spearman correlation to reach (0.90 on the generated Beta(2,2) oracle; 0.95 on the paper's).
     oracle : path, optional
-        A CSV truth (:func:`load_oracle`, column ``oracle_column``); default the generated Beta(2,2) oracle
-        (:func:`beta_oracle`) of ``n_items`` items.
+        A CSV truth (:func:`~core.simulate.aware_world.load_oracle`, column ``oracle_column``); default the
+        generated Beta(2,2) oracle (:func:`~core.simulate.aware_world.beta_oracle`) of ``n_items`` items.
     progress : callable, optional
         Called with ``(done, total)`` as each run's rows arrive.
     map_fn : callable, default :func:`serial_map`
@@ -374,7 +206,7 @@ def run_study(
     Returns
     -------
     dict of pandas.DataFrame
-        ``curves`` (every batch of every run) and the tables of :func:`summarise`.
+        ``curves`` (every batch of every run) and the tables of :func:`~core.simulate.aware_summary.summarise`.
     """
     import pandas as pd
 
@@ -451,15 +283,10 @@ __all__ = [
     "METHODS",
     "STOP_MIN_SCORES",
     "STOP_RELATIVE_MARGIN",
-    "World",
-    "beta_oracle",
-    "budget_to_reach",
     "calibrate_stopping",
-    "load_oracle",
     "MapFn",
     "run_one",
     "run_study",
     "run_task",
     "serial_map",
-    "summarise",
 ]

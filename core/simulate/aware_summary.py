@@ -1,0 +1,93 @@
+"""The tables of the annotator-aware study (:func:`core.simulate.aware_study.run_study`) from its per-batch rows:
+the budget to reach the target Spearman and the % saved vs DA and DA-z with paired bootstrap intervals over seeds,
+the coverage of the rank intervals, the stopping rule's hit rate, and the random-clicker flags.
+
+The budget is the first crossing of the seed-mean Spearman curve (:func:`core.simulate.annotation.first_crossing`,
+linear interpolation between checkpoints).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from core.models.aware_posterior import stops
+from core.simulate.annotation import first_crossing
+
+
+def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Tables from the per-batch rows of :func:`core.simulate.aware_study.run_one` (a ``pandas.DataFrame``):
+    ``budget`` (per model and method: scores per item to reach ``target`` on the seed-mean Spearman curve, % saved
+    vs DA and vs DA-z with 95% bootstrap intervals over seeds, paired), ``coverage``, ``stopping``, ``flags``."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    budget_rows, cov_rows, stop_rows = [], [], []
+    for model, g in curves.groupby("model", sort=False):
+        piv = g.pivot_table(index=["method", "seed"], columns="per_item", values="spearman")
+        methods = list(dict.fromkeys(g["method"]))
+        seeds = np.array(sorted(set(g["seed"])))
+        grid = piv.columns.to_numpy(dtype=np.float64)
+        mats = {m: piv.loc[m].reindex(seeds).to_numpy() for m in methods}
+        boot = rng.integers(seeds.size, size=(n_boot, seeds.size))
+        b_point = {m: first_crossing(grid, mats[m].mean(0), target) for m in methods}
+        b_boot = {m: np.array([first_crossing(grid, mats[m][ix].mean(0), target) for ix in boot]) for m in methods}
+        for m in methods:
+            row = {"model": model, "method": m, "budget": b_point[m]}
+            for ref in ("da", "da-z"):
+                if ref in methods and m != ref:
+                    saved = 1.0 - b_boot[m] / b_boot[ref]
+                    row[f"saved_vs_{ref}"] = 100.0 * (1.0 - b_point[m] / b_point[ref])
+                    lo, hi = np.nanpercentile(saved, [2.5, 97.5]) if np.isfinite(saved).any() else (np.nan, np.nan)
+                    row[f"saved_vs_{ref}_ci"] = f"[{100 * lo:+.0f}, {100 * hi:+.0f}]"
+            budget_rows.append(row)
+        a = g[g["method"] == "aware"]
+        if "rank_coverage" in a:
+            for e, c in a.dropna(subset=["rank_coverage"]).groupby("per_item")["rank_coverage"]:
+                cov_rows.append({"model": model, "per_item": e, "rank_coverage": float(c.mean())})
+        if "expected_spearman" in a:
+            for _, run in a.groupby("seed"):
+                hit = run[stops(run["expected_spearman"], run["min_count"], target=target)]
+                stop_rows.append(
+                    {
+                        "model": model,
+                        "stopped": not hit.empty,
+                        "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
+                        "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan,
+                    }
+                )
+    stop = pd.DataFrame(stop_rows)
+    stopping = (
+        (
+            stop.assign(hit=stop["spearman_at_stop"] >= target)
+            .groupby("model", sort=False)
+            .agg(
+                runs=("stopped", "size"),
+                stopped=("stopped", "sum"),
+                hit_rate=("hit", "mean"),
+                per_item_at_stop=("per_item_at_stop", "mean"),
+            )
+            .reset_index()
+        )
+        if stop_rows
+        else pd.DataFrame()
+    )
+    flags = pd.DataFrame()
+    if "spam_total" in curves:
+        f = curves.dropna(subset=["spam_total"])
+        flags = pd.DataFrame(
+            [
+                {
+                    "runs": len(f),
+                    "recall": f["spam_flagged"].sum() / max(f["spam_total"].sum(), 1),
+                    "false_flag_rate": f["false_flags"].sum() / max(f["honest_total"].sum(), 1),
+                }
+            ]
+        )
+    return {
+        "budget": pd.DataFrame(budget_rows),
+        "coverage": pd.DataFrame(cov_rows),
+        "stopping": stopping,
+        "flags": flags,
+    }
