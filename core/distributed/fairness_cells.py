@@ -9,7 +9,7 @@ ordinary least squares on the responses equals weighted least squares on the cel
     RSS = sum_c W_c + sum_c n_c (ybar_c - x_c' beta)^2,   TSS = sum_c W_c + sum_c n_c (ybar_c - ybar)^2
 
 (the between/within decomposition; Searle 1987, *Linear Models for Unbalanced Data*, ch. 1). The coefficient
-inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.fairness` (the same functions, given the
+inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.fairness_ols` (the same functions, given the
 cell design weighted by sqrt(n_c)).
 """
 

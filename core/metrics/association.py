@@ -1,6 +1,7 @@
 """Rank association: Spearman's rho and Kendall's tau-b (docs/design.md section 4.6).
 
-Pearson's r lives in :mod:`core.metrics.observed` with the other moment-based metrics.
+Pearson's r lives in :mod:`core.metrics.observed` with QWK; the other moment-based metrics in
+:mod:`core.metrics.accuracy`.
 """
 
 from __future__ import annotations

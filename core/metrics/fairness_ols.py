@@ -19,14 +19,49 @@ from scipy import stats
 
 
 def dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
+    """Treatment-coded dummies of a categorical predictor: column j is 1[code = j] for every level j but ``base``.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n,)
+        Level index of each response, in 0..k-1.
+    k : int
+        Number of levels.
+    base : int
+        The base (reference) level, which gets no column.
+
+    Returns
+    -------
+    ndarray of shape (n, k - 1), float64 (shape (n, 0) with one level).
+
+    Examples
+    --------
+    >>> dummies(np.array([0, 1, 2, 1]), 3, 1).tolist()
+    [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
+    """
     cols = [j for j in range(k) if j != base]
     return (codes[:, None] == np.asarray(cols)[None, :]).astype(np.float64) if cols else np.zeros((codes.size, 0))
 
 
 def ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, Any]:
-    """OLS with an intercept: coefficients, RSS, rank p (without intercept), R2, adjusted R2.
+    """OLS of ``y`` on ``x`` with an intercept (least squares, ``numpy.linalg.lstsq``).
 
-    R2 is NaN when TSS <= ``tss_floor`` (y constant up to rounding, see :func:`tss_floor`)."""
+    R2 = 1 - RSS / TSS and adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1), p the rank of the design without the
+    intercept.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+    x : ndarray of shape (n, k)
+        Predictors without the intercept column.
+    tss_floor : float, default 0.0
+        R2 is NaN when TSS <= ``tss_floor`` (y constant up to rounding, see :func:`tss_floor`).
+
+    Returns
+    -------
+    dict with ``coef`` (intercept first), ``rss``, ``tss``, ``p``, ``n``, ``r2``, ``adj_r2`` (NaN when
+    n - p - 1 <= 0), ``design`` (with the intercept column) and ``rank``.
+    """
     n = y.size
     design = np.column_stack([np.ones(n), x])
     coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
@@ -84,7 +119,12 @@ def coef_inference(model: dict[str, Any], confidence: float = 0.95) -> tuple[NDA
 
 
 def f_test(small: dict[str, Any], big: dict[str, Any]) -> float:
-    """p-value of the F-test of ``big`` against the nested ``small`` model."""
+    """p-value of the F-test of ``big`` against the nested ``small`` model (both from :func:`ols`).
+
+    F = ((RSS_small - RSS_big) / (p_big - p_small)) / (RSS_big / (n - p_big - 1)), upper tail of F(p_big -
+    p_small, n - p_big - 1). NaN when either degree of freedom is not positive or y is constant; 0 for a perfect
+    fit of ``big`` that ``small`` lacks.
+    """
     df_num = big["p"] - small["p"]
     df_den = big["n"] - big["p"] - 1
     if df_num <= 0 or df_den <= 0 or not np.isfinite(big["r2"]):  # constant y: no test
@@ -106,6 +146,16 @@ def tss_floor(n: int, unit: float) -> float:
 
 
 def group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The sorted distinct subgroup labels (as strings) and each response's index among them.
+
+    Raises ``ValueError`` when ``groups`` does not have ``n`` labels.
+
+    Examples
+    --------
+    >>> names, codes = group_codes(["b", "a", "b"], 3)
+    >>> names.tolist(), codes.tolist()
+    (['a', 'b'], [1, 0, 1])
+    """
     g = pd.Series(np.asarray(groups, dtype=object)).astype(str).to_numpy()
     if g.size != n:
         raise ValueError(f"groups has {g.size} labels for {n} responses")

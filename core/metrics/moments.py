@@ -3,7 +3,8 @@
 The moment-based metrics (means, sds, Pearson's r, continuous QWK, SMD, MSE, R2, disattenuated r, DSM) are written
 over sums of per-response terms (:mod:`core.metrics.sums`) so that the bootstrap evaluates them for all resamples
 at once. Sums are taken on values centred at the sample mean, which keeps the moments accurate at millions of
-responses. The public one-call functions are in :mod:`core.metrics.observed`.
+responses. The public one-call functions are in :mod:`core.metrics.observed` and
+:mod:`core.metrics.accuracy`.
 """
 
 from __future__ import annotations

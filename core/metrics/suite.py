@@ -309,8 +309,9 @@ def observed_metrics(
     category values) exact/adjacent agreement, the kappa family, Gwet's AC, Brennan-Prediger, Scott's pi and
     Krippendorff's alpha compare ``y_true`` with ``y_pred`` rounded half-to-even and clipped to the categories.
     One pass of sufficient statistics serves every metric (definitions: :mod:`core.metrics.observed`,
-    :mod:`core.metrics.agreement`, :mod:`core.metrics.krippendorff`). ``ranks=False`` skips Spearman and Kendall
-    (the only O(N log N) ones). Undefined values are NaN with an UndefinedMetricWarning naming the reason.
+    :mod:`core.metrics.accuracy`, :mod:`core.metrics.agreement`, :mod:`core.metrics.krippendorff`).
+    ``ranks=False`` skips Spearman and Kendall (the only O(N log N) ones). Undefined values are NaN with an
+    UndefinedMetricWarning naming the reason.
 
     Parameters
     ----------
