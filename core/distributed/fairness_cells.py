@@ -24,10 +24,7 @@ from numpy.typing import NDArray
 from core.metrics.assemble import fairness_result
 from core.metrics.bootstrap import percentile_interval
 from core.metrics.fairness import FAIRNESS_KEYS
-from core.metrics.fairness_ols import dummies as _dummies
-from core.metrics.fairness_ols import f_test as _f_test
-from core.metrics.fairness_ols import figure_record as _record
-from core.metrics.fairness_ols import tss_floor as _tss_floor
+from core.metrics.fairness_ols import dummies, f_test, figure_record, tss_floor
 from core.metrics.intervals import Interval
 from core.metrics.notes import capture, quiet, undefined
 from core.metrics.results import FairnessEvaluation
@@ -58,7 +55,7 @@ def merge_cells(x: pd.DataFrame, y: pd.DataFrame) -> pd.DataFrame:
     return out.sort_index()
 
 
-def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any], tss_floor: float) -> dict[str, Any]:
+def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any], floor: float) -> dict[str, Any]:
     """The ``_ols`` record of OLS on the responses, from the cells (means ``mean``, weights ``n``, design ``x``)."""
     total = float(n.sum())
     root = np.sqrt(n)
@@ -70,7 +67,7 @@ def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any
     tss = within + float((n * (mean - grand) ** 2).sum())
     p = int(rank) - 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
+        r2 = 1.0 - rss / tss if tss > floor else np.nan
         adj = 1.0 - (1.0 - r2) * (total - 1) / (total - p - 1) if total - p - 1 > 0 else np.nan
     return {
         "coef": coef,
@@ -111,24 +108,24 @@ def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None
         return out
     e, s = cells["e"].to_numpy(dtype=np.float64), cells["s"].to_numpy(dtype=np.float64)
     we, ws = float(cells["ee"].sum()), float(cells["ss"].sum())
-    floor_e, floor_s = _tss_floor(total, unit), _tss_floor(total, unit**2)
-    xg = _dummies(codes, names.size, base)
+    floor_e, floor_s = tss_floor(total, unit), tss_floor(total, unit**2)
+    xg = dummies(codes, names.size, base)
     others = [str(names[j]) for j in range(names.size) if j != base]
     hn, hcodes = np.unique(scores, return_inverse=True)
     h_base = int(np.argmax(np.bincount(hcodes, weights=n, minlength=hn.size)))
-    xh = _dummies(hcodes, hn.size, h_base)
+    xh = dummies(hcodes, hn.size, h_base)
     none = np.zeros((n.size, 0))
     null, null_se = _cell_ols(e, we, n, none, floor_e), _cell_ols(s, ws, n, none, floor_s)
 
     def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
-        return _record(model, value, p_value, others)
+        return figure_record(model, value, p_value, others)
 
     osa, osd = _cell_ols(s, ws, n, xg, floor_s), _cell_ols(e, we, n, xg, floor_e)
-    out["osa"] = record(osa, osa["adj_r2"], _f_test(null_se, osa))
-    out["osd"] = record(osd, osd["adj_r2"], _f_test(null, osd))
+    out["osa"] = record(osa, osa["adj_r2"], f_test(null_se, osa))
+    out["osd"] = record(osd, osd["adj_r2"], f_test(null, osd))
     full = _cell_ols(e, we, n, np.column_stack([xg, xh]), floor_e)
     base_h = _cell_ols(e, we, n, xh, floor_e)
-    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], _f_test(base_h, full))
+    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], f_test(base_h, full))
     for key in FAIRNESS_KEYS:
         if not np.isfinite(out[key]["value"]):
             out[key]["value"] = undefined(

@@ -83,7 +83,7 @@ def write_report(
     methods = ", ".join(METHOD_LABELS.get(m, m) for m in dict.fromkeys(curves["method"]))
     rep.paragraph(
         f"Oracle: {oracle}. Annotator models: {', '.join(dict.fromkeys(curves['model']))} "
-        f"(core/simulate/aware_study.py: M1 noise only; M2 per-annotator offsets; M3 offsets and slopes; M4 M2 with "
+        f"(core/simulate/aware_world.py: M1 noise only; M2 per-annotator offsets; M3 offsets and slopes; M4 M2 with "
         f"10% random clickers; M5 item-dependent noise; IX item x annotator interaction; DRIFT drifting offsets). "
         f"Methods: {methods}; {n_seeds} seeds each, equal budgets in scores per item; one annotator per HIT."
         + (f" Run time: {runtime:.1f} s." if runtime is not None else "")
