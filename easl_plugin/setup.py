@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from core.errors import UserError
 from core.store import Project
 from easl_plugin import bookkeeping as bk
+from easl_plugin.auth import SECRET_HEADER
 from easl_plugin.campaign import hide_internal_columns, sync_predictions
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.push import push
 from easl_plugin.reconcile import reconcile
-from easl_plugin.service import SECRET_HEADER
 from label_config.layouts import label_config, layout_for_method, validate_label_config
 
 # START_TRAINING is not a project-webhook action (Label Studio sends it to ML backends only)

@@ -279,7 +279,8 @@ def test_refused_and_malformed_webhooks_are_counted_and_shown_without_the_creden
     from starlette.testclient import TestClient
 
     from core.store import Project
-    from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
+    from easl_plugin.auth import SECRET_HEADER
+    from easl_plugin.service import ServiceConfig, build_app
     from tests.store_helpers import new_project
     from tui.cli import main
 
@@ -319,7 +320,8 @@ def test_the_dedicated_webhook_token_authorises_webhooks_only_and_rotates(tmp_pa
     from starlette.testclient import TestClient
 
     from core.store import Project
-    from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
+    from easl_plugin.auth import SECRET_HEADER
+    from easl_plugin.service import ServiceConfig, build_app
     from easl_plugin.setup import webhook_token
     from tests.store_helpers import new_project
 

@@ -15,7 +15,8 @@ import uvicorn
 from core.models import Hyper
 from core.store import Project
 from easl_plugin import bookkeeping as bk
-from easl_plugin.service import SECRET_HEADER, ServiceConfig, build_app
+from easl_plugin.auth import SECRET_HEADER
+from easl_plugin.service import ServiceConfig, build_app
 from easl_plugin.worker import LinkedProject, Worker
 from label_config.layouts import Layout, task_data
 from tests.ls_server import free_port
@@ -326,7 +327,7 @@ def test_writer_spills_to_the_journal_while_the_file_is_busy(project_path):
     import time
 
     gate = threading.Lock()
-    from easl_plugin.service import EventWriter
+    from easl_plugin.writer import EventWriter
 
     writer = EventWriter(project_path, lambda: None, gate=gate)
     app = build_app(ServiceConfig(project_path=project_path), writer=writer)

@@ -21,11 +21,13 @@ import requests
 
 from core.models import Hyper
 from core.store import Project
+from easl_plugin import auth
 from easl_plugin import bookkeeping as bk
-from easl_plugin import service
+from easl_plugin.auth import SECRET_HEADER, AuthMiddleware, FailureLimiter
 from easl_plugin.journal import MOVED_KEY, Journal, journal_path
+from easl_plugin.payloads import MAX_JSON_DEPTH
 from easl_plugin.server import UnprotectedAddress, check_exposure, is_loopback_host, serve
-from easl_plugin.service import MAX_JSON_DEPTH, SECRET_HEADER, AuthMiddleware, FailureLimiter, ServiceConfig, build_app
+from easl_plugin.service import ServiceConfig, build_app
 from easl_plugin.writer import EventWriter
 from tests.ls_server import free_port
 from tests.test_plugin_service import Client, created, link
@@ -155,13 +157,13 @@ def test_credentials_are_compared_in_constant_time(project_path, monkeypatch):
     """Every check goes through ``hmac.compare_digest`` on fixed-length digests, both halves of the basic pair
     always (no short cut on a wrong user name)."""
     calls = []
-    real = service.hmac.compare_digest
+    real = auth.hmac.compare_digest
 
     def spy(a, b):
         calls.append((len(a), len(b)))
         return real(a, b)
 
-    monkeypatch.setattr(service.hmac, "compare_digest", spy)
+    monkeypatch.setattr(auth.hmac, "compare_digest", spy)
     cfg = ServiceConfig(project_path=project_path, basic_auth=("ann", "pw"), webhook_secret="top")
     with Client(build_app(cfg)) as c:
         wrong_user = {"Authorization": "Basic " + base64.b64encode(b"someone-else:pw").decode()}

@@ -10,7 +10,8 @@ import pytest
 from core.store import Project
 from tests.tui_helpers import annotate_iteration, run_async, settle, wait_until
 from tui.app import EaslApp
-from tui.screens.annotate import AnnotateScreen, AnnotationSession
+from tui.screens.annotate import AnnotateScreen
+from tui.screens.annotate_session import AnnotationSession
 from tui.screens.name_prompt import NamePrompt
 from tui.settings import load_draft, remember_annotator, remembered_annotator
 from tui.widgets.score_row import ScoreRow, typed_score

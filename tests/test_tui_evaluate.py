@@ -13,7 +13,8 @@ from core.errors import UserError
 from tests.tui_helpers import isolate_settings, make_project, run_async, settle, wait_until
 from tui.app import EaslApp
 from tui.screens.annotate import AnnotateScreen
-from tui.screens.evaluate import EvaluateScreen, format_value, parse_count, parse_scale, run_evaluation
+from tui.screens.evaluate import EvaluateScreen
+from tui.screens.evaluate_data import format_value, parse_count, parse_scale, run_evaluation
 from tui.screens.file_picker import FilePickerScreen
 
 

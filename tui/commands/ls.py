@@ -176,7 +176,7 @@ def link_status(project: Project) -> dict:
 
     from easl_plugin import bookkeeping as bk
     from easl_plugin.campaign import HOLDER_UNKNOWN
-    from easl_plugin.service import DELIVERY_MALFORMED, DELIVERY_REFUSED, DELIVERY_SOURCE
+    from easl_plugin.deliveries import DELIVERY_MALFORMED, DELIVERY_REFUSED, DELIVERY_SOURCE
 
     report = project.get_meta(bk.KEY_RECONCILIATION_REPORT)
     pid = project.get_meta(bk.KEY_PROJECT_ID)

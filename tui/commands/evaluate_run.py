@@ -1,0 +1,167 @@
+"""The work of ``easl evaluate`` (its parser is ``tui/commands/evaluate.py``): check the options, load the data
+(a wide or long file, a campaign's ratings, or partitions on Dask), evaluate, and write the report, the JSON or the
+terminal tables (``tui/commands/evaluate_tables.py``).
+
+Only the standard library and ``core.errors`` are imported at module level (the command line starts instantly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.errors import UserError
+from tui.commands.evaluate_tables import print_tables
+from tui.commands.progress import bootstrap_progress, stage_progress
+from tui.evaluation import evaluate_loaded, nothing_left
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``easl evaluate`` (exit status 0; a bad option or input is a ``UserError``)."""
+    import numpy as np
+
+    from core.metrics.data import Scale
+    from core.metrics.loading import load_long, load_wide
+
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
+    if args.rater_error_variance is not None and not (
+        np.isfinite(args.rater_error_variance) and args.rater_error_variance >= 0
+    ):
+        raise UserError(f"--rater-error-variance must be a finite number >= 0, got {args.rater_error_variance}.")
+    scale = None
+    if args.scale:
+        try:
+            scale = Scale(*args.scale)
+        except ValueError as exc:
+            raise UserError(f"--scale {args.scale[0]:g} {args.scale[1]:g}: {exc}.") from None
+    if args.population_size is not None and not args.population_size > 0:
+        raise UserError(f"--population-size must be a positive number, got {args.population_size:g}.")
+    if args.dask:
+        return _run_dask(args, scale)
+    if args.project:
+        if args.file:
+            raise UserError("give either FILE or --project, not both.")
+        data, project_scale = _load_project(args)
+        scale = scale or project_scale
+        source = args.project
+    elif not args.file:
+        raise UserError("name the FILE to evaluate (or --project PROJECT --system SCORES).")
+    elif args.long:
+        data = load_long(
+            args.file, columns=_long_columns(args), system=args.system, human=args.human, group_col=args.group_col
+        )
+        source = args.file
+    else:
+        _check_wide(args)
+        data = load_wide(args.file, human=args.human, system=args.system, id_col=args.id_col, group_col=args.group_col)
+        source = args.file
+
+    if args.base_group is not None and (data.groups is None or args.base_group not in set(map(str, data.groups))):
+        raise UserError(f"--base-group {args.base_group!r}: not a group of the --group column.")
+    progress_cb, finish = bootstrap_progress(args.bootstrap, quiet=False)
+    try:
+        ev = evaluate_loaded(
+            data, source, group_name=args.group_col or "group", progress=progress_cb, **_options(args, scale)
+        )
+    finally:
+        finish()
+    return _emit(ev, args, source)
+
+
+def _options(args, scale) -> dict:
+    """The keyword arguments both engines take from the command line."""
+    return dict(
+        scale=scale,
+        exclude_zeros=args.exclude_zeros,
+        rater_error_variance=args.rater_error_variance,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        population_size=args.population_size,
+        base_group=args.base_group,
+        weights=tuple(args.weights),
+    )
+
+
+def _long_columns(args) -> tuple[str, str, str]:
+    parts = tuple(s.strip() for s in args.long.split(","))
+    if len(parts) != 3 or not all(parts):
+        raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
+    return parts[0], parts[1], parts[2]
+
+
+def _check_wide(args) -> None:
+    if not args.human:
+        raise UserError("--human is required: name the human score column(s) of the file.")
+    overlap = set(args.human) & set(args.system)
+    if overlap:
+        raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
+
+
+def _emit(ev, args, source) -> int:
+    """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
+    from core.metrics.writer import to_json_text, write_output
+
+    if ev.n_responses == 0 and ev.human_human.all_raters is None:
+        raise nothing_left(source, ev.dropped)
+    if args.output:
+        write_output(ev, Path(args.output), source=str(source), seed=args.seed)
+    if args.json:
+        sys.stdout.write(to_json_text(ev.to_json()) + "\n")
+    else:
+        print_tables(ev, args)
+    return 0
+
+
+def _run_dask(args, scale) -> int:
+    """``--dask``: the partitioned FILE evaluated on a Dask cluster (core.distributed), same outputs."""
+    from core.distributed.cluster import connect
+    from core.distributed.evaluate import evaluate_dask
+
+    if args.project:
+        raise UserError("--dask evaluates partitioned files; --project is evaluated in memory.")
+    if not args.file:
+        raise UserError("name the FILE (a glob or directory of Parquet or CSV partitions) to evaluate with --dask.")
+    long = _long_columns(args) if args.long else None
+    if long is None:
+        _check_wide(args)
+    update, finish = stage_progress()
+    try:
+        with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
+            ev = evaluate_dask(
+                client,
+                args.file,
+                human=args.human,
+                system=args.system,
+                group_col=args.group_col,
+                id_col=args.id_col,
+                long=long,
+                progress=update,
+                **_options(args, scale),
+            )
+    except ValueError as exc:
+        raise UserError(f"{args.file}: {exc}.") from None
+    finally:
+        finish()
+    return _emit(ev, args, args.file)
+
+
+def _load_project(args):
+    """The campaign's ratings (public store API) and the system scores file; the project's score range as scale."""
+    from core.metrics.data import Scale
+    from core.metrics.loading import load_campaign
+    from core.store import Project
+
+    system_file, *columns = args.system
+    with Project.open(args.project, readonly=True) as project:
+        ratings = project.ratings()
+        items = project.items()
+        hyper = getattr(project, "hyper", None)
+    scale = None
+    if hyper is not None and hasattr(hyper, "score_min"):
+        scale = Scale(float(hyper.score_min), float(hyper.score_max))
+    data = load_campaign(
+        ratings, items, system_file, system=columns or None, id_col=args.id_col or "item_id", group_col=args.group_col
+    )
+    return data, scale

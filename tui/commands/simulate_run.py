@@ -1,0 +1,319 @@
+"""The work of ``easl simulate`` (its parser is ``tui/commands/simulate.py``): turn the options into each
+experiment's settings, run it here or on Dask (``--dask``), write the report with the command that reproduces it,
+and print the headline figures.
+
+Only the standard library and ``core.errors`` are imported at module level (the command line starts instantly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from tui.commands.progress import step_progress
+
+#: Options that change where the runs execute, never the numbers: left out of the reproduction command.
+_WHERE = ("help", "dask", "dask_workers", "dask_memory")
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command that reproduces this run: ``easl simulate EXPERIMENT`` plus every option not at its default."""
+    parts = ["easl", "simulate", args.experiment]
+    for action in args.parser._actions:
+        if not action.option_strings or action.dest in _WHERE:
+            continue
+        value = getattr(args, action.dest, None)
+        if value is None or value == action.default or value is False:
+            continue
+        flag = action.option_strings[-1]
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, (list, tuple)) and action.nargs not in (None, "?"):
+            parts += [flag] + [str(v) for v in value]
+        elif isinstance(value, (list, tuple)):
+            parts += [flag, ",".join(str(v) for v in value)]
+        else:
+            parts += [flag, str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+@contextlib.contextmanager
+def _mapper(args: argparse.Namespace):
+    """``None`` (run here, in order) or a Dask ``map_fn`` (core.distributed.runs) for ``--dask``."""
+    if not getattr(args, "dask", None):
+        yield None
+        return
+    from core.distributed.cluster import connect
+    from core.distributed.runs import dask_map
+
+    with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
+        yield dask_map(client)
+
+
+def _finish(out: Path, started: float, lines: list[str]) -> None:
+    from rich.console import Console
+
+    con = Console()
+    for line in lines:
+        con.print(line)
+    con.print(f"report: {out / 'report.md'}  ({time.perf_counter() - started:.1f} s)")
+
+
+def run_prmse(args: argparse.Namespace) -> int:
+    """Run ``easl simulate prmse``."""
+    from core.simulate import prmse_report
+    from core.simulate.prmse_data import PrmseSettings
+
+    started = time.perf_counter()
+    kw: dict[str, Any] = {}
+    if args.quick:
+        kw.update(
+            n_responses=2000,
+            raters_per_category=10,
+            pairs_per_category=5,
+            systems_per_category=3,
+            sample_system="sys_10",
+        )
+    mapping = {
+        "responses": "n_responses",
+        "true_mean": "true_mean",
+        "true_sd": "true_sd",
+        "rater_categories": "rater_categories",
+        "rater_correlations": "rater_rhos",
+        "error_sds": "error_sds",
+        "raters_per_category": "raters_per_category",
+        "system_categories": "system_categories",
+        "system_r2": "system_r2",
+        "systems_per_category": "systems_per_category",
+        "sd_grid": "sd_grid",
+        "pairs_per_category": "pairs_per_category",
+        "percentages": "double_scored_percentages",
+        "sample_system": "sample_system",
+        "same_pair_category": "same_pair_category",
+        "true_seed": "true_seed",
+        "search_seed_step": "search_seed_step",
+        "search_rater_stride": "search_rater_stride",
+        "rater_seed": "rater_seed",
+        "rater_stride": "rater_stride",
+        "system_seed": "system_seed",
+        "system_stride": "system_stride",
+        "pair_seed": "pair_seed",
+        "double_scoring_seed": "double_scoring_seed",
+    }
+    for arg, field in mapping.items():
+        value = getattr(args, arg)
+        if value is not None:
+            kw[field] = tuple(value) if isinstance(value, (list, tuple)) else value
+    if args.score_range:
+        kw["score_min"], kw["score_max"] = args.score_range
+    settings = PrmseSettings(**kw)
+    n_cat = len(settings.rater_categories)
+    n_steps = (0 if settings.error_sds else n_cat) + 1 + n_cat + 2 + (0 if args.no_double_scoring else n_cat) + 1
+    prog, advance = step_progress("simulate prmse", n_steps)
+    with _mapper(args) as map_fn, prog:
+        res = prmse_report.run(settings, progress=advance, double_scoring=not args.no_double_scoring, map_fn=map_fn)
+        rep = prmse_report.write_report(res, args.out, _command_line(args))
+        advance("report")
+    lines = []
+    if res.comparisons:
+        rows = [r for c in res.comparisons.values() for r in c.rows if r["within_tolerance"] is not None]
+        ok = sum(bool(r["within_tolerance"]) for r in rows)
+        lines.append(f"{ok} of {len(rows)} published numbers reproduced within tolerance")
+    lines.append(
+        "rater error sds: " + ", ".join(f"{c} {v:.2f}" for c, v in zip(res.table1["category"], res.table1["error_sd"]))
+    )
+    _finish(rep.out, started, lines)
+    return 0
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    """Run ``easl simulate metrics``."""
+    import numpy as np
+
+    from core.simulate import metrics_report
+    from core.simulate.agreement_properties import PropertySettings
+
+    started = time.perf_counter()
+    kw = dict(
+        n=args.responses,
+        seed=args.seed,
+        prevalence_error_share=args.prevalence_error_share,
+        marginal_mae=args.marginal_mae,
+        magnitude_mae=args.magnitude_mae,
+    )
+    if args.quick:
+        kw.update(
+            n=1000,
+            prevalence_sds=(0.5, 1.0, 1.5, 2.5, 5.0),
+            marginal_means=(0.0, 2.0, 4.5, 7.0, 9.0),
+            range_points=(40, 20, 10, 5, 3),
+        )
+    for arg in (
+        "prevalence_sds",
+        "marginal_means",
+        "magnitude_sizes",
+        "range_points",
+        "prevalence_scale",
+        "prevalence_error_size",
+        "marginal_scale",
+        "marginal_gold_sd",
+        "marginal_wrong_sd",
+        "magnitude_scale",
+        "magnitude_gold_sd",
+        "range_scale",
+        "range_gold_sd",
+        "range_error_sd",
+    ):
+        value = getattr(args, arg)
+        if value is not None:
+            kw[arg] = tuple(value) if isinstance(value, (list, tuple)) else value
+    settings = PropertySettings(**kw)
+    prog, advance = step_progress("simulate metrics", 6)
+    with _mapper(args) as map_fn, prog:
+        res = metrics_report.run(
+            settings, np.random.default_rng(settings.seed), progress=advance, flat=args.flat, map_fn=map_fn
+        )
+        rep = metrics_report.write_report(res, args.out, _command_line(args))
+        advance("report")
+    _finish(rep.out, started, [])
+    return 0
+
+
+def run_easl(args: argparse.Namespace) -> int:
+    """Run ``easl simulate easl``."""
+    import numpy as np
+
+    from core.simulate import annotation, easl_report
+
+    if getattr(args, "annotator_model", None):
+        return run_aware_study(args)
+    started = time.perf_counter()
+    iterations, runs, boot = args.iterations, args.runs, args.bootstrap
+    if args.quick:
+        iterations, runs, boot = min(iterations, 6), min(runs, 3), min(boot, 200)
+    heat = tuple(i for i in args.heatmap_iterations if i < iterations)
+    settings = annotation.CampaignSettings(
+        methods=tuple(args.methods),
+        hit_size=args.hit_size,
+        hits_per_iteration=args.hits_per_iteration,
+        iterations=iterations,
+        runs=runs,
+        gamma=args.gamma,
+        epsilon=args.epsilon,
+        partner_pool=args.partner_pool,
+        seed=args.seed,
+        target=args.target,
+        bootstrap=boot,
+        heatmap_iterations=heat,
+    )
+    annotators = annotation.AnnotatorModel(
+        noise_sd=args.noise_sd, n_annotators=args.annotators, bias_sd=args.bias_sd, noise_spread=args.noise_spread
+    )
+    rng = np.random.default_rng(args.seed)
+    if args.oracle in ("beta", "uniform"):
+        oracle = annotation.synthetic_oracle(args.oracle, args.items, rng, *args.beta)
+    else:
+        value_range = tuple(args.oracle_range) if args.oracle_range else None
+        if value_range is None and Path(args.oracle).name == annotation.POLITICAL_ORACLE_FILE:
+            value_range = annotation.POLITICAL_RANGE
+        oracle = annotation.csv_oracle(args.oracle, args.oracle_column, value_range, args.id_column)
+    prog, advance = step_progress("simulate easl", len(settings.methods) * settings.runs + 1)
+    with _mapper(args) as map_fn, prog:
+        res = annotation.compare_methods(
+            oracle,
+            settings,
+            annotators,
+            rng,
+            workdir=args.keep_projects,
+            progress=lambda method, run: advance(f"{method} run {run + 1}"),
+            map_fn=map_fn,
+        )
+        rep = easl_report.write_report(
+            res, oracle, settings, annotators, args.out, _command_line(args), runtime=time.perf_counter() - started
+        )
+        advance("report")
+    lines = []
+    reach = annotation.annotations_to_reach(res["summary"], res["curves"], settings.target)
+    for row in reach.itertuples():
+        val = "not reached" if np.isnan(row.mean_curve_annotations) else f"{row.mean_curve_annotations:.0f}"
+        lines.append(f"{annotation.METHOD_LABELS[row.method]}: annotations to Spearman {settings.target:g}: {val}")
+    _finish(rep.out, started, lines)
+    return 0
+
+
+def run_aware_study(args: argparse.Namespace) -> int:
+    """``easl simulate easl --annotator-model ...``: the annotator-aware study (``core.simulate.aware_study``)."""
+    import inspect
+
+    from core.errors import UserError
+    from core.simulate import aware_report, aware_study
+
+    started = time.perf_counter()
+    models = tuple(args.annotator_model)
+    bad = [m for m in models if m not in aware_study.ANNOTATOR_MODELS]
+    if bad:
+        raise UserError(f"--annotator-model {bad[0]}: choose from {', '.join(aware_study.ANNOTATOR_MODELS)}.")
+    methods = tuple(args.methods)
+    if methods == ("da", "ra", "trueskill", "easl"):  # the parser's default: the study's methods instead
+        methods = aware_study.METHODS
+    bad = [m for m in methods if m not in aware_study.METHODS]
+    if bad:
+        raise UserError(f"--methods {bad[0]}: with --annotator-model choose from {', '.join(aware_study.METHODS)}.")
+    if "da" not in methods:
+        raise UserError("--methods must include da: the savings are measured against it.")
+    seeds = min(args.runs, 3) if args.quick else args.runs
+    per_item = min(args.max_per_item, 8.0) if args.quick else args.max_per_item
+    if args.oracle in ("beta", "uniform"):
+        if args.oracle != "beta" or tuple(args.beta) != (2.0, 2.0):
+            raise UserError("--annotator-model uses the generated Beta(2,2) oracle or --oracle FILE.")
+        oracle, description = None, f"generated: the quantiles of Beta(2, 2) at {args.items} items"
+    else:
+        if not Path(args.oracle).is_file():
+            raise UserError(f"--oracle {args.oracle}: no such file.")
+        oracle, description = args.oracle, f"{Path(args.oracle).name} (column {args.oracle_column or 'label'})"
+    prog, advance = step_progress("simulate easl (annotator-aware study)", len(models) * len(methods) * seeds + 1)
+    with _mapper(args) as map_fn, prog:
+        kw: dict[str, Any] = {}
+        if map_fn is not None:
+            if "map_fn" in inspect.signature(aware_study.run_study).parameters:
+                kw["map_fn"] = map_fn
+            else:  # this version of the study has no map_fn: it runs here, in order (same numbers)
+                prog.console.print("note: this version of the annotator-aware study runs in one process")
+        result = aware_study.run_study(
+            models=models,
+            methods=methods,
+            n_seeds=seeds,
+            first_seed=args.seed,
+            target=args.target,
+            oracle=oracle,
+            oracle_column=args.oracle_column or "label",
+            n_items=args.items,
+            hit_size=args.hit_size,
+            max_per_item=per_item,
+            progress=lambda done, total: advance(""),
+            **kw,
+        )
+        rep = aware_report.write_report(
+            result,
+            args.out,
+            _command_line(args),
+            target=args.target,
+            oracle=description,
+            n_seeds=seeds,
+            runtime=time.perf_counter() - started,
+        )
+        advance("report")
+    lines = []
+    for row in result["budget"].itertuples():
+        if row.method != "da":
+            lines.append(
+                f"{row.model} {aware_report.METHOD_LABELS.get(row.method, row.method)}: "
+                f"{getattr(row, 'saved_vs_da', float('nan')):+.0f}% annotations saved vs DA "
+                f"{getattr(row, 'saved_vs_da_ci', '')}"
+            )
+    _finish(rep.out, started, lines)
+    return 0
