@@ -135,7 +135,7 @@ def format_value(value, ci=None) -> str:
 
 
 def _cell(fig, count: bool = False) -> str:
-    """A :class:`~core.metrics.results.Figure` as a table cell (counts as integers)."""
+    """A :class:`~core.metrics.blocks.Figure` as a table cell (counts as integers)."""
     if fig is None:
         return "-"
     value = fig.value
