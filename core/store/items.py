@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 MAX_LISTED = 20  # problems listed in one error message (the count of the rest is given)
 MAX_KEPT = 100_000  # problems kept in ``InvalidRows.messages`` by the chunked check (the rest are counted)
-CHUNK_BYTES = 64 * 2**20  # about the text of one chunk read by ``easl init`` (:func:`chunk_rows`)
+CHUNK_BYTES = 8 * 2**20  # about the text of one chunk read by ``easl init`` (:func:`chunk_rows`)
 
 
 class MissingColumn(InputError):

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from core.models import Hyper, Model
     from core.tables import Table
 
+BUILD_CACHE_KIB = 32 * 1024  # SQLite's page cache while a project file is built: 32 MiB, a small part of init's memory
 SETTINGS = ("method", "hit_size", "score_min", "score_max", "seed")  # the hyper-parameters ``status`` reports
 
 
@@ -148,6 +149,7 @@ class Project(Output, FrontEndRecords):
                 conn.execute("PRAGMA foreign_keys = OFF")
                 conn.execute("PRAGMA synchronous = OFF")
                 conn.execute("PRAGMA journal_mode = OFF").fetchone()
+                conn.execute(f"PRAGMA cache_size = -{BUILD_CACHE_KIB}")
                 conn.execute("BEGIN IMMEDIATE")
                 schema.migrate(conn, tmp)
                 _fill(conn, path, chunks, hyper, id_column, text_column)
@@ -241,12 +243,13 @@ def _fill(
         "item_columns": json.dumps(items.columns),
     }
     conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
-    hits = selection.first_iteration_hits(n, hyper.hit_size, np.random.default_rng([hyper.seed, 0]))
-    insert_iteration(conn, 0, np.asarray(hits, dtype=np.int64), 0)
-    del hits  # the HITs' rows are written: free them before the state arrays are made
+    # the state first: its arrays are freed whole (to the system), before iteration 0's rows are made
     model = get_model(hyper)
     state = model.init_state(n)
     save_state(conn, state, 0, model.selection_keys(state)[1])
+    del state
+    hits = selection.first_iteration_hits(n, hyper.hit_size, np.random.default_rng([hyper.seed, 0]))
+    insert_iteration(conn, 0, np.asarray(hits, dtype=np.int64), 0)
 
 
 def _fsync(path: str) -> None:
