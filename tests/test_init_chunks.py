@@ -199,3 +199,18 @@ def test_any_chunk_size_gives_the_whole_file_result(rows: list[tuple[str, str]],
         if not isinstance(expected, dict):
             assert not (Path(tmp) / "chunks.easl").exists()
             assert sorted(os.listdir(tmp)) == ["items.csv"]
+
+
+def test_past_the_kept_messages_the_rest_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.store.items as items_module
+
+    monkeypatch.setattr(items_module, "MAX_KEPT", 3)  # memory stays bounded however many rows are bad
+    items = _write_csv(tmp_path / "items.csv", [["a" if k % 2 else "", f"t{k}", "x"] for k in range(8)])
+    with pytest.raises(InvalidRows) as err:
+        Project.create_from_chunks(tmp_path / "p.easl", iter_table(items, 3), HYPER)
+    assert err.value.messages == [
+        f"{items}:2: column 'id': the item id is empty",
+        f"{items}:4: column 'id': the item id is empty",
+        f"{items}:5: column 'id': duplicate item id 'a' (first on line 3)",
+    ]
+    assert f"{items}: the items cannot be used; 7 bad rows:" in str(err.value)  # 4 empty ids, 3 repeats of 'a'
