@@ -11,7 +11,7 @@ shared.
 by the file. What does grow with the item count is held in numpy arrays on purpose: iteration 0's HITs (one int64
 per item, written as one JSON array) and the model's prior state (a few float64 arrays of the item count, the
 state every later command loads). Their size at the chosen item count is printed beside the figures. At
-10,000,000 items (``--text-bytes 89``) the peak was about 1.06 GB, over the target, and nearly all of it was
+10,000,000 items (``--text-bytes 89``) the peak was about 1.09 GB, over the target, and nearly all of it was
 per-item: writing iteration 0's rows (``core.store.hits.insert_iteration`` turns the 10,000,000 item positions
 into Python integers and one JSON text, about 65 bytes per item for a moment) and the model's prior state; so the
 default makes the 1 GB file of 5,000,000 longer items.
