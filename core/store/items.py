@@ -1,9 +1,26 @@
-"""Reading and checking the items of a project (the file given to ``easl init``)."""
+"""Reading and checking the items of a project (the file given to ``easl init``), whole or in chunks.
+
+Two ways in, with the same checks and the same located messages (``file:line: column 'id': reason``):
+
+* :func:`read_items` / :func:`items_from_table` check a whole table in memory and return a DataFrame (library use,
+  ``easl demo``);
+* :func:`insert_items` checks chunks (``core.tables.iter_table``) one at a time while inserting them into the
+  ``items`` table of a project file being built (:meth:`core.store.Project.create_from_chunks`, ``easl init``), so
+  that memory stays flat whatever the file size (issue 13, "Flat memory"). Duplicate ids across chunks are found by
+  the ``UNIQUE`` index on ``items.item_id`` (``INSERT OR IGNORE``: the rows it skips are the repeats), not by a set
+  of every id in memory; the first occurrence's line comes from a compact map of the chunks' lines.
+"""
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
+import itertools
 import json
 import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,7 +34,8 @@ if TYPE_CHECKING:
     from core.tables import Table
 
 MAX_LISTED = 20  # problems listed in one error message (the count of the rest is given)
-CHECKED = "easl.checked_items"  # ``DataFrame.attrs`` mark of a frame returned by :func:`items_from_table`
+MAX_KEPT = 100_000  # problems kept in ``InvalidRows.messages`` by the chunked check (the rest are counted)
+CHUNK_BYTES = 8 * 2**20  # about the text of one chunk read by ``easl init`` (:func:`chunk_rows`)
 
 
 class MissingColumn(InputError):
@@ -45,15 +63,102 @@ def _as_text(values: pd.Series) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any
     return text, stripped, stripped == ""
 
 
-def _listing(problems: list[str], what: str) -> str:
+def _listing(problems: list[str], total: int, what: str) -> str:
     shown = problems[:MAX_LISTED]
-    more = len(problems) - len(shown)
+    more = total - len(shown)
     tail = f"\n  ... and {more} more" if more > 0 else ""
-    return f"{len(problems)} {what}:\n  " + "\n  ".join(shown) + tail
+    return f"{total} {what}:\n  " + "\n  ".join(shown) + tail
+
+
+def _invalid(path: str, problems: list[str], total: int) -> InvalidRows:
+    return InvalidRows(
+        f"{path}: the items cannot be used; " + _listing(problems, total, "bad rows"), messages=problems, path=path
+    )
+
+
+def _header(table: Table) -> str:
+    return "line 1" if table.unit == "line" else "header"
+
+
+def _missing_column(table: Table, name: str, columns: list[str]) -> MissingColumn:
+    return MissingColumn(
+        f"{table.path}: {_header(table)}: column {name!r} not found (the columns are: {', '.join(columns)}).",
+        path=table.path,
+        field=name,
+        columns=columns,
+    )
+
+
+def _check_names(table: Table, columns: list[str], id_column: str, text_column: str) -> None:
+    """The id and text columns must differ, and no other column may be called ``item_id`` or ``text``."""
+    if id_column == text_column:
+        raise InputError(
+            f"{table.path}: the id column and the text column are both {id_column!r}; they must differ.",
+            path=table.path,
+            field=id_column,
+        )
+    for reserved, source in (("item_id", id_column), ("text", text_column)):
+        if reserved in columns and reserved != source and reserved not in (id_column, text_column):
+            raise InputError(
+                f"{table.path}: {_header(table)}: column {reserved!r} would clash with the item "
+                f"{'id' if reserved == 'item_id' else 'text'} taken from column {source!r}; rename it.",
+                path=table.path,
+                field=reserved,
+            )
+
+
+@dataclass
+class _Rows:
+    """The checked rows of one table: ``ids`` (stripped strings), ``text``, the messages of ids that are JSON
+    objects, arrays or booleans, the positions of empty ids, and ``keep`` (rows with a usable id; None: all)."""
+
+    ids: NDArray[Any]
+    text: NDArray[Any]
+    kind_problems: list[str]
+    empty: NDArray[Any]
+    keep: NDArray[Any] | None
+
+
+def _check_rows(table: Table, id_column: str, text_column: str) -> _Rows:
+    from core.store.validation import bad_id_kinds
+
+    frame = table.frame
+    kinds = bad_id_kinds(frame[id_column])
+    kind_problems: list[str] = []
+    bad = np.zeros(len(frame), dtype=bool)
+    if kinds is not None:  # ids are strings or integers, never a JSON object, array or boolean
+        bad = kinds != None  # noqa: E711 (elementwise over an object array)
+        kind_problems = [
+            f"{table.location(i)}: column {id_column!r}: the item id must be a string or an integer, not a JSON "
+            f"{kinds[i]}"
+            for i in np.flatnonzero(bad).tolist()
+        ]
+    _, ids, missing = _as_text(frame[id_column])
+    text, _, text_missing = _as_text(frame[text_column])
+    if text_missing.any():
+        text = np.where(text_missing, "", text).astype(object)
+    unusable = bad | missing
+    return _Rows(ids, text, kind_problems, np.flatnonzero(missing), ~unusable if unusable.any() else None)
+
+
+def _empty_message(table: Table, i: int, id_column: str) -> str:
+    return f"{table.location(i)}: column {id_column!r}: the item id is empty"
+
+
+def _duplicate_message(table: Table, i: int, id_column: str, item_id: str, first_line: int) -> str:
+    return (
+        f"{table.location(i)}: column {id_column!r}: duplicate item id {item_id!r} (first on {table.unit} {first_line})"
+    )
+
+
+def _extra_frame(table: Table, extra: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame({str(c): table.frame[c].to_numpy() for c in extra})
 
 
 def items_from_table(table: Table, id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
-    """Check a table of items and return it as ``item_id, text, <extra columns>`` (item ids as strings).
+    """Check a whole table of items in memory and return it as ``item_id, text, <extra columns>`` (ids as strings).
 
     Raises
     ------
@@ -67,90 +172,34 @@ def items_from_table(table: Table, id_column: str = "id", text_column: str = "te
     """
     import pandas as pd
 
-    frame = table.frame
-    header = "line 1" if table.unit == "line" else "header"
-    columns = [str(c) for c in frame.columns]
+    columns = [str(c) for c in table.frame.columns]
     for name in (id_column, text_column):
         if name not in columns:
-            raise MissingColumn(
-                f"{table.path}: {header}: column {name!r} not found (the columns are: {', '.join(columns)}).",
-                path=table.path,
-                field=name,
-                columns=columns,
-            )
-    if id_column == text_column:
-        raise InputError(
-            f"{table.path}: the id column and the text column are both {id_column!r}; they must differ.",
-            path=table.path,
-            field=id_column,
-        )
-    for reserved, source in (("item_id", id_column), ("text", text_column)):
-        if reserved in columns and reserved != source and reserved not in (id_column, text_column):
-            raise InputError(
-                f"{table.path}: {header}: column {reserved!r} would clash with the item "
-                f"{'id' if reserved == 'item_id' else 'text'} taken from column {source!r}; rename it.",
-                path=table.path,
-                field=reserved,
-            )
-    if len(frame) == 0:
+            raise _missing_column(table, name, columns)
+    _check_names(table, columns, id_column, text_column)
+    if len(table.frame) == 0:
         raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
-    from core.store.validation import bad_id_kinds
-
-    problems: list[str] = []
-    kinds = bad_id_kinds(frame[id_column])
-    if kinds is not None:  # ids are strings or integers, never a JSON object, array or boolean
-        for i in np.flatnonzero(kinds != None).tolist():  # noqa: E711
-            problems.append(
-                f"{table.location(i)}: column {id_column!r}: the item id must be a string or an "
-                f"integer, not a JSON {kinds[i]}"
-            )
-        raise InvalidRows(
-            f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
-            messages=problems,
-            path=table.path,
-        )
-    _, ids, missing = _as_text(frame[id_column])
-    for i in np.flatnonzero(missing).tolist():
-        problems.append(f"{table.location(i)}: column {id_column!r}: the item id is empty")
-    present = np.flatnonzero(~missing)
-    codes, uniques = pd.factorize(pd.Series(ids[present], dtype=object))
+    rows = _check_rows(table, id_column, text_column)
+    if rows.kind_problems:
+        raise _invalid(table.path, rows.kind_problems, len(rows.kind_problems))
+    problems = [(int(i), _empty_message(table, int(i), id_column)) for i in rows.empty.tolist()]
+    present = np.flatnonzero(rows.keep) if rows.keep is not None else np.arange(len(rows.ids))
+    codes, uniques = pd.factorize(pd.Series(rows.ids[present], dtype=object))
     first = np.full(len(uniques), -1, dtype=np.int64)
-    # first occurrence of each id (reverse assignment keeps the earliest)
-    first[codes[::-1]] = present[::-1]
-    dup_pos = np.flatnonzero(first[codes] != present)
-    for pos in dup_pos.tolist():
-        i = int(present[pos])
-        j = int(first[codes[pos]])
-        problems.append(
-            f"{table.location(i)}: column {id_column!r}: duplicate item id {ids[i]!r} "
-            f"(first on {table.unit} {int(table.lines[j])})"
-        )
+    first[codes[::-1]] = present[::-1]  # first occurrence of each id (reverse assignment keeps the earliest)
+    for pos in np.flatnonzero(first[codes] != present).tolist():
+        i, j = int(present[pos]), int(first[codes[pos]])
+        problems.append((i, _duplicate_message(table, i, id_column, rows.ids[i], int(table.lines[j]))))
     if problems:
-        problems.sort(key=lambda p: _line_key(p))
-        raise InvalidRows(
-            f"{table.path}: the items cannot be used; " + _listing(problems, "bad rows"),
-            messages=problems,
-            path=table.path,
-        )
-    text, _, text_missing = _as_text(frame[text_column])
-    text = np.where(text_missing, "", text)
-    out = pd.DataFrame({"item_id": ids, "text": text.astype(object)})
-    for col in frame.columns:
-        if col in (id_column, text_column):
-            continue
-        out[str(col)] = frame[col].to_numpy()
-    out.attrs[CHECKED] = (len(out), tuple(out.columns))
-    return out
-
-
-def _line_key(problem: str) -> int:
-    head = problem.split(": ", 1)[0]
-    digits = head.rsplit(":", 1)[-1].replace("row ", "")
-    return int(digits) if digits.isdigit() else 0
+        messages = [m for _, m in sorted(problems, key=lambda p: p[0])]
+        raise _invalid(table.path, messages, len(messages))
+    out = pd.DataFrame({"item_id": rows.ids, "text": rows.text})
+    extra = [c for c in table.frame.columns if c not in (id_column, text_column)]
+    return pd.concat([out, _extra_frame(table, extra)], axis=1) if extra else out
 
 
 def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
-    """Read an items file (CSV, TSV, JSONL or Parquet) into ``item_id, text, <extra columns>``.
+    """Read a whole items file (CSV, TSV, JSONL or Parquet) into ``item_id, text, <extra columns>``.
 
     See :func:`core.tables.read_table` for formats and :func:`items_from_table` for the checks.
     """
@@ -159,21 +208,202 @@ def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column:
     return items_from_table(read_table(path), id_column=id_column, text_column=text_column)
 
 
-def check_items_frame(items: pd.DataFrame) -> pd.DataFrame:
-    """Check an ``item_id, text, ...`` frame given to ``Project.create`` directly (rows named ``row N``)."""
+def frame_chunks(items: pd.DataFrame) -> Iterator[Table]:
+    """An ``item_id, text, ...`` frame given to ``Project.create`` as the one chunk of :func:`insert_items` (rows
+    named ``items:row N``)."""
     from core.tables import Table
 
-    if items.attrs.get(CHECKED) == (len(items), tuple(items.columns)):
-        return items  # from items_from_table (read_items), unchanged in shape: checked already
     if "item_id" not in items.columns or "text" not in items.columns:
         raise InputError(
             f"items: the frame needs columns 'item_id' and 'text' (it has: {', '.join(map(str, items.columns))}).",
             path="items",
         )
-    table = Table(
-        frame=items.reset_index(drop=True), lines=np.arange(1, len(items) + 1, dtype=np.int64), path="items", unit="row"
-    )
-    return items_from_table(table, id_column="item_id", text_column="text")
+    frame = items.reset_index(drop=True)
+    yield Table(frame=frame, lines=np.arange(1, len(frame) + 1, dtype=np.int64), path="items", unit="row")
+
+
+def chunk_rows(path: str | os.PathLike[str], budget: int = CHUNK_BYTES) -> int:
+    """Records per chunk for reading ``path`` with about ``budget`` bytes of text per chunk: the records of the
+    first MiB give the bytes per record (Parquet: the row groups' uncompressed size); at most
+    ``core.tables.CHUNK_ROWS``, at least 100. Long texts thus make smaller chunks, so that a chunk's memory (its
+    strings, their Python objects and the JSON of the extra columns, a few times its bytes) stays bounded."""
+    from core.tables import CHUNK_ROWS, read_format
+
+    try:
+        if read_format(path) == "parquet":
+            import pyarrow.parquet as pq
+
+            meta = pq.ParquetFile(path).metadata
+            size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+            per_row = size / max(meta.num_rows, 1)
+        else:
+            with open(path, "rb") as fh:
+                head = fh.read(2**20)
+            per_row = len(head) / max(head.count(b"\n"), 1)
+    except Exception:  # unreadable or unknown: the reader words the error
+        return CHUNK_ROWS
+    return int(min(CHUNK_ROWS, max(100, budget // max(per_row, 1.0))))
+
+
+class _Lines:
+    """The source line of every record inserted so far, compactly: per chunk its first position and either its
+    first line (consecutive lines, as in a CSV without line breaks in cells) or its array of lines."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._lines: list[int | NDArray[Any]] = []
+
+    def add(self, start: int, lines: NDArray[Any]) -> None:
+        self._starts.append(start)
+        consecutive = len(lines) == 0 or int(lines[-1]) - int(lines[0]) == len(lines) - 1  # lines increase
+        self._lines.append(int(lines[0]) if consecutive and len(lines) else np.asarray(lines, dtype=np.int64))
+
+    def line(self, position: int) -> int:
+        k = bisect.bisect_right(self._starts, position) - 1
+        entry = self._lines[k]
+        offset = position - self._starts[k]
+        return entry + offset if isinstance(entry, int) else int(entry[offset])
+
+
+class _Problems:
+    """The first ``MAX_KEPT`` messages of one kind, in line order, and the count of all."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.total = 0
+
+    def room(self) -> int:
+        return MAX_KEPT - len(self.messages)
+
+    def add(self, messages: list[str], total: int) -> None:
+        self.messages.extend(messages[: self.room()])
+        self.total += total
+
+
+@dataclass
+class _Chunk:
+    table: Table
+    start: int  # position (``items.idx``) of the chunk's first record
+    rows: _Rows
+    data: list[str] | None  # JSON of the extra columns (None: no extra columns, ``{}``)
+
+
+class ItemsCheck:
+    """The chunk-by-chunk check of an items file (:func:`insert_items`); ``n_rows`` records so far, ``columns`` the
+    extra columns (JSONL records may differ in their keys: the union, in order of first appearance)."""
+
+    def __init__(self, id_column: str, text_column: str) -> None:
+        self.id_column, self.text_column = id_column, text_column
+        self.n_rows = 0
+        self._all: dict[str, None] = {}  # every column seen, in order
+        self._first: Table | None = None
+        self._kinds, self._rows = _Problems(), _Problems()
+        self._lines = _Lines()
+
+    @property
+    def columns(self) -> list[str]:
+        return [c for c in self._all if c not in (self.id_column, self.text_column)]
+
+    def check(self, table: Table) -> _Chunk:
+        """Check one chunk's columns and rows; raises at once for a missing or clashing column (a JSONL chunk may
+        lack the id or text key: its records get missing values, and :meth:`finish` raises if no chunk had it)."""
+        from core.tables import READ_FORMATS
+
+        self._first = self._first or table
+        columns = [str(c) for c in table.frame.columns]
+        self._all.update(dict.fromkeys(columns))
+        missing = [c for c in (self.id_column, self.text_column) if c not in columns]
+        if missing and READ_FORMATS.get(os.path.splitext(table.path)[1].lower()) != "jsonl":
+            raise _missing_column(table, missing[0], columns)
+        _check_names(table, list(self._all), self.id_column, self.text_column)
+        if missing:
+            table = dataclasses.replace(table, frame=table.frame.assign(**dict.fromkeys(missing)))
+        rows = _check_rows(table, self.id_column, self.text_column)
+        self._kinds.add(rows.kind_problems, len(rows.kind_problems))
+        extra = [c for c in table.frame.columns if c not in (self.id_column, self.text_column)]
+        chunk = _Chunk(table, self.n_rows, rows, data_json(_extra_frame(table, extra)) if extra else None)
+        self._lines.add(self.n_rows, table.lines)
+        self.n_rows += len(table.frame)
+        return chunk
+
+    def record(self, chunk: _Chunk, duplicates: NDArray[Any], first_of: Callable[[str], int]) -> None:
+        """Word the empty ids and the ``duplicates`` (positions in the chunk) in line order; ``first_of(id)`` is
+        the position of an id's first occurrence."""
+        table, ids = chunk.table, chunk.rows.ids
+        bad = np.union1d(chunk.rows.empty, duplicates)
+        empty = set(chunk.rows.empty.tolist())
+        messages = [
+            _empty_message(table, i, self.id_column)
+            if i in empty
+            else _duplicate_message(table, i, self.id_column, ids[i], self._lines.line(first_of(ids[i])))
+            for i in bad[: self._rows.room()].tolist()
+        ]
+        self._rows.add(messages, len(bad))
+
+    def finish(self) -> None:
+        """Raise the error of the whole file, if any: a column no record has, no records, bad ids (JSON kinds
+        first, as :func:`items_from_table` does), else empty and duplicate ids with their lines."""
+        table = self._first
+        if table is None:
+            raise InputError("items: no items.", path="items")
+        for name in (self.id_column, self.text_column):
+            if name not in self._all:
+                raise _missing_column(table, name, list(self._all))
+        if self.n_rows == 0:
+            raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
+        for problems in (self._kinds, self._rows):
+            if problems.total:
+                raise _invalid(table.path, problems.messages, problems.total)
+
+
+INSERT = "INSERT OR IGNORE INTO items(idx, item_id, text, data) VALUES (?, ?, ?, ?)"
+
+
+def insert_items(
+    conn: sqlite3.Connection, chunks: Iterable[Table], id_column: str = "id", text_column: str = "text"
+) -> ItemsCheck:
+    """Check and insert the items of ``chunks`` (in file order) into the empty ``items`` table of ``conn``; record
+    ``i`` of the file gets ``idx = i``. Memory holds one chunk at a time.
+
+    Every chunk is checked as :func:`items_from_table` checks a whole table; its usable rows are inserted with
+    ``INSERT OR IGNORE``, so the ``UNIQUE`` index on ``item_id`` skips a repeated id (of this chunk or an earlier
+    one). When the rows inserted fall short of the rows given, the missing positions are the repeats, and each
+    repeat's first occurrence is looked up by id in the index. After the last chunk the whole file's error, if any,
+    is raised (:meth:`ItemsCheck.finish`); the caller then discards the file (nothing is created).
+
+    Raises
+    ------
+    MissingColumn, InvalidRows, InputError
+        As :func:`items_from_table` (up to ``MAX_KEPT`` messages kept, all counted); and the reader's errors.
+    """
+    check = ItemsCheck(id_column, text_column)
+
+    def first_of(item_id: str) -> int:
+        return int(conn.execute("SELECT idx FROM items WHERE item_id = ?", (item_id,)).fetchone()[0])
+
+    for table in chunks:
+        chunk = check.check(table)
+        rows, n = chunk.rows, len(table.frame)
+        positions = np.arange(n) if rows.keep is None else np.flatnonzero(rows.keep)
+        ids, text, data = rows.ids, rows.text, chunk.data
+        if rows.keep is not None:  # leave out the rows without a usable id (the file will be refused)
+            ids, text = ids[positions], text[positions]
+            data = None if data is None else np.asarray(data, dtype=object)[positions].tolist()
+        before = conn.total_changes
+        conn.executemany(
+            INSERT,
+            zip((chunk.start + positions).tolist(), ids.tolist(), text.tolist(), data or itertools.repeat("{}")),
+        )
+        duplicates = np.zeros(0, dtype=np.int64)
+        if conn.total_changes - before != len(positions):
+            stored = conn.execute(
+                "SELECT json_group_array(idx) FROM items WHERE idx >= ? AND idx < ?", (chunk.start, chunk.start + n)
+            ).fetchone()[0]
+            duplicates = np.setdiff1d(positions, np.asarray(json.loads(stored), dtype=np.int64) - chunk.start)
+        if duplicates.size or rows.empty.size:
+            check.record(chunk, duplicates, first_of)
+    check.finish()
+    return check
 
 
 def data_json(items: pd.DataFrame) -> list[str]:

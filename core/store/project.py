@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from core.errors import HyperParameterError, ProjectFileError
 from core.store import schema
-from core.store.db import connect, now
+from core.store.db import connect, now, project_file_error
 from core.store.hits import insert_iteration
 from core.store.output import Output
 from core.store.records import FrontEndRecords
@@ -40,7 +41,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from core.models import Hyper, Model
+    from core.tables import Table
 
+BUILD_CACHE_KIB = 32 * 1024  # SQLite's page cache while a project file is built: 32 MiB, a small part of init's memory
 SETTINGS = ("method", "hit_size", "score_min", "score_max", "seed")  # the hyper-parameters ``status`` reports
 
 
@@ -92,82 +95,66 @@ class Project(Output, FrontEndRecords):
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], items: pd.DataFrame, hyper: Hyper) -> Project:
-        """Create a project file from items (``item_id, text, extra columns``) and hyper-parameters.
+        """Create a project file from an ``item_id, text, <extra columns>`` frame and hyper-parameters: the frame is
+        the one chunk of :meth:`create_from_chunks` (bad rows are named ``items:row N``)."""
+        from core.store.items import frame_chunks
 
-        The file is built under a temporary name in the same directory and linked into place only when complete,
-        so a failure leaves nothing behind; an existing ``path`` is never overwritten. Iteration 0 (every item once,
-        ``core.selection.first_iteration_hits``) is created at once.
+        return cls.create_from_chunks(path, frame_chunks(items), hyper, id_column="item_id", text_column="text")
+
+    @classmethod
+    def create_from_chunks(
+        cls,
+        path: str | os.PathLike[str],
+        chunks: Iterable[Table],
+        hyper: Hyper,
+        *,
+        id_column: str = "id",
+        text_column: str = "text",
+    ) -> Project:
+        """Create a project file from the items of ``chunks`` (e.g. ``core.tables.iter_table(file)``, ``easl init``)
+        and hyper-parameters, holding one chunk in memory at a time.
+
+        Each chunk is checked and inserted as it comes (:func:`core.store.items.insert_items`: every bad row is
+        listed with its file and line, duplicate ids across chunks with both lines). The file is built under a
+        temporary name in the same directory and linked into place only when complete, so any failure, a bad row
+        in the last chunk included, leaves nothing behind; an existing ``path`` is never overwritten. Iteration 0
+        (every item once, ``core.selection.first_iteration_hits``) needs only the item count and is created at
+        once, then the prior state of the model (``Model.init_state``: a few float64 arrays of the item count).
 
         Raises
         ------
         ProjectFileError
-            ``path`` exists or its directory does not.
+            ``path`` exists or its directory does not; SQLite cannot write the file (e.g. disk full).
         InputError
-            Bad items (see :func:`core.store.items.check_items_frame`).
+            Bad items (see :func:`core.store.items.insert_items`), or the reader's errors.
         HyperParameterError
             Fewer items than the HIT size (``field="hit_size"``), or too few non-anchor items for the HITs per
             iteration (``field="hits_per_iteration"``).
         """
-        from core import selection
-        from core.models import get_model
-        from core.store.items import check_items_frame, data_json
-
         path = os.fspath(path)
         if os.path.lexists(path):
             raise ProjectFileError(path, "already exists; a project file is never overwritten")
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise ProjectFileError(path, f"the directory {directory} does not exist")
-        items = check_items_frame(items)
-        if len(items) < hyper.hit_size:
-            raise HyperParameterError(
-                "hit_size",
-                hyper.hit_size,
-                f"{len(items)} items are fewer than the HIT size {hyper.hit_size}",
-                source=path,
-            )
-        k = hyper.hits_per_iteration
-        if k is not None and hyper.partner_pool == "paper" and len(items) - k < hyper.hit_size - 1:
-            raise HyperParameterError(
-                "hits_per_iteration",
-                k,
-                f"{k} HITs per iteration leave {len(items) - k} non-anchor items, fewer than "
-                f"the {hyper.hit_size - 1} partners each HIT needs",
-                source=path,
-            )
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.creating")
         _remove(tmp)
         try:
             conn = connect(tmp, readonly=False)
             try:
                 # Building a file nobody else sees: the data is consistent by construction (so no foreign-key
-                # lookups, a third of the insert time at 1,000,000 items) and durability comes from the fsync
-                # before the file is linked into place (so no fsync per commit).
+                # lookups, a third of the insert time at 1,000,000 items), durability comes from the fsync before
+                # the file is linked into place (so no fsync per commit), and a failure discards the file (so no
+                # journal: the pages are written once, not once to the WAL and again by the checkpoint).
                 conn.execute("PRAGMA foreign_keys = OFF")
                 conn.execute("PRAGMA synchronous = OFF")
+                conn.execute("PRAGMA journal_mode = OFF").fetchone()
+                conn.execute(f"PRAGMA cache_size = -{BUILD_CACHE_KIB}")
                 conn.execute("BEGIN IMMEDIATE")
                 schema.migrate(conn, tmp)
-                extra = [c for c in items.columns if c not in ("item_id", "text")]
-                meta = {
-                    "format": schema.FORMAT,
-                    "hyper": hyper.to_json(),
-                    "created_at": now(),
-                    "created_by": _creator(),
-                    "item_columns": json.dumps(extra),
-                }
-                conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
-                conn.executemany(
-                    "INSERT INTO items(idx, item_id, text, data) VALUES (?, ?, ?, ?)",
-                    zip(range(len(items)), items["item_id"].tolist(), items["text"].tolist(), data_json(items)),
-                )
-                model = get_model(hyper)
-                state = model.init_state(len(items))
-                save_state(conn, state, 0, model.selection_keys(state)[1])
-                rng = np.random.default_rng([hyper.seed, 0])
-                hits = selection.first_iteration_hits(len(items), hyper.hit_size, rng)
-                insert_iteration(conn, 0, np.asarray(hits, dtype=np.int64), 0)
+                _fill(conn, path, chunks, hyper, id_column, text_column)
                 conn.execute("COMMIT")
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()  # the project file's mode, kept in the file
             finally:
                 conn.close()
             _fsync(tmp)
@@ -181,7 +168,7 @@ class Project(Output, FrontEndRecords):
                 os.replace(tmp, path)
             _fsync(directory)
         except sqlite3.Error as exc:
-            raise ProjectFileError(path, f"cannot create the project file ({exc})") from None
+            raise project_file_error(path, exc) from None
         finally:
             _remove(tmp)
         return cls.open(path)
@@ -223,6 +210,46 @@ class Project(Output, FrontEndRecords):
             raise ProjectFileError(path, f"cannot open the project file ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise ProjectFileError(path, f"not an easl project file ({exc})") from None
+
+
+def _fill(
+    conn: sqlite3.Connection, path: str, chunks: Iterable[Table], hyper: Hyper, id_column: str, text_column: str
+) -> None:
+    """Insert the items, the meta entries, iteration 0 and the prior state into the file being built at ``path``."""
+    from core import selection
+    from core.models import get_model
+    from core.store.items import insert_items
+
+    items = insert_items(conn, chunks, id_column=id_column, text_column=text_column)
+    n = items.n_rows
+    if n < hyper.hit_size:
+        raise HyperParameterError(
+            "hit_size", hyper.hit_size, f"{n} items are fewer than the HIT size {hyper.hit_size}", source=path
+        )
+    k = hyper.hits_per_iteration
+    if k is not None and hyper.partner_pool == "paper" and n - k < hyper.hit_size - 1:
+        raise HyperParameterError(
+            "hits_per_iteration",
+            k,
+            f"{k} HITs per iteration leave {n - k} non-anchor items, fewer than "
+            f"the {hyper.hit_size - 1} partners each HIT needs",
+            source=path,
+        )
+    meta = {
+        "format": schema.FORMAT,
+        "hyper": hyper.to_json(),
+        "created_at": now(),
+        "created_by": _creator(),
+        "item_columns": json.dumps(items.columns),
+    }
+    conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
+    # the state first: its arrays are freed whole (to the system), before iteration 0's rows are made
+    model = get_model(hyper)
+    state = model.init_state(n)
+    save_state(conn, state, 0, model.selection_keys(state)[1])
+    del state
+    hits = selection.first_iteration_hits(n, hyper.hit_size, np.random.default_rng([hyper.seed, 0]))
+    insert_iteration(conn, 0, np.asarray(hits, dtype=np.int64), 0)
 
 
 def _fsync(path: str) -> None:

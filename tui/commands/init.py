@@ -113,14 +113,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from core.models import Hyper
-    from core.store import Project, read_items
+    from core.store import Project
+    from core.store.items import chunk_rows
+    from core.tables import iter_table
 
     if os.path.lexists(args.project):
         raise UserError(
             f"{args.project}: already exists; easl init never overwrites a project (choose another "
             f"name or delete the file first)."
         )
-    items = read_items(args.items, id_column=args.id_column, text_column=args.text_column)
     aware = {}
     for flag, name in (("--uniform-passes", "uniform_passes"), ("--stop-at", "stop_at")):
         value = getattr(args, name, None)
@@ -145,7 +146,11 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         **aware,
     )
-    with Project.create(args.project, items, hyper) as project:
+    # the items file is read, checked and stored chunk by chunk: memory stays flat whatever its size
+    chunks = iter_table(args.items, chunk_rows(args.items))
+    with Project.create_from_chunks(
+        args.project, chunks, hyper, id_column=args.id_column, text_column=args.text_column
+    ) as project:
         project.set_wording(question=args.question, low_label=args.low_label, high_label=args.high_label)
         if not (args.question or "").strip():
             print(
