@@ -333,11 +333,25 @@ def _partners(
     vmax = np.maximum.reduceat(v_s, starts)
 
     a_m = location[anchors]
-    a2 = g2 + variance[anchors]  # 2 gamma^2 + V_i
-    dist = np.maximum(np.maximum(lo[None, :] - a_m[:, None], a_m[:, None] - hi[None, :]), 0.0)
-    log_u = 0.5 * np.log(g2 / (a2[:, None] + vmin[None, :])) - dist * dist / (2.0 * (a2[:, None] + vmax[None, :]))
-    del dist
-    weights = sizes[None, :] * np.exp(log_u - log_u.max(axis=1, keepdims=True))
+    a_v = variance[anchors]
+    a2 = g2 + a_v  # 2 gamma^2 + V_i
+    # log U_ib, computed in place (the same operations in the same order as the formula above)
+    dist = lo[None, :] - a_m[:, None]
+    np.maximum(dist, a_m[:, None] - hi[None, :], out=dist)
+    np.maximum(dist, 0.0, out=dist)
+    dist *= dist
+    scale = a2[:, None] + vmax[None, :]
+    scale *= 2.0
+    dist /= scale
+    log_u = a2[:, None] + vmin[None, :]
+    np.divide(g2, log_u, out=log_u)
+    np.log(log_u, out=log_u)
+    log_u *= 0.5
+    log_u -= dist
+    del dist, scale
+    weights = log_u - log_u.max(axis=1, keepdims=True)
+    np.exp(weights, out=weights)
+    weights *= sizes[None, :]
     cdf = np.cumsum(weights, axis=1)
     del weights
     # padded to a power of two for a branch-free vectorised binary search
@@ -345,38 +359,45 @@ def _partners(
     if width > n_b:
         cdf = np.concatenate([cdf, np.repeat(cdf[:, -1:], width - n_b, axis=1)], axis=1)
     total = cdf[:, n_b - 1].copy()
+    cdf_flat, log_u_flat = cdf.reshape(-1), log_u.reshape(-1)  # rows gathered by flat index, never copied whole
 
     chosen = np.full((k, m), -1, dtype=np.int64)
     count = np.zeros(k, dtype=np.int64)
     active = np.arange(k)
     r = max(2, 2 * m)  # proposals per anchor per round
-    tri = np.tril(np.ones((r, r), dtype=bool), k=-1)  # [j, l]: l earlier than j
     for _ in range(max_rounds):
         if active.size == 0:
             break
         na = active.size
         # bin: the number of cdf entries <= x (searchsorted side="right"), by binary search per row
         x = rng.random((na, r)) * total[active][:, None]
-        rows = cdf[active]
+        row_start = (active * width)[:, None]
         b: NDArray[Any] = np.zeros((na, r), dtype=np.int64)
         step = width // 2
         while step >= 1:
-            probe = np.take_along_axis(rows, b + step - 1, axis=1)
-            b += np.where(probe <= x, step, 0)
+            b += (cdf_flat[row_start + (b + (step - 1))] <= x) * step
             step //= 2
         b = np.minimum(b, n_b - 1)  # x < total up to rounding
         pos: NDArray[Any] = starts[b] + (rng.random((na, r)) * sizes[b]).astype(np.int64)
         pos = np.minimum(pos, starts[b] + sizes[b] - 1)
         cand = ids_s[pos]
-        logq = _log_quality(a_m[active][:, None], variance[anchors[active]][:, None], m_s[pos], v_s[pos], g2)
-        ratio = np.exp(logq - np.take_along_axis(log_u[active], b, axis=1))
+        logq = _log_quality(a_m[active][:, None], a_v[active][:, None], m_s[pos], v_s[pos], g2)
+        ratio = np.exp(logq - log_u_flat[(active * n_b)[:, None] + b])
         acc = rng.random((na, r)) < ratio
         if self_in_pool:
             acc &= cand != anchors[active][:, None]
         ch = chosen[active]
-        acc &= ~(cand[:, :, None] == ch[:, None, :]).any(axis=2)
-        dup = ((cand[:, :, None] == cand[:, None, :]) & acc[:, None, :] & tri[None, :, :]).any(axis=2)
-        valid = acc & ~dup
+        for j in range(int(count[active].max())):  # not one already drawn (columns past the count hold -1)
+            acc &= cand != ch[:, j : j + 1]
+        # not one accepted earlier in this round: column-wise over the r proposals, oldest first
+        cand_t, acc_t = cand.T, acc.T
+        valid_t = acc_t.copy()
+        for j in range(1, r):
+            dup = np.zeros(na, dtype=bool)
+            for earlier in range(j):
+                dup |= (cand_t[earlier] == cand_t[j]) & acc_t[earlier]
+            valid_t[j] &= ~dup
+        valid = valid_t.T
         rank = np.cumsum(valid, axis=1)
         need = (m - count[active])[:, None]
         take = valid & (rank <= need)
