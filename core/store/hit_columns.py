@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from core.store.arrow_columns import integers, strings, write_csv
 from core.store.db import fill_temp
 
 if TYPE_CHECKING:
@@ -181,38 +182,6 @@ def read_item_cells(
     return list(row), np.searchsorted(wanted, item)
 
 
-def strings(text: str) -> pa.Array:
-    """The JSON array of strings ``text`` as an Arrow string array.
-
-    Without a backslash in ``text`` no string holds an escape, so every double quote delimits one: the strings are
-    the bytes between quotes ``2i`` and ``2i + 1``, gathered with numpy (no Python object per string, and no pandas,
-    which ``pyarrow.array`` imports). Otherwise ``json.loads``."""
-    import pyarrow as pa
-
-    if "\\" not in text:
-        data = np.frombuffer(text.encode(), dtype=np.uint8)
-        quotes = np.flatnonzero(data == 0x22)
-        n = quotes.size // 2
-        starts, ends = quotes[0::2] + 1, quotes[1::2]
-        mark = np.zeros(data.size, dtype=np.int8)
-        mark[starts] = 1
-        mark[ends] -= 1  # an empty string opens and closes at the same byte: 0
-        inside = np.cumsum(mark, dtype=np.int8).view(bool)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(ends - starts, out=offsets[1:])
-        chars = np.ascontiguousarray(data[inside])
-        return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
-    return pa.array(json.loads(text), type=pa.large_string())
-
-
-def _index(values: NDArray[Any]) -> pa.Array:
-    """An int64 numpy array as an Arrow array (its buffer, without ``pyarrow.array``, which imports pandas)."""
-    import pyarrow as pa
-
-    values = np.ascontiguousarray(values, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
-
-
 @dataclass(frozen=True)
 class LongHits:
     """The long form of a HIT set (README, ``easl next``): ``table`` (Arrow) when the items have no extra
@@ -231,12 +200,10 @@ class LongHits:
             assert self.frame is not None
             write_table(self.frame, path)
             return
-        import pyarrow.csv as pa_csv
-
         from core.outputs import atomic_outputs
 
         with atomic_outputs([path]) as (tmp,):
-            pa_csv.write_csv(self.table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+            write_csv(self.table, tmp)
 
 
 def long_hits(cols: HitColumns | None, item_columns: list[str]) -> LongHits:
@@ -246,13 +213,13 @@ def long_hits(cols: HitColumns | None, item_columns: list[str]) -> LongHits:
         return LongHits(n_hits=0 if cols is None else cols.n_hits, frame=long_frame(cols, item_columns))
     import pyarrow as pa
 
-    owner = _index(cols.owner)
-    at = _index(cols.at)
+    owner = integers(cols.owner)
+    at = integers(cols.at)
     table = pa.Table.from_arrays(
         [
             strings(cols.hit_ids).take(owner),
-            _index(cols.iteration).take(owner),
-            _index(cols.position),
+            integers(cols.iteration).take(owner),
+            integers(cols.position),
             strings(cols.cells[0]).take(at),
             strings(cols.cells[1]).take(at),
         ],
