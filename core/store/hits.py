@@ -1,4 +1,4 @@
-"""Items, iterations and HITs of the project file, and the one function that chooses HITs.
+"""Items, iterations and HITs of the project file (the HITs chosen by ``core.store.choosing.choose_hits``).
 
 Iteration 0 covers every item once (``core.selection.first_iteration_hits``); iteration t >= 1 is chosen by
 :func:`choose_hits` from the state when every HIT of iteration t - 1 is complete or retracted (batch mode,
@@ -16,129 +16,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.db import Connected, fill_temp, max_seq, now, read_columns
+from core.store.choosing import _state_seq as _state_seq  # re-exported (core.store.output)
+from core.store.choosing import choose_hits, stop_decision
+from core.store.choosing import stop_rng as stop_rng  # re-exported
+from core.store.db import Connected, fill_temp, max_seq, read_columns
 from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
 from core.store.hit_columns import HitColumns, LongHits, long_frame, long_hits, read_hit_columns
+from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
+from core.store.hit_rows import hit_ids as hit_ids  # re-exported
+from core.store.hit_rows import insert_iteration as insert_iteration  # re-exported (core.store.project)
+from core.store.hit_rows import refresh_hits as refresh_hits  # re-exported (core.store.observations, replay)
 from core.store.state import load_state
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from core.models import Hyper
-    from core.models.aware_posterior import StopDecision
-
-# A HIT is complete when every one of its items has a live score with its hit_id.
-STATUS_SQL = (
-    "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_no = hits.hit_no AND NOT EXISTS "
-    "(SELECT 1 FROM live l WHERE l.hit_id = hits.hit_id AND l.item_idx = hi.item_idx)) "
-    "THEN 'complete' ELSE 'open' END"
-)
-
-
-def choose_hits(
-    model: Any,
-    hyper: Hyper,
-    state: dict[str, NDArray[Any]],
-    *,
-    n_hits: int,
-    rng: np.random.Generator,
-    exclude: NDArray[Any] | None = None,
-) -> NDArray[Any]:
-    """The next ``n_hits`` HITs (item positions, shape ``(n_hits, hit_size)``; fewer rows when too few items are
-    free): Algorithm 1 of Sakaguchi & Van Durme (2018) on ``model.selection_keys(state)``
-    (``core.selection.select_hits``: anchors by variance, partners by match quality, eq 11/23), or the least
-    annotated items for DA (``select_least_annotated``), or the aware model's allocation
-    (``core.models.aware_alloc.select_batch``: uniform passes first). ``exclude`` marks items that may not be
-    chosen (those of
-    open HITs, in streaming mode)."""
-    from core import selection
-
-    if hyper.method == "aware":  # uniform passes, then the expected reduction of mis-ordered pairs
-        return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
-    if hyper.method == "da":
-        hits = selection.select_least_annotated(
-            state["count"], hit_size=hyper.hit_size, n_hits=n_hits, rng=rng, exclude=exclude
-        )
-    else:
-        location, variance = model.selection_keys(state)
-        hits = selection.select_hits(
-            location,
-            variance,
-            hit_size=hyper.hit_size,
-            n_hits=n_hits,
-            gamma=hyper.gamma,
-            pool=hyper.partner_pool,
-            rng=rng,
-            exclude=exclude,
-        )
-    return np.asarray(hits, dtype=np.int64)
-
-
-def stop_rng(seed: int, seq: int) -> np.random.Generator:
-    """The generator of the stopping rule's posterior draws for the state at log position ``seq``: the same
-    state gives the same expected Spearman in ``easl next``, ``easl status`` and the monitor."""
-    return np.random.default_rng([seed, 0x5709, seq])
-
-
-def stop_decision(model: Any, hyper: Hyper, state: dict[str, NDArray[Any]], seq: int) -> StopDecision | None:
-    """The stopping rule's verdict (``core.models.aware_posterior.StopDecision``) for an aware project with a
-    target (``hyper.stop_at``), else None."""
-    if hyper.method != "aware" or hyper.stop_at is None:
-        return None
-    decision: StopDecision | None = model.stop_decision(state, stop_rng(hyper.seed, seq))
-    return decision
-
-
-def hit_ids(iteration: int, n_hits: int) -> list[str]:
-    """``it{iteration}-{j}`` for j < n_hits, zero-padded to one width."""
-    template = f"it{iteration}-%0{len(str(max(n_hits - 1, 0)))}d"
-    return list(map(template.__mod__, range(n_hits)))  # %-formatting by map: a third of an f-string loop's time
-
-
-def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
-    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``.
-
-    The HITs get the next integer keys ``hit_no`` (consecutive, in row order) and their items are appended in key
-    order (``hit_items`` is keyed by ``(hit_no, position)``), so every insert lands at the end of its B-tree."""
-    ids = hit_ids(iteration, hits.shape[0])
-    stamp = now()
-    first = int(conn.execute("SELECT COALESCE(MAX(hit_no), 0) + 1 FROM hits").fetchone()[0])
-    conn.execute(
-        "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
-        (iteration, stamp, len(ids), log_seq),
-    )
-    # one statement per table over a JSON array (SQLite's json_each): about half the time of an executemany
-    conn.execute(
-        "INSERT INTO hits(hit_no, hit_id, iteration, status, created_at) "
-        "SELECT ?1 + key, value, ?2, 'open', ?3 FROM json_each(?4)",
-        (first, iteration, stamp, json.dumps(ids)),
-    )
-    n = hits.shape[1] if hits.ndim == 2 else 0
-    if n:
-        conn.execute(
-            "INSERT INTO hit_items(hit_no, position, item_idx) "
-            "SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3)",
-            (first, n, json.dumps(hits.reshape(-1).tolist())),
-        )
-
-
-def _state_seq(conn: sqlite3.Connection) -> int:
-    """The log position the cached state reflects (``meta.state_seq``)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'state_seq'").fetchone()
-    return int(row[0]) if row else 0
-
-
-def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
-    """Recompute ``open``/``complete`` for the given HITs (all when None); retracted HITs stay retracted."""
-    if ids is None:
-        conn.execute(f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted'")
-        return
-    if not ids:
-        return
-    fill_temp(conn, "_touched", ids)
-    conn.execute(
-        f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN (SELECT v FROM temp._touched)"
-    )
 
 
 class Hits(Connected):

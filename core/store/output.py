@@ -236,7 +236,7 @@ class Output(Replay):
         return frame
 
     def _stop_rng(self) -> np.random.Generator:
-        from core.store.hits import _state_seq, stop_rng
+        from core.store.choosing import _state_seq, stop_rng
 
         return stop_rng(self.hyper.seed, _state_seq(self._conn))
 
