@@ -158,7 +158,7 @@ class Output(Replay):
         """The estimate columns (numpy arrays, in file order, ``ESTIMATE_COLUMNS`` without ``item_id`` and, aware
         projects, ``RANK_COLUMNS``) and the reserved names (:meth:`estimates`)."""
         with self._reading() as conn:
-            state = load_state(conn)
+            state = load_state(conn, writable=False)
         summ = self.model.summary(state)
         h = self.hyper
         out = {
@@ -252,7 +252,7 @@ class Output(Replay):
         from core.models.aware_posterior import STOP_MIN_SCORES
 
         with self._reading() as conn:
-            state = load_state(conn)
+            state = load_state(conn, writable=False)
             rng = self._stop_rng()
         if self.hyper.stop_at is not None:
             d = self.model.stop_decision(state, rng)
@@ -286,11 +286,15 @@ class Output(Replay):
                 (it,),
             ).fetchone()
             n_hits_total = conn.execute("SELECT COALESCE(SUM(n_hits), 0) FROM iterations").fetchone()[0]
-            n_obs = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
             n_log = max_seq(conn)
             events = self.event_counts()
             n_rejects = conn.execute("SELECT COUNT(*) FROM rejects").fetchone()[0]
             figures = stored_figures(conn)
+            if figures is not None and figures.get("seq") == n_log and "n_live" in figures:
+                # the state reflects the whole log, so its count is the live scores' (no scan of a large index)
+                n_obs = figures["n_live"]
+            else:
+                n_obs = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
             if figures is None:  # a file written by an older version: from the arrays
                 state = load_state(conn)
                 figures = state_figures(self.model.selection_keys(state)[1], state["count"])
