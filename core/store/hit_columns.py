@@ -4,7 +4,9 @@ A HIT set is read as integer columns: the HITs (``hit_no``, ``hit_id``, ``iterat
 ``hit_items`` (one range of its primary key when the HITs are consecutive, as those of one iteration are; a join
 by the HITs' index otherwise), then the ids and texts of those items in one read (a sequential scan of ``items``
 when they are a large share of it). Integers travel as one ``group_concat`` text per column, parsed by numpy, and
-strings as one JSON array per column (``core.store.db.read_columns``): no Python tuple per row.
+strings as one JSON array per column (``json_group_array``), parsed on demand: no Python tuple per row.
+When every HIT of a consecutive range has the positions ``0 .. w - 1`` (one iteration's HITs), only the items are
+read: the owners and positions follow from the primary key's order.
 
 The long form (one row per HIT and position: ``hit_id, iteration, position, item_id, text`` and the items' extra
 columns) is assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
