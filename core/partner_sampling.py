@@ -85,20 +85,19 @@ def partners(
     np.maximum(dist, a_m[:, None] - hi[None, :], out=dist)
     np.maximum(dist, 0.0, out=dist)
     dist *= dist
-    scale = a2[:, None] + vmax[None, :]
-    scale *= 2.0
-    dist /= scale
+    buffer = a2[:, None] + vmax[None, :]  # the one other (k, B) buffer: scale, then weights and their cdf
+    buffer *= 2.0
+    dist /= buffer
     log_u = a2[:, None] + vmin[None, :]
     np.divide(g2, log_u, out=log_u)
     np.log(log_u, out=log_u)
     log_u *= 0.5
     log_u -= dist
-    del dist, scale
-    weights = log_u - log_u.max(axis=1, keepdims=True)
-    np.exp(weights, out=weights)
-    weights *= sizes[None, :]
-    cdf = np.cumsum(weights, axis=1)
-    del weights
+    del dist
+    np.subtract(log_u, log_u.max(axis=1, keepdims=True), out=buffer)
+    np.exp(buffer, out=buffer)
+    buffer *= sizes[None, :]
+    cdf = np.cumsum(buffer, axis=1, out=buffer)
     # padded to a power of two for a branch-free vectorised binary search
     width = 1 << (n_b - 1).bit_length() if n_b > 1 else 1
     if width > n_b:
