@@ -31,7 +31,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
+    from core.store.memory import keep_freed_memory
 
+    keep_freed_memory()  # a large iteration allocates and frees hundreds of MB: reuse them, no fresh pages
     hits: list[dict[str, object]] = []
 
     fmt = None
