@@ -13,9 +13,9 @@ Targets, on this machine, with 1,000,000 items and HIT size 5:
 and ``easl status`` on a 10,000-item project <= 0.4 s (median of 5 runs).
 
 Every figure is the wall time of one ``.venv/bin/easl`` subprocess (start-up included) and its peak resident set
-(``os.wait4``'s ``ru_maxrss``); the CPU time the command used (user + system) is printed beside it, with the load
-average before and after, since the machine may be shared (under load the wall time grows, the CPU time much
-less). Run: ``.venv/bin/python bench/bench_scale.py`` (a few minutes; ``--items N`` for a smaller run). Files
+(``os.wait4``'s ``ru_maxrss``); the CPU time the command used (user + system) is printed beside it, with the
+1-minute load average after each command, since the machine may be shared (under load the wall time grows, the CPU
+time much less). Run: ``.venv/bin/python bench/bench_scale.py`` (a few minutes; ``--items N`` for a smaller run). Files
 go to a temporary directory (or ``--dir``) and are deleted afterwards.
 """
 
@@ -87,7 +87,7 @@ def main() -> int:
         ok = value >= target if higher_is_better else value <= target
         cmp = ">=" if higher_is_better else "<="
         rows.append((label, value, f"{cmp} {target:,.4g} {unit}", ok))
-        cpu = f"  (cpu {CPU.pop('last'):.1f} s)" if "last" in CPU else ""
+        cpu = f"  (cpu {CPU.pop('last'):.1f} s, load {os.getloadavg()[0]:.2f})" if "last" in CPU else ""
         print(
             f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  {'ok' if ok else 'MISSED'}"
             f"{cpu}",

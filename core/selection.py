@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from core.partner_sampling import log_quality, partners, successive
+
 DEFAULT_BINS = 32
 DEFAULT_MAX_ROUNDS = 64
 DIRECT_BELOW = 5
@@ -40,13 +42,6 @@ def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> NDArr
     m_i, v_i, m_j, v_j = (np.asarray(x, dtype=np.float64) for x in (m_i, v_i, m_j, v_j))
     c2 = 2.0 * gamma * gamma + v_i + v_j
     out: NDArray[Any] = np.sqrt(2.0 * gamma * gamma / c2) * np.exp(-((m_i - m_j) ** 2) / (2.0 * c2))
-    return out
-
-
-def _log_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, g2: float) -> NDArray[Any]:
-    """``log q`` of eq 11 / 23 (``g2 = 2 gamma^2``); log space keeps far-apart pairs comparable."""
-    c2 = g2 + v_i + v_j
-    out: NDArray[Any] = 0.5 * np.log(g2 / c2) - (m_i - m_j) ** 2 / (2.0 * c2)
     return out
 
 
@@ -186,28 +181,6 @@ def _anchors_and_pool(
     return anchors.astype(np.int64), pool_ids, n_partners
 
 
-def _successive(ids: NDArray[Any], logq: NDArray[Any], size: int, rng: np.random.Generator) -> NDArray[Any]:
-    """Successive sampling of ``size`` of ``ids`` with probability proportional to ``exp(logq)``.
-
-    Weights are taken relative to the best candidate (``exp(logq - max)``), so they never all underflow. If
-    fewer than ``size`` candidates have a representable (non-zero) weight, the rest are the remaining
-    candidates of highest ``logq`` (a defined result instead of numpy's error).
-    """
-    if size <= 0 or ids.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    p = np.exp(logq - logq.max())
-    positive = int(np.count_nonzero(p > 0))
-    take = min(size, positive)
-    first = rng.choice(ids.size, size=take, replace=False, p=p / p.sum())
-    if take == size:
-        return ids[first]
-    rest = np.setdiff1d(np.arange(ids.size), first)
-    tie = rng.permutation(rest.size)
-    rest = rest[tie][np.argsort(-logq[rest][tie], kind="stable")]
-    out: NDArray[Any] = ids[np.concatenate([first, rest[: size - take]])]
-    return out
-
-
 def select_hits_literal(
     location: Any,
     variance: Any,
@@ -230,8 +203,8 @@ def select_hits_literal(
     g2 = 2.0 * gamma * gamma
     for row, a in enumerate(anchors):
         cand = pool_ids if pool == "paper" else pool_ids[pool_ids != a]
-        logq = _log_quality(location[a], variance[a], location[cand], variance[cand], g2)
-        out[row, 1:] = _successive(cand, logq, m, rng)
+        logq = log_quality(location[a], variance[a], location[cand], variance[cand], g2)
+        out[row, 1:] = successive(cand, logq, m, rng)
     return out
 
 
@@ -285,7 +258,7 @@ def select_hits(
     if m == 0 or anchors.size == 0:
         return out
     rounds = 0 if anchors.size < direct_below else max_rounds
-    out[:, 1:] = _partners(
+    out[:, 1:] = partners(
         anchors,
         pool_ids,
         location,
@@ -298,138 +271,6 @@ def select_hits(
         max_rounds=rounds,
     )
     return out
-
-
-def _partners(
-    anchors: NDArray[Any],
-    pool_ids: NDArray[Any],
-    location: NDArray[Any],
-    variance: NDArray[Any],
-    m: int,
-    gamma: float,
-    rng: np.random.Generator,
-    *,
-    self_in_pool: bool,
-    n_bins: int,
-    max_rounds: int,
-) -> NDArray[Any]:
-    """Partners of every anchor by binned-envelope rejection sampling (see :func:`select_hits`)."""
-    g2 = 2.0 * gamma * gamma
-    k = anchors.size
-    if max_rounds <= 0:  # literal computation for every anchor
-        return _partners_direct(anchors, pool_ids, location, variance, m, g2, rng, self_in_pool=self_in_pool)
-    # pool sorted by location, equal-count bins
-    o = np.argsort(location[pool_ids], kind="stable")
-    ids_s = pool_ids[o]
-    m_s = location[ids_s]
-    v_s = variance[ids_s]
-    n_pool = ids_s.size
-    n_b = max(1, min(int(n_bins), n_pool))
-    starts = (np.arange(n_b, dtype=np.int64) * n_pool) // n_b
-    sizes = np.diff(np.append(starts, n_pool))
-    lo = m_s[starts]
-    hi = m_s[starts + sizes - 1]
-    vmin = np.minimum.reduceat(v_s, starts)
-    vmax = np.maximum.reduceat(v_s, starts)
-
-    a_m = location[anchors]
-    a2 = g2 + variance[anchors]  # 2 gamma^2 + V_i
-    dist = np.maximum(np.maximum(lo[None, :] - a_m[:, None], a_m[:, None] - hi[None, :]), 0.0)
-    log_u = 0.5 * np.log(g2 / (a2[:, None] + vmin[None, :])) - dist * dist / (2.0 * (a2[:, None] + vmax[None, :]))
-    del dist
-    weights = sizes[None, :] * np.exp(log_u - log_u.max(axis=1, keepdims=True))
-    cdf = np.cumsum(weights, axis=1)
-    del weights
-    # padded to a power of two for a branch-free vectorised binary search
-    width = 1 << (n_b - 1).bit_length() if n_b > 1 else 1
-    if width > n_b:
-        cdf = np.concatenate([cdf, np.repeat(cdf[:, -1:], width - n_b, axis=1)], axis=1)
-    total = cdf[:, n_b - 1].copy()
-
-    chosen = np.full((k, m), -1, dtype=np.int64)
-    count = np.zeros(k, dtype=np.int64)
-    active = np.arange(k)
-    r = max(2, 2 * m)  # proposals per anchor per round
-    tri = np.tril(np.ones((r, r), dtype=bool), k=-1)  # [j, l]: l earlier than j
-    for _ in range(max_rounds):
-        if active.size == 0:
-            break
-        na = active.size
-        # bin: the number of cdf entries <= x (searchsorted side="right"), by binary search per row
-        x = rng.random((na, r)) * total[active][:, None]
-        rows = cdf[active]
-        b: NDArray[Any] = np.zeros((na, r), dtype=np.int64)
-        step = width // 2
-        while step >= 1:
-            probe = np.take_along_axis(rows, b + step - 1, axis=1)
-            b += np.where(probe <= x, step, 0)
-            step //= 2
-        b = np.minimum(b, n_b - 1)  # x < total up to rounding
-        pos: NDArray[Any] = starts[b] + (rng.random((na, r)) * sizes[b]).astype(np.int64)
-        pos = np.minimum(pos, starts[b] + sizes[b] - 1)
-        cand = ids_s[pos]
-        logq = _log_quality(a_m[active][:, None], variance[anchors[active]][:, None], m_s[pos], v_s[pos], g2)
-        ratio = np.exp(logq - np.take_along_axis(log_u[active], b, axis=1))
-        acc = rng.random((na, r)) < ratio
-        if self_in_pool:
-            acc &= cand != anchors[active][:, None]
-        ch = chosen[active]
-        acc &= ~(cand[:, :, None] == ch[:, None, :]).any(axis=2)
-        dup = ((cand[:, :, None] == cand[:, None, :]) & acc[:, None, :] & tri[None, :, :]).any(axis=2)
-        valid = acc & ~dup
-        rank = np.cumsum(valid, axis=1)
-        need = (m - count[active])[:, None]
-        take = valid & (rank <= need)
-        ri, ci = np.nonzero(take)
-        chosen[active[ri], count[active[ri]] + rank[ri, ci] - 1] = cand[ri, ci]
-        count[active] += np.minimum(rank[:, -1], need[:, 0])
-        active = active[count[active] < m]
-    # stragglers (rare): literal continuation, conditional on what each has drawn so far
-    if active.size:
-        chosen[active] = _partners_direct(
-            anchors[active],
-            pool_ids,
-            location,
-            variance,
-            m,
-            g2,
-            rng,
-            self_in_pool=self_in_pool,
-            chosen=chosen[active],
-            count=count[active],
-        )
-    return chosen
-
-
-def _partners_direct(
-    anchors: NDArray[Any],
-    pool_ids: NDArray[Any],
-    location: NDArray[Any],
-    variance: NDArray[Any],
-    m: int,
-    g2: float,
-    rng: np.random.Generator,
-    *,
-    self_in_pool: bool,
-    chosen: NDArray[Any] | None = None,
-    count: NDArray[Any] | None = None,
-) -> NDArray[Any]:
-    """Literal successive sampling of each anchor's partners over its whole pool, ``O(k N)``; continues
-    from ``chosen[:, :count]`` when given (conditional on the partners already drawn: the same law)."""
-    k = anchors.size
-    if chosen is None or count is None:
-        chosen = np.full((k, m), -1, dtype=np.int64)
-        count = np.zeros(k, dtype=np.int64)
-    chosen = chosen.copy()
-    pool_m, pool_v = location[pool_ids], variance[pool_ids]
-    for row in range(k):
-        a, c = anchors[row], int(count[row])
-        mask = ~np.isin(pool_ids, chosen[row, :c])
-        if self_in_pool:
-            mask &= pool_ids != a
-        logq = _log_quality(location[a], variance[a], pool_m[mask], pool_v[mask], g2)
-        chosen[row, c:] = _successive(pool_ids[mask], logq, m - c, rng)
-    return chosen
 
 
 __all__ = [

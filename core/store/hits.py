@@ -1,4 +1,4 @@
-"""Items, iterations and HITs of the project file, and the one function that chooses HITs.
+"""Items, iterations and HITs of the project file (the HITs chosen by ``core.store.choosing.choose_hits``).
 
 Iteration 0 covers every item once (``core.selection.first_iteration_hits``); iteration t >= 1 is chosen by
 :func:`choose_hits` from the state when every HIT of iteration t - 1 is complete or retracted (batch mode,
@@ -11,148 +11,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.db import Connected, fill_temp, max_seq, now, read_columns
+from core.store.choosing import _state_seq as _state_seq  # re-exported (core.store.output)
+from core.store.choosing import choose_hits, stop_decision
+from core.store.choosing import stop_rng as stop_rng  # re-exported
+from core.store.db import Connected, fill_temp, max_seq, read_columns
+from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
+from core.store.hit_columns import HitColumns, LongHits, long_frame, long_hits, read_hit_columns
+from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
+from core.store.hit_rows import hit_ids as hit_ids  # re-exported
+from core.store.hit_rows import insert_iteration as insert_iteration  # re-exported (core.store.project)
+from core.store.hit_rows import refresh_hits as refresh_hits  # re-exported (core.store.observations, replay)
 from core.store.state import load_state
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from core.models import Hyper
-    from core.models.aware_posterior import StopDecision
-
-LONG_COLUMNS = ("hit_id", "iteration", "position", "item_id", "text")  # the long form of HITs (easl next)
-
-
-@dataclass(frozen=True)
-class HitColumns:
-    """HITs column-wise: per HIT ``hit_id`` and ``iteration``; per (HIT, position), in HIT then position order,
-    ``owner`` (the row of its HIT), ``position`` and ``cells`` (the item's ``item_id, text[, data]``)."""
-
-    hit_id: NDArray[Any]
-    iteration: NDArray[Any]
-    owner: NDArray[Any]
-    position: NDArray[Any]
-    cells: NDArray[Any]
-
-
-# A HIT is complete when every one of its items has a live score with its hit_id.
-STATUS_SQL = (
-    "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_no = hits.hit_no AND NOT EXISTS "
-    "(SELECT 1 FROM live l WHERE l.hit_id = hits.hit_id AND l.item_idx = hi.item_idx)) "
-    "THEN 'complete' ELSE 'open' END"
-)
-
-
-def choose_hits(
-    model: Any,
-    hyper: Hyper,
-    state: dict[str, NDArray[Any]],
-    *,
-    n_hits: int,
-    rng: np.random.Generator,
-    exclude: NDArray[Any] | None = None,
-) -> NDArray[Any]:
-    """The next ``n_hits`` HITs (item positions, shape ``(n_hits, hit_size)``; fewer rows when too few items are
-    free): Algorithm 1 of Sakaguchi & Van Durme (2018) on ``model.selection_keys(state)``
-    (``core.selection.select_hits``: anchors by variance, partners by match quality, eq 11/23), or the least
-    annotated items for DA (``select_least_annotated``), or the aware model's allocation
-    (``core.models.aware_alloc.select_batch``: uniform passes first). ``exclude`` marks items that may not be
-    chosen (those of
-    open HITs, in streaming mode)."""
-    from core import selection
-
-    if hyper.method == "aware":  # uniform passes, then the expected reduction of mis-ordered pairs
-        return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
-    if hyper.method == "da":
-        hits = selection.select_least_annotated(
-            state["count"], hit_size=hyper.hit_size, n_hits=n_hits, rng=rng, exclude=exclude
-        )
-    else:
-        location, variance = model.selection_keys(state)
-        hits = selection.select_hits(
-            location,
-            variance,
-            hit_size=hyper.hit_size,
-            n_hits=n_hits,
-            gamma=hyper.gamma,
-            pool=hyper.partner_pool,
-            rng=rng,
-            exclude=exclude,
-        )
-    return np.asarray(hits, dtype=np.int64)
-
-
-def stop_rng(seed: int, seq: int) -> np.random.Generator:
-    """The generator of the stopping rule's posterior draws for the state at log position ``seq``: the same
-    state gives the same expected Spearman in ``easl next``, ``easl status`` and the monitor."""
-    return np.random.default_rng([seed, 0x5709, seq])
-
-
-def stop_decision(model: Any, hyper: Hyper, state: dict[str, NDArray[Any]], seq: int) -> StopDecision | None:
-    """The stopping rule's verdict (``core.models.aware_posterior.StopDecision``) for an aware project with a
-    target (``hyper.stop_at``), else None."""
-    if hyper.method != "aware" or hyper.stop_at is None:
-        return None
-    decision: StopDecision | None = model.stop_decision(state, stop_rng(hyper.seed, seq))
-    return decision
-
-
-def hit_ids(iteration: int, n_hits: int) -> list[str]:
-    """``it{iteration}-{j}`` for j < n_hits, zero-padded to one width."""
-    width = len(str(max(n_hits - 1, 0)))
-    return [f"it{iteration}-{j:0{width}d}" for j in range(n_hits)]
-
-
-def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
-    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``.
-
-    The HITs get the next integer keys ``hit_no`` (consecutive, in row order) and their items are appended in key
-    order (``hit_items`` is keyed by ``(hit_no, position)``), so every insert lands at the end of its B-tree."""
-    ids = hit_ids(iteration, hits.shape[0])
-    stamp = now()
-    first = int(conn.execute("SELECT COALESCE(MAX(hit_no), 0) + 1 FROM hits").fetchone()[0])
-    conn.execute(
-        "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
-        (iteration, stamp, len(ids), log_seq),
-    )
-    # one statement per table over a JSON array (SQLite's json_each): about half the time of an executemany
-    conn.execute(
-        "INSERT INTO hits(hit_no, hit_id, iteration, status, created_at) "
-        "SELECT ?1 + key, value, ?2, 'open', ?3 FROM json_each(?4)",
-        (first, iteration, stamp, json.dumps(ids)),
-    )
-    n = hits.shape[1] if hits.ndim == 2 else 0
-    if n:
-        conn.execute(
-            "INSERT INTO hit_items(hit_no, position, item_idx) "
-            "SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3)",
-            (first, n, json.dumps(hits.reshape(-1).tolist())),
-        )
-
-
-def _state_seq(conn: sqlite3.Connection) -> int:
-    """The log position the cached state reflects (``meta.state_seq``)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'state_seq'").fetchone()
-    return int(row[0]) if row else 0
-
-
-def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
-    """Recompute ``open``/``complete`` for the given HITs (all when None); retracted HITs stay retracted."""
-    if ids is None:
-        conn.execute(f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted'")
-        return
-    if not ids:
-        return
-    fill_temp(conn, "_touched", ids)
-    conn.execute(
-        f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN (SELECT v FROM temp._touched)"
-    )
 
 
 class Hits(Connected):
@@ -208,101 +87,49 @@ class Hits(Connected):
         return int(self._conn.execute("SELECT COALESCE(MAX(iteration), 0) FROM iterations").fetchone()[0])
 
     def _hit_columns(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> HitColumns | None:
-        """The HITs ``h`` matching ``where`` column-wise (:class:`HitColumns`), in creation order, items in position
-        order; None when no HIT matches.
-
-        Three plain reads ordered in numpy (a join ordered by SQLite sorts a million rows in a temporary B-tree and
-        looks every item up at random): the HITs, their items, and the items' ids and texts (a sequential scan when
-        the HITs cover a large share of the items, else by index)."""
-        hits = conn.execute(f"SELECT h.hit_no, h.hit_id, h.iteration FROM hits h WHERE {where}", params).fetchall()
-        if not hits:
-            return None
-        hits.sort()
-        nos = np.fromiter((r[0] for r in hits), dtype=np.int64, count=len(hits))
-        # three JSON arrays: parsed at once, several times faster than a million row tuples
-        packed = conn.execute(
-            "SELECT json_group_array(hi.hit_no), json_group_array(hi.position), json_group_array(hi.item_idx) "
-            f"FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no WHERE {where}",
-            params,
-        ).fetchone()
-        triples = np.array([json.loads(text) for text in packed], dtype=np.int64).T.reshape(-1, 3)
-        order = np.lexsort((triples[:, 1], triples[:, 0]))
-        triples = triples[order]
-        owner = np.searchsorted(nos, triples[:, 0])
-        item = triples[:, 2]
+        """The HITs ``h`` matching ``where`` column-wise (:func:`core.store.hit_columns.read_hit_columns`), in
+        creation order, items in position order, with the items' ``item_id, text`` (and ``data`` when the items
+        file had extra columns); None when no HIT matches."""
         names = ["item_id", "text", "data"] if self._item_columns else ["item_id", "text"]
-        if item.size * 8 >= self.n_items:
-            table = read_columns(conn, "SELECT item_id, text, data FROM items ORDER BY idx", names)
-            at = item
-        else:
-            wanted = np.unique(item)
-            fill_temp(conn, "_items", wanted.tolist())
-            table = read_columns(
-                conn,
-                "SELECT item_id, text, data FROM items WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx",
-                names,
-            )
-            at = np.searchsorted(wanted, item)
-        cells = np.empty((len(table[0]), len(names)), dtype=object)
-        for j, column in enumerate(table):
-            cells[:, j] = column
-        return HitColumns(
-            hit_id=np.asarray([r[1] for r in hits], dtype=object),
-            iteration=np.fromiter((r[2] for r in hits), dtype=np.int64, count=len(hits)),
-            owner=owner,
-            position=triples[:, 1],
-            cells=cells[at],
-        )
+        return read_hit_columns(conn, where, params, names, self.n_items)
 
     def _hit_records(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
         """HIT records (``hit_id, iteration, items``) of the HITs ``h`` matching ``where`` (:meth:`_hit_columns`)."""
         cols = self._hit_columns(conn, where, params)
         if cols is None:
             return []
-        cells = cols.cells
         entries: list[dict[str, Any]] = [
-            {"item_id": i, "text": t} for i, t in zip(cells[:, 0].tolist(), cells[:, 1].tolist())
+            {"item_id": i, "text": t} for i, t in zip(cols.column("item_id").tolist(), cols.column("text").tolist())
         ]
         if self._item_columns:
             loads = json.loads
-            for entry, data in zip(entries, cells[:, 2].tolist()):
+            for entry, data in zip(entries, cols.column("data").tolist()):
                 if data != "{}":
                     for key, v in loads(data).items():
                         entry.setdefault(key, v)
-        ends = np.cumsum(np.bincount(cols.owner, minlength=len(cols.hit_id))).tolist()
+        ids = cols.hit_id
+        ends = np.cumsum(np.bincount(cols.owner, minlength=len(ids))).tolist()
         starts = [0] + ends[:-1]
         return [
             {"hit_id": hit_id, "iteration": iteration, "items": entries[a:b]}
-            for hit_id, iteration, a, b in zip(cols.hit_id.tolist(), cols.iteration.tolist(), starts, ends)
+            for hit_id, iteration, a, b in zip(ids, cols.iteration.tolist(), starts, ends)
         ]
+
+    def _open_hit_columns(self, every_iteration: bool) -> HitColumns | None:
+        with self._reading() as conn:
+            if every_iteration:
+                return self._hit_columns(conn, "h.status = 'open'", ())
+            return self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+
+    def open_hits_long(self, *, every_iteration: bool = False) -> LongHits:
+        """:meth:`open_hits` in long form (:class:`core.store.hit_columns.LongHits`, written by its ``write_csv``
+        without a pandas DataFrame when the items have no extra columns): ``easl next --output hits.csv``."""
+        return long_hits(self._open_hit_columns(every_iteration), self._item_columns)
 
     def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
         """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
         position, item_id, text`` and the items' extra columns (README, ``easl next --output hits.csv``)."""
-        import pandas as pd
-
-        with self._reading() as conn:
-            if every_iteration:
-                cols = self._hit_columns(conn, "h.status = 'open'", ())
-            else:
-                cols = self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
-        if cols is None:
-            return pd.DataFrame(columns=list(LONG_COLUMNS))
-        frame = pd.DataFrame(
-            {
-                "hit_id": cols.hit_id[cols.owner],
-                "iteration": cols.iteration[cols.owner],
-                "position": cols.position,
-                "item_id": cols.cells[:, 0],
-                "text": cols.cells[:, 1],
-            }
-        )
-        if self._item_columns:
-            records = json.loads("[" + ",".join(cols.cells[:, 2].tolist()) + "]")
-            data = pd.DataFrame.from_records(records, columns=self._item_columns)
-            data = data.drop(columns=[c for c in data.columns if c in LONG_COLUMNS])
-            frame = pd.concat([frame, data], axis=1)
-        return frame
+        return long_frame(self._open_hit_columns(every_iteration), self._item_columns)
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the

@@ -7,11 +7,13 @@ written by an older version.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.store import schema
 from core.store.db import max_seq
@@ -20,6 +22,7 @@ from core.store.state import load_state, state_figures, stored_figures
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 ESTIMATE_COLUMNS = ["item_id", "estimate", "mean", "variance", "ci_low", "ci_high", "n_annotations"]
 RANK_COLUMNS = ["rank_low", "rank_high"]  # aware projects: the 95% rank interval (1 = the highest estimate)
@@ -118,6 +121,29 @@ class ProjectStatus:
         return self.to_json().get(key, default)
 
 
+@dataclass(frozen=True)
+class EstimateTable:
+    """The estimates of ``easl export --output x.csv``: ``table`` (Arrow, written without pandas) or, when the items
+    have extra columns, ``frame`` (:meth:`Output.estimates`)."""
+
+    n_rows: int
+    table: pa.Table | None = None
+    frame: pd.DataFrame | None = None
+
+    def write_csv(self, tmp: str, path: str | os.PathLike[str]) -> None:
+        """Write into the file ``tmp`` as CSV (the bytes of ``core.tables.write_table``) for the file ``path``
+        (named in errors)."""
+        if self.table is None:
+            from core.tables import write_table_to
+
+            assert self.frame is not None
+            write_table_to(self.frame, tmp, path)
+            return
+        from core.store.arrow_columns import write_csv
+
+        write_csv(self.table, tmp)
+
+
 class Output(Replay):
     """Estimates, ratings and status (mixed into :class:`core.store.Project`)."""
 
@@ -127,6 +153,30 @@ class Output(Replay):
         def _settings(self) -> dict[str, Any]: ...
 
     event_counts: Any  # core.store.records.FrontEndRecords.event_counts (both are parts of Project)
+
+    def _estimate_columns(self) -> tuple[dict[str, NDArray[Any]], list[str]]:
+        """The estimate columns (numpy arrays, in file order, ``ESTIMATE_COLUMNS`` without ``item_id`` and, aware
+        projects, ``RANK_COLUMNS``) and the reserved names (:meth:`estimates`)."""
+        with self._reading() as conn:
+            state = load_state(conn, writable=False)
+        summ = self.model.summary(state)
+        h = self.hyper
+        out = {
+            "estimate": h.from_unit(summ["estimate"]),
+            "mean": h.from_unit(summ["mean"]),
+            "variance": h.variance_from_unit(summ["variance"]),
+            "ci_low": h.from_unit(summ["ci_low"]),
+            "ci_high": h.from_unit(summ["ci_high"]),
+            "n_annotations": np.rint(state["count"]).astype(np.int64),
+        }
+        reserved = list(ESTIMATE_COLUMNS)
+        if getattr(self.model, "refit_on_change", False):  # aware: rank intervals from posterior draws
+            figures = self.model.rank_figures(state, self._stop_rng())
+            n = self.n_items
+            out["rank_low"] = (n - np.rint(figures.rank_high)).astype(np.int64)
+            out["rank_high"] = (n - np.rint(figures.rank_low)).astype(np.int64)
+            reserved += RANK_COLUMNS
+        return out, reserved
 
     def estimates(self) -> pd.DataFrame:
         """One row per item: ``item_id, estimate, mean, variance, ci_low, ci_high, n_annotations``, then ``text``
@@ -140,32 +190,34 @@ class Output(Replay):
         """
         import pandas as pd
 
-        with self._reading() as conn:
-            state = load_state(conn)
-            items = self.items()
-        summ = self.model.summary(state)
-        h = self.hyper
-        out = pd.DataFrame(
-            {
-                "item_id": items["item_id"].to_numpy(dtype=object),
-                "estimate": h.from_unit(summ["estimate"]),
-                "mean": h.from_unit(summ["mean"]),
-                "variance": h.variance_from_unit(summ["variance"]),
-                "ci_low": h.from_unit(summ["ci_low"]),
-                "ci_high": h.from_unit(summ["ci_high"]),
-                "n_annotations": np.rint(state["count"]).astype(np.int64),
-            }
-        )
-        reserved = list(ESTIMATE_COLUMNS)
-        if getattr(self.model, "refit_on_change", False):  # aware: rank intervals from posterior draws
-            figures = self.model.rank_figures(state, self._stop_rng())
-            n = self.n_items
-            out["rank_low"] = (n - np.rint(figures.rank_high)).astype(np.int64)
-            out["rank_high"] = (n - np.rint(figures.rank_low)).astype(np.int64)
-            reserved += RANK_COLUMNS
+        columns, reserved = self._estimate_columns()
+        items = self.items()
+        out = pd.DataFrame({"item_id": items["item_id"].to_numpy(dtype=object), **columns})
         data = items.drop(columns=["item_id"])
         data.columns = [f"item_{c}" if c in reserved else c for c in data.columns]
         return pd.concat([out, data.reset_index(drop=True)], axis=1)
+
+    def estimates_table(self) -> EstimateTable:
+        """:meth:`estimates` for a CSV file (``easl export``): an Arrow table built without pandas when the items
+        have no extra columns (``item_id``, the estimate columns, ``text``: the columns and values of
+        :meth:`estimates`), else the DataFrame."""
+        if self._item_columns:
+            return EstimateTable(n_rows=self.n_items, frame=self.estimates())
+        import pyarrow as pa
+
+        from core.store.arrow_columns import floats, integers, strings
+
+        columns, _ = self._estimate_columns()
+        with self._reading() as conn:
+            ids, texts = conn.execute(
+                "SELECT json_group_array(item_id), json_group_array(text) FROM (SELECT item_id, text FROM items "
+                "ORDER BY idx)"
+            ).fetchone()
+        arrays = [strings(ids)]
+        arrays += [integers(v) if v.dtype.kind in "iu" else floats(v) for v in columns.values()]
+        arrays.append(strings(texts))
+        table = pa.Table.from_arrays(arrays, names=["item_id", *columns, "text"])
+        return EstimateTable(n_rows=self.n_items, table=table)
 
     def ratings(self) -> pd.DataFrame:
         """Live observations in long form, in log order: ``item_id, annotator, score, hit_id, iteration,
@@ -184,7 +236,7 @@ class Output(Replay):
         return frame
 
     def _stop_rng(self) -> np.random.Generator:
-        from core.store.hits import _state_seq, stop_rng
+        from core.store.choosing import _state_seq, stop_rng
 
         return stop_rng(self.hyper.seed, _state_seq(self._conn))
 
@@ -200,7 +252,7 @@ class Output(Replay):
         from core.models.aware_posterior import STOP_MIN_SCORES
 
         with self._reading() as conn:
-            state = load_state(conn)
+            state = load_state(conn, writable=False)
             rng = self._stop_rng()
         if self.hyper.stop_at is not None:
             d = self.model.stop_decision(state, rng)
@@ -234,11 +286,15 @@ class Output(Replay):
                 (it,),
             ).fetchone()
             n_hits_total = conn.execute("SELECT COALESCE(SUM(n_hits), 0) FROM iterations").fetchone()[0]
-            n_obs = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
             n_log = max_seq(conn)
             events = self.event_counts()
             n_rejects = conn.execute("SELECT COUNT(*) FROM rejects").fetchone()[0]
             figures = stored_figures(conn)
+            if figures is not None and figures.get("seq") == n_log and "n_live" in figures:
+                # the state reflects the whole log, so its count is the live scores' (no scan of a large index)
+                n_obs = figures["n_live"]
+            else:
+                n_obs = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
             if figures is None:  # a file written by an older version: from the arrays
                 state = load_state(conn)
                 figures = state_figures(self.model.selection_keys(state)[1], state["count"])

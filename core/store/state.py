@@ -2,8 +2,8 @@
 
 The state is a set of float64 arrays (one value per item for every model), stored as raw little-endian bytes and
 reflecting the observation log up to ``meta.state_seq``. Beside it the store keeps the few figures ``easl status``
-reports about the state (mean and maximum posterior variance, annotations per item), tagged with the log position
-they describe, so that a status read needs neither the arrays nor the model. Figures whose tag is not
+reports about the state (mean and maximum posterior variance, annotations per item, live scores), tagged with the
+log position they describe, so that a status read needs neither the arrays nor the model. Figures whose tag is not
 ``state_seq`` (a file written by an older version) are recomputed from the arrays.
 """
 
@@ -71,17 +71,20 @@ def save_state(conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: in
     )
 
 
-def load_state(conn: sqlite3.Connection) -> dict[str, NDArray[Any]]:
-    """The cached model arrays (float64), by name."""
+def load_state(conn: sqlite3.Connection, *, writable: bool = True) -> dict[str, NDArray[Any]]:
+    """The cached model arrays (float64), by name; with ``writable=False`` read-only views of the stored bytes
+    (no copy: for readers such as ``easl status`` and ``easl export``)."""
     state = {}
     for name, dtype, shape, data in conn.execute("SELECT name, dtype, shape, data FROM state ORDER BY name"):
-        state[name] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape)).astype(np.float64)
+        arr = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape))
+        state[name] = arr.astype(np.float64, copy=writable)
     return state
 
 
 def state_figures(variance: NDArray[Any], count: NDArray[Any]) -> dict[str, Any]:
-    """``mean_variance``, ``max_variance`` (None with a reason unless every variance is finite) and
-    ``n_annotations`` (min / mean / max of the live count per item) of a state."""
+    """``mean_variance``, ``max_variance`` (None with a reason unless every variance is finite),
+    ``n_annotations`` (min / mean / max of the live count per item) and ``n_live`` (their sum: the live scores,
+    since a state's ``count`` is each item's number of live observations, ``core.models.base``) of a state."""
     variance = np.asarray(variance, dtype=np.float64)
     finite = variance[np.isfinite(variance)]
     out: dict[str, Any] = {}
@@ -100,6 +103,7 @@ def state_figures(variance: NDArray[Any], count: NDArray[Any]) -> dict[str, Any]
             ),
         )
     count = np.asarray(count, dtype=np.float64)
+    out["n_live"] = int(np.rint(count.sum()))  # every live score counts 1 for its item (core.models.base)
     out["n_annotations"] = (
         {"min": int(count.min()), "mean": float(count.mean()), "max": int(count.max())}
         if count.size

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -34,24 +35,32 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl export``; returns the exit status (user errors raise ``UserError``)."""
     from rich.console import Console
 
-    from core.outputs import check_outputs
+    from core.outputs import atomic_outputs, check_outputs
     from core.store import Project
-    from core.tables import write_format, write_tables
+    from core.store.memory import keep_freed_memory
 
-    write_format(args.output)
-    if args.ratings:
-        write_format(args.ratings)
-    if getattr(args, "annotators", None):
-        write_format(args.annotators)
-    check_outputs(
-        [args.output, args.ratings, getattr(args, "annotators", None)], protect=[args.project]
-    )  # before any work: never the project
+    keep_freed_memory()  # large temporary columns: reuse freed memory instead of fresh pages
+
+    paths = [args.output, args.ratings, getattr(args, "annotators", None)]
+    for path in paths:  # a .csv needs no check (nor core.tables, which imports pandas)
+        if path and Path(path).suffix.lower() != ".csv":
+            from core.tables import write_format
+
+            write_format(path)
+    check_outputs(paths, protect=[args.project])  # before any work: never the project
     err = Console(stderr=True)
     with Project.open(args.project, readonly=True) as project:
         with err.status("computing estimates"):
-            estimates = project.estimates()
+            # a .csv of estimates is written from columns (no pandas DataFrame when the items have no extra
+            # columns); the other formats from the DataFrame
+            if Path(args.output).suffix.lower() == ".csv":
+                estimates = project.estimates_table()
+                n_estimates = estimates.n_rows
+            else:
+                estimates = project.estimates()
+                n_estimates = len(estimates)
         outputs = [(estimates, args.output)]
-        msg = f"wrote {len(estimates)} estimates to {args.output}"
+        msg = f"wrote {n_estimates} estimates to {args.output}"
         if args.ratings:
             ratings = project.ratings()
             outputs.append((ratings, args.ratings))
@@ -67,7 +76,14 @@ def run(args: argparse.Namespace) -> int:
             table = project.annotator_table()
             outputs.append((table, args.annotators))
             msg += f" and {len(table)} annotators to {args.annotators}"
-        with err.status(f"writing {', '.join(str(path) for _, path in outputs)}"):
-            write_tables(outputs)  # all or none
+        writing = err.status(f"writing {', '.join(str(path) for _, path in outputs)}")
+        with writing, atomic_outputs([path for _, path in outputs]) as temps:  # all or none
+            for (data, path), tmp in zip(outputs, temps):
+                if hasattr(data, "write_csv"):
+                    data.write_csv(tmp, path)
+                else:
+                    from core.tables import write_table_to
+
+                    write_table_to(data, tmp, path)
     print(msg)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from core.errors import UserError
 
@@ -30,13 +31,20 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
-    from core.tables import write_format, write_jsonl_records, write_table
+    from core.store.memory import keep_freed_memory
 
+    keep_freed_memory()  # a large iteration allocates and frees hundreds of MB: reuse them, no fresh pages
     hits: list[dict[str, object]] = []
 
     fmt = None
     if args.output:
-        fmt = write_format(args.output)
+        # a .csv file is written by Arrow from columns (no pandas); other names are checked by core.tables
+        if Path(args.output).suffix.lower() == ".csv":
+            fmt = "csv"
+        else:
+            from core.tables import write_format
+
+            fmt = write_format(args.output)
         if fmt not in ("jsonl", "csv"):
             raise UserError(f"{args.output}: HITs are written as .jsonl or .csv, not {fmt}.")
     stop = None
@@ -44,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
         with project.transaction():
             project.advance()
             if fmt == "csv":  # column-wise, without a record per item
-                frame = project.open_hits_frame()
-                n_hits = int(frame["hit_id"].nunique())
+                long = project.open_hits_long()
+                n_hits = long.n_hits
             else:
                 hits = project.open_hits()
                 n_hits = len(hits)
@@ -58,9 +66,11 @@ def run(args: argparse.Namespace) -> int:
             out.write(json.dumps(h, ensure_ascii=False) + "\n")
         out.flush()
     elif fmt == "jsonl":
+        from core.tables import write_jsonl_records
+
         write_jsonl_records(hits, args.output)
     else:
-        write_table(frame, args.output)
+        long.write_csv(args.output)
     where = f" to {args.output}" if args.output else ""
     if stop is not None and stop["reached"]:
         print(

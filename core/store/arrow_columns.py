@@ -1,0 +1,74 @@
+"""Columns of the project file as Arrow arrays, and the one CSV writer of the files built from them.
+
+The CSV files of ``easl next --output hits.csv`` and ``easl export --output estimates.csv`` are written by Arrow's
+CSV writer with the options of ``core.tables.write_table`` (quoting style "needed"), from an Arrow table of the
+same column types as ``pyarrow.Table.from_pandas`` gives for the DataFrame that function would be handed
+(strings, int64, float64 with NaN as null), so the bytes are the same; but the table is built without pandas:
+``pyarrow.array`` imports pandas (about half a second), so arrays are made from numpy buffers here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def strings(text: str) -> pa.Array:
+    """The JSON array of strings ``text`` (SQLite's ``json_group_array``) as an Arrow string array.
+
+    Without a backslash in ``text`` no string holds an escape, so every double quote delimits one: string ``i`` is
+    the bytes between quotes ``2i`` and ``2i + 1``, gathered with numpy (no Python object per string). Otherwise
+    ``json.loads``."""
+    import pyarrow as pa
+
+    if "\\" not in text:
+        data = np.frombuffer(text.encode(), dtype=np.uint8)
+        quotes = np.flatnonzero(data == 0x22)
+        n = quotes.size // 2
+        starts, ends = quotes[0::2] + 1, quotes[1::2]
+        mark = np.zeros(data.size, dtype=np.int8)
+        mark[starts] = 1
+        mark[ends] -= 1  # an empty string opens and closes at the same byte: 0
+        inside = np.cumsum(mark, dtype=np.int8).view(bool)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(ends - starts, out=offsets[1:])
+        chars = np.ascontiguousarray(data[inside])
+        return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+    return pa.array(json.loads(text), type=pa.large_string())
+
+
+def integers(values: NDArray[Any]) -> pa.Array:
+    """An integer numpy array as an Arrow int64 array (its buffer)."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), data.size, [None, pa.py_buffer(data)])
+
+
+def floats(values: NDArray[Any]) -> pa.Array:
+    """A float numpy array as an Arrow float64 array (its buffer); NaN becomes null, as in
+    ``pyarrow.Table.from_pandas``."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(values, dtype=np.float64)
+    nan = np.isnan(data)
+    if not nan.any():
+        return pa.Array.from_buffers(pa.float64(), data.size, [None, pa.py_buffer(data)])
+    valid = np.packbits(~nan, bitorder="little")
+    return pa.Array.from_buffers(
+        pa.float64(), data.size, [pa.py_buffer(valid), pa.py_buffer(data)], null_count=int(nan.sum())
+    )
+
+
+def write_csv(table: pa.Table, tmp: str | os.PathLike[str]) -> None:
+    """Write ``table`` to the file ``tmp`` as CSV: Arrow's writer with the options of ``core.tables``."""
+    import pyarrow.csv as pa_csv
+
+    pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))

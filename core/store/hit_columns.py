@@ -1,0 +1,256 @@
+"""HITs read column-wise from the project file, and their long form (``easl next --output hits.csv``).
+
+A HIT set is read as integer columns: the HITs (``hit_no``, ``hit_id``, ``iteration``), then their items from
+``hit_items`` (one range of its primary key when the HITs are consecutive, as those of one iteration are; a join
+by the HITs' index otherwise), then the ids and texts of those items in one read (a sequential scan of ``items``
+when they are a large share of it). Integers travel as one ``group_concat`` text per column, parsed by numpy, and
+strings as one JSON array per column (``json_group_array``), parsed on demand: no Python tuple per row.
+When every HIT of a consecutive range has the positions ``0 .. w - 1`` (one iteration's HITs), only the items are
+read: the owners and positions follow from the primary key's order.
+
+The long form (one row per HIT and position: ``hit_id, iteration, position, item_id, text`` and the items' extra
+columns) is assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
+``core.tables.write_table``, so the bytes are the same) without building a pandas DataFrame; projects whose items
+have extra columns go through pandas, whose type inference decides how those columns are written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.store.arrow_columns import integers, strings, write_csv
+from core.store.db import fill_temp
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+LONG_COLUMNS = ("hit_id", "iteration", "position", "item_id", "text")  # the long form of HITs (easl next)
+DENSE_RANGE = 2  # read a key range of hit_items when it holds at most this many rows per wanted row
+
+
+@dataclass(frozen=True)
+class HitColumns:
+    """HITs column-wise: per HIT ``hit_id`` and ``iteration`` (in creation order); per (HIT, position), in HIT then
+    position order, ``owner`` (the row of its HIT), ``position``, ``item`` (the item's position in the model
+    arrays) and ``at`` (the item's row in ``cells``). ``cells`` holds, per column of ``names`` (``item_id,
+    text[, data]``), the JSON array of that column over the distinct items read; ``hit_ids`` is the JSON array of
+    the HITs' ids. The texts are parsed on demand: to Python objects (:meth:`column`) or straight into Arrow
+    (:func:`long_hits`)."""
+
+    hit_ids: str
+    iteration: NDArray[Any]
+    owner: NDArray[Any]
+    position: NDArray[Any]
+    item: NDArray[Any]
+    at: NDArray[Any]
+    names: list[str]
+    cells: list[str]
+
+    @property
+    def n_hits(self) -> int:
+        """HITs with at least one item."""
+        return int(np.count_nonzero(np.diff(self.owner)) + 1) if self.owner.size else 0
+
+    @property
+    def hit_id(self) -> list[str]:
+        """The HITs' ids (one per HIT)."""
+        ids: list[str] = json.loads(self.hit_ids)
+        return ids
+
+    def column(self, name: str) -> NDArray[Any]:
+        """The item column ``name`` (of ``names``) per (HIT, position), as an object array."""
+        parsed = json.loads(self.cells[self.names.index(name)])
+        values = np.empty(len(parsed), dtype=object)
+        values[:] = parsed
+        out: NDArray[Any] = values[self.at]
+        return out
+
+
+def _ints(text: str | None, count: int) -> NDArray[Any]:
+    """The ``count`` integers of a ``group_concat`` text (None for no rows)."""
+    if not count:
+        return np.zeros(0, dtype=np.int64)
+    values = np.fromstring(text or "", dtype=np.int64, sep=",")  # text mode: a C parser, no Python int per value
+    if values.size != count:
+        raise ValueError(f"expected {count} integers, parsed {values.size}")  # never: SQLite wrote them
+    return values
+
+
+def read_hit_columns(
+    conn: sqlite3.Connection, where: str, params: tuple[Any, ...], item_names: list[str], n_items: int
+) -> HitColumns | None:
+    """The HITs ``h`` matching ``where`` (:class:`HitColumns`), with the ``item_names`` columns of their items;
+    None when no HIT matches."""
+    n, nos_text, ids_text, its_text = conn.execute(
+        "SELECT COUNT(*), group_concat(hit_no), json_group_array(hit_id), group_concat(iteration) "
+        f"FROM (SELECT h.hit_no, h.hit_id, h.iteration FROM hits h WHERE {where} ORDER BY h.hit_no)",
+        params,
+    ).fetchone()
+    if not n:
+        return None
+    nos, its = _ints(nos_text, n), _ints(its_text, n)
+    if np.any(np.diff(nos) < 0):  # SQLite keeps the subquery's order; sorted here should it ever not
+        order = np.argsort(nos, kind="stable")
+        ids = json.loads(ids_text)
+        nos, its, ids_text = nos[order], its[order], json.dumps([ids[i] for i in order.tolist()])
+    lo, hi = int(nos[0]), int(nos[-1])
+    if hi - lo + 1 == n:  # consecutive keys (one iteration): one range of the primary key
+        m, p_min, p_max, item_text = conn.execute(
+            "SELECT COUNT(*), MIN(position), MAX(position), group_concat(item_idx) FROM "
+            "(SELECT position, item_idx FROM hit_items WHERE hit_no BETWEEN ? AND ?)",
+            (lo, hi),
+        ).fetchone()
+        width = 0 if p_max is None else p_max + 1
+        if m and p_min == 0 and m == n * width:
+            # every HIT has the positions 0..width-1 (the key (hit_no, position) is unique and none lies
+            # outside them): the rows are HIT by HIT in key order, and only the items need reading
+            owner = np.repeat(np.arange(n, dtype=np.int64), width)
+            position = np.tile(np.arange(width, dtype=np.int64), n)
+            return _with_items(conn, ids_text, its, owner, position, _ints(item_text, m), item_names, n_items)
+    if hi - lo + 1 <= DENSE_RANGE * n:  # nearly consecutive keys: one range, the others filtered out below
+        query = "SELECT hit_no, position, item_idx FROM hit_items WHERE hit_no BETWEEN ? AND ?"
+        query_params: tuple[Any, ...] = (lo, hi)
+    else:  # scattered HITs (open ones of several iterations): by the HITs' index, then by key
+        query = (
+            "SELECT hi.hit_no, hi.position, hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
+            f"WHERE {where}"
+        )
+        query_params = params
+    m, *texts = conn.execute(
+        f"SELECT COUNT(*), group_concat(hit_no), group_concat(position), group_concat(item_idx) FROM ({query})",
+        query_params,
+    ).fetchone()
+    hit_no, position, item = (_ints(t, m) for t in texts)
+    wanted = np.zeros(hi - lo + 1, dtype=bool)
+    wanted[nos - lo] = True
+    keep = wanted[hit_no - lo]
+    if not keep.all():
+        hit_no, position, item = hit_no[keep], position[keep], item[keep]
+    key = hit_no * (int(position.max(initial=0)) + 1) + position
+    if np.any(np.diff(key) < 0):
+        order = np.argsort(key, kind="stable")
+        hit_no, position, item = hit_no[order], position[order], item[order]
+    owner = np.searchsorted(nos, hit_no)
+    return _with_items(conn, ids_text, its, owner, position, item, item_names, n_items)
+
+
+def _with_items(
+    conn: sqlite3.Connection,
+    ids_text: str,
+    its: NDArray[Any],
+    owner: NDArray[Any],
+    position: NDArray[Any],
+    item: NDArray[Any],
+    item_names: list[str],
+    n_items: int,
+) -> HitColumns:
+    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns."""
+    cells, at = read_item_cells(conn, item, item_names, n_items)
+    return HitColumns(
+        hit_ids=ids_text,
+        iteration=its,
+        owner=owner,
+        position=position,
+        item=item,
+        at=at,
+        names=item_names,
+        cells=cells,
+    )
+
+
+def read_item_cells(
+    conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
+) -> tuple[list[str], NDArray[Any]]:
+    """``(cells, at)``: the ``names`` columns of ``items`` (one JSON array each) and, per entry of ``item``, its
+    row in them. A sequential scan of every item when ``item`` covers a large share of them, else by index."""
+    select = ", ".join(f"json_group_array({c})" for c in names)
+    if item.size * 8 >= n_items:
+        row = conn.execute(f"SELECT {select} FROM (SELECT {', '.join(names)} FROM items ORDER BY idx)").fetchone()
+        return list(row), item
+    wanted = np.unique(item)
+    fill_temp(conn, "_items", wanted.tolist())
+    row = conn.execute(
+        f"SELECT {select} FROM (SELECT {', '.join(names)} FROM items "
+        "WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx)"
+    ).fetchone()
+    return list(row), np.searchsorted(wanted, item)
+
+
+@dataclass(frozen=True)
+class LongHits:
+    """The long form of a HIT set (README, ``easl next``): ``table`` (Arrow) when the items have no extra
+    columns, else ``frame`` (pandas, the extra columns after ``text``); ``n_hits`` counts its HITs."""
+
+    n_hits: int
+    table: pa.Table | None = None
+    frame: pd.DataFrame | None = None
+
+    def write_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write the long form to ``path`` as CSV, atomically (``core.outputs.atomic_outputs``; a write error is
+        one ``InputError`` naming ``path``); the bytes of ``core.tables.write_table``."""
+        if self.table is None:
+            from core.tables import write_table
+
+            assert self.frame is not None
+            write_table(self.frame, path)
+            return
+        from core.outputs import atomic_outputs
+
+        with atomic_outputs([path]) as (tmp,):
+            write_csv(self.table, tmp)
+
+
+def long_hits(cols: HitColumns | None, item_columns: list[str]) -> LongHits:
+    """The long form of ``cols`` (read with ``item_id, text`` and, with ``item_columns``, ``data``); an item's
+    extra column named like a long-form column is left out."""
+    if item_columns or cols is None:
+        return LongHits(n_hits=0 if cols is None else cols.n_hits, frame=long_frame(cols, item_columns))
+    import pyarrow as pa
+
+    owner = integers(cols.owner)
+    at = integers(cols.at)
+    table = pa.Table.from_arrays(
+        [
+            strings(cols.hit_ids).take(owner),
+            integers(cols.iteration).take(owner),
+            integers(cols.position),
+            strings(cols.cells[0]).take(at),
+            strings(cols.cells[1]).take(at),
+        ],
+        names=list(LONG_COLUMNS),
+    )
+    return LongHits(n_hits=cols.n_hits, table=table)
+
+
+def long_frame(cols: HitColumns | None, item_columns: list[str]) -> pd.DataFrame:
+    """The long form of ``cols`` as a pandas DataFrame (``Hits.open_hits_frame``)."""
+    import pandas as pd
+
+    if cols is None:
+        return pd.DataFrame(columns=list(LONG_COLUMNS))
+    ids = cols.hit_id
+    hit_id = np.empty(len(ids), dtype=object)
+    hit_id[:] = ids
+    frame = pd.DataFrame(
+        {
+            "hit_id": hit_id[cols.owner],
+            "iteration": cols.iteration[cols.owner],
+            "position": cols.position,
+            "item_id": cols.column("item_id"),
+            "text": cols.column("text"),
+        }
+    )
+    if item_columns:
+        records = json.loads("[" + ",".join(cols.column("data").tolist()) + "]")
+        data = pd.DataFrame.from_records(records, columns=item_columns)
+        data = data.drop(columns=[c for c in data.columns if c in LONG_COLUMNS])
+        frame = pd.concat([frame, data], axis=1)
+    return frame

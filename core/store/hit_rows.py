@@ -1,0 +1,69 @@
+"""The rows of iterations and HITs: recording a new iteration's HITs and recomputing HIT status.
+
+HITs get consecutive integer keys ``hit_no`` in creation order and text ids ``it{t}-{j}``; their items go to
+``hit_items(hit_no, position, item_idx)`` in key order (``core.store.schema``). A HIT is ``complete`` when every one
+of its items has a live score with its ``hit_id`` (:data:`STATUS_SQL`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from numpy.typing import NDArray
+
+from core.store.db import fill_temp, now
+
+# A HIT is complete when every one of its items has a live score with its hit_id.
+STATUS_SQL = (
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_no = hits.hit_no AND NOT EXISTS "
+    "(SELECT 1 FROM live l WHERE l.hit_id = hits.hit_id AND l.item_idx = hi.item_idx)) "
+    "THEN 'complete' ELSE 'open' END"
+)
+
+
+def hit_ids(iteration: int, n_hits: int) -> list[str]:
+    """``it{iteration}-{j}`` for j < n_hits, zero-padded to one width."""
+    template = f"it{iteration}-%0{len(str(max(n_hits - 1, 0)))}d"
+    return list(map(template.__mod__, range(n_hits)))  # %-formatting by map: a third of an f-string loop's time
+
+
+def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
+    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``.
+
+    The HITs get the next integer keys ``hit_no`` (consecutive, in row order) and their items are appended in key
+    order (``hit_items`` is keyed by ``(hit_no, position)``), so every insert lands at the end of its B-tree."""
+    ids = hit_ids(iteration, hits.shape[0])
+    stamp = now()
+    first = int(conn.execute("SELECT COALESCE(MAX(hit_no), 0) + 1 FROM hits").fetchone()[0])
+    conn.execute(
+        "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
+        (iteration, stamp, len(ids), log_seq),
+    )
+    # one statement per table over a JSON array (SQLite's json_each): about half the time of an executemany
+    conn.execute(
+        "INSERT INTO hits(hit_no, hit_id, iteration, status, created_at) "
+        "SELECT ?1 + key, value, ?2, 'open', ?3 FROM json_each(?4)",
+        (first, iteration, stamp, json.dumps(ids)),
+    )
+    n = hits.shape[1] if hits.ndim == 2 else 0
+    if n:
+        conn.execute(
+            "INSERT INTO hit_items(hit_no, position, item_idx) "
+            "SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3)",
+            (first, n, json.dumps(hits.reshape(-1).tolist())),
+        )
+
+
+def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
+    """Recompute ``open``/``complete`` for the given HITs (all when None); retracted HITs stay retracted."""
+    if ids is None:
+        conn.execute(f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted'")
+        return
+    if not ids:
+        return
+    fill_temp(conn, "_touched", ids)
+    conn.execute(
+        f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN (SELECT v FROM temp._touched)"
+    )
