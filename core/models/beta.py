@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 
 def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
@@ -137,14 +136,28 @@ def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tup
     >>> round(float(lo), 6), round(float(hi), 6)
     (0.025, 0.975)
     """
+    from scipy import special  # here, not at import: a third of a second of every command that loads the models
+
     lo = (1.0 - level) / 2.0
     alpha, beta = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64))
     if alpha.ndim == 0 or alpha.size < 64:
         return special.betaincinv(alpha, beta, lo), special.betaincinv(alpha, beta, 1.0 - lo)
-    keys, inverse = np.unique(alpha.ravel() + 1j * beta.ravel(), return_inverse=True)
-    if keys.size > 0.8 * alpha.size:
+    first, inverse = _distinct_pairs(alpha.ravel(), beta.ravel())
+    if first is None or first.size > 0.8 * alpha.size:
         return special.betaincinv(alpha, beta, lo), special.betaincinv(alpha, beta, 1.0 - lo)
-    ua, ub = keys.real, keys.imag
+    ua, ub = alpha.ravel()[first], beta.ravel()[first]
     low = special.betaincinv(ua, ub, lo)[inverse].reshape(alpha.shape)
     high = special.betaincinv(ua, ub, 1.0 - lo)[inverse].reshape(alpha.shape)
     return low, high
+
+
+def _distinct_pairs(a: NDArray[Any], b: NDArray[Any]) -> tuple[NDArray[Any] | None, NDArray[Any]]:
+    """The distinct ``(a, b)`` pairs as (index of each one's first row, each row's pair number), found by sorting
+    one 64-bit mix of the two values' bits (a third of the time of sorting them as complex numbers); ``(None, _)``
+    when two different pairs share a mix, which the check below catches (the caller then evaluates every row)."""
+    key = a.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + b.view(np.uint64)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not (np.array_equal(a[first][inverse], a) and np.array_equal(b[first][inverse], b)):
+        return None, inverse
+    return first, inverse

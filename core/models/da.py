@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from core.models.base import Model, State
 
@@ -59,6 +58,8 @@ class DirectAssessmentModel(Model):
     def summary(self, state: State) -> dict[str, NDArray[Any]]:
         n = state["count"]
         mean, var = self._mean_var(state)
+        from scipy import special
+
         tq = special.stdtrit(np.maximum(n - 1.0, 1.0), 0.975)  # Student t quantile
         half = tq * np.sqrt(var)
         many = n >= 2

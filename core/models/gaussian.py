@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 #: The two-sided 95% normal quantile, ``Phi^-1(0.975) = 1.959963984540054``.
-Z975 = float(special.ndtri(0.975))
+Z975 = 1.959963984540054  # written out: importing the models loads no SciPy
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -59,6 +58,8 @@ def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
     >>> round(float(v_win(0, 0)), 10), round(float(v_win(1, 0.5)), 10), round(float(v_win(-1, 0.5)), 10)
     (0.7978845608, 0.5091604338, 1.9386771666)
     """
+    from scipy import special
+
     x = np.asarray(t, dtype=np.float64) - np.asarray(eps, dtype=np.float64)
     with np.errstate(over="ignore"):
         v: NDArray[Any] = _SQRT_2_OVER_PI / special.erfcx(-x / math.sqrt(2.0))
@@ -112,6 +113,8 @@ def _draw_terms(t: NDArray[Any], eps: NDArray[Any]) -> tuple[NDArray[Any], NDArr
     u = np.abs(t)
     a = eps - u
     b = -eps - u
+    from scipy import special
+
     la = special.log_ndtr(a)
     lb = special.log_ndtr(b)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -218,6 +221,8 @@ def draw_margin(draw_probability: float, beta: float, n_players: int = 2) -> flo
     >>> round(draw_margin(0.10, 25 / 6), 6)
     0.740467
     """
+    from scipy import special
+
     return float(special.ndtri((draw_probability + 1.0) / 2.0) * math.sqrt(n_players) * beta)
 
 

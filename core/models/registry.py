@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from core.models.aware_model import AwareModel
 from core.models.base import Model
 from core.models.da import DirectAssessmentModel
 from core.models.easl import EaslModel
@@ -50,6 +49,8 @@ def get_model(hyper: Hyper) -> Model:
     (0.8, 0.06)
     """
     if hyper.method == "aware":
+        from core.models.aware_model import AwareModel  # here: it loads SciPy, which the other models do not need
+
         # AwareModel has the interface of Model without subclassing it (core/models/aware_model.py)
         return AwareModel(hyper, uniform_passes=hyper.uniform_passes)  # type: ignore[return-value]
     return _MODELS[hyper.method](hyper)
