@@ -290,7 +290,7 @@ def stops(
 
     Examples
     --------
-    >>> stops([0.93, 0.94, 0.95], [3, 2, 3], target=0.9).tolist()  # 0.93 - 0.6 * 0.07 = 0.888 < 0.9
+    >>> stops([0.93, 0.94, 0.95], [2, 1, 2], target=0.9).tolist()  # 0.93 - 0.6 * 0.07 = 0.888 < 0.9
     [False, False, True]
     """
     e = np.asarray(expected_spearman, dtype=np.float64)
