@@ -10,9 +10,16 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from core.models.aware import AwareState, Observations, fit
-from core.models.aware_alloc import group_into_hits, information_per_score, misorder_sums, select_batch, slot_gains
+from core.models.aware_alloc import (
+    UNIFORM_PASSES,
+    group_into_hits,
+    information_per_score,
+    misorder_sums,
+    select_batch,
+    slot_gains,
+)
 from core.models.aware_diagnostics import annotator_diagnostics
-from core.models.aware_posterior import rank_figures, stop_decision
+from core.models.aware_posterior import STOP_MIN_SCORES, rank_figures, stop_decision
 
 
 def simulate(n=300, na=20, per_item=6, seed=0, *, spam=0, slope=(1.0, 1.0), off_sd=0.1, noise=0.15):
@@ -220,6 +227,17 @@ def test_uniform_passes_come_first_then_gains_decide():
     hits = select_batch(s, n_hits=10, hit_size=5, rng=rng, uniform_passes=3)
     chosen = np.unique(hits)
     assert g[chosen, 0].mean() > g[:, 0].mean()
+
+
+def test_stopping_rule_never_waits_for_a_score_the_default_allocation_does_not_plan() -> None:
+    # the rule needs every item at STOP_MIN_SCORES; once adaptive, the allocation may leave well-separated items at
+    # UNIFORM_PASSES scores for a long time, so a larger minimum would hold the stop back (measured in
+    # core.models.aware_posterior's docstring)
+    assert 1 <= STOP_MIN_SCORES <= UNIFORM_PASSES
+    _, _, _, _, item_ix, A, x = simulate(n=60, per_item=UNIFORM_PASSES, seed=2)
+    s = fit(Observations.build(item_ix, A, x, n_items=60))
+    assert s.count.min() == UNIFORM_PASSES
+    assert stop_decision(s, 1.0, target=0.5).stop
 
 
 @settings(max_examples=30, deadline=None)
