@@ -76,6 +76,21 @@ def test_aware_is_a_method_and_the_paper_methods_are_unchanged():
     assert m.uniform_passes == 2 and m.refit_on_change
 
 
+def test_uniform_passes_default_and_files_written_under_the_old_default():
+    from core.models.aware_alloc import UNIFORM_PASSES
+    from core.models.hyper import LEGACY_UNIFORM_PASSES
+
+    # one default, in the model (simulations) and in the hyper-parameters (new projects)
+    assert Hyper(method="aware").uniform_passes == UNIFORM_PASSES == 2
+    # aware projects name their passes, so a later change of the default never changes an existing project
+    assert json.loads(Hyper(method="aware").to_json())["uniform_passes"] == 2
+    assert Hyper.from_json(Hyper(method="aware").to_json()).uniform_passes == 2
+    # a file written when the default was 3 left the field out: it keeps its 3 passes
+    assert Hyper.from_json('{"method": "aware"}').uniform_passes == LEGACY_UNIFORM_PASSES == 3
+    # the paper's methods are written and read as before
+    assert Hyper.from_json('{"method": "da"}') == Hyper(method="da")
+
+
 def test_init_flags(tmp_path, items_csv, capsys):
     p = tmp_path / "a.easl"
     assert (
@@ -143,12 +158,14 @@ def test_store_refits_warm_verifies_and_retracts(tmp_path):
         assert int(table["n_scores"].sum()) == len(ratings) - 7
 
 
-def test_uniform_passes_come_first(tmp_path):
-    project = Project.create(tmp_path / "p.easl", make_items(30), Hyper(method="aware", seed=1))
+@pytest.mark.parametrize("passes", [None, 3])
+def test_uniform_passes_come_first(tmp_path, passes):
+    hyper = Hyper(method="aware", seed=1) if passes is None else Hyper(method="aware", seed=1, uniform_passes=passes)
+    project = Project.create(tmp_path / "p.easl", make_items(30), hyper)
     with project:
-        run_rounds(project, 3)
+        run_rounds(project, hyper.uniform_passes)
         counts = project.estimates()["n_annotations"].to_numpy()
-        assert counts.min() == counts.max() == 3
+        assert counts.min() == counts.max() == hyper.uniform_passes
 
 
 def test_next_stops_at_target_and_status_says_why(tmp_path, items_csv, capsys):

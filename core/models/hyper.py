@@ -21,9 +21,14 @@ from core.errors import HyperParameterError, ProjectFileError
 #: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model
 #: (issue 10; :mod:`core.models.aware_model`).
 METHODS = ("easl", "ra", "trueskill", "da", "aware")
-#: Fields that only the annotator-aware model uses; :meth:`Hyper.to_json` leaves them out at their defaults, so
-#: the files of the other methods are written as before.
-AWARE_FIELDS = {"uniform_passes": 3, "stop_at": None}
+#: Fields that only the annotator-aware model uses, with their defaults; :meth:`Hyper.to_json` leaves them out of
+#: the files of the other methods, so those are written as before. ``uniform_passes`` follows
+#: :data:`core.models.aware_alloc.UNIFORM_PASSES` (kept equal by a test; not imported, which would load SciPy).
+DEFAULT_UNIFORM_PASSES = 2
+AWARE_FIELDS: dict[str, int | None] = {"uniform_passes": DEFAULT_UNIFORM_PASSES, "stop_at": None}
+#: The uniform passes of an ``aware`` project whose file does not name them: files written before the default
+#: moved from 3 to 2 (issue 10's 80-seed study; README, "Annotator-aware collection") left it out at 3.
+LEGACY_UNIFORM_PASSES = 3
 #: Where Algorithm 1 draws an anchor's partners from: the non-anchors (the paper) or every item but the anchor.
 PARTNER_POOLS = ("paper", "all")
 
@@ -80,7 +85,8 @@ class Hyper:
         Seed of the project's random generator (>= 0).
     uniform_passes : int
         ``aware`` only: scores every item gets (least annotated first, as DA) before the allocation adapts
-        (>= 0; default 3, :data:`core.models.aware_alloc.UNIFORM_PASSES`).
+        (>= 0; default 2, :data:`core.models.aware_alloc.UNIFORM_PASSES`; a project file that does not name it
+        has :data:`LEGACY_UNIFORM_PASSES`).
     stop_at : float or None
         ``aware`` only: the target expected Spearman of the stopping rule (in ``(0, 1)``), or None (no rule).
 
@@ -113,7 +119,7 @@ class Hyper:
     partner_pool: str = "paper"
     hits_per_iteration: int | None = None
     seed: int = 0
-    uniform_passes: int = 3
+    uniform_passes: int = DEFAULT_UNIFORM_PASSES
     stop_at: float | None = None
 
     def __post_init__(self) -> None:
@@ -153,18 +159,20 @@ class Hyper:
         Returns
         -------
         str
-            ``json.dumps(dataclasses.asdict(self), sort_keys=True)``, without the :data:`AWARE_FIELDS` that hold
-            their defaults (files of the paper's methods are written as before).
+            ``json.dumps(dataclasses.asdict(self), sort_keys=True)``; for the paper's methods without the
+            :data:`AWARE_FIELDS` that hold their defaults (their files are written as before); ``aware`` projects
+            always name ``uniform_passes`` (its default has changed once: :data:`LEGACY_UNIFORM_PASSES`).
         """
         data = dataclasses.asdict(self)
         for name, default in AWARE_FIELDS.items():
-            if data[name] == default:
+            if data[name] == default and not (self.method == "aware" and name == "uniform_passes"):
                 del data[name]
         return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, s: str, *, source: str = "project file") -> Hyper:
-        """Parse :meth:`to_json` output; missing fields take their defaults.
+        """Parse :meth:`to_json` output; missing fields take their defaults, but an ``aware`` project's missing
+        ``uniform_passes`` is :data:`LEGACY_UNIFORM_PASSES` (files written when that was the default).
 
         Parameters
         ----------
@@ -203,6 +211,8 @@ class Hyper:
         unknown = sorted(set(data) - known)
         if unknown:
             raise HyperParameterError(unknown[0], data[unknown[0]], "no such hyper-parameter", source=source)
+        if data.get("method") == "aware":
+            data.setdefault("uniform_passes", LEGACY_UNIFORM_PASSES)
         try:
             return cls(**data)
         except HyperParameterError as exc:

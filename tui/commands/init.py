@@ -41,7 +41,7 @@ def register(subparsers) -> None:
         default=None,
         metavar="N",
         help="aware only: scores every item gets, least annotated first as in direct assessment, before "
-        "the allocation adapts (default: 3)",
+        "the allocation adapts (default: 2)",
     )
     p.add_argument(
         "--stop-at",
