@@ -160,6 +160,37 @@ def _conflict_rejects(moved: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return extra, [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]
 
 
+_STAGE_COLUMNS = (
+    "source_key",
+    "item_idx",
+    "score01",
+    "score_raw",
+    "hit_id",
+    "annotator",
+    "annotation_id",
+    "group_key",
+    "created_at",
+)
+
+
+def _stage(conn: sqlite3.Connection, cand: pd.DataFrame, by_key: NDArray[Any], seq0: int) -> None:
+    """(Re)fill ``temp._stage`` with the rows of ``cand`` in the order ``by_key`` (the rowid is the rank in that
+    order); ``seq`` = ``seq0`` + the row's position in ``cand``."""
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS _stage (seq INTEGER NOT NULL, source_key TEXT NOT NULL, item_idx INTEGER, "
+        "score01 REAL, score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, group_key TEXT, "
+        "created_at TEXT)"
+    )
+    conn.execute("DELETE FROM temp._stage")
+    columns = [(by_key + seq0).tolist()]
+    for name in _STAGE_COLUMNS:
+        col = cand[name].to_numpy()
+        columns.append(col[by_key].tolist())
+    conn.executemany(
+        f"INSERT INTO temp._stage(seq, {', '.join(_STAGE_COLUMNS)}) VALUES ({', '.join('?' * 10)})", zip(*columns)
+    )
+
+
 class Observations(Hits):
     """Validation, ingestion and retraction (mixed into :class:`core.store.Project`)."""
 
@@ -394,21 +425,21 @@ class Observations(Hits):
         cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
         if len(cand) == 0:
             return None
-        # the live observation of each key, if any
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keys (source_key TEXT NOT NULL, pos INTEGER NOT NULL)")
-        conn.execute("DELETE FROM temp._keys")
-        # keys in sorted order: the index lookups and inserts below then walk the B-trees in order (far fewer page
-        # reads than random order once the live index outgrows the page cache)
-        by_key = np.argsort(cand["source_key"].to_numpy(dtype=object), kind="stable")
-        conn.executemany(
-            "INSERT INTO temp._keys(source_key, pos) VALUES (?, ?)",
-            zip(cand["source_key"].to_numpy(dtype=object)[by_key].tolist(), by_key.tolist()),
-        )
+        # every candidate row is staged once (one pass of parameters); the log and the live index are then written
+        # from the stage by INSERT ... SELECT. Rows are staged in key order (rowid = rank of the key): the lookup of
+        # the live observations and the live inserts then walk the B-trees in order (far fewer page reads than
+        # random order once the live index outgrows the page cache); ``seq`` is the log position if every
+        # candidate is appended (renumbered below when some are not).
+        seq0 = max_seq(conn) + 1
+        keys = cand["source_key"].to_numpy(dtype=object)
+        by_key = np.argsort(keys, kind="stable")
+        stamp = now()
+        _stage(conn, cand, by_key, seq0)
         found = conn.execute(
-            "SELECT k.pos, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM temp._keys k "
-            "JOIN live l ON l.source_key = k.source_key"
+            "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM temp._stage s "
+            "JOIN live l ON l.source_key = s.source_key ORDER BY s.rowid"
         ).fetchall()
-        pos = np.asarray([r[0] for r in found], dtype=np.int64)
+        pos = np.asarray([r[0] for r in found], dtype=np.int64) - seq0
         old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
         same = old_raw == cand["score_raw"].to_numpy()[pos]
         conflicts = None
@@ -433,6 +464,16 @@ class Observations(Hits):
         report.new = len(add) - report.superseded
         if len(add) == 0:
             return conflicts
+        if len(add) < len(cand):  # keys live with this very score (or a conflict) stay as they are: unstage them
+            dropped = np.flatnonzero(~keep) + seq0
+            conn.execute(
+                "DELETE FROM temp._stage WHERE seq IN (SELECT value FROM json_each(?))", (json.dumps(dropped.tolist()),)
+            )
+            conn.execute(
+                "UPDATE temp._stage SET seq = r.n FROM (SELECT rowid AS k, ? + ROW_NUMBER() OVER (ORDER BY seq) - 1 "
+                "AS n FROM temp._stage) r WHERE temp._stage.rowid = r.k",
+                (seq0,),
+            )
         # order-dependent models: appending whole new submissions at the end of the log is incremental
         group_seen = False
         if self.model.order_dependent and report.superseded == 0:
@@ -451,52 +492,19 @@ class Observations(Hits):
                 ).fetchone()[0]
                 == 1
             )
-        seq0 = max_seq(conn) + 1
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
-        stamp = now()
-        created = add["created_at"].where(add["created_at"].notna(), stamp).tolist()
-        conn.executemany(
+        conn.execute(
             "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
-            "annotation_id, group_key, created_at, source) VALUES (?, ?, 'score', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(
-                seqs.tolist(),
-                add["source_key"].tolist(),
-                add["item_idx"].tolist(),
-                add["score01"].tolist(),
-                add["score_raw"].tolist(),
-                add["hit_id"].tolist(),
-                add["annotator"].tolist(),
-                add["annotation_id"].tolist(),
-                add["group_key"].tolist(),
-                created,
-                [source] * len(add),
-            ),
+            "annotation_id, group_key, created_at, source) SELECT seq, source_key, 'score', item_idx, score01, "
+            "score_raw, hit_id, annotator, annotation_id, group_key, COALESCE(created_at, ?), ? FROM temp._stage "
+            "ORDER BY seq",
+            (stamp, source),
         )
-        if same.any() or moved.size:  # keys live with this very score (or a conflict) stay as they are
-            conn.execute(
-                "DELETE FROM temp._keys WHERE pos IN (SELECT value FROM json_each(?))",
-                (json.dumps(pos[same].tolist() + moved.tolist()),),
-            )
-        conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._keys)")
-        o = np.argsort(add["source_key"].to_numpy(dtype=object), kind="stable")  # in key order (see above)
-        conn.executemany(
-            "INSERT INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(
-                *(
-                    np.asarray(col, dtype=object)[o].tolist()
-                    for col in (
-                        add["source_key"].to_numpy(dtype=object),
-                        seqs,
-                        add["item_idx"].to_numpy(),
-                        add["score01"].to_numpy(),
-                        add["score_raw"].to_numpy(),
-                        add["hit_id"].to_numpy(dtype=object),
-                        add["annotation_id"].to_numpy(dtype=object),
-                        add["group_key"].to_numpy(dtype=object),
-                    )
-                )
-            ),
+        # in key order; a superseded key's live row is replaced (the unique index on source_key)
+        conn.execute(
+            "INSERT OR REPLACE INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, "
+            "group_key) SELECT source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key "
+            "FROM temp._stage ORDER BY rowid"
         )
         # model state
         items = add["item_idx"].to_numpy(dtype=np.int64)
