@@ -160,34 +160,38 @@ def _conflict_rejects(moved: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return extra, [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]
 
 
-_STAGE_COLUMNS = (
-    "source_key",
-    "item_idx",
-    "score01",
-    "score_raw",
-    "hit_id",
-    "annotator",
-    "annotation_id",
-    "group_key",
-    "created_at",
+_STAGE_COLUMNS = ("source_key", "item_idx", "score_raw", "hit_id", "annotator", "annotation_id", "created_at")
+#: the stage's derived columns, as in core.store.validation (``score01 = clip((score_raw - score_min) / span, 0,
+#: 1)`` in IEEE double arithmetic, as numpy computes it; the group key of the submission), with the score range bound
+#: once per statement as ``:lo`` and ``:span``
+_DERIVED_SQL = (
+    "MIN(MAX((score_raw - :lo) / :span, 0.0), 1.0), "
+    "CASE WHEN annotation_id IS NOT NULL THEN 'a' || char(31) || annotation_id "
+    "WHEN hit_id IS NOT NULL THEN 'h' || char(31) || hit_id || char(31) || COALESCE(annotator, '') ELSE '' END"
 )
 
 
-def _stage(conn: sqlite3.Connection, cand: pd.DataFrame, by_key: NDArray[Any], seq0: int) -> None:
-    """(Re)fill ``temp._stage`` with the rows of ``cand`` in the order ``by_key`` (the rowid is the rank in that
-    order); ``seq`` = ``seq0`` + the row's position in ``cand``."""
+def _stage(conn: sqlite3.Connection, cand: pd.DataFrame, order: NDArray[Any], seq0: int) -> None:
+    """(Re)fill ``temp._stage`` with the rows of ``cand`` in the given ``order`` (the rowid is the rank in that
+    order); ``seq`` = ``seq0`` + the row's position in ``cand``. Only the columns given by the input are bound (each
+    bound value costs; ``score01`` and ``group_key`` are derived in SQL, :data:`_DERIVED_SQL`)."""
+    import pandas as pd
+
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS _stage (seq INTEGER NOT NULL, source_key TEXT NOT NULL, item_idx INTEGER, "
-        "score01 REAL, score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, group_key TEXT, "
-        "created_at TEXT)"
+        "score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, created_at TEXT)"
     )
     conn.execute("DELETE FROM temp._stage")
-    columns = [(by_key + seq0).tolist()]
+    names = ["seq"]
+    columns = [(order + seq0).tolist()]
     for name in _STAGE_COLUMNS:
         col = cand[name].to_numpy()
-        columns.append(col[by_key].tolist())
+        if col.dtype == object and name != "source_key" and not pd.notna(col).any():
+            continue  # all missing: NULL
+        names.append(name)
+        columns.append(col[order].tolist())
     conn.executemany(
-        f"INSERT INTO temp._stage(seq, {', '.join(_STAGE_COLUMNS)}) VALUES ({', '.join('?' * 10)})", zip(*columns)
+        f"INSERT INTO temp._stage({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", zip(*columns)
     )
 
 
@@ -494,17 +498,18 @@ class Observations(Hits):
             )
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
         conn.execute(
-            "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
-            "annotation_id, group_key, created_at, source) SELECT seq, source_key, 'score', item_idx, score01, "
-            "score_raw, hit_id, annotator, annotation_id, group_key, COALESCE(created_at, ?), ? FROM temp._stage "
-            "ORDER BY seq",
-            (stamp, source),
+            "INSERT INTO observations(seq, source_key, kind, item_idx, score01, "
+            "group_key, annotation_id, annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, "
+            f"'score', item_idx, {_DERIVED_SQL}, annotation_id, annotator, hit_id, score_raw, "
+            "COALESCE(created_at, :stamp), :source FROM temp._stage ORDER BY seq",
+            {"lo": self.hyper.score_min, "span": self.hyper.score_span, "stamp": stamp, "source": source},
         )
         # in key order; a superseded key's live row is replaced (the unique index on source_key)
         conn.execute(
-            "INSERT OR REPLACE INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, "
-            "group_key) SELECT source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key "
-            "FROM temp._stage ORDER BY rowid"
+            "INSERT OR REPLACE INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, "
+            f"annotation_id) SELECT source_key, seq, item_idx, {_DERIVED_SQL}, score_raw, hit_id, annotation_id "
+            "FROM temp._stage ORDER BY rowid",
+            {"lo": self.hyper.score_min, "span": self.hyper.score_span},
         )
         # model state
         items = add["item_idx"].to_numpy(dtype=np.int64)
