@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.errors import InvalidRows, ProjectFileError
-from core.store.db import fill_temp, max_seq, now
+from core.store.db import fill_temp, max_seq, now, read_columns
 from core.store.hits import Hits, refresh_hits
 from core.store.state import load_state
 
@@ -95,9 +95,12 @@ class Prepared:
 
 def _named_hits(frame: pd.DataFrame) -> list[str]:
     """The distinct HIT ids a batch of annotation rows names."""
+    import pandas as pd
+
     from core.store.validation import id_strings
 
-    return [str(h) for h in id_strings(frame["hit_id"]).dropna().unique().tolist()]
+    ids = id_strings(frame["hit_id"]).to_numpy(dtype=object)
+    return [str(h) for h in pd.unique(ids[pd.notna(ids)]).tolist()]
 
 
 def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple[Any, ...]:
@@ -218,17 +221,18 @@ class Observations(Hits):
                     "item_idx": pd.Series([], dtype=np.int64),
                 }
             )
-        fill_temp(conn, "_hit_ids", ids)
-        rows = conn.execute(
-            "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi "
-            "ON hi.hit_no = h.hit_no WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
-            "ORDER BY h.hit_id, hi.position"
-        ).fetchall()
+        hit_id, status, item_idx = read_columns(
+            conn,
+            "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
+            "WHERE h.hit_id IN (SELECT value FROM json_each(?)) ORDER BY h.hit_id, hi.position",
+            ["hit_id", "status", "item_idx"],
+            (json.dumps(ids),),
+        )
         return pd.DataFrame(
             {
-                "hit_id": pd.Series([r[0] for r in rows], dtype=object),
-                "status": pd.Series([r[1] for r in rows], dtype=object),
-                "item_idx": np.asarray([r[2] for r in rows], dtype=np.int64),
+                "hit_id": pd.Series(hit_id, dtype=object),
+                "status": pd.Series(status, dtype=object),
+                "item_idx": np.asarray(item_idx, dtype=np.int64),
             }
         )
 

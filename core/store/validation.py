@@ -96,17 +96,51 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], 
     return out, np.asarray(locations, dtype=object), name
 
 
+def _python_whitespace() -> str:
+    """An RE2 character class of every character ``str.strip()`` removes (``str.isspace``)."""
+    chars = "".join(f"\\x{{{ord(c):x}}}" for c in map(chr, range(0x110000)) if c.isspace())
+    return f"[{chars}]"
+
+
+_WS = _python_whitespace()
+_PADDED = f"^{_WS}|{_WS}$"  # a cell that str.strip() would change
+
+
+def _strip_strings(text: NDArray[Any]) -> NDArray[Any]:
+    """``str.strip()`` of every string of an object array of strings: only the padded cells (found by Arrow's
+    regular expressions, :data:`_PADDED`) are stripped in Python; returns ``text`` itself when none is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    padded = pc.match_substring_regex(pa.array(text, type=pa.string()), _PADDED).to_numpy(zero_copy_only=False)
+    if not padded.any():
+        return text
+    out = text.copy()
+    idx = np.flatnonzero(padded)
+    out[idx] = [v.strip() for v in text[idx].tolist()]
+    return out
+
+
 def id_strings(values: pd.Series) -> pd.Series:
     """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``."""
-    s = pd.Series(values.to_numpy(dtype=object), dtype=object)
-    missing = s.isna().to_numpy()
-    kind = pd.api.types.infer_dtype(s, skipna=True)
-    if kind == "string" and not missing.any():  # CSV cells: strings only, stripped as object strings
-        text = s.str.strip()
-        text[(text == "").to_numpy()] = None
-        return text
+    arr = values.to_numpy(dtype=object)
+    missing = pd.isna(arr)
+    if missing.all():
+        return pd.Series(np.full(len(arr), None, dtype=object), dtype=object)
+    kind = pd.api.types.infer_dtype(arr, skipna=True)
+    if kind == "string":  # CSV cells: strings only, stripped where padded
+        text = _strip_strings(arr) if not missing.any() else arr.copy()
+        if missing.any():
+            text[~missing] = _strip_strings(arr[~missing])
+        blank = np.zeros(len(arr), dtype=bool)
+        blank[~missing] = text[~missing] == ""
+        if blank.any() or missing.any():
+            text = text.copy() if text is arr else text
+            text[missing | blank] = None
+        return pd.Series(text, dtype=object)
+    s = pd.Series(arr.copy(), dtype=object)
     is_float: NDArray[Any]
-    if kind in ("string", "empty"):
+    if kind == "empty":
         is_float = np.zeros(len(s), dtype=bool)
     else:
         is_float = np.fromiter((isinstance(v, float) for v in s.tolist()), dtype=bool, count=len(s))
@@ -117,6 +151,50 @@ def id_strings(values: pd.Series) -> pd.Series:
     text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     text[missing | (text == "").to_numpy()] = None
     return text
+
+
+def _positions(values: NDArray[Any], universe: NDArray[Any]) -> NDArray[Any]:
+    """The position of each string of ``values`` (None: missing) in ``universe`` (distinct strings), -1 where it is
+    not there: a hash lookup in Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = pc.index_in(pa.array(values, type=pa.string()), value_set=pa.array(universe, type=pa.string()))
+    out: NDArray[Any] = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return out
+
+
+def _join(tag: str, *parts: pd.Series) -> NDArray[Any]:
+    """``tag + SEP + part + SEP + ...`` for every row, a missing part as empty text (object array; Arrow's
+    element-wise join)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrays = [pa.array(p.to_numpy(dtype=object), type=pa.string()) for p in parts]
+    joined = pc.binary_join_element_wise(tag, *arrays, SEP, null_handling="replace", null_replacement="")
+    out: NDArray[Any] = joined.to_numpy(zero_copy_only=False)
+    return out
+
+
+def _codes(keys: NDArray[Any]) -> NDArray[Any]:
+    """Dense integer codes of the strings ``keys`` (equal keys, equal codes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(pa.array(keys, type=pa.string()))
+    out: NDArray[Any] = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return out
+
+
+def _first_of(codes: NDArray[Any]) -> NDArray[Any]:
+    """For each position, the position of the first occurrence of its code."""
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    uniq, first = np.unique(codes, return_index=True)
+    at = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
+    at[uniq] = first
+    out: NDArray[Any] = at[codes]
+    return out
 
 
 def _numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -206,10 +284,13 @@ def validate(
     reason = np.full(n, None, dtype=object)
     fld = np.full(n, None, dtype=object)
 
+    bad = np.zeros(n, dtype=bool)  # rows given a reason so far (the first reason of a row is kept)
+
     def flag(mask: NDArray[Any], field_name: str, text: Any) -> None:
-        mask = np.asarray(mask, dtype=bool) & pd.isna(reason)
+        mask = np.asarray(mask, dtype=bool) & ~bad
         if not mask.any():
             return
+        bad[mask] = True
         fld[mask] = field_name
         if callable(text):
             reason[mask] = text(np.flatnonzero(mask))
@@ -275,7 +356,7 @@ def validate(
     annotation_id = id_strings(frame["annotation_id"])
     item_missing = item_id.isna().to_numpy()
     flag(item_missing, "item_id", "the item id is missing")
-    item_idx = item_index.get_indexer(item_id.fillna("").to_numpy(dtype=object)).astype(np.int64)
+    item_idx = _positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object))
     flag(
         item_idx < 0,
         "item_id",
@@ -286,9 +367,15 @@ def validate(
     has_hit = hit_id.notna().to_numpy()
     if needs_whole_hit:
         flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
-    status = hits.drop_duplicates("hit_id").set_index("hit_id")["status"] if len(hits) else pd.Series(dtype=object)
-    hit_status = hit_id.map(status).to_numpy(dtype=object)
-    hit_known = pd.notna(hit_status)
+    # (HIT, item) pairs as integers: the HIT's position among the distinct ids of ``hits``, times the number of
+    # items, plus the item's index
+    hit_ids = hits["hit_id"].to_numpy(dtype=object)
+    first = np.flatnonzero(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) if len(hits) else np.zeros(0, dtype=np.int64)
+    distinct = hit_ids[first]  # hits lists each HIT's rows together
+    row_hit = _positions(hit_id.to_numpy(dtype=object), distinct) if len(hits) else np.full(n, -1, dtype=np.int64)
+    status_of = np.append(hits["status"].to_numpy(dtype=object)[first], None)  # the last: unknown HIT
+    hit_status = status_of[np.where(row_hit >= 0, row_hit, len(first))]
+    hit_known = row_hit >= 0
     flag(
         has_hit & ~hit_known,
         "hit_id",
@@ -299,13 +386,15 @@ def validate(
         "hit_id",
         lambda idx: np.asarray([f"HIT {hit_id.iloc[i]!r} was retracted" for i in idx], dtype=object),
     )
+    in_hit = np.zeros(n, dtype=bool)
     if len(hits):
-        pair = pd.MultiIndex.from_arrays(
-            [hits["hit_id"].to_numpy(dtype=object), hits["item_idx"].to_numpy(dtype=np.int64)]
-        )
-        in_hit = pair.get_indexer(pd.MultiIndex.from_arrays([hit_id.fillna("").to_numpy(dtype=object), item_idx])) >= 0
-    else:
-        in_hit = np.zeros(n, dtype=bool)
+        width = np.int64(max(len(item_index), int(hits["item_idx"].max()) + 1) + 1)
+        hit_of = np.cumsum(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) - 1
+        pairs = np.unique(hit_of * width + hits["item_idx"].to_numpy(dtype=np.int64))
+        asked = hit_known & (item_idx >= 0)
+        wanted = row_hit[asked] * width + item_idx[asked]
+        at = np.minimum(np.searchsorted(pairs, wanted), len(pairs) - 1)
+        in_hit[asked] = pairs[at] == wanted
     flag(
         has_hit & hit_known & (item_idx >= 0) & ~in_hit,
         "item_id",
@@ -315,41 +404,32 @@ def validate(
     )
 
     # keys
-    item_s = item_id.fillna("")
     hit_s = hit_id.fillna("")
-    who_s = annotator.fillna("")
     has_ann = annotation_id.notna().to_numpy()
     ann_s = annotation_id.fillna("")
-    key_ann = "a" + SEP + ann_s + SEP + item_s
-    key_hit = "h" + SEP + hit_s + SEP + item_s + SEP + who_s
-    source_key = pd.Series(
-        np.where(has_ann, key_ann.to_numpy(dtype=object), key_hit.to_numpy(dtype=object)), dtype=object
-    )
-    group_key = pd.Series(
-        np.where(
-            has_ann,
-            ("a" + SEP + ann_s).to_numpy(dtype=object),
-            np.where(has_hit, ("h" + SEP + hit_s + SEP + who_s).to_numpy(dtype=object), ""),
-        ),
-        dtype=object,
-    )
+    source_key = np.where(
+        has_ann,
+        _join("a", annotation_id, item_id) if has_ann.any() else None,
+        _join("h", hit_id, item_id, annotator) if not has_ann.all() else None,
+    ).astype(object)
+    group_key = np.where(
+        has_ann,
+        _join("a", annotation_id) if has_ann.any() else None,
+        np.where(has_hit, _join("h", hit_id, annotator), "") if not has_ann.all() else None,
+    ).astype(object)
+    key_code = _codes(source_key)
 
     # 4. conflicts inside the batch (among rows valid so far)
-    ok = pd.isna(reason)
+    ok = ~bad
     loc = pd.Series(locations, dtype=object)
     if ok.any():
-        sub = pd.DataFrame(
-            {"key": source_key[ok].to_numpy(), "score": num[ok], "loc": loc[ok].to_numpy()}, index=np.flatnonzero(ok)
-        )
-        grp = sub.groupby("key", sort=False)
-        first_score = grp["score"].transform("first")
-        first_loc = grp["loc"].transform("first")
-        conflict = (sub["score"] != first_score).to_numpy()
+        rows = np.flatnonzero(ok)
+        first = rows[_first_of(key_code[rows])]  # the first row (valid so far) with each row's key
+        conflict = num[rows] != num[first]
         if conflict.any():
-            rows = sub.index.to_numpy()[conflict]
             mask = np.zeros(n, dtype=bool)
-            mask[rows] = True
-            firsts = dict(zip(rows.tolist(), first_loc.to_numpy()[conflict].tolist()))
+            mask[rows[conflict]] = True
+            firsts = dict(zip(rows[conflict].tolist(), locations[first[conflict]].tolist()))
             flag(
                 mask,
                 "score",
@@ -364,7 +444,7 @@ def validate(
                     dtype=object,
                 ),
             )
-    ok = pd.isna(reason)
+    ok = ~bad
     if (ok & has_ann & has_hit).any():
         sub = pd.DataFrame(
             {"ann": ann_s[ok & has_ann].to_numpy(), "hit": hit_s[ok & has_ann].to_numpy()},
@@ -383,11 +463,11 @@ def validate(
             )
 
     # 5. whole HIT submissions
-    ok = pd.isna(reason)
+    ok = ~bad
     if needs_whole_hit and ok.any():
         rows = np.flatnonzero(ok)
         sub = pd.DataFrame(
-            {"group": group_key.to_numpy()[rows], "hit": hit_s.to_numpy()[rows], "item": item_idx[rows]}, index=rows
+            {"group": group_key[rows], "hit": hit_s.to_numpy()[rows], "item": item_idx[rows]}, index=rows
         )
         seen = sub.drop_duplicates(["group", "item"]).groupby("group", sort=False)["item"].size()
         hit_sizes = hits.drop_duplicates(["hit_id", "item_idx"]).groupby("hit_id")["item_idx"].size()
@@ -407,11 +487,11 @@ def validate(
                     f"method {method!r} compares the scores of a whole HIT"
                 )
             mask = np.zeros(n, dtype=bool)
-            g_all = group_key.to_numpy()
+            g_all = group_key
             mask[rows] = np.isin(g_all[rows], list(short_set))
             flag(mask, "hit_id", lambda idx: np.asarray([texts[g_all[i]] for i in idx], dtype=object))
 
-    ok = pd.isna(reason)
+    ok = ~bad
     bad = np.flatnonzero(~ok)
     rejects = _object_frame(
         {
@@ -439,10 +519,10 @@ def validate(
             "annotator": annotator.to_numpy(dtype=object)[good],
             "annotation_id": annotation_id.to_numpy(dtype=object)[good],
             "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
-            "source_key": source_key.to_numpy(dtype=object)[good],
-            "group_key": group_key.to_numpy(dtype=object)[good],
+            "source_key": source_key[good],
+            "group_key": group_key[good],
         }
     )
-    valid["repeat"] = valid["source_key"].duplicated(keep="first").to_numpy()
+    valid["repeat"] = _first_of(key_code[good]) != np.arange(good.size)
     messages = [f"{loc.iloc[i]}: {fld[i]}: {reason[i]}" for i in bad.tolist()]
     return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages)
