@@ -174,10 +174,10 @@ _DERIVED_SQL = (
 )
 
 
-def _stage(conn: sqlite3.Connection, cand: pd.DataFrame, order: NDArray[Any], seq0: int) -> None:
-    """(Re)fill ``temp._stage`` with the rows of ``cand`` in the given ``order`` (the rowid is the rank in that
-    order); ``seq`` = ``seq0`` + the row's position in ``cand``. Only the columns given by the input are bound (each
-    bound value costs; ``score01`` and ``group_key`` are derived in SQL, :data:`_DERIVED_SQL`)."""
+def _stage(conn: sqlite3.Connection, cand: pd.DataFrame, seq0: int) -> None:
+    """(Re)fill ``temp._stage`` with the rows of ``cand`` in order; ``seq`` = ``seq0`` + the row's position. Only
+    the columns given by the input are bound (each bound value costs; ``score01`` and ``group_key`` are derived in
+    SQL, :data:`_DERIVED_SQL`)."""
     import pandas as pd
 
     conn.execute(
@@ -186,13 +186,13 @@ def _stage(conn: sqlite3.Connection, cand: pd.DataFrame, order: NDArray[Any], se
     )
     conn.execute("DELETE FROM temp._stage")
     names = ["seq"]
-    columns = [(order + seq0).tolist()]
+    columns = [list(range(seq0, seq0 + len(cand)))]
     for name in _STAGE_COLUMNS:
         col = cand[name].to_numpy()
         if col.dtype == object and name != "source_key" and not pd.notna(col).any():
             continue  # all missing: NULL
         names.append(name)
-        columns.append(col[order].tolist())
+        columns.append(col.tolist())
     conn.executemany(
         f"INSERT INTO temp._stage({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", zip(*columns)
     )
@@ -433,16 +433,12 @@ class Observations(Hits):
         cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
         if len(cand) == 0:
             return None
-        # every candidate row is staged once (one pass of parameters); the log and the live index are then written
-        # from the stage by INSERT ... SELECT. Rows are staged in key order (rowid = rank of the key): the lookup of
-        # the live observations and the live inserts then walk the B-trees in order (far fewer page reads than
-        # random order once the live index outgrows the page cache); ``seq`` is the log position if every
-        # candidate is appended (renumbered below when some are not).
+        # every candidate row is staged once (one pass of parameters, in input order: rowid order = log order); the
+        # log and the live index are then written from the stage by INSERT ... SELECT. ``seq`` is the log position
+        # if every candidate is appended (renumbered below when some are not).
         seq0 = max_seq(conn) + 1
-        keys = cand["source_key"].to_numpy(dtype=object)
-        by_key = np.argsort(keys, kind="stable")
         stamp = now()
-        _stage(conn, cand, by_key, seq0)
+        _stage(conn, cand, seq0)
         found = conn.execute(
             "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM temp._stage s "
             "JOIN live l ON l.source_key = s.source_key ORDER BY s.rowid"
@@ -505,14 +501,14 @@ class Observations(Hits):
             "INSERT INTO observations(seq, source_key, kind, item_idx, score01, "
             "group_key, annotation_id, annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, "
             f"'score', item_idx, {_DERIVED_SQL}, annotation_id, annotator, hit_id, score_raw, "
-            "COALESCE(created_at, :stamp), :source FROM temp._stage ORDER BY seq",
+            "COALESCE(created_at, :stamp), :source FROM temp._stage ORDER BY rowid",
             {"lo": self.hyper.score_min, "span": self.hyper.score_span, "stamp": stamp, "source": source},
         )
-        # in key order; a superseded key's live row is replaced (the unique index on source_key)
+        # a superseded key's live row is replaced (the unique index on source_key)
         conn.execute(
             "INSERT OR REPLACE INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, "
             f"annotation_id) SELECT source_key, seq, item_idx, {_DERIVED_SQL}, score_raw, hit_id, annotation_id "
-            "FROM temp._stage ORDER BY rowid",
+            "FROM temp._stage",
             {"lo": self.hyper.score_min, "span": self.hyper.score_span},
         )
         # model state

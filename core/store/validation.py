@@ -164,6 +164,21 @@ def _positions(values: NDArray[Any], universe: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
+def _item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame) -> NDArray[Any]:
+    """The index of each item id (None: missing) among the project's ``all_ids``, -1 when unknown. The items of the
+    named HITs are looked up first (a small set when a batch scores a few HITs of a large project), the rest among
+    all items."""
+    if not len(hits):
+        return _positions(ids, all_ids)
+    near = np.unique(hits["item_idx"].to_numpy(dtype=np.int64))
+    at = _positions(ids, all_ids[near])
+    out: NDArray[Any] = np.where(at >= 0, near[np.maximum(at, 0)], -1)
+    rest = np.flatnonzero((at < 0) & pd.notna(ids))
+    if rest.size:
+        out[rest] = _positions(ids[rest], all_ids)
+    return out
+
+
 def _join(tag: str, *parts: pd.Series) -> NDArray[Any]:
     """``tag + SEP + part + SEP + ...`` for every row, a missing part as empty text (object array; Arrow's
     element-wise join)."""
@@ -356,7 +371,7 @@ def validate(
     annotation_id = id_strings(frame["annotation_id"])
     item_missing = item_id.isna().to_numpy()
     flag(item_missing, "item_id", "the item id is missing")
-    item_idx = _positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object))
+    item_idx = _item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
     flag(
         item_idx < 0,
         "item_id",
