@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import json
 import os
 import sys
@@ -213,7 +214,7 @@ def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> pd.DataF
     except (pa.ArrowInvalid, ValueError):
         return None
     return pd.DataFrame(
-        {name: table.column(name).to_numpy(zero_copy_only=False).astype(object) for name in header},
+        {name: np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=object) for name in header},
         columns=header,
         dtype=object,
     )
@@ -380,12 +381,7 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
 
 def _take_lines(raw: io.BufferedReader, n: int) -> list[bytes]:
     """The next ``n`` lines of ``raw`` (fewer at the end of the file)."""
-    out = []
-    for line in raw:
-        out.append(line)
-        if len(out) >= n:
-            break
-    return out
+    return list(itertools.islice(raw, n))
 
 
 def _locate_bad_utf8(path: str) -> None:
