@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import itertools
 import json
 import os
 import sys
@@ -352,19 +351,19 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
                 header = _plain_header(head[:-1], delimiter)
             if header is not None:
                 line0, offset = 1, raw.tell()
-                while lines := _take_lines(raw, chunk_rows):
-                    body = b"".join(lines)
+                blocks = _LineBlocks(raw)
+                while True:
+                    body, n = blocks.take(chunk_rows)
+                    if n == 0:
+                        if yielded:
+                            return
+                        header, line0, offset = None, 0, 0  # a header and no records: the csv-module path words it
+                        break
                     frame = _arrow_delimited(body, header, delimiter) if _plain(body.decode("utf-8")) else None
-                    if frame is None or len(frame) != len(lines):
+                    if frame is None or len(frame) != n:
                         break  # the csv module reads on from this chunk
-                    yield Table(
-                        frame=frame, lines=np.arange(line0 + 1, line0 + len(lines) + 1, dtype=np.int64), path=path
-                    )
-                    line0, offset, yielded = line0 + len(lines), raw.tell(), True
-                else:
-                    if yielded:
-                        return
-                    header, line0, offset = None, 0, 0  # a header and no records: the csv-module path words it
+                    yield Table(frame=frame, lines=np.arange(line0 + 1, line0 + n + 1, dtype=np.int64), path=path)
+                    line0, offset, yielded = line0 + n, offset + len(body), True
         except UnicodeDecodeError:
             _locate_bad_utf8(path)
             raise
@@ -379,9 +378,30 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
             fh.detach()
 
 
-def _take_lines(raw: io.BufferedReader, n: int) -> list[bytes]:
-    """The next ``n`` lines of ``raw`` (fewer at the end of the file)."""
-    return list(itertools.islice(raw, n))
+class _LineBlocks:
+    """Whole lines of a binary file, ``n`` at a time, read in blocks of ``block`` bytes (far faster than line by
+    line); the position of the ``n``-th line end is found with numpy."""
+
+    def __init__(self, raw: io.BufferedReader, block: int = 1 << 24) -> None:
+        self.raw, self.block, self.rest = raw, block, b""
+
+    def take(self, n: int) -> tuple[bytes, int]:
+        """The next ``n`` lines (fewer at the end of the file) as one bytes object, and their number."""
+        parts, have = [self.rest], self.rest.count(b"\n")
+        while have < n:
+            data = self.raw.read(self.block)
+            if not data:
+                break
+            parts.append(data)
+            have += data.count(b"\n")
+        buf = b"".join(parts)
+        if have >= n:
+            ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+            cut = int(ends[n - 1]) + 1
+            self.rest = buf[cut:]
+            return buf[:cut], n
+        self.rest = b""
+        return buf, have + (1 if buf and not buf.endswith(b"\n") else 0)
 
 
 def _locate_bad_utf8(path: str) -> None:

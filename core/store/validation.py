@@ -315,8 +315,14 @@ def validate(
     # 1. scores
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
     raw_kind = pd.api.types.infer_dtype(raw, skipna=True)
-    raw_str = raw if raw_kind == "string" else pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object)
-    raw_str = raw_str.str.strip()
+    if raw_kind == "string":  # CSV cells: stripped where padded
+        cells = raw.to_numpy(dtype=object)
+        stripped = cells.copy()
+        given = pd.notna(cells)
+        stripped[given] = _strip_strings(cells[given])
+        raw_str = pd.Series(stripped, dtype=object)
+    else:
+        raw_str = pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     is_missing = raw.isna().to_numpy() | (raw_str == "").to_numpy()
     num, too_large = _numbers(raw)
     if raw_kind not in ("string", "empty", "floating", "integer"):
