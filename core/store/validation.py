@@ -28,11 +28,25 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import InputError
+from core.store.cells import (
+    SEP,
+    bad_id_kinds,
+    codes,
+    first_of,
+    id_strings,
+    item_positions,
+    join_keys,
+    numbers,
+    positions,
+    short_text,
+    strip_strings,
+)
 from core.tables import Table
+
+__all__ = ["Batch", "ID_COLUMNS", "INPUT_COLUMNS", "SEP", "bad_id_kinds", "id_strings", "normalize_rows", "validate"]
 
 ID_COLUMNS = ("item_id", "hit_id", "annotator", "annotation_id")
 INPUT_COLUMNS = ("item_id", "score", "hit_id", "annotator", "annotation_id", "created_at")
-SEP = "\x1f"  # unit separator between the parts of a key
 
 
 @dataclass
@@ -96,176 +110,6 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], 
     return out, np.asarray(locations, dtype=object), name
 
 
-def _python_whitespace() -> str:
-    """An RE2 character class of every character ``str.strip()`` removes (``str.isspace``)."""
-    chars = "".join(f"\\x{{{ord(c):x}}}" for c in map(chr, range(0x110000)) if c.isspace())
-    return f"[{chars}]"
-
-
-_WS = _python_whitespace()
-_PADDED = f"^{_WS}|{_WS}$"  # a cell that str.strip() would change
-
-
-def _strip_strings(text: NDArray[Any]) -> NDArray[Any]:
-    """``str.strip()`` of every string of an object array of strings: only the padded cells (found by Arrow's
-    regular expressions, :data:`_PADDED`) are stripped in Python; returns ``text`` itself when none is."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    padded = pc.match_substring_regex(pa.array(text, type=pa.string()), _PADDED).to_numpy(zero_copy_only=False)
-    if not padded.any():
-        return text
-    out = text.copy()
-    idx = np.flatnonzero(padded)
-    out[idx] = [v.strip() for v in text[idx].tolist()]
-    return out
-
-
-def id_strings(values: pd.Series) -> pd.Series:
-    """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``."""
-    arr = values.to_numpy(dtype=object)
-    missing = pd.isna(arr)
-    if missing.all():
-        return pd.Series(np.full(len(arr), None, dtype=object), dtype=object)
-    kind = pd.api.types.infer_dtype(arr, skipna=True)
-    if kind == "string":  # CSV cells: strings only, stripped where padded
-        text = _strip_strings(arr) if not missing.any() else arr.copy()
-        if missing.any():
-            text[~missing] = _strip_strings(arr[~missing])
-        blank = np.zeros(len(arr), dtype=bool)
-        blank[~missing] = text[~missing] == ""
-        if blank.any() or missing.any():
-            text = text.copy() if text is arr else text
-            text[missing | blank] = None
-        return pd.Series(text, dtype=object)
-    s = pd.Series(arr.copy(), dtype=object)
-    is_float: NDArray[Any]
-    if kind == "empty":
-        is_float = np.zeros(len(s), dtype=bool)
-    else:
-        is_float = np.fromiter((isinstance(v, float) for v in s.tolist()), dtype=bool, count=len(s))
-    if is_float.any():
-        fl = s[is_float & ~missing].astype(np.float64)
-        integral = np.isfinite(fl.to_numpy()) & (fl.to_numpy() == np.round(fl.to_numpy()))
-        s.loc[fl.index[integral]] = fl[integral].astype(np.int64).astype(str).to_numpy()
-    text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
-    text[missing | (text == "").to_numpy()] = None
-    return text
-
-
-def _positions(values: NDArray[Any], universe: NDArray[Any]) -> NDArray[Any]:
-    """The position of each string of ``values`` (None: missing) in ``universe`` (distinct strings), -1 where it is
-    not there: a hash lookup in Arrow."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    found = pc.index_in(pa.array(values, type=pa.string()), value_set=pa.array(universe, type=pa.string()))
-    out: NDArray[Any] = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return out
-
-
-def _item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame) -> NDArray[Any]:
-    """The index of each item id (None: missing) among the project's ``all_ids``, -1 when unknown. The items of the
-    named HITs are looked up first (a small set when a batch scores a few HITs of a large project), the rest among
-    all items."""
-    if not len(hits):
-        return _positions(ids, all_ids)
-    near = np.unique(hits["item_idx"].to_numpy(dtype=np.int64))
-    at = _positions(ids, all_ids[near])
-    out: NDArray[Any] = np.where(at >= 0, near[np.maximum(at, 0)], -1)
-    rest = np.flatnonzero((at < 0) & pd.notna(ids))
-    if rest.size:
-        out[rest] = _positions(ids[rest], all_ids)
-    return out
-
-
-def _join(tag: str, *parts: pd.Series) -> NDArray[Any]:
-    """``tag + SEP + part + SEP + ...`` for every row, a missing part as empty text (object array; Arrow's
-    element-wise join)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arrays = [pa.array(p.to_numpy(dtype=object), type=pa.string()) for p in parts]
-    joined = pc.binary_join_element_wise(tag, *arrays, SEP, null_handling="replace", null_replacement="")
-    out: NDArray[Any] = joined.to_numpy(zero_copy_only=False)
-    return out
-
-
-def _codes(keys: NDArray[Any]) -> NDArray[Any]:
-    """Dense integer codes of the strings ``keys`` (equal keys, equal codes)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(pa.array(keys, type=pa.string()))
-    out: NDArray[Any] = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return out
-
-
-def _first_of(codes: NDArray[Any]) -> NDArray[Any]:
-    """For each position, the position of the first occurrence of its code."""
-    if codes.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    uniq, first = np.unique(codes, return_index=True)
-    at = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
-    at[uniq] = first
-    out: NDArray[Any] = at[codes]
-    return out
-
-
-def _numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
-    of hundreds of digits: ``float()`` overflows)."""
-    too_large = np.zeros(len(raw), dtype=bool)
-    try:
-        return pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True), too_large
-    except OverflowError:
-        pass
-    out = np.full(len(raw), np.nan)
-    for i, v in enumerate(raw.tolist()):
-        if isinstance(v, int) and not isinstance(v, bool):
-            try:
-                out[i] = float(v)
-            except OverflowError:
-                too_large[i] = True
-        else:
-            out[i] = pd.to_numeric(pd.Series([v], dtype=object), errors="coerce").iloc[0]
-    return out, too_large
-
-
-def bad_id_kinds(values: pd.Series) -> NDArray[Any] | None:
-    """For each value that cannot be an id, the JSON kind it is (``object``, ``array``, ``boolean``); None when
-    every value is a string, a number or missing (the common case, checked without a Python loop for strings)."""
-    plain = ("string", "empty", "integer", "floating", "mixed-integer-float")
-    if pd.api.types.infer_dtype(values, skipna=True) in plain:
-        return None
-    kinds = np.asarray(
-        [
-            (
-                "object"
-                if isinstance(v, dict)
-                else "array"
-                if isinstance(v, (list, tuple))
-                else "boolean"
-                if isinstance(v, (bool, np.bool_))
-                else None
-            )
-            for v in values.tolist()
-        ],
-        dtype=object,
-    )
-    return kinds if (kinds != None).any() else None  # noqa: E711
-
-
-def _short(value: object) -> str:
-    import json
-
-    try:
-        text = json.dumps(value, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
     """A DataFrame of the arrays, object arrays kept as object columns (not converted to Arrow-backed strings, which
     every later step would convert back)."""
@@ -319,12 +163,12 @@ def validate(
         cells = raw.to_numpy(dtype=object)
         stripped = cells.copy()
         given = pd.notna(cells)
-        stripped[given] = _strip_strings(cells[given])
+        stripped[given] = strip_strings(cells[given])
         raw_str = pd.Series(stripped, dtype=object)
     else:
         raw_str = pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     is_missing = raw.isna().to_numpy() | (raw_str == "").to_numpy()
-    num, too_large = _numbers(raw)
+    num, too_large = numbers(raw)
     if raw_kind not in ("string", "empty", "floating", "integer"):
         is_bool = np.fromiter((isinstance(v, (bool, np.bool_)) for v in raw.tolist()), dtype=bool, count=n)
         num[is_bool] = np.nan  # JSON true/false are not scores
@@ -363,7 +207,7 @@ def validate(
                 lambda idx, kinds=kinds, col=col: np.asarray(
                     [
                         f"the {col.replace('_', ' ')} must be a string or an integer, not a JSON {kinds[i]} "
-                        f"({_short(frame[col].iloc[i])})"
+                        f"({short_text(frame[col].iloc[i])})"
                         for i in idx
                     ],
                     dtype=object,
@@ -377,7 +221,7 @@ def validate(
     annotation_id = id_strings(frame["annotation_id"])
     item_missing = item_id.isna().to_numpy()
     flag(item_missing, "item_id", "the item id is missing")
-    item_idx = _item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
+    item_idx = item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
     flag(
         item_idx < 0,
         "item_id",
@@ -393,8 +237,8 @@ def validate(
     hit_ids = hits["hit_id"].to_numpy(dtype=object)
     first = np.flatnonzero(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) if len(hits) else np.zeros(0, dtype=np.int64)
     distinct = hit_ids[first]  # hits lists each HIT's rows together
-    row_hit = _positions(hit_id.to_numpy(dtype=object), distinct) if len(hits) else np.full(n, -1, dtype=np.int64)
-    status_of = np.append(hits["status"].to_numpy(dtype=object)[first], None)  # the last: unknown HIT
+    row_hit = positions(hit_id.to_numpy(dtype=object), distinct) if len(hits) else np.full(n, -1, dtype=np.int64)
+    status_of = np.append(hits["status"].to_numpy(dtype=object)[first], np.full(1, None, dtype=object))  # last: unknown
     hit_status = status_of[np.where(row_hit >= 0, row_hit, len(first))]
     hit_known = row_hit >= 0
     flag(
@@ -428,24 +272,25 @@ def validate(
     hit_s = hit_id.fillna("")
     has_ann = annotation_id.notna().to_numpy()
     ann_s = annotation_id.fillna("")
+    none = np.full(n, None, dtype=object)  # the branch no row takes
     source_key = np.where(
         has_ann,
-        _join("a", annotation_id, item_id) if has_ann.any() else None,
-        _join("h", hit_id, item_id, annotator) if not has_ann.all() else None,
+        join_keys("a", annotation_id, item_id) if has_ann.any() else none,
+        join_keys("h", hit_id, item_id, annotator) if not has_ann.all() else none,
     ).astype(object)
     group_key = np.where(
         has_ann,
-        _join("a", annotation_id) if has_ann.any() else None,
-        np.where(has_hit, _join("h", hit_id, annotator), "") if not has_ann.all() else None,
+        join_keys("a", annotation_id) if has_ann.any() else none,
+        np.where(has_hit, join_keys("h", hit_id, annotator), "") if not has_ann.all() else none,
     ).astype(object)
-    key_code = _codes(source_key)
+    key_code = codes(source_key)
 
     # 4. conflicts inside the batch (among rows valid so far)
     ok = ~bad
     loc = pd.Series(locations, dtype=object)
     if ok.any():
         rows = np.flatnonzero(ok)
-        first = rows[_first_of(key_code[rows])]  # the first row (valid so far) with each row's key
+        first = rows[first_of(key_code[rows])]  # the first row (valid so far) with each row's key
         conflict = num[rows] != num[first]
         if conflict.any():
             mask = np.zeros(n, dtype=bool)
@@ -513,17 +358,17 @@ def validate(
             flag(mask, "hit_id", lambda idx: np.asarray([texts[g_all[i]] for i in idx], dtype=object))
 
     ok = ~bad
-    bad = np.flatnonzero(~ok)
+    bad_rows = np.flatnonzero(~ok)
     rejects = _object_frame(
         {
-            "location": loc.to_numpy()[bad],
-            "field": fld[bad],
-            "reason": reason[bad],
-            "item_id": frame["item_id"].to_numpy(dtype=object)[bad],
-            "score": frame["score"].to_numpy(dtype=object)[bad],
-            "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad],
-            "annotator": frame["annotator"].to_numpy(dtype=object)[bad],
-            "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad],
+            "location": loc.to_numpy()[bad_rows],
+            "field": fld[bad_rows],
+            "reason": reason[bad_rows],
+            "item_id": frame["item_id"].to_numpy(dtype=object)[bad_rows],
+            "score": frame["score"].to_numpy(dtype=object)[bad_rows],
+            "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad_rows],
+            "annotator": frame["annotator"].to_numpy(dtype=object)[bad_rows],
+            "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad_rows],
         }
     )
     good = np.flatnonzero(ok)
@@ -544,6 +389,6 @@ def validate(
             "group_key": group_key[good],
         }
     )
-    valid["repeat"] = _first_of(key_code[good]) != np.arange(good.size)
-    messages = [f"{loc.iloc[i]}: {fld[i]}: {reason[i]}" for i in bad.tolist()]
+    valid["repeat"] = first_of(key_code[good]) != np.arange(good.size)
+    messages = [f"{loc.iloc[i]}: {fld[i]}: {reason[i]}" for i in bad_rows.tolist()]
     return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages)
