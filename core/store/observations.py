@@ -275,8 +275,8 @@ class Observations(Retractions):
         stamp = now()
         stage(conn, cand, seq0)
         found = conn.execute(
-            "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM temp._stage s "
-            "JOIN live l ON l.source_key = s.source_key ORDER BY s.rowid"
+            "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM (SELECT seq, source_key FROM "
+            "temp._stage ORDER BY source_key) s JOIN live l ON l.source_key = s.source_key"
         ).fetchall()
         pos = np.asarray([r[0] for r in found], dtype=np.int64) - seq0
         old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
@@ -336,14 +336,14 @@ class Observations(Retractions):
             "INSERT INTO observations(seq, source_key, kind, item_idx, score01, "
             "group_key, annotation_id, annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, "
             f"'score', item_idx, {DERIVED_SQL}, annotation_id, annotator, hit_id, score_raw, "
-            "COALESCE(created_at, :stamp), :source FROM temp._stage ORDER BY seq",
+            "COALESCE(created_at, :stamp), :source FROM temp._stage ORDER BY rowid",
             {"lo": self.hyper.score_min, "span": self.hyper.score_span, "stamp": stamp, "source": source},
         )
         # a superseded key's live row is replaced (the unique index on source_key)
         conn.execute(
             "INSERT OR REPLACE INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, "
             f"annotation_id) SELECT source_key, seq, item_idx, {DERIVED_SQL}, score_raw, hit_id, annotation_id "
-            "FROM temp._stage ORDER BY rowid",
+            "FROM temp._stage ORDER BY source_key",
             {"lo": self.hyper.score_min, "span": self.hyper.score_span},
         )
         # model state

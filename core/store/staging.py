@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -32,11 +34,8 @@ def stage(conn: sqlite3.Connection, cand: pd.DataFrame, seq0: int) -> None:
     the columns given by the input are bound (each bound value costs; ``score01`` and ``group_key`` are derived in
     SQL, :data:`DERIVED_SQL`)."""
     import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    keys = cand["source_key"].to_numpy(dtype=object)
-    order = pc.sort_indices(pa.array(keys, type=pa.string())).to_numpy()  # stable
+    order = np.arange(len(cand))
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS _stage (seq INTEGER NOT NULL, source_key TEXT NOT NULL, item_idx INTEGER, "
         "score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, created_at TEXT)"
