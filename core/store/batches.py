@@ -77,7 +77,7 @@ class Prepared:
     path: str
     name: str
     frame: pd.DataFrame
-    locations: NDArray[Any]
+    locations: Any  # core.store.cells.Locations
     batch: Batch
     hit_ids: list[str]
     fingerprint: tuple[Any, ...]
@@ -126,7 +126,7 @@ def record_rejects(conn: sqlite3.Connection, rejects: pd.DataFrame, source: str)
     )
 
 
-def conflict_rejects(moved: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def conflict_rejects(moved: pd.DataFrame, where: NDArray[Any]) -> tuple[pd.DataFrame, list[str]]:
     """The rejects (and their messages) of valid rows whose key got a different score from an earlier chunk of the
     same input."""
     import pandas as pd
@@ -140,7 +140,7 @@ def conflict_rejects(moved: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     )
     extra = pd.DataFrame(
         {
-            "location": moved["location"].to_numpy(),
+            "location": where,
             "field": "score",
             "reason": reasons,
             "item_id": moved["item_id"].to_numpy(),

@@ -191,3 +191,25 @@ def short_text(value: object) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Locations:
+    """Where each row came from (``"file:line"``, ``"file:row N"``), formatted only for the rows a message names:
+    ``prefix`` + the row's number, or the given texts. Indexed like an object array (an int gives a ``str``, an
+    integer array an object array)."""
+
+    def __init__(self, prefix: str = "", numbers: NDArray[Any] | None = None, texts: NDArray[Any] | None = None):
+        self.prefix = prefix
+        self.numbers = numbers if numbers is not None else np.zeros(0, dtype=np.int64)
+        self.texts = texts
+
+    def __len__(self) -> int:
+        return len(self.texts) if self.texts is not None else len(self.numbers)
+
+    def __getitem__(self, idx: Any) -> Any:
+        if self.texts is not None:
+            return self.texts[idx]
+        picked = self.numbers[idx]
+        if np.ndim(picked) == 0:
+            return f"{self.prefix}{int(picked)}"
+        return np.asarray([f"{self.prefix}{n}" for n in np.asarray(picked).tolist()], dtype=object)

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from core.errors import InvalidRows
 from core.store.batches import (
@@ -36,6 +35,7 @@ from core.store.state import load_state
 if TYPE_CHECKING:
     import pandas as pd
 
+    from core.store.cells import Locations
     from core.store.validation import Batch
 
 __all__ = ["IngestReport", "Observations", "Prepared"]
@@ -109,7 +109,7 @@ class Observations(Retractions):
         self,
         conn: sqlite3.Connection,
         frame: pd.DataFrame,
-        locations: NDArray[Any],
+        locations: Locations,
         named: list[str] | None = None,
     ) -> Batch:
         from core.store.validation import validate
@@ -177,7 +177,7 @@ class Observations(Retractions):
                 )
             if report.rejected:
                 record_rejects(conn, batch.rejects, source)
-            self._append(conn, batch.valid, source, report)
+            self._append(conn, batch, source, report)
         return report
 
     def ingest_chunks(
@@ -222,7 +222,7 @@ class Observations(Retractions):
                 # after a reject without skip_invalid nothing is kept (the transaction is rolled back), but the
                 # rows are still looked up so that every conflict is listed
                 conflicts = self._append(
-                    conn, batch.valid, source, part, since=since, dry=bool(messages) and not skip_invalid
+                    conn, batch, source, part, since=since, dry=bool(messages) and not skip_invalid
                 )
                 if conflicts is not None:
                     rejects.append(conflicts[0])
@@ -250,7 +250,7 @@ class Observations(Retractions):
     def _append(
         self,
         conn: sqlite3.Connection,
-        valid: pd.DataFrame,
+        batch: Batch,
         source: str,
         report: IngestReport,
         *,
@@ -264,6 +264,7 @@ class Observations(Retractions):
         message are returned. ``dry``: only look for such conflicts (nothing is appended)."""
         import pandas as pd
 
+        valid, locations = batch.valid, batch.locations
         report.duplicate = int(valid["repeat"].sum())
         cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
         if len(cand) == 0:
@@ -287,7 +288,7 @@ class Observations(Retractions):
             clash = ~same & (np.asarray([r[5] for r in found], dtype=np.int64) >= since)
             if clash.any():
                 moved = pos[clash]
-                conflicts = conflict_rejects(cand.iloc[moved])
+                conflicts = conflict_rejects(cand.iloc[moved], locations[cand["row"].to_numpy()[moved]])
                 found = [r for r, c in zip(found, clash.tolist()) if not c]
                 pos, old_raw, same = pos[~clash], old_raw[~clash], same[~clash]
         if dry:

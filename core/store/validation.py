@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from core.errors import InputError
 from core.store.cells import (
     SEP,
+    Locations,
     bad_id_kinds,
     codes,
     first_of,
@@ -56,7 +57,8 @@ class Batch:
     Attributes
     ----------
     valid : pandas.DataFrame
-        Rows that passed, in input order: ``row`` (0-based input position), ``location``, ``item_id``,
+        Rows that passed, in input order: ``row`` (0-based input position; its location is ``locations[row]``),
+        ``item_id``,
         ``item_idx``, ``score_raw``, ``score01``, ``hit_id``, ``annotator``, ``annotation_id``, ``created_at``,
         ``source_key``, ``group_key``, ``repeat`` (True for a later copy of an earlier row: same key and score).
     rejects : pandas.DataFrame
@@ -68,25 +70,28 @@ class Batch:
     rejects: pd.DataFrame
     n_rows: int
     messages: list[str] = field(default_factory=list)
+    locations: Locations = field(default_factory=Locations)
 
 
-def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
+def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, Locations, str]:
     """Turn a ``Table``, a DataFrame or a list of dicts into a frame of object columns ``INPUT_COLUMNS`` plus the
     location of every row.
 
     Returns ``(frame, locations, name)``; ``name`` is the file name or ``source`` (used in messages).
     Raises ``InputError`` when ``item_id`` or ``score`` is not a column.
     """
+    locations: Locations
     if isinstance(rows, Table):
-        frame, locations, name = rows.frame, rows.locations(), rows.path
+        frame, name = rows.frame, rows.path
+        locations = Locations(f"{name}:" if rows.unit == "line" else f"{name}:row ", np.asarray(rows.lines))
     else:
         frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows))
         frame = frame.reset_index(drop=True)
         name = source
         if "location" in frame.columns:
-            locations = frame["location"].astype(object).to_numpy()
+            locations = Locations(texts=frame["location"].astype(object).to_numpy())
         else:
-            locations = np.asarray([f"{source}:row {i}" for i in range(1, len(frame) + 1)], dtype=object)
+            locations = Locations(f"{source}:row ", np.arange(1, len(frame) + 1, dtype=np.int64))
     missing = [c for c in ("item_id", "score") if c not in frame.columns]
     if missing:
         cols = ", ".join(map(str, frame.columns)) or "(none)"
@@ -107,7 +112,7 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], 
         },
         index=pd.RangeIndex(len(frame)),
     )
-    return out, np.asarray(locations, dtype=object), name
+    return out, locations, name
 
 
 def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
@@ -118,7 +123,7 @@ def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
 
 def validate(
     frame: pd.DataFrame,
-    locations: NDArray[Any],
+    locations: Locations,
     *,
     item_index: pd.Index,
     hits: pd.DataFrame,
@@ -132,7 +137,7 @@ def validate(
     Parameters
     ----------
     frame : DataFrame from :func:`normalize_rows`.
-    locations : object array, ``"file:line"`` of each row.
+    locations : :class:`core.store.cells.Locations`, ``"file:line"`` of each row.
     item_index : pandas.Index of the project's item ids (position = item index).
     hits : DataFrame ``hit_id, status, item_idx`` for (at least) every HIT named in the batch.
     score_min, score_max : the project's score range (inclusive).
@@ -287,7 +292,6 @@ def validate(
 
     # 4. conflicts inside the batch (among rows valid so far)
     ok = ~bad
-    loc = pd.Series(locations, dtype=object)
     if ok.any():
         rows = np.flatnonzero(ok)
         first = rows[first_of(key_code[rows])]  # the first row (valid so far) with each row's key
@@ -361,7 +365,7 @@ def validate(
     bad_rows = np.flatnonzero(~ok)
     rejects = _object_frame(
         {
-            "location": loc.to_numpy()[bad_rows],
+            "location": locations[bad_rows],
             "field": fld[bad_rows],
             "reason": reason[bad_rows],
             "item_id": frame["item_id"].to_numpy(dtype=object)[bad_rows],
@@ -376,7 +380,6 @@ def validate(
     valid = _object_frame(
         {
             "row": good,
-            "location": loc.to_numpy()[good],
             "item_id": item_id.to_numpy(dtype=object)[good],
             "item_idx": item_idx[good],
             "score_raw": num[good],
@@ -390,5 +393,6 @@ def validate(
         }
     )
     valid["repeat"] = first_of(key_code[good]) != np.arange(good.size)
-    messages = [f"{loc.iloc[i]}: {fld[i]}: {reason[i]}" for i in bad_rows.tolist()]
-    return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages)
+    where = locations[bad_rows].tolist()
+    messages = [f"{at}: {fld[i]}: {reason[i]}" for at, i in zip(where, bad_rows.tolist())]
+    return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages, locations=locations)
