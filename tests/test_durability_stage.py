@@ -47,9 +47,9 @@ def _kill_inside(project, path, prefix: str, nth: int, chunk_rows: int) -> None:
     "prefix, nth, chunk_rows",
     [
         ("INSERT INTO temp._stage", 30_000, 0),  # one batch, half staged: nothing written yet
-        ("INSERT OR REPLACE INTO live", 1, 0),  # one batch: the log written, the live index not yet
+        ("INSERT OR FAIL INTO live", 1, 0),  # one batch: the log written, the live index not yet
         ("INSERT INTO temp._stage", 45_000, 10_000),  # four chunks appended, the fifth half staged
-        ("INSERT OR REPLACE INTO live", 5, 10_000),  # the fifth chunk's log written, its live rows not yet
+        ("INSERT OR FAIL INTO live", 5, 10_000),  # the fifth chunk's log written, its live rows not yet
     ],
 )
 def test_sigkill_inside_the_staged_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth, chunk_rows):  # noqa: F811
