@@ -53,18 +53,32 @@ def write_annotations(path: str, size_mb: float, n_items: int, seed: int = 0) ->
 CPU: list[float] = []  # CPU seconds (user + system) of each child, in order
 
 
-def run_child(args: list[str]) -> tuple[float, float, int, str]:
-    """Run ``python -m tui.cli ARGS``; returns (seconds, peak RSS in MB, exit status, stderr) and appends the
-    child's CPU seconds to ``CPU``."""
+WAL_MB: list[float] = []  # the largest size of the project's WAL seen during each child, in order
+
+
+def run_child(args: list[str], wal: str | None = None) -> tuple[float, float, int, str]:
+    """Run ``python -m tui.cli ARGS``; returns (seconds, peak RSS in MB, exit status, stderr), appends the
+    child's CPU seconds to ``CPU`` and the largest size of the file ``wal`` seen while it ran (polled every 0.2 s)
+    to ``WAL_MB``."""
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - started
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    peak_wal = 0
+    with tempfile.TemporaryFile() as errors:  # not a pipe: a child writing much to stderr never blocks on it
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors
+        )
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if wal is not None and os.path.exists(wal):
+                peak_wal = max(peak_wal, os.path.getsize(wal))
+            time.sleep(0.2)
+        elapsed = time.perf_counter() - started
+        errors.seek(0)
+        err = errors.read().decode(errors="replace")
     proc.returncode = os.waitstatus_to_exitcode(status)
     CPU.append(usage.ru_utime + usage.ru_stime)
+    WAL_MB.append(peak_wal / 1e6)
     return elapsed, usage.ru_maxrss / 1024.0, proc.returncode, err
 
 
@@ -93,7 +107,7 @@ def main() -> int:
             f"{time.perf_counter() - started:.1f} s"
         )
         load_before = os.getloadavg()
-        t, rss, rc, err = run_child(["ingest", project, path])
+        t, rss, rc, err = run_child(["ingest", project, path], wal=project + "-wal")
         load_after = os.getloadavg()
         if rc != 0:
             print(f"easl ingest failed ({rc}): {err.strip()[-2000:]}")
@@ -103,6 +117,9 @@ def main() -> int:
         met = {True: "met", False: "NOT met"}
         print(f"  rows/s      {rate:>12,.0f}   target >= {TARGET_ROWS_S:,.0f}   {met[rate >= TARGET_ROWS_S]}")
         print(f"  peak RSS MB {rss:>12,.0f}   target <= {TARGET_RSS_MB:,.0f}   {met[rss <= TARGET_RSS_MB]}")
+        print(
+            f"  peak WAL MB {WAL_MB[-1]:>12,.0f}   (the ingest is one transaction: its WAL holds every page it wrote)"
+        )
         print(f"  load average (1 min) before {load_before[0]:.2f}, after {load_after[0]:.2f} on {os.cpu_count()} CPUs")
     return 0
 

@@ -21,13 +21,10 @@ write never leaves half a file behind.
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import json
 import os
-import sys
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +32,38 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-from numpy.typing import NDArray
 
 from core.errors import InputError
 from core.outputs import atomic_outputs
+from core.table_parsing import (
+    Table,
+    _decode_utf8,
+    _iter_jsonl,
+    _iter_parquet,
+    _iter_plain_delimited,
+    _locate_bad_utf8,
+    _open_binary,
+    _open_parquet,
+    _read_bytes,
+    _read_delimited,
+    _read_jsonl,
+)
+
+__all__ = [
+    "CHUNK_ROWS",
+    "READ_FORMATS",
+    "WRITE_FORMATS",
+    "Table",
+    "atomic_path",
+    "iter_table",
+    "read_format",
+    "read_table",
+    "write_format",
+    "write_jsonl_records",
+    "write_table",
+    "write_table_to",
+    "write_tables",
+]
 
 READ_FORMATS = {
     ".csv": "csv",
@@ -59,53 +84,6 @@ WRITE_FORMATS = {
 }
 
 
-def _raise_csv_field_limit() -> int:
-    """Let the csv module read fields as long as the machine can hold (its default refuses fields over 131,072
-    characters, which RFC 4180 allows); ``sys.maxsize`` is halved until the C long accepts it."""
-    limit = sys.maxsize
-    while True:
-        try:
-            csv.field_size_limit(limit)
-            return limit
-        except OverflowError:
-            limit //= 2
-
-
-_raise_csv_field_limit()
-
-
-@dataclass
-class Table:
-    """A table read from a file, with the source line (or row) of every record.
-
-    Attributes
-    ----------
-    frame : pandas.DataFrame
-        The records; CSV/TSV cells are strings, JSONL values keep their JSON types (object columns).
-    lines : numpy.ndarray
-        int64, the 1-based line where each record starts (Parquet: the 1-based row number).
-    path : str
-        The file name as the user gave it (used in messages).
-    unit : str
-        ``"line"`` for text formats, ``"row"`` for Parquet.
-    """
-
-    frame: pd.DataFrame
-    lines: NDArray[Any]
-    path: str
-    unit: str = "line"
-
-    def locations(self) -> NDArray[Any]:
-        """Return ``"file:line"`` (or ``"file:row N"``) for every record, as an object array."""
-        prefix = f"{self.path}:" if self.unit == "line" else f"{self.path}:row "
-        return np.asarray([prefix + str(n) for n in self.lines.tolist()], dtype=object)
-
-    def location(self, i: int) -> str:
-        """Return the location of record ``i`` (0-based position in ``frame``)."""
-        n = int(self.lines[i])
-        return f"{self.path}:{n}" if self.unit == "line" else f"{self.path}:row {n}"
-
-
 def _format(path: str | os.PathLike[str], formats: dict[str, str], what: str) -> str:
     ext = Path(path).suffix.lower()
     if ext not in formats:
@@ -124,153 +102,6 @@ def read_format(path: str | os.PathLike[str]) -> str:
 def write_format(path: str | os.PathLike[str]) -> str:
     """Return the writer format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, WRITE_FORMATS, "output")
-
-
-def _decode_utf8(raw: bytes, path: str) -> str:
-    """Decode strict UTF-8 (optional BOM); a bad byte raises InputError with its line and column."""
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = exc.start
-        line = raw.count(b"\n", 0, start) + 1
-        line_start = raw.rfind(b"\n", 0, start) + 1
-        column = start - line_start + 1
-        byte = raw[start : start + 1].hex()
-        raise InputError(
-            f"{path}:{line}: column {column}: the file is not valid UTF-8 (byte 0x{byte}); "
-            f"save it as UTF-8 and try again."
-        ) from None
-
-
-def _read_bytes(path: str) -> bytes:
-    with _open_binary(path) as fh:
-        return fh.read()
-
-
-def _open_binary(path: str) -> io.BufferedReader:
-    """Open ``path`` for reading bytes; a missing file, a directory or no permission is one InputError."""
-    try:
-        return open(path, "rb")  # noqa: SIM115 (the callers close it)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file.") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file.") from None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied.") from None
-
-
-def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
-    """The fast path of :func:`_read_delimited` for files where every line is one record: no quote character,
-    no carriage return, no blank line (but a final newline). Parsed by Arrow's CSV reader, all columns as text;
-    record ``k`` starts on line ``k + 2``. Returns None when the file is not of that kind or Arrow refuses it
-    (the csv-module path then parses it and words the error)."""
-    body = text.rstrip("\n")
-    if not _plain(body):
-        return None
-    head, _, body = body.partition("\n")
-    header = _plain_header(head, delimiter)
-    if header is None:
-        return None
-    frame = _arrow_delimited(body.encode("utf-8"), header, delimiter)
-    if frame is None:
-        return None
-    return Table(frame=frame, lines=np.arange(2, len(frame) + 2, dtype=np.int64), path=path)
-
-
-def _plain(body: str) -> bool:
-    """True when every line of ``body`` (without its final newline) is one record Arrow can parse as the csv
-    module would: no quote character, no carriage return, no blank line, no blanks around a line (a blank or
-    whitespace-only line needs the csv-module path, which skips it)."""
-    return not (
-        any(s in body for s in ('"', "\r", "\n\n", " \n", "\t\n"))
-        or body.endswith((" ", "\t"))
-        or body.startswith(("\n", " ", "\t"))
-    )
-
-
-def _plain_header(head: str, delimiter: str) -> list[str] | None:
-    """The names of a plain header line, or None when they are not unique, non-empty and unpadded."""
-    header = head.split(delimiter)
-    if len(set(header)) != len(header) or any(h.strip() != h or not h for h in header):
-        return None
-    return header
-
-
-def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> pd.DataFrame | None:
-    """Plain records (:func:`_plain`) parsed by Arrow's CSV reader, every column as text (object columns); None
-    when Arrow refuses them (e.g. a record with the wrong number of fields: the csv-module path words it)."""
-    try:
-        table = pa_csv.read_csv(
-            io.BytesIO(body),
-            read_options=pa_csv.ReadOptions(column_names=header, use_threads=True),
-            parse_options=pa_csv.ParseOptions(
-                delimiter=delimiter, quote_char=False, newlines_in_values=False, ignore_empty_lines=False
-            ),
-            convert_options=pa_csv.ConvertOptions(
-                column_types={h: pa.string() for h in header}, strings_can_be_null=False
-            ),
-        )
-    except (pa.ArrowInvalid, ValueError):
-        return None
-    return pd.DataFrame(
-        {name: table.column(name).to_numpy(zero_copy_only=False).astype(object) for name in header},
-        columns=header,
-        dtype=object,
-    )
-
-
-def _read_delimited(text: str, path: str, delimiter: str) -> Table:
-    """Parse CSV/TSV with the csv module, recording the line where each record starts; skip blank lines."""
-    plain = _read_plain_delimited(text, path, delimiter)
-    if plain is not None:
-        return plain
-    return next(_iter_delimited(io.StringIO(text, newline=""), path, delimiter, sys.maxsize))
-
-
-def _check_header(header: list[str], path: str, header_line: int) -> list[str]:
-    """The header's names, stripped; an empty or repeated name raises InputError with its line and column."""
-    header = [h.strip() for h in header]
-    seen: dict[str, int] = {}
-    for j, name in enumerate(header):
-        if name == "":
-            raise InputError(f"{path}:{header_line}: column {j + 1}: the header has an empty column name.")
-        if name in seen:
-            raise InputError(
-                f"{path}:{header_line}: column {j + 1}: the column name {name!r} appears twice "
-                f"(also column {seen[name] + 1})."
-            )
-        seen[name] = j
-    return header
-
-
-def _delimited_table(rows: list[list[str]], starts: list[int], header: list[str], path: str) -> Table:
-    """A ``Table`` of string cells; a record whose field count differs from the header's raises InputError."""
-    width = len(header)
-    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    bad = np.flatnonzero(lengths != width)
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(f"{path}:{starts[i]}: the record has {lengths[i]} fields but the header has {width}.")
-    if rows:
-        frame = pd.DataFrame(rows, columns=header, dtype=object)
-    else:
-        frame = pd.DataFrame({name: pd.Series([], dtype=object) for name in header})
-    return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
-
-
-def _read_jsonl(text: str, path: str) -> Table:
-    """Parse one JSON object per line; blank lines are skipped; a bad line raises InputError with its number."""
-    return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
-
-
-def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str) -> Table:
-    columns: dict[str, None] = {}
-    for rec in records:
-        for key in rec:
-            columns.setdefault(key, None)
-    frame = pd.DataFrame.from_records(records, columns=list(columns)).astype(object)
-    frame = frame.where(frame.notna(), None)
-    return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
 
 
 def read_table(path: str | os.PathLike[str]) -> Table:
@@ -336,171 +167,6 @@ def iter_table(path: str | os.PathLike[str], chunk_rows: int | None = None) -> I
         except UnicodeDecodeError:
             _locate_bad_utf8(path)
             raise
-
-
-def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
-    """CSV/TSV in chunks: while the lines are plain (:func:`_plain`), ``chunk_rows`` lines at a time parsed by
-    Arrow (several times faster than the csv module); from the first chunk that is not, the csv module reads on
-    from the start of that chunk (the earlier chunks ended at a line end outside any quotes, having none)."""
-    line0, offset, yielded = 0, 0, False
-    header: list[str] | None = None
-    with _open_binary(path) as raw:
-        try:
-            head = raw.readline().decode("utf-8-sig")
-            if head.endswith("\n") and _plain(head[:-1]):
-                header = _plain_header(head[:-1], delimiter)
-            if header is not None:
-                line0, offset = 1, raw.tell()
-                while lines := _take_lines(raw, chunk_rows):
-                    body = b"".join(lines)
-                    frame = _arrow_delimited(body, header, delimiter) if _plain(body.decode("utf-8")) else None
-                    if frame is None or len(frame) != len(lines):
-                        break  # the csv module reads on from this chunk
-                    yield Table(
-                        frame=frame, lines=np.arange(line0 + 1, line0 + len(lines) + 1, dtype=np.int64), path=path
-                    )
-                    line0, offset, yielded = line0 + len(lines), raw.tell(), True
-                else:
-                    if yielded:
-                        return
-                    header, line0, offset = None, 0, 0  # a header and no records: the csv-module path words it
-        except UnicodeDecodeError:
-            _locate_bad_utf8(path)
-            raise
-        raw.seek(offset)
-        fh = io.TextIOWrapper(raw, encoding="utf-8-sig" if offset == 0 else "utf-8", errors="strict", newline="")
-        try:
-            yield from _iter_delimited(fh, path, delimiter, chunk_rows, header=header, line0=line0, yielded=yielded)
-        except UnicodeDecodeError:
-            _locate_bad_utf8(path)
-            raise
-        finally:
-            fh.detach()
-
-
-def _take_lines(raw: io.BufferedReader, n: int) -> list[bytes]:
-    """The next ``n`` lines of ``raw`` (fewer at the end of the file)."""
-    out = []
-    for line in raw:
-        out.append(line)
-        if len(out) >= n:
-            break
-    return out
-
-
-def _locate_bad_utf8(path: str) -> None:
-    """Raise InputError naming the line and column of the first byte of ``path`` that is not valid UTF-8."""
-    with _open_binary(path) as fh:
-        for n, raw in enumerate(fh, start=1):
-            try:
-                raw.decode("utf-8-sig" if n == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"{path}:{n}: column {exc.start + 1}: the file is not valid UTF-8 (byte "
-                    f"0x{raw[exc.start : exc.start + 1].hex()}); save it as UTF-8 and try again."
-                ) from None
-
-
-def _open_parquet(path: str) -> Any:
-    """The ``pyarrow.parquet.ParquetFile``; a missing, corrupt or column-less file is one InputError."""
-    import pyarrow.parquet as pq
-
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file.")
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
-    if not pf.schema_arrow.names:
-        raise InputError(f"{path}: the file is empty; expected named columns.")
-    return pf
-
-
-def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
-    pf = _open_parquet(path)
-    done = 0
-    empty = True
-    for batch in pf.iter_batches(batch_size=chunk_rows):
-        frame = batch.to_pandas().reset_index(drop=True)
-        yield Table(
-            frame=frame, lines=np.arange(done + 1, done + len(frame) + 1, dtype=np.int64), path=path, unit="row"
-        )
-        done += len(frame)
-        empty = False
-    if empty:
-        yield Table(
-            frame=pf.schema_arrow.empty_table().to_pandas(), lines=np.zeros(0, dtype=np.int64), path=path, unit="row"
-        )
-
-
-def _iter_jsonl(fh: Iterable[str], path: str, chunk_rows: int) -> Iterator[Table]:
-    records: list[dict[str, Any]] = []
-    starts: list[int] = []
-    any_record = False
-    decode = json.loads
-    for n, line in enumerate(fh, start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = decode(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
-        except RecursionError:
-            raise InputError(f"{path}:{n}: the JSON is nested too deeply.") from None
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}:{n}: expected a JSON object per line, found {type(rec).__name__}.")
-        records.append(rec)
-        starts.append(n)
-        if len(records) >= chunk_rows:
-            yield _jsonl_table(records, starts, path)
-            records, starts, any_record = [], [], True
-    if records or not any_record:
-        if not records:
-            raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
-        yield _jsonl_table(records, starts, path)
-
-
-def _iter_delimited(
-    fh: Any,
-    path: str,
-    delimiter: str,
-    chunk_rows: int,
-    *,
-    header: list[str] | None = None,
-    line0: int = 0,
-    yielded: bool = False,
-) -> Iterator[Table]:
-    """CSV/TSV records in chunks, parsed by the csv module; ``fh`` may start after ``line0`` lines already read
-    (with the ``header`` found there, and ``yielded`` when records were given already)."""
-    if delimiter == ",":
-        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL, strict=True)
-    else:
-        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_NONE, strict=True)
-    rows: list[list[str]] = []
-    starts: list[int] = []
-    prev = line0
-    try:
-        for rec in reader:
-            start = prev + 1
-            prev = line0 + reader.line_num
-            if not rec or (len(rec) == 1 and rec[0].strip() == ""):
-                continue  # blank line
-            if header is None:
-                header = _check_header(rec, path, start)
-                continue
-            rows.append(rec)
-            starts.append(start)
-            if len(rows) >= chunk_rows:
-                yield _delimited_table(rows, starts, header, path)
-                rows, starts, yielded = [], [], True
-    except csv.Error as exc:
-        raise InputError(
-            f"{path}:{line0 + reader.line_num}: the file is not valid {'CSV' if delimiter == ',' else 'TSV'} ({exc})."
-        ) from None
-    if header is None:
-        raise InputError(f"{path}: the file is empty; expected a header line naming the columns.")
-    if rows or not yielded:
-        yield _delimited_table(rows, starts, header, path)
 
 
 def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:

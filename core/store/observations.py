@@ -13,163 +13,36 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from core.errors import InvalidRows, ProjectFileError
-from core.store.db import fill_temp, max_seq, now
-from core.store.hits import Hits, refresh_hits
+from core.errors import InvalidRows
+from core.store.batches import (
+    IngestReport,
+    Prepared,
+    conflict_rejects,
+    hit_fingerprint,
+    named_hits,
+    record_rejects,
+)
+from core.store.db import max_seq, now, read_columns
+from core.store.hits import refresh_hits
+from core.store.retraction import Retractions
+from core.store.staging import DERIVED_SQL, stage
 from core.store.state import load_state
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from core.store.cells import Locations
     from core.store.validation import Batch
 
-
-@dataclass
-class IngestReport:
-    """What :meth:`Observations.ingest` did.
-
-    Attributes
-    ----------
-    n_rows : rows given.
-    new : observations for keys that had no live observation.
-    duplicate : rows whose key already had this very score (nothing changed), including repeats in the batch.
-    superseded : rows that replaced the live score of their key with a different one.
-    rejected : invalid rows (only with ``skip_invalid``; otherwise the whole batch is refused).
-    rejects : DataFrame ``location, field, reason, item_id, score, hit_id, annotator, annotation_id``.
-    rebuilt : True when the state was rebuilt by replay (order-dependent model after a supersede).
-    """
-
-    n_rows: int = 0
-    new: int = 0
-    duplicate: int = 0
-    superseded: int = 0
-    rejected: int = 0
-    rejects: Any = None
-    rebuilt: bool = False
-
-    def __post_init__(self) -> None:
-        if self.rejects is None:
-            import pandas as pd
-
-            self.rejects = pd.DataFrame()
-
-    def as_dict(self) -> dict[str, Any]:
-        """The counts as a JSON-ready dict."""
-        return {
-            "rows": self.n_rows,
-            "new": self.new,
-            "duplicate": self.duplicate,
-            "superseded": self.superseded,
-            "rejected": self.rejected,
-            "rebuilt": self.rebuilt,
-        }
+__all__ = ["IngestReport", "Observations", "Prepared"]
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """Annotation rows validated by :meth:`Observations.prepare`, to pass to :meth:`Observations.ingest`.
-
-    Attributes
-    ----------
-    path : the project file they were validated against.
-    name : file name or source (for messages).
-    frame, locations : the normalised rows and their locations.
-    batch : core.store.validation.Batch (``batch.rejects`` lists the invalid rows with reasons).
-    hit_ids, fingerprint : the HITs the rows name, and which of them existed / were retracted at validation.
-    """
-
-    path: str
-    name: str
-    frame: pd.DataFrame
-    locations: NDArray[Any]
-    batch: Batch
-    hit_ids: list[str]
-    fingerprint: tuple[Any, ...]
-
-
-def _named_hits(frame: pd.DataFrame) -> list[str]:
-    """The distinct HIT ids a batch of annotation rows names."""
-    from core.store.validation import id_strings
-
-    return [str(h) for h in id_strings(frame["hit_id"]).dropna().unique().tolist()]
-
-
-def _hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple[Any, ...]:
-    """What validation reads of the project besides fixed data: which of ``ids`` exist and are retracted."""
-    if not ids:
-        return ()
-    return tuple(
-        conn.execute(
-            "SELECT hit_id, status = 'retracted' FROM hits WHERE hit_id IN "
-            "(SELECT value FROM json_each(?)) ORDER BY hit_id",
-            (json.dumps(ids),),
-        ).fetchall()
-    )
-
-
-def _record_rejects(conn: sqlite3.Connection, rejects: pd.DataFrame, source: str) -> None:
-    """Add rejected rows, with their reasons, to the ``rejects`` table."""
-    n = len(rejects)
-    payload = (
-        rejects[["item_id", "score", "hit_id", "annotator", "annotation_id"]]
-        .to_json(orient="records", lines=True, force_ascii=False, default_handler=str)
-        .splitlines()
-    )
-    conn.executemany(
-        "INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
-        zip(
-            [now()] * n,
-            [source] * n,
-            rejects["location"].tolist(),
-            (rejects["field"] + ": " + rejects["reason"]).tolist(),
-            payload,
-        ),
-    )
-
-
-def _conflict_rejects(moved: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The rejects (and their messages) of valid rows whose key got a different score from an earlier chunk of the
-    same input."""
-    import pandas as pd
-
-    has_ann = moved["annotation_id"].notna().to_numpy()
-    reasons = np.where(
-        has_ann,
-        "conflicts with an earlier row of the same input (same annotation_id and item, different score)",
-        "conflicts with an earlier row of the same input (same item, HIT and annotator, different "
-        "score); give each score an annotation_id or an annotator",
-    )
-    extra = pd.DataFrame(
-        {
-            "location": moved["location"].to_numpy(),
-            "field": "score",
-            "reason": reasons,
-            "item_id": moved["item_id"].to_numpy(),
-            "score": moved["score_raw"].to_numpy(),
-            "hit_id": moved["hit_id"].to_numpy(),
-            "annotator": moved["annotator"].to_numpy(),
-            "annotation_id": moved["annotation_id"].to_numpy(),
-        }
-    )
-    return extra, [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]
-
-
-class Observations(Hits):
+class Observations(Retractions):
     """Validation, ingestion and retraction (mixed into :class:`core.store.Project`)."""
-
-    if TYPE_CHECKING:  # defined by core.store.replay.Replay
-
-        def _refit(self, conn: sqlite3.Connection) -> dict[str, NDArray[Any]]: ...
-
-        def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]: ...
-
-        def _save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None: ...
 
     def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> pd.DataFrame:
         import pandas as pd
@@ -183,17 +56,18 @@ class Observations(Hits):
                     "item_idx": pd.Series([], dtype=np.int64),
                 }
             )
-        fill_temp(conn, "_hit_ids", ids)
-        rows = conn.execute(
-            "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi "
-            "ON hi.hit_no = h.hit_no WHERE h.hit_id IN (SELECT v FROM temp._hit_ids) "
-            "ORDER BY h.hit_id, hi.position"
-        ).fetchall()
+        hit_id, status, item_idx = read_columns(
+            conn,
+            "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
+            "WHERE h.hit_id IN (SELECT value FROM json_each(?)) ORDER BY h.hit_id, hi.position",
+            ["hit_id", "status", "item_idx"],
+            (json.dumps(ids),),
+        )
         return pd.DataFrame(
             {
-                "hit_id": pd.Series([r[0] for r in rows], dtype=object),
-                "status": pd.Series([r[1] for r in rows], dtype=object),
-                "item_idx": np.asarray([r[2] for r in rows], dtype=np.int64),
+                "hit_id": pd.Series(hit_id, dtype=object),
+                "status": pd.Series(status, dtype=object),
+                "item_idx": np.asarray(item_idx, dtype=np.int64),
             }
         )
 
@@ -217,10 +91,10 @@ class Observations(Hits):
         from core.store.validation import normalize_rows
 
         frame, locations, name = normalize_rows(rows, source)
-        named = _named_hits(frame)
+        named = named_hits(frame)
         with self._reading() as conn:
             batch = self._validate(conn, frame, locations, named)
-            fingerprint = _hit_fingerprint(conn, named)
+            fingerprint = hit_fingerprint(conn, named)
         return Prepared(
             path=self.path,
             name=name,
@@ -235,12 +109,12 @@ class Observations(Hits):
         self,
         conn: sqlite3.Connection,
         frame: pd.DataFrame,
-        locations: NDArray[Any],
+        locations: Locations,
         named: list[str] | None = None,
     ) -> Batch:
         from core.store.validation import validate
 
-        hits = self._hits_frame(conn, _named_hits(frame) if named is None else named)
+        hits = self._hits_frame(conn, named_hits(frame) if named is None else named)
         return validate(
             frame,
             locations,
@@ -288,7 +162,7 @@ class Observations(Hits):
             frame, locations, name = normalize_rows(rows, source)
         report = IngestReport(n_rows=len(frame))
         with self._writing() as conn:
-            if prepared is not None and _hit_fingerprint(conn, prepared.hit_ids) == prepared.fingerprint:
+            if prepared is not None and hit_fingerprint(conn, prepared.hit_ids) == prepared.fingerprint:
                 batch = prepared.batch
             else:
                 batch = self._validate(conn, frame, locations)
@@ -302,8 +176,8 @@ class Observations(Hits):
                     path=name,
                 )
             if report.rejected:
-                _record_rejects(conn, batch.rejects, source)
-            self._append(conn, batch.valid, source, report)
+                record_rejects(conn, batch.rejects, source)
+            self._append(conn, batch, source, report)
         return report
 
     def ingest_chunks(
@@ -348,7 +222,7 @@ class Observations(Hits):
                 # after a reject without skip_invalid nothing is kept (the transaction is rolled back), but the
                 # rows are still looked up so that every conflict is listed
                 conflicts = self._append(
-                    conn, batch.valid, source, part, since=since, dry=bool(messages) and not skip_invalid
+                    conn, batch, source, part, since=since, dry=bool(messages) and not skip_invalid
                 )
                 if conflicts is not None:
                     rejects.append(conflicts[0])
@@ -368,7 +242,7 @@ class Observations(Hits):
                     path=name,
                 )
             if report.rejected:
-                _record_rejects(conn, report.rejects, source)
+                record_rejects(conn, report.rejects, source)
             if before_commit is not None:
                 before_commit(report)
         return report
@@ -376,7 +250,7 @@ class Observations(Hits):
     def _append(
         self,
         conn: sqlite3.Connection,
-        valid: pd.DataFrame,
+        batch: Batch,
         source: str,
         report: IngestReport,
         *,
@@ -390,25 +264,22 @@ class Observations(Hits):
         message are returned. ``dry``: only look for such conflicts (nothing is appended)."""
         import pandas as pd
 
+        valid, locations = batch.valid, batch.locations
         report.duplicate = int(valid["repeat"].sum())
         cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
         if len(cand) == 0:
             return None
-        # the live observation of each key, if any
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keys (source_key TEXT NOT NULL, pos INTEGER NOT NULL)")
-        conn.execute("DELETE FROM temp._keys")
-        # keys in sorted order: the index lookups and inserts below then walk the B-trees in order (far fewer page
-        # reads than random order once the live index outgrows the page cache)
-        by_key = np.argsort(cand["source_key"].to_numpy(dtype=object), kind="stable")
-        conn.executemany(
-            "INSERT INTO temp._keys(source_key, pos) VALUES (?, ?)",
-            zip(cand["source_key"].to_numpy(dtype=object)[by_key].tolist(), by_key.tolist()),
-        )
+        # every candidate row is staged once (one pass of parameters, in key order: :func:`_stage`); the log and
+        # the live index are then written from the stage by INSERT ... SELECT. ``seq`` is the log position if every
+        # candidate is appended (renumbered below when some are not).
+        seq0 = max_seq(conn) + 1
+        stamp = now()
+        stage(conn, cand, seq0)
         found = conn.execute(
-            "SELECT k.pos, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM temp._keys k "
-            "JOIN live l ON l.source_key = k.source_key"
+            "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM (SELECT seq, source_key FROM "
+            "temp._stage ORDER BY source_key) s JOIN live l ON l.source_key = s.source_key"
         ).fetchall()
-        pos = np.asarray([r[0] for r in found], dtype=np.int64)
+        pos = np.asarray([r[0] for r in found], dtype=np.int64) - seq0
         old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
         same = old_raw == cand["score_raw"].to_numpy()[pos]
         conflicts = None
@@ -417,7 +288,7 @@ class Observations(Hits):
             clash = ~same & (np.asarray([r[5] for r in found], dtype=np.int64) >= since)
             if clash.any():
                 moved = pos[clash]
-                conflicts = _conflict_rejects(cand.iloc[moved])
+                conflicts = conflict_rejects(cand.iloc[moved], locations[cand["row"].to_numpy()[moved]])
                 found = [r for r, c in zip(found, clash.tolist()) if not c]
                 pos, old_raw, same = pos[~clash], old_raw[~clash], same[~clash]
         if dry:
@@ -433,6 +304,16 @@ class Observations(Hits):
         report.new = len(add) - report.superseded
         if len(add) == 0:
             return conflicts
+        if len(add) < len(cand):  # keys live with this very score (or a conflict) stay as they are: unstage them
+            dropped = np.flatnonzero(~keep) + seq0
+            conn.execute(
+                "DELETE FROM temp._stage WHERE seq IN (SELECT value FROM json_each(?))", (json.dumps(dropped.tolist()),)
+            )
+            conn.execute(
+                "UPDATE temp._stage SET seq = r.n FROM (SELECT rowid AS k, ? + ROW_NUMBER() OVER (ORDER BY seq) - 1 "
+                "AS n FROM temp._stage) r WHERE temp._stage.rowid = r.k",
+                (seq0,),
+            )
         # order-dependent models: appending whole new submissions at the end of the log is incremental
         group_seen = False
         if self.model.order_dependent and report.superseded == 0:
@@ -451,57 +332,31 @@ class Observations(Hits):
                 ).fetchone()[0]
                 == 1
             )
-        seq0 = max_seq(conn) + 1
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
-        stamp = now()
-        created = add["created_at"].where(add["created_at"].notna(), stamp).tolist()
-        conn.executemany(
-            "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
-            "annotation_id, group_key, created_at, source) VALUES (?, ?, 'score', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(
-                seqs.tolist(),
-                add["source_key"].tolist(),
-                add["item_idx"].tolist(),
-                add["score01"].tolist(),
-                add["score_raw"].tolist(),
-                add["hit_id"].tolist(),
-                add["annotator"].tolist(),
-                add["annotation_id"].tolist(),
-                add["group_key"].tolist(),
-                created,
-                [source] * len(add),
-            ),
+        conn.execute(
+            "INSERT OR FAIL INTO observations(seq, source_key, kind, item_idx, score01, "
+            "group_key, annotation_id, annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, "
+            f"'score', item_idx, {DERIVED_SQL}, annotation_id, annotator, hit_id, score_raw, "
+            "COALESCE(created_at, :stamp), :source FROM temp._stage ORDER BY rowid",
+            {"lo": self.hyper.score_min, "span": self.hyper.score_span, "stamp": stamp, "source": source},
         )
-        if same.any() or moved.size:  # keys live with this very score (or a conflict) stay as they are
-            conn.execute(
-                "DELETE FROM temp._keys WHERE pos IN (SELECT value FROM json_each(?))",
-                (json.dumps(pos[same].tolist() + moved.tolist()),),
-            )
-        conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._keys)")
-        o = np.argsort(add["source_key"].to_numpy(dtype=object), kind="stable")  # in key order (see above)
-        conn.executemany(
-            "INSERT INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(
-                *(
-                    np.asarray(col, dtype=object)[o].tolist()
-                    for col in (
-                        add["source_key"].to_numpy(dtype=object),
-                        seqs,
-                        add["item_idx"].to_numpy(),
-                        add["score01"].to_numpy(),
-                        add["score_raw"].to_numpy(),
-                        add["hit_id"].to_numpy(dtype=object),
-                        add["annotation_id"].to_numpy(dtype=object),
-                        add["group_key"].to_numpy(dtype=object),
-                    )
-                )
-            ),
+        # OR FAIL (valid rows never fail): a statement that may ABORT half-way keeps a statement journal of every
+        # page it changes (in memory: temp_store), a gigabyte per chunk once the live index is large
+        if report.superseded:  # the superseded keys' live rows go first
+            conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._stage)")
+        conn.execute(
+            "INSERT OR FAIL INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, "
+            f"annotation_id) SELECT source_key, seq, item_idx, {DERIVED_SQL}, score_raw, hit_id, annotation_id "
+            "FROM temp._stage ORDER BY source_key",
+            {"lo": self.hyper.score_min, "span": self.hyper.score_span},
         )
         # model state
         items = add["item_idx"].to_numpy(dtype=np.int64)
         s01 = add["score01"].to_numpy(dtype=np.float64)
-        groups = pd.factorize(add["group_key"])[0].astype(np.int64)
+        if self.model.order_dependent:  # the submissions, in order of first appearance
+            groups = pd.factorize(add["group_key"])[0].astype(np.int64)
+        else:  # commutative models ignore them
+            groups = np.zeros(len(add), dtype=np.int64)
         if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)
             state = self._refit(conn)
         elif self.model.order_dependent:
@@ -521,63 +376,3 @@ class Observations(Hits):
         old_hits = {r[4] for r, dup in zip(found, same.tolist()) if not dup and r[4] is not None}
         refresh_hits(conn, sorted(set(add["hit_id"].dropna().tolist()) | old_hits))
         return conflicts
-
-    # -------------------------------------------------------------------------------------------------- retract
-
-    def retract(self, annotation_ids: Iterable[Any], *, source: str) -> int:
-        """Retract every live observation of the given annotation ids (e.g. deleted Label Studio annotations).
-
-        Appends one ``retract`` record per observation; commutative models subtract (``sign = -1``), order-dependent
-        ones are rebuilt by replay. One transaction. Returns the number of observations retracted (0 when none
-        were live: retracting twice changes nothing).
-        """
-        ids = sorted({str(a).strip() for a in annotation_ids if a is not None and str(a).strip()})
-        if not ids:
-            return 0
-        with self._writing() as conn:
-            fill_temp(conn, "_ann_ids", ids)
-            return self._retract_where(conn, "l.annotation_id IN (SELECT v FROM temp._ann_ids)", (), source)
-
-    def retract_hit(self, hit_id: str, *, source: str) -> int:
-        """Withdraw a HIT (e.g. its Label Studio task was deleted): retract its live observations and mark it
-        ``retracted`` so that it no longer counts toward the completion of its iteration. One transaction.
-        Returns the number of observations retracted.
-
-        Raises ``ProjectFileError`` when the project has no such HIT."""
-        with self._writing() as conn:
-            row = conn.execute("SELECT status FROM hits WHERE hit_id = ?", (hit_id,)).fetchone()
-            if row is None:
-                raise ProjectFileError(self.path, f"unknown HIT {hit_id!r}")
-            n = self._retract_where(conn, "l.hit_id = ?", (hit_id,), source)
-            conn.execute("UPDATE hits SET status = 'retracted' WHERE hit_id = ?", (hit_id,))
-            return n
-
-    def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...], source: str) -> int:
-        rows = conn.execute(
-            f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} ORDER BY l.seq", params
-        ).fetchall()
-        if not rows:
-            return 0
-        stamp = now()
-        seq0 = max_seq(conn) + 1
-        conn.execute(
-            "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
-            "annotation_id, group_key, created_at, source) "
-            f"SELECT ? + ROW_NUMBER() OVER (ORDER BY l.seq) - 1, o.source_key, 'retract', o.item_idx, NULL, NULL, "
-            f"o.hit_id, o.annotator, o.annotation_id, o.group_key, ?, ? FROM live l JOIN observations o "
-            f"ON o.seq = l.seq WHERE {where} ORDER BY l.seq",
-            (seq0, stamp, source) + params,
-        )
-        conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
-        item = np.asarray([r[1] for r in rows], dtype=np.int64)
-        s01 = np.asarray([r[2] for r in rows], dtype=np.float64)
-        if getattr(self.model, "refit_on_change", False):  # aware: refit without the retracted rows
-            state = self._refit(conn)
-        elif self.model.order_dependent:
-            state = self._replay(conn)[0]
-        else:
-            state = load_state(conn)
-            self.model.apply(state, item, s01, np.zeros(item.size, dtype=np.int64), sign=-1)
-        self._save_state(conn, state, max_seq(conn))
-        refresh_hits(conn, sorted({r[3] for r in rows if r[3] is not None}))
-        return len(rows)

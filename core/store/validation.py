@@ -28,11 +28,26 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import InputError
+from core.store.cells import (
+    SEP,
+    Locations,
+    bad_id_kinds,
+    codes,
+    first_of,
+    id_strings,
+    item_positions,
+    join_keys,
+    numbers,
+    positions,
+    short_text,
+    strip_strings,
+)
 from core.tables import Table
+
+__all__ = ["Batch", "ID_COLUMNS", "INPUT_COLUMNS", "SEP", "bad_id_kinds", "id_strings", "normalize_rows", "validate"]
 
 ID_COLUMNS = ("item_id", "hit_id", "annotator", "annotation_id")
 INPUT_COLUMNS = ("item_id", "score", "hit_id", "annotator", "annotation_id", "created_at")
-SEP = "\x1f"  # unit separator between the parts of a key
 
 
 @dataclass
@@ -42,7 +57,8 @@ class Batch:
     Attributes
     ----------
     valid : pandas.DataFrame
-        Rows that passed, in input order: ``row`` (0-based input position), ``location``, ``item_id``,
+        Rows that passed, in input order: ``row`` (0-based input position; its location is ``locations[row]``),
+        ``item_id``,
         ``item_idx``, ``score_raw``, ``score01``, ``hit_id``, ``annotator``, ``annotation_id``, ``created_at``,
         ``source_key``, ``group_key``, ``repeat`` (True for a later copy of an earlier row: same key and score).
     rejects : pandas.DataFrame
@@ -54,25 +70,28 @@ class Batch:
     rejects: pd.DataFrame
     n_rows: int
     messages: list[str] = field(default_factory=list)
+    locations: Locations = field(default_factory=Locations)
 
 
-def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], str]:
+def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, Locations, str]:
     """Turn a ``Table``, a DataFrame or a list of dicts into a frame of object columns ``INPUT_COLUMNS`` plus the
     location of every row.
 
     Returns ``(frame, locations, name)``; ``name`` is the file name or ``source`` (used in messages).
     Raises ``InputError`` when ``item_id`` or ``score`` is not a column.
     """
+    locations: Locations
     if isinstance(rows, Table):
-        frame, locations, name = rows.frame, rows.locations(), rows.path
+        frame, name = rows.frame, rows.path
+        locations = Locations(f"{name}:" if rows.unit == "line" else f"{name}:row ", np.asarray(rows.lines))
     else:
         frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows))
         frame = frame.reset_index(drop=True)
         name = source
         if "location" in frame.columns:
-            locations = frame["location"].astype(object).to_numpy()
+            locations = Locations(texts=frame["location"].astype(object).to_numpy())
         else:
-            locations = np.asarray([f"{source}:row {i}" for i in range(1, len(frame) + 1)], dtype=object)
+            locations = Locations(f"{source}:row ", np.arange(1, len(frame) + 1, dtype=np.int64))
     missing = [c for c in ("item_id", "score") if c not in frame.columns]
     if missing:
         cols = ", ".join(map(str, frame.columns)) or "(none)"
@@ -93,84 +112,7 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, NDArray[Any], 
         },
         index=pd.RangeIndex(len(frame)),
     )
-    return out, np.asarray(locations, dtype=object), name
-
-
-def id_strings(values: pd.Series) -> pd.Series:
-    """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``."""
-    s = pd.Series(values.to_numpy(dtype=object), dtype=object)
-    missing = s.isna().to_numpy()
-    kind = pd.api.types.infer_dtype(s, skipna=True)
-    if kind == "string" and not missing.any():  # CSV cells: strings only, stripped as object strings
-        text = s.str.strip()
-        text[(text == "").to_numpy()] = None
-        return text
-    is_float: NDArray[Any]
-    if kind in ("string", "empty"):
-        is_float = np.zeros(len(s), dtype=bool)
-    else:
-        is_float = np.fromiter((isinstance(v, float) for v in s.tolist()), dtype=bool, count=len(s))
-    if is_float.any():
-        fl = s[is_float & ~missing].astype(np.float64)
-        integral = np.isfinite(fl.to_numpy()) & (fl.to_numpy() == np.round(fl.to_numpy()))
-        s.loc[fl.index[integral]] = fl[integral].astype(np.int64).astype(str).to_numpy()
-    text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
-    text[missing | (text == "").to_numpy()] = None
-    return text
-
-
-def _numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
-    of hundreds of digits: ``float()`` overflows)."""
-    too_large = np.zeros(len(raw), dtype=bool)
-    try:
-        return pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True), too_large
-    except OverflowError:
-        pass
-    out = np.full(len(raw), np.nan)
-    for i, v in enumerate(raw.tolist()):
-        if isinstance(v, int) and not isinstance(v, bool):
-            try:
-                out[i] = float(v)
-            except OverflowError:
-                too_large[i] = True
-        else:
-            out[i] = pd.to_numeric(pd.Series([v], dtype=object), errors="coerce").iloc[0]
-    return out, too_large
-
-
-def bad_id_kinds(values: pd.Series) -> NDArray[Any] | None:
-    """For each value that cannot be an id, the JSON kind it is (``object``, ``array``, ``boolean``); None when
-    every value is a string, a number or missing (the common case, checked without a Python loop for strings)."""
-    plain = ("string", "empty", "integer", "floating", "mixed-integer-float")
-    if pd.api.types.infer_dtype(values, skipna=True) in plain:
-        return None
-    kinds = np.asarray(
-        [
-            (
-                "object"
-                if isinstance(v, dict)
-                else "array"
-                if isinstance(v, (list, tuple))
-                else "boolean"
-                if isinstance(v, (bool, np.bool_))
-                else None
-            )
-            for v in values.tolist()
-        ],
-        dtype=object,
-    )
-    return kinds if (kinds != None).any() else None  # noqa: E711
-
-
-def _short(value: object) -> str:
-    import json
-
-    try:
-        text = json.dumps(value, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return out, locations, name
 
 
 def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
@@ -181,7 +123,7 @@ def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
 
 def validate(
     frame: pd.DataFrame,
-    locations: NDArray[Any],
+    locations: Locations,
     *,
     item_index: pd.Index,
     hits: pd.DataFrame,
@@ -195,7 +137,7 @@ def validate(
     Parameters
     ----------
     frame : DataFrame from :func:`normalize_rows`.
-    locations : object array, ``"file:line"`` of each row.
+    locations : :class:`core.store.cells.Locations`, ``"file:line"`` of each row.
     item_index : pandas.Index of the project's item ids (position = item index).
     hits : DataFrame ``hit_id, status, item_idx`` for (at least) every HIT named in the batch.
     score_min, score_max : the project's score range (inclusive).
@@ -206,10 +148,13 @@ def validate(
     reason = np.full(n, None, dtype=object)
     fld = np.full(n, None, dtype=object)
 
+    bad = np.zeros(n, dtype=bool)  # rows given a reason so far (the first reason of a row is kept)
+
     def flag(mask: NDArray[Any], field_name: str, text: Any) -> None:
-        mask = np.asarray(mask, dtype=bool) & pd.isna(reason)
+        mask = np.asarray(mask, dtype=bool) & ~bad
         if not mask.any():
             return
+        bad[mask] = True
         fld[mask] = field_name
         if callable(text):
             reason[mask] = text(np.flatnonzero(mask))
@@ -219,10 +164,16 @@ def validate(
     # 1. scores
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
     raw_kind = pd.api.types.infer_dtype(raw, skipna=True)
-    raw_str = raw if raw_kind == "string" else pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object)
-    raw_str = raw_str.str.strip()
+    if raw_kind == "string":  # CSV cells: stripped where padded
+        cells = raw.to_numpy(dtype=object)
+        stripped = cells.copy()
+        given = pd.notna(cells)
+        stripped[given] = strip_strings(cells[given])
+        raw_str = pd.Series(stripped, dtype=object)
+    else:
+        raw_str = pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     is_missing = raw.isna().to_numpy() | (raw_str == "").to_numpy()
-    num, too_large = _numbers(raw)
+    num, too_large = numbers(raw)
     if raw_kind not in ("string", "empty", "floating", "integer"):
         is_bool = np.fromiter((isinstance(v, (bool, np.bool_)) for v in raw.tolist()), dtype=bool, count=n)
         num[is_bool] = np.nan  # JSON true/false are not scores
@@ -261,7 +212,7 @@ def validate(
                 lambda idx, kinds=kinds, col=col: np.asarray(
                     [
                         f"the {col.replace('_', ' ')} must be a string or an integer, not a JSON {kinds[i]} "
-                        f"({_short(frame[col].iloc[i])})"
+                        f"({short_text(frame[col].iloc[i])})"
                         for i in idx
                     ],
                     dtype=object,
@@ -275,7 +226,7 @@ def validate(
     annotation_id = id_strings(frame["annotation_id"])
     item_missing = item_id.isna().to_numpy()
     flag(item_missing, "item_id", "the item id is missing")
-    item_idx = item_index.get_indexer(item_id.fillna("").to_numpy(dtype=object)).astype(np.int64)
+    item_idx = item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
     flag(
         item_idx < 0,
         "item_id",
@@ -286,9 +237,15 @@ def validate(
     has_hit = hit_id.notna().to_numpy()
     if needs_whole_hit:
         flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
-    status = hits.drop_duplicates("hit_id").set_index("hit_id")["status"] if len(hits) else pd.Series(dtype=object)
-    hit_status = hit_id.map(status).to_numpy(dtype=object)
-    hit_known = pd.notna(hit_status)
+    # (HIT, item) pairs as integers: the HIT's position among the distinct ids of ``hits``, times the number of
+    # items, plus the item's index
+    hit_ids = hits["hit_id"].to_numpy(dtype=object)
+    first = np.flatnonzero(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) if len(hits) else np.zeros(0, dtype=np.int64)
+    distinct = hit_ids[first]  # hits lists each HIT's rows together
+    row_hit = positions(hit_id.to_numpy(dtype=object), distinct) if len(hits) else np.full(n, -1, dtype=np.int64)
+    status_of = np.append(hits["status"].to_numpy(dtype=object)[first], np.full(1, None, dtype=object))  # last: unknown
+    hit_status = status_of[np.where(row_hit >= 0, row_hit, len(first))]
+    hit_known = row_hit >= 0
     flag(
         has_hit & ~hit_known,
         "hit_id",
@@ -299,13 +256,15 @@ def validate(
         "hit_id",
         lambda idx: np.asarray([f"HIT {hit_id.iloc[i]!r} was retracted" for i in idx], dtype=object),
     )
+    in_hit = np.zeros(n, dtype=bool)
     if len(hits):
-        pair = pd.MultiIndex.from_arrays(
-            [hits["hit_id"].to_numpy(dtype=object), hits["item_idx"].to_numpy(dtype=np.int64)]
-        )
-        in_hit = pair.get_indexer(pd.MultiIndex.from_arrays([hit_id.fillna("").to_numpy(dtype=object), item_idx])) >= 0
-    else:
-        in_hit = np.zeros(n, dtype=bool)
+        width = np.int64(max(len(item_index), int(hits["item_idx"].max()) + 1) + 1)
+        hit_of = np.cumsum(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) - 1
+        pairs = np.unique(hit_of * width + hits["item_idx"].to_numpy(dtype=np.int64))
+        asked = hit_known & (item_idx >= 0)
+        wanted = row_hit[asked] * width + item_idx[asked]
+        at = np.minimum(np.searchsorted(pairs, wanted), len(pairs) - 1)
+        in_hit[asked] = pairs[at] == wanted
     flag(
         has_hit & hit_known & (item_idx >= 0) & ~in_hit,
         "item_id",
@@ -315,41 +274,32 @@ def validate(
     )
 
     # keys
-    item_s = item_id.fillna("")
     hit_s = hit_id.fillna("")
-    who_s = annotator.fillna("")
     has_ann = annotation_id.notna().to_numpy()
     ann_s = annotation_id.fillna("")
-    key_ann = "a" + SEP + ann_s + SEP + item_s
-    key_hit = "h" + SEP + hit_s + SEP + item_s + SEP + who_s
-    source_key = pd.Series(
-        np.where(has_ann, key_ann.to_numpy(dtype=object), key_hit.to_numpy(dtype=object)), dtype=object
-    )
-    group_key = pd.Series(
-        np.where(
-            has_ann,
-            ("a" + SEP + ann_s).to_numpy(dtype=object),
-            np.where(has_hit, ("h" + SEP + hit_s + SEP + who_s).to_numpy(dtype=object), ""),
-        ),
-        dtype=object,
-    )
+    none = np.full(n, None, dtype=object)  # the branch no row takes
+    source_key = np.where(
+        has_ann,
+        join_keys("a", annotation_id, item_id) if has_ann.any() else none,
+        join_keys("h", hit_id, item_id, annotator) if not has_ann.all() else none,
+    ).astype(object)
+    group_key = np.where(
+        has_ann,
+        join_keys("a", annotation_id) if has_ann.any() else none,
+        np.where(has_hit, join_keys("h", hit_id, annotator), "") if not has_ann.all() else none,
+    ).astype(object)
+    key_code = codes(source_key)
 
     # 4. conflicts inside the batch (among rows valid so far)
-    ok = pd.isna(reason)
-    loc = pd.Series(locations, dtype=object)
+    ok = ~bad
     if ok.any():
-        sub = pd.DataFrame(
-            {"key": source_key[ok].to_numpy(), "score": num[ok], "loc": loc[ok].to_numpy()}, index=np.flatnonzero(ok)
-        )
-        grp = sub.groupby("key", sort=False)
-        first_score = grp["score"].transform("first")
-        first_loc = grp["loc"].transform("first")
-        conflict = (sub["score"] != first_score).to_numpy()
+        rows = np.flatnonzero(ok)
+        first = rows[first_of(key_code[rows])]  # the first row (valid so far) with each row's key
+        conflict = num[rows] != num[first]
         if conflict.any():
-            rows = sub.index.to_numpy()[conflict]
             mask = np.zeros(n, dtype=bool)
-            mask[rows] = True
-            firsts = dict(zip(rows.tolist(), first_loc.to_numpy()[conflict].tolist()))
+            mask[rows[conflict]] = True
+            firsts = dict(zip(rows[conflict].tolist(), locations[first[conflict]].tolist()))
             flag(
                 mask,
                 "score",
@@ -364,7 +314,7 @@ def validate(
                     dtype=object,
                 ),
             )
-    ok = pd.isna(reason)
+    ok = ~bad
     if (ok & has_ann & has_hit).any():
         sub = pd.DataFrame(
             {"ann": ann_s[ok & has_ann].to_numpy(), "hit": hit_s[ok & has_ann].to_numpy()},
@@ -383,11 +333,11 @@ def validate(
             )
 
     # 5. whole HIT submissions
-    ok = pd.isna(reason)
+    ok = ~bad
     if needs_whole_hit and ok.any():
         rows = np.flatnonzero(ok)
         sub = pd.DataFrame(
-            {"group": group_key.to_numpy()[rows], "hit": hit_s.to_numpy()[rows], "item": item_idx[rows]}, index=rows
+            {"group": group_key[rows], "hit": hit_s.to_numpy()[rows], "item": item_idx[rows]}, index=rows
         )
         seen = sub.drop_duplicates(["group", "item"]).groupby("group", sort=False)["item"].size()
         hit_sizes = hits.drop_duplicates(["hit_id", "item_idx"]).groupby("hit_id")["item_idx"].size()
@@ -407,22 +357,22 @@ def validate(
                     f"method {method!r} compares the scores of a whole HIT"
                 )
             mask = np.zeros(n, dtype=bool)
-            g_all = group_key.to_numpy()
+            g_all = group_key
             mask[rows] = np.isin(g_all[rows], list(short_set))
             flag(mask, "hit_id", lambda idx: np.asarray([texts[g_all[i]] for i in idx], dtype=object))
 
-    ok = pd.isna(reason)
-    bad = np.flatnonzero(~ok)
+    ok = ~bad
+    bad_rows = np.flatnonzero(~ok)
     rejects = _object_frame(
         {
-            "location": loc.to_numpy()[bad],
-            "field": fld[bad],
-            "reason": reason[bad],
-            "item_id": frame["item_id"].to_numpy(dtype=object)[bad],
-            "score": frame["score"].to_numpy(dtype=object)[bad],
-            "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad],
-            "annotator": frame["annotator"].to_numpy(dtype=object)[bad],
-            "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad],
+            "location": locations[bad_rows],
+            "field": fld[bad_rows],
+            "reason": reason[bad_rows],
+            "item_id": frame["item_id"].to_numpy(dtype=object)[bad_rows],
+            "score": frame["score"].to_numpy(dtype=object)[bad_rows],
+            "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad_rows],
+            "annotator": frame["annotator"].to_numpy(dtype=object)[bad_rows],
+            "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad_rows],
         }
     )
     good = np.flatnonzero(ok)
@@ -430,7 +380,6 @@ def validate(
     valid = _object_frame(
         {
             "row": good,
-            "location": loc.to_numpy()[good],
             "item_id": item_id.to_numpy(dtype=object)[good],
             "item_idx": item_idx[good],
             "score_raw": num[good],
@@ -439,10 +388,11 @@ def validate(
             "annotator": annotator.to_numpy(dtype=object)[good],
             "annotation_id": annotation_id.to_numpy(dtype=object)[good],
             "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
-            "source_key": source_key.to_numpy(dtype=object)[good],
-            "group_key": group_key.to_numpy(dtype=object)[good],
+            "source_key": source_key[good],
+            "group_key": group_key[good],
         }
     )
-    valid["repeat"] = valid["source_key"].duplicated(keep="first").to_numpy()
-    messages = [f"{loc.iloc[i]}: {fld[i]}: {reason[i]}" for i in bad.tolist()]
-    return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages)
+    valid["repeat"] = first_of(key_code[good]) != np.arange(good.size)
+    where = locations[bad_rows].tolist()
+    messages = [f"{at}: {fld[i]}: {reason[i]}" for at, i in zip(where, bad_rows.tolist())]
+    return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages, locations=locations)

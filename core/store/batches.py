@@ -1,0 +1,153 @@
+"""What an ingest is given and what it reports: :class:`Prepared` (rows validated ahead of the write transaction),
+:class:`IngestReport`, and the rejected rows (recorded in the ``rejects`` table; conflicts with an earlier chunk of
+the same input, :meth:`core.store.observations.Observations.ingest_chunks`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.store.db import now
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.store.validation import Batch
+
+
+@dataclass
+class IngestReport:
+    """What :meth:`Observations.ingest` did.
+
+    Attributes
+    ----------
+    n_rows : rows given.
+    new : observations for keys that had no live observation.
+    duplicate : rows whose key already had this very score (nothing changed), including repeats in the batch.
+    superseded : rows that replaced the live score of their key with a different one.
+    rejected : invalid rows (only with ``skip_invalid``; otherwise the whole batch is refused).
+    rejects : DataFrame ``location, field, reason, item_id, score, hit_id, annotator, annotation_id``.
+    rebuilt : True when the state was rebuilt by replay (order-dependent model after a supersede).
+    """
+
+    n_rows: int = 0
+    new: int = 0
+    duplicate: int = 0
+    superseded: int = 0
+    rejected: int = 0
+    rejects: Any = None
+    rebuilt: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rejects is None:
+            import pandas as pd
+
+            self.rejects = pd.DataFrame()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts as a JSON-ready dict."""
+        return {
+            "rows": self.n_rows,
+            "new": self.new,
+            "duplicate": self.duplicate,
+            "superseded": self.superseded,
+            "rejected": self.rejected,
+            "rebuilt": self.rebuilt,
+        }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Annotation rows validated by :meth:`Observations.prepare`, to pass to :meth:`Observations.ingest`.
+
+    Attributes
+    ----------
+    path : the project file they were validated against.
+    name : file name or source (for messages).
+    frame, locations : the normalised rows and their locations.
+    batch : core.store.validation.Batch (``batch.rejects`` lists the invalid rows with reasons).
+    hit_ids, fingerprint : the HITs the rows name, and which of them existed / were retracted at validation.
+    """
+
+    path: str
+    name: str
+    frame: pd.DataFrame
+    locations: Any  # core.store.cells.Locations
+    batch: Batch
+    hit_ids: list[str]
+    fingerprint: tuple[Any, ...]
+
+
+def named_hits(frame: pd.DataFrame) -> list[str]:
+    """The distinct HIT ids a batch of annotation rows names."""
+    import pandas as pd
+
+    from core.store.validation import id_strings
+
+    ids = id_strings(frame["hit_id"]).to_numpy(dtype=object)
+    return [str(h) for h in pd.unique(ids[pd.notna(ids)]).tolist()]
+
+
+def hit_fingerprint(conn: sqlite3.Connection, ids: list[str]) -> tuple[Any, ...]:
+    """What validation reads of the project besides fixed data: which of ``ids`` exist and are retracted."""
+    if not ids:
+        return ()
+    return tuple(
+        conn.execute(
+            "SELECT hit_id, status = 'retracted' FROM hits WHERE hit_id IN "
+            "(SELECT value FROM json_each(?)) ORDER BY hit_id",
+            (json.dumps(ids),),
+        ).fetchall()
+    )
+
+
+def record_rejects(conn: sqlite3.Connection, rejects: pd.DataFrame, source: str) -> None:
+    """Add rejected rows, with their reasons, to the ``rejects`` table."""
+    n = len(rejects)
+    payload = (
+        rejects[["item_id", "score", "hit_id", "annotator", "annotation_id"]]
+        .to_json(orient="records", lines=True, force_ascii=False, default_handler=str)
+        .splitlines()
+    )
+    conn.executemany(
+        "INSERT INTO rejects(created_at, source, location, reason, payload) VALUES (?, ?, ?, ?, ?)",
+        zip(
+            [now()] * n,
+            [source] * n,
+            rejects["location"].tolist(),
+            (rejects["field"] + ": " + rejects["reason"]).tolist(),
+            payload,
+        ),
+    )
+
+
+def conflict_rejects(moved: pd.DataFrame, where: NDArray[Any]) -> tuple[pd.DataFrame, list[str]]:
+    """The rejects (and their messages) of valid rows whose key got a different score from an earlier chunk of the
+    same input."""
+    import pandas as pd
+
+    has_ann = moved["annotation_id"].notna().to_numpy()
+    reasons = np.where(
+        has_ann,
+        "conflicts with an earlier row of the same input (same annotation_id and item, different score)",
+        "conflicts with an earlier row of the same input (same item, HIT and annotator, different "
+        "score); give each score an annotation_id or an annotator",
+    )
+    extra = pd.DataFrame(
+        {
+            "location": where,
+            "field": "score",
+            "reason": reasons,
+            "item_id": moved["item_id"].to_numpy(),
+            "score": moved["score_raw"].to_numpy(),
+            "hit_id": moved["hit_id"].to_numpy(),
+            "annotator": moved["annotator"].to_numpy(),
+            "annotation_id": moved["annotation_id"].to_numpy(),
+        }
+    )
+    return extra, [f"{loc}: score: {why}" for loc, why in zip(extra["location"], extra["reason"])]

@@ -1,0 +1,215 @@
+"""Cells of annotation rows, vectorised: ids as stripped strings, scores as numbers, and the Arrow lookups and
+codes that validation (:mod:`core.store.validation`) builds on.
+
+Ids (``id_strings``) are stripped as ``str.strip()`` strips (every ``str.isspace`` character); only the padded
+cells, found by Arrow's regular expressions, are stripped in Python. Keys join their parts with the unit separator
+``SEP`` (Arrow's element-wise join); equal keys get equal integer codes (``codes``, Arrow's dictionary encoding).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+SEP = "\x1f"  # unit separator between the parts of a key
+
+
+#: every character ``str.strip()`` removes (``str.isspace`` in Python 3.11; tests/test_cells.py checks it)
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def python_whitespace() -> str:
+    """An RE2 character class of :data:`WHITESPACE`."""
+    return "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
+
+
+_WS = python_whitespace()
+_PADDED = f"^{_WS}|{_WS}$"  # a cell that str.strip() would change
+
+
+def strip_strings(text: NDArray[Any]) -> NDArray[Any]:
+    """``str.strip()`` of every string of an object array of strings: only the padded cells (found by Arrow's
+    regular expressions, :data:`_PADDED`) are stripped in Python; returns ``text`` itself when none is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    padded = pc.match_substring_regex(pa.array(text, type=pa.string()), _PADDED).to_numpy(zero_copy_only=False)
+    if not padded.any():
+        return text
+    out = text.copy()
+    idx = np.flatnonzero(padded)
+    out[idx] = [v.strip() for v in text[idx].tolist()]
+    return out
+
+
+def id_strings(values: pd.Series) -> pd.Series:
+    """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``."""
+    arr = values.to_numpy(dtype=object)
+    missing = pd.isna(arr)
+    if missing.all():
+        return pd.Series(np.full(len(arr), None, dtype=object), dtype=object)
+    kind = pd.api.types.infer_dtype(arr, skipna=True)
+    if kind == "string":  # CSV cells: strings only, stripped where padded
+        text = strip_strings(arr) if not missing.any() else arr.copy()
+        if missing.any():
+            text[~missing] = strip_strings(arr[~missing])
+        blank = np.zeros(len(arr), dtype=bool)
+        blank[~missing] = text[~missing] == ""
+        if blank.any() or missing.any():
+            text = text.copy() if text is arr else text
+            text[missing | blank] = None
+        return pd.Series(text, dtype=object)
+    s = pd.Series(arr.copy(), dtype=object)
+    is_float: NDArray[Any]
+    if kind == "empty":
+        is_float = np.zeros(len(s), dtype=bool)
+    else:
+        is_float = np.fromiter((isinstance(v, float) for v in s.tolist()), dtype=bool, count=len(s))
+    if is_float.any():
+        fl = s[is_float & ~missing].astype(np.float64)
+        integral = np.isfinite(fl.to_numpy()) & (fl.to_numpy() == np.round(fl.to_numpy()))
+        s.loc[fl.index[integral]] = fl[integral].astype(np.int64).astype(str).to_numpy()
+    text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
+    text[missing | (text == "").to_numpy()] = None
+    return text
+
+
+def positions(values: NDArray[Any], universe: NDArray[Any]) -> NDArray[Any]:
+    """The position of each string of ``values`` (None: missing) in ``universe`` (distinct strings), -1 where it is
+    not there: a hash lookup in Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = pc.index_in(pa.array(values, type=pa.string()), value_set=pa.array(universe, type=pa.string()))
+    out: NDArray[Any] = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return out
+
+
+def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame) -> NDArray[Any]:
+    """The index of each item id (None: missing) among the project's ``all_ids``, -1 when unknown. The items of the
+    named HITs are looked up first (a small set when a batch scores a few HITs of a large project), the rest among
+    all items."""
+    if not len(hits):
+        return positions(ids, all_ids)
+    near = np.unique(hits["item_idx"].to_numpy(dtype=np.int64))
+    at = positions(ids, all_ids[near])
+    out: NDArray[Any] = np.where(at >= 0, near[np.maximum(at, 0)], -1)
+    rest = np.flatnonzero((at < 0) & pd.notna(ids))
+    if rest.size:
+        out[rest] = positions(ids[rest], all_ids)
+    return out
+
+
+def join_keys(tag: str, *parts: pd.Series) -> NDArray[Any]:
+    """``tag + SEP + part + SEP + ...`` for every row, a missing part as empty text (object array; Arrow's
+    element-wise join)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrays = [pa.array(p.to_numpy(dtype=object), type=pa.string()) for p in parts]
+    joined = pc.binary_join_element_wise(tag, *arrays, SEP, null_handling="replace", null_replacement="")
+    out: NDArray[Any] = joined.to_numpy(zero_copy_only=False)
+    return out
+
+
+def codes(keys: NDArray[Any]) -> NDArray[Any]:
+    """Dense integer codes of the strings ``keys`` (equal keys, equal codes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(pa.array(keys, type=pa.string()))
+    out: NDArray[Any] = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return out
+
+
+def first_of(codes: NDArray[Any]) -> NDArray[Any]:
+    """For each position, the position of the first occurrence of its code."""
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    uniq, first = np.unique(codes, return_index=True)
+    at = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
+    at[uniq] = first
+    out: NDArray[Any] = at[codes]
+    return out
+
+
+def numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
+    of hundreds of digits: ``float()`` overflows)."""
+    too_large = np.zeros(len(raw), dtype=bool)
+    try:
+        return pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True), too_large
+    except OverflowError:
+        pass
+    out = np.full(len(raw), np.nan)
+    for i, v in enumerate(raw.tolist()):
+        if isinstance(v, int) and not isinstance(v, bool):
+            try:
+                out[i] = float(v)
+            except OverflowError:
+                too_large[i] = True
+        else:
+            out[i] = pd.to_numeric(pd.Series([v], dtype=object), errors="coerce").iloc[0]
+    return out, too_large
+
+
+def bad_id_kinds(values: pd.Series) -> NDArray[Any] | None:
+    """For each value that cannot be an id, the JSON kind it is (``object``, ``array``, ``boolean``); None when
+    every value is a string, a number or missing (the common case, checked without a Python loop for strings)."""
+    plain = ("string", "empty", "integer", "floating", "mixed-integer-float")
+    if pd.api.types.infer_dtype(values, skipna=True) in plain:
+        return None
+    kinds = np.asarray(
+        [
+            (
+                "object"
+                if isinstance(v, dict)
+                else "array"
+                if isinstance(v, (list, tuple))
+                else "boolean"
+                if isinstance(v, (bool, np.bool_))
+                else None
+            )
+            for v in values.tolist()
+        ],
+        dtype=object,
+    )
+    return kinds if (kinds != None).any() else None  # noqa: E711
+
+
+def short_text(value: object) -> str:
+    import json
+
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Locations:
+    """Where each row came from (``"file:line"``, ``"file:row N"``), formatted only for the rows a message names:
+    ``prefix`` + the row's number, or the given texts. Indexed like an object array (an int gives a ``str``, an
+    integer array an object array)."""
+
+    def __init__(self, prefix: str = "", numbers: NDArray[Any] | None = None, texts: NDArray[Any] | None = None):
+        self.prefix = prefix
+        self.numbers = numbers if numbers is not None else np.zeros(0, dtype=np.int64)
+        self.texts = texts
+
+    def __len__(self) -> int:
+        return len(self.texts) if self.texts is not None else len(self.numbers)
+
+    def __getitem__(self, idx: Any) -> Any:
+        if self.texts is not None:
+            return self.texts[idx]
+        picked = self.numbers[idx]
+        if np.ndim(picked) == 0:
+            return f"{self.prefix}{int(picked)}"
+        return np.asarray([f"{self.prefix}{n}" for n in np.asarray(picked).tolist()], dtype=object)

@@ -1,0 +1,87 @@
+"""Retracting observations: a ``retract`` record per live observation withdrawn (deleted Label Studio annotations,
+withdrawn HITs); commutative models subtract (``sign = -1``), order-dependent ones are rebuilt by replay
+(:mod:`core.store.replay`), the aware model is refitted."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.errors import ProjectFileError
+from core.store.db import fill_temp, max_seq, now
+from core.store.hits import Hits, refresh_hits
+from core.store.state import load_state
+
+
+class Retractions(Hits):
+    """Retraction of live observations (mixed into :class:`core.store.Project`)."""
+
+    if TYPE_CHECKING:  # defined by core.store.replay.Replay
+
+        def _refit(self, conn: sqlite3.Connection) -> dict[str, NDArray[Any]]: ...
+
+        def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]: ...
+
+        def _save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None: ...
+
+    def retract(self, annotation_ids: Iterable[Any], *, source: str) -> int:
+        """Retract every live observation of the given annotation ids (e.g. deleted Label Studio annotations).
+
+        Appends one ``retract`` record per observation; commutative models subtract (``sign = -1``), order-dependent
+        ones are rebuilt by replay. One transaction. Returns the number of observations retracted (0 when none
+        were live: retracting twice changes nothing).
+        """
+        ids = sorted({str(a).strip() for a in annotation_ids if a is not None and str(a).strip()})
+        if not ids:
+            return 0
+        with self._writing() as conn:
+            fill_temp(conn, "_ann_ids", ids)
+            return self._retract_where(conn, "l.annotation_id IN (SELECT v FROM temp._ann_ids)", (), source)
+
+    def retract_hit(self, hit_id: str, *, source: str) -> int:
+        """Withdraw a HIT (e.g. its Label Studio task was deleted): retract its live observations and mark it
+        ``retracted`` so that it no longer counts toward the completion of its iteration. One transaction.
+        Returns the number of observations retracted.
+
+        Raises ``ProjectFileError`` when the project has no such HIT."""
+        with self._writing() as conn:
+            row = conn.execute("SELECT status FROM hits WHERE hit_id = ?", (hit_id,)).fetchone()
+            if row is None:
+                raise ProjectFileError(self.path, f"unknown HIT {hit_id!r}")
+            n = self._retract_where(conn, "l.hit_id = ?", (hit_id,), source)
+            conn.execute("UPDATE hits SET status = 'retracted' WHERE hit_id = ?", (hit_id,))
+            return n
+
+    def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...], source: str) -> int:
+        rows = conn.execute(
+            f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} ORDER BY l.seq", params
+        ).fetchall()
+        if not rows:
+            return 0
+        stamp = now()
+        seq0 = max_seq(conn) + 1
+        conn.execute(
+            "INSERT INTO observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, "
+            "annotation_id, group_key, created_at, source) "
+            f"SELECT ? + ROW_NUMBER() OVER (ORDER BY l.seq) - 1, o.source_key, 'retract', o.item_idx, NULL, NULL, "
+            f"o.hit_id, o.annotator, o.annotation_id, o.group_key, ?, ? FROM live l JOIN observations o "
+            f"ON o.seq = l.seq WHERE {where} ORDER BY l.seq",
+            (seq0, stamp, source) + params,
+        )
+        conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
+        item = np.asarray([r[1] for r in rows], dtype=np.int64)
+        s01 = np.asarray([r[2] for r in rows], dtype=np.float64)
+        if getattr(self.model, "refit_on_change", False):  # aware: refit without the retracted rows
+            state = self._refit(conn)
+        elif self.model.order_dependent:
+            state = self._replay(conn)[0]
+        else:
+            state = load_state(conn)
+            self.model.apply(state, item, s01, np.zeros(item.size, dtype=np.int64), sign=-1)
+        self._save_state(conn, state, max_seq(conn))
+        refresh_hits(conn, sorted({r[3] for r in rows if r[3] is not None}))
+        return len(rows)

@@ -1,0 +1,64 @@
+"""Durability of the staged ingest: a process killed with SIGKILL while a chunk is being staged
+(``temp._stage``), after the log was written from the stage and before the live index was, leaves the project file
+exactly as it was (real subprocesses, real SIGKILL, full dumps compared before and after).
+
+The log and the live index are written by one ``INSERT ... SELECT`` each per chunk (:mod:`core.store.staging`), so
+the kill points are named by statement and by chunk: the child of ``tests/test_durability.py`` waits inside its
+trace callback at the ``nth`` statement that starts with ``prefix``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from core.store import Project
+from core.tables import read_table
+from tests.store_helpers import dump
+from tests.test_durability import CHILD, N_ROWS, REPO, big, copy_project  # noqa: F401 (big is a fixture)
+
+pytestmark = pytest.mark.slow
+
+
+def _kill_inside(project, path, prefix: str, nth: int, chunk_rows: int) -> None:
+    """Run the child ingest, wait until it is inside the transaction at the given statement, SIGKILL it."""
+    args = [sys.executable, "-c", CHILD, str(project), str(path), prefix, str(nth)]
+    if chunk_rows:
+        args.append(str(chunk_rows))
+    child = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line == "inside the transaction\n", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+        child.stdout.close()
+        child.stderr.close()
+
+
+@pytest.mark.parametrize(
+    "prefix, nth, chunk_rows",
+    [
+        ("INSERT INTO temp._stage", 30_000, 0),  # one batch, half staged: nothing written yet
+        ("INSERT OR FAIL INTO live", 1, 0),  # one batch: the log written, the live index not yet
+        ("INSERT INTO temp._stage", 45_000, 10_000),  # four chunks appended, the fifth half staged
+        ("INSERT OR FAIL INTO live", 5, 10_000),  # the fifth chunk's log written, its live rows not yet
+    ],
+)
+def test_sigkill_inside_the_staged_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth, chunk_rows):  # noqa: F811
+    project = copy_project(big[0], tmp_path / "p.easl")
+    before = dump(project)
+    _kill_inside(project, big[1], prefix, nth, chunk_rows)
+    assert dump(project) == before
+    with Project.open(project) as p:
+        assert p.verify()["ok"]
+        report = p.ingest(read_table(big[1]), source="retry")  # the file is fully usable
+        assert report.new + report.duplicate + report.superseded == N_ROWS
+        assert p.verify()["ok"]
