@@ -96,8 +96,7 @@ def copy_project(src, dst):
 @pytest.mark.parametrize(
     "prefix, nth",
     [
-        ("INSERT INTO observations", 30_000),  # half-way through appending the log
-        ("INSERT INTO live", 40_000),  # log written, index half updated
+        # kills while the rows are staged and between the log and the live index: tests/test_durability_stage.py
         ("INSERT INTO state", 2),  # state being saved
         ("INSERT INTO meta", 1),  # state_seq, the last write before COMMIT
     ],
@@ -136,7 +135,7 @@ def test_sigkill_mid_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth
 @pytest.mark.parametrize(
     "prefix, nth",
     [
-        ("INSERT INTO observations", 45_000),  # four chunks of 10,000 rows appended, the fifth half-way
+        # kills while the fifth chunk is staged or half written: tests/test_durability_stage.py
         ("INSERT INTO state", 5),  # the state of the fifth chunk being saved
     ],
 )
