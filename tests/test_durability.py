@@ -93,6 +93,26 @@ def copy_project(src, dst):
     return dst
 
 
+def kill_inside(project, path, prefix: str, nth: int, chunk_rows: int = 0) -> None:
+    """Run :data:`CHILD` (chunks of ``chunk_rows`` rows, or one batch when 0), wait until it is inside the ingest
+    transaction at the ``nth`` statement that starts with ``prefix``, and SIGKILL it."""
+    args = [sys.executable, "-c", CHILD, str(project), str(path), prefix, str(nth)]
+    if chunk_rows:
+        args.append(str(chunk_rows))
+    child = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line == "inside the transaction\n", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+        child.stdout.close()
+        child.stderr.close()
+
+
 @pytest.mark.parametrize(
     "prefix, nth",
     [
@@ -144,24 +164,7 @@ def test_sigkill_mid_streaming_ingest_leaves_the_file_as_before(tmp_path, big, p
     nothing of them is visible."""
     project = copy_project(big[0], tmp_path / "p.easl")
     before = dump(project)
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(project), str(big[1]), prefix, str(nth), "10000"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = child.stdout.readline()
-        assert line == "inside the transaction\n", child.stderr.read()
-        os.kill(child.pid, signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait()
-        child.stdout.close()
-        child.stderr.close()
+    kill_inside(project, big[1], prefix, nth, chunk_rows=10_000)
     assert dump(project) == before
     with Project.open(project) as p:
         assert p.verify()["ok"]

@@ -9,38 +9,14 @@ trace callback at the ``nth`` statement that starts with ``prefix``.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import pytest
 
 from core.store import Project
 from core.tables import read_table
 from tests.store_helpers import dump
-from tests.test_durability import CHILD, N_ROWS, REPO, big, copy_project  # noqa: F401 (big is a fixture)
+from tests.test_durability import N_ROWS, big, copy_project, kill_inside  # noqa: F401 (big is a fixture)
 
 pytestmark = pytest.mark.slow
-
-
-def _kill_inside(project, path, prefix: str, nth: int, chunk_rows: int) -> None:
-    """Run the child ingest, wait until it is inside the transaction at the given statement, SIGKILL it."""
-    args = [sys.executable, "-c", CHILD, str(project), str(path), prefix, str(nth)]
-    if chunk_rows:
-        args.append(str(chunk_rows))
-    child = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = child.stdout.readline()
-        assert line == "inside the transaction\n", child.stderr.read()
-        os.kill(child.pid, signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait()
-        child.stdout.close()
-        child.stderr.close()
 
 
 @pytest.mark.parametrize(
@@ -55,7 +31,7 @@ def _kill_inside(project, path, prefix: str, nth: int, chunk_rows: int) -> None:
 def test_sigkill_inside_the_staged_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth, chunk_rows):  # noqa: F811
     project = copy_project(big[0], tmp_path / "p.easl")
     before = dump(project)
-    _kill_inside(project, big[1], prefix, nth, chunk_rows)
+    kill_inside(project, big[1], prefix, nth, chunk_rows)
     assert dump(project) == before
     with Project.open(project) as p:
         assert p.verify()["ok"]
