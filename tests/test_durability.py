@@ -93,9 +93,10 @@ def copy_project(src, dst):
     return dst
 
 
-def kill_inside(project, path, prefix: str, nth: int, chunk_rows: int = 0) -> None:
+def kill_inside(project, path, prefix: str, nth: int, chunk_rows: int = 0, *, wal_written: bool = False) -> None:
     """Run :data:`CHILD` (chunks of ``chunk_rows`` rows, or one batch when 0), wait until it is inside the ingest
-    transaction at the ``nth`` statement that starts with ``prefix``, and SIGKILL it."""
+    transaction at the ``nth`` statement that starts with ``prefix``, and SIGKILL it; ``wal_written``: check first
+    that the transaction has written pages to the WAL."""
     args = [sys.executable, "-c", CHILD, str(project), str(path), prefix, str(nth)]
     if chunk_rows:
         args.append(str(chunk_rows))
@@ -103,6 +104,8 @@ def kill_inside(project, path, prefix: str, nth: int, chunk_rows: int = 0) -> No
     try:
         line = child.stdout.readline()
         assert line == "inside the transaction\n", child.stderr.read()
+        if wal_written:
+            assert os.path.getsize(f"{project}-wal") > 0
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -124,25 +127,7 @@ def kill_inside(project, path, prefix: str, nth: int, chunk_rows: int = 0) -> No
 def test_sigkill_mid_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth):
     project = copy_project(big[0], tmp_path / "p.easl")
     before = dump(project)
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(project), str(big[1]), prefix, str(nth)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = child.stdout.readline()
-        assert line == "inside the transaction\n", child.stderr.read()
-        assert os.path.getsize(f"{project}-wal") > 0  # the transaction has written pages
-        os.kill(child.pid, signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait()
-        child.stdout.close()
-        child.stderr.close()
+    kill_inside(project, big[1], prefix, nth, wal_written=True)
     assert dump(project) == before
     with Project.open(project) as p:
         assert p.verify()["ok"]
