@@ -101,7 +101,7 @@ def main() -> int:
         write_items(items, n)
         oracle = dict(zip(np.char.add("item", np.arange(n).astype("U7")).tolist(), rng.uniform(0, 100, n).tolist()))
         project = os.path.join(tmp, "big.easl")
-        t, rss = run("init", project, "--items", items, "--hit-size", "5", "--seed", "1")
+        t, rss = run("init", project, "--items", items, "--method", "easl", "--hit-size", "5", "--seed", "1")
         record("init", t, "s", 5.0)
         peaks.append(("init", rss))
         for it in range(args.iterations + 1):
