@@ -7,7 +7,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.store.cells import WHITESPACE, codes, first_of, id_strings, strip_strings
+from core.store.cells import WHITESPACE, codes, combine, first_of, id_strings, strip_strings
 
 
 def test_the_whitespace_is_what_str_strip_removes() -> None:
@@ -40,3 +40,18 @@ def test_codes_and_first_occurrences(keys: list[str]) -> None:
     first = first_of(c)
     assert [keys.index(k) for k in keys] == first.tolist()
     assert all((c[i] == c[j]) == (keys[i] == keys[j]) for i in range(len(keys)) for j in range(len(keys)))
+
+
+@given(st.lists(st.sampled_from(["a", "b", None]), max_size=30))
+def test_codes_of_missing_values(values: list[str | None]) -> None:
+    c = codes(np.asarray(values, dtype=object))
+    assert all((c[i] == 0) == (v is None) for i, v in enumerate(values))
+    assert all((c[i] == c[j]) == (values[i] == values[j]) for i in range(len(values)) for j in range(len(values)))
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10**6), st.integers(0, 2)), max_size=40))
+def test_combine_codes_equal_tuples_alike(rows: list[tuple[int, int, int]]) -> None:
+    parts = [np.asarray([r[k] for r in rows], dtype=np.int64) for k in range(3)]
+    c = combine(*parts)
+    assert len(c) == len(rows)
+    assert all((c[i] == c[j]) == (rows[i] == rows[j]) for i in range(len(rows)) for j in range(len(rows)))

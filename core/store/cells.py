@@ -2,8 +2,9 @@
 codes that validation (:mod:`core.store.validation`) builds on.
 
 Ids (``id_strings``) are stripped as ``str.strip()`` strips (every ``str.isspace`` character); only the padded
-cells, found by Arrow's regular expressions, are stripped in Python. Keys join their parts with the unit separator
-``SEP`` (Arrow's element-wise join); equal keys get equal integer codes (``codes``, Arrow's dictionary encoding).
+cells, found by Arrow's regular expressions, are stripped in Python. A key is a tuple of parts: equal keys get equal
+integer codes (each part's ``codes``, Arrow's dictionary encoding, ``combine``d), with no Python string made per row;
+the text of a key, its parts joined by the unit separator ``SEP``, is made in SQL (:mod:`core.store.staging`).
 """
 
 from __future__ import annotations
@@ -106,25 +107,27 @@ def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame)
     return out
 
 
-def join_keys(tag: str, *parts: pd.Series) -> NDArray[Any]:
-    """``tag + SEP + part + SEP + ...`` for every row, a missing part as empty text (object array; Arrow's
-    element-wise join)."""
+def codes(values: NDArray[Any]) -> NDArray[Any]:
+    """Dense integer codes of the strings ``values`` (equal strings, equal codes; a missing value, None, gets the
+    code 0 and every string a code of 1 or more): Arrow's dictionary encoding, with no Python string made."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arrays = [pa.array(p.to_numpy(dtype=object), type=pa.string()) for p in parts]
-    joined = pc.binary_join_element_wise(tag, *arrays, SEP, null_handling="replace", null_replacement="")
-    out: NDArray[Any] = joined.to_numpy(zero_copy_only=False)
+    encoded = pc.dictionary_encode(pa.array(values, type=pa.string())).indices
+    out: NDArray[Any] = encoded.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
     return out
 
 
-def codes(keys: NDArray[Any]) -> NDArray[Any]:
-    """Dense integer codes of the strings ``keys`` (equal keys, equal codes)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(pa.array(keys, type=pa.string()))
-    out: NDArray[Any] = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+def combine(*parts: NDArray[Any]) -> NDArray[Any]:
+    """Dense integer codes of the tuples of non-negative integer ``parts`` (equal tuples, equal codes): each part
+    is folded in as ``code * (max + 1) + part`` and made dense again (``np.unique``), so the numbers stay below the
+    square of the row count."""
+    out: NDArray[Any] = np.zeros(len(parts[0]), dtype=np.int64)
+    for part in parts:
+        part = np.asarray(part, dtype=np.int64)
+        if part.size == 0:
+            return out
+        out = np.unique(out * (int(part.max()) + 1) + part, return_inverse=True)[1].reshape(-1).astype(np.int64)
     return out
 
 

@@ -29,7 +29,7 @@ from core.store.batches import (
 from core.store.db import max_seq, now, read_columns
 from core.store.hits import refresh_hits
 from core.store.retraction import Retractions
-from core.store.staging import DERIVED_SQL, stage
+from core.store.staging import DERIVED_SQL, group_key_sql, stage
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -314,24 +314,17 @@ class Observations(Retractions):
                 "AS n FROM temp._stage) r WHERE temp._stage.rowid = r.k",
                 (seq0,),
             )
-        # order-dependent models: appending whole new submissions at the end of the log is incremental
-        group_seen = False
-        if self.model.order_dependent and report.superseded == 0:
-            # such methods require a hit_id, so a submission's earlier rows are found through the live_hit index
-            pairs = add[["hit_id", "group_key"]].drop_duplicates()
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS _groups (hit_id TEXT, group_key TEXT)")
-            conn.execute("DELETE FROM temp._groups")
-            conn.executemany(
-                "INSERT INTO temp._groups(hit_id, group_key) VALUES (?, ?)",
-                zip(pairs["hit_id"].tolist(), pairs["group_key"].tolist()),
-            )
-            group_seen = (
-                conn.execute(
-                    "SELECT EXISTS (SELECT 1 FROM temp._groups g JOIN live l ON "
-                    "l.hit_id = g.hit_id AND l.group_key = g.group_key)"
-                ).fetchone()[0]
-                == 1
-            )
+        # order-dependent models: appending whole new submissions at the end of the log is incremental; such
+        # methods require a hit_id, so a submission's earlier rows are found through the live_hit index
+        group_seen = (
+            self.model.order_dependent
+            and report.superseded == 0
+            and conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM temp._stage s JOIN live l ON l.hit_id = s.hit_id AND "
+                f"l.group_key = {group_key_sql('s.')})"
+            ).fetchone()[0]
+            == 1
+        )
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
         conn.execute(
             "INSERT OR FAIL INTO observations(seq, source_key, kind, item_idx, score01, "
@@ -354,7 +347,7 @@ class Observations(Retractions):
         items = add["item_idx"].to_numpy(dtype=np.int64)
         s01 = add["score01"].to_numpy(dtype=np.float64)
         if self.model.order_dependent:  # the submissions, in order of first appearance
-            groups = pd.factorize(add["group_key"])[0].astype(np.int64)
+            groups = pd.factorize(add["group"])[0].astype(np.int64)
         else:  # commutative models ignore them
             groups = np.zeros(len(add), dtype=np.int64)
         if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)

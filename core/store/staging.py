@@ -1,54 +1,84 @@
 """The stage of an ingest: the candidate rows of a chunk in a temporary table, from which the observation log and the
 live index are written by ``INSERT ... SELECT`` (:meth:`core.store.observations.Observations._append`).
 
-Each row's parameters are bound once (``executemany`` costs per bound value), in key order; the columns a model
-derives (``score01``, the group key) are computed in SQL as :mod:`core.store.validation` defines them.
+Each row's parameters are bound once (``executemany`` costs per bound value); the columns a model derives
+(``score01``, the group key) are computed in SQL as :mod:`core.store.validation` defines them.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-STAGE_COLUMNS = ("source_key", "item_idx", "score_raw", "hit_id", "annotator", "annotation_id", "created_at")
+STAGE_COLUMNS = ("item_idx", "score_raw", "hit_id", "annotator", "annotation_id", "created_at")
+
+
+def group_key_sql(of: str = "") -> str:
+    """The group key (the HIT submission, :mod:`core.store.validation`) of a staged row as SQL: ``'a' SEP
+    annotation_id`` with an annotation id, else ``'h' SEP hit_id SEP annotator`` with a HIT, else empty text
+    (``of``: the table's alias and a dot)."""
+    return (
+        f"CASE WHEN {of}annotation_id IS NOT NULL THEN 'a' || char(31) || {of}annotation_id "
+        f"WHEN {of}hit_id IS NOT NULL THEN 'h' || char(31) || {of}hit_id || char(31) || COALESCE({of}annotator, '') "
+        "ELSE '' END"
+    )
+
+
+def source_keys(cand: pd.DataFrame) -> NDArray[Any]:
+    """The idempotency key (:mod:`core.store.validation`) of each row of ``cand`` as text: ``'a' SEP annotation_id
+    SEP item_id`` with an annotation id, else ``'h' SEP hit_id SEP item_id SEP annotator``, a missing part as empty
+    text (numpy's element-wise addition of object arrays: the strings SQLite is given are made once, and faster
+    than by Arrow's join, whose input conversion costs more, or by SQL concatenation per row)."""
+    import pandas as pd
+
+    from core.store.cells import SEP
+
+    def text(name: str, rows: NDArray[Any]) -> NDArray[Any]:
+        col = cand[name].to_numpy(dtype=object)[rows]
+        return np.where(pd.notna(col), col, "")
+
+    keys = np.empty(len(cand), dtype=object)
+    ann = pd.notna(cand["annotation_id"].to_numpy(dtype=object))
+    if ann.any():
+        keys[ann] = "a" + SEP + text("annotation_id", ann) + (SEP + text("item_id", ann))
+    if not ann.all():
+        rest = ~ann
+        keys[rest] = "h" + SEP + text("hit_id", rest) + (SEP + text("item_id", rest)) + (SEP + text("annotator", rest))
+    return keys
+
+
 #: the stage's derived columns, as in core.store.validation (``score01 = clip((score_raw - score_min) / span, 0,
 #: 1)`` in IEEE double arithmetic, as numpy computes it; the group key of the submission), with the score range bound
 #: once per statement as ``:lo`` and ``:span``
-DERIVED_SQL = (
-    "MIN(MAX((score_raw - :lo) / :span, 0.0), 1.0), "
-    "CASE WHEN annotation_id IS NOT NULL THEN 'a' || char(31) || annotation_id "
-    "WHEN hit_id IS NOT NULL THEN 'h' || char(31) || hit_id || char(31) || COALESCE(annotator, '') ELSE '' END"
-)
+DERIVED_SQL = f"MIN(MAX((score_raw - :lo) / :span, 0.0), 1.0), {group_key_sql()}"
 
 
 def stage(conn: sqlite3.Connection, cand: pd.DataFrame, seq0: int) -> None:
-    """(Re)fill ``temp._stage`` with the rows of ``cand`` in key order (rowid order = ``source_key`` order: the
-    lookup of the live observations and the live inserts then walk the live B-trees in order, far fewer page reads
-    than random order once they outgrow the page cache); ``seq`` = ``seq0`` + the row's position in ``cand``. Only
-    the columns given by the input are bound (each bound value costs; ``score01`` and ``group_key`` are derived in
-    SQL, :data:`DERIVED_SQL`)."""
+    """(Re)fill ``temp._stage`` with the rows of ``cand``; ``seq`` = ``seq0`` + the row's position in ``cand``. Only
+    the columns given by the input are bound (each bound value costs), with the source key (:func:`source_keys`);
+    ``score01`` and the group key are derived when the rows are appended (:data:`DERIVED_SQL`)."""
     import pandas as pd
 
-    order = np.arange(len(cand))
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS _stage (seq INTEGER NOT NULL, source_key TEXT NOT NULL, item_idx INTEGER, "
         "score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, created_at TEXT)"
     )
     conn.execute("DELETE FROM temp._stage")
-    names = ["seq"]
-    columns = [(order + seq0).tolist()]
+    names = ["seq", "source_key"]
+    columns = [np.arange(seq0, seq0 + len(cand), dtype=np.int64).tolist(), source_keys(cand).tolist()]
     for name in STAGE_COLUMNS:
         col = cand[name].to_numpy()
-        if col.dtype == object and name != "source_key" and not pd.notna(col).any():
+        if col.dtype == object and not pd.notna(col).any():
             continue  # all missing: NULL
         names.append(name)
-        columns.append(col[order].tolist())
+        columns.append(col.tolist())
     conn.executemany(
         f"INSERT INTO temp._stage({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", zip(*columns)
     )

@@ -33,10 +33,10 @@ from core.store.cells import (
     Locations,
     bad_id_kinds,
     codes,
+    combine,
     first_of,
     id_strings,
     item_positions,
-    join_keys,
     numbers,
     positions,
     short_text,
@@ -60,7 +60,8 @@ class Batch:
         Rows that passed, in input order: ``row`` (0-based input position; its location is ``locations[row]``),
         ``item_id``,
         ``item_idx``, ``score_raw``, ``score01``, ``hit_id``, ``annotator``, ``annotation_id``, ``created_at``,
-        ``source_key``, ``group_key``, ``repeat`` (True for a later copy of an earlier row: same key and score).
+        ``group`` (an integer code of the HIT submission, equal for the rows of one submission), ``repeat`` (True
+        for a later copy of an earlier row: same key and score).
     rejects : pandas.DataFrame
         ``location, field, reason`` and the row as given (``item_id, score, hit_id, annotator, annotation_id``).
     n_rows : int
@@ -273,22 +274,16 @@ def validate(
         ),
     )
 
-    # keys
-    hit_s = hit_id.fillna("")
+    # keys, as integer codes (their texts are made in SQL: core.store.staging)
     has_ann = annotation_id.notna().to_numpy()
-    ann_s = annotation_id.fillna("")
-    none = np.full(n, None, dtype=object)  # the branch no row takes
-    source_key = np.where(
-        has_ann,
-        join_keys("a", annotation_id, item_id) if has_ann.any() else none,
-        join_keys("h", hit_id, item_id, annotator) if not has_ann.all() else none,
-    ).astype(object)
-    group_key = np.where(
-        has_ann,
-        join_keys("a", annotation_id) if has_ann.any() else none,
-        np.where(has_hit, join_keys("h", hit_id, annotator), "") if not has_ann.all() else none,
-    ).astype(object)
-    key_code = codes(source_key)
+    ann_code = codes(annotation_id.to_numpy(dtype=object)) if has_ann.any() else np.zeros(n, dtype=np.int64)
+    hit_code = codes(hit_id.to_numpy(dtype=object)) if has_hit.any() else np.zeros(n, dtype=np.int64)
+    annotator_code = codes(annotator.to_numpy(dtype=object)) if annotator.notna().any() else np.zeros(n, np.int64)
+    # (annotation_id, item) with an annotation id, else (hit_id, item, annotator); the submission: annotation_id,
+    # else (hit_id, annotator) with a HIT, else none (tag 0)
+    key_code = combine(has_ann, np.where(has_ann, ann_code, hit_code), item_idx + 1, annotator_code * ~has_ann)
+    group_tag = np.where(has_ann, 1, np.where(has_hit, 2, 0))
+    group_code = combine(group_tag, np.where(has_ann, ann_code, hit_code), annotator_code * (group_tag == 2))
 
     # 4. conflicts inside the batch (among rows valid so far)
     ok = ~bad
@@ -317,8 +312,7 @@ def validate(
     ok = ~bad
     if (ok & has_ann & has_hit).any():
         sub = pd.DataFrame(
-            {"ann": ann_s[ok & has_ann].to_numpy(), "hit": hit_s[ok & has_ann].to_numpy()},
-            index=np.flatnonzero(ok & has_ann),
+            {"ann": ann_code[ok & has_ann], "hit": hit_code[ok & has_ann]}, index=np.flatnonzero(ok & has_ann)
         )
         spread = sub.groupby("ann", sort=False)["hit"].transform("nunique").to_numpy() > 1
         if spread.any():
@@ -337,7 +331,8 @@ def validate(
     if needs_whole_hit and ok.any():
         rows = np.flatnonzero(ok)
         sub = pd.DataFrame(
-            {"group": group_key[rows], "hit": hit_s.to_numpy()[rows], "item": item_idx[rows]}, index=rows
+            {"group": group_code[rows], "hit": hit_id.to_numpy(dtype=object)[rows], "item": item_idx[rows]},
+            index=rows,
         )
         seen = sub.drop_duplicates(["group", "item"]).groupby("group", sort=False)["item"].size()
         hit_sizes = hits.drop_duplicates(["hit_id", "item_idx"]).groupby("hit_id")["item_idx"].size()
@@ -357,9 +352,8 @@ def validate(
                     f"method {method!r} compares the scores of a whole HIT"
                 )
             mask = np.zeros(n, dtype=bool)
-            g_all = group_key
-            mask[rows] = np.isin(g_all[rows], list(short_set))
-            flag(mask, "hit_id", lambda idx: np.asarray([texts[g_all[i]] for i in idx], dtype=object))
+            mask[rows] = np.isin(group_code[rows], list(short_set))
+            flag(mask, "hit_id", lambda idx: np.asarray([texts[group_code[i]] for i in idx], dtype=object))
 
     ok = ~bad
     bad_rows = np.flatnonzero(~ok)
@@ -388,8 +382,7 @@ def validate(
             "annotator": annotator.to_numpy(dtype=object)[good],
             "annotation_id": annotation_id.to_numpy(dtype=object)[good],
             "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
-            "source_key": source_key[good],
-            "group_key": group_key[good],
+            "group": group_code[good],
         }
     )
     valid["repeat"] = first_of(key_code[good]) != np.arange(good.size)
