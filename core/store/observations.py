@@ -29,7 +29,7 @@ from core.store.batches import (
 from core.store.db import max_seq, now, read_columns
 from core.store.hits import refresh_hits
 from core.store.retraction import Retractions
-from core.store.staging import DERIVED_SQL, group_key_sql, stage
+from core.store.staging import derive, group_key_sql, stage
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -326,22 +326,22 @@ class Observations(Retractions):
             == 1
         )
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
+        derive(conn, self.hyper.score_min, self.hyper.score_span)
         conn.execute(
-            "INSERT OR FAIL INTO observations(seq, source_key, kind, item_idx, score01, "
-            "group_key, annotation_id, annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, "
-            f"'score', item_idx, {DERIVED_SQL}, annotation_id, annotator, hit_id, score_raw, "
-            "COALESCE(created_at, :stamp), :source FROM temp._stage ORDER BY rowid",
-            {"lo": self.hyper.score_min, "span": self.hyper.score_span, "stamp": stamp, "source": source},
+            "INSERT OR FAIL INTO observations(seq, source_key, kind, item_idx, score01, group_key, annotation_id, "
+            "annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, 'score', item_idx, score01, "
+            "group_key, annotation_id, annotator, hit_id, score_raw, COALESCE(created_at, :stamp), :source "
+            "FROM temp._stage ORDER BY rowid",
+            {"stamp": stamp, "source": source},
         )
         # OR FAIL (valid rows never fail): a statement that may ABORT half-way keeps a statement journal of every
         # page it changes (in memory: temp_store), a gigabyte per chunk once the live index is large
         if report.superseded:  # the superseded keys' live rows go first
             conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._stage)")
         conn.execute(
-            "INSERT OR FAIL INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, "
-            f"annotation_id) SELECT source_key, seq, item_idx, {DERIVED_SQL}, score_raw, hit_id, annotation_id "
-            "FROM temp._stage ORDER BY source_key",
-            {"lo": self.hyper.score_min, "span": self.hyper.score_span},
+            "INSERT OR FAIL INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id) "
+            "SELECT source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id FROM temp._stage "
+            "ORDER BY source_key"
         )
         # model state
         items = add["item_idx"].to_numpy(dtype=np.int64)

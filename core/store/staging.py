@@ -56,19 +56,28 @@ def source_keys(cand: pd.DataFrame) -> NDArray[Any]:
 
 #: the stage's derived columns, as in core.store.validation (``score01 = clip((score_raw - score_min) / span, 0,
 #: 1)`` in IEEE double arithmetic, as numpy computes it; the group key of the submission), with the score range bound
-#: once per statement as ``:lo`` and ``:span``
-DERIVED_SQL = f"MIN(MAX((score_raw - :lo) / :span, 0.0), 1.0), {group_key_sql()}"
+#: once per statement as ``:lo`` and ``:span``; set by :func:`derive` on the rows to append
+DERIVED_SQL = f"score01 = MIN(MAX((score_raw - :lo) / :span, 0.0), 1.0), group_key = {group_key_sql()}"
+
+
+def derive(conn: sqlite3.Connection, lo: float, span: float) -> None:
+    """Set the derived columns of the staged rows (:data:`DERIVED_SQL`), so that the log and the live index are
+    written from plain columns: an ``INSERT ... SELECT`` that computes them instead holds, in a large write
+    transaction, transient memory that grows with the live index (measured: 117 MB more at 2.5 M live rows,
+    growing by about 5 MB per 250,000; none with plain columns)."""
+    conn.execute(f"UPDATE temp._stage SET {DERIVED_SQL}", {"lo": lo, "span": span})
 
 
 def stage(conn: sqlite3.Connection, cand: pd.DataFrame, seq0: int) -> None:
     """(Re)fill ``temp._stage`` with the rows of ``cand``; ``seq`` = ``seq0`` + the row's position in ``cand``. Only
     the columns given by the input are bound (each bound value costs), with the source key (:func:`source_keys`);
-    ``score01`` and the group key are derived when the rows are appended (:data:`DERIVED_SQL`)."""
+    ``score01`` and the group key are derived for the rows to append (:func:`derive`)."""
     import pandas as pd
 
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS _stage (seq INTEGER NOT NULL, source_key TEXT NOT NULL, item_idx INTEGER, "
-        "score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, created_at TEXT)"
+        "score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, created_at TEXT, score01 REAL, "
+        "group_key TEXT)"
     )
     conn.execute("DELETE FROM temp._stage")
     names = ["seq", "source_key"]
