@@ -7,7 +7,6 @@ import os
 from typing import TYPE_CHECKING
 
 from core.errors import UserError
-from tui.commands.init import DEFAULT_METHOD, METHODS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,10 +20,9 @@ def register(subparsers) -> None:
     """Add the ``demo`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
         "demo",
-        help="run the collection loop on a shipped dataset with simulated annotators",
+        help="run the EASL loop on a shipped dataset with simulated annotators",
         description="Create a project from the shipped demo dataset (109 everyday things and their typical mass; "
-        "the oracle is log10 of the mass) with the method of a new project (--method; default as easl init), "
-        "then repeat: take the next HITs, let simulated annotators "
+        "the oracle is log10 of the mass), then repeat: take the next HITs, let simulated annotators "
         "score them (latent value + Gaussian noise, clipped to 0-100), ingest. Prints per iteration the "
         "number of annotations, the mean posterior variance (unit scale) and the Spearman correlation "
         "of the estimates with the oracle, and writes an export.",
@@ -32,12 +30,6 @@ def register(subparsers) -> None:
     p.add_argument("--output", metavar="FILE", help="write the final estimates here (.csv, .jsonl, .parquet)")
     p.add_argument(
         "--project", metavar="PATH", help="keep the project file at PATH (must not exist); default: a temporary file"
-    )
-    p.add_argument(
-        "--method",
-        choices=METHODS,
-        default=DEFAULT_METHOD,
-        help=f"posterior model, as easl init --method (default: {DEFAULT_METHOD})",
     )
     p.add_argument(
         "--iterations", type=int, default=10, metavar="N", help="iterations after the covering one (default: 10)"
@@ -108,14 +100,14 @@ def run(args: argparse.Namespace) -> int:
     latent01 = (oracle - oracle.min()) / (oracle.max() - oracle.min())
     latent = dict(zip(items["item_id"].tolist(), latent01.tolist()))
     rng = np.random.default_rng([args.seed, 7])  # the annotators' generator, separate from selection's
-    hyper = Hyper(method=args.method, seed=args.seed)
+    hyper = Hyper(seed=args.seed)
     console = Console()
     tmpdir = None
     path = args.project
     if path is None:
         tmpdir = tempfile.TemporaryDirectory(prefix="easl-demo-")
         path = os.path.join(tmpdir.name, "demo.easl")
-    table = Table(title=f"{args.method} on {len(items)} items (noise sd {NOISE_SD} on the unit scale)")
+    table = Table(title=f"EASL on {len(items)} items (noise sd {NOISE_SD} on the unit scale)")
     for col in ("iteration", "annotations", "mean variance", "Spearman with oracle"):
         table.add_column(col, justify="right")
     try:
