@@ -42,7 +42,7 @@ def test_the_interval_is_the_paired_t_interval_over_seeds():
     d = (a["aware"] - a["da"]).to_numpy()
     half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
     assert row["seeds"] == 12
-    assert row["diff"] == pytest.approx(d.mean())
+    assert row["difference"] == pytest.approx(d.mean())
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((d.mean() - half, d.mean() + half))
     assert row["aware"] == pytest.approx(a["aware"].mean()) and row["da"] == pytest.approx(a["da"].mean())
 
@@ -65,10 +65,10 @@ def test_a_constant_shift_moves_the_difference_and_not_its_spread(shift, seed):
     aware = moved["method"] == "aware"
     moved.loc[aware, ["spearman", "kendall"]] += shift
     t0, t1 = pb.paired_by_budget(base), pb.paired_by_budget(moved)
-    np.testing.assert_allclose(t1["diff"] - t0["diff"], shift, atol=1e-12)
+    np.testing.assert_allclose(t1["difference"] - t0["difference"], shift, atol=1e-12)
     np.testing.assert_allclose(t1["se"], t0["se"], atol=1e-12)
     swapped = pb.paired_by_budget(base, method="da", reference="aware")
-    np.testing.assert_allclose(swapped["diff"], -t0["diff"], atol=1e-12)
+    np.testing.assert_allclose(swapped["difference"], -t0["difference"], atol=1e-12)
 
 
 def test_bad_curves_are_one_clear_error():

@@ -69,8 +69,8 @@ def paired_by_budget(
     -------
     pandas.DataFrame
         A row per (model, per_item, measure), in the study's model order: ``seeds`` (pairs ``S``), ``method``,
-        ``reference`` (seed means), ``diff`` (mean of ``d_s``), ``se`` (``sd(d) / sqrt(S)``), ``ci_low``,
-        ``ci_high`` (``diff -+ t_{S-1, (1 + level) / 2} se``), ``verdict`` ("worse" when ``ci_high < 0``, "better"
+        ``reference`` (seed means), ``difference`` (mean of ``d_s``), ``se`` (``sd(d) / sqrt(S)``), ``ci_low``,
+        ``ci_high`` (``difference -+ t_{S-1, (1 + level) / 2} se``), ``verdict`` ("worse" when ``ci_high < 0``, "better"
         when ``ci_low > 0``, else "within noise").
     """
     need = {"model", "method", "seed", "per_item", *measures}
@@ -110,13 +110,13 @@ def paired_by_budget(
     order = {m: k for k, m in enumerate(dict.fromkeys(curves["model"]))}
     g = long.groupby(["model", "per_item", "measure"], sort=False)
     out = g.agg(
-        seeds=("d", "size"), method=("method", "mean"), reference=("reference", "mean"), diff=("d", "mean")
+        seeds=("d", "size"), method=("method", "mean"), reference=("reference", "mean"), difference=("d", "mean")
     ).reset_index()
     sd = g["d"].std(ddof=1).to_numpy()
     n = out["seeds"].to_numpy(dtype=np.float64)
     out["se"] = sd / np.sqrt(n)
     half = stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * out["se"].to_numpy()
-    out["ci_low"], out["ci_high"] = out["diff"] - half, out["diff"] + half
+    out["ci_low"], out["ci_high"] = out["difference"] - half, out["difference"] + half
     out["verdict"] = np.where(out["ci_high"] < 0, "worse", np.where(out["ci_low"] > 0, "better", "within noise"))
     out = out.rename(columns={"method": method, "reference": reference})
     out["_m"] = out["model"].map(order)
@@ -186,7 +186,7 @@ def load_curves(dirs: list[str]) -> pd.DataFrame:
 
 
 def _fmt(row: Any) -> str:
-    return f"{row.diff:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]"
+    return f"{row.difference:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
