@@ -113,8 +113,10 @@ def test_init_flags(tmp_path, items_csv, capsys):
     assert "2 uniform passes, stop at expected Spearman 0.9" in capsys.readouterr().out
     with Project.open(p, readonly=True) as project:
         assert project.hyper.stop_at == 0.9 and project.hyper.uniform_passes == 2
-    assert main(["init", str(tmp_path / "b.easl"), "--items", str(items_csv), "--stop-at", "0.9"]) == 1
-    assert "--stop-at needs --method aware" in capsys.readouterr().err
+    assert (
+        main(["init", str(tmp_path / "b.easl"), "--items", str(items_csv), "--method", "easl", "--stop-at", "0.9"]) == 1
+    )
+    assert "--stop-at needs --method aware (the method is easl)" in capsys.readouterr().err
     assert (
         main(["init", str(tmp_path / "c.easl"), "--items", str(items_csv), "--method", "aware", "--stop-at", "2"]) == 1
     )

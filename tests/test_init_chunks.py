@@ -68,7 +68,8 @@ def test_chunked_init_equals_whole_file_init(tmp_path: Path, capsys: pytest.Capt
     items = _write_csv(tmp_path / "items.csv", rows)
     whole = tmp_path / "whole.easl"
     Project.create(whole, read_items(items), HYPER).close()
-    assert main(["init", str(tmp_path / "cli.easl"), "--items", str(items), "--hit-size", "3", "--seed", "4"]) == 0
+    cli = ["init", str(tmp_path / "cli.easl"), "--items", str(items), "--hit-size", "3", "--seed", "4"]
+    assert main([*cli, "--method", HYPER.method]) == 0
     expected = _contents(whole)
     assert expected["journal"] == [("wal",)]
     assert json.loads(dict(expected["meta"])["item_columns"]) == ["topic"]

@@ -12,6 +12,11 @@ from core.errors import UserError
 # (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
 METHODS = ("easl", "ra", "trueskill", "da", "aware")
 PARTNER_POOLS = ("paper", "all")
+#: The method of a new project when --method is not given. Issue 10, item 6 makes it ``aware`` only if ``aware`` is
+#: never worse than DA beyond the seed noise from 3 scores per item on, in any annotator model; measured per budget
+#: (``python -m core.simulate.paired_budgets``; README, "Default method") it was, in M1 (annotators alike) on 2 of 4
+#: sets of 40 seeds, so the default stays the paper's EASL. A project file records its method either way.
+DEFAULT_METHOD = "easl"
 
 
 def register(subparsers) -> None:
@@ -30,10 +35,11 @@ def register(subparsers) -> None:
     p.add_argument(
         "--method",
         choices=METHODS,
-        default="easl",
-        help="posterior model: EASL, bounded ranking aggregation, TrueSkill, direct assessment, or "
-        "aware (annotator-aware: each annotator's offset, scale and reliability; rank intervals, "
-        "a stopping rule and annotator diagnostics) (default: easl)",
+        default=DEFAULT_METHOD,
+        help="posterior model: easl (the paper's EASL, as published), bounded ranking aggregation, TrueSkill, "
+        "direct assessment, or aware (annotator-aware: each annotator's offset, scale and reliability; rank "
+        "intervals, a stopping rule and annotator diagnostics; the README's 'Default method' says when it "
+        f"gains and why it is not the default) (default: {DEFAULT_METHOD})",
     )
     p.add_argument(
         "--uniform-passes",
