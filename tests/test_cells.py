@@ -55,3 +55,9 @@ def test_combine_codes_equal_tuples_alike(rows: list[tuple[int, int, int]]) -> N
     c = combine(*parts)
     assert len(c) == len(rows)
     assert all((c[i] == c[j]) == (rows[i] == rows[j]) for i in range(len(rows)) for j in range(len(rows)))
+
+
+def test_id_strings_of_integral_floats_beyond_int64() -> None:
+    """A float id at or above 2**63 keeps its value (it once wrapped to a negative int64)."""
+    got = id_strings(pd.Series([1e19, 12.0, -1e19, 2.0**63, 3.5, None], dtype=object)).tolist()
+    assert got == ["10000000000000000000", "12", "-10000000000000000000", "9223372036854775808", "3.5", None]

@@ -74,8 +74,13 @@ def id_strings(values: pd.Series) -> pd.Series:
         is_float = np.fromiter((isinstance(v, float) for v in s.tolist()), dtype=bool, count=len(s))
     if is_float.any():
         fl = s[is_float & ~missing].astype(np.float64)
-        integral = np.isfinite(fl.to_numpy()) & (fl.to_numpy() == np.round(fl.to_numpy()))
-        s.loc[fl.index[integral]] = fl[integral].astype(np.int64).astype(str).to_numpy()
+        values = fl.to_numpy()
+        integral = np.isfinite(values) & (values == np.round(values))
+        small = integral & (np.abs(values) < 2.0**63)  # int64 holds them; larger ones as Python ints (exact)
+        s.loc[fl.index[small]] = values[small].astype(np.int64).astype(str)
+        large = integral & ~small
+        if large.any():
+            s.loc[fl.index[large]] = np.asarray([str(int(v)) for v in values[large].tolist()], dtype=object)
     text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     text[missing | (text == "").to_numpy()] = None
     return text
