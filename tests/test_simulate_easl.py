@@ -246,6 +246,9 @@ def test_annotator_model_study_writes_csv_png_and_markdown(tmp_path, capsys):
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
     report = (out / "report.md").read_text()
     assert "Where aware gains nothing" in report and "--annotator-model M1,M4" in report
+    # issue 10, item 6: the check for the default method (60 items put aware's and DA's budgets on different
+    # grids, so there is no common budget: said, not a crash)
+    assert "aware vs da per budget" in report and "no verdict" in report
     budget = pd.read_csv(out / "tables" / "budget.csv")
     assert set(budget["method"]) == {"da", "da-z", "easl", "aware"} and set(budget["model"]) == {"M1", "M4"}
     curves = pd.read_csv(out / "tables" / "curves.csv")

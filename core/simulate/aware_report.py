@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from core.simulate import figures
+from core.simulate.paired_budgets import MIN_PER_ITEM, report_section
 from core.simulate.report import Report
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL", "aware": "aware"}
@@ -114,6 +115,8 @@ def write_report(
             + (", ".join(none) if none else "none of the annotator models run")
             + "."
         )
+        if (curves["per_item"] >= MIN_PER_ITEM).any() and curves["seed"].nunique() >= 2:
+            report_section(rep, curves)  # issue 10, item 6: the condition for the default method
     for name, caption in (
         ("coverage", "Empirical coverage of the 95% rank intervals (aware) at 5 and 10 scores per item"),
         (

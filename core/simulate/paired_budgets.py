@@ -149,9 +149,12 @@ def report_section(rep: Report, curves: pd.DataFrame, *, method: str = "aware", 
     the worst budget of each model and measure, and the full table as ``tables/vs_da_per_budget.csv``. Returns
     :func:`never_worse`."""
     table = paired_by_budget(curves, method=method, reference=reference)
+    rep.heading(f"{method} vs {reference} per budget (from {MIN_PER_ITEM:g} scores per item)")
+    if table.empty:  # e.g. item counts whose batches put the methods' budgets on different grids
+        rep.paragraph(f"No budget of {MIN_PER_ITEM:g} scores per item or more was run by both methods: no verdict.")
+        return False
     verdict = never_worse(table)
     worse = table[table["verdict"] == "worse"]
-    rep.heading(f"{method} vs {reference} per budget (from {MIN_PER_ITEM:g} scores per item)")
     rep.paragraph(
         f"Paired difference {method} - {reference} in Spearman and Kendall over {int(table['seeds'].min())} seeds, "
         "95% t interval; 'worse' when the interval lies entirely below 0. "
