@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,6 +81,26 @@ class Prepared:
     batch: Batch
     hit_ids: list[str]
     fingerprint: tuple[Any, ...]
+
+
+@dataclass
+class Carry:
+    """What one ingest of several chunks (:meth:`Observations.ingest_chunks`) carries from chunk to chunk, all
+    written once before its commit instead of once per chunk: the model state with its log position, whether the
+    ``aware`` model must be refitted, and the HITs whose status may have changed.
+
+    Attributes
+    ----------
+    state : the model arrays updated so far (None: not loaded yet).
+    seq : the log position they reflect.
+    refit : True when the live log must be refitted (``Model.refit_on_change``).
+    hits : ids of the HITs to refresh.
+    """
+
+    state: dict[str, NDArray[Any]] | None = None
+    seq: int = 0
+    refit: bool = False
+    hits: set[str] = field(default_factory=set)
 
 
 def named_hits(frame: pd.DataFrame) -> list[str]:

@@ -19,6 +19,7 @@ import numpy as np
 
 from core.errors import InvalidRows
 from core.store.batches import (
+    Carry,
     IngestReport,
     Prepared,
     conflict_rejects,
@@ -207,6 +208,7 @@ class Observations(Retractions):
         rejects: list[pd.DataFrame] = []
         messages: list[str] = []
         name = source
+        carry = Carry()
         with self._writing() as conn:
             since = max_seq(conn) + 1
             for chunk in chunks:
@@ -222,7 +224,7 @@ class Observations(Retractions):
                 # after a reject without skip_invalid nothing is kept (the transaction is rolled back), but the
                 # rows are still looked up so that every conflict is listed
                 conflicts = self._append(
-                    conn, batch, source, part, since=since, dry=bool(messages) and not skip_invalid
+                    conn, batch, source, part, since=since, dry=bool(messages) and not skip_invalid, carry=carry
                 )
                 if conflicts is not None:
                     rejects.append(conflicts[0])
@@ -241,6 +243,7 @@ class Observations(Retractions):
                     messages=messages,
                     path=name,
                 )
+            self._finish(conn, carry)
             if report.rejected:
                 record_rejects(conn, report.rejects, source)
             if before_commit is not None:
@@ -256,8 +259,12 @@ class Observations(Retractions):
         *,
         since: int | None = None,
         dry: bool = False,
+        carry: Carry | None = None,
     ) -> tuple[pd.DataFrame, list[str]] | None:
         """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
+
+        With ``carry``, the state and the touched HITs are carried for the caller to write once
+        (:meth:`_finish`); without, they are written now.
 
         With ``since`` (a log position), a row whose key has a live score appended at ``since`` or later that
         differs is a conflict with an earlier chunk of the same input: it is not appended, and its reject and
@@ -350,22 +357,33 @@ class Observations(Retractions):
             groups = pd.factorize(add["group"])[0].astype(np.int64)
         else:  # commutative models ignore them
             groups = np.zeros(len(add), dtype=np.int64)
+        old_hits = {r[4] for r, dup in zip(found, same.tolist()) if not dup and r[4] is not None}
+        touched = set(add["hit_id"].dropna().tolist()) | old_hits
+        last = int(seqs[-1])
+        own = carry is None
+        carry = Carry() if carry is None else carry
+        carry.seq, carry.hits = last, carry.hits | touched
         if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)
-            state = self._refit(conn)
-        elif self.model.order_dependent:
-            if report.superseded or group_seen:
-                state = self._replay(conn)[0]
-                report.rebuilt = True
-            else:
-                state = load_state(conn)
-                self.model.apply(state, items, s01, groups)
+            carry.refit = True
+        elif self.model.order_dependent and (report.superseded or group_seen):
+            carry.state = self._replay(conn)[0]
+            report.rebuilt = True
         else:
-            state = load_state(conn)
+            state = load_state(conn) if carry.state is None else carry.state
             if report.superseded:
                 sup = ~same
                 self.model.apply(state, old_item[sup], old01[sup], np.zeros(int(sup.sum()), dtype=np.int64), sign=-1)
             self.model.apply(state, items, s01, groups)
-        self._save_state(conn, state, int(seqs[-1]))
-        old_hits = {r[4] for r, dup in zip(found, same.tolist()) if not dup and r[4] is not None}
-        refresh_hits(conn, sorted(set(add["hit_id"].dropna().tolist()) | old_hits))
+            carry.state = state
+        if own:
+            self._finish(conn, carry)
         return conflicts
+
+    def _finish(self, conn: sqlite3.Connection, carry: Carry) -> None:
+        """Write what an ingest carried (:class:`core.store.batches.Carry`): the model state (refitted first for
+        ``aware``) and the status of the touched HITs."""
+        if carry.refit:
+            carry.state = self._refit(conn)
+        if carry.state is not None:
+            self._save_state(conn, carry.state, carry.seq)
+        refresh_hits(conn, sorted(carry.hits))
