@@ -44,6 +44,52 @@ def strings(text: str) -> pa.Array:
     return pa.array(json.loads(text), type=pa.large_string())
 
 
+def joined_strings(blob: bytes | None, count: int) -> pa.Array | None:
+    """The ``count`` strings of ``blob``, their UTF-8 bytes joined by NUL bytes (SQLite's
+    ``CAST(group_concat(x, char(0)) AS BLOB)``), as an Arrow string array; None when ``blob`` holds another number
+    of NUL bytes than ``count - 1`` (a string with a NUL byte of its own: read them as JSON instead).
+
+    String ``i`` lies between separators ``i - 1`` and ``i``; with the separators removed it starts ``i`` bytes
+    earlier, so its offset is ``separator[i - 1] + 1 - i``: one pass of numpy, no Python object per string (a
+    quarter of the time of :func:`strings`, and SQLite joins without escaping)."""
+    import pyarrow as pa
+
+    data = np.frombuffer(blob or b"", dtype=np.uint8)
+    separator = data == 0
+    at = np.flatnonzero(separator)
+    if at.size != max(count - 1, 0):
+        return None
+    offsets = np.empty(count + 1, dtype=np.int64)
+    offsets[0] = 0
+    if count:
+        np.subtract(at, np.arange(at.size, dtype=np.int64), out=offsets[1:count])
+        offsets[count] = data.size - at.size
+    chars = np.ascontiguousarray(data[~separator]) if at.size else data
+    return pa.Array.from_buffers(pa.large_string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+
+
+def padded_ids(prefix: str, numbers: NDArray[Any], digits: int, repeat: int = 1) -> pa.Array:
+    """The strings ``prefix`` + each of ``numbers`` zero-padded to ``digits`` digits (``0 <= number <
+    10**digits``; ``core.store.hit_rows.hit_ids``), each ``repeat`` times in a row, built as bytes with numpy:
+    every string has the same length, so the offsets are multiples of it."""
+    import pyarrow as pa
+
+    head = np.frombuffer(prefix.encode(), dtype=np.uint8)
+    numbers = np.asarray(numbers, dtype=np.int64)
+    if numbers.size and (numbers.min() < 0 or numbers.max() >= 10**digits):
+        raise ValueError(f"padded_ids: numbers must lie in 0..{10**digits - 1}")
+    width = head.size + digits
+    rows = np.empty((numbers.size, width), dtype=np.uint8)
+    rows[:, : head.size] = head
+    powers = 10 ** np.arange(digits - 1, -1, -1, dtype=np.int64)
+    rows[:, head.size :] = numbers[:, None] // powers % 10 + 0x30
+    if repeat != 1:
+        rows = np.repeat(rows, repeat, axis=0)
+    n = rows.shape[0]
+    offsets = np.arange(n + 1, dtype=np.int64) * width
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(rows.reshape(-1))])
+
+
 def integers(values: NDArray[Any]) -> pa.Array:
     """An integer numpy array as an Arrow int64 array (its buffer)."""
     import pyarrow as pa

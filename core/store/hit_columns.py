@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.arrow_columns import integers, strings, write_csv
+from core.store.arrow_columns import integers, joined_strings, padded_ids, strings, write_csv
 from core.store.db import fill_temp
+from core.store.hit_rows import hit_id_parts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -152,8 +153,9 @@ def _with_items(
     item_names: list[str],
     n_items: int,
 ) -> HitColumns:
-    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns."""
-    cells, at = read_item_cells(conn, item, item_names, n_items)
+    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns (none
+    read when ``item_names`` is empty: ``cells`` is empty and ``at`` is ``item``)."""
+    cells, at = read_item_cells(conn, item, item_names, n_items) if item_names else ([], item)
     return HitColumns(
         hit_ids=ids_text,
         iteration=its,
@@ -171,17 +173,37 @@ def read_item_cells(
 ) -> tuple[list[str], NDArray[Any]]:
     """``(cells, at)``: the ``names`` columns of ``items`` (one JSON array each) and, per entry of ``item``, its
     row in them. A sequential scan of every item when ``item`` covers a large share of them, else by index."""
+    source, at = _item_source(conn, item, n_items)
     select = ", ".join(f"json_group_array({c})" for c in names)
+    return list(conn.execute(f"SELECT {select} FROM ({source})").fetchone()), at
+
+
+def _item_source(conn: sqlite3.Connection, item: NDArray[Any], n_items: int) -> tuple[str, NDArray[Any]]:
+    """``(query, at)``: the rows of ``items`` that ``item`` refers to, in index order (every item when ``item``
+    covers a large share of them: a sequential scan), and per entry of ``item`` its row in them."""
     if item.size * 8 >= n_items:
-        row = conn.execute(f"SELECT {select} FROM (SELECT {', '.join(names)} FROM items ORDER BY idx)").fetchone()
-        return list(row), item
+        return "SELECT * FROM items ORDER BY idx", item
     wanted = np.unique(item)
     fill_temp(conn, "_items", wanted.tolist())
-    row = conn.execute(
-        f"SELECT {select} FROM (SELECT {', '.join(names)} FROM items "
-        "WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx)"
-    ).fetchone()
-    return list(row), np.searchsorted(wanted, item)
+    return "SELECT * FROM items WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx", np.searchsorted(wanted, item)
+
+
+def read_item_strings(
+    conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
+) -> tuple[list[pa.Array], NDArray[Any]]:
+    """:func:`read_item_cells` as Arrow string arrays: each column of ``names`` is read as one text of NUL-joined
+    values (:func:`core.store.arrow_columns.joined_strings`), or as a JSON array when a value holds a NUL byte."""
+    source, at = _item_source(conn, item, n_items)
+    joined = ", ".join(f"CAST(group_concat({c}, char(0)) AS BLOB)" for c in names)
+    count, *blobs = conn.execute(f"SELECT COUNT(*), {joined} FROM ({source})").fetchone()
+    arrays = []
+    for name, blob in zip(names, blobs):
+        array = joined_strings(blob, count)
+        if array is None:  # a value with a NUL byte of its own
+            (text,) = conn.execute(f"SELECT json_group_array({name}) FROM ({source})").fetchone()
+            array = strings(text)
+        arrays.append(array)
+    return arrays, at
 
 
 @dataclass(frozen=True)
@@ -208,26 +230,48 @@ class LongHits:
             write_csv(self.table, tmp)
 
 
-def long_hits(cols: HitColumns | None, item_columns: list[str]) -> LongHits:
-    """The long form of ``cols`` (read with ``item_id, text`` and, with ``item_columns``, ``data``); an item's
-    extra column named like a long-form column is left out."""
+def long_hits(conn: sqlite3.Connection, cols: HitColumns | None, item_columns: list[str], n_items: int) -> LongHits:
+    """The long form of ``cols``: read without item columns, whose ``item_id`` and ``text`` are read here
+    (:func:`read_item_strings`), or, with ``item_columns``, read with ``item_id, text, data`` (:func:`long_frame`;
+    an item's extra column named like a long-form column is left out)."""
     if item_columns or cols is None:
         return LongHits(n_hits=0 if cols is None else cols.n_hits, frame=long_frame(cols, item_columns))
+    hit_id = strings(cols.hit_ids).take(integers(cols.owner))
+    table = long_table(conn, hit_id, cols.iteration[cols.owner], cols.position, cols.item, n_items)
+    return LongHits(n_hits=cols.n_hits, table=table)
+
+
+def started_long_hits(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], n_items: int) -> LongHits:
+    """The long form of an iteration's HITs just recorded by ``core.store.hit_rows.insert_iteration`` (every one
+    open, items without extra columns), from the HITs chosen (``hits``: rows of item positions, at least one) rather
+    than read back: HIT ``j`` is ``it{iteration}-{j}`` and holds ``hits[j]`` at positions ``0 .. width - 1``."""
+    n_hits, width = hits.shape
+    prefix, digits = hit_id_parts(iteration, n_hits)
+    hit_id = padded_ids(prefix, np.arange(n_hits), digits, repeat=width)
+    rows = n_hits * width
+    position = np.tile(np.arange(width, dtype=np.int64), n_hits)
+    table = long_table(conn, hit_id, np.full(rows, iteration, dtype=np.int64), position, hits.reshape(-1), n_items)
+    return LongHits(n_hits=n_hits, table=table)
+
+
+def long_table(
+    conn: sqlite3.Connection,
+    hit_id: pa.Array,
+    iteration: NDArray[Any],
+    position: NDArray[Any],
+    item: NDArray[Any],
+    n_items: int,
+) -> pa.Table:
+    """The long form's Arrow table from its columns per row (``item``: the item's position in the model arrays),
+    with the items' ``item_id`` and ``text`` read by :func:`read_item_strings` and gathered by Arrow's ``take``."""
     import pyarrow as pa
 
-    owner = integers(cols.owner)
-    at = integers(cols.at)
-    table = pa.Table.from_arrays(
-        [
-            strings(cols.hit_ids).take(owner),
-            integers(cols.iteration).take(owner),
-            integers(cols.position),
-            strings(cols.cells[0]).take(at),
-            strings(cols.cells[1]).take(at),
-        ],
+    (item_id, text), at = read_item_strings(conn, item, ["item_id", "text"], n_items)
+    rows = integers(at)
+    return pa.Table.from_arrays(
+        [hit_id, integers(iteration), integers(position), item_id.take(rows), text.take(rows)],
         names=list(LONG_COLUMNS),
     )
-    return LongHits(n_hits=cols.n_hits, table=table)
 
 
 def long_frame(cols: HitColumns | None, item_columns: list[str]) -> pd.DataFrame:

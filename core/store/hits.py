@@ -21,7 +21,14 @@ from core.store.choosing import choose_hits, stop_decision
 from core.store.choosing import stop_rng as stop_rng  # re-exported
 from core.store.db import Connected, fill_temp, max_seq, read_columns
 from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
-from core.store.hit_columns import HitColumns, LongHits, long_frame, long_hits, read_hit_columns
+from core.store.hit_columns import (
+    HitColumns,
+    LongHits,
+    long_frame,
+    long_hits,
+    read_hit_columns,
+    started_long_hits,
+)
 from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
 from core.store.hit_rows import hit_ids as hit_ids  # re-exported
 from core.store.hit_rows import insert_iteration as insert_iteration  # re-exported (core.store.project)
@@ -115,21 +122,37 @@ class Hits(Connected):
             for hit_id, iteration, a, b in zip(ids, cols.iteration.tolist(), starts, ends)
         ]
 
-    def _open_hit_columns(self, every_iteration: bool) -> HitColumns | None:
-        with self._reading() as conn:
-            if every_iteration:
-                return self._hit_columns(conn, "h.status = 'open'", ())
-            return self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+    def _open_hit_columns(self, conn: sqlite3.Connection, every_iteration: bool) -> HitColumns | None:
+        if every_iteration:
+            return self._hit_columns(conn, "h.status = 'open'", ())
+        return self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
 
     def open_hits_long(self, *, every_iteration: bool = False) -> LongHits:
         """:meth:`open_hits` in long form (:class:`core.store.hit_columns.LongHits`, written by its ``write_csv``
         without a pandas DataFrame when the items have no extra columns): ``easl next --output hits.csv``."""
-        return long_hits(self._open_hit_columns(every_iteration), self._item_columns)
+        with self._reading() as conn:
+            if self._item_columns:
+                return long_hits(conn, self._open_hit_columns(conn, every_iteration), self._item_columns, self.n_items)
+            where = "h.status = 'open'" if every_iteration else "h.iteration = ? AND h.status = 'open'"
+            params = () if every_iteration else (self.iteration(),)
+            cols = read_hit_columns(conn, where, params, [], self.n_items)  # item_id and text: by long_hits
+            return long_hits(conn, cols, [], self.n_items)
+
+    def next_hits_long(self) -> LongHits:
+        """:meth:`next_hits` in long form (:meth:`open_hits_long`): ``easl next --output hits.csv``. One
+        transaction. When it starts an iteration of HITs of items without extra columns, the long form is built
+        from the HITs chosen (``core.store.hit_columns.started_long_hits``) instead of read back from the file."""
+        with self._writing() as conn:
+            started = self._start_iteration(conn)
+            if started is not None and started[1].size and not self._item_columns:
+                return started_long_hits(conn, started[0], started[1], self.n_items)
+            return self.open_hits_long()
 
     def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
         """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
         position, item_id, text`` and the items' extra columns (README, ``easl next --output hits.csv``)."""
-        return long_frame(self._open_hit_columns(every_iteration), self._item_columns)
+        with self._reading() as conn:
+            return long_frame(self._open_hit_columns(conn, every_iteration), self._item_columns)
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
@@ -168,21 +191,24 @@ class Hits(Connected):
         ``default_rng([seed, t])``.
         """
         with self._writing() as conn:
-            it = self.iteration()
-            n_open = conn.execute(
-                "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)
-            ).fetchone()[0]
-            if n_open:
-                return False
-            hyper = self.hyper
-            state = load_state(conn)
-            decision = stop_decision(self.model, hyper, state, _state_seq(conn))
-            if decision is not None and decision.stop:
-                return False  # the stopping rule says the target is reached: no new iteration
-            k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-            hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
-            insert_iteration(conn, it + 1, hits, max_seq(conn))
-            return True
+            return self._start_iteration(conn) is not None
+
+    def _start_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
+        """:meth:`advance` inside the caller's transaction: ``(iteration, hits)`` of the iteration started (its
+        HITs as rows of item positions), or None when none was."""
+        it = self.iteration()
+        n_open = conn.execute("SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)).fetchone()[0]
+        if n_open:
+            return None
+        hyper = self.hyper
+        state = load_state(conn)
+        decision = stop_decision(self.model, hyper, state, _state_seq(conn))
+        if decision is not None and decision.stop:
+            return None  # the stopping rule says the target is reached: no new iteration
+        k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
+        hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
+        insert_iteration(conn, it + 1, hits, max_seq(conn))
+        return it + 1, hits
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
