@@ -14,6 +14,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from core.models import Hyper
 from core.store import Project
@@ -61,20 +62,24 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def run_iterations(tmp_path, long: bool) -> list[str]:
-    """Digests of iterations 0, 1, 2: of the long CSV (``long``) or of the JSONL records."""
+def run_iterations(tmp_path, how: str) -> list[str]:
+    """Digests of iterations 0, 1, 2: of the long CSV (``how``: ``"csv"``, written by ``Hits.next_hits_csv`` as
+    ``easl next --output hits.csv`` does; ``"long"``, by ``Hits.next_hits_long``) or of the JSONL records
+    (``"records"``)."""
     out = []
     rng = np.random.default_rng(7)
-    path = tmp_path / ("long.easl" if long else "records.easl")
-    with Project.create(path, tricky_items(), Hyper(method="easl", hit_size=5, seed=3)) as p:
+    with Project.create(tmp_path / f"{how}.easl", tricky_items(), Hyper(method="easl", hit_size=5, seed=3)) as p:
         for it in range(3):
-            if long:
-                csv = tmp_path / f"hits{it}.csv"
+            csv = tmp_path / f"hits{it}.csv"
+            if how == "csv":
+                assert p.next_hits_csv(csv) == (-(-N_ITEMS // 5) if it == 0 else N_ITEMS // 5)
+            elif how == "long":
                 p.next_hits_long().write_csv(csv)
-                out.append(digest(csv.read_bytes()))
             hits = p.next_hits()
-            if not long:
+            if how == "records":
                 out.append(digest("".join(json.dumps(h, ensure_ascii=False) + "\n" for h in hits).encode()))
+            else:
+                out.append(digest(csv.read_bytes()))
             assert p.iteration() == it
             p.ingest(scores(hits, rng), source=f"s{it}")
     return out
@@ -86,12 +91,13 @@ EXPECTED_RECORDS = ["3ef85a27a35cdd8e", "a4034cf9d2899671", "bf6387118f8d50cb"]
 EXPECTED_STREAMING = "22524dcf393608c4"
 
 
-def test_long_csv_of_iterations_0_1_2_is_unchanged(tmp_path):
-    assert run_iterations(tmp_path, long=True) == EXPECTED_LONG
+@pytest.mark.parametrize("how", ["csv", "long"])
+def test_long_csv_of_iterations_0_1_2_is_unchanged(tmp_path, how):
+    assert run_iterations(tmp_path, how) == EXPECTED_LONG
 
 
 def test_hit_records_of_iterations_0_1_2_are_unchanged(tmp_path):
-    assert run_iterations(tmp_path, long=False) == EXPECTED_RECORDS
+    assert run_iterations(tmp_path, "records") == EXPECTED_RECORDS
 
 
 def test_long_csv_of_open_hits_of_several_iterations_is_unchanged(tmp_path):

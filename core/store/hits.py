@@ -10,6 +10,7 @@ Iteration 0 covers every item once (``core.selection.first_iteration_hits``); it
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from numpy.typing import NDArray
 from core.store.choosing import _state_seq as _state_seq  # re-exported (core.store.output)
 from core.store.choosing import choose_hits, stop_decision
 from core.store.choosing import stop_rng as stop_rng  # re-exported
-from core.store.db import Connected, fill_temp, max_seq, read_columns
+from core.store.db import Connected, connect, fill_temp, max_seq, read_columns
 from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
 from core.store.hit_columns import (
     HitColumns,
@@ -196,6 +197,14 @@ class Hits(Connected):
     def _start_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
         """:meth:`advance` inside the caller's transaction: ``(iteration, hits)`` of the iteration started (its
         HITs as rows of item positions), or None when none was."""
+        chosen = self._choose_iteration(conn)
+        if chosen is not None:
+            insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
+        return chosen
+
+    def _choose_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
+        """``(iteration, hits)`` of the iteration :meth:`advance` would start, not yet recorded; None when the
+        current one has open HITs or the stopping rule is met."""
         it = self.iteration()
         n_open = conn.execute("SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)).fetchone()[0]
         if n_open:
@@ -207,8 +216,45 @@ class Hits(Connected):
             return None  # the stopping rule says the target is reached: no new iteration
         k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
         hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
-        insert_iteration(conn, it + 1, hits, max_seq(conn))
         return it + 1, hits
+
+    def next_hits_csv(self, path: str | os.PathLike[str]) -> int:
+        """:meth:`next_hits_long` written to ``path`` as CSV (``easl next --output hits.csv``); returns the number
+        of HITs. One transaction; the file is written under a temporary name and renamed into place after the
+        commit, so that it appears only with the HITs it lists (on any error, neither does).
+
+        When a new iteration of HITs of items without extra columns starts, its rows are recorded
+        (:func:`insert_iteration`: SQLite, which runs without holding the GIL) in a second thread while this one
+        reads the items through a read-only connection of its own (items never change after ``easl init``) and
+        writes the file from the HITs chosen (``core.store.hit_columns.started_long_hits``): on two cores the
+        two take about the same time, and the file holds the same bytes as :meth:`next_hits_long` writes.
+        """
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        from core.outputs import atomic_outputs
+
+        with atomic_outputs([path]) as (tmp,), self._writing() as conn:
+            chosen = self._choose_iteration(conn)
+            if chosen is None or not chosen[1].size or self._item_columns:
+                if chosen is not None:
+                    insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
+                long = self.open_hits_long()
+                long.write_csv_to(tmp, path)
+                return long.n_hits
+            iteration, hits = chosen
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                recorded = pool.submit(insert_iteration, conn, iteration, hits, max_seq(conn))
+                try:
+                    reader = connect(self.path, readonly=True)
+                    try:
+                        long = started_long_hits(reader, iteration, hits, self.n_items)
+                    finally:
+                        reader.close()
+                    long.write_csv_to(tmp, path)
+                finally:
+                    wait([recorded])  # the connection is free again before a rollback
+            recorded.result()  # the insert's error, if any (rolls the transaction back)
+            return long.n_hits
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""

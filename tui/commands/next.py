@@ -49,9 +49,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{args.output}: HITs are written as .jsonl or .csv, not {fmt}.")
     stop = None
     with Project.open(args.project) as project:
-        if fmt == "csv":  # column-wise, without a record per item
-            long = project.next_hits_long()
-            n_hits = long.n_hits
+        if fmt == "csv":  # column-wise, without a record per item, written before the commit, renamed after
+            n_hits = project.next_hits_csv(args.output)
         else:
             hits = project.next_hits()
             n_hits = len(hits)
@@ -67,8 +66,6 @@ def run(args: argparse.Namespace) -> int:
         from core.tables import write_jsonl_records
 
         write_jsonl_records(hits, args.output)
-    else:
-        long.write_csv(args.output)
     where = f" to {args.output}" if args.output else ""
     if stop is not None and stop["reached"]:
         print(
