@@ -79,7 +79,7 @@ def padded_ids(prefix: str, numbers: NDArray[Any], digits: int, repeat: int = 1)
     if numbers.size and (numbers.min() < 0 or numbers.max() >= 10**digits):
         raise ValueError(f"padded_ids: numbers must lie in 0..{10**digits - 1}")
     width = head.size + digits
-    rows = np.empty((numbers.size, width), dtype=np.uint8)
+    rows: NDArray[np.uint8] = np.empty((numbers.size, width), dtype=np.uint8)
     rows[:, : head.size] = head
     powers = 10 ** np.arange(digits - 1, -1, -1, dtype=np.int64)
     rows[:, head.size :] = numbers[:, None] // powers % 10 + 0x30
