@@ -1,7 +1,8 @@
 """The column builders of ``easl next --output hits.csv`` against the slower ones they replace: HIT ids built with
-numpy (``padded_ids``) against ``hit_ids``, NUL-joined strings (``joined_strings``) against the JSON reader
-(``strings``), and the file of a new iteration (built from the HITs chosen, the items read by key when they are few)
-against the long form read back from the project and written by pandas' route (``core.tables.write_table``)."""
+numpy (``hit_id_bytes``, ``fixed_strings``, ``json_strings``) against ``hit_ids``, the JSON arrays of item positions
+(``json_integers``) against ``json``, NUL-joined strings (``joined_strings``) against the JSON reader (``strings``),
+and the file of a new iteration (built from the HITs chosen, the items read by key when they are few) against the
+long form read back from the project and written by pandas' route (``core.tables.write_table``)."""
 
 from __future__ import annotations
 
@@ -15,23 +16,46 @@ from hypothesis import strategies as st
 
 from core.models import Hyper
 from core.store import Project
-from core.store.arrow_columns import joined_strings, padded_ids, strings
-from core.store.hit_rows import hit_id_parts, hit_ids
+from core.store.arrow_columns import fixed_strings, joined_strings, strings
+from core.store.hit_rows import hit_id_bytes, hit_ids, json_integers, json_strings
 from core.tables import write_table
 from tests.test_next_output import scores, tricky_items
 
 
 @settings(max_examples=60, deadline=None)
-@given(iteration=st.integers(0, 10_000), n_hits=st.integers(0, 2_000), repeat=st.integers(1, 4))
-def test_padded_ids_are_the_hit_ids(iteration, n_hits, repeat):
-    prefix, digits = hit_id_parts(iteration, n_hits)
-    built = padded_ids(prefix, np.arange(n_hits), digits, repeat=repeat).to_pylist()
-    assert built == [h for h in hit_ids(iteration, n_hits) for _ in range(repeat)]
+@given(iteration=st.integers(0, 10_000), n_hits=st.integers(0, 2_000), data=st.data())
+def test_hit_id_bytes_are_the_hit_ids(iteration, n_hits, data):
+    lo = data.draw(st.integers(0, n_hits))
+    hi = data.draw(st.integers(lo, n_hits))
+    ids = hit_ids(iteration, n_hits)
+    rows = hit_id_bytes(iteration, n_hits, lo, hi)
+    assert [r.tobytes().decode() for r in rows] == ids[lo:hi]
+    assert fixed_strings(rows).to_pylist() == ids[lo:hi]
+    assert json.loads(json_strings(rows)) == ids[lo:hi]
 
 
-def test_padded_ids_refuse_numbers_wider_than_the_digits():
-    with pytest.raises(ValueError, match="0..99"):
-        padded_ids("it1-", np.array([100]), 2)
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 10**12), max_size=50))
+def test_json_integers_read_as_the_integers(values):
+    text = json_integers(np.array(values, dtype=np.int64))
+    assert json.loads(text) == values
+    assert len({len(part) for part in text[1:-1].split(",")}) <= 1  # one width: right-aligned with blanks
+
+
+def test_json_integers_refuse_negative_values():
+    with pytest.raises(ValueError, match=">= 0"):
+        json_integers(np.array([3, -1]))
+
+
+def test_insert_iteration_records_the_ids_and_items_of_the_hits(tmp_path):
+    hits = np.random.default_rng(0).permutation(200)[:115].reshape(23, 5)
+    with Project.create(tmp_path / "p.easl", tricky_items(200), Hyper(method="easl", hit_size=5)) as p:
+        p.ingest(scores(p.next_hits(), np.random.default_rng(1)), source="s")  # iteration 0 complete
+        p.add_hits(hits[:, :3])  # 23 HITs of 3: iteration 1
+        records = p.hits(1)
+    index = list(tricky_items(200)["item_id"])
+    assert [r["hit_id"] for r in records] == hit_ids(1, 23)
+    assert [[index.index(i["item_id"]) for i in r["items"]] for r in records] == hits[:, :3].tolist()
 
 
 @settings(max_examples=200, deadline=None)

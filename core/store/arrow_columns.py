@@ -68,26 +68,15 @@ def joined_strings(blob: bytes | None, count: int) -> pa.Array | None:
     return pa.Array.from_buffers(pa.large_string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
 
 
-def padded_ids(prefix: str, numbers: NDArray[Any], digits: int, repeat: int = 1) -> pa.Array:
-    """The strings ``prefix`` + each of ``numbers`` zero-padded to ``digits`` digits (``0 <= number <
-    10**digits``; ``core.store.hit_rows.hit_ids``), each ``repeat`` times in a row, built as bytes with numpy:
-    every string has the same length, so the offsets are multiples of it."""
+def fixed_strings(rows: NDArray[np.uint8]) -> pa.Array:
+    """Strings of one length, given as rows of UTF-8 bytes (shape ``(n, width)``; e.g.
+    ``core.store.hit_rows.hit_id_bytes``), as an Arrow string array: the offsets are multiples of the width."""
     import pyarrow as pa
 
-    head = np.frombuffer(prefix.encode(), dtype=np.uint8)
-    numbers = np.asarray(numbers, dtype=np.int64)
-    if numbers.size and (numbers.min() < 0 or numbers.max() >= 10**digits):
-        raise ValueError(f"padded_ids: numbers must lie in 0..{10**digits - 1}")
-    width = head.size + digits
-    rows: NDArray[np.uint8] = np.empty((numbers.size, width), dtype=np.uint8)
-    rows[:, : head.size] = head
-    powers = 10 ** np.arange(digits - 1, -1, -1, dtype=np.int64)
-    rows[:, head.size :] = numbers[:, None] // powers % 10 + 0x30
-    if repeat != 1:
-        rows = np.repeat(rows, repeat, axis=0)
-    n = rows.shape[0]
+    n, width = rows.shape
     offsets = np.arange(n + 1, dtype=np.int64) * width
-    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(rows.reshape(-1))])
+    data = np.ascontiguousarray(rows).reshape(-1)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def integers(values: NDArray[Any]) -> pa.Array:

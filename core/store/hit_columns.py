@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.arrow_columns import integers, joined_strings, padded_ids, strings, write_csv
+from core.store.arrow_columns import fixed_strings, integers, joined_strings, strings, write_csv
 from core.store.db import fill_temp
-from core.store.hit_rows import hit_id_parts
+from core.store.hit_rows import hit_id_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -264,8 +264,7 @@ def started_long_hits(conn: sqlite3.Connection, iteration: int, hits: NDArray[An
     open, items without extra columns), from the HITs chosen (``hits``: rows of item positions, at least one) rather
     than read back: HIT ``j`` is ``it{iteration}-{j}`` and holds ``hits[j]`` at positions ``0 .. width - 1``."""
     n_hits, width = hits.shape
-    prefix, digits = hit_id_parts(iteration, n_hits)
-    hit_id = padded_ids(prefix, np.arange(n_hits), digits, repeat=width)
+    hit_id = fixed_strings(np.repeat(hit_id_bytes(iteration, n_hits), width, axis=0))
     rows = n_hits * width
     position = np.tile(np.arange(width, dtype=np.int64), n_hits)
     table = long_table(conn, hit_id, np.full(rows, iteration, dtype=np.int64), position, hits.reshape(-1), n_items)
