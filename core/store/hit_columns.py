@@ -178,16 +178,19 @@ def read_item_cells(
     return list(conn.execute(f"SELECT {select} FROM {source}").fetchone()), at
 
 
+EVERY_ITEM = "items NOT INDEXED"  # every item, in index order: a scan of the table's B-tree (never the id index)
+
+
 def _item_source(
     conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
 ) -> tuple[str, NDArray[Any]]:
     """``(source, at)``: the rows of ``items`` that ``item`` refers to, in index order, as a ``FROM`` source with
     the columns ``names``, and per entry of ``item`` its row in them. When ``item`` covers a large share of the
-    items, every item: a scan of the table's B-tree, which visits the rows in key (``idx``) order (``NOT
-    INDEXED``: never the index on ``item_id``), without a subquery that would copy every value once more (a third of
-    the reading time). Otherwise the wanted rows by key."""
+    items, every item (:data:`EVERY_ITEM`): a scan of the table's B-tree, which visits the rows in key (``idx``)
+    order, without a subquery that would copy every value once more (a third of the reading time). Otherwise the
+    wanted rows by key."""
     if item.size * 8 >= n_items:
-        return "items NOT INDEXED", item
+        return EVERY_ITEM, item
     wanted = np.unique(item)
     fill_temp(conn, "_items", wanted.tolist())
     source = f"(SELECT {', '.join(names)} FROM items WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx)"
@@ -197,9 +200,15 @@ def _item_source(
 def read_item_strings(
     conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
 ) -> tuple[list[pa.Array], NDArray[Any]]:
-    """:func:`read_item_cells` as Arrow string arrays: each column of ``names`` is read as one text of NUL-joined
-    values (:func:`core.store.arrow_columns.joined_strings`), or as a JSON array when a value holds a NUL byte."""
+    """:func:`read_item_cells` as Arrow string arrays (:func:`read_strings`)."""
     source, at = _item_source(conn, item, names, n_items)
+    return read_strings(conn, source, names), at
+
+
+def read_strings(conn: sqlite3.Connection, source: str, names: list[str]) -> list[pa.Array]:
+    """The text columns ``names`` of the rows of ``source`` (e.g. :data:`EVERY_ITEM`) as Arrow string arrays: each
+    read as one text of NUL-joined values (:func:`core.store.arrow_columns.joined_strings`), or as a JSON array
+    when a value holds a NUL byte."""
     joined = ", ".join(f"CAST(group_concat({c}, char(0)) AS BLOB)" for c in names)
     count, *blobs = conn.execute(f"SELECT COUNT(*), {joined} FROM {source}").fetchone()
     arrays = []
@@ -209,7 +218,7 @@ def read_item_strings(
             (text,) = conn.execute(f"SELECT json_group_array({name}) FROM {source}").fetchone()
             array = strings(text)
         arrays.append(array)
-    return arrays, at
+    return arrays
 
 
 @dataclass(frozen=True)
@@ -255,35 +264,34 @@ def long_hits(conn: sqlite3.Connection, cols: HitColumns | None, item_columns: l
     if item_columns or cols is None:
         return LongHits(n_hits=0 if cols is None else cols.n_hits, frame=long_frame(cols, item_columns))
     hit_id = strings(cols.hit_ids).take(integers(cols.owner))
-    table = long_table(conn, hit_id, cols.iteration[cols.owner], cols.position, cols.item, n_items)
-    return LongHits(n_hits=cols.n_hits, table=table)
+    items = read_item_strings(conn, cols.item, ["item_id", "text"], n_items)
+    return LongHits(n_hits=cols.n_hits, table=long_table(hit_id, cols.iteration[cols.owner], cols.position, items))
 
 
-def started_long_hits(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], n_items: int) -> LongHits:
+def started_long_hits(iteration: int, hits: NDArray[Any], items: tuple[list[pa.Array], NDArray[Any]]) -> LongHits:
     """The long form of an iteration's HITs just recorded by ``core.store.hit_rows.insert_iteration`` (every one
     open, items without extra columns), from the HITs chosen (``hits``: rows of item positions, at least one) rather
-    than read back: HIT ``j`` is ``it{iteration}-{j}`` and holds ``hits[j]`` at positions ``0 .. width - 1``."""
+    than read back: HIT ``j`` is ``it{iteration}-{j}`` and holds ``hits[j]`` at positions ``0 .. width - 1``.
+    ``items``: the items' ``item_id`` and ``text`` arrays and, per entry of ``hits`` (row by row), its row in them
+    (:func:`read_item_strings`)."""
     n_hits, width = hits.shape
     hit_id = fixed_strings(np.repeat(hit_id_bytes(iteration, n_hits), width, axis=0))
-    rows = n_hits * width
     position = np.tile(np.arange(width, dtype=np.int64), n_hits)
-    table = long_table(conn, hit_id, np.full(rows, iteration, dtype=np.int64), position, hits.reshape(-1), n_items)
-    return LongHits(n_hits=n_hits, table=table)
+    iterations = np.full(n_hits * width, iteration, dtype=np.int64)
+    return LongHits(n_hits=n_hits, table=long_table(hit_id, iterations, position, items))
 
 
 def long_table(
-    conn: sqlite3.Connection,
     hit_id: pa.Array,
     iteration: NDArray[Any],
     position: NDArray[Any],
-    item: NDArray[Any],
-    n_items: int,
+    items: tuple[list[pa.Array], NDArray[Any]],
 ) -> pa.Table:
-    """The long form's Arrow table from its columns per row (``item``: the item's position in the model arrays),
-    with the items' ``item_id`` and ``text`` read by :func:`read_item_strings` and gathered by Arrow's ``take``."""
+    """The long form's Arrow table from its columns per row and ``items``: the items' ``item_id`` and ``text``
+    arrays and per row its item's row in them, gathered by Arrow's ``take``."""
     import pyarrow as pa
 
-    (item_id, text), at = read_item_strings(conn, item, ["item_id", "text"], n_items)
+    (item_id, text), at = items
     rows = integers(at)
     return pa.Table.from_arrays(
         [hit_id, integers(iteration), integers(position), item_id.take(rows), text.take(rows)],

@@ -9,9 +9,11 @@ Iteration 0 covers every item once (``core.selection.first_iteration_hits``); it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,20 +23,25 @@ from core.store.choosing import _state_seq as _state_seq  # re-exported (core.st
 from core.store.choosing import choose_hits, stop_decision
 from core.store.choosing import stop_rng as stop_rng  # re-exported
 from core.store.db import Connected, connect, fill_temp, max_seq, read_columns
-from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
 from core.store.hit_columns import (
+    EVERY_ITEM,
     HitColumns,
     LongHits,
     long_frame,
     long_hits,
     read_hit_columns,
+    read_item_strings,
+    read_strings,
     started_long_hits,
 )
+from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
 from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
 from core.store.hit_rows import hit_ids as hit_ids  # re-exported
 from core.store.hit_rows import insert_iteration as insert_iteration  # re-exported (core.store.project)
 from core.store.hit_rows import refresh_hits as refresh_hits  # re-exported (core.store.observations, replay)
 from core.store.state import load_state
+
+MMAP_BYTES = 1 << 30  # a reader's memory-mapped span of the file: pages come from the OS cache, not copied
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -145,9 +152,11 @@ class Hits(Connected):
         from the HITs chosen (``core.store.hit_columns.started_long_hits``) instead of read back from the file."""
         with self._writing() as conn:
             started = self._start_iteration(conn)
-            if started is not None and started[1].size and not self._item_columns:
-                return started_long_hits(conn, started[0], started[1], self.n_items)
-            return self.open_hits_long()
+            if started is None or not started[1].size or self._item_columns:
+                return self.open_hits_long()
+            iteration, hits = started
+            items = read_item_strings(conn, hits.reshape(-1), ["item_id", "text"], self.n_items)
+            return started_long_hits(iteration, hits, items)
 
     def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
         """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
@@ -223,17 +232,21 @@ class Hits(Connected):
         of HITs. One transaction; the file is written under a temporary name and renamed into place after the
         commit, so that it appears only with the HITs it lists (on any error, neither does).
 
-        When a new iteration of HITs of items without extra columns starts, its rows are recorded
-        (:func:`insert_iteration`: SQLite, which runs without holding the GIL) in a second thread while this one
-        reads the items through a read-only connection of its own (items never change after ``easl init``) and
-        writes the file from the HITs chosen (``core.store.hit_columns.started_long_hits``): on two cores the
-        two take about the same time, and the file holds the same bytes as :meth:`next_hits_long` writes.
+        A new iteration of HITs of items without extra columns is written from the HITs chosen
+        (``core.store.hit_columns.started_long_hits``) with the work spread over threads, since SQLite runs
+        without holding the GIL: the items are read through a read-only connection of their own (items never
+        change after ``easl init``), while the HITs are chosen when the iteration will cover many items; the new
+        rows are recorded (:func:`insert_iteration`) while the file is built and written. The bytes are those
+        :meth:`next_hits_long` writes.
         """
-        from concurrent.futures import ThreadPoolExecutor, wait
+        from concurrent.futures import ThreadPoolExecutor
 
         from core.outputs import atomic_outputs
 
-        with atomic_outputs([path]) as (tmp,), self._writing() as conn:
+        with atomic_outputs([path]) as (tmp,), self._writing() as conn, ThreadPoolExecutor(max_workers=2) as pool:
+            # (the pool is left first: its threads are done before the commit or rollback)
+            names = ["item_id", "text"]
+            ahead = pool.submit(self._read_every_item, names) if self._reads_every_item(conn) else None
             chosen = self._choose_iteration(conn)
             if chosen is None or not chosen[1].size or self._item_columns:
                 if chosen is not None:
@@ -242,19 +255,47 @@ class Hits(Connected):
                 long.write_csv_to(tmp, path)
                 return long.n_hits
             iteration, hits = chosen
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                recorded = pool.submit(insert_iteration, conn, iteration, hits, max_seq(conn))
-                try:
-                    reader = connect(self.path, readonly=True)
-                    try:
-                        long = started_long_hits(reader, iteration, hits, self.n_items)
-                    finally:
-                        reader.close()
-                    long.write_csv_to(tmp, path)
-                finally:
-                    wait([recorded])  # the connection is free again before a rollback
+            recorded = pool.submit(insert_iteration, conn, iteration, hits, max_seq(conn))
+            item: NDArray[Any] = hits.reshape(-1)
+            items: tuple[list[Any], NDArray[Any]]
+            if ahead is not None:
+                items = ahead.result(), item
+            else:
+                with self._reader() as reader:
+                    items = read_item_strings(reader, item, names, self.n_items)
+            long = started_long_hits(iteration, hits, items)
+            long.write_csv_to(tmp, path)
             recorded.result()  # the insert's error, if any (rolls the transaction back)
             return long.n_hits
+
+    def _reads_every_item(self, conn: sqlite3.Connection) -> bool:
+        """Whether :meth:`next_hits_csv` will start an iteration whose file needs every item's id and text (no
+        open HIT in the current iteration, no extra item columns, and HITs covering at least an eighth of the
+        items, as ``core.store.hit_columns.read_item_strings`` decides)."""
+        if self._item_columns or not self.n_items:
+            return False
+        hyper = self.hyper
+        k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
+        if k * hyper.hit_size * 8 < self.n_items:
+            return False
+        it = self.iteration()
+        return not conn.execute("SELECT 1 FROM hits WHERE iteration = ? AND status = 'open' LIMIT 1", (it,)).fetchone()
+
+    def _read_every_item(self, names: list[str]) -> list[Any]:
+        """The columns ``names`` of every item as Arrow string arrays, through a read-only connection of its own
+        (``core.store.hit_columns.read_strings``)."""
+        with self._reader() as reader:
+            return read_strings(reader, EVERY_ITEM, names)
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection to the project file beside this one's (for a thread; memory-mapped reads)."""
+        reader = connect(self.path, readonly=True)
+        try:
+            reader.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            yield reader
+        finally:
+            reader.close()
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
