@@ -10,7 +10,7 @@ of randomness.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -65,27 +65,16 @@ def partners(
     k = anchors.size
     if max_rounds <= 0:  # literal computation for every anchor
         return partners_direct(anchors, pool_ids, location, variance, m, g2, rng, self_in_pool=self_in_pool)
-    # pool sorted by location, equal-count bins
-    o = np.argsort(location[pool_ids], kind="stable")
-    ids_s = pool_ids[o]
-    m_s = location[ids_s]
-    v_s = variance[ids_s]
-    n_pool = ids_s.size
-    n_b = max(1, min(int(n_bins), n_pool))
-    starts = (np.arange(n_b, dtype=np.int64) * n_pool) // n_b
-    sizes = np.diff(np.append(starts, n_pool))
-    lo = m_s[starts]
-    hi = m_s[starts + sizes - 1]
-    vmin = np.minimum.reduceat(v_s, starts)
-    vmax = np.maximum.reduceat(v_s, starts)
-
+    bins = _bins(pool_ids, location, variance, n_bins)
+    n_b = bins.lo.size
     a_m = location[anchors]
     a_v = variance[anchors]
+    a2 = g2 + a_v  # 2 gamma^2 + V_i
     # padded to a power of two for a branch-free vectorised binary search
     width = 1 << (n_b - 1).bit_length() if n_b > 1 else 1
-    log_u, cdf = _envelope(a_m, a_v, g2, lo, hi, vmin, vmax, sizes, width)
+    cdf = _envelope(a_m, a2, g2, bins, width)
     total = cdf[:, n_b - 1].copy()
-    cdf_flat, log_u_flat = cdf.reshape(-1), log_u.reshape(-1)  # rows gathered by flat index, never copied whole
+    cdf_flat = cdf.reshape(-1)  # rows gathered by flat index, never copied whole
 
     chosen = np.full((k, m), -1, dtype=np.int64)
     count = np.zeros(k, dtype=np.int64)
@@ -100,11 +89,10 @@ def partners(
         u_bin, u_pos, u_acc = (rng.random((na, r)) for _ in range(3))
         for s in range(0, na, BLOCK):
             rows = active[s : s + BLOCK]
-            _propose(
-                rows, u_bin[s : s + BLOCK], u_pos[s : s + BLOCK], u_acc[s : s + BLOCK],
-                anchors, a_m, a_v, g2, cdf_flat, log_u_flat, total, width, n_b, starts, sizes, ids_s, m_s, v_s,
-                chosen, count, m, self_in_pool,
-            )  # fmt: skip
+            block = slice(s, s + BLOCK)
+            bin_of = _pick_bins(rows, u_bin[block] * total[rows][:, None], cdf_flat, width, n_b)
+            accepted = _accept(rows, bin_of, u_pos[block], u_acc[block], anchors, a_m, a_v, a2, g2, bins, self_in_pool)
+            _record(rows, *accepted, chosen, count, m)
         active = active[count[active] < m]
     # stragglers (rare): literal continuation, conditional on what each has drawn so far
     if active.size:
@@ -123,95 +111,131 @@ def partners(
     return chosen
 
 
-def _envelope(
+class _Bins(NamedTuple):
+    """The partner pool sorted by location (``ids``, with ``m`` and ``v`` their locations and variances) and cut
+    into bins of equal count: bin ``b`` holds ``ids[starts[b] : starts[b] + sizes[b]]``, its locations lie in
+    ``[lo[b], hi[b]]`` and its variances in ``[vmin[b], vmax[b]]``."""
+
+    ids: NDArray[Any]
+    m: NDArray[Any]
+    v: NDArray[Any]
+    starts: NDArray[Any]
+    sizes: NDArray[Any]
+    lo: NDArray[Any]
+    hi: NDArray[Any]
+    vmin: NDArray[Any]
+    vmax: NDArray[Any]
+
+
+def _bins(pool_ids: NDArray[Any], location: NDArray[Any], variance: NDArray[Any], n_bins: int) -> _Bins:
+    o = np.argsort(location[pool_ids], kind="stable")
+    ids_s = pool_ids[o]
+    m_s = location[ids_s]
+    v_s = variance[ids_s]
+    n_pool = ids_s.size
+    n_b = max(1, min(int(n_bins), n_pool))
+    starts = (np.arange(n_b, dtype=np.int64) * n_pool) // n_b
+    sizes = np.diff(np.append(starts, n_pool))
+    lo = m_s[starts]
+    hi = m_s[starts + sizes - 1]
+    vmin = np.minimum.reduceat(v_s, starts)
+    vmax = np.maximum.reduceat(v_s, starts)
+    return _Bins(ids_s, m_s, v_s, starts, sizes, lo, hi, vmin, vmax)
+
+
+def _log_bound(
     a_m: NDArray[Any],
-    a_v: NDArray[Any],
+    a2: NDArray[Any],
     g2: float,
     lo: NDArray[Any],
     hi: NDArray[Any],
     vmin: NDArray[Any],
     vmax: NDArray[Any],
-    sizes: NDArray[Any],
-    width: int,
-) -> tuple[NDArray[Any], NDArray[Any]]:
-    """``(log_u, cdf)``: ``log U_ib`` of every anchor and bin (:func:`core.selection.select_hits`), shape
-    ``(k, B)``, and per anchor the cumulative sums of ``|b| U_ib / max_b U_ib`` over the bins, shape ``(k, width)``
-    (the last sum repeated past ``B``). Computed block by block of anchors with the same operations in the same
-    order as the formula, so that the temporaries stay small (a few hundred KiB, not ``k x B``)."""
-    k, n_b = a_m.size, lo.size
-    log_u = np.empty((k, n_b))
+) -> NDArray[Any]:
+    """``log U_ib`` (:func:`core.selection.select_hits`) of anchors at ``a_m`` with ``a2 = 2 gamma^2 + V_i`` and
+    bins ``lo, hi, vmin, vmax``, broadcasting: ``0.5 log(g2 / (a2 + vmin)) - d^2 / (2 (a2 + vmax))`` with ``d`` the
+    distance from ``a_m`` to ``[lo, hi]``. Elementwise, in this order of operations wherever it is evaluated (over
+    every bin for the envelope, at the proposals' bins for their acceptance), so the two agree bit for bit."""
+    dist = lo - a_m
+    np.maximum(dist, a_m - hi, out=dist)
+    np.maximum(dist, 0.0, out=dist)
+    dist *= dist
+    scale = a2 + vmax
+    scale *= 2.0
+    dist /= scale
+    out: NDArray[Any] = a2 + vmin
+    np.divide(g2, out, out=out)
+    np.log(out, out=out)
+    out *= 0.5
+    out -= dist
+    return out
+
+
+def _envelope(a_m: NDArray[Any], a2: NDArray[Any], g2: float, bins: _Bins, width: int) -> NDArray[Any]:
+    """Per anchor the cumulative sums over the bins of ``|b| U_ib / max_b U_ib`` (:func:`_log_bound`), shape
+    ``(k, width)`` (the last sum repeated past the ``B`` bins), computed block by block of anchors so that the
+    temporaries stay small (a few hundred KiB, not ``k x B``)."""
+    k, n_b = a_m.size, bins.lo.size
     cdf = np.empty((k, width))
-    a2_all = g2 + a_v  # 2 gamma^2 + V_i
+    lo, hi, vmin, vmax = (x[None, :] for x in (bins.lo, bins.hi, bins.vmin, bins.vmax))
     for s in range(0, k, BLOCK):
-        a_mb, a2 = a_m[s : s + BLOCK, None], a2_all[s : s + BLOCK, None]
-        dist = lo[None, :] - a_mb  # distance from M_i to [lo_b, hi_b], squared, over 2 (2 gamma^2 + V_i + vmax_b)
-        np.maximum(dist, a_mb - hi[None, :], out=dist)
-        np.maximum(dist, 0.0, out=dist)
-        dist *= dist
-        scale = a2 + vmax[None, :]  # the one other block buffer: scale, then weights
-        scale *= 2.0
-        dist /= scale
-        block = log_u[s : s + BLOCK]
-        np.add(a2, vmin[None, :], out=block)
-        np.divide(g2, block, out=block)
-        np.log(block, out=block)
-        block *= 0.5
-        block -= dist
-        np.subtract(block, block.max(axis=1, keepdims=True), out=scale)
-        np.exp(scale, out=scale)
-        scale *= sizes[None, :]
-        np.cumsum(scale, axis=1, out=cdf[s : s + BLOCK, :n_b])
+        weight = _log_bound(a_m[s : s + BLOCK, None], a2[s : s + BLOCK, None], g2, lo, hi, vmin, vmax)
+        weight -= weight.max(axis=1, keepdims=True)
+        np.exp(weight, out=weight)
+        weight *= bins.sizes[None, :]
+        np.cumsum(weight, axis=1, out=cdf[s : s + BLOCK, :n_b])
     if width > n_b:
         cdf[:, n_b:] = cdf[:, n_b - 1 : n_b]
-    return log_u, cdf
+    return cdf
 
 
-def _propose(
+def _pick_bins(rows: NDArray[Any], x: NDArray[Any], cdf_flat: NDArray[Any], width: int, n_b: int) -> NDArray[Any]:
+    """The bin of each proposal: the number of entries of its anchor's ``cdf`` row that are <= ``x``
+    (``searchsorted`` side "right"), by a branch-free binary search per row."""
+    row_start = (rows * width)[:, None]
+    b: NDArray[Any] = np.zeros(x.shape, dtype=np.int64)
+    step = width // 2
+    while step >= 1:
+        b += (cdf_flat[row_start + (b + (step - 1))] <= x) * step
+        step //= 2
+    picked: NDArray[Any] = np.minimum(b, n_b - 1)  # x < total up to rounding
+    return picked
+
+
+def _accept(
     rows: NDArray[Any],
-    u_bin: NDArray[Any],
+    b: NDArray[Any],
     u_pos: NDArray[Any],
     u_acc: NDArray[Any],
     anchors: NDArray[Any],
     a_m: NDArray[Any],
     a_v: NDArray[Any],
+    a2: NDArray[Any],
     g2: float,
-    cdf_flat: NDArray[Any],
-    log_u_flat: NDArray[Any],
-    total: NDArray[Any],
-    width: int,
-    n_b: int,
-    starts: NDArray[Any],
-    sizes: NDArray[Any],
-    ids_s: NDArray[Any],
-    m_s: NDArray[Any],
-    v_s: NDArray[Any],
-    chosen: NDArray[Any],
-    count: NDArray[Any],
-    m: int,
+    bins: _Bins,
     self_in_pool: bool,
-) -> None:
-    """One round of proposals for the anchors ``rows`` (``r`` each, from the uniforms ``u_bin, u_pos, u_acc`` of
-    shape ``(len(rows), r)``): pick a bin by the anchor's ``cdf``, an item uniformly in it, accept with probability
-    ``q / U`` unless already drawn (or the anchor itself, or accepted earlier in the round); the accepted ones,
-    up to the ``m`` needed, are appended to ``chosen`` and counted in ``count`` (both updated in place)."""
-    na, r = u_bin.shape
-    # bin: the number of cdf entries <= x (searchsorted side="right"), by binary search per row
-    x = u_bin * total[rows][:, None]
-    row_start = (rows * width)[:, None]
-    b: NDArray[Any] = np.zeros((na, r), dtype=np.int64)
-    step = width // 2
-    while step >= 1:
-        b += (cdf_flat[row_start + (b + (step - 1))] <= x) * step
-        step //= 2
-    b = np.minimum(b, n_b - 1)  # x < total up to rounding
-    pos: NDArray[Any] = starts[b] + (u_pos * sizes[b]).astype(np.int64)
-    pos = np.minimum(pos, starts[b] + sizes[b] - 1)
-    cand = ids_s[pos]
-    logq = log_quality(a_m[rows][:, None], a_v[rows][:, None], m_s[pos], v_s[pos], g2)
-    ratio = np.exp(logq - log_u_flat[(rows * n_b)[:, None] + b])
-    acc = u_acc < ratio
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``(cand, acc)``: the proposals of the anchors ``rows`` in the bins ``b`` (an item uniformly in the bin by
+    ``u_pos``) and whether each is accepted, with probability ``q / U`` by ``u_acc`` (and not the anchor itself
+    when it is in its own pool)."""
+    start, size = bins.starts[b], bins.sizes[b]
+    pos: NDArray[Any] = np.minimum(start + (u_pos * size).astype(np.int64), start + size - 1)
+    cand = bins.ids[pos]
+    logq = log_quality(a_m[rows][:, None], a_v[rows][:, None], bins.m[pos], bins.v[pos], g2)
+    log_u = _log_bound(a_m[rows][:, None], a2[rows][:, None], g2, bins.lo[b], bins.hi[b], bins.vmin[b], bins.vmax[b])
+    acc = u_acc < np.exp(logq - log_u)
     if self_in_pool:
         acc &= cand != anchors[rows][:, None]
+    return cand, acc
+
+
+def _record(
+    rows: NDArray[Any], cand: NDArray[Any], acc: NDArray[Any], chosen: NDArray[Any], count: NDArray[Any], m: int
+) -> None:
+    """Append to ``chosen`` (updating ``count``, both in place) the accepted proposals ``cand`` of the anchors
+    ``rows``, oldest first, up to the ``m`` partners needed, leaving out items already drawn and those accepted
+    earlier in the round."""
+    na, r = cand.shape
     ch = chosen[rows]
     for j in range(int(count[rows].max())):  # not one already drawn (columns past the count hold -1)
         acc &= cand != ch[:, j : j + 1]
