@@ -219,7 +219,7 @@ class Hits(Connected):
         if n_open:
             return None
         hyper = self.hyper
-        state = load_state(conn)
+        state = load_state(conn, writable=False)  # choosing reads the state: views of the stored bytes, no copy
         decision = stop_decision(self.model, hyper, state, _state_seq(conn))
         if decision is not None and decision.stop:
             return None  # the stopping rule says the target is reached: no new iteration
