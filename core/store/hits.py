@@ -147,9 +147,10 @@ class Hits(Connected):
             return long_hits(conn, cols, [], self.n_items)
 
     def next_hits_long(self) -> LongHits:
-        """:meth:`next_hits` in long form (:meth:`open_hits_long`): ``easl next --output hits.csv``. One
-        transaction. When it starts an iteration of HITs of items without extra columns, the long form is built
-        from the HITs chosen (``core.store.hit_columns.started_long_hits``) instead of read back from the file."""
+        """:meth:`next_hits` in long form (:meth:`open_hits_long`; ``easl next --output hits.csv`` writes it with
+        :meth:`next_hits_csv`). One transaction. When it starts an iteration of HITs of items without extra
+        columns, the long form is built from the HITs chosen (``core.store.hit_columns.started_long_hits``)
+        instead of read back from the file."""
         with self._writing() as conn:
             started = self._start_iteration(conn)
             if started is None or not started[1].size or self._item_columns:
