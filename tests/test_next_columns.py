@@ -7,6 +7,7 @@ long form read back from the project and written by pandas' route (``core.tables
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import numpy as np
 import pandas as pd
@@ -89,3 +90,28 @@ def test_new_iteration_file_equals_the_long_form_read_back(tmp_path, per_iterati
             assert written.read_bytes() == reference.read_bytes()
             frame = pd.read_csv(written, dtype=str, keep_default_na=False)
             assert len(frame) == 5 * n_hits
+
+
+def test_a_failed_insert_leaves_neither_the_iteration_nor_the_file(tmp_path, monkeypatch):
+    import core.store.hits as hits_module
+
+    rng = np.random.default_rng(4)
+    with Project.create(tmp_path / "p.easl", tricky_items(200), Hyper(method="easl", hit_size=5, seed=1)) as p:
+        p.ingest(scores(p.next_hits(), rng), source="s0")
+        real = hits_module.insert_iteration
+
+        def failing(conn, *args):  # the rows are written, then the disk fills up
+            real(conn, *args)
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(hits_module, "insert_iteration", failing)
+        out = tmp_path / "hits.csv"
+        with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+            p.next_hits_csv(out)
+        assert not out.exists() and sorted(f.name for f in tmp_path.iterdir()) == ["p.easl", "p.easl-shm", "p.easl-wal"]
+        assert p.iteration() == 0 and len(p.hits(1)) == 0
+        monkeypatch.setattr(hits_module, "insert_iteration", real)
+        assert p.next_hits_csv(out) == 40 and p.iteration() == 1
+        reference = tmp_path / "ref.csv"
+        write_table(p.open_hits_frame(), reference)
+        assert out.read_bytes() == reference.read_bytes()
