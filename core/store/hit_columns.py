@@ -257,14 +257,21 @@ class LongHits:
             ) from None
 
 
-def long_hits(conn: sqlite3.Connection, cols: HitColumns | None, item_columns: list[str], n_items: int) -> LongHits:
-    """The long form of ``cols``: read without item columns, whose ``item_id`` and ``text`` are read here
-    (:func:`read_item_strings`), or, with ``item_columns``, read with ``item_id, text, data`` (:func:`long_frame`;
-    an item's extra column named like a long-form column is left out)."""
+def long_hits(
+    conn: sqlite3.Connection,
+    cols: HitColumns | None,
+    item_columns: list[str],
+    n_items: int,
+    items: tuple[list[pa.Array], NDArray[Any]] | None = None,
+) -> LongHits:
+    """The long form of ``cols``: read without item columns, whose ``item_id`` and ``text`` are ``items`` (as
+    :func:`read_item_strings` gives them) or read here, or, with ``item_columns``, read with ``item_id, text, data``
+    (:func:`long_frame`; an item's extra column named like a long-form column is left out)."""
     if item_columns or cols is None:
         return LongHits(n_hits=0 if cols is None else cols.n_hits, frame=long_frame(cols, item_columns))
     hit_id = strings(cols.hit_ids).take(integers(cols.owner))
-    items = read_item_strings(conn, cols.item, ["item_id", "text"], n_items)
+    if items is None:
+        items = read_item_strings(conn, cols.item, ["item_id", "text"], n_items)
     return LongHits(n_hits=cols.n_hits, table=long_table(hit_id, cols.iteration[cols.owner], cols.position, items))
 
 

@@ -44,6 +44,8 @@ from core.store.state import load_state
 MMAP_BYTES = 1 << 30  # a reader's memory-mapped span of the file: pages come from the OS cache, not copied
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pandas as pd
 
     from core.models import Hyper
@@ -138,12 +140,19 @@ class Hits(Connected):
     def open_hits_long(self, *, every_iteration: bool = False) -> LongHits:
         """:meth:`open_hits` in long form (:class:`core.store.hit_columns.LongHits`, written by its ``write_csv``
         without a pandas DataFrame when the items have no extra columns): ``easl next --output hits.csv``."""
+        return self._open_hits_long(every_iteration, None)
+
+    def _open_hits_long(self, every_iteration: bool, every_item: Future[list[Any]] | None) -> LongHits:
+        """:meth:`open_hits_long`; ``every_item``: the ids and texts of every item being read (by
+        :meth:`_read_every_item`), used when the HITs hold many items."""
         with self._reading() as conn:
             if self._item_columns:
                 return long_hits(conn, self._open_hit_columns(conn, every_iteration), self._item_columns, self.n_items)
             where = "h.status = 'open'" if every_iteration else "h.iteration = ? AND h.status = 'open'"
             params = () if every_iteration else (self.iteration(),)
             cols = read_hit_columns(conn, where, params, [], self.n_items)  # item_id and text: by long_hits
+            if cols is not None and every_item is not None and cols.item.size * 8 >= self.n_items:
+                return long_hits(conn, cols, [], self.n_items, items=(every_item.result(), cols.item))
             return long_hits(conn, cols, [], self.n_items)
 
     def next_hits_long(self) -> LongHits:
@@ -233,12 +242,12 @@ class Hits(Connected):
         of HITs. One transaction; the file is written under a temporary name and renamed into place after the
         commit, so that it appears only with the HITs it lists (on any error, neither does).
 
-        A new iteration of HITs of items without extra columns is written from the HITs chosen
-        (``core.store.hit_columns.started_long_hits``) with the work spread over threads, since SQLite runs
-        without holding the GIL: the items are read through a read-only connection of their own (items never
-        change after ``easl init``), while the HITs are chosen when the iteration will cover many items; the new
-        rows are recorded (:func:`insert_iteration`) while the file is built and written. The bytes are those
-        :meth:`next_hits_long` writes.
+        The work is spread over threads, since SQLite runs without holding the GIL: when the HITs will cover many
+        items, every item's id and text is read through a read-only connection of its own (items never change
+        after ``easl init``) while the HITs are chosen (or the open ones read back); a new iteration of HITs of
+        items without extra columns is written from the HITs chosen (``core.store.hit_columns.started_long_hits``)
+        while its rows are recorded (:func:`insert_iteration`). The bytes are those :meth:`next_hits_long`
+        writes.
         """
         from concurrent.futures import ThreadPoolExecutor
 
@@ -252,7 +261,7 @@ class Hits(Connected):
             if chosen is None or not chosen[1].size or self._item_columns:
                 if chosen is not None:
                     insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
-                long = self.open_hits_long()
+                long = self._open_hits_long(False, ahead)
                 long.write_csv_to(tmp, path)
                 return long.n_hits
             iteration, hits = chosen
@@ -270,17 +279,18 @@ class Hits(Connected):
             return long.n_hits
 
     def _reads_every_item(self, conn: sqlite3.Connection) -> bool:
-        """Whether :meth:`next_hits_csv` will start an iteration whose file needs every item's id and text (no
-        open HIT in the current iteration, no extra item columns, and HITs covering at least an eighth of the
-        items, as ``core.store.hit_columns.read_item_strings`` decides)."""
+        """Whether the file of :meth:`next_hits_csv` will likely need every item's id and text: items without
+        extra columns, and HITs (the open ones of the current iteration, else those of the next) of at least an
+        eighth of the items in all, as ``core.store.hit_columns.read_item_strings`` decides. A guess: the file is
+        the same either way."""
         if self._item_columns or not self.n_items:
             return False
         hyper = self.hyper
-        k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-        if k * hyper.hit_size * 8 < self.n_items:
-            return False
-        it = self.iteration()
-        return not conn.execute("SELECT 1 FROM hits WHERE iteration = ? AND status = 'open' LIMIT 1", (it,)).fetchone()
+        n_open = conn.execute(
+            "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (self.iteration(),)
+        ).fetchone()[0]
+        k = n_open or hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
+        return bool(k * hyper.hit_size * 8 >= self.n_items)
 
     def _read_every_item(self, names: list[str]) -> list[Any]:
         """The columns ``names`` of every item as Arrow string arrays, through a read-only connection of its own
