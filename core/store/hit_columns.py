@@ -9,16 +9,21 @@ When every HIT of a consecutive range has the positions ``0 .. w - 1`` (one iter
 read: the owners and positions follow from the primary key's order.
 
 The long form (one row per HIT and position: ``hit_id, iteration, position, item_id, text`` and the items' extra
-columns) is assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
+columns) takes the items' ids and texts as Arrow arrays, read NUL-joined (:func:`read_strings`; every item by a
+scan when the HITs hold many, possibly in a thread with a connection of its own: :func:`read_every_item`); a new
+iteration's long form is built from the HITs chosen, without reading them back (:func:`started_long_hits`). It is
+assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
 ``core.tables.write_table``, so the bytes are the same) without building a pandas DataFrame; projects whose items
 have extra columns go through pandas, whose type inference decides how those columns are written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.store.arrow_columns import fixed_strings, integers, joined_strings, strings, write_csv
-from core.store.db import fill_temp
+from core.store.db import connect, fill_temp
 from core.store.hit_rows import hit_id_bytes
 
 if TYPE_CHECKING:
@@ -179,6 +184,32 @@ def read_item_cells(
 
 
 EVERY_ITEM = "items NOT INDEXED"  # every item, in index order: a scan of the table's B-tree (never the id index)
+SCAN_SHARE = 8  # every item is read (a scan) when the entries wanted number at least 1 / SCAN_SHARE of the items
+MMAP_BYTES = 1 << 30  # a reader's memory-mapped span of the file: pages come from the OS cache, not copied
+
+
+def scans_every_item(n_entries: int, n_items: int) -> bool:
+    """Whether ``n_entries`` item positions are read as a scan of every item rather than by key."""
+    return n_entries * SCAN_SHARE >= n_items
+
+
+@contextlib.contextmanager
+def read_only(path: str) -> Iterator[sqlite3.Connection]:
+    """A read-only, memory-mapped connection of its own to the project file ``path`` (for a thread reading beside
+    the connection of ``core.store.Project``; the items never change after ``easl init``)."""
+    reader = connect(path, readonly=True)
+    try:
+        reader.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        yield reader
+    finally:
+        reader.close()
+
+
+def read_every_item(path: str, names: list[str]) -> list[pa.Array]:
+    """The columns ``names`` of every item, in index order, as Arrow string arrays (:func:`read_strings`), through
+    a connection of its own (:func:`read_only`)."""
+    with read_only(path) as reader:
+        return read_strings(reader, EVERY_ITEM, names)
 
 
 def _item_source(
@@ -189,7 +220,7 @@ def _item_source(
     items, every item (:data:`EVERY_ITEM`): a scan of the table's B-tree, which visits the rows in key (``idx``)
     order, without a subquery that would copy every value once more (a third of the reading time). Otherwise the
     wanted rows by key."""
-    if item.size * 8 >= n_items:
+    if scans_every_item(item.size, n_items):
         return EVERY_ITEM, item
     wanted = np.unique(item)
     fill_temp(conn, "_items", wanted.tolist())

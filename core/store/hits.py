@@ -9,11 +9,9 @@ Iteration 0 covers every item once (``core.selection.first_iteration_hits``); it
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,26 +20,25 @@ from numpy.typing import NDArray
 from core.store.choosing import _state_seq as _state_seq  # re-exported (core.store.output)
 from core.store.choosing import choose_hits, stop_decision
 from core.store.choosing import stop_rng as stop_rng  # re-exported
-from core.store.db import Connected, connect, fill_temp, max_seq, read_columns
+from core.store.db import Connected, fill_temp, max_seq, read_columns
+from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
 from core.store.hit_columns import (
-    EVERY_ITEM,
     HitColumns,
     LongHits,
     long_frame,
     long_hits,
+    read_every_item,
     read_hit_columns,
     read_item_strings,
-    read_strings,
+    read_only,
+    scans_every_item,
     started_long_hits,
 )
-from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
 from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
 from core.store.hit_rows import hit_ids as hit_ids  # re-exported
 from core.store.hit_rows import insert_iteration as insert_iteration  # re-exported (core.store.project)
 from core.store.hit_rows import refresh_hits as refresh_hits  # re-exported (core.store.observations, replay)
 from core.store.state import load_state
-
-MMAP_BYTES = 1 << 30  # a reader's memory-mapped span of the file: pages come from the OS cache, not copied
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -143,15 +140,15 @@ class Hits(Connected):
         return self._open_hits_long(every_iteration, None)
 
     def _open_hits_long(self, every_iteration: bool, every_item: Future[list[Any]] | None) -> LongHits:
-        """:meth:`open_hits_long`; ``every_item``: the ids and texts of every item being read (by
-        :meth:`_read_every_item`), used when the HITs hold many items."""
+        """:meth:`open_hits_long`; ``every_item``: the ids and texts of every item being read
+        (``core.store.hit_columns.read_every_item``), used when the HITs hold many items."""
         with self._reading() as conn:
             if self._item_columns:
                 return long_hits(conn, self._open_hit_columns(conn, every_iteration), self._item_columns, self.n_items)
             where = "h.status = 'open'" if every_iteration else "h.iteration = ? AND h.status = 'open'"
             params = () if every_iteration else (self.iteration(),)
             cols = read_hit_columns(conn, where, params, [], self.n_items)  # item_id and text: by long_hits
-            if cols is not None and every_item is not None and cols.item.size * 8 >= self.n_items:
+            if cols is not None and every_item is not None and scans_every_item(cols.item.size, self.n_items):
                 return long_hits(conn, cols, [], self.n_items, items=(every_item.result(), cols.item))
             return long_hits(conn, cols, [], self.n_items)
 
@@ -256,7 +253,7 @@ class Hits(Connected):
         with atomic_outputs([path]) as (tmp,), self._writing() as conn, ThreadPoolExecutor(max_workers=2) as pool:
             # (the pool is left first: its threads are done before the commit or rollback)
             names = ["item_id", "text"]
-            ahead = pool.submit(self._read_every_item, names) if self._reads_every_item(conn) else None
+            ahead = pool.submit(read_every_item, self.path, names) if self._reads_every_item(conn) else None
             chosen = self._choose_iteration(conn)
             if chosen is None or not chosen[1].size or self._item_columns:
                 if chosen is not None:
@@ -271,7 +268,7 @@ class Hits(Connected):
             if ahead is not None:
                 items = ahead.result(), item
             else:
-                with self._reader() as reader:
+                with read_only(self.path) as reader:
                     items = read_item_strings(reader, item, names, self.n_items)
             long = started_long_hits(iteration, hits, items)
             long.write_csv_to(tmp, path)
@@ -290,23 +287,7 @@ class Hits(Connected):
             "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (self.iteration(),)
         ).fetchone()[0]
         k = n_open or hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-        return bool(k * hyper.hit_size * 8 >= self.n_items)
-
-    def _read_every_item(self, names: list[str]) -> list[Any]:
-        """The columns ``names`` of every item as Arrow string arrays, through a read-only connection of its own
-        (``core.store.hit_columns.read_strings``)."""
-        with self._reader() as reader:
-            return read_strings(reader, EVERY_ITEM, names)
-
-    @contextlib.contextmanager
-    def _reader(self) -> Iterator[sqlite3.Connection]:
-        """A read-only connection to the project file beside this one's (for a thread; memory-mapped reads)."""
-        reader = connect(self.path, readonly=True)
-        try:
-            reader.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-            yield reader
-        finally:
-            reader.close()
+        return scans_every_item(k * hyper.hit_size, self.n_items)
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
