@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from core.models import Hyper
 from core.store import Project
 from core.store.arrow_columns import fixed_strings, joined_strings, strings
+from core.store.hit_columns import read_every_item, started_long_hits, write_started_csv
 from core.store.hit_rows import hit_id_bytes, hit_ids, json_integers, json_strings
 from core.tables import write_table
 from tests.test_next_output import scores, tricky_items
@@ -115,3 +116,16 @@ def test_a_failed_insert_leaves_neither_the_iteration_nor_the_file(tmp_path, mon
         reference = tmp_path / "ref.csv"
         write_table(p.open_hits_frame(), reference)
         assert out.read_bytes() == reference.read_bytes()
+
+
+@pytest.mark.parametrize("slice_hits", [1, 7, 40, 1000])
+def test_the_file_written_slice_by_slice_is_the_whole_table_written_at_once(tmp_path, slice_hits):
+    items = tricky_items(200)
+    with Project.create(tmp_path / "p.easl", items, Hyper(method="easl", hit_size=5, seed=1)) as p:
+        every = read_every_item(p.path, ["item_id", "text"])
+    hits = np.random.default_rng(2).integers(0, 200, size=(40, 5))
+    whole, sliced = tmp_path / "whole.csv", tmp_path / "sliced.csv"
+    started_long_hits(12, hits, (every, hits.reshape(-1))).write_csv(whole)
+    write_started_csv(str(sliced), sliced, 12, hits, (every, hits.reshape(-1)), slice_hits=slice_hits)
+    assert sliced.read_bytes() == whole.read_bytes()
+    assert whole.read_text(encoding="utf-8").count("it12-39") == 5

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -107,3 +108,19 @@ def write_csv(table: pa.Table, tmp: str | os.PathLike[str]) -> None:
     import pyarrow.csv as pa_csv
 
     pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+
+
+def write_csv_tables(tables: Iterable[pa.Table], tmp: str | os.PathLike[str]) -> None:
+    """Write the rows of ``tables`` (one schema, at least one table) to the file ``tmp`` as one CSV, one table at a
+    time: the bytes :func:`write_csv` writes for their concatenation (one header, then the rows in order)."""
+    import pyarrow.csv as pa_csv
+
+    writer = None
+    try:
+        for table in tables:
+            if writer is None:
+                writer = pa_csv.CSVWriter(tmp, table.schema, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()

@@ -23,14 +23,14 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.arrow_columns import fixed_strings, integers, joined_strings, strings, write_csv
+from core.store.arrow_columns import fixed_strings, integers, joined_strings, strings, write_csv, write_csv_tables
 from core.store.db import connect, fill_temp
 from core.store.hit_rows import hit_id_bytes
 
@@ -185,6 +185,7 @@ def read_item_cells(
 
 EVERY_ITEM = "items NOT INDEXED"  # every item, in index order: a scan of the table's B-tree (never the id index)
 SCAN_SHARE = 8  # every item is read (a scan) when the entries wanted number at least 1 / SCAN_SHARE of the items
+SLICE_HITS = 50_000  # HITs per slice of a new iteration's file (write_started_csv): a few MB of columns at a time
 MMAP_BYTES = 1 << 30  # a reader's memory-mapped span of the file: pages come from the OS cache, not copied
 
 
@@ -278,14 +279,20 @@ class LongHits:
             assert self.frame is not None
             write_table_to(self.frame, tmp, path)
             return
-        try:
-            write_csv(self.table, tmp)
-        except OSError as exc:
-            from core.errors import InputError
+        table = self.table
+        _writing_to(path, lambda: write_csv(table, tmp))
 
-            raise InputError(
-                f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.", path=os.fspath(path)
-            ) from None
+
+def _writing_to(path: str | os.PathLike[str], write: Callable[[], None]) -> None:
+    """Run ``write``; an ``OSError`` becomes one ``InputError`` naming ``path`` (the file the caller renames to)."""
+    try:
+        write()
+    except OSError as exc:
+        from core.errors import InputError
+
+        raise InputError(
+            f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.", path=os.fspath(path)
+        ) from None
 
 
 def long_hits(
@@ -312,11 +319,38 @@ def started_long_hits(iteration: int, hits: NDArray[Any], items: tuple[list[pa.A
     than read back: HIT ``j`` is ``it{iteration}-{j}`` and holds ``hits[j]`` at positions ``0 .. width - 1``.
     ``items``: the items' ``item_id`` and ``text`` arrays and, per entry of ``hits`` (row by row), its row in them
     (:func:`read_item_strings`)."""
+    return LongHits(n_hits=hits.shape[0], table=_started_slice(iteration, hits, items, 0, hits.shape[0]))
+
+
+def write_started_csv(
+    tmp: str,
+    path: str | os.PathLike[str],
+    iteration: int,
+    hits: NDArray[Any],
+    items: tuple[list[pa.Array], NDArray[Any]],
+    slice_hits: int = SLICE_HITS,
+) -> None:
+    """Write the long form of :func:`started_long_hits` as CSV into the file ``tmp`` (renamed to ``path`` by the
+    caller), built and written ``slice_hits`` HITs at a time, so that its columns take the memory of a slice, not of
+    the iteration (the same bytes: one header, then the rows in order; a write error is one ``InputError`` naming
+    ``path``)."""
+    n_hits = hits.shape[0]
+    slices = (
+        _started_slice(iteration, hits, items, lo, min(lo + slice_hits, n_hits)) for lo in range(0, n_hits, slice_hits)
+    )
+    _writing_to(path, lambda: write_csv_tables(slices, tmp))
+
+
+def _started_slice(
+    iteration: int, hits: NDArray[Any], items: tuple[list[pa.Array], NDArray[Any]], lo: int, hi: int
+) -> pa.Table:
+    """Rows of the HITs ``lo .. hi - 1`` of :func:`started_long_hits`."""
     n_hits, width = hits.shape
-    hit_id = fixed_strings(np.repeat(hit_id_bytes(iteration, n_hits), width, axis=0))
-    position = np.tile(np.arange(width, dtype=np.int64), n_hits)
-    iterations = np.full(n_hits * width, iteration, dtype=np.int64)
-    return LongHits(n_hits=n_hits, table=long_table(hit_id, iterations, position, items))
+    hit_id = fixed_strings(np.repeat(hit_id_bytes(iteration, n_hits, lo, hi), width, axis=0))
+    position = np.tile(np.arange(width, dtype=np.int64), hi - lo)
+    iterations = np.full((hi - lo) * width, iteration, dtype=np.int64)
+    arrays, at = items
+    return long_table(hit_id, iterations, position, (arrays, at[lo * width : hi * width]))
 
 
 def long_table(

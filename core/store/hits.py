@@ -33,6 +33,7 @@ from core.store.hit_columns import (
     read_only,
     scans_every_item,
     started_long_hits,
+    write_started_csv,
 )
 from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
 from core.store.hit_rows import hit_ids as hit_ids  # re-exported
@@ -270,10 +271,9 @@ class Hits(Connected):
             else:
                 with read_only(self.path) as reader:
                     items = read_item_strings(reader, item, names, self.n_items)
-            long = started_long_hits(iteration, hits, items)
-            long.write_csv_to(tmp, path)
+            write_started_csv(tmp, path, iteration, hits, items)
             recorded.result()  # the insert's error, if any (rolls the transaction back)
-            return long.n_hits
+            return int(hits.shape[0])
 
     def _reads_every_item(self, conn: sqlite3.Connection) -> bool:
         """Whether the file of :meth:`next_hits_csv` will likely need every item's id and text: items without
