@@ -10,10 +10,12 @@ of randomness.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
+
+BLOCK = 4096  # anchors per block of the envelope and of each round's proposals (temporaries of a few hundred KiB)
 
 
 def log_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, g2: float) -> NDArray[Any]:
@@ -63,47 +65,16 @@ def partners(
     k = anchors.size
     if max_rounds <= 0:  # literal computation for every anchor
         return partners_direct(anchors, pool_ids, location, variance, m, g2, rng, self_in_pool=self_in_pool)
-    # pool sorted by location, equal-count bins
-    o = np.argsort(location[pool_ids], kind="stable")
-    ids_s = pool_ids[o]
-    m_s = location[ids_s]
-    v_s = variance[ids_s]
-    n_pool = ids_s.size
-    n_b = max(1, min(int(n_bins), n_pool))
-    starts = (np.arange(n_b, dtype=np.int64) * n_pool) // n_b
-    sizes = np.diff(np.append(starts, n_pool))
-    lo = m_s[starts]
-    hi = m_s[starts + sizes - 1]
-    vmin = np.minimum.reduceat(v_s, starts)
-    vmax = np.maximum.reduceat(v_s, starts)
-
+    bins = _bins(pool_ids, location, variance, n_bins)
+    n_b = bins.lo.size
     a_m = location[anchors]
     a_v = variance[anchors]
     a2 = g2 + a_v  # 2 gamma^2 + V_i
-    # log U_ib, computed in place (the same operations in the same order as the formula above)
-    dist = lo[None, :] - a_m[:, None]
-    np.maximum(dist, a_m[:, None] - hi[None, :], out=dist)
-    np.maximum(dist, 0.0, out=dist)
-    dist *= dist
-    buffer = a2[:, None] + vmax[None, :]  # the one other (k, B) buffer: scale, then weights and their cdf
-    buffer *= 2.0
-    dist /= buffer
-    log_u = a2[:, None] + vmin[None, :]
-    np.divide(g2, log_u, out=log_u)
-    np.log(log_u, out=log_u)
-    log_u *= 0.5
-    log_u -= dist
-    del dist
-    np.subtract(log_u, log_u.max(axis=1, keepdims=True), out=buffer)
-    np.exp(buffer, out=buffer)
-    buffer *= sizes[None, :]
-    cdf = np.cumsum(buffer, axis=1, out=buffer)
     # padded to a power of two for a branch-free vectorised binary search
     width = 1 << (n_b - 1).bit_length() if n_b > 1 else 1
-    if width > n_b:
-        cdf = np.concatenate([cdf, np.repeat(cdf[:, -1:], width - n_b, axis=1)], axis=1)
+    cdf = _envelope(a_m, a2, g2, bins, width)
     total = cdf[:, n_b - 1].copy()
-    cdf_flat, log_u_flat = cdf.reshape(-1), log_u.reshape(-1)  # rows gathered by flat index, never copied whole
+    cdf_flat = cdf.reshape(-1)  # rows gathered by flat index, never copied whole
 
     chosen = np.full((k, m), -1, dtype=np.int64)
     count = np.zeros(k, dtype=np.int64)
@@ -113,41 +84,15 @@ def partners(
         if active.size == 0:
             break
         na = active.size
-        # bin: the number of cdf entries <= x (searchsorted side="right"), by binary search per row
-        x = rng.random((na, r)) * total[active][:, None]
-        row_start = (active * width)[:, None]
-        b: NDArray[Any] = np.zeros((na, r), dtype=np.int64)
-        step = width // 2
-        while step >= 1:
-            b += (cdf_flat[row_start + (b + (step - 1))] <= x) * step
-            step //= 2
-        b = np.minimum(b, n_b - 1)  # x < total up to rounding
-        pos: NDArray[Any] = starts[b] + (rng.random((na, r)) * sizes[b]).astype(np.int64)
-        pos = np.minimum(pos, starts[b] + sizes[b] - 1)
-        cand = ids_s[pos]
-        logq = log_quality(a_m[active][:, None], a_v[active][:, None], m_s[pos], v_s[pos], g2)
-        ratio = np.exp(logq - log_u_flat[(active * n_b)[:, None] + b])
-        acc = rng.random((na, r)) < ratio
-        if self_in_pool:
-            acc &= cand != anchors[active][:, None]
-        ch = chosen[active]
-        for j in range(int(count[active].max())):  # not one already drawn (columns past the count hold -1)
-            acc &= cand != ch[:, j : j + 1]
-        # not one accepted earlier in this round: column-wise over the r proposals, oldest first
-        cand_t, acc_t = cand.T, acc.T
-        valid_t = acc_t.copy()
-        for j in range(1, r):
-            dup = np.zeros(na, dtype=bool)
-            for earlier in range(j):
-                dup |= (cand_t[earlier] == cand_t[j]) & acc_t[earlier]
-            valid_t[j] &= ~dup
-        valid = valid_t.T
-        rank = np.cumsum(valid, axis=1)
-        need = (m - count[active])[:, None]
-        take = valid & (rank <= need)
-        ri, ci = np.nonzero(take)
-        chosen[active[ri], count[active[ri]] + rank[ri, ci] - 1] = cand[ri, ci]
-        count[active] += np.minimum(rank[:, -1], need[:, 0])
+        # the round's three uniform draws, in the order of the steps below (bin, item in the bin, acceptance),
+        # then the steps block by block of anchors (each anchor's proposals depend on its row alone)
+        u_bin, u_pos, u_acc = (rng.random((na, r)) for _ in range(3))
+        for s in range(0, na, BLOCK):
+            rows = active[s : s + BLOCK]
+            block = slice(s, s + BLOCK)
+            bin_of = _pick_bins(rows, u_bin[block] * total[rows][:, None], cdf_flat, width, n_b)
+            accepted = _accept(rows, bin_of, u_pos[block], u_acc[block], anchors, a_m, a_v, a2, g2, bins, self_in_pool)
+            _record(rows, *accepted, chosen, count, m)
         active = active[count[active] < m]
     # stragglers (rare): literal continuation, conditional on what each has drawn so far
     if active.size:
@@ -164,6 +109,151 @@ def partners(
             count=count[active],
         )
     return chosen
+
+
+class _Bins(NamedTuple):
+    """The partner pool sorted by location (``ids``, with ``m`` and ``v`` their locations and variances) and cut
+    into bins of equal count: bin ``b`` holds ``ids[starts[b] : starts[b] + sizes[b]]``, its locations lie in
+    ``[lo[b], hi[b]]`` and its variances in ``[vmin[b], vmax[b]]``."""
+
+    ids: NDArray[Any]
+    m: NDArray[Any]
+    v: NDArray[Any]
+    starts: NDArray[Any]
+    sizes: NDArray[Any]
+    lo: NDArray[Any]
+    hi: NDArray[Any]
+    vmin: NDArray[Any]
+    vmax: NDArray[Any]
+
+
+def _bins(pool_ids: NDArray[Any], location: NDArray[Any], variance: NDArray[Any], n_bins: int) -> _Bins:
+    o = np.argsort(location[pool_ids], kind="stable")
+    ids_s = pool_ids[o]
+    m_s = location[ids_s]
+    v_s = variance[ids_s]
+    n_pool = ids_s.size
+    n_b = max(1, min(int(n_bins), n_pool))
+    starts = (np.arange(n_b, dtype=np.int64) * n_pool) // n_b
+    sizes = np.diff(np.append(starts, n_pool))
+    lo = m_s[starts]
+    hi = m_s[starts + sizes - 1]
+    vmin = np.minimum.reduceat(v_s, starts)
+    vmax = np.maximum.reduceat(v_s, starts)
+    return _Bins(ids_s, m_s, v_s, starts, sizes, lo, hi, vmin, vmax)
+
+
+def _log_bound(
+    a_m: NDArray[Any],
+    a2: NDArray[Any],
+    g2: float,
+    lo: NDArray[Any],
+    hi: NDArray[Any],
+    vmin: NDArray[Any],
+    vmax: NDArray[Any],
+) -> NDArray[Any]:
+    """``log U_ib`` (:func:`core.selection.select_hits`) of anchors at ``a_m`` with ``a2 = 2 gamma^2 + V_i`` and
+    bins ``lo, hi, vmin, vmax``, broadcasting: ``0.5 log(g2 / (a2 + vmin)) - d^2 / (2 (a2 + vmax))`` with ``d`` the
+    distance from ``a_m`` to ``[lo, hi]``. Elementwise, in this order of operations wherever it is evaluated (over
+    every bin for the envelope, at the proposals' bins for their acceptance), so the two agree bit for bit."""
+    dist = lo - a_m
+    np.maximum(dist, a_m - hi, out=dist)
+    np.maximum(dist, 0.0, out=dist)
+    dist *= dist
+    scale = a2 + vmax
+    scale *= 2.0
+    dist /= scale
+    out: NDArray[Any] = a2 + vmin
+    np.divide(g2, out, out=out)
+    np.log(out, out=out)
+    out *= 0.5
+    out -= dist
+    return out
+
+
+def _envelope(a_m: NDArray[Any], a2: NDArray[Any], g2: float, bins: _Bins, width: int) -> NDArray[Any]:
+    """Per anchor the cumulative sums over the bins of ``|b| U_ib / max_b U_ib`` (:func:`_log_bound`), shape
+    ``(k, width)`` (the last sum repeated past the ``B`` bins), computed block by block of anchors so that the
+    temporaries stay small (a few hundred KiB, not ``k x B``)."""
+    k, n_b = a_m.size, bins.lo.size
+    cdf = np.empty((k, width))
+    lo, hi, vmin, vmax = (x[None, :] for x in (bins.lo, bins.hi, bins.vmin, bins.vmax))
+    for s in range(0, k, BLOCK):
+        weight = _log_bound(a_m[s : s + BLOCK, None], a2[s : s + BLOCK, None], g2, lo, hi, vmin, vmax)
+        weight -= weight.max(axis=1, keepdims=True)
+        np.exp(weight, out=weight)
+        weight *= bins.sizes[None, :]
+        np.cumsum(weight, axis=1, out=cdf[s : s + BLOCK, :n_b])
+    if width > n_b:
+        cdf[:, n_b:] = cdf[:, n_b - 1 : n_b]
+    return cdf
+
+
+def _pick_bins(rows: NDArray[Any], x: NDArray[Any], cdf_flat: NDArray[Any], width: int, n_b: int) -> NDArray[Any]:
+    """The bin of each proposal: the number of entries of its anchor's ``cdf`` row that are <= ``x``
+    (``searchsorted`` side "right"), by a branch-free binary search per row."""
+    row_start = (rows * width)[:, None]
+    b: NDArray[Any] = np.zeros(x.shape, dtype=np.int64)
+    step = width // 2
+    while step >= 1:
+        b += (cdf_flat[row_start + (b + (step - 1))] <= x) * step
+        step //= 2
+    picked: NDArray[Any] = np.minimum(b, n_b - 1)  # x < total up to rounding
+    return picked
+
+
+def _accept(
+    rows: NDArray[Any],
+    b: NDArray[Any],
+    u_pos: NDArray[Any],
+    u_acc: NDArray[Any],
+    anchors: NDArray[Any],
+    a_m: NDArray[Any],
+    a_v: NDArray[Any],
+    a2: NDArray[Any],
+    g2: float,
+    bins: _Bins,
+    self_in_pool: bool,
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``(cand, acc)``: the proposals of the anchors ``rows`` in the bins ``b`` (an item uniformly in the bin by
+    ``u_pos``) and whether each is accepted, with probability ``q / U`` by ``u_acc`` (and not the anchor itself
+    when it is in its own pool)."""
+    start, size = bins.starts[b], bins.sizes[b]
+    pos: NDArray[Any] = np.minimum(start + (u_pos * size).astype(np.int64), start + size - 1)
+    cand = bins.ids[pos]
+    logq = log_quality(a_m[rows][:, None], a_v[rows][:, None], bins.m[pos], bins.v[pos], g2)
+    log_u = _log_bound(a_m[rows][:, None], a2[rows][:, None], g2, bins.lo[b], bins.hi[b], bins.vmin[b], bins.vmax[b])
+    acc = u_acc < np.exp(logq - log_u)
+    if self_in_pool:
+        acc &= cand != anchors[rows][:, None]
+    return cand, acc
+
+
+def _record(
+    rows: NDArray[Any], cand: NDArray[Any], acc: NDArray[Any], chosen: NDArray[Any], count: NDArray[Any], m: int
+) -> None:
+    """Append to ``chosen`` (updating ``count``, both in place) the accepted proposals ``cand`` of the anchors
+    ``rows``, oldest first, up to the ``m`` partners needed, leaving out items already drawn and those accepted
+    earlier in the round."""
+    na, r = cand.shape
+    ch = chosen[rows]
+    for j in range(int(count[rows].max())):  # not one already drawn (columns past the count hold -1)
+        acc &= cand != ch[:, j : j + 1]
+    # not one accepted earlier in this round: column-wise over the r proposals, oldest first
+    cand_t, acc_t = cand.T, acc.T
+    valid_t = acc_t.copy()
+    for j in range(1, r):
+        dup = np.zeros(na, dtype=bool)
+        for earlier in range(j):
+            dup |= (cand_t[earlier] == cand_t[j]) & acc_t[earlier]
+        valid_t[j] &= ~dup
+    valid = valid_t.T
+    rank = np.cumsum(valid, axis=1)
+    need = (m - count[rows])[:, None]
+    take = valid & (rank <= need)
+    ri, ci = np.nonzero(take)
+    chosen[rows[ri], count[rows[ri]] + rank[ri, ci] - 1] = cand[ri, ci]
+    count[rows] += np.minimum(rank[:, -1], need[:, 0])
 
 
 def partners_direct(

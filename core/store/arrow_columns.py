@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +45,41 @@ def strings(text: str) -> pa.Array:
     return pa.array(json.loads(text), type=pa.large_string())
 
 
+def joined_strings(blob: bytes | None, count: int) -> pa.Array | None:
+    """The ``count`` strings of ``blob``, their UTF-8 bytes joined by NUL bytes (SQLite's
+    ``CAST(group_concat(x, char(0)) AS BLOB)``), as an Arrow string array; None when ``blob`` holds another number
+    of NUL bytes than ``count - 1`` (a string with a NUL byte of its own: read them as JSON instead).
+
+    String ``i`` lies between separators ``i - 1`` and ``i``; with the separators removed it starts ``i`` bytes
+    earlier, so its offset is ``separator[i - 1] + 1 - i``: one pass of numpy, no Python object per string (a
+    quarter of the time of :func:`strings`, and SQLite joins without escaping)."""
+    import pyarrow as pa
+
+    data = np.frombuffer(blob or b"", dtype=np.uint8)
+    separator = data == 0
+    at = np.flatnonzero(separator)
+    if at.size != max(count - 1, 0):
+        return None
+    offsets = np.empty(count + 1, dtype=np.int64)
+    offsets[0] = 0
+    if count:
+        np.subtract(at, np.arange(at.size, dtype=np.int64), out=offsets[1:count])
+        offsets[count] = data.size - at.size
+    chars = np.ascontiguousarray(data[~separator]) if at.size else data
+    return pa.Array.from_buffers(pa.large_string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+
+
+def fixed_strings(rows: NDArray[np.uint8]) -> pa.Array:
+    """Strings of one length, given as rows of UTF-8 bytes (shape ``(n, width)``; e.g.
+    ``core.store.hit_rows.hit_id_bytes``), as an Arrow string array: the offsets are multiples of the width."""
+    import pyarrow as pa
+
+    n, width = rows.shape
+    offsets = np.arange(n + 1, dtype=np.int64) * width
+    data = np.ascontiguousarray(rows).reshape(-1)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
 def integers(values: NDArray[Any]) -> pa.Array:
     """An integer numpy array as an Arrow int64 array (its buffer)."""
     import pyarrow as pa
@@ -72,3 +108,19 @@ def write_csv(table: pa.Table, tmp: str | os.PathLike[str]) -> None:
     import pyarrow.csv as pa_csv
 
     pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+
+
+def write_csv_tables(tables: Iterable[pa.Table], tmp: str | os.PathLike[str]) -> None:
+    """Write the rows of ``tables`` (one schema, at least one table) to the file ``tmp`` as one CSV, one table at a
+    time: the bytes :func:`write_csv` writes for their concatenation (one header, then the rows in order)."""
+    import pyarrow.csv as pa_csv
+
+    writer = None
+    try:
+        for table in tables:
+            if writer is None:
+                writer = pa_csv.CSVWriter(tmp, table.schema, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()

@@ -9,24 +9,30 @@ When every HIT of a consecutive range has the positions ``0 .. w - 1`` (one iter
 read: the owners and positions follow from the primary key's order.
 
 The long form (one row per HIT and position: ``hit_id, iteration, position, item_id, text`` and the items' extra
-columns) is assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
+columns) takes the items' ids and texts as Arrow arrays, read NUL-joined (:func:`read_strings`; every item by a
+scan when the HITs hold many, possibly in a thread with a connection of its own: :func:`read_every_item`); a new
+iteration's long form is built from the HITs chosen, without reading them back (:func:`started_long_hits`). It is
+assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
 ``core.tables.write_table``, so the bytes are the same) without building a pandas DataFrame; projects whose items
 have extra columns go through pandas, whose type inference decides how those columns are written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.arrow_columns import integers, strings, write_csv
-from core.store.db import fill_temp
+from core.store.arrow_columns import fixed_strings, integers, joined_strings, strings, write_csv, write_csv_tables
+from core.store.db import connect, fill_temp
+from core.store.hit_rows import hit_id_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -152,8 +158,9 @@ def _with_items(
     item_names: list[str],
     n_items: int,
 ) -> HitColumns:
-    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns."""
-    cells, at = read_item_cells(conn, item, item_names, n_items)
+    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns (none
+    read when ``item_names`` is empty: ``cells`` is empty and ``at`` is ``item``)."""
+    cells, at = read_item_cells(conn, item, item_names, n_items) if item_names else ([], item)
     return HitColumns(
         hit_ids=ids_text,
         iteration=its,
@@ -171,17 +178,79 @@ def read_item_cells(
 ) -> tuple[list[str], NDArray[Any]]:
     """``(cells, at)``: the ``names`` columns of ``items`` (one JSON array each) and, per entry of ``item``, its
     row in them. A sequential scan of every item when ``item`` covers a large share of them, else by index."""
+    source, at = _item_source(conn, item, names, n_items)
     select = ", ".join(f"json_group_array({c})" for c in names)
-    if item.size * 8 >= n_items:
-        row = conn.execute(f"SELECT {select} FROM (SELECT {', '.join(names)} FROM items ORDER BY idx)").fetchone()
-        return list(row), item
+    return list(conn.execute(f"SELECT {select} FROM {source}").fetchone()), at
+
+
+EVERY_ITEM = "items NOT INDEXED"  # every item, in index order: a scan of the table's B-tree (never the id index)
+SCAN_SHARE = 8  # every item is read (a scan) when the entries wanted number at least 1 / SCAN_SHARE of the items
+SLICE_HITS = 50_000  # HITs per slice of a new iteration's file (write_started_csv): a few MB of columns at a time
+MMAP_BYTES = 1 << 30  # a reader's memory-mapped span of the file: pages come from the OS cache, not copied
+
+
+def scans_every_item(n_entries: int, n_items: int) -> bool:
+    """Whether ``n_entries`` item positions are read as a scan of every item rather than by key."""
+    return n_entries * SCAN_SHARE >= n_items
+
+
+@contextlib.contextmanager
+def read_only(path: str) -> Iterator[sqlite3.Connection]:
+    """A read-only, memory-mapped connection of its own to the project file ``path`` (for a thread reading beside
+    the connection of ``core.store.Project``; the items never change after ``easl init``)."""
+    reader = connect(path, readonly=True)
+    try:
+        reader.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        yield reader
+    finally:
+        reader.close()
+
+
+def read_every_item(path: str, names: list[str]) -> list[pa.Array]:
+    """The columns ``names`` of every item, in index order, as Arrow string arrays (:func:`read_strings`), through
+    a connection of its own (:func:`read_only`)."""
+    with read_only(path) as reader:
+        return read_strings(reader, EVERY_ITEM, names)
+
+
+def _item_source(
+    conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
+) -> tuple[str, NDArray[Any]]:
+    """``(source, at)``: the rows of ``items`` that ``item`` refers to, in index order, as a ``FROM`` source with
+    the columns ``names``, and per entry of ``item`` its row in them. When ``item`` covers a large share of the
+    items, every item (:data:`EVERY_ITEM`): a scan of the table's B-tree, which visits the rows in key (``idx``)
+    order, without a subquery that would copy every value once more (a third of the reading time). Otherwise the
+    wanted rows by key."""
+    if scans_every_item(item.size, n_items):
+        return EVERY_ITEM, item
     wanted = np.unique(item)
     fill_temp(conn, "_items", wanted.tolist())
-    row = conn.execute(
-        f"SELECT {select} FROM (SELECT {', '.join(names)} FROM items "
-        "WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx)"
-    ).fetchone()
-    return list(row), np.searchsorted(wanted, item)
+    source = f"(SELECT {', '.join(names)} FROM items WHERE idx IN (SELECT v FROM temp._items) ORDER BY idx)"
+    return source, np.searchsorted(wanted, item)
+
+
+def read_item_strings(
+    conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
+) -> tuple[list[pa.Array], NDArray[Any]]:
+    """:func:`read_item_cells` as Arrow string arrays (:func:`read_strings`)."""
+    source, at = _item_source(conn, item, names, n_items)
+    return read_strings(conn, source, names), at
+
+
+def read_strings(conn: sqlite3.Connection, source: str, names: list[str]) -> list[pa.Array]:
+    """The text columns ``names`` of the rows of ``source`` (e.g. :data:`EVERY_ITEM`) as Arrow string arrays: each
+    read as one text of NUL-joined values (:func:`core.store.arrow_columns.joined_strings`), or as a JSON array
+    when a value holds a NUL byte."""
+    joined = ", ".join(f"CAST(group_concat({c}, char(0)) AS BLOB)" for c in names)
+    count, *blobs = conn.execute(f"SELECT COUNT(*), {joined} FROM {source}").fetchone()
+    arrays = []
+    for name, blob in zip(names, blobs):
+        array = joined_strings(blob, count)
+        if array is None:  # a value with a NUL byte of its own
+            (text,) = conn.execute(f"SELECT json_group_array({name}) FROM {source}").fetchone()
+            array = strings(text)
+        arrays.append(array)
+    return arrays
 
 
 @dataclass(frozen=True)
@@ -196,38 +265,110 @@ class LongHits:
     def write_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the long form to ``path`` as CSV, atomically (``core.outputs.atomic_outputs``; a write error is
         one ``InputError`` naming ``path``); the bytes of ``core.tables.write_table``."""
-        if self.table is None:
-            from core.tables import write_table
-
-            assert self.frame is not None
-            write_table(self.frame, path)
-            return
         from core.outputs import atomic_outputs
 
         with atomic_outputs([path]) as (tmp,):
-            write_csv(self.table, tmp)
+            self.write_csv_to(tmp, path)
+
+    def write_csv_to(self, tmp: str, path: str | os.PathLike[str]) -> None:
+        """Write the long form as CSV into the file ``tmp``, which the caller renames to ``path`` (e.g. after a
+        commit); a write error is one ``InputError`` naming ``path``."""
+        if self.table is None:
+            from core.tables import write_table_to
+
+            assert self.frame is not None
+            write_table_to(self.frame, tmp, path)
+            return
+        table = self.table
+        _writing_to(path, lambda: write_csv(table, tmp))
 
 
-def long_hits(cols: HitColumns | None, item_columns: list[str]) -> LongHits:
-    """The long form of ``cols`` (read with ``item_id, text`` and, with ``item_columns``, ``data``); an item's
-    extra column named like a long-form column is left out."""
+def _writing_to(path: str | os.PathLike[str], write: Callable[[], None]) -> None:
+    """Run ``write``; an ``OSError`` becomes one ``InputError`` naming ``path`` (the file the caller renames to)."""
+    try:
+        write()
+    except OSError as exc:
+        from core.errors import InputError
+
+        raise InputError(
+            f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.", path=os.fspath(path)
+        ) from None
+
+
+def long_hits(
+    conn: sqlite3.Connection,
+    cols: HitColumns | None,
+    item_columns: list[str],
+    n_items: int,
+    items: tuple[list[pa.Array], NDArray[Any]] | None = None,
+) -> LongHits:
+    """The long form of ``cols``: read without item columns, whose ``item_id`` and ``text`` are ``items`` (as
+    :func:`read_item_strings` gives them) or read here, or, with ``item_columns``, read with ``item_id, text, data``
+    (:func:`long_frame`; an item's extra column named like a long-form column is left out)."""
     if item_columns or cols is None:
         return LongHits(n_hits=0 if cols is None else cols.n_hits, frame=long_frame(cols, item_columns))
+    hit_id = strings(cols.hit_ids).take(integers(cols.owner))
+    if items is None:
+        items = read_item_strings(conn, cols.item, ["item_id", "text"], n_items)
+    return LongHits(n_hits=cols.n_hits, table=long_table(hit_id, cols.iteration[cols.owner], cols.position, items))
+
+
+def started_long_hits(iteration: int, hits: NDArray[Any], items: tuple[list[pa.Array], NDArray[Any]]) -> LongHits:
+    """The long form of an iteration's HITs just recorded by ``core.store.hit_rows.insert_iteration`` (every one
+    open, items without extra columns), from the HITs chosen (``hits``: rows of item positions, at least one) rather
+    than read back: HIT ``j`` is ``it{iteration}-{j}`` and holds ``hits[j]`` at positions ``0 .. width - 1``.
+    ``items``: the items' ``item_id`` and ``text`` arrays and, per entry of ``hits`` (row by row), its row in them
+    (:func:`read_item_strings`)."""
+    return LongHits(n_hits=hits.shape[0], table=_started_slice(iteration, hits, items, 0, hits.shape[0]))
+
+
+def write_started_csv(
+    tmp: str,
+    path: str | os.PathLike[str],
+    iteration: int,
+    hits: NDArray[Any],
+    items: tuple[list[pa.Array], NDArray[Any]],
+    slice_hits: int = SLICE_HITS,
+) -> None:
+    """Write the long form of :func:`started_long_hits` as CSV into the file ``tmp`` (renamed to ``path`` by the
+    caller), built and written ``slice_hits`` HITs at a time, so that its columns take the memory of a slice, not of
+    the iteration (the same bytes: one header, then the rows in order; a write error is one ``InputError`` naming
+    ``path``)."""
+    n_hits = hits.shape[0]
+    slices = (
+        _started_slice(iteration, hits, items, lo, min(lo + slice_hits, n_hits)) for lo in range(0, n_hits, slice_hits)
+    )
+    _writing_to(path, lambda: write_csv_tables(slices, tmp))
+
+
+def _started_slice(
+    iteration: int, hits: NDArray[Any], items: tuple[list[pa.Array], NDArray[Any]], lo: int, hi: int
+) -> pa.Table:
+    """Rows of the HITs ``lo .. hi - 1`` of :func:`started_long_hits`."""
+    n_hits, width = hits.shape
+    hit_id = fixed_strings(np.repeat(hit_id_bytes(iteration, n_hits, lo, hi), width, axis=0))
+    position = np.tile(np.arange(width, dtype=np.int64), hi - lo)
+    iterations = np.full((hi - lo) * width, iteration, dtype=np.int64)
+    arrays, at = items
+    return long_table(hit_id, iterations, position, (arrays, at[lo * width : hi * width]))
+
+
+def long_table(
+    hit_id: pa.Array,
+    iteration: NDArray[Any],
+    position: NDArray[Any],
+    items: tuple[list[pa.Array], NDArray[Any]],
+) -> pa.Table:
+    """The long form's Arrow table from its columns per row and ``items``: the items' ``item_id`` and ``text``
+    arrays and per row its item's row in them, gathered by Arrow's ``take``."""
     import pyarrow as pa
 
-    owner = integers(cols.owner)
-    at = integers(cols.at)
-    table = pa.Table.from_arrays(
-        [
-            strings(cols.hit_ids).take(owner),
-            integers(cols.iteration).take(owner),
-            integers(cols.position),
-            strings(cols.cells[0]).take(at),
-            strings(cols.cells[1]).take(at),
-        ],
+    (item_id, text), at = items
+    rows = integers(at)
+    return pa.Table.from_arrays(
+        [hit_id, integers(iteration), integers(position), item_id.take(rows), text.take(rows)],
         names=list(LONG_COLUMNS),
     )
-    return LongHits(n_hits=cols.n_hits, table=table)
 
 
 def long_frame(cols: HitColumns | None, item_columns: list[str]) -> pd.DataFrame:

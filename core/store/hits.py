@@ -10,6 +10,7 @@ Iteration 0 covers every item once (``core.selection.first_iteration_hits``); it
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,19 @@ from core.store.choosing import choose_hits, stop_decision
 from core.store.choosing import stop_rng as stop_rng  # re-exported
 from core.store.db import Connected, fill_temp, max_seq, read_columns
 from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
-from core.store.hit_columns import HitColumns, LongHits, long_frame, long_hits, read_hit_columns
+from core.store.hit_columns import (
+    HitColumns,
+    LongHits,
+    long_frame,
+    long_hits,
+    read_every_item,
+    read_hit_columns,
+    read_item_strings,
+    read_only,
+    scans_every_item,
+    started_long_hits,
+    write_started_csv,
+)
 from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
 from core.store.hit_rows import hit_ids as hit_ids  # re-exported
 from core.store.hit_rows import insert_iteration as insert_iteration  # re-exported (core.store.project)
@@ -29,6 +42,8 @@ from core.store.hit_rows import refresh_hits as refresh_hits  # re-exported (cor
 from core.store.state import load_state
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pandas as pd
 
     from core.models import Hyper
@@ -115,21 +130,47 @@ class Hits(Connected):
             for hit_id, iteration, a, b in zip(ids, cols.iteration.tolist(), starts, ends)
         ]
 
-    def _open_hit_columns(self, every_iteration: bool) -> HitColumns | None:
-        with self._reading() as conn:
-            if every_iteration:
-                return self._hit_columns(conn, "h.status = 'open'", ())
-            return self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+    def _open_hit_columns(self, conn: sqlite3.Connection, every_iteration: bool) -> HitColumns | None:
+        if every_iteration:
+            return self._hit_columns(conn, "h.status = 'open'", ())
+        return self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
 
     def open_hits_long(self, *, every_iteration: bool = False) -> LongHits:
         """:meth:`open_hits` in long form (:class:`core.store.hit_columns.LongHits`, written by its ``write_csv``
         without a pandas DataFrame when the items have no extra columns): ``easl next --output hits.csv``."""
-        return long_hits(self._open_hit_columns(every_iteration), self._item_columns)
+        return self._open_hits_long(every_iteration, None)
+
+    def _open_hits_long(self, every_iteration: bool, every_item: Future[list[Any]] | None) -> LongHits:
+        """:meth:`open_hits_long`; ``every_item``: the ids and texts of every item being read
+        (``core.store.hit_columns.read_every_item``), used when the HITs hold many items."""
+        with self._reading() as conn:
+            if self._item_columns:
+                return long_hits(conn, self._open_hit_columns(conn, every_iteration), self._item_columns, self.n_items)
+            where = "h.status = 'open'" if every_iteration else "h.iteration = ? AND h.status = 'open'"
+            params = () if every_iteration else (self.iteration(),)
+            cols = read_hit_columns(conn, where, params, [], self.n_items)  # item_id and text: by long_hits
+            if cols is not None and every_item is not None and scans_every_item(cols.item.size, self.n_items):
+                return long_hits(conn, cols, [], self.n_items, items=(every_item.result(), cols.item))
+            return long_hits(conn, cols, [], self.n_items)
+
+    def next_hits_long(self) -> LongHits:
+        """:meth:`next_hits` in long form (:meth:`open_hits_long`; ``easl next --output hits.csv`` writes it with
+        :meth:`next_hits_csv`). One transaction. When it starts an iteration of HITs of items without extra
+        columns, the long form is built from the HITs chosen (``core.store.hit_columns.started_long_hits``)
+        instead of read back from the file."""
+        with self._writing() as conn:
+            started = self._start_iteration(conn)
+            if started is None or not started[1].size or self._item_columns:
+                return self.open_hits_long()
+            iteration, hits = started
+            items = read_item_strings(conn, hits.reshape(-1), ["item_id", "text"], self.n_items)
+            return started_long_hits(iteration, hits, items)
 
     def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
         """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
         position, item_id, text`` and the items' extra columns (README, ``easl next --output hits.csv``)."""
-        return long_frame(self._open_hit_columns(every_iteration), self._item_columns)
+        with self._reading() as conn:
+            return long_frame(self._open_hit_columns(conn, every_iteration), self._item_columns)
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
@@ -168,21 +209,85 @@ class Hits(Connected):
         ``default_rng([seed, t])``.
         """
         with self._writing() as conn:
-            it = self.iteration()
-            n_open = conn.execute(
-                "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)
-            ).fetchone()[0]
-            if n_open:
-                return False
-            hyper = self.hyper
-            state = load_state(conn)
-            decision = stop_decision(self.model, hyper, state, _state_seq(conn))
-            if decision is not None and decision.stop:
-                return False  # the stopping rule says the target is reached: no new iteration
-            k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-            hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
-            insert_iteration(conn, it + 1, hits, max_seq(conn))
-            return True
+            return self._start_iteration(conn) is not None
+
+    def _start_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
+        """:meth:`advance` inside the caller's transaction: ``(iteration, hits)`` of the iteration started (its
+        HITs as rows of item positions), or None when none was."""
+        chosen = self._choose_iteration(conn)
+        if chosen is not None:
+            insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
+        return chosen
+
+    def _choose_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
+        """``(iteration, hits)`` of the iteration :meth:`advance` would start, not yet recorded; None when the
+        current one has open HITs or the stopping rule is met."""
+        it = self.iteration()
+        n_open = conn.execute("SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)).fetchone()[0]
+        if n_open:
+            return None
+        hyper = self.hyper
+        state = load_state(conn, writable=False)  # choosing reads the state: views of the stored bytes, no copy
+        decision = stop_decision(self.model, hyper, state, _state_seq(conn))
+        if decision is not None and decision.stop:
+            return None  # the stopping rule says the target is reached: no new iteration
+        k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
+        hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
+        return it + 1, hits
+
+    def next_hits_csv(self, path: str | os.PathLike[str]) -> int:
+        """:meth:`next_hits_long` written to ``path`` as CSV (``easl next --output hits.csv``); returns the number
+        of HITs. One transaction; the file is written under a temporary name and renamed into place after the
+        commit, so that it appears only with the HITs it lists (on any error, neither does).
+
+        The work is spread over threads, since SQLite runs without holding the GIL: when the HITs will cover many
+        items, every item's id and text is read through a read-only connection of its own (items never change
+        after ``easl init``) while the HITs are chosen (or the open ones read back); a new iteration of HITs of
+        items without extra columns is written from the HITs chosen (``core.store.hit_columns.started_long_hits``)
+        while its rows are recorded (:func:`insert_iteration`). The bytes are those :meth:`next_hits_long`
+        writes.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        from core.outputs import atomic_outputs
+
+        with atomic_outputs([path]) as (tmp,), self._writing() as conn, ThreadPoolExecutor(max_workers=2) as pool:
+            # (the pool is left first: its threads are done before the commit or rollback)
+            names = ["item_id", "text"]
+            ahead = pool.submit(read_every_item, self.path, names) if self._reads_every_item(conn) else None
+            chosen = self._choose_iteration(conn)
+            if chosen is None or not chosen[1].size or self._item_columns:
+                if chosen is not None:
+                    insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
+                long = self._open_hits_long(False, ahead)
+                long.write_csv_to(tmp, path)
+                return long.n_hits
+            iteration, hits = chosen
+            recorded = pool.submit(insert_iteration, conn, iteration, hits, max_seq(conn))
+            item: NDArray[Any] = hits.reshape(-1)
+            items: tuple[list[Any], NDArray[Any]]
+            if ahead is not None:
+                items = ahead.result(), item
+            else:
+                with read_only(self.path) as reader:
+                    items = read_item_strings(reader, item, names, self.n_items)
+            write_started_csv(tmp, path, iteration, hits, items)
+            recorded.result()  # the insert's error, if any (rolls the transaction back)
+            return int(hits.shape[0])
+
+    def _reads_every_item(self, conn: sqlite3.Connection) -> bool:
+        """Whether the file of :meth:`next_hits_csv` will likely need every item's id and text: items without
+        extra columns, and HITs (the open ones of the current iteration, else those of the next) of at least an
+        eighth of the items in all, as ``core.store.hit_columns.read_item_strings`` decides. A guess: the file is
+        the same either way."""
+        if self._item_columns or not self.n_items:
+            return False
+        hyper = self.hyper
+        n_open = conn.execute(
+            "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (self.iteration(),)
+        ).fetchone()[0]
+        k = n_open or hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
+        return scans_every_item(k * hyper.hit_size, self.n_items)
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""

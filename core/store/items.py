@@ -1,10 +1,11 @@
 """Reading and checking the items of a project (the file given to ``easl init``), whole or in chunks.
 
-Two ways in, with the same checks and the same located messages (``file:line: column 'id': reason``):
+Two ways in, with the same checks and the same located messages (``file:line: column 'id': reason``), those of
+:mod:`core.store.item_checks`:
 
-* :func:`read_items` / :func:`items_from_table` check a whole table in memory and return a DataFrame (library use,
-  ``easl demo``);
-* :func:`insert_items` checks chunks (``core.tables.iter_table``) one at a time while inserting them into the
+* :func:`~core.store.item_checks.read_items` / :func:`~core.store.item_checks.items_from_table` (there, re-exported
+  here) check a whole table in memory and return a DataFrame (library use, ``easl demo``);
+* :func:`insert_items` (here) checks chunks (``core.tables.iter_table``) one at a time while inserting them into the
   ``items`` table of a project file being built (:meth:`core.store.Project.create_from_chunks`, ``easl init``), so
   that memory stays flat whatever the file size (issue 13, "Flat memory"). Duplicate ids across chunks are found by
   the ``UNIQUE`` index on ``items.item_id`` (``INSERT OR IGNORE``: the rows it skips are the repeats), not by a set
@@ -19,207 +20,35 @@ import itertools
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import InputError, InvalidRows
+from core.errors import InputError
+from core.store.item_checks import (
+    CheckedRows,
+    check_names,
+    check_rows,
+    data_json,
+    duplicate_message,
+    empty_message,
+    extra_frame,
+    invalid_rows,
+    missing_column,
+)
+from core.store.item_checks import MissingColumn as MissingColumn  # re-exported (easl init)
+from core.store.item_checks import frame_chunks as frame_chunks  # re-exported (core.store.project)
+from core.store.item_checks import items_from_table as items_from_table  # re-exported
+from core.store.item_checks import read_items as read_items  # re-exported (core.store.read_items)
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from core.tables import Table
 
-MAX_LISTED = 20  # problems listed in one error message (the count of the rest is given)
 MAX_KEPT = 100_000  # problems kept in ``InvalidRows.messages`` by the chunked check (the rest are counted)
 CHUNK_BYTES = 8 * 2**20  # about the text of one chunk read by ``easl init`` (:func:`chunk_rows`)
-
-
-class MissingColumn(InputError):
-    """The items file has no column ``field``; ``columns`` are those it has."""
-
-    def __init__(self, message: str, *, path: str, field: str, columns: list[str]) -> None:
-        super().__init__(message, path=path, field=field)
-        self.columns = columns
-
-
-def _as_text(values: pd.Series) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """``(text, stripped, missing)``: object arrays of the strings (ids from JSONL numbers become their decimal
-    text) and of the strings without surrounding blanks, and a mask of missing or blank cells."""
-    import pandas as pd
-
-    obj = values.to_numpy(dtype=object)
-    missing = pd.isna(values).to_numpy()
-    if pd.api.types.infer_dtype(values, skipna=True) == "string" and not missing.any():  # strings (CSV): as is
-        text = obj
-    else:
-        text = np.array(
-            [v if isinstance(v, str) else ("" if m else str(v)) for v, m in zip(obj.tolist(), missing)], dtype=object
-        )
-    stripped = np.array([t.strip() for t in text.tolist()], dtype=object)
-    return text, stripped, stripped == ""
-
-
-def _listing(problems: list[str], total: int, what: str) -> str:
-    shown = problems[:MAX_LISTED]
-    more = total - len(shown)
-    tail = f"\n  ... and {more} more" if more > 0 else ""
-    return f"{total} {what}:\n  " + "\n  ".join(shown) + tail
-
-
-def _invalid(path: str, problems: list[str], total: int) -> InvalidRows:
-    return InvalidRows(
-        f"{path}: the items cannot be used; " + _listing(problems, total, "bad rows"), messages=problems, path=path
-    )
-
-
-def _header(table: Table) -> str:
-    return "line 1" if table.unit == "line" else "header"
-
-
-def _missing_column(table: Table, name: str, columns: list[str]) -> MissingColumn:
-    return MissingColumn(
-        f"{table.path}: {_header(table)}: column {name!r} not found (the columns are: {', '.join(columns)}).",
-        path=table.path,
-        field=name,
-        columns=columns,
-    )
-
-
-def _check_names(table: Table, columns: list[str], id_column: str, text_column: str) -> None:
-    """The id and text columns must differ, and no other column may be called ``item_id`` or ``text``."""
-    if id_column == text_column:
-        raise InputError(
-            f"{table.path}: the id column and the text column are both {id_column!r}; they must differ.",
-            path=table.path,
-            field=id_column,
-        )
-    for reserved, source in (("item_id", id_column), ("text", text_column)):
-        if reserved in columns and reserved != source and reserved not in (id_column, text_column):
-            raise InputError(
-                f"{table.path}: {_header(table)}: column {reserved!r} would clash with the item "
-                f"{'id' if reserved == 'item_id' else 'text'} taken from column {source!r}; rename it.",
-                path=table.path,
-                field=reserved,
-            )
-
-
-@dataclass
-class _Rows:
-    """The checked rows of one table: ``ids`` (stripped strings), ``text``, the messages of ids that are JSON
-    objects, arrays or booleans, the positions of empty ids, and ``keep`` (rows with a usable id; None: all)."""
-
-    ids: NDArray[Any]
-    text: NDArray[Any]
-    kind_problems: list[str]
-    empty: NDArray[Any]
-    keep: NDArray[Any] | None
-
-
-def _check_rows(table: Table, id_column: str, text_column: str) -> _Rows:
-    from core.store.validation import bad_id_kinds
-
-    frame = table.frame
-    kinds = bad_id_kinds(frame[id_column])
-    kind_problems: list[str] = []
-    bad = np.zeros(len(frame), dtype=bool)
-    if kinds is not None:  # ids are strings or integers, never a JSON object, array or boolean
-        bad = kinds != None  # noqa: E711 (elementwise over an object array)
-        kind_problems = [
-            f"{table.location(i)}: column {id_column!r}: the item id must be a string or an integer, not a JSON "
-            f"{kinds[i]}"
-            for i in np.flatnonzero(bad).tolist()
-        ]
-    _, ids, missing = _as_text(frame[id_column])
-    text, _, text_missing = _as_text(frame[text_column])
-    if text_missing.any():
-        text = np.where(text_missing, "", text).astype(object)
-    unusable = bad | missing
-    return _Rows(ids, text, kind_problems, np.flatnonzero(missing), ~unusable if unusable.any() else None)
-
-
-def _empty_message(table: Table, i: int, id_column: str) -> str:
-    return f"{table.location(i)}: column {id_column!r}: the item id is empty"
-
-
-def _duplicate_message(table: Table, i: int, id_column: str, item_id: str, first_line: int) -> str:
-    return (
-        f"{table.location(i)}: column {id_column!r}: duplicate item id {item_id!r} (first on {table.unit} {first_line})"
-    )
-
-
-def _extra_frame(table: Table, extra: list[str]) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame({str(c): table.frame[c].to_numpy() for c in extra})
-
-
-def items_from_table(table: Table, id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
-    """Check a whole table of items in memory and return it as ``item_id, text, <extra columns>`` (ids as strings).
-
-    Raises
-    ------
-    MissingColumn
-        A missing id or text column (naming the columns found).
-    InvalidRows
-        Missing ids, duplicate ids (with the lines of both occurrences). Every bad row is listed (up to
-        ``MAX_LISTED``; the rest are counted).
-    InputError
-        No rows, the same column for ids and texts, a column that would clash with ``item_id`` or ``text``.
-    """
-    import pandas as pd
-
-    columns = [str(c) for c in table.frame.columns]
-    for name in (id_column, text_column):
-        if name not in columns:
-            raise _missing_column(table, name, columns)
-    _check_names(table, columns, id_column, text_column)
-    if len(table.frame) == 0:
-        raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
-    rows = _check_rows(table, id_column, text_column)
-    if rows.kind_problems:
-        raise _invalid(table.path, rows.kind_problems, len(rows.kind_problems))
-    problems = [(int(i), _empty_message(table, int(i), id_column)) for i in rows.empty.tolist()]
-    present = np.flatnonzero(rows.keep) if rows.keep is not None else np.arange(len(rows.ids))
-    codes, uniques = pd.factorize(pd.Series(rows.ids[present], dtype=object))
-    first = np.full(len(uniques), -1, dtype=np.int64)
-    first[codes[::-1]] = present[::-1]  # first occurrence of each id (reverse assignment keeps the earliest)
-    for pos in np.flatnonzero(first[codes] != present).tolist():
-        i, j = int(present[pos]), int(first[codes[pos]])
-        problems.append((i, _duplicate_message(table, i, id_column, rows.ids[i], int(table.lines[j]))))
-    if problems:
-        messages = [m for _, m in sorted(problems, key=lambda p: p[0])]
-        raise _invalid(table.path, messages, len(messages))
-    out = pd.DataFrame({"item_id": rows.ids, "text": rows.text})
-    extra = [c for c in table.frame.columns if c not in (id_column, text_column)]
-    return pd.concat([out, _extra_frame(table, extra)], axis=1) if extra else out
-
-
-def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
-    """Read a whole items file (CSV, TSV, JSONL or Parquet) into ``item_id, text, <extra columns>``.
-
-    See :func:`core.tables.read_table` for formats and :func:`items_from_table` for the checks.
-    """
-    from core.tables import read_table
-
-    return items_from_table(read_table(path), id_column=id_column, text_column=text_column)
-
-
-def frame_chunks(items: pd.DataFrame) -> Iterator[Table]:
-    """An ``item_id, text, ...`` frame given to ``Project.create`` as the one chunk of :func:`insert_items` (rows
-    named ``items:row N``)."""
-    from core.tables import Table
-
-    if "item_id" not in items.columns or "text" not in items.columns:
-        raise InputError(
-            f"items: the frame needs columns 'item_id' and 'text' (it has: {', '.join(map(str, items.columns))}).",
-            path="items",
-        )
-    frame = items.reset_index(drop=True)
-    yield Table(frame=frame, lines=np.arange(1, len(frame) + 1, dtype=np.int64), path="items", unit="row")
 
 
 def chunk_rows(path: str | os.PathLike[str], budget: int = CHUNK_BYTES) -> int:
@@ -284,7 +113,7 @@ class _Problems:
 class _Chunk:
     table: Table
     start: int  # position (``items.idx``) of the chunk's first record
-    rows: _Rows
+    rows: CheckedRows
     data: list[str] | None  # JSON of the extra columns (None: no extra columns, ``{}``)
 
 
@@ -314,14 +143,14 @@ class ItemsCheck:
         self._all.update(dict.fromkeys(columns))
         missing = [c for c in (self.id_column, self.text_column) if c not in columns]
         if missing and READ_FORMATS.get(os.path.splitext(table.path)[1].lower()) != "jsonl":
-            raise _missing_column(table, missing[0], columns)
-        _check_names(table, list(self._all), self.id_column, self.text_column)
+            raise missing_column(table, missing[0], columns)
+        check_names(table, list(self._all), self.id_column, self.text_column)
         if missing:
             table = dataclasses.replace(table, frame=table.frame.assign(**dict.fromkeys(missing)))
-        rows = _check_rows(table, self.id_column, self.text_column)
+        rows = check_rows(table, self.id_column, self.text_column)
         self._kinds.add(rows.kind_problems, len(rows.kind_problems))
         extra = [c for c in table.frame.columns if c not in (self.id_column, self.text_column)]
-        chunk = _Chunk(table, self.n_rows, rows, data_json(_extra_frame(table, extra)) if extra else None)
+        chunk = _Chunk(table, self.n_rows, rows, data_json(extra_frame(table, extra)) if extra else None)
         self._lines.add(self.n_rows, table.lines)
         self.n_rows += len(table.frame)
         return chunk
@@ -333,9 +162,9 @@ class ItemsCheck:
         bad = np.union1d(chunk.rows.empty, duplicates)
         empty = set(chunk.rows.empty.tolist())
         messages = [
-            _empty_message(table, i, self.id_column)
+            empty_message(table, i, self.id_column)
             if i in empty
-            else _duplicate_message(table, i, self.id_column, ids[i], self._lines.line(first_of(ids[i])))
+            else duplicate_message(table, i, self.id_column, ids[i], self._lines.line(first_of(ids[i])))
             for i in bad[: self._rows.room()].tolist()
         ]
         self._rows.add(messages, len(bad))
@@ -348,12 +177,12 @@ class ItemsCheck:
             raise InputError("items: no items.", path="items")
         for name in (self.id_column, self.text_column):
             if name not in self._all:
-                raise _missing_column(table, name, list(self._all))
+                raise missing_column(table, name, list(self._all))
         if self.n_rows == 0:
             raise InputError(f"{table.path}: the file has a header but no items.", path=table.path)
         for problems in (self._kinds, self._rows):
             if problems.total:
-                raise _invalid(table.path, problems.messages, problems.total)
+                raise invalid_rows(table.path, problems.messages, problems.total)
 
 
 INSERT = "INSERT OR IGNORE INTO items(idx, item_id, text, data) VALUES (?, ?, ?, ?)"
@@ -404,16 +233,3 @@ def insert_items(
             check.record(chunk, duplicates, first_of)
     check.finish()
     return check
-
-
-def data_json(items: pd.DataFrame) -> list[str]:
-    """JSON object of each item's extra columns (everything but ``item_id`` and ``text``); NaN becomes null."""
-    extra = [c for c in items.columns if c not in ("item_id", "text")]
-    if not extra:
-        return ["{}"] * len(items)
-    sub = items[extra].reset_index(drop=True)
-    text = str(sub.to_json(orient="records", lines=True, force_ascii=False, date_format="iso"))
-    rows = text.splitlines()
-    if len(rows) != len(items):  # a newline inside a value cannot occur in JSON text; guard anyway
-        rows = [json.dumps(r, ensure_ascii=False, default=str) for r in sub.to_dict(orient="records")]
-    return rows

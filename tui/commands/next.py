@@ -49,14 +49,11 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{args.output}: HITs are written as .jsonl or .csv, not {fmt}.")
     stop = None
     with Project.open(args.project) as project:
-        with project.transaction():
-            project.advance()
-            if fmt == "csv":  # column-wise, without a record per item
-                long = project.open_hits_long()
-                n_hits = long.n_hits
-            else:
-                hits = project.open_hits()
-                n_hits = len(hits)
+        if fmt == "csv":  # column-wise, without a record per item, written before the commit, renamed after
+            n_hits = project.next_hits_csv(args.output)
+        else:
+            hits = project.next_hits()
+            n_hits = len(hits)
         iteration = project.iteration()
         if not n_hits and project.hyper.method == "aware":
             stop = project.stop_figures()
@@ -69,8 +66,6 @@ def run(args: argparse.Namespace) -> int:
         from core.tables import write_jsonl_records
 
         write_jsonl_records(hits, args.output)
-    else:
-        long.write_csv(args.output)
     where = f" to {args.output}" if args.output else ""
     if stop is not None and stop["reached"]:
         print(
