@@ -31,6 +31,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# property tests are judged on what they find, not on how fast: the machine's other work (a shared 2-core box, the
+# Label Studio server of the integration tests) must not turn a slow example into a failure (hypothesis' deadline)
+settings.register_profile("easl", deadline=None)
+settings.load_profile("easl")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
