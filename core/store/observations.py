@@ -30,7 +30,7 @@ from core.store.batches import (
 from core.store.db import max_seq, now, read_columns
 from core.store.hits import refresh_hits
 from core.store.retraction import Retractions
-from core.store.staging import derive, group_key_sql, stage
+from core.store.staging import stage
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -328,12 +328,11 @@ class Observations(Retractions):
             and report.superseded == 0
             and conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM temp._stage s JOIN live l ON l.hit_id = s.hit_id AND "
-                f"l.group_key = {group_key_sql('s.')})"
+                "l.group_key = s.group_key)"
             ).fetchone()[0]
             == 1
         )
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
-        derive(conn, self.hyper.score_min, self.hyper.score_span)
         conn.execute(
             "INSERT OR FAIL INTO observations(seq, source_key, kind, item_idx, score01, group_key, annotation_id, "
             "annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, 'score', item_idx, score01, "
