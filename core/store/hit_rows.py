@@ -7,13 +7,14 @@ of its items has a live score with its ``hit_id`` (:data:`STATUS_SQL`).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.db import fill_temp, now
+from core.store.db import now
 
 # A HIT is complete when every one of its items has a live score with its hit_id.
 STATUS_SQL = (
@@ -123,7 +124,8 @@ def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
         return
     if not ids:
         return
-    fill_temp(conn, "_touched", ids)
-    conn.execute(
-        f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN (SELECT v FROM temp._touched)"
+    conn.execute(  # the ids as one JSON array: a fraction of the cost of a temporary table filled row by row
+        f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN "
+        "(SELECT value FROM json_each(?))",
+        (json.dumps(ids),),
     )
