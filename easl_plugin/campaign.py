@@ -27,6 +27,7 @@ task, the annotator of its newest draft or annotation.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,7 +37,7 @@ from numpy.typing import NDArray
 
 from core.store import Project
 from easl_plugin import bookkeeping as bk
-from easl_plugin.client import LabelStudioClient
+from easl_plugin.client import LabelStudioClient, LabelStudioError
 from label_config.layouts import Layout, task_data
 
 INTERNAL_FIELDS = ("hit_id", "permutation", "item_ids")  #: task data the Data Manager does not show
@@ -141,10 +142,28 @@ def sync_predictions(
         client.request("POST", f"/api/projects/{int(pid)}/import/predictions", json=body[start : start + 500])
     # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,
     # or its ML backends' (which Label Studio reads from /setup when it looks at a backend)
-    client.update_project(pid, model_version=figures.version)
+    set_model_version(client, pid, figures.version)
     for m in client.ml_backends(pid) if refresh_backends else []:
         client.ml_backend(int(m["id"]))
     return len(body)
+
+
+def set_model_version(client: LabelStudioClient, pid: int, version: str, *, wait_s: float = 10.0) -> None:
+    """Make ``version`` the project's model version, if it is not already. Label Studio accepts a version only
+    once it exists as a live model (an ML backend's) or as imported predictions; the predictions just imported may
+    not be visible yet on a loaded server (seen in CI: "Model version doesn't exist either as live model or as
+    static predictions" right after the import), so that refusal is retried for up to ``wait_s`` seconds."""
+    if client.project(pid).get("model_version") == version:
+        return
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            client.update_project(pid, model_version=version)
+            return
+        except LabelStudioError as exc:
+            if "Model version" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def hide_internal_columns(client: LabelStudioClient, pid: int) -> int:
