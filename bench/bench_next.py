@@ -8,9 +8,9 @@ The project is prepared once (``easl init --method easl``, then ``next`` and ``i
 for each earlier iteration, as ``bench/bench_scale.py`` does) and copied before each timed ``easl next``, so that
 every run of an iteration starts from the same file and must write the same bytes (checked: the runs of one
 iteration are compared with its first). Each line gives the wall time, the CPU seconds of the command (user +
-system, from ``os.wait4``), its peak resident memory (by GNU time, when installed) and the 1-minute load average:
-on a shared machine the wall time grows with the load, the CPU time much less. Figures are printed per run and as
-the median per iteration.
+system, from ``os.wait4``), its peak resident memory (its own VmHWM, as ``bench_scale.run`` polls it) and the
+1-minute load average: on a shared machine the wall time grows with the load, the CPU time much less. Figures are
+printed per run and as the median per iteration.
 
     python bench/bench_next.py                         # 1,000,000 items, iterations 0-2, 3 runs each (minutes)
     python bench/bench_next.py --items 10000 --runs 5  # a quick run
@@ -23,7 +23,6 @@ import filecmp
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,34 +32,16 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.bench_scale import EASL, run, write_items, write_scores  # noqa: E402
+from bench.bench_scale import CPU, EASL, run, write_items, write_scores  # noqa: E402
 
 TARGET_S = 3.0
 
 
-TIME = "/usr/bin/time"  # GNU time: the peak memory of its child, which starts from time's own small process
-
-
-def timed_next(project: str, output: str) -> tuple[float, float, float | None]:
-    """Run ``easl next PROJECT --output OUTPUT``; returns (wall s, CPU s, peak RSS MB or None).
-
-    The peak resident set is taken from GNU time (``%M``) when it is installed: a child's ``ru_maxrss`` starts
-    from its parent's resident set at the fork, so ``os.wait4`` on a child of this process (which holds the
-    prepared data) would report at least this process's size. The CPU seconds (user + system) come from
-    ``os.wait4``, which counts the command under ``time``."""
-    args = [EASL, "next", project, "--output", output]
-    timed = os.access(TIME, os.X_OK)
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [TIME, "-f", "%M", *args] if timed else args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"easl next {project} failed:\n{err}")
-    rss = int(err.strip().splitlines()[-1]) / 1024 if timed else None  # kilobytes
-    return wall, usage.ru_utime + usage.ru_stime, rss
+def timed_next(project: str, output: str) -> tuple[float, float, float]:
+    """Run ``easl next PROJECT --output OUTPUT``; returns (wall s, CPU s, peak RSS MB) as
+    :func:`bench.bench_scale.run` measures them (the peak is the command's own, not this process's)."""
+    wall, peak = run("next", project, "--output", output)
+    return wall, CPU.pop("last"), peak / 2**20
 
 
 def prepare(tmp: str, n: int, iterations: int) -> list[str]:
@@ -115,7 +96,7 @@ def main() -> int:
                 same = r == 0 or filecmp.cmp(first, output, shallow=False)
                 walls.append(wall)
                 cpus.append(cpu)
-                peak = "" if rss is None else f"peak {rss:,.0f} MB, "
+                peak = f"peak {rss:,.0f} MB, "
                 print(
                     f"  next (iteration {it}) run {r + 1}: {wall:6.3f} s wall, cpu {cpu:.3f} s, {peak}"
                     f"load {os.getloadavg()[0]:.2f}{'' if same else '  (FILE DIFFERS from run 1)'}",
