@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.errors import InvalidRows
 from core.tables import iter_table
-from tests.store_helpers import assert_verified, dump, new_project
+from tests.store_helpers import answer, assert_verified, dump, new_project
 
 
 def _write(path: Path, rows: Sequence[tuple[str, str, float]]) -> None:
@@ -51,3 +54,31 @@ def test_chunks_give_what_one_batch_gives(tmp_path: Path) -> None:
         assert a.as_dict() == b.as_dict()
         pd.testing.assert_frame_equal(one.estimates(), many.estimates(), rtol=1e-12)  # sums in another order
         assert_verified(many)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    chunk=st.integers(1, 12),
+    keep=st.floats(0.3, 1.0),
+    with_annotation_id=st.booleans(),
+)
+def test_hit_statuses_after_chunks_are_those_recomputed_from_the_live_index(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, chunk: int, keep: float, with_annotation_id: bool
+) -> None:
+    """HITs whose every item got a score in one chunk are marked complete without a lookup
+    (``core.store.batches.completed_hits``), the others recomputed: either way the status is what the live index
+    says (``verify``'s ``hits_ok``), whether a HIT's items come in one chunk, several, two ingests or not all."""
+    tmp_path = tmp_path_factory.mktemp("hits")
+    rng = np.random.default_rng(seed)
+    with new_project(tmp_path, hit_size=3) as p:
+        hits = p.next_hits()
+        rows = answer(hits, rng, with_annotation_id=with_annotation_id)
+        rows = rows.iloc[rng.permutation(len(rows))]
+        first = rows[rng.random(len(rows)) < keep]
+        for k, part in enumerate([first, rows]):  # the second ingest completes every HIT (and repeats the first)
+            path = tmp_path / f"s{k}.csv"
+            part.to_csv(path, index=False)
+            p.ingest_chunks(iter_table(path, chunk), source=str(path))
+            assert_verified(p)
+        assert {h["status"] for h in p.hits(0)} == {"complete"}

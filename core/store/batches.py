@@ -95,12 +95,34 @@ class Carry:
     seq : the log position they reflect.
     refit : True when the live log must be refitted (``Model.refit_on_change``).
     hits : ids of the HITs to refresh.
+    complete : ids of HITs known to be complete (:func:`completed_hits`), not refreshed from the live index.
     """
 
     state: dict[str, NDArray[Any]] | None = None
     seq: int = 0
     refit: bool = False
     hits: set[str] = field(default_factory=set)
+    complete: set[str] = field(default_factory=set)
+
+
+def completed_hits(rows: pd.DataFrame) -> set[str]:
+    """The HITs of which every item has a row in ``rows`` with the HIT's id: the rows one chunk appends, with
+    validation's ``hit_pos``, ``hit_size``, ``item_idx`` and ``hit_id`` (:class:`core.store.validation.Batch`).
+
+    Counted as distinct (HIT, item) pairs per HIT against the HIT's number of distinct items. A HIT whose items
+    come in several chunks, or partly from earlier ingests, is not found here (its status is recomputed)."""
+    pos = rows["hit_pos"].to_numpy(dtype=np.int64)
+    has = pos >= 0
+    if not has.any():
+        return set()
+    pos, item = pos[has], rows["item_idx"].to_numpy(dtype=np.int64)[has]
+    n_hits, width = int(pos.max()) + 1, int(item.max()) + 1
+    got = np.bincount(np.unique(pos * width + item) // width, minlength=n_hits)
+    need = np.zeros(n_hits, dtype=np.int64)
+    need[pos] = rows["hit_size"].to_numpy(dtype=np.int64)[has]
+    ids = np.empty(n_hits, dtype=object)
+    ids[pos] = rows["hit_id"].to_numpy(dtype=object)[has]
+    return set(ids[(got == need) & (need > 0)].tolist())
 
 
 def named_hits(frame: pd.DataFrame) -> list[str]:

@@ -117,6 +117,15 @@ def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any
             )
 
 
+def mark_complete(conn: sqlite3.Connection, ids: list[str]) -> None:
+    """Mark the given open HITs ``complete`` (known to be: every item has a live score with the HIT's id)."""
+    if ids:
+        conn.execute(
+            "UPDATE hits SET status = 'complete' WHERE status = 'open' AND hit_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+
+
 def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
     """Recompute ``open``/``complete`` for the given HITs (all when None); retracted HITs stay retracted."""
     if ids is None:

@@ -10,27 +10,31 @@ incrementally and are rebuilt by replay (:mod:`core.store.replay`) after a super
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.errors import InvalidRows
+from core.store.ahead import read_ahead
 from core.store.batches import (
     Carry,
     IngestReport,
     Prepared,
+    completed_hits,
     conflict_rejects,
     hit_fingerprint,
     named_hits,
     record_rejects,
 )
 from core.store.db import max_seq, now, read_columns
-from core.store.hits import refresh_hits
+from core.store.hit_columns import read_only
+from core.store.hit_rows import mark_complete, refresh_hits
 from core.store.retraction import Retractions
-from core.store.staging import stage
+from core.store.staging import StagedRows, stage, staged_rows
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -209,12 +213,24 @@ class Observations(Retractions):
         messages: list[str] = []
         name = source
         carry = Carry()
-        with self._writing() as conn:
-            since = max_seq(conn) + 1
+        self.item_index()  # read once here: the thread of read_ahead validates against it
+
+        def validated(reader: sqlite3.Connection) -> Iterator[tuple[int, Batch, StagedRows, str]]:
             for chunk in chunks:
                 frame, locations, name = normalize_rows(chunk, source)
-                report.n_rows += len(frame)
-                batch = self._validate(conn, frame, locations)
+                batch = self._validate(reader, frame, locations)
+                yield len(frame), batch, staged_rows(batch.valid), name
+
+        with (
+            self._writing() as conn,
+            read_only(self.path) as reader,
+            contextlib.closing(read_ahead(validated(reader))) as ahead,
+        ):
+            # the reader's snapshots are taken under this write lock: the HITs it reads are those of this
+            # transaction (an ingest changes them only in _finish, after the last chunk)
+            since = max_seq(conn) + 1
+            for n_rows, batch, rows, chunk_name in ahead:
+                report.n_rows, name = report.n_rows + n_rows, chunk_name
                 if len(batch.rejects):
                     rejects.append(batch.rejects)
                     messages.extend(batch.messages)
@@ -224,7 +240,14 @@ class Observations(Retractions):
                 # after a reject without skip_invalid nothing is kept (the transaction is rolled back), but the
                 # rows are still looked up so that every conflict is listed
                 conflicts = self._append(
-                    conn, batch, source, part, since=since, dry=bool(messages) and not skip_invalid, carry=carry
+                    conn,
+                    batch,
+                    source,
+                    part,
+                    since=since,
+                    dry=bool(messages) and not skip_invalid,
+                    carry=carry,
+                    rows=rows,
                 )
                 if conflicts is not None:
                     rejects.append(conflicts[0])
@@ -260,6 +283,7 @@ class Observations(Retractions):
         since: int | None = None,
         dry: bool = False,
         carry: Carry | None = None,
+        rows: StagedRows | None = None,
     ) -> tuple[pd.DataFrame, list[str]] | None:
         """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
 
@@ -268,12 +292,14 @@ class Observations(Retractions):
 
         With ``since`` (a log position), a row whose key has a live score appended at ``since`` or later that
         differs is a conflict with an earlier chunk of the same input: it is not appended, and its reject and
-        message are returned. ``dry``: only look for such conflicts (nothing is appended)."""
+        message are returned. ``dry``: only look for such conflicts (nothing is appended). ``rows``: the batch's
+        rows made ready to stage (:func:`core.store.staging.staged_rows`, made here when not given)."""
         import pandas as pd
 
         valid, locations = batch.valid, batch.locations
         report.duplicate = int(valid["repeat"].sum())
-        cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
+        rows = staged_rows(valid) if rows is None else rows
+        cand = rows.cand
         if len(cand) == 0:
             return None
         # every candidate row is staged once (one pass of parameters, in key order: :func:`_stage`); the log and
@@ -281,7 +307,7 @@ class Observations(Retractions):
         # candidate is appended (renumbered below when some are not).
         seq0 = max_seq(conn) + 1
         stamp = now()
-        stage(conn, cand, seq0)
+        stage(conn, rows, seq0)
         found = conn.execute(
             "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM (SELECT seq, source_key FROM "
             "temp._stage ORDER BY source_key) s JOIN live l ON l.source_key = s.source_key"
@@ -362,6 +388,7 @@ class Observations(Retractions):
         own = carry is None
         carry = Carry() if carry is None else carry
         carry.seq, carry.hits = last, carry.hits | touched
+        carry.complete |= completed_hits(add)
         if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)
             carry.refit = True
         elif self.model.order_dependent and (report.superseded or group_seen):
@@ -380,9 +407,12 @@ class Observations(Retractions):
 
     def _finish(self, conn: sqlite3.Connection, carry: Carry) -> None:
         """Write what an ingest carried (:class:`core.store.batches.Carry`): the model state (refitted first for
-        ``aware``) and the status of the touched HITs."""
+        ``aware``) and the status of the touched HITs: those whose every item got a score in this ingest are
+        complete (a score appended in an ingest stays live through it: another score for its key is a conflict),
+        the others are recomputed from the live index."""
         if carry.refit:
             carry.state = self._refit(conn)
         if carry.state is not None:
             self._save_state(conn, carry.state, carry.seq)
-        refresh_hits(conn, sorted(carry.hits))
+        mark_complete(conn, sorted(carry.complete))
+        refresh_hits(conn, sorted(carry.hits - carry.complete))

@@ -8,6 +8,7 @@ as :mod:`core.store.validation` defines them.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,35 +52,50 @@ def keys(cand: pd.DataFrame) -> tuple[NDArray[Any], NDArray[Any]]:
     return source, group
 
 
-def stage(conn: sqlite3.Connection, cand: pd.DataFrame, seq0: int) -> None:
-    """(Re)fill ``temp._stage`` with the rows of ``cand``; ``seq`` = ``seq0`` + the row's position in ``cand``. Only
-    the columns given by the input are bound (each bound value costs), with the keys (:func:`keys`) and ``score01``
-    (validation's ``clip((score_raw - score_min) / span, 0, 1)``), so that the log and the live index are copied
-    from plain columns: an ``INSERT ... SELECT`` that computes columns holds, in a large write transaction,
-    transient memory that grows with the live index (measured: 117 MB more at 2.5 M live rows, growing by about
-    5 MB per 250,000; none with plain columns)."""
+@dataclass
+class StagedRows:
+    """The rows of a chunk to stage (:func:`stage`), made ready outside the write transaction (in the thread of
+    :func:`core.store.ahead.read_ahead`): the valid rows that do not repeat an earlier row of the batch, and the
+    parameters :func:`stage` binds for them, by column."""
+
+    cand: pd.DataFrame
+    names: list[str]
+    columns: list[list[Any]]
+
+
+def staged_rows(valid: pd.DataFrame) -> StagedRows:
+    """:class:`StagedRows` of a validated batch's ``valid`` rows. Only the columns given by the input are kept
+    (each bound value costs), with the keys (:func:`keys`) and ``score01`` (validation's ``clip((score_raw -
+    score_min) / span, 0, 1)``)."""
     import pandas as pd
 
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS _stage (seq INTEGER NOT NULL, source_key TEXT NOT NULL, item_idx INTEGER, "
-        "score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, created_at TEXT, score01 REAL, "
-        "group_key TEXT)"
-    )
-    conn.execute("DELETE FROM temp._stage")
-    names = ["seq", "source_key", "group_key", "score01"]
+    cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
     source, group = keys(cand)
-    columns = [
-        np.arange(seq0, seq0 + len(cand), dtype=np.int64).tolist(),
-        source.tolist(),
-        group.tolist(),
-        cand["score01"].to_numpy(dtype=np.float64).tolist(),
-    ]
+    names = ["source_key", "group_key", "score01"]
+    columns = [source.tolist(), group.tolist(), cand["score01"].to_numpy(dtype=np.float64).tolist()]
     for name in STAGE_COLUMNS:
         col = cand[name].to_numpy()
         if col.dtype == object and not pd.notna(col).any():
             continue  # all missing: NULL
         names.append(name)
         columns.append(col.tolist())
+    return StagedRows(cand, names, columns)
+
+
+def stage(conn: sqlite3.Connection, rows: StagedRows, seq0: int) -> None:
+    """(Re)fill ``temp._stage`` with ``rows``; ``seq`` = ``seq0`` + the row's position. The log and the live index
+    are then copied from plain columns: an ``INSERT ... SELECT`` that computes columns holds, in a large write
+    transaction, transient memory that grows with the live index (measured: 117 MB more at 2.5 M live rows,
+    growing by about 5 MB per 250,000; none with plain columns)."""
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS _stage (seq INTEGER NOT NULL, source_key TEXT NOT NULL, item_idx INTEGER, "
+        "score_raw REAL, hit_id TEXT, annotator TEXT, annotation_id TEXT, created_at TEXT, score01 REAL, "
+        "group_key TEXT)"
+    )
+    conn.execute("DELETE FROM temp._stage")
+    names = ["seq", *rows.names]
+    seq = np.arange(seq0, seq0 + len(rows.cand), dtype=np.int64).tolist()
     conn.executemany(
-        f"INSERT INTO temp._stage({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", zip(*columns)
+        f"INSERT INTO temp._stage({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        zip(seq, *rows.columns),
     )

@@ -60,8 +60,10 @@ class Batch:
         Rows that passed, in input order: ``row`` (0-based input position; its location is ``locations[row]``),
         ``item_id``,
         ``item_idx``, ``score_raw``, ``score01``, ``hit_id``, ``annotator``, ``annotation_id``, ``created_at``,
-        ``group`` (an integer code of the HIT submission, equal for the rows of one submission), ``repeat`` (True
-        for a later copy of an earlier row: same key and score).
+        ``group`` (an integer code of the HIT submission, equal for the rows of one submission), ``hit_pos`` (the
+        position of the row's HIT among the batch's HITs, -1 without one), ``hit_size`` (the number of distinct
+        items of the row's HIT, 0 without one), ``repeat`` (True for a later copy of an earlier row: same key and
+        score).
     rejects : pandas.DataFrame
         ``location, field, reason`` and the row as given (``item_id, score, hit_id, annotator, annotation_id``).
     n_rows : int
@@ -258,10 +260,12 @@ def validate(
         lambda idx: np.asarray([f"HIT {hit_id.iloc[i]!r} was retracted" for i in idx], dtype=object),
     )
     in_hit = np.zeros(n, dtype=bool)
+    hit_size = np.zeros(n, dtype=np.int64)  # the number of distinct items of the row's HIT (0: none)
     if len(hits):
         width = np.int64(max(len(item_index), int(hits["item_idx"].max()) + 1) + 1)
         hit_of = np.cumsum(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) - 1
         pairs = np.unique(hit_of * width + hits["item_idx"].to_numpy(dtype=np.int64))
+        hit_size[hit_known] = np.bincount(pairs // width, minlength=len(first))[row_hit[hit_known]]
         asked = hit_known & (item_idx >= 0)
         wanted = row_hit[asked] * width + item_idx[asked]
         at = np.minimum(np.searchsorted(pairs, wanted), len(pairs) - 1)
@@ -383,6 +387,8 @@ def validate(
             "annotation_id": annotation_id.to_numpy(dtype=object)[good],
             "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
             "group": group_code[good],
+            "hit_pos": row_hit[good],
+            "hit_size": hit_size[good],
         }
     )
     valid["repeat"] = first_of(key_code[good]) != np.arange(good.size)
