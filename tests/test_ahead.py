@@ -1,5 +1,5 @@
-"""``core.store.ahead.read_ahead``: items in order, made one step ahead in a thread, errors raised where they
-happened, and nothing left running when the caller stops early."""
+"""``core.store.ahead.ReadAhead``: items in order, made one step ahead in a thread once the caller says so, errors
+raised where they happened, and nothing left running when the caller stops early."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.store.ahead import read_ahead
+from core.store.ahead import ReadAhead
 
 
 def test_items_come_in_order_and_are_made_in_another_thread() -> None:
@@ -20,11 +20,12 @@ def test_items_come_in_order_and_are_made_in_another_thread() -> None:
             made.append(threading.current_thread().name)
             yield k
 
-    assert list(read_ahead(produce())) == [0, 1, 2, 3, 4]
+    with ReadAhead(produce()) as ahead:
+        assert list(ahead) == [0, 1, 2, 3, 4]
     assert set(made) == {"easl-read-ahead"}
 
 
-def test_at_most_one_item_is_made_ahead_of_the_caller() -> None:
+def test_the_next_item_is_made_only_after_go_on_and_never_more_than_one_ahead() -> None:
     started: list[int] = []
     second = threading.Event()
 
@@ -35,12 +36,17 @@ def test_at_most_one_item_is_made_ahead_of_the_caller() -> None:
                 second.set()
             yield k
 
-    ahead = read_ahead(produce())
-    assert next(ahead) == 0
-    assert second.wait(10)  # 1 is made while the caller holds 0
-    time.sleep(0.2)  # time for the thread to run further if it could
-    assert started == [0, 1]
-    ahead.close()
+    with ReadAhead(produce()) as ahead:
+        assert next(ahead) == 0
+        time.sleep(0.2)
+        assert started == [0]  # the caller holds 0 and has not said go on
+        ahead.go_on()
+        ahead.go_on()  # once per item: a second call changes nothing
+        assert second.wait(10)
+        time.sleep(0.2)  # time for the thread to run further if it could
+        assert started == [0, 1]
+        assert next(ahead) == 1  # taking the next item without go_on lets the thread go on
+        assert next(ahead) == 2
 
 
 def test_an_error_is_raised_after_the_items_before_it() -> None:
@@ -50,25 +56,28 @@ def test_an_error_is_raised_after_the_items_before_it() -> None:
         raise ValueError("chunk 3 is bad")
 
     got = []
-    with pytest.raises(ValueError, match="chunk 3 is bad"):
-        for item in read_ahead(produce()):
-            got.append(item)
+    with ReadAhead(produce()) as ahead:
+        with pytest.raises(ValueError, match="chunk 3 is bad"):
+            for item in ahead:
+                got.append(item)
+        assert list(ahead) == []  # and it stays ended
     assert got == [1, 2]
 
 
 def test_stopping_early_closes_the_producer_in_its_thread_and_joins_it() -> None:
-    closed = threading.Event()
+    closed: list[str] = []
 
     def produce() -> Iterator[int]:
         try:
             yield from range(100)
         finally:
-            closed.set()
+            closed.append(threading.current_thread().name)
 
     before = threading.active_count()
-    with pytest.raises(RuntimeError):
-        for item in read_ahead(produce()):
+    with pytest.raises(RuntimeError), ReadAhead(produce()) as ahead:
+        for item in ahead:
+            ahead.go_on()
             if item == 3:
                 raise RuntimeError("the writer failed")
-    assert closed.is_set()
+    assert closed == ["easl-read-ahead"]
     assert threading.active_count() == before

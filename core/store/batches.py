@@ -131,7 +131,10 @@ def named_hits(frame: pd.DataFrame) -> list[str]:
 
     from core.store.validation import id_strings
 
-    ids = id_strings(frame["hit_id"]).to_numpy(dtype=object)
+    cells = frame["hit_id"].to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(cells, skipna=True) == "string":  # (to pd.unique, True and 1 are one value)
+        cells = pd.unique(cells)  # each distinct cell once: a HIT has many rows
+    ids = id_strings(pd.Series(cells, dtype=object)).to_numpy(dtype=object)
     return [str(h) for h in pd.unique(ids[pd.notna(ids)]).tolist()]
 
 

@@ -86,6 +86,13 @@ def id_strings(values: pd.Series) -> pd.Series:
     return text
 
 
+def present(values: Any) -> NDArray[Any]:
+    """Which cells of ``values`` are not None, for arrays whose missing cells are None (:func:`id_strings`' output):
+    an element-wise comparison, a third of the time of ``pd.notna``."""
+    out: NDArray[Any] = np.asarray(values, dtype=object) != None  # noqa: E711 (element-wise over an object array)
+    return out
+
+
 def positions(values: NDArray[Any], universe: NDArray[Any]) -> NDArray[Any]:
     """The position of each string of ``values`` (None: missing) in ``universe`` (distinct strings), -1 where it is
     not there: a hash lookup in Arrow."""
@@ -106,7 +113,7 @@ def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame)
     near = np.unique(hits["item_idx"].to_numpy(dtype=np.int64))
     at = positions(ids, all_ids[near])
     out: NDArray[Any] = np.where(at >= 0, near[np.maximum(at, 0)], -1)
-    rest = np.flatnonzero((at < 0) & pd.notna(ids))
+    rest = np.flatnonzero((at < 0) & present(ids))
     if rest.size:
         out[rest] = positions(ids[rest], all_ids)
     return out
@@ -213,6 +220,12 @@ class Locations:
 
     def __len__(self) -> int:
         return len(self.texts) if self.texts is not None else len(self.numbers)
+
+    def part(self, start: int, stop: int) -> Locations:
+        """The locations of rows ``start`` to ``stop`` (exclusive)."""
+        if self.texts is not None:
+            return Locations(texts=self.texts[start:stop])
+        return Locations(self.prefix, self.numbers[start:stop])
 
     def __getitem__(self, idx: Any) -> Any:
         if self.texts is not None:

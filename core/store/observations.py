@@ -10,7 +10,6 @@ incrementally and are rebuilt by replay (:mod:`core.store.replay`) after a super
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.errors import InvalidRows
-from core.store.ahead import read_ahead
+from core.store.ahead import ReadAhead
 from core.store.batches import (
     Carry,
     IngestReport,
@@ -44,6 +43,10 @@ if TYPE_CHECKING:
     from core.store.validation import Batch
 
 __all__ = ["IngestReport", "Observations", "Prepared"]
+
+#: rows of the first part of an ingest's first chunk, validated on their own so that the writer starts early
+#: (:meth:`Observations.ingest_chunks`)
+FIRST_PART = 50_000
 
 
 class Observations(Retractions):
@@ -203,6 +206,10 @@ class Observations(Retractions):
         the report inside the transaction (e.g. to write the rejects file): if it raises, nothing is written.
         A submission (HIT) whose rows fall in two chunks is validated per chunk, so front ends of methods that
         compare whole HITs (``Model.needs_whole_hit``) give such files in one chunk.
+
+        Chunk k + 1 is parsed and validated in a thread (:class:`core.store.ahead.ReadAhead`, with a read-only
+        connection of its own) while chunk k is written; for other methods, the first :data:`FIRST_PART` rows of
+        the first chunk are validated on their own, so that the writer starts early.
         """
         import pandas as pd
 
@@ -213,18 +220,25 @@ class Observations(Retractions):
         messages: list[str] = []
         name = source
         carry = Carry()
-        self.item_index()  # read once here: the thread of read_ahead validates against it
+        self.item_index()  # read once here: the thread of ReadAhead validates against it
 
         def validated(reader: sqlite3.Connection) -> Iterator[tuple[int, Batch, StagedRows, str]]:
+            head = not self.model.needs_whole_hit  # (such files come whole: a HIT's rows are never cut)
             for chunk in chunks:
                 frame, locations, name = normalize_rows(chunk, source)
-                batch = self._validate(reader, frame, locations)
-                yield len(frame), batch, staged_rows(batch.valid), name
+                parts = [(frame, locations)]
+                if head and len(frame) > 2 * FIRST_PART:  # a small first part: the writer starts early
+                    cut = [(0, FIRST_PART), (FIRST_PART, len(frame))]
+                    parts = [(frame.iloc[a:b].reset_index(drop=True), locations.part(a, b)) for a, b in cut]
+                head = False
+                for rows, at in parts:
+                    batch = self._validate(reader, rows, at)
+                    yield len(rows), batch, staged_rows(batch.valid), name
 
         with (
             self._writing() as conn,
             read_only(self.path) as reader,
-            contextlib.closing(read_ahead(validated(reader))) as ahead,
+            ReadAhead(validated(reader)) as ahead,
         ):
             # the reader's snapshots are taken under this write lock: the HITs it reads are those of this
             # transaction (an ingest changes them only in _finish, after the last chunk)
@@ -248,6 +262,7 @@ class Observations(Retractions):
                     dry=bool(messages) and not skip_invalid,
                     carry=carry,
                     rows=rows,
+                    staged=ahead.go_on,
                 )
                 if conflicts is not None:
                     rejects.append(conflicts[0])
@@ -284,6 +299,7 @@ class Observations(Retractions):
         dry: bool = False,
         carry: Carry | None = None,
         rows: StagedRows | None = None,
+        staged: Callable[[], None] | None = None,
     ) -> tuple[pd.DataFrame, list[str]] | None:
         """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
 
@@ -293,7 +309,8 @@ class Observations(Retractions):
         With ``since`` (a log position), a row whose key has a live score appended at ``since`` or later that
         differs is a conflict with an earlier chunk of the same input: it is not appended, and its reject and
         message are returned. ``dry``: only look for such conflicts (nothing is appended). ``rows``: the batch's
-        rows made ready to stage (:func:`core.store.staging.staged_rows`, made here when not given)."""
+        rows made ready to stage (:func:`core.store.staging.staged_rows`, made here when not given); ``staged``:
+        called once they are staged (:meth:`core.store.ahead.ReadAhead.go_on`)."""
         import pandas as pd
 
         valid, locations = batch.valid, batch.locations
@@ -308,6 +325,8 @@ class Observations(Retractions):
         seq0 = max_seq(conn) + 1
         stamp = now()
         stage(conn, rows, seq0)
+        if staged is not None:
+            staged()
         found = conn.execute(
             "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM (SELECT seq, source_key FROM "
             "temp._stage ORDER BY source_key) s JOIN live l ON l.source_key = s.source_key"

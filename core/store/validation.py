@@ -39,6 +39,7 @@ from core.store.cells import (
     item_positions,
     numbers,
     positions,
+    present,
     short_text,
     strip_strings,
 )
@@ -227,7 +228,7 @@ def validate(
     hit_id = id_strings(frame["hit_id"])
     annotator = id_strings(frame["annotator"])
     annotation_id = id_strings(frame["annotation_id"])
-    item_missing = item_id.isna().to_numpy()
+    item_missing = ~present(item_id.to_numpy())
     flag(item_missing, "item_id", "the item id is missing")
     item_idx = item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
     flag(
@@ -237,7 +238,7 @@ def validate(
     )
 
     # 3. HITs
-    has_hit = hit_id.notna().to_numpy()
+    has_hit = present(hit_id.to_numpy())
     if needs_whole_hit:
         flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
     # (HIT, item) pairs as integers: the HIT's position among the distinct ids of ``hits``, times the number of
@@ -279,10 +280,12 @@ def validate(
     )
 
     # keys, as integer codes (their texts are made in SQL: core.store.staging)
-    has_ann = annotation_id.notna().to_numpy()
+    has_ann = present(annotation_id.to_numpy())
     ann_code = codes(annotation_id.to_numpy(dtype=object)) if has_ann.any() else np.zeros(n, dtype=np.int64)
     hit_code = codes(hit_id.to_numpy(dtype=object)) if has_hit.any() else np.zeros(n, dtype=np.int64)
-    annotator_code = codes(annotator.to_numpy(dtype=object)) if annotator.notna().any() else np.zeros(n, np.int64)
+    annotator_code = (
+        codes(annotator.to_numpy(dtype=object)) if present(annotator.to_numpy()).any() else np.zeros(n, np.int64)
+    )
     # (annotation_id, item) with an annotation id, else (hit_id, item, annotator); the submission: annotation_id,
     # else (hit_id, annotator) with a HIT, else none (tag 0)
     key_code = combine(has_ann, np.where(has_ann, ann_code, hit_code), item_idx + 1, annotator_code * ~has_ann)
