@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from core.models import Hyper
-from core.store import Project
+from core.store import Project, arrow_columns
 from tests.store_helpers import answer, make_items
 from tui.cli import main
 
@@ -153,3 +153,17 @@ def test_export_writes_the_bytes_it_wrote_before(tmp_path, name):
     got = _digests(tmp_path, name)
     expected = {key: value for key, value in DIGESTS.items() if key[0] == name}
     assert got == expected
+
+
+@pytest.mark.parametrize("slice_rows", [1, 7, 1000])
+@pytest.mark.parametrize("name", ["easl-plain-fine", "easl-plain-5000"])
+def test_csv_formatted_in_slices_by_threads_is_the_same_file(tmp_path, monkeypatch, name, slice_rows):
+    """``core.store.arrow_columns.write_csv`` formats a large table in slices, in threads: with slices of a few
+    rows (the first shorter than the header, a last one partial) the file is the one pinned above."""
+    found = {lib: version(lib) for lib in VERSIONS}
+    if found != VERSIONS:
+        pytest.skip(f"digests taken with {VERSIONS}; installed: {found}")
+    monkeypatch.setattr(arrow_columns, "CSV_SLICE_ROWS", slice_rows)
+    out = tmp_path / "est.csv"
+    assert main(["export", _build(tmp_path, name), "--output", str(out)]) == 0
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == DIGESTS[(name, "est.csv")]

@@ -103,11 +103,47 @@ def floats(values: NDArray[Any]) -> pa.Array:
     )
 
 
+#: rows per slice of a table that :func:`write_csv` formats in threads (a few MB of CSV each)
+CSV_SLICE_ROWS = 16_384
+
+
 def write_csv(table: pa.Table, tmp: str | os.PathLike[str]) -> None:
-    """Write ``table`` to the file ``tmp`` as CSV: Arrow's writer with the options of ``core.tables``."""
+    """Write ``table`` to the file ``tmp`` as CSV: Arrow's writer with the options of ``core.tables``.
+
+    A table of more than :data:`CSV_SLICE_ROWS` rows is formatted one slice at a time, each into a buffer of its own, by
+    threads (Arrow's CSV writer releases the GIL, so the slices are formatted in parallel), and the buffers are
+    written in order: the header with the first slice, then rows only. Each row's text depends on its values alone
+    (quoting style "needed"), so the file holds the bytes of one call of Arrow's writer for the whole table."""
     import pyarrow.csv as pa_csv
 
-    pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+    options = pa_csv.WriteOptions(quoting_style="needed")
+    slice_rows = CSV_SLICE_ROWS
+    if table.num_rows <= slice_rows:
+        pa_csv.write_csv(table, tmp, write_options=options)
+        return
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    rows_only = pa_csv.WriteOptions(quoting_style="needed", include_header=False)
+
+    def formatted(start: int) -> pa.Buffer:
+        sink = pa.BufferOutputStream()
+        pa_csv.write_csv(table.slice(start, slice_rows), sink, write_options=options if start == 0 else rows_only)
+        return sink.getvalue()
+
+    workers = max(1, min(4, os.cpu_count() or 1))
+    starts = iter(range(0, table.num_rows, slice_rows))
+    with open(tmp, "wb") as out, ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: list[Future[pa.Buffer]] = [
+            pool.submit(formatted, start) for _, start in zip(range(workers + 1), starts)
+        ]
+        while pending:  # at most workers + 1 slices formatted ahead of the file
+            buffer = pending.pop(0).result()
+            start = next(starts, None)
+            if start is not None:
+                pending.append(pool.submit(formatted, start))
+            out.write(buffer)
 
 
 def write_csv_tables(tables: Iterable[pa.Table], tmp: str | os.PathLike[str]) -> None:
