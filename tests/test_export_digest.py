@@ -13,7 +13,11 @@ from importlib.metadata import version
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.models import Hyper
 from core.store import Project, arrow_columns
@@ -167,3 +171,79 @@ def test_csv_formatted_in_slices_by_threads_is_the_same_file(tmp_path, monkeypat
     out = tmp_path / "est.csv"
     assert main(["export", _build(tmp_path, name), "--output", str(out)]) == 0
     assert hashlib.sha256(out.read_bytes()).hexdigest() == DIGESTS[(name, "est.csv")]
+
+
+STRINGS = ["", "a", 'say "hi"', '""', "a,b", "line\nbreak", "cr\r", "naïve 東京", " spaced ", "back\\slash"]
+NUMBERS = {
+    "int": [0, 1, -1, 7, 2**62, -(2**63)],
+    "float": [
+        0.0,
+        -0.0,
+        1.5,
+        1 / 3,
+        1e-300,
+        1e300,
+        123456789.125,
+        float("inf"),
+        float("-inf"),
+        float("nan"),
+        -float("nan"),
+        None,
+    ],
+}
+
+
+@st.composite
+def tables(draw) -> pa.Table:
+    """Small tables of string, integer and float columns whose values repeat (so that :func:`write_csv` joins rows
+    with numbers formatted once per distinct row) or not, with nulls, NaN, infinities and signed zeros."""
+    n = draw(st.integers(1, 40))
+    arrays, names = [], []
+    for k in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["string", "int", "float"]))
+        if kind == "string":
+            pool = STRINGS + ([None] if draw(st.booleans()) else [])
+            values = draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
+            arrays.append(pa.array(values, type=draw(st.sampled_from([pa.string(), pa.large_string()]))))
+        else:
+            pool = draw(st.lists(st.sampled_from(NUMBERS[kind]), min_size=1, max_size=4))
+            if draw(st.booleans()):  # every value distinct: Arrow's writer
+                pool = pool + [k + 0.5 * j for j in range(n)] if kind == "float" else pool + list(range(10, 10 + n))
+            values = draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
+            arrays.append(pa.array(values, type=pa.int64() if kind == "int" else pa.float64()))
+        names.append(draw(st.sampled_from(["x", 'q"uote', "a,b", "é"])) + str(k))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+@settings(max_examples=300)
+@given(table=tables(), slice_rows=st.integers(1, 9))
+def test_write_csv_is_the_bytes_of_arrows_writer(tmp_path_factory, table, slice_rows):
+    """Whichever way :func:`core.store.arrow_columns.write_csv` formats a table (Arrow's writer at once, in slices,
+    or rows joined with numbers formatted once per distinct row), the file holds the bytes of Arrow's writer."""
+    expected = pa.BufferOutputStream()
+    pa_csv.write_csv(table, expected, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+    path = tmp_path_factory.mktemp("csv") / "t.csv"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrow_columns, "CSV_SLICE_ROWS", slice_rows)
+        arrow_columns.write_csv(table, path)
+    assert path.read_bytes() == expected.getvalue().to_pybytes()
+
+
+def test_rows_with_repeated_numbers_are_joined_from_texts_made_once():
+    """A table whose numbers repeat is written by joining rows (not by Arrow's writer), to the same bytes."""
+    n = 1000
+    table = pa.Table.from_arrays(
+        [
+            pa.array([f"id{i}" for i in range(n)]),
+            pa.array(np.arange(n) % 7 / 3),
+            pa.array(np.arange(n) % 3),
+            pa.array(['t "x"'] * n),
+        ],
+        names=["item_id", "estimate", "n", "text"],
+    )
+    joiner = arrow_columns._row_joiner(table)
+    assert joiner is not None
+    expected = pa.BufferOutputStream()
+    pa_csv.write_csv(table, expected, write_options=pa_csv.WriteOptions(quoting_style="needed", include_header=False))
+    got = b"".join(joiner(start, 300).to_pybytes() for start in range(0, n, 300))
+    assert got == expected.getvalue().to_pybytes()
