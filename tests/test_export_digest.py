@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.models import Hyper
+from core.models.beta import _distinct_keys, beta_interval
 from core.store import Project, arrow_columns
 from tests.store_helpers import answer, make_items
 from tui.cli import main
@@ -247,3 +248,35 @@ def test_rows_with_repeated_numbers_are_joined_from_texts_made_once():
     pa_csv.write_csv(table, expected, write_options=pa_csv.WriteOptions(quoting_style="needed", include_header=False))
     got = b"".join(joiner(start, 300).to_pybytes() for start in range(0, n, 300))
     assert got == expected.getvalue().to_pybytes()
+
+
+@given(
+    keys=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=50),
+    codes=st.lists(st.integers(0, 49), min_size=1, max_size=400),
+)
+def test_distinct_keys_number_each_value_once(keys, codes):
+    """``core.models.beta._distinct_keys``: one row of each distinct value, and each row's number among them."""
+    key = np.array(keys, dtype=np.uint64)[np.array(codes) % len(keys)]
+    first, inverse = _distinct_keys(key)
+    assert np.array_equal(key[first][inverse], key)
+    assert np.unique(key[first]).size == first.size == np.unique(key).size
+
+
+def test_distinct_keys_are_sorted_when_they_fill_half_the_table():
+    key = np.random.default_rng(5).integers(0, 2**63, size=70_000, dtype=np.uint64)[np.arange(90_000) % 70_000]
+    first, inverse = _distinct_keys(key)
+    assert first.size == np.unique(key).size == 70_000
+    assert np.array_equal(key[first][inverse], key)
+
+
+def test_beta_interval_of_repeated_pairs_is_the_interval_of_each():
+    """The Beta interval evaluated once per distinct (alpha, beta) equals SciPy's of every row."""
+    from scipy import special
+
+    rng = np.random.default_rng(9)
+    alpha = 1 + rng.integers(0, 5, size=5000) * 0.25
+    beta = 1 + rng.integers(0, 5, size=5000) * 0.25
+    low, high = beta_interval(alpha, beta)
+    tail = (1.0 - 0.95) / 2.0
+    assert np.array_equal(low, special.betaincinv(alpha, beta, tail))
+    assert np.array_equal(high, special.betaincinv(alpha, beta, 1.0 - tail))
