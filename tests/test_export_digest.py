@@ -1,9 +1,11 @@
 """``easl export`` writes the same bytes as before its speed-ups (issue 14): the SHA-256 of every file it writes
-for small projects of each method, in each format, pinned from the code before the changes.
+for small projects of each method, in each format, pinned from the code before the changes; and the parts of the
+speed-ups checked against what they replace: :func:`core.store.arrow_columns.write_csv` against Arrow's CSV writer
+(property test), the distinct pairs of :func:`core.models.beta.beta_interval` against ``numpy.unique`` and SciPy.
 
 The files are built by Arrow's CSV writer, pandas' JSON writer and Parquet writer (whose footer names the Arrow
-version), so the digests hold for the library versions they were taken with (``VERSIONS``); with others the test
-is skipped with a message naming them (``test_store_columns`` still checks the CSV against the DataFrame's bytes).
+version), so the digests hold for the library versions they were taken with (``VERSIONS``); with others those tests
+are skipped with a message naming them (``test_store_columns`` still checks the CSV against the DataFrame's bytes).
 """
 
 from __future__ import annotations

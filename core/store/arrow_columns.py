@@ -4,7 +4,10 @@ The CSV files of ``easl next --output hits.csv`` and ``easl export --output esti
 CSV writer with the options of ``core.tables.write_table`` (quoting style "needed"), from an Arrow table of the
 same column types as ``pyarrow.Table.from_pandas`` gives for the DataFrame that function would be handed
 (strings, int64, float64 with NaN as null), so the bytes are the same; but the table is built without pandas:
-``pyarrow.array`` imports pandas (about half a second), so arrays are made from numpy buffers here.
+``pyarrow.array`` imports pandas (about half a second), so arrays are made from numpy buffers here. A large table
+is formatted in slices by threads, and when its numbers repeat (the estimates of items scored alike) the rows are
+joined from texts with each distinct row of numbers formatted once (:func:`write_csv`): the bytes are still those
+of Arrow's writer.
 """
 
 from __future__ import annotations
@@ -217,14 +220,13 @@ def _row_joiner(table: pa.Table) -> Callable[[int, int], pa.Buffer] | None:
             layout += [list(range(at, end)), ""]
             at = end
     layout[-1] += "\n"
-    pieces: list[Any] = []  # per piece of the row: a scalar text, a string column, or (texts, codes) of a run
+    # per piece of the row: a scalar text, a string column, or (texts, codes) of a run; the texts beside a run are
+    # made part of its texts
+    pieces: list[Any] = []
     for k, part in enumerate(layout):
         if isinstance(part, str):
-            if (
-                part
-                and not isinstance(layout[k - 1], list)
-                and not (k + 1 < len(layout) and isinstance(layout[k + 1], list))
-            ):
+            beside_run = isinstance(layout[k - 1], list) or (k + 1 < len(layout) and isinstance(layout[k + 1], list))
+            if part and not beside_run:
                 pieces.append(_text(part))
         elif isinstance(part, int):
             pieces.append(_quoted(table.column(part)))
