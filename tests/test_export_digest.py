@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -110,7 +111,7 @@ def _items(n: int, extra: bool, backslash: bool) -> pd.DataFrame:
     return items
 
 
-def _build(tmp_path, name: str) -> str:
+def _build(tmp_path: Path, name: str) -> str:
     """The project ``name`` of ``PROJECTS`` after two iterations of answers, with fixed creation times."""
     method, n, extra, rounded, n_annotators, backslash = PROJECTS[name]
     path = tmp_path / f"{name}.easl"
@@ -136,7 +137,7 @@ def _build(tmp_path, name: str) -> str:
     return str(path)
 
 
-def _digests(tmp_path, name: str) -> dict[tuple[str, str], str]:
+def _digests(tmp_path: Path, name: str) -> dict[tuple[str, str], str]:
     project = _build(tmp_path, name)
     out: dict[tuple[str, str], str] = {}
     for ext in ("csv", "jsonl", "parquet"):
@@ -153,7 +154,7 @@ def _digests(tmp_path, name: str) -> dict[tuple[str, str], str]:
 
 
 @pytest.mark.parametrize("name", list(PROJECTS))
-def test_export_writes_the_bytes_it_wrote_before(tmp_path, name):
+def test_export_writes_the_bytes_it_wrote_before(tmp_path: Path, name: str) -> None:
     found = {lib: version(lib) for lib in VERSIONS}
     if found != VERSIONS:
         pytest.skip(f"digests taken with {VERSIONS}; installed: {found}")
@@ -164,7 +165,9 @@ def test_export_writes_the_bytes_it_wrote_before(tmp_path, name):
 
 @pytest.mark.parametrize("slice_rows", [1, 7, 1000])
 @pytest.mark.parametrize("name", ["easl-plain-fine", "easl-plain-5000"])
-def test_csv_formatted_in_slices_by_threads_is_the_same_file(tmp_path, monkeypatch, name, slice_rows):
+def test_csv_formatted_in_slices_by_threads_is_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, slice_rows: int
+) -> None:
     """``core.store.arrow_columns.write_csv`` formats a large table in slices, in threads: with slices of a few
     rows (the first shorter than the header, a last one partial) the file is the one pinned above."""
     found = {lib: version(lib) for lib in VERSIONS}
@@ -177,7 +180,7 @@ def test_csv_formatted_in_slices_by_threads_is_the_same_file(tmp_path, monkeypat
 
 
 STRINGS = ["", "a", 'say "hi"', '""', "a,b", "line\nbreak", "cr\r", "naïve 東京", " spaced ", "back\\slash"]
-NUMBERS = {
+NUMBERS: dict[str, list[float | None]] = {
     "int": [0, 1, -1, 7, 2**62, -(2**63)],
     "float": [
         0.0,
@@ -197,7 +200,7 @@ NUMBERS = {
 
 
 @st.composite
-def tables(draw) -> pa.Table:
+def tables(draw: st.DrawFn) -> pa.Table:
     """Small tables of string, integer and float columns whose values repeat (so that :func:`write_csv` joins rows
     with numbers formatted once per distinct row) or not, with nulls, NaN, infinities and signed zeros."""
     n = draw(st.integers(1, 40))
@@ -205,14 +208,16 @@ def tables(draw) -> pa.Table:
     for k in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["string", "int", "float"]))
         if kind == "string":
-            pool = STRINGS + ([None] if draw(st.booleans()) else [])
-            values = draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
+            texts: list[str | None] = STRINGS + ([None] if draw(st.booleans()) else [])
+            values: list[str | float | None] = draw(st.lists(st.sampled_from(texts), min_size=n, max_size=n))
             arrays.append(pa.array(values, type=draw(st.sampled_from([pa.string(), pa.large_string()]))))
         else:
             pool = draw(st.lists(st.sampled_from(NUMBERS[kind]), min_size=1, max_size=4))
             if draw(st.booleans()):  # every value distinct: Arrow's writer
-                pool = pool + [k + 0.5 * j for j in range(n)] if kind == "float" else pool + list(range(10, 10 + n))
+                pool += [k + 0.5 * j for j in range(n)] if kind == "float" else [float(10 + j) for j in range(n)]
             values = draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
+            if kind == "int":
+                values = [None if v is None else int(v) for v in values]
             arrays.append(pa.array(values, type=pa.int64() if kind == "int" else pa.float64()))
         names.append(draw(st.sampled_from(["x", 'q"uote', "a,b", "é"])) + str(k))
     return pa.Table.from_arrays(arrays, names=names)
@@ -220,7 +225,9 @@ def tables(draw) -> pa.Table:
 
 @settings(max_examples=300)
 @given(table=tables(), slice_rows=st.integers(1, 9))
-def test_write_csv_is_the_bytes_of_arrows_writer(tmp_path_factory, table, slice_rows):
+def test_write_csv_is_the_bytes_of_arrows_writer(
+    tmp_path_factory: pytest.TempPathFactory, table: pa.Table, slice_rows: int
+) -> None:
     """Whichever way :func:`core.store.arrow_columns.write_csv` formats a table (Arrow's writer at once, in slices,
     or rows joined with numbers formatted once per distinct row), the file holds the bytes of Arrow's writer."""
     expected = pa.BufferOutputStream()
@@ -232,7 +239,7 @@ def test_write_csv_is_the_bytes_of_arrows_writer(tmp_path_factory, table, slice_
     assert path.read_bytes() == expected.getvalue().to_pybytes()
 
 
-def test_rows_with_repeated_numbers_are_joined_from_texts_made_once():
+def test_rows_with_repeated_numbers_are_joined_from_texts_made_once() -> None:
     """A table whose numbers repeat is written by joining rows (not by Arrow's writer), to the same bytes."""
     n = 1000
     table = pa.Table.from_arrays(
@@ -256,7 +263,7 @@ def test_rows_with_repeated_numbers_are_joined_from_texts_made_once():
     keys=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=50),
     codes=st.lists(st.integers(0, 49), min_size=1, max_size=400),
 )
-def test_distinct_keys_number_each_value_once(keys, codes):
+def test_distinct_keys_number_each_value_once(keys: list[int], codes: list[int]) -> None:
     """``core.models.beta._distinct_keys``: one row of each distinct value, and each row's number among them."""
     key = np.array(keys, dtype=np.uint64)[np.array(codes) % len(keys)]
     first, inverse = _distinct_keys(key)
@@ -264,14 +271,14 @@ def test_distinct_keys_number_each_value_once(keys, codes):
     assert np.unique(key[first]).size == first.size == np.unique(key).size
 
 
-def test_distinct_keys_are_sorted_when_they_fill_half_the_table():
+def test_distinct_keys_are_sorted_when_they_fill_half_the_table() -> None:
     key = np.random.default_rng(5).integers(0, 2**63, size=70_000, dtype=np.uint64)[np.arange(90_000) % 70_000]
     first, inverse = _distinct_keys(key)
     assert first.size == np.unique(key).size == 70_000
     assert np.array_equal(key[first][inverse], key)
 
 
-def test_beta_interval_of_repeated_pairs_is_the_interval_of_each():
+def test_beta_interval_of_repeated_pairs_is_the_interval_of_each() -> None:
     """The Beta interval evaluated once per distinct (alpha, beta) equals SciPy's of every row."""
     from scipy import special
 
