@@ -203,19 +203,20 @@ class Output(Replay):
         :meth:`estimates`), else the DataFrame."""
         if self._item_columns:
             return EstimateTable(n_rows=self.n_items, frame=self.estimates())
+        from concurrent.futures import ThreadPoolExecutor
+
         import pyarrow as pa
 
-        from core.store.arrow_columns import floats, integers, strings
+        from core.store.arrow_columns import floats, integers
+        from core.store.hit_columns import read_every_item
 
-        columns, _ = self._estimate_columns()
-        with self._reading() as conn:
-            ids, texts = conn.execute(
-                "SELECT json_group_array(item_id), json_group_array(text) FROM (SELECT item_id, text FROM items "
-                "ORDER BY idx)"
-            ).fetchone()
-        arrays = [strings(ids)]
-        arrays += [integers(v) if v.dtype.kind in "iu" else floats(v) for v in columns.values()]
-        arrays.append(strings(texts))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # the ids and texts are read by a connection of their own while the estimates are computed: SQLite
+            # releases the GIL while it reads, so the read overlaps the import of SciPy and the model's summary
+            items = pool.submit(read_every_item, self.path, ["item_id", "text"])
+            columns, _ = self._estimate_columns()
+            ids, texts = items.result()
+        arrays = [ids, *(integers(v) if v.dtype.kind in "iu" else floats(v) for v in columns.values()), texts]
         table = pa.Table.from_arrays(arrays, names=["item_id", *columns, "text"])
         return EstimateTable(n_rows=self.n_items, table=table)
 
