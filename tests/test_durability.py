@@ -119,7 +119,7 @@ def kill_inside(project, path, prefix: str, nth: int, chunk_rows: int = 0, *, wa
 @pytest.mark.parametrize(
     "prefix, nth",
     [
-        # kills while the rows are staged and between the log and the live index: tests/test_durability_stage.py
+        # kills while the log is written and between the log and the live index: tests/test_durability_stage.py
         ("INSERT INTO state", 2),  # state being saved
         ("INSERT INTO meta", 1),  # state_seq, the last write before COMMIT
     ],
@@ -140,7 +140,7 @@ def test_sigkill_mid_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth
 @pytest.mark.parametrize(
     "prefix, nth",
     [
-        # kills while the fifth chunk is staged or half written: tests/test_durability_stage.py
+        # kills while the fifth chunk's log is half written or its live rows not yet: tests/test_durability_stage.py
         ("INSERT INTO state", 1),  # the state carried over every chunk being saved, once, before the commit
     ],
 )

@@ -1,10 +1,11 @@
-"""Durability of the staged ingest: a process killed with SIGKILL while a chunk is being staged
-(``temp._stage``), after the log was written from the stage and before the live index was, leaves the project file
-exactly as it was (real subprocesses, real SIGKILL, full dumps compared before and after).
+"""Durability of the chunked ingest: a process killed with SIGKILL while a chunk's rows are being bound into the
+log, or after the log was written and before the live index was, leaves the project file exactly as it was (real
+subprocesses, real SIGKILL, full dumps compared before and after).
 
-The log and the live index are written by one ``INSERT ... SELECT`` each per chunk (:mod:`core.store.staging`), so
-the kill points are named by statement and by chunk: the child of ``tests/test_durability.py`` waits inside its
-trace callback at the ``nth`` statement that starts with ``prefix``.
+Each chunk's rows are bound into the log one by one, and the live index is copied from the log by one ``INSERT ...
+SELECT`` per chunk (:mod:`core.store.log_rows`), so the kill points are named by statement and by chunk: the child
+of ``tests/test_durability.py`` waits inside its trace callback at the ``nth`` statement that starts with
+``prefix``.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize(
     "prefix, nth, chunk_rows",
     [
-        ("INSERT INTO temp._stage", 30_000, 0),  # one batch, half staged: nothing written yet
+        ("INSERT INTO observations", 30_000, 0),  # one batch, half of the log written
         ("INSERT OR FAIL INTO live", 1, 0),  # one batch: the log written, the live index not yet
-        ("INSERT INTO temp._stage", 45_000, 10_000),  # four chunks appended, the fifth half staged
+        ("INSERT INTO observations", 45_000, 10_000),  # four chunks appended, the fifth half written
         ("INSERT OR FAIL INTO live", 5, 10_000),  # the fifth chunk's log written, its live rows not yet
     ],
 )
-def test_sigkill_inside_the_staged_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth, chunk_rows):  # noqa: F811
+def test_sigkill_inside_the_chunked_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth, chunk_rows):  # noqa: F811
     project = copy_project(big[0], tmp_path / "p.easl")
     before = dump(project)
     kill_inside(project, big[1], prefix, nth, chunk_rows)

@@ -4,7 +4,8 @@ codes that validation (:mod:`core.store.validation`) builds on.
 Ids (``id_strings``) are stripped as ``str.strip()`` strips (every ``str.isspace`` character); only the padded
 cells, found by Arrow's regular expressions, are stripped in Python. A key is a tuple of parts: equal keys get equal
 integer codes (each part's ``codes``, Arrow's dictionary encoding, ``combine``d), with no Python string made per row;
-the text of a key, its parts joined by the unit separator ``SEP``, is made in SQL (:mod:`core.store.staging`).
+the text of a key, its parts joined by the unit separator ``SEP``, is made only for the rows appended
+(:func:`core.store.log_rows.keys`).
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ from core.store.batches import (
 from core.store.db import max_seq, now, read_columns
 from core.store.hit_columns import read_only
 from core.store.hit_rows import mark_complete, refresh_hits
+from core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
 from core.store.retraction import Retractions
-from core.store.staging import StagedRows, stage, staged_rows
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ class Observations(Retractions):
         carry = Carry()
         self.item_index()  # read once here: the thread of ReadAhead validates against it
 
-        def validated(reader: sqlite3.Connection) -> Iterator[tuple[int, Batch, StagedRows, str]]:
+        def validated(reader: sqlite3.Connection) -> Iterator[tuple[int, Batch, LogRows, str]]:
             head = not self.model.needs_whole_hit  # (such files come whole: a HIT's rows are never cut)
             for chunk in chunks:
                 frame, locations, name = normalize_rows(chunk, source)
@@ -233,7 +233,7 @@ class Observations(Retractions):
                 head = False
                 for rows, at in parts:
                     batch = self._validate(reader, rows, at)
-                    yield len(rows), batch, staged_rows(batch.valid), name
+                    yield len(rows), batch, log_rows(batch.valid), name
 
         with (
             self._writing() as conn,
@@ -298,7 +298,7 @@ class Observations(Retractions):
         since: int | None = None,
         dry: bool = False,
         carry: Carry | None = None,
-        rows: StagedRows | None = None,
+        rows: LogRows | None = None,
         staged: Callable[[], None] | None = None,
     ) -> tuple[pd.DataFrame, list[str]] | None:
         """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
@@ -309,29 +309,21 @@ class Observations(Retractions):
         With ``since`` (a log position), a row whose key has a live score appended at ``since`` or later that
         differs is a conflict with an earlier chunk of the same input: it is not appended, and its reject and
         message are returned. ``dry``: only look for such conflicts (nothing is appended). ``rows``: the batch's
-        rows made ready to stage (:func:`core.store.staging.staged_rows`, made here when not given); ``staged``:
-        called once they are staged (:meth:`core.store.ahead.ReadAhead.go_on`)."""
+        rows made ready for the log (:func:`core.store.log_rows.log_rows`, made here when not given); ``staged``:
+        called once they are bound (:meth:`core.store.ahead.ReadAhead.go_on`)."""
         import pandas as pd
 
         valid, locations = batch.valid, batch.locations
         report.duplicate = int(valid["repeat"].sum())
-        rows = staged_rows(valid) if rows is None else rows
+        rows = log_rows(valid) if rows is None else rows
         cand = rows.cand
         if len(cand) == 0:
             return None
-        # every candidate row is staged once (one pass of parameters, in key order: :func:`_stage`); the log and
-        # the live index are then written from the stage by INSERT ... SELECT. ``seq`` is the log position if every
-        # candidate is appended (renumbered below when some are not).
+        # the live observations of the candidates' keys decide what is appended; the kept rows are then bound
+        # once, straight into the log (:func:`core.store.log_rows.append_log`), and the live index is copied from it
         seq0 = max_seq(conn) + 1
-        stamp = now()
-        stage(conn, rows, seq0)
-        if staged is not None:
-            staged()
-        found = conn.execute(
-            "SELECT s.seq, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM (SELECT seq, source_key FROM "
-            "temp._stage ORDER BY source_key) s JOIN live l ON l.source_key = s.source_key"
-        ).fetchall()
-        pos = np.asarray([r[0] for r in found], dtype=np.int64) - seq0
+        found = live_matches(conn, rows)
+        pos = np.asarray([r[0] for r in found], dtype=np.int64)
         old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
         same = old_raw == cand["score_raw"].to_numpy()[pos]
         conflicts = None
@@ -350,50 +342,29 @@ class Observations(Retractions):
         report.duplicate += int(same.sum())
         report.superseded = int((~same).sum())
         keep = np.ones(len(cand), dtype=bool)
-        keep[pos[same]] = False
+        keep[pos[same]] = False  # keys live with this very score (or a conflict) stay as they are
         keep[moved] = False
         add = cand[keep].reset_index(drop=True)
         report.new = len(add) - report.superseded
         if len(add) == 0:
             return conflicts
-        if len(add) < len(cand):  # keys live with this very score (or a conflict) stay as they are: unstage them
-            dropped = np.flatnonzero(~keep) + seq0
-            conn.execute(
-                "DELETE FROM temp._stage WHERE seq IN (SELECT value FROM json_each(?))", (json.dumps(dropped.tolist()),)
-            )
-            conn.execute(
-                "UPDATE temp._stage SET seq = r.n FROM (SELECT rowid AS k, ? + ROW_NUMBER() OVER (ORDER BY seq) - 1 "
-                "AS n FROM temp._stage) r WHERE temp._stage.rowid = r.k",
-                (seq0,),
-            )
+        append_log(conn, rows, None if len(add) == len(cand) else keep, seq0, now(), source)
+        if staged is not None:
+            staged()
         # order-dependent models: appending whole new submissions at the end of the log is incremental; such
         # methods require a hit_id, so a submission's earlier rows are found through the live_hit index
         group_seen = (
             self.model.order_dependent
             and report.superseded == 0
             and conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM temp._stage s JOIN live l ON l.hit_id = s.hit_id AND "
-                "l.group_key = s.group_key)"
+                "SELECT EXISTS (SELECT 1 FROM observations o JOIN live l ON l.hit_id = o.hit_id AND "
+                "l.group_key = o.group_key WHERE o.seq >= ?)",
+                (seq0,),
             ).fetchone()[0]
             == 1
         )
+        copy_to_live(conn, seq0, superseded=bool(report.superseded))
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
-        conn.execute(
-            "INSERT OR FAIL INTO observations(seq, source_key, kind, item_idx, score01, group_key, annotation_id, "
-            "annotator, hit_id, score_raw, created_at, source) SELECT seq, source_key, 'score', item_idx, score01, "
-            "group_key, annotation_id, annotator, hit_id, score_raw, COALESCE(created_at, :stamp), :source "
-            "FROM temp._stage ORDER BY rowid",
-            {"stamp": stamp, "source": source},
-        )
-        # OR FAIL (valid rows never fail): a statement that may ABORT half-way keeps a statement journal of every
-        # page it changes (in memory: temp_store), a gigabyte per chunk once the live index is large
-        if report.superseded:  # the superseded keys' live rows go first
-            conn.execute("DELETE FROM live WHERE source_key IN (SELECT source_key FROM temp._stage)")
-        conn.execute(
-            "INSERT OR FAIL INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id) "
-            "SELECT source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id FROM temp._stage "
-            "ORDER BY source_key"
-        )
         # model state
         items = add["item_idx"].to_numpy(dtype=np.int64)
         s01 = add["score01"].to_numpy(dtype=np.float64)

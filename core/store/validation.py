@@ -279,7 +279,7 @@ def validate(
         ),
     )
 
-    # keys, as integer codes (their texts are made in SQL: core.store.staging)
+    # keys, as integer codes (their texts are made for the rows appended: core.store.log_rows.keys)
     has_ann = present(annotation_id.to_numpy())
     ann_code = codes(annotation_id.to_numpy(dtype=object)) if has_ann.any() else np.zeros(n, dtype=np.int64)
     hit_code = codes(hit_id.to_numpy(dtype=object)) if has_hit.any() else np.zeros(n, dtype=np.int64)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -38,11 +37,6 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl export``; returns the exit status (user errors raise ``UserError``)."""
-    # OpenBLAS (numpy's and SciPy's, when they load) starts a thread per core, and each spins for 2^28 cycles
-    # waiting for work that export never gives: on 2 cores, a sixth of the command's CPU time (0.24 of 1.54 s at
-    # 1,000,000 items). 2^4 cycles, then they sleep (OpenBLAS reads the variable when it loads, so only a process
-    # that has not imported numpy yet, such as the easl command, is affected; a value set by the user is kept).
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     from core.outputs import atomic_outputs, check_outputs
     from core.store import Project
     from core.store.memory import keep_freed_memory
