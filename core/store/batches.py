@@ -95,7 +95,7 @@ class Carry:
     seq : the log position they reflect.
     refit : True when the live log must be refitted (``Model.refit_on_change``).
     hits : ids of the HITs to refresh.
-    complete : ids of HITs known to be complete (:func:`completed_hits`), not refreshed from the live index.
+    complete : ids of HITs marked complete already (:func:`completed_hits`), not refreshed from the live index.
     """
 
     state: dict[str, NDArray[Any]] | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -220,12 +221,16 @@ class Observations(Retractions):
         messages: list[str] = []
         name = source
         carry = Carry()
-        self.item_index()  # read once here: the thread of ReadAhead validates against it
+        indexed = threading.Event()  # the item ids are read (by this thread, while the first chunk is parsed)
+        head = not self.model.needs_whole_hit  # (such files come whole: a HIT's rows are never cut)
 
         def validated(reader: sqlite3.Connection) -> Iterator[tuple[int, Batch, LogRows, str]]:
-            head = not self.model.needs_whole_hit  # (such files come whole: a HIT's rows are never cut)
+            nonlocal head
             for chunk in chunks:
                 frame, locations, name = normalize_rows(chunk, source)
+                indexed.wait()
+                if self._item_index is None:  # reading them failed: the ingest is ending
+                    return
                 parts = [(frame, locations)]
                 if head and len(frame) > 2 * FIRST_PART:  # a small first part: the writer starts early
                     cut = [(0, FIRST_PART), (FIRST_PART, len(frame))]
@@ -240,8 +245,12 @@ class Observations(Retractions):
             read_only(self.path) as reader,
             ReadAhead(validated(reader)) as ahead,
         ):
-            # the reader's snapshots are taken under this write lock: the HITs it reads are those of this
-            # transaction (an ingest changes them only in _finish, after the last chunk)
+            # the reader's snapshots are taken under this write lock: the HITs it reads are those committed before
+            # this transaction, which changes no more than open HITs to complete (validation reads retractions)
+            try:
+                self.item_index()
+            finally:
+                indexed.set()
             since = max_seq(conn) + 1
             for n_rows, batch, rows, chunk_name in ahead:
                 report.n_rows, name = report.n_rows + n_rows, chunk_name
@@ -364,6 +373,10 @@ class Observations(Retractions):
             == 1
         )
         copy_to_live(conn, seq0, superseded=bool(report.superseded))
+        # HITs whose every item this chunk scores are complete (a score appended in an ingest stays live through
+        # it: another score for its key is a conflict); marked now, while the read-ahead thread validates on
+        complete = completed_hits(add)
+        mark_complete(conn, sorted(complete))
         seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
         # model state
         items = add["item_idx"].to_numpy(dtype=np.int64)
@@ -378,7 +391,7 @@ class Observations(Retractions):
         own = carry is None
         carry = Carry() if carry is None else carry
         carry.seq, carry.hits = last, carry.hits | touched
-        carry.complete |= completed_hits(add)
+        carry.complete |= complete
         if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)
             carry.refit = True
         elif self.model.order_dependent and (report.superseded or group_seen):
@@ -397,12 +410,10 @@ class Observations(Retractions):
 
     def _finish(self, conn: sqlite3.Connection, carry: Carry) -> None:
         """Write what an ingest carried (:class:`core.store.batches.Carry`): the model state (refitted first for
-        ``aware``) and the status of the touched HITs: those whose every item got a score in this ingest are
-        complete (a score appended in an ingest stays live through it: another score for its key is a conflict),
-        the others are recomputed from the live index."""
+        ``aware``) and the status of the touched HITs not marked complete already, recomputed from the live
+        index."""
         if carry.refit:
             carry.state = self._refit(conn)
         if carry.state is not None:
             self._save_state(conn, carry.state, carry.seq)
-        mark_complete(conn, sorted(carry.complete))
         refresh_hits(conn, sorted(carry.hits - carry.complete))
