@@ -54,12 +54,16 @@ class Table:
         The file name as the user gave it (used in messages).
     unit : str
         ``"line"`` for text formats, ``"row"`` for Parquet.
+    unpadded : bool
+        True when no cell begins or ends with whitespace, known from the text (it holds no whitespace but line
+        ends): validation then has no cell to strip.
     """
 
     frame: pd.DataFrame
     lines: NDArray[Any]
     path: str
     unit: str = "line"
+    unpadded: bool = False
 
     def locations(self) -> NDArray[Any]:
         """Return ``"file:line"`` (or ``"file:row N"``) for every record, as an object array."""
@@ -121,6 +125,16 @@ def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
     if frame is None:
         return None
     return Table(frame=frame, lines=np.arange(2, len(frame) + 2, dtype=np.int64), path=path)
+
+
+#: the characters ``str.strip()`` removes (``str.isspace``), but the line end
+_SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n")
+
+
+def _unpadded(body: str) -> bool:
+    """True when ``body`` holds no whitespace but line ends (a few substring searches: none of the characters
+    beyond Latin-1 is searched for in a Latin-1 text)."""
+    return not any(c in body for c in _SPACES)
 
 
 def _plain(body: str) -> bool:
@@ -240,10 +254,12 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
                             return
                         header, line0, offset = None, 0, 0  # a header and no records: the csv-module path words it
                         break
-                    frame = _arrow_delimited(body, header, delimiter) if _plain(body.decode("utf-8")) else None
+                    text = body.decode("utf-8")
+                    frame = _arrow_delimited(body, header, delimiter) if _plain(text) else None
                     if frame is None or len(frame) != n:
                         break  # the csv module reads on from this chunk
-                    yield Table(frame=frame, lines=np.arange(line0 + 1, line0 + n + 1, dtype=np.int64), path=path)
+                    lines = np.arange(line0 + 1, line0 + n + 1, dtype=np.int64)
+                    yield Table(frame=frame, lines=lines, path=path, unpadded=_unpadded(text))
                     line0, offset, yielded = line0 + n, offset + len(body), True
         except UnicodeDecodeError:
             _locate_bad_utf8(path)

@@ -82,3 +82,25 @@ def test_hit_statuses_after_chunks_are_those_recomputed_from_the_live_index(
             p.ingest_chunks(iter_table(path, chunk), source=str(path))
             assert_verified(p)
         assert {h["status"] for h in p.hits(0)} == {"complete"}
+
+
+def test_padded_cells_are_stripped_in_whichever_chunk_they_come(tmp_path: Path) -> None:
+    """A chunk whose text holds no whitespace is known unpadded (``Table.unpadded``) and is not stripped; a later
+    chunk with padded cells (ASCII or Unicode whitespace) still is."""
+    path = tmp_path / "a.csv"
+    path.write_text(
+        "item_id,annotator,score\ni001,ann,10\ni002,ann,20\n i003 ,ann\u3000, 30 \n\u2003i004,\tann,40\n",
+        encoding="utf-8",
+    )
+    chunks = list(iter_table(path, 2))
+    assert [c.unpadded for c in chunks] == [True, False]
+    with new_project(tmp_path) as p:
+        report = p.ingest_chunks(iter(chunks), source=str(path))
+        assert (report.new, report.rejected) == (4, 0)
+        ratings = p.ratings()
+        assert sorted(zip(ratings["item_id"], ratings["annotator"], ratings["score"])) == [
+            ("i001", "ann", 10.0),
+            ("i002", "ann", 20.0),
+            ("i003", "ann", 30.0),
+            ("i004", "ann", 40.0),
+        ]

@@ -134,7 +134,8 @@ def named_hits(frame: pd.DataFrame) -> list[str]:
     cells = frame["hit_id"].to_numpy(dtype=object)
     if pd.api.types.infer_dtype(cells, skipna=True) == "string":  # (to pd.unique, True and 1 are one value)
         cells = pd.unique(cells)  # each distinct cell once: a HIT has many rows
-    ids = id_strings(pd.Series(cells, dtype=object)).to_numpy(dtype=object)
+    padded = not frame.attrs.get("unpadded", False)  # (core.tables.Table.unpadded)
+    ids = id_strings(pd.Series(cells, dtype=object), padded=padded).to_numpy(dtype=object)
     return [str(h) for h in pd.unique(ids[pd.notna(ids)]).tolist()]
 
 

@@ -50,17 +50,20 @@ def strip_strings(text: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def id_strings(values: pd.Series) -> pd.Series:
-    """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``."""
+def id_strings(values: pd.Series, *, padded: bool = True) -> pd.Series:
+    """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``. ``padded=False``:
+    the caller knows that no string begins or ends with whitespace (``core.tables.Table.unpadded``)."""
     arr = values.to_numpy(dtype=object)
     missing = pd.isna(arr)
     if missing.all():
         return pd.Series(np.full(len(arr), None, dtype=object), dtype=object)
     kind = pd.api.types.infer_dtype(arr, skipna=True)
     if kind == "string":  # CSV cells: strings only, stripped where padded
-        text = strip_strings(arr) if not missing.any() else arr.copy()
         if missing.any():
-            text[~missing] = strip_strings(arr[~missing])
+            text = arr.copy()
+            text[~missing] = strip_strings(arr[~missing]) if padded else arr[~missing]
+        else:
+            text = strip_strings(arr) if padded else arr
         blank = np.zeros(len(arr), dtype=bool)
         blank[~missing] = text[~missing] == ""
         if blank.any() or missing.any():

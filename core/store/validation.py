@@ -116,6 +116,7 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, Locations, str
         },
         index=pd.RangeIndex(len(frame)),
     )
+    out.attrs["unpadded"] = isinstance(rows, Table) and rows.unpadded
     return out, locations, name
 
 
@@ -168,11 +169,13 @@ def validate(
     # 1. scores
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
     raw_kind = pd.api.types.infer_dtype(raw, skipna=True)
+    padded = not frame.attrs.get("unpadded", False)  # (core.tables.Table.unpadded: no cell to strip)
     if raw_kind == "string":  # CSV cells: stripped where padded
         cells = raw.to_numpy(dtype=object)
         stripped = cells.copy()
-        given = pd.notna(cells)
-        stripped[given] = strip_strings(cells[given])
+        if padded:
+            given = pd.notna(cells)
+            stripped[given] = strip_strings(cells[given])
         raw_str = pd.Series(stripped, dtype=object)
     else:
         raw_str = pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
@@ -224,10 +227,10 @@ def validate(
             )
 
     # items
-    item_id = id_strings(frame["item_id"])
-    hit_id = id_strings(frame["hit_id"])
-    annotator = id_strings(frame["annotator"])
-    annotation_id = id_strings(frame["annotation_id"])
+    item_id = id_strings(frame["item_id"], padded=padded)
+    hit_id = id_strings(frame["hit_id"], padded=padded)
+    annotator = id_strings(frame["annotator"], padded=padded)
+    annotation_id = id_strings(frame["annotation_id"], padded=padded)
     item_missing = ~present(item_id.to_numpy())
     flag(item_missing, "item_id", "the item id is missing")
     item_idx = item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
@@ -388,7 +391,7 @@ def validate(
             "hit_id": hit_id.to_numpy(dtype=object)[good],
             "annotator": annotator.to_numpy(dtype=object)[good],
             "annotation_id": annotation_id.to_numpy(dtype=object)[good],
-            "created_at": id_strings(frame["created_at"]).to_numpy(dtype=object)[good],
+            "created_at": id_strings(frame["created_at"], padded=padded).to_numpy(dtype=object)[good],
             "group": group_code[good],
             "hit_pos": row_hit[good],
             "hit_size": hit_size[good],
