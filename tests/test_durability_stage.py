@@ -2,7 +2,7 @@
 log, or after the log was written and before the live index was, leaves the project file exactly as it was (real
 subprocesses, real SIGKILL, full dumps compared before and after).
 
-Each chunk's rows are bound into the log one by one, and the live index is copied from the log by one ``INSERT ...
+Each chunk's rows are bound into the log 50 at a time, and the live index is copied from the log by one ``INSERT ...
 SELECT`` per chunk (:mod:`core.store.log_rows`), so the kill points are named by statement and by chunk: the child
 of ``tests/test_durability.py`` waits inside its trace callback at the ``nth`` statement that starts with
 ``prefix``.
@@ -23,9 +23,9 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize(
     "prefix, nth, chunk_rows",
     [
-        ("INSERT INTO observations", 30_000, 0),  # one batch, half of the log written
+        ("INSERT INTO observations", 600, 0),  # one batch, half of the log written (50 rows per statement)
         ("INSERT OR FAIL INTO live", 1, 0),  # one batch: the log written, the live index not yet
-        ("INSERT INTO observations", 45_000, 10_000),  # four chunks appended, the fifth half written
+        ("INSERT INTO observations", 900, 10_000),  # four chunks appended, the fifth half written
         ("INSERT OR FAIL INTO live", 5, 10_000),  # the fifth chunk's log written, its live rows not yet
     ],
 )

@@ -3,7 +3,9 @@ given two scores in different chunks of one input is a conflict, as it is inside
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -104,3 +106,23 @@ def test_padded_cells_are_stripped_in_whichever_chunk_they_come(tmp_path: Path) 
             ("i003", "ann", 30.0),
             ("i004", "ann", 40.0),
         ]
+
+
+@pytest.mark.parametrize("n", [1, 49, 50, 51, 100, 137])
+def test_the_log_is_written_many_rows_per_statement_with_every_row_in_order(tmp_path: Path, n: int) -> None:
+    """``core.store.log_rows.append_log`` binds 50 rows per statement and the rest in one: every row lands once,
+    at consecutive positions, in input order, with its own values."""
+    rows = [(f"i{k % 23:03d}", f"a{k // 23}", float(k % 101)) for k in range(n)]
+    path = tmp_path / "a.csv"
+    _write(path, rows)
+    with new_project(tmp_path) as p:
+        report = p.ingest_chunks(iter_table(path, 1000), source="a.csv")
+        assert report.new == n
+        with closing(sqlite3.connect(p.path)) as conn:
+            got = conn.execute(
+                "SELECT seq, source_key, score_raw, annotator, kind, source FROM observations ORDER BY seq"
+            ).fetchall()
+        assert [r[0] for r in got] == list(range(1, n + 1))
+        assert [(r[1].split("\x1f")[2], r[3], r[2]) for r in got] == rows
+        assert {(r[4], r[5]) for r in got} == {("score", "a.csv")}
+        assert_verified(p)
