@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import itertools
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Self
 
 from core.errors import ProjectFileError
@@ -54,6 +55,27 @@ def fill_temp(conn: sqlite3.Connection, name: str, values: Iterable[Any]) -> Non
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (v PRIMARY KEY)")
     conn.execute(f"DELETE FROM temp.{name}")
     conn.executemany(f"INSERT OR IGNORE INTO temp.{name}(v) VALUES (?)", ((v,) for v in values))
+
+
+#: rows per statement of :func:`insert_rows`
+ROWS_PER_STATEMENT = 50
+
+
+def insert_rows(conn: sqlite3.Connection, head: str, row: str, columns: Sequence[Iterable[Any]]) -> None:
+    """Insert rows given by column: ``head`` (``"INSERT INTO t(a, b) VALUES "``) followed by :data:`ROWS_PER_STATEMENT`
+    copies of ``row`` (``"(?, ?)"``, one ``?`` per column, other terms allowed) per statement, the rest in one
+    statement. The rows are those of ``zip(*columns)`` (an endless column, such as ``itertools.repeat``, is cut to
+    the others). ``executemany`` costs per statement run (a step, a reset, the GIL released and taken back) as much
+    as per bound value: 50 rows at a time bind a million rows in a third of the time of one row at a time."""
+    width = len(columns)
+    flat = list(itertools.chain.from_iterable(zip(*columns)))  # row by row
+    n = len(flat) // width
+    k = ROWS_PER_STATEMENT
+    whole = n - n % k
+    if whole:  # (zip of one iterator k * width times: the whole statements' parameters, the rest left over)
+        conn.executemany(head + ", ".join([row] * k), zip(*[iter(flat)] * (k * width)))
+    if n > whole:
+        conn.execute(head + ", ".join([row] * (n - whole)), flat[whole * width :])
 
 
 def read_columns(conn: sqlite3.Connection, query: str, columns: list[str], params: tuple[Any, ...] = ()) -> list[Any]:

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.errors import InputError
+from core.store.db import insert_rows
 from core.store.item_checks import (
     CheckedRows,
     check_names,
@@ -185,7 +186,7 @@ class ItemsCheck:
                 raise invalid_rows(table.path, problems.messages, problems.total)
 
 
-INSERT = "INSERT OR IGNORE INTO items(idx, item_id, text, data) VALUES (?, ?, ?, ?)"
+INSERT = "INSERT OR IGNORE INTO items(idx, item_id, text, data) VALUES "
 
 
 def insert_items(
@@ -219,9 +220,11 @@ def insert_items(
             ids, text = ids[positions], text[positions]
             data = None if data is None else np.asarray(data, dtype=object)[positions].tolist()
         before = conn.total_changes
-        conn.executemany(
+        insert_rows(
+            conn,
             INSERT,
-            zip((chunk.start + positions).tolist(), ids.tolist(), text.tolist(), data or itertools.repeat("{}")),
+            "(?, ?, ?, ?)",
+            [(chunk.start + positions).tolist(), ids.tolist(), text.tolist(), data or itertools.repeat("{}")],
         )
         duplicates = np.zeros(0, dtype=np.int64)
         if conn.total_changes - before != len(positions):

@@ -9,7 +9,6 @@ its keys and ``score01`` with them, as :mod:`core.store.validation` defines them
 
 from __future__ import annotations
 
-import itertools
 import json
 import operator
 import sqlite3
@@ -18,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from core.store.db import insert_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,20 +101,12 @@ def sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-#: log rows per ``INSERT`` statement of :func:`append_log` (at most 11 values each: 550 parameters per statement)
-ROWS_PER_STATEMENT = 50
-
-
 def append_log(
     conn: sqlite3.Connection, rows: LogRows, keep: NDArray[Any] | None, seq0: int, stamp: str, source: str
 ) -> int:
     """Append the score rows of ``rows`` (those where ``keep`` is True; all when None) to the log at positions
     ``seq0``, ``seq0 + 1``, ...; a row without ``created_at`` gets ``stamp``, every row ``source``. Returns the
-    number appended.
-
-    :data:`ROWS_PER_STATEMENT` rows per statement (``VALUES (...), (...), ...``), the last statement with the rest:
-    ``executemany`` costs per statement run (a step, a reset, the GIL released and taken back) as much as per bound
-    value, so 50 rows at a time bind a million rows in a third of the time of one row at a time."""
+    number appended (:func:`core.store.db.insert_rows`: many rows per statement)."""
     columns = rows.columns
     if keep is not None:
         at = np.flatnonzero(keep).tolist()
@@ -124,16 +117,13 @@ def append_log(
     values = {name: "?" for name in rows.names}
     values["created_at"] = f"COALESCE(?, {sql_text(stamp)})" if "created_at" in values else sql_text(stamp)
     values["kind"], values["source"] = "'score'", sql_text(source)
-    insert = f"INSERT INTO observations(seq, {', '.join(values)}) VALUES "
-    row = f"(?, {', '.join(values.values())})"
-    n, width = len(columns[0]), len(rows.names) + 1
-    flat = list(itertools.chain.from_iterable(zip(range(seq0, seq0 + n), *columns)))  # row by row
-    k = ROWS_PER_STATEMENT
-    whole = n - n % k
-    if whole:  # (zip of one iterator k * width times: the whole statements' parameters, the rest left over)
-        conn.executemany(insert + ", ".join([row] * k), zip(*[iter(flat)] * (k * width)))
-    if n > whole:
-        conn.execute(insert + ", ".join([row] * (n - whole)), flat[whole * width :])
+    n = len(columns[0])
+    insert_rows(
+        conn,
+        f"INSERT INTO observations(seq, {', '.join(values)}) VALUES ",
+        f"(?, {', '.join(values.values())})",
+        [range(seq0, seq0 + n), *columns],
+    )
     return n
 
 
