@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from core.store.batches import (
     record_rejects,
 )
 from core.store.db import max_seq, now, read_columns
+from core.store.deferred import Places, remove_live, settle
 from core.store.hit_columns import read_only
 from core.store.hit_rows import mark_complete, refresh_hits
 from core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
@@ -196,6 +198,7 @@ class Observations(Retractions):
         source: str,
         skip_invalid: bool = False,
         before_commit: Callable[[IngestReport], None] | None = None,
+        defer_live: bool = False,
     ) -> IngestReport:
         """Validate and append annotation rows given in chunks (e.g. :func:`core.tables.iter_table`), all in one
         transaction, so that memory stays flat whatever the file size and the result is all or nothing.
@@ -211,6 +214,11 @@ class Observations(Retractions):
         Chunk k + 1 is parsed and validated in a thread (:class:`core.store.ahead.ReadAhead`, with a read-only
         connection of its own) while chunk k is written; for other methods, the first :data:`FIRST_PART` rows of
         the first chunk are validated on their own, so that the writer starts early.
+
+        ``defer_live`` (for large inputs, :data:`core.store.deferred.LARGE_INPUT_BYTES`): the rows go to the log
+        only and are indexed in the live index at the end, in one pass (:mod:`core.store.deferred`; not for
+        order-dependent models, whose files come whole). The result is the same, except that a refused input then
+        lists every conflict between its chunks, also those after its first invalid row.
         """
         import pandas as pd
 
@@ -240,7 +248,9 @@ class Observations(Retractions):
                     batch = self._validate(reader, rows, at)
                     yield len(rows), batch, log_rows(batch.valid), name
 
+        places: Places | None = None  # deferring: where the deferred rows came from
         with (
+            ExitStack() as stack,
             self._writing() as conn,
             read_only(self.path) as reader,
             ReadAhead(validated(reader)) as ahead,
@@ -252,6 +262,8 @@ class Observations(Retractions):
             finally:
                 indexed.set()
             since = max_seq(conn) + 1
+            if defer_live and not self.model.order_dependent:
+                places = stack.enter_context(closing(Places()))
             for n_rows, batch, rows, chunk_name in ahead:
                 report.n_rows, name = report.n_rows + n_rows, chunk_name
                 if len(batch.rejects):
@@ -268,10 +280,11 @@ class Observations(Retractions):
                     source,
                     part,
                     since=since,
-                    dry=bool(messages) and not skip_invalid,
+                    dry=bool(messages) and not skip_invalid and places is None,
                     carry=carry,
                     rows=rows,
                     staged=ahead.go_on,
+                    places=places,
                 )
                 if conflicts is not None:
                     rejects.append(conflicts[0])
@@ -280,6 +293,20 @@ class Observations(Retractions):
                 report.duplicate += part.duplicate
                 report.superseded += part.superseded
                 report.rebuilt = report.rebuilt or part.rebuilt
+            if places is not None:  # the deferred rows are indexed, and the later rows of a key they share leave
+                repeats = settle(conn, since, places)
+                report.new -= len(repeats.seq)
+                report.duplicate += repeats.duplicate
+                if repeats.messages:
+                    rejects.append(repeats.rejects)
+                    messages.extend(repeats.messages)
+                if len(repeats.seq):
+                    if carry.state is not None and not carry.refit:
+                        zero = np.zeros(len(repeats.seq), dtype=np.int64)
+                        self.model.apply(carry.state, repeats.item_idx, repeats.score01, zero, sign=-1)
+                    carry.hits |= repeats.hit_ids
+                    carry.complete -= repeats.hit_ids
+                    carry.seq = max_seq(conn)
             report.rejected = len(messages)
             if rejects:
                 report.rejects = pd.concat(rejects, ignore_index=True)
@@ -309,6 +336,7 @@ class Observations(Retractions):
         carry: Carry | None = None,
         rows: LogRows | None = None,
         staged: Callable[[], None] | None = None,
+        places: Places | None = None,
     ) -> tuple[pd.DataFrame, list[str]] | None:
         """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
 
@@ -319,7 +347,8 @@ class Observations(Retractions):
         differs is a conflict with an earlier chunk of the same input: it is not appended, and its reject and
         message are returned. ``dry``: only look for such conflicts (nothing is appended). ``rows``: the batch's
         rows made ready for the log (:func:`core.store.log_rows.log_rows`, made here when not given); ``staged``:
-        called once they are bound (:meth:`core.store.ahead.ReadAhead.go_on`)."""
+        called once they are bound (:meth:`core.store.ahead.ReadAhead.go_on`). ``places``: the rows appended are
+        deferred (:mod:`core.store.deferred`): not copied to the live index, and their locations recorded there."""
         import pandas as pd
 
         valid, locations = batch.valid, batch.locations
@@ -372,7 +401,12 @@ class Observations(Retractions):
             ).fetchone()[0]
             == 1
         )
-        copy_to_live(conn, seq0, superseded=bool(report.superseded))
+        if places is None:
+            copy_to_live(conn, seq0, superseded=bool(report.superseded))
+        else:
+            places.add(seq0, locations, cand["row"].to_numpy()[keep])
+            source_keys = rows.columns[0]
+            remove_live(conn, [source_keys[i] for i in pos[~same].tolist()])
         # HITs whose every item this chunk scores are complete (a score appended in an ingest stays live through
         # it: another score for its key is a conflict); marked now, while the read-ahead thread validates on
         complete = completed_hits(add)

@@ -57,6 +57,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from core.outputs import check_outputs, temporary_path
     from core.store import Project
+    from core.store.deferred import LARGE_INPUT_BYTES
     from core.tables import iter_table, read_table, write_format, write_table_to
 
     err = Console(stderr=True)
@@ -78,7 +79,11 @@ def _run(args: argparse.Namespace) -> int:
             chunks = [read_table(args.file)] if project.model.needs_whole_hit else iter_table(args.file)
             with err.status(f"validating and ingesting {args.file}"):
                 report = project.ingest_chunks(
-                    chunks, source=args.file, skip_invalid=args.skip_invalid, before_commit=write_rejects
+                    chunks,
+                    source=args.file,
+                    skip_invalid=args.skip_invalid,
+                    before_commit=write_rejects,
+                    defer_live=os.path.getsize(args.file) >= LARGE_INPUT_BYTES,
                 )
             if tmp is not None:
                 os.replace(tmp, target)
