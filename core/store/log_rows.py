@@ -56,7 +56,7 @@ class LogRows:
     """The rows of a chunk to append to the log, made ready outside the write transaction (in the thread of
     :class:`core.store.ahead.ReadAhead`): the valid rows that do not repeat an earlier row of the batch (``cand``),
     the log's columns bound for them (``names``) with their parameters (``columns``), and their source keys as
-    one JSON array (``source_json``, for :func:`live_matches`)."""
+    one JSON array (``source_json``, for :func:`live_matches`; empty when they are not to be looked up)."""
 
     cand: pd.DataFrame
     names: list[str]
@@ -64,10 +64,10 @@ class LogRows:
     source_json: str
 
 
-def log_rows(valid: pd.DataFrame) -> LogRows:
+def log_rows(valid: pd.DataFrame, *, keys_json: bool = True) -> LogRows:
     """:class:`LogRows` of a validated batch's ``valid`` rows. Only the columns given by the input are bound
     (each bound value costs), with the keys (:func:`keys`) and ``score01`` (validation's ``clip((score_raw -
-    score_min) / span, 0, 1)``)."""
+    score_min) / span, 0, 1)``). ``keys_json=False``: the keys are not to be looked up (no ``source_json``)."""
     from core.store.cells import present
 
     cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
@@ -80,7 +80,7 @@ def log_rows(valid: pd.DataFrame) -> LogRows:
             continue  # all missing: NULL
         names.append(name)
         columns.append(col.tolist())
-    return LogRows(cand, names, columns, json.dumps(source))
+    return LogRows(cand, names, columns, json.dumps(source) if keys_json and source else "")
 
 
 def live_matches(conn: sqlite3.Connection, rows: LogRows) -> list[tuple[Any, ...]]:

@@ -246,9 +246,10 @@ class Observations(Retractions):
                 head = False
                 for rows, at in parts:
                     batch = self._validate(reader, rows, at)
-                    yield len(rows), batch, log_rows(batch.valid), name
+                    yield len(rows), batch, log_rows(batch.valid, keys_json=look_up), name
 
         places: Places | None = None  # deferring: where the deferred rows came from
+        look_up = True  # whether the chunks' keys are looked up in the live index
         with (
             ExitStack() as stack,
             self._writing() as conn,
@@ -259,11 +260,13 @@ class Observations(Retractions):
             # this transaction, which changes no more than open HITs to complete (validation reads retractions)
             try:
                 self.item_index()
+                since = max_seq(conn) + 1
+                if defer_live and not self.model.order_dependent:
+                    places = stack.enter_context(closing(Places()))
+                    # the live index holds only keys live before the ingest: none to look up in a project without any
+                    look_up = conn.execute("SELECT EXISTS (SELECT 1 FROM live)").fetchone()[0] == 1
             finally:
                 indexed.set()
-            since = max_seq(conn) + 1
-            if defer_live and not self.model.order_dependent:
-                places = stack.enter_context(closing(Places()))
             for n_rows, batch, rows, chunk_name in ahead:
                 report.n_rows, name = report.n_rows + n_rows, chunk_name
                 if len(batch.rejects):
@@ -360,7 +363,7 @@ class Observations(Retractions):
         # the live observations of the candidates' keys decide what is appended; the kept rows are then bound
         # once, straight into the log (:func:`core.store.log_rows.append_log`), and the live index is copied from it
         seq0 = max_seq(conn) + 1
-        found = live_matches(conn, rows)
+        found = live_matches(conn, rows) if rows.source_json else []
         pos = np.asarray([r[0] for r in found], dtype=np.int64)
         old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
         same = old_raw == cand["score_raw"].to_numpy()[pos]
