@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,9 @@ LARGE_INPUT_BYTES = 96 * 2**20
 
 #: the live index's columns, copied from the log
 LIVE_COLUMNS = "source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id"
+
+#: the page cache (KiB) of a deferred ingest before its end: it appends to the log, whose pages are written once
+DEFERRED_CACHE_KIB = 32768
 
 #: repeated keys read back per query at the end of an ingest
 READ_SLICE = 100_000
@@ -103,15 +106,25 @@ def remove_live(conn: sqlite3.Connection, keys: list[str]) -> None:
 
 
 @contextmanager
-def sorting_on_disk(conn: sqlite3.Connection) -> Iterator[None]:
-    """Let SQLite's sorter spill to temporary files (``temp_store = FILE``) rather than hold a large sort in
-    memory, as the connection's ``temp_store = MEMORY`` would (measured: 740 MB against 275 MB for 6.5 million
-    rows)."""
-    conn.execute("PRAGMA temp_store = FILE")
+def pragmas(conn: sqlite3.Connection, **values: int | str) -> Iterator[None]:
+    """Set the connection's ``PRAGMA`` ``values`` in the block, and restore the values they had."""
+    before = {name: conn.execute(f"PRAGMA {name}").fetchone()[0] for name in values}
+    for name, value in values.items():
+        conn.execute(f"PRAGMA {name} = {value}")
     try:
         yield
     finally:
-        conn.execute("PRAGMA temp_store = MEMORY")
+        for name, value in before.items():
+            conn.execute(f"PRAGMA {name} = {value}")
+
+
+def sorting_on_disk(conn: sqlite3.Connection) -> AbstractContextManager[None]:
+    """Let SQLite's sorter spill to temporary files (``temp_store = FILE``) rather than hold a large sort in
+    memory, as the connection's ``temp_store = MEMORY`` would, and sort with one helper thread (``threads = 1``)
+    in runs of 64 MiB (``cache_size``, which also bounds the page cache meanwhile). Measured on 6.5 million rows:
+    740 MB in memory, against 276 MB spilling to disk; 16-17.7 s with no helper thread and 128 MiB runs, against
+    12.1 s and 210 MB with one helper thread and 64 MiB runs (the other core is idle at the end of an ingest)."""
+    return pragmas(conn, temp_store="FILE", threads=1, cache_size=-65536)
 
 
 def settle(conn: sqlite3.Connection, start: int, places: Places) -> Repeats:

@@ -32,7 +32,7 @@ from core.store.batches import (
     record_rejects,
 )
 from core.store.db import max_seq, now, read_columns
-from core.store.deferred import Places, remove_live, settle
+from core.store.deferred import DEFERRED_CACHE_KIB, Places, pragmas, remove_live, settle
 from core.store.hit_columns import read_only
 from core.store.hit_rows import mark_complete, refresh_hits
 from core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
@@ -263,6 +263,7 @@ class Observations(Retractions):
                 since = max_seq(conn) + 1
                 if defer_live and not self.model.order_dependent:
                     places = stack.enter_context(closing(Places()))
+                    stack.enter_context(pragmas(conn, cache_size=-DEFERRED_CACHE_KIB))
                     # the live index holds only keys live before the ingest: none to look up in a project without any
                     look_up = conn.execute("SELECT EXISTS (SELECT 1 FROM live)").fetchone()[0] == 1
             finally:
