@@ -20,7 +20,8 @@ Each test names the finding of issue 13 it covers (``# 13.N``):
   ``test_failed_write_leaves_the_old_outputs``, ``test_export_same_file_twice_is_refused``;
 * 13.6 wrong acceptance: ``test_ids_must_be_strings_or_integers``,
   ``test_item_ids_of_init_must_be_strings_or_integers``, ``test_csv_fields_longer_than_131072_characters_are_read``;
-* 13.8 memory (correctness of the streaming ingest; the figures are ``bench/bench_memory.py``'s):
+* 13.8 memory (correctness of the streaming ingest, with the live index kept chunk by chunk and built at the end as
+  for large files; the figures are ``bench/bench_memory.py``'s):
   ``test_chunked_ingest_equals_one_batch``, ``test_a_bad_row_in_the_last_chunk_rolls_back_everything``,
   ``test_conflicts_across_chunks_are_found``, ``test_chunked_reading_keeps_lines_and_errors``;
 * disk full: ``test_ingest_on_a_full_disk_fails_cleanly_and_leaves_the_project``,
@@ -414,11 +415,15 @@ def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):  # 13.3
 # ------------------------------------------------------------------- 13.8: ingest streams in chunks, all or nothing
 
 
-@pytest.fixture
-def small_chunks(monkeypatch):
+@pytest.fixture(params=["index kept chunk by chunk", "index built at the end"])
+def small_chunks(request, monkeypatch):
+    """Chunks of 7 rows, the live index kept chunk by chunk or (as for large files) built at the end."""
+    import core.store.deferred
     import core.tables
 
     monkeypatch.setattr(core.tables, "CHUNK_ROWS", 7)
+    if request.param == "index built at the end":
+        monkeypatch.setattr(core.store.deferred, "LARGE_INPUT_BYTES", 0)
 
 
 def _rows(n, seed=0):
