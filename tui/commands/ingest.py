@@ -58,6 +58,9 @@ def _run(args: argparse.Namespace) -> int:
     from core.outputs import check_outputs, temporary_path
     from core.store import Project
     from core.store.deferred import LARGE_INPUT_BYTES
+    from core.store.memory import keep_freed_memory
+
+    keep_freed_memory()  # chunks of large temporary arrays: reuse freed memory instead of fresh pages
     from core.tables import iter_table, read_table, write_format, write_table_to
 
     err = Console(stderr=True)
