@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from core.store.log_rows import LIVE_COLUMNS
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -41,9 +43,6 @@ if TYPE_CHECKING:
 #: chunk and 9.5 s deferred; 6,470,000 rows (200 MB) into a fresh project, 57 s and 48 s; a 1 GB file, see the
 #: README.
 LARGE_INPUT_BYTES = 96 * 2**20
-
-#: the live index's columns, copied from the log
-LIVE_COLUMNS = "source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id"
 
 #: the page cache (KiB) of a deferred ingest before its end: it appends to the log, whose pages are written once
 DEFERRED_CACHE_KIB = 32768

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+#: the live index's columns, copied from the log's (:func:`copy_to_live`, :func:`core.store.deferred.settle`)
+LIVE_COLUMNS = "source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id"
+
 #: the columns of the log bound from the input, when it gives them (besides the keys and ``score01``)
 GIVEN_COLUMNS = ("item_idx", "score_raw", "hit_id", "annotator", "annotation_id", "created_at")
 
@@ -139,8 +142,7 @@ def copy_to_live(conn: sqlite3.Connection, seq0: int, *, superseded: bool) -> No
     # OR FAIL (valid rows never fail): a statement that may ABORT half-way keeps a statement journal of every page
     # it changes (in memory: temp_store), a gigabyte per chunk once the live index is large
     conn.execute(
-        "INSERT OR FAIL INTO live(source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id) "
-        "SELECT source_key, seq, item_idx, score01, group_key, score_raw, hit_id, annotation_id FROM observations "
-        "WHERE seq >= ? ORDER BY source_key",
+        f"INSERT OR FAIL INTO live({LIVE_COLUMNS}) SELECT {LIVE_COLUMNS} FROM observations WHERE seq >= ? "
+        "ORDER BY source_key",
         (seq0,),
     )

@@ -59,9 +59,9 @@ def _run(args: argparse.Namespace) -> int:
     from core.store import Project
     from core.store.deferred import LARGE_INPUT_BYTES
     from core.store.memory import keep_freed_memory
+    from core.tables import iter_table, read_table, write_format, write_table_to
 
     keep_freed_memory()  # chunks of large temporary arrays: reuse freed memory instead of fresh pages
-    from core.tables import iter_table, read_table, write_format, write_table_to
 
     err = Console(stderr=True)
     target = args.rejects or f"{args.project}.rejects.csv"
