@@ -101,7 +101,8 @@ def predictions_match(ls, pid: int, path: Path, version: str) -> bool:
 
 def test_predictions_columns_holders_and_stop_at_refusal(ls, sdk, people, tmp_path):
     env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
-    project = new_project(tmp_path, "pred", 20, "--question", "How true?", env=env)
+    # the paper's EASL on purpose: --stop-at and the annotator diagnostics are refused for it
+    project = new_project(tmp_path, "pred", 20, "--method", "easl", "--question", "How true?", env=env)
     backend = Backend(project, free_port(), env, tmp_path / "serve.log")
     backend.start()
     try:
