@@ -1,8 +1,10 @@
-"""`easl simulate (prmse | metrics | easl)`: reproduce the seed papers' experiments with tables, figures and a report.
+"""`easl simulate (prmse | metrics | easl | replay)`: reproduce the seed papers' experiments, or replay real ratings,
+with tables, figures and a report.
 
 - ``prmse``: Loukina et al. (2020), the simulated dataset and sections 4.1-4.3, 5.2-5.3.
 - ``metrics``: Yannakoudakis & Cummins (2015), section 4, for every agreement coefficient in ``core.metrics``.
 - ``easl``: Sakaguchi & Van Durme (2018), section 5: DA, RA, TrueSkill and EASL through the real engine.
+- ``replay``: real ratings replayed through the engine (``tui/commands/simulate_replay.py``).
 
 Each writes ``OUT/report.md``, ``OUT/tables/*.csv`` and ``OUT/figures/*.png``.
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from tui.commands import simulate_replay
 from tui.commands.simulate_run import run_easl, run_metrics, run_prmse
 
 
@@ -60,7 +63,7 @@ def register(subparsers) -> None:
     """Add ``simulate`` and its three experiments to the ``easl`` parser."""
     p = subparsers.add_parser(
         "simulate",
-        help="reproduce the seed papers' experiments (prmse | metrics | easl)",
+        help="reproduce the seed papers' experiments (prmse | metrics | easl), or replay real ratings (replay)",
         description="Reproduce the seed papers' experiments and write CSV tables, PNG figures and a Markdown report "
         "that puts each reproduced number next to the published one.",
     )
@@ -249,3 +252,6 @@ def register(subparsers) -> None:
     e.add_argument("--keep-projects", metavar="DIR", help="keep the simulated project files in DIR")
     _add_dask(e)
     e.set_defaults(func=run_easl, parser=e)
+
+    # ---- replay -----------------------------------------------------------------------------------------------
+    simulate_replay.register(sub, _HelpFormatter, _floats, _names, _add_dask)

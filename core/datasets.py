@@ -1,0 +1,53 @@
+"""Real human ratings shipped in the package (``core/data/agh_tv_quality_2017/``).
+
+The AGH TV video-quality study (2017): 320 processed video sequences (20 source contents x 16 conditions), each
+rated for quality on the ACR 1-5 scale by 48-99 of 99 lab subjects, 17,820 ratings in long form. Source: the
+public repository Netflix/sureal, ``test/resource/quality_variation_2017_agh_tv_dataset.py`` (commit
+526715c9d94ec02367e61ef980b94b8c886e4022), Apache-2.0; the licence text and notice ship beside the data
+(``core/data/agh_tv_quality_2017/LICENSE`` and ``NOTICE.md``), and its ``README.md`` gives the provenance and
+the figures of the data.
+
+Used by ``easl simulate replay`` (:mod:`core.simulate.replay`) and ``easl demo``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+#: The study's folder inside the package.
+AGH_TV = "agh_tv_quality_2017"
+#: Its score range (ACR: 1 bad .. 5 excellent).
+AGH_TV_SCALE = (1.0, 5.0)
+
+
+def _read(name: str, **kw: Any) -> Any:
+    import pandas as pd
+
+    with resources.as_file(resources.files("core") / "data" / AGH_TV / name) as path:
+        return pd.read_csv(path, **kw)
+
+
+def agh_tv_ratings() -> Any:
+    """The study's ratings as a ``pandas.DataFrame`` with ``item_id`` (str), ``annotator_id`` (str) and
+    ``score`` (float64, 1-5): one row per individual rating."""
+    frame = _read("ratings.csv", dtype={"item_id": str, "annotator_id": str, "score": "float64"})
+    return frame
+
+
+def agh_tv_items() -> Any:
+    """The study's items: ``item_id`` (str), ``content_id``, ``path`` (the video's file name), ``n_ratings``; the
+    ``text`` column shown to annotators is the file name."""
+    frame = _read("items.csv", dtype={"item_id": str})
+    return frame.assign(text=frame["path"])
+
+
+def agh_tv_notice() -> str:
+    """The source and licence notice to show beside any use of the data."""
+    return (
+        "AGH TV video-quality study (2017), 99 lab subjects, ACR 1-5; from Netflix/sureal "
+        "(test/resource/quality_variation_2017_agh_tv_dataset.py), Apache-2.0: core/data/agh_tv_quality_2017/LICENSE"
+    )
+
+
+__all__ = ["AGH_TV", "AGH_TV_SCALE", "agh_tv_items", "agh_tv_notice", "agh_tv_ratings"]

@@ -1,0 +1,262 @@
+"""Replay real ratings through the real engine: which method reaches a target ranking with the fewest annotations,
+on real annotators (``easl simulate replay``).
+
+One run is (method, seed). Per item and seed, a random half of its ratings (``floor(n_i / 2)``) is held out and
+their mean is the truth; the other ratings are the pool a campaign draws from, each at most once. The campaign is
+the engine's: the method's model (:func:`core.models.get_model`) and its choice of HITs
+(:func:`core.store.choosing.choose_hits`, the function a project uses), in batches of ``batch_hits`` HITs of
+``hit_size`` items; the first batches cover every item once (a project's iteration 0). A HIT goes to one real
+annotator who has a pool rating of every item in it (drawn at random among them), else each item goes to a random
+unused rater of its own; the score is that annotator's real rating, with the real annotator id. Items whose pool is
+spent are not chosen again. The budget is counted in scores per item, so every method spends the same.
+
+Methods: any of :data:`core.models.METHODS` (``aware``, the paper's ``easl``, ``ra``, ``trueskill``, ``da``) and
+``da-z`` (DA's HITs and scores with each annotator's scores z-scored, as WMT does; computed from the ``da`` run of
+the seed, whose data it shares). Common random numbers: every method of a seed has the same split and draws its
+annotators from one stream, so while two methods choose the same HITs they get the same ratings.
+
+After an ``aware`` run the annotator diagnostics of the final fit (:mod:`core.models.aware_diagnostics`) are kept per
+annotator, to compare the flags with each annotator's agreement over all their ratings
+(:func:`core.simulate.replay_data.annotator_agreement`). The tables are :mod:`core.simulate.replay_summary`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from core.models import METHODS as ENGINE_METHODS
+from core.models import Hyper, get_model
+from core.simulate.mapping import MapFn, serial_map
+from core.simulate.replay_data import Ratings
+
+#: Methods of a replay: the engine's and DA with WMT z-scores.
+METHODS = (*ENGINE_METHODS, "da-z")
+#: The default comparison.
+DEFAULT_METHODS = ("da", "da-z", "easl", "aware")
+
+
+def split(r: Ratings, seed: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``(truth, pool)`` of a seed: ``truth[i]`` the mean of item ``i``'s held-out ratings (a random
+    ``floor(n_i / 2)`` of them, unit scale); ``pool`` an ``(n_items, n_annotators)`` float32 matrix of the other
+    ratings, NaN where an annotator has none (a pair rated twice keeps one of its pool ratings)."""
+    rng = np.random.default_rng([seed, 3])
+    order = np.lexsort((rng.random(r.size), r.item))
+    counts = r.per_item()
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(r.size) - np.repeat(starts, counts)
+    held = np.zeros(r.size, dtype=bool)
+    held[order] = rank < np.repeat(counts // 2, counts)
+    n_held = np.bincount(r.item[held], minlength=r.n_items)
+    truth = np.bincount(r.item[held], r.score[held], r.n_items) / n_held
+    pool = np.full((r.n_items, r.n_annotators), np.nan, dtype=np.float32)
+    keep = ~held
+    pool[r.item[keep], r.annotator[keep]] = r.score[keep]
+    return truth, pool
+
+
+def assign(hits: NDArray[Any], available: NDArray[Any], rng: np.random.Generator) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``(items, annotators)`` of a batch of HITs (module docstring); marks the pairs used in ``available``. Items
+    whose pool is spent are left out. The loop is over the batch's HITs (a few dozen), each vectorised."""
+    out_i, out_a = [], []
+    for hit in hits:
+        hit = hit[available[hit].any(axis=1)]
+        if hit.size == 0:
+            continue
+        every = np.flatnonzero(available[hit].all(axis=0))
+        if every.size:
+            anns = np.full(hit.size, every[rng.integers(every.size)])
+        else:
+            keys = rng.random((hit.size, available.shape[1]))
+            anns = np.where(available[hit], keys, -1.0).argmax(axis=1)
+        available[hit, anns] = False
+        out_i.append(hit)
+        out_a.append(anns)
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_i).astype(np.int64), np.concatenate(out_a).astype(np.int64)
+
+
+def zscore(annotator: NDArray[Any], x: NDArray[Any], n_annotators: int) -> NDArray[Any]:
+    """Each annotator's scores as z-scores (WMT's practice); an annotator with fewer than 2 scores or no spread
+    uses the median standard deviation of the others."""
+    n_a = np.bincount(annotator, minlength=n_annotators).astype(np.float64)
+    mean = np.bincount(annotator, x, n_annotators) / np.maximum(n_a, 1)
+    sd = np.sqrt(np.bincount(annotator, (x - mean[annotator]) ** 2, n_annotators) / np.maximum(n_a - 1, 1))
+    ok = (n_a >= 2) & (sd > 1e-6)
+    sd = np.where(ok, sd, np.median(sd[ok]) if ok.any() else 1.0)
+    z: NDArray[Any] = (x - mean[annotator]) / sd[annotator]
+    return z
+
+
+def _item_means(item: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
+    c = np.bincount(item, minlength=n)
+    m: NDArray[Any] = np.where(c > 0, np.bincount(item, x, n) / np.maximum(c, 1), x.mean() if x.size else 0.0)
+    return m
+
+
+def _correlations(est: NDArray[Any], truth: NDArray[Any]) -> tuple[float, float]:
+    """Spearman and Kendall (tau-b) of the estimates with the truth."""
+    rho = float(stats.spearmanr(est, truth).statistic)
+    tau = float(stats.kendalltau(est, truth).statistic)
+    return rho, tau
+
+
+def run_one(
+    r: Ratings,
+    method: str,
+    seed: int,
+    *,
+    hit_size: int = 5,
+    batch_hits: int = 15,
+    max_per_item: float = 12.0,
+) -> dict[str, Any]:
+    """One campaign (module docstring).
+
+    Returns
+    -------
+    dict
+        ``rows``: a dict per batch (``method, seed, per_item, spearman, kendall``; for ``da`` also the ``da-z``
+        rows); ``annotators``: for ``aware``, the final diagnostics (a ``pandas.DataFrame`` with ``annotator``, the
+        flag and its figures), else None; ``ceiling``: Spearman and Kendall of the whole pool's item means.
+    """
+    engine = "da" if method == "da-z" else method
+    hyper = Hyper(method=engine, hit_size=hit_size, seed=seed, score_min=0.0, score_max=1.0)
+    model: Any = get_model(hyper)
+    truth, pool = split(r, seed)
+    available = ~np.isnan(pool)
+    n, na = r.n_items, r.n_annotators
+    pool_means = np.nansum(pool, axis=1) / np.maximum(available.sum(axis=1), 1)
+    ceiling = _correlations(pool_means, truth)
+    assign_rng = np.random.default_rng([seed, 11])
+    state = model.init_state(n)
+    item_ix, ann, score = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    rows: list[dict[str, Any]] = []
+    from core import selection
+    from core.store.choosing import choose_hits
+
+    for k in range(max(1, round(max_per_item * n / (batch_hits * hit_size)))):
+        spent = ~available.any(axis=1)
+        if spent.all():
+            break
+        alloc_rng = np.random.default_rng([seed, 13, k])
+        counts = np.bincount(item_ix, minlength=n)
+        if counts.min() == 0:  # a project's iteration 0 covers every item once
+            hits = selection.select_least_annotated(
+                counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng, exclude=spent
+            )
+        else:
+            hits = choose_hits(model, hyper, state, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
+        items, anns = assign(hits, available, assign_rng)
+        if items.size == 0:
+            break
+        x = pool[items, anns].astype(np.float64)
+        item_ix, ann, score = np.concatenate([item_ix, items]), np.concatenate([ann, anns]), np.concatenate([score, x])
+        if getattr(model, "refit_on_change", False):
+            state = model.refit(state, item_ix, ann, score, n_items=n)
+        else:
+            model.apply(state, items, x, np.repeat(np.arange(len(hits)), hits.shape[1])[: items.size])
+        base = {"seed": seed, "per_item": item_ix.size / n}
+        est = model.summary(state)["estimate"]
+        rho, tau = _correlations(est, truth)
+        rows.append({"method": engine, **base, "spearman": rho, "kendall": tau})
+        if method == "da-z" or engine == "da":
+            z = _item_means(item_ix, zscore(ann, score, na), n)
+            rho, tau = _correlations(z, truth)
+            rows.append({"method": "da-z", **base, "spearman": rho, "kendall": tau})
+    if method == "da":
+        rows = [row for row in rows if row["method"] == "da"] + [row for row in rows if row["method"] == "da-z"]
+    elif method == "da-z":
+        rows = [row for row in rows if row["method"] == "da-z"]
+    annotators = None
+    if engine == "aware" and item_ix.size:
+        annotators = model.diagnostics(state, item_ix, ann, score).to_frame()
+        annotators.insert(0, "annotator", np.arange(na))
+        annotators.insert(1, "seed", seed)
+    return {
+        "rows": rows,
+        "annotators": annotators,
+        "ceiling": {"seed": seed, "spearman": ceiling[0], "kendall": ceiling[1]},
+    }
+
+
+def run_task(r: Ratings, method: str, seed: int, run_kw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`run_one` as a picklable top-level function of a :data:`~core.simulate.mapping.MapFn` task."""
+    return run_one(r, method, seed, **run_kw)
+
+
+def run_replay(
+    r: Ratings,
+    *,
+    methods: tuple[str, ...] = DEFAULT_METHODS,
+    n_seeds: int = 20,
+    first_seed: int = 0,
+    targets: tuple[float, ...] = (0.9, 0.93),
+    progress: Any = None,
+    map_fn: MapFn = serial_map,
+    **run_kw: Any,
+) -> dict[str, Any]:
+    """Every (method, seed) campaign, then :func:`core.simulate.replay_summary.summarise`.
+
+    Parameters
+    ----------
+    r : Ratings
+        The real ratings (:mod:`core.simulate.replay_data`).
+    methods : tuple of str
+        Among :data:`METHODS`; ``da`` is the reference of the savings (``da-z`` comes with ``da``'s runs).
+    n_seeds, first_seed : int
+        Seeds ``first_seed .. first_seed + n_seeds - 1``: each is one split and one stream of annotators.
+    targets : tuple of float
+        Spearman correlations to reach.
+    progress : callable, optional
+        Called with ``(done, total)`` as each run ends.
+    map_fn : MapFn
+        How the runs execute (:mod:`core.simulate.mapping`); any map gives the same numbers.
+    **run_kw :
+        :func:`run_one`'s settings (``hit_size``, ``batch_hits``, ``max_per_item``).
+
+    Returns
+    -------
+    dict
+        ``curves``, ``ceiling``, ``annotators`` (frames) and the tables of
+        :func:`~core.simulate.replay_summary.summarise`.
+    """
+    import pandas as pd
+
+    from core.simulate.replay_agreement import flag_table
+    from core.simulate.replay_summary import summarise
+
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"unknown method {bad[0]!r}; choose from {', '.join(METHODS)}")
+    runs = [m for m in dict.fromkeys("da" if m == "da-z" and "da" in methods else m for m in methods)]
+    tasks = [(r, m, s, dict(run_kw)) for m in runs for s in range(first_seed, first_seed + n_seeds)]
+    rows: list[dict[str, Any]] = []
+    ceilings: dict[int, dict[str, Any]] = {}
+    diags = []
+    for done, out in enumerate(map_fn(run_task, tasks), start=1):
+        rows += out["rows"]
+        ceilings[out["ceiling"]["seed"]] = out["ceiling"]
+        if out["annotators"] is not None:
+            diags.append(out["annotators"])
+        if progress is not None:
+            progress(done, len(tasks))
+    curves = pd.DataFrame(rows)
+    curves = curves[curves["method"].isin(methods)].reset_index(drop=True)
+    ceiling = pd.DataFrame(list(ceilings.values()))
+    annotators = pd.concat(diags, ignore_index=True) if diags else pd.DataFrame()
+    return {
+        "curves": curves,
+        "ceiling": ceiling,
+        "annotators": annotators,
+        "flags": flag_table(r, annotators),
+        **summarise(
+            curves, targets=targets, batch=run_kw.get("batch_hits", 15) * run_kw.get("hit_size", 5) / r.n_items
+        ),
+    }
+
+
+__all__ = ["DEFAULT_METHODS", "METHODS", "assign", "run_one", "run_replay", "run_task", "split", "zscore"]
