@@ -99,7 +99,10 @@ def _item_means(item: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
 
 
 def _correlations(est: NDArray[Any], truth: NDArray[Any]) -> tuple[float, float]:
-    """Spearman and Kendall (tau-b) of the estimates with the truth."""
+    """Spearman and Kendall (tau-b) of the estimates with the truth; NaN while the estimates are all equal (e.g.
+    z-scores of annotators with one score each)."""
+    if np.ptp(est) == 0:
+        return float("nan"), float("nan")
     rho = float(stats.spearmanr(est, truth).statistic)
     tau = float(stats.kendalltau(est, truth).statistic)
     return rho, tau
@@ -174,7 +177,7 @@ def run_one(
     annotators = None
     if engine == "aware" and item_ix.size:
         annotators = model.diagnostics(state, item_ix, ann, score).to_frame()
-        annotators.insert(0, "annotator", np.arange(na))
+        annotators.insert(0, "annotator", np.arange(len(annotators)))
         annotators.insert(1, "seed", seed)
     return {
         "rows": rows,

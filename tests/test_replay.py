@@ -1,0 +1,171 @@
+"""``easl simulate replay``: real ratings replayed through the engine (core/simulate/replay*.py), the shipped study
+(core/datasets.py), and the located errors of bad ratings files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.datasets import agh_tv_items, agh_tv_ratings
+from core.errors import InputError
+from core.simulate.replay import assign, run_one, run_replay, split, zscore
+from core.simulate.replay_data import Ratings, annotator_agreement, code_ratings, shipped_ratings
+from tui.cli import main
+
+
+def _slice(n_items: int = 40) -> Ratings:
+    """The shipped study's first ``n_items`` items, every rating of them."""
+    frame = agh_tv_ratings()
+    keep = frame["item_id"].astype(int) < n_items
+    return code_ratings(frame[keep], annotator_column="annotator_id", scale=(1, 5), source="slice")
+
+
+def test_the_shipped_study_is_whole_with_its_licence():
+    frame = agh_tv_ratings()
+    assert frame.shape == (17820, 3) and frame["annotator_id"].nunique() == 99 and frame["item_id"].nunique() == 320
+    assert frame["score"].between(1, 5).all()
+    assert len(agh_tv_items()) == 320
+    from importlib import resources
+
+    folder = resources.files("core") / "data" / "agh_tv_quality_2017"
+    assert "Apache License" in (folder / "LICENSE").read_text()
+    assert (folder / "NOTICE.md").is_file() and "sureal" in (folder / "README.md").read_text()
+
+
+def test_split_holds_out_half_of_each_items_ratings_and_pools_the_rest():
+    r = _slice(30)
+    truth, pool = split(r, seed=4)
+    n_i = r.per_item()
+    pooled = (~np.isnan(pool)).sum(axis=1)
+    assert np.array_equal(pooled, n_i - n_i // 2)  # each annotator rates an item once in this study
+    assert np.all((truth >= 0) & (truth <= 1))
+    # the held-out ratings and the pool partition the item's ratings: their sums add up
+    total = np.bincount(r.item, r.score, r.n_items)
+    assert np.allclose(truth * (n_i // 2) + np.nansum(pool, axis=1), total)
+    t2, p2 = split(r, seed=4)
+    assert np.array_equal(truth, t2) and np.array_equal(np.isnan(pool), np.isnan(p2))
+    assert not np.array_equal(np.isnan(split(r, seed=5)[1]), np.isnan(pool))
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(2, 5), st.integers(1, 8))
+def test_assign_uses_each_pool_rating_at_most_once_and_keeps_a_hit_with_one_annotator(seed, hit_size, n_hits):
+    rng = np.random.default_rng(seed)
+    available = rng.random((12, 7)) < 0.6
+    before = available.copy()
+    hits = np.array([rng.choice(12, hit_size, replace=False) for _ in range(n_hits)])
+    items, anns = assign(hits, available, rng)
+    assert np.all(before[items, anns])  # every rating drawn was in the pool
+    assert len(set(zip(items.tolist(), anns.tolist()))) == items.size  # none twice
+    assert np.array_equal(before & ~available, np.isin(np.arange(12)[:, None] * 7 + np.arange(7), items * 7 + anns))
+    start = 0
+    left = before.copy()
+    for hit in hits:
+        hit = hit[left[hit].any(axis=1)]
+        got = anns[start : start + hit.size]
+        if left[hit].all(axis=0).any():
+            assert np.unique(got).size == 1  # one real annotator who rated all the HIT's items
+        left[hit, got] = False
+        start += hit.size
+    assert start == items.size
+
+
+def test_zscore_gives_each_annotator_mean_0_and_sd_1():
+    rng = np.random.default_rng(0)
+    ann = rng.integers(4, size=200)
+    x = rng.random(200) * (ann + 1) + ann
+    z = zscore(ann, x, 4)
+    for a in range(4):
+        assert abs(z[ann == a].mean()) < 1e-12 and abs(z[ann == a].std(ddof=1) - 1) < 1e-12
+
+
+def test_every_method_runs_on_the_same_split_and_da_z_shares_das_data():
+    r = _slice(40)
+    kw = {"max_per_item": 4.0, "batch_hits": 4}
+    da = pd.DataFrame(run_one(r, "da", 3, **kw)["rows"])
+    alone = pd.DataFrame(run_one(r, "da-z", 3, **kw)["rows"])
+    assert set(da["method"]) == {"da", "da-z"}
+    assert np.allclose(da[da["method"] == "da-z"]["spearman"].to_numpy(), alone["spearman"].to_numpy(), equal_nan=True)
+    for method in ("easl", "aware", "ra", "trueskill"):
+        out = run_one(r, method, 3, **kw)
+        rows = pd.DataFrame(out["rows"])
+        assert rows["per_item"].iloc[-1] == pytest.approx(4.0, abs=0.2)
+        assert rows["spearman"].between(-1, 1).all()
+        assert out["ceiling"] == run_one(r, "da", 3, **kw)["ceiling"]  # one split per seed
+    assert run_one(r, "aware", 3, **kw)["annotators"]["flag"].isin(["", "random", "noisy", "collapsed"]).all()
+
+
+def test_replay_reports_budgets_savings_and_flags_for_every_method():
+    r = _slice(60)
+    res = run_replay(r, methods=("da", "da-z", "aware"), n_seeds=3, targets=(0.8, 0.99), max_per_item=5.0)
+    budget = res["budget"].set_index(["target", "method"])
+    assert set(budget.index.get_level_values("method")) == {"da", "da-z", "aware"}
+    assert np.isnan(budget.loc[(0.99, "da"), "budget"])  # above the ceiling of 60 items: never reached
+    row = budget.loc[(0.8, "aware")]
+    assert row["saved_vs_da_low"] <= row["saved_vs_da"] <= row["saved_vs_da_high"]
+    assert row["ratio_to_da"] == pytest.approx(row["budget"] / budget.loc[(0.8, "da"), "budget"])
+    assert len(res["ceiling"]) == 3 and res["ceiling"]["spearman"].between(0, 1).all()
+    flags = res["flags"]
+    assert len(flags) == r.n_annotators and flags["random"].between(0, 1).all()
+    again = run_replay(r, methods=("da", "da-z", "aware"), n_seeds=3, targets=(0.8, 0.99), max_per_item=5.0)
+    pd.testing.assert_frame_equal(res["budget"], again["budget"])  # same seeds, same numbers
+
+
+def test_annotator_agreement_matches_a_direct_computation():
+    r = _slice(50)
+    ag = annotator_agreement(r)
+    frame = pd.DataFrame({"i": r.item, "a": r.annotator, "x": r.score})
+    a = int(np.nanargmin(ag))
+    mine = frame[frame["a"] == a]
+    others = frame[frame["a"] != a].groupby("i")["x"].mean()
+    assert ag[a] == pytest.approx(np.corrcoef(mine["x"], others.loc[mine["i"]].to_numpy())[0, 1])
+
+
+def test_cli_replays_a_slice_of_the_shipped_study_and_writes_the_report(tmp_path, capsys):
+    frame = agh_tv_ratings()
+    path = tmp_path / "pilot.csv"
+    frame[frame["item_id"].astype(int) < 50].to_csv(path, index=False)
+    out = tmp_path / "rep"
+    argv = ["simulate", "replay", str(path), "--scale", "1", "5", "--methods", "da,aware", "--runs", "2"]
+    assert main([*argv, "--targets", "0.8", "--max-per-item", "4", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "ceiling: Spearman" in printed and "aware" in printed
+    for name in ("curves", "budget", "ceiling", "flags", "mean_curves"):
+        assert (out / "tables" / f"{name}.csv").stat().st_size > 0
+    assert (out / "figures" / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    text = (out / "report.md").read_text()
+    assert "Replay of real ratings: " in text and "DA's annotations" in text and "--runs 2" in text
+
+
+@pytest.mark.parametrize(
+    ("rows", "options", "message"),
+    [
+        ("item_id,rater,score\na,x,1\n", [], "column 'annotator' is missing (the columns are: item_id, rater, score)"),
+        ("item_id,annotator,score\n" + "a,x,1\na,y,2\na,z,oops\na,w,3\n", [], ":4: field 'score': 'oops' is not"),
+        ("item_id,annotator,score\n" + "a,x,1\na,y,2\na,z,3\na,w,3\nb,x,1\n", [], ":6: item 'b' has 1 rating;"),
+        ("item_id,annotator,score\n" + "a,x,1\na,x,2\na,x,3\na,x,3\n", [], "every rating is by one annotator ('x')"),
+        ("item_id,annotator,score\n" + "a,x,1\na,y,2\na,z,9\na,w,3\n", ["--scale", "1", "5"], ":4: field 'score': 9"),
+    ],
+)
+def test_bad_ratings_are_one_located_error_and_nothing_is_written(tmp_path, capsys, rows, options, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(rows)
+    out = tmp_path / "rep"
+    assert main(["simulate", "replay", str(path), *options, "--runs", "1", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and str(path) in err
+    assert not out.exists()
+
+
+def test_shipped_ratings_agree_with_the_studys_readme():
+    r = shipped_ratings()
+    ag = annotator_agreement(r)
+    assert r.scale == (1.0, 5.0) and np.nanmin(ag) >= 0.44 and int((ag >= 0.58).sum()) == 98
+
+
+def test_code_ratings_refuses_an_empty_id():
+    frame = pd.DataFrame({"item_id": ["a"] * 4, "annotator": ["x", "", "y", "z"], "score": [1, 2, 3, 4]})
+    with pytest.raises(InputError, match="row 2: field 'annotator' is empty"):
+        code_ratings(frame)
