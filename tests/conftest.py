@@ -65,7 +65,8 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_store.py", "test_any_sequence_of_operations_keeps_cache_and_log_consistent"): "slow",
     ("test_cli_core.py", "test_bad_items_file_exits_1_and_creates_nothing"): "slow",
     ("test_cli_core.py", "test_user_and_usage_errors_exit_codes"): "slow",
-    ("test_cli_core.py", "test_demo_runs_and_writes_an_export"): "slow",
+    ("test_cli_core.py", "test_simulated_demo_runs_and_writes_an_export"): "slow",
+    ("test_replay.py", "test_demo_replays_real_annotators_beside_da_and_keeps_the_project"): "slow",
     ("test_plugin_service.py", "test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it"): "slow",
     # a LocalCluster of 2 worker processes (issue 15): millions of ratings, a killed worker, CLI subprocesses
     ("test_dask_evaluate.py", "test_every_metric_on_a_cluster_equals_in_memory"): "slow",

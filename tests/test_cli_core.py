@@ -329,10 +329,12 @@ def test_verify_detects_a_corrupted_cache(tmp_path, items_csv, capsys):
     verify_ok(project)
 
 
-def test_demo_runs_and_writes_an_export(tmp_path):
+def test_simulated_demo_runs_and_writes_an_export(tmp_path):
     out = tmp_path / "demo.csv"
     kept = tmp_path / "demo.easl"
-    result = easl("demo", "--output", str(out), "--project", str(kept), "--iterations", "3", "--seed", "1")
+    result = easl(
+        "demo", "--simulated", "--output", str(out), "--project", str(kept), "--iterations", "3", "--seed", "1"
+    )
     assert result.returncode == 0, result.stderr
     assert "Spearman" in result.stdout and "verify: ok" in result.stdout
     est = pd.read_csv(out)

@@ -13,6 +13,7 @@ from core.datasets import agh_tv_items, agh_tv_ratings
 from core.errors import InputError
 from core.simulate.replay import assign, run_one, run_replay, split, zscore
 from core.simulate.replay_data import Ratings, annotator_agreement, code_ratings, shipped_ratings
+from core.store import Project
 from tui.cli import main
 
 
@@ -169,3 +170,21 @@ def test_code_ratings_refuses_an_empty_id():
     frame = pd.DataFrame({"item_id": ["a"] * 4, "annotator": ["x", "", "y", "z"], "score": [1, 2, 3, 4]})
     with pytest.raises(InputError, match="row 2: field 'annotator' is empty"):
         code_ratings(frame)
+
+
+def test_demo_replays_real_annotators_beside_da_and_keeps_the_project(tmp_path, easl_cli):
+    kept, out = tmp_path / "demo.easl", tmp_path / "demo.csv"
+    result = easl_cli("demo", "--project", str(kept), "--output", str(out), "--max-per-item", "5")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "aware (default)" in text and "annotations saved" in text and "verify: ok" in text
+    assert "Apache-2.0" in text  # the source and licence notice beside the data
+    est = pd.read_csv(out)
+    assert len(est) == 320 and est["estimate"].between(1, 5).all()
+    assert est["ci_low"].ge(1).all() and est["ci_high"].le(5).all()
+    with Project.open(kept) as project:
+        assert project.hyper.method == "aware" and (project.hyper.score_min, project.hyper.score_max) == (1, 5)
+        ratings = project.ratings()
+        assert set(ratings["annotator"]) <= set(agh_tv_ratings()["annotator_id"])  # the real annotator ids
+        assert project.verify()["ok"]
+    assert easl_cli("demo", "--project", str(kept)).returncode == 1  # never over an existing file

@@ -1,0 +1,160 @@
+"""``easl demo`` on real annotators: the shipped study replayed through a project of the default method and one of
+direct assessment (``core/simulate/replay_project.py``), side by side."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from core.errors import UserError
+
+#: HITs per iteration after the covering one: a quarter of a score per item on the 320 videos, so that the curves
+#: have a point every quarter score.
+HITS_PER_ITERATION = 16
+
+
+def _budget_to(curve: list[tuple[float, float]], target: float) -> float:
+    """Scores per item where ``curve`` ((per_item, spearman) points) first reaches ``target`` (linear
+    interpolation; NaN if it never does)."""
+    import numpy as np
+
+    from core.simulate.annotation import first_crossing
+
+    if not curve:
+        return float("nan")
+    x, y = np.asarray(curve, dtype=np.float64).T
+    return first_crossing(x, np.nan_to_num(y, nan=-1.0), target)
+
+
+def _run_pair(projects: dict[str, Any], replays: dict[str, Any], args: argparse.Namespace, advance: Any) -> dict:
+    """Both campaigns, iteration by iteration, until both reach the target or the budget is spent."""
+    curves: dict[str, list[tuple[float, float]]] = {name: [] for name in projects}
+    done = dict.fromkeys(projects, False)
+    while not all(done.values()):
+        for name, project in projects.items():
+            if done[name]:
+                continue
+            replay = replays[name]
+            hits = project.next_hits()
+            if not hits:
+                done[name] = True  # the stopping rule of a project with a target said stop
+                continue
+            project.ingest(replay.answer(hits, (project.hyper.score_min, project.hyper.score_max)), source="demo")
+            per_item = replay.n_scores / project.n_items
+            curves[name].append((per_item, replay.spearman(project.estimates())))
+            reached = curves[name][-1][1] >= args.target
+            done[name] = per_item >= args.max_per_item or (reached and all(curves[o] for o in curves))
+        advance(
+            min(max(r.n_scores for r in replays.values()) / next(iter(projects.values())).n_items, args.max_per_item)
+        )
+    return curves
+
+
+def run_real(args: argparse.Namespace) -> int:
+    """Run ``easl demo`` on the shipped study (module docstring); returns the exit status."""
+    import tempfile
+
+    import numpy as np
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+    from rich.table import Table
+
+    from core.datasets import AGH_TV_SCALE, agh_tv_items, agh_tv_notice
+    from core.models import Hyper
+    from core.simulate.replay_data import shipped_ratings
+    from core.simulate.replay_project import ProjectReplay
+    from core.store import Project
+    from core.tables import write_format, write_table
+    from tui.commands.init import DEFAULT_METHOD
+
+    if not 0.0 < args.target < 1.0:
+        raise UserError(f"--target must be a Spearman correlation between 0 and 1, got {args.target}.")
+    if args.max_per_item <= 0:
+        raise UserError(f"--max-per-item must be > 0, got {args.max_per_item}.")
+    if args.output:
+        write_format(args.output)
+    if args.project and os.path.lexists(args.project):
+        raise UserError(f"{args.project}: the file exists; the demo makes a new project (remove it or pick a name).")
+    ratings = shipped_ratings()
+    items = agh_tv_items()[["item_id", "text", "content_id", "path"]]
+    console = Console()
+    tmpdir = tempfile.TemporaryDirectory(prefix="easl-demo-")
+    methods = (DEFAULT_METHOD, "da")
+    paths = {
+        DEFAULT_METHOD: args.project or os.path.join(tmpdir.name, "demo.easl"),
+        "da": os.path.join(tmpdir.name, "da.easl"),
+    }
+    projects: dict[str, Any] = {}
+    try:
+        for m in methods:
+            hyper = Hyper(
+                method=m,
+                seed=args.seed,
+                score_min=AGH_TV_SCALE[0],
+                score_max=AGH_TV_SCALE[1],
+                hits_per_iteration=HITS_PER_ITERATION,
+            )
+            projects[m] = Project.create(paths[m], items, hyper)
+        replays = {m: ProjectReplay(ratings, projects[m].item_index(), args.seed) for m in methods}
+        console.print(f"[bold]Real annotators[/]: {agh_tv_notice()}.")
+        console.print(
+            f"Per video, half of its ratings are held out as the truth; each HIT is answered with real ratings of "
+            f"the rest. Default method ({DEFAULT_METHOD}) beside direct assessment (da), until both reach "
+            f"Spearman {args.target:g} or {args.max_per_item:g} scores per video."
+        )
+        with Progress(
+            TextColumn("replaying"),
+            BarColumn(),
+            TextColumn("{task.completed:.1f} scores per video"),
+            console=console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("replay", total=args.max_per_item)
+            curves = _run_pair(projects, replays, args, lambda x: progress.update(task, completed=x))
+        table = Table(title=f"Spearman with the held-out truth, {len(items)} videos")
+        table.add_column("scores per video", justify="right")
+        for m in methods:
+            table.add_column(m if m != DEFAULT_METHOD else f"{m} (default)", justify="right")
+        grid = np.arange(1.0, args.max_per_item + 1e-9, 1.0)
+        for x in grid:
+            cells = []
+            for m in methods:
+                pts = np.asarray(curves[m])
+                near = pts[np.abs(pts[:, 0] - x) < 1e-6] if pts.size else pts
+                cells.append(f"{near[0, 1]:.3f}" if len(near) else "")
+            if any(cells):
+                table.add_row(f"{x:g}", *cells)
+        console.print(table)
+        need = {m: _budget_to(curves[m], args.target) for m in methods}
+        a, d = need[DEFAULT_METHOD], need["da"]
+        if np.isfinite(a) and np.isfinite(d):
+            console.print(
+                f"[bold]Spearman {args.target:g}[/]: {DEFAULT_METHOD} after {a:.2f} scores per video, "
+                f"DA after {d:.2f}: "
+                f"[bold]{100 * (1 - a / d):+.0f}%[/] annotations saved ({a / d:.2f}x DA's) on this split. "
+                "Over 20 splits, with intervals: easl simulate replay."
+            )
+        elif np.isfinite(a):
+            console.print(
+                f"[bold]Spearman {args.target:g}[/]: {DEFAULT_METHOD} after {a:.2f} scores per video; DA did not reach "
+                f"it within {args.max_per_item:g}: at least [bold]{100 * (1 - a / args.max_per_item):+.0f}%[/] "
+                "annotations saved on this split."
+            )
+        else:
+            console.print(
+                f"{DEFAULT_METHOD} did not reach Spearman {args.target:g} within {args.max_per_item:g} scores per "
+                "video."
+            )
+        check = projects[DEFAULT_METHOD].verify()
+        console.print(f"verify: {'ok' if check['ok'] else 'FAILED'} (max abs diff {check['max_abs_diff']:.2g})")
+        if args.output:
+            write_table(projects[DEFAULT_METHOD].estimates(), args.output)
+            console.print(f"wrote the estimates of {len(items)} videos to {args.output}")
+        if args.project:
+            console.print(f"project kept at {args.project} (open it: easl tui {args.project})")
+    finally:
+        for project in projects.values():
+            project.close()
+        tmpdir.cleanup()
+    return 0 if check["ok"] else 1
