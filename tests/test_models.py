@@ -30,6 +30,7 @@ from core.models import (
     w_draw,
     w_win,
 )
+from core.models.aware_scale import expected_score
 from core.selection import match_quality
 
 # ---------------------------------------------------------------------------------------------------
@@ -315,7 +316,11 @@ def test_trueskill_model_prior_and_summary():
     summ = m.summary(s)
     assert summ["estimate"][0] > 0.5 > summ["estimate"][1]
     assert np.all(summ["variance"] < 1 / 12)
-    np.testing.assert_allclose(summ["ci_high"] - summ["ci_low"], 2 * 1.959963984540054 * np.sqrt(s["sigma2"]))
+    # the interval is mu -+ 1.96 sigma mapped to the bounded scale (core.models.aware_scale, noise gamma)
+    half = 1.959963984540054 * np.sqrt(s["sigma2"])
+    np.testing.assert_allclose(summ["ci_low"], expected_score(s["mu"] - half, 0.1))
+    np.testing.assert_allclose(summ["ci_high"], expected_score(s["mu"] + half, 0.1))
+    np.testing.assert_allclose(summ["estimate"], expected_score(s["mu"], 0.1))
 
 
 # ---------------------------------------------------------------------------------------------------

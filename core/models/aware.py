@@ -132,17 +132,24 @@ class AwareState:
         return cls(**kw)
 
     def summary(self) -> dict[str, NDArray[Any]]:
-        """``estimate, mean, variance, ci_low, ci_high`` per item (the :class:`~core.models.base.Model`
-        summary): the posterior mean of ``mu_i`` and its 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)``
-        (:attr:`df`), ``var`` including the annotator terms.
-        Not clipped to [0, 1]: ``mu_i`` is on the consensus scale."""
-        sd = np.sqrt(self.var) * special.stdtrit(self.df, 0.975)
+        """``estimate, mean, variance, ci_low, ci_high`` per item on [0, 1] (the :class:`~core.models.base.Model`
+        summary): the score a typical annotator (offset 0, slope 1, noise ``q0``) would give on the bounded scale,
+        ``G(mu_i)`` with ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, q0)`` (:mod:`core.models.aware_scale`);
+        ``G`` is strictly increasing, so the order of the estimates is that of ``mu``. The interval is the
+        image of the 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)`` (:attr:`df`; ``var`` including the
+        annotator terms), the variance ``G'(mu)^2 var`` (delta method). ``mu`` itself, on the unbounded
+        consensus scale, is what selection, rank figures and the stopping rule use."""
+        from core.models.aware_scale import bounded_interval, expected_score_slope
+
+        sd_q0 = float(np.sqrt(self.q0))
+        half = np.sqrt(self.var) * special.stdtrit(self.df, 0.975)
+        estimate, low, high = bounded_interval(self.mu, half, sd_q0)
         return {
-            "estimate": self.mu.copy(),
-            "mean": self.mu.copy(),
-            "variance": self.var.copy(),
-            "ci_low": self.mu - sd,
-            "ci_high": self.mu + sd,
+            "estimate": estimate,
+            "mean": estimate.copy(),
+            "variance": expected_score_slope(self.mu, sd_q0) ** 2 * self.var,
+            "ci_low": low,
+            "ci_high": high,
         }
 
     @property

@@ -18,7 +18,9 @@ class DirectAssessmentModel(Model):
     placeholder). From 2 scores on, the variance is the sample variance of the mean, ``s^2 / n`` (a residual sum
     of squares below 1e-12 of the sum of squares counts as 0: rounding noise of equal scores), and the 95%
     interval is ``mean -+ t_{0.975, n-1} sqrt(s^2 / n)`` clipped to [0, 1]; below 2 scores it is the uniform
-    prior's [0.025, 0.975]. Commutative: ``sign = -1`` retracts (an item back at count 0 is reset exactly).
+    prior's [0.025, 0.975], widened to a single score outside it (a score of 0 or 1). The mean is clipped to
+    [0, 1] (retraction can leave a sum a rounding error below 0). Commutative: ``sign = -1`` retracts (an item
+    back at count 0 is reset exactly).
     DA's batches are chosen by count (:func:`core.selection.select_least_annotated`).
     """
 
@@ -47,7 +49,7 @@ class DirectAssessmentModel(Model):
     def _mean_var(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         n = state["count"]
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(n > 0, state["sum"] / np.maximum(n, 1.0), 0.5)
+            mean = np.clip(np.where(n > 0, state["sum"] / np.maximum(n, 1.0), 0.5), 0.0, 1.0)
             # residual sum of squares; below 1e-12 of the sum of squares it is rounding noise (constant scores)
             resid = state["sumsq"] - state["sum"] * mean
             resid = np.where(resid > 1e-12 * state["sumsq"], resid, 0.0)
@@ -63,8 +65,8 @@ class DirectAssessmentModel(Model):
         tq = special.stdtrit(np.maximum(n - 1.0, 1.0), 0.975)  # Student t quantile
         half = tq * np.sqrt(var)
         many = n >= 2
-        lo = np.where(many, np.clip(mean - half, 0.0, 1.0), 0.025)
-        hi = np.where(many, np.clip(mean + half, 0.0, 1.0), 0.975)
+        lo = np.where(many, np.clip(mean - half, 0.0, 1.0), np.minimum(0.025, mean))
+        hi = np.where(many, np.clip(mean + half, 0.0, 1.0), np.maximum(0.975, mean))
         return {"estimate": mean, "mean": mean.copy(), "variance": var, "ci_low": lo, "ci_high": hi}
 
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:

@@ -15,7 +15,10 @@ class EaslModel(Model):
     """EASL (section 4): item ``i`` is Beta(alpha_i, beta_i); a score ``s`` in ``[0, 1]`` adds
     ``alpha_i += s``, ``beta_i += 1 - s`` (eq 24-25). Commutative, so ``sign = -1`` retracts; an item whose
     count returns to 0 is reset to the prior exactly. Estimate: the mode (eq 12); variance eq 13; 95%
-    equal-tailed credible interval from Beta quantiles.
+    equal-tailed credible interval from Beta quantiles, widened to the mode where the mode lies outside it
+    (an item scored only 0 or only 1 keeps ``alpha`` or ``beta`` at 1, so its mode is 0 or 1, up to 0.025 beyond
+    the equal-tailed interval: ``Beta(1, 1 + k)`` has ``ci_low = 1 - 0.975^(1 / (1 + k))``); the mode is clipped
+    to [0, 1] (retraction can leave ``alpha`` or ``beta`` a rounding error below 1).
     """
 
     name = "easl"
@@ -46,12 +49,13 @@ class EaslModel(Model):
     def summary(self, state: State) -> dict[str, NDArray[Any]]:
         a, b = state["alpha"], state["beta"]
         lo, hi = beta_interval(a, b)
+        mode = np.clip(beta_mode(a, b), 0.0, 1.0)
         return {
-            "estimate": beta_mode(a, b),
+            "estimate": mode,
             "mean": beta_mean(a, b),
             "variance": beta_variance(a, b),
-            "ci_low": lo,
-            "ci_high": hi,
+            "ci_low": np.minimum(lo, mode),
+            "ci_high": np.maximum(hi, mode),
         }
 
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:

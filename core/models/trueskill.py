@@ -20,8 +20,13 @@ class TrueSkillModel(Model):
     On the unit scale: ``beta = gamma``, draw margin ``= epsilon``, no dynamics (``tau = 0``: an item's
     quality does not drift). Prior: the Gaussian with the mean and variance of Beta(alpha0, beta0), i.e.
     ``mu0 = 0.5`` and ``sigma0^2 = 1/12`` (``sigma0 ~ 0.289``) by default, so that TrueSkill starts from the
-    same uncertainty as EASL and RA and Algorithm 1 treats all methods alike. Estimate and mean: ``mu``
-    (not clipped to [0, 1]: the support is unbounded); variance ``sigma^2``; interval ``mu -+ 1.96 sigma``.
+    same uncertainty as EASL and RA and Algorithm 1 treats all methods alike. The skill ``mu`` is unbounded
+    (it left [0, 1] by up to 0.36, its interval ``mu -+ 1.96 sigma`` by up to 0.47, and the prior's interval is
+    [-0.07, 1.07]), so the summary reports the expected bounded score of one performance, ``G(mu)`` with
+    ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, beta^2)`` (:func:`core.models.aware_scale.expected_score`):
+    estimate and mean ``G(mu)`` (strictly increasing: the order of ``mu``; ``G(mu) ~ mu`` within 4e-5 for
+    ``mu`` in [0.3, 0.7] at ``beta = 0.1``), interval ``[G(mu - 1.96 sigma), G(mu + 1.96 sigma)]``, variance
+    ``sigma^2`` (the skill's, as Algorithm 1 and ``easl status`` use it).
     """
 
     name = "trueskill"
@@ -50,14 +55,16 @@ class TrueSkillModel(Model):
             mu[w], s2[w], mu[lo], s2[lo] = _rate_1vs1_var(mu[w], s2[w], mu[lo], s2[lo], gamma, eps, drawn)
 
     def summary(self, state: State) -> dict[str, NDArray[Any]]:
+        from core.models.aware_scale import bounded_interval  # here: it loads SciPy
+
         mu, s2 = state["mu"], state["sigma2"]
-        sd = np.sqrt(s2)
+        estimate, low, high = bounded_interval(mu, Z975 * np.sqrt(s2), self.hyper.gamma)
         return {
-            "estimate": mu.copy(),
-            "mean": mu.copy(),
+            "estimate": estimate,
+            "mean": estimate.copy(),
             "variance": s2.copy(),
-            "ci_low": mu - Z975 * sd,
-            "ci_high": mu + Z975 * sd,
+            "ci_low": low,
+            "ci_high": high,
         }
 
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
