@@ -1,11 +1,15 @@
-"""The project file at scale, measured through the real CLI (issue 14, parts 5 and 6).
+"""The project file at scale, measured through the real CLI.
 
-Targets, on this machine, with 1,000,000 items and HIT size 5:
+What users get by default: ``easl init`` without ``--method`` (the annotator-aware model, whose ingest refits
+every live score with its annotator and whose ``next`` chooses items by expected rank error); ``--method M``
+measures another method (``--method easl`` gives the figures of the paper's EASL). Targets, on this machine,
+with 1,000,000 items and HIT size 5:
 
 * ``easl init`` <= 5 s;
-* ``easl next`` <= 3 s in every iteration, the first (iteration 0, every item once) and later ones (Algorithm 1
-  on the posterior of 1,000,000 items);
-* ``easl ingest`` >= 100,000 scores/s (one score for every item of an iteration: 1,000,000 rows);
+* ``easl next`` <= 3 s in every iteration, the first (iteration 0, every item once) and later ones (the method's
+  selection on the posterior of 1,000,000 items);
+* ``easl ingest`` >= 100,000 scores/s (one score for every item of an iteration: 1,000,000 rows, each HIT scored
+  by one annotator of a pool of 200);
 * ``easl export`` <= 2 s;
 * ``easl status`` <= 1 s;
 * peak memory (resident set of the command's process) <= 2 GiB for every command;
@@ -18,8 +22,8 @@ Every figure is the wall time of one ``.venv/bin/easl`` subprocess (start-up inc
 time much less). Before each command the files written so far are flushed to disk (``os.sync``), so that no
 command waits on the writeback of the one before it (an ``fsync`` waits for whatever else the disk has queued: run
 back to back, ``ingest`` measured 85,000-99,000 scores/s and ``export`` up to 2.4 s, with the same CPU time). Run:
-``.venv/bin/python bench/bench_scale.py`` (a few minutes; ``--items N`` for a smaller run). Files go to a temporary
-directory (or ``--dir``) and are deleted afterwards.
+``.venv/bin/python bench/bench_scale.py`` (a few minutes; ``--items N`` for a smaller run, ``--method M`` for
+another method than the default). Files go to a temporary directory (or ``--dir``) and are deleted afterwards.
 """
 
 from __future__ import annotations
@@ -36,8 +40,13 @@ import numpy as np
 import pandas as pd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tui.commands.init import DEFAULT_METHOD, METHODS  # noqa: E402  (light: the parser module, no engine)
+
 EASL = os.path.join(ROOT, ".venv", "bin", "easl")
 GIB = 1024**3
+N_ANNOTATORS = 200  # the annotator pool; each HIT is scored by one of them
 
 
 CPU: dict[str, float] = {}  # CPU seconds (user + system) of the last command, by its sub-command
@@ -89,11 +98,15 @@ def write_items(path: str, n: int) -> None:
     pd.DataFrame({"id": ids, "text": np.char.add("text of item ", np.arange(n).astype("U7"))}).to_csv(path, index=False)
 
 
-def write_scores(hits_csv: str, path: str, oracle: dict[str, float], rng: np.random.Generator, annotator: str) -> int:
-    """One score per item of every HIT in ``hits_csv`` (the long form written by ``easl next --output x.csv``)."""
+def write_scores(hits_csv: str, path: str, oracle: dict[str, float], rng: np.random.Generator) -> int:
+    """One score per item of every HIT in ``hits_csv`` (the long form written by ``easl next --output x.csv``), each
+    HIT scored by one annotator drawn from a pool of :data:`N_ANNOTATORS`."""
     hits = pd.read_csv(hits_csv, usecols=["hit_id", "item_id"], dtype=str)
     truth = hits["item_id"].map(oracle).to_numpy(dtype=np.float64)
     score = np.clip(np.rint(truth + rng.normal(0, 10, len(hits))), 0, 100)
+    hit_codes, hit_index = np.unique(hits["hit_id"].to_numpy(), return_inverse=True)
+    pool = np.char.add("ann", np.arange(N_ANNOTATORS).astype("U3"))
+    annotator = pool[rng.integers(N_ANNOTATORS, size=hit_codes.size)][hit_index]
     pd.DataFrame({"hit_id": hits["hit_id"], "item_id": hits["item_id"], "score": score, "annotator": annotator}).to_csv(
         path, index=False
     )
@@ -105,6 +118,11 @@ def main() -> int:
     ap.add_argument("--items", type=int, default=1_000_000, help="items of the large project (default 1,000,000)")
     ap.add_argument("--iterations", type=int, default=2, help="iterations after the first (default 2)")
     ap.add_argument("--dir", help="work directory (default: a temporary directory)")
+    ap.add_argument(
+        "--method",
+        choices=METHODS,
+        help="pass --method M to easl init (default: none, so the projects use easl init's default method)",
+    )
     args = ap.parse_args()
     if not os.access(EASL, os.X_OK):
         raise SystemExit(f"{EASL} not found: run `make venv` first")
@@ -125,12 +143,17 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         n = args.items
-        print(f"{n:,} items, HIT size 5 (files in {tmp}); load average {os.getloadavg()[0]:.2f}", flush=True)
+        method = ["--method", args.method] if args.method else []
+        print(
+            f"{n:,} items, HIT size 5, method {args.method or DEFAULT_METHOD + ' (the default)'} (files in {tmp}); "
+            f"load average {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         items = os.path.join(tmp, "items.csv")
         write_items(items, n)
         oracle = dict(zip(np.char.add("item", np.arange(n).astype("U7")).tolist(), rng.uniform(0, 100, n).tolist()))
         project = os.path.join(tmp, "big.easl")
-        t, rss = run("init", project, "--items", items, "--method", "easl", "--hit-size", "5", "--seed", "1")
+        t, rss = run("init", project, "--items", items, *method, "--hit-size", "5", "--seed", "1")
         record("init", t, "s", 5.0)
         peaks.append(("init", rss))
         for it in range(args.iterations + 1):
@@ -141,7 +164,7 @@ def main() -> int:
             if it == args.iterations:
                 break
             scores = os.path.join(tmp, f"scores{it}.csv")
-            n_scores = write_scores(hits, scores, oracle, rng, f"ann{it}")
+            n_scores = write_scores(hits, scores, oracle, rng)
             t, rss = run("ingest", project, scores)
             record(
                 f"ingest (iteration {it}, {n_scores:,} scores)",
@@ -163,7 +186,7 @@ def main() -> int:
         small_items = os.path.join(tmp, "small.csv")
         write_items(small_items, 10_000)
         small = os.path.join(tmp, "small.easl")
-        run("init", small, "--items", small_items, "--hit-size", "5", "--seed", "1")
+        run("init", small, "--items", small_items, *method, "--hit-size", "5", "--seed", "1")
         run("status", small, "--json")  # warm the file cache
         times = [run("status", small, "--json")[0] for _ in range(5)]
         CPU.pop("last", None)
