@@ -16,8 +16,10 @@ unreliability, ``q_i`` the item's ambiguity. The fit is mean-field EM (alternati
 * annotators: ``(o_a, s_a)`` jointly Gaussian, from the 2 x 2 normal equations of
   ``sum_k w_k E[(y_k - o_a - s_a u_i)^2] + o_a^2 / tau_o^2 + (s_a - 1)^2 / tau_s^2``;
 * noise: with ``e2_k = E[(y_k - o_a - s_a u_i)^2]``, ``r_a = (nu_r + sum_k e2_k / q_i) / (nu_r + n_a)``
-  (then scaled to geometric mean 1), ``q0 = mean_k e2_k / r_a``, ``q_i = (nu_q q0 + sum_k e2_k / r_a) /
-  (nu_q + n_i)``;
+  (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes from leave-one-out residuals,
+  :func:`core.models.aware_noise.noise_shrinkage`: no spread of the annotators' noise beyond sampling gives
+  ``r_a = 1``, and the model then weights every score as DA does), ``q0 = mean_k e2_k / r_a``,
+  ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
 * prior widths (empirical Bayes): ``m0 = mean_i E[u_i]``, ``tau_mu^2 = mean_i E[(u_i - m0)^2]``,
   ``tau_o^2 = mean_a E[o_a^2]``, ``tau_s^2 = mean_a E[(s_a - 1)^2]``.
 
@@ -47,6 +49,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from core.models.aware_data import CENTER, Observations, PairStats
+from core.models.aware_noise import loo_noise_ratio, noise_shrinkage
 
 _FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
 
@@ -59,8 +62,11 @@ class AwareConfig:
     ----------
     nu_q : float
         Pseudo-scores that shrink each item's ambiguity ``q_i`` toward the pooled ``q0`` (default 4).
-    nu_r : float
-        Pseudo-scores that shrink each annotator's unreliability ``r_a`` toward 1 (default 8).
+    nu_r : float or None
+        Pseudo-scores that shrink each annotator's unreliability ``r_a`` toward 1. None (the default): estimated
+        from the data at each sweep (:func:`core.models.aware_noise.noise_shrinkage`, empirical Bayes), so
+        that when the annotators' noise varies no more than sampling explains, ``r_a = 1`` for all and the scores
+        are weighted as in DA.
     sweeps_cold, sweeps_warm : int
         Most EM sweeps from scratch and from a warm start.
     tol : float
@@ -69,7 +75,7 @@ class AwareConfig:
     """
 
     nu_q: float = 4.0
-    nu_r: float = 8.0
+    nu_r: float | None = None
     sweeps_cold: int = 60
     sweeps_warm: int = 20
     tol: float = 5e-4
@@ -280,6 +286,7 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     C, SY, SY2 = P.count, P.sum_y, P.sum_y2
     cnt, n_a, n_obs = P.n_per_item, P.n_per_annotator, max(obs.size, 1)
     seen_a = n_a > 0
+    pair_rows = np.repeat(np.arange(n), np.diff(C.indptr))
     u = st.mu - CENTER
     o, s, vo, vs, cos, r, q = st.offset, st.slope, st.var_offset, st.var_slope, st.cov_os, st.noise, st.q
     m0, tm2, to2, ts2, q0 = st.m0 - CENTER, st.tau_mu2, st.tau_o2, st.tau_s2, st.q0
@@ -328,7 +335,12 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
             + vs * (t_huu + t_hvu)
             + 2.0 * cos * t_hu
         )
-        r = (config.nu_r + np.maximum(e_a, 0.0)) / (config.nu_r + n_a)
+        if config.nu_r is None:
+            sweep = {"u": u, "prec": prec, "o": o, "s": s, "vs": vs, "cos": cos, "rho": rho, "q": q}
+            nu_r = noise_shrinkage(loo_noise_ratio(P, pair_rows, sweep), n_a)
+        else:
+            nu_r = config.nu_r
+        r = (nu_r + np.maximum(e_a, 0.0)) / (nu_r + n_a)
         if seen_a.any():
             r = r / np.exp(np.mean(np.log(r[seen_a])))
         rho = 1.0 / r

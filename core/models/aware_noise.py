@@ -1,0 +1,78 @@
+"""How much the annotator-aware model lets each annotator's noise differ: the empirical Bayes strength ``nu_r`` with
+which :func:`core.models.aware.fit` shrinks each annotator's unreliability ``r_a`` toward 1.
+
+When the annotators' noise varies no more than sampling explains (annotators alike), ``nu_r`` is so large that
+every ``r_a`` is 1 and the model weights every score as direct assessment does; with random clickers among them it
+falls to a few pseudo-scores and their scores lose most of their weight. The spread is measured on leave-one-out
+residuals (:func:`loo_noise_ratio`), so that an annotator's own pull on an item's mean does not hide its noise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.models.aware_data import PairStats
+
+#: Bounds of the estimated noise shrinkage ``nu_r``: at most a prior standard deviation of ``log r_a`` of 1, and
+#: at least so strong that ``r_a = 1`` to within a part in 10^4 for any annotator of fewer than 100 scores.
+NU_R_MIN, NU_R_MAX = 2.0, 1e6
+
+
+def noise_shrinkage(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> float:
+    """The pseudo-scores ``nu_r`` that shrink each annotator's unreliability toward 1, by empirical Bayes.
+
+    ``ratio_a`` is each annotator's sum of squared leave-one-out residuals over its expected value were every
+    ``r_a = 1`` (:func:`loo_noise_ratio`), from ``n_a`` scores. With ``r_a ~ InvGamma(nu_r / 2, nu_r / 2)`` the
+    prior variance of ``log r_a`` is about ``2 / nu_r``, and the sampling variance of ``log ratio_a`` about
+    ``2 / n_a`` (a scaled chi-square). The method of moments gives
+
+        excess = Var_a(log ratio_a) - mean_a(2 / n_a),      nu_r = 2 / excess,
+
+    clipped to [:data:`NU_R_MIN`, :data:`NU_R_MAX`]; ``excess <= 0`` (the annotators' noise varies no more than
+    sampling explains) or fewer than 3 annotators with 2 scores or more give :data:`NU_R_MAX`: every ``r_a`` is 1.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> n = np.full(20, 30.0)
+    >>> noise_shrinkage(rng.chisquare(30, 20) / 30, n) == NU_R_MAX  # alike: no spread beyond sampling
+    True
+    >>> 2 < noise_shrinkage(rng.chisquare(30, 20) / 30 * np.r_[np.ones(18), 6, 6], n) < 20  # two very noisy
+    True
+    """
+    ok = (n_a >= 2.0) & (ratio_a > 0)
+    if int(ok.sum()) < 3:
+        return NU_R_MAX
+    excess = float(np.var(np.log(ratio_a[ok]), ddof=1) - np.mean(2.0 / n_a[ok]))
+    return float(np.clip(2.0 / excess, NU_R_MIN, NU_R_MAX)) if excess > 2.0 / NU_R_MAX else NU_R_MAX
+
+
+def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> NDArray[Any]:
+    """Each annotator's squared leave-one-out residuals over their expectation were every ``r_a = 1``.
+
+    For the scores of annotator ``a`` on item ``i`` (a pair of the sparse statistics ``P``; ``rows`` the item of
+    each stored pair), ``u_i^(-a)`` is item ``i``'s posterior mean without them (the fit's sums minus the pair's
+    terms, as in :mod:`core.models.aware_diagnostics`), the residuals ``y - o_a - s_a u_i^(-a)``, and their
+    expected square ``q_i + s_a^2 Var(u_i^(-a))`` per score. Leaving the pair out keeps a noisy annotator's
+    residuals from being shrunk by its own pull on the item mean (with 2-3 scores an item, that pull hides a
+    random clicker). ``fit`` holds the sweep's ``u, prec, o, s, vs, cos, rho, q``: the arrays of :func:`fit`.
+    """
+    a = P.count.indices
+    c, sy, sy2 = P.count.data, P.sum_y.data, P.sum_y2.data
+    o, s, rho, h = fit["o"][a], fit["s"][a], fit["rho"][a], 1.0 / fit["q"][rows]
+    term_p = c * rho * h * (s * s + fit["vs"][a])
+    term_n = rho * h * (s * (sy - c * o) - c * fit["cos"][a])
+    prec = np.maximum(fit["prec"][rows] - term_p, 1e-12)
+    pred = o + s * (fit["u"][rows] * fit["prec"][rows] - term_n) / prec
+    rss = np.maximum(sy2 - 2.0 * pred * sy + c * pred * pred, 0.0)
+    expected = c * (fit["q"][rows] + s * s / prec)
+    na = fit["o"].size
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio: NDArray[Any] = np.bincount(a, rss, na) / np.bincount(a, expected, na)
+    return ratio
+
+
+__all__ = ["NU_R_MAX", "NU_R_MIN", "loo_noise_ratio", "noise_shrinkage"]
