@@ -46,7 +46,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from core.models.aware_data import CENTER, Observations, PairStats
 from core.models.aware_noise import loo_noise_ratio, noise_shrinkage
@@ -145,6 +144,8 @@ class AwareState:
         image of the 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)`` (:attr:`df`; ``var`` including the
         annotator terms), the variance ``G'(mu)^2 var`` (delta method). ``mu`` itself, on the unbounded
         consensus scale, is what selection, rank figures and the stopping rule use."""
+        from scipy import special  # here: importing it takes a third of a second, and easl status needs none
+
         from core.models.aware_scale import bounded_interval, expected_score_slope
 
         sd_q0 = float(np.sqrt(self.q0))

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
 
 #: The middle of the unit scale, ``c``.
 CENTER = 0.5
@@ -112,6 +111,8 @@ class PairStats:
     @classmethod
     def build(cls, obs: Observations) -> PairStats:
         """From observations in canonical order (so the pairs come sorted by item, then annotator)."""
+        from scipy import sparse  # here: importing it takes a sixth of a second, and easl status needs none
+
         n, na = obs.n_items, max(obs.n_annotators, 1)
         key = obs.key
         first = np.empty(key.size, dtype=bool)

@@ -26,7 +26,6 @@ from numpy.typing import NDArray
 
 from core.models.aware import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
-from core.models.aware_diagnostics import annotator_diagnostics
 from core.models.aware_posterior import RankFigures, StopDecision, rank_figures, stop_decision
 from core.models.hyper import Hyper
 
@@ -148,6 +147,8 @@ class AwareModel:
     def diagnostics(self, state: dict[str, NDArray[Any]], item: Any, annotator: Any, score01: Any) -> Any:
         """The per-annotator diagnostics of a fit of the live log ``(item, annotator, score01)``
         (:func:`core.models.aware_diagnostics.annotator_diagnostics`), one row per annotator index."""
+        from core.models.aware_diagnostics import annotator_diagnostics  # here: it loads SciPy; status needs none
+
         st = AwareState.from_arrays(state)
         obs = Observations.build(item, annotator, score01, n_items=st.n_items, n_annotators=st.n_annotators)
         return annotator_diagnostics(st, obs)
