@@ -92,7 +92,8 @@ def run_one(
 ) -> list[dict[str, Any]]:
     """One campaign; a row per batch: budget (scores per item), Spearman, Kendall, and for ``aware`` the
     expected Spearman, the fewest scores of any item, and at ``eval_at`` the rank-interval coverage; at the end, for
-    ``aware``, the random-clicker flags (true positives, false flags)."""
+    ``aware``, the ``random`` flags among annotators with >= 30 scores (random clickers flagged, honest annotators
+    flagged) and the honest annotators flagged ``noisy``."""
     n = truth.size
     world = World.make(model, n, n_annotators, np.random.default_rng([seed, 7]))
     # common random numbers: every method of a seed draws its HITs' annotators and its scores from one stream and its
@@ -152,9 +153,11 @@ def run_one(
     if method == "aware" and state is not None and obs is not None and world.spam.any():
         flag = annotator_diagnostics(state, obs).flag
         eligible = state.n_scores >= 30
-        rows[-1]["spam_flagged"] = int(((flag != "") & world.spam & eligible).sum())
+        # recall and false flags count `random` only; `noisy` (a soft flag) is counted apart
+        rows[-1]["spam_flagged"] = int(((flag == "random") & world.spam & eligible).sum())
         rows[-1]["spam_total"] = int((world.spam & eligible).sum())
-        rows[-1]["false_flags"] = int(((flag != "") & ~world.spam & eligible).sum())
+        rows[-1]["false_flags"] = int(((flag == "random") & ~world.spam & eligible).sum())
+        rows[-1]["honest_noisy"] = int(((flag == "noisy") & ~world.spam & eligible).sum())
         rows[-1]["honest_total"] = int((~world.spam & eligible).sum())
     return rows
 

@@ -19,7 +19,9 @@ from core.simulate.annotation import first_crossing
 def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Tables from the per-batch rows of :func:`core.simulate.aware_study.run_one` (a ``pandas.DataFrame``):
     ``budget`` (per model and method: scores per item to reach ``target`` on the seed-mean Spearman curve, % saved
-    vs DA and vs DA-z with 95% bootstrap intervals over seeds, paired), ``coverage``, ``stopping``, ``flags``."""
+    vs DA and vs DA-z with 95% bootstrap intervals over seeds, paired), ``coverage``, ``stopping``, ``flags``
+    (``recall``: random clickers flagged ``random``; ``false_flag_rate``: honest annotators flagged ``random``;
+    ``noisy_rate``: honest annotators flagged ``noisy``, a soft flag; among annotators with >= 30 scores)."""
     import pandas as pd
 
     rng = np.random.default_rng(seed)
@@ -82,6 +84,11 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
                     "runs": len(f),
                     "recall": f["spam_flagged"].sum() / max(f["spam_total"].sum(), 1),
                     "false_flag_rate": f["false_flags"].sum() / max(f["honest_total"].sum(), 1),
+                    **(
+                        {"noisy_rate": f["honest_noisy"].sum() / max(f["honest_total"].sum(), 1)}
+                        if "honest_noisy" in f
+                        else {}
+                    ),
                 }
             ]
         )

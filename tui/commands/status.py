@@ -33,7 +33,8 @@ def register(subparsers) -> None:
         "--annotators",
         action="store_true",
         help="aware projects: list the per-annotator diagnostics (scores, offset, slope, noise, "
-        "leave-one-out agreement with the consensus, flag and reason); with --json under "
+        "scatter about the leave-one-out consensus, agreement with it, p_random: the one-sided p-value of that "
+        "agreement under random clicking, flag: random, noisy or collapsed, and reason); with --json under "
         '"annotators", a list of objects',
     )
     p.add_argument(
@@ -143,29 +144,60 @@ def annotator_records(frame) -> list[dict]:
     return records
 
 
-def annotator_table(frame):
-    """A rich table of the annotator diagnostics (``Project.annotator_table``)."""
-    from rich.table import Table
+#: How each flag is shown: ``random`` and ``collapsed`` in red, the soft ``noisy`` in yellow.
+FLAG_STYLES = {"random": "bold red", "collapsed": "bold red", "noisy": "yellow"}
 
-    table = Table(
-        title="annotators (offset on the score range; slope and noise relative; agreement: "
-        "leave-one-out correlation with the consensus)"
+
+def p_random_text(v) -> str:
+    """``p_random`` for a table: two significant digits, ``<0.001`` below that, ``n/a`` when undefined."""
+    if v is None or v != v:
+        return "n/a"
+    return "<0.001" if v < 0.001 else f"{v:.2g}"
+
+
+def annotator_table(frame):
+    """The annotator diagnostics (``Project.annotator_table``) for a terminal of 80 columns or more: a table of the
+    figures and flags, a key to the columns, then the reason of each flag (a rich renderable; its lines wrap to the
+    terminal's width even on a console that soft-wraps)."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="annotators", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
+    table.add_column("annotator", overflow="fold")
+    for col in ("n", "offset", "slope", "noise", "scatter", "agree", "p_random"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("flag", no_wrap=True)
+    notes = Table.grid()  # table cells wrap; a soft-wrapping console's plain lines would not
+    notes.add_column()
+    notes.add_row(
+        Text(
+            "n: scores; offset on the score range; slope and noise (the fit's r_a) relative to the pool; "
+            "scatter: mean squared residual about the leave-one-out consensus, relative to the median "
+            "annotator's; agree: agreement, the correlation with that consensus; p_random: the chance of that "
+            "agreement from a random clicker",
+            style="dim",
+        )
     )
-    for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag", "reason"):
-        table.add_column(col, justify="right" if col in ("scores", "offset", "slope", "noise", "agreement") else "left")
 
     def num(v) -> str:
         return "n/a" if v is None or v != v else f"{v:.3g}"
 
     for r in frame.itertuples(index=False):
+        name = "(none)" if r.annotator is None else str(r.annotator)
+        flag = r.flag or ""
         table.add_row(
-            "(none)" if r.annotator is None else str(r.annotator),
+            name,
             str(r.n_scores),
             num(r.offset),
             num(r.slope),
             num(r.noise),
+            num(getattr(r, "scatter", None)),
             num(r.agreement),
-            r.flag or "",
-            r.reason or "",
+            p_random_text(getattr(r, "p_random", None)),
+            Text(flag, style=FLAG_STYLES.get(flag, "")),
         )
-    return table
+        if flag and r.reason:
+            notes.add_row(Text.assemble(f"{name} (", (flag, FLAG_STYLES.get(flag, "")), f"): {r.reason}"))
+    return Group(table, notes)

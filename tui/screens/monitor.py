@@ -24,6 +24,7 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
 from core.errors import UserError
+from tui.commands.status import FLAG_STYLES
 from tui.screens.monitor_data import MonitorSnapshot, MonitorSource
 from tui.screens.stop_target import StopChoice, StopTargetPrompt
 from tui.widgets.charts import ConvergenceChart, EstimateHistogram
@@ -247,7 +248,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
                 _num(r["slope"]),
                 _num(r["noise"]),
                 _num(r["agreement"]),
-                Text(flag, style="bold red") if flag else "",
+                Text(flag, style=FLAG_STYLES.get(flag, "bold")) if flag else "",
             )
         more = aware.get("n_annotators", 0) - len(aware.get("annotators", []))
         parts: list[RenderableType] = [head, table]

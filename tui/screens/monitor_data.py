@@ -249,14 +249,17 @@ def live_columns(project, item_id: np.ndarray, text: np.ndarray, cache: SummaryC
 
 #: Annotator rows the Monitor lists (flagged ones first, then by number of scores).
 AWARE_ANNOTATORS_SHOWN = 12
+#: Order of the Monitor's annotator rows by flag: ``random`` and ``collapsed``, then the soft ``noisy``, then the rest.
+FLAG_ORDER = {"random": 0, "collapsed": 0, "noisy": 1}
 
 
 def aware_panel(project, status: dict) -> dict:
     """The aware figures of the Monitor: the stopping rule (``status["stop"]``: expected Spearman, target, reason)
-    and the annotator diagnostics (``Project.annotator_table``), flagged annotators first, at most
-    :data:`AWARE_ANNOTATORS_SHOWN` rows; ``n_annotators`` counts them all."""
+    and the annotator diagnostics (``Project.annotator_table``), flagged annotators first (:data:`FLAG_ORDER`), at
+    most :data:`AWARE_ANNOTATORS_SHOWN` rows; ``n_annotators`` counts them all."""
     table = project.annotator_table()
-    order = np.lexsort((-table["n_scores"].to_numpy(), (table["flag"] == "").to_numpy()))
+    rank = table["flag"].map(lambda f: FLAG_ORDER.get(f, 2)).to_numpy()
+    order = np.lexsort((-table["n_scores"].to_numpy(), rank))
     shown = table.iloc[order[:AWARE_ANNOTATORS_SHOWN]]
     return {"stop": status.get("stop"), "n_annotators": len(table), "annotators": shown.to_dict(orient="records")}
 
