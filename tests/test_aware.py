@@ -83,7 +83,7 @@ def test_warm_start_reaches_the_cold_fit():
     cold = fit(obs)
     from core.models.aware import AwareConfig
 
-    warm = fit(obs, warm=first, config=AwareConfig(sweeps_warm=200, tol=1e-7))
+    warm = fit(obs, warm=first, config=AwareConfig(sweeps_warm=400, tol=1e-7))
     tight = fit(obs, config=AwareConfig(sweeps_cold=400, tol=1e-7))
     assert np.max(np.abs(warm.mu - tight.mu)) < 1e-4
     # EM creeps: at the default tolerance the fit is within a fifth of a posterior sd of the fixed point

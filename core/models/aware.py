@@ -17,8 +17,9 @@ unreliability, ``q_i`` the item's ambiguity. The fit is mean-field EM (alternati
   ``sum_k w_k E[(y_k - o_a - s_a u_i)^2] + o_a^2 / tau_o^2 + (s_a - 1)^2 / tau_s^2``;
 * noise: with ``e2_k = E[(y_k - o_a - s_a u_i)^2]``, ``r_a = (nu_r + sum_k e2_k / q_i) / (nu_r + n_a)``
   (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes from leave-one-out residuals,
-  :func:`core.models.aware_noise.noise_shrinkage`: no spread of the annotators' noise beyond sampling gives
-  ``r_a = 1``, and the model then weights every score as DA does), ``q0 = mean_k e2_k / r_a``,
+  :func:`core.models.aware_noise.noise_strengths`: no spread of the annotators' noise beyond sampling gives
+  ``r_a = 1``, and the model then weights every score as DA does; an annotator noisy beyond sampling on its own
+  is shrunk less), ``q0 = mean_k e2_k / r_a``,
   ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
 * prior widths (empirical Bayes): ``m0 = mean_i E[u_i]``, ``tau_mu^2 = mean_i E[(u_i - m0)^2]``,
   ``tau_o^2 = mean_a E[o_a^2]``, ``tau_s^2 = mean_a E[(s_a - 1)^2]``.
@@ -48,7 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.models.aware_data import CENTER, Observations, PairStats
-from core.models.aware_noise import loo_noise_ratio, noise_shrinkage
+from core.models.aware_noise import loo_noise_ratio, noise_strengths
 
 _FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
 
@@ -336,9 +337,10 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
             + vs * (t_huu + t_hvu)
             + 2.0 * cos * t_hu
         )
+        nu_r: NDArray[Any] | float
         if config.nu_r is None:
             sweep = {"u": u, "prec": prec, "o": o, "s": s, "vs": vs, "cos": cos, "rho": rho, "q": q}
-            nu_r = noise_shrinkage(loo_noise_ratio(P, pair_rows, sweep), n_a)
+            nu_r = noise_strengths(loo_noise_ratio(P, pair_rows, sweep), n_a)
         else:
             nu_r = config.nu_r
         r = (nu_r + np.maximum(e_a, 0.0)) / (nu_r + n_a)

@@ -19,6 +19,10 @@ from core.models.aware_data import PairStats
 #: Bounds of the estimated noise shrinkage ``nu_r``: at most a prior standard deviation of ``log r_a`` of 1, and
 #: at least so strong that ``r_a = 1`` to within a part in 10^4 for any annotator of fewer than 100 scores.
 NU_R_MIN, NU_R_MAX = 2.0, 1e6
+#: Shrinkage of an annotator whose noise is beyond sampling on its own (:func:`noise_strengths`): 8 pseudo-scores.
+NU_R_OUTLIER = 8.0
+#: One-sided level of that test, and its normal quantile.
+OUTLIER_LEVEL, _OUTLIER_Z = 0.001, 3.0902323061678132
 
 
 def noise_shrinkage(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> float:
@@ -50,6 +54,31 @@ def noise_shrinkage(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> float:
     return float(np.clip(2.0 / excess, NU_R_MIN, NU_R_MAX)) if excess > 2.0 / NU_R_MAX else NU_R_MAX
 
 
+def noise_strengths(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> NDArray[Any]:
+    """Per annotator, the pseudo-scores that shrink its unreliability toward 1: the pool's :func:`noise_shrinkage`,
+    except for an annotator whose noise is beyond sampling on its own, who gets at most :data:`NU_R_OUTLIER`.
+
+    The pool's estimate averages over annotators, so one random clicker among a hundred faithful annotators moves
+    it little; that clicker's own ratio is still far in the tail of its sampling distribution. An annotator is
+    such an outlier when ``ratio_a`` exceeds the ``1 - OUTLIER_LEVEL`` quantile of ``chi2(n_a) / n_a``
+    (Wilson & Hilferty 1931: ``(1 - 2/(9n) + z sqrt(2/(9n)))^3``), a spike-and-slab reading of the prior: most
+    annotators at the pool's shrinkage, the few who stand out free to differ.
+
+    Examples
+    --------
+    >>> n = np.full(100, 40.0)
+    >>> ratio = np.r_[np.ones(99), 4.0]  # one clicker among 99 alike
+    >>> nu = noise_strengths(ratio, n)
+    >>> float(nu[0]) == NU_R_MAX, float(nu[-1]) == NU_R_OUTLIER
+    (True, True)
+    """
+    pool = noise_shrinkage(ratio_a, n_a)
+    n = np.maximum(n_a, 1.0)
+    tail = (1.0 - 2.0 / (9.0 * n) + _OUTLIER_Z * np.sqrt(2.0 / (9.0 * n))) ** 3
+    outlier = (n_a >= 2.0) & (ratio_a > tail)
+    return np.where(outlier, min(pool, NU_R_OUTLIER), pool)
+
+
 def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> NDArray[Any]:
     """Each annotator's squared leave-one-out residuals over their expectation were every ``r_a = 1``.
 
@@ -75,4 +104,12 @@ def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> ND
     return ratio
 
 
-__all__ = ["NU_R_MAX", "NU_R_MIN", "loo_noise_ratio", "noise_shrinkage"]
+__all__ = [
+    "NU_R_MAX",
+    "NU_R_MIN",
+    "NU_R_OUTLIER",
+    "OUTLIER_LEVEL",
+    "loo_noise_ratio",
+    "noise_shrinkage",
+    "noise_strengths",
+]

@@ -1,0 +1,58 @@
+"""How far the annotator-aware model lets annotators' noise differ (core/models/aware_noise.py): alike annotators
+get DA's weights, a random clicker is down-weighted whether it is one of twenty or one of a hundred."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.models.aware import AwareConfig, Observations, fit
+from core.models.aware_noise import NU_R_MAX, NU_R_OUTLIER, noise_shrinkage, noise_strengths
+
+
+def _pool(n_items: int, n_annotators: int, per_item: int, seed: int, clickers: int = 0):
+    rng = np.random.default_rng(seed)
+    truth = rng.random(n_items)
+    item = np.repeat(np.arange(n_items), per_item)
+    ann = np.concatenate([rng.choice(n_annotators, per_item, replace=False) for _ in range(n_items)])
+    x = np.clip(truth[item] + rng.normal(0, 0.15, item.size), 0, 1)
+    spam = ann >= n_annotators - clickers
+    x[spam] = rng.random(int(spam.sum()))
+    return Observations.build(item, ann, x, n_items=n_items), truth
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_alike_annotators_all_get_the_same_weight(seed):
+    obs, _ = _pool(200, 20, 4, seed)
+    st_ = fit(obs)
+    assert np.allclose(st_.noise, 1.0, atol=1e-3)
+
+
+def test_one_random_clicker_among_a_hundred_is_down_weighted():
+    obs, _ = _pool(400, 100, 8, 5, clickers=1)
+    st_ = fit(obs)
+    weight = st_.slope**2 / st_.noise
+    assert weight[-1] < 0.25 * np.median(weight[:-1])
+    assert np.median(st_.noise[:-1]) == pytest.approx(1.0, abs=0.05)
+
+
+def test_random_clickers_lose_weight_as_with_a_fixed_shrinkage():
+    obs, truth = _pool(150, 20, 6, 3, clickers=2)
+    eb, fixed = fit(obs), fit(obs, config=AwareConfig(nu_r=8.0))
+    assert eb.noise[-2:].min() > 3 and fixed.noise[-2:].min() > 3
+    rho = [np.corrcoef(np.argsort(np.argsort(s.mu)), np.argsort(np.argsort(truth)))[0, 1] for s in (eb, fixed)]
+    assert rho[0] >= rho[1] - 0.01
+
+
+@given(st.integers(3, 60), st.floats(2.0, 500.0), st.integers(0, 2**32 - 1))
+def test_strengths_are_the_pools_except_for_outliers_and_stay_in_bounds(n_annotators, n_scores, seed):
+    rng = np.random.default_rng(seed)
+    n = np.full(n_annotators, n_scores)
+    ratio = rng.chisquare(n_scores, n_annotators) / n_scores * np.exp(rng.normal(0, 0.5, n_annotators))
+    nu = noise_strengths(ratio, n)
+    pool = noise_shrinkage(ratio, n)
+    assert 2.0 <= pool <= NU_R_MAX
+    assert np.all((nu == pool) | (nu == min(pool, NU_R_OUTLIER)))
+    assert np.all(nu[ratio <= 1.0] == pool)  # no more noise than expected: never an outlier
