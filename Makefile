@@ -25,8 +25,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	rm -f demo.easl demo.easl-wal demo.easl-shm
 	$(VENV)/bin/easl demo --project demo.easl --output demo-export.csv
-	@if [ -t 0 ] && [ -t 1 ]; then $(VENV)/bin/easl tui demo.easl; \
-	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl"; fi
+	@if [ -t 0 ] && [ -t 1 ]; then $(VENV)/bin/easl tui demo.easl --monitor; \
+	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl --monitor"; fi
 
 test: lint
 	$(PY) -m pytest -q

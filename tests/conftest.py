@@ -44,6 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 #: parameters (``test_x`` marks ``test_x[a]`` and ``test_x[b]``).
 MARKS: dict[tuple[str, str | None], str] = {
     ("test_tui_terminal.py", "test_annotate_one_hit_in_a_real_terminal"): "tmux",
+    ("test_tui_terminal.py", "test_make_runs_demo_opens_the_real_campaign_on_the_monitor_within_30_seconds"): "tmux",
     ("test_tui_terminal.py", "test_tui_argument_errors_exit_1_with_one_sentence"): "slow",  # 6 CLI subprocesses
     ("test_durability.py", None): "slow",
     (

@@ -65,3 +65,30 @@ def test_tui_argument_errors_exit_1_with_one_sentence(tmp_path):
     assert done.returncode == 1 and "not an easl project" in done.stderr
     helped = subprocess.run([*EASL, "tui", "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert helped.returncode == 0 and "--monitor" in helped.stdout and "Annotate" in helped.stdout
+
+
+def test_make_runs_demo_opens_the_real_campaign_on_the_monitor_within_30_seconds(tmp_path):
+    """What `make run` does after its setup: `easl demo --project demo.easl`, then `easl tui demo.easl --monitor`,
+    in a real terminal; the Monitor shows the replayed campaign of real annotators within 30 s of the start."""
+    import time
+
+    started = time.monotonic()
+    project = tmp_path / "demo.easl"
+    demo = subprocess.run(
+        [*EASL, "demo", "--project", str(project), "--output", str(tmp_path / "demo-export.csv")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert demo.returncode == 0, demo.stderr
+    with TmuxSession(
+        [*EASL, "tui", str(project), "--monitor"], width=120, height=40, cwd=str(ROOT), env={"PYTHONPATH": str(ROOT)}
+    ) as term:
+        screen = term.wait_for("expected Spearman", timeout=60)
+        elapsed = time.monotonic() - started
+        assert "scores 1–5" in screen and "320 items" in screen
+        assert "annotator" in screen and " s1" in screen  # the real subjects' ids in the annotator table
+        term.send_keys("C-q")
+        term.wait_for("[exited 0]", timeout=30)
+    assert elapsed < 30, f"the Monitor showed the demo campaign {elapsed:.1f} s after the start"
