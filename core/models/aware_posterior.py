@@ -22,8 +22,13 @@ at least 2 scores also 0.95 at ``k = 0.6``.
 
 Above :data:`EAGER_MAX_ITEMS` items the expected Spearman takes its own :data:`SPEARMAN_SUBSET_DRAWS` draws, on
 a random subset of :data:`SPEARMAN_MAX_ITEMS` items for larger projects (:func:`expected_spearman`: error about
-1e-3, far below the margin), and the rank intervals are drawn only when read (export), so ``easl status`` stays
+1e-3, far below the margin), and the rank intervals are computed only when read (export), so ``easl status`` stays
 fast at 1,000,000 items.
+
+Rank intervals: up to :data:`EAGER_MAX_ITEMS` items, the 2.5% and 97.5% quantiles of each item's rank over the
+draws. Above, :func:`rank_intervals` computes the same 95% interval of each item's rank from its own posterior
+quantiles and the pooled draws of all items (one sort, no rank per draw; 0.3-0.4 s CPU at 1,000,000 items where
+ranking 20 draws took 3.5 s), which holds the 2 s target of ``easl export`` at 1,000,000 items.
 """
 
 from __future__ import annotations
@@ -69,6 +74,14 @@ SPEARMAN_MAX_ITEMS = 20_000
 SPEARMAN_SUBSET_DRAWS = 50
 #: Up to this many items, :func:`rank_figures` makes every figure from one set of draws at once.
 EAGER_MAX_ITEMS = 2_000
+#: :func:`rank_intervals` pools about this many draws (draws x items; at least 2 draws of each item): its
+#: estimate of an expected rank has a Monte Carlo sd of at most ``sqrt(N / (4 D))`` ranks, ``N / 2,800`` with
+#: ``N D = 2,000,000`` (360 ranks of 1,000,000 items, where a rank interval at 2 scores per item spans some 280,000).
+RANK_POOL_VALUES = 2_000_000
+#: Points of the interpolation table of the pooled empirical distribution: 256 KiB that stay in the CPU cache (a
+#: search of the whole pool for 3 N unsorted values took 0.9-1.5 s at 1,000,000 items, of this table 0.1 s). Linear
+#: between order statistics ``N / 16,384`` ranks apart: at most 32 ranks from the pool's own count at 1,000,000 items.
+_CDF_TABLE = 1 << 14
 
 
 def _spearman_draws(mu: NDArray[Any], draws: NDArray[Any]) -> NDArray[Any]:
@@ -126,6 +139,108 @@ def _items(state: AwareState, keep: NDArray[Any]) -> AwareState:
     return dataclasses.replace(state, mu=state.mu[keep], var=state.var[keep], count=state.count[keep])
 
 
+def pooled_draws(n_items: int, n_draws: int) -> int:
+    """Draws of each item that :func:`rank_intervals` pools: ``N D`` about :data:`RANK_POOL_VALUES`, at most
+    ``n_draws``, at least 2, even (pairs of draws estimate ``sum_j F_j^2``)."""
+    d = int(np.clip(RANK_POOL_VALUES // max(n_items, 1), 2, max(n_draws, 2)))
+    return d - d % 2
+
+
+def _pooled_count(values: NDArray[Any], per_item: int) -> Any:
+    """``y -> #{values < y} / per_item``, linear between :data:`_CDF_TABLE` order statistics of ``values``
+    (the empirical distribution function, scaled; exact at the table's points up to half a value). ``np.interp``
+    starts each search from the last one's place: ``y`` in increasing order is searched some 20 times faster."""
+    v = np.sort(values, axis=None)
+    k = np.unique(np.linspace(0, v.size - 1, min(v.size, _CDF_TABLE)).astype(np.int64))
+    xs, ys = v[k], (k + 0.5) / per_item
+    return lambda y: np.interp(y, xs, ys, left=0.0, right=v.size / per_item)
+
+
+def rank_intervals(
+    state: AwareState, rng: np.random.Generator, *, n_draws: int = 200, level: float = 0.95
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """The ``level`` interval of each item's rank over the posterior, without ranking any draw.
+
+    Item ``i``'s rank in a posterior draw is ``R_i = #{j != i: x_j < x_i}`` (0 = lowest). The items are
+    independent, so given ``x_i = y``, ``R_i`` is a sum of Bernoulli variables with mean ``S_i(y) = sum_{j != i}
+    F_j(y)`` and variance ``V_i(y) = sum_{j != i} F_j(y) (1 - F_j(y))``, ``F_j`` item ``j``'s posterior
+    distribution function (Student t, :func:`posterior_draws`). ``S_i`` increases, so the ``p`` quantile of
+    ``S_i(x_i)`` is ``S_i(y_i(p))`` at the item's own posterior quantile ``y_i(p) = m_i + sqrt(v_i)
+    t_{df_i}^{-1}(p)``; the Bernoulli spread is added in quadrature (the variances of independent parts add:
+    law of total variance; exact when both parts are normal), with ``c_i = S_i(m_i)`` and ``z = Phi^{-1}(1 - p)``:
+
+        low_i  = c_i - sqrt((c_i - S_i(y_i(p)))^2 + z^2 V_i(y_i(p))),
+        high_i = c_i + sqrt((S_i(y_i(1 - p)) - c_i)^2 + z^2 V_i(y_i(1 - p))),   p = (1 - level) / 2,
+
+    clipped to ``[0, N - 1]``. ``S`` and ``sum_j F_j^2`` come from ``D`` pooled draws of every item
+    (:func:`pooled_draws`): ``S(y) = #{(d, j): x_j^(d) < y} / D`` and ``sum_j F_j(y)^2 = #{(e, j):
+    max(x_j^(2e), x_j^(2e+1)) < y} / (D / 2)``, each from one sort; item ``i``'s own term is exact (``F_i(y_i(p))
+    = p``). Monte Carlo sd of ``S`` at most ``sqrt(N / (4 D))`` ranks. Against the 2.5%/97.5% quantiles of 4,000
+    ranked draws (2,500 and 20,000 items, 2-100 scores per item) the mean width is within 0.5% and the ends
+    differ by the reference's own Monte Carlo error; without the Bernoulli term the intervals of precise items
+    (100 scores each, 2,500 items) were 2% narrow. Speed: 0.3-0.4 s CPU at 1,000,000 items (the 2 s target of
+    ``easl export``) where ranking 20 draws took 3.5 s.
+
+    Parameters
+    ----------
+    state : AwareState
+    rng : numpy.random.Generator
+    n_draws : int, default 200
+        Most draws of each item pooled.
+    level : float, default 0.95
+
+    Returns
+    -------
+    (rank, low, high) : ndarray of float64, shape (n_items,)
+        The rank of each item's estimate ``m_i`` (0 = lowest; ties by position) and the ends of its rank
+        interval.
+
+    References
+    ----------
+    Hall & Miller (2009), "Using the bootstrap to quantify the authority of an empirical ranking", Ann. Statist.
+    37(6B) (an item's rank as a count of the items below it); Wang (1993), "On the number of successes in
+    independent trials", Statistica Sinica 3 (mean and variance of a sum of independent Bernoulli variables);
+    Casella & Berger (2002), *Statistical Inference*, 2nd ed., theorem 4.4.7 (conditional variance identity).
+
+    Examples
+    --------
+    >>> from core.models.aware import Observations, fit
+    >>> obs = Observations.build([0, 1, 2, 3] * 3, [0] * 4 + [1] * 4 + [2] * 4, [.1, .4, .6, .9] * 3, n_items=4)
+    >>> rank, low, high = rank_intervals(fit(obs), np.random.default_rng(0))
+    >>> rank.tolist(), bool(np.all(low <= rank) and np.all(rank <= high) and high.max() <= 3)
+    ([0.0, 1.0, 2.0, 3.0], True)
+    """
+    from statistics import NormalDist
+
+    from scipy import special  # here: easl status never gets this far
+
+    n = state.n_items
+    d = pooled_draws(n, n_draws)
+    draws = posterior_draws(state, d, rng)
+    below = _pooled_count(draws, d)  # S(y), own term included
+    below_sq = _pooled_count(np.maximum(draws[0::2], draws[1::2]), d // 2)  # sum_j F_j(y)^2
+    del draws
+    p = (1.0 - level) / 2.0
+    order = np.argsort(state.mu)  # every y below in (nearly) increasing order: fast searches
+    mu = state.mu[order]
+    dfs = state.df[order]
+    df = np.unique(dfs)  # nu_q + n_i: a few values
+    half = np.sqrt(state.var[order]) * special.stdtrit(df, 1.0 - p)[np.searchsorted(df, dfs)]
+    z2 = NormalDist().inv_cdf(1.0 - p) ** 2
+    center = below(mu) - 0.5
+    ends = []
+    for y, own in ((mu - half, p), (mu + half, 1.0 - p)):
+        s_full = below(y)
+        spread = np.maximum(s_full - below_sq(y) - own * (1.0 - own), 0.0)
+        ends.append(np.sqrt((s_full - own - center) ** 2 + z2 * spread))
+    top = max(n - 1, 0)
+    rank, low, high = np.empty(n), np.empty(n), np.empty(n)
+    rank[order] = np.arange(n, dtype=np.float64)
+    low[order] = np.clip(center - ends[0], 0, top)
+    high[order] = np.clip(center + ends[1], 0, top)
+    return rank, low, high
+
+
 class RankFigures:
     """Rank intervals and the expected Spearman correlation from posterior draws (:func:`rank_figures`).
 
@@ -134,17 +249,19 @@ class RankFigures:
     rank : ndarray
         Rank of each item's estimate (0 = lowest).
     rank_low, rank_high : ndarray
-        2.5% and 97.5% quantiles of its rank over the draws.
+        The 95% interval of its rank over the posterior: 2.5% and 97.5% quantiles over the draws (up to
+        :data:`EAGER_MAX_ITEMS` items), :func:`rank_intervals` above.
     expected_spearman : float
         Mean over draws of Spearman(estimates, draw), in ``[-1, 1]``.
     n_draws : int
-        Draws behind the rank intervals.
+        Draws behind the rank intervals (above :data:`EAGER_MAX_ITEMS` items, the draws of each item pooled by
+        :func:`rank_intervals`, :func:`pooled_draws`).
 
     Up to :data:`EAGER_MAX_ITEMS` items everything comes from one set of ``n_draws`` draws, made at once.
     Above, ``expected_spearman`` is :func:`expected_spearman` (:data:`SPEARMAN_SUBSET_DRAWS` draws, on a subset
     above :data:`SPEARMAN_MAX_ITEMS` items; made at once: what ``easl status`` needs), and the ranks and rank
-    intervals are drawn over all items when first read (what export needs), each from its own generator spawned
-    from ``rng``, so the figures do not depend on which is read first.
+    intervals are computed over all items when first read (:func:`rank_intervals`: what export needs), each from
+    its own generator spawned from ``rng``, so the figures do not depend on which is read first.
     """
 
     def __init__(self, state: AwareState, rng: np.random.Generator, n_draws: int) -> None:
@@ -157,6 +274,7 @@ class RankFigures:
         else:
             rho_rng, self._rank_rng = rng.spawn(2)
             self.expected_spearman = expected_spearman(state, rho_rng)
+            self.n_draws = pooled_draws(state.n_items, n_draws)
 
     def _draw(
         self, rng: np.random.Generator, keep_rho: bool
@@ -185,7 +303,7 @@ class RankFigures:
 
     def _ranks_and_intervals(self) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
         if self._lazy is None:
-            self._lazy = self._draw(self._rank_rng, keep_rho=False)[1]
+            self._lazy = rank_intervals(self._state, self._rank_rng, n_draws=self.n_draws)
         return self._lazy
 
     @property
@@ -195,12 +313,12 @@ class RankFigures:
 
     @property
     def rank_low(self) -> NDArray[Any]:
-        """2.5% quantile of each item's rank over the draws."""
+        """Low end of each item's 95% rank interval (the 2.5% quantile of its rank; class docstring)."""
         return self._ranks_and_intervals()[1]
 
     @property
     def rank_high(self) -> NDArray[Any]:
-        """97.5% quantile of each item's rank over the draws."""
+        """High end of each item's 95% rank interval (the 97.5% quantile of its rank; class docstring)."""
         return self._ranks_and_intervals()[2]
 
 
@@ -216,7 +334,8 @@ def rank_figures(state: AwareState, rng: np.random.Generator, *, n_draws: int | 
     state : AwareState
     rng : numpy.random.Generator
     n_draws : int, optional
-        Draws for the rank intervals; default :func:`default_draws`; drawn in chunks to bound memory.
+        Draws for the rank intervals; default :func:`default_draws`; drawn in chunks to bound memory. Above
+        :data:`EAGER_MAX_ITEMS` items, the most draws of each item :func:`rank_intervals` pools.
 
     Returns
     -------
