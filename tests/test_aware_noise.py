@@ -24,10 +24,11 @@ def _pool(n_items: int, n_annotators: int, per_item: int, seed: int, clickers: i
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_alike_annotators_all_get_the_same_weight(seed):
+def test_alike_annotators_share_one_weight_but_those_standing_out_by_chance(seed):
     obs, _ = _pool(200, 20, 4, seed)
-    st_ = fit(obs)
-    assert np.allclose(st_.noise, 1.0, atol=1e-3)
+    noise = fit(obs).noise
+    shared = np.abs(noise - np.median(noise)) < 1e-3
+    assert shared.mean() >= 0.8 and noise.max() < 1.5
 
 
 def test_one_random_clicker_among_a_hundred_is_down_weighted():
@@ -35,7 +36,7 @@ def test_one_random_clicker_among_a_hundred_is_down_weighted():
     st_ = fit(obs)
     weight = st_.slope**2 / st_.noise
     assert weight[-1] < 0.25 * np.median(weight[:-1])
-    assert np.median(st_.noise[:-1]) == pytest.approx(1.0, abs=0.05)
+    assert st_.noise[:-1].std() < 0.2 and st_.noise[-1] > 4  # the others close together, the clicker far off
 
 
 def test_random_clickers_lose_weight_as_with_a_fixed_shrinkage():
@@ -47,12 +48,13 @@ def test_random_clickers_lose_weight_as_with_a_fixed_shrinkage():
 
 
 @given(st.integers(3, 60), st.floats(2.0, 500.0), st.integers(0, 2**32 - 1))
-def test_strengths_are_the_pools_except_for_outliers_and_stay_in_bounds(n_annotators, n_scores, seed):
+def test_strengths_lie_between_the_pools_and_the_outliers_and_fall_with_the_noise(n_annotators, n_scores, seed):
     rng = np.random.default_rng(seed)
     n = np.full(n_annotators, n_scores)
     ratio = rng.chisquare(n_scores, n_annotators) / n_scores * np.exp(rng.normal(0, 0.5, n_annotators))
     nu = noise_strengths(ratio, n)
     pool = noise_shrinkage(ratio, n)
     assert 2.0 <= pool <= NU_R_MAX
-    assert np.all((nu == pool) | (nu == min(pool, NU_R_OUTLIER)))
-    assert np.all(nu[ratio <= 1.0] == pool)  # no more noise than expected: never an outlier
+    assert np.all((nu >= min(pool, NU_R_OUTLIER) * (1 - 1e-9)) & (nu <= max(pool, NU_R_OUTLIER) * (1 + 1e-9)))
+    order = np.argsort(ratio)
+    assert np.all(np.diff(nu[order]) <= 1e-9 * pool)  # noisier, never shrunk harder
