@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.store.db import now
+from core.store.live_arrays import LiveChanges
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,6 +95,7 @@ class Carry:
     state : the model arrays updated so far (None: not loaded yet).
     seq : the log position they reflect.
     refit : True when the live log must be refitted (``Model.refit_on_change``).
+    live : what the ingest did to the live index, for the refit (:class:`core.store.live_arrays.LiveChanges`).
     hits : ids of the HITs to refresh.
     complete : ids of HITs marked complete already (:func:`completed_hits`), not refreshed from the live index.
     """
@@ -101,6 +103,7 @@ class Carry:
     state: dict[str, NDArray[Any]] | None = None
     seq: int = 0
     refit: bool = False
+    live: LiveChanges = field(default_factory=LiveChanges)
     hits: set[str] = field(default_factory=set)
     complete: set[str] = field(default_factory=set)
 

@@ -308,6 +308,7 @@ class Observations(Retractions):
                     if carry.state is not None and not carry.refit:
                         zero = np.zeros(len(repeats.seq), dtype=np.int64)
                         self.model.apply(carry.state, repeats.item_idx, repeats.score01, zero, sign=-1)
+                    carry.live.remove(repeats.seq)  # (they left the log)
                     carry.hits |= repeats.hit_ids
                     carry.complete -= repeats.hit_ids
                     carry.seq = max_seq(conn)
@@ -381,6 +382,7 @@ class Observations(Retractions):
             return conflicts
         old01 = np.asarray([r[2] for r in found], dtype=np.float64)
         old_item = np.asarray([r[3] for r in found], dtype=np.int64)
+        old_seq = np.asarray([r[5] for r in found], dtype=np.int64)
         report.duplicate += int(same.sum())
         report.superseded = int((~same).sum())
         keep = np.ones(len(cand), dtype=bool)
@@ -432,6 +434,8 @@ class Observations(Retractions):
         carry.complete |= complete
         if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)
             carry.refit = True
+            carry.live.add(seq0, items, add["annotator"].tolist(), s01)  # (what the refit reads: no read back)
+            carry.live.remove(old_seq[~same])
         elif self.model.order_dependent and (report.superseded or group_seen):
             carry.state = self._replay(conn)[0]
             report.rebuilt = True
@@ -451,7 +455,7 @@ class Observations(Retractions):
         ``aware``) and the status of the touched HITs not marked complete already, recomputed from the live
         index."""
         if carry.refit:
-            carry.state = self._refit(conn)
+            carry.state = self._refit(conn, carry.live)
         if carry.state is not None:
             self._save_state(conn, carry.state, carry.seq)
         refresh_hits(conn, sorted(carry.hits - carry.complete))

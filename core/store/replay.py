@@ -9,7 +9,9 @@ annotator ids (:meth:`Replay._refit`): after each ingest or retraction the store
 (cold up to :data:`COLD_REFIT_UPTO` live observations, warm-started from the cached state above); a replay is a
 cold fit, and ``easl verify`` compares it with the cache within the tolerance of ``model.same_fit`` (a warm chain
 and a cold fit meet at the same fixed point only within the fit's tolerance). Annotators are numbered in order of
-their first score in the log (a missing annotator is one anonymous annotator), so the numbering only grows.
+their first score in the log (a missing annotator is one anonymous annotator), so the numbering only grows. The
+refit reads the live log from the arrays kept for it (:mod:`core.store.live_arrays`) and what its transaction
+changed, or from the live index when those arrays do not reflect the log where the transaction started.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from core.store import live_arrays
 from core.store.db import max_seq
 from core.store.hits import STATUS_SQL, refresh_hits
+from core.store.live_arrays import LiveArrays, LiveChanges
 from core.store.observations import Observations
 from core.store.state import load_state, save_state
 
@@ -58,15 +62,25 @@ def _code_array(annotators: Iterable[Any], names: list[Any]) -> NDArray[Any]:
     return codes
 
 
-def live_with_annotators(conn: sqlite3.Connection) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], list[Any]]:
-    """The live log for the aware model: ``(item, annotator index, score01, annotator names)``."""
+def read_live_arrays(conn: sqlite3.Connection) -> LiveArrays:
+    """The live log for the aware model, read from the live index and the log (seconds at a million live scores;
+    :mod:`core.store.live_arrays` keeps it for the refits)."""
     rows = conn.execute(
-        "SELECT l.item_idx, l.score01, o.annotator FROM live l JOIN observations o ON o.seq = l.seq ORDER BY l.seq"
+        "SELECT l.seq, l.item_idx, l.score01, o.annotator FROM live l JOIN observations o ON o.seq = l.seq "
+        "ORDER BY l.seq"
     ).fetchall()
     names = annotator_codes(conn)
-    item = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    s01 = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-    return item, _code_array([r[2] for r in rows], names), s01, names
+    seq = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    item = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+    s01 = np.fromiter((r[2] for r in rows), dtype=np.float64, count=len(rows))
+    return LiveArrays(seq, item, _code_array([r[3] for r in rows], names), s01, names)
+
+
+def live_with_annotators(conn: sqlite3.Connection) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], list[Any]]:
+    """The live log for the aware model: ``(item, annotator index, score01, annotator names)``, in log order: the
+    stored arrays when they reflect the whole log (:mod:`core.store.live_arrays`), else :func:`read_live_arrays`."""
+    live = live_arrays.load(conn, max_seq(conn)) or read_live_arrays(conn)
+    return live.item, live.annotator, live.score01, live.names
 
 
 def _group_codes(keys: Iterable[Any]) -> NDArray[Any]:
@@ -88,12 +102,22 @@ class Replay(Observations):
         """True for a model fitted to the whole live log (``aware``) rather than updated by increments."""
         return bool(getattr(self.model, "refit_on_change", False))
 
-    def _refit(self, conn: sqlite3.Connection) -> dict[str, NDArray[Any]]:
+    def _refit(self, conn: sqlite3.Connection, changes: LiveChanges | None = None) -> dict[str, NDArray[Any]]:
         """The aware model refitted to the live log (the caller saves it): a cold fit up to
-        :data:`COLD_REFIT_UPTO` live observations, then warm-started from the cached state."""
-        item, annotator, s01, names = live_with_annotators(conn)
-        warm = load_state(conn) if item.size > COLD_REFIT_UPTO else None
-        state: dict[str, NDArray[Any]] = self.model.refit(warm, item, annotator, s01, n_items=self.n_items)
+        :data:`COLD_REFIT_UPTO` live observations, then warm-started from the cached state.
+
+        The live log is the stored arrays (:mod:`core.store.live_arrays`) with ``changes`` (what this transaction
+        did to the live index) applied, when they reflect the log where it started; else it is read from the live
+        index. Either way it is stored again, as reflecting the log's end."""
+        cached = live_arrays.load(conn, changes.base) if changes is not None and changes.base is not None else None
+        live = live_arrays.apply(cached, changes) if cached is not None and changes is not None else None
+        if live is None:
+            live = read_live_arrays(conn)
+        live_arrays.save(conn, live, max_seq(conn))
+        warm = load_state(conn) if live.seq.size > COLD_REFIT_UPTO else None
+        state: dict[str, NDArray[Any]] = self.model.refit(
+            warm, live.item, live.annotator, live.score01, n_items=self.n_items
+        )
         return state
 
     def annotator_table(self) -> Any:
@@ -198,6 +222,7 @@ class Replay(Observations):
         with self._writing() as conn:
             state, _ = self._replay(conn)
             self._save_state(conn, state, max_seq(conn))
+            live_arrays.clear(conn)  # the next refit reads the rebuilt live index
             conn.execute("DELETE FROM live")
             conn.execute(
                 "INSERT INTO live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key) "
@@ -217,7 +242,9 @@ class Replay(Observations):
             ``ok`` (every check passes), ``max_abs_diff`` (largest absolute difference between the cached and the
             replayed arrays; ok within 1e-9), ``arrays`` (difference per array), ``live_ok`` (the live index equals
             the log's last score per key), ``hits_ok`` (HIT statuses agree with the live observations),
-            ``seq_ok`` (the cache reflects the end of the log), ``n_observations``, ``n_log_records``.
+            ``seq_ok`` (the cache reflects the end of the log), ``live_arrays_ok`` (aware projects: the live log kept
+            for the refits, :mod:`core.store.live_arrays`, equals the live index where it reflects the end of the
+            log), ``n_observations``, ``n_log_records``.
         """
         with self._reading() as conn:
             replay, live_seqs = self._replay(conn)
@@ -228,6 +255,8 @@ class Replay(Observations):
             bad_hits = conn.execute(
                 f"SELECT COUNT(*) FROM hits WHERE status != 'retracted' AND status != ({STATUS_SQL})"
             ).fetchone()[0]
+            kept = live_arrays.load(conn, n_log) if self._refits else None
+            arrays_ok = kept is None or kept.same_as(read_live_arrays(conn))
         arrays: dict[str, float] = {}
         counters = {"sweeps"} if self._refits else set()  # EM sweeps: how the fit got there, not the state
         for name in sorted((set(replay) | set(cache)) - counters):
@@ -254,7 +283,7 @@ class Replay(Observations):
         else:
             state_ok = bool(max_diff <= VERIFY_TOLERANCE)
         return {
-            "ok": bool(state_ok and live_ok and seq_ok and hits_ok),
+            "ok": bool(state_ok and live_ok and seq_ok and hits_ok and arrays_ok),
             "max_abs_diff": max_diff,
             "tolerance": VERIFY_TOLERANCE,
             "state_ok": state_ok,
@@ -263,6 +292,7 @@ class Replay(Observations):
             "live_ok": live_ok,
             "seq_ok": seq_ok,
             "hits_ok": hits_ok,
+            "live_arrays_ok": arrays_ok,
             "n_observations": int(live_seqs.size),
             "n_log_records": n_log,
             "method": self.hyper.method,

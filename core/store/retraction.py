@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from core.errors import ProjectFileError
 from core.store.db import fill_temp, max_seq, now
 from core.store.hits import Hits, refresh_hits
+from core.store.live_arrays import LiveChanges
 from core.store.state import load_state
 
 
@@ -22,7 +23,7 @@ class Retractions(Hits):
 
     if TYPE_CHECKING:  # defined by core.store.replay.Replay
 
-        def _refit(self, conn: sqlite3.Connection) -> dict[str, NDArray[Any]]: ...
+        def _refit(self, conn: sqlite3.Connection, changes: LiveChanges | None = None) -> dict[str, NDArray[Any]]: ...
 
         def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]: ...
 
@@ -58,7 +59,8 @@ class Retractions(Hits):
 
     def _retract_where(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...], source: str) -> int:
         rows = conn.execute(
-            f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id FROM live l WHERE {where} ORDER BY l.seq", params
+            f"SELECT l.source_key, l.item_idx, l.score01, l.hit_id, l.seq FROM live l WHERE {where} ORDER BY l.seq",
+            params,
         ).fetchall()
         if not rows:
             return 0
@@ -76,7 +78,9 @@ class Retractions(Hits):
         item = np.asarray([r[1] for r in rows], dtype=np.int64)
         s01 = np.asarray([r[2] for r in rows], dtype=np.float64)
         if getattr(self.model, "refit_on_change", False):  # aware: refit without the retracted rows
-            state = self._refit(conn)
+            changes = LiveChanges(base=seq0 - 1)
+            changes.remove([r[4] for r in rows])
+            state = self._refit(conn, changes)
         elif self.model.order_dependent:
             state = self._replay(conn)[0]
         else:

@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         problems.append("the cached state does not reflect the end of the log")
     if not result["hits_ok"]:
         problems.append("some HIT statuses disagree with the live observations")
+    if not result.get("live_arrays_ok", True):
+        problems.append("the live log kept for the annotator-aware refits differs from the live-observation index")
     print(f"{args.project}: verification FAILED: " + "; ".join(problems))
     return 1
 
