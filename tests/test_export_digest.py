@@ -33,7 +33,9 @@ VERSIONS = {"numpy": "2.2.6", "scipy": "1.17.1", "pandas": "3.1.1", "pyarrow": "
 
 #: (project, file) -> SHA-256 of the file's bytes, from the code before the speed-ups of issue 14
 #: (the estimates of easl-plain-5000, easl-extra, trueskill-plain and aware-plain re-pinned when estimates and
-#: intervals were kept on the score range: core/models/aware_scale.py, EASL's interval widened to its mode)
+#: intervals were kept on the score range: core/models/aware_scale.py, EASL's interval widened to its mode; every file
+#: of aware-plain when the annotators' noise shrinkage became empirical Bayes, which changes its fit and so its HITs,
+#: and the annotator file gained p_random and scatter)
 DIGESTS: dict[tuple[str, str], str] = {
     ("easl-plain-rounded", "est.csv"): "8b0b708f2202df59383e825077a9caed30c4a866d3a02384673af089e0b6e63c",
     ("easl-plain-rounded", "rat.csv"): "0201e321c26e30ce6194f73c7361bcf2bd541558341a14e633d633aaccab7b2d",
@@ -77,15 +79,15 @@ DIGESTS: dict[tuple[str, str], str] = {
     ("da-plain", "rat.jsonl"): "cfac84a81d250135302dc67f6d7bb37b6c0487f8c0cd23764d820ef0b720de42",
     ("da-plain", "est.parquet"): "937ba450cea9361ddc62c92c72f16b039a5770c5ee8c6fb793e5df1b73d45d31",
     ("da-plain", "rat.parquet"): "65e2fc3d67546e0c4723aceab5a41ee7aa4a5a6c3f153ee4fea6a26619a2af17",
-    ("aware-plain", "est.csv"): "6f900b5609b02c164fee71a6fb799c45f39b202128bd31dde1211a026f946f59",
-    ("aware-plain", "rat.csv"): "4b3a20b55f9526c93857ec8444431156a7cf57869aa338dc5d7812dc2621feef",
-    ("aware-plain", "ann.csv"): "cbccad857ae2143afdd6e42e27ae9567c6b21b938f04d899c05c2be41b742f95",
-    ("aware-plain", "est.jsonl"): "d640fc8e309a36ae92f1ff9c1bcfbad0d74785fe681fb4026f3e88dd8d1ce4af",
-    ("aware-plain", "rat.jsonl"): "d765ca9f5a17cefd17c0305b8d5e13f548f7ed7ceb7f4727f9b2da684033b903",
-    ("aware-plain", "ann.jsonl"): "b5fdf0d89af125f277e1bbc594a9bdbebc4f407f84430163cd5a25d7088fb096",
-    ("aware-plain", "est.parquet"): "12622589e26590e4008729e053563413ade6d53d98058442f7643e19acb72f7a",
-    ("aware-plain", "rat.parquet"): "bc85826606f89058135788804360dde77568dbe45e27b138f2b9967044b6a8f2",
-    ("aware-plain", "ann.parquet"): "620301df88dc1a3ac97ec5dbf4b7308e7e96da179f748f3bff7bfb0562740e37",
+    ("aware-plain", "est.csv"): "c7dd6efbe79bb98d6788ca290a7a022408b7a1bea654d97936547d7f76745567",
+    ("aware-plain", "rat.csv"): "1ceec64ed00af3f9712cd20eed907a5631949ce4547b2e263fb48cac858de15e",
+    ("aware-plain", "ann.csv"): "677d20ab43a3fcea175a3fd284f226fa0180e6a422d02926bae61d3724085dad",
+    ("aware-plain", "est.jsonl"): "6305f2ea9e8bf322f979ce85852c1b6dee9e1f8dc949ca164c020418aabf23b7",
+    ("aware-plain", "rat.jsonl"): "249ac288e29148c51823e96ca1182e4f03d14aab5f56707a897d511d8776d5b5",
+    ("aware-plain", "ann.jsonl"): "ffafe03a6cbc9d38ee28f066234ccf8e02c070cfe8bd173ff65752ca3208840e",
+    ("aware-plain", "est.parquet"): "c058ce98d053dcbf7cf4f95a651180af3b0d8bd736ab4fb16bcbcc503d2445f7",
+    ("aware-plain", "rat.parquet"): "f679b543af9f0e64e40dd29b04a3b68f2486e5cf61051e13027c0f500d377ef3",
+    ("aware-plain", "ann.parquet"): "169d9330661eaf120281fc717ed6cb1ee0fb24e1a80d8f1be55aacfd5e3ed470",
 }
 
 #: project name -> (method, items, items with extra columns, scores rounded to integers, annotators, texts with a
