@@ -45,6 +45,7 @@ from core.selection import select_hits, select_least_annotated
 from core.simulate.aware_summary import summarise
 from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from core.simulate.mapping import MapFn, serial_map
+from core.simulate.replay import zscore
 
 METHODS = ("da", "da-z", "easl", "aware")
 
@@ -63,17 +64,6 @@ def _means(item_ix: NDArray[Any], X: NDArray[Any], n: int) -> tuple[NDArray[Any]
     pooled = ss.sum() / df if df > 0 else 1 / 12
     var = np.where(c >= 2, ss / np.maximum(c - 1, 1), pooled) / np.maximum(c, 1)
     return m, np.maximum(var, 1e-8)
-
-
-def _zscore(A: NDArray[Any], X: NDArray[Any], na: int) -> NDArray[Any]:
-    """Each annotator's scores as z-scores (WMT); an annotator with < 2 scores or no spread uses the median sd."""
-    n_a = np.bincount(A, minlength=na).astype(np.float64)
-    mean = np.bincount(A, X, na) / np.maximum(n_a, 1)
-    sd = np.sqrt(np.bincount(A, (X - mean[A]) ** 2, na) / np.maximum(n_a - 1, 1))
-    ok = (n_a >= 2) & (sd > 1e-6)
-    sd = np.where(ok, sd, np.median(sd[ok]) if ok.any() else 1.0)
-    z: NDArray[Any] = (X - mean[A]) / sd[A]
-    return z
 
 
 def run_one(
@@ -139,7 +129,7 @@ def run_one(
             easl.apply(easl_state, items, x, np.repeat(np.arange(hits.shape[0]), hits.shape[1]))
             est = easl.summary(easl_state)["estimate"]
         else:
-            est, _ = _means(item_ix, _zscore(A, X, n_annotators) if method == "da-z" else X, n)
+            est, _ = _means(item_ix, zscore(A, X, n_annotators) if method == "da-z" else X, n)
         est_r = _ranks(est)
         row["spearman"] = float(np.corrcoef(est_r, _ranks(truth))[0, 1])
         row["kendall"] = float(stats.kendalltau(est, truth).statistic)
