@@ -35,12 +35,12 @@ def _ranked_draws(state: AwareState, n_draws: int, rng: np.random.Generator) -> 
 def test_rank_intervals_match_the_quantiles_of_many_ranked_draws(per: tuple[int, int], seed: int) -> None:
     _, st = _world(2500, seed, per)
     ref_low, ref_high = _ranked_draws(st, 2000, np.random.default_rng(seed))
-    rank, low, high = ap.rank_intervals(st, np.random.default_rng(seed + 10))
+    low, high = ap.rank_intervals(st, np.random.default_rng(seed + 10))
+    rank = ap._ranks(st.mu)
     width = np.mean(ref_high - ref_low)
     assert abs(np.mean(high - low) / width - 1.0) < 0.01  # measured 0.1-0.3%
     # the ends differ by about the reference's own Monte Carlo error (a few % of a width)
     assert np.mean(np.abs(low - ref_low)) < 0.03 * width and np.mean(np.abs(high - ref_high)) < 0.03 * width
-    np.testing.assert_array_equal(rank, ap._ranks(st.mu))
     assert low.min() >= 0 and high.max() <= 2499 and np.all(low <= high)
     # the estimate's own rank: outside its interval about as often (draws spread wider than the estimates)
     inside, ref_inside = [np.mean((lo <= rank) & (rank <= hi)) for lo, hi in ((low, high), (ref_low, ref_high))]
@@ -52,7 +52,7 @@ def test_rank_intervals_cover_the_true_ranks() -> None:
     for seed in range(3):
         truth, st = _world(3000, 100 + seed)
         t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
-        _, low, high = ap.rank_intervals(st, np.random.default_rng(seed))
+        low, high = ap.rank_intervals(st, np.random.default_rng(seed))
         covered.append(np.mean((low <= t_hi) & (high >= t_lo)))
     assert 0.93 <= np.mean(covered) <= 0.99  # measured 0.96 (ranked draws: 0.95-0.96)
 
@@ -79,9 +79,24 @@ def test_pooled_draws_follow_the_pool_size() -> None:
 
 def test_one_item_and_equal_items() -> None:
     st = fit(Observations.build(np.zeros(3, dtype=int), np.arange(3), np.array([0.2, 0.3, 0.4]), n_items=1))
-    rank, low, high = ap.rank_intervals(st, np.random.default_rng(0))
-    assert rank.tolist() == [0.0] and low.tolist() == [0.0] and high.tolist() == [0.0]
+    low, high = ap.rank_intervals(st, np.random.default_rng(0))
+    assert low.tolist() == [0.0] and high.tolist() == [0.0]
     n = 50
     st = fit(Observations.build(np.repeat(np.arange(n), 2), np.tile([0, 1], n), np.full(2 * n, 0.5), n_items=n))
-    _, low, high = ap.rank_intervals(st, np.random.default_rng(1))
+    low, high = ap.rank_intervals(st, np.random.default_rng(1))
     assert low.max() < 5 and high.min() > n - 6  # indistinguishable items: each could take almost any rank
+
+
+def test_the_grid_gives_the_pooled_count() -> None:
+    """The tabulated count, linear between grid points, against the count of the whole pool at each value."""
+    rng = np.random.default_rng(3)
+    pool = np.concatenate([rng.normal(0, 1, 200_000), rng.standard_t(3, 20_000) * 4])  # heavy tails
+    y = rng.uniform(-3, 3, 10_000)
+    lo, hi = float(y.min()), float(y.max())
+    got = ap._lookup(ap._tabulate(pool, 2, lo, hi), y, lo, hi)
+    exact = np.searchsorted(np.sort(pool), y) / 2
+    assert np.max(np.abs(got - exact)) <= 4.0  # at most what one grid step holds (here up to 8 values, 4 counts)
+    assert (
+        ap._lookup(ap._tabulate(pool, 2, lo, hi), np.array([lo, hi]), lo, hi).tolist()
+        == (np.searchsorted(np.sort(pool), [lo, hi]) / 2).tolist()
+    )

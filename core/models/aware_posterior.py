@@ -27,8 +27,8 @@ fast at 1,000,000 items.
 
 Rank intervals: up to :data:`EAGER_MAX_ITEMS` items, the 2.5% and 97.5% quantiles of each item's rank over the
 draws. Above, :func:`rank_intervals` computes the same 95% interval of each item's rank from its own posterior
-quantiles and the pooled draws of all items (one sort, no rank per draw; 0.3-0.4 s CPU at 1,000,000 items where
-ranking 20 draws took 3.5 s), which holds the 2 s target of ``easl export`` at 1,000,000 items.
+quantiles and the pooled draws of all items (one sort, no rank per draw; 0.37-0.44 s CPU at 1,000,000 items where
+ranking 20 draws took 3.5 s), for the 2 s target of ``easl export`` at 1,000,000 items.
 """
 
 from __future__ import annotations
@@ -78,10 +78,11 @@ EAGER_MAX_ITEMS = 2_000
 #: estimate of an expected rank has a Monte Carlo sd of at most ``sqrt(N / (4 D))`` ranks, ``N / 2,800`` with
 #: ``N D = 2,000,000`` (360 ranks of 1,000,000 items, where a rank interval at 2 scores per item spans some 280,000).
 RANK_POOL_VALUES = 2_000_000
-#: Points of the interpolation table of the pooled empirical distribution: 256 KiB that stay in the CPU cache (a
-#: search of the whole pool for 3 N unsorted values took 0.9-1.5 s at 1,000,000 items, of this table 0.1 s). Linear
-#: between order statistics ``N / 16,384`` ranks apart: at most 32 ranks from the pool's own count at 1,000,000 items.
-_CDF_TABLE = 1 << 14
+#: Points of the grid on which :func:`rank_intervals` tabulates the pooled counts (evenly over the range of the values
+#: it looks up, linear between; 512 KiB that stay in the CPU cache). Looked up by arithmetic: a search of the whole
+#: pool for 3 N unsorted values took 0.9-1.5 s at 1,000,000 items, ``np.interp`` in a table of order statistics 0.25 s
+#: with the sort of the items it needs, this grid 0.06 s. At 1,000,000 items a grid step spans about 40 ranks.
+_GRID = 1 << 16
 
 
 def _spearman_draws(mu: NDArray[Any], draws: NDArray[Any]) -> NDArray[Any]:
@@ -146,19 +147,26 @@ def pooled_draws(n_items: int, n_draws: int) -> int:
     return d - d % 2
 
 
-def _pooled_count(values: NDArray[Any], per_item: int) -> Any:
-    """``y -> #{values < y} / per_item``, linear between :data:`_CDF_TABLE` order statistics of ``values``
-    (the empirical distribution function, scaled; exact at the table's points up to half a value). ``np.interp``
-    starts each search from the last one's place: ``y`` in increasing order is searched some 20 times faster."""
-    v = np.sort(values, axis=None)
-    k = np.unique(np.linspace(0, v.size - 1, min(v.size, _CDF_TABLE)).astype(np.int64))
-    xs, ys = v[k], (k + 0.5) / per_item
-    return lambda y: np.interp(y, xs, ys, left=0.0, right=v.size / per_item)
+def _tabulate(values: NDArray[Any], per_item: int, lo: float, hi: float) -> NDArray[Any]:
+    """``#{values < g} / per_item`` at the :data:`_GRID` points ``g`` spread evenly over ``[lo, hi]`` (the pooled
+    empirical distribution function, scaled: one sort, then a search of the sorted grid)."""
+    grid = np.linspace(lo, hi, _GRID)
+    counts: NDArray[Any] = np.searchsorted(np.sort(values, axis=None), grid) / per_item
+    return counts
+
+
+def _lookup(table: NDArray[Any], y: NDArray[Any], lo: float, hi: float) -> NDArray[Any]:
+    """:func:`_tabulate`'s ``table`` at ``y`` in ``[lo, hi]``, linear between its points (by arithmetic: no search)."""
+    pos = (y - lo) * ((_GRID - 1) / (hi - lo))
+    np.clip(pos, 0.0, _GRID - 1.0, out=pos)
+    at = np.minimum(pos.astype(np.int64), _GRID - 2)
+    out: NDArray[Any] = table[at] + (pos - at) * (table[at + 1] - table[at])
+    return out
 
 
 def rank_intervals(
     state: AwareState, rng: np.random.Generator, *, n_draws: int = 200, level: float = 0.95
-) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """The ``level`` interval of each item's rank over the posterior, without ranking any draw.
 
     Item ``i``'s rank in a posterior draw is ``R_i = #{j != i: x_j < x_i}`` (0 = lowest). The items are
@@ -174,12 +182,12 @@ def rank_intervals(
 
     clipped to ``[0, N - 1]``. ``S`` and ``sum_j F_j^2`` come from ``D`` pooled draws of every item
     (:func:`pooled_draws`): ``S(y) = #{(d, j): x_j^(d) < y} / D`` and ``sum_j F_j(y)^2 = #{(e, j):
-    max(x_j^(2e), x_j^(2e+1)) < y} / (D / 2)``, each from one sort; item ``i``'s own term is exact (``F_i(y_i(p))
-    = p``). Monte Carlo sd of ``S`` at most ``sqrt(N / (4 D))`` ranks. Against the 2.5%/97.5% quantiles of 4,000
-    ranked draws (2,500 and 20,000 items, 2-100 scores per item) the mean width is within 0.5% and the ends
-    differ by the reference's own Monte Carlo error; without the Bernoulli term the intervals of precise items
-    (100 scores each, 2,500 items) were 2% narrow. Speed: 0.3-0.4 s CPU at 1,000,000 items (the 2 s target of
-    ``easl export``) where ranking 20 draws took 3.5 s.
+    max(x_j^(2e), x_j^(2e+1)) < y} / (D / 2)``, each from one sort, tabulated on a grid (:data:`_GRID`); item
+    ``i``'s own term is exact (``F_i(y_i(p)) = p``). Monte Carlo sd of ``S`` at most ``sqrt(N / (4 D))`` ranks.
+    Against the 2.5%/97.5% quantiles of 4,000 ranked draws (2,500 and 20,000 items, 2-100 scores per item) the
+    mean width is within 0.5% and the ends differ by the reference's own Monte Carlo error; without the Bernoulli
+    term the intervals of precise items (100 scores each, 2,500 items) were 2% narrow. Speed: 0.37-0.44 s CPU at
+    1,000,000 items (the 2 s target of ``easl export``) where ranking 20 draws took 3.5 s.
 
     Parameters
     ----------
@@ -191,9 +199,8 @@ def rank_intervals(
 
     Returns
     -------
-    (rank, low, high) : ndarray of float64, shape (n_items,)
-        The rank of each item's estimate ``m_i`` (0 = lowest; ties by position) and the ends of its rank
-        interval.
+    (low, high) : ndarray of float64, shape (n_items,)
+        The ends of each item's rank interval (0 = the lowest rank).
 
     References
     ----------
@@ -206,39 +213,37 @@ def rank_intervals(
     --------
     >>> from core.models.aware import Observations, fit
     >>> obs = Observations.build([0, 1, 2, 3] * 3, [0] * 4 + [1] * 4 + [2] * 4, [.1, .4, .6, .9] * 3, n_items=4)
-    >>> rank, low, high = rank_intervals(fit(obs), np.random.default_rng(0))
-    >>> rank.tolist(), bool(np.all(low <= rank) and np.all(rank <= high) and high.max() <= 3)
-    ([0.0, 1.0, 2.0, 3.0], True)
+    >>> low, high = rank_intervals(fit(obs), np.random.default_rng(0))
+    >>> bool(np.all(low <= [0, 1, 2, 3]) and np.all([0, 1, 2, 3] <= high) and high.max() <= 3)
+    True
     """
     from statistics import NormalDist
 
     from scipy import special  # here: easl status never gets this far
 
     n = state.n_items
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    p = (1.0 - level) / 2.0
+    df = np.unique(state.df)  # nu_q + n_i: a few values
+    half = np.sqrt(state.var) * special.stdtrit(df, 1.0 - p)[np.searchsorted(df, state.df)]
+    mu = state.mu
+    lo, hi = float(np.min(mu - half)), float(np.max(mu + half))
+    hi = hi if hi > lo else lo + 1.0
     d = pooled_draws(n, n_draws)
     draws = posterior_draws(state, d, rng)
-    below = _pooled_count(draws, d)  # S(y), own term included
-    below_sq = _pooled_count(np.maximum(draws[0::2], draws[1::2]), d // 2)  # sum_j F_j(y)^2
+    below = _tabulate(draws, d, lo, hi)  # S(y), own term included
+    below_sq = _tabulate(np.maximum(draws[0::2], draws[1::2]), d // 2, lo, hi)  # sum_j F_j(y)^2
     del draws
-    p = (1.0 - level) / 2.0
-    order = np.argsort(state.mu)  # every y below in (nearly) increasing order: fast searches
-    mu = state.mu[order]
-    dfs = state.df[order]
-    df = np.unique(dfs)  # nu_q + n_i: a few values
-    half = np.sqrt(state.var[order]) * special.stdtrit(df, 1.0 - p)[np.searchsorted(df, dfs)]
     z2 = NormalDist().inv_cdf(1.0 - p) ** 2
-    center = below(mu) - 0.5
+    center = _lookup(below, mu, lo, hi) - 0.5
     ends = []
     for y, own in ((mu - half, p), (mu + half, 1.0 - p)):
-        s_full = below(y)
-        spread = np.maximum(s_full - below_sq(y) - own * (1.0 - own), 0.0)
+        s_full = _lookup(below, y, lo, hi)
+        spread = np.maximum(s_full - _lookup(below_sq, y, lo, hi) - own * (1.0 - own), 0.0)
         ends.append(np.sqrt((s_full - own - center) ** 2 + z2 * spread))
     top = max(n - 1, 0)
-    rank, low, high = np.empty(n), np.empty(n), np.empty(n)
-    rank[order] = np.arange(n, dtype=np.float64)
-    low[order] = np.clip(center - ends[0], 0, top)
-    high[order] = np.clip(center + ends[1], 0, top)
-    return rank, low, high
+    return np.clip(center - ends[0], 0, top), np.clip(center + ends[1], 0, top)
 
 
 class RankFigures:
@@ -267,9 +272,11 @@ class RankFigures:
     def __init__(self, state: AwareState, rng: np.random.Generator, n_draws: int) -> None:
         self.n_draws = n_draws
         self._state = state
-        self._lazy: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
+        self._rank: NDArray[Any] | None = None
+        self._lazy: tuple[NDArray[Any], NDArray[Any]] | None = None  # (rank_low, rank_high)
         if state.n_items <= EAGER_MAX_ITEMS:
-            rho, self._lazy = self._draw(rng, keep_rho=True)
+            rho, (self._rank, low, high) = self._draw(rng, keep_rho=True)
+            self._lazy = (low, high)
             self.expected_spearman = rho
         else:
             rho_rng, self._rank_rng = rng.spawn(2)
@@ -301,7 +308,7 @@ class RankFigures:
             low, high = np.mean(lows, axis=0), np.mean(highs, axis=0)
         return (float(np.mean(np.concatenate(rho))) if keep_rho else float("nan")), (est_rank, low, high)
 
-    def _ranks_and_intervals(self) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    def _intervals(self) -> tuple[NDArray[Any], NDArray[Any]]:
         if self._lazy is None:
             self._lazy = rank_intervals(self._state, self._rank_rng, n_draws=self.n_draws)
         return self._lazy
@@ -309,17 +316,19 @@ class RankFigures:
     @property
     def rank(self) -> NDArray[Any]:
         """Rank of each item's estimate (0 = lowest)."""
-        return self._ranks_and_intervals()[0]
+        if self._rank is None:
+            self._rank = _ranks(self._state.mu)
+        return self._rank
 
     @property
     def rank_low(self) -> NDArray[Any]:
         """Low end of each item's 95% rank interval (the 2.5% quantile of its rank; class docstring)."""
-        return self._ranks_and_intervals()[1]
+        return self._intervals()[0]
 
     @property
     def rank_high(self) -> NDArray[Any]:
         """High end of each item's 95% rank interval (the 97.5% quantile of its rank; class docstring)."""
-        return self._ranks_and_intervals()[2]
+        return self._intervals()[1]
 
 
 def rank_figures(state: AwareState, rng: np.random.Generator, *, n_draws: int | None = None) -> RankFigures:
