@@ -105,6 +105,29 @@ def test_a_version_2_file_migrates_and_reads_the_live_index_once(
         assert assert_verified(p)["live_arrays_ok"]
 
 
+def test_readers_open_a_version_2_file_as_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Version 3 only adds a table that a writer's refit reads: status, export, verify and the annotator table read
+    a version-2 file without migrating it."""
+    with new_project(tmp_path, n=30, method="aware", hit_size=3, seed=2) as p:
+        p.ingest(answer(p.next_hits(), np.random.default_rng(3), annotator="x"), source="a.csv")
+        path = p.path
+        table = p.annotator_table()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DROP TABLE live_arrays")
+    conn.execute("DELETE FROM meta WHERE key = ?", (live_arrays.SEQ_KEY,))
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    with Project.open(path, readonly=True) as p:
+        assert p.status().n_observations == 30
+        assert_verified(p)
+        pd.testing.assert_frame_equal(p.annotator_table(), table)
+    for args in (["status", path, "--json"], ["verify", path], ["export", path, "--output", str(tmp_path / "e.csv")]):
+        assert main(args) == 0
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2  # nothing migrated it
+    conn.close()
+
+
 def test_verify_finds_a_wrong_array_and_rebuild_repairs_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with new_project(tmp_path, n=30, method="aware", hit_size=3, seed=2) as p:
         p.ingest(answer(p.next_hits(), np.random.default_rng(7), annotator="x"), source="a.csv")

@@ -193,7 +193,7 @@ class Project(Output, FrontEndRecords):
             if version == 0:
                 conn.close()
                 raise ProjectFileError(path, "not an easl project file")
-            if version != schema.SCHEMA_VERSION:
+            if version != schema.SCHEMA_VERSION and not (readonly and version in schema.READ_AS_IS):
                 if readonly:
                     conn.close()
                     schema.check_readable(path, version)

@@ -48,6 +48,9 @@ from core.errors import SchemaVersionError
 
 FORMAT = "easl-project"
 SCHEMA_VERSION = 3
+#: older versions a reader opens as they are (nothing a reader reads changed since): version 3 only added the table
+#: ``live_arrays``, which only a writer's refit reads (it reads the live index where the table is missing or empty)
+READ_AS_IS = frozenset({2})
 
 # MIGRATIONS[v] takes a file at version v - 1 to version v. Append new entries; never edit old ones.
 MIGRATIONS: dict[int, list[str]] = {
@@ -186,6 +189,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
 
 def check_readable(path: str, version: int) -> None:
     """Raise ``SchemaVersionError`` for a file at ``version`` opened read-only: a reader cannot migrate, so only
-    ``SCHEMA_VERSION`` itself can be read (a command that writes migrates an older file first)."""
-    if version != SCHEMA_VERSION:
+    ``SCHEMA_VERSION`` itself and the versions of :data:`READ_AS_IS` can be read (a command that writes migrates an
+    older file first)."""
+    if version != SCHEMA_VERSION and version not in READ_AS_IS:
         raise SchemaVersionError(path, version, SCHEMA_VERSION)
