@@ -58,7 +58,9 @@ def split(r: Ratings, seed: int) -> tuple[NDArray[Any], NDArray[Any]]:
     return truth, pool
 
 
-def assign(hits: NDArray[Any] | list[NDArray[Any]], available: NDArray[Any], rng: np.random.Generator) -> tuple[NDArray[Any], NDArray[Any]]:
+def assign(
+    hits: NDArray[Any] | list[NDArray[Any]], available: NDArray[Any], rng: np.random.Generator
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """``(items, annotators)`` of a batch of HITs (module docstring); marks the pairs used in ``available``. Items
     whose pool is spent are left out. ``hits`` are rows of item positions (an array, or a list of arrays). The loop is
     over the batch's HITs (a few dozen), each vectorised."""
