@@ -1,4 +1,4 @@
-"""Rank intervals of large aware projects (:func:`core.models.aware_posterior.rank_intervals`): the 95% interval of
+"""Rank intervals of large aware projects (:func:`core.models.aware_ranks.rank_intervals`): the 95% interval of
 each item's rank from the pooled draws, against the quantiles of many ranked draws and against the truth."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from core.models import aware_posterior as ap
+from core.models import aware_ranks
 from core.models.aware import AwareState, Observations, fit
 
 
@@ -93,10 +94,10 @@ def test_the_grid_gives_the_pooled_count() -> None:
     pool = np.concatenate([rng.normal(0, 1, 200_000), rng.standard_t(3, 20_000) * 4])  # heavy tails
     y = rng.uniform(-3, 3, 10_000)
     lo, hi = float(y.min()), float(y.max())
-    got = ap._lookup(ap._tabulate(pool, 2, lo, hi), y, lo, hi)
+    got = aware_ranks._lookup(aware_ranks._tabulate(pool, 2, lo, hi), y, lo, hi)
     exact = np.searchsorted(np.sort(pool), y) / 2
     assert np.max(np.abs(got - exact)) <= 4.0  # at most what one grid step holds (here up to 8 values, 4 counts)
     assert (
-        ap._lookup(ap._tabulate(pool, 2, lo, hi), np.array([lo, hi]), lo, hi).tolist()
+        aware_ranks._lookup(aware_ranks._tabulate(pool, 2, lo, hi), np.array([lo, hi]), lo, hi).tolist()
         == (np.searchsorted(np.sort(pool), [lo, hi]) / 2).tolist()
     )
