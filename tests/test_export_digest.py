@@ -35,7 +35,9 @@ VERSIONS = {"numpy": "2.2.6", "scipy": "1.17.1", "pandas": "3.1.1", "pyarrow": "
 #: (the estimates of easl-plain-5000, easl-extra, trueskill-plain and aware-plain re-pinned when estimates and
 #: intervals were kept on the score range: core/models/aware_scale.py, EASL's interval widened to its mode; every file
 #: of aware-plain when the annotators' noise shrinkage became empirical Bayes, which changes its fit and so its HITs,
-#: and the annotator file gained p_random and scatter)
+#: and the annotator file gained p_random and scatter; aware-plain and trueskill-plain again when the tie-breaking
+#: component of core/models/aware_scale.py became a wide uniform noise and the noise strengths are evaluated at
+#: sweeps 1, 2, 4, ...)
 DIGESTS: dict[tuple[str, str], str] = {
     ("easl-plain-rounded", "est.csv"): "8b0b708f2202df59383e825077a9caed30c4a866d3a02384673af089e0b6e63c",
     ("easl-plain-rounded", "rat.csv"): "0201e321c26e30ce6194f73c7361bcf2bd541558341a14e633d633aaccab7b2d",
@@ -67,11 +69,11 @@ DIGESTS: dict[tuple[str, str], str] = {
     ("ra-plain", "rat.jsonl"): "b9ff6351eed8cd680546a972774f034eab9ef35acb45855f05571916cefad4d0",
     ("ra-plain", "est.parquet"): "e6c984b282c5ec2f9f9ef564bd25a5f0ac080db89be155706f1c76cd9496bdfd",
     ("ra-plain", "rat.parquet"): "91eba584f8520887c0e773369bb4aba4d83e3494846fc3a0814ce90dd7c7cc99",
-    ("trueskill-plain", "est.csv"): "ae4c537fca6fd869fd9ae05843e3a9ed558afbb09fd6d2c7a1007bb3842573a2",
+    ("trueskill-plain", "est.csv"): "8efe7df40b872ff3d24e7e3dc4c7971f010dcecbee46e89dc5962fa7e53ca589",
     ("trueskill-plain", "rat.csv"): "306b9da1f03e5c2b02cd3f7776148d3ed3fc16b785afafb1c06ba9af7c7b3875",
-    ("trueskill-plain", "est.jsonl"): "de2fe496e48139ad82c764b340473766c2ccee7481d022bc4f58ede2f8a01717",
+    ("trueskill-plain", "est.jsonl"): "9edb4e7b496c0f7f0febe1f46f438e80fe286ce71319280715adb9c07255e7a0",
     ("trueskill-plain", "rat.jsonl"): "898b45dc764566baf8787cbcd8d9853b395e41dcc2013ab19512fe1c20c2ff35",
-    ("trueskill-plain", "est.parquet"): "3627152d0838a7d33a27842dff454687315850ab75f84752693d89030aae696c",
+    ("trueskill-plain", "est.parquet"): "ccc7f636c686f8bcfcc98317d9fc45487c15a33a91dac93370dc81c891c376c6",
     ("trueskill-plain", "rat.parquet"): "4560d64ba9907d2d9b6234dbf4a7716e0d976a6d781c5ef1ad2a7e481dd5752d",
     ("da-plain", "est.csv"): "28f2a384268c05869648f2ea5543add57087062961e0393930be08118f6c6dd6",
     ("da-plain", "rat.csv"): "2217cd1cb0f4a476498ccbbdfaef7a1c551da09e4403f47a859e21af51bd3274",
@@ -79,15 +81,15 @@ DIGESTS: dict[tuple[str, str], str] = {
     ("da-plain", "rat.jsonl"): "cfac84a81d250135302dc67f6d7bb37b6c0487f8c0cd23764d820ef0b720de42",
     ("da-plain", "est.parquet"): "937ba450cea9361ddc62c92c72f16b039a5770c5ee8c6fb793e5df1b73d45d31",
     ("da-plain", "rat.parquet"): "65e2fc3d67546e0c4723aceab5a41ee7aa4a5a6c3f153ee4fea6a26619a2af17",
-    ("aware-plain", "est.csv"): "c7dd6efbe79bb98d6788ca290a7a022408b7a1bea654d97936547d7f76745567",
-    ("aware-plain", "rat.csv"): "1ceec64ed00af3f9712cd20eed907a5631949ce4547b2e263fb48cac858de15e",
-    ("aware-plain", "ann.csv"): "677d20ab43a3fcea175a3fd284f226fa0180e6a422d02926bae61d3724085dad",
-    ("aware-plain", "est.jsonl"): "6305f2ea9e8bf322f979ce85852c1b6dee9e1f8dc949ca164c020418aabf23b7",
-    ("aware-plain", "rat.jsonl"): "249ac288e29148c51823e96ca1182e4f03d14aab5f56707a897d511d8776d5b5",
-    ("aware-plain", "ann.jsonl"): "ffafe03a6cbc9d38ee28f066234ccf8e02c070cfe8bd173ff65752ca3208840e",
-    ("aware-plain", "est.parquet"): "c058ce98d053dcbf7cf4f95a651180af3b0d8bd736ab4fb16bcbcc503d2445f7",
-    ("aware-plain", "rat.parquet"): "f679b543af9f0e64e40dd29b04a3b68f2486e5cf61051e13027c0f500d377ef3",
-    ("aware-plain", "ann.parquet"): "169d9330661eaf120281fc717ed6cb1ee0fb24e1a80d8f1be55aacfd5e3ed470",
+    ("aware-plain", "est.csv"): "c60a3365f93986cf8198146d9782a2231a465bede45dc4f6140d3daafef58a8a",
+    ("aware-plain", "rat.csv"): "435bdc407637214701a781132bc8ec0d3be54c4bd18d6366ae157b77e0f1754a",
+    ("aware-plain", "ann.csv"): "a48cc54e0599cb1b30646ab23c49376a28784679b32abca58308f525cb70f687",
+    ("aware-plain", "est.jsonl"): "a10ef07f2a29d8326c45f2b5ffad756afeda59fdc45871ddcb53eb3d4ab1daaf",
+    ("aware-plain", "rat.jsonl"): "56a2f60f2174575599b51354e0ed1657ad60a2fd018462506c1a047711fe3e03",
+    ("aware-plain", "ann.jsonl"): "939abeb688dae8e575e4a4dc50a8014582a4f3ed0c8187c24ea0e8b6d0def147",
+    ("aware-plain", "est.parquet"): "f702788f82a99c475ab0ddc432fc0ce761a851484c99bdb4c08bc2ddb8ea9a9e",
+    ("aware-plain", "rat.parquet"): "4548b38c5369841f0742bd216ad752a0a7f7fe8ec4bf63b55b1cd30a652ebf6d",
+    ("aware-plain", "ann.parquet"): "f9b7f09eee93b45ec9a147119f700238f584c9a675e8e1140c3c1f4eb9163cf3",
 }
 
 #: project name -> (method, items, items with extra columns, scores rounded to integers, annotators, texts with a
