@@ -152,7 +152,7 @@ def run_real(args: argparse.Namespace) -> int:
             write_table(projects[DEFAULT_METHOD].estimates(), args.output)
             console.print(f"wrote the estimates of {len(items)} videos to {args.output}")
         if args.project:
-            console.print(f"project kept at {args.project} (open it: easl tui {args.project})")
+            console.print(f"project kept at {args.project} (watch it: easl tui {args.project} --monitor)")
     finally:
         for project in projects.values():
             project.close()
