@@ -153,11 +153,8 @@ def run(args: argparse.Namespace) -> int:
         advance("report")
     lines = [f"ceiling: Spearman {result['ceiling']['spearman'].mean():.3f}"]
     budget = result["budget"]
-    for row in budget[budget["method"] != "da"].itertuples():
-        ratio = getattr(row, "ratio_to_da", float("nan"))
-        lines.append(
-            f"Spearman {row.target:g} {replay_report.label(row.method)}: {row.budget:.2f} scores per item, "
-            f"{ratio:.2f}x DA, saved {row.saved_vs_da:+.0f}% [{row.saved_vs_da_low:+.0f}, {row.saved_vs_da_high:+.0f}]"
-        )
+    for method in dict.fromkeys(budget["method"]):
+        if method != "da":
+            lines += replay_report.headline(budget, method)
     _finish(rep.out, started, lines)
     return 0
