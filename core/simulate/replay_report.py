@@ -72,8 +72,11 @@ def flag_figure(flags: pd.DataFrame) -> Any:
     """Each annotator's agreement over all their ratings against the share of campaigns that flagged them."""
     fig, axes = figures.new_figure(1, width=5.0, height=3.4)
     ax = axes[0]
+    never = (flags[["random", "noisy", "collapsed"]] == 0).all(axis=1)
+    ax.scatter(flags.loc[never, "agreement_all"], np.zeros(int(never.sum())), s=10, color="lightgrey", label="never")
     for k, name in enumerate(("random", "noisy", "collapsed")):
-        ax.scatter(flags["agreement_all"], flags[name], s=12, color=figures.PALETTE[k], label=name, alpha=0.8)
+        some = flags[name] > 0
+        ax.scatter(flags.loc[some, "agreement_all"], flags.loc[some, name], s=14, color=figures.PALETTE[k], label=name)
     ax.axvline(TRUSTED_AGREEMENT, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("agreement over all ratings (r with the others' item means)")
     ax.set_ylabel("share of campaigns flagged")
