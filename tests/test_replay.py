@@ -65,6 +65,8 @@ def test_assign_uses_each_pool_rating_at_most_once_and_keeps_a_hit_with_one_anno
     left = before.copy()
     for hit in hits:
         hit = hit[left[hit].any(axis=1)]
+        if hit.size == 0:
+            continue  # every item of the HIT spent: the HIT gets no score
         got = anns[start : start + hit.size]
         if left[hit].all(axis=0).any():
             assert np.unique(got).size == 1  # one real annotator who rated all the HIT's items
@@ -188,3 +190,11 @@ def test_demo_replays_real_annotators_beside_da_and_keeps_the_project(tmp_path, 
         assert set(ratings["annotator"]) <= set(agh_tv_ratings()["annotator_id"])  # the real annotator ids
         assert project.verify()["ok"]
     assert easl_cli("demo", "--project", str(kept)).returncode == 1  # never over an existing file
+
+
+def test_assign_skips_a_hit_whose_items_are_all_spent():
+    available = np.zeros((4, 3), dtype=bool)
+    available[2:, :] = True
+    items, anns = assign(np.array([[0, 1], [2, 3]]), available, np.random.default_rng(352))
+    assert items.tolist() == [2, 3] and anns[0] == anns[1]  # the first HIT left out, the second to one annotator
+    assert not available[2:].all()
