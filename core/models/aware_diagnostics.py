@@ -122,8 +122,14 @@ class AnnotatorDiagnostics:
         return pd.DataFrame({k: getattr(self, k) for k in self.__dataclass_fields__})
 
 
-def _weighted_corr(group: NDArray[Any], a: NDArray[Any], b: NDArray[Any], k: int) -> NDArray[Any]:
-    """Pearson correlation of ``a`` and ``b`` within each group (NaN with fewer than 3 rows or no spread)."""
+def group_corr(group: NDArray[Any], a: NDArray[Any], b: NDArray[Any], k: int) -> NDArray[Any]:
+    """Pearson correlation of ``a`` and ``b`` within each of ``k`` groups (NaN with fewer than 3 rows or no spread).
+
+    Examples
+    --------
+    >>> group_corr(np.array([0, 0, 0, 1, 1, 1]), np.arange(6.0), np.array([1.0, 2, 3, 3, 2, 1]), 2).tolist()
+    [1.0, -1.0]
+    """
     n = np.bincount(group, minlength=k).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         ma = np.bincount(group, a, k) / n
@@ -279,7 +285,7 @@ def annotator_diagnostics(
     """
     na, A, x = state.n_annotators, obs.annotator, obs.score
     consensus = leave_one_out_consensus(state, obs)
-    agreement = _weighted_corr(A, x, consensus, na)
+    agreement = group_corr(A, x, consensus, na)
     n_a = np.bincount(A, minlength=na).astype(np.float64)
     p_rand = p_random(agreement, n_a)
     eligible = n_a >= min_scores

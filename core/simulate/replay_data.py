@@ -255,26 +255,9 @@ def annotator_agreement(r: Ratings) -> NDArray[Any]:
     with np.errstate(invalid="ignore", divide="ignore"):
         loo = (s_item - s_pair) / others
     ok = others > 0
+    from core.models.aware_diagnostics import group_corr
+
     return group_corr(r.annotator[ok], r.score[ok], loo[ok], na)
-
-
-def group_corr(group: NDArray[Any], a: NDArray[Any], b: NDArray[Any], k: int) -> NDArray[Any]:
-    """Pearson correlation of ``a`` and ``b`` within each of ``k`` groups (NaN with fewer than 3 rows or no
-    spread).
-
-    Examples
-    --------
-    >>> group_corr(np.array([0, 0, 0, 1, 1, 1]), np.arange(6.0), np.array([1.0, 2, 3, 3, 2, 1]), 2).tolist()
-    [1.0, -1.0]
-    """
-    n = np.bincount(group, minlength=k).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        da = a - (np.bincount(group, a, k) / n)[group]
-        db = b - (np.bincount(group, b, k) / n)[group]
-        va, vb = np.bincount(group, da * da, k), np.bincount(group, db * db, k)
-        r = np.bincount(group, da * db, k) / np.sqrt(va * vb)
-    out: NDArray[Any] = np.where((n >= 3) & (va > 1e-12) & (vb > 1e-12), r, np.nan)
-    return out
 
 
 __all__ = [
@@ -282,7 +265,6 @@ __all__ = [
     "Ratings",
     "annotator_agreement",
     "code_ratings",
-    "group_corr",
     "read_ratings",
     "shipped_ratings",
 ]

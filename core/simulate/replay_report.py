@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from core.simulate import figures
-from core.simulate.replay_agreement import TRUSTED_AGREEMENT, flag_summary
+from core.simulate.replay_agreement import FLAGS, TRUSTED_AGREEMENT, flag_summary
 from core.simulate.replay_data import Ratings
 from core.simulate.replay_summary import grid_of, on_grid
 from core.simulate.report import Report
@@ -72,9 +72,9 @@ def flag_figure(flags: pd.DataFrame) -> Any:
     """Each annotator's agreement over all their ratings against the share of campaigns that flagged them."""
     fig, axes = figures.new_figure(1, width=5.0, height=3.4)
     ax = axes[0]
-    never = (flags[["random", "noisy", "collapsed"]] == 0).all(axis=1)
+    never = (flags[list(FLAGS)] == 0).all(axis=1)
     ax.scatter(flags.loc[never, "agreement_all"], np.zeros(int(never.sum())), s=10, color="lightgrey", label="never")
-    for k, name in enumerate(("random", "noisy", "collapsed")):
+    for k, name in enumerate(FLAGS):
         some = flags[name] > 0
         ax.scatter(flags.loc[some, "agreement_all"], flags.loc[some, name], s=14, color=figures.PALETTE[k], label=name)
     ax.axvline(TRUSTED_AGREEMENT, color="grey", lw=0.8, ls="--")
