@@ -1,18 +1,19 @@
 # make run       : set up .venv (idempotent) and run the main job on the embedded default
-# make test      : set up .venv (idempotent), lint (ruff check, ruff format --check, mypy), then every test
+# make test      : set up .venv (idempotent), lint (ruff check, ruff format --check, mypy), build the docs, then every test
 #                  (Label Studio, tmux and slow ones included); a lint failure stops it before pytest
 # make test-fast : ruff (check and format --check, ~1 s), then the unit tests alone (no Label Studio, tmux or
 #                  slow tests), under a minute: the inner loop (mypy is left to `make test` / `make lint`)
 # make lint      : ruff (lint and format check) and mypy (config: pyproject.toml [tool.mypy], strict on core/)
 # make ruff      : ruff alone;  make types : mypy alone
 # make format    : apply ruff's formatting and safe fixes
+# make docs      : build the documentation site (mkdocs, --strict: a broken link or API page fails) into site/
 # make bench     : every benchmark in bench/, each printing its figures beside the targets
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast lint ruff types format venv bench clean
+.PHONY: run test test-fast lint ruff types format venv bench clean docs
 
 venv: $(STAMP)
 
@@ -28,7 +29,7 @@ run: $(STAMP)
 	@if [ -t 0 ] && [ -t 1 ]; then $(VENV)/bin/easl tui demo.easl --monitor; \
 	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl --monitor"; fi
 
-test: lint
+test: lint docs
 	$(PY) -m pytest -q
 
 # markers: pyproject.toml [tool.pytest.ini_options]; which tests carry them: tests/conftest.py (MARKS)
@@ -48,11 +49,14 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info site
 
 # make test-oracle : compare the evaluation metrics with RSMTool, irrCAC and krippendorff (opt-in; own venv)
 ORACLE_VENV := .cache/oracle-venv

@@ -8,6 +8,7 @@ import pytest
 import core.metrics as M
 from core.metrics.bootstrap import percentile_interval, resample_chunks
 from core.metrics.notes import quiet
+from core.metrics.output_schema import RSMTOOL_NAMES
 from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
 from core.metrics.writer import to_json_text, write_output
 
@@ -59,8 +60,9 @@ def test_json_object_shape(result):
         assert key in d
     assert d["scale"]["min"] == 1 and d["scale"]["max"] == 6
     sysd = d["systems"]["sys"]
-    assert [k for k in sysd["observed"] if not k.endswith("_reason")] == list(OBSERVED_KEYS)
-    assert d["schema_version"] == 1
+    rsmtool = list(RSMTOOL_NAMES.values())
+    assert [k for k in sysd["observed"] if not k.endswith("_reason")] == list(OBSERVED_KEYS) + rsmtool
+    assert d["schema_version"] == 2
     assert d["human_human"]["raters"] == ["h1", "h2"]
     assert [k for k in d["human_human"] if k in OBSERVED_KEYS] == list(OBSERVED_KEYS)
     assert set(d["human_human"]["ci"]) >= {"corr", "gwet_ac1"} and "N" in d["all_raters"]

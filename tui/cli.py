@@ -28,6 +28,7 @@ import sqlite3
 import sys
 import traceback
 
+from core import __version__
 from core.errors import EaslError
 
 # Order here is the order in ``easl --help``.
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show the full traceback of an unexpected error (also accepted after the command)",
     )
+    parser.add_argument("--version", action="version", version=f"easl-toolkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"tui.commands.{name}").register(sub)

@@ -23,15 +23,12 @@ IntervalMethod = Literal["bootstrap percentile", "Fisher z", "normal", "Student 
 class Interval(NamedTuple):
     """A confidence interval ``[low, high]`` (NaN bounds when undefined) and how it was computed.
 
-    Parameters
+    Attributes
     ----------
     low, high : float
+        The bounds (a NamedTuple: ``low, high = interval[:2]`` works).
     method : str
         One of :data:`IntervalMethod`.
-
-    Returns
-    -------
-    Interval (a NamedTuple: ``low, high = interval[:2]`` works)
 
     References
     ----------

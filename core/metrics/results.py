@@ -1,10 +1,11 @@
 """Typed results of :func:`core.metrics.pipeline.evaluate`: per-system parts and the evaluation.
 
-Front ends read attributes (``ev.systems["model"].observed["corr"].value``); only the JSON writer and
-``easl evaluate --json`` see the dict of :meth:`Evaluation.to_json`, whose contract (schema version
-:data:`SCHEMA_VERSION`, documented in the README) is: a NaN figure is written as ``null`` with ``<key>_reason``
-beside it; counts are integers; every block has its ``N``; bootstrap intervals are ``[low, high]`` lists under
-``ci`` (empty without a bootstrap); analytic ones are ``{"se", "ci", "p_value", "method"}`` under ``analytic``.
+Front ends read attributes (``ev.systems["model"].observed["corr"].value``); only the JSON writer and ``easl
+evaluate --json`` see the dict of :meth:`Evaluation.to_json`, whose contract (schema version
+:data:`core.metrics.output_schema.SCHEMA_VERSION`, documented in ``docs/reference/outputs.md``) is: a NaN figure is
+written as ``null`` with ``<key>_reason`` beside it; counts are integers; every block has its ``N``; bootstrap
+intervals are ``[low, high]`` lists under ``ci`` (empty without a bootstrap); analytic ones are ``{"se", "ci",
+"p_value", "method"}`` under ``analytic``.
 
 The records of single figures are in :mod:`core.metrics.blocks`, the tables in :mod:`core.metrics.result_tables`.
 """
@@ -23,11 +24,9 @@ from core.metrics.benchmark import benchmark
 from core.metrics.blocks import Block, Figure, interval_pair
 from core.metrics.data import Scale
 from core.metrics.intervals import Interval
+from core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
 from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
 from core.metrics.result_tables import evaluation_tables
-
-#: Version of the JSON object of :meth:`Evaluation.to_json`; raised whenever a key changes meaning or goes away.
-SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class SystemEvaluation:
 
     def to_json(self, with_ci: bool, human_human: Block) -> dict[str, Any]:
         entry: dict[str, Any] = {
-            "observed": self.observed.to_json(OBSERVED_KEYS),
+            "observed": with_rsmtool_names(self.observed.to_json(OBSERVED_KEYS)),
             "true_score": self.true_score.to_json(TRUE_SCORE_KEYS),
         }
         degradation = {}
@@ -60,6 +59,7 @@ class SystemEvaluation:
                 "N_human_human": int(human_human.value("N")),
                 **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"]),
             }
+            degradation = with_rsmtool_names(degradation)
         entry["degradation"] = degradation
         dc = self.disattenuated_corr
         entry["disattenuated_corr"] = float(dc.value) if dc.is_defined else None
@@ -90,7 +90,7 @@ class HumanHuman:
 
     def to_json(self, with_ci: bool) -> dict[str, Any]:
         out: dict[str, Any] = {"raters": list(self.names) if self.names else []}
-        out.update(self.pair.to_json(OBSERVED_KEYS) if self.names else {"N": 0})
+        out.update(with_rsmtool_names(self.pair.to_json(OBSERVED_KEYS)) if self.names else {"N": 0})
         out["ci"] = self.pair.ci_json() if with_ci and self.names else {}
         out["analytic"] = self.pair.analytic_json()
         return out
@@ -230,7 +230,7 @@ class Evaluation:
 
     # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict[str, Any]:
-        """The JSON object of ``easl evaluate --json`` (schema :data:`SCHEMA_VERSION`; see the README)."""
+        """The JSON object of ``easl evaluate --json`` (:data:`SCHEMA_VERSION`; ``docs/reference/outputs.md``)."""
         data: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "n_input": int(self.n_input),
@@ -259,12 +259,15 @@ class Evaluation:
             for label, per_sys in by_label.items():
                 data["subgroups"][gname][label] = {}
                 for s_name, block in per_sys.items():
-                    entry = block.to_json()
+                    entry = with_rsmtool_names(block.to_json())
                     entry["ci"] = block.ci_json() if with_ci else {}
                     data["subgroups"][gname][label][s_name] = entry
         data["fairness"] = {g: {s: f.to_json() for s, f in per.items()} for g, per in self.fairness.items()}
         data["consistency_by_group"] = {
-            g: {label: {**b.to_json(OBSERVED_KEYS), "ci": b.ci_json() if with_ci else {}} for label, b in per.items()}
+            g: {
+                label: {**with_rsmtool_names(b.to_json(OBSERVED_KEYS)), "ci": b.ci_json() if with_ci else {}}
+                for label, b in per.items()
+            }
             for g, per in self.consistency_by_group.items()
         }
         data["notes"] = list(self.notes)

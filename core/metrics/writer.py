@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from core.metrics.intervals import Interval
+from core.metrics.output_schema import SCHEMA_VERSION, as_schema
 from core.metrics.plots import confusion_heatmap, prmse_plot, scatter_plot
 from core.metrics.registry import SHORT
 from core.metrics.results import Evaluation
@@ -58,8 +59,10 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0) -> list[Path]:
-    """Write the tables, ``evaluation.json``, ``report.md`` and the figures into ``directory``."""
+def write_output(
+    ev: Evaluation, directory: Path, *, source: str, seed: int = 0, schema: int = SCHEMA_VERSION
+) -> list[Path]:
+    """Write the tables, ``evaluation.json`` (layout ``schema``), ``report.md`` and the figures into ``directory``."""
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".easl-evaluate-", dir=directory.parent))
@@ -69,7 +72,7 @@ def write_output(ev: Evaluation, directory: Path, *, source: str, seed: int = 0)
         for name, table in tables.items():
             table.to_csv(tmp / f"{name}.csv", index=False)
             names.append(f"{name}.csv")
-        (tmp / "evaluation.json").write_text(to_json_text(ev.to_json()) + "\n")
+        (tmp / "evaluation.json").write_text(to_json_text(as_schema(ev.to_json(), schema)) + "\n")
         names.append("evaluation.json")
         figures = []
         h1 = ev.human[:, 0]

@@ -93,6 +93,15 @@ def register(subparsers) -> None:
     )
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default 0)")
     p.add_argument("--json", action="store_true", help="write one JSON object to stdout instead of tables")
+    p.add_argument(
+        "--schema",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        metavar="V",
+        help="layout of the JSON object (--json and evaluation.json): 2, the current one (default), or 1, the layout "
+        "of easl-toolkit 0.1.0 for scripts written against it (docs/reference/outputs.md)",
+    )
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
     p.add_argument(
         "--weights",

@@ -101,14 +101,15 @@ def _check_wide(args) -> None:
 
 def _emit(ev, args, source) -> int:
     """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
+    from core.metrics.output_schema import as_schema
     from core.metrics.writer import to_json_text, write_output
 
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
         raise nothing_left(source, ev.dropped)
     if args.output:
-        write_output(ev, Path(args.output), source=str(source), seed=args.seed)
+        write_output(ev, Path(args.output), source=str(source), seed=args.seed, schema=args.schema)
     if args.json:
-        sys.stdout.write(to_json_text(ev.to_json()) + "\n")
+        sys.stdout.write(to_json_text(as_schema(ev.to_json(), args.schema)) + "\n")
     else:
         print_tables(ev, args)
     return 0

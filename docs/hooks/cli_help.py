@@ -1,0 +1,41 @@
+"""A mkdocs hook: the command reference is the parser's own ``--help``, so the page can never disagree with the CLI.
+
+A page line ``<!-- easl-help -->`` becomes one section per command and sub-command (``easl``, ``easl init``, ...,
+``easl ls setup``), each the text ``--help`` prints, walked from :func:`tui.cli.build_parser`. The page ``changelog.md``
+is the repository's ``CHANGELOG.md``, added at build time so that the file has one home.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+MARKER = "<!-- easl-help -->"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sections(parser: argparse.ArgumentParser, name: str) -> list[str]:
+    os.environ["COLUMNS"] = "110"  # argparse wraps to the terminal's width: fix it for a stable page
+    out = [f"## `{name}`", "", "```text", parser.format_help().rstrip(), "```", ""]
+    for action in parser._actions:  # argparse has no public walk of sub-parsers
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                out += _sections(sub, f"{name} {sub_name}")
+    return out
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (mkdocs' hook signature)
+    if MARKER not in markdown:
+        return markdown
+    from tui.cli import build_parser
+
+    return markdown.replace(MARKER, "\n".join(_sections(build_parser(), "easl")))
+
+
+def on_files(files, config):  # noqa: ANN001, ANN201
+    from mkdocs.structure.files import File
+
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    files.append(File.generated(config, "changelog.md", content=changelog))
+    return files
