@@ -47,6 +47,7 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_tui_terminal.py", "test_make_runs_demo_opens_the_real_campaign_on_the_monitor_within_30_seconds"): "tmux",
     ("test_tui_terminal.py", "test_tui_argument_errors_exit_1_with_one_sentence"): "slow",  # 6 CLI subprocesses
     ("test_durability.py", None): "slow",
+    ("test_readme_commands.py", "test_readme_and_getting_started_commands_run_as_written"): "slow",  # pip install
     (
         "test_service_faults.py",
         "test_a_burst_of_concurrent_webhooks_loses_and_doubles_nothing",
