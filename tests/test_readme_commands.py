@@ -60,3 +60,10 @@ def test_readme_and_getting_started_commands_run_as_written(checkout: Path) -> N
     assert "20 rows: 0 new, 20 duplicate" in started.stdout  # the second ingest of the same file changes nothing
     assert "ok: the cached state equals the replay of 20 live observations" in started.stdout
     assert (checkout / "first-estimates.csv").exists()
+
+
+def test_every_relative_link_of_the_readme_leads_to_a_file_of_the_repository() -> None:
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", (REPO / "README.md").read_text(encoding="utf-8"))
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links into the documentation"
+    assert [link for link in local if not (REPO / link).exists()] == []
