@@ -188,6 +188,6 @@ def political_oracle_file() -> Path:
     if not path.is_file():
         pytest.skip(
             f"{POLITICAL_ORACLE_FILE} not found at ../shared/data/ beside the repository (the paper's "
-            f"oracle is not shipped: see the README, 'Reproducing the papers')"
+            f"oracle is not shipped: see docs/guides/simulation.md)"
         )
     return path

@@ -1,4 +1,5 @@
-"""The ``easl`` command line (each command is documented in the README, "User guide"; exit statuses below).
+"""The ``easl`` command line (each command is documented in ``docs/guides/`` and
+``docs/reference/commands.md``; exit statuses below).
 
 Each sub-command lives in ``tui/commands/<name>.py`` and exposes ``register(subparsers)``, which adds its parser
 and sets ``func`` to a callable taking the parsed ``argparse.Namespace`` and returning an exit status.

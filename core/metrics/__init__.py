@@ -2,7 +2,7 @@
 
 scikit-learn style: arrays in, numbers out, explicit parameters, validated input. Undefined values are NaN with an
 :class:`UndefinedMetricWarning` naming the reason (never an exception for degenerate data). Definitions and
-conventions: the README (section "Evaluating scoring systems") and the docstrings (formula and source on every
+conventions: ``docs/guides/evaluation.md`` and the docstrings (formula and source on every
 function).
 
 Stable public API (used by ``easl evaluate`` and ``core.simulate``):

@@ -34,7 +34,7 @@ from core.simulate.mapping import MapFn, serial_map
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
 
 #: File name of the paper's political-spectrum oracle (columns id, sent, label on -2..2); not shipped (no licence),
-#: the README ("Reproducing the papers") says where to get it.
+#: ``docs/guides/simulation.md`` says where to get it.
 POLITICAL_ORACLE_FILE = "political_150_gold.csv"
 #: Range of its labels, mapped to 0..1 as in the paper (section 5.2).
 POLITICAL_RANGE = (-2.0, 2.0)
@@ -155,8 +155,8 @@ def csv_oracle(
     if not path.exists():
         raise UserError(
             f"Oracle file {path} does not exist (the paper's political-spectrum oracle, "
-            f'{POLITICAL_ORACLE_FILE}, is not shipped with easl-toolkit: the README, "Reproducing the '
-            f'papers", says where to get it).'
+            f"{POLITICAL_ORACLE_FILE}, is not shipped with easl-toolkit: docs/guides/simulation.md says where to "
+            "get it)."
         )
     try:
         df = pd.read_csv(path)

@@ -168,13 +168,13 @@ class Hits(Connected):
 
     def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
         """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
-        position, item_id, text`` and the items' extra columns (README, ``easl next --output hits.csv``)."""
+        position, item_id, text`` and the items' extra columns (``docs/guides/cli.md``, ``easl next``)."""
         with self._reading() as conn:
             return long_frame(self._open_hit_columns(conn, every_iteration), self._item_columns)
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
-        streaming top-ups of the plugin leave open HITs in several iterations). README, ``easl next``: ``hit_id,
+        streaming top-ups of the plugin leave open HITs in several iterations). ``docs/guides/cli.md``, ``easl next``: ``hit_id,
         iteration,
         items``; each item has ``item_id``, ``text`` and the item's extra columns."""
         with self._reading() as conn:

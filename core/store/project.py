@@ -1,6 +1,6 @@
 """The project file: one SQLite database (WAL mode) holding items, HITs, the observation log and derived state.
 
-Design (README, "The project file"; ``docs/ARCHITECTURE.md``, "core/store"). :class:`Project` is the only code
+Design (``docs/reference/project-file.md``; ``docs/ARCHITECTURE.md``, "core/store"). :class:`Project` is the only code
 that opens the file; it is assembled from parts, one module per concern:
 
 * :mod:`core.store.db` -- the connection, transactions (``BEGIN IMMEDIATE`` ... ``COMMIT`` per public mutator;

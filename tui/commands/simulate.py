@@ -180,8 +180,7 @@ def register(subparsers) -> None:
         description="Simulated annotators score the HITs that the real engine selects (project file, "
         "next HITs, ingest, estimates) for each method, against an oracle: generated "
         "latent values by default; the paper's political-spectrum run takes its data "
-        "file, --oracle political_150_gold.csv (not shipped: see the README, "
-        "'Reproducing the papers').",
+        "file, --oracle political_150_gold.csv (not shipped: see docs/guides/simulation.md).",
     )
     e.add_argument("--out", default="simulate-easl", help="output directory")
     e.add_argument("--quick", action="store_true", help="reduced run: 3 runs, 6 iterations, 200 bootstrap resamples")
@@ -225,7 +224,7 @@ def register(subparsers) -> None:
         help="run the annotator-aware study instead (issue 10): comma-separated annotator models M1 (noise "
         "only), M2 (offsets), M3 (offsets and slopes), M4 (M2 + 10%% random clickers), M5 "
         "(item-dependent noise), IX (item x annotator interaction), DRIFT (drifting offsets); --runs "
-        "seeds each (20 for the README's table), target --target; the oracle is the Beta(2,2) "
+        "seeds each (20 for the study's table), target --target; the oracle is the Beta(2,2) "
         "quantiles of --items items (--oracle beta) or --oracle FILE with --oracle-column (default "
         "label)",
     )
