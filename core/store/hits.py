@@ -174,9 +174,8 @@ class Hits(Connected):
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
-        streaming top-ups of the plugin leave open HITs in several iterations). ``docs/guides/cli.md``, ``easl next``: ``hit_id,
-        iteration,
-        items``; each item has ``item_id``, ``text`` and the item's extra columns."""
+        streaming top-ups of the plugin leave open HITs in several iterations). ``docs/guides/cli.md``, ``easl
+        next``: ``hit_id, iteration, items``; each item has ``item_id``, ``text`` and the item's extra columns."""
         with self._reading() as conn:
             if every_iteration:
                 return self._hit_records(conn, "h.status = 'open'", ())
