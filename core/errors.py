@@ -94,7 +94,11 @@ class SchemaVersionError(ProjectFileError):
                 f"understands ({expected}); upgrade easl-toolkit"
             )
         else:
-            problem = f"the project file has schema version {found}; this version expects {expected}"
+            problem = (
+                f"the project file has schema version {found}; this version expects {expected}. A command that "
+                "writes the file (easl next, easl ingest, easl serve) upgrades it in place; read-only commands "
+                "cannot"
+            )
         super().__init__(path, problem)
         self.found = found
         self.expected = expected

@@ -131,12 +131,14 @@ def test_one_name_per_coefficient_and_n_beside_every_block(tmp_path, capsys):
             "--json",
         ],
     )
-    assert d["schema_version"] == 1
-    pair_names = {k for k in d["systems"]["model"]["observed"] if not k.endswith("_reason")}
+    assert d["schema_version"] == 2
+    observed = d["systems"]["model"]["observed"]
+    pair_names = {k for k in observed if not k.endswith("_reason")}
     all_names = {k for k in d["all_raters"] if not k.endswith("_reason")}
     for name in ("conger_kappa", "fleiss_kappa_quadratic", "gwet_ac1", "krippendorff_alpha_interval"):
         assert name in pair_names and name in all_names
-    assert not {"kappa", "scott_pi", "scott_pi_quadratic"} & (pair_names | all_names)
+    assert not {"scott_pi", "scott_pi_quadratic", "kappa_linear"} & (pair_names | all_names)
+    assert observed["kappa"] == observed["conger_kappa"] and "kappa" not in all_names  # RSMTool's name, pairs only
     for block in (
         d["human_human"],
         d["all_raters"],
