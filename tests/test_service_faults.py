@@ -578,3 +578,76 @@ def test_serve_on_a_port_in_use_is_one_error_line(project_path, tmp_path):
     assert out.returncode == 1, out
     assert out.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
     assert out.stdout == ""
+
+
+def test_a_short_stored_webhook_token_is_never_accepted_and_setup_replaces_it(project_path):
+    from easl_plugin.auth import MIN_TOKEN_CHARS
+    from easl_plugin.setup import webhook_token
+
+    with Project.open(project_path) as p:
+        bk.set_meta(p, {bk.KEY_WEBHOOK_TOKEN: "short-token"})
+    cfg = ServiceConfig(project_path=project_path, basic_auth=("ann", STRONG))
+    with Client(build_app(cfg)) as c:
+        assert c.post("/webhook", json=deletion(1), headers={SECRET_HEADER: "short-token"}).status_code == 401
+        with Project.open(project_path) as p:
+            token = webhook_token(p)
+        assert len(token) >= MIN_TOKEN_CHARS and token != "short-token"
+        time.sleep(0.3)  # the service reads the file again at most four times a second
+        assert c.post("/webhook", json=deletion(1), headers={SECRET_HEADER: token}).status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["httptools", "h11"])
+def test_the_connection_guard_works_on_both_of_uvicorns_http_parsers(project_path, kind):
+    """Header timeout, body timeout and the cap (which closes the connection idle longest, never a request being
+    served) on each protocol class uvicorn may pick."""
+    import socket
+    import threading
+
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from easl_plugin.connections import ConnectionLimits, guarded
+
+    base = {"httptools": HttpToolsProtocol, "h11": H11Protocol}[kind]
+    limits = ConnectionLimits(header_timeout_s=0.5, body_timeout_s=0.5, max_connections=4)
+    port = free_port()
+    config = uvicorn.Config(
+        build_app(ServiceConfig(project_path=project_path)),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        http=guarded(base, limits),
+        limit_concurrency=None,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+
+    def half(data: bytes) -> socket.socket:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(data)
+        return s
+
+    def closed(s: socket.socket) -> bool:
+        try:
+            return s.recv(1024) == b""
+        except (ConnectionResetError, TimeoutError):
+            return False
+
+    try:
+        head = half(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        body = half(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{")
+        t = time.monotonic()
+        assert closed(head) and closed(body) and time.monotonic() - t < 2  # both timeouts
+        idle = [half(b"GET /health HTTP/1.1\r\n") for _ in range(4)]
+        assert requests.get(f"http://127.0.0.1:{port}/health", timeout=5).ok  # at the cap: the oldest idle goes
+        idle[0].settimeout(0.2)
+        assert closed(idle[0])
+        for s in [head, body, *idle]:
+            s.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
