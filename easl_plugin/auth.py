@@ -10,10 +10,11 @@ Who may call what (``endpoint_policy``):
 ``/setup``, ...     machine only (``server.check_exposure`` refuses a non-loopback address then, unless insecure)
 ==================  =============================================================================================
 
-Without any credential configured (and not ``insecure``), requests are taken from this machine only. Secrets are
-compared in constant time (``hmac.compare_digest`` on SHA-256 digests) and never logged; user-chosen ones below a
-strength floor are refused at start-up (``check_secrets``), the generated ones are ``GENERATED_SECRET_BYTES`` random
-bytes. A refused webhook is recorded in the project file (``deliveries.py``).
+Without any credential configured (and not ``insecure``), requests are taken from this machine only, and a request
+that a proxy relayed (a ``Forwarded``, ``X-Forwarded-For`` or ``X-Real-IP`` header) is not from this machine.
+Secrets are compared in constant time (``hmac.compare_digest`` on SHA-256 digests) and never logged; user-chosen
+ones below a strength floor are refused at start-up (``check_secrets``), the generated ones are
+``GENERATED_SECRET_BYTES`` random bytes. A refused webhook is recorded in the project file (``deliveries.py``).
 
 Failed attempts are limited without ever refusing correct credentials (``FailureLimiter``): a request that carries
 the right credentials always passes, whatever else comes from its address (Label Studio shares 127.0.0.1 with every
@@ -125,6 +126,15 @@ def _is_loopback(address: str | None) -> bool:
         return ipaddress.ip_address(address.split("%")[0]).is_loopback
     except ValueError:
         return address == "localhost"
+
+
+_RELAY_HEADERS = frozenset({b"forwarded", b"x-forwarded-for", b"x-real-ip"})
+
+
+def _relayed(scope) -> bool:
+    """Whether a request came through a proxy (it carries a forwarding header): a proxy on this machine makes every
+    client look local, so such a request is never "from this machine"."""
+    return any(k in _RELAY_HEADERS for k, _ in scope["headers"])
 
 
 class FailureLimiter:
@@ -241,7 +251,7 @@ class AuthMiddleware:
         needs_basic = bool(cfg.basic_auth)
         needs_secret = webhook and cfg.webhook_secret is not None
         if not needs_basic and not needs_secret:
-            if cfg.insecure or _is_loopback(client):
+            if cfg.insecure or (_is_loopback(client) and not _relayed(scope)):
                 return None
             what = "no credentials" if webhook else "no basic-auth credentials (EASL_BASIC_AUTH)"
             return JSONResponse({"error": f"this service has {what} configured and serves this machine only"}, 403)

@@ -237,7 +237,7 @@ def test_credentials_are_compared_in_constant_time(project_path, monkeypatch):
 def test_without_credentials_only_this_machine_is_served(project_path):
     """The app itself refuses non-loopback clients when no credential is configured (unless insecure)."""
 
-    async def call(cfg: ServiceConfig, client: str, path: str = "/webhook") -> int:
+    async def call(cfg: ServiceConfig, client: str, path: str = "/webhook", headers: list | None = None) -> int:
         sent = []
 
         async def inner(scope, receive, send):
@@ -250,7 +250,7 @@ def test_without_credentials_only_this_machine_is_served(project_path):
         async def send(message):
             sent.append(message)
 
-        scope = {"type": "http", "path": path, "method": "POST", "headers": [], "client": (client, 5000)}
+        scope = {"type": "http", "path": path, "method": "POST", "headers": headers or [], "client": (client, 5000)}
         await AuthMiddleware(inner, cfg)(scope, receive, send)
         return sent[0]["status"]
 
@@ -264,6 +264,8 @@ def test_without_credentials_only_this_machine_is_served(project_path):
     for path in ("/status", "/setup", "/predict", "/versions"):  # the secret authenticates /webhook alone
         assert asyncio.run(call(secret_only, "10.1.2.3", path)) == 403
         assert asyncio.run(call(secret_only, "127.0.0.1", path)) == 200
+        relayed = [(b"x-forwarded-for", b"203.0.113.9")]  # through a proxy on this machine: not from this machine
+        assert asyncio.run(call(secret_only, "127.0.0.1", path, relayed)) == 403
 
 
 def test_serve_refuses_a_non_loopback_address_without_basic_auth(project_path, capsys):
