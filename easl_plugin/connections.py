@@ -30,8 +30,13 @@ from typing import Any
 log = logging.getLogger("easl.serve")
 MAX_HEAD_BYTES = 64 * 1024  #: largest request head (request line and headers) accepted
 RESERVED_FDS = 64  #: file descriptors kept for the project file, the journal, the worker's pipes, logs
+_BUSY_BODY = b"too many connections\n"
 _BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: 21\r\nconnection: close\r\n\r\n"
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+    % (
+        len(_BUSY_BODY),
+        _BUSY_BODY,
+    )
 )
 
 
@@ -141,7 +146,7 @@ def guarded(base: type[asyncio.Protocol], limits: ConnectionLimits) -> type[asyn
                 log.debug("connection cap reached and every connection busy: 503 to %s", _peer(self))
                 self._head_since = None
                 self._disarm()
-                transport.write(_BUSY + b"Service Unavailable\n")
+                transport.write(_BUSY)
                 transport.close()
 
         def data_received(self, data: bytes) -> None:

@@ -263,9 +263,13 @@ def apply_annotations(
     return commit_annotations(project, layout, prepare_annotations(project, layout, pairs, live))
 
 
-def delete_annotations(project: Project, annotation_ids: list[int]) -> int:
+def delete_annotations(project: Project, annotation_ids: list[int], *, at: str | None = None) -> int:
     """Retract the scores of deleted annotations and record their tombstones (module docstring; an id deleted
-    before keeps its first one); one transaction. Returns the number of observations retracted."""
+    before keeps its first one); one transaction. Returns the number of observations retracted.
+
+    ``at`` (ISO 8601) is when they were known to be deleted, by default now. A reconciliation should pass the time
+    its listing of Label Studio started: an annotation created after that instant and applied meanwhile is missing
+    from the listing without being deleted, and its next delivery, newer than ``at``, then still counts."""
     if not annotation_ids:
         return 0
     ids = sorted({str(a) for a in annotation_ids})
@@ -274,12 +278,12 @@ def delete_annotations(project: Project, annotation_ids: list[int]) -> int:
         n = project.retract(ids, source=bk.SOURCE)
         project.unmap_external(bk.ANNOTATION, ids)
         known = project.external_map(DELETED)
-        deleted_at = _instant(now())
+        deleted_at = _instant(at) or cast(dt.datetime, _instant(now()))
         fresh = []
         for aid in (a for a in ids if a not in known):
             live_at = _instant(versions.get(aid))
-            at = live_at if live_at is not None and deleted_at is not None and live_at > deleted_at else deleted_at
-            fresh.append((aid, cast(dt.datetime, at).isoformat(timespec="microseconds")))
+            stamp = live_at if live_at is not None and live_at > deleted_at else deleted_at
+            fresh.append((aid, stamp.isoformat(timespec="microseconds")))
         project.map_external(DELETED, fresh)
     return int(n)
 

@@ -486,3 +486,21 @@ def test_a_replayed_annotation_of_a_deleted_task_stays_out(project_path):
         _drain(p, linked, body, {"action": "TASKS_DELETED", "project": {"id": 42}, "tasks": [{"id": 100}]})
         _drain(p, linked, body)
         assert p.ratings().empty and "was retracted" in p.rejects(source=bk.SOURCE)[0][0].reason
+
+
+def test_a_deletion_found_by_a_listing_is_dated_by_the_listing(project_path):
+    """A reconciliation passes the time its listing started: an annotation missing from the listing because it
+    was made after it comes back with its next delivery, while an older replay stays refused."""
+    from easl_plugin.ingest import DELETED, delete_annotations
+
+    linked = link(project_path)
+    with Project.open(project_path) as p:
+        body = _version(created(p.open_hits()[0], 8, 100, [10, 20, 30, 40]), "2030-01-01T10:00:00Z")
+        _drain(p, linked, body)
+        with p.transaction():
+            delete_annotations(p, [8], at="2030-01-01T09:59:59+00:00")
+        assert p.ratings().empty and p.local_id(DELETED, 8) == "2030-01-01T10:00:00.000000+00:00"  # the version's time
+        _drain(p, linked, _version(created(p.open_hits()[0], 8, 100, [10, 20, 30, 40]), "2030-01-01T09:00:00Z"))
+        assert p.ratings().empty
+        _drain(p, linked, _version(created(p.open_hits()[0], 8, 100, [11, 20, 30, 40]), "2030-01-01T10:00:01Z"))
+        assert sorted(p.ratings()["score"]) == [11.0, 20.0, 30.0, 40.0] and p.verify()["ok"]

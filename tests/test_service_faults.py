@@ -644,11 +644,15 @@ def test_the_connection_guard_works_on_both_of_uvicorns_http_parsers(project_pat
         body = half(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{")
         t = time.monotonic()
         assert closed(head) and closed(body) and time.monotonic() - t < 2  # both timeouts
+        busy = [half(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{") for _ in range(4)]
+        time.sleep(0.1)  # four requests being served (their bodies pending): a fifth connection is refused
+        assert half(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").recv(1024).startswith(b"HTTP/1.1 503 ")
+        assert all(closed(s) for s in busy)  # then the body timeout closes them
         idle = [half(b"GET /health HTTP/1.1\r\n") for _ in range(4)]
         assert requests.get(f"http://127.0.0.1:{port}/health", timeout=5).ok  # at the cap: the oldest idle goes
         idle[0].settimeout(0.2)
         assert closed(idle[0])
-        for s in [head, body, *idle]:
+        for s in [head, body, *busy, *idle]:
             s.close()
     finally:
         server.should_exit = True
