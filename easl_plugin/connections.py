@@ -150,8 +150,8 @@ def guarded(base: type[asyncio.Protocol], limits: ConnectionLimits) -> type[asyn
                 transport.close()
 
         def data_received(self, data: bytes) -> None:
-            if self._head_since is not None:
-                self._head_bytes += len(data)
+            if self._head_since is not None and (self.cycle is None or not self.cycle.more_body):
+                self._head_bytes += len(data)  # (the rest of a body answered early is no head: not counted)
             super().data_received(data)
             self._follow()
             if self._head_since is not None and self._head_bytes > MAX_HEAD_BYTES:
