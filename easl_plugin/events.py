@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from label_config.layouts import Layout
 
 HANDLED_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED", "START_TRAINING")
+MAX_ID = 2**63 - 1  #: the largest id accepted (Label Studio's ids are database integers: 64-bit at most)
+_DIGITS = re.compile(r"[0-9]{1,19}")  # ASCII digits only: str.isdigit() also accepts "²" and other scripts' digits
 
 
 class PayloadError(ValueError):
@@ -33,6 +36,8 @@ def parse_webhook(body: bytes) -> dict:
         raise PayloadError(f"body is not UTF-8 text (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise PayloadError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except ValueError as exc:  # e.g. an integer of more digits than int() converts (4,300)
+        raise PayloadError(f"malformed JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise PayloadError(f"expected a JSON object, got {type(payload).__name__}")
     action = payload.get("action")
@@ -41,16 +46,29 @@ def parse_webhook(body: bytes) -> dict:
     return payload
 
 
+def id_value(value: object) -> int | None:
+    """``value`` as a Label Studio id: an integer in ``[0, MAX_ID]``, given as a JSON integer or as a string of at
+    most 19 ASCII digits; None for anything else (booleans, fractions, "²", a 5,000-digit string, "-3")."""
+    if isinstance(value, str):
+        value = int(value) if _DIGITS.fullmatch(value) else None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_ID else None
+
+
 def _ids(payload: dict, key: str) -> list[int]:
     rows = payload.get(key)
     if not isinstance(rows, list):
         raise PayloadError(f"{payload.get('action')}: field {key!r} must be a list")
     out = []
     for k, r in enumerate(rows):
-        v = r.get("id") if isinstance(r, dict) else r
-        if isinstance(v, bool) or not isinstance(v, (int, str)) or not str(v).lstrip("-").isdigit():
-            raise PayloadError(f"{payload.get('action')}: {key}[{k}] has no integer 'id'")
-        out.append(int(v))
+        v = id_value(r.get("id") if isinstance(r, dict) else r)
+        if v is None:
+            raise PayloadError(
+                f"{payload.get('action')}: {key}[{k}] has no integer 'id' (0 to {MAX_ID}, as a number or its "
+                "ASCII digits)"
+            )
+        out.append(v)
     return out
 
 
@@ -65,22 +83,27 @@ def deleted_task_ids(payload: dict) -> list[int]:
 
 
 def _is_int(value: object) -> bool:
-    """An integer id: ``int`` but not ``bool`` (``True`` is an ``int`` to Python, not an id to Label Studio)."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer id: ``int`` but not ``bool`` (``True`` is an ``int`` to Python, not an id to Label Studio), within
+    ``[0, MAX_ID]``."""
+    return isinstance(value, int) and id_value(value) is not None
+
+
+MAX_TEXT_ID = 254  #: longest text id accepted (a project id or an annotator's e-mail; RFC 5321 allows 254)
 
 
 def _is_id(value: object) -> bool:
-    """An id as Label Studio may send it: an integer or a string (never an object, array, boolean or number
-    with a fraction)."""
-    return _is_int(value) or isinstance(value, str)
+    """An id as Label Studio may send it: an integer or a string of at most ``MAX_TEXT_ID`` characters (never an
+    object, array, boolean or number with a fraction)."""
+    return _is_int(value) or (isinstance(value, str) and len(value) <= MAX_TEXT_ID)
 
 
 def check_event(payload: dict) -> None:
     """Reject, before queueing, a handled event whose structure is unusable (so the sender gets 400 at once).
 
-    Ids are checked for type: annotation and task ids must be integers; the project id (a number, or an object
-    with ``id``) and the annotator (``completed_by``: an id, or an object with ``id``/``email``) must be integers
-    or strings where present.
+    Ids are checked for type and size: annotation and task ids must be integers from 0 to ``MAX_ID``; deleted ids
+    the same, or strings of their ASCII digits; the project id (a number, or an object with ``id``) and the
+    annotator (``completed_by``: an id, or an object with ``id``/``email``) must be such integers or strings of at
+    most ``MAX_TEXT_ID`` characters where present.
     """
     action = payload["action"]
     project = payload.get("project")
@@ -90,9 +113,9 @@ def check_event(payload: dict) -> None:
     if action in ("ANNOTATION_CREATED", "ANNOTATION_UPDATED"):
         ann, task = payload.get("annotation"), payload.get("task")
         if not isinstance(ann, dict) or not _is_int(ann.get("id")):
-            raise PayloadError(f"{action}: field 'annotation' must be an object with an integer 'id'")
+            raise PayloadError(f"{action}: field 'annotation' must be an object with an integer 'id' (0 to {MAX_ID})")
         if not isinstance(task, dict) or not _is_int(task.get("id")):
-            raise PayloadError(f"{action}: field 'task' must be an object with an integer 'id'")
+            raise PayloadError(f"{action}: field 'task' must be an object with an integer 'id' (0 to {MAX_ID})")
         who = ann.get("completed_by")
         who_id = who.get("id", who.get("email")) if isinstance(who, dict) else who
         if who_id is not None and not _is_id(who_id):

@@ -3,19 +3,30 @@
 Every function is idempotent: the engine's source key is ``(annotation_id, item_id)`` with the Label Studio
 annotation id, so the same annotation applied twice changes nothing, a changed one supersedes, and a retraction of
 something no longer live retracts nothing (``core/store``, README "The project file").
+
+Deletions are final (tombstones): a deleted annotation id is recorded with the time of its deletion (external ids
+of kind :data:`DELETED`: the later of the time the deletion was applied and the time stamp of the version that was
+live), and a later delivery of that annotation (a replayed ``ANNOTATION_CREATED``, an ``ANNOTATION_UPDATED`` that
+arrives late, a reconciliation that lists it) is refused and recorded as a reject with the reason, unless it is a
+newer version: its ``updated_at`` (else ``created_at``) later than the tombstone. A newer version lifts the
+tombstone and is applied as usual. Deleting twice keeps the first tombstone. Annotations of deleted tasks need no
+tombstone: their HIT is withdrawn for good, and the store refuses scores for it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 from dataclasses import dataclass
 from typing import cast
 
 from core.errors import EaslError, InvalidRows
-from core.store import Prepared, Project
+from core.store import Prepared, Project, now
 from easl_plugin import bookkeeping as bk
-from easl_plugin.events import convert_annotation
+from easl_plugin.events import convert_annotation, id_value
 from label_config.layouts import Layout
+
+DELETED = "ls.deleted"  #: external ids: a deleted Label Studio annotation id -> its tombstone (time, ISO 8601 UTC)
 
 
 class IngestOutcome(enum.StrEnum):
@@ -31,10 +42,12 @@ class IngestOutcome(enum.StrEnum):
 
 
 def _user_id(annotation: dict) -> str | None:
+    """The Label Studio user id of an annotation's author (``events.id_value``), or None."""
     who = annotation.get("completed_by")
     if isinstance(who, dict):
         who = who.get("id")
-    return str(who) if isinstance(who, (int, str)) and str(who).isdigit() else None
+    uid = id_value(who)
+    return None if uid is None else str(uid)
 
 
 def learn_annotators(project: Project, client, annotations: list[dict]) -> list[tuple[str, str]]:
@@ -78,6 +91,38 @@ def _reject(project: Project, task: dict, annotation: dict, reason: str) -> None
     project.add_reject(source=bk.SOURCE, location=_location(task, annotation), reason=reason, payload=annotation)
 
 
+def _instant(text: object) -> dt.datetime | None:
+    """An ISO 8601 time stamp as an aware UTC time (a naive one is taken as UTC); None when it is not one."""
+    if not isinstance(text, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
+
+
+def _version(annotation: dict) -> object:
+    """The time stamp of an annotation's version as Label Studio gives it: ``updated_at``, else ``created_at``."""
+    return annotation.get("updated_at") or annotation.get("created_at")
+
+
+def tombstone_refusal(annotation: dict, tombstone: str | None) -> str | None:
+    """The reason to refuse ``annotation`` because of its ``tombstone`` (module docstring), or None: no tombstone,
+    or a version later than it."""
+    if tombstone is None:
+        return None
+    version, dead = _instant(_version(annotation)), _instant(tombstone)
+    if version is not None and dead is not None and version > dead:
+        return None
+    given = _version(annotation)
+    what = f"its version of {given}" if isinstance(given, str) else "it carries no version time"
+    return (
+        f"annotation {annotation.get('id')} was deleted (tombstone {tombstone}) and {what} is not newer: "
+        "a replayed or late delivery, refused"
+    )
+
+
 def apply_annotation(
     project: Project, layout: Layout, annotation: dict, task: dict, live: dict[str, dict[str, float]] | None = None
 ) -> IngestOutcome:
@@ -86,10 +131,18 @@ def apply_annotation(
     A skipped task (``was_cancelled``) adds nothing; an annotation later changed into a skip or into something
     invalid has its earlier scores retracted (the annotator withdrew them). Rejections are recorded with their
     reasons in ``rejects``. ``live`` (annotation id -> {item_id: score}), when given, lets unchanged annotations
-    be recognised without touching the log (reconciliation).
+    be recognised without touching the log (reconciliation). A deleted annotation is refused unless this is a newer
+    version (``tombstone_refusal``).
     """
     aid = str(annotation["id"])
     task_id = task.get("id")
+    tombstone = project.local_id(DELETED, aid)
+    refusal = tombstone_refusal(annotation, tombstone)
+    if refusal is not None:
+        _reject(project, task, annotation, refusal)
+        return IngestOutcome.REJECTED
+    if tombstone is not None:  # a newer version than the deletion: the annotation lives again
+        project.unmap_external(DELETED, [aid])
     project.map_external(bk.ANNOTATION, [(aid, task_id)])
     hit_id = (task.get("data") or {}).get("hit_id") if isinstance(task.get("data"), dict) else None
     if isinstance(hit_id, str) and task_id is not None:
@@ -141,8 +194,12 @@ def prepare_annotations(
     outcomes: list[IngestOutcome | None] = [None] * len(pairs)
     ann_map, task_map, rows, good, single = [], [], [], [], []
     people = project.external_map(bk.USER)
+    tombstones = project.external_map(DELETED)
     for k, (ann, task) in enumerate(pairs):
         aid = str(ann["id"])
+        if aid in tombstones:  # refused, or a newer version that lifts the tombstone: one by one
+            single.append(k)
+            continue
         raw_data = task.get("data")
         data: dict = raw_data if isinstance(raw_data, dict) else {}
         ann_map.append((aid, task.get("id")))
@@ -173,18 +230,23 @@ def commit_annotations(project: Project, layout: Layout, plan: AnnotationPlan) -
     """The write half of :func:`apply_annotations` (one transaction); returns the outcomes."""
     outcomes = list(plan.outcomes)
     pairs, live = plan.pairs, plan.live
+    single, good, prepared, ann_map = plan.single, plan.good, plan.prepared, plan.ann_map
     with project.transaction():
-        project.map_external(bk.ANNOTATION, plan.ann_map)
+        dead = project.external_map(DELETED)
+        if any(str(pairs[k][0]["id"]) in dead for k in good):  # deleted since the plan was made: one by one
+            single, good, prepared = single + good, [], None
+            ann_map = [(a, t) for a, t in ann_map if a not in dead]
+        project.map_external(bk.ANNOTATION, ann_map)
         project.map_external(bk.TASK, plan.task_map)
-        for k in plan.single:
+        for k in single:
             outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
-        if plan.prepared is not None:
+        if prepared is not None:
             try:
-                project.ingest(plan.prepared, source=bk.SOURCE)
-                for k in plan.good:
+                project.ingest(prepared, source=bk.SOURCE)
+                for k in good:
                     outcomes[k] = IngestOutcome.INGESTED
             except EaslError:
-                for k in plan.good:
+                for k in good:
                     outcomes[k] = apply_annotation(project, layout, pairs[k][0], pairs[k][1], live)
     return cast(list[IngestOutcome], outcomes)  # every pair got its outcome above
 
@@ -201,12 +263,28 @@ def apply_annotations(
     return commit_annotations(project, layout, prepare_annotations(project, layout, pairs, live))
 
 
-def delete_annotations(project: Project, annotation_ids: list[int]) -> int:
-    """Retract the scores of deleted annotations; returns the number of observations retracted."""
+def delete_annotations(project: Project, annotation_ids: list[int], *, at: str | None = None) -> int:
+    """Retract the scores of deleted annotations and record their tombstones (module docstring; an id deleted
+    before keeps its first one); one transaction. Returns the number of observations retracted.
+
+    ``at`` (ISO 8601) is when they were known to be deleted, by default now. A reconciliation should pass the time
+    its listing of Label Studio started: an annotation created after that instant and applied meanwhile is missing
+    from the listing without being deleted, and its next delivery, newer than ``at``, then still counts."""
     if not annotation_ids:
         return 0
-    n = project.retract([str(a) for a in annotation_ids], source=bk.SOURCE)
-    project.unmap_external(bk.ANNOTATION, annotation_ids)
+    ids = sorted({str(a) for a in annotation_ids})
+    with project.transaction():
+        versions = project.live_versions(ids)
+        n = project.retract(ids, source=bk.SOURCE)
+        project.unmap_external(bk.ANNOTATION, ids)
+        known = project.external_map(DELETED)
+        deleted_at = _instant(at) or cast(dt.datetime, _instant(now()))
+        fresh = []
+        for aid in (a for a in ids if a not in known):
+            live_at = _instant(versions.get(aid))
+            stamp = live_at if live_at is not None and live_at > deleted_at else deleted_at
+            fresh.append((aid, stamp.isoformat(timespec="microseconds")))
+        project.map_external(DELETED, fresh)
     return int(n)
 
 

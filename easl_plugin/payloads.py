@@ -38,7 +38,9 @@ def client_address(scope: Mapping[str, Any]) -> str:
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body; raises ``BodyTooLarge`` as soon as it (or its declared length) exceeds ``limit``."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+    if declared is not None and (
+        not (declared.isascii() and declared.isdigit()) or len(declared) > 19 or int(declared) > limit
+    ):
         raise BodyTooLarge(limit)
     chunks, size = [], 0
     async for chunk in request.stream():

@@ -9,8 +9,12 @@ Two things here keep acknowledgements fast under a burst (``bench/bench_plugin.p
 - the worker, whose numpy work would hold the interpreter for tens of milliseconds at a time, runs in its own
   process, niced.
 
-A service that would take webhooks from other machines without any credential is refused
-(``UnprotectedAddress``), unless ``ServiceConfig.insecure`` says that this is intended.
+Before anything starts (``prepare``): a service on a non-loopback address needs basic-auth credentials, since they
+guard every endpoint but ``/health`` and the webhook secret authenticates ``/webhook`` alone
+(``UnprotectedAddress``, unless ``ServiceConfig.insecure`` says that this is intended); user-chosen secrets below
+the strength floor are refused (``auth.WeakSecret``); the listening sockets are bound here, so an address in use is
+one sentence (``AddressUnavailable``), not uvicorn's start-and-stop log. Each connection gets header and body
+timeouts and the connections a cap (``connections.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from core.errors import EaslError
+from easl_plugin.auth import check_secrets
+from easl_plugin.connections import ConnectionLimits, connection_cap, protocol_class
 from easl_plugin.service import ServiceConfig, build_app
 from easl_plugin.worker_process import WorkerProcess
 from easl_plugin.writer import EventWriter
@@ -36,16 +42,25 @@ log = logging.getLogger("easl.serve")
 
 
 class UnprotectedAddress(EaslError):
-    """The service was asked to listen on a non-loopback address (``host``) with no credential configured:
-    anyone who can reach that address could post webhooks into the project."""
+    """The service was asked to listen on a non-loopback address (``host``) without basic-auth credentials: any
+    machine that can reach it could read the project's figures and estimates (``/status``, ``/predict``) or post
+    into it (the webhook secret authenticates ``/webhook`` alone)."""
 
     def __init__(self, host: str) -> None:
         super().__init__(
-            f"refusing to listen on {host} without credentials: any machine that can reach it could "
-            "post annotations into the project (set a webhook secret or basic-auth credentials, or "
-            "listen on 127.0.0.1)"
+            f"refusing to listen on {host} without credentials: every endpoint but /health needs basic-auth "
+            "credentials (EASL_BASIC_AUTH) on an address other machines can reach, and the webhook secret "
+            "authenticates /webhook alone (set EASL_BASIC_AUTH, or listen on 127.0.0.1)"
         )
         self.host = host
+
+
+class AddressUnavailable(EaslError):
+    """The service cannot listen on ``host:port`` (in use, not an address of this machine, or not allowed)."""
+
+    def __init__(self, host: str, port: int, reason: str) -> None:
+        super().__init__(f"cannot listen on {host}:{port}: {reason}")
+        self.host, self.port = host, port
 
 
 def is_loopback_host(host: str) -> bool:
@@ -66,9 +81,49 @@ def is_loopback_host(host: str) -> bool:
 
 
 def check_exposure(config: ServiceConfig) -> None:
-    """Raise ``UnprotectedAddress`` when ``config`` would take unauthenticated webhooks from other machines."""
-    if not config.insecure and not config.has_credentials and not is_loopback_host(config.host):
+    """Raise ``UnprotectedAddress`` when ``config`` would listen where other machines can reach it without
+    basic-auth credentials (which guard every endpoint but ``/health``), unless ``config.insecure``."""
+    if not config.insecure and not config.basic_auth and not is_loopback_host(config.host):
         raise UnprotectedAddress(config.host)
+
+
+def bind(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets for ``host:port`` (every address the name resolves to, as asyncio would bind them).
+
+    Raises ``AddressUnavailable`` with the reason (e.g. the port is in use) and closes what was bound."""
+    socks: list[socket.socket] = []
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted connections
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(2048)
+    except OSError as exc:
+        for sock in socks:
+            sock.close()
+        reason = exc.strerror or str(exc)
+        raise AddressUnavailable(host, port, reason[:1].lower() + reason[1:]) from None
+
+    # a forked child (the worker) must not keep the port: close its copies (a closed socket's close is a no-op)
+    def close_in_child() -> None:
+        for sock in socks:
+            sock.close()
+
+    os.register_at_fork(after_in_child=close_in_child)
+    return socks
+
+
+def prepare(config: ServiceConfig) -> list[socket.socket]:
+    """Every check of ``serve`` that can fail, before anything starts: exposure, secret strength, the address.
+    Returns the bound sockets."""
+    check_exposure(config)
+    check_secrets(basic_auth=config.basic_auth, webhook_secret=config.webhook_secret)
+    return bind(config.host, config.port)
 
 
 def _with_worker(inner: Callable[[Any], Any], worker: WorkerProcess) -> Callable[[Any], Any]:
@@ -97,16 +152,32 @@ def _with_worker(inner: Callable[[Any], Any], worker: WorkerProcess) -> Callable
     return lifespan
 
 
-def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = False) -> None:
+def serve(
+    config: ServiceConfig,
+    *,
+    log_level: str = "info",
+    access_log: bool = False,
+    limits: ConnectionLimits | None = None,
+) -> None:
     """Run the service until SIGINT/SIGTERM: uvicorn (one process, one event loop) with the event writer thread,
     and the worker (``worker.py``) in a child process (``worker_process.py``), on the project file at
-    ``config.project_path``.
+    ``config.project_path``; each connection under ``limits`` (``connections.py``; by default its timeouts and
+    ``config.max_connections``).
 
-    Raises ``UnprotectedAddress`` before anything starts when ``config.host`` is not a loopback address, no
-    credential is configured and ``config.insecure`` is false.
+    Raises, before anything starts: ``UnprotectedAddress`` when ``config.host`` is not a loopback address, no
+    basic-auth credentials are configured and ``config.insecure`` is false; ``auth.WeakSecret`` for a secret below
+    the strength floor; ``AddressUnavailable`` when the address cannot be bound (e.g. the port is in use).
     """
-    check_exposure(config)
+    socks = prepare(config)
     import uvicorn
+
+    limits = limits or ConnectionLimits(max_connections=config.max_connections)
+    limits = ConnectionLimits(
+        header_timeout_s=limits.header_timeout_s,
+        body_timeout_s=limits.body_timeout_s,
+        keep_alive_s=limits.keep_alive_s,
+        max_connections=connection_cap(limits.max_connections),
+    )
 
     worker = WorkerProcess(
         config.project_path,
@@ -144,17 +215,26 @@ def serve(config: ServiceConfig, *, log_level: str = "info", access_log: bool = 
     app.router.lifespan_context = _with_worker(app.router.lifespan_context, worker)
     gc.collect()
     gc.freeze()  # see the module docstring: full collections then walk only what the service allocates
-    try:
-        uvicorn.run(
+    server = uvicorn.Server(
+        uvicorn.Config(
             app,
             host=config.host,
             port=config.port,
             log_level=log_level,
             access_log=access_log,
             workers=1,
-            limit_concurrency=config.max_connections,
+            http=protocol_class(limits),
+            limit_concurrency=None,  # the connection cap of ``limits`` holds it, without refusing /health
+            timeout_keep_alive=limits.keep_alive_s,
             timeout_graceful_shutdown=10,
         )
+    )
+    try:
+        server.run(sockets=socks)
+        if not server.started:  # the app's start-up failed; uvicorn has logged why
+            raise EaslError("the service did not start (the reason is in the log above)")
     finally:
-        del app, writer  # the last references to the shared objects, before they are released
+        for sock in socks:
+            sock.close()
+        del app, writer, server  # the last references to the shared objects, before they are released
         worker.release()

@@ -3,8 +3,8 @@
 Endpoints (``docs/design.md`` section 7.3, "What Label Studio sends to an ML backend or webhook"):
 
 ==============  ==========================================================================================
-``GET /health``   ``{"status": "UP", "version": ..., "model_version": ...}`` and nothing else; never needs
-                  credentials (Label Studio and supervisors poll it)
+``GET /health``   ``{"status": "UP", "model_class": "EASL"}`` and nothing else (what Label Studio's check and the
+                  ML-backend SDK's answer hold); never needs credentials (Label Studio and supervisors poll it)
 ``GET /status``   the worker's and the queue's figures (worker PID, linked project, events applied, tasks pushed,
                   acknowledgements waiting, events committed / journaled / failed)
 ``POST /setup``   ``{"model_version": "iteration-<k>"}``; remembers the Label Studio project id if none is configured
@@ -12,7 +12,7 @@ Endpoints (``docs/design.md`` section 7.3, "What Label Studio sends to an ML bac
                   hidden from annotators by the project's settings
 ``POST /webhook`` validates the JSON, stores a handled event durably (``writer.py``) and answers once it is
                   stored; a background worker (``worker.py``) applies it
-``GET /versions`` ``{"versions": [...]}``
+``GET /versions`` ``{"versions": [<the model version /setup answers>]}``
 ==============  ==========================================================================================
 
 Label Studio posts each webhook once, inside the annotator's submit request, with a 1 s timeout and no retry, so
@@ -128,10 +128,9 @@ def _service(request: Request) -> _Service:
 
 
 async def health(request: Request) -> Response:
-    """``GET /health``: the service is up, and its version; nothing else (the figures are on ``/status``)."""
-    return JSONResponse(
-        {"status": "UP", "version": request.app.state.version, "model_class": "EASL", "model_version": MODEL_VERSION}
-    )
+    """``GET /health``: the service is up; nothing else (the version and figures are on ``/status``, the model
+    version on ``/setup`` and ``/versions``)."""
+    return JSONResponse({"status": "UP", "model_class": "EASL"})
 
 
 async def status(request: Request) -> Response:
@@ -175,8 +174,8 @@ async def predict(request: Request) -> Response:
 
 
 async def versions(request: Request) -> Response:
-    """``GET /versions``: the one model version."""
-    return JSONResponse({"versions": [MODEL_VERSION]})
+    """``GET /versions``: the one model version, the one ``/setup`` answers."""
+    return JSONResponse({"versions": [await _version(_service(request).config.project_path)]})
 
 
 async def webhook(request: Request) -> Response:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from core.errors import UserError
 from core.store import Project
 from easl_plugin import bookkeeping as bk
-from easl_plugin.auth import SECRET_HEADER
+from easl_plugin.auth import GENERATED_SECRET_BYTES, MIN_TOKEN_CHARS, SECRET_HEADER
 from easl_plugin.campaign import hide_internal_columns, sync_predictions
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.push import push
@@ -53,10 +53,12 @@ class SetupResult:
 
 
 def webhook_token(project: Project, *, rotate: bool = False) -> str:
-    """The dedicated webhook token (``ls.webhook_token``): created on first use, replaced when ``rotate``."""
+    """The dedicated webhook token (``ls.webhook_token``): ``GENERATED_SECRET_BYTES`` random bytes (URL-safe base64,
+    43 characters), created on first use, replaced when ``rotate`` or when the stored one is shorter than
+    ``MIN_TOKEN_CHARS`` (which the service never accepts)."""
     token = bk.get_meta(project, bk.KEY_WEBHOOK_TOKEN)
-    if token is None or rotate:
-        token = secrets.token_urlsafe(32)
+    if token is None or rotate or len(token) < MIN_TOKEN_CHARS:
+        token = secrets.token_urlsafe(GENERATED_SECRET_BYTES)
         bk.set_meta(project, {bk.KEY_WEBHOOK_TOKEN: token})
     return token
 

@@ -6,61 +6,20 @@ from __future__ import annotations
 import base64
 import json
 
-import numpy as np
 import pandas as pd
 import pytest
 import requests
-import uvicorn
 
 from core.models import Hyper
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.auth import SECRET_HEADER
 from easl_plugin.service import ServiceConfig, build_app
-from easl_plugin.worker import LinkedProject, Worker
-from label_config.layouts import Layout, task_data
+from easl_plugin.worker import Worker
 from tests.ls_server import free_port
+from tests.service_helpers import AUTH, Client, all_events, created, link
 
 N = 20
-
-
-class Client:
-    """The app under a real uvicorn server in a thread (as `easl serve` runs it), reached over loopback."""
-
-    def __init__(self, app) -> None:
-        import threading
-
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> Client:
-        import time
-
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert time.monotonic() < deadline and self.thread.is_alive()
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(20)
-
-    def get(self, path, **kw):
-        return requests.get(f"http://127.0.0.1:{self.port}{path}", timeout=10, **kw)
-
-    def post(self, path, content=None, **kw):
-        return requests.post(f"http://127.0.0.1:{self.port}{path}", data=content, timeout=10, **kw)
-
-
-AUTH = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
-
-
-def all_events(p: Project) -> list:
-    """Every queued event, in arrival order."""
-    return sorted(p.events("pending") + p.events("done") + p.events("failed"))
 
 
 @pytest.fixture
@@ -69,33 +28,6 @@ def project_path(tmp_path):
     path = tmp_path / "p.easl"
     Project.create(path, items, Hyper(hit_size=4, seed=3)).close()
     return str(path)
-
-
-def link(path: str, pid: int = 42) -> LinkedProject:
-    with Project.open(path) as p:
-        bk.set_meta(
-            p,
-            {
-                bk.KEY_URL: "http://127.0.0.1:1",
-                bk.KEY_PROJECT_ID: str(pid),
-                bk.KEY_LAYOUT: json.dumps(Layout("slider", 4).to_dict()),
-            },
-        )
-        return LinkedProject.read(p)
-
-
-def created(hit: dict, ann_id: int, task_id: int, scores, *, pid: int = 42, action="ANNOTATION_CREATED") -> dict:
-    data = task_data(hit, Layout("slider", 4), np.random.default_rng(task_id))
-    result = [
-        {"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number", "value": {"number": float(s)}}
-        for j, s in enumerate(scores)
-    ]
-    return {
-        "action": action,
-        "project": {"id": pid},
-        "annotation": {"id": ann_id, "result": result, "completed_by": 1, "task": task_id},
-        "task": {"id": task_id, "data": data},
-    }
 
 
 # ------------------------------------------------------------------------------------------------------ web app
@@ -464,3 +396,111 @@ def test_task_holders_name_the_newest_draft_or_annotation():
         "1": {"annotator": "a@x.org", "how": "draft", "at": "2026-01-01T10:00:00Z"},
         "2": {"annotator": "b@x.org", "how": "skipped", "at": "2026-01-01T11:00:00Z"},
     }
+
+
+# --------------------------------------------------------------------------------------------------- tombstones
+
+
+def _drain(p: Project, linked, *events: dict) -> None:
+    """Queue ``events`` and let the worker apply them (one drain per call: no coalescing across calls)."""
+    bk.enqueue(p, [(e["action"], json.dumps(e)) for e in events])
+    Worker(p.path, api_key=None).drain(p, linked)
+
+
+def _version(body: dict, at: str) -> dict:
+    body["annotation"]["updated_at"] = at
+    return body
+
+
+def _deleted(*ids: int) -> dict:
+    return {"action": "ANNOTATIONS_DELETED", "project": {"id": 42}, "annotations": [{"id": i} for i in ids]}
+
+
+def test_a_deleted_annotation_stays_deleted_unless_label_studio_reports_a_newer_version(project_path):
+    """Created, deleted, then delivered again (a replay, a late update, a delivery without a version time):
+    refused with a reject each, nothing comes back; deleting twice keeps the first tombstone; a version later than
+    the deletion lifts the tombstone and is applied."""
+    from easl_plugin.ingest import DELETED
+
+    linked = link(project_path)
+    with Project.open(project_path) as p:
+        h0 = p.open_hits()[0]
+        first = _version(created(h0, 1, 100, [10, 20, 30, 40]), "2020-01-01T10:00:00Z")
+        _drain(p, linked, first, first)  # created twice: applied once
+        assert len(p.ratings()) == 4
+        _drain(p, linked, _deleted(1))
+        tombstone = p.local_id(DELETED, 1)
+        assert p.ratings().empty and tombstone is not None
+        late = _version(created(h0, 1, 100, [50] * 4, action="ANNOTATION_UPDATED"), "2020-01-01T11:00:00+00:00")
+        for body in (first, late, created(h0, 1, 100, [1, 2, 3, 4])):
+            _drain(p, linked, body)
+            assert p.ratings().empty
+        reasons = [r.reason for r in p.rejects(source=bk.SOURCE)[0]]
+        assert len(reasons) == 3 and all(f"annotation 1 was deleted (tombstone {tombstone})" in r for r in reasons)
+        assert "it carries no version time" in reasons[2]
+        assert [e.note for e in all_events(p)][-3:] == ["rejected"] * 3
+        _drain(p, linked, _deleted(1))  # deleted twice: the first tombstone stays
+        assert p.local_id(DELETED, 1) == tombstone
+        newer = _version(created(h0, 1, 100, [60] * 4, action="ANNOTATION_UPDATED"), "2999-01-01T00:00:00Z")
+        _drain(p, linked, newer)
+        assert sorted(p.ratings()["score"]) == [60.0] * 4 and p.local_id(DELETED, 1) is None
+        assert p.verify()["ok"]
+
+
+def test_a_tombstone_is_not_older_than_the_version_it_deleted(project_path):
+    """A Label Studio clock ahead of this one: the tombstone takes the deleted version's time, so a replay of that
+    same version is still refused."""
+    linked = link(project_path)
+    with Project.open(project_path) as p:
+        ahead = _version(created(p.open_hits()[0], 3, 100, [10, 20, 30, 40]), "2999-01-01T00:00:00Z")
+        _drain(p, linked, ahead, _deleted(3))
+        _drain(p, linked, ahead)
+        assert p.ratings().empty and p.verify()["ok"]
+
+
+def test_reconciliation_does_not_bring_back_a_deleted_annotation(project_path):
+    """Reconciliation's path (``prepare_annotations`` and ``commit_annotations`` against the live scores) refuses
+    a deleted annotation listed again with its old version, and applies the others of the batch."""
+    from easl_plugin.ingest import IngestOutcome, apply_annotations
+    from easl_plugin.reconcile import live_scores
+
+    linked = link(project_path)
+    with Project.open(project_path) as p:
+        h0, h1 = p.open_hits()[:2]
+        gone = _version(created(h0, 5, 100, [10, 20, 30, 40]), "2020-01-01T10:00:00Z")
+        kept = _version(created(h1, 6, 101, [1, 2, 3, 4]), "2020-01-01T10:00:00Z")
+        _drain(p, linked, gone, kept, _deleted(5))
+        pairs = [(b["annotation"], b["task"]) for b in (gone, kept)]
+        for _ in range(2):  # every reconciliation refuses it again; the reject is recorded once
+            with p.transaction():
+                outcomes = apply_annotations(p, linked.layout, pairs, live_scores(p))
+            assert outcomes == [IngestOutcome.REJECTED, IngestOutcome.UNCHANGED]
+        assert sorted(p.ratings()["annotation_id"].unique()) == ["6"]
+        assert p.rejects(source=bk.SOURCE)[1] == 1 and p.verify()["ok"]
+
+
+def test_a_replayed_annotation_of_a_deleted_task_stays_out(project_path):
+    linked = link(project_path)
+    with Project.open(project_path) as p:
+        body = created(p.open_hits()[0], 7, 100, [10, 20, 30, 40])
+        _drain(p, linked, body, {"action": "TASKS_DELETED", "project": {"id": 42}, "tasks": [{"id": 100}]})
+        _drain(p, linked, body)
+        assert p.ratings().empty and "was retracted" in p.rejects(source=bk.SOURCE)[0][0].reason
+
+
+def test_a_deletion_found_by_a_listing_is_dated_by_the_listing(project_path):
+    """A reconciliation passes the time its listing started: an annotation missing from the listing because it
+    was made after it comes back with its next delivery, while an older replay stays refused."""
+    from easl_plugin.ingest import DELETED, delete_annotations
+
+    linked = link(project_path)
+    with Project.open(project_path) as p:
+        body = _version(created(p.open_hits()[0], 8, 100, [10, 20, 30, 40]), "2030-01-01T10:00:00Z")
+        _drain(p, linked, body)
+        with p.transaction():
+            delete_annotations(p, [8], at="2030-01-01T09:59:59+00:00")
+        assert p.ratings().empty and p.local_id(DELETED, 8) == "2030-01-01T10:00:00.000000+00:00"  # the version's time
+        _drain(p, linked, _version(created(p.open_hits()[0], 8, 100, [10, 20, 30, 40]), "2030-01-01T09:00:00Z"))
+        assert p.ratings().empty
+        _drain(p, linked, _version(created(p.open_hits()[0], 8, 100, [11, 20, 30, 40]), "2030-01-01T10:00:01Z"))
+        assert sorted(p.ratings()["score"]) == [11.0, 20.0, 30.0, 40.0] and p.verify()["ok"]

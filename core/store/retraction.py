@@ -43,6 +43,20 @@ class Retractions(Hits):
             fill_temp(conn, "_ann_ids", ids)
             return self._retract_where(conn, "l.annotation_id IN (SELECT v FROM temp._ann_ids)", (), source)
 
+    def live_versions(self, annotation_ids: Iterable[Any]) -> dict[str, str]:
+        """``annotation_id -> created_at`` of the newest live score of each given annotation id that has one (the
+        time stamp of the version now live, as its source gave it). Reads only."""
+        ids = sorted({str(a).strip() for a in annotation_ids if a is not None and str(a).strip()})
+        if not ids:
+            return {}
+        with self._reading() as conn:
+            fill_temp(conn, "_ann_ids", ids)
+            rows = conn.execute(
+                "SELECT l.annotation_id, MAX(o.created_at) FROM live l JOIN observations o ON o.seq = l.seq "
+                "WHERE l.annotation_id IN (SELECT v FROM temp._ann_ids) GROUP BY l.annotation_id"
+            ).fetchall()
+        return {str(a): str(t) for a, t in rows if t is not None}
+
     def retract_hit(self, hit_id: str, *, source: str) -> int:
         """Withdraw a HIT (e.g. its Label Studio task was deleted): retract its live observations and mark it
         ``retracted`` so that it no longer counts toward the completion of its iteration. One transaction.

@@ -9,6 +9,14 @@ from core.errors import UserError
 from tui.commands.options import nonnegative_int, port, positive_float
 
 
+def _connections(text: str) -> int:
+    """``--max-connections``: an integer >= 1."""
+    value = nonnegative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("needs an integer >= 1, got 0")
+    return value
+
+
 def register(subparsers) -> None:
     """Add the sub-command's parser."""
     p = subparsers.add_parser(
@@ -19,10 +27,10 @@ def register(subparsers) -> None:
         "also reconciles with Label Studio (on start, every --reconcile-interval seconds and on "
         "'Start training') and pushes the next HITs as tasks. May be started before or after "
         "`easl ls setup`. Environment: LABEL_STUDIO_API_KEY (needed to push and reconcile), "
-        "EASL_WEBHOOK_SECRET (require this value in the X-EASL-Secret header of /webhook), "
-        "EASL_BASIC_AUTH (user:password for every endpoint but /health; /status shows the queue and worker "
-        "figures). Without credentials the service only listens on a loopback address (pass --insecure "
-        "to override).",
+        "EASL_WEBHOOK_SECRET (require this value in the X-EASL-Secret header of /webhook; it authenticates "
+        "/webhook alone), EASL_BASIC_AUTH (user:password for every endpoint but /health; /status shows the "
+        "queue and worker figures). Secrets need at least 12 characters, 8 of them different. Without "
+        "EASL_BASIC_AUTH the service only listens on a loopback address (pass --insecure to override).",
     )
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
@@ -54,14 +62,37 @@ def register(subparsers) -> None:
     p.add_argument(
         "--max-body-mb", type=positive_float, default=4.0, help="largest request body accepted (default 4 MB)"
     )
+    p.add_argument(
+        "--header-timeout",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection whose request head has not arrived this long after it opened or after the "
+        "previous answer (default 10)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=positive_float,
+        default=30.0,
+        metavar="SECONDS",
+        help="close a connection whose request body has not arrived this long after its head (default 30)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=_connections,
+        default=2048,
+        metavar="N",
+        help="open connections at most (lowered to what the file-descriptor limit allows); beyond it the "
+        "connection idle longest is closed (default 2048)",
+    )
     p.add_argument("--url", help="Label Studio URL to use instead of the one recorded by `easl ls setup`")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--access-log", action="store_true", help="log every request line (never headers or bodies)")
     p.add_argument(
         "--insecure",
         action="store_true",
-        help="allow a non-loopback --host without EASL_BASIC_AUTH / EASL_WEBHOOK_SECRET (anyone who can "
-        "reach the port can then post annotations)",
+        help="allow a non-loopback --host without EASL_BASIC_AUTH (anyone who can reach the port can then "
+        "read the project's figures and, without EASL_WEBHOOK_SECRET, post annotations)",
     )
     p.set_defaults(func=run)
 
@@ -72,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
     from core.store import Project
     from easl_plugin import bookkeeping as bk
+    from easl_plugin.connections import ConnectionLimits
     from easl_plugin.server import UnprotectedAddress, serve
     from easl_plugin.service import ServiceConfig
     from tui.commands.ls import basic_auth_from_env
@@ -93,9 +125,13 @@ def run(args: argparse.Namespace) -> int:
         api_key=os.environ.get("LABEL_STUDIO_API_KEY") or None,
         ls_url=args.url,
         insecure=args.insecure,
+        max_connections=args.max_connections,
+    )
+    limits = ConnectionLimits(
+        header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, max_connections=args.max_connections
     )
     try:
-        serve(config, log_level=args.log_level, access_log=args.access_log)
+        serve(config, log_level=args.log_level, access_log=args.access_log, limits=limits)
     except UnprotectedAddress as exc:
         raise UserError(f"{exc} (or pass --insecure)") from None
     return 0
