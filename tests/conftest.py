@@ -58,6 +58,11 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_tui_monitor.py", None): "slow",
     ("test_tui_snapshots.py", None): "slow",
     ("test_simulate_prmse.py", None): "slow",  # the PRMSE paper's 10,000-response simulation
+    # 24 simulated campaigns: the stopping rule's hit rate with random clickers concentrated on some items
+    (
+        "test_stopping_rule_clickers.py",
+        "test_hit_rate_with_clickers_concentrated_on_some_items_is_at_least_nine_in_ten",
+    ): "slow",
     # single tests of a few seconds each: reports with figures, goodness-of-fit and property tests, subprocesses
     ("test_simulate_easl.py", "test_cli_writes_the_report"): "slow",
     ("test_simulate_easl.py", "test_political_file_name_selects_the_papers_range"): "slow",

@@ -9,7 +9,10 @@ How it differs from :class:`core.models.base.Model`, and how a store caches and 
   refit without the retracted rows: no ``sign = -1``.
 * The cached state is :meth:`~core.models.aware.AwareState.to_arrays`: named float64 arrays (per item, per
   annotator, and length-1 scalars), the same ``state`` table form as the other models; ``state_seq`` says which
-  log position it reflects.
+  log position it reflects. Beside them, per item, ``n_informative`` and ``informative_share``: its expected number
+  of scores that do not come from random clickers and their share of its precision
+  (:func:`core.models.aware_clickers.informative_arrays`), which the stopping rule needs and which only the
+  observations give; a state cached without them (an older file) counts every score until the next refit.
 * Replay (``easl verify``) is a cold fit of the live log. A warm-started chain and a cold fit reach the same
   fixed point only within the fit tolerance, so verify compares with a tolerance (``VERIFY_TOLERANCE`` in units
   of each item's posterior sd), not bit for bit; the orders of rows never matter.
@@ -26,6 +29,7 @@ from numpy.typing import NDArray
 
 from core.models.aware import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
+from core.models.aware_clickers import INFORMATIVE_KEY, SHARE_KEY, informative_arrays, informative_state
 from core.models.aware_posterior import RankFigures, StopDecision, rank_figures, stop_decision
 from core.models.hyper import Hyper
 
@@ -62,7 +66,9 @@ class AwareModel:
     def init_state(self, n_items: int) -> dict[str, NDArray[Any]]:
         """The state of ``n_items`` items with no scores (the priors), as cacheable arrays."""
         empty = np.zeros(0, dtype=np.int64)
-        return _prior_state(Observations.build(empty, empty, np.zeros(0), n_items=n_items)).to_arrays()
+        state = _prior_state(Observations.build(empty, empty, np.zeros(0), n_items=n_items)).to_arrays()
+        state[INFORMATIVE_KEY], state[SHARE_KEY] = np.zeros(n_items), np.ones(n_items)
+        return state
 
     def apply(self, state: dict[str, NDArray[Any]], item: Any, score01: Any, group: Any, sign: int = 1) -> None:
         """The :class:`~core.models.base.Model` increment: an empty batch changes nothing; any other batch is
@@ -94,13 +100,14 @@ class AwareModel:
         Returns
         -------
         dict of ndarray
-            The new state, for the cache.
+            The new state, for the cache, with the items' informative counts (module docstring).
         """
         obs = Observations.build(item, annotator, score01, n_items=n_items)
         warm = AwareState.from_arrays(state) if state is not None and obs.size else None
         if warm is not None and (warm.n_items > obs.n_items or warm.n_annotators > obs.n_annotators):
             warm = None  # items or annotators were removed: start cold
-        return fit(obs, warm=warm, config=self.config).to_arrays()
+        st = fit(obs, warm=warm, config=self.config)
+        return {**st.to_arrays(), **informative_arrays(st, obs)}
 
     def summary(self, state: dict[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         """``estimate, mean, variance, ci_low, ci_high`` per item on [0, 1] (see
@@ -132,17 +139,20 @@ class AwareModel:
         )
 
     def rank_figures(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> RankFigures:
-        """Rank intervals and the expected Spearman with the truth
-        (:func:`core.models.aware_posterior.rank_figures`)."""
+        """Rank intervals and the expected Spearman with the truth (:func:`core.models.aware_posterior.rank_figures`)
+        from the fit's posterior; :meth:`stop_decision` draws the truth without the likely clickers' share."""
         return rank_figures(AwareState.from_arrays(state), rng)
 
     def stop_decision(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> StopDecision | None:
         """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`),
-        or None when the project has no target."""
+        or None when the project has no target: the expected Spearman draws the truth from the posterior without
+        the likely clickers' share (:func:`core.models.aware_clickers.informative_state`), and every item needs
+        enough informative scores."""
         if self.hyper.stop_at is None:
             return None
         st = AwareState.from_arrays(state)
-        return stop_decision(st, rank_figures(st, rng).expected_spearman, target=self.hyper.stop_at)
+        rho = rank_figures(st, rng, draws_from=informative_state(st, state)).expected_spearman
+        return stop_decision(st, rho, target=self.hyper.stop_at, informative=state.get(INFORMATIVE_KEY))
 
     def diagnostics(self, state: dict[str, NDArray[Any]], item: Any, annotator: Any, score01: Any) -> Any:
         """The per-annotator diagnostics of a fit of the live log ``(item, annotator, score01)``

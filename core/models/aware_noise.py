@@ -94,6 +94,23 @@ def noise_strengths(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
+def loo_item_sums(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Per (item, annotator) pair of ``P`` (``rows`` the item of each stored pair), ``(u^(-a) prec^(-a),
+    prec^(-a))``: the precision-weighted posterior mean of the item (centred) without that annotator's scores, and
+    its precision. The fit's sums minus the pair's terms, the other annotators' held at the fit's:
+    ``prec^(-a) = prec_i - C_ia rho_a (s_a^2 + Var s_a) / q_i``,
+    ``u^(-a) prec^(-a) = u_i prec_i - rho_a (s_a (sum y - C_ia o_a) - C_ia Cov(o_a, s_a)) / q_i``.
+    ``fit`` holds ``u, prec, o, s, vs, cos, rho, q`` (the arrays of :func:`core.models.aware.fit`)."""
+    a = P.count.indices
+    c, sy = P.count.data, P.sum_y.data
+    o, s, rho, h = fit["o"][a], fit["s"][a], fit["rho"][a], 1.0 / fit["q"][rows]
+    term_p = c * rho * h * (s * s + fit["vs"][a])
+    term_n = rho * h * (s * (sy - c * o) - c * fit["cos"][a])
+    prec: NDArray[Any] = np.maximum(fit["prec"][rows] - term_p, 1e-12)
+    weighted: NDArray[Any] = fit["u"][rows] * fit["prec"][rows] - term_n
+    return weighted, prec
+
+
 def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> NDArray[Any]:
     """Each annotator's squared leave-one-out residuals over their expectation were every ``r_a = 1``.
 
@@ -106,11 +123,9 @@ def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> ND
     """
     a = P.count.indices
     c, sy, sy2 = P.count.data, P.sum_y.data, P.sum_y2.data
-    o, s, rho, h = fit["o"][a], fit["s"][a], fit["rho"][a], 1.0 / fit["q"][rows]
-    term_p = c * rho * h * (s * s + fit["vs"][a])
-    term_n = rho * h * (s * (sy - c * o) - c * fit["cos"][a])
-    prec = np.maximum(fit["prec"][rows] - term_p, 1e-12)
-    pred = o + s * (fit["u"][rows] * fit["prec"][rows] - term_n) / prec
+    o, s = fit["o"][a], fit["s"][a]
+    weighted, prec = loo_item_sums(P, rows, fit)
+    pred = o + s * weighted / prec
     rss = np.maximum(sy2 - 2.0 * pred * sy + c * pred * pred, 0.0)
     expected = c * (fit["q"][rows] + s * s / prec)
     na = fit["o"].size
@@ -125,6 +140,7 @@ __all__ = [
     "NU_R_OUTLIER",
     "OUTLIER_LEVEL",
     "OUTLIER_WIDTH",
+    "loo_item_sums",
     "loo_noise_ratio",
     "noise_shrinkage",
     "noise_strengths",

@@ -39,6 +39,7 @@ from scipy import stats
 from core.models import Hyper, get_model
 from core.models.aware import AwareState, Observations, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
+from core.models.aware_clickers import INFORMATIVE_KEY, informative_arrays, informative_state
 from core.models.aware_diagnostics import annotator_diagnostics
 from core.models.aware_posterior import STOP_MIN_SCORES, STOP_RELATIVE_MARGIN, rank_figures, stops
 from core.selection import select_hits, select_least_annotated
@@ -79,13 +80,29 @@ def run_one(
     eval_at: tuple[float, ...] = (5.0, 10.0),
     n_draws: int = 200,
     uniform_passes: int = UNIFORM_PASSES,
+    clicker_items: float = 0.0,
+    clicker_rate: float = 1.0,
 ) -> list[dict[str, Any]]:
     """One campaign; a row per batch: budget (scores per item), Spearman, Kendall, and for ``aware`` the
-    expected Spearman, the fewest scores of any item, and at ``eval_at`` the rank-interval coverage; at the end, for
+    expected Spearman the stopping rule uses (``expected_spearman``, the truth drawn without the likely clickers'
+    share, :func:`core.models.aware_clickers.informative_state`) and the one drawn from the fit alone
+    (``expected_spearman_fit``, the rule before it knew of clickers), the fewest scores and informative scores of any
+    item (``min_count``, ``min_informative``), and at ``eval_at`` the rank-interval coverage; at the end, for
     ``aware``, the ``random`` flags among annotators with >= 30 scores (random clickers flagged, honest annotators
-    flagged) and the honest annotators flagged ``noisy``."""
+    flagged) and the honest annotators flagged ``noisy``.
+
+    ``clicker_items`` > 0 concentrates the random clickers (an annotator model with them, ``M4``): that share of
+    the items (chosen per seed) is scored by clickers and the others by faithful annotators only: each HIT's items of
+    either kind go to one annotator of that kind, those of the clickers' share to a clicker with probability
+    ``clicker_rate`` (else to another faithful annotator; 1: clickers only)."""
     n = truth.size
     world = World.make(model, n, n_annotators, np.random.default_rng([seed, 7]))
+    only_clickers = np.zeros(n, dtype=bool)
+    if clicker_items > 0:
+        if not world.spam.any():
+            raise ValueError(f"clicker_items needs an annotator model with random clickers (M4), not {model}")
+        only_clickers[np.random.default_rng([seed, 17]).permutation(n)[: round(clicker_items * n)]] = True
+    honest, clickers = np.flatnonzero(~world.spam), np.flatnonzero(world.spam)
     # common random numbers: every method of a seed draws its HITs' annotators and its scores from one stream and its
     # allocation's ties and groupings from another, so that while two methods choose the same HITs (every method's
     # uniform passes, and da / da-z throughout) they get the same annotators and the same scores
@@ -112,8 +129,17 @@ def run_one(
             hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=alloc_rng)
         else:
             hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng)
-        anns = np.repeat(score_rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
         items = hits.ravel()
+        if only_clickers.any():  # one faithful annotator and one clicker per HIT, each scoring their kind of item
+            h = np.repeat(honest[score_rng.integers(honest.size, size=hits.shape[0])], hits.shape[1])
+            c = clickers[score_rng.integers(clickers.size, size=hits.shape[0])]
+            if clicker_rate < 1.0:
+                other = honest[score_rng.integers(honest.size, size=hits.shape[0])]
+                c = np.where(score_rng.random(hits.shape[0]) < clicker_rate, c, other)
+            c = np.repeat(c, hits.shape[1])
+            anns = np.where(only_clickers[items], c, h)
+        else:
+            anns = np.repeat(score_rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
         x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), score_rng)
         item_ix, A, X = np.concatenate([item_ix, items]), np.concatenate([A, anns]), np.concatenate([X, x])
         row: dict[str, Any] = {"model": model, "method": method, "seed": seed, "per_item": X.size / n}
@@ -133,10 +159,15 @@ def run_one(
         est_r = _ranks(est)
         row["spearman"] = float(np.corrcoef(est_r, _ranks(truth))[0, 1])
         row["kendall"] = float(stats.kendalltau(est, truth).statistic)
-        if method == "aware" and state is not None:
-            figs = rank_figures(state, np.random.default_rng([seed, k, 99]), n_draws=n_draws)
+        if method == "aware" and state is not None and obs is not None:
+            informative = informative_arrays(state, obs)
+            fig_rng = np.random.default_rng([seed, k, 99])
+            figs = rank_figures(state, fig_rng, n_draws=n_draws, draws_from=informative_state(state, informative))
             row["expected_spearman"] = figs.expected_spearman
+            fit_rng = np.random.default_rng([seed, k, 99])  # the same draws: equal figures when no score is doubted
+            row["expected_spearman_fit"] = rank_figures(state, fit_rng, n_draws=n_draws).expected_spearman
             row["min_count"] = int(state.count.min())
+            row["min_informative"] = float(informative[INFORMATIVE_KEY].min())
             if any(abs(row["per_item"] - e) < 1e-9 for e in eval_at):
                 row["rank_coverage"] = float(np.mean((figs.rank_low <= t_hi) & (figs.rank_high >= t_lo)))
         rows.append(row)
@@ -250,7 +281,12 @@ def calibrate_stopping(
                     hits, budgets = [], []
                     for r in (r for r in runs if r["model"].iloc[0] == model):
                         ok = stops(
-                            r["expected_spearman"], r["min_count"], target=target, relative_margin=k, min_scores=ms
+                            r["expected_spearman"],
+                            r["min_count"],
+                            target=target,
+                            relative_margin=k,
+                            min_scores=ms,
+                            min_informative=r.get("min_informative"),
                         )
                         if ok.any():
                             j = int(np.flatnonzero(ok)[0])
@@ -271,12 +307,54 @@ def calibrate_stopping(
     return pd.DataFrame(out)
 
 
+def clicker_stopping(
+    *,
+    settings: tuple[tuple[str, float, float], ...] = (("M4", 0.2, 1.0), ("M4", 0.2, 0.7), ("M4", 0.3, 0.5)),
+    n_seeds: int = 20,
+    first_seed: int = 1000,
+    target: float = 0.9,
+    oracle: str | Path | None = None,
+    map_fn: MapFn = serial_map,
+    **run_kw: Any,
+) -> Any:
+    """The stopping rule before and after it doubted random clickers
+    (:func:`~core.simulate.aware_summary.stopping_before_after`), on ``aware`` runs of each (annotator model,
+    share of the items scored by clickers, probability that a clicker scores them: :func:`run_one`'s
+    ``clicker_items`` and ``clicker_rate``) in ``settings`` (share 0: the ordinary study), on calibration seeds apart
+    from the study's. Each (setting, seed) run is one :func:`run_task` through ``map_fn``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per setting (``"M4 clickers on 20% (rate 0.7)"``, ``"M1"``, ...) and rule: runs, stopped, hit rate and its 95%
+        interval, scores per item and true Spearman at the stop.
+    """
+    import pandas as pd
+
+    from core.simulate.aware_summary import stopping_before_after
+
+    truth = load_oracle(oracle) if oracle is not None else beta_oracle()
+    tasks = [
+        (truth, model, "aware", s, {**run_kw, "clicker_items": share, "clicker_rate": rate})
+        for model, share, rate in settings
+        for s in range(first_seed, first_seed + n_seeds)
+    ]
+    names = [
+        f"{m} clickers on {share:.0%} (rate {rate:g})" if share else m
+        for m, share, rate in settings
+        for _ in range(n_seeds)
+    ]
+    runs = pd.concat([pd.DataFrame(rows).assign(setting=name) for name, rows in zip(names, map_fn(run_task, tasks))])
+    return stopping_before_after(runs, target=target)
+
+
 __all__ = [
     "ANNOTATOR_MODELS",
     "METHODS",
     "STOP_MIN_SCORES",
     "STOP_RELATIVE_MARGIN",
     "calibrate_stopping",
+    "clicker_stopping",
     "MapFn",
     "run_one",
     "run_study",

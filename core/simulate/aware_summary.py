@@ -16,6 +16,61 @@ from core.models.aware_posterior import stops
 from core.simulate.annotation import first_crossing
 
 
+def wilson_interval(hits: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``hits / n`` (95% by default; Wilson 1927, JASA 22).
+
+    Examples
+    --------
+    >>> [round(x, 3) for x in wilson_interval(19, 20)]
+    [0.764, 0.991]
+    """
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(mid - half), float(mid + half)
+
+
+def stopping_before_after(runs: Any, *, target: float) -> Any:
+    """The stopping rule before and after it doubted random clickers, from the same runs (per-batch rows of
+    :func:`core.simulate.aware_study.run_one` for ``aware``, a ``pandas.DataFrame`` with a ``setting`` column): per
+    setting and rule, the runs, how many stopped, the hit rate (true Spearman >= ``target`` where the rule first
+    stops) with its 95% Wilson interval, and the mean scores per item and true Spearman at the stop. ``before``:
+    ``expected_spearman_fit`` and the raw counts; ``after``: ``expected_spearman`` and the informative counts."""
+    import pandas as pd
+
+    out = []
+    for setting, g in runs.groupby("setting", sort=False):
+        for rule, rho, fewest in (
+            ("before", "expected_spearman_fit", None),
+            ("after", "expected_spearman", "min_informative"),
+        ):
+            at_stop = []
+            for _, run in g.groupby("seed"):
+                ok = np.asarray(
+                    stops(run[rho], run["min_count"], target=target, min_informative=fewest and run[fewest])
+                )
+                if ok.any():
+                    at_stop.append(run.iloc[int(np.flatnonzero(ok)[0])])
+            hits = sum(bool(r["spearman"] >= target) for r in at_stop)
+            low, high = wilson_interval(hits, len(at_stop))
+            out.append(
+                {
+                    "setting": setting,
+                    "rule": rule,
+                    "runs": g["seed"].nunique(),
+                    "stopped": len(at_stop),
+                    "hit_rate": hits / len(at_stop) if at_stop else np.nan,
+                    "hit_rate_low": low,
+                    "hit_rate_high": high,
+                    "per_item_at_stop": float(np.mean([r["per_item"] for r in at_stop])) if at_stop else np.nan,
+                    "spearman_at_stop": float(np.mean([r["spearman"] for r in at_stop])) if at_stop else np.nan,
+                }
+            )
+    return pd.DataFrame(out)
+
+
 def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Tables from the per-batch rows of :func:`core.simulate.aware_study.run_one` (a ``pandas.DataFrame``):
     ``budget`` (per model and method: scores per item to reach ``target`` on the seed-mean Spearman curve, % saved
@@ -50,7 +105,14 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
                 cov_rows.append({"model": model, "per_item": e, "rank_coverage": float(c.mean())})
         if "expected_spearman" in a:
             for _, run in a.groupby("seed"):
-                hit = run[stops(run["expected_spearman"], run["min_count"], target=target)]
+                hit = run[
+                    stops(
+                        run["expected_spearman"],
+                        run["min_count"],
+                        target=target,
+                        min_informative=run.get("min_informative"),
+                    )
+                ]
                 stop_rows.append(
                     {
                         "model": model,
