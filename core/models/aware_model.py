@@ -151,8 +151,14 @@ class AwareModel:
         if self.hyper.stop_at is None:
             return None
         st = AwareState.from_arrays(state)
-        rho = rank_figures(st, rng, draws_from=informative_state(st, state)).expected_spearman
+        rho = self.expected_spearman(state, rng)
         return stop_decision(st, rho, target=self.hyper.stop_at, informative=state.get(INFORMATIVE_KEY))
+
+    def expected_spearman(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> float:
+        """The expected Spearman with the truth that ``easl status`` reports, with or without a stop target: the
+        truth drawn without the likely clickers' share (:func:`core.models.aware_clickers.informative_state`)."""
+        st = AwareState.from_arrays(state)
+        return rank_figures(st, rng, draws_from=informative_state(st, state)).expected_spearman
 
     def diagnostics(self, state: dict[str, NDArray[Any]], item: Any, annotator: Any, score01: Any) -> Any:
         """The per-annotator diagnostics of a fit of the live log ``(item, annotator, score01)``

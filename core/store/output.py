@@ -265,7 +265,7 @@ class Output(Replay):
                 "margin": d.margin,
                 "min_scores": STOP_MIN_SCORES,
             }
-        rho = self.model.rank_figures(state, rng).expected_spearman
+        rho = self.model.expected_spearman(state, rng)
         return {
             "target": None,
             "expected_spearman": rho,
