@@ -124,15 +124,55 @@ def check_output_dir(path: str | os.PathLike[str], *, protect: Sequence[str | os
     _probe_directory(path, parent)
 
 
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (signal 0 checks without sending; another user's process is alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def remove_leftovers(directory: str, prefix: str, suffix: str) -> list[str]:
+    """Remove the files ``<prefix><pid>.<anything><suffix>`` (and ``<prefix><pid><suffix>``) of ``directory`` whose
+    process ``pid`` is no longer alive: what a command killed while it wrote (``easl init``'s ``.NAME.<pid>.creating``,
+    a ``.NAME.<pid>.XXXX.tmp`` output) leaves behind. Files of a live process, of this process, and names of another
+    form are kept; a file that cannot be removed is left. Returns the names removed."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix) or suffix not in name[len(prefix) :]:
+            continue
+        head = name[len(prefix) :].split(".", 1)[0].split(suffix, 1)[0]
+        if not head.isdecimal() or not head.isascii():
+            continue
+        pid = int(head)
+        if pid == os.getpid() or _alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(directory, name))
+            removed.append(name)
+    return removed
+
+
 def temporary_path(path: str | os.PathLike[str]) -> str:
     """A new empty temporary file beside ``path`` (same directory, so that a rename is atomic), readable as the
-    umask allows; the caller renames it over ``path`` or removes it."""
+    umask allows; the caller renames it over ``path`` or removes it. Its name, ``.NAME.<pid>.XXXX.tmp``, carries
+    this process's id, so that the next write to ``path`` removes the temporaries of a killed writer
+    (:func:`remove_leftovers`)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise InputError(f"{path}: cannot write there: the directory {directory} does not exist.", path=path)
+    prefix = f".{os.path.basename(path)}."
+    remove_leftovers(directory, prefix, ".tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise InputError(f"{path}: cannot write in {directory} ({exc.strerror or exc}).", path=path) from None
     os.close(fd)

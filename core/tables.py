@@ -47,6 +47,7 @@ from core.table_parsing import (
     _read_bytes,
     _read_delimited,
     _read_jsonl,
+    check_regular_file,
 )
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "WRITE_FORMATS",
     "Table",
     "atomic_path",
+    "check_input",
     "iter_table",
     "read_format",
     "read_table",
@@ -102,6 +104,19 @@ def read_format(path: str | os.PathLike[str]) -> str:
 def write_format(path: str | os.PathLike[str]) -> str:
     """Return the writer format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, WRITE_FORMATS, "output")
+
+
+def check_input(path: str | os.PathLike[str]) -> None:
+    """Check an input file before any work: a known extension (:func:`read_format`) and a regular file that can be
+    opened (not a directory, device, FIFO or socket, even through a symbolic link: such inputs may never end).
+
+    Raises
+    ------
+    InputError
+        One sentence naming the file.
+    """
+    read_format(path)
+    check_regular_file(path)
 
 
 def read_table(path: str | os.PathLike[str]) -> Table:

@@ -59,11 +59,12 @@ def _run(args: argparse.Namespace) -> int:
     from core.store import Project
     from core.store.deferred import LARGE_INPUT_BYTES
     from core.store.memory import keep_freed_memory
-    from core.tables import iter_table, read_table, write_format, write_table_to
+    from core.tables import check_input, iter_table, read_table, write_format, write_table_to
 
     keep_freed_memory()  # chunks of large temporary arrays: reuse freed memory instead of fresh pages
 
     err = Console(stderr=True)
+    check_input(args.file)  # before the project is opened: an input that is not a regular file may never end
     target = args.rejects or f"{args.project}.rejects.csv"
     if args.skip_invalid:  # check where the rejects go before anything is read or ingested: never the project
         write_format(target)
