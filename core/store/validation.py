@@ -7,7 +7,8 @@ A batch is checked whole and vectorised (pandas/numpy); every bad row gets one r
 2. ids (``item_id``, ``hit_id``, ``annotator``, ``annotation_id``): a JSON object, array or boolean; a control
    character or an unpaired surrogate. Ids are taken in Unicode NFC (``core.store.cells.checked_ids``), so ids that
    differ only in normalisation are one id. ``created_at``, when given: an ISO-8601 timestamp (it is stored as
-   given). ``item_id``: missing or unknown.
+   given). ``item_id``: missing or unknown (an id written neutralised for spreadsheets by easl, ``'=x``, is
+   found as the item ``=x``: ``core.outputs.restore_cell``).
 3. ``hit_id`` (when given): unknown, retracted, or the item is not in that HIT. Methods that compare the scores
    of a HIT (``Model.needs_whole_hit``: RA, TrueSkill) require it.
 4. Conflicts inside the batch: two rows with the same idempotency key and different scores (e.g. two anonymous
@@ -31,6 +32,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import InputError
+from core.outputs import restore_cell
 from core.store.cells import (
     SEP,
     Locations,
@@ -267,6 +269,14 @@ def validate(
         if again.size:
             given = id_strings(frame["item_id"], padded=padded).to_numpy(dtype=object)[again]
             item_idx[again] = positions(given, item_index.to_numpy(dtype=object))
+    quoted = np.flatnonzero((item_idx < 0) & present(item_id.to_numpy()))
+    if quoted.size:  # an id from a CSV file easl wrote, neutralised for spreadsheets ("'=x" for the item "=x")
+        quoted = quoted[[v.startswith("'") for v in item_id.to_numpy(dtype=object)[quoted].tolist()]]
+        if quoted.size:
+            restored = np.asarray([restore_cell(v) for v in item_id.to_numpy(dtype=object)[quoted].tolist()], object)
+            found = positions(restored, item_index.to_numpy(dtype=object))
+            item_idx[quoted] = found
+            item_id.iloc[quoted[found >= 0]] = restored[found >= 0]
     flag(
         item_idx < 0,
         "item_id",

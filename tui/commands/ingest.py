@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from core.errors import UserError
+from tui.commands.options import add_raw_cells
 
 
 def register(subparsers) -> None:
@@ -32,6 +33,7 @@ def register(subparsers) -> None:
         metavar="FILE",
         help="where --skip-invalid writes rejected rows (.csv, .jsonl or .parquet; default: PROJECT.rejects.csv)",
     )
+    add_raw_cells(p)
     p.set_defaults(func=run)
 
 
@@ -75,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         nonlocal tmp
         if report.rejected:
             tmp = temporary_path(target)
-            write_table_to(report.rejects, tmp, target)
+            write_table_to(report.rejects, tmp, target, raw_cells=args.raw_cells)
 
     try:
         with Project.open(args.project) as project:
