@@ -305,7 +305,7 @@ def _read_jsonl(text: str, path: str) -> Table:
     return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
 
 
-def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str) -> Table:
+def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str, printable: bool = False) -> Table:
     """The records as object columns, each value as JSON gave it (a key a record lacks is None): built column by
     column, so that no type is inferred (``DataFrame.from_records`` would make the integers of a column with a
     missing key floats)."""
@@ -318,7 +318,7 @@ def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str) ->
         columns=list(columns),
         index=pd.RangeIndex(len(records)),
     )
-    return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
+    return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path, printable=printable)
 
 
 class _RepeatedKey(ValueError):
@@ -466,13 +466,18 @@ def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
 
 
 def _iter_jsonl(fh: Iterable[str], path: str, chunk_rows: int) -> Iterator[Table]:
+    """JSONL records in chunks. A chunk is ``printable`` (:class:`Table`) when its lines are ASCII without a
+    backslash: JSON refuses a raw control character inside a string, so only an escape could make one."""
     records: list[dict[str, Any]] = []
     starts: list[int] = []
     any_record = False
     decode = _DECODE
+    printable = True
     for n, line in enumerate(fh, start=1):
         if not line.strip():
             continue
+        if printable and (not line.isascii() or "\\" in line):
+            printable = False
         try:
             rec = decode(line)
         except json.JSONDecodeError as exc:
@@ -491,12 +496,12 @@ def _iter_jsonl(fh: Iterable[str], path: str, chunk_rows: int) -> Iterator[Table
         records.append(rec)
         starts.append(n)
         if len(records) >= chunk_rows:
-            yield _jsonl_table(records, starts, path)
-            records, starts, any_record = [], [], True
+            yield _jsonl_table(records, starts, path, printable)
+            records, starts, any_record, printable = [], [], True, True
     if records or not any_record:
         if not records:
             raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
-        yield _jsonl_table(records, starts, path)
+        yield _jsonl_table(records, starts, path, printable)
 
 
 def _iter_delimited(
