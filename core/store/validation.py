@@ -269,7 +269,8 @@ def validate(
         if again.size:
             given = id_strings(frame["item_id"], padded=padded).to_numpy(dtype=object)[again]
             item_idx[again] = positions(given, item_index.to_numpy(dtype=object))
-    quoted = np.flatnonzero((item_idx < 0) & present(item_id.to_numpy()))
+    unknown = item_idx < 0
+    quoted = np.flatnonzero(unknown & present(item_id.to_numpy())) if unknown.any() else np.zeros(0, np.int64)
     if quoted.size:  # an id from a CSV file easl wrote, neutralised for spreadsheets ("'=x" for the item "=x")
         quoted = quoted[[v.startswith("'") for v in item_id.to_numpy(dtype=object)[quoted].tolist()]]
         if quoted.size:
