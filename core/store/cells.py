@@ -5,7 +5,8 @@ Ids (``id_strings``) are stripped as ``str.strip()`` strips (every ``str.isspace
 cells, found by Arrow's regular expressions, are stripped in Python. A key is a tuple of parts: equal keys get equal
 integer codes (each part's ``codes``, Arrow's dictionary encoding, ``combine``d), with no Python string made per row;
 the text of a key, its parts joined by the unit separator ``SEP``, is made only for the rows appended
-(:func:`core.store.log_rows.keys`).
+(:func:`core.store.log_rows.keys`). Ids are compared in Unicode NFC and may hold no control character
+(:func:`checked_ids`); a given ``created_at`` must be an ISO-8601 timestamp (:func:`not_timestamps`).
 """
 
 from __future__ import annotations
