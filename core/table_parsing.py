@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -57,6 +58,9 @@ class Table:
     unpadded : bool
         True when no cell begins or ends with whitespace, known from the text (it holds no whitespace but line
         ends): validation then has no cell to strip.
+    printable : bool
+        True when every cell is printable ASCII, known from the bytes (:func:`_printable`): ids then need no
+        Unicode normalisation and hold no control character (``core.store.cells.checked_ids``).
     """
 
     frame: pd.DataFrame
@@ -64,6 +68,7 @@ class Table:
     path: str
     unit: str = "line"
     unpadded: bool = False
+    printable: bool = False
 
     def locations(self) -> NDArray[Any]:
         """Return ``"file:line"`` (or ``"file:row N"``) for every record, as an object array."""
@@ -97,16 +102,70 @@ def _read_bytes(path: str) -> bytes:
         return fh.read()
 
 
+#: what a file that is not a regular file is, by ``stat.S_IFMT``: such inputs never end (``/dev/zero``) or block
+#: until a writer comes (a FIFO), so they are refused
+_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def _not_regular(path: str, mode: int) -> InputError:
+    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    return InputError(
+        f"{path}: is {kind}, not a regular file; give a file of records (a stream or device may never end).",
+        path=path,
+    )
+
+
 def _open_binary(path: str) -> io.BufferedReader:
-    """Open ``path`` for reading bytes; a missing file, a directory or no permission is one InputError."""
+    """Open ``path`` for reading bytes; a missing file, no permission, or anything but a regular file (a directory,
+    a device such as ``/dev/zero``, a FIFO, a socket; a symbolic link is followed) is one InputError.
+
+    The file is opened without blocking (``O_NONBLOCK``: opening a FIFO with no writer returns at once) and its kind
+    is read from the open descriptor (``fstat``), so a name swapped between the check and the read cannot slip an
+    endless input in."""
     try:
-        return open(path, "rb")  # noqa: SIM115 (the callers close it)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file.") from None
+        raise InputError(f"{path}: no such file.", path=path) from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file.") from None
+        raise InputError(f"{path}: is a directory, not a file.", path=path) from None
     except PermissionError:
-        raise InputError(f"{path}: permission denied.") from None
+        raise InputError(f"{path}: permission denied.", path=path) from None
+    except OSError as exc:  # e.g. a socket (ENXIO), a name too long
+        raise InputError(f"{path}: cannot open the file ({exc.strerror or exc}).", path=path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return open(fd, "rb")  # noqa: SIM115 (the callers close it)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_regular_file(path: str | os.PathLike[str]) -> None:
+    """Raise InputError (one sentence) unless ``path`` names a regular file that can be opened for reading: the
+    check every command makes of its input files before any work (:func:`_open_binary`)."""
+    _open_binary(os.fspath(path)).close()
+
+
+def _printable(body: bytes, delimiter: str) -> bool:
+    """True when the records ``body`` (plain lines: :func:`_plain`) hold only printable ASCII bytes (0x20-0x7E)
+    besides line ends and the delimiter: two passes of numpy over the bytes, and byte counts in C."""
+    data = np.frombuffer(body, dtype=np.uint8)
+    if not data.size:
+        return True
+    if int(data.max()) >= 0x7F:
+        return False
+    allowed = body.count(b"\n") + (body.count(b"\t") if delimiter == "\t" else 0)
+    return int(np.count_nonzero(data < 0x20)) == allowed
 
 
 def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
@@ -121,10 +180,13 @@ def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
     header = _plain_header(head, delimiter)
     if header is None:
         return None
-    frame = _arrow_delimited(body.encode("utf-8"), header, delimiter)
+    _check_delimiter(header, path, delimiter, 1)
+    data = body.encode("utf-8")
+    frame = _arrow_delimited(data, header, delimiter)
     if frame is None:
         return None
-    return Table(frame=frame, lines=np.arange(2, len(frame) + 2, dtype=np.int64), path=path)
+    lines = np.arange(2, len(frame) + 2, dtype=np.int64)
+    return Table(frame=frame, lines=lines, path=path, printable=_printable(data, delimiter))
 
 
 #: the characters ``str.strip()`` removes (``str.isspace``), but the line end
@@ -187,8 +249,28 @@ def _read_delimited(text: str, path: str, delimiter: str) -> Table:
     return next(_iter_delimited(io.StringIO(text, newline=""), path, delimiter, sys.maxsize))
 
 
-def _check_header(header: list[str], path: str, header_line: int) -> list[str]:
-    """The header's names, stripped; an empty or repeated name raises InputError with its line and column."""
+_DELIMITERS = {",": ("comma", "CSV", ".csv"), "\t": ("tab", "TSV", ".tsv")}
+
+
+def _check_delimiter(header: list[str], path: str, delimiter: str, header_line: int) -> None:
+    """A header of one name that holds the other delimiter (``item_id,score`` in a ``.tsv``) means the file is
+    separated by that one: InputError saying so, rather than a column "missing" that is plainly there."""
+    other = "\t" if delimiter == "," else ","
+    if len(header) == 1 and other in header[0]:
+        name, kind, ext = _DELIMITERS[other]
+        expected = _DELIMITERS[delimiter][1]
+        raise InputError(
+            f"{path}:{header_line}: the file seems {name}-separated (its header {header[0][:60]!r} has no "
+            f"{_DELIMITERS[delimiter][0]}), but its extension says {expected}; save it with the extension {ext}.",
+            path=path,
+            line=header_line,
+        )
+
+
+def _check_header(header: list[str], path: str, header_line: int, delimiter: str = ",") -> list[str]:
+    """The header's names, stripped; an empty or repeated name, or a header of the other delimiter
+    (:func:`_check_delimiter`), raises InputError with its line and column."""
+    _check_delimiter(header, path, delimiter, header_line)
     header = [h.strip() for h in header]
     seen: dict[str, int] = {}
     for j, name in enumerate(header):
@@ -223,14 +305,45 @@ def _read_jsonl(text: str, path: str) -> Table:
     return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
 
 
-def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str) -> Table:
+def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str, printable: bool = False) -> Table:
+    """The records as object columns, each value as JSON gave it (a key a record lacks is None): built column by
+    column, so that no type is inferred (``DataFrame.from_records`` would make the integers of a column with a
+    missing key floats)."""
     columns: dict[str, None] = {}
     for rec in records:
         for key in rec:
             columns.setdefault(key, None)
-    frame = pd.DataFrame.from_records(records, columns=list(columns)).astype(object)
-    frame = frame.where(frame.notna(), None)
-    return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
+    frame = pd.DataFrame(
+        {key: pd.Series([rec.get(key) for rec in records], dtype=object) for key in columns},
+        columns=list(columns),
+        index=pd.RangeIndex(len(records)),
+    )
+    return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path, printable=printable)
+
+
+class _RepeatedKey(ValueError):
+    """A JSON object names a key twice (``json`` keeps the last value silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of the JSONL reader: the object as a dict, or :class:`_RepeatedKey` for its first
+    repeated key (RFC 8259 section 4: names "SHOULD be unique"; a repeat has no agreed meaning, so it is refused)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return out
+
+
+#: the JSONL decoder: ``json.loads`` with :func:`_unique_keys` (a few per cent slower than without)
+_DECODE = json.JSONDecoder(object_pairs_hook=_unique_keys).decode
 
 
 def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
@@ -245,6 +358,7 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
             if head.endswith("\n") and _plain(head[:-1]):
                 header = _plain_header(head[:-1], delimiter)
             if header is not None:
+                _check_delimiter(header, path, delimiter, 1)
                 line0, offset = 1, raw.tell()
                 blocks = _LineBlocks(raw)
                 while True:
@@ -259,7 +373,13 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
                     if frame is None or len(frame) != n:
                         break  # the csv module reads on from this chunk
                     lines = np.arange(line0 + 1, line0 + n + 1, dtype=np.int64)
-                    yield Table(frame=frame, lines=lines, path=path, unpadded=_unpadded(text))
+                    yield Table(
+                        frame=frame,
+                        lines=lines,
+                        path=path,
+                        unpadded=_unpadded(text),
+                        printable=_printable(body, delimiter),
+                    )
                     line0, offset, yielded = line0 + n, offset + len(body), True
         except UnicodeDecodeError:
             _locate_bad_utf8(path)
@@ -318,8 +438,7 @@ def _open_parquet(path: str) -> Any:
     """The ``pyarrow.parquet.ParquetFile``; a missing, corrupt or column-less file is one InputError."""
     import pyarrow.parquet as pq
 
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file.")
+    check_regular_file(path)
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several types for a corrupt file
@@ -347,17 +466,29 @@ def _iter_parquet(path: str, chunk_rows: int) -> Iterator[Table]:
 
 
 def _iter_jsonl(fh: Iterable[str], path: str, chunk_rows: int) -> Iterator[Table]:
+    """JSONL records in chunks. A chunk is ``printable`` (:class:`Table`) when its lines are ASCII without a
+    backslash: JSON refuses a raw control character inside a string, so only an escape could make one."""
     records: list[dict[str, Any]] = []
     starts: list[int] = []
     any_record = False
-    decode = json.loads
+    decode = _DECODE
+    printable = True
     for n, line in enumerate(fh, start=1):
         if not line.strip():
             continue
+        if printable and (not line.isascii() or "\\" in line):
+            printable = False
         try:
             rec = decode(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{n}: column {exc.colno}: not valid JSON ({exc.msg}).") from None
+        except _RepeatedKey as exc:
+            raise InputError(
+                f"{path}:{n}: field {exc.key!r}: the key appears twice in one object; give each key once.",
+                path=path,
+                line=n,
+                field=exc.key,
+            ) from None
         except RecursionError:
             raise InputError(f"{path}:{n}: the JSON is nested too deeply.") from None
         if not isinstance(rec, dict):
@@ -365,12 +496,12 @@ def _iter_jsonl(fh: Iterable[str], path: str, chunk_rows: int) -> Iterator[Table
         records.append(rec)
         starts.append(n)
         if len(records) >= chunk_rows:
-            yield _jsonl_table(records, starts, path)
-            records, starts, any_record = [], [], True
+            yield _jsonl_table(records, starts, path, printable)
+            records, starts, any_record, printable = [], [], True, True
     if records or not any_record:
         if not records:
             raise InputError(f"{path}: the file is empty; expected one JSON object per line.")
-        yield _jsonl_table(records, starts, path)
+        yield _jsonl_table(records, starts, path, printable)
 
 
 def _iter_delimited(
@@ -399,7 +530,7 @@ def _iter_delimited(
             if not rec or (len(rec) == 1 and rec[0].strip() == ""):
                 continue  # blank line
             if header is None:
-                header = _check_header(rec, path, start)
+                header = _check_header(rec, path, start, delimiter)
                 continue
             rows.append(rec)
             starts.append(start)

@@ -5,11 +5,15 @@ Formats are chosen by file extension:
 ============  =========================  ===========================================================
 extension     read                       write
 ============  =========================  ===========================================================
-``.csv``      RFC 4180 CSV, UTF-8        RFC 4180 CSV (pyarrow), UTF-8, quotes only where needed
-``.tsv``      tab-separated, no quoting  tab-separated
+``.csv``      RFC 4180 CSV, UTF-8        RFC 4180 CSV (pyarrow), UTF-8, quotes only where needed [1]_
+``.tsv``      tab-separated, no quoting  tab-separated [1]_
 ``.jsonl``    one JSON object per line   one JSON object per line (NaN written as ``null``)
 ``.parquet``  Apache Parquet (pyarrow)   Parquet (pyarrow)
 ============  =========================  ===========================================================
+
+.. [1] Text cells that a spreadsheet would execute as a formula (beginning with ``=``, ``+``, ``-``, ``@``, tab or
+   carriage return, and not a plain number) are written with a leading single quote unless ``raw_cells``
+   (:func:`core.outputs.neutralise_cells`).
 
 Every row read keeps where it came from (``Table.locations``: ``"file.csv:12"``, the line where the record starts;
 ``"file.parquet:row 12"`` for Parquet) so that validation errors can name the file and line. Text files are
@@ -34,7 +38,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from core.errors import InputError
-from core.outputs import atomic_outputs
+from core.outputs import atomic_outputs, neutralise_cells, neutralise_frame
 from core.table_parsing import (
     Table,
     _decode_utf8,
@@ -47,6 +51,7 @@ from core.table_parsing import (
     _read_bytes,
     _read_delimited,
     _read_jsonl,
+    check_regular_file,
 )
 
 __all__ = [
@@ -55,6 +60,7 @@ __all__ = [
     "WRITE_FORMATS",
     "Table",
     "atomic_path",
+    "check_input",
     "iter_table",
     "read_format",
     "read_table",
@@ -102,6 +108,19 @@ def read_format(path: str | os.PathLike[str]) -> str:
 def write_format(path: str | os.PathLike[str]) -> str:
     """Return the writer format for ``path`` from its extension, or raise InputError naming the known ones."""
     return _format(path, WRITE_FORMATS, "output")
+
+
+def check_input(path: str | os.PathLike[str]) -> None:
+    """Check an input file before any work: a known extension (:func:`read_format`) and a regular file that can be
+    opened (not a directory, device, FIFO or socket, even through a symbolic link: such inputs may never end).
+
+    Raises
+    ------
+    InputError
+        One sentence naming the file.
+    """
+    read_format(path)
+    check_regular_file(path)
 
 
 def read_table(path: str | os.PathLike[str]) -> Table:
@@ -197,12 +216,16 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
         yield tmp
 
 
-def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
+def _write_to(frame: pd.DataFrame, tmp: str, fmt: str, raw_cells: bool = False) -> None:
+    """``frame`` into the file ``tmp`` as ``fmt``; CSV and TSV text cells a spreadsheet would execute are
+    neutralised unless ``raw_cells`` (:func:`core.outputs.neutralise_cells`)."""
     if fmt == "csv":  # pyarrow's writer: about 15 times faster than pandas' at a million rows
         table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
+        if not raw_cells:
+            table = neutralise_cells(table)
         pa_csv.write_csv(table, tmp, write_options=pa_csv.WriteOptions(quoting_style="needed"))
     elif fmt == "tsv":
-        frame.to_csv(tmp, index=False, sep="\t")
+        (frame if raw_cells else neutralise_frame(_parquet_safe(frame))).to_csv(tmp, index=False, sep="\t")
     elif fmt == "jsonl":
         if len(frame):
             frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso", double_precision=15)
@@ -212,38 +235,41 @@ def _write_to(frame: pd.DataFrame, tmp: str, fmt: str) -> None:
         _parquet_safe(frame).to_parquet(tmp, index=False)
 
 
-def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str]) -> None:
+def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
     """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension (for callers that rename it
-    into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``."""
+    into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``.
+    ``raw_cells``: CSV/TSV cells that a spreadsheet would execute are written as they are (default: neutralised)."""
     try:
-        _write_to(frame, tmp, write_format(path))
+        _write_to(frame, tmp, write_format(path), raw_cells)
     except OSError as exc:
         raise InputError(
             f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.", path=os.fspath(path)
         ) from None
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
     """Write ``frame`` to ``path`` as CSV, TSV, JSONL or Parquet (by extension), atomically (:func:`atomic_path`).
 
     Missing values are written as empty CSV cells, ``null`` in JSONL and nulls in Parquet. JSONL floats keep 15
-    significant digits (pandas' maximum); CSV and Parquet round-trip float64 exactly.
+    significant digits (pandas' maximum); CSV and Parquet round-trip float64 exactly. CSV and TSV text cells that a
+    spreadsheet would execute as a formula get a leading single quote (:func:`core.outputs.neutralise_cells`) unless
+    ``raw_cells``.
 
     Raises
     ------
     InputError
         Unknown extension, or the directory cannot be written.
     """
-    write_tables([(frame, path)])
+    write_tables([(frame, path)], raw_cells=raw_cells)
 
 
-def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike[str]]]) -> None:
+def write_tables(outputs: list[tuple[pd.DataFrame, str | os.PathLike[str]]], *, raw_cells: bool = False) -> None:
     """Write several tables (:func:`write_table` each) all or none: every file is written under a temporary name
     and renamed into place only when all are complete (:func:`core.outputs.atomic_outputs`)."""
     formats = [write_format(path) for _, path in outputs]
     with atomic_outputs([path for _, path in outputs]) as temps:
         for (frame, _), tmp, fmt in zip(outputs, temps, formats):
-            _write_to(frame, tmp, fmt)
+            _write_to(frame, tmp, fmt, raw_cells)
 
 
 def write_jsonl_records(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:

@@ -27,6 +27,22 @@ Each test names the finding of issue 13 it covers (``# 13.N``):
 * disk full: ``test_ingest_on_a_full_disk_fails_cleanly_and_leaves_the_project``,
   ``test_export_on_a_full_disk_fails_cleanly_and_writes_nothing``.
 
+A second round, by class of input (each refusal one located sentence, exit 1, nothing written):
+
+* evaluation inputs that cannot mean anything: ``test_evaluate_refuses_a_column_named_twice``,
+  ``test_evaluate_refuses_a_population_smaller_than_the_sample``,
+  ``test_evaluate_refuses_scores_that_overflow_and_warns_nothing``;
+* identity and provenance: ``test_ids_that_differ_only_in_unicode_normalisation_are_one_id``,
+  ``test_control_characters_in_ids_are_refused``, ``test_control_characters_in_item_ids_of_init_are_refused``,
+  ``test_created_at_must_be_an_iso_8601_timestamp``, ``test_a_jsonl_object_with_a_repeated_key_is_refused``,
+  ``test_a_key_missing_from_some_jsonl_records_keeps_the_integers``;
+* cells a spreadsheet would execute: ``test_cells_a_spreadsheet_would_execute_are_neutralised_by_default``,
+  ``test_neutralised_cells_are_restored_exactly``;
+* inputs that never end (a FIFO, a link to a device, a directory; init, ingest, evaluate, simulate replay):
+  ``test_inputs_that_are_not_regular_files_are_refused_at_once``;
+* unclear messages and leftovers: ``test_a_tsv_that_is_comma_separated_says_so``,
+  ``test_leftovers_of_killed_commands_are_removed_at_the_next_run``.
+
 Most run ``tui.cli.main`` in-process; the ones about exit codes, pipes, file-size limits and stderr run the real
 CLI in a subprocess. The service half of issue 13 (13.4's service cases, 13.7, 13.9) is in
 ``tests/test_service_faults.py``."""
@@ -188,11 +204,11 @@ def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, cap
     real = core.tables._write_to
     calls = []
 
-    def failing(frame, tmp, fmt):
+    def failing(frame, tmp, fmt, raw_cells=False):
         calls.append(tmp)
         if len(calls) == 2:
             raise OSError(28, "No space left on device", tmp)
-        real(frame, tmp, fmt)
+        real(frame, tmp, fmt, raw_cells)
 
     monkeypatch.setattr(core.tables, "_write_to", failing)
     assert main(["export", str(project), "--output", str(out), "--ratings", str(ratings)]) == 1
@@ -598,3 +614,319 @@ def test_sqlite_errors_are_worded_by_kind(text, words):  # 13.3
 
     exc = project_file_error("p.easl", sqlite3.OperationalError(text))
     assert str(exc).startswith("p.easl: ") and words in str(exc)
+
+
+# ------------------------------------------------------------------ evaluation: inputs that cannot mean anything
+
+
+def _scores(path, n=30, seed=4, scale=1.0):
+    rng = np.random.default_rng(seed)
+    t = rng.normal(3, 1, n)
+    frame = pd.DataFrame(
+        {
+            "h1": np.round(t + rng.normal(0, 0.4, n)) * scale,
+            "h2": np.round(t + rng.normal(0, 0.4, n)) * scale,
+            "s": (t + rng.normal(0, 0.3, n)) * scale,
+        }
+    )
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--human", "h1", "h1", "--system", "s"],
+        ["--human", "h1", "h2", "--system", "s", "s"],
+        ["--long", "item_id,annotator,score", "--human", "a", "a", "--system", "s"],
+    ],
+)
+def test_evaluate_refuses_a_column_named_twice(tmp_path, argv):
+    data = _scores(tmp_path / "scores.csv")
+    report = tmp_path / "report"
+    r = easl("evaluate", str(data), *argv, "--output", str(report))
+    assert r.returncode == 1
+    line = one_error_line(r.stderr)
+    assert "twice" in line and ("'h1'" in line or "'s'" in line or "'a'" in line), line
+    assert not report.exists()
+
+
+def test_evaluate_refuses_a_population_smaller_than_the_sample(tmp_path):
+    from core.metrics.agreement_variance import fpc_fraction
+
+    data = _scores(tmp_path / "scores.csv", n=30)
+    r = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--population-size", "10", "--json")
+    assert r.returncode == 1 and r.stdout == ""
+    line = one_error_line(r.stderr)
+    assert str(data) in line and "--population-size 10" in line and "30 responses" in line
+    ok = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--population-size", "30", "--json")
+    assert ok.returncode == 0 and ok.stderr == ""
+    assert fpc_fraction(30, 30) == 1.0
+    with pytest.raises(ValueError, match="population size 10 is smaller than the 30"):
+        fpc_fraction(30, 10)
+
+
+def test_evaluate_refuses_scores_that_overflow_and_warns_nothing(tmp_path):
+    data = _scores(tmp_path / "scores.csv")
+    frame = pd.read_csv(data)
+    for column, value in (("h1", "1e300"), ("s", "-1e300"), ("h2", "inf")):
+        bad = frame.astype(object)
+        bad.loc[4, column] = value
+        bad.to_csv(data, index=False)
+        r = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--json")
+        assert r.returncode == 1 and r.stdout == ""
+        line = one_error_line(r.stderr)  # one line: no numpy overflow warning either
+        assert f"{data}:6: column '{column}'" in line, line
+    # the largest scores accepted give defined figures and no warning
+    big = _scores(tmp_path / "big.csv", scale=1e49)
+    r = easl("evaluate", str(big), "--human", "h1", "h2", "--system", "s", "--json", "--bootstrap", "20")
+    assert r.returncode == 0 and r.stderr.strip() == ""  # (a blank line: the progress bar's end)
+    assert json.loads(r.stdout)["systems"]["s"]["observed"]["corr"] > 0.5
+
+
+# ----------------------------------------------------------------------- identity and provenance of what is read
+
+
+def _items_file(path, ids, texts=None):
+    texts = texts or [f"text {k}" for k in range(len(ids))]
+    pd.DataFrame({"id": ids, "text": texts}).to_csv(path, index=False)
+    return path
+
+
+def test_ids_that_differ_only_in_unicode_normalisation_are_one_id(tmp_path, capsys):
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    items = _items_file(tmp_path / "twice.csv", [nfc, nfd, "b", "c", "d", "e"])
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items)]) == 1
+    assert f"{items}:3: column 'id': duplicate item id {nfc!r} (first on line 2)" in capsys.readouterr().err
+    assert not (tmp_path / "p.easl").exists()
+    items = _items_file(tmp_path / "items.csv", [nfd, "b", "c", "d", "e", "f"])
+    project = tmp_path / "p.easl"
+    assert main(["init", str(project), "--items", str(items), "--method", "da"]) == 0
+    scores = tmp_path / "scores.csv"
+    # the same item scored by the same annotator, each spelt both ways: one key, two scores, a conflict
+    pd.DataFrame({"item_id": [nfc, nfd], "score": [10, 20], "annotator": ["Jos\u00e9", "Jose\u0301"]}).to_csv(
+        scores, index=False
+    )
+    assert main(["ingest", str(project), str(scores)]) == 1
+    assert f"{scores}:3: score: conflicts with {scores}:2" in capsys.readouterr().err
+    pd.DataFrame(
+        {"item_id": [nfc, nfd, "b"], "score": [10, 20, 30], "annotator": ["Jos\u00e9", "x", "Jose\u0301"]}
+    ).to_csv(scores, index=False)
+    assert main(["ingest", str(project), str(scores)]) == 0
+    assert (
+        main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--ratings", str(tmp_path / "r.csv")]) == 0
+    )
+    estimates = pd.read_csv(tmp_path / "e.csv", keep_default_na=False)
+    assert estimates.loc[0, "item_id"] == nfc and estimates.loc[0, "item_id_original"] == nfd
+    assert estimates.loc[0, "n_annotations"] == 2 and (estimates["item_id_original"][1:] == "").all()
+    ratings = pd.read_csv(tmp_path / "r.csv")
+    assert set(ratings["annotator"]) == {"Jos\u00e9", "x"} and set(ratings["item_id"]) == {nfc, "b"}
+
+
+@pytest.mark.parametrize("column", ["item_id", "annotator", "hit_id", "annotation_id"])
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_control_characters_in_ids_are_refused(tmp_path, project, column, fmt):
+    row = {"item_id": "i000", "score": 50, "annotator": "z", "annotation_id": "a1"}
+    row[column] = row.get(column, "it0-0") + ("\x00x" if fmt == "csv" else "\x1bx")
+    path = tmp_path / f"ann.{fmt}"
+    if fmt == "csv":
+        pd.DataFrame([row]).to_csv(path, index=False)
+    else:
+        path.write_text(json.dumps(row) + "\n")
+    before = snapshot(project)
+    r = easl("ingest", str(project), str(path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    code = "U+0000" if fmt == "csv" else "U+001B"
+    assert f"{path}:{2 if fmt == 'csv' else 1}: {column}: " in r.stderr and code in r.stderr, r.stderr
+    assert snapshot(project) == before
+
+
+def test_control_characters_in_item_ids_of_init_are_refused(tmp_path):
+    items = _items_file(tmp_path / "items.csv", ["a", "b\x00c", "c", "d", "e", "f"])
+    r = easl("init", str(tmp_path / "p.easl"), "--items", str(items))
+    assert (
+        r.returncode == 1 and f"{items}:3: column 'id': the item id contains the control character U+0000" in r.stderr
+    )
+    assert "Traceback" not in r.stderr and not (tmp_path / "p.easl").exists()
+
+
+def test_created_at_must_be_an_iso_8601_timestamp(tmp_path, project):
+    item = "i000"
+    path = tmp_path / "ann.csv"
+    pd.DataFrame(
+        {
+            "item_id": [item, item],
+            "score": [5, 6],
+            "annotator": ["p", "q"],
+            "created_at": ["2026-11-25T10:00:00Z", "yesterday"],
+        }
+    ).to_csv(path, index=False)
+    before = snapshot(project)
+    r = easl("ingest", str(project), str(path))
+    assert r.returncode == 1 and f'{path}:3: created_at: "yesterday" is not an ISO-8601 timestamp' in r.stderr
+    assert snapshot(project) == before
+    pd.DataFrame(
+        {"item_id": [item], "score": [5], "annotator": ["p"], "created_at": ["2026-11-25T10:00:00+01:00"]}
+    ).to_csv(path, index=False)
+    assert easl("ingest", str(project), str(path)).returncode == 0
+    with Project.open(project, readonly=True) as p:
+        assert "2026-11-25T10:00:00+01:00" in set(p.ratings()["created_at"])  # stored as given
+
+
+def test_a_jsonl_object_with_a_repeated_key_is_refused(tmp_path, project):
+    item = "i000"
+    path = tmp_path / "ann.jsonl"
+    path.write_text(f'{{"item_id": "{item}", "score": 5}}\n{{"item_id": "{item}", "score": 5, "score": 90}}\n')
+    before = snapshot(project)
+    r = easl("ingest", str(project), str(path))
+    assert r.returncode == 1
+    assert f"{path}:2: field 'score': the key appears twice" in one_error_line(r.stderr)
+    assert snapshot(project) == before
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(f'{{"id": "i{k}", "text": "t", "id": "j{k}"}}\n' for k in range(6)))
+    r = easl("init", str(tmp_path / "p.easl"), "--items", str(items))
+    assert r.returncode == 1 and f"{items}:1: field 'id'" in one_error_line(r.stderr)
+    assert not (tmp_path / "p.easl").exists()
+
+
+def test_a_key_missing_from_some_jsonl_records_keeps_the_integers(tmp_path, monkeypatch):
+    import core.tables
+
+    monkeypatch.setattr(core.tables, "CHUNK_ROWS", 4)
+    items = tmp_path / "items.jsonl"
+    records = [{"id": k, "text": f"t{k}", **({"rank": 10 + k} if k % 3 else {})} for k in range(1, 10)]
+    items.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["init", str(tmp_path / "p.easl"), "--items", str(items), "--method", "da", "--hit-size", "3"]) == 0
+    assert main(["export", str(tmp_path / "p.easl"), "--output", str(tmp_path / "e.jsonl")]) == 0
+    out = [json.loads(x) for x in (tmp_path / "e.jsonl").read_text().splitlines()]
+    assert [r["item_id"] for r in out] == [str(k) for k in range(1, 10)]
+    assert [r["rank"] for r in out] == [None if k % 3 == 0 else 10 + k for k in range(1, 10)]
+    table = next(core.tables.iter_table(items))
+    assert [type(v) for v in table.frame["rank"].dropna()] == [int, int, int]
+
+
+# ------------------------------------------------------------------- cells a spreadsheet would execute (CSV/TSV)
+
+
+def test_cells_a_spreadsheet_would_execute_are_neutralised_by_default(tmp_path):
+    items = tmp_path / "items.csv"
+    pd.DataFrame(
+        {
+            "id": ['=HYPERLINK("http://x")', "+a", "-5", "@b", "'=c", "plain"],
+            "text": ["=1+1", "@SUM(A1)", "-2", "\tlead", "ok", "-1+2"],
+        }
+    ).to_csv(items, index=False)
+    project = tmp_path / "p.easl"
+    assert easl("init", str(project), "--items", str(items), "--method", "da").returncode == 0
+    hits = tmp_path / "hits.csv"
+    assert easl("next", str(project), "--output", str(hits)).returncode == 0
+    written = pd.read_csv(hits, keep_default_na=False, dtype=str)
+    neutral = {'=HYPERLINK("http://x")': '\'=HYPERLINK("http://x")', "+a": "'+a", "-5": "-5", "@b": "'@b"}
+    neutral.update({"'=c": "''=c", "plain": "plain"})
+    assert set(written["item_id"]) == set(neutral.values())
+    assert set(written["text"]) == {"'=1+1", "'@SUM(A1)", "-2", "'\tlead", "ok", "'-1+2"}
+    # a file of scores built from the HIT file finds the items; its formula annotator and bad score are rejected
+    scores = written[["hit_id", "item_id"]].assign(score=50, annotator="=cmd|' /C calc'!A0")
+    scores["score"] = scores["score"].astype(object)
+    scores.loc[0, "score"] = "=1+1"
+    path = tmp_path / "scores.csv"
+    scores.to_csv(path, index=False)
+    rejects = tmp_path / "rejects.csv"
+    r = easl("ingest", str(project), str(path), "--skip-invalid", "--rejects", str(rejects))
+    assert r.returncode == 0 and "1 rejected" in r.stdout, r.stderr
+    assert pd.read_csv(rejects, dtype=str).loc[0, "score"] == "'=1+1"
+    out, ratings = tmp_path / "e.csv", tmp_path / "r.csv"
+    assert easl("export", str(project), "--output", str(out), "--ratings", str(ratings)).returncode == 0
+    estimates = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(estimates["item_id"]) == list(neutral.values())
+    assert set(pd.read_csv(ratings, dtype=str)["annotator"]) == {"'=cmd|' /C calc'!A0"}
+    assert pd.read_csv(out)["estimate"].dtype.kind in "if"  # number columns untouched
+    # --raw-cells: as stored
+    assert easl("export", str(project), "--output", str(out), "--raw-cells").returncode == 0
+    assert list(pd.read_csv(out, keep_default_na=False, dtype=str)["item_id"]) == list(neutral)
+    assert "--raw-cells" in easl("next", "--help").stdout and "--raw-cells" in easl("ingest", "--help").stdout
+
+
+def test_neutralised_cells_are_restored_exactly():
+    import pyarrow as pa
+
+    from core.outputs import neutralise_cells, restore_cell
+
+    cells = ["=1", "+1", "-1", "-1.5e3", "-1+2", "@x", "\tx", "\rx", "'=x", "''@x", "'-1", "x", "", "'", "+", None]
+    done = neutralise_cells(pa.table({"c": pa.array(cells, type=pa.string())})).column("c").to_pylist()
+    assert done[:6] == ["'=1", "+1", "-1", "-1.5e3", "'-1+2", "'@x"]
+    assert [None if c is None else restore_cell(c) for c in done] == cells
+
+
+# ----------------------------------------------------------------------------------- inputs that never end
+
+
+@pytest.fixture(params=["fifo", "device", "directory"])
+def endless(request, tmp_path):
+    """An input name with a good extension that is a FIFO with no writer, a link to /dev/zero, or a directory."""
+    path = tmp_path / "input.csv"
+    if request.param == "fifo":
+        os.mkfifo(path)
+    elif request.param == "device":
+        os.symlink("/dev/zero", path)
+    else:
+        path.mkdir()
+    return path, {"fifo": "a FIFO", "device": "a character device", "directory": "a directory"}[request.param]
+
+
+@pytest.mark.parametrize("command", ["init", "ingest", "evaluate", "replay"])
+def test_inputs_that_are_not_regular_files_are_refused_at_once(tmp_path, project, endless, command):
+    path, kind = endless
+    argv = {
+        "init": ["init", str(tmp_path / "new.easl"), "--items", str(path)],
+        "ingest": ["ingest", str(project), str(path)],
+        "evaluate": ["evaluate", str(path), "--human", "h1", "--system", "s"],
+        "replay": ["simulate", "replay", str(path), "--out", str(tmp_path / "out")],
+    }[command]
+    before = snapshot(project)
+    r = subprocess.run(EASL + argv, capture_output=True, text=True, cwd=REPO, timeout=60)  # never blocks
+    assert r.returncode == 1
+    line = one_error_line(r.stderr)
+    assert str(path) in line and kind in line, line
+    assert snapshot(project) == before
+    assert not (tmp_path / "new.easl").exists() and not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------ unclear messages, leftovers
+
+
+def test_a_tsv_that_is_comma_separated_says_so(tmp_path, project):
+    path = tmp_path / "ann.tsv"
+    path.write_text("item_id,score,annotator\ni000,50,a\n")
+    r = easl("ingest", str(project), str(path))
+    assert r.returncode == 1
+    assert f"{path}:1: the file seems comma-separated" in one_error_line(r.stderr)
+    items = tmp_path / "items.csv"
+    items.write_text("id\ttext\n" + "".join(f"i{k}\tt\n" for k in range(6)))
+    r = easl("init", str(tmp_path / "p.easl"), "--items", str(items))
+    assert r.returncode == 1 and f"{items}:1: the file seems tab-separated" in one_error_line(r.stderr)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_leftovers_of_killed_commands_are_removed_at_the_next_run(tmp_path, project):
+    dead, alive = _dead_pid(), os.getpid()
+    items = _items_file(tmp_path / "items.csv", [f"i{k}" for k in range(6)])
+    left = [
+        f".new.easl.{dead}.creating",
+        f".new.easl.{dead}.creating-journal",
+        f".hits.csv.{dead}.k3x9q.tmp",
+        f".e.csv.{dead}.abcd1234.tmp",
+    ]
+    kept = [f".new.easl.{alive}.creating", f".hits.csv.{alive}.zz.tmp", ".hits.csv.nopid.tmp", "notes.txt"]
+    for name in left + kept:
+        (tmp_path / name).write_text("x")
+    assert easl("init", str(tmp_path / "new.easl"), "--items", str(items)).returncode == 0
+    assert easl("next", str(tmp_path / "new.easl"), "--output", str(tmp_path / "hits.csv")).returncode == 0
+    assert easl("export", str(project), "--output", str(tmp_path / "e.csv")).returncode == 0
+    names = set(os.listdir(tmp_path))
+    assert not names & set(left) and set(kept) <= names

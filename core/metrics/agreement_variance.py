@@ -67,7 +67,8 @@ def agreement_inference(
         A subset of ``("gwet", "bp", "fleiss", "conger", "krippendorff")``.
     confidence : float, default 0.95
     population_size : float, optional
-        N, the number of subjects in the population (finite-population correction f = n / N; default infinite).
+        N, the number of subjects in the population, at least n (finite-population correction f = n / N; default
+        infinite; a smaller N is a ValueError: :func:`fpc_fraction`).
 
     Returns
     -------
@@ -103,7 +104,7 @@ def agreement_inference(
     if n < 2 or not ((idx >= 0).sum(axis=1) >= 2).any():
         undefined("standard errors need at least 2 rated subjects and one with two ratings")
         return blank
-    f = 0.0 if population_size is None else n / float(population_size)
+    f = fpc_fraction(n, population_size)
     out = dict(blank)
     rows, mult = rating_patterns(idx, cats.size)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -118,6 +119,24 @@ def agreement_inference(
             continue
         out[name] = from_linearised(lin[name], f, confidence)
     return out
+
+
+def fpc_fraction(n: float, population_size: float | None) -> float:
+    """The sampling fraction f = n / N of the finite-population correction (1 - f) (Gwet 2014, section 5.3);
+    0 for an infinite population (``None``).
+
+    Raises
+    ------
+    ValueError
+        N is not a finite number of at least n: a sample larger than its population has no standard error.
+    """
+    if population_size is None:
+        return 0.0
+    if not (np.isfinite(population_size) and population_size >= n):
+        raise ValueError(
+            f"the population size {population_size:g} is smaller than the {n:g} rated subjects of the sample"
+        )
+    return n / float(population_size)
 
 
 def table_inference(
@@ -280,7 +299,7 @@ def pattern_inference(
     n = float(mult.sum())
     if n < 2 or not (((rows >= 0).sum(axis=1) >= 2) & (mult > 0)).any():
         return {}
-    f = 0.0 if population_size is None else n / float(population_size)
+    f = fpc_fraction(n, population_size)
     counts = category_counts(rows, cats.size)
     out: dict[str, Inference] = {}
     for weights in weightings:

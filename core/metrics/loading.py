@@ -44,23 +44,49 @@ def _require(df: pd.DataFrame, path: str | os.PathLike[str], cols: list[str], wh
             raise InputError(f"{path}: no {what} column {c!r} (columns: {shown}).", path=path, field=c)
 
 
+#: the largest magnitude of a score evaluated: the metrics square differences of scores and sum them over responses
+#: (variances, MSE, PRMSE) and the standard errors square those again, so |x| <= 1e50 keeps every intermediate far
+#: below float64's maximum (about 1.8e308: (2e50)^4 times a billion responses is 1.6e210); a larger score is refused
+#: with its line rather than turned into overflow warnings and undefined figures
+MAX_SCORE_MAGNITUDE = 1e50
+
+
 def numeric_column(table: Table, col: str, *, strict: bool) -> NDArray[Any]:
     """A column as float64 with NaN for empty cells.
 
     Non-numeric cells: with ``strict`` an InputError naming the first bad line; otherwise NaN (the score policy then
-    drops or counts them). A column with values but no numeric value at all is always an InputError.
+    drops or counts them). A column with values but no numeric value at all is always an InputError. A value beyond
+    ``MAX_SCORE_MAGNITUDE`` (infinity included) is an InputError naming its line.
     """
     raw = table.frame[col]
     values = pd.to_numeric(raw, errors="coerce")
     empty = raw.isna() | raw.astype(str).str.strip().isin(["", "nan", "NaN", "NA", "null", "None"])
     bad = values.isna() & ~empty
+    out: NDArray[np.float64] = values.to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        huge = np.abs(out) > MAX_SCORE_MAGNITUDE
+    problem = ""
     if bad.any() and (strict or bad.sum() == (~empty).sum()):
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(
-            f"{table.location(i)}: column {col!r} has a non-numeric value {str(raw.iloc[i])[:40]!r}.", field=col
+        problem = f"has a non-numeric value {str(raw.iloc[i])[:40]!r}."
+    elif huge.any():
+        i = int(np.flatnonzero(huge)[0])
+        problem = (
+            f"has the value {str(raw.iloc[i])[:40]!r}, beyond {MAX_SCORE_MAGNITUDE:g} in magnitude: its squares "
+            f"would overflow, so no metric could be computed."
         )
-    out: NDArray[np.float64] = values.to_numpy(dtype=np.float64)
+    if problem:
+        raise InputError(f"{table.location(i)}: column {col!r} {problem}", field=col)
     return out
+
+
+def _distinct(path: str | os.PathLike[str], names: list[str], what: str) -> None:
+    """Each name once: a human column named twice would be a rater compared with itself (r = 1, alpha = 1)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{path}: the {what} {name!r} is named twice.", path=path, field=name)
+        seen.add(name)
 
 
 def load_wide(
@@ -72,6 +98,8 @@ def load_wide(
     group_col: str | None = None,
 ) -> EvaluationInput:
     """Read a wide file: one row per response with the named human and system score columns."""
+    _distinct(path, human, "human score column")
+    _distinct(path, system, "system score column")
     table = read_table(path)
     df = table.frame
     if df.empty:
@@ -107,6 +135,8 @@ def load_long(
 ) -> EvaluationInput:
     """Read the long form (``columns`` = the item, rater and score column names) and pivot it into rating slots."""
     item_c, rater_c, score_c = columns
+    _distinct(path, human or [], "human rater")
+    _distinct(path, system, "system")
     table = read_table(path)
     df = table.frame
     if df.empty:

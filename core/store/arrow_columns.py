@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from core.outputs import neutralise_cells
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -113,7 +115,7 @@ CSV_SLICE_ROWS = 16_384
 DISTINCT_SHARE = 4
 
 
-def write_csv(table: pa.Table, tmp: str | os.PathLike[str]) -> None:
+def write_csv(table: pa.Table, tmp: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
     """Write ``table`` to the file ``tmp`` as CSV: the bytes of Arrow's writer with the options of ``core.tables``
     (quoting style "needed": every string quoted, its quotes doubled; numbers as Arrow casts them to text; a null
     as nothing), whichever way they are made.
@@ -122,8 +124,14 @@ def write_csv(table: pa.Table, tmp: str | os.PathLike[str]) -> None:
     own, by threads (Arrow's compute functions and CSV writer release the GIL), and the buffers are written in
     order after the header: each row's text depends on its values alone. The slices are made by Arrow's writer, or,
     when the table's numbers repeat (:func:`_row_joiner`), by joining the rows' texts with numbers formatted once
-    per distinct row of them: most of the writer's time goes into formatting numbers (issue 14)."""
+    per distinct row of them: most of the writer's time goes into formatting numbers.
+
+    Text cells that a spreadsheet would execute are neutralised first unless ``raw_cells``
+    (:func:`core.outputs.neutralise_cells`)."""
     import pyarrow.csv as pa_csv
+
+    if not raw_cells:
+        table = neutralise_cells(table)
 
     options = pa_csv.WriteOptions(quoting_style="needed")
     slice_rows = CSV_SLICE_ROWS
@@ -325,14 +333,17 @@ def _indices(encoded: pa.DictionaryArray) -> NDArray[Any]:
     return data[indices.offset : indices.offset + len(indices)]
 
 
-def write_csv_tables(tables: Iterable[pa.Table], tmp: str | os.PathLike[str]) -> None:
+def write_csv_tables(tables: Iterable[pa.Table], tmp: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
     """Write the rows of ``tables`` (one schema, at least one table) to the file ``tmp`` as one CSV, one table at a
-    time: the bytes :func:`write_csv` writes for their concatenation (one header, then the rows in order)."""
+    time: the bytes :func:`write_csv` writes for their concatenation (one header, then the rows in order; text
+    cells neutralised unless ``raw_cells``)."""
     import pyarrow.csv as pa_csv
 
     writer = None
     try:
         for table in tables:
+            if not raw_cells:
+                table = neutralise_cells(table)
             if writer is None:
                 writer = pa_csv.CSVWriter(tmp, table.schema, write_options=pa_csv.WriteOptions(quoting_style="needed"))
             writer.write_table(table)

@@ -5,11 +5,14 @@ Ids (``id_strings``) are stripped as ``str.strip()`` strips (every ``str.isspace
 cells, found by Arrow's regular expressions, are stripped in Python. A key is a tuple of parts: equal keys get equal
 integer codes (each part's ``codes``, Arrow's dictionary encoding, ``combine``d), with no Python string made per row;
 the text of a key, its parts joined by the unit separator ``SEP``, is made only for the rows appended
-(:func:`core.store.log_rows.keys`).
+(:func:`core.store.log_rows.keys`). Ids are compared in Unicode NFC and may hold no control character
+(:func:`checked_ids`); a given ``created_at`` must be an ISO-8601 timestamp (:func:`not_timestamps`).
 """
 
 from __future__ import annotations
 
+import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,6 +91,94 @@ def id_strings(values: pd.Series, *, padded: bool = True) -> pd.Series:
     text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     text[missing | (text == "").to_numpy()] = None
     return text
+
+
+#: the control characters (Unicode category Cc: C0, DEL and C1) as an RE2 character class
+CONTROL = "[\\x{0}-\\x{1f}\\x{7f}-\\x{9f}]"
+
+
+@dataclass(frozen=True)
+class IdTexts:
+    """Ids checked as texts (:func:`checked_ids`): ``values`` in Unicode NFC (None kept), ``changed`` the rows whose
+    text was not NFC (None: none was), ``bad`` the rows holding a control character or an unpaired surrogate (None:
+    none does) and, for those, ``reason``."""
+
+    values: NDArray[Any]
+    changed: NDArray[Any] | None = None
+    bad: NDArray[Any] | None = None
+
+    def reason(self, i: int, what: str) -> str:
+        """Why row ``i`` of :attr:`bad` is refused, naming the first offending character."""
+        text = self.values[i]
+        c = next((c for c in text if unicodedata.category(c) in ("Cc", "Cs")), "?")
+        kind = "an unpaired surrogate" if unicodedata.category(c) == "Cs" else "the control character"
+        return f"the {what} contains {kind} U+{ord(c):04X}, which no file or screen shows"
+
+
+def checked_ids(values: NDArray[Any], *, printable: bool = False) -> IdTexts:
+    """Ids (strings, None for missing) as Unicode NFC (UAX #15), so that ids differing only in normalisation (a
+    precomposed "é" and "e" + combining acute) are one id, and the rows holding a control character (category Cc:
+    NUL, escape, ...) or an unpaired surrogate (from a JSON escape), which are refused.
+
+    ``printable=True``: the caller knows every string is printable ASCII (``core.tables.Table.printable``, from the
+    bytes), hence NFC without control characters: nothing is checked. Otherwise Arrow finds the non-ASCII and the
+    control characters in one pass each, and only the non-ASCII strings are normalised in Python
+    (``unicodedata.normalize``)."""
+    if printable or not len(values):
+        return IdTexts(values)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        array = pa.array(values, type=pa.string())
+    except (UnicodeEncodeError, pa.ArrowException):  # a lone surrogate cannot be UTF-8
+        return _checked_in_python(values)
+    ascii_ = pc.string_is_ascii(array).fill_null(True).to_numpy(zero_copy_only=False)
+    control = pc.match_substring_regex(array, CONTROL).fill_null(False).to_numpy(zero_copy_only=False)
+    out, changed = values, None
+    other = np.flatnonzero(~ascii_)
+    if other.size:
+        given = values[other].tolist()
+        nfc = [unicodedata.normalize("NFC", v) for v in given]
+        differ = np.fromiter((a != b for a, b in zip(nfc, given)), dtype=bool, count=other.size)
+        if differ.any():
+            out = values.copy()
+            out[other[differ]] = [v for v, d in zip(nfc, differ.tolist()) if d]
+            changed = np.zeros(len(values), dtype=bool)
+            changed[other[differ]] = True
+    return IdTexts(out, changed, control if control.any() else None)
+
+
+def _checked_in_python(values: NDArray[Any]) -> IdTexts:
+    """:func:`checked_ids` one string at a time (ids Arrow cannot hold: an unpaired surrogate)."""
+    out = values.copy()
+    bad = np.zeros(len(values), dtype=bool)
+    changed = np.zeros(len(values), dtype=bool)
+    for i, v in enumerate(values.tolist()):
+        if v is None:
+            continue
+        if any(unicodedata.category(c) in ("Cc", "Cs") for c in v):
+            bad[i] = True
+            continue
+        nfc = unicodedata.normalize("NFC", v)
+        if nfc != v:
+            out[i], changed[i] = nfc, True
+    return IdTexts(out, changed if changed.any() else None, bad if bad.any() else None)
+
+
+def not_timestamps(values: NDArray[Any]) -> NDArray[Any]:
+    """Which given values (strings, None for missing) are not ISO-8601 timestamps (a date, or a date and time with
+    optional fraction and offset: ``pandas.to_datetime(format="ISO8601")``); a missing value is not refused."""
+    given = present(values)
+    out = np.zeros(len(values), dtype=bool)
+    if given.any():
+        import pandas as pd
+
+        parsed = pd.to_datetime(
+            pd.Series(values[given], dtype=object).astype(str), format="ISO8601", errors="coerce", utc=True
+        )
+        out[given] = parsed.isna().to_numpy()
+    return out
 
 
 def present(values: Any) -> NDArray[Any]:

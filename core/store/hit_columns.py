@@ -262,25 +262,26 @@ class LongHits:
     table: pa.Table | None = None
     frame: pd.DataFrame | None = None
 
-    def write_csv(self, path: str | os.PathLike[str]) -> None:
+    def write_csv(self, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
         """Write the long form to ``path`` as CSV, atomically (``core.outputs.atomic_outputs``; a write error is
         one ``InputError`` naming ``path``); the bytes of ``core.tables.write_table``."""
         from core.outputs import atomic_outputs
 
         with atomic_outputs([path]) as (tmp,):
-            self.write_csv_to(tmp, path)
+            self.write_csv_to(tmp, path, raw_cells=raw_cells)
 
-    def write_csv_to(self, tmp: str, path: str | os.PathLike[str]) -> None:
+    def write_csv_to(self, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
         """Write the long form as CSV into the file ``tmp``, which the caller renames to ``path`` (e.g. after a
-        commit); a write error is one ``InputError`` naming ``path``."""
+        commit); a write error is one ``InputError`` naming ``path``. Text cells a spreadsheet would execute are
+        neutralised unless ``raw_cells`` (``core.outputs.neutralise_cells``)."""
         if self.table is None:
             from core.tables import write_table_to
 
             assert self.frame is not None
-            write_table_to(self.frame, tmp, path)
+            write_table_to(self.frame, tmp, path, raw_cells=raw_cells)
             return
         table = self.table
-        _writing_to(path, lambda: write_csv(table, tmp))
+        _writing_to(path, lambda: write_csv(table, tmp, raw_cells=raw_cells))
 
 
 def _writing_to(path: str | os.PathLike[str], write: Callable[[], None]) -> None:
@@ -329,6 +330,8 @@ def write_started_csv(
     hits: NDArray[Any],
     items: tuple[list[pa.Array], NDArray[Any]],
     slice_hits: int = SLICE_HITS,
+    *,
+    raw_cells: bool = False,
 ) -> None:
     """Write the long form of :func:`started_long_hits` as CSV into the file ``tmp`` (renamed to ``path`` by the
     caller), built and written ``slice_hits`` HITs at a time, so that its columns take the memory of a slice, not of
@@ -338,7 +341,7 @@ def write_started_csv(
     slices = (
         _started_slice(iteration, hits, items, lo, min(lo + slice_hits, n_hits)) for lo in range(0, n_hits, slice_hits)
     )
-    _writing_to(path, lambda: write_csv_tables(slices, tmp))
+    _writing_to(path, lambda: write_csv_tables(slices, tmp, raw_cells=raw_cells))
 
 
 def _started_slice(

@@ -234,7 +234,7 @@ class Hits(Connected):
         hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
         return it + 1, hits
 
-    def next_hits_csv(self, path: str | os.PathLike[str]) -> int:
+    def next_hits_csv(self, path: str | os.PathLike[str], *, raw_cells: bool = False) -> int:
         """:meth:`next_hits_long` written to ``path`` as CSV (``easl next --output hits.csv``); returns the number
         of HITs. One transaction; the file is written under a temporary name and renamed into place after the
         commit, so that it appears only with the HITs it lists (on any error, neither does).
@@ -244,7 +244,8 @@ class Hits(Connected):
         after ``easl init``) while the HITs are chosen (or the open ones read back); a new iteration of HITs of
         items without extra columns is written from the HITs chosen (``core.store.hit_columns.started_long_hits``)
         while its rows are recorded (:func:`insert_iteration`). The bytes are those :meth:`next_hits_long`
-        writes.
+        writes; text cells a spreadsheet would execute are neutralised unless ``raw_cells``
+        (``core.outputs.neutralise_cells``).
         """
         from concurrent.futures import ThreadPoolExecutor
 
@@ -259,7 +260,7 @@ class Hits(Connected):
                 if chosen is not None:
                     insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
                 long = self._open_hits_long(False, ahead)
-                long.write_csv_to(tmp, path)
+                long.write_csv_to(tmp, path, raw_cells=raw_cells)
                 return long.n_hits
             iteration, hits = chosen
             recorded = pool.submit(insert_iteration, conn, iteration, hits, max_seq(conn))
@@ -270,7 +271,7 @@ class Hits(Connected):
             else:
                 with read_only(self.path) as reader:
                     items = read_item_strings(reader, item, names, self.n_items)
-            write_started_csv(tmp, path, iteration, hits, items)
+            write_started_csv(tmp, path, iteration, hits, items, raw_cells=raw_cells)
             recorded.result()  # the insert's error, if any (rolls the transaction back)
             return int(hits.shape[0])
 

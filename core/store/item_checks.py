@@ -94,19 +94,43 @@ def check_names(table: Table, columns: list[str], id_column: str, text_column: s
             )
 
 
+#: the extra column that keeps an item id as the file gave it when that text was not in Unicode NFC (the id itself
+#: is the NFC form: ``core.store.cells.checked_ids``); empty for the other items
+ORIGINAL_ID_COLUMN = "item_id_original"
+
+
 @dataclass
 class CheckedRows:
-    """The checked rows of one table: ``ids`` (stripped strings), ``text``, the messages of ids that are JSON
-    objects, arrays or booleans, the positions of empty ids, and ``keep`` (rows with a usable id; None: all)."""
+    """The checked rows of one table: ``ids`` (stripped strings in Unicode NFC), ``text``, the messages of ids that
+    are JSON objects, arrays or booleans or hold a control character, the positions of empty ids, ``keep`` (rows
+    with a usable id; None: all) and ``original`` (the id as given where it was not NFC, else None; None: no such
+    row)."""
 
     ids: NDArray[Any]
     text: NDArray[Any]
     kind_problems: list[str]
     empty: NDArray[Any]
     keep: NDArray[Any] | None
+    original: NDArray[Any] | None = None
+
+    def with_original(self, table: Table, columns: list[str]) -> Table:
+        """``table`` with the column :data:`ORIGINAL_ID_COLUMN` (the ids as given) when some id was not NFC."""
+        if self.original is None:
+            return table
+        import dataclasses
+
+        if ORIGINAL_ID_COLUMN in columns:
+            raise InputError(
+                f"{table.path}: {header_name(table)}: column {ORIGINAL_ID_COLUMN!r} is taken, but it is where the "
+                f"ids not in Unicode NFC are kept as given; rename it.",
+                path=table.path,
+                field=ORIGINAL_ID_COLUMN,
+            )
+        return dataclasses.replace(table, frame=table.frame.assign(**{ORIGINAL_ID_COLUMN: self.original}))
 
 
 def check_rows(table: Table, id_column: str, text_column: str) -> CheckedRows:
+    from core.store.cells import checked_ids
     from core.store.validation import bad_id_kinds
 
     frame = table.frame
@@ -120,12 +144,25 @@ def check_rows(table: Table, id_column: str, text_column: str) -> CheckedRows:
             f"{kinds[i]}"
             for i in np.flatnonzero(bad).tolist()
         ]
-    _, ids, missing = as_text(frame[id_column])
+    _, given, missing = as_text(frame[id_column])
+    checked = checked_ids(given, printable=table.printable)
+    ids, original = checked.values, None
+    if checked.bad is not None:
+        control = checked.bad & ~bad
+        kind_problems += [
+            f"{table.location(i)}: column {id_column!r}: {checked.reason(i, 'item id')}"
+            for i in np.flatnonzero(control).tolist()
+        ]
+        bad = bad | control
+    if checked.changed is not None:
+        original = np.full(len(given), None, dtype=object)
+        original[checked.changed] = given[checked.changed]
     text, _, text_missing = as_text(frame[text_column])
     if text_missing.any():
         text = np.where(text_missing, "", text).astype(object)
     unusable = bad | missing
-    return CheckedRows(ids, text, kind_problems, np.flatnonzero(missing), ~unusable if unusable.any() else None)
+    keep = ~unusable if unusable.any() else None
+    return CheckedRows(ids, text, kind_problems, np.flatnonzero(missing), keep, original)
 
 
 def empty_message(table: Table, i: int, id_column: str) -> str:
@@ -181,6 +218,7 @@ def items_from_table(table: Table, id_column: str = "id", text_column: str = "te
         messages = [m for _, m in sorted(problems, key=lambda p: p[0])]
         raise invalid_rows(table.path, messages, len(messages))
     out = pd.DataFrame({"item_id": rows.ids, "text": rows.text})
+    table = rows.with_original(table, columns)
     extra = [c for c in table.frame.columns if c not in (id_column, text_column)]
     return pd.concat([out, extra_frame(table, extra)], axis=1) if extra else out
 

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from core.errors import InputError
 from core.store.db import insert_rows
 from core.store.item_checks import (
+    ORIGINAL_ID_COLUMN,
     CheckedRows,
     check_names,
     check_rows,
@@ -57,9 +58,10 @@ def chunk_rows(path: str | os.PathLike[str], budget: int = CHUNK_BYTES) -> int:
     first MiB give the bytes per record (Parquet: the row groups' uncompressed size); at most
     ``core.tables.CHUNK_ROWS``, at least 100. Long texts thus make smaller chunks, so that a chunk's memory (its
     strings, their Python objects and the JSON of the extra columns, a few times its bytes) stays bounded."""
-    from core.tables import CHUNK_ROWS, read_format
+    from core.tables import CHUNK_ROWS, check_input, read_format
 
     try:
+        check_input(path)  # (never open a FIFO or device here: the reader words the refusal)
         if read_format(path) == "parquet":
             import pyarrow.parquet as pq
 
@@ -149,6 +151,9 @@ class ItemsCheck:
         if missing:
             table = dataclasses.replace(table, frame=table.frame.assign(**dict.fromkeys(missing)))
         rows = check_rows(table, self.id_column, self.text_column)
+        table = rows.with_original(table, [str(c) for c in table.frame.columns])
+        if rows.original is not None:
+            self._all[ORIGINAL_ID_COLUMN] = None
         self._kinds.add(rows.kind_problems, len(rows.kind_problems))
         extra = [c for c in table.frame.columns if c not in (self.id_column, self.text_column)]
         chunk = _Chunk(table, self.n_rows, rows, data_json(extra_frame(table, extra)) if extra else None)

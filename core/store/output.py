@@ -130,18 +130,19 @@ class EstimateTable:
     table: pa.Table | None = None
     frame: pd.DataFrame | None = None
 
-    def write_csv(self, tmp: str, path: str | os.PathLike[str]) -> None:
+    def write_csv(self, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
         """Write into the file ``tmp`` as CSV (the bytes of ``core.tables.write_table``) for the file ``path``
-        (named in errors)."""
+        (named in errors); ``raw_cells``: text cells a spreadsheet would execute are kept as they are (default:
+        neutralised, ``core.outputs.neutralise_cells``)."""
         if self.table is None:
             from core.tables import write_table_to
 
             assert self.frame is not None
-            write_table_to(self.frame, tmp, path)
+            write_table_to(self.frame, tmp, path, raw_cells=raw_cells)
             return
         from core.store.arrow_columns import write_csv
 
-        write_csv(self.table, tmp)
+        write_csv(self.table, tmp, raw_cells=raw_cells)
 
 
 class Output(Replay):

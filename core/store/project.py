@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.errors import HyperParameterError, ProjectFileError
+from core.outputs import remove_leftovers
 from core.store import schema
 from core.store.db import connect, now, project_file_error
 from core.store.hits import insert_iteration
@@ -139,6 +140,7 @@ class Project(Output, FrontEndRecords):
             raise ProjectFileError(path, f"the directory {directory} does not exist")
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.creating")
         _remove(tmp)
+        remove_leftovers(directory, f".{os.path.basename(path)}.", ".creating")  # of a killed easl init
         try:
             conn = connect(tmp, readonly=False)
             try:

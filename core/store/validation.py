@@ -4,7 +4,11 @@ A batch is checked whole and vectorised (pandas/numpy); every bad row gets one r
 ``"file:line: field: reason"``. Checks, in order:
 
 1. ``score``: missing, not a number, NaN, infinite, outside the project's score range.
-2. ``item_id``: missing or unknown.
+2. ids (``item_id``, ``hit_id``, ``annotator``, ``annotation_id``): a JSON object, array or boolean; a control
+   character or an unpaired surrogate. Ids are taken in Unicode NFC (``core.store.cells.checked_ids``), so ids that
+   differ only in normalisation are one id. ``created_at``, when given: an ISO-8601 timestamp (it is stored as
+   given). ``item_id``: missing or unknown (an id written neutralised for spreadsheets by easl, ``'=x``, is
+   found as the item ``=x``: ``core.outputs.restore_cell``).
 3. ``hit_id`` (when given): unknown, retracted, or the item is not in that HIT. Methods that compare the scores
    of a HIT (``Model.needs_whole_hit``: RA, TrueSkill) require it.
 4. Conflicts inside the batch: two rows with the same idempotency key and different scores (e.g. two anonymous
@@ -28,15 +32,18 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import InputError
+from core.outputs import restore_cell
 from core.store.cells import (
     SEP,
     Locations,
     bad_id_kinds,
+    checked_ids,
     codes,
     combine,
     first_of,
     id_strings,
     item_positions,
+    not_timestamps,
     numbers,
     positions,
     present,
@@ -117,6 +124,7 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, Locations, str
         index=pd.RangeIndex(len(frame)),
     )
     out.attrs["unpadded"] = isinstance(rows, Table) and rows.unpadded
+    out.attrs["printable"] = isinstance(rows, Table) and rows.printable
     return out, locations, name
 
 
@@ -226,14 +234,50 @@ def validate(
                 ),
             )
 
+    # ids as texts: NFC, no control character (core.store.cells.checked_ids)
+    printable = bool(frame.attrs.get("printable", False))
+    id_texts = {}
+    for col in ID_COLUMNS:
+        checked = checked_ids(id_strings(frame[col], padded=padded).to_numpy(dtype=object), printable=printable)
+        if checked.bad is not None:
+            flag(
+                checked.bad,
+                col,
+                lambda idx, checked=checked, col=col: np.asarray(
+                    [checked.reason(i, col.replace("_", " ")) for i in idx], dtype=object
+                ),
+            )
+        id_texts[col] = checked
+    item_id, hit_id, annotator, annotation_id = (pd.Series(id_texts[c].values, dtype=object) for c in ID_COLUMNS)
+    created_at = id_strings(frame["created_at"], padded=padded).to_numpy(dtype=object)
+    flag(
+        not_timestamps(created_at),
+        "created_at",
+        lambda idx: np.asarray(
+            [f"{short_text(created_at[i])} is not an ISO-8601 timestamp (e.g. 2026-11-26T12:00:00Z)" for i in idx],
+            dtype=object,
+        ),
+    )
+
     # items
-    item_id = id_strings(frame["item_id"], padded=padded)
-    hit_id = id_strings(frame["hit_id"], padded=padded)
-    annotator = id_strings(frame["annotator"], padded=padded)
-    annotation_id = id_strings(frame["annotation_id"], padded=padded)
     item_missing = ~present(item_id.to_numpy())
     flag(item_missing, "item_id", "the item id is missing")
     item_idx = item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
+    changed = id_texts["item_id"].changed
+    if changed is not None:  # an older project may hold the id as given (not NFC)
+        again = np.flatnonzero((item_idx < 0) & changed)
+        if again.size:
+            given = id_strings(frame["item_id"], padded=padded).to_numpy(dtype=object)[again]
+            item_idx[again] = positions(given, item_index.to_numpy(dtype=object))
+    unknown = item_idx < 0
+    quoted = np.flatnonzero(unknown & present(item_id.to_numpy())) if unknown.any() else np.zeros(0, np.int64)
+    if quoted.size:  # an id from a CSV file easl wrote, neutralised for spreadsheets ("'=x" for the item "=x")
+        quoted = quoted[[v.startswith("'") for v in item_id.to_numpy(dtype=object)[quoted].tolist()]]
+        if quoted.size:
+            restored = np.asarray([restore_cell(v) for v in item_id.to_numpy(dtype=object)[quoted].tolist()], object)
+            found = positions(restored, item_index.to_numpy(dtype=object))
+            item_idx[quoted] = found
+            item_id.iloc[quoted[found >= 0]] = restored[found >= 0]
     flag(
         item_idx < 0,
         "item_id",
@@ -391,7 +435,7 @@ def validate(
             "hit_id": hit_id.to_numpy(dtype=object)[good],
             "annotator": annotator.to_numpy(dtype=object)[good],
             "annotation_id": annotation_id.to_numpy(dtype=object)[good],
-            "created_at": id_strings(frame["created_at"], padded=padded).to_numpy(dtype=object)[good],
+            "created_at": created_at[good],
             "group": group_code[good],
             "hit_pos": row_hit[good],
             "hit_size": hit_size[good],

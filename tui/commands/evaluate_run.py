@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
             scale = Scale(*args.scale)
         except ValueError as exc:
             raise UserError(f"--scale {args.scale[0]:g} {args.scale[1]:g}: {exc}.") from None
-    if args.population_size is not None and not args.population_size > 0:
-        raise UserError(f"--population-size must be a positive number, got {args.population_size:g}.")
+    if args.population_size is not None and not (np.isfinite(args.population_size) and args.population_size > 0):
+        raise UserError(f"--population-size must be a finite positive number, got {args.population_size:g}.")
+    _check_repeats(args)
     if args.dask:
         return _run_dask(args, scale)
     if args.project:
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         data = load_wide(args.file, human=args.human, system=args.system, id_col=args.id_col, group_col=args.group_col)
         source = args.file
 
+    _check_population(args, data, source)
     if args.base_group is not None and (data.groups is None or args.base_group not in set(map(str, data.groups))):
         raise UserError(f"--base-group {args.base_group!r}: not a group of the --group column.")
     progress_cb, finish = bootstrap_progress(args.bootstrap, quiet=False)
@@ -89,6 +91,31 @@ def _long_columns(args) -> tuple[str, str, str]:
     if len(parts) != 3 or not all(parts):
         raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
     return parts[0], parts[1], parts[2]
+
+
+def _check_repeats(args) -> None:
+    """A column (or rater) named twice in --human or --system is refused: a rater compared with itself agrees
+    perfectly (r = 1, alpha = 1), and a system named twice would be reported once."""
+    for flag, names in (("--human", args.human or []), ("--system", args.system or [])):
+        seen = set()
+        for name in names:
+            if name in seen:
+                raise UserError(
+                    f"{flag} names {name!r} twice; each rater or system is one column, and a rater compared "
+                    f"with itself would agree perfectly."
+                )
+            seen.add(name)
+
+
+def _check_population(args, data, source) -> None:
+    """--population-size below the responses evaluated is refused: the finite-population correction
+    f = n / N of the agreement standard errors (core/metrics/agreement_variance.py) needs n <= N."""
+    n = len(data.ids)
+    if args.population_size is not None and args.population_size < n:
+        raise UserError(
+            f"{source}: --population-size {args.population_size:g} is smaller than the {n} responses of the "
+            f"sample; the population includes every response of the sample."
+        )
 
 
 def _check_wide(args) -> None:

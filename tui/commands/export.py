@@ -9,6 +9,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from tui.commands.options import add_raw_cells
+
 
 def register(subparsers) -> None:
     """Add the ``export`` sub-command to the ``easl`` parser."""
@@ -32,6 +34,7 @@ def register(subparsers) -> None:
         help="aware projects: also write the annotator table (annotator, n_scores, offset, slope, noise, "
         "weight, agreement, spread, flag, reason) to FILE",
     )
+    add_raw_cells(p)
     p.set_defaults(func=run)
 
 
@@ -82,11 +85,11 @@ def run(args: argparse.Namespace) -> int:
         with writing, atomic_outputs([path for _, path in outputs]) as temps:  # all or none
             for (data, path), tmp in zip(outputs, temps):
                 if hasattr(data, "write_csv"):
-                    data.write_csv(tmp, path)
+                    data.write_csv(tmp, path, raw_cells=args.raw_cells)
                 else:
                     from core.tables import write_table_to
 
-                    write_table_to(data, tmp, path)
+                    write_table_to(data, tmp, path, raw_cells=args.raw_cells)
     print(msg)
     return 0
 

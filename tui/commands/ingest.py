@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from core.errors import UserError
+from tui.commands.options import add_raw_cells
 
 
 def register(subparsers) -> None:
@@ -32,6 +33,7 @@ def register(subparsers) -> None:
         metavar="FILE",
         help="where --skip-invalid writes rejected rows (.csv, .jsonl or .parquet; default: PROJECT.rejects.csv)",
     )
+    add_raw_cells(p)
     p.set_defaults(func=run)
 
 
@@ -59,11 +61,12 @@ def _run(args: argparse.Namespace) -> int:
     from core.store import Project
     from core.store.deferred import LARGE_INPUT_BYTES
     from core.store.memory import keep_freed_memory
-    from core.tables import iter_table, read_table, write_format, write_table_to
+    from core.tables import check_input, iter_table, read_table, write_format, write_table_to
 
     keep_freed_memory()  # chunks of large temporary arrays: reuse freed memory instead of fresh pages
 
     err = Console(stderr=True)
+    check_input(args.file)  # before the project is opened: an input that is not a regular file may never end
     target = args.rejects or f"{args.project}.rejects.csv"
     if args.skip_invalid:  # check where the rejects go before anything is read or ingested: never the project
         write_format(target)
@@ -74,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         nonlocal tmp
         if report.rejected:
             tmp = temporary_path(target)
-            write_table_to(report.rejects, tmp, target)
+            write_table_to(report.rejects, tmp, target, raw_cells=args.raw_cells)
 
     try:
         with Project.open(args.project) as project:

@@ -122,13 +122,14 @@ def _run(args: argparse.Namespace) -> int:
     from core.models import Hyper
     from core.store import Project
     from core.store.items import chunk_rows
-    from core.tables import iter_table
+    from core.tables import check_input, iter_table
 
     if os.path.lexists(args.project):
         raise UserError(
             f"{args.project}: already exists; easl init never overwrites a project (choose another "
             f"name or delete the file first)."
         )
+    check_input(args.items)  # before any work: an input that is not a regular file may never end
     aware = {}
     for flag, name in (("--uniform-passes", "uniform_passes"), ("--stop-at", "stop_at")):
         value = getattr(args, name, None)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from core.errors import UserError
+from tui.commands.options import add_raw_cells
 
 
 def register(subparsers) -> None:
@@ -25,6 +26,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("project", metavar="PROJECT", help="the project file")
     p.add_argument("--output", metavar="FILE", help="write the HITs to FILE (.jsonl or .csv) instead of stdout")
+    add_raw_cells(p)
     p.set_defaults(func=run)
 
 
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     stop = None
     with Project.open(args.project) as project:
         if fmt == "csv":  # column-wise, without a record per item, written before the commit, renamed after
-            n_hits = project.next_hits_csv(args.output)
+            n_hits = project.next_hits_csv(args.output, raw_cells=args.raw_cells)
         else:
             hits = project.next_hits()
             n_hits = len(hits)

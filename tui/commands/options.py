@@ -37,3 +37,15 @@ def nonnegative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"needs an integer >= 0, got {value}")
     return value
+
+
+RAW_CELLS_HELP = (
+    "write CSV/TSV text cells exactly as stored; by default a cell that a spreadsheet would run as a formula "
+    "(beginning with =, +, -, @, tab or carriage return, and not a plain number) gets a leading single quote "
+    "(OWASP's advice against CSV injection)"
+)
+
+
+def add_raw_cells(parser: argparse.ArgumentParser) -> None:
+    """Add ``--raw-cells`` (keep CSV cells a spreadsheet would execute as they are) to a command that writes CSV."""
+    parser.add_argument("--raw-cells", action="store_true", help=RAW_CELLS_HELP)
