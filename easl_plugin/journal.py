@@ -1,10 +1,12 @@
 """A spill journal for webhook events that arrive while the project file is busy.
 
 The webhook writer stores each event in the project file's ``events`` table before acknowledging it. While the
-worker holds the file's write lock (an ingest takes tens of milliseconds), waiting for it would hold up Label
-Studio's submit request; instead the writer appends the events to this journal, an append-only file next to the
-project (``<project>.ls-journal``, one JSON line per event, flushed to disk before the acknowledgement), and moves them
-into ``events`` as soon as the lock is free, in arrival order, before anything newer.
+file's write lock is taken, by the worker (tens of milliseconds) or by another process (``easl ingest`` holds it
+for its whole transaction: minutes for a large file), waiting for it would hold up Label Studio's submit request,
+which gives up after 1 s and never retries; instead the writer appends the events to this journal, an append-only
+file next to the project (``<project>.ls-journal``, one JSON line per event, flushed to disk before the
+acknowledgement), and moves them into ``events`` as soon as the lock is free, in arrival order, before anything
+newer. Appending needs no lock of the project file: the journal has one writer, the service's writer thread.
 
 Exactly once: each journal line carries a unique id; the move inserts the events and records the id of the last
 record moved (``meta`` key ``ls.journal_moved``) in one transaction, then truncates the journal. After a crash

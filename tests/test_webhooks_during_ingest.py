@@ -1,0 +1,149 @@
+"""Webhooks while another process writes the project: the service acknowledges each one within Label Studio's 1 s
+without waiting for the project file's write lock (the spill journal, ``easl_plugin/journal.py``), and every
+annotation lands exactly once once the lock is free.
+
+The end-to-end test runs a real ``easl serve`` and a real concurrent ``easl ingest`` subprocess (the scenario of
+``bench/bench_webhook_during_ingest.py``, on a moderate file); the others hold the lock with a plain SQLite
+connection, as any other process does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+
+import pytest
+
+from bench.bench_webhook_during_ingest import HIT_SIZE, LS_TIMEOUT_S, annotation_event, make_project, run
+from core.store import Project
+from core.store.db import FileBusy
+from easl_plugin import bookkeeping as bk
+from easl_plugin.journal import Journal, journal_path
+from easl_plugin.writer import EventWriter
+
+
+def hold_lock(path: str) -> sqlite3.Connection:
+    """A connection holding the file's write lock (``BEGIN IMMEDIATE``), as ``easl ingest`` does for its whole run."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+@pytest.fixture
+def linked(tmp_path) -> tuple[str, list[dict]]:
+    """A project of 40 items linked to a Label Studio project; its path and open HITs."""
+    path = str(tmp_path / "p.easl")
+    return path, make_project(path, 40)
+
+
+def bodies(hits: list[dict], n: int) -> list[str]:
+    """``n`` annotation webhooks, one per task, as JSON text."""
+    return [
+        json.dumps(annotation_event(hits[k % len(hits)], 100 + k, 500 + k, [float(k % 101)] * HIT_SIZE))
+        for k in range(n)
+    ]
+
+
+def test_a_transaction_with_a_longest_wait_raises_file_busy_when_the_lock_stays_taken(linked):
+    path, _ = linked
+    other = hold_lock(path)
+    try:
+        with Project.open(path) as p:
+            for wait in (0.0, 0.3):
+                started = time.perf_counter()
+                with pytest.raises(FileBusy), p.transaction(max_wait_s=wait):
+                    pass
+                assert wait <= time.perf_counter() - started < wait + 0.5
+    finally:
+        other.rollback()
+        other.close()
+    with Project.open(path) as p, p.transaction(max_wait_s=0):  # free again: the transaction runs
+        p.set_meta({"probe": "1"})
+
+
+def test_the_writer_journals_at_once_while_another_connection_holds_the_lock_and_moves_later(linked):
+    path, hits = linked
+    commits: list[int] = []
+    writer = EventWriter(path, lambda: commits.append(1))
+    writer.start()
+    try:
+        other = hold_lock(path)
+        try:
+
+            async def post_all() -> list[tuple[float, int | None]]:
+                out = []
+                for text in bodies(hits, 20):
+                    started = time.perf_counter()
+                    event_id = await writer.append("ANNOTATION_CREATED", text, timeout_s=5.0)
+                    out.append((time.perf_counter() - started, event_id))
+                return out
+
+            acks = asyncio.run(post_all())
+            assert all(event_id is None for _, event_id in acks)  # journaled, not committed
+            assert max(t for t, _ in acks) < 0.5  # never waited for the lock (SQLite would wait 30 s)
+            assert writer.figures()["events_journaled"] == 20 and writer.figures()["events_failed"] == 0
+            assert len(Journal(journal_path(path)).read()) == 20
+            with Project.open(path, readonly=True) as p:
+                assert bk.queue_counts(p).get("pending", 0) == 0
+        finally:
+            other.rollback()
+            other.close()
+        deadline = time.monotonic() + 10
+        while True:  # the lock is free: the writer moves the journal into the queue, in arrival order
+            with Project.open(path, readonly=True) as p:
+                pending = p.events("pending")
+            if len(pending) == 20:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert [json.loads(e.payload)["annotation"]["id"] for e in pending] == [100 + k for k in range(20)]
+    finally:
+        writer.stop()
+    assert os.path.getsize(journal_path(path)) == 0
+
+
+def test_the_writer_starts_while_another_process_writes_and_keeps_the_journal(linked):
+    path, hits = linked
+    journal = Journal(journal_path(path))
+    journal.append([("ANNOTATION_CREATED", text) for text in bodies(hits, 3)], bk.now())
+    journal.close()
+    other = hold_lock(path)
+    writer = EventWriter(path, lambda: None)
+    try:
+        started = time.perf_counter()
+        writer.start()  # does not wait 30 s for the lock, nor fail: the journal waits
+        assert time.perf_counter() - started < 5
+        assert len(Journal(journal_path(path)).read()) == 3
+    finally:
+        other.rollback()
+        other.close()
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            with Project.open(path, readonly=True) as p:
+                if len(p.events("pending")) == 3:
+                    break
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        writer.stop()
+
+
+def test_webhooks_during_a_concurrent_easl_ingest_are_acknowledged_in_time_and_land_once(tmp_path):
+    """A real ``easl serve`` and a real ``easl ingest`` of about 450,000 scores (15 MB) running beside it:
+    every webhook posted meanwhile gets a 2xx within Label Studio's 1 s, and every annotation is applied exactly
+    once (its four scores live, no record doubled) once the ingest has committed; ``verify`` passes."""
+    r = run(str(tmp_path), size_mb=15, n_items=20_000, rate=25.0, verify=False)
+    d = r.deliveries
+    assert r.ingest_rc == 0
+    assert len(d.annotation_ids) >= 10, "the ingest ended before any webhook was posted"
+    late = [(s, round(t, 3)) for s, t in zip(d.status, d.latency_s) if not 200 <= s < 300 or t > LS_TIMEOUT_S]
+    assert not late
+    expected = {str(a) for a in d.annotation_ids}
+    assert set(r.landed) == expected
+    assert all(v == (HIT_SIZE, HIT_SIZE) for v in r.landed.values()), r.landed
+    assert r.events.get("failed", 0) == 0 and r.events.get("pending", 0) == 0
+    with Project.open(str(tmp_path / "bench.easl"), readonly=True) as p:
+        assert p.verify()["ok"]
