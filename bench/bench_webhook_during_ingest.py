@@ -115,6 +115,7 @@ class Deliveries:
     """What the sender posted while the ingest ran: each delivery's annotation id, latency and HTTP status."""
 
     annotation_ids: list[int] = field(default_factory=list)
+    sent_at: list[float] = field(default_factory=list)  # time.perf_counter() when posted
     latency_s: list[float] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
 
@@ -147,6 +148,7 @@ def post_while(
             scores = [float((ann * 7 + j * 13) % 101) for j in range(len(hit["items"]))]
             body = json.dumps(annotation_event(hit, ann, ann + 5_000_000, scores)).encode()
             out.annotation_ids.append(ann)
+            out.sent_at.append(time.perf_counter())
             pending.append(asyncio.create_task(post_once(port, body, LS_TIMEOUT_S)))
             k += 1
             next_at += 1.0 / rate
@@ -249,7 +251,20 @@ def run(work: str, *, size_mb: float, n_items: int, rate: float, verify: bool = 
         )
         deliveries = post_while(port, hits, lambda: ingest.poll() is None, rate=rate)
         ingest.wait()
-        ingest_s = time.perf_counter() - started
+        ended = time.perf_counter()
+        ingest_s = ended - started
+        late = [
+            (round(t0 - ended, 2), round(lat, 3), st)
+            for t0, lat, st in zip(deliveries.sent_at, deliveries.latency_s, deliveries.status)
+            if not 200 <= st < 300 or lat > LS_TIMEOUT_S
+        ]
+        if late:  # when they were sent, in seconds before the ingest process ended (its commit is at its end)
+            print(f"late or failed (sent s before the ingest ended, seconds, status): {late[:50]}", flush=True)
+        slowest = sorted(zip(deliveries.latency_s, deliveries.sent_at), reverse=True)[:10]
+        print(
+            "slowest (ms, sent s before the ingest ended):",
+            [(round(1000 * a), round(t - ended, 1)) for a, t in slowest],
+        )
         drain_s = wait_drained(project, len(deliveries.annotation_ids), timeout_s=max(120.0, ingest_s))
     finally:
         stop(serve)

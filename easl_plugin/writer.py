@@ -15,7 +15,8 @@ What keeps the acknowledgement short and bounded under a burst:
   lock for more than ``LOCK_WAIT_S`` (``transaction(max_wait_s=...)`` instead of SQLite's 30 s busy timeout: an
   ``easl ingest`` holds it for its whole transaction, minutes for a large file; once found taken, the next
   batches do not wait at all until a move succeeds), the batch goes to the journal (one fdatasync), and the
-  journal is moved into ``events`` in arrival order as soon as both are free (tried every ``BUSY_POLL_S``). A
+  journal is moved into ``events`` in arrival order as soon as both are free (tried every ``BUSY_POLL_S``, in
+  slices of ``MOVE_SLICE`` events, between batches; while it holds events, new ones are journaled behind them). A
   batch that cannot be committed for another reason (disk full in the file, a damaged page) goes to the journal
   too: only when the journal cannot be written either does the sender get a 503;
 - it wakes each event loop once per batch, not once per event;
@@ -46,6 +47,7 @@ from easl_plugin.journal import Journal, journal_path
 log = logging.getLogger("easl.serve")
 CHECKPOINT_IDLE_S = 1.0  #: the writer checkpoints the WAL only after this long without a webhook
 LOCK_WAIT_S = 0.05  #: the longest wait of a batch for the file's write lock before it goes to the journal
+MOVE_SLICE = 256  #: journaled events moved per transaction (``EventWriter._move``)
 BUSY_POLL_S = 0.05  #: while another process holds the file's write lock, the journal's move is tried this often
 
 
@@ -112,6 +114,10 @@ class EventWriter:
         self.failed_total = 0  # events that could not be stored (their sender got 503)
         self._unchecked = 0  # commits since the writer's last checkpoint
         self._file_busy = False  # the last try found the file's write lock taken by another connection
+        self._move_error: str | None = None  # the last failure to move the journal (logged once)
+        self._move_tried = 0.0  # time.monotonic() of the last try to move the journal
+        self._backlog: list[dict] | None = None  # the journal's records being moved, slice by slice
+        self._moved_n = 0  # how many of them are moved
 
     def start(self) -> None:
         """Open the project file in the writer thread, move what a previous run journaled, start committing."""
@@ -194,15 +200,16 @@ class EventWriter:
                     # never wait for the worker or another process here: a webhook arriving meanwhile must find
                     # this thread free
                     if journal.count:
-                        if self._try_move(project, journal):
-                            self._unchecked += 1
-                            self._on_commit()
+                        self._try_move(project, journal)
                     elif self._unchecked:
                         self._checkpoint(project)
                     continue
                 batch, stopping = self._take(first)
                 if batch:
                     self._store(project, journal, batch)
+                poll = self._poll_s(journal)
+                if journal.count and poll is not None and time.monotonic() - self._move_tried >= poll:
+                    self._try_move(project, journal)  # webhooks keep coming: move between batches too
             if self.gate.acquire(True, 10.0):  # a worker that died holding the gate must not hang the stop
                 try:
                     with contextlib.suppress(FileBusy):
@@ -251,8 +258,8 @@ class EventWriter:
         self._set_busy(len(batch))
         events = [(a, p) for _, _, a, p in batch]
         outcome: list = []
-        try:
-            outcome = self._commit(project, journal, events)
+        try:  # while the journal holds events, later ones go there too (arrival order); the mover drains it
+            outcome = [] if journal.count else self._commit(project, events)
         except Exception as exc:  # not busy but failing (disk full, damaged file): the journal may still work
             log.warning(
                 "could not store %d webhook event(s) in the project file (%s); journaling them", len(batch), exc
@@ -276,24 +283,19 @@ class EventWriter:
         self._on_commit()  # before the acknowledgements: whoever sees a 200 also sees the worker woken
         _release(batch, outcome)
 
-    def _commit(self, project, journal: Journal, events: list[tuple[str, str]]) -> list:
-        """Commit ``events`` to the ``events`` table, after what the journal holds (arrival order), in one
-        transaction (one fsync); returns their row ids, or ``[]`` when the gate or the file's lock is taken."""
+    def _commit(self, project, events: list[tuple[str, str]]) -> list:
+        """Commit ``events`` to the ``events`` table in one transaction (one fsync); returns their row ids, or
+        ``[]`` when the gate or the file's lock is taken."""
         if not self.gate.acquire(False):
             return []
         try:
             try:
                 with project.transaction(max_wait_s=self._lock_wait_s()):
-                    moved = journal.count > 0
-                    if moved:
-                        bookkeeping.move_journal(project, journal.read())
                     outcome: list = bookkeeping.enqueue(project, events)
             except FileBusy:
                 self._file_busy = True
                 return []
             self._file_busy = False
-            if moved:
-                self._clear(journal)
             return outcome
         finally:
             self.gate.release()
@@ -305,20 +307,26 @@ class EventWriter:
         return 0.0 if self._file_busy else LOCK_WAIT_S
 
     def _try_move(self, project, journal: Journal) -> bool:
-        """Move the journal into ``events`` if neither the gate nor the file's lock is taken; whether it did."""
+        """Move the next ``MOVE_SLICE`` journaled events into ``events`` if neither the gate nor the file's lock
+        is taken; whether it did."""
+        self._move_tried = time.monotonic()
         if not self.gate.acquire(False):
             return False
         try:
-            self._move(project, journal)
+            self._move(project, journal, MOVE_SLICE)
         except FileBusy:
             self._file_busy = True
             return False
         except Exception as exc:  # the journal keeps the events; the next try may succeed
-            log.warning("could not move the journal into the project file yet: %s", exc)
+            if str(exc) != self._move_error:  # once per distinct problem, not every 20 ms
+                log.warning("could not move the journal into the project file yet: %s", exc)
+            self._move_error = str(exc)
             return False
         finally:
             self.gate.release()
-        self._file_busy = False
+        self._file_busy, self._move_error = False, None
+        self._unchecked += 1
+        self._on_commit()
         return True
 
     def _checkpoint(self, project) -> None:
@@ -346,15 +354,27 @@ class EventWriter:
         if self._shared_busy is not None:
             self._shared_busy.value = n
 
-    @staticmethod
-    def _move(project, journal: Journal) -> None:
-        """Move the journal's events into the project file (caller holds the gate); ``FileBusy`` (nothing moved)
-        when another connection holds the file's write lock."""
+    def _move(self, project, journal: Journal, limit: int | None = None) -> None:
+        """Move the journal's next ``limit`` events (all when None) into the project file, in one transaction
+        (caller holds the gate); ``FileBusy`` (nothing moved) when another connection holds the file's lock.
+        The journal is emptied once every record is moved.
+
+        In slices: after a long ingest the journal holds thousands of events, and one transaction for them all
+        would hold up the acknowledgements queued behind it (hundreds of milliseconds). The records are read
+        once per backlog (``_backlog``); each slice is ``move_journal`` of a longer prefix, which skips what the
+        previous slices moved (``ls.journal_moved``)."""
         if journal.count == 0:
             return
         with project.transaction(max_wait_s=0):  # the lock first: the journal is read only once it can be moved
-            bookkeeping.move_journal(project, journal.read())
-        EventWriter._clear(journal)
+            if self._backlog is None or len(self._backlog) < journal.count:
+                self._backlog = journal.read()  # (appended to since: read again; the moved prefix is unchanged)
+                journal.count = len(self._backlog)  # (a line that is not a record is not counted)
+            end = len(self._backlog) if limit is None else min(len(self._backlog), self._moved_n + limit)
+            bookkeeping.move_journal(project, self._backlog[:end])
+        self._moved_n = end
+        if end >= journal.count:
+            self._backlog, self._moved_n = None, 0
+            self._clear(journal)
 
     @staticmethod
     def _clear(journal: Journal) -> None:

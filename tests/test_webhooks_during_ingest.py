@@ -147,3 +147,56 @@ def test_webhooks_during_a_concurrent_easl_ingest_are_acknowledged_in_time_and_l
     assert r.events.get("failed", 0) == 0 and r.events.get("pending", 0) == 0
     with Project.open(str(tmp_path / "bench.easl"), readonly=True) as p:
         assert p.verify()["ok"]
+
+
+def test_a_large_journal_is_moved_in_slices_in_arrival_order_with_later_events_behind_it(linked, monkeypatch):
+    """After a long ingest the journal holds thousands of events: they are moved a slice per transaction (so that
+    acknowledgements are not held up behind one large move), in arrival order, exactly once; an event that arrives
+    while the backlog is being moved is journaled behind it."""
+    import easl_plugin.writer
+
+    monkeypatch.setattr(easl_plugin.writer, "MOVE_SLICE", 50)
+    moved: list[int] = []  # events moved per transaction
+    real_move = bk.move_journal
+
+    def spy(project, records):
+        ids = real_move(project, records)
+        moved.append(len(ids))
+        return ids
+
+    monkeypatch.setattr(bk, "move_journal", spy)
+    path, hits = linked
+    texts = bodies(hits, 40)
+    journal = Journal(journal_path(path))
+    journal.append([("ANNOTATION_CREATED", texts[k % 40]) for k in range(400)], bk.now())
+    journal.close()
+    other = hold_lock(path)
+    writer = EventWriter(path, lambda: None)
+    try:
+        writer.start()
+
+        async def one() -> int | None:
+            return await writer.append(
+                "TASKS_DELETED", json.dumps({"action": "TASKS_DELETED", "tasks": [{"id": 7}]}), 5.0
+            )
+
+        assert asyncio.run(one()) is None  # journaled behind the backlog
+    finally:
+        other.rollback()
+        other.close()
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with Project.open(path, readonly=True) as p:
+                pending = p.events("pending")
+            if len(pending) >= 401:
+                break
+            assert time.monotonic() < deadline, len(pending)
+            time.sleep(0.05)
+    finally:
+        writer.stop()
+    kinds = [e.kind for e in pending]
+    assert len(pending) == 401 and kinds[:400] == ["ANNOTATION_CREATED"] * 400 and kinds[400] == "TASKS_DELETED"
+    assert [e.payload for e in pending[:400]] == [texts[k % 40] for k in range(400)]
+    assert os.path.getsize(journal_path(path)) == 0
+    assert sum(moved) == 401 and max(moved) <= 50
