@@ -22,9 +22,12 @@ import uuid
 
 MOVED_KEY = "ls.journal_moved"
 
-#: Flush written data (and the file size, which reading it back needs) to the disk; ``fdatasync`` skips the
-#: time stamps that ``fsync`` also writes (SQLite makes the same choice for its WAL).
+#: Flush written data to the disk; ``fdatasync`` skips the time stamps that ``fsync`` also writes (SQLite makes the
+#: same choice for its WAL).
 _sync = getattr(os, "fdatasync", os.fsync)
+
+#: the journal grows in steps of this many bytes of zeros (about a thousand events)
+GROW_BYTES = 1 << 20
 
 
 def journal_path(project_path: str) -> str:
@@ -33,32 +36,52 @@ def journal_path(project_path: str) -> str:
 
 
 class Journal:
-    """Append-only JSON-lines file of ``{"uid", "kind", "payload", "received_at"}`` records."""
+    """Append-only JSON-lines file of ``{"uid", "kind", "payload", "received_at"}`` records.
+
+    The file is preallocated: the records are followed by zero bytes up to its size, which grows
+    :data:`GROW_BYTES` at a time (written and flushed with ``fsync``, file size included). An append then
+    overwrites zeros in place and flushes with ``fdatasync``, which has no file-system metadata to commit (no new
+    blocks, no new size): on ext4 a metadata commit waits for every other file's data that the file system
+    journal orders before it, and while an ``easl ingest`` writes gigabytes that took hundreds of milliseconds
+    (measured with 1 KB written and flushed every 50 ms beside an ingest of 150 MB, 2 shared cores: p99 71 ms and
+    max 450 ms appending, 24 ms and 149 ms overwriting zeros). The records end at the first zero byte (JSON text
+    has none).
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
-        if os.path.exists(path):
-            with open(path, "rb+") as f:  # cut a torn last line, so that new lines start clean
-                data = f.read()
-                if data and not data.endswith(b"\n"):
-                    f.truncate(data.rfind(b"\n") + 1)
-        self._fh = open(path, "ab")  # noqa: SIM115  (open for the journal's life; closed by close())
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        raw = self._raw()
+        data = raw.split(b"\0", 1)[0]
+        self._end = data.rfind(b"\n") + 1  # complete lines only: a torn last line was never acknowledged
+        if raw[self._end :].strip(b"\0"):  # a torn line, or bytes beyond the records: zeros, so new ones start clean
+            self._write(b"\0" * (len(raw) - self._end), self._end)
+            os.fsync(self._fd)
+        self._size = len(raw)
         self.count = len(self.read())
 
     def close(self) -> None:
         """Close the file (its content stays until moved)."""
-        self._fh.close()
+        os.close(self._fd)
 
     def append(self, events: list[tuple[str, str]], received_at: str) -> list[str]:
-        """Append ``(kind, payload JSON)`` events durably (write + fdatasync); returns their unique ids."""
+        """Append ``(kind, payload JSON)`` events durably (written in place + fdatasync; when the file must
+        grow, written with the zeros of the new space + fsync); returns their unique ids."""
         uids = [uuid.uuid4().hex for _ in events]
         lines = b"".join(
             json.dumps({"uid": u, "kind": k, "payload": p, "received_at": received_at}).encode() + b"\n"
             for u, (k, p) in zip(uids, events)
         )
-        self._fh.write(lines)
-        self._fh.flush()
-        _sync(self._fh.fileno())
+        end = self._end + len(lines)
+        if end > self._size:
+            size = (end // GROW_BYTES + 1) * GROW_BYTES
+            self._write(lines + b"\0" * (size - end), self._end)
+            os.fsync(self._fd)  # (the new size too)
+            self._size = size
+        else:
+            self._write(lines, self._end)
+            _sync(self._fd)
+        self._end = end
         self.count += len(events)
         return uids
 
@@ -67,7 +90,7 @@ class Journal:
         if not os.path.exists(self.path):
             return []
         with open(self.path, "rb") as f:
-            data = f.read()
+            data = f.read().split(b"\0", 1)[0]
         out = []
         for line in data.split(b"\n")[:-1]:  # the last piece is empty or a torn line
             try:
@@ -77,11 +100,22 @@ class Journal:
         return out
 
     def clear(self) -> None:
-        """Empty the journal (after its records are committed to the project file).
+        """Empty the journal (after its records are committed to the project file): the file is cut to nothing.
 
-        No fsync: if a crash loses the truncation, the records come back, and the move skips them (``meta`` key
-        ``ls.journal_moved``, committed with the moved events); the next ``append`` fsyncs the file whole.
+        No fsync: if a crash loses the cut, the records come back, and the move skips them (``meta`` key
+        ``ls.journal_moved``, committed with the moved events); the next ``append`` grows the file again and
+        fsyncs it whole.
         """
-        self._fh.truncate(0)
-        self._fh.flush()
+        os.ftruncate(self._fd, 0)
+        self._end = self._size = 0
         self.count = 0
+
+    def _raw(self) -> bytes:
+        size = os.fstat(self._fd).st_size
+        return os.pread(self._fd, size, 0) if size else b""
+
+    def _write(self, data: bytes, offset: int) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(self._fd, view, offset)
+            view, offset = view[n:], offset + n

@@ -46,6 +46,18 @@ def bodies(hits: list[dict], n: int) -> list[str]:
     ]
 
 
+def wait_pending(path: str, n: int, timeout_s: float = 20.0) -> list:
+    """The pending events, once there are ``n`` (fails after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with Project.open(path, readonly=True) as p:
+            pending = p.events("pending")
+        if len(pending) >= n:
+            return pending
+        assert time.monotonic() < deadline, len(pending)
+        time.sleep(0.05)
+
+
 def test_a_transaction_with_a_longest_wait_raises_file_busy_when_the_lock_stays_taken(linked):
     path, _ = linked
     other = hold_lock(path)
@@ -90,14 +102,7 @@ def test_the_writer_journals_at_once_while_another_connection_holds_the_lock_and
         finally:
             other.rollback()
             other.close()
-        deadline = time.monotonic() + 10
-        while True:  # the lock is free: the writer moves the journal into the queue, in arrival order
-            with Project.open(path, readonly=True) as p:
-                pending = p.events("pending")
-            if len(pending) == 20:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        pending = wait_pending(path, 20)  # the lock is free: the writer moves the journal into the queue
         assert [json.loads(e.payload)["annotation"]["id"] for e in pending] == [100 + k for k in range(20)]
     finally:
         writer.stop()
@@ -120,13 +125,7 @@ def test_the_writer_starts_while_another_process_writes_and_keeps_the_journal(li
         other.rollback()
         other.close()
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            with Project.open(path, readonly=True) as p:
-                if len(p.events("pending")) == 3:
-                    break
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_pending(path, 3)
     finally:
         writer.stop()
 
@@ -185,14 +184,7 @@ def test_a_large_journal_is_moved_in_slices_in_arrival_order_with_later_events_b
         other.rollback()
         other.close()
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            with Project.open(path, readonly=True) as p:
-                pending = p.events("pending")
-            if len(pending) >= 401:
-                break
-            assert time.monotonic() < deadline, len(pending)
-            time.sleep(0.05)
+        pending = wait_pending(path, 401)
     finally:
         writer.stop()
     kinds = [e.kind for e in pending]
@@ -200,3 +192,35 @@ def test_a_large_journal_is_moved_in_slices_in_arrival_order_with_later_events_b
     assert [e.payload for e in pending[:400]] == [texts[k % 40] for k in range(400)]
     assert os.path.getsize(journal_path(path)) == 0
     assert sum(moved) == 401 and max(moved) <= 50
+
+
+def test_the_journal_is_preallocated_with_zeros_and_appends_overwrite_them_in_place(tmp_path):
+    """Appends write into zeros already on disk (no new blocks, no new size to commit); the file grows a step at
+    a time; leftovers beyond the records (a torn write) are zeroed on opening; a journal of the earlier format
+    (no zeros) reads the same; clearing cuts the file."""
+    from easl_plugin.journal import GROW_BYTES
+
+    path = str(tmp_path / "p.easl.ls-journal")
+    with open(path, "wb") as f:  # the earlier format: lines only
+        f.write(json.dumps({"uid": "a", "kind": "K", "payload": "{}", "received_at": "t"}).encode() + b"\n")
+    j = Journal(path)
+    assert j.count == 1
+    j.append([("K", json.dumps({"n": k})) for k in range(3)], "t")
+    assert os.path.getsize(path) == GROW_BYTES  # grown once
+    j.append([("K", json.dumps({"n": 3}))], "t")
+    assert os.path.getsize(path) == GROW_BYTES  # written in place
+    j.append([("K", "x" * 1000)] * (GROW_BYTES // 1000), "t")
+    assert os.path.getsize(path) == 2 * GROW_BYTES  # the next step
+    j.close()
+    with open(path, "r+b") as f:  # a torn write beyond the records: a fragment after some zeros
+        f.seek(2 * GROW_BYTES - 100)
+        f.write(b'{"uid": "torn", "kind"')
+    j = Journal(path)
+    assert [r["uid"] for r in j.read()][0] == "a" and j.count == 5 + GROW_BYTES // 1000
+    with open(path, "rb") as f:
+        assert b"torn" not in f.read()
+    j.clear()
+    assert os.path.getsize(path) == 0 and j.read() == [] and j.count == 0
+    j.append([("K", "{}")], "t")
+    assert len(j.read()) == 1
+    j.close()
