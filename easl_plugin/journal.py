@@ -9,7 +9,7 @@ acknowledgement), and moves them into ``events`` as soon as the lock is free, in
 newer. Appending needs no lock of the project file: the journal has one writer, the service's writer thread.
 
 Exactly once: each journal line carries a unique id; the move inserts the events and records the id of the last
-record moved (``meta`` key ``ls.journal_moved``) in one transaction, then truncates the journal. After a crash
+record moved (``meta`` key ``ls.journal_moved``) in one transaction, then clears the journal. After a crash
 between the two, the records up to that id are skipped. A torn last line (a crash while writing it) belongs to an
 event that was never acknowledged, so it is dropped.
 """
@@ -26,8 +26,8 @@ MOVED_KEY = "ls.journal_moved"
 #: same choice for its WAL).
 _sync = getattr(os, "fdatasync", os.fsync)
 
-#: the journal grows in steps of this many bytes of zeros (about a thousand events)
-GROW_BYTES = 1 << 20
+#: the journal is created with, and grows in steps of, this many bytes of zeros (some 3,500 events of 1.2 KB)
+GROW_BYTES = 4 << 20
 
 
 def journal_path(project_path: str) -> str:
@@ -38,8 +38,9 @@ def journal_path(project_path: str) -> str:
 class Journal:
     """Append-only JSON-lines file of ``{"uid", "kind", "payload", "received_at"}`` records.
 
-    The file is preallocated: the records are followed by zero bytes up to its size, which grows
-    :data:`GROW_BYTES` at a time (written and flushed with ``fsync``, file size included). An append then
+    The file is preallocated: the records are followed by zero bytes up to its size, which is at least
+    :data:`GROW_BYTES` from the start and grows that much at a time (zeros written and flushed with ``fsync``,
+    file size included; clearing keeps the space). An append then
     overwrites zeros in place and flushes with ``fdatasync``, which has no file-system metadata to commit (no new
     blocks, no new size): on ext4 a metadata commit waits for every other file's data that the file system
     journal orders before it, and while an ``easl ingest`` writes gigabytes that took hundreds of milliseconds
@@ -58,6 +59,10 @@ class Journal:
             self._write(b"\0" * (len(raw) - self._end), self._end)
             os.fsync(self._fd)
         self._size = len(raw)
+        if self._size < GROW_BYTES:  # preallocated now, before any acknowledgement waits for it
+            self._write(b"\0" * (GROW_BYTES - self._size), self._size)
+            os.fsync(self._fd)
+            self._size = GROW_BYTES
         self.count = len(self.read())
 
     def close(self) -> None:
@@ -100,14 +105,20 @@ class Journal:
         return out
 
     def clear(self) -> None:
-        """Empty the journal (after its records are committed to the project file): the file is cut to nothing.
+        """Empty the journal (after its records are committed to the project file), keeping its space: zeros
+        over the records, in two flushed steps so that no crash can leave a part of them readable.
 
-        No fsync: if a crash loses the cut, the records come back, and the move skips them (``meta`` key
-        ``ls.journal_moved``, committed with the moved events); the next ``append`` grows the file again and
-        fsyncs it whole.
+        First the first byte (one sector: written whole or not at all): the journal reads as empty from then
+        on; before it, every record is still there and the move skips them all (``meta`` key
+        ``ls.journal_moved``, committed with the moved events). Then the rest, so that no byte of an old record
+        can follow a new one. Both are ``fdatasync``: data only, no metadata to commit.
         """
-        os.ftruncate(self._fd, 0)
-        self._end = self._size = 0
+        if self._end:
+            self._write(b"\0", 0)
+            _sync(self._fd)
+            self._write(b"\0" * (self._end - 1), 1)
+            _sync(self._fd)
+        self._end = 0
         self.count = 0
 
     def _raw(self) -> bytes:
