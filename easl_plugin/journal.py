@@ -40,10 +40,10 @@ class Journal:
 
     The file is preallocated: the records are followed by zero bytes up to its size, which is at least
     :data:`GROW_BYTES` from the start and grows that much at a time (zeros written and flushed with ``fsync``,
-    file size included; clearing keeps the space). An append then
-    overwrites zeros in place and flushes with ``fdatasync``, which has no file-system metadata to commit (no new
-    blocks, no new size): on ext4 a metadata commit waits for every other file's data that the file system
-    journal orders before it, and while an ``easl ingest`` writes gigabytes that took hundreds of milliseconds
+    file size included; clearing keeps the space). An append then overwrites zeros in place and flushes with
+    ``fdatasync``, which has no file-system metadata to commit (no new blocks, no new size): on ext4 a metadata
+    commit waits for every other file's data that the file system journal orders before it, and while an
+    ``easl ingest`` writes gigabytes that took hundreds of milliseconds
     (measured with 1 KB written and flushed every 50 ms beside an ingest of 150 MB, 2 shared cores: p99 71 ms and
     max 450 ms appending, 24 ms and 149 ms overwriting zeros). The records end at the first zero byte (JSON text
     has none).
