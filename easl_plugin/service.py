@@ -17,8 +17,8 @@ Endpoints (``docs/design.md`` section 7.3, "What Label Studio sends to an ML bac
 
 Label Studio posts each webhook once, inside the annotator's submit request, with a 1 s timeout and no retry, so
 the acknowledgement must be fast and durable. A handler here only parses, checks and hands the event to the
-writer thread (``writer.py``: group commit, a spill journal while the worker holds the file, a bounded queue);
-nothing on the event loop touches the disk or waits for the write lock.
+writer thread (``writer.py``: group commit, a spill journal while the worker or another process holds the file's
+write lock, a bounded queue); nothing on the event loop touches the disk or waits for the write lock.
 
 Rooms: this module holds the routes, their configuration (``ServiceConfig``) and ``build_app``; authentication is
 one middleware in ``auth.py`` (every endpoint but ``/health`` and ``/``: optional HTTP basic auth, on ``/webhook``

@@ -14,7 +14,9 @@ runs); ``easl serve`` runs it in a child process (``worker_process.py``), tests 
 3. sleep until the event writer signals a commit, or the next reconciliation is due.
 
 While webhooks keep arriving the worker batches them (``_pace``), and every write transaction goes through the
-write gate shared with the webhook writer (``service.py``), which spills to a journal rather than wait for it.
+write gate shared with the webhook writer (``writer.py``), which spills to a journal rather than wait for it. While
+another process (``easl ingest``) holds the file's write lock, the worker's transactions wait for it (SQLite's busy
+timeout, then a retry every 2 s) and the events stay pending: acknowledged, on disk, applied once the lock is free.
 """
 
 from __future__ import annotations
@@ -205,7 +207,12 @@ class Worker:
                 except (LabelStudioError, sqlite3.OperationalError) as exc:
                     # Label Studio unreachable or the file busy: keep the events, retry shortly
                     if str(exc) != self.last_error:  # log each distinct problem once, not every retry
-                        log.warning("worker: %s (retrying every 2 s)", exc)
+                        if "locked" in str(exc).lower():
+                            log.info(
+                                "worker: another process is writing the project file; events wait (retrying every 2 s)"
+                            )
+                        else:
+                            log.warning("worker: %s (retrying every 2 s)", exc)
                     self.last_error = str(exc)
                     self._stop.wait(2.0)
                     continue

@@ -2,8 +2,8 @@
 
 The web service (``service.py``) hands each valid webhook to ``EventWriter.append`` and answers Label Studio once
 the returned awaitable resolves: the event is then committed to the project file's ``events`` table, or, while the
-worker holds the file's write lock, appended and flushed to the spill journal next to it (``journal.py``). Either
-way it survives ``kill -9``.
+worker or another process (``easl ingest``, the TUI) holds the file's write lock, appended and flushed to the spill
+journal next to it (``journal.py``). Either way it survives ``kill -9``.
 
 What keeps the acknowledgement short and bounded under a burst:
 
@@ -11,8 +11,14 @@ What keeps the acknowledgement short and bounded under a burst:
   lock (the gate shared with the worker);
 - the writer takes whatever arrived while it was busy as one batch: one transaction and one fsync for the batch,
   whatever its size (up to ``max_batch``);
-- it never waits for the gate either: when the worker holds it, the batch goes to the journal (one fsync), and
-  the journal is moved into ``events`` in arrival order as soon as the gate is free;
+- it never waits for a lock either: when the worker holds the gate, or another process holds SQLite's write
+  lock for more than ``LOCK_WAIT_S`` (``transaction(max_wait_s=...)`` instead of SQLite's 30 s busy timeout: an
+  ``easl ingest`` holds it for its whole transaction, minutes for a large file; once found taken, the next
+  batches do not wait at all until a move succeeds), the batch goes to the journal (one fdatasync), and the
+  journal is moved into ``events`` in arrival order as soon as both are free (tried every ``BUSY_POLL_S``, in
+  slices of ``MOVE_SLICE`` events, between batches; while it holds events, new ones are journaled behind them). A
+  batch that cannot be committed for another reason (disk full in the file, a damaged page) goes to the journal
+  too: only when the journal cannot be written either does the sender get a 503;
 - it wakes each event loop once per batch, not once per event;
 - it never copies the WAL back into the database file on the way (SQLite's automatic checkpoint, which the
   committing connection runs whenever the WAL passes 1,000 pages: 100-400 ms of writing and flushing on a busy
@@ -34,11 +40,15 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from core.store.db import FileBusy
 from easl_plugin import bookkeeping
 from easl_plugin.journal import Journal, journal_path
 
 log = logging.getLogger("easl.serve")
 CHECKPOINT_IDLE_S = 1.0  #: the writer checkpoints the WAL only after this long without a webhook
+LOCK_WAIT_S = 0.05  #: the longest wait of a batch for the file's write lock before it goes to the journal
+MOVE_SLICE = 256  #: journaled events moved per transaction (``EventWriter._move``)
+BUSY_POLL_S = 0.05  #: while another process holds the file's write lock, the journal's move is tried this often
 
 
 class Gate(Protocol):
@@ -103,6 +113,11 @@ class EventWriter:
         self.journaled_total = 0  # events spilled to the journal (moved into ``events`` later)
         self.failed_total = 0  # events that could not be stored (their sender got 503)
         self._unchecked = 0  # commits since the writer's last checkpoint
+        self._file_busy = False  # the last try found the file's write lock taken by another connection
+        self._move_error: str | None = None  # the last failure to move the journal (logged once)
+        self._move_tried = 0.0  # time.monotonic() of the last try to move the journal
+        self._backlog: list[dict] | None = None  # the journal's records being moved, slice by slice
+        self._moved_n = 0  # how many of them are moved
 
     def start(self) -> None:
         """Open the project file in the writer thread, move what a previous run journaled, start committing."""
@@ -165,11 +180,12 @@ class EventWriter:
             project = bookkeeping.open_project(self._path)
             project.set_auto_checkpoint(0)  # no automatic checkpoint in the acknowledgement path (module docstring)
             journal = Journal(journal_path(self._path))
-            self.gate.acquire()
-            try:
-                self._move(project, journal)  # events journaled before a crash or stop
-            finally:
-                self.gate.release()
+            if self.gate.acquire(True, 10.0):
+                try:  # events journaled before a crash or stop; while another process writes, the loop moves them
+                    with contextlib.suppress(FileBusy):
+                        self._move(project, journal)
+                finally:
+                    self.gate.release()
         except BaseException as exc:  # reported by start()
             self.error = exc
             self.ready.set()
@@ -179,35 +195,40 @@ class EventWriter:
             stopping = False
             while not stopping:
                 try:  # while events wait in the journal, wake up regularly to move them
-                    first = self._q.get(
-                        timeout=0.02 if journal.count else CHECKPOINT_IDLE_S if self._unchecked else None
-                    )
+                    first = self._q.get(timeout=self._poll_s(journal))
                 except queue.Empty:
-                    # never wait for the worker here: a webhook arriving meanwhile must find this thread free
-                    if journal.count and self.gate.acquire(False):
-                        try:
-                            self._move(project, journal)
-                        finally:
-                            self.gate.release()
-                        self._unchecked += 1
-                        self._on_commit()
-                    elif not journal.count and self._unchecked:
+                    # never wait for the worker or another process here: a webhook arriving meanwhile must find
+                    # this thread free
+                    if journal.count:
+                        self._try_move(project, journal)
+                    elif self._unchecked:
                         self._checkpoint(project)
                     continue
                 batch, stopping = self._take(first)
                 if batch:
                     self._store(project, journal, batch)
+                poll = self._poll_s(journal)
+                if journal.count and poll is not None and time.monotonic() - self._move_tried >= poll:
+                    self._try_move(project, journal)  # webhooks keep coming: move between batches too
             if self.gate.acquire(True, 10.0):  # a worker that died holding the gate must not hang the stop
                 try:
-                    self._move(project, journal)
+                    with contextlib.suppress(FileBusy):
+                        self._move(project, journal)
                 finally:
                     self.gate.release()
-            else:
-                log.warning("journaled events stay in %s until the next start", journal.path)
+            if journal.count:
+                log.warning("%d journaled event(s) stay in %s until the next start", journal.count, journal.path)
         finally:
             self._fail_waiting()
             journal.close()
             project.close()
+
+    def _poll_s(self, journal: Journal) -> float | None:
+        """How long the loop waits for a webhook before it tries to move the journal (or checkpoints): 20 ms
+        after the worker held the gate, ``BUSY_POLL_S`` while another process holds the file's lock."""
+        if journal.count:
+            return BUSY_POLL_S if self._file_busy else 0.02
+        return CHECKPOINT_IDLE_S if self._unchecked else None
 
     def _take(self, first) -> tuple[list, bool]:
         """The batch: ``first`` plus whatever else is queued, up to ``max_batch``; and whether to stop."""
@@ -226,38 +247,87 @@ class EventWriter:
         return batch, stopping
 
     def _store(self, project, journal: Journal, batch: list) -> None:
-        """Make one batch durable (events table if the gate is free, else the journal), then release its
-        acknowledgements."""
+        """Make one batch durable (events table if the file is free, else the journal), then release its
+        acknowledgements.
+
+        Nothing here waits long for a lock: the gate is tried without waiting (the worker), the file's write lock
+        for at most ``LOCK_WAIT_S`` (another process, such as ``easl ingest``, may hold it for minutes).
+        When either is taken, or the file cannot be written at all, the batch goes to the journal (one
+        fdatasync); only when that fails too does the sender get a 503.
+        """
         self._set_busy(len(batch))
         events = [(a, p) for _, _, a, p in batch]
-        try:
-            if self.gate.acquire(False):
-                try:  # the file is free: journaled events first (arrival order), then this batch, in one
-                    with project.transaction():  # transaction (one fsync)
-                        moved = journal.count > 0
-                        if moved:
-                            bookkeeping.move_journal(project, journal.read())
-                        outcome: list = bookkeeping.enqueue(project, events)
-                    if moved:
-                        self._clear(journal)
-                finally:
-                    self.gate.release()
-                self.committed_total += len(batch)
-                self._unchecked += 1
-            else:  # the worker is applying: spill to the journal instead of waiting for it
+        outcome: list = []
+        try:  # while the journal holds events, later ones go there too (arrival order); the mover drains it
+            outcome = [] if journal.count else self._commit(project, events)
+        except Exception as exc:  # not busy but failing (disk full, damaged file): the journal may still work
+            log.warning(
+                "could not store %d webhook event(s) in the project file (%s); journaling them", len(batch), exc
+            )
+        if outcome:
+            self.committed_total += len(batch)
+            self._unchecked += 1
+        else:
+            try:
                 journal.append(events, bookkeeping.now())
                 outcome = [None] * len(batch)
                 self.journaled_total += len(batch)
-        except Exception as exc:  # the disk is full, the file is locked too long, ...
-            log.error("could not queue %d webhook event(s): %s", len(batch), exc)
-            outcome = [exc] * len(batch)
-            self.failed_total += len(batch)
+            except Exception as exc:  # the journal's disk is full or gone: the senders get 503
+                log.error("could not queue %d webhook event(s): %s", len(batch), exc)
+                outcome = [exc] * len(batch)
+                self.failed_total += len(batch)
         self._set_busy(0)
         self.last_commit = time.monotonic()
         if self._shared_last_commit is not None:
             self._shared_last_commit.value = self.last_commit
         self._on_commit()  # before the acknowledgements: whoever sees a 200 also sees the worker woken
         _release(batch, outcome)
+
+    def _commit(self, project, events: list[tuple[str, str]]) -> list:
+        """Commit ``events`` to the ``events`` table in one transaction (one fsync); returns their row ids, or
+        ``[]`` when the gate or the file's lock is taken."""
+        if not self.gate.acquire(False):
+            return []
+        try:
+            try:
+                with project.transaction(max_wait_s=self._lock_wait_s()):
+                    outcome: list = bookkeeping.enqueue(project, events)
+            except FileBusy:
+                self._file_busy = True
+                return []
+            self._file_busy = False
+            return outcome
+        finally:
+            self.gate.release()
+
+    def _lock_wait_s(self) -> float:
+        """How long a batch may wait for the file's write lock: ``LOCK_WAIT_S`` (a short transaction of another
+        connection, such as a recorded delivery, ends within it), nothing once the last try found it taken
+        (another process's long transaction: each batch would wait in vain)."""
+        return 0.0 if self._file_busy else LOCK_WAIT_S
+
+    def _try_move(self, project, journal: Journal) -> bool:
+        """Move the next ``MOVE_SLICE`` journaled events into ``events`` if neither the gate nor the file's lock
+        is taken; whether it did."""
+        self._move_tried = time.monotonic()
+        if not self.gate.acquire(False):
+            return False
+        try:
+            self._move(project, journal, MOVE_SLICE)
+        except FileBusy:
+            self._file_busy = True
+            return False
+        except Exception as exc:  # the journal keeps the events; the next try may succeed
+            if str(exc) != self._move_error:  # once per distinct problem, not every 20 ms
+                log.warning("could not move the journal into the project file yet: %s", exc)
+            self._move_error = str(exc)
+            return False
+        finally:
+            self.gate.release()
+        self._file_busy, self._move_error = False, None
+        self._unchecked += 1
+        self._on_commit()
+        return True
 
     def _checkpoint(self, project) -> None:
         """Copy the WAL into the database file while idle (PASSIVE: never waits for readers or the worker)."""
@@ -284,13 +354,27 @@ class EventWriter:
         if self._shared_busy is not None:
             self._shared_busy.value = n
 
-    @staticmethod
-    def _move(project, journal: Journal) -> None:
-        """Move the journal's events into the project file (caller holds the gate)."""
+    def _move(self, project, journal: Journal, limit: int | None = None) -> None:
+        """Move the journal's next ``limit`` events (all when None) into the project file, in one transaction
+        (caller holds the gate); ``FileBusy`` (nothing moved) when another connection holds the file's lock.
+        The journal is emptied once every record is moved.
+
+        In slices: after a long ingest the journal holds thousands of events, and one transaction for them all
+        would hold up the acknowledgements queued behind it (hundreds of milliseconds). The records are read
+        once per backlog (``_backlog``); each slice is ``move_journal`` of a longer prefix, which skips what the
+        previous slices moved (``ls.journal_moved``)."""
         if journal.count == 0:
             return
-        bookkeeping.move_journal(project, journal.read())
-        EventWriter._clear(journal)
+        with project.transaction(max_wait_s=0):  # the lock first: the journal is read only once it can be moved
+            if self._backlog is None or len(self._backlog) < journal.count:
+                self._backlog = journal.read()  # (appended to since: read again; the moved prefix is unchanged)
+                journal.count = len(self._backlog)  # (a line that is not a record is not counted)
+            end = len(self._backlog) if limit is None else min(len(self._backlog), self._moved_n + limit)
+            bookkeeping.move_journal(project, self._backlog[:end])
+        self._moved_n = end
+        if end >= journal.count:
+            self._backlog, self._moved_n = None, 0
+            self._clear(journal)
 
     @staticmethod
     def _clear(journal: Journal) -> None:

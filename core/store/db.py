@@ -37,7 +37,7 @@ def connect(path: str, *, readonly: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0, check_same_thread=False)
     else:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if not readonly:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
@@ -76,6 +76,15 @@ def insert_rows(conn: sqlite3.Connection, head: str, row: str, columns: Sequence
         conn.executemany(head + ", ".join([row] * k), zip(*[iter(flat)] * (k * width)))
     if n > whole:
         conn.execute(head + ", ".join([row] * (n - whole)), flat[whole * width :])
+
+
+class FileBusy(Exception):
+    """Another connection holds the project file's write lock, longer than the caller would wait for it
+    (:meth:`Connected.transaction` with ``max_wait_s``)."""
+
+
+#: the busy timeout of every connection (SQLite waits this long for another connection's lock)
+BUSY_TIMEOUT_MS = 30_000
 
 
 def read_columns(conn: sqlite3.Connection, query: str, columns: list[str], params: tuple[Any, ...] = ()) -> list[Any]:
@@ -119,11 +128,19 @@ class Connected:
         self.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, max_wait_s: float | None = None) -> Iterator[None]:
         """One write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error).
 
         Nested use inside an open transaction becomes a savepoint, so a front end can group several calls (e.g.
         apply an event and mark it done) into one atomic unit.
+
+        ``max_wait_s``: when another connection (another process: ``easl ingest``, the TUI) holds the write lock,
+        wait at most this long for it (0: not at all), then raise :class:`FileBusy`, instead of waiting up to
+        :data:`BUSY_TIMEOUT_MS` (None, the default). In WAL
+        mode, once ``BEGIN IMMEDIATE`` holds the lock, nothing in the transaction waits for another connection
+        (this connection's automatic checkpoint aside, which a caller that must not wait turns off), so the
+        whole transaction runs without waiting. The plugin's webhook writer uses it: it journals an event
+        rather than wait (``easl_plugin/writer.py``).
         """
         self._writable()
         if self._depth:
@@ -141,7 +158,10 @@ class Connected:
             finally:
                 self._depth -= 1
             return
-        self._conn.execute("BEGIN IMMEDIATE")
+        if max_wait_s is None:
+            self._conn.execute("BEGIN IMMEDIATE")
+        else:
+            self._begin_within(max_wait_s)
         self._depth = 1
         try:
             yield
@@ -152,6 +172,19 @@ class Connected:
             self._conn.execute("COMMIT")
         finally:
             self._depth = 0
+
+    def _begin_within(self, seconds: float) -> None:
+        """``BEGIN IMMEDIATE`` with a busy timeout of ``seconds``: :class:`FileBusy` when the write lock stays
+        taken that long."""
+        self._conn.execute(f"PRAGMA busy_timeout = {max(0, round(1000 * seconds))}")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+                raise FileBusy(f"{self.path} is being written by another connection") from exc
+            raise
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
