@@ -437,12 +437,12 @@ def test_predict_answers_each_tasks_estimates_and_setup_the_iteration(project_pa
     first, other = body.json()["results"]
     assert body.json()["model_version"] == first["model_version"] == "iteration-0"
     assert other["result"] == []
-    assert [r["from_name"] for r in first["result"]] == ["score_0", "score_1", "score_2", "score_3"]
-    for j, item in enumerate(shown):
-        r = first["result"][j]
-        assert r["value"]["number"] == round(float(est.loc[item, "estimate"]), 1)
-        lo, hi = round(float(est.loc[item, "ci_low"]), 1), round(float(est.loc[item, "ci_high"]), 1)
-        assert f"{item}: " in r["meta"]["text"][0] and f"95% interval [{lo}, {hi}], 1 scores" in r["meta"]["text"][0]
+    # one text bound to no control (it pre-fills no slider), a line per item in the order shown
+    (result,) = first["result"]
+    assert result["from_name"] == "easl_estimates" and result["type"] == "textarea"
+    for line, item in zip(result["value"]["text"], shown, strict=True):
+        est_, lo, hi = (round(float(est.loc[item, c]), 1) for c in ("estimate", "ci_low", "ci_high"))
+        assert line == f"{item}: {est_} [{lo}, {hi}], 1 scores"
     widths = (est.loc[shown, "ci_high"] - est.loc[shown, "ci_low"]).to_numpy()
     assert first["score"] == pytest.approx(1 - widths.mean() / 100, abs=1e-4)
 
@@ -457,10 +457,21 @@ def test_task_holders_name_the_newest_draft_or_annotation():
             "drafts": [{"user": "a@x.org", "updated_at": "2026-01-01T10:00:00Z"}],
             "annotations": [{"completed_by": 5, "was_cancelled": True, "updated_at": "2026-01-01T11:00:00Z"}],
         },
-        {"id": 3, "drafts": [], "annotations": []},
+        {"id": 3, "created_at": "2026-01-01T09:00:00Z", "drafts": [], "annotations": []},
     ]
     out = task_holders(tasks, {"5": "b@x.org"})
     assert out == {
-        "1": {"annotator": "a@x.org", "how": "draft", "at": "2026-01-01T10:00:00Z"},
-        "2": {"annotator": "b@x.org", "how": "skipped", "at": "2026-01-01T11:00:00Z"},
+        "1": {
+            "annotator": "a@x.org",
+            "how": "draft",
+            "at": "2026-01-01T10:00:00Z",
+            "active_at": "2026-01-01T10:00:00Z",
+        },
+        "2": {
+            "annotator": "b@x.org",
+            "how": "skipped",
+            "at": "2026-01-01T11:00:00Z",
+            "active_at": "2026-01-01T11:00:00Z",
+        },
+        "3": {"active_at": "2026-01-01T09:00:00Z"},  # nobody worked on it: only when it was last active
     }
