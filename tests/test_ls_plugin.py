@@ -806,3 +806,62 @@ def test_an_untouched_hit_holding_the_queue_up_is_replaced_not_duplicated(ls, sd
         assert set(rows) == set(first) and not set(rows.values()) & set(first.values())
     finally:
         backend.stop()
+
+
+def _readme_steps() -> str:
+    """The shell block of the README's "A first campaign, step by step"."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("### A first campaign, step by step")
+    block = text[start:].split("```", 2)[1]
+    return block
+
+
+def test_readme_label_studio_steps_run_as_written(ls, sdk, tmp_path):
+    """The README's Label Studio steps: Label Studio pinned to the tested version, easl-toolkit installed from the
+    checkout (it is not on the package index) and its environment activated before the first `easl`; then the
+    `easl` commands of steps 3, 5 and 6 run as written, with the test's servers' addresses and a free port."""
+    import shlex
+
+    from tests.ls_server import LS_VERSION
+
+    block = _readme_steps()
+    assert f"pip install label-studio=={LS_VERSION}" in block
+    assert "pip install easl-toolkit" not in block and "pip install -e ." in block
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    first_easl = next(i for i, ln in enumerate(lines) if ln.startswith("easl "))
+    assert any(ln.startswith(". ") and ln.endswith("/bin/activate") for ln in lines[:first_easl])
+    commands = [ln.rstrip("&").strip() for ln in lines if ln.startswith("easl ") or ln.startswith("--")]
+    joined: list[str] = []
+    for ln in commands:  # continuation lines ("\" at the end) belong to the command before
+        if joined and joined[-1].endswith("\\"):
+            joined[-1] = joined[-1][:-1] + " " + ln
+        else:
+            joined.append(ln)
+    init, serve, setup = (shlex.split(c) for c in joined)
+    assert init[:2] == ["easl", "init"] and serve[:2] == ["easl", "serve"] and setup[:3] == ["easl", "ls", "setup"]
+    (tmp_path / "texts.csv").write_text("id,text\n" + "".join(f"m{i},message {i}\n" for i in range(10)))
+    env = {
+        **os.environ,
+        "LABEL_STUDIO_API_KEY": ls.token,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    run = lambda argv: subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)  # noqa: E731
+    out = run(init)
+    assert out.returncode == 0, out.stderr
+    port = str(free_port())
+    serve = [port if a == "9090" else a for a in serve]
+    log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 (a server's log, open for its lifetime)
+    proc = subprocess.Popen(serve, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: _healthy(f"http://127.0.0.1:{port}"), "easl serve as written", 30)
+        setup = [
+            ls.url if a == "http://127.0.0.1:8080" else f"http://127.0.0.1:{port}" if a.endswith(":9090") else a
+            for a in setup
+        ]
+        out = run(setup)
+        assert out.returncode == 0, out.stderr
+        assert "tasks imported: 2" in out.stdout and "backend: ml-backend" in out.stdout
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        log.close()
