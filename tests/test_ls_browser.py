@@ -88,7 +88,11 @@ def log_in(browser, url: str, email: str, password: str):
 
 
 def open_labeling(page, url: str, pid: int) -> None:
-    page.goto(f"{url}/projects/{pid}/data?labeling=1")
+    """Open the labelling stream as annotators do: the project's Data Manager, then *Label All Tasks*. (Opening
+    ``?labeling=1`` directly would make Label Studio 1.23.2 serve the Data Manager's queue, which takes no task
+    lock, so two annotators could be given the same task.)"""
+    page.goto(f"{url}/projects/{pid}/data")
+    page.get_by_role("button", name="Label All Tasks").click()
     page.wait_for_selector("input[type=range]", timeout=60_000)
     page.wait_for_timeout(500)
 
@@ -165,6 +169,7 @@ def manager_sees_the_campaign(browser, ls, pid: int, shots: Path) -> None:
             assert page.get_by_text(internal, exact=True).count() == 0, f"{internal} is a visible column"
         assert page.get_by_text("easl_estimates").count() == 0  # no estimates in the first tab
         page.get_by_text(ESTIMATES_TAB).first.click()
+        page.set_viewport_size({"width": 2600, "height": 900})  # wide enough to show the estimates column
         page.get_by_text("easl_estimates").first.wait_for(timeout=30_000)
         page.wait_for_timeout(500)
         page.screenshot(path=str(shots / "manager-estimates-tab.png"))
@@ -240,7 +245,7 @@ def test_a_campaign_in_chromium(tmp_path):
                 "--hit-timeout",
                 str(HIT_TIMEOUT_S),
                 "--reconcile-interval",
-                "2",
+                "4",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -283,8 +288,11 @@ def test_a_campaign_in_chromium(tmp_path):
                         next_task_in_stream(page)
                     # the two work on through the first batch in their labelling streams; whoever submits its
                     # last task is given the next one in the same stream
+                    # (each submits once the backend has topped the queue up after the other's submission: its
+                    # depth, the two active annotators + 1, covers one submission at a time)
                     turn = 0
                     while any(not t["annotations"] for t in tasks(ls, pid) if t["id"] in first_batch) and turn < 12:
+                        wait_for(lambda: sum(not t["annotations"] for t in tasks(ls, pid)) >= 3, "the queue", 20)
                         page = pages[people[turn % 2].email]
                         score_quickly(page)
                         next_task_in_stream(page)
