@@ -4,7 +4,7 @@ at 20 concurrent annotators, through a real Label Studio (started with tests/ls_
 `easl serve` runs as users run it (default queue depth: the active annotators + 1) and `easl ls setup` connects it
 as ML backend. Twenty annotators, each a real user of the organisation with its own token, work as the labelling
 stream does: ``GET /api/projects/<id>/next`` (Label Studio locks the task for them), a think time, ``POST`` the
-annotation, then ``/next`` again, polled every 50 ms until a task comes. The wait of each submission is the time
+annotation, then ``/next`` again, polled every 0.2 s until a task comes. The wait of each submission is the time
 from the submission's answer to the first ``/next`` that gives a task; a submission that finished a batch (the
 last open task of an iteration in Label Studio's eyes) is reported apart. At the end every annotation Label Studio
 holds must be in the project exactly once, and ``easl verify`` must pass.
@@ -35,7 +35,7 @@ from core.store import Project  # noqa: E402
 from tests.ls_server import create_annotator, free_port, running_server, wait_for  # noqa: E402
 
 TARGET_S = 1.0
-POLL_S = 0.05
+POLL_S = 0.2
 
 
 def slider_result(item_ids: list[str], rng: np.random.Generator) -> list[dict]:
@@ -60,9 +60,15 @@ class Annotator(threading.Thread):
         self.waits: list[tuple[float, int, float]] = []  # (seconds until a task came, task submitted, when)
         self.submitted: list[int] = []
         self.errors: list[str] = []
+        self.calls: list[float] = []  # seconds per /next call (Label Studio's own latency)
+        self.empty = 0  # submissions whose first /next found no task
+        self.statuses: dict[int, int] = {}  # HTTP status of /next -> count
 
     def next_task(self) -> dict | None:
+        t = time.monotonic()
         r = self.s.get(f"{self.url}/api/projects/{self.pid}/next", timeout=30)
+        self.calls.append(time.monotonic() - t)
+        self.statuses[r.status_code] = self.statuses.get(r.status_code, 0) + 1
         return r.json() if r.status_code == 200 else None
 
     def run(self) -> None:
@@ -81,6 +87,7 @@ class Annotator(threading.Thread):
                 done_at = time.monotonic()
                 self.submitted.append(int(task["id"]))
                 nxt = self.next_task()
+                self.empty += nxt is None
                 while nxt is None and time.monotonic() < self.stop_at + 30:
                     time.sleep(POLL_S)
                     nxt = self.next_task()
@@ -135,6 +142,12 @@ def run(n_annotators: int, seconds: float, n_items: int, think_s: float) -> bool
                 a.join(seconds + 120)
             errors = [e for a in crowd for e in a.errors]
             waits = np.array([w for a in crowd for w, _, _ in a.waits])
+            calls = np.array([c for a in crowd for c in a.calls])
+            empty = sum(a.empty for a in crowd)
+            statuses: dict[int, int] = {}
+            for a in crowd:
+                for code, k in a.statuses.items():
+                    statuses[code] = statuses.get(code, 0) + k
             with Project.open(path, readonly=True) as p:
                 first_batch = {h["hit_id"] for h in p.hits(0)}
             task_hit = {
@@ -163,6 +176,10 @@ def run(n_annotators: int, seconds: float, n_items: int, think_s: float) -> bool
     print(
         f"  submissions: {n}; wait for the next task: median {np.median(waits):.3f} s, p95 {p95:.3f} s, "
         f"max {worst:.3f} s; {over} of {n} over {TARGET_S:g} s"
+    )
+    print(
+        f"  Label Studio's own /next: median {np.median(calls):.3f} s, p95 {np.quantile(calls, 0.95):.3f} s; "
+        f"the first /next after a submission found no task {empty} times of {n}"
     )
     if last_of_batch is not None:
         print(f"  the first batch's last task (task {last_of_batch[2]}): next task after {last_of_batch[1]:.3f} s")
@@ -205,7 +222,7 @@ def main() -> int:
     ap.add_argument("--annotators", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=90.0)
     ap.add_argument("--items", type=int, default=200)
-    ap.add_argument("--think", type=float, default=3.0, help="mean think time per task, seconds")
+    ap.add_argument("--think", type=float, default=10.0, help="mean think time per task, seconds")
     args = ap.parse_args()
     print("bench_ls_queue: the next task after a submission, through a real Label Studio")
     return 0 if run(args.annotators, args.seconds, args.items, args.think) else 1

@@ -152,16 +152,23 @@ def shown_items(project: Project, layout: Layout) -> dict[str, list[str]]:
 
 
 def sync_predictions(
-    project: Project, client: LabelStudioClient, pid: int, layout: Layout, *, refresh_backends: bool = True
+    project: Project,
+    client: LabelStudioClient,
+    pid: int,
+    layout: Layout,
+    *,
+    refresh_backends: bool = True,
+    via_backend: bool = True,
 ) -> int:
     """Replace the predictions of every task of the project with the current figures and make their version the
     project's. Label Studio 1.23.2 checks predictions against the label config when they are imported in bulk
     (``/import/predictions``, tasks with predictions) and drops those bound to no control, but not those its ML
     backend returns nor those created one by one (``POST /api/predictions``). So, with an ML backend connected,
     one call deletes the predictions and one has Label Studio ask the backend's ``/predict`` for all of them
-    (the same figures, :func:`predictions_for_tasks`); without one, they are created one per task. What each
-    task's prediction shows is remembered (:func:`remember_shown`). With ``refresh_backends``, Label Studio reads
-    its ML backends' model version again. Returns how many tasks were given a prediction."""
+    (the same figures, :func:`predictions_for_tasks`); without one, or when it could not answer, they are created
+    one per task. What each task's prediction shows is remembered (:func:`remember_shown`). With ``refresh_backends``, Label Studio reads
+    its ML backends' model version again; without ``via_backend`` (``easl ls setup``, before it has repaired the
+    backend's credentials), the backend is not asked. Returns how many tasks were given a prediction."""
     tasks = project.external_map(bk.TASK)  # task id -> HIT id
     if not tasks:
         return 0
@@ -172,14 +179,18 @@ def sync_predictions(
     client.request(
         "POST", "/api/dm/actions", params={"id": "delete_tasks_predictions", "project": int(pid)}, json=every
     )
-    backends = client.ml_backends(pid)
+    backends = client.ml_backends(pid) if via_backend else []
+    for m in backends if refresh_backends else []:
+        client.ml_backend(int(m["id"]))  # Label Studio reads the backend's model version (its /setup)
     if backends:
-        for m in backends if refresh_backends else []:
-            client.ml_backend(int(m["id"]))  # Label Studio reads the backend's model version (its /setup)
         client.request(
             "POST", "/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": int(pid)}, json=every
         )
-    else:
+    if not backends or int(client.project(pid).get("total_predictions_number") or 0) < len(body):
+        # no backend, or it could not answer (not running, refused): one by one
+        client.request(
+            "POST", "/api/dm/actions", params={"id": "delete_tasks_predictions", "project": int(pid)}, json=every
+        )
         post_predictions(client, body)
     remember_shown(project, {tid: figures.shown(shown[hid]) for tid, hid in tasks.items() if hid in shown})
     # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,

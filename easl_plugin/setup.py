@@ -174,7 +174,7 @@ def setup_project(
             notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
     n = push(project, client, ls_project_id, layout, project.next_hits())
     arrange_tabs(client, ls_project_id)
-    sync_predictions(project, client, ls_project_id, layout, refresh_backends=False)
+    sync_predictions(project, client, ls_project_id, layout, refresh_backends=False, via_backend=False)
     bk.set_meta(
         project,
         {bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(ls_project_id), bk.KEY_LAYOUT: json.dumps(layout.to_dict())},
