@@ -166,9 +166,10 @@ def sync_predictions(
     backend returns nor those created one by one (``POST /api/predictions``). So, with an ML backend connected,
     one call deletes the predictions and one has Label Studio ask the backend's ``/predict`` for all of them
     (the same figures, :func:`predictions_for_tasks`); without one, or when it could not answer, they are created
-    one per task. What each task's prediction shows is remembered (:func:`remember_shown`). With ``refresh_backends``, Label Studio reads
-    its ML backends' model version again; without ``via_backend`` (``easl ls setup``, before it has repaired the
-    backend's credentials), the backend is not asked. Returns how many tasks were given a prediction."""
+    one per task. What each task's prediction shows is remembered (:func:`remember_shown`). With
+    ``refresh_backends``, Label Studio reads its ML backends' model version again; without ``via_backend``
+    (``easl ls setup``, before it has repaired the backend's credentials), the backend is not asked. Returns how
+    many tasks were given a prediction."""
     tasks = project.external_map(bk.TASK)  # task id -> HIT id
     if not tasks:
         return 0
