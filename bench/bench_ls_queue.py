@@ -115,18 +115,9 @@ def run(n_annotators: int, seconds: float, n_items: int, think_s: float) -> bool
         port = free_port()
         proc = start_serve(path, port, env, tmp / "serve.log")
         try:
+            backend = f"http://127.0.0.1:{port}"
             info = json.loads(
-                easl(
-                    "ls",
-                    "setup",
-                    str(path),
-                    "--url",
-                    ls.url,
-                    "--backend-url",
-                    f"http://127.0.0.1:{port}",
-                    "--json",
-                    env=env,
-                )
+                easl("ls", "setup", str(path), "--url", ls.url, "--backend-url", backend, "--json", env=env)
             )
             pid = info["ls_project_id"]
             print(
