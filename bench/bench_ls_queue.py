@@ -103,7 +103,7 @@ def easl(*args: str, env: dict) -> str:
     ).stdout
 
 
-def run(n_annotators: int, seconds: float, n_items: int, think_s: float) -> bool:
+def run(n_annotators: int, seconds: float, n_items: int, think_s: float, depth: int | None) -> bool:
     tmp = Path(tempfile.mkdtemp(prefix="easl-bench-queue-"))
     items = tmp / "items.csv"
     items.write_text("id,text\n" + "".join(f"item{i:03d},statement number {i}\n" for i in range(n_items)))
@@ -113,7 +113,8 @@ def run(n_annotators: int, seconds: float, n_items: int, think_s: float) -> bool
         easl("init", str(path), "--items", str(items), "--hit-size", "5", "--seed", "1", env=env)
         people = [create_annotator(ls, f"q{k}@example.com", f"pw-q{k}-{ls.token[:8]}") for k in range(n_annotators)]
         port = free_port()
-        proc = start_serve(path, port, env, tmp / "serve.log")
+        extra = () if depth is None else ("--queue-depth", str(depth))
+        proc = start_serve(path, port, env, tmp / "serve.log", *extra)
         try:
             backend = f"http://127.0.0.1:{port}"
             info = json.loads(
@@ -122,7 +123,7 @@ def run(n_annotators: int, seconds: float, n_items: int, think_s: float) -> bool
             pid = info["ls_project_id"]
             print(
                 f"  {n_items} items, {info['tasks_imported']} tasks in the first batch; {n_annotators} annotators, "
-                f"think time {think_s:g} s (x0.5-1.5), {seconds:g} s",
+                f"think time {think_s:g} s (x0.5-1.5), {seconds:g} s, queue depth {depth or 'default'}",
                 flush=True,
             )
             stop_at = time.monotonic() + seconds
@@ -170,7 +171,7 @@ def run(n_annotators: int, seconds: float, n_items: int, think_s: float) -> bool
     )
     print(
         f"  Label Studio's own /next: median {np.median(calls):.3f} s, p95 {np.quantile(calls, 0.95):.3f} s; "
-        f"the first /next after a submission found no task {empty} times of {n}"
+        f"the first /next after a submission found no task {empty} times of {n}; /next answers {statuses}"
     )
     if last_of_batch is not None:
         print(f"  the first batch's last task (task {last_of_batch[2]}): next task after {last_of_batch[1]:.3f} s")
@@ -214,9 +215,10 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=90.0)
     ap.add_argument("--items", type=int, default=200)
     ap.add_argument("--think", type=float, default=10.0, help="mean think time per task, seconds")
+    ap.add_argument("--queue-depth", type=int, default=None, help="easl serve --queue-depth (default: its own)")
     args = ap.parse_args()
     print("bench_ls_queue: the next task after a submission, through a real Label Studio")
-    return 0 if run(args.annotators, args.seconds, args.items, args.think) else 1
+    return 0 if run(args.annotators, args.seconds, args.items, args.think, args.queue_depth) else 1
 
 
 if __name__ == "__main__":
