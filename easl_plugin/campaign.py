@@ -108,7 +108,8 @@ class Figures:
         shown = [[round(x, 1) for x in row] for row in rows.tolist()]  # the task's few items only
         lines = [f"{i}: {e} [{lo}, {hi}], {n} scores" for i, (e, lo, hi), n in zip(items, shown, counts.tolist())]
         result = (
-            [{"from_name": ESTIMATES, "to_name": layout_object(layout), "type": "textarea", "value": {"text": lines}}]
+            # the value first: the Data Manager's cell shows the result's beginning
+            [{"value": {"text": lines}, "from_name": ESTIMATES, "to_name": layout_object(layout), "type": "textarea"}]
             if lines
             else []
         )
