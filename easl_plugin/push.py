@@ -129,14 +129,15 @@ def can_top_up(project: Project, depth: int) -> bool:
 
 
 def progress_text(project: Project) -> str:
-    """The Label Studio project's description: the campaign's progress for the project manager (iteration, HITs,
-    annotations, and the convergence figure: the mean posterior variance of the items, on the 0-1 scale)."""
+    """The Label Studio project's description: the campaign's progress for the project manager (HITs issued and
+    open in every iteration, since the queue's top-ups are small iterations; annotations; the convergence figure:
+    the mean posterior variance of the items, on the 0-1 scale)."""
     s = project.status()
+    n_open = len(project.open_hit_times())
     return (
-        f"EASL campaign: iteration {int(s['iteration'])}, {int(s['n_hits_complete'])} of "
-        f"{int(s['n_hits_open']) + int(s['n_hits_complete'])} HITs done, {int(s['n_observations'])} scores so "
-        f"far; mean posterior variance {float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; "
-        "lower is more certain)."
+        f"EASL campaign: {int(s['n_hits_total']) - n_open} HITs done, {n_open} open (iteration "
+        f"{int(s['iteration'])}), {int(s['n_observations'])} scores so far; mean posterior variance "
+        f"{float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; lower is more certain)."
     )
 
 

@@ -475,3 +475,40 @@ def test_task_holders_name_the_newest_draft_or_annotation():
         },
         "3": {"active_at": "2026-01-01T09:00:00Z"},  # nobody worked on it: only when it was last active
     }
+
+
+def test_stalled_hits_by_inactivity_never_an_untouched_hit_that_holds_nothing_up(tmp_path):
+    """Re-issue rules (easl_plugin.push): an annotated open HIT at once; a drafted HIT once idle past the timeout;
+    an untouched idle HIT only when it holds the queue up (fewer open than the depth, no free items)."""
+    from easl_plugin import bookkeeping as bk
+    from easl_plugin.push import stalled_hits
+
+    items = pd.DataFrame({"item_id": [f"i{k}" for k in range(10)], "text": [f"text {k}" for k in range(10)]})
+    path = tmp_path / "p.easl"
+    Project.create(path, items, Hyper(method="easl", hit_size=5, seed=3)).close()
+    with Project.open(path) as p:
+        a, b = sorted(h["hit_id"] for h in p.next_hits())
+        old, fresh = "2026-01-01T10:00:00Z", "2026-01-01T10:59:30Z"
+        now = 1767265200.0  # 2026-01-01T11:00:00Z
+
+        def task(tid, hit, created, drafts=(), annotations=()):
+            return {
+                "id": tid,
+                "data": {"hit_id": hit},
+                "created_at": created,
+                "drafts": list(drafts),
+                "annotations": list(annotations),
+            }
+
+        draft_old = {"user": "x@y.org", "updated_at": old}
+        # a: untouched and idle for an hour; b: a draft an hour old -> only b (two HITs open, depth 1)
+        assert stalled_hits(p, [task(1, a, old), task(2, b, old, [draft_old])], 600, now) == {b: "abandoned"}
+        # b's draft is recent: nothing
+        recent = {"user": "x@y.org", "updated_at": fresh}
+        assert stalled_hits(p, [task(1, a, old), task(2, b, old, [recent])], 600, now) == {}
+        # a skipped or rejected annotation on b's current task: at once, whatever the time
+        skipped = {"completed_by": 5, "was_cancelled": True, "updated_at": fresh}
+        assert stalled_hits(p, [task(1, a, fresh), task(2, b, fresh, (), [skipped])], 600, now) == {b: "annotated"}
+        # the queue wants 3 HITs and no item is free: the idle untouched HIT holds it up
+        p.set_meta({bk.KEY_QUEUE_DEPTH: "3"})
+        assert stalled_hits(p, [task(1, a, old), task(2, b, fresh)], 600, now) == {a: "holding up"}
