@@ -512,3 +512,27 @@ def test_stalled_hits_by_inactivity_never_an_untouched_hit_that_holds_nothing_up
         # the queue wants 3 HITs and no item is free: the idle untouched HIT holds it up
         p.set_meta({bk.KEY_QUEUE_DEPTH: "3"})
         assert stalled_hits(p, [task(1, a, old), task(2, b, fresh)], 600, now) == {a: "holding up"}
+
+
+def test_easl_status_counts_refused_deliveries_apart_from_rejected_rows(project_path, capsys):
+    """`easl status`'s "rejected rows" are the scores that failed validation (what `easl ls status` calls rejected
+    annotations); refused or malformed webhook deliveries are counted apart."""
+    from easl_plugin import bookkeeping as bk
+    from easl_plugin.deliveries import DELIVERY_SOURCE
+    from tui.cli import main
+
+    with Project.open(project_path) as p:
+        p.add_reject(source=bk.SOURCE, location="task 1, annotation 2", reason="score 500 is outside [0, 100]")
+        for k in range(2):
+            p.add_reject(source=DELIVERY_SOURCE, location=f"refused webhook from 127.0.0.1 #{k}", reason="wrong token")
+    assert main(["status", project_path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["n_rejected_rows"], out["n_deliveries_refused"], out["n_rejects"]) == (1, 2, 3)
+    assert main(["status", project_path]) == 0
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in capsys.readouterr().out.splitlines()
+        if line.count("│") == 3
+    }
+    assert rows["rejected rows (scores that failed validation)"] == "1"
+    assert rows["webhook deliveries refused or malformed"] == "2"
