@@ -34,6 +34,9 @@ __all__ = [
     "DEFAULT_HIT_TIMEOUT_S",
     "KEY_WEBHOOK_TOKEN",
     "KEY_TASK_HOLDERS",
+    "KEY_QUEUE_DEPTH",
+    "KEY_PREDICTIONS_SHOWN",
+    "ACTIVE_WINDOW_S",
     "now",
     "open_project",
     "enqueue",
@@ -56,10 +59,13 @@ KEY_LAYOUT = "ls.layout"  #: the label layout (JSON, ``label_config.layouts.Layo
 KEY_LAST_RECONCILIATION = "ls.last_reconciliation"  #: when the last reconciliation finished
 KEY_RECONCILIATION_REPORT = "ls.last_reconciliation_report"  #: what it applied (JSON)
 KEY_PUSH_PENDING = "ls.push_pending"  #: HIT ids being imported as tasks (cleared after the import)
-KEY_HIT_TIMEOUT = "ls.hit_timeout_s"  #: seconds after which an unannotated task is re-issued (easl serve)
-DEFAULT_HIT_TIMEOUT_S = 7200.0
+KEY_HIT_TIMEOUT = "ls.hit_timeout_s"  #: seconds of inactivity after which an open task is re-issued (easl serve)
+DEFAULT_HIT_TIMEOUT_S = 1800.0
+KEY_QUEUE_DEPTH = "ls.queue_depth"  #: open HITs to keep (easl serve --queue-depth; absent: active annotators + 1)
+ACTIVE_WINDOW_S = 300.0  #: an annotator is active who scored or saved a draft this many seconds ago at most
 KEY_WEBHOOK_TOKEN = "ls.webhook_token"  #: the random token Label Studio's webhook sends (webhook delivery only)
-KEY_TASK_HOLDERS = "ls.task_holders"  #: task id -> who last worked on it, as Label Studio lists it (JSON)
+KEY_TASK_HOLDERS = "ls.task_holders"  #: open task id -> who last worked on it and when it was last active (JSON)
+KEY_PREDICTIONS_SHOWN = "ls.predictions_shown"  #: task id -> the estimates its predictions showed, and when (JSON)
 
 
 def open_project(path: str) -> Project:

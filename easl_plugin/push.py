@@ -1,9 +1,30 @@
-"""Pushing the engine's open HITs to Label Studio as tasks.
+"""Pushing the engine's open HITs to Label Studio as tasks: a queue that never runs dry, and re-issue by inactivity.
 
-Batch mode (the paper's Algorithm 1): ``Project.next_hits()`` returns the open HITs of the current iteration and
-starts the next iteration once every HIT of the current one is complete; each open HIT without a task becomes one.
-Streaming mode keeps ``N`` HITs open: when fewer are open, new HITs are selected with the items of the open
-HITs excluded (``select_hits(..., exclude=)``), so no item is ever in two open HITs.
+**The queue** (:func:`push_batch`, the default of ``easl serve``). When no HIT is open, the next iteration of the
+paper's Algorithm 1 starts (``Project.next_hits()``: the first iteration covers every item once). Whenever fewer
+HITs are open than the queue's depth (:func:`queue_depth`: ``--queue-depth``, by default one more than the
+annotators active in the last :data:`~easl_plugin.bookkeeping.ACTIVE_WINDOW_S` seconds, since each of them may
+hold a task the backend cannot see), new HITs are chosen from the current posterior (``Project.top_up_hits``:
+Algorithm 1 with one anchor per HIT, the highest-variance free item, partners by match quality) and pushed, so an
+annotator who submits the last task of a batch is given the next task in the same labelling stream.
+Items already in open HITs are excluded from the new HITs: no item is in two open HITs, and an item's next
+score waits until its open HIT is done or withdrawn. ``--queue-depth 0`` keeps the paper's batches alone (the
+next iteration only once every HIT of the current one is done). Streaming mode (``--streaming N``) keeps N HITs
+open from the start (``streaming.py``).
+
+**Re-issue** (:func:`reissue_stalled`). A HIT's newest task is re-issued as a fresh task when
+
+- it has an annotation although the HIT is still open (skipped, or rejected by validation): at once;
+- somebody worked on it (Label Studio lists a draft of theirs) and nothing happened on it for ``--hit-timeout``
+  seconds (its last activity: ``campaign.last_activity``);
+- nobody visibly worked on it (Label Studio 1.23 shows no task locks, so an annotator who opened it and left
+  cannot be seen), it was inactive for ``--hit-timeout`` and it holds the campaign up: fewer HITs are open than
+  the queue needs and no new HIT can be chosen (too few free items, the stopping rule, or ``--queue-depth 0``).
+
+A HIT nobody worked on and that holds nothing up is never re-issued. The old task of a re-issued HIT is deleted
+when nobody worked on it (nothing is lost, and Label Studio's progress does not count it), and closed otherwise
+(``campaign.close_tasks``: the draft's author may still submit, and that late annotation counts; the closed copy
+counts as labelled in Label Studio's progress). The fresh task carries the HIT's current prediction.
 
 Crash safety: the HIT ids about to be imported are written to ``meta`` (``ls.push_pending``) before the import and
 cleared with the task map after it; a crash in between is repaired by reconciliation (which maps tasks to HITs by
@@ -14,13 +35,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import zlib
 
 import numpy as np
 
 from core.store import Project
 from easl_plugin import bookkeeping as bk
-from easl_plugin.campaign import close_tasks
+from easl_plugin.campaign import (
+    Figures,
+    close_tasks,
+    last_activity,
+    post_predictions,
+    remember_shown,
+    seconds_since,
+    touched,
+)
 from easl_plugin.client import LabelStudioClient
 from label_config.layouts import Layout, task_data
 
@@ -49,76 +79,133 @@ def push(project: Project, client: LabelStudioClient, ls_project_id: int, layout
     return len(todo)
 
 
+def active_annotators(project: Project, window_s: float = bk.ACTIVE_WINDOW_S) -> int:
+    """How many annotators scored (live ratings) or saved a draft (``ls.task_holders``) in the last ``window_s``
+    seconds."""
+    now = time.time()
+    r = project.ratings()
+    who = {
+        str(a)
+        for a, at in zip(r["annotator"], r["created_at"])
+        if a is not None and (seconds_since(at, now) or window_s + 1) <= window_s
+    }
+    raw = project.get_meta(bk.KEY_TASK_HOLDERS)
+    for h in (json.loads(raw) if raw else {}).values():
+        if h.get("how") == "draft" and (seconds_since(h.get("at"), now) or window_s + 1) <= window_s:
+            who.add(str(h["annotator"]))
+    return len(who)
+
+
+def queue_depth(project: Project) -> int:
+    """The open HITs the queue keeps: ``--queue-depth`` (``ls.queue_depth``; 0 = the paper's batches alone), by
+    default :func:`active_annotators` + 1."""
+    raw = project.get_meta(bk.KEY_QUEUE_DEPTH)
+    return int(raw) if raw is not None else active_annotators(project) + 1
+
+
 def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, gate=None) -> int:
-    """Batch mode: push the current iteration's open HITs (starting the next iteration when it is complete).
-    ``gate`` (the service's write gate) is held while the next iteration is selected."""
+    """The queue (module docstring): start the next iteration when no HIT is open, top up to
+    :func:`queue_depth`, and push every open HIT without a task. ``gate`` (the service's write gate) is held
+    while HITs are chosen."""
+    depth = queue_depth(project)
     with gate if gate is not None else contextlib.nullcontext():
-        hits = project.next_hits()
-    return push(project, client, ls_project_id, layout, hits)
+        if depth == 0 or project.open_item_mask()[1] == 0:
+            project.next_hits()
+        if depth > 0:
+            project.top_up_hits(depth)
+    return push(project, client, ls_project_id, layout, project.open_hits(every_iteration=True))
+
+
+def can_top_up(project: Project, depth: int) -> bool:
+    """Whether a new HIT could be chosen now: the queue is on (``depth`` > 0), a HIT's worth of items is in no open
+    HIT, and an aware project's stopping rule is not met."""
+    if depth <= 0:
+        return False
+    mask, _ = project.open_item_mask()
+    if int((~mask).sum()) < project.hyper.hit_size:
+        return False
+    stop = project.status().stop
+    return not (stop and stop.get("reached"))
 
 
 def progress_text(project: Project) -> str:
-    """The Label Studio project's description: the campaign's progress for the project manager (iteration, HITs,
-    annotations, and the convergence figure: the mean posterior variance of the items, on the 0-1 scale)."""
+    """The Label Studio project's description: the campaign's progress for the project manager (HITs issued and
+    open in every iteration, since the queue's top-ups are small iterations; annotations; the convergence figure:
+    the mean posterior variance of the items, on the 0-1 scale)."""
     s = project.status()
+    n_open = len(project.open_hit_times())
     return (
-        f"EASL campaign: iteration {int(s['iteration'])}, {int(s['n_hits_complete'])} of "
-        f"{int(s['n_hits_open']) + int(s['n_hits_complete'])} HITs done, {int(s['n_observations'])} scores so "
-        f"far; mean posterior variance {float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; "
-        "lower is more certain)."
+        f"EASL campaign: {int(s['n_hits_total']) - n_open} HITs done, {n_open} open (iteration "
+        f"{int(s['iteration'])}), {int(s['n_observations'])} scores so far; mean posterior variance "
+        f"{float(s['mean_variance']):.4f} (max {float(s['max_variance']):.4f}; lower is more certain)."
     )
 
 
-def _age_s(stamp: object, now: float) -> float:
-    from datetime import datetime
-
-    try:
-        return now - datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def reissue_stalled(
-    project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, tasks: list[dict], timeout_s: float
-) -> list[str]:
-    """Re-issue the open HITs that stalled as a fresh Label Studio task each; returns their HIT ids.
-
-    A HIT stalls when its newest task (``tasks``: the project's tasks with their annotations, as listed by the
-    reconciliation) is older than ``timeout_s`` without an annotation (an annotator opened it and left: Label
-    Studio keeps it locked for them), or has an annotation although the HIT is still open (it was skipped or
-    rejected: Label Studio counts the task as completed and shows it to nobody). The old task is closed
-    (``campaign.close_tasks``: offered to nobody any more) but left in place, so a late annotation on it is still
-    accepted; both tasks map to the HIT, and reconciliation keeps them both.
-    """
-    import time
-
-    now = time.time()
+def stalled_hits(project: Project, tasks: list[dict], timeout_s: float, now: float) -> dict[str, str]:
+    """Open HIT id -> why its newest task (``tasks``: the project's tasks with drafts and annotations, as listed
+    by the reconciliation) is re-issued: ``"annotated"``, ``"abandoned"`` or ``"holding up"`` (module
+    docstring)."""
     newest: dict[str, dict] = {}
     for t in tasks:
         hit_id = (t.get("data") or {}).get("hit_id") if isinstance(t.get("data"), dict) else None
         if isinstance(hit_id, str) and (hit_id not in newest or int(t["id"]) > int(newest[hit_id]["id"])):
             newest[hit_id] = t
     open_ids = set(project.open_hit_times())
-    stalled = []
+    why: dict[str, str] = {}
+    idle_untouched: list[tuple[float, str]] = []
     for hit_id, t in newest.items():
         if hit_id not in open_ids:
             continue
-        done = any(isinstance(a, dict) for a in t.get("annotations") or [])
-        if done or _age_s(t.get("created_at"), now) > timeout_s:
-            stalled.append(hit_id)
-    if not stalled:
+        idle = seconds_since(last_activity(t), now) or 0.0
+        if any(isinstance(a, dict) for a in t.get("annotations") or []):
+            why[hit_id] = "annotated"
+        elif touched(t):
+            if idle > timeout_s:
+                why[hit_id] = "abandoned"
+        elif idle > timeout_s:
+            idle_untouched.append((idle, hit_id))
+    if idle_untouched:
+        depth = queue_depth(project)
+        need = depth if depth > 0 else active_annotators(project) + 1
+        if len(open_ids) < need and not can_top_up(project, depth):
+            for _, hit_id in sorted(idle_untouched, reverse=True):
+                why[hit_id] = "holding up"
+    return why
+
+
+def reissue_stalled(
+    project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, tasks: list[dict], timeout_s: float
+) -> list[str]:
+    """Re-issue the stalled open HITs (:func:`stalled_hits`) as a fresh Label Studio task each, carrying the HIT's
+    current prediction; delete the old task when nobody worked on it, close it otherwise. Returns the HIT ids."""
+    why = stalled_hits(project, tasks, timeout_s, time.time())
+    if not why:
         return []
-    hits = [h for h in project.open_hits(every_iteration=True) if str(h["hit_id"]) in set(stalled)]
+    hits = [h for h in project.open_hits(every_iteration=True) if str(h["hit_id"]) in why]
     body = tasks_for(hits, layout, project.hyper.seed)
     for b in body:
         b["meta"]["reissued"] = True
     ids = client.import_tasks(ls_project_id, body)
     bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in hits]))
+    figures = Figures(project)
+    post_predictions(
+        client,
+        [
+            {"task": i, "project": int(ls_project_id), **figures.prediction(b["data"]["item_ids"], layout)}
+            for i, b in zip(ids, body)
+        ],
+    )
+    remember_shown(project, {str(i): figures.shown(b["data"]["item_ids"]) for i, b in zip(ids, body)})
     again = {str(h["hit_id"]) for h in hits}
     stale = [
-        int(t["id"])
+        t
         for t in tasks
         if (t.get("data") or {}).get("hit_id") in again and t.get("overlap") != 0 and int(t["id"]) not in ids
     ]
-    close_tasks(client, stale)
+    untouched = [str(t["id"]) for t in stale if not touched(t)]
+    if untouched:  # unmapped first: Label Studio's TASKS_DELETED for them then withdraws nothing
+        project.unmap_external(bk.TASK, untouched)
+        for tid in untouched:
+            client.delete_task(int(tid))
+    close_tasks(client, [int(t["id"]) for t in stale if touched(t)])
     return [str(h["hit_id"]) for h in hits]

@@ -10,8 +10,10 @@ on start, periodically and on ``START_TRAINING``, and applies what it missed:
 - HITs whose task has gone are withdrawn (``retract_hit``);
 - tasks are mapped to HITs by the ``hit_id`` in their data (repairing a push interrupted between the import and
   the bookkeeping); an unannotated second task of the same HIT is deleted;
-- who last worked on each open HIT's tasks (drafts and annotations, ``campaign.task_holders``) is kept for
-  ``easl ls status``.
+- who last worked on each open HIT's tasks (drafts and annotations, ``campaign.task_holders``) and when each task
+  was last active are kept for ``easl ls status``;
+- with a ``--hit-timeout``, stalled HITs are re-issued (``push.reissue_stalled``: by inactivity, never a HIT
+  nobody worked on unless it holds the campaign up).
 
 Idempotent: a second run right after the first changes nothing.
 """
@@ -150,10 +152,8 @@ def reconcile(
         rep.reissued_hits = len(again)
         if again:
             log.info("re-issued %d stalled HIT(s) as new tasks: %s", len(again), ", ".join(again))
-    open_hits = set(project.open_hit_times())
-    holders = task_holders(
-        [t for t in tasks if (t.get("data") or {}).get("hit_id") in open_hits], project.external_map(bk.USER)
-    )
+    open_hits, mapped = set(project.open_hit_times()), project.external_map(bk.TASK)
+    holders = task_holders([t for t in tasks if mapped.get(str(t["id"])) in open_hits], project.external_map(bk.USER))
     with gate:
         project.set_meta(
             {

@@ -5,12 +5,13 @@ Steps (each one idempotent, so running the command again repairs a partial setup
 1. check the API key (``LABEL_STUDIO_API_KEY``: personal access token or legacy token) with ``whoami``;
 2. create the Label Studio project with the label config of the engine's method (``label_config.layouts``), or
    attach to the one already linked in the project file or given by ``--project-id`` (its config is checked, or
-   set when the project has no tasks yet); predictions are hidden from annotators (``show_collab_predictions``
+   set when the project has no tasks yet); predictions stay out of the labelling stream (``show_collab_predictions``
    off) and each task takes one annotation;
 3. map tasks already there to HITs (reconciliation), then import the open HITs of the current iteration as
-   tasks (the first iteration's on a new project), each with its item permutation in the task data; hide that
-   bookkeeping in the Data Manager's tabs and give every task the current estimates as its prediction
-   (``campaign.py``);
+   tasks (the first iteration's on a new project), each with its item permutation in the task data; arrange the
+   Data Manager's tabs (that bookkeeping hidden everywhere, the estimates and annotation results in one tab for
+   the project manager) and give every task the current estimates as a prediction bound to no control, which
+   pre-fills no slider (``campaign.py``);
 4. record the link in the project file (``meta``: ``ls.url``, ``ls.project_id``, ``ls.layout``) last, so a
    running ``easl serve`` starts working on the project only once its tasks are in place;
 5. connect the backend when ``--backend-url`` is given: as an ML backend (Label Studio then calls its ``/health``
@@ -31,7 +32,7 @@ from core.errors import UserError
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.auth import GENERATED_SECRET_BYTES, MIN_TOKEN_CHARS, SECRET_HEADER
-from easl_plugin.campaign import hide_internal_columns, sync_predictions
+from easl_plugin.campaign import arrange_tabs, sync_predictions
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.push import push
 from easl_plugin.reconcile import reconcile
@@ -174,8 +175,8 @@ def setup_project(
         if rep.ingested:
             notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
     n = push(project, client, ls_project_id, layout, project.next_hits())
-    hide_internal_columns(client, ls_project_id)
-    sync_predictions(project, client, ls_project_id, layout, refresh_backends=False)
+    arrange_tabs(client, ls_project_id)
+    sync_predictions(project, client, ls_project_id, layout, refresh_backends=False, via_backend=False)
     bk.set_meta(
         project,
         {bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(ls_project_id), bk.KEY_LAYOUT: json.dumps(layout.to_dict())},

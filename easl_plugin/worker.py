@@ -351,12 +351,10 @@ class Worker:
             client.update_project(linked.project_id, description=text)
             self._description = text
         iteration = project.iteration()
-        # every task's prediction: the figures of the new iteration (streaming mode starts one per top-up, so
-        # there at most once per reconciliation interval)
+        # every task's prediction: the figures of the new iteration (the queue starts one per top-up, so at most
+        # once per reconciliation interval)
         now = time.monotonic()
-        due = (self.streaming == 0 or now - self._predicted_at >= self.reconcile_interval_s) and (
-            now >= self._predict_retry_at
-        )
+        due = now - self._predicted_at >= self.reconcile_interval_s and now >= self._predict_retry_at
         if iteration != self._predicted and due:
             try:
                 sync_predictions(project, client, linked.project_id, linked.layout)

@@ -1,14 +1,20 @@
 """A campaign in a real browser: Debian's Chromium driven by Playwright against a real Label Studio and `easl serve`.
 
-Issue 11, item 9. A project manager runs `easl ls setup` with a question and scale labels; two annotators sign up
-through the invite link, log in, read the question and the labels, set the five sliders of a HIT (0 and 50 among
-them, by click and by keyboard; submit first refuses and names the unset item), and submit; the next iteration's
-tasks appear; the project manager's Data Manager shows the texts but not the internal task fields; the export
-names the annotators by e-mail; a task opened and left alone is re-issued after a short `--hit-timeout`.
+A project manager runs `easl ls setup` with a question and scale labels; two annotators sign up through the invite
+link, log in, read the question and the labels, set the five sliders of a HIT (0 and 50 among them, by click and
+by keyboard; submit first refuses and names the unset item), and submit. Then, with the default queue:
+
+- the two annotators work through the first batch in the labelling stream; the one who submits its last task is
+  given the next task in the same stream (never "No More Tasks"), its sliders unset;
+- an annotator opens a task from the Data Manager: it has a prediction, and its sliders are unset;
+- the Data Manager's first tab shows neither the internal fields, the estimates nor the annotations' results;
+  the project manager's tab shows the estimates;
+- an annotator works on a task and leaves it: `easl ls status` names them, and after a short `--hit-timeout`
+  the HIT is re-issued while the untouched open tasks (one of them opened by the other annotator) are not.
 
 Chromium comes from Debian's packages (``tests.ls_server.ensure_chromium`` installs it when missing; the test fails
-with the reason when it cannot); Playwright only drives it (``executable_path``; no browser download). On failure
-the pages' screenshots are saved under a temporary directory whose path is printed.
+with the reason when it cannot); Playwright only drives it (``executable_path``; no browser download). The pages'
+screenshots are saved under a temporary directory whose path is printed.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 QUESTION, LOW, HIGH = "How fluent is each text?", "not fluent", "perfectly fluent"
-HIT_TIMEOUT_S = 30
+HIT_TIMEOUT_S = 20
+ESTIMATES_TAB = "Estimates (project manager)"
 
 
 def easl(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -81,7 +88,11 @@ def log_in(browser, url: str, email: str, password: str):
 
 
 def open_labeling(page, url: str, pid: int) -> None:
-    page.goto(f"{url}/projects/{pid}/data?labeling=1")
+    """Open the labelling stream as annotators do: the project's Data Manager, then *Label All Tasks*. (Opening
+    ``?labeling=1`` directly would make Label Studio 1.23.2 serve the Data Manager's queue, which takes no task
+    lock, so two annotators could be given the same task.)"""
+    page.goto(f"{url}/projects/{pid}/data")
+    page.get_by_role("button", name="Label All Tasks").click()
     page.wait_for_selector("input[type=range]", timeout=60_000)
     page.wait_for_timeout(500)
 
@@ -123,16 +134,68 @@ def score_hit(page) -> list[str]:
     return outputs(page)
 
 
+def score_quickly(page) -> None:
+    """Set the five sliders by keyboard (End, Home, and Page Up from Home) and submit."""
+    sliders = page.locator(".easl-scale input[type=range]")
+    for j in range(sliders.count()):
+        sliders.nth(j).focus()
+        page.keyboard.press("Home")
+        for _ in range(j):
+            page.keyboard.press("PageUp")
+    page.wait_for_timeout(150)
+    page.get_by_test_id("bottombar-submit-button").click()
+
+
+def next_task_in_stream(page) -> None:
+    """After a submission: the stream shows the next task, its sliders unset, never "No More Tasks"."""
+    page.wait_for_function(
+        "() => document.querySelectorAll('.easl-scale output').length === 5 && "
+        "[...document.querySelectorAll('.easl-scale output')].every(o => o.textContent.trim() === '')",
+        timeout=20_000,
+    )
+    assert page.get_by_text("No More Tasks").count() == 0
+
+
 def manager_sees_the_campaign(browser, ls, pid: int, shots: Path) -> None:
-    """The project manager's Data Manager: the texts and the predictions' columns, never the internal fields."""
+    """The project manager's Data Manager: the texts in the first tab, never the internal fields nor the estimates;
+    the estimates in the project manager's tab."""
     page = log_in(browser, ls.url, ls.username, ls.password)
     try:
         page.goto(f"{ls.url}/projects/{pid}/data")
         page.get_by_text("text_0", exact=True).first.wait_for(timeout=60_000)
         page.wait_for_timeout(500)
-        page.screenshot(path=str(shots / "manager-data-manager.png"))
+        page.screenshot(path=str(shots / "manager-first-tab.png"))
         for internal in ("hit_id", "permutation", "item_ids"):
             assert page.get_by_text(internal, exact=True).count() == 0, f"{internal} is a visible column"
+        assert page.get_by_text("easl_estimates").count() == 0  # no estimates in the first tab
+        page.get_by_text(ESTIMATES_TAB).first.click()
+        page.set_viewport_size({"width": 2600, "height": 900})  # wide enough to show the estimates column
+        page.get_by_text("easl_estimates").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(shots / "manager-estimates-tab.png"))
+        assert page.get_by_text("hit_id", exact=True).count() == 0
+    finally:
+        page.close()
+
+
+def annotator_opens_from_data_manager(browser, ls, pid: int, who, password: str, shots: Path) -> None:
+    """An annotator opens an open task (with a prediction) from the Data Manager: its sliders are unset, and the
+    first tab shows them no estimates."""
+
+    def with_prediction():
+        return next((t for t in tasks(ls, pid) if t["predictions"] and not t["annotations"]), None)
+
+    task = wait_for(with_prediction, "an open task with a prediction", 30)
+    page = log_in(browser, ls.url, who.email, password)
+    try:
+        page.goto(f"{ls.url}/projects/{pid}/data")
+        page.get_by_text("text_0", exact=True).first.wait_for(timeout=60_000)
+        assert page.get_by_text("easl_estimates").count() == 0
+        page.goto(f"{ls.url}/projects/{pid}/data?task={task['id']}")
+        page.wait_for_selector(".easl-scale input[type=range]", timeout=60_000)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(shots / "annotator-data-manager-task.png"))
+        assert outputs(page) == [""] * 5, outputs(page)  # nothing pre-filled from the prediction
     finally:
         page.close()
 
@@ -144,12 +207,13 @@ def test_a_campaign_in_chromium(tmp_path):
     shots = Path(tempfile.mkdtemp(prefix="easl-browser-"))
     items = tmp_path / "items.csv"
     items.write_text(
-        "id,text\n" + "".join(f"item{i:02d},This is sentence number {i} of the test.\n" for i in range(10))
+        "id,text\n" + "".join(f"item{i:02d},This is sentence number {i} of the test.\n" for i in range(30))
     )
     project = tmp_path / "b.easl"
     with running_server() as ls:
         env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
-        people = [create_annotator(ls, f"rater{k}@example.com", f"pw-rater-{k}-{ls.token[:8]}") for k in (1, 2)]
+        passwords = [f"pw-rater-{k}-{ls.token[:8]}" for k in (1, 2)]
+        people = [create_annotator(ls, f"rater{k}@example.com", pw) for k, pw in zip((1, 2), passwords)]
         easl(
             "init",
             str(project),
@@ -181,7 +245,7 @@ def test_a_campaign_in_chromium(tmp_path):
                 "--hit-timeout",
                 str(HIT_TIMEOUT_S),
                 "--reconcile-interval",
-                "2",
+                "4",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -205,13 +269,12 @@ def test_a_campaign_in_chromium(tmp_path):
                 ).stdout
             )
             pid = info["ls_project_id"]
-            assert info["connection"] == "ml-backend" and info["tasks_imported"] == 2
+            assert info["connection"] == "ml-backend" and info["tasks_imported"] == 6
+            first_batch = {t["id"] for t in tasks(ls, pid)}
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
                 try:
-                    for k, (person, password) in enumerate(
-                        zip(people, [f"pw-rater-{k}-{ls.token[:8]}" for k in (1, 2)])
-                    ):
+                    for k, (person, password) in enumerate(zip(people, passwords)):
                         page = log_in(browser, ls.url, person.email, password)
                         pages[person.email] = page
                         open_labeling(page, ls.url, pid)
@@ -222,20 +285,52 @@ def test_a_campaign_in_chromium(tmp_path):
                         page.screenshot(path=str(shots / f"rater{k + 1}-scored.png"))
                         assert shown == ["0", "50", "50", shown[3], "100"] and 80 <= int(shown[3]) <= 100, shown
                         page.get_by_test_id("bottombar-submit-button").click()
-                        page.wait_for_timeout(1000)
-                    # the next iteration's two tasks appear
-                    wait_for(
-                        lambda: sum(t["data"]["iteration"] == 1 for t in tasks(ls, pid)) >= 2,
-                        "the next iteration's tasks",
-                        60,
-                    )
-                    with Project.open(project, readonly=True) as store:
-                        ratings = store.ratings()
-                        assert store.iteration() == 1 and len(ratings) == 10
-                        assert {0.0, 50.0, 100.0} <= set(ratings["score"])
-                    # the project description shows the campaign's progress to the project manager
-                    wait_for(lambda: "iteration 1" in _project(ls, pid)["description"], "progress in the description")
+                        next_task_in_stream(page)
+                    # the two work on through the first batch in their labelling streams; whoever submits its
+                    # last task is given the next one in the same stream
+                    # (each submits once the backend has topped the queue up after the other's submission: its
+                    # depth, the two active annotators + 1, covers one submission at a time)
+                    turn = 0
+                    while any(not t["annotations"] for t in tasks(ls, pid) if t["id"] in first_batch) and turn < 12:
+                        wait_for(lambda: sum(not t["annotations"] for t in tasks(ls, pid)) >= 3, "the queue", 20)
+                        page = pages[people[turn % 2].email]
+                        score_quickly(page)
+                        next_task_in_stream(page)
+                        turn += 1
+                    last = pages[people[(turn - 1) % 2].email]
+                    last.screenshot(path=str(shots / "after-the-batch-the-next-task-in-the-same-stream.png"))
+                    assert last.get_by_text(QUESTION).count() >= 1
+
+                    def scored() -> bool:
+                        with Project.open(project, readonly=True) as store:
+                            return store.iteration() >= 1 and len(store.ratings()) == 5 * (2 + turn)
+
+                    wait_for(scored, "every submission in the project", 30)
+                    # an annotator opens a task from the Data Manager: its sliders are unset
+                    annotator_opens_from_data_manager(browser, ls, pid, people[1], passwords[1], shots)
                     manager_sees_the_campaign(browser, ls, pid, shots)
+                    # the project description shows the campaign's progress to the project manager
+                    wait_for(lambda: "EASL campaign" in _project(ls, pid)["description"], "progress in the description")
+                    # rater 1 works on the task their stream shows (a draft is saved) and leaves it
+                    page = pages[people[0].email]
+                    click_at(page, page.locator(".easl-scale input[type=range]").nth(0), 0.3)
+                    page.wait_for_timeout(7_000)  # Label Studio saves a draft about 5 s after a change
+                    page.screenshot(path=str(shots / "rater1-leaves-a-task.png"))
+                    page.close()
+                    del pages[people[0].email]
+                    held = wait_for(lambda: _held_by(project, people[0].email, env), "rater 1 named as holder", 30)
+                    before = {t["id"]: t["data"]["hit_id"] for t in tasks(ls, pid)}
+
+                    def reissued() -> list[str]:
+                        hits = [t["data"]["hit_id"] for t in tasks(ls, pid)]
+                        return [h for h in set(hits) if hits.count(h) >= 2]
+
+                    assert wait_for(reissued, "the left HIT re-issued", HIT_TIMEOUT_S + 40) == [held["hit_id"]]
+                    # the untouched open tasks (one of them opened by rater 2) were not re-issued
+                    after = {t["id"]: t["data"]["hit_id"] for t in tasks(ls, pid)}
+                    assert set(before) <= set(after)
+                    listed = list(after.values())
+                    assert all(listed.count(h) == 1 for h in before.values() if h != held["hit_id"])
                     # the export names the annotators by their Label Studio e-mail
                     easl(
                         "export",
@@ -248,17 +343,7 @@ def test_a_campaign_in_chromium(tmp_path):
                     )
                     exported = pd.read_csv(tmp_path / "ratings.csv")
                     assert set(exported["annotator"]) == {person.email for person in people}
-                    # rater 1 opens a task of the new iteration and leaves it: it is re-issued after --hit-timeout
-                    page = pages[people[0].email]
-                    open_labeling(page, ls.url, pid)
-                    page.screenshot(path=str(shots / "rater1-next-iteration.png"))
-                    assert page.get_by_text(QUESTION).count() >= 1
-
-                    def reissued() -> list[str]:
-                        hits = [t["data"]["hit_id"] for t in tasks(ls, pid) if t["data"]["iteration"] == 1]
-                        return [h for h in set(hits) if hits.count(h) >= 2]
-
-                    assert wait_for(reissued, "stalled HITs re-issued", HIT_TIMEOUT_S + 30)
+                    assert easl("verify", str(project), env=env).stdout.startswith("ok")
                 except Exception:
                     for name, pg in pages.items():
                         pg.screenshot(path=str(shots / f"failure-{name}.png"))
@@ -271,6 +356,12 @@ def test_a_campaign_in_chromium(tmp_path):
             serve.wait(20)
             log.close()
     print(f"screenshots: {shots}")
+
+
+def _held_by(project: Path, email: str, env: dict) -> dict | None:
+    """The open HIT `easl ls status` says ``email`` holds (a draft of theirs), if any."""
+    out = json.loads(easl("ls", "status", str(project), "--json", env=env).stdout)
+    return next((h for h in out["open_hits"] if h["annotator"] == email), None)
 
 
 def _up(url: str) -> bool:

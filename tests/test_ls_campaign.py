@@ -4,10 +4,12 @@ One Label Studio server for the module (tests/ls_server.py). `easl serve` and `e
 subprocesses; annotators are real users of the organisation posting through Label Studio's API, so Label Studio
 itself delivers the webhooks and calls the ML backend.
 
-- predictions: every task carries the current estimates and 95% intervals (model version = iteration), hidden
-  from annotators; they are replaced when the next iteration starts, and "Retrieve Predictions" (the Data
-  Manager action) fetches the same figures from the backend's /predict;
-- the Data Manager's tabs hide the internal task fields;
+- predictions: every task carries the current estimates and 95% intervals (model version = iteration) as one
+  text bound to no control (it pre-fills no slider), kept out of the labelling stream; they are replaced when
+  the next iteration starts, and "Retrieve Predictions" (the Data Manager action) fetches the same figures from
+  the backend's /predict; an annotation that sends the prediction back is flagged by `easl ls status`;
+- the Data Manager's tabs hide the internal task fields, and all but the project manager's tab hide the
+  estimates and the annotations' results;
 - `easl ls status` names the annotator of an open HIT once Label Studio lists a draft of theirs;
 - `easl ls setup --stop-at` sets an aware project's stop target and refuses other methods, before touching
   Label Studio;
@@ -43,6 +45,9 @@ pytestmark = pytest.mark.labelstudio
 
 HIT_SIZE = 5
 INTERNAL = {"tasks:data.hit_id", "tasks:data.permutation", "tasks:data.item_ids"}
+PRIVATE = {"tasks:predictions_results", "tasks:predictions_score", "tasks:predictions_model_versions"}
+PRIVATE |= {"tasks:annotations_results"}  # the estimates and other annotators' scores
+CONTROLS = {f"score_{j}" for j in range(HIT_SIZE)}
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +85,8 @@ def estimates(path: Path) -> dict[str, tuple[float, float, float]]:
 
 
 def predictions_match(ls, pid: int, path: Path, version: str) -> bool:
-    """Every task has exactly one prediction, of ``version``, carrying the project's current figures."""
+    """Every task has exactly one prediction, of ``version``, carrying the project's current figures as one text
+    bound to no control (a line per item, in the order shown)."""
     figures = estimates(path)
     for t in api(ls, "GET", "/api/tasks", params={"project": pid, "fields": "all", "page_size": 500}).json()["tasks"]:
         preds = t.get("predictions") or []
@@ -88,22 +94,31 @@ def predictions_match(ls, pid: int, path: Path, version: str) -> bool:
             return False
         if t["predictions_score"] != pytest.approx(preds[0]["score"]):  # the Data Manager's column
             return False
-        by_control = {r["from_name"]: r for r in preds[0]["result"]}
-        for j, item in enumerate(t["data"]["item_ids"]):
-            est, lo, hi = figures[item]
-            r = by_control.get(f"score_{j}")
-            if r is None or r["value"]["number"] != round(est, 1):
-                return False
-            if f"95% interval [{round(lo, 1)}, {round(hi, 1)}]" not in r["meta"]["text"][0]:
-                return False
+        (result,) = preds[0]["result"]
+        if result["from_name"] != "easl_estimates" or result["from_name"] in CONTROLS:
+            return False
+        want = []
+        for item in t["data"]["item_ids"]:
+            est, lo, hi = (round(x, 1) for x in figures[item])
+            want.append(f"{item}: {est} [{lo}, {hi}], ")
+        got = result["value"]["text"]
+        if len(got) != len(want) or not all(g.startswith(w) for g, w in zip(got, want)):
+            return False
     return True
+
+
+def shown_values(ls, task: dict) -> list[float]:
+    """The estimates a task's prediction shows, in the order its items are shown."""
+    (pred,) = api(ls, "GET", f"/api/tasks/{task['id']}").json()["predictions"]
+    return [float(line.split(": ", 1)[1].split(" ", 1)[0]) for line in pred["result"][0]["value"]["text"]]
 
 
 def test_predictions_columns_holders_and_stop_at_refusal(ls, sdk, people, tmp_path):
     env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
     # the paper's EASL on purpose: --stop-at and the annotator diagnostics are refused for it
     project = new_project(tmp_path, "pred", 20, "--method", "easl", "--question", "How true?", env=env)
-    backend = Backend(project, free_port(), env, tmp_path / "serve.log")
+    # the paper's batches (--queue-depth 0), so that the next iteration below is whole
+    backend = Backend(project, free_port(), env, tmp_path / "serve.log", "--queue-depth", "0")
     backend.start()
     try:
         # --stop-at does not apply to the method easl: refused with the reason, before Label Studio is touched
@@ -114,11 +129,13 @@ def test_predictions_columns_holders_and_stop_at_refusal(ls, sdk, people, tmp_pa
         info = json.loads(setup(project, ls, backend, env=env).stdout)
         pid = info["ls_project_id"]
         assert info["connection"] == "ml-backend" and info["stop_at"] is None
-        # the Data Manager's tabs hide the internal fields, in the table and beside the labelling stream
+        # the Data Manager's tabs hide the internal fields, in the table and beside the labelling stream; the
+        # first tab (where the Data Manager opens) hides the estimates and annotation results too, the last one
+        # shows them to the project manager
         views = api(ls, "GET", "/api/dm/views", params={"project": pid}).json()
-        assert views and all(
-            set(v["data"]["hiddenColumns"][k]) >= INTERNAL for v in views for k in ("explore", "labeling")
-        )
+        assert [v["data"]["title"] for v in views] == ["Tasks", "Estimates (project manager)"]
+        for v, hidden in zip(views, (INTERNAL | PRIVATE, INTERNAL)):
+            assert all(set(v["data"]["hiddenColumns"][k]) == hidden for k in ("explore", "labeling"))
         # every task carries iteration 0's figures (the prior: every item at the same estimate)
         assert predictions_match(ls, pid, project, "iteration-0")
         # ... hidden from annotators: the labelling stream gives them the task without predictions
@@ -141,19 +158,24 @@ def test_predictions_columns_holders_and_stop_at_refusal(ls, sdk, people, tmp_pa
         assert others and all(h["annotator"] is None and "task locks" in h["annotator_reason"] for h in others)
         # the next iteration: every task's prediction is replaced by the new figures
         rng = np.random.default_rng(4)
+        copied = None
         for k, t in enumerate(ls_tasks(sdk, pid)):
             who = people[k % len(people)]
-            api(
-                ls,
-                "POST",
-                f"/api/tasks/{t.id}/annotations",
-                token=who.token,
-                json={"result": slider_result(t.data["item_ids"], rng)},
-            )
+            result = slider_result(t.data["item_ids"], rng)
+            if k == 1:  # one annotator sends back the estimates the task's prediction shows
+                for r, value in zip(result, shown_values(ls, {"id": t.id})):
+                    r["value"]["number"] = value
+            a = api(ls, "POST", f"/api/tasks/{t.id}/annotations", token=who.token, json={"result": result}).json()
+            copied = a["id"] if k == 1 else copied
         wait_for(lambda: project_status(project)["iteration"] == 1 and len(ls_tasks(sdk, pid)) == 8, "iteration 1")
         wait_for(lambda: predictions_match(ls, pid, project, "iteration-1"), "iteration 1's predictions", 30)
         first = estimates(project)
         assert len({round(v[0], 1) for v in first.values()}) > 1  # the figures moved with the scores
+        # `easl ls status` flags the annotation that repeats its task's prediction, and no other
+        link = json.loads(easl("ls", "status", str(project), "--json", env=env).stdout)
+        assert [r["annotation_id"] for r in link["repeated_predictions"]] == [str(copied)]
+        text = easl("ls", "status", str(project), env={**env, "COLUMNS": "200"}).stdout
+        assert "annotations equal to a prediction their task carried: 1" in text
         # "Retrieve Predictions" in the Data Manager: Label Studio asks the backend's /predict for the figures
         every = {"selectedItems": {"all": True, "excluded": []}}
         api(ls, "POST", "/api/dm/actions", params={"id": "delete_tasks_predictions", "project": pid}, json=every)

@@ -63,8 +63,9 @@ def easl(*args: str, env: dict | None = None, check: bool = True) -> subprocess.
 class Backend:
     """`easl serve` as a subprocess (started, SIGKILLed and restarted by the tests)."""
 
-    def __init__(self, project: Path, port: int, env: dict, log: Path) -> None:
+    def __init__(self, project: Path, port: int, env: dict, log: Path, *extra: str) -> None:
         self.project, self.port, self.env, self.log_path = project, port, env, log
+        self.extra = extra  # further `easl serve` options
         self.proc: subprocess.Popen | None = None
         self.url = f"http://127.0.0.1:{port}"
 
@@ -82,6 +83,7 @@ class Backend:
                 "--reconcile-interval",
                 "3",
                 "--access-log",
+                *self.extra,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -153,7 +155,9 @@ def loop(ls, sdk, tmp_path_factory):
     project = tmp / "p.easl"
     env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token, "EASL_WEBHOOK_SECRET": "s3cret-shared"}
     easl("init", str(project), "--items", str(items), "--hit-size", str(HIT_SIZE), "--seed", "7", env=env)
-    backend = Backend(project, free_port(), env, tmp / "serve.log")
+    # the paper's batches (no queue top-ups), so that the iterations below are whole; the kill -9 test restarts
+    # the backend with the default queue
+    backend = Backend(project, free_port(), env, tmp / "serve.log", "--queue-depth", "0")
     backend.start()
     try:
         out = easl(
@@ -483,6 +487,7 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
         backend.kill()  # SIGKILL while webhooks are arriving
         time.sleep(1.5)  # annotations go on while the backend is down: their webhooks are lost
         wait_for(lambda: not _pid_alive(worker_pid), "the worker process died with the server", 5)
+        backend.extra = ()  # restarted with the default queue (topped up to the active annotators + 1)
         backend.start()
         start_it = project_status(path)["iteration"]
         wait_for(lambda: project_status(path)["iteration"] >= start_it + 1, "loop continues after restart", 90)
@@ -675,42 +680,19 @@ def test_setup_again_repairs_credentials_wording_and_says_when_the_backend_is_un
         backend.stop()
 
 
-def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count(ls, sdk, tmp_path):
-    """Issue 11 item 5: a HIT whose task stays unannotated longer than --hit-timeout, or whose annotation was
-    rejected, gets a fresh task and its old task is closed (offered to nobody); a late annotation on the old task
-    still counts; `easl ls status --json` lists
-    the open HITs with their task ids and ages."""
+def test_reissue_by_inactivity_never_duplicates_an_untouched_hit_and_late_annotations_still_count(ls, sdk, tmp_path):
+    """A HIT whose annotation was rejected is re-issued at once; a HIT somebody worked on (a draft) and left is
+    re-issued once it was inactive for --hit-timeout, and its old task is closed (a late annotation on it still
+    counts); a HIT nobody worked on, which holds nothing up, is never re-issued. `easl ls status --json` lists
+    the open HITs with their task ids, idle times (the clock of --hit-timeout) and the draft's author, never the
+    author of the rejected annotation."""
     items = tmp_path / "items.csv"
     items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
     project = tmp_path / "t.easl"
     env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
     easl("init", str(project), "--items", str(items), "--hit-size", "5", "--seed", "5", env=env)
-    backend = Backend(project, free_port(), env, tmp_path / "serve.log")
-
-    def start() -> None:
-        backend.log = open(backend.log_path, "a")  # noqa: SIM115 (a server's log, open for its lifetime)
-        backend.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tui.cli",
-                "serve",
-                str(project),
-                "--port",
-                str(backend.port),
-                "--hit-timeout",
-                "6",
-                "--reconcile-interval",
-                "2",
-            ],
-            stdout=backend.log,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env=env,
-        )
-        wait_for(lambda: _healthy(backend.url), "easl serve up", 30)
-
-    backend.start = start
+    person = create_annotator(ls, "leaver@example.com", f"pw-leaver-{ls.token[:8]}")
+    backend = Backend(project, free_port(), env, tmp_path / "serve.log", "--hit-timeout", "6")
     backend.start()
     try:
         info = json.loads(
@@ -733,28 +715,53 @@ def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count
         assert len(first) == 2
         status = json.loads(easl("ls", "status", str(project), "--json").stdout)
         assert {h["hit_id"]: h["task_id"] for h in status["open_hits"]} == first
-        assert all(h["age_seconds"] >= 0 and "annotator" in h for h in status["open_hits"])
+        assert all(h["idle_seconds"] >= 0 and "annotator" in h for h in status["open_hits"])
+        assert "--hit-timeout" in status["idle_meaning"]
         (hit_a, task_a), (hit_b, task_b) = sorted(first.items())
         # a rejected annotation (score out of range) on HIT b: re-issued at the next reconciliation
         bad = [{"from_name": "score_0", "to_name": "text_0", "type": "number", "value": {"number": 500}}]
         sdk.annotations.create(id=task_b, result=bad)
         wait_for(lambda: sum(t.data["hit_id"] == hit_b for t in ls_tasks(sdk, pid)) == 2, "HIT b re-issued", 30)
-        # HIT a stays untouched: re-issued once its task is older than the timeout
+        # HIT a, untouched, holds nothing up (no free items, but two HITs open for no active annotator): after
+        # three timeouts it still has its one task
+        time.sleep(18)
+        assert [t.id for t in ls_tasks(sdk, pid) if t.data["hit_id"] == hit_a] == [task_a]
+        # the re-issued HIT b names nobody: the author of the rejected annotation does not hold it
+        status = json.loads(easl("ls", "status", str(project), "--json").stdout)
+        row_b = next(h for h in status["open_hits"] if h["hit_id"] == hit_b)
+        assert row_b["task_id"] != task_b and row_b["annotator"] is None
+        # an annotator opens HIT a, works on it (Label Studio keeps a draft) and leaves
+        requests.post(
+            f"{ls.url}/api/tasks/{task_a}/drafts",
+            headers={"Authorization": f"Token {person.token}"},
+            json={"result": [], "lead_time": 3},
+            timeout=30,
+        ).raise_for_status()
+
+        def holder_named():
+            out = json.loads(easl("ls", "status", str(project), "--json").stdout)
+            row = next(h for h in out["open_hits"] if h["hit_id"] == hit_a)
+            return row if row["annotator"] == person.email else None
+
+        row = wait_for(holder_named, "the draft's author named as holder", 30)
+        assert row["annotator_source"].startswith("draft at ")
         wait_for(lambda: sum(t.data["hit_id"] == hit_a for t in ls_tasks(sdk, pid)) >= 2, "HIT a re-issued", 40)
-        # the stale tasks are closed: Label Studio counts them as labelled and offers them to nobody
+        # the old task, worked on, is closed: Label Studio offers it to nobody
         wait_for(lambda: sdk.tasks.get(id=task_a).is_labeled, "the stale task closed", 10)
         assert sdk.tasks.get(id=task_a).overlap == 0
         nxt = requests.get(
             f"{ls.url}/api/projects/{pid}/next", headers={"Authorization": f"Token {ls.token}"}, timeout=30
         ).json()
         assert nxt["id"] not in (task_a, task_b) and nxt["data"]["hit_id"] in (hit_a, hit_b)
+        # the fresh task carries the HIT's current prediction, like the others
+        fresh = max((t for t in ls_tasks(sdk, pid) if t.data["hit_id"] == hit_a), key=lambda t: t.id)
+        assert fresh.id != task_a and len(fresh.predictions) == 1
+        assert fresh.predictions[0].result[0]["from_name"] == "easl_estimates"
         # a late annotation on the stale task of HIT a is still accepted and completes it
         task = next(t for t in ls_tasks(sdk, pid) if t.id == task_a)
         sdk.annotations.create(id=task_a, result=slider_result(task.data["item_ids"], np.random.default_rng(1)))
         wait_for(lambda: engine_hits(project)[hit_a][0] == "complete", "late annotation applied", 30)
         # the HIT done twice (its fresh task annotated too): both annotations count, each once
-        fresh = max((t for t in ls_tasks(sdk, pid) if t.data["hit_id"] == hit_a), key=lambda t: t.id)
-        assert fresh.id != task_a
         sdk.annotations.create(id=fresh.id, result=slider_result(fresh.data["item_ids"], np.random.default_rng(2)))
 
         def both() -> bool:
@@ -766,3 +773,95 @@ def test_stalled_and_rejected_hits_are_reissued_and_late_annotations_still_count
         assert easl("verify", str(project)).stdout.startswith("ok")
     finally:
         backend.stop()
+
+
+def test_an_untouched_hit_holding_the_queue_up_is_replaced_not_duplicated(ls, sdk, tmp_path):
+    """With --queue-depth 3 and items for two HITs only, the queue cannot be topped up: an untouched HIT inactive
+    for --hit-timeout holds the campaign up and is re-issued, its never-touched old task deleted (so Label
+    Studio's progress does not count a closed copy) while the HIT stays open in the project."""
+    items = tmp_path / "items.csv"
+    items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
+    project = tmp_path / "u.easl"
+    env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
+    easl("init", str(project), "--items", str(items), "--hit-size", "5", "--seed", "6", env=env)
+    backend = Backend(project, free_port(), env, tmp_path / "serve.log", "--hit-timeout", "5", "--queue-depth", "3")
+    backend.start()
+    try:
+        args = ("ls", "setup", str(project), "--url", ls.url, "--backend-url", backend.url, "--json")
+        pid = json.loads(easl(*args, env=env).stdout)["ls_project_id"]
+        first = {t.data["hit_id"]: t.id for t in ls_tasks(sdk, pid)}
+        assert len(first) == 2
+
+        def replaced():  # two fresh tasks, the old ones gone (not closed copies)
+            tasks = ls_tasks(sdk, pid)
+            now = {t.data["hit_id"]: t.id for t in tasks}
+            fresh = set(now) == set(first) and not set(now.values()) & set(first.values())
+            return now if fresh and len(tasks) == 2 else None
+
+        wait_for(replaced, "both HITs replaced by fresh tasks", 40)
+        wait_for(lambda: drained(project), "queue drained")
+        assert {h: s for h, (s, _) in engine_hits(project).items()} == dict.fromkeys(first, "open")
+        status = json.loads(easl("ls", "status", str(project), "--json").stdout)
+        rows = {h["hit_id"]: h["task_id"] for h in status["open_hits"]}
+        assert set(rows) == set(first) and not set(rows.values()) & set(first.values())
+    finally:
+        backend.stop()
+
+
+def _readme_steps() -> str:
+    """The shell block of "A first campaign, step by step" in the Label Studio guide (the README links to it)."""
+    text = (REPO / "docs" / "guides" / "label-studio.md").read_text()
+    start = text.index("## A first campaign, step by step")
+    block = text[start:].split("```", 2)[1]
+    return block
+
+
+def test_label_studio_guide_steps_run_as_written(ls, sdk, tmp_path):
+    """The Label Studio guide's steps: Label Studio pinned to the tested version, easl-toolkit installed from the
+    checkout (it is not on the package index) and its environment activated before the first `easl`; then the
+    `easl` commands of steps 3, 5 and 6 run as written, with the test's servers' addresses and a free port."""
+    import shlex
+
+    from tests.ls_server import LS_VERSION
+
+    block = _readme_steps()
+    assert f"pip install label-studio=={LS_VERSION}" in block
+    assert "pip install easl-toolkit" not in block and "pip install -e ." in block
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    first_easl = next(i for i, ln in enumerate(lines) if ln.startswith("easl "))
+    assert any(ln.startswith(". ") and ln.endswith("/bin/activate") for ln in lines[:first_easl])
+    commands = [ln.rstrip("&").strip() for ln in lines if ln.startswith("easl ") or ln.startswith("--")]
+    joined: list[str] = []
+    for ln in commands:  # continuation lines ("\" at the end) belong to the command before
+        if joined and joined[-1].endswith("\\"):
+            joined[-1] = joined[-1][:-1] + " " + ln
+        else:
+            joined.append(ln)
+    init, serve, setup = (shlex.split(c) for c in joined)
+    assert init[:2] == ["easl", "init"] and serve[:2] == ["easl", "serve"] and setup[:3] == ["easl", "ls", "setup"]
+    (tmp_path / "texts.csv").write_text("id,text\n" + "".join(f"m{i},message {i}\n" for i in range(10)))
+    env = {
+        **os.environ,
+        "LABEL_STUDIO_API_KEY": ls.token,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    run = lambda argv: subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)  # noqa: E731
+    out = run(init)
+    assert out.returncode == 0, out.stderr
+    port = str(free_port())
+    serve = [port if a == "9090" else a for a in serve]
+    log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 (a server's log, open for its lifetime)
+    proc = subprocess.Popen(serve, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: _healthy(f"http://127.0.0.1:{port}"), "easl serve as written", 30)
+        setup = [
+            ls.url if a == "http://127.0.0.1:8080" else f"http://127.0.0.1:{port}" if a.endswith(":9090") else a
+            for a in setup
+        ]
+        out = run(setup)
+        assert out.returncode == 0, out.stderr
+        assert "tasks imported: 2" in out.stdout and "backend: ml-backend" in out.stdout
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        log.close()

@@ -306,7 +306,7 @@ def test_refused_and_malformed_webhooks_are_counted_and_shown_without_the_creden
             _time.sleep(0.05)
     assert (out["deliveries_refused"], out["deliveries_malformed"], out["deliveries_failed"]) == (2, 1, 0)
     assert "wrong-pw" not in json.dumps(out) and "top-secret-value" not in json.dumps(out)
-    assert out["open_hits"] and {"hit_id", "task_id", "age_seconds", "annotator"} <= set(out["open_hits"][0])
+    assert out["open_hits"] and {"hit_id", "task_id", "idle_seconds", "annotator"} <= set(out["open_hits"][0])
     assert main(["ls", "status", path]) == 0
     text = capsys.readouterr().out
     assert "deliveries refused" in text and "open HITs" in text and "{" not in text

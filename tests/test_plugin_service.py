@@ -369,12 +369,12 @@ def test_predict_answers_each_tasks_estimates_and_setup_the_iteration(project_pa
     first, other = body.json()["results"]
     assert body.json()["model_version"] == first["model_version"] == "iteration-0"
     assert other["result"] == []
-    assert [r["from_name"] for r in first["result"]] == ["score_0", "score_1", "score_2", "score_3"]
-    for j, item in enumerate(shown):
-        r = first["result"][j]
-        assert r["value"]["number"] == round(float(est.loc[item, "estimate"]), 1)
-        lo, hi = round(float(est.loc[item, "ci_low"]), 1), round(float(est.loc[item, "ci_high"]), 1)
-        assert f"{item}: " in r["meta"]["text"][0] and f"95% interval [{lo}, {hi}], 1 scores" in r["meta"]["text"][0]
+    # one text bound to no control (it pre-fills no slider), a line per item in the order shown
+    (result,) = first["result"]
+    assert result["from_name"] == "easl_estimates" and result["type"] == "textarea"
+    for line, item in zip(result["value"]["text"], shown, strict=True):
+        est_, lo, hi = (round(float(est.loc[item, c]), 1) for c in ("estimate", "ci_low", "ci_high"))
+        assert line == f"{item}: {est_} [{lo}, {hi}], 1 scores"
     widths = (est.loc[shown, "ci_high"] - est.loc[shown, "ci_low"]).to_numpy()
     assert first["score"] == pytest.approx(1 - widths.mean() / 100, abs=1e-4)
 
@@ -389,12 +389,23 @@ def test_task_holders_name_the_newest_draft_or_annotation():
             "drafts": [{"user": "a@x.org", "updated_at": "2026-01-01T10:00:00Z"}],
             "annotations": [{"completed_by": 5, "was_cancelled": True, "updated_at": "2026-01-01T11:00:00Z"}],
         },
-        {"id": 3, "drafts": [], "annotations": []},
+        {"id": 3, "created_at": "2026-01-01T09:00:00Z", "drafts": [], "annotations": []},
     ]
     out = task_holders(tasks, {"5": "b@x.org"})
     assert out == {
-        "1": {"annotator": "a@x.org", "how": "draft", "at": "2026-01-01T10:00:00Z"},
-        "2": {"annotator": "b@x.org", "how": "skipped", "at": "2026-01-01T11:00:00Z"},
+        "1": {
+            "annotator": "a@x.org",
+            "how": "draft",
+            "at": "2026-01-01T10:00:00Z",
+            "active_at": "2026-01-01T10:00:00Z",
+        },
+        "2": {
+            "annotator": "b@x.org",
+            "how": "skipped",
+            "at": "2026-01-01T11:00:00Z",
+            "active_at": "2026-01-01T11:00:00Z",
+        },
+        "3": {"active_at": "2026-01-01T09:00:00Z"},  # nobody worked on it: only when it was last active
     }
 
 
@@ -504,3 +515,64 @@ def test_a_deletion_found_by_a_listing_is_dated_by_the_listing(project_path):
         assert p.ratings().empty
         _drain(p, linked, _version(created(p.open_hits()[0], 8, 100, [11, 20, 30, 40]), "2030-01-01T10:00:01Z"))
         assert sorted(p.ratings()["score"]) == [11.0, 20.0, 30.0, 40.0] and p.verify()["ok"]
+
+
+def test_stalled_hits_by_inactivity_never_an_untouched_hit_that_holds_nothing_up(tmp_path):
+    """Re-issue rules (easl_plugin.push): an annotated open HIT at once; a drafted HIT once idle past the timeout;
+    an untouched idle HIT only when it holds the queue up (fewer open than the depth, no free items)."""
+    from easl_plugin import bookkeeping as bk
+    from easl_plugin.push import stalled_hits
+
+    items = pd.DataFrame({"item_id": [f"i{k}" for k in range(10)], "text": [f"text {k}" for k in range(10)]})
+    path = tmp_path / "p.easl"
+    Project.create(path, items, Hyper(method="easl", hit_size=5, seed=3)).close()
+    with Project.open(path) as p:
+        a, b = sorted(h["hit_id"] for h in p.next_hits())
+        old, fresh = "2026-01-01T10:00:00Z", "2026-01-01T10:59:30Z"
+        now = 1767265200.0  # 2026-01-01T11:00:00Z
+
+        def task(tid, hit, created, drafts=(), annotations=()):
+            return {
+                "id": tid,
+                "data": {"hit_id": hit},
+                "created_at": created,
+                "drafts": list(drafts),
+                "annotations": list(annotations),
+            }
+
+        draft_old = {"user": "x@y.org", "updated_at": old}
+        # a: untouched and idle for an hour; b: a draft an hour old -> only b (two HITs open, depth 1)
+        assert stalled_hits(p, [task(1, a, old), task(2, b, old, [draft_old])], 600, now) == {b: "abandoned"}
+        # b's draft is recent: nothing
+        recent = {"user": "x@y.org", "updated_at": fresh}
+        assert stalled_hits(p, [task(1, a, old), task(2, b, old, [recent])], 600, now) == {}
+        # a skipped or rejected annotation on b's current task: at once, whatever the time
+        skipped = {"completed_by": 5, "was_cancelled": True, "updated_at": fresh}
+        assert stalled_hits(p, [task(1, a, fresh), task(2, b, fresh, (), [skipped])], 600, now) == {b: "annotated"}
+        # the queue wants 3 HITs and no item is free: the idle untouched HIT holds it up
+        p.set_meta({bk.KEY_QUEUE_DEPTH: "3"})
+        assert stalled_hits(p, [task(1, a, old), task(2, b, fresh)], 600, now) == {a: "holding up"}
+
+
+def test_easl_status_counts_refused_deliveries_apart_from_rejected_rows(project_path, capsys):
+    """`easl status`'s "rejected rows" are the scores that failed validation (what `easl ls status` calls rejected
+    annotations); refused or malformed webhook deliveries are counted apart."""
+    from easl_plugin import bookkeeping as bk
+    from easl_plugin.deliveries import DELIVERY_SOURCE
+    from tui.cli import main
+
+    with Project.open(project_path) as p:
+        p.add_reject(source=bk.SOURCE, location="task 1, annotation 2", reason="score 500 is outside [0, 100]")
+        for k in range(2):
+            p.add_reject(source=DELIVERY_SOURCE, location=f"refused webhook from 127.0.0.1 #{k}", reason="wrong token")
+    assert main(["status", project_path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["n_rejected_rows"], out["n_deliveries_refused"], out["n_rejects"]) == (1, 2, 3)
+    assert main(["status", project_path]) == 0
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in capsys.readouterr().out.splitlines()
+        if line.count("│") == 3
+    }
+    assert rows["rejected rows (scores that failed validation)"] == "1"
+    assert rows["webhook deliveries refused or malformed"] == "2"

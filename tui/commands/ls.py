@@ -85,9 +85,10 @@ def register(subparsers) -> None:
         help="the Label Studio link: queue, reconciliation, rejected annotations",
         description="Show the Label Studio project this file is linked to, the webhook queue "
         "(pending, done, failed events, with the errors of failed ones), the last "
-        "reconciliation and what it applied, the open HITs (task, age, and the annotator of the "
-        "newest draft or annotation Label Studio listed), every rejected annotation with its "
-        "reason, and for aware projects the stopping rule and the per-annotator diagnostics (as "
+        "reconciliation and what it applied, the open HITs (task; idle: seconds since the last activity "
+        "Label Studio shows on the task, the clock of --hit-timeout; the annotator of its draft when Label "
+        "Studio lists one), annotations whose scores equal a prediction their task carried, every rejected "
+        "annotation with its reason, and for aware projects the stopping rule and the per-annotator diagnostics (as "
         "`easl status --annotators`). Reads the project file only (safe while `easl serve` runs).",
     )
     st.add_argument("project", metavar="PROJECT", help="the project file")
@@ -159,15 +160,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _age_seconds(stamp: str | None, now: float) -> float | None:
-    from datetime import datetime
+IDLE_MEANING = (
+    "idle: seconds since the last activity Label Studio shows on the HIT's current task (its creation or "
+    "re-issue, a draft saved, an annotation), as of the last reconciliation, measured now; the clock of "
+    "--hit-timeout. Before the first reconciliation: since the HIT was chosen"
+)
 
-    if not stamp:
-        return None
-    try:
-        return round(now - datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp(), 1)
-    except ValueError:
-        return None
+
+def _idle(held: dict | None, created: str | None, now: float) -> dict:
+    """``idle_seconds`` (:data:`IDLE_MEANING`) and ``idle_since`` of an open HIT; ``held`` is its current task's
+    record in ``ls.task_holders``, ``created`` when the HIT was chosen."""
+    from easl_plugin.campaign import seconds_since
+
+    since = (held or {}).get("active_at") or created
+    idle = seconds_since(since, now) if since else None
+    return {"idle_seconds": None if idle is None else round(idle, 1), "idle_since": since}
 
 
 def link_status(project: Project) -> dict:
@@ -175,7 +182,7 @@ def link_status(project: Project) -> dict:
     import time
 
     from easl_plugin import bookkeeping as bk
-    from easl_plugin.campaign import HOLDER_UNKNOWN
+    from easl_plugin.campaign import HOLDER_UNKNOWN, repeated_predictions
     from easl_plugin.deliveries import DELIVERY_MALFORMED, DELIVERY_REFUSED, DELIVERY_SOURCE
 
     report = project.get_meta(bk.KEY_RECONCILIATION_REPORT)
@@ -206,18 +213,15 @@ def link_status(project: Project) -> dict:
     open_hits = []
     for h, created in project.open_hit_times().items():
         task_id = int(max(tasks[h], key=int)) if h in tasks else None
-        # the newest mark on any task of the HIT (a re-issued HIT's late annotator counts too)
-        marks = [holders[t] for t in tasks.get(h, []) if t in holders]
-        held = max(marks, key=lambda m: str(m.get("at"))) if marks else None
-        row = {
-            "hit_id": h,
-            "task_id": task_id,
-            "age_seconds": _age_seconds(created, now),
-            "annotator": held["annotator"] if held else None,
-        }
-        if held:
-            row["annotator_source"] = f"{held['how']} at {held['at']}"
+        # the HIT's current task only: a re-issued HIT's earlier task names who skipped, had an annotation
+        # rejected or abandoned it, not who holds it now
+        held = holders.get(str(task_id)) if task_id is not None else None
+        row = {"hit_id": h, "task_id": task_id, **_idle(held, created, now)}
+        if held and held.get("annotator") and held.get("how") == "draft":
+            row["annotator"] = held["annotator"]
+            row["annotator_source"] = f"draft at {held['at']}"
         else:
+            row["annotator"] = None
             row["annotator_reason"] = (
                 "no reconciliation with Label Studio yet" if raw_holders is None else HOLDER_UNKNOWN
             )
@@ -237,6 +241,8 @@ def link_status(project: Project) -> dict:
         "tasks": len(project.external_map(bk.TASK)),
         "open_hits": open_hits,
         "open_hits_annotator_reason": HOLDER_UNKNOWN,
+        "idle_meaning": IDLE_MEANING,
+        "repeated_predictions": repeated_predictions(project),
         "rejects": [r.to_json() for r in project.rejects(source=bk.SOURCE)[0]],
     }
     if pid is None:
@@ -300,11 +306,12 @@ def run_status(args: argparse.Namespace) -> int:
     con.print(summary)
     if out["open_hits"]:
         t = Table(title="open HITs", title_justify="left")
-        for col in ("HIT", "task", "age", "annotator"):
+        for col in ("HIT", "task", "idle", "annotator"):
             t.add_column(col)
         for h in out["open_hits"]:
-            t.add_row(h["hit_id"], str(h["task_id"] or "-"), _age(h["age_seconds"]), h["annotator"] or "-")
+            t.add_row(h["hit_id"], str(h["task_id"] or "-"), _age(h["idle_seconds"]), h["annotator"] or "-")
         con.print(t)
+        con.print(f"{out['idle_meaning']}; annotator '-': {out['open_hits_annotator_reason']}.", markup=False)
     if out["recent_refused_or_malformed"]:
         t = Table(title="last refused or malformed deliveries", title_justify="left")
         for col in ("received", "kind", "reason"):
@@ -328,6 +335,14 @@ def run_status(args: argparse.Namespace) -> int:
             con.print(annotator_table(project.annotator_table()))
     for f in out["failed_events"]:
         con.print(f"failed event {f['id']} ({f['kind']}): {f['error']}", markup=False)
+    repeated = out["repeated_predictions"]
+    con.print(f"annotations equal to a prediction their task carried: {len(repeated)}")
+    for r in repeated:
+        con.print(
+            f"  annotation {r['annotation_id']} (task {r['task_id']}, HIT {r['hit_id']}) by {r['annotator']}: "
+            f"every score equals the estimates shown from {r['prediction_at']}",
+            markup=False,
+        )
     con.print(f"rejected annotations: {len(out['rejects'])}")
     for r in out["rejects"]:
         con.print(f"  {r['location']}: {r['reason']}", markup=False)

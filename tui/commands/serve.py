@@ -51,13 +51,22 @@ def register(subparsers) -> None:
         help="seconds between reconciliations with Label Studio (default 60)",
     )
     p.add_argument(
+        "--queue-depth",
+        type=nonnegative_int,
+        default=None,
+        metavar="N",
+        help="keep at least N HITs open, topping up from the current posterior (items of open HITs excluded) "
+        "so that annotators never run out of tasks (default: one more than the annotators active in the "
+        "last 5 minutes; 0: the paper's batches alone, the next iteration once every HIT is done)",
+    )
+    p.add_argument(
         "--hit-timeout",
         type=positive_float,
-        default=7200.0,
+        default=1800.0,
         metavar="SECONDS",
-        help="re-issue a HIT as a fresh Label Studio task when its task stayed unannotated this long "
-        "(an annotator opened it and left: Label Studio keeps it locked for them), checked at each "
-        "reconciliation; skipped or rejected HITs are re-issued at once (default 7200)",
+        help="re-issue a HIT as a fresh Label Studio task when somebody worked on its task (a draft) and "
+        "nothing happened on it for this long, or when nobody visibly did but it holds the queue up; "
+        "checked at each reconciliation; skipped or rejected HITs are re-issued at once (default 1800)",
     )
     p.add_argument(
         "--max-body-mb", type=positive_float, default=4.0, help="largest request body accepted (default 4 MB)"
@@ -109,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     from tui.commands.ls import basic_auth_from_env
 
     with Project.open(args.project) as project:  # fail early, with the store's message, on a missing or foreign file
-        project.set_meta({bk.KEY_HIT_TIMEOUT: repr(float(args.hit_timeout))})  # read by the worker
+        depth = None if args.queue_depth is None else str(args.queue_depth)
+        project.set_meta({bk.KEY_HIT_TIMEOUT: repr(float(args.hit_timeout)), bk.KEY_QUEUE_DEPTH: depth})  # worker
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )

@@ -51,10 +51,12 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
     from easl_plugin.bookkeeping import status_figures
+    from easl_plugin.deliveries import DELIVERY_SOURCE
 
     with Project.open(args.project, readonly=True) as project:
         status = project.status().to_json(extra=status_figures(project))
         recent, total = project.rejects(limit=args.rejects)
+        refused = project.rejects(source=DELIVERY_SOURCE, limit=0)[1]
         annotators = None
         if args.annotators:
             if project.hyper.method != "aware":
@@ -65,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
                     f"this one uses {project.hyper.method}."
                 )
             annotators = project.annotator_table()
+    # rejected rows: scores that failed validation (`easl ingest --skip-invalid`, Label Studio annotations: the
+    # "rejected annotations" of `easl ls status`); webhook deliveries the service refused are counted apart
+    status["n_rejected_rows"] = status["n_rejects"] - refused
+    status["n_deliveries_refused"] = refused
     status["rejects"] = [r.to_json() for r in recent]
     status["rejects_not_shown"] = total - len(recent)
     if annotators is not None:
@@ -105,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
         table.add_row("stop", ("reached: " if stop["reached"] else "not reached: ") + stop["reason"])
     ev = status["events"]
     table.add_row("events pending / failed", f"{ev['pending']} / {ev['failed']}")
-    table.add_row("rejected rows", fmt("n_rejects"))
+    table.add_row("rejected rows (scores that failed validation)", fmt("n_rejected_rows"))
+    if refused:
+        table.add_row("webhook deliveries refused or malformed", fmt("n_deliveries_refused"))
     table.add_row("last reconciliation", status["last_reconciliation"] or "never")
     con = Console(soft_wrap=True)
     con.print(table)
