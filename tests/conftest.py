@@ -48,6 +48,7 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_tui_terminal.py", "test_tui_argument_errors_exit_1_with_one_sentence"): "slow",  # 6 CLI subprocesses
     ("test_durability.py", None): "slow",
     ("test_readme_commands.py", "test_readme_and_getting_started_commands_run_as_written"): "slow",  # pip install
+    ("test_output_schema.py", "test_a_dask_evaluation_validates_against_the_shipped_schema"): "slow",  # a cluster
     (
         "test_service_faults.py",
         "test_a_burst_of_concurrent_webhooks_loses_and_doubles_nothing",

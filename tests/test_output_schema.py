@@ -123,3 +123,27 @@ def test_schema_1_counts_the_responses_kept_after_the_drops(tmp_path: Path, caps
     old = _evaluate(capsys, str(path), "--human", "h1", "h2", "--system", "sys", "--scale", "1", "5", "--schema", "1")
     assert old["n_responses"] == current["n_input"] - sum(current["dropped"].values())
     assert old["n_dropped"] == sum(current["dropped"].values())
+
+
+def _schema() -> dict:
+    return json.loads(schema_path().read_text(encoding="utf-8"))
+
+
+def test_a_campaign_project_evaluation_validates_against_the_shipped_schema(tmp_path: Path, capsys) -> None:
+    """``easl evaluate --project``: the shipped example campaign (four annotators), a system scored per item."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    project = tmp_path / "formality.easl"
+    assert main(["init", str(project), "--items", str(examples / "formality.csv")]) == 0
+    assert main(["ingest", str(project), str(examples / "formality-scores.csv")]) == 0
+    items = pd.read_csv(examples / "formality.csv")
+    pd.DataFrame({"item_id": items["id"], "model": np.linspace(10, 90, len(items))}).to_csv(
+        tmp_path / "system.csv", index=False
+    )
+    data = _evaluate(capsys, "--project", str(project), "--system", str(tmp_path / "system.csv"))
+    jsonschema.validate(data, _schema())
+    assert (data["scale"]["min"], data["scale"]["max"]) == (0, 100) and len(data["human_columns"]) == 4
+
+
+def test_a_dask_evaluation_validates_against_the_shipped_schema(ratings: Path, capsys) -> None:
+    data = _evaluate(capsys, str(ratings), *WIDE, "--dask", "local", "--dask-workers", "1")
+    jsonschema.validate(data, _schema())
