@@ -45,9 +45,11 @@ it (:func:`last_activity`).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -171,6 +173,26 @@ def sync_predictions(
     ``refresh_backends``, Label Studio reads its ML backends' model version again; without ``via_backend``
     (``easl ls setup``, before it has repaired the backend's credentials), the backend is not asked. Returns how
     many tasks were given a prediction."""
+    with _one_sync_at_a_time(project.path):
+        return _sync_predictions(project, client, pid, layout, refresh_backends, via_backend)
+
+
+@contextlib.contextmanager
+def _one_sync_at_a_time(project_path: str) -> Iterator[None]:
+    """Serialise :func:`sync_predictions` across processes (``easl ls setup`` beside a running ``easl serve``): two
+    delete-then-create passes that interleave would leave a task with two predictions, or none. An advisory lock on
+    ``<project>.ls-sync.lock``, released by the kernel if its holder dies."""
+    with open(f"{project_path}.ls-sync.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _sync_predictions(
+    project: Project, client: LabelStudioClient, pid: int, layout: Layout, refresh_backends: bool, via_backend: bool
+) -> int:
     tasks = project.external_map(bk.TASK)  # task id -> HIT id
     if not tasks:
         return 0

@@ -137,7 +137,8 @@ def test_predictions_columns_holders_and_stop_at_refusal(ls, sdk, people, tmp_pa
         for v, hidden in zip(views, (INTERNAL | PRIVATE, INTERNAL)):
             assert all(set(v["data"]["hiddenColumns"][k]) == hidden for k in ("explore", "labeling"))
         # every task carries iteration 0's figures (the prior: every item at the same estimate)
-        assert predictions_match(ls, pid, project, "iteration-0")
+        # (the running backend replaces them once more as soon as the setup has linked the project)
+        wait_for(lambda: predictions_match(ls, pid, project, "iteration-0"), "iteration 0's predictions", 30)
         # ... hidden from annotators: the labelling stream gives them the task without predictions
         nxt = api(ls, "GET", f"/api/projects/{pid}/next", token=people[0].token).json()
         assert nxt["id"] and nxt.get("predictions") == []
