@@ -1,4 +1,4 @@
-"""Benchmark of the annotator-aware model (issue 10's speed target), run with `make bench` or
+"""Benchmark of the annotator-aware model (its speed target), run with `make bench` or
 `.venv/bin/python bench/bench_aware.py [--quick]`.
 
 One iteration of a campaign that has passed its uniform passes (every item has 3 + Poisson(1) scores from a

@@ -1,4 +1,4 @@
-"""Benchmark of the CLI's start-up (issue 14, part 5): ``easl --help`` and every ``easl <command> --help`` within
+"""Benchmark of the CLI's start-up: ``easl --help`` and every ``easl <command> --help`` within
 0.25 s of wall time.
 
 Each command line runs through the real console script (``easl`` beside the running Python, i.e. the one in
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-TARGET_S = 0.25  # issue 14: `easl --help` and every `easl <command> --help`
+TARGET_S = 0.25  # `easl --help` and every `easl <command> --help`
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)

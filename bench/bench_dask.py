@@ -1,6 +1,6 @@
 """Benchmark of ``easl evaluate --dask``: 100,000,000 ratings (2 raters) in partitioned Parquet on disk.
 
-Target (issue 15): the full suite of metrics completes on this machine with a peak memory per worker of at most
+Target: the full suite of metrics completes on this machine with a peak memory per worker of at most
 2 GiB. Beside it, the in-memory command on 10,000,000 ratings (time and peak memory of the process).
 
 The data (:mod:`core.distributed.synthetic`, files of 1,000,000 responses) are written once under

@@ -1,4 +1,4 @@
-"""``easl export PROJECT --output est.csv`` on a large project, through the real CLI (issue 14, part 6).
+"""``easl export PROJECT --output est.csv`` on a large project, through the real CLI.
 
 Target, on this machine, for a project of 1,000,000 items: <= 2 s of wall time, start-up included (aim: 1.5 s, so
 that a busy machine still meets it). Each run's wall time is printed with its CPU time (user + system) and the

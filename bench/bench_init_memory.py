@@ -1,4 +1,4 @@
-"""Memory and speed of ``easl init`` on a huge items file, through the real CLI (issue 13, "Flat memory").
+"""Memory and speed of ``easl init`` on a huge items file, through the real CLI.
 
 Writes an items CSV of about ``--size`` MB (default 1000: 5,000,000 items of 200 bytes, a 9-character id and a
 189-character text each; ``--text-bytes`` sets the text length, hence the item count), runs ``easl init PROJECT

@@ -1,4 +1,4 @@
-"""Memory and speed of ``easl ingest`` on a huge annotation file, through the real CLI (issue 13, "Flat memory").
+"""Memory and speed of ``easl ingest`` on a huge annotation file, through the real CLI.
 
 Generates a CSV of about ``--size`` MB (default 1024: about 33 million rows of ``item_id,score,annotator``, 32
 bytes a row), creates a project of ``--items`` items with ``easl init``, runs ``easl ingest PROJECT FILE`` in a

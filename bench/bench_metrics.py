@@ -1,4 +1,4 @@
-"""Benchmark of the evaluation library (issue 3's speed targets), side by side with the peers.
+"""Benchmark of the evaluation library (its speed targets), side by side with the peers.
 
 Run with ``make bench`` or ``.venv/bin/python bench/bench_metrics.py [--quick] [--no-peers]``.
 

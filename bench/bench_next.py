@@ -1,4 +1,4 @@
-"""``easl next`` alone at scale, through the real CLI, each run from the same prepared project (issue 14, part 6).
+"""``easl next`` alone at scale, through the real CLI, each run from the same prepared project.
 
 Target: ``easl next --output hits.csv`` <= 3 s in every iteration at 1,000,000 items and HIT size 5, the first
 (iteration 0, created by ``easl init``: read back) and later ones (Algorithm 1 on the posterior, then the new rows

@@ -1,4 +1,4 @@
-"""Benchmark of the Label Studio plugin (issue 13 item 7 and issue 5 speed targets):
+"""Benchmark of the Label Studio plugin (its speed targets):
 
 * webhook acknowledgements under a burst: 50 senders in a closed loop (each posts again as soon as it has its
   answer) get >= 1,000 acknowledgements/s, p99 <= 200 ms, max <= 1 s; a single sender in a closed loop gets

@@ -1,4 +1,4 @@
-"""Benchmark of the engine (issue 2's speed targets), run with `make bench` or
+"""Benchmark of the engine (its speed targets), run with `make bench` or
 `.venv/bin/python bench/bench_selection.py [--quick]`.
 
 * One iteration's selection (Algorithm 1, k = N / n, n = 5) on realistic mid-campaign posteriors:

@@ -1,4 +1,4 @@
-"""Benchmark of the project file (issue 2 speed targets):
+"""Benchmark of the project file (its speed targets):
 
 * ingest >= 20,000 scores/s (reading the CSV, validating, appending to the log, updating the cached state);
 * replay of 1,000,000 observations <= 10 s (``Project.verify``: rebuild from the whole log and compare);

@@ -76,7 +76,7 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_cli_core.py", "test_simulated_demo_runs_and_writes_an_export"): "slow",
     ("test_replay.py", "test_demo_replays_real_annotators_beside_da_and_keeps_the_project"): "slow",
     ("test_plugin_service.py", "test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it"): "slow",
-    # a LocalCluster of 2 worker processes (issue 15): millions of ratings, a killed worker, CLI subprocesses
+    # a LocalCluster of 2 worker processes: millions of ratings, a killed worker, CLI subprocesses
     ("test_dask_evaluate.py", "test_every_metric_on_a_cluster_equals_in_memory"): "slow",
     ("test_dask_evaluate.py", "test_a_worker_killed_mid_computation_gives_the_same_result_or_a_clear_error"): "slow",
     ("test_dask_evaluate.py", "test_the_bootstrap_merges_poisson_weights_and_is_reproducible"): "slow",

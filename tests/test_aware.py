@@ -1,4 +1,4 @@
-"""Tests of the annotator-aware model (issue 10): order independence, recovery of annotator terms on simulated
+"""Tests of the annotator-aware model: order independence, recovery of annotator terms on simulated
 data, flags for random clickers, intervals, allocation, stopping rule, and the simulation study's plumbing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``--method aware`` through the product (issue 10): init, the store's warm refits, retraction, verify, next with
+"""``--method aware`` through the product: init, the store's warm refits, retraction, verify, next with
 uniform passes and the stopping rule, status (stop figures, annotator table), export (rank intervals, annotator
 table), and streaming top-ups as the Label Studio worker uses them."""
 

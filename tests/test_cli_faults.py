@@ -1,4 +1,4 @@
-"""The CLI under abuse (issue 13): no command can destroy a project, every bad input or damaged file is one located
+"""The CLI under abuse: no command can destroy a project, every bad input or damaged file is one located
 sentence (never a traceback), a full disk leaves the project intact, and ingest streams in chunks.
 
 Each test names the finding of issue 13 it covers (``# 13.N``):

@@ -1,4 +1,4 @@
-"""The CLI starts instantly: building the parser and ``--help`` load no heavy library (issue 14, part 5).
+"""The CLI starts instantly: building the parser and ``--help`` load no heavy library.
 
 Timing is measured by ``bench/bench_cli.py``; this test checks the cause instead (which modules get imported),
 which does not depend on the machine's load.

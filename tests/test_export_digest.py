@@ -1,4 +1,4 @@
-"""``easl export`` writes the same bytes as before its speed-ups (issue 14): the SHA-256 of every file it writes
+"""``easl export`` writes the same bytes as before its speed-ups: the SHA-256 of every file it writes
 for small projects of each method, in each format, pinned from the code before the changes; and the parts of the
 speed-ups checked against what they replace: :func:`core.store.arrow_columns.write_csv` against Arrow's CSV writer
 (property test), the distinct pairs of :func:`core.models.beta.beta_interval` against ``numpy.unique`` and SciPy.
@@ -31,7 +31,7 @@ from tui.cli import main
 #: the versions of the libraries that write the files when the digests were taken
 VERSIONS = {"numpy": "2.2.6", "scipy": "1.17.1", "pandas": "3.1.1", "pyarrow": "26.0.1"}
 
-#: (project, file) -> SHA-256 of the file's bytes, from the code before the speed-ups of issue 14
+#: (project, file) -> SHA-256 of the file's bytes, from the code before the export's speed-ups
 #: (the estimates of easl-plain-5000, easl-extra, trueskill-plain and aware-plain re-pinned when estimates and
 #: intervals were kept on the score range: core/models/aware_scale.py, EASL's interval widened to its mode; every file
 #: of aware-plain when the annotators' noise shrinkage became empirical Bayes, which changes its fit and so its HITs,

@@ -1,4 +1,4 @@
-"""``easl init`` streams the items file (``Project.create_from_chunks`` over ``core.tables.iter_table``, issue 13
+"""``easl init`` streams the items file (``Project.create_from_chunks`` over ``core.tables.iter_table``
 "Flat memory"): chunked creation gives the project a whole-file creation gives, a bad row in any chunk is located
 and nothing is created, and a duplicate id is found across chunks with both of its lines."""
 

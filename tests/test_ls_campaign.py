@@ -1,4 +1,4 @@
-"""The campaign inside a real Label Studio (issue 11 items 5-6, issue 10's Label Studio surfaces, issue 13 item 7).
+"""The campaign inside a real Label Studio (predictions and columns, the aware project's Label Studio surfaces, bursts).
 
 One Label Studio server for the module (tests/ls_server.py). `easl serve` and `easl ls setup` run as
 subprocesses; annotators are real users of the organisation posting through Label Studio's API, so Label Studio
@@ -190,7 +190,7 @@ def test_predictions_columns_holders_and_stop_at_refusal(ls, sdk, people, tmp_pa
 
 
 def test_burst_of_concurrent_annotations_loses_and_doubles_nothing(ls, sdk, people, tmp_path):
-    """Issue 13 item 7 with a real Label Studio: 30 annotators' submissions at once (each one a webhook Label
+    """With a real Label Studio: 30 annotators' submissions at once (each one a webhook Label
     Studio posts inside the submit request, 1 s timeout, no retry), then 10 concurrent updates. Every
     annotation Label Studio holds is in the project exactly once, acknowledged or reconciled. The project is
     aware, so this is also where `easl ls setup --stop-at` and `easl ls status`'s annotators are checked."""

@@ -352,7 +352,7 @@ def test_loop_three_iterations(loop, sdk, annotators):
     by_annotation = {str(a): set() for a in r["annotation_id"]}
     for a, who in zip(r["annotation_id"], r["annotator"]):
         by_annotation[str(a)].add(who)
-    email = {a.user_id: a.email for a, _ in annotators}  # annotators are recorded by e-mail (issue 11 item 6)
+    email = {a.user_id: a.email for a, _ in annotators}  # annotators are recorded by e-mail
     assert by_annotation == {a: {email[uid]} for a, uid in submitted.items()}
     assert set(r["annotator"]) == {a.email for a, _ in annotators}
     assert sdk.users.whoami().email not in set(r["annotator"])
@@ -634,7 +634,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def test_setup_again_repairs_credentials_wording_and_says_when_the_backend_is_unreachable(ls, sdk, tmp_path):
-    """Issue 11 items 1 and 3: re-running `easl ls setup` after EASL_BASIC_AUTH is enabled repairs the ML
+    """Re-running `easl ls setup` after EASL_BASIC_AUTH is enabled repairs the ML
     backend's credentials and the webhook's headers; it fails with a reason when Label Studio is refused or cannot
     reach the backend; --question changes the label config in place."""
     items = tmp_path / "items.csv"

@@ -1,4 +1,4 @@
-"""The peer-comparison suite (issue 12, item 4): every number of irrCAC, krippendorff, scikit-learn, statsmodels,
+"""The peer-comparison suite: every number of irrCAC, krippendorff, scikit-learn, statsmodels,
 SciPy and RSMTool on the shipped data equals ours, or differs for a documented reason.
 
 The peers are not needed here: their numbers are frozen in ``tests/peers/expected.json`` by

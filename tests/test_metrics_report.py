@@ -167,7 +167,7 @@ def test_zero_policy_counts():
         "first human score is 0 (zeros excluded)": 1,
         "system score missing or non-numeric": 1,
     }
-    # the true-score metrics keep every rated response with a system score (issue 12, cause 1): the rows whose
+    # the true-score metrics keep every rated response with a system score: the rows whose
     # first score is 0 or missing count as single-scored; the row without a system score does not count
     ts = d["systems"]["s"]["true_score"]
     assert (ts["N"], ts["N_single"], ts["N_multiple"]) == (5, 3, 2)

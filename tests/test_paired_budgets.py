@@ -1,4 +1,4 @@
-"""The per-budget check of aware against DA (core/simulate/paired_budgets.py; issue 10, item 6: the default method)."""
+"""The per-budget check of aware against DA (core/simulate/paired_budgets.py: the condition for the default method)."""
 
 from __future__ import annotations
 

@@ -346,7 +346,7 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
 
 
 def test_predict_answers_each_tasks_estimates_and_setup_the_iteration(project_path):
-    """Issue 11 item 6: `/predict` gives one prediction per task, the task's items' current estimates on their
+    """`/predict` gives one prediction per task, the task's items' current estimates on their
     sliders and the 95% intervals in the text; `/setup` names the iteration as the model version."""
     link(project_path)
     with Project.open(project_path) as p:

@@ -214,7 +214,7 @@ def test_default_oracle_is_generated_and_needs_no_data_file(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# --annotator-model: the annotator-aware study (issue 10, item 5)
+# --annotator-model: the annotator-aware study
 
 
 def test_annotator_model_study_writes_csv_png_and_markdown(tmp_path, capsys):
@@ -246,7 +246,7 @@ def test_annotator_model_study_writes_csv_png_and_markdown(tmp_path, capsys):
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
     report = (out / "report.md").read_text()
     assert "Where aware gains nothing" in report and "--annotator-model M1,M4" in report
-    # issue 10, item 6: the check for the default method (60 items put aware's and DA's budgets on different
+    # the check for the default method (60 items put aware's and DA's budgets on different
     # grids, so there is no common budget: said, not a crash)
     assert "aware vs da per budget" in report and "no verdict" in report
     budget = pd.read_csv(out / "tables" / "budget.csv")

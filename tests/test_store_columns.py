@@ -1,4 +1,4 @@
-"""The column-wise files of `easl next --output x.csv` and `easl export --output x.csv` (issue 14, part 6): built
+"""The column-wise files of `easl next --output x.csv` and `easl export --output x.csv`: built
 without pandas, byte for byte the files `core.tables.write_table` writes from the DataFrames."""
 
 from __future__ import annotations

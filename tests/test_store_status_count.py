@@ -1,5 +1,5 @@
 """`easl status` counts live scores from the figures stored with the state when the state reflects the whole log
-(issue 14, part 6: no scan of the live index of a large project), and the count is the live table's."""
+(no scan of the live index of a large project), and the count is the live table's."""
 
 from __future__ import annotations
 

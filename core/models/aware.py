@@ -1,4 +1,4 @@
-"""The annotator-aware model (issue 10): each annotator's offset, slope and reliability, each item's ambiguity.
+"""The annotator-aware model: each annotator's offset, slope and reliability, each item's ambiguity.
 
 Notation (unit scale; ``c = 0.5`` the middle of the scale; observation ``k`` is annotator ``a`` scoring item
 ``i`` with ``x_k``)::
@@ -37,7 +37,7 @@ not an incremental sum: each fit uses every live observation, warm-started from 
 References: the model generalises the additive annotator effects of Raykar et al. (2010), "Learning from
 crowds", JMLR 11, and the rater offsets and scale of Paun et al. (2018), "Comparing Bayesian models of
 annotation", TACL 6; the EM is Dempster, Laird & Rubin (1977) in its mean-field form (Bishop 2006, section
-10.1); issue 10 of this repository states the model and its targets.
+10.1); ``docs/studies/aware.md`` states the model and its targets.
 """
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     References
     ----------
     Dempster, Laird & Rubin (1977); Bishop (2006), *Pattern Recognition and Machine Learning*, section 10.1;
-    issue 10 of this repository (the model).
+    ``docs/studies/aware.md`` (the model).
 
     Examples
     --------

@@ -1,5 +1,5 @@
 """Allocation for the annotator-aware model: uniform passes first, then the item slots that most reduce the
-expected number of mis-ordered pairs (issue 10, item 1).
+expected number of mis-ordered pairs.
 
 With ``m_i`` the posterior mean and ``v_i`` the variance of item ``i``, the expected number of mis-ordered
 pairs is ``L = sum_{i<j} Phi(-|m_i - m_j| / sqrt(v_i + v_j))``. One more score of item ``i`` turns ``v_i`` into
@@ -57,7 +57,7 @@ def information_per_score(state: AwareState) -> NDArray[Any]:
 
     References
     ----------
-    Issue 10 of this repository (allocation); Bishop (2006), section 3.3 (Gaussian posterior update).
+    ``docs/studies/aware.md`` (allocation); Bishop (2006), section 3.3 (Gaussian posterior update).
     """
     seen = state.n_scores > 0
     if not seen.any():
@@ -87,7 +87,7 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
 
     References
     ----------
-    Issue 10 of this repository (the expected number of mis-ordered pairs).
+    ``docs/studies/aware.md`` (the expected number of mis-ordered pairs).
 
     Examples
     --------
@@ -168,7 +168,7 @@ def slot_gains(state: AwareState, *, max_slots: int = 2) -> NDArray[Any]:
 
     References
     ----------
-    Issue 10 of this repository (allocation by expected reduction of mis-ordered pairs).
+    ``docs/studies/aware.md`` (allocation by expected reduction of mis-ordered pairs).
     """
     m, v = state.mu, np.maximum(state.var_mu, 1e-12)
     info = information_per_score(state)
@@ -252,7 +252,7 @@ def select_batch(
 
     References
     ----------
-    Issue 10 of this repository; the research prototype's allocation (annotator-aware, after uniform passes).
+    ``docs/studies/aware.md``; the research prototype's allocation (annotator-aware, after uniform passes).
 
     Examples
     --------

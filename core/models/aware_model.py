@@ -1,4 +1,4 @@
-"""The annotator-aware model behind the interface a project store uses (issue 10; registered in
+"""The annotator-aware model behind the interface a project store uses (registered in
 :func:`core.models.get_model` as ``"aware"``; the store passes annotator ids and refits, see below).
 
 How it differs from :class:`core.models.base.Model`, and how a store caches and replays it:

@@ -1,5 +1,5 @@
 """What the annotator-aware posterior says about ranks: rank intervals, the expected Spearman correlation with
-the truth, and the stopping rule (issue 10, items 1-2; random clickers below).
+the truth, and the stopping rule.
 
 Posterior draws are ``mu_i^(d) = m_i + sqrt(v_i) t_id`` with ``v_i`` the variance including the annotator
 terms (:class:`core.models.aware.AwareState` ``var``) and ``t_id`` Student t with ``nu_q + n_i`` degrees of
@@ -335,7 +335,7 @@ def stops(
 
     References
     ----------
-    Issue 10 of this repository (stopping rule).
+    ``docs/studies/aware.md`` (stopping rule).
 
     Examples
     --------
@@ -386,7 +386,7 @@ def stop_decision(
 
     References
     ----------
-    Issue 10 of this repository (stopping rule, validated by simulation).
+    ``docs/studies/aware.md`` (stopping rule, validated by simulation).
     """
     min_count = int(state.count.min()) if state.n_items else 0
     counts = state.count if informative is None else np.asarray(informative, dtype=np.float64)

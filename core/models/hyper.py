@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from core.errors import HyperParameterError, ProjectFileError
 
 #: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model
-#: (issue 10; :mod:`core.models.aware_model`).
+#: (:mod:`core.models.aware_model`).
 METHODS = ("easl", "ra", "trueskill", "da", "aware")
 #: Fields that only the annotator-aware model uses, with their defaults; :meth:`Hyper.to_json` leaves them out of
 #: the files of the other methods, so those are written as before. ``uniform_passes`` follows
@@ -27,7 +27,7 @@ METHODS = ("easl", "ra", "trueskill", "da", "aware")
 DEFAULT_UNIFORM_PASSES = 2
 AWARE_FIELDS: dict[str, int | None] = {"uniform_passes": DEFAULT_UNIFORM_PASSES, "stop_at": None}
 #: The uniform passes of an ``aware`` project whose file does not name them: files written before the default
-#: moved from 3 to 2 (issue 10's 80-seed study; README, "Annotator-aware collection") left it out at 3.
+#: moved from 3 to 2 (the 80-seed study of ``docs/studies/aware.md``) left it out at 3.
 LEGACY_UNIFORM_PASSES = 3
 #: Where Algorithm 1 draws an anchor's partners from: the non-anchors (the paper) or every item but the anchor.
 PARTNER_POOLS = ("paper", "all")

@@ -32,7 +32,7 @@ def get_model(hyper: Hyper) -> Model:
         :class:`~core.models.easl.EaslModel` ("easl"), :class:`~core.models.ra.RankAggregationModel` ("ra"),
         :class:`~core.models.trueskill.TrueSkillModel` ("trueskill") or
         :class:`~core.models.da.DirectAssessmentModel` ("da"), bound to ``hyper``; or
-        :class:`~core.models.aware_model.AwareModel` ("aware", issue 10), which the store refits from the live
+        :class:`~core.models.aware_model.AwareModel` ("aware"), which the store refits from the live
         log with annotator ids (``refit_on_change``) instead of applying increments.
 
     References

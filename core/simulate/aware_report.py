@@ -1,4 +1,4 @@
-"""The report of ``easl simulate easl --annotator-model ...``: the annotator-aware study (issue 10, item 5) as CSV
+"""The report of ``easl simulate easl --annotator-model ...``: the annotator-aware study as CSV
 tables, PNG figures and a Markdown report.
 
 The numbers come from :func:`core.simulate.aware_study.run_study`; this module lays them out: the Spearman and
@@ -77,9 +77,7 @@ def write_report(
     runtime: float | None = None,
 ) -> Report:
     """Write ``report.md``, ``tables/*.csv`` and ``figures/*.png`` of a :func:`run_study` result."""
-    rep = Report(
-        out_dir, "Annotator-aware collection against DA, DA with z-scores and EASL (issue 10), simulated", command
-    )
+    rep = Report(out_dir, "Annotator-aware collection against DA, DA with z-scores and EASL, simulated", command)
     curves, budget = result["curves"], result["budget"]
     methods = ", ".join(METHOD_LABELS.get(m, m) for m in dict.fromkeys(curves["method"]))
     rep.paragraph(
@@ -116,7 +114,7 @@ def write_report(
             + "."
         )
         if (curves["per_item"] >= MIN_PER_ITEM).any() and curves["seed"].nunique() >= 2:
-            report_section(rep, curves)  # issue 10, item 6: the condition for the default method
+            report_section(rep, curves)  # the condition for the default method
     for name, caption in (
         ("coverage", "Empirical coverage of the 95% rank intervals (aware) at 5 and 10 scores per item"),
         (

@@ -1,4 +1,4 @@
-"""Simulation study of the annotator-aware model against DA, DA with WMT z-scores, and EASL (issue 10, item 5).
+"""Simulation study of the annotator-aware model against DA, DA with WMT z-scores, and EASL.
 
 One run is (truth, annotator model, method, seed). Items are scored in batches of ``batch_hits`` HITs of
 ``hit_size`` items, each HIT by one annotator drawn from a pool of ``n_annotators``; budgets are counted in

@@ -1,5 +1,5 @@
 """A method against DA at every budget of an annotator-aware study: the paired difference in Spearman and Kendall
-over seeds, with a 95% interval (issue 10, item 6: the default method).
+over seeds, with a 95% interval (the condition for the default method, ``docs/studies/default-method.md``).
 
 The study (:func:`core.simulate.aware_study.run_study`, ``easl simulate easl --annotator-model ...``) runs every
 method of a seed on the same annotators and, through the uniform passes, on the same scores (common random
@@ -10,8 +10,9 @@ measure ``r`` (Spearman or Kendall with the truth), seed ``s`` gives
 
 and the table reports ``mean(d)``, its standard error ``sd(d) / sqrt(S)`` and the t interval
 ``mean(d) +- t_{S-1, 0.975} sd(d) / sqrt(S)`` over the ``S`` seeds. "Worse beyond the seed noise" is an interval
-entirely below 0; "better beyond the seed noise" one entirely above 0. The rule of issue 10, item 6: ``aware``
-becomes the default if and only if no annotator model has a budget of at least 3 scores per item where it is worse.
+entirely below 0; "better beyond the seed noise" one entirely above 0. The condition for the default method
+(``docs/studies/default-method.md``): ``aware`` becomes the default if and only if no annotator model has a
+budget of at least 3 scores per item where it is worse.
 
 Run on a finished study's output directory (its ``tables/curves.csv``)::
 
@@ -34,7 +35,7 @@ from scipy import stats
 from core.errors import UserError
 from core.simulate.report import Report
 
-#: Budgets (scores per item) from which issue 10, item 6 asks the default method never to lose to DA.
+#: Budgets (scores per item) from which the default method must never lose to DA.
 MIN_PER_ITEM = 3.0
 MEASURES = ("spearman", "kendall")
 TABLE_NAME = "vs_da_per_budget"
@@ -140,7 +141,8 @@ def worst_per_model(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def never_worse(table: pd.DataFrame) -> bool:
-    """The rule of issue 10, item 6: no (model, budget, measure) of :func:`paired_by_budget` is "worse"."""
+    """The condition for the default method (``docs/studies/default-method.md``): no (model, budget, measure) of
+    :func:`paired_by_budget` is "worse"."""
     return not bool((table["verdict"] == "worse").any())
 
 

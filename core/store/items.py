@@ -7,7 +7,7 @@ Two ways in, with the same checks and the same located messages (``file:line: co
   here) check a whole table in memory and return a DataFrame (library use, ``easl demo``);
 * :func:`insert_items` (here) checks chunks (``core.tables.iter_table``) one at a time while inserting them into the
   ``items`` table of a project file being built (:meth:`core.store.Project.create_from_chunks`, ``easl init``), so
-  that memory stays flat whatever the file size (issue 13, "Flat memory"). Duplicate ids across chunks are found by
+  that memory stays flat whatever the file size. Duplicate ids across chunks are found by
   the ``UNIQUE`` index on ``items.item_id`` (``INSERT OR IGNORE``: the rows it skips are the repeats), not by a set
   of every id in memory; the first occurrence's line comes from a compact map of the chunks' lines.
 """

@@ -55,7 +55,7 @@ def case(request, tmp_path_factory):
     return h, m, cats, groups, peers, ours
 
 
-#: Our name of RSMTool's metrics where they differ (one name per coefficient: issue 12).
+#: Our name of RSMTool's metrics where they differ (one name per coefficient).
 OURS = {"kappa": "conger_kappa"}
 
 

@@ -139,7 +139,7 @@ def irrcac_datasets(t: Tally, exp: dict) -> None:
 
 
 def _pipeline_all_raters(t: Tally, where: str, ratings: np.ndarray, entry: dict, alpha: dict) -> None:
-    """The same numbers through ``easl evaluate``'s all-raters block (issue 12, cause 1), every weighting."""
+    """The same numbers through ``easl evaluate``'s all-raters block, every weighting."""
     cats = entry["categories"]
     extra = tuple(w for w in ("ordinal", "radical", "ratio", "circular", "bipolar") if "error" not in entry["raw"][w])
     with warnings.catch_warnings():
@@ -322,7 +322,7 @@ def _pipeline_pair(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray,
 
 
 def _long_form(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray, entry: dict) -> None:
-    """Conger's kappa from the long form, in file order and shuffled (issue 12, cause 2)."""
+    """Conger's kappa from the long form, in file order and shuffled."""
     rows = [
         {"item": f"u{i}", "rater": f"r{j + 1}", "score": humans[i, j]}
         for i in range(humans.shape[0])

@@ -221,7 +221,7 @@ def register(subparsers) -> None:
         "--annotator-model",
         type=_names,
         metavar="M1,...",
-        help="run the annotator-aware study instead (issue 10): comma-separated annotator models M1 (noise "
+        help="run the annotator-aware study instead: comma-separated annotator models M1 (noise "
         "only), M2 (offsets), M3 (offsets and slopes), M4 (M2 + 10%% random clickers), M5 "
         "(item-dependent noise), IX (item x annotator interaction), DRIFT (drifting offsets); --runs "
         "seeds each (20 for the study's table), target --target; the oracle is the Beta(2,2) "

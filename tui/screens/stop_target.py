@@ -1,7 +1,7 @@
 """The dialog that changes an aware project's stop target from the monitor (key ``t``).
 
 The target is the Spearman correlation with the truth at which ``easl next`` and the Label Studio plugin stop
-issuing HITs (issue 10, "Stopping rule"; docs/design.md, "aware"). It is written with
+issuing HITs (``docs/studies/aware.md``, "Stopping rule"; docs/design.md, "aware"). It is written with
 :func:`core.store.settings.set_stop_at`, the function behind ``easl ls setup --stop-at``.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 12: one test per cause of the differences from the peers, each failing on the code before the fix.
+"""One test per cause of the differences from the peers, each failing on the code before the fix.
 
 Data: Gwet's (2014) 12 subjects x 4 raters (irrCAC ``raw_4raters``); expected numbers are irrCAC's and
 krippendorff's on these data (frozen in ``tests/peers/irrcac_raw4raters.json``; see ``tests/peers/README.md``).
