@@ -19,6 +19,8 @@ Fixtures:
 - ``tui_settings``: the terminal app's settings file moved into ``tmp_path`` (no remembered annotator).
 - ``make_tui_project``: factory of small project files for the app tests, with the settings isolated.
 - ``tui_project``: ``make_tui_project()`` with its defaults (12 items, HITs of 3).
+- ``big`` (module scope, from ``tests/durability_helpers.py``): a project of 2,000 items with a 60,000-row
+  annotation file, for the durability tests.
 - ``political_oracle_file``: the EASL paper's political-spectrum oracle, which is not shipped (no licence): read
   from ``../shared/data/`` beside the repository when present, else the test is skipped with the file's name.
 """
@@ -32,6 +34,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.durability_helpers import big  # noqa: F401 (the durability tests' module fixture, shared here)
 
 # property tests are judged on what they find, not on how fast: the machine's other work (a shared 2-core box, the
 # Label Studio server of the integration tests) must not turn a slow example into a failure (hypothesis' deadline)

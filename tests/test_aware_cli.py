@@ -350,31 +350,6 @@ def test_monitor_panel_hidden_for_other_methods(tmp_path):
     assert MonitorSource(path).poll(force=True).aware is None
 
 
-@pytest.fixture
-def aware_plugin_project(tmp_path):
-    """The plugin-service tests' project (20 items, HITs of 4, seed 3) with the aware method."""
-    from tests import test_plugin_service as svc
-
-    items = pd.DataFrame({"item_id": [f"x{i:02d}" for i in range(svc.N)], "text": [f"text {i}" for i in range(svc.N)]})
-    path = tmp_path / "p.easl"
-    Project.create(path, items, Hyper(method="aware", hit_size=4, seed=3)).close()
-    return str(path)
-
-
-def test_label_studio_worker_applies_events_to_an_aware_project(aware_plugin_project):
-    """The Label Studio worker's apply path, unchanged, on an aware project: the same events and assertions as
-    tests/test_plugin_service.py (duplicates, supersede, rejects, skips, deletions, task deletion, verify)."""
-    from tests.test_plugin_service import test_worker_applies_events_idempotently
-
-    test_worker_applies_events_idempotently(aware_plugin_project)
-
-
-def test_label_studio_streaming_top_up_on_an_aware_project(aware_plugin_project):
-    from tests.test_plugin_service import test_streaming_top_up_never_puts_an_item_in_two_open_hits
-
-    test_streaming_top_up_never_puts_an_item_in_two_open_hits(aware_plugin_project)
-
-
 def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
     from tui.commands.status import annotator_records
 

@@ -14,8 +14,8 @@ import pytest
 
 from core.store import Project
 from core.tables import read_table
+from tests.durability_helpers import N_ROWS, copy_project, kill_inside
 from tests.store_helpers import dump
-from tests.test_durability import N_ROWS, big, copy_project, kill_inside  # noqa: F401 (big is a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
         ("INSERT OR FAIL INTO live", 5, 10_000),  # the fifth chunk's log written, its live rows not yet
     ],
 )
-def test_sigkill_inside_the_chunked_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth, chunk_rows):  # noqa: F811
+def test_sigkill_inside_the_chunked_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth, chunk_rows):
     project = copy_project(big[0], tmp_path / "p.easl")
     before = dump(project)
     kill_inside(project, big[1], prefix, nth, chunk_rows)

@@ -29,8 +29,7 @@ import pytest
 import requests
 
 from core.store import Project
-from tests.ls_server import create_annotator, free_port, module_sdk, module_server, wait_for  # noqa: F401
-from tests.test_ls_plugin import (
+from tests.ls_helpers import (
     Backend,
     drained,
     easl,
@@ -40,6 +39,7 @@ from tests.test_ls_plugin import (
     project_status,
     slider_result,
 )
+from tests.ls_server import create_annotator, free_port, module_sdk, module_server, wait_for  # noqa: F401
 
 pytestmark = pytest.mark.labelstudio
 

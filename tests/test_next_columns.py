@@ -21,7 +21,7 @@ from core.store.arrow_columns import fixed_strings, joined_strings, strings
 from core.store.hit_columns import read_every_item, started_long_hits, write_started_csv
 from core.store.hit_rows import hit_id_bytes, hit_ids, json_integers, json_strings
 from core.tables import write_table
-from tests.test_next_output import scores, tricky_items
+from tests.hit_helpers import scores, tricky_items
 
 
 @settings(max_examples=60, deadline=None)

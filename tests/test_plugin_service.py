@@ -22,12 +22,23 @@ from tests.service_helpers import AUTH, Client, all_events, created, link
 N = 20
 
 
-@pytest.fixture
-def project_path(tmp_path):
+def _project(tmp_path, method: str = "easl") -> str:
     items = pd.DataFrame({"item_id": [f"x{i:02d}" for i in range(N)], "text": [f"text {i}" for i in range(N)]})
     path = tmp_path / "p.easl"
-    Project.create(path, items, Hyper(hit_size=4, seed=3)).close()
+    Project.create(path, items, Hyper(method=method, hit_size=4, seed=3)).close()
     return str(path)
+
+
+@pytest.fixture
+def project_path(tmp_path):
+    return _project(tmp_path)
+
+
+@pytest.fixture(params=["easl", "aware"])
+def any_method_project_path(tmp_path, request):
+    """The same project with the paper's method and with the annotator-aware one: the worker's apply path and the
+    streaming top-up must not depend on the model."""
+    return _project(tmp_path, request.param)
 
 
 # ------------------------------------------------------------------------------------------------------ web app
@@ -91,7 +102,8 @@ def test_many_concurrent_webhooks_are_all_queued_once(project_path):
 # ------------------------------------------------------------------------------------------------------- worker
 
 
-def test_worker_applies_events_idempotently(project_path):
+def test_worker_applies_events_idempotently(any_method_project_path):
+    project_path = any_method_project_path
     linked = link(project_path)
     with Project.open(project_path) as p:
         hits = p.open_hits()
@@ -167,7 +179,8 @@ def test_events_wait_until_the_project_is_linked(project_path):
 # ---------------------------------------------------------------------------------------------------- streaming
 
 
-def test_streaming_top_up_never_puts_an_item_in_two_open_hits(project_path):
+def test_streaming_top_up_never_puts_an_item_in_two_open_hits(any_method_project_path):
+    project_path = any_method_project_path
     with Project.open(project_path) as p:
         hits = p.open_hits()
         assert len(hits) == N // 4
