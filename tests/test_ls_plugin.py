@@ -419,8 +419,7 @@ def test_streaming_keeps_n_hits_open_without_shared_items(ls, sdk, tmp_path):
     project = tmp_path / "s.easl"
     env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
     easl("init", str(project), "--items", str(items), "--hit-size", str(HIT_SIZE), "--seed", "3", env=env)
-    backend = Backend(project, free_port(), env, tmp_path / "serve.log")
-    backend.start = _streaming_start(backend, 4)
+    backend = Backend(project, free_port(), env, tmp_path / "serve.log", "--streaming", "4")
     backend.start()
     try:
         info = json.loads(
@@ -469,33 +468,6 @@ def test_streaming_keeps_n_hits_open_without_shared_items(ls, sdk, tmp_path):
         assert easl("verify", str(project)).stdout.startswith("ok")
     finally:
         backend.stop()
-
-
-def _streaming_start(backend: Backend, n: int):
-    def start() -> None:
-        backend.log = open(backend.log_path, "a")  # noqa: SIM115 (a server's log, open for its lifetime)
-        backend.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tui.cli",
-                "serve",
-                str(backend.project),
-                "--port",
-                str(backend.port),
-                "--streaming",
-                str(n),
-                "--reconcile-interval",
-                "3",
-            ],
-            stdout=backend.log,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env=backend.env,
-        )
-        wait_for(lambda: _healthy(backend.url), "easl serve --streaming up", 30)
-
-    return start
 
 
 def _webhook_token(path: Path) -> str | None:
