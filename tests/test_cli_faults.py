@@ -1,26 +1,26 @@
 """The CLI under abuse: no command can destroy a project, every bad input or damaged file is one located
 sentence (never a traceback), a full disk leaves the project intact, and ingest streams in chunks.
 
-Each test names the finding of issue 13 it covers (``# 13.N``):
+The tests, by class of failure:
 
-* 13.1 the project destroyed by an output: ``test_export_refuses_the_project_file_by_any_name`` (same name,
+* the project destroyed by an output: ``test_export_refuses_the_project_file_by_any_name`` (same name,
   symlink, hard link, another spelling), ``test_export_refuses_the_wal_and_shm``,
   ``test_export_ratings_to_the_project_is_refused_before_writing_the_estimates``,
   ``test_ingest_rejects_to_the_project_is_refused_before_ingesting``, and for salvage
   ``test_verify_salvage_copies_every_readable_observation``;
-* 13.2 ``--rejects`` to a directory: ``test_ingest_rejects_to_a_directory_is_refused_before_ingesting``;
-* 13.3 a damaged page: ``test_every_command_words_a_damaged_file_as_one_sentence``,
+* ``--rejects`` to a directory: ``test_ingest_rejects_to_a_directory_is_refused_before_ingesting``;
+* a damaged page: ``test_every_command_words_a_damaged_file_as_one_sentence``,
   ``test_verify_reports_the_damaged_pages``, ``test_verify_salvage_copies_every_readable_observation``,
   ``test_a_file_that_is_not_a_database_is_one_sentence``, ``test_sqlite_errors_are_worded_by_kind``;
-* 13.4 tracebacks (CLI half): ``test_a_400_digit_score_is_a_located_error``,
+* tracebacks (CLI half): ``test_a_400_digit_score_is_a_located_error``,
   ``test_export_output_places_are_one_sentence``, ``test_evaluate_output_under_a_file_is_one_sentence``,
   ``test_simulate_out_under_a_file_is_one_sentence``, ``test_status_json_into_a_closed_pipe_is_quiet``,
   ``test_unexpected_error_is_one_line_with_a_debug_pointer``;
-* 13.5 half-done work: ``test_export_ratings_to_a_missing_directory_writes_neither``,
+* half-done work: ``test_export_ratings_to_a_missing_directory_writes_neither``,
   ``test_failed_write_leaves_the_old_outputs``, ``test_export_same_file_twice_is_refused``;
-* 13.6 wrong acceptance: ``test_ids_must_be_strings_or_integers``,
+* wrong acceptance: ``test_ids_must_be_strings_or_integers``,
   ``test_item_ids_of_init_must_be_strings_or_integers``, ``test_csv_fields_longer_than_131072_characters_are_read``;
-* 13.8 memory (correctness of the streaming ingest, with the live index kept chunk by chunk and built at the end as
+* memory (correctness of the streaming ingest, with the live index kept chunk by chunk and built at the end as
   for large files; the figures are ``bench/bench_memory.py``'s):
   ``test_chunked_ingest_equals_one_batch``, ``test_a_bad_row_in_the_last_chunk_rolls_back_everything``,
   ``test_conflicts_across_chunks_are_found``, ``test_chunked_reading_keeps_lines_and_errors``;
@@ -44,7 +44,7 @@ A second round, by class of input (each refusal one located sentence, exit 1, no
   ``test_leftovers_of_killed_commands_are_removed_at_the_next_run``.
 
 Most run ``tui.cli.main`` in-process; the ones about exit codes, pipes, file-size limits and stderr run the real
-CLI in a subprocess. The service half of issue 13 (13.4's service cases, 13.7, 13.9) is in
+CLI in a subprocess. The service's half (tracebacks, connections that never finish, the log) is in
 ``tests/test_service_faults.py``."""
 
 from __future__ import annotations
@@ -111,11 +111,11 @@ def snapshot(project) -> list:
     return dump(project)
 
 
-# -------------------------------------------------------------------- 13.1 / 13.2 / 13.5: outputs never destroy
+# -------------------------------------------------------------------- outputs never destroy
 
 
 @pytest.mark.parametrize("alias", ["same", "symlink", "hardlink", "relative"])
-def test_export_refuses_the_project_file_by_any_name(tmp_path, project, capsys, alias):  # 13.1
+def test_export_refuses_the_project_file_by_any_name(tmp_path, project, capsys, alias):
     before = snapshot(project)
     target = {
         "same": project,
@@ -137,7 +137,7 @@ def test_export_refuses_the_project_file_by_any_name(tmp_path, project, capsys, 
 
 
 @pytest.mark.parametrize("suffix", ["-wal", "-shm"])
-def test_export_refuses_the_wal_and_shm(tmp_path, project, capsys, suffix):  # 13.1
+def test_export_refuses_the_wal_and_shm(tmp_path, project, capsys, suffix):
     link = tmp_path / "companion.csv"  # a name with a good extension, pointing at the (absent) companion
     os.symlink(f"{project}{suffix}", link)
     assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--ratings", str(link)]) == 1
@@ -145,14 +145,14 @@ def test_export_refuses_the_wal_and_shm(tmp_path, project, capsys, suffix):  # 1
     assert not (tmp_path / "e.csv").exists()
 
 
-def test_export_ratings_to_the_project_is_refused_before_writing_the_estimates(tmp_path, project, capsys):  # 13.1
+def test_export_ratings_to_the_project_is_refused_before_writing_the_estimates(tmp_path, project, capsys):
     before = snapshot(project)
     assert main(["export", str(project), "--output", str(tmp_path / "e.csv"), "--ratings", str(project)]) == 1
     assert not (tmp_path / "e.csv").exists()
     assert snapshot(project) == before
 
 
-def test_ingest_rejects_to_the_project_is_refused_before_ingesting(tmp_path, project, annotations, capsys):  # 13.1
+def test_ingest_rejects_to_the_project_is_refused_before_ingesting(tmp_path, project, annotations, capsys):
     bad = pd.read_csv(annotations)
     bad.loc[0, "score"] = 1000
     bad.to_csv(annotations, index=False)
@@ -162,7 +162,7 @@ def test_ingest_rejects_to_the_project_is_refused_before_ingesting(tmp_path, pro
     assert snapshot(project) == before
 
 
-def test_ingest_rejects_to_a_directory_is_refused_before_ingesting(tmp_path, project, annotations, capsys):  # 13.2
+def test_ingest_rejects_to_a_directory_is_refused_before_ingesting(tmp_path, project, annotations, capsys):
     bad = pd.read_csv(annotations)
     bad.loc[0, "score"] = 1000
     bad.to_csv(annotations, index=False)
@@ -180,7 +180,7 @@ def test_ingest_rejects_to_a_directory_is_refused_before_ingesting(tmp_path, pro
     assert len(pd.read_csv(tmp_path / "rej.csv")) == 1
 
 
-def test_export_ratings_to_a_missing_directory_writes_neither(tmp_path, project, capsys):  # 13.5
+def test_export_ratings_to_a_missing_directory_writes_neither(tmp_path, project, capsys):
     out = tmp_path / "e.csv"
     assert main(["export", str(project), "--output", str(out), "--ratings", str(tmp_path / "no" / "r.csv")]) == 1
     assert "does not exist" in capsys.readouterr().err
@@ -195,7 +195,7 @@ def test_export_same_file_twice_is_refused(tmp_path, project, capsys):
     assert "same file" in capsys.readouterr().err
 
 
-def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, capsys):  # 13.5: all or none
+def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, capsys):  # all or none
     import core.tables
 
     out, ratings = tmp_path / "e.csv", tmp_path / "r.csv"
@@ -219,7 +219,7 @@ def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, cap
 
 
 @pytest.mark.parametrize("where", ["directory", "missing", "unwritable", "under_a_file"])
-def test_export_output_places_are_one_sentence(tmp_path, project, where):  # 13.4
+def test_export_output_places_are_one_sentence(tmp_path, project, where):
     (tmp_path / "d.csv").mkdir()
     (tmp_path / "plain").write_text("x")
     target = {
@@ -234,7 +234,7 @@ def test_export_output_places_are_one_sentence(tmp_path, project, where):  # 13.
     assert str(target) in line
 
 
-def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):  # 13.4
+def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):
     data = tmp_path / "scores.csv"
     pd.DataFrame({"h1": [1, 2, 3, 4, 2, 3], "h2": [1, 2, 3, 3, 2, 4], "s": [1.2, 2.1, 2.9, 3.5, 2.2, 3.3]}).to_csv(
         data, index=False
@@ -246,10 +246,10 @@ def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):  # 13.4
         assert str(target) in one_error_line(r.stderr)
 
 
-# ------------------------------------------------------------------------- 13.4: one located error, no traceback
+# ------------------------------------------------------------------------- one located error, no traceback
 
 
-def test_status_json_into_a_closed_pipe_is_quiet(project):  # 13.4
+def test_status_json_into_a_closed_pipe_is_quiet(project):
     r = subprocess.run(
         f"{sys.executable} -m tui.cli status {project} --json | head -c 1",
         shell=True,
@@ -267,7 +267,7 @@ def test_status_json_into_a_closed_pipe_is_quiet(project):  # 13.4
     assert err == b"" and proc.returncode in (0, 141)
 
 
-def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, monkeypatch, capsys):  # 13.4
+def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, monkeypatch, capsys):
     import core.store.output
 
     def boom(self, *a, **k):
@@ -281,10 +281,10 @@ def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, mo
     assert "Traceback" in capsys.readouterr().err
 
 
-# ------------------------------------------------------------------------------- 13.4 / 13.6: wrong acceptance
+# ------------------------------------------------------------------------------- wrong acceptance
 
 
-def test_a_400_digit_score_is_a_located_error(tmp_path, project, capsys):  # 13.4
+def test_a_400_digit_score_is_a_located_error(tmp_path, project, capsys):
     with Project.open(project, readonly=True) as p:
         item = p.item_ids()[0] if hasattr(p, "item_ids") else "i000"
     path = tmp_path / "huge.jsonl"
@@ -311,7 +311,7 @@ def test_a_400_digit_score_is_a_located_error(tmp_path, project, capsys):  # 13.
         ("hit_id", [1], "array"),
     ],
 )
-def test_ids_must_be_strings_or_integers(tmp_path, project, capsys, column, value, kind):  # 13.6
+def test_ids_must_be_strings_or_integers(tmp_path, project, capsys, column, value, kind):
     row = {"item_id": "i000", "score": 50, "annotator": "z", column: value}
     path = tmp_path / "ann.jsonl"
     path.write_text(json.dumps(row) + "\n")
@@ -322,7 +322,7 @@ def test_ids_must_be_strings_or_integers(tmp_path, project, capsys, column, valu
     assert snapshot(project) == before
 
 
-def test_item_ids_of_init_must_be_strings_or_integers(tmp_path, capsys):  # 13.6
+def test_item_ids_of_init_must_be_strings_or_integers(tmp_path, capsys):
     items = tmp_path / "items.jsonl"
     items.write_text(
         "".join(
@@ -335,7 +335,7 @@ def test_item_ids_of_init_must_be_strings_or_integers(tmp_path, capsys):  # 13.6
     assert f"{items}:4:" in err and not (tmp_path / "p.easl").exists()
 
 
-def test_csv_fields_longer_than_131072_characters_are_read(tmp_path, capsys):  # 13.6
+def test_csv_fields_longer_than_131072_characters_are_read(tmp_path, capsys):
     items = tmp_path / "items.csv"
     long_text = "word " * 60_000  # 300,000 characters, quoted (RFC 4180), with a comma and a quote inside
     rows = "".join(f'i{k},"{long_text}, ""quoted"" {k}"\n' for k in range(6))
@@ -346,7 +346,7 @@ def test_csv_fields_longer_than_131072_characters_are_read(tmp_path, capsys):  #
     assert len(text) > 300_000 and '"quoted"' in text
 
 
-# ------------------------------------------------------------------------------------- 13.3: damaged project files
+# ------------------------------------------------------------------------------------- damaged project files
 
 
 @pytest.fixture
@@ -381,7 +381,7 @@ def damaged(tmp_path):
     return path, 4000, page
 
 
-def test_every_command_words_a_damaged_file_as_one_sentence(tmp_path, damaged):  # 13.3
+def test_every_command_words_a_damaged_file_as_one_sentence(tmp_path, damaged):
     path, _, _ = damaged
     r = easl("export", str(path), "--output", str(tmp_path / "e.csv"), "--ratings", str(tmp_path / "r.csv"))
     assert r.returncode == 1
@@ -394,14 +394,14 @@ def test_every_command_words_a_damaged_file_as_one_sentence(tmp_path, damaged): 
         assert r.returncode == 0 or str(path) in one_error_line(r.stderr), (args, r.stderr)
 
 
-def test_verify_reports_the_damaged_pages(damaged):  # 13.3
+def test_verify_reports_the_damaged_pages(damaged):
     path, _, page = damaged
     r = easl("verify", str(path))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "the project file is damaged" in r.stdout and str(page) in r.stdout and "--salvage" in r.stdout
 
 
-def test_verify_salvage_copies_every_readable_observation(tmp_path, damaged):  # 13.3
+def test_verify_salvage_copies_every_readable_observation(tmp_path, damaged):
     path, n, _ = damaged
     out = tmp_path / "saved.easl"
     r = easl("verify", str(path), "--salvage", str(out))
@@ -419,7 +419,7 @@ def test_verify_salvage_copies_every_readable_observation(tmp_path, damaged):  #
     assert r.returncode == 1 and "refusing to write there" in one_error_line(r.stderr)
 
 
-def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):  # 13.3
+def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):
     path = tmp_path / "junk.easl"
     path.write_bytes(os.urandom(8192))
     for args in (["status", str(path)], ["verify", str(path)], ["ingest", str(path), str(path)]):
@@ -428,7 +428,7 @@ def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):  # 13.3
         assert str(path) in one_error_line(r.stderr)
 
 
-# ------------------------------------------------------------------- 13.8: ingest streams in chunks, all or nothing
+# ------------------------------------------------------------------- ingest streams in chunks, all or nothing
 
 
 @pytest.fixture(params=["index kept chunk by chunk", "index built at the end"])
@@ -453,7 +453,7 @@ def _rows(n, seed=0):
     )
 
 
-def test_chunked_ingest_equals_one_batch(tmp_path, small_chunks, capsys):  # 13.8
+def test_chunked_ingest_equals_one_batch(tmp_path, small_chunks, capsys):
     rows = _rows(60)
     rows.to_csv(tmp_path / "a.csv", index=False)
     a, b = tmp_path / "a.easl", tmp_path / "b.easl"
@@ -469,7 +469,7 @@ def test_chunked_ingest_equals_one_batch(tmp_path, small_chunks, capsys):  # 13.
     assert main(["verify", str(a)]) == 0
 
 
-def test_a_bad_row_in_the_last_chunk_rolls_back_everything(tmp_path, project, small_chunks, capsys):  # 13.8
+def test_a_bad_row_in_the_last_chunk_rolls_back_everything(tmp_path, project, small_chunks, capsys):
     rows = _rows(40)
     rows["score"] = rows["score"].astype(object)
     rows.loc[3, "score"] = "abc"
@@ -482,7 +482,7 @@ def test_a_bad_row_in_the_last_chunk_rolls_back_everything(tmp_path, project, sm
     assert snapshot(project) == before
 
 
-def test_conflicts_across_chunks_are_found(tmp_path, project, small_chunks, capsys):  # 13.8
+def test_conflicts_across_chunks_are_found(tmp_path, project, small_chunks, capsys):
     rows = _rows(20)
     rows.loc[15] = [rows.loc[2, "item_id"], (int(rows.loc[2, "score"]) + 1) % 100, rows.loc[2, "annotator"]]
     rows.loc[16] = rows.loc[3]  # the same score again: a duplicate
@@ -498,7 +498,7 @@ def test_conflicts_across_chunks_are_found(tmp_path, project, small_chunks, caps
     assert main(["verify", str(project)]) == 0
 
 
-def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):  # 13.8
+def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):
     from core.errors import InputError
     from core.tables import iter_table, read_table
 
@@ -518,7 +518,7 @@ def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):  # 13.8
         list(iter_table(tmp_path / "c.jsonl"))
 
 
-# --------------------------------------------------------------------- 13.5 / disk full: a file-size limit (EFBIG)
+# --------------------------------------------------------------------- half-done work / disk full: a file-size limit (EFBIG)
 
 
 def _limited(limit: int):
@@ -591,7 +591,7 @@ def test_export_on_a_full_disk_fails_cleanly_and_writes_nothing(tmp_path, roomy)
     assert snapshot(path) == before
 
 
-def test_simulate_out_under_a_file_is_one_sentence(tmp_path):  # 13.4
+def test_simulate_out_under_a_file_is_one_sentence(tmp_path):
     (tmp_path / "plain").write_text("x")
     r = easl("simulate", "metrics", "--out", str(tmp_path / "plain" / "report"))
     assert r.returncode == 1
@@ -609,7 +609,7 @@ def test_simulate_out_under_a_file_is_one_sentence(tmp_path):  # 13.4
         ("disk I/O error", "I/O error"),
     ],
 )
-def test_sqlite_errors_are_worded_by_kind(text, words):  # 13.3
+def test_sqlite_errors_are_worded_by_kind(text, words):
     from core.store.db import project_file_error
 
     exc = project_file_error("p.easl", sqlite3.OperationalError(text))
