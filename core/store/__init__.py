@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from core.store.batches import IngestReport, Prepared
 from core.store.db import now
-from core.store.observations import IngestReport, Prepared
 from core.store.output import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
 from core.store.project import Project
 from core.store.records import Event, Reject

@@ -1,4 +1,4 @@
-"""The live index of a large ingest, built once at its end (:meth:`core.store.observations.Observations.ingest_chunks`).
+"""The live index of a large ingest, built once at its end (``core.store.observations.ObservationLog.ingest_chunks``).
 
 An ingest is one transaction, so its WAL holds every page it writes. Kept up to date chunk by chunk, the live index
 (keyed by source key, in no order of the input) has each chunk touch pages all over it; once it outgrows the page
