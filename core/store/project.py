@@ -18,7 +18,7 @@ that opens the file. It holds its parts, one class per concern, each given only 
 * ``output`` (:class:`core.store.output.Output`) -- estimates, ratings and :class:`~core.store.output.ProjectStatus`.
 
 Every operation a front end calls is also an attribute of the project: the method of the part that does it (listed
-in :meth:`Project.__init__`). pandas, SciPy and ``core.models`` are imported by the methods that need them, so that
+in ``Project._bind_operations``). pandas, SciPy and ``core.models`` are imported by the methods that need them, so that
 opening a project and reading its status stays fast.
 """
 
