@@ -96,10 +96,11 @@ class Iterations:
             for hit_id, iteration, a, b in zip(ids, cols.iteration.tolist(), starts, ends)
         ]
 
-    def _open_hit_columns(self, conn: sqlite3.Connection, every_iteration: bool) -> HitColumns | None:
+    def _open(self, every_iteration: bool) -> tuple[str, tuple[Any, ...]]:
+        """The condition on ``h`` (and its parameters) of the open HITs of the current iteration, or of all."""
         if every_iteration:
-            return self._hit_columns(conn, "h.status = 'open'", ())
-        return self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+            return "h.status = 'open'", ()
+        return "h.iteration = ? AND h.status = 'open'", (self.iteration(),)
 
     def open_hits_long(self, *, every_iteration: bool = False) -> LongHits:
         """:meth:`open_hits` in long form (:class:`core.store.hit_columns.LongHits`, written by its ``write_csv``
@@ -109,17 +110,15 @@ class Iterations:
     def _open_hits_long(self, every_iteration: bool, every_item: Future[list[Any]] | None) -> LongHits:
         """:meth:`open_hits_long`; ``every_item``: the ids and texts of every item being read
         (``core.store.hit_columns.read_every_item``), used when the HITs hold many items."""
+        n_items, columns = self._catalog.n_items, self._catalog.columns
         with self._db.reading() as conn:
-            if self._catalog.columns:
-                return long_hits(
-                    conn, self._open_hit_columns(conn, every_iteration), self._catalog.columns, self._catalog.n_items
-                )
-            where = "h.status = 'open'" if every_iteration else "h.iteration = ? AND h.status = 'open'"
-            params = () if every_iteration else (self.iteration(),)
-            cols = read_hit_columns(conn, where, params, [], self._catalog.n_items)  # item_id and text: by long_hits
-            if cols is not None and every_item is not None and scans_every_item(cols.item.size, self._catalog.n_items):
-                return long_hits(conn, cols, [], self._catalog.n_items, items=(every_item.result(), cols.item))
-            return long_hits(conn, cols, [], self._catalog.n_items)
+            where, params = self._open(every_iteration)
+            if columns:
+                return long_hits(conn, self._hit_columns(conn, where, params), columns, n_items)
+            cols = read_hit_columns(conn, where, params, [], n_items)  # item_id and text: by long_hits
+            if cols is not None and every_item is not None and scans_every_item(cols.item.size, n_items):
+                return long_hits(conn, cols, [], n_items, items=(every_item.result(), cols.item))
+            return long_hits(conn, cols, [], n_items)
 
     def next_hits_long(self) -> LongHits:
         """:meth:`next_hits` in long form (:meth:`open_hits_long`; ``easl next --output hits.csv`` writes it with
@@ -138,16 +137,14 @@ class Iterations:
         """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
         position, item_id, text`` and the items' extra columns (``docs/guides/cli.md``, ``easl next``)."""
         with self._db.reading() as conn:
-            return long_frame(self._open_hit_columns(conn, every_iteration), self._catalog.columns)
+            return long_frame(self._hit_columns(conn, *self._open(every_iteration)), self._catalog.columns)
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
         streaming top-ups of the plugin leave open HITs in several iterations). ``docs/guides/cli.md``, ``easl
         next``: ``hit_id, iteration, items``; each item has ``item_id``, ``text`` and the item's extra columns."""
         with self._db.reading() as conn:
-            if every_iteration:
-                return self._hit_records(conn, "h.status = 'open'", ())
-            return self._hit_records(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+            return self._hit_records(conn, *self._open(every_iteration))
 
     def hits(self, iteration: int | None = None) -> list[dict[str, Any]]:
         """HIT records of an iteration (default: the current one), whatever their status, with ``status``."""
@@ -189,20 +186,29 @@ class Iterations:
     def _choose_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
         """``(iteration, hits)`` of the iteration :meth:`advance` would start, not yet recorded; None when the
         current one has open HITs or the stopping rule is met."""
-        it = self.iteration()
-        n_open = conn.execute("SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)).fetchone()[0]
-        if n_open:
+        if self._n_open(conn):
             return None
-        hyper = self._settings.hyper
         state = load_state(conn, writable=False)  # choosing reads the state: views of the stored bytes, no copy
-        decision = stop_decision(self._settings.model, hyper, state, state_seq(conn))
-        if decision is not None and decision.stop:
-            return None  # the stopping rule says the target is reached: no new iteration
-        k = hyper.hits_per_iteration or max(1, self._catalog.n_items // hyper.hit_size)
-        hits = choose_hits(
-            self._settings.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1])
-        )
-        return it + 1, hits
+        if self._stopped(conn, state):
+            return None
+        it, hyper = self.iteration(), self._settings.hyper
+        rng = np.random.default_rng([hyper.seed, it + 1])
+        return it + 1, choose_hits(self._settings.model, hyper, state, n_hits=self._per_iteration(), rng=rng)
+
+    def _n_open(self, conn: sqlite3.Connection) -> int:
+        """The open HITs of the current iteration."""
+        sql = "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'"
+        return int(conn.execute(sql, (self.iteration(),)).fetchone()[0])
+
+    def _per_iteration(self) -> int:
+        """The HITs of an iteration: ``hits_per_iteration or N // n``."""
+        hyper = self._settings.hyper
+        return hyper.hits_per_iteration or max(1, self._catalog.n_items // hyper.hit_size)
+
+    def _stopped(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]]) -> bool:
+        """Whether the stopping rule says the target is reached (:func:`stop_decision`): no new HITs then."""
+        decision = stop_decision(self._settings.model, self._settings.hyper, state, state_seq(conn))
+        return decision is not None and bool(decision.stop)
 
     def next_hits_csv(self, path: str | os.PathLike[str], *, raw_cells: bool = False) -> int:
         """:meth:`next_hits_long` written to ``path`` as CSV (``easl next --output hits.csv``); returns the number
@@ -252,26 +258,14 @@ class Iterations:
         the same either way."""
         if self._catalog.columns or not self._catalog.n_items:
             return False
-        hyper = self._settings.hyper
-        n_open = conn.execute(
-            "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (self.iteration(),)
-        ).fetchone()[0]
-        k = n_open or hyper.hits_per_iteration or max(1, self._catalog.n_items // hyper.hit_size)
-        return scans_every_item(k * hyper.hit_size, self._catalog.n_items)
+        k = self._n_open(conn) or self._per_iteration()
+        return scans_every_item(k * self._settings.hyper.hit_size, self._catalog.n_items)
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
         with self._db.reading() as conn:
-            idx = np.fromiter(
-                (
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
-                        "WHERE h.status = 'open'"
-                    )
-                ),
-                dtype=np.int64,
-            )
+            sql = "SELECT hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no WHERE h.status = 'open'"
+            idx = np.fromiter((r[0] for r in conn.execute(sql)), dtype=np.int64)
             n_open = int(conn.execute("SELECT COUNT(*) FROM hits WHERE status = 'open'").fetchone()[0])
         mask = np.zeros(self._catalog.n_items, dtype=bool)
         mask[idx] = True
@@ -293,9 +287,8 @@ class Iterations:
                 return 0
             rng = np.random.default_rng([hyper.seed, self.iteration() + 1])
             state = load_state(conn)
-            decision = stop_decision(self._settings.model, hyper, state, state_seq(conn))
-            if decision is not None and decision.stop:
-                return 0  # the stopping rule is met: no more HITs
+            if self._stopped(conn, state):
+                return 0
             rows = []
             for _ in range(need):
                 if int((~mask).sum()) < hyper.hit_size:

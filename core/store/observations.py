@@ -125,23 +125,15 @@ class ObservationLog:
         self._replay = replay
 
     def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> pd.DataFrame:
+        """``hit_id, status, item_idx`` of the HITs ``ids`` (validation's ``hits``), items in position order."""
         import pandas as pd
 
-        ids = sorted({h for h in ids if h is not None})
-        if not ids:
-            return pd.DataFrame(
-                {
-                    "hit_id": pd.Series([], dtype=object),
-                    "status": pd.Series([], dtype=object),
-                    "item_idx": pd.Series([], dtype=np.int64),
-                }
-            )
         hit_id, status, item_idx = read_columns(
             conn,
             "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
             "WHERE h.hit_id IN (SELECT value FROM json_each(?)) ORDER BY h.hit_id, hi.position",
             ["hit_id", "status", "item_idx"],
-            (json.dumps(ids),),
+            (json.dumps(sorted({h for h in ids if h is not None})),),
         )
         return pd.DataFrame(
             {
