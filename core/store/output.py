@@ -257,23 +257,19 @@ class Output:
         with self._db.reading() as conn:
             state = load_state(conn, writable=False)
             rng = self._stop_rng()
-        if self._settings.hyper.stop_at is not None:
-            d = self._settings.model.stop_decision(state, rng)
-            return {
-                "target": d.target,
-                "expected_spearman": d.expected_spearman,
-                "reached": bool(d.stop),
-                "reason": d.reason,
-                "margin": d.margin,
-                "min_scores": STOP_MIN_SCORES,
-            }
-        rho = self._settings.model.expected_spearman(state, rng)
+        model = self._settings.model
+        if self._settings.hyper.stop_at is None:
+            rho = model.expected_spearman(state, rng)
+            target, reached, reason, margin = None, False, "no stop target (set one with easl init --stop-at RHO)", None
+        else:
+            d = model.stop_decision(state, rng)
+            target, rho, reached, reason, margin = d.target, d.expected_spearman, bool(d.stop), d.reason, d.margin
         return {
-            "target": None,
+            "target": target,
             "expected_spearman": rho,
-            "reached": False,
-            "reason": "no stop target (set one with easl init --stop-at RHO)",
-            "margin": None,
+            "reached": reached,
+            "reason": reason,
+            "margin": margin,
             "min_scores": STOP_MIN_SCORES,
         }
 

@@ -93,69 +93,33 @@ class Project:
 
     def _bind_operations(self) -> None:
         """Make each operation front ends call an attribute of the project: the method of the part that does it."""
-        db, settings, catalog, its = self.db, self.settings, self.catalog, self.iterations
-        replay, log, retractions, records, output = self.replay, self.log, self.retractions, self.records, self.output
-        self.transaction = db.transaction
-        self.close = db.close
-        self.checkpoint = db.checkpoint
-        self.set_auto_checkpoint = db.set_auto_checkpoint
-
-        self.set_stop_at = settings.set_stop_at
-
-        self.items = catalog.items
-        self.item_index = catalog.item_index
-
-        self.iteration = its.iteration
-        self.hits = its.hits
-        self.open_hits = its.open_hits
-        self.next_hits = its.next_hits
-        self.open_hits_long = its.open_hits_long
-        self.open_hits_frame = its.open_hits_frame
-        self.next_hits_long = its.next_hits_long
-        self.next_hits_csv = its.next_hits_csv
-        self.advance = its.advance
-        self.top_up_hits = its.top_up_hits
-        self.add_hits = its.add_hits
-        self.open_item_mask = its.open_item_mask
+        db, settings, catalog, its, replay = self.db, self.settings, self.catalog, self.iterations, self.replay
+        log, retractions, records, output = self.log, self.retractions, self.records, self.output
+        self.transaction, self.close, self.checkpoint = db.transaction, db.close, db.checkpoint
+        self.set_auto_checkpoint, self.set_stop_at = db.set_auto_checkpoint, settings.set_stop_at
+        self.items, self.item_index = catalog.items, catalog.item_index
+        self.iteration, self.hits, self.open_hits = its.iteration, its.hits, its.open_hits
+        self.next_hits, self.advance, self.add_hits = its.next_hits, its.advance, its.add_hits
+        self.open_hits_long, self.open_hits_frame = its.open_hits_long, its.open_hits_frame
+        self.next_hits_long, self.next_hits_csv = its.next_hits_long, its.next_hits_csv
+        self.top_up_hits, self.open_item_mask = its.top_up_hits, its.open_item_mask
         self.open_hit_times = its.open_hit_times
-
-        self.state = replay.state
-        self.verify = replay.verify
-        self.rebuild = replay.rebuild
-        self.iteration_states = replay.iteration_states
-        self.annotator_table = replay.annotator_table
-
-        self.validate = log.validate
-        self.prepare = log.prepare
-        self.ingest = log.ingest
+        self.state, self.verify, self.rebuild = replay.state, replay.verify, replay.rebuild
+        self.iteration_states, self.annotator_table = replay.iteration_states, replay.annotator_table
+        self.validate, self.prepare, self.ingest = log.validate, log.prepare, log.ingest
         self.ingest_chunks = log.ingest_chunks
-
-        self.retract = retractions.retract
-        self.retract_hit = retractions.retract_hit
+        self.retract, self.retract_hit = retractions.retract, retractions.retract_hit
         self.live_versions = retractions.live_versions
-
-        self.get_meta = records.get_meta
-        self.set_meta = records.set_meta
-        self.wording = records.wording
-        self.set_wording = records.set_wording
-        self.add_events = records.add_events
-        self.add_event = records.add_event
-        self.events = records.events
-        self.finish_event = records.finish_event
-        self.event_counts = records.event_counts
-        self.add_reject = records.add_reject
-        self.rejects = records.rejects
-        self.map_external = records.map_external
-        self.unmap_external = records.unmap_external
-        self.local_id = records.local_id
-        self.external_map = records.external_map
+        self.get_meta, self.set_meta = records.get_meta, records.set_meta
+        self.wording, self.set_wording = records.wording, records.set_wording
+        self.add_events, self.add_event, self.events = records.add_events, records.add_event, records.events
+        self.finish_event, self.event_counts = records.finish_event, records.event_counts
+        self.add_reject, self.rejects = records.add_reject, records.rejects
+        self.map_external, self.unmap_external = records.map_external, records.unmap_external
+        self.local_id, self.external_map = records.local_id, records.external_map
         self.external_ids = records.external_ids
-
-        self.estimates = output.estimates
-        self.estimates_table = output.estimates_table
-        self.ratings = output.ratings
-        self.status = output.status
-        self.stop_figures = output.stop_figures
+        self.estimates, self.estimates_table, self.ratings = output.estimates, output.estimates_table, output.ratings
+        self.status, self.stop_figures = output.status, output.stop_figures
 
     @property
     def hyper(self) -> Hyper:

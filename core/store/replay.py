@@ -33,11 +33,9 @@ from core.store.state import load_state, save_state
 
 VERIFY_TOLERANCE = 1e-9
 #: Aware projects: live observations up to which every refit is cold, so the cache is a function of the log alone
-#: and equals its replay bit for bit. EM on small, uneven data can have several fixed points: a warm chain and a
-#: cold fit of the same log were measured 1.3-1.7 posterior sd apart in 2 of 6 seeds of a 30-item project with a
-#: random clicker, while a cold fit costs little (0.02 s at 10,000 items, 0.11 s at 100,000 items with 5 scores
-#: each). Above it the refit is warm-started (the adapter's design: seconds at a million items) and ``easl verify``
-#: compares within ``model.same_fit``.
+#: and equals its replay bit for bit (EM on small, uneven data can have several fixed points, which a warm chain and
+#: a cold fit may reach apart). Above it the refit is warm-started (the ingest target at a million items) and
+#: ``easl verify`` compares within ``model.same_fit``.
 COLD_REFIT_UPTO = 1_000_000
 _NO_ANNOTATOR = "\x00"  # the code of observations without an annotator: one anonymous annotator
 
@@ -64,8 +62,8 @@ def _code_array(annotators: Iterable[Any], names: list[Any]) -> NDArray[Any]:
 
 
 def read_live_arrays(conn: sqlite3.Connection) -> LiveArrays:
-    """The live log for the aware model, read from the live index and the log (seconds at a million live scores;
-    :mod:`core.store.live_arrays` keeps it for the refits)."""
+    """The live log for the aware model, read from the live index and the log (:mod:`core.store.live_arrays` keeps
+    it for the refits)."""
     rows = conn.execute(
         "SELECT l.seq, l.item_idx, l.score01, o.annotator FROM live l JOIN observations o ON o.seq = l.seq "
         "ORDER BY l.seq"
