@@ -95,7 +95,7 @@ def test_a_version_2_file_migrates_and_reads_the_live_index_once(
     conn.close()
     calls = _count_reads(monkeypatch)
     with Project.open(path) as p:
-        assert p._conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == 3
         assert_verified(p)
         hits = p.next_hits()
         p.ingest(answer(hits[:4], rng, annotator="y"), source="b.csv")
@@ -148,5 +148,5 @@ def test_verify_finds_a_wrong_array_and_rebuild_repairs_it(tmp_path: Path, capsy
 def test_other_methods_keep_no_arrays(tmp_path: Path) -> None:
     with new_project(tmp_path, n=30, method="easl", hit_size=3, seed=2) as p:
         p.ingest(answer(p.next_hits(), np.random.default_rng(9)), source="a.csv")
-        assert p._conn.execute("SELECT COUNT(*) FROM live_arrays").fetchone()[0] == 0
+        assert p.db.conn.execute("SELECT COUNT(*) FROM live_arrays").fetchone()[0] == 0
         assert assert_verified(p)["live_arrays_ok"]

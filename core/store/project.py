@@ -77,7 +77,6 @@ class Project:
         if meta.get("format") != FORMAT:
             raise ProjectFileError(path, "not an easl project file (no 'format' entry in its meta table)")
         self.path, self.readonly = path, readonly
-        self._conn = conn  # (tests read the file through it)
         self.db = db = Database(conn, path, readonly)
         self.settings = settings = Settings(db, meta.get("hyper", "{}"))
         n_items = int(conn.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM items").fetchone()[0])
