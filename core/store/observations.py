@@ -1,4 +1,4 @@
-"""The append-only observation log: validating and appending scores, retracting them.
+"""The append-only observation log: validating and appending scores (withdrawing them: :mod:`core.store.retraction`).
 
 Each observation carries a source key (:mod:`core.store.validation`): ingesting the same key with the same score
 changes nothing; a new score for a key appends a record that supersedes the old one; a retraction appends a
