@@ -113,14 +113,12 @@ def setup_project(
 ) -> SetupResult:
     """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
     ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown; ``stop_at`` sets
-    the stop target of an aware project (``core.store.settings.set_stop_at``; refused, before anything else is
+    the stop target of an aware project (``core.store.settings.Settings.set_stop_at``; refused, before anything else is
     done, for the other methods). Raises ``UserError`` (incl. ``LabelStudioError``) with the reason when a step
     fails."""
     notes: list[str] = []
     if stop_at is not None:
-        from core.store.settings import set_stop_at
-
-        before_stop = set_stop_at(project, stop_at)
+        before_stop = project.set_stop_at(stop_at)
         if before_stop != stop_at:
             notes.append(
                 f"stop target set to {stop_at:g} (was {'none' if before_stop is None else f'{before_stop:g}'})"

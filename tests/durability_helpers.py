@@ -32,7 +32,7 @@ CHILD = textwrap.dedent("""
     project, path, prefix, nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     chunk_rows = int(sys.argv[5]) if len(sys.argv) > 5 else 0  # > 0: the streaming ingest of easl ingest
     p = Project.open(project)
-    p._conn.execute("PRAGMA cache_size = 50")  # a small page cache spills the transaction's pages to the WAL
+    p.db.conn.execute("PRAGMA cache_size = 50")  # a small page cache spills the transaction's pages to the WAL
     table = read_table(path)
     seen = 0
 
@@ -45,7 +45,7 @@ CHILD = textwrap.dedent("""
                 sys.stdout.flush()
                 time.sleep(120)
 
-    p._conn.set_trace_callback(trace)
+    p.db.conn.set_trace_callback(trace)
     if chunk_rows:
         p.ingest_chunks(iter_table(path, chunk_rows), source=path)
     else:

@@ -318,7 +318,7 @@ def test_verify_detects_a_corrupted_cache(tmp_path, items_csv, capsys):
         state = p.state()
         state["alpha"][3] += 0.5
         with p.transaction():
-            conn = p._conn
+            conn = p.db.conn
             conn.execute("UPDATE state SET data = ? WHERE name = 'alpha'", (state["alpha"].tobytes(),))
     capsys.readouterr()
     assert main(["verify", str(project)]) == 1

@@ -40,8 +40,8 @@ def test_create_records_items_hyper_and_covering_iteration(tmp_path):
         pd.testing.assert_frame_equal(
             items[["item_id", "text", "topic"]], make_items(23)[["item_id", "text", "topic"]], check_dtype=False
         )
-        assert p._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert p._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert p.db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert_verified(p)
     reopened = Project.open(tmp_path / "p.easl")
     assert reopened.hyper == hyper
@@ -215,7 +215,7 @@ def test_supersede_keeps_the_log_and_counts_the_latest(tmp_path):
         p.ingest([{"item_id": item, "score": 20, "hit_id": hit["hit_id"], "annotator": "x"}], source="a")
         report = p.ingest([{"item_id": item, "score": 80, "hit_id": hit["hit_id"], "annotator": "x"}], source="b")
         assert (report.new, report.superseded, report.duplicate) == (0, 1, 0)
-        n_log = p._conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+        n_log = p.db.conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
         assert n_log == 2
         ratings = p.ratings()
         assert ratings["score"].tolist() == [80.0]
@@ -340,7 +340,7 @@ def test_skip_invalid_ingests_the_rest_and_records_rejects(tmp_path):
         assert got == {f"{path}:{line - 1}": reason for line, reason in expected.items()}
         assert list(report.rejects.columns[:3]) == ["location", "field", "reason"]
         assert p.status()["n_rejects"] == 10
-        stored = p._conn.execute("SELECT location, reason, payload FROM rejects ORDER BY id").fetchall()
+        stored = p.db.conn.execute("SELECT location, reason, payload FROM rejects ORDER BY id").fetchall()
         assert stored[0][0] == f"{path}:2" and stored[0][1] == "score: not a number ('abc')"
         assert json.loads(stored[0][2])["score"] == "abc"
         assert_verified(p)
@@ -498,7 +498,7 @@ def test_add_hits_records_a_new_iteration_of_open_hits(tmp_path):
             index[free[5:]].tolist(),
         ]
         assert all(h["status"] == "open" for h in p.hits(1))
-        assert p._conn.execute("SELECT n_hits FROM iterations WHERE iteration = 1").fetchone()[0] == 2
+        assert p.db.conn.execute("SELECT n_hits FROM iterations WHERE iteration = 1").fetchone()[0] == 2
         # the new HITs take scores like any other, and complete
         p.ingest(answer(added, rng), source="b")
         assert [h["status"] for h in p.hits(1)] == ["complete", "complete"]
@@ -581,7 +581,7 @@ def test_small_ingests_patch_the_cached_state_in_place(tmp_path, method):
     rng = np.random.default_rng(21)
     with new_project(tmp_path, n=400, hit_size=5, method=method) as p:
         statements: list[str] = []
-        p._conn.set_trace_callback(statements.append)
+        p.db.conn.set_trace_callback(statements.append)
         hits = p.next_hits()
         for k in range(6):
             before = p.state()
@@ -602,7 +602,7 @@ def test_small_ingests_patch_the_cached_state_in_place(tmp_path, method):
         p.retract(["a2-" + hits[2]["hit_id"]], source="del")
         assert p.state()["count"][p.item_index().get_indexer([it["item_id"] for it in hits[2]["items"]])].sum() == 0
         assert_verified(p)
-        p._conn.set_trace_callback(None)
+        p.db.conn.set_trace_callback(None)
 
 
 def run_loop(tmp_path, name, seed, iterations=3, method="easl"):
@@ -911,10 +911,10 @@ def test_status_figures_are_stored_with_the_state_and_recomputed_when_stale(tmp_
         assert stored.n_annotations["max"] == int(p.state()["count"].max())
         # a file written by an older version has no figures (or figures of another log position): recomputed
         with p.transaction():
-            p._conn.execute("DELETE FROM meta WHERE key = 'state_figures'")
+            p.db.conn.execute("DELETE FROM meta WHERE key = 'state_figures'")
         assert p.status() == stored
         with p.transaction():
-            p._conn.execute("INSERT INTO meta(key, value) VALUES ('state_figures', '{\"seq\": -1}')")
+            p.db.conn.execute("INSERT INTO meta(key, value) VALUES ('state_figures', '{\"seq\": -1}')")
         assert p.status() == stored
         assert_verified(p)
 

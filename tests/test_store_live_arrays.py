@@ -60,7 +60,7 @@ def test_every_refit_reads_the_kept_arrays_and_they_equal_the_live_index(
         calls = _count_reads(monkeypatch)
         _campaign(p, tmp_path, np.random.default_rng(4))
         assert calls == []  # every refit read the kept arrays
-        with p._reading() as conn:
+        with p.db.reading() as conn:
             kept = live_arrays.load(conn, max_seq(conn))
             assert kept is not None and kept.same_as(replay.read_live_arrays(conn))
             assert kept.names == ["x", "y", None, "z"]
@@ -74,7 +74,7 @@ def test_the_fit_is_the_one_the_live_index_gives(tmp_path: Path, monkeypatch: py
             monkeypatch.setattr(live_arrays, "load", lambda conn, at: None)
         with new_project(tmp_path, name=name, n=30, method="aware", hit_size=3, seed=2) as p:
             _campaign(p, tmp_path, np.random.default_rng(4))
-            with p._reading() as conn:
+            with p.db.reading() as conn:
                 states.append(load_state(conn))
     assert states[0].keys() == states[1].keys()
     for k in states[0]:
@@ -95,7 +95,7 @@ def test_a_version_2_file_migrates_and_reads_the_live_index_once(
     conn.close()
     calls = _count_reads(monkeypatch)
     with Project.open(path) as p:
-        assert p._conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == 3
         assert_verified(p)
         hits = p.next_hits()
         p.ingest(answer(hits[:4], rng, annotator="y"), source="b.csv")
@@ -131,7 +131,7 @@ def test_readers_open_a_version_2_file_as_it_is(tmp_path: Path, capsys: pytest.C
 def test_verify_finds_a_wrong_array_and_rebuild_repairs_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with new_project(tmp_path, n=30, method="aware", hit_size=3, seed=2) as p:
         p.ingest(answer(p.next_hits(), np.random.default_rng(7), annotator="x"), source="a.csv")
-        with p._writing() as conn:
+        with p.db.writing() as conn:
             kept = live_arrays.load(conn, max_seq(conn))
             assert kept is not None
             kept.score01[3] += 0.1
@@ -148,5 +148,5 @@ def test_verify_finds_a_wrong_array_and_rebuild_repairs_it(tmp_path: Path, capsy
 def test_other_methods_keep_no_arrays(tmp_path: Path) -> None:
     with new_project(tmp_path, n=30, method="easl", hit_size=3, seed=2) as p:
         p.ingest(answer(p.next_hits(), np.random.default_rng(9)), source="a.csv")
-        assert p._conn.execute("SELECT COUNT(*) FROM live_arrays").fetchone()[0] == 0
+        assert p.db.conn.execute("SELECT COUNT(*) FROM live_arrays").fetchone()[0] == 0
         assert assert_verified(p)["live_arrays_ok"]

@@ -90,8 +90,8 @@ def test_a_version_1_file_is_migrated_keeping_every_record_and_verifies(tmp_path
     with pytest.raises(SchemaVersionError):  # a reader cannot migrate
         Project.open(path, readonly=True)
     with Project.open(path) as p:  # a writer migrates, in one transaction
-        assert p._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
-        assert p._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert p.db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert _snapshot(p) == seen
         assert_verified(p)
         # the migrated file goes on working: the open HITs are answered and the next iteration starts
@@ -105,9 +105,9 @@ def test_a_migrated_file_keeps_hit_numbers_in_creation_order(tmp_path: Path) -> 
     path, _ = _campaign(tmp_path)
     downgrade_to_v1(path)
     with Project.open(path) as p:
-        rows = p._conn.execute("SELECT hit_no, hit_id FROM hits ORDER BY hit_no").fetchall()
+        rows = p.db.conn.execute("SELECT hit_no, hit_id FROM hits ORDER BY hit_no").fetchall()
         iterations = [int(h.split("-")[0][2:]) for _, h in rows]
         assert iterations == sorted(iterations)
         assert [n for n, _ in rows] == list(range(1, len(rows) + 1))
-        items = p._conn.execute("SELECT COUNT(*) FROM hit_items").fetchone()[0]
+        items = p.db.conn.execute("SELECT COUNT(*) FROM hit_items").fetchone()[0]
         assert items == 3 * len(rows)

@@ -14,7 +14,7 @@ from tests.store_helpers import answer, make_items
 
 
 def _live(p: Project) -> int:
-    return int(p._conn.execute("SELECT COUNT(*) FROM live").fetchone()[0])
+    return int(p.db.conn.execute("SELECT COUNT(*) FROM live").fetchone()[0])
 
 
 @pytest.mark.parametrize("method", ["easl", "da", "trueskill", "aware"])
@@ -25,8 +25,8 @@ def test_status_live_count_equals_the_live_table_after_ingest_supersede_and_retr
         hits = p.open_hits()
         p.ingest(answer(hits[:4], rng, with_annotation_id=True), source="a")
         assert p.status().n_observations == _live(p) == 12
-        figures = stored_figures(p._conn)  # the count status read: stored with the state of the whole log
-        assert figures is not None and figures["seq"] == max_seq(p._conn) and figures["n_live"] == 12
+        figures = stored_figures(p.db.conn)  # the count status read: stored with the state of the whole log
+        assert figures is not None and figures["seq"] == max_seq(p.db.conn) and figures["n_live"] == 12
         item = hits[0]["items"][0]["item_id"]
         again = [
             {
@@ -50,9 +50,9 @@ def test_a_state_behind_the_log_falls_back_to_counting(tmp_path):
     with Project.create(tmp_path / "p.easl", make_items(12), Hyper(hit_size=3, seed=1)) as p:
         p.ingest(answer(p.open_hits(), np.random.default_rng(0)), source="a")
         with p.transaction():  # the stored figures now describe a log position that is not the last
-            p._conn.execute("UPDATE meta SET value = json_set(value, '$.n_live', 999) WHERE key = 'state_figures'")
-            p._conn.execute("UPDATE meta SET value = value - 1 WHERE key = 'state_seq'")
-            p._conn.execute(
+            p.db.conn.execute("UPDATE meta SET value = json_set(value, '$.n_live', 999) WHERE key = 'state_figures'")
+            p.db.conn.execute("UPDATE meta SET value = value - 1 WHERE key = 'state_seq'")
+            p.db.conn.execute(
                 "UPDATE meta SET value = json_set(value, '$.seq', json_extract(value, '$.seq') - 1) "
                 "WHERE key = 'state_figures'"
             )

@@ -1,32 +1,20 @@
 """The project file (SQLite, WAL): items, HITs, the append-only observation log and the cached model state.
 
 Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`ProjectStatus`, :class:`IngestReport`,
-:class:`Prepared`, :class:`Event`, :class:`Reject`, :func:`read_items`. Importing this package loads neither pandas
+:class:`Prepared`, :class:`Event`, :class:`Reject`, :func:`read_items` (an items file, checked:
+``core.store.item_checks.read_items``). Importing this package loads neither pandas
 nor SciPy; the methods that need them import them.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
-
+from core.store.batches import IngestReport, Prepared
 from core.store.db import now
-from core.store.observations import IngestReport, Prepared
+from core.store.items import read_items
 from core.store.output import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
 from core.store.project import Project
 from core.store.records import Event, Reject
 from core.store.schema import SCHEMA_VERSION
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column: str = "text") -> pd.DataFrame:
-    """Read an items file (see :func:`core.store.items.read_items`)."""
-    from core.store.items import read_items as read
-
-    return read(path, id_column=id_column, text_column=text_column)
-
 
 __all__ = [
     "Project",

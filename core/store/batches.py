@@ -1,6 +1,6 @@
 """What an ingest is given and what it reports: :class:`Prepared` (rows validated ahead of the write transaction),
 :class:`IngestReport`, and the rejected rows (recorded in the ``rejects`` table; conflicts with an earlier chunk of
-the same input, :meth:`core.store.observations.Observations.ingest_chunks`)."""
+the same input, :meth:`core.store.observations.ObservationLog.ingest_chunks`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class IngestReport:
-    """What :meth:`Observations.ingest` did.
+    """What :meth:`ObservationLog.ingest` did.
 
     Attributes
     ----------
@@ -64,7 +64,7 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class Prepared:
-    """Annotation rows validated by :meth:`Observations.prepare`, to pass to :meth:`Observations.ingest`.
+    """Annotation rows validated by :meth:`ObservationLog.prepare`, to pass to :meth:`ObservationLog.ingest`.
 
     Attributes
     ----------
@@ -86,7 +86,7 @@ class Prepared:
 
 @dataclass
 class Carry:
-    """What one ingest of several chunks (:meth:`Observations.ingest_chunks`) carries from chunk to chunk, all
+    """What one ingest of several chunks (:meth:`ObservationLog.ingest_chunks`) carries from chunk to chunk, all
     written once before its commit instead of once per chunk: the model state with its log position, whether the
     ``aware`` model must be refitted, and the HITs whose status may have changed.
 

@@ -2,9 +2,9 @@
 iteration.
 
 Iteration t >= 1 is chosen by :func:`choose_hits` from the cached state with the generator
-``numpy.random.default_rng([seed, t])``, so the same seed and observations give the same HITs, also across restarts
-(``core.store.hits.Hits.advance`` and ``top_up_hits``). An aware project with a stop target starts no iteration once
-:func:`stop_decision` says the target is reached; its posterior draws use :func:`stop_rng`.
+``numpy.random.default_rng([seed, t])``, so the same seed and observations give the same HITs, also across
+restarts (``core.store.hits.Iterations.advance`` and ``top_up_hits``). An aware project with a stop target starts
+no iteration once :func:`stop_decision` says the target is reached; its posterior draws use :func:`stop_rng`.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def stop_decision(model: Any, hyper: Hyper, state: dict[str, NDArray[Any]], seq:
     return decision
 
 
-def _state_seq(conn: sqlite3.Connection) -> int:
+def state_seq(conn: sqlite3.Connection) -> int:
     """The log position the cached state reflects (``meta.state_seq``)."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'state_seq'").fetchone()
     return int(row[0]) if row else 0

@@ -1,9 +1,10 @@
 """The SQLite connection of a project file: opening it (WAL), transactions, and small shared helpers.
 
-Every other module of :mod:`core.store` reaches the file through :class:`Connected` (the base of
-:class:`core.store.Project`): ``BEGIN IMMEDIATE`` ... ``COMMIT`` per public mutator (:meth:`Connected.transaction`,
-nested use becomes a savepoint) and consistent read snapshots (:meth:`Connected._reading`). Nothing outside
-``core/store`` holds the connection.
+Every part of :class:`core.store.Project` reaches the file through its :class:`Database`: ``BEGIN IMMEDIATE``
+... ``COMMIT`` per public mutator (:meth:`Database.transaction`, nested use becomes a savepoint) and consistent
+read snapshots (:meth:`Database.reading`). Nothing outside ``core/store`` holds the connection. A file built or
+copied whole (``easl init``, salvage) is written under a temporary name and linked into place
+(:func:`link_into_place`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Self
+from typing import Any
 
 from core.errors import ProjectFileError
 
@@ -80,7 +81,7 @@ def insert_rows(conn: sqlite3.Connection, head: str, row: str, columns: Sequence
 
 class FileBusy(Exception):
     """Another connection holds the project file's write lock, longer than the caller would wait for it
-    (:meth:`Connected.transaction` with ``max_wait_s``)."""
+    (:meth:`Database.transaction` with ``max_wait_s``)."""
 
 
 #: the busy timeout of every connection (SQLite waits this long for another connection's lock)
@@ -100,32 +101,28 @@ def max_seq(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM observations").fetchone()[0])
 
 
-class Connected:
-    """The connection and transaction discipline shared by the parts of :class:`core.store.Project`.
+class Database:
+    """The connection of an open project file and its transaction discipline, shared by the parts of
+    :class:`core.store.Project`.
 
     Attributes
     ----------
+    conn : sqlite3.Connection
     path : str
     readonly : bool
     """
 
     def __init__(self, conn: sqlite3.Connection, path: str, readonly: bool) -> None:
-        self._conn = conn
+        self.conn = conn
         self.path = path
         self.readonly = readonly
         self._depth = 0
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None  # type: ignore[assignment]
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None  # type: ignore[assignment]
 
     @contextlib.contextmanager
     def transaction(self, *, max_wait_s: float | None = None) -> Iterator[None]:
@@ -142,82 +139,83 @@ class Connected:
         whole transaction runs without waiting. The plugin's webhook writer uses it: it journals an event
         rather than wait (``easl_plugin/writer.py``).
         """
-        self._writable()
+        self.writable()
         if self._depth:
             name = f"sp{self._depth}"
-            self._conn.execute(f"SAVEPOINT {name}")
+            self.conn.execute(f"SAVEPOINT {name}")
             self._depth += 1
             try:
                 yield
             except BaseException:
-                self._conn.execute(f"ROLLBACK TO {name}")
-                self._conn.execute(f"RELEASE {name}")
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
                 raise
             else:
-                self._conn.execute(f"RELEASE {name}")
+                self.conn.execute(f"RELEASE {name}")
             finally:
                 self._depth -= 1
             return
         if max_wait_s is None:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("BEGIN IMMEDIATE")
         else:
             self._begin_within(max_wait_s)
         self._depth = 1
         try:
             yield
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self.conn.execute("ROLLBACK")
             raise
         else:
-            self._conn.execute("COMMIT")
+            self.conn.execute("COMMIT")
         finally:
             self._depth = 0
 
     def _begin_within(self, seconds: float) -> None:
         """``BEGIN IMMEDIATE`` with a busy timeout of ``seconds``: :class:`FileBusy` when the write lock stays
         taken that long."""
-        self._conn.execute(f"PRAGMA busy_timeout = {max(0, round(1000 * seconds))}")
+        self.conn.execute(f"PRAGMA busy_timeout = {max(0, round(1000 * seconds))}")
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc).lower() or "busy" in str(exc).lower():
                 raise FileBusy(f"{self.path} is being written by another connection") from exc
             raise
         finally:
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """:meth:`transaction`, yielding the connection (for the store's own modules)."""
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """:meth:`transaction`, yielding the connection (for the parts of the project)."""
         with self.transaction():
-            yield self._conn
+            yield self.conn
 
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for several reads (a deferred transaction), or the caller's transaction."""
         if self._depth:
-            yield self._conn
+            yield self.conn
             return
-        self._conn.execute("BEGIN")
+        self.conn.execute("BEGIN")
         self._depth = 1
         try:
-            yield self._conn
+            yield self.conn
         finally:
             self._depth = 0
-            self._conn.execute("COMMIT")
+            self.conn.execute("COMMIT")
 
     def set_auto_checkpoint(self, pages: int) -> None:
         """Let this connection checkpoint the WAL automatically once it holds ``pages`` pages (0: never; SQLite's
         default is 1,000). A connection that must answer quickly (the plugin's event writer) turns it off and
         calls :meth:`checkpoint` when idle."""
-        self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
 
     def checkpoint(self) -> None:
         """Copy the WAL into the database file as far as readers allow (``PRAGMA wal_checkpoint(PASSIVE)``: never
         waits for another connection)."""
-        self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
-    def _writable(self) -> None:
+    def writable(self) -> None:
+        """Raise :class:`~core.errors.ProjectFileError` when the project is open read-only."""
         if self.readonly:
             raise ProjectFileError(self.path, "the project is open read-only")
 
@@ -247,3 +245,23 @@ def describe_sqlite_error(exc: BaseException) -> str:
 def project_file_error(path: str, exc: BaseException) -> ProjectFileError:
     """A :class:`ProjectFileError` for ``path`` worded from an ``sqlite3`` error (:func:`describe_sqlite_error`)."""
     return ProjectFileError(path, describe_sqlite_error(exc))
+
+
+def remove_files(path: str) -> None:
+    """Remove the SQLite file ``path`` and its journals, where they exist (a temporary file being built)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(path + suffix):
+            os.unlink(path + suffix)
+
+
+def link_into_place(tmp: str, path: str) -> None:
+    """Give the complete file ``tmp`` its name ``path``, which must not exist (a project file is never
+    overwritten): a hard link, or on file systems without them a check and a rename."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise ProjectFileError(path, "already exists; a project file is never overwritten") from None
+    except OSError:
+        if os.path.lexists(path):
+            raise ProjectFileError(path, "already exists; a project file is never overwritten") from None
+        os.replace(tmp, path)

@@ -1,10 +1,9 @@
-"""The live index of a large ingest, built once at its end (:meth:`core.store.observations.Observations.ingest_chunks`).
+"""The live index of a large ingest, built once at its end (``core.store.observations.ObservationLog.ingest_chunks``).
 
 An ingest is one transaction, so its WAL holds every page it writes. Kept up to date chunk by chunk, the live index
 (keyed by source key, in no order of the input) has each chunk touch pages all over it; once it outgrows the page
 cache, every touched page is read back through the WAL, whose frames SQLite looks up by scanning one hash table per
-4,096 frames, and the cost of a row grows with the size of the ingest (measured on a 33-million-row file: a third
-of the CPU time in ``sqlite3WalFindFrame``, a sixth reading pages back).
+4,096 frames, and the cost of a row grows with the size of the ingest.
 
 So an ingest of a large input (:data:`LARGE_INPUT_BYTES` or more) appends its rows to the log only, and the live
 index gets them at its end from one sorted pass over the log (:func:`settle`): ``INSERT OR IGNORE ... ORDER BY
@@ -37,11 +36,8 @@ if TYPE_CHECKING:
 
     from core.store.cells import Locations
 
-#: the input size from which ``easl ingest`` defers the live index. The sorted pass costs about 2 us a row at the
-#: end, when nothing else runs, where the index kept chunk by chunk costs about as much but while the next chunk
-#: is validated: measured, 1,000,000 rows (32 MB) into a project with as many live took 8.3-9.0 s kept chunk by
-#: chunk and 9.5 s deferred; 6,470,000 rows (200 MB) into a fresh project, 57 s and 48 s; a 1 GB file, see the
-#: README.
+#: the input size from which ``easl ingest`` defers the live index: below it the index kept chunk by chunk costs
+#: about as much as the sorted pass, and is built while the next chunk is validated (a 1 GB file: the README).
 LARGE_INPUT_BYTES = 96 * 2**20
 
 #: the page cache (KiB) of a deferred ingest before its end: it appends to the log, whose pages are written once
@@ -120,9 +116,8 @@ def pragmas(conn: sqlite3.Connection, **values: int | str) -> Iterator[None]:
 def sorting_on_disk(conn: sqlite3.Connection) -> AbstractContextManager[None]:
     """Let SQLite's sorter spill to temporary files (``temp_store = FILE``) rather than hold a large sort in
     memory, as the connection's ``temp_store = MEMORY`` would, and sort with one helper thread (``threads = 1``)
-    in runs of 64 MiB (``cache_size``, which also bounds the page cache meanwhile). Measured on 6.5 million rows:
-    740 MB in memory, against 276 MB spilling to disk; 16-17.7 s with no helper thread and 128 MiB runs, against
-    12.1 s and 210 MB with one helper thread and 64 MiB runs (the other core is idle at the end of an ingest)."""
+    in runs of 64 MiB (``cache_size``, which also bounds the page cache meanwhile): the peak-memory target of a
+    large ingest (the other core is idle at its end)."""
     return pragmas(conn, temp_store="FILE", threads=1, cache_size=-65536)
 
 

@@ -1,9 +1,9 @@
-"""Items, iterations and HITs of the project file (the HITs chosen by ``core.store.choosing.choose_hits``).
+"""Iterations and HITs of the project file (the HITs chosen by ``core.store.choosing.choose_hits``).
 
 Iteration 0 covers every item once (``core.selection.first_iteration_hits``); iteration t >= 1 is chosen by
 :func:`choose_hits` from the state when every HIT of iteration t - 1 is complete or retracted (batch mode,
-:meth:`Hits.next_hits`), or a few HITs at a time whenever fewer than a target are open (streaming mode,
-:meth:`Hits.top_up_hits`, used by the Label Studio plugin). The random generator of iteration t is
+:meth:`Iterations.next_hits`), or a few HITs at a time whenever fewer than a target are open (streaming mode,
+:meth:`Iterations.top_up_hits`, used by the Label Studio plugin). The random generator of iteration t is
 ``numpy.random.default_rng([seed, t])``, so the same seed and observations give the same HITs, also across restarts.
 """
 
@@ -17,11 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.choosing import _state_seq as _state_seq  # re-exported (core.store.output)
-from core.store.choosing import choose_hits, stop_decision
-from core.store.choosing import stop_rng as stop_rng  # re-exported
-from core.store.db import Connected, fill_temp, max_seq, read_columns
-from core.store.hit_columns import LONG_COLUMNS as LONG_COLUMNS  # re-exported
+from core.store.choosing import choose_hits, state_seq, stop_decision
+from core.store.db import Database, fill_temp, max_seq
 from core.store.hit_columns import (
     HitColumns,
     LongHits,
@@ -35,10 +32,9 @@ from core.store.hit_columns import (
     started_long_hits,
     write_started_csv,
 )
-from core.store.hit_rows import STATUS_SQL as STATUS_SQL  # re-exported (core.store.replay)
-from core.store.hit_rows import hit_ids as hit_ids  # re-exported
-from core.store.hit_rows import insert_iteration as insert_iteration  # re-exported (core.store.project)
-from core.store.hit_rows import refresh_hits as refresh_hits  # re-exported (core.store.observations, replay)
+from core.store.hit_rows import insert_iteration
+from core.store.items import Catalog
+from core.store.settings import Settings
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -46,67 +42,37 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from core.models import Hyper
+
+def current_iteration(conn: sqlite3.Connection) -> int:
+    """The current iteration (0 = the covering iteration)."""
+    return int(conn.execute("SELECT COALESCE(MAX(iteration), 0) FROM iterations").fetchone()[0])
 
 
-class Hits(Connected):
-    """Items, iterations and HITs (mixed into :class:`core.store.Project`)."""
+class Iterations:
+    """The iterations of an open project and their HITs: reading them, starting the next iteration, topping up."""
 
-    n_items: int
-    _item_columns: list[str]
-    _item_index: pd.Index | None
-
-    if TYPE_CHECKING:  # defined by core.store.project.Project
-
-        @property
-        def hyper(self) -> Hyper: ...
-
-        @property
-        def model(self) -> Any:
-            """``core.models.Model``, or the aware model (``refit_on_change``), which has further methods."""
-
-    # ----------------------------------------------------------------------------------------------------- items
-
-    def item_index(self) -> pd.Index:
-        """The item ids in index order (position = the item's index in the model arrays)."""
-        import pandas as pd
-
-        if self._item_index is None:
-            (ids,) = read_columns(self._conn, "SELECT item_id FROM items ORDER BY idx", ["item_id"])
-            self._item_index = pd.Index(ids, dtype=object)
-        return self._item_index
-
-    def items(self) -> pd.DataFrame:
-        """All items: ``item_id, text`` and the extra columns of the items file, in index order."""
-        import pandas as pd
-
-        # the JSON column is read only when the items file had extra columns (a third of the reading time)
-        names = ["item_id", "text", "json(data)"] if self._item_columns else ["item_id", "text"]
-        cols = read_columns(self._conn, "SELECT item_id, text, data FROM items ORDER BY idx", names)
-        frame = pd.DataFrame(
-            {"item_id": pd.Series(cols[0], dtype=object), "text": pd.Series(cols[1], dtype=object)}, dtype=object
-        )
-        if self._item_columns:  # the data objects come parsed, in the one JSON array of their column
-            data = pd.DataFrame.from_records(cols[2], columns=self._item_columns)
-            frame = pd.concat([frame, data], axis=1)
-        return frame
+    def __init__(self, db: Database, settings: Settings, catalog: Catalog) -> None:
+        self._db = db
+        self._settings = settings
+        self._catalog = catalog
 
     # ----------------------------------------------------------------------------------------------- iterations
 
-    def state(self) -> dict[str, NDArray[Any]]:
-        """The cached model state (arrays per item, on the unit scale; see ``core.models``)."""
-        return load_state(self._conn)
-
     def iteration(self) -> int:
         """The current iteration (0 = the covering iteration)."""
-        return int(self._conn.execute("SELECT COALESCE(MAX(iteration), 0) FROM iterations").fetchone()[0])
+        return current_iteration(self._db.conn)
+
+    def open_hit_times(self) -> dict[str, str]:
+        """``hit_id -> created_at`` of every open HIT (of any iteration), oldest first."""
+        rows = self._db.conn.execute("SELECT hit_id, created_at FROM hits WHERE status = 'open' ORDER BY rowid")
+        return {str(h): str(t) for h, t in rows.fetchall()}
 
     def _hit_columns(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> HitColumns | None:
         """The HITs ``h`` matching ``where`` column-wise (:func:`core.store.hit_columns.read_hit_columns`), in
         creation order, items in position order, with the items' ``item_id, text`` (and ``data`` when the items
         file had extra columns); None when no HIT matches."""
-        names = ["item_id", "text", "data"] if self._item_columns else ["item_id", "text"]
-        return read_hit_columns(conn, where, params, names, self.n_items)
+        names = ["item_id", "text", "data"] if self._catalog.columns else ["item_id", "text"]
+        return read_hit_columns(conn, where, params, names, self._catalog.n_items)
 
     def _hit_records(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
         """HIT records (``hit_id, iteration, items``) of the HITs ``h`` matching ``where`` (:meth:`_hit_columns`)."""
@@ -116,7 +82,7 @@ class Hits(Connected):
         entries: list[dict[str, Any]] = [
             {"item_id": i, "text": t} for i, t in zip(cols.column("item_id").tolist(), cols.column("text").tolist())
         ]
-        if self._item_columns:
+        if self._catalog.columns:
             loads = json.loads
             for entry, data in zip(entries, cols.column("data").tolist()):
                 if data != "{}":
@@ -130,10 +96,11 @@ class Hits(Connected):
             for hit_id, iteration, a, b in zip(ids, cols.iteration.tolist(), starts, ends)
         ]
 
-    def _open_hit_columns(self, conn: sqlite3.Connection, every_iteration: bool) -> HitColumns | None:
+    def _open(self, every_iteration: bool) -> tuple[str, tuple[Any, ...]]:
+        """The condition on ``h`` (and its parameters) of the open HITs of the current iteration, or of all."""
         if every_iteration:
-            return self._hit_columns(conn, "h.status = 'open'", ())
-        return self._hit_columns(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+            return "h.status = 'open'", ()
+        return "h.iteration = ? AND h.status = 'open'", (self.iteration(),)
 
     def open_hits_long(self, *, every_iteration: bool = False) -> LongHits:
         """:meth:`open_hits` in long form (:class:`core.store.hit_columns.LongHits`, written by its ``write_csv``
@@ -143,47 +110,45 @@ class Hits(Connected):
     def _open_hits_long(self, every_iteration: bool, every_item: Future[list[Any]] | None) -> LongHits:
         """:meth:`open_hits_long`; ``every_item``: the ids and texts of every item being read
         (``core.store.hit_columns.read_every_item``), used when the HITs hold many items."""
-        with self._reading() as conn:
-            if self._item_columns:
-                return long_hits(conn, self._open_hit_columns(conn, every_iteration), self._item_columns, self.n_items)
-            where = "h.status = 'open'" if every_iteration else "h.iteration = ? AND h.status = 'open'"
-            params = () if every_iteration else (self.iteration(),)
-            cols = read_hit_columns(conn, where, params, [], self.n_items)  # item_id and text: by long_hits
-            if cols is not None and every_item is not None and scans_every_item(cols.item.size, self.n_items):
-                return long_hits(conn, cols, [], self.n_items, items=(every_item.result(), cols.item))
-            return long_hits(conn, cols, [], self.n_items)
+        n_items, columns = self._catalog.n_items, self._catalog.columns
+        with self._db.reading() as conn:
+            where, params = self._open(every_iteration)
+            if columns:
+                return long_hits(conn, self._hit_columns(conn, where, params), columns, n_items)
+            cols = read_hit_columns(conn, where, params, [], n_items)  # item_id and text: by long_hits
+            if cols is not None and every_item is not None and scans_every_item(cols.item.size, n_items):
+                return long_hits(conn, cols, [], n_items, items=(every_item.result(), cols.item))
+            return long_hits(conn, cols, [], n_items)
 
     def next_hits_long(self) -> LongHits:
         """:meth:`next_hits` in long form (:meth:`open_hits_long`; ``easl next --output hits.csv`` writes it with
         :meth:`next_hits_csv`). One transaction. When it starts an iteration of HITs of items without extra
         columns, the long form is built from the HITs chosen (``core.store.hit_columns.started_long_hits``)
         instead of read back from the file."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             started = self._start_iteration(conn)
-            if started is None or not started[1].size or self._item_columns:
+            if started is None or not started[1].size or self._catalog.columns:
                 return self.open_hits_long()
             iteration, hits = started
-            items = read_item_strings(conn, hits.reshape(-1), ["item_id", "text"], self.n_items)
+            items = read_item_strings(conn, hits.reshape(-1), ["item_id", "text"], self._catalog.n_items)
             return started_long_hits(iteration, hits, items)
 
     def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
         """:meth:`open_hits` in long form, built column-wise: one row per (HIT, position), ``hit_id, iteration,
         position, item_id, text`` and the items' extra columns (``docs/guides/cli.md``, ``easl next``)."""
-        with self._reading() as conn:
-            return long_frame(self._open_hit_columns(conn, every_iteration), self._item_columns)
+        with self._db.reading() as conn:
+            return long_frame(self._hit_columns(conn, *self._open(every_iteration)), self._catalog.columns)
 
     def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
         """HIT records that are ``open``: of the current iteration, or with ``every_iteration`` of all of them (the
         streaming top-ups of the plugin leave open HITs in several iterations). ``docs/guides/cli.md``, ``easl
         next``: ``hit_id, iteration, items``; each item has ``item_id``, ``text`` and the item's extra columns."""
-        with self._reading() as conn:
-            if every_iteration:
-                return self._hit_records(conn, "h.status = 'open'", ())
-            return self._hit_records(conn, "h.iteration = ? AND h.status = 'open'", (self.iteration(),))
+        with self._db.reading() as conn:
+            return self._hit_records(conn, *self._open(every_iteration))
 
     def hits(self, iteration: int | None = None) -> list[dict[str, Any]]:
         """HIT records of an iteration (default: the current one), whatever their status, with ``status``."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             it = self.iteration() if iteration is None else int(iteration)
             records = self._hit_records(conn, "h.iteration = ?", (it,))
             status = dict(conn.execute("SELECT hit_id, status FROM hits WHERE iteration = ?", (it,)).fetchall())
@@ -195,7 +160,7 @@ class Hits(Connected):
         """The open HITs of the current iteration; if there are none (every HIT complete or retracted), start the
         next iteration first (one transaction) and return its HITs (:meth:`advance`, then :meth:`open_hits`).
         An aware project with a stop target whose stopping rule is met returns no HITs."""
-        with self._writing():
+        with self._db.writing():
             self.advance()
             return self.open_hits()
 
@@ -207,7 +172,7 @@ class Hits(Connected):
         Iteration t's HITs: :func:`choose_hits` with ``k = hits_per_iteration or N // n`` and the generator
         ``default_rng([seed, t])``.
         """
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             return self._start_iteration(conn) is not None
 
     def _start_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
@@ -221,18 +186,29 @@ class Hits(Connected):
     def _choose_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
         """``(iteration, hits)`` of the iteration :meth:`advance` would start, not yet recorded; None when the
         current one has open HITs or the stopping rule is met."""
-        it = self.iteration()
-        n_open = conn.execute("SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (it,)).fetchone()[0]
-        if n_open:
+        if self._n_open(conn):
             return None
-        hyper = self.hyper
         state = load_state(conn, writable=False)  # choosing reads the state: views of the stored bytes, no copy
-        decision = stop_decision(self.model, hyper, state, _state_seq(conn))
-        if decision is not None and decision.stop:
-            return None  # the stopping rule says the target is reached: no new iteration
-        k = hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-        hits = choose_hits(self.model, hyper, state, n_hits=k, rng=np.random.default_rng([hyper.seed, it + 1]))
-        return it + 1, hits
+        if self._stopped(conn, state):
+            return None
+        it, hyper = self.iteration(), self._settings.hyper
+        rng = np.random.default_rng([hyper.seed, it + 1])
+        return it + 1, choose_hits(self._settings.model, hyper, state, n_hits=self._per_iteration(), rng=rng)
+
+    def _n_open(self, conn: sqlite3.Connection) -> int:
+        """The open HITs of the current iteration."""
+        sql = "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'"
+        return int(conn.execute(sql, (self.iteration(),)).fetchone()[0])
+
+    def _per_iteration(self) -> int:
+        """The HITs of an iteration: ``hits_per_iteration or N // n``."""
+        hyper = self._settings.hyper
+        return hyper.hits_per_iteration or max(1, self._catalog.n_items // hyper.hit_size)
+
+    def _stopped(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]]) -> bool:
+        """Whether the stopping rule says the target is reached (:func:`stop_decision`): no new HITs then."""
+        decision = stop_decision(self._settings.model, self._settings.hyper, state, state_seq(conn))
+        return decision is not None and bool(decision.stop)
 
     def next_hits_csv(self, path: str | os.PathLike[str], *, raw_cells: bool = False) -> int:
         """:meth:`next_hits_long` written to ``path`` as CSV (``easl next --output hits.csv``); returns the number
@@ -251,12 +227,12 @@ class Hits(Connected):
 
         from core.outputs import atomic_outputs
 
-        with atomic_outputs([path]) as (tmp,), self._writing() as conn, ThreadPoolExecutor(max_workers=2) as pool:
+        with atomic_outputs([path]) as (tmp,), self._db.writing() as conn, ThreadPoolExecutor(max_workers=2) as pool:
             # (the pool is left first: its threads are done before the commit or rollback)
             names = ["item_id", "text"]
-            ahead = pool.submit(read_every_item, self.path, names) if self._reads_every_item(conn) else None
+            ahead = pool.submit(read_every_item, self._db.path, names) if self._reads_every_item(conn) else None
             chosen = self._choose_iteration(conn)
-            if chosen is None or not chosen[1].size or self._item_columns:
+            if chosen is None or not chosen[1].size or self._catalog.columns:
                 if chosen is not None:
                     insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
                 long = self._open_hits_long(False, ahead)
@@ -269,8 +245,8 @@ class Hits(Connected):
             if ahead is not None:
                 items = ahead.result(), item
             else:
-                with read_only(self.path) as reader:
-                    items = read_item_strings(reader, item, names, self.n_items)
+                with read_only(self._db.path) as reader:
+                    items = read_item_strings(reader, item, names, self._catalog.n_items)
             write_started_csv(tmp, path, iteration, hits, items, raw_cells=raw_cells)
             recorded.result()  # the insert's error, if any (rolls the transaction back)
             return int(hits.shape[0])
@@ -280,30 +256,18 @@ class Hits(Connected):
         extra columns, and HITs (the open ones of the current iteration, else those of the next) of at least an
         eighth of the items in all, as ``core.store.hit_columns.read_item_strings`` decides. A guess: the file is
         the same either way."""
-        if self._item_columns or not self.n_items:
+        if self._catalog.columns or not self._catalog.n_items:
             return False
-        hyper = self.hyper
-        n_open = conn.execute(
-            "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'", (self.iteration(),)
-        ).fetchone()[0]
-        k = n_open or hyper.hits_per_iteration or max(1, self.n_items // hyper.hit_size)
-        return scans_every_item(k * hyper.hit_size, self.n_items)
+        k = self._n_open(conn) or self._per_iteration()
+        return scans_every_item(k * self._settings.hyper.hit_size, self._catalog.n_items)
 
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """``(mask, n_open)``: the items of every open HIT (of any iteration) and the number of open HITs."""
-        with self._reading() as conn:
-            idx = np.fromiter(
-                (
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
-                        "WHERE h.status = 'open'"
-                    )
-                ),
-                dtype=np.int64,
-            )
+        with self._db.reading() as conn:
+            sql = "SELECT hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no WHERE h.status = 'open'"
+            idx = np.fromiter((r[0] for r in conn.execute(sql)), dtype=np.int64)
             n_open = int(conn.execute("SELECT COUNT(*) FROM hits WHERE status = 'open'").fetchone()[0])
-        mask = np.zeros(self.n_items, dtype=bool)
+        mask = np.zeros(self._catalog.n_items, dtype=bool)
         mask[idx] = True
         return mask, n_open
 
@@ -315,22 +279,21 @@ class Hits(Connected):
         is in two open HITs; they are recorded as one new iteration t (``add_hits``) chosen with
         ``default_rng([seed, t])``. One transaction.
         """
-        hyper = self.hyper
-        with self._writing() as conn:
+        hyper = self._settings.hyper
+        with self._db.writing() as conn:
             mask, n_open = self.open_item_mask()
             need = n_target - n_open
-            if need <= 0 or self.n_items == 0:
+            if need <= 0 or self._catalog.n_items == 0:
                 return 0
             rng = np.random.default_rng([hyper.seed, self.iteration() + 1])
             state = load_state(conn)
-            decision = stop_decision(self.model, hyper, state, _state_seq(conn))
-            if decision is not None and decision.stop:
-                return 0  # the stopping rule is met: no more HITs
+            if self._stopped(conn, state):
+                return 0
             rows = []
             for _ in range(need):
                 if int((~mask).sum()) < hyper.hit_size:
                     break
-                hit = choose_hits(self.model, hyper, state, n_hits=1, rng=rng, exclude=mask)
+                hit = choose_hits(self._settings.model, hyper, state, n_hits=1, rng=rng, exclude=mask)
                 if hit.ndim != 2 or hit.shape[0] == 0 or hit.shape[1] != hyper.hit_size:
                     break  # too few free items for a full HIT
                 rows.append(hit[0])
@@ -363,7 +326,7 @@ class Hits(Connected):
             ``hits`` is not a 2-d integer array of width 1..hit_size, an index is out of range, an item repeats
             within the given HITs, or an item is already in an open HIT (of any iteration).
         """
-        self._writable()
+        self._db.writable()
         arr = np.asarray(hits)
         if arr.ndim != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
             raise ValueError(
@@ -373,17 +336,19 @@ class Hits(Connected):
         arr = arr.astype(np.int64, copy=False)
         if arr.shape[0] == 0:
             return []
-        if not 1 <= arr.shape[1] <= self.hyper.hit_size:
-            raise ValueError(f"add_hits: HIT width {arr.shape[1]} is outside 1..hit_size ({self.hyper.hit_size}).")
+        if not 1 <= arr.shape[1] <= self._settings.hyper.hit_size:
+            raise ValueError(
+                f"add_hits: HIT width {arr.shape[1]} is outside 1..hit_size ({self._settings.hyper.hit_size})."
+            )
         flat = arr.reshape(-1)
-        if flat.min() < 0 or flat.max() >= self.n_items:
-            raise ValueError(f"add_hits: item positions must lie in 0..{self.n_items - 1}.")
+        if flat.min() < 0 or flat.max() >= self._catalog.n_items:
+            raise ValueError(f"add_hits: item positions must lie in 0..{self._catalog.n_items - 1}.")
         uniq, counts = np.unique(flat, return_counts=True)
         if (counts > 1).any():
             raise ValueError(
                 f"add_hits: item position {int(uniq[counts > 1][0])} appears more than once in the given HITs."
             )
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             fill_temp(conn, "_new_items", flat.tolist())
             clash = conn.execute(
                 "SELECT hi.item_idx, h.hit_id FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "

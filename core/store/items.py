@@ -1,4 +1,5 @@
-"""Reading and checking the items of a project (the file given to ``easl init``), whole or in chunks.
+"""The items of a project: :class:`Catalog`, those of an open project file, and the checks of the file given to
+``easl init``, whole or in chunks.
 
 Two ways in, with the same checks and the same located messages (``file:line: column 'id': reason``), those of
 :mod:`core.store.item_checks`:
@@ -28,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.errors import InputError
-from core.store.db import insert_rows
+from core.store.db import Database, insert_rows, read_columns
 from core.store.item_checks import (
     ORIGINAL_ID_COLUMN,
     CheckedRows,
@@ -47,6 +48,8 @@ from core.store.item_checks import items_from_table as items_from_table  # re-ex
 from core.store.item_checks import read_items as read_items  # re-exported (core.store.read_items)
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from core.tables import Table
 
 MAX_KEPT = 100_000  # problems kept in ``InvalidRows.messages`` by the chunked check (the rest are counted)
@@ -241,3 +244,45 @@ def insert_items(
             check.record(chunk, duplicates, first_of)
     check.finish()
     return check
+
+
+class Catalog:
+    """The items of an open project (they never change after ``easl init``): their number, the names of the extra
+    columns of the items file, the ids in index order and the whole table.
+
+    Attributes
+    ----------
+    n_items : int
+    columns : list of str
+        The extra columns of the items file (stored as one JSON object per item).
+    """
+
+    def __init__(self, db: Database, n_items: int, columns: list[str]) -> None:
+        self._db = db
+        self.n_items = n_items
+        self.columns = columns
+        self.index: pd.Index | None = None  # the ids, once read
+
+    def item_index(self) -> pd.Index:
+        """The item ids in index order (position = the item's index in the model arrays)."""
+        import pandas as pd
+
+        if self.index is None:
+            (ids,) = read_columns(self._db.conn, "SELECT item_id FROM items ORDER BY idx", ["item_id"])
+            self.index = pd.Index(ids, dtype=object)
+        return self.index
+
+    def items(self) -> pd.DataFrame:
+        """All items: ``item_id, text`` and the extra columns of the items file, in index order."""
+        import pandas as pd
+
+        # the JSON column is read only when the items file had extra columns (a third of the reading time)
+        names = ["item_id", "text", "json(data)"] if self.columns else ["item_id", "text"]
+        cols = read_columns(self._db.conn, "SELECT item_id, text, data FROM items ORDER BY idx", names)
+        frame = pd.DataFrame(
+            {"item_id": pd.Series(cols[0], dtype=object), "text": pd.Series(cols[1], dtype=object)}, dtype=object
+        )
+        if self.columns:  # the data objects come parsed, in the one JSON array of their column
+            data = pd.DataFrame.from_records(cols[2], columns=self.columns)
+            frame = pd.concat([frame, data], axis=1)
+        return frame

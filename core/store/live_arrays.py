@@ -1,7 +1,7 @@
 """The aware model's live log as arrays (table ``live_arrays``, schema version 3): what its refit reads.
 
 The annotator-aware model is refitted to the whole live log, with each score's annotator, after every ingest or
-retraction (:meth:`core.store.replay.Replay._refit`). Read from the live index (a join with the log for the
+retraction (:meth:`core.store.replay.Replay.refit`). Read from the live index (a join with the log for the
 annotator, a scan of the log for the annotators' order, then names to codes), that took 6.9 s of an ingest of
 1,000,000 scores into a project with as many live (load 2.6-4), more than the fit itself. So the store keeps the
 refit's input beside the model state, reflecting the log up to ``meta.live_arrays_seq``: the log position, item,

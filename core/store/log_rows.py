@@ -1,4 +1,4 @@
-"""The rows an ingest appends to the observation log (:meth:`core.store.observations.Observations._append`): their
+"""The rows an ingest appends to the observation log (:meth:`core.store.observations.ObservationLog._append`): their
 keys, their parameters by column (:func:`log_rows`, made in the read-ahead thread), the lookup of the live
 observations they meet (:func:`live_matches`), and the append itself (:func:`append_log`), from which the live
 index is copied by ``INSERT ... SELECT`` of plain columns (:func:`copy_to_live`).

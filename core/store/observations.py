@@ -1,4 +1,4 @@
-"""The append-only observation log: validating and appending scores, retracting them.
+"""The append-only observation log: validating and appending scores (withdrawing them: :mod:`core.store.retraction`).
 
 Each observation carries a source key (:mod:`core.store.validation`): ingesting the same key with the same score
 changes nothing; a new score for a key appends a record that supersedes the old one; a retraction appends a
@@ -15,9 +15,11 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, closing
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.errors import InvalidRows
 from core.store.ahead import ReadAhead
@@ -31,12 +33,14 @@ from core.store.batches import (
     named_hits,
     record_rejects,
 )
-from core.store.db import max_seq, now, read_columns
+from core.store.db import Database, max_seq, now, read_columns
 from core.store.deferred import DEFERRED_CACHE_KIB, Places, pragmas, remove_live, settle
 from core.store.hit_columns import read_only
 from core.store.hit_rows import mark_complete, refresh_hits
+from core.store.items import Catalog
 from core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
-from core.store.retraction import Retractions
+from core.store.replay import Replay
+from core.store.settings import Settings
 from core.store.state import load_state
 
 if TYPE_CHECKING:
@@ -45,34 +49,91 @@ if TYPE_CHECKING:
     from core.store.cells import Locations
     from core.store.validation import Batch
 
-__all__ = ["IngestReport", "Observations", "Prepared"]
-
 #: rows of the first part of an ingest's first chunk, validated on their own so that the writer starts early
-#: (:meth:`Observations.ingest_chunks`)
+#: (:meth:`ObservationLog.ingest_chunks`)
 FIRST_PART = 50_000
 
 
-class Observations(Retractions):
-    """Validation, ingestion and retraction (mixed into :class:`core.store.Project`)."""
+def _refused(name: str, messages: list[str], n_rows: int) -> InvalidRows:
+    """The error of an input with invalid rows, of which nothing was ingested: every bad row's message."""
+    return InvalidRows(
+        f"{name}: {len(messages)} of {n_rows} rows are invalid, so nothing was ingested:\n  " + "\n  ".join(messages),
+        messages=messages,
+        path=name,
+    )
+
+
+@dataclass
+class _Chunks:
+    """What one ingest of several chunks (:meth:`ObservationLog.ingest_chunks`) gathers as it goes: the report,
+    the rejects and messages of every chunk, the carried state, and how the chunks are appended (``since``: the
+    log position where the ingest starts; ``places``: where deferred rows came from; ``look_up``: whether the
+    chunks' keys are looked up in the live index). ``indexed`` is set once the item ids are read."""
+
+    source: str
+    name: str
+    report: IngestReport = field(default_factory=IngestReport)
+    rejects: list[pd.DataFrame] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    carry: Carry = field(default_factory=Carry)
+    indexed: threading.Event = field(default_factory=threading.Event)
+    since: int = 0
+    places: Places | None = None
+    look_up: bool = True
+
+
+@dataclass
+class _Matches:
+    """The live observations of a chunk's candidate keys (:func:`core.store.log_rows.live_matches`), conflicts
+    with an earlier chunk left out: ``found`` (``(position, score_raw, score01, item_idx, hit_id, seq)``), ``pos``
+    (the candidate's position) and ``same`` (the live score is the candidate's) of each; ``moved``: the positions
+    of the conflicts, neither kept nor live, and their ``conflicts`` (rejects and messages)."""
+
+    found: list[tuple[Any, ...]]
+    pos: NDArray[Any]
+    same: NDArray[Any]
+    moved: NDArray[Any]
+    conflicts: tuple[pd.DataFrame, list[str]] | None
+
+
+def _matches(conn: sqlite3.Connection, rows: LogRows, since: int | None, locations: Any) -> _Matches:
+    """:class:`_Matches` of ``rows``; with ``since`` (a log position), a key with a live score appended at
+    ``since`` or later that differs is a conflict with an earlier chunk of the same input."""
+    cand = rows.cand
+    found = live_matches(conn, rows) if rows.source_json else []
+    pos = np.asarray([r[0] for r in found], dtype=np.int64)
+    same = np.asarray([r[1] for r in found], dtype=np.float64) == cand["score_raw"].to_numpy()[pos]
+    conflicts = None
+    moved = np.zeros(0, dtype=np.int64)
+    if since is not None:
+        clash = ~same & (np.asarray([r[5] for r in found], dtype=np.int64) >= since)
+        if clash.any():
+            moved = pos[clash]
+            conflicts = conflict_rejects(cand.iloc[moved], locations[cand["row"].to_numpy()[moved]])
+            found = [r for r, c in zip(found, clash.tolist()) if not c]
+            pos, same = pos[~clash], same[~clash]
+    return _Matches(found, pos, same, moved, conflicts)
+
+
+class ObservationLog:
+    """Validating annotation rows and appending them to the log, with the state updated in the same transaction."""
+
+    def __init__(self, db: Database, settings: Settings, catalog: Catalog, replay: Replay) -> None:
+        self._db = db
+        self._settings = settings
+        self._catalog = catalog
+        self._replay = replay
 
     def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> pd.DataFrame:
+        """``hit_id, status, item_idx`` of the HITs ``ids`` (validation's ``hits``), items in position order."""
         import pandas as pd
 
-        ids = sorted({h for h in ids if h is not None})
-        if not ids:
-            return pd.DataFrame(
-                {
-                    "hit_id": pd.Series([], dtype=object),
-                    "status": pd.Series([], dtype=object),
-                    "item_idx": pd.Series([], dtype=np.int64),
-                }
-            )
         hit_id, status, item_idx = read_columns(
             conn,
             "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
             "WHERE h.hit_id IN (SELECT value FROM json_each(?)) ORDER BY h.hit_id, hi.position",
             ["hit_id", "status", "item_idx"],
-            (json.dumps(ids),),
+            (json.dumps(sorted({h for h in ids if h is not None})),),
         )
         return pd.DataFrame(
             {
@@ -87,7 +148,7 @@ class Observations(Retractions):
         from core.store.validation import normalize_rows
 
         frame, locations, _ = normalize_rows(rows, source)
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return self._validate(conn, frame, locations)
 
     def prepare(self, rows: Any, *, source: str) -> Prepared:
@@ -103,11 +164,11 @@ class Observations(Retractions):
 
         frame, locations, name = normalize_rows(rows, source)
         named = named_hits(frame)
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             batch = self._validate(conn, frame, locations, named)
             fingerprint = hit_fingerprint(conn, named)
         return Prepared(
-            path=self.path,
+            path=self._db.path,
             name=name,
             frame=frame,
             locations=locations,
@@ -129,12 +190,12 @@ class Observations(Retractions):
         return validate(
             frame,
             locations,
-            item_index=self.item_index(),
+            item_index=self._catalog.item_index(),
             hits=hits,
-            score_min=self.hyper.score_min,
-            score_max=self.hyper.score_max,
-            needs_whole_hit=self.model.needs_whole_hit,
-            method=self.hyper.method,
+            score_min=self._settings.hyper.score_min,
+            score_max=self._settings.hyper.score_max,
+            needs_whole_hit=self._settings.model.needs_whole_hit,
+            method=self._settings.hyper.method,
         )
 
     def ingest(self, rows: Any, *, source: str, skip_invalid: bool = False) -> IngestReport:
@@ -166,13 +227,13 @@ class Observations(Retractions):
 
         prepared = rows if isinstance(rows, Prepared) else None
         if prepared is not None:
-            if prepared.path != self.path:
-                raise ValueError(f"ingest: rows prepared for {prepared.path}, not {self.path}.")
+            if prepared.path != self._db.path:
+                raise ValueError(f"ingest: rows prepared for {prepared.path}, not {self._db.path}.")
             frame, locations, name = prepared.frame, prepared.locations, prepared.name
         else:
             frame, locations, name = normalize_rows(rows, source)
         report = IngestReport(n_rows=len(frame))
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             if prepared is not None and hit_fingerprint(conn, prepared.hit_ids) == prepared.fingerprint:
                 batch = prepared.batch
             else:
@@ -180,12 +241,7 @@ class Observations(Retractions):
             report.rejects = batch.rejects
             report.rejected = len(batch.rejects)
             if report.rejected and not skip_invalid:
-                raise InvalidRows(
-                    f"{name}: {report.rejected} of {len(frame)} rows are invalid, so nothing was "
-                    f"ingested:\n  " + "\n  ".join(batch.messages),
-                    messages=batch.messages,
-                    path=name,
-                )
+                raise _refused(name, batch.messages, len(frame))
             if report.rejected:
                 record_rejects(conn, batch.rejects, source)
             self._append(conn, batch, source, report)
@@ -222,112 +278,125 @@ class Observations(Retractions):
         """
         import pandas as pd
 
-        from core.store.validation import normalize_rows
-
-        report = IngestReport()
-        rejects: list[pd.DataFrame] = []
-        messages: list[str] = []
-        name = source
-        carry = Carry()
-        indexed = threading.Event()  # the item ids are read (by this thread, while the first chunk is parsed)
-        head = not self.model.needs_whole_hit  # (such files come whole: a HIT's rows are never cut)
-
-        def validated(reader: sqlite3.Connection) -> Iterator[tuple[int, Batch, LogRows, str]]:
-            nonlocal head
-            for chunk in chunks:
-                frame, locations, name = normalize_rows(chunk, source)
-                indexed.wait()
-                if self._item_index is None:  # reading them failed: the ingest is ending
-                    return
-                parts = [(frame, locations)]
-                if head and len(frame) > 2 * FIRST_PART:  # a small first part: the writer starts early
-                    cut = [(0, FIRST_PART), (FIRST_PART, len(frame))]
-                    parts = [(frame.iloc[a:b].reset_index(drop=True), locations.part(a, b)) for a, b in cut]
-                head = False
-                for rows, at in parts:
-                    batch = self._validate(reader, rows, at)
-                    yield len(rows), batch, log_rows(batch.valid, keys_json=look_up), name
-
-        places: Places | None = None  # deferring: where the deferred rows came from
-        look_up = True  # whether the chunks' keys are looked up in the live index
+        run = _Chunks(source=source, name=source)
+        head = not self._settings.model.needs_whole_hit  # (such files come whole: a HIT's rows are never cut)
         with (
             ExitStack() as stack,
-            self._writing() as conn,
-            read_only(self.path) as reader,
-            ReadAhead(validated(reader)) as ahead,
+            self._db.writing() as conn,
+            read_only(self._db.path) as reader,
+            ReadAhead(self._validated(chunks, run, reader, head)) as ahead,
         ):
             # the reader's snapshots are taken under this write lock: the HITs it reads are those committed before
             # this transaction, which changes no more than open HITs to complete (validation reads retractions)
             try:
-                self.item_index()
-                since = max_seq(conn) + 1
-                if defer_live and not self.model.order_dependent:
-                    places = stack.enter_context(closing(Places()))
+                self._catalog.item_index()
+                run.since = max_seq(conn) + 1
+                if defer_live and not self._settings.model.order_dependent:
+                    run.places = stack.enter_context(closing(Places()))
                     stack.enter_context(pragmas(conn, cache_size=-DEFERRED_CACHE_KIB))
                     # the live index holds only keys live before the ingest: none to look up in a project without any
-                    look_up = conn.execute("SELECT EXISTS (SELECT 1 FROM live)").fetchone()[0] == 1
+                    run.look_up = conn.execute("SELECT EXISTS (SELECT 1 FROM live)").fetchone()[0] == 1
             finally:
-                indexed.set()
-            for n_rows, batch, rows, chunk_name in ahead:
-                report.n_rows, name = report.n_rows + n_rows, chunk_name
-                if len(batch.rejects):
-                    rejects.append(batch.rejects)
-                    messages.extend(batch.messages)
-                part = IngestReport()
-                # a row whose key got a different score from an earlier chunk is a conflict: found by the lookup
-                # of the live observations that appending does anyway (a log position >= since), and rejected;
-                # after a reject without skip_invalid nothing is kept (the transaction is rolled back), but the
-                # rows are still looked up so that every conflict is listed
-                conflicts = self._append(
-                    conn,
-                    batch,
-                    source,
-                    part,
-                    since=since,
-                    dry=bool(messages) and not skip_invalid and places is None,
-                    carry=carry,
-                    rows=rows,
-                    staged=ahead.go_on,
-                    places=places,
-                )
-                if conflicts is not None:
-                    rejects.append(conflicts[0])
-                    messages.extend(conflicts[1])
-                report.new += part.new
-                report.duplicate += part.duplicate
-                report.superseded += part.superseded
-                report.rebuilt = report.rebuilt or part.rebuilt
-            if places is not None:  # the deferred rows are indexed, and the later rows of a key they share leave
-                repeats = settle(conn, since, places)
-                report.new -= len(repeats.seq)
-                report.duplicate += repeats.duplicate
-                if repeats.messages:
-                    rejects.append(repeats.rejects)
-                    messages.extend(repeats.messages)
-                if len(repeats.seq):
-                    if carry.state is not None and not carry.refit:
-                        zero = np.zeros(len(repeats.seq), dtype=np.int64)
-                        self.model.apply(carry.state, repeats.item_idx, repeats.score01, zero, sign=-1)
-                    carry.live.remove(repeats.seq)  # (they left the log)
-                    carry.hits |= repeats.hit_ids
-                    carry.complete -= repeats.hit_ids
-                    carry.seq = max_seq(conn)
-            report.rejected = len(messages)
-            if rejects:
-                report.rejects = pd.concat(rejects, ignore_index=True)
-            if messages and not skip_invalid:
-                raise InvalidRows(
-                    f"{name}: {len(messages)} of {report.n_rows} rows are invalid, so nothing was "
-                    f"ingested:\n  " + "\n  ".join(messages),
-                    messages=messages,
-                    path=name,
-                )
-            self._finish(conn, carry)
+                run.indexed.set()
+            for chunk in ahead:
+                self._take_chunk(conn, run, chunk, skip_invalid, ahead.go_on)
+            if run.places is not None:
+                self._settle(conn, run, run.places)
+            report = run.report
+            report.rejected = len(run.messages)
+            if run.rejects:
+                report.rejects = pd.concat(run.rejects, ignore_index=True)
+            if run.messages and not skip_invalid:
+                raise _refused(run.name, run.messages, report.n_rows)
+            self._finish(conn, run.carry)
             if report.rejected:
                 record_rejects(conn, report.rejects, source)
             if before_commit is not None:
                 before_commit(report)
         return report
+
+    def _validated(
+        self, chunks: Iterable[Any], run: _Chunks, reader: sqlite3.Connection, head: bool
+    ) -> Iterator[tuple[int, Batch, LogRows, str]]:
+        """The chunks of :meth:`ingest_chunks` normalised and validated, in the read-ahead thread with the read-only
+        connection ``reader``: ``(rows, batch, log rows, name)`` each. With ``head``, a large first chunk comes in
+        two parts, the first :data:`FIRST_PART` rows on their own, so that the writer starts early."""
+        from core.store.validation import normalize_rows
+
+        for chunk in chunks:
+            frame, locations, name = normalize_rows(chunk, run.source)
+            run.indexed.wait()
+            if self._catalog.index is None:  # reading them failed: the ingest is ending
+                return
+            parts = [(frame, locations)]
+            if head and len(frame) > 2 * FIRST_PART:
+                cut = [(0, FIRST_PART), (FIRST_PART, len(frame))]
+                parts = [(frame.iloc[a:b].reset_index(drop=True), locations.part(a, b)) for a, b in cut]
+            head = False
+            for rows, at in parts:
+                batch = self._validate(reader, rows, at)
+                yield len(rows), batch, log_rows(batch.valid, keys_json=run.look_up), name
+
+    def _take_chunk(
+        self,
+        conn: sqlite3.Connection,
+        run: _Chunks,
+        chunk: tuple[int, Batch, LogRows, str],
+        skip_invalid: bool,
+        staged: Callable[[], None],
+    ) -> None:
+        """Append one validated chunk of :meth:`ingest_chunks` and add up its counts, rejects and messages.
+
+        A row whose key got a different score from an earlier chunk is a conflict: found by the lookup of the live
+        observations that appending does anyway (a log position >= ``run.since``), and rejected. After a reject
+        without ``skip_invalid`` nothing is kept (the transaction is rolled back), but the rows are still looked up
+        so that every conflict is listed."""
+        n_rows, batch, rows, name = chunk
+        report = run.report
+        report.n_rows, run.name = report.n_rows + n_rows, name
+        if len(batch.rejects):
+            run.rejects.append(batch.rejects)
+            run.messages.extend(batch.messages)
+        part = IngestReport()
+        dry = bool(run.messages) and not skip_invalid and run.places is None
+        conflicts = self._append(
+            conn,
+            batch,
+            run.source,
+            part,
+            since=run.since,
+            dry=dry,
+            carry=run.carry,
+            rows=rows,
+            staged=staged,
+            places=run.places,
+        )
+        if conflicts is not None:
+            run.rejects.append(conflicts[0])
+            run.messages.extend(conflicts[1])
+        report.new += part.new
+        report.duplicate += part.duplicate
+        report.superseded += part.superseded
+        report.rebuilt = report.rebuilt or part.rebuilt
+
+    def _settle(self, conn: sqlite3.Connection, run: _Chunks, places: Places) -> None:
+        """Index the deferred rows of :meth:`ingest_chunks` (:func:`core.store.deferred.settle`); the later rows of
+        a key they share leave the log, and their counts, state and HITs are taken back."""
+        repeats = settle(conn, run.since, places)
+        report, carry = run.report, run.carry
+        report.new -= len(repeats.seq)
+        report.duplicate += repeats.duplicate
+        if repeats.messages:
+            run.rejects.append(repeats.rejects)
+            run.messages.extend(repeats.messages)
+        if len(repeats.seq):
+            if carry.state is not None and not carry.refit:
+                zero = np.zeros(len(repeats.seq), dtype=np.int64)
+                self._settings.model.apply(carry.state, repeats.item_idx, repeats.score01, zero, sign=-1)
+            carry.live.remove(repeats.seq)  # (they left the log)
+            carry.hits |= repeats.hit_ids
+            carry.complete -= repeats.hit_ids
+            carry.seq = max_seq(conn)
 
     def _append(
         self,
@@ -354,51 +423,33 @@ class Observations(Retractions):
         rows made ready for the log (:func:`core.store.log_rows.log_rows`, made here when not given); ``staged``:
         called once they are bound (:meth:`core.store.ahead.ReadAhead.go_on`). ``places``: the rows appended are
         deferred (:mod:`core.store.deferred`): not copied to the live index, and their locations recorded there."""
-        import pandas as pd
-
-        valid, locations = batch.valid, batch.locations
-        report.duplicate = int(valid["repeat"].sum())
-        rows = log_rows(valid) if rows is None else rows
+        report.duplicate = int(batch.valid["repeat"].sum())
+        rows = log_rows(batch.valid) if rows is None else rows
         cand = rows.cand
         if len(cand) == 0:
             return None
         # the live observations of the candidates' keys decide what is appended; the kept rows are then bound
         # once, straight into the log (:func:`core.store.log_rows.append_log`), and the live index is copied from it
         seq0 = max_seq(conn) + 1
-        found = live_matches(conn, rows) if rows.source_json else []
-        pos = np.asarray([r[0] for r in found], dtype=np.int64)
-        old_raw = np.asarray([r[1] for r in found], dtype=np.float64)
-        same = old_raw == cand["score_raw"].to_numpy()[pos]
-        conflicts = None
-        moved = np.zeros(0, dtype=np.int64)  # positions of conflicts with an earlier chunk: neither kept nor live
-        if since is not None:
-            clash = ~same & (np.asarray([r[5] for r in found], dtype=np.int64) >= since)
-            if clash.any():
-                moved = pos[clash]
-                conflicts = conflict_rejects(cand.iloc[moved], locations[cand["row"].to_numpy()[moved]])
-                found = [r for r, c in zip(found, clash.tolist()) if not c]
-                pos, old_raw, same = pos[~clash], old_raw[~clash], same[~clash]
+        live = _matches(conn, rows, since, batch.locations)
         if dry:
-            return conflicts
-        old01 = np.asarray([r[2] for r in found], dtype=np.float64)
-        old_item = np.asarray([r[3] for r in found], dtype=np.int64)
-        old_seq = np.asarray([r[5] for r in found], dtype=np.int64)
-        report.duplicate += int(same.sum())
-        report.superseded = int((~same).sum())
+            return live.conflicts
+        report.duplicate += int(live.same.sum())
+        report.superseded = int((~live.same).sum())
         keep = np.ones(len(cand), dtype=bool)
-        keep[pos[same]] = False  # keys live with this very score (or a conflict) stay as they are
-        keep[moved] = False
+        keep[live.pos[live.same]] = False  # keys live with this very score (or a conflict) stay as they are
+        keep[live.moved] = False
         add = cand[keep].reset_index(drop=True)
         report.new = len(add) - report.superseded
         if len(add) == 0:
-            return conflicts
+            return live.conflicts
         append_log(conn, rows, None if len(add) == len(cand) else keep, seq0, now(), source)
         if staged is not None:
             staged()
         # order-dependent models: appending whole new submissions at the end of the log is incremental; such
         # methods require a hit_id, so a submission's earlier rows are found through the live_hit index
         group_seen = (
-            self.model.order_dependent
+            self._settings.model.order_dependent
             and report.superseded == 0
             and conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM observations o JOIN live l ON l.hit_id = o.hit_id AND "
@@ -410,52 +461,67 @@ class Observations(Retractions):
         if places is None:
             copy_to_live(conn, seq0, superseded=bool(report.superseded))
         else:
-            places.add(seq0, locations, cand["row"].to_numpy()[keep])
-            source_keys = rows.columns[0]
-            remove_live(conn, [source_keys[i] for i in pos[~same].tolist()])
+            places.add(seq0, batch.locations, cand["row"].to_numpy()[keep])
+            remove_live(conn, [rows.columns[0][i] for i in live.pos[~live.same].tolist()])
         # HITs whose every item this chunk scores are complete (a score appended in an ingest stays live through
         # it: another score for its key is a conflict); marked now, while the read-ahead thread validates on
         complete = completed_hits(add)
         mark_complete(conn, sorted(complete))
-        seqs = np.arange(seq0, seq0 + len(add), dtype=np.int64)
-        # model state
-        items = add["item_idx"].to_numpy(dtype=np.int64)
-        s01 = add["score01"].to_numpy(dtype=np.float64)
-        if self.model.order_dependent:  # the submissions, in order of first appearance
-            groups = pd.factorize(add["group"])[0].astype(np.int64)
-        else:  # commutative models ignore them
-            groups = np.zeros(len(add), dtype=np.int64)
-        old_hits = {r[4] for r, dup in zip(found, same.tolist()) if not dup and r[4] is not None}
-        touched = set(add["hit_id"].dropna().tolist()) | old_hits
-        last = int(seqs[-1])
         own = carry is None
         carry = Carry() if carry is None else carry
-        carry.seq, carry.hits = last, carry.hits | touched
         carry.complete |= complete
-        if getattr(self.model, "refit_on_change", False):  # aware: a warm refit of the live log (core.store.replay)
+        self._carry_state(conn, carry, add, live, seq0, report, group_seen)
+        if own:
+            self._finish(conn, carry)
+        return live.conflicts
+
+    def _carry_state(
+        self,
+        conn: sqlite3.Connection,
+        carry: Carry,
+        add: pd.DataFrame,
+        live: _Matches,
+        seq0: int,
+        report: IngestReport,
+        group_seen: bool,
+    ) -> None:
+        """Carry the rows ``add`` (appended at ``seq0``, superseding the live ones of ``live`` that differ) into
+        ``carry``: the touched HITs, and the state (the aware model's live log for its refit, a replay for an
+        order-dependent model whose submissions are not simply appended, else the increments)."""
+        import pandas as pd
+
+        model = self._settings.model
+        old = [r for r, dup in zip(live.found, live.same.tolist()) if not dup]  # the live rows superseded
+        items = add["item_idx"].to_numpy(dtype=np.int64)
+        s01 = add["score01"].to_numpy(dtype=np.float64)
+        carry.seq = seq0 + len(add) - 1
+        carry.hits |= set(add["hit_id"].dropna().tolist()) | {r[4] for r in old if r[4] is not None}
+        if self._settings.refits:  # aware: a warm refit of the live log (core.store.replay)
             carry.refit = True
             carry.live.add(seq0, items, add["annotator"].tolist(), s01)  # (what the refit reads: no read back)
-            carry.live.remove(old_seq[~same])
-        elif self.model.order_dependent and (report.superseded or group_seen):
-            carry.state = self._replay(conn)[0]
+            carry.live.remove(np.asarray([r[5] for r in old], dtype=np.int64))
+        elif model.order_dependent and (report.superseded or group_seen):
+            carry.state = self._replay.replay_log(conn)[0]
             report.rebuilt = True
         else:
             state = load_state(conn) if carry.state is None else carry.state
-            if report.superseded:
-                sup = ~same
-                self.model.apply(state, old_item[sup], old01[sup], np.zeros(int(sup.sum()), dtype=np.int64), sign=-1)
-            self.model.apply(state, items, s01, groups)
+            if old:
+                old_item = np.asarray([r[3] for r in old], dtype=np.int64)
+                old01 = np.asarray([r[2] for r in old], dtype=np.float64)
+                model.apply(state, old_item, old01, np.zeros(len(old), dtype=np.int64), sign=-1)
+            if model.order_dependent:  # the submissions, in order of first appearance
+                groups = pd.factorize(add["group"])[0].astype(np.int64)
+            else:  # commutative models ignore them
+                groups = np.zeros(len(add), dtype=np.int64)
+            model.apply(state, items, s01, groups)
             carry.state = state
-        if own:
-            self._finish(conn, carry)
-        return conflicts
 
     def _finish(self, conn: sqlite3.Connection, carry: Carry) -> None:
         """Write what an ingest carried (:class:`core.store.batches.Carry`): the model state (refitted first for
         ``aware``) and the status of the touched HITs not marked complete already, recomputed from the live
         index."""
         if carry.refit:
-            carry.state = self._refit(conn, carry.live)
+            carry.state = self._replay.refit(conn, carry.live)
         if carry.state is not None:
-            self._save_state(conn, carry.state, carry.seq)
+            self._replay.save_state(conn, carry.state, carry.seq)
         refresh_hits(conn, sorted(carry.hits - carry.complete))

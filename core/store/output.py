@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store import schema
-from core.store.db import max_seq
-from core.store.replay import Replay
+from core.store.choosing import state_seq, stop_rng
+from core.store.db import Database, max_seq
+from core.store.hits import current_iteration
+from core.store.items import Catalog
+from core.store.records import FrontEndRecords
+from core.store.schema import SCHEMA_VERSION
+from core.store.settings import Settings
 from core.store.state import load_state, state_figures, stored_figures
 
 if TYPE_CHECKING:
@@ -69,7 +73,7 @@ class ProjectStatus:
     hit_size: int
     score_range: tuple[float, float]
     seed: int | None
-    schema_version: int = field(default=schema.SCHEMA_VERSION)
+    schema_version: int = field(default=SCHEMA_VERSION)
     stop: dict[str, Any] | None = None
 
     def to_json(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -145,23 +149,22 @@ class EstimateTable:
         write_csv(self.table, tmp, raw_cells=raw_cells)
 
 
-class Output(Replay):
-    """Estimates, ratings and status (mixed into :class:`core.store.Project`)."""
+class Output:
+    """What a project reports: estimates, ratings, the stopping rule's figures and the status."""
 
-    if TYPE_CHECKING:  # defined by core.store.project.Project
-
-        @property
-        def _settings(self) -> dict[str, Any]: ...
-
-    event_counts: Any  # core.store.records.FrontEndRecords.event_counts (both are parts of Project)
+    def __init__(self, db: Database, settings: Settings, catalog: Catalog, records: FrontEndRecords) -> None:
+        self._db = db
+        self._settings = settings
+        self._catalog = catalog
+        self._records = records
 
     def _estimate_columns(self) -> tuple[dict[str, NDArray[Any]], list[str]]:
         """The estimate columns (numpy arrays, in file order, ``ESTIMATE_COLUMNS`` without ``item_id`` and, aware
         projects, ``RANK_COLUMNS``) and the reserved names (:meth:`estimates`)."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             state = load_state(conn, writable=False)
-        summ = self.model.summary(state)
-        h = self.hyper
+        summ = self._settings.model.summary(state)
+        h = self._settings.hyper
         out = {
             "estimate": h.from_unit(summ["estimate"]),
             "mean": h.from_unit(summ["mean"]),
@@ -171,9 +174,9 @@ class Output(Replay):
             "n_annotations": np.rint(state["count"]).astype(np.int64),
         }
         reserved = list(ESTIMATE_COLUMNS)
-        if getattr(self.model, "refit_on_change", False):  # aware: rank intervals from posterior draws
-            figures = self.model.rank_figures(state, self._stop_rng())
-            n = self.n_items
+        if self._settings.refits:  # aware: rank intervals from posterior draws
+            figures = self._settings.model.rank_figures(state, self._stop_rng())
+            n = self._catalog.n_items
             out["rank_low"] = (n - np.rint(figures.rank_high)).astype(np.int64)
             out["rank_high"] = (n - np.rint(figures.rank_low)).astype(np.int64)
             reserved += RANK_COLUMNS
@@ -192,7 +195,7 @@ class Output(Replay):
         import pandas as pd
 
         columns, reserved = self._estimate_columns()
-        items = self.items()
+        items = self._catalog.items()
         out = pd.DataFrame({"item_id": items["item_id"].to_numpy(dtype=object), **columns})
         data = items.drop(columns=["item_id"])
         data.columns = [f"item_{c}" if c in reserved else c for c in data.columns]
@@ -202,8 +205,8 @@ class Output(Replay):
         """:meth:`estimates` for a CSV file (``easl export``): an Arrow table built without pandas when the items
         have no extra columns (``item_id``, the estimate columns, ``text``: the columns and values of
         :meth:`estimates`), else the DataFrame."""
-        if self._item_columns:
-            return EstimateTable(n_rows=self.n_items, frame=self.estimates())
+        if self._catalog.columns:
+            return EstimateTable(n_rows=self._catalog.n_items, frame=self.estimates())
         from concurrent.futures import ThreadPoolExecutor
 
         import pyarrow as pa
@@ -214,19 +217,19 @@ class Output(Replay):
         with ThreadPoolExecutor(max_workers=1) as pool:
             # the ids and texts are read by a connection of their own while the estimates are computed: SQLite
             # releases the GIL while it reads, so the read overlaps the import of SciPy and the model's summary
-            items = pool.submit(read_every_item, self.path, ["item_id", "text"])
+            items = pool.submit(read_every_item, self._db.path, ["item_id", "text"])
             columns, _ = self._estimate_columns()
             ids, texts = items.result()
         arrays = [ids, *(integers(v) if v.dtype.kind in "iu" else floats(v) for v in columns.values()), texts]
         table = pa.Table.from_arrays(arrays, names=["item_id", *columns, "text"])
-        return EstimateTable(n_rows=self.n_items, table=table)
+        return EstimateTable(n_rows=self._catalog.n_items, table=table)
 
     def ratings(self) -> pd.DataFrame:
         """Live observations in long form, in log order: ``item_id, annotator, score, hit_id, iteration,
         annotation_id, created_at`` (score on the project's range, as given)."""
         import pandas as pd
 
-        rows = self._conn.execute(
+        rows = self._db.conn.execute(
             "SELECT i.item_id, o.annotator, o.score_raw, o.hit_id, h.iteration, o.annotation_id, o.created_at "
             "FROM live l JOIN observations o ON o.seq = l.seq JOIN items i ON i.idx = l.item_idx "
             "LEFT JOIN hits h ON h.hit_id = o.hit_id ORDER BY l.seq"
@@ -238,9 +241,7 @@ class Output(Replay):
         return frame
 
     def _stop_rng(self) -> np.random.Generator:
-        from core.store.choosing import _state_seq, stop_rng
-
-        return stop_rng(self.hyper.seed, _state_seq(self._conn))
+        return stop_rng(self._settings.hyper.seed, state_seq(self._db.conn))
 
     def stop_figures(self) -> dict[str, Any] | None:
         """Aware projects: the stopping rule's figures (:attr:`ProjectStatus.stop`); None for other methods.
@@ -249,37 +250,33 @@ class Output(Replay):
         (``core.models.aware_posterior.rank_figures``, draws seeded by the project seed and the log position, so
         ``easl next``, ``easl status`` and the monitor agree); the rule is ``E[rho] - margin >= target`` with at
         least ``min_scores`` scores per item (``stop_decision``)."""
-        if not getattr(self.model, "refit_on_change", False):
+        if not self._settings.refits:
             return None
         from core.models.aware_posterior import STOP_MIN_SCORES
 
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             state = load_state(conn, writable=False)
             rng = self._stop_rng()
-        if self.hyper.stop_at is not None:
-            d = self.model.stop_decision(state, rng)
-            return {
-                "target": d.target,
-                "expected_spearman": d.expected_spearman,
-                "reached": bool(d.stop),
-                "reason": d.reason,
-                "margin": d.margin,
-                "min_scores": STOP_MIN_SCORES,
-            }
-        rho = self.model.expected_spearman(state, rng)
+        model = self._settings.model
+        if self._settings.hyper.stop_at is None:
+            rho = model.expected_spearman(state, rng)
+            target, reached, reason, margin = None, False, "no stop target (set one with easl init --stop-at RHO)", None
+        else:
+            d = model.stop_decision(state, rng)
+            target, rho, reached, reason, margin = d.target, d.expected_spearman, bool(d.stop), d.reason, d.margin
         return {
-            "target": None,
+            "target": target,
             "expected_spearman": rho,
-            "reached": False,
-            "reason": "no stop target (set one with easl init --stop-at RHO)",
-            "margin": None,
+            "reached": reached,
+            "reason": reason,
+            "margin": margin,
             "min_scores": STOP_MIN_SCORES,
         }
 
     def status(self) -> ProjectStatus:
         """The figures of ``easl status`` and the front ends (:class:`ProjectStatus`); one read snapshot."""
-        with self._reading() as conn:
-            it = self.iteration()
+        with self._db.reading() as conn:
+            it = current_iteration(conn)
             # one index range count per status: about half the time of a GROUP BY over the iteration's HITs
             n_open, n_complete, n_retracted = conn.execute(
                 "SELECT (SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'open'), "
@@ -289,7 +286,7 @@ class Output(Replay):
             ).fetchone()
             n_hits_total = conn.execute("SELECT COALESCE(SUM(n_hits), 0) FROM iterations").fetchone()[0]
             n_log = max_seq(conn)
-            events = self.event_counts()
+            events = self._records.event_counts()
             n_rejects = conn.execute("SELECT COUNT(*) FROM rejects").fetchone()[0]
             figures = stored_figures(conn)
             if figures is not None and figures.get("seq") == n_log and "n_live" in figures:
@@ -299,13 +296,13 @@ class Output(Replay):
                 n_obs = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
             if figures is None:  # a file written by an older version: from the arrays
                 state = load_state(conn)
-                figures = state_figures(self.model.selection_keys(state)[1], state["count"])
-        s = self._settings
+                figures = state_figures(self._settings.model.selection_keys(state)[1], state["count"])
+        s = self._settings.reported
         return ProjectStatus(
-            path=self.path,
+            path=self._db.path,
             method=s["method"],
             iteration=it,
-            n_items=self.n_items,
+            n_items=self._catalog.n_items,
             n_observations=int(n_obs),
             n_log_records=int(n_log),
             n_hits_total=int(n_hits_total),

@@ -1,21 +1,25 @@
 """The project file: one SQLite database (WAL mode) holding items, HITs, the observation log and derived state.
 
 Design (``docs/reference/project-file.md``; ``docs/ARCHITECTURE.md``, "core/store"). :class:`Project` is the only code
-that opens the file; it is assembled from parts, one module per concern:
+that opens the file. It holds its parts, one class per concern, each given only the parts it uses:
 
-* :mod:`core.store.db` -- the connection, transactions (``BEGIN IMMEDIATE`` ... ``COMMIT`` per public mutator;
-  nested calls become savepoints) and read snapshots;
-* :mod:`core.store.schema` -- tables, ``PRAGMA user_version`` and the explicit migrations;
-* :mod:`core.store.hits` -- items, iterations and HITs, and :func:`~core.store.hits.choose_hits`, the one function
-  that chooses HITs (batch and streaming);
-* :mod:`core.store.observations` -- validating, appending and retracting observations (the append-only log);
-* :mod:`core.store.replay` -- the state derived by replay: ``easl verify``, rebuild, the state per iteration;
-* :mod:`core.store.state` -- the cached model arrays and their status figures;
-* :mod:`core.store.output` -- estimates, ratings and :class:`~core.store.output.ProjectStatus`;
-* :mod:`core.store.records` -- the front ends' records: meta, events, rejects, external ids.
+* ``db`` (:class:`core.store.db.Database`) -- the connection, transactions (``BEGIN IMMEDIATE`` ... ``COMMIT`` per
+  public mutator; nested calls become savepoints) and read snapshots;
+* ``settings`` (:class:`core.store.settings.Settings`) -- the hyper-parameters, the model, the stop target;
+* ``catalog`` (:class:`core.store.items.Catalog`) -- the items;
+* ``iterations`` (:class:`core.store.hits.Iterations`) -- iterations and HITs, chosen by
+  :func:`core.store.choosing.choose_hits` (batch and streaming);
+* ``replay`` (:class:`core.store.replay.Replay`) -- the state derived from the log: the cache, the aware refit,
+  ``easl verify``, rebuild, the state per iteration;
+* ``log`` (:class:`core.store.observations.ObservationLog`) -- validating and appending observations;
+* ``retractions`` (:class:`core.store.retraction.Retractions`) -- withdrawing them;
+* ``records`` (:class:`core.store.records.FrontEndRecords`) -- the front ends' records: meta, events, rejects,
+  external ids;
+* ``output`` (:class:`core.store.output.Output`) -- estimates, ratings and :class:`~core.store.output.ProjectStatus`.
 
-pandas, SciPy and ``core.models`` are imported by the methods that need them, so that opening a project and reading
-its status stays fast.
+Every operation a front end calls is also an attribute of the project: the method of the part that does it (listed
+in ``Project._bind_operations``). pandas, SciPy and ``core.models`` are imported by the methods that need them, so that
+opening a project and reading its status stays fast.
 """
 
 from __future__ import annotations
@@ -24,75 +28,113 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
 from core.errors import HyperParameterError, ProjectFileError
 from core.outputs import remove_leftovers
-from core.store import schema
-from core.store.db import connect, now, project_file_error
-from core.store.hits import insert_iteration
+from core.store.db import Database, connect, link_into_place, now, project_file_error, remove_files
+from core.store.hit_rows import insert_iteration
+from core.store.hits import Iterations
+from core.store.items import Catalog
+from core.store.observations import ObservationLog
 from core.store.output import Output
 from core.store.records import FrontEndRecords
+from core.store.replay import Replay
+from core.store.retraction import Retractions
+from core.store.schema import FORMAT, READ_AS_IS, SCHEMA_VERSION, check_readable, migrate, user_version
+from core.store.settings import Settings
 from core.store.state import save_state
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.models import Hyper, Model
+    from core.models import Hyper
     from core.tables import Table
 
 BUILD_CACHE_KIB = 32 * 1024  # SQLite's page cache while a project file is built: 32 MiB, a small part of init's memory
-SETTINGS = ("method", "hit_size", "score_min", "score_max", "seed")  # the hyper-parameters ``status`` reports
 
 
-class Project(Output, FrontEndRecords):
+class Project:
     """An open project file. Use :meth:`create` or :meth:`open`; close with :meth:`close` or ``with``.
 
     Attributes
     ----------
     path : str
+    readonly : bool
+    n_items : int
     hyper : core.models.Hyper
     model : core.models.Model
-    n_items : int
-    readonly : bool
+    db, settings, catalog, iterations, replay, log, retractions, records, output
+        The parts (the module docstring).
     """
 
     def __init__(self, conn: sqlite3.Connection, path: str, readonly: bool) -> None:
-        super().__init__(conn, path, readonly)
         meta = dict(
             conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'hyper', 'item_columns')").fetchall()
         )
-        if meta.get("format") != schema.FORMAT:
+        if meta.get("format") != FORMAT:
             raise ProjectFileError(path, "not an easl project file (no 'format' entry in its meta table)")
-        self._hyper_json = meta.get("hyper", "{}")
-        self.n_items = int(conn.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM items").fetchone()[0])
-        self._item_columns: list[str] = json.loads(meta.get("item_columns", "[]"))
-        self._item_index: pd.Index | None = None
+        self.path, self.readonly = path, readonly
+        self.db = db = Database(conn, path, readonly)
+        self.settings = settings = Settings(db, meta.get("hyper", "{}"))
+        n_items = int(conn.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM items").fetchone()[0])
+        self.catalog = catalog = Catalog(db, n_items, json.loads(meta.get("item_columns", "[]")))
+        self.iterations = Iterations(db, settings, catalog)
+        self.replay = replay = Replay(db, settings, catalog)
+        self.log = ObservationLog(db, settings, catalog, replay)
+        self.retractions = Retractions(db, settings, replay)
+        self.records = records = FrontEndRecords(db)
+        self.output = Output(db, settings, catalog, records)
+        self.n_items = n_items
+        self._bind_operations()
 
-    @cached_property
+    def _bind_operations(self) -> None:
+        """Make each operation front ends call an attribute of the project: the method of the part that does it."""
+        db, settings, catalog, its, replay = self.db, self.settings, self.catalog, self.iterations, self.replay
+        log, retractions, records, output = self.log, self.retractions, self.records, self.output
+        self.transaction, self.close, self.checkpoint = db.transaction, db.close, db.checkpoint
+        self.set_auto_checkpoint, self.set_stop_at = db.set_auto_checkpoint, settings.set_stop_at
+        self.items, self.item_index = catalog.items, catalog.item_index
+        self.iteration, self.hits, self.open_hits = its.iteration, its.hits, its.open_hits
+        self.next_hits, self.advance, self.add_hits = its.next_hits, its.advance, its.add_hits
+        self.open_hits_long, self.open_hits_frame = its.open_hits_long, its.open_hits_frame
+        self.next_hits_long, self.next_hits_csv = its.next_hits_long, its.next_hits_csv
+        self.top_up_hits, self.open_item_mask = its.top_up_hits, its.open_item_mask
+        self.open_hit_times = its.open_hit_times
+        self.state, self.verify, self.rebuild = replay.state, replay.verify, replay.rebuild
+        self.iteration_states, self.annotator_table = replay.iteration_states, replay.annotator_table
+        self.validate, self.prepare, self.ingest = log.validate, log.prepare, log.ingest
+        self.ingest_chunks = log.ingest_chunks
+        self.retract, self.retract_hit = retractions.retract, retractions.retract_hit
+        self.live_versions = retractions.live_versions
+        self.get_meta, self.set_meta = records.get_meta, records.set_meta
+        self.wording, self.set_wording = records.wording, records.set_wording
+        self.add_events, self.add_event, self.events = records.add_events, records.add_event, records.events
+        self.finish_event, self.event_counts = records.finish_event, records.event_counts
+        self.add_reject, self.rejects = records.add_reject, records.rejects
+        self.map_external, self.unmap_external = records.map_external, records.unmap_external
+        self.local_id, self.external_map = records.local_id, records.external_map
+        self.external_ids = records.external_ids
+        self.estimates, self.estimates_table, self.ratings = output.estimates, output.estimates_table, output.ratings
+        self.status, self.stop_figures = output.status, output.stop_figures
+
+    @property
     def hyper(self) -> Hyper:
         """The hyper-parameters recorded at ``easl init`` (``core.models.Hyper``)."""
-        from core.models import Hyper
+        return self.settings.hyper
 
-        return Hyper.from_json(self._hyper_json, source=self.path)
-
-    @cached_property
-    def model(self) -> Model:
+    @property
+    def model(self) -> Any:
         """The posterior model of the project's method (``core.models.get_model(hyper)``)."""
-        from core.models import get_model
+        return self.settings.model
 
-        return get_model(self.hyper)
+    def __enter__(self) -> Self:
+        return self
 
-    @cached_property
-    def _settings(self) -> dict[str, Any]:
-        """The hyper-parameters ``status`` reports, read without ``core.models`` when the file records them all."""
-        raw = json.loads(self._hyper_json)
-        if isinstance(raw, dict) and all(k in raw for k in SETTINGS):
-            return {k: raw[k] for k in SETTINGS}
-        return {k: getattr(self.hyper, k) for k in SETTINGS}
+    def __exit__(self, *exc: object) -> None:
+        self.db.close()
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], items: pd.DataFrame, hyper: Hyper) -> Project:
@@ -139,7 +181,7 @@ class Project(Output, FrontEndRecords):
         if not os.path.isdir(directory):
             raise ProjectFileError(path, f"the directory {directory} does not exist")
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.creating")
-        _remove(tmp)
+        remove_files(tmp)
         remove_leftovers(directory, f".{os.path.basename(path)}.", ".creating")  # of a killed easl init
         try:
             conn = connect(tmp, readonly=False)
@@ -153,26 +195,19 @@ class Project(Output, FrontEndRecords):
                 conn.execute("PRAGMA journal_mode = OFF").fetchone()
                 conn.execute(f"PRAGMA cache_size = -{BUILD_CACHE_KIB}")
                 conn.execute("BEGIN IMMEDIATE")
-                schema.migrate(conn, tmp)
+                migrate(conn, tmp)
                 _fill(conn, path, chunks, hyper, id_column, text_column)
                 conn.execute("COMMIT")
                 conn.execute("PRAGMA journal_mode = WAL").fetchone()  # the project file's mode, kept in the file
             finally:
                 conn.close()
             _fsync(tmp)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise ProjectFileError(path, "already exists; a project file is never overwritten") from None
-            except OSError:  # file systems without hard links: check and rename
-                if os.path.lexists(path):
-                    raise ProjectFileError(path, "already exists; a project file is never overwritten") from None
-                os.replace(tmp, path)
+            link_into_place(tmp, path)
             _fsync(directory)
         except sqlite3.Error as exc:
             raise project_file_error(path, exc) from None
         finally:
-            _remove(tmp)
+            remove_files(tmp)
         return cls.open(path)
 
     @classmethod
@@ -191,17 +226,17 @@ class Project(Output, FrontEndRecords):
             raise ProjectFileError(path, "no such project file")
         try:
             conn = connect(path, readonly=readonly)
-            version = schema.user_version(conn)
+            version = user_version(conn)
             if version == 0:
                 conn.close()
                 raise ProjectFileError(path, "not an easl project file")
-            if version != schema.SCHEMA_VERSION and not (readonly and version in schema.READ_AS_IS):
+            if version != SCHEMA_VERSION and not (readonly and version in READ_AS_IS):
                 if readonly:
                     conn.close()
-                    schema.check_readable(path, version)
+                    check_readable(path, version)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    schema.migrate(conn, path)
+                    migrate(conn, path)
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
@@ -238,7 +273,7 @@ def _fill(
             source=path,
         )
     meta = {
-        "format": schema.FORMAT,
+        "format": FORMAT,
         "hyper": hyper.to_json(),
         "created_at": now(),
         "created_by": _creator(),
@@ -261,12 +296,6 @@ def _fsync(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _remove(tmp: str) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        if os.path.exists(tmp + suffix):
-            os.unlink(tmp + suffix)
 
 
 def _creator() -> str:

@@ -13,7 +13,7 @@ One API per table, with one rule each (STYLE.md theme 5):
   two different things about one id). Several outside ids may map to one local id. Forgetting a mapping
   (:meth:`FrontEndRecords.unmap_external`) is explicit.
 
-Every mutator is one transaction (it joins the caller's :meth:`~core.store.db.Connected.transaction`).
+Every mutator is one transaction (it joins the caller's :meth:`~core.store.db.Database.transaction`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from core.errors import InputError
-from core.store.db import Connected, now
+from core.store.db import Database, now
 
 #: Meta keys the project manages; front ends cannot set them.
 MANAGED_META = frozenset({"format", "hyper", "item_columns", "state_seq", "state_figures", "created_at", "created_by"})
@@ -72,14 +72,17 @@ def _payload_text(payload: Any) -> str | None:
     return json.dumps(payload, sort_keys=True, default=str)
 
 
-class FrontEndRecords(Connected):
-    """Meta, events, rejects and external ids (mixed into :class:`core.store.Project`)."""
+class FrontEndRecords:
+    """Meta, events, rejects and external ids."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     # ------------------------------------------------------------------------------------------------------ meta
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         """The text value of a ``meta`` key, or ``default``."""
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self._db.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return default if row is None else row[0]
 
     def set_meta(self, values: Mapping[str, str | None]) -> None:
@@ -90,7 +93,7 @@ class FrontEndRecords(Connected):
         managed = sorted(set(values) & MANAGED_META)
         if managed:
             raise ValueError(f"meta key {managed[0]!r} is managed by the project and cannot be set.")
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             conn.executemany("DELETE FROM meta WHERE key = ?", [(k,) for k, v in values.items() if v is None])
             conn.executemany(
                 "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -120,7 +123,7 @@ class FrontEndRecords(Connected):
         """
         stamp = received_at or now()
         ids: list[int] = []
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             for event in events:
                 kind, payload, at = (*event, stamp) if len(event) == 2 else event
                 cur = conn.execute(
@@ -138,7 +141,7 @@ class FrontEndRecords(Connected):
         """Events of one status in arrival order (the oldest ``limit`` of them; all when None)."""
         if status not in EVENT_STATUSES:
             raise ValueError(f"events: status must be one of {EVENT_STATUSES}, got {status!r}.")
-        rows = self._conn.execute(
+        rows = self._db.conn.execute(
             "SELECT id, kind, payload, received_at, status, error FROM events WHERE status = ? ORDER BY id LIMIT ?",
             (status, -1 if limit is None else int(limit)),
         ).fetchall()
@@ -147,7 +150,7 @@ class FrontEndRecords(Connected):
     def finish_event(self, event_id: int, *, failed: bool = False, note: str | None = None) -> None:
         """Mark an event ``done`` (``note``: e.g. why it was ignored) or, with ``failed``, ``failed`` (``note``: the
         error); stamp ``processed_at``. One transaction."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             conn.execute(
                 "UPDATE events SET status = ?, error = ?, processed_at = ? WHERE id = ?",
                 ("failed" if failed else "done", note, now(), int(event_id)),
@@ -155,20 +158,15 @@ class FrontEndRecords(Connected):
 
     def event_counts(self) -> dict[str, int]:
         """Events per status: ``{"pending": n, "done": n, "failed": n}``."""
-        counts = dict(self._conn.execute("SELECT status, COUNT(*) FROM events GROUP BY status").fetchall())
+        counts = dict(self._db.conn.execute("SELECT status, COUNT(*) FROM events GROUP BY status").fetchall())
         return {k: int(counts.get(k, 0)) for k in EVENT_STATUSES}
-
-    def open_hit_times(self) -> dict[str, str]:
-        """``hit_id -> created_at`` of every open HIT (of any iteration), oldest first."""
-        rows = self._conn.execute("SELECT hit_id, created_at FROM hits WHERE status = 'open' ORDER BY rowid").fetchall()
-        return {str(h): str(t) for h, t in rows}
 
     # --------------------------------------------------------------------------------------------------- rejects
 
     def add_reject(self, *, source: str, location: str | None, reason: str, payload: Any = None) -> bool:
         """Record a rejected input (e.g. a Label Studio annotation that failed validation) once per
         ``(source, location, reason)``; returns True when it is new. One transaction."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             seen = conn.execute(
                 "SELECT 1 FROM rejects WHERE source = ? AND location IS ? AND reason = ? LIMIT 1",
                 (source, location, reason),
@@ -190,7 +188,7 @@ class FrontEndRecords(Connected):
         if limit is not None and limit < 0:
             raise ValueError(f"rejects: limit must be >= 0, got {limit}.")
         where, params = ("WHERE source = ?", (source,)) if source is not None else ("", ())
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             total = int(conn.execute(f"SELECT COUNT(*) FROM rejects {where}", params).fetchone()[0])
             rows = conn.execute(
                 f"SELECT id, created_at, source, location, reason FROM rejects {where} ORDER BY id DESC LIMIT ?",
@@ -216,7 +214,7 @@ class FrontEndRecords(Connected):
                 raise InputError(f"{kind} {e!r} is given for both {wanted[e]!r} and {loc!r}.", field=kind)
         if not wanted:
             return
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             known = dict(
                 conn.execute(
                     "SELECT external_id, local_id FROM external_ids WHERE kind = ? AND external_id "
@@ -227,8 +225,8 @@ class FrontEndRecords(Connected):
             for e, loc in wanted.items():
                 if known.get(e, loc) != loc:
                     raise InputError(
-                        f"{self.path}: {kind} {e!r} is already mapped to {known[e]!r}, not {loc!r}.",
-                        path=self.path,
+                        f"{self._db.path}: {kind} {e!r} is already mapped to {known[e]!r}, not {loc!r}.",
+                        path=self._db.path,
                         field=kind,
                     )
             conn.executemany(
@@ -238,26 +236,28 @@ class FrontEndRecords(Connected):
 
     def unmap_external(self, kind: str, external_ids: Iterable[object]) -> None:
         """Forget the mappings of some external ids of one kind (absent ones are ignored); one transaction."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             conn.executemany(
                 "DELETE FROM external_ids WHERE kind = ? AND external_id = ?", [(kind, str(e)) for e in external_ids]
             )
 
     def local_id(self, kind: str, external_id: object) -> str | None:
         """The local id mapped to ``(kind, external_id)``, or None."""
-        row = self._conn.execute(
+        row = self._db.conn.execute(
             "SELECT local_id FROM external_ids WHERE kind = ? AND external_id = ?", (kind, str(external_id))
         ).fetchone()
         return None if row is None else str(row[0])
 
     def external_map(self, kind: str) -> dict[str, str]:
         """Every ``external_id -> local_id`` pair of one kind."""
-        rows = self._conn.execute("SELECT external_id, local_id FROM external_ids WHERE kind = ?", (kind,)).fetchall()
+        rows = self._db.conn.execute(
+            "SELECT external_id, local_id FROM external_ids WHERE kind = ?", (kind,)
+        ).fetchall()
         return {str(e): str(loc) for e, loc in rows}
 
     def external_ids(self, kind: str, local_id: object) -> list[str]:
         """Every external id of ``kind`` mapped to ``local_id``, in the order they were recorded."""
-        rows = self._conn.execute(
+        rows = self._db.conn.execute(
             "SELECT external_id FROM external_ids WHERE kind = ? AND local_id = ? ORDER BY rowid", (kind, str(local_id))
         ).fetchall()
         return [r[0] for r in rows]

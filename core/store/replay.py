@@ -5,7 +5,7 @@ Replay order: the live observations (the last record of each source key, when a 
 process HIT submissions in order of first appearance (``core.models.pair_schedule``).
 
 The annotator-aware model (``aware``, ``model.refit_on_change``) is instead a fit of the whole live log with
-annotator ids (:meth:`Replay._refit`): after each ingest or retraction the store refits it in the same transaction
+annotator ids (:meth:`Replay.refit`): after each ingest or retraction the store refits it in the same transaction
 (cold up to :data:`COLD_REFIT_UPTO` live observations, warm-started from the cached state above); a replay is a
 cold fit, and ``easl verify`` compares it with the cache within the tolerance of ``model.same_fit`` (a warm chain
 and a cold fit meet at the same fixed point only within the fit's tolerance). Annotators are numbered in order of
@@ -23,20 +23,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store import live_arrays
-from core.store.db import max_seq
-from core.store.hits import STATUS_SQL, refresh_hits
+import core.store.live_arrays as live_arrays
+from core.store.db import Database, max_seq
+from core.store.hit_rows import STATUS_SQL, refresh_hits
+from core.store.items import Catalog
 from core.store.live_arrays import LiveArrays, LiveChanges
-from core.store.observations import Observations
+from core.store.settings import Settings
 from core.store.state import load_state, save_state
 
 VERIFY_TOLERANCE = 1e-9
 #: Aware projects: live observations up to which every refit is cold, so the cache is a function of the log alone
-#: and equals its replay bit for bit. EM on small, uneven data can have several fixed points: a warm chain and a
-#: cold fit of the same log were measured 1.3-1.7 posterior sd apart in 2 of 6 seeds of a 30-item project with a
-#: random clicker, while a cold fit costs little (0.02 s at 10,000 items, 0.11 s at 100,000 items with 5 scores
-#: each). Above it the refit is warm-started (the adapter's design: seconds at a million items) and ``easl verify``
-#: compares within ``model.same_fit``.
+#: and equals its replay bit for bit (EM on small, uneven data can have several fixed points, which a warm chain and
+#: a cold fit may reach apart). Above it the refit is warm-started (the ingest target at a million items) and
+#: ``easl verify`` compares within ``model.same_fit``.
 COLD_REFIT_UPTO = 1_000_000
 _NO_ANNOTATOR = "\x00"  # the code of observations without an annotator: one anonymous annotator
 
@@ -63,8 +62,8 @@ def _code_array(annotators: Iterable[Any], names: list[Any]) -> NDArray[Any]:
 
 
 def read_live_arrays(conn: sqlite3.Connection) -> LiveArrays:
-    """The live log for the aware model, read from the live index and the log (seconds at a million live scores;
-    :mod:`core.store.live_arrays` keeps it for the refits)."""
+    """The live log for the aware model, read from the live index and the log (:mod:`core.store.live_arrays` keeps
+    it for the refits)."""
     rows = conn.execute(
         "SELECT l.seq, l.item_idx, l.score01, o.annotator FROM live l JOIN observations o ON o.seq = l.seq "
         "ORDER BY l.seq"
@@ -91,18 +90,23 @@ def _group_codes(keys: Iterable[Any]) -> NDArray[Any]:
     return codes
 
 
-class Replay(Observations):
-    """Replay, verification and rebuild of the cached state (mixed into :class:`core.store.Project`)."""
+class Replay:
+    """The cached state derived from the log: saving it, the aware refit, replay, verification and rebuild."""
 
-    def _save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None:
-        save_state(conn, state, seq, self.model.selection_keys(state)[1])
+    def __init__(self, db: Database, settings: Settings, catalog: Catalog) -> None:
+        self._db = db
+        self._settings = settings
+        self._catalog = catalog
 
-    @property
-    def _refits(self) -> bool:
-        """True for a model fitted to the whole live log (``aware``) rather than updated by increments."""
-        return bool(getattr(self.model, "refit_on_change", False))
+    def state(self) -> dict[str, NDArray[Any]]:
+        """The cached model state (arrays per item, on the unit scale; see ``core.models``)."""
+        return load_state(self._db.conn)
 
-    def _refit(self, conn: sqlite3.Connection, changes: LiveChanges | None = None) -> dict[str, NDArray[Any]]:
+    def save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None:
+        """Store ``state`` as reflecting the log up to ``seq`` (:func:`core.store.state.save_state`)."""
+        save_state(conn, state, seq, self._settings.model.selection_keys(state)[1])
+
+    def refit(self, conn: sqlite3.Connection, changes: LiveChanges | None = None) -> dict[str, NDArray[Any]]:
         """The aware model refitted to the live log (the caller saves it): a cold fit up to
         :data:`COLD_REFIT_UPTO` live observations, then warm-started from the cached state.
 
@@ -115,8 +119,8 @@ class Replay(Observations):
             live = read_live_arrays(conn)
         live_arrays.save(conn, live, max_seq(conn))
         warm = load_state(conn) if live.seq.size > COLD_REFIT_UPTO else None
-        state: dict[str, NDArray[Any]] = self.model.refit(
-            warm, live.item, live.annotator, live.score01, n_items=self.n_items
+        state: dict[str, NDArray[Any]] = self._settings.model.refit(
+            warm, live.item, live.annotator, live.score01, n_items=self._catalog.n_items
         )
         return state
 
@@ -125,23 +129,23 @@ class Replay(Observations):
         scores: ``annotator, n_scores, offset, slope, noise, weight, agreement, spread, flag, reason`` (offset and
         spread on the project's score range; slope, noise and weight relative; agreement is the leave-one-out
         correlation with the consensus). Raises ``ValueError`` for the other methods."""
-        if not self._refits:
-            raise ValueError(f"annotator diagnostics need the method aware, not {self.hyper.method}")
-        with self._reading() as conn:
+        if not self._settings.refits:
+            raise ValueError(f"annotator diagnostics need the method aware, not {self._settings.hyper.method}")
+        with self._db.reading() as conn:
             state = load_state(conn)
             item, annotator, s01, names = live_with_annotators(conn)
-        frame = self.model.diagnostics(state, item, annotator, s01).to_frame()
+        frame = self._settings.model.diagnostics(state, item, annotator, s01).to_frame()
         import pandas as pd
 
         ids = (names + [None] * len(frame))[: len(frame)]
         frame.insert(0, "annotator", pd.Series(ids, dtype=object, index=frame.index))  # None: no annotator given
-        span = self.hyper.score_span
+        span = self._settings.hyper.score_span
         frame["offset"] = frame["offset"] * span
         frame["spread"] = frame["spread"] * span
         frame["n_scores"] = frame["n_scores"].astype(np.int64)
         return frame[frame["n_scores"] > 0].reset_index(drop=True)
 
-    def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]:
+    def replay_log(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]:
         """Rebuild the state from the whole log: the last record of each source key, if a score, is live; live
         observations are applied in log order. Returns ``(state, live seqs)``."""
         import pandas as pd
@@ -150,7 +154,7 @@ class Replay(Observations):
             "SELECT seq, source_key, kind = 'score', item_idx, score01, group_key, annotator "
             "FROM observations ORDER BY seq"
         ).fetchall()
-        state = self.model.init_state(self.n_items)
+        state = self._settings.model.init_state(self._catalog.n_items)
         if not rows:
             return state, np.zeros(0, dtype=np.int64)
         seq, key, is_score, item, s01, group, annotator = zip(*rows)
@@ -159,15 +163,15 @@ class Replay(Observations):
         idx = np.flatnonzero(live)
         item_a = np.asarray(item, dtype=np.int64)[idx]
         s01_a = np.asarray([s01[i] for i in idx.tolist()], dtype=np.float64)
-        if self._refits:  # a cold fit, annotators numbered by first score in the log (as annotator_codes)
+        if self._settings.refits:  # a cold fit, annotators numbered by first score in the log (as annotator_codes)
             scored = [a for a, sc in zip(annotator, is_score) if sc]
             names = list(dict.fromkeys(_NO_ANNOTATOR if a is None else a for a in scored))
             names = [None if n == _NO_ANNOTATOR else n for n in names]
             codes = _code_array([annotator[i] for i in idx.tolist()], names)
-            state = self.model.refit(None, item_a, codes, s01_a, n_items=self.n_items)
+            state = self._settings.model.refit(None, item_a, codes, s01_a, n_items=self._catalog.n_items)
             return state, np.asarray(seq, dtype=np.int64)[idx]
         groups = _group_codes([group[i] for i in idx.tolist()])
-        self.model.apply(state, item_a, s01_a, groups)
+        self._settings.model.apply(state, item_a, s01_a, groups)
         return state, np.asarray(seq, dtype=np.int64)[idx]
 
     def iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
@@ -175,15 +179,15 @@ class Replay(Observations):
         HITs of iterations ``<= t``, in log order. Observations outside any HIT belong to no completed iteration
         (they count in the current one only). Yields ``(t, state)``; the same state object is updated in place
         from one iteration to the next (copy it to keep it)."""
-        if self._refits:
+        if self._settings.refits:
             yield from self._aware_iteration_states(upto)
             return
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             rows = conn.execute(
                 "SELECT l.item_idx, l.score01, l.group_key, h.iteration FROM live l "
                 "LEFT JOIN hits h ON h.hit_id = l.hit_id ORDER BY l.seq"
             ).fetchall()
-        state = self.model.init_state(self.n_items)
+        state = self._settings.model.init_state(self._catalog.n_items)
         if rows:
             item, s01, group, iteration = zip(*rows)
             item_a = np.asarray(item, dtype=np.int64)
@@ -194,13 +198,13 @@ class Replay(Observations):
             if rows:
                 sel = it_a == t
                 if sel.any():
-                    self.model.apply(state, item_a[sel], s01_a[sel], groups[sel])
+                    self._settings.model.apply(state, item_a[sel], s01_a[sel], groups[sel])
             yield t, state
 
     def _aware_iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
         """:meth:`iteration_states` of the aware model: a fit of the live scores of iterations ``<= t``, each
         warm-started from the previous one."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             item, annotator, s01, _ = live_with_annotators(conn)
             iteration = [
                 r[0]
@@ -209,19 +213,21 @@ class Replay(Observations):
                 )
             ]
         it_a = np.asarray([upto if t is None else t for t in iteration], dtype=np.int64)
-        state = self.model.init_state(self.n_items)
+        state = self._settings.model.init_state(self._catalog.n_items)
         for t in range(upto):
             sel = it_a <= t
             if sel.any() and (t == 0 or (it_a == t).any()):
-                state = self.model.refit(state, item[sel], annotator[sel], s01[sel], n_items=self.n_items)
+                state = self._settings.model.refit(
+                    state, item[sel], annotator[sel], s01[sel], n_items=self._catalog.n_items
+                )
             yield t, state
 
     def rebuild(self) -> dict[str, Any]:
         """Replace the cached state by a replay of the log (repairs a cache that :meth:`verify` found wrong);
         one transaction. Returns :meth:`verify`'s result after the rebuild."""
-        with self._writing() as conn:
-            state, _ = self._replay(conn)
-            self._save_state(conn, state, max_seq(conn))
+        with self._db.writing() as conn:
+            state, _ = self.replay_log(conn)
+            self.save_state(conn, state, max_seq(conn))
             live_arrays.clear(conn)  # the next refit reads the rebuilt live index
             conn.execute("DELETE FROM live")
             conn.execute(
@@ -246,8 +252,8 @@ class Replay(Observations):
             for the refits, :mod:`core.store.live_arrays`, equals the live index where it reflects the end of the
             log), ``n_observations``, ``n_log_records``.
         """
-        with self._reading() as conn:
-            replay, live_seqs = self._replay(conn)
+        with self._db.reading() as conn:
+            replay, live_seqs = self.replay_log(conn)
             cache = load_state(conn)
             table_seqs = np.sort(np.asarray([r[0] for r in conn.execute("SELECT seq FROM live")], dtype=np.int64))
             n_log = max_seq(conn)
@@ -255,10 +261,10 @@ class Replay(Observations):
             bad_hits = conn.execute(
                 f"SELECT COUNT(*) FROM hits WHERE status != 'retracted' AND status != ({STATUS_SQL})"
             ).fetchone()[0]
-            kept = live_arrays.load(conn, n_log) if self._refits else None
+            kept = live_arrays.load(conn, n_log) if self._settings.refits else None
             arrays_ok = kept is None or kept.same_as(read_live_arrays(conn))
         arrays: dict[str, float] = {}
-        counters = {"sweeps"} if self._refits else set()  # EM sweeps: how the fit got there, not the state
+        counters = {"sweeps"} if self._settings.refits else set()  # EM sweeps: how the fit got there, not the state
         for name in sorted((set(replay) | set(cache)) - counters):
             a, b = replay.get(name), cache.get(name)
             if a is None or b is None or a.shape != b.shape:
@@ -272,11 +278,11 @@ class Replay(Observations):
         seq_ok = state_seq == n_log
         hits_ok = bad_hits == 0
         note = None
-        if self._refits:  # a warm chain and a cold fit agree within the fit's tolerance (model.same_fit)
+        if self._settings.refits:  # a warm chain and a cold fit agree within the fit's tolerance (model.same_fit)
             from core.models.aware_model import VERIFY_TOLERANCE as SD_TOLERANCE
 
             try:
-                state_ok = bool(self.model.same_fit(cache, replay))
+                state_ok = bool(self._settings.model.same_fit(cache, replay))
             except (KeyError, ValueError):
                 state_ok = False
             note = f"estimates within {SD_TOLERANCE:g} posterior sd (a cold refit against the warm-started cache)"
@@ -295,5 +301,5 @@ class Replay(Observations):
             "live_arrays_ok": arrays_ok,
             "n_observations": int(live_seqs.size),
             "n_log_records": n_log,
-            "method": self.hyper.method,
+            "method": self._settings.hyper.method,
         }

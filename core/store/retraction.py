@@ -6,28 +6,31 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from core.errors import ProjectFileError
-from core.store.db import fill_temp, max_seq, now
-from core.store.hits import Hits, refresh_hits
+from core.store.db import Database, fill_temp, max_seq, now
+from core.store.hit_rows import refresh_hits
 from core.store.live_arrays import LiveChanges
+from core.store.replay import Replay
+from core.store.settings import Settings
 from core.store.state import load_state
 
 
-class Retractions(Hits):
-    """Retraction of live observations (mixed into :class:`core.store.Project`)."""
+def _annotation_ids(values: Iterable[Any]) -> list[str]:
+    """The distinct annotation ids given, stripped, without empty ones, sorted."""
+    return sorted({str(a).strip() for a in values if a is not None and str(a).strip()})
 
-    if TYPE_CHECKING:  # defined by core.store.replay.Replay
 
-        def _refit(self, conn: sqlite3.Connection, changes: LiveChanges | None = None) -> dict[str, NDArray[Any]]: ...
+class Retractions:
+    """Retraction of live observations, and the versions of annotations now live."""
 
-        def _replay(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]: ...
-
-        def _save_state(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: int) -> None: ...
+    def __init__(self, db: Database, settings: Settings, replay: Replay) -> None:
+        self._db = db
+        self._settings = settings
+        self._replay = replay
 
     def retract(self, annotation_ids: Iterable[Any], *, source: str) -> int:
         """Retract every live observation of the given annotation ids (e.g. deleted Label Studio annotations).
@@ -36,20 +39,20 @@ class Retractions(Hits):
         ones are rebuilt by replay. One transaction. Returns the number of observations retracted (0 when none
         were live: retracting twice changes nothing).
         """
-        ids = sorted({str(a).strip() for a in annotation_ids if a is not None and str(a).strip()})
+        ids = _annotation_ids(annotation_ids)
         if not ids:
             return 0
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             fill_temp(conn, "_ann_ids", ids)
             return self._retract_where(conn, "l.annotation_id IN (SELECT v FROM temp._ann_ids)", (), source)
 
     def live_versions(self, annotation_ids: Iterable[Any]) -> dict[str, str]:
         """``annotation_id -> created_at`` of the newest live score of each given annotation id that has one (the
         time stamp of the version now live, as its source gave it). Reads only."""
-        ids = sorted({str(a).strip() for a in annotation_ids if a is not None and str(a).strip()})
+        ids = _annotation_ids(annotation_ids)
         if not ids:
             return {}
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             fill_temp(conn, "_ann_ids", ids)
             rows = conn.execute(
                 "SELECT l.annotation_id, MAX(o.created_at) FROM live l JOIN observations o ON o.seq = l.seq "
@@ -63,10 +66,10 @@ class Retractions(Hits):
         Returns the number of observations retracted.
 
         Raises ``ProjectFileError`` when the project has no such HIT."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             row = conn.execute("SELECT status FROM hits WHERE hit_id = ?", (hit_id,)).fetchone()
             if row is None:
-                raise ProjectFileError(self.path, f"unknown HIT {hit_id!r}")
+                raise ProjectFileError(self._db.path, f"unknown HIT {hit_id!r}")
             n = self._retract_where(conn, "l.hit_id = ?", (hit_id,), source)
             conn.execute("UPDATE hits SET status = 'retracted' WHERE hit_id = ?", (hit_id,))
             return n
@@ -91,15 +94,16 @@ class Retractions(Hits):
         conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
         item = np.asarray([r[1] for r in rows], dtype=np.int64)
         s01 = np.asarray([r[2] for r in rows], dtype=np.float64)
-        if getattr(self.model, "refit_on_change", False):  # aware: refit without the retracted rows
+        model = self._settings.model
+        if self._settings.refits:  # aware: refit without the retracted rows
             changes = LiveChanges(base=seq0 - 1)
             changes.remove([r[4] for r in rows])
-            state = self._refit(conn, changes)
-        elif self.model.order_dependent:
-            state = self._replay(conn)[0]
+            state = self._replay.refit(conn, changes)
+        elif model.order_dependent:
+            state = self._replay.replay_log(conn)[0]
         else:
             state = load_state(conn)
-            self.model.apply(state, item, s01, np.zeros(item.size, dtype=np.int64), sign=-1)
-        self._save_state(conn, state, max_seq(conn))
+            model.apply(state, item, s01, np.zeros(item.size, dtype=np.int64), sign=-1)
+        self._replay.save_state(conn, state, max_seq(conn))
         refresh_hits(conn, sorted({r[3] for r in rows if r[3] is not None}))
         return len(rows)

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import ProjectFileError
-from core.store import schema
-from core.store.db import describe_sqlite_error
+from core.store.db import connect, describe_sqlite_error, link_into_place, remove_files
+from core.store.schema import FORMAT, migrate
 
 ROWID_TABLES = ("meta", "items", "iterations", "hits", "observations", "events", "rejects", "external_ids")
 _PAGE = re.compile(r"\bpage (\d+)", re.IGNORECASE)
@@ -257,95 +257,113 @@ def salvage(path: str, out: str) -> SalvageReport:
         ``out`` exists, or the project's settings (the ``meta`` rows ``format`` and ``hyper``) cannot be read,
         without which no project can be rebuilt.
     """
-    from core.store.db import connect
-    from core.store.project import Project, _remove
+    from core.store.project import Project
 
     if os.path.lexists(out):
         raise ProjectFileError(out, "already exists; a project file is never overwritten")
     report = SalvageReport()
     src = _read_only(path)
     tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.{os.getpid()}.salvaging")
-    _remove(tmp)
+    remove_files(tmp)
     try:
-        tables: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
-        for table in ROWID_TABLES:
-            try:
-                cols = _columns(src, table)
-            except sqlite3.DatabaseError:
-                cols = []
-            if not cols:  # the schema itself is unreadable: take this version's columns
-                probe = sqlite3.connect(":memory:")
-                schema.migrate(probe, ":memory:")
-                cols = _columns(probe, table)
-                probe.close()
-            rows, damaged = _read_rowid_table(src, table, cols)
-            tables[table] = (cols, rows)
-            if damaged:
-                report.damaged_tables.append(table)
-        meta = dict(tables["meta"][1])
-        if meta.get("format") != schema.FORMAT or "hyper" not in meta:
+        tables = _read_tables(src, report)
+        meta: dict[Any, Any] = dict(tables["meta"][1])
+        if meta.get("format") != FORMAT or "hyper" not in meta:
             raise ProjectFileError(
                 path, "the project's settings (its meta table) cannot be read, so nothing can be salvaged"
             )
-        try:
-            key = "hit_no" if "hit_no" in _columns(src, "hit_items") else "hit_id"  # schema version 2, or 1
-        except sqlite3.DatabaseError:
-            key = "hit_no"
-        hit_col = tables["hits"][0].index(key) if key in tables["hits"][0] else None
-        hit_items, damaged = _read_hit_items(
-            src, key, [r[hit_col] for r in tables["hits"][1]] if hit_col is not None else []
-        )
-        if damaged:
-            report.damaged_tables.append("hit_items")
-        conn = connect(tmp, readonly=False)
-        try:
-            conn.execute("PRAGMA foreign_keys = OFF")
-            conn.execute("BEGIN IMMEDIATE")
-            schema.migrate(conn, tmp)
-            for table in ROWID_TABLES:
-                cols, rows = tables[table]
-                if table == "meta":
-                    rows = [r for r in rows if r[0] not in ("state_seq", "state_figures")]
-                report.copied[table] = _insert(conn, table, cols, rows)
-            if key == "hit_id":  # a version 1 file: its HITs' integer keys are those the copy gave them
-                conn.execute("CREATE TEMP TABLE _by_id (hit_id TEXT, position INTEGER, item_idx INTEGER)")
-                conn.executemany("INSERT INTO temp._by_id VALUES (?, ?, ?)", hit_items)
-                hit_items = conn.execute(
-                    "SELECT h.hit_no, b.position, b.item_idx FROM temp._by_id b JOIN hits h ON h.hit_id = b.hit_id"
-                ).fetchall()
-            report.copied["hit_items"] = _insert(conn, "hit_items", ["hit_no", "position", "item_idx"], hit_items)
-            # drop what points at lost rows; recreate lost iterations from their HITs
-            for table, where in (
-                ("observations", "item_idx NOT IN (SELECT idx FROM items)"),
-                ("hit_items", "item_idx NOT IN (SELECT idx FROM items) OR hit_no NOT IN (SELECT hit_no FROM hits)"),
-            ):
-                n = conn.execute(f"DELETE FROM {table} WHERE {where}").rowcount
-                if n:
-                    report.dropped[table] = n
-                    report.copied[table] -= n
-            conn.execute(
-                "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) SELECT h.iteration, "
-                "MIN(h.created_at), COUNT(*), 0 FROM hits h WHERE h.iteration NOT IN "
-                "(SELECT iteration FROM iterations) GROUP BY h.iteration"
-            )
-            n_seq, max_seq = conn.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM observations").fetchone()
-            report.missing_log_positions = int(max_seq) - int(n_seq)
-            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('state_seq', '0')")
-            conn.execute("COMMIT")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            conn.close()
+        key, hit_items = _read_hits_items(src, tables["hits"], report)
+        _write_copy(tmp, tables, key, hit_items, report)
         with Project.open(tmp) as project:
             report.verify = project.rebuild()
-        try:
-            os.link(tmp, out)
-        except FileExistsError:
-            raise ProjectFileError(out, "already exists; a project file is never overwritten") from None
-        except OSError:
-            os.replace(tmp, out)
+        link_into_place(tmp, out)
     except sqlite3.Error as exc:
         raise ProjectFileError(out, f"cannot write the salvaged project ({describe_sqlite_error(exc)})") from None
     finally:
         src.close()
-        _remove(tmp)
+        remove_files(tmp)
     return report
+
+
+Rows = list[tuple[Any, ...]]
+
+
+def _read_tables(src: sqlite3.Connection, report: SalvageReport) -> dict[str, tuple[list[str], Rows]]:
+    """``table -> (columns, rows)``: every readable row of the rowid tables (:data:`ROWID_TABLES`); the tables
+    where a read failed are added to ``report.damaged_tables``."""
+    tables: dict[str, tuple[list[str], Rows]] = {}
+    for table in ROWID_TABLES:
+        try:
+            cols = _columns(src, table)
+        except sqlite3.DatabaseError:
+            cols = []
+        if not cols:  # the schema itself is unreadable: take this version's columns
+            probe = sqlite3.connect(":memory:")
+            migrate(probe, ":memory:")
+            cols = _columns(probe, table)
+            probe.close()
+        rows, damaged = _read_rowid_table(src, table, cols)
+        tables[table] = (cols, rows)
+        if damaged:
+            report.damaged_tables.append(table)
+    return tables
+
+
+def _read_hits_items(src: sqlite3.Connection, hits: tuple[list[str], Rows], report: SalvageReport) -> tuple[str, Rows]:
+    """``(key, rows)``: the HIT column of ``hit_items`` (``hit_no`` from schema version 2, ``hit_id`` before) and
+    its readable rows (:func:`_read_hit_items`, given the HITs read)."""
+    try:
+        key = "hit_no" if "hit_no" in _columns(src, "hit_items") else "hit_id"
+    except sqlite3.DatabaseError:
+        key = "hit_no"
+    cols, rows = hits
+    hit_col = cols.index(key) if key in cols else None
+    hit_items, damaged = _read_hit_items(src, key, [r[hit_col] for r in rows] if hit_col is not None else [])
+    if damaged:
+        report.damaged_tables.append("hit_items")
+    return key, hit_items
+
+
+def _write_copy(
+    tmp: str, tables: dict[str, tuple[list[str], Rows]], key: str, hit_items: Rows, report: SalvageReport
+) -> None:
+    """Write the rows read into the new file ``tmp`` (one transaction): rows that point at lost items or HITs are
+    dropped, lost iterations recreated from their HITs, and the state marked as reflecting no log position (the
+    caller rebuilds it)."""
+    conn = connect(tmp, readonly=False)
+    try:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("BEGIN IMMEDIATE")
+        migrate(conn, tmp)
+        for table in ROWID_TABLES:
+            cols, rows = tables[table]
+            if table == "meta":
+                rows = [r for r in rows if r[0] not in ("state_seq", "state_figures")]
+            report.copied[table] = _insert(conn, table, cols, rows)
+        if key == "hit_id":  # a version 1 file: its HITs' integer keys are those the copy gave them
+            conn.execute("CREATE TEMP TABLE _by_id (hit_id TEXT, position INTEGER, item_idx INTEGER)")
+            conn.executemany("INSERT INTO temp._by_id VALUES (?, ?, ?)", hit_items)
+            hit_items = conn.execute(
+                "SELECT h.hit_no, b.position, b.item_idx FROM temp._by_id b JOIN hits h ON h.hit_id = b.hit_id"
+            ).fetchall()
+        report.copied["hit_items"] = _insert(conn, "hit_items", ["hit_no", "position", "item_idx"], hit_items)
+        for table, where in (
+            ("observations", "item_idx NOT IN (SELECT idx FROM items)"),
+            ("hit_items", "item_idx NOT IN (SELECT idx FROM items) OR hit_no NOT IN (SELECT hit_no FROM hits)"),
+        ):
+            n = conn.execute(f"DELETE FROM {table} WHERE {where}").rowcount
+            if n:
+                report.dropped[table] = n
+                report.copied[table] -= n
+        conn.execute(
+            "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) SELECT h.iteration, "
+            "MIN(h.created_at), COUNT(*), 0 FROM hits h WHERE h.iteration NOT IN "
+            "(SELECT iteration FROM iterations) GROUP BY h.iteration"
+        )
+        n_seq, max_seq = conn.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM observations").fetchone()
+        report.missing_log_positions = int(max_seq) - int(n_seq)
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('state_seq', '0')")
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()

@@ -1,54 +1,93 @@
-"""Settings a project manager may change after ``easl init``: the stop target of an aware project.
+"""The project's settings: the hyper-parameters recorded at ``easl init`` (the managed ``meta`` key ``hyper``), the
+model they make, and the one setting a project manager may change afterwards, the stop target of an aware project.
 
-The hyper-parameters live in the managed ``meta`` key ``hyper`` (``core.models.Hyper.to_json``), which no front
-end may write through ``set_meta``. Of them only the stop target (``stop_at``) can change without touching the
-engine's state: it enters no posterior and no selection, only the stopping rule's verdict
-(``E[rho] - margin >= target``, docs/design.md, "aware"), which is computed again on every read. Every other
-hyper-parameter is fixed for the life of the project file.
+No front end may write the ``hyper`` key through ``set_meta``. Of the hyper-parameters only the stop target
+(``stop_at``) can change without touching the engine's state: it enters no posterior and no selection, only the
+stopping rule's verdict (``E[rho] - margin >= target``, docs/design.md, "aware"), which is computed again on every
+read. Every other hyper-parameter is fixed for the life of the project file.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+import json
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from core.errors import HyperParameterError
+from core.store.db import Database
 
 if TYPE_CHECKING:
-    from core.store.project import Project
-
-__all__ = ["set_stop_at"]
-
-_CACHED = ("hyper", "model", "_settings")  #: the project's cached views of the ``hyper`` key
-
-
-def set_stop_at(project: Project, stop_at: float | None) -> float | None:
-    """Set (or, with None, remove) the stop target of an aware project; returns the previous target.
-
-    The new hyper-parameters are validated as ``easl init`` validates them (``Hyper.__post_init__``: a
-    Spearman correlation in (0, 1), and only for the method aware), then written in one transaction. The
-    project's cached ``hyper`` and ``model`` are dropped, so the next read uses the new target.
-
-    Raises
-    ------
-    core.errors.HyperParameterError
-        ``field="stop_at"``: not a number in (0, 1), or the project's method is not aware (the stopping rule
-        needs the aware posterior); nothing is written then.
-    """
     from core.models import Hyper
 
-    old = project.hyper
-    if old.method != "aware":
-        raise HyperParameterError(
-            "stop_at",
-            stop_at,
-            f"the method aware (this project uses {old.method}; the stopping rule needs the aware posterior)",
-            source=project.path,
-        )
-    new = Hyper(**{**dataclasses.asdict(old), "stop_at": stop_at})
-    with project.transaction():
-        project._conn.execute("UPDATE meta SET value = ? WHERE key = 'hyper'", (new.to_json(),))
-        project._hyper_json = new.to_json()
-    for name in _CACHED:
-        project.__dict__.pop(name, None)
-    return old.stop_at
+REPORTED = ("method", "hit_size", "score_min", "score_max", "seed")  #: the hyper-parameters ``status`` reports
+
+
+class Settings:
+    """The hyper-parameters of an open project and its model, read when first needed (``core.models`` is
+    imported then, not when the project opens)."""
+
+    def __init__(self, db: Database, hyper_json: str) -> None:
+        self._db = db
+        self._hyper_json = hyper_json
+
+    @cached_property
+    def hyper(self) -> Hyper:
+        """The hyper-parameters recorded at ``easl init`` (``core.models.Hyper``)."""
+        from core.models import Hyper
+
+        return Hyper.from_json(self._hyper_json, source=self._db.path)
+
+    @cached_property
+    def model(self) -> Any:
+        """The posterior model of the project's method (``core.models.get_model(hyper)``); the aware model
+        (``refit_on_change``) has further methods."""
+        from core.models import get_model
+
+        return get_model(self.hyper)
+
+    @cached_property
+    def reported(self) -> dict[str, Any]:
+        """The hyper-parameters ``status`` reports (:data:`REPORTED`), read without ``core.models`` when the file
+        records them all."""
+        raw = json.loads(self._hyper_json)
+        if isinstance(raw, dict) and all(k in raw for k in REPORTED):
+            return {k: raw[k] for k in REPORTED}
+        return {k: getattr(self.hyper, k) for k in REPORTED}
+
+    @property
+    def refits(self) -> bool:
+        """True for a model fitted to the whole live log (``aware``, ``model.refit_on_change``) rather than
+        updated by increments."""
+        return bool(getattr(self.model, "refit_on_change", False))
+
+    def set_stop_at(self, stop_at: float | None) -> float | None:
+        """Set (or, with None, remove) the stop target of an aware project; returns the previous target.
+
+        The new hyper-parameters are validated as ``easl init`` validates them (``Hyper.__post_init__``: a
+        Spearman correlation in (0, 1), and only for the method aware), then written in one transaction. The
+        cached ``hyper`` and ``model`` are dropped, so the next read uses the new target.
+
+        Raises
+        ------
+        core.errors.HyperParameterError
+            ``field="stop_at"``: not a number in (0, 1), or the project's method is not aware (the stopping rule
+            needs the aware posterior); nothing is written then.
+        """
+        from core.models import Hyper
+
+        old = self.hyper
+        if old.method != "aware":
+            raise HyperParameterError(
+                "stop_at",
+                stop_at,
+                f"the method aware (this project uses {old.method}; the stopping rule needs the aware posterior)",
+                source=self._db.path,
+            )
+        new = Hyper(**{**dataclasses.asdict(old), "stop_at": stop_at})
+        with self._db.writing() as conn:
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'hyper'", (new.to_json(),))
+            self._hyper_json = new.to_json()
+        for name in ("hyper", "model", "reported"):
+            self.__dict__.pop(name, None)
+        return old.stop_at

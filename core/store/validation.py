@@ -24,6 +24,7 @@ models): ``annotation_id`` when given, else ``(hit_id, annotator)``; rows with n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,7 @@ from core.tables import Table
 __all__ = ["Batch", "ID_COLUMNS", "INPUT_COLUMNS", "SEP", "bad_id_kinds", "id_strings", "normalize_rows", "validate"]
 
 ID_COLUMNS = ("item_id", "hit_id", "annotator", "annotation_id")
+REJECT_COLUMNS = ("item_id", "score", "hit_id", "annotator", "annotation_id")  #: the row as given, in a reject
 INPUT_COLUMNS = ("item_id", "score", "hit_id", "annotator", "annotation_id", "created_at")
 
 
@@ -134,6 +136,27 @@ def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
     return pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v for k, v in columns.items()})
 
 
+class _Reasons:
+    """The first reason found for each bad row of a batch: ``field`` and ``reason`` by row, ``bad`` where given."""
+
+    def __init__(self, n: int) -> None:
+        self.field = np.full(n, None, dtype=object)
+        self.reason = np.full(n, None, dtype=object)
+        self.bad = np.zeros(n, dtype=bool)
+
+    def flag(self, mask: NDArray[Any], field_name: str, text: str | Callable[[int], str]) -> None:
+        """Give the rows of ``mask`` not bad yet the reason ``text`` (or ``text(row)``, a row's own)."""
+        mask = np.asarray(mask, dtype=bool) & ~self.bad
+        if not mask.any():
+            return
+        self.bad[mask] = True
+        self.field[mask] = field_name
+        if callable(text):
+            self.reason[mask] = np.asarray([text(i) for i in np.flatnonzero(mask).tolist()], dtype=object)
+        else:
+            self.reason[mask] = text
+
+
 def validate(
     frame: pd.DataFrame,
     locations: Locations,
@@ -157,27 +180,54 @@ def validate(
     needs_whole_hit : whether the method needs every score of a HIT submission.
     method : the method's name (for messages).
     """
+    why = _Reasons(len(frame))
+    padded = not frame.attrs.get("unpadded", False)  # (core.tables.Table.unpadded: no cell to strip)
+    num = _check_scores(frame, why, padded, score_min, score_max)
+    ids = _check_ids(frame, why, padded)
+    known = item_index.to_numpy(dtype=object)
+    item_idx = _check_items(frame, why, padded, ids, known, hits)
+    item_id, hit_id = ids["item_id"], ids["hit_id"]
+    has_hit = present(hit_id.to_numpy())
+    if needs_whole_hit:
+        why.flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
+    row_hit, hit_size = _check_hits(why, item_id, hit_id, has_hit, item_idx, len(item_index), hits)
+    key_code, group_code = _check_keys(why, num, ids, has_hit, item_idx, locations)
+    if needs_whole_hit:
+        _check_whole_hits(why, group_code, hit_id, item_idx, item_index, hits, method)
+    bad_rows, good = np.flatnonzero(why.bad), np.flatnonzero(~why.bad)
+    rejects = _object_frame(
+        {
+            "location": locations[bad_rows],
+            "field": why.field[bad_rows],
+            "reason": why.reason[bad_rows],
+            **{c: frame[c].to_numpy(dtype=object)[bad_rows] for c in REJECT_COLUMNS},
+        }
+    )
+    valid = _object_frame(
+        {
+            "row": good,
+            "item_id": item_id.to_numpy(dtype=object)[good],
+            "item_idx": item_idx[good],
+            "score_raw": num[good],
+            "score01": np.clip((num[good] - score_min) / (score_max - score_min), 0.0, 1.0),
+            **{c: ids[c].to_numpy(dtype=object)[good] for c in ("hit_id", "annotator", "annotation_id")},
+            "created_at": ids["created_at"].to_numpy(dtype=object)[good],
+            "group": group_code[good],
+            "hit_pos": row_hit[good],
+            "hit_size": hit_size[good],
+        }
+    )
+    valid["repeat"] = first_of(key_code[good]) != np.arange(good.size)
+    where = locations[bad_rows].tolist()
+    messages = [f"{at}: {why.field[i]}: {why.reason[i]}" for at, i in zip(where, bad_rows.tolist())]
+    return Batch(valid=valid, rejects=rejects, n_rows=len(frame), messages=messages, locations=locations)
+
+
+def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: float, score_max: float) -> NDArray[Any]:
+    """Check 1: the scores as numbers (NaN where not one), their problems flagged."""
     n = len(frame)
-    reason = np.full(n, None, dtype=object)
-    fld = np.full(n, None, dtype=object)
-
-    bad = np.zeros(n, dtype=bool)  # rows given a reason so far (the first reason of a row is kept)
-
-    def flag(mask: NDArray[Any], field_name: str, text: Any) -> None:
-        mask = np.asarray(mask, dtype=bool) & ~bad
-        if not mask.any():
-            return
-        bad[mask] = True
-        fld[mask] = field_name
-        if callable(text):
-            reason[mask] = text(np.flatnonzero(mask))
-        else:
-            reason[mask] = text
-
-    # 1. scores
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
     raw_kind = pd.api.types.infer_dtype(raw, skipna=True)
-    padded = not frame.attrs.get("unpadded", False)  # (core.tables.Table.unpadded: no cell to strip)
     if raw_kind == "string":  # CSV cells: stripped where padded
         cells = raw.to_numpy(dtype=object)
         stripped = cells.copy()
@@ -195,101 +245,98 @@ def validate(
     raw_text = np.full(n, "", dtype=object)  # the lower-case text of the cells that are not numbers
     not_number = np.flatnonzero(np.isnan(num))
     raw_text[not_number] = raw_str.iloc[not_number].astype(str).str.lower().to_numpy(dtype=object)
-    flag(is_missing, "score", "the score is missing")
-    flag(
-        too_large,
-        "score",
-        lambda idx: np.asarray(
-            [f"the number has {len(str(abs(raw.iloc[i])))} digits, too large for a score" for i in idx], dtype=object
-        ),
-    )
-    flag(np.isnan(num) & np.isin(raw_text, ["nan", "-nan", "+nan"]), "score", "NaN is not a score")
-    flag(np.isnan(num), "score", lambda idx: np.asarray([f"not a number ({raw.iloc[i]!r})" for i in idx], dtype=object))
-    flag(np.isinf(num), "score", "the score is infinite")
+    why.flag(is_missing, "score", "the score is missing")
+    why.flag(too_large, "score", lambda i: f"the number has {len(str(abs(raw.iloc[i])))} digits, too large for a score")
+    why.flag(np.isnan(num) & np.isin(raw_text, ["nan", "-nan", "+nan"]), "score", "NaN is not a score")
+    why.flag(np.isnan(num), "score", lambda i: f"not a number ({raw.iloc[i]!r})")
+    why.flag(np.isinf(num), "score", "the score is infinite")
     with np.errstate(invalid="ignore"):
         out_of_range = (num < score_min) | (num > score_max)
-    flag(
+    why.flag(
         out_of_range,
         "score",
-        lambda idx: np.asarray(
-            [f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]" for i in idx],
-            dtype=object,
-        ),
+        lambda i: f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]",
     )
+    return num
 
-    # 2. ids are strings or integers (a JSON object, array or boolean is not an id)
+
+def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, Any]:
+    """Check 2: the ids are strings or integers (a JSON object, array or boolean is not an id), as texts in NFC
+    without control characters (``core.store.cells.checked_ids``), and ``created_at`` a timestamp. Returns the
+    ids (Series of texts) by column, ``created_at`` and, under ``"item_id changed"``, where NFC changed an item id."""
+
+    def not_an_id(cells: pd.Series, kinds: NDArray[Any], what: str) -> Callable[[int], str]:
+        return lambda i: (
+            f"the {what} must be a string or an integer, not a JSON {kinds[i]} ({short_text(cells.iloc[i])})"
+        )
+
+    def not_text(checked: Any, what: str) -> Callable[[int], str]:
+        return lambda i: str(checked.reason(i, what))
+
     for col in ID_COLUMNS:
         kinds = bad_id_kinds(frame[col])
-        if kinds is not None:
-            flag(
-                kinds != None,  # noqa: E711 (elementwise over an object array)
-                col,
-                lambda idx, kinds=kinds, col=col: np.asarray(
-                    [
-                        f"the {col.replace('_', ' ')} must be a string or an integer, not a JSON {kinds[i]} "
-                        f"({short_text(frame[col].iloc[i])})"
-                        for i in idx
-                    ],
-                    dtype=object,
-                ),
-            )
-
-    # ids as texts: NFC, no control character (core.store.cells.checked_ids)
+        if kinds is not None:  # (!= None: elementwise over an object array)
+            why.flag(kinds != None, col, not_an_id(frame[col], kinds, col.replace("_", " ")))  # noqa: E711
     printable = bool(frame.attrs.get("printable", False))
-    id_texts = {}
+    ids: dict[str, Any] = {}
     for col in ID_COLUMNS:
         checked = checked_ids(id_strings(frame[col], padded=padded).to_numpy(dtype=object), printable=printable)
         if checked.bad is not None:
-            flag(
-                checked.bad,
-                col,
-                lambda idx, checked=checked, col=col: np.asarray(
-                    [checked.reason(i, col.replace("_", " ")) for i in idx], dtype=object
-                ),
-            )
-        id_texts[col] = checked
-    item_id, hit_id, annotator, annotation_id = (pd.Series(id_texts[c].values, dtype=object) for c in ID_COLUMNS)
+            why.flag(checked.bad, col, not_text(checked, col.replace("_", " ")))
+        ids[col] = pd.Series(checked.values, dtype=object)
+        if col == "item_id":
+            ids["item_id changed"] = checked.changed
     created_at = id_strings(frame["created_at"], padded=padded).to_numpy(dtype=object)
-    flag(
+    why.flag(
         not_timestamps(created_at),
         "created_at",
-        lambda idx: np.asarray(
-            [f"{short_text(created_at[i])} is not an ISO-8601 timestamp (e.g. 2026-11-26T12:00:00Z)" for i in idx],
-            dtype=object,
-        ),
+        lambda i: f"{short_text(created_at[i])} is not an ISO-8601 timestamp (e.g. 2026-11-26T12:00:00Z)",
     )
+    ids["created_at"] = pd.Series(created_at, dtype=object)
+    return ids
 
-    # items
-    item_missing = ~present(item_id.to_numpy())
-    flag(item_missing, "item_id", "the item id is missing")
-    item_idx = item_positions(item_id.to_numpy(dtype=object), item_index.to_numpy(dtype=object), hits)
-    changed = id_texts["item_id"].changed
-    if changed is not None:  # an older project may hold the id as given (not NFC)
+
+def _check_items(
+    frame: pd.DataFrame, why: _Reasons, padded: bool, ids: dict[str, Any], known: NDArray[Any], hits: pd.DataFrame
+) -> NDArray[Any]:
+    """Check 2, items: each row's item index (-1 when missing or unknown). An older project may hold an id as
+    given (not NFC); an id from a CSV file easl wrote, neutralised for spreadsheets (``'=x`` for the item ``=x``),
+    is found as written (and ``ids["item_id"]`` restored)."""
+    item_id = ids["item_id"]
+    why.flag(~present(item_id.to_numpy()), "item_id", "the item id is missing")
+    item_idx = item_positions(item_id.to_numpy(dtype=object), known, hits)
+    changed = ids["item_id changed"]
+    if changed is not None:
         again = np.flatnonzero((item_idx < 0) & changed)
         if again.size:
             given = id_strings(frame["item_id"], padded=padded).to_numpy(dtype=object)[again]
-            item_idx[again] = positions(given, item_index.to_numpy(dtype=object))
+            item_idx[again] = positions(given, known)
     unknown = item_idx < 0
     quoted = np.flatnonzero(unknown & present(item_id.to_numpy())) if unknown.any() else np.zeros(0, np.int64)
-    if quoted.size:  # an id from a CSV file easl wrote, neutralised for spreadsheets ("'=x" for the item "=x")
+    if quoted.size:
         quoted = quoted[[v.startswith("'") for v in item_id.to_numpy(dtype=object)[quoted].tolist()]]
         if quoted.size:
             restored = np.asarray([restore_cell(v) for v in item_id.to_numpy(dtype=object)[quoted].tolist()], object)
-            found = positions(restored, item_index.to_numpy(dtype=object))
+            found = positions(restored, known)
             item_idx[quoted] = found
             item_id.iloc[quoted[found >= 0]] = restored[found >= 0]
-    flag(
-        item_idx < 0,
-        "item_id",
-        lambda idx: np.asarray([f"unknown item {item_id.iloc[i]!r}" for i in idx], dtype=object),
-    )
+    why.flag(item_idx < 0, "item_id", lambda i: f"unknown item {item_id.iloc[i]!r}")
+    return item_idx
 
-    # 3. HITs
-    has_hit = present(hit_id.to_numpy())
-    if needs_whole_hit:
-        flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
-    # (HIT, item) pairs as integers: the HIT's position among the distinct ids of ``hits``, times the number of
-    # items, plus the item's index
+
+def _check_hits(
+    why: _Reasons,
+    item_id: pd.Series,
+    hit_id: pd.Series,
+    has_hit: NDArray[Any],
+    item_idx: NDArray[Any],
+    n_items: int,
+    hits: pd.DataFrame,
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Check 3: a HIT given is known, not retracted, and holds the row's item. Returns each row's HIT position
+    among the distinct ids of ``hits`` (-1: none or unknown) and the number of distinct items of its HIT (0:
+    none); (HIT, item) pairs are integers, the HIT's position times the number of items plus the item's index."""
+    n = len(hit_id)
     hit_ids = hits["hit_id"].to_numpy(dtype=object)
     first = np.flatnonzero(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) if len(hits) else np.zeros(0, dtype=np.int64)
     distinct = hit_ids[first]  # hits lists each HIT's rows together
@@ -297,20 +344,12 @@ def validate(
     status_of = np.append(hits["status"].to_numpy(dtype=object)[first], np.full(1, None, dtype=object))  # last: unknown
     hit_status = status_of[np.where(row_hit >= 0, row_hit, len(first))]
     hit_known = row_hit >= 0
-    flag(
-        has_hit & ~hit_known,
-        "hit_id",
-        lambda idx: np.asarray([f"unknown HIT {hit_id.iloc[i]!r}" for i in idx], dtype=object),
-    )
-    flag(
-        has_hit & (hit_status == "retracted"),
-        "hit_id",
-        lambda idx: np.asarray([f"HIT {hit_id.iloc[i]!r} was retracted" for i in idx], dtype=object),
-    )
+    why.flag(has_hit & ~hit_known, "hit_id", lambda i: f"unknown HIT {hit_id.iloc[i]!r}")
+    why.flag(has_hit & (hit_status == "retracted"), "hit_id", lambda i: f"HIT {hit_id.iloc[i]!r} was retracted")
     in_hit = np.zeros(n, dtype=bool)
-    hit_size = np.zeros(n, dtype=np.int64)  # the number of distinct items of the row's HIT (0: none)
+    hit_size = np.zeros(n, dtype=np.int64)
     if len(hits):
-        width = np.int64(max(len(item_index), int(hits["item_idx"].max()) + 1) + 1)
+        width = np.int64(max(n_items, int(hits["item_idx"].max()) + 1) + 1)
         hit_of = np.cumsum(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) - 1
         pairs = np.unique(hit_of * width + hits["item_idx"].to_numpy(dtype=np.int64))
         hit_size[hit_known] = np.bincount(pairs // width, minlength=len(first))[row_hit[hit_known]]
@@ -318,18 +357,30 @@ def validate(
         wanted = row_hit[asked] * width + item_idx[asked]
         at = np.minimum(np.searchsorted(pairs, wanted), len(pairs) - 1)
         in_hit[asked] = pairs[at] == wanted
-    flag(
+    why.flag(
         has_hit & hit_known & (item_idx >= 0) & ~in_hit,
         "item_id",
-        lambda idx: np.asarray(
-            [f"item {item_id.iloc[i]!r} is not in HIT {hit_id.iloc[i]!r}" for i in idx], dtype=object
-        ),
+        lambda i: f"item {item_id.iloc[i]!r} is not in HIT {hit_id.iloc[i]!r}",
     )
+    return row_hit, hit_size
 
-    # keys, as integer codes (their texts are made for the rows appended: core.store.log_rows.keys)
+
+def _check_keys(
+    why: _Reasons,
+    num: NDArray[Any],
+    ids: dict[str, Any],
+    has_hit: NDArray[Any],
+    item_idx: NDArray[Any],
+    locations: Locations,
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Check 4, conflicts inside the batch among the rows valid so far: two rows with one key and different
+    scores; an annotation id spanning several HITs. Returns the key and group codes of every row: integer codes,
+    no per-row strings (their texts are made for the rows appended, ``core.store.log_rows.keys``)."""
+    n = len(num)
+    annotation_id, annotator = ids["annotation_id"], ids["annotator"]
     has_ann = present(annotation_id.to_numpy())
     ann_code = codes(annotation_id.to_numpy(dtype=object)) if has_ann.any() else np.zeros(n, dtype=np.int64)
-    hit_code = codes(hit_id.to_numpy(dtype=object)) if has_hit.any() else np.zeros(n, dtype=np.int64)
+    hit_code = codes(ids["hit_id"].to_numpy(dtype=object)) if has_hit.any() else np.zeros(n, dtype=np.int64)
     annotator_code = (
         codes(annotator.to_numpy(dtype=object)) if present(annotator.to_numpy()).any() else np.zeros(n, np.int64)
     )
@@ -338,32 +389,25 @@ def validate(
     key_code = combine(has_ann, np.where(has_ann, ann_code, hit_code), item_idx + 1, annotator_code * ~has_ann)
     group_tag = np.where(has_ann, 1, np.where(has_hit, 2, 0))
     group_code = combine(group_tag, np.where(has_ann, ann_code, hit_code), annotator_code * (group_tag == 2))
-
-    # 4. conflicts inside the batch (among rows valid so far)
-    ok = ~bad
-    if ok.any():
-        rows = np.flatnonzero(ok)
+    rows = np.flatnonzero(~why.bad)
+    if rows.size:
         first = rows[first_of(key_code[rows])]  # the first row (valid so far) with each row's key
         conflict = num[rows] != num[first]
         if conflict.any():
             mask = np.zeros(n, dtype=bool)
             mask[rows[conflict]] = True
             firsts = dict(zip(rows[conflict].tolist(), locations[first[conflict]].tolist()))
-            flag(
+            why.flag(
                 mask,
                 "score",
-                lambda idx: np.asarray(
-                    [
-                        f"conflicts with {firsts[i]} (same annotation_id and item, different score)"
-                        if has_ann[i]
-                        else f"conflicts with {firsts[i]} (same item, HIT and annotator, different score); give each "
-                        f"score an annotation_id or an annotator"
-                        for i in idx
-                    ],
-                    dtype=object,
+                lambda i: (
+                    f"conflicts with {firsts[i]} (same annotation_id and item, different score)"
+                    if has_ann[i]
+                    else f"conflicts with {firsts[i]} (same item, HIT and annotator, different score); give each "
+                    f"score an annotation_id or an annotator"
                 ),
             )
-    ok = ~bad
+    ok = ~why.bad
     if (ok & has_ann & has_hit).any():
         sub = pd.DataFrame(
             {"ann": ann_code[ok & has_ann], "hit": hit_code[ok & has_ann]}, index=np.flatnonzero(ok & has_ann)
@@ -372,76 +416,45 @@ def validate(
         if spread.any():
             mask = np.zeros(n, dtype=bool)
             mask[sub.index.to_numpy()[spread]] = True
-            flag(
-                mask,
-                "annotation_id",
-                lambda idx: np.asarray(
-                    [f"annotation {annotation_id.iloc[i]!r} covers several HITs" for i in idx], dtype=object
-                ),
-            )
+            why.flag(mask, "annotation_id", lambda i: f"annotation {annotation_id.iloc[i]!r} covers several HITs")
+    return key_code, group_code
 
-    # 5. whole HIT submissions
-    ok = ~bad
-    if needs_whole_hit and ok.any():
-        rows = np.flatnonzero(ok)
-        sub = pd.DataFrame(
-            {"group": group_code[rows], "hit": hit_id.to_numpy(dtype=object)[rows], "item": item_idx[rows]},
-            index=rows,
+
+def _check_whole_hits(
+    why: _Reasons,
+    group_code: NDArray[Any],
+    hit_id: pd.Series,
+    item_idx: NDArray[Any],
+    item_index: pd.Index,
+    hits: pd.DataFrame,
+    method: str,
+) -> None:
+    """Check 5 (methods that compare the scores of a HIT): a submission lacking a valid score for some item of
+    its HIT; all its rows are rejected, with one message per submission."""
+    rows = np.flatnonzero(~why.bad)
+    if not rows.size:
+        return
+    sub = pd.DataFrame(
+        {"group": group_code[rows], "hit": hit_id.to_numpy(dtype=object)[rows], "item": item_idx[rows]}, index=rows
+    )
+    seen = sub.drop_duplicates(["group", "item"]).groupby("group", sort=False)["item"].size()
+    hit_sizes = hits.drop_duplicates(["hit_id", "item_idx"]).groupby("hit_id")["item_idx"].size()
+    group_hit = sub.drop_duplicates("group").set_index("group")["hit"]
+    need = group_hit.map(hit_sizes)
+    short = seen.index[(seen.reindex(need.index).to_numpy() < need.to_numpy())]
+    if not len(short):
+        return
+    short_set = set(short.tolist())
+    hit_items = hits.groupby("hit_id")["item_idx"].agg(lambda s: sorted(set(s.tolist())))
+    got_items = sub[sub["group"].isin(short_set)].groupby("group")["item"].agg(set)
+    texts = {}
+    for g, got in got_items.items():  # one entry per incomplete submission (a bad group, not a row)
+        h = group_hit[g]
+        lacking = [str(item_index[j]) for j in hit_items[h] if j not in got]
+        texts[g] = (
+            f"the submission for HIT {h!r} lacks valid scores for items {', '.join(lacking)}; "
+            f"method {method!r} compares the scores of a whole HIT"
         )
-        seen = sub.drop_duplicates(["group", "item"]).groupby("group", sort=False)["item"].size()
-        hit_sizes = hits.drop_duplicates(["hit_id", "item_idx"]).groupby("hit_id")["item_idx"].size()
-        group_hit = sub.drop_duplicates("group").set_index("group")["hit"]
-        need = group_hit.map(hit_sizes)
-        short = seen.index[(seen.reindex(need.index).to_numpy() < need.to_numpy())]
-        if len(short):
-            short_set = set(short.tolist())
-            hit_items = hits.groupby("hit_id")["item_idx"].agg(lambda s: sorted(set(s.tolist())))
-            got_items = sub[sub["group"].isin(short_set)].groupby("group")["item"].agg(set)
-            texts = {}
-            for g, got in got_items.items():  # one entry per incomplete submission (a bad group, not a row)
-                h = group_hit[g]
-                lacking = [str(item_index[j]) for j in hit_items[h] if j not in got]
-                texts[g] = (
-                    f"the submission for HIT {h!r} lacks valid scores for items {', '.join(lacking)}; "
-                    f"method {method!r} compares the scores of a whole HIT"
-                )
-            mask = np.zeros(n, dtype=bool)
-            mask[rows] = np.isin(group_code[rows], list(short_set))
-            flag(mask, "hit_id", lambda idx: np.asarray([texts[group_code[i]] for i in idx], dtype=object))
-
-    ok = ~bad
-    bad_rows = np.flatnonzero(~ok)
-    rejects = _object_frame(
-        {
-            "location": locations[bad_rows],
-            "field": fld[bad_rows],
-            "reason": reason[bad_rows],
-            "item_id": frame["item_id"].to_numpy(dtype=object)[bad_rows],
-            "score": frame["score"].to_numpy(dtype=object)[bad_rows],
-            "hit_id": frame["hit_id"].to_numpy(dtype=object)[bad_rows],
-            "annotator": frame["annotator"].to_numpy(dtype=object)[bad_rows],
-            "annotation_id": frame["annotation_id"].to_numpy(dtype=object)[bad_rows],
-        }
-    )
-    good = np.flatnonzero(ok)
-    span = score_max - score_min
-    valid = _object_frame(
-        {
-            "row": good,
-            "item_id": item_id.to_numpy(dtype=object)[good],
-            "item_idx": item_idx[good],
-            "score_raw": num[good],
-            "score01": np.clip((num[good] - score_min) / span, 0.0, 1.0),
-            "hit_id": hit_id.to_numpy(dtype=object)[good],
-            "annotator": annotator.to_numpy(dtype=object)[good],
-            "annotation_id": annotation_id.to_numpy(dtype=object)[good],
-            "created_at": created_at[good],
-            "group": group_code[good],
-            "hit_pos": row_hit[good],
-            "hit_size": hit_size[good],
-        }
-    )
-    valid["repeat"] = first_of(key_code[good]) != np.arange(good.size)
-    where = locations[bad_rows].tolist()
-    messages = [f"{at}: {fld[i]}: {reason[i]}" for at, i in zip(where, bad_rows.tolist())]
-    return Batch(valid=valid, rejects=rejects, n_rows=n, messages=messages, locations=locations)
+    mask = np.zeros(len(group_code), dtype=bool)
+    mask[rows] = np.isin(group_code[rows], list(short_set))
+    why.flag(mask, "hit_id", lambda i: texts[group_code[i]])

@@ -175,12 +175,11 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         if choice is None:
             return
         from core.store import Project
-        from core.store.settings import set_stop_at
 
         (target,) = choice
         try:
             with Project.open(self.app.project) as project:
-                set_stop_at(project, target)
+                project.set_stop_at(target)
         except UserError as exc:
             self.notify(str(exc), severity="error")
             return

@@ -2,7 +2,7 @@
 
 The target is the Spearman correlation with the truth at which ``easl next`` and the Label Studio plugin stop
 issuing HITs (``docs/studies/aware.md``, "Stopping rule"; docs/design.md, "aware"). It is written with
-:func:`core.store.settings.set_stop_at`, the function behind ``easl ls setup --stop-at``.
+:meth:`core.store.settings.Settings.set_stop_at`, the method behind ``easl ls setup --stop-at``.
 """
 
 from __future__ import annotations
