@@ -3,7 +3,7 @@ partition (:func:`core.distributed.partitions.partition_stats`), the results mer
 sums are the same whatever the order the tasks finish in) and finished by the in-memory code
 (:func:`core.distributed.finish.finish`).
 
-Without a scale, a first pass takes the range of the human ratings (as :func:`core.metrics.prepared.prepare`);
+Without a scale, a first pass takes the range of the human ratings (as :func:`core.metrics.prepare.prepare`);
 the scale then fixes the categories every partition uses.
 """
 
@@ -21,8 +21,8 @@ from core.distributed.long_form import GROUP, ORDER, LongSpec, numbered, resolve
 from core.distributed.merge import merge
 from core.distributed.partitions import PartitionStats, Spec, partition_range, partition_stats
 from core.errors import EaslError, InputError
-from core.metrics.agreement_variance import REPORT_WEIGHTS
 from core.metrics.data import WEIGHTS, Scale, Weights, check_option
+from core.metrics.registry import REPORT_WEIGHTS
 from core.metrics.results import Evaluation
 
 Progress = Callable[[str, int, int], None]

@@ -1,7 +1,7 @@
 """The fairness analyses of Loukina, Madnani & Zechner (2019) from merged cell statistics.
 
-Every model of :func:`core.metrics.fairness.fairness_analysis` has only categorical predictors (the subgroup and the
-human score as a category), so the design row is constant within a cell c = (group, human score). With n_c
+Every model of :func:`core.metrics.estimates.fairness.fairness_analysis` has only categorical predictors (the subgroup
+and the human score as a category), so the design row is constant within a cell c = (group, human score). With n_c
 responses, cell mean ybar_c and within-cell sum of squares W_c of the outcome y (the error M - H, or its square),
 ordinary least squares on the responses equals weighted least squares on the cells with weights n_c
 (X'X = sum_c n_c x_c x_c', X'y = sum_c n_c x_c ybar_c), and
@@ -9,8 +9,8 @@ ordinary least squares on the responses equals weighted least squares on the cel
     RSS = sum_c W_c + sum_c n_c (ybar_c - x_c' beta)^2,   TSS = sum_c W_c + sum_c n_c (ybar_c - ybar)^2
 
 (the between/within decomposition; Searle 1987, *Linear Models for Unbalanced Data*, ch. 1). The coefficient
-inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.fairness_ols` (the same functions, given the
-cell design weighted by sqrt(n_c)).
+inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.estimates.fairness_ols` (the same functions,
+given the cell design weighted by sqrt(n_c)).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from numpy.typing import NDArray
 
 from core.metrics.assemble import fairness_result
 from core.metrics.bootstrap import percentile_interval
-from core.metrics.fairness import FAIRNESS_KEYS
-from core.metrics.fairness_ols import dummies, f_test, figure_record, tss_floor
-from core.metrics.intervals import Interval
+from core.metrics.estimates.fairness import FAIRNESS_KEYS
+from core.metrics.estimates.fairness_ols import dummies, f_test, figure_record, tss_floor
+from core.metrics.intervals.analytic import Interval
 from core.metrics.notes import capture, quiet, undefined
 from core.metrics.results import FairnessEvaluation
 
@@ -83,8 +83,9 @@ def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any
 
 
 def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None = None) -> dict[str, Any]:
-    """The record of :func:`core.metrics.fairness.fairness_analysis` from merged cells (index (group, human score);
-    columns n, e, s = the means of the error and the squared error, ee, ss = their within-cell sums of squares)."""
+    """The record of :func:`core.metrics.estimates.fairness.fairness_analysis` from merged cells (index (group, human
+    score); columns n, e, s = the means of the error and the squared error, ee, ss = their within-cell sums of
+    squares)."""
     groups = cells.index.get_level_values(0).to_numpy().astype(str)
     scores = cells.index.get_level_values(1).to_numpy(dtype=np.float64)
     n = cells["n"].to_numpy(dtype=np.float64)
@@ -196,8 +197,8 @@ def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) ->
 
 
 def design_problem(cells: pd.DataFrame) -> str | None:
-    """Why the fairness intervals are undefined (as :func:`core.metrics.fairness_bootstrap.fairness_design`), or
-    None."""
+    """Why the fairness intervals are undefined (as :func:`core.metrics.estimates.fairness_resampled.fairness_design`),
+    or None."""
     sizes = cells["n"].groupby(level=0).sum()
     if len(sizes) < 2 or sizes.sum() < 3:
         return "fairness intervals need at least two subgroups and three responses"

@@ -1,10 +1,10 @@
 """Merged partition statistics -> the :class:`~core.metrics.results.Evaluation` of ``easl evaluate``.
 
-The figures come from the in-memory finishers: a :class:`~core.metrics.comparisons.Comparisons` without data (its
-comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
+The figures come from the in-memory finishers: a :class:`~core.metrics.estimates.comparisons.Comparisons` without data
+(its comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
 :func:`core.metrics.pipeline.point_estimates` finishes the in-memory ones, and
 :func:`core.metrics.assemble.assemble` builds the result. Analytic intervals come from the merged rating patterns
-(:func:`core.metrics.agreement_variance.pattern_inference`), rank correlations from the merged pair tables
+(:func:`core.metrics.intervals.agreement_variance.pattern_inference`), rank correlations from the merged pair tables
 (:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
 """
 
@@ -19,9 +19,7 @@ from numpy.typing import NDArray
 from core.distributed.fairness_cells import fairness_evaluation
 from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
 from core.distributed.ranks import kendall_from_table, resampled_ranks, spearman_from_table
-from core.metrics.agreement_variance import pattern_inference
 from core.metrics.assemble import assemble
-from core.metrics.comparisons import Comparisons
 from core.metrics.data import (
     DROP_H1_MISSING,
     DROP_H1_OUT_OF_SCALE,
@@ -32,12 +30,14 @@ from core.metrics.data import (
     PolicyResult,
     Weights,
 )
-from core.metrics.fairness_bootstrap import fairness_design
-from core.metrics.intervals import T_METHOD, Analytic, pearson_analytic
+from core.metrics.estimates.comparisons import Comparisons
+from core.metrics.estimates.fairness_resampled import fairness_design
+from core.metrics.estimates.pair import PairSuite, batch_values, point_values
+from core.metrics.intervals.agreement_variance import pattern_inference
+from core.metrics.intervals.analytic import T_METHOD, Analytic, pearson_analytic
 from core.metrics.notes import capture, quiet
-from core.metrics.prepared import Prepared
+from core.metrics.prepare import Prepared
 from core.metrics.results import Evaluation
-from core.metrics.suite import PairSuite, batch_values, point_values
 
 RANK_KEYS = ("spearman", "kendall_tau_b", "kendall_tau_c")
 _DROP_ORDER = (DROP_H1_MISSING, DROP_H1_ZERO, DROP_H1_OUT_OF_SCALE, DROP_SYSTEM_MISSING)
@@ -191,7 +191,7 @@ def _analytic(
 
 
 def policy_notes(stats: PartitionStats, spec: Spec, scale_note: str | None) -> list[str]:
-    """The notes :func:`core.metrics.prepared.prepare` writes, from the merged counts."""
+    """The notes :func:`core.metrics.prepare.prepare` writes, from the merged counts."""
     assert spec.scale is not None
     notes = [
         f"{count} response(s) left out of the comparisons with the first human column: {reason}"

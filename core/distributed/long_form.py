@@ -1,10 +1,10 @@
 """The long form (one rating per row) on Dask: a first pass for the raters, a shuffle by item, a pivot per partition.
 
-As :func:`core.metrics.loading.load_long` in memory: every human rater becomes one column, in the order given or
+As :func:`core.metrics.load.load_long` in memory: every human rater becomes one column, in the order given or
 by decreasing number of ratings (ties by rater id), counted over the whole data set in a first pass; a system is a
 rater value (its score per item) or a column (one value per item). The rows are numbered in file order, shuffled so
 that every item's rows are in one partition, and each partition is pivoted with
-:func:`core.metrics.loading.rater_matrix` in that order (a repeated rating keeps the first one in file order).
+:func:`core.metrics.load.rater_matrix` in that order (a repeated rating keeps the first one in file order).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import InputError
-from core.metrics.loading import numeric_column, rater_matrix
+from core.metrics.load import numeric_column, rater_matrix
 from core.tables import Table
 
 #: Column of the wide partitions holding the group labels; of the long rows holding the row number.

@@ -1,9 +1,10 @@
 """The sufficient statistics of one partition of an evaluation, computed with the in-memory code.
 
 A partition (a pandas frame of wide-form rows) goes through the same steps as ``easl evaluate`` in memory: the
-score policy and the comparisons of :func:`core.metrics.prepared.prepare` and :func:`core.metrics.comparisons.build`,
-then the totals of :meth:`core.metrics.suite.PairSuite.point_totals`, :func:`core.metrics.true_score.true_score_sums`
-and :func:`core.metrics.agreement_totals.agreement_totals`, the multiplicities of the distinct (human, system)
+score policy and the comparisons of :func:`core.metrics.prepare.prepare` and
+:func:`core.metrics.estimates.comparisons.build`, then the totals of
+:meth:`core.metrics.estimates.pair.PairSuite.point_totals`, :func:`core.metrics.estimates.true_score.true_score_sums`
+and :func:`core.metrics.estimates.agreement_totals.agreement_totals`, the multiplicities of the distinct (human, system)
 pairs and the fairness cells. What is kept (:class:`PartitionStats`) merges exactly: :mod:`core.distributed.merge`.
 
 Bootstrap: each response of partition k is drawn Poisson(1) times in every resample (generator seeded with
@@ -21,15 +22,14 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.distributed.fairness_cells import cell_statistics, resampled_cells
-from core.metrics.agreement_totals import agreement_totals
 from core.metrics.bootstrap import CHUNK_ENTRIES
-from core.metrics.comparisons import Comparisons, _pattern_tables, build
-from core.metrics.data import Scale, Weights, apply_score_policy
-from core.metrics.linearisation import rating_patterns
-from core.metrics.loading import numeric_column
-from core.metrics.suite import PairSuite, round_to_categories
-from core.metrics.sums import RowSums
-from core.metrics.true_score import true_score_sums
+from core.metrics.data import Scale, Weights, apply_score_policy, round_to_categories
+from core.metrics.estimates.agreement_totals import agreement_totals, rating_patterns
+from core.metrics.estimates.comparisons import Comparisons, _pattern_tables, build
+from core.metrics.estimates.pair import PairSuite
+from core.metrics.estimates.sums import RowSums
+from core.metrics.estimates.true_score import true_score_sums
+from core.metrics.load import numeric_column
 from core.tables import Table
 
 Totals = dict[str, NDArray[Any]]

@@ -12,17 +12,24 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.metrics.blocks import Block, Figure
 from core.metrics.bootstrap import fairness_ci_reason, percentile_interval
-from core.metrics.comparisons import TRUE_FIGURES, Comparisons
-from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis
-from core.metrics.fairness_bootstrap import FairnessDesign
-from core.metrics.intervals import Analytic, Interval
+from core.metrics.estimates.comparisons import TRUE_FIGURES, Comparisons
+from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
+from core.metrics.estimates.fairness_resampled import FairnessDesign
+from core.metrics.estimates.true_score import prmse_cautions
+from core.metrics.intervals.analytic import Analytic, Interval
 from core.metrics.notes import capture
-from core.metrics.prepared import Prepared
+from core.metrics.prepare import Prepared
 from core.metrics.registry import ALL_RATERS_COUNTS, OBSERVED_KEYS, TRUE_SCORE_KEYS
-from core.metrics.results import Evaluation, FairnessEvaluation, FairnessFigure, HumanHuman, SystemEvaluation
-from core.metrics.true_score import prmse_cautions
+from core.metrics.results import (
+    Block,
+    Evaluation,
+    FairnessEvaluation,
+    FairnessFigure,
+    Figure,
+    HumanHuman,
+    SystemEvaluation,
+)
 
 
 def assemble(

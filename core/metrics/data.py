@@ -382,3 +382,17 @@ def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArr
         values = np.repeat(cats, row)
         out[i, : values.size] = values
     return out
+
+
+def round_to_categories(x: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
+    """Round half-to-even and clip to the categories (integer scale), else the nearest category.
+
+    Examples
+    --------
+    >>> round_to_categories(np.array([0.2, 2.5, 3.5, 9.0]), np.arange(1.0, 6.0)).tolist()
+    [1.0, 2.0, 4.0, 5.0]
+    """
+    lo, hi = cats[0], cats[-1]
+    if np.all(cats == np.round(cats)) and np.all(np.diff(cats) == 1):
+        return np.clip(np.round(x), lo, hi)
+    return Scale(lo, hi, tuple(cats)).to_categories(x)

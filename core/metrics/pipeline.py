@@ -3,13 +3,15 @@
 :func:`evaluate` takes the responses x raters human matrix and the system score vectors and returns a typed
 :class:`~core.metrics.results.Evaluation` in five named steps:
 
-1. :func:`~core.metrics.prepared.prepare` applies the explicit score policy
+1. :func:`~core.metrics.prepare.prepare` applies the explicit score policy
    (:func:`core.metrics.data.apply_score_policy`) per rating, marks the responses of the comparisons with the first
    human column, and fixes the scale;
-2. :func:`point_estimates` builds the comparisons the registry declares (:mod:`core.metrics.comparisons`, each on
+2. :func:`point_estimates` builds the comparisons the registry declares (:mod:`core.metrics.estimates.comparisons`, each
+on
    its own responses and raters) and finishes every metric from their totals;
-3. :func:`analytic` adds the closed-form standard errors, intervals and p-values (:mod:`core.metrics.intervals`,
-   :mod:`core.metrics.agreement_variance`);
+3. :func:`analytic` adds the closed-form standard errors, intervals and p-values
+(:mod:`core.metrics.intervals.analytic`,
+   :mod:`core.metrics.intervals.agreement_variance`);
 4. :func:`bootstrap` resamples responses and finishes the same metrics on every resample;
 5. :func:`~core.metrics.assemble.assemble` turns values, reasons and intervals into the result objects.
 """
@@ -22,15 +24,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.agreement_variance import REPORT_WEIGHTS, named_inference
 from core.metrics.assemble import assemble
 from core.metrics.bootstrap import bootstrap_sums
-from core.metrics.comparisons import Comparisons, build
 from core.metrics.data import WEIGHTS, Scale, Weights, check_option
-from core.metrics.intervals import T_METHOD, Analytic, pearson_analytic
-from core.metrics.prepared import Prepared, prepare
+from core.metrics.estimates.comparisons import Comparisons, build
+from core.metrics.estimates.pair import PairSuite, batch_values, point_values
+from core.metrics.intervals.agreement_variance import named_inference
+from core.metrics.intervals.analytic import T_METHOD, Analytic, pearson_analytic
+from core.metrics.prepare import Prepared, prepare
+from core.metrics.registry import REPORT_WEIGHTS
 from core.metrics.results import Evaluation
-from core.metrics.suite import PairSuite, batch_values, point_values
 
 # ---------------------------------------------------------------------------------------------------------------
 # Step 2: point estimates.

@@ -14,8 +14,8 @@ p-values: the F-test of each model against the intercept-only model (OSA, OSD), 
 the group to ``error ~ C(H)`` (CSD). adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) with p the rank of the design
 without the intercept.
 
-The OLS fits and F-tests are in :mod:`core.metrics.fairness_ols`; the same analyses on many bootstrap resamples
-at once in :mod:`core.metrics.fairness_bootstrap`.
+The OLS fits and F-tests are in :mod:`core.metrics.estimates.fairness_ols`; the same analyses on many bootstrap
+resamples at once in :mod:`core.metrics.estimates.fairness_resampled`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from core.metrics.data import as_pair
-from core.metrics.fairness_ols import dummies, f_test, figure_record, group_codes, ols, tss_floor
+from core.metrics.estimates.fairness_ols import dummies, f_test, figure_record, group_codes, ols, tss_floor
 from core.metrics.notes import undefined
 
 

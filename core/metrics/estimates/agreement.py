@@ -28,8 +28,8 @@ from typing import Any
 
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.agreement_totals import agreement_totals, category_matrix, finish_agreement
 from core.metrics.data import WEIGHTS, Weights, check_option
+from core.metrics.estimates.agreement_totals import agreement_totals, category_matrix, finish_agreement
 
 
 def _family(

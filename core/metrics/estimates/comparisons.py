@@ -21,17 +21,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
-from core.metrics.agreement_variance import REPORT_WEIGHTS, report_name
-from core.metrics.data import Weights
-from core.metrics.fairness_bootstrap import FairnessDesign, fairness_design
-from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
-from core.metrics.linearisation import rating_patterns
-from core.metrics.moments import finish_disattenuated, finish_dsm, moments
-from core.metrics.registry import OBSERVED_KEYS
-from core.metrics.suite import Finisher, PairSuite, memo, round_to_categories
-from core.metrics.sums import RowSums
-from core.metrics.true_score import finish_true_score, true_score_sums, true_score_totals
+from core.metrics.data import Weights, round_to_categories
+from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, finish_agreement, rating_patterns
+from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
+from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
+from core.metrics.estimates.pair import Finisher, PairSuite, memo
+from core.metrics.estimates.sums import RowSums
+from core.metrics.estimates.true_score import finish_true_score, true_score_sums, true_score_totals
+from core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
 
 TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")
 #: Krippendorff's levels in the all-raters block (ratio too: every rating is compared with every other).
@@ -39,7 +37,7 @@ ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
 def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[Any], dict[str, NDArray[Any]]]:
-    """The all-raters sums (:func:`core.metrics.agreement_totals.agreement_sums`) per rating pattern, and each
+    """The all-raters sums (:func:`core.metrics.estimates.agreement_totals.agreement_sums`) per rating pattern, and each
     response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
     rows, _, inverse = rating_patterns(index, q, return_inverse=True)
     return inverse, agreement_sums(rows, q, prefix).per_row()

@@ -29,8 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from core.metrics.data import LEVELS, Level, as_ratings, category_index, check_option
+from core.metrics.estimates.sums import nan_where
 from core.metrics.notes import undefined
-from core.metrics.sums import nan_where
 
 _RATIO_MAX_DISTINCT = 20_000
 

@@ -12,8 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import PolicyResult, Scale, apply_score_policy
-from core.metrics.suite import round_to_categories
+from core.metrics.data import PolicyResult, Scale, apply_score_policy, round_to_categories
 
 
 @dataclass
