@@ -23,13 +23,14 @@ from numpy.typing import NDArray
 
 from core.distributed.fairness_cells import cell_statistics, resampled_cells
 from core.metrics.bootstrap import CHUNK_ENTRIES
-from core.metrics.data import Scale, Weights, apply_score_policy, round_to_categories
+from core.metrics.data import Scale, Weights, apply_score_policy
 from core.metrics.estimates.agreement_totals import agreement_totals, rating_patterns
 from core.metrics.estimates.comparisons import Comparisons, _pattern_tables, build
 from core.metrics.estimates.pair import PairSuite
 from core.metrics.estimates.sums import RowSums
 from core.metrics.estimates.true_score import true_score_sums
 from core.metrics.load import numeric_column
+from core.metrics.prepare import prepare
 from core.tables import Table
 
 Totals = dict[str, NDArray[Any]]
@@ -142,36 +143,19 @@ def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
     if spec.scale is None:
         raise ValueError("partition statistics need the scale of the whole data set")
     h_all, sys, groups = columns(frame, spec, k)
-    policy = apply_score_policy(h_all, sys, scale=spec.scale, exclude_zeros=spec.exclude_zeros)
-    rated = np.isfinite(policy.ratings).any(axis=1)
-    h = policy.ratings[rated]
-    system = {s: v[rated] for s, v in policy.system_all.items()}
-    reference = policy.keep[rated]
-    grp = None if groups is None else np.asarray(groups, dtype=object)[rated]
-    scale = spec.scale
-    cats = scale.category_array if scale.is_categorical else None
+    p = prepare(h_all, sys, scale=spec.scale, groups=groups, exclude_zeros=spec.exclude_zeros)
+    h, system, reference, grp, cats = p.human, p.system, p.reference, p.groups, p.cats
     out = PartitionStats(
         repeats=int(frame.attrs.get("easl_repeats", 0)),
-        n_input=int(h_all.shape[0]),
+        n_input=p.n_input,
         n_rated=int(h.shape[0]),
-        n_reference=int(reference.sum()),
+        n_reference=p.n_reference,
         n_raters=int(h_all.shape[1]),
-        dropped=dict(policy.dropped),
-        changed=dict(policy.changed),
+        dropped=dict(p.policy.dropped),
+        changed=dict(p.policy.changed),
+        off_categories=p.off_categories,
     )
-    if cats is not None:
-        h_obs = h[np.isfinite(h)]
-        out.off_categories = int((round_to_categories(h_obs, cats) != h_obs).sum())
-    comp = build(
-        h,
-        system,
-        reference=reference,
-        system_ok=policy.system_ok[rated],
-        cats=cats,
-        groups=grp,
-        rater_error_variance=None,
-        weightings=spec.weightings,
-    )
+    comp = build(p, rater_error_variance=None, weightings=spec.weightings)
     suites = _suites(comp)
     for key, suite in suites.items():
         out.pairs[key] = PairStats(

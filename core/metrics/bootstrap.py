@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from core.metrics.estimates.comparisons import Comparisons
 from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
 from core.metrics.estimates.fairness_resampled import fairness_design
+from core.metrics.estimates.pair import batch_values
 from core.metrics.estimates.sums import RowSums
 from core.metrics.estimates.true_score import finish_true_score, true_score_sums
 from core.metrics.notes import capture, quiet, undefined
@@ -122,6 +124,36 @@ def bootstrap_sums(
         if progress is not None:
             progress(index.shape[0])
     return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def bootstrap_comparisons(
+    comp: Comparisons, n_resamples: int, seed: int, progress: Callable[[int, int], None] | None, notes: list[str]
+) -> dict[str, NDArray[Any]]:
+    """Every figure of ``comp`` on ``n_resamples`` resamples of the responses (one seeded generator): the sums-based
+    figures batched over each chunk of resamples, Spearman's rho and the fairness analyses vectorised over the
+    chunk's counts, Kendall's tau recomputed per resample on the same draws. Nothing (and a note in ``notes``) with
+    fewer than 2 reference responses."""
+    if n_resamples <= 0:
+        return {}
+    if comp.reference_rows.size < 2:
+        notes.append("bootstrap skipped: it needs at least 2 responses")
+        return {}
+    done = [0]
+
+    def prog(k: int) -> None:
+        done[0] += k
+        if progress is not None:
+            progress(done[0], n_resamples)
+
+    return bootstrap_sums(
+        comp.sums(),
+        lambda t: batch_values(comp.finishers(t, with_ranks=False)),
+        n_resamples,
+        np.random.default_rng(seed),
+        per_resample=comp.per_resample,
+        progress=prog,
+        per_chunk=comp.per_chunk,
+    )
 
 
 def percentile_interval(samples: NDArray[Any], confidence: float = 0.95) -> tuple[float, float]:

@@ -1,18 +1,14 @@
-"""The evaluation pipeline behind ``easl evaluate``: policy, point estimates, analytic intervals, bootstrap, assemble.
+"""The evaluation pipeline behind ``easl evaluate``: :func:`evaluate` takes the responses x raters human matrix and
+the system score vectors down the stages of :mod:`core.metrics`, one call each, and returns a typed
+:class:`~core.metrics.results.Evaluation`:
 
-:func:`evaluate` takes the responses x raters human matrix and the system score vectors and returns a typed
-:class:`~core.metrics.results.Evaluation` in five named steps:
-
-1. :func:`~core.metrics.prepare.prepare` applies the explicit score policy
-   (:func:`core.metrics.data.apply_score_policy`) per rating, marks the responses of the comparisons with the first
-   human column, and fixes the scale;
-2. :func:`point_estimates` builds the comparisons the registry declares (:mod:`core.metrics.estimates.comparisons`, each
-on
-   its own responses and raters) and finishes every metric from their totals;
-3. :func:`analytic` adds the closed-form standard errors, intervals and p-values
-(:mod:`core.metrics.intervals.analytic`,
-   :mod:`core.metrics.intervals.agreement_variance`);
-4. :func:`bootstrap` resamples responses and finishes the same metrics on every resample;
+1. :func:`~core.metrics.prepare.prepare` applies the explicit score policy per rating, marks the responses of the
+   comparisons with the first human column, and fixes the scale;
+2. :func:`~core.metrics.estimates.comparisons.build` declares the comparisons the registry asks for (each on its own
+   responses and raters) and :func:`~core.metrics.estimates.comparisons.point_estimates` finishes every figure;
+3. :func:`~core.metrics.intervals.closed_form.closed_form_intervals` adds the closed-form standard errors,
+   intervals and p-values;
+4. :func:`~core.metrics.bootstrap.bootstrap_comparisons` finishes the same figures on every resample;
 5. :func:`~core.metrics.assemble.assemble` turns values, reasons and intervals into the result objects.
 """
 
@@ -21,113 +17,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.assemble import assemble
-from core.metrics.bootstrap import bootstrap_sums
-from core.metrics.data import WEIGHTS, Scale, Weights, check_option
-from core.metrics.estimates.comparisons import Comparisons, build
-from core.metrics.estimates.pair import PairSuite, batch_values, point_values
-from core.metrics.intervals.agreement_variance import named_inference
-from core.metrics.intervals.analytic import T_METHOD, Analytic, pearson_analytic
-from core.metrics.prepare import Prepared, prepare
-from core.metrics.registry import REPORT_WEIGHTS
+from core.metrics.bootstrap import bootstrap_comparisons
+from core.metrics.data import Scale, Weights
+from core.metrics.estimates.comparisons import build, point_estimates
+from core.metrics.intervals.closed_form import closed_form_intervals
+from core.metrics.prepare import prepare
+from core.metrics.registry import report_weightings
 from core.metrics.results import Evaluation
-
-# ---------------------------------------------------------------------------------------------------------------
-# Step 2: point estimates.
-
-
-def point_estimates(
-    p: Prepared, rater_error_variance: float | None, weightings: tuple[Weights, ...] = REPORT_WEIGHTS
-) -> tuple[Comparisons, dict[str, NDArray[Any]], dict[str, float], dict[str, str], list[str]]:
-    """(comparisons, totals, values, reasons, cautions) of every figure on the sample itself."""
-    comp = build(
-        p.human,
-        p.system,
-        reference=p.reference,
-        system_ok=p.system_ok,
-        cats=p.cats,
-        groups=p.groups,
-        rater_error_variance=rater_error_variance,
-        weightings=weightings,
-    )
-    totals = comp.totals()
-    values, reasons, cautions = point_values(comp.finishers(totals))
-    return comp, totals, values, reasons, cautions
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Step 3: analytic intervals.
-
-
-def analytic(
-    p: Prepared, comp: Comparisons, values: dict[str, float], *, confidence: float, population_size: float | None
-) -> dict[str, Analytic]:
-    """Closed-form intervals keyed like ``values``: Fisher z for r; Gwet's linearised standard errors with t
-    intervals (irrCAC) for every chance-corrected coefficient of the pairwise and all-raters blocks."""
-    out: dict[str, Analytic] = {}
-
-    def pair(prefix: str, suite: PairSuite) -> None:
-        out[prefix + "corr"] = pearson_analytic(values.get(prefix + "corr", np.nan), int(suite.rows.size), confidence)
-        index = suite.category_index()
-        if index is not None and comp.cats is not None:  # (a pair has a category index only with categories)
-            out.update(_inference(prefix, index, comp.cats, confidence, population_size))
-
-    for s, suite in comp.systems.items():
-        pair(f"s:{s}:", suite)
-    if comp.human_human is not None:
-        pair("hh:", comp.human_human)
-    if comp.raters is not None and comp.cats is not None:
-        out.update(_inference("a:", comp.raters, comp.cats, confidence, population_size, comp.weightings))
-    return out
-
-
-def _inference(
-    prefix: str,
-    index: NDArray[Any],
-    cats: NDArray[Any],
-    confidence: float,
-    population_size: float | None,
-    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
-) -> dict[str, Analytic]:
-    res = named_inference(index, cats, confidence=confidence, population_size=population_size, weightings=weightings)
-    return {prefix + k: Analytic(v.se, v.low, v.high, v.p_value, T_METHOD) for k, v in res.items()}
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Step 4: bootstrap.
-
-
-def bootstrap(
-    comp: Comparisons, n_resamples: int, seed: int, progress: Callable[[int, int], None] | None
-) -> dict[str, NDArray[Any]]:
-    """Resample responses ``n_resamples`` times (one seeded generator) and finish every figure on each resample.
-
-    Sums-based figures are batched over each chunk of resamples; Spearman's rho and the fairness analyses are
-    vectorised over the chunk's counts; Kendall's tau is recomputed per resample on the same draws.
-    """
-    rng = np.random.default_rng(seed)
-    done = [0]
-
-    def prog(k: int) -> None:
-        done[0] += k
-        if progress is not None:
-            progress(done[0], n_resamples)
-
-    return bootstrap_sums(
-        comp.sums(),
-        lambda t: batch_values(comp.finishers(t, with_ranks=False)),
-        n_resamples,
-        rng,
-        per_resample=comp.per_resample,
-        progress=prog,
-        per_chunk=comp.per_chunk,
-    )
-
-
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def evaluate(
@@ -206,29 +105,23 @@ def evaluate(
     >>> round(ev.systems["model"].observed["corr"].value, 4)
     0.9731
     """
-    notes: list[str] = list(extra_notes or [])
     p = prepare(
-        human, system, human_names=human_names, scale=scale, groups=groups, exclude_zeros=exclude_zeros, notes=notes
+        human,
+        system,
+        human_names=human_names,
+        scale=scale,
+        groups=groups,
+        exclude_zeros=exclude_zeros,
+        notes=extra_notes,
     )
-    for w in weights:
-        check_option("weights", w, WEIGHTS)
-    if "ratio" in weights and p.cats is not None and (p.cats == 0).any():
-        raise ValueError("ratio weights need categories other than 0")
-    weightings = REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(weights) if w not in REPORT_WEIGHTS)
-    comp, totals, values, reasons, cautions = point_estimates(p, rater_error_variance, weightings)
-    closed = analytic(p, comp, values, confidence=confidence, population_size=population_size)
-    samples: dict[str, NDArray[Any]] = {}
-    if n_bootstrap > 0 and p.n_reference >= 2:
-        samples = bootstrap(comp, n_bootstrap, seed, progress)
-    elif n_bootstrap > 0:
-        p.notes.append("bootstrap skipped: it needs at least 2 responses")
+    comp = build(p, rater_error_variance=rater_error_variance, weightings=report_weightings(weights, p.cats))
+    point = point_estimates(comp)
+    closed = closed_form_intervals(comp, point.values, confidence=confidence, population_size=population_size)
+    samples = bootstrap_comparisons(comp, n_bootstrap, seed, progress, p.notes)
     return assemble(
         p,
         comp,
-        totals,
-        values,
-        reasons,
-        cautions,
+        point,
         closed,
         samples,
         n_resamples=n_bootstrap,

@@ -23,10 +23,12 @@ Which scores the categorical metrics compare: the system score rounded half-to-e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, NamedTuple
 
-from core.metrics.data import Weights
+from numpy.typing import NDArray
+
+from core.metrics.data import WEIGHTS, Weights, check_option
 from core.metrics.estimates.accuracy import (
     mean_squared_error,
     r2_score,
@@ -259,3 +261,20 @@ def report_name(coefficient: str, weights: str) -> str | None:
         return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
     stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
     return stem if weights == "identity" else f"{stem}_{weights}"
+
+
+def report_weightings(extra: Iterable[Weights], cats: NDArray[Any] | None = None) -> tuple[Weights, ...]:
+    """:data:`REPORT_WEIGHTS` then the other weightings asked for (``evaluate(weights=...)``), each checked
+    (:func:`core.metrics.data.check_option`); ``ratio`` needs categories other than 0 (``cats``, when known).
+
+    Examples
+    --------
+    >>> report_weightings(["ordinal", "linear", "ordinal"])
+    ('identity', 'linear', 'quadratic', 'ordinal')
+    """
+    extra = tuple(extra)
+    for w in extra:
+        check_option("weights", w, WEIGHTS)
+    if "ratio" in extra and cats is not None and (cats == 0).any():
+        raise ValueError("ratio weights need categories other than 0")
+    return REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(extra) if w not in REPORT_WEIGHTS)

@@ -15,7 +15,7 @@ estimates and every bootstrap resample share the same rows:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,10 @@ from core.metrics.estimates.agreement_totals import agreement_sums, agreement_to
 from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
 from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
-from core.metrics.estimates.pair import Finisher, PairSuite, memo
+from core.metrics.estimates.pair import Finisher, PairSuite, memo, point_values
 from core.metrics.estimates.sums import RowSums
 from core.metrics.estimates.true_score import finish_true_score, true_score_sums, true_score_totals
+from core.metrics.prepare import Prepared
 from core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
 
 TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")
@@ -221,21 +222,14 @@ class Comparisons:
 
 
 def build(
-    human: NDArray[Any],
-    system: dict[str, NDArray[Any]],
-    *,
-    reference: NDArray[Any],
-    system_ok: NDArray[Any],
-    cats: NDArray[Any] | None,
-    groups: NDArray[Any] | None,
-    rater_error_variance: float | None,
-    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
+    p: Prepared, *, rater_error_variance: float | None, weightings: tuple[Weights, ...] = REPORT_WEIGHTS
 ) -> Comparisons:
-    """The comparisons of an evaluation over the rows of ``human`` (every row has at least one rating).
+    """The comparisons of an evaluation over the rows of ``p.human`` (every row has at least one rating).
 
-    ``reference`` marks the responses of the comparisons with the first human column, ``system_ok`` those with
-    every system score.
+    ``p.reference`` marks the responses of the comparisons with the first human column, ``p.system_ok`` those
+    with every system score.
     """
+    human, system, reference, system_ok, cats, groups = p.human, p.system, p.reference, p.system_ok, p.cats, p.groups
     n = human.shape[0]
     h1 = human[:, 0]
     ref_rows = np.flatnonzero(reference)
@@ -278,3 +272,20 @@ def build(
         consistency,
         weightings,
     )
+
+
+class PointEstimates(NamedTuple):
+    """Every figure on the sample itself: the totals of the comparisons, the values, the reasons of the undefined
+    values (by key) and the cautions."""
+
+    totals: dict[str, NDArray[Any]]
+    values: dict[str, float]
+    reasons: dict[str, str]
+    cautions: list[str]
+
+
+def point_estimates(comp: Comparisons) -> PointEstimates:
+    """Finish every figure of ``comp`` from the totals of the sample (the same finishers the bootstrap runs on
+    every resample)."""
+    totals = comp.totals()
+    return PointEstimates(totals, *point_values(comp.finishers(totals)))
