@@ -292,10 +292,27 @@ def apply_score_policy(
     h = np.array(human, dtype=np.float64, copy=True)
     if h.ndim == 1:
         h = h[:, None]
-    n = h.shape[0]
-    first = h[:, 0].copy()
+    keep, dropped, sys_out, system_ok = _responses_kept(h[:, 0], system, scale, exclude_zeros)
+    changed = _set_missing(h, keep, scale, exclude_zeros)
+    return PolicyResult(
+        keep=keep,
+        human=h[keep],
+        system={k: v[keep] for k, v in sys_out.items()},
+        dropped=dropped,
+        changed=changed,
+        ratings=h,
+        system_all=sys_out,
+        system_ok=system_ok,
+    )
+
+
+def _responses_kept(
+    first: NDArray[Any], system: dict[str, NDArray[Any]], scale: Scale | None, exclude_zeros: bool
+) -> tuple[NDArray[Any], dict[str, int], dict[str, NDArray[Any]], NDArray[Any]]:
+    """The per-response rule of :func:`apply_score_policy`: (rows kept, drops by reason, system scores as float
+    arrays, rows with every system score)."""
+    n = first.shape[0]
     dropped: dict[str, int] = {}
-    changed: dict[str, int] = {}
     keep = np.ones(n, dtype=bool)
 
     def drop(mask: NDArray[Any], reason: str) -> None:
@@ -318,6 +335,14 @@ def apply_score_policy(
         drop(~np.isfinite(v), DROP_SYSTEM_MISSING)
         system_ok &= np.isfinite(v)
         sys_out[name] = v
+    return keep, dropped, sys_out, system_ok
+
+
+def _set_missing(h: NDArray[Any], keep: NDArray[Any], scale: Scale | None, exclude_zeros: bool) -> dict[str, int]:
+    """The per-rating rule of :func:`apply_score_policy`, in place on ``h``: infinite scores, 0 (under
+    ``exclude_zeros``) and scores outside the scale become missing; returns the other columns' changes of the kept
+    responses by reason."""
+    changed: dict[str, int] = {}
     h[np.isinf(h)] = np.nan
     if exclude_zeros:
         z = (h[:, 1:] == 0) & keep[:, None]
@@ -329,16 +354,7 @@ def apply_score_policy(
         if (out[:, 1:] & keep[:, None]).any():
             changed[SET_MISSING_OUT_OF_SCALE] = int((out[:, 1:] & keep[:, None]).sum())
         h[out] = np.nan
-    return PolicyResult(
-        keep=keep,
-        human=h[keep],
-        system={k: v[keep] for k, v in sys_out.items()},
-        dropped=dropped,
-        changed=changed,
-        ratings=h,
-        system_all=sys_out,
-        system_ok=system_ok,
-    )
+    return changed
 
 
 def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArray[Any]:

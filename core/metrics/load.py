@@ -155,37 +155,8 @@ def load_long(
     row_of = rank[item_idx]  # items in order of first appearance
     n = order_items.size
     ids = order_items[np.argsort(rank)]
-    sys: dict[str, NDArray[Any]] = {}
     rater_systems = [s for s in system if s in set(raters)]
-    for s in system:
-        if s in rater_systems:
-            sel = np.flatnonzero(raters == s)
-            rows = row_of[sel]
-            if np.unique(rows).size != rows.size:
-                i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
-                raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
-            v = np.full(n, np.nan)
-            v[rows] = score[sel]
-            sys[s] = v
-        elif s in df.columns:
-            col = numeric_column(table, s, strict=True)
-            v = np.full(n, np.nan)
-            ok = ~np.isnan(col)
-            firsts = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
-            lo, hi = firsts.min(), firsts.max()
-            conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
-            if conflict.size:
-                r = int(conflict[0])
-                i = int(np.flatnonzero((row_of == r) & ok)[0])
-                raise InputError(
-                    f"{table.location(i)}: column {s!r} has different values for item {ids[r]!r}.", field=s
-                )
-            v[lo.index.to_numpy()] = lo.to_numpy()
-            sys[s] = v
-        else:
-            raise InputError(
-                f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
-            )
+    sys = {s: _long_system(path, table, s, rater_c, raters, rater_systems, score, row_of, items, ids) for s in system}
     is_human = ~np.isin(raters, rater_systems)
     if human:
         unknown = [r for r in human if r not in set(raters)]
@@ -206,6 +177,47 @@ def load_long(
     if repeats:
         notes.append(f"{repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)")
     return EvaluationInput(h, names, sys, ids, groups, notes)
+
+
+def _long_system(
+    path: str | os.PathLike[str],
+    table: Table,
+    s: str,
+    rater_c: str,
+    raters: NDArray[Any],
+    rater_systems: list[str],
+    score: NDArray[Any],
+    row_of: NDArray[Any],
+    items: NDArray[Any],
+    ids: NDArray[Any],
+) -> NDArray[Any]:
+    """The scores of system ``s`` of the long form by item row: the rows whose rater is ``s``, or a column ``s``
+    with one value per item."""
+    df, n = table.frame, ids.size
+    v = np.full(n, np.nan)
+    if s in rater_systems:
+        sel = np.flatnonzero(raters == s)
+        rows = row_of[sel]
+        if np.unique(rows).size != rows.size:
+            i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
+            raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
+        v[rows] = score[sel]
+        return v
+    if s not in df.columns:
+        raise InputError(
+            f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
+        )
+    col = numeric_column(table, s, strict=True)
+    ok = ~np.isnan(col)
+    firsts = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
+    lo, hi = firsts.min(), firsts.max()
+    conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
+    if conflict.size:
+        r = int(conflict[0])
+        i = int(np.flatnonzero((row_of == r) & ok)[0])
+        raise InputError(f"{table.location(i)}: column {s!r} has different values for item {ids[r]!r}.", field=s)
+    v[lo.index.to_numpy()] = lo.to_numpy()
+    return v
 
 
 def rater_matrix(

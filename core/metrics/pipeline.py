@@ -50,59 +50,37 @@ def evaluate(
 ) -> Evaluation:
     """Every metric for every system against the human ratings, with reasons, cautions and intervals.
 
-    Each metric uses the responses and raters it declares (:mod:`core.metrics.registry`): the comparisons with
-    the first human column drop responses without that score (RSMTool), the agreement among all raters and the
-    true-score metrics keep every rated response.
+    Each metric uses the responses and raters it declares (:mod:`core.metrics.registry`): the comparisons with the
+    first human column drop responses without that score (RSMTool); all-raters and true-score metrics keep the rest.
 
     Parameters
     ----------
     human : array of shape (n, R)
         Human ratings, NaN for missing; column 0 is the reference human (RSMTool's ``human_score_column``).
     system : dict name -> array of shape (n,)
-    human_names : list of str, optional
+    human_names, group_name : the names of the human columns and of the group column in the report
     scale : Scale, optional
-        Explicit scale. Default: [min, max] of the human scores after the policy, with a note saying so.
-    groups : array of shape (n,), optional
-        Subgroup labels for DSM by subgroup and the fairness analyses.
-    exclude_zeros : bool, default False
-        0 is not a score: responses whose first human score is 0 leave the comparisons with the first human
-        column, other 0 ratings become missing (RSMTool's default).
-    rater_error_variance : float, optional
-        V_e from another sample for the true-score metrics.
-    n_bootstrap : int, default 0
-        Bootstrap resamples (0: none); percentile intervals at ``confidence``.
-    seed : int, default 0
-        Seed of the one ``numpy.random.Generator`` used for resampling.
-    confidence : float, default 0.95
-    weights : tuple of str, default ()
-        More weightings for the all-raters coefficients beside identity, linear and quadratic (irrCAC's
-        ``ordinal``, ``radical``, ``ratio``, ``circular``, ``bipolar``); ``ratio`` needs categories other than 0.
-    base_group : str, optional
-        Reference level of the fairness models' group coefficients (RSMTool's ``base_group``; default the
-        largest group).
-    population_size : float, optional
-        Number of responses in the population, for the finite-population correction of the analytic standard
-        errors of the chance-corrected coefficients (Gwet 2014, section 5.3; irrCAC's ``N``).
-    progress : callable(done, total), optional
-    extra_notes : list of str, optional
-        Notes to put first (e.g. from the file reader).
+        Default: [min, max] of the human scores after the policy, with a note saying so.
+    groups, base_group : subgroup labels (n,) for DSM by subgroup and fairness, and RSMTool's reference level
+    exclude_zeros : RSMTool's ``exclude_zero_scores`` (a first human 0 leaves the comparisons, other 0s: missing)
+    rater_error_variance : V_e from another sample for the true-score metrics (default: from the data)
+    n_bootstrap, seed, confidence : resamples (0: none), seed and level (Efron & Tibshirani 1993, percentile)
+    weights : more all-raters weightings (irrCAC's ``ordinal``, ``radical``, ``ratio``, ``circular``, ``bipolar``)
+    population_size : N of the finite-population correction of the analytic se (Gwet 2014, 5.3; irrCAC's ``N``)
+    progress, extra_notes : callable(done, total) for the bootstrap; notes to put first (e.g. from the reader)
 
     Returns
     -------
-    Evaluation
-        Typed results; :meth:`Evaluation.to_json` gives the JSON object of ``easl evaluate --json``.
+    Evaluation (typed results; :meth:`Evaluation.to_json` gives the JSON object of ``easl evaluate --json``)
 
     References
     ----------
-    RSMTool documentation, "Evaluation metrics" (docs/design.md section 4.2); Loukina et al. (2020), Appendix B (PRMSE);
-    Gwet (2014) and Krippendorff (2011) (agreement); Efron & Tibshirani (1993) (bootstrap).
+    RSMTool "Evaluation metrics" (docs/design.md 4.2); Loukina et al. (2020), App. B; Gwet (2014); Krippendorff (2011).
 
     Examples
     --------
-    >>> import numpy as np
-    >>> h = np.array([[1, 1], [2, 2], [3, 2], [4, 4], [2, 3], [3, 3.]])
-    >>> ev = evaluate(h, {"model": np.array([1.2, 2.1, 2.7, 3.6, 2.4, 3.1])}, scale=Scale(1, 4))
-    >>> round(ev.systems["model"].observed["corr"].value, 4)
+    >>> ev = evaluate([[1, 1], [2, 2], [3, 2], [4, 4], [2, 3], [3, 3]], {"m": [1.2, 2.1, 2.7, 3.6, 2.4, 3.1]})
+    >>> round(ev.systems["m"].observed["corr"].value, 4)
     0.9731
     """
     p = prepare(

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_pair
 from core.metrics.estimates.fairness_ols import dummies, f_test, figure_record, group_codes, ols, tss_floor
@@ -80,16 +80,24 @@ def fairness_analysis(
     }
     if names.size < 2 or h.size < 3:
         reason = undefined("fairness analyses need at least two subgroups and three responses")
-        for key in ("osa", "osd", "csd"):
-            out[key] = {
-                "value": reason,
-                "p_value": reason,
-                "r2": reason,
-                "estimates": {},
-                "estimates_p_value": {},
-                "estimates_ci": {},
-            }
+        for key in FAIRNESS_KEYS:
+            out[key] = {"value": reason, "p_value": reason, "r2": reason}
+            out[key].update(estimates={}, estimates_p_value={}, estimates_ci={})
         return out
+    out.update(_models(h, m, codes, names, base))
+    for key in FAIRNESS_KEYS:
+        if not np.isfinite(out[key]["value"]):
+            out[key]["value"] = undefined(
+                f"fairness {key.upper()} is undefined: no variance in the errors or too few responses for the model"
+            )
+    return out
+
+
+def _models(
+    h: NDArray[Any], m: NDArray[Any], codes: NDArray[Any], names: NDArray[Any], base: int
+) -> dict[str, dict[str, Any]]:
+    """The three OLS comparisons: squared error on group (OSA) and error on group (OSD), each against the
+    intercept alone; error on group and human score against error on human score (CSD)."""
     error = m - h
     se = error**2
     unit = float(max(np.abs(h).max(), np.abs(m).max()))
@@ -102,23 +110,15 @@ def fairness_analysis(
     xh = dummies(hcodes, hn.size, h_base)
     null = ols(error, np.zeros((h.size, 0)), floor_e)
     null_se = ols(se, np.zeros((h.size, 0)), floor_s)
-
-    def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
-        return figure_record(model, value, p_value, others)
-
     osa = ols(se, xg, floor_s)
     osd = ols(error, xg, floor_e)
-    out["osa"] = record(osa, osa["adj_r2"], f_test(null_se, osa))
-    out["osd"] = record(osd, osd["adj_r2"], f_test(null, osd))
     full = ols(error, np.column_stack([xg, xh]), floor_e)
     base_h = ols(error, xh, floor_e)
-    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], f_test(base_h, full))
-    for key in ("osa", "osd", "csd"):
-        if not np.isfinite(out[key]["value"]):
-            out[key]["value"] = undefined(
-                f"fairness {key.upper()} is undefined: no variance in the errors or too few responses for the model"
-            )
-    return out
+    return {
+        "osa": figure_record(osa, osa["adj_r2"], f_test(null_se, osa), others),
+        "osd": figure_record(osd, osd["adj_r2"], f_test(null, osd), others),
+        "csd": figure_record(full, full["adj_r2"] - base_h["adj_r2"], f_test(base_h, full), others),
+    }
 
 
 FAIRNESS_KEYS = ("osa", "osd", "csd")

@@ -134,8 +134,7 @@ class PairSuite:
             "rmse": lambda: np.sqrt(finish_mse(mo)),
             "r2": lambda: finish_r2(mo),
         }
-        cats = self.cats
-        if cats is None or not cats.size:
+        if self.cats is None or not self.cats.size:
 
             def none() -> NDArray[Any]:
                 return np.full(
@@ -143,12 +142,17 @@ class PairSuite:
                     undefined("no score categories: the scale needs categories (integer bounds or an explicit list)"),
                 )
 
-            for key in OBSERVED_KEYS:
-                if key not in f and key not in RANK_KEYS:
-                    f[key] = none
+            f.update({k: none for k in OBSERVED_KEYS if k not in f and k not in RANK_KEYS})
             return f
+        f.update(self._categorical(t, self.cats, mo["n"]))
+        return f
+
+    def _categorical(self, t: dict[str, NDArray[Any]], cats: NDArray[Any], n: NDArray[Any]) -> dict[str, Finisher]:
+        """Exact and adjacent agreement, the kappa family, Gwet's AC, Brennan-Prediger, Scott's pi and
+        Krippendorff's alpha from the joint category table of totals ``t``."""
+        p = self.prefix
         q = cats.size
-        n = mo["n"]
+        f: dict[str, Finisher] = {}
 
         def pct(name: str) -> Finisher:
             def g() -> NDArray[Any]:
