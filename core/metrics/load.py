@@ -16,7 +16,9 @@ they say what is wrong with the input, never which command-line option to use (t
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -156,7 +158,16 @@ def load_long(
     n = order_items.size
     ids = order_items[np.argsort(rank)]
     rater_systems = [s for s in system if s in set(raters)]
-    sys = {s: _long_system(path, table, s, rater_c, raters, rater_systems, score, row_of, items, ids) for s in system}
+
+    def system_scores(s: str) -> NDArray[Any]:
+        if s not in rater_systems and s not in df.columns:
+            raise InputError(
+                f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
+            )
+        column = partial(numeric_column, table, strict=True)
+        return long_system_scores(table, s, raters, rater_systems, score, row_of, items, n, column)
+
+    sys = {s: system_scores(s) for s in system}
     is_human = ~np.isin(raters, rater_systems)
     if human:
         unknown = [r for r in human if r not in set(raters)]
@@ -179,43 +190,36 @@ def load_long(
     return EvaluationInput(h, names, sys, ids, groups, notes)
 
 
-def _long_system(
-    path: str | os.PathLike[str],
+def long_system_scores(
     table: Table,
     s: str,
-    rater_c: str,
     raters: NDArray[Any],
-    rater_systems: list[str],
+    rater_systems: Collection[str],
     score: NDArray[Any],
     row_of: NDArray[Any],
     items: NDArray[Any],
-    ids: NDArray[Any],
+    n: int,
+    column: Callable[[str], NDArray[Any]],
 ) -> NDArray[Any]:
-    """The scores of system ``s`` of the long form by item row: the rows whose rater is ``s``, or a column ``s``
-    with one value per item."""
-    df, n = table.frame, ids.size
+    """The scores of system ``s`` of the long form by item row (``row_of``; ``n`` items): the rows whose rater is
+    ``s`` (one per item), or the column ``s`` (``column(s)``: its numbers; one value per item)."""
     v = np.full(n, np.nan)
     if s in rater_systems:
         sel = np.flatnonzero(raters == s)
-        rows = row_of[sel]
-        if np.unique(rows).size != rows.size:
-            i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
+        dup = pd.Series(row_of[sel]).duplicated().to_numpy()
+        if dup.any():
+            i = int(sel[np.flatnonzero(dup)[0]])
             raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
-        v[rows] = score[sel]
+        v[row_of[sel]] = score[sel]
         return v
-    if s not in df.columns:
-        raise InputError(
-            f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
-        )
-    col = numeric_column(table, s, strict=True)
+    col = column(s)
     ok = ~np.isnan(col)
-    firsts = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
-    lo, hi = firsts.min(), firsts.max()
+    per_item = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
+    lo, hi = per_item.min(), per_item.max()
     conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
     if conflict.size:
-        r = int(conflict[0])
-        i = int(np.flatnonzero((row_of == r) & ok)[0])
-        raise InputError(f"{table.location(i)}: column {s!r} has different values for item {ids[r]!r}.", field=s)
+        i = int(np.flatnonzero((row_of == int(conflict[0])) & ok)[0])
+        raise InputError(f"{table.location(i)}: column {s!r} has different values for item {items[i]!r}.", field=s)
     v[lo.index.to_numpy()] = lo.to_numpy()
     return v
 
