@@ -100,10 +100,6 @@ class PartitionStats:
     sample_s: dict[str, NDArray[Any]] = field(default_factory=dict)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Reading a partition.
-
-
 def columns(frame: pd.DataFrame, spec: Spec, k: int) -> tuple[NDArray[Any], dict[str, NDArray[Any]], Any]:
     """The human matrix, the system vectors and the group labels of a wide-form partition (as ``load_wide``)."""
     frame = frame.reset_index(drop=True)
@@ -132,10 +128,6 @@ def partition_range(frame: pd.DataFrame, spec: Spec, k: int) -> tuple[float, flo
     if not finite.size:
         return float("inf"), float("-inf"), 0
     return float(finite.min()), float(finite.max()), int(finite.size)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# One partition.
 
 
 def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:

@@ -326,7 +326,6 @@ class Evaluation:
     def human_names(self) -> list[str]:
         return list(self.human_columns)
 
-    # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``easl evaluate --json`` (:data:`SCHEMA_VERSION`; ``docs/reference/outputs.md``)."""
         data: dict[str, Any] = {
@@ -386,11 +385,6 @@ FAIRNESS_LABELS = (
 )
 
 
-def safe_name(name: str) -> str:
-    """``name`` with every character other than a letter, digit, ``-`` or ``_`` replaced by ``_`` (for file names)."""
-    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
-
-
 def evaluation_tables(ev: Evaluation) -> dict[str, pd.DataFrame]:
     """RSMTool-like tables of ``ev``, by table name (``eval``, ``eval_short``, ``consistency``, ...)."""
     tables: dict[str, pd.DataFrame] = {}
@@ -439,7 +433,7 @@ def evaluation_tables(ev: Evaluation) -> dict[str, pd.DataFrame]:
         for s, counts in ev.confusion.items():
             frame = pd.DataFrame(counts, columns=labels)
             frame.insert(0, "human \\ system", labels)
-            tables[f"confusion_{safe_name(s)}"] = frame
+            tables["confusion_" + "".join(c if c.isalnum() or c in "-_" else "_" for c in s)] = frame
     tables["true_score_eval"] = pd.DataFrame(
         [{"system": s, **{k: e.true_score.value(k) for k in TRUE_SCORE_KEYS}} for s, e in ev.systems.items()]
     )

@@ -123,20 +123,17 @@ class Comparisons:
         def dsm(gsuite: PairSuite, whole: PairSuite) -> Finisher:
             return lambda: finish_dsm(moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix))
 
-        f: dict[str, Finisher] = {}
-        hh_f: dict[str, Finisher] = {}
-        if self.human_human is not None:
-            hh_f = self.human_human.finishers(t)
-            if with_ranks:
-                hh_f.update(self.human_human.ranks(index))
-            hh_f = {k: memo(fn) for k, fn in hh_f.items()}
-            f.update({"hh:" + k: fn for k, fn in hh_f.items()})
-        for s_name, suite in self.systems.items():
+        def of(suite: PairSuite, shared: bool = False) -> dict[str, Finisher]:
             sf = suite.finishers(t)
             if with_ranks:
                 sf.update(suite.ranks(index))
-            sf = {k: memo(fn) for k, fn in sf.items()}
-            f.update({f"s:{s_name}:{k}": fn for k, fn in sf.items()})
+            return {k: memo(fn) for k, fn in sf.items()} if shared else sf  # shared: also used by d: and dc
+
+        hh_f = of(self.human_human, shared=True) if self.human_human is not None else {}
+        f = {"hh:" + k: fn for k, fn in hh_f.items()}
+        for s_name, suite in self.systems.items():
+            sf = of(suite, shared=True)
+            f.update({suite.prefix + k: fn for k, fn in sf.items()})
             tsp = f"t:{s_name}:"
             for k in TRUE_FIGURES:
                 f[tsp + k] = true_figure(k, tsp)
@@ -145,18 +142,11 @@ class Comparisons:
                 for k in OBSERVED_KEYS:
                     if k != "N" and k in hh_f:
                         f[f"d:{s_name}:{k}"] = difference(sf[k], hh_f[k])
-        for (gi, s_name), gsuite in self.groups.items():
-            gf = gsuite.finishers(t)
-            if with_ranks:
-                gf.update(gsuite.ranks(index))
-            f.update({f"g:{gi}:{s_name}:{k}": fn for k, fn in gf.items()})
-            whole = self.systems[s_name]
-            f[f"g:{gi}:{s_name}:dsm"] = dsm(gsuite, whole)
-        for gi, csuite in self.group_consistency.items():
-            cf = csuite.finishers(t)
-            if with_ranks:
-                cf.update(csuite.ranks(index))
-            f.update({f"c:{gi}:{k}": fn for k, fn in cf.items()})
+        for (_, s_name), gsuite in self.groups.items():
+            f.update({gsuite.prefix + k: fn for k, fn in of(gsuite).items()})
+            f[gsuite.prefix + "dsm"] = dsm(gsuite, self.systems[s_name])
+        for csuite in self.group_consistency.values():
+            f.update({csuite.prefix + k: fn for k, fn in of(csuite).items()})
         if self.raters is not None and self.cats is not None:
             f.update(self._all_raters(t, self.raters.shape[1], self.cats))
         return f

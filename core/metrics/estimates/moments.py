@@ -19,10 +19,6 @@ from core.metrics.estimates.sums import RowSums, nan_where
 _REL_CONSTANT = 1e-12  # a standard deviation below this fraction of the score magnitude counts as zero
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Moments of a pair of vectors: the sufficient statistics of means, sds, r, QWK, SMD, MSE and R2.
-
-
 def pair_moment_sums(a: NDArray[Any], b: NDArray[Any], prefix: str = "") -> tuple[RowSums, dict[str, float]]:
     """Per-response terms for the moments of (a, b): 1, a-ca, b-cb, (a-ca)^2, (b-cb)^2, (a-ca)(b-cb), (a-b)^2.
 

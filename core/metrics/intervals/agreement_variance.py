@@ -86,11 +86,7 @@ def agreement_inference(
     Gwet's (2014) 4-rater data (irrCAC ``raw_4raters``); irrCAC gives AC1 0.77544, se 0.14295,
     interval (0.46081, 1):
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> from core.metrics.estimates.agreement import GWET_4RATERS as ratings
     >>> ac1 = agreement_inference(ratings, [1, 2, 3, 4, 5])["gwet"]
     >>> [round(x, 5) for x in (ac1.value, ac1.se, ac1.low, ac1.high)]
     [0.77544, 0.14295, 0.46081, 1.0]
@@ -223,11 +219,7 @@ def gwet_standard_errors(
     --------
     Gwet's (2014) 4-rater data; AC1's standard error is 0.14295 in the handbook:
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> from core.metrics.estimates.agreement import GWET_4RATERS as ratings
     >>> round(gwet_standard_errors(ratings, [1, 2, 3, 4, 5])["gwet"], 5)
     0.14295
     """

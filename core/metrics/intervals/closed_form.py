@@ -11,13 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from core.metrics.data import Weights
 from core.metrics.estimates.comparisons import Comparisons
 from core.metrics.intervals.agreement_variance import Inference, named_inference
 from core.metrics.intervals.analytic import T_METHOD, Analytic, pearson_analytic
-from core.metrics.registry import REPORT_WEIGHTS
 
 
 def closed_form_intervals(
@@ -26,28 +23,17 @@ def closed_form_intervals(
     """Closed-form intervals keyed like ``values``: Fisher z for r; Gwet's linearised standard errors with t
     intervals (irrCAC) for every chance-corrected coefficient of the pairwise and all-raters blocks."""
     out: dict[str, Analytic] = {}
+    kw: dict[str, Any] = {"confidence": confidence, "population_size": population_size}
     pairs = [(f"s:{s}:", suite) for s, suite in comp.systems.items()]
     pairs += [("hh:", comp.human_human)] if comp.human_human is not None else []
     for prefix, suite in pairs:
         out[prefix + "corr"] = pearson_analytic(values.get(prefix + "corr", np.nan), int(suite.rows.size), confidence)
         index = suite.category_index()
         if index is not None and comp.cats is not None:  # (a pair has a category index only with categories)
-            out.update(_inference(prefix, index, comp.cats, confidence, population_size))
+            out.update(as_analytic(prefix, named_inference(index, comp.cats, **kw)))
     if comp.raters is not None and comp.cats is not None:
-        out.update(_inference("a:", comp.raters, comp.cats, confidence, population_size, comp.weightings))
+        out.update(as_analytic("a:", named_inference(comp.raters, comp.cats, weightings=comp.weightings, **kw)))
     return out
-
-
-def _inference(
-    prefix: str,
-    index: NDArray[Any],
-    cats: NDArray[Any],
-    confidence: float,
-    population_size: float | None,
-    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
-) -> dict[str, Analytic]:
-    res = named_inference(index, cats, confidence=confidence, population_size=population_size, weightings=weightings)
-    return as_analytic(prefix, res)
 
 
 def as_analytic(prefix: str, inference: dict[str, Inference]) -> dict[str, Analytic]:
