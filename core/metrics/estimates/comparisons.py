@@ -28,7 +28,7 @@ from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_
 from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
 from core.metrics.estimates.pair import Finisher, PairSuite, memo, point_values
 from core.metrics.estimates.sums import RowSums
-from core.metrics.estimates.true_score import finish_true_score, true_score_sums, true_score_totals
+from core.metrics.estimates.true_score import finish_true_score, true_score_sums
 from core.metrics.prepare import Prepared
 from core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
 
@@ -83,7 +83,7 @@ class Comparisons:
         for suite in self._pairs():
             t.update(suite.point_totals())
         for s, m in self.true_system.items():
-            t.update(true_score_totals(self.true_human, m, f"t:{s}:"))
+            t.update(true_score_sums(self.true_human, m, f"t:{s}:")[0].totals())
         if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
             t.update({"a:" + k: v for k, v in agreement_totals(self.raters, self.cats.size).items()})
         return t

@@ -64,12 +64,6 @@ def true_score_sums(ratings: ArrayLike, system: ArrayLike | None = None, prefix:
     return sums, s
 
 
-def true_score_totals(ratings: ArrayLike, system: ArrayLike | None = None, prefix: str = "") -> dict[str, NDArray[Any]]:
-    """The totals of :func:`true_score_sums` for the sample itself, computed directly (same numbers)."""
-    sums, _ = true_score_sums(ratings, system, prefix)
-    return sums.totals()
-
-
 def finish_error_variance(t: dict[str, NDArray[Any]], prefix: str = "") -> NDArray[Any]:
     """V_e = sum_i sum_j (H_ij - Hbar_i)^2 / sum_i (c_i - 1) over responses with c_i >= 2 (eq. 4-5)."""
     d = np.asarray(t[prefix + "D"], dtype=np.float64)
