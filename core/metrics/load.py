@@ -39,6 +39,24 @@ class EvaluationInput:
     notes: list[str]
 
 
+def _read(path: str | os.PathLike[str]) -> Table:
+    """The table of ``path``; an InputError when it has no rows."""
+    table = read_table(path)
+    if table.frame.empty:
+        raise InputError(f"{path}: the file has no rows.", path=path)
+    return table
+
+
+def _unique_ids(table: Table, id_col: str) -> NDArray[Any]:
+    """The ids of column ``id_col`` as strings; an InputError naming the first repeated one."""
+    ids: NDArray[Any] = table.frame[id_col].astype(str).to_numpy()
+    dup = pd.Series(ids).duplicated().to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.", field=id_col)
+    return ids
+
+
 def _require(df: pd.DataFrame, path: str | os.PathLike[str], cols: list[str], what: str) -> None:
     for c in cols:
         if c not in df.columns:
@@ -102,10 +120,8 @@ def load_wide(
     """Read a wide file: one row per response with the named human and system score columns."""
     _distinct(path, human, "human score column")
     _distinct(path, system, "system score column")
-    table = read_table(path)
+    table = _read(path)
     df = table.frame
-    if df.empty:
-        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, human, "human score")
     _require(df, path, system, "system score")
     if id_col:
@@ -115,14 +131,7 @@ def load_wide(
     notes: list[str] = []
     h = np.column_stack([numeric_column(table, c, strict=False) for c in human])
     sys = {c: numeric_column(table, c, strict=True) for c in system}
-    if id_col:
-        ids = df[id_col].astype(str).to_numpy()
-        dup = pd.Series(ids).duplicated().to_numpy()
-        if dup.any():
-            i = int(np.flatnonzero(dup)[0])
-            raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.", field=id_col)
-    else:
-        ids = np.array([str(i) for i in range(len(df))])
+    ids = _unique_ids(table, id_col) if id_col else np.array([str(i) for i in range(len(df))])
     groups = df[group_col].astype(str).to_numpy() if group_col else None
     return EvaluationInput(h, list(human), sys, ids, groups, notes)
 
@@ -139,10 +148,8 @@ def load_long(
     item_c, rater_c, score_c = columns
     _distinct(path, human or [], "human rater")
     _distinct(path, system, "system")
-    table = read_table(path)
+    table = _read(path)
     df = table.frame
-    if df.empty:
-        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, [item_c, rater_c, score_c], "long-form")
     if group_col:
         _require(df, path, [group_col], "group")
@@ -265,10 +272,8 @@ def load_campaign(
     one human column (:func:`rater_matrix`: most ratings first); every item with a rating or a system score is a
     response. ``group_col`` is a column of the system file or an extra column of the items.
     """
-    table = read_table(system_path)
+    table = _read(system_path)
     df = table.frame
-    if df.empty:
-        raise InputError(f"{system_path}: the file has no rows.", path=system_path)
     _require(df, system_path, [id_col], "id")
     if not system:
         system = [
@@ -279,11 +284,7 @@ def load_campaign(
         if not system:
             raise InputError(f"{system_path}: no numeric score column besides {id_col!r}.", path=system_path)
     _require(df, system_path, system, "system score")
-    sys_ids = df[id_col].astype(str).to_numpy()
-    dup = pd.Series(sys_ids).duplicated().to_numpy()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {sys_ids[i]!r}.", field=id_col)
+    sys_ids = _unique_ids(table, id_col)
     known = set(items["item_id"].astype(str))
     unknown = [i for i in sys_ids if i not in known]
     if unknown:
