@@ -20,16 +20,7 @@ from core.distributed.fairness_cells import fairness_evaluation
 from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
 from core.distributed.ranks import kendall_from_table, resampled_ranks, spearman_from_table
 from core.metrics.assemble import assemble
-from core.metrics.data import (
-    DROP_H1_MISSING,
-    DROP_H1_OUT_OF_SCALE,
-    DROP_H1_ZERO,
-    DROP_SYSTEM_MISSING,
-    SET_MISSING_OUT_OF_SCALE,
-    SET_MISSING_ZERO,
-    PolicyResult,
-    Weights,
-)
+from core.metrics.data import Weights
 from core.metrics.estimates.comparisons import Comparisons, PointEstimates
 from core.metrics.estimates.fairness_resampled import fairness_design
 from core.metrics.estimates.pair import PairSuite, batch_values, point_values
@@ -37,7 +28,17 @@ from core.metrics.intervals.agreement_variance import pattern_inference
 from core.metrics.intervals.analytic import Analytic, pearson_analytic
 from core.metrics.intervals.closed_form import as_analytic
 from core.metrics.notes import capture, quiet
-from core.metrics.prepare import Prepared, policy_notes
+from core.metrics.prepare import (
+    DROP_H1_MISSING,
+    DROP_H1_OUT_OF_SCALE,
+    DROP_H1_ZERO,
+    DROP_SYSTEM_MISSING,
+    SET_MISSING_OUT_OF_SCALE,
+    SET_MISSING_ZERO,
+    PolicyResult,
+    Prepared,
+    policy_notes,
+)
 from core.metrics.results import Evaluation
 
 RANK_KEYS = ("spearman", "kendall_tau_b", "kendall_tau_c")

@@ -23,14 +23,14 @@ from numpy.typing import NDArray
 
 from core.distributed.fairness_cells import cell_statistics, resampled_cells
 from core.metrics.bootstrap import CHUNK_ENTRIES
-from core.metrics.data import Scale, Weights, apply_score_policy
+from core.metrics.data import Scale, Weights
 from core.metrics.estimates.agreement_totals import agreement_totals, rating_patterns
 from core.metrics.estimates.comparisons import Comparisons, _pattern_tables, build
 from core.metrics.estimates.pair import PairSuite
 from core.metrics.estimates.sums import RowSums
 from core.metrics.estimates.true_score import true_score_sums
 from core.metrics.load import numeric_column
-from core.metrics.prepare import prepare
+from core.metrics.prepare import apply_score_policy, prepare
 from core.tables import Table
 
 Totals = dict[str, NDArray[Any]]

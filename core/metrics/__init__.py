@@ -38,7 +38,7 @@ from core.metrics.bootstrap import (
     percentile_interval,
     resample_chunks,
 )
-from core.metrics.data import Scale, apply_score_policy, rating_counts, ratings_from_distribution
+from core.metrics.data import Scale, rating_counts, ratings_from_distribution
 from core.metrics.estimates.accuracy import (
     difference_of_standardized_means,
     mean_squared_error,
@@ -89,6 +89,7 @@ from core.metrics.intervals.benchmark import Benchmark, benchmark
 from core.metrics.intervals.kappa_test import KappaTest, cohen_kappa_test, kappa_test_from_table
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
 from core.metrics.pipeline import evaluate
+from core.metrics.prepare import apply_score_policy
 from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
 
 __all__ = [
