@@ -652,7 +652,7 @@ def test_evaluate_refuses_a_column_named_twice(tmp_path, argv):
 
 
 def test_evaluate_refuses_a_population_smaller_than_the_sample(tmp_path):
-    from core.metrics.agreement_variance import fpc_fraction
+    from core.metrics.intervals.agreement_variance import fpc_fraction
 
     data = _scores(tmp_path / "scores.csv", n=30)
     r = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--population-size", "10", "--json")

@@ -29,10 +29,10 @@ from core.distributed.partitions import Spec, pair_table, partition_stats
 from core.distributed.ranks import kendall_from_table, spearman_from_table
 from core.distributed.synthetic import ratings_frame, write_partitions
 from core.errors import EaslError
-from core.metrics.agreement_variance import REPORT_WEIGHTS
-from core.metrics.association import kendall_taus, spearman_rho
 from core.metrics.data import Scale
+from core.metrics.estimates.association import kendall_taus, spearman_rho
 from core.metrics.pipeline import evaluate
+from core.metrics.registry import REPORT_WEIGHTS
 
 TOL = 1e-9
 
@@ -287,7 +287,7 @@ def test_the_command_line_against_a_running_scheduler_writes_the_same_json(clust
 
 def test_the_long_form_split_across_files_equals_load_long(cluster, tmp_path):
     from core.distributed.evaluate import evaluate_dask
-    from core.metrics.loading import load_long
+    from core.metrics.load import load_long
 
     _, client = cluster
     wide = ratings_frame(2000, 2, 0, 0.3).assign(item=[f"i{i}" for i in range(2000)])

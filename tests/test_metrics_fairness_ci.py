@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 import core.metrics as M
 from core.metrics.bootstrap import percentile_interval, resample_chunks
-from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis
-from core.metrics.fairness_bootstrap import fairness_design, fairness_resampled
+from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
+from core.metrics.estimates.fairness_resampled import fairness_design, fairness_resampled
 from core.metrics.notes import capture, quiet
 
 
@@ -66,7 +66,7 @@ def test_property_batched_equals_plain(n, k_groups, integer_system, seed):
 
 
 def test_chunking_does_not_change_the_values(monkeypatch):
-    import core.metrics.fairness_bootstrap as F
+    import core.metrics.estimates.fairness_resampled as F
 
     h, m, g = biased_data(50, seed=3)
     _, counts = next(resample_chunks(h.size, 30, np.random.default_rng(0)))

@@ -10,7 +10,7 @@ from core.metrics.bootstrap import percentile_interval, resample_chunks
 from core.metrics.notes import quiet
 from core.metrics.output_schema import RSMTOOL_NAMES
 from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
-from core.metrics.writer import to_json_text, write_output
+from core.metrics.write.output import to_json_text, write_output
 
 
 def make_data(seed=0, n=300, p_double=0.5):

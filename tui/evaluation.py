@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import UserError
 
 if TYPE_CHECKING:
-    from core.metrics.loading import EvaluationInput
+    from core.metrics.load import EvaluationInput
     from core.metrics.results import Evaluation
 
 

@@ -3,7 +3,7 @@ partition (:func:`core.distributed.partitions.partition_stats`), the results mer
 sums are the same whatever the order the tasks finish in) and finished by the in-memory code
 (:func:`core.distributed.finish.finish`).
 
-Without a scale, a first pass takes the range of the human ratings (as :func:`core.metrics.prepared.prepare`);
+Without a scale, a first pass takes the range of the human ratings (as :func:`core.metrics.prepare.prepare`);
 the scale then fixes the categories every partition uses.
 """
 
@@ -21,8 +21,9 @@ from core.distributed.long_form import GROUP, ORDER, LongSpec, numbered, resolve
 from core.distributed.merge import merge
 from core.distributed.partitions import PartitionStats, Spec, partition_range, partition_stats
 from core.errors import EaslError, InputError
-from core.metrics.agreement_variance import REPORT_WEIGHTS
-from core.metrics.data import WEIGHTS, Scale, Weights, check_option
+from core.metrics.data import Scale, Weights
+from core.metrics.prepare import scale_from_range
+from core.metrics.registry import report_weightings
 from core.metrics.results import Evaluation
 
 Progress = Callable[[str, int, int], None]
@@ -156,10 +157,8 @@ def evaluate_dask(
 ) -> Evaluation:
     """The evaluation of a partitioned wide-form data set on ``client`` (same figures as the in-memory
     :func:`core.metrics.pipeline.evaluate`; the bootstrap draws Poisson(1) weights per partition)."""
-    for w in weights:
-        check_option("weights", w, WEIGHTS)
+    weightings = report_weightings(weights)
     human, system = tuple(human or ()), tuple(system)
-    weightings = REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(weights) if w not in REPORT_WEIGHTS)
     notes = [f"Dask: {{}} partition(s) of {source}"]
     if long is not None:
         parts, human, lspec, n_ratings = _long_parts(client, source, long, system, human, group_col)
@@ -191,21 +190,9 @@ def evaluate_dask(
         futures = _run(client, parts, partition_range, spec)
         ranges = _guard(lambda: [f.result() for f in futures])
         report("scale", total, total)
-        lo = min(r[0] for r in ranges)
-        hi = max(r[1] for r in ranges)
-        if np.isfinite(lo) and hi > lo:
-            scale = Scale(float(np.floor(lo)), float(np.ceil(hi)))
-            scale_note = (
-                f"no scale given: using [{scale.min:g}, {scale.max:g}] from the human scores; give the "
-                "scale explicitly, the categorical coefficients depend on it"
-            )
-        else:
-            base = float(lo) if np.isfinite(lo) else 0.0
-            scale = Scale(base, base + 1.0)
-            scale_note = "no scale given and the human scores do not vary: using a two-point scale"
+        scale, scale_note = scale_from_range(min(r[0] for r in ranges), max(r[1] for r in ranges))
         spec = Spec(**{**spec.__dict__, "scale": scale})
-    if "ratio" in weightings and scale.is_categorical and (scale.category_array == 0).any():
-        raise ValueError("ratio weights need categories other than 0")
+    report_weightings(weights, scale.category_array if scale.is_categorical else None)
     futures = _run(client, parts, partition_stats, spec)
     stats = _guard(lambda: _ordered_merge(futures, rank_limit, lambda done: report("partitions", done, total)))
     if long is not None:

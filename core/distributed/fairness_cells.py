@@ -1,7 +1,7 @@
 """The fairness analyses of Loukina, Madnani & Zechner (2019) from merged cell statistics.
 
-Every model of :func:`core.metrics.fairness.fairness_analysis` has only categorical predictors (the subgroup and the
-human score as a category), so the design row is constant within a cell c = (group, human score). With n_c
+Every model of :func:`core.metrics.estimates.fairness.fairness_analysis` has only categorical predictors (the subgroup
+and the human score as a category), so the design row is constant within a cell c = (group, human score). With n_c
 responses, cell mean ybar_c and within-cell sum of squares W_c of the outcome y (the error M - H, or its square),
 ordinary least squares on the responses equals weighted least squares on the cells with weights n_c
 (X'X = sum_c n_c x_c x_c', X'y = sum_c n_c x_c ybar_c), and
@@ -9,8 +9,8 @@ ordinary least squares on the responses equals weighted least squares on the cel
     RSS = sum_c W_c + sum_c n_c (ybar_c - x_c' beta)^2,   TSS = sum_c W_c + sum_c n_c (ybar_c - ybar)^2
 
 (the between/within decomposition; Searle 1987, *Linear Models for Unbalanced Data*, ch. 1). The coefficient
-inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.fairness_ols` (the same functions, given the
-cell design weighted by sqrt(n_c)).
+inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.estimates.fairness_ols` (the same functions,
+given the cell design weighted by sqrt(n_c)).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from numpy.typing import NDArray
 
 from core.metrics.assemble import fairness_result
 from core.metrics.bootstrap import percentile_interval
-from core.metrics.fairness import FAIRNESS_KEYS
-from core.metrics.fairness_ols import dummies, f_test, figure_record, tss_floor
-from core.metrics.intervals import Interval
-from core.metrics.notes import capture, quiet, undefined
+from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_record
+from core.metrics.estimates.fairness_ols import tss_floor
+from core.metrics.intervals.analytic import Interval
+from core.metrics.notes import capture, quiet
 from core.metrics.results import FairnessEvaluation
 
 
@@ -83,55 +83,18 @@ def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any
 
 
 def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None = None) -> dict[str, Any]:
-    """The record of :func:`core.metrics.fairness.fairness_analysis` from merged cells (index (group, human score);
-    columns n, e, s = the means of the error and the squared error, ee, ss = their within-cell sums of squares)."""
+    """The record of :func:`core.metrics.estimates.fairness.fairness_analysis` from merged cells (index (group, human
+    score); columns n, e, s = the means of the error and the squared error, ee, ss = their within-cell sums of
+    squares)."""
     groups = cells.index.get_level_values(0).to_numpy().astype(str)
     scores = cells.index.get_level_values(1).to_numpy(dtype=np.float64)
     n = cells["n"].to_numpy(dtype=np.float64)
     names, codes = np.unique(groups, return_inverse=True)
-    sizes = np.bincount(codes, weights=n, minlength=names.size)
-    base = int(np.argmax(sizes)) if sizes.size else 0
-    if base_group is not None:
-        if str(base_group) not in set(names.tolist()):
-            raise ValueError(f"base_group {base_group!r} is not one of the groups {names.tolist()[:12]}")
-        base = int(np.flatnonzero(names == str(base_group))[0])
-    out: dict[str, Any] = {
-        "base_group": str(names[base]) if names.size else None,
-        "groups": {str(k): int(v) for k, v in zip(names, sizes)},
-    }
     total = int(n.sum())
-    if names.size < 2 or total < 3:
-        reason = undefined("fairness analyses need at least two subgroups and three responses")
-        blank = {"value": reason, "p_value": reason, "r2": reason, "estimates": {}}
-        for key in FAIRNESS_KEYS:
-            out[key] = {**blank, "estimates_p_value": {}, "estimates_ci": {}}
-        return out
-    e, s = cells["e"].to_numpy(dtype=np.float64), cells["s"].to_numpy(dtype=np.float64)
-    we, ws = float(cells["ee"].sum()), float(cells["ss"].sum())
-    floor_e, floor_s = tss_floor(total, unit), tss_floor(total, unit**2)
-    xg = dummies(codes, names.size, base)
-    others = [str(names[j]) for j in range(names.size) if j != base]
-    hn, hcodes = np.unique(scores, return_inverse=True)
-    h_base = int(np.argmax(np.bincount(hcodes, weights=n, minlength=hn.size)))
-    xh = dummies(hcodes, hn.size, h_base)
-    none = np.zeros((n.size, 0))
-    null, null_se = _cell_ols(e, we, n, none, floor_e), _cell_ols(s, ws, n, none, floor_s)
-
-    def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
-        return figure_record(model, value, p_value, others)
-
-    osa, osd = _cell_ols(s, ws, n, xg, floor_s), _cell_ols(e, we, n, xg, floor_e)
-    out["osa"] = record(osa, osa["adj_r2"], f_test(null_se, osa))
-    out["osd"] = record(osd, osd["adj_r2"], f_test(null, osd))
-    full = _cell_ols(e, we, n, np.column_stack([xg, xh]), floor_e)
-    base_h = _cell_ols(e, we, n, xh, floor_e)
-    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], f_test(base_h, full))
-    for key in FAIRNESS_KEYS:
-        if not np.isfinite(out[key]["value"]):
-            out[key]["value"] = undefined(
-                f"fairness {key.upper()} is undefined: no variance in the errors or too few responses for the model"
-            )
-    return out
+    means = {"e": (cells["e"].to_numpy(dtype=np.float64), float(cells["ee"].sum()))}
+    means["s"] = (cells["s"].to_numpy(dtype=np.float64), float(cells["ss"].sum()))
+    floors = {"e": tss_floor(total, unit), "s": tss_floor(total, unit**2)}
+    return fairness_record(names, codes, scores, n, base_group, lambda y, x: _cell_ols(*means[y], n, x, floors[y]))
 
 
 def resampled_cells(
@@ -196,8 +159,8 @@ def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) ->
 
 
 def design_problem(cells: pd.DataFrame) -> str | None:
-    """Why the fairness intervals are undefined (as :func:`core.metrics.fairness_bootstrap.fairness_design`), or
-    None."""
+    """Why the fairness intervals are undefined (as :func:`core.metrics.estimates.fairness_resampled.fairness_design`),
+    or None."""
     sizes = cells["n"].groupby(level=0).sum()
     if len(sizes) < 2 or sizes.sum() < 3:
         return "fairness intervals need at least two subgroups and three responses"

@@ -1,10 +1,10 @@
 """Merged partition statistics -> the :class:`~core.metrics.results.Evaluation` of ``easl evaluate``.
 
-The figures come from the in-memory finishers: a :class:`~core.metrics.comparisons.Comparisons` without data (its
-comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
-:func:`core.metrics.pipeline.point_estimates` finishes the in-memory ones, and
+The figures come from the in-memory finishers: a :class:`~core.metrics.estimates.comparisons.Comparisons` without data
+(its comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
+:func:`core.metrics.estimates.comparisons.point_estimates` finishes the in-memory ones, and
 :func:`core.metrics.assemble.assemble` builds the result. Analytic intervals come from the merged rating patterns
-(:func:`core.metrics.agreement_variance.pattern_inference`), rank correlations from the merged pair tables
+(:func:`core.metrics.intervals.agreement_variance.pattern_inference`), rank correlations from the merged pair tables
 (:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
 """
 
@@ -19,10 +19,16 @@ from numpy.typing import NDArray
 from core.distributed.fairness_cells import fairness_evaluation
 from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
 from core.distributed.ranks import kendall_from_table, resampled_ranks, spearman_from_table
-from core.metrics.agreement_variance import pattern_inference
 from core.metrics.assemble import assemble
-from core.metrics.comparisons import Comparisons
-from core.metrics.data import (
+from core.metrics.data import Weights
+from core.metrics.estimates.comparisons import Comparisons, PointEstimates
+from core.metrics.estimates.fairness_resampled import fairness_design
+from core.metrics.estimates.pair import PairSuite, batch_values, point_values
+from core.metrics.intervals.agreement_variance import pattern_inference
+from core.metrics.intervals.analytic import Analytic, pearson_analytic
+from core.metrics.intervals.closed_form import as_analytic
+from core.metrics.notes import capture, quiet
+from core.metrics.prepare import (
     DROP_H1_MISSING,
     DROP_H1_OUT_OF_SCALE,
     DROP_H1_ZERO,
@@ -30,14 +36,10 @@ from core.metrics.data import (
     SET_MISSING_OUT_OF_SCALE,
     SET_MISSING_ZERO,
     PolicyResult,
-    Weights,
+    Prepared,
+    policy_notes,
 )
-from core.metrics.fairness_bootstrap import fairness_design
-from core.metrics.intervals import T_METHOD, Analytic, pearson_analytic
-from core.metrics.notes import capture, quiet
-from core.metrics.prepared import Prepared
 from core.metrics.results import Evaluation
-from core.metrics.suite import PairSuite, batch_values, point_values
 
 RANK_KEYS = ("spearman", "kendall_tau_b", "kendall_tau_c")
 _DROP_ORDER = (DROP_H1_MISSING, DROP_H1_ZERO, DROP_H1_OUT_OF_SCALE, DROP_SYSTEM_MISSING)
@@ -163,7 +165,9 @@ def _rank_samples(stats: PartitionStats) -> dict[str, NDArray[Any]]:
 def _analytic(
     stats: PartitionStats, spec: Spec, values: dict[str, float], confidence: float, population_size: float | None
 ) -> dict[str, Analytic]:
-    """Closed-form intervals keyed like the values (as :func:`core.metrics.pipeline.analytic`)."""
+    """Closed-form intervals keyed like the values (as
+    :func:`core.metrics.intervals.closed_form.closed_form_intervals`, the pairs' rating patterns from their joint
+    tables)."""
     assert spec.scale is not None
     cats = spec.scale.category_array if spec.scale.is_categorical else None
     _, prefix = _prefixes(stats)
@@ -173,7 +177,7 @@ def _analytic(
         assert cats is not None
         kw: dict[str, Any] = {"weightings": weightings} if weightings else {}
         res = pattern_inference(rows, mult, cats, confidence=confidence, population_size=population_size, **kw)
-        out.update({p + k: Analytic(v.se, v.low, v.high, v.p_value, T_METHOD) for k, v in res.items()})
+        out.update(as_analytic(p, res))
 
     for key, pair in stats.pairs.items():
         if key[0] not in ("s", "hh"):
@@ -190,29 +194,6 @@ def _analytic(
     return out
 
 
-def policy_notes(stats: PartitionStats, spec: Spec, scale_note: str | None) -> list[str]:
-    """The notes :func:`core.metrics.prepared.prepare` writes, from the merged counts."""
-    assert spec.scale is not None
-    notes = [
-        f"{count} response(s) left out of the comparisons with the first human column: {reason}"
-        for reason, count in _ordered(stats.dropped, _DROP_ORDER).items()
-    ]
-    notes += [f"{count} rating(s): {reason}" for reason, count in _ordered(stats.changed, _CHANGE_ORDER).items()]
-    if scale_note:
-        notes.append(scale_note)
-    if spec.scale.is_categorical:
-        if stats.off_categories:
-            notes.append(
-                f"{stats.off_categories} human rating(s) are not on the scale's categories; the categorical metrics "
-                "use them rounded half-to-even and clipped to the scale"
-            )
-    else:
-        notes.append(
-            "the scale has no categories: exact/adjacent agreement and the chance-corrected coefficients are undefined"
-        )
-    return notes
-
-
 def finish(
     stats: PartitionStats,
     spec: Spec,
@@ -227,12 +208,18 @@ def finish(
 ) -> Evaluation:
     """The evaluation of the merged statistics (same figures as :func:`core.metrics.pipeline.evaluate`)."""
     assert spec.scale is not None
-    notes = list(extra_notes or []) + policy_notes(stats, spec, scale_note)
+    notes = list(extra_notes or []) + policy_notes(
+        _ordered(stats.dropped, _DROP_ORDER),
+        _ordered(stats.changed, _CHANGE_ORDER),
+        scale_note,
+        spec.scale.is_categorical,
+        stats.off_categories,
+    )
     comp = skeleton(stats, spec, rater_error_variance)
     totals = flat_totals(stats)
-    values, reasons, cautions = point_values(comp.finishers(totals, with_ranks=False))
-    rank_notes = _rank_values(stats, values, reasons)
-    closed = _analytic(stats, spec, values, confidence, population_size)
+    point = PointEstimates(totals, *point_values(comp.finishers(totals, with_ranks=False)))
+    rank_notes = _rank_values(stats, point.values, point.reasons)
+    closed = _analytic(stats, spec, point.values, confidence, population_size)
     samples: dict[str, NDArray[Any]] = {}
     if spec.n_bootstrap > 0 and stats.n_reference >= 2:
         samples = batch_values(comp.finishers(flat_totals(stats, boot=True), with_ranks=False))
@@ -243,28 +230,10 @@ def finish(
         )
     elif spec.n_bootstrap > 0:
         notes.append("bootstrap skipped: it needs at least 2 responses")
-    cats = spec.scale.category_array if spec.scale.is_categorical else None
-    r = stats.n_raters
-    p = Prepared(
-        np.zeros((0, r)),
-        {s: np.zeros(0) for s in spec.system},
-        np.zeros(0, dtype=bool),
-        np.zeros(0, dtype=bool),
-        np.zeros(0, dtype=object) if spec.group else None,
-        list(spec.human),
-        spec.scale,
-        cats,
-        PolicyResult(np.zeros(0, dtype=bool), np.zeros((0, r)), {}, _ordered(stats.dropped, _DROP_ORDER), {}),
-        stats.n_input,
-        notes,
-    )
     ev = assemble(
-        p,
+        _prepared(stats, spec, notes),
         comp,
-        totals,
-        values,
-        reasons,
-        cautions,
+        point,
         closed,
         samples,
         n_resamples=spec.n_bootstrap,
@@ -274,6 +243,40 @@ def finish(
         rater_error_variance=rater_error_variance,
         base_group=None,  # the skeleton's fairness (no data) is replaced by the cells' below
     )
+    return _with_merged_data(ev, stats, spec, group_name, base_group, confidence, rank_notes)
+
+
+def _prepared(stats: PartitionStats, spec: Spec, notes: list[str]) -> Prepared:
+    """What :func:`core.metrics.prepare.prepare` would give, without the data: names, scale, counts, notes."""
+    assert spec.scale is not None
+    r = stats.n_raters
+    return Prepared(
+        np.zeros((0, r)),
+        {s: np.zeros(0) for s in spec.system},
+        np.zeros(0, dtype=bool),
+        np.zeros(0, dtype=bool),
+        np.zeros(0, dtype=object) if spec.group else None,
+        list(spec.human),
+        spec.scale,
+        spec.scale.category_array if spec.scale.is_categorical else None,
+        PolicyResult(np.zeros(0, dtype=bool), np.zeros((0, r)), {}, _ordered(stats.dropped, _DROP_ORDER), {}),
+        stats.n_input,
+        notes,
+    )
+
+
+def _with_merged_data(
+    ev: Evaluation,
+    stats: PartitionStats,
+    spec: Spec,
+    group_name: str,
+    base_group: str | None,
+    confidence: float,
+    rank_notes: list[str],
+) -> Evaluation:
+    """``ev`` with what the skeleton cannot give: the fairness of the merged cells, the confusion matrices of the
+    merged tables, the counts and the sample of responses kept for the figures."""
+    assert spec.scale is not None
     fairness = dict(ev.fairness)
     if spec.group:
         fairness[group_name] = {
@@ -287,7 +290,7 @@ def finish(
             )
             for s in spec.system
         }
-    q = 0 if cats is None else cats.size
+    q = spec.scale.category_array.size if spec.scale.is_categorical else 0
     confusion = (
         {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system} if q else {}
     )

@@ -1,15 +1,16 @@
 """The long form (one rating per row) on Dask: a first pass for the raters, a shuffle by item, a pivot per partition.
 
-As :func:`core.metrics.loading.load_long` in memory: every human rater becomes one column, in the order given or
+As :func:`core.metrics.load.load_long` in memory: every human rater becomes one column, in the order given or
 by decreasing number of ratings (ties by rater id), counted over the whole data set in a first pass; a system is a
 rater value (its score per item) or a column (one value per item). The rows are numbered in file order, shuffled so
 that every item's rows are in one partition, and each partition is pivoted with
-:func:`core.metrics.loading.rater_matrix` in that order (a repeated rating keeps the first one in file order).
+:func:`core.metrics.load.rater_matrix` in that order (a repeated rating keeps the first one in file order).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import InputError
-from core.metrics.loading import numeric_column, rater_matrix
+from core.metrics.load import long_system_scores, numeric_column, rater_matrix
 from core.tables import Table
 
 #: Column of the wide partitions holding the group labels; of the long rows holding the row number.
@@ -71,29 +72,11 @@ def to_wide(frame: pd.DataFrame, spec: LongSpec, k: int) -> pd.DataFrame:
     first = np.full(ids.size, len(frame), dtype=np.int64)
     np.minimum.at(first, row_of, np.arange(len(frame)))
     n = ids.size
-    out: dict[str, NDArray[Any]] = {}
-    for s in spec.system:
-        v = np.full(n, np.nan)
-        if s in spec.rater_systems:
-            sel = np.flatnonzero(raters == s)
-            dup = pd.Series(row_of[sel]).duplicated().to_numpy()
-            if dup.any():
-                i = int(sel[np.flatnonzero(dup)[0]])
-                raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
-            v[row_of[sel]] = score[sel]
-        else:
-            col = _scores(frame, spec, k, s)
-            ok = ~np.isnan(col)
-            per_item = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
-            lo, hi = per_item.min(), per_item.max()
-            conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
-            if conflict.size:
-                i = int(np.flatnonzero((row_of == int(conflict[0])) & ok)[0])
-                raise InputError(
-                    f"{table.location(i)}: column {s!r} has different values for item {items[i]!r}.", field=s
-                )
-            v[lo.index.to_numpy()] = lo.to_numpy()
-        out[s] = v
+    column = partial(_scores, frame, spec, k)
+    out = {
+        s: long_system_scores(table, s, raters, spec.rater_systems, score, row_of, items, n, column)
+        for s in spec.system
+    }
     hr = np.flatnonzero(np.isin(raters, spec.human) & np.isfinite(score))
     h, names, repeats = rater_matrix(row_of[hr], raters[hr], score[hr], n, order=list(spec.human))
     position = {name: j for j, name in enumerate(spec.human)}

@@ -1,9 +1,10 @@
 """The sufficient statistics of one partition of an evaluation, computed with the in-memory code.
 
 A partition (a pandas frame of wide-form rows) goes through the same steps as ``easl evaluate`` in memory: the
-score policy and the comparisons of :func:`core.metrics.prepared.prepare` and :func:`core.metrics.comparisons.build`,
-then the totals of :meth:`core.metrics.suite.PairSuite.point_totals`, :func:`core.metrics.true_score.true_score_sums`
-and :func:`core.metrics.agreement_totals.agreement_totals`, the multiplicities of the distinct (human, system)
+score policy and the comparisons of :func:`core.metrics.prepare.prepare` and
+:func:`core.metrics.estimates.comparisons.build`, then the totals of
+:meth:`core.metrics.estimates.pair.PairSuite.point_totals`, :func:`core.metrics.estimates.true_score.true_score_sums`
+and :func:`core.metrics.estimates.agreement_totals.agreement_totals`, the multiplicities of the distinct (human, system)
 pairs and the fairness cells. What is kept (:class:`PartitionStats`) merges exactly: :mod:`core.distributed.merge`.
 
 Bootstrap: each response of partition k is drawn Poisson(1) times in every resample (generator seeded with
@@ -21,15 +22,15 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.distributed.fairness_cells import cell_statistics, resampled_cells
-from core.metrics.agreement_totals import agreement_totals
 from core.metrics.bootstrap import CHUNK_ENTRIES
-from core.metrics.comparisons import Comparisons, _pattern_tables, build
-from core.metrics.data import Scale, Weights, apply_score_policy
-from core.metrics.linearisation import rating_patterns
-from core.metrics.loading import numeric_column
-from core.metrics.suite import PairSuite, round_to_categories
-from core.metrics.sums import RowSums
-from core.metrics.true_score import true_score_sums
+from core.metrics.data import Scale, Weights
+from core.metrics.estimates.agreement_totals import agreement_totals, rating_patterns
+from core.metrics.estimates.comparisons import Comparisons, _pattern_tables, build
+from core.metrics.estimates.pair import PairSuite
+from core.metrics.estimates.sums import RowSums
+from core.metrics.estimates.true_score import true_score_sums
+from core.metrics.load import numeric_column
+from core.metrics.prepare import apply_score_policy, prepare
 from core.tables import Table
 
 Totals = dict[str, NDArray[Any]]
@@ -99,10 +100,6 @@ class PartitionStats:
     sample_s: dict[str, NDArray[Any]] = field(default_factory=dict)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Reading a partition.
-
-
 def columns(frame: pd.DataFrame, spec: Spec, k: int) -> tuple[NDArray[Any], dict[str, NDArray[Any]], Any]:
     """The human matrix, the system vectors and the group labels of a wide-form partition (as ``load_wide``)."""
     frame = frame.reset_index(drop=True)
@@ -133,45 +130,24 @@ def partition_range(frame: pd.DataFrame, spec: Spec, k: int) -> tuple[float, flo
     return float(finite.min()), float(finite.max()), int(finite.size)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# One partition.
-
-
 def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
     """The statistics of partition ``k`` (the scale must be fixed: a scale from the data needs every partition)."""
     if spec.scale is None:
         raise ValueError("partition statistics need the scale of the whole data set")
     h_all, sys, groups = columns(frame, spec, k)
-    policy = apply_score_policy(h_all, sys, scale=spec.scale, exclude_zeros=spec.exclude_zeros)
-    rated = np.isfinite(policy.ratings).any(axis=1)
-    h = policy.ratings[rated]
-    system = {s: v[rated] for s, v in policy.system_all.items()}
-    reference = policy.keep[rated]
-    grp = None if groups is None else np.asarray(groups, dtype=object)[rated]
-    scale = spec.scale
-    cats = scale.category_array if scale.is_categorical else None
+    p = prepare(h_all, sys, scale=spec.scale, groups=groups, exclude_zeros=spec.exclude_zeros)
+    h, system, reference, grp, cats = p.human, p.system, p.reference, p.groups, p.cats
     out = PartitionStats(
         repeats=int(frame.attrs.get("easl_repeats", 0)),
-        n_input=int(h_all.shape[0]),
+        n_input=p.n_input,
         n_rated=int(h.shape[0]),
-        n_reference=int(reference.sum()),
+        n_reference=p.n_reference,
         n_raters=int(h_all.shape[1]),
-        dropped=dict(policy.dropped),
-        changed=dict(policy.changed),
+        dropped=dict(p.policy.dropped),
+        changed=dict(p.policy.changed),
+        off_categories=p.off_categories,
     )
-    if cats is not None:
-        h_obs = h[np.isfinite(h)]
-        out.off_categories = int((round_to_categories(h_obs, cats) != h_obs).sum())
-    comp = build(
-        h,
-        system,
-        reference=reference,
-        system_ok=policy.system_ok[rated],
-        cats=cats,
-        groups=grp,
-        rater_error_variance=None,
-        weightings=spec.weightings,
-    )
+    comp = build(p, rater_error_variance=None, weightings=spec.weightings)
     suites = _suites(comp)
     for key, suite in suites.items():
         out.pairs[key] = PairStats(

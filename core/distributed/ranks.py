@@ -4,9 +4,10 @@ The merged pair table (:func:`core.distributed.partitions.pair_table`) is the da
 responses, which no rank statistic depends on:
 
 - Spearman's rho is Pearson's r of the mid-ranks, computed with multiplicities by
-  :func:`core.metrics.association.spearman_rho_resampled` (the function the in-memory bootstrap uses; Spearman 1904);
+  :func:`core.metrics.estimates.association.spearman_rho_resampled` (the function the in-memory bootstrap uses; Spearman
+  1904);
 - Kendall's tau-b = (P - Q) / sqrt((n0 - n1)(n0 - n2)) and tau-c = 2 (P - Q) / (n^2 (m - 1) / m) (Kendall 1945;
-  Stuart 1953; as :func:`core.metrics.association.kendall_taus`), with the concordance P - Q = sum over cells
+  Stuart 1953; as :func:`core.metrics.estimates.association.kendall_taus`), with the concordance P - Q = sum over cells
   (x, y) of n_xy (sum_{x' > x, y' > y} n_x'y' - sum_{x' > x, y' < y} n_x'y') from the table's cumulative sums.
 
 When the table has more distinct pairs than the limit, the ranks are not computed (NaN with the reason), never
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.association import spearman_rho_resampled
+from core.metrics.estimates.association import spearman_rho_resampled
 from core.metrics.notes import undefined
 
 #: Largest number of table cells (distinct human values x distinct system values) processed at once.
@@ -125,8 +126,8 @@ def kendall_from_weights(a: NDArray[Any], b: NDArray[Any], weights: NDArray[Any]
 def resampled_ranks(table: pd.DataFrame, kendall: bool = True) -> dict[str, NDArray[Any]]:
     """Spearman (and Kendall's taus) in every resample of a resampled pair table (one column per resample).
 
-    Spearman uses :func:`core.metrics.association.spearman_rho_resampled` (as the in-memory bootstrap), Kendall
-    one concordance count per resample (as the in-memory bootstrap recomputes it per resample)."""
+    Spearman uses :func:`core.metrics.estimates.association.spearman_rho_resampled` (as the in-memory bootstrap),
+    Kendall one concordance count per resample (as the in-memory bootstrap recomputes it per resample)."""
     a, b = _levels(table)
     w = table.to_numpy(dtype=np.float64).T
     out = {"spearman": spearman_rho_resampled(a, b, w)}

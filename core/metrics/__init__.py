@@ -31,25 +31,6 @@ Data model and the whole pipeline
     evaluate (returns a typed Evaluation: Figure, Block, SystemEvaluation; ``to_json()`` for the JSON object)
 """
 
-from core.metrics.accuracy import (
-    difference_of_standardized_means,
-    mean_squared_error,
-    r2_score,
-    root_mean_squared_error,
-    standardized_mean_difference,
-)
-from core.metrics.agreement import (
-    brennan_prediger,
-    chance_corrected_agreement,
-    conger_kappa,
-    fleiss_kappa,
-    gwet_ac,
-    scott_pi,
-)
-from core.metrics.agreement_variance import Inference, agreement_inference, gwet_standard_errors, table_inference
-from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
-from core.metrics.benchmark import Benchmark, benchmark
-from core.metrics.blocks import Block, Figure
 from core.metrics.bootstrap import (
     bootstrap_ci,
     bootstrap_fairness,
@@ -57,14 +38,27 @@ from core.metrics.bootstrap import (
     percentile_interval,
     resample_chunks,
 )
-from core.metrics.data import Scale, apply_score_policy, rating_counts, ratings_from_distribution
-from core.metrics.fairness import fairness_analysis
-from core.metrics.fairness_bootstrap import fairness_resampled
-from core.metrics.intervals import Interval, fisher_z_ci, normal_ci, student_t_ci
-from core.metrics.kappa import KappaTest, cohen_kappa_test, kappa_test_from_table
-from core.metrics.krippendorff import krippendorff_alpha
-from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
-from core.metrics.observed import (
+from core.metrics.data import Scale, rating_counts, ratings_from_distribution
+from core.metrics.estimates.accuracy import (
+    difference_of_standardized_means,
+    mean_squared_error,
+    r2_score,
+    root_mean_squared_error,
+    standardized_mean_difference,
+)
+from core.metrics.estimates.agreement import (
+    brennan_prediger,
+    chance_corrected_agreement,
+    conger_kappa,
+    fleiss_kappa,
+    gwet_ac,
+    scott_pi,
+)
+from core.metrics.estimates.association import kendall_tau_b, kendall_tau_c, spearman_rho
+from core.metrics.estimates.fairness import fairness_analysis
+from core.metrics.estimates.fairness_resampled import fairness_resampled
+from core.metrics.estimates.krippendorff import krippendorff_alpha
+from core.metrics.estimates.observed import (
     adjacent_agreement,
     agreement,
     cohen_kappa,
@@ -74,18 +68,29 @@ from core.metrics.observed import (
     pearson_r,
     quadratic_weighted_kappa,
 )
-from core.metrics.pipeline import evaluate
-from core.metrics.results import Evaluation, SystemEvaluation
-from core.metrics.scores import scale_scores, trim_scores
-from core.metrics.suite import observed_metrics
-from core.metrics.true_score import (
+from core.metrics.estimates.pair import observed_metrics
+from core.metrics.estimates.scores import scale_scores, trim_scores
+from core.metrics.estimates.true_score import (
     mse_true,
     prmse,
     true_score_evaluation,
     true_score_variance,
     variance_of_errors,
 )
-from core.metrics.weights import agreement_weights
+from core.metrics.estimates.weights import agreement_weights
+from core.metrics.intervals.agreement_variance import (
+    Inference,
+    agreement_inference,
+    gwet_standard_errors,
+    table_inference,
+)
+from core.metrics.intervals.analytic import Interval, fisher_z_ci, normal_ci, student_t_ci
+from core.metrics.intervals.benchmark import Benchmark, benchmark
+from core.metrics.intervals.kappa_test import KappaTest, cohen_kappa_test, kappa_test_from_table
+from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
+from core.metrics.pipeline import evaluate
+from core.metrics.prepare import apply_score_policy
+from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
 
 __all__ = [
     "Scale",

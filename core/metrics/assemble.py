@@ -7,31 +7,35 @@ confusion matrices and the fairness results (:func:`fairness_result`, shared wit
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.metrics.blocks import Block, Figure
 from core.metrics.bootstrap import fairness_ci_reason, percentile_interval
-from core.metrics.comparisons import TRUE_FIGURES, Comparisons
-from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis
-from core.metrics.fairness_bootstrap import FairnessDesign
-from core.metrics.intervals import Analytic, Interval
+from core.metrics.estimates.comparisons import TRUE_FIGURES, Comparisons, PointEstimates
+from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
+from core.metrics.estimates.fairness_resampled import FairnessDesign
+from core.metrics.estimates.true_score import prmse_cautions
+from core.metrics.intervals.analytic import Analytic, Interval
 from core.metrics.notes import capture
-from core.metrics.prepared import Prepared
+from core.metrics.prepare import Prepared
 from core.metrics.registry import ALL_RATERS_COUNTS, OBSERVED_KEYS, TRUE_SCORE_KEYS
-from core.metrics.results import Evaluation, FairnessEvaluation, FairnessFigure, HumanHuman, SystemEvaluation
-from core.metrics.true_score import prmse_cautions
+from core.metrics.results import (
+    Block,
+    Evaluation,
+    FairnessEvaluation,
+    FairnessFigure,
+    Figure,
+    HumanHuman,
+    SystemEvaluation,
+)
 
 
 def assemble(
     p: Prepared,
     comp: Comparisons,
-    totals: dict[str, NDArray[Any]],
-    values: dict[str, float],
-    reasons: dict[str, str],
-    cautions: list[str],
+    point: PointEstimates,
     closed: dict[str, Analytic],
     samples: dict[str, NDArray[Any]],
     *,
@@ -42,80 +46,36 @@ def assemble(
     rater_error_variance: float | None,
     base_group: str | None = None,
 ) -> Evaluation:
-    """The typed :class:`Evaluation` from the flat values, reasons and intervals of steps 2-4."""
+    """The typed :class:`Evaluation` from the point estimates, the analytic intervals and the bootstrap samples."""
     cis = {k: Interval(*percentile_interval(v, confidence)) for k, v in samples.items()}
-    notes, names, h = p.notes, p.names, p.human
-
-    def fig(key: str) -> Figure:
-        return Figure(values[key], reasons.get(key), cis.get(key), closed.get(key))
-
-    def block(prefix: str, keys: Iterable[str]) -> Block:
-        return Block({k: fig(prefix + k) for k in keys if prefix + k in values})
-
-    hh = comp.human_human
-    hh_block = block("hh:", OBSERVED_KEYS) if hh is not None else Block({})
-    if hh is None:
-        notes.append(
-            "one human column: human-human agreement, degradation and the true-score metrics need a "
-            "second rating (or a rater error variance from another sample)"
-        )
-    all_raters = None
-    if comp.raters is not None:
-        all_raters = Block(
-            {
-                **{k: fig("a:" + k) for k in ALL_RATERS_COUNTS if "a:" + k in values},
-                "N_raters": Figure(float(h.shape[1])),
-                **block("a:", comp.all_raters_keys()).figures,
-            }
-        )
-    human_human = HumanHuman((names[0], names[1]) if hh is not None else None, hh_block, all_raters, tuple(names))
-    systems: dict[str, SystemEvaluation] = {}
-    prmse_samples: dict[str, NDArray[Any]] = {}
-    for s_name in p.system:
-        observed = block(f"s:{s_name}:", OBSERVED_KEYS)
-        counts: dict[str, NDArray[Any] | float] = {
-            "N": totals[f"t:{s_name}:N"],
-            "N_raters": float(h.shape[1]),
-            "N_single": totals[f"t:{s_name}:N_single"],
-            "N_multiple": totals[f"t:{s_name}:N_multiple"],
-        }
-        ts = {**{k: Figure(float(v)) for k, v in counts.items()}, **block(f"t:{s_name}:", TRUE_FIGURES).figures}
-        true_score = Block({k: ts[k] for k in TRUE_SCORE_KEYS if k in ts})
-        dc_key = f"s:{s_name}:disattenuated_corr"
-        dc = fig(dc_key) if dc_key in values else Figure(float("nan"), "needs a second human column")
-        new = prmse_cautions(
-            n_multiple=int(counts["N_multiple"]),
-            r_hh=hh_block.value("corr"),
-            prmse=true_score.value("prmse"),
-            external=rater_error_variance is not None,
-        )
-        cautions.extend(c for c in new if c not in cautions)
-        if samples:
-            prmse_samples[s_name] = samples.get(f"t:{s_name}:prmse", np.zeros(0))
-        degradation = block(f"d:{s_name}:", OBSERVED_KEYS)
-        systems[s_name] = SystemEvaluation(observed, true_score, degradation, dc)
-
+    figures = _Figures(point.values, point.reasons, cis, closed)
+    cautions = list(point.cautions)
+    human_human = _human_human(p, comp, figures)
+    systems = {
+        s: _system(s, p, point.totals, figures, human_human.pair, rater_error_variance, cautions) for s in p.system
+    }
     subgroups: dict[str, dict[str, dict[str, Block]]] = {}
     fairness: dict[str, dict[str, FairnessEvaluation]] = {}
     consistency: dict[str, dict[str, Block]] = {}
     if p.groups is not None:
+        labels = comp.group_labels
         subgroups[group_name] = {
-            g: {s: block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
-            for gi, g in enumerate(comp.group_labels)
+            g: {s: figures.block(f"g:{gi}:{s}:", (*OBSERVED_KEYS, "dsm")) for s in p.system}
+            for gi, g in enumerate(labels)
         }
         fairness[group_name] = {
             s: _fairness(p, s, comp.fairness[s], cis, n_resamples, bool(samples), base_group) for s in p.system
         }
         if comp.group_consistency:
             consistency[group_name] = {
-                comp.group_labels[gi]: block(f"c:{gi}:", OBSERVED_KEYS) for gi in comp.group_consistency
+                labels[gi]: figures.block(f"c:{gi}:", OBSERVED_KEYS) for gi in comp.group_consistency
             }
     return Evaluation(
         n_responses=p.n_reference,
         n_input=p.n_input,
         dropped=dict(p.policy.dropped),
         scale=p.scale,
-        human_columns=tuple(names),
+        human_columns=tuple(p.names),
         confidence=confidence,
         n_resamples=int(n_resamples),
         seed=int(seed),
@@ -123,14 +83,82 @@ def assemble(
         systems=systems,
         subgroups=subgroups,
         fairness=fairness,
-        notes=tuple(notes + cautions),
-        human=h[p.reference],
+        notes=tuple(p.notes + cautions),
+        human=p.human[p.reference],
         system={s: v[p.reference] for s, v in p.system.items()},
-        prmse_samples=prmse_samples,
+        prmse_samples={s: samples.get(f"t:{s}:prmse", np.zeros(0)) for s in p.system} if samples else {},
         bootstrapped=bool(samples),
         consistency_by_group=consistency,
         confusion={s: _confusion(comp, s) for s in p.system} if p.cats is not None else {},
     )
+
+
+class _Figures(NamedTuple):
+    """The flat figures of one evaluation by key (``s:model:corr``, ``hh:qwk``, ...) with their reasons and
+    intervals."""
+
+    values: dict[str, float]
+    reasons: dict[str, str]
+    cis: dict[str, Interval]
+    closed: dict[str, Analytic]
+
+    def figure(self, key: str) -> Figure:
+        return Figure(self.values[key], self.reasons.get(key), self.cis.get(key), self.closed.get(key))
+
+    def block(self, prefix: str, keys: Iterable[str]) -> Block:
+        return Block({k: self.figure(prefix + k) for k in keys if prefix + k in self.values})
+
+
+def _human_human(p: Prepared, comp: Comparisons, figures: _Figures) -> HumanHuman:
+    """The first two human columns compared (a note when there is one) and the all-raters block."""
+    names = p.names
+    if comp.human_human is None:
+        p.notes.append(
+            "one human column: human-human agreement, degradation and the true-score metrics need a "
+            "second rating (or a rater error variance from another sample)"
+        )
+    pair = figures.block("hh:", OBSERVED_KEYS) if comp.human_human is not None else Block({})
+    all_raters = None
+    if comp.raters is not None:
+        all_raters = Block(
+            {
+                **{k: figures.figure("a:" + k) for k in ALL_RATERS_COUNTS if "a:" + k in figures.values},
+                "N_raters": Figure(float(p.human.shape[1])),
+                **figures.block("a:", comp.all_raters_keys()).figures,
+            }
+        )
+    return HumanHuman((names[0], names[1]) if comp.human_human is not None else None, pair, all_raters, tuple(names))
+
+
+def _system(
+    s_name: str,
+    p: Prepared,
+    totals: dict[str, NDArray[Any]],
+    figures: _Figures,
+    hh_block: Block,
+    rater_error_variance: float | None,
+    cautions: list[str],
+) -> SystemEvaluation:
+    """One system's observed, true-score and degradation blocks; the PRMSE cautions go to ``cautions``."""
+    counts: dict[str, NDArray[Any] | float] = {
+        "N": totals[f"t:{s_name}:N"],
+        "N_raters": float(p.human.shape[1]),
+        "N_single": totals[f"t:{s_name}:N_single"],
+        "N_multiple": totals[f"t:{s_name}:N_multiple"],
+    }
+    ts = {**{k: Figure(float(v)) for k, v in counts.items()}, **figures.block(f"t:{s_name}:", TRUE_FIGURES).figures}
+    true_score = Block({k: ts[k] for k in TRUE_SCORE_KEYS if k in ts})
+    dc_key = f"s:{s_name}:disattenuated_corr"
+    dc = figures.figure(dc_key) if dc_key in figures.values else Figure(float("nan"), "needs a second human column")
+    new = prmse_cautions(
+        n_multiple=int(counts["N_multiple"]),
+        r_hh=hh_block.value("corr"),
+        prmse=true_score.value("prmse"),
+        external=rater_error_variance is not None,
+    )
+    cautions.extend(c for c in new if c not in cautions)
+    observed = figures.block(f"s:{s_name}:", OBSERVED_KEYS)
+    return SystemEvaluation(observed, true_score, figures.block(f"d:{s_name}:", OBSERVED_KEYS), dc)
 
 
 def _confusion(comp: Comparisons, s_name: str) -> NDArray[Any]:

@@ -1,17 +1,17 @@
 """Uncertainty by resampling: a seeded, vectorised nonparametric bootstrap over responses.
 
-Analytic (closed-form) intervals live in :mod:`core.metrics.intervals`.
+Analytic (closed-form) intervals live in :mod:`core.metrics.intervals.analytic`.
 
 Resampling unit: the response (a whole row: all its human ratings and every system score stay together), drawn
 with replacement n times per resample (Efron & Tibshirani 1993, ch. 6 and 13, percentile intervals).
 Resamples are generated in chunks as index matrices ``(b, n)`` from one seeded ``numpy.random.Generator``; each
 chunk is turned into a count matrix (how often each response was drawn), so every metric that is a function of
-sums over responses (:mod:`core.metrics.sums`: moments, PRMSE, category tables, coincidence matrices) is evaluated
-for all resamples of the chunk with one matrix product and one ``bincount``. Spearman's rho is vectorised over
-resamples from the counts (:func:`core.metrics.association.spearman_rho_resampled`); Kendall's tau is recomputed
-per resample on the same index rows, so every metric sees the same resamples. The fairness analyses are
-batched over the chunk's counts (:meth:`core.metrics.fairness_bootstrap.FairnessDesign.resampled`, cell sums and a
-groups x groups eigen-decomposition per resample).
+sums over responses (:mod:`core.metrics.estimates.sums`: moments, PRMSE, category tables, coincidence matrices) is
+evaluated for all resamples of the chunk with one matrix product and one ``bincount``. Spearman's rho is vectorised over
+resamples from the counts (:func:`core.metrics.estimates.association.spearman_rho_resampled`); Kendall's tau is
+recomputed per resample on the same index rows, so every metric sees the same resamples. The fairness analyses are
+batched over the chunk's counts (:meth:`core.metrics.estimates.fairness_resampled.FairnessDesign.resampled`, cell sums
+and a groups x groups eigen-decomposition per resample).
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.fairness import FAIRNESS_KEYS, fairness_analysis
-from core.metrics.fairness_bootstrap import fairness_design
+from core.metrics.estimates.comparisons import Comparisons
+from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
+from core.metrics.estimates.fairness_resampled import fairness_design
+from core.metrics.estimates.pair import batch_values
+from core.metrics.estimates.sums import RowSums
+from core.metrics.estimates.true_score import finish_true_score, true_score_sums
 from core.metrics.notes import capture, quiet, undefined
-from core.metrics.sums import RowSums
-from core.metrics.true_score import finish_true_score, true_score_sums
 
 #: Upper bound on the entries of one chunk's index matrix (memory ~ 16 bytes per entry).
 CHUNK_ENTRIES = 8_000_000
@@ -122,6 +124,36 @@ def bootstrap_sums(
         if progress is not None:
             progress(index.shape[0])
     return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def bootstrap_comparisons(
+    comp: Comparisons, n_resamples: int, seed: int, progress: Callable[[int, int], None] | None, notes: list[str]
+) -> dict[str, NDArray[Any]]:
+    """Every figure of ``comp`` on ``n_resamples`` resamples of the responses (one seeded generator): the sums-based
+    figures batched over each chunk of resamples, Spearman's rho and the fairness analyses vectorised over the
+    chunk's counts, Kendall's tau recomputed per resample on the same draws. Nothing (and a note in ``notes``) with
+    fewer than 2 reference responses."""
+    if n_resamples <= 0:
+        return {}
+    if comp.reference_rows.size < 2:
+        notes.append("bootstrap skipped: it needs at least 2 responses")
+        return {}
+    done = [0]
+
+    def prog(k: int) -> None:
+        done[0] += k
+        if progress is not None:
+            progress(done[0], n_resamples)
+
+    return bootstrap_sums(
+        comp.sums(),
+        lambda t: batch_values(comp.finishers(t, with_ranks=False)),
+        n_resamples,
+        np.random.default_rng(seed),
+        per_resample=comp.per_resample,
+        progress=prog,
+        per_chunk=comp.per_chunk,
+    )
 
 
 def percentile_interval(samples: NDArray[Any], confidence: float = 0.95) -> tuple[float, float]:
@@ -250,8 +282,8 @@ def bootstrap_fairness(
     difference (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
 
     Responses are resampled with replacement (:func:`resample_chunks`, the draws of ``evaluate``); each resample's
-    adjusted R2 values are those of :func:`core.metrics.fairness.fairness_analysis` on that resample, computed in
-    batches by :meth:`core.metrics.fairness_bootstrap.FairnessDesign.resampled`; percentile intervals as
+    adjusted R2 values are those of :func:`core.metrics.estimates.fairness.fairness_analysis` on that resample, computed
+    in batches by :meth:`core.metrics.estimates.fairness_resampled.FairnessDesign.resampled`; percentile intervals as
     :func:`percentile_interval` (Efron & Tibshirani 1993, 13.3).
 
     Returns

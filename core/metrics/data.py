@@ -5,8 +5,7 @@
 - System scores are ``(n,)`` float64 vectors, one per system.
 - The :class:`Scale` is explicit (min, max and the category values). Categorical coefficients depend on the number
   of categories, so they are never inferred from the observed values alone (docs/design.md section 4.1).
-- :func:`apply_score_policy` implements RSMTool's zero / non-numeric policy explicitly and returns counts of what
-  it dropped (RSMTool ``exclude_zero_scores``; docs/design.md section 4.1).
+- The explicit score policy (RSMTool's zero / non-numeric policy) is stage 2, :mod:`core.metrics.prepare`.
 """
 
 from __future__ import annotations
@@ -222,125 +221,6 @@ def category_index(x: NDArray[Any], categories: NDArray[Any], name: str = "ratin
     return np.where(missing, -1, idx).astype(np.int64)
 
 
-# Reasons for leaving a response out of the comparisons with the first human column (keys of ``dropped``).
-DROP_H1_MISSING = "first human score missing or non-numeric"
-DROP_H1_ZERO = "first human score is 0 (zeros excluded)"
-DROP_H1_OUT_OF_SCALE = "first human score outside the scale"
-DROP_SYSTEM_MISSING = "system score missing or non-numeric"
-SET_MISSING_ZERO = "other human score 0 set to missing (zeros excluded)"
-SET_MISSING_OUT_OF_SCALE = "other human score outside the scale set to missing"
-
-
-@dataclass
-class PolicyResult:
-    """Output of :func:`apply_score_policy`.
-
-    ``ratings`` keeps every input row (the per-rating rules applied to every column, the first included), for the
-    metrics that use every rating; ``keep`` marks the responses of the comparisons with the first human column
-    (RSMTool's evaluation set), and ``human`` / ``system`` are those rows.
-    """
-
-    keep: NDArray[Any]  # (n,) bool: responses of the comparisons with the first human column
-    human: NDArray[Any]  # (n_kept, R) human ratings after the policy
-    system: dict[str, NDArray[Any]]  # name -> (n_kept,)
-    dropped: dict[str, int]  # reason -> number of responses left out of those comparisons
-    changed: dict[str, int]  # reason -> number of ratings set to missing (response kept)
-    ratings: NDArray[Any] = field(default_factory=lambda: np.zeros((0, 1)))  # (n, R) every row, per-rating rules
-    system_all: dict[str, NDArray[Any]] = field(default_factory=dict)  # name -> (n,) every row
-    system_ok: NDArray[Any] = field(default_factory=lambda: np.zeros(0, bool))  # (n,) every system score finite
-
-
-def apply_score_policy(
-    human: ArrayLike, system: dict[str, NDArray[Any]], *, scale: Scale | None = None, exclude_zeros: bool = False
-) -> PolicyResult:
-    """Apply the explicit zero / non-numeric policy (RSMTool semantics, docs/design.md section 4.1).
-
-    Per rating: an infinite score, a score outside ``scale`` and (under ``exclude_zeros``) a 0 become missing.
-    Per response, for the comparisons with the first human column only: a response is left out when its first
-    human score is missing, non-numeric or infinite, is 0 under ``exclude_zeros``, or lies outside ``scale``, or
-    when any system score is missing or infinite. Metrics over every rating (agreement among all raters, the
-    true-score metrics) keep the other responses. Every drop and change is counted by reason.
-
-    Parameters
-    ----------
-    human : array of shape (n, R)
-        Human ratings, NaN for missing (non-numeric values must already be NaN).
-    system : dict of name -> array of shape (n,)
-    scale : Scale, optional
-    exclude_zeros : bool
-        RSMTool's ``exclude_zero_scores`` (default off here; on in RSMTool).
-
-    Returns
-    -------
-    PolicyResult
-        ``keep`` (rows kept), ``human`` and ``system`` after the policy, ``dropped`` and ``changed`` counts by reason,
-        and ``ratings`` / ``system_all`` / ``system_ok`` for every row.
-
-    References
-    ----------
-    RSMTool ``exclude_zero_scores`` and its handling of non-numeric scores (RSMTool documentation, "Evaluation
-    metrics"; docs/design.md section 4.1).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> p = apply_score_policy(np.array([[0, 1], [2, 0], [3, np.nan]]), {"s": np.array([1., 2, 3])},
-    ...                        exclude_zeros=True)
-    >>> p.keep.tolist(), sum(p.dropped.values()), sum(p.changed.values()), p.ratings[0].tolist()
-    ([False, True, True], 1, 1, [nan, 1.0])
-    """
-    h = np.array(human, dtype=np.float64, copy=True)
-    if h.ndim == 1:
-        h = h[:, None]
-    n = h.shape[0]
-    first = h[:, 0].copy()
-    dropped: dict[str, int] = {}
-    changed: dict[str, int] = {}
-    keep = np.ones(n, dtype=bool)
-
-    def drop(mask: NDArray[Any], reason: str) -> None:
-        new = mask & keep
-        if new.any():
-            dropped[reason] = dropped.get(reason, 0) + int(new.sum())
-            keep[new] = False
-
-    drop(~np.isfinite(first), DROP_H1_MISSING)
-    if exclude_zeros:
-        drop(first == 0, DROP_H1_ZERO)
-    if scale is not None:
-        drop((first < scale.min) | (first > scale.max), DROP_H1_OUT_OF_SCALE)
-    sys_out = {}
-    system_ok = np.ones(n, dtype=bool)
-    for name, values in system.items():
-        v = np.asarray(values, dtype=np.float64)
-        if v.shape != (n,):
-            raise ValueError(f"system {name!r} has {v.size} scores for {n} responses")
-        drop(~np.isfinite(v), DROP_SYSTEM_MISSING)
-        system_ok &= np.isfinite(v)
-        sys_out[name] = v
-    h[np.isinf(h)] = np.nan
-    if exclude_zeros:
-        z = (h[:, 1:] == 0) & keep[:, None]
-        if z.any():
-            changed[SET_MISSING_ZERO] = int(z.sum())
-        h[h == 0] = np.nan
-    if scale is not None:
-        out = (h < scale.min) | (h > scale.max)
-        if (out[:, 1:] & keep[:, None]).any():
-            changed[SET_MISSING_OUT_OF_SCALE] = int((out[:, 1:] & keep[:, None]).sum())
-        h[out] = np.nan
-    return PolicyResult(
-        keep=keep,
-        human=h[keep],
-        system={k: v[keep] for k, v in sys_out.items()},
-        dropped=dropped,
-        changed=changed,
-        ratings=h,
-        system_all=sys_out,
-        system_ok=system_ok,
-    )
-
-
 def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArray[Any]:
     """A subjects x raters matrix from a distribution-of-raters table (irrCAC / Gwet's ``*.dist`` input form).
 
@@ -382,3 +262,17 @@ def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArr
         values = np.repeat(cats, row)
         out[i, : values.size] = values
     return out
+
+
+def round_to_categories(x: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
+    """Round half-to-even and clip to the categories (integer scale), else the nearest category.
+
+    Examples
+    --------
+    >>> round_to_categories(np.array([0.2, 2.5, 3.5, 9.0]), np.arange(1.0, 6.0)).tolist()
+    [1.0, 2.0, 4.0, 5.0]
+    """
+    lo, hi = cats[0], cats[-1]
+    if np.all(cats == np.round(cats)) and np.all(np.diff(cats) == 1):
+        return np.clip(np.round(x), lo, hi)
+    return Scale(lo, hi, tuple(cats)).to_categories(x)

@@ -23,21 +23,29 @@ Which scores the categorical metrics compare: the system score rounded half-to-e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, NamedTuple
 
-from core.metrics.accuracy import mean_squared_error, r2_score, root_mean_squared_error, standardized_mean_difference
-from core.metrics.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
-from core.metrics.association import kendall_tau_b, kendall_tau_c, spearman_rho
-from core.metrics.krippendorff import krippendorff_alpha
-from core.metrics.observed import (
+from numpy.typing import NDArray
+
+from core.metrics.data import WEIGHTS, Weights, check_option
+from core.metrics.estimates.accuracy import (
+    mean_squared_error,
+    r2_score,
+    root_mean_squared_error,
+    standardized_mean_difference,
+)
+from core.metrics.estimates.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
+from core.metrics.estimates.association import kendall_tau_b, kendall_tau_c, spearman_rho
+from core.metrics.estimates.krippendorff import krippendorff_alpha
+from core.metrics.estimates.observed import (
     adjacent_agreement,
     cohen_kappa,
     exact_agreement,
     pearson_r,
     quadratic_weighted_kappa,
 )
-from core.metrics.true_score import mse_true, prmse, true_score_variance, variance_of_errors
+from core.metrics.estimates.true_score import mse_true, prmse, true_score_variance, variance_of_errors
 
 Responses = Literal["reference", "double_scored", "rated", "group"]
 Raters = Literal["reference_system", "first_two", "all"]
@@ -209,7 +217,7 @@ TRUE_SCORE: tuple[Metric, ...] = (
 
 #: Chance-corrected agreement among all human columns, on every rated response (identity, linear and quadratic
 #: weights; ``evaluate(weights=...)`` adds irrCAC's other weightings under the same naming rule,
-#: :func:`core.metrics.agreement_variance.report_name`).
+#: :func:`core.metrics.intervals.agreement_variance.report_name`).
 MULTI_RATER: tuple[Metric, ...] = (
     *_weighted("gwet_ac", "Gwet's AC1", _G14, gwet_ac, responses="rated", raters="all", ac1=True),
     *_weighted("bp", "Brennan-Prediger", _G14, brennan_prediger, responses="rated", raters="all"),
@@ -231,3 +239,42 @@ TRUE_SCORE_KEYS: tuple[str, ...] = tuple(m.name for m in TRUE_SCORE)
 RANK_KEYS: tuple[str, ...] = tuple(m.name for m in OBSERVED if m.family == "rank")
 #: Figures that are counts (written as JSON integers).
 COUNT_KEYS: frozenset[str] = frozenset({"N", "N_raters", "N_single", "N_multiple", "N_pairable", "N_human_human"})
+
+
+#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
+REPORT_WEIGHTS: tuple[Weights, ...] = ("identity", "linear", "quadratic")
+
+
+def report_name(coefficient: str, weights: str) -> str | None:
+    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
+    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
+    (quadratic) levels (None otherwise).
+
+    Examples
+    --------
+    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
+    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
+    """
+    if coefficient == "krippendorff":
+        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
+    if coefficient == "gwet":
+        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
+    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
+    return stem if weights == "identity" else f"{stem}_{weights}"
+
+
+def report_weightings(extra: Iterable[Weights], cats: NDArray[Any] | None = None) -> tuple[Weights, ...]:
+    """:data:`REPORT_WEIGHTS` then the other weightings asked for (``evaluate(weights=...)``), each checked
+    (:func:`core.metrics.data.check_option`); ``ratio`` needs categories other than 0 (``cats``, when known).
+
+    Examples
+    --------
+    >>> report_weightings(["ordinal", "linear", "ordinal"])
+    ('identity', 'linear', 'quadratic', 'ordinal')
+    """
+    extra = tuple(extra)
+    for w in extra:
+        check_option("weights", w, WEIGHTS)
+    if "ratio" in extra and cats is not None and (cats == 0).any():
+        raise ValueError("ratio weights need categories other than 0")
+    return REPORT_WEIGHTS + tuple(w for w in dict.fromkeys(extra) if w not in REPORT_WEIGHTS)

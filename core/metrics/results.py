@@ -7,12 +7,13 @@ written as ``null`` with ``<key>_reason`` beside it; counts are integers; every 
 intervals are ``[low, high]`` lists under ``ci`` (empty without a bootstrap); analytic ones are ``{"se", "ci",
 "p_value", "method"}`` under ``analytic``.
 
-The records of single figures are in :mod:`core.metrics.blocks`, the tables in :mod:`core.metrics.result_tables`.
+One reported number is a :class:`Figure`, the figures of one comparison a :class:`Block`; the RSMTool-like tables
+written by ``--output`` are :func:`evaluation_tables`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -20,13 +21,110 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.benchmark import benchmark
-from core.metrics.blocks import Block, Figure, interval_pair
 from core.metrics.data import Scale
-from core.metrics.intervals import Interval
+from core.metrics.intervals.analytic import Analytic, Interval
+from core.metrics.intervals.benchmark import benchmark
 from core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
-from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
-from core.metrics.result_tables import evaluation_tables
+from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
+
+
+class Figure(NamedTuple):
+    """One reported number.
+
+    Attributes
+    ----------
+    value : float
+        NaN when undefined for the data.
+    reason : str or None
+        Why the value is NaN (None when it is defined).
+    ci : Interval or None
+        Bootstrap percentile interval (None without a bootstrap).
+    analytic : Interval or None
+        Closed-form standard error, interval and p-value (Fisher z, t-based Wald), when the metric has one.
+
+    Examples
+    --------
+    >>> Figure(float("nan"), "a correlation is undefined for constant scores").is_defined
+    False
+    """
+
+    value: float
+    reason: str | None = None
+    ci: Interval | None = None
+    analytic: Analytic | None = None
+
+    @property
+    def is_defined(self) -> bool:
+        return bool(np.isfinite(self.value))
+
+
+@dataclass(frozen=True)
+class Block:
+    """The figures of one comparison, in registry order (:mod:`core.metrics.registry`).
+
+    ``block["corr"]`` is a :class:`Figure`; an unknown name raises ``KeyError`` (never a silent ``None``).
+
+    Parameters
+    ----------
+    figures : mapping name -> Figure
+        Names from :mod:`core.metrics.registry`.
+
+    Examples
+    --------
+    >>> b = Block({"N": Figure(3.0), "corr": Figure(float("nan"), "constant scores")})
+    >>> b.to_json()
+    {'N': 3, 'corr': None, 'corr_reason': 'constant scores'}
+    """
+
+    figures: Mapping[str, Figure]
+
+    def __getitem__(self, name: str) -> Figure:
+        return self.figures[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.figures
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.figures)
+
+    def value(self, name: str) -> float:
+        """The value of ``name`` (NaN when absent or undefined)."""
+        fig = self.figures.get(name)
+        return float("nan") if fig is None else fig.value
+
+    def values(self) -> dict[str, float]:
+        return {k: f.value for k, f in self.figures.items()}
+
+    def to_json(self, order: Iterable[str] | None = None) -> dict[str, Any]:
+        """``{key: value}`` with ``null`` + ``<key>_reason`` for NaN and integer counts."""
+        out: dict[str, Any] = {}
+        for key in order or self.figures:
+            if key not in self.figures:
+                continue
+            fig = self.figures[key]
+            v = fig.value
+            if not np.isfinite(v):
+                out[key] = None
+                out[key + "_reason"] = fig.reason or "undefined for these data"
+            elif key in COUNT_KEYS and float(v).is_integer():
+                out[key] = int(v)
+            else:
+                out[key] = float(v)
+        return out
+
+    def ci_json(self, *, prefix: str = "", skip: tuple[str, ...] = ("N",)) -> dict[str, Any]:
+        """``{prefix + key: [low, high]}`` of the figures that have a bootstrap interval."""
+        return {prefix + k: interval_pair(f.ci) for k, f in self.figures.items() if f.ci is not None and k not in skip}
+
+    def analytic_json(self) -> dict[str, Any]:
+        """``{key: {"se", "ci", "p_value", "method"}}`` of the figures with a closed-form interval."""
+        return {k: f.analytic.to_json() for k, f in self.figures.items() if f.analytic is not None}
+
+
+def interval_pair(iv: Interval | tuple[float, float]) -> list[float | None]:
+    """``[low, high]`` with ``None`` for a bound that is not finite (the JSON form of an interval)."""
+    lo, hi = iv[0], iv[1]
+    return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
 
 
 @dataclass(frozen=True)
@@ -228,7 +326,6 @@ class Evaluation:
     def human_names(self) -> list[str]:
         return list(self.human_columns)
 
-    # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``easl evaluate --json`` (:data:`SCHEMA_VERSION`; ``docs/reference/outputs.md``)."""
         data: dict[str, Any] = {
@@ -276,5 +373,82 @@ class Evaluation:
     @property
     def tables(self) -> dict[str, pd.DataFrame]:
         """RSMTool-like tables written by ``--output`` (``eval``, ``eval_short``, ``consistency``, ...;
-        :func:`core.metrics.result_tables.evaluation_tables`)."""
+        :func:`evaluation_tables`)."""
         return evaluation_tables(self)
+
+
+#: The fairness figures (Loukina, Madnani & Zechner 2019; RSMTool ``get_fairness_analyses``).
+FAIRNESS_LABELS = (
+    ("osa", "Overall score accuracy"),
+    ("osd", "Overall score difference"),
+    ("csd", "Conditional score difference"),
+)
+
+
+def evaluation_tables(ev: Evaluation) -> dict[str, pd.DataFrame]:
+    """RSMTool-like tables of ``ev``, by table name (``eval``, ``eval_short``, ``consistency``, ...)."""
+    tables: dict[str, pd.DataFrame] = {}
+    for gname, by_label in ev.subgroups.items():
+        rows = [
+            {"group": label, "system": s, **{k: b.value(k) for k in (*OBSERVED_KEYS, "dsm")}}
+            for label, per_sys in by_label.items()
+            for s, b in per_sys.items()
+        ]
+        tables[f"eval_by_{gname}"] = pd.DataFrame(rows)
+    for gname, per_sys in ev.fairness.items():
+        rows = []
+        for s, fe in per_sys.items():
+            for key, label in FAIRNESS_LABELS:
+                fig = fe.figures()[key]
+                row = {"system": s, "metric": label, "value": fig.value, "p_value": fig.p_value, "r2": fig.r2}
+                if fe.bootstrapped:
+                    ci = fig.ci if fig.ci is not None else Interval(np.nan, np.nan)
+                    row.update({"ci_low": ci.low, "ci_high": ci.high, "ci_reason": fig.ci_reason or ""})
+                rows.append({**row, **{f"coef_{g}": c for g, c in fig.estimates.items()}})
+        tables[f"fairness_{gname}"] = pd.DataFrame(rows)
+    rows_eval = [{"system": s, **{k: e.observed.value(k) for k in OBSERVED_KEYS}} for s, e in ev.systems.items()]
+    tables["eval"] = pd.DataFrame(rows_eval)
+    tables["eval_short"] = pd.DataFrame(rows_eval)[["system", *SHORT]]
+    hh = ev.human_human
+    if hh.names is not None:
+        tables["consistency"] = pd.DataFrame(
+            [{"human_1": hh.names[0], "human_2": hh.names[1], **{k: hh.pair.value(k) for k in OBSERVED_KEYS}}]
+        )
+        tables["degradation"] = pd.DataFrame(
+            [
+                {
+                    "system": s,
+                    **{k: e.degradation.value(k) for k in OBSERVED_KEYS if k != "N"},
+                    "disattenuated_corr": e.disattenuated_corr.value,
+                }
+                for s, e in ev.systems.items()
+            ]
+        )
+    for gname, per_label in ev.consistency_by_group.items():
+        tables[f"consistency_by_{gname}"] = pd.DataFrame(
+            [{"group": label, **{k: b.value(k) for k in OBSERVED_KEYS}} for label, b in per_label.items()]
+        )
+    if ev.scale.is_categorical:
+        labels = [f"{c:g}" for c in ev.scale.categories]
+        for s, counts in ev.confusion.items():
+            frame = pd.DataFrame(counts, columns=labels)
+            frame.insert(0, "human \\ system", labels)
+            tables["confusion_" + "".join(c if c.isalnum() or c in "-_" else "_" for c in s)] = frame
+    tables["true_score_eval"] = pd.DataFrame(
+        [{"system": s, **{k: e.true_score.value(k) for k in TRUE_SCORE_KEYS}} for s, e in ev.systems.items()]
+    )
+    rows_ci = []
+    if ev.bootstrapped:
+        for s, e in ev.systems.items():
+            for k, (lo, hi) in e.to_json(True, hh.pair)["ci"].items():
+                rows_ci.append(
+                    {
+                        "system": s,
+                        "metric": k,
+                        "low": np.nan if lo is None else lo,
+                        "high": np.nan if hi is None else hi,
+                    }
+                )
+    if rows_ci:
+        tables["ci"] = pd.DataFrame(rows_ci)
+    return tables

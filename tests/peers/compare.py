@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 import core.metrics as M
-from core.metrics.agreement_variance import agreement_inference, report_name, table_inference
-from core.metrics.kappa import cohen_kappa_test
-from core.metrics.loading import load_long
+from core.metrics.intervals.agreement_variance import agreement_inference, table_inference
+from core.metrics.intervals.kappa_test import cohen_kappa_test
+from core.metrics.load import load_long
+from core.metrics.registry import report_name
 
 HERE = Path(__file__).resolve().parent
 POINT, INTERVAL = 1e-9, 1e-6

@@ -39,6 +39,13 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    for arguments in (_data_arguments, _metric_arguments, _output_arguments, _agreement_arguments, _large_arguments):
+        arguments(p)
+    p.set_defaults(func=run)
+
+
+def _data_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the ratings and the system scores are: FILE or --project, the columns."""
     p.add_argument(
         "file", metavar="FILE", nargs="?", help="CSV, TSV, JSONL or Parquet file (by extension); not with --project"
     )
@@ -65,6 +72,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("--id", dest="id_col", metavar="COL", help="response id column (checked for duplicates)")
     p.add_argument("--group", dest="group_col", metavar="COL", help="subgroup column: DSM by subgroup and fairness")
+
+
+def _metric_arguments(p: argparse.ArgumentParser) -> None:
+    """The scale, the score policy, the true-score input and the bootstrap."""
     p.add_argument(
         "--scale",
         nargs=2,
@@ -92,6 +103,10 @@ def register(subparsers) -> None:
         help="bootstrap resamples of responses for percentile intervals (default 0: none)",
     )
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default 0)")
+
+
+def _output_arguments(p: argparse.ArgumentParser) -> None:
+    """--json, its layout, and the --output directory."""
     p.add_argument("--json", action="store_true", help="write one JSON object to stdout instead of tables")
     p.add_argument(
         "--schema",
@@ -103,6 +118,10 @@ def register(subparsers) -> None:
         "of easl-toolkit 0.1.0 for scripts written against it (docs/reference/outputs.md)",
     )
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
+
+
+def _agreement_arguments(p: argparse.ArgumentParser) -> None:
+    """More weightings, the fairness models' base group, the finite-population correction."""
     p.add_argument(
         "--weights",
         nargs="+",
@@ -124,6 +143,10 @@ def register(subparsers) -> None:
         help="number of responses in the population: finite-population correction of the analytic "
         "standard errors of the agreement coefficients (default: infinite)",
     )
+
+
+def _large_arguments(p: argparse.ArgumentParser) -> None:
+    """The long form and data larger than memory on Dask."""
     p.add_argument(
         "--long",
         metavar="ITEM,RATER,SCORE",
@@ -144,4 +167,3 @@ def register(subparsers) -> None:
         metavar="BYTES",
         help="memory limit per local Dask worker, e.g. 2GiB (default: 3/4 of the memory shared out, at most 4GiB)",
     )
-    p.set_defaults(func=run)

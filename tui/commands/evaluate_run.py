@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from core.metrics.data import Scale
-    from core.metrics.loading import load_long, load_wide
+    from core.metrics.load import load_long, load_wide
 
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
@@ -109,7 +109,7 @@ def _check_repeats(args) -> None:
 
 def _check_population(args, data, source) -> None:
     """--population-size below the responses evaluated is refused: the finite-population correction
-    f = n / N of the agreement standard errors (core/metrics/agreement_variance.py) needs n <= N."""
+    f = n / N of the agreement standard errors (core/metrics/intervals/agreement_variance.py) needs n <= N."""
     n = len(data.ids)
     if args.population_size is not None and args.population_size < n:
         raise UserError(
@@ -129,7 +129,7 @@ def _check_wide(args) -> None:
 def _emit(ev, args, source) -> int:
     """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
     from core.metrics.output_schema import as_schema
-    from core.metrics.writer import to_json_text, write_output
+    from core.metrics.write.output import to_json_text, write_output
 
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
         raise nothing_left(source, ev.dropped)
@@ -178,7 +178,7 @@ def _run_dask(args, scale) -> int:
 def _load_project(args):
     """The campaign's ratings (public store API) and the system scores file; the project's score range as scale."""
     from core.metrics.data import Scale
-    from core.metrics.loading import load_campaign
+    from core.metrics.load import load_campaign
     from core.store import Project
 
     system_file, *columns = args.system

@@ -75,7 +75,7 @@ def run_evaluation(
     progress=None,
 ):
     """Read ``path`` and evaluate the chosen columns exactly as ``easl evaluate FILE --human ... --system ...
-    [--group G] [--scale MIN MAX] --bootstrap N --seed S`` does (``core.metrics.loading.load_wide``, then
+    [--group G] [--scale MIN MAX] --bootstrap N --seed S`` does (``core.metrics.load.load_wide``, then
     ``core.metrics.pipeline.evaluate``); ``progress(done, total)`` is called as bootstrap resamples finish.
 
     Returns
@@ -88,7 +88,7 @@ def run_evaluation(
         No human or system column chosen, a column chosen twice, unreadable data, nothing left to evaluate.
     """
     from core.metrics.data import Scale
-    from core.metrics.loading import load_wide
+    from core.metrics.load import load_wide
 
     if not human:
         raise UserError(f"{path}: choose at least one human column.")
@@ -115,8 +115,8 @@ def run_evaluation(
 
 
 def save_report(evaluation, folder: Path, source: Path, seed: int = 0) -> list[Path]:
-    """Write the report of ``easl evaluate --output DIR`` (``core.metrics.writer.write_output``)."""
-    from core.metrics.writer import write_output
+    """Write the report of ``easl evaluate --output DIR`` (``core.metrics.write.output.write_output``)."""
+    from core.metrics.write.output import write_output
 
     return write_output(evaluation, Path(folder), source=str(source), seed=seed)
 
@@ -135,7 +135,7 @@ def format_value(value, ci=None) -> str:
 
 
 def _cell(fig, count: bool = False) -> str:
-    """A :class:`~core.metrics.blocks.Figure` as a table cell (counts as integers)."""
+    """A :class:`~core.metrics.results.Figure` as a table cell (counts as integers)."""
     if fig is None:
         return "-"
     value = fig.value

@@ -69,7 +69,7 @@ class LiveRanks:
 def spearman_rho(a: np.ndarray, b: np.ndarray) -> float:
     """Spearman's rho of the pairs where both values are finite (``core.metrics.spearman_rho``, Spearman 1904);
     NaN, without a warning, when fewer than two pairs remain or either vector is constant (no ranking)."""
-    from core.metrics.association import spearman_rho as rho
+    from core.metrics.estimates.association import spearman_rho as rho
 
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -86,7 +86,7 @@ def spearman_from_ranks(ra: np.ndarray, rb: np.ndarray) -> float:
     With every value finite it is Pearson's r of the average ranks (``core.metrics.pearson_r``; the definition of
     Spearman's rho), in O(N) since the ranks are kept from poll to poll; otherwise the pairs with a NaN are dropped
     and :func:`spearman_rho` re-ranks the rest (ranks are monotone in the values)."""
-    from core.metrics.observed import pearson_r
+    from core.metrics.estimates.observed import pearson_r
 
     ok = np.isfinite(ra) & np.isfinite(rb)
     if not ok.all():

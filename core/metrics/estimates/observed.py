@@ -5,9 +5,9 @@ Notation: ``y_true`` is the human score H, ``y_pred`` the system score M, N the 
 two equal-length finite vectors and return a float; an undefined value is NaN with an
 :class:`~core.metrics.notes.UndefinedMetricWarning` giving the reason.
 
-Pearson's r and QWK are the one-call forms of a ``finish(totals)`` of :mod:`core.metrics.moments`, so the pipeline,
-the bootstrap and these functions share one formula. Cohen's kappa is in :mod:`core.metrics.kappa`; the mean
-differences and squared errors (SMD, MSE, RMSE, R2, DSM) in :mod:`core.metrics.accuracy`.
+Pearson's r and QWK are the one-call forms of a ``finish(totals)`` of :mod:`core.metrics.estimates.moments`, so the
+pipeline, the bootstrap and these functions share one formula. Cohen's kappa is in :mod:`core.metrics.estimates.kappa`;
+the mean differences and squared errors (SMD, MSE, RMSE, R2, DSM) in :mod:`core.metrics.estimates.accuracy`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_pair
-from core.metrics.kappa import cohen_kappa as cohen_kappa  # re-exported: an observed-score metric
-from core.metrics.moments import finish_pearson, finish_qwk, moments, pair_moment_sums
+from core.metrics.estimates.kappa import cohen_kappa as cohen_kappa  # re-exported: an observed-score metric
+from core.metrics.estimates.moments import finish_pearson, finish_qwk, moments, pair_moment_sums
+from core.metrics.estimates.sums import as_float, nan_where
 from core.metrics.notes import undefined
-from core.metrics.sums import as_float, nan_where
 
 
 def pair_moments(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, NDArray[Any]]:
-    """The finished moments (:func:`core.metrics.moments.moments`) of one validated pair of score vectors."""
+    """The finished moments (:func:`core.metrics.estimates.moments.moments`) of one validated pair of score vectors."""
     a, b = as_pair(y_true, y_pred)
     s, shift = pair_moment_sums(a, b)
     return moments(s.totals(), shift)

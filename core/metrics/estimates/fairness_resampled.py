@@ -1,4 +1,4 @@
-"""The fairness analyses of :mod:`core.metrics.fairness` (OSA, OSD, CSD) on many bootstrap resamples at once.
+"""The fairness analyses of :mod:`core.metrics.estimates.fairness` (OSA, OSD, CSD) on many bootstrap resamples at once.
 
 With categorical predictors every model is a function of per-cell sums (cell = group x human score), so the three
 statistics are evaluated for a whole chunk of resamples from weighted cell tables (one ``bincount`` per table) and
@@ -21,8 +21,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_pair
-from core.metrics.fairness import FAIRNESS_KEYS
-from core.metrics.fairness_ols import CONSTANT_SPREAD, group_codes
+from core.metrics.estimates.fairness import FAIRNESS_KEYS
+from core.metrics.estimates.fairness_ols import CONSTANT_SPREAD, group_codes
 from core.metrics.notes import undefined
 
 #: Upper bound on the entries of one sub-chunk's cell table in :meth:`FairnessDesign.resampled`.
@@ -211,7 +211,7 @@ def fairness_resampled(
     One resample that is the sample itself gives :func:`fairness_analysis`'s values:
 
     >>> import numpy as np
-    >>> from core.metrics.fairness import fairness_analysis
+    >>> from core.metrics.estimates.fairness import fairness_analysis
     >>> h, m, g = [2, 3, 2, 3, 4, 1], [1, 1.5, 3, 3.5, 4, 2], ["K", "K", "E", "E", "K", "E"]
     >>> same = fairness_resampled(h, m, g, np.ones((1, 6)))["osd"][0]
     >>> bool(np.isclose(same, fairness_analysis(h, m, g)["osd"]["value"]))

@@ -1,9 +1,10 @@
 """Standard errors, intervals and p-values of the chance-corrected coefficients (Gwet 2014, sections 5.3-5.5).
 
-The variance of each coefficient is that of its linearised per-subject terms (:mod:`core.metrics.linearisation`,
-which states the formulas): Var(kappa) = (1 - f) / (n (n - 1)) sum_i (kappa*_i - kappa)^2 with f = n / N (N the
-population size; f = 0 for an infinite population, the default). Intervals and tests use Student's t with n - 1
-degrees of freedom (n' - 1 for Krippendorff), the upper bound capped at 1, as irrCAC.
+The variance of each coefficient is that of its linearised per-subject terms
+(:mod:`core.metrics.intervals.linearisation`, which states the formulas): Var(kappa) = (1 - f) / (n (n - 1)) sum_i
+(kappa*_i - kappa)^2 with f = n / N (N the population size; f = 0 for an infinite population, the default). Intervals
+and tests use Student's t with n - 1 degrees of freedom (n' - 1 for Krippendorff), the upper bound capped at 1, as
+irrCAC.
 
 Deliberate difference: irrCAC's Brennan-Prediger p-value is one-sided (``1 - F_t``); ours is two-sided, as for
 every other coefficient (and as Gwet's R package).
@@ -16,12 +17,13 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.agreement_totals import category_matrix
 from core.metrics.data import WEIGHTS, Weights, check_option
-from core.metrics.intervals import student_t_ci, student_t_p_value
-from core.metrics.linearisation import COEFFICIENTS, Linearised, category_counts, linearised, rating_patterns
+from core.metrics.estimates.agreement_totals import category_counts, category_matrix, rating_patterns
+from core.metrics.estimates.weights import agreement_weights
+from core.metrics.intervals.analytic import student_t_ci, student_t_p_value
+from core.metrics.intervals.linearisation import COEFFICIENTS, Linearised, linearised
 from core.metrics.notes import undefined
-from core.metrics.weights import agreement_weights
+from core.metrics.registry import REPORT_WEIGHTS, report_name
 
 
 class Inference(NamedTuple):
@@ -84,11 +86,7 @@ def agreement_inference(
     Gwet's (2014) 4-rater data (irrCAC ``raw_4raters``); irrCAC gives AC1 0.77544, se 0.14295,
     interval (0.46081, 1):
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> from core.metrics.estimates.agreement import GWET_4RATERS as ratings
     >>> ac1 = agreement_inference(ratings, [1, 2, 3, 4, 5])["gwet"]
     >>> [round(x, 5) for x in (ac1.value, ac1.se, ac1.low, ac1.high)]
     [0.77544, 0.14295, 0.46081, 1.0]
@@ -221,11 +219,7 @@ def gwet_standard_errors(
     --------
     Gwet's (2014) 4-rater data; AC1's standard error is 0.14295 in the handbook:
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> from core.metrics.estimates.agreement import GWET_4RATERS as ratings
     >>> round(gwet_standard_errors(ratings, [1, 2, 3, 4, 5])["gwet"], 5)
     0.14295
     """
@@ -240,28 +234,6 @@ def gwet_standard_errors(
         for w in names
     }
     return res if isinstance(weights, (tuple, list)) else res[names[0]]
-
-
-#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
-REPORT_WEIGHTS: tuple[Weights, ...] = ("identity", "linear", "quadratic")
-
-
-def report_name(coefficient: str, weights: str) -> str | None:
-    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
-    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
-    (quadratic) levels (None otherwise).
-
-    Examples
-    --------
-    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
-    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
-    """
-    if coefficient == "krippendorff":
-        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
-    if coefficient == "gwet":
-        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
-    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
-    return stem if weights == "identity" else f"{stem}_{weights}"
 
 
 def named_inference(

@@ -14,19 +14,20 @@ p-values: the F-test of each model against the intercept-only model (OSA, OSD), 
 the group to ``error ~ C(H)`` (CSD). adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) with p the rank of the design
 without the intercept.
 
-The OLS fits and F-tests are in :mod:`core.metrics.fairness_ols`; the same analyses on many bootstrap resamples
-at once in :mod:`core.metrics.fairness_bootstrap`.
+The OLS fits and F-tests are in :mod:`core.metrics.estimates.fairness_ols`; the same analyses on many bootstrap
+resamples at once in :mod:`core.metrics.estimates.fairness_resampled`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_pair
-from core.metrics.fairness_ols import dummies, f_test, figure_record, group_codes, ols, tss_floor
+from core.metrics.estimates.fairness_ols import dummies, f_test, figure_record, group_codes, ols, tss_floor
 from core.metrics.notes import undefined
 
 
@@ -68,7 +69,25 @@ def fairness_analysis(
     """
     h, m = as_pair(y_true, y_pred)
     names, codes = group_codes(groups, h.size)
-    sizes = np.bincount(codes, minlength=names.size)
+    error = m - h
+    unit = float(max(np.abs(h).max(), np.abs(m).max())) if h.size else 0.0
+    data = {"e": (error, tss_floor(h.size, unit)), "s": (error**2, tss_floor(h.size, unit**2))}
+    return fairness_record(names, codes, h, None, base_group, lambda y, x: ols(data[y][0], x, data[y][1]))
+
+
+def fairness_record(
+    names: NDArray[Any],
+    codes: NDArray[Any],
+    scores: NDArray[Any],
+    weights: NDArray[Any] | None,
+    base_group: str | None,
+    fit: Callable[[str, NDArray[Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """The record of :func:`fairness_analysis` from rows with a subgroup (``names[codes]``), a human score and a
+    weight (responses: none; the merged cells of :mod:`core.distributed.fairness_cells`: their counts), and
+    ``fit(y, X)``: the OLS record (:func:`~core.metrics.estimates.fairness_ols.ols`) of the error (``y = "e"``) or
+    the squared error (``"s"``) on the design ``X`` (the intercept added)."""
+    sizes = np.bincount(codes, weights=weights, minlength=names.size)
     base = int(np.argmax(sizes)) if sizes.size else 0  # largest; ties: first in sorted order
     if base_group is not None:
         if str(base_group) not in set(names.tolist()):
@@ -78,42 +97,25 @@ def fairness_analysis(
         "base_group": str(names[base]) if names.size else None,
         "groups": {str(k): int(v) for k, v in zip(names, sizes)},
     }
-    if names.size < 2 or h.size < 3:
+    if names.size < 2 or sizes.sum() < 3:
         reason = undefined("fairness analyses need at least two subgroups and three responses")
-        for key in ("osa", "osd", "csd"):
-            out[key] = {
-                "value": reason,
-                "p_value": reason,
-                "r2": reason,
-                "estimates": {},
-                "estimates_p_value": {},
-                "estimates_ci": {},
-            }
+        for key in FAIRNESS_KEYS:
+            out[key] = {"value": reason, "p_value": reason, "r2": reason}
+            out[key].update(estimates={}, estimates_p_value={}, estimates_ci={})
         return out
-    error = m - h
-    se = error**2
-    unit = float(max(np.abs(h).max(), np.abs(m).max()))
-    floor_e, floor_s = tss_floor(h.size, unit), tss_floor(h.size, unit**2)
     xg = dummies(codes, names.size, base)
     others = [str(names[j]) for j in range(names.size) if j != base]
-    hn, hcodes = np.unique(h, return_inverse=True)
+    hn, hcodes = np.unique(scores, return_inverse=True)
     hcodes = hcodes.reshape(-1)
-    h_base = int(np.argmax(np.bincount(hcodes, minlength=hn.size)))  # most frequent score; ties: lowest
+    h_base = int(np.argmax(np.bincount(hcodes, weights=weights, minlength=hn.size)))  # most frequent; ties: lowest
     xh = dummies(hcodes, hn.size, h_base)
-    null = ols(error, np.zeros((h.size, 0)), floor_e)
-    null_se = ols(se, np.zeros((h.size, 0)), floor_s)
-
-    def record(model: dict[str, Any], value: float, p_value: float) -> dict[str, Any]:
-        return figure_record(model, value, p_value, others)
-
-    osa = ols(se, xg, floor_s)
-    osd = ols(error, xg, floor_e)
-    out["osa"] = record(osa, osa["adj_r2"], f_test(null_se, osa))
-    out["osd"] = record(osd, osd["adj_r2"], f_test(null, osd))
-    full = ols(error, np.column_stack([xg, xh]), floor_e)
-    base_h = ols(error, xh, floor_e)
-    out["csd"] = record(full, full["adj_r2"] - base_h["adj_r2"], f_test(base_h, full))
-    for key in ("osa", "osd", "csd"):
+    none = np.zeros((codes.size, 0))
+    osa, osd = fit("s", xg), fit("e", xg)
+    full, base_h = fit("e", np.column_stack([xg, xh])), fit("e", xh)
+    out["osa"] = figure_record(osa, osa["adj_r2"], f_test(fit("s", none), osa), others)
+    out["osd"] = figure_record(osd, osd["adj_r2"], f_test(fit("e", none), osd), others)
+    out["csd"] = figure_record(full, full["adj_r2"] - base_h["adj_r2"], f_test(base_h, full), others)
+    for key in FAIRNESS_KEYS:
         if not np.isfinite(out[key]["value"]):
             out[key]["value"] = undefined(
                 f"fairness {key.upper()} is undefined: no variance in the errors or too few responses for the model"

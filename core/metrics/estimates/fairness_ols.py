@@ -1,5 +1,5 @@
-"""The OLS pieces of the fairness analyses (:mod:`core.metrics.fairness`): treatment-coded dummies, the fit with an
-intercept, the coefficients' inference (as statsmodels ``OLS.fit``), the nested F-test and one figure's record.
+"""The OLS pieces of the fairness analyses (:mod:`core.metrics.estimates.fairness`): treatment-coded dummies, the fit
+with an intercept, the coefficients' inference (as statsmodels ``OLS.fit``), the nested F-test and one figure's record.
 
 The fits are least squares with an intercept on categorical predictors: R2 = 1 - RSS / TSS, adjusted
 adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) with p the rank of the design without the intercept, and the F-test of a

@@ -29,8 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from core.metrics.data import LEVELS, Level, as_ratings, category_index, check_option
+from core.metrics.estimates.sums import nan_where
 from core.metrics.notes import undefined
-from core.metrics.sums import nan_where
 
 _RATIO_MAX_DISTINCT = 20_000
 
@@ -153,6 +153,11 @@ def krippendorff_alpha(ratings: ArrayLike, *, level: Level = "interval", categor
         ranks = np.full(h.shape, np.nan)
         ranks[obs] = stats.rankdata(h[obs])
         return _interval(ranks, obs, m)
+    return _over_values(h, obs, m, level)
+
+
+def _over_values(h: NDArray[Any], obs: NDArray[Any], m: NDArray[Any], level: Level) -> float:
+    """Nominal or ratio alpha over the distinct pairable values (the values are the categories)."""
     vals = h[obs]
     if vals.size < 2:
         return undefined("Krippendorff's alpha needs at least one unit with two values")

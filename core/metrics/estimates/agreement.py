@@ -26,10 +26,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.agreement_totals import agreement_totals, category_matrix, finish_agreement
 from core.metrics.data import WEIGHTS, Weights, check_option
+from core.metrics.estimates.agreement_totals import agreement_totals, category_matrix, finish_agreement
+
+#: Gwet's (2014) 12 subjects x 4 raters, categories 1..5, NaN for a missing rating (irrCAC ``raw_4raters``): the data
+#: of the examples here and in :mod:`core.metrics.intervals.agreement_variance`.
+# fmt: off
+GWET_4RATERS = np.array([[1, 1, np.nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
+                         [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [np.nan, 5, 5, 5], [np.nan, np.nan, 1, 1],
+                         [np.nan, np.nan, 3, np.nan]])
+# fmt: on
 
 
 def _family(
@@ -68,13 +77,9 @@ def chance_corrected_agreement(
     Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., ch. 2-5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (irrCAC ``raw_4raters``):
+    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> ratings = GWET_4RATERS
     >>> r = chance_corrected_agreement(ratings, [1, 2, 3, 4, 5])
     >>> [round(r[k], 6) for k in ("pa", "gwet", "bp", "fleiss", "conger", "krippendorff")]
     [0.818182, 0.775444, 0.772727, 0.761169, 0.762817, 0.743421]
@@ -109,13 +114,9 @@ def gwet_ac(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "id
     British Journal of Mathematical and Statistical Psychology 61, 29-48. Gwet (2014), eq. 4.1 and 5.1.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (irrCAC ``raw_4raters``):
+    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> ratings = GWET_4RATERS
     >>> round(gwet_ac(ratings, [1, 2, 3, 4, 5]), 6), round(gwet_ac(ratings, [1, 2, 3, 4, 5], weights="quadratic"), 6)
     (0.775444, 0.914001)
     """
@@ -141,13 +142,9 @@ def brennan_prediger(ratings: ArrayLike, categories: ArrayLike, *, weights: Weig
     Educational and Psychological Measurement 41, 687-699. Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (irrCAC ``raw_4raters``):
+    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> ratings = GWET_4RATERS
     >>> round(brennan_prediger(ratings, [1, 2, 3, 4, 5]), 6)
     0.772727
     """
@@ -176,13 +173,9 @@ def fleiss_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
     Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (irrCAC ``raw_4raters``):
+    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> ratings = GWET_4RATERS
     >>> round(fleiss_kappa(ratings, [1, 2, 3, 4, 5]), 6)
     0.761169
     """
@@ -216,13 +209,9 @@ def conger_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
     322-328. Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (irrCAC ``raw_4raters``):
+    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
 
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> ratings = np.array([[1, 1, nan, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4],
-    ...                     [4, 4, 4, 4], [1, 1, 2, 1], [2, 2, 2, 2], [nan, 5, 5, 5], [nan, nan, 1, 1],
-    ...                     [nan, nan, 3, nan]])
+    >>> ratings = GWET_4RATERS
     >>> round(conger_kappa(ratings, [1, 2, 3, 4, 5]), 6)
     0.762817
     """

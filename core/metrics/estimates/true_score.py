@@ -5,8 +5,8 @@ scoring systems in the presence of label noise", BEA workshop, Appendix B, equat
 ``rsmtool.utils.prmse``. Notation: N responses with at least one rating, c_i ratings of response i, Hbar_i their
 mean, c. = sum c_i, Hbar = sum c_i Hbar_i / c. (mean of all ratings), M_i the system score.
 
-Every quantity is a function of sums over responses (:mod:`core.metrics.sums`), so the bootstrap evaluates PRMSE
-for all resamples with one matrix product.
+Every quantity is a function of sums over responses (:mod:`core.metrics.estimates.sums`), so the bootstrap evaluates
+PRMSE for all resamples with one matrix product.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_ratings, as_vector
+from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.notes import caution
-from core.metrics.sums import RowSums, nan_where
 
 #: Recommended minimum number of double-scored responses (Loukina et al. 2020, section 7).
 MIN_DOUBLE_SCORED = 1000
@@ -62,12 +62,6 @@ def true_score_sums(ratings: ArrayLike, system: ArrayLike | None = None, prefix:
             raise ValueError("system scores must be finite for every rated response")
         sums.add(p + "E", np.where(rated, c * (hbar - np.where(rated, m, 0.0)) ** 2, 0.0))
     return sums, s
-
-
-def true_score_totals(ratings: ArrayLike, system: ArrayLike | None = None, prefix: str = "") -> dict[str, NDArray[Any]]:
-    """The totals of :func:`true_score_sums` for the sample itself, computed directly (same numbers)."""
-    sums, _ = true_score_sums(ratings, system, prefix)
-    return sums.totals()
 
 
 def finish_error_variance(t: dict[str, NDArray[Any]], prefix: str = "") -> NDArray[Any]:

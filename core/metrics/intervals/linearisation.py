@@ -1,7 +1,7 @@
 """Linearised variances of the chance-corrected coefficients (Gwet 2014, sections 5.3-5.5): the per-subject terms.
 
 Each coefficient kappa = (pa - pe) / (1 - pe) is linearised into per-subject terms kappa*_i (notation of
-:mod:`core.metrics.agreement`; n subjects with a rating, n2 of them with two or more):
+:mod:`core.metrics.estimates.agreement`; n subjects with a rating, n2 of them with two or more):
 
     kappa_i  = (n / n2) (pa_i - pe 1[r_i >= 2]) / (1 - pe),  pa_i = sum_k r_ik (r*_ik - 1) / (r_i (r_i - 1))
     kappa*_i = kappa_i - 2 (1 - kappa) (pe_i - pe) / (1 - pe)
@@ -13,7 +13,8 @@ sum_k r_ik pi+_k / r_i with pi+_k = sum_l w_kl pi_l; Brennan-Prediger none (pe i
 linearisation of Gwet (2014, section 5.4) (irrCAC ``raw.py`` ``conger``); Krippendorff's alpha Gwet's
 linearisation over the n' subjects with two or more ratings (irrCAC ``krippendorff``).
 
-The standard errors, t-intervals and p-values built on these sums are in :mod:`core.metrics.agreement_variance`.
+The standard errors, t-intervals and p-values built on these sums are in
+:mod:`core.metrics.intervals.agreement_variance`.
 """
 
 from __future__ import annotations
@@ -23,50 +24,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from core.metrics.estimates.agreement_totals import category_counts
+
 #: The coefficients with a linearised variance.
 COEFFICIENTS = ("gwet", "bp", "fleiss", "conger", "krippendorff")
 #: One coefficient of :func:`linearised`: (value, sum_i m_i (terms_i - centre)^2, number of subjects).
 Linearised = tuple[float, float, float]
-
-
-def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
-    """r_ik: how many raters put subject i in category k, from an index matrix (-1 = missing)."""
-    n, R = index.shape
-    counts = np.zeros(n * q)
-    for j in range(R):
-        ok = index[:, j] >= 0
-        counts += np.bincount(np.flatnonzero(ok) * q + index[ok, j], minlength=n * q)
-    return counts.reshape(n, q)
-
-
-def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False) -> tuple[NDArray[Any], ...]:
-    """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
-    subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
-    ``return_inverse`` also each subject's pattern."""
-    if return_inverse:
-        rows, inverse = np.unique(index, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        return rows, np.bincount(inverse, minlength=rows.shape[0]).astype(np.float64), inverse
-    n, R = index.shape
-    base = q + 1
-    if R * np.log2(base) < 62:
-        code = np.zeros(n, dtype=np.int64)
-        for j in range(R - 1, -1, -1):
-            code = code * base + (index[:, j] + 1)
-        if base**R <= 4 * max(n, 1_000_000):
-            mult = np.bincount(code, minlength=base**R)
-            codes = np.flatnonzero(mult)
-            mult = mult[codes]
-        else:
-            codes, mult = np.unique(code, return_counts=True)
-        rows = np.empty((codes.size, R), dtype=np.int64)
-        rest = codes.copy()
-        for j in range(R):
-            rows[:, j] = rest % base - 1
-            rest //= base
-        return rows, mult.astype(np.float64)
-    rows, mult = np.unique(index, axis=0, return_counts=True)
-    return rows, mult.astype(np.float64)
 
 
 def _per_subject(

@@ -1,10 +1,10 @@
 """Mean differences and squared errors of observed scores with RSMTool semantics (docs/design.md section 4.2;
 RSMTool "Evaluation Metrics"): SMD, MSE, RMSE, R2 and the difference of standardized means.
 
-Notation as :mod:`core.metrics.observed`: ``y_true`` is the human score H, ``y_pred`` the system score M, N the
-number of responses; two equal-length finite vectors in, a float out; an undefined value is NaN with an
+Notation as :mod:`core.metrics.estimates.observed`: ``y_true`` is the human score H, ``y_pred`` the system score M, N
+the number of responses; two equal-length finite vectors in, a float out; an undefined value is NaN with an
 :class:`~core.metrics.notes.UndefinedMetricWarning` giving the reason. SMD and R2 finish the moment totals of
-:mod:`core.metrics.moments`, as the pipeline and the bootstrap do.
+:mod:`core.metrics.estimates.moments`, as the pipeline and the bootstrap do.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
-from core.metrics.moments import _REL_CONSTANT, finish_r2, finish_smd, moments, pair_moment_sums
+from core.metrics.estimates.moments import _REL_CONSTANT, finish_r2, finish_smd, moments, pair_moment_sums
+from core.metrics.estimates.observed import pair_moments
 from core.metrics.notes import undefined
-from core.metrics.observed import pair_moments
 
 
 def standardized_mean_difference(

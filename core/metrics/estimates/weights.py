@@ -1,8 +1,8 @@
 """Agreement and disagreement weights over a scale's categories (Gwet 2014, section 3.4; irrCAC ``weights.py``).
 
 Agreement weights w_kl are 1 on the diagonal and at most 1 elsewhere; every chance-corrected coefficient of
-:mod:`core.metrics.agreement` uses them. Disagreement weights d_kl = 1 - w_kl (Cohen's weighted kappa,
-:func:`core.metrics.observed.cohen_kappa`) are built from them here, in one place.
+:mod:`core.metrics.estimates.agreement` uses them. Disagreement weights d_kl = 1 - w_kl (Cohen's weighted kappa,
+:func:`core.metrics.estimates.observed.cohen_kappa`) are built from them here, in one place.
 """
 
 from __future__ import annotations

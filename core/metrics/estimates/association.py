@@ -1,7 +1,7 @@
 """Rank association: Spearman's rho and Kendall's tau-b (docs/design.md section 4.6).
 
-Pearson's r lives in :mod:`core.metrics.observed` with QWK; the other moment-based metrics in
-:mod:`core.metrics.accuracy`.
+Pearson's r lives in :mod:`core.metrics.estimates.observed` with QWK; the other moment-based metrics in
+:mod:`core.metrics.estimates.accuracy`.
 """
 
 from __future__ import annotations

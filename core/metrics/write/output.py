@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.metrics.intervals import Interval
+from core.metrics.data import round_to_categories
+from core.metrics.intervals.analytic import Interval
 from core.metrics.output_schema import SCHEMA_VERSION, as_schema
-from core.metrics.plots import confusion_heatmap, prmse_plot, scatter_plot
 from core.metrics.registry import SHORT
 from core.metrics.results import Evaluation
-from core.metrics.suite import round_to_categories
+from core.metrics.write.plots import confusion_heatmap, prmse_plot, scatter_plot
 
 
 def to_json_text(data: Mapping[str, Any]) -> str:

@@ -3,8 +3,8 @@
 A :class:`PairSuite` holds the two score vectors and the responses compared; :meth:`PairSuite.point_totals` and
 :attr:`PairSuite.sums` give the totals every observed metric needs (moments, exact/adjacent counts, the joint
 category table), and :meth:`PairSuite.finishers` turns totals into metric values, with a leading batch axis for
-the bootstrap (:mod:`core.metrics.sums`). Which scores each metric compares: exact/adjacent agreement and every
-chance-corrected coefficient use the scores rounded half-to-even and clipped to the scale's categories
+the bootstrap (:mod:`core.metrics.estimates.sums`). Which scores each metric compares: exact/adjacent agreement and
+every chance-corrected coefficient use the scores rounded half-to-even and clipped to the scale's categories
 (:func:`round_to_categories`); correlations, QWK, SMD, MSE and R2 use the raw scores.
 """
 
@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.agreement_totals import agreement_tables_from_joint, finish_agreement
-from core.metrics.association import kendall_taus, spearman_rho, spearman_rho_resampled
-from core.metrics.data import Scale, Weights, as_pair
-from core.metrics.kappa import kappa_from_table
-from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
-from core.metrics.moments import (
+from core.metrics.data import Weights, as_pair, round_to_categories
+from core.metrics.estimates.agreement_totals import agreement_tables_from_joint, finish_agreement
+from core.metrics.estimates.association import kendall_taus, spearman_rho, spearman_rho_resampled
+from core.metrics.estimates.kappa import kappa_from_table
+from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+from core.metrics.estimates.moments import (
     finish_mse,
     finish_pearson,
     finish_qwk,
@@ -32,9 +32,9 @@ from core.metrics.moments import (
     moments,
     pair_moment_sums,
 )
+from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.notes import capture, caution, quiet, undefined
 from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS
-from core.metrics.sums import RowSums, nan_where
 
 #: A zero-argument callable computing one metric from totals: an array (with the batch axis of the totals) or, for
 #: the rank metrics, a float.
@@ -134,8 +134,7 @@ class PairSuite:
             "rmse": lambda: np.sqrt(finish_mse(mo)),
             "r2": lambda: finish_r2(mo),
         }
-        cats = self.cats
-        if cats is None or not cats.size:
+        if self.cats is None or not self.cats.size:
 
             def none() -> NDArray[Any]:
                 return np.full(
@@ -143,12 +142,17 @@ class PairSuite:
                     undefined("no score categories: the scale needs categories (integer bounds or an explicit list)"),
                 )
 
-            for key in OBSERVED_KEYS:
-                if key not in f and key not in RANK_KEYS:
-                    f[key] = none
+            f.update({k: none for k in OBSERVED_KEYS if k not in f and k not in RANK_KEYS})
             return f
+        f.update(self._categorical(t, self.cats, mo["n"]))
+        return f
+
+    def _categorical(self, t: dict[str, NDArray[Any]], cats: NDArray[Any], n: NDArray[Any]) -> dict[str, Finisher]:
+        """Exact and adjacent agreement, the kappa family, Gwet's AC, Brennan-Prediger, Scott's pi and
+        Krippendorff's alpha from the joint category table of totals ``t``."""
+        p = self.prefix
         q = cats.size
-        n = mo["n"]
+        f: dict[str, Finisher] = {}
 
         def pct(name: str) -> Finisher:
             def g() -> NDArray[Any]:
@@ -242,20 +246,6 @@ class PairSuite:
         }
 
 
-def round_to_categories(x: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
-    """Round half-to-even and clip to the categories (integer scale), else the nearest category.
-
-    Examples
-    --------
-    >>> round_to_categories(np.array([0.2, 2.5, 3.5, 9.0]), np.arange(1.0, 6.0)).tolist()
-    [1.0, 2.0, 4.0, 5.0]
-    """
-    lo, hi = cats[0], cats[-1]
-    if np.all(cats == np.round(cats)) and np.all(np.diff(cats) == 1):
-        return np.clip(np.round(x), lo, hi)
-    return Scale(lo, hi, tuple(cats)).to_categories(x)
-
-
 def memo(fn: Finisher) -> Finisher:
     """Compute once; later calls return the value and re-emit its reasons (so every key keeps them)."""
     cell: list[tuple[Any, list[str], list[str]]] = []
@@ -308,10 +298,10 @@ def observed_metrics(
     Moment metrics (N, means, sds, r, QWK, SMD, MSE, RMSE, R2) use the raw scores; with ``categories`` (the scale's
     category values) exact/adjacent agreement, the kappa family, Gwet's AC, Brennan-Prediger, Scott's pi and
     Krippendorff's alpha compare ``y_true`` with ``y_pred`` rounded half-to-even and clipped to the categories.
-    One pass of sufficient statistics serves every metric (definitions: :mod:`core.metrics.observed`,
-    :mod:`core.metrics.accuracy`, :mod:`core.metrics.agreement`, :mod:`core.metrics.krippendorff`).
-    ``ranks=False`` skips Spearman and Kendall (the only O(N log N) ones). Undefined values are NaN with an
-    UndefinedMetricWarning naming the reason.
+    One pass of sufficient statistics serves every metric (definitions: :mod:`core.metrics.estimates.observed`,
+    :mod:`core.metrics.estimates.accuracy`, :mod:`core.metrics.estimates.agreement`,
+    :mod:`core.metrics.estimates.krippendorff`). ``ranks=False`` skips Spearman and Kendall (the only O(N log N) ones).
+    Undefined values are NaN with an UndefinedMetricWarning naming the reason.
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
 """Moments of a pair of score vectors and the metrics that are smooth functions of them, as ``finish(totals)``.
 
 The moment-based metrics (means, sds, Pearson's r, continuous QWK, SMD, MSE, R2, disattenuated r, DSM) are written
-over sums of per-response terms (:mod:`core.metrics.sums`) so that the bootstrap evaluates them for all resamples
-at once. Sums are taken on values centred at the sample mean, which keeps the moments accurate at millions of
-responses. The public one-call functions are in :mod:`core.metrics.observed` and
-:mod:`core.metrics.accuracy`.
+over sums of per-response terms (:mod:`core.metrics.estimates.sums`) so that the bootstrap evaluates them for all
+resamples at once. Sums are taken on values centred at the sample mean, which keeps the moments accurate at millions of
+responses. The public one-call functions are in :mod:`core.metrics.estimates.observed` and
+:mod:`core.metrics.estimates.accuracy`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.sums import RowSums, nan_where
+from core.metrics.estimates.sums import RowSums, nan_where
 
 _REL_CONSTANT = 1e-12  # a standard deviation below this fraction of the score magnitude counts as zero
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Moments of a pair of vectors: the sufficient statistics of means, sds, r, QWK, SMD, MSE and R2.
 
 
 def pair_moment_sums(a: NDArray[Any], b: NDArray[Any], prefix: str = "") -> tuple[RowSums, dict[str, float]]:

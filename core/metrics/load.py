@@ -16,7 +16,9 @@ they say what is wrong with the input, never which command-line option to use (t
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,24 @@ class EvaluationInput:
     ids: NDArray[Any]  # (n,) response ids (strings)
     groups: NDArray[Any] | None
     notes: list[str]
+
+
+def _read(path: str | os.PathLike[str]) -> Table:
+    """The table of ``path``; an InputError when it has no rows."""
+    table = read_table(path)
+    if table.frame.empty:
+        raise InputError(f"{path}: the file has no rows.", path=path)
+    return table
+
+
+def _unique_ids(table: Table, id_col: str) -> NDArray[Any]:
+    """The ids of column ``id_col`` as strings; an InputError naming the first repeated one."""
+    ids: NDArray[Any] = table.frame[id_col].astype(str).to_numpy()
+    dup = pd.Series(ids).duplicated().to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.", field=id_col)
+    return ids
 
 
 def _require(df: pd.DataFrame, path: str | os.PathLike[str], cols: list[str], what: str) -> None:
@@ -100,10 +120,8 @@ def load_wide(
     """Read a wide file: one row per response with the named human and system score columns."""
     _distinct(path, human, "human score column")
     _distinct(path, system, "system score column")
-    table = read_table(path)
+    table = _read(path)
     df = table.frame
-    if df.empty:
-        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, human, "human score")
     _require(df, path, system, "system score")
     if id_col:
@@ -113,14 +131,7 @@ def load_wide(
     notes: list[str] = []
     h = np.column_stack([numeric_column(table, c, strict=False) for c in human])
     sys = {c: numeric_column(table, c, strict=True) for c in system}
-    if id_col:
-        ids = df[id_col].astype(str).to_numpy()
-        dup = pd.Series(ids).duplicated().to_numpy()
-        if dup.any():
-            i = int(np.flatnonzero(dup)[0])
-            raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {ids[i]!r}.", field=id_col)
-    else:
-        ids = np.array([str(i) for i in range(len(df))])
+    ids = _unique_ids(table, id_col) if id_col else np.array([str(i) for i in range(len(df))])
     groups = df[group_col].astype(str).to_numpy() if group_col else None
     return EvaluationInput(h, list(human), sys, ids, groups, notes)
 
@@ -137,10 +148,8 @@ def load_long(
     item_c, rater_c, score_c = columns
     _distinct(path, human or [], "human rater")
     _distinct(path, system, "system")
-    table = read_table(path)
+    table = _read(path)
     df = table.frame
-    if df.empty:
-        raise InputError(f"{path}: the file has no rows.", path=path)
     _require(df, path, [item_c, rater_c, score_c], "long-form")
     if group_col:
         _require(df, path, [group_col], "group")
@@ -155,37 +164,17 @@ def load_long(
     row_of = rank[item_idx]  # items in order of first appearance
     n = order_items.size
     ids = order_items[np.argsort(rank)]
-    sys: dict[str, NDArray[Any]] = {}
     rater_systems = [s for s in system if s in set(raters)]
-    for s in system:
-        if s in rater_systems:
-            sel = np.flatnonzero(raters == s)
-            rows = row_of[sel]
-            if np.unique(rows).size != rows.size:
-                i = int(sel[np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0]])
-                raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
-            v = np.full(n, np.nan)
-            v[rows] = score[sel]
-            sys[s] = v
-        elif s in df.columns:
-            col = numeric_column(table, s, strict=True)
-            v = np.full(n, np.nan)
-            ok = ~np.isnan(col)
-            firsts = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
-            lo, hi = firsts.min(), firsts.max()
-            conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
-            if conflict.size:
-                r = int(conflict[0])
-                i = int(np.flatnonzero((row_of == r) & ok)[0])
-                raise InputError(
-                    f"{table.location(i)}: column {s!r} has different values for item {ids[r]!r}.", field=s
-                )
-            v[lo.index.to_numpy()] = lo.to_numpy()
-            sys[s] = v
-        else:
+
+    def system_scores(s: str) -> NDArray[Any]:
+        if s not in rater_systems and s not in df.columns:
             raise InputError(
                 f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
             )
+        column = partial(numeric_column, table, strict=True)
+        return long_system_scores(table, s, raters, rater_systems, score, row_of, items, n, column)
+
+    sys = {s: system_scores(s) for s in system}
     is_human = ~np.isin(raters, rater_systems)
     if human:
         unknown = [r for r in human if r not in set(raters)]
@@ -206,6 +195,40 @@ def load_long(
     if repeats:
         notes.append(f"{repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)")
     return EvaluationInput(h, names, sys, ids, groups, notes)
+
+
+def long_system_scores(
+    table: Table,
+    s: str,
+    raters: NDArray[Any],
+    rater_systems: Collection[str],
+    score: NDArray[Any],
+    row_of: NDArray[Any],
+    items: NDArray[Any],
+    n: int,
+    column: Callable[[str], NDArray[Any]],
+) -> NDArray[Any]:
+    """The scores of system ``s`` of the long form by item row (``row_of``; ``n`` items): the rows whose rater is
+    ``s`` (one per item), or the column ``s`` (``column(s)``: its numbers; one value per item)."""
+    v = np.full(n, np.nan)
+    if s in rater_systems:
+        sel = np.flatnonzero(raters == s)
+        dup = pd.Series(row_of[sel]).duplicated().to_numpy()
+        if dup.any():
+            i = int(sel[np.flatnonzero(dup)[0]])
+            raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
+        v[row_of[sel]] = score[sel]
+        return v
+    col = column(s)
+    ok = ~np.isnan(col)
+    per_item = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
+    lo, hi = per_item.min(), per_item.max()
+    conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
+    if conflict.size:
+        i = int(np.flatnonzero((row_of == int(conflict[0])) & ok)[0])
+        raise InputError(f"{table.location(i)}: column {s!r} has different values for item {items[i]!r}.", field=s)
+    v[lo.index.to_numpy()] = lo.to_numpy()
+    return v
 
 
 def rater_matrix(
@@ -249,10 +272,8 @@ def load_campaign(
     one human column (:func:`rater_matrix`: most ratings first); every item with a rating or a system score is a
     response. ``group_col`` is a column of the system file or an extra column of the items.
     """
-    table = read_table(system_path)
+    table = _read(system_path)
     df = table.frame
-    if df.empty:
-        raise InputError(f"{system_path}: the file has no rows.", path=system_path)
     _require(df, system_path, [id_col], "id")
     if not system:
         system = [
@@ -263,11 +284,7 @@ def load_campaign(
         if not system:
             raise InputError(f"{system_path}: no numeric score column besides {id_col!r}.", path=system_path)
     _require(df, system_path, system, "system score")
-    sys_ids = df[id_col].astype(str).to_numpy()
-    dup = pd.Series(sys_ids).duplicated().to_numpy()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        raise InputError(f"{table.location(i)}: column {id_col!r} repeats the id {sys_ids[i]!r}.", field=id_col)
+    sys_ids = _unique_ids(table, id_col)
     known = set(items["item_id"].astype(str))
     unknown = [i for i in sys_ids if i not in known]
     if unknown:

@@ -15,23 +15,22 @@ estimates and every bootstrap resample share the same rows:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.agreement_totals import agreement_sums, agreement_totals, finish_agreement
-from core.metrics.agreement_variance import REPORT_WEIGHTS, report_name
-from core.metrics.data import Weights
-from core.metrics.fairness_bootstrap import FairnessDesign, fairness_design
-from core.metrics.krippendorff import coincidence_delta, finish_alpha_from_coincidence
-from core.metrics.linearisation import rating_patterns
-from core.metrics.moments import finish_disattenuated, finish_dsm, moments
-from core.metrics.registry import OBSERVED_KEYS
-from core.metrics.suite import Finisher, PairSuite, memo, round_to_categories
-from core.metrics.sums import RowSums
-from core.metrics.true_score import finish_true_score, true_score_sums, true_score_totals
+from core.metrics.data import Weights, round_to_categories
+from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, finish_agreement, rating_patterns
+from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
+from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
+from core.metrics.estimates.pair import Finisher, PairSuite, memo, point_values
+from core.metrics.estimates.sums import RowSums
+from core.metrics.estimates.true_score import finish_true_score, true_score_sums
+from core.metrics.prepare import Prepared
+from core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
 
 TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")
 #: Krippendorff's levels in the all-raters block (ratio too: every rating is compared with every other).
@@ -39,7 +38,7 @@ ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
 def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[Any], dict[str, NDArray[Any]]]:
-    """The all-raters sums (:func:`core.metrics.agreement_totals.agreement_sums`) per rating pattern, and each
+    """The all-raters sums (:func:`core.metrics.estimates.agreement_totals.agreement_sums`) per rating pattern, and each
     response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
     rows, _, inverse = rating_patterns(index, q, return_inverse=True)
     return inverse, agreement_sums(rows, q, prefix).per_row()
@@ -84,7 +83,7 @@ class Comparisons:
         for suite in self._pairs():
             t.update(suite.point_totals())
         for s, m in self.true_system.items():
-            t.update(true_score_totals(self.true_human, m, f"t:{s}:"))
+            t.update(true_score_sums(self.true_human, m, f"t:{s}:")[0].totals())
         if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
             t.update({"a:" + k: v for k, v in agreement_totals(self.raters, self.cats.size).items()})
         return t
@@ -124,20 +123,17 @@ class Comparisons:
         def dsm(gsuite: PairSuite, whole: PairSuite) -> Finisher:
             return lambda: finish_dsm(moments(t, gsuite.shift, gsuite.prefix), moments(t, whole.shift, whole.prefix))
 
-        f: dict[str, Finisher] = {}
-        hh_f: dict[str, Finisher] = {}
-        if self.human_human is not None:
-            hh_f = self.human_human.finishers(t)
-            if with_ranks:
-                hh_f.update(self.human_human.ranks(index))
-            hh_f = {k: memo(fn) for k, fn in hh_f.items()}
-            f.update({"hh:" + k: fn for k, fn in hh_f.items()})
-        for s_name, suite in self.systems.items():
+        def of(suite: PairSuite, shared: bool = False) -> dict[str, Finisher]:
             sf = suite.finishers(t)
             if with_ranks:
                 sf.update(suite.ranks(index))
-            sf = {k: memo(fn) for k, fn in sf.items()}
-            f.update({f"s:{s_name}:{k}": fn for k, fn in sf.items()})
+            return {k: memo(fn) for k, fn in sf.items()} if shared else sf  # shared: also used by d: and dc
+
+        hh_f = of(self.human_human, shared=True) if self.human_human is not None else {}
+        f = {"hh:" + k: fn for k, fn in hh_f.items()}
+        for s_name, suite in self.systems.items():
+            sf = of(suite, shared=True)
+            f.update({suite.prefix + k: fn for k, fn in sf.items()})
             tsp = f"t:{s_name}:"
             for k in TRUE_FIGURES:
                 f[tsp + k] = true_figure(k, tsp)
@@ -146,18 +142,11 @@ class Comparisons:
                 for k in OBSERVED_KEYS:
                     if k != "N" and k in hh_f:
                         f[f"d:{s_name}:{k}"] = difference(sf[k], hh_f[k])
-        for (gi, s_name), gsuite in self.groups.items():
-            gf = gsuite.finishers(t)
-            if with_ranks:
-                gf.update(gsuite.ranks(index))
-            f.update({f"g:{gi}:{s_name}:{k}": fn for k, fn in gf.items()})
-            whole = self.systems[s_name]
-            f[f"g:{gi}:{s_name}:dsm"] = dsm(gsuite, whole)
-        for gi, csuite in self.group_consistency.items():
-            cf = csuite.finishers(t)
-            if with_ranks:
-                cf.update(csuite.ranks(index))
-            f.update({f"c:{gi}:{k}": fn for k, fn in cf.items()})
+        for (_, s_name), gsuite in self.groups.items():
+            f.update({gsuite.prefix + k: fn for k, fn in of(gsuite).items()})
+            f[gsuite.prefix + "dsm"] = dsm(gsuite, self.systems[s_name])
+        for csuite in self.group_consistency.values():
+            f.update({csuite.prefix + k: fn for k, fn in of(csuite).items()})
         if self.raters is not None and self.cats is not None:
             f.update(self._all_raters(t, self.raters.shape[1], self.cats))
         return f
@@ -223,21 +212,14 @@ class Comparisons:
 
 
 def build(
-    human: NDArray[Any],
-    system: dict[str, NDArray[Any]],
-    *,
-    reference: NDArray[Any],
-    system_ok: NDArray[Any],
-    cats: NDArray[Any] | None,
-    groups: NDArray[Any] | None,
-    rater_error_variance: float | None,
-    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
+    p: Prepared, *, rater_error_variance: float | None, weightings: tuple[Weights, ...] = REPORT_WEIGHTS
 ) -> Comparisons:
-    """The comparisons of an evaluation over the rows of ``human`` (every row has at least one rating).
+    """The comparisons of an evaluation over the rows of ``p.human`` (every row has at least one rating).
 
-    ``reference`` marks the responses of the comparisons with the first human column, ``system_ok`` those with
-    every system score.
+    ``p.reference`` marks the responses of the comparisons with the first human column, ``p.system_ok`` those
+    with every system score.
     """
+    human, system, reference, system_ok, cats, groups = p.human, p.system, p.reference, p.system_ok, p.cats, p.groups
     n = human.shape[0]
     h1 = human[:, 0]
     ref_rows = np.flatnonzero(reference)
@@ -280,3 +262,20 @@ def build(
         consistency,
         weightings,
     )
+
+
+class PointEstimates(NamedTuple):
+    """Every figure on the sample itself: the totals of the comparisons, the values, the reasons of the undefined
+    values (by key) and the cautions."""
+
+    totals: dict[str, NDArray[Any]]
+    values: dict[str, float]
+    reasons: dict[str, str]
+    cautions: list[str]
+
+
+def point_estimates(comp: Comparisons) -> PointEstimates:
+    """Finish every figure of ``comp`` from the totals of the sample (the same finishers the bootstrap runs on
+    every resample)."""
+    totals = comp.totals()
+    return PointEstimates(totals, *point_values(comp.finishers(totals)))

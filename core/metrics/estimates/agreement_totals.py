@@ -2,8 +2,9 @@
 
 Per-subject terms (:func:`agreement_sums`) or their totals computed directly (:func:`agreement_totals`,
 :func:`agreement_tables_from_joint`) feed :func:`finish_agreement`, which gives pa, every pe and every coefficient
-with a leading batch axis (the bootstrap shares the formula). Notation and formulas: :mod:`core.metrics.agreement`.
-Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus q x q tables, never N x q x q.
+with a leading batch axis (the bootstrap shares the formula). Notation and formulas:
+:mod:`core.metrics.estimates.agreement`. Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus
+q x q tables, never N x q x q.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import Weights, as_ratings, category_index
-from core.metrics.krippendorff import finish_alpha_from_coincidence
+from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
+from core.metrics.estimates.sums import RowSums, nan_where
+from core.metrics.estimates.weights import agreement_weights
 from core.metrics.notes import undefined
-from core.metrics.sums import RowSums, nan_where
-from core.metrics.weights import agreement_weights
 
 
 def category_matrix(ratings: ArrayLike, categories: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -214,3 +215,43 @@ def agreement_totals(index: NDArray[Any], q: int) -> dict[str, NDArray[Any]]:
         out[f"rater{j}"] = counts
     out["pi"] = pi
     return out
+
+
+def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
+    """r_ik: how many raters put subject i in category k, from an index matrix (-1 = missing)."""
+    n, R = index.shape
+    counts = np.zeros(n * q)
+    for j in range(R):
+        ok = index[:, j] >= 0
+        counts += np.bincount(np.flatnonzero(ok) * q + index[ok, j], minlength=n * q)
+    return counts.reshape(n, q)
+
+
+def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False) -> tuple[NDArray[Any], ...]:
+    """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
+    subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
+    ``return_inverse`` also each subject's pattern."""
+    if return_inverse:
+        rows, inverse = np.unique(index, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return rows, np.bincount(inverse, minlength=rows.shape[0]).astype(np.float64), inverse
+    n, R = index.shape
+    base = q + 1
+    if R * np.log2(base) < 62:
+        code = np.zeros(n, dtype=np.int64)
+        for j in range(R - 1, -1, -1):
+            code = code * base + (index[:, j] + 1)
+        if base**R <= 4 * max(n, 1_000_000):
+            mult = np.bincount(code, minlength=base**R)
+            codes = np.flatnonzero(mult)
+            mult = mult[codes]
+        else:
+            codes, mult = np.unique(code, return_counts=True)
+        rows = np.empty((codes.size, R), dtype=np.int64)
+        rest = codes.copy()
+        for j in range(R):
+            rows[:, j] = rest % base - 1
+            rest //= base
+        return rows, mult.astype(np.float64)
+    rows, mult = np.unique(index, axis=0, return_counts=True)
+    return rows, mult.astype(np.float64)
