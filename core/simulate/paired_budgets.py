@@ -185,7 +185,7 @@ def load_curves(dirs: list[str]) -> pd.DataFrame:
     for d in dirs:
         path = Path(d) / "tables" / "curves.csv"
         if not path.is_file():
-            raise UserError(f"{path}: no such file (run easl simulate easl --annotator-model ... first).")
+            raise UserError(f"{path}: no such file (an annotator-aware study writes it into its output directory).")
         frames.append(pd.read_csv(path))
     return pd.concat(frames, ignore_index=True)
 

@@ -18,7 +18,7 @@ batched matrix product.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,10 +107,6 @@ class PrmseSettings:
             problems.append(f"sample_system {self.sample_system!r} is not one of sys_1..sys_{n_systems}")
         if problems:
             raise UserError("Invalid PRMSE simulation settings: " + "; ".join(problems) + ".")
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as a plain dict (lists for tuples), for the report."""
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 
 @dataclass
@@ -246,7 +242,7 @@ def search_error_sd(
     if np.all(np.isnan(distance)):
         raise UserError(
             f"The error-sd search for rater category {category!r} found no candidate with a defined "
-            "inter-rater correlation; widen --sd-grid or the score range."
+            "inter-rater correlation; widen sd_grid or the score range."
         )
     chosen = float(grid[int(np.nanargmin(distance))])
     return SdSearch(category=category, target=target, grid=grid, mean_correlation=means, chosen=chosen)
