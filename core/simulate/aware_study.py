@@ -29,6 +29,7 @@ stopping rule's hit rate, and the recall / false-flag rate of random clickers (M
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +42,14 @@ from core.models.aware import AwareState, Observations, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
 from core.models.aware_clickers import INFORMATIVE_KEY, informative_arrays, informative_state
 from core.models.aware_diagnostics import annotator_diagnostics
-from core.models.aware_posterior import STOP_MIN_SCORES, STOP_RELATIVE_MARGIN, rank_figures, stops
+from core.models.aware_posterior import rank_figures
 from core.selection import select_hits, select_least_annotated
-from core.simulate.aware_summary import summarise
+from core.simulate.aware_summary import first_stop, stopping_before_after, summarise
 from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from core.simulate.mapping import MapFn, serial_map
 from core.simulate.replay import zscore
 
 METHODS = ("da", "da-z", "easl", "aware")
-
-
-def _ranks(x: NDArray[Any]) -> NDArray[Any]:
-    r: NDArray[Any] = stats.rankdata(x)
-    return r
 
 
 def _means(item_ix: NDArray[Any], X: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -136,7 +132,7 @@ def run_one(
             est = easl.summary(easl_state)["estimate"]
         else:
             est, _ = _means(item_ix, zscore(A, X, n_annotators) if method == "da-z" else X, n)
-        row["spearman"] = float(np.corrcoef(_ranks(est), _ranks(truth))[0, 1])
+        row["spearman"] = float(np.corrcoef(stats.rankdata(est), stats.rankdata(truth))[0, 1])
         row["kendall"] = float(stats.kendalltau(est, truth).statistic)
         if state is not None and obs is not None:
             at_eval = any(abs(row["per_item"] - e) < 1e-9 for e in eval_at)
@@ -305,36 +301,23 @@ def calibrate_stopping(
     tasks = [(truth, m, "aware", s, dict(run_kw)) for m in models for s in range(first_seed, first_seed + n_seeds)]
     runs = [pd.DataFrame(rows) for rows in map_fn(run_task, tasks)]
     out = []
-    for target in targets:
-        for k in relative_margins:
-            for ms in min_scores:
-                for model in models:
-                    hits, budgets = [], []
-                    for r in (r for r in runs if r["model"].iloc[0] == model):
-                        ok = stops(
-                            r["expected_spearman"],
-                            r["min_count"],
-                            target=target,
-                            relative_margin=k,
-                            min_scores=ms,
-                            min_informative=r.get("min_informative"),
-                        )
-                        if ok.any():
-                            j = int(np.flatnonzero(ok)[0])
-                            hits.append(r["spearman"].iloc[j] >= target)
-                            budgets.append(r["per_item"].iloc[j])
-                    out.append(
-                        {
-                            "target": target,
-                            "relative_margin": k,
-                            "min_scores": ms,
-                            "model": model,
-                            "runs": n_seeds,
-                            "stopped": len(hits),
-                            "hit_rate": float(np.mean(hits)) if hits else np.nan,
-                            "per_item_at_stop": float(np.mean(budgets)) if budgets else np.nan,
-                        }
-                    )
+    for target, k, ms, model in itertools.product(targets, relative_margins, min_scores, models):
+        found = (
+            first_stop(r, target=target, relative_margin=k, min_scores=ms) for r in runs if r["model"].iloc[0] == model
+        )
+        at_stop = [row for row in found if row is not None]
+        out.append(
+            {
+                "target": target,
+                "relative_margin": k,
+                "min_scores": ms,
+                "model": model,
+                "runs": n_seeds,
+                "stopped": len(at_stop),
+                "hit_rate": float(np.mean([r["spearman"] >= target for r in at_stop])) if at_stop else np.nan,
+                "per_item_at_stop": float(np.mean([r["per_item"] for r in at_stop])) if at_stop else np.nan,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -362,8 +345,6 @@ def clicker_stopping(
     """
     import pandas as pd
 
-    from core.simulate.aware_summary import stopping_before_after
-
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
     tasks = [
         (truth, model, "aware", s, {**run_kw, "clicker_items": share, "clicker_rate": rate})
@@ -377,18 +358,3 @@ def clicker_stopping(
     ]
     runs = pd.concat([pd.DataFrame(rows).assign(setting=name) for name, rows in zip(names, map_fn(run_task, tasks))])
     return stopping_before_after(runs, target=target)
-
-
-__all__ = [
-    "ANNOTATOR_MODELS",
-    "METHODS",
-    "STOP_MIN_SCORES",
-    "STOP_RELATIVE_MARGIN",
-    "calibrate_stopping",
-    "clicker_stopping",
-    "MapFn",
-    "run_one",
-    "run_study",
-    "run_task",
-    "serial_map",
-]

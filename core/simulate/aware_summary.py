@@ -33,6 +33,18 @@ def wilson_interval(hits: int, n: int, z: float = 1.959963984540054) -> tuple[fl
     return float(mid - half), float(mid + half)
 
 
+def first_stop(
+    run: Any, *, target: float, rho: str = "expected_spearman", fewest: str | None = "min_informative", **rule: Any
+) -> Any:
+    """The row of one ``aware`` run (per-batch rows of :func:`core.simulate.aware_study.run_one`) where the stopping
+    rule (:func:`core.models.aware_posterior.stops`, options ``rule``) first stops, judged on the expected Spearman
+    ``rho`` and the fewest informative scores ``fewest`` (None: the raw counts only); None if it never stops."""
+    ok = np.asarray(
+        stops(run[rho], run["min_count"], target=target, min_informative=run.get(fewest) if fewest else None, **rule)
+    )
+    return run.iloc[int(np.flatnonzero(ok)[0])] if ok.any() else None
+
+
 def stopping_before_after(runs: Any, *, target: float) -> Any:
     """The stopping rule before and after it doubted random clickers, from the same runs (per-batch rows of
     :func:`core.simulate.aware_study.run_one` for ``aware``, a ``pandas.DataFrame`` with a ``setting`` column): per
@@ -47,13 +59,8 @@ def stopping_before_after(runs: Any, *, target: float) -> Any:
             ("before", "expected_spearman_fit", None),
             ("after", "expected_spearman", "min_informative"),
         ):
-            at_stop = []
-            for _, run in g.groupby("seed"):
-                ok = np.asarray(
-                    stops(run[rho], run["min_count"], target=target, min_informative=fewest and run[fewest])
-                )
-                if ok.any():
-                    at_stop.append(run.iloc[int(np.flatnonzero(ok)[0])])
+            found = (first_stop(run, target=target, rho=rho, fewest=fewest) for _, run in g.groupby("seed"))
+            at_stop = [row for row in found if row is not None]
             hits = sum(bool(r["spearman"] >= target) for r in at_stop)
             low, high = wilson_interval(hits, len(at_stop))
             out.append(
