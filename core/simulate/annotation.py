@@ -183,16 +183,14 @@ def csv_oracle(
             raise InputError(f"{path}: no 'oracle' or 'label' column (columns: {columns}).", path=path)
     if column not in df.columns:
         raise InputError(f"{path}: column {column!r} not found (columns: {columns}).", path=path, field=column)
+
+    def bad_row(k: int, problem: str) -> InputError:  # row k is on line k + 2 (after the header)
+        return InputError(f"{path}:{k + 2}: field {column!r} {problem}.", path=path, line=int(k + 2), field=column)
+
     raw = pd.to_numeric(df[column], errors="coerce")
     bad = np.flatnonzero(raw.isna().to_numpy())
     if bad.size:
-        line = int(bad[0] + 2)
-        raise InputError(
-            f"{path}:{line}: field {column!r} is not a number ({df[column].iloc[bad[0]]!r}).",
-            path=path,
-            line=line,
-            field=column,
-        )
+        raise bad_row(bad[0], f"is not a number ({df[column].iloc[bad[0]]!r})")
     x = raw.to_numpy(dtype=float)
     if len(x) < 2:
         raise InputError(f"{path}: the oracle needs at least 2 items (found {len(x)}).", path=path)
@@ -201,13 +199,7 @@ def csv_oracle(
         raise InputError(f"{path}: the oracle range {lo}..{hi} is empty (MIN must be below MAX).", path=path)
     outside = np.flatnonzero((x < lo) | (x > hi))
     if outside.size:
-        line = int(outside[0] + 2)
-        raise InputError(
-            f"{path}:{line}: field {column!r} value {x[outside[0]]} is outside the oracle range {lo}..{hi}.",
-            path=path,
-            line=line,
-            field=column,
-        )
+        raise bad_row(outside[0], f"value {x[outside[0]]} is outside the oracle range {lo}..{hi}")
     id_column = id_column or next((c for c in ("id", "item_id") if c in df.columns), None)
     ids = df[id_column].astype(str).tolist() if id_column else [str(i + 1) for i in range(len(x))]
     if len(set(ids)) != len(ids):

@@ -278,13 +278,3 @@ def annotator_agreement(r: Ratings) -> NDArray[Any]:
     from core.models.aware_diagnostics import group_corr
 
     return group_corr(r.annotator[ok], r.score[ok], loo[ok], na)
-
-
-__all__ = [
-    "MIN_RATINGS_PER_ITEM",
-    "Ratings",
-    "annotator_agreement",
-    "code_ratings",
-    "read_ratings",
-    "shipped_ratings",
-]

@@ -23,17 +23,8 @@ from core.simulate.replay_summary import grid_of, on_grid
 from core.simulate.report import Report
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL (paper)", "aware": "aware", "ra": "RA"}
-_COLUMNS = [
-    "target",
-    "method",
-    "budget",
-    "ratio_to_da",
-    "saved_vs_da",
-    "saved_vs_da_low",
-    "saved_vs_da_high",
-    "saved_vs_da-z",
-    "saved_vs_da-z_low",
-    "saved_vs_da-z_high",
+_COLUMNS = ["target", "method", "budget", "ratio_to_da"] + [
+    f"saved_vs_{ref}{end}" for ref in ("da", "da-z") for end in ("", "_low", "_high")
 ]
 
 
@@ -200,6 +191,3 @@ def _flag_section(rep: Report, flags: pd.DataFrame | None) -> None:
             digits=3,
         )
         pd.DataFrame([summary]).pipe(rep.table, "flag_summary", show=False)
-
-
-__all__ = ["METHOD_LABELS", "curve_figure", "flag_figure", "headline", "label", "write_report"]
