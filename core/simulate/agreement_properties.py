@@ -203,9 +203,9 @@ EXPERIMENTS = {
         "error_size",
         "size of each misclassification (constant MAE)",
         magnitude_data,
-        None,
+        "magnitude_scale",
     ),
-    "score_range": ("n_points", "number of score points", range_data, None),
+    "score_range": ("n_points", "number of score points", range_data, None),  # the binned scale 1..g
 }
 
 
@@ -217,17 +217,11 @@ def run_experiment(
 
     The data of every x value are drawn here from ``rng`` in order; ``map_fn`` runs the coefficients of each
     (:mod:`core.simulate.mapping`), so the numbers do not depend on where they run."""
-    x_name, _, generator, scale_attr = EXPERIMENTS[name]
-    tasks = []
-    for x, gold, system in generator(settings, rng):
-        if name == "score_range":
-            lo, hi = 1, int(x)
-        elif name == "misclassification_magnitude":
-            lo, hi = settings.magnitude_scale
-        else:
-            assert scale_attr is not None  # the experiments without a scale attribute are handled above
-            lo, hi = getattr(settings, scale_attr)
-        tasks.append((x_name, x, gold, system, lo, hi))
+    x_name, _, generator, scale = EXPERIMENTS[name]
+    tasks = [
+        (x_name, x, gold, system, *((1, int(x)) if scale is None else getattr(settings, scale)))
+        for x, gold, system in generator(settings, rng)
+    ]
     return pd.DataFrame(list((map_fn or serial_map)(_point, tasks)))
 
 

@@ -57,20 +57,16 @@ def run(
     cumulative = timed("4.3", lambda: exp.cumulative_raters(ds), "4.3 cumulative raters")
     double = table4 = None
     if double_scoring:
-        double, table4 = timed("5.3", lambda: _double_scoring(ds, progress, map_fn))
+        t = time.perf_counter()
+        double = exp.double_scoring(ds, progress=progress, map_fn=map_fn)
+        table4 = exp.prmse_range_table(double, settings.rater_categories)
+        timings["5.3"] = time.perf_counter() - t
     res = PrmseResults(
         ds, table1, table2, stability, ranking, cumulative, double, table4, exp.true_system_metrics(ds), {}, timings
     )
     if _published_applicable(settings):
         res.comparisons = compare(res)
     return res
-
-
-def _double_scoring(
-    ds: PrmseDataset, progress: Callable[..., None] | None, map_fn: MapFn | None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    double = exp.double_scoring(ds, progress=progress, map_fn=map_fn)
-    return double, exp.prmse_range_table(double, ds.settings.rater_categories)
 
 
 def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import shlex
 import time
 from collections.abc import Iterator
@@ -79,14 +80,15 @@ def _finish(out: Path, started: float, lines: list[str]) -> None:
     con.print(f"report: {out / 'report.md'}  ({time.perf_counter() - started:.1f} s)")
 
 
-def _given(args: argparse.Namespace, names: Any, renamed: dict[str, str] | None = None) -> dict[str, Any]:
-    """The settings given on the command line: ``{field: value}`` for each option in ``names`` that is set (its field
-    is ``renamed[option]`` or the option's own name); lists become tuples."""
+def _given(args: argparse.Namespace, settings: Any, renamed: dict[str, str] | None = None) -> dict[str, Any]:
+    """``{field: value}`` for every option set on the command line that names a field of the dataclass ``settings``
+    (its own name, or ``renamed[option]``); lists become tuples."""
+    names = {f.name for f in dataclasses.fields(settings)}
     kw: dict[str, Any] = {}
-    for arg in names:
-        value = getattr(args, arg)
-        if value is not None:
-            kw[(renamed or {}).get(arg, arg)] = tuple(value) if isinstance(value, (list, tuple)) else value
+    for arg, value in vars(args).items():
+        field = (renamed or {}).get(arg, arg)
+        if field in names and value is not None:
+            kw[field] = tuple(value) if isinstance(value, (list, tuple)) else value
     return kw
 
 
@@ -96,30 +98,6 @@ _PRMSE_RENAMED = {
     "rater_correlations": "rater_rhos",
     "percentages": "double_scored_percentages",
 }
-_PRMSE_OPTIONS = (
-    *_PRMSE_RENAMED,
-    "true_mean",
-    "true_sd",
-    "rater_categories",
-    "error_sds",
-    "raters_per_category",
-    "system_categories",
-    "system_r2",
-    "systems_per_category",
-    "sd_grid",
-    "pairs_per_category",
-    "sample_system",
-    "same_pair_category",
-    "true_seed",
-    "search_seed_step",
-    "search_rater_stride",
-    "rater_seed",
-    "rater_stride",
-    "system_seed",
-    "system_stride",
-    "pair_seed",
-    "double_scoring_seed",
-)
 _QUICK_PRMSE = dict(
     n_responses=2000, raters_per_category=10, pairs_per_category=5, systems_per_category=3, sample_system="sys_10"
 )
@@ -131,8 +109,7 @@ def run_prmse(args: argparse.Namespace) -> int:
     from core.simulate.prmse_data import PrmseSettings
 
     started = time.perf_counter()
-    kw: dict[str, Any] = dict(_QUICK_PRMSE) if args.quick else {}
-    kw.update(_given(args, _PRMSE_OPTIONS, _PRMSE_RENAMED))
+    kw = (_QUICK_PRMSE if args.quick else {}) | _given(args, PrmseSettings, _PRMSE_RENAMED)
     if args.score_range:
         kw["score_min"], kw["score_max"] = args.score_range
     settings = PrmseSettings(**kw)
@@ -155,24 +132,7 @@ def run_prmse(args: argparse.Namespace) -> int:
     return 0
 
 
-_METRICS_OPTIONS = (
-    "prevalence_sds",
-    "marginal_means",
-    "magnitude_sizes",
-    "range_points",
-    "prevalence_scale",
-    "prevalence_error_size",
-    "marginal_scale",
-    "marginal_gold_sd",
-    "marginal_wrong_sd",
-    "magnitude_scale",
-    "magnitude_gold_sd",
-    "range_scale",
-    "range_gold_sd",
-    "range_error_sd",
-)
 _QUICK_METRICS = dict(
-    n=1000,
     prevalence_sds=(0.5, 1.0, 1.5, 2.5, 5.0),
     marginal_means=(0.0, 2.0, 4.5, 7.0, 9.0),
     range_points=(40, 20, 10, 5, 3),
@@ -187,15 +147,8 @@ def run_metrics(args: argparse.Namespace) -> int:
     from core.simulate.agreement_properties import PropertySettings
 
     started = time.perf_counter()
-    kw = dict(
-        n=args.responses,
-        seed=args.seed,
-        prevalence_error_share=args.prevalence_error_share,
-        marginal_mae=args.marginal_mae,
-        magnitude_mae=args.magnitude_mae,
-    )
-    kw.update((_QUICK_METRICS if args.quick else {}) | _given(args, _METRICS_OPTIONS))
-    settings = PropertySettings(**kw)
+    kw = (_QUICK_METRICS if args.quick else {}) | _given(args, PropertySettings, {"responses": "n"})
+    settings = PropertySettings(**kw | ({"n": 1000} if args.quick else {}))  # --quick: 1,000 responses
     prog, advance = step_progress("simulate metrics", 6)
     with _mapper(args) as map_fn, prog, _options():
         res = metrics_report.run(
