@@ -196,10 +196,7 @@ def ranking(ds: PrmseDataset) -> dict[str, pd.DataFrame]:
     s = ds.settings
     pool = [pair for cat in sorted(s.rater_categories) for pair in itertools.combinations(ds.category_raters(cat), 2)]
     n_sys = len(ds.system_ids)
-    if n_sys > len(pool):
-        pick = np.random.RandomState(s.pair_seed).choice(len(pool), size=n_sys, replace=True)
-    else:
-        pick = np.random.RandomState(s.pair_seed).choice(len(pool), size=n_sys, replace=False)
+    pick = np.random.RandomState(s.pair_seed).choice(len(pool), size=n_sys, replace=n_sys > len(pool))
     assigned = [pool[i] for i in pick]
     same_ids = ds.category_raters(s.same_pair_category)
     pos = np.random.RandomState(s.pair_seed).choice(len(same_ids), size=2, replace=False)

@@ -114,16 +114,10 @@ def _scores(
     return score, (lo, hi)
 
 
-def _check_counts(
-    item: NDArray[Any],
-    item_ids: Any,
-    annotator_ids: Any,
-    source: str,
-    where: Callable[[int], str],
-    item_column: str,
-    annotator_column: str,
-) -> None:
-    """Enough ratings per item (:data:`MIN_RATINGS_PER_ITEM`), two annotators at least, a pool that fits."""
+def _check_counts(r: Ratings, where: Callable[[int], str], item_column: str, annotator_column: str) -> Ratings:
+    """``r`` if it has enough ratings per item (:data:`MIN_RATINGS_PER_ITEM`), two annotators at least, and a pool
+    that fits in memory."""
+    item, item_ids, annotator_ids, source = r.item, r.item_ids, r.annotator_ids, r.source
     counts = np.bincount(item)
     few = np.flatnonzero(counts < MIN_RATINGS_PER_ITEM)
     if few.size:
@@ -147,6 +141,7 @@ def _check_counts(
             f"(at most {MAX_POOL_CELLS:,} pairs); replay a sample of the items.",
             path=source,
         )
+    return r
 
 
 def code_ratings(
@@ -211,8 +206,7 @@ def code_ratings(
     item, item_ids = pd.factorize(_ids(frame, item_column, source, where))
     annotator, annotator_ids = pd.factorize(_ids(frame, annotator_column, source, where))
     score, (lo, hi) = _scores(frame[score_column], scale, source, where)
-    _check_counts(item, item_ids, annotator_ids, source, where, item_column, annotator_column)
-    return Ratings(
+    ratings = Ratings(
         item=item.astype(np.int64),
         annotator=annotator.astype(np.int64),
         score=(score - lo) / (hi - lo),
@@ -221,6 +215,7 @@ def code_ratings(
         scale=(lo, hi),
         source=source,
     )
+    return _check_counts(ratings, where, item_column, annotator_column)
 
 
 def read_ratings(
