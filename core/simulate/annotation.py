@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,9 +35,6 @@ from core.errors import HyperParameterError, InputError
 from core.models import Hyper
 from core.simulate import measures
 from core.simulate.mapping import MapFn, serial_map
-
-if TYPE_CHECKING:
-    from core.store import Project
 
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
 
@@ -265,7 +262,7 @@ def run_campaign(
         for it in range(settings.iterations):
             hits = project.next_hits()
             if heatmaps and it in settings.heatmap_iterations and method != "da":
-                loc, var = selection_state(project)
+                loc, var = project.model.selection_keys(project.state())  # what the next selection uses
                 maps[it] = match_quality_matrix(loc, var, settings.gamma, order)
             item_ids = [item["item_id"] for hit in hits for item in hit["items"]]
             hit_ids = [hit["hit_id"] for hit in hits for _ in hit["items"]]
@@ -295,13 +292,6 @@ def run_campaign(
                 }
             )
     return {"curve": pd.DataFrame(rows), "final": est, "heatmaps": maps}
-
-
-def selection_state(project: Project) -> tuple[NDArray[Any], NDArray[Any]]:
-    """The ``(location, variance)`` on [0, 1] that the engine's next selection uses
-    (``project.model.selection_keys(project.state())``), per item in the project's item order."""
-    location, variance = project.model.selection_keys(project.state())
-    return location, variance
 
 
 def seeded_campaign(

@@ -98,7 +98,7 @@ _PRMSE_RENAMED = {
     "rater_correlations": "rater_rhos",
     "percentages": "double_scored_percentages",
 }
-_QUICK_PRMSE = dict(
+_QUICK_PRMSE: dict[str, Any] = dict(
     n_responses=2000, raters_per_category=10, pairs_per_category=5, systems_per_category=3, sample_system="sys_10"
 )
 
@@ -132,7 +132,7 @@ def run_prmse(args: argparse.Namespace) -> int:
     return 0
 
 
-_QUICK_METRICS = dict(
+_QUICK_METRICS: dict[str, Any] = dict(
     prevalence_sds=(0.5, 1.0, 1.5, 2.5, 5.0),
     marginal_means=(0.0, 2.0, 4.5, 7.0, 9.0),
     range_points=(40, 20, 10, 5, 3),
@@ -233,11 +233,12 @@ def _study_options(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str
     """``easl simulate easl --annotator-model ...``'s annotator models, methods, oracle file (None: generated) and
     the oracle's description, checked."""
     from core.simulate import aware_study
+    from core.simulate.aware_world import ANNOTATOR_MODELS
 
     models = tuple(args.annotator_model)
-    bad = [m for m in models if m not in aware_study.ANNOTATOR_MODELS]
+    bad = [m for m in models if m not in ANNOTATOR_MODELS]
     if bad:
-        raise EaslError(f"--annotator-model {bad[0]}: choose from {', '.join(aware_study.ANNOTATOR_MODELS)}.")
+        raise EaslError(f"--annotator-model {bad[0]}: choose from {', '.join(ANNOTATOR_MODELS)}.")
     methods = tuple(args.methods)
     if methods == ("da", "ra", "trueskill", "easl"):  # the parser's default: the study's methods instead
         methods = aware_study.METHODS
