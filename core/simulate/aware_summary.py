@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from core.models.aware_posterior import stops
 from core.simulate.annotation import first_crossing
@@ -90,9 +89,7 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
     rng = np.random.default_rng(seed)
     budget_rows, cov_rows, stop_rows = [], [], []
     for model, g in curves.groupby("model", sort=False):
-        budget_rows += _budget_rows(
-            model, g, target, rng.integers(g["seed"].nunique(), size=(n_boot, g["seed"].nunique()))
-        )
+        budget_rows += _budget_rows(model, g, target, rng, n_boot)
         a = g[g["method"] == "aware"]
         if "rank_coverage" in a:
             for e, c in a.dropna(subset=["rank_coverage"]).groupby("per_item")["rank_coverage"]:
@@ -107,14 +104,15 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
     }
 
 
-def _budget_rows(model: str, g: Any, target: float, boot: NDArray[Any]) -> list[dict[str, Any]]:
-    """Per method of one annotator model: the budget to reach ``target`` and the % saved vs DA and DA-z, with the
-    bootstrap resamples ``boot`` of the seeds (the same for every method: paired)."""
+def _budget_rows(model: str, g: Any, target: float, rng: np.random.Generator, n_boot: int) -> list[dict[str, Any]]:
+    """Per method of one annotator model: the budget to reach ``target`` and the % saved vs DA and DA-z, with
+    ``n_boot`` bootstrap resamples of the seeds (the same for every method: paired)."""
     piv = g.pivot_table(index=["method", "seed"], columns="per_item", values="spearman")
     methods = list(dict.fromkeys(g["method"]))
     seeds = np.array(sorted(set(g["seed"])))
     grid = piv.columns.to_numpy(dtype=np.float64)
     mats = {m: piv.loc[m].reindex(seeds).to_numpy() for m in methods}
+    boot = rng.integers(seeds.size, size=(n_boot, seeds.size))
     b_point = {m: first_crossing(grid, mats[m].mean(0), target) for m in methods}
     b_boot = {m: np.array([first_crossing(grid, mats[m][ix].mean(0), target) for ix in boot]) for m in methods}
     rows = []
