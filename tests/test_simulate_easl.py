@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import UserError
+from core.errors import HyperParameterError, InputError, UserError
 from core.simulate import annotation
 from core.store import Project
 from tui import cli
@@ -34,11 +34,20 @@ def test_per_annotator_bias_and_noise():
         assert s[who == a].mean() == pytest.approx(np.clip(0.5 + bias[a], 0, 1), abs=0.02)
 
 
-def test_invalid_annotator_and_campaign_settings():
-    with pytest.raises(UserError, match="--noise-spread"):
+def test_invalid_annotator_and_campaign_settings(tmp_path, capsys):
+    with pytest.raises(HyperParameterError, match="noise_spread = 2.0: must be in") as info:
         annotation.AnnotatorModel(noise_spread=2.0)
-    with pytest.raises(UserError, match="--methods"):
+    assert info.value.field == "noise_spread"
+    with pytest.raises(HyperParameterError, match="methods = 'elo': must be among"):
         annotation.CampaignSettings(methods=("easl", "elo"))
+    # the command line names its options
+    for option, value, message in (
+        ("--noise-spread", "2", "--noise-spread 2.0: must be in [0, 1]"),
+        ("--annotators", "0", "--annotators 0: must be at least 1"),
+        ("--methods", "easl,elo", "--methods elo: must be among da, ra, trueskill, easl"),
+    ):
+        assert cli.main(["simulate", "easl", option, value, "--out", str(tmp_path / "out")]) == 1
+        assert message in capsys.readouterr().err
 
 
 def test_political_oracle_is_normalised_from_minus_two_to_two(political_oracle_file):
@@ -55,7 +64,7 @@ def test_csv_oracle_errors_name_file_line_and_field(tmp_path):
     with pytest.raises(UserError, match=r"o.csv:3: field 'oracle'"):
         annotation.csv_oracle(path)
     path.write_text("id,score\na,0.1\n")
-    with pytest.raises(UserError, match="--oracle-column"):
+    with pytest.raises(InputError, match="no 'oracle' or 'label' column"):
         annotation.csv_oracle(path)
     path.write_text("id,oracle\na,0.1\nb,0.9\nc,1.5\n")
     with pytest.raises(UserError, match=r"o.csv:4: .*outside the oracle range"):

@@ -30,14 +30,14 @@ explicit scale, for every weight family.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import UserError
+from core.errors import HyperParameterError, UserError
 from core.simulate import measures
 from core.simulate.mapping import MapFn, serial_map
 
@@ -96,10 +96,6 @@ class PropertySettings:
             problems.append(f"range points must be between 2 and {hi - lo + 1}")
         if problems:
             raise UserError("Invalid metric-property settings: " + "; ".join(problems) + ".")
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as a plain dict, for the report."""
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 
 def gaussian_scores(rng: np.random.Generator, n: int, lo: int, hi: int, mean: float, sd: float) -> NDArray[Any]:
@@ -175,9 +171,10 @@ def magnitude_data(settings: PropertySettings, rng: np.random.Generator) -> Iter
         movable = np.flatnonzero((gold - m >= lo) | (gold + m <= hi))
         k = int(round(budget / m))
         if k > len(movable):
-            raise UserError(
-                f"Error size {m} cannot keep MAE {settings.magnitude_mae} on {lo}..{hi}: only "
-                f"{len(movable)} responses can move that far; lower --magnitude-mae."
+            raise HyperParameterError(
+                "magnitude_mae",
+                settings.magnitude_mae,
+                f"error size {m} cannot keep this MAE on {lo}..{hi}: only {len(movable)} responses can move that far",
             )
         rows = rng.choice(movable, size=k, replace=False)
         yield int(m), gold, shift_scores(rng, gold, rows, m, lo, hi)
@@ -206,9 +203,9 @@ EXPERIMENTS = {
         "error_size",
         "size of each misclassification (constant MAE)",
         magnitude_data,
-        None,
+        "magnitude_scale",
     ),
-    "score_range": ("n_points", "number of score points", range_data, None),
+    "score_range": ("n_points", "number of score points", range_data, None),  # the binned scale 1..g
 }
 
 
@@ -220,17 +217,11 @@ def run_experiment(
 
     The data of every x value are drawn here from ``rng`` in order; ``map_fn`` runs the coefficients of each
     (:mod:`core.simulate.mapping`), so the numbers do not depend on where they run."""
-    x_name, _, generator, scale_attr = EXPERIMENTS[name]
-    tasks = []
-    for x, gold, system in generator(settings, rng):
-        if name == "score_range":
-            lo, hi = 1, int(x)
-        elif name == "misclassification_magnitude":
-            lo, hi = settings.magnitude_scale
-        else:
-            assert scale_attr is not None  # the experiments without a scale attribute are handled above
-            lo, hi = getattr(settings, scale_attr)
-        tasks.append((x_name, x, gold, system, lo, hi))
+    x_name, _, generator, scale = EXPERIMENTS[name]
+    tasks = [
+        (x_name, x, gold, system, *((1, int(x)) if scale is None else getattr(settings, scale)))
+        for x, gold, system in generator(settings, rng)
+    ]
     return pd.DataFrame(list((map_fn or serial_map)(_point, tasks)))
 
 

@@ -1,6 +1,9 @@
 """Simulated annotation campaigns (Sakaguchi & Van Durme 2018, section 5) run through the real engine.
 
-Every campaign runs through the real engine (:mod:`core.simulate.campaign`); only the annotators are simulated.
+Every campaign uses the same code path as a user (:func:`run_campaign`): :meth:`core.store.Project.create` with the
+method's :class:`core.models.Hyper`, then per iteration :meth:`~core.store.Project.next_hits`, simulated annotators
+scoring every item of every HIT, :meth:`~core.store.Project.ingest` and :meth:`~core.store.Project.estimates`; only the
+annotators are simulated.
 
 Annotator model (the paper's annotators are crowd workers; ``docs/design.md``, section 6.3): annotator a
 gives item i the score ``clip(oracle_i + bias_a + sd_a * z, 0, 1)`` with z standard normal, independent per
@@ -18,8 +21,9 @@ political-spectrum oracle (section 5.2, 150 statements scored -2..2) is read fro
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +31,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import UserError
-from core.simulate.campaign import seeded_campaign
+from core.errors import HyperParameterError, InputError
+from core.models import Hyper
+from core.simulate import measures
 from core.simulate.mapping import MapFn, serial_map
 
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
@@ -50,14 +55,13 @@ class AnnotatorModel:
     noise_spread: float = 0.0
 
     def __post_init__(self) -> None:
-        if not self.noise_sd >= 0:
-            raise UserError(f"--noise-sd must be >= 0 (got {self.noise_sd}).")
-        if self.n_annotators < 1:
-            raise UserError(f"--annotators must be at least 1 (got {self.n_annotators}).")
-        if not self.bias_sd >= 0:
-            raise UserError(f"--bias-sd must be >= 0 (got {self.bias_sd}).")
-        if not 0 <= self.noise_spread <= 1:
-            raise UserError(f"--noise-spread must be in [0, 1] (got {self.noise_spread}).")
+        _check(
+            self,
+            noise_sd=(self.noise_sd >= 0, "must be >= 0"),
+            n_annotators=(self.n_annotators >= 1, "must be at least 1"),
+            bias_sd=(self.bias_sd >= 0, "must be >= 0"),
+            noise_spread=(0 <= self.noise_spread <= 1, "must be in [0, 1]"),
+        )
 
     def draw_pool(self, rng: np.random.Generator) -> tuple[NDArray[Any], NDArray[Any]]:
         """Per-annotator ``(bias, noise sd)`` arrays of length ``n_annotators``."""
@@ -98,19 +102,25 @@ class CampaignSettings:
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHOD_LABELS]
         if unknown or not self.methods:
-            raise UserError(f"--methods must be among {', '.join(METHOD_LABELS)} (got {', '.join(unknown) or 'none'}).")
-        if self.iterations < 1 or self.runs < 1 or self.hits_per_iteration < 1:
-            raise UserError("--iterations, --runs and --hits-per-iteration must be at least 1.")
-        if self.hit_size < 2:
-            raise UserError(f"--hit-size must be at least 2 (got {self.hit_size}).")
-        if not -1 <= self.target <= 1:
-            raise UserError(f"--target must be a correlation in [-1, 1] (got {self.target}).")
-        if self.bootstrap < 1:
-            raise UserError(f"--bootstrap must be at least 1 (got {self.bootstrap}).")
+            raise HyperParameterError(
+                "methods", ",".join(unknown) or "none", f"must be among {', '.join(METHOD_LABELS)}"
+            )
+        _check(
+            self,
+            iterations=(self.iterations >= 1, "must be at least 1"),
+            runs=(self.runs >= 1, "must be at least 1"),
+            hits_per_iteration=(self.hits_per_iteration >= 1, "must be at least 1"),
+            hit_size=(self.hit_size >= 2, "must be at least 2"),
+            target=(-1 <= self.target <= 1, "must be a correlation in [-1, 1]"),
+            bootstrap=(self.bootstrap >= 1, "must be at least 1"),
+        )
 
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as a plain dict, for the report."""
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+def _check(settings: Any, **rules: tuple[bool, str]) -> None:
+    """Raise :class:`~core.errors.HyperParameterError` for the first field whose rule ``(holds, need)`` fails."""
+    for name, (holds, need) in rules.items():
+        if not holds:
+            raise HyperParameterError(name, getattr(settings, name), need)
 
 
 @dataclass
@@ -127,15 +137,15 @@ class Oracle:
 def synthetic_oracle(kind: str, n_items: int, rng: np.random.Generator, a: float = 2.0, b: float = 2.0) -> Oracle:
     """Synthetic latent values: ``Beta(a, b)`` or ``Uniform(0, 1)`` draws for ``n_items`` items."""
     if n_items < 2:
-        raise UserError(f"--items must be at least 2 (got {n_items}).")
+        raise HyperParameterError("n_items", n_items, "must be at least 2")
     if kind == "beta":
         if a <= 0 or b <= 0:
-            raise UserError(f"--beta A B must be positive (got {a}, {b}).")
+            raise HyperParameterError("beta", f"{a:g} {b:g}", "both parameters must be positive")
         values, desc = rng.beta(a, b, n_items), f"{n_items} synthetic items, latent values ~ Beta({a:g}, {b:g})"
     elif kind == "uniform":
         values, desc = rng.uniform(0.0, 1.0, n_items), f"{n_items} synthetic items, latent values ~ Uniform(0, 1)"
     else:
-        raise UserError(f"Unknown synthetic oracle {kind!r}: use beta or uniform.")
+        raise ValueError(f"unknown synthetic oracle {kind!r}: use beta or uniform")
     ids = [f"item{i + 1:04d}" for i in range(n_items)]
     return Oracle(kind, ids, ids, values, desc)
 
@@ -153,40 +163,44 @@ def csv_oracle(
     (section 5.2)."""
     path = Path(path)
     if not path.exists():
-        raise UserError(
+        raise InputError(
             f"Oracle file {path} does not exist (the paper's political-spectrum oracle, "
             f"{POLITICAL_ORACLE_FILE}, is not shipped with easl-toolkit: docs/guides/simulation.md says where to "
-            "get it)."
+            "get it).",
+            path=path,
         )
     try:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise UserError(f"Cannot read oracle file {path}: {exc}.") from None
+        raise InputError(f"Cannot read oracle file {path}: {exc}.", path=path) from None
+    columns = ", ".join(map(str, df.columns))
     if column is None:
         column = next((c for c in ("oracle", "label") if c in df.columns), None)
         if column is None:
-            raise UserError(f"{path}: no 'oracle' or 'label' column; name the oracle column with --oracle-column.")
+            raise InputError(f"{path}: no 'oracle' or 'label' column (columns: {columns}).", path=path)
     if column not in df.columns:
-        raise UserError(f"{path}: column {column!r} not found (columns: {', '.join(map(str, df.columns))}).")
+        raise InputError(f"{path}: column {column!r} not found (columns: {columns}).", path=path, field=column)
+
+    def bad_row(k: int, problem: str) -> InputError:  # row k is on line k + 2 (after the header)
+        return InputError(f"{path}:{k + 2}: field {column!r} {problem}.", path=path, line=int(k + 2), field=column)
+
     raw = pd.to_numeric(df[column], errors="coerce")
     bad = np.flatnonzero(raw.isna().to_numpy())
     if bad.size:
-        raise UserError(f"{path}:{bad[0] + 2}: field {column!r} is not a number ({df[column].iloc[bad[0]]!r}).")
+        raise bad_row(bad[0], f"is not a number ({df[column].iloc[bad[0]]!r})")
     x = raw.to_numpy(dtype=float)
     if len(x) < 2:
-        raise UserError(f"{path}: the oracle needs at least 2 items (found {len(x)}).")
+        raise InputError(f"{path}: the oracle needs at least 2 items (found {len(x)}).", path=path)
     lo, hi = value_range if value_range is not None else (float(x.min()), float(x.max()))
     if not hi > lo:
-        raise UserError(f"{path}: oracle range {lo}..{hi} is empty; give --oracle-range MIN MAX.")
+        raise InputError(f"{path}: the oracle range {lo}..{hi} is empty (MIN must be below MAX).", path=path)
     outside = np.flatnonzero((x < lo) | (x > hi))
     if outside.size:
-        raise UserError(
-            f"{path}:{outside[0] + 2}: field {column!r} value {x[outside[0]]} is outside the oracle range {lo}..{hi}."
-        )
+        raise bad_row(outside[0], f"value {x[outside[0]]} is outside the oracle range {lo}..{hi}")
     id_column = id_column or next((c for c in ("id", "item_id") if c in df.columns), None)
     ids = df[id_column].astype(str).tolist() if id_column else [str(i + 1) for i in range(len(x))]
     if len(set(ids)) != len(ids):
-        raise UserError(f"{path}: item ids in column {id_column!r} are not unique.")
+        raise InputError(f"{path}: item ids in column {id_column!r} are not unique.", path=path, field=id_column)
     text_column = text_column or next((c for c in ("text", "sent", "sentence") if c in df.columns), None)
     texts = df[text_column].astype(str).tolist() if text_column else ids
     return Oracle(
@@ -196,6 +210,106 @@ def csv_oracle(
         (x - lo) / (hi - lo),
         f"{len(x)} items from {path.name}, column {column!r} normalised from {lo:g}..{hi:g} to 0..1",
     )
+
+
+def match_quality_matrix(
+    location: NDArray[Any], variance: NDArray[Any], gamma: float, order: NDArray[Any]
+) -> NDArray[Any]:
+    """Match quality q(i, j) (eq 11 / 23, :func:`core.selection.match_quality`) for every pair of items, rows and
+    columns ordered by ``order`` (the oracle's order, as the paper's Figure 8)."""
+    from core.selection import match_quality
+
+    m, v = location[order], variance[order]
+    return match_quality(m[:, None], v[:, None], m[None, :], v[None, :], gamma)
+
+
+def run_campaign(
+    oracle: Oracle,
+    method: str,
+    settings: CampaignSettings,
+    annotators: AnnotatorModel,
+    rng: np.random.Generator,
+    workdir: Path,
+    run: int,
+    heatmaps: bool = False,
+) -> dict[str, Any]:
+    """One campaign of one method through the real project file.
+
+    Returns ``{"curve": DataFrame(iteration, n_annotations, annotations_per_item, spearman, pearson),
+    "final": final estimates on [0, 1] (item order of the oracle), "heatmaps": {iteration: matrix}}``.
+    """
+    from core.store import Project
+
+    hyper = Hyper(
+        method=method,
+        hit_size=settings.hit_size,
+        gamma=settings.gamma,
+        epsilon=settings.epsilon,
+        score_min=0.0,
+        score_max=1.0,
+        partner_pool=settings.partner_pool,
+        hits_per_iteration=settings.hits_per_iteration,
+        seed=int(rng.integers(0, 2**31 - 1)),
+    )
+    items = pd.DataFrame({"item_id": oracle.item_ids, "text": oracle.texts})
+    position = pd.Index(oracle.item_ids)
+    pool = annotators.draw_pool(rng)
+    order = np.argsort(oracle.values, kind="stable")
+    path = workdir / f"{method}-run{run}.easl"
+    rows, maps = [], {}
+    n_scores = 0
+    with Project.create(path, items, hyper) as project:
+        for it in range(settings.iterations):
+            hits = project.next_hits()
+            if heatmaps and it in settings.heatmap_iterations and method != "da":
+                loc, var = project.model.selection_keys(project.state())  # what the next selection uses
+                maps[it] = match_quality_matrix(loc, var, settings.gamma, order)
+            item_ids = [item["item_id"] for hit in hits for item in hit["items"]]
+            hit_ids = [hit["hit_id"] for hit in hits for _ in hit["items"]]
+            who = np.repeat(rng.integers(0, annotators.n_annotators, len(hits)), [len(h["items"]) for h in hits])
+            latent = oracle.values[position.get_indexer(item_ids)]
+            scores = annotators.score(latent, who, pool, rng)
+            project.ingest(
+                pd.DataFrame(
+                    {
+                        "item_id": item_ids,
+                        "score": scores,
+                        "hit_id": hit_ids,
+                        "annotator": np.char.add("a", who.astype(str)),
+                    }
+                ),
+                source="simulation",
+            )
+            n_scores += len(item_ids)
+            est = project.estimates().set_index("item_id").loc[oracle.item_ids, "estimate"].to_numpy(dtype=float)
+            rows.append(
+                {
+                    "iteration": it,
+                    "n_annotations": n_scores,
+                    "annotations_per_item": n_scores / len(oracle.values),
+                    "spearman": measures.spearman(oracle.values, est),
+                    "pearson": measures.pearson(oracle.values, est),
+                }
+            )
+    return {"curve": pd.DataFrame(rows), "final": est, "heatmaps": maps}
+
+
+def seeded_campaign(
+    oracle: Oracle,
+    method: str,
+    settings: CampaignSettings,
+    annotators: AnnotatorModel,
+    seed: int,
+    workdir: Path | None,
+    run: int,
+) -> dict[str, Any]:
+    """:func:`run_campaign` with its own generator (``seed``) and, without ``workdir``, its own temporary directory
+    (so that it can run on another machine)."""
+    run_rng = np.random.default_rng(seed)
+    if workdir is not None:
+        return run_campaign(oracle, method, settings, annotators, run_rng, workdir, run, heatmaps=(run == 0))
+    with tempfile.TemporaryDirectory(prefix="easl-sim-") as tmp:
+        return run_campaign(oracle, method, settings, annotators, run_rng, Path(tmp), run, heatmaps=(run == 0))
 
 
 def _bootstrap_mean_band(

@@ -29,6 +29,7 @@ stopping rule's hit rate, and the recall / false-flag rate of random clickers (M
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +42,14 @@ from core.models.aware import AwareState, Observations, fit
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
 from core.models.aware_clickers import INFORMATIVE_KEY, informative_arrays, informative_state
 from core.models.aware_diagnostics import annotator_diagnostics
-from core.models.aware_posterior import STOP_MIN_SCORES, STOP_RELATIVE_MARGIN, rank_figures, stops
+from core.models.aware_posterior import rank_figures
 from core.selection import select_hits, select_least_annotated
-from core.simulate.aware_summary import summarise
+from core.simulate.aware_summary import first_stop, stopping_before_after, summarise
 from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from core.simulate.mapping import MapFn, serial_map
 from core.simulate.replay import zscore
 
 METHODS = ("da", "da-z", "easl", "aware")
-
-
-def _ranks(x: NDArray[Any]) -> NDArray[Any]:
-    r: NDArray[Any] = stats.rankdata(x)
-    return r
 
 
 def _means(item_ix: NDArray[Any], X: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -97,22 +93,11 @@ def run_one(
     ``clicker_rate`` (else to another faithful annotator; 1: clickers only)."""
     n = truth.size
     world = World.make(model, n, n_annotators, np.random.default_rng([seed, 7]))
-    only_clickers = np.zeros(n, dtype=bool)
-    if clicker_items > 0:
-        if not world.spam.any():
-            raise ValueError(f"clicker_items needs an annotator model with random clickers (M4), not {model}")
-        only_clickers[np.random.default_rng([seed, 17]).permutation(n)[: round(clicker_items * n)]] = True
-    honest, clickers = np.flatnonzero(~world.spam), np.flatnonzero(world.spam)
-    # common random numbers: every method of a seed draws its HITs' annotators and its scores from one stream and its
-    # allocation's ties and groupings from another, so that while two methods choose the same HITs (every method's
-    # uniform passes, and da / da-z throughout) they get the same annotators and the same scores
-    score_rng = np.random.default_rng([seed, 11])
-    alloc_rng = np.random.default_rng([seed, 13])
+    only_clickers = _clicker_share(world, model, n, seed, clicker_items)
+    score_rng, alloc_rng = np.random.default_rng([seed, 11]), np.random.default_rng([seed, 13])  # module docstring
     t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
     n_steps = round(max_per_item * n / (batch_hits * hit_size))
-    item_ix: NDArray[Any] = np.zeros(0, np.int64)
-    A: NDArray[Any] = np.zeros(0, np.int64)
-    X: NDArray[Any] = np.zeros(0)
+    item_ix, A, X = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     easl = get_model(Hyper(hit_size=hit_size)) if method == "easl" else None
     easl_state = easl.init_state(n) if easl else None
     state: AwareState | None = None
@@ -130,16 +115,7 @@ def run_one(
         else:
             hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng)
         items = hits.ravel()
-        if only_clickers.any():  # one faithful annotator and one clicker per HIT, each scoring their kind of item
-            h = np.repeat(honest[score_rng.integers(honest.size, size=hits.shape[0])], hits.shape[1])
-            c = clickers[score_rng.integers(clickers.size, size=hits.shape[0])]
-            if clicker_rate < 1.0:
-                other = honest[score_rng.integers(honest.size, size=hits.shape[0])]
-                c = np.where(score_rng.random(hits.shape[0]) < clicker_rate, c, other)
-            c = np.repeat(c, hits.shape[1])
-            anns = np.where(only_clickers[items], c, h)
-        else:
-            anns = np.repeat(score_rng.integers(n_annotators, size=hits.shape[0]), hits.shape[1])
+        anns = _annotators(hits, world, only_clickers, clicker_rate, score_rng)
         x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), score_rng)
         item_ix, A, X = np.concatenate([item_ix, items]), np.concatenate([A, anns]), np.concatenate([X, x])
         row: dict[str, Any] = {"model": model, "method": method, "seed": seed, "per_item": X.size / n}
@@ -156,31 +132,82 @@ def run_one(
             est = easl.summary(easl_state)["estimate"]
         else:
             est, _ = _means(item_ix, zscore(A, X, n_annotators) if method == "da-z" else X, n)
-        est_r = _ranks(est)
-        row["spearman"] = float(np.corrcoef(est_r, _ranks(truth))[0, 1])
+        row["spearman"] = float(np.corrcoef(stats.rankdata(est), stats.rankdata(truth))[0, 1])
         row["kendall"] = float(stats.kendalltau(est, truth).statistic)
-        if method == "aware" and state is not None and obs is not None:
-            informative = informative_arrays(state, obs)
-            fig_rng = np.random.default_rng([seed, k, 99])
-            figs = rank_figures(state, fig_rng, n_draws=n_draws, draws_from=informative_state(state, informative))
-            row["expected_spearman"] = figs.expected_spearman
-            fit_rng = np.random.default_rng([seed, k, 99])  # the same draws: equal figures when no score is doubted
-            row["expected_spearman_fit"] = rank_figures(state, fit_rng, n_draws=n_draws).expected_spearman
-            row["min_count"] = int(state.count.min())
-            row["min_informative"] = float(informative[INFORMATIVE_KEY].min())
-            if any(abs(row["per_item"] - e) < 1e-9 for e in eval_at):
-                row["rank_coverage"] = float(np.mean((figs.rank_low <= t_hi) & (figs.rank_high >= t_lo)))
+        if state is not None and obs is not None:
+            at_eval = any(abs(row["per_item"] - e) < 1e-9 for e in eval_at)
+            row |= _stopping_figures(state, obs, [seed, k, 99], n_draws, (t_lo, t_hi) if at_eval else None)
         rows.append(row)
-    if method == "aware" and state is not None and obs is not None and world.spam.any():
-        flag = annotator_diagnostics(state, obs).flag
-        eligible = state.n_scores >= 30
-        # recall and false flags count `random` only; `noisy` (a soft flag) is counted apart
-        rows[-1]["spam_flagged"] = int(((flag == "random") & world.spam & eligible).sum())
-        rows[-1]["spam_total"] = int((world.spam & eligible).sum())
-        rows[-1]["false_flags"] = int(((flag == "random") & ~world.spam & eligible).sum())
-        rows[-1]["honest_noisy"] = int(((flag == "noisy") & ~world.spam & eligible).sum())
-        rows[-1]["honest_total"] = int((~world.spam & eligible).sum())
+    if state is not None and obs is not None and world.spam.any():
+        rows[-1] |= _flag_counts(state, obs, world.spam)
     return rows
+
+
+def _clicker_share(world: World, model: str, n: int, seed: int, clicker_items: float) -> NDArray[Any]:
+    """The items scored by random clickers only (``clicker_items`` of them, chosen per seed; none when 0)."""
+    only_clickers = np.zeros(n, dtype=bool)
+    if clicker_items > 0:
+        if not world.spam.any():
+            raise ValueError(f"clicker_items needs an annotator model with random clickers (M4), not {model}")
+        only_clickers[np.random.default_rng([seed, 17]).permutation(n)[: round(clicker_items * n)]] = True
+    return only_clickers
+
+
+def _annotators(
+    hits: NDArray[Any], world: World, only_clickers: NDArray[Any], clicker_rate: float, rng: np.random.Generator
+) -> NDArray[Any]:
+    """The annotator of each score of ``hits``: one per HIT, drawn from the pool; with items scored by clickers
+    only, one faithful annotator and one clicker per HIT (the clicker with probability ``clicker_rate``, else another
+    faithful annotator), each scoring their kind of item."""
+    n_hits, size = hits.shape
+    if not only_clickers.any():
+        out: NDArray[Any] = np.repeat(rng.integers(world.spam.size, size=n_hits), size)
+        return out
+    honest, clickers = np.flatnonzero(~world.spam), np.flatnonzero(world.spam)
+    h = np.repeat(honest[rng.integers(honest.size, size=n_hits)], size)
+    c = clickers[rng.integers(clickers.size, size=n_hits)]
+    if clicker_rate < 1.0:
+        other = honest[rng.integers(honest.size, size=n_hits)]
+        c = np.where(rng.random(n_hits) < clicker_rate, c, other)
+    out = np.where(only_clickers[hits.ravel()], np.repeat(c, size), h)
+    return out
+
+
+def _stopping_figures(
+    state: AwareState, obs: Observations, key: list[int], n_draws: int, truth_ranks: tuple[Any, Any] | None
+) -> dict[str, Any]:
+    """What the stopping rule of an ``aware`` run sees after a batch (:func:`run_one`); with ``truth_ranks`` (the
+    lowest and highest true rank of each item) also the coverage of the 95% rank intervals."""
+    informative = informative_arrays(state, obs)
+    figs = rank_figures(
+        state, np.random.default_rng(key), n_draws=n_draws, draws_from=informative_state(state, informative)
+    )
+    out = {
+        "expected_spearman": figs.expected_spearman,
+        # the same draws: equal figures when no score is doubted
+        "expected_spearman_fit": rank_figures(state, np.random.default_rng(key), n_draws=n_draws).expected_spearman,
+        "min_count": int(state.count.min()),
+        "min_informative": float(informative[INFORMATIVE_KEY].min()),
+    }
+    if truth_ranks is not None:
+        t_lo, t_hi = truth_ranks
+        out["rank_coverage"] = float(np.mean((figs.rank_low <= t_hi) & (figs.rank_high >= t_lo)))
+    return out
+
+
+def _flag_counts(state: AwareState, obs: Observations, spam: NDArray[Any]) -> dict[str, int]:
+    """The ``random`` flags of the final fit among annotators with >= 30 scores: random clickers flagged, honest
+    annotators flagged (recall and false flags count ``random`` only), and honest annotators flagged ``noisy`` (a soft
+    flag, counted apart)."""
+    flag = annotator_diagnostics(state, obs).flag
+    eligible = state.n_scores >= 30
+    return {
+        "spam_flagged": int(((flag == "random") & spam & eligible).sum()),
+        "spam_total": int((spam & eligible).sum()),
+        "false_flags": int(((flag == "random") & ~spam & eligible).sum()),
+        "honest_noisy": int(((flag == "noisy") & ~spam & eligible).sum()),
+        "honest_total": int((~spam & eligible).sum()),
+    }
 
 
 def run_task(truth: NDArray[Any], model: str, method: str, seed: int, run_kw: dict[str, Any]) -> list[dict[str, Any]]:
@@ -274,36 +301,23 @@ def calibrate_stopping(
     tasks = [(truth, m, "aware", s, dict(run_kw)) for m in models for s in range(first_seed, first_seed + n_seeds)]
     runs = [pd.DataFrame(rows) for rows in map_fn(run_task, tasks)]
     out = []
-    for target in targets:
-        for k in relative_margins:
-            for ms in min_scores:
-                for model in models:
-                    hits, budgets = [], []
-                    for r in (r for r in runs if r["model"].iloc[0] == model):
-                        ok = stops(
-                            r["expected_spearman"],
-                            r["min_count"],
-                            target=target,
-                            relative_margin=k,
-                            min_scores=ms,
-                            min_informative=r.get("min_informative"),
-                        )
-                        if ok.any():
-                            j = int(np.flatnonzero(ok)[0])
-                            hits.append(r["spearman"].iloc[j] >= target)
-                            budgets.append(r["per_item"].iloc[j])
-                    out.append(
-                        {
-                            "target": target,
-                            "relative_margin": k,
-                            "min_scores": ms,
-                            "model": model,
-                            "runs": n_seeds,
-                            "stopped": len(hits),
-                            "hit_rate": float(np.mean(hits)) if hits else np.nan,
-                            "per_item_at_stop": float(np.mean(budgets)) if budgets else np.nan,
-                        }
-                    )
+    for target, k, ms, model in itertools.product(targets, relative_margins, min_scores, models):
+        found = (
+            first_stop(r, target=target, relative_margin=k, min_scores=ms) for r in runs if r["model"].iloc[0] == model
+        )
+        at_stop = [row for row in found if row is not None]
+        out.append(
+            {
+                "target": target,
+                "relative_margin": k,
+                "min_scores": ms,
+                "model": model,
+                "runs": n_seeds,
+                "stopped": len(at_stop),
+                "hit_rate": float(np.mean([r["spearman"] >= target for r in at_stop])) if at_stop else np.nan,
+                "per_item_at_stop": float(np.mean([r["per_item"] for r in at_stop])) if at_stop else np.nan,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -331,8 +345,6 @@ def clicker_stopping(
     """
     import pandas as pd
 
-    from core.simulate.aware_summary import stopping_before_after
-
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
     tasks = [
         (truth, model, "aware", s, {**run_kw, "clicker_items": share, "clicker_rate": rate})
@@ -346,18 +358,3 @@ def clicker_stopping(
     ]
     runs = pd.concat([pd.DataFrame(rows).assign(setting=name) for name, rows in zip(names, map_fn(run_task, tasks))])
     return stopping_before_after(runs, target=target)
-
-
-__all__ = [
-    "ANNOTATOR_MODELS",
-    "METHODS",
-    "STOP_MIN_SCORES",
-    "STOP_RELATIVE_MARGIN",
-    "calibrate_stopping",
-    "clicker_stopping",
-    "MapFn",
-    "run_one",
-    "run_study",
-    "run_task",
-    "serial_map",
-]

@@ -32,6 +32,18 @@ def wilson_interval(hits: int, n: int, z: float = 1.959963984540054) -> tuple[fl
     return float(mid - half), float(mid + half)
 
 
+def first_stop(
+    run: Any, *, target: float, rho: str = "expected_spearman", fewest: str | None = "min_informative", **rule: Any
+) -> Any:
+    """The row of one ``aware`` run (per-batch rows of :func:`core.simulate.aware_study.run_one`) where the stopping
+    rule (:func:`core.models.aware_posterior.stops`, options ``rule``) first stops, judged on the expected Spearman
+    ``rho`` and the fewest informative scores ``fewest`` (None: the raw counts only); None if it never stops."""
+    ok = np.asarray(
+        stops(run[rho], run["min_count"], target=target, min_informative=run.get(fewest) if fewest else None, **rule)
+    )
+    return run.iloc[int(np.flatnonzero(ok)[0])] if ok.any() else None
+
+
 def stopping_before_after(runs: Any, *, target: float) -> Any:
     """The stopping rule before and after it doubted random clickers, from the same runs (per-batch rows of
     :func:`core.simulate.aware_study.run_one` for ``aware``, a ``pandas.DataFrame`` with a ``setting`` column): per
@@ -46,13 +58,8 @@ def stopping_before_after(runs: Any, *, target: float) -> Any:
             ("before", "expected_spearman_fit", None),
             ("after", "expected_spearman", "min_informative"),
         ):
-            at_stop = []
-            for _, run in g.groupby("seed"):
-                ok = np.asarray(
-                    stops(run[rho], run["min_count"], target=target, min_informative=fewest and run[fewest])
-                )
-                if ok.any():
-                    at_stop.append(run.iloc[int(np.flatnonzero(ok)[0])])
+            found = (first_stop(run, target=target, rho=rho, fewest=fewest) for _, run in g.groupby("seed"))
+            at_stop = [row for row in found if row is not None]
             hits = sum(bool(r["spearman"] >= target) for r in at_stop)
             low, high = wilson_interval(hits, len(at_stop))
             out.append(
@@ -82,81 +89,90 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
     rng = np.random.default_rng(seed)
     budget_rows, cov_rows, stop_rows = [], [], []
     for model, g in curves.groupby("model", sort=False):
-        piv = g.pivot_table(index=["method", "seed"], columns="per_item", values="spearman")
-        methods = list(dict.fromkeys(g["method"]))
-        seeds = np.array(sorted(set(g["seed"])))
-        grid = piv.columns.to_numpy(dtype=np.float64)
-        mats = {m: piv.loc[m].reindex(seeds).to_numpy() for m in methods}
-        boot = rng.integers(seeds.size, size=(n_boot, seeds.size))
-        b_point = {m: first_crossing(grid, mats[m].mean(0), target) for m in methods}
-        b_boot = {m: np.array([first_crossing(grid, mats[m][ix].mean(0), target) for ix in boot]) for m in methods}
-        for m in methods:
-            row = {"model": model, "method": m, "budget": b_point[m]}
-            for ref in ("da", "da-z"):
-                if ref in methods and m != ref:
-                    saved = 1.0 - b_boot[m] / b_boot[ref]
-                    row[f"saved_vs_{ref}"] = 100.0 * (1.0 - b_point[m] / b_point[ref])
-                    lo, hi = np.nanpercentile(saved, [2.5, 97.5]) if np.isfinite(saved).any() else (np.nan, np.nan)
-                    row[f"saved_vs_{ref}_ci"] = f"[{100 * lo:+.0f}, {100 * hi:+.0f}]"
-            budget_rows.append(row)
+        budget_rows += _budget_rows(model, g, target, rng, n_boot)
         a = g[g["method"] == "aware"]
         if "rank_coverage" in a:
             for e, c in a.dropna(subset=["rank_coverage"]).groupby("per_item")["rank_coverage"]:
                 cov_rows.append({"model": model, "per_item": e, "rank_coverage": float(c.mean())})
         if "expected_spearman" in a:
-            for _, run in a.groupby("seed"):
-                hit = run[
-                    stops(
-                        run["expected_spearman"],
-                        run["min_count"],
-                        target=target,
-                        min_informative=run.get("min_informative"),
-                    )
-                ]
-                stop_rows.append(
-                    {
-                        "model": model,
-                        "stopped": not hit.empty,
-                        "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
-                        "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan,
-                    }
-                )
-    stop = pd.DataFrame(stop_rows)
-    stopping = (
-        (
-            stop.assign(hit=stop["spearman_at_stop"] >= target)
-            .groupby("model", sort=False)
-            .agg(
-                runs=("stopped", "size"),
-                stopped=("stopped", "sum"),
-                hit_rate=("hit", "mean"),
-                per_item_at_stop=("per_item_at_stop", "mean"),
-            )
-            .reset_index()
-        )
-        if stop_rows
-        else pd.DataFrame()
-    )
-    flags = pd.DataFrame()
-    if "spam_total" in curves:
-        f = curves.dropna(subset=["spam_total"])
-        flags = pd.DataFrame(
-            [
-                {
-                    "runs": len(f),
-                    "recall": f["spam_flagged"].sum() / max(f["spam_total"].sum(), 1),
-                    "false_flag_rate": f["false_flags"].sum() / max(f["honest_total"].sum(), 1),
-                    **(
-                        {"noisy_rate": f["honest_noisy"].sum() / max(f["honest_total"].sum(), 1)}
-                        if "honest_noisy" in f
-                        else {}
-                    ),
-                }
-            ]
-        )
+            stop_rows += [_stop_row(model, run, target) for _, run in a.groupby("seed")]
     return {
         "budget": pd.DataFrame(budget_rows),
         "coverage": pd.DataFrame(cov_rows),
-        "stopping": stopping,
-        "flags": flags,
+        "stopping": _stopping_table(pd.DataFrame(stop_rows), target),
+        "flags": _flags_table(curves),
     }
+
+
+def _budget_rows(model: str, g: Any, target: float, rng: np.random.Generator, n_boot: int) -> list[dict[str, Any]]:
+    """Per method of one annotator model: the budget to reach ``target`` and the % saved vs DA and DA-z, with
+    ``n_boot`` bootstrap resamples of the seeds (the same for every method: paired)."""
+    piv = g.pivot_table(index=["method", "seed"], columns="per_item", values="spearman")
+    methods = list(dict.fromkeys(g["method"]))
+    seeds = np.array(sorted(set(g["seed"])))
+    grid = piv.columns.to_numpy(dtype=np.float64)
+    mats = {m: piv.loc[m].reindex(seeds).to_numpy() for m in methods}
+    boot = rng.integers(seeds.size, size=(n_boot, seeds.size))
+    b_point = {m: first_crossing(grid, mats[m].mean(0), target) for m in methods}
+    b_boot = {m: np.array([first_crossing(grid, mats[m][ix].mean(0), target) for ix in boot]) for m in methods}
+    rows = []
+    for m in methods:
+        row = {"model": model, "method": m, "budget": b_point[m]}
+        for ref in ("da", "da-z"):
+            if ref in methods and m != ref:
+                saved = 1.0 - b_boot[m] / b_boot[ref]
+                row[f"saved_vs_{ref}"] = 100.0 * (1.0 - b_point[m] / b_point[ref])
+                lo, hi = np.nanpercentile(saved, [2.5, 97.5]) if np.isfinite(saved).any() else (np.nan, np.nan)
+                row[f"saved_vs_{ref}_ci"] = f"[{100 * lo:+.0f}, {100 * hi:+.0f}]"
+        rows.append(row)
+    return rows
+
+
+def _stop_row(model: str, run: Any, target: float) -> dict[str, Any]:
+    """Where the stopping rule first stops one ``aware`` run (if it does)."""
+    hit = run[
+        stops(run["expected_spearman"], run["min_count"], target=target, min_informative=run.get("min_informative"))
+    ]
+    return {
+        "model": model,
+        "stopped": not hit.empty,
+        "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
+        "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan,
+    }
+
+
+def _stopping_table(stop: Any, target: float) -> Any:
+    """Per model: runs, runs stopped, the share of them whose true Spearman reached ``target``, budget at the stop."""
+    import pandas as pd
+
+    if stop.empty:
+        return pd.DataFrame()
+    return (
+        stop.assign(hit=stop["spearman_at_stop"] >= target)
+        .groupby("model", sort=False)
+        .agg(
+            runs=("stopped", "size"),
+            stopped=("stopped", "sum"),
+            hit_rate=("hit", "mean"),
+            per_item_at_stop=("per_item_at_stop", "mean"),
+        )
+        .reset_index()
+    )
+
+
+def _flags_table(curves: Any) -> Any:
+    """Recall, false-flag rate and noisy rate of the annotator flags over every run that counted them."""
+    import pandas as pd
+
+    if "spam_total" not in curves:
+        return pd.DataFrame()
+    f = curves.dropna(subset=["spam_total"])
+    honest = max(f["honest_total"].sum(), 1)
+    row = {
+        "runs": len(f),
+        "recall": f["spam_flagged"].sum() / max(f["spam_total"].sum(), 1),
+        "false_flag_rate": f["false_flags"].sum() / honest,
+    }
+    if "honest_noisy" in f:
+        row["noisy_rate"] = f["honest_noisy"].sum() / honest
+    return pd.DataFrame([row])

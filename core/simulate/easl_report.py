@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -137,20 +138,40 @@ def write_report(
     rep = Report(
         out_dir, "Efficient annotation of scalar labels (Sakaguchi & Van Durme 2018, section 5), simulated", command
     )
-    summ, curves = res["summary"], res["curves"]
-    n = len(oracle.values)
-    labels = [METHOD_LABELS[m] for m in settings.methods]
-    budget = summ.groupby("method")["n_annotations"].max()
+    _introduction(rep, res, oracle, settings, annotators, runtime)
+    _correlations(rep, res, oracle, settings)
+    dist = _final_estimates(rep, res, oracle, settings)
+    _heatmaps(rep, res)
+    rep.heading("What the simulation shows about the paper's claims")
+    rep.paragraph("Paper: " + "; ".join(published.EASL_CLAIMS.values()) + ".")
+    for sentence in claims(res, oracle, settings, dist):
+        rep.paragraph(sentence)
+    rep.settings(settings, {f"annotators.{f.name}": getattr(annotators, f.name) for f in fields(annotators)})
+    rep.write()
+    return rep
+
+
+def _introduction(
+    rep: Report,
+    res: dict[str, Any],
+    oracle: Oracle,
+    settings: CampaignSettings,
+    annotators: AnnotatorModel,
+    runtime: float | None,
+) -> None:
+    budget = res["summary"].groupby("method")["n_annotations"].max()
     rep.paragraph(
         f"Oracle: {oracle.description}. Annotators: a pool of {annotators.n_annotators}; a score is "
         f"clip(latent + bias + sd * z, 0, 1) with noise sd {annotators.noise_sd:g}"
         + (f" (per annotator uniform within +-{annotators.noise_spread:.0%})" if annotators.noise_spread else "")
         + (f" and per-annotator bias ~ N(0, {annotators.bias_sd:g})" if annotators.bias_sd else ", no bias")
-        + f"; one annotator per HIT. Methods: {', '.join(labels)}, each run {settings.runs} times through the real "
-        f"engine (project file, next HITs, ingest, estimates). Budget: iteration 0 covers every item once, then "
-        f"{settings.hits_per_iteration} HITs of {settings.hit_size} items per iteration, {settings.iterations} "
-        f"iterations: {int(budget.max())} scores per method ({budget.max() / n:.2f} per item); every method gets "
-        f"the same HITs count" + (" (checked: equal)" if budget.nunique() == 1 else " (NOT equal: see table)") + "."
+        + f"; one annotator per HIT. Methods: {', '.join(METHOD_LABELS[m] for m in settings.methods)}, each run "
+        f"{settings.runs} times through the real engine (project file, next HITs, ingest, estimates). Budget: "
+        f"iteration 0 covers every item once, then {settings.hits_per_iteration} HITs of {settings.hit_size} items "
+        f"per iteration, {settings.iterations} iterations: {int(budget.max())} scores per method "
+        f"({budget.max() / len(oracle.values):.2f} per item); every method gets the same HITs count"
+        + (" (checked: equal)" if budget.nunique() == 1 else " (NOT equal: see table)")
+        + "."
     )
     rep.paragraph(
         "Note on the paper's budget: section 5.1 says 20 HITs per iteration for 10 iterations with n = 5 (1,000 "
@@ -160,6 +181,11 @@ def write_report(
     )
     if runtime is not None:
         rep.paragraph(f"Run time: {runtime:.1f} s.")
+
+
+def _correlations(rep: Report, res: dict[str, Any], oracle: Oracle, settings: CampaignSettings) -> None:
+    """The correlation curves and the annotations needed to reach the target."""
+    summ, curves = res["summary"], res["curves"]
     rep.table(
         summ,
         "correlation_by_iteration",
@@ -167,9 +193,8 @@ def write_report(
         digits=3,
     )
     rep.table(curves, "correlation_runs", show=False)
-    curves_by = {METHOD_LABELS[m]: summ[summ["method"] == m] for m in settings.methods}
     fig = figures.band_lines(
-        curves_by,
+        {METHOD_LABELS[m]: summ[summ["method"] == m] for m in settings.methods},
         "annotations_per_item",
         [("spearman_mean", "spearman_low", "spearman_high"), ("pearson_mean", "pearson_low", "pearson_high")],
         xlabel="annotations per item",
@@ -182,10 +207,9 @@ def write_report(
         "Spearman (top) and Pearson (bottom) correlation with the oracle against the "
         "number of annotations per item (the paper's Figures 6 and 9).",
     )
-
     reach = annotations_to_reach(summ, curves, settings.target)
     reach.insert(1, "label", [METHOD_LABELS[m] for m in reach["method"]])
-    reach["mean_curve_annotations_per_item"] = reach["mean_curve_annotations"] / n
+    reach["mean_curve_annotations_per_item"] = reach["mean_curve_annotations"] / len(oracle.values)
     rep.heading(f"Annotations needed to reach Spearman {settings.target:g}")
     rep.table(
         reach,
@@ -195,22 +219,22 @@ def write_report(
         digits=2,
     )
 
+
+def _final_estimates(rep: Report, res: dict[str, Any], oracle: Oracle, settings: CampaignSettings) -> pd.DataFrame:
+    """Histograms, spread and examples of the final estimates; returns the spread (:func:`distribution_table`)."""
     rep.heading("Final estimates against the oracle (Figures 7 and 10)")
-    hist = {"oracle": oracle.values} | {METHOD_LABELS[m]: v for m, v in res["finals"].items()}
+    finals = {METHOD_LABELS[m]: v for m, v in res["finals"].items()}
     rep.figure(
-        figures.histograms(hist, bins=5, title="Final scalar values (run 1), five bins"),
+        figures.histograms({"oracle": oracle.values} | finals, bins=5, title="Final scalar values (run 1), five bins"),
         "histograms",
         "Histograms of the final estimates of each method (first run) and of the oracle, in five bins.",
     )
     dist = distribution_table(res, oracle)
     rep.table(dist, "distribution", caption="Spread of the final estimates (mean over runs) vs the oracle")
-    finals = pd.DataFrame(
-        {"item_id": oracle.item_ids, "text": oracle.texts, "oracle": oracle.values}
-        | {METHOD_LABELS[m]: v for m, v in res["finals"].items()}
-    )
-    rep.table(finals, "final_estimates", show=False)
-    picks = np.argsort(oracle.values)[np.linspace(n - 1, 0, min(10, n)).round().astype(int)]
-    example = finals.iloc[picks].copy()
+    table = pd.DataFrame({"item_id": oracle.item_ids, "text": oracle.texts, "oracle": oracle.values} | finals)
+    rep.table(table, "final_estimates", show=False)
+    n = len(oracle.values)
+    example = table.iloc[np.argsort(oracle.values)[np.linspace(n - 1, 0, min(10, n)).round().astype(int)]].copy()
     for col in ["oracle"] + [METHOD_LABELS[m] for m in settings.methods]:
         example[col] = 100 * example[col]
     rep.table(
@@ -219,38 +243,28 @@ def write_report(
         caption="Ten items across the oracle's range, on 0-100 (the paper's Table 1 format; first run)",
         digits=1,
     )
+    return dist
 
+
+def _heatmaps(rep: Report, res: dict[str, Any]) -> None:
     maps = {m: h for m, h in res["heatmaps"].items() if h}
-    if maps:
-        rep.heading("Match quality per iteration (Figure 8)")
-        for method, per_it in maps.items():
-            its = sorted(per_it)
-            fig = figures.heatmaps(
-                [per_it[i] for i in its],
-                [f"iteration {i}" for i in its],
-                title=f"{METHOD_LABELS[method]}: match quality, items ordered by the oracle",
-            )
-            rep.figure(
-                fig,
-                f"match_quality_{method}",
-                f"{METHOD_LABELS[method]}: match quality q(i, j) (eq 23) from the state the engine used to "
-                "select each iteration's HITs, items ordered by the oracle (first run).",
-            )
-        rep.paragraph(
-            "As in the paper's Figure 8, iteration 0 is flat (every item has the prior); as annotations "
-            "arrive, high match quality concentrates along the diagonal (items with similar estimates)."
+    if not maps:
+        return
+    rep.heading("Match quality per iteration (Figure 8)")
+    for method, per_it in maps.items():
+        its = sorted(per_it)
+        fig = figures.heatmaps(
+            [per_it[i] for i in its],
+            [f"iteration {i}" for i in its],
+            title=f"{METHOD_LABELS[method]}: match quality, items ordered by the oracle",
         )
-
-    rep.heading("What the simulation shows about the paper's claims")
-    rep.paragraph("Paper: " + "; ".join(published.EASL_CLAIMS.values()) + ".")
-    for sentence in claims(res, oracle, settings, dist):
-        rep.paragraph(sentence)
-    rep.heading("Settings")
-    rows = [{"setting": k, "value": str(v)} for k, v in settings.as_dict().items()]
-    rows += [
-        {"setting": f"annotators.{k}", "value": str(getattr(annotators, k))}
-        for k in ("noise_sd", "n_annotators", "bias_sd", "noise_spread")
-    ]
-    rep.table(pd.DataFrame(rows), "settings")
-    rep.write()
-    return rep
+        rep.figure(
+            fig,
+            f"match_quality_{method}",
+            f"{METHOD_LABELS[method]}: match quality q(i, j) (eq 23) from the state the engine used to "
+            "select each iteration's HITs, items ordered by the oracle (first run).",
+        )
+    rep.paragraph(
+        "As in the paper's Figure 8, iteration 0 is flat (every item has the prior); as annotations "
+        "arrive, high match quality concentrates along the diagonal (items with similar estimates)."
+    )

@@ -15,8 +15,8 @@ from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, pr
 from core.simulate.mapping import MapFn
 from core.simulate.report import Report
 
-# The paper's verdicts per coefficient family and property, as they would appear in our property table
-# (None: the paper does not say for that coefficient).
+#: The paper's verdicts per coefficient family, weights and property, as they would appear in our property table
+#: (missing: the paper does not say for that coefficient).
 PAPER_VERDICTS = {
     ("cohen", "linear", "prevalence"): "sensitive",
     ("cohen", "quadratic", "prevalence"): "sensitive",
@@ -37,6 +37,7 @@ PAPER_VERDICTS = {
     ("gwet", "linear", "magnitude"): "rewards large errors",
     ("bp", "linear", "magnitude"): "rewards large errors",
 }
+PROPERTIES = ("prevalence", "marginal", "magnitude")
 PAPER_PANEL = ["cohen_linear", "cohen_quadratic", "bp_linear", "bp_quadratic", "gwet_linear", "gwet_quadratic"]
 
 
@@ -69,12 +70,10 @@ def run(
     table = property_table(
         curves, measures.coefficient_names(), flat=flat, marginal_centre=sum(settings.marginal_scale) / 2
     )
-    paper = []
-    for c in table["coefficient"]:
-        fam, w = c.rsplit("_", 1)
-        paper.append({p: PAPER_VERDICTS.get((fam, w, p)) for p in ("prevalence", "marginal", "magnitude")})
-    paper = pd.DataFrame(paper)
-    for p in ("prevalence", "marginal", "magnitude"):
+    paper = pd.DataFrame(
+        [{p: PAPER_VERDICTS.get((*c.rsplit("_", 1), p)) for p in PROPERTIES} for c in table["coefficient"]]
+    )
+    for p in PROPERTIES:
         table[f"{p}_paper"] = paper[p]
         table[f"{p}_agrees"] = [None if pd.isna(exp) else bool(got == exp) for got, exp in zip(table[p], paper[p])]
     if progress:
@@ -84,11 +83,9 @@ def run(
 
 def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Report:
     """Write ``report.md`` with the curves, figures and the property table."""
-    s = res.settings
     rep = Report(
         out_dir, "Agreement-coefficient properties (Yannakoudakis & Cummins 2015, section 4), reproduced", command
     )
-    names = measures.coefficient_names()
     rep.paragraph(
         "Every chance-corrected agreement coefficient of `core.metrics` (Cohen's kappa = Conger's with two raters, "
         "Scott's pi = Fleiss' with two raters, Gwet's AC1/AC2, Brennan-Prediger, Krippendorff's alpha) with "
@@ -98,15 +95,18 @@ def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Rep
         "(how gold scores are discretised, how the marginal experiment keeps MAE constant, the score-range data, "
         "which the paper took from the non-public FCE set) our choice is stated there and below."
     )
-    rep.table(
-        pd.DataFrame([{"experiment": k, "seconds": v} for k, v in res.timings.items()]),
-        "timings",
-        caption="Run time per experiment",
-        digits=2,
-    )
-    display = PAPER_PANEL + ["mae", "pa"]
+    rep.key_values(res.timings, "timings", ("experiment", "seconds"), caption="Run time per experiment", digits=2)
+    for name, (title, text) in _experiment_texts(res.settings).items():
+        _experiment(rep, res.curves[name], name, title, text)
+    _property_table(rep, res.table)
+    rep.settings(res.settings)
+    rep.write()
+    return rep
 
-    titles = {
+
+def _experiment_texts(s: PropertySettings) -> dict[str, tuple[str, str]]:
+    """Each experiment's section title and how its data are made."""
+    return {
         "trait_prevalence": (
             "4.1 Trait prevalence (Figure 1, left)",
             f"{s.n:,} gold scores on {s.prevalence_scale[0]}..{s.prevalence_scale[1]}, Gaussian at "
@@ -133,36 +133,42 @@ def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Rep
             f"{s.range_error_sd:g}); both binned into g equal-width bins.",
         ),
     }
-    for name, (x, xlabel, _, _) in EXPERIMENTS.items():
-        title, text = titles[name]
-        rep.heading(title)
-        rep.paragraph(text)
-        df = res.curves[name]
-        rep.table(df, name, show=False)
-        rep.table(
-            df[[x] + display],
-            f"{name}_paper_panel",
-            caption=f"The paper's panel (every coefficient is in `tables/{name}.csv`)",
-            digits=3,
-        )
-        fig = figures.lines(
-            df, x, display, shared_panel=True, xlabel=xlabel, ylabel="value", title=title + ": the paper's coefficients"
-        )
-        rep.figure(
-            fig, f"{name}_paper", f"{title}: the coefficients of the paper's figure, with MAE and percent agreement."
-        )
-        fig = figures.lines(
-            df,
-            x,
-            [c for c in names],
-            shared_panel=True,
-            xlabel=xlabel,
-            ylabel="value",
-            markers=False,
-            title=title + ": every coefficient",
-        )
-        rep.figure(fig, f"{name}_all", f"{title}: every coefficient and weighting.")
 
+
+def _experiment(rep: Report, df: pd.DataFrame, name: str, title: str, text: str) -> None:
+    """One experiment's section: its tables and two figures (the paper's coefficients, then every one)."""
+    x, xlabel = EXPERIMENTS[name][:2]
+    display = PAPER_PANEL + ["mae", "pa"]
+    rep.heading(title)
+    rep.paragraph(text)
+    rep.table(df, name, show=False)
+    rep.table(
+        df[[x] + display],
+        f"{name}_paper_panel",
+        caption=f"The paper's panel (every coefficient is in `tables/{name}.csv`)",
+        digits=3,
+    )
+    fig = figures.lines(
+        df, x, display, shared_panel=True, xlabel=xlabel, ylabel="value", title=title + ": the paper's coefficients"
+    )
+    rep.figure(
+        fig, f"{name}_paper", f"{title}: the coefficients of the paper's figure, with MAE and percent agreement."
+    )
+    fig = figures.lines(
+        df,
+        x,
+        measures.coefficient_names(),
+        shared_panel=True,
+        xlabel=xlabel,
+        ylabel="value",
+        markers=False,
+        title=title + ": every coefficient",
+    )
+    rep.figure(fig, f"{name}_all", f"{title}: every coefficient and weighting.")
+
+
+def _property_table(rep: Report, table: pd.DataFrame) -> None:
+    """The property table and how far it agrees with the paper's verdicts."""
     rep.heading("Which coefficient has which property")
     rep.paragraph(
         "Measured on the curves above (`flat` = a change small enough to call robust/unaffected; see "
@@ -171,14 +177,14 @@ def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Rep
         + "; ".join(f"**{k}**: {v}" for k, v in published.YC_VERDICTS.items())
         + "."
     )
-    rep.table(res.table, "property_table", caption="Property table", digits=3)
-    checked = res.table[[f"{p}_agrees" for p in ("prevalence", "marginal", "magnitude")]].to_numpy().ravel()
+    rep.table(table, "property_table", caption="Property table", digits=3)
+    checked = table[[f"{p}_agrees" for p in PROPERTIES]].to_numpy().ravel()
     checked = [bool(v) for v in checked if v is not None and not pd.isna(v)]
     measure = {"prevalence": "prevalence_spread", "marginal": "marginal_gain", "magnitude": "magnitude_change"}
     diffs = [
         f"{row['coefficient']} ({p}): paper '{row[p + '_paper']}', measured '{row[p]}' "
         f"({measure[p]} {row[measure[p]]:+.3f})"
-        for row in res.table.to_dict("records")
+        for row in table.to_dict("records")
         for p in measure
         if row[f"{p}_agrees"] is False
     ]
@@ -193,7 +199,3 @@ def write_report(res: PropertyResults, out_dir: str | Path, command: str) -> Rep
         "BP cannot change in experiments 4.2 and 4.3; any change the paper shows for it there comes from "
         "how its systems were generated, not from the coefficient."
     )
-    rep.heading("Settings")
-    rep.table(pd.DataFrame([{"setting": k, "value": str(v)} for k, v in s.as_dict().items()]), "settings")
-    rep.write()
-    return rep

@@ -74,22 +74,7 @@ def paired_by_budget(
         ``ci_high`` (``difference -+ t_{S-1, (1 + level) / 2} se``), ``verdict`` ("worse" when ``ci_high < 0``, "better"
         when ``ci_low > 0``, else "within noise").
     """
-    need = {"model", "method", "seed", "per_item", *measures}
-    missing = sorted(need - set(curves.columns))
-    if missing:
-        raise UserError(f"The study's curves have no column {missing[0]!r} (expected {', '.join(sorted(need))}).")
-    for name in (method, reference):
-        if name not in set(curves["method"]):
-            raise UserError(
-                f"The study has no runs of the method {name!r} (it has {', '.join(curves['method'].unique())})."
-            )
-    dup = curves.duplicated(["model", "method", "seed", "per_item"])
-    if dup.any():
-        first = curves[dup].iloc[0]
-        raise UserError(
-            f"The study's curves hold seed {first['seed']} of {first['method']} under {first['model']} twice "
-            "(pool only studies of different seeds)."
-        )
+    _check(curves, (method, reference), measures)
     rows = curves[curves["per_item"] >= min_per_item - 1e-9]
     if rows.empty:
         raise UserError(f"The study has no budget of {min_per_item:g} scores per item or more.")
@@ -123,6 +108,26 @@ def paired_by_budget(
     out["_m"] = out["model"].map(order)
     out["_k"] = out["measure"].map({m: k for k, m in enumerate(measures)})
     return out.sort_values(["_m", "_k", "per_item"]).drop(columns=["_m", "_k"]).reset_index(drop=True)
+
+
+def _check(curves: pd.DataFrame, methods: tuple[str, str], measures: tuple[str, ...]) -> None:
+    """The study's curves have the columns, both methods, and each (model, method, seed, budget) once."""
+    need = {"model", "method", "seed", "per_item", *measures}
+    missing = sorted(need - set(curves.columns))
+    if missing:
+        raise UserError(f"The study's curves have no column {missing[0]!r} (expected {', '.join(sorted(need))}).")
+    for name in methods:
+        if name not in set(curves["method"]):
+            raise UserError(
+                f"The study has no runs of the method {name!r} (it has {', '.join(curves['method'].unique())})."
+            )
+    dup = curves.duplicated(["model", "method", "seed", "per_item"])
+    if dup.any():
+        first = curves[dup].iloc[0]
+        raise UserError(
+            f"The study's curves hold seed {first['seed']} of {first['method']} under {first['model']} twice "
+            "(pool only studies of different seeds)."
+        )
 
 
 def worst_per_model(table: pd.DataFrame) -> pd.DataFrame:
@@ -185,7 +190,7 @@ def load_curves(dirs: list[str]) -> pd.DataFrame:
     for d in dirs:
         path = Path(d) / "tables" / "curves.csv"
         if not path.is_file():
-            raise UserError(f"{path}: no such file (run easl simulate easl --annotator-model ... first).")
+            raise UserError(f"{path}: no such file (an annotator-aware study writes it into its output directory).")
         frames.append(pd.read_csv(path))
     return pd.concat(frames, ignore_index=True)
 

@@ -11,13 +11,16 @@ All metrics come from :mod:`core.metrics` (Pearson r, continuous QWK, R2, PRMSE)
 - :func:`ranking`: section 4.2 / Figure 2, Appendix Table 3, and PRMSE's ranking (section 5.2).
 - :func:`cumulative_raters`: section 4.3 / Figure 3.
 - :func:`double_scoring`: section 5.3 / Figure 5 and Appendix Table 4.
+
+:class:`PrmseResults` holds them all (:func:`core.simulate.prmse_report.run` fills it).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,7 +30,27 @@ from core.simulate import measures
 from core.simulate.mapping import MapFn, serial_map
 from core.simulate.prmse_data import PrmseDataset, mean_offdiagonal_correlation
 
+if TYPE_CHECKING:
+    from core.simulate.report import Comparison
+
 REFERENCES = ("h1", "h1-h2 mean")
+
+
+@dataclass
+class PrmseResults:
+    """Everything one run computes (kept for tests and for the CLI summary)."""
+
+    dataset: PrmseDataset
+    table1: pd.DataFrame
+    table2: pd.DataFrame
+    stability: pd.DataFrame
+    ranking: dict[str, Any]
+    cumulative: pd.DataFrame
+    double: pd.DataFrame | None
+    table4: pd.DataFrame | None
+    true_metrics: dict[str, Any]
+    comparisons: dict[str, Comparison]
+    timings: dict[str, float]
 
 
 def rater_table(ds: PrmseDataset) -> pd.DataFrame:
@@ -173,10 +196,7 @@ def ranking(ds: PrmseDataset) -> dict[str, pd.DataFrame]:
     s = ds.settings
     pool = [pair for cat in sorted(s.rater_categories) for pair in itertools.combinations(ds.category_raters(cat), 2)]
     n_sys = len(ds.system_ids)
-    if n_sys > len(pool):
-        pick = np.random.RandomState(s.pair_seed).choice(len(pool), size=n_sys, replace=True)
-    else:
-        pick = np.random.RandomState(s.pair_seed).choice(len(pool), size=n_sys, replace=False)
+    pick = np.random.RandomState(s.pair_seed).choice(len(pool), size=n_sys, replace=n_sys > len(pool))
     assigned = [pool[i] for i in pick]
     same_ids = ds.category_raters(s.same_pair_category)
     pos = np.random.RandomState(s.pair_seed).choice(len(same_ids), size=2, replace=False)

@@ -18,7 +18,7 @@ batched matrix product.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,10 +107,6 @@ class PrmseSettings:
             problems.append(f"sample_system {self.sample_system!r} is not one of sys_1..sys_{n_systems}")
         if problems:
             raise UserError("Invalid PRMSE simulation settings: " + "; ".join(problems) + ".")
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as a plain dict (lists for tuples), for the report."""
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 
 @dataclass
@@ -246,7 +242,7 @@ def search_error_sd(
     if np.all(np.isnan(distance)):
         raise UserError(
             f"The error-sd search for rater category {category!r} found no candidate with a defined "
-            "inter-rater correlation; widen --sd-grid or the score range."
+            "inter-rater correlation; widen sd_grid or the score range."
         )
     chosen = float(grid[int(np.nanargmin(distance))])
     return SdSearch(category=category, target=target, grid=grid, mean_correlation=means, chosen=chosen)
@@ -283,34 +279,26 @@ def generate_dataset(
         error_sds = [x.chosen for x in searches]
     else:
         error_sds = list(s.error_sds)
-    rater_z = _standard_normals(s.rater_seed + np.arange(s.raters_per_category) * s.rater_stride, s.n_responses)
-    blocks, cats, sds = [], [], []
-    for cat, sd in zip(s.rater_categories, error_sds):
-        blocks.append(human_scores(true, sd * rater_z, s.score_min, s.score_max))
-        cats += [cat] * s.raters_per_category
-        sds += [sd] * s.raters_per_category
-    raters = np.concatenate(blocks, axis=0).T.copy()
-    system_z = _standard_normals(s.system_seed + np.arange(s.systems_per_category) * s.system_stride, s.n_responses)
-    var_true = np.var(true)
-    sys_blocks, sys_cats, sys_sds = [], [], []
-    for cat, r2 in zip(s.system_categories, s.system_r2):
-        sd = float(np.sqrt(var_true * (1 - r2)))
-        sys_blocks.append(true + sd * system_z)
-        sys_cats += [cat] * s.systems_per_category
-        sys_sds += [sd] * s.systems_per_category
-    systems = np.concatenate(sys_blocks, axis=0).T.copy()
+    # every category's raters (systems) share the standard normals of the same seeds, scaled by its error sd
+    n_r, n_s = s.raters_per_category, s.systems_per_category
+    rater_sd = np.repeat(np.asarray(error_sds, dtype=np.float64), n_r)
+    rater_z = _standard_normals(s.rater_seed + np.arange(n_r) * s.rater_stride, s.n_responses)
+    raters = human_scores(true, rater_sd[:, None] * np.tile(rater_z, (len(error_sds), 1)), s.score_min, s.score_max)
+    system_sd = np.repeat(np.sqrt(np.var(true) * (1 - np.asarray(s.system_r2, dtype=np.float64))), n_s)
+    system_z = _standard_normals(s.system_seed + np.arange(n_s) * s.system_stride, s.n_responses)
+    systems = true + system_sd[:, None] * np.tile(system_z, (len(s.system_r2), 1))
     if progress:
         progress("raters and systems")
     return PrmseDataset(
         settings=s,
         true=true,
-        raters=raters,
-        rater_ids=[f"h_{i + 1}" for i in range(raters.shape[1])],
-        rater_category=np.array(cats, dtype=object),
-        rater_error_sd=np.array(sds),
-        systems=systems,
-        system_ids=[f"sys_{i + 1}" for i in range(systems.shape[1])],
-        system_category=np.array(sys_cats, dtype=object),
-        system_error_sd=np.array(sys_sds),
+        raters=raters.T.copy(),
+        rater_ids=[f"h_{i + 1}" for i in range(rater_sd.size)],
+        rater_category=np.repeat(np.array(s.rater_categories, dtype=object), n_r),
+        rater_error_sd=rater_sd,
+        systems=systems.T.copy(),
+        system_ids=[f"sys_{i + 1}" for i in range(system_sd.size)],
+        system_category=np.repeat(np.array(s.system_categories, dtype=object), n_s),
+        system_error_sd=system_sd,
         searches=searches,
     )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,33 +16,18 @@ import pandas as pd
 from core.simulate import figures
 from core.simulate import prmse as exp
 from core.simulate.mapping import MapFn
+from core.simulate.prmse import PrmseResults
 from core.simulate.prmse_compare import TOL_NOTEBOOK, TOL_PAPER, compare
 from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
-from core.simulate.report import Comparison, Report
+from core.simulate.report import Report
 
-
-@dataclass
-class PrmseResults:
-    """Everything one run computes (kept for tests and for the CLI summary)."""
-
-    dataset: PrmseDataset
-    table1: pd.DataFrame
-    table2: pd.DataFrame
-    stability: pd.DataFrame
-    ranking: dict[str, Any]
-    cumulative: pd.DataFrame
-    double: pd.DataFrame | None
-    table4: pd.DataFrame | None
-    true_metrics: dict[str, Any]
-    comparisons: dict[str, Comparison]
-    timings: dict[str, float]
+METRICS = ["r", "QWK", "R2", "degradation", "PRMSE"]
 
 
 def _published_applicable(settings: PrmseSettings) -> bool:
     """Published numbers are comparable when the dataset and pairs are the authors' (percentages may differ)."""
-    base = PrmseSettings()
-    keys = [f for f in settings.as_dict() if f not in ("double_scored_percentages",)]
-    return all(getattr(settings, k) == getattr(base, k) for k in keys)
+    base = PrmseSettings(double_scored_percentages=settings.double_scored_percentages)
+    return settings == base
 
 
 def run(
@@ -56,26 +40,21 @@ def run(
     """Generate the dataset (unless ``dataset``, made from the same settings, is given) and run every experiment;
     ``progress(step)`` is called after each step; ``map_fn`` runs the per-category units
     (:mod:`core.simulate.mapping`)."""
-    timings = {}
-    t0 = time.perf_counter()
-    ds = dataset if dataset is not None else generate_dataset(settings, progress=progress, map_fn=map_fn)
-    timings["dataset"] = time.perf_counter() - t0
-    t = time.perf_counter()
-    table1, table2 = exp.rater_table(ds), exp.system_table(ds)
-    timings["tables 1-2"] = time.perf_counter() - t
-    t = time.perf_counter()
-    stability = exp.metric_stability(ds, progress=progress, map_fn=map_fn)
-    timings["4.1 / 5.2"] = time.perf_counter() - t
-    t = time.perf_counter()
-    ranking = exp.ranking(ds)
-    if progress:
-        progress("4.2 ranking")
-    timings["4.2"] = time.perf_counter() - t
-    t = time.perf_counter()
-    cumulative = exp.cumulative_raters(ds)
-    if progress:
-        progress("4.3 cumulative raters")
-    timings["4.3"] = time.perf_counter() - t
+    timings: dict[str, float] = {}
+
+    def timed(step: str, fn: Callable[[], Any], done: str | None = None) -> Any:
+        t = time.perf_counter()
+        out = fn()
+        if progress and done:
+            progress(done)
+        timings[step] = time.perf_counter() - t
+        return out
+
+    ds = timed("dataset", lambda: dataset if dataset else generate_dataset(settings, progress=progress, map_fn=map_fn))
+    table1, table2 = timed("tables 1-2", lambda: (exp.rater_table(ds), exp.system_table(ds)))
+    stability = timed("4.1 / 5.2", lambda: exp.metric_stability(ds, progress=progress, map_fn=map_fn))
+    ranking = timed("4.2", lambda: exp.ranking(ds), "4.2 ranking")
+    cumulative = timed("4.3", lambda: exp.cumulative_raters(ds), "4.3 cumulative raters")
     double = table4 = None
     if double_scoring:
         t = time.perf_counter()
@@ -91,18 +70,31 @@ def run(
 
 
 def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report:
-    """Write ``report.md`` with its tables and figures to ``out_dir``."""
-    s = res.dataset.settings
-    ds = res.dataset
-    cats = list(s.rater_categories)
+    """Write ``report.md`` with its tables and figures to ``out_dir``: one step per section of the paper."""
     rep = Report(out_dir, "PRMSE simulations (Loukina et al. 2020), reproduced", command)
+    for section in (_introduction, _section3, _figure1, _figure2, _figure3, _figure4, _figure5):
+        section(rep, res)
+    rep.settings(res.dataset.settings)
+    rep.write()
+    return rep
+
+
+def _compare(rep: Report, res: PrmseResults, key: str, caption: str) -> None:
+    """The reproduced-vs-published table ``compare_<key>`` when the published numbers apply."""
+    if res.comparisons:
+        rep.comparison(res.comparisons[key], f"compare_{key}", caption, digits=6)
+
+
+def _introduction(rep: Report, res: PrmseResults) -> None:
+    s, ds = res.dataset.settings, res.dataset
     comparable = bool(res.comparisons)
     rep.paragraph(
-        f"Simulated dataset: {s.n_responses:,} responses, {len(ds.rater_ids)} raters in {len(cats)} categories, "
-        f"{len(ds.system_ids)} systems in {len(s.system_categories)} categories; sample system {s.sample_system}; "
-        f"{s.pairs_per_category} rater pairs per category. Generators, seeds, rounding (half-to-even, then "
-        "clipping) and the error-sd grid search follow the authors' public code (prmse-simulations, MIT), so with "
-        "the default settings the dataset is the authors' dataset bit for bit. All metrics come from `core.metrics`."
+        f"Simulated dataset: {s.n_responses:,} responses, {len(ds.rater_ids)} raters in {len(s.rater_categories)} "
+        f"categories, {len(ds.system_ids)} systems in {len(s.system_categories)} categories; sample system "
+        f"{s.sample_system}; {s.pairs_per_category} rater pairs per category. Generators, seeds, rounding "
+        "(half-to-even, then clipping) and the error-sd grid search follow the authors' public code "
+        "(prmse-simulations, MIT), so with the default settings the dataset is the authors' dataset bit for bit. All "
+        "metrics come from `core.metrics`."
         + (
             ""
             if comparable
@@ -122,13 +114,11 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
             f"**Summary: {n_rows - len(bad)} of {n_rows} compared numbers are within tolerance.**"
             + ("" if not bad else " Outside: " + "; ".join(bad) + ".")
         )
-    rep.table(
-        pd.DataFrame([{"step": k, "seconds": v} for k, v in res.timings.items()]),
-        "timings",
-        caption="Run time per step",
-        digits=2,
-    )
+    rep.key_values(res.timings, "timings", ("step", "seconds"), caption="Run time per step", digits=2)
 
+
+def _section3(rep: Report, res: PrmseResults) -> None:
+    ds = res.dataset
     rep.heading("Section 3: the simulated raters and systems (Tables 1 and 2)")
     if ds.searches:
         search = pd.DataFrame({"error_sd": ds.searches[0].grid} | {x.category: x.mean_correlation for x in ds.searches})
@@ -141,7 +131,7 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
             markers=False,
             xlabel="rater error sd",
             ylabel="mean inter-rater r",
-            title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in s.rater_rhos) + ")",
+            title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in ds.settings.rater_rhos) + ")",
         )
         rep.figure(
             fig,
@@ -150,19 +140,19 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
         )
     rep.table(res.table1, "table1", caption="Table 1: rater categories", digits=4)
     rep.table(res.table2, "table2", caption="Table 2: system categories", digits=4)
-    if comparable:
-        rep.comparison(
-            res.comparisons["table1"], "compare_table1", "Table 1 and the chosen error sds vs published", digits=6
-        )
-        rep.comparison(res.comparisons["table2"], "compare_table2", "Table 2 vs published", digits=6)
+    _compare(rep, res, "table1", "Table 1 and the chosen error sds vs published")
+    _compare(rep, res, "table2", "Table 2 vs published")
     rep.table(ds.rater_metadata(), "rater_metadata", show=False)
     rep.table(ds.system_metadata(), "system_metadata", show=False)
 
+
+def _figure1(rep: Report, res: PrmseResults) -> None:
+    s, st = res.dataset.settings, res.stability
+    cats = list(s.rater_categories)
     rep.heading("Section 4.1 / Figure 1: the same system against raters of different quality")
-    st = res.stability
     rep.table(st, "figure1_metrics", show=False)
     means = (
-        st.groupby(["reference", "rater_category"])[["r", "QWK", "R2", "degradation"]]
+        st.groupby(["reference", "rater_category"])[METRICS[:4]]
         .mean()
         .reset_index()
         .pivot(index="reference", columns="rater_category")
@@ -179,7 +169,7 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
     )
     fig = figures.strip_by_group(
         st,
-        ["r", "QWK", "R2", "degradation"],
+        METRICS[:4],
         "rater_category",
         cats,
         hue="reference",
@@ -192,27 +182,26 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
         "Figure 1: r, QWK, R2 and degradation of one system against the first rater (h1) "
         "and the pair mean, by rater category.",
     )
-    if comparable:
-        rep.comparison(res.comparisons["figure1"], "compare_figure1", "Figure 1 numbers vs published", digits=6)
+    _compare(rep, res, "figure1", "Figure 1 numbers vs published")
 
+
+def _figure2(rep: Report, res: PrmseResults) -> None:
+    m, same = res.ranking["metrics"], res.ranking["same_pair"]
     rep.heading("Section 4.2 / Figure 2 / Table 3: rankings when systems are evaluated on different pairs")
-    m = res.ranking["metrics"]
     rep.table(m, "figure2_ranks", show=False)
     rep.table(res.ranking["table3"], "table3", caption="Table 3: systems per rater category of their pair", index=True)
-    same = res.ranking["same_pair"]
-    metric_names = ["r", "QWK", "R2", "degradation", "PRMSE"]
-    ranks = m[["system_category"] + [f"{k}_rank" for k in metric_names]].rename(
-        columns={f"{k}_rank": k for k in metric_names}
-    )
-    dots = m[["system_category"] + [f"{k}_same_rank" for k in metric_names]].rename(
-        columns={f"{k}_same_rank": k for k in metric_names}
-    )
+
+    def ranks(suffix: str) -> pd.DataFrame:
+        return m[["system_category"] + [f"{k}{suffix}" for k in METRICS]].rename(
+            columns={f"{k}{suffix}": k for k in METRICS}
+        )
+
     fig = figures.box_by_group(
-        ranks,
-        metric_names,
+        ranks("_rank"),
+        METRICS,
         "system_category",
-        list(s.system_categories),
-        dots=dots,
+        list(res.dataset.settings.system_categories),
+        dots=ranks("_same_rank"),
         ylabel="rank (1 = best)",
         title=f"Figure 2: system ranks, each system on its own pair (boxes) vs all on {same[0]}+{same[1]} (red)",
     )
@@ -230,7 +219,7 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
                 "rank_corr_with_true_same_pair": float(np.corrcoef(m["true_rank"], m[f"{k}_same_rank"])[0, 1]),
                 "max_abs_rank_error_different_pairs": float((m["true_rank"] - m[f"{k}_rank"]).abs().max()),
             }
-            for k in metric_names
+            for k in METRICS
         ]
     )
     rep.table(
@@ -238,17 +227,19 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
         "figure2_rank_agreement",
         caption="Agreement of each metric's ranking with the true ranking (R2 against the true score)",
     )
-    if comparable:
-        rep.comparison(res.comparisons["table3"], "compare_table3", "Table 3 and the fixed pair vs published", digits=6)
+    _compare(rep, res, "table3", "Table 3 and the fixed pair vs published")
 
-    rep.heading("Section 4.3 / Figure 3: more raters")
+
+def _figure3(rep: Report, res: PrmseResults) -> None:
     cu = res.cumulative
+    rep.heading("Section 4.3 / Figure 3: more raters")
     rep.table(cu, "figure3_cumulative", show=False)
     steps = [k for k in (1, 2, 5, 10, 25, 50) if k <= cu["n_raters"].max()]
     rep.table(
         cu[cu["n_raters"].isin(steps)].reset_index(drop=True),
         "figure3_steps",
-        caption=f"{s.sample_system} against the cumulative mean of the first k raters of each category",
+        caption=f"{res.dataset.settings.sample_system} against the cumulative mean of the first k raters of each "
+        "category",
         digits=4,
     )
     fig = figures.lines(
@@ -256,7 +247,7 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
         "n_raters",
         ["r", "R2", "QWK"],
         series="rater_category",
-        series_order=cats,
+        series_order=list(res.dataset.settings.rater_categories),
         hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")},
         markers=True,
         xlabel="number of raters",
@@ -275,8 +266,11 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
         "true-score value as raters are added, which the table above shows."
     )
 
+
+def _figure4(rep: Report, res: PrmseResults) -> None:
+    cats = list(res.dataset.settings.rater_categories)
     rep.heading("Section 5.2 / Figure 4: R2 against PRMSE")
-    pair_rows = st[st["reference"] == "h1-h2 mean"].copy()
+    pair_rows = res.stability[res.stability["reference"] == "h1-h2 mean"].copy()
     fig = figures.strip_by_group(
         pair_rows,
         ["R2", "PRMSE"],
@@ -294,58 +288,49 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
     summary = pair_rows.groupby("rater_category")[["R2", "PRMSE"]].agg(["min", "mean", "max"]).reindex(cats)
     summary.columns = [f"{a}_{b}" for a, b in summary.columns]
     rep.table(summary.reset_index(), "figure4_summary", caption="R2 and PRMSE by rater category", digits=4)
-    if comparable:
-        rep.comparison(res.comparisons["figure4"], "compare_figure4", "Figure 4 numbers vs published", digits=6)
+    _compare(rep, res, "figure4", "Figure 4 numbers vs published")
 
-    if res.double is not None:
-        rep.heading("Section 5.3 / Figure 5 / Table 4: PRMSE and double-scoring")
-        dd = res.double
-        rep.table(dd, "figure5_prmse", show=False)
-        pcts = list(s.double_scored_percentages)
-        counts = dd.groupby("percent_double_scored")["num_double_scored"].first().reindex(pcts).tolist()
-        fig, axes = figures.new_figure(2, width=6.5, height=4.0)
-        figures.grouped_boxes(
-            dd,
+
+def _figure5(rep: Report, res: PrmseResults) -> None:
+    if res.double is None or res.table4 is None:
+        return
+    s, dd = res.dataset.settings, res.double
+    rep.heading("Section 5.3 / Figure 5 / Table 4: PRMSE and double-scoring")
+    rep.table(dd, "figure5_prmse", show=False)
+    pcts = list(s.double_scored_percentages)
+    counts = dd.groupby("percent_double_scored")["num_double_scored"].first().reindex(pcts).tolist()
+    fig, axes = figures.new_figure(2, width=6.5, height=4.0)
+    panels = (
+        (
             "prmse_percent",
-            "percent_double_scored",
-            pcts,
-            "rater_category",
-            cats,
-            axes[0],
-            hline=res.true_metrics["R2"],
-            ylim=(0.4, 1.2),
-            x_labels=[f"{p:g}%\n({n})" for p, n in zip(pcts, counts)],
-        )
-        axes[0].set_xlabel("% (n) double-scored responses, all N responses")
-        axes[0].set_ylabel("PRMSE")
+            [f"{p:g}%\n({n})" for p, n in zip(pcts, counts)],
+            "% (n) double-scored responses, all N responses",
+        ),
+        ("prmse_number", counts, "number of responses (all double-scored)"),
+    )
+    for ax, (value, labels, xlabel) in zip(axes, panels):
         figures.grouped_boxes(
             dd,
-            "prmse_number",
+            value,
             "percent_double_scored",
             pcts,
             "rater_category",
-            cats,
-            axes[1],
+            list(s.rater_categories),
+            ax,
             hline=res.true_metrics["R2"],
             ylim=(0.4, 1.2),
-            x_labels=counts,
+            x_labels=labels,
         )
-        axes[1].set_xlabel("number of responses (all double-scored)")
-        fig.suptitle("Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)")
-        rep.figure(
-            fig,
-            "figure5",
-            "Figure 5: distribution of PRMSE over the pairs of each category; dotted: R2 "
-            "against the true score. As in the paper, the axis is clipped to 0.4-1.2.",
-        )
-        assert res.table4 is not None  # computed together with res.double
-        t4 = res.table4.copy()
-        t4.insert(0, "num_double_scored", counts)
-        rep.table(t4.reset_index(), "table4", caption="Table 4: range (max - min) of PRMSE over the pairs", digits=4)
-        if comparable:
-            rep.comparison(res.comparisons["table4"], "compare_table4", "Table 4 vs published", digits=6)
-
-    rep.heading("Settings")
-    rep.table(pd.DataFrame([{"setting": k, "value": str(v)} for k, v in s.as_dict().items()]), "settings")
-    rep.write()
-    return rep
+        ax.set_xlabel(xlabel)
+    axes[0].set_ylabel("PRMSE")
+    fig.suptitle("Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)")
+    rep.figure(
+        fig,
+        "figure5",
+        "Figure 5: distribution of PRMSE over the pairs of each category; dotted: R2 "
+        "against the true score. As in the paper, the axis is clipped to 0.4-1.2.",
+    )
+    t4 = res.table4.copy()
+    t4.insert(0, "num_double_scored", counts)
+    rep.table(t4.reset_index(), "table4", caption="Table 4: range (max - min) of PRMSE over the pairs", digits=4)
+    _compare(rep, res, "table4", "Table 4 vs published")

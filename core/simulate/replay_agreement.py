@@ -53,6 +53,3 @@ def flag_summary(table: pd.DataFrame) -> dict[str, Any]:
         out[f"{name}_trusted"] = int((ever & trusted).sum())
         out[f"{name}_mean_per_campaign"] = float(table[name].sum())
     return out
-
-
-__all__ = ["FLAGS", "TRUSTED_AGREEMENT", "flag_summary", "flag_table"]

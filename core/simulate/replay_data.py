@@ -9,7 +9,9 @@ single annotator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,70 @@ def _locate(source: str, lines: NDArray[Any] | None, row: int, unit: str = "line
     return f"{source}:{int(lines[row])}" if unit == "line" else f"{source}:row {int(lines[row])}"
 
 
+def _ids(frame: pd.DataFrame, name: str, source: str, where: Callable[[int], str]) -> NDArray[Any]:
+    """The ids of column ``name`` as stripped strings; an empty one is an error."""
+    col = frame[name]
+    text = col.astype(str).str.strip()
+    bad = col.isna().to_numpy() | (text == "").to_numpy()
+    if bad.any():
+        raise InputError(f"{where(int(np.flatnonzero(bad)[0]))}: field {name!r} is empty.", path=source, field=name)
+    out: NDArray[Any] = text.to_numpy(dtype=object)
+    return out
+
+
+def _scores(
+    raw: pd.Series, scale: tuple[float, float] | None, source: str, where: Callable[[int], str]
+) -> tuple[NDArray[Any], tuple[float, float]]:
+    """The scores as floats and the scale (default: their range); a score that is not a number or lies outside
+    the scale is an error."""
+    name = str(raw.name)
+    score = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(score)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{where(k)}: field {name!r}: {raw.iloc[k]!r} is not a number.", path=source, field=name)
+    lo, hi = (float(score.min()), float(score.max())) if scale is None else (float(scale[0]), float(scale[1]))
+    if not hi > lo:
+        raise InputError(f"{source}: the score range {lo:g}-{hi:g} is empty; give the scale (MIN < MAX).", path=source)
+    out = (score < lo) | (score > hi)
+    if out.any():
+        k = int(np.flatnonzero(out)[0])
+        raise InputError(
+            f"{where(k)}: field {name!r}: {score[k]:g} is outside the scale {lo:g}-{hi:g}.", path=source, field=name
+        )
+    return score, (lo, hi)
+
+
+def _check_counts(r: Ratings, where: Callable[[int], str], item_column: str, annotator_column: str) -> Ratings:
+    """``r`` if it has enough ratings per item (:data:`MIN_RATINGS_PER_ITEM`), two annotators at least, and a pool
+    that fits in memory."""
+    item, item_ids, annotator_ids, source = r.item, r.item_ids, r.annotator_ids, r.source
+    counts = np.bincount(item)
+    few = np.flatnonzero(counts < MIN_RATINGS_PER_ITEM)
+    if few.size:
+        n = int(counts[few[0]])
+        raise InputError(
+            f"{where(int(np.flatnonzero(item == few[0])[0]))}: item {item_ids[few[0]]!r} has {n} rating"
+            f"{'s' if n != 1 else ''}; a replay needs at least {MIN_RATINGS_PER_ITEM} per item (half held out as the "
+            "truth, the rest to draw from).",
+            path=source,
+            field=item_column,
+        )
+    if annotator_ids.size < 2:
+        raise InputError(
+            f"{source}: every rating is by one annotator ({annotator_ids[0]!r}); a replay needs at least two.",
+            path=source,
+            field=annotator_column,
+        )
+    if item_ids.size * annotator_ids.size > MAX_POOL_CELLS:
+        raise InputError(
+            f"{source}: {item_ids.size:,} items x {annotator_ids.size:,} annotators is too large for a replay "
+            f"(at most {MAX_POOL_CELLS:,} pairs); replay a sample of the items.",
+            path=source,
+        )
+    return r
+
+
 def code_ratings(
     frame: pd.DataFrame,
     *,
@@ -128,6 +194,7 @@ def code_ratings(
     ...     print(str(e)[:40])
     pilot.csv: row 1: item 'a' has 3 ratings
     """
+    where = partial(_locate, source, lines, unit=unit)  # where(k): the location of record k, for messages
     for name in (item_column, annotator_column, score_column):
         if name not in frame.columns:
             cols = ", ".join(map(str, frame.columns))
@@ -136,63 +203,10 @@ def code_ratings(
             )
     if len(frame) == 0:
         raise InputError(f"{source}: no ratings.", path=source)
-    ids = {}
-    for name in (item_column, annotator_column):
-        col = frame[name]
-        text = col.astype(str).str.strip()
-        bad = col.isna().to_numpy() | (text == "").to_numpy()
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise InputError(f"{_locate(source, lines, k, unit)}: field {name!r} is empty.", path=source, field=name)
-        ids[name] = text.to_numpy(dtype=object)
-    raw = frame[score_column]
-    score = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(score)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"{_locate(source, lines, k, unit)}: field {score_column!r}: {raw.iloc[k]!r} is not a number.",
-            path=source,
-            field=score_column,
-        )
-    lo, hi = (float(score.min()), float(score.max())) if scale is None else (float(scale[0]), float(scale[1]))
-    if not hi > lo:
-        raise InputError(f"{source}: the score range {lo:g}-{hi:g} is empty; give the scale (MIN < MAX).", path=source)
-    out = (score < lo) | (score > hi)
-    if out.any():
-        k = int(np.flatnonzero(out)[0])
-        raise InputError(
-            f"{_locate(source, lines, k, unit)}: field {score_column!r}: {score[k]:g} is outside the scale "
-            f"{lo:g}-{hi:g}.",
-            path=source,
-            field=score_column,
-        )
-    item, item_ids = pd.factorize(ids[item_column])
-    annotator, annotator_ids = pd.factorize(ids[annotator_column])
-    counts = np.bincount(item)
-    few = np.flatnonzero(counts < MIN_RATINGS_PER_ITEM)
-    if few.size:
-        k = int(np.flatnonzero(item == few[0])[0])
-        raise InputError(
-            f"{_locate(source, lines, k, unit)}: item {item_ids[few[0]]!r} has {int(counts[few[0]])} rating"
-            f"{'s' if counts[few[0]] != 1 else ''}; a replay needs at least {MIN_RATINGS_PER_ITEM} per item (half "
-            "held out as the truth, the rest to draw from).",
-            path=source,
-            field=item_column,
-        )
-    if annotator_ids.size < 2:
-        raise InputError(
-            f"{source}: every rating is by one annotator ({annotator_ids[0]!r}); a replay needs at least two.",
-            path=source,
-            field=annotator_column,
-        )
-    if item_ids.size * annotator_ids.size > MAX_POOL_CELLS:
-        raise InputError(
-            f"{source}: {item_ids.size:,} items x {annotator_ids.size:,} annotators is too large for a replay "
-            f"(at most {MAX_POOL_CELLS:,} pairs); replay a sample of the items.",
-            path=source,
-        )
-    return Ratings(
+    item, item_ids = pd.factorize(_ids(frame, item_column, source, where))
+    annotator, annotator_ids = pd.factorize(_ids(frame, annotator_column, source, where))
+    score, (lo, hi) = _scores(frame[score_column], scale, source, where)
+    ratings = Ratings(
         item=item.astype(np.int64),
         annotator=annotator.astype(np.int64),
         score=(score - lo) / (hi - lo),
@@ -201,6 +215,7 @@ def code_ratings(
         scale=(lo, hi),
         source=source,
     )
+    return _check_counts(ratings, where, item_column, annotator_column)
 
 
 def read_ratings(
@@ -258,13 +273,3 @@ def annotator_agreement(r: Ratings) -> NDArray[Any]:
     from core.models.aware_diagnostics import group_corr
 
     return group_corr(r.annotator[ok], r.score[ok], loo[ok], na)
-
-
-__all__ = [
-    "MIN_RATINGS_PER_ITEM",
-    "Ratings",
-    "annotator_agreement",
-    "code_ratings",
-    "read_ratings",
-    "shipped_ratings",
-]

@@ -82,6 +82,3 @@ class ProjectReplay:
         if np.ptp(est) == 0:
             return float("nan")
         return float(stats.spearmanr(est, self.truth[codes]).statistic)
-
-
-__all__ = ["ProjectReplay"]

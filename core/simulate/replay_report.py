@@ -23,17 +23,8 @@ from core.simulate.replay_summary import grid_of, on_grid
 from core.simulate.report import Report
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL (paper)", "aware": "aware", "ra": "RA"}
-_COLUMNS = [
-    "target",
-    "method",
-    "budget",
-    "ratio_to_da",
-    "saved_vs_da",
-    "saved_vs_da_low",
-    "saved_vs_da_high",
-    "saved_vs_da-z",
-    "saved_vs_da-z_low",
-    "saved_vs_da-z_high",
+_COLUMNS = ["target", "method", "budget", "ratio_to_da"] + [
+    f"saved_vs_{ref}{end}" for ref in ("da", "da-z") for end in ("", "_low", "_high")
 ]
 
 
@@ -146,6 +137,14 @@ def write_report(
         f"Spearman and Kendall with the truth against scores per item (mean of {n_seeds} seeds, band 5-95%); "
         "dashed: the targets; dotted: the ceiling.",
     )
+    _budget_section(rep, budget)
+    _flag_section(rep, result.get("flags"))
+    rep.write()
+    return rep
+
+
+def _budget_section(rep: Report, budget: pd.DataFrame) -> None:
+    """The budget to each target, the savings against DA and where a method saves nothing."""
     rep.heading("Annotations to reach each target, and annotations saved")
     shown = budget[[c for c in _COLUMNS if c in budget.columns]].copy()
     shown.insert(2, "label", shown["method"].map(label))
@@ -167,7 +166,10 @@ def write_report(
         "Where a method saves nothing against DA (the interval of its savings reaches 0 or below, or the target "
         "was not reached): " + (", ".join(none) if none else "nowhere") + "."
     )
-    flags = result.get("flags")
+
+
+def _flag_section(rep: Report, flags: pd.DataFrame | None) -> None:
+    """The annotator flags of the ``aware`` campaigns beside each annotator's agreement over all ratings."""
     if flags is not None and len(flags):
         summary = flag_summary(flags)
         rep.heading("Annotator flags against agreement over all ratings")
@@ -189,8 +191,3 @@ def write_report(
             digits=3,
         )
         pd.DataFrame([summary]).pipe(rep.table, "flag_summary", show=False)
-    rep.write()
-    return rep
-
-
-__all__ = ["METHOD_LABELS", "curve_figure", "flag_figure", "headline", "label", "write_report"]

@@ -88,6 +88,3 @@ def summarise(
     first = [c for c in ("target", "method", "budget", "ratio_to_da") if c in budget.columns]
     budget = budget[first + [c for c in budget.columns if c not in first]]
     return {"budget": budget, "mean_curves": pd.DataFrame(mean_rows)}
-
-
-__all__ = ["N_BOOT", "grid_of", "on_grid", "summarise"]

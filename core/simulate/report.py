@@ -12,10 +12,11 @@ half-written file; the report itself is written last.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -153,8 +154,6 @@ class Report:
 
     def figure(self, fig: Figure, name: str, caption: str, dpi: int = 110) -> Path:
         """Save a matplotlib ``Figure`` as ``figures/<name>.png`` and add it to the report."""
-        import io
-
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
         path = self.out / "figures" / f"{name}.png"
@@ -162,6 +161,21 @@ class Report:
         self.files.append(path)
         self.parts += [f"![{caption}](figures/{name}.png)", "", f"*{caption}*", ""]
         return path
+
+    def key_values(self, values: dict[str, Any], name: str, columns: tuple[str, str], **table: Any) -> Path:
+        """A two-column table of ``values`` (e.g. run time per step) as ``tables/<name>.csv``."""
+        return self.table(pd.DataFrame([{columns[0]: k, columns[1]: v} for k, v in values.items()]), name, **table)
+
+    def settings(self, settings: Any, extra: dict[str, Any] | None = None) -> Path:
+        """The closing "Settings" section: every field of the dataclass ``settings`` (tuples shown as lists), then
+        ``extra``, as text in ``tables/settings.csv``."""
+        values = {f.name: getattr(settings, f.name) for f in fields(settings)} | (extra or {})
+        self.heading("Settings")
+        return self.key_values(
+            {k: str(list(v) if isinstance(v, tuple) else v) for k, v in values.items()},
+            "settings",
+            ("setting", "value"),
+        )
 
     def write(self) -> Path:
         """Write ``report.md`` (last, after every table and figure) and return its path."""

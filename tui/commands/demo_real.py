@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from core.errors import UserError
+from tui.commands.init import DEFAULT_METHOD
 
 #: HITs per iteration after the covering one: a quarter of a score per item on the 320 videos, so that the curves
 #: have a point every quarter score.
@@ -55,18 +56,13 @@ def run_real(args: argparse.Namespace) -> int:
     """Run ``easl demo`` on the shipped study (module docstring); returns the exit status."""
     import tempfile
 
-    import numpy as np
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
-    from rich.table import Table
 
-    from core.datasets import AGH_TV_SCALE, agh_tv_items, agh_tv_notice
-    from core.models import Hyper
+    from core.datasets import agh_tv_items, agh_tv_notice
     from core.simulate.replay_data import shipped_ratings
     from core.simulate.replay_project import ProjectReplay
-    from core.store import Project
     from core.tables import write_format, write_table
-    from tui.commands.init import DEFAULT_METHOD
 
     if not 0.0 < args.target < 1.0:
         raise UserError(f"--target must be a Spearman correlation between 0 and 1, got {args.target}.")
@@ -80,23 +76,10 @@ def run_real(args: argparse.Namespace) -> int:
     items = agh_tv_items()[["item_id", "text", "content_id", "path"]]
     console = Console()
     tmpdir = tempfile.TemporaryDirectory(prefix="easl-demo-")
-    methods = (DEFAULT_METHOD, "da")
-    paths = {
-        DEFAULT_METHOD: args.project or os.path.join(tmpdir.name, "demo.easl"),
-        "da": os.path.join(tmpdir.name, "da.easl"),
-    }
     projects: dict[str, Any] = {}
     try:
-        for m in methods:
-            hyper = Hyper(
-                method=m,
-                seed=args.seed,
-                score_min=AGH_TV_SCALE[0],
-                score_max=AGH_TV_SCALE[1],
-                hits_per_iteration=HITS_PER_ITERATION,
-            )
-            projects[m] = Project.create(paths[m], items, hyper)
-        replays = {m: ProjectReplay(ratings, projects[m].item_index(), args.seed) for m in methods}
+        _create_projects(projects, items, args, tmpdir.name)
+        replays = {m: ProjectReplay(ratings, p.item_index(), args.seed) for m, p in projects.items()}
         console.print(f"[bold]Real annotators[/]: {agh_tv_notice()}.")
         console.print(
             f"Per video, half of its ratings are held out as the truth; each HIT is answered with real ratings of "
@@ -112,40 +95,8 @@ def run_real(args: argparse.Namespace) -> int:
         ) as progress:
             task = progress.add_task("replay", total=args.max_per_item)
             curves = _run_pair(projects, replays, args, lambda x: progress.update(task, completed=x))
-        table = Table(title=f"Spearman with the held-out truth, {len(items)} videos")
-        table.add_column("scores per video", justify="right")
-        for m in methods:
-            table.add_column(m if m != DEFAULT_METHOD else f"{m} (default)", justify="right")
-        grid = np.arange(1.0, args.max_per_item + 1e-9, 1.0)
-        for x in grid:
-            cells = []
-            for m in methods:
-                pts = np.asarray(curves[m])
-                near = pts[np.abs(pts[:, 0] - x) < 1e-6] if pts.size else pts
-                cells.append(f"{near[0, 1]:.3f}" if len(near) else "")
-            if any(cells):
-                table.add_row(f"{x:g}", *cells)
-        console.print(table)
-        need = {m: _budget_to(curves[m], args.target) for m in methods}
-        a, d = need[DEFAULT_METHOD], need["da"]
-        if np.isfinite(a) and np.isfinite(d):
-            console.print(
-                f"[bold]Spearman {args.target:g}[/]: {DEFAULT_METHOD} after {a:.2f} scores per video, "
-                f"DA after {d:.2f}: "
-                f"[bold]{100 * (1 - a / d):+.0f}%[/] annotations saved ({a / d:.2f}x DA's) on this split. "
-                "Over 20 splits, with intervals: easl simulate replay."
-            )
-        elif np.isfinite(a):
-            console.print(
-                f"[bold]Spearman {args.target:g}[/]: {DEFAULT_METHOD} after {a:.2f} scores per video; DA did not reach "
-                f"it within {args.max_per_item:g}: at least [bold]{100 * (1 - a / args.max_per_item):+.0f}%[/] "
-                "annotations saved on this split."
-            )
-        else:
-            console.print(
-                f"{DEFAULT_METHOD} did not reach Spearman {args.target:g} within {args.max_per_item:g} scores per "
-                "video."
-            )
+        console.print(_curve_table(curves, args.max_per_item, len(items)))
+        console.print(_saving({m: _budget_to(curves[m], args.target) for m in curves}, args))
         check = projects[DEFAULT_METHOD].verify()
         console.print(f"verify: {'ok' if check['ok'] else 'FAILED'} (max abs diff {check['max_abs_diff']:.2g})")
         if args.output:
@@ -158,3 +109,63 @@ def run_real(args: argparse.Namespace) -> int:
             project.close()
         tmpdir.cleanup()
     return 0 if check["ok"] else 1
+
+
+def _create_projects(projects: dict[str, Any], items: Any, args: argparse.Namespace, tmpdir: str) -> None:
+    """The default method's project (at ``--project``, else in ``tmpdir``) and DA's, added to ``projects`` as they
+    are made (so that the caller closes whichever were)."""
+    from core.datasets import AGH_TV_SCALE
+    from core.models import Hyper
+    from core.store import Project
+
+    paths = {DEFAULT_METHOD: args.project or os.path.join(tmpdir, "demo.easl"), "da": os.path.join(tmpdir, "da.easl")}
+    for m, path in paths.items():
+        hyper = Hyper(
+            method=m,
+            seed=args.seed,
+            score_min=AGH_TV_SCALE[0],
+            score_max=AGH_TV_SCALE[1],
+            hits_per_iteration=HITS_PER_ITERATION,
+        )
+        projects[m] = Project.create(path, items, hyper)
+
+
+def _curve_table(curves: dict[str, list[tuple[float, float]]], max_per_item: float, n_items: int) -> Any:
+    """Both curves at every whole number of scores per video."""
+    import numpy as np
+    from rich.table import Table
+
+    table = Table(title=f"Spearman with the held-out truth, {n_items} videos")
+    table.add_column("scores per video", justify="right")
+    for m in curves:
+        table.add_column(m if m != DEFAULT_METHOD else f"{m} (default)", justify="right")
+    for x in np.arange(1.0, max_per_item + 1e-9, 1.0):
+        cells = []
+        for m in curves:
+            pts = np.asarray(curves[m])
+            near = pts[np.abs(pts[:, 0] - x) < 1e-6] if pts.size else pts
+            cells.append(f"{near[0, 1]:.3f}" if len(near) else "")
+        if any(cells):
+            table.add_row(f"{x:g}", *cells)
+    return table
+
+
+def _saving(need: dict[str, float], args: argparse.Namespace) -> str:
+    """The annotations the default method saved against DA to reach ``--target`` (``need``: scores per video)."""
+    import numpy as np
+
+    a, d = need[DEFAULT_METHOD], need["da"]
+    if np.isfinite(a) and np.isfinite(d):
+        return (
+            f"[bold]Spearman {args.target:g}[/]: {DEFAULT_METHOD} after {a:.2f} scores per video, "
+            f"DA after {d:.2f}: "
+            f"[bold]{100 * (1 - a / d):+.0f}%[/] annotations saved ({a / d:.2f}x DA's) on this split. "
+            "Over 20 splits, with intervals: easl simulate replay."
+        )
+    if np.isfinite(a):
+        return (
+            f"[bold]Spearman {args.target:g}[/]: {DEFAULT_METHOD} after {a:.2f} scores per video; DA did not reach "
+            f"it within {args.max_per_item:g}: at least [bold]{100 * (1 - a / args.max_per_item):+.0f}%[/] "
+            "annotations saved on this split."
+        )
+    return f"{DEFAULT_METHOD} did not reach Spearman {args.target:g} within {args.max_per_item:g} scores per video."

@@ -14,6 +14,7 @@ This module is the command's parser; the work is ``tui/commands/simulate_run.py`
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tui.commands import simulate_replay
 from tui.commands.simulate_run import run_easl, run_metrics, run_prmse
@@ -60,7 +61,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def register(subparsers) -> None:
-    """Add ``simulate`` and its three experiments to the ``easl`` parser."""
+    """Add ``simulate`` and its four experiments to the ``easl`` parser."""
     p = subparsers.add_parser(
         "simulate",
         help="reproduce the seed papers' experiments (prmse | metrics | easl), or replay real ratings (replay)",
@@ -68,8 +69,13 @@ def register(subparsers) -> None:
         "that puts each reproduced number next to the published one.",
     )
     sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
+    for add in (_add_prmse, _add_metrics, _add_easl):
+        add(sub)
+    simulate_replay.register(sub, _HelpFormatter, _floats, _names, _add_dask)
 
-    # ---- prmse ------------------------------------------------------------------------------------------------
+
+def _add_prmse(sub: Any) -> None:
+    """``easl simulate prmse`` (every setting of ``core.simulate.prmse_data.PrmseSettings``)."""
     q = sub.add_parser(
         "prmse",
         help="Loukina et al. (2020): PRMSE and label noise",
@@ -129,7 +135,9 @@ def register(subparsers) -> None:
     _add_dask(q)
     q.set_defaults(func=run_prmse, parser=q)
 
-    # ---- metrics ----------------------------------------------------------------------------------------------
+
+def _add_metrics(sub: Any) -> None:
+    """``easl simulate metrics`` (``core.simulate.agreement_properties.PropertySettings``)."""
     m = sub.add_parser(
         "metrics",
         help="Yannakoudakis & Cummins (2015): agreement coefficient properties",
@@ -172,7 +180,9 @@ def register(subparsers) -> None:
     _add_dask(m)
     m.set_defaults(func=run_metrics, parser=m)
 
-    # ---- easl -------------------------------------------------------------------------------------------------
+
+def _add_easl(sub: Any) -> None:
+    """``easl simulate easl``: the campaign, the annotators, the oracle, and the annotator-aware study."""
     e = sub.add_parser(
         "easl",
         help="Sakaguchi & Van Durme (2018): DA, RA, TrueSkill and EASL at equal budgets",
@@ -184,32 +194,7 @@ def register(subparsers) -> None:
     )
     e.add_argument("--out", default="simulate-easl", help="output directory")
     e.add_argument("--quick", action="store_true", help="reduced run: 3 runs, 6 iterations, 200 bootstrap resamples")
-    e.add_argument(
-        "--oracle",
-        default="beta",
-        metavar="beta|uniform|FILE",
-        help="generated latent values ('beta': Beta(A, B) draws, see --beta; 'uniform') for --items "
-        "items, or a CSV file of items and their oracle values, e.g. the paper's "
-        "political_150_gold.csv",
-    )
-    e.add_argument("--oracle-column", help="oracle column of a CSV oracle (default: oracle, else label)")
-    e.add_argument(
-        "--oracle-range",
-        type=float,
-        nargs=2,
-        metavar=("MIN", "MAX"),
-        help="range mapped to 0..1 (default: -2 2 for political_150_gold.csv, else the column's min and max)",
-    )
-    e.add_argument("--id-column", help="item id column of a CSV oracle (default: id or item_id, else row number)")
-    e.add_argument("--items", type=int, default=150, help="number of synthetic items")
-    e.add_argument(
-        "--beta",
-        type=float,
-        nargs=2,
-        default=(2.0, 2.0),
-        metavar=("A", "B"),
-        help="Beta parameters of the synthetic oracle",
-    )
+    _add_oracle(e)
     e.add_argument(
         "--methods",
         type=_names,
@@ -252,5 +237,32 @@ def register(subparsers) -> None:
     _add_dask(e)
     e.set_defaults(func=run_easl, parser=e)
 
-    # ---- replay -----------------------------------------------------------------------------------------------
-    simulate_replay.register(sub, _HelpFormatter, _floats, _names, _add_dask)
+
+def _add_oracle(e: argparse.ArgumentParser) -> None:
+    """The oracle options of ``easl simulate easl``."""
+    e.add_argument(
+        "--oracle",
+        default="beta",
+        metavar="beta|uniform|FILE",
+        help="generated latent values ('beta': Beta(A, B) draws, see --beta; 'uniform') for --items "
+        "items, or a CSV file of items and their oracle values, e.g. the paper's "
+        "political_150_gold.csv",
+    )
+    e.add_argument("--oracle-column", help="oracle column of a CSV oracle (default: oracle, else label)")
+    e.add_argument(
+        "--oracle-range",
+        type=float,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        help="range mapped to 0..1 (default: -2 2 for political_150_gold.csv, else the column's min and max)",
+    )
+    e.add_argument("--id-column", help="item id column of a CSV oracle (default: id or item_id, else row number)")
+    e.add_argument("--items", type=int, default=150, help="number of synthetic items")
+    e.add_argument(
+        "--beta",
+        type=float,
+        nargs=2,
+        default=(2.0, 2.0),
+        metavar=("A", "B"),
+        help="Beta parameters of the synthetic oracle",
+    )

@@ -3,21 +3,38 @@ experiment's settings, run it here or on Dask (``--dask``), write the report wit
 and print the headline figures.
 
 Only the standard library and ``core.errors`` are imported at module level (the command line starts instantly).
+Core states what is wrong with a setting (:class:`core.errors.HyperParameterError`, naming the field); the options
+that set it are named here (:func:`_options`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import shlex
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from core.errors import EaslError, HyperParameterError
 from tui.commands.progress import step_progress
 
 #: Options that change where the runs execute, never the numbers: left out of the reproduction command.
 _WHERE = ("help", "dask", "dask_workers", "dask_memory")
+#: Settings fields set by an option of another name (the others: ``--`` and the field with dashes).
+_OPTIONS = {"n_annotators": "--annotators", "n_items": "--items", "beta": "--beta"}
+
+
+@contextlib.contextmanager
+def _options() -> Iterator[None]:
+    """Reword a setting's error with the option that sets it: ``--noise-sd -1.0: must be >= 0.``."""
+    try:
+        yield
+    except HyperParameterError as exc:
+        option = _OPTIONS.get(exc.field, "--" + exc.field.replace("_", "-"))
+        raise EaslError(f"{option} {exc.value}: {exc.need}.") from None
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -63,51 +80,36 @@ def _finish(out: Path, started: float, lines: list[str]) -> None:
     con.print(f"report: {out / 'report.md'}  ({time.perf_counter() - started:.1f} s)")
 
 
+def _given(args: argparse.Namespace, settings: Any, renamed: dict[str, str] | None = None) -> dict[str, Any]:
+    """``{field: value}`` for every option set on the command line that names a field of the dataclass ``settings``
+    (its own name, or ``renamed[option]``); lists become tuples."""
+    names = {f.name for f in dataclasses.fields(settings)}
+    kw: dict[str, Any] = {}
+    for arg, value in vars(args).items():
+        field = (renamed or {}).get(arg, arg)
+        if field in names and value is not None:
+            kw[field] = tuple(value) if isinstance(value, (list, tuple)) else value
+    return kw
+
+
+#: ``easl simulate prmse`` options named otherwise than their ``PrmseSettings`` field.
+_PRMSE_RENAMED = {
+    "responses": "n_responses",
+    "rater_correlations": "rater_rhos",
+    "percentages": "double_scored_percentages",
+}
+_QUICK_PRMSE: dict[str, Any] = dict(
+    n_responses=2000, raters_per_category=10, pairs_per_category=5, systems_per_category=3, sample_system="sys_10"
+)
+
+
 def run_prmse(args: argparse.Namespace) -> int:
     """Run ``easl simulate prmse``."""
     from core.simulate import prmse_report
     from core.simulate.prmse_data import PrmseSettings
 
     started = time.perf_counter()
-    kw: dict[str, Any] = {}
-    if args.quick:
-        kw.update(
-            n_responses=2000,
-            raters_per_category=10,
-            pairs_per_category=5,
-            systems_per_category=3,
-            sample_system="sys_10",
-        )
-    mapping = {
-        "responses": "n_responses",
-        "true_mean": "true_mean",
-        "true_sd": "true_sd",
-        "rater_categories": "rater_categories",
-        "rater_correlations": "rater_rhos",
-        "error_sds": "error_sds",
-        "raters_per_category": "raters_per_category",
-        "system_categories": "system_categories",
-        "system_r2": "system_r2",
-        "systems_per_category": "systems_per_category",
-        "sd_grid": "sd_grid",
-        "pairs_per_category": "pairs_per_category",
-        "percentages": "double_scored_percentages",
-        "sample_system": "sample_system",
-        "same_pair_category": "same_pair_category",
-        "true_seed": "true_seed",
-        "search_seed_step": "search_seed_step",
-        "search_rater_stride": "search_rater_stride",
-        "rater_seed": "rater_seed",
-        "rater_stride": "rater_stride",
-        "system_seed": "system_seed",
-        "system_stride": "system_stride",
-        "pair_seed": "pair_seed",
-        "double_scoring_seed": "double_scoring_seed",
-    }
-    for arg, field in mapping.items():
-        value = getattr(args, arg)
-        if value is not None:
-            kw[field] = tuple(value) if isinstance(value, (list, tuple)) else value
+    kw = (_QUICK_PRMSE if args.quick else {}) | _given(args, PrmseSettings, _PRMSE_RENAMED)
     if args.score_range:
         kw["score_min"], kw["score_max"] = args.score_range
     settings = PrmseSettings(**kw)
@@ -130,6 +132,13 @@ def run_prmse(args: argparse.Namespace) -> int:
     return 0
 
 
+_QUICK_METRICS: dict[str, Any] = dict(
+    prevalence_sds=(0.5, 1.0, 1.5, 2.5, 5.0),
+    marginal_means=(0.0, 2.0, 4.5, 7.0, 9.0),
+    range_points=(40, 20, 10, 5, 3),
+)
+
+
 def run_metrics(args: argparse.Namespace) -> int:
     """Run ``easl simulate metrics``."""
     import numpy as np
@@ -138,42 +147,10 @@ def run_metrics(args: argparse.Namespace) -> int:
     from core.simulate.agreement_properties import PropertySettings
 
     started = time.perf_counter()
-    kw = dict(
-        n=args.responses,
-        seed=args.seed,
-        prevalence_error_share=args.prevalence_error_share,
-        marginal_mae=args.marginal_mae,
-        magnitude_mae=args.magnitude_mae,
-    )
-    if args.quick:
-        kw.update(
-            n=1000,
-            prevalence_sds=(0.5, 1.0, 1.5, 2.5, 5.0),
-            marginal_means=(0.0, 2.0, 4.5, 7.0, 9.0),
-            range_points=(40, 20, 10, 5, 3),
-        )
-    for arg in (
-        "prevalence_sds",
-        "marginal_means",
-        "magnitude_sizes",
-        "range_points",
-        "prevalence_scale",
-        "prevalence_error_size",
-        "marginal_scale",
-        "marginal_gold_sd",
-        "marginal_wrong_sd",
-        "magnitude_scale",
-        "magnitude_gold_sd",
-        "range_scale",
-        "range_gold_sd",
-        "range_error_sd",
-    ):
-        value = getattr(args, arg)
-        if value is not None:
-            kw[arg] = tuple(value) if isinstance(value, (list, tuple)) else value
-    settings = PropertySettings(**kw)
+    kw = (_QUICK_METRICS if args.quick else {}) | _given(args, PropertySettings, {"responses": "n"})
+    settings = PropertySettings(**kw | ({"n": 1000} if args.quick else {}))  # --quick: 1,000 responses
     prog, advance = step_progress("simulate metrics", 6)
-    with _mapper(args) as map_fn, prog:
+    with _mapper(args) as map_fn, prog, _options():
         res = metrics_report.run(
             settings, np.random.default_rng(settings.seed), progress=advance, flat=args.flat, map_fn=map_fn
         )
@@ -181,6 +158,40 @@ def run_metrics(args: argparse.Namespace) -> int:
         advance("report")
     _finish(rep.out, started, [])
     return 0
+
+
+def _campaign(args: argparse.Namespace, rng: Any) -> tuple[Any, Any, Any]:
+    """``easl simulate easl``'s ``(CampaignSettings, AnnotatorModel, Oracle)`` (``--quick``: at most 6 iterations,
+    3 runs, 200 bootstrap resamples)."""
+    from core.simulate import annotation
+
+    iterations, runs, boot = args.iterations, args.runs, args.bootstrap
+    if args.quick:
+        iterations, runs, boot = min(iterations, 6), min(runs, 3), min(boot, 200)
+    with _options():
+        settings = annotation.CampaignSettings(
+            methods=tuple(args.methods),
+            hit_size=args.hit_size,
+            hits_per_iteration=args.hits_per_iteration,
+            iterations=iterations,
+            runs=runs,
+            gamma=args.gamma,
+            epsilon=args.epsilon,
+            partner_pool=args.partner_pool,
+            seed=args.seed,
+            target=args.target,
+            bootstrap=boot,
+            heatmap_iterations=tuple(i for i in args.heatmap_iterations if i < iterations),
+        )
+        annotators = annotation.AnnotatorModel(
+            noise_sd=args.noise_sd, n_annotators=args.annotators, bias_sd=args.bias_sd, noise_spread=args.noise_spread
+        )
+        if args.oracle in ("beta", "uniform"):
+            return settings, annotators, annotation.synthetic_oracle(args.oracle, args.items, rng, *args.beta)
+    value_range = tuple(args.oracle_range) if args.oracle_range else None
+    if value_range is None and Path(args.oracle).name == annotation.POLITICAL_ORACLE_FILE:
+        value_range = annotation.POLITICAL_RANGE
+    return settings, annotators, annotation.csv_oracle(args.oracle, args.oracle_column, value_range, args.id_column)
 
 
 def run_easl(args: argparse.Namespace) -> int:
@@ -192,35 +203,8 @@ def run_easl(args: argparse.Namespace) -> int:
     if getattr(args, "annotator_model", None):
         return run_aware_study(args)
     started = time.perf_counter()
-    iterations, runs, boot = args.iterations, args.runs, args.bootstrap
-    if args.quick:
-        iterations, runs, boot = min(iterations, 6), min(runs, 3), min(boot, 200)
-    heat = tuple(i for i in args.heatmap_iterations if i < iterations)
-    settings = annotation.CampaignSettings(
-        methods=tuple(args.methods),
-        hit_size=args.hit_size,
-        hits_per_iteration=args.hits_per_iteration,
-        iterations=iterations,
-        runs=runs,
-        gamma=args.gamma,
-        epsilon=args.epsilon,
-        partner_pool=args.partner_pool,
-        seed=args.seed,
-        target=args.target,
-        bootstrap=boot,
-        heatmap_iterations=heat,
-    )
-    annotators = annotation.AnnotatorModel(
-        noise_sd=args.noise_sd, n_annotators=args.annotators, bias_sd=args.bias_sd, noise_spread=args.noise_spread
-    )
     rng = np.random.default_rng(args.seed)
-    if args.oracle in ("beta", "uniform"):
-        oracle = annotation.synthetic_oracle(args.oracle, args.items, rng, *args.beta)
-    else:
-        value_range = tuple(args.oracle_range) if args.oracle_range else None
-        if value_range is None and Path(args.oracle).name == annotation.POLITICAL_ORACLE_FILE:
-            value_range = annotation.POLITICAL_RANGE
-        oracle = annotation.csv_oracle(args.oracle, args.oracle_column, value_range, args.id_column)
+    settings, annotators, oracle = _campaign(args, rng)
     prog, advance = step_progress("simulate easl", len(settings.methods) * settings.runs + 1)
     with _mapper(args) as map_fn, prog:
         res = annotation.compare_methods(
@@ -245,44 +229,43 @@ def run_easl(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_aware_study(args: argparse.Namespace) -> int:
-    """``easl simulate easl --annotator-model ...``: the annotator-aware study (``core.simulate.aware_study``)."""
-    import inspect
+def _study_options(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], str | None, str]:
+    """``easl simulate easl --annotator-model ...``'s annotator models, methods, oracle file (None: generated) and
+    the oracle's description, checked."""
+    from core.simulate import aware_study
+    from core.simulate.aware_world import ANNOTATOR_MODELS
 
-    from core.errors import UserError
-    from core.simulate import aware_report, aware_study
-
-    started = time.perf_counter()
     models = tuple(args.annotator_model)
-    bad = [m for m in models if m not in aware_study.ANNOTATOR_MODELS]
+    bad = [m for m in models if m not in ANNOTATOR_MODELS]
     if bad:
-        raise UserError(f"--annotator-model {bad[0]}: choose from {', '.join(aware_study.ANNOTATOR_MODELS)}.")
+        raise EaslError(f"--annotator-model {bad[0]}: choose from {', '.join(ANNOTATOR_MODELS)}.")
     methods = tuple(args.methods)
     if methods == ("da", "ra", "trueskill", "easl"):  # the parser's default: the study's methods instead
         methods = aware_study.METHODS
     bad = [m for m in methods if m not in aware_study.METHODS]
     if bad:
-        raise UserError(f"--methods {bad[0]}: with --annotator-model choose from {', '.join(aware_study.METHODS)}.")
+        raise EaslError(f"--methods {bad[0]}: with --annotator-model choose from {', '.join(aware_study.METHODS)}.")
     if "da" not in methods:
-        raise UserError("--methods must include da: the savings are measured against it.")
-    seeds = min(args.runs, 3) if args.quick else args.runs
-    per_item = min(args.max_per_item, 8.0) if args.quick else args.max_per_item
+        raise EaslError("--methods must include da: the savings are measured against it.")
     if args.oracle in ("beta", "uniform"):
         if args.oracle != "beta" or tuple(args.beta) != (2.0, 2.0):
-            raise UserError("--annotator-model uses the generated Beta(2,2) oracle or --oracle FILE.")
-        oracle, description = None, f"generated: the quantiles of Beta(2, 2) at {args.items} items"
-    else:
-        if not Path(args.oracle).is_file():
-            raise UserError(f"--oracle {args.oracle}: no such file.")
-        oracle, description = args.oracle, f"{Path(args.oracle).name} (column {args.oracle_column or 'label'})"
+            raise EaslError("--annotator-model uses the generated Beta(2,2) oracle or --oracle FILE.")
+        return models, methods, None, f"generated: the quantiles of Beta(2, 2) at {args.items} items"
+    if not Path(args.oracle).is_file():
+        raise EaslError(f"--oracle {args.oracle}: no such file.")
+    return models, methods, args.oracle, f"{Path(args.oracle).name} (column {args.oracle_column or 'label'})"
+
+
+def run_aware_study(args: argparse.Namespace) -> int:
+    """``easl simulate easl --annotator-model ...``: the annotator-aware study (``core.simulate.aware_study``)."""
+    from core.simulate import aware_report, aware_study
+
+    started = time.perf_counter()
+    models, methods, oracle, description = _study_options(args)
+    seeds = min(args.runs, 3) if args.quick else args.runs
+    per_item = min(args.max_per_item, 8.0) if args.quick else args.max_per_item
     prog, advance = step_progress("simulate easl (annotator-aware study)", len(models) * len(methods) * seeds + 1)
     with _mapper(args) as map_fn, prog:
-        kw: dict[str, Any] = {}
-        if map_fn is not None:
-            if "map_fn" in inspect.signature(aware_study.run_study).parameters:
-                kw["map_fn"] = map_fn
-            else:  # this version of the study has no map_fn: it runs here, in order (same numbers)
-                prog.console.print("note: this version of the annotator-aware study runs in one process")
         result = aware_study.run_study(
             models=models,
             methods=methods,
@@ -295,7 +278,7 @@ def run_aware_study(args: argparse.Namespace) -> int:
             hit_size=args.hit_size,
             max_per_item=per_item,
             progress=lambda done, total: advance(""),
-            **kw,
+            **({} if map_fn is None else {"map_fn": map_fn}),
         )
         rep = aware_report.write_report(
             result,
@@ -307,13 +290,12 @@ def run_aware_study(args: argparse.Namespace) -> int:
             runtime=time.perf_counter() - started,
         )
         advance("report")
-    lines = []
-    for row in result["budget"].itertuples():
-        if row.method != "da":
-            lines.append(
-                f"{row.model} {aware_report.METHOD_LABELS.get(row.method, row.method)}: "
-                f"{getattr(row, 'saved_vs_da', float('nan')):+.0f}% annotations saved vs DA "
-                f"{getattr(row, 'saved_vs_da_ci', '')}"
-            )
+    lines = [
+        f"{row.model} {aware_report.METHOD_LABELS.get(row.method, row.method)}: "
+        f"{getattr(row, 'saved_vs_da', float('nan')):+.0f}% annotations saved vs DA "
+        f"{getattr(row, 'saved_vs_da_ci', '')}"
+        for row in result["budget"].itertuples()
+        if row.method != "da"
+    ]
     _finish(rep.out, started, lines)
     return 0
