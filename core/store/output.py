@@ -160,14 +160,13 @@ class Output(Replay):
         projects, ``RANK_COLUMNS``) and the reserved names (:meth:`estimates`)."""
         with self._reading() as conn:
             state = load_state(conn, writable=False)
-        summ = self.model.summary(state)
-        h = self.hyper
+        summ = self.model.summary(state).on_scale(self.hyper)
         out = {
-            "estimate": h.from_unit(summ["estimate"]),
-            "mean": h.from_unit(summ["mean"]),
-            "variance": h.variance_from_unit(summ["variance"]),
-            "ci_low": h.from_unit(summ["ci_low"]),
-            "ci_high": h.from_unit(summ["ci_high"]),
+            "estimate": summ.estimate,
+            "mean": summ.mean,
+            "variance": summ.variance,
+            "ci_low": summ.ci_low,
+            "ci_high": summ.ci_high,
             "n_annotations": np.rint(state["count"]).astype(np.int64),
         }
         reserved = list(ESTIMATE_COLUMNS)
