@@ -1,7 +1,8 @@
 """Annotate: score the next open HIT of a project by keyboard, submit it, undo the last submission.
 
 The screen shows and edits; the work on the project file (submit, undo, which HIT comes next) is
-``tui.screens.annotate_session.AnnotationSession``, called from worker threads so that the keyboard never waits.
+``tui.screens.annotate_session.AnnotationSession``, run in a thread by the screen's workers so that the keyboard
+never waits.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         super().__init__()
         self.project = Path(project)
         self.set_reactive(AnnotateScreen.annotator, annotator)
-        self.session: AnnotationSession | None = None
+        self.session = AnnotationSession(self.project, annotator or "")  # named in :meth:`_start`
         self.busy = False
         self.current = 0
         self._draft: dict[str, float] = {}
@@ -118,7 +119,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
 
     def _named(self, name: str | None) -> None:
         if not name:
-            if self.session is None:
+            if not self.session.annotator:
                 self.query_one("#hit-title", Static).update("An annotator name is needed: press n to enter it.")
             return
         try:
@@ -128,12 +129,8 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         self._start(name)
 
     def _start(self, name: str) -> None:
-        self.annotator = name
+        self.annotator = self.session.annotator = name
         self.post_message(self.Named(name))
-        if self.session is None:
-            self.session = AnnotationSession(self.project, name)
-        else:
-            self.session.annotator = name
         self.load_hit()
 
     # ------------------------------------------------------------- workers
@@ -150,37 +147,29 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
     async def load_hit(self, prefer_hit: str | None = None, prefill: dict | None = None) -> None:
         """Fetch the HIT to show (the project is read in a thread: the keyboard never waits)."""
         with self._store_errors():
-            await self._show(await asyncio.to_thread(self._session().current, prefer_hit), prefill or {})
+            await self._show(await asyncio.to_thread(self.session.current, prefer_hit), prefill or {})
 
     @work(exclusive=True, group="annotate")
     async def _submit(self, hit: dict, scores: dict[str, float]) -> None:
-        session = self._session()
         with self._store_errors():
-            await asyncio.to_thread(session.submit, hit, scores)
+            await asyncio.to_thread(self.session.submit, hit, scores)
             self._forget_draft()
             with contextlib.suppress(UserError, OSError):  # a stale draft is ignored once its HIT is complete
-                clear_draft(session.path, session.annotator)
+                clear_draft(self.session.path, self.session.annotator)
             self.session_count += 1
             self.notify(f"Submitted HIT {hit['hit_id']}.", timeout=2)
-            await self._show(await asyncio.to_thread(session.current), {})
+            await self._show(await asyncio.to_thread(self.session.current), {})
 
     @work(exclusive=True, group="annotate")
     async def _undo(self) -> None:
-        session = self._session()
         with self._store_errors():
-            sub = await asyncio.to_thread(session.undo)
+            sub = await asyncio.to_thread(self.session.undo)
             if sub is None:
                 raise UserError("Nothing to undo: no submission from this annotator yet.")
             self.session_count = max(self.session_count - 1, 0)
             self.notify(f"Retracted HIT {sub.hit_id}.", timeout=3)
-            view = await asyncio.to_thread(session.current, sub.hit_id)
+            view = await asyncio.to_thread(self.session.current, sub.hit_id)
             await self._show(view, sub.scores if view.hit is not None and view.hit["hit_id"] == sub.hit_id else {})
-
-    def _session(self) -> AnnotationSession:
-        """The session the workers use (they start only after :meth:`_start` has made it)."""
-        if self.session is None:
-            raise RuntimeError("no annotation session yet")
-        return self.session
 
     # ----------------------------------------------------------------- view
     def compute_progress(self) -> str:
@@ -212,7 +201,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         items = view.hit["items"]
         if not prefill:
             try:
-                prefill = load_draft(self.project, self._session().annotator, view.hit["hit_id"])
+                prefill = load_draft(self.project, self.session.annotator, view.hit["hit_id"])
             except UserError as exc:
                 self.notify(str(exc), severity="warning")
         self._draft = {str(k): float(v) for k, v in prefill.items()}
@@ -257,7 +246,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
 
     def action_undo(self) -> None:
         """Retract the last submission and show that HIT again when it is still open."""
-        if self.busy or self.session is None:
+        if self.busy or not self.session.annotator:
             return
         self.busy = True
         self._undo()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -92,14 +92,14 @@ class EvaluateScreen(Screen):
                     yield Input(placeholder="from the data", id="scale")
                     yield Label("bootstrap resamples")
                     yield Input(value="200", id="bootstrap")
-                    yield Button("Evaluate", id="evaluate-button", variant="primary")
+                    yield Button("Evaluate", id="evaluate-button", variant="primary", action="screen.evaluate")
             with TabPane("Results", id="results-tab"):
                 yield DataTable(id="results-table", zebra_stripes=True)
                 with VerticalScroll(id="notes-scroll"):
                     yield Static("", id="eval-notes")
                 with Horizontal(id="save-row"):
                     yield Input(placeholder="report folder", id="report-dir")
-                    yield Button("Save report", id="save-button")
+                    yield Button("Save report", id="save-button", action="screen.save")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -146,14 +146,6 @@ class EvaluateScreen(Screen):
         self.notify(message, severity="error", timeout=10)
 
     # ------------------------------------------------------------ evaluate
-    @on(Button.Pressed, "#evaluate-button")
-    def _evaluate_pressed(self) -> None:
-        self.action_evaluate()
-
-    @on(Button.Pressed, "#save-button")
-    def _save_pressed(self) -> None:
-        self.action_save()
-
     def action_evaluate(self) -> None:
         """Evaluate the chosen columns (in a worker thread)."""
         if self.path is None:

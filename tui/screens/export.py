@@ -101,7 +101,7 @@ hit_id, iteration, annotation_id, created_at).
             with Horizontal(id="ratings-row"):
                 yield Checkbox("Also the raw ratings", value=True, id="with-ratings")
             yield Input(value=f"{stem}-ratings.csv", id="ratings-path")
-            yield Button("Export", id="export-button", variant="primary")
+            yield Button("Export", id="export-button", variant="primary", action="screen.export")
             yield Static("", id="export-result")
         yield Footer(compact=True, show_command_palette=False)
 
@@ -118,10 +118,6 @@ hit_id, iteration, annotation_id, created_at).
     @on(Checkbox.Changed, "#with-ratings")
     def _ratings_toggled(self, event: Checkbox.Changed) -> None:
         self.query_one("#ratings-path", Input).disabled = not event.value
-
-    @on(Button.Pressed, "#export-button")
-    def _pressed(self) -> None:
-        self.action_export()
 
     def action_export(self) -> None:
         """Write the files (in a worker thread)."""

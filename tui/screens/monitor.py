@@ -198,10 +198,6 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
     def _on_snapshot(self, message: Snapshot) -> None:
         self.snapshot = message.snapshot
 
-    def apply_snapshot(self, snap: MonitorSnapshot) -> None:
-        """Show a snapshot (what each poll does; the TUI bench calls it directly)."""
-        self.snapshot = snap
-
     def watch_snapshot(self, snap: MonitorSnapshot | None) -> None:
         """The figures, charts and table of a new reading."""
         if snap is None:

@@ -125,15 +125,8 @@ class ConvergenceHistory:
 
 @dataclass(frozen=True)
 class AwarePanel:
-    """The aware figures of the Monitor (:func:`aware_panel`).
-
-    Attributes
-    ----------
-    stop : ``ProjectStatus.stop``, the stopping rule's figures (expected Spearman, target, reached, reason).
-    annotators : rows of ``Project.annotator_table``, flagged annotators first, at most
-        :data:`AWARE_ANNOTATORS_SHOWN`.
-    n_annotators : every annotator of the project.
-    """
+    """The aware figures of the Monitor (:func:`aware_panel`): ``stop`` (``ProjectStatus.stop``), the rows of
+    ``annotators`` shown and the number of all of them."""
 
     stop: dict[str, Any]
     annotators: pd.DataFrame
@@ -155,7 +148,7 @@ class MonitorSnapshot:
 
 
 def file_signature(path: Path) -> tuple:
-    """(size, mtime_ns) of the project file and of its ``-wal`` and ``-shm`` companions (absent: zeros)."""
+    """(size, mtime_ns) of the project file and of its ``-wal`` companion (absent: zeros)."""
     out: list[int] = []
     for suffix in ("", "-wal"):
         try:
