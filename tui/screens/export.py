@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, RadioButton, RadioSet, Static
 
 from core.errors import UserError
+from tui.screens.annotate_session import STORE_ERRORS
 
 #: Format name -> file extension.
 FORMATS = {"CSV": ".csv", "JSONL": ".jsonl", "Parquet": ".parquet"}
@@ -138,7 +138,7 @@ hit_id, iteration, annotation_id, created_at).
     async def _export_worker(self, estimates: Path, ratings: Path | None) -> None:
         try:
             result = await asyncio.to_thread(export_project, self.project, estimates, ratings)
-        except (UserError, OSError, sqlite3.Error) as exc:
+        except STORE_ERRORS as exc:
             self._report(Text(str(exc), style="bold red"))
             return
         lines = f"Wrote {result.n_items:,} items to {result.estimates_path}"
