@@ -149,15 +149,11 @@ def annotator_records(frame) -> list[dict]:
     """The annotator table as JSON-ready objects (a number that is not finite becomes null)."""
     import math
 
-    records = []
-    for row in frame.to_dict(orient="records"):
-        rec = {}
-        for k, v in row.items():
-            if hasattr(v, "item"):
-                v = v.item()
-            rec[k] = None if isinstance(v, float) and not math.isfinite(v) else v
-        records.append(rec)
-    return records
+    def clean(v):
+        v = v.item() if hasattr(v, "item") else v
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 #: How each flag is shown: ``random`` and ``collapsed`` in red, the soft ``noisy`` in yellow.

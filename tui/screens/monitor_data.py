@@ -167,23 +167,19 @@ def estimates_histogram(estimate: np.ndarray, low: float, high: float, bins: int
 
 class HistoryReplay:
     """The convergence figures of the completed iterations, from the store's state at the end of each one
-    (``Project.iteration_states``), cached until the iteration changes."""
+    (``Project.iteration_states``), cached until the iteration changes; ``last_ranks``: the :func:`centred_ranks`
+    of the estimates at the end of the last completed iteration (None before the first)."""
 
     def __init__(self) -> None:
-        self._key: tuple | None = None
+        self._iteration: int | None = None
         self._completed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._last_estimate: np.ndarray | None = None
         self.last_ranks: np.ndarray | None = None
 
-    def completed(self, project, current_iteration: int, n_observations: int):
-        """Figures of iterations ``0 .. current_iteration - 1`` and the estimates at the end of the last one.
-
-        Recomputed only when the iteration changes (or the first time); returns
-        ``(iterations, mean_var, max_var, rho, last_estimate)``.
-        """
-        key = (current_iteration,)
-        if self._key == key and self._completed is not None:
-            return (*self._completed, self._last_estimate)
+    def completed(self, project, current_iteration: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(iterations, mean_var, max_var, rho)`` of iterations ``0 .. current_iteration - 1``, recomputed only
+        when the iteration changes."""
+        if self._iteration == current_iteration and self._completed is not None:
+            return self._completed
         hyper, model = project.hyper, project.model
         its, mean_var, max_var, rho = [], [], [], []
         previous: np.ndarray | None = None
@@ -195,11 +191,10 @@ class HistoryReplay:
             max_var.append(float(np.max(variance)) if variance.size else float("nan"))
             rho.append(spearman_rho(previous, estimate) if previous is not None else float("nan"))
             previous = estimate
-        self._key = key
+        self._iteration = current_iteration
         self._completed = (np.asarray(its, dtype=np.int64), np.asarray(mean_var), np.asarray(max_var), np.asarray(rho))
-        self._last_estimate = previous
         self.last_ranks = centred_ranks(previous) if previous is not None else None
-        return (*self._completed, self._last_estimate)
+        return self._completed
 
 
 class SummaryCache:
@@ -310,7 +305,7 @@ class MonitorSource:
             columns = live_columns(project, *self._items, cache=self._summaries)
             low, high = float(project.hyper.score_min), float(project.hyper.score_max)
             current = status.iteration
-            its, mean_var, max_var, rho, last = self._history.completed(project, current, status.n_observations)
+            its, mean_var, max_var, rho = self._history.completed(project, current)
             aware = aware_panel(project, status) if status.method == "aware" else None
         ranks = self._history.last_ranks
         live_rho = (
