@@ -8,7 +8,7 @@ Screens (Textual "modes", each with its own stack; switched by function keys sho
 * Evaluate (F4): the metrics of ``easl evaluate`` on a file chosen in the app.
 * Export (F5): estimates and raw ratings to CSV, JSONL or Parquet.
 
-``?`` (or F1) shows the keys of the current screen; ``o`` (or F6) opens a project or a data file; Ctrl+Q quits.
+``?`` (or F1) shows the keys of the current screen; F6 opens a project or a data file; Ctrl+Q quits.
 Each screen gets what it works on (the project file, the annotator, a data file) when it is built, and loads its
 own stylesheet (``CSS_PATH``); the app keeps the shared styles and those of the dialogs.
 """
