@@ -154,7 +154,7 @@ async def measure(path: Path, repeats: int) -> dict:
             snap = source.poll()
             t1 = time.perf_counter()
             count = len(clock.times)
-            screen.apply_snapshot(snap)
+            screen.snapshot = snap
             t2 = await clock.next_frame_after(count)
             add("monitor poll: read changed project (worker thread)", t1 - t0)
             add("monitor apply + draw (UI thread)", t2 - t1)

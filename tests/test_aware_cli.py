@@ -270,9 +270,8 @@ def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
     with Project.create(path, make_items(30), Hyper(method="aware", stop_at=0.9, seed=4)) as project:
         run_rounds(project, 3)
     snap = MonitorSource(path).poll(force=True)
-    assert snap.aware["stop"]["target"] == 0.9 and snap.aware["n_annotators"] >= 1
-    first = snap.aware["annotators"][0]
-    assert {"annotator", "n_scores", "offset", "slope", "noise", "agreement", "flag"} <= set(first)
+    assert snap.aware.stop["target"] == 0.9 and snap.aware.n_annotators >= 1
+    assert {"annotator", "n_scores", "offset", "slope", "noise", "agreement", "flag"} <= set(snap.aware.annotators)
     assert np.all(snap.columns.ci_low <= snap.columns.estimate)
 
     @run_async
@@ -285,7 +284,7 @@ def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
             group = panel.content  # a rich Group: the stop line, then the annotator table
             head = str(group.renderables[0])
             assert "expected Spearman" in head and "stop target 0.900" in head  # the target, read-only
-            assert group.renderables[1].row_count == min(snap.aware["n_annotators"], 12)
+            assert group.renderables[1].row_count == min(snap.aware.n_annotators, 12)
 
     check()
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.models import METHODS, Hyper, get_model
+from core.models import METHODS, Hyper, Posterior, get_model
 from core.models.aware import AwareState
 from core.models.aware_scale import EPS, bounded_interval, expected_score, expected_score_slope
 from core.store import Project
@@ -40,16 +40,16 @@ def _g_closed_form(m: np.ndarray, s: float) -> np.ndarray:
     return m * (n.cdf(b) - n.cdf(a)) + s * (n.pdf(a) - n.pdf(b)) + (1.0 - n.cdf(b))
 
 
-def _check_unit(summ: dict[str, np.ndarray], n: int) -> None:
+def _check_unit(summ: Posterior, n: int) -> None:
     """Every figure finite and of length ``n``; estimate, mean and interval within [0, 1], the interval around the
     estimate, the variance >= 0."""
     for k in KEYS:
-        assert summ[k].shape == (n,) and np.all(np.isfinite(summ[k])), k
+        assert getattr(summ, k).shape == (n,) and np.all(np.isfinite(getattr(summ, k))), k
     for k in ("estimate", "mean", "ci_low", "ci_high"):
-        assert np.all((summ[k] >= 0.0) & (summ[k] <= 1.0)), (k, summ[k])
-    assert np.all(summ["ci_low"] <= summ["estimate"]), (summ["ci_low"], summ["estimate"])
-    assert np.all(summ["estimate"] <= summ["ci_high"]), (summ["estimate"], summ["ci_high"])
-    assert np.all(summ["variance"] >= 0.0)
+        assert np.all((getattr(summ, k) >= 0.0) & (getattr(summ, k) <= 1.0)), (k, getattr(summ, k))
+    assert np.all(summ.ci_low <= summ.estimate), (summ.ci_low, summ.estimate)
+    assert np.all(summ.estimate <= summ.ci_high), (summ.estimate, summ.ci_high)
+    assert np.all(summ.variance >= 0.0)
 
 
 def _assert_same_order(location: np.ndarray, estimate: np.ndarray) -> None:
@@ -155,7 +155,7 @@ def test_incremental_models_stay_in_range(method, obs, retract):
         model.apply(state, item[:k], score[:k], group[:k], sign=-1)
         _check_unit(model.summary(state), n)
     if method == "trueskill":
-        _assert_same_order(state["mu"], model.summary(state)["estimate"])
+        _assert_same_order(state["mu"], model.summary(state).estimate)
 
 
 def test_easl_interval_reaches_a_mode_at_the_end_of_the_scale_and_da_a_single_extreme_score():
@@ -166,15 +166,15 @@ def test_easl_interval_reaches_a_mode_at_the_end_of_the_scale_and_da_a_single_ex
         state = model.init_state(4)
         model.apply(state, [0, 1, 2, 3, 0, 1], [1.0, 0.0, 0.5, 0.5, 1.0, 0.0], [0, 0, 0, 0, 1, 1])
         summ = model.summary(state)
-        assert summ["estimate"][0] == summ["ci_high"][0] == pytest.approx(1.0, abs=1e-12)  # RA: within rounding
-        assert summ["estimate"][1] == summ["ci_low"][1] == pytest.approx(0.0, abs=1e-12)
-        assert summ["ci_low"][0] < 0.99 and summ["ci_high"][1] > 0.01
+        assert summ.estimate[0] == summ.ci_high[0] == pytest.approx(1.0, abs=1e-12)  # RA: within rounding
+        assert summ.estimate[1] == summ.ci_low[1] == pytest.approx(0.0, abs=1e-12)
+        assert summ.ci_low[0] < 0.99 and summ.ci_high[1] > 0.01
     model = get_model(Hyper(method="da"))
     state = model.init_state(2)
     model.apply(state, [0, 1], [0.0, 0.4], [0, 0])
     summ = model.summary(state)
-    assert (summ["ci_low"][0], summ["estimate"][0], summ["ci_high"][0]) == (0.0, 0.0, 0.975)
-    assert (summ["ci_low"][1], summ["ci_high"][1]) == (0.025, 0.975)
+    assert (summ.ci_low[0], summ.estimate[0], summ.ci_high[0]) == (0.0, 0.0, 0.975)
+    assert (summ.ci_low[1], summ.ci_high[1]) == (0.025, 0.975)
 
 
 @settings(max_examples=40, deadline=None)
@@ -186,7 +186,7 @@ def test_aware_stays_in_range_and_keeps_the_order_of_mu(obs):
     state = model.refit(None, item, annotator, score, n_items=n)  # type: ignore[attr-defined]
     summ = model.summary(state)
     _check_unit(summ, n)
-    _assert_same_order(AwareState.from_arrays(state).mu, summ["estimate"])
+    _assert_same_order(AwareState.from_arrays(state).mu, summ.estimate)
 
 
 def test_aware_summary_is_the_map_of_mu_and_its_t_interval():
@@ -200,12 +200,12 @@ def test_aware_summary_is_the_map_of_mu_and_its_t_interval():
     summ = st_.summary()
     s = float(np.sqrt(st_.q0))
     half = np.sqrt(st_.var) * special.stdtrit(st_.df, 0.975)
-    np.testing.assert_allclose(summ["estimate"], _g_closed_form(st_.mu, s), atol=2 * EPS)
-    np.testing.assert_array_equal(summ["mean"], summ["estimate"])
-    np.testing.assert_allclose(summ["ci_low"], _g_closed_form(st_.mu - half, s), atol=2 * EPS)
-    np.testing.assert_allclose(summ["ci_high"], _g_closed_form(st_.mu + half, s), atol=2 * EPS)
+    np.testing.assert_allclose(summ.estimate, _g_closed_form(st_.mu, s), atol=2 * EPS)
+    np.testing.assert_array_equal(summ.mean, summ.estimate)
+    np.testing.assert_allclose(summ.ci_low, _g_closed_form(st_.mu - half, s), atol=2 * EPS)
+    np.testing.assert_allclose(summ.ci_high, _g_closed_form(st_.mu + half, s), atol=2 * EPS)
     slope = stats.norm.cdf((1 - st_.mu) / s) - stats.norm.cdf(-st_.mu / s)
-    np.testing.assert_allclose(summ["variance"], slope**2 * st_.var, rtol=1e-6)
+    np.testing.assert_allclose(summ.variance, slope**2 * st_.var, rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------

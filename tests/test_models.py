@@ -16,6 +16,7 @@ from core.errors import HyperParameterError, UserError
 from core.models import (
     METHODS,
     Hyper,
+    Posterior,
     beta_interval,
     beta_mean,
     beta_mode,
@@ -136,13 +137,13 @@ def test_easl_single_update_reference():
     m.apply(s, [0], [0.8], [0])
     np.testing.assert_allclose([s["alpha"][0], s["beta"][0]], [1.8, 1.2])
     summ = m.summary(s)
-    assert summ["estimate"][0] == pytest.approx(0.8)
-    assert summ["variance"][0] == pytest.approx(0.06)
-    assert summ["estimate"][1] == 0.5 and summ["variance"][1] == pytest.approx(1 / 12)
+    assert summ.estimate[0] == pytest.approx(0.8)
+    assert summ.variance[0] == pytest.approx(0.06)
+    assert summ.estimate[1] == 0.5 and summ.variance[1] == pytest.approx(1 / 12)
     loc, var = m.selection_keys(s)
-    np.testing.assert_allclose(loc, summ["estimate"])
-    np.testing.assert_allclose(var, summ["variance"])
-    assert summ["ci_low"][0] < 0.6 < summ["ci_high"][0]
+    np.testing.assert_allclose(loc, summ.estimate)
+    np.testing.assert_allclose(var, summ.variance)
+    assert summ.ci_low[0] < 0.6 < summ.ci_high[0]
 
 
 def test_easl_repeated_items_in_one_batch_and_retraction():
@@ -161,7 +162,7 @@ def test_easl_repeated_items_in_one_batch_and_retraction():
     m.apply(s, items[2:], scores[2:], np.zeros(3, dtype=np.int64), sign=-1)
     for key, val in m.init_state(4).items():
         np.testing.assert_array_equal(s[key], val)
-    assert np.all(m.summary(s)["estimate"] == 0.5)
+    assert np.all(m.summary(s).estimate == 0.5)
 
 
 def test_apply_rejects_malformed_batches():
@@ -189,8 +190,8 @@ def test_empty_batch_is_a_no_op(method):
     for k in s:
         np.testing.assert_array_equal(s[k], before[k])
     summ = m.summary(s)
-    assert set(summ) == {"estimate", "mean", "variance", "ci_low", "ci_high"}
-    assert all(v.shape == (3,) and v.dtype == np.float64 for v in summ.values())
+    assert isinstance(summ, Posterior) and summ._fields == ("estimate", "mean", "variance", "ci_low", "ci_high")
+    assert all(v.shape == (3,) and v.dtype == np.float64 for v in summ)
 
 
 @settings(max_examples=60, deadline=None)
@@ -224,17 +225,17 @@ def test_da_mean_variance_and_retraction():
     m.apply(s, [0, 0, 0, 1], scores, [0, 0, 1, 1])
     summ = m.summary(s)
     x = scores[:3]
-    assert summ["estimate"][0] == pytest.approx(x.mean())
-    assert summ["variance"][0] == pytest.approx(x.var(ddof=1) / 3)
+    assert summ.estimate[0] == pytest.approx(x.mean())
+    assert summ.variance[0] == pytest.approx(x.var(ddof=1) / 3)
     half = stats.t.ppf(0.975, 2) * math.sqrt(x.var(ddof=1) / 3)
-    assert summ["ci_low"][0] == pytest.approx(max(0.0, x.mean() - half))
-    assert summ["ci_high"][0] == pytest.approx(min(1.0, x.mean() + half))
-    assert summ["estimate"][1] == pytest.approx(0.6) and summ["variance"][1] == pytest.approx(1 / 12)
-    assert summ["estimate"][2] == 0.5 and summ["variance"][2] == pytest.approx(1 / 12)
-    assert (summ["ci_low"][2], summ["ci_high"][2]) == (0.025, 0.975)
+    assert summ.ci_low[0] == pytest.approx(max(0.0, x.mean() - half))
+    assert summ.ci_high[0] == pytest.approx(min(1.0, x.mean() + half))
+    assert summ.estimate[1] == pytest.approx(0.6) and summ.variance[1] == pytest.approx(1 / 12)
+    assert summ.estimate[2] == 0.5 and summ.variance[2] == pytest.approx(1 / 12)
+    assert (summ.ci_low[2], summ.ci_high[2]) == (0.025, 0.975)
     loc, var = m.selection_keys(s)
-    np.testing.assert_allclose(loc, summ["estimate"])
-    np.testing.assert_allclose(var, summ["variance"])
+    np.testing.assert_allclose(loc, summ.estimate)
+    np.testing.assert_allclose(var, summ.variance)
     m.apply(s, [0, 0, 0, 1], scores, [0, 0, 1, 1], sign=-1)
     for k, v in m.init_state(3).items():
         np.testing.assert_array_equal(s[k], v)
@@ -244,8 +245,8 @@ def test_da_constant_scores_have_zero_variance_not_negative():
     m = get_model(Hyper(method="da"))
     s = m.init_state(1)
     m.apply(s, [0] * 5, [0.1] * 5, [0] * 5)
-    assert m.summary(s)["variance"][0] == pytest.approx(0.0, abs=1e-15)
-    assert m.summary(s)["variance"][0] >= 0
+    assert m.summary(s).variance[0] == pytest.approx(0.0, abs=1e-15)
+    assert m.summary(s).variance[0] >= 0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -314,13 +315,13 @@ def test_trueskill_model_prior_and_summary():
     np.testing.assert_allclose(s["sigma2"], 1 / 12)
     m.apply(s, [0, 1, 2], [0.9, 0.1, 0.5], [7, 7, 7])
     summ = m.summary(s)
-    assert summ["estimate"][0] > 0.5 > summ["estimate"][1]
-    assert np.all(summ["variance"] < 1 / 12)
+    assert summ.estimate[0] > 0.5 > summ.estimate[1]
+    assert np.all(summ.variance < 1 / 12)
     # the interval is mu -+ 1.96 sigma mapped to the bounded scale (core.models.aware_scale, noise gamma)
     half = 1.959963984540054 * np.sqrt(s["sigma2"])
-    np.testing.assert_allclose(summ["ci_low"], expected_score(s["mu"] - half, 0.1))
-    np.testing.assert_allclose(summ["ci_high"], expected_score(s["mu"] + half, 0.1))
-    np.testing.assert_allclose(summ["estimate"], expected_score(s["mu"], 0.1))
+    np.testing.assert_allclose(summ.ci_low, expected_score(s["mu"] - half, 0.1))
+    np.testing.assert_allclose(summ.ci_high, expected_score(s["mu"] + half, 0.1))
+    np.testing.assert_allclose(summ.estimate, expected_score(s["mu"], 0.1))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -561,8 +562,8 @@ def test_commutative_models_retract_in_any_order(obs, data):
         for k in a:
             np.testing.assert_allclose(a[k], b[k], atol=1e-12)
         sa, sb = m.summary(a), m.summary(b)
-        for k in sa:
-            np.testing.assert_allclose(sa[k], sb[k], atol=1e-9)
+        for k, va, vb in zip(sa._fields, sa, sb, strict=True):
+            np.testing.assert_allclose(va, vb, atol=1e-9, err_msg=k)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -98,7 +98,7 @@ def test_status_variances_equal_the_summary_variances(tmp_path, method):
         p.ingest(answer(p.open_hits(), rng), source="test")
         p.ingest(answer(p.next_hits()[:2], rng), source="test")
         status = p.status()
-        variance = p.model.summary(p.state())["variance"]
+        variance = p.model.summary(p.state()).variance
         assert np.ptp(variance) > 0  # the posteriors differ: a real comparison
         assert status["mean_variance"] == pytest.approx(float(np.mean(variance)), rel=1e-15, abs=0)
         assert status["max_variance"] == float(np.max(variance))

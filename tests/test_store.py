@@ -698,8 +698,8 @@ def test_status_estimates_and_ratings(tmp_path):
         assert ((est["estimate"] >= 1) & (est["estimate"] <= 5)).all()
         assert ((est["ci_low"] <= est["mean"]) & (est["mean"] <= est["ci_high"])).all()
         summary = p.model.summary(p.state())
-        np.testing.assert_allclose(est["variance"], summary["variance"] * 16)
-        np.testing.assert_allclose(est["estimate"], 1 + 4 * summary["estimate"])
+        np.testing.assert_allclose(est["variance"], summary.variance * 16)
+        np.testing.assert_allclose(est["estimate"], 1 + 4 * summary.estimate)
         ratings = p.ratings()
         assert list(ratings.columns) == [
             "item_id",

@@ -148,9 +148,9 @@ async def test_undo_retracts_the_last_submission_and_shows_it_again(project):
         assert screen.session_count == 0
     with Project.open(project, readonly=True) as p:
         status = p.status()
-        assert status["n_observations"] == 0  # nothing live
-        assert status["n_log_records"] == 6  # 3 scores + 3 retractions: a retraction, not a delete
-        assert status["n_hits_complete"] == 0
+        assert status.n_observations == 0  # nothing live
+        assert status.n_log_records == 6  # 3 scores + 3 retractions: a retraction, not a delete
+        assert status.n_hits_complete == 0
         assert p.verify()["ok"]
 
 
@@ -233,7 +233,7 @@ async def test_last_hit_of_an_iteration_starts_the_next(project):
         assert screen.view.hits_done == 0 and screen.view.hits_in_iteration == 4
     with Project.open(project, readonly=True) as p:
         assert p.iteration() == 1
-        assert p.status()["n_observations"] == 12
+        assert p.status().n_observations == 12
 
 
 @run_async

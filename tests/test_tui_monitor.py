@@ -50,8 +50,8 @@ def test_summary_cache_equals_the_full_summary_after_updates():
             model.apply(state, items, rng.uniform(0, 1, 10), np.repeat(np.arange(2), 5))
             got = cache.summary(model, state)
             want = model.summary(state)
-            for k in want:
-                np.testing.assert_array_equal(got[k], want[k], err_msg=f"{method} {k} step {step}")
+            for k, g, w in zip(want._fields, got, want, strict=True):
+                np.testing.assert_array_equal(g, w, err_msg=f"{method} {k} step {step}")
 
 
 def test_history_replays_completed_iterations(project):
@@ -166,7 +166,7 @@ async def test_monitor_picks_up_observations_written_by_another_process(project,
             what="the first reading",
         )
         screen: MonitorScreen = app.screen
-        assert screen.snapshot.status["n_observations"] == 0
+        assert screen.snapshot.status.n_observations == 0
         assert screen.query_one(ItemTable).row_count == 15
 
         with Project.open(project, readonly=True) as p:
@@ -188,7 +188,7 @@ async def test_monitor_picks_up_observations_written_by_another_process(project,
         )
         assert done.returncode == 0, done.stderr
 
-        await wait_until(pilot, lambda: screen.snapshot.status["n_observations"] == 3, what="the new annotations")
+        await wait_until(pilot, lambda: screen.snapshot.status.n_observations == 3, what="the new annotations")
         assert "3 annotations" in str(screen.query_one("#stats").render())
         table = screen.query_one(ItemTable)
         await pilot.press("c", "r")  # most annotated first

@@ -8,21 +8,32 @@ Screens (Textual "modes", each with its own stack; switched by function keys sho
 * Evaluate (F4): the metrics of ``easl evaluate`` on a file chosen in the app.
 * Export (F5): estimates and raw ratings to CSV, JSONL or Parquet.
 
-``?`` (or F1) shows the keys of the current screen; ``o`` (or F6) opens a project or a data file; Ctrl+Q quits.
+``?`` (or F1) shows the keys of the current screen; F6 opens a project or a data file; Ctrl+Q quits.
+Each screen gets what it works on (the project file, the annotator, a data file) when it is built, and loads its
+own stylesheet (``CSS_PATH``); the app keeps the shared styles and those of the dialogs.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
+from textual import on
 from textual.app import App
 from textual.binding import Binding
+from textual.reactive import var
 
 from core.errors import UserError
+from tui.screens.annotate import AnnotateScreen
+from tui.screens.evaluate import EvaluateScreen
+from tui.screens.export import ExportScreen
+from tui.screens.file_picker import FilePickerScreen
+from tui.screens.help import HelpScreen
+from tui.screens.monitor import MonitorScreen
 
 STYLES = Path(__file__).parent / "styles"
 
-#: Screens that need an open project.
+#: Screens that need an open project (installed as modes exactly while one is open).
 PROJECT_SCREENS = ("annotate", "monitor", "export")
 
 #: Extensions of project files (anything else readable by ``core.tables`` is a data file for Evaluate).
@@ -46,14 +57,7 @@ class EaslApp(App):
         A data file to open in Evaluate.
     """
 
-    CSS_PATH = [
-        STYLES / "app.tcss",
-        STYLES / "annotate.tcss",
-        STYLES / "monitor.tcss",
-        STYLES / "evaluate.tcss",
-        STYLES / "export.tcss",
-        STYLES / "dialogs.tcss",
-    ]
+    CSS_PATH = [STYLES / "app.tcss", STYLES / "dialogs.tcss"]
     TITLE = "easl"
     ENABLE_COMMAND_PALETTE = False
 
@@ -68,6 +72,9 @@ class EaslApp(App):
         Binding("ctrl+q", "quit", "Quit", key_display="^Q"),
     ]
 
+    #: The open project file, named in the title; None until one is opened.
+    project_path: var[Path | None] = var(None)
+
     def __init__(
         self,
         project: str | Path | None = None,
@@ -78,43 +85,33 @@ class EaslApp(App):
         data_file: str | Path | None = None,
     ) -> None:
         super().__init__()
-        self.project_path: Path | None = Path(project) if project is not None else None
         self.annotator: str | None = annotator
         self.poll_interval = float(poll_interval)
         self.data_file: Path | None = Path(data_file) if data_file is not None else None
-        if self.project_path is None and start in PROJECT_SCREENS:
-            start = "evaluate"
-        self.start_screen = start
-        self._install_modes()
+        self.set_reactive(EaslApp.project_path, Path(project) if project is not None else None)
+        self.start_screen = "evaluate" if self.project_path is None and start in PROJECT_SCREENS else start
+        self.add_mode("evaluate", lambda: EvaluateScreen(self.data_file))
+        self._add_project_modes()
 
-    # ------------------------------------------------------------------ modes
-    def _install_modes(self) -> None:
-        from tui.screens.evaluate import EvaluateScreen
+    def _add_project_modes(self) -> None:
+        """Annotate, Monitor and Export of the open project."""
+        path = self.project_path
+        if path is not None:
+            self.add_mode("annotate", lambda: AnnotateScreen(path, self.annotator))
+            self.add_mode("monitor", partial(MonitorScreen, path, self.poll_interval))
+            self.add_mode("export", partial(ExportScreen, path))
 
-        if "evaluate" not in self._modes:
-            self.add_mode("evaluate", EvaluateScreen)
-        if self.project_path is not None:
-            from tui.screens.annotate import AnnotateScreen
-            from tui.screens.export import ExportScreen
-            from tui.screens.monitor import MonitorScreen
-
-            self.add_mode("annotate", AnnotateScreen)
-            self.add_mode("monitor", MonitorScreen)
-            self.add_mode("export", ExportScreen)
-
-    @property
-    def project(self) -> Path:
-        """The open project file (the project screens, Annotate, Monitor and Export, exist only while one is open)."""
-        if self.project_path is None:
-            raise RuntimeError("no project is open")
-        return self.project_path
+    def watch_project_path(self, path: Path | None) -> None:
+        self.title = f"easl · {path.name}" if path is not None else "easl"
 
     def on_mount(self) -> None:
-        self._update_title()
+        self.watch_project_path(self.project_path)  # the title names the project from the start on
         self.switch_mode(self.start_screen)
 
-    def _update_title(self) -> None:
-        self.title = f"easl · {self.project_path.name}" if self.project_path is not None else "easl"
+    @on(AnnotateScreen.Named)
+    def _annotator_named(self, message: AnnotateScreen.Named) -> None:
+        """Keep the annotator's name for the Annotate screen of the next project opened."""
+        self.annotator = message.name
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide the key of the screen on display, and the project screens while no project is open."""
@@ -134,15 +131,11 @@ class EaslApp(App):
 
     def action_help(self) -> None:
         """Show the keys of the current screen."""
-        from tui.screens.help import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
     def action_open_file(self) -> None:
         """Pick a project (opens Annotate) or a data file (opens Evaluate)."""
-        from tui.screens.file_picker import FilePickerScreen
-
         self.push_screen(FilePickerScreen(title="Open a project file or a data file to evaluate"), self.open_path)
 
     async def open_path(self, path: Path | None) -> None:
@@ -151,15 +144,12 @@ class EaslApp(App):
             return
         if path.suffix.lower() in PROJECT_SUFFIXES:
             await self.open_project(path)
-        else:
-            self.data_file = path
-            if self.current_mode != "evaluate":
-                await self.switch_mode("evaluate")
-            from tui.screens.evaluate import EvaluateScreen
-
-            screen = self.screen
-            if isinstance(screen, EvaluateScreen):
-                screen.load_file(path)
+            return
+        self.data_file = path
+        if self.current_mode != "evaluate":
+            await self.switch_mode("evaluate")
+        if isinstance(self.screen, EvaluateScreen):
+            self.screen.load_file(path)
 
     async def open_project(self, path: Path) -> None:
         """Make ``path`` the app's project (closing the screens of the previous one) and show Annotate."""
@@ -172,10 +162,9 @@ class EaslApp(App):
             return
         if self.current_mode != "evaluate":
             await self.switch_mode("evaluate")
-        for mode in PROJECT_SCREENS:
-            if mode in self._modes:
+        if self.project_path is not None:
+            for mode in PROJECT_SCREENS:
                 await self.remove_mode(mode)
         self.project_path = path
-        self._install_modes()
-        self._update_title()
+        self._add_project_modes()
         await self.switch_mode("annotate")

@@ -23,7 +23,7 @@ observations of each item, an exact integer in float64).
 Match quality (eq 11 / 23) lives in :func:`core.selection.match_quality`, its one definition.
 """
 
-from core.models.base import Model, State
+from core.models.base import Model, Posterior, State
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
 from core.models.da import DirectAssessmentModel
 from core.models.easl import EaslModel
@@ -43,6 +43,7 @@ __all__ = [
     "Hyper",
     "Model",
     "PairSchedule",
+    "Posterior",
     "RankAggregationModel",
     "State",
     "TrueSkillModel",

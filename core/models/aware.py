@@ -51,6 +51,7 @@ from numpy.typing import NDArray
 
 from core.models.aware_data import CENTER, Observations, PairStats
 from core.models.aware_noise import NU_R_MAX, loo_noise_ratio, noise_strengths
+from core.models.base import Posterior
 
 _FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
 
@@ -138,8 +139,8 @@ class AwareState:
             kw[f.name] = int(v[0]) if f.name == "sweeps" else (float(v[0]) if f.type == "float" else v.copy())
         return cls(**kw)
 
-    def summary(self) -> dict[str, NDArray[Any]]:
-        """``estimate, mean, variance, ci_low, ci_high`` per item on [0, 1] (the :class:`~core.models.base.Model`
+    def summary(self) -> Posterior:
+        """The :class:`~core.models.base.Posterior` of the items on [0, 1] (the :class:`~core.models.base.Model`
         summary): the score a typical annotator (offset 0, slope 1, noise ``q0``) would give on the bounded scale,
         ``G(mu_i)`` with ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, q0)`` (:mod:`core.models.aware_scale`);
         ``G`` is strictly increasing, so the order of the estimates is that of ``mu``. The interval is the
@@ -154,13 +155,7 @@ class AwareState:
         df, which = np.unique(self.df, return_inverse=True)  # few distinct counts: the quantile once for each
         half = np.sqrt(self.var) * special.stdtrit(df, 0.975)[which.reshape(self.df.shape)]
         estimate, low, high = bounded_interval(self.mu, half, sd_q0)
-        return {
-            "estimate": estimate,
-            "mean": estimate.copy(),
-            "variance": expected_score_slope(self.mu, sd_q0) ** 2 * self.var,
-            "ci_low": low,
-            "ci_high": high,
-        }
+        return Posterior(estimate, estimate.copy(), expected_score_slope(self.mu, sd_q0) ** 2 * self.var, low, high)
 
     @property
     def df(self) -> NDArray[Any]:

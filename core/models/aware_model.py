@@ -31,6 +31,7 @@ from core.models.aware import DEFAULT_CONFIG, AwareConfig, AwareState, Observati
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
 from core.models.aware_clickers import INFORMATIVE_KEY, SHARE_KEY, informative_arrays, informative_state
 from core.models.aware_posterior import RankFigures, StopDecision, rank_figures, stop_decision
+from core.models.base import Posterior
 from core.models.hyper import Hyper
 
 #: Largest difference between a cached and a replayed estimate, in posterior standard deviations.
@@ -109,9 +110,9 @@ class AwareModel:
         st = fit(obs, warm=warm, config=self.config)
         return {**st.to_arrays(), **informative_arrays(st, obs)}
 
-    def summary(self, state: dict[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
-        """``estimate, mean, variance, ci_low, ci_high`` per item on [0, 1] (see
-        :meth:`core.models.aware.AwareState.summary`)."""
+    def summary(self, state: dict[str, NDArray[Any]]) -> Posterior:
+        """The :class:`~core.models.base.Posterior` of the items on [0, 1]
+        (:meth:`core.models.aware.AwareState.summary`)."""
         return AwareState.from_arrays(state).summary()
 
     def selection_keys(self, state: dict[str, NDArray[Any]]) -> tuple[NDArray[Any], NDArray[Any]]:

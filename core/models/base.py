@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +18,34 @@ from core.models.hyper import Hyper
 from core.models.pairs import pair_schedule
 
 State = dict[str, NDArray[Any]]
+
+
+class Posterior(NamedTuple):
+    """A model's per-item summary on the unit interval [0, 1] (:meth:`Model.summary`): float64 arrays of length
+    ``n_items``. A tuple, so ``estimate, mean, variance, ci_low, ci_high = model.summary(state)`` unpacks it.
+
+    Attributes
+    ----------
+    estimate : the point estimate (EASL and RA: the Beta mode, eq 12; DA: the mean of the scores; TrueSkill and
+        aware: the expected bounded score ``G(mu)``).
+    mean : the posterior mean.
+    variance : the posterior variance (EASL and RA: eq 13), the figure Algorithm 1 and ``easl status`` use.
+    ci_low, ci_high : the 95% interval, which contains ``estimate``.
+    """
+
+    estimate: NDArray[Any]
+    mean: NDArray[Any]
+    variance: NDArray[Any]
+    ci_low: NDArray[Any]
+    ci_high: NDArray[Any]
+
+    def on_scale(self, hyper: Hyper) -> Posterior:
+        """The summary on the project's score range: locations through ``Hyper.from_unit`` (``u (max - min) +
+        min``), the variance through ``Hyper.variance_from_unit`` (times ``(max - min)^2``)."""
+        f = hyper.from_unit
+        return Posterior(
+            f(self.estimate), f(self.mean), hyper.variance_from_unit(self.variance), f(self.ci_low), f(self.ci_high)
+        )
 
 
 def check_batch(state: State, item: Any, score01: Any, group: Any) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
@@ -91,7 +119,7 @@ class Model(abc.ABC):
         """
 
     @abc.abstractmethod
-    def summary(self, state: State) -> dict[str, NDArray[Any]]:
+    def summary(self, state: State) -> Posterior:
         """``estimate, mean, variance, ci_low, ci_high`` per item, on ``[0, 1]`` (95% interval)."""
 
     @abc.abstractmethod

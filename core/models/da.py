@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import Model, State
+from core.models.base import Model, Posterior, State
 
 
 class DirectAssessmentModel(Model):
@@ -57,7 +57,7 @@ class DirectAssessmentModel(Model):
             var = np.where(n >= 2, s2 / np.maximum(n, 1.0), 1.0 / 12.0)
         return mean, var
 
-    def summary(self, state: State) -> dict[str, NDArray[Any]]:
+    def summary(self, state: State) -> Posterior:
         n = state["count"]
         mean, var = self._mean_var(state)
         from scipy import special
@@ -67,7 +67,7 @@ class DirectAssessmentModel(Model):
         many = n >= 2
         lo = np.where(many, np.clip(mean - half, 0.0, 1.0), np.minimum(0.025, mean))
         hi = np.where(many, np.clip(mean + half, 0.0, 1.0), np.maximum(0.975, mean))
-        return {"estimate": mean, "mean": mean.copy(), "variance": var, "ci_low": lo, "ci_high": hi}
+        return Posterior(mean, mean.copy(), var, lo, hi)
 
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         return self._mean_var(state)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import Model, State
+from core.models.base import Model, Posterior, State
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
 
 
@@ -46,17 +46,11 @@ class EaslModel(Model):
             state["beta"][empty] = self.hyper.beta0
             state["count"][empty] = 0.0
 
-    def summary(self, state: State) -> dict[str, NDArray[Any]]:
+    def summary(self, state: State) -> Posterior:
         a, b = state["alpha"], state["beta"]
         lo, hi = beta_interval(a, b)
         mode = np.clip(beta_mode(a, b), 0.0, 1.0)
-        return {
-            "estimate": mode,
-            "mean": beta_mean(a, b),
-            "variance": beta_variance(a, b),
-            "ci_low": np.minimum(lo, mode),
-            "ci_high": np.maximum(hi, mode),
-        }
+        return Posterior(mode, beta_mean(a, b), beta_variance(a, b), np.minimum(lo, mode), np.maximum(hi, mode))
 
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         a, b = state["alpha"], state["beta"]

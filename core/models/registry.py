@@ -45,7 +45,7 @@ def get_model(hyper: Hyper) -> Model:
     >>> s = m.init_state(2)
     >>> m.apply(s, [0], [0.8], [0])
     >>> summ = m.summary(s)
-    >>> round(float(summ["estimate"][0]), 12), round(float(summ["variance"][0]), 12)  # Beta(1.8, 1.2)
+    >>> round(float(summ.estimate[0]), 12), round(float(summ.variance[0]), 12)  # Beta(1.8, 1.2)
     (0.8, 0.06)
     """
     if hyper.method == "aware":

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import Model, State
+from core.models.base import Model, Posterior, State
 from core.models.beta import beta_mean, beta_variance
 from core.models.gaussian import Z975, _rate_1vs1_var
 
@@ -54,18 +54,12 @@ class TrueSkillModel(Model):
         for w, lo, drawn in self._pairwise_steps(state, item, score01, group, sign):
             mu[w], s2[w], mu[lo], s2[lo] = _rate_1vs1_var(mu[w], s2[w], mu[lo], s2[lo], gamma, eps, drawn)
 
-    def summary(self, state: State) -> dict[str, NDArray[Any]]:
+    def summary(self, state: State) -> Posterior:
         from core.models.aware_scale import bounded_interval  # here: it loads SciPy
 
         mu, s2 = state["mu"], state["sigma2"]
         estimate, low, high = bounded_interval(mu, Z975 * np.sqrt(s2), self.hyper.gamma)
-        return {
-            "estimate": estimate,
-            "mean": estimate.copy(),
-            "variance": s2.copy(),
-            "ci_low": low,
-            "ci_high": high,
-        }
+        return Posterior(estimate, estimate.copy(), s2.copy(), low, high)
 
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         return state["mu"].copy(), state["sigma2"].copy()

@@ -129,7 +129,7 @@ def run_one(
             est = state.mu
         elif easl is not None and easl_state is not None:
             easl.apply(easl_state, items, x, np.repeat(np.arange(hits.shape[0]), hits.shape[1]))
-            est = easl.summary(easl_state)["estimate"]
+            est = easl.summary(easl_state).estimate
         else:
             est, _ = _means(item_ix, zscore(A, X, n_annotators) if method == "da-z" else X, n)
         row["spearman"] = float(np.corrcoef(stats.rankdata(est), stats.rankdata(truth))[0, 1])

@@ -166,7 +166,7 @@ def run_one(
         else:
             model.apply(state, items, x, np.repeat(np.arange(len(hits)), hits.shape[1])[: items.size])
         base = {"seed": seed, "per_item": item_ix.size / n}
-        est = model.summary(state)["estimate"]
+        est = model.summary(state).estimate
         rho, tau = _correlations(est, truth)
         rows.append({"method": engine, **base, "spearman": rho, "kendall": tau})
         if method == "da-z" or engine == "da":

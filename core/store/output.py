@@ -163,14 +163,13 @@ class Output:
         projects, ``RANK_COLUMNS``) and the reserved names (:meth:`estimates`)."""
         with self._db.reading() as conn:
             state = load_state(conn, writable=False)
-        summ = self._settings.model.summary(state)
-        h = self._settings.hyper
+        summ = self._settings.model.summary(state).on_scale(self._settings.hyper)
         out = {
-            "estimate": h.from_unit(summ["estimate"]),
-            "mean": h.from_unit(summ["mean"]),
-            "variance": h.variance_from_unit(summ["variance"]),
-            "ci_low": h.from_unit(summ["ci_low"]),
-            "ci_high": h.from_unit(summ["ci_high"]),
+            "estimate": summ.estimate,
+            "mean": summ.mean,
+            "variance": summ.variance,
+            "ci_low": summ.ci_low,
+            "ci_high": summ.ci_high,
             "n_annotations": np.rint(state["count"]).astype(np.int64),
         }
         reserved = list(ESTIMATE_COLUMNS)

@@ -54,69 +54,34 @@ def run(args: argparse.Namespace) -> int:
     from easl_plugin.deliveries import DELIVERY_SOURCE
 
     with Project.open(args.project, readonly=True) as project:
-        status = project.status().to_json(extra=status_figures(project))
+        status = project.status()
+        extra = status_figures(project)
         recent, total = project.rejects(limit=args.rejects)
         refused = project.rejects(source=DELIVERY_SOURCE, limit=0)[1]
-        annotators = None
-        if args.annotators:
-            if project.hyper.method != "aware":
-                from core.errors import UserError
+        if args.annotators and project.hyper.method != "aware":
+            from core.errors import UserError
 
-                raise UserError(
-                    f"{args.project}: --annotators needs an aware project (easl init --method aware); "
-                    f"this one uses {project.hyper.method}."
-                )
-            annotators = project.annotator_table()
-    # rejected rows: scores that failed validation (`easl ingest --skip-invalid`, Label Studio annotations: the
-    # "rejected annotations" of `easl ls status`); webhook deliveries the service refused are counted apart
-    status["n_rejected_rows"] = status["n_rejects"] - refused
-    status["n_deliveries_refused"] = refused
-    status["rejects"] = [r.to_json() for r in recent]
-    status["rejects_not_shown"] = total - len(recent)
-    if annotators is not None:
-        status["annotators"] = annotator_records(annotators)
+            raise UserError(
+                f"{args.project}: --annotators needs an aware project (easl init --method aware); "
+                f"this one uses {project.hyper.method}."
+            )
+        annotators = project.annotator_table() if args.annotators else None
     if args.json:
-        print(json.dumps(status, allow_nan=False))
+        # rejected rows: scores that failed validation (`easl ingest --skip-invalid`, Label Studio annotations: the
+        # "rejected annotations" of `easl ls status`); webhook deliveries the service refused are counted apart
+        out = status.to_json(extra=extra)
+        out["n_rejected_rows"] = status.n_rejects - refused
+        out["n_deliveries_refused"] = refused
+        out["rejects"] = [r.to_json() for r in recent]
+        out["rejects_not_shown"] = total - len(recent)
+        if annotators is not None:
+            out["annotators"] = annotator_records(annotators)
+        print(json.dumps(out, allow_nan=False))
         return 0
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"{status['path']} ({status['method']})", show_header=False)
-    table.add_column("figure", style="bold")
-    table.add_column("value")
-
-    def fmt(key: str) -> str:
-        v = status.get(key)
-        if v is None:
-            return f"n/a ({status.get(key + '_reason', 'unknown')})"
-        return f"{v:.6g}" if isinstance(v, float) else str(v)
-
-    table.add_row("iteration", fmt("iteration"))
-    table.add_row("items", fmt("n_items"))
-    table.add_row("observations (live)", fmt("n_observations"))
-    table.add_row("log records", fmt("n_log_records"))
-    table.add_row("HITs open / complete (this iteration)", f"{status['n_hits_open']} / {status['n_hits_complete']}")
-    table.add_row("HITs in all iterations", fmt("n_hits_total"))
-    table.add_row("mean variance (unit scale)", fmt("mean_variance"))
-    table.add_row("max variance (unit scale)", fmt("max_variance"))
-    ann = status["n_annotations"]
-    table.add_row(
-        "annotations per item (min / mean / max)",
-        "n/a" if ann["min"] is None else f"{ann['min']} / {ann['mean']:.3g} / {ann['max']}",
-    )
-    stop = status.get("stop")
-    if stop is not None:
-        target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
-        table.add_row("expected Spearman / stop target", f"{stop['expected_spearman']:.3f} / {target}")
-        table.add_row("stop", ("reached: " if stop["reached"] else "not reached: ") + stop["reason"])
-    ev = status["events"]
-    table.add_row("events pending / failed", f"{ev['pending']} / {ev['failed']}")
-    table.add_row("rejected rows (scores that failed validation)", fmt("n_rejected_rows"))
-    if refused:
-        table.add_row("webhook deliveries refused or malformed", fmt("n_deliveries_refused"))
-    table.add_row("last reconciliation", status["last_reconciliation"] or "never")
     con = Console(soft_wrap=True)
-    con.print(table)
+    con.print(status_table(status, refused, extra["last_reconciliation"]))
     if annotators is not None:
         con.print(annotator_table(annotators))
     if recent:
@@ -127,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
                 markup=False,
                 highlight=False,
             )
-    if status["rejects_not_shown"]:
+    if total > len(recent):
         con.print(
-            f"  ... and {status['rejects_not_shown']} more; `easl ls status {args.project}` lists every Label "
+            f"  ... and {total - len(recent)} more; `easl ls status {args.project}` lists every Label "
             f"Studio reject (use --rejects N to list more here).",
             markup=False,
             highlight=False,
@@ -137,19 +102,58 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def status_table(status, refused: int, last_reconciliation: str | None):
+    """The figures of a ``ProjectStatus`` as a rich table; ``refused``: webhook deliveries the service refused
+    (counted apart from the rejected rows), ``last_reconciliation``: the Label Studio plugin's figure."""
+    from rich.table import Table
+
+    def fmt(value) -> str:
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    def variance(value: float | None) -> str:
+        return f"n/a ({status.variance_reason})" if value is None else fmt(value)
+
+    ann, ev, stop = status.n_annotations, status.events, status.stop
+    rows = [
+        ("iteration", fmt(status.iteration)),
+        ("items", fmt(status.n_items)),
+        ("observations (live)", fmt(status.n_observations)),
+        ("log records", fmt(status.n_log_records)),
+        ("HITs open / complete (this iteration)", f"{status.n_hits_open} / {status.n_hits_complete}"),
+        ("HITs in all iterations", fmt(status.n_hits_total)),
+        ("mean variance (unit scale)", variance(status.mean_variance)),
+        ("max variance (unit scale)", variance(status.max_variance)),
+        (
+            "annotations per item (min / mean / max)",
+            "n/a" if ann["min"] is None else f"{ann['min']} / {ann['mean']:.3g} / {ann['max']}",
+        ),
+    ]
+    if stop is not None:
+        target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
+        rows.append(("expected Spearman / stop target", f"{stop['expected_spearman']:.3f} / {target}"))
+        rows.append(("stop", ("reached: " if stop["reached"] else "not reached: ") + stop["reason"]))
+    rows.append(("events pending / failed", f"{ev['pending']} / {ev['failed']}"))
+    rows.append(("rejected rows (scores that failed validation)", fmt(status.n_rejects - refused)))
+    if refused:
+        rows.append(("webhook deliveries refused or malformed", fmt(refused)))
+    rows.append(("last reconciliation", last_reconciliation or "never"))
+    table = Table(title=f"{status.path} ({status.method})", show_header=False)
+    table.add_column("figure", style="bold")
+    table.add_column("value")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def annotator_records(frame) -> list[dict]:
     """The annotator table as JSON-ready objects (a number that is not finite becomes null)."""
     import math
 
-    records = []
-    for row in frame.to_dict(orient="records"):
-        rec = {}
-        for k, v in row.items():
-            if hasattr(v, "item"):
-                v = v.item()
-            rec[k] = None if isinstance(v, float) and not math.isfinite(v) else v
-        records.append(rec)
-    return records
+    def clean(v):
+        v = v.item() if hasattr(v, "item") else v
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 #: How each flag is shown: ``random`` and ``collapsed`` in red, the soft ``noisy`` in yellow.

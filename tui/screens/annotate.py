@@ -1,18 +1,23 @@
 """Annotate: score the next open HIT of a project by keyboard, submit it, undo the last submission.
 
 The screen shows and edits; the work on the project file (submit, undo, which HIT comes next) is
-``tui.screens.annotate_session.AnnotationSession``, called from worker threads so that the keyboard never waits.
+``tui.screens.annotate_session.AnnotationSession``, run in a thread by the screen's workers so that the keyboard
+never waits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from pathlib import Path
 
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
@@ -23,9 +28,6 @@ from tui.screens.name_prompt import NamePrompt
 from tui.settings import clear_draft, load_draft, remember_annotator, remembered_annotator, save_draft
 from tui.widgets.score_row import ScoreRow
 
-if TYPE_CHECKING:
-    from tui.app import EaslApp
-
 
 class ItemsScroll(VerticalScroll, can_focus=False):
     """The HIT's rows (not focusable: the screen receives every key)."""
@@ -34,9 +36,7 @@ class ItemsScroll(VerticalScroll, can_focus=False):
 class AnnotateScreen(Screen):
     """Score the items of the next open HIT (0-100 by default) and submit."""
 
-    if TYPE_CHECKING:
-        app: EaslApp  # the screen runs only inside easl's app
-
+    CSS_PATH = "../styles/annotate.tcss"
     HELP = """\
 **Annotate** — score every item of the HIT, then submit.
 
@@ -72,12 +72,28 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         "end": ("extreme", 1),
     }
 
-    def __init__(self) -> None:
+    class Named(Message):
+        """The annotator gave their name (the app keeps it for the next project's Annotate)."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    #: The HIT on screen and its progress figures (None until the first one is read).
+    view: var[HitView | None] = var(None)
+    #: The annotator's name (None until given).
+    annotator: var[str | None] = var(None)
+    #: HITs submitted in this session (less the ones undone).
+    session_count = var(0)
+    #: The progress line, from the three above.
+    progress = var("")
+
+    def __init__(self, project: Path, annotator: str | None = None) -> None:
         super().__init__()
-        self.session: AnnotationSession | None = None
-        self.view: HitView | None = None
+        self.project = Path(project)
+        self.set_reactive(AnnotateScreen.annotator, annotator)
+        self.session = AnnotationSession(self.project, annotator or "")  # named in :meth:`_start`
         self.busy = False
-        self.session_count = 0
         self.current = 0
         self._draft: dict[str, float] = {}
         self._draft_timer: Timer | None = None
@@ -92,13 +108,10 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
 
     def on_mount(self) -> None:
         self.sub_title = "Annotate"
-        name = self.app.annotator
+        name = self.annotator
         if name is None:
-            try:
+            with self._store_errors():
                 name = remembered_annotator()
-            except STORE_ERRORS as exc:
-                self.notify(str(exc), severity="error", timeout=8)
-                name = None
         if name is None:
             self.app.push_screen(NamePrompt(), self._named)
         else:
@@ -106,7 +119,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
 
     def _named(self, name: str | None) -> None:
         if not name:
-            if self.session is None:
+            if not self.session.annotator:
                 self.query_one("#hit-title", Static).update("An annotator name is needed: press n to enter it.")
             return
         try:
@@ -116,85 +129,60 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
         self._start(name)
 
     def _start(self, name: str) -> None:
-        self.app.annotator = name
-        if self.session is None:
-            self.session = AnnotationSession(self.app.project, name)
-        else:
-            self.session.annotator = name
+        self.annotator = self.session.annotator = name
+        self.post_message(self.Named(name))
         self.load_hit()
 
     # ------------------------------------------------------------- workers
-    @work(thread=True, exclusive=True, group="annotate")
-    def load_hit(self, prefer_hit: str | None = None, prefill: dict | None = None) -> None:
-        """Fetch the HIT to show (in a thread: never blocks the keyboard)."""
+    @contextlib.contextmanager
+    def _store_errors(self) -> Iterator[None]:
+        """Show what the project file refused or could not give (:data:`STORE_ERRORS`) and free the keys."""
         try:
-            view = self._session().current(prefer_hit)
+            yield
         except STORE_ERRORS as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
-            return
-        self.app.call_from_thread(self._show, view, prefill or {})  # type: ignore[arg-type]  # textual: R | Awaitable[R]
+            self.busy = False
+            self.notify(str(exc), severity="error", timeout=8)
 
-    @work(thread=True, exclusive=True, group="annotate")
-    def _submit_worker(self, hit: dict, scores: dict[str, float]) -> None:
-        session = self._session()
-        try:
-            session.submit(hit, scores)
-        except STORE_ERRORS as exc:
-            self.app.call_from_thread(self._failed, str(exc))
-            return
-        self.app.call_from_thread(self._forget_draft)
-        with contextlib.suppress(UserError, OSError):  # a stale draft is ignored once its HIT is complete
-            clear_draft(session.path, session.annotator)
-        self.session_count += 1
-        self.app.call_from_thread(self.notify, f"Submitted HIT {hit['hit_id']}.", timeout=2)
-        try:
-            view = session.current()
-        except STORE_ERRORS as exc:
-            self.app.call_from_thread(self._failed, str(exc))
-            return
-        self.app.call_from_thread(self._show, view, {})  # type: ignore[arg-type]  # textual: R | Awaitable[R]
+    @work(exclusive=True, group="annotate")
+    async def load_hit(self, prefer_hit: str | None = None, prefill: dict | None = None) -> None:
+        """Fetch the HIT to show (the project is read in a thread: the keyboard never waits)."""
+        with self._store_errors():
+            await self._show(await asyncio.to_thread(self.session.current, prefer_hit), prefill or {})
 
-    @work(thread=True, exclusive=True, group="annotate")
-    def _undo_worker(self) -> None:
-        session = self._session()
-        try:
-            sub = session.undo()
-        except STORE_ERRORS as exc:
-            self.app.call_from_thread(self._failed, str(exc))
-            return
-        if sub is None:
-            self.app.call_from_thread(self._failed, "Nothing to undo: no submission from this annotator yet.")
-            return
-        self.session_count = max(self.session_count - 1, 0)
-        self.app.call_from_thread(self.notify, f"Retracted HIT {sub.hit_id}.", timeout=3)
-        try:
-            view = session.current(prefer_hit=sub.hit_id)
-        except STORE_ERRORS as exc:
-            self.app.call_from_thread(self._failed, str(exc))
-            return
-        prefill = sub.scores if view.hit is not None and view.hit["hit_id"] == sub.hit_id else {}
-        self.app.call_from_thread(self._show, view, prefill)  # type: ignore[arg-type]  # textual: R | Awaitable[R]
+    @work(exclusive=True, group="annotate")
+    async def _submit(self, hit: dict, scores: dict[str, float]) -> None:
+        with self._store_errors():
+            await asyncio.to_thread(self.session.submit, hit, scores)
+            self._forget_draft()
+            with contextlib.suppress(UserError, OSError):  # a stale draft is ignored once its HIT is complete
+                clear_draft(self.session.path, self.session.annotator)
+            self.session_count += 1
+            self.notify(f"Submitted HIT {hit['hit_id']}.", timeout=2)
+            await self._show(await asyncio.to_thread(self.session.current), {})
 
-    def _session(self) -> AnnotationSession:
-        """The session the workers use (they start only after :meth:`_start` has made it)."""
-        if self.session is None:
-            raise RuntimeError("no annotation session yet")
-        return self.session
-
-    def _failed(self, message: str) -> None:
-        self.busy = False
-        self.notify(message, severity="error", timeout=8)
+    @work(exclusive=True, group="annotate")
+    async def _undo(self) -> None:
+        with self._store_errors():
+            sub = await asyncio.to_thread(self.session.undo)
+            if sub is None:
+                raise UserError("Nothing to undo: no submission from this annotator yet.")
+            self.session_count = max(self.session_count - 1, 0)
+            self.notify(f"Retracted HIT {sub.hit_id}.", timeout=3)
+            view = await asyncio.to_thread(self.session.current, sub.hit_id)
+            await self._show(view, sub.scores if view.hit is not None and view.hit["hit_id"] == sub.hit_id else {})
 
     # ----------------------------------------------------------------- view
-    def _progress_text(self) -> str:
+    def compute_progress(self) -> str:
         v = self.view
-        name = self.app.annotator or "?"
         if v is None:
-            return f"annotator {name}"
+            return ""
         return (
             f"iteration {v.iteration} · {v.hits_done} of {v.hits_in_iteration} HITs done · "
-            f"{self.session_count} this session · annotator {name}"
+            f"{self.session_count} this session · annotator {self.annotator or '?'}"
         )
+
+    def watch_progress(self, text: str) -> None:
+        self.query_one("#progress", Static).update(text)
 
     async def _show(self, view: HitView, prefill: dict) -> None:
         """Replace the rows by the HIT's items; the title is written last, once the first row is current."""
@@ -203,7 +191,6 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
             self.notify(f"Iteration {view.iteration} started.", timeout=3)
         container = self.query_one("#items", ItemsScroll)
         await container.remove_children()
-        self.query_one("#progress", Static).update(self._progress_text())
         question = self.query_one("#question", Static)
         question.update(view.question or "")
         question.display = bool(view.question)
@@ -211,11 +198,10 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
             self.query_one("#hit-title", Static).update("No open HIT in this project.")
             self.busy = False
             return
-        low, high = view.score_min, view.score_max
         items = view.hit["items"]
         if not prefill:
             try:
-                prefill = load_draft(self.app.project, self._session().annotator, view.hit["hit_id"])
+                prefill = load_draft(self.project, self.session.annotator, view.hit["hit_id"])
             except UserError as exc:
                 self.notify(str(exc), severity="warning")
         self._draft = {str(k): float(v) for k, v in prefill.items()}
@@ -224,8 +210,8 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
                 k + 1,
                 str(it["item_id"]),
                 str(it.get("text", "")),
-                low=low,
-                high=high,
+                low=view.score_min,
+                high=view.score_max,
                 score=prefill.get(str(it["item_id"])),
             )
             for k, it in enumerate(items)
@@ -256,18 +242,18 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
             self.select_row(missing[0].position - 1)
             return
         self.busy = True
-        self._submit_worker(self.view.hit, {r.item_id: float(r.score) for r in rows if r.score is not None})
+        self._submit(self.view.hit, {r.item_id: float(r.score) for r in rows if r.score is not None})
 
     def action_undo(self) -> None:
         """Retract the last submission and show that HIT again when it is still open."""
-        if self.busy or self.session is None:
+        if self.busy or not self.session.annotator:
             return
         self.busy = True
-        self._undo_worker()
+        self._undo()
 
     def action_rename(self) -> None:
         """Ask for the annotator's name again (used for the next submissions)."""
-        self.app.push_screen(NamePrompt(self.app.annotator or ""), self._named)
+        self.app.push_screen(NamePrompt(self.annotator or ""), self._named)
 
     def select_row(self, index: int) -> None:
         """Make row ``index`` the one the keys edit (wraps around) and scroll it into view."""
@@ -338,10 +324,10 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
 
     def write_draft(self) -> None:
         """Write the draft of the HIT on screen to the settings file."""
-        if self.view is None or self.view.hit is None or not self.app.annotator:
+        if self.view is None or self.view.hit is None or not self.annotator:
             return
         try:
-            save_draft(self.app.project, self.app.annotator, self.view.hit["hit_id"], self._draft)
+            save_draft(self.project, self.annotator, self.view.hit["hit_id"], self._draft)
         except (UserError, OSError) as exc:
             self.notify(f"Could not save the scores typed so far: {exc}", severity="warning")
 

@@ -103,9 +103,9 @@ class AnnotationSession:
                 chosen = hits[0]
             return HitView(
                 hit=chosen,
-                iteration=int(status["iteration"]),
-                hits_in_iteration=int(status["n_hits_open"]) + int(status["n_hits_complete"]),
-                hits_open=int(status["n_hits_open"]),
+                iteration=status.iteration,
+                hits_in_iteration=status.n_hits_open + status.n_hits_complete,
+                hits_open=status.n_hits_open,
                 score_min=float(project.hyper.score_min),
                 score_max=float(project.hyper.score_max),
                 started_iteration=started,

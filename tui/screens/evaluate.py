@@ -8,14 +8,16 @@ the file, lets the user choose the columns and shows the result object. What it 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import (
     Button,
@@ -35,9 +37,6 @@ from textual.widgets.select import NoSelection
 from core.errors import UserError
 from tui.screens.evaluate_data import parse_count, parse_scale, result_rows, run_evaluation, save_report
 
-if TYPE_CHECKING:
-    from tui.app import EaslApp
-
 
 def _shown_path(path: Path) -> str:
     """``path`` relative to the working directory when it lies inside it, else absolute."""
@@ -49,11 +48,10 @@ def _shown_path(path: Path) -> str:
 
 
 class EvaluateScreen(Screen):
-    """Choose columns, evaluate, read the metrics and warnings, save the report."""
+    """Choose columns, evaluate, read the metrics and warnings, save the report (``data_file``: the file to open
+    first)."""
 
-    if TYPE_CHECKING:
-        app: EaslApp  # the screen runs only inside easl's app
-
+    CSS_PATH = "../styles/evaluate.tcss"
     HELP = """\
 **Evaluate** — the metrics of `easl evaluate` on a CSV, TSV, JSONL or Parquet file.
 
@@ -70,11 +68,14 @@ class EvaluateScreen(Screen):
         Binding("ctrl+s", "save", "Save"),
     ]
 
-    def __init__(self) -> None:
+    #: The last evaluation (``core.metrics`` ``Evaluation``), shown on the Results tab.
+    evaluation: var[Any] = var(None, always_update=True)
+
+    def __init__(self, data_file: Path | None = None) -> None:
         super().__init__()
+        self.data_file = data_file
         self.path: Path | None = None
         self.columns: list[str] = []
-        self.evaluation = None
         self.saved: list[Path] = []
 
     def compose(self) -> ComposeResult:
@@ -91,40 +92,37 @@ class EvaluateScreen(Screen):
                     yield Input(placeholder="from the data", id="scale")
                     yield Label("bootstrap resamples")
                     yield Input(value="200", id="bootstrap")
-                    yield Button("Evaluate", id="evaluate-button", variant="primary")
+                    yield Button("Evaluate", id="evaluate-button", variant="primary", action="screen.evaluate")
             with TabPane("Results", id="results-tab"):
                 yield DataTable(id="results-table", zebra_stripes=True)
                 with VerticalScroll(id="notes-scroll"):
                     yield Static("", id="eval-notes")
                 with Horizontal(id="save-row"):
                     yield Input(placeholder="report folder", id="report-dir")
-                    yield Button("Save report", id="save-button")
+                    yield Button("Save report", id="save-button", action="screen.save")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.sub_title = "Evaluate"
         self.query_one("#human-columns", SelectionList).border_title = "human columns"
         self.query_one("#system-columns", SelectionList).border_title = "system columns"
-        if self.app.data_file is not None:
-            self.load_file(self.app.data_file)
+        if self.data_file is not None:
+            self.load_file(self.data_file)
 
     # ---------------------------------------------------------------- file
-    def load_file(self, path: Path) -> None:
-        """Read the header of ``path`` and offer its columns."""
-        self._load_worker(Path(path))
-
-    @work(thread=True, exclusive=True, group="evaluate-load")
-    def _load_worker(self, path: Path) -> None:
+    @work(exclusive=True, group="evaluate-load")
+    async def load_file(self, path: Path) -> None:
+        """Read ``path`` (in a thread) and offer its columns."""
         from core.tables import read_table
 
+        path = Path(path)
         try:
-            frame = read_table(path).frame
+            frame = (await asyncio.to_thread(read_table, path)).frame
         except UserError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
+            self._show_error(str(exc))
             return
-        self.app.call_from_thread(self._set_file, path, [str(c) for c in frame.columns], len(frame))
-
-    def _set_file(self, path: Path, columns: list[str], n_rows: int) -> None:
+        columns = [str(c) for c in frame.columns]
+        n_rows = len(frame)
         self.path = path
         self.columns = columns
         self.query_one("#eval-file", Static).update(
@@ -148,14 +146,6 @@ class EvaluateScreen(Screen):
         self.notify(message, severity="error", timeout=10)
 
     # ------------------------------------------------------------ evaluate
-    @on(Button.Pressed, "#evaluate-button")
-    def _evaluate_pressed(self) -> None:
-        self.action_evaluate()
-
-    @on(Button.Pressed, "#save-button")
-    def _save_pressed(self) -> None:
-        self.action_save()
-
     def action_evaluate(self) -> None:
         """Evaluate the chosen columns (in a worker thread)."""
         if self.path is None:
@@ -178,25 +168,26 @@ class EvaluateScreen(Screen):
         self.query_one("#eval-tabs", TabbedContent).active = "results-tab"
         self._evaluate_worker(self.path, human, system, group, scale, n_boot)
 
-    @work(thread=True, exclusive=True, group="evaluate")
-    def _evaluate_worker(self, path, human, system, group, scale, n_boot) -> None:
-        def progress(done: int, total: int) -> None:
-            self.app.call_from_thread(
-                self.query_one("#eval-notes", Static).update,
-                Text(f"evaluating… bootstrap {done:,} of {total:,} resamples", style="dim"),
-            )
+    @work(exclusive=True, group="evaluate")
+    async def _evaluate_worker(self, path, human, system, group, scale, n_boot) -> None:
+        notes = self.query_one("#eval-notes", Static)
+
+        def progress(done: int, total: int) -> None:  # in the thread: shown before the next resamples run
+            text = Text(f"evaluating… bootstrap {done:,} of {total:,} resamples", style="dim")
+            self.app.call_from_thread(notes.update, text)
 
         try:
-            evaluation = run_evaluation(path, human, system, group, scale, n_boot, progress=progress)
+            self.evaluation = await asyncio.to_thread(
+                run_evaluation, path, human, system, group, scale, n_boot, progress=progress
+            )
         except UserError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
-            self.app.call_from_thread(self.query_one("#eval-notes", Static).update, Text(str(exc), style="red"))
-            return
-        self.app.call_from_thread(self.show_results, evaluation)
+            self._show_error(str(exc))
+            notes.update(Text(str(exc), style="red"))
 
-    def show_results(self, evaluation) -> None:
+    def watch_evaluation(self, evaluation) -> None:
         """Fill the results table and the notes from an evaluation."""
-        self.evaluation = evaluation
+        if evaluation is None:
+            return
         columns, rows = result_rows(evaluation)
         table = self.query_one("#results-table", DataTable)
         table.clear(columns=True)
@@ -227,12 +218,11 @@ class EvaluateScreen(Screen):
             return
         self._save_worker(Path(folder), self.path)
 
-    @work(thread=True, exclusive=True, group="evaluate-save")
-    def _save_worker(self, folder: Path, source: Path) -> None:
+    @work(exclusive=True, group="evaluate-save")
+    async def _save_worker(self, folder: Path, source: Path) -> None:
         try:
-            written = save_report(self.evaluation, folder, source)
+            self.saved = await asyncio.to_thread(save_report, self.evaluation, folder, source)
         except (UserError, OSError) as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
+            self._show_error(str(exc))
             return
-        self.saved = written
-        self.app.call_from_thread(self.notify, f"Report saved to {folder} ({len(written)} files).", timeout=5)
+        self.notify(f"Report saved to {folder} ({len(self.saved)} files).", timeout=5)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -16,9 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, RadioButton, RadioSet, Static
 
 from core.errors import UserError
-
-if TYPE_CHECKING:
-    from tui.app import EaslApp
+from tui.screens.annotate_session import STORE_ERRORS
 
 #: Format name -> file extension.
 FORMATS = {"CSV": ".csv", "JSONL": ".jsonl", "Parquet": ".parquet"}
@@ -70,11 +67,9 @@ def with_suffix(path_text: str, suffix: str) -> str:
 
 
 class ExportScreen(Screen):
-    """Choose the format and the output files, then export."""
+    """Choose the format and the output files, then export the project file ``project``."""
 
-    if TYPE_CHECKING:
-        app: EaslApp  # the screen runs only inside easl's app
-
+    CSS_PATH = "../styles/export.tcss"
     HELP = """\
 **Export** — write the estimates (item_id, estimate, mean, variance, ci_low, ci_high, n_annotations and the item's
 data, on the project's score range) and, optionally, the raw ratings in long form (item_id, annotator, score,
@@ -89,8 +84,12 @@ hit_id, iteration, annotation_id, created_at).
 
     BINDINGS = [Binding("ctrl+s", "export", "Export files")]
 
+    def __init__(self, project: Path) -> None:
+        super().__init__()
+        self.project = Path(project)
+
     def compose(self) -> ComposeResult:
-        stem = self.app.project.with_suffix("").name
+        stem = self.project.with_suffix("").name
         yield Header()
         with Vertical(id="export-form"):
             yield Label("Format")
@@ -102,7 +101,7 @@ hit_id, iteration, annotation_id, created_at).
             with Horizontal(id="ratings-row"):
                 yield Checkbox("Also the raw ratings", value=True, id="with-ratings")
             yield Input(value=f"{stem}-ratings.csv", id="ratings-path")
-            yield Button("Export", id="export-button", variant="primary")
+            yield Button("Export", id="export-button", variant="primary", action="screen.export")
             yield Static("", id="export-result")
         yield Footer(compact=True, show_command_palette=False)
 
@@ -120,10 +119,6 @@ hit_id, iteration, annotation_id, created_at).
     def _ratings_toggled(self, event: Checkbox.Changed) -> None:
         self.query_one("#ratings-path", Input).disabled = not event.value
 
-    @on(Button.Pressed, "#export-button")
-    def _pressed(self) -> None:
-        self.action_export()
-
     def action_export(self) -> None:
         """Write the files (in a worker thread)."""
         estimates = self.query_one("#estimates-path", Input).value.strip()
@@ -139,18 +134,18 @@ hit_id, iteration, annotation_id, created_at).
         self._report(Text("exporting…", style="dim"))
         self._export_worker(Path(estimates), Path(ratings) if ratings else None)
 
-    @work(thread=True, exclusive=True, group="export")
-    def _export_worker(self, estimates: Path, ratings: Path | None) -> None:
+    @work(exclusive=True, group="export")
+    async def _export_worker(self, estimates: Path, ratings: Path | None) -> None:
         try:
-            result = export_project(self.app.project, estimates, ratings)
-        except (UserError, OSError, sqlite3.Error) as exc:
-            self.app.call_from_thread(self._report, Text(str(exc), style="bold red"))
+            result = await asyncio.to_thread(export_project, self.project, estimates, ratings)
+        except STORE_ERRORS as exc:
+            self._report(Text(str(exc), style="bold red"))
             return
         lines = f"Wrote {result.n_items:,} items to {result.estimates_path}"
         if result.ratings_path is not None:
             lines += f"\nWrote {result.n_ratings:,} ratings to {result.ratings_path}"
-        self.app.call_from_thread(self._report, Text(lines, style="green"))
-        self.app.call_from_thread(self.notify, "Export written.", timeout=3)
+        self._report(Text(lines, style="green"))
+        self.notify("Export written.", timeout=3)
 
     def _report(self, text: Text) -> None:
         self.query_one("#export-result", Static).update(text)

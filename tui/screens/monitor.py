@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -19,21 +20,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
 from core.errors import UserError
 from tui.commands.status import FLAG_STYLES
-from tui.screens.monitor_data import MonitorSnapshot, MonitorSource
+from tui.screens.monitor_data import AwarePanel, MonitorSnapshot, MonitorSource
 from tui.screens.stop_target import StopChoice, StopTargetPrompt
 from tui.widgets.charts import ConvergenceChart, EstimateHistogram
 from tui.widgets.item_table import ItemTable
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-
-    from tui.app import EaslApp
 
 _FROZEN = threading.Event()
 
@@ -63,11 +63,10 @@ def _num(value, digits: int = 2) -> str:
 
 
 class MonitorScreen(Screen):
-    """Iteration, annotations, posterior variance, rank stability, charts and the items table, kept live."""
+    """Iteration, annotations, posterior variance, rank stability, charts and the items table of the project file
+    ``project``, read every ``poll_interval`` seconds when it changed."""
 
-    if TYPE_CHECKING:
-        app: EaslApp  # the screen runs only inside easl's app
-
+    CSS_PATH = "../styles/monitor.tcss"
     HELP = """\
 **Monitor** — live figures of the project file, refreshed when it changes.
 
@@ -106,12 +105,16 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
             super().__init__()
             self.error = error
 
-    def __init__(self) -> None:
+    #: The reading on display (None until the first one); every poll that finds a change sets a new one.
+    snapshot: var[MonitorSnapshot | None] = var(None, always_update=True)
+
+    def __init__(self, project: Path, poll_interval: float = 1.0) -> None:
         super().__init__()
+        self.project = Path(project)
+        self.poll_interval = poll_interval
         self._wake = threading.Event()
         self._force = threading.Event()
         self._stop = threading.Event()
-        self.snapshot: MonitorSnapshot | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -140,7 +143,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
     def _poll_loop(self) -> None:
         """Poll the project file until the screen goes away (runs in its own thread)."""
         worker = get_current_worker()
-        source = MonitorSource(self.app.project)
+        source = MonitorSource(self.project)
         while not worker.is_cancelled and not self._stop.is_set():
             force = self._force.is_set()
             self._force.clear()
@@ -150,11 +153,11 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
                 self.post_message(self.PollFailed(str(exc)))
                 snapshot = None
             except Exception as exc:  # a reader racing a writer's schema change or a locked file: retry next poll
-                self.post_message(self.PollFailed(f"{self.app.project}: could not read the project ({exc})."))
+                self.post_message(self.PollFailed(f"{self.project}: could not read the project ({exc})."))
                 snapshot = None
             if snapshot is not None:
                 self.post_message(self.Snapshot(snapshot))
-            self._wake.wait(self.app.poll_interval)
+            self._wake.wait(self.poll_interval)
             self._wake.clear()
 
     def action_refresh_now(self) -> None:
@@ -168,7 +171,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         if aware is None:
             self.notify("The stop target needs the method aware (easl init --method aware).", severity="warning")
             return
-        current = (aware.get("stop") or {}).get("target")
+        current = aware.stop.get("target")
         self.app.push_screen(StopTargetPrompt(current), self._set_stop_target)
 
     def _set_stop_target(self, choice: StopChoice) -> None:
@@ -178,7 +181,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
 
         (target,) = choice
         try:
-            with Project.open(self.app.project) as project:
+            with Project.open(self.project) as project:
                 project.set_stop_at(target)
         except UserError as exc:
             self.notify(str(exc), severity="error")
@@ -192,21 +195,21 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
 
     @on(Snapshot)
     def _on_snapshot(self, message: Snapshot) -> None:
-        self.apply_snapshot(message.snapshot)
+        self.snapshot = message.snapshot
 
-    def apply_snapshot(self, snap: MonitorSnapshot) -> None:
-        """Show a snapshot: figures, charts and table."""
-        self.snapshot = snap
+    def watch_snapshot(self, snap: MonitorSnapshot | None) -> None:
+        """The figures, charts and table of a new reading."""
+        if snap is None:
+            return
         s = snap.status
         rho = snap.history.rho[-1] if snap.history.rho.size else float("nan")
         low, high = snap.score_range
         line1 = (
-            f"[b]iteration {s.get('iteration', '-')}[/b] · {int(s.get('n_observations', 0)):,} annotations · "
-            f"{int(s.get('n_hits_open', 0)):,} open HITs · {int(s.get('n_items', len(snap.columns))):,} items · "
-            f"scores {low:g}–{high:g}"
+            f"[b]iteration {s.iteration}[/b] · {s.n_observations:,} annotations · "
+            f"{s.n_hits_open:,} open HITs · {s.n_items:,} items · scores {low:g}–{high:g}"
         )
         line2 = (
-            f"posterior variance mean {_num(s.get('mean_variance'), 4)} max {_num(s.get('max_variance'), 4)} "
+            f"posterior variance mean {_num(s.mean_variance, 4)} max {_num(s.max_variance, 4)} "
             f"· rank stability ρ {_num(rho, 3)}"
         )
         self.query_one("#stats", Static).update(line1 + "\n" + line2)
@@ -218,7 +221,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         self._show_detail()
         freeze_long_lived_objects()  # after the first reading: every module the Monitor uses is loaded
 
-    def _show_aware(self, aware: dict | None) -> None:
+    def _show_aware(self, aware: AwarePanel | None) -> None:
         """The aware panel: expected Spearman against the stop target, and the annotator diagnostics."""
         panel = self.query_one("#aware", Static)
         panel.display = aware is not None
@@ -227,7 +230,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         from rich.console import Group
         from rich.table import Table
 
-        stop = aware.get("stop") or {}
+        stop = aware.stop
         target = stop.get("target")
         head = Text.assemble(
             ("expected Spearman ", "bold"),
@@ -238,18 +241,18 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         table = Table(box=None, padding=(0, 1), header_style="bold")
         for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag"):
             table.add_column(col, justify="left" if col in ("annotator", "flag") else "right")
-        for r in aware.get("annotators", []):
-            flag = r.get("flag") or ""
+        for r in aware.annotators.itertuples(index=False):
+            flag = r.flag or ""
             table.add_row(
-                "(none)" if r.get("annotator") is None else str(r["annotator"]),
-                str(r["n_scores"]),
-                _num(r["offset"]),
-                _num(r["slope"]),
-                _num(r["noise"]),
-                _num(r["agreement"]),
+                "(none)" if r.annotator is None else str(r.annotator),
+                str(r.n_scores),
+                _num(r.offset),
+                _num(r.slope),
+                _num(r.noise),
+                _num(r.agreement),
                 Text(flag, style=FLAG_STYLES.get(flag, "bold")) if flag else "",
             )
-        more = aware.get("n_annotators", 0) - len(aware.get("annotators", []))
+        more = aware.n_annotators - len(aware.annotators)
         parts: list[RenderableType] = [head, table]
         if more > 0:
             parts.append(Text(f"… {more} more annotators (easl status --annotators)"))

@@ -20,12 +20,19 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.stats import rankdata
 
+from core.models.base import Posterior
 from tui.widgets.item_table import ItemColumns
 from tui.widgets.ordering import average_ranks, stable_order, update_stable_order
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.store import ProjectStatus
 
 #: Number of bins of the estimates histogram.
 HIST_BINS = 20
@@ -116,22 +123,32 @@ class ConvergenceHistory:
     rho: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
-@dataclass
-class MonitorSnapshot:
-    """Everything one refresh of the Monitor needs."""
+@dataclass(frozen=True)
+class AwarePanel:
+    """The aware figures of the Monitor (:func:`aware_panel`): ``stop`` (``ProjectStatus.stop``), the rows of
+    ``annotators`` shown and the number of all of them."""
 
-    status: dict
+    stop: dict[str, Any]
+    annotators: pd.DataFrame
+    n_annotators: int
+
+
+@dataclass(frozen=True)
+class MonitorSnapshot:
+    """Everything one refresh of the Monitor needs (``aware`` is None unless the project's method is aware)."""
+
+    status: ProjectStatus
     columns: ItemColumns
     hist_counts: np.ndarray
     hist_edges: np.ndarray
     history: ConvergenceHistory
     score_range: tuple[float, float]
     read_seconds: float
-    aware: dict | None = None  # aware projects: {"stop": status["stop"], "annotators": rows}; None otherwise
+    aware: AwarePanel | None = None
 
 
 def file_signature(path: Path) -> tuple:
-    """(size, mtime_ns) of the project file and of its ``-wal`` and ``-shm`` companions (absent: zeros)."""
+    """(size, mtime_ns) of the project file and of its ``-wal`` companion (absent: zeros)."""
     out: list[int] = []
     for suffix in ("", "-wal"):
         try:
@@ -150,40 +167,34 @@ def estimates_histogram(estimate: np.ndarray, low: float, high: float, bins: int
 
 class HistoryReplay:
     """The convergence figures of the completed iterations, from the store's state at the end of each one
-    (``Project.iteration_states``), cached until the iteration changes."""
+    (``Project.iteration_states``), cached until the iteration changes; ``last_ranks``: the :func:`centred_ranks`
+    of the estimates at the end of the last completed iteration (None before the first)."""
 
     def __init__(self) -> None:
-        self._key: tuple | None = None
+        self._iteration: int | None = None
         self._completed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._last_estimate: np.ndarray | None = None
         self.last_ranks: np.ndarray | None = None
 
-    def completed(self, project, current_iteration: int, n_observations: int):
-        """Figures of iterations ``0 .. current_iteration - 1`` and the estimates at the end of the last one.
-
-        Recomputed only when the iteration changes (or the first time); returns
-        ``(iterations, mean_var, max_var, rho, last_estimate)``.
-        """
-        key = (current_iteration,)
-        if self._key == key and self._completed is not None:
-            return (*self._completed, self._last_estimate)
+    def completed(self, project, current_iteration: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(iterations, mean_var, max_var, rho)`` of iterations ``0 .. current_iteration - 1``, recomputed only
+        when the iteration changes."""
+        if self._iteration == current_iteration and self._completed is not None:
+            return self._completed
         hyper, model = project.hyper, project.model
         its, mean_var, max_var, rho = [], [], [], []
         previous: np.ndarray | None = None
         for t, state in project.iteration_states(current_iteration):
             summary = model.summary(state)
-            estimate = np.asarray(hyper.from_unit(summary["estimate"]), dtype=np.float64)
-            variance = np.asarray(summary["variance"], dtype=np.float64)
+            estimate, variance = hyper.from_unit(summary.estimate), summary.variance
             its.append(t)
             mean_var.append(float(np.mean(variance)) if variance.size else float("nan"))
             max_var.append(float(np.max(variance)) if variance.size else float("nan"))
             rho.append(spearman_rho(previous, estimate) if previous is not None else float("nan"))
             previous = estimate
-        self._key = key
+        self._iteration = current_iteration
         self._completed = (np.asarray(its, dtype=np.int64), np.asarray(mean_var), np.asarray(max_var), np.asarray(rho))
-        self._last_estimate = previous
         self.last_ranks = centred_ranks(previous) if previous is not None else None
-        return (*self._completed, self._last_estimate)
+        return self._completed
 
 
 class SummaryCache:
@@ -196,9 +207,9 @@ class SummaryCache:
 
     def __init__(self) -> None:
         self._state: dict[str, np.ndarray] | None = None
-        self._summary: dict[str, np.ndarray] | None = None
+        self._summary: Posterior | None = None
 
-    def summary(self, model, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def summary(self, model, state: dict[str, np.ndarray]) -> Posterior:
         """``model.summary(state)``, reusing the previous result for unchanged items."""
         n = next(iter(state.values())).shape[0] if state else 0
         per_item = all(a.ndim == 1 and a.shape[0] == n for a in state.values())
@@ -216,11 +227,11 @@ class SummaryCache:
             for k, a in state.items():
                 changed |= ~((a == old[k]) | (np.isnan(a) & np.isnan(old[k])))
             idx = np.flatnonzero(changed)
-            result = {k: v.copy() for k, v in self._summary.items()}
+            result = Posterior(*(v.copy() for v in self._summary))
             if idx.size:
                 part = model.summary({k: a[idx] for k, a in state.items()})
-                for k, v in part.items():
-                    result[k][idx] = v
+                for whole, changed_part in zip(result, part, strict=True):
+                    whole[idx] = changed_part
         self._state = {k: a.copy() for k, a in state.items()}
         self._summary = result
         return result
@@ -230,18 +241,17 @@ def live_columns(project, item_id: np.ndarray, text: np.ndarray, cache: SummaryC
     """The table columns of ``Project.estimates()`` computed from the cached state, with the item ids and texts
     given (they never change in a project, so the Monitor reads them once).
 
-    estimate, ci = ``hyper.from_unit(summary)`` (score range), variance = ``hyper.variance_from_unit`` (times
-    (max - min)^2), n_annotations = the state's live count; the same formulas as ``Project.estimates``.
+    estimate, ci and variance = the summary on the score range (``Posterior.on_scale``), n_annotations = the
+    state's live count; the same formulas as ``Project.estimates``.
     """
     state = project.state()
-    summary = (cache or SummaryCache()).summary(project.model, state)
-    h = project.hyper
+    summary = (cache or SummaryCache()).summary(project.model, state).on_scale(project.hyper)
     return ItemColumns(
         item_id=item_id,
-        estimate=np.asarray(h.from_unit(summary["estimate"]), dtype=np.float64),
-        ci_low=np.asarray(h.from_unit(summary["ci_low"]), dtype=np.float64),
-        ci_high=np.asarray(h.from_unit(summary["ci_high"]), dtype=np.float64),
-        variance=np.asarray(h.variance_from_unit(summary["variance"]), dtype=np.float64),
+        estimate=summary.estimate,
+        ci_low=summary.ci_low,
+        ci_high=summary.ci_high,
+        variance=summary.variance,
         n_annotations=np.rint(state["count"]).astype(np.int64),
         text=text,
     )
@@ -253,15 +263,13 @@ AWARE_ANNOTATORS_SHOWN = 12
 FLAG_ORDER = {"random": 0, "collapsed": 0, "noisy": 1}
 
 
-def aware_panel(project, status: dict) -> dict:
-    """The aware figures of the Monitor: the stopping rule (``status["stop"]``: expected Spearman, target, reason)
-    and the annotator diagnostics (``Project.annotator_table``), flagged annotators first (:data:`FLAG_ORDER`), at
-    most :data:`AWARE_ANNOTATORS_SHOWN` rows; ``n_annotators`` counts them all."""
+def aware_panel(project, status: ProjectStatus) -> AwarePanel:
+    """The aware figures of the Monitor: the stopping rule (``status.stop``) and the annotator diagnostics
+    (``Project.annotator_table``), flagged annotators first (:data:`FLAG_ORDER`), then by number of scores."""
     table = project.annotator_table()
     rank = table["flag"].map(lambda f: FLAG_ORDER.get(f, 2)).to_numpy()
     order = np.lexsort((-table["n_scores"].to_numpy(), rank))
-    shown = table.iloc[order[:AWARE_ANNOTATORS_SHOWN]]
-    return {"stop": status.get("stop"), "n_annotators": len(table), "annotators": shown.to_dict(orient="records")}
+    return AwarePanel(status.stop or {}, table.iloc[order[:AWARE_ANNOTATORS_SHOWN]], len(table))
 
 
 class MonitorSource:
@@ -290,15 +298,15 @@ class MonitorSource:
 
         started = time.perf_counter()
         with Project.open(self.path, readonly=True) as project:
-            status = project.status().to_json()
+            status = project.status()
             if self._items is None or len(self._items[0]) != project.n_items:
                 items = project.items()
                 self._items = (items["item_id"].to_numpy(dtype=object), items["text"].to_numpy(dtype=object))
             columns = live_columns(project, *self._items, cache=self._summaries)
             low, high = float(project.hyper.score_min), float(project.hyper.score_max)
-            current = int(status["iteration"])
-            its, mean_var, max_var, rho, last = self._history.completed(project, current, int(status["n_observations"]))
-            aware = aware_panel(project, status) if status.get("method") == "aware" else None
+            current = status.iteration
+            its, mean_var, max_var, rho = self._history.completed(project, current)
+            aware = aware_panel(project, status) if status.method == "aware" else None
         ranks = self._history.last_ranks
         live_rho = (
             spearman_from_ranks(ranks, self._live_ranks.ranks(columns.estimate)) if ranks is not None else float("nan")
@@ -306,14 +314,14 @@ class MonitorSource:
         nan = float("nan")
         history = ConvergenceHistory(
             iterations=np.append(its, current),
-            mean_var=np.append(mean_var, nan if status.get("mean_variance") is None else status["mean_variance"]),
-            max_var=np.append(max_var, nan if status.get("max_variance") is None else status["max_variance"]),
+            mean_var=np.append(mean_var, nan if status.mean_variance is None else status.mean_variance),
+            max_var=np.append(max_var, nan if status.max_variance is None else status.max_variance),
             rho=np.append(rho, live_rho),
         )
         counts, edges = estimates_histogram(columns.estimate, low, high)
         self._signature = signature
         return MonitorSnapshot(
-            status=dict(status),
+            status=status,
             columns=columns,
             hist_counts=counts,
             hist_edges=edges,

@@ -13,6 +13,7 @@ import numpy as np
 import plotext
 from numpy.typing import NDArray
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widget import Widget
 
 #: plotext's figure is process-global; drawings are serialised.
@@ -51,35 +52,28 @@ class PlotextChart(Widget):
     #: Shown instead of the chart when there is no data yet.
     empty_message = "no data yet"
 
+    #: The bytes of the data drawn (None: no data); a new value repaints the chart.
+    data_key: reactive[object] = reactive(None)
+
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._data_key: object = None
         self._cache: tuple[object, tuple[int, int], Text] | None = None
-
-    def has_data(self) -> bool:
-        """Whether there is anything to draw."""
-        return self._data_key is not None
 
     def draw(self, fig) -> None:
         """Add this chart's signals to ``fig`` (subclasses)."""
         raise TypeError(f"{type(self).__name__} must define draw()")
 
-    def _set_key(self, key: object) -> None:
-        if key != self._data_key:
-            self._data_key = key
-            self.refresh()
-
     def render(self) -> Text:
         width, height = self.size.width, self.size.height
         if width < 12 or height < 4:
             return Text("")
-        if not self.has_data():
+        if self.data_key is None:
             return Text(self.empty_message, style="dim")
         size = (width, height)
-        if self._cache is not None and self._cache[0] == self._data_key and self._cache[1] == size:
+        if self._cache is not None and self._cache[0] == self.data_key and self._cache[1] == size:
             return self._cache[2]
         text = render_plot(self.draw, width, height)
-        self._cache = (self._data_key, size, text)
+        self._cache = (self.data_key, size, text)
         return text
 
 
@@ -102,10 +96,8 @@ class ConvergenceChart(PlotextChart):
         self._mean_var = np.asarray(mean_var, dtype=np.float64)
         self._max_var = np.asarray(max_var, dtype=np.float64)
         self._rho = np.asarray(rho, dtype=np.float64)
-        key = None
-        if self._iterations.size:
-            key = (self._iterations.tobytes(), self._mean_var.tobytes(), self._max_var.tobytes(), self._rho.tobytes())
-        self._set_key(key)
+        series = (self._iterations, self._mean_var, self._max_var, self._rho)
+        self.data_key = tuple(a.tobytes() for a in series) if self._iterations.size else None
 
     def draw(self, fig) -> None:
         x = self._iterations.tolist()
@@ -139,8 +131,7 @@ class EstimateHistogram(PlotextChart):
         """Set bin counts (k) and edges (k + 1), e.g. from ``numpy.histogram``."""
         self._counts = np.asarray(counts, dtype=np.float64)
         self._edges = np.asarray(edges, dtype=np.float64)
-        key = (self._counts.tobytes(), self._edges.tobytes()) if self._counts.size else None
-        self._set_key(key)
+        self.data_key = (self._counts.tobytes(), self._edges.tobytes()) if self._counts.size else None
 
     def draw(self, fig) -> None:
         centres = (self._edges[:-1] + self._edges[1:]) / 2.0

@@ -122,9 +122,6 @@ class ScoreRow(Widget):
     def on_click(self, event: events.Click) -> None:
         self.post_message(self.Clicked(self))
 
-    def watch_score(self) -> None:
-        self.refresh()
-
     # ------------------------------------------------------------- rendering
     def render(self) -> Content:
         width = max(self.size.width, 20)
