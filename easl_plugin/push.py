@@ -36,9 +36,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-import zlib
-
-import numpy as np
 
 from core.store import Project
 from easl_plugin import bookkeeping as bk
@@ -49,33 +46,23 @@ from easl_plugin.campaign import (
     post_predictions,
     remember_shown,
     seconds_since,
+    tasks_for,
     touched,
 )
 from easl_plugin.client import LabelStudioClient
-from label_config.layouts import Layout, task_data
-
-
-def hit_rng(seed: int, hit_id: str) -> np.random.Generator:
-    """The generator that shuffles one HIT's display order: seeded by the project seed and the HIT id, so the
-    order is reproducible and independent of when the HIT is pushed."""
-    return np.random.default_rng([int(seed), zlib.crc32(hit_id.encode("utf-8"))])
-
-
-def tasks_for(hits: list[dict], layout: Layout, seed: int) -> list[dict]:
-    """Label Studio task bodies for HIT records (``{"data": ..., "meta": {"source": "easl"}}``)."""
-    return [{"data": task_data(h, layout, hit_rng(seed, str(h["hit_id"]))), "meta": {"source": "easl"}} for h in hits]
+from label_config.layouts import Layout
 
 
 def push(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, hits: list[dict]) -> int:
     """Import ``hits`` that have no task yet; returns how many tasks were created."""
-    mapped = set(bk.id_map(project, bk.TASK).values())
+    mapped = set(project.external_map(bk.TASK).values())
     todo = [h for h in hits if str(h["hit_id"]) not in mapped]
     if not todo:
         return 0
-    bk.set_meta(project, {bk.KEY_PUSH_PENDING: json.dumps([str(h["hit_id"]) for h in todo])})
+    project.set_meta({bk.KEY_PUSH_PENDING: json.dumps([str(h["hit_id"]) for h in todo])})
     ids = client.import_tasks(ls_project_id, tasks_for(todo, layout, project.hyper.seed))
-    bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in todo]))
-    bk.set_meta(project, {bk.KEY_PUSH_PENDING: None})
+    project.map_external(bk.TASK, zip(ids, [str(h["hit_id"]) for h in todo]))
+    project.set_meta({bk.KEY_PUSH_PENDING: None})
     return len(todo)
 
 
@@ -186,7 +173,7 @@ def reissue_stalled(
     for b in body:
         b["meta"]["reissued"] = True
     ids = client.import_tasks(ls_project_id, body)
-    bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in hits]))
+    project.map_external(bk.TASK, zip(ids, [str(h["hit_id"]) for h in hits]))
     figures = Figures(project)
     post_predictions(
         client,
@@ -206,6 +193,6 @@ def reissue_stalled(
     if untouched:  # unmapped first: Label Studio's TASKS_DELETED for them then withdraws nothing
         project.unmap_external(bk.TASK, untouched)
         for tid in untouched:
-            client.delete_task(int(tid))
+            client.tasks.delete(tid)
     close_tasks(client, [int(t["id"]) for t in stale if touched(t)])
     return [str(h["hit_id"]) for h in hits]

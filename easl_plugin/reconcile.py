@@ -109,7 +109,7 @@ def reconcile(
         owner = hit_task.get(hit_id)
         if owner is not None and owner != tid and owner in listed and tid not in task_map and not annotations:
             # an unmapped second task for a HIT that has one: an interrupted push
-            client.delete_task(int(tid))
+            client.tasks.delete(tid)
             rep.duplicate_tasks_deleted += 1
             continue
         present_tasks.add(tid)

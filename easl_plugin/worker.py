@@ -348,7 +348,7 @@ class Worker:
             n = push_batch(project, client, linked.project_id, linked.layout, self.gate)
         text = progress_text(project)
         if text != self._description:  # the project description shows the campaign's progress in Label Studio
-            client.update_project(linked.project_id, description=text)
+            client.projects.update(linked.project_id, description=text)
             self._description = text
         iteration = project.iteration()
         # every task's prediction: the figures of the new iteration (the queue starts one per top-up, so at most
