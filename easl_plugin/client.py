@@ -112,7 +112,8 @@ class LabelStudioClient(LabelStudio):
         try:
             super().__init__(base_url=self.url, api_key=api_key.strip(), httpx_client=http, max_retries=0)
         except ApiError as exc:  # the SDK reads a PAT's expiry before any request
-            raise LabelStudioError(f"the {PAT} was rejected: {_detail(exc.body)}; {NEW_PAT}") from None
+            why = _detail(exc.body).rstrip(".")
+            raise LabelStudioError(f"the {PAT} cannot be used: {why}; create a new one in Account & Settings") from None
 
     def __repr__(self) -> str:  # never show the key
         return f"LabelStudioClient({self.url!r}, kind={self.kind!r})"

@@ -9,8 +9,14 @@ Algorithm 1 with one anchor per HIT, the highest-variance free item, partners by
 annotator who submits the last task of a batch is given the next task in the same labelling stream.
 Items already in open HITs are excluded from the new HITs: no item is in two open HITs, and an item's next
 score waits until its open HIT is done or withdrawn. ``--queue-depth 0`` keeps the paper's batches alone (the
-next iteration only once every HIT of the current one is done). Streaming mode (``--streaming N``) keeps N HITs
-open from the start (``streaming.py``).
+next iteration only once every HIT of the current one is done).
+
+**Streaming mode** (:func:`push_streaming`, ``--streaming N``) keeps N HITs open from the start: instead of waiting
+for every HIT of an iteration (Algorithm 1 of Sakaguchi & Van Durme 2018), it re-selects as soon as a HIT
+completes, from the current posterior, by the store's one HIT-choosing function (``core.store.hits.choose_hits``,
+the batches' own, with one anchor per HIT and every item of every open HIT excluded). Each top-up is recorded as a
+new (small) iteration (``Project.top_up_hits``, one transaction), so the HIT bookkeeping, validation and
+``easl verify`` apply unchanged.
 
 **Re-issue** (:func:`reissue_stalled`). A HIT's newest task is re-issued as a fresh task when
 
@@ -100,6 +106,16 @@ def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, 
             project.next_hits()
         if depth > 0:
             project.top_up_hits(depth)
+    return push(project, client, ls_project_id, layout, project.open_hits(every_iteration=True))
+
+
+def push_streaming(
+    project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, n_target: int, gate=None
+) -> int:
+    """Streaming mode (module docstring): top up to ``n_target`` open HITs and push every open HIT without a task;
+    returns the tasks created. ``gate`` (the service's write gate) is held while the new HITs are chosen."""
+    with gate if gate is not None else contextlib.nullcontext():
+        project.top_up_hits(n_target)
     return push(project, client, ls_project_id, layout, project.open_hits(every_iteration=True))
 
 

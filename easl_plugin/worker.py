@@ -43,9 +43,8 @@ from easl_plugin.ingest import (
     learn_annotators,
     prepare_annotations,
 )
-from easl_plugin.push import progress_text, push_batch
+from easl_plugin.push import progress_text, push_batch, push_streaming
 from easl_plugin.reconcile import reconcile
-from easl_plugin.streaming import push_streaming
 from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
