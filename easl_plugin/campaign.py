@@ -51,7 +51,7 @@ import json
 import time
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -59,8 +59,10 @@ from numpy.typing import NDArray
 
 from core.store import Project, now
 from easl_plugin import bookkeeping as bk
-from easl_plugin.client import LabelStudioClient, LabelStudioError
 from label_config.layouts import Layout, task_data
+
+if TYPE_CHECKING:
+    from easl_plugin.client import LabelStudioClient
 
 INTERNAL_FIELDS = ("hit_id", "permutation", "item_ids")  #: task data the Data Manager does not show
 #: Data Manager columns hidden in every tab but :data:`ESTIMATES_TAB`: the estimates and other annotators' scores
@@ -293,6 +295,8 @@ def set_model_version(client: LabelStudioClient, pid: int, version: str, *, wait
     once it exists as a live model (an ML backend's) or as imported predictions; the predictions just imported may
     not be visible yet on a loaded server (seen in CI: "Model version doesn't exist either as live model or as
     static predictions" right after the import), so that refusal is retried for up to ``wait_s`` seconds."""
+    from easl_plugin.client import LabelStudioError
+
     if client.projects.get(pid).model_version == version:
         return
     deadline = time.monotonic() + wait_s

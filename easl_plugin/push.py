@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from typing import TYPE_CHECKING
 
 from core.store import Project
 from easl_plugin import bookkeeping as bk
@@ -55,8 +56,10 @@ from easl_plugin.campaign import (
     tasks_for,
     touched,
 )
-from easl_plugin.client import LabelStudioClient
 from label_config.layouts import Layout
+
+if TYPE_CHECKING:
+    from easl_plugin.client import LabelStudioClient
 
 
 def push(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, hits: list[dict]) -> int:

@@ -25,13 +25,13 @@ import json
 import logging
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from core.store import Project, now
 from easl_plugin import bookkeeping as bk
 from easl_plugin.campaign import task_holders
-from easl_plugin.client import LabelStudioClient
 from easl_plugin.ingest import (
     IngestOutcome,
     commit_annotations,
@@ -42,6 +42,9 @@ from easl_plugin.ingest import (
 )
 from easl_plugin.push import reissue_stalled
 from label_config.layouts import Layout
+
+if TYPE_CHECKING:
+    from easl_plugin.client import LabelStudioClient
 
 log = logging.getLogger("easl.serve")
 
