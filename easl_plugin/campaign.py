@@ -329,7 +329,7 @@ def arrange_tabs(client: LabelStudioClient, pid: int) -> int:
         if data.get("title") == ESTIMATES_TAB:  # the estimates shown, whatever was hidden there before
             hidden = {k: [c for c in hidden.get(k) or [] if c not in private or c in internal] for k in hidden}
         new = {k: sorted(set(hidden.get(k) or []) | set(wanted)) for k in ("explore", "labeling")}
-        if new == {k: sorted(v.get("data", {}).get("hiddenColumns", {}).get(k) or []) for k in new}:
+        if new == {k: sorted((v.get("data") or {}).get("hiddenColumns", {}).get(k) or []) for k in new}:
             continue
         data["hiddenColumns"] = {**hidden, **new}
         client.views.update(str(v["id"]), project=pid, data=data)
