@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, cast
 
 import httpx
 from label_studio_sdk.client import LabelStudio
@@ -139,7 +140,7 @@ class LabelStudioClient(LabelStudio):
         """Import tasks (``[{"data": ..., "meta": ...}]``); returns the new task ids in order."""
         if not tasks:
             return []
-        answer = self.projects.import_tasks(int(project_id), request=tasks, return_task_ids=True)
+        answer = self.projects.import_tasks(int(project_id), request=cast(Any, tasks), return_task_ids=True)
         ids = [int(t) for t in getattr(answer, "task_ids", None) or []]
         if len(ids) != len(tasks):
             raise LabelStudioError(f"Label Studio imported {len(ids)} of {len(tasks)} tasks into project {project_id}")

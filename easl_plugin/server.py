@@ -35,8 +35,9 @@ from typing import Any
 
 from core.errors import EaslError
 from easl_plugin.auth import check_secrets
+from easl_plugin.config import ServiceConfig
 from easl_plugin.connections import ConnectionLimits, connection_cap, protocol_class
-from easl_plugin.service import ServiceConfig, build_app
+from easl_plugin.service import build_app
 from easl_plugin.worker_process import WorkerProcess
 from easl_plugin.writer import EventWriter
 

@@ -27,6 +27,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from core.errors import UserError
 from core.store import Project
@@ -41,7 +42,11 @@ from label_config.layouts import Layout, label_config, layout_for_method, valida
 # START_TRAINING is not a project-webhook action (Label Studio sends it to ML backends only)
 WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED"]
 #: the Label Studio project's settings: predictions out of the labelling stream, one annotation per task
-SETTINGS = {"show_collab_predictions": False, "maximum_annotations": 1, "evaluate_predictions_automatically": False}
+SETTINGS: dict[str, Any] = {
+    "show_collab_predictions": False,
+    "maximum_annotations": 1,
+    "evaluate_predictions_automatically": False,
+}
 
 
 @dataclass
@@ -169,7 +174,7 @@ def _create_project(project: Project, client: LabelStudioClient, title: str | No
         description=f"Scores collected with EASL ({project.hyper.method}, {layout.n} per task)",
         **SETTINGS,
     )
-    return int(p.id)
+    return cast(int, p.id)
 
 
 def _attach_project(client: LabelStudioClient, pid: int, title: str | None, xml: str, layout: Layout) -> None:
@@ -194,7 +199,8 @@ def _attach_project(client: LabelStudioClient, pid: int, title: str | None, xml:
                 f"Label Studio project {pid} refused the new label config (question and "
                 f"scale labels), so nothing was changed: {exc}"
             ) from exc
-    client.projects.update(pid, **SETTINGS, **({"title": title} if title else {}))
+    named: dict[str, Any] = {"title": title} if title else {}
+    client.projects.update(pid, **SETTINGS, **named)
 
 
 def _fill_project(

@@ -122,9 +122,9 @@ def run(args: argparse.Namespace) -> int:
 
     from core.store import Project
     from easl_plugin import bookkeeping as bk
+    from easl_plugin.config import ServiceConfig
     from easl_plugin.connections import ConnectionLimits
     from easl_plugin.server import UnprotectedAddress, serve
-    from easl_plugin.config import ServiceConfig
     from tui.commands.ls import basic_auth_from_env
 
     with Project.open(args.project) as project:  # fail early, with the store's message, on a missing or foreign file
