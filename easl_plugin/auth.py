@@ -37,17 +37,14 @@ import ipaddress
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
 
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 
 from core.errors import EaslError
+from easl_plugin.config import ServiceConfig
 from easl_plugin.deliveries import DELIVERY_REFUSED, record_delivery
 from easl_plugin.payloads import client_address
-
-if TYPE_CHECKING:
-    from easl_plugin.service import ServiceConfig
 
 log = logging.getLogger("easl.serve")
 SECRET_HEADER = "X-EASL-Secret"

@@ -49,8 +49,9 @@ import contextlib
 import fcntl
 import json
 import time
+import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -58,8 +59,10 @@ from numpy.typing import NDArray
 
 from core.store import Project, now
 from easl_plugin import bookkeeping as bk
-from easl_plugin.client import LabelStudioClient, LabelStudioError
 from label_config.layouts import Layout, task_data
+
+if TYPE_CHECKING:
+    from easl_plugin.client import LabelStudioClient
 
 INTERNAL_FIELDS = ("hit_id", "permutation", "item_ids")  #: task data the Data Manager does not show
 #: Data Manager columns hidden in every tab but :data:`ESTIMATES_TAB`: the estimates and other annotators' scores
@@ -141,10 +144,19 @@ def predictions_for_tasks(project: Project, layout: Layout, tasks: list[Any]) ->
     return out
 
 
-def shown_items(project: Project, layout: Layout) -> dict[str, list[str]]:
-    """HIT id -> its item ids in the order its tasks show them (the same permutation as ``push.tasks_for``)."""
-    from easl_plugin.push import hit_rng
+def hit_rng(seed: int, hit_id: str) -> np.random.Generator:
+    """The generator that shuffles one HIT's display order: seeded by the project seed and the HIT id, so the
+    order is reproducible and independent of when the HIT is pushed."""
+    return np.random.default_rng([int(seed), zlib.crc32(hit_id.encode("utf-8"))])
 
+
+def tasks_for(hits: list[dict], layout: Layout, seed: int) -> list[dict]:
+    """Label Studio task bodies for HIT records (``{"data": ..., "meta": {"source": "easl"}}``)."""
+    return [{"data": task_data(h, layout, hit_rng(seed, str(h["hit_id"]))), "meta": {"source": "easl"}} for h in hits]
+
+
+def shown_items(project: Project, layout: Layout) -> dict[str, list[str]]:
+    """HIT id -> its item ids in the order its tasks show them (the same permutation as :func:`tasks_for`)."""
     seed = project.hyper.seed
     out: dict[str, list[str]] = {}
     for it in range(project.iteration() + 1):
@@ -199,22 +211,15 @@ def _sync_predictions(
     figures = Figures(project)
     shown = shown_items(project, layout)
     body = [{"task": int(tid), **figures.prediction(shown[hid], layout)} for tid, hid in tasks.items() if hid in shown]
-    every = {"selectedItems": {"all": True, "excluded": []}}
-    client.request(
-        "POST", "/api/dm/actions", params={"id": "delete_tasks_predictions", "project": int(pid)}, json=every
-    )
-    backends = client.ml_backends(pid) if via_backend else []
+    _every_task(client, "delete_tasks_predictions", pid)
+    backends = client.ml.list(project=pid) if via_backend else []
     for m in backends if refresh_backends else []:
-        client.ml_backend(int(m["id"]))  # Label Studio reads the backend's model version (its /setup)
+        client.ml.get(int(m.id))  # Label Studio reads the backend's model version (its /setup)
     if backends:
-        client.request(
-            "POST", "/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": int(pid)}, json=every
-        )
-    if not backends or int(client.project(pid).get("total_predictions_number") or 0) < len(body):
+        _every_task(client, "retrieve_tasks_predictions", pid)
+    if not backends or int(client.projects.get(pid).total_predictions_number or 0) < len(body):
         # no backend, or it could not answer (not running, refused): one by one
-        client.request(
-            "POST", "/api/dm/actions", params={"id": "delete_tasks_predictions", "project": int(pid)}, json=every
-        )
+        _every_task(client, "delete_tasks_predictions", pid)
         post_predictions(client, body)
     remember_shown(project, {tid: figures.shown(shown[hid]) for tid, hid in tasks.items() if hid in shown})
     # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,
@@ -223,10 +228,15 @@ def _sync_predictions(
     return len(body)
 
 
+def _every_task(client: LabelStudioClient, action: str, pid: int) -> None:
+    """Run a Data Manager action on every task of the project."""
+    client.actions.create(id=action, project=pid, selected_items={"all": True, "excluded": []})
+
+
 def post_predictions(client: LabelStudioClient, body: list[dict[str, Any]]) -> None:
     """Create predictions one by one (``POST /api/predictions``: not checked against the label config)."""
     for b in body:
-        client.request("POST", "/api/predictions", json=b)
+        client.predictions.create(**b)
 
 
 def remember_shown(project: Project, shown: dict[str, dict[str, float]]) -> None:
@@ -285,12 +295,14 @@ def set_model_version(client: LabelStudioClient, pid: int, version: str, *, wait
     once it exists as a live model (an ML backend's) or as imported predictions; the predictions just imported may
     not be visible yet on a loaded server (seen in CI: "Model version doesn't exist either as live model or as
     static predictions" right after the import), so that refusal is retried for up to ``wait_s`` seconds."""
-    if client.project(pid).get("model_version") == version:
+    from easl_plugin.client import LabelStudioError
+
+    if client.projects.get(pid).model_version == version:
         return
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            client.update_project(pid, model_version=version)
+            client.projects.update(pid, model_version=version)
             return
         except LabelStudioError as exc:
             if "Model version" not in str(exc) or time.monotonic() > deadline:
@@ -305,7 +317,7 @@ def arrange_tabs(client: LabelStudioClient, pid: int) -> int:
     how many tabs were created or changed."""
     internal = [f"tasks:data.{f}" for f in INTERNAL_FIELDS]
     private = internal + [f"tasks:{c}" for c in ANNOTATOR_HIDDEN]
-    views = [v for v in client.request("GET", "/api/dm/views", params={"project": int(pid)}) or [] if v]
+    views = [{"id": v.id, "data": v.data} for v in client.views.list(project=pid)]
     changed = 0
     if not views:
         views = [_new_tab(client, pid, "Tasks", private)]
@@ -317,10 +329,10 @@ def arrange_tabs(client: LabelStudioClient, pid: int) -> int:
         if data.get("title") == ESTIMATES_TAB:  # the estimates shown, whatever was hidden there before
             hidden = {k: [c for c in hidden.get(k) or [] if c not in private or c in internal] for k in hidden}
         new = {k: sorted(set(hidden.get(k) or []) | set(wanted)) for k in ("explore", "labeling")}
-        if new == {k: sorted(v.get("data", {}).get("hiddenColumns", {}).get(k) or []) for k in new}:
+        if new == {k: sorted((v.get("data") or {}).get("hiddenColumns", {}).get(k) or []) for k in new}:
             continue
         data["hiddenColumns"] = {**hidden, **new}
-        client.request("PATCH", f"/api/dm/views/{int(v['id'])}", json={"project": int(pid), "data": data})
+        client.views.update(str(v["id"]), project=pid, data=data)
         changed += 1
     if not any((v.get("data") or {}).get("title") == ESTIMATES_TAB for v in views):
         _new_tab(client, pid, ESTIMATES_TAB, internal)
@@ -330,7 +342,8 @@ def arrange_tabs(client: LabelStudioClient, pid: int) -> int:
 
 def _new_tab(client: LabelStudioClient, pid: int, title: str, hidden: list[str]) -> dict:
     data = {"title": title, "hiddenColumns": {"explore": hidden, "labeling": hidden}}
-    return client.request("POST", "/api/dm/views", json={"project": int(pid), "data": data})
+    v = client.views.create(project=pid, data=data)
+    return {"id": v.id, "data": v.data}
 
 
 def close_tasks(client: LabelStudioClient, task_ids: Iterable[int]) -> list[int]:
@@ -338,7 +351,7 @@ def close_tasks(client: LabelStudioClient, task_ids: Iterable[int]) -> list[int]
     annotation posted on one later is still accepted (and applied). Returns the ids closed."""
     done = []
     for tid in task_ids:
-        client.request("PATCH", f"/api/tasks/{int(tid)}", json={"overlap": 0, "is_labeled": True})
+        client.tasks.update(str(int(tid)), overlap=0, is_labeled=True)
         done.append(int(tid))
     return done
 

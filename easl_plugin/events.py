@@ -167,84 +167,89 @@ def convert_annotation(annotation: dict, task: dict, layout: Layout) -> Conversi
     layout: rank r (0 = top) of n scores ``min + (max - min) (n - 1 - r) / (n - 1)``. Pairwise layout: the chosen
     side gets ``max``, the other ``min``.
     """
-    out = Conversion()
     if annotation.get("was_cancelled"):
-        out.skipped = True
-        return out
-    raw_data = task.get("data")
-    data: dict = raw_data if isinstance(raw_data, dict) else {}
+        return Conversion(skipped=True)
+    data = task["data"] if isinstance(task.get("data"), dict) else {}
     hit_id, item_ids = data.get("hit_id"), data.get("item_ids")
     if not isinstance(hit_id, str) or not hit_id:
-        out.reasons.append(f"task {task.get('id')}: data has no 'hit_id' (not a task pushed by easl)")
-        return out
+        return Conversion(reasons=[f"task {task.get('id')}: data has no 'hit_id' (not a task pushed by easl)"])
     if not isinstance(item_ids, list) or not item_ids or not all(isinstance(i, str) for i in item_ids):
-        out.reasons.append(f"task {task.get('id')}: data.item_ids must be a non-empty list of item ids")
-        return out
+        return Conversion(reasons=[f"task {task.get('id')}: data.item_ids must be a non-empty list of item ids"])
     results = annotation.get("result")
     if not isinstance(results, list):
-        out.reasons.append("result is not a list")
-        return out
-    n = len(item_ids)
+        return Conversion(reasons=["result is not a list"])
+    scores, reasons = _scores(results, len(item_ids), layout)
+    missing = [item_ids[j] for j in range(len(item_ids)) if j not in scores]
+    if missing and not reasons:
+        reasons.append(f"incomplete: no score for item(s) {', '.join(missing)}")
+    if reasons:
+        return Conversion(reasons=reasons)
+    common = {
+        "hit_id": hit_id,
+        "annotator": annotator_of(annotation),
+        "annotation_id": str(annotation["id"]),
+        "created_at": annotation.get("updated_at") or annotation.get("created_at"),
+    }
+    return Conversion(rows=[{"item_id": i, "score": scores[j], **common} for j, i in enumerate(item_ids)])
+
+
+def _scores(results: list, n: int, layout: Layout) -> tuple[dict[int, float], list[str]]:
+    """Position in the task -> score, from the results of an annotation, and the reasons of the bad results."""
     scores: dict[int, float] = {}
+    reasons: list[str] = []
     allowed = set(layout.control_names())
+    read = {"slider": _slider, "ranking": _ranking}.get(layout.kind, _choice)
     for k, res in enumerate(results):
         if not isinstance(res, dict):
-            out.reasons.append(f"result[{k}] is not an object")
+            reasons.append(f"result[{k}] is not an object")
             continue
         name = res.get("from_name")
         if name not in allowed:
-            out.reasons.append(f"result[{k}]: unknown control {name!r} (expected {', '.join(sorted(allowed))})")
+            reasons.append(f"result[{k}]: unknown control {name!r} (expected {', '.join(sorted(allowed))})")
             continue
-        if layout.kind == "slider":
-            if res.get("type") != "number":
-                out.reasons.append(f"result[{k}] ({name}): type {res.get('type')!r}, expected 'number'")
-                continue
-            j = int(name.rsplit("_", 1)[1])
-            if j >= n:
-                out.reasons.append(f"result[{k}] ({name}): the task shows only {n} items")
-                continue
-            x, why = _score_of(res, layout)
-            if why:
-                out.reasons.append(f"result[{k}] ({name}): {why}")
-            elif j in scores:
-                out.reasons.append(f"result[{k}] ({name}): item scored twice")
-            elif x is not None:
-                scores[j] = x
-        elif layout.kind == "ranking":
-            rank = (res.get("value") or {}).get("ranker", {}) if isinstance(res.get("value"), dict) else {}
-            order = next(iter(rank.values()), None) if isinstance(rank, dict) else None
-            ids = [f"i{j}" for j in range(n)]
-            if not isinstance(order, list) or sorted(map(str, order)) != sorted(ids):
-                out.reasons.append(f"result[{k}] (rank): ranking must list each of {ids} exactly once")
-                continue
-            span = layout.score_max - layout.score_min
-            for r, ident in enumerate(order):
-                scores[ids.index(str(ident))] = layout.score_min + span * (n - 1 - r) / (n - 1)
-        else:
-            sel = (res.get("value") or {}).get("selected") if isinstance(res.get("value"), dict) else None
-            if sel not in ("left", "right"):
-                out.reasons.append(f"result[{k}] (choice): selected must be 'left' or 'right', got {sel!r}")
-                continue
-            scores[0], scores[1] = (
-                (layout.score_max, layout.score_min) if sel == "left" else (layout.score_min, layout.score_max)
-            )
-    missing = [j for j in range(n) if j not in scores]
-    if missing and not out.reasons:
-        out.reasons.append(f"incomplete: no score for item(s) {', '.join(item_ids[j] for j in missing)}")
-    if out.reasons:
-        return out
-    created = annotation.get("updated_at") or annotation.get("created_at")
-    ann_id = str(annotation["id"])
-    who = annotator_of(annotation)
-    out.rows = [
-        {
-            "item_id": item_ids[j],
-            "score": scores[j],
-            "hit_id": hit_id,
-            "annotator": who,
-            "annotation_id": ann_id,
-            "created_at": created,
-        }
-        for j in range(n)
-    ]
-    return out
+        why = read(res, k, n, layout, scores)
+        if why:
+            reasons.append(why)
+    return scores, reasons
+
+
+def _slider(res: dict, k: int, n: int, layout: Layout, scores: dict[int, float]) -> str | None:
+    """A slider's result ``score_j`` (the ``k``-th result) into ``scores[j]``; the reason when it is not a score."""
+    where = f"result[{k}] ({res['from_name']})"
+    if res.get("type") != "number":
+        return f"{where}: type {res.get('type')!r}, expected 'number'"
+    j = int(res["from_name"].rsplit("_", 1)[1])
+    if j >= n:
+        return f"{where}: the task shows only {n} items"
+    x, why = _score_of(res, layout)
+    if why or x is None:
+        return f"{where}: {why}"
+    if j in scores:
+        return f"{where}: item scored twice"
+    scores[j] = x
+    return None
+
+
+def _ranking(res: dict, k: int, n: int, layout: Layout, scores: dict[int, float]) -> str | None:
+    """A ranking (``value.ranker``: the ids ``i<j>`` from the top) into scores; the reason when it is not one."""
+    value = res.get("value")
+    rank = value.get("ranker", {}) if isinstance(value, dict) else {}
+    order = next(iter(rank.values()), None) if isinstance(rank, dict) else None
+    ids = [f"i{j}" for j in range(n)]
+    if not isinstance(order, list) or sorted(map(str, order)) != sorted(ids):
+        return f"result[{k}] (rank): ranking must list each of {ids} exactly once"
+    span = layout.score_max - layout.score_min
+    for r, ident in enumerate(order):
+        scores[ids.index(str(ident))] = layout.score_min + span * (n - 1 - r) / (n - 1)
+    return None
+
+
+def _choice(res: dict, k: int, n: int, layout: Layout, scores: dict[int, float]) -> str | None:
+    """A pairwise choice (``value.selected``: left or right) into scores; the reason when it is not one."""
+    value = res.get("value")
+    sel = value.get("selected") if isinstance(value, dict) else None
+    if sel not in ("left", "right"):
+        return f"result[{k}] (choice): selected must be 'left' or 'right', got {sel!r}"
+    low, high = layout.score_min, layout.score_max
+    scores[0], scores[1] = (high, low) if sel == "left" else (low, high)
+    return None

@@ -61,7 +61,7 @@ def learn_annotators(project: Project, client, annotations: list[dict]) -> list[
     found = []
     for uid in sorted({u for u in map(_user_id, annotations) if u is not None and u not in known}):
         try:
-            email = client.user(int(uid)).get("email")
+            email = client.users.get(int(uid)).email
         except EaslError:
             continue
         if isinstance(email, str) and email:

@@ -9,8 +9,14 @@ Algorithm 1 with one anchor per HIT, the highest-variance free item, partners by
 annotator who submits the last task of a batch is given the next task in the same labelling stream.
 Items already in open HITs are excluded from the new HITs: no item is in two open HITs, and an item's next
 score waits until its open HIT is done or withdrawn. ``--queue-depth 0`` keeps the paper's batches alone (the
-next iteration only once every HIT of the current one is done). Streaming mode (``--streaming N``) keeps N HITs
-open from the start (``streaming.py``).
+next iteration only once every HIT of the current one is done).
+
+**Streaming mode** (:func:`push_streaming`, ``--streaming N``) keeps N HITs open from the start: instead of waiting
+for every HIT of an iteration (Algorithm 1 of Sakaguchi & Van Durme 2018), it re-selects as soon as a HIT
+completes, from the current posterior, by the store's one HIT-choosing function (``core.store.hits.choose_hits``,
+the batches' own, with one anchor per HIT and every item of every open HIT excluded). Each top-up is recorded as a
+new (small) iteration (``Project.top_up_hits``, one transaction), so the HIT bookkeeping, validation and
+``easl verify`` apply unchanged.
 
 **Re-issue** (:func:`reissue_stalled`). A HIT's newest task is re-issued as a fresh task when
 
@@ -36,9 +42,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-import zlib
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from core.store import Project
 from easl_plugin import bookkeeping as bk
@@ -49,33 +53,25 @@ from easl_plugin.campaign import (
     post_predictions,
     remember_shown,
     seconds_since,
+    tasks_for,
     touched,
 )
-from easl_plugin.client import LabelStudioClient
-from label_config.layouts import Layout, task_data
+from label_config.layouts import Layout
 
-
-def hit_rng(seed: int, hit_id: str) -> np.random.Generator:
-    """The generator that shuffles one HIT's display order: seeded by the project seed and the HIT id, so the
-    order is reproducible and independent of when the HIT is pushed."""
-    return np.random.default_rng([int(seed), zlib.crc32(hit_id.encode("utf-8"))])
-
-
-def tasks_for(hits: list[dict], layout: Layout, seed: int) -> list[dict]:
-    """Label Studio task bodies for HIT records (``{"data": ..., "meta": {"source": "easl"}}``)."""
-    return [{"data": task_data(h, layout, hit_rng(seed, str(h["hit_id"]))), "meta": {"source": "easl"}} for h in hits]
+if TYPE_CHECKING:
+    from easl_plugin.client import LabelStudioClient
 
 
 def push(project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, hits: list[dict]) -> int:
     """Import ``hits`` that have no task yet; returns how many tasks were created."""
-    mapped = set(bk.id_map(project, bk.TASK).values())
+    mapped = set(project.external_map(bk.TASK).values())
     todo = [h for h in hits if str(h["hit_id"]) not in mapped]
     if not todo:
         return 0
-    bk.set_meta(project, {bk.KEY_PUSH_PENDING: json.dumps([str(h["hit_id"]) for h in todo])})
+    project.set_meta({bk.KEY_PUSH_PENDING: json.dumps([str(h["hit_id"]) for h in todo])})
     ids = client.import_tasks(ls_project_id, tasks_for(todo, layout, project.hyper.seed))
-    bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in todo]))
-    bk.set_meta(project, {bk.KEY_PUSH_PENDING: None})
+    project.map_external(bk.TASK, zip(ids, [str(h["hit_id"]) for h in todo]))
+    project.set_meta({bk.KEY_PUSH_PENDING: None})
     return len(todo)
 
 
@@ -113,6 +109,16 @@ def push_batch(project: Project, client: LabelStudioClient, ls_project_id: int, 
             project.next_hits()
         if depth > 0:
             project.top_up_hits(depth)
+    return push(project, client, ls_project_id, layout, project.open_hits(every_iteration=True))
+
+
+def push_streaming(
+    project: Project, client: LabelStudioClient, ls_project_id: int, layout: Layout, n_target: int, gate=None
+) -> int:
+    """Streaming mode (module docstring): top up to ``n_target`` open HITs and push every open HIT without a task;
+    returns the tasks created. ``gate`` (the service's write gate) is held while the new HITs are chosen."""
+    with gate if gate is not None else contextlib.nullcontext():
+        project.top_up_hits(n_target)
     return push(project, client, ls_project_id, layout, project.open_hits(every_iteration=True))
 
 
@@ -186,7 +192,7 @@ def reissue_stalled(
     for b in body:
         b["meta"]["reissued"] = True
     ids = client.import_tasks(ls_project_id, body)
-    bk.put_ids(project, bk.TASK, zip(ids, [str(h["hit_id"]) for h in hits]))
+    project.map_external(bk.TASK, zip(ids, [str(h["hit_id"]) for h in hits]))
     figures = Figures(project)
     post_predictions(
         client,
@@ -206,6 +212,6 @@ def reissue_stalled(
     if untouched:  # unmapped first: Label Studio's TASKS_DELETED for them then withdraws nothing
         project.unmap_external(bk.TASK, untouched)
         for tid in untouched:
-            client.delete_task(int(tid))
+            client.tasks.delete(tid)
     close_tasks(client, [int(t["id"]) for t in stale if touched(t)])
     return [str(h["hit_id"]) for h in hits]

@@ -23,15 +23,15 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import threading
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from core.store import Project, now
 from easl_plugin import bookkeeping as bk
 from easl_plugin.campaign import task_holders
-from easl_plugin.client import LabelStudioClient
 from easl_plugin.ingest import (
     IngestOutcome,
     commit_annotations,
@@ -40,7 +40,11 @@ from easl_plugin.ingest import (
     learn_annotators,
     prepare_annotations,
 )
+from easl_plugin.push import reissue_stalled
 from label_config.layouts import Layout
+
+if TYPE_CHECKING:
+    from easl_plugin.client import LabelStudioClient
 
 log = logging.getLogger("easl.serve")
 
@@ -79,7 +83,7 @@ def reconcile(
     client: LabelStudioClient,
     ls_project_id: int,
     layout: Layout,
-    gate: threading.Lock | contextlib.nullcontext | None = None,
+    gate: AbstractContextManager | None = None,
     hit_timeout_s: float | None = None,
 ) -> ReconcileReport:
     """List the Label Studio project and apply every difference (see the module docstring); with
@@ -90,64 +94,11 @@ def reconcile(
     tasks = client.export_all(ls_project_id)
     live = live_scores(project)
     task_map = project.external_map(bk.TASK)  # task id -> hit id
-    hit_task: dict[str, str] = {}
-    for t in sorted(task_map):
-        hit_task.setdefault(task_map[t], t)
-    present_tasks: set[str] = set()
-    listed = {str(x["id"]) for x in tasks}
-    pairs: list[tuple[dict, dict]] = []
-    seen_annotations: set[str] = set()
-    for task in tasks:
-        raw_data = task.get("data")
-        data: dict = raw_data if isinstance(raw_data, dict) else {}
-        hit_id = data.get("hit_id")
-        if not isinstance(hit_id, str):
-            continue  # not one of ours
-        tid = str(task["id"])
-        rep.tasks += 1
-        annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and "id" in a]
-        owner = hit_task.get(hit_id)
-        if owner is not None and owner != tid and owner in listed and tid not in task_map and not annotations:
-            # an unmapped second task for a HIT that has one: an interrupted push
-            client.delete_task(int(tid))
-            rep.duplicate_tasks_deleted += 1
-            continue
-        present_tasks.add(tid)
-        if tid not in task_map:
-            with gate:
-                project.map_external(bk.TASK, [(tid, hit_id)])
-            task_map[tid] = hit_id
-            hit_task.setdefault(hit_id, tid)
-        for ann in annotations:
-            rep.annotations += 1
-            seen_annotations.add(str(ann["id"]))
-            pairs.append((dict(ann, task=task["id"]), task))
-    people = learn_annotators(project, client, [a for a, _ in pairs])
-    if people:
-        with gate:
-            project.map_external(bk.USER, people)
-    plan = prepare_annotations(project, layout, pairs, live)  # validation outside the write gate (reads only)
-    with gate:
-        outcomes = commit_annotations(project, layout, plan)
-    rep.ingested = outcomes.count(IngestOutcome.INGESTED)
-    rep.skipped = outcomes.count(IngestOutcome.SKIPPED)
-    rep.rejected = outcomes.count(IngestOutcome.REJECTED)
-    gone_annotations = [a for a in live if a not in seen_annotations]
-    # annotations of tasks that are gone are withdrawn with their task below
-    gone_tasks = [t for t in task_map if t not in present_tasks]
-    gone_task_hits = {task_map[t] for t in gone_tasks}
-    hit_of_annotation = _annotation_hits(project)
-    loose = [a for a in gone_annotations if hit_of_annotation.get(a) not in gone_task_hits]
-    with gate:
-        if loose:
-            rep.retracted_annotations = delete_annotations(project, [int(a) for a in loose if a.isdigit()])
-        if gone_tasks:
-            delete_tasks(project, [int(t) for t in gone_tasks])
-            rep.withdrawn_tasks = len(gone_tasks)
+    present, pairs = _map_tasks(project, client, tasks, task_map, gate, rep)
+    _apply(project, client, layout, pairs, live, gate, rep)
+    _withdraw_gone(project, live, {str(a["id"]) for a, _ in pairs}, task_map, present, gate, rep)
     if hit_timeout_s is not None:
-        from easl_plugin.push import reissue_stalled
-
-        live_tasks = [t for t in tasks if str(t["id"]) in present_tasks]
+        live_tasks = [t for t in tasks if str(t["id"]) in present]
         again = reissue_stalled(project, client, ls_project_id, layout, live_tasks, hit_timeout_s)
         rep.reissued_hits = len(again)
         if again:
@@ -165,6 +116,91 @@ def reconcile(
     if rep.ingested or rep.retracted_annotations or rep.withdrawn_tasks or rep.duplicate_tasks_deleted:
         log.info("reconciliation applied missed changes: %s", asdict(rep))
     return rep
+
+
+def _map_tasks(
+    project: Project,
+    client: LabelStudioClient,
+    tasks: list[dict],
+    task_map: dict[str, str],
+    gate: AbstractContextManager,
+    rep: ReconcileReport,
+) -> tuple[set[str], list[tuple[dict, dict]]]:
+    """Map our tasks (those with a ``hit_id`` in their data) to their HITs, deleting an unannotated second task
+    of a HIT that has one (an interrupted push). Returns the task ids present and every ``(annotation, task)``."""
+    hit_task: dict[str, str] = {}
+    for t in sorted(task_map):
+        hit_task.setdefault(task_map[t], t)
+    present: set[str] = set()
+    listed = {str(x["id"]) for x in tasks}
+    pairs: list[tuple[dict, dict]] = []
+    for task in tasks:
+        hit_id = task["data"].get("hit_id") if isinstance(task.get("data"), dict) else None
+        if not isinstance(hit_id, str):
+            continue  # not one of ours
+        tid = str(task["id"])
+        rep.tasks += 1
+        annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and "id" in a]
+        owner = hit_task.get(hit_id)
+        if owner is not None and owner != tid and owner in listed and tid not in task_map and not annotations:
+            client.tasks.delete(tid)
+            rep.duplicate_tasks_deleted += 1
+            continue
+        present.add(tid)
+        if tid not in task_map:
+            with gate:
+                project.map_external(bk.TASK, [(tid, hit_id)])
+            task_map[tid] = hit_id
+            hit_task.setdefault(hit_id, tid)
+        rep.annotations += len(annotations)
+        pairs += [(dict(ann, task=task["id"]), task) for ann in annotations]
+    return present, pairs
+
+
+def _apply(
+    project: Project,
+    client: LabelStudioClient,
+    layout: Layout,
+    pairs: list[tuple[dict, dict]],
+    live: dict[str, dict[str, float]],
+    gate: AbstractContextManager,
+    rep: ReconcileReport,
+) -> None:
+    """Learn the new annotators, then apply every annotation: validated outside the write gate (reads only),
+    written under it."""
+    people = learn_annotators(project, client, [a for a, _ in pairs])
+    if people:
+        with gate:
+            project.map_external(bk.USER, people)
+    plan = prepare_annotations(project, layout, pairs, live)
+    with gate:
+        outcomes = commit_annotations(project, layout, plan)
+    rep.ingested = outcomes.count(IngestOutcome.INGESTED)
+    rep.skipped = outcomes.count(IngestOutcome.SKIPPED)
+    rep.rejected = outcomes.count(IngestOutcome.REJECTED)
+
+
+def _withdraw_gone(
+    project: Project,
+    live: dict[str, dict[str, float]],
+    seen: set[str],
+    task_map: dict[str, str],
+    present: set[str],
+    gate: AbstractContextManager,
+    rep: ReconcileReport,
+) -> None:
+    """Retract the live annotations Label Studio no longer lists, and withdraw the HITs of tasks that are gone
+    (the annotations of a gone task go with it)."""
+    gone_tasks = [t for t in task_map if t not in present]
+    gone_task_hits = {task_map[t] for t in gone_tasks}
+    hit_of_annotation = _annotation_hits(project)
+    loose = [a for a in live if a not in seen and hit_of_annotation.get(a) not in gone_task_hits]
+    with gate:
+        if loose:
+            rep.retracted_annotations = delete_annotations(project, [int(a) for a in loose if a.isdigit()])
+        if gone_tasks:
+            delete_tasks(project, [int(t) for t in gone_tasks])
+            rep.withdrawn_tasks = len(gone_tasks)
 
 
 def _annotation_hits(project: Project) -> dict[str, str]:

@@ -20,6 +20,7 @@ timeouts and the connections a cap (``connections.py``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import ipaddress
 import logging
@@ -29,12 +30,14 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from core.errors import EaslError
 from easl_plugin.auth import check_secrets
+from easl_plugin.config import ServiceConfig
 from easl_plugin.connections import ConnectionLimits, connection_cap, protocol_class
-from easl_plugin.service import ServiceConfig, build_app
+from easl_plugin.service import build_app
 from easl_plugin.worker_process import WorkerProcess
 from easl_plugin.writer import EventWriter
 
@@ -172,13 +175,7 @@ def serve(
     import uvicorn
 
     limits = limits or ConnectionLimits(max_connections=config.max_connections)
-    limits = ConnectionLimits(
-        header_timeout_s=limits.header_timeout_s,
-        body_timeout_s=limits.body_timeout_s,
-        keep_alive_s=limits.keep_alive_s,
-        max_connections=connection_cap(limits.max_connections),
-    )
-
+    limits = dataclasses.replace(limits, max_connections=connection_cap(limits.max_connections))
     worker = WorkerProcess(
         config.project_path,
         api_key=config.api_key,
@@ -194,24 +191,7 @@ def serve(
         shared_busy=worker.busy,
         shared_last_commit=worker.last_commit,
     )
-
-    def on_setup(body: dict) -> None:
-        """Label Studio (re)connected the backend: reconcile soon."""
-        log.info("Label Studio called /setup for project %s", str(body.get("project", "?")).split(".")[0])
-        worker.reconcile_requested.set()
-        worker.notify()
-
-    def status() -> dict:
-        """Worker figures for ``/status``."""
-        return {
-            "linked_project": worker.linked_id,
-            "worker_alive": worker.alive,
-            "worker_pid": worker.pid,
-            "events_applied": worker.applied_total,
-            "tasks_pushed": worker.pushed_total,
-        }
-
-    app = build_app(config, on_setup=on_setup, status=status, writer=writer)
+    app = build_app(config, on_setup=partial(_on_setup, worker), status=partial(_status, worker), writer=writer)
     app.router.lifespan_context = _with_worker(app.router.lifespan_context, worker)
     gc.collect()
     gc.freeze()  # see the module docstring: full collections then walk only what the service allocates
@@ -238,3 +218,21 @@ def serve(
             sock.close()
         del app, writer, server  # the last references to the shared objects, before they are released
         worker.release()
+
+
+def _on_setup(worker: WorkerProcess, body: dict) -> None:
+    """Label Studio (re)connected the backend: reconcile soon."""
+    log.info("Label Studio called /setup for project %s", str(body.get("project", "?")).split(".")[0])
+    worker.reconcile_requested.set()
+    worker.notify()
+
+
+def _status(worker: WorkerProcess) -> dict:
+    """Worker figures for ``/status``."""
+    return {
+        "linked_project": worker.linked_id,
+        "worker_alive": worker.alive,
+        "worker_pid": worker.pid,
+        "events_applied": worker.applied_total,
+        "tasks_pushed": worker.pushed_total,
+    }

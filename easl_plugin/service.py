@@ -20,11 +20,11 @@ the acknowledgement must be fast and durable. A handler here only parses, checks
 writer thread (``writer.py``: group commit, a spill journal while the worker or another process holds the file's
 write lock, a bounded queue); nothing on the event loop touches the disk or waits for the write lock.
 
-Rooms: this module holds the routes, their configuration (``ServiceConfig``) and ``build_app``; authentication is
-one middleware in ``auth.py`` (every endpoint but ``/health`` and ``/``: optional HTTP basic auth, on ``/webhook``
-the shared secret or the webhook token, compared in constant time, never logged, failures rate-limited per client
-address; without any credential, this machine only); request bodies are read and parsed in ``payloads.py``
-(size limit, nesting bounded by ``MAX_JSON_DEPTH``); refused and malformed webhooks are recorded by
+Rooms: this module holds the routes and ``build_app``; their configuration is ``ServiceConfig`` (``config.py``);
+authentication is one middleware in ``auth.py`` (every endpoint but ``/health`` and ``/``: optional HTTP basic auth,
+on ``/webhook`` the shared secret or the webhook token, compared in constant time, never logged, failures rate-
+limited per client address; without any credential, this machine only); request bodies are read and parsed in
+``payloads.py`` (size limit, nesting bounded by ``MAX_JSON_DEPTH``); refused and malformed webhooks are recorded by
 ``deliveries.py``; the process start-up is ``server.py``. Errors are mapped once, by type, here: a malformed body
 (``PayloadError``) gets 400 with the reason, a body over the size limit (``BodyTooLarge``) 413, an event that cannot
 be stored in time (``QueueUnavailable``) 503.
@@ -37,7 +37,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -45,6 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from easl_plugin.auth import AuthMiddleware
+from easl_plugin.config import ServiceConfig
 from easl_plugin.deliveries import DELIVERY_MALFORMED, record_delivery
 from easl_plugin.events import HANDLED_ACTIONS, PayloadError, check_event, parse_webhook
 from easl_plugin.payloads import BodyTooLarge, load_json, parse_body, read_body
@@ -62,34 +63,6 @@ def package_version() -> str:
         return version("easl-toolkit")
     except PackageNotFoundError:
         return "unknown"
-
-
-@dataclass
-class ServiceConfig:
-    """Settings of ``easl serve`` (see ``tui/commands/serve.py`` for the command-line flags).
-
-    ``insecure`` allows listening on a non-loopback address without any credential (``server.serve`` refuses
-    otherwise) and then takes requests from any address.
-    """
-
-    project_path: str
-    host: str = "127.0.0.1"
-    port: int = 9090
-    max_body_bytes: int = 4 * 1024 * 1024
-    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
-    webhook_secret: str | None = field(default=None, repr=False)
-    streaming: int = 0  # 0: batch mode; N > 0: keep N HITs open
-    reconcile_interval_s: float = 60.0
-    ack_timeout_s: float = 5.0
-    api_key: str | None = field(default=None, repr=False)
-    ls_url: str | None = None
-    insecure: bool = False
-    max_connections: int = 2048  # uvicorn answers 503 beyond this many concurrent connections
-
-    @property
-    def has_credentials(self) -> bool:
-        """Whether ``/webhook`` requires anything (basic auth or the shared secret)."""
-        return bool(self.basic_auth) or bool(self.webhook_secret)
 
 
 @dataclass

@@ -27,6 +27,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from core.errors import UserError
 from core.store import Project
@@ -36,10 +37,16 @@ from easl_plugin.campaign import arrange_tabs, sync_predictions
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.push import push
 from easl_plugin.reconcile import reconcile
-from label_config.layouts import label_config, layout_for_method, validate_label_config
+from label_config.layouts import Layout, label_config, layout_for_method, validate_label_config
 
 # START_TRAINING is not a project-webhook action (Label Studio sends it to ML backends only)
 WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED"]
+#: the Label Studio project's settings: predictions out of the labelling stream, one annotation per task
+SETTINGS: dict[str, Any] = {
+    "show_collab_predictions": False,
+    "maximum_annotations": 1,
+    "evaluate_predictions_automatically": False,
+}
 
 
 @dataclass
@@ -57,39 +64,42 @@ def webhook_token(project: Project, *, rotate: bool = False) -> str:
     """The dedicated webhook token (``ls.webhook_token``): ``GENERATED_SECRET_BYTES`` random bytes (URL-safe base64,
     43 characters), created on first use, replaced when ``rotate`` or when the stored one is shorter than
     ``MIN_TOKEN_CHARS`` (which the service never accepts)."""
-    token = bk.get_meta(project, bk.KEY_WEBHOOK_TOKEN)
+    token = project.get_meta(bk.KEY_WEBHOOK_TOKEN)
     if token is None or rotate or len(token) < MIN_TOKEN_CHARS:
         token = secrets.token_urlsafe(GENERATED_SECRET_BYTES)
-        bk.set_meta(project, {bk.KEY_WEBHOOK_TOKEN: token})
+        project.set_meta({bk.KEY_WEBHOOK_TOKEN: token})
     return token
 
 
-def _webhook_headers(token: str) -> dict:
-    """The webhook's only header: the dedicated token (never the basic-auth pair nor a Label Studio key, since
-    every member of the organisation can read a webhook's headers in Label Studio's settings)."""
-    return {SECRET_HEADER: token}
-
-
-def _ensure_webhook(client: LabelStudioClient, pid: int, url: str, headers: dict, *, create: bool) -> bool:
-    """Give the webhook(s) to ``url`` our headers (creating one when ``create``); True when one exists after."""
-    found = [w for w in client.webhooks(pid) if str(w.get("url", "")).rstrip("/") == url.rstrip("/")]
+def _ensure_webhook(client: LabelStudioClient, pid: int, url: str, token: str) -> None:
+    """Give the webhook(s) to ``url`` our only header, the dedicated token (never the basic-auth pair nor a Label
+    Studio key: every member of the organisation can read a webhook's headers in Label Studio's settings), full
+    payloads and the active flag; create one when there is none."""
+    headers = {SECRET_HEADER: token}
+    found = [w for w in client.webhooks.list(project=str(pid)) if str(w.url or "").rstrip("/") == url.rstrip("/")]
     for w in found:  # repair: our headers (replacing any older credential), full payloads, active
-        if (w.get("headers") or {}) != headers or not w.get("send_payload", True) or not w.get("is_active", True):
-            client.update_webhook(int(w["id"]), headers=headers, send_payload=True, is_active=True)
-    if not found and create:
-        client.create_webhook(pid, url, headers=headers, actions=WEBHOOK_ACTIONS)
-        return True
-    return bool(found)
+        if (w.headers or {}) != headers or w.send_payload is False or w.is_active is False:
+            client.webhooks.update(int(w.id), headers=headers, send_payload=True, is_active=True)
+    if not found:
+        client.webhooks.create(
+            project=pid,
+            url=url,
+            headers=headers,
+            actions=WEBHOOK_ACTIONS,
+            send_payload=True,
+            send_for_all_actions=False,
+            is_active=True,
+        )
 
 
 def check_ml_backend(client: LabelStudioClient, backend_id: int, url: str) -> None:
     """Ask Label Studio to check its connection to the backend (it calls ``/health`` and ``/setup``); raise
     ``LabelStudioError`` with Label Studio's reason when it cannot reach the backend or is refused."""
-    m = client.ml_backend(backend_id)
-    state = str(m.get("state") or "")
+    m = client.ml.get(backend_id)
+    state = str(m.state or "")
     if state in ("CO", "TR", "PR"):
         return
-    why = str(m.get("error_message") or "").strip().splitlines()
+    why = str(m.error_message or "").strip().splitlines()
     detail = why[-1][:300] if why else "no reason given"
     what = "cannot reach" if state == "DI" else "is refused by or gets an error from"
     raise LabelStudioError(
@@ -118,12 +128,8 @@ def setup_project(
     fails."""
     notes: list[str] = []
     if stop_at is not None:
-        before_stop = project.set_stop_at(stop_at)
-        if before_stop != stop_at:
-            notes.append(
-                f"stop target set to {stop_at:g} (was {'none' if before_stop is None else f'{before_stop:g}'})"
-            )
-    client.whoami()
+        _set_stop_at(project, stop_at, notes)
+    client.users.whoami()  # step 1: the key
     hyper = project.hyper
     layout = layout_for_method(hyper.method, hyper.hit_size, hyper.score_min, hyper.score_max)
     before = project.wording()
@@ -131,66 +137,84 @@ def setup_project(
     words = before._replace(**{k: (v.strip() or None) for k, v in wanted.items()})
     xml = label_config(layout, **words._asdict())
     validate_label_config(xml, layout)
-    linked_id = bk.get_meta(project, bk.KEY_PROJECT_ID)
-    linked_url = bk.get_meta(project, bk.KEY_URL)
-    if ls_project_id is None and linked_id is not None and linked_url == client.url:
-        ls_project_id = int(linked_id)
-    created = False
-    settings = {"show_collab_predictions": False, "maximum_annotations": 1, "evaluate_predictions_automatically": False}
+    if ls_project_id is None and project.get_meta(bk.KEY_URL) == client.url:
+        linked = project.get_meta(bk.KEY_PROJECT_ID)
+        ls_project_id = None if linked is None else int(linked)
+    created = ls_project_id is None
     if ls_project_id is None:
-        p = client.create_project(
-            title=title or f"EASL {project.path.rsplit('/', 1)[-1]}",
-            label_config=xml,
-            description=f"Scores collected with EASL ({hyper.method}, {layout.n} per task)",
-            **settings,
-        )
-        ls_project_id, created = int(p["id"]), True
+        ls_project_id = _create_project(project, client, title, xml, layout)
     else:
-        p = client.project(ls_project_id)
-        try:
-            validate_label_config(p.get("label_config") or "", layout)
-        except UserError as exc:
-            if int(p.get("task_number") or 0) > 0:
-                raise UserError(
-                    f"Label Studio project {ls_project_id} has tasks and a label config that does not "
-                    f"fit this project ({layout.kind}, {layout.n} items); create a new one instead"
-                ) from exc
-        if (p.get("label_config") or "").strip() != xml.strip():
-            # the same controls (names, ranges) as before: Label Studio keeps every annotation valid; it refuses
-            # (with its reason) a config that would invalidate one, and then nothing is changed here
-            try:
-                client.update_project(ls_project_id, label_config=xml)
-            except LabelStudioError as exc:
-                raise UserError(
-                    f"Label Studio project {ls_project_id} refused the new label config (question and "
-                    f"scale labels), so nothing was changed: {exc}"
-                ) from exc
-        client.update_project(ls_project_id, **settings, **({"title": title} if title else {}))
+        _attach_project(client, ls_project_id, title, xml, layout)
     if words != before:
         project.set_wording(**words._asdict())
-    if not created:
-        rep = reconcile(project, client, ls_project_id, layout)
-        if rep.ingested:
-            notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
-    n = push(project, client, ls_project_id, layout, project.next_hits())
-    arrange_tabs(client, ls_project_id)
-    sync_predictions(project, client, ls_project_id, layout, refresh_backends=False, via_backend=False)
-    bk.set_meta(
-        project,
-        {bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(ls_project_id), bk.KEY_LAYOUT: json.dumps(layout.to_dict())},
-    )
+    n = _fill_project(project, client, ls_project_id, layout, created, notes)
     result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
     if backend_url:
+        token = webhook_token(project, rotate=rotate_secret)
         result.connection = connect_backend(
-            client,
-            ls_project_id,
-            backend_url,
-            connect=connect,
-            token=webhook_token(project, rotate=rotate_secret),
-            basic_auth=basic_auth,
-            notes=notes,
+            client, ls_project_id, backend_url, connect=connect, token=token, basic_auth=basic_auth, notes=notes
         )
     return result
+
+
+def _set_stop_at(project: Project, stop_at: float, notes: list[str]) -> None:
+    """Set an aware project's stop target, noting a change."""
+    before = project.set_stop_at(stop_at)
+    if before != stop_at:
+        notes.append(f"stop target set to {stop_at:g} (was {'none' if before is None else f'{before:g}'})")
+
+
+def _create_project(project: Project, client: LabelStudioClient, title: str | None, xml: str, layout: Layout) -> int:
+    """Step 2, a new Label Studio project; returns its id."""
+    p = client.projects.create(
+        title=title or f"EASL {project.path.rsplit('/', 1)[-1]}",
+        label_config=xml,
+        description=f"Scores collected with EASL ({project.hyper.method}, {layout.n} per task)",
+        **SETTINGS,
+    )
+    return cast(int, p.id)
+
+
+def _attach_project(client: LabelStudioClient, pid: int, title: str | None, xml: str, layout: Layout) -> None:
+    """Step 2, an existing Label Studio project: its label config checked (set when it has no tasks yet, or
+    when only the wording changed) and its settings made ours."""
+    p = client.projects.get(pid)
+    try:
+        validate_label_config(p.label_config or "", layout)
+    except UserError as exc:
+        if int(p.task_number or 0) > 0:
+            raise UserError(
+                f"Label Studio project {pid} has tasks and a label config that does not "
+                f"fit this project ({layout.kind}, {layout.n} items); create a new one instead"
+            ) from exc
+    if (p.label_config or "").strip() != xml.strip():
+        # the same controls (names, ranges) as before: Label Studio keeps every annotation valid; it refuses
+        # (with its reason) a config that would invalidate one, and then nothing is changed here
+        try:
+            client.projects.update(pid, label_config=xml)
+        except LabelStudioError as exc:
+            raise UserError(
+                f"Label Studio project {pid} refused the new label config (question and "
+                f"scale labels), so nothing was changed: {exc}"
+            ) from exc
+    named: dict[str, Any] = {"title": title} if title else {}
+    client.projects.update(pid, **SETTINGS, **named)
+
+
+def _fill_project(
+    project: Project, client: LabelStudioClient, pid: int, layout: Layout, created: bool, notes: list[str]
+) -> int:
+    """Steps 3 and 4: reconcile an attached project, import the open HITs, arrange the tabs, give every task its
+    prediction, then record the link. Returns how many tasks were imported."""
+    if not created:
+        rep = reconcile(project, client, pid, layout)
+        if rep.ingested:
+            notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
+    n = push(project, client, pid, layout, project.next_hits())
+    arrange_tabs(client, pid)
+    sync_predictions(project, client, pid, layout, refresh_backends=False, via_backend=False)
+    project.set_meta({bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(pid), bk.KEY_LAYOUT: json.dumps(layout.to_dict())})
+    return n
 
 
 def connect_backend(
@@ -207,38 +231,49 @@ def connect_backend(
     ``"ml-backend"`` or ``"webhook"``."""
     notes = notes if notes is not None else []
     base = backend_url.rstrip("/")
-    hook = f"{base}/webhook"
-    headers = _webhook_headers(token)
-    if connect in ("auto", "ml"):
-        backends = client.ml_backends(pid)
-        known = [m for m in backends if str(m.get("url", "")).rstrip("/") == base] or [
-            m for m in backends if m.get("title") == "EASL"
-        ]
-        if known:  # repair: the URL and the credentials Label Studio uses to reach the backend
-            for m in known:
-                try:
-                    client.update_ml_backend(int(m["id"]), project_id=pid, url=base, basic_auth=basic_auth)
-                except LabelStudioError as exc:
-                    what = (
-                        "cannot reach" if "health check failed" in str(exc) else "is refused by or gets an error from"
-                    )
-                    detail = re.sub(r"<[^>]+>", "", str(exc))[:400]
-                    raise LabelStudioError(
-                        f"Label Studio {what} the backend at {base} ({detail}); check that `easl "
-                        "serve` runs there with the same EASL_BASIC_AUTH"
-                    ) from exc
-        else:
-            try:
-                known = [client.add_ml_backend(pid, base, title="EASL", basic_auth=basic_auth)]
-            except LabelStudioError as exc:
-                if connect == "ml":
-                    raise
-                notes.append(f"ML backend registration failed ({exc}); connected a project webhook instead")
-        if known:
-            # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing)
-            _ensure_webhook(client, pid, hook, headers, create=True)
-            for m in known:
-                check_ml_backend(client, int(m["id"]), base)
-            return "ml-backend"
-    _ensure_webhook(client, pid, hook, headers, create=True)
-    return "webhook"
+    known = _ml_backends(client, pid, base, connect, basic_auth, notes) if connect in ("auto", "ml") else []
+    # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing)
+    _ensure_webhook(client, pid, f"{base}/webhook", token)
+    for backend_id in known:
+        check_ml_backend(client, backend_id, base)
+    return "ml-backend" if known else "webhook"
+
+
+def _ml_backends(
+    client: LabelStudioClient,
+    pid: int,
+    base: str,
+    connect: str,
+    basic_auth: tuple[str, str] | None,
+    notes: list[str],
+) -> list[int]:
+    """The ids of our ML backends on the project: the known ones repaired (URL and the credentials Label Studio
+    uses to reach the backend), else a new one; none when it could not be added and ``connect`` is ``auto``."""
+    auth = (
+        {"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0], "basic_auth_pass": basic_auth[1]}
+        if basic_auth
+        else {}
+    )
+    backends = client.ml.list(project=pid)
+    known = [m for m in backends if str(m.url or "").rstrip("/") == base] or [m for m in backends if m.title == "EASL"]
+    for m in known:
+        try:
+            # the project goes with them: Label Studio 1.23 checks the connection on PATCH and fails with HTTP 500
+            # when the body has no project
+            client.ml.update(int(m.id), project=pid, url=base, **(auth or {"auth_method": "NONE"}))
+        except LabelStudioError as exc:
+            what = "cannot reach" if "health check failed" in str(exc) else "is refused by or gets an error from"
+            detail = re.sub(r"<[^>]+>", "", str(exc))[:400]
+            raise LabelStudioError(
+                f"Label Studio {what} the backend at {base} ({detail}); check that `easl "
+                "serve` runs there with the same EASL_BASIC_AUTH"
+            ) from exc
+    if known:
+        return [int(m.id) for m in known]
+    try:
+        return [int(client.ml.create(project=pid, url=base, title="EASL", is_interactive=False, **auth).id)]
+    except LabelStudioError as exc:
+        if connect == "ml":
+            raise
+        notes.append(f"ML backend registration failed ({exc}); connected a project webhook instead")
+        return []

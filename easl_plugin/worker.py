@@ -43,9 +43,8 @@ from easl_plugin.ingest import (
     learn_annotators,
     prepare_annotations,
 )
-from easl_plugin.push import progress_text, push_batch
+from easl_plugin.push import progress_text, push_batch, push_streaming
 from easl_plugin.reconcile import reconcile
-from easl_plugin.streaming import push_streaming
 from label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
@@ -71,15 +70,17 @@ class LinkedProject:
         return cls(url=url, project_id=int(pid), layout=Layout.from_dict(json.loads(layout)))
 
 
-def _project_id_of(payload: dict) -> int | None:
+def _foreign(payload: dict, linked: LinkedProject) -> str | None:
+    """The queue note of an event of another Label Studio project than the linked one (its id in ``project``, an
+    object's ``id`` or the task's ``project``); None for the linked project's own events."""
     p = payload.get("project")
     if isinstance(p, dict):
         p = p.get("id")
-    if isinstance(p, int):
-        return p
     task = payload.get("task")
-    if isinstance(task, dict) and isinstance(task.get("project"), int):
-        return task["project"]
+    if not isinstance(p, int) and isinstance(task, dict) and isinstance(task.get("project"), int):
+        p = task["project"]
+    if isinstance(p, int) and p != linked.project_id:
+        return f"ignored: event of Label Studio project {p}, this project file is linked to {linked.project_id}"
     return None
 
 
@@ -88,9 +89,9 @@ def apply_event(project: Project, linked: LinkedProject, kind: str, payload: dic
 
     ``START_TRAINING`` is handled by the worker (it requests a reconciliation).
     """
-    pid = _project_id_of(payload)
-    if pid is not None and pid != linked.project_id:
-        return f"ignored: event of Label Studio project {pid}, this project file is linked to {linked.project_id}"
+    foreign = _foreign(payload, linked)
+    if foreign is not None:
+        return foreign
     if kind in ("ANNOTATION_CREATED", "ANNOTATION_UPDATED"):
         ann, task = payload["annotation"], payload["task"]
         out = apply_annotation(project, linked.layout, ann, task)
@@ -307,11 +308,9 @@ class Worker:
                 log.error("event %d (%s) failed: %s", event_id, kind, exc)
                 failed[event_id] = f"{exc.__class__.__name__}: {exc}"
                 continue
-            pid = _project_id_of(payload)
-            if pid is not None and pid != linked.project_id:
-                notes[event_id] = (
-                    f"ignored: event of Label Studio project {pid}, this project file is linked to {linked.project_id}"
-                )
+            foreign = _foreign(payload, linked)
+            if foreign is not None:
+                notes[event_id] = foreign
                 continue
             if aid in latest:
                 notes[latest[aid][0]] = f"superseded by event {event_id}"
@@ -348,7 +347,7 @@ class Worker:
             n = push_batch(project, client, linked.project_id, linked.layout, self.gate)
         text = progress_text(project)
         if text != self._description:  # the project description shows the campaign's progress in Label Studio
-            client.update_project(linked.project_id, description=text)
+            client.projects.update(linked.project_id, description=text)
             self._description = text
         iteration = project.iteration()
         # every task's prediction: the figures of the new iteration (the queue starts one per top-up, so at most

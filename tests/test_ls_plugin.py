@@ -151,27 +151,26 @@ def test_client_token_kinds(ls):
     from easl_plugin.client import LabelStudioClient, LabelStudioError
 
     legacy = LabelStudioClient(ls.url, ls.token)
-    assert legacy.kind == "legacy token" and legacy.whoami()["email"] == ls.username
-    pat = legacy.request("POST", "/api/token/")["token"]
+    assert legacy.kind == "legacy token" and legacy.users.whoami().email == ls.username
+    pat = legacy.tokens.create().token
     client = LabelStudioClient(ls.url, pat)
-    assert client.kind == "personal access token" and client.whoami()["email"] == ls.username
+    assert client.kind == "personal access token" and client.users.whoami().email == ls.username
     assert pat not in repr(client) and ls.token not in repr(legacy)
     with pytest.raises(LabelStudioError, match="personal access token was rejected.*expired, revoked") as e:
-        LabelStudioClient(ls.url, pat[:-4] + "AAAA").whoami()
+        LabelStudioClient(ls.url, pat[:-4] + "AAAA").users.whoami()
     assert pat[:-4] not in str(e.value)
     with pytest.raises(LabelStudioError, match="legacy token was rejected.*shape of a legacy token"):
-        LabelStudioClient(ls.url, "0" * 40).whoami()
-    client.request("POST", "/api/jwt/settings", json={"api_tokens_enabled": True, "legacy_api_tokens_enabled": False})
+        LabelStudioClient(ls.url, "0" * 40).users.whoami()
+    ttl = client.jwt_settings.get().api_token_ttl_days
+    client.jwt_settings.update(api_token_ttl_days=ttl, api_tokens_enabled=True, legacy_api_tokens_enabled=False)
     try:
         with pytest.raises(LabelStudioError, match="legacy token was rejected.*disabled.*personal access token"):
-            LabelStudioClient(ls.url, ls.token).whoami()
+            LabelStudioClient(ls.url, ls.token).users.whoami()
     finally:
-        client.request(
-            "POST", "/api/jwt/settings", json={"api_tokens_enabled": True, "legacy_api_tokens_enabled": True}
-        )
-    assert legacy.whoami()["email"] == ls.username
+        client.jwt_settings.update(api_token_ttl_days=ttl, api_tokens_enabled=True, legacy_api_tokens_enabled=True)
+    assert legacy.users.whoami().email == ls.username
     with pytest.raises(LabelStudioError, match="cannot reach Label Studio"):
-        LabelStudioClient(f"http://127.0.0.1:{free_port()}", ls.token, timeout=2).whoami()
+        LabelStudioClient(f"http://127.0.0.1:{free_port()}", ls.token, timeout=2).users.whoami()
 
 
 def test_setup_error_names_the_token_kind(ls, tmp_path):

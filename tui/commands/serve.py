@@ -33,6 +33,13 @@ def register(subparsers) -> None:
         "EASL_BASIC_AUTH the service only listens on a loopback address (pass --insecure to override).",
     )
     p.add_argument("project", metavar="PROJECT", help="the project file")
+    _campaign_options(p)
+    _connection_options(p)
+    p.set_defaults(func=run)
+
+
+def _campaign_options(p: argparse.ArgumentParser) -> None:
+    """Where to listen and how the campaign runs: streaming, reconciliation, the queue, re-issue."""
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port, default=9090, help="port (default 9090)")
     p.add_argument(
@@ -68,6 +75,10 @@ def register(subparsers) -> None:
         "nothing happened on it for this long, or when nobody visibly did but it holds the queue up; "
         "checked at each reconciliation; skipped or rejected HITs are re-issued at once (default 1800)",
     )
+
+
+def _connection_options(p: argparse.ArgumentParser) -> None:
+    """What a connection may send and how long it may take; the Label Studio URL, logging, --insecure."""
     p.add_argument(
         "--max-body-mb", type=positive_float, default=4.0, help="largest request body accepted (default 4 MB)"
     )
@@ -103,7 +114,6 @@ def register(subparsers) -> None:
         help="allow a non-loopback --host without EASL_BASIC_AUTH (anyone who can reach the port can then "
         "read the project's figures and, without EASL_WEBHOOK_SECRET, post annotations)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,9 +122,9 @@ def run(args: argparse.Namespace) -> int:
 
     from core.store import Project
     from easl_plugin import bookkeeping as bk
+    from easl_plugin.config import ServiceConfig
     from easl_plugin.connections import ConnectionLimits
     from easl_plugin.server import UnprotectedAddress, serve
-    from easl_plugin.service import ServiceConfig
     from tui.commands.ls import basic_auth_from_env
 
     with Project.open(args.project) as project:  # fail early, with the store's message, on a missing or foreign file
