@@ -518,7 +518,7 @@ def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):
         list(iter_table(tmp_path / "c.jsonl"))
 
 
-# --------------------------------------------------------------------- half-done work / disk full: a file-size limit (EFBIG)
+# --------------------------------------------------------------- half-done work / disk full: a file-size limit (EFBIG)
 
 
 def _limited(limit: int):
