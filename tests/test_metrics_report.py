@@ -282,3 +282,12 @@ def test_tau_c_and_all_raters_intervals_equal_recomputation():
     assert d["all_raters"]["ci"]["conger_kappa_quadratic"] == pytest.approx(
         list(percentile_interval(np.array(conger))), abs=1e-10
     )
+
+
+def test_prmse_plot_draws_an_interval_that_does_not_contain_its_estimate(tmp_path):
+    """A percentile interval of PRMSE can lie beside the estimate (a skewed bootstrap distribution): the figure is
+    drawn, not refused with a negative error bar."""
+    from core.metrics.write.plots import prmse_plot
+
+    path = prmse_plot({"a": 0.62, "b": 0.40, "c": None}, {"a": (0.65, 0.80), "b": (0.30, 0.45)}, tmp_path / "p.png")
+    assert path.stat().st_size > 1000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -88,7 +88,9 @@ def confusion_heatmap(
 def prmse_plot(
     estimates: dict[str, float | None], intervals: dict[str, tuple[float, float]], path: Path, confidence: float = 0.95
 ) -> Path:
-    """PRMSE per system with its bootstrap percentile interval (a point when there is no interval)."""
+    """PRMSE per system with its bootstrap percentile interval (a point when there is no interval). A percentile
+    interval need not contain the estimate (PRMSE's bootstrap distribution is skewed): the bar is drawn from its
+    ends, the estimate as a point on it or beside it."""
     names = list(estimates)
     fig = Figure(figsize=(5, 1.5 + 0.45 * len(names)))
     ax = fig.add_subplot()
@@ -98,16 +100,12 @@ def prmse_plot(
     hi = np.array([intervals.get(k, (np.nan, np.nan))[1] for k in names], dtype=float)
     has = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(est)
     if has.any():
+        half = (hi[has] - lo[has]) / 2
         ax.errorbar(
-            est[has],
-            y[has],
-            xerr=np.vstack([est[has] - lo[has], hi[has] - est[has]]),
-            fmt="o",
-            capsize=4,
-            label=f"{confidence:.0%} bootstrap interval",
+            lo[has] + half, y[has], xerr=half, fmt="none", capsize=4, label=f"{confidence:.0%} bootstrap interval"
         )
         ax.legend(loc="lower left", fontsize=8)
-    ax.plot(est[~has], y[~has], "o")
+    ax.plot(est, y, "o", color="C0")
     ax.set_yticks(y, names)
     ax.axvline(1.0, color="grey", lw=0.6, ls=":")
     ax.set_xlabel("PRMSE (true-score R2)")
