@@ -7,7 +7,10 @@ with 1,000,000 items and HIT size 5:
 
 * ``easl init`` <= 5 s;
 * ``easl next`` <= 3 s in every iteration, the first (iteration 0, every item once) and later ones (the method's
-  selection on the posterior of 1,000,000 items);
+  selection on the posterior of 1,000,000 items), in every output format: JSONL on stdout (the default), a
+  ``.jsonl`` file, a ``.parquet`` file and a ``.csv`` file (each of the first three on a copy of the project taken
+  before the iteration's ``next``, so that each starts the iteration; the CSV one on the project itself, whose HITs
+  are then scored);
 * ``easl ingest`` >= 100,000 scores/s (one score for every item of an iteration: 1,000,000 rows, each HIT scored
   by one annotator of a pool of 200);
 * ``easl export`` <= 2 s;
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -156,11 +160,17 @@ def main() -> int:
         t, rss = run("init", project, "--items", items, *method, "--hit-size", "5", "--seed", "1")
         record("init", t, "s", 5.0)
         peaks.append(("init", rss))
+        copy = os.path.join(tmp, "copy.easl")
         for it in range(args.iterations + 1):
+            for fmt, output in (("JSONL, stdout", []), ("JSONL", ["hits.jsonl"]), ("Parquet", ["hits.parquet"])):
+                shutil.copyfile(project, copy)  # easl leaves the file with its WAL checkpointed: one file
+                t, rss = run("next", copy, *(["--output", os.path.join(tmp, *output)] if output else []))
+                record(f"next (iteration {it}, {fmt})", t, "s", 3.0)
+                peaks.append((f"next {it} {fmt}", rss))
             hits = os.path.join(tmp, f"hits{it}.csv")
             t, rss = run("next", project, "--output", hits)
-            record(f"next (iteration {it})", t, "s", 3.0)
-            peaks.append((f"next {it}", rss))
+            record(f"next (iteration {it}, CSV)", t, "s", 3.0)
+            peaks.append((f"next {it} CSV", rss))
             if it == args.iterations:
                 break
             scores = os.path.join(tmp, f"scores{it}.csv")

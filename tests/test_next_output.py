@@ -25,16 +25,18 @@ def digest(data: bytes) -> str:
 
 
 def run_iterations(tmp_path, how: str) -> list[str]:
-    """Digests of iterations 0, 1, 2: of the long CSV (``how``: ``"csv"``, written by ``Hits.next_hits_csv`` as
+    """Digests of iterations 0, 1, 2: of the long CSV (``how``: ``"csv"``, written by ``Hits.next_hits_file`` as
     ``easl next --output hits.csv`` does; ``"long"``, by ``Hits.next_hits_long``) or of the JSONL records
-    (``"records"``)."""
+    (``"records"``: ``json.dumps`` of ``Hits.next_hits``; ``"jsonl"``: the file ``Hits.next_hits_file`` writes, as
+    ``easl next`` does)."""
     out = []
     rng = np.random.default_rng(7)
     with Project.create(tmp_path / f"{how}.easl", tricky_items(), Hyper(method="easl", hit_size=5, seed=3)) as p:
         for it in range(3):
             csv = tmp_path / f"hits{it}.csv"
-            if how == "csv":
-                assert p.next_hits_csv(csv) == (-(-N_ITEMS // 5) if it == 0 else N_ITEMS // 5)
+            if how in ("csv", "jsonl"):
+                csv = csv.with_suffix(f".{how}")
+                assert p.next_hits_file(csv, how) == (-(-N_ITEMS // 5) if it == 0 else N_ITEMS // 5)
             elif how == "long":
                 p.next_hits_long().write_csv(csv)
             hits = p.next_hits()
@@ -58,8 +60,9 @@ def test_long_csv_of_iterations_0_1_2_is_unchanged(tmp_path, how):
     assert run_iterations(tmp_path, how) == EXPECTED_LONG
 
 
-def test_hit_records_of_iterations_0_1_2_are_unchanged(tmp_path):
-    assert run_iterations(tmp_path, "records") == EXPECTED_RECORDS
+@pytest.mark.parametrize("how", ["records", "jsonl"])
+def test_hit_records_of_iterations_0_1_2_are_unchanged(tmp_path, how):
+    assert run_iterations(tmp_path, how) == EXPECTED_RECORDS
 
 
 def test_long_csv_of_open_hits_of_several_iterations_is_unchanged(tmp_path):
