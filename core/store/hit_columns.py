@@ -228,8 +228,7 @@ def _item_source(
     """``(source, at)``: the rows of ``items`` that ``item`` refers to, in index order, as a ``FROM`` source with
     the columns ``names``, and per entry of ``item`` its row in them. When ``item`` covers a large share of the
     items, every item (:data:`EVERY_ITEM`): a scan of the table's B-tree, which visits the rows in key (``idx``)
-    order, without a subquery that would copy every value once more (a third of the reading time). Otherwise the
-    wanted rows by key."""
+    order, without a subquery that would copy every value once more. Otherwise the wanted rows by key."""
     if scans_every_item(item.size, n_items):
         return EVERY_ITEM, item
     wanted = np.unique(item)

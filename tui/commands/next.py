@@ -39,9 +39,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
     from core.store.hit_columns import HIT_FORMATS
-    from core.store.memory import keep_freed_memory
 
-    keep_freed_memory()  # a large iteration allocates and frees hundreds of MB: reuse them, no fresh pages
     fmt = HIT_FORMATS.get(Path(args.output).suffix.lower()) if args.output else "jsonl"
     if fmt is None:
         from core.tables import write_format
