@@ -10,6 +10,7 @@ import sqlite3
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from core.models import Hyper
 from core.store import Project
 from core.store.arrow_columns import joined_strings, strings
-from core.store.hit_columns import read_every_item, started_long_hits, write_started
+from core.store.hit_columns import jsonl_records, read_every_item, started_long_hits, write_started
 from core.store.hit_rows import hit_ids
 from core.tables import write_table
 from tests.hit_helpers import scores, tricky_items
@@ -105,3 +106,33 @@ def test_the_file_written_slice_by_slice_is_the_whole_table_written_at_once(tmp_
     assert sliced.read_bytes() == whole.read_bytes()
     if fmt != "parquet":
         assert whole.read_text(encoding="utf-8").count("it12-39") == (5 if fmt == "csv" else 1)
+
+
+TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)  # any text UTF-8 can hold
+
+
+@settings(max_examples=100, deadline=None)
+@given(items=st.lists(st.tuples(TEXTS, TEXTS), min_size=1, max_size=12), width=st.integers(1, 4))
+def test_jsonl_records_are_the_bytes_of_json_dumps(items, width):
+    """The JSONL of ``easl next`` joined by Arrow (``jsonl_records``) is ``json.dumps`` of each HIT record, whatever
+    the texts hold (quotes, backslashes, control characters, NUL, non-ASCII)."""
+    owner = [k // width for k in range(len(items))]
+    table = pa.table(
+        {
+            "hit_id": pa.array([f'h"{j}' for j in owner], type=pa.large_string()),
+            "iteration": pa.array([3] * len(items), type=pa.int64()),
+            "position": pa.array([k % width for k in range(len(items))], type=pa.int64()),
+            "item_id": pa.array([i for i, _ in items], type=pa.large_string()),
+            "text": pa.array([t for _, t in items], type=pa.large_string()),
+        }
+    )
+    records = [
+        {
+            "hit_id": f'h"{j}',
+            "iteration": 3,
+            "items": [{"item_id": i, "text": t} for i, t in items[j * width : (j + 1) * width]],
+        }
+        for j in range(owner[-1] + 1)
+    ]
+    expected = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+    assert jsonl_records(table).to_pybytes() == expected

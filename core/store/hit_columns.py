@@ -333,7 +333,7 @@ def jsonl_records(table: pa.Table) -> pa.Buffer:
     """The HIT records of the long form ``table`` (items without extra columns; the rows of a HIT together, in
     position order) as JSON lines: per HIT the bytes of ``json.dumps(record, ensure_ascii=False) + "\\n"`` for
     ``record = {"hit_id": ..., "iteration": ..., "items": [{"item_id": ..., "text": ...}, ...]}`` (the JSONL of
-    ``easl next``, :func:`hit_records`), joined by Arrow's string functions (:func:`json_texts` for the strings)."""
+    ``easl next``, :func:`hit_records`), joined by Arrow's string functions (:func:`json_escaped` for the strings)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -343,16 +343,15 @@ def jsonl_records(table: pa.Table) -> pa.Buffer:
     if n > 1:
         first[1:] = bits(pc.not_equal(hit_id[1:], hit_id[:-1]))
     starts = np.flatnonzero(first)
-    item_id, text = (json_texts(table.column(c).combine_chunks()) for c in ("item_id", "text"))
-    items = pc.binary_join_element_wise(
-        text_scalar('{"item_id": '), item_id, text_scalar(', "text": '), text, text_scalar("}"), text_scalar("")
-    )
+    item_id, text = (json_escaped(table.column(c).combine_chunks()) for c in ("item_id", "text"))
+    pieces = [text_scalar(t) for t in ('{"item_id": "', '", "text": "', '"}', "")]
+    items = pc.binary_join_element_wise(pieces[0], item_id, pieces[1], text, pieces[2], pieces[3])
     lists = pa.LargeListArray.from_arrays(integers(np.append(starts, n)), items)
     iteration = table.column("iteration").combine_chunks().take(integers(starts)).cast(pa.large_string())
     lines = pc.binary_join_element_wise(
-        text_scalar('{"hit_id": '),
-        json_texts(hit_id.take(integers(starts))),
-        text_scalar(', "iteration": '),
+        text_scalar('{"hit_id": "'),
+        json_escaped(hit_id.take(integers(starts))),
+        text_scalar('", "iteration": '),
         iteration,
         text_scalar(', "items": ['),
         pc.binary_join(lists, text_scalar(", ")),
@@ -362,18 +361,17 @@ def jsonl_records(table: pa.Table) -> pa.Buffer:
     return joined_bytes(lines)
 
 
-def json_texts(array: pa.Array) -> pa.Array:
-    """Each string of ``array`` as JSON text, the bytes of ``json.dumps(s, ensure_ascii=False)``: in double quotes,
-    and those holding a double quote, a backslash or a control character below U+0020 (the characters ``json``
-    escapes) escaped by ``json.dumps`` one at a time."""
+def json_escaped(array: pa.Array) -> pa.Array:
+    """Each string of ``array`` as the inside of its JSON text, the bytes of ``json.dumps(s, ensure_ascii=False)``
+    without the quotes: ``array`` itself, except that the strings holding a double quote, a backslash or a control
+    character below U+0020 (the characters ``json`` escapes) are escaped by ``json.dumps`` one at a time."""
     import pyarrow.compute as pc
 
-    quoted = pc.binary_join_element_wise(text_scalar('"'), array, text_scalar('"'), text_scalar(""))
     escape = pc.match_substring_regex(array, '[\\x{0}-\\x{1f}"\\\\]')
     if not pc.any(escape).as_py():
-        return quoted
-    escaped = text_array([json.dumps(s, ensure_ascii=False) for s in array.filter(escape).to_pylist()])
-    return pc.replace_with_mask(quoted, escape, escaped.cast(quoted.type))
+        return array
+    escaped = text_array([json.dumps(s, ensure_ascii=False)[1:-1] for s in array.filter(escape).to_pylist()])
+    return pc.replace_with_mask(array, escape, escaped.cast(array.type))
 
 
 def _writing_to(path: str | os.PathLike[str], write: Callable[[], None]) -> None:
