@@ -136,7 +136,7 @@ def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tup
     >>> round(float(lo), 6), round(float(hi), 6)
     (0.025, 0.975)
     """
-    from scipy import special  # here, not at import: a third of a second of every command that loads the models
+    from scipy import special  # here, not at import: commands that load the models without it start sooner
 
     lo = (1.0 - level) / 2.0
     alpha, beta = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64))
