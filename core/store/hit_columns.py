@@ -440,7 +440,7 @@ def _started_slice(
 ) -> pa.Table:
     """Rows of the HITs ``lo .. hi - 1`` of :func:`started_long_hits`."""
     n_hits, width = hits.shape
-    ids = hit_ids(iteration, n_hits)[lo:hi]
+    ids = hit_ids(iteration, n_hits, lo, hi)
     hit_id = text_array(ids).take(integers(np.repeat(np.arange(hi - lo), width)))
     position = np.tile(np.arange(width, dtype=np.int64), hi - lo)
     iterations = np.full((hi - lo) * width, iteration, dtype=np.int64)

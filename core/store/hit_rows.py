@@ -32,11 +32,12 @@ def hit_id_parts(iteration: int, n_hits: int) -> tuple[str, int]:
     return f"it{iteration}-", len(str(max(n_hits - 1, 0)))
 
 
-def hit_ids(iteration: int, n_hits: int) -> list[str]:
-    """``it{iteration}-{j}`` for j < n_hits, zero-padded to one width (:func:`hit_id_parts`)."""
+def hit_ids(iteration: int, n_hits: int, lo: int = 0, hi: int | None = None) -> list[str]:
+    """``it{iteration}-{j}`` for ``lo <= j < hi`` (default: every ``j < n_hits``), zero-padded to the width of the
+    iteration's ``n_hits`` HITs (:func:`hit_id_parts`)."""
     prefix, digits = hit_id_parts(iteration, n_hits)
     template = f"{prefix}%0{digits}d"
-    return list(map(template.__mod__, range(n_hits)))
+    return list(map(template.__mod__, range(lo, n_hits if hi is None else hi)))
 
 
 def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
