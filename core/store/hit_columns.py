@@ -364,12 +364,15 @@ def jsonl_records(table: pa.Table) -> pa.Buffer:
 def json_escaped(array: pa.Array) -> pa.Array:
     """Each string of ``array`` as the inside of its JSON text, the bytes of ``json.dumps(s, ensure_ascii=False)``
     without the quotes: ``array`` itself, except that the strings holding a double quote, a backslash or a control
-    character below U+0020 (the characters ``json`` escapes) are escaped by ``json.dumps`` one at a time."""
+    character below U+0020 (the characters ``json`` escapes; none when no byte of the data is one) are escaped by
+    ``json.dumps`` one at a time."""
     import pyarrow.compute as pc
 
-    escape = pc.match_substring_regex(array, '[\\x{0}-\\x{1f}"\\\\]')
-    if not pc.any(escape).as_py():
+    data = array.buffers()[2]  # UTF-8: no byte of a multi-byte character is below 0x80, so the bytes tell
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+    if not np.any((raw < 0x20) | (raw == 0x22) | (raw == 0x5C)):
         return array
+    escape = pc.match_substring_regex(array, '[\\x{0}-\\x{1f}"\\\\]')
     escaped = text_array([json.dumps(s, ensure_ascii=False)[1:-1] for s in array.filter(escape).to_pylist()])
     return pc.replace_with_mask(array, escape, escaped.cast(array.type))
 
