@@ -26,7 +26,7 @@ sys.path.insert(0, ROOT)
 
 from tui.cli import COMMANDS  # noqa: E402  (light: argparse and core.errors only)
 
-NESTED = {"simulate": ("prmse", "metrics", "easl"), "ls": ("setup", "status")}
+NESTED = {"simulate": ("prmse", "metrics", "easl", "replay"), "ls": ("setup", "status")}
 
 
 def console_script() -> str:

@@ -62,7 +62,7 @@ def prepare(tmp: str, n: int, iterations: int) -> list[str]:
         hits = os.path.join(tmp, f"prep{it}.csv")
         run("next", project, "--output", hits)
         scores = os.path.join(tmp, f"scores{it}.csv")
-        write_scores(hits, scores, oracle, rng, f"ann{it}")
+        write_scores(hits, scores, oracle, rng)
         run("ingest", project, scores)
     return copies
 

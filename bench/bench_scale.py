@@ -7,7 +7,10 @@ with 1,000,000 items and HIT size 5:
 
 * ``easl init`` <= 5 s;
 * ``easl next`` <= 3 s in every iteration, the first (iteration 0, every item once) and later ones (the method's
-  selection on the posterior of 1,000,000 items);
+  selection on the posterior of 1,000,000 items), in every output format: JSONL on stdout (the default), a
+  ``.jsonl`` file, a ``.parquet`` file and a ``.csv`` file (each of the first three on a copy of the project taken
+  before the iteration's ``next``, so that each starts the iteration; the CSV one on the project itself, whose HITs
+  are then scored);
 * ``easl ingest`` >= 100,000 scores/s (one score for every item of an iteration: 1,000,000 rows, each HIT scored
   by one annotator of a pool of 200);
 * ``easl export`` <= 2 s;
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -93,6 +97,38 @@ def run(*args: str) -> tuple[float, int]:
     return seconds, peak
 
 
+ROWS: list[tuple[str, float, str, bool]] = []  # every figure recorded: (label, value, target, met)
+
+
+def record(label: str, value: float, unit: str, target: float, higher_is_better: bool = False) -> None:
+    """Print a figure beside its target, with the CPU time of the last command and the load; kept in ``ROWS``."""
+    ok = value >= target if higher_is_better else value <= target
+    cmp = ">=" if higher_is_better else "<="
+    ROWS.append((label, value, f"{cmp} {target:,.4g} {unit}", ok))
+    cpu = f"  (cpu {CPU.pop('last'):.1f} s, load {os.getloadavg()[0]:.2f})" if "last" in CPU else ""
+    print(
+        f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  {'ok' if ok else 'MISSED'}{cpu}",
+        flush=True,
+    )
+
+
+def next_in_every_format(project: str, tmp: str, it: int, peaks: list[tuple[str, int]]) -> str:
+    """``easl next`` of iteration ``it`` as JSONL on stdout, a ``.jsonl`` file and a ``.parquet`` file, each on a
+    copy of ``project`` (so that each starts the iteration), then as a ``.csv`` file on the project itself; returns
+    the CSV file's path."""
+    copy = os.path.join(tmp, "copy.easl")
+    for fmt, output in (("JSONL, stdout", []), ("JSONL", ["hits.jsonl"]), ("Parquet", ["hits.parquet"])):
+        shutil.copyfile(project, copy)  # easl leaves the file with its WAL checkpointed: one file
+        t, rss = run("next", copy, *(["--output", os.path.join(tmp, *output)] if output else []))
+        record(f"next (iteration {it}, {fmt})", t, "s", 3.0)
+        peaks.append((f"next {it} {fmt}", rss))
+    hits = os.path.join(tmp, f"hits{it}.csv")
+    t, rss = run("next", project, "--output", hits)
+    record(f"next (iteration {it}, CSV)", t, "s", 3.0)
+    peaks.append((f"next {it} CSV", rss))
+    return hits
+
+
 def write_items(path: str, n: int) -> None:
     ids = np.char.add("item", np.arange(n).astype("U7"))
     pd.DataFrame({"id": ids, "text": np.char.add("text of item ", np.arange(n).astype("U7"))}).to_csv(path, index=False)
@@ -127,20 +163,8 @@ def main() -> int:
     if not os.access(EASL, os.X_OK):
         raise SystemExit(f"{EASL} not found: run `make venv` first")
     rng = np.random.default_rng(0)
-    rows: list[tuple[str, float, str, bool]] = []
+    rows = ROWS
     peaks: list[tuple[str, int]] = []
-
-    def record(label: str, value: float, unit: str, target: float, higher_is_better: bool = False) -> None:
-        ok = value >= target if higher_is_better else value <= target
-        cmp = ">=" if higher_is_better else "<="
-        rows.append((label, value, f"{cmp} {target:,.4g} {unit}", ok))
-        cpu = f"  (cpu {CPU.pop('last'):.1f} s, load {os.getloadavg()[0]:.2f})" if "last" in CPU else ""
-        print(
-            f"  {label:<44} {value:>12,.3f} {unit:<9} target {cmp} {target:,.4g} {unit}  {'ok' if ok else 'MISSED'}"
-            f"{cpu}",
-            flush=True,
-        )
-
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         n = args.items
         method = ["--method", args.method] if args.method else []
@@ -157,10 +181,7 @@ def main() -> int:
         record("init", t, "s", 5.0)
         peaks.append(("init", rss))
         for it in range(args.iterations + 1):
-            hits = os.path.join(tmp, f"hits{it}.csv")
-            t, rss = run("next", project, "--output", hits)
-            record(f"next (iteration {it})", t, "s", 3.0)
-            peaks.append((f"next {it}", rss))
+            hits = next_in_every_format(project, tmp, it, peaks)
             if it == args.iterations:
                 break
             scores = os.path.join(tmp, f"scores{it}.csv")

@@ -117,8 +117,8 @@ def main() -> int:
             )
             # 2. replay
             print(f"replay: {total_rows:,} observations")
-            conn = p._conn
-            (state, _), dt = timed("replay of the log (rebuild)", lambda conn=conn: p._replay(conn), results)
+            conn = p.db.conn
+            (state, _), dt = timed("replay of the log (rebuild)", lambda conn=conn: p.replay.replay_log(conn), results)
             results[-1].update(target="<= 10 s", ok=dt <= 10)
             check, dt = timed("verify (replay + compare)", p.verify, results)
             assert check["ok"], check
@@ -154,10 +154,10 @@ def main() -> int:
                     }
                 )
                 print(f"  {method}: ingested {n:,} scores in {dt:.2f} s", flush=True)
-                conn = p._conn
+                conn = p.db.conn
                 _, dt = timed(
                     f"replay of {n:,} observations ({method}: pairwise, in log order)",
-                    lambda conn=conn: p._replay(conn),
+                    lambda conn=conn: p.replay.replay_log(conn),
                     results,
                 )
                 results[-1].update(target="<= 10 s", ok=dt <= 10)

@@ -22,7 +22,7 @@ def test_items_come_in_order_and_are_made_in_another_thread() -> None:
 
     with ReadAhead(produce()) as ahead:
         assert list(ahead) == [0, 1, 2, 3, 4]
-    assert set(made) == {"easl-read-ahead"}
+    assert len(set(made)) == 1 and made[0].startswith("easl-read-ahead")
 
 
 def test_the_next_item_is_made_only_after_go_on_and_never_more_than_one_ahead() -> None:
@@ -79,5 +79,5 @@ def test_stopping_early_closes_the_producer_in_its_thread_and_joins_it() -> None
             ahead.go_on()
             if item == 3:
                 raise RuntimeError("the writer failed")
-    assert closed == ["easl-read-ahead"]
+    assert len(closed) == 1 and closed[0].startswith("easl-read-ahead")
     assert threading.active_count() == before

@@ -1,7 +1,7 @@
 """``easl export`` writes the same bytes as before its speed-ups: the SHA-256 of every file it writes
 for small projects of each method, in each format, pinned from the code before the changes; and the parts of the
 speed-ups checked against what they replace: :func:`core.store.arrow_columns.write_csv` against Arrow's CSV writer
-(property test), the distinct pairs of :func:`core.models.beta.beta_interval` against ``numpy.unique`` and SciPy.
+(property test), the distinct pairs of :func:`core.models.beta.beta_interval` against SciPy.
 
 The files are built by Arrow's CSV writer, pandas' JSON writer and Parquet writer (whose footer names the Arrow
 version), so the digests hold for the library versions they were taken with (``VERSIONS``); with others those tests
@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.models import Hyper
-from core.models.beta import _distinct_keys, beta_interval
+from core.models.beta import beta_interval
 from core.store import Project, arrow_columns
 from tests.store_helpers import answer, make_items
 from tui.cli import main
@@ -211,8 +211,8 @@ NUMBERS: dict[str, list[float | None]] = {
 
 @st.composite
 def tables(draw: st.DrawFn) -> pa.Table:
-    """Small tables of string, integer and float columns whose values repeat (so that :func:`write_csv` joins rows
-    with numbers formatted once per distinct row) or not, with nulls, NaN, infinities and signed zeros."""
+    """Small tables of string, integer and float columns whose values repeat or not, with nulls, NaN, infinities
+    and signed zeros."""
     n = draw(st.integers(1, 40))
     arrays, names = [], []
     for k in range(draw(st.integers(1, 6))):
@@ -238,8 +238,8 @@ def tables(draw: st.DrawFn) -> pa.Table:
 def test_write_csv_is_the_bytes_of_arrows_writer(
     tmp_path_factory: pytest.TempPathFactory, table: pa.Table, slice_rows: int
 ) -> None:
-    """Whichever way :func:`core.store.arrow_columns.write_csv` formats a table (Arrow's writer at once, in slices,
-    or rows joined with numbers formatted once per distinct row), the file holds the bytes of Arrow's writer."""
+    """Whichever way :func:`core.store.arrow_columns.write_csv` formats a table (Arrow's writer at once or in
+    slices), the file holds the bytes of Arrow's writer."""
     expected = pa.BufferOutputStream()
     pa_csv.write_csv(table, expected, write_options=pa_csv.WriteOptions(quoting_style="needed"))
     path = tmp_path_factory.mktemp("csv") / "t.csv"
@@ -247,45 +247,6 @@ def test_write_csv_is_the_bytes_of_arrows_writer(
         patch.setattr(arrow_columns, "CSV_SLICE_ROWS", slice_rows)
         arrow_columns.write_csv(table, path)
     assert path.read_bytes() == expected.getvalue().to_pybytes()
-
-
-def test_rows_with_repeated_numbers_are_joined_from_texts_made_once() -> None:
-    """A table whose numbers repeat is written by joining rows (not by Arrow's writer), to the same bytes."""
-    n = 1000
-    table = pa.Table.from_arrays(
-        [
-            pa.array([f"id{i}" for i in range(n)]),
-            pa.array(np.arange(n) % 7 / 3),
-            pa.array(np.arange(n) % 3),
-            pa.array(['t "x"'] * n),
-        ],
-        names=["item_id", "estimate", "n", "text"],
-    )
-    joiner = arrow_columns._row_joiner(table)
-    assert joiner is not None
-    expected = pa.BufferOutputStream()
-    pa_csv.write_csv(table, expected, write_options=pa_csv.WriteOptions(quoting_style="needed", include_header=False))
-    got = b"".join(joiner(start, 300).to_pybytes() for start in range(0, n, 300))
-    assert got == expected.getvalue().to_pybytes()
-
-
-@given(
-    keys=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=50),
-    codes=st.lists(st.integers(0, 49), min_size=1, max_size=400),
-)
-def test_distinct_keys_number_each_value_once(keys: list[int], codes: list[int]) -> None:
-    """``core.models.beta._distinct_keys``: one row of each distinct value, and each row's number among them."""
-    key = np.array(keys, dtype=np.uint64)[np.array(codes) % len(keys)]
-    first, inverse = _distinct_keys(key)
-    assert np.array_equal(key[first][inverse], key)
-    assert np.unique(key[first]).size == first.size == np.unique(key).size
-
-
-def test_distinct_keys_are_sorted_when_they_fill_half_the_table() -> None:
-    key = np.random.default_rng(5).integers(0, 2**63, size=70_000, dtype=np.uint64)[np.arange(90_000) % 70_000]
-    first, inverse = _distinct_keys(key)
-    assert first.size == np.unique(key).size == 70_000
-    assert np.array_equal(key[first][inverse], key)
 
 
 def test_beta_interval_of_repeated_pairs_is_the_interval_of_each() -> None:

@@ -1,8 +1,7 @@
-"""The column builders of ``easl next --output hits.csv`` against the slower ones they replace: HIT ids built with
-numpy (``hit_id_bytes``, ``fixed_strings``, ``json_strings``) against ``hit_ids``, the JSON arrays of item positions
-(``json_integers``) against ``json``, NUL-joined strings (``joined_strings``) against the JSON reader (``strings``),
-and the file of a new iteration (built from the HITs chosen, the items read by key when they are few) against the
-long form read back from the project and written by pandas' route (``core.tables.write_table``)."""
+"""The column builders of ``easl next --output hits.csv``: the HITs recorded by ``insert_iteration``, NUL-joined
+strings (``joined_strings``) against the JSON reader (``strings``), and the file of a new iteration (built from
+the HITs chosen, the items read by key when they are few) against the long form read back from the project and
+written by pandas' route (``core.tables.write_table``)."""
 
 from __future__ import annotations
 
@@ -11,42 +10,18 @@ import sqlite3
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.models import Hyper
 from core.store import Project
-from core.store.arrow_columns import fixed_strings, joined_strings, strings
-from core.store.hit_columns import read_every_item, started_long_hits, write_started_csv
-from core.store.hit_rows import hit_id_bytes, hit_ids, json_integers, json_strings
+from core.store.arrow_columns import joined_strings, strings
+from core.store.hit_columns import jsonl_records, read_every_item, started_long_hits, write_started
+from core.store.hit_rows import hit_ids
 from core.tables import write_table
 from tests.hit_helpers import scores, tricky_items
-
-
-@settings(max_examples=60, deadline=None)
-@given(iteration=st.integers(0, 10_000), n_hits=st.integers(0, 2_000), data=st.data())
-def test_hit_id_bytes_are_the_hit_ids(iteration, n_hits, data):
-    lo = data.draw(st.integers(0, n_hits))
-    hi = data.draw(st.integers(lo, n_hits))
-    ids = hit_ids(iteration, n_hits)
-    rows = hit_id_bytes(iteration, n_hits, lo, hi)
-    assert [r.tobytes().decode() for r in rows] == ids[lo:hi]
-    assert fixed_strings(rows).to_pylist() == ids[lo:hi]
-    assert json.loads(json_strings(rows)) == ids[lo:hi]
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 10**12), max_size=50))
-def test_json_integers_read_as_the_integers(values):
-    text = json_integers(np.array(values, dtype=np.int64))
-    assert json.loads(text) == values
-    assert len({len(part) for part in text[1:-1].split(",")}) <= 1  # one width: right-aligned with blanks
-
-
-def test_json_integers_refuse_negative_values():
-    with pytest.raises(ValueError, match=">= 0"):
-        json_integers(np.array([3, -1]))
 
 
 def test_insert_iteration_records_the_ids_and_items_of_the_hits(tmp_path):
@@ -83,7 +58,7 @@ def test_new_iteration_file_equals_the_long_form_read_back(tmp_path, per_iterati
         for it in range(1, 4):
             p.ingest(scores(p.next_hits(), rng), source=f"s{it}")
             written = tmp_path / f"new{it}.csv"
-            n_hits = p.next_hits_csv(written)
+            n_hits = p.next_hits_file(written)
             assert p.iteration() == it
             reference = tmp_path / f"ref{it}.csv"
             write_table(p.open_hits_frame(), reference)
@@ -108,24 +83,56 @@ def test_a_failed_insert_leaves_neither_the_iteration_nor_the_file(tmp_path, mon
         monkeypatch.setattr(hits_module, "insert_iteration", failing)
         out = tmp_path / "hits.csv"
         with pytest.raises(sqlite3.OperationalError, match="disk is full"):
-            p.next_hits_csv(out)
+            p.next_hits_file(out)
         assert not out.exists() and sorted(f.name for f in tmp_path.iterdir()) == ["p.easl", "p.easl-shm", "p.easl-wal"]
         assert p.iteration() == 0 and len(p.hits(1)) == 0
         monkeypatch.setattr(hits_module, "insert_iteration", real)
-        assert p.next_hits_csv(out) == 40 and p.iteration() == 1
+        assert p.next_hits_file(out) == 40 and p.iteration() == 1
         reference = tmp_path / "ref.csv"
         write_table(p.open_hits_frame(), reference)
         assert out.read_bytes() == reference.read_bytes()
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 @pytest.mark.parametrize("slice_hits", [1, 7, 40, 1000])
-def test_the_file_written_slice_by_slice_is_the_whole_table_written_at_once(tmp_path, slice_hits):
+def test_the_file_written_slice_by_slice_is_the_whole_table_written_at_once(tmp_path, slice_hits, fmt):
     items = tricky_items(200)
     with Project.create(tmp_path / "p.easl", items, Hyper(method="easl", hit_size=5, seed=1)) as p:
         every = read_every_item(p.path, ["item_id", "text"])
     hits = np.random.default_rng(2).integers(0, 200, size=(40, 5))
-    whole, sliced = tmp_path / "whole.csv", tmp_path / "sliced.csv"
-    started_long_hits(12, hits, (every, hits.reshape(-1))).write_csv(whole)
-    write_started_csv(str(sliced), sliced, 12, hits, (every, hits.reshape(-1)), slice_hits=slice_hits)
+    whole, sliced = tmp_path / f"whole.{fmt}", tmp_path / f"sliced.{fmt}"
+    started_long_hits(12, hits, (every, hits.reshape(-1))).write_to(str(whole), whole, fmt)
+    write_started(str(sliced), sliced, fmt, 12, hits, (every, hits.reshape(-1)), slice_hits=slice_hits)
     assert sliced.read_bytes() == whole.read_bytes()
-    assert whole.read_text(encoding="utf-8").count("it12-39") == 5
+    if fmt != "parquet":
+        assert whole.read_text(encoding="utf-8").count("it12-39") == (5 if fmt == "csv" else 1)
+
+
+TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)  # any text UTF-8 can hold
+
+
+@settings(max_examples=100, deadline=None)
+@given(items=st.lists(st.tuples(TEXTS, TEXTS), min_size=1, max_size=12), width=st.integers(1, 4))
+def test_jsonl_records_are_the_bytes_of_json_dumps(items, width):
+    """The JSONL of ``easl next`` joined by Arrow (``jsonl_records``) is ``json.dumps`` of each HIT record, whatever
+    the texts hold (quotes, backslashes, control characters, NUL, non-ASCII)."""
+    owner = [k // width for k in range(len(items))]
+    table = pa.table(
+        {
+            "hit_id": pa.array([f'h"{j}' for j in owner], type=pa.large_string()),
+            "iteration": pa.array([3] * len(items), type=pa.int64()),
+            "position": pa.array([k % width for k in range(len(items))], type=pa.int64()),
+            "item_id": pa.array([i for i, _ in items], type=pa.large_string()),
+            "text": pa.array([t for _, t in items], type=pa.large_string()),
+        }
+    )
+    records = [
+        {
+            "hit_id": f'h"{j}',
+            "iteration": 3,
+            "items": [{"item_id": i, "text": t} for i, t in items[j * width : (j + 1) * width]],
+        }
+        for j in range(owner[-1] + 1)
+    ]
+    expected = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+    assert jsonl_records(table).to_pybytes() == expected

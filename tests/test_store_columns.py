@@ -124,20 +124,3 @@ def test_next_and_export_to_csv_import_no_pandas(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
     assert pd.read_csv(tmp_path / "h.csv").shape == (20, 5)
-
-
-def test_freed_memory_is_reused_without_page_faults():
-    code = (
-        "import resource\n"
-        "from core.store.memory import keep_freed_memory\n"
-        "assert keep_freed_memory()\n"
-        "a = b'x' * (48 << 20); del a\n"  # 48 MiB written (a JSON text's size at a million items), then freed
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-        "b = b'y' * (48 << 20)\n"  # the same size again: from the heap, its pages already mapped
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
-    )
-    if not sys.platform.startswith("linux"):
-        pytest.skip("mallopt is glibc's")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert int(out.stdout) < 1000  # 12,288 pages of 4 KiB when glibc gives the block back and maps a fresh one

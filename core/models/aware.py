@@ -19,8 +19,7 @@ unreliability, ``q_i`` the item's ambiguity. The fit is mean-field EM (alternati
   (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes from leave-one-out residuals,
   :func:`core.models.aware_noise.noise_strengths`: no spread of the annotators' noise beyond sampling gives
   ``r_a = 1``, and the model then weights every score as DA does; an annotator noisy beyond sampling on its own
-  is shrunk less; evaluated at sweeps 1, 2, 4, 8, ... only: at 1,000,000 items an evaluation costs about a
-  sweep, and at every sweep they took 1.9 s of a 4.5 s refit), ``q0 = mean_k e2_k / r_a``,
+  is shrunk less; evaluated at sweeps 1, 2, 4, 8, ... only, where they settle), ``q0 = mean_k e2_k / r_a``,
   ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
 * prior widths (empirical Bayes): ``m0 = mean_i E[u_i]``, ``tau_mu^2 = mean_i E[(u_i - m0)^2]``,
   ``tau_o^2 = mean_a E[o_a^2]``, ``tau_s^2 = mean_a E[(s_a - 1)^2]``.
@@ -147,7 +146,7 @@ class AwareState:
         image of the 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)`` (:attr:`df`; ``var`` including the
         annotator terms), the variance ``G'(mu)^2 var`` (delta method). ``mu`` itself, on the unbounded
         consensus scale, is what selection, rank figures and the stopping rule use."""
-        from scipy import special  # here: importing it takes a third of a second, and easl status needs none
+        from scipy import special  # here: easl status (target 1 s at 1,000,000 items) needs none
 
         from core.models.aware_scale import bounded_interval, expected_score_slope
 
@@ -172,25 +171,11 @@ def _prior_state(obs: Observations) -> AwareState:
     ybar = float(y.mean()) if y.size else 0.0
     u = np.where(cnt > 0, np.bincount(obs.item, y, n) / np.maximum(cnt, 1.0), ybar)
     pooled = max(float(np.var(y)) * 0.5 if y.size > 1 else 0.02, _FLOOR)
-    return AwareState(
-        u + CENTER,
-        np.full(n, pooled),
-        np.full(n, pooled),
-        np.full(n, pooled),
-        cnt,
-        np.zeros(na),
-        np.ones(na),
-        np.zeros(na),
-        np.zeros(na),
-        np.zeros(na),
-        np.ones(na),
-        np.bincount(obs.annotator, minlength=na).astype(np.float64),
-        ybar + CENTER,
-        max(float(np.var(u)), _FLOOR),
-        0.05**2,
-        0.2**2,
-        pooled,
-    )
+    zero, pool = np.zeros(na), np.full(n, pooled)
+    n_scores = np.bincount(obs.annotator, minlength=na).astype(np.float64)
+    return AwareState(u + CENTER, pool, pool.copy(), pool.copy(), cnt, zero, np.ones(na), zero.copy(), zero.copy(),
+                      zero.copy(), np.ones(na), n_scores, ybar + CENTER, max(float(np.var(u)), _FLOOR), 0.05**2,
+                      0.2**2, pooled)  # fmt: skip
 
 
 def _grow(warm: AwareState, n: int, na: int) -> AwareState:
@@ -199,11 +184,11 @@ def _grow(warm: AwareState, n: int, na: int) -> AwareState:
     if pad_i < 0 or pad_a < 0:
         raise ValueError("a warm state cannot have more items or annotators than the observations")
 
-    def pi(x: NDArray[Any], v: float) -> NDArray[Any]:
-        return np.concatenate([x, np.full(pad_i, v)])
+    def pi(x: NDArray[Any], v: float, pad: int = pad_i) -> NDArray[Any]:
+        return np.concatenate([x, np.full(pad, v)])
 
     def pa(x: NDArray[Any], v: float) -> NDArray[Any]:
-        return np.concatenate([x, np.full(pad_a, v)])
+        return pi(x, v, pad_a)
 
     return dataclasses.replace(
         warm,
@@ -240,11 +225,26 @@ def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
     return st
 
 
+@dataclass
+class _Sweep:
+    """What :func:`fit` updates: ``st`` (the annotator terms, ``var_mu``, ``q``, the prior widths and ``q0``, set
+    by each step), the items' centred means ``u = mu - c`` and precisions ``prec = 1 / Var(u_i)``, and the prior
+    mean ``m0``, centred likewise; ``n_obs`` counts the scores."""
+
+    st: AwareState
+    u: NDArray[Any]
+    prec: NDArray[Any]
+    m0: float
+    n_obs: int
+
+
 def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfig = DEFAULT_CONFIG) -> AwareState:
     """Fit the annotator-aware model to every observation by mean-field EM (module docstring).
 
     The scores enter through their sums by (item, annotator) pair (:class:`PairStats`), so each sweep is a few
-    sparse matrix products, ``O(n_pairs + n_items + n_annotators)``, with no loop over items or scores.
+    sparse matrix products, ``O(n_pairs + n_items + n_annotators)``, with no loop over items or scores: the items
+    (:func:`_item_step`), the annotators (:func:`_annotator_step`), the noise (:func:`_noise_step`); then the
+    intervals (:func:`_fitted`).
 
     Parameters
     ----------
@@ -276,108 +276,120 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     >>> bool(st.offset[1] - st.offset[0] > 0.15), [round(float(m), 2) for m in np.diff(st.mu)]
     (True, [0.3, 0.1])
     """
-    n = obs.n_items
     if obs.size == 0:
         return _prior_state(obs)
     st = _prior_state(obs) if warm is None else _warm_start(warm, obs)
     max_sweeps = config.sweeps_cold if warm is None else config.sweeps_warm
     P = PairStats.build(obs)
-    C, SY, SY2 = P.count, P.sum_y, P.sum_y2
-    cnt, n_a, n_obs = P.n_per_item, P.n_per_annotator, max(obs.size, 1)
-    seen_a = n_a > 0
-    pair_rows = np.repeat(np.arange(n), np.diff(C.indptr))
+    pair_rows = np.repeat(np.arange(obs.n_items), np.diff(P.count.indptr))
     nu_r: NDArray[Any] | float = NU_R_MAX
-    u = st.mu - CENTER
-    o, s, vo, vs, cos, r, q = st.offset, st.slope, st.var_offset, st.var_slope, st.cov_os, st.noise, st.q
-    m0, tm2, to2, ts2, q0 = st.m0 - CENTER, st.tau_mu2, st.tau_o2, st.tau_s2, st.q0
-    vu = st.var_mu
-    prec = 1.0 / vu
+    w = _Sweep(st, st.mu - CENTER, 1.0 / st.var_mu, st.m0 - CENTER, obs.size)
     sweeps = 0
     for sweeps in range(1, max_sweeps + 1):
-        # items: w = 1 / (r_a q_i), so an item's sums are (1 / q_i) sum_a C_ia f(a) / r_a: sparse products
-        rho = 1.0 / r
-        cv = C @ np.column_stack([(s * s + vs) * rho, (o * s + cos) * rho])
-        prec = 1.0 / tm2 + cv[:, 0] / q
-        u_new = (m0 / tm2 + (SY @ (s * rho) - cv[:, 1]) / q) / prec
-        vu = 1.0 / prec
-        moved = float(np.max(np.abs(u_new - u))) if n else 0.0
-        u = u_new
-        m0 = float(u.mean()) if n else 0.0
-        tm2 = max(float(np.mean((u - m0) ** 2 + vu)) if n else _FLOOR, _FLOOR)
-        # annotators: (o_a, s_a) jointly from the 2 x 2 normal equations; sums over their items of f / q_i
-        h = 1.0 / q
-        hu = h * u
-        t_h, t_hu, t_huu, t_hvu = (C.T @ np.column_stack([h, hu, hu * u, h * vu])).T
-        y_h, y_hu = (SY.T @ np.column_stack([h, hu])).T
-        s_oo = t_h * rho + 1.0 / to2
-        s_ss = (t_huu + t_hvu) * rho + 1.0 / ts2
-        s_os = t_hu * rho
-        b_o = y_h * rho
-        b_s = y_hu * rho + 1.0 / ts2
-        det = s_oo * s_ss - s_os * s_os
-        o = (s_ss * b_o - s_os * b_s) / det
-        s = (s_oo * b_s - s_os * b_o) / det
-        vo, vs, cos = s_ss / det, s_oo / det, -s_os / det
-        if seen_a.any():
-            to2 = float(np.clip(np.mean(o[seen_a] ** 2 + vo[seen_a]), _FLOOR, 0.25))
-            ts2 = float(np.clip(np.mean((s[seen_a] - 1.0) ** 2 + vs[seen_a]), _FLOOR, 1.0))
-        # noise: e2 = E[(y - o - s u)^2] = (y - o - s u)^2 + Var o + s^2 Var u + Var s E[u^2] + 2 u Cov(o, s),
-        # summed by annotator (weights 1 / q_i) and by item (weights 1 / r_a) from the pair sums
-        e_a = (
-            SY2.T @ h
-            - 2.0 * o * y_h
-            - 2.0 * s * y_hu
-            + o * o * t_h
-            + 2.0 * o * s * t_hu
-            + s * s * t_huu
-            + vo * t_h
-            + s * s * t_hvu
-            + vs * (t_huu + t_hvu)
-            + 2.0 * cos * t_hu
-        )
+        rho = 1.0 / w.st.noise
+        moved = _item_step(P, w, rho)
+        sums = _annotator_step(P, w.st, w.u, rho)
         if config.nu_r is not None:
             nu_r = config.nu_r
         elif sweeps & (sweeps - 1) == 0:  # sweeps 1, 2, 4, 8, ...: the strengths settle long before the items
-            sweep = {"u": u, "prec": prec, "o": o, "s": s, "vs": vs, "cos": cos, "rho": rho, "q": q}
-            nu_r = noise_strengths(loo_noise_ratio(P, pair_rows, sweep), n_a)
-        r = (nu_r + np.maximum(e_a, 0.0)) / (nu_r + n_a)
-        if seen_a.any():
-            r = r / np.exp(np.mean(np.log(r[seen_a])))
-        rho = 1.0 / r
-        c4 = C @ np.column_stack([rho * (o * o + vo), rho * (o * s + cos), rho * (s * s + vs)])
-        y2 = SY @ np.column_stack([rho * o, rho * s])
-        e_i = SY2 @ rho - 2.0 * y2[:, 0] - 2.0 * u * y2[:, 1] + c4[:, 0] + 2.0 * u * c4[:, 1] + (u * u + vu) * c4[:, 2]
-        e_i = np.maximum(e_i, 0.0)
-        q0 = max(float(e_i.sum()) / n_obs, _FLOOR)
-        q = np.maximum((config.nu_q * q0 + e_i) / (config.nu_q + cnt), _FLOOR)
+            a = w.st
+            sweep = dict(u=w.u, prec=w.prec, o=a.offset, s=a.slope, vs=a.var_slope, cos=a.cov_os, rho=rho, q=a.q)
+            nu_r = noise_strengths(loo_noise_ratio(P, pair_rows, sweep), P.n_per_annotator)
+        _noise_step(P, w, sums, nu_r, config.nu_q)
         if moved < config.tol and sweeps > 1:
             break
-    # interval: Var(u_i) plus the annotator terms that touch item i (delta method; the scores of one
-    # annotator on one item share its terms, hence C_ia^2)
-    rho2 = 1.0 / (r * r)
-    c3 = P.count_sq @ np.column_stack([rho2 * s * s * vo, rho2 * vs, rho2 * s * cos])
-    extra = (c3[:, 0] + u * u * c3[:, 1] + 2.0 * u * c3[:, 2]) / (q * prec) ** 2
-    return AwareState(
-        u + CENTER,
-        vu,
-        vu + np.maximum(extra, 0.0),
-        q,
-        cnt,
-        o,
-        s,
-        vo,
-        vs,
-        cos,
-        r,
-        n_a,
-        m0 + CENTER,
-        tm2,
-        to2,
-        ts2,
-        q0,
-        sweeps,
-        config.nu_q,
+    return _fitted(P, w, sweeps, config.nu_q)
+
+
+def _item_step(P: PairStats, w: _Sweep, rho: NDArray[Any]) -> float:
+    """The items' posteriors and the prior's ``m0``, ``tau_mu^2`` (module docstring); returns the largest move of
+    an item mean. With ``w = 1 / (r_a q_i)`` an item's sums are ``(1 / q_i) sum_a C_ia f(a) / r_a``: products of
+    the sparse pair statistics with per-annotator vectors."""
+    C, st = P.count, w.st
+    o, s = st.offset, st.slope
+    prec = 1.0 / st.tau_mu2 + (C @ ((s * s + st.var_slope) * rho)) / st.q
+    u = (w.m0 / st.tau_mu2 + (P.sum_y @ (s * rho) - C @ ((o * s + st.cov_os) * rho)) / st.q) / prec
+    moved = float(np.max(np.abs(u - w.u))) if u.size else 0.0
+    w.u, w.prec, st.var_mu = u, prec, 1.0 / prec
+    w.m0 = float(u.mean()) if u.size else 0.0
+    st.tau_mu2 = max(float(np.mean((u - w.m0) ** 2 + st.var_mu)) if u.size else _FLOOR, _FLOOR)
+    return moved
+
+
+def _annotator_step(P: PairStats, st: AwareState, u: NDArray[Any], rho: NDArray[Any]) -> tuple[NDArray[Any], ...]:
+    """Each annotator's ``(o_a, s_a)`` from the 2 x 2 normal equations, and the prior's ``tau_o^2``, ``tau_s^2``;
+    returns the sums over the annotators' items (weights ``h_i = 1 / q_i``) that the noise step reuses: ``t_h,
+    t_hu, t_huu, t_hvu`` (of ``C_ia`` times ``h, h u, h u^2, h Var u``), ``y_h, y_hu`` (of the score sums times
+    ``h, h u``), and ``h``."""
+    CT, YT = P.count.T, P.sum_y.T
+    h = 1.0 / st.q
+    hu = h * u
+    t_h, t_hu, t_huu, t_hvu = CT @ h, CT @ hu, CT @ (hu * u), CT @ (h * st.var_mu)
+    y_h, y_hu = YT @ h, YT @ hu
+    s_oo = t_h * rho + 1.0 / st.tau_o2
+    s_ss = (t_huu + t_hvu) * rho + 1.0 / st.tau_s2
+    s_os = t_hu * rho
+    b_o = y_h * rho
+    b_s = y_hu * rho + 1.0 / st.tau_s2
+    det = s_oo * s_ss - s_os * s_os
+    st.offset = (s_ss * b_o - s_os * b_s) / det
+    st.slope = (s_oo * b_s - s_os * b_o) / det
+    st.var_offset, st.var_slope, st.cov_os = s_ss / det, s_oo / det, -s_os / det
+    seen = P.n_per_annotator > 0
+    if seen.any():
+        st.tau_o2 = float(np.clip(np.mean(st.offset[seen] ** 2 + st.var_offset[seen]), _FLOOR, 0.25))
+        st.tau_s2 = float(np.clip(np.mean((st.slope[seen] - 1.0) ** 2 + st.var_slope[seen]), _FLOOR, 1.0))
+    return t_h, t_hu, t_huu, t_hvu, y_h, y_hu, h
+
+
+def _noise_step(
+    P: PairStats, w: _Sweep, sums: tuple[NDArray[Any], ...], nu_r: NDArray[Any] | float, nu_q: float
+) -> None:
+    """The annotators' unreliability ``r_a`` (shrunk with ``nu_r``, geometric mean 1), the pooled noise ``q0``
+    and the items' ambiguity ``q_i`` (shrunk with ``nu_q``) from ``e2 = E[(y - o - s u)^2] = (y - o - s u)^2 +
+    Var o + s^2 Var u + Var s E[u^2] + 2 u Cov(o, s)``, summed by annotator (weights ``1 / q_i``: ``sums`` of
+    :func:`_annotator_step`) and by item (weights ``1 / r_a``) from the pair sums."""
+    t_h, t_hu, t_huu, t_hvu, y_h, y_hu, h = sums
+    st, u = w.st, w.u
+    o, s, vo, vs, cos = st.offset, st.slope, st.var_offset, st.var_slope, st.cov_os
+    e_a = (
+        P.sum_y2.T @ h
+        - 2.0 * o * y_h
+        - 2.0 * s * y_hu
+        + o * o * t_h
+        + 2.0 * o * s * t_hu
+        + s * s * t_huu
+        + vo * t_h
+        + s * s * t_hvu
+        + vs * (t_huu + t_hvu)
+        + 2.0 * cos * t_hu
     )
+    n_a = P.n_per_annotator
+    r = (nu_r + np.maximum(e_a, 0.0)) / (nu_r + n_a)
+    if (n_a > 0).any():
+        r = r / np.exp(np.mean(np.log(r[n_a > 0])))
+    st.noise = r
+    rho = 1.0 / r
+    C, SY = P.count, P.sum_y
+    c4 = [C @ (rho * (o * o + vo)), C @ (rho * (o * s + cos)), C @ (rho * (s * s + vs))]
+    y2 = [SY @ (rho * o), SY @ (rho * s)]
+    e_i = P.sum_y2 @ rho - 2.0 * y2[0] - 2.0 * u * y2[1] + c4[0] + 2.0 * u * c4[1] + (u * u + st.var_mu) * c4[2]
+    e_i = np.maximum(e_i, 0.0)
+    st.q0 = max(float(e_i.sum()) / w.n_obs, _FLOOR)
+    st.q = np.maximum((nu_q * st.q0 + e_i) / (nu_q + P.n_per_item), _FLOOR)
+
+
+def _fitted(P: PairStats, w: _Sweep, sweeps: int, nu_q: float) -> AwareState:
+    """The state of a fit: each item's interval adds to ``Var(u_i)`` the annotator terms that touch it (delta
+    method; the scores of one annotator on one item share its terms, hence ``C_ia^2``)."""
+    st, u = w.st, w.u
+    s, rho2 = st.slope, 1.0 / (st.noise * st.noise)
+    c3 = [P.count_sq @ (rho2 * s * s * st.var_offset), P.count_sq @ (rho2 * st.var_slope)]
+    c3.append(P.count_sq @ (rho2 * s * st.cov_os))
+    extra = (c3[0] + u * u * c3[1] + 2.0 * u * c3[2]) / (st.q * w.prec) ** 2
+    var = st.var_mu + np.maximum(extra, 0.0)
+    out = dataclasses.replace(st, mu=u + CENTER, var=var, count=P.n_per_item, n_scores=P.n_per_annotator)
+    return dataclasses.replace(out, m0=w.m0 + CENTER, sweeps=sweeps, nu_q=nu_q)
 
 
 __all__ = [

@@ -136,7 +136,7 @@ def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tup
     >>> round(float(lo), 6), round(float(hi), 6)
     (0.025, 0.975)
     """
-    from scipy import special  # here, not at import: a third of a second of every command that loads the models
+    from scipy import special  # here, not at import: commands that load the models without it start sooner
 
     lo = (1.0 - level) / 2.0
     alpha, beta = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64))
@@ -151,56 +151,13 @@ def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tup
     return low, high
 
 
-#: slots of the hash table of :func:`_distinct_keys` (a power of 2; 512 KiB of keys)
-HASH_SLOTS = 1 << 16
-
-
 def _distinct_pairs(a: NDArray[Any], b: NDArray[Any]) -> tuple[NDArray[Any] | None, NDArray[Any]]:
-    """The distinct ``(a, b)`` pairs as (a row of each one, each row's pair number), found from one 64-bit mix
-    of the two values' bits (:func:`_distinct_keys`; sorting the pairs as complex numbers takes three times as
-    long as sorting the mixes); ``(None, _)`` when two different pairs share a mix, which the check
+    """The distinct ``(a, b)`` pairs as (a row of each one, each row's pair number), found by ``numpy.unique`` of
+    one 64-bit mix of the two values' bits; ``(None, _)`` when two different pairs share a mix, which the check
     below catches (the caller then evaluates every row)."""
     key = a.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + b.view(np.uint64)
-    first, inverse = _distinct_keys(key)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
     if not (np.array_equal(a[first][inverse], a) and np.array_equal(b[first][inverse], b)):
         return None, inverse
-    return first, inverse
-
-
-def _distinct_keys(key: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """``(first, inverse)`` of the distinct values of ``key``: a row of each (``key[first]`` distinct) and each row's
-    number among them (``key[first][inverse] == key``).
-
-    Up to :data:`HASH_SLOTS` / 2 distinct values, an open-addressing hash table with linear probing (Knuth, *The Art
-    of Computer Programming* vol. 3, section 6.4, algorithm L) filled for every row at once: in each round the rows
-    not yet placed write their key into their slot when it is free (one of several rows wins), those whose slot now
-    holds their key are placed, and the others move to the next slot. The table stays in cache, so this takes a
-    third of the time of sorting the keys. When more than half of the table fills, the keys are sorted instead
-    (``numpy.unique``).
-    """
-    n = key.size
-    size = HASH_SLOTS
-    table = np.zeros(size, dtype=np.uint64)
-    used = np.zeros(size, dtype=bool)
-    bits = size.bit_length() - 1
-    # the slot: the top bits of a second multiplicative hash
-    slot = ((key * np.uint64(0xBF58476D1CE4E5B9)) >> np.uint64(64 - bits)).astype(np.intp)
-    placed = np.empty(n, dtype=np.intp)
-    rows = np.arange(n)
-    while rows.size:
-        if 2 * np.count_nonzero(used) > size:  # many distinct values: sort them
-            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-            return first, inverse.reshape(-1)
-        k, s = key[rows], slot[rows]
-        free = ~used[s]
-        table[s[free]] = k[free]
-        used[s[free]] = True
-        hit = table[s] == k
-        placed[rows[hit]] = s[hit]
-        rows = rows[~hit]
-        slot[rows] = (s[~hit] + 1) & (size - 1)
-    number = np.cumsum(used, dtype=np.intp) - 1  # of each used slot
-    inverse = number[placed]
-    first = np.empty(int(number[-1]) + 1, dtype=np.intp)
-    first[inverse] = np.arange(n)
     return first, inverse

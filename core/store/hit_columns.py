@@ -1,10 +1,11 @@
-"""HITs read column-wise from the project file, and their long form (``easl next --output hits.csv``).
+"""HITs read column-wise from the project file, and the files of ``easl next`` (JSONL records, CSV or Parquet).
 
 A HIT set is read as integer columns: the HITs (``hit_no``, ``hit_id``, ``iteration``), then their items from
 ``hit_items`` (one range of its primary key when the HITs are consecutive, as those of one iteration are; a join
 by the HITs' index otherwise), then the ids and texts of those items in one read (a sequential scan of ``items``
 when they are a large share of it). Integers travel as one ``group_concat`` text per column, parsed by numpy, and
-strings as one JSON array per column (``json_group_array``), parsed on demand: no Python tuple per row.
+strings as one JSON array per column (``json_group_array``), parsed on demand: no Python tuple per row, for the
+``easl next`` target of ``bench/bench_scale.py`` (3 s at 1,000,000 items).
 When every HIT of a consecutive range has the positions ``0 .. w - 1`` (one iteration's HITs), only the items are
 read: the owners and positions follow from the primary key's order.
 
@@ -13,8 +14,10 @@ columns) takes the items' ids and texts as Arrow arrays, read NUL-joined (:func:
 scan when the HITs hold many, possibly in a thread with a connection of its own: :func:`read_every_item`); a new
 iteration's long form is built from the HITs chosen, without reading them back (:func:`started_long_hits`). It is
 assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
-``core.tables.write_table``, so the bytes are the same) without building a pandas DataFrame; projects whose items
-have extra columns go through pandas, whose type inference decides how those columns are written.
+``core.tables.write_table``, so the bytes are the same) or Parquet writer, or joined into JSON lines by Arrow's
+string functions (the bytes of ``json.dumps``), without building a pandas DataFrame; projects whose items have
+extra columns go through pandas, whose type inference decides how those columns are written (their JSONL through
+``json.dumps`` of the HIT records).
 """
 
 from __future__ import annotations
@@ -23,16 +26,25 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.arrow_columns import fixed_strings, integers, joined_strings, strings, write_csv, write_csv_tables
+from core.store.arrow_columns import (
+    bits,
+    integers,
+    joined_bytes,
+    joined_strings,
+    strings,
+    text_array,
+    text_scalar,
+    write_csv_tables,
+)
 from core.store.db import connect, fill_temp
-from core.store.hit_rows import hit_id_bytes
+from core.store.hit_rows import hit_ids
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -219,8 +231,7 @@ def _item_source(
     """``(source, at)``: the rows of ``items`` that ``item`` refers to, in index order, as a ``FROM`` source with
     the columns ``names``, and per entry of ``item`` its row in them. When ``item`` covers a large share of the
     items, every item (:data:`EVERY_ITEM`): a scan of the table's B-tree, which visits the rows in key (``idx``)
-    order, without a subquery that would copy every value once more (a third of the reading time). Otherwise the
-    wanted rows by key."""
+    order, without a subquery that would copy every value once more. Otherwise the wanted rows by key."""
     if scans_every_item(item.size, n_items):
         return EVERY_ITEM, item
     wanted = np.unique(item)
@@ -253,14 +264,25 @@ def read_strings(conn: sqlite3.Connection, source: str, names: list[str]) -> lis
     return arrays
 
 
+#: the HIT file formats of ``easl next --output`` by extension (JSONL records; CSV and Parquet in long form)
+HIT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
 @dataclass(frozen=True)
 class LongHits:
     """The long form of a HIT set (README, ``easl next``): ``table`` (Arrow) when the items have no extra
-    columns, else ``frame`` (pandas, the extra columns after ``text``); ``n_hits`` counts its HITs."""
+    columns, else ``cols`` (the HITs read with their items' ``data``) and the items' ``item_columns``, written
+    through pandas (:attr:`frame`); ``n_hits`` counts its HITs."""
 
     n_hits: int
     table: pa.Table | None = None
-    frame: pd.DataFrame | None = None
+    cols: HitColumns | None = None
+    item_columns: tuple[str, ...] = ()
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The long form as a pandas DataFrame (:func:`long_frame`; the items have extra columns)."""
+        return long_frame(self.cols, list(self.item_columns))
 
     def write_csv(self, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
         """Write the long form to ``path`` as CSV, atomically (``core.outputs.atomic_outputs``; a write error is
@@ -268,20 +290,94 @@ class LongHits:
         from core.outputs import atomic_outputs
 
         with atomic_outputs([path]) as (tmp,):
-            self.write_csv_to(tmp, path, raw_cells=raw_cells)
+            self.write_to(tmp, path, "csv", raw_cells=raw_cells)
 
-    def write_csv_to(self, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
-        """Write the long form as CSV into the file ``tmp``, which the caller renames to ``path`` (e.g. after a
-        commit); a write error is one ``InputError`` naming ``path``. Text cells a spreadsheet would execute are
-        neutralised unless ``raw_cells`` (``core.outputs.neutralise_cells``)."""
-        if self.table is None:
+    def write_to(self, tmp: str, path: str | os.PathLike[str], fmt: str, *, raw_cells: bool = False) -> None:
+        """Write the HITs as ``fmt`` (a value of :data:`HIT_FORMATS`) into the file ``tmp``, which the caller
+        renames to ``path`` (e.g. after a commit); a write error is one ``InputError`` naming ``path``. JSONL holds
+        the HIT records (:func:`hit_records`), CSV and Parquet the long form, CSV with the text cells a spreadsheet
+        would execute neutralised unless ``raw_cells`` (``core.outputs.neutralise_cells``)."""
+        if self.table is not None:
+            table = self.table
+            _writing_to(path, lambda: write_long_tables([table], tmp, fmt, raw_cells=raw_cells))
+        elif fmt == "jsonl":
+            records = hit_records(self.cols, bool(self.item_columns))
+            _writing_to(path, lambda: _write_lines(tmp, (json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
+        else:
             from core.tables import write_table_to
 
-            assert self.frame is not None
-            write_table_to(self.frame, tmp, path, raw_cells=raw_cells)
-            return
-        table = self.table
-        _writing_to(path, lambda: write_csv(table, tmp, raw_cells=raw_cells))
+            write_table_to(self.frame, tmp, path, raw_cells=raw_cells)  # (the format of path's extension)
+
+
+def _write_lines(tmp: str, lines: Iterable[str]) -> None:
+    """Write the text ``lines`` into the file ``tmp`` (UTF-8)."""
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.writelines(lines)
+
+
+def write_long_tables(tables: Iterable[pa.Table], tmp: str, fmt: str, *, raw_cells: bool = False) -> None:
+    """Write the long form given as consecutive tables (whole HITs each, one schema, at least one table) into the
+    file ``tmp`` as ``fmt``: CSV (:func:`core.store.arrow_columns.write_csv_tables`), JSONL (the HIT records,
+    :func:`jsonl_records`) or Parquet (one table: the same file however the rows come)."""
+    if fmt == "csv":
+        write_csv_tables(tables, tmp, raw_cells=raw_cells)
+    elif fmt == "jsonl":
+        with open(tmp, "wb") as out:
+            for table in tables:
+                out.write(jsonl_records(table))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.concat_tables(tables), tmp)
+
+
+def jsonl_records(table: pa.Table) -> pa.Buffer:
+    """The HIT records of the long form ``table`` (items without extra columns; the rows of a HIT together, in
+    position order) as JSON lines: per HIT the bytes of ``json.dumps(record, ensure_ascii=False) + "\\n"`` for
+    ``record = {"hit_id": ..., "iteration": ..., "items": [{"item_id": ..., "text": ...}, ...]}`` (the JSONL of
+    ``easl next``, :func:`hit_records`), joined by Arrow's string functions (:func:`json_escaped` for the strings)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    hit_id = table.column("hit_id").combine_chunks()
+    first = np.ones(n, dtype=bool)  # the first row of each HIT
+    if n > 1:
+        first[1:] = bits(pc.not_equal(hit_id[1:], hit_id[:-1]))
+    starts = np.flatnonzero(first)
+    item_id, text = (json_escaped(table.column(c).combine_chunks()) for c in ("item_id", "text"))
+    pieces = [text_scalar(t) for t in ('{"item_id": "', '", "text": "', '"}', "")]
+    items = pc.binary_join_element_wise(pieces[0], item_id, pieces[1], text, pieces[2], pieces[3])
+    lists = pa.LargeListArray.from_arrays(integers(np.append(starts, n)), items)
+    iteration = table.column("iteration").combine_chunks().take(integers(starts)).cast(pa.large_string())
+    lines = pc.binary_join_element_wise(
+        text_scalar('{"hit_id": "'),
+        json_escaped(hit_id.take(integers(starts))),
+        text_scalar('", "iteration": '),
+        iteration,
+        text_scalar(', "items": ['),
+        pc.binary_join(lists, text_scalar(", ")),
+        text_scalar("]}\n"),
+        text_scalar(""),
+    )
+    return joined_bytes(lines)
+
+
+def json_escaped(array: pa.Array) -> pa.Array:
+    """Each string of ``array`` as the inside of its JSON text, the bytes of ``json.dumps(s, ensure_ascii=False)``
+    without the quotes: ``array`` itself, except that the strings holding a double quote, a backslash or a control
+    character below U+0020 (the characters ``json`` escapes; none when no byte of the data is one) are escaped by
+    ``json.dumps`` one at a time."""
+    import pyarrow.compute as pc
+
+    data = array.buffers()[2]  # UTF-8: no byte of a multi-byte character is below 0x80, so the bytes tell
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+    if not np.any((raw < 0x20) | (raw == 0x22) | (raw == 0x5C)):
+        return array
+    escape = pc.match_substring_regex(array, '[\\x{0}-\\x{1f}"\\\\]')
+    escaped = text_array([json.dumps(s, ensure_ascii=False)[1:-1] for s in array.filter(escape).to_pylist()])
+    return pc.replace_with_mask(array, escape, escaped.cast(array.type))
 
 
 def _writing_to(path: str | os.PathLike[str], write: Callable[[], None]) -> None:
@@ -307,7 +403,7 @@ def long_hits(
     :func:`read_item_strings` gives them) or read here, or, with ``item_columns``, read with ``item_id, text, data``
     (:func:`long_frame`; an item's extra column named like a long-form column is left out)."""
     if item_columns or cols is None:
-        return LongHits(n_hits=0 if cols is None else cols.n_hits, frame=long_frame(cols, item_columns))
+        return LongHits(n_hits=0 if cols is None else cols.n_hits, cols=cols, item_columns=tuple(item_columns))
     hit_id = strings(cols.hit_ids).take(integers(cols.owner))
     if items is None:
         items = read_item_strings(conn, cols.item, ["item_id", "text"], n_items)
@@ -323,9 +419,10 @@ def started_long_hits(iteration: int, hits: NDArray[Any], items: tuple[list[pa.A
     return LongHits(n_hits=hits.shape[0], table=_started_slice(iteration, hits, items, 0, hits.shape[0]))
 
 
-def write_started_csv(
+def write_started(
     tmp: str,
     path: str | os.PathLike[str],
+    fmt: str,
     iteration: int,
     hits: NDArray[Any],
     items: tuple[list[pa.Array], NDArray[Any]],
@@ -333,15 +430,15 @@ def write_started_csv(
     *,
     raw_cells: bool = False,
 ) -> None:
-    """Write the long form of :func:`started_long_hits` as CSV into the file ``tmp`` (renamed to ``path`` by the
-    caller), built and written ``slice_hits`` HITs at a time, so that its columns take the memory of a slice, not of
-    the iteration (the same bytes: one header, then the rows in order; a write error is one ``InputError`` naming
+    """Write the HITs of :func:`started_long_hits` as ``fmt`` into the file ``tmp`` (renamed to ``path`` by the
+    caller; :meth:`LongHits.write_to`), built and written ``slice_hits`` HITs at a time, so that the columns take
+    the memory of a slice, not of the iteration (the same bytes; a write error is one ``InputError`` naming
     ``path``)."""
     n_hits = hits.shape[0]
     slices = (
         _started_slice(iteration, hits, items, lo, min(lo + slice_hits, n_hits)) for lo in range(0, n_hits, slice_hits)
     )
-    _writing_to(path, lambda: write_csv_tables(slices, tmp, raw_cells=raw_cells))
+    _writing_to(path, lambda: write_long_tables(slices, tmp, fmt, raw_cells=raw_cells))
 
 
 def _started_slice(
@@ -349,7 +446,8 @@ def _started_slice(
 ) -> pa.Table:
     """Rows of the HITs ``lo .. hi - 1`` of :func:`started_long_hits`."""
     n_hits, width = hits.shape
-    hit_id = fixed_strings(np.repeat(hit_id_bytes(iteration, n_hits, lo, hi), width, axis=0))
+    ids = hit_ids(iteration, n_hits, lo, hi)
+    hit_id = text_array(ids).take(integers(np.repeat(np.arange(hi - lo), width)))
     position = np.tile(np.arange(width, dtype=np.int64), hi - lo)
     iterations = np.full((hi - lo) * width, iteration, dtype=np.int64)
     arrays, at = items
@@ -374,8 +472,31 @@ def long_table(
     )
 
 
+def hit_records(cols: HitColumns | None, with_data: bool) -> list[dict[str, Any]]:
+    """HIT records (``hit_id, iteration, items``) of ``cols``, in creation order; each item has ``item_id``,
+    ``text`` and, ``with_data``, the item's extra columns (``cols`` read with ``data``)."""
+    if cols is None:
+        return []
+    entries: list[dict[str, Any]] = [
+        {"item_id": i, "text": t} for i, t in zip(cols.column("item_id").tolist(), cols.column("text").tolist())
+    ]
+    if with_data:
+        loads = json.loads
+        for entry, data in zip(entries, cols.column("data").tolist()):
+            if data != "{}":
+                for key, v in loads(data).items():
+                    entry.setdefault(key, v)
+    ids = cols.hit_id
+    ends = np.cumsum(np.bincount(cols.owner, minlength=len(ids))).tolist()
+    starts = [0] + ends[:-1]
+    return [
+        {"hit_id": hit_id, "iteration": iteration, "items": entries[a:b]}
+        for hit_id, iteration, a, b in zip(ids, cols.iteration.tolist(), starts, ends)
+    ]
+
+
 def long_frame(cols: HitColumns | None, item_columns: list[str]) -> pd.DataFrame:
-    """The long form of ``cols`` as a pandas DataFrame (``Hits.open_hits_frame``)."""
+    """The long form of ``cols`` as a pandas DataFrame (``core.store.hits.Iterations.open_hits_frame``)."""
     import pandas as pd
 
     if cols is None:

@@ -11,7 +11,6 @@ import json
 import sqlite3
 from typing import Any
 
-import numpy as np
 from numpy.typing import NDArray
 
 from core.store.db import now
@@ -33,58 +32,12 @@ def hit_id_parts(iteration: int, n_hits: int) -> tuple[str, int]:
     return f"it{iteration}-", len(str(max(n_hits - 1, 0)))
 
 
-def hit_ids(iteration: int, n_hits: int) -> list[str]:
-    """``it{iteration}-{j}`` for j < n_hits, zero-padded to one width (:func:`hit_id_parts`)."""
+def hit_ids(iteration: int, n_hits: int, lo: int = 0, hi: int | None = None) -> list[str]:
+    """``it{iteration}-{j}`` for ``lo <= j < hi`` (default: every ``j < n_hits``), zero-padded to the width of the
+    iteration's ``n_hits`` HITs (:func:`hit_id_parts`)."""
     prefix, digits = hit_id_parts(iteration, n_hits)
     template = f"{prefix}%0{digits}d"
-    return list(map(template.__mod__, range(n_hits)))  # %-formatting by map: a third of an f-string loop's time
-
-
-def hit_id_bytes(iteration: int, n_hits: int, lo: int = 0, hi: int | None = None) -> NDArray[np.uint8]:
-    """The ids of HITs ``lo .. hi - 1`` (default: all) of an iteration of ``n_hits`` HITs (:func:`hit_ids`) as rows
-    of ASCII bytes, shape ``(hi - lo, width)``, built with numpy: every id of an iteration has the same width."""
-    prefix, digits = hit_id_parts(iteration, n_hits)
-    hi = n_hits if hi is None else hi
-    head = np.frombuffer(prefix.encode("ascii"), dtype=np.uint8)
-    rows: NDArray[np.uint8] = np.empty((max(hi - lo, 0), head.size + digits), dtype=np.uint8)
-    rows[:, : head.size] = head
-    number = np.arange(lo, max(hi, lo), dtype=np.int64)
-    for c in range(head.size + digits - 1, head.size - 1, -1):  # the digits, last first (a few; not the HITs)
-        rows[:, c] = number % 10 + 0x30
-        number //= 10
-    return rows
-
-
-def json_strings(rows: NDArray[np.uint8]) -> str:
-    """The JSON array of the strings ``rows`` (rows of ASCII bytes without quotes or backslashes, as
-    :func:`hit_id_bytes` gives): each row quoted and followed by a comma, with numpy."""
-    n, width = rows.shape
-    out = np.empty((n, width + 3), dtype=np.uint8)
-    out[:, 0] = out[:, width + 1] = 0x22  # "
-    out[:, 1 : width + 1] = rows
-    out[:, width + 2] = 0x2C  # ,
-    return "[" + out.tobytes()[:-1].decode("ascii") + "]"
-
-
-def json_integers(values: NDArray[Any]) -> str:
-    """The JSON array of the integers ``values`` (>= 0), each right-aligned in the width of the largest (JSON allows
-    blanks before a value), built with numpy: a third of the time of ``json.dumps(values.tolist())`` and no Python
-    integer per value."""
-    values = np.asarray(values, dtype=np.int64).reshape(-1)
-    if not values.size:
-        return "[]"
-    if values.min() < 0:
-        raise ValueError("json_integers: the values must be >= 0")
-    digits = len(str(int(values.max())))
-    out = np.empty((values.size, digits + 1), dtype=np.uint8)
-    number = values.copy()
-    for c in range(digits - 1, -1, -1):
-        out[:, c] = number % 10 + 0x30
-        number //= 10
-    for c in range(digits - 1):  # leading zeros become blanks: digit c leads when the value is below 10^(digits-1-c)
-        out[values < 10 ** (digits - 1 - c), c] = 0x20
-    out[:, digits] = 0x2C
-    return "[" + out.tobytes()[:-1].decode("ascii") + "]"
+    return list(map(template.__mod__, range(lo, n_hits if hi is None else hi)))
 
 
 def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
@@ -99,21 +52,22 @@ def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any
         "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
         (iteration, stamp, n_hits, log_seq),
     )
-    # one statement per table and slice over a JSON array (SQLite's json_each), the arrays built by numpy: about
-    # half the time of an executemany; slices of SLICE_HITS HITs keep the JSON texts small whatever the item count
+    # one statement per table and slice over a JSON array (SQLite's json_each); slices of SLICE_HITS HITs keep the
+    # JSON texts small whatever the item count
     n = hits.shape[1] if hits.ndim == 2 else 0
+    ids = hit_ids(iteration, n_hits)
     for lo in range(0, n_hits, SLICE_HITS):
         hi = min(lo + SLICE_HITS, n_hits)
         conn.execute(
             "INSERT INTO hits(hit_no, hit_id, iteration, status, created_at) "
             "SELECT ?1 + key, value, ?2, 'open', ?3 FROM json_each(?4)",
-            (first + lo, iteration, stamp, json_strings(hit_id_bytes(iteration, n_hits, lo, hi))),
+            (first + lo, iteration, stamp, json.dumps(ids[lo:hi])),
         )
         if n:
             conn.execute(
                 "INSERT INTO hit_items(hit_no, position, item_idx) "
                 "SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3)",
-                (first + lo, n, json_integers(hits[lo:hi])),
+                (first + lo, n, json.dumps(hits[lo:hi].ravel().tolist())),
             )
 
 

@@ -9,7 +9,6 @@ Iteration 0 covers every item once (``core.selection.first_iteration_hits``); it
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from core.store.db import Database, fill_temp, max_seq
 from core.store.hit_columns import (
     HitColumns,
     LongHits,
+    hit_records,
     long_frame,
     long_hits,
     read_every_item,
@@ -30,7 +30,7 @@ from core.store.hit_columns import (
     read_only,
     scans_every_item,
     started_long_hits,
-    write_started_csv,
+    write_started,
 )
 from core.store.hit_rows import insert_iteration
 from core.store.items import Catalog
@@ -76,25 +76,7 @@ class Iterations:
 
     def _hit_records(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
         """HIT records (``hit_id, iteration, items``) of the HITs ``h`` matching ``where`` (:meth:`_hit_columns`)."""
-        cols = self._hit_columns(conn, where, params)
-        if cols is None:
-            return []
-        entries: list[dict[str, Any]] = [
-            {"item_id": i, "text": t} for i, t in zip(cols.column("item_id").tolist(), cols.column("text").tolist())
-        ]
-        if self._catalog.columns:
-            loads = json.loads
-            for entry, data in zip(entries, cols.column("data").tolist()):
-                if data != "{}":
-                    for key, v in loads(data).items():
-                        entry.setdefault(key, v)
-        ids = cols.hit_id
-        ends = np.cumsum(np.bincount(cols.owner, minlength=len(ids))).tolist()
-        starts = [0] + ends[:-1]
-        return [
-            {"hit_id": hit_id, "iteration": iteration, "items": entries[a:b]}
-            for hit_id, iteration, a, b in zip(ids, cols.iteration.tolist(), starts, ends)
-        ]
+        return hit_records(self._hit_columns(conn, where, params), bool(self._catalog.columns))
 
     def _open(self, every_iteration: bool) -> tuple[str, tuple[Any, ...]]:
         """The condition on ``h`` (and its parameters) of the open HITs of the current iteration, or of all."""
@@ -122,7 +104,7 @@ class Iterations:
 
     def next_hits_long(self) -> LongHits:
         """:meth:`next_hits` in long form (:meth:`open_hits_long`; ``easl next --output hits.csv`` writes it with
-        :meth:`next_hits_csv`). One transaction. When it starts an iteration of HITs of items without extra
+        :meth:`next_hits_file`). One transaction. When it starts an iteration of HITs of items without extra
         columns, the long form is built from the HITs chosen (``core.store.hit_columns.started_long_hits``)
         instead of read back from the file."""
         with self._db.writing() as conn:
@@ -210,10 +192,11 @@ class Iterations:
         decision = stop_decision(self._settings.model, self._settings.hyper, state, state_seq(conn))
         return decision is not None and bool(decision.stop)
 
-    def next_hits_csv(self, path: str | os.PathLike[str], *, raw_cells: bool = False) -> int:
-        """:meth:`next_hits_long` written to ``path`` as CSV (``easl next --output hits.csv``); returns the number
-        of HITs. One transaction; the file is written under a temporary name and renamed into place after the
-        commit, so that it appears only with the HITs it lists (on any error, neither does).
+    def next_hits_file(self, path: str | os.PathLike[str], fmt: str = "csv", *, raw_cells: bool = False) -> int:
+        """:meth:`next_hits_long` written to ``path`` as ``fmt`` (``core.store.hit_columns.HIT_FORMATS``: ``easl
+        next --output hits.csv``, ``.jsonl`` or ``.parquet``); returns the number of HITs. One transaction; the file
+        is written under a temporary name and renamed into place after the commit, so that it appears only with the
+        HITs it lists (on any error, neither does).
 
         The work is spread over threads, since SQLite runs without holding the GIL: when the HITs will cover many
         items, every item's id and text is read through a read-only connection of its own (items never change
@@ -236,7 +219,7 @@ class Iterations:
                 if chosen is not None:
                     insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
                 long = self._open_hits_long(False, ahead)
-                long.write_csv_to(tmp, path, raw_cells=raw_cells)
+                long.write_to(tmp, path, fmt, raw_cells=raw_cells)
                 return long.n_hits
             iteration, hits = chosen
             recorded = pool.submit(insert_iteration, conn, iteration, hits, max_seq(conn))
@@ -247,12 +230,12 @@ class Iterations:
             else:
                 with read_only(self._db.path) as reader:
                     items = read_item_strings(reader, item, names, self._catalog.n_items)
-            write_started_csv(tmp, path, iteration, hits, items, raw_cells=raw_cells)
+            write_started(tmp, path, fmt, iteration, hits, items, raw_cells=raw_cells)
             recorded.result()  # the insert's error, if any (rolls the transaction back)
             return int(hits.shape[0])
 
     def _reads_every_item(self, conn: sqlite3.Connection) -> bool:
-        """Whether the file of :meth:`next_hits_csv` will likely need every item's id and text: items without
+        """Whether the file of :meth:`next_hits_file` will likely need every item's id and text: items without
         extra columns, and HITs (the open ones of the current iteration, else those of the next) of at least an
         eighth of the items in all, as ``core.store.hit_columns.read_item_strings`` decides. A guess: the file is
         the same either way."""

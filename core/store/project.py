@@ -100,7 +100,7 @@ class Project:
         self.iteration, self.hits, self.open_hits = its.iteration, its.hits, its.open_hits
         self.next_hits, self.advance, self.add_hits = its.next_hits, its.advance, its.add_hits
         self.open_hits_long, self.open_hits_frame = its.open_hits_long, its.open_hits_frame
-        self.next_hits_long, self.next_hits_csv = its.next_hits_long, its.next_hits_csv
+        self.next_hits_long, self.next_hits_file = its.next_hits_long, its.next_hits_file
         self.top_up_hits, self.open_item_mask = its.top_up_hits, its.open_item_mask
         self.open_hit_times = its.open_hit_times
         self.state, self.verify, self.rebuild = replay.state, replay.verify, replay.rebuild

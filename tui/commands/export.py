@@ -42,9 +42,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl export``; returns the exit status (user errors raise ``UserError``)."""
     from core.outputs import atomic_outputs, check_outputs
     from core.store import Project
-    from core.store.memory import keep_freed_memory
-
-    keep_freed_memory()  # large temporary columns: reuse freed memory instead of fresh pages
 
     paths = [args.output, args.ratings, getattr(args, "annotators", None)]
     for path in paths:  # a .csv needs no check (nor core.tables, which imports pandas)

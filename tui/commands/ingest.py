@@ -60,10 +60,7 @@ def _run(args: argparse.Namespace) -> int:
     from core.outputs import check_outputs, temporary_path
     from core.store import Project
     from core.store.deferred import LARGE_INPUT_BYTES
-    from core.store.memory import keep_freed_memory
     from core.tables import check_input, iter_table, read_table, write_format, write_table_to
-
-    keep_freed_memory()  # chunks of large temporary arrays: reuse freed memory instead of fresh pages
 
     err = Console(stderr=True)
     check_input(args.file)  # before the project is opened: an input that is not a regular file may never end

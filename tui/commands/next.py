@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
+import io
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from core.errors import UserError
@@ -20,12 +23,14 @@ def register(subparsers) -> None:
         "iteration is complete, the next iteration is selected first (EASL: Algorithm 1; aware: uniform "
         "passes, then allocation by rank uncertainty, and no new iteration once the stopping rule of "
         "--stop-at is met: no HITs, the reason on stderr). Output: "
-        "JSONL (one HIT per line: hit_id, iteration, items) or CSV in long form (hit_id, iteration, "
-        "position, item_id, text, extra item columns), by the extension of --output; JSONL on stdout "
-        "by default.",
+        "JSONL (one HIT per line: hit_id, iteration, items) or CSV or Parquet in long form (hit_id, "
+        "iteration, position, item_id, text, extra item columns), by the extension of --output; JSONL on "
+        "stdout by default.",
     )
     p.add_argument("project", metavar="PROJECT", help="the project file")
-    p.add_argument("--output", metavar="FILE", help="write the HITs to FILE (.jsonl or .csv) instead of stdout")
+    p.add_argument(
+        "--output", metavar="FILE", help="write the HITs to FILE (.jsonl, .csv or .parquet) instead of stdout"
+    )
     add_raw_cells(p)
     p.set_defaults(func=run)
 
@@ -33,41 +38,25 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
-    from core.store.memory import keep_freed_memory
+    from core.store.hit_columns import HIT_FORMATS
 
-    keep_freed_memory()  # a large iteration allocates and frees hundreds of MB: reuse them, no fresh pages
-    hits: list[dict[str, object]] = []
+    fmt = HIT_FORMATS.get(Path(args.output).suffix.lower()) if args.output else "jsonl"
+    if fmt is None:
+        from core.tables import write_format
 
-    fmt = None
-    if args.output:
-        # a .csv file is written by Arrow from columns (no pandas); other names are checked by core.tables
-        if Path(args.output).suffix.lower() == ".csv":
-            fmt = "csv"
-        else:
-            from core.tables import write_format
-
-            fmt = write_format(args.output)
-        if fmt not in ("jsonl", "csv"):
-            raise UserError(f"{args.output}: HITs are written as .jsonl or .csv, not {fmt}.")
+        fmt = write_format(args.output)  # (an unknown extension: the error names the known ones)
+        raise UserError(f"{args.output}: HITs are written as .jsonl, .csv or .parquet, not {fmt}.")
     stop = None
-    with Project.open(args.project) as project:
-        if fmt == "csv":  # column-wise, without a record per item, written before the commit, renamed after
-            n_hits = project.next_hits_csv(args.output, raw_cells=args.raw_cells)
-        else:
-            hits = project.next_hits()
-            n_hits = len(hits)
-        iteration = project.iteration()
-        if not n_hits and project.hyper.method == "aware":
-            stop = project.stop_figures()
-    if args.output is None:
-        out = sys.stdout
-        for h in hits:
-            out.write(json.dumps(h, ensure_ascii=False) + "\n")
-        out.flush()
-    elif fmt == "jsonl":
-        from core.tables import write_jsonl_records
-
-        write_jsonl_records(hits, args.output)
+    with tempfile.TemporaryDirectory() as tmp:
+        # stdout: the records are written to a file first, and copied out once the iteration is committed
+        output = args.output or os.path.join(tmp, "hits.jsonl")
+        with Project.open(args.project) as project:
+            n_hits = project.next_hits_file(output, fmt, raw_cells=args.raw_cells)
+            iteration = project.iteration()
+            if not n_hits and project.hyper.method == "aware":
+                stop = project.stop_figures()
+        if args.output is None:
+            _copy_out(output)
     where = f" to {args.output}" if args.output else ""
     if stop is not None and stop["reached"]:
         print(
@@ -78,3 +67,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"iteration {iteration}: {n_hits} open HITs{where}", file=sys.stderr)
     return 0
+
+
+def _copy_out(path: str) -> None:
+    """Copy the UTF-8 text file ``path`` to stdout: its bytes when stdout writes UTF-8, else as text."""
+    out = sys.stdout
+    with open(path, "rb") as text:
+        if (out.encoding or "").lower().replace("-", "") == "utf8":
+            out.flush()
+            shutil.copyfileobj(text, out.buffer)
+        else:
+            shutil.copyfileobj(io.TextIOWrapper(text, encoding="utf-8", newline=""), out)
+    out.flush()
