@@ -63,3 +63,30 @@ def assert_verified(project: Project) -> dict:
     assert result["ok"], result
     assert result["max_abs_diff"] <= 1e-9
     return result
+
+
+def export_project(
+    path, method: str, n: int, *, extra: bool = False, rounded: bool = True, n_annotators: int = 1
+) -> None:
+    """A project of ``n`` items whose texts CSV and JSON must escape (quotes, commas, a line break, a tab, a
+    backslash, non-ASCII text, an empty text), after two iterations of answers on the 1-5 scale with fixed creation
+    times: the input of the export tests."""
+    items = make_items(n, extra=extra)
+    items.loc[3, "text"] = 'a "quoted", text\nover two lines'
+    items.loc[4, "text"] = "back\\slash and tab\t"
+    items.loc[5, "text"] = "naïve café – 東京"
+    items.loc[6, "text"] = ""
+    rng = np.random.default_rng(11)
+    with Project.create(path, items, Hyper(method=method, hit_size=5, seed=7, score_min=1, score_max=5)) as project:
+        for it in range(2):
+            hits = project.next_hits()
+            frames = [
+                answer(hits, rng, annotator=f"ann{k}", with_annotation_id=True, score_max=4)
+                for k in range(n_annotators)
+            ]
+            rows = pd.concat(frames, ignore_index=True)
+            if rounded:
+                rows["score"] = rows["score"].round()
+            rows["score"] += 1
+            rows["created_at"] = f"2026-01-0{it + 1}T00:00:00+00:00"
+            project.ingest(rows, source="export")

@@ -23,9 +23,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from core.models import Hyper
 from core.store import Project
-from tests.store_helpers import answer, make_items
+from tests.store_helpers import export_project
 from tui.cli import main
 
 #: name -> (method, items, with extra columns, integer scores, annotators)
@@ -40,29 +39,10 @@ PROJECTS = {
 
 
 def build(tmp_path: Path, name: str) -> Path:
-    """Project ``name`` after two iterations of answers; item texts that CSV and JSON must escape."""
+    """Project ``name`` of ``PROJECTS`` (``tests/store_helpers.py``, ``export_project``)."""
     method, n, extra, rounded, n_annotators = PROJECTS[name]
-    items = make_items(n, extra=extra)
-    items.loc[3, "text"] = 'a "quoted", text\nover two lines'
-    items.loc[4, "text"] = "back\\slash and tab\t"
-    items.loc[5, "text"] = "naïve café – 東京"
-    items.loc[6, "text"] = ""
     path = tmp_path / f"{name}.easl"
-    hyper = Hyper(method=method, hit_size=5, seed=7, score_min=1, score_max=5)
-    rng = np.random.default_rng(11)
-    with Project.create(path, items, hyper) as project:
-        for it in range(2):
-            hits = project.next_hits()
-            frames = [
-                answer(hits, rng, annotator=f"ann{k}", with_annotation_id=True, score_max=4)
-                for k in range(n_annotators)
-            ]
-            rows = pd.concat(frames, ignore_index=True)
-            if rounded:
-                rows["score"] = rows["score"].round()
-            rows["score"] += 1
-            rows["created_at"] = f"2026-01-0{it + 1}T00:00:00+00:00"
-            project.ingest(rows, source="roundtrip")
+    export_project(path, method, n, extra=extra, rounded=rounded, n_annotators=n_annotators)
     return path
 
 

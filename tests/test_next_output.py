@@ -5,8 +5,9 @@ is ``core.selection.first_iteration_hits`` with ``default_rng([seed, 0])``; iter
 (``core.selection.select_hits``, itself checked against the literal algorithm in ``tests/test_selection.py``) on the
 EASL posterior after the scores so far, ``alpha = 1 + sum s``, ``beta = 1 + sum (1 - s)`` with ``s`` the score on
 [0, 1] (Sakaguchi & Van Durme 2018, eq 24-25), its mode (eq 12) and variance (eq 13), with ``default_rng([seed, t])``.
-Each iteration is written as JSONL on stdout, JSONL in a file and CSV in long form, read back with the standard
-library, and compared with the reference, item ids and texts included (quotes, commas, line breaks, non-ASCII).
+Each iteration is written as JSONL on stdout, JSONL in a file, and CSV and Parquet in long form, read back with the
+standard library (Parquet with pyarrow), and compared with the reference, item ids and texts included (quotes,
+commas, line breaks, non-ASCII).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from core.selection import first_iteration_hits, select_hits
@@ -50,6 +52,11 @@ def from_jsonl(text: str) -> list[tuple]:
         for pos, item in enumerate(hit["items"]):
             rows.append((hit["hit_id"], hit["iteration"], pos, item["item_id"], item["text"]))
     return rows
+
+
+def from_parquet(path: Path) -> list[tuple]:
+    table = pq.read_table(path, columns=["hit_id", "iteration", "position", "item_id", "text"])
+    return [tuple(row.values()) for row in table.to_pylist()]
 
 
 def from_csv(path: Path) -> list[tuple]:
@@ -90,12 +97,14 @@ def test_hits_of_iterations_0_to_2_are_algorithm_1_on_the_scores_given_in_every_
         stdout = capsys.readouterr().out
         assert main(["next", str(project), "--output", str(tmp_path / f"h{t}.jsonl")]) == 0
         assert main(["next", str(project), "--output", str(tmp_path / f"h{t}.csv")]) == 0
+        assert main(["next", str(project), "--output", str(tmp_path / f"h{t}.parquet")]) == 0
         hit_ids = [json.loads(line)["hit_id"] for line in stdout.splitlines()]
         assert len(set(hit_ids)) == len(expected) == len(hit_ids)
         reference = long_rows(expected.tolist(), t, items, hit_ids)
         assert from_jsonl(stdout) == reference
         assert from_jsonl((tmp_path / f"h{t}.jsonl").read_text(encoding="utf-8")) == reference
         assert from_csv(tmp_path / f"h{t}.csv") == reference
+        assert from_parquet(tmp_path / f"h{t}.parquet") == reference
 
         score = rng.integers(0, 101, size=expected.shape).astype(float)
         answers = pd.DataFrame(
@@ -132,12 +141,12 @@ def test_the_same_seed_and_scores_give_the_same_bytes(tmp_path: Path) -> None:
                 writer.writerow([hit["hit_id"], item["item_id"], (7 * h + 3 * p) % 101, "a"])
         (tmp_path / f"s{k}.csv").write_text(answers.getvalue(), encoding="utf-8")
         assert main(["ingest", str(path), str(tmp_path / f"s{k}.csv")]) == 0
-        for ext in ("jsonl", "csv"):
+        for ext in ("jsonl", "csv", "parquet"):
             out = tmp_path / f"second{k}.{ext}"
             assert main(["next", str(path), "--output", str(out)]) == 0
             files.append(out.read_bytes())
-    assert files[:2] == files[2:]
-    assert files[0] and files[1]
+    assert files[:3] == files[3:]
+    assert all(files)
 
 
 def test_open_hits_of_several_iterations_read_the_same_in_long_form_and_as_records(tmp_path: Path) -> None:
