@@ -135,11 +135,13 @@ class PairStats:
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(p_item, minlength=n), out=indptr[1:])
 
-        def mat(data: NDArray[Any]) -> Any:
-            return sparse.csr_matrix((data, p_ann, indptr), shape=(n, na))
+        count = sparse.csr_matrix((c, p_ann, indptr), shape=(n, na))
+
+        def mat(data: NDArray[Any]) -> Any:  # (the count's index arrays, of scipy's index type already: not copied)
+            return sparse.csr_matrix((data, count.indices, count.indptr), shape=(n, na))
 
         return cls(
-            mat(c),
+            count,
             mat(c * c),
             mat(sy),
             mat(sy2),
