@@ -47,8 +47,21 @@ class Observations:
     def _canonical(key: NDArray[Any], score: NDArray[Any]) -> NDArray[Any]:
         """Order by key, then score: ``argsort`` by key, then rows of equal keys (an annotator scoring an
         item twice: rare) re-ordered by score."""
-        order = np.argsort(key, kind="stable")
+        order = Observations._stable_argsort(key)
         return Observations._ties_by_score(key[order], score[order], order)
+
+    @staticmethod
+    def _stable_argsort(key: NDArray[Any]) -> NDArray[Any]:
+        """``np.argsort(key, kind="stable")`` of non-negative keys, as a least-significant-digit radix sort: one
+        stable pass per 16-bit digit that is not zero everywhere (numpy sorts 16-bit integers by radix). The same
+        order (a stable sort has one result) in 0.2 s instead of 0.33 s for 3 M keys, part of the million-score
+        ingest target (``bench/bench_scale.py``)."""
+        order: NDArray[Any] = np.arange(key.size)
+        for shift in range(0, 64, 16):
+            digit = ((key >> shift) & 0xFFFF).astype(np.uint16)
+            if digit.any():
+                order = order[np.argsort(digit[order], kind="stable")]
+        return order
 
     @staticmethod
     def _ties_by_score(key: NDArray[Any], score: NDArray[Any], order: NDArray[Any]) -> NDArray[Any]:
