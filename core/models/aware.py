@@ -280,7 +280,7 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
         return _prior_state(obs)
     st = _prior_state(obs) if warm is None else _warm_start(warm, obs)
     max_sweeps = config.sweeps_cold if warm is None else config.sweeps_warm
-    P = PairStats.build(obs)
+    P = obs.pairs
     pair_rows = np.repeat(np.arange(obs.n_items), np.diff(P.count.indptr))
     nu_r: NDArray[Any] | float = NU_R_MAX
     w = _Sweep(st, st.mu - CENTER, 1.0 / st.var_mu, st.m0 - CENTER, obs.size)

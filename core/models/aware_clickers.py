@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.models.aware import AwareState
-from core.models.aware_data import CENTER, Observations, PairStats
+from core.models.aware_data import CENTER, Observations
 from core.models.aware_noise import loo_item_sums
 
 #: Prior probability that an annotator clicks at random: even odds, so that an annotator the data cannot check (fewer
@@ -80,7 +80,7 @@ def loo_agreement(state: AwareState, obs: Observations) -> tuple[NDArray[Any], N
     their scores (:func:`core.models.aware_noise.loo_item_sums`, the fit's other terms held), and the number of
     scores behind it; NaN with fewer than 3 scores or no spread on either side."""
     na = state.n_annotators
-    P = PairStats.build(obs)
+    P = obs.pairs
     rows = np.repeat(np.arange(obs.n_items), np.diff(P.count.indptr))
     sums = {
         "u": state.mu - CENTER,

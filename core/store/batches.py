@@ -16,6 +16,8 @@ from core.store.db import now
 from core.store.live_arrays import LiveChanges
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pandas as pd
 
     from core.store.validation import Batch
@@ -98,6 +100,8 @@ class Carry:
     live : what the ingest did to the live index, for the refit (:class:`core.store.live_arrays.LiveChanges`).
     hits : ids of the HITs to refresh.
     complete : ids of HITs marked complete already (:func:`completed_hits`), not refreshed from the live index.
+    fitting : the aware refit, started before the last chunk was copied to the live index
+        (:meth:`core.store.replay.Replay.start_refit`); None: not started.
     """
 
     state: dict[str, NDArray[Any]] | None = None
@@ -106,6 +110,7 @@ class Carry:
     live: LiveChanges = field(default_factory=LiveChanges)
     hits: set[str] = field(default_factory=set)
     complete: set[str] = field(default_factory=set)
+    fitting: Future[dict[str, NDArray[Any]]] | None = None
 
 
 def completed_hits(rows: pd.DataFrame) -> set[str]:

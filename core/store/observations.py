@@ -33,7 +33,7 @@ from core.store.batches import (
     named_hits,
     record_rejects,
 )
-from core.store.db import Database, max_seq, now, read_columns
+from core.store.db import Database, max_seq, now
 from core.store.deferred import DEFERRED_CACHE_KIB, Places, pragmas, remove_live, settle
 from core.store.hit_columns import read_only
 from core.store.hit_rows import mark_complete, refresh_hits
@@ -125,21 +125,27 @@ class ObservationLog:
         self._replay = replay
 
     def _hits_frame(self, conn: sqlite3.Connection, ids: Iterable[str]) -> pd.DataFrame:
-        """``hit_id, status, item_idx`` of the HITs ``ids`` (validation's ``hits``), items in position order."""
+        """``hit_id, status, item_idx`` of the HITs ``ids`` (validation's ``hits``), items in position order.
+
+        One row per HIT, its items joined in one string, repeated here: a million strings fewer to read and decode
+        than one row per item, 0.8 s of the million-score ingest target (``bench/bench_scale.py``)."""
         import pandas as pd
 
-        hit_id, status, item_idx = read_columns(
-            conn,
-            "SELECT h.hit_id, h.status, hi.item_idx FROM hits h JOIN hit_items hi ON hi.hit_no = h.hit_no "
-            "WHERE h.hit_id IN (SELECT value FROM json_each(?)) ORDER BY h.hit_id, hi.position",
-            ["hit_id", "status", "item_idx"],
+        rows = conn.execute(
+            "SELECT h.hit_id, h.status, (SELECT group_concat(item_idx) FROM (SELECT item_idx FROM hit_items "
+            "WHERE hit_no = h.hit_no ORDER BY position)) FROM hits h "
+            "WHERE h.hit_id IN (SELECT value FROM json_each(?)) ORDER BY h.hit_id",
             (json.dumps(sorted({h for h in ids if h is not None})),),
-        )
+        ).fetchall()
+        rows = [r for r in rows if r[2] is not None]  # (a HIT without items has no row, as in a join)
+        items = [r[2] for r in rows]
+        sizes = np.fromiter((s.count(",") + 1 for s in items), dtype=np.int64, count=len(items))
+        item_idx = np.fromstring(",".join(items), dtype=np.int64, sep=",") if items else np.zeros(0, np.int64)
         return pd.DataFrame(
             {
-                "hit_id": pd.Series(hit_id, dtype=object),
-                "status": pd.Series(status, dtype=object),
-                "item_idx": np.asarray(item_idx, dtype=np.int64),
+                "hit_id": pd.Series(np.repeat(np.asarray([r[0] for r in rows], dtype=object), sizes), dtype=object),
+                "status": pd.Series(np.repeat(np.asarray([r[1] for r in rows], dtype=object), sizes), dtype=object),
+                "item_idx": item_idx,
             }
         )
 
@@ -317,13 +323,16 @@ class ObservationLog:
 
     def _validated(
         self, chunks: Iterable[Any], run: _Chunks, reader: sqlite3.Connection, head: bool
-    ) -> Iterator[tuple[int, Batch, LogRows, str]]:
+    ) -> Iterator[tuple[int, Batch, LogRows, str, bool]]:
         """The chunks of :meth:`ingest_chunks` normalised and validated, in the read-ahead thread with the read-only
-        connection ``reader``: ``(rows, batch, log rows, name)`` each. With ``head``, a large first chunk comes in
-        two parts, the first :data:`FIRST_PART` rows on their own, so that the writer starts early."""
+        connection ``reader``: ``(rows, batch, log rows, name, last)`` each. With ``head``, a large first chunk comes
+        in two parts, the first :data:`FIRST_PART` rows on their own, so that the writer starts early. ``last``: no
+        chunk follows (the next one is read before a chunk's last part is given, so that the writer knows)."""
         from core.store.validation import normalize_rows
 
-        for chunk in chunks:
+        chunks = iter(chunks)
+        chunk = next(chunks, None)
+        while chunk is not None:
             frame, locations, name = normalize_rows(chunk, run.source)
             run.indexed.wait()
             if self._catalog.index is None:  # reading them failed: the ingest is ending
@@ -333,15 +342,18 @@ class ObservationLog:
                 cut = [(0, FIRST_PART), (FIRST_PART, len(frame))]
                 parts = [(frame.iloc[a:b].reset_index(drop=True), locations.part(a, b)) for a, b in cut]
             head = False
-            for rows, at in parts:
+            for k, (rows, at) in enumerate(parts):
                 batch = self._validate(reader, rows, at)
-                yield len(rows), batch, log_rows(batch.valid, keys_json=run.look_up), name
+                made = log_rows(batch.valid, keys_json=run.look_up)
+                if k == len(parts) - 1:
+                    chunk = next(chunks, None)
+                yield len(rows), batch, made, name, chunk is None
 
     def _take_chunk(
         self,
         conn: sqlite3.Connection,
         run: _Chunks,
-        chunk: tuple[int, Batch, LogRows, str],
+        chunk: tuple[int, Batch, LogRows, str, bool],
         skip_invalid: bool,
         staged: Callable[[], None],
     ) -> None:
@@ -350,8 +362,9 @@ class ObservationLog:
         A row whose key got a different score from an earlier chunk is a conflict: found by the lookup of the live
         observations that appending does anyway (a log position >= ``run.since``), and rejected. After a reject
         without ``skip_invalid`` nothing is kept (the transaction is rolled back), but the rows are still looked up
-        so that every conflict is listed."""
-        n_rows, batch, rows, name = chunk
+        so that every conflict is listed. The last chunk of an ingest with no reject so far starts the aware refit
+        early (:meth:`_append`)."""
+        n_rows, batch, rows, name, last = chunk
         report = run.report
         report.n_rows, run.name = report.n_rows + n_rows, name
         if len(batch.rejects):
@@ -370,6 +383,7 @@ class ObservationLog:
             rows=rows,
             staged=staged,
             places=run.places,
+            last=last and not run.messages,
         )
         if conflicts is not None:
             run.rejects.append(conflicts[0])
@@ -411,6 +425,7 @@ class ObservationLog:
         rows: LogRows | None = None,
         staged: Callable[[], None] | None = None,
         places: Places | None = None,
+        last: bool = False,
     ) -> tuple[pd.DataFrame, list[str]] | None:
         """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
 
@@ -422,7 +437,8 @@ class ObservationLog:
         message are returned. ``dry``: only look for such conflicts (nothing is appended). ``rows``: the batch's
         rows made ready for the log (:func:`core.store.log_rows.log_rows`, made here when not given); ``staged``:
         called once they are bound (:meth:`core.store.ahead.ReadAhead.go_on`). ``places``: the rows appended are
-        deferred (:mod:`core.store.deferred`): not copied to the live index, and their locations recorded there."""
+        deferred (:mod:`core.store.deferred`): not copied to the live index, and their locations recorded there.
+        ``last``: no rows follow (the aware refit then starts early: :meth:`core.store.replay.Replay.start_refit`)."""
         report.duplicate = int(batch.valid["repeat"].sum())
         rows = log_rows(batch.valid) if rows is None else rows
         cand = rows.cand
@@ -458,6 +474,11 @@ class ObservationLog:
             ).fetchone()[0]
             == 1
         )
+        own = carry is None
+        carry = Carry() if carry is None else carry
+        self._carry_state(conn, carry, add, live, seq0, report, group_seen)  # (reads the log, not the live index)
+        if last and carry.refit and places is None and live.conflicts is None:
+            carry.fitting = self._replay.start_refit(conn, carry.live, stored_only=True)
         if places is None:
             copy_to_live(conn, seq0, superseded=bool(report.superseded))
         else:
@@ -467,10 +488,7 @@ class ObservationLog:
         # it: another score for its key is a conflict); marked now, while the read-ahead thread validates on
         complete = completed_hits(add)
         mark_complete(conn, sorted(complete))
-        own = carry is None
-        carry = Carry() if carry is None else carry
         carry.complete |= complete
-        self._carry_state(conn, carry, add, live, seq0, report, group_seen)
         if own:
             self._finish(conn, carry)
         return live.conflicts
@@ -520,7 +538,9 @@ class ObservationLog:
         """Write what an ingest carried (:class:`core.store.batches.Carry`): the model state (refitted first for
         ``aware``) and the status of the touched HITs not marked complete already, recomputed from the live
         index."""
-        if carry.refit:
+        if carry.fitting is not None:  # started early (:meth:`_append`)
+            carry.state = carry.fitting.result()
+        elif carry.refit:
             carry.state = self._replay.refit(conn, carry.live)
         if carry.state is not None:
             self._replay.save_state(conn, carry.state, carry.seq)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -107,22 +108,38 @@ class Replay:
         save_state(conn, state, seq, self._settings.model.selection_keys(state)[1])
 
     def refit(self, conn: sqlite3.Connection, changes: LiveChanges | None = None) -> dict[str, NDArray[Any]]:
-        """The aware model refitted to the live log (the caller saves it): a cold fit up to
-        :data:`COLD_REFIT_UPTO` live observations, then warm-started from the cached state.
+        """The aware model refitted to the live log (the caller saves it): :meth:`start_refit`, awaited."""
+        started = self.start_refit(conn, changes)
+        assert started is not None
+        return started.result()
+
+    def start_refit(
+        self, conn: sqlite3.Connection, changes: LiveChanges | None = None, *, stored_only: bool = False
+    ) -> Future[dict[str, NDArray[Any]]] | None:
+        """Start refitting the aware model to the live log: a cold fit up to :data:`COLD_REFIT_UPTO` live
+        observations, then warm-started from the cached state. The result comes from a thread, which does no SQL.
 
         The live log is the stored arrays (:mod:`core.store.live_arrays`) with ``changes`` (what this transaction
         did to the live index) applied, when they reflect the log where it started; else it is read from the live
-        index. Either way it is stored again, as reflecting the log's end."""
+        index (``stored_only``: then nothing starts, and None is returned, for a caller that has not copied its
+        rows to the live index yet). Either way it is stored again, as reflecting the log's end, while the fit
+        runs. An ingest starts the refit before it copies its last chunk to the live index, so the two overlap: a
+        second of the million-score ingest target (``bench/bench_scale.py``)."""
+        from concurrent.futures import ThreadPoolExecutor
+
         cached = live_arrays.load(conn, changes.base) if changes is not None and changes.base is not None else None
         live = live_arrays.apply(cached, changes) if cached is not None and changes is not None else None
-        if live is None:
-            live = read_live_arrays(conn)
-        live_arrays.save(conn, live, max_seq(conn))
+        if live is None and stored_only:
+            return None
+        live = read_live_arrays(conn) if live is None else live
         warm = load_state(conn) if live.seq.size > COLD_REFIT_UPTO else None
-        state: dict[str, NDArray[Any]] = self._settings.model.refit(
-            warm, live.item, live.annotator, live.score01, n_items=self._catalog.n_items
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="easl-refit")
+        started = pool.submit(
+            self._settings.model.refit, warm, live.item, live.annotator, live.score01, n_items=self._catalog.n_items
         )
-        return state
+        pool.shutdown(wait=False)  # (the thread ends with the fit)
+        live_arrays.save(conn, live, max_seq(conn))
+        return started
 
     def annotator_table(self) -> Any:
         """Aware projects: the per-annotator diagnostics of the cached fit, one row per annotator that has live
