@@ -77,8 +77,8 @@ def test_extend_equals_build_from_scratch():
 
 def test_warm_start_reaches_the_cold_fit():
     _, _, _, _, item_ix, A, x = simulate(n=200, seed=4)
-    half = item_ix.size // 2
-    first = fit(Observations.build(item_ix[:half], A[:half], x[:half], n_items=200))
+    most = item_ix.size * 9 // 10  # (within WARM_GROWTH of the whole)
+    first = fit(Observations.build(item_ix[:most], A[:most], x[:most], n_items=200))
     obs = Observations.build(item_ix, A, x, n_items=200)
     cold = fit(obs)
     from core.models.aware import AwareConfig
@@ -89,6 +89,27 @@ def test_warm_start_reaches_the_cold_fit():
     # EM creeps: at the default tolerance the fit is within a fifth of a posterior sd of the fixed point
     assert np.max(np.abs(cold.mu - tight.mu) / np.sqrt(tight.var)) < 0.2
     assert warm.sweeps <= tight.sweeps  # the slowest mode, the slopes' prior width, is widened again at a warm start
+
+
+def test_warm_start_far_from_the_data_or_unconverged_gives_the_cold_fit():
+    """A warm state fitted on far fewer observations (one score per item, where the annotator terms are not
+    identified and the slopes drift toward 0), or one that has not converged within ``sweeps_warm``, is not kept:
+    the result is the cold fit, bit for bit, which is what a replay of the log gives."""
+    from core.models.aware import WARM_GROWTH, AwareConfig
+
+    _, _, _, _, item_ix, A, x = simulate(n=200, seed=4)
+    obs = Observations.build(item_ix, A, x, n_items=200)
+    cold = fit(obs)
+    first_scores = np.unique(item_ix, return_index=True)[1]  # one score per item
+    assert obs.size > WARM_GROWTH * first_scores.size
+    one_each = fit(Observations.build(item_ix[first_scores], A[first_scores], x[first_scores], n_items=200))
+    for name, value in vars(fit(obs, warm=one_each)).items():
+        np.testing.assert_array_equal(value, getattr(cold, name), err_msg=name)
+    most = item_ix.size * 9 // 10
+    warm = fit(Observations.build(item_ix[:most], A[:most], x[:most], n_items=200))
+    hurried = fit(obs, warm=warm, config=AwareConfig(sweeps_warm=1))
+    np.testing.assert_array_equal(hurried.mu, cold.mu)
+    assert hurried.sweeps == cold.sweeps
 
 
 def test_state_round_trips_through_arrays_and_grows():

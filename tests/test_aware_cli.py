@@ -380,8 +380,14 @@ def test_large_projects_refit_warm_and_verify_within_same_fit(tmp_path, monkeypa
     monkeypatch.setattr(replay, "COLD_REFIT_UPTO", 0)
     with Project.create(tmp_path / "w.easl", make_items(40), Hyper(method="aware", seed=6)) as project:
         rng = np.random.default_rng(6)
-        for _ in range(4):
-            project.ingest(scores_for(project.next_hits(), rng, clicker=False), source="test")
+        project.ingest(scores_for(project.next_hits(), rng, clicker=False), source="test")
+        for _ in range(3):  # a few scores at a time: each refit within WARM_GROWTH of the last, so warm
+            rows = scores_for(project.next_hits(), rng, clicker=False)
+            for part in np.array_split(np.arange(len(rows)), 5):
+                project.ingest(rows.iloc[part], source="test")
         result = project.verify()
+        with project.db.reading() as conn:
+            replayed, _ = project.replay.replay_log(conn)
+        assert not np.array_equal(replayed["mu"], project.replay.state()["mu"])  # a warm chain, not the cold fit
         assert result["ok"] and result["state_ok"], result
         assert "posterior sd" in result["state_tolerance"]

@@ -53,6 +53,8 @@ from core.models.aware_noise import NU_R_MAX, loo_noise_ratio, noise_strengths
 from core.models.base import Posterior
 
 _FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
+#: A warm start is taken while the observations are at most this many times those it was fitted on
+WARM_GROWTH = 1.25
 
 
 @dataclass(frozen=True)
@@ -251,8 +253,10 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     obs : Observations
         All live scores.
     warm : AwareState, optional
-        A previous fit (fewer or equal items and annotators) to start from; at most ``config.sweeps_warm``
-        sweeps then, else ``config.sweeps_cold``.
+        A previous fit (fewer or equal items and annotators) to start from, while the observations are at most
+        :data:`WARM_GROWTH` times those it was fitted on; at most ``config.sweeps_warm`` sweeps then, else
+        ``config.sweeps_cold``. A warm start that has not converged by then gives way to the cold fit: the fit's
+        fixed point is then the one a replay of the log reaches (``easl verify``).
     config : AwareConfig
         Shrinkage strengths, sweep limits, tolerance.
 
@@ -278,6 +282,8 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     """
     if obs.size == 0:
         return _prior_state(obs)
+    if warm is not None and obs.size > WARM_GROWTH * warm.count.sum():
+        warm = None  # far from the data now (e.g. one score per item, where the annotator terms are not identified)
     st = _prior_state(obs) if warm is None else _warm_start(warm, obs)
     max_sweeps = config.sweeps_cold if warm is None else config.sweeps_warm
     P = obs.pairs
@@ -297,8 +303,8 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
             nu_r = noise_strengths(loo_noise_ratio(P, pair_rows, sweep), P.n_per_annotator)
         _noise_step(P, w, sums, nu_r, config.nu_q)
         if moved < config.tol and sweeps > 1:
-            break
-    return _fitted(P, w, sweeps, config.nu_q)
+            return _fitted(P, w, sweeps, config.nu_q)
+    return _fitted(P, w, sweeps, config.nu_q) if warm is None else fit(obs, config=config)
 
 
 def _item_step(P: PairStats, w: _Sweep, rho: NDArray[Any]) -> float:
