@@ -112,6 +112,29 @@ def test_warm_start_far_from_the_data_or_unconverged_gives_the_cold_fit():
     assert hurried.sweeps == cold.sweeps
 
 
+def test_one_score_per_item_keeps_the_raw_scores_and_a_few_repeats_pin_the_noise():
+    """With one score per item nothing tells the noise from the items' spread: the fit is the cold start (the raw
+    scores, annotators neutral), not a drift of every slope toward 0 and every estimate toward the middle. A few
+    items scored twice are enough to estimate the noise: slopes stay near 1 and the ranks are the raw ones."""
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(3)
+    n, na = 5000, 40
+    truth = rng.uniform(0, 1, n)
+    for repeated in (0, n // 50):
+        item = np.r_[np.arange(n), rng.permutation(n)[:repeated]]
+        annotator = rng.integers(na, size=item.size)
+        x = np.clip(truth[item] + rng.normal(0, 0.1, item.size), 0, 1)
+        st = fit(Observations.build(item, annotator, x, n_items=n))
+        raw = np.bincount(item, x, n) / np.bincount(item, minlength=n)
+        if repeated == 0:
+            np.testing.assert_allclose(st.mu, raw)
+            assert st.sweeps == 0 and np.all(st.slope == 1.0) and np.all(st.noise == 1.0)
+        assert abs(float(np.mean(st.slope)) - 1.0) < 0.02, (repeated, st.slope.mean())
+        assert st.mu.max() - st.mu.min() > 0.9  # not every estimate in the middle
+        assert spearmanr(st.mu, raw)[0] > 0.999
+
+
 def test_state_round_trips_through_arrays_and_grows():
     _, _, _, _, item_ix, A, x = simulate(n=30, na=5, per_item=3, seed=5)
     s = fit(Observations.build(item_ix, A, x, n_items=30))

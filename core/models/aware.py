@@ -19,8 +19,8 @@ unreliability, ``q_i`` the item's ambiguity. The fit is mean-field EM (alternati
   (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes from leave-one-out residuals,
   :func:`core.models.aware_noise.noise_strengths`: no spread of the annotators' noise beyond sampling gives
   ``r_a = 1``, and the model then weights every score as DA does; an annotator noisy beyond sampling on its own
-  is shrunk less; evaluated at sweeps 1, 2, 4, 8, ... only, where they settle), ``q0 = mean_k e2_k / r_a``,
-  ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
+  is shrunk less; evaluated at sweeps 1, 2, 4, 8, ... only, where they settle), ``q0 = mean_k e2_k / r_a``
+  over the scores of items scored at least twice, ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
 * prior widths (empirical Bayes): ``m0 = mean_i E[u_i]``, ``tau_mu^2 = mean_i E[(u_i - m0)^2]``,
   ``tau_o^2 = mean_a E[o_a^2]``, ``tau_s^2 = mean_a E[(s_a - 1)^2]``.
 
@@ -28,6 +28,11 @@ An item's interval adds to ``Var(u_i)`` the propagated uncertainty of the annota
 (delta method: ``du_i/do_a = -w s_a / P_i``, ``du_i/ds_a ~ -w u_i / P_i``). Random clickers get a large ``r_a``
 (and a slope pulled toward 0 when the pool's slopes vary): their scores carry a fraction of the weight
 ``w s_a^2``; they are down-weighted, never removed.
+
+Only items scored at least twice tell the noise from the items' spread: the residual of an item's single score
+depends on how that split is assumed, and EM fed with it drifts along the unidentified ridge (slopes toward 0,
+every estimate toward the middle, ranks scrambled across annotators). So ``q0`` comes from the items scored at
+least twice, and with no such item the fit is its cold start: the raw scores, annotators neutral, DA's estimates.
 
 The fit is a function of the set of observations, not of their order: :class:`Observations` keeps them in a
 canonical order (item, annotator, score), so a permutation of the rows gives the same fit bit for bit. It is
@@ -231,13 +236,12 @@ def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
 class _Sweep:
     """What :func:`fit` updates: ``st`` (the annotator terms, ``var_mu``, ``q``, the prior widths and ``q0``, set
     by each step), the items' centred means ``u = mu - c`` and precisions ``prec = 1 / Var(u_i)``, and the prior
-    mean ``m0``, centred likewise; ``n_obs`` counts the scores."""
+    mean ``m0``, centred likewise."""
 
     st: AwareState
     u: NDArray[Any]
     prec: NDArray[Any]
     m0: float
-    n_obs: int
 
 
 def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfig = DEFAULT_CONFIG) -> AwareState:
@@ -280,16 +284,16 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
     >>> bool(st.offset[1] - st.offset[0] > 0.15), [round(float(m), 2) for m in np.diff(st.mu)]
     (True, [0.3, 0.1])
     """
-    if obs.size == 0:
+    P = obs.pairs
+    if not (P.n_per_item >= 2).any():  # (module docstring: nothing tells the noise from the items' spread)
         return _prior_state(obs)
     if warm is not None and obs.size > WARM_GROWTH * warm.count.sum():
         warm = None  # far from the data now (e.g. one score per item, where the annotator terms are not identified)
     st = _prior_state(obs) if warm is None else _warm_start(warm, obs)
     max_sweeps = config.sweeps_cold if warm is None else config.sweeps_warm
-    P = obs.pairs
     pair_rows = np.repeat(np.arange(obs.n_items), np.diff(P.count.indptr))
     nu_r: NDArray[Any] | float = NU_R_MAX
-    w = _Sweep(st, st.mu - CENTER, 1.0 / st.var_mu, st.m0 - CENTER, obs.size)
+    w = _Sweep(st, st.mu - CENTER, 1.0 / st.var_mu, st.m0 - CENTER)
     sweeps = 0
     for sweeps in range(1, max_sweeps + 1):
         rho = 1.0 / w.st.noise
@@ -381,7 +385,8 @@ def _noise_step(
     y2 = [SY @ (rho * o), SY @ (rho * s)]
     e_i = P.sum_y2 @ rho - 2.0 * y2[0] - 2.0 * u * y2[1] + c4[0] + 2.0 * u * c4[1] + (u * u + st.var_mu) * c4[2]
     e_i = np.maximum(e_i, 0.0)
-    st.q0 = max(float(e_i.sum()) / w.n_obs, _FLOOR)
+    rep = P.n_per_item >= 2  # (module docstring)
+    st.q0 = max(float(e_i[rep].sum() / P.n_per_item[rep].sum()), _FLOOR)
     st.q = np.maximum((nu_q * st.q0 + e_i) / (nu_q + P.n_per_item), _FLOOR)
 
 
