@@ -386,7 +386,7 @@ def _noise_step(
     e_i = P.sum_y2 @ rho - 2.0 * y2[0] - 2.0 * u * y2[1] + c4[0] + 2.0 * u * c4[1] + (u * u + st.var_mu) * c4[2]
     e_i = np.maximum(e_i, 0.0)
     rep = P.n_per_item >= 2  # (module docstring)
-    st.q0 = max(float(e_i[rep].sum() / P.n_per_item[rep].sum()), _FLOOR)
+    st.q0 = max(float(np.where(rep, e_i, 0.0).sum() / P.n_per_item[rep].sum()), _FLOOR)
     st.q = np.maximum((nu_q * st.q0 + e_i) / (nu_q + P.n_per_item), _FLOOR)
 
 
