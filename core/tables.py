@@ -7,7 +7,7 @@ extension     read                       write
 ============  =========================  ===========================================================
 ``.csv``      RFC 4180 CSV, UTF-8        RFC 4180 CSV (pyarrow), UTF-8, quotes only where needed [1]_
 ``.tsv``      tab-separated, no quoting  tab-separated [1]_
-``.jsonl``    one JSON object per line   one JSON object per line (NaN written as ``null``)
+``.jsonl``    one JSON object per line   one JSON object per line, floats exact, NaN as ``null``
 ``.parquet``  Apache Parquet (pyarrow)   Parquet (pyarrow)
 ============  =========================  ===========================================================
 
@@ -227,12 +227,85 @@ def _write_to(frame: pd.DataFrame, tmp: str, fmt: str, raw_cells: bool = False) 
     elif fmt == "tsv":
         (frame if raw_cells else neutralise_frame(_parquet_safe(frame))).to_csv(tmp, index=False, sep="\t")
     elif fmt == "jsonl":
-        if len(frame):
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False, date_format="iso", double_precision=15)
-        else:
-            open(tmp, "w").close()
+        with open(tmp, "wb") as fh:
+            fh.write(jsonl_bytes(frame))
     else:
         _parquet_safe(frame).to_parquet(tmp, index=False)
+
+
+#: what ``json.dumps`` writes for the characters a JSON string escapes by name (the other controls: ``\\u00XX``)
+_JSON_ESCAPES = (
+    ("\\", "\\\\"),
+    ('"', '\\"'),
+    ("\n", "\\n"),
+    ("\r", "\\r"),
+    ("\t", "\\t"),
+    ("\b", "\\b"),
+    ("\f", "\\f"),
+)
+
+
+def _text(value: str) -> pa.Scalar:
+    """``value`` as an Arrow large-string scalar (the type every JSON text below is built in)."""
+    return pa.scalar(value, pa.large_string())
+
+
+def _json_cells(values: pd.Series) -> pa.Array:
+    """The JSON text of each cell of a column, as ``json.dumps(v, ensure_ascii=False)`` writes it: strings quoted
+    and escaped, numbers in the shortest form that reads back as the same float64 (an integral float keeps its
+    ``.0``), booleans, ``null`` for a missing value, NaN or an infinity; other objects (dicts, lists, mixed
+    columns) one ``json.dumps`` each."""
+    import pyarrow.compute as pc
+
+    kinds = {type(v) for v in values.dropna().tolist()} if values.dtype == object else set()
+    if values.dtype == object and not kinds <= {str}:
+        cells = [
+            None if v is None or v != v else json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=str)
+            for v in values
+        ]
+        return pc.fill_null(pa.array(cells, type=pa.large_string()), "null")
+    array = pa.array(values, from_pandas=True)
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type) or pa.types.is_null(array.type):
+        text = array.cast(pa.large_string())
+        other = pc.match_substring_regex(text, "[\\x{0}-\\x{7}\\x{b}\\x{e}-\\x{1f}]")
+        for char, escaped in _JSON_ESCAPES:
+            text = pc.replace_substring(text, char, escaped)
+        if pc.any(other).as_py():
+            dumped = [json.dumps(v, ensure_ascii=False)[1:-1] for v in array.filter(other).to_pylist()]
+            text = pc.replace_with_mask(text, pc.fill_null(other, False), pa.array(dumped, type=pa.large_string()))
+        text = pc.binary_join_element_wise(_text('"'), text, _text('"'), _text(""))
+    elif pa.types.is_floating(array.type):
+        text = pc.cast(array, pa.large_string())
+        integral = pc.match_substring_regex(text, "^-?[0-9]+$")
+        text = pc.if_else(integral, pc.binary_join_element_wise(text, _text(".0"), _text("")), text)
+        text = pc.if_else(pc.is_finite(array), text, pa.scalar(None, pa.large_string()))
+    elif pa.types.is_boolean(array.type):
+        text = pc.if_else(array, _text("true"), _text("false"))
+    elif pa.types.is_integer(array.type):
+        text = pc.cast(array, pa.large_string())
+    else:  # dates, times: their ISO text
+        return _json_cells(pd.Series(values.astype(object).map(lambda v: None if pd.isna(v) else str(v))))
+    return pc.fill_null(text, "null")
+
+
+def jsonl_bytes(frame: pd.DataFrame) -> bytes:
+    """``frame`` as JSON lines, one object per row, keys in column order: the bytes of ``json.dumps(record,
+    ensure_ascii=False, separators=(",", ":"))`` per row (:func:`_json_cells`), built column by column with Arrow's
+    string functions. Floats are written exactly (pandas' JSON writer keeps 15 decimal places)."""
+    import pyarrow.compute as pc
+
+    if not len(frame):
+        return b""
+    parts: list[Any] = []
+    for k, name in enumerate(frame.columns):
+        parts += [_text(("{" if k == 0 else ",") + json.dumps(str(name), ensure_ascii=False) + ":")]
+        parts += [_json_cells(frame.iloc[:, k])]
+    lines = pc.binary_join_element_wise(*parts, _text("}\n"), _text(""))
+    if not isinstance(lines, pa.Array):  # (no column: every row is {})
+        return b"{}\n" * len(frame)
+    ends = np.frombuffer(lines.buffers()[1], dtype=np.int64)[[lines.offset, lines.offset + len(lines)]]
+    out: bytes = lines.buffers()[2].to_pybytes()[int(ends[0]) : int(ends[1])]
+    return out
 
 
 def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:

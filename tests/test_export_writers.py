@@ -7,6 +7,7 @@ bytes of Arrow's CSV writer, whole or in slices (property test); the Beta interv
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -111,3 +112,42 @@ def test_beta_interval_of_repeated_pairs_is_the_interval_of_each() -> None:
     tail = (1.0 - 0.95) / 2.0
     assert np.array_equal(low, special.betaincinv(alpha, beta, tail))
     assert np.array_equal(high, special.betaincinv(alpha, beta, 1.0 - tail))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.text()),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.one_of(st.none(), st.integers(-(2**62), 2**62)),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_jsonl_rows_read_back_as_json_dumps_of_the_same_values(rows: list[tuple[Any, ...]]) -> None:
+    """``core.tables.jsonl_bytes`` (the JSONL files of ``easl export`` and every table written as JSONL): each line
+    is the row as ``json.loads`` reads ``json.dumps`` of it, floats exactly (the shortest form that reads back as
+    the same float64), NaN and infinities as null, any text (quotes, backslashes, control characters, non-ASCII)
+    as itself; integral floats stay floats."""
+    import json
+    import math
+
+    import pandas as pd
+
+    from core.tables import jsonl_bytes
+
+    frame = pd.DataFrame(rows, columns=["text", "x", "n", "flag"])
+    frame["n"] = frame["n"].astype("Int64")
+    lines = jsonl_bytes(frame).decode("utf-8").split("\n")
+    assert lines[-1] == "" and len(lines) == len(rows) + 1
+    for line, (text, x, n, flag) in zip(lines, rows):
+        got = json.loads(line)
+        assert list(got) == ["text", "x", "n", "flag"]
+        assert got["text"] == text and got["n"] == n and got["flag"] is flag
+        if math.isfinite(x):
+            assert type(got["x"]) is float and got["x"] == x and math.copysign(1, got["x"]) == math.copysign(1, x)
+        else:
+            assert got["x"] is None
