@@ -58,19 +58,23 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
 class LogRows:
     """The rows of a chunk to append to the log, made ready outside the write transaction (in the thread of
     :class:`core.store.ahead.ReadAhead`): the valid rows that do not repeat an earlier row of the batch (``cand``),
-    the log's columns bound for them (``names``) with their parameters (``columns``), and their source keys as
-    one JSON array (``source_json``, for :func:`live_matches`; empty when they are not to be looked up)."""
+    the log's columns bound for them (``names``) with their parameters (``columns``, the source keys first),
+    whether their keys are to be looked up in the live index (``look_up``), and the HITs they name as one JSON
+    array when every row names one and none an annotation id (``hits_json``, else empty: :func:`live_matches`)."""
 
     cand: pd.DataFrame
     names: list[str]
     columns: list[list[Any]]
-    source_json: str
+    look_up: bool
+    hits_json: str
 
 
-def log_rows(valid: pd.DataFrame, *, keys_json: bool = True) -> LogRows:
+def log_rows(valid: pd.DataFrame, *, look_up: bool = True) -> LogRows:
     """:class:`LogRows` of a validated batch's ``valid`` rows. Only the columns given by the input are bound
     (each bound value costs), with the keys (:func:`keys`) and ``score01`` (validation's ``clip((score_raw -
-    score_min) / span, 0, 1)``). ``keys_json=False``: the keys are not to be looked up (no ``source_json``)."""
+    score_min) / span, 0, 1)``). ``look_up=False``: the keys are not to be looked up."""
+    import pandas as pd
+
     from core.store.cells import present
 
     cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
@@ -83,16 +87,31 @@ def log_rows(valid: pd.DataFrame, *, keys_json: bool = True) -> LogRows:
             continue  # all missing: NULL
         names.append(name)
         columns.append(col.tolist())
-    return LogRows(cand, names, columns, json.dumps(source) if keys_json and source else "")
+    hit, annotation = cand["hit_id"].to_numpy(), cand["annotation_id"].to_numpy()
+    by_hit = look_up and bool(present(hit).all()) and not present(annotation).any()
+    return LogRows(
+        cand, names, columns, look_up and bool(source), json.dumps(pd.unique(hit).tolist()) if by_hit else ""
+    )
 
 
 def live_matches(conn: sqlite3.Connection, rows: LogRows) -> list[tuple[Any, ...]]:
     """The live observations with the source keys of ``rows``: ``(position in rows.cand, score_raw, score01,
-    item_idx, hit_id, seq)`` each, looked up in key order."""
+    item_idx, hit_id, seq)`` each, looked up in key order.
+
+    A key without an annotation id holds its row's HIT (:func:`keys`), so rows that all name a HIT and no
+    annotation id can meet a live key only in a HIT with live rows: when none of their HITs has any (the HITs of a
+    new iteration), one lookup per HIT instead of one per row says so."""
+    if (
+        rows.hits_json
+        and not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM live WHERE hit_id IN (SELECT value FROM json_each(?)))", (rows.hits_json,)
+        ).fetchone()[0]
+    ):
+        return []
     return conn.execute(
         "SELECT j.key, l.score_raw, l.score01, l.item_idx, l.hit_id, l.seq FROM (SELECT key, value FROM "
         "json_each(?) ORDER BY value) j JOIN live l ON l.source_key = j.value",
-        (rows.source_json,),
+        (json.dumps(rows.columns[0]),),
     ).fetchall()
 
 

@@ -100,7 +100,7 @@ def _matches(conn: sqlite3.Connection, rows: LogRows, since: int | None, locatio
     """:class:`_Matches` of ``rows``; with ``since`` (a log position), a key with a live score appended at
     ``since`` or later that differs is a conflict with an earlier chunk of the same input."""
     cand = rows.cand
-    found = live_matches(conn, rows) if rows.source_json else []
+    found = live_matches(conn, rows) if rows.look_up else []
     pos = np.asarray([r[0] for r in found], dtype=np.int64)
     same = np.asarray([r[1] for r in found], dtype=np.float64) == cand["score_raw"].to_numpy()[pos]
     conflicts = None
@@ -357,7 +357,7 @@ class ObservationLog:
             head = False
             for k, (rows, at) in enumerate(parts):
                 batch = self._validate(reader, rows, at)
-                made = log_rows(batch.valid, keys_json=run.look_up)
+                made = log_rows(batch.valid, look_up=run.look_up)
                 if k == len(parts) - 1:
                     chunk = next(chunks, None)
                 yield len(rows), batch, made, name, chunk is None
