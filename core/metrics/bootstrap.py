@@ -169,10 +169,6 @@ def percentile_interval(samples: NDArray[Any], confidence: float = 0.95) -> tupl
     -------
     (low, high); NaN bounds when fewer than half of the resamples gave a finite value.
 
-    References
-    ----------
-    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13.
-
     Examples
     --------
     >>> import numpy as np
@@ -199,10 +195,6 @@ def bootstrap_ci(samples: dict[str, NDArray[Any]], confidence: float = 0.95) -> 
     Returns
     -------
     dict name -> (low, high)
-
-    References
-    ----------
-    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall, ch. 6 and 13.
 
     Examples
     --------

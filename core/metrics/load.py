@@ -156,32 +156,14 @@ def load_long(
     score = numeric_column(table, score_c, strict=True)
     items = df[item_c].astype(str).to_numpy()
     raters = df[rater_c].astype(str).to_numpy()
-    order_items, item_idx = np.unique(items, return_inverse=True)
-    first_seen = np.full(order_items.size, np.iinfo(np.int64).max)
-    np.minimum.at(first_seen, item_idx, np.arange(items.size))
-    rank = np.empty(order_items.size, dtype=np.int64)
-    rank[np.argsort(first_seen, kind="stable")] = np.arange(order_items.size)
-    row_of = rank[item_idx]  # items in order of first appearance
-    n = order_items.size
-    ids = order_items[np.argsort(rank)]
-    rater_systems = [s for s in system if s in set(raters)]
-
-    def system_scores(s: str) -> NDArray[Any]:
-        if s not in rater_systems and s not in df.columns:
-            raise InputError(
-                f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
-            )
-        column = partial(numeric_column, table, strict=True)
-        return long_system_scores(table, s, raters, rater_systems, score, row_of, items, n, column)
-
-    sys = {s: system_scores(s) for s in system}
+    row_of, uniques = pd.factorize(items)  # items in order of first appearance
+    ids = uniques.astype(str)
+    n = ids.size
+    rater_systems = long_rater_systems(path, rater_c, set(raters), df.columns, system, human)
+    column = partial(numeric_column, table, strict=True)
+    sys = {s: long_system_scores(table, s, raters, rater_systems, score, row_of, items, n, column) for s in system}
     is_human = ~np.isin(raters, rater_systems)
     if human:
-        unknown = [r for r in human if r not in set(raters)]
-        if unknown:
-            raise InputError(
-                f"{path}: human rater {unknown[0]!r} does not appear in column {rater_c!r}.", path=path, field=rater_c
-            )
         is_human &= np.isin(raters, human)
     is_human &= ~np.isnan(score)
     hr = np.flatnonzero(is_human)
@@ -195,6 +177,29 @@ def load_long(
     if repeats:
         notes.append(f"{repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)")
     return EvaluationInput(h, names, sys, ids, groups, notes)
+
+
+def long_rater_systems(
+    path: str | os.PathLike[str],
+    rater_col: str,
+    raters: Collection[str],
+    columns: Collection[str],
+    system: Collection[str],
+    human: Collection[str] | None,
+) -> list[str]:
+    """The systems of the long form that are values of the rater column ``rater_col``; an InputError for a system
+    that is neither a rater nor a column, or a human rater who does not appear."""
+    for s in system:
+        if s not in raters and s not in columns:
+            raise InputError(
+                f"{path}: system {s!r} is neither a value of the rater column {rater_col!r} nor a column.", path=path
+            )
+    unknown = [r for r in human or () if r not in raters]
+    if unknown:
+        raise InputError(
+            f"{path}: human rater {unknown[0]!r} does not appear in column {rater_col!r}.", path=path, field=rater_col
+        )
+    return [s for s in system if s in raters]
 
 
 def long_system_scores(
