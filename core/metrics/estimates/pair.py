@@ -10,6 +10,7 @@ every chance-corrected coefficient use the scores rounded half-to-even and clipp
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,15 +167,11 @@ class PairSuite:
         f["adj_agr"] = pct("adjacent")
 
         def table() -> NDArray[Any]:
-            joint: NDArray[Any] = t[p + "joint"].reshape(np.shape(n) + (q, q))
-            return joint
+            return np.reshape(t[p + "joint"], np.shape(n) + (q, q))
 
-        ag_cache: list[dict[str, NDArray[Any]]] = []
-
+        @functools.cache
         def ag() -> dict[str, NDArray[Any]]:
-            if not ag_cache:
-                ag_cache.append(agreement_tables_from_joint(table()))
-            return ag_cache[0]
+            return agreement_tables_from_joint(table())
 
         def kappa(w: Weights) -> Finisher:
             return lambda: kappa_from_table(table(), cats, None if w == "identity" else w)
@@ -228,21 +225,19 @@ class PairSuite:
         """Spearman and Kendall on the compared responses of a resample (``index``: drawn rows) or the sample."""
         rows = self.rows if index is None else index[np.isin(index, self.rows)]
         a, b = self.a[rows], self.b[rows]
-        taus: list[float] = []
 
-        def tau(k: int) -> float:
-            if not taus:
-                ties = None  # a resample: tie counts from the sample's value ids, no sort
-                if index is not None and rows.size:
-                    codes = self._value_codes()
-                    ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
-                taus.extend(kendall_taus(a, b, ties=ties))
-            return taus[k]
+        @functools.cache
+        def taus() -> tuple[float, float]:
+            ties = None  # a resample: tie counts from the sample's value ids, no sort
+            if index is not None and rows.size:
+                codes = self._value_codes()
+                ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
+            return kendall_taus(a, b, ties=ties)
 
         return {
             "spearman": lambda: spearman_rho(a, b),
-            "kendall_tau_b": lambda: tau(0),
-            "kendall_tau_c": lambda: tau(1),
+            "kendall_tau_b": lambda: taus()[0],
+            "kendall_tau_c": lambda: taus()[1],
         }
 
 
