@@ -155,10 +155,6 @@ def _rank_samples(stats: PartitionStats) -> dict[str, NDArray[Any]]:
         if pair.boot_table is not None:
             got = resampled_ranks(pair.boot_table, kendall=key[0] != "c")
             out.update({prefix[key] + k: v for k, v in got.items()})
-    for s in (key[2] for key in stats.pairs if key[0] == "s"):
-        for k in RANK_KEYS:
-            if f"s:{s}:{k}" in out and "hh:" + k in out:
-                out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
     return out
 
 
@@ -223,7 +219,7 @@ def finish(
     samples: dict[str, NDArray[Any]] = {}
     if spec.n_bootstrap > 0 and stats.n_reference >= 2:
         samples = batch_values(comp.finishers(flat_totals(stats, boot=True), with_ranks=False))
-        samples.update(quiet(_rank_samples, stats))
+        samples.update(comp.differences(quiet(_rank_samples, stats), RANK_KEYS))
         notes.append(
             "bootstrap: each response drawn Poisson(1) times per resample in its partition (mergeable; not the "
             "in-memory multinomial draws)"

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.load import long_rater_systems, long_system_scores, numeric_column, rater_matrix
+from core.metrics.load import frame_scores, long_rater_systems, long_system_scores, rater_matrix
 from core.tables import Table
 
 #: Column of the wide partitions holding the group labels; of the long rows holding the row number.
@@ -43,9 +43,7 @@ def _table(frame: pd.DataFrame, spec: LongSpec, k: int) -> Table:
 
 
 def _scores(frame: pd.DataFrame, spec: LongSpec, k: int, col: str) -> NDArray[Any]:
-    if pd.api.types.is_numeric_dtype(frame[col].dtype):
-        return np.asarray(frame[col].to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
-    return numeric_column(_table(frame, spec, k), col, strict=True)
+    return frame_scores(frame, col, lambda: _table(frame, spec, k), strict=True)
 
 
 def scan(frame: pd.DataFrame, spec: LongSpec, k: int) -> tuple[int, pd.Series]:

@@ -57,11 +57,12 @@ def _unique_ids(table: Table, id_col: str) -> NDArray[Any]:
     return ids
 
 
-def _require(df: pd.DataFrame, path: str | os.PathLike[str], cols: list[str], what: str) -> None:
+def require_columns(df: Any, path: str | os.PathLike[str], cols: list[str], what: str = "column") -> None:
+    """An InputError naming the first of ``cols`` that is not a column of ``df`` (a pandas or Dask frame)."""
     for c in cols:
         if c not in df.columns:
-            shown = ", ".join(df.columns[:12]) + (", ..." if len(df.columns) > 12 else "")
-            raise InputError(f"{path}: no {what} column {c!r} (columns: {shown}).", path=path, field=c)
+            shown = ", ".join(map(str, df.columns[:12])) + (", ..." if len(df.columns) > 12 else "")
+            raise InputError(f"{path}: no {what} {c!r} (columns: {shown}).", path=path, field=c)
 
 
 #: the largest magnitude of a score evaluated: the metrics square differences of scores and sum them over responses
@@ -100,6 +101,14 @@ def numeric_column(table: Table, col: str, *, strict: bool) -> NDArray[Any]:
     return out
 
 
+def frame_scores(frame: pd.DataFrame, col: str, table: Callable[[], Table], *, strict: bool) -> NDArray[Any]:
+    """A column of a partition as float64: a typed numeric column (Parquet) as it is, NaN for missing; text parsed by
+    :func:`numeric_column` on ``table()``."""
+    if pd.api.types.is_numeric_dtype(frame[col].dtype):
+        return np.asarray(frame[col].to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+    return numeric_column(table(), col, strict=strict)
+
+
 def _distinct(path: str | os.PathLike[str], names: list[str], what: str) -> None:
     """Each name once: a human column named twice would be a rater compared with itself (r = 1, alpha = 1)."""
     seen: set[str] = set()
@@ -122,12 +131,12 @@ def load_wide(
     _distinct(path, system, "system score column")
     table = _read(path)
     df = table.frame
-    _require(df, path, human, "human score")
-    _require(df, path, system, "system score")
+    require_columns(df, path, human, "human score column")
+    require_columns(df, path, system, "system score column")
     if id_col:
-        _require(df, path, [id_col], "id")
+        require_columns(df, path, [id_col], "id column")
     if group_col:
-        _require(df, path, [group_col], "group")
+        require_columns(df, path, [group_col], "group column")
     notes: list[str] = []
     h = np.column_stack([numeric_column(table, c, strict=False) for c in human])
     sys = {c: numeric_column(table, c, strict=True) for c in system}
@@ -150,9 +159,9 @@ def load_long(
     _distinct(path, system, "system")
     table = _read(path)
     df = table.frame
-    _require(df, path, [item_c, rater_c, score_c], "long-form")
+    require_columns(df, path, [item_c, rater_c, score_c], "long-form column")
     if group_col:
-        _require(df, path, [group_col], "group")
+        require_columns(df, path, [group_col], "group column")
     score = numeric_column(table, score_c, strict=True)
     items = df[item_c].astype(str).to_numpy()
     raters = df[rater_c].astype(str).to_numpy()
@@ -279,7 +288,7 @@ def load_campaign(
     """
     table = _read(system_path)
     df = table.frame
-    _require(df, system_path, [id_col], "id")
+    require_columns(df, system_path, [id_col], "id column")
     if not system:
         system = [
             c
@@ -288,7 +297,7 @@ def load_campaign(
         ]
         if not system:
             raise InputError(f"{system_path}: no numeric score column besides {id_col!r}.", path=system_path)
-    _require(df, system_path, system, "system score")
+    require_columns(df, system_path, system, "system score column")
     sys_ids = _unique_ids(table, id_col)
     known = set(items["item_id"].astype(str))
     unknown = [i for i in sys_ids if i not in known]

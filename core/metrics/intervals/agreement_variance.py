@@ -224,15 +224,10 @@ def gwet_standard_errors(
     0.14295
     """
     names = tuple(weights) if isinstance(weights, (tuple, list)) else (weights,)
-    res: dict[str, dict[str, float]] = {
-        w: {
-            k1: v.se
-            for k1, v in agreement_inference(
-                ratings, categories, weights=w, coefficients=("gwet", "bp", "fleiss")
-            ).items()
-        }
-        for w in names
-    }
+    res: dict[str, dict[str, float]] = {}
+    for w in names:
+        inference = agreement_inference(ratings, categories, weights=w, coefficients=("gwet", "bp", "fleiss"))
+        res[w] = {k: v.se for k, v in inference.items()}
     return res if isinstance(weights, (tuple, list)) else res[names[0]]
 
 
