@@ -245,7 +245,7 @@ def bootstrap_prmse(
     >>> res["samples"].shape
     (50,)
     """
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # a Generator is returned as it is
     sums, _ = true_score_sums(ratings, system)
     point = quiet(finish_true_score, sums.totals(), rater_error_variance)["prmse"]
     dist = bootstrap_sums(
@@ -305,7 +305,7 @@ def bootstrap_fairness(
     >>> sorted(res["ci"])
     ['csd', 'osa', 'osd']
     """
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # a Generator is returned as it is
     point, why, _ = capture(fairness_analysis, y_true, y_pred, groups)
     design = fairness_design(y_true, y_pred, groups)
     parts: dict[str, list[NDArray[Any]]] = {k: [] for k in FAIRNESS_KEYS}

@@ -24,11 +24,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.data import Weights, round_to_categories
-from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, finish_agreement, rating_patterns
+from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, rating_patterns
 from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
-from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
-from core.metrics.estimates.pair import Finisher, PairSuite, memo, point_values
+from core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
 from core.metrics.estimates.sums import RowSums
 from core.metrics.estimates.true_score import finish_true_score, true_score_sums
 from core.metrics.prepare import Prepared
@@ -155,24 +154,10 @@ class Comparisons:
         return f
 
     def _all_raters(self, t: dict[str, NDArray[Any]], n_raters: int, cats: NDArray[Any]) -> dict[str, Finisher]:
-        q = cats.size
-
-        def coefficient(w: Weights, coef: str) -> Finisher:
-            return lambda: finish_agreement(t, cats, w, n_raters, "a:", (coef,))[coef]
-
-        def coinc() -> NDArray[Any]:
-            return t["a:coinc"].reshape(np.shape(t["a:n2"]) + (q, q))
-
-        def alpha(level: str) -> Finisher:
-            return lambda: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level))
-
+        coefficients = ("gwet", "bp", "fleiss", "conger")
+        named = agreement_finishers(lambda: t, cats, n_raters, "a:", self.weightings, coefficients, ALPHA_LEVELS)
         f: dict[str, Finisher] = {"a:N": lambda: t["a:n_rated"], "a:N_pairable": lambda: t["a:n2"]}
-        for w in self.weightings:
-            for coef in ("gwet", "bp", "fleiss", "conger"):
-                f[f"a:{report_name(coef, w)}"] = coefficient(w, coef)
-        for level in ALPHA_LEVELS:
-            f["a:krippendorff_alpha_" + level] = alpha(level)
-        return f
+        return f | {"a:" + k: fn for k, fn in named.items()}
 
     def differences(self, out: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
         """``out`` with ``d:<system>:<key>``, the system's figure minus the human-human one, where ``out`` has both."""
