@@ -276,14 +276,12 @@ def _with_merged_data(
     confusion = (
         {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system} if q else {}
     )
-    sample_note = (
-        [
+    notes = [*ev.notes, *rank_notes]
+    if stats.sample_h.shape[0] < stats.n_reference:
+        notes.append(
             f"figures drawn from {stats.sample_h.shape[0]} of the {stats.n_reference} responses (evenly spaced in "
             "every partition); the tables count every response"
-        ]
-        if stats.sample_h.shape[0] < stats.n_reference
-        else []
-    )
+        )
     return dataclasses.replace(
         ev,
         n_responses=stats.n_reference,
@@ -291,5 +289,5 @@ def _with_merged_data(
         system=stats.sample_s,
         fairness=fairness,
         confusion=confusion,
-        notes=(*ev.notes, *rank_notes, *sample_note),
+        notes=tuple(notes),
     )

@@ -182,10 +182,15 @@ def load_long(
         g = pd.Series(df[group_col].astype(str).to_numpy()).groupby(row_of).first()
         groups = np.empty(n, dtype=object)
         groups[g.index.to_numpy()] = g.to_numpy()
-    notes = [f"long form: {hr.size} human ratings of {n} items by {len(names)} rater(s)"]
+    return EvaluationInput(h, names, sys, ids, groups, long_notes(hr.size, n, len(names), repeats))
+
+
+def long_notes(n_ratings: int, n_items: int, n_raters: int, repeats: int) -> list[str]:
+    """The notes of a long-form input: what was read and the repeated ratings left out."""
+    notes = [f"long form: {n_ratings} human ratings of {n_items} items by {n_raters} rater(s)"]
     if repeats:
         notes.append(f"{repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)")
-    return EvaluationInput(h, names, sys, ids, groups, notes)
+    return notes
 
 
 def long_rater_systems(
