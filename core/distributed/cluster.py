@@ -74,17 +74,15 @@ def connect(target: str, *, workers: int | None = None, memory_limit: int | str 
             silence_logs=logging.CRITICAL,  # a task's error reaches the user once, as the command's error
         )
         client = Client(cluster)
+    else:
+        cluster = None
         try:
-            yield client
-        finally:
-            client.close()
-            cluster.close()
-        return
-    try:
-        client = Client(target, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise EaslError(f"cannot reach the Dask scheduler at {target}: {exc}") from None
+            client = Client(target, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise EaslError(f"cannot reach the Dask scheduler at {target}: {exc}") from None
     try:
         yield client
     finally:
         client.close()
+        if cluster is not None:
+            cluster.close()

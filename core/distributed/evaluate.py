@@ -22,6 +22,7 @@ from core.distributed.merge import merge
 from core.distributed.partitions import PartitionStats, Spec, partition_range, partition_stats
 from core.errors import EaslError, InputError
 from core.metrics.data import Scale, Weights
+from core.metrics.load import long_notes, require_columns
 from core.metrics.prepare import scale_from_range
 from core.metrics.registry import report_weightings
 from core.metrics.results import Evaluation
@@ -50,10 +51,7 @@ def read_partitions(source: str, columns: list[str], blocksize: str = "64MB", op
         raise InputError(f"{source}: cannot read: {exc}", path=source) from None
     except (KeyError, ValueError) as exc:
         raise InputError(f"{source}: {exc}", path=source) from None
-    for c in columns:
-        if c not in ddf.columns:
-            shown = ", ".join(map(str, ddf.columns[:12])) + (", ..." if len(ddf.columns) > 12 else "")
-            raise InputError(f"{source}: no column {c!r} (columns: {shown}).", path=source, field=c)
+    require_columns(ddf, source, columns)
     return ddf[columns + [c for c in optional if c in ddf.columns and c not in columns]]
 
 
@@ -196,11 +194,7 @@ def evaluate_dask(
     futures = _run(client, parts, partition_stats, spec)
     stats = _guard(lambda: _ordered_merge(futures, rank_limit, lambda done: report("partitions", done, total)))
     if long is not None:
-        notes.append(f"long form: {n_ratings} human ratings of {stats.n_input} items by {len(human)} rater(s)")
-        if stats.repeats:
-            notes.append(
-                f"{stats.repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)"
-            )
+        notes += long_notes(n_ratings, stats.n_input, len(human), stats.repeats)
     return finish(
         stats,
         spec,

@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 from core.metrics.assemble import fairness_result
 from core.metrics.bootstrap import percentile_interval
 from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_record
-from core.metrics.estimates.fairness_ols import tss_floor
+from core.metrics.estimates.fairness_ols import ols_record, tss_floor
+from core.metrics.estimates.fairness_resampled import group_problem
 from core.metrics.intervals.analytic import Interval
 from core.metrics.notes import capture, quiet
 from core.metrics.results import FairnessEvaluation
@@ -65,21 +66,7 @@ def _cell_ols(mean: NDArray[Any], within: float, n: NDArray[Any], x: NDArray[Any
     rss = within + float((n * (mean - fitted) ** 2).sum())
     grand = float((n * mean).sum() / total)
     tss = within + float((n * (mean - grand) ** 2).sum())
-    p = int(rank) - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r2 = 1.0 - rss / tss if tss > floor else np.nan
-        adj = 1.0 - (1.0 - r2) * (total - 1) / (total - p - 1) if total - p - 1 > 0 else np.nan
-    return {
-        "coef": coef,
-        "rss": rss,
-        "tss": tss,
-        "p": p,
-        "n": total,
-        "r2": r2,
-        "adj_r2": adj,
-        "design": design,
-        "rank": int(rank),
-    }
+    return ols_record(coef, rss, tss, total, int(rank), design, floor)
 
 
 def fairness_from_cells(cells: pd.DataFrame, unit: float, base_group: str | None = None) -> dict[str, Any]:
@@ -158,19 +145,6 @@ def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) ->
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
 
-def design_problem(cells: pd.DataFrame) -> str | None:
-    """Why the fairness intervals are undefined (as :func:`core.metrics.estimates.fairness_resampled.fairness_design`),
-    or None."""
-    sizes = cells["n"].groupby(level=0).sum()
-    if len(sizes) < 2 or sizes.sum() < 3:
-        return "fairness intervals need at least two subgroups and three responses"
-    small = [str(k) for k, v in sizes.items() if v < 2]
-    if small:
-        verb = "has" if len(small) == 1 else "have"
-        return f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} {verb} 1"
-    return None
-
-
 def fairness_evaluation(
     cells: pd.DataFrame | None,
     unit: float,
@@ -184,7 +158,8 @@ def fairness_evaluation(
     if cells is None:
         cells = pd.DataFrame({"n": [], "e": [], "s": [], "ee": [], "ss": []}, index=pd.MultiIndex.from_tuples([]))
     fa, why, _ = capture(fairness_from_cells, cells, unit, base_group)
-    problem = design_problem(cells)
+    sizes = cells["n"].groupby(level=0).sum()
+    problem = group_problem(sizes.index, sizes.to_numpy())
     samples = _samples(cells, boot, unit) if n_resamples > 0 and boot is not None and problem is None else {}
     cis = {k: Interval(*percentile_interval(v, confidence)) for k, v in samples.items()}
     return fairness_result(fa, why, cis=cis, n_resamples=n_resamples, problem=problem, n=int(cells["n"].sum()))

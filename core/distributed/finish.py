@@ -4,7 +4,7 @@ The figures come from the in-memory finishers: a :class:`~core.metrics.estimates
 (its comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
 :func:`core.metrics.estimates.comparisons.point_estimates` finishes the in-memory ones, and
 :func:`core.metrics.assemble.assemble` builds the result. Analytic intervals come from the merged rating patterns
-(:func:`core.metrics.intervals.agreement_variance.pattern_inference`), rank correlations from the merged pair tables
+(:func:`core.metrics.intervals.closed_form.analytic_intervals`), rank correlations from the merged pair tables
 (:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
 """
 
@@ -20,13 +20,11 @@ from core.distributed.fairness_cells import fairness_evaluation
 from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
 from core.distributed.ranks import kendall_from_table, resampled_ranks, spearman_from_table
 from core.metrics.assemble import assemble
-from core.metrics.data import Weights
 from core.metrics.estimates.comparisons import Comparisons, PointEstimates
 from core.metrics.estimates.fairness_resampled import fairness_design
 from core.metrics.estimates.pair import PairSuite, batch_values, point_values
-from core.metrics.intervals.agreement_variance import pattern_inference
-from core.metrics.intervals.analytic import Analytic, pearson_analytic
-from core.metrics.intervals.closed_form import as_analytic
+from core.metrics.intervals.analytic import Analytic
+from core.metrics.intervals.closed_form import Patterns, analytic_intervals
 from core.metrics.notes import capture, quiet
 from core.metrics.prepare import (
     DROP_H1_MISSING,
@@ -155,43 +153,27 @@ def _rank_samples(stats: PartitionStats) -> dict[str, NDArray[Any]]:
         if pair.boot_table is not None:
             got = resampled_ranks(pair.boot_table, kendall=key[0] != "c")
             out.update({prefix[key] + k: v for k, v in got.items()})
-    for s in (key[2] for key in stats.pairs if key[0] == "s"):
-        for k in RANK_KEYS:
-            if f"s:{s}:{k}" in out and "hh:" + k in out:
-                out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
     return out
 
 
 def _analytic(
     stats: PartitionStats, spec: Spec, values: dict[str, float], confidence: float, population_size: float | None
 ) -> dict[str, Analytic]:
-    """Closed-form intervals keyed like the values (as
-    :func:`core.metrics.intervals.closed_form.closed_form_intervals`, the pairs' rating patterns from their joint
-    tables)."""
+    """Closed-form intervals keyed like the values (:func:`core.metrics.intervals.closed_form.analytic_intervals`, the
+    pairs' rating patterns from their joint tables)."""
     assert spec.scale is not None
     cats = spec.scale.category_array if spec.scale.is_categorical else None
     _, prefix = _prefixes(stats)
-    out: dict[str, Analytic] = {}
-
-    def add(p: str, rows: NDArray[Any], mult: NDArray[Any], weightings: tuple[Weights, ...] | None = None) -> None:
-        assert cats is not None
-        kw: dict[str, Any] = {"weightings": weightings} if weightings else {}
-        res = pattern_inference(rows, mult, cats, confidence=confidence, population_size=population_size, **kw)
-        out.update(as_analytic(p, res))
-
+    pairs: dict[str, tuple[int, Patterns | None]] = {}
     for key, pair in stats.pairs.items():
-        if key[0] not in ("s", "hh"):
-            continue
-        p = prefix[key]
-        out[p + "corr"] = pearson_analytic(values.get(p + "corr", np.nan), int(pair.totals["n"]), confidence)
-        if cats is not None:
-            q = cats.size
-            joint = pair.totals["joint"].reshape(q, q)
-            cells = np.argwhere(joint > 0)
-            add(p, cells.astype(np.int64), joint[cells[:, 0], cells[:, 1]])
-    if stats.patterns is not None and cats is not None:
-        add("a:", stats.patterns[0], stats.patterns[1], spec.weightings)
-    return out
+        if key[0] in ("s", "hh"):
+            patterns = None
+            if cats is not None:
+                joint = pair.totals["joint"].reshape(cats.size, cats.size)
+                cells = np.argwhere(joint > 0)
+                patterns = (cells.astype(np.int64), joint[cells[:, 0], cells[:, 1]])
+            pairs[prefix[key]] = (int(pair.totals["n"]), patterns)
+    return analytic_intervals(pairs, stats.patterns, values, cats, spec.weightings, confidence, population_size)
 
 
 def finish(
@@ -223,7 +205,7 @@ def finish(
     samples: dict[str, NDArray[Any]] = {}
     if spec.n_bootstrap > 0 and stats.n_reference >= 2:
         samples = batch_values(comp.finishers(flat_totals(stats, boot=True), with_ranks=False))
-        samples.update(quiet(_rank_samples, stats))
+        samples.update(comp.differences(quiet(_rank_samples, stats), RANK_KEYS))
         notes.append(
             "bootstrap: each response drawn Poisson(1) times per resample in its partition (mergeable; not the "
             "in-memory multinomial draws)"
@@ -294,14 +276,12 @@ def _with_merged_data(
     confusion = (
         {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system} if q else {}
     )
-    sample_note = (
-        [
+    notes = [*ev.notes, *rank_notes]
+    if stats.sample_h.shape[0] < stats.n_reference:
+        notes.append(
             f"figures drawn from {stats.sample_h.shape[0]} of the {stats.n_reference} responses (evenly spaced in "
             "every partition); the tables count every response"
-        ]
-        if stats.sample_h.shape[0] < stats.n_reference
-        else []
-    )
+        )
     return dataclasses.replace(
         ev,
         n_responses=stats.n_reference,
@@ -309,5 +289,5 @@ def _with_merged_data(
         system=stats.sample_s,
         fairness=fairness,
         confusion=confusion,
-        notes=(*ev.notes, *rank_notes, *sample_note),
+        notes=tuple(notes),
     )

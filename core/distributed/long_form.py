@@ -9,6 +9,7 @@ that every item's rows are in one partition, and each partition is pivoted with
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -17,8 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import InputError
-from core.metrics.load import long_system_scores, numeric_column, rater_matrix
+from core.metrics.load import frame_scores, long_rater_systems, long_system_scores, rater_matrix
 from core.tables import Table
 
 #: Column of the wide partitions holding the group labels; of the long rows holding the row number.
@@ -43,9 +43,7 @@ def _table(frame: pd.DataFrame, spec: LongSpec, k: int) -> Table:
 
 
 def _scores(frame: pd.DataFrame, spec: LongSpec, k: int, col: str) -> NDArray[Any]:
-    if pd.api.types.is_numeric_dtype(frame[col].dtype):
-        return np.asarray(frame[col].to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
-    return numeric_column(_table(frame, spec, k), col, strict=True)
+    return frame_scores(frame, col, lambda: _table(frame, spec, k), strict=True)
 
 
 def scan(frame: pd.DataFrame, spec: LongSpec, k: int) -> tuple[int, pd.Series]:
@@ -97,29 +95,12 @@ def resolve(
 ) -> tuple[LongSpec, int]:
     """The spec with the systems and the human raters' column order fixed from the first pass's counts; and the
     number of human ratings."""
-    raters = set(counts.index)
-    rater_systems = tuple(s for s in spec.system if s in raters)
-    for s in spec.system:
-        if s not in raters and s not in columns:
-            raise InputError(
-                f"{spec.source}: system {s!r} is neither a value of the rater column {spec.rater!r} nor a column.",
-                path=spec.source,
-            )
+    rater_systems = tuple(long_rater_systems(spec.source, spec.rater, set(counts.index), columns, spec.system, human))
     if human:
-        unknown = [r for r in human if r not in raters]
-        if unknown:
-            raise InputError(
-                f"{spec.source}: human rater {unknown[0]!r} does not appear in column {spec.rater!r}.",
-                path=spec.source,
-                field=spec.rater,
-            )
         order = tuple(r for r in human if r not in rater_systems)
     else:
         rated = counts[(counts > 0) & ~counts.index.isin(rater_systems)]
         order = tuple(sorted(rated.index, key=lambda r: (-int(rated[r]), r)))
     n_ratings = int(counts.reindex(list(order)).fillna(0).sum())
     human_order = tuple(r for r in order if counts.get(r, 0) > 0) or ("rating",)
-    resolved = LongSpec(
-        spec.source, spec.item, spec.rater, spec.score, spec.system, rater_systems, human_order, spec.group
-    )
-    return resolved, n_ratings
+    return dataclasses.replace(spec, rater_systems=rater_systems, human=human_order), n_ratings

@@ -15,7 +15,8 @@ Merged in partition order, the result does not depend on where the partitions we
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,8 @@ from numpy.typing import NDArray
 
 from core.distributed.fairness_cells import merge_cells, merge_resampled
 from core.distributed.partitions import PairStats, PartitionStats, Totals, TrueStats
+
+V = TypeVar("V")
 
 
 def recentre_pair(t: Totals, d_a: float, d_b: float) -> Totals:
@@ -104,6 +107,11 @@ def _stack(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
     return np.concatenate([x, y]) if x.size and y.size else x if x.size else y
 
 
+def _merged(x: dict[Any, V], y: dict[Any, V], both: Callable[[V, V], V]) -> dict[Any, V]:
+    """The entries of ``x`` and ``y`` by key, merged with ``both`` where both have one."""
+    return {k: both(x[k], y[k]) if k in x and k in y else x[k] if k in x else y[k] for k in {**x, **y}}
+
+
 def merge(x: PartitionStats, y: PartitionStats, rank_limit: int) -> PartitionStats:
     """The statistics of two disjoint sets of responses together."""
     out = PartitionStats(
@@ -120,21 +128,16 @@ def merge(x: PartitionStats, y: PartitionStats, rank_limit: int) -> PartitionSta
         patterns=merge_patterns(x.patterns, y.patterns),
         sample_h=_stack(x.sample_h, y.sample_h),
     )
-    for key in {**x.pairs, **y.pairs}:
-        a, b = x.pairs.get(key), y.pairs.get(key)
-        out.pairs[key] = merge_pairs(a, b, rank_limit) if a is not None and b is not None else a or b  # type: ignore
-    for s in {**x.true, **y.true}:
-        ta, tb = x.true.get(s), y.true.get(s)
-        out.true[s] = merge_true(ta, tb) if ta is not None and tb is not None else ta or tb  # type: ignore
-    for s in {**x.cells, **y.cells}:
+    out.pairs = _merged(x.pairs, y.pairs, lambda a, b: merge_pairs(a, b, rank_limit))
+    out.true = _merged(x.true, y.true, merge_true)
+    out.cells = _merged(x.cells, y.cells, merge_cells)
+    for s in out.cells:
         ca, cb = x.cells.get(s), y.cells.get(s)
-        out.cells[s] = merge_cells(ca, cb) if ca is not None and cb is not None else ca if ca is not None else cb
         ba, bb = x.cells_boot.get(s), y.cells_boot.get(s)
         if ba is not None and bb is not None and ca is not None and cb is not None:
             out.cells_boot[s] = merge_resampled(ba, ca, bb, cb, out.cells[s])
         elif ba is not None or bb is not None:
             out.cells_boot[s] = ba if ba is not None else bb  # type: ignore[assignment]
         out.unit[s] = max(x.unit.get(s, 0.0), y.unit.get(s, 0.0))
-    names = {**x.sample_s, **y.sample_s}
-    out.sample_s = {s: np.concatenate([x.sample_s.get(s, np.zeros(0)), y.sample_s.get(s, np.zeros(0))]) for s in names}
+    out.sample_s = _merged(x.sample_s, y.sample_s, lambda a, b: np.concatenate([a, b]))
     return out

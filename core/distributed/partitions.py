@@ -29,7 +29,7 @@ from core.metrics.estimates.comparisons import Comparisons, _pattern_tables, bui
 from core.metrics.estimates.pair import PairSuite
 from core.metrics.estimates.sums import RowSums
 from core.metrics.estimates.true_score import true_score_sums
-from core.metrics.load import numeric_column
+from core.metrics.load import frame_scores
 from core.metrics.prepare import apply_score_policy, prepare
 from core.tables import Table
 
@@ -110,9 +110,7 @@ def columns(frame: pd.DataFrame, spec: Spec, k: int) -> tuple[NDArray[Any], dict
         raise ValueError(f"partition {k}: no column {missing[0]!r} (columns: {shown})")
 
     def numbers(c: str, strict: bool) -> NDArray[Any]:
-        if pd.api.types.is_numeric_dtype(frame[c].dtype):  # typed (Parquet): nothing to parse, NaN = missing
-            return np.asarray(frame[c].to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
-        return numeric_column(table, c, strict=strict)
+        return frame_scores(frame, c, lambda: table, strict=strict)
 
     h = np.column_stack([numbers(c, False) for c in spec.human]) if len(frame) else np.zeros((0, len(spec.human)))
     sys = {c: numbers(c, True) if len(frame) else np.zeros(0) for c in spec.system}

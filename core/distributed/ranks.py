@@ -31,12 +31,6 @@ BLOCK_CELLS = 4_000_000
 KENDALL_CELLS = 20_000_000_000
 
 
-def _defined(table: pd.Series) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None:
-    a = table.index.get_level_values(0).to_numpy(dtype=np.float64)
-    b = table.index.get_level_values(1).to_numpy(dtype=np.float64)
-    return _checked(a, b, table.to_numpy(dtype=np.float64))
-
-
 def _checked(
     a: NDArray[Any], b: NDArray[Any], w: NDArray[Any]
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None:
@@ -53,7 +47,7 @@ def _checked(
 
 def spearman_from_table(table: pd.Series) -> float:
     """Spearman's rho of the responses a pair table stands for (NaN with a reason as :func:`spearman_rho`)."""
-    data = _defined(table)
+    data = _checked(*_levels(table), table.to_numpy(dtype=np.float64))
     if data is None:
         return float("nan")
     a, b, w = data

@@ -214,23 +214,6 @@ def fairness_result(
             ci = cis.get(k, Interval(np.nan, np.nan))
             if not ci.is_defined:
                 ci_reason = fairness_ci_reason(problem, rec["value"], "; ".join(why), n_resamples)
-        figs[k] = FairnessFigure(
-            rec["value"],
-            rec["p_value"],
-            rec["r2"],
-            dict(rec["estimates"]),
-            reason,
-            ci,
-            ci_reason,
-            dict(rec["estimates_p_value"]),
-            dict(rec["estimates_ci"]),
-        )
-    return FairnessEvaluation(
-        fa["base_group"],
-        dict(fa["groups"]),
-        figs["osa"],
-        figs["osd"],
-        figs["csd"],
-        bootstrapped=n_resamples > 0,
-        n=n,
-    )
+        figs[k] = FairnessFigure(reason=reason, ci=ci, ci_reason=ci_reason, **rec)  # value, p_value, r2, estimates*
+    osa, osd, csd = (figs[k] for k in FAIRNESS_KEYS)
+    return FairnessEvaluation(fa["base_group"], dict(fa["groups"]), osa, osd, csd, bootstrapped=n_resamples > 0, n=n)

@@ -272,7 +272,4 @@ def round_to_categories(x: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
     >>> round_to_categories(np.array([0.2, 2.5, 3.5, 9.0]), np.arange(1.0, 6.0)).tolist()
     [1.0, 2.0, 4.0, 5.0]
     """
-    lo, hi = cats[0], cats[-1]
-    if np.all(cats == np.round(cats)) and np.all(np.diff(cats) == 1):
-        return np.clip(np.round(x), lo, hi)
-    return Scale(lo, hi, tuple(cats)).to_categories(x)
+    return Scale(cats[0], cats[-1], tuple(cats)).to_categories(x)

@@ -57,11 +57,12 @@ def _unique_ids(table: Table, id_col: str) -> NDArray[Any]:
     return ids
 
 
-def _require(df: pd.DataFrame, path: str | os.PathLike[str], cols: list[str], what: str) -> None:
+def require_columns(df: Any, path: str | os.PathLike[str], cols: list[str], what: str = "column") -> None:
+    """An InputError naming the first of ``cols`` that is not a column of ``df`` (a pandas or Dask frame)."""
     for c in cols:
         if c not in df.columns:
-            shown = ", ".join(df.columns[:12]) + (", ..." if len(df.columns) > 12 else "")
-            raise InputError(f"{path}: no {what} column {c!r} (columns: {shown}).", path=path, field=c)
+            shown = ", ".join(map(str, df.columns[:12])) + (", ..." if len(df.columns) > 12 else "")
+            raise InputError(f"{path}: no {what} {c!r} (columns: {shown}).", path=path, field=c)
 
 
 #: the largest magnitude of a score evaluated: the metrics square differences of scores and sum them over responses
@@ -100,6 +101,14 @@ def numeric_column(table: Table, col: str, *, strict: bool) -> NDArray[Any]:
     return out
 
 
+def frame_scores(frame: pd.DataFrame, col: str, table: Callable[[], Table], *, strict: bool) -> NDArray[Any]:
+    """A column of a partition as float64: a typed numeric column (Parquet) as it is, NaN for missing; text parsed by
+    :func:`numeric_column` on ``table()``."""
+    if pd.api.types.is_numeric_dtype(frame[col].dtype):
+        return np.asarray(frame[col].to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+    return numeric_column(table(), col, strict=strict)
+
+
 def _distinct(path: str | os.PathLike[str], names: list[str], what: str) -> None:
     """Each name once: a human column named twice would be a rater compared with itself (r = 1, alpha = 1)."""
     seen: set[str] = set()
@@ -122,12 +131,12 @@ def load_wide(
     _distinct(path, system, "system score column")
     table = _read(path)
     df = table.frame
-    _require(df, path, human, "human score")
-    _require(df, path, system, "system score")
+    require_columns(df, path, human, "human score column")
+    require_columns(df, path, system, "system score column")
     if id_col:
-        _require(df, path, [id_col], "id")
+        require_columns(df, path, [id_col], "id column")
     if group_col:
-        _require(df, path, [group_col], "group")
+        require_columns(df, path, [group_col], "group column")
     notes: list[str] = []
     h = np.column_stack([numeric_column(table, c, strict=False) for c in human])
     sys = {c: numeric_column(table, c, strict=True) for c in system}
@@ -150,38 +159,20 @@ def load_long(
     _distinct(path, system, "system")
     table = _read(path)
     df = table.frame
-    _require(df, path, [item_c, rater_c, score_c], "long-form")
+    require_columns(df, path, [item_c, rater_c, score_c], "long-form column")
     if group_col:
-        _require(df, path, [group_col], "group")
+        require_columns(df, path, [group_col], "group column")
     score = numeric_column(table, score_c, strict=True)
     items = df[item_c].astype(str).to_numpy()
     raters = df[rater_c].astype(str).to_numpy()
-    order_items, item_idx = np.unique(items, return_inverse=True)
-    first_seen = np.full(order_items.size, np.iinfo(np.int64).max)
-    np.minimum.at(first_seen, item_idx, np.arange(items.size))
-    rank = np.empty(order_items.size, dtype=np.int64)
-    rank[np.argsort(first_seen, kind="stable")] = np.arange(order_items.size)
-    row_of = rank[item_idx]  # items in order of first appearance
-    n = order_items.size
-    ids = order_items[np.argsort(rank)]
-    rater_systems = [s for s in system if s in set(raters)]
-
-    def system_scores(s: str) -> NDArray[Any]:
-        if s not in rater_systems and s not in df.columns:
-            raise InputError(
-                f"{path}: system {s!r} is neither a value of the rater column {rater_c!r} nor a column.", path=path
-            )
-        column = partial(numeric_column, table, strict=True)
-        return long_system_scores(table, s, raters, rater_systems, score, row_of, items, n, column)
-
-    sys = {s: system_scores(s) for s in system}
+    row_of, uniques = pd.factorize(items)  # items in order of first appearance
+    ids = uniques.astype(str)
+    n = ids.size
+    rater_systems = long_rater_systems(path, rater_c, set(raters), df.columns, system, human)
+    column = partial(numeric_column, table, strict=True)
+    sys = {s: long_system_scores(table, s, raters, rater_systems, score, row_of, items, n, column) for s in system}
     is_human = ~np.isin(raters, rater_systems)
     if human:
-        unknown = [r for r in human if r not in set(raters)]
-        if unknown:
-            raise InputError(
-                f"{path}: human rater {unknown[0]!r} does not appear in column {rater_c!r}.", path=path, field=rater_c
-            )
         is_human &= np.isin(raters, human)
     is_human &= ~np.isnan(score)
     hr = np.flatnonzero(is_human)
@@ -191,10 +182,38 @@ def load_long(
         g = pd.Series(df[group_col].astype(str).to_numpy()).groupby(row_of).first()
         groups = np.empty(n, dtype=object)
         groups[g.index.to_numpy()] = g.to_numpy()
-    notes = [f"long form: {hr.size} human ratings of {n} items by {len(names)} rater(s)"]
+    return EvaluationInput(h, names, sys, ids, groups, long_notes(hr.size, n, len(names), repeats))
+
+
+def long_notes(n_ratings: int, n_items: int, n_raters: int, repeats: int) -> list[str]:
+    """The notes of a long-form input: what was read and the repeated ratings left out."""
+    notes = [f"long form: {n_ratings} human ratings of {n_items} items by {n_raters} rater(s)"]
     if repeats:
         notes.append(f"{repeats} repeated rating(s) of an item by the same rater left out (the first one is kept)")
-    return EvaluationInput(h, names, sys, ids, groups, notes)
+    return notes
+
+
+def long_rater_systems(
+    path: str | os.PathLike[str],
+    rater_col: str,
+    raters: Collection[str],
+    columns: Collection[str],
+    system: Collection[str],
+    human: Collection[str] | None,
+) -> list[str]:
+    """The systems of the long form that are values of the rater column ``rater_col``; an InputError for a system
+    that is neither a rater nor a column, or a human rater who does not appear."""
+    for s in system:
+        if s not in raters and s not in columns:
+            raise InputError(
+                f"{path}: system {s!r} is neither a value of the rater column {rater_col!r} nor a column.", path=path
+            )
+    unknown = [r for r in human or () if r not in raters]
+    if unknown:
+        raise InputError(
+            f"{path}: human rater {unknown[0]!r} does not appear in column {rater_col!r}.", path=path, field=rater_col
+        )
+    return [s for s in system if s in raters]
 
 
 def long_system_scores(
@@ -274,7 +293,7 @@ def load_campaign(
     """
     table = _read(system_path)
     df = table.frame
-    _require(df, system_path, [id_col], "id")
+    require_columns(df, system_path, [id_col], "id column")
     if not system:
         system = [
             c
@@ -283,7 +302,7 @@ def load_campaign(
         ]
         if not system:
             raise InputError(f"{system_path}: no numeric score column besides {id_col!r}.", path=system_path)
-    _require(df, system_path, system, "system score")
+    require_columns(df, system_path, system, "system score column")
     sys_ids = _unique_ids(table, id_col)
     known = set(items["item_id"].astype(str))
     unknown = [i for i in sys_ids if i not in known]

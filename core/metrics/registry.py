@@ -180,39 +180,18 @@ SHORT: tuple[str, ...] = (
 )
 
 #: True-score metrics of one system against every human rating (Loukina et al. 2020, Appendix B).
-TRUE_SCORE: tuple[Metric, ...] = (
-    Metric("N", "responses", "Loukina et al. (2020)", "true_score", "rated", "all"),
-    Metric("N_raters", "human columns", "Loukina et al. (2020)", "true_score", "rated", "all"),
-    Metric("N_single", "single-scored responses", "Loukina et al. (2020)", "true_score", "rated", "all"),
-    Metric("N_multiple", "responses with 2+ ratings", "Loukina et al. (2020)", "true_score", "rated", "all"),
-    Metric(
-        "rater_error_variance",
-        "rater error variance V_e",
-        "Loukina et al. (2020), App. B",
-        "true_score",
-        "rated",
-        "all",
-        variance_of_errors,
-    ),
-    Metric(
-        "true_score_variance",
-        "true score variance",
-        "Loukina et al. (2020), App. B",
-        "true_score",
-        "rated",
-        "all",
-        true_score_variance,
-    ),
-    Metric(
-        "mse_true",
-        "MSE against the true score",
-        "Loukina et al. (2020), App. B",
-        "true_score",
-        "rated",
-        "all",
-        mse_true,
-    ),
-    Metric("prmse", "PRMSE", "Loukina et al. (2020), App. B eq. 8", "true_score", "rated", "all", prmse),
+TRUE_SCORE: tuple[Metric, ...] = tuple(
+    Metric(name, label, "Loukina et al. (2020)" + source, "true_score", "rated", "all", function)
+    for name, label, source, function in (
+        ("N", "responses", "", None),
+        ("N_raters", "human columns", "", None),
+        ("N_single", "single-scored responses", "", None),
+        ("N_multiple", "responses with 2+ ratings", "", None),
+        ("rater_error_variance", "rater error variance V_e", ", App. B", variance_of_errors),
+        ("true_score_variance", "true score variance", ", App. B", true_score_variance),
+        ("mse_true", "MSE against the true score", ", App. B", mse_true),
+        ("prmse", "PRMSE", ", App. B eq. 8", prmse),
+    )
 )
 
 #: Chance-corrected agreement among all human columns, on every rated response (identity, linear and quadratic

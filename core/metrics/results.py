@@ -112,6 +112,10 @@ class Block:
                 out[key] = float(v)
         return out
 
+    def report_json(self, with_ci: bool, order: Iterable[str] | None = None) -> dict[str, Any]:
+        """:meth:`to_json` with RSMTool's names beside ours and the bootstrap intervals under ``ci``."""
+        return {**with_rsmtool_names(self.to_json(order)), "ci": self.ci_json() if with_ci else {}}
+
     def ci_json(self, *, prefix: str = "", skip: tuple[str, ...] = ("N",)) -> dict[str, Any]:
         """``{prefix + key: [low, high]}`` of the figures that have a bootstrap interval."""
         return {prefix + k: interval_pair(f.ci) for k, f in self.figures.items() if f.ci is not None and k not in skip}
@@ -121,9 +125,9 @@ class Block:
         return {k: f.analytic.to_json() for k, f in self.figures.items() if f.analytic is not None}
 
 
-def interval_pair(iv: Interval | tuple[float, float]) -> list[float | None]:
-    """``[low, high]`` with ``None`` for a bound that is not finite (the JSON form of an interval)."""
-    lo, hi = iv[0], iv[1]
+def interval_pair(iv: Interval | tuple[float, float] | None) -> list[float | None]:
+    """``[low, high]`` with ``None`` for a bound that is not finite or an interval that is None (the JSON form)."""
+    lo, hi = (np.nan, np.nan) if iv is None else (iv[0], iv[1])
     return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
 
 
@@ -150,25 +154,22 @@ class SystemEvaluation:
             "observed": with_rsmtool_names(self.observed.to_json(OBSERVED_KEYS)),
             "true_score": self.true_score.to_json(TRUE_SCORE_KEYS),
         }
-        degradation = {}
+        entry["degradation"] = {}
         if list(self.degradation):
-            degradation = {
-                "N": int(self.observed.value("N")),
-                "N_human_human": int(human_human.value("N")),
-                **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"]),
-            }
-            degradation = with_rsmtool_names(degradation)
-        entry["degradation"] = degradation
+            entry["degradation"] = with_rsmtool_names(
+                {
+                    "N": int(self.observed.value("N")),
+                    "N_human_human": int(human_human.value("N")),
+                    **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"]),
+                }
+            )
         dc = self.disattenuated_corr
-        entry["disattenuated_corr"] = float(dc.value) if dc.is_defined else None
-        if not dc.is_defined:
-            entry["disattenuated_corr_reason"] = dc.reason or "undefined for these data"
+        entry.update(Block({"disattenuated_corr": dc}).to_json())
         ci: dict[str, Any] = {}
         if with_ci:
             ci.update(self.observed.ci_json())
             for k in ("prmse", "mse_true", "true_score_variance", "rater_error_variance"):
-                iv = self.true_score[k].ci
-                ci[k] = interval_pair(iv if iv is not None else (np.nan, np.nan))
+                ci[k] = interval_pair(self.true_score[k].ci)
             if dc.ci is not None:
                 ci["disattenuated_corr"] = interval_pair(dc.ci)
             ci.update(self.degradation.ci_json(prefix="degradation_"))
@@ -187,11 +188,8 @@ class HumanHuman:
     raters: tuple[str, ...] = ()  # every human column
 
     def to_json(self, with_ci: bool) -> dict[str, Any]:
-        out: dict[str, Any] = {"raters": list(self.names) if self.names else []}
-        out.update(with_rsmtool_names(self.pair.to_json(OBSERVED_KEYS)) if self.names else {"N": 0})
-        out["ci"] = self.pair.ci_json() if with_ci and self.names else {}
-        out["analytic"] = self.pair.analytic_json()
-        return out
+        block = self.pair.report_json(with_ci, OBSERVED_KEYS) if self.names else {"N": 0, "ci": {}}
+        return {"raters": list(self.names) if self.names else [], **block, "analytic": self.pair.analytic_json()}
 
     def all_raters_json(self, with_ci: bool) -> dict[str, Any] | None:
         if self.all_raters is None:
@@ -255,9 +253,7 @@ class FairnessEvaluation:
             item["estimates_ci"] = {g: interval_pair(c) for g, c in fig.estimates_ci.items()}
             out[key] = item
         if self.bootstrapped:
-            out["ci"] = {
-                k: interval_pair(f.ci if f.ci is not None else (np.nan, np.nan)) for k, f in self.figures().items()
-            }
+            out["ci"] = {k: interval_pair(f.ci) for k, f in self.figures().items()}
             why = {k: f.ci_reason for k, f in self.figures().items() if f.ci_reason}
             if why:
                 out["ci_reason"] = why
@@ -350,21 +346,13 @@ class Evaluation:
         data["human_human"] = hh.to_json(with_ci)
         data["all_raters"] = hh.all_raters_json(with_ci)
         data["systems"] = {name: s.to_json(with_ci, hh.pair) for name, s in self.systems.items()}
-        data["subgroups"] = {}
-        for gname, by_label in self.subgroups.items():
-            data["subgroups"][gname] = {}
-            for label, per_sys in by_label.items():
-                data["subgroups"][gname][label] = {}
-                for s_name, block in per_sys.items():
-                    entry = with_rsmtool_names(block.to_json())
-                    entry["ci"] = block.ci_json() if with_ci else {}
-                    data["subgroups"][gname][label][s_name] = entry
+        data["subgroups"] = {
+            g: {label: {s: b.report_json(with_ci) for s, b in per.items()} for label, per in by_label.items()}
+            for g, by_label in self.subgroups.items()
+        }
         data["fairness"] = {g: {s: f.to_json() for s, f in per.items()} for g, per in self.fairness.items()}
         data["consistency_by_group"] = {
-            g: {
-                label: {**with_rsmtool_names(b.to_json(OBSERVED_KEYS)), "ci": b.ci_json() if with_ci else {}}
-                for label, b in per.items()
-            }
+            g: {label: b.report_json(with_ci, OBSERVED_KEYS) for label, b in per.items()}
             for g, per in self.consistency_by_group.items()
         }
         data["notes"] = list(self.notes)
@@ -437,18 +425,11 @@ def evaluation_tables(ev: Evaluation) -> dict[str, pd.DataFrame]:
     tables["true_score_eval"] = pd.DataFrame(
         [{"system": s, **{k: e.true_score.value(k) for k in TRUE_SCORE_KEYS}} for s, e in ev.systems.items()]
     )
-    rows_ci = []
-    if ev.bootstrapped:
-        for s, e in ev.systems.items():
-            for k, (lo, hi) in e.to_json(True, hh.pair)["ci"].items():
-                rows_ci.append(
-                    {
-                        "system": s,
-                        "metric": k,
-                        "low": np.nan if lo is None else lo,
-                        "high": np.nan if hi is None else hi,
-                    }
-                )
+    rows_ci = [
+        {"system": s, "metric": k, "low": np.nan if lo is None else lo, "high": np.nan if hi is None else hi}
+        for s, e in (ev.systems.items() if ev.bootstrapped else ())
+        for k, (lo, hi) in e.to_json(True, hh.pair)["ci"].items()
+    ]
     if rows_ci:
         tables["ci"] = pd.DataFrame(rows_ci)
     return tables

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
-from core.metrics.estimates.moments import _REL_CONSTANT, finish_r2, finish_smd, moments, pair_moment_sums
+from core.metrics.estimates.moments import _REL_CONSTANT, finish_r2, finish_smd
 from core.metrics.estimates.observed import pair_moments
 from core.metrics.notes import undefined
 
@@ -79,10 +79,7 @@ def standardized_mean_difference(
         return float((b.mean() - a.mean()) / sd)
     if ddof not in (0, 1):
         raise ValueError("ddof must be 0 or 1")
-    mo = moments(
-        pair_moment_sums(a, b)[0].totals(),
-        {"ca": float(np.mean(a)) if a.size else 0.0, "cb": float(np.mean(b)) if b.size else 0.0},
-    )
+    mo = pair_moments(a, b)
     if ddof == 0:
         n = mo["n"]
         mo = dict(mo, va=mo["va"] * (n - 1) / n, vb=mo["vb"] * (n - 1) / n)  # cancels the ddof=1 scaling

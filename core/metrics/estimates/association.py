@@ -21,30 +21,8 @@ def _constant(x: NDArray[Any]) -> bool:
 
 
 def midranks(x: NDArray[Any]) -> NDArray[Any]:
-    """1-based ranks with ties given their average rank (``scipy.stats.rankdata(method="average")``).
-
-    Integer-valued data on a range no wider than the sample use counting (O(N)); otherwise one sort.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    n = x.size
-    if n == 0:
-        return x.copy()
-    lo, hi = float(x.min()), float(x.max())
-    if hi - lo < max(n, 1) and np.all(x == np.round(x)):
-        codes = (x - lo).astype(np.int64)
-        counts = np.bincount(codes)
-        below = np.cumsum(counts) - counts
-        return (below + (counts + 1) / 2.0)[codes]
-    order = np.argsort(x)
-    xs = x[order]
-    new = np.empty(n, dtype=bool)
-    new[0] = True
-    np.not_equal(xs[1:], xs[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    counts = np.diff(np.append(starts, n))
-    mid = starts + (counts + 1) / 2.0
-    ranks = np.empty(n)
-    ranks[order] = mid[np.cumsum(new) - 1]
+    """1-based ranks with ties given their average rank (``scipy.stats.rankdata(method="average")``)."""
+    ranks: NDArray[Any] = stats.rankdata(np.asarray(x, dtype=np.float64))
     return ranks
 
 

@@ -14,6 +14,8 @@ estimates and every bootstrap resample share the same rows:
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -22,16 +24,16 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.data import Weights, round_to_categories
-from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, finish_agreement, rating_patterns
+from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, rating_patterns
 from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
-from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
-from core.metrics.estimates.pair import Finisher, PairSuite, memo, point_values
+from core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
 from core.metrics.estimates.sums import RowSums
 from core.metrics.estimates.true_score import finish_true_score, true_score_sums
 from core.metrics.prepare import Prepared
 from core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
 
+KENDALL_KEYS = ("kendall_tau_b", "kendall_tau_c")
 TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")
 #: Krippendorff's levels in the all-raters block (ratio too: every rating is compared with every other).
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
@@ -152,58 +154,32 @@ class Comparisons:
         return f
 
     def _all_raters(self, t: dict[str, NDArray[Any]], n_raters: int, cats: NDArray[Any]) -> dict[str, Finisher]:
-        q = cats.size
-
-        def coefficient(w: Weights, coef: str) -> Finisher:
-            return lambda: finish_agreement(t, cats, w, n_raters, "a:", (coef,))[coef]
-
-        def coinc() -> NDArray[Any]:
-            return t["a:coinc"].reshape(np.shape(t["a:n2"]) + (q, q))
-
-        def alpha(level: str) -> Finisher:
-            return lambda: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level))
-
+        coefficients = ("gwet", "bp", "fleiss", "conger")
+        named = agreement_finishers(lambda: t, cats, n_raters, "a:", self.weightings, coefficients, ALPHA_LEVELS)
         f: dict[str, Finisher] = {"a:N": lambda: t["a:n_rated"], "a:N_pairable": lambda: t["a:n2"]}
-        for w in self.weightings:
-            for coef in ("gwet", "bp", "fleiss", "conger"):
-                f[f"a:{report_name(coef, w)}"] = coefficient(w, coef)
-        for level in ALPHA_LEVELS:
-            f["a:krippendorff_alpha_" + level] = alpha(level)
-        return f
+        return f | {"a:" + k: fn for k, fn in named.items()}
+
+    def differences(self, out: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+        """``out`` with ``d:<system>:<key>``, the system's figure minus the human-human one, where ``out`` has both."""
+        for s, k in itertools.product(self.systems if self.human_human is not None else (), keys):
+            if f"s:{s}:{k}" in out and "hh:" + k in out:
+                out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
+        return out
 
     def per_resample(self, index: NDArray[Any]) -> dict[str, float]:
         """Kendall's tau-b and tau-c of every comparison on one resample (``index``: the rows drawn)."""
         out: dict[str, float] = {}
-        hh = self.human_human
-        pairs = [(f"s:{s}:", suite) for s, suite in self.systems.items()]
-        pairs += [(f"g:{gi}:{s}:", suite) for (gi, s), suite in self.groups.items()]
         # (human-human consistency by group: Spearman is resampled, Kendall is not, to keep the bootstrap's time)
-        if hh is not None:
-            pairs.append(("hh:", hh))
-        for prefix, suite in pairs:
+        hh = [self.human_human] if self.human_human is not None else []
+        for suite in [*self.systems.values(), *self.groups.values(), *hh]:
             ranks = suite.ranks(index)
-            for k in ("kendall_tau_b", "kendall_tau_c"):
-                out[prefix + k] = ranks[k]()
-        if hh is not None:
-            for s in self.systems:
-                for k in ("kendall_tau_b", "kendall_tau_c"):
-                    out[f"d:{s}:{k}"] = out[f"s:{s}:{k}"] - out["hh:" + k]
-        return out
+            out.update({suite.prefix + k: ranks[k]() for k in KENDALL_KEYS})
+        return self.differences(out, KENDALL_KEYS)
 
     def per_chunk(self, index: NDArray[Any], counts: NDArray[Any]) -> dict[str, NDArray[Any]]:
         """Spearman's rho and the fairness analyses, vectorised over a chunk of resamples."""
-        out: dict[str, NDArray[Any]] = {}
-        hh = self.human_human
-        if hh is not None:
-            out["hh:spearman"] = hh.spearman_resampled(counts)
-        for s, suite in self.systems.items():
-            out[f"s:{s}:spearman"] = suite.spearman_resampled(counts)
-            if hh is not None:
-                out[f"d:{s}:spearman"] = out[f"s:{s}:spearman"] - out["hh:spearman"]
-        for (gi, s), gsuite in self.groups.items():
-            out[f"g:{gi}:{s}:spearman"] = gsuite.spearman_resampled(counts)
-        for gi, csuite in self.group_consistency.items():
-            out[f"c:{gi}:spearman"] = csuite.spearman_resampled(counts)
+        out = {suite.prefix + "spearman": suite.spearman_resampled(counts) for suite in self._pairs()}
+        self.differences(out, ("spearman",))
         ref_counts = counts[:, self.reference_rows]
         for s, design in self.fairness.items():
             if design.problem is None:

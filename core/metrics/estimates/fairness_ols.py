@@ -67,8 +67,14 @@ def ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, A
     coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
     rss = float(np.einsum("i,i->", resid, resid))
-    tss = float(((y - y.mean()) ** 2).sum())
-    p = int(rank) - 1
+    return ols_record(coef, rss, float(((y - y.mean()) ** 2).sum()), n, int(rank), design, tss_floor)
+
+
+def ols_record(
+    coef: NDArray[Any], rss: float, tss: float, n: float, rank: int, design: NDArray[Any], tss_floor: float
+) -> dict[str, Any]:
+    """The record of :func:`ols` from a fit's RSS and TSS (R2 NaN when TSS <= ``tss_floor``)."""
+    p = rank - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
         adj = 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1) if n - p - 1 > 0 else np.nan
@@ -81,7 +87,7 @@ def ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, A
         "r2": r2,
         "adj_r2": adj,
         "design": design,
-        "rank": int(rank),
+        "rank": rank,
     }
 
 

@@ -14,6 +14,7 @@ This is :func:`fairness_resampled` (:func:`core.metrics.bootstrap.bootstrap_fair
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,17 @@ class FairnessDesign:
         return {"osa": np.where(ok, osa, np.nan), "osd": np.where(ok, osd, np.nan), "csd": np.where(ok, csd, np.nan)}
 
 
+def group_problem(names: Iterable[Any], sizes: NDArray[Any]) -> str | None:
+    """Why the fairness intervals are undefined for subgroups ``names`` of ``sizes`` responses, or None."""
+    if len(sizes) < 2 or sizes.sum() < 3:
+        return "fairness intervals need at least two subgroups and three responses"
+    small = [str(k) for k, v in zip(names, sizes) if v < 2]
+    if small:
+        verb = "has" if len(small) == 1 else "have"
+        return f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} {verb} 1"
+    return None
+
+
 def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> FairnessDesign:
     """Encode one fairness analysis (:func:`fairness_analysis`) for the bootstrap over responses.
 
@@ -160,15 +172,6 @@ def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> 
     hcodes = hcodes.reshape(-1)
     error = m - h
     squared = error**2
-    problem = None
-    if names.size < 2 or h.size < 3:
-        problem = "fairness intervals need at least two subgroups and three responses"
-    elif sizes.min() < 2:
-        small = [str(k) for k, v in zip(names, sizes) if v < 2]
-        problem = (
-            f"fairness intervals need at least 2 responses in every subgroup; {', '.join(small[:5])} "
-            f"{'has' if len(small) == 1 else 'have'} 1"
-        )
     return FairnessDesign(
         n=int(h.size),
         group_names=names,
@@ -178,7 +181,7 @@ def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> 
         error=error - (error.mean() if h.size else 0.0),
         squared=squared - (squared.mean() if h.size else 0.0),
         unit=float(max(np.abs(h).max(), np.abs(m).max())) if h.size else 0.0,
-        problem=problem,
+        problem=group_problem(names, sizes),
     )
 
 

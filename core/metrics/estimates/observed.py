@@ -19,8 +19,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_pair
 from core.metrics.estimates.kappa import cohen_kappa as cohen_kappa  # re-exported: an observed-score metric
-from core.metrics.estimates.moments import finish_pearson, finish_qwk, moments, pair_moment_sums
-from core.metrics.estimates.sums import as_float, nan_where
+from core.metrics.estimates.moments import finish_disattenuated, finish_pearson, finish_qwk, moments, pair_moment_sums
+from core.metrics.estimates.sums import as_float
 from core.metrics.notes import undefined
 
 
@@ -186,16 +186,7 @@ def disattenuated_correlation(human_system_r: ArrayLike, human_human_r: ArrayLik
     >>> disattenuated_correlation([0.9, 0.4, 0.6], [0.81, 0.64, 0.36]).round(12).tolist()
     [1.0, 0.5, 1.0]
     """
-    hm = np.asarray(human_system_r, dtype=np.float64)
-    hh = np.asarray(human_human_r, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = hm / np.sqrt(np.where(hh >= 0, hh, np.nan))
-    out = nan_where(
-        np.isnan(hh) | np.isnan(hm) | (hh < 0) | (hh == 0),
-        out,
-        "the disattenuated correlation needs a positive human-human correlation",
-    )
-    return as_float(out)
+    return as_float(finish_disattenuated(human_system_r, human_human_r))
 
 
 def degradation(human_system: dict[str, float], human_human: dict[str, float]) -> dict[str, float]:

@@ -10,7 +10,8 @@ every chance-corrected coefficient use the scores rounded half-to-even and clipp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import functools
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ from core.metrics.estimates.moments import (
 )
 from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.notes import capture, caution, quiet, undefined
-from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS
+from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS, REPORT_WEIGHTS, report_name
 
 #: A zero-argument callable computing one metric from totals: an array (with the batch axis of the totals) or, for
 #: the rank metrics, a float.
@@ -166,44 +167,18 @@ class PairSuite:
         f["adj_agr"] = pct("adjacent")
 
         def table() -> NDArray[Any]:
-            joint: NDArray[Any] = t[p + "joint"].reshape(np.shape(n) + (q, q))
-            return joint
+            return np.reshape(t[p + "joint"], np.shape(n) + (q, q))
 
-        ag_cache: list[dict[str, NDArray[Any]]] = []
-
+        @functools.cache
         def ag() -> dict[str, NDArray[Any]]:
-            if not ag_cache:
-                ag_cache.append(agreement_tables_from_joint(table()))
-            return ag_cache[0]
+            return agreement_tables_from_joint(table())
 
         def kappa(w: Weights) -> Finisher:
             return lambda: kappa_from_table(table(), cats, None if w == "identity" else w)
 
-        def coefficient(w: Weights, coef: str) -> Finisher:
-            return lambda: finish_agreement(ag(), cats, w, 2, "", (coef,))[coef]
-
-        def coinc() -> NDArray[Any]:
-            return ag()["coinc"].reshape(np.shape(n) + (q, q))
-
-        def alpha(level: str) -> Finisher:
-            return lambda: finish_alpha_from_coincidence(coinc(), coincidence_delta(cats, level))
-
-        weightings: tuple[tuple[Weights, str], ...] = (
-            ("identity", ""),
-            ("linear", "_linear"),
-            ("quadratic", "_quadratic"),
-        )
-        for w, suffix in weightings:
-            f["conger_kappa" + suffix] = kappa(w)
-            for key, coef in (
-                ("gwet_ac1" if w == "identity" else "gwet_ac2" + suffix, "gwet"),
-                ("bp" + suffix, "bp"),
-                ("fleiss_kappa" + suffix, "fleiss"),
-            ):
-                f[key] = coefficient(w, coef)
-        for level in ("nominal", "ordinal", "interval"):
-            f["krippendorff_alpha_" + level] = alpha(level)
-        return f
+        f.update({str(report_name("conger", w)): kappa(w) for w in REPORT_WEIGHTS})
+        levels = ("nominal", "ordinal", "interval")
+        return f | agreement_finishers(ag, cats, 2, "", REPORT_WEIGHTS, ("gwet", "bp", "fleiss"), levels)
 
     def _value_codes(self) -> tuple[NDArray[Any], NDArray[Any]]:
         """Each compared response's distinct-value id in ``a`` and ``b`` (full length; for tie counts)."""
@@ -228,22 +203,48 @@ class PairSuite:
         """Spearman and Kendall on the compared responses of a resample (``index``: drawn rows) or the sample."""
         rows = self.rows if index is None else index[np.isin(index, self.rows)]
         a, b = self.a[rows], self.b[rows]
-        taus: list[float] = []
 
-        def tau(k: int) -> float:
-            if not taus:
-                ties = None  # a resample: tie counts from the sample's value ids, no sort
-                if index is not None and rows.size:
-                    codes = self._value_codes()
-                    ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
-                taus.extend(kendall_taus(a, b, ties=ties))
-            return taus[k]
+        @functools.cache
+        def taus() -> tuple[float, float]:
+            ties = None  # a resample: tie counts from the sample's value ids, no sort
+            if index is not None and rows.size:
+                codes = self._value_codes()
+                ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
+            return kendall_taus(a, b, ties=ties)
 
         return {
             "spearman": lambda: spearman_rho(a, b),
-            "kendall_tau_b": lambda: tau(0),
-            "kendall_tau_c": lambda: tau(1),
+            "kendall_tau_b": lambda: taus()[0],
+            "kendall_tau_c": lambda: taus()[1],
         }
+
+
+def agreement_finishers(
+    t: Callable[[], dict[str, NDArray[Any]]],
+    cats: NDArray[Any],
+    n_raters: int,
+    prefix: str,
+    weightings: Iterable[Weights],
+    coefficients: tuple[str, ...],
+    levels: tuple[str, ...],
+) -> dict[str, Finisher]:
+    """Finishers of the chance-corrected ``coefficients`` under each weighting (named by
+    :func:`~core.metrics.registry.report_name`) and of Krippendorff's alpha at each level, from the agreement totals
+    ``t()`` (:func:`~core.metrics.estimates.agreement_totals.finish_agreement`, keys under ``prefix``)."""
+    q = cats.size
+
+    def coefficient(w: Weights, coef: str) -> Finisher:
+        return lambda: finish_agreement(t(), cats, w, n_raters, prefix, (coef,))[coef]
+
+    def alpha(level: str) -> Finisher:
+        def finish() -> NDArray[Any]:
+            coinc = np.reshape(t()[prefix + "coinc"], np.shape(t()[prefix + "n2"]) + (q, q))
+            return finish_alpha_from_coincidence(coinc, coincidence_delta(cats, level))
+
+        return finish
+
+    f = {str(report_name(c, w)): coefficient(w, c) for w in weightings for c in coefficients}
+    return f | {"krippendorff_alpha_" + level: alpha(level) for level in levels}
 
 
 def memo(fn: Finisher) -> Finisher:

@@ -159,11 +159,6 @@ def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None =
     -------
     float; NaN when V_e cannot be estimated.
 
-    References
-    ----------
-    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
-    presence of label noise. BEA workshop, Appendix B.
-
     Examples
     --------
     RSMTool's test vector:
@@ -190,11 +185,6 @@ def mse_true(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float 
     Returns
     -------
     float; NaN when V_e cannot be estimated.
-
-    References
-    ----------
-    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
-    presence of label noise. BEA workshop, Appendix B.
 
     Examples
     --------
@@ -227,16 +217,10 @@ def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | N
     -------
     float <= 1 in expectation; NaN when V_e cannot be estimated or V_T <= 0.
 
-    References
-    ----------
-    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
-    presence of label noise. BEA workshop, Appendix B.
-
     Examples
     --------
     RSMTool's test vector:
 
-    --------
     >>> round(prmse([1, 2, 5], [2, 3, 5], rater_error_variance=0.5), 12)
     0.909090909091
     """
@@ -289,11 +273,6 @@ def true_score_evaluation(
     system : array-like of shape (n,)
     ratings : array of shape (n, R)
     rater_error_variance : float, optional
-
-    References
-    ----------
-    Loukina, A., Madnani, N., Cahill, A., et al. (2020). Using PRMSE to evaluate automated scoring systems in the
-    presence of label noise. BEA workshop, Appendix B.
 
     Examples
     --------

@@ -224,36 +224,11 @@ def gwet_standard_errors(
     0.14295
     """
     names = tuple(weights) if isinstance(weights, (tuple, list)) else (weights,)
-    res: dict[str, dict[str, float]] = {
-        w: {
-            k1: v.se
-            for k1, v in agreement_inference(
-                ratings, categories, weights=w, coefficients=("gwet", "bp", "fleiss")
-            ).items()
-        }
-        for w in names
-    }
+    res: dict[str, dict[str, float]] = {}
+    for w in names:
+        inference = agreement_inference(ratings, categories, weights=w, coefficients=("gwet", "bp", "fleiss"))
+        res[w] = {k: v.se for k, v in inference.items()}
     return res if isinstance(weights, (tuple, list)) else res[names[0]]
-
-
-def named_inference(
-    index: NDArray[Any],
-    cats: NDArray[Any],
-    *,
-    confidence: float = 0.95,
-    population_size: float | None = None,
-    weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
-) -> dict[str, Inference]:
-    """:func:`agreement_inference` of every reported coefficient, keyed by its report name (``gwet_ac1``, ...).
-
-    ``index`` is the (n, R) category-index matrix (-1 = missing). Krippendorff's alpha has a linearised variance
-    at the nominal (identity weights) and interval (quadratic weights) levels; ordinal alpha has none.
-    """
-    idx = index[(index >= 0).any(axis=1)]
-    rows, mult = rating_patterns(idx, cats.size)
-    return pattern_inference(
-        rows, mult, cats, confidence=confidence, population_size=population_size, weightings=weightings
-    )
 
 
 def pattern_inference(
@@ -265,8 +240,11 @@ def pattern_inference(
     population_size: float | None = None,
     weightings: tuple[Weights, ...] = REPORT_WEIGHTS,
 ) -> dict[str, Inference]:
-    """:func:`named_inference` from the distinct rating patterns of the rated subjects and their counts
-    (:func:`rating_patterns`); the patterns of disjoint sets of subjects add, so the distributed engine merges them."""
+    """:func:`agreement_inference` of every reported coefficient, keyed by its report name (``gwet_ac1``, ...), from
+    the distinct rating patterns ``rows`` (category indices, -1 = missing) of the rated subjects and their counts
+    ``mult`` (:func:`rating_patterns`); the patterns of disjoint sets of subjects add, so the distributed engine
+    merges them. Krippendorff's alpha has a linearised variance at the nominal (identity weights) and interval
+    (quadratic weights) levels; ordinal alpha has none."""
     mult = np.asarray(mult, dtype=np.float64)
     n = float(mult.sum())
     if n < 2 or not (((rows >= 0).sum(axis=1) >= 2) & (mult > 0)).any():

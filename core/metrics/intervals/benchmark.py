@@ -19,26 +19,22 @@ from core.metrics.data import check_option
 BenchmarkScale = Literal["landis_koch", "fleiss", "altman", "cicchetti_sparrow", "regier"]
 SCALES: tuple[str, ...] = get_args(BenchmarkScale)
 
-#: (lower bounds, upper bounds, labels), best range first (irrCAC ``Benchmark``; Landis & Koch 1977, Fleiss 1981,
-#: Altman 1991, Cicchetti & Sparrow 1981, Regier et al. 2013).
+#: label -> lower bound, best range first; each range's upper bound is the lower bound of the range above (1 for the
+#: best) (irrCAC ``Benchmark``; Landis & Koch 1977, Fleiss 1981, Altman 1991, Cicchetti & Sparrow 1981, Regier et
+#: al. 2013).
 _RANGES = {
-    "landis_koch": (
-        [0.8, 0.6, 0.4, 0.2, 0.0, -1.0],
-        [1.0, 0.8, 0.6, 0.4, 0.2, 0.0],
-        ["Almost Perfect", "Substantial", "Moderate", "Fair", "Slight", "Poor"],
-    ),
-    "fleiss": ([0.75, 0.4, -1.0], [1.0, 0.75, 0.4], ["Excellent", "Intermediate to Good", "Poor"]),
-    "altman": (
-        [0.8, 0.6, 0.4, 0.2, -1.0],
-        [1.0, 0.8, 0.6, 0.4, 0.2],
-        ["Very Good", "Good", "Moderate", "Fair", "Poor"],
-    ),
-    "cicchetti_sparrow": ([0.75, 0.6, 0.4, 0.0], [1.0, 0.75, 0.6, 0.4], ["Excellent", "Good", "Fair", "Poor"]),
-    "regier": (
-        [0.8, 0.6, 0.4, 0.2, 0.0],
-        [1.0, 0.8, 0.6, 0.4, 0.2],
-        ["Excellent", "Very Good", "Good", "Questionable", "Unacceptable"],
-    ),
+    "landis_koch": {
+        "Almost Perfect": 0.8,
+        "Substantial": 0.6,
+        "Moderate": 0.4,
+        "Fair": 0.2,
+        "Slight": 0.0,
+        "Poor": -1.0,
+    },
+    "fleiss": {"Excellent": 0.75, "Intermediate to Good": 0.4, "Poor": -1.0},
+    "altman": {"Very Good": 0.8, "Good": 0.6, "Moderate": 0.4, "Fair": 0.2, "Poor": -1.0},
+    "cicchetti_sparrow": {"Excellent": 0.75, "Good": 0.6, "Fair": 0.4, "Poor": 0.0},
+    "regier": {"Excellent": 0.8, "Very Good": 0.6, "Good": 0.4, "Questionable": 0.2, "Unacceptable": 0.0},
 }
 
 
@@ -83,8 +79,8 @@ def benchmark(
     ([0.18168, 0.67511, 0.96356, 0.99912, 1.0], 'Moderate', 'Good')
     """
     check_option("scale", scale, SCALES)
-    lb, ub, labels = _RANGES[scale]
-    ranges = tuple(zip(lb, ub))
+    labels, lb = list(_RANGES[scale]), list(_RANGES[scale].values())
+    ranges = tuple(zip(lb, [1.0, *lb[:-1]]))
     if not (np.isfinite(coefficient) and np.isfinite(se) and se > 0):
         return Benchmark(scale, ranges, tuple(labels), tuple(float("nan") for _ in lb), None, None)
     truncation = stats.norm.cdf((coefficient + 1) / se) - stats.norm.cdf((coefficient - 1) / se)

@@ -61,7 +61,6 @@ def linearised(
     m = np.ones(rows) if mult is None else np.asarray(mult, dtype=np.float64)
     n = m.sum()
     valid = index >= 0
-    safe = np.maximum(index, 0)
     r = valid.sum(axis=1).astype(np.float64)
     if counts is None:
         counts = category_counts(index, q)
@@ -91,25 +90,15 @@ def linearised(
         wpi = (w @ pi + w.T @ pi) / 2.0
         finish("fleiss", np.float64(pi @ w @ pi), _per_subject(index, valid, wpi, r))
     if "conger" in which:
-        out["conger"] = _conger(index, valid, safe, w, m, n, n2, pa, pa_i, two)
+        finish("conger", *_conger(index, w, m, n))
     if "krippendorff" in which:
         out["krippendorff"] = _krippendorff(counts, sum_q, r, w, m)
     return out
 
 
-def _conger(
-    index: NDArray[Any],
-    valid: NDArray[Any],
-    safe: NDArray[Any],
-    w: NDArray[Any],
-    m: NDArray[Any],
-    n: float,
-    n2: float,
-    pa: float,
-    pa_i: NDArray[Any],
-    two: NDArray[Any],
-) -> Linearised:
-    """Conger's kappa and its linearised terms (Gwet 2014, section 5.4; irrCAC ``conger``)."""
+def _conger(index: NDArray[Any], w: NDArray[Any], m: NDArray[Any], n: float) -> tuple[float, NDArray[Any]]:
+    """Conger's chance agreement and its per-subject terms (Gwet 2014, section 5.4; irrCAC ``conger``)."""
+    valid = index >= 0
     R = index.shape[1]
     q = w.shape[0]
     ng = (m[:, None] * valid).sum(axis=0)  # ratings per rater
@@ -121,18 +110,14 @@ def _conger(
     pbar = p.sum(axis=0) / R
     s2 = (p.T @ p - R * np.outer(pbar, pbar)) / (R - 1.0)
     pe = np.float64((w * (np.outer(pbar, pbar) - s2 / R)).sum())
-    value = (pa - pe) / (1.0 - pe)
     c = p.sum(axis=0)[None, :] - p  # C_gk = sum_g' p_g'k - p_gk
     cw = c @ w  # (C w)_g,x
     bc = ((p @ w.T) * c).sum(axis=1)  # sum_k B_gk C_gk, B = p w^T
     g_idx = np.broadcast_to(np.arange(R), index.shape)
-    a_term = np.where(valid, cw[g_idx, safe], 0.0)
+    a_term = np.where(valid, cw[g_idx, np.maximum(index, 0)], 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = (n / ng)[None, :] * (a_term - (valid - ng[None, :] / n) * bc[None, :])
-    pe_i = lam.sum(axis=1) / (R * (R - 1.0))
-    terms = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
-    terms = terms - 2.0 * (1.0 - value) * (pe_i - pe) / (1.0 - pe)
-    return value, (m * (terms - value) ** 2).sum(), n
+    return pe, lam.sum(axis=1) / (R * (R - 1.0))
 
 
 def _krippendorff(

@@ -100,11 +100,9 @@ def write_output(
         names.append("report.md")
         names.extend(name for _, name in figures)
         directory.mkdir(parents=True, exist_ok=True)
-        written = []
         for name in names:
             os.replace(tmp / name, directory / name)
-            written.append(directory / name)
-        return written
+        return [directory / name for name in names]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -72,15 +72,8 @@ def confusion_heatmap(
         top = table.max() if table.size else 0
         for i in range(q):
             for j in range(q):
-                ax.text(
-                    j,
-                    i,
-                    str(table[i, j]),
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="white" if top and table[i, j] > top / 2 else "black",
-                )
+                color = "white" if top and table[i, j] > top / 2 else "black"
+                ax.text(j, i, str(table[i, j]), ha="center", va="center", fontsize=8, color=color)
     ax.set_title("confusion matrix")
     return _save(fig, path)
 
