@@ -21,6 +21,7 @@ political-spectrum oracle (section 5.2, 150 statements scored -2..2) is read fro
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -305,11 +306,10 @@ def seeded_campaign(
 ) -> dict[str, Any]:
     """:func:`run_campaign` with its own generator (``seed``) and, without ``workdir``, its own temporary directory
     (so that it can run on another machine)."""
-    run_rng = np.random.default_rng(seed)
-    if workdir is not None:
-        return run_campaign(oracle, method, settings, annotators, run_rng, workdir, run, heatmaps=(run == 0))
-    with tempfile.TemporaryDirectory(prefix="easl-sim-") as tmp:
-        return run_campaign(oracle, method, settings, annotators, run_rng, Path(tmp), run, heatmaps=(run == 0))
+    where = contextlib.nullcontext(workdir) if workdir is not None else tempfile.TemporaryDirectory(prefix="easl-sim-")
+    with where as directory:
+        rng = np.random.default_rng(seed)
+        return run_campaign(oracle, method, settings, annotators, rng, Path(directory), run, heatmaps=(run == 0))
 
 
 def _bootstrap_mean_band(

@@ -45,7 +45,7 @@ def no_gain_models(budget: pd.DataFrame, method: str = "aware") -> list[str]:
 def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) -> Any:
     """One panel per annotator model: ``value`` (mean over seeds) against scores per item, a line per method."""
     models = list(dict.fromkeys(curves["model"]))
-    fig, axes = figures.new_figure(len(models), width=3.2, height=2.9, rows=1 if len(models) <= 4 else 2)
+    fig, axes = figures.new_figure(len(models), width=3.2, height=2.9, rows=1 if len(models) <= 4 else 2, title=title)
     for ax, model in zip(axes, models):
         g = curves[curves["model"] == model]
         for k, method in enumerate(dict.fromkeys(g["method"])):
@@ -62,7 +62,6 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
         ax.set_xlabel("scores per item")
         ax.set_ylabel(value.capitalize())
     axes[0].legend(fontsize=7)
-    fig.suptitle(title)
     return fig
 
 

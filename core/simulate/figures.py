@@ -19,11 +19,15 @@ from numpy.typing import NDArray
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
-def new_figure(n_panels: int, width: float = 3.6, height: float = 3.3, rows: int = 1) -> tuple[Figure, NDArray[Any]]:
-    """A figure with ``n_panels`` axes on ``rows`` rows (constrained layout, Agg canvas)."""
+def new_figure(
+    n_panels: int, width: float = 3.6, height: float = 3.3, rows: int = 1, title: str = ""
+) -> tuple[Figure, NDArray[Any]]:
+    """A figure with ``n_panels`` axes on ``rows`` rows (constrained layout, Agg canvas), titled ``title`` if given."""
     cols = int(np.ceil(n_panels / rows))
     fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
     FigureCanvasAgg(fig)
+    if title:
+        fig.suptitle(title)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False).ravel())
     for ax in axes[n_panels:]:
         ax.set_visible(False)
@@ -43,7 +47,7 @@ def strip_by_group(
 ) -> Figure:
     """One panel per column in ``panels``: jittered points of that column for each ``group`` level (x axis),
     coloured by ``hue``; ``hlines`` draws a red reference line per panel."""
-    fig, axes = new_figure(len(panels))
+    fig, axes = new_figure(len(panels), title=title)
     jitter = np.random.default_rng(seed)
     hues = list(hue_order) if hue and hue_order is not None else [None]
     for ax, col in zip(axes, panels):
@@ -69,8 +73,6 @@ def strip_by_group(
         ax.grid(alpha=0.3)
     if hue:
         axes[0].legend(fontsize=8, title=hue.replace("_", " "), title_fontsize=8)
-    if title:
-        fig.suptitle(title)
     return fig
 
 
@@ -85,7 +87,7 @@ def box_by_group(
 ) -> Figure:
     """One panel per column in ``panels``: box plots of that column per ``group`` level; ``dots`` (same columns)
     adds red points (e.g. the ranks when every system is evaluated on the same rater pair)."""
-    fig, axes = new_figure(len(panels), width=3.0)
+    fig, axes = new_figure(len(panels), width=3.0, title=title)
     for ax, col in zip(axes, panels):
         data = [df.loc[df[group] == g, col].to_numpy(dtype=float) for g in order]
         ax.boxplot(
@@ -104,8 +106,6 @@ def box_by_group(
         ax.set_title(col)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title)
     return fig
 
 
@@ -180,7 +180,7 @@ def lines(
         if title:
             ax.set_title(title)
         return fig
-    fig, axes = new_figure(len(panels))
+    fig, axes = new_figure(len(panels), title=title)
     levels = list(series_order) if series and series_order is not None else [None]
     for ax, col in zip(axes, panels):
         for i, lev in enumerate(levels):
@@ -201,8 +201,6 @@ def lines(
         ax.grid(alpha=0.3)
     if series:
         axes[0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
     return fig
 
 
@@ -216,7 +214,7 @@ def band_lines(
 ) -> Figure:
     """Mean curves with shaded bands, one panel per (mean column, low column, high column) triple in ``panels``,
     one line per key of ``curves``."""
-    fig, axes = new_figure(len(panels), width=4.6, height=3.6, rows=len(panels))
+    fig, axes = new_figure(len(panels), width=4.6, height=3.6, rows=len(panels), title=title)
     for ax, (mid, lo, hi) in zip(axes, panels):
         for i, (name, cur) in enumerate(curves.items()):
             color = PALETTE[i % len(PALETTE)]
@@ -228,8 +226,6 @@ def band_lines(
         ax.set_xlabel(xlabel or x)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
     return fig
 
 
@@ -237,7 +233,7 @@ def histograms(
     values: dict[str, NDArray[Any]], bins: int = 5, value_range: tuple[float, float] = (0.0, 1.0), title: str = ""
 ) -> Figure:
     """One histogram panel per key of ``values`` on common bins (the paper's Figures 7 and 10 use 5 bins)."""
-    fig, axes = new_figure(len(values), width=2.8, height=2.8)
+    fig, axes = new_figure(len(values), width=2.8, height=2.8, title=title)
     edges = np.linspace(value_range[0], value_range[1], bins + 1)
     for i, (ax, (name, vals)) in enumerate(zip(axes, values.items())):
         ax.hist(
@@ -248,14 +244,12 @@ def histograms(
         )
         ax.set_title(name)
         ax.set_xlabel("scalar value")
-    if title:
-        fig.suptitle(title)
     return fig
 
 
 def heatmaps(matrices: Sequence[NDArray[Any]], titles: Sequence[str], title: str = "", rows: int = 1) -> Figure:
     """Heat maps of square matrices (e.g. match quality over items ordered by the oracle), shared colour scale."""
-    fig, axes = new_figure(len(matrices), width=3.0, height=3.0, rows=rows)
+    fig, axes = new_figure(len(matrices), width=3.0, height=3.0, rows=rows, title=title)
     vmax = max(float(np.nanmax(m)) for m in matrices) if matrices else 1.0
     image = None
     for ax, mat, name in zip(axes, matrices, titles):
@@ -265,6 +259,4 @@ def heatmaps(matrices: Sequence[NDArray[Any]], titles: Sequence[str], title: str
         ax.set_yticks([])
     if image is not None:
         fig.colorbar(image, ax=list(axes), shrink=0.8, label="match quality")
-    if title:
-        fig.suptitle(title)
     return fig

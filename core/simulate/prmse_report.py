@@ -26,8 +26,7 @@ METRICS = ["r", "QWK", "R2", "degradation", "PRMSE"]
 
 def _published_applicable(settings: PrmseSettings) -> bool:
     """Published numbers are comparable when the dataset and pairs are the authors' (percentages may differ)."""
-    base = PrmseSettings(double_scored_percentages=settings.double_scored_percentages)
-    return settings == base
+    return settings == PrmseSettings(double_scored_percentages=settings.double_scored_percentages)
 
 
 def run(
@@ -82,7 +81,7 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
 def _compare(rep: Report, res: PrmseResults, key: str, caption: str) -> None:
     """The reproduced-vs-published table ``compare_<key>`` when the published numbers apply."""
     if res.comparisons:
-        rep.comparison(res.comparisons[key], f"compare_{key}", caption, digits=6)
+        rep.table(res.comparisons[key].frame(), f"compare_{key}", caption=caption, digits=6)
 
 
 def _introduction(rep: Report, res: PrmseResults) -> None:
@@ -299,7 +298,8 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
     rep.table(dd, "figure5_prmse", show=False)
     pcts = list(s.double_scored_percentages)
     counts = dd.groupby("percent_double_scored")["num_double_scored"].first().reindex(pcts).tolist()
-    fig, axes = figures.new_figure(2, width=6.5, height=4.0)
+    title = "Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)"
+    fig, axes = figures.new_figure(2, width=6.5, height=4.0, title=title)
     panels = (
         (
             "prmse_percent",
@@ -323,7 +323,6 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
         )
         ax.set_xlabel(xlabel)
     axes[0].set_ylabel("PRMSE")
-    fig.suptitle("Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)")
     rep.figure(
         fig,
         "figure5",

@@ -95,9 +95,10 @@ def zscore(annotator: NDArray[Any], x: NDArray[Any], n_annotators: int) -> NDArr
     return z
 
 
-def _item_means(item: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
-    c = np.bincount(item, minlength=n)
-    m: NDArray[Any] = np.where(c > 0, np.bincount(item, x, n) / np.maximum(c, 1), x.mean() if x.size else 0.0)
+def item_means(item_ix: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
+    """Each item's mean score; the mean of all the (non-empty) ``x`` for an item without scores."""
+    c = np.bincount(item_ix, minlength=n)
+    m: NDArray[Any] = np.where(c > 0, np.bincount(item_ix, x, n) / np.maximum(c, 1), x.mean())
     return m
 
 
@@ -170,7 +171,7 @@ def run_one(
         rho, tau = _correlations(est, truth)
         rows.append({"method": engine, **base, "spearman": rho, "kendall": tau})
         if method == "da-z" or engine == "da":
-            z = _item_means(item_ix, zscore(ann, score, na), n)
+            z = item_means(item_ix, zscore(ann, score, na), n)
             rho, tau = _correlations(z, truth)
             rows.append({"method": "da-z", **base, "spearman": rho, "kendall": tau})
     if method == "da":

@@ -50,9 +50,7 @@ def format_number(value: Any, digits: int = 3) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
-        if math.isnan(value):
-            return "n/a"
-        return f"{value:.{digits}f}"
+        return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
     return str(value)
 
 
@@ -147,10 +145,6 @@ class Report:
                 self.parts += [f"*{caption}* (`tables/{name}.csv`)", ""]
             self.parts += [markdown_table(df, digits=digits, index=index), ""]
         return path
-
-    def comparison(self, comp: Comparison, name: str, caption: str, digits: int = 3) -> Path:
-        """Add a reproduced-vs-published table (see :class:`Comparison`)."""
-        return self.table(comp.frame(), name, caption=caption, digits=digits)
 
     def figure(self, fig: Figure, name: str, caption: str, dpi: int = 110) -> Path:
         """Save a matplotlib ``Figure`` as ``figures/<name>.png`` and add it to the report."""
