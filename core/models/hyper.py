@@ -151,8 +151,6 @@ class Hyper:
         if not self.score_max > self.score_min:
             raise HyperParameterError("score_max", self.score_max, f"greater than score_min ({self.score_min!r})")
 
-    # -- serialisation -----------------------------------------------------------------------------
-
     def to_json(self) -> str:
         """Serialise to a JSON object (sorted keys), the form stored in the project file.
 
@@ -217,8 +215,6 @@ class Hyper:
             return cls(**data)
         except HyperParameterError as exc:
             raise HyperParameterError(exc.field, exc.value, exc.need, source=source) from None
-
-    # -- score range -------------------------------------------------------------------------------
 
     @property
     def score_span(self) -> float:

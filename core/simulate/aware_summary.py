@@ -130,14 +130,12 @@ def _budget_rows(model: str, g: Any, target: float, rng: np.random.Generator, n_
 
 def _stop_row(model: str, run: Any, target: float) -> dict[str, Any]:
     """Where the stopping rule first stops one ``aware`` run (if it does)."""
-    hit = run[
-        stops(run["expected_spearman"], run["min_count"], target=target, min_informative=run.get("min_informative"))
-    ]
+    row = first_stop(run, target=target)
     return {
         "model": model,
-        "stopped": not hit.empty,
-        "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
-        "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan,
+        "stopped": row is not None,
+        "per_item_at_stop": float(row["per_item"]) if row is not None else np.nan,
+        "spearman_at_stop": float(row["spearman"]) if row is not None else np.nan,
     }
 
 
