@@ -262,11 +262,3 @@ def select_hits(
     )
     return out
 
-
-__all__ = [
-    "match_quality",
-    "first_iteration_hits",
-    "select_hits",
-    "select_hits_literal",
-    "select_least_annotated",
-]

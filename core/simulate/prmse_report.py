@@ -56,10 +56,8 @@ def run(
     cumulative = timed("4.3", lambda: exp.cumulative_raters(ds), "4.3 cumulative raters")
     double = table4 = None
     if double_scoring:
-        t = time.perf_counter()
-        double = exp.double_scoring(ds, progress=progress, map_fn=map_fn)
+        double = timed("5.3", lambda: exp.double_scoring(ds, progress=progress, map_fn=map_fn))
         table4 = exp.prmse_range_table(double, settings.rater_categories)
-        timings["5.3"] = time.perf_counter() - t
     res = PrmseResults(
         ds, table1, table2, stability, ranking, cumulative, double, table4, exp.true_system_metrics(ds), {}, timings
     )

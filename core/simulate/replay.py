@@ -265,5 +265,3 @@ def run_replay(
         ),
     }
 
-
-__all__ = ["DEFAULT_METHODS", "METHODS", "assign", "run_one", "run_replay", "run_task", "split", "zscore"]
