@@ -261,4 +261,3 @@ def select_hits(
         max_rounds=rounds,
     )
     return out
-

@@ -264,4 +264,3 @@ def run_replay(
             curves, targets=targets, batch=run_kw.get("batch_hits", 15) * run_kw.get("hit_size", 5) / r.n_items
         ),
     }
-
