@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 COMPANIONS = ("", "-wal", "-shm", "-journal")  # the files SQLite keeps beside a database
 
 
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
 def _protected(path: str, protect: Sequence[str]) -> str | None:
     """The protected file (project or companion) that ``path`` is, if any."""
     real = os.path.realpath(path)
@@ -58,7 +54,7 @@ def _protected(path: str, protect: Sequence[str]) -> str | None:
                 return project + suffix
             if st is not None:
                 try:
-                    if _same_file(st, os.stat(other)):
+                    if os.path.samestat(st, os.stat(other)):
                         return project + suffix
                 except OSError:
                     pass

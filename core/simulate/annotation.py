@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from core.errors import HyperParameterError, InputError
 from core.models import Hyper
+from core.selection import match_quality
 from core.simulate import measures
 from core.simulate.mapping import MapFn, serial_map
 
@@ -213,17 +214,6 @@ def csv_oracle(
     )
 
 
-def match_quality_matrix(
-    location: NDArray[Any], variance: NDArray[Any], gamma: float, order: NDArray[Any]
-) -> NDArray[Any]:
-    """Match quality q(i, j) (eq 11 / 23, :func:`core.selection.match_quality`) for every pair of items, rows and
-    columns ordered by ``order`` (the oracle's order, as the paper's Figure 8)."""
-    from core.selection import match_quality
-
-    m, v = location[order], variance[order]
-    return match_quality(m[:, None], v[:, None], m[None, :], v[None, :], gamma)
-
-
 def run_campaign(
     oracle: Oracle,
     method: str,
@@ -264,7 +254,8 @@ def run_campaign(
             hits = project.next_hits()
             if heatmaps and it in settings.heatmap_iterations and method != "da":
                 loc, var = project.model.selection_keys(project.state())  # what the next selection uses
-                maps[it] = match_quality_matrix(loc, var, settings.gamma, order)
+                m, v = loc[order], var[order]  # q(i, j) (eq 23) over items in the oracle's order, as Figure 8
+                maps[it] = match_quality(m[:, None], v[:, None], m[None, :], v[None, :], settings.gamma)
             item_ids = [item["item_id"] for hit in hits for item in hit["items"]]
             hit_ids = [hit["hit_id"] for hit in hits for _ in hit["items"]]
             who = np.repeat(rng.integers(0, annotators.n_annotators, len(hits)), [len(h["items"]) for h in hits])

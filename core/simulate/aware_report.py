@@ -23,20 +23,13 @@ from core.simulate.report import Report
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL", "aware": "aware"}
 
 
-def _ci_bounds(text: Any) -> tuple[float, float]:
-    """``"[-18, +13]"`` -> ``(-18.0, 13.0)`` (NaN when missing)."""
-    if not isinstance(text, str) or not text.startswith("["):
-        return float("nan"), float("nan")
-    lo, hi = text.strip("[]").split(",")
-    return float(lo), float(hi)
-
-
 def no_gain_models(budget: pd.DataFrame, method: str = "aware") -> list[str]:
     """Annotator models where ``method`` is not better than DA beyond the seed noise: the lower end of the 95%
     bootstrap interval of the % saved vs DA is at or below 0 (or the target was never reached)."""
     out = []
     for row in budget[budget["method"] == method].itertuples():
-        lo, _ = _ci_bounds(getattr(row, "saved_vs_da_ci", None))
+        text = getattr(row, "saved_vs_da_ci", None)  # "[-18, +13]"; missing when DA never reached the target
+        lo = float(text.strip("[]").split(",")[0]) if isinstance(text, str) and text.startswith("[") else np.nan
         if not np.isfinite(lo) or lo <= 0:
             out.append(str(row.model))
     return out

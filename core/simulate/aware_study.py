@@ -221,7 +221,7 @@ def run_study(
         Subsets of :data:`~core.simulate.aware_world.ANNOTATOR_MODELS` and :data:`METHODS` (``"da"`` is needed
         for the savings).
     n_seeds, first_seed : int
-        Seeds ``first_seed .. first_seed + n_seeds - 1`` (the issue asks for >= 20).
+        Seeds ``first_seed .. first_seed + n_seeds - 1`` (the study's reports use >= 20).
     target : float
         The Spearman correlation to reach (0.90 on the generated Beta(2,2) oracle; 0.95 on the paper's).
     oracle : path, optional

@@ -105,9 +105,9 @@ def paired_by_budget(
     out["ci_low"], out["ci_high"] = out["difference"] - half, out["difference"] + half
     out["verdict"] = np.where(out["ci_high"] < 0, "worse", np.where(out["ci_low"] > 0, "better", "within noise"))
     out = out.rename(columns={"method": method, "reference": reference})
-    out["_m"] = out["model"].map(order)
-    out["_k"] = out["measure"].map({m: k for k, m in enumerate(measures)})
-    return out.sort_values(["_m", "_k", "per_item"]).drop(columns=["_m", "_k"]).reset_index(drop=True)
+    rank = {"model": order, "measure": {m: k for k, m in enumerate(measures)}}
+    out = out.sort_values(["model", "measure", "per_item"], key=lambda c: c.map(rank[c.name]) if c.name in rank else c)
+    return out.reset_index(drop=True)
 
 
 def _check(curves: pd.DataFrame, methods: tuple[str, str], measures: tuple[str, ...]) -> None:

@@ -24,11 +24,6 @@ from core.simulate.report import Report
 METRICS = ["r", "QWK", "R2", "degradation", "PRMSE"]
 
 
-def _published_applicable(settings: PrmseSettings) -> bool:
-    """Published numbers are comparable when the dataset and pairs are the authors' (percentages may differ)."""
-    return settings == PrmseSettings(double_scored_percentages=settings.double_scored_percentages)
-
-
 def run(
     settings: PrmseSettings,
     progress: Callable[..., None] | None = None,
@@ -61,7 +56,8 @@ def run(
     res = PrmseResults(
         ds, table1, table2, stability, ranking, cumulative, double, table4, exp.true_system_metrics(ds), {}, timings
     )
-    if _published_applicable(settings):
+    # the published numbers apply when the dataset and pairs are the authors' (the percentages may differ)
+    if settings == PrmseSettings(double_scored_percentages=settings.double_scored_percentages):
         res.comparisons = compare(res)
     return res
 
