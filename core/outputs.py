@@ -107,9 +107,9 @@ def check_outputs(
         _probe_directory(path, os.path.dirname(os.path.abspath(path)))
 
 
-def check_output_dir(path: str | os.PathLike[str], *, protect: Sequence[str | os.PathLike[str]] = ()) -> None:
-    """Check an output directory before any work: it is a directory or does not exist yet, its nearest existing
-    ancestor is a writable directory, and it is none of the protected files.
+def check_output_dir(path: str | os.PathLike[str]) -> None:
+    """Check an output directory before any work: it is a directory or does not exist yet, and its nearest existing
+    ancestor is a writable directory.
 
     Raises
     ------
@@ -117,8 +117,6 @@ def check_output_dir(path: str | os.PathLike[str], *, protect: Sequence[str | os
         One sentence naming the path.
     """
     path = os.fspath(path)
-    if _protected(path, [os.fspath(p) for p in protect]) is not None:
-        raise InputError(f"{path}: refusing to write there: it is the project file.", path=path)
     if os.path.exists(path):
         if not os.path.isdir(path):
             raise InputError(f"{path}: is a file, not a directory; give a directory for the report.", path=path)

@@ -157,7 +157,6 @@ def csv_oracle(
     column: str | None = None,
     value_range: tuple[float, float] | None = None,
     id_column: str | None = None,
-    text_column: str | None = None,
 ) -> Oracle:
     """An oracle from a CSV file: ``column`` (default ``oracle``, else ``label``) normalised to [0, 1] with
     ``(x - min) / (max - min)`` over ``value_range`` (default the column's observed min and max). The political
@@ -203,7 +202,7 @@ def csv_oracle(
     ids = df[id_column].astype(str).tolist() if id_column else [str(i + 1) for i in range(len(x))]
     if len(set(ids)) != len(ids):
         raise InputError(f"{path}: item ids in column {id_column!r} are not unique.", path=path, field=id_column)
-    text_column = text_column or next((c for c in ("text", "sent", "sentence") if c in df.columns), None)
+    text_column = next((c for c in ("text", "sent", "sentence") if c in df.columns), None)
     texts = df[text_column].astype(str).tolist() if text_column else ids
     return Oracle(
         path.stem,

@@ -43,12 +43,11 @@ def strip_by_group(
     hue_order: Sequence[str] | None = None,
     hlines: dict[str, float] | None = None,
     title: str = "",
-    seed: int = 0,
 ) -> Figure:
     """One panel per column in ``panels``: jittered points of that column for each ``group`` level (x axis),
     coloured by ``hue``; ``hlines`` draws a red reference line per panel."""
     fig, axes = new_figure(len(panels), title=title)
-    jitter = np.random.default_rng(seed)
+    jitter = np.random.default_rng(0)
     hues = list(hue_order) if hue and hue_order is not None else [None]
     for ax, col in zip(axes, panels):
         for h_i, h in enumerate(hues):

@@ -88,13 +88,12 @@ def system_table(ds: PrmseDataset) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rater_pairs(ds: PrmseDataset, category: str, n_pairs: int | None = None) -> list[tuple[str, str]]:
-    """``n_pairs`` random pairs of one category's raters: all ``itertools.combinations`` in id order, then
-    ``RandomState(pair_seed).choice(pairs, n_pairs, replace=False)`` (the authors' ``get_rater_pairs``; a new
-    generator per category, so every category uses the same positions)."""
-    ids = ds.category_raters(category)
-    pairs = list(itertools.combinations(ids, 2))
-    k = ds.settings.pairs_per_category if n_pairs is None else n_pairs
+def rater_pairs(ds: PrmseDataset, category: str) -> list[tuple[str, str]]:
+    """``pairs_per_category`` random pairs of one category's raters: all ``itertools.combinations`` in id order, then
+    ``RandomState(pair_seed).choice(pairs, pairs_per_category, replace=False)`` (the authors' ``get_rater_pairs``; a
+    new generator per category, so every category uses the same positions)."""
+    pairs = list(itertools.combinations(ds.category_raters(category), 2))
+    k = ds.settings.pairs_per_category
     pick = np.random.RandomState(ds.settings.pair_seed).choice(len(pairs), size=k, replace=False)
     return [pairs[i] for i in pick]
 
@@ -162,10 +161,10 @@ def _stability_rows(ds: PrmseDataset, cat: str) -> list[dict[str, Any]]:
     return rows
 
 
-def true_system_metrics(ds: PrmseDataset, system_id: str | None = None) -> dict[str, float]:
-    """r, QWK and R2 of a system against the true scores (the red lines of Figures 3 and 4), computed as the
-    authors do: ``metrics_helper(true, system)``, i.e. the true score in the human role."""
-    system = ds.system_scores(system_id or ds.settings.sample_system)
+def true_system_metrics(ds: PrmseDataset) -> dict[str, float]:
+    """r, QWK and R2 of the sample system against the true scores (the red lines of Figures 3 and 4), computed as
+    the authors do: ``metrics_helper(true, system)``, i.e. the true score in the human role."""
+    system = ds.system_scores(ds.settings.sample_system)
     return {
         "r": measures.pearson(ds.true, system),
         "QWK": measures.qwk(ds.true, system),
