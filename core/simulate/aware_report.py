@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate import figures
 from core.simulate.paired_budgets import MIN_PER_ITEM, report_section
-from core.simulate.report import Report
+from core.simulate.report import PALETTE, Report, new_figure
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL", "aware": "aware"}
 
@@ -38,7 +37,7 @@ def no_gain_models(budget: pd.DataFrame, method: str = "aware") -> list[str]:
 def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) -> Any:
     """One panel per annotator model: ``value`` (mean over seeds) against scores per item, a line per method."""
     models = list(dict.fromkeys(curves["model"]))
-    fig, axes = figures.new_figure(len(models), width=3.2, height=2.9, rows=1 if len(models) <= 4 else 2, title=title)
+    fig, axes = new_figure(len(models), width=3.2, height=2.9, rows=1 if len(models) <= 4 else 2, title=title)
     for ax, model in zip(axes, models):
         g = curves[curves["model"] == model]
         for k, method in enumerate(dict.fromkeys(g["method"])):
@@ -46,7 +45,7 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
             ax.plot(
                 m.index,
                 m.to_numpy(),
-                color=figures.PALETTE[k % len(figures.PALETTE)],
+                color=PALETTE[k % len(PALETTE)],
                 label=METHOD_LABELS.get(method, method),
             )
         if value == "spearman":

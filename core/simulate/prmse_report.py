@@ -13,13 +13,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate import figures
 from core.simulate import prmse as exp
 from core.simulate.mapping import MapFn
 from core.simulate.prmse import PrmseResults
 from core.simulate.prmse_compare import TOL_NOTEBOOK, TOL_PAPER, compare
 from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
-from core.simulate.report import Report
+from core.simulate.report import Report, box_by_group, grouped_boxes, lines, new_figure, strip_by_group
 
 METRICS = ["r", "QWK", "R2", "degradation", "PRMSE"]
 
@@ -116,7 +115,7 @@ def _section3(rep: Report, res: PrmseResults) -> None:
     if ds.searches:
         search = pd.DataFrame({"error_sd": ds.searches[0].grid} | {x.category: x.mean_correlation for x in ds.searches})
         rep.table(search, "sd_search", show=False)
-        fig = figures.lines(
+        fig = lines(
             search,
             "error_sd",
             [x.category for x in ds.searches],
@@ -160,7 +159,7 @@ def _figure1(rep: Report, res: PrmseResults) -> None:
         caption=f"Mean metric of {s.sample_system} over the {s.pairs_per_category} pairs of each category",
         digits=4,
     )
-    fig = figures.strip_by_group(
+    fig = strip_by_group(
         st,
         METRICS[:4],
         "rater_category",
@@ -189,7 +188,7 @@ def _figure2(rep: Report, res: PrmseResults) -> None:
             columns={f"{k}{suffix}": k for k in METRICS}
         )
 
-    fig = figures.box_by_group(
+    fig = box_by_group(
         ranks("_rank"),
         METRICS,
         "system_category",
@@ -235,7 +234,7 @@ def _figure3(rep: Report, res: PrmseResults) -> None:
         "category",
         digits=4,
     )
-    fig = figures.lines(
+    fig = lines(
         cu,
         "n_raters",
         ["r", "R2", "QWK"],
@@ -264,7 +263,7 @@ def _figure4(rep: Report, res: PrmseResults) -> None:
     cats = list(res.dataset.settings.rater_categories)
     rep.heading("Section 5.2 / Figure 4: R2 against PRMSE")
     pair_rows = res.stability[res.stability["reference"] == "h1-h2 mean"].copy()
-    fig = figures.strip_by_group(
+    fig = strip_by_group(
         pair_rows,
         ["R2", "PRMSE"],
         "rater_category",
@@ -293,7 +292,7 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
     pcts = list(s.double_scored_percentages)
     counts = dd.groupby("percent_double_scored")["num_double_scored"].first().reindex(pcts).tolist()
     title = "Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)"
-    fig, axes = figures.new_figure(2, width=6.5, height=4.0, title=title)
+    fig, axes = new_figure(2, width=6.5, height=4.0, title=title)
     panels = (
         (
             "prmse_percent",
@@ -303,7 +302,7 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
         ("prmse_number", counts, "number of responses (all double-scored)"),
     )
     for ax, (value, labels, xlabel) in zip(axes, panels):
-        figures.grouped_boxes(
+        grouped_boxes(
             dd,
             value,
             "percent_double_scored",
