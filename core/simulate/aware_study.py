@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
@@ -241,8 +242,6 @@ def run_study(
     dict of pandas.DataFrame
         ``curves`` (every batch of every run) and the tables of :func:`~core.simulate.aware_summary.summarise`.
     """
-    import pandas as pd
-
     truth = load_oracle(oracle, oracle_column) if oracle is not None else beta_oracle(n_items)
     tasks = [
         (truth, model, method, seed, dict(run_kw))
@@ -277,8 +276,6 @@ def calibrate_stopping(
     :data:`~core.models.aware_posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware_posterior.STOP_MIN_SCORES`
     are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise).
     Each (model, seed) run is one :func:`run_task` through ``map_fn`` (as in :func:`run_study`)."""
-    import pandas as pd
-
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
     tasks = [(truth, m, "aware", s, dict(run_kw)) for m in models for s in range(first_seed, first_seed + n_seeds)]
     runs = [pd.DataFrame(rows) for rows in map_fn(run_task, tasks)]
@@ -325,8 +322,6 @@ def clicker_stopping(
         Per setting (``"M4 clickers on 20% (rate 0.7)"``, ``"M1"``, ...) and rule: runs, stopped, hit rate and its 95%
         interval, scores per item and true Spearman at the stop.
     """
-    import pandas as pd
-
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
     tasks = [
         (truth, model, "aware", s, {**run_kw, "clicker_items": share, "clicker_rate": rate})

@@ -25,13 +25,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
 from core.models import METHODS as ENGINE_METHODS
 from core.models import Hyper, get_model
 from core.simulate.mapping import MapFn, serial_map
+from core.simulate.replay_agreement import flag_table
 from core.simulate.replay_data import Ratings
+from core.simulate.replay_summary import summarise
 
 #: Methods of a replay: the engine's and DA with WMT z-scores.
 METHODS = (*ENGINE_METHODS, "da-z")
@@ -231,11 +234,6 @@ def run_replay(
         ``curves``, ``ceiling``, ``annotators`` (frames) and the tables of
         :func:`~core.simulate.replay_summary.summarise`.
     """
-    import pandas as pd
-
-    from core.simulate.replay_agreement import flag_table
-    from core.simulate.replay_summary import summarise
-
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise ValueError(f"unknown method {bad[0]!r}; choose from {', '.join(METHODS)}")
