@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -292,8 +293,6 @@ def neutralise_frame(frame: Any) -> Any:
 def restore_cell(text: str) -> str:
     """The cell as stored, from a cell :func:`neutralise_cells` wrote: one leading quote removed when the rest would
     be neutralised again (e.g. ``'=A1`` gives ``=A1``); any other text as it is."""
-    import re
-
     rest = text[1:]
     if text.startswith("'") and re.match(_FORMULA, rest) and not re.match(_NUMBER, rest):
         return rest

@@ -31,10 +31,12 @@ from scipy import stats
 
 from core.models import METHODS as ENGINE_METHODS
 from core.models import Hyper, get_model
+from core.selection import select_least_annotated
 from core.simulate.mapping import MapFn, serial_map
 from core.simulate.replay_agreement import flag_table
 from core.simulate.replay_data import Ratings
 from core.simulate.replay_summary import summarise
+from core.store.choosing import choose_hits
 
 #: Methods of a replay: the engine's and DA with WMT z-scores.
 METHODS = (*ENGINE_METHODS, "da-z")
@@ -145,9 +147,6 @@ def run_one(
     state = model.init_state(n)
     item_ix, ann, score = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     rows: list[dict[str, Any]] = []
-    from core import selection
-    from core.store.choosing import choose_hits
-
     for k in range(max(1, round(max_per_item * n / (batch_hits * hit_size)))):
         spent = ~available.any(axis=1)
         if spent.all():
@@ -155,9 +154,7 @@ def run_one(
         alloc_rng = np.random.default_rng([seed, 13, k])
         counts = np.bincount(item_ix, minlength=n)
         if counts.min() == 0:  # a project's iteration 0 covers every item once
-            hits = selection.select_least_annotated(
-                counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng, exclude=spent
-            )
+            hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
         else:
             hits = choose_hits(model, hyper, state, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
         items, anns = assign(hits, available, assign_rng)
