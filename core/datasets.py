@@ -48,6 +48,3 @@ def agh_tv_notice() -> str:
         "AGH TV video-quality study (2017), 99 lab subjects, ACR 1-5; from Netflix/sureal "
         "(test/resource/quality_variation_2017_agh_tv_dataset.py), Apache-2.0: core/data/agh_tv_quality_2017/LICENSE"
     )
-
-
-__all__ = ["AGH_TV", "AGH_TV_SCALE", "agh_tv_items", "agh_tv_notice", "agh_tv_ratings"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,10 +38,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 COMPANIONS = ("", "-wal", "-shm", "-journal")  # the files SQLite keeps beside a database
-
-
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _protected(path: str, protect: Sequence[str]) -> str | None:
@@ -58,7 +55,7 @@ def _protected(path: str, protect: Sequence[str]) -> str | None:
                 return project + suffix
             if st is not None:
                 try:
-                    if _same_file(st, os.stat(other)):
+                    if os.path.samestat(st, os.stat(other)):
                         return project + suffix
                 except OSError:
                     pass
@@ -111,9 +108,9 @@ def check_outputs(
         _probe_directory(path, os.path.dirname(os.path.abspath(path)))
 
 
-def check_output_dir(path: str | os.PathLike[str], *, protect: Sequence[str | os.PathLike[str]] = ()) -> None:
-    """Check an output directory before any work: it is a directory or does not exist yet, its nearest existing
-    ancestor is a writable directory, and it is none of the protected files.
+def check_output_dir(path: str | os.PathLike[str]) -> None:
+    """Check an output directory before any work: it is a directory or does not exist yet, and its nearest existing
+    ancestor is a writable directory.
 
     Raises
     ------
@@ -121,8 +118,6 @@ def check_output_dir(path: str | os.PathLike[str], *, protect: Sequence[str | os
         One sentence naming the path.
     """
     path = os.fspath(path)
-    if _protected(path, [os.fspath(p) for p in protect]) is not None:
-        raise InputError(f"{path}: refusing to write there: it is the project file.", path=path)
     if os.path.exists(path):
         if not os.path.isdir(path):
             raise InputError(f"{path}: is a file, not a directory; give a directory for the report.", path=path)
@@ -257,7 +252,8 @@ def neutralise_cells(table: pa.Table) -> pa.Table:
 
 def _may_start_a_formula(array: pa.Array) -> bool:
     """Whether some string of ``array`` begins with a formula character or a quote (its first byte, read from the
-    Arrow buffers)."""
+    Arrow buffers: an Arrow value set built from Python strings would import pandas, which ``easl next`` and
+    ``easl export`` to CSV never load)."""
     import numpy as np
     import pyarrow as pa
 
@@ -297,8 +293,6 @@ def neutralise_frame(frame: Any) -> Any:
 def restore_cell(text: str) -> str:
     """The cell as stored, from a cell :func:`neutralise_cells` wrote: one leading quote removed when the rest would
     be neutralised again (e.g. ``'=A1`` gives ``=A1``); any other text as it is."""
-    import re
-
     rest = text[1:]
     if text.startswith("'") and re.match(_FORMULA, rest) and not re.match(_NUMBER, rest):
         return rest

@@ -45,11 +45,6 @@ def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> NDArr
     return out
 
 
-# --------------------------------------------------------------------------------------------------
-# First iteration and DA batches
-# --------------------------------------------------------------------------------------------------
-
-
 def first_iteration_hits(n_items: int, hit_size: int, rng: np.random.Generator) -> NDArray[Any]:
     """HITs covering every item exactly once (the authors' release; docs/design.md section 3).
 
@@ -112,11 +107,6 @@ def select_least_annotated(
         rest = np.concatenate([order[total:], chosen[: total - (width - pad)]])
         chosen = np.concatenate([chosen, rest[:pad]])
     return chosen.reshape(n_out, width).astype(np.int64)
-
-
-# --------------------------------------------------------------------------------------------------
-# Algorithm 1
-# --------------------------------------------------------------------------------------------------
 
 
 def _eligible(n: int, exclude: Any) -> NDArray[Any]:
@@ -271,12 +261,3 @@ def select_hits(
         max_rounds=rounds,
     )
     return out
-
-
-__all__ = [
-    "match_quality",
-    "first_iteration_hits",
-    "select_hits",
-    "select_hits_literal",
-    "select_least_annotated",
-]

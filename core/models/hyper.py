@@ -35,22 +35,17 @@ PARTNER_POOLS = ("paper", "all")
 
 def _as_int(field: str, value: Any, minimum: int) -> int:
     """``value`` as an ``int >= minimum`` (a float with an integral value is accepted; ``bool`` is not)."""
-    need = f"an integer >= {minimum}"
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise HyperParameterError(field, value, need)
-    if int(value) < minimum:
-        raise HyperParameterError(field, value, need)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise HyperParameterError(field, value, f"an integer >= {minimum}")
     return int(value)
 
 
 def _as_float(field: str, value: Any) -> float:
     """``value`` as a finite ``float`` (``bool`` and strings are not numbers here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise HyperParameterError(field, value, "a finite number")
-    if not math.isfinite(float(value)):
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not number or not math.isfinite(float(value)):
         raise HyperParameterError(field, value, "a finite number")
     return float(value)
 
@@ -151,8 +146,6 @@ class Hyper:
         if not self.score_max > self.score_min:
             raise HyperParameterError("score_max", self.score_max, f"greater than score_min ({self.score_min!r})")
 
-    # -- serialisation -----------------------------------------------------------------------------
-
     def to_json(self) -> str:
         """Serialise to a JSON object (sorted keys), the form stored in the project file.
 
@@ -217,8 +210,6 @@ class Hyper:
             return cls(**data)
         except HyperParameterError as exc:
             raise HyperParameterError(exc.field, exc.value, exc.need, source=source) from None
-
-    # -- score range -------------------------------------------------------------------------------
 
     @property
     def score_span(self) -> float:

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.models.base import State
+from core.models.beta import beta_mode, beta_variance
 from core.models.easl import EaslModel
 
 
@@ -79,13 +80,8 @@ class RankAggregationModel(EaslModel):
         Each item's increments use its values before the pair."""
         alpha, beta = state["alpha"], state["beta"]
         ai, bi, aj, bj = alpha[i], beta[i], alpha[j], beta[j]
-        si, sj = ai + bi, aj + bj
-        di, dj = si - 2.0, sj - 2.0
-        # mode (eq 12; 0.5 for the untouched uniform prior) and variance (eq 13), inlined for speed
-        mi = np.where(di > 0, (ai - 1.0) / np.where(di > 0, di, 1.0), 0.5)
-        mj = np.where(dj > 0, (aj - 1.0) / np.where(dj > 0, dj, 1.0), 0.5)
-        vi = ai * bi / (si * si * (si + 1.0))
-        vj = aj * bj / (sj * sj * (sj + 1.0))
+        mi, mj = beta_mode(ai, bi), beta_mode(aj, bj)  # eq 12
+        vi, vj = beta_variance(ai, bi), beta_variance(aj, bj)  # eq 13
         gamma, eps = self.hyper.gamma, self.hyper.epsilon
         c = np.sqrt(2.0 * gamma * gamma + vi + vj)
         p_win, _, p_tie = rao_kupper(mi, mj, eps)

@@ -21,6 +21,7 @@ political-spectrum oracle (section 5.2, 150 statements scored -2..2) is read fro
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from numpy.typing import NDArray
 
 from core.errors import HyperParameterError, InputError
 from core.models import Hyper
+from core.selection import match_quality
 from core.simulate import measures
 from core.simulate.mapping import MapFn, serial_map
 
@@ -155,7 +157,6 @@ def csv_oracle(
     column: str | None = None,
     value_range: tuple[float, float] | None = None,
     id_column: str | None = None,
-    text_column: str | None = None,
 ) -> Oracle:
     """An oracle from a CSV file: ``column`` (default ``oracle``, else ``label``) normalised to [0, 1] with
     ``(x - min) / (max - min)`` over ``value_range`` (default the column's observed min and max). The political
@@ -201,7 +202,7 @@ def csv_oracle(
     ids = df[id_column].astype(str).tolist() if id_column else [str(i + 1) for i in range(len(x))]
     if len(set(ids)) != len(ids):
         raise InputError(f"{path}: item ids in column {id_column!r} are not unique.", path=path, field=id_column)
-    text_column = text_column or next((c for c in ("text", "sent", "sentence") if c in df.columns), None)
+    text_column = next((c for c in ("text", "sent", "sentence") if c in df.columns), None)
     texts = df[text_column].astype(str).tolist() if text_column else ids
     return Oracle(
         path.stem,
@@ -210,17 +211,6 @@ def csv_oracle(
         (x - lo) / (hi - lo),
         f"{len(x)} items from {path.name}, column {column!r} normalised from {lo:g}..{hi:g} to 0..1",
     )
-
-
-def match_quality_matrix(
-    location: NDArray[Any], variance: NDArray[Any], gamma: float, order: NDArray[Any]
-) -> NDArray[Any]:
-    """Match quality q(i, j) (eq 11 / 23, :func:`core.selection.match_quality`) for every pair of items, rows and
-    columns ordered by ``order`` (the oracle's order, as the paper's Figure 8)."""
-    from core.selection import match_quality
-
-    m, v = location[order], variance[order]
-    return match_quality(m[:, None], v[:, None], m[None, :], v[None, :], gamma)
 
 
 def run_campaign(
@@ -263,7 +253,8 @@ def run_campaign(
             hits = project.next_hits()
             if heatmaps and it in settings.heatmap_iterations and method != "da":
                 loc, var = project.model.selection_keys(project.state())  # what the next selection uses
-                maps[it] = match_quality_matrix(loc, var, settings.gamma, order)
+                m, v = loc[order], var[order]  # q(i, j) (eq 23) over items in the oracle's order, as Figure 8
+                maps[it] = match_quality(m[:, None], v[:, None], m[None, :], v[None, :], settings.gamma)
             item_ids = [item["item_id"] for hit in hits for item in hit["items"]]
             hit_ids = [hit["hit_id"] for hit in hits for _ in hit["items"]]
             who = np.repeat(rng.integers(0, annotators.n_annotators, len(hits)), [len(h["items"]) for h in hits])
@@ -305,11 +296,10 @@ def seeded_campaign(
 ) -> dict[str, Any]:
     """:func:`run_campaign` with its own generator (``seed``) and, without ``workdir``, its own temporary directory
     (so that it can run on another machine)."""
-    run_rng = np.random.default_rng(seed)
-    if workdir is not None:
-        return run_campaign(oracle, method, settings, annotators, run_rng, workdir, run, heatmaps=(run == 0))
-    with tempfile.TemporaryDirectory(prefix="easl-sim-") as tmp:
-        return run_campaign(oracle, method, settings, annotators, run_rng, Path(tmp), run, heatmaps=(run == 0))
+    where = contextlib.nullcontext(workdir) if workdir is not None else tempfile.TemporaryDirectory(prefix="easl-sim-")
+    with where as directory:
+        rng = np.random.default_rng(seed)
+        return run_campaign(oracle, method, settings, annotators, rng, Path(directory), run, heatmaps=(run == 0))
 
 
 def _bootstrap_mean_band(

@@ -16,19 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate import figures
 from core.simulate.paired_budgets import MIN_PER_ITEM, report_section
-from core.simulate.report import Report
+from core.simulate.report import PALETTE, Report, new_figure
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL", "aware": "aware"}
-
-
-def _ci_bounds(text: Any) -> tuple[float, float]:
-    """``"[-18, +13]"`` -> ``(-18.0, 13.0)`` (NaN when missing)."""
-    if not isinstance(text, str) or not text.startswith("["):
-        return float("nan"), float("nan")
-    lo, hi = text.strip("[]").split(",")
-    return float(lo), float(hi)
 
 
 def no_gain_models(budget: pd.DataFrame, method: str = "aware") -> list[str]:
@@ -36,7 +27,8 @@ def no_gain_models(budget: pd.DataFrame, method: str = "aware") -> list[str]:
     bootstrap interval of the % saved vs DA is at or below 0 (or the target was never reached)."""
     out = []
     for row in budget[budget["method"] == method].itertuples():
-        lo, _ = _ci_bounds(getattr(row, "saved_vs_da_ci", None))
+        text = getattr(row, "saved_vs_da_ci", None)  # "[-18, +13]"; missing when DA never reached the target
+        lo = float(text.strip("[]").split(",")[0]) if isinstance(text, str) and text.startswith("[") else np.nan
         if not np.isfinite(lo) or lo <= 0:
             out.append(str(row.model))
     return out
@@ -45,7 +37,7 @@ def no_gain_models(budget: pd.DataFrame, method: str = "aware") -> list[str]:
 def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) -> Any:
     """One panel per annotator model: ``value`` (mean over seeds) against scores per item, a line per method."""
     models = list(dict.fromkeys(curves["model"]))
-    fig, axes = figures.new_figure(len(models), width=3.2, height=2.9, rows=1 if len(models) <= 4 else 2)
+    fig, axes = new_figure(len(models), width=3.2, height=2.9, rows=1 if len(models) <= 4 else 2, title=title)
     for ax, model in zip(axes, models):
         g = curves[curves["model"] == model]
         for k, method in enumerate(dict.fromkeys(g["method"])):
@@ -53,7 +45,7 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
             ax.plot(
                 m.index,
                 m.to_numpy(),
-                color=figures.PALETTE[k % len(figures.PALETTE)],
+                color=PALETTE[k % len(PALETTE)],
                 label=METHOD_LABELS.get(method, method),
             )
         if value == "spearman":
@@ -62,7 +54,6 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
         ax.set_xlabel("scores per item")
         ax.set_ylabel(value.capitalize())
     axes[0].legend(fontsize=7)
-    fig.suptitle(title)
     return fig
 
 

@@ -11,20 +11,13 @@ study (budgets, savings, coverage, stopping, flags) :mod:`core.simulate.aware_su
 Methods: ``da`` (least-annotated first, item means), ``da-z`` (the same HITs and scores, each annotator's scores
 z-scored first, as WMT does), ``easl`` (the product's EASL model and Algorithm 1, :mod:`core.models.easl`,
 :func:`core.selection.select_hits`; uncovered items first), ``aware`` (:mod:`core.models.aware`: its uniform passes
-are DA's batches, :func:`core.selection.select_least_annotated`, which is what
-:func:`core.models.aware_alloc.select_batch` does then, least annotated first with a random tie-break; then
+are DA's batches, :func:`core.selection.select_least_annotated`, then
 :func:`~core.models.aware_alloc.select_batch`).
 
 Common random numbers: the methods of one seed share the annotators (the world), the stream that draws each HIT's
 annotator and each score, and the stream of the allocation's random choices. While two methods choose the same HITs
 they see the same annotators and scores: DA and ``aware`` have identical data through the uniform passes, and
-``da-z`` is DA's data z-scored. Each method's runs are distributed as before; the comparison is paired, so the
-savings vary less from one set of seeds to another. What still varies is the world itself: with 20 annotators the
-drawn offsets' spread varies from seed to seed, and with it how much DA loses.
-
-Reported (:func:`run_study`): the Spearman/Kendall curves, the budget to reach the target and the % saved vs DA
-with a bootstrap interval over seeds, the coverage of the 95% rank intervals at 5 and 10 scores per item, the
-stopping rule's hit rate, and the recall / false-flag rate of random clickers (M4).
+``da-z`` is DA's data z-scored, so the comparison is paired.
 """
 
 from __future__ import annotations
@@ -34,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
@@ -47,20 +41,9 @@ from core.selection import select_hits, select_least_annotated
 from core.simulate.aware_summary import first_stop, stopping_before_after, summarise
 from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from core.simulate.mapping import MapFn, serial_map
-from core.simulate.replay import zscore
+from core.simulate.replay import item_means, zscore
 
 METHODS = ("da", "da-z", "easl", "aware")
-
-
-def _means(item_ix: NDArray[Any], X: NDArray[Any], n: int) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Item means and a naive squared standard error (pooled variance below 2 scores)."""
-    c = np.bincount(item_ix, minlength=n).astype(np.float64)
-    m = np.where(c > 0, np.bincount(item_ix, X, n) / np.maximum(c, 1), X.mean() if X.size else 0.5)
-    ss = np.bincount(item_ix, (X - m[item_ix]) ** 2, n)
-    df = np.maximum(c - 1, 0).sum()
-    pooled = ss.sum() / df if df > 0 else 1 / 12
-    var = np.where(c >= 2, ss / np.maximum(c - 1, 1), pooled) / np.maximum(c, 1)
-    return m, np.maximum(var, 1e-8)
 
 
 def run_one(
@@ -131,7 +114,7 @@ def run_one(
             easl.apply(easl_state, items, x, np.repeat(np.arange(hits.shape[0]), hits.shape[1]))
             est = easl.summary(easl_state).estimate
         else:
-            est, _ = _means(item_ix, zscore(A, X, n_annotators) if method == "da-z" else X, n)
+            est = item_means(item_ix, zscore(A, X, n_annotators) if method == "da-z" else X, n)
         row["spearman"] = float(np.corrcoef(stats.rankdata(est), stats.rankdata(truth))[0, 1])
         row["kendall"] = float(stats.kendalltau(est, truth).statistic)
         if state is not None and obs is not None:
@@ -239,7 +222,7 @@ def run_study(
         Subsets of :data:`~core.simulate.aware_world.ANNOTATOR_MODELS` and :data:`METHODS` (``"da"`` is needed
         for the savings).
     n_seeds, first_seed : int
-        Seeds ``first_seed .. first_seed + n_seeds - 1`` (the issue asks for >= 20).
+        Seeds ``first_seed .. first_seed + n_seeds - 1`` (the study's reports use >= 20).
     target : float
         The Spearman correlation to reach (0.90 on the generated Beta(2,2) oracle; 0.95 on the paper's).
     oracle : path, optional
@@ -259,8 +242,6 @@ def run_study(
     dict of pandas.DataFrame
         ``curves`` (every batch of every run) and the tables of :func:`~core.simulate.aware_summary.summarise`.
     """
-    import pandas as pd
-
     truth = load_oracle(oracle, oracle_column) if oracle is not None else beta_oracle(n_items)
     tasks = [
         (truth, model, method, seed, dict(run_kw))
@@ -295,8 +276,6 @@ def calibrate_stopping(
     :data:`~core.models.aware_posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware_posterior.STOP_MIN_SCORES`
     are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise).
     Each (model, seed) run is one :func:`run_task` through ``map_fn`` (as in :func:`run_study`)."""
-    import pandas as pd
-
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
     tasks = [(truth, m, "aware", s, dict(run_kw)) for m in models for s in range(first_seed, first_seed + n_seeds)]
     runs = [pd.DataFrame(rows) for rows in map_fn(run_task, tasks)]
@@ -343,8 +322,6 @@ def clicker_stopping(
         Per setting (``"M4 clickers on 20% (rate 0.7)"``, ``"M1"``, ...) and rule: runs, stopped, hit rate and its 95%
         interval, scores per item and true Spearman at the stop.
     """
-    import pandas as pd
-
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
     tasks = [
         (truth, model, "aware", s, {**run_kw, "clicker_items": share, "clicker_rate": rate})

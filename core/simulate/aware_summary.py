@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from core.models.aware_posterior import stops
 from core.simulate.annotation import first_crossing
@@ -50,8 +51,6 @@ def stopping_before_after(runs: Any, *, target: float) -> Any:
     setting and rule, the runs, how many stopped, the hit rate (true Spearman >= ``target`` where the rule first
     stops) with its 95% Wilson interval, and the mean scores per item and true Spearman at the stop. ``before``:
     ``expected_spearman_fit`` and the raw counts; ``after``: ``expected_spearman`` and the informative counts."""
-    import pandas as pd
-
     out = []
     for setting, g in runs.groupby("setting", sort=False):
         for rule, rho, fewest in (
@@ -84,8 +83,6 @@ def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) 
     vs DA and vs DA-z with 95% bootstrap intervals over seeds, paired), ``coverage``, ``stopping``, ``flags``
     (``recall``: random clickers flagged ``random``; ``false_flag_rate``: honest annotators flagged ``random``;
     ``noisy_rate``: honest annotators flagged ``noisy``, a soft flag; among annotators with >= 30 scores)."""
-    import pandas as pd
-
     rng = np.random.default_rng(seed)
     budget_rows, cov_rows, stop_rows = [], [], []
     for model, g in curves.groupby("model", sort=False):
@@ -130,21 +127,17 @@ def _budget_rows(model: str, g: Any, target: float, rng: np.random.Generator, n_
 
 def _stop_row(model: str, run: Any, target: float) -> dict[str, Any]:
     """Where the stopping rule first stops one ``aware`` run (if it does)."""
-    hit = run[
-        stops(run["expected_spearman"], run["min_count"], target=target, min_informative=run.get("min_informative"))
-    ]
+    row = first_stop(run, target=target)
     return {
         "model": model,
-        "stopped": not hit.empty,
-        "per_item_at_stop": float(hit["per_item"].iloc[0]) if not hit.empty else np.nan,
-        "spearman_at_stop": float(hit["spearman"].iloc[0]) if not hit.empty else np.nan,
+        "stopped": row is not None,
+        "per_item_at_stop": float(row["per_item"]) if row is not None else np.nan,
+        "spearman_at_stop": float(row["spearman"]) if row is not None else np.nan,
     }
 
 
 def _stopping_table(stop: Any, target: float) -> Any:
     """Per model: runs, runs stopped, the share of them whose true Spearman reached ``target``, budget at the stop."""
-    import pandas as pd
-
     if stop.empty:
         return pd.DataFrame()
     return (
@@ -162,8 +155,6 @@ def _stopping_table(stop: Any, target: float) -> Any:
 
 def _flags_table(curves: Any) -> Any:
     """Recall, false-flag rate and noisy rate of the annotator flags over every run that counted them."""
-    import pandas as pd
-
     if "spam_total" not in curves:
         return pd.DataFrame()
     f = curves.dropna(subset=["spam_total"])

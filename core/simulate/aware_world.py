@@ -29,9 +29,7 @@ ANNOTATOR_MODELS = ("M1", "M2", "M3", "M4", "M5", "IX", "DRIFT")
 
 def beta_oracle(n_items: int = 150) -> NDArray[Any]:
     """A generated truth: the ``(k + 0.5) / n`` quantiles of Beta(2, 2), rescaled to [0, 1]."""
-    z: NDArray[Any] = stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items)
-    out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
-    return out
+    return _to_unit(stats.beta(2, 2).ppf((np.arange(n_items) + 0.5) / n_items))
 
 
 def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
@@ -39,7 +37,11 @@ def load_oracle(path: str | Path, column: str = "label") -> NDArray[Any]:
     statements, which are not shipped: their source has no licence)."""
     import pandas as pd
 
-    z: NDArray[Any] = pd.read_csv(path)[column].to_numpy(dtype=np.float64)
+    return _to_unit(pd.read_csv(path)[column].to_numpy(dtype=np.float64))
+
+
+def _to_unit(z: NDArray[Any]) -> NDArray[Any]:
+    """``z`` rescaled to [0, 1]: ``(z - min) / (max - min)``."""
     out: NDArray[Any] = (z - z.min()) / (z.max() - z.min())
     return out
 

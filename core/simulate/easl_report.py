@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.simulate import figures, published
+from core.simulate import published
 from core.simulate.annotation import (
     METHOD_LABELS,
     AnnotatorModel,
@@ -20,7 +20,7 @@ from core.simulate.annotation import (
     annotations_to_reach,
     first_crossing,
 )
-from core.simulate.report import Report
+from core.simulate.report import Report, band_lines, heatmaps, histograms
 
 
 def distribution_table(res: dict[str, Any], oracle: Oracle) -> pd.DataFrame:
@@ -193,7 +193,7 @@ def _correlations(rep: Report, res: dict[str, Any], oracle: Oracle, settings: Ca
         digits=3,
     )
     rep.table(curves, "correlation_runs", show=False)
-    fig = figures.band_lines(
+    fig = band_lines(
         {METHOD_LABELS[m]: summ[summ["method"] == m] for m in settings.methods},
         "annotations_per_item",
         [("spearman_mean", "spearman_low", "spearman_high"), ("pearson_mean", "pearson_low", "pearson_high")],
@@ -225,7 +225,7 @@ def _final_estimates(rep: Report, res: dict[str, Any], oracle: Oracle, settings:
     rep.heading("Final estimates against the oracle (Figures 7 and 10)")
     finals = {METHOD_LABELS[m]: v for m, v in res["finals"].items()}
     rep.figure(
-        figures.histograms({"oracle": oracle.values} | finals, bins=5, title="Final scalar values (run 1), five bins"),
+        histograms({"oracle": oracle.values} | finals, bins=5, title="Final scalar values (run 1), five bins"),
         "histograms",
         "Histograms of the final estimates of each method (first run) and of the oracle, in five bins.",
     )
@@ -253,7 +253,7 @@ def _heatmaps(rep: Report, res: dict[str, Any]) -> None:
     rep.heading("Match quality per iteration (Figure 8)")
     for method, per_it in maps.items():
         its = sorted(per_it)
-        fig = figures.heatmaps(
+        fig = heatmaps(
             [per_it[i] for i in its],
             [f"iteration {i}" for i in its],
             title=f"{METHOD_LABELS[method]}: match quality, items ordered by the oracle",

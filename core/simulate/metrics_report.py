@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.simulate import figures, measures, published
+from core.simulate import measures, published
 from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, property_table, run_experiment
 from core.simulate.mapping import MapFn
-from core.simulate.report import Report
+from core.simulate.report import Report, lines
 
 #: The paper's verdicts per coefficient family, weights and property, as they would appear in our property table
 #: (missing: the paper does not say for that coefficient).
@@ -148,13 +148,13 @@ def _experiment(rep: Report, df: pd.DataFrame, name: str, title: str, text: str)
         caption=f"The paper's panel (every coefficient is in `tables/{name}.csv`)",
         digits=3,
     )
-    fig = figures.lines(
+    fig = lines(
         df, x, display, shared_panel=True, xlabel=xlabel, ylabel="value", title=title + ": the paper's coefficients"
     )
     rep.figure(
         fig, f"{name}_paper", f"{title}: the coefficients of the paper's figure, with MAE and percent agreement."
     )
-    fig = figures.lines(
+    fig = lines(
         df,
         x,
         measures.coefficient_names(),

@@ -46,40 +46,32 @@ def paired_by_budget(
     *,
     method: str = "aware",
     reference: str = "da",
-    measures: tuple[str, ...] = MEASURES,
-    min_per_item: float = MIN_PER_ITEM,
-    level: float = 0.95,
 ) -> pd.DataFrame:
-    """The paired difference ``method - reference`` per annotator model, budget and measure, over seeds.
+    """The paired difference ``method - reference`` per annotator model, budget (from :data:`MIN_PER_ITEM` scores
+    per item) and measure (:data:`MEASURES`), over seeds.
 
     Parameters
     ----------
     curves : pandas.DataFrame
         The study's per-batch rows (``tables/curves.csv``): columns ``model``, ``method``, ``seed``, ``per_item``
-        and each of ``measures``.
+        and each of :data:`MEASURES`.
     method, reference : str
         The method judged and the one it is judged against.
-    measures : tuple of str
-        Columns of ``curves`` compared.
-    min_per_item : float
-        Budgets below this many scores per item are left out.
-    level : float
-        Confidence level of the t interval.
 
     Returns
     -------
     pandas.DataFrame
         A row per (model, per_item, measure), in the study's model order: ``seeds`` (pairs ``S``), ``method``,
         ``reference`` (seed means), ``difference`` (mean of ``d_s``), ``se`` (``sd(d) / sqrt(S)``), ``ci_low``,
-        ``ci_high`` (``difference -+ t_{S-1, (1 + level) / 2} se``), ``verdict`` ("worse" when ``ci_high < 0``, "better"
+        ``ci_high`` (``difference -+ t_{S-1, 0.975} se``), ``verdict`` ("worse" when ``ci_high < 0``, "better"
         when ``ci_low > 0``, else "within noise").
     """
-    _check(curves, (method, reference), measures)
-    rows = curves[curves["per_item"] >= min_per_item - 1e-9]
+    _check(curves, (method, reference))
+    rows = curves[curves["per_item"] >= MIN_PER_ITEM - 1e-9]
     if rows.empty:
-        raise UserError(f"The study has no budget of {min_per_item:g} scores per item or more.")
+        raise UserError(f"The study has no budget of {MIN_PER_ITEM:g} scores per item or more.")
     keys = ["model", "per_item", "seed"]
-    cols = keys + list(measures)
+    cols = keys + list(MEASURES)
     both = rows.loc[rows["method"] == method, cols].merge(
         rows.loc[rows["method"] == reference, cols], on=keys, suffixes=("", "_ref"), how="inner"
     )
@@ -88,7 +80,7 @@ def paired_by_budget(
             both[["model", "per_item"]].assign(
                 measure=m, method=both[m].to_numpy(), reference=both[f"{m}_ref"].to_numpy()
             )
-            for m in measures
+            for m in MEASURES
         ],
         ignore_index=True,
     )
@@ -101,18 +93,18 @@ def paired_by_budget(
     sd = g["d"].std(ddof=1).to_numpy()
     n = out["seeds"].to_numpy(dtype=np.float64)
     out["se"] = sd / np.sqrt(n)
-    half = stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * out["se"].to_numpy()
+    half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * out["se"].to_numpy()
     out["ci_low"], out["ci_high"] = out["difference"] - half, out["difference"] + half
     out["verdict"] = np.where(out["ci_high"] < 0, "worse", np.where(out["ci_low"] > 0, "better", "within noise"))
     out = out.rename(columns={"method": method, "reference": reference})
-    out["_m"] = out["model"].map(order)
-    out["_k"] = out["measure"].map({m: k for k, m in enumerate(measures)})
-    return out.sort_values(["_m", "_k", "per_item"]).drop(columns=["_m", "_k"]).reset_index(drop=True)
+    rank = {"model": order, "measure": {m: k for k, m in enumerate(MEASURES)}}
+    out = out.sort_values(["model", "measure", "per_item"], key=lambda c: c.map(rank[c.name]) if c.name in rank else c)
+    return out.reset_index(drop=True)
 
 
-def _check(curves: pd.DataFrame, methods: tuple[str, str], measures: tuple[str, ...]) -> None:
+def _check(curves: pd.DataFrame, methods: tuple[str, str]) -> None:
     """The study's curves have the columns, both methods, and each (model, method, seed, budget) once."""
-    need = {"model", "method", "seed", "per_item", *measures}
+    need = {"model", "method", "seed", "per_item", *MEASURES}
     missing = sorted(need - set(curves.columns))
     if missing:
         raise UserError(f"The study's curves have no column {missing[0]!r} (expected {', '.join(sorted(need))}).")

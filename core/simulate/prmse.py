@@ -4,15 +4,6 @@ Each function reproduces one analysis of the paper the way the authors' public n
 (github.com/EducationalTestingService/prmse-simulations; protocol in ``docs/design.md``, section 6.1) and
 returns tidy DataFrames; :mod:`core.simulate.prmse_report` turns them into tables, figures and the report.
 All metrics come from :mod:`core.metrics` (Pearson r, continuous QWK, R2, PRMSE); nothing is re-implemented here.
-
-- :func:`rater_table` / :func:`system_table`: Table 1 and Table 2 (section 3).
-- :func:`rater_pairs`: 50 random pairs per rater category (``RandomState(pair_seed).choice``).
-- :func:`metric_stability`: section 4.1 / Figure 1 and section 5.2 / Figure 4.
-- :func:`ranking`: section 4.2 / Figure 2, Appendix Table 3, and PRMSE's ranking (section 5.2).
-- :func:`cumulative_raters`: section 4.3 / Figure 3.
-- :func:`double_scoring`: section 5.3 / Figure 5 and Appendix Table 4.
-
-:class:`PrmseResults` holds them all (:func:`core.simulate.prmse_report.run` fills it).
 """
 
 from __future__ import annotations
@@ -97,13 +88,12 @@ def system_table(ds: PrmseDataset) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rater_pairs(ds: PrmseDataset, category: str, n_pairs: int | None = None) -> list[tuple[str, str]]:
-    """``n_pairs`` random pairs of one category's raters: all ``itertools.combinations`` in id order, then
-    ``RandomState(pair_seed).choice(pairs, n_pairs, replace=False)`` (the authors' ``get_rater_pairs``; a new
-    generator per category, so every category uses the same positions)."""
-    ids = ds.category_raters(category)
-    pairs = list(itertools.combinations(ids, 2))
-    k = ds.settings.pairs_per_category if n_pairs is None else n_pairs
+def rater_pairs(ds: PrmseDataset, category: str) -> list[tuple[str, str]]:
+    """``pairs_per_category`` random pairs of one category's raters: all ``itertools.combinations`` in id order, then
+    ``RandomState(pair_seed).choice(pairs, pairs_per_category, replace=False)`` (the authors' ``get_rater_pairs``; a
+    new generator per category, so every category uses the same positions)."""
+    pairs = list(itertools.combinations(ds.category_raters(category), 2))
+    k = ds.settings.pairs_per_category
     pick = np.random.RandomState(ds.settings.pair_seed).choice(len(pairs), size=k, replace=False)
     return [pairs[i] for i in pick]
 
@@ -138,12 +128,24 @@ def metric_stability(
     rater category; one row per (pair, reference) with r, QWK, R2, degradation, and the pair's PRMSE (computed
     from both ratings; the same value on both rows of a pair). ``map_fn`` runs the categories
     (:mod:`core.simulate.mapping`)."""
+    return _by_category(ds, _stability_rows, "4.1", progress, map_fn)
+
+
+def _by_category(
+    ds: PrmseDataset,
+    rows_of: Callable[[PrmseDataset, str], list[dict[str, Any]]],
+    step: str,
+    progress: Callable[..., None] | None,
+    map_fn: MapFn | None,
+) -> pd.DataFrame:
+    """The rows of ``rows_of(ds, category)`` for every rater category, run through ``map_fn`` in order;
+    ``progress(f"{step}: {category}")`` as each category's rows arrive."""
     rows = []
     tasks = [(ds, cat) for cat in ds.settings.rater_categories]
-    for cat, part in zip(ds.settings.rater_categories, (map_fn or serial_map)(_stability_rows, tasks)):
+    for cat, part in zip(ds.settings.rater_categories, (map_fn or serial_map)(rows_of, tasks)):
         rows += part
         if progress:
-            progress(f"4.1: {cat}")
+            progress(f"{step}: {cat}")
     return pd.DataFrame(rows)
 
 
@@ -159,10 +161,10 @@ def _stability_rows(ds: PrmseDataset, cat: str) -> list[dict[str, Any]]:
     return rows
 
 
-def true_system_metrics(ds: PrmseDataset, system_id: str | None = None) -> dict[str, float]:
-    """r, QWK and R2 of a system against the true scores (the red lines of Figures 3 and 4), computed as the
-    authors do: ``metrics_helper(true, system)``, i.e. the true score in the human role."""
-    system = ds.system_scores(system_id or ds.settings.sample_system)
+def true_system_metrics(ds: PrmseDataset) -> dict[str, float]:
+    """r, QWK and R2 of the sample system against the true scores (the red lines of Figures 3 and 4), computed as
+    the authors do: ``metrics_helper(true, system)``, i.e. the true score in the human role."""
+    system = ds.system_scores(ds.settings.sample_system)
     return {
         "r": measures.pearson(ds.true, system),
         "QWK": measures.qwk(ds.true, system),
@@ -285,14 +287,7 @@ def double_scoring(
     system (a) on all N responses with only the chosen share double-scored (the second rater's other scores are
     missing) and (b) on the double-scored responses only. ``map_fn`` runs the categories
     (:mod:`core.simulate.mapping`)."""
-    s = ds.settings
-    rows = []
-    tasks = [(ds, cat) for cat in s.rater_categories]
-    for cat, part in zip(s.rater_categories, (map_fn or serial_map)(_double_rows, tasks)):
-        rows += part
-        if progress:
-            progress(f"5.3: {cat}")
-    return pd.DataFrame(rows)
+    return _by_category(ds, _double_rows, "5.3", progress, map_fn)
 
 
 def _double_rows(ds: PrmseDataset, cat: str) -> list[dict[str, Any]]:

@@ -8,11 +8,9 @@ Randomness here deliberately uses numpy's legacy ``RandomState`` with the author
 ``Generator`` convention): that is what makes the published Table 1 and Table 2 reproducible bit for bit. Every
 seed is a field of :class:`PrmseSettings`, so a user can change it.
 
-The authors search the rater error sd with a Python loop over 149 candidate values x 50 raters (about a minute).
-Here the search is vectorised: ``RandomState(s).normal(0, sd, N)`` equals ``sd * RandomState(s).standard_normal(N)``
-bit for bit (the legacy normal is ``loc + scale * gauss``), so the 50 standard-normal vectors of a category are
-drawn once and scaled by every candidate sd; the correlation matrices of a block of candidates come from one
-batched matrix product.
+``RandomState(s).normal(0, sd, N)`` equals ``sd * RandomState(s).standard_normal(N)`` bit for bit (the legacy normal
+is ``loc + scale * gauss``), so the error-sd search draws each rater's standard normals once and scales them by
+every candidate sd.
 """
 
 from __future__ import annotations

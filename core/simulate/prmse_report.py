@@ -13,21 +13,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate import figures
 from core.simulate import prmse as exp
 from core.simulate.mapping import MapFn
 from core.simulate.prmse import PrmseResults
 from core.simulate.prmse_compare import TOL_NOTEBOOK, TOL_PAPER, compare
 from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
-from core.simulate.report import Report
+from core.simulate.report import Report, box_by_group, grouped_boxes, lines, new_figure, strip_by_group
 
 METRICS = ["r", "QWK", "R2", "degradation", "PRMSE"]
-
-
-def _published_applicable(settings: PrmseSettings) -> bool:
-    """Published numbers are comparable when the dataset and pairs are the authors' (percentages may differ)."""
-    base = PrmseSettings(double_scored_percentages=settings.double_scored_percentages)
-    return settings == base
 
 
 def run(
@@ -57,14 +50,13 @@ def run(
     cumulative = timed("4.3", lambda: exp.cumulative_raters(ds), "4.3 cumulative raters")
     double = table4 = None
     if double_scoring:
-        t = time.perf_counter()
-        double = exp.double_scoring(ds, progress=progress, map_fn=map_fn)
+        double = timed("5.3", lambda: exp.double_scoring(ds, progress=progress, map_fn=map_fn))
         table4 = exp.prmse_range_table(double, settings.rater_categories)
-        timings["5.3"] = time.perf_counter() - t
     res = PrmseResults(
         ds, table1, table2, stability, ranking, cumulative, double, table4, exp.true_system_metrics(ds), {}, timings
     )
-    if _published_applicable(settings):
+    # the published numbers apply when the dataset and pairs are the authors' (the percentages may differ)
+    if settings == PrmseSettings(double_scored_percentages=settings.double_scored_percentages):
         res.comparisons = compare(res)
     return res
 
@@ -82,7 +74,7 @@ def write_report(res: PrmseResults, out_dir: str | Path, command: str) -> Report
 def _compare(rep: Report, res: PrmseResults, key: str, caption: str) -> None:
     """The reproduced-vs-published table ``compare_<key>`` when the published numbers apply."""
     if res.comparisons:
-        rep.comparison(res.comparisons[key], f"compare_{key}", caption, digits=6)
+        rep.table(res.comparisons[key].frame(), f"compare_{key}", caption=caption, digits=6)
 
 
 def _introduction(rep: Report, res: PrmseResults) -> None:
@@ -123,7 +115,7 @@ def _section3(rep: Report, res: PrmseResults) -> None:
     if ds.searches:
         search = pd.DataFrame({"error_sd": ds.searches[0].grid} | {x.category: x.mean_correlation for x in ds.searches})
         rep.table(search, "sd_search", show=False)
-        fig = figures.lines(
+        fig = lines(
             search,
             "error_sd",
             [x.category for x in ds.searches],
@@ -167,7 +159,7 @@ def _figure1(rep: Report, res: PrmseResults) -> None:
         caption=f"Mean metric of {s.sample_system} over the {s.pairs_per_category} pairs of each category",
         digits=4,
     )
-    fig = figures.strip_by_group(
+    fig = strip_by_group(
         st,
         METRICS[:4],
         "rater_category",
@@ -196,7 +188,7 @@ def _figure2(rep: Report, res: PrmseResults) -> None:
             columns={f"{k}{suffix}": k for k in METRICS}
         )
 
-    fig = figures.box_by_group(
+    fig = box_by_group(
         ranks("_rank"),
         METRICS,
         "system_category",
@@ -242,7 +234,7 @@ def _figure3(rep: Report, res: PrmseResults) -> None:
         "category",
         digits=4,
     )
-    fig = figures.lines(
+    fig = lines(
         cu,
         "n_raters",
         ["r", "R2", "QWK"],
@@ -271,7 +263,7 @@ def _figure4(rep: Report, res: PrmseResults) -> None:
     cats = list(res.dataset.settings.rater_categories)
     rep.heading("Section 5.2 / Figure 4: R2 against PRMSE")
     pair_rows = res.stability[res.stability["reference"] == "h1-h2 mean"].copy()
-    fig = figures.strip_by_group(
+    fig = strip_by_group(
         pair_rows,
         ["R2", "PRMSE"],
         "rater_category",
@@ -299,7 +291,8 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
     rep.table(dd, "figure5_prmse", show=False)
     pcts = list(s.double_scored_percentages)
     counts = dd.groupby("percent_double_scored")["num_double_scored"].first().reindex(pcts).tolist()
-    fig, axes = figures.new_figure(2, width=6.5, height=4.0)
+    title = "Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)"
+    fig, axes = new_figure(2, width=6.5, height=4.0, title=title)
     panels = (
         (
             "prmse_percent",
@@ -309,7 +302,7 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
         ("prmse_number", counts, "number of responses (all double-scored)"),
     )
     for ax, (value, labels, xlabel) in zip(axes, panels):
-        figures.grouped_boxes(
+        grouped_boxes(
             dd,
             value,
             "percent_double_scored",
@@ -323,7 +316,6 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
         )
         ax.set_xlabel(xlabel)
     axes[0].set_ylabel("PRMSE")
-    fig.suptitle("Figure 5: PRMSE by share and by number of double-scored responses (y clipped to 0.4-1.2)")
     rep.figure(
         fig,
         "figure5",

@@ -25,13 +25,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
 from core.models import METHODS as ENGINE_METHODS
 from core.models import Hyper, get_model
+from core.selection import select_least_annotated
 from core.simulate.mapping import MapFn, serial_map
+from core.simulate.replay_agreement import flag_table
 from core.simulate.replay_data import Ratings
+from core.simulate.replay_summary import summarise
+from core.store.choosing import choose_hits
 
 #: Methods of a replay: the engine's and DA with WMT z-scores.
 METHODS = (*ENGINE_METHODS, "da-z")
@@ -95,9 +100,10 @@ def zscore(annotator: NDArray[Any], x: NDArray[Any], n_annotators: int) -> NDArr
     return z
 
 
-def _item_means(item: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
-    c = np.bincount(item, minlength=n)
-    m: NDArray[Any] = np.where(c > 0, np.bincount(item, x, n) / np.maximum(c, 1), x.mean() if x.size else 0.0)
+def item_means(item_ix: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
+    """Each item's mean score; the mean of all the (non-empty) ``x`` for an item without scores."""
+    c = np.bincount(item_ix, minlength=n)
+    m: NDArray[Any] = np.where(c > 0, np.bincount(item_ix, x, n) / np.maximum(c, 1), x.mean())
     return m
 
 
@@ -141,9 +147,6 @@ def run_one(
     state = model.init_state(n)
     item_ix, ann, score = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     rows: list[dict[str, Any]] = []
-    from core import selection
-    from core.store.choosing import choose_hits
-
     for k in range(max(1, round(max_per_item * n / (batch_hits * hit_size)))):
         spent = ~available.any(axis=1)
         if spent.all():
@@ -151,9 +154,7 @@ def run_one(
         alloc_rng = np.random.default_rng([seed, 13, k])
         counts = np.bincount(item_ix, minlength=n)
         if counts.min() == 0:  # a project's iteration 0 covers every item once
-            hits = selection.select_least_annotated(
-                counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng, exclude=spent
-            )
+            hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
         else:
             hits = choose_hits(model, hyper, state, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
         items, anns = assign(hits, available, assign_rng)
@@ -170,7 +171,7 @@ def run_one(
         rho, tau = _correlations(est, truth)
         rows.append({"method": engine, **base, "spearman": rho, "kendall": tau})
         if method == "da-z" or engine == "da":
-            z = _item_means(item_ix, zscore(ann, score, na), n)
+            z = item_means(item_ix, zscore(ann, score, na), n)
             rho, tau = _correlations(z, truth)
             rows.append({"method": "da-z", **base, "spearman": rho, "kendall": tau})
     if method == "da":
@@ -230,11 +231,6 @@ def run_replay(
         ``curves``, ``ceiling``, ``annotators`` (frames) and the tables of
         :func:`~core.simulate.replay_summary.summarise`.
     """
-    import pandas as pd
-
-    from core.simulate.replay_agreement import flag_table
-    from core.simulate.replay_summary import summarise
-
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise ValueError(f"unknown method {bad[0]!r}; choose from {', '.join(METHODS)}")
@@ -263,6 +259,3 @@ def run_replay(
             curves, targets=targets, batch=run_kw.get("batch_hits", 15) * run_kw.get("hit_size", 5) / r.n_items
         ),
     }
-
-
-__all__ = ["DEFAULT_METHODS", "METHODS", "assign", "run_one", "run_replay", "run_task", "split", "zscore"]

@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate import figures
 from core.simulate.replay_agreement import FLAGS, TRUSTED_AGREEMENT, flag_summary
 from core.simulate.replay_data import Ratings
 from core.simulate.replay_summary import grid_of, on_grid
-from core.simulate.report import Report
+from core.simulate.report import PALETTE, Report, new_figure
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL (paper)", "aware": "aware", "ra": "RA"}
 _COLUMNS = ["target", "method", "budget", "ratio_to_da"] + [
@@ -38,10 +37,10 @@ def curve_figure(result: dict[str, Any], batch: float, targets: tuple[float, ...
     seeds, the targets (dashed) and the ceiling (dotted)."""
     curves = result["curves"]
     grid = grid_of(curves, batch)
-    fig, axes = figures.new_figure(2, width=4.6, height=3.4)
+    fig, axes = new_figure(2, width=4.6, height=3.4)
     for ax, value in zip(axes, ("spearman", "kendall")):
         for k, (method, mat) in enumerate(on_grid(curves, value, grid).items()):
-            color = figures.PALETTE[k % len(figures.PALETTE)]
+            color = PALETTE[k % len(PALETTE)]
             ax.plot(grid, np.nanmean(mat, axis=0), color=color, label=label(method))
             if mat.shape[0] >= 3:
                 lo, hi = np.nanpercentile(mat, [5, 95], axis=0)
@@ -61,13 +60,13 @@ def curve_figure(result: dict[str, Any], batch: float, targets: tuple[float, ...
 
 def flag_figure(flags: pd.DataFrame) -> Any:
     """Each annotator's agreement over all their ratings against the share of campaigns that flagged them."""
-    fig, axes = figures.new_figure(1, width=5.0, height=3.4)
+    fig, axes = new_figure(1, width=5.0, height=3.4)
     ax = axes[0]
     never = (flags[list(FLAGS)] == 0).all(axis=1)
     ax.scatter(flags.loc[never, "agreement_all"], np.zeros(int(never.sum())), s=10, color="lightgrey", label="never")
     for k, name in enumerate(FLAGS):
         some = flags[name] > 0
-        ax.scatter(flags.loc[some, "agreement_all"], flags.loc[some, name], s=14, color=figures.PALETTE[k], label=name)
+        ax.scatter(flags.loc[some, "agreement_all"], flags.loc[some, name], s=14, color=PALETTE[k], label=name)
     ax.axvline(TRUSTED_AGREEMENT, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("agreement over all ratings (r with the others' item means)")
     ax.set_ylabel("share of campaigns flagged")

@@ -36,12 +36,6 @@ def on_grid(curves: pd.DataFrame, value: str, grid: NDArray[Any]) -> dict[str, N
     return out
 
 
-def _crossings(mat: NDArray[Any], grid: NDArray[Any], target: float, boot: NDArray[Any]) -> NDArray[Any]:
-    """First crossing of the seed-mean curve for each bootstrap resample of the rows (seeds)."""
-    means = np.nanmean(mat[boot], axis=1)  # (n_boot, grid)
-    return np.array([first_crossing(grid, m, target) for m in means])
-
-
 def grid_of(curves: pd.DataFrame, batch: float) -> NDArray[Any]:
     """The common grid: multiples of the batch budget up to the largest budget of any run."""
     top = float(curves["per_item"].max()) if len(curves) else 0.0
@@ -62,10 +56,11 @@ def summarise(
     n_seeds = min(m.shape[0] for m in mats.values()) if mats else 0
     rng = np.random.default_rng(seed)
     boot = rng.integers(n_seeds, size=(n_boot, n_seeds)) if n_seeds else np.zeros((0, 0), np.int64)
+    boot_means = {m: np.nanmean(mats[m][boot], axis=1) for m in methods}  # (n_boot, grid): seed means per resample
     rows = []
     for target in targets:
         point = {m: first_crossing(grid, np.nanmean(mats[m], axis=0), target) for m in methods}
-        draws = {m: _crossings(mats[m], grid, target, boot) for m in methods}
+        draws = {m: np.array([first_crossing(grid, x, target) for x in boot_means[m]]) for m in methods}
         for m in methods:
             row: dict[str, Any] = {"target": target, "method": m, "budget": point[m]}
             for ref in ("da", "da-z"):

@@ -7,7 +7,9 @@ Layout written by :class:`Report`::
     OUT/figures/*.png    every figure of the report
 
 Every file is written to a temporary name in the same directory and renamed into place, so a reader never sees a
-half-written file; the report itself is written last.
+half-written file; the report itself is written last. The figure builders below return a
+``matplotlib.figure.Figure`` built on ``Figure`` objects directly (Agg canvas, not ``pyplot``), so they need no
+display and leak no state; :meth:`Report.figure` saves it as PNG.
 """
 
 from __future__ import annotations
@@ -16,17 +18,19 @@ import io
 import math
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from numpy.typing import NDArray
 
 from core.errors import UserError
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -50,9 +54,7 @@ def format_number(value: Any, digits: int = 3) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
-        if math.isnan(value):
-            return "n/a"
-        return f"{value:.{digits}f}"
+        return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
     return str(value)
 
 
@@ -148,10 +150,6 @@ class Report:
             self.parts += [markdown_table(df, digits=digits, index=index), ""]
         return path
 
-    def comparison(self, comp: Comparison, name: str, caption: str, digits: int = 3) -> Path:
-        """Add a reproduced-vs-published table (see :class:`Comparison`)."""
-        return self.table(comp.frame(), name, caption=caption, digits=digits)
-
     def figure(self, fig: Figure, name: str, caption: str, dpi: int = 110) -> Path:
         """Save a matplotlib ``Figure`` as ``figures/<name>.png`` and add it to the report."""
         buf = io.BytesIO()
@@ -183,3 +181,248 @@ class Report:
         _atomic_write_bytes(path, ("\n".join(self.parts).rstrip() + "\n").encode())
         self.files.append(path)
         return path
+
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def new_figure(
+    n_panels: int, width: float = 3.6, height: float = 3.3, rows: int = 1, title: str = ""
+) -> tuple[Figure, NDArray[Any]]:
+    """A figure with ``n_panels`` axes on ``rows`` rows (constrained layout, Agg canvas), titled ``title`` if given."""
+    cols = int(np.ceil(n_panels / rows))
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    FigureCanvasAgg(fig)
+    if title:
+        fig.suptitle(title)
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False).ravel())
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes[:n_panels]
+
+
+def strip_by_group(
+    df: pd.DataFrame,
+    panels: Sequence[str],
+    group: str,
+    order: Sequence[str],
+    hue: str | None = None,
+    hue_order: Sequence[str] | None = None,
+    hlines: dict[str, float] | None = None,
+    title: str = "",
+) -> Figure:
+    """One panel per column in ``panels``: jittered points of that column for each ``group`` level (x axis),
+    coloured by ``hue``; ``hlines`` draws a red reference line per panel."""
+    fig, axes = new_figure(len(panels), title=title)
+    jitter = np.random.default_rng(0)
+    hues = list(hue_order) if hue and hue_order is not None else [None]
+    for ax, col in zip(axes, panels):
+        for h_i, h in enumerate(hues):
+            sub = df if h is None else df[df[hue] == h]
+            offset = 0.0 if len(hues) == 1 else (h_i - (len(hues) - 1) / 2) * 0.25
+            for g_i, g in enumerate(order):
+                vals = sub.loc[sub[group] == g, col].to_numpy(dtype=float)
+                x = g_i + offset + jitter.uniform(-0.08, 0.08, len(vals))
+                ax.scatter(
+                    x,
+                    vals,
+                    s=9,
+                    alpha=0.7,
+                    color=PALETTE[h_i % len(PALETTE)],
+                    label=str(h) if (g_i == 0 and h is not None) else None,
+                )
+        if hlines and col in hlines:
+            ax.axhline(hlines[col], color="red", lw=1.2)
+        ax.set_xticks(range(len(order)), list(order), rotation=30)
+        ax.set_title(col)
+        ax.set_xlabel(group.replace("_", " "))
+        ax.grid(alpha=0.3)
+    if hue:
+        axes[0].legend(fontsize=8, title=hue.replace("_", " "), title_fontsize=8)
+    return fig
+
+
+def box_by_group(
+    df: pd.DataFrame,
+    panels: Sequence[str],
+    group: str,
+    order: Sequence[str],
+    dots: pd.DataFrame | None = None,
+    ylabel: str = "",
+    title: str = "",
+) -> Figure:
+    """One panel per column in ``panels``: box plots of that column per ``group`` level; ``dots`` (same columns)
+    adds red points (e.g. the ranks when every system is evaluated on the same rater pair)."""
+    fig, axes = new_figure(len(panels), width=3.0, title=title)
+    for ax, col in zip(axes, panels):
+        data = [df.loc[df[group] == g, col].to_numpy(dtype=float) for g in order]
+        ax.boxplot(
+            data,
+            positions=range(len(order)),
+            widths=0.6,
+            patch_artist=True,
+            boxprops={"facecolor": "#d9d9d9"},
+            medianprops={"color": "black"},
+        )
+        if dots is not None:
+            for g_i, g in enumerate(order):
+                vals = dots.loc[dots[group] == g, col].to_numpy(dtype=float)
+                ax.scatter(np.full(len(vals), g_i), vals, color="red", s=14, zorder=3)
+        ax.set_xticks(range(len(order)), list(order), rotation=60)
+        ax.set_title(col)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def grouped_boxes(
+    df: pd.DataFrame,
+    value: str,
+    x: str,
+    x_order: Sequence[Any],
+    hue: str,
+    hue_order: Sequence[str],
+    ax: Axes,
+    hline: float | None = None,
+    ylim: tuple[float, float] | None = None,
+    x_labels: Sequence[str] | None = None,
+) -> None:
+    """Box plots of ``value`` for each ``x`` level, side by side for each ``hue`` level, on ``ax``."""
+    k = len(hue_order)
+    width = 0.8 / k
+    for h_i, h in enumerate(hue_order):
+        data = [df.loc[(df[x] == xv) & (df[hue] == h), value].to_numpy(dtype=float) for xv in x_order]
+        pos = np.arange(len(x_order)) - 0.4 + width * (h_i + 0.5)
+        bp = ax.boxplot(
+            data,
+            positions=pos,
+            widths=width * 0.9,
+            patch_artist=True,
+            showfliers=True,
+            flierprops={"markersize": 2},
+            medianprops={"color": "black"},
+        )
+        for patch in bp["boxes"]:
+            patch.set_facecolor(PALETTE[h_i % len(PALETTE)])
+        ax.plot([], [], color=PALETTE[h_i % len(PALETTE)], lw=6, label=str(h))
+    if hline is not None:
+        ax.axhline(hline, color="black", ls=":")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_xticks(range(len(x_order)), [str(v) for v in (x_labels if x_labels is not None else x_order)])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def lines(
+    df: pd.DataFrame,
+    x: str,
+    panels: Sequence[str],
+    series: str | None = None,
+    series_order: Sequence[str] | None = None,
+    hlines: dict[str, float] | None = None,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    markers: bool = True,
+    shared_panel: bool = False,
+) -> Figure:
+    """Line plots of each column in ``panels`` against ``x``; one line per ``series`` level.
+
+    ``shared_panel``: draw every column of ``panels`` in one panel (one line each) instead of one panel each.
+    """
+    if shared_panel:
+        fig, axes = new_figure(1, width=6.0, height=4.2)
+        ax = axes[0]
+        for i, col in enumerate(panels):
+            style = "-" if i < len(PALETTE) else "--"
+            ax.plot(
+                df[x], df[col], style, marker="o" if markers else None, ms=3, color=PALETTE[i % len(PALETTE)], label=col
+            )
+        ax.set_xlabel(xlabel or x)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        if title:
+            ax.set_title(title)
+        return fig
+    fig, axes = new_figure(len(panels), title=title)
+    levels = list(series_order) if series and series_order is not None else [None]
+    for ax, col in zip(axes, panels):
+        for i, lev in enumerate(levels):
+            sub = df if lev is None else df[df[series] == lev]
+            ax.plot(
+                sub[x],
+                sub[col],
+                marker="o" if markers else None,
+                ms=3,
+                color=PALETTE[i % len(PALETTE)],
+                label=None if lev is None else str(lev),
+            )
+        if hlines and col in hlines:
+            ax.axhline(hlines[col], color="red", lw=1.2)
+        ax.set_title(col)
+        ax.set_xlabel(xlabel or x)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    if series:
+        axes[0].legend(fontsize=8)
+    return fig
+
+
+def band_lines(
+    curves: dict[str, pd.DataFrame],
+    x: str,
+    panels: Sequence[tuple[str, str, str]],
+    title: str = "",
+    xlabel: str = "",
+    hline: float | None = None,
+) -> Figure:
+    """Mean curves with shaded bands, one panel per (mean column, low column, high column) triple in ``panels``,
+    one line per key of ``curves``."""
+    fig, axes = new_figure(len(panels), width=4.6, height=3.6, rows=len(panels), title=title)
+    for ax, (mid, lo, hi) in zip(axes, panels):
+        for i, (name, cur) in enumerate(curves.items()):
+            color = PALETTE[i % len(PALETTE)]
+            ax.plot(cur[x], cur[mid], marker="o", ms=3, color=color, label=name)
+            ax.fill_between(cur[x], cur[lo], cur[hi], color=color, alpha=0.2)
+        if hline is not None:
+            ax.axhline(hline, color="gray", ls=":", lw=1)
+        ax.set_ylabel(mid.removesuffix("_mean").replace("_", " ").capitalize())
+        ax.set_xlabel(xlabel or x)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig
+
+
+def histograms(
+    values: dict[str, NDArray[Any]], bins: int = 5, value_range: tuple[float, float] = (0.0, 1.0), title: str = ""
+) -> Figure:
+    """One histogram panel per key of ``values`` on common bins (the paper's Figures 7 and 10 use 5 bins)."""
+    fig, axes = new_figure(len(values), width=2.8, height=2.8, title=title)
+    edges = np.linspace(value_range[0], value_range[1], bins + 1)
+    for i, (ax, (name, vals)) in enumerate(zip(axes, values.items())):
+        ax.hist(
+            np.clip(np.asarray(vals, dtype=float), *value_range),
+            bins=edges,
+            color=PALETTE[i % len(PALETTE)],
+            edgecolor="black",
+        )
+        ax.set_title(name)
+        ax.set_xlabel("scalar value")
+    return fig
+
+
+def heatmaps(matrices: Sequence[NDArray[Any]], titles: Sequence[str], title: str = "", rows: int = 1) -> Figure:
+    """Heat maps of square matrices (e.g. match quality over items ordered by the oracle), shared colour scale."""
+    fig, axes = new_figure(len(matrices), width=3.0, height=3.0, rows=rows, title=title)
+    vmax = max(float(np.nanmax(m)) for m in matrices) if matrices else 1.0
+    image = None
+    for ax, mat, name in zip(axes, matrices, titles):
+        image = ax.imshow(mat, origin="lower", cmap="viridis", vmin=0.0, vmax=vmax, interpolation="nearest")
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if image is not None:
+        fig.colorbar(image, ax=list(axes), shrink=0.8, label="match quality")
+    return fig
