@@ -177,6 +177,11 @@ class Iterations:
         rng = np.random.default_rng([hyper.seed, it + 1])
         return it + 1, choose_hits(self._settings.model, hyper, state, n_hits=self._per_iteration(), rng=rng)
 
+    def n_open(self) -> int:
+        """The open HITs of the current iteration (one count: what a command that just ingested says)."""
+        with self._db.reading() as conn:
+            return self._n_open(conn)
+
     def _n_open(self, conn: sqlite3.Connection) -> int:
         """The open HITs of the current iteration."""
         sql = "SELECT COUNT(*) FROM hits WHERE iteration = ? AND status = 'open'"

@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
             if tmp is not None:
                 os.replace(tmp, target)
                 tmp = None
-            open_hits = project.status().n_hits_open
+            open_hits = project.n_open_hits()
             iteration = project.iteration()
     finally:
         if tmp is not None:
