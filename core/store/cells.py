@@ -12,6 +12,7 @@ the text of a key, its parts joined by the unit separator ``SEP``, is made only 
 from __future__ import annotations
 
 import unicodedata
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,54 @@ def id_strings(values: pd.Series, *, padded: bool = True) -> pd.Series:
     text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     text[missing | (text == "").to_numpy()] = None
     return text
+
+
+class ArrowCells:
+    """The Arrow string arrays of a frame's columns as the CSV reader made them (``core.tables.Table.arrow``), held in
+    the frame's ``attrs["arrow"]`` (:func:`normalize_rows <core.store.validation.normalize_rows>`) so that validation
+    looks ids up and casts scores on them instead of converting the object columns back to Arrow (the ingest
+    target of ``bench/bench_scale.py``). They describe that frame only: pandas copies ``attrs`` to the frames made
+    from it, which :func:`arrow_cells` tells apart (they hold other rows)."""
+
+    def __init__(self, frame: pd.DataFrame, columns: dict[str, Any]) -> None:
+        self.owner = weakref.ref(frame)
+        self.columns = columns
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ArrowCells:
+        return self  # (pandas deep-copies attrs into every derived frame)
+
+    @staticmethod
+    def attach(frame: pd.DataFrame, columns: dict[str, Any] | None) -> pd.DataFrame:
+        """``frame`` with ``columns`` (Arrow arrays of its rows, by name) held in its ``attrs``; returns it."""
+        if columns is not None:
+            frame.attrs["arrow"] = ArrowCells(frame, columns)
+        return frame
+
+
+def frame_part(frame: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
+    """Rows ``start`` to ``stop`` of ``frame`` (numbered from 0), with their Arrow cells when ``frame`` has them."""
+    out = frame.iloc[start:stop].reset_index(drop=True)
+    held = frame.attrs.get("arrow")
+    if isinstance(held, ArrowCells) and held.owner() is frame:
+        ArrowCells.attach(out, {k: v.slice(start, stop - start) for k, v in held.columns.items()})
+    return out
+
+
+def arrow_cells(frame: pd.DataFrame, column: str) -> Any:
+    """The Arrow array of ``frame[column]``'s cells (:class:`ArrowCells`), or None when it has none."""
+    held = frame.attrs.get("arrow")
+    if not isinstance(held, ArrowCells) or held.owner() is not frame:
+        return None
+    return held.columns.get(column)
+
+
+def arrow_ids(cells: Any) -> Any:
+    """The ids of the Arrow string array ``cells`` when no cell is padded (:func:`id_strings` of them): a blank
+    cell is missing (null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.equal(cells, ""), pa.scalar(None, pa.string()), cells)
 
 
 #: the control characters (Unicode category Cc: C0, DEL and C1) as an RE2 character class
@@ -188,25 +237,31 @@ def present(values: Any) -> NDArray[Any]:
     return out
 
 
-def positions(values: NDArray[Any], universe: NDArray[Any]) -> NDArray[Any]:
-    """The position of each string of ``values`` (None: missing) in ``universe`` (distinct strings), -1 where it is
-    not there: a hash lookup in Arrow."""
+def _strings(values: Any) -> Any:
+    """``values`` (strings, None for missing) as an Arrow string array; an Arrow array as it is."""
     import pyarrow as pa
+
+    return values if isinstance(values, pa.Array) else pa.array(values, type=pa.string())
+
+
+def positions(values: Any, universe: NDArray[Any]) -> NDArray[Any]:
+    """The position of each string of ``values`` (None: missing; or an Arrow string array) in ``universe`` (distinct
+    strings), -1 where it is not there: a hash lookup in Arrow."""
     import pyarrow.compute as pc
 
-    found = pc.index_in(pa.array(values, type=pa.string()), value_set=pa.array(universe, type=pa.string()))
+    found = pc.index_in(_strings(values), value_set=_strings(universe))
     out: NDArray[Any] = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     return out
 
 
-def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame) -> NDArray[Any]:
+def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame, cells: Any = None) -> NDArray[Any]:
     """The index of each item id (None: missing) among the project's ``all_ids``, -1 when unknown. The items of the
     named HITs are looked up first (a small set when a batch scores a few HITs of a large project), the rest among
-    all items."""
+    all items. ``cells``: the ids as an Arrow array too (:func:`arrow_ids`), or None."""
     if not len(hits):
-        return positions(ids, all_ids)
+        return positions(ids if cells is None else cells, all_ids)
     near = np.unique(hits["item_idx"].to_numpy(dtype=np.int64))
-    at = positions(ids, all_ids[near])
+    at = positions(ids if cells is None else cells, all_ids[near])
     out: NDArray[Any] = np.where(at >= 0, near[np.maximum(at, 0)], -1)
     rest = np.flatnonzero((at < 0) & present(ids))
     if rest.size:
@@ -214,27 +269,39 @@ def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame)
     return out
 
 
-def codes(values: NDArray[Any]) -> NDArray[Any]:
+def codes(values: Any) -> NDArray[Any]:
     """Dense integer codes of the strings ``values`` (equal strings, equal codes; a missing value, None, gets the
-    code 0 and every string a code of 1 or more): Arrow's dictionary encoding, with no Python string made."""
-    import pyarrow as pa
+    code 0 and every string a code of 1 or more; or an Arrow string array): Arrow's dictionary encoding, with no
+    Python string made."""
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(pa.array(values, type=pa.string())).indices
+    encoded = pc.dictionary_encode(_strings(values)).indices
     out: NDArray[Any] = encoded.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
     return out
 
 
 def combine(*parts: NDArray[Any]) -> NDArray[Any]:
-    """Dense integer codes of the tuples of non-negative integer ``parts`` (equal tuples, equal codes): each part
-    is folded in as ``code * (max + 1) + part`` and made dense again (``np.unique``), so the numbers stay below the
-    square of the row count."""
+    """Dense integer codes of the tuples of non-negative integer ``parts`` (equal tuples, equal codes, in the order
+    of the tuples): the parts are folded in as ``code * (max + 1) + part`` and the result made dense once
+    (``np.unique``, one sort: the ingest target of ``bench/bench_scale.py``), or earlier where the numbers would
+    pass 2**62."""
     out: NDArray[Any] = np.zeros(len(parts[0]), dtype=np.int64)
+    bound = 1  # out < bound
     for part in parts:
         part = np.asarray(part, dtype=np.int64)
         if part.size == 0:
             return out
-        out = np.unique(out * (int(part.max()) + 1) + part, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        width = int(part.max()) + 1
+        if bound * width >= 2**62:
+            out = _dense(out)
+            bound = int(out.max()) + 1
+        out, bound = out * width + part, bound * width
+    return _dense(out)
+
+
+def _dense(values: NDArray[Any]) -> NDArray[Any]:
+    """The rank of each value among the distinct ``values`` (0, 1, ...)."""
+    out: NDArray[Any] = np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64)
     return out
 
 
@@ -249,10 +316,26 @@ def first_of(codes: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
+#: a decimal number as text, which ``float()``, pandas and Arrow read alike (correctly rounded)
+_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def numbers(raw: pd.Series, cells: Any = None) -> tuple[NDArray[Any], NDArray[Any]]:
     """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
-    of hundreds of digits: ``float()`` overflows)."""
+    of hundreds of digits: ``float()`` overflows). ``cells``: the scores as an Arrow string array too, or None;
+    when every cell is a plain decimal number (:data:`_DECIMAL`), Arrow casts them (the ingest target of
+    ``bench/bench_scale.py``: ``pandas.to_numeric`` of object strings costs several times more)."""
     too_large = np.zeros(len(raw), dtype=bool)
+    if cells is not None and len(cells):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if pc.all(pc.match_substring_regex(cells, _DECIMAL)).as_py():
+            try:
+                cast = pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False)
+                return np.array(cast, dtype=np.float64), too_large
+            except pa.ArrowInvalid:
+                pass
     try:
         return pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True), too_large
     except OverflowError:

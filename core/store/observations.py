@@ -341,6 +341,7 @@ class ObservationLog:
         connection ``reader``: ``(rows, batch, log rows, name, last)`` each. With ``head``, a large first chunk comes
         in two parts, the first :data:`FIRST_PART` rows on their own, so that the writer starts early. ``last``: no
         chunk follows (the next one is read before a chunk's last part is given, so that the writer knows)."""
+        from core.store.cells import frame_part
         from core.store.validation import normalize_rows
 
         chunks = iter(chunks)
@@ -353,7 +354,7 @@ class ObservationLog:
             parts = [(frame, locations)]
             if head and len(frame) > 2 * FIRST_PART:
                 cut = [(0, FIRST_PART), (FIRST_PART, len(frame))]
-                parts = [(frame.iloc[a:b].reset_index(drop=True), locations.part(a, b)) for a, b in cut]
+                parts = [(frame_part(frame, a, b), locations.part(a, b)) for a, b in cut]
             head = False
             for k, (rows, at) in enumerate(parts):
                 batch = self._validate(reader, rows, at)
