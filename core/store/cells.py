@@ -54,10 +54,19 @@ def strip_strings(text: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def id_strings(values: pd.Series, *, padded: bool = True) -> pd.Series:
+def id_strings(values: pd.Series, *, padded: bool = True, cells: Any = None) -> pd.Series:
     """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``. ``padded=False``:
-    the caller knows that no string begins or ends with whitespace (``core.tables.Table.unpadded``)."""
+    the caller knows that no string begins or ends with whitespace (``core.tables.Table.unpadded``). ``cells``: the
+    values as an Arrow string array too (:func:`arrow_cells`), or None: unpadded, its blanks are found there."""
     arr = values.to_numpy(dtype=object)
+    if cells is not None and not padded and not cells.null_count:
+        import pyarrow.compute as pc
+
+        blank = pc.equal(cells, "").to_numpy(zero_copy_only=False)
+        if blank.any():
+            arr = arr.copy()
+            arr[blank] = None
+        return pd.Series(arr, dtype=object)
     missing = pd.isna(arr)
     if missing.all():
         return pd.Series(np.full(len(arr), None, dtype=object), dtype=object)
@@ -320,22 +329,27 @@ def first_of(codes: NDArray[Any]) -> NDArray[Any]:
 _DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 
 
-def numbers(raw: pd.Series, cells: Any = None) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
-    of hundreds of digits: ``float()`` overflows). ``cells``: the scores as an Arrow string array too, or None;
-    when every cell is a plain decimal number (:data:`_DECIMAL`), Arrow casts them (the ingest target of
-    ``bench/bench_scale.py``: ``pandas.to_numeric`` of object strings costs several times more)."""
-    too_large = np.zeros(len(raw), dtype=bool)
-    if cells is not None and len(cells):
-        import pyarrow as pa
-        import pyarrow.compute as pc
+def decimals(cells: Any) -> NDArray[Any] | None:
+    """The Arrow string array ``cells`` as float64 when every cell is a plain decimal number (:data:`_DECIMAL`: as
+    :func:`numbers` reads it, none missing, none NaN), else None: Arrow's cast, for the ingest target of
+    ``bench/bench_scale.py`` (``pandas.to_numeric`` of object strings costs several times more)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-        if pc.all(pc.match_substring_regex(cells, _DECIMAL)).as_py():
-            try:
-                cast = pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False)
-                return np.array(cast, dtype=np.float64), too_large
-            except pa.ArrowInvalid:
-                pass
+    if not len(cells) or cells.null_count or not pc.all(pc.match_substring_regex(cells, _DECIMAL)).as_py():
+        return None
+    try:
+        out = np.array(pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    except pa.ArrowInvalid:
+        return None
+    # a negative zero: pandas reads "-0" as the integer 0, so those go the general way
+    return None if np.signbit(out[out == 0]).any() else out
+
+
+def numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Scores as float64 (NaN where not a number) and a mask of integers too large for a float (a JSON number
+    of hundreds of digits: ``float()`` overflows)."""
+    too_large = np.zeros(len(raw), dtype=bool)
     try:
         return pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True), too_large
     except OverflowError:

@@ -44,6 +44,7 @@ from core.store.cells import (
     checked_ids,
     codes,
     combine,
+    decimals,
     first_of,
     id_strings,
     item_positions,
@@ -232,6 +233,11 @@ def validate(
 
 def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: float, score_max: float) -> NDArray[Any]:
     """Check 1: the scores as numbers (NaN where not one), their problems flagged."""
+    cells = arrow_cells(frame, "score")
+    plain = decimals(cells) if cells is not None else None
+    if plain is not None:  # every cell a plain decimal number: none missing, none NaN
+        _flag_range(why, plain, score_min, score_max)
+        return plain
     n = len(frame)
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
     raw_kind = pd.api.types.infer_dtype(raw, skipna=True)
@@ -245,7 +251,7 @@ def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: f
     else:
         raw_str = pd.Series(raw.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     is_missing = raw.isna().to_numpy() | (raw_str == "").to_numpy()
-    num, too_large = numbers(raw, arrow_cells(frame, "score"))
+    num, too_large = numbers(raw)
     if raw_kind not in ("string", "empty", "floating", "integer"):
         is_bool = np.fromiter((isinstance(v, (bool, np.bool_)) for v in raw.tolist()), dtype=bool, count=n)
         num[is_bool] = np.nan  # JSON true/false are not scores
@@ -256,6 +262,12 @@ def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: f
     why.flag(too_large, "score", lambda i: f"the number has {len(str(abs(raw.iloc[i])))} digits, too large for a score")
     why.flag(np.isnan(num) & np.isin(raw_text, ["nan", "-nan", "+nan"]), "score", "NaN is not a score")
     why.flag(np.isnan(num), "score", lambda i: f"not a number ({raw.iloc[i]!r})")
+    _flag_range(why, num, score_min, score_max)
+    return num
+
+
+def _flag_range(why: _Reasons, num: NDArray[Any], score_min: float, score_max: float) -> None:
+    """Check 1's last: infinite scores and scores outside the project's range."""
     why.flag(np.isinf(num), "score", "the score is infinite")
     with np.errstate(invalid="ignore"):
         out_of_range = (num < score_min) | (num > score_max)
@@ -264,7 +276,6 @@ def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: f
         "score",
         lambda i: f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]",
     )
-    return num
 
 
 def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, Any]:
@@ -283,22 +294,24 @@ def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, An
         return lambda i: str(checked.reason(i, what))
 
     for col in ID_COLUMNS:
-        kinds = bad_id_kinds(frame[col])
+        kinds = bad_id_kinds(frame[col]) if arrow_cells(frame, col) is None else None  # (Arrow cells: strings)
         if kinds is not None:  # (!= None: elementwise over an object array)
             why.flag(kinds != None, col, not_an_id(frame[col], kinds, col.replace("_", " ")))  # noqa: E711
     printable = bool(frame.attrs.get("printable", False))
     ids: dict[str, Any] = {"arrow": {}}
     for col in ID_COLUMNS:
-        checked = checked_ids(id_strings(frame[col], padded=padded).to_numpy(dtype=object), printable=printable)
+        cells = arrow_cells(frame, col)
+        given = id_strings(frame[col], padded=padded, cells=cells).to_numpy(dtype=object)
+        checked = checked_ids(given, printable=printable)
         if checked.bad is not None:
             why.flag(checked.bad, col, not_text(checked, col.replace("_", " ")))
         ids[col] = pd.Series(checked.values, dtype=object)
-        cells = arrow_cells(frame, col)
         if cells is not None and not padded and checked.changed is None:
             ids["arrow"][col] = arrow_ids(cells)
         if col == "item_id":
             ids["item_id changed"] = checked.changed
-    created_at = id_strings(frame["created_at"], padded=padded).to_numpy(dtype=object)
+    created_at = id_strings(frame["created_at"], padded=padded, cells=arrow_cells(frame, "created_at"))
+    created_at = created_at.to_numpy(dtype=object)
     why.flag(
         not_timestamps(created_at),
         "created_at",
