@@ -325,25 +325,26 @@ def first_of(codes: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-#: a decimal number as text, which ``float()``, pandas and Arrow read alike (correctly rounded)
-_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-
-
 def decimals(cells: Any) -> NDArray[Any] | None:
-    """The Arrow string array ``cells`` as float64 when every cell is a plain decimal number (:data:`_DECIMAL`: as
-    :func:`numbers` reads it, none missing, none NaN), else None: Arrow's cast, for the ingest target of
-    ``bench/bench_scale.py`` (``pandas.to_numeric`` of object strings costs several times more)."""
+    """The Arrow string array ``cells`` as float64 when every cell is a decimal number that Arrow's cast reads (a
+    minus sign, digits with or without a point, an exponent: as :func:`numbers` reads it) to a finite number, else
+    None: for the ingest target of ``bench/bench_scale.py``
+    (``pandas.to_numeric`` of object strings costs several times more). Cells that Arrow reads as NaN or infinite
+    (``nan``, ``inf``) go the general way, whose messages name them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not len(cells) or cells.null_count or not pc.all(pc.match_substring_regex(cells, _DECIMAL)).as_py():
-        return None
+    if not len(cells) or cells.null_count or pc.any(pc.starts_with(cells, "+")).as_py():
+        return None  # (pandas reads "+9e24" one unit off, as 8.999999999999999e+24)
     try:
         out = np.array(pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
     except pa.ArrowInvalid:
         return None
-    # a negative zero: pandas reads "-0" as the integer 0, so those go the general way
-    return None if np.signbit(out[out == 0]).any() else out
+    if not np.isfinite(out).all():
+        return None
+    if np.signbit(out[out == 0]).any() and not pc.any(pc.match_substring_regex(cells, "[.eE]")).as_py():
+        return None  # (all integers: pandas reads them as such, "-0" as 0; among other numbers as -0.0)
+    return out
 
 
 def numbers(raw: pd.Series) -> tuple[NDArray[Any], NDArray[Any]]:
