@@ -117,12 +117,19 @@ class ArrowCells:
     def __deepcopy__(self, memo: dict[int, Any]) -> ArrowCells:
         return self  # (pandas deep-copies attrs into every derived frame)
 
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _no_cells, ()  # a pickled frame holds no Arrow cells (they are a cache of its columns)
+
     @staticmethod
     def attach(frame: pd.DataFrame, columns: dict[str, Any] | None) -> pd.DataFrame:
         """``frame`` with ``columns`` (Arrow arrays of its rows, by name) held in its ``attrs``; returns it."""
         if columns is not None:
             frame.attrs["arrow"] = ArrowCells(frame, columns)
         return frame
+
+
+def _no_cells() -> None:
+    return None
 
 
 def frame_part(frame: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
