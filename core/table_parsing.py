@@ -61,6 +61,10 @@ class Table:
     printable : bool
         True when every cell is printable ASCII, known from the bytes (:func:`_printable`): ids then need no
         Unicode normalisation and hold no control character (``core.store.cells.checked_ids``).
+    arrow : dict of pyarrow.Array, or None
+        The columns of ``frame`` as Arrow's CSV reader made them (string arrays, one chunk each), when it did: the
+        ingest's validation looks ids up and casts scores on them rather than converting the object columns back
+        (the ingest target of ``bench/bench_scale.py``).
     """
 
     frame: pd.DataFrame
@@ -69,6 +73,7 @@ class Table:
     unit: str = "line"
     unpadded: bool = False
     printable: bool = False
+    arrow: dict[str, pa.Array] | None = None
 
     def locations(self) -> NDArray[Any]:
         """Return ``"file:line"`` (or ``"file:row N"``) for every record, as an object array."""
@@ -182,11 +187,12 @@ def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
         return None
     _check_delimiter(header, path, delimiter, 1)
     data = body.encode("utf-8")
-    frame = _arrow_delimited(data, header, delimiter)
-    if frame is None:
+    parsed = _arrow_delimited(data, header, delimiter)
+    if parsed is None:
         return None
+    frame, arrow = parsed
     lines = np.arange(2, len(frame) + 2, dtype=np.int64)
-    return Table(frame=frame, lines=lines, path=path, printable=_printable(data, delimiter))
+    return Table(frame=frame, lines=lines, path=path, printable=_printable(data, delimiter), arrow=arrow)
 
 
 #: the characters ``str.strip()`` removes (``str.isspace``), but the line end
@@ -218,9 +224,10 @@ def _plain_header(head: str, delimiter: str) -> list[str] | None:
     return header
 
 
-def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> pd.DataFrame | None:
-    """Plain records (:func:`_plain`) parsed by Arrow's CSV reader, every column as text (object columns); None
-    when Arrow refuses them (e.g. a record with the wrong number of fields: the csv-module path words it)."""
+def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> tuple[pd.DataFrame, dict[str, pa.Array]] | None:
+    """Plain records (:func:`_plain`) parsed by Arrow's CSV reader, every column as text: object columns, and the
+    Arrow arrays they came from (:attr:`Table.arrow`); None when Arrow refuses them (e.g. a record with the wrong
+    number of fields: the csv-module path words it)."""
     try:
         table = pa_csv.read_csv(
             io.BytesIO(body),
@@ -234,11 +241,13 @@ def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> pd.DataF
         )
     except (pa.ArrowInvalid, ValueError):
         return None
-    return pd.DataFrame(
-        {name: np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=object) for name in header},
+    arrow = {name: table.column(name).combine_chunks() for name in header}
+    frame = pd.DataFrame(
+        {name: np.asarray(arrow[name].to_numpy(zero_copy_only=False), dtype=object) for name in header},
         columns=header,
         dtype=object,
     )
+    return frame, arrow
 
 
 def _read_delimited(text: str, path: str, delimiter: str) -> Table:
@@ -369,16 +378,17 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
                         header, line0, offset = None, 0, 0  # a header and no records: the csv-module path words it
                         break
                     text = body.decode("utf-8")
-                    frame = _arrow_delimited(body, header, delimiter) if _plain(text) else None
-                    if frame is None or len(frame) != n:
+                    parsed = _arrow_delimited(body, header, delimiter) if _plain(text) else None
+                    if parsed is None or len(parsed[0]) != n:
                         break  # the csv module reads on from this chunk
                     lines = np.arange(line0 + 1, line0 + n + 1, dtype=np.int64)
                     yield Table(
-                        frame=frame,
+                        frame=parsed[0],
                         lines=lines,
                         path=path,
                         unpadded=_unpadded(text),
                         printable=_printable(body, delimiter),
+                        arrow=parsed[1],
                     )
                     line0, offset, yielded = line0 + n, offset + len(body), True
         except UnicodeDecodeError:

@@ -12,6 +12,7 @@ the text of a key, its parts joined by the unit separator ``SEP``, is made only 
 from __future__ import annotations
 
 import unicodedata
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,10 +54,19 @@ def strip_strings(text: NDArray[Any]) -> NDArray[Any]:
     return out
 
 
-def id_strings(values: pd.Series, *, padded: bool = True) -> pd.Series:
+def id_strings(values: pd.Series, *, padded: bool = True, cells: Any = None) -> pd.Series:
     """Ids as stripped strings, ``None`` when missing or blank; integral numbers lose their ``.0``. ``padded=False``:
-    the caller knows that no string begins or ends with whitespace (``core.tables.Table.unpadded``)."""
+    the caller knows that no string begins or ends with whitespace (``core.tables.Table.unpadded``). ``cells``: the
+    values as an Arrow string array too (:func:`arrow_cells`), or None: unpadded, its blanks are found there."""
     arr = values.to_numpy(dtype=object)
+    if cells is not None and not padded and not cells.null_count:
+        import pyarrow.compute as pc
+
+        blank = pc.equal(cells, "").to_numpy(zero_copy_only=False)
+        if blank.any():
+            arr = arr.copy()
+            arr[blank] = None
+        return pd.Series(arr, dtype=object)
     missing = pd.isna(arr)
     if missing.all():
         return pd.Series(np.full(len(arr), None, dtype=object), dtype=object)
@@ -91,6 +101,61 @@ def id_strings(values: pd.Series, *, padded: bool = True) -> pd.Series:
     text = pd.Series(s.astype(str).to_numpy(dtype=object), dtype=object).str.strip()
     text[missing | (text == "").to_numpy()] = None
     return text
+
+
+class ArrowCells:
+    """The Arrow string arrays of a frame's columns as the CSV reader made them (``core.tables.Table.arrow``), held in
+    the frame's ``attrs["arrow"]`` (:func:`normalize_rows <core.store.validation.normalize_rows>`) so that validation
+    looks ids up and casts scores on them instead of converting the object columns back to Arrow (the ingest
+    target of ``bench/bench_scale.py``). They describe that frame only: pandas copies ``attrs`` to the frames made
+    from it, which :func:`arrow_cells` tells apart (they hold other rows)."""
+
+    def __init__(self, frame: pd.DataFrame, columns: dict[str, Any]) -> None:
+        self.owner = weakref.ref(frame)
+        self.columns = columns
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ArrowCells:
+        return self  # (pandas deep-copies attrs into every derived frame)
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _no_cells, ()  # a pickled frame holds no Arrow cells (they are a cache of its columns)
+
+    @staticmethod
+    def attach(frame: pd.DataFrame, columns: dict[str, Any] | None) -> pd.DataFrame:
+        """``frame`` with ``columns`` (Arrow arrays of its rows, by name) held in its ``attrs``; returns it."""
+        if columns is not None:
+            frame.attrs["arrow"] = ArrowCells(frame, columns)
+        return frame
+
+
+def _no_cells() -> None:
+    return None
+
+
+def frame_part(frame: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
+    """Rows ``start`` to ``stop`` of ``frame`` (numbered from 0), with their Arrow cells when ``frame`` has them."""
+    out = frame.iloc[start:stop].reset_index(drop=True)
+    held = frame.attrs.get("arrow")
+    if isinstance(held, ArrowCells) and held.owner() is frame:
+        ArrowCells.attach(out, {k: v.slice(start, stop - start) for k, v in held.columns.items()})
+    return out
+
+
+def arrow_cells(frame: pd.DataFrame, column: str) -> Any:
+    """The Arrow array of ``frame[column]``'s cells (:class:`ArrowCells`), or None when it has none."""
+    held = frame.attrs.get("arrow")
+    if not isinstance(held, ArrowCells) or held.owner() is not frame:
+        return None
+    return held.columns.get(column)
+
+
+def arrow_ids(cells: Any) -> Any:
+    """The ids of the Arrow string array ``cells`` when no cell is padded (:func:`id_strings` of them): a blank
+    cell is missing (null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.equal(cells, ""), pa.scalar(None, pa.string()), cells)
 
 
 #: the control characters (Unicode category Cc: C0, DEL and C1) as an RE2 character class
@@ -188,25 +253,31 @@ def present(values: Any) -> NDArray[Any]:
     return out
 
 
-def positions(values: NDArray[Any], universe: NDArray[Any]) -> NDArray[Any]:
-    """The position of each string of ``values`` (None: missing) in ``universe`` (distinct strings), -1 where it is
-    not there: a hash lookup in Arrow."""
+def _strings(values: Any) -> Any:
+    """``values`` (strings, None for missing) as an Arrow string array; an Arrow array as it is."""
     import pyarrow as pa
+
+    return values if isinstance(values, pa.Array) else pa.array(values, type=pa.string())
+
+
+def positions(values: Any, universe: NDArray[Any]) -> NDArray[Any]:
+    """The position of each string of ``values`` (None: missing; or an Arrow string array) in ``universe`` (distinct
+    strings), -1 where it is not there: a hash lookup in Arrow."""
     import pyarrow.compute as pc
 
-    found = pc.index_in(pa.array(values, type=pa.string()), value_set=pa.array(universe, type=pa.string()))
+    found = pc.index_in(_strings(values), value_set=_strings(universe))
     out: NDArray[Any] = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     return out
 
 
-def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame) -> NDArray[Any]:
+def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame, cells: Any = None) -> NDArray[Any]:
     """The index of each item id (None: missing) among the project's ``all_ids``, -1 when unknown. The items of the
     named HITs are looked up first (a small set when a batch scores a few HITs of a large project), the rest among
-    all items."""
+    all items. ``cells``: the ids as an Arrow array too (:func:`arrow_ids`), or None."""
     if not len(hits):
-        return positions(ids, all_ids)
+        return positions(ids if cells is None else cells, all_ids)
     near = np.unique(hits["item_idx"].to_numpy(dtype=np.int64))
-    at = positions(ids, all_ids[near])
+    at = positions(ids if cells is None else cells, all_ids[near])
     out: NDArray[Any] = np.where(at >= 0, near[np.maximum(at, 0)], -1)
     rest = np.flatnonzero((at < 0) & present(ids))
     if rest.size:
@@ -214,27 +285,39 @@ def item_positions(ids: NDArray[Any], all_ids: NDArray[Any], hits: pd.DataFrame)
     return out
 
 
-def codes(values: NDArray[Any]) -> NDArray[Any]:
+def codes(values: Any) -> NDArray[Any]:
     """Dense integer codes of the strings ``values`` (equal strings, equal codes; a missing value, None, gets the
-    code 0 and every string a code of 1 or more): Arrow's dictionary encoding, with no Python string made."""
-    import pyarrow as pa
+    code 0 and every string a code of 1 or more; or an Arrow string array): Arrow's dictionary encoding, with no
+    Python string made."""
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(pa.array(values, type=pa.string())).indices
+    encoded = pc.dictionary_encode(_strings(values)).indices
     out: NDArray[Any] = encoded.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
     return out
 
 
 def combine(*parts: NDArray[Any]) -> NDArray[Any]:
-    """Dense integer codes of the tuples of non-negative integer ``parts`` (equal tuples, equal codes): each part
-    is folded in as ``code * (max + 1) + part`` and made dense again (``np.unique``), so the numbers stay below the
-    square of the row count."""
+    """Dense integer codes of the tuples of non-negative integer ``parts`` (equal tuples, equal codes, in the order
+    of the tuples): the parts are folded in as ``code * (max + 1) + part`` and the result made dense once
+    (``np.unique``, one sort: the ingest target of ``bench/bench_scale.py``), or earlier where the numbers would
+    pass 2**62."""
     out: NDArray[Any] = np.zeros(len(parts[0]), dtype=np.int64)
+    bound = 1  # out < bound
     for part in parts:
         part = np.asarray(part, dtype=np.int64)
         if part.size == 0:
             return out
-        out = np.unique(out * (int(part.max()) + 1) + part, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        width = int(part.max()) + 1
+        if bound * width >= 2**62:
+            out = _dense(out)
+            bound = int(out.max()) + 1
+        out, bound = out * width + part, bound * width
+    return _dense(out)
+
+
+def _dense(values: NDArray[Any]) -> NDArray[Any]:
+    """The rank of each value among the distinct ``values`` (0, 1, ...)."""
+    out: NDArray[Any] = np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64)
     return out
 
 
@@ -246,6 +329,28 @@ def first_of(codes: NDArray[Any]) -> NDArray[Any]:
     at = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
     at[uniq] = first
     out: NDArray[Any] = at[codes]
+    return out
+
+
+def decimals(cells: Any) -> NDArray[Any] | None:
+    """The Arrow string array ``cells`` as float64 when every cell is a decimal number that Arrow's cast reads (a
+    minus sign, digits with or without a point, an exponent: as :func:`numbers` reads it) to a finite number, else
+    None: for the ingest target of ``bench/bench_scale.py``
+    (``pandas.to_numeric`` of object strings costs several times more). Cells that Arrow reads as NaN or infinite
+    (``nan``, ``inf``) go the general way, whose messages name them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(cells) or cells.null_count or pc.any(pc.starts_with(cells, "+")).as_py():
+        return None  # (pandas reads "+9e24" one unit off, as 8.999999999999999e+24)
+    try:
+        out = np.array(pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    except pa.ArrowInvalid:
+        return None
+    if not np.isfinite(out).all():
+        return None
+    if np.signbit(out[out == 0]).any() and not pc.any(pc.match_substring_regex(cells, "[.eE]")).as_py():
+        return None  # (all integers: pandas reads them as such, "-0" as 0; among other numbers as -0.0)
     return out
 
 

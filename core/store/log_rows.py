@@ -38,7 +38,9 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
     annotator``, a missing part (None) as empty text. Group key (the HIT submission): ``'a' SEP annotation_id``
     with an annotation id, else ``'h' SEP hit_id SEP annotator`` with a HIT, else empty text. Made as the lists
     SQLite is given, by one formatted string per row: half the time of numpy's element-wise addition of object
-    arrays, and faster than Arrow's join (whose input conversion costs more) or SQL concatenation per row."""
+    arrays, and faster than Arrow's join (whose input conversion costs more) or SQL concatenation per row. A group
+    key is formatted once per submission (validation's ``group`` code, equal for the rows of one) when ``cand``
+    has that column: the ingest target of ``bench/bench_scale.py``."""
     from core.store.cells import SEP as S
 
     ann, hit = cand["annotation_id"].tolist(), cand["hit_id"].tolist()
@@ -47,10 +49,15 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
         f"a{S}{a}{S}{i}" if a is not None else f"h{S}{h or ''}{S}{i}{S}{w or ''}"
         for a, h, i, w in zip(ann, hit, item, who)
     ]
-    group = [
-        f"a{S}{a}" if a is not None else f"h{S}{h}{S}{w or ''}" if h is not None else ""
-        for a, h, w in zip(ann, hit, who)
+    at, inverse = range(len(cand)), None
+    if "group" in cand.columns:
+        _, first, inverse = np.unique(cand["group"].to_numpy(dtype=np.int64), return_index=True, return_inverse=True)
+        at = first.tolist()
+    texts = [
+        f"a{S}{ann[k]}" if ann[k] is not None else f"h{S}{hit[k]}{S}{who[k] or ''}" if hit[k] is not None else ""
+        for k in at
     ]
+    group = texts if inverse is None else np.asarray(texts, dtype=object)[inverse.reshape(-1)].tolist()
     return source, group
 
 

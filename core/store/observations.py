@@ -128,17 +128,20 @@ class ObservationLog:
         """``hit_id, status, item_idx`` of the HITs ``ids`` (validation's ``hits``): each HIT's items together, in
         position order, the HITs in creation order (a HIT without items has no row, as in a join).
 
-        The items come as two texts (``group_concat``), read by numpy: a million values need no Python object each.
-        The HITs of one ``easl next`` are numbered consecutively, so the items of a file's HITs are read as one
-        range of ``hit_items`` where the HITs fill at least half of it."""
+        The HITs and the items come as texts (``group_concat`` read by numpy, ``json_group_array`` by ``json``): a
+        million values need no Python object each, nor a row tuple each (the ingest target of
+        ``bench/bench_scale.py``). The HITs of one ``easl next`` are numbered consecutively, so the items of a file's
+        HITs are read as one range of ``hit_items`` where the HITs fill at least half of it."""
         import pandas as pd
 
-        named = json.dumps(sorted({h for h in ids if h is not None}))
-        hits = conn.execute(
-            "SELECT hit_no, hit_id, status FROM hits WHERE hit_id IN (SELECT value FROM json_each(?)) ORDER BY hit_no",
+        named = json.dumps(list({h for h in ids if h is not None}))  # (in any order: the HITs come by number)
+        listed = conn.execute(
+            "SELECT group_concat(hit_no), json_group_array(hit_id), json_group_array(status) FROM (SELECT hit_no, "
+            "hit_id, status FROM hits WHERE hit_id IN (SELECT value FROM json_each(?)) ORDER BY hit_no)",
             (named,),
-        ).fetchall()
-        nos = np.fromiter((r[0] for r in hits), dtype=np.int64, count=len(hits))
+        ).fetchone()
+        nos = np.fromstring(listed[0] or "", dtype=np.int64, sep=",")
+        hit_ids, statuses = (np.asarray(json.loads(t), dtype=object) for t in listed[1:])
         dense = nos.size > 0 and nos[-1] - nos[0] < 2 * nos.size
         where, bound = (
             ("hit_no BETWEEN ? AND ?", (int(nos[0]), int(nos[-1])))
@@ -156,8 +159,8 @@ class ObservationLog:
         at = at[kept]
         return pd.DataFrame(
             {
-                "hit_id": pd.Series(np.asarray([r[1] for r in hits], dtype=object)[at], dtype=object),
-                "status": pd.Series(np.asarray([r[2] for r in hits], dtype=object)[at], dtype=object),
+                "hit_id": pd.Series(hit_ids[at], dtype=object),
+                "status": pd.Series(statuses[at], dtype=object),
                 "item_idx": item_idx[kept],
             }
         )
@@ -341,6 +344,7 @@ class ObservationLog:
         connection ``reader``: ``(rows, batch, log rows, name, last)`` each. With ``head``, a large first chunk comes
         in two parts, the first :data:`FIRST_PART` rows on their own, so that the writer starts early. ``last``: no
         chunk follows (the next one is read before a chunk's last part is given, so that the writer knows)."""
+        from core.store.cells import frame_part
         from core.store.validation import normalize_rows
 
         chunks = iter(chunks)
@@ -353,7 +357,7 @@ class ObservationLog:
             parts = [(frame, locations)]
             if head and len(frame) > 2 * FIRST_PART:
                 cut = [(0, FIRST_PART), (FIRST_PART, len(frame))]
-                parts = [(frame.iloc[a:b].reset_index(drop=True), locations.part(a, b)) for a, b in cut]
+                parts = [(frame_part(frame, a, b), locations.part(a, b)) for a, b in cut]
             head = False
             for k, (rows, at) in enumerate(parts):
                 batch = self._validate(reader, rows, at)

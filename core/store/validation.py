@@ -36,11 +36,15 @@ from core.errors import InputError
 from core.outputs import restore_cell
 from core.store.cells import (
     SEP,
+    ArrowCells,
     Locations,
+    arrow_cells,
+    arrow_ids,
     bad_id_kinds,
     checked_ids,
     codes,
     combine,
+    decimals,
     first_of,
     id_strings,
     item_positions,
@@ -127,6 +131,8 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, Locations, str
     )
     out.attrs["unpadded"] = isinstance(rows, Table) and rows.unpadded
     out.attrs["printable"] = isinstance(rows, Table) and rows.printable
+    if isinstance(rows, Table) and rows.arrow is not None:
+        ArrowCells.attach(out, {k: v for k, v in rows.arrow.items() if k in INPUT_COLUMNS and len(v) == len(out)})
     return out, locations, name
 
 
@@ -190,7 +196,9 @@ def validate(
     has_hit = present(hit_id.to_numpy())
     if needs_whole_hit:
         why.flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
-    row_hit, hit_size = _check_hits(why, item_id, hit_id, has_hit, item_idx, len(item_index), hits)
+    row_hit, hit_size = _check_hits(
+        why, item_id, hit_id, has_hit, item_idx, len(item_index), hits, ids["arrow"].get("hit_id")
+    )
     key_code, group_code = _check_keys(why, num, ids, has_hit, item_idx, locations)
     if needs_whole_hit:
         _check_whole_hits(why, group_code, hit_id, item_idx, item_index, hits, method)
@@ -225,6 +233,11 @@ def validate(
 
 def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: float, score_max: float) -> NDArray[Any]:
     """Check 1: the scores as numbers (NaN where not one), their problems flagged."""
+    cells = arrow_cells(frame, "score")
+    plain = decimals(cells) if cells is not None else None
+    if plain is not None:  # every cell a plain decimal number: none missing, none NaN
+        _flag_range(why, plain, score_min, score_max)
+        return plain
     n = len(frame)
     raw = pd.Series(frame["score"].to_numpy(dtype=object), dtype=object)
     raw_kind = pd.api.types.infer_dtype(raw, skipna=True)
@@ -249,6 +262,12 @@ def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: f
     why.flag(too_large, "score", lambda i: f"the number has {len(str(abs(raw.iloc[i])))} digits, too large for a score")
     why.flag(np.isnan(num) & np.isin(raw_text, ["nan", "-nan", "+nan"]), "score", "NaN is not a score")
     why.flag(np.isnan(num), "score", lambda i: f"not a number ({raw.iloc[i]!r})")
+    _flag_range(why, num, score_min, score_max)
+    return num
+
+
+def _flag_range(why: _Reasons, num: NDArray[Any], score_min: float, score_max: float) -> None:
+    """Check 1's last: infinite scores and scores outside the project's range."""
     why.flag(np.isinf(num), "score", "the score is infinite")
     with np.errstate(invalid="ignore"):
         out_of_range = (num < score_min) | (num > score_max)
@@ -257,13 +276,14 @@ def _check_scores(frame: pd.DataFrame, why: _Reasons, padded: bool, score_min: f
         "score",
         lambda i: f"{num[i]:g} is outside the project's score range [{score_min:g}, {score_max:g}]",
     )
-    return num
 
 
 def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, Any]:
     """Check 2: the ids are strings or integers (a JSON object, array or boolean is not an id), as texts in NFC
     without control characters (``core.store.cells.checked_ids``), and ``created_at`` a timestamp. Returns the
-    ids (Series of texts) by column, ``created_at`` and, under ``"item_id changed"``, where NFC changed an item id."""
+    ids (Series of texts) by column, ``created_at``, under ``"item_id changed"`` where NFC changed an item id,
+    and under ``"arrow"`` the ids that are the frame's Arrow cells as they are (:func:`core.store.cells.arrow_ids`:
+    unpadded, already NFC) as Arrow arrays by column."""
 
     def not_an_id(cells: pd.Series, kinds: NDArray[Any], what: str) -> Callable[[int], str]:
         return lambda i: (
@@ -274,19 +294,24 @@ def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, An
         return lambda i: str(checked.reason(i, what))
 
     for col in ID_COLUMNS:
-        kinds = bad_id_kinds(frame[col])
+        kinds = bad_id_kinds(frame[col]) if arrow_cells(frame, col) is None else None  # (Arrow cells: strings)
         if kinds is not None:  # (!= None: elementwise over an object array)
             why.flag(kinds != None, col, not_an_id(frame[col], kinds, col.replace("_", " ")))  # noqa: E711
     printable = bool(frame.attrs.get("printable", False))
-    ids: dict[str, Any] = {}
+    ids: dict[str, Any] = {"arrow": {}}
     for col in ID_COLUMNS:
-        checked = checked_ids(id_strings(frame[col], padded=padded).to_numpy(dtype=object), printable=printable)
+        cells = arrow_cells(frame, col)
+        given = id_strings(frame[col], padded=padded, cells=cells).to_numpy(dtype=object)
+        checked = checked_ids(given, printable=printable)
         if checked.bad is not None:
             why.flag(checked.bad, col, not_text(checked, col.replace("_", " ")))
         ids[col] = pd.Series(checked.values, dtype=object)
+        if cells is not None and not padded and checked.changed is None:
+            ids["arrow"][col] = arrow_ids(cells)
         if col == "item_id":
             ids["item_id changed"] = checked.changed
-    created_at = id_strings(frame["created_at"], padded=padded).to_numpy(dtype=object)
+    created_at = id_strings(frame["created_at"], padded=padded, cells=arrow_cells(frame, "created_at"))
+    created_at = created_at.to_numpy(dtype=object)
     why.flag(
         not_timestamps(created_at),
         "created_at",
@@ -304,7 +329,7 @@ def _check_items(
     is found as written (and ``ids["item_id"]`` restored)."""
     item_id = ids["item_id"]
     why.flag(~present(item_id.to_numpy()), "item_id", "the item id is missing")
-    item_idx = item_positions(item_id.to_numpy(dtype=object), known, hits)
+    item_idx = item_positions(item_id.to_numpy(dtype=object), known, hits, ids["arrow"].get("item_id"))
     changed = ids["item_id changed"]
     if changed is not None:
         again = np.flatnonzero((item_idx < 0) & changed)
@@ -332,15 +357,18 @@ def _check_hits(
     item_idx: NDArray[Any],
     n_items: int,
     hits: pd.DataFrame,
+    cells: Any = None,
 ) -> tuple[NDArray[Any], NDArray[Any]]:
     """Check 3: a HIT given is known, not retracted, and holds the row's item. Returns each row's HIT position
     among the distinct ids of ``hits`` (-1: none or unknown) and the number of distinct items of its HIT (0:
-    none); (HIT, item) pairs are integers, the HIT's position times the number of items plus the item's index."""
+    none); (HIT, item) pairs are integers, the HIT's position times the number of items plus the item's index.
+    ``cells``: ``hit_id`` as an Arrow array too, or None."""
     n = len(hit_id)
     hit_ids = hits["hit_id"].to_numpy(dtype=object)
     first = np.flatnonzero(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) if len(hits) else np.zeros(0, dtype=np.int64)
     distinct = hit_ids[first]  # hits lists each HIT's rows together
-    row_hit = positions(hit_id.to_numpy(dtype=object), distinct) if len(hits) else np.full(n, -1, dtype=np.int64)
+    given = hit_id.to_numpy(dtype=object) if cells is None else cells
+    row_hit = positions(given, distinct) if len(hits) else np.full(n, -1, dtype=np.int64)
     status_of = np.append(hits["status"].to_numpy(dtype=object)[first], np.full(1, None, dtype=object))  # last: unknown
     hit_status = status_of[np.where(row_hit >= 0, row_hit, len(first))]
     hit_known = row_hit >= 0
@@ -379,11 +407,13 @@ def _check_keys(
     n = len(num)
     annotation_id, annotator = ids["annotation_id"], ids["annotator"]
     has_ann = present(annotation_id.to_numpy())
-    ann_code = codes(annotation_id.to_numpy(dtype=object)) if has_ann.any() else np.zeros(n, dtype=np.int64)
-    hit_code = codes(ids["hit_id"].to_numpy(dtype=object)) if has_hit.any() else np.zeros(n, dtype=np.int64)
-    annotator_code = (
-        codes(annotator.to_numpy(dtype=object)) if present(annotator.to_numpy()).any() else np.zeros(n, np.int64)
-    )
+
+    def coded(col: str, given: bool) -> NDArray[Any]:
+        cells = ids["arrow"].get(col)
+        return codes(ids[col].to_numpy(dtype=object) if cells is None else cells) if given else np.zeros(n, np.int64)
+
+    ann_code, hit_code = coded("annotation_id", bool(has_ann.any())), coded("hit_id", bool(has_hit.any()))
+    annotator_code = coded("annotator", bool(present(annotator.to_numpy()).any()))
     # (annotation_id, item) with an annotation id, else (hit_id, item, annotator); the submission: annotation_id,
     # else (hit_id, annotator) with a HIT, else none (tag 0)
     key_code = combine(has_ann, np.where(has_ann, ann_code, hit_code), item_idx + 1, annotator_code * ~has_ann)
