@@ -58,19 +58,29 @@ class LiveArrays:
 @dataclass
 class LiveChanges:
     """What a transaction changed in the live index, for :func:`apply`: where it started (``base``, the last log
-    position before it appended anything), the score rows it appended (``(seq0, item, annotator names,
-    score01)`` per part, consecutive positions from ``seq0``, in log order) and the positions of rows that left
-    the live index (superseded or retracted rows, and appended rows removed from the log again)."""
+    position before it appended anything), the score rows it appended (``(seq0, item, annotator codes, annotator
+    names, score01)`` per part, consecutive positions from ``seq0``, in log order; the codes index the part's own
+    names, in order of their first row) and the positions of rows that left the live index (superseded or
+    retracted rows, and appended rows removed from the log again).
+
+    Each part's annotators are coded as it is added, while an ingest waits for its next chunk, so that
+    :func:`apply`, on the path from an ingest's last chunk to its commit, maps a few names per part instead of a
+    million (0.15 s of the million-score ingest target, ``bench/bench_scale.py``)."""
 
     base: int | None = None
-    parts: list[tuple[int, NDArray[Any], list[Any], NDArray[Any]]] = field(default_factory=list)
+    parts: list[tuple[int, NDArray[Any], NDArray[Any], list[Any], NDArray[Any]]] = field(default_factory=list)
     removed: list[NDArray[Any]] = field(default_factory=list)
 
-    def add(self, seq0: int, item: NDArray[Any], annotators: list[Any], score01: NDArray[Any]) -> None:
-        """Record the rows appended at ``seq0, seq0 + 1, ...`` (the first part also sets ``base``)."""
+    def add(self, seq0: int, item: NDArray[Any], annotators: Any, score01: NDArray[Any]) -> None:
+        """Record the rows appended at ``seq0, seq0 + 1, ...`` with their annotators' names (``None``: none
+        given); the first part also sets ``base``."""
+        import pandas as pd
+
         if self.base is None:
             self.base = seq0 - 1
-        self.parts.append((seq0, np.asarray(item, dtype=np.int64), list(annotators), np.asarray(score01)))
+        codes, uniques = pd.factorize(pd.Series(annotators, dtype=object), use_na_sentinel=False)
+        names = [None if pd.isna(name) else name for name in uniques.tolist()]
+        self.parts.append((seq0, np.asarray(item, dtype=np.int64), codes.astype(np.int64), names, np.asarray(score01)))
 
     def remove(self, seqs: Any) -> None:
         """Record that the rows at log positions ``seqs`` left the live index."""
@@ -140,23 +150,25 @@ def apply(live: LiveArrays, changes: LiveChanges) -> LiveArrays:
     import pandas as pd
 
     removed = np.concatenate(changes.removed) if changes.removed else np.zeros(0, dtype=np.int64)
-    seqs = [live.seq] + [seq0 + np.arange(item.size, dtype=np.int64) for seq0, item, _, _ in changes.parts]
+    seqs = [live.seq] + [seq0 + np.arange(item.size, dtype=np.int64) for seq0, item, *_ in changes.parts]
     seq = np.concatenate(seqs)
     keep = ~np.isin(seq, removed) if removed.size else np.ones(seq.size, dtype=bool)
     n_old = live.seq.size
-    added_names = pd.Series([a for _, _, names, _ in changes.parts for a in names], dtype=object)
-    added_names = added_names[keep[n_old:]]  # appended rows removed again left the log: they name no annotator
-    codes, uniques = pd.factorize(added_names, use_na_sentinel=False)
+    # each part's codes made global (a name of two parts has two such codes), then renumbered in order of first
+    # appearance among the kept rows: appended rows removed again left the log, so they name no annotator
+    starts = np.cumsum([0] + [len(part_names) for _, _, _, part_names, _ in changes.parts])
+    added = np.concatenate([np.zeros(0, dtype=np.int64)] + [c + k for (_, _, c, _, _), k in zip(changes.parts, starts)])
+    codes, uniques = pd.factorize(added[keep[n_old:]])
+    all_names = [name for _, _, _, part_names, _ in changes.parts for name in part_names]
     names = list(live.names)
     lookup = {name: k for k, name in enumerate(names)}
     mapped = np.empty(len(uniques), dtype=np.int64)
-    for k, name in enumerate(uniques.tolist()):
-        name = None if pd.isna(name) else name
+    for k, name in enumerate(all_names[u] for u in uniques.tolist()):
         if name not in lookup:
             lookup[name] = len(names)
             names.append(name)
         mapped[k] = lookup[name]
-    item = np.concatenate([live.item] + [item for _, item, _, _ in changes.parts])
-    score01 = np.concatenate([live.score01] + [np.asarray(s, dtype=np.float64) for _, _, _, s in changes.parts])
+    item = np.concatenate([live.item] + [item for _, item, *_ in changes.parts])
+    score01 = np.concatenate([live.score01] + [np.asarray(part[4], dtype=np.float64) for part in changes.parts])
     annotator = np.concatenate([live.annotator[keep[:n_old]], mapped[codes]])
     return LiveArrays(seq[keep], item[keep], annotator, score01[keep], names)

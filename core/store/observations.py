@@ -533,7 +533,7 @@ class ObservationLog:
         carry.hits |= set(add["hit_id"].dropna().tolist()) | {r[4] for r in old if r[4] is not None}
         if self._settings.refits:  # aware: a warm refit of the live log (core.store.replay)
             carry.refit = True
-            carry.live.add(seq0, items, add["annotator"].tolist(), s01)  # (what the refit reads: no read back)
+            carry.live.add(seq0, items, add["annotator"], s01)  # (what the refit reads: no read back)
             carry.live.remove(np.asarray([r[5] for r in old], dtype=np.int64))
         elif model.order_dependent and (report.superseded or group_seen):
             carry.state = self._replay.replay_log(conn)[0]
