@@ -31,19 +31,20 @@ def save_state(conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: in
     """
     arrays = {name: np.ascontiguousarray(arr, dtype="<f8") for name, arr in state.items()}
     stored = {
-        name: (rowid, dtype, shape, data)
-        for rowid, name, dtype, shape, data in conn.execute("SELECT rowid, name, dtype, shape, data FROM state")
+        name: (rowid, dtype, shape)
+        for rowid, name, dtype, shape in conn.execute("SELECT rowid, name, dtype, shape FROM state")
     }
     changes: dict[str, NDArray[Any]] | None = None
     if set(stored) == set(arrays) and all(
         stored[n][1] == "<f8" and json.loads(stored[n][2]) == list(a.shape) for n, a in arrays.items()
     ):
-        changes = {
-            n: np.flatnonzero(np.frombuffer(stored[n][3], dtype="<u8") != a.reshape(-1).view(np.uint64))
-            for n, a in arrays.items()
-        }
-        if any(c.size > STATE_PATCH_FRACTION * arrays[n].size for n, c in changes.items()):
-            changes = None
+        changes = {}
+        for n, a in arrays.items():  # each stored array read only while patching still pays (a refit changes all)
+            data = conn.execute("SELECT data FROM state WHERE rowid = ?", (stored[n][0],)).fetchone()[0]
+            changes[n] = np.flatnonzero(np.frombuffer(data, dtype="<u8") != a.reshape(-1).view(np.uint64))
+            if changes[n].size > STATE_PATCH_FRACTION * a.size:
+                changes = None
+                break
     if changes is None:
         conn.execute("DELETE FROM state")
         conn.executemany(
