@@ -148,6 +148,22 @@ def test_webhooks_during_a_concurrent_easl_ingest_are_acknowledged_in_time_and_l
         assert p.verify()["ok"]
 
 
+def test_an_ingest_in_slices_lets_the_service_apply_webhooks_while_it_runs(tmp_path):
+    """The same scenario with ``easl ingest --commit-every 100000`` (a file checked whole without the write lock,
+    then two transactions): most webhooks are applied while the ingest runs, not after it, and every annotation
+    still lands exactly once."""
+    r = run(str(tmp_path), size_mb=15, n_items=20_000, rate=25.0, verify=False, commit_every=100_000)
+    d = r.deliveries
+    assert r.ingest_rc == 0
+    assert len(d.annotation_ids) >= 20, "the ingest ended before enough webhooks were posted"
+    assert d.late_or_failed == 0
+    assert r.applied_during >= 0.4 * len(d.annotation_ids), (r.applied_during, len(d.annotation_ids))
+    assert set(r.landed) == {str(a) for a in d.annotation_ids}
+    assert all(v == (HIT_SIZE, HIT_SIZE) for v in r.landed.values()), r.landed
+    with Project.open(str(tmp_path / "bench.easl"), readonly=True) as p:
+        assert p.verify()["ok"]
+
+
 def test_a_large_journal_is_moved_in_slices_in_arrival_order_with_later_events_behind_it(linked, monkeypatch):
     """After a long ingest the journal holds thousands of events: they are moved a slice per transaction (so that
     acknowledgements are not held up behind one large move), in arrival order, exactly once; an event that arrives

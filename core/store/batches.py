@@ -36,6 +36,7 @@ class IngestReport:
     rejected : invalid rows (only with ``skip_invalid``; otherwise the whole batch is refused).
     rejects : DataFrame ``location, field, reason, item_id, score, hit_id, annotator, annotation_id``.
     rebuilt : True when the state was rebuilt by replay (order-dependent model after a supersede).
+    transactions : the write transactions it took (:meth:`ObservationLog.ingest_slices`: one per slice).
     """
 
     n_rows: int = 0
@@ -45,6 +46,7 @@ class IngestReport:
     rejected: int = 0
     rejects: Any = None
     rebuilt: bool = False
+    transactions: int = 1
 
     def __post_init__(self) -> None:
         if self.rejects is None:
@@ -180,18 +182,23 @@ def record_rejects(conn: sqlite3.Connection, rejects: pd.DataFrame, source: str)
     )
 
 
-def conflict_rejects(moved: pd.DataFrame, where: NDArray[Any]) -> tuple[pd.DataFrame, list[str]]:
-    """The rejects (and their messages) of valid rows whose key got a different score from an earlier chunk of the
-    same input."""
-    import pandas as pd
-
-    has_ann = moved["annotation_id"].notna().to_numpy()
-    reasons = np.where(
+def conflict_reasons(has_ann: NDArray[Any]) -> NDArray[Any]:
+    """Why a row whose key got a different score from an earlier chunk of the same input is rejected (``has_ann``:
+    the row has an annotation id)."""
+    return np.where(
         has_ann,
         "conflicts with an earlier row of the same input (same annotation_id and item, different score)",
         "conflicts with an earlier row of the same input (same item, HIT and annotator, different "
         "score); give each score an annotation_id or an annotator",
     )
+
+
+def conflict_rejects(moved: pd.DataFrame, where: NDArray[Any]) -> tuple[pd.DataFrame, list[str]]:
+    """The rejects (and their messages) of valid rows whose key got a different score from an earlier chunk of the
+    same input."""
+    import pandas as pd
+
+    reasons = conflict_reasons(moved["annotation_id"].notna().to_numpy())
     extra = pd.DataFrame(
         {
             "location": where,

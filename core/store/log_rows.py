@@ -43,12 +43,8 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
     has that column: the ingest target of ``bench/bench_scale.py``."""
     from core.store.cells import SEP as S
 
-    ann, hit = cand["annotation_id"].tolist(), cand["hit_id"].tolist()
-    item, who = cand["item_id"].tolist(), cand["annotator"].tolist()
-    source = [
-        f"a{S}{a}{S}{i}" if a is not None else f"h{S}{h or ''}{S}{i}{S}{w or ''}"
-        for a, h, i, w in zip(ann, hit, item, who)
-    ]
+    ann, hit, who = cand["annotation_id"].tolist(), cand["hit_id"].tolist(), cand["annotator"].tolist()
+    source = source_keys(cand)
     at, inverse = range(len(cand)), None
     if "group" in cand.columns:
         _, first, inverse = np.unique(cand["group"].to_numpy(dtype=np.int64), return_index=True, return_inverse=True)
@@ -59,6 +55,18 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
     ]
     group = texts if inverse is None else np.asarray(texts, dtype=object)[inverse.reshape(-1)].tolist()
     return source, group
+
+
+def source_keys(cand: pd.DataFrame) -> list[str]:
+    """The idempotency key of each row of ``cand`` as text (:func:`keys`)."""
+    from core.store.cells import SEP as S
+
+    ann, hit = cand["annotation_id"].tolist(), cand["hit_id"].tolist()
+    item, who = cand["item_id"].tolist(), cand["annotator"].tolist()
+    return [
+        f"a{S}{a}{S}{i}" if a is not None else f"h{S}{h or ''}{S}{i}{S}{w or ''}"
+        for a, h, i, w in zip(ann, hit, item, who)
+    ]
 
 
 @dataclass

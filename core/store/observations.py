@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from core.store.cells import Locations
     from core.store.validation import Batch
+    from core.table_parsing import Table
 
 #: rows of the first part of an ingest's first chunk, validated on their own so that the writer starts early
 #: (:meth:`ObservationLog.ingest_chunks`)
@@ -335,6 +336,67 @@ class ObservationLog:
                 record_rejects(conn, report.rejects, source)
             if before_commit is not None:
                 before_commit(report)
+        return report
+
+    def ingest_slices(
+        self,
+        read: Callable[[], Iterable[Table]],
+        *,
+        source: str,
+        rows: int,
+        skip_invalid: bool = False,
+        pause: Callable[[], None] | None = None,
+    ) -> IngestReport:
+        """Validate a file whole, then append it in slices of at least ``rows`` rows, one transaction each, calling
+        ``pause`` between them (:mod:`core.store.slices`): another writer of the project file gets the write
+        lock between slices. ``read()`` gives the file's chunks (:func:`core.tables.iter_table`), and is called
+        twice. The report, the rejects and the project are those of :meth:`ingest_chunks`; a killed ingest leaves
+        a part of the slices, which the same ingest again completes. For the aware model a slice also holds at
+        least a quarter of the live scores, so that the refits ending the slices cost a bounded multiple of one.
+
+        Raises :class:`InvalidRows` before anything is written when a row is invalid and ``skip_invalid`` is
+        False, or when a slice meets a row that became invalid since the check (its HIT retracted meanwhile),
+        saying which slices are ingested.
+        """
+        import pandas as pd
+
+        from core.store.slices import check_input, kept_rows, slices
+
+        with read_only(self._db.path) as reader:
+
+            def validate(frame: pd.DataFrame, locations: Locations) -> Batch:
+                return self._validate(reader, frame, locations)
+
+            checked = check_input(read(), source, validate)
+            if checked.messages and not skip_invalid:
+                raise _refused(checked.name, checked.messages, checked.n_rows)
+            with self._db.reading() as conn:
+                live = conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
+            report = IngestReport(n_rows=checked.n_rows, duplicate=checked.duplicate, transactions=0)
+            rejects: list[pd.DataFrame] = []
+
+            def size() -> int:
+                return max(rows, (live + report.new) // 4) if self._settings.refits else rows
+
+            for k, part in enumerate(slices(kept_rows(read(), checked, source, validate), size)):
+                if k and pause is not None:
+                    pause()
+                try:
+                    done = self.ingest_chunks(part, source=source, skip_invalid=skip_invalid)
+                except InvalidRows as exc:
+                    note = f" ({k} slices of {checked.name} were ingested before it)" if k else ""
+                    raise InvalidRows(f"{exc}{note}", messages=exc.messages, path=exc.path) from None
+                report.new += done.new
+                report.duplicate += done.duplicate
+                report.superseded += done.superseded
+                report.transactions = k + 1
+                rejects += [done.rejects] if len(done.rejects) else []
+        if checked.rejects:
+            with self._db.writing() as conn:
+                record_rejects(conn, pd.concat(checked.rejects, ignore_index=True), source)
+        if checked.rejects or rejects:
+            report.rejects = pd.concat(checked.rejects + rejects, ignore_index=True)
+        report.rejected = len(report.rejects)
         return report
 
     def _validated(

@@ -106,7 +106,7 @@ class Project:
         self.state, self.verify, self.rebuild = replay.state, replay.verify, replay.rebuild
         self.iteration_states, self.annotator_table = replay.iteration_states, replay.annotator_table
         self.validate, self.prepare, self.ingest = log.validate, log.prepare, log.ingest
-        self.ingest_chunks = log.ingest_chunks
+        self.ingest_chunks, self.ingest_slices = log.ingest_chunks, log.ingest_slices
         self.retract, self.retract_hit = retractions.retract, retractions.retract_hit
         self.live_versions = retractions.live_versions
         self.get_meta, self.set_meta = records.get_meta, records.set_meta

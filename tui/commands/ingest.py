@@ -33,8 +33,31 @@ def register(subparsers) -> None:
         metavar="FILE",
         help="where --skip-invalid writes rejected rows (.csv, .jsonl or .parquet; default: PROJECT.rejects.csv)",
     )
+    p.add_argument(
+        "--commit-every",
+        metavar="ROWS",
+        type=_rows,
+        help="check the whole file first, then add it in transactions of at least ROWS rows, so that the Label "
+        "Studio service applies its webhooks between them; a killed ingest is completed by running it again "
+        f"(0: one transaction; default: {SLICE_ROWS:,} for a file of {LARGE_MB} MB or more into a project linked "
+        "to Label Studio, else 0)",
+    )
     add_raw_cells(p)
     p.set_defaults(func=run)
+
+
+#: rows per transaction of a large file ingested into a project linked to Label Studio (``--commit-every``)
+SLICE_ROWS = 1_000_000
+LARGE_MB = 96  #: ``core.store.deferred.LARGE_INPUT_BYTES`` in MB (the CLI does not import core to print --help)
+PAUSE_S = 0.2  #: the pause after each slice: the service's writer tries the lock every 50 ms, its worker every 100
+MAX_PAUSE_S = 1.0  #: the longest pause after a slice, while the service's queue is not empty
+
+
+def _rows(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,16 +101,29 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         with Project.open(args.project) as project:
-            # chunks keep memory flat; methods that compare whole HITs validate the file as one batch
-            chunks = [read_table(args.file)] if project.model.needs_whole_hit else iter_table(args.file)
-            with err.status(f"validating and ingesting {args.file}"):
-                report = project.ingest_chunks(
-                    chunks,
-                    source=args.file,
-                    skip_invalid=args.skip_invalid,
-                    before_commit=write_rejects,
-                    defer_live=os.path.getsize(args.file) >= LARGE_INPUT_BYTES,
-                )
+            large = os.path.getsize(args.file) >= LARGE_INPUT_BYTES
+            rows = _slice_rows(args, project, large)
+            if rows:
+                with err.status(f"checking {args.file}, then ingesting it {rows:,} rows at a time"):
+                    report = project.ingest_slices(
+                        lambda: iter_table(args.file),
+                        source=args.file,
+                        rows=rows,
+                        skip_invalid=args.skip_invalid,
+                        pause=_drain(project, args.project),
+                    )
+                write_rejects(report)
+            else:
+                # chunks keep memory flat; methods that compare whole HITs validate the file as one batch
+                chunks = [read_table(args.file)] if project.model.needs_whole_hit else iter_table(args.file)
+                with err.status(f"validating and ingesting {args.file}"):
+                    report = project.ingest_chunks(
+                        chunks,
+                        source=args.file,
+                        skip_invalid=args.skip_invalid,
+                        before_commit=write_rejects,
+                        defer_live=large,
+                    )
             if tmp is not None:
                 os.replace(tmp, target)
                 tmp = None
@@ -104,6 +140,52 @@ def _run(args: argparse.Namespace) -> int:
     if report.rejected:
         msg += f" (written with reasons to {target})"
     print(msg)
+    if rows:
+        print(f"checked {args.file} whole, then ingested it in {report.transactions} transactions", file=sys.stderr)
     hint = f" (start the next one with: easl next {args.project})" if open_hits == 0 else ""
     print(f"iteration {iteration}: {open_hits} HITs still open{hint}", file=sys.stderr)
     return 0
+
+
+def _slice_rows(args: argparse.Namespace, project, large: bool) -> int:
+    """The rows per transaction of ``easl ingest`` (0: one transaction): ``--commit-every``, or by default
+    :data:`SLICE_ROWS` for a large file into a project linked to Label Studio."""
+    from easl_plugin import bookkeeping as bk
+
+    whole = project.model.needs_whole_hit or project.model.order_dependent
+    if args.commit_every is None:
+        linked = project.get_meta(bk.KEY_PROJECT_ID) is not None
+        return SLICE_ROWS if large and linked and not whole else 0
+    if args.commit_every and whole:
+        raise UserError(
+            f"--commit-every: the method {project.hyper.method!r} compares the scores of whole HITs in their "
+            "order, so its files are ingested in one transaction (use --commit-every 0)"
+        )
+    return args.commit_every
+
+
+def _drain(project, path: str):
+    """What ``easl ingest`` does between two slices: wait :data:`PAUSE_S`, then while the Label Studio service's
+    queue (its journal next to the project, the pending events) is not empty, :data:`MAX_PAUSE_S` in all at most."""
+    import time
+
+    from easl_plugin.journal import journal_path
+
+    journal = journal_path(path)
+
+    def queued() -> bool:
+        try:
+            with open(journal, "rb") as f:
+                if f.read(1) not in (b"", b"\0"):
+                    return True
+        except OSError:
+            pass
+        return project.event_counts().get("pending", 0) > 0
+
+    def pause() -> None:
+        end = time.monotonic() + MAX_PAUSE_S
+        time.sleep(PAUSE_S)
+        while queued() and time.monotonic() < end:
+            time.sleep(0.05)
+
+    return pause
