@@ -77,8 +77,8 @@ def _figures(path) -> tuple:
         return live, rejects, p.estimates()
 
 
-@pytest.mark.parametrize("method", ["easl", "da", "aware"])
-def test_slices_give_the_project_report_and_rejects_of_one_transaction(tmp_path, method):
+@pytest.mark.parametrize(("method", "defer"), [("easl", False), ("da", False), ("aware", False), ("easl", True)])
+def test_slices_give_the_project_report_and_rejects_of_one_transaction(tmp_path, method, defer):
     csv = _annotations(tmp_path / "a.csv")
     one, sliced = _project(tmp_path / "one.easl", method), _project(tmp_path / "sliced.easl", method)
     with Project.open(one) as p:
@@ -86,7 +86,12 @@ def test_slices_give_the_project_report_and_rejects_of_one_transaction(tmp_path,
     pauses = []
     with Project.open(sliced) as p:
         b = p.ingest_slices(
-            lambda: iter_table(csv, CHUNK), source=csv, rows=SLICE, skip_invalid=True, pause=lambda: pauses.append(1)
+            lambda: iter_table(csv, CHUNK),
+            source=csv,
+            rows=SLICE,
+            skip_invalid=True,
+            pause=lambda: pauses.append(1),
+            defer_live=defer,
         )
     counts = ("n_rows", "new", "duplicate", "superseded", "rejected")
     assert [getattr(a, c) for c in counts] == [getattr(b, c) for c in counts]

@@ -346,6 +346,7 @@ class ObservationLog:
         rows: int,
         skip_invalid: bool = False,
         pause: Callable[[], None] | None = None,
+        defer_live: bool = False,
     ) -> IngestReport:
         """Validate a file whole, then append it in slices of at least ``rows`` rows, one transaction each, calling
         ``pause`` between them (:mod:`core.store.slices`): another writer of the project file gets the write
@@ -353,6 +354,7 @@ class ObservationLog:
         twice. The report, the rejects and the project are those of :meth:`ingest_chunks`; a killed ingest leaves
         a part of the slices, which the same ingest again completes. For the aware model a slice also holds at
         least a quarter of the live scores, so that the refits ending the slices cost a bounded multiple of one.
+        ``defer_live``: each slice's live index is built at its end (:meth:`ingest_chunks`).
 
         Raises :class:`InvalidRows` before anything is written when a row is invalid and ``skip_invalid`` is
         False, or when a slice meets a row that became invalid since the check (its HIT retracted meanwhile),
@@ -382,7 +384,7 @@ class ObservationLog:
                 if k and pause is not None:
                     pause()
                 try:
-                    done = self.ingest_chunks(part, source=source, skip_invalid=skip_invalid)
+                    done = self.ingest_chunks(part, source=source, skip_invalid=skip_invalid, defer_live=defer_live)
                 except InvalidRows as exc:
                     note = f" ({k} slices of {checked.name} were ingested before it)" if k else ""
                     raise InvalidRows(f"{exc}{note}", messages=exc.messages, path=exc.path) from None

@@ -111,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
                         rows=rows,
                         skip_invalid=args.skip_invalid,
                         pause=_drain(project, args.project),
+                        defer_live=large,
                     )
                 write_rejects(report)
             else:
