@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 #: temporary files of the check's key hashes, one per range of the first hash
 PARTS = 16
 
-#: the keys of the two hashes of a row's idempotency key (``pandas.util.hash_array``: 16 bytes each)
-HASH_KEYS = ("easl conflicts 1", "easl conflicts 2")
+#: the two hashes of a row's idempotency key are Python's (SipHash, keyed per process: the check runs in one) of the
+#: key and of the key followed by this text; two keys share both with probability 2**-128
+SALT = "\x1f"
 
 #: what the check writes per valid row: its key's hashes, its score, its line, whether it has an annotation id and
 #: whether it repeats an earlier row of its chunk (same key and score)
@@ -103,11 +104,10 @@ def check_input(chunks: Iterable[Table], source: str, validate: Validate) -> Che
 
 def _spill(parts: list[Any], valid: pd.DataFrame, locations: Locations) -> None:
     """Write the :data:`RECORD` of each ``valid`` row to the part of its first hash."""
-    import pandas as pd
-
-    keys = np.asarray(source_keys(valid), dtype=object)
-    rec = np.empty(len(valid), dtype=RECORD)
-    rec["h1"], rec["h2"] = (pd.util.hash_array(keys, hash_key=k) for k in HASH_KEYS)
+    keys, n = source_keys(valid), len(valid)
+    rec = np.empty(n, dtype=RECORD)
+    rec["h1"] = np.fromiter(map(hash, keys), dtype=np.int64, count=n).view(np.uint64)
+    rec["h2"] = np.fromiter((hash(k + SALT) for k in keys), dtype=np.int64, count=n).view(np.uint64)
     rec["score"] = valid["score_raw"].to_numpy(dtype=np.float64)
     rec["line"] = locations.numbers[valid["row"].to_numpy()]
     rec["ann"] = valid["annotation_id"].notna().to_numpy()
