@@ -31,6 +31,7 @@ CHILD = textwrap.dedent("""
 
     project, path, prefix, nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     chunk_rows = int(sys.argv[5]) if len(sys.argv) > 5 else 0  # > 0: the streaming ingest of easl ingest
+    defer = len(sys.argv) > 6  # the live index built at the end, as for a file of 96 MiB or more
     p = Project.open(project)
     p.db.conn.execute("PRAGMA cache_size = 50")  # a small page cache spills the transaction's pages to the WAL
     table = read_table(path)
@@ -47,7 +48,7 @@ CHILD = textwrap.dedent("""
 
     p.db.conn.set_trace_callback(trace)
     if chunk_rows:
-        p.ingest_chunks(iter_table(path, chunk_rows), source=path)
+        p.ingest_chunks(iter_table(path, chunk_rows), source=path, defer_live=defer)
     else:
         p.ingest(table, source=path)
     print("finished")
@@ -91,13 +92,15 @@ def copy_project(src, dst):
     return dst
 
 
-def kill_inside(project, path, prefix: str, nth: int, chunk_rows: int = 0, *, wal_written: bool = False) -> None:
-    """Run :data:`CHILD` (chunks of ``chunk_rows`` rows, or one batch when 0), wait until it is inside the ingest
-    transaction at the ``nth`` statement that starts with ``prefix``, and SIGKILL it; ``wal_written``: check first
-    that the transaction has written pages to the WAL."""
+def kill_inside(
+    project, path, prefix: str, nth: int, chunk_rows: int = 0, *, wal_written: bool = False, defer: bool = False
+) -> None:
+    """Run :data:`CHILD` (chunks of ``chunk_rows`` rows, or one batch when 0; ``defer``: the live index built at the
+    end), wait until it is inside the ingest transaction at the ``nth`` statement that starts with ``prefix``, and
+    SIGKILL it; ``wal_written``: check first that the transaction has written pages to the WAL."""
     args = [sys.executable, "-c", CHILD, str(project), str(path), prefix, str(nth)]
     if chunk_rows:
-        args.append(str(chunk_rows))
+        args += [str(chunk_rows)] + (["defer"] if defer else [])
     child = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = child.stdout.readline()

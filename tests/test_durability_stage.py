@@ -39,3 +39,19 @@ def test_sigkill_inside_the_chunked_ingest_leaves_the_file_as_before(tmp_path, b
         report = p.ingest(read_table(big[1]), source="retry")  # the file is fully usable
         assert report.new + report.duplicate + report.superseded == N_ROWS
         assert p.verify()["ok"]
+
+
+@pytest.mark.parametrize(
+    "prefix, nth",
+    [
+        ("INSERT OR IGNORE INTO live", 1),  # a large file's end pass: the log written, its live index being built
+        ("INSERT INTO state", 1),  # after the end pass, the state being saved
+    ],
+)
+def test_sigkill_inside_the_end_pass_of_a_large_ingest_leaves_the_file_as_before(tmp_path, big, prefix, nth):
+    project = copy_project(big[0], tmp_path / "p.easl")
+    before = dump(project)
+    kill_inside(project, big[1], prefix, nth, 10_000, defer=True)
+    assert dump(project) == before
+    with Project.open(project) as p:
+        assert p.verify()["ok"]
