@@ -127,6 +127,7 @@ def test_another_writer_takes_the_lock_between_slices(tmp_path):
     got = []
 
     def pause() -> None:  # another process's writer, which waits for nobody (as the webhook writer)
+        assert os.path.getsize(f"{path}-wal") == 0  # the slice's pages are in the database file: the WAL stays small
         with Project.open(path) as other, other.transaction(max_wait_s=0):
             k = len(got)
             other.ingest([{"item_id": "i039", "score": 1 + k % 5, "annotator": f"other{k}"}], source="other")

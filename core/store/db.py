@@ -209,10 +209,11 @@ class Database:
         calls :meth:`checkpoint` when idle."""
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
 
-    def checkpoint(self) -> None:
-        """Copy the WAL into the database file as far as readers allow (``PRAGMA wal_checkpoint(PASSIVE)``: never
-        waits for another connection)."""
-        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    def checkpoint(self, mode: str = "PASSIVE") -> None:
+        """Copy the WAL into the database file: as far as readers allow (``PASSIVE``: never waits for another
+        connection), or all of it and then empty the WAL file (``TRUNCATE``: waits, up to the busy timeout, for
+        readers of older snapshots, and keeps writers out meanwhile)."""
+        self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
 
     def writable(self) -> None:
         """Raise :class:`~core.errors.ProjectFileError` when the project is open read-only."""

@@ -381,6 +381,8 @@ class ObservationLog:
                 return max(rows, (live + report.new) // 4) if self._settings.refits else rows
 
             for k, part in enumerate(slices(kept_rows(read(), checked, source, validate), size)):
+                if k:  # readers never let a passive checkpoint finish: the WAL would grow with every slice
+                    self._db.checkpoint("TRUNCATE")
                 if k and pause is not None:
                     pause()
                 try:
