@@ -130,6 +130,12 @@ class AwareState:
         """Number of annotators."""
         return int(self.offset.size)
 
+    def subset(self, keep: NDArray[Any]) -> AwareState:
+        """The state of the items ``keep`` (the annotator terms and scalars unchanged)."""
+        return dataclasses.replace(
+            self, mu=self.mu[keep], var_mu=self.var_mu[keep], var=self.var[keep], q=self.q[keep], count=self.count[keep]
+        )
+
     def to_arrays(self) -> dict[str, NDArray[Any]]:
         """Every field as a float64 array (scalars as length-1 arrays), for a store's state cache."""
         return {
@@ -190,28 +196,12 @@ def _grow(warm: AwareState, n: int, na: int) -> AwareState:
     pad_i, pad_a = n - warm.n_items, na - warm.n_annotators
     if pad_i < 0 or pad_a < 0:
         raise ValueError("a warm state cannot have more items or annotators than the observations")
-
-    def pi(x: NDArray[Any], v: float, pad: int = pad_i) -> NDArray[Any]:
-        return np.concatenate([x, np.full(pad, v)])
-
-    def pa(x: NDArray[Any], v: float) -> NDArray[Any]:
-        return pi(x, v, pad_a)
-
-    return dataclasses.replace(
-        warm,
-        mu=pi(warm.mu, warm.m0),
-        var_mu=pi(warm.var_mu, warm.tau_mu2),
-        var=pi(warm.var, warm.tau_mu2),
-        q=pi(warm.q, warm.q0),
-        count=pi(warm.count, 0.0),
-        offset=pa(warm.offset, 0.0),
-        slope=pa(warm.slope, 1.0),
-        var_offset=pa(warm.var_offset, warm.tau_o2),
-        var_slope=pa(warm.var_slope, warm.tau_s2),
-        cov_os=pa(warm.cov_os, 0.0),
-        noise=pa(warm.noise, 1.0),
-        n_scores=pa(warm.n_scores, 0.0),
-    )
+    w = warm
+    per_item = {"mu": w.m0, "var_mu": w.tau_mu2, "var": w.tau_mu2, "q": w.q0, "count": 0.0}
+    per_annotator = {"offset": 0.0, "slope": 1.0, "var_offset": w.tau_o2, "var_slope": w.tau_s2, "cov_os": 0.0}
+    per_annotator |= {"noise": 1.0, "n_scores": 0.0}
+    pads = [(name, v, pad_i) for name, v in per_item.items()] + [(name, v, pad_a) for name, v in per_annotator.items()]
+    return dataclasses.replace(w, **{k: np.concatenate([getattr(w, k), np.full(pad, v)]) for k, v, pad in pads})
 
 
 def _warm_start(warm: AwareState, obs: Observations) -> AwareState:

@@ -9,15 +9,14 @@ pairs is ``L = sum_{i<j} Phi(-|m_i - m_j| / sqrt(v_i + v_j))``. One more score o
 
 A batch takes the item slots of largest marginal gain (the k-th slot of an item gains what its k-th score
 would, so the top slots equal the greedy choice when the other items' variances are held fixed), then groups
-them into HITs at random with distinct items per HIT (the research prototype found grouping by similarity no
-better). Below ``N <= exact_below`` the sums are exact (``O(N^2)`` in blocks); above, the items are binned by
-``m`` on a fine grid and by ``v`` into classes, and ``sum_j`` becomes a convolution of each class's histogram
-with the kernel ``Phi(-|d| / sqrt(v + v_c))`` (FFT), interpolated at each item: ``O(N + B log B)``.
+them into HITs at random with distinct items per HIT. Below ``N <= exact_below`` the sums are exact (``O(N^2)``
+in blocks); above, the items are binned by ``m`` on a fine grid and by ``v`` into classes, and ``sum_j`` becomes
+a convolution of each class's histogram with the kernel ``Phi(-|d| / sqrt(v + v_c))`` (FFT), interpolated at each
+item: ``O(N + B log B)``.
 
-SciPy is imported inside the functions that use it (``scipy.special``, a third of a second): ``easl status``
-imports this module and needs none of it. The convolution is numpy's real FFT (``numpy.fft.rfft``; the
-histograms' transforms computed once for every kernel), not ``scipy.signal.fftconvolve``, whose import took
-about a second of each ``easl next`` (the 3 s target at 1,000,000 items).
+SciPy is imported inside the functions that use it (``easl status`` imports this module and needs none of it),
+and the convolution is numpy's real FFT, not ``scipy.signal.fftconvolve``, for the ``easl next`` target of 3 s at
+1,000,000 items (measurements: docs/studies/code-notes.md).
 """
 
 from __future__ import annotations
@@ -29,11 +28,8 @@ from numpy.typing import NDArray
 
 from core.models.aware import AwareState
 
-#: Uniform passes before the adaptive allocation starts. The research prototype found adapting from the first
-#: score hurts and chose 3; re-measured with :func:`core.simulate.aware_study.run_study` on 80 seeds (0-39 and
-#: 100-139, paired with DA), 2 passes save at least as much as 3 in every annotator model M1-M5 on both truths, and
-#: more beyond the seed noise on the Beta(2,2) truth at Spearman 0.90 (percentage points saved vs DA, 2 minus 3
-#: passes: M1 +5 [+3, +8], M4 +5 [+4, +6], M5 +7 [+4, +9]), where the target is reached at 2-4 scores per item.
+#: Uniform passes before the adaptive allocation starts (2 save at least as much as 3 in the annotator-aware
+#: study; measurements: docs/studies/code-notes.md).
 UNIFORM_PASSES = 2
 EXACT_BELOW = 4000
 _GRID = 2048
@@ -199,20 +195,6 @@ def group_into_hits(slots: NDArray[Any], *, n_hits: int, hit_size: int, rng: np.
     return hits[rng.permutation(n_hits)][:, rng.permutation(hit_size)]
 
 
-def _subset(state: AwareState, keep: NDArray[Any]) -> AwareState:
-    """``state`` restricted to the items ``keep`` (the annotator terms and scalars unchanged)."""
-    import dataclasses
-
-    return dataclasses.replace(
-        state,
-        mu=state.mu[keep],
-        var_mu=state.var_mu[keep],
-        var=state.var[keep],
-        q=state.q[keep],
-        count=state.count[keep],
-    )
-
-
 def select_batch(
     state: AwareState,
     *,
@@ -266,7 +248,7 @@ def select_batch(
         free = np.flatnonzero(~np.asarray(exclude, dtype=bool))
         if free.size < hit_size:
             return np.zeros((0, hit_size), dtype=np.int64)
-        sub = _subset(state, free)
+        sub = state.subset(free)
         hits = select_batch(
             sub, n_hits=n_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes, max_slots=max_slots
         )

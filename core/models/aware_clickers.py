@@ -4,10 +4,8 @@ posterior the stopping rule draws from once the scores of likely clickers are ta
 
 Why the fit alone is not enough: the fit (:mod:`core.models.aware`) down-weights a random clicker through a large
 noise ``r_a`` and a slope ``s_a`` pulled toward 0, but only when the clicker's scores meet other annotators' on the
-same items. When clickers are the only ones to score some items, the fit cannot tell their scores from signal: the
-item means are the clickers' own means, each clicker's slope against them stays near 1, and those items' posteriors
-are as narrow as any noisy annotator's. The expected Spearman then counts them as known (a simulation with 20% of the
-items scored by clickers only reported 0.95-0.96 and stopped at a target of 0.90 where the truth was 0.80-0.88).
+same items. Items scored by clickers alone have the clickers' own means and posteriors as narrow as any noisy
+annotator's, and the expected Spearman would count them as known (measurements: docs/studies/code-notes.md).
 
 The test here leaves each annotator out: for annotator ``a``, the Pearson correlation ``r_a`` of their scores with
 ``m = u_i^(-a)``, each item's mean from the other annotators' scores alone (:func:`loo_agreement`; the fit's
@@ -25,10 +23,8 @@ probability is the prior. Probabilities are rounded to multiples of :data:`PROBA
 annotator's is exactly 0 and the counts of items they scored stay whole numbers (a store rewrites only the values
 that changed).
 
-A limit, measured: the allocation stops scoring items whose early scores agreed, so among the items a campaign
-leaves, clickers' scores agree more than chance (``r`` 0.4-0.5 for 4 clickers sharing 15 items at 5.5 scores per
-item, where a faithful annotator's was 0.8). With few scores per clicker the test then cannot tell them apart: with
-40 annotators, 4 of them clickers alone on 5-10% of the items, the rule stopped in 3 of 40 runs and was wrong in 2.
+A known limit: clickers with few scores each, alone on the items whose early scores agreed (which the allocation
+stops scoring), can agree among themselves beyond chance and pass the test.
 
 An item's informative count is ``n_i^inf = sum_k (1 - P_a(k))`` over its scores; the stopping rule requires one
 of every item besides its scores (``core.models.aware_posterior.STOP_MIN_INFORMATIVE``), and draws each item from
@@ -55,7 +51,7 @@ from core.models.aware_data import CENTER, Observations
 from core.models.aware_noise import loo_item_sums
 
 #: Prior probability that an annotator clicks at random: even odds, so that an annotator the data cannot check (fewer
-#: than 4 scores, or no one else on their items) counts half; measured against 0.1 and 0.3 (module docstring).
+#: than 4 scores, or no one else on their items) counts half.
 CLICKER_PRIOR = 0.5
 #: :func:`clicker_probability` is rounded to multiples of this (1/1024, exact in binary).
 PROBABILITY_STEP = 1.0 / 1024.0

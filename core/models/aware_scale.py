@@ -2,11 +2,10 @@
 
 The annotator-aware model's ``mu_i`` (:mod:`core.models.aware`) and TrueSkill's skill ``mu``
 (:mod:`core.models.trueskill`) live on an unbounded scale: a posterior mean or a t interval can leave [0, 1]
-(``mu_i`` beyond the range when the annotators' offsets and slopes put the consensus outside what anyone scored;
-[-4.9, 30.5] and [48.6, 104.1] were seen on a 0-100 scale). What such a project reports is instead the score a
-typical annotator would give the item on the bounded scale, the mean of a censored normal (notation: unit scale,
-``m`` the item's location, ``s`` the standard deviation of one score's noise, ``Phi`` and ``phi`` the standard
-normal cdf and density)::
+(``mu_i`` beyond the range when the annotators' offsets and slopes put the consensus outside what anyone scored).
+What such a project reports is instead the score a typical annotator would give the item on the bounded scale, the
+mean of a censored normal (notation: unit scale, ``m`` the item's location, ``s`` the standard deviation of one
+score's noise, ``Phi`` and ``phi`` the standard normal cdf and density)::
 
     g(m) = E[clip(m + e, 0, 1)],   e ~ N(0, s^2)
          = m (Phi(b) - Phi(a)) + s (phi(a) - phi(b)) + (1 - Phi(b)),   a = -m / s,  b = (1 - m) / s
@@ -28,8 +27,8 @@ large terms, no overflow, no warnings, for any finite ``m``.
 Ties. ``g`` saturates: ``1 - g(m) ~ s phi(z) / z^2`` with ``z = (m - 1) / s`` drops below the spacing of
 float64 near 1 (1.1e-16) once ``m > 1 + 8 s``, where distinct items would all get 1.0 and lose their order.
 So the noise is contaminated: with weight :data:`EPS` (1e-9) a wide uniform component ``U(-WIDE, WIDE)``,
-``WIDE = 4`` (four widths of the scale), whose censored mean is a polynomial (no special function: half the cost
-of the export's estimates at 1,000,000 items against a wide normal)::
+``WIDE = 4`` (four widths of the scale), whose censored mean is a polynomial (no special function, for the export
+target; measurements: docs/studies/code-notes.md)::
 
     G(m) = (1 - EPS) g(m; s) + EPS u(m),   u(m) = (F(m + WIDE) - F(m - WIDE)) / (2 WIDE),
     F(t) = 0 (t < 0),  t^2 / 2 (0 <= t <= 1),  t - 1/2 (t > 1),   u'(m) = (clip(m + WIDE) - clip(m - WIDE)) / (2 WIDE)
@@ -66,7 +65,7 @@ def _psi_neg(x: NDArray[Any]) -> NDArray[Any]:
     """``psi(-x) = E[(Z - x)^+] = phi(x) - x Q(x)`` for ``x >= 0`` (module docstring), without cancellation."""
     x = np.minimum(x, _X_MAX)
     phi = _INV_SQRT_2PI * np.exp(-0.5 * x * x)
-    near = x <= 1.0  # each branch only where it is used: the export's largest cost at 1,000,000 items
+    near = x <= 1.0  # each branch only where it is used (the export target)
     out: NDArray[Any] = np.empty_like(phi)
     xn, xf = x[near], x[~near]
     out[near] = phi[near] - xn * special.ndtr(-xn)
