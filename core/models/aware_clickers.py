@@ -7,12 +7,11 @@ noise ``r_a`` and a slope ``s_a`` pulled toward 0, but only when the clicker's s
 same items. Items scored by clickers alone have the clickers' own means and posteriors as narrow as any noisy
 annotator's, and the expected Spearman would count them as known (measurements: docs/studies/code-notes.md).
 
-The test here leaves each annotator out: for annotator ``a``, the Pearson correlation ``r_a`` of their scores with
-``m = u_i^(-a)``, each item's mean from the other annotators' scores alone (:func:`loo_agreement`; the fit's
-offsets and slopes held, the prior and the item's noise ``q_i`` taken out, so that a clicker's own pull on either
-cannot tie ``m`` to their scores). A clicker's scores are independent of ``m``, also when the other scores of their
-items come from clickers; a faithful annotator's follow it. With ``z_a = atanh(r_a)`` and ``v_a = 1 / (n_a - 3)``
-(Fisher), a two-component mixture gives
+The test leaves each annotator out: for annotator ``a``, the Pearson correlation ``r_a`` of their scores with
+``m = u_i^(-a)``, each item's mean from the other annotators' scores alone (:func:`loo_agreement`). A clicker's
+scores are independent of ``m``, also when the other scores of their items come from clickers; a faithful
+annotator's follow it. With ``z_a = atanh(r_a)`` and ``v_a = 1 / (n_a - 3)`` (Fisher), a two-component mixture
+gives
 
     P(clicker | z_a) = pi L0 / (pi L0 + (1 - pi) L1),   L0 = N(z_a; 0, v_a),   L1 = N(z_a; z1, t2 + v_a),
 
@@ -21,15 +20,8 @@ annotators (started at the upper quartile; ``z1`` and ``t2`` kept above :data:`A
 :data:`AGREEMENT_SPREAD`). Without an agreement to measure (fewer than 4 scores, or no one else on their items) the
 probability is the prior. Probabilities are rounded to multiples of :data:`PROBABILITY_STEP`, so a faithful
 annotator's is exactly 0 and the counts of items they scored stay whole numbers (a store rewrites only the values
-that changed).
-
-A known limit: clickers with few scores each, alone on the items whose early scores agreed (which the allocation
-stops scoring), can agree among themselves beyond chance and pass the test.
-
-An item's informative count is ``n_i^inf = sum_k (1 - P_a(k))`` over its scores; the stopping rule requires one
-of every item besides its scores (``core.models.aware_posterior.STOP_MIN_INFORMATIVE``), and draws each item from
-its posterior with only the informative share of the data's precision (:func:`informative_share`,
-:func:`informative_state`).
+that changed). A known limit: clickers with few scores each, alone on the items whose early scores agreed (which
+the allocation stops scoring), can agree among themselves beyond chance and pass the test.
 
 References: Fisher (1921), "On the probable error of a coefficient of correlation", Metron 1 (``atanh`` of a
 correlation); McLachlan & Peel (2000), *Finite Mixture Models*, chapter 2 (EM for a mixture); Raykar et al. (2010),
@@ -72,9 +64,10 @@ def _normal_logpdf(x: NDArray[Any], mean: Any, var: NDArray[Any]) -> NDArray[Any
 
 
 def loo_agreement(state: AwareState, obs: Observations) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Per annotator, the Pearson correlation of their scores with ``u_i^(-a)``, each item's posterior mean without
-    their scores (:func:`core.models.aware_noise.loo_item_sums`, the fit's other terms held), and the number of
-    scores behind it; NaN with fewer than 3 scores or no spread on either side."""
+    """Per annotator, the Pearson correlation of their scores with ``u_i^(-a)``, each item's posterior mean from the
+    other annotators' scores alone (:func:`core.models.aware_noise.loo_item_sums`; the fit's offsets and slopes
+    held, the prior and ``q_i`` taken out, so that a clicker's own pull on either cannot tie it to their scores),
+    and the number of scores behind it; NaN with fewer than 3 scores or no spread on either side."""
     na = state.n_annotators
     P = obs.pairs
     rows = np.repeat(np.arange(obs.n_items), np.diff(P.count.indptr))
@@ -107,7 +100,7 @@ def loo_agreement(state: AwareState, obs: Observations) -> tuple[NDArray[Any], N
 
 def clicker_probability(state: AwareState, obs: Observations, *, prior: float = CLICKER_PRIOR) -> NDArray[Any]:
     """Per annotator, the posterior probability of clicking at random given their leave-one-out agreement (module
-    docstring), rounded to :data:`PROBABILITY_STEP`.
+    docstring, with its references), rounded to :data:`PROBABILITY_STEP`.
 
     Parameters
     ----------
@@ -120,11 +113,6 @@ def clicker_probability(state: AwareState, obs: Observations, *, prior: float = 
     Returns
     -------
     ndarray, shape (n_annotators,)
-
-    References
-    ----------
-    Fisher (1921) (the variance-stabilising transform of a correlation); McLachlan & Peel (2000), *Finite Mixture
-    Models*, chapter 2 (EM for a mixture); module docstring.
 
     Examples
     --------

@@ -141,10 +141,8 @@ class AwareModel:
         return rank_figures(AwareState.from_arrays(state), rng)
 
     def stop_decision(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> StopDecision | None:
-        """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`),
-        or None when the project has no target: the expected Spearman draws the truth from the posterior without
-        the likely clickers' share (:func:`core.models.aware_clickers.informative_state`), and every item needs
-        enough informative scores."""
+        """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`,
+        with :meth:`expected_spearman`), or None when the project has no target."""
         if self.hyper.stop_at is None:
             return None
         st = AwareState.from_arrays(state)

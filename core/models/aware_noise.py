@@ -62,9 +62,8 @@ def noise_strengths(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> NDArray[Any]:
     :data:`NU_R_OUTLIER` (a spike-and-slab reading of the prior: most annotators at the pool's shrinkage, those who
     stand out free to differ).
 
-    The pool's estimate averages over annotators, so one random clicker among a hundred faithful annotators moves
-    it little, and at 2-3 scores per item a few clickers among twenty do not yet move it; each clicker's own ratio
-    is already in the tail of its sampling distribution. Annotator ``a`` stands out with weight
+    The pool's estimate averages over annotators, so a few random clickers move it little; each clicker's own
+    ratio is already in the tail of its sampling distribution. Annotator ``a`` stands out with weight
 
         p_a = 1 / (1 + exp(-(log ratio_a - log t_a) / OUTLIER_WIDTH)),
         t_a = (1 - 2 / (9 n_a) + z sqrt(2 / (9 n_a)))^3,

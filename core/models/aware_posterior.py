@@ -87,12 +87,9 @@ def expected_spearman(
     """The expected Spearman correlation between the estimates and the truth, on at most ``max_items`` items.
 
     On a project of ``N > max_items`` items, the mean over ``n_draws`` posterior draws of the Spearman
-    correlation between the estimates and the draw, both restricted to a random subset of ``max_items`` items.
-    The items' draws are independent, so the ranks within the subset are distributed exactly as on a project of
-    those items; the subset's Spearman estimates the whole project's with a bias of order ``1 / max_items``
-    and a standard deviation of about ``(1 - rho^2) / sqrt(max_items)`` (Kendall & Gibbons 1990, ch. 2):
-    7e-4 at ``rho = 0.95`` and 1.3e-3 at ``rho = 0.90`` with the default 20,000, against a stopping margin of
-    0.03-0.06. ``bench/bench_aware.py`` measures the difference from all items.
+    correlation between the estimates and the draw, both restricted to a random subset of ``max_items`` items: a
+    bias of order ``1 / max_items`` and a standard deviation of about ``(1 - rho^2) / sqrt(max_items)`` (Kendall &
+    Gibbons 1990, ch. 2) against the whole project's (docs/studies/code-notes.md).
 
     Parameters
     ----------

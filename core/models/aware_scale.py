@@ -11,12 +11,10 @@ score's noise, ``Phi`` and ``phi`` the standard normal cdf and density)::
          = m (Phi(b) - Phi(a)) + s (phi(a) - phi(b)) + (1 - Phi(b)),   a = -m / s,  b = (1 - m) / s
     g'(m) = Phi(b) - Phi(a) > 0
 
-Why this map: it is the model's own prediction of a score (offset 0, slope 1 and the pooled noise ``q0 = s^2``
-for the aware model; TrueSkill's performance noise ``beta = gamma`` for TrueSkill), so it is on the score scale by
-construction and inside (0, 1); ``g(m) ~ m`` in the middle of the scale (within ``s psi(-0.5 / s)``, e.g. 4e-5
-at s = 0.1); and it is strictly increasing, so the order of the estimates (the ranks) is the order of ``m``. A
-monotone map carries quantiles over, so the image of an interval's ends is an interval of the same coverage for
-``g(mu)``; a variance is carried by the delta method, ``g'(m)^2 Var(m)``.
+It is the model's own prediction of a score (offset 0, slope 1, noise ``s^2 = q0`` for the aware model;
+``s = beta = gamma`` for TrueSkill), inside (0, 1) and strictly increasing, so the ranks are those of ``m``, an
+interval's ends map to an interval of the same coverage, and a variance maps by the delta method, ``g'(m)^2
+Var(m)`` (why this map: docs/studies/code-notes.md).
 
 Numerics. With ``psi(z) = E[(Z + z)^+] = phi(z) + z Phi(z)`` (so ``psi(z) = z + psi(-z)``),
 ``g(m) = max(m, 0) + s psi(-|m| / s) - s psi((m - 1) / s)`` and ``g(1 - m) = 1 - g(m)``; ``g`` is computed for

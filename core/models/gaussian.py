@@ -94,32 +94,30 @@ def w_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
     """
     x = np.asarray(t, dtype=np.float64) - np.asarray(eps, dtype=np.float64)
     v = np.asarray(v_win(x), dtype=np.float64)
-    d = v + x
     far = -x > _ASYMPTOTE_Z
-    if np.any(far):
-        z = -x[far] if x.ndim else -x
-        zi2 = 1.0 / (z * z)
-        d_asym = (1.0 + zi2 * (-2.0 + zi2 * (10.0 + zi2 * (-74.0 + zi2 * (706.0 - 8162.0 * zi2))))) / z
-        if x.ndim:
-            v, d = v.copy(), d.copy()
-            v[far], d[far] = z + d_asym, d_asym
-        else:
-            v, d = z + d_asym, d_asym
-    return np.clip(v * d, 0.0, 1.0)
+    if not np.any(far):
+        return np.clip(v * (v + x), 0.0, 1.0)
+    z = np.where(far, -x, 1.0)
+    zi2 = 1.0 / (z * z)
+    d_asym = (1.0 + zi2 * (-2.0 + zi2 * (10.0 + zi2 * (-74.0 + zi2 * (706.0 - 8162.0 * zi2))))) / z
+    return np.clip(np.where(far, z + d_asym, v) * np.where(far, d_asym, v + x), 0.0, 1.0)
 
 
-def _draw_terms(t: NDArray[Any], eps: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """For ``u = |t|``: ``a = e - u``, ``b = -e - u`` and ``log Z``, ``Z = Phi(a) - Phi(b)`` (log space)."""
+def _draw_terms(t: Any, eps: Any) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """``t`` as an array and, for ``u = |t|``: ``a = e - u``, ``b = -e - u`` and ``log Z``, ``Z = Phi(a) - Phi(b)``
+    (log space)."""
+    from scipy import special
+
+    t = np.asarray(t, dtype=np.float64)
+    eps = np.asarray(eps, dtype=np.float64)
     u = np.abs(t)
     a = eps - u
     b = -eps - u
-    from scipy import special
-
     la = special.log_ndtr(a)
     lb = special.log_ndtr(b)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_z = la + np.log(-np.expm1(lb - la))
-    return a, b, log_z
+    return t, a, b, log_z
 
 
 def v_draw(t: Any, eps: Any) -> NDArray[Any]:
@@ -147,9 +145,7 @@ def v_draw(t: Any, eps: Any) -> NDArray[Any]:
     >>> round(float(v_draw(1, 0.5)), 10), round(float(v_draw(3, 0.2)), 10)
     (-0.9206446052, -2.9611273599)
     """
-    t = np.asarray(t, dtype=np.float64)
-    eps = np.asarray(eps, dtype=np.float64)
-    a, b, log_z = _draw_terms(t, eps)
+    t, a, b, log_z = _draw_terms(t, eps)
     with np.errstate(invalid="ignore", over="ignore"):
         v = np.exp(_log_pdf(b) - log_z) - np.exp(_log_pdf(a) - log_z)
     return np.where(t < 0, -v, v)
@@ -180,9 +176,7 @@ def w_draw(t: Any, eps: Any) -> NDArray[Any]:
     >>> round(float(w_draw(1, 0.5)), 10), round(float(w_draw(3, 0.2)), 10)
     (0.9230579021, 0.987632105)
     """
-    t = np.asarray(t, dtype=np.float64)
-    eps = np.asarray(eps, dtype=np.float64)
-    a, b, log_z = _draw_terms(t, eps)
+    _, a, b, log_z = _draw_terms(t, eps)
     with np.errstate(invalid="ignore", over="ignore"):
         pa = np.exp(_log_pdf(a) - log_z)
         pb = np.exp(_log_pdf(b) - log_z)
