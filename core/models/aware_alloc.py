@@ -37,10 +37,9 @@ _V_CLASSES = 12
 
 
 def information_per_score(state: AwareState) -> NDArray[Any]:
-    """Expected information of one more score of each item from an annotator drawn from the pool.
-
-    ``I_i = mean_a(s_a^2 / r_a) / q_i`` over the annotators seen so far (all, if none): one more score turns
-    ``Var(u_i)`` into ``1 / (1 / Var(u_i) + I_i)``.
+    """Expected information of one more score of each item from an annotator drawn from the pool, ``I_i =
+    mean_a(s_a^2 / r_a) / q_i`` over the annotators seen so far (all, if none): one more score turns ``Var(u_i)``
+    into ``1 / (1 / Var(u_i) + I_i)``.
 
     Parameters
     ----------
@@ -64,10 +63,9 @@ def information_per_score(state: AwareState) -> NDArray[Any]:
 
 def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) -> list[NDArray[Any]]:
     """``F_i = sum_j Phi(-|m_i - m_j| / sqrt(v_self_i + v_j))`` for every item ``i`` (``j`` over all items),
-    for each array of ``v_self``.
-
-    Exact in blocks for ``N <= EXACT_BELOW``; above, binned (module docstring; one table serves every
-    ``v_self``), accurate to about 1e-3 of the gain when the bin width is small against ``sqrt(v)``.
+    for each array of ``v_self``: exact in blocks for ``N <= EXACT_BELOW``; above, binned (module docstring; one
+    table serves every ``v_self``), accurate to about 1e-3 of the gain when the bin width is small against
+    ``sqrt(v)``.
 
     Parameters
     ----------
@@ -145,10 +143,9 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
 
 
 def slot_gains(state: AwareState, *, max_slots: int = 2) -> NDArray[Any]:
-    """Marginal gains of the first ``max_slots`` more scores of every item (module docstring).
-
-    Column ``k`` is ``F(v_i^(k)) - F(v_i^(k+1))`` with ``v_i^(k) = 1 / (1 / v_i + k I_i)`` and ``F`` of
-    :func:`misorder_sums` (the other items held at their variances): the expected drop in mis-ordered pairs.
+    """Marginal gains of the first ``max_slots`` more scores of every item (module docstring): column ``k`` is
+    ``F(v_i^(k)) - F(v_i^(k+1))`` with ``v_i^(k) = 1 / (1 / v_i + k I_i)`` and ``F`` of :func:`misorder_sums`
+    (the other items held at their variances), the expected drop in mis-ordered pairs.
 
     Parameters
     ----------
@@ -174,11 +171,10 @@ def slot_gains(state: AwareState, *, max_slots: int = 2) -> NDArray[Any]:
 
 
 def group_into_hits(slots: NDArray[Any], *, n_hits: int, hit_size: int, rng: np.random.Generator) -> NDArray[Any]:
-    """Group item slots into HITs at random, each item at most once per HIT.
-
-    ``slots`` (length ``n_hits * hit_size``, no item more than ``n_hits`` times) is ordered with the copies of
-    an item side by side, in random item order, and dealt column by column (slot ``k`` to HIT ``k mod
-    n_hits``), so copies land in different HITs; rows and columns are then shuffled.
+    """Group item slots into HITs at random, each item at most once per HIT: ``slots`` (length ``n_hits *
+    hit_size``, no item more than ``n_hits`` times) is ordered with the copies of an item side by side, in random
+    item order, and dealt column by column (slot ``k`` to HIT ``k mod n_hits``), so copies land in different
+    HITs; rows and columns are then shuffled.
 
     Returns
     -------
@@ -205,11 +201,9 @@ def select_batch(
     max_slots: int = 2,
     exclude: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
-    """The next batch of HITs for the annotator-aware model.
-
-    While some item has fewer than ``uniform_passes`` scores, the least-annotated items (seeded random
-    tie-break), as in direct assessment; then the ``n_hits * hit_size`` item slots of largest
-    :func:`slot_gains`, grouped by :func:`group_into_hits`.
+    """The next batch of HITs for the annotator-aware model: while some item has fewer than ``uniform_passes``
+    scores, the least-annotated items (seeded random tie-break), as in direct assessment; then the ``n_hits *
+    hit_size`` item slots of largest :func:`slot_gains`, grouped by :func:`group_into_hits`.
 
     Parameters
     ----------

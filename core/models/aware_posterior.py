@@ -67,12 +67,11 @@ SPEARMAN_SUBSET_DRAWS = 50
 EAGER_MAX_ITEMS = 2_000
 
 
-def _spearman_draws(mu: NDArray[Any], draws: NDArray[Any]) -> NDArray[Any]:
-    """``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` for each row ``d`` of ``draws``, with ``R`` the
-    ranks of ``mu`` and ``R^(d)`` those of the draw (Spearman without ties)."""
-    n = mu.size
-    den = n * (n * n - 1.0) if n > 1 else 1.0
-    out: NDArray[Any] = 1.0 - 6.0 * ((_ranks(draws) - _ranks(mu)) ** 2).sum(axis=1) / den
+def _spearman(rank: NDArray[Any], draw_ranks: NDArray[Any]) -> NDArray[Any]:
+    """``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` for each row ``d`` of ``draw_ranks``, with ``R``
+    the ranks of the estimates and ``R^(d)`` those of draw ``d`` (Spearman without ties)."""
+    n = rank.size
+    out: NDArray[Any] = 1.0 - 6.0 * ((draw_ranks - rank) ** 2).sum(axis=1) / (n * (n * n - 1.0) if n > 1 else 1.0)
     return out
 
 
@@ -113,7 +112,7 @@ def expected_spearman(
     n = state.n_items
     keep = np.sort(rng.choice(n, max_items, replace=False)) if n > max_items else np.arange(n)
     sub_draws = (state if draws_from is None else draws_from).subset(keep)
-    return float(np.mean(_spearman_draws(state.mu[keep], posterior_draws(sub_draws, n_draws, rng))))
+    return float(np.mean(_spearman(_ranks(state.mu[keep]), _ranks(posterior_draws(sub_draws, n_draws, rng)))))
 
 
 class RankFigures:
@@ -159,10 +158,9 @@ class RankFigures:
         rho: list[NDArray[Any]] = []
         lows, highs, rank_draws = [], [], []
         keep_all = n_draws * n <= 50_000_000
-        den = n * (n * n - 1.0) if n > 1 else 1.0
         for b in range(0, n_draws, chunk):
             rd = _ranks(posterior_draws(self._draws_from, min(chunk, n_draws - b), rng))
-            rho.append(1.0 - 6.0 * ((rd - est_rank) ** 2).sum(axis=1) / den)
+            rho.append(_spearman(est_rank, rd))
             if keep_all:
                 rank_draws.append(rd)
             else:  # large projects: quantiles per chunk, averaged (an approximation, stated here)

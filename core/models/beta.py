@@ -13,10 +13,8 @@ from numpy.typing import ArrayLike, NDArray
 
 
 def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
-    """Mode of Beta(alpha, beta) for ``alpha, beta >= 1`` (eq 12).
-
-    ``M = (alpha - 1) / (alpha + beta - 2)``, and ``M(1, 1) = 0.5`` (the untouched uniform prior, as in the
-    authors' release).
+    """Mode of Beta(alpha, beta) for ``alpha, beta >= 1`` (eq 12): ``M = (alpha - 1) / (alpha + beta - 2)``, and
+    ``M(1, 1) = 0.5`` (the untouched uniform prior, as in the authors' release).
 
     Parameters
     ----------
@@ -73,11 +71,9 @@ def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
 
 
 def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
-    """Variance of Beta(alpha, beta) (eq 13).
-
-    ``Var = alpha beta / ((alpha + beta)^2 (alpha + beta + 1))``. It depends on the scores, not only on the
-    count: an item scored 0 twice (Beta(1, 3), 0.0375) has less variance than one scored 0.5 three times
-    (Beta(2.5, 2.5), 0.0417).
+    """Variance of Beta(alpha, beta) (eq 13): ``Var = alpha beta / ((alpha + beta)^2 (alpha + beta + 1))``. It
+    depends on the scores, not only on the count: an item scored 0 twice (Beta(1, 3), 0.0375) has less variance
+    than one scored 0.5 three times (Beta(2.5, 2.5), 0.0417).
 
     Parameters
     ----------
@@ -108,11 +104,9 @@ def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
 
 
 def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Equal-tailed credible interval of Beta(alpha, beta).
-
-    ``[I^-1_{(1 - level)/2}(alpha, beta), I^-1_{(1 + level)/2}(alpha, beta)]``, with ``I^-1`` the inverse of
-    the regularised incomplete Beta function (``scipy.special.betaincinv``), evaluated once per distinct
-    ``(alpha, beta)``: items with the same posterior (untouched, or scored alike on a slider) share the work.
+    """Equal-tailed credible interval of Beta(alpha, beta), ``[I^-1_{(1 - level)/2}(alpha, beta), I^-1_{(1 +
+    level)/2}(alpha, beta)]``, with ``I^-1`` the inverse of the regularised incomplete Beta function
+    (``scipy.special.betaincinv``), evaluated once per distinct ``(alpha, beta)`` (the export target).
 
     Parameters
     ----------

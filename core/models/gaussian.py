@@ -30,11 +30,9 @@ def _log_pdf(x: NDArray[Any]) -> NDArray[Any]:
 
 
 def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
-    """Mean-shift factor for a win (eq 5).
-
-    ``v(t, e) = N(t - e) / Phi(t - e)``, computed as ``sqrt(2/pi) / erfcx(-(t - e)/sqrt(2))``, which neither
-    underflows nor divides by zero for any ``t`` (``v -> -(t - e)`` as ``t -> -inf``, ``v -> 0`` as
-    ``t -> +inf``).
+    """Mean-shift factor for a win (eq 5), ``v(t, e) = N(t - e) / Phi(t - e)``, computed as ``sqrt(2/pi) /
+    erfcx(-(t - e)/sqrt(2))``, which neither underflows nor divides by zero for any ``t`` (``v -> -(t - e)`` as
+    ``t -> -inf``, ``v -> 0`` as ``t -> +inf``).
 
     Parameters
     ----------
@@ -67,11 +65,9 @@ def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
 
 
 def w_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
-    """Variance factor for a win (eq 9).
-
-    ``w(t, e) = v (v + t - e)``, in ``[0, 1]``. For ``z = e - t > 30`` the product cancels catastrophically;
-    there ``v + t - e`` is taken from the asymptotic series of the inverse Mills ratio,
-    ``1/z - 2/z^3 + 10/z^5 - 74/z^7 + 706/z^9 - 8162/z^11`` (so ``w ~ 1 - 1/z^2``). Clamped into ``[0, 1]``.
+    """Variance factor for a win (eq 9), ``w(t, e) = v (v + t - e)``, in ``[0, 1]``. For ``z = e - t > 30`` the
+    product cancels catastrophically; there ``v + t - e`` is taken from the asymptotic series of the inverse Mills
+    ratio, ``1/z - 2/z^3 + 10/z^5 - 74/z^7 + 706/z^9 - 8162/z^11`` (so ``w ~ 1 - 1/z^2``). Clamped into ``[0, 1]``.
 
     Parameters
     ----------
@@ -121,10 +117,9 @@ def _draw_terms(t: Any, eps: Any) -> tuple[NDArray[Any], NDArray[Any], NDArray[A
 
 
 def v_draw(t: Any, eps: Any) -> NDArray[Any]:
-    """Mean-shift factor for a draw (eq 6).
-
-    ``v~(t, e) = [N(-e - t) - N(e - t)] / [Phi(e - t) - Phi(-e - t)]``. Odd in ``t``; evaluated for ``|t|``
-    with the normaliser in log space (``scipy.special.log_ndtr``), so it stays finite far in the tails.
+    """Mean-shift factor for a draw (eq 6), ``v~(t, e) = [N(-e - t) - N(e - t)] / [Phi(e - t) - Phi(-e - t)]``.
+    Odd in ``t``; evaluated for ``|t|`` with the normaliser in log space (``scipy.special.log_ndtr``), so it stays
+    finite far in the tails.
 
     Parameters
     ----------
@@ -152,10 +147,8 @@ def v_draw(t: Any, eps: Any) -> NDArray[Any]:
 
 
 def w_draw(t: Any, eps: Any) -> NDArray[Any]:
-    """Variance factor for a draw (eq 10).
-
-    ``w~(t, e) = v~^2 + [(e - t) N(e - t) + (e + t) N(e + t)] / [Phi(e - t) - Phi(-e - t)]``. Even in ``t``;
-    log-space normaliser as in :func:`v_draw`; clamped into ``[0, 1]``.
+    """Variance factor for a draw (eq 10), ``w~(t, e) = v~^2 + [(e - t) N(e - t) + (e + t) N(e + t)] / [Phi(e -
+    t) - Phi(-e - t)]``. Even in ``t``; log-space normaliser as in :func:`v_draw`; clamped into ``[0, 1]``.
 
     Parameters
     ----------
@@ -187,10 +180,8 @@ def w_draw(t: Any, eps: Any) -> NDArray[Any]:
 
 
 def draw_margin(draw_probability: float, beta: float, n_players: int = 2) -> float:
-    """Draw margin from a draw probability.
-
-    ``epsilon = Phi^-1((p + 1) / 2) sqrt(n) beta``; with ``epsilon = 0.1`` and ``beta = 0.1`` two equal items
-    draw with probability 0.52.
+    """Draw margin from a draw probability: ``epsilon = Phi^-1((p + 1) / 2) sqrt(n) beta`` (with ``epsilon = 0.1``
+    and ``beta = 0.1`` two equal items draw with probability 0.52).
 
     Parameters
     ----------
