@@ -228,16 +228,3 @@ def informative_state(state: AwareState, arrays: Mapping[str, NDArray[Any]]) -> 
         var=np.where(same, state.var, var),
         count=n_inf,
     )
-
-
-__all__ = [
-    "CLICKER_PRIOR",
-    "INFORMATIVE_KEY",
-    "PROBABILITY_STEP",
-    "clicker_probability",
-    "SHARE_KEY",
-    "informative_arrays",
-    "informative_counts",
-    "informative_share",
-    "informative_state",
-]

@@ -130,16 +130,3 @@ def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> ND
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio: NDArray[Any] = np.bincount(a, rss, na) / np.bincount(a, expected, na)
     return ratio
-
-
-__all__ = [
-    "NU_R_MAX",
-    "NU_R_MIN",
-    "NU_R_OUTLIER",
-    "OUTLIER_LEVEL",
-    "OUTLIER_WIDTH",
-    "loo_item_sums",
-    "loo_noise_ratio",
-    "noise_shrinkage",
-    "noise_strengths",
-]

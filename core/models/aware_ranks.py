@@ -134,6 +134,3 @@ def rank_intervals(
         ends.append(np.sqrt((s_full - own - center) ** 2 + z2 * spread))
     top = max(n - 1, 0)
     return np.clip(center - ends[0], 0, top), np.clip(center + ends[1], 0, top)
-
-
-__all__ = ["RANK_POOL_VALUES", "pooled_draws", "posterior_draws", "rank_intervals"]

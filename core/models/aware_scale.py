@@ -205,6 +205,3 @@ def bounded_interval(m: ArrayLike, half: ArrayLike, s: float) -> tuple[NDArray[A
     low = np.minimum(expected_score(m - half, s), est)
     high = np.maximum(expected_score(m + half, s), est)
     return est, low, high
-
-
-__all__ = ["EPS", "WIDE", "bounded_interval", "expected_score", "expected_score_slope"]

@@ -90,13 +90,14 @@ def w_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
     """
     x = np.asarray(t, dtype=np.float64) - np.asarray(eps, dtype=np.float64)
     v = np.asarray(v_win(x), dtype=np.float64)
+    d = v + x
     far = -x > _ASYMPTOTE_Z
-    if not np.any(far):
-        return np.clip(v * (v + x), 0.0, 1.0)
-    z = np.where(far, -x, 1.0)
-    zi2 = 1.0 / (z * z)
-    d_asym = (1.0 + zi2 * (-2.0 + zi2 * (10.0 + zi2 * (-74.0 + zi2 * (706.0 - 8162.0 * zi2))))) / z
-    return np.clip(np.where(far, z + d_asym, v) * np.where(far, d_asym, v + x), 0.0, 1.0)
+    if np.any(far):
+        z = np.where(far, -x, 1.0)
+        zi2 = 1.0 / (z * z)
+        d_asym = (1.0 + zi2 * (-2.0 + zi2 * (10.0 + zi2 * (-74.0 + zi2 * (706.0 - 8162.0 * zi2))))) / z
+        v, d = np.where(far, z + d_asym, v), np.where(far, d_asym, d)
+    return np.clip(v * d, 0.0, 1.0)
 
 
 def _draw_terms(t: Any, eps: Any) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:

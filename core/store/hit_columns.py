@@ -360,7 +360,7 @@ def json_escaped(array: pa.Array) -> pa.Array:
     return pc.replace_with_mask(array, escape, escaped.cast(array.type))
 
 
-def _writing_to(path: str | os.PathLike[str], write: Callable[[], None]) -> None:
+def _writing_to(path: str | os.PathLike[str], write: Callable[[], object]) -> None:
     """Run ``write``; an ``OSError`` becomes one ``InputError`` naming ``path`` (the file the caller renames to)."""
     try:
         write()
