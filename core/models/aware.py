@@ -182,9 +182,14 @@ def _prior_state(obs: Observations) -> AwareState:
                       0.2**2, pooled)  # fmt: skip
 
 
-def _grow(warm: AwareState, n: int, na: int) -> AwareState:
-    """A warm state padded to ``n`` items and ``na`` annotators (new ones at their priors)."""
-    pad_i, pad_a = n - warm.n_items, na - warm.n_annotators
+def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
+    """``warm`` padded to the observations' items and annotators (new ones at their priors); items scored for
+    the first time start at their raw means, and the prior widths at no less than half their cold starts (EM creeps
+    away from a collapsed prior width far too slowly). A state fitted on no scores is no start at all: cold."""
+    cold = _prior_state(obs)
+    if not warm.count.any():
+        return cold
+    pad_i, pad_a = obs.n_items - warm.n_items, obs.n_annotators - warm.n_annotators
     if pad_i < 0 or pad_a < 0:
         raise ValueError("a warm state cannot have more items or annotators than the observations")
     w = warm
@@ -192,23 +197,12 @@ def _grow(warm: AwareState, n: int, na: int) -> AwareState:
     per_annotator = {"offset": 0.0, "slope": 1.0, "var_offset": w.tau_o2, "var_slope": w.tau_s2, "cov_os": 0.0}
     per_annotator |= {"noise": 1.0, "n_scores": 0.0}
     pads = [(name, v, pad_i) for name, v in per_item.items()] + [(name, v, pad_a) for name, v in per_annotator.items()]
-    return dataclasses.replace(w, **{k: np.concatenate([getattr(w, k), np.full(pad, v)]) for k, v, pad in pads})
-
-
-def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
-    """``warm`` grown to the observations' items and annotators; items scored for the first time start at
-    their raw means, and the prior widths at no less than half their cold starts (EM creeps away from a collapsed
-    prior width far too slowly). A state fitted on no scores is no start at all: cold."""
-    if not warm.count.any():
-        return _prior_state(obs)
-    cold = _prior_state(obs)
-    st = _grow(warm, obs.n_items, obs.n_annotators)
+    st = dataclasses.replace(w, **{k: np.concatenate([getattr(w, k), np.full(pad, v)]) for k, v, pad in pads})
     new = (st.count == 0) & (cold.count > 0)
     st.mu[new] = cold.mu[new]
     st.var_mu[new] = cold.var_mu[new]
-    st.tau_mu2 = max(st.tau_mu2, 0.5 * cold.tau_mu2)
-    st.tau_o2 = max(st.tau_o2, 0.5 * cold.tau_o2)
-    st.tau_s2 = max(st.tau_s2, 0.5 * cold.tau_s2)
+    for width in ("tau_mu2", "tau_o2", "tau_s2"):
+        setattr(st, width, max(getattr(st, width), 0.5 * getattr(cold, width)))
     return st
 
 
@@ -226,10 +220,8 @@ class _Sweep:
 def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfig = DEFAULT_CONFIG) -> AwareState:
     """Fit the annotator-aware model to every observation by mean-field EM (module docstring).
 
-    The scores enter through their sums by (item, annotator) pair (:class:`PairStats`), so each sweep is a few
-    sparse matrix products, ``O(n_pairs + n_items + n_annotators)``, with no loop over items or scores: the items
-    (:func:`_item_step`), the annotators (:func:`_annotator_step`), the noise (:func:`_noise_step`); then the
-    intervals (:func:`_fitted`).
+    Each sweep is a few sparse matrix products over the pair sums (:class:`PairStats`), ``O(n_pairs + n_items +
+    n_annotators)``: :func:`_item_step`, :func:`_annotator_step`, :func:`_noise_step`; then :func:`_fitted`.
 
     Parameters
     ----------

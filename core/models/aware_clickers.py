@@ -188,10 +188,9 @@ def informative_arrays(state: AwareState, obs: Observations) -> dict[str, NDArra
 def informative_state(state: AwareState, arrays: Mapping[str, NDArray[Any]]) -> AwareState:
     """The posterior the stopping rule draws from: each item keeps the share ``f_i`` (:data:`SHARE_KEY` of
     ``arrays``) of its data's precision ``A_i = 1 / var_mu_i - 1 / tau_mu^2``, with ``nu_q + n_i^inf`` degrees of
-    freedom (:data:`INFORMATIVE_KEY`). Without them (a state cached by an older version) ``state`` itself.
-
-    With the prior ``N(m0, tau_mu^2)`` and the data's precision and precision-weighted mean both scaled by ``f_i``
-    (Gaussian conjugacy, as in :func:`core.models.aware.fit`),
+    freedom (:data:`INFORMATIVE_KEY`); without them (a state cached by an older version) ``state`` itself. With the
+    prior ``N(m0, tau_mu^2)`` and the data's precision and precision-weighted mean both scaled by ``f_i`` (Gaussian
+    conjugacy, as in :func:`core.models.aware.fit`):
 
         var'_i = 1 / (1 / tau_mu^2 + f_i A_i),
         mu'_i  = m0 + (mu_i - m0) f_i (1 / tau_mu^2 + A_i) / (1 / tau_mu^2 + f_i A_i),

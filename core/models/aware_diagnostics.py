@@ -18,9 +18,8 @@ ties a clicker's scores to it very little.
 
 ``scatter``: the mean squared residual of their scores about that consensus, ``(y_k - o_a - s_a (u_i^(-k) -
 c))^2 / q_i``, relative to the median annotator's and shrunk toward 1 with ``SCATTER_PSEUDO_SCORES`` pseudo-scores
-(so that a handful of scores cannot make anyone noisy). It is the noise the scores show, read from the residuals
-rather than from ``r_a``, which the fit shrinks toward 1 by its own prior (a shrinkage that may hide a lone
-clicker among many raters must not hide them from the flags).
+(so that a handful of scores cannot make anyone noisy): the noise the scores show, read from the residuals rather
+than from the fit's shrunk ``r_a``.
 
 Flags (with ``min_scores`` scores or more):
 

@@ -80,24 +80,11 @@ def _low(m: NDArray[Any], s: float) -> NDArray[Any]:
     return out
 
 
-def _uniform_low(m: NDArray[Any]) -> NDArray[Any]:
-    """``u(m) = (F(m + WIDE) - F(m - WIDE)) / (2 WIDE)`` (module docstring): the censored mean under ``U(-WIDE,
-    WIDE)`` noise, for ``m <= 1/2``."""
-
-    def big_f(t: NDArray[Any]) -> NDArray[Any]:
-        inside = np.clip(t, 0.0, 1.0)
-        out: NDArray[Any] = 0.5 * inside * inside + np.maximum(t - 1.0, 0.0)
-        return out
-
-    out: NDArray[Any] = (big_f(m + WIDE) - big_f(m - WIDE)) / (2.0 * WIDE)
-    return out
-
-
-def _slope_low(m: NDArray[Any], s: float) -> NDArray[Any]:
-    """``g'(m; s) = Phi(m / s) - Phi((m - 1) / s)`` for ``m <= 1/2``."""
-    with np.errstate(over="ignore"):
-        d = special.ndtr(m / s) - special.ndtr((m - 1.0) / s)
-    out: NDArray[Any] = np.maximum(d, 0.0)
+def _big_f(t: NDArray[Any]) -> NDArray[Any]:
+    """``F(t)`` of the module docstring: ``u(m) = (F(m + WIDE) - F(m - WIDE)) / (2 WIDE)`` is the censored mean
+    under ``U(-WIDE, WIDE)`` noise."""
+    inside = np.clip(t, 0.0, 1.0)
+    out: NDArray[Any] = 0.5 * inside * inside + np.maximum(t - 1.0, 0.0)
     return out
 
 
@@ -142,7 +129,7 @@ def expected_score(m: ArrayLike, s: float) -> NDArray[Any]:
     m = np.asarray(m, dtype=np.float64)
     upper = m > 0.5
     low = np.where(upper, 1.0 - m, m)  # g(1 - m) = 1 - g(m): evaluate on the lower half only
-    g = (1.0 - EPS) * _low(low, s) + EPS * _uniform_low(low)
+    g = (1.0 - EPS) * _low(low, s) + EPS * ((_big_f(low + WIDE) - _big_f(low - WIDE)) / (2.0 * WIDE))
     out: NDArray[Any] = np.clip(np.where(upper, 1.0 - g, g), 0.0, 1.0)
     return out
 
@@ -172,7 +159,9 @@ def expected_score_slope(m: ArrayLike, s: float) -> NDArray[Any]:
     m = np.asarray(m, dtype=np.float64)
     low = np.where(m > 0.5, 1.0 - m, m)  # g' is symmetric about 1/2
     wide = (np.clip(low + WIDE, 0.0, 1.0) - np.clip(low - WIDE, 0.0, 1.0)) / (2.0 * WIDE)
-    out: NDArray[Any] = (1.0 - EPS) * _slope_low(low, s) + EPS * wide
+    with np.errstate(over="ignore"):  # g'(m; s) = Phi(m / s) - Phi((m - 1) / s) for m <= 1/2
+        g_slope = np.maximum(special.ndtr(low / s) - special.ndtr((low - 1.0) / s), 0.0)
+    out: NDArray[Any] = (1.0 - EPS) * g_slope + EPS * wide
     return out
 
 

@@ -33,18 +33,12 @@ class TrueSkillModel(Model):
     order_dependent = True
     needs_whole_hit = True
 
-    @property
-    def mu0(self) -> float:
-        return float(beta_mean(self.hyper.alpha0, self.hyper.beta0))
-
-    @property
-    def sigma0(self) -> float:
-        return float(np.sqrt(beta_variance(self.hyper.alpha0, self.hyper.beta0)))
-
     def init_state(self, n_items: int) -> State:
+        a0, b0 = self.hyper.alpha0, self.hyper.beta0
+        sigma0 = float(np.sqrt(beta_variance(a0, b0)))
         return {
-            "mu": np.full(n_items, self.mu0, dtype=np.float64),
-            "sigma2": np.full(n_items, self.sigma0**2, dtype=np.float64),
+            "mu": np.full(n_items, float(beta_mean(a0, b0)), dtype=np.float64),
+            "sigma2": np.full(n_items, sigma0**2, dtype=np.float64),
             "count": np.zeros(n_items, dtype=np.float64),
         }
 

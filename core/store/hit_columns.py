@@ -164,20 +164,14 @@ def _with_items(
     item_names: list[str],
     n_items: int,
 ) -> HitColumns:
-    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns (none
-    read when ``item_names`` is empty: ``cells`` is empty and ``at`` is ``item``)."""
-    cells, at = read_item_cells(conn, item, item_names, n_items) if item_names else ([], item)
+    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns, one
+    JSON array each (none read when ``item_names`` is empty: ``cells`` is empty and ``at`` is ``item``)."""
+    if not item_names:
+        return HitColumns(ids_text, its, owner, position, item, item, item_names, [])
+    source, at = _item_source(conn, item, item_names, n_items)
+    select = ", ".join(f"json_group_array({c})" for c in item_names)
+    cells = list(conn.execute(f"SELECT {select} FROM {source}").fetchone())
     return HitColumns(ids_text, its, owner, position, item, at, item_names, cells)
-
-
-def read_item_cells(
-    conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
-) -> tuple[list[str], NDArray[Any]]:
-    """``(cells, at)``: the ``names`` columns of ``items`` (one JSON array each) and, per entry of ``item``, its
-    row in them. A sequential scan of every item when ``item`` covers a large share of them, else by index."""
-    source, at = _item_source(conn, item, names, n_items)
-    select = ", ".join(f"json_group_array({c})" for c in names)
-    return list(conn.execute(f"SELECT {select} FROM {source}").fetchone()), at
 
 
 EVERY_ITEM = "items NOT INDEXED"  # every item, in index order: a scan of the table's B-tree (never the id index)
@@ -227,7 +221,8 @@ def _item_source(
 def read_item_strings(
     conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
 ) -> tuple[list[pa.Array], NDArray[Any]]:
-    """:func:`read_item_cells` as Arrow string arrays (:func:`read_strings`)."""
+    """``(arrays, at)``: the ``names`` columns of the items ``item`` refers to as Arrow string arrays
+    (:func:`read_strings`) and, per entry of ``item``, its row in them (:func:`_item_source`)."""
     source, at = _item_source(conn, item, names, n_items)
     return read_strings(conn, source, names), at
 
