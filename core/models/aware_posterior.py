@@ -350,24 +350,18 @@ def stop_decision(
     counts = state.count if informative is None else np.asarray(informative, dtype=np.float64)
     least = float(counts.min()) if counts.size else 0.0
     margin = relative_margin * max(1.0 - expected_spearman, 0.0)
-    figures = (expected_spearman, margin, target, min_count)
     short = counts < min_informative_scores - INFORMATIVE_SLACK
+    figure = f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f}"
+    stop = False
     if min_count < min_scores:
         reason = f"some items have {min_count} scores; at least {min_scores} each are needed before stopping"
-        return StopDecision(False, *figures, reason, least)
-    if short.any():
+    elif short.any():
         reason = (
             f"{int(short.sum())} items have no score from an annotator who agrees with the others beyond chance "
             f"(the fewest such scores: {least:.1f}); their ranks are unknown until they get one"
         )
-        return StopDecision(False, *figures, reason, least)
-    if not stops(expected_spearman, min_count, target=target, relative_margin=relative_margin, min_scores=0):
-        reason = (
-            f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} is below the target {target:.3f}"
-        )
-        return StopDecision(False, *figures, reason, least)
-    reason = (
-        f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} reaches the target "
-        f"{target:.3f}, with at least {min_count} scores per item"
-    )
-    return StopDecision(True, *figures, reason, least)
+    elif not stops(expected_spearman, min_count, target=target, relative_margin=relative_margin, min_scores=0):
+        reason = f"{figure} is below the target {target:.3f}"
+    else:
+        stop, reason = True, f"{figure} reaches the target {target:.3f}, with at least {min_count} scores per item"
+    return StopDecision(stop, expected_spearman, margin, target, min_count, reason, least)

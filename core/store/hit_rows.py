@@ -25,17 +25,10 @@ STATUS_SQL = (
 SLICE_HITS = 200_000
 
 
-def hit_id_parts(iteration: int, n_hits: int) -> tuple[str, int]:
-    """``(prefix, digits)`` of the ids of an iteration's ``n_hits`` HITs: HIT ``j`` is ``prefix`` followed by
-    ``j`` zero-padded to ``digits`` digits (``it{iteration}-{j}``, one width for the whole iteration)."""
-    return f"it{iteration}-", len(str(max(n_hits - 1, 0)))
-
-
 def hit_ids(iteration: int, n_hits: int, lo: int = 0, hi: int | None = None) -> list[str]:
-    """``it{iteration}-{j}`` for ``lo <= j < hi`` (default: every ``j < n_hits``), zero-padded to the width of the
-    iteration's ``n_hits`` HITs (:func:`hit_id_parts`)."""
-    prefix, digits = hit_id_parts(iteration, n_hits)
-    template = f"{prefix}%0{digits}d"
+    """``it{iteration}-{j}`` for ``lo <= j < hi`` (default: every ``j < n_hits``), ``j`` zero-padded to the digits
+    of ``n_hits - 1`` (one width for the whole iteration)."""
+    template = f"it{iteration}-%0{len(str(max(n_hits - 1, 0)))}d"
     return list(map(template.__mod__, range(lo, n_hits if hi is None else hi)))
 
 

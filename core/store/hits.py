@@ -54,8 +54,6 @@ class Iterations:
         self._settings = settings
         self._catalog = catalog
 
-    # ----------------------------------------------------------------------------------------------- iterations
-
     def iteration(self) -> int:
         """The current iteration (0 = the covering iteration)."""
         return current_iteration(self._db.conn)
