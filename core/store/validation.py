@@ -318,9 +318,8 @@ def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, An
 def _check_items(
     frame: pd.DataFrame, why: _Reasons, padded: bool, ids: dict[str, Any], known: NDArray[Any], hits: pd.DataFrame
 ) -> NDArray[Any]:
-    """Check 2, items: each row's item index (-1 when missing or unknown). An older project may hold an id as
-    given (not NFC); an id from a CSV file easl wrote, neutralised for spreadsheets (``'=x`` for the item ``=x``),
-    is found as written (and ``ids["item_id"]`` restored)."""
+    """Check 2, items: each row's item index (-1 when missing or unknown); an id as given (not NFC, as an older
+    project may hold it) or neutralised for spreadsheets (``'=x``: ``ids["item_id"]`` restored) is found too."""
     item_id = ids["item_id"]
     why.flag(~present(item_id.to_numpy()), "item_id", "the item id is missing")
     item_idx = item_positions(item_id.to_numpy(dtype=object), known, hits, ids["arrow"].get("item_id"))
@@ -355,8 +354,7 @@ def _check_hits(
 ) -> tuple[NDArray[Any], NDArray[Any]]:
     """Check 3: a HIT given is known, not retracted, and holds the row's item. Returns each row's HIT position
     among the distinct ids of ``hits`` (-1: none or unknown) and the number of distinct items of its HIT (0:
-    none); (HIT, item) pairs are integers, the HIT's position times the number of items plus the item's index.
-    ``cells``: ``hit_id`` as an Arrow array too, or None."""
+    none). ``cells``: ``hit_id`` as an Arrow array too, or None."""
     n = len(hit_id)
     hit_ids = hits["hit_id"].to_numpy(dtype=object)
     first = np.flatnonzero(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) if len(hits) else np.zeros(0, dtype=np.int64)
@@ -396,8 +394,7 @@ def _check_keys(
     locations: Locations,
 ) -> tuple[NDArray[Any], NDArray[Any]]:
     """Check 4, conflicts inside the batch among the rows valid so far: two rows with one key and different
-    scores; an annotation id spanning several HITs. Returns the key and group codes of every row: integer codes,
-    no per-row strings (their texts are made for the rows appended, ``core.store.log_rows.keys``)."""
+    scores; an annotation id spanning several HITs. Returns the key and group codes of every row (integers)."""
     n = len(num)
     annotation_id, annotator = ids["annotation_id"], ids["annotator"]
     has_ann = present(annotation_id.to_numpy())
