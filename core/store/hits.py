@@ -189,12 +189,9 @@ class Iterations:
     def next_hits_file(self, path: str | os.PathLike[str], fmt: str = "csv", *, raw_cells: bool = False) -> int:
         """:meth:`next_hits_long` written to ``path`` as ``fmt`` (``core.store.hit_columns.HIT_FORMATS``); returns
         the number of HITs. One transaction; the file is renamed into place after the commit, so that it appears
-        only with the HITs it lists. Text cells a spreadsheet would execute are neutralised unless ``raw_cells``
-        (``core.outputs.neutralise_cells``).
-
-        SQLite runs without the GIL, so threads share the work: every item's id and text is read by a read-only
-        connection of its own while the HITs are chosen, and a new iteration is written while its rows are
-        recorded (:func:`insert_iteration`); the bytes are those :meth:`next_hits_long` writes.
+        only with the HITs it lists. Text cells a spreadsheet would execute are neutralised unless ``raw_cells``.
+        SQLite runs without the GIL, so threads share the work: every item's id and text is read by a connection of
+        its own while the HITs are chosen, and a new iteration is written while its rows are recorded.
         """
         from concurrent.futures import ThreadPoolExecutor
 

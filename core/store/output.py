@@ -165,13 +165,10 @@ class Output:
 
     def estimates(self) -> pd.DataFrame:
         """One row per item: ``item_id, estimate, mean, variance, ci_low, ci_high, n_annotations``, then ``text``
-        and the item's extra columns (renamed ``item_<name>`` if they clash).
-
-        On the project's score range: locations ``x`` become ``score_min + x (score_max - score_min)`` and the
-        variance is multiplied by ``(score_max - score_min)^2`` (``Hyper.from_unit``, ``variance_from_unit``).
-        ``n_annotations`` counts live observations. Aware projects add ``rank_low, rank_high`` after
-        ``n_annotations``: the 95% interval of the item's rank over posterior draws (1 = the highest estimate,
-        ``core.models.aware_posterior.rank_figures``).
+        and the item's extra columns (renamed ``item_<name>`` if they clash), on the project's score range
+        (``core.models.Posterior.on_scale``); ``n_annotations`` counts live observations. Aware projects add
+        ``rank_low, rank_high`` after ``n_annotations``: the 95% interval of the item's rank over posterior draws
+        (1 = the highest estimate, ``core.models.aware_posterior.rank_figures``).
         """
         import pandas as pd
 
