@@ -11,16 +11,13 @@ Four models share one interface (:class:`Model`, :mod:`core.models.base`), one m
 * ``"trueskill"`` :mod:`core.models.trueskill`: TrueSkill 1-vs-1 (eq 3-11) on the same pairwise outcomes.
 * ``"da"``        :mod:`core.models.da`: direct assessment, the mean of each item's scores.
 
-Shared pieces: :mod:`~core.models.hyper` (:class:`Hyper`, the project's hyper-parameters),
-:mod:`~core.models.beta` (Beta mode, mean, variance, interval; eq 12-13), :mod:`~core.models.gaussian`
-(TrueSkill's ``v``, ``w`` factors and the 1-vs-1 update; eq 3-10), :mod:`~core.models.pairs` (the pairwise
-outcomes of HIT submissions in their exact sequential order), :mod:`~core.models.registry` (:func:`get_model`).
+Shared pieces: :mod:`~core.models.hyper`, :mod:`~core.models.beta` (eq 12-13), :mod:`~core.models.gaussian`
+(eq 3-10), :mod:`~core.models.pairs`, :mod:`~core.models.registry` (:func:`get_model`); match quality (eq 11 / 23)
+is :func:`core.selection.match_quality`. The annotator-aware model (``"aware"``) is :mod:`core.models.aware_model`.
 
-Models work on the unit interval; :class:`Hyper` converts from and to the project's score range.
-State is a ``dict`` of float64 arrays of length ``n_items``; every state has ``count`` (the number of
-observations of each item, an exact integer in float64).
-
-Match quality (eq 11 / 23) lives in :func:`core.selection.match_quality`, its one definition.
+Models work on the unit interval; :class:`Hyper` converts from and to the project's score range. State is a
+``dict`` of float64 arrays of length ``n_items``; every state has ``count`` (the number of observations of each
+item, an exact integer in float64).
 """
 
 from core.models.base import Model, Posterior, State

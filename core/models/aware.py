@@ -16,27 +16,22 @@ unreliability, ``q_i`` the item's ambiguity. The fit is mean-field EM (alternati
 * annotators: ``(o_a, s_a)`` jointly Gaussian, from the 2 x 2 normal equations of
   ``sum_k w_k E[(y_k - o_a - s_a u_i)^2] + o_a^2 / tau_o^2 + (s_a - 1)^2 / tau_s^2``;
 * noise: with ``e2_k = E[(y_k - o_a - s_a u_i)^2]``, ``r_a = (nu_r + sum_k e2_k / q_i) / (nu_r + n_a)``
-  (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes from leave-one-out residuals,
-  :func:`core.models.aware_noise.noise_strengths`: no spread of the annotators' noise beyond sampling gives
-  ``r_a = 1``, and the model then weights every score as DA does; an annotator noisy beyond sampling on its own
-  is shrunk less; evaluated at sweeps 1, 2, 4, 8, ... only, where they settle), ``q0 = mean_k e2_k / r_a``
-  over the scores of items scored at least twice, ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
+  (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes, :func:`core.models.aware_noise.noise_strengths`,
+  at sweeps 1, 2, 4, 8, ... only), ``q0 = mean_k e2_k / r_a`` over the scores of items scored at least twice,
+  ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
 * prior widths (empirical Bayes): ``m0 = mean_i E[u_i]``, ``tau_mu^2 = mean_i E[(u_i - m0)^2]``,
   ``tau_o^2 = mean_a E[o_a^2]``, ``tau_s^2 = mean_a E[(s_a - 1)^2]``.
 
 An item's interval adds to ``Var(u_i)`` the propagated uncertainty of the annotator terms that touch it
 (delta method: ``du_i/do_a = -w s_a / P_i``, ``du_i/ds_a ~ -w u_i / P_i``). Random clickers get a large ``r_a``
-(and a slope pulled toward 0 when the pool's slopes vary): their scores carry a fraction of the weight
-``w s_a^2``; they are down-weighted, never removed.
+(and a slope pulled toward 0 when the pool's slopes vary): they are down-weighted, never removed.
 
-Only items scored at least twice tell the noise from the items' spread: the residual of an item's single score
-depends on how that split is assumed, and EM fed with it drifts along the unidentified ridge (slopes toward 0,
-every estimate toward the middle, ranks scrambled across annotators). So ``q0`` comes from the items scored at
-least twice, and with no such item the fit is its cold start: the raw scores, annotators neutral, DA's estimates.
+Only items scored at least twice tell the noise from the items' spread (EM fed with single scores drifts along
+the unidentified ridge: slopes toward 0, ranks scrambled across annotators). So ``q0`` comes from those items,
+and with no such item the fit is its cold start: the raw scores, annotators neutral, DA's estimates.
 
-The fit is a function of the set of observations, not of their order: :class:`Observations` keeps them in a
-canonical order (item, annotator, score), so a permutation of the rows gives the same fit bit for bit. It is
-not an incremental sum: each fit uses every live observation, warm-started from the previous state.
+The fit is a function of the set of observations (:class:`Observations` keeps them in a canonical order, so a
+permutation of the rows gives the same fit bit for bit), refitted to every live observation each time.
 
 References: the model generalises the additive annotator effects of Raykar et al. (2010), "Learning from
 crowds", JMLR 11, and the rater offsets and scale of Paun et al. (2018), "Comparing Bayesian models of
@@ -71,10 +66,8 @@ class AwareConfig:
     nu_q : float
         Pseudo-scores that shrink each item's ambiguity ``q_i`` toward the pooled ``q0`` (default 4).
     nu_r : float or None
-        Pseudo-scores that shrink each annotator's unreliability ``r_a`` toward 1. None (the default): estimated
-        from the data at each sweep (:func:`core.models.aware_noise.noise_shrinkage`, empirical Bayes), so
-        that when the annotators' noise varies no more than sampling explains, ``r_a = 1`` for all and the scores
-        are weighted as in DA.
+        Pseudo-scores that shrink each annotator's unreliability ``r_a`` toward 1; None (the default): estimated
+        from the data (:func:`core.models.aware_noise.noise_strengths`, empirical Bayes).
     sweeps_cold, sweeps_warm : int
         Most EM sweeps from scratch and from a warm start.
     tol : float
@@ -130,6 +123,12 @@ class AwareState:
         """Number of annotators."""
         return int(self.offset.size)
 
+    def subset(self, keep: NDArray[Any]) -> AwareState:
+        """The state of the items ``keep`` (the annotator terms and scalars unchanged)."""
+        return dataclasses.replace(
+            self, mu=self.mu[keep], var_mu=self.var_mu[keep], var=self.var[keep], q=self.q[keep], count=self.count[keep]
+        )
+
     def to_arrays(self) -> dict[str, NDArray[Any]]:
         """Every field as a float64 array (scalars as length-1 arrays), for a store's state cache."""
         return {
@@ -146,13 +145,11 @@ class AwareState:
         return cls(**kw)
 
     def summary(self) -> Posterior:
-        """The :class:`~core.models.base.Posterior` of the items on [0, 1] (the :class:`~core.models.base.Model`
-        summary): the score a typical annotator (offset 0, slope 1, noise ``q0``) would give on the bounded scale,
-        ``G(mu_i)`` with ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, q0)`` (:mod:`core.models.aware_scale`);
-        ``G`` is strictly increasing, so the order of the estimates is that of ``mu``. The interval is the
-        image of the 95% interval ``mu -+ t_{0.975, df_i} sqrt(var)`` (:attr:`df`; ``var`` including the
-        annotator terms), the variance ``G'(mu)^2 var`` (delta method). ``mu`` itself, on the unbounded
-        consensus scale, is what selection, rank figures and the stopping rule use."""
+        """The :class:`~core.models.base.Posterior` of the items on [0, 1]: the score a typical annotator (offset 0,
+        slope 1, noise ``q0``) would give on the bounded scale, ``G(mu_i)`` with ``G(m) ~ E[clip(m + e, 0, 1)]``,
+        ``e ~ N(0, q0)`` (:mod:`core.models.aware_scale`; strictly increasing). The interval is the image of the 95%
+        interval ``mu -+ t_{0.975, df_i} sqrt(var)`` (:attr:`df`), the variance ``G'(mu)^2 var`` (delta method).
+        ``mu`` itself is what selection, rank figures and the stopping rule use."""
         from scipy import special  # here: easl status (target 1 s at 1,000,000 items) needs none
 
         from core.models.aware_scale import bounded_interval, expected_score_slope
@@ -185,58 +182,34 @@ def _prior_state(obs: Observations) -> AwareState:
                       0.2**2, pooled)  # fmt: skip
 
 
-def _grow(warm: AwareState, n: int, na: int) -> AwareState:
-    """A warm state padded to ``n`` items and ``na`` annotators (new ones at their priors)."""
-    pad_i, pad_a = n - warm.n_items, na - warm.n_annotators
+def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
+    """``warm`` padded to the observations' items and annotators (new ones at their priors); items scored for
+    the first time start at their raw means, and the prior widths at no less than half their cold starts (EM creeps
+    away from a collapsed prior width far too slowly). A state fitted on no scores is no start at all: cold."""
+    cold = _prior_state(obs)
+    if not warm.count.any():
+        return cold
+    pad_i, pad_a = obs.n_items - warm.n_items, obs.n_annotators - warm.n_annotators
     if pad_i < 0 or pad_a < 0:
         raise ValueError("a warm state cannot have more items or annotators than the observations")
-
-    def pi(x: NDArray[Any], v: float, pad: int = pad_i) -> NDArray[Any]:
-        return np.concatenate([x, np.full(pad, v)])
-
-    def pa(x: NDArray[Any], v: float) -> NDArray[Any]:
-        return pi(x, v, pad_a)
-
-    return dataclasses.replace(
-        warm,
-        mu=pi(warm.mu, warm.m0),
-        var_mu=pi(warm.var_mu, warm.tau_mu2),
-        var=pi(warm.var, warm.tau_mu2),
-        q=pi(warm.q, warm.q0),
-        count=pi(warm.count, 0.0),
-        offset=pa(warm.offset, 0.0),
-        slope=pa(warm.slope, 1.0),
-        var_offset=pa(warm.var_offset, warm.tau_o2),
-        var_slope=pa(warm.var_slope, warm.tau_s2),
-        cov_os=pa(warm.cov_os, 0.0),
-        noise=pa(warm.noise, 1.0),
-        n_scores=pa(warm.n_scores, 0.0),
-    )
-
-
-def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
-    """``warm`` grown to the observations' items and annotators; items scored for the first time start at
-    their raw means, ``tau_mu^2`` at no less than half the spread of the raw item means and the annotator widths at
-    no less than half their cold starts (EM creeps away from a collapsed prior width far too slowly, e.g. slopes
-    shrunk to 1 before a random clicker stands out). A state fitted on no scores is no start at all: cold."""
-    if not warm.count.any():
-        return _prior_state(obs)
-    cold = _prior_state(obs)
-    st = _grow(warm, obs.n_items, obs.n_annotators)
+    w = warm
+    per_item = {"mu": w.m0, "var_mu": w.tau_mu2, "var": w.tau_mu2, "q": w.q0, "count": 0.0}
+    per_annotator = {"offset": 0.0, "slope": 1.0, "var_offset": w.tau_o2, "var_slope": w.tau_s2, "cov_os": 0.0}
+    per_annotator |= {"noise": 1.0, "n_scores": 0.0}
+    pads = [(name, v, pad_i) for name, v in per_item.items()] + [(name, v, pad_a) for name, v in per_annotator.items()]
+    st = dataclasses.replace(w, **{k: np.concatenate([getattr(w, k), np.full(pad, v)]) for k, v, pad in pads})
     new = (st.count == 0) & (cold.count > 0)
     st.mu[new] = cold.mu[new]
     st.var_mu[new] = cold.var_mu[new]
-    st.tau_mu2 = max(st.tau_mu2, 0.5 * cold.tau_mu2)
-    st.tau_o2 = max(st.tau_o2, 0.5 * cold.tau_o2)
-    st.tau_s2 = max(st.tau_s2, 0.5 * cold.tau_s2)
+    for width in ("tau_mu2", "tau_o2", "tau_s2"):
+        setattr(st, width, max(getattr(st, width), 0.5 * getattr(cold, width)))
     return st
 
 
 @dataclass
 class _Sweep:
-    """What :func:`fit` updates: ``st`` (the annotator terms, ``var_mu``, ``q``, the prior widths and ``q0``, set
-    by each step), the items' centred means ``u = mu - c`` and precisions ``prec = 1 / Var(u_i)``, and the prior
-    mean ``m0``, centred likewise."""
+    """What :func:`fit` updates: ``st`` (set by each step), the items' centred means ``u = mu - c``, their
+    precisions ``prec = 1 / Var(u_i)``, and the prior mean ``m0``, centred likewise."""
 
     st: AwareState
     u: NDArray[Any]
@@ -247,10 +220,8 @@ class _Sweep:
 def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfig = DEFAULT_CONFIG) -> AwareState:
     """Fit the annotator-aware model to every observation by mean-field EM (module docstring).
 
-    The scores enter through their sums by (item, annotator) pair (:class:`PairStats`), so each sweep is a few
-    sparse matrix products, ``O(n_pairs + n_items + n_annotators)``, with no loop over items or scores: the items
-    (:func:`_item_step`), the annotators (:func:`_annotator_step`), the noise (:func:`_noise_step`); then the
-    intervals (:func:`_fitted`).
+    Each sweep is a few sparse matrix products over the pair sums (:class:`PairStats`), ``O(n_pairs + n_items +
+    n_annotators)``: :func:`_item_step`, :func:`_annotator_step`, :func:`_noise_step`; then :func:`_fitted`.
 
     Parameters
     ----------
@@ -258,9 +229,8 @@ def fit(obs: Observations, *, warm: AwareState | None = None, config: AwareConfi
         All live scores.
     warm : AwareState, optional
         A previous fit (fewer or equal items and annotators) to start from, while the observations are at most
-        :data:`WARM_GROWTH` times those it was fitted on; at most ``config.sweeps_warm`` sweeps then, else
-        ``config.sweeps_cold``. A warm start that has not converged by then gives way to the cold fit: the fit's
-        fixed point is then the one a replay of the log reaches (``easl verify``).
+        :data:`WARM_GROWTH` times those it was fitted on, for at most ``config.sweeps_warm`` sweeps; one that has
+        not converged by then gives way to the cold fit, which a replay of the log reaches (``easl verify``).
     config : AwareConfig
         Shrinkage strengths, sweep limits, tolerance.
 

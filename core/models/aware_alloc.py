@@ -9,15 +9,14 @@ pairs is ``L = sum_{i<j} Phi(-|m_i - m_j| / sqrt(v_i + v_j))``. One more score o
 
 A batch takes the item slots of largest marginal gain (the k-th slot of an item gains what its k-th score
 would, so the top slots equal the greedy choice when the other items' variances are held fixed), then groups
-them into HITs at random with distinct items per HIT (the research prototype found grouping by similarity no
-better). Below ``N <= exact_below`` the sums are exact (``O(N^2)`` in blocks); above, the items are binned by
-``m`` on a fine grid and by ``v`` into classes, and ``sum_j`` becomes a convolution of each class's histogram
-with the kernel ``Phi(-|d| / sqrt(v + v_c))`` (FFT), interpolated at each item: ``O(N + B log B)``.
+them into HITs at random with distinct items per HIT. Below ``N <= exact_below`` the sums are exact (``O(N^2)``
+in blocks); above, the items are binned by ``m`` on a fine grid and by ``v`` into classes, and ``sum_j`` becomes
+a convolution of each class's histogram with the kernel ``Phi(-|d| / sqrt(v + v_c))`` (FFT), interpolated at each
+item: ``O(N + B log B)``.
 
-SciPy is imported inside the functions that use it (``scipy.special``, a third of a second): ``easl status``
-imports this module and needs none of it. The convolution is numpy's real FFT (``numpy.fft.rfft``; the
-histograms' transforms computed once for every kernel), not ``scipy.signal.fftconvolve``, whose import took
-about a second of each ``easl next`` (the 3 s target at 1,000,000 items).
+SciPy is imported inside the functions that use it (``easl status`` imports this module and needs none of it),
+and the convolution is numpy's real FFT, not ``scipy.signal.fftconvolve``, for the ``easl next`` target of 3 s at
+1,000,000 items (measurements: docs/studies/code-notes.md).
 """
 
 from __future__ import annotations
@@ -29,11 +28,8 @@ from numpy.typing import NDArray
 
 from core.models.aware import AwareState
 
-#: Uniform passes before the adaptive allocation starts. The research prototype found adapting from the first
-#: score hurts and chose 3; re-measured with :func:`core.simulate.aware_study.run_study` on 80 seeds (0-39 and
-#: 100-139, paired with DA), 2 passes save at least as much as 3 in every annotator model M1-M5 on both truths, and
-#: more beyond the seed noise on the Beta(2,2) truth at Spearman 0.90 (percentage points saved vs DA, 2 minus 3
-#: passes: M1 +5 [+3, +8], M4 +5 [+4, +6], M5 +7 [+4, +9]), where the target is reached at 2-4 scores per item.
+#: Uniform passes before the adaptive allocation starts (2 save at least as much as 3 in the annotator-aware
+#: study; measurements: docs/studies/code-notes.md).
 UNIFORM_PASSES = 2
 EXACT_BELOW = 4000
 _GRID = 2048
@@ -41,10 +37,9 @@ _V_CLASSES = 12
 
 
 def information_per_score(state: AwareState) -> NDArray[Any]:
-    """Expected information of one more score of each item from an annotator drawn from the pool.
-
-    ``I_i = mean_a(s_a^2 / r_a) / q_i`` over the annotators seen so far (all, if none): one more score turns
-    ``Var(u_i)`` into ``1 / (1 / Var(u_i) + I_i)``.
+    """Expected information of one more score of each item from an annotator drawn from the pool, ``I_i =
+    mean_a(s_a^2 / r_a) / q_i`` over the annotators seen so far (all, if none): one more score turns ``Var(u_i)``
+    into ``1 / (1 / Var(u_i) + I_i)``.
 
     Parameters
     ----------
@@ -68,10 +63,9 @@ def information_per_score(state: AwareState) -> NDArray[Any]:
 
 def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) -> list[NDArray[Any]]:
     """``F_i = sum_j Phi(-|m_i - m_j| / sqrt(v_self_i + v_j))`` for every item ``i`` (``j`` over all items),
-    for each array of ``v_self``.
-
-    Exact in blocks for ``N <= EXACT_BELOW``; above, binned (module docstring; one table serves every
-    ``v_self``), accurate to about 1e-3 of the gain when the bin width is small against ``sqrt(v)``.
+    for each array of ``v_self``: exact in blocks for ``N <= EXACT_BELOW``; above, binned (module docstring; one
+    table serves every ``v_self``), accurate to about 1e-3 of the gain when the bin width is small against
+    ``sqrt(v)``.
 
     Parameters
     ----------
@@ -149,10 +143,9 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
 
 
 def slot_gains(state: AwareState, *, max_slots: int = 2) -> NDArray[Any]:
-    """Marginal gains of the first ``max_slots`` more scores of every item (module docstring).
-
-    Column ``k`` is ``F(v_i^(k)) - F(v_i^(k+1))`` with ``v_i^(k) = 1 / (1 / v_i + k I_i)`` and ``F`` of
-    :func:`misorder_sums` (the other items held at their variances): the expected drop in mis-ordered pairs.
+    """Marginal gains of the first ``max_slots`` more scores of every item (module docstring): column ``k`` is
+    ``F(v_i^(k)) - F(v_i^(k+1))`` with ``v_i^(k) = 1 / (1 / v_i + k I_i)`` and ``F`` of :func:`misorder_sums`
+    (the other items held at their variances), the expected drop in mis-ordered pairs.
 
     Parameters
     ----------
@@ -178,11 +171,10 @@ def slot_gains(state: AwareState, *, max_slots: int = 2) -> NDArray[Any]:
 
 
 def group_into_hits(slots: NDArray[Any], *, n_hits: int, hit_size: int, rng: np.random.Generator) -> NDArray[Any]:
-    """Group item slots into HITs at random, each item at most once per HIT.
-
-    ``slots`` (length ``n_hits * hit_size``, no item more than ``n_hits`` times) is ordered with the copies of
-    an item side by side, in random item order, and dealt column by column (slot ``k`` to HIT ``k mod
-    n_hits``), so copies land in different HITs; rows and columns are then shuffled.
+    """Group item slots into HITs at random, each item at most once per HIT: ``slots`` (length ``n_hits *
+    hit_size``, no item more than ``n_hits`` times) is ordered with the copies of an item side by side, in random
+    item order, and dealt column by column (slot ``k`` to HIT ``k mod n_hits``), so copies land in different
+    HITs; rows and columns are then shuffled.
 
     Returns
     -------
@@ -199,20 +191,6 @@ def group_into_hits(slots: NDArray[Any], *, n_hits: int, hit_size: int, rng: np.
     return hits[rng.permutation(n_hits)][:, rng.permutation(hit_size)]
 
 
-def _subset(state: AwareState, keep: NDArray[Any]) -> AwareState:
-    """``state`` restricted to the items ``keep`` (the annotator terms and scalars unchanged)."""
-    import dataclasses
-
-    return dataclasses.replace(
-        state,
-        mu=state.mu[keep],
-        var_mu=state.var_mu[keep],
-        var=state.var[keep],
-        q=state.q[keep],
-        count=state.count[keep],
-    )
-
-
 def select_batch(
     state: AwareState,
     *,
@@ -223,11 +201,9 @@ def select_batch(
     max_slots: int = 2,
     exclude: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
-    """The next batch of HITs for the annotator-aware model.
-
-    While some item has fewer than ``uniform_passes`` scores, the least-annotated items (seeded random
-    tie-break), as in direct assessment; then the ``n_hits * hit_size`` item slots of largest
-    :func:`slot_gains`, grouped by :func:`group_into_hits`.
+    """The next batch of HITs for the annotator-aware model: while some item has fewer than ``uniform_passes``
+    scores, the least-annotated items (seeded random tie-break), as in direct assessment; then the ``n_hits *
+    hit_size`` item slots of largest :func:`slot_gains`, grouped by :func:`group_into_hits`.
 
     Parameters
     ----------
@@ -266,7 +242,7 @@ def select_batch(
         free = np.flatnonzero(~np.asarray(exclude, dtype=bool))
         if free.size < hit_size:
             return np.zeros((0, hit_size), dtype=np.int64)
-        sub = _subset(state, free)
+        sub = state.subset(free)
         hits = select_batch(
             sub, n_hits=n_hits, hit_size=hit_size, rng=rng, uniform_passes=uniform_passes, max_slots=max_slots
         )

@@ -4,17 +4,14 @@ posterior the stopping rule draws from once the scores of likely clickers are ta
 
 Why the fit alone is not enough: the fit (:mod:`core.models.aware`) down-weights a random clicker through a large
 noise ``r_a`` and a slope ``s_a`` pulled toward 0, but only when the clicker's scores meet other annotators' on the
-same items. When clickers are the only ones to score some items, the fit cannot tell their scores from signal: the
-item means are the clickers' own means, each clicker's slope against them stays near 1, and those items' posteriors
-are as narrow as any noisy annotator's. The expected Spearman then counts them as known (a simulation with 20% of the
-items scored by clickers only reported 0.95-0.96 and stopped at a target of 0.90 where the truth was 0.80-0.88).
+same items. Items scored by clickers alone have the clickers' own means and posteriors as narrow as any noisy
+annotator's, and the expected Spearman would count them as known (measurements: docs/studies/code-notes.md).
 
-The test here leaves each annotator out: for annotator ``a``, the Pearson correlation ``r_a`` of their scores with
-``m = u_i^(-a)``, each item's mean from the other annotators' scores alone (:func:`loo_agreement`; the fit's
-offsets and slopes held, the prior and the item's noise ``q_i`` taken out, so that a clicker's own pull on either
-cannot tie ``m`` to their scores). A clicker's scores are independent of ``m``, also when the other scores of their
-items come from clickers; a faithful annotator's follow it. With ``z_a = atanh(r_a)`` and ``v_a = 1 / (n_a - 3)``
-(Fisher), a two-component mixture gives
+The test leaves each annotator out: for annotator ``a``, the Pearson correlation ``r_a`` of their scores with
+``m = u_i^(-a)``, each item's mean from the other annotators' scores alone (:func:`loo_agreement`). A clicker's
+scores are independent of ``m``, also when the other scores of their items come from clickers; a faithful
+annotator's follow it. With ``z_a = atanh(r_a)`` and ``v_a = 1 / (n_a - 3)`` (Fisher), a two-component mixture
+gives
 
     P(clicker | z_a) = pi L0 / (pi L0 + (1 - pi) L1),   L0 = N(z_a; 0, v_a),   L1 = N(z_a; z1, t2 + v_a),
 
@@ -23,17 +20,8 @@ annotators (started at the upper quartile; ``z1`` and ``t2`` kept above :data:`A
 :data:`AGREEMENT_SPREAD`). Without an agreement to measure (fewer than 4 scores, or no one else on their items) the
 probability is the prior. Probabilities are rounded to multiples of :data:`PROBABILITY_STEP`, so a faithful
 annotator's is exactly 0 and the counts of items they scored stay whole numbers (a store rewrites only the values
-that changed).
-
-A limit, measured: the allocation stops scoring items whose early scores agreed, so among the items a campaign
-leaves, clickers' scores agree more than chance (``r`` 0.4-0.5 for 4 clickers sharing 15 items at 5.5 scores per
-item, where a faithful annotator's was 0.8). With few scores per clicker the test then cannot tell them apart: with
-40 annotators, 4 of them clickers alone on 5-10% of the items, the rule stopped in 3 of 40 runs and was wrong in 2.
-
-An item's informative count is ``n_i^inf = sum_k (1 - P_a(k))`` over its scores; the stopping rule requires one
-of every item besides its scores (``core.models.aware_posterior.STOP_MIN_INFORMATIVE``), and draws each item from
-its posterior with only the informative share of the data's precision (:func:`informative_share`,
-:func:`informative_state`).
+that changed). A known limit: clickers with few scores each, alone on the items whose early scores agreed (which
+the allocation stops scoring), can agree among themselves beyond chance and pass the test.
 
 References: Fisher (1921), "On the probable error of a coefficient of correlation", Metron 1 (``atanh`` of a
 correlation); McLachlan & Peel (2000), *Finite Mixture Models*, chapter 2 (EM for a mixture); Raykar et al. (2010),
@@ -55,7 +43,7 @@ from core.models.aware_data import CENTER, Observations
 from core.models.aware_noise import loo_item_sums
 
 #: Prior probability that an annotator clicks at random: even odds, so that an annotator the data cannot check (fewer
-#: than 4 scores, or no one else on their items) counts half; measured against 0.1 and 0.3 (module docstring).
+#: than 4 scores, or no one else on their items) counts half.
 CLICKER_PRIOR = 0.5
 #: :func:`clicker_probability` is rounded to multiples of this (1/1024, exact in binary).
 PROBABILITY_STEP = 1.0 / 1024.0
@@ -76,9 +64,10 @@ def _normal_logpdf(x: NDArray[Any], mean: Any, var: NDArray[Any]) -> NDArray[Any
 
 
 def loo_agreement(state: AwareState, obs: Observations) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Per annotator, the Pearson correlation of their scores with ``u_i^(-a)``, each item's posterior mean without
-    their scores (:func:`core.models.aware_noise.loo_item_sums`, the fit's other terms held), and the number of
-    scores behind it; NaN with fewer than 3 scores or no spread on either side."""
+    """Per annotator, the Pearson correlation of their scores with ``u_i^(-a)``, each item's posterior mean from the
+    other annotators' scores alone (:func:`core.models.aware_noise.loo_item_sums`; the fit's offsets and slopes
+    held, the prior and ``q_i`` taken out, so that a clicker's own pull on either cannot tie it to their scores),
+    and the number of scores behind it; NaN with fewer than 3 scores or no spread on either side."""
     na = state.n_annotators
     P = obs.pairs
     rows = np.repeat(np.arange(obs.n_items), np.diff(P.count.indptr))
@@ -111,7 +100,7 @@ def loo_agreement(state: AwareState, obs: Observations) -> tuple[NDArray[Any], N
 
 def clicker_probability(state: AwareState, obs: Observations, *, prior: float = CLICKER_PRIOR) -> NDArray[Any]:
     """Per annotator, the posterior probability of clicking at random given their leave-one-out agreement (module
-    docstring), rounded to :data:`PROBABILITY_STEP`.
+    docstring, with its references), rounded to :data:`PROBABILITY_STEP`.
 
     Parameters
     ----------
@@ -124,11 +113,6 @@ def clicker_probability(state: AwareState, obs: Observations, *, prior: float = 
     Returns
     -------
     ndarray, shape (n_annotators,)
-
-    References
-    ----------
-    Fisher (1921) (the variance-stabilising transform of a correlation); McLachlan & Peel (2000), *Finite Mixture
-    Models*, chapter 2 (EM for a mixture); module docstring.
 
     Examples
     --------
@@ -204,10 +188,9 @@ def informative_arrays(state: AwareState, obs: Observations) -> dict[str, NDArra
 def informative_state(state: AwareState, arrays: Mapping[str, NDArray[Any]]) -> AwareState:
     """The posterior the stopping rule draws from: each item keeps the share ``f_i`` (:data:`SHARE_KEY` of
     ``arrays``) of its data's precision ``A_i = 1 / var_mu_i - 1 / tau_mu^2``, with ``nu_q + n_i^inf`` degrees of
-    freedom (:data:`INFORMATIVE_KEY`). Without them (a state cached by an older version) ``state`` itself.
-
-    With the prior ``N(m0, tau_mu^2)`` and the data's precision and precision-weighted mean both scaled by ``f_i``
-    (Gaussian conjugacy, as in :func:`core.models.aware.fit`),
+    freedom (:data:`INFORMATIVE_KEY`); without them (a state cached by an older version) ``state`` itself. With the
+    prior ``N(m0, tau_mu^2)`` and the data's precision and precision-weighted mean both scaled by ``f_i`` (Gaussian
+    conjugacy, as in :func:`core.models.aware.fit`):
 
         var'_i = 1 / (1 / tau_mu^2 + f_i A_i),
         mu'_i  = m0 + (mu_i - m0) f_i (1 / tau_mu^2 + A_i) / (1 / tau_mu^2 + f_i A_i),
@@ -244,16 +227,3 @@ def informative_state(state: AwareState, arrays: Mapping[str, NDArray[Any]]) -> 
         var=np.where(same, state.var, var),
         count=n_inf,
     )
-
-
-__all__ = [
-    "CLICKER_PRIOR",
-    "INFORMATIVE_KEY",
-    "PROBABILITY_STEP",
-    "clicker_probability",
-    "SHARE_KEY",
-    "informative_arrays",
-    "informative_counts",
-    "informative_share",
-    "informative_state",
-]

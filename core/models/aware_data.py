@@ -53,9 +53,8 @@ class Observations:
     @staticmethod
     def _stable_argsort(key: NDArray[Any]) -> NDArray[Any]:
         """``np.argsort(key, kind="stable")`` of non-negative keys, as a least-significant-digit radix sort: one
-        stable pass per 16-bit digit that is not zero everywhere (numpy sorts 16-bit integers by radix). The same
-        order (a stable sort has one result) in 0.2 s instead of 0.33 s for 3 M keys, part of the million-score
-        ingest target (``bench/bench_scale.py``)."""
+        stable pass per 16-bit digit that is not zero everywhere (numpy sorts 16-bit integers by radix), for the
+        ingest target of ``bench/bench_scale.py`` (measurements: docs/studies/code-notes.md)."""
         order: NDArray[Any] = np.arange(key.size)
         for shift in range(0, 64, 16):
             digit = ((key >> shift) & 0xFFFF).astype(np.uint16)
@@ -111,8 +110,7 @@ class Observations:
     @cached_property
     def pairs(self) -> PairStats:
         """:meth:`PairStats.build` of these observations, built once: a refit's fit and its informative counts
-        (:func:`core.models.aware_clickers.informative_arrays`) share it, 0.35 s of the million-score ingest
-        target (``bench/bench_scale.py``)."""
+        (:func:`core.models.aware_clickers.informative_arrays`) share it (the ingest target)."""
         return PairStats.build(self)
 
 
@@ -132,7 +130,7 @@ class PairStats:
     @classmethod
     def build(cls, obs: Observations) -> PairStats:
         """From observations in canonical order (so the pairs come sorted by item, then annotator)."""
-        from scipy import sparse  # here: importing it takes a sixth of a second, and easl status needs none
+        from scipy import sparse  # here: easl status needs none
 
         n, na = obs.n_items, max(obs.n_annotators, 1)
         key = obs.key

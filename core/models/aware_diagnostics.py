@@ -13,59 +13,26 @@ Pearson's correlation under independence, normal scores). A small ``p_random`` m
 consensus beyond chance; a large one that their scores are indistinguishable from clicking at random. It is NaN
 (never evidence of randomness) when the agreement is undefined: fewer than 3 scores, or no spread in their
 scores or in the consensus over their items (every annotator giving the same score). The consensus leaves the
-score out of its item's sums and of the item's ambiguity ``q_i`` (:func:`leave_one_out_consensus`); what is left
-of the score in the fit (the other annotators' offsets) ties a clicker's scores to it very little: over 200
-simulated clickers their mean agreement is -0.002 at 12 scores per item, 0.02 at 4.
+score out of its item's sums and of the item's ambiguity ``q_i`` (:func:`leave_one_out_consensus`), so that it
+ties a clicker's scores to it very little.
 
 ``scatter``: the mean squared residual of their scores about that consensus, ``(y_k - o_a - s_a (u_i^(-k) -
 c))^2 / q_i``, relative to the median annotator's and shrunk toward 1 with ``SCATTER_PSEUDO_SCORES`` pseudo-scores
-(so that a handful of scores cannot make anyone noisy). It is the noise the scores show, read from the residuals
-rather than from ``r_a``, which the fit shrinks toward 1 by its own prior: how strongly is the fit's business, and
-a shrinkage strong enough to hide a lone clicker among many raters (``r_a = 1`` for every annotator) must not hide
-them from the flags.
+(so that a handful of scores cannot make anyone noisy): the noise the scores show, read from the residuals rather
+than from the fit's shrunk ``r_a``.
 
 Flags (with ``min_scores`` scores or more):
 
 * ``collapsed``: the spread (standard deviation) of their scores is below ``COLLAPSE_RATIO`` of the median
   annotator's: they use a narrow band of the scale;
 * ``random``: at least ``RANDOM_MIN_SCORES`` scores, ``p_random >= RANDOM_P`` (no agreement with the consensus
-  at the one-sided 2.5% level, the tail of a two-sided 5% test) and ``scatter`` above ``RANDOM_SCATTER`` (a
-  clicker's scores scatter about the consensus far more than anyone's: 2.8-5.2 times the median for simulated
-  clickers at 12 scores per item, at most 1.6 for the others);
+  at the one-sided 2.5% level, the tail of a two-sided 5% test) and ``scatter`` above ``RANDOM_SCATTER``;
 * ``noisy``: ``scatter`` above ``NOISY_RATIO``, not ``random``: their agreement is beyond chance, or there are
   too few scores to tell it from chance (the reason says which). A soft flag.
 
-Why these thresholds: the leave-one-out agreement of real raters varies far more than the model's noise
-predicts (the few items a rater scores in a campaign may span a narrow band of quality, and lab raters differ
-in taste). On the AGH TV study shipped in ``core/data`` (99 lab subjects; over all their ratings each
-correlates with the others' item means at r >= 0.45, 98 of 99 at r >= 0.6: "trusted"), trusted raters show
-``p_random >= 0.025`` in 0.8% of their rows with 10-29 scores (agreement 0.3-0.5 on a narrow band of items) and
-0.02% of those with 30 or more. Over 240 subsets of 8, 10 and 12 ratings per item (40 seeds each, drawn at
-random per item or in HITs of 5 items from one rater; 14,852 annotator rows with >= 30 scores) the rule flags 29
-rows ``random``, none trusted; requiring 20 scores instead of 30 would flag 5 trusted rows, 25 scores 4, no
-``scatter`` condition 3, the 1% level instead of 2.5% 1. With the fit's noise shrinkage by empirical Bayes
-(:mod:`core.models.aware_noise`), 30 scores let one trusted rater through (r = 0.76, in 1 of 20 replays of the
-study through the engine: agreement 0.32 over exactly 30 scores, p_random 0.042), so ``random`` needs 40: then 3
-``random`` flags in those 20 replays, none trusted, and the M4 recall below unchanged (0.95 over seeds 0-39).
-
-Measured (the previous rule, noise ``r_a`` above 1.6 times the median or agreement below 0.2, flagged 5-10 of the
-99 as ``random`` at 4-6 ratings per item, most of them at r >= 0.7):
-
-* the study, 20 seeds per setting, ``k`` ratings per item drawn at random (``k3`` ...) or in HITs of 5 items from
-  one rater who rated them all (``h3`` ...): ``random`` flags (annotator rows with >= 30 scores) k3 0 (0), k4 0
-  (0), k6 1 (22), h3 0 (20), h4 0 (77), h6 0 (330), k10 0 (1,384), h10 3 (1,268); each of them a rater at
-  r = 0.45 or 0.58 over all ratings, none trusted. ``noisy``: 0.1 (h3) to 3.4 (h10) per subset of 99.
-* the study replayed through the engine (:mod:`core.simulate.replay`: HITs of 5 items from one rater, the
-  engine's allocation, half of the ratings held out), 10 seeds: at 4, 6 and 10 scores per item 0, 0 and 3
-  ``random`` flags (raters at r = 0.45, 0.58, 0.45); 1.2, 1.8 and 2.6 ``noisy`` per campaign.
-* simulated random clickers (:func:`core.simulate.aware_study.run_one`, ``M4``: 2 of 20 annotators score
-  uniformly at random, 150 items, 12 scores per item; annotators with >= 30 scores): seeds 0-19, recall 39/40
-  and 0/359 honest annotators flagged ``random``; seeds 0-99, recall 196/200 (0.98), 0/1,799 false ``random``
-  flags, 0 ``noisy``. (A clicker is missed when their random scores happen to correlate with the consensus at
-  the 2.5% level.) At 4 scores per item (``tests/test_aware.py``'s pools, 100 seeds) recall 0.96.
-
-Flagged annotators stay in the fit, which weights their scores by ``s_a^2 / r_a`` (``weight``); nothing is
-deleted.
+The thresholds were chosen on the shipped AGH TV lab study and on simulated random clickers, so that no trusted
+rater is flagged ``random`` (measurements: docs/studies/code-notes.md). Flagged annotators stay in the fit, which
+weights their scores by ``s_a^2 / r_a`` (``weight``); nothing is deleted.
 """
 
 from __future__ import annotations

@@ -1,23 +1,19 @@
 """The annotator-aware model behind the interface a project store uses (registered in
-:func:`core.models.get_model` as ``"aware"``; the store passes annotator ids and refits, see below).
+:func:`core.models.get_model` as ``"aware"``).
 
-How it differs from :class:`core.models.base.Model`, and how a store caches and replays it:
+How it differs from :class:`core.models.base.Model`:
 
-* ``apply`` adds a batch to a running sum; this model is instead a **fit of every live observation**, so the
-  store calls :meth:`AwareModel.refit` with the whole live log (item, annotator, score) and the cached state as
-  the warm start. The fit is order independent (observations are put in canonical order), so retraction is a
-  refit without the retracted rows: no ``sign = -1``.
-* The cached state is :meth:`~core.models.aware.AwareState.to_arrays`: named float64 arrays (per item, per
-  annotator, and length-1 scalars), the same ``state`` table form as the other models; ``state_seq`` says which
-  log position it reflects. Beside them, per item, ``n_informative`` and ``informative_share``: its expected number
-  of scores that do not come from random clickers and their share of its precision
-  (:func:`core.models.aware_clickers.informative_arrays`), which the stopping rule needs and which only the
-  observations give; a state cached without them (an older file) counts every score until the next refit.
-* Replay (``easl verify``) is a cold fit of the live log. A warm-started chain and a cold fit reach the same
-  fixed point only within the fit tolerance, so verify compares with a tolerance (``VERIFY_TOLERANCE`` in units
-  of each item's posterior sd), not bit for bit; the orders of rows never matter.
-* :meth:`summary` and :meth:`selection_keys` answer as the other models do (unit scale); :meth:`next_hits`
-  replaces Algorithm 1 (uniform passes, then expected reduction of mis-ordered pairs).
+* It is a **fit of every live observation**, not a running sum: the store calls :meth:`AwareModel.refit` with the
+  whole live log (item, annotator, score) and the cached state as the warm start. The fit is order independent,
+  so retraction is a refit without the retracted rows (no ``sign = -1``).
+* The cached state is :meth:`~core.models.aware.AwareState.to_arrays` plus, per item, ``n_informative`` and
+  ``informative_share`` (:func:`core.models.aware_clickers.informative_arrays`), which the stopping rule needs
+  and only the observations give; a state cached without them (an older file) counts every score until the
+  next refit.
+* Replay (``easl verify``) is a cold fit of the live log, which reaches the warm chain's fixed point only within
+  the fit tolerance: verify compares within :data:`VERIFY_TOLERANCE` posterior sds, not bit for bit.
+* :meth:`~AwareModel.next_hits` replaces Algorithm 1 (uniform passes, then expected reduction of mis-ordered
+  pairs).
 """
 
 from __future__ import annotations
@@ -145,10 +141,8 @@ class AwareModel:
         return rank_figures(AwareState.from_arrays(state), rng)
 
     def stop_decision(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> StopDecision | None:
-        """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`),
-        or None when the project has no target: the expected Spearman draws the truth from the posterior without
-        the likely clickers' share (:func:`core.models.aware_clickers.informative_state`), and every item needs
-        enough informative scores."""
+        """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`,
+        with :meth:`expected_spearman`), or None when the project has no target."""
         if self.hyper.stop_at is None:
             return None
         st = AwareState.from_arrays(state)

@@ -22,8 +22,8 @@ NU_R_MIN, NU_R_MAX = 2.0, 1e6
 #: Shrinkage of an annotator whose noise stands out from the pool's (:func:`noise_strengths`).
 NU_R_OUTLIER = NU_R_MIN
 #: One-sided level at which an annotator's noise stands out, and its normal quantile; the width (in ``log ratio``)
-#: over which the shrinkage passes from the pool's to :data:`NU_R_OUTLIER` around that tail. Chosen on the
-#: annotator-aware study (80 seeds, Beta(2,2) oracle, target Spearman 0.90; see :func:`noise_strengths`).
+#: over which the shrinkage passes from the pool's to :data:`NU_R_OUTLIER` around that tail (chosen on the
+#: annotator-aware study; measurements: docs/studies/code-notes.md).
 OUTLIER_LEVEL, _OUTLIER_Z, OUTLIER_WIDTH = 0.1, 1.2815515655446004, 0.05
 
 
@@ -62,9 +62,8 @@ def noise_strengths(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> NDArray[Any]:
     :data:`NU_R_OUTLIER` (a spike-and-slab reading of the prior: most annotators at the pool's shrinkage, those who
     stand out free to differ).
 
-    The pool's estimate averages over annotators, so one random clicker among a hundred faithful annotators moves
-    it little, and at 2-3 scores per item a few clickers among twenty do not yet move it; each clicker's own ratio
-    is already in the tail of its sampling distribution. Annotator ``a`` stands out with weight
+    The pool's estimate averages over annotators, so a few random clickers move it little; each clicker's own
+    ratio is already in the tail of its sampling distribution. Annotator ``a`` stands out with weight
 
         p_a = 1 / (1 + exp(-(log ratio_a - log t_a) / OUTLIER_WIDTH)),
         t_a = (1 - 2 / (9 n_a) + z sqrt(2 / (9 n_a)))^3,
@@ -72,10 +71,7 @@ def noise_strengths(ratio_a: NDArray[Any], n_a: NDArray[Any]) -> NDArray[Any]:
     ``t_a`` the ``1 - OUTLIER_LEVEL`` quantile of ``chi2(n_a) / n_a`` (Wilson & Hilferty 1931), and
     ``nu_a = nu_pool^(1 - p_a) NU_R_OUTLIER^p_a``: a screen smooth in the data, so that the fit's fixed point does
     not depend on where it starts. A faithful annotator who stands out by chance (one in ten) gets its own noise
-    estimate, close to the pool's. Measured on the annotator-aware study (80 seeds, Beta(2,2), target Spearman
-    0.90): random clickers (M4) need as many annotations as with a fixed shrinkage of 8 pseudo-scores, where a
-    level of 0.1-5% or a Bayes factor against the pool (prior share 0.1-0.5) left them too much weight at 2-3
-    scores per item (1.6-10% more annotations), and annotators alike (M1) stay at or above DA at every budget.
+    estimate, close to the pool's.
 
     Examples
     --------
@@ -103,8 +99,8 @@ def loo_item_sums(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> tupl
     ``fit`` holds ``u, prec, o, s, vs, cos, rho, q`` (the arrays of :func:`core.models.aware.fit`)."""
     a = P.count.indices
     c, sy = P.count.data, P.sum_y.data
-    # per item or annotator first, then spread to the pairs: the same values, fewer passes over the pairs (the fit
-    # of a refit calls this four times: 0.2 s of the million-score ingest target, ``bench/bench_scale.py``)
+    # per item or annotator first, then spread to the pairs: fewer passes over the pairs (the ingest target of
+    # ``bench/bench_scale.py``; measurements: docs/studies/code-notes.md)
     o, s, rho, h = fit["o"][a], fit["s"][a], fit["rho"][a], (1.0 / fit["q"])[rows]
     term_p = c * rho * h * (fit["s"] * fit["s"] + fit["vs"])[a]
     term_n = rho * h * (s * (sy - c * o) - c * fit["cos"][a])
@@ -134,16 +130,3 @@ def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> ND
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio: NDArray[Any] = np.bincount(a, rss, na) / np.bincount(a, expected, na)
     return ratio
-
-
-__all__ = [
-    "NU_R_MAX",
-    "NU_R_MIN",
-    "NU_R_OUTLIER",
-    "OUTLIER_LEVEL",
-    "OUTLIER_WIDTH",
-    "loo_item_sums",
-    "loo_noise_ratio",
-    "noise_shrinkage",
-    "noise_strengths",
-]

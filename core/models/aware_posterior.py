@@ -3,42 +3,24 @@ the truth, and the stopping rule.
 
 Posterior draws are ``mu_i^(d) = m_i + sqrt(v_i) t_id`` with ``v_i`` the variance including the annotator
 terms (:class:`core.models.aware.AwareState` ``var``) and ``t_id`` Student t with ``nu_q + n_i`` degrees of
-freedom (the item's noise ``q_i`` is estimated from its scores), independent across items. The expected Spearman between
-the estimates and the truth is the mean over draws of Spearman(estimates, draw). The research prototype found
-it 0.010-0.020 too optimistic at 4-8 scores per item, so the rule stops only when the figure minus a safety
-margin reaches the target and every item has a minimum number of scores. The margin is relative to the
-distance from a perfect ranking, ``k (1 - E[rho])``: a constant margin that is safe at a target of 0.90 (about
-0.04) never lets a 0.95 target stop, and one that suits 0.95 (0.02) misses at 0.90. Both defaults below were
-measured with :func:`core.simulate.aware_study.calibrate_stopping` (20 calibration seeds apart from the
-study's, annotator models M1-M5, the item x annotator interaction and drift, targets 0.90 and 0.95, on the
-generated Beta(2,2) truth and on the paper's political statements given by path), not guessed: ``k = 0.6`` is
-the smallest on the grid 0.4, 0.5, ... whose worst model hits the target in >= 90% of runs in all four
-settings (worst 0.95; at ``k = 0.5`` the item x annotator model on the political truth hits 0.85, with 3 uniform
-passes). Below 2 scores per item the figure is not trusted at all: the fewest scores is the number of uniform
-passes (:data:`core.models.aware_alloc.UNIFORM_PASSES`), so the rule never waits for a score the allocation does not
-plan to give. Re-measured with 2 passes and at least 2 scores (the same 20 seeds, 7 models, 2 truths, 2 targets):
-worst hit rate 0.95 at ``k = 0.5`` and at ``k = 0.6``, which stays the default (a step of room); with 3 passes and
-at least 2 scores also 0.95 at ``k = 0.6``.
+freedom (the item's noise ``q_i`` is estimated from its scores), independent across items. The expected Spearman
+between the estimates and the truth is the mean over draws of Spearman(estimates, draw). It is optimistic at a
+few scores per item, so the rule stops only when the figure minus a safety margin ``k (1 - E[rho])`` (relative
+to the distance from a perfect ranking) reaches the target and every item has at least the uniform passes'
+scores (:data:`core.models.aware_alloc.UNIFORM_PASSES`), so the rule never waits for a score the allocation does
+not plan to give. ``k`` = :data:`STOP_RELATIVE_MARGIN` was measured with
+:func:`core.simulate.aware_study.calibrate_stopping` (measurements: docs/studies/code-notes.md).
 
-Random clickers who alone score some items (:mod:`core.models.aware_clickers`): the fit cannot tell their scores
-from signal there, and with the fit's posterior the rule stopped at a target of 0.90 where the truth was 0.80-0.88.
-The rule therefore draws the truth from the posterior without the likely clickers' share of each item's precision
+Random clickers who alone score some items (:mod:`core.models.aware_clickers`) look like signal to the fit, so
+the rule draws the truth from the posterior without the likely clickers' share of each item's precision
 (:func:`core.models.aware_clickers.informative_state`; the estimates whose ranks are compared stay the fit's), and
-needs of every item :data:`STOP_MIN_INFORMATIVE` informative score (an expected count, rounded). Measured with
-:func:`core.simulate.aware_study.clicker_stopping` (20 seeds, clickers alone on 5-20% of the items, or scoring them
-90% of the time): requiring 2 informative scores instead of 1 cost 1-2 scores per item more where clickers share the
-items with others, with no run more right; the ordinary study (no clickers concentrated) stops within 0.03-0.25
-scores per item of where it stopped before (notes of the change give the tables).
+needs of every item :data:`STOP_MIN_INFORMATIVE` informative score (an expected count, rounded).
 
 Above :data:`EAGER_MAX_ITEMS` items the expected Spearman takes its own :data:`SPEARMAN_SUBSET_DRAWS` draws, on
-a random subset of :data:`SPEARMAN_MAX_ITEMS` items for larger projects (:func:`expected_spearman`: error about
-1e-3, far below the margin), and the rank intervals are computed only when read (export), so ``easl status`` stays
-fast at 1,000,000 items.
-
-Rank intervals: up to :data:`EAGER_MAX_ITEMS` items, the 2.5% and 97.5% quantiles of each item's rank over the
-draws. Above, :func:`rank_intervals` computes the same 95% interval of each item's rank from its own posterior
-quantiles and the pooled draws of all items (one sort, no rank per draw; 0.37-0.44 s CPU at 1,000,000 items where
-ranking 20 draws took 3.5 s), for the 2 s target of ``easl export`` at 1,000,000 items.
+a random subset of :data:`SPEARMAN_MAX_ITEMS` items for larger projects (:func:`expected_spearman`), and the rank
+intervals (:func:`core.models.aware_ranks.rank_intervals`) are computed only when read (export), so ``easl
+status`` stays fast at 1,000,000 items. Up to :data:`EAGER_MAX_ITEMS` items the rank interval is the 2.5% and
+97.5% quantiles of each item's rank over the draws.
 """
 
 from __future__ import annotations
@@ -52,12 +34,11 @@ from numpy.typing import NDArray
 from core.models.aware import AwareState
 from core.models.aware_ranks import pooled_draws, posterior_draws, rank_intervals
 
-#: ``k``: the margin subtracted from the expected Spearman is ``k (1 - E[rho])`` (measured; module docstring).
+#: ``k``: the margin subtracted from the expected Spearman is ``k (1 - E[rho])`` (module docstring).
 STOP_RELATIVE_MARGIN = 0.6
-#: Fewest scores of every item before the rule may stop (measured; module docstring).
+#: Fewest scores of every item before the rule may stop (the uniform passes).
 STOP_MIN_SCORES = 2
-#: Fewest informative scores of every item (scores not from likely random clickers) before the rule may stop
-#: (:mod:`core.models.aware_clickers`; measured, module docstring).
+#: Fewest informative scores of every item (scores not from likely random clickers) before the rule may stop.
 STOP_MIN_INFORMATIVE = 1
 #: An item's informative count (a sum of probabilities) meets a minimum when it rounds to it: is at most this much
 #: below it.
@@ -86,12 +67,11 @@ SPEARMAN_SUBSET_DRAWS = 50
 EAGER_MAX_ITEMS = 2_000
 
 
-def _spearman_draws(mu: NDArray[Any], draws: NDArray[Any]) -> NDArray[Any]:
-    """``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` for each row ``d`` of ``draws``, with ``R`` the
-    ranks of ``mu`` and ``R^(d)`` those of the draw (Spearman without ties)."""
-    n = mu.size
-    den = n * (n * n - 1.0) if n > 1 else 1.0
-    out: NDArray[Any] = 1.0 - 6.0 * ((_ranks(draws) - _ranks(mu)) ** 2).sum(axis=1) / den
+def _spearman(rank: NDArray[Any], draw_ranks: NDArray[Any]) -> NDArray[Any]:
+    """``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` for each row ``d`` of ``draw_ranks``, with ``R``
+    the ranks of the estimates and ``R^(d)`` those of draw ``d`` (Spearman without ties)."""
+    n = rank.size
+    out: NDArray[Any] = 1.0 - 6.0 * ((draw_ranks - rank) ** 2).sum(axis=1) / (n * (n * n - 1.0) if n > 1 else 1.0)
     return out
 
 
@@ -106,12 +86,9 @@ def expected_spearman(
     """The expected Spearman correlation between the estimates and the truth, on at most ``max_items`` items.
 
     On a project of ``N > max_items`` items, the mean over ``n_draws`` posterior draws of the Spearman
-    correlation between the estimates and the draw, both restricted to a random subset of ``max_items`` items.
-    The items' draws are independent, so the ranks within the subset are distributed exactly as on a project of
-    those items; the subset's Spearman estimates the whole project's with a bias of order ``1 / max_items``
-    and a standard deviation of about ``(1 - rho^2) / sqrt(max_items)`` (Kendall & Gibbons 1990, ch. 2):
-    7e-4 at ``rho = 0.95`` and 1.3e-3 at ``rho = 0.90`` with the default 20,000, against a stopping margin of
-    0.03-0.06. ``bench/bench_aware.py`` measures the difference from all items.
+    correlation between the estimates and the draw, both restricted to a random subset of ``max_items`` items: a
+    bias of order ``1 / max_items`` and a standard deviation of about ``(1 - rho^2) / sqrt(max_items)`` (Kendall &
+    Gibbons 1990, ch. 2) against the whole project's (docs/studies/code-notes.md).
 
     Parameters
     ----------
@@ -134,15 +111,8 @@ def expected_spearman(
     """
     n = state.n_items
     keep = np.sort(rng.choice(n, max_items, replace=False)) if n > max_items else np.arange(n)
-    sub, sub_draws = _items(state, keep), _items(state if draws_from is None else draws_from, keep)
-    return float(np.mean(_spearman_draws(sub.mu, posterior_draws(sub_draws, n_draws, rng))))
-
-
-def _items(state: AwareState, keep: NDArray[Any]) -> AwareState:
-    """``state`` restricted to the items ``keep`` (what the draws need: ``mu``, ``var``, ``count``)."""
-    import dataclasses
-
-    return dataclasses.replace(state, mu=state.mu[keep], var=state.var[keep], count=state.count[keep])
+    sub_draws = (state if draws_from is None else draws_from).subset(keep)
+    return float(np.mean(_spearman(_ranks(state.mu[keep]), _ranks(posterior_draws(sub_draws, n_draws, rng)))))
 
 
 class RankFigures:
@@ -153,19 +123,16 @@ class RankFigures:
     rank : ndarray
         Rank of each item's estimate (0 = lowest).
     rank_low, rank_high : ndarray
-        The 95% interval of its rank over the posterior: 2.5% and 97.5% quantiles over the draws (up to
-        :data:`EAGER_MAX_ITEMS` items), :func:`rank_intervals` above.
+        The 95% interval of its rank over the posterior (module docstring).
     expected_spearman : float
         Mean over draws of Spearman(estimates, draw), in ``[-1, 1]``.
     n_draws : int
         Draws behind the rank intervals (above :data:`EAGER_MAX_ITEMS` items, the draws of each item pooled by
         :func:`rank_intervals`, :func:`pooled_draws`).
 
-    Up to :data:`EAGER_MAX_ITEMS` items everything comes from one set of ``n_draws`` draws, made at once.
-    Above, ``expected_spearman`` is :func:`expected_spearman` (:data:`SPEARMAN_SUBSET_DRAWS` draws, on a subset
-    above :data:`SPEARMAN_MAX_ITEMS` items; made at once: what ``easl status`` needs), and the ranks and rank
-    intervals are computed over all items when first read (:func:`rank_intervals`: what export needs), each from
-    its own generator spawned from ``rng``, so the figures do not depend on which is read first.
+    Above :data:`EAGER_MAX_ITEMS` items the expected Spearman is made at once (what ``easl status`` needs) and
+    the ranks and rank intervals when first read (what export needs), each from its own generator spawned from
+    ``rng``, so the figures do not depend on which is read first.
     """
 
     def __init__(
@@ -177,28 +144,23 @@ class RankFigures:
         self._rank: NDArray[Any] | None = None
         self._lazy: tuple[NDArray[Any], NDArray[Any]] | None = None  # (rank_low, rank_high)
         if state.n_items <= EAGER_MAX_ITEMS:
-            rho, (self._rank, low, high) = self._draw(rng, keep_rho=True)
+            self.expected_spearman, self._rank, low, high = self._draw(rng)
             self._lazy = (low, high)
-            self.expected_spearman = rho
         else:
             rho_rng, self._rank_rng = rng.spawn(2)
             self.expected_spearman = expected_spearman(state, rho_rng, draws_from=draws_from)
             self.n_draws = pooled_draws(state.n_items, n_draws)
 
-    def _draw(
-        self, rng: np.random.Generator, keep_rho: bool
-    ) -> tuple[float, tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]:
+    def _draw(self, rng: np.random.Generator) -> tuple[float, NDArray[Any], NDArray[Any], NDArray[Any]]:
         state, n, n_draws = self._state, self._state.n_items, self.n_draws
         est_rank = _ranks(state.mu)
         chunk = max(1, 4_000_000 // max(n, 1))
         rho: list[NDArray[Any]] = []
         lows, highs, rank_draws = [], [], []
         keep_all = n_draws * n <= 50_000_000
-        den = n * (n * n - 1.0) if n > 1 else 1.0
         for b in range(0, n_draws, chunk):
             rd = _ranks(posterior_draws(self._draws_from, min(chunk, n_draws - b), rng))
-            if keep_rho:
-                rho.append(1.0 - 6.0 * ((rd - est_rank) ** 2).sum(axis=1) / den)
+            rho.append(_spearman(est_rank, rd))
             if keep_all:
                 rank_draws.append(rd)
             else:  # large projects: quantiles per chunk, averaged (an approximation, stated here)
@@ -208,7 +170,7 @@ class RankFigures:
             low, high = np.quantile(np.concatenate(rank_draws), [0.025, 0.975], axis=0)
         else:
             low, high = np.mean(lows, axis=0), np.mean(highs, axis=0)
-        return (float(np.mean(np.concatenate(rho))) if keep_rho else float("nan")), (est_rank, low, high)
+        return float(np.mean(np.concatenate(rho))), est_rank, low, high
 
     def _intervals(self) -> tuple[NDArray[Any], NDArray[Any]]:
         if self._lazy is None:
@@ -240,11 +202,8 @@ def rank_figures(
     n_draws: int | None = None,
     draws_from: AwareState | None = None,
 ) -> RankFigures:
-    """Rank intervals and expected Spearman of a fit (module docstring; :class:`RankFigures`).
-
-    ``rho_d = 1 - 6 sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` (Spearman without ties), averaged over draws;
-    above :data:`SPEARMAN_MAX_ITEMS` items on a random subset (:func:`expected_spearman`), and the rank
-    intervals only when read.
+    """Rank intervals and expected Spearman of a fit (module docstring; :class:`RankFigures`): ``rho_d = 1 - 6
+    sum_i (R_i - R_i^(d))^2 / (N (N^2 - 1))`` (Spearman without ties), averaged over draws.
 
     Parameters
     ----------
@@ -372,13 +331,12 @@ def stop_decision(
     target : float
         The Spearman correlation with the truth the project wants, in ``(0, 1)``.
     relative_margin, min_scores :
-        ``k`` and the fewest scores per item; defaults :data:`STOP_RELATIVE_MARGIN`, :data:`STOP_MIN_SCORES`
-        (measured; module docstring).
+        ``k`` and the fewest scores per item; defaults :data:`STOP_RELATIVE_MARGIN`, :data:`STOP_MIN_SCORES`.
     informative : ndarray, optional
         Each item's expected number of scores not from a random clicker
         (:func:`core.models.aware_clickers.informative_counts`); default the raw counts.
     min_informative_scores : int
-        Default :data:`STOP_MIN_INFORMATIVE` (measured; module docstring).
+        Default :data:`STOP_MIN_INFORMATIVE`.
 
     Returns
     -------
@@ -392,24 +350,18 @@ def stop_decision(
     counts = state.count if informative is None else np.asarray(informative, dtype=np.float64)
     least = float(counts.min()) if counts.size else 0.0
     margin = relative_margin * max(1.0 - expected_spearman, 0.0)
-    figures = (expected_spearman, margin, target, min_count)
     short = counts < min_informative_scores - INFORMATIVE_SLACK
+    figure = f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f}"
+    stop = False
     if min_count < min_scores:
         reason = f"some items have {min_count} scores; at least {min_scores} each are needed before stopping"
-        return StopDecision(False, *figures, reason, least)
-    if short.any():
+    elif short.any():
         reason = (
             f"{int(short.sum())} items have no score from an annotator who agrees with the others beyond chance "
             f"(the fewest such scores: {least:.1f}); their ranks are unknown until they get one"
         )
-        return StopDecision(False, *figures, reason, least)
-    if not stops(expected_spearman, min_count, target=target, relative_margin=relative_margin, min_scores=0):
-        reason = (
-            f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} is below the target {target:.3f}"
-        )
-        return StopDecision(False, *figures, reason, least)
-    reason = (
-        f"expected Spearman {expected_spearman:.3f} minus the margin {margin:.3f} reaches the target "
-        f"{target:.3f}, with at least {min_count} scores per item"
-    )
-    return StopDecision(True, *figures, reason, least)
+    elif not stops(expected_spearman, min_count, target=target, relative_margin=relative_margin, min_scores=0):
+        reason = f"{figure} is below the target {target:.3f}"
+    else:
+        stop, reason = True, f"{figure} reaches the target {target:.3f}, with at least {min_count} scores per item"
+    return StopDecision(stop, expected_spearman, margin, target, min_count, reason, least)

@@ -3,8 +3,8 @@ posterior quantiles and the pooled draws of all items, with no rank per draw (:f
 posterior draws they and :mod:`core.models.aware_posterior` share (:func:`posterior_draws`).
 
 Above ``core.models.aware_posterior.EAGER_MAX_ITEMS`` items this is how ``easl export`` reads the rank intervals:
-one sort of the pooled draws, 0.37-0.44 s CPU at 1,000,000 items where ranking 20 draws took 3.5 s, for the 2 s
-target of ``easl export`` at 1,000,000 items.
+one sort of the pooled draws instead of a rank per draw, for the 2 s target of ``easl export`` at 1,000,000 items
+(measurements: docs/studies/code-notes.md).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from core.models.aware import AwareState
 #: ``N D = 2,000,000`` (360 ranks of 1,000,000 items, where a rank interval at 2 scores per item spans some 280,000).
 RANK_POOL_VALUES = 2_000_000
 #: Points of the grid on which :func:`rank_intervals` tabulates the pooled counts (evenly over the range of the values
-#: it looks up, linear between; 512 KiB that stay in the CPU cache). Looked up by arithmetic: a search of the whole
-#: pool for 3 N unsorted values took 0.9-1.5 s at 1,000,000 items, ``np.interp`` in a table of order statistics 0.25 s
-#: with the sort of the items it needs, this grid 0.06 s. At 1,000,000 items a grid step spans about 40 ranks.
+#: it looks up, linear between; 512 KiB that stay in the CPU cache), looked up by arithmetic (the export target;
+#: measurements: docs/studies/code-notes.md). At 1,000,000 items a grid step spans about 40 ranks.
 _GRID = 1 << 16
 
 
@@ -78,10 +77,7 @@ def rank_intervals(
     (:func:`pooled_draws`): ``S(y) = #{(d, j): x_j^(d) < y} / D`` and ``sum_j F_j(y)^2 = #{(e, j):
     max(x_j^(2e), x_j^(2e+1)) < y} / (D / 2)``, each from one sort, tabulated on a grid (:data:`_GRID`); item
     ``i``'s own term is exact (``F_i(y_i(p)) = p``). Monte Carlo sd of ``S`` at most ``sqrt(N / (4 D))`` ranks.
-    Against the 2.5%/97.5% quantiles of 4,000 ranked draws (2,500 and 20,000 items, 2-100 scores per item) the
-    mean width is within 0.5% and the ends differ by the reference's own Monte Carlo error; without the Bernoulli
-    term the intervals of precise items (100 scores each, 2,500 items) were 2% narrow. Speed: 0.37-0.44 s CPU at
-    1,000,000 items (the 2 s target of ``easl export``) where ranking 20 draws took 3.5 s.
+    Checked against the quantiles of ranked draws (measurements: docs/studies/code-notes.md).
 
     Parameters
     ----------
@@ -138,6 +134,3 @@ def rank_intervals(
         ends.append(np.sqrt((s_full - own - center) ** 2 + z2 * spread))
     top = max(n - 1, 0)
     return np.clip(center - ends[0], 0, top), np.clip(center + ends[1], 0, top)
-
-
-__all__ = ["RANK_POOL_VALUES", "pooled_draws", "posterior_draws", "rank_intervals"]

@@ -2,22 +2,19 @@
 
 The annotator-aware model's ``mu_i`` (:mod:`core.models.aware`) and TrueSkill's skill ``mu``
 (:mod:`core.models.trueskill`) live on an unbounded scale: a posterior mean or a t interval can leave [0, 1]
-(``mu_i`` beyond the range when the annotators' offsets and slopes put the consensus outside what anyone scored;
-[-4.9, 30.5] and [48.6, 104.1] were seen on a 0-100 scale). What such a project reports is instead the score a
-typical annotator would give the item on the bounded scale, the mean of a censored normal (notation: unit scale,
-``m`` the item's location, ``s`` the standard deviation of one score's noise, ``Phi`` and ``phi`` the standard
-normal cdf and density)::
+(``mu_i`` beyond the range when the annotators' offsets and slopes put the consensus outside what anyone scored).
+What such a project reports is instead the score a typical annotator would give the item on the bounded scale, the
+mean of a censored normal (notation: unit scale, ``m`` the item's location, ``s`` the standard deviation of one
+score's noise, ``Phi`` and ``phi`` the standard normal cdf and density)::
 
     g(m) = E[clip(m + e, 0, 1)],   e ~ N(0, s^2)
          = m (Phi(b) - Phi(a)) + s (phi(a) - phi(b)) + (1 - Phi(b)),   a = -m / s,  b = (1 - m) / s
     g'(m) = Phi(b) - Phi(a) > 0
 
-Why this map: it is the model's own prediction of a score (offset 0, slope 1 and the pooled noise ``q0 = s^2``
-for the aware model; TrueSkill's performance noise ``beta = gamma`` for TrueSkill), so it is on the score scale by
-construction and inside (0, 1); ``g(m) ~ m`` in the middle of the scale (within ``s psi(-0.5 / s)``, e.g. 4e-5
-at s = 0.1); and it is strictly increasing, so the order of the estimates (the ranks) is the order of ``m``. A
-monotone map carries quantiles over, so the image of an interval's ends is an interval of the same coverage for
-``g(mu)``; a variance is carried by the delta method, ``g'(m)^2 Var(m)``.
+It is the model's own prediction of a score (offset 0, slope 1, noise ``s^2 = q0`` for the aware model;
+``s = beta = gamma`` for TrueSkill), inside (0, 1) and strictly increasing, so the ranks are those of ``m``, an
+interval's ends map to an interval of the same coverage, and a variance maps by the delta method, ``g'(m)^2
+Var(m)`` (why this map: docs/studies/code-notes.md).
 
 Numerics. With ``psi(z) = E[(Z + z)^+] = phi(z) + z Phi(z)`` (so ``psi(z) = z + psi(-z)``),
 ``g(m) = max(m, 0) + s psi(-|m| / s) - s psi((m - 1) / s)`` and ``g(1 - m) = 1 - g(m)``; ``g`` is computed for
@@ -28,8 +25,8 @@ large terms, no overflow, no warnings, for any finite ``m``.
 Ties. ``g`` saturates: ``1 - g(m) ~ s phi(z) / z^2`` with ``z = (m - 1) / s`` drops below the spacing of
 float64 near 1 (1.1e-16) once ``m > 1 + 8 s``, where distinct items would all get 1.0 and lose their order.
 So the noise is contaminated: with weight :data:`EPS` (1e-9) a wide uniform component ``U(-WIDE, WIDE)``,
-``WIDE = 4`` (four widths of the scale), whose censored mean is a polynomial (no special function: half the cost
-of the export's estimates at 1,000,000 items against a wide normal)::
+``WIDE = 4`` (four widths of the scale), whose censored mean is a polynomial (no special function, for the export
+target; measurements: docs/studies/code-notes.md)::
 
     G(m) = (1 - EPS) g(m; s) + EPS u(m),   u(m) = (F(m + WIDE) - F(m - WIDE)) / (2 WIDE),
     F(t) = 0 (t < 0),  t^2 / 2 (0 <= t <= 1),  t - 1/2 (t > 1),   u'(m) = (clip(m + WIDE) - clip(m - WIDE)) / (2 WIDE)
@@ -66,7 +63,7 @@ def _psi_neg(x: NDArray[Any]) -> NDArray[Any]:
     """``psi(-x) = E[(Z - x)^+] = phi(x) - x Q(x)`` for ``x >= 0`` (module docstring), without cancellation."""
     x = np.minimum(x, _X_MAX)
     phi = _INV_SQRT_2PI * np.exp(-0.5 * x * x)
-    near = x <= 1.0  # each branch only where it is used: the export's largest cost at 1,000,000 items
+    near = x <= 1.0  # each branch only where it is used (the export target)
     out: NDArray[Any] = np.empty_like(phi)
     xn, xf = x[near], x[~near]
     out[near] = phi[near] - xn * special.ndtr(-xn)
@@ -83,24 +80,11 @@ def _low(m: NDArray[Any], s: float) -> NDArray[Any]:
     return out
 
 
-def _uniform_low(m: NDArray[Any]) -> NDArray[Any]:
-    """``u(m) = (F(m + WIDE) - F(m - WIDE)) / (2 WIDE)`` (module docstring): the censored mean under ``U(-WIDE,
-    WIDE)`` noise, for ``m <= 1/2``."""
-
-    def big_f(t: NDArray[Any]) -> NDArray[Any]:
-        inside = np.clip(t, 0.0, 1.0)
-        out: NDArray[Any] = 0.5 * inside * inside + np.maximum(t - 1.0, 0.0)
-        return out
-
-    out: NDArray[Any] = (big_f(m + WIDE) - big_f(m - WIDE)) / (2.0 * WIDE)
-    return out
-
-
-def _slope_low(m: NDArray[Any], s: float) -> NDArray[Any]:
-    """``g'(m; s) = Phi(m / s) - Phi((m - 1) / s)`` for ``m <= 1/2``."""
-    with np.errstate(over="ignore"):
-        d = special.ndtr(m / s) - special.ndtr((m - 1.0) / s)
-    out: NDArray[Any] = np.maximum(d, 0.0)
+def _big_f(t: NDArray[Any]) -> NDArray[Any]:
+    """``F(t)`` of the module docstring: ``u(m) = (F(m + WIDE) - F(m - WIDE)) / (2 WIDE)`` is the censored mean
+    under ``U(-WIDE, WIDE)`` noise."""
+    inside = np.clip(t, 0.0, 1.0)
+    out: NDArray[Any] = 0.5 * inside * inside + np.maximum(t - 1.0, 0.0)
     return out
 
 
@@ -145,7 +129,7 @@ def expected_score(m: ArrayLike, s: float) -> NDArray[Any]:
     m = np.asarray(m, dtype=np.float64)
     upper = m > 0.5
     low = np.where(upper, 1.0 - m, m)  # g(1 - m) = 1 - g(m): evaluate on the lower half only
-    g = (1.0 - EPS) * _low(low, s) + EPS * _uniform_low(low)
+    g = (1.0 - EPS) * _low(low, s) + EPS * ((_big_f(low + WIDE) - _big_f(low - WIDE)) / (2.0 * WIDE))
     out: NDArray[Any] = np.clip(np.where(upper, 1.0 - g, g), 0.0, 1.0)
     return out
 
@@ -175,7 +159,9 @@ def expected_score_slope(m: ArrayLike, s: float) -> NDArray[Any]:
     m = np.asarray(m, dtype=np.float64)
     low = np.where(m > 0.5, 1.0 - m, m)  # g' is symmetric about 1/2
     wide = (np.clip(low + WIDE, 0.0, 1.0) - np.clip(low - WIDE, 0.0, 1.0)) / (2.0 * WIDE)
-    out: NDArray[Any] = (1.0 - EPS) * _slope_low(low, s) + EPS * wide
+    with np.errstate(over="ignore"):  # g'(m; s) = Phi(m / s) - Phi((m - 1) / s) for m <= 1/2
+        g_slope = np.maximum(special.ndtr(low / s) - special.ndtr((low - 1.0) / s), 0.0)
+    out: NDArray[Any] = (1.0 - EPS) * g_slope + EPS * wide
     return out
 
 
@@ -208,6 +194,3 @@ def bounded_interval(m: ArrayLike, half: ArrayLike, s: float) -> tuple[NDArray[A
     low = np.minimum(expected_score(m - half, s), est)
     high = np.maximum(expected_score(m + half, s), est)
     return est, low, high
-
-
-__all__ = ["EPS", "WIDE", "bounded_interval", "expected_score", "expected_score_slope"]

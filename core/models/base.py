@@ -1,8 +1,7 @@
 """The interface every posterior model implements (:class:`Model`) and the batch check they share.
 
-A model's state is a ``dict`` of float64 arrays of length ``n_items``; every state has ``count`` (the number
-of observations of each item, an exact integer in float64). The project store (``core/store``) caches the
-state and can rebuild it by replaying the observation log through :meth:`Model.apply`.
+The project store (``core/store``) caches a model's state (the package docstring) and can rebuild it by replaying
+the observation log through :meth:`Model.apply`.
 """
 
 from __future__ import annotations

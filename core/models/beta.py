@@ -13,10 +13,8 @@ from numpy.typing import ArrayLike, NDArray
 
 
 def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
-    """Mode of Beta(alpha, beta) for ``alpha, beta >= 1`` (eq 12).
-
-    ``M = (alpha - 1) / (alpha + beta - 2)``, and ``M(1, 1) = 0.5`` (the untouched uniform prior, as in the
-    authors' release).
+    """Mode of Beta(alpha, beta) for ``alpha, beta >= 1`` (eq 12): ``M = (alpha - 1) / (alpha + beta - 2)``, and
+    ``M(1, 1) = 0.5`` (the untouched uniform prior, as in the authors' release).
 
     Parameters
     ----------
@@ -73,11 +71,9 @@ def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
 
 
 def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
-    """Variance of Beta(alpha, beta) (eq 13).
-
-    ``Var = alpha beta / ((alpha + beta)^2 (alpha + beta + 1))``. It depends on the scores, not only on the
-    count: an item scored 0 twice (Beta(1, 3), 0.0375) has less variance than one scored 0.5 three times
-    (Beta(2.5, 2.5), 0.0417).
+    """Variance of Beta(alpha, beta) (eq 13): ``Var = alpha beta / ((alpha + beta)^2 (alpha + beta + 1))``. It
+    depends on the scores, not only on the count: an item scored 0 twice (Beta(1, 3), 0.0375) has less variance
+    than one scored 0.5 three times (Beta(2.5, 2.5), 0.0417).
 
     Parameters
     ----------
@@ -108,11 +104,9 @@ def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
 
 
 def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Equal-tailed credible interval of Beta(alpha, beta).
-
-    ``[I^-1_{(1 - level)/2}(alpha, beta), I^-1_{(1 + level)/2}(alpha, beta)]``, with ``I^-1`` the inverse of
-    the regularised incomplete Beta function (``scipy.special.betaincinv``), evaluated once per distinct
-    ``(alpha, beta)``: items with the same posterior (untouched, or scored alike on a slider) share the work.
+    """Equal-tailed credible interval of Beta(alpha, beta), ``[I^-1_{(1 - level)/2}(alpha, beta), I^-1_{(1 +
+    level)/2}(alpha, beta)]``, with ``I^-1`` the inverse of the regularised incomplete Beta function
+    (``scipy.special.betaincinv``), evaluated once per distinct ``(alpha, beta)`` (the export target).
 
     Parameters
     ----------
@@ -142,22 +136,15 @@ def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tup
     alpha, beta = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64))
     if alpha.ndim == 0 or alpha.size < 64:
         return special.betaincinv(alpha, beta, lo), special.betaincinv(alpha, beta, 1.0 - lo)
-    first, inverse = _distinct_pairs(alpha.ravel(), beta.ravel())
-    if first is None or first.size > 0.8 * alpha.size:
-        return special.betaincinv(alpha, beta, lo), special.betaincinv(alpha, beta, 1.0 - lo)
-    ua, ub = alpha.ravel()[first], beta.ravel()[first]
-    low = special.betaincinv(ua, ub, lo)[inverse].reshape(alpha.shape)
-    high = special.betaincinv(ua, ub, 1.0 - lo)[inverse].reshape(alpha.shape)
-    return low, high
-
-
-def _distinct_pairs(a: NDArray[Any], b: NDArray[Any]) -> tuple[NDArray[Any] | None, NDArray[Any]]:
-    """The distinct ``(a, b)`` pairs as (a row of each one, each row's pair number), found by ``numpy.unique`` of
-    one 64-bit mix of the two values' bits; ``(None, _)`` when two different pairs share a mix, which the check
-    below catches (the caller then evaluates every row)."""
+    # the distinct (a, b) pairs: numpy.unique of one 64-bit mix of the two values' bits, a row of each pair
+    # (first) and each row's pair (inverse); every row is evaluated when two different pairs share a mix
+    a, b = alpha.ravel(), beta.ravel()
     key = a.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + b.view(np.uint64)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    if not (np.array_equal(a[first][inverse], a) and np.array_equal(b[first][inverse], b)):
-        return None, inverse
-    return first, inverse
+    distinct = np.array_equal(a[first][inverse], a) and np.array_equal(b[first][inverse], b)
+    if not distinct or first.size > 0.8 * alpha.size:
+        return special.betaincinv(alpha, beta, lo), special.betaincinv(alpha, beta, 1.0 - lo)
+    low = special.betaincinv(a[first], b[first], lo)[inverse].reshape(alpha.shape)
+    high = special.betaincinv(a[first], b[first], 1.0 - lo)[inverse].reshape(alpha.shape)
+    return low, high

@@ -30,11 +30,9 @@ def _log_pdf(x: NDArray[Any]) -> NDArray[Any]:
 
 
 def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
-    """Mean-shift factor for a win (eq 5).
-
-    ``v(t, e) = N(t - e) / Phi(t - e)``, computed as ``sqrt(2/pi) / erfcx(-(t - e)/sqrt(2))``, which neither
-    underflows nor divides by zero for any ``t`` (``v -> -(t - e)`` as ``t -> -inf``, ``v -> 0`` as
-    ``t -> +inf``).
+    """Mean-shift factor for a win (eq 5), ``v(t, e) = N(t - e) / Phi(t - e)``, computed as ``sqrt(2/pi) /
+    erfcx(-(t - e)/sqrt(2))``, which neither underflows nor divides by zero for any ``t`` (``v -> -(t - e)`` as
+    ``t -> -inf``, ``v -> 0`` as ``t -> +inf``).
 
     Parameters
     ----------
@@ -67,11 +65,9 @@ def v_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
 
 
 def w_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
-    """Variance factor for a win (eq 9).
-
-    ``w(t, e) = v (v + t - e)``, in ``[0, 1]``. For ``z = e - t > 30`` the product cancels catastrophically;
-    there ``v + t - e`` is taken from the asymptotic series of the inverse Mills ratio,
-    ``1/z - 2/z^3 + 10/z^5 - 74/z^7 + 706/z^9 - 8162/z^11`` (so ``w ~ 1 - 1/z^2``). Clamped into ``[0, 1]``.
+    """Variance factor for a win (eq 9), ``w(t, e) = v (v + t - e)``, in ``[0, 1]``. For ``z = e - t > 30`` the
+    product cancels catastrophically; there ``v + t - e`` is taken from the asymptotic series of the inverse Mills
+    ratio, ``1/z - 2/z^3 + 10/z^5 - 74/z^7 + 706/z^9 - 8162/z^11`` (so ``w ~ 1 - 1/z^2``). Clamped into ``[0, 1]``.
 
     Parameters
     ----------
@@ -97,36 +93,34 @@ def w_win(t: Any, eps: Any = 0.0) -> NDArray[Any]:
     d = v + x
     far = -x > _ASYMPTOTE_Z
     if np.any(far):
-        z = -x[far] if x.ndim else -x
+        z = np.where(far, -x, 1.0)
         zi2 = 1.0 / (z * z)
         d_asym = (1.0 + zi2 * (-2.0 + zi2 * (10.0 + zi2 * (-74.0 + zi2 * (706.0 - 8162.0 * zi2))))) / z
-        if x.ndim:
-            v, d = v.copy(), d.copy()
-            v[far], d[far] = z + d_asym, d_asym
-        else:
-            v, d = z + d_asym, d_asym
+        v, d = np.where(far, z + d_asym, v), np.where(far, d_asym, d)
     return np.clip(v * d, 0.0, 1.0)
 
 
-def _draw_terms(t: NDArray[Any], eps: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """For ``u = |t|``: ``a = e - u``, ``b = -e - u`` and ``log Z``, ``Z = Phi(a) - Phi(b)`` (log space)."""
+def _draw_terms(t: Any, eps: Any) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """``t`` as an array and, for ``u = |t|``: ``a = e - u``, ``b = -e - u`` and ``log Z``, ``Z = Phi(a) - Phi(b)``
+    (log space)."""
+    from scipy import special
+
+    t = np.asarray(t, dtype=np.float64)
+    eps = np.asarray(eps, dtype=np.float64)
     u = np.abs(t)
     a = eps - u
     b = -eps - u
-    from scipy import special
-
     la = special.log_ndtr(a)
     lb = special.log_ndtr(b)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_z = la + np.log(-np.expm1(lb - la))
-    return a, b, log_z
+    return t, a, b, log_z
 
 
 def v_draw(t: Any, eps: Any) -> NDArray[Any]:
-    """Mean-shift factor for a draw (eq 6).
-
-    ``v~(t, e) = [N(-e - t) - N(e - t)] / [Phi(e - t) - Phi(-e - t)]``. Odd in ``t``; evaluated for ``|t|``
-    with the normaliser in log space (``scipy.special.log_ndtr``), so it stays finite far in the tails.
+    """Mean-shift factor for a draw (eq 6), ``v~(t, e) = [N(-e - t) - N(e - t)] / [Phi(e - t) - Phi(-e - t)]``.
+    Odd in ``t``; evaluated for ``|t|`` with the normaliser in log space (``scipy.special.log_ndtr``), so it stays
+    finite far in the tails.
 
     Parameters
     ----------
@@ -147,19 +141,15 @@ def v_draw(t: Any, eps: Any) -> NDArray[Any]:
     >>> round(float(v_draw(1, 0.5)), 10), round(float(v_draw(3, 0.2)), 10)
     (-0.9206446052, -2.9611273599)
     """
-    t = np.asarray(t, dtype=np.float64)
-    eps = np.asarray(eps, dtype=np.float64)
-    a, b, log_z = _draw_terms(t, eps)
+    t, a, b, log_z = _draw_terms(t, eps)
     with np.errstate(invalid="ignore", over="ignore"):
         v = np.exp(_log_pdf(b) - log_z) - np.exp(_log_pdf(a) - log_z)
     return np.where(t < 0, -v, v)
 
 
 def w_draw(t: Any, eps: Any) -> NDArray[Any]:
-    """Variance factor for a draw (eq 10).
-
-    ``w~(t, e) = v~^2 + [(e - t) N(e - t) + (e + t) N(e + t)] / [Phi(e - t) - Phi(-e - t)]``. Even in ``t``;
-    log-space normaliser as in :func:`v_draw`; clamped into ``[0, 1]``.
+    """Variance factor for a draw (eq 10), ``w~(t, e) = v~^2 + [(e - t) N(e - t) + (e + t) N(e + t)] / [Phi(e -
+    t) - Phi(-e - t)]``. Even in ``t``; log-space normaliser as in :func:`v_draw`; clamped into ``[0, 1]``.
 
     Parameters
     ----------
@@ -180,9 +170,7 @@ def w_draw(t: Any, eps: Any) -> NDArray[Any]:
     >>> round(float(w_draw(1, 0.5)), 10), round(float(w_draw(3, 0.2)), 10)
     (0.9230579021, 0.987632105)
     """
-    t = np.asarray(t, dtype=np.float64)
-    eps = np.asarray(eps, dtype=np.float64)
-    a, b, log_z = _draw_terms(t, eps)
+    _, a, b, log_z = _draw_terms(t, eps)
     with np.errstate(invalid="ignore", over="ignore"):
         pa = np.exp(_log_pdf(a) - log_z)
         pb = np.exp(_log_pdf(b) - log_z)
@@ -193,10 +181,8 @@ def w_draw(t: Any, eps: Any) -> NDArray[Any]:
 
 
 def draw_margin(draw_probability: float, beta: float, n_players: int = 2) -> float:
-    """Draw margin from a draw probability.
-
-    ``epsilon = Phi^-1((p + 1) / 2) sqrt(n) beta``; with ``epsilon = 0.1`` and ``beta = 0.1`` two equal items
-    draw with probability 0.52.
+    """Draw margin from a draw probability: ``epsilon = Phi^-1((p + 1) / 2) sqrt(n) beta`` (with ``epsilon = 0.1``
+    and ``beta = 0.1`` two equal items draw with probability 0.52).
 
     Parameters
     ----------

@@ -18,16 +18,13 @@ from numpy.typing import NDArray
 
 from core.errors import HyperParameterError, ProjectFileError
 
-#: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model
-#: (:mod:`core.models.aware_model`).
+#: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model.
 METHODS = ("easl", "ra", "trueskill", "da", "aware")
-#: Fields that only the annotator-aware model uses, with their defaults; :meth:`Hyper.to_json` leaves them out of
-#: the files of the other methods, so those are written as before. ``uniform_passes`` follows
-#: :data:`core.models.aware_alloc.UNIFORM_PASSES` (kept equal by a test; not imported, which would load SciPy).
+#: Fields that only the annotator-aware model uses, with their defaults (left out of the other methods' files).
+#: ``uniform_passes`` equals :data:`core.models.aware_alloc.UNIFORM_PASSES` (a test checks; importing loads SciPy).
 DEFAULT_UNIFORM_PASSES = 2
 AWARE_FIELDS: dict[str, int | None] = {"uniform_passes": DEFAULT_UNIFORM_PASSES, "stop_at": None}
-#: The uniform passes of an ``aware`` project whose file does not name them: files written before the default
-#: moved from 3 to 2 (the 80-seed study of ``docs/studies/aware.md``) left it out at 3.
+#: The uniform passes of an ``aware`` project whose file does not name them (written when the default was 3).
 LEGACY_UNIFORM_PASSES = 3
 #: Where Algorithm 1 draws an anchor's partners from: the non-anchors (the paper) or every item but the anchor.
 PARTNER_POOLS = ("paper", "all")
@@ -52,15 +49,12 @@ def _as_float(field: str, value: Any) -> float:
 
 @dataclass(frozen=True)
 class Hyper:
-    """Hyper-parameters of a project, recorded in the project file when it is created.
-
-    Defaults are the paper's (Sakaguchi & Van Durme 2018, section 5): ``alpha0 = beta0 = 1``, ``gamma = 0.1``,
-    ``epsilon = 0.1``, ``n = 5`` items per HIT and ``k = N // n`` HITs per iteration (Algorithm 1).
+    """Hyper-parameters of a project, recorded in the project file when it is created (defaults: module docstring).
 
     Attributes
     ----------
-    method : {"easl", "ra", "trueskill", "da"}
-        The posterior model (see :func:`core.models.get_model`).
+    method : {"easl", "ra", "trueskill", "da", "aware"}
+        The posterior model (:data:`METHODS`).
     hit_size : int
         ``n``, items per HIT (>= 2).
     gamma : float
@@ -79,9 +73,8 @@ class Hyper:
     seed : int
         Seed of the project's random generator (>= 0).
     uniform_passes : int
-        ``aware`` only: scores every item gets (least annotated first, as DA) before the allocation adapts
-        (>= 0; default 2, :data:`core.models.aware_alloc.UNIFORM_PASSES`; a project file that does not name it
-        has :data:`LEGACY_UNIFORM_PASSES`).
+        ``aware`` only: scores every item gets (least annotated first, as DA) before the allocation adapts (>= 0;
+        a project file that does not name it has :data:`LEGACY_UNIFORM_PASSES`).
     stop_at : float or None
         ``aware`` only: the target expected Spearman of the stopping rule (in ``(0, 1)``), or None (no rule).
 
@@ -152,9 +145,8 @@ class Hyper:
         Returns
         -------
         str
-            ``json.dumps(dataclasses.asdict(self), sort_keys=True)``; for the paper's methods without the
-            :data:`AWARE_FIELDS` that hold their defaults (their files are written as before); ``aware`` projects
-            always name ``uniform_passes`` (its default has changed once: :data:`LEGACY_UNIFORM_PASSES`).
+            ``json.dumps(dataclasses.asdict(self), sort_keys=True)``, without the :data:`AWARE_FIELDS` that hold
+            their defaults, except an ``aware`` project's ``uniform_passes`` (:data:`LEGACY_UNIFORM_PASSES`).
         """
         data = dataclasses.asdict(self)
         for name, default in AWARE_FIELDS.items():

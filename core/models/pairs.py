@@ -57,12 +57,8 @@ class PairSchedule:
 
 
 def _pair_levels(first: NDArray[Any], second: NDArray[Any]) -> NDArray[Any]:
-    """Wave of each pair in the dependency order of a sequential loop over pairs (``first != second``).
-
-    A pair's wave is 0 if neither item was touched by an earlier pair, else 1 + the largest wave of the
-    latest earlier pair touching either item (the recurrence ``w = 1 + max(last[a], last[b])``). Computed as a
-    topological frontier, vectorised per wave: pairs whose predecessors are all placed form the next wave.
-    """
+    """Wave of each pair (:class:`PairSchedule`; ``first != second``), computed as a topological frontier,
+    vectorised per wave: pairs whose predecessors are all placed form the next wave."""
     n_pairs = first.size
     touched = np.stack([first, second], axis=1).ravel()  # row r = 2 p + slot
     order = np.argsort(touched, kind="stable")  # by item, then pair
@@ -92,10 +88,8 @@ def _pair_levels(first: NDArray[Any], second: NDArray[Any]) -> NDArray[Any]:
 
 def pair_schedule(item: Any, score01: Any, group: Any) -> PairSchedule:
     """Pairwise outcomes of HIT submissions (the inputs of eq 14-22) in the exact sequential order, batched
-    into steps of item-disjoint pairs (see :class:`PairSchedule`).
-
-    For rows ``a < b`` of one submission: ``outcome = sign(s_a - s_b)`` (``+1`` a wins, ``-1`` b wins, ``0``
-    tie); a submission of ``m`` distinct items yields ``m (m - 1) / 2`` pairs.
+    into steps of item-disjoint pairs (:class:`PairSchedule`); a submission of ``m`` distinct items yields
+    ``m (m - 1) / 2`` pairs.
 
     Parameters
     ----------

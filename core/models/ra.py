@@ -15,10 +15,8 @@ from core.models.easl import EaslModel
 
 
 def rao_kupper(m_i: Any, m_j: Any, epsilon: float) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """Win / loss / tie probabilities of Bradley-Terry with Rao-Kupper ties (eq 20-22).
-
-    ``pi = exp(M)``, ``theta = exp(epsilon)``:
-    ``p(i > j) = pi_i / (pi_i + theta pi_j)``, ``p(i < j) = pi_j / (theta pi_i + pi_j)``,
+    """Win / loss / tie probabilities of Bradley-Terry with Rao-Kupper ties (eq 20-22): with ``pi = exp(M)``,
+    ``theta = exp(epsilon)``, ``p(i > j) = pi_i / (pi_i + theta pi_j)``, ``p(i < j) = pi_j / (theta pi_i + pi_j)``,
     ``p(tie) = (theta^2 - 1) pi_i pi_j / ((pi_i + theta pi_j)(theta pi_i + pi_j))``; the three sum to 1.
 
     Parameters

@@ -29,11 +29,9 @@ def get_model(hyper: Hyper) -> Model:
     Returns
     -------
     Model
-        :class:`~core.models.easl.EaslModel` ("easl"), :class:`~core.models.ra.RankAggregationModel` ("ra"),
-        :class:`~core.models.trueskill.TrueSkillModel` ("trueskill") or
-        :class:`~core.models.da.DirectAssessmentModel` ("da"), bound to ``hyper``; or
-        :class:`~core.models.aware_model.AwareModel` ("aware"), which the store refits from the live
-        log with annotator ids (``refit_on_change``) instead of applying increments.
+        The model of the method bound to ``hyper`` (the package docstring lists them); for "aware",
+        :class:`~core.models.aware_model.AwareModel`, which the store refits from the live log with annotator ids
+        (``refit_on_change``) instead of applying increments.
 
     References
     ----------

@@ -21,8 +21,8 @@ class TrueSkillModel(Model):
     quality does not drift). Prior: the Gaussian with the mean and variance of Beta(alpha0, beta0), i.e.
     ``mu0 = 0.5`` and ``sigma0^2 = 1/12`` (``sigma0 ~ 0.289``) by default, so that TrueSkill starts from the
     same uncertainty as EASL and RA and Algorithm 1 treats all methods alike. The skill ``mu`` is unbounded
-    (it left [0, 1] by up to 0.36, its interval ``mu -+ 1.96 sigma`` by up to 0.47, and the prior's interval is
-    [-0.07, 1.07]), so the summary reports the expected bounded score of one performance, ``G(mu)`` with
+    (the prior's interval is [-0.07, 1.07]), so the summary reports the expected bounded score of one performance,
+    ``G(mu)`` with
     ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, beta^2)`` (:func:`core.models.aware_scale.expected_score`):
     estimate and mean ``G(mu)`` (strictly increasing: the order of ``mu``; ``G(mu) ~ mu`` within 4e-5 for
     ``mu`` in [0.3, 0.7] at ``beta = 0.1``), interval ``[G(mu - 1.96 sigma), G(mu + 1.96 sigma)]``, variance
@@ -33,18 +33,12 @@ class TrueSkillModel(Model):
     order_dependent = True
     needs_whole_hit = True
 
-    @property
-    def mu0(self) -> float:
-        return float(beta_mean(self.hyper.alpha0, self.hyper.beta0))
-
-    @property
-    def sigma0(self) -> float:
-        return float(np.sqrt(beta_variance(self.hyper.alpha0, self.hyper.beta0)))
-
     def init_state(self, n_items: int) -> State:
+        a0, b0 = self.hyper.alpha0, self.hyper.beta0
+        sigma0 = float(np.sqrt(beta_variance(a0, b0)))
         return {
-            "mu": np.full(n_items, self.mu0, dtype=np.float64),
-            "sigma2": np.full(n_items, self.sigma0**2, dtype=np.float64),
+            "mu": np.full(n_items, float(beta_mean(a0, b0)), dtype=np.float64),
+            "sigma2": np.full(n_items, sigma0**2, dtype=np.float64),
             "count": np.zeros(n_items, dtype=np.float64),
         }
 

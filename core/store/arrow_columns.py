@@ -1,12 +1,10 @@
 """Columns of the project file as Arrow arrays, and the one CSV writer of the files built from them.
 
-The CSV files of ``easl next --output hits.csv`` and ``easl export --output estimates.csv`` are written by Arrow's
-CSV writer with the options of ``core.tables.write_table`` (quoting style "needed"), from an Arrow table of the
-same column types as ``pyarrow.Table.from_pandas`` gives for the DataFrame that function would be handed
-(strings, int64, float64 with NaN as null), so the bytes are the same; but the table is built without pandas:
-``pyarrow.array`` imports pandas, so arrays are made from numpy buffers here, which holds the ``easl next`` target
-of ``bench/bench_scale.py`` (3 s at 1,000,000 items, pandas unimported). A large table is formatted in slices by
-threads (:func:`write_csv`): the bytes are still those of Arrow's writer.
+The CSV files of ``easl next`` and ``easl export`` are written by Arrow's CSV writer with the options of
+``core.tables.write_table``, from an Arrow table of the column types ``pyarrow.Table.from_pandas`` would give
+(strings, int64, float64 with NaN as null), so the bytes are the same. The arrays are made from numpy buffers,
+since ``pyarrow.array`` imports pandas: this holds the ``easl next`` target of ``bench/bench_scale.py`` (3 s at
+1,000,000 items, pandas unimported).
 """
 
 from __future__ import annotations
@@ -48,8 +46,8 @@ def joined_strings(blob: bytes | None, count: int) -> pa.Array | None:
     of NUL bytes than ``count - 1`` (a string with a NUL byte of its own: read them as JSON instead).
 
     String ``i`` lies between separators ``i - 1`` and ``i``; with the separators removed it starts ``i`` bytes
-    earlier, so its offset is ``separator[i - 1] + 1 - i``: one pass of numpy, no Python object per string. This
-    holds the ``easl next`` target of ``bench/bench_scale.py`` (3 s at 1,000,000 items), which reads every item."""
+    earlier, so its offset is ``separator[i - 1] + 1 - i``: one pass of numpy, no Python object per string (the
+    ``easl next`` target)."""
     import pyarrow as pa
 
     data = np.frombuffer(blob or b"", dtype=np.uint8)
@@ -95,16 +93,12 @@ CSV_SLICE_ROWS = 16_384
 
 def write_csv(table: pa.Table, tmp: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
     """Write ``table`` to the file ``tmp`` as CSV: the bytes of Arrow's writer with the options of ``core.tables``
-    (quoting style "needed": every string quoted, its quotes doubled; numbers as Arrow casts them to text; a null
-    as nothing).
+    (quoting style "needed"); text cells that a spreadsheet would execute are neutralised first unless
+    ``raw_cells`` (:func:`core.outputs.neutralise_cells`).
 
-    A table of more than :data:`CSV_SLICE_ROWS` rows is formatted one slice at a time, each into a buffer of its
-    own, by threads (Arrow's CSV writer releases the GIL), and the buffers are written in order after the header:
-    each row's text depends on its values alone. This holds the export target of ``bench/bench_scale.py`` (2 s at
-    1,000,000 items).
-
-    Text cells that a spreadsheet would execute are neutralised first unless ``raw_cells``
-    (:func:`core.outputs.neutralise_cells`)."""
+    A table of more than :data:`CSV_SLICE_ROWS` rows is formatted in slices by threads (Arrow's CSV writer
+    releases the GIL) and written in order after the header (each row's text depends on its values alone): the
+    export target of ``bench/bench_scale.py``, 2 s at 1,000,000 items (measurements: docs/studies/code-notes.md)."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 

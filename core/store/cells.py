@@ -1,12 +1,10 @@
 """Cells of annotation rows, vectorised: ids as stripped strings, scores as numbers, and the Arrow lookups and
 codes that validation (:mod:`core.store.validation`) builds on.
 
-Ids (``id_strings``) are stripped as ``str.strip()`` strips (every ``str.isspace`` character); only the padded
-cells, found by Arrow's regular expressions, are stripped in Python. A key is a tuple of parts: equal keys get equal
-integer codes (each part's ``codes``, Arrow's dictionary encoding, ``combine``d), with no Python string made per row;
-the text of a key, its parts joined by the unit separator ``SEP``, is made only for the rows appended
-(:func:`core.store.log_rows.keys`). Ids are compared in Unicode NFC and may hold no control character
-(:func:`checked_ids`); a given ``created_at`` must be an ISO-8601 timestamp (:func:`not_timestamps`).
+Ids are stripped as ``str.strip()`` strips (:func:`id_strings`). A key is a tuple of parts: equal keys get equal
+integer codes (each part's :func:`codes`, combined by :func:`combine`), with no Python string made per row; the
+text of a key, its parts joined by the unit separator ``SEP``, is made only for the rows appended
+(:func:`core.store.log_rows.keys`).
 """
 
 from __future__ import annotations
@@ -30,12 +28,7 @@ WHITESPACE = (
 )
 
 
-def python_whitespace() -> str:
-    """An RE2 character class of :data:`WHITESPACE`."""
-    return "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
-
-
-_WS = python_whitespace()
+_WS = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"  # an RE2 character class of WHITESPACE
 _PADDED = f"^{_WS}|{_WS}$"  # a cell that str.strip() would change
 
 
@@ -105,10 +98,9 @@ def id_strings(values: pd.Series, *, padded: bool = True, cells: Any = None) -> 
 
 class ArrowCells:
     """The Arrow string arrays of a frame's columns as the CSV reader made them (``core.tables.Table.arrow``), held in
-    the frame's ``attrs["arrow"]`` (:func:`normalize_rows <core.store.validation.normalize_rows>`) so that validation
-    looks ids up and casts scores on them instead of converting the object columns back to Arrow (the ingest
-    target of ``bench/bench_scale.py``). They describe that frame only: pandas copies ``attrs`` to the frames made
-    from it, which :func:`arrow_cells` tells apart (they hold other rows)."""
+    the frame's ``attrs["arrow"]``, so that validation works on them instead of converting the object columns back
+    to Arrow (the ingest target of ``bench/bench_scale.py``). They describe that frame only: pandas copies ``attrs``
+    to the frames made from it, which :func:`arrow_cells` tells apart."""
 
     def __init__(self, frame: pd.DataFrame, columns: dict[str, Any]) -> None:
         self.owner = weakref.ref(frame)
@@ -183,12 +175,9 @@ class IdTexts:
 def checked_ids(values: NDArray[Any], *, printable: bool = False) -> IdTexts:
     """Ids (strings, None for missing) as Unicode NFC (UAX #15), so that ids differing only in normalisation (a
     precomposed "é" and "e" + combining acute) are one id, and the rows holding a control character (category Cc:
-    NUL, escape, ...) or an unpaired surrogate (from a JSON escape), which are refused.
-
-    ``printable=True``: the caller knows every string is printable ASCII (``core.tables.Table.printable``, from the
-    bytes), hence NFC without control characters: nothing is checked. Otherwise Arrow finds the non-ASCII and the
-    control characters in one pass each, and only the non-ASCII strings are normalised in Python
-    (``unicodedata.normalize``)."""
+    NUL, escape, ...) or an unpaired surrogate (from a JSON escape), which are refused. ``printable=True``: the
+    caller knows every string is printable ASCII (``core.tables.Table.printable``): nothing is checked. Otherwise
+    only the non-ASCII strings (found by Arrow) are normalised in Python."""
     if printable or not len(values):
         return IdTexts(values)
     import pyarrow as pa
@@ -298,9 +287,8 @@ def codes(values: Any) -> NDArray[Any]:
 
 def combine(*parts: NDArray[Any]) -> NDArray[Any]:
     """Dense integer codes of the tuples of non-negative integer ``parts`` (equal tuples, equal codes, in the order
-    of the tuples): the parts are folded in as ``code * (max + 1) + part`` and the result made dense once
-    (``np.unique``, one sort: the ingest target of ``bench/bench_scale.py``), or earlier where the numbers would
-    pass 2**62."""
+    of the tuples): the parts are folded in as ``code * (max + 1) + part`` and made dense once (``np.unique``, one
+    sort), or earlier where the numbers would pass 2**62."""
     out: NDArray[Any] = np.zeros(len(parts[0]), dtype=np.int64)
     bound = 1  # out < bound
     for part in parts:
@@ -333,11 +321,9 @@ def first_of(codes: NDArray[Any]) -> NDArray[Any]:
 
 
 def decimals(cells: Any) -> NDArray[Any] | None:
-    """The Arrow string array ``cells`` as float64 when every cell is a decimal number that Arrow's cast reads (a
-    minus sign, digits with or without a point, an exponent: as :func:`numbers` reads it) to a finite number, else
-    None: for the ingest target of ``bench/bench_scale.py``
-    (``pandas.to_numeric`` of object strings costs several times more). Cells that Arrow reads as NaN or infinite
-    (``nan``, ``inf``) go the general way, whose messages name them."""
+    """The Arrow string array ``cells`` as float64 when every cell is a decimal number that Arrow's cast reads (as
+    :func:`numbers` reads it) to a finite number, else None (then :func:`numbers`, whose messages name the cells):
+    the ingest target of ``bench/bench_scale.py`` (measurements: docs/studies/code-notes.md)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -380,21 +366,15 @@ def bad_id_kinds(values: pd.Series) -> NDArray[Any] | None:
     plain = ("string", "empty", "integer", "floating", "mixed-integer-float")
     if pd.api.types.infer_dtype(values, skipna=True) in plain:
         return None
-    kinds = np.asarray(
-        [
-            (
-                "object"
-                if isinstance(v, dict)
-                else "array"
-                if isinstance(v, (list, tuple))
-                else "boolean"
-                if isinstance(v, (bool, np.bool_))
-                else None
-            )
-            for v in values.tolist()
-        ],
-        dtype=object,
-    )
+
+    def kind(v: object) -> str | None:
+        if isinstance(v, dict):
+            return "object"
+        if isinstance(v, (list, tuple)):
+            return "array"
+        return "boolean" if isinstance(v, (bool, np.bool_)) else None
+
+    kinds = np.asarray([kind(v) for v in values.tolist()], dtype=object)
     return kinds if (kinds != None).any() else None  # noqa: E711
 
 

@@ -3,8 +3,7 @@ iteration.
 
 Iteration t >= 1 is chosen by :func:`choose_hits` from the cached state with the generator
 ``numpy.random.default_rng([seed, t])``, so the same seed and observations give the same HITs, also across
-restarts (``core.store.hits.Iterations.advance`` and ``top_up_hits``). An aware project with a stop target starts
-no iteration once :func:`stop_decision` says the target is reached; its posterior draws use :func:`stop_rng`.
+restarts. An aware project with a stop target starts no iteration once :func:`stop_decision` says it is reached.
 """
 
 from __future__ import annotations
@@ -33,12 +32,11 @@ def choose_hits(
     free): Algorithm 1 of Sakaguchi & Van Durme (2018) on ``model.selection_keys(state)``
     (``core.selection.select_hits``: anchors by variance, partners by match quality, eq 11/23), or the least
     annotated items for DA (``select_least_annotated``), or the aware model's allocation
-    (``core.models.aware_alloc.select_batch``: uniform passes first). ``exclude`` marks items that may not be
-    chosen (those of
-    open HITs, in streaming mode)."""
+    (``core.models.aware_alloc.select_batch``). ``exclude`` marks items that may not be chosen (those of open HITs,
+    in streaming mode)."""
     from core import selection
 
-    if hyper.method == "aware":  # uniform passes, then the expected reduction of mis-ordered pairs
+    if hyper.method == "aware":
         return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
     if hyper.method == "da":
         hits = selection.select_least_annotated(

@@ -1,23 +1,17 @@
 """HITs read column-wise from the project file, and the files of ``easl next`` (JSONL records, CSV or Parquet).
 
 A HIT set is read as integer columns: the HITs (``hit_no``, ``hit_id``, ``iteration``), then their items from
-``hit_items`` (one range of its primary key when the HITs are consecutive, as those of one iteration are; a join
-by the HITs' index otherwise), then the ids and texts of those items in one read (a sequential scan of ``items``
-when they are a large share of it). Integers travel as one ``group_concat`` text per column, parsed by numpy, and
-strings as one JSON array per column (``json_group_array``), parsed on demand: no Python tuple per row, for the
-``easl next`` target of ``bench/bench_scale.py`` (3 s at 1,000,000 items).
-When every HIT of a consecutive range has the positions ``0 .. w - 1`` (one iteration's HITs), only the items are
-read: the owners and positions follow from the primary key's order.
+``hit_items`` (one range of its primary key when the HITs are consecutive, as one iteration's are; only the items
+when every HIT has the positions ``0 .. w - 1``; a join by the HITs' index otherwise), then the ids and texts of
+those items in one read (a scan of ``items`` when they are a large share of it). Integers travel as one
+``group_concat`` text per column, parsed by numpy, and strings as one JSON array per column, parsed on demand: no
+Python tuple per row, for the ``easl next`` target of ``bench/bench_scale.py`` (3 s at 1,000,000 items).
 
 The long form (one row per HIT and position: ``hit_id, iteration, position, item_id, text`` and the items' extra
-columns) takes the items' ids and texts as Arrow arrays, read NUL-joined (:func:`read_strings`; every item by a
-scan when the HITs hold many, possibly in a thread with a connection of its own: :func:`read_every_item`); a new
-iteration's long form is built from the HITs chosen, without reading them back (:func:`started_long_hits`). It is
-assembled with Arrow's ``take`` and written by Arrow's CSV writer (the writer and options of
-``core.tables.write_table``, so the bytes are the same) or Parquet writer, or joined into JSON lines by Arrow's
-string functions (the bytes of ``json.dumps``), without building a pandas DataFrame; projects whose items have
-extra columns go through pandas, whose type inference decides how those columns are written (their JSONL through
-``json.dumps`` of the HIT records).
+columns) is assembled with Arrow's ``take`` from the items' ids and texts read NUL-joined (:func:`read_strings`),
+and written by Arrow's CSV writer (the bytes of ``core.tables.write_table``) or Parquet writer, or joined into JSON
+lines by Arrow's string functions (the bytes of ``json.dumps``), without a pandas DataFrame; projects whose items
+have extra columns go through pandas, whose type inference decides how those columns are written.
 """
 
 from __future__ import annotations
@@ -28,6 +22,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,8 +55,7 @@ class HitColumns:
     position order, ``owner`` (the row of its HIT), ``position``, ``item`` (the item's position in the model
     arrays) and ``at`` (the item's row in ``cells``). ``cells`` holds, per column of ``names`` (``item_id,
     text[, data]``), the JSON array of that column over the distinct items read; ``hit_ids`` is the JSON array of
-    the HITs' ids. The texts are parsed on demand: to Python objects (:meth:`column`) or straight into Arrow
-    (:func:`long_hits`)."""
+    the HITs' ids."""
 
     hit_ids: str
     iteration: NDArray[Any]
@@ -170,29 +164,14 @@ def _with_items(
     item_names: list[str],
     n_items: int,
 ) -> HitColumns:
-    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns (none
-    read when ``item_names`` is empty: ``cells`` is empty and ``at`` is ``item``)."""
-    cells, at = read_item_cells(conn, item, item_names, n_items) if item_names else ([], item)
-    return HitColumns(
-        hit_ids=ids_text,
-        iteration=its,
-        owner=owner,
-        position=position,
-        item=item,
-        at=at,
-        names=item_names,
-        cells=cells,
-    )
-
-
-def read_item_cells(
-    conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
-) -> tuple[list[str], NDArray[Any]]:
-    """``(cells, at)``: the ``names`` columns of ``items`` (one JSON array each) and, per entry of ``item``, its
-    row in them. A sequential scan of every item when ``item`` covers a large share of them, else by index."""
-    source, at = _item_source(conn, item, names, n_items)
-    select = ", ".join(f"json_group_array({c})" for c in names)
-    return list(conn.execute(f"SELECT {select} FROM {source}").fetchone()), at
+    """:class:`HitColumns` of the HITs and their items read so far, with the items' ``item_names`` columns, one
+    JSON array each (none read when ``item_names`` is empty: ``cells`` is empty and ``at`` is ``item``)."""
+    if not item_names:
+        return HitColumns(ids_text, its, owner, position, item, item, item_names, [])
+    source, at = _item_source(conn, item, item_names, n_items)
+    select = ", ".join(f"json_group_array({c})" for c in item_names)
+    cells = list(conn.execute(f"SELECT {select} FROM {source}").fetchone())
+    return HitColumns(ids_text, its, owner, position, item, at, item_names, cells)
 
 
 EVERY_ITEM = "items NOT INDEXED"  # every item, in index order: a scan of the table's B-tree (never the id index)
@@ -229,9 +208,8 @@ def _item_source(
     conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
 ) -> tuple[str, NDArray[Any]]:
     """``(source, at)``: the rows of ``items`` that ``item`` refers to, in index order, as a ``FROM`` source with
-    the columns ``names``, and per entry of ``item`` its row in them. When ``item`` covers a large share of the
-    items, every item (:data:`EVERY_ITEM`): a scan of the table's B-tree, which visits the rows in key (``idx``)
-    order, without a subquery that would copy every value once more. Otherwise the wanted rows by key."""
+    the columns ``names``, and per entry of ``item`` its row in them: every item (:data:`EVERY_ITEM`, a scan in
+    key order) when ``item`` covers a large share of them, else the wanted rows by key."""
     if scans_every_item(item.size, n_items):
         return EVERY_ITEM, item
     wanted = np.unique(item)
@@ -243,7 +221,8 @@ def _item_source(
 def read_item_strings(
     conn: sqlite3.Connection, item: NDArray[Any], names: list[str], n_items: int
 ) -> tuple[list[pa.Array], NDArray[Any]]:
-    """:func:`read_item_cells` as Arrow string arrays (:func:`read_strings`)."""
+    """``(arrays, at)``: the ``names`` columns of the items ``item`` refers to as Arrow string arrays
+    (:func:`read_strings`) and, per entry of ``item``, its row in them (:func:`_item_source`)."""
     source, at = _item_source(conn, item, names, n_items)
     return read_strings(conn, source, names), at
 
@@ -301,18 +280,14 @@ class LongHits:
             table = self.table
             _writing_to(path, lambda: write_long_tables([table], tmp, fmt, raw_cells=raw_cells))
         elif fmt == "jsonl":
-            records = hit_records(self.cols, bool(self.item_columns))
-            _writing_to(path, lambda: _write_lines(tmp, (json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
+            lines = "".join(
+                json.dumps(r, ensure_ascii=False) + "\n" for r in hit_records(self.cols, bool(self.item_columns))
+            )
+            _writing_to(path, lambda: Path(tmp).write_text(lines, encoding="utf-8"))
         else:
             from core.tables import write_table_to
 
             write_table_to(self.frame, tmp, path, raw_cells=raw_cells)  # (the format of path's extension)
-
-
-def _write_lines(tmp: str, lines: Iterable[str]) -> None:
-    """Write the text ``lines`` into the file ``tmp`` (UTF-8)."""
-    with open(tmp, "w", encoding="utf-8") as out:
-        out.writelines(lines)
 
 
 def write_long_tables(tables: Iterable[pa.Table], tmp: str, fmt: str, *, raw_cells: bool = False) -> None:
@@ -380,7 +355,7 @@ def json_escaped(array: pa.Array) -> pa.Array:
     return pc.replace_with_mask(array, escape, escaped.cast(array.type))
 
 
-def _writing_to(path: str | os.PathLike[str], write: Callable[[], None]) -> None:
+def _writing_to(path: str | os.PathLike[str], write: Callable[[], object]) -> None:
     """Run ``write``; an ``OSError`` becomes one ``InputError`` naming ``path`` (the file the caller renames to)."""
     try:
         write()

@@ -15,7 +15,6 @@ from numpy.typing import NDArray
 
 from core.store.db import now
 
-# A HIT is complete when every one of its items has a live score with its hit_id.
 STATUS_SQL = (
     "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_no = hits.hit_no AND NOT EXISTS "
     "(SELECT 1 FROM live l WHERE l.hit_id = hits.hit_id AND l.item_idx = hi.item_idx)) "
@@ -26,25 +25,16 @@ STATUS_SQL = (
 SLICE_HITS = 200_000
 
 
-def hit_id_parts(iteration: int, n_hits: int) -> tuple[str, int]:
-    """``(prefix, digits)`` of the ids of an iteration's ``n_hits`` HITs: HIT ``j`` is ``prefix`` followed by
-    ``j`` zero-padded to ``digits`` digits (``it{iteration}-{j}``, one width for the whole iteration)."""
-    return f"it{iteration}-", len(str(max(n_hits - 1, 0)))
-
-
 def hit_ids(iteration: int, n_hits: int, lo: int = 0, hi: int | None = None) -> list[str]:
-    """``it{iteration}-{j}`` for ``lo <= j < hi`` (default: every ``j < n_hits``), zero-padded to the width of the
-    iteration's ``n_hits`` HITs (:func:`hit_id_parts`)."""
-    prefix, digits = hit_id_parts(iteration, n_hits)
-    template = f"{prefix}%0{digits}d"
+    """``it{iteration}-{j}`` for ``lo <= j < hi`` (default: every ``j < n_hits``), ``j`` zero-padded to the digits
+    of ``n_hits - 1`` (one width for the whole iteration)."""
+    template = f"it{iteration}-%0{len(str(max(n_hits - 1, 0)))}d"
     return list(map(template.__mod__, range(lo, n_hits if hi is None else hi)))
 
 
 def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
-    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``.
-
-    The HITs get the next integer keys ``hit_no`` (consecutive, in row order) and their items are appended in key
-    order (``hit_items`` is keyed by ``(hit_no, position)``), so every insert lands at the end of its B-tree."""
+    """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``: the HITs get the
+    next integer keys ``hit_no`` and their items are appended in key order (at the end of the B-trees)."""
     n_hits = hits.shape[0]
     stamp = now()
     first = int(conn.execute("SELECT COALESCE(MAX(hit_no), 0) + 1 FROM hits").fetchone()[0])
@@ -52,8 +42,7 @@ def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any
         "INSERT INTO iterations(iteration, started_at, n_hits, log_seq) VALUES (?, ?, ?, ?)",
         (iteration, stamp, n_hits, log_seq),
     )
-    # one statement per table and slice over a JSON array (SQLite's json_each); slices of SLICE_HITS HITs keep the
-    # JSON texts small whatever the item count
+    # one statement per table and slice of SLICE_HITS HITs over a JSON array (SQLite's json_each)
     n = hits.shape[1] if hits.ndim == 2 else 0
     ids = hit_ids(iteration, n_hits)
     for lo in range(0, n_hits, SLICE_HITS):
@@ -87,7 +76,7 @@ def refresh_hits(conn: sqlite3.Connection, ids: list[str] | None) -> None:
         return
     if not ids:
         return
-    conn.execute(  # the ids as one JSON array: a fraction of the cost of a temporary table filled row by row
+    conn.execute(  # the ids as one JSON array, not a temporary table filled row by row
         f"UPDATE hits SET status = {STATUS_SQL} WHERE status != 'retracted' AND hit_id IN "
         "(SELECT value FROM json_each(?))",
         (json.dumps(ids),),

@@ -1,10 +1,8 @@
 """Iterations and HITs of the project file (the HITs chosen by ``core.store.choosing.choose_hits``).
 
-Iteration 0 covers every item once (``core.selection.first_iteration_hits``); iteration t >= 1 is chosen by
-:func:`choose_hits` from the state when every HIT of iteration t - 1 is complete or retracted (batch mode,
-:meth:`Iterations.next_hits`), or a few HITs at a time whenever fewer than a target are open (streaming mode,
-:meth:`Iterations.top_up_hits`, used by the Label Studio plugin). The random generator of iteration t is
-``numpy.random.default_rng([seed, t])``, so the same seed and observations give the same HITs, also across restarts.
+Iteration 0 covers every item once (``core.selection.first_iteration_hits``); iteration t >= 1 is chosen when every
+HIT of iteration t - 1 is complete or retracted (batch mode, :meth:`Iterations.next_hits`), or a few HITs at a time
+whenever fewer than a target are open (streaming mode, :meth:`Iterations.top_up_hits`: the Label Studio plugin).
 """
 
 from __future__ import annotations
@@ -56,8 +54,6 @@ class Iterations:
         self._settings = settings
         self._catalog = catalog
 
-    # ----------------------------------------------------------------------------------------------- iterations
-
     def iteration(self) -> int:
         """The current iteration (0 = the covering iteration)."""
         return current_iteration(self._db.conn)
@@ -68,9 +64,8 @@ class Iterations:
         return {str(h): str(t) for h, t in rows.fetchall()}
 
     def _hit_columns(self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> HitColumns | None:
-        """The HITs ``h`` matching ``where`` column-wise (:func:`core.store.hit_columns.read_hit_columns`), in
-        creation order, items in position order, with the items' ``item_id, text`` (and ``data`` when the items
-        file had extra columns); None when no HIT matches."""
+        """The HITs ``h`` matching ``where`` column-wise (:func:`core.store.hit_columns.read_hit_columns`) with the
+        items' ``item_id, text`` (and ``data`` when the items file had extra columns); None when no HIT matches."""
         names = ["item_id", "text", "data"] if self._catalog.columns else ["item_id", "text"]
         return read_hit_columns(conn, where, params, names, self._catalog.n_items)
 
@@ -103,10 +98,8 @@ class Iterations:
             return long_hits(conn, cols, [], n_items)
 
     def next_hits_long(self) -> LongHits:
-        """:meth:`next_hits` in long form (:meth:`open_hits_long`; ``easl next --output hits.csv`` writes it with
-        :meth:`next_hits_file`). One transaction. When it starts an iteration of HITs of items without extra
-        columns, the long form is built from the HITs chosen (``core.store.hit_columns.started_long_hits``)
-        instead of read back from the file."""
+        """:meth:`next_hits` in long form (:meth:`open_hits_long`), in one transaction; a new iteration's HITs
+        of items without extra columns are not read back (``core.store.hit_columns.started_long_hits``)."""
         with self._db.writing() as conn:
             started = self._start_iteration(conn)
             if started is None or not started[1].size or self._catalog.columns:
@@ -139,21 +132,17 @@ class Iterations:
         return records
 
     def next_hits(self) -> list[dict[str, Any]]:
-        """The open HITs of the current iteration; if there are none (every HIT complete or retracted), start the
-        next iteration first (one transaction) and return its HITs (:meth:`advance`, then :meth:`open_hits`).
-        An aware project with a stop target whose stopping rule is met returns no HITs."""
+        """The open HITs of the current iteration, after starting the next iteration if there are none (one
+        transaction: :meth:`advance`, then :meth:`open_hits`)."""
         with self._db.writing():
             self.advance()
             return self.open_hits()
 
     def advance(self) -> bool:
         """Start the next iteration when the current one has no open HIT (every HIT complete or retracted); one
-        transaction. Returns whether an iteration was started. An aware project with a stop target whose stopping
-        rule is met (:func:`stop_decision`) starts none.
-
-        Iteration t's HITs: :func:`choose_hits` with ``k = hits_per_iteration or N // n`` and the generator
-        ``default_rng([seed, t])``.
-        """
+        transaction. Returns whether an iteration was started: an aware project with a stop target whose stopping
+        rule is met (:func:`stop_decision`) starts none. Iteration t's HITs: :func:`choose_hits` with ``k =
+        hits_per_iteration or N // n`` and the generator ``default_rng([seed, t])``."""
         with self._db.writing() as conn:
             return self._start_iteration(conn) is not None
 
@@ -198,18 +187,11 @@ class Iterations:
         return decision is not None and bool(decision.stop)
 
     def next_hits_file(self, path: str | os.PathLike[str], fmt: str = "csv", *, raw_cells: bool = False) -> int:
-        """:meth:`next_hits_long` written to ``path`` as ``fmt`` (``core.store.hit_columns.HIT_FORMATS``: ``easl
-        next --output hits.csv``, ``.jsonl`` or ``.parquet``); returns the number of HITs. One transaction; the file
-        is written under a temporary name and renamed into place after the commit, so that it appears only with the
-        HITs it lists (on any error, neither does).
-
-        The work is spread over threads, since SQLite runs without holding the GIL: when the HITs will cover many
-        items, every item's id and text is read through a read-only connection of its own (items never change
-        after ``easl init``) while the HITs are chosen (or the open ones read back); a new iteration of HITs of
-        items without extra columns is written from the HITs chosen (``core.store.hit_columns.started_long_hits``)
-        while its rows are recorded (:func:`insert_iteration`). The bytes are those :meth:`next_hits_long`
-        writes; text cells a spreadsheet would execute are neutralised unless ``raw_cells``
-        (``core.outputs.neutralise_cells``).
+        """:meth:`next_hits_long` written to ``path`` as ``fmt`` (``core.store.hit_columns.HIT_FORMATS``); returns
+        the number of HITs. One transaction; the file is renamed into place after the commit, so that it appears
+        only with the HITs it lists. Text cells a spreadsheet would execute are neutralised unless ``raw_cells``.
+        SQLite runs without the GIL, so threads share the work: every item's id and text is read by a connection of
+        its own while the HITs are chosen, and a new iteration is written while its rows are recorded.
         """
         from concurrent.futures import ThreadPoolExecutor
 
@@ -240,10 +222,8 @@ class Iterations:
             return int(hits.shape[0])
 
     def _reads_every_item(self, conn: sqlite3.Connection) -> bool:
-        """Whether the file of :meth:`next_hits_file` will likely need every item's id and text: items without
-        extra columns, and HITs (the open ones of the current iteration, else those of the next) of at least an
-        eighth of the items in all, as ``core.store.hit_columns.read_item_strings`` decides. A guess: the file is
-        the same either way."""
+        """Whether the file of :meth:`next_hits_file` will likely need every item's id and text (items without extra
+        columns, HITs of at least an eighth of the items: ``scans_every_item``). A guess: the file is the same."""
         if self._catalog.columns or not self._catalog.n_items:
             return False
         k = self._n_open(conn) or self._per_iteration()
@@ -261,11 +241,10 @@ class Iterations:
 
     def top_up_hits(self, n_target: int) -> int:
         """Streaming mode: add HITs, one at a time, until ``n_target`` are open (or fewer than a HIT's worth of
-        items are free); returns how many were added.
+        items are free); returns how many were added. One transaction.
 
-        Each new HIT is :func:`choose_hits` with ``n_hits=1`` and the items of every open HIT excluded, so no item
-        is in two open HITs; they are recorded as one new iteration t (``add_hits``) chosen with
-        ``default_rng([seed, t])``. One transaction.
+        Each new HIT is :func:`choose_hits` with ``n_hits=1`` and the items of every open HIT excluded; they are
+        recorded as one new iteration t (:meth:`add_hits`) chosen with ``default_rng([seed, t])``.
         """
         hyper = self._settings.hyper
         with self._db.writing() as conn:

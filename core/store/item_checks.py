@@ -50,17 +50,12 @@ def as_text(values: pd.Series) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]
     return text, stripped, stripped == ""
 
 
-def listing(problems: list[str], total: int, what: str) -> str:
-    shown = problems[:MAX_LISTED]
-    more = total - len(shown)
-    tail = f"\n  ... and {more} more" if more > 0 else ""
-    return f"{total} {what}:\n  " + "\n  ".join(shown) + tail
-
-
 def invalid_rows(path: str, problems: list[str], total: int) -> InvalidRows:
-    return InvalidRows(
-        f"{path}: the items cannot be used; " + listing(problems, total, "bad rows"), messages=problems, path=path
-    )
+    """The error listing the first :data:`MAX_LISTED` of ``problems`` (``total`` in all)."""
+    shown = problems[:MAX_LISTED]
+    more = f"\n  ... and {total - len(shown)} more" if total > len(shown) else ""
+    listing = f"{total} bad rows:\n  " + "\n  ".join(shown) + more
+    return InvalidRows(f"{path}: the items cannot be used; {listing}", messages=problems, path=path)
 
 
 def header_name(table: Table) -> str:

@@ -1,16 +1,6 @@
 """The items of a project: :class:`Catalog`, those of an open project file, and the checks of the file given to
-``easl init``, whole or in chunks.
-
-Two ways in, with the same checks and the same located messages (``file:line: column 'id': reason``), those of
-:mod:`core.store.item_checks`:
-
-* :func:`~core.store.item_checks.read_items` / :func:`~core.store.item_checks.items_from_table` (there, re-exported
-  here) check a whole table in memory and return a DataFrame (library use, ``easl demo``);
-* :func:`insert_items` (here) checks chunks (``core.tables.iter_table``) one at a time while inserting them into the
-  ``items`` table of a project file being built (:meth:`core.store.Project.create_from_chunks`, ``easl init``), so
-  that memory stays flat whatever the file size. Duplicate ids across chunks are found by
-  the ``UNIQUE`` index on ``items.item_id`` (``INSERT OR IGNORE``: the rows it skips are the repeats), not by a set
-  of every id in memory; the first occurrence's line comes from a compact map of the chunks' lines.
+``easl init``, in chunks (:func:`insert_items`) or whole (:func:`~core.store.item_checks.read_items`,
+re-exported here), with the same checks and located messages (:mod:`core.store.item_checks`).
 """
 
 from __future__ import annotations
@@ -204,9 +194,8 @@ def insert_items(
     ``i`` of the file gets ``idx = i``. Memory holds one chunk at a time.
 
     Every chunk is checked as :func:`items_from_table` checks a whole table; its usable rows are inserted with
-    ``INSERT OR IGNORE``, so the ``UNIQUE`` index on ``item_id`` skips a repeated id (of this chunk or an earlier
-    one). When the rows inserted fall short of the rows given, the missing positions are the repeats, and each
-    repeat's first occurrence is looked up by id in the index. After the last chunk the whole file's error, if any,
+    ``INSERT OR IGNORE``, so the ``UNIQUE`` index on ``item_id`` skips a repeated id (the positions missing are the
+    repeats; each one's first occurrence is looked up by id). After the last chunk the whole file's error, if any,
     is raised (:meth:`ItemsCheck.finish`); the caller then discards the file (nothing is created).
 
     Raises

@@ -1,8 +1,5 @@
-"""What the project file reports: the estimates per item, the live ratings in long form, and the status figures.
-
-``status`` reads counts and the figures stored with the state (:func:`core.store.state.stored_figures`), so it
-needs neither the model arrays nor the model; it falls back to computing the figures from the arrays for a file
-written by an older version.
+"""What the project file reports: the estimates per item, the live ratings in long form, and the status figures
+(read from the figures stored with the state, :func:`core.store.state.stored_figures`, without the model arrays).
 """
 
 from __future__ import annotations
@@ -80,17 +77,9 @@ class ProjectStatus:
         """The JSON object of ``easl status --json``: a figure that is not a number is null with a
         ``<key>_reason`` beside it. ``extra`` holds front ends' figures (e.g. the Label Studio plugin's last
         reconciliation), placed after ``n_rejects``."""
+        counts = ("n_items", "n_observations", "n_log_records", "n_hits_total", "n_hits_open", "n_hits_complete")
         out: dict[str, Any] = {
-            "path": self.path,
-            "method": self.method,
-            "iteration": self.iteration,
-            "n_items": self.n_items,
-            "n_observations": self.n_observations,
-            "n_log_records": self.n_log_records,
-            "n_hits_total": self.n_hits_total,
-            "n_hits_open": self.n_hits_open,
-            "n_hits_complete": self.n_hits_complete,
-            "n_hits_retracted": self.n_hits_retracted,
+            k: getattr(self, k) for k in ("path", "method", "iteration", *counts, "n_hits_retracted")
         }
         for key in ("mean_variance", "max_variance"):
             out[key] = getattr(self, key)
@@ -103,14 +92,8 @@ class ProjectStatus:
         out["events"] = dict(self.events)
         out["n_rejects"] = self.n_rejects
         out.update(extra or {})
-        out.update(
-            {
-                "hit_size": self.hit_size,
-                "score_range": list(self.score_range),
-                "seed": self.seed,
-                "schema_version": self.schema_version,
-            }
-        )
+        out.update(hit_size=self.hit_size, score_range=list(self.score_range), seed=self.seed)
+        out["schema_version"] = self.schema_version
         return out
 
     def __getitem__(self, key: str) -> Any:
@@ -136,8 +119,7 @@ class EstimateTable:
 
     def write_csv(self, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
         """Write into the file ``tmp`` as CSV (the bytes of ``core.tables.write_table``) for the file ``path``
-        (named in errors); ``raw_cells``: text cells a spreadsheet would execute are kept as they are (default:
-        neutralised, ``core.outputs.neutralise_cells``)."""
+        (named in errors); text cells a spreadsheet would execute are neutralised unless ``raw_cells``."""
         if self.table is None:
             from core.tables import write_table_to
 
@@ -159,8 +141,8 @@ class Output:
         self._records = records
 
     def _estimate_columns(self) -> tuple[dict[str, NDArray[Any]], list[str]]:
-        """The estimate columns (numpy arrays, in file order, ``ESTIMATE_COLUMNS`` without ``item_id`` and, aware
-        projects, ``RANK_COLUMNS``) and the reserved names (:meth:`estimates`)."""
+        """The estimate columns (numpy arrays in file order: ``ESTIMATE_COLUMNS`` but ``item_id``, and ``RANK_COLUMNS``
+        for aware projects) and the reserved names (:meth:`estimates`)."""
         with self._db.reading() as conn:
             state = load_state(conn, writable=False)
         summ = self._settings.model.summary(state).on_scale(self._settings.hyper)
@@ -183,13 +165,10 @@ class Output:
 
     def estimates(self) -> pd.DataFrame:
         """One row per item: ``item_id, estimate, mean, variance, ci_low, ci_high, n_annotations``, then ``text``
-        and the item's extra columns (renamed ``item_<name>`` if they clash).
-
-        On the project's score range: locations ``x`` become ``score_min + x (score_max - score_min)`` and the
-        variance is multiplied by ``(score_max - score_min)^2`` (``Hyper.from_unit``, ``variance_from_unit``).
-        ``n_annotations`` counts live observations. Aware projects add ``rank_low, rank_high`` after
-        ``n_annotations``: the 95% interval of the item's rank over posterior draws (1 = the highest estimate,
-        ``core.models.aware_posterior.rank_figures``).
+        and the item's extra columns (renamed ``item_<name>`` if they clash), on the project's score range
+        (``core.models.Posterior.on_scale``); ``n_annotations`` counts live observations. Aware projects add
+        ``rank_low, rank_high`` after ``n_annotations``: the 95% interval of the item's rank over posterior draws
+        (1 = the highest estimate, ``core.models.aware_posterior.rank_figures``).
         """
         import pandas as pd
 
@@ -202,8 +181,7 @@ class Output:
 
     def estimates_table(self) -> EstimateTable:
         """:meth:`estimates` for a CSV file (``easl export``): an Arrow table built without pandas when the items
-        have no extra columns (``item_id``, the estimate columns, ``text``: the columns and values of
-        :meth:`estimates`), else the DataFrame."""
+        have no extra columns (the columns and values of :meth:`estimates`), else the DataFrame."""
         if self._catalog.columns:
             return EstimateTable(n_rows=self._catalog.n_items, frame=self.estimates())
         from concurrent.futures import ThreadPoolExecutor
@@ -214,8 +192,8 @@ class Output:
         from core.store.hit_columns import read_every_item
 
         with ThreadPoolExecutor(max_workers=1) as pool:
-            # the ids and texts are read by a connection of their own while the estimates are computed: SQLite
-            # releases the GIL while it reads, so the read overlaps the import of SciPy and the model's summary
+            # the ids and texts are read by a connection of their own (SQLite releases the GIL) while the estimates
+            # are computed
             items = pool.submit(read_every_item, self._db.path, ["item_id", "text"])
             columns, _ = self._estimate_columns()
             ids, texts = items.result()
@@ -243,12 +221,9 @@ class Output:
         return stop_rng(self._settings.hyper.seed, state_seq(self._db.conn))
 
     def stop_figures(self) -> dict[str, Any] | None:
-        """Aware projects: the stopping rule's figures (:attr:`ProjectStatus.stop`); None for other methods.
-
-        The expected Spearman between the estimates and the truth is the mean over posterior draws
-        (``core.models.aware_posterior.rank_figures``, draws seeded by the project seed and the log position, so
-        ``easl next``, ``easl status`` and the monitor agree); the rule is ``E[rho] - margin >= target`` with at
-        least ``min_scores`` scores per item (``stop_decision``)."""
+        """Aware projects: the stopping rule's figures (:attr:`ProjectStatus.stop`; ``E[rho] - margin >= target``
+        with at least ``min_scores`` scores per item, drawn with ``core.store.choosing.stop_rng``); None for other
+        methods."""
         if not self._settings.refits:
             return None
         from core.models.aware_posterior import STOP_MIN_SCORES
@@ -276,7 +251,7 @@ class Output:
         """The figures of ``easl status`` and the front ends (:class:`ProjectStatus`); one read snapshot."""
         with self._db.reading() as conn:
             it = current_iteration(conn)
-            # one index range count per status: about half the time of a GROUP BY over the iteration's HITs
+            # one index range count per status (the status target; measurements: docs/studies/code-notes.md)
             n_open, n_complete, n_retracted = conn.execute(
                 "SELECT (SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'open'), "
                 "(SELECT COUNT(*) FROM hits WHERE iteration = ?1 AND status = 'complete'), "

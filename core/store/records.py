@@ -1,16 +1,14 @@
 """The front ends' records in the project file: settings (``meta``), the durable event queue (``events``), rejected
 inputs (``rejects``) and the ids of outside systems (``external_ids``).
 
-One API per table, with one rule each (STYLE.md theme 5):
+One API per table, with one rule each:
 
 * **meta**: a front end may set and delete any key except those the project manages (:data:`MANAGED_META`).
-* **events**: appended ``pending``; finished as ``done`` (optionally with a note, e.g. why it was ignored) or as
-  ``failed`` (with the error) only when the caller says it failed.
-* **rejects**: recorded once per ``(source, location, reason)``: applying the same bad input again (e.g. on each
-  reconciliation) adds nothing.
-* **external ids**: an outside id maps to one local id for good. Mapping it again to the same local id changes
-  nothing; mapping it to another raises :class:`~core.errors.InputError` (the outside system would then be saying
-  two different things about one id). Several outside ids may map to one local id. Forgetting a mapping
+* **events**: appended ``pending``; finished as ``done`` (optionally with a note) or as ``failed`` (with the
+  error) only when the caller says it failed.
+* **rejects**: recorded once per ``(source, location, reason)``.
+* **external ids**: an outside id maps to one local id for good: mapping it to another raises
+  :class:`~core.errors.InputError`; several outside ids may map to one local id; forgetting a mapping
   (:meth:`FrontEndRecords.unmap_external`) is explicit.
 
 Every mutator is one transaction (it joins the caller's :meth:`~core.store.db.Database.transaction`).

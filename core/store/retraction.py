@@ -33,12 +33,9 @@ class Retractions:
         self._replay = replay
 
     def retract(self, annotation_ids: Iterable[Any], *, source: str) -> int:
-        """Retract every live observation of the given annotation ids (e.g. deleted Label Studio annotations).
-
-        Appends one ``retract`` record per observation; commutative models subtract (``sign = -1``), order-dependent
-        ones are rebuilt by replay. One transaction. Returns the number of observations retracted (0 when none
-        were live: retracting twice changes nothing).
-        """
+        """Retract every live observation of the given annotation ids (e.g. deleted Label Studio annotations), as
+        the module docstring says; one transaction. Returns the number of observations retracted (0 when none were
+        live: retracting twice changes nothing)."""
         ids = _annotation_ids(annotation_ids)
         if not ids:
             return 0

@@ -2,12 +2,8 @@
 
 The observation log is append-only and everything else that matters is derived from it or fixed at ``easl init``
 (items, iterations, HITs), so a project whose file has a damaged page can be rebuilt from what can still be read:
-
-* :func:`integrity_problems` runs ``PRAGMA integrity_check`` and returns SQLite's messages (empty when the file is
-  sound); :func:`damaged_pages` picks the page numbers out of them.
-* :func:`salvage` copies every readable row of ``meta``, ``items``, ``iterations``, ``hits``, ``hit_items``,
-  ``observations``, ``events``, ``rejects`` and ``external_ids`` into a new file, then rebuilds the derived tables
-  (the live index, HIT statuses, the cached state) by replaying the salvaged log (:meth:`Project.rebuild`).
+:func:`salvage` copies every readable row of the tables into a new file, then rebuilds the derived tables (the live
+index, HIT statuses, the cached state) by replaying the salvaged log (:meth:`Project.rebuild`).
 
 Reading past a damaged page: a rowid table is read in rowid order; when a read fails, the next readable rowid is
 found by probing ahead (steps 1, 2, 4, ...) and bisecting back, so only the rows of the damaged pages are lost
@@ -205,8 +201,8 @@ def _read_rowid_table(conn: sqlite3.Connection, table: str, cols: list[str]) -> 
 
 
 def _read_hit_items(conn: sqlite3.Connection, key: str, hits: list[Any]) -> tuple[list[tuple[Any, ...]], bool]:
-    """Every readable row ``(key, position, item_idx)`` of ``hit_items``, whose HIT column is ``key`` (``hit_no``
-    from schema version 2, ``hit_id`` before), and whether a read failed; after a failure, HIT by HIT."""
+    """Every readable row ``(key, position, item_idx)`` of ``hit_items`` (``key``: its HIT column) and whether a
+    read failed; after a failure, HIT by HIT."""
     try:
         return conn.execute(
             f"SELECT {key}, position, item_idx FROM hit_items ORDER BY {key}, position"

@@ -1,10 +1,7 @@
 """The project's settings: the hyper-parameters recorded at ``easl init`` (the managed ``meta`` key ``hyper``), the
-model they make, and the one setting a project manager may change afterwards, the stop target of an aware project.
-
-No front end may write the ``hyper`` key through ``set_meta``. Of the hyper-parameters only the stop target
-(``stop_at``) can change without touching the engine's state: it enters no posterior and no selection, only the
-stopping rule's verdict (``E[rho] - margin >= target``, docs/design.md, "aware"), which is computed again on every
-read. Every other hyper-parameter is fixed for the life of the project file.
+model they make, and the one setting a project manager may change afterwards, the stop target of an aware project:
+it enters no posterior and no selection, only the stopping rule's verdict, computed again on every read. Every
+other hyper-parameter is fixed for the life of the project file.
 """
 
 from __future__ import annotations
@@ -64,9 +61,8 @@ class Settings:
     def set_stop_at(self, stop_at: float | None) -> float | None:
         """Set (or, with None, remove) the stop target of an aware project; returns the previous target.
 
-        The new hyper-parameters are validated as ``easl init`` validates them (``Hyper.__post_init__``: a
-        Spearman correlation in (0, 1), and only for the method aware), then written in one transaction. The
-        cached ``hyper`` and ``model`` are dropped, so the next read uses the new target.
+        The new hyper-parameters are validated as ``easl init`` validates them, then written in one transaction;
+        the cached ``hyper`` and ``model`` are dropped, so the next read uses the new target.
 
         Raises
         ------

@@ -72,12 +72,10 @@ class Batch:
     ----------
     valid : pandas.DataFrame
         Rows that passed, in input order: ``row`` (0-based input position; its location is ``locations[row]``),
-        ``item_id``,
-        ``item_idx``, ``score_raw``, ``score01``, ``hit_id``, ``annotator``, ``annotation_id``, ``created_at``,
-        ``group`` (an integer code of the HIT submission, equal for the rows of one submission), ``hit_pos`` (the
-        position of the row's HIT among the batch's HITs, -1 without one), ``hit_size`` (the number of distinct
-        items of the row's HIT, 0 without one), ``repeat`` (True for a later copy of an earlier row: same key and
-        score).
+        ``item_id``, ``item_idx``, ``score_raw``, ``score01``, ``hit_id``, ``annotator``, ``annotation_id``,
+        ``created_at``, ``group`` (an integer code of the HIT submission), ``hit_pos`` (the position of the row's
+        HIT among the batch's HITs, -1 without one), ``hit_size`` (the number of distinct items of the row's HIT, 0
+        without one), ``repeat`` (True for a later copy of an earlier row: same key and score).
     rejects : pandas.DataFrame
         ``location, field, reason`` and the row as given (``item_id, score, hit_id, annotator, annotation_id``).
     n_rows : int
@@ -92,9 +90,7 @@ class Batch:
 
 def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, Locations, str]:
     """Turn a ``Table``, a DataFrame or a list of dicts into a frame of object columns ``INPUT_COLUMNS`` plus the
-    location of every row.
-
-    Returns ``(frame, locations, name)``; ``name`` is the file name or ``source`` (used in messages).
+    location of every row: ``(frame, locations, name)``, ``name`` the file name or ``source`` (used in messages).
     Raises ``InputError`` when ``item_id`` or ``score`` is not a column.
     """
     locations: Locations
@@ -137,8 +133,7 @@ def normalize_rows(rows: Any, source: str) -> tuple[pd.DataFrame, Locations, str
 
 
 def _object_frame(columns: dict[str, NDArray[Any]]) -> pd.DataFrame:
-    """A DataFrame of the arrays, object arrays kept as object columns (not converted to Arrow-backed strings, which
-    every later step would convert back)."""
+    """A DataFrame of the arrays, object arrays kept as object columns (not Arrow-backed strings)."""
     return pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v for k, v in columns.items()})
 
 
@@ -279,11 +274,10 @@ def _flag_range(why: _Reasons, num: NDArray[Any], score_min: float, score_max: f
 
 
 def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, Any]:
-    """Check 2: the ids are strings or integers (a JSON object, array or boolean is not an id), as texts in NFC
-    without control characters (``core.store.cells.checked_ids``), and ``created_at`` a timestamp. Returns the
-    ids (Series of texts) by column, ``created_at``, under ``"item_id changed"`` where NFC changed an item id,
-    and under ``"arrow"`` the ids that are the frame's Arrow cells as they are (:func:`core.store.cells.arrow_ids`:
-    unpadded, already NFC) as Arrow arrays by column."""
+    """Check 2: the ids are strings or integers, as texts in NFC without control characters, and ``created_at`` a
+    timestamp. Returns the ids (Series of texts) by column, ``created_at``, under ``"item_id changed"`` where NFC
+    changed an item id, and under ``"arrow"`` the ids that are the frame's Arrow cells as they are
+    (:func:`core.store.cells.arrow_ids`) as Arrow arrays by column."""
 
     def not_an_id(cells: pd.Series, kinds: NDArray[Any], what: str) -> Callable[[int], str]:
         return lambda i: (
@@ -324,9 +318,8 @@ def _check_ids(frame: pd.DataFrame, why: _Reasons, padded: bool) -> dict[str, An
 def _check_items(
     frame: pd.DataFrame, why: _Reasons, padded: bool, ids: dict[str, Any], known: NDArray[Any], hits: pd.DataFrame
 ) -> NDArray[Any]:
-    """Check 2, items: each row's item index (-1 when missing or unknown). An older project may hold an id as
-    given (not NFC); an id from a CSV file easl wrote, neutralised for spreadsheets (``'=x`` for the item ``=x``),
-    is found as written (and ``ids["item_id"]`` restored)."""
+    """Check 2, items: each row's item index (-1 when missing or unknown); an id as given (not NFC, as an older
+    project may hold it) or neutralised for spreadsheets (``'=x``: ``ids["item_id"]`` restored) is found too."""
     item_id = ids["item_id"]
     why.flag(~present(item_id.to_numpy()), "item_id", "the item id is missing")
     item_idx = item_positions(item_id.to_numpy(dtype=object), known, hits, ids["arrow"].get("item_id"))
@@ -361,8 +354,7 @@ def _check_hits(
 ) -> tuple[NDArray[Any], NDArray[Any]]:
     """Check 3: a HIT given is known, not retracted, and holds the row's item. Returns each row's HIT position
     among the distinct ids of ``hits`` (-1: none or unknown) and the number of distinct items of its HIT (0:
-    none); (HIT, item) pairs are integers, the HIT's position times the number of items plus the item's index.
-    ``cells``: ``hit_id`` as an Arrow array too, or None."""
+    none). ``cells``: ``hit_id`` as an Arrow array too, or None."""
     n = len(hit_id)
     hit_ids = hits["hit_id"].to_numpy(dtype=object)
     first = np.flatnonzero(np.r_[True, hit_ids[1:] != hit_ids[:-1]]) if len(hits) else np.zeros(0, dtype=np.int64)
@@ -402,8 +394,7 @@ def _check_keys(
     locations: Locations,
 ) -> tuple[NDArray[Any], NDArray[Any]]:
     """Check 4, conflicts inside the batch among the rows valid so far: two rows with one key and different
-    scores; an annotation id spanning several HITs. Returns the key and group codes of every row: integer codes,
-    no per-row strings (their texts are made for the rows appended, ``core.store.log_rows.keys``)."""
+    scores; an annotation id spanning several HITs. Returns the key and group codes of every row (integers)."""
     n = len(num)
     annotation_id, annotator = ids["annotation_id"], ids["annotator"]
     has_ann = present(annotation_id.to_numpy())
