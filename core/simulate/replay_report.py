@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate.replay_agreement import FLAGS, TRUSTED_AGREEMENT, flag_summary
-from core.simulate.replay_data import Ratings
-from core.simulate.replay_summary import grid_of, on_grid
+from core.simulate.replay import grid_of, on_grid
+from core.simulate.replay_data import FLAGS, TRUSTED_AGREEMENT, Ratings, flag_summary
 from core.simulate.report import PALETTE, Report, new_figure
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL (paper)", "aware": "aware", "ra": "RA"}
