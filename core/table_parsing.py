@@ -86,27 +86,6 @@ class Table:
         return f"{self.path}:{n}" if self.unit == "line" else f"{self.path}:row {n}"
 
 
-def _decode_utf8(raw: bytes, path: str) -> str:
-    """Decode strict UTF-8 (optional BOM); a bad byte raises InputError with its line and column."""
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = exc.start
-        line = raw.count(b"\n", 0, start) + 1
-        line_start = raw.rfind(b"\n", 0, start) + 1
-        column = start - line_start + 1
-        byte = raw[start : start + 1].hex()
-        raise InputError(
-            f"{path}:{line}: column {column}: the file is not valid UTF-8 (byte 0x{byte}); "
-            f"save it as UTF-8 and try again."
-        ) from None
-
-
-def _read_bytes(path: str) -> bytes:
-    with _open_binary(path) as fh:
-        return fh.read()
-
-
 #: what a file that is not a regular file is, by ``stat.S_IFMT``: such inputs never end (``/dev/zero``) or block
 #: until a writer comes (a FIFO), so they are refused
 _KINDS = {
@@ -173,28 +152,6 @@ def _printable(body: bytes, delimiter: str) -> bool:
     return int(np.count_nonzero(data < 0x20)) == allowed
 
 
-def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
-    """The fast path of :func:`_read_delimited` for files where every line is one record: no quote character,
-    no carriage return, no blank line (but a final newline). Parsed by Arrow's CSV reader, all columns as text;
-    record ``k`` starts on line ``k + 2``. Returns None when the file is not of that kind or Arrow refuses it
-    (the csv-module path then parses it and words the error)."""
-    body = text.rstrip("\n")
-    if not _plain(body):
-        return None
-    head, _, body = body.partition("\n")
-    header = _plain_header(head, delimiter)
-    if header is None:
-        return None
-    _check_delimiter(header, path, delimiter, 1)
-    data = body.encode("utf-8")
-    parsed = _arrow_delimited(data, header, delimiter)
-    if parsed is None:
-        return None
-    frame, arrow = parsed
-    lines = np.arange(2, len(frame) + 2, dtype=np.int64)
-    return Table(frame=frame, lines=lines, path=path, printable=_printable(data, delimiter), arrow=arrow)
-
-
 #: the characters ``str.strip()`` removes (``str.isspace``), but the line end
 _SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n")
 
@@ -250,14 +207,6 @@ def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> tuple[pd
     return frame, arrow
 
 
-def _read_delimited(text: str, path: str, delimiter: str) -> Table:
-    """Parse CSV/TSV with the csv module, recording the line where each record starts; skip blank lines."""
-    plain = _read_plain_delimited(text, path, delimiter)
-    if plain is not None:
-        return plain
-    return next(_iter_delimited(io.StringIO(text, newline=""), path, delimiter, sys.maxsize))
-
-
 _DELIMITERS = {",": ("comma", "CSV", ".csv"), "\t": ("tab", "TSV", ".tsv")}
 
 
@@ -307,11 +256,6 @@ def _delimited_table(rows: list[list[str]], starts: list[int], header: list[str]
     else:
         frame = pd.DataFrame({name: pd.Series([], dtype=object) for name in header})
     return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
-
-
-def _read_jsonl(text: str, path: str) -> Table:
-    """Parse one JSON object per line; blank lines are skipped; a bad line raises InputError with its number."""
-    return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
 
 
 def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str, printable: bool = False) -> Table:

@@ -28,6 +28,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,16 +42,12 @@ from core.errors import InputError
 from core.outputs import atomic_outputs, neutralise_cells, neutralise_frame
 from core.table_parsing import (
     Table,
-    _decode_utf8,
     _iter_jsonl,
     _iter_parquet,
     _iter_plain_delimited,
     _locate_bad_utf8,
     _open_binary,
     _open_parquet,
-    _read_bytes,
-    _read_delimited,
-    _read_jsonl,
     check_regular_file,
 )
 
@@ -80,14 +77,7 @@ READ_FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
-WRITE_FORMATS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
+WRITE_FORMATS = {ext: fmt for ext, fmt in READ_FORMATS.items() if ext != ".tab"}
 
 
 def _format(path: str | os.PathLike[str], formats: dict[str, str], what: str) -> str:
@@ -124,7 +114,8 @@ def check_input(path: str | os.PathLike[str]) -> None:
 
 
 def read_table(path: str | os.PathLike[str]) -> Table:
-    """Read a CSV, TSV, JSONL or Parquet file (by extension) into a ``Table`` with source lines.
+    """Read a CSV, TSV, JSONL or Parquet file (by extension) into a ``Table`` with source lines (a text file is
+    :func:`iter_table` in one chunk).
 
     Parameters
     ----------
@@ -151,13 +142,8 @@ def read_table(path: str | os.PathLike[str]) -> Table:
             raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
         frame = frame.reset_index(drop=True)
         return Table(frame=frame, lines=np.arange(1, len(frame) + 1, dtype=np.int64), path=path, unit="row")
-    raw = _read_bytes(path)
-    text = _decode_utf8(raw, path)
-    if not text.strip():
-        raise InputError(f"{path}: the file is empty.")
-    if fmt == "jsonl":
-        return _read_jsonl(text, path)
-    return _read_delimited(text, path, "," if fmt == "csv" else "\t")
+    (table,) = iter_table(path, chunk_rows=sys.maxsize)  # one chunk: the whole file
+    return table
 
 
 CHUNK_ROWS = 250_000  # records per chunk of :func:`iter_table`: a few hundred MB at most, whatever the file size
