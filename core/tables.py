@@ -15,11 +15,8 @@ extension     read                       write
    carriage return, and not a plain number) are written with a leading single quote unless ``raw_cells``
    (:func:`core.outputs.neutralise_cells`).
 
-Every row read keeps where it came from (``Table.locations``: ``"file.csv:12"``, the line where the record starts;
-``"file.parquet:row 12"`` for Parquet) so that validation errors can name the file and line. Text files are
-decoded as strict UTF-8 (a byte-order mark is allowed); CSV and TSV cells are kept as strings so that ids such as
-``"007"`` survive. Writes go to a temporary file in the target directory and are renamed into place, so a failed
-write never leaves half a file behind.
+Every record read keeps its source line (``Table.locations``: ``"file.csv:12"``, ``"file.parquet:row 12"``) for
+messages; CSV and TSV cells stay strings (ids such as ``"007"`` survive). Writes are atomic (:func:`atomic_path`).
 """
 
 from __future__ import annotations
@@ -41,7 +38,9 @@ import pyarrow.csv as pa_csv
 from core.errors import InputError
 from core.outputs import atomic_outputs, neutralise_cells, neutralise_frame
 from core.table_parsing import (
-    Table,
+    Table as Table,
+)
+from core.table_parsing import (
     _iter_jsonl,
     _iter_parquet,
     _iter_plain_delimited,
@@ -50,23 +49,6 @@ from core.table_parsing import (
     _open_parquet,
     check_regular_file,
 )
-
-__all__ = [
-    "CHUNK_ROWS",
-    "READ_FORMATS",
-    "WRITE_FORMATS",
-    "Table",
-    "atomic_path",
-    "check_input",
-    "iter_table",
-    "read_format",
-    "read_table",
-    "write_format",
-    "write_jsonl_records",
-    "write_table",
-    "write_table_to",
-    "write_tables",
-]
 
 READ_FORMATS = {
     ".csv": "csv",

@@ -357,24 +357,16 @@ def compare_methods(
     summary = []
     for method in settings.methods:
         sub = long[long["method"] == method]
-        table = {m: sub.pivot(index="run", columns="iteration", values=m) for m in ("spearman", "pearson")}
-        base = sub[sub["run"] == 0].sort_values("iteration")
-        bands = {m: _bootstrap_mean_band(t.to_numpy(), settings.bootstrap, rng) for m, t in table.items()}
-        for k, it in enumerate(base["iteration"]):
-            rec = {
-                "method": method,
-                "iteration": int(it),
-                "n_annotations": int(base["n_annotations"].iloc[k]),
-                "annotations_per_item": float(base["annotations_per_item"].iloc[k]),
-            }
-            for m, t in table.items():
-                rec[f"{m}_mean"] = float(np.nanmean(t[it]))
-                rec[f"{m}_low"] = float(bands[m][0][k])
-                rec[f"{m}_high"] = float(bands[m][1][k])
-            summary.append(rec)
+        rows = sub[sub["run"] == 0].sort_values("iteration")
+        rows = rows[["method", "iteration", "n_annotations", "annotations_per_item"]].reset_index(drop=True)
+        for m in ("spearman", "pearson"):
+            values = sub.pivot(index="run", columns="iteration", values=m).to_numpy()
+            rows[f"{m}_mean"] = np.nanmean(values, axis=0)
+            rows[f"{m}_low"], rows[f"{m}_high"] = _bootstrap_mean_band(values, settings.bootstrap, rng)
+        summary.append(rows)
     return {
         "curves": long,
-        "summary": pd.DataFrame(summary),
+        "summary": pd.concat(summary, ignore_index=True),
         "finals": {m: f[0] for m, f in finals.items()},
         "final_all": finals,
         "heatmaps": heat,

@@ -1,11 +1,5 @@
-"""The report of ``easl simulate easl --annotator-model ...``: the annotator-aware study as CSV
-tables, PNG figures and a Markdown report.
-
-The numbers come from :func:`core.simulate.aware_study.run_study`; this module lays them out: the Spearman and
-Kendall curves against scores per item (mean over seeds, per annotator model), the budget to reach the target and
-the % saved vs DA (and vs DA with z-scores) with bootstrap intervals over seeds, the coverage of the 95% rank
-intervals, the stopping rule's hit rate and the random-clicker flags. Where ``aware`` saves nothing the report says
-so, from the intervals, not by judgement.
+"""The report of ``easl simulate easl --annotator-model ...`` (:func:`core.simulate.aware_study.run_study`): CSV
+tables, PNG figures and a Markdown report. Where ``aware`` saves nothing the report says so, from the intervals.
 """
 
 from __future__ import annotations

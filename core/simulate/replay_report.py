@@ -1,11 +1,6 @@
-"""The report of ``easl simulate replay``: real ratings replayed through the engine (:mod:`core.simulate.replay`),
-as CSV tables, PNG figures and a Markdown report.
-
-It lays out what a project manager needs to choose a method and a budget: the Spearman and Kendall curves against
-scores per item (mean over seeds, with the seeds' 5-95% band), the budget to each target and the % saved against
-DA and DA with z-scores with paired bootstrap intervals, the ceiling (the whole pool's item means against the
-truth), and the annotator flags beside each annotator's agreement over all their ratings. Where a method saves
-nothing the report says so, from the intervals.
+"""The report of ``easl simulate replay`` (:mod:`core.simulate.replay`): CSV tables, PNG figures and a Markdown
+report of what a project manager needs to choose a method and a budget. Where a method saves nothing the report
+says so, from the intervals.
 """
 
 from __future__ import annotations
