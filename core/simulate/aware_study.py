@@ -287,19 +287,9 @@ def calibrate_stopping(
         found = (
             first_stop(r, target=target, relative_margin=k, min_scores=ms) for r in runs if r["model"].iloc[0] == model
         )
-        at_stop = [row for row in found if row is not None]
-        out.append(
-            {
-                "target": target,
-                "relative_margin": k,
-                "min_scores": ms,
-                "model": model,
-                "runs": n_seeds,
-                "stopped": len(at_stop),
-                "hit_rate": float(np.mean([r["spearman"] >= target for r in at_stop])) if at_stop else np.nan,
-                "per_item_at_stop": float(np.mean([r["per_item"] for r in at_stop])) if at_stop else np.nan,
-            }
-        )
+        figures = _at_stops(found, target)
+        out.append({"target": target, "relative_margin": k, "min_scores": ms, "model": model, "runs": n_seeds})
+        out[-1] |= {name: figures[name] for name in ("stopped", "hit_rate", "per_item_at_stop")}
     return pd.DataFrame(out)
 
 
@@ -381,23 +371,26 @@ def stopping_before_after(runs: Any, *, target: float) -> Any:
             ("after", "expected_spearman", "min_informative"),
         ):
             found = (first_stop(run, target=target, rho=rho, fewest=fewest) for _, run in g.groupby("seed"))
-            at_stop = [row for row in found if row is not None]
-            hits = sum(bool(r["spearman"] >= target) for r in at_stop)
-            low, high = wilson_interval(hits, len(at_stop))
-            out.append(
-                {
-                    "setting": setting,
-                    "rule": rule,
-                    "runs": g["seed"].nunique(),
-                    "stopped": len(at_stop),
-                    "hit_rate": hits / len(at_stop) if at_stop else np.nan,
-                    "hit_rate_low": low,
-                    "hit_rate_high": high,
-                    "per_item_at_stop": float(np.mean([r["per_item"] for r in at_stop])) if at_stop else np.nan,
-                    "spearman_at_stop": float(np.mean([r["spearman"] for r in at_stop])) if at_stop else np.nan,
-                }
-            )
+            out.append({"setting": setting, "rule": rule, "runs": g["seed"].nunique(), **_at_stops(found, target)})
     return pd.DataFrame(out)
+
+
+def _at_stops(found: Any, target: float) -> dict[str, Any]:
+    """Of the rows where runs first stopped (:func:`first_stop`; None: a run that never stopped): how many, the
+    share whose true Spearman reached ``target`` with its 95% Wilson interval, and the mean scores per item and true
+    Spearman there."""
+    at_stop = [row for row in found if row is not None]
+    hits = sum(bool(r["spearman"] >= target) for r in at_stop)
+    low, high = wilson_interval(hits, len(at_stop))
+    mean = {c: float(np.mean([r[c] for r in at_stop])) if at_stop else np.nan for c in ("per_item", "spearman")}
+    return {
+        "stopped": len(at_stop),
+        "hit_rate": hits / len(at_stop) if at_stop else np.nan,
+        "hit_rate_low": low,
+        "hit_rate_high": high,
+        "per_item_at_stop": mean["per_item"],
+        "spearman_at_stop": mean["spearman"],
+    }
 
 
 def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:

@@ -77,6 +77,7 @@ class Comparison:
     ``|reproduced - published| <= tolerance`` (blank when there is no published value).
     """
 
+    COLUMNS = ("quantity", "reproduced", "published", "difference", "tolerance", "within_tolerance", "source")
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def add(
@@ -89,24 +90,12 @@ class Comparison:
             else float(reproduced) - float(published)
         )
         within = None if diff is None or tolerance is None else abs(diff) <= tolerance + 1e-12
-        self.rows.append(
-            {
-                "quantity": quantity,
-                "reproduced": reproduced,
-                "published": published,
-                "difference": diff,
-                "tolerance": tolerance,
-                "within_tolerance": within,
-                "source": source,
-            }
-        )
+        values = (quantity, reproduced, published, diff, tolerance, within, source)
+        self.rows.append(dict(zip(self.COLUMNS, values)))
 
     def frame(self) -> pd.DataFrame:
         """The rows as a DataFrame (the CSV written for the report)."""
-        return pd.DataFrame(
-            self.rows,
-            columns=["quantity", "reproduced", "published", "difference", "tolerance", "within_tolerance", "source"],
-        )
+        return pd.DataFrame(self.rows, columns=list(self.COLUMNS))
 
 
 class Report:
