@@ -141,8 +141,7 @@ def check_regular_file(path: str | os.PathLike[str]) -> None:
 
 
 def _printable(body: bytes, delimiter: str) -> bool:
-    """True when the records ``body`` (plain lines: :func:`_plain`) hold only printable ASCII bytes (0x20-0x7E)
-    besides line ends and the delimiter: two passes of numpy over the bytes, and byte counts in C."""
+    """True when the records ``body`` hold only printable ASCII (0x20-0x7E) besides line ends and the delimiter."""
     data = np.frombuffer(body, dtype=np.uint8)
     if not data.size:
         return True
@@ -157,8 +156,7 @@ _SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n
 
 
 def _unpadded(body: str) -> bool:
-    """True when ``body`` holds no whitespace but line ends (a few substring searches: none of the characters
-    beyond Latin-1 is searched for in a Latin-1 text)."""
+    """True when ``body`` holds no whitespace but line ends."""
     return not any(c in body for c in _SPACES)
 
 

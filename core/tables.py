@@ -84,13 +84,8 @@ def write_format(path: str | os.PathLike[str]) -> str:
 
 def check_input(path: str | os.PathLike[str]) -> None:
     """Check an input file before any work: a known extension (:func:`read_format`) and a regular file that can be
-    opened (not a directory, device, FIFO or socket, even through a symbolic link: such inputs may never end).
-
-    Raises
-    ------
-    InputError
-        One sentence naming the file.
-    """
+    opened (not a directory, device, FIFO or socket, even through a symbolic link: such inputs may never end); else
+    raise InputError, one sentence naming the file."""
     read_format(path)
     check_regular_file(path)
 
@@ -177,16 +172,14 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
-    """Yield a temporary file name in ``path``'s directory; on success it is renamed over ``path``, on any error
-    it is removed and ``path`` is left as it was (:func:`core.outputs.atomic_outputs` for one file). Raises
-    InputError when the directory is missing or cannot be written, or the write fails (disk full)."""
+    """:func:`core.outputs.atomic_outputs` for one file: yield a temporary name in ``path``'s directory, renamed over
+    ``path`` on success, removed on any error (InputError when the directory or the write fails)."""
     with atomic_outputs([path]) as (tmp,):
         yield tmp
 
 
 def _write_to(frame: pd.DataFrame, tmp: str, fmt: str, raw_cells: bool = False) -> None:
-    """``frame`` into the file ``tmp`` as ``fmt``; CSV and TSV text cells a spreadsheet would execute are
-    neutralised unless ``raw_cells`` (:func:`core.outputs.neutralise_cells`)."""
+    """``frame`` into the file ``tmp`` as ``fmt`` (:func:`write_table`)."""
     if fmt == "csv":  # pyarrow's writer: about 15 times faster than pandas' at a million rows
         table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
         if not raw_cells:
@@ -277,9 +270,8 @@ def jsonl_bytes(frame: pd.DataFrame) -> bytes:
 
 
 def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
-    """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension (for callers that rename it
-    into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``.
-    ``raw_cells``: CSV/TSV cells that a spreadsheet would execute are written as they are (default: neutralised)."""
+    """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension, as :func:`write_table` does, for
+    callers that rename it into place themselves (e.g. after a commit); a write error is InputError naming ``path``."""
     try:
         _write_to(frame, tmp, write_format(path), raw_cells)
     except OSError as exc:
@@ -289,12 +281,9 @@ def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str], 
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
-    """Write ``frame`` to ``path`` as CSV, TSV, JSONL or Parquet (by extension), atomically (:func:`atomic_path`).
-
-    Missing values are written as empty CSV cells, ``null`` in JSONL and nulls in Parquet. JSONL floats keep 15
-    significant digits (pandas' maximum); CSV and Parquet round-trip float64 exactly. CSV and TSV text cells that a
-    spreadsheet would execute as a formula get a leading single quote (:func:`core.outputs.neutralise_cells`) unless
-    ``raw_cells``.
+    """Write ``frame`` to ``path`` as CSV, TSV, JSONL or Parquet (by extension), atomically (:func:`atomic_path`):
+    missing values as empty CSV cells, ``null`` in JSONL, nulls in Parquet; float64 round-trips exactly; CSV and TSV
+    cells a spreadsheet would execute get a leading quote unless ``raw_cells`` (module docstring).
 
     Raises
     ------

@@ -322,39 +322,28 @@ def lines(
     """
     if shared_panel:
         fig, axes = new_figure(1, width=6.0, height=4.2)
-        ax = axes[0]
-        for i, col in enumerate(panels):
-            style = "-" if i < len(PALETTE) else "--"
-            ax.plot(
-                df[x], df[col], style, marker="o" if markers else None, ms=3, color=PALETTE[i % len(PALETTE)], label=col
-            )
-        ax.set_xlabel(xlabel or x)
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        if title:
-            ax.set_title(title)
-        return fig
-    fig, axes = new_figure(len(panels), title=title)
+        axes[0].set_title(title)
+        groups = [list(panels)]
+    else:
+        fig, axes = new_figure(len(panels), title=title)
+        groups = [[col] for col in panels]
     levels = list(series_order) if series and series_order is not None else [None]
-    for ax, col in zip(axes, panels):
-        for i, lev in enumerate(levels):
+    for ax, cols in zip(axes, groups):
+        for i, (col, lev) in enumerate((col, lev) for col in cols for lev in levels):
             sub = df if lev is None else df[df[series] == lev]
-            ax.plot(
-                sub[x],
-                sub[col],
-                marker="o" if markers else None,
-                ms=3,
-                color=PALETTE[i % len(PALETTE)],
-                label=None if lev is None else str(lev),
-            )
-        if hlines and col in hlines:
-            ax.axhline(hlines[col], color="red", lw=1.2)
-        ax.set_title(col)
+            label = col if shared_panel else None if lev is None else str(lev)
+            style, colour = "-" if i < len(PALETTE) else "--", PALETTE[i % len(PALETTE)]
+            ax.plot(sub[x], sub[col], style, marker="o" if markers else None, ms=3, color=colour, label=label)
+        if hlines and cols[0] in hlines:
+            ax.axhline(hlines[cols[0]], color="red", lw=1.2)
+        if not shared_panel:
+            ax.set_title(cols[0])
         ax.set_xlabel(xlabel or x)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    if series:
+    if shared_panel:
+        axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif series:
         axes[0].legend(fontsize=8)
     return fig
 
