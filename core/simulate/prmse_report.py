@@ -363,13 +363,8 @@ def _both(c: Comparison, quantity: str, value: Any, notebook: float, paper: floa
 def _vs_table1(res: PrmseResults) -> Comparison:
     c = Comparison()
     for row in res.table1.itertuples():
-        c.add(
-            f"{row.category}: chosen rater error sd",
-            row.error_sd,
-            published.ERROR_SDS[row.category],
-            "authors' rater_metadata.csv",
-            1e-9,
-        )
+        chosen = published.ERROR_SDS[row.category]
+        c.add(f"{row.category}: chosen rater error sd", row.error_sd, chosen, "authors' rater_metadata.csv", 1e-9)
     for row in res.table1.itertuples():
         paper, nb = published.TABLE1_PAPER[row.category], published.TABLE1_NOTEBOOK[row.category]
         for col, name in enumerate(("hh_corr", "mean", "sd")):
@@ -400,14 +395,8 @@ def _vs_figure1(res: PrmseResults) -> Comparison:
         c.add(f"mean r vs pair mean, {cat}", pm.loc[cat, "r"], text[f"r_mean_{cat}"], P + " section 4.1", TOL_PAPER)
     deg = res.stability.loc[res.stability["reference"] == "h1-h2 mean", "degradation"]
     for end, quoted in (("max", "-0.05"), ("min", "-0.30")):
-        value = deg.max() if end == "max" else deg.min()
-        c.add(
-            f"degradation vs pair mean, {end}",
-            value,
-            text[f"degradation_{end}"],
-            f'{P} section 4.1 ("{quoted}")',
-            TOL_PAPER,
-        )
+        where = f'{P} section 4.1 ("{quoted}")'
+        c.add(f"degradation vs pair mean, {end}", getattr(deg, end)(), text[f"degradation_{end}"], where, TOL_PAPER)
     return c
 
 
@@ -420,13 +409,8 @@ def _vs_figure4(res: PrmseResults) -> Comparison:
         c.add(k, got[k], v, NB, TOL_NOTEBOOK)
     for k in ("R2_min", "R2_max", "PRMSE_min", "PRMSE_max"):
         c.add(k, got[k], published.FIG4_PAPER[k], P + " section 5.2", TOL_PAPER)
-    c.add(
-        "R2 of sys_17 against the true score",
-        res.true_metrics["R2"],
-        published.FIG4_PAPER["R2_true"],
-        P + ' section 5.2 ("0.8 in this case")',
-        0.005,
-    )
+    where = P + ' section 5.2 ("0.8 in this case")'
+    c.add("R2 of sys_17 against the true score", res.true_metrics["R2"], published.FIG4_PAPER["R2_true"], where, 0.005)
     return c
 
 
@@ -437,13 +421,8 @@ def _vs_table3(res: PrmseResults) -> Comparison:
         for rat_cat, v in zip(cats, counts):
             c.add(f"{sys_cat} systems on {rat_cat} pairs", int(t3.loc[sys_cat, rat_cat]), v, P + " Table 3", 0)
     same = res.ranking["same_pair"]
-    c.add(
-        f"fixed 'average' pair is {same[0]}+{same[1]}",
-        float(same == published.SAME_PAIR_NOTEBOOK),
-        1.0,
-        NB + " (h_107, h_101)",
-        0,
-    )
+    is_notebooks = float(same == published.SAME_PAIR_NOTEBOOK)
+    c.add(f"fixed 'average' pair is {same[0]}+{same[1]}", is_notebooks, 1.0, NB + " (h_107, h_101)", 0)
     m = res.ranking["metrics"]
     for metric in ("r", "QWK", "R2", "degradation", "PRMSE"):
         rho = float(np.corrcoef(m["true_rank"], m[f"{metric}_rank"])[0, 1])

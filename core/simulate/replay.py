@@ -113,7 +113,7 @@ def item_means(item_ix: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
     return m
 
 
-def _correlations(est: NDArray[Any], truth: NDArray[Any]) -> tuple[float, float]:
+def correlations(est: NDArray[Any], truth: NDArray[Any]) -> tuple[float, float]:
     """Spearman and Kendall (tau-b) of the estimates with the truth; NaN while the estimates are all equal (e.g.
     z-scores of annotators with one score each)."""
     if np.ptp(est) == 0:
@@ -148,7 +148,7 @@ def run_one(
     available = ~np.isnan(pool)
     n, na = r.n_items, r.n_annotators
     pool_means = np.nansum(pool, axis=1) / np.maximum(available.sum(axis=1), 1)
-    ceiling = _correlations(pool_means, truth)
+    ceiling = correlations(pool_means, truth)
     assign_rng = np.random.default_rng([seed, 11])
     state = model.init_state(n)
     item_ix, ann, score = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
@@ -174,11 +174,11 @@ def run_one(
             model.apply(state, items, x, np.repeat(np.arange(len(hits)), hits.shape[1])[: items.size])
         base = {"seed": seed, "per_item": item_ix.size / n}
         est = model.summary(state).estimate
-        rho, tau = _correlations(est, truth)
+        rho, tau = correlations(est, truth)
         rows.append({"method": engine, **base, "spearman": rho, "kendall": tau})
         if method == "da-z" or engine == "da":
             z = item_means(item_ix, zscore(ann, score, na), n)
-            rho, tau = _correlations(z, truth)
+            rho, tau = correlations(z, truth)
             rows.append({"method": "da-z", **base, "spearman": rho, "kendall": tau})
     if method == "da":
         rows = [row for row in rows if row["method"] == "da"] + [row for row in rows if row["method"] == "da-z"]
