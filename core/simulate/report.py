@@ -6,8 +6,7 @@ Layout written by :class:`Report`::
     OUT/tables/*.csv     every table of the report, full precision
     OUT/figures/*.png    every figure of the report
 
-Every file is written to a temporary name in the same directory and renamed into place, so a reader never sees a
-half-written file; the report itself is written last. The figure builders below return a
+Every file is written atomically, the report itself last. The figure builders below return a
 ``matplotlib.figure.Figure`` built on ``Figure`` objects directly (Agg canvas, not ``pyplot``), so they need no
 display and leak no state; :meth:`Report.figure` saves it as PNG.
 """
@@ -16,8 +15,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,18 +28,7 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from core.errors import UserError
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from core.outputs import atomic_outputs
 
 
 def format_number(value: Any, digits: int = 3) -> str:
@@ -130,9 +116,7 @@ class Report:
         self, df: pd.DataFrame, name: str, caption: str = "", digits: int = 3, show: bool = True, index: bool = False
     ) -> Path:
         """Write ``df`` to ``tables/<name>.csv`` (full precision) and, if ``show``, add it to the report."""
-        path = self.out / "tables" / f"{name}.csv"
-        _atomic_write_bytes(path, df.to_csv(index=index).encode())
-        self.files.append(path)
+        path = self._save(self.out / "tables" / f"{name}.csv", df.to_csv(index=index).encode())
         if show:
             if caption:
                 self.parts += [f"*{caption}* (`tables/{name}.csv`)", ""]
@@ -143,9 +127,7 @@ class Report:
         """Save a matplotlib ``Figure`` as ``figures/<name>.png`` and add it to the report."""
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-        path = self.out / "figures" / f"{name}.png"
-        _atomic_write_bytes(path, buf.getvalue())
-        self.files.append(path)
+        path = self._save(self.out / "figures" / f"{name}.png", buf.getvalue())
         self.parts += [f"![{caption}](figures/{name}.png)", "", f"*{caption}*", ""]
         return path
 
@@ -166,8 +148,13 @@ class Report:
 
     def write(self) -> Path:
         """Write ``report.md`` (last, after every table and figure) and return its path."""
-        path = self.out / "report.md"
-        _atomic_write_bytes(path, ("\n".join(self.parts).rstrip() + "\n").encode())
+        return self._save(self.out / "report.md", ("\n".join(self.parts).rstrip() + "\n").encode())
+
+    def _save(self, path: Path, data: bytes) -> Path:
+        """Write ``data`` to ``path`` under a temporary name renamed into place (:func:`core.outputs.atomic_outputs`:
+        a reader never sees half a file) and list it in :attr:`files`."""
+        with atomic_outputs([path]) as (tmp,):
+            Path(tmp).write_bytes(data)
         self.files.append(path)
         return path
 
