@@ -293,14 +293,14 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-#: the JSONL decoder: ``json.loads`` with :func:`_unique_keys` (a few per cent slower than without)
+#: the JSONL decoder: ``json.loads`` with :func:`_unique_keys`
 _DECODE = json.JSONDecoder(object_pairs_hook=_unique_keys).decode
 
 
 def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
     """CSV/TSV in chunks: while the lines are plain (:func:`_plain`), ``chunk_rows`` lines at a time parsed by
-    Arrow (several times faster than the csv module); from the first chunk that is not, the csv module reads on
-    from the start of that chunk (the earlier chunks ended at a line end outside any quotes, having none)."""
+    Arrow (the ingest target; measurements: docs/studies/code-notes.md); from the first chunk that is not, the csv
+    module reads on from the start of that chunk (the earlier chunks ended at a line end outside any quotes)."""
     line0, offset, yielded = 0, 0, False
     header: list[str] | None = None
     with _open_binary(path) as raw:
@@ -348,8 +348,8 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
 
 
 class _LineBlocks:
-    """Whole lines of a binary file, ``n`` at a time, read in blocks of ``block`` bytes (far faster than line by
-    line); the position of the ``n``-th line end is found with numpy."""
+    """Whole lines of a binary file, ``n`` at a time, read in blocks of ``block`` bytes, the ``n``-th line end found
+    with numpy (the ingest target; measurements: docs/studies/code-notes.md)."""
 
     def __init__(self, raw: io.BufferedReader, block: int = 1 << 24) -> None:
         self.raw, self.block, self.rest = raw, block, b""

@@ -2,8 +2,7 @@
 
 One run is (truth, annotator model, method, seed). Items are scored in batches of ``batch_hits`` HITs of
 ``hit_size`` items, each HIT by one annotator drawn from a pool of ``n_annotators``; budgets are counted in
-scores per item, so every method spends the same. The annotator world (offsets, slopes, ...) depends on the
-seed only, so all methods of a seed meet the same annotators.
+scores per item, so every method spends the same.
 
 The annotator models (M1-M5, IX, DRIFT) and their world are :mod:`core.simulate.aware_world`. The tables of the
 study (:func:`summarise`): the budget to reach the target Spearman (the first crossing of the seed-mean curve,
@@ -197,9 +196,7 @@ def _flag_counts(state: AwareState, obs: Observations, spam: NDArray[Any]) -> di
 
 
 def run_task(truth: NDArray[Any], model: str, method: str, seed: int, run_kw: dict[str, Any]) -> list[dict[str, Any]]:
-    """One independent run, :func:`run_one` with keyword settings ``run_kw``: a picklable top-level function
-    for a :data:`MapFn`. Every random draw of the run comes from generators seeded by ``seed`` (and the
-    method), so the rows do not depend on where or in which order the tasks run."""
+    """:func:`run_one` with keyword settings ``run_kw`` as a picklable top-level function of a :data:`MapFn` task."""
     return run_one(truth, model, method, seed, **run_kw)
 
 
@@ -233,10 +230,9 @@ def run_study(
         generated Beta(2,2) oracle (:func:`~core.simulate.aware_world.beta_oracle`) of ``n_items`` items.
     progress : callable, optional
         Called with ``(done, total)`` as each run's rows arrive.
-    map_fn : callable, default :func:`serial_map`
-        ``map_fn(fn, tasks)``: the results of ``fn(*task)`` in the order of ``tasks`` (e.g. a process pool's
-        or a cluster's map). Each (model, method, seed) run is one task of :func:`run_task` with its seed fixed,
-        so any map gives the same numbers.
+    map_fn : MapFn
+        How the runs execute (:mod:`core.simulate.mapping`): each (model, method, seed) run is one task of
+        :func:`run_task` with its seed fixed, so any map gives the same numbers.
     **run_kw :
         Passed to :func:`run_one` (``n_annotators``, ``hit_size``, ``batch_hits``, ``max_per_item``, ...).
 
@@ -303,11 +299,10 @@ def clicker_stopping(
     map_fn: MapFn = serial_map,
     **run_kw: Any,
 ) -> Any:
-    """The stopping rule before and after it doubted random clickers
-    (:func:`stopping_before_after`), on ``aware`` runs of each (annotator model,
-    share of the items scored by clickers, probability that a clicker scores them: :func:`run_one`'s
-    ``clicker_items`` and ``clicker_rate``) in ``settings`` (share 0: the ordinary study), on calibration seeds apart
-    from the study's. Each (setting, seed) run is one :func:`run_task` through ``map_fn``.
+    """The stopping rule before and after it doubted random clickers (:func:`stopping_before_after`), on ``aware``
+    runs of each (annotator model, share of the items scored by clickers, probability that a clicker scores them:
+    :func:`run_one`'s ``clicker_items`` and ``clicker_rate``) in ``settings`` (share 0: the ordinary study), on
+    calibration seeds apart from the study's; each (setting, seed) run is one :func:`run_task` through ``map_fn``.
 
     Returns
     -------
@@ -349,9 +344,9 @@ def wilson_interval(hits: int, n: int, z: float = 1.959963984540054) -> tuple[fl
 def first_stop(
     run: Any, *, target: float, rho: str = "expected_spearman", fewest: str | None = "min_informative", **rule: Any
 ) -> Any:
-    """The row of one ``aware`` run (per-batch rows of :func:`run_one`) where the stopping
-    rule (:func:`core.models.aware_posterior.stops`, options ``rule``) first stops, judged on the expected Spearman
-    ``rho`` and the fewest informative scores ``fewest`` (None: the raw counts only); None if it never stops."""
+    """The row of one ``aware`` run (per-batch rows of :func:`run_one`) where the stopping rule
+    (:func:`core.models.aware_posterior.stops`, options ``rule``) first stops, judged on the expected Spearman ``rho``
+    and the fewest informative scores ``fewest`` (None: the raw counts only); None if it never stops."""
     ok = np.asarray(
         stops(run[rho], run["min_count"], target=target, min_informative=run.get(fewest) if fewest else None, **rule)
     )
@@ -360,10 +355,9 @@ def first_stop(
 
 def stopping_before_after(runs: Any, *, target: float) -> Any:
     """The stopping rule before and after it doubted random clickers, from the same runs (per-batch rows of
-    :func:`run_one` for ``aware``, a ``pandas.DataFrame`` with a ``setting`` column): per
-    setting and rule, the runs, how many stopped, the hit rate (true Spearman >= ``target`` where the rule first
-    stops) with its 95% Wilson interval, and the mean scores per item and true Spearman at the stop. ``before``:
-    ``expected_spearman_fit`` and the raw counts; ``after``: ``expected_spearman`` and the informative counts."""
+    :func:`run_one` for ``aware``, a ``pandas.DataFrame`` with a ``setting`` column): per setting and rule,
+    :func:`_at_stops` and the runs. ``before``: ``expected_spearman_fit`` and the raw counts; ``after``:
+    ``expected_spearman`` and the informative counts."""
     out = []
     for setting, g in runs.groupby("setting", sort=False):
         for rule, rho, fewest in (
@@ -394,9 +388,9 @@ def _at_stops(found: Any, target: float) -> dict[str, Any]:
 
 
 def summarise(curves: Any, *, target: float, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Tables from the per-batch rows of :func:`run_one` (a ``pandas.DataFrame``):
-    ``budget`` (per model and method: scores per item to reach ``target`` on the seed-mean Spearman curve, % saved
-    vs DA and vs DA-z with 95% bootstrap intervals over seeds, paired), ``coverage``, ``stopping``, ``flags``
+    """Tables from the per-batch rows of :func:`run_one` (a ``pandas.DataFrame``): ``budget`` (per model and
+    method: scores per item to reach ``target`` on the seed-mean Spearman curve, % saved vs DA and vs DA-z with 95%
+    bootstrap intervals over seeds, paired), ``coverage``, ``stopping``, ``flags``
     (``recall``: random clickers flagged ``random``; ``false_flag_rate``: honest annotators flagged ``random``;
     ``noisy_rate``: honest annotators flagged ``noisy``, a soft flag; among annotators with >= 30 scores)."""
     rng = np.random.default_rng(seed)
