@@ -97,14 +97,6 @@ _KINDS = {
 }
 
 
-def _not_regular(path: str, mode: int) -> InputError:
-    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-    return InputError(
-        f"{path}: is {kind}, not a regular file; give a file of records (a stream or device may never end).",
-        path=path,
-    )
-
-
 def _open_binary(path: str) -> io.BufferedReader:
     """Open ``path`` for reading bytes; a missing file, no permission, or anything but a regular file (a directory,
     a device such as ``/dev/zero``, a FIFO, a socket; a symbolic link is followed) is one InputError.
@@ -125,7 +117,11 @@ def _open_binary(path: str) -> io.BufferedReader:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise _not_regular(path, mode)
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise InputError(
+                f"{path}: is {kind}, not a regular file; give a file of records (a stream or device may never end).",
+                path=path,
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return open(fd, "rb")  # noqa: SIM115 (the callers close it)

@@ -336,7 +336,8 @@ def compare_methods(
     if workdir is not None:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-    curves, finals, heat = [], {}, {}
+    curves, heat = [], {}
+    finals = {method: np.empty((settings.runs, len(oracle.values))) for method in settings.methods}
     run_seeds = rng.integers(0, 2**63 - 1, size=settings.runs)
     # the same seed per run for every method: the same annotator pool and noise stream
     tasks = [
@@ -344,8 +345,6 @@ def compare_methods(
         for method in settings.methods
         for run in range(settings.runs)
     ]
-    for method in settings.methods:
-        finals[method] = np.empty((settings.runs, len(oracle.values)))
     for (_, method, *_, run), res in zip(tasks, (map_fn or serial_map)(seeded_campaign, tasks)):
         curves.append(res["curve"].assign(method=method, run=run))
         finals[method][run] = res["final"]
@@ -388,11 +387,9 @@ def annotations_to_reach(
         x = sub["n_annotations"].to_numpy(dtype=float)
         y = sub[f"{column}_mean"].to_numpy(dtype=float)
         rows.append({"method": method, "target": target, "mean_curve_annotations": first_crossing(x, y, target)})
-        firsts = []
-        for _, run in curves[curves["method"] == method].groupby("run"):
-            hit = run.loc[run[column] >= target, "n_annotations"]
-            firsts.append(float(hit.iloc[0]) if len(hit) else np.nan)
-        per_run = np.array(firsts)
+        runs = curves[curves["method"] == method]  # the first checkpoint of each run that reaches the target
+        first = runs[runs[column] >= target].groupby("run")["n_annotations"].first()
+        per_run = first.reindex(runs["run"].unique()).to_numpy(dtype=np.float64)
         rows[-1]["runs_reaching"] = float(np.mean(~np.isnan(per_run)))
         rows[-1]["median_run_annotations"] = float(np.nanmedian(per_run)) if np.any(~np.isnan(per_run)) else np.nan
     return pd.DataFrame(rows)

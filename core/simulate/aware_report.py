@@ -36,12 +36,8 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
         g = curves[curves["model"] == model]
         for k, method in enumerate(dict.fromkeys(g["method"])):
             m = g[g["method"] == method].groupby("per_item")[value].mean()
-            ax.plot(
-                m.index,
-                m.to_numpy(),
-                color=PALETTE[k % len(PALETTE)],
-                label=METHOD_LABELS.get(method, method),
-            )
+            label = METHOD_LABELS.get(method, method)
+            ax.plot(m.index, m.to_numpy(), color=PALETTE[k % len(PALETTE)], label=label)
         if value == "spearman":
             ax.axhline(target, color="grey", lw=0.8, ls="--")
         ax.set_title(model)

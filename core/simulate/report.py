@@ -199,14 +199,8 @@ def strip_by_group(
             for g_i, g in enumerate(order):
                 vals = sub.loc[sub[group] == g, col].to_numpy(dtype=float)
                 x = g_i + offset + jitter.uniform(-0.08, 0.08, len(vals))
-                ax.scatter(
-                    x,
-                    vals,
-                    s=9,
-                    alpha=0.7,
-                    color=PALETTE[h_i % len(PALETTE)],
-                    label=str(h) if (g_i == 0 and h is not None) else None,
-                )
+                label = str(h) if (g_i == 0 and h is not None) else None
+                ax.scatter(x, vals, s=9, alpha=0.7, color=PALETTE[h_i % len(PALETTE)], label=label)
         if hlines and col in hlines:
             ax.axhline(hlines[col], color="red", lw=1.2)
         ax.set_xticks(range(len(order)), list(order), rotation=30)
@@ -367,12 +361,8 @@ def histograms(
     fig, axes = new_figure(len(values), width=2.8, height=2.8, title=title)
     edges = np.linspace(value_range[0], value_range[1], bins + 1)
     for i, (ax, (name, vals)) in enumerate(zip(axes, values.items())):
-        ax.hist(
-            np.clip(np.asarray(vals, dtype=float), *value_range),
-            bins=edges,
-            color=PALETTE[i % len(PALETTE)],
-            edgecolor="black",
-        )
+        clipped = np.clip(np.asarray(vals, dtype=float), *value_range)
+        ax.hist(clipped, bins=edges, color=PALETTE[i % len(PALETTE)], edgecolor="black")
         ax.set_title(name)
         ax.set_xlabel("scalar value")
     return fig
