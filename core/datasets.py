@@ -31,8 +31,7 @@ def _read(name: str, **kw: Any) -> Any:
 def agh_tv_ratings() -> Any:
     """The study's ratings as a ``pandas.DataFrame`` with ``item_id`` (str), ``annotator_id`` (str) and
     ``score`` (float64, 1-5): one row per individual rating."""
-    frame = _read("ratings.csv", dtype={"item_id": str, "annotator_id": str, "score": "float64"})
-    return frame
+    return _read("ratings.csv", dtype={"item_id": str, "annotator_id": str, "score": "float64"})
 
 
 def agh_tv_items() -> Any:

@@ -2,25 +2,17 @@
 
 Every command that writes a file or a directory (``easl export`` estimates and ``--ratings``, ``easl ingest
 --rejects``, ``easl evaluate --output``, ``easl simulate --out``) calls :func:`check_outputs` or
-:func:`check_output_dir` before it does any work or opens any transaction:
-
-* an output is never the project file, nor its ``-wal``/``-shm``/``-journal`` companions: compared by device and
-  inode (symlinks and hard links are the same file) and, for companions that do not exist yet, by resolved name;
-* two outputs of one command are never the same file;
-* an output is not a directory, its directory exists and a file can be created there (probed by creating and
-  removing a temporary file, which also catches read-only file systems where ``os.access`` says yes to root).
-
-:func:`atomic_outputs` then writes every file under a temporary name in its target directory and renames them into
-place only when all are complete, so a failure leaves every target as it was (a multi-file command writes all or
-none). The messages are one sentence naming the path; they say what is wrong, never which flag to pass.
+:func:`check_output_dir` before any work or transaction: an output is never the project file nor its
+``-wal``/``-shm``/``-journal`` companions (compared by device and inode, so symlinks and hard links are the same
+file, and by resolved name for companions that do not exist yet), two outputs are never the same file, and a file
+can be created in the output's directory (probed: ``os.access`` says yes to root on a read-only file system).
+:func:`atomic_outputs` then writes all or none. Messages say what is wrong, never which flag to pass.
 
 Spreadsheet programs execute a CSV cell that begins with ``=``, ``+``, ``-`` or ``@`` (and some a tab or carriage
 return) as a formula (OWASP, "CSV Injection"). :func:`neutralise_cells` prefixes such cells of text columns with a
-single quote, as OWASP recommends, before a CSV or TSV file is written (the default of every writer; the commands'
-``--raw-cells`` keeps them as stored). Number columns are never touched, nor a text cell that is a plain decimal
-number (``-5``: a spreadsheet reads it as a number, not a formula). A cell that already begins with quotes before
-such a character gets one more, so the change can be undone exactly (:func:`restore_cell`: remove one quote from a
-cell that begins with a quote and then reads as neutralised).
+single quote, as OWASP recommends, before a CSV or TSV file is written (unless ``--raw-cells``). Number columns and
+text cells that are plain decimal numbers (``-5``) are never touched. A cell that already begins with quotes before
+such a character gets one more, so that :func:`restore_cell` undoes the change exactly.
 """
 
 from __future__ import annotations

@@ -154,20 +154,10 @@ def _log_bound(
 ) -> NDArray[Any]:
     """``log U_ib`` (:func:`core.selection.select_hits`) of anchors at ``a_m`` with ``a2 = 2 gamma^2 + V_i`` and
     bins ``lo, hi, vmin, vmax``, broadcasting: ``0.5 log(g2 / (a2 + vmin)) - d^2 / (2 (a2 + vmax))`` with ``d`` the
-    distance from ``a_m`` to ``[lo, hi]``. Elementwise, in this order of operations wherever it is evaluated (over
-    every bin for the envelope, at the proposals' bins for their acceptance), so the two agree bit for bit."""
-    dist = lo - a_m
-    np.maximum(dist, a_m - hi, out=dist)
-    np.maximum(dist, 0.0, out=dist)
-    dist *= dist
-    scale = a2 + vmax
-    scale *= 2.0
-    dist /= scale
-    out: NDArray[Any] = a2 + vmin
-    np.divide(g2, out, out=out)
-    np.log(out, out=out)
-    out *= 0.5
-    out -= dist
+    distance from ``a_m`` to ``[lo, hi]``. The one formula for the envelope (every bin) and the acceptance (the
+    proposals' bins), so the two agree bit for bit."""
+    dist = np.maximum(np.maximum(lo - a_m, a_m - hi), 0.0)
+    out: NDArray[Any] = 0.5 * np.log(g2 / (a2 + vmin)) - dist * dist / (2.0 * (a2 + vmax))
     return out
 
 

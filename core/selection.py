@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.partner_sampling import log_quality, partners, successive
+from core.partner_sampling import partners, partners_direct
 
 DEFAULT_BINS = 32
 DEFAULT_MAX_ROUNDS = 64
@@ -183,19 +183,16 @@ def select_hits_literal(
     exclude: Any = None,
 ) -> NDArray[Any]:
     """Algorithm 1 literally, ``O(k N)``: for each anchor compute ``q`` against its whole pool and draw the
-    partners with ``Generator.choice(replace=False, p=q / q.sum())``. The reference for tests and the
+    partners with ``Generator.choice(replace=False, p=q / q.sum())`` (:func:`core.partner_sampling.partners_direct`,
+    from the whole pool). The reference for tests and the
     benchmark; same arguments and result shape as :func:`select_hits`.
     """
     location, variance = _check_keys(location, variance)
     anchors, pool_ids, m = _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude)
-    out = np.empty((anchors.size, m + 1), dtype=np.int64)
-    out[:, 0] = anchors
-    g2 = 2.0 * gamma * gamma
-    for row, a in enumerate(anchors):
-        cand = pool_ids if pool == "paper" else pool_ids[pool_ids != a]
-        logq = log_quality(location[a], variance[a], location[cand], variance[cand], g2)
-        out[row, 1:] = successive(cand, logq, m, rng)
-    return out
+    found = partners_direct(
+        anchors, pool_ids, location, variance, m, 2.0 * gamma * gamma, rng, self_in_pool=pool == "all"
+    )
+    return np.column_stack([anchors, found]).astype(np.int64)
 
 
 def select_hits(

@@ -86,27 +86,6 @@ class Table:
         return f"{self.path}:{n}" if self.unit == "line" else f"{self.path}:row {n}"
 
 
-def _decode_utf8(raw: bytes, path: str) -> str:
-    """Decode strict UTF-8 (optional BOM); a bad byte raises InputError with its line and column."""
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = exc.start
-        line = raw.count(b"\n", 0, start) + 1
-        line_start = raw.rfind(b"\n", 0, start) + 1
-        column = start - line_start + 1
-        byte = raw[start : start + 1].hex()
-        raise InputError(
-            f"{path}:{line}: column {column}: the file is not valid UTF-8 (byte 0x{byte}); "
-            f"save it as UTF-8 and try again."
-        ) from None
-
-
-def _read_bytes(path: str) -> bytes:
-    with _open_binary(path) as fh:
-        return fh.read()
-
-
 #: what a file that is not a regular file is, by ``stat.S_IFMT``: such inputs never end (``/dev/zero``) or block
 #: until a writer comes (a FIFO), so they are refused
 _KINDS = {
@@ -116,14 +95,6 @@ _KINDS = {
     stat.S_IFSOCK: "a socket",
     stat.S_IFDIR: "a directory",
 }
-
-
-def _not_regular(path: str, mode: int) -> InputError:
-    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-    return InputError(
-        f"{path}: is {kind}, not a regular file; give a file of records (a stream or device may never end).",
-        path=path,
-    )
 
 
 def _open_binary(path: str) -> io.BufferedReader:
@@ -146,7 +117,11 @@ def _open_binary(path: str) -> io.BufferedReader:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise _not_regular(path, mode)
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise InputError(
+                f"{path}: is {kind}, not a regular file; give a file of records (a stream or device may never end).",
+                path=path,
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return open(fd, "rb")  # noqa: SIM115 (the callers close it)
@@ -162,8 +137,7 @@ def check_regular_file(path: str | os.PathLike[str]) -> None:
 
 
 def _printable(body: bytes, delimiter: str) -> bool:
-    """True when the records ``body`` (plain lines: :func:`_plain`) hold only printable ASCII bytes (0x20-0x7E)
-    besides line ends and the delimiter: two passes of numpy over the bytes, and byte counts in C."""
+    """True when the records ``body`` hold only printable ASCII (0x20-0x7E) besides line ends and the delimiter."""
     data = np.frombuffer(body, dtype=np.uint8)
     if not data.size:
         return True
@@ -173,35 +147,12 @@ def _printable(body: bytes, delimiter: str) -> bool:
     return int(np.count_nonzero(data < 0x20)) == allowed
 
 
-def _read_plain_delimited(text: str, path: str, delimiter: str) -> Table | None:
-    """The fast path of :func:`_read_delimited` for files where every line is one record: no quote character,
-    no carriage return, no blank line (but a final newline). Parsed by Arrow's CSV reader, all columns as text;
-    record ``k`` starts on line ``k + 2``. Returns None when the file is not of that kind or Arrow refuses it
-    (the csv-module path then parses it and words the error)."""
-    body = text.rstrip("\n")
-    if not _plain(body):
-        return None
-    head, _, body = body.partition("\n")
-    header = _plain_header(head, delimiter)
-    if header is None:
-        return None
-    _check_delimiter(header, path, delimiter, 1)
-    data = body.encode("utf-8")
-    parsed = _arrow_delimited(data, header, delimiter)
-    if parsed is None:
-        return None
-    frame, arrow = parsed
-    lines = np.arange(2, len(frame) + 2, dtype=np.int64)
-    return Table(frame=frame, lines=lines, path=path, printable=_printable(data, delimiter), arrow=arrow)
-
-
 #: the characters ``str.strip()`` removes (``str.isspace``), but the line end
 _SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n")
 
 
 def _unpadded(body: str) -> bool:
-    """True when ``body`` holds no whitespace but line ends (a few substring searches: none of the characters
-    beyond Latin-1 is searched for in a Latin-1 text)."""
+    """True when ``body`` holds no whitespace but line ends."""
     return not any(c in body for c in _SPACES)
 
 
@@ -248,14 +199,6 @@ def _arrow_delimited(body: bytes, header: list[str], delimiter: str) -> tuple[pd
         dtype=object,
     )
     return frame, arrow
-
-
-def _read_delimited(text: str, path: str, delimiter: str) -> Table:
-    """Parse CSV/TSV with the csv module, recording the line where each record starts; skip blank lines."""
-    plain = _read_plain_delimited(text, path, delimiter)
-    if plain is not None:
-        return plain
-    return next(_iter_delimited(io.StringIO(text, newline=""), path, delimiter, sys.maxsize))
 
 
 _DELIMITERS = {",": ("comma", "CSV", ".csv"), "\t": ("tab", "TSV", ".tsv")}
@@ -309,11 +252,6 @@ def _delimited_table(rows: list[list[str]], starts: list[int], header: list[str]
     return Table(frame=frame, lines=np.asarray(starts, dtype=np.int64), path=path)
 
 
-def _read_jsonl(text: str, path: str) -> Table:
-    """Parse one JSON object per line; blank lines are skipped; a bad line raises InputError with its number."""
-    return next(_iter_jsonl(text.splitlines(), path, sys.maxsize))
-
-
 def _jsonl_table(records: list[dict[str, Any]], starts: list[int], path: str, printable: bool = False) -> Table:
     """The records as object columns, each value as JSON gave it (a key a record lacks is None): built column by
     column, so that no type is inferred (``DataFrame.from_records`` would make the integers of a column with a
@@ -351,14 +289,14 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-#: the JSONL decoder: ``json.loads`` with :func:`_unique_keys` (a few per cent slower than without)
+#: the JSONL decoder: ``json.loads`` with :func:`_unique_keys`
 _DECODE = json.JSONDecoder(object_pairs_hook=_unique_keys).decode
 
 
 def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterator[Table]:
     """CSV/TSV in chunks: while the lines are plain (:func:`_plain`), ``chunk_rows`` lines at a time parsed by
-    Arrow (several times faster than the csv module); from the first chunk that is not, the csv module reads on
-    from the start of that chunk (the earlier chunks ended at a line end outside any quotes, having none)."""
+    Arrow (the ingest target; measurements: docs/studies/code-notes.md); from the first chunk that is not, the csv
+    module reads on from the start of that chunk (the earlier chunks ended at a line end outside any quotes)."""
     line0, offset, yielded = 0, 0, False
     header: list[str] | None = None
     with _open_binary(path) as raw:
@@ -406,8 +344,8 @@ def _iter_plain_delimited(path: str, delimiter: str, chunk_rows: int) -> Iterato
 
 
 class _LineBlocks:
-    """Whole lines of a binary file, ``n`` at a time, read in blocks of ``block`` bytes (far faster than line by
-    line); the position of the ``n``-th line end is found with numpy."""
+    """Whole lines of a binary file, ``n`` at a time, read in blocks of ``block`` bytes, the ``n``-th line end found
+    with numpy (the ingest target; measurements: docs/studies/code-notes.md)."""
 
     def __init__(self, raw: io.BufferedReader, block: int = 1 << 24) -> None:
         self.raw, self.block, self.rest = raw, block, b""

@@ -15,11 +15,8 @@ extension     read                       write
    carriage return, and not a plain number) are written with a leading single quote unless ``raw_cells``
    (:func:`core.outputs.neutralise_cells`).
 
-Every row read keeps where it came from (``Table.locations``: ``"file.csv:12"``, the line where the record starts;
-``"file.parquet:row 12"`` for Parquet) so that validation errors can name the file and line. Text files are
-decoded as strict UTF-8 (a byte-order mark is allowed); CSV and TSV cells are kept as strings so that ids such as
-``"007"`` survive. Writes go to a temporary file in the target directory and are renamed into place, so a failed
-write never leaves half a file behind.
+Every record read keeps its source line (``Table.locations``: ``"file.csv:12"``, ``"file.parquet:row 12"``) for
+messages; CSV and TSV cells stay strings (ids such as ``"007"`` survive). Writes are atomic (:func:`atomic_path`).
 """
 
 from __future__ import annotations
@@ -28,6 +25,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,36 +38,17 @@ import pyarrow.csv as pa_csv
 from core.errors import InputError
 from core.outputs import atomic_outputs, neutralise_cells, neutralise_frame
 from core.table_parsing import (
-    Table,
-    _decode_utf8,
+    Table as Table,
+)
+from core.table_parsing import (
     _iter_jsonl,
     _iter_parquet,
     _iter_plain_delimited,
     _locate_bad_utf8,
     _open_binary,
     _open_parquet,
-    _read_bytes,
-    _read_delimited,
-    _read_jsonl,
     check_regular_file,
 )
-
-__all__ = [
-    "CHUNK_ROWS",
-    "READ_FORMATS",
-    "WRITE_FORMATS",
-    "Table",
-    "atomic_path",
-    "check_input",
-    "iter_table",
-    "read_format",
-    "read_table",
-    "write_format",
-    "write_jsonl_records",
-    "write_table",
-    "write_table_to",
-    "write_tables",
-]
 
 READ_FORMATS = {
     ".csv": "csv",
@@ -80,14 +59,7 @@ READ_FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
-WRITE_FORMATS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
+WRITE_FORMATS = {ext: fmt for ext, fmt in READ_FORMATS.items() if ext != ".tab"}
 
 
 def _format(path: str | os.PathLike[str], formats: dict[str, str], what: str) -> str:
@@ -112,19 +84,15 @@ def write_format(path: str | os.PathLike[str]) -> str:
 
 def check_input(path: str | os.PathLike[str]) -> None:
     """Check an input file before any work: a known extension (:func:`read_format`) and a regular file that can be
-    opened (not a directory, device, FIFO or socket, even through a symbolic link: such inputs may never end).
-
-    Raises
-    ------
-    InputError
-        One sentence naming the file.
-    """
+    opened (not a directory, device, FIFO or socket, even through a symbolic link: such inputs may never end); else
+    raise InputError, one sentence naming the file."""
     read_format(path)
     check_regular_file(path)
 
 
 def read_table(path: str | os.PathLike[str]) -> Table:
-    """Read a CSV, TSV, JSONL or Parquet file (by extension) into a ``Table`` with source lines.
+    """Read a CSV, TSV, JSONL or Parquet file (by extension) into a ``Table`` with source lines (a text file is
+    :func:`iter_table` in one chunk).
 
     Parameters
     ----------
@@ -151,13 +119,8 @@ def read_table(path: str | os.PathLike[str]) -> Table:
             raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from None
         frame = frame.reset_index(drop=True)
         return Table(frame=frame, lines=np.arange(1, len(frame) + 1, dtype=np.int64), path=path, unit="row")
-    raw = _read_bytes(path)
-    text = _decode_utf8(raw, path)
-    if not text.strip():
-        raise InputError(f"{path}: the file is empty.")
-    if fmt == "jsonl":
-        return _read_jsonl(text, path)
-    return _read_delimited(text, path, "," if fmt == "csv" else "\t")
+    (table,) = iter_table(path, chunk_rows=sys.maxsize)  # one chunk: the whole file
+    return table
 
 
 CHUNK_ROWS = 250_000  # records per chunk of :func:`iter_table`: a few hundred MB at most, whatever the file size
@@ -209,17 +172,15 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
-    """Yield a temporary file name in ``path``'s directory; on success it is renamed over ``path``, on any error
-    it is removed and ``path`` is left as it was (:func:`core.outputs.atomic_outputs` for one file). Raises
-    InputError when the directory is missing or cannot be written, or the write fails (disk full)."""
+    """:func:`core.outputs.atomic_outputs` for one file: yield a temporary name in ``path``'s directory, renamed over
+    ``path`` on success, removed on any error (InputError when the directory or the write fails)."""
     with atomic_outputs([path]) as (tmp,):
         yield tmp
 
 
 def _write_to(frame: pd.DataFrame, tmp: str, fmt: str, raw_cells: bool = False) -> None:
-    """``frame`` into the file ``tmp`` as ``fmt``; CSV and TSV text cells a spreadsheet would execute are
-    neutralised unless ``raw_cells`` (:func:`core.outputs.neutralise_cells`)."""
-    if fmt == "csv":  # pyarrow's writer: about 15 times faster than pandas' at a million rows
+    """``frame`` into the file ``tmp`` as ``fmt`` (:func:`write_table`)."""
+    if fmt == "csv":  # pyarrow's writer, for the export target (measurements: docs/studies/code-notes.md)
         table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
         if not raw_cells:
             table = neutralise_cells(table)
@@ -309,9 +270,8 @@ def jsonl_bytes(frame: pd.DataFrame) -> bytes:
 
 
 def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
-    """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension (for callers that rename it
-    into place themselves, e.g. after a commit); a write error is one InputError sentence naming ``path``.
-    ``raw_cells``: CSV/TSV cells that a spreadsheet would execute are written as they are (default: neutralised)."""
+    """Write ``frame`` into the file ``tmp`` in the format of ``path``'s extension, as :func:`write_table` does, for
+    callers that rename it into place themselves (e.g. after a commit); a write error is InputError naming ``path``."""
     try:
         _write_to(frame, tmp, write_format(path), raw_cells)
     except OSError as exc:
@@ -321,12 +281,9 @@ def write_table_to(frame: pd.DataFrame, tmp: str, path: str | os.PathLike[str], 
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
-    """Write ``frame`` to ``path`` as CSV, TSV, JSONL or Parquet (by extension), atomically (:func:`atomic_path`).
-
-    Missing values are written as empty CSV cells, ``null`` in JSONL and nulls in Parquet. JSONL floats keep 15
-    significant digits (pandas' maximum); CSV and Parquet round-trip float64 exactly. CSV and TSV text cells that a
-    spreadsheet would execute as a formula get a leading single quote (:func:`core.outputs.neutralise_cells`) unless
-    ``raw_cells``.
+    """Write ``frame`` to ``path`` as CSV, TSV, JSONL or Parquet (by extension), atomically (:func:`atomic_path`):
+    missing values as empty CSV cells, ``null`` in JSONL, nulls in Parquet; float64 round-trips exactly; CSV and TSV
+    cells a spreadsheet would execute get a leading quote unless ``raw_cells`` (module docstring).
 
     Raises
     ------

@@ -9,8 +9,7 @@ import pytest
 
 from core.models.aware import Observations, fit
 from core.models.aware_diagnostics import RANDOM_MIN_SCORES, annotator_diagnostics
-from core.simulate.replay_agreement import TRUSTED_AGREEMENT
-from core.simulate.replay_data import annotator_agreement, shipped_ratings
+from core.simulate.replay_data import TRUSTED_AGREEMENT, annotator_agreement, shipped_ratings
 
 
 @pytest.fixture(scope="module")

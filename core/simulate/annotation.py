@@ -336,7 +336,8 @@ def compare_methods(
     if workdir is not None:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-    curves, finals, heat = [], {}, {}
+    curves, heat = [], {}
+    finals = {method: np.empty((settings.runs, len(oracle.values))) for method in settings.methods}
     run_seeds = rng.integers(0, 2**63 - 1, size=settings.runs)
     # the same seed per run for every method: the same annotator pool and noise stream
     tasks = [
@@ -344,8 +345,6 @@ def compare_methods(
         for method in settings.methods
         for run in range(settings.runs)
     ]
-    for method in settings.methods:
-        finals[method] = np.empty((settings.runs, len(oracle.values)))
     for (_, method, *_, run), res in zip(tasks, (map_fn or serial_map)(seeded_campaign, tasks)):
         curves.append(res["curve"].assign(method=method, run=run))
         finals[method][run] = res["final"]
@@ -357,24 +356,16 @@ def compare_methods(
     summary = []
     for method in settings.methods:
         sub = long[long["method"] == method]
-        table = {m: sub.pivot(index="run", columns="iteration", values=m) for m in ("spearman", "pearson")}
-        base = sub[sub["run"] == 0].sort_values("iteration")
-        bands = {m: _bootstrap_mean_band(t.to_numpy(), settings.bootstrap, rng) for m, t in table.items()}
-        for k, it in enumerate(base["iteration"]):
-            rec = {
-                "method": method,
-                "iteration": int(it),
-                "n_annotations": int(base["n_annotations"].iloc[k]),
-                "annotations_per_item": float(base["annotations_per_item"].iloc[k]),
-            }
-            for m, t in table.items():
-                rec[f"{m}_mean"] = float(np.nanmean(t[it]))
-                rec[f"{m}_low"] = float(bands[m][0][k])
-                rec[f"{m}_high"] = float(bands[m][1][k])
-            summary.append(rec)
+        rows = sub[sub["run"] == 0].sort_values("iteration")
+        rows = rows[["method", "iteration", "n_annotations", "annotations_per_item"]].reset_index(drop=True)
+        for m in ("spearman", "pearson"):
+            values = sub.pivot(index="run", columns="iteration", values=m).to_numpy()
+            rows[f"{m}_mean"] = np.nanmean(values, axis=0)
+            rows[f"{m}_low"], rows[f"{m}_high"] = _bootstrap_mean_band(values, settings.bootstrap, rng)
+        summary.append(rows)
     return {
         "curves": long,
-        "summary": pd.DataFrame(summary),
+        "summary": pd.concat(summary, ignore_index=True),
         "finals": {m: f[0] for m, f in finals.items()},
         "final_all": finals,
         "heatmaps": heat,
@@ -396,11 +387,9 @@ def annotations_to_reach(
         x = sub["n_annotations"].to_numpy(dtype=float)
         y = sub[f"{column}_mean"].to_numpy(dtype=float)
         rows.append({"method": method, "target": target, "mean_curve_annotations": first_crossing(x, y, target)})
-        firsts = []
-        for _, run in curves[curves["method"] == method].groupby("run"):
-            hit = run.loc[run[column] >= target, "n_annotations"]
-            firsts.append(float(hit.iloc[0]) if len(hit) else np.nan)
-        per_run = np.array(firsts)
+        runs = curves[curves["method"] == method]  # the first checkpoint of each run that reaches the target
+        first = runs[runs[column] >= target].groupby("run")["n_annotations"].first()
+        per_run = first.reindex(runs["run"].unique()).to_numpy(dtype=np.float64)
         rows[-1]["runs_reaching"] = float(np.mean(~np.isnan(per_run)))
         rows[-1]["median_run_annotations"] = float(np.nanmedian(per_run)) if np.any(~np.isnan(per_run)) else np.nan
     return pd.DataFrame(rows)

@@ -1,11 +1,5 @@
-"""The report of ``easl simulate easl --annotator-model ...``: the annotator-aware study as CSV
-tables, PNG figures and a Markdown report.
-
-The numbers come from :func:`core.simulate.aware_study.run_study`; this module lays them out: the Spearman and
-Kendall curves against scores per item (mean over seeds, per annotator model), the budget to reach the target and
-the % saved vs DA (and vs DA with z-scores) with bootstrap intervals over seeds, the coverage of the 95% rank
-intervals, the stopping rule's hit rate and the random-clicker flags. Where ``aware`` saves nothing the report says
-so, from the intervals, not by judgement.
+"""The report of ``easl simulate easl --annotator-model ...`` (:func:`core.simulate.aware_study.run_study`): CSV
+tables, PNG figures and a Markdown report. Where ``aware`` saves nothing the report says so, from the intervals.
 """
 
 from __future__ import annotations
@@ -42,12 +36,8 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
         g = curves[curves["model"] == model]
         for k, method in enumerate(dict.fromkeys(g["method"])):
             m = g[g["method"] == method].groupby("per_item")[value].mean()
-            ax.plot(
-                m.index,
-                m.to_numpy(),
-                color=PALETTE[k % len(PALETTE)],
-                label=METHOD_LABELS.get(method, method),
-            )
+            label = METHOD_LABELS.get(method, method)
+            ax.plot(m.index, m.to_numpy(), color=PALETTE[k % len(PALETTE)], label=label)
         if value == "spearman":
             ax.axhline(target, color="grey", lw=0.8, ls="--")
         ax.set_title(model)

@@ -84,10 +84,8 @@ def claims(res: dict[str, Any], oracle: Oracle, settings: CampaignSettings, dist
                 f"({budget / len(oracle.values):.1f} per item); EASL's mean curve reaches it after about "
                 f"{need:.0f} scores, {ratio:.0%} of DA's budget: {verdict}."
             )
-        gaps = []
-        da = summ[summ["method"] == "da"].set_index("iteration")
-        for it, row in summ[summ["method"] == "easl"].set_index("iteration").iterrows():
-            gaps.append(row["spearman_mean"] - da.loc[it, "spearman_mean"])
+        da = summ[summ["method"] == "da"].set_index("iteration")["spearman_mean"]
+        gaps = easl.set_index("iteration")["spearman_mean"] - da
         e_last, d_last = final.loc["easl"], final.loc["da"]
         overlap = (
             e_last["spearman_low"] <= d_last["spearman_high"] and d_last["spearman_low"] <= e_last["spearman_high"]

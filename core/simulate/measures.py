@@ -55,19 +55,14 @@ def prmse(system: ArrayLike, ratings: ArrayLike) -> float:
     return float(quiet(metrics.prmse, system, ratings))
 
 
-COEFFICIENTS = {
-    "cohen": "Cohen's kappa",
-    "scott": "Scott's pi",
-    "gwet": "Gwet's AC",
-    "bp": "Brennan-Prediger",
-    "krippendorff": "Krippendorff's alpha",
-}
+#: Our name of each coefficient (Cohen's kappa, Scott's pi, Gwet's AC, Brennan-Prediger, Krippendorff's alpha) and
+#: its key in :func:`core.metrics.chance_corrected_agreement`.
 _FAMILY_KEYS = {"cohen": "conger", "scott": "fleiss", "gwet": "gwet", "bp": "bp", "krippendorff": "krippendorff"}
 
 
 def coefficient_names() -> list[str]:
     """Column names of :func:`agreement_suite`'s coefficients: ``<coefficient>_<weights>``, then ordinal alpha."""
-    return [f"{c}_{w}" for c in COEFFICIENTS for w in WEIGHTS] + ["krippendorff_ordinal"]
+    return [f"{c}_{w}" for c in _FAMILY_KEYS for w in WEIGHTS] + ["krippendorff_ordinal"]
 
 
 def agreement_suite(gold: ArrayLike, system: ArrayLike, lo: int, hi: int) -> dict[str, float]:

@@ -148,23 +148,20 @@ def _experiment(rep: Report, df: pd.DataFrame, name: str, title: str, text: str)
         caption=f"The paper's panel (every coefficient is in `tables/{name}.csv`)",
         digits=3,
     )
-    fig = lines(
-        df, x, display, shared_panel=True, xlabel=xlabel, ylabel="value", title=title + ": the paper's coefficients"
-    )
-    rep.figure(
-        fig, f"{name}_paper", f"{title}: the coefficients of the paper's figure, with MAE and percent agreement."
-    )
-    fig = lines(
-        df,
-        x,
-        measures.coefficient_names(),
-        shared_panel=True,
-        xlabel=xlabel,
-        ylabel="value",
-        markers=False,
-        title=title + ": every coefficient",
-    )
-    rep.figure(fig, f"{name}_all", f"{title}: every coefficient and weighting.")
+    for suffix, columns, markers, what, caption in (
+        (
+            "paper",
+            display,
+            True,
+            "the paper's coefficients",
+            "the coefficients of the paper's figure, with MAE and percent agreement",
+        ),
+        ("all", measures.coefficient_names(), False, "every coefficient", "every coefficient and weighting"),
+    ):
+        fig = lines(
+            df, x, columns, shared_panel=True, xlabel=xlabel, ylabel="value", markers=markers, title=f"{title}: {what}"
+        )
+        rep.figure(fig, f"{name}_{suffix}", f"{title}: {caption}.")
 
 
 def _property_table(rep: Report, table: pd.DataFrame) -> None:

@@ -1,10 +1,9 @@
 """A method against DA at every budget of an annotator-aware study: the paired difference in Spearman and Kendall
-over seeds, with a 95% interval (the condition for the default method, ``docs/studies/default-method.md``).
+over seeds, with a 95% interval.
 
-The study (:func:`core.simulate.aware_study.run_study`, ``easl simulate easl --annotator-model ...``) runs every
-method of a seed on the same annotators and, through the uniform passes, on the same scores (common random
-numbers), so the comparison is paired by seed. For annotator model ``M``, budget ``b`` (scores per item) and
-measure ``r`` (Spearman or Kendall with the truth), seed ``s`` gives
+The methods of a seed share its annotators and scores (common random numbers,
+:func:`core.simulate.aware_study.run_study`), so the comparison is paired by seed. For annotator model ``M``,
+budget ``b`` (scores per item) and measure ``r`` (Spearman or Kendall with the truth), seed ``s`` gives
 
     d_s = r(method, M, s, b) - r(reference, M, s, b),
 
@@ -138,8 +137,7 @@ def worst_per_model(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def never_worse(table: pd.DataFrame) -> bool:
-    """The condition for the default method (``docs/studies/default-method.md``): no (model, budget, measure) of
-    :func:`paired_by_budget` is "worse"."""
+    """The condition for the default method (module docstring): no row of :func:`paired_by_budget` is "worse"."""
     return not bool((table["verdict"] == "worse").any())
 
 

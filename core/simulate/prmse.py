@@ -271,10 +271,9 @@ def double_scored_rows(n_responses: int, percentage: float, seed: int) -> NDArra
     """Boolean mask of the double-scored responses: ``RandomState(seed).choice(N, int(pct / 100 * N),
     replace=False)`` with a new generator each call (the authors' ``simulate_percent_double_scored``); every row
     at 100%."""
-    mask = np.zeros(n_responses, dtype=bool)
     if percentage >= 100:
-        mask[:] = True
-        return mask
+        return np.ones(n_responses, dtype=bool)
+    mask = np.zeros(n_responses, dtype=bool)
     k = int(percentage / 100 * n_responses)
     mask[np.random.RandomState(seed).choice(n_responses, size=k, replace=False)] = True
     return mask

@@ -17,7 +17,12 @@ annotators from one stream, so while two methods choose the same HITs they get t
 
 After an ``aware`` run the annotator diagnostics of the final fit (:mod:`core.models.aware_diagnostics`) are kept per
 annotator, to compare the flags with each annotator's agreement over all their ratings
-(:func:`core.simulate.replay_data.annotator_agreement`). The tables are :mod:`core.simulate.replay_summary`.
+(:func:`core.simulate.replay_data.annotator_agreement`).
+
+The tables (:func:`summarise`): each run's Spearman curve is put on the common grid of batch budgets (linear
+interpolation; a run whose pool ran out stops there), the seeds are averaged, and the budget is the first crossing
+of the seed-mean curve (:func:`core.simulate.annotation.first_crossing`). The bootstrap resamples the seeds, the
+same resample for the method and its reference (paired: a seed is one split and one stream of annotators).
 """
 
 from __future__ import annotations
@@ -32,16 +37,17 @@ from scipy import stats
 from core.models import METHODS as ENGINE_METHODS
 from core.models import Hyper, get_model
 from core.selection import select_least_annotated
+from core.simulate.annotation import first_crossing
 from core.simulate.mapping import MapFn, serial_map
-from core.simulate.replay_agreement import flag_table
-from core.simulate.replay_data import Ratings
-from core.simulate.replay_summary import summarise
+from core.simulate.replay_data import Ratings, flag_table
 from core.store.choosing import choose_hits
 
 #: Methods of a replay: the engine's and DA with WMT z-scores.
 METHODS = (*ENGINE_METHODS, "da-z")
 #: The default comparison.
 DEFAULT_METHODS = ("da", "da-z", "easl", "aware")
+#: Bootstrap resamples of the seeds.
+N_BOOT = 2000
 
 
 def split(r: Ratings, seed: int) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -107,7 +113,7 @@ def item_means(item_ix: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
     return m
 
 
-def _correlations(est: NDArray[Any], truth: NDArray[Any]) -> tuple[float, float]:
+def correlations(est: NDArray[Any], truth: NDArray[Any]) -> tuple[float, float]:
     """Spearman and Kendall (tau-b) of the estimates with the truth; NaN while the estimates are all equal (e.g.
     z-scores of annotators with one score each)."""
     if np.ptp(est) == 0:
@@ -142,7 +148,7 @@ def run_one(
     available = ~np.isnan(pool)
     n, na = r.n_items, r.n_annotators
     pool_means = np.nansum(pool, axis=1) / np.maximum(available.sum(axis=1), 1)
-    ceiling = _correlations(pool_means, truth)
+    ceiling = correlations(pool_means, truth)
     assign_rng = np.random.default_rng([seed, 11])
     state = model.init_state(n)
     item_ix, ann, score = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
@@ -168,11 +174,11 @@ def run_one(
             model.apply(state, items, x, np.repeat(np.arange(len(hits)), hits.shape[1])[: items.size])
         base = {"seed": seed, "per_item": item_ix.size / n}
         est = model.summary(state).estimate
-        rho, tau = _correlations(est, truth)
+        rho, tau = correlations(est, truth)
         rows.append({"method": engine, **base, "spearman": rho, "kendall": tau})
         if method == "da-z" or engine == "da":
             z = item_means(item_ix, zscore(ann, score, na), n)
-            rho, tau = _correlations(z, truth)
+            rho, tau = correlations(z, truth)
             rows.append({"method": "da-z", **base, "spearman": rho, "kendall": tau})
     if method == "da":
         rows = [row for row in rows if row["method"] == "da"] + [row for row in rows if row["method"] == "da-z"]
@@ -206,7 +212,7 @@ def run_replay(
     map_fn: MapFn = serial_map,
     **run_kw: Any,
 ) -> dict[str, Any]:
-    """Every (method, seed) campaign, then :func:`core.simulate.replay_summary.summarise`.
+    """Every (method, seed) campaign, then :func:`summarise`.
 
     Parameters
     ----------
@@ -229,7 +235,7 @@ def run_replay(
     -------
     dict
         ``curves``, ``ceiling``, ``annotators`` (frames) and the tables of
-        :func:`~core.simulate.replay_summary.summarise`.
+        :func:`summarise`.
     """
     bad = [m for m in methods if m not in METHODS]
     if bad:
@@ -259,3 +265,66 @@ def run_replay(
             curves, targets=targets, batch=run_kw.get("batch_hits", 15) * run_kw.get("hit_size", 5) / r.n_items
         ),
     }
+
+
+def on_grid(curves: pd.DataFrame, value: str, grid: NDArray[Any]) -> dict[str, NDArray[Any]]:
+    """Per method, a ``(n_seeds, grid.size)`` matrix of ``value`` interpolated on ``grid`` (NaN past a run's end);
+    seeds in ascending order."""
+    out: dict[str, NDArray[Any]] = {}
+    for method, g in curves.groupby("method", sort=False):
+        seeds = sorted(set(g["seed"]))
+        mat = np.full((len(seeds), grid.size), np.nan)
+        for k, (_, run) in enumerate(g.groupby("seed", sort=True)):
+            x, y = run["per_item"].to_numpy(dtype=np.float64), run[value].to_numpy(dtype=np.float64)
+            mat[k] = np.interp(grid, x, y, left=np.nan, right=np.nan)
+        out[str(method)] = mat
+    return out
+
+
+def grid_of(curves: pd.DataFrame, batch: float) -> NDArray[Any]:
+    """The common grid: multiples of the batch budget up to the largest budget of any run."""
+    top = float(curves["per_item"].max()) if len(curves) else 0.0
+    out: NDArray[Any] = batch * np.arange(1, int(np.floor(top / batch + 1e-9)) + 1)
+    return out
+
+
+def summarise(
+    curves: pd.DataFrame, *, targets: tuple[float, ...], batch: float, n_boot: int = N_BOOT, seed: int = 0
+) -> dict[str, Any]:
+    """``budget``: per target and method, the scores per item to reach the target on the seed-mean Spearman curve
+    (NaN: not reached within the budget), its ratio to DA's, and the % saved vs DA and vs DA with z-scores with
+    95% paired bootstrap intervals over seeds; ``mean_curves``: the seed-mean Spearman and Kendall per budget."""
+    grid = grid_of(curves, batch)
+    mats = on_grid(curves, "spearman", grid)
+    kend = on_grid(curves, "kendall", grid)
+    methods = list(mats)
+    n_seeds = min(m.shape[0] for m in mats.values()) if mats else 0
+    rng = np.random.default_rng(seed)
+    boot = rng.integers(n_seeds, size=(n_boot, n_seeds)) if n_seeds else np.zeros((0, 0), np.int64)
+    boot_means = {m: np.nanmean(mats[m][boot], axis=1) for m in methods}  # (n_boot, grid): seed means per resample
+    rows = []
+    for target in targets:
+        point = {m: first_crossing(grid, np.nanmean(mats[m], axis=0), target) for m in methods}
+        draws = {m: np.array([first_crossing(grid, x, target) for x in boot_means[m]]) for m in methods}
+        for m in methods:
+            row: dict[str, Any] = {"target": target, "method": m, "budget": point[m]}
+            for ref in ("da", "da-z"):
+                if ref not in methods or m == ref:
+                    continue
+                if ref == "da":
+                    row["ratio_to_da"] = point[m] / point[ref]
+                saved = 100.0 * (1.0 - draws[m] / draws[ref])
+                lo, hi = np.nanpercentile(saved, [2.5, 97.5]) if np.isfinite(saved).any() else (np.nan, np.nan)
+                row[f"saved_vs_{ref}"] = 100.0 * (1.0 - point[m] / point[ref])
+                row[f"saved_vs_{ref}_low"], row[f"saved_vs_{ref}_high"] = float(lo), float(hi)
+                row[f"saved_vs_{ref}_reached"] = float(np.mean(np.isfinite(saved)))
+            rows.append(row)
+    mean_rows = [
+        {"method": m, "per_item": x, "spearman": s, "kendall": k}
+        for m in methods
+        for x, s, k in zip(grid, np.nanmean(mats[m], axis=0), np.nanmean(kend[m], axis=0))
+    ]
+    budget = pd.DataFrame(rows)
+    first = [c for c in ("target", "method", "budget", "ratio_to_da") if c in budget.columns]
+    budget = budget[first + [c for c in budget.columns if c not in first]]
+    return {"budget": budget, "mean_curves": pd.DataFrame(mean_rows)}

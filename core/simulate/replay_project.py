@@ -14,10 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
-from scipy import stats
 
-from core.simulate.replay import assign, split
+from core.simulate.replay import assign, correlations, split
 from core.simulate.replay_data import Ratings
 
 
@@ -78,7 +76,4 @@ class ProjectReplay:
     def spearman(self, estimates: pd.DataFrame) -> float:
         """Spearman correlation of a project's estimates (``item_id, estimate``) with the held-out truth."""
         codes = self.code[self.index.get_indexer(estimates["item_id"])]
-        est: NDArray[Any] = estimates["estimate"].to_numpy(dtype=np.float64)
-        if np.ptp(est) == 0:
-            return float("nan")
-        return float(stats.spearmanr(est, self.truth[codes]).statistic)
+        return correlations(estimates["estimate"].to_numpy(dtype=np.float64), self.truth[codes])[0]

@@ -1,11 +1,6 @@
-"""The report of ``easl simulate replay``: real ratings replayed through the engine (:mod:`core.simulate.replay`),
-as CSV tables, PNG figures and a Markdown report.
-
-It lays out what a project manager needs to choose a method and a budget: the Spearman and Kendall curves against
-scores per item (mean over seeds, with the seeds' 5-95% band), the budget to each target and the % saved against
-DA and DA with z-scores with paired bootstrap intervals, the ceiling (the whole pool's item means against the
-truth), and the annotator flags beside each annotator's agreement over all their ratings. Where a method saves
-nothing the report says so, from the intervals.
+"""The report of ``easl simulate replay`` (:mod:`core.simulate.replay`): CSV tables, PNG figures and a Markdown
+report of what a project manager needs to choose a method and a budget. Where a method saves nothing the report
+says so, from the intervals.
 """
 
 from __future__ import annotations
@@ -16,9 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate.replay_agreement import FLAGS, TRUSTED_AGREEMENT, flag_summary
-from core.simulate.replay_data import Ratings
-from core.simulate.replay_summary import grid_of, on_grid
+from core.simulate.replay import grid_of, on_grid
+from core.simulate.replay_data import FLAGS, TRUSTED_AGREEMENT, Ratings, flag_summary
 from core.simulate.report import PALETTE, Report, new_figure
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL (paper)", "aware": "aware", "ra": "RA"}

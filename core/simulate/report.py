@@ -6,8 +6,7 @@ Layout written by :class:`Report`::
     OUT/tables/*.csv     every table of the report, full precision
     OUT/figures/*.png    every figure of the report
 
-Every file is written to a temporary name in the same directory and renamed into place, so a reader never sees a
-half-written file; the report itself is written last. The figure builders below return a
+Every file is written atomically, the report itself last. The figure builders below return a
 ``matplotlib.figure.Figure`` built on ``Figure`` objects directly (Agg canvas, not ``pyplot``), so they need no
 display and leak no state; :meth:`Report.figure` saves it as PNG.
 """
@@ -16,8 +15,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,18 +28,7 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from core.errors import UserError
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from core.outputs import atomic_outputs
 
 
 def format_number(value: Any, digits: int = 3) -> str:
@@ -77,6 +63,7 @@ class Comparison:
     ``|reproduced - published| <= tolerance`` (blank when there is no published value).
     """
 
+    COLUMNS = ("quantity", "reproduced", "published", "difference", "tolerance", "within_tolerance", "source")
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def add(
@@ -89,24 +76,12 @@ class Comparison:
             else float(reproduced) - float(published)
         )
         within = None if diff is None or tolerance is None else abs(diff) <= tolerance + 1e-12
-        self.rows.append(
-            {
-                "quantity": quantity,
-                "reproduced": reproduced,
-                "published": published,
-                "difference": diff,
-                "tolerance": tolerance,
-                "within_tolerance": within,
-                "source": source,
-            }
-        )
+        values = (quantity, reproduced, published, diff, tolerance, within, source)
+        self.rows.append(dict(zip(self.COLUMNS, values)))
 
     def frame(self) -> pd.DataFrame:
         """The rows as a DataFrame (the CSV written for the report)."""
-        return pd.DataFrame(
-            self.rows,
-            columns=["quantity", "reproduced", "published", "difference", "tolerance", "within_tolerance", "source"],
-        )
+        return pd.DataFrame(self.rows, columns=list(self.COLUMNS))
 
 
 class Report:
@@ -141,9 +116,7 @@ class Report:
         self, df: pd.DataFrame, name: str, caption: str = "", digits: int = 3, show: bool = True, index: bool = False
     ) -> Path:
         """Write ``df`` to ``tables/<name>.csv`` (full precision) and, if ``show``, add it to the report."""
-        path = self.out / "tables" / f"{name}.csv"
-        _atomic_write_bytes(path, df.to_csv(index=index).encode())
-        self.files.append(path)
+        path = self._save(self.out / "tables" / f"{name}.csv", df.to_csv(index=index).encode())
         if show:
             if caption:
                 self.parts += [f"*{caption}* (`tables/{name}.csv`)", ""]
@@ -154,9 +127,7 @@ class Report:
         """Save a matplotlib ``Figure`` as ``figures/<name>.png`` and add it to the report."""
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-        path = self.out / "figures" / f"{name}.png"
-        _atomic_write_bytes(path, buf.getvalue())
-        self.files.append(path)
+        path = self._save(self.out / "figures" / f"{name}.png", buf.getvalue())
         self.parts += [f"![{caption}](figures/{name}.png)", "", f"*{caption}*", ""]
         return path
 
@@ -177,8 +148,13 @@ class Report:
 
     def write(self) -> Path:
         """Write ``report.md`` (last, after every table and figure) and return its path."""
-        path = self.out / "report.md"
-        _atomic_write_bytes(path, ("\n".join(self.parts).rstrip() + "\n").encode())
+        return self._save(self.out / "report.md", ("\n".join(self.parts).rstrip() + "\n").encode())
+
+    def _save(self, path: Path, data: bytes) -> Path:
+        """Write ``data`` to ``path`` under a temporary name renamed into place (:func:`core.outputs.atomic_outputs`:
+        a reader never sees half a file) and list it in :attr:`files`."""
+        with atomic_outputs([path]) as (tmp,):
+            Path(tmp).write_bytes(data)
         self.files.append(path)
         return path
 
@@ -223,14 +199,8 @@ def strip_by_group(
             for g_i, g in enumerate(order):
                 vals = sub.loc[sub[group] == g, col].to_numpy(dtype=float)
                 x = g_i + offset + jitter.uniform(-0.08, 0.08, len(vals))
-                ax.scatter(
-                    x,
-                    vals,
-                    s=9,
-                    alpha=0.7,
-                    color=PALETTE[h_i % len(PALETTE)],
-                    label=str(h) if (g_i == 0 and h is not None) else None,
-                )
+                label = str(h) if (g_i == 0 and h is not None) else None
+                ax.scatter(x, vals, s=9, alpha=0.7, color=PALETTE[h_i % len(PALETTE)], label=label)
         if hlines and col in hlines:
             ax.axhline(hlines[col], color="red", lw=1.2)
         ax.set_xticks(range(len(order)), list(order), rotation=30)
@@ -333,39 +303,28 @@ def lines(
     """
     if shared_panel:
         fig, axes = new_figure(1, width=6.0, height=4.2)
-        ax = axes[0]
-        for i, col in enumerate(panels):
-            style = "-" if i < len(PALETTE) else "--"
-            ax.plot(
-                df[x], df[col], style, marker="o" if markers else None, ms=3, color=PALETTE[i % len(PALETTE)], label=col
-            )
-        ax.set_xlabel(xlabel or x)
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        if title:
-            ax.set_title(title)
-        return fig
-    fig, axes = new_figure(len(panels), title=title)
+        axes[0].set_title(title)
+        groups = [list(panels)]
+    else:
+        fig, axes = new_figure(len(panels), title=title)
+        groups = [[col] for col in panels]
     levels = list(series_order) if series and series_order is not None else [None]
-    for ax, col in zip(axes, panels):
-        for i, lev in enumerate(levels):
+    for ax, cols in zip(axes, groups):
+        for i, (col, lev) in enumerate((col, lev) for col in cols for lev in levels):
             sub = df if lev is None else df[df[series] == lev]
-            ax.plot(
-                sub[x],
-                sub[col],
-                marker="o" if markers else None,
-                ms=3,
-                color=PALETTE[i % len(PALETTE)],
-                label=None if lev is None else str(lev),
-            )
-        if hlines and col in hlines:
-            ax.axhline(hlines[col], color="red", lw=1.2)
-        ax.set_title(col)
+            label = col if shared_panel else None if lev is None else str(lev)
+            style, colour = "-" if i < len(PALETTE) else "--", PALETTE[i % len(PALETTE)]
+            ax.plot(sub[x], sub[col], style, marker="o" if markers else None, ms=3, color=colour, label=label)
+        if hlines and cols[0] in hlines:
+            ax.axhline(hlines[cols[0]], color="red", lw=1.2)
+        if not shared_panel:
+            ax.set_title(cols[0])
         ax.set_xlabel(xlabel or x)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    if series:
+    if shared_panel:
+        axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif series:
         axes[0].legend(fontsize=8)
     return fig
 
@@ -402,12 +361,8 @@ def histograms(
     fig, axes = new_figure(len(values), width=2.8, height=2.8, title=title)
     edges = np.linspace(value_range[0], value_range[1], bins + 1)
     for i, (ax, (name, vals)) in enumerate(zip(axes, values.items())):
-        ax.hist(
-            np.clip(np.asarray(vals, dtype=float), *value_range),
-            bins=edges,
-            color=PALETTE[i % len(PALETTE)],
-            edgecolor="black",
-        )
+        clipped = np.clip(np.asarray(vals, dtype=float), *value_range)
+        ax.hist(clipped, bins=edges, color=PALETTE[i % len(PALETTE)], edgecolor="black")
         ax.set_title(name)
         ax.set_xlabel("scalar value")
     return fig
