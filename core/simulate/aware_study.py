@@ -451,7 +451,7 @@ def _stopping_table(stop: Any, target: float) -> Any:
     if stop.empty:
         return pd.DataFrame()
     return (
-        stop.assign(hit=stop["spearman_at_stop"] >= target)
+        stop.assign(hit=(stop["spearman_at_stop"] >= target).where(stop["stopped"].astype(bool)))
         .groupby("model", sort=False)
         .agg(
             runs=("stopped", "size"),
