@@ -161,60 +161,31 @@ def agreement_tables_from_joint(joint: NDArray[Any]) -> dict[str, NDArray[Any]]:
 
 
 def agreement_totals(index: NDArray[Any], q: int) -> dict[str, NDArray[Any]]:
-    """The totals of :func:`agreement_sums` computed directly (one ``bincount`` per rater pair, no per-entry arrays).
-
-    Same numbers as ``agreement_sums(index, q).totals()``; used for point estimates, where it is several times
-    faster and lighter (O(N x raters) memory).
-    """
-    n, R = index.shape
-    complete = bool(index.min(initial=0) >= 0)
-    if complete and R == 2:  # the common case, from one joint table
+    """The totals of :func:`agreement_sums` computed directly: one weighted ``bincount`` per rater pair and per
+    rater, O(N x raters) memory instead of one entry per rating pair (the point estimates, at millions of rows);
+    two raters with no missing rating from their joint table (one ``bincount``)."""
+    if index.shape[1] == 2 and index.min(initial=0) >= 0:
         joint = np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).astype(np.float64).reshape(q, q)
         return agreement_tables_from_joint(joint)
     valid = index >= 0
-    r = np.full(n, float(R)) if complete else valid.sum(axis=1).astype(np.float64)
-    out = {
-        "n_rated": np.asarray(float(n if complete else (r >= 1).sum())),
-        "n2": np.asarray(float(n if complete and R >= 2 else (r >= 2).sum())),
-    }
-    sym: NDArray[np.float64] = np.zeros(q * q)
-    # per-response weights, used only when some ratings are missing
-    coinc_w: NDArray[Any] = np.zeros(0)
-    pair_w: NDArray[Any] = np.zeros(0)
-    if not complete:
-        coinc_w = np.where(r >= 2, 1.0 / np.maximum(r - 1.0, 1.0), 0.0)
-        pair_w = np.where(r >= 2, 1.0 / np.maximum(r * (r - 1.0), 1.0), 0.0)
-    pairs: NDArray[Any] = np.zeros(q * q)
-    coinc: NDArray[Any] = np.zeros(q * q)
-    for j in range(R):
-        for k in range(j + 1, R):
-            if complete:
-                sym += np.bincount(index[:, j] * q + index[:, k], minlength=q * q)
-            else:
-                ok = valid[:, j] & valid[:, k]
-                cells = index[ok, j] * q + index[ok, k]
-                pairs += np.bincount(cells, weights=pair_w[ok], minlength=q * q)
-                coinc += np.bincount(cells, weights=coinc_w[ok], minlength=q * q)
-    if complete:
-        sym = sym.reshape(q, q)
-        both = (sym + sym.T).ravel()
-        out["pairs"] = both / (R * (R - 1.0)) if R >= 2 else both
-        out["coinc"] = both / (R - 1.0) if R >= 2 else both
-    else:
-        out["pairs"] = (pairs.reshape(q, q) + pairs.reshape(q, q).T).ravel()
-        out["coinc"] = (coinc.reshape(q, q) + coinc.reshape(q, q).T).ravel()
-    pi = np.zeros(q)
-    for j in range(R):
-        if complete:
-            counts = np.bincount(index[:, j], minlength=q).astype(np.float64)
-            pi += counts / R
-        else:
-            ok = valid[:, j]
-            counts = np.bincount(index[ok, j], minlength=q).astype(np.float64)
-            pi += np.bincount(index[ok, j], weights=1.0 / r[ok], minlength=q)
-        out[f"rater{j}"] = counts
-    out["pi"] = pi
-    return out
+    r = valid.sum(axis=1).astype(np.float64)
+    two = r >= 2
+    pair_w = np.where(two, 1.0 / np.where(two, r * (r - 1.0), 1.0), 0.0)
+    coinc_w = np.where(two, 1.0 / np.where(two, r - 1.0, 1.0), 0.0)
+    pairs, coinc, pi = np.zeros(q * q), np.zeros(q * q), np.zeros(q)
+    out = {"n_rated": np.asarray(float((r >= 1).sum())), "n2": np.asarray(float(two.sum()))}
+    for j in range(index.shape[1]):
+        ok = valid[:, j]
+        out[f"rater{j}"] = np.bincount(index[ok, j], minlength=q).astype(np.float64)
+        pi += np.bincount(index[ok, j], weights=1.0 / r[ok], minlength=q)
+        for k in range(j + 1, index.shape[1]):
+            ok = valid[:, j] & valid[:, k]
+            cells = index[ok, j] * q + index[ok, k]
+            pairs += np.bincount(cells, weights=pair_w[ok], minlength=q * q)
+            coinc += np.bincount(cells, weights=coinc_w[ok], minlength=q * q)
+    out["pairs"] = (pairs.reshape(q, q) + pairs.reshape(q, q).T).ravel()
+    out["coinc"] = (coinc.reshape(q, q) + coinc.reshape(q, q).T).ravel()
+    return out | {"pi": pi}
 
 
 def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
@@ -228,30 +199,25 @@ def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
 
 
 def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False) -> tuple[NDArray[Any], ...]:
-    """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
-    subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
-    ``return_inverse`` also each subject's pattern."""
-    if return_inverse:
-        rows, inverse = np.unique(index, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        return rows, np.bincount(inverse, minlength=rows.shape[0]).astype(np.float64), inverse
-    n, R = index.shape
-    base = q + 1
-    if R * np.log2(base) < 62:
-        code = np.zeros(n, dtype=np.int64)
-        for j in range(R - 1, -1, -1):
-            code = code * base + (index[:, j] + 1)
-        if base**R <= 4 * max(n, 1_000_000):
-            mult = np.bincount(code, minlength=base**R)
-            codes = np.flatnonzero(mult)
-            mult = mult[codes]
-        else:
-            codes, mult = np.unique(code, return_counts=True)
-        rows = np.empty((codes.size, R), dtype=np.int64)
-        rest = codes.copy()
+    """The distinct rows of a category-index matrix in ``np.unique(axis=0)`` order and how many subjects have each
+    (the linearised terms of subjects with the same ratings are equal, so the variance sums run over at most
+    (q + 1)^R patterns); with ``return_inverse`` also each subject's pattern."""
+    base, R = q + 1, index.shape[1]
+    if R * np.log2(base) < 62:  # each row as one integer, column 0 most significant
+        code = np.zeros(index.shape[0], dtype=np.int64)
         for j in range(R):
-            rows[:, j] = rest % base - 1
-            rest //= base
-        return rows, mult.astype(np.float64)
-    rows, mult = np.unique(index, axis=0, return_counts=True)
-    return rows, mult.astype(np.float64)
+            code = code * base + (index[:, j] + 1)
+        if base**R <= 4 * max(index.shape[0], 1_000_000):  # a small code space: counted, not sorted
+            counts = np.bincount(code, minlength=base**R)
+            codes, inverse = np.flatnonzero(counts), np.cumsum(counts > 0)[code] - 1
+            mult = counts[codes]
+        else:
+            codes, inverse, mult = np.unique(code, return_inverse=True, return_counts=True)
+        rows = np.empty((codes.size, R), dtype=np.int64)
+        for j in range(R - 1, -1, -1):
+            rows[:, j] = codes % base - 1
+            codes //= base
+    else:
+        rows, inverse, mult = np.unique(index, axis=0, return_inverse=True, return_counts=True)
+    mult = mult.astype(np.float64)
+    return (rows, mult, inverse.reshape(-1)) if return_inverse else (rows, mult)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.data import Weights, round_to_categories
+from core.metrics.data import Weights, category_index, round_to_categories
 from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, rating_patterns
 from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
 from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
@@ -44,16 +44,6 @@ def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[A
     response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
     rows, _, inverse = rating_patterns(index, q, return_inverse=True)
     return inverse, agreement_sums(rows, q, prefix).per_row()
-
-
-def rater_index(h: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
-    """Category-index matrix (-1 = missing) of human ratings mapped to the scale's categories."""
-    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):  # integers: round and clip in place
-        with np.errstate(invalid="ignore"):
-            idx = np.clip(np.round(h), cats[0], cats[-1]) - cats[0]
-        return np.where(np.isnan(idx), -1, idx).astype(np.int64)
-    hc = np.where(np.isfinite(h), round_to_categories(np.nan_to_num(h, nan=cats[0]), cats), np.nan)
-    return np.where(np.isfinite(hc), np.searchsorted(cats, np.nan_to_num(hc, nan=cats[0])), -1).astype(np.int64)
 
 
 @dataclass
@@ -83,7 +73,7 @@ class Comparisons:
     def totals(self) -> dict[str, NDArray[Any]]:
         t: dict[str, NDArray[Any]] = {}
         for suite in self._pairs():
-            t.update(suite.point_totals())
+            t.update(suite.sums.totals())
         for s, m in self.true_system.items():
             t.update(true_score_sums(self.true_human, m, f"t:{s}:")[0].totals())
         if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
@@ -221,7 +211,9 @@ def build(
         fair = {s: fairness_design(h1[ref_rows], m[ref_rows], groups[ref_rows]) for s, m in system.items()}
     true_human = np.where(system_ok[:, None], human, np.nan)
     true_system = {s: np.where(system_ok, m, 0.0) for s, m in system.items()}
-    raters = rater_index(human, cats) if cats is not None and human.shape[1] >= 2 else None
+    raters = None  # every rating rounded to the scale's categories, as a category index (-1 = missing)
+    if cats is not None and human.shape[1] >= 2:
+        raters = category_index(round_to_categories(human, cats), cats)
     return Comparisons(
         n,
         systems,

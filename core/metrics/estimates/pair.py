@@ -1,9 +1,9 @@
 """One comparison (human vs system, or human vs human) as sufficient statistics plus lazy finishers.
 
-A :class:`PairSuite` holds the two score vectors and the responses compared; :meth:`PairSuite.point_totals` and
-:attr:`PairSuite.sums` give the totals every observed metric needs (moments, exact/adjacent counts, the joint
-category table), and :meth:`PairSuite.finishers` turns totals into metric values, with a leading batch axis for
-the bootstrap (:mod:`core.metrics.estimates.sums`). Which scores each metric compares: exact/adjacent agreement and
+A :class:`PairSuite` holds the two score vectors and the responses compared; :attr:`PairSuite.sums` gives the
+terms every observed metric needs (moments, exact/adjacent counts, the joint category table), for the sample or
+every resample, and :meth:`PairSuite.finishers` turns their totals into metric values, with a leading batch axis
+for the bootstrap (:mod:`core.metrics.estimates.sums`). Which scores each metric compares: exact/adjacent agreement and
 every chance-corrected coefficient use the scores rounded half-to-even and clipped to the scale's categories
 (:func:`round_to_categories`); correlations, QWK, SMD, MSE and R2 use the raw scores.
 """
@@ -74,7 +74,7 @@ class PairSuite:
 
     @property
     def sums(self) -> RowSums:
-        """Per-response terms over all ``n_total`` responses (for the bootstrap); built on first use."""
+        """Per-response terms over all ``n_total`` responses (``sums.totals()``: the sample's); built on first use."""
         if self._sums is None:
             a, b = self._sub
             p = self.prefix
@@ -87,36 +87,6 @@ class PairSuite:
                 sub.add_counts(p + "joint", np.arange(a.size), ia * q + ib, 1.0, q * q)
             self._sums = sub.embedded(self.rows, self.n_total)
         return self._sums
-
-    def point_totals(self) -> dict[str, NDArray[Any]]:
-        """The totals of :attr:`sums` for the sample itself, computed directly (no per-response arrays kept)."""
-        a, b = self._sub
-        p = self.prefix
-        da = a - self.shift["ca"]
-        db = b - self.shift["cb"]
-        d = a - b
-
-        def dot(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
-            return np.asarray(np.einsum("i,i->", x, y))  # no BLAS threads for vectors
-
-        t = {
-            p + "n": np.asarray(float(a.size)),
-            p + "sa": np.asarray(da.sum()),
-            p + "sb": np.asarray(db.sum()),
-            p + "saa": dot(da, da),
-            p + "sbb": dot(db, db),
-            p + "sab": dot(da, db),
-            p + "sdd": dot(d, d),
-        }
-        if self._cat is not None:
-            ar, br, ia, ib = self._cat
-            q = self._q
-            joint = np.bincount(ia * q + ib, minlength=q * q).astype(np.float64)
-            diff = np.abs(ar - br)
-            t[p + "exact"] = np.asarray(float((diff == 0).sum()))
-            t[p + "adjacent"] = np.asarray(float((diff <= 1.0).sum()))
-            t[p + "joint"] = joint
-        return t
 
     def finishers(self, t: dict[str, NDArray[Any]]) -> dict[str, Finisher]:
         """``key -> zero-argument callable`` computing the metric from totals ``t`` (batch-capable)."""
@@ -330,7 +300,7 @@ def observed_metrics(
     a, b = as_pair(y_true, y_pred)
     cats = None if categories is None else np.asarray(categories, dtype=np.float64)
     suite = PairSuite("", a, b, np.arange(a.size), a.size, cats, smd_method)
-    f = suite.finishers(suite.point_totals())
+    f = suite.finishers(suite.sums.totals())
     if ranks:
         f.update(suite.ranks())
     return {k: float(np.asarray(f[k]())) for k in OBSERVED_KEYS if k in f}
