@@ -1,11 +1,9 @@
-"""The evaluation data model: a responses x raters matrix, system score vectors, a score scale, a drop policy.
+"""The evaluation data model and its checks at the door.
 
-- Human ratings are one ``(n, R)`` float64 matrix ``H`` with NaN for a missing rating: any number of raters, a
-  varying number of ratings per response (``c_i``).
-- System scores are ``(n,)`` float64 vectors, one per system.
-- The :class:`Scale` is explicit (min, max and the category values). Categorical coefficients depend on the number
-  of categories, so they are never inferred from the observed values alone (docs/design.md section 4.1).
-- The explicit score policy (RSMTool's zero / non-numeric policy) is stage 2, :mod:`core.metrics.prepare`.
+Human ratings are one ``(n, R)`` float64 matrix ``H`` with NaN for a missing rating (any number of raters, ``c_i``
+ratings of response i); system scores are ``(n,)`` float64 vectors. The :class:`Scale` is explicit: categorical
+coefficients depend on the number of categories, so they are never inferred from the observed values alone
+(docs/design.md section 4.1). The score policy (RSMTool's zero / non-numeric policy) is :mod:`core.metrics.prepare`.
 """
 
 from __future__ import annotations
@@ -91,7 +89,7 @@ def as_ratings(ratings: ArrayLike) -> NDArray[Any]:
 
 
 def rating_counts(ratings: ArrayLike) -> NDArray[Any]:
-    """Number of ratings of each response, ``c_i`` (RSMTool ``get_n_human_scores``).
+    """Number of ratings of each response, ``c_i``.
 
     Parameters
     ----------
@@ -129,10 +127,6 @@ class Scale:
     categories : array-like, optional
         The category values for categorical coefficients (sorted, unique). Default: the integers from ``min`` to
         ``max`` when both are integers, else none (categorical metrics then need an explicit list).
-
-    Returns
-    -------
-    Scale (frozen)
 
     References
     ----------
@@ -241,8 +235,7 @@ def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArr
 
     References
     ----------
-    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., section 2.4 (distribution of raters);
-    irrCAC ``distrib_6raters``.
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., section 2.4; irrCAC ``distrib_6raters``.
 
     Examples
     --------
@@ -259,8 +252,7 @@ def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArr
     width = int(c.sum(axis=1).max()) if c.size else 0
     out = np.full((c.shape[0], max(width, 1)), np.nan)
     for i, row in enumerate(c):
-        values = np.repeat(cats, row)
-        out[i, : values.size] = values
+        out[i, : row.sum()] = np.repeat(cats, row)
     return out
 
 

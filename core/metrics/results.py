@@ -22,7 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.data import Scale
-from core.metrics.intervals.analytic import Analytic, Interval
+from core.metrics.intervals.analytic import Analytic, Interval, json_number
 from core.metrics.intervals.benchmark import benchmark
 from core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
 from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
@@ -127,8 +127,7 @@ class Block:
 
 def interval_pair(iv: Interval | tuple[float, float] | None) -> list[float | None]:
     """``[low, high]`` with ``None`` for a bound that is not finite or an interval that is None (the JSON form)."""
-    lo, hi = (np.nan, np.nan) if iv is None else (iv[0], iv[1])
-    return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
+    return [None, None] if iv is None else [json_number(iv[0]), json_number(iv[1])]
 
 
 @dataclass(frozen=True)
@@ -240,16 +239,9 @@ class FairnessEvaluation:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"N": int(self.n), "base_group": self.base_group, "groups": dict(self.groups)}
         for key, fig in self.figures().items():
-            item: dict[str, Any] = {}
-            for k in ("value", "p_value", "r2"):
-                v = getattr(fig, k)
-                item[k] = None if not np.isfinite(v) else float(v)
-                if not np.isfinite(v):
-                    item[k + "_reason"] = fig.reason or "undefined for these data"
-            item["estimates"] = {g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates.items()}
-            item["estimates_p_value"] = {
-                g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates_p_value.items()
-            }
+            item = Block({k: Figure(getattr(fig, k), fig.reason) for k in ("value", "p_value", "r2")}).to_json()
+            item["estimates"] = {g: json_number(c) for g, c in fig.estimates.items()}
+            item["estimates_p_value"] = {g: json_number(c) for g, c in fig.estimates_p_value.items()}
             item["estimates_ci"] = {g: interval_pair(c) for g, c in fig.estimates_ci.items()}
             out[key] = item
         if self.bootstrapped:

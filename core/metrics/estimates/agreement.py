@@ -75,12 +75,12 @@ def chance_corrected_agreement(
     References
     ----------
     Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., ch. 2-5.
+
     Examples
     --------
     Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> r = chance_corrected_agreement(ratings, [1, 2, 3, 4, 5])
+    >>> r = chance_corrected_agreement(GWET_4RATERS, [1, 2, 3, 4, 5])
     >>> [round(r[k], 6) for k in ("pa", "gwet", "bp", "fleiss", "conger", "krippendorff")]
     [0.818182, 0.775444, 0.772727, 0.761169, 0.762817, 0.743421]
     """
@@ -97,12 +97,8 @@ def gwet_ac(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "id
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-        Category values, NaN for missing.
-    categories : array-like of shape (q,)
-        All category values of the scale, sorted.
-    weights : str, default "identity"
-        One of :data:`core.metrics.data.Weights`.
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`.
 
     Returns
     -------
@@ -128,9 +124,8 @@ def brennan_prediger(ratings: ArrayLike, categories: ArrayLike, *, weights: Weig
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-    categories : array-like of shape (q,)
-    weights : str, default "identity"
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`.
 
     Returns
     -------
@@ -142,10 +137,9 @@ def brennan_prediger(ratings: ArrayLike, categories: ArrayLike, *, weights: Weig
     Educational and Psychological Measurement 41, 687-699. Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
+    Gwet's (2014) 4-rater data (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> round(brennan_prediger(ratings, [1, 2, 3, 4, 5]), 6)
+    >>> round(brennan_prediger(GWET_4RATERS, [1, 2, 3, 4, 5]), 6)
     0.772727
     """
     return float(_family(ratings, categories, weights, ("bp",))["bp"])
@@ -159,9 +153,8 @@ def fleiss_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-    categories : array-like of shape (q,)
-    weights : str, default "identity"
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`.
 
     Returns
     -------
@@ -173,10 +166,9 @@ def fleiss_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
     Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
+    Gwet's (2014) 4-rater data (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> round(fleiss_kappa(ratings, [1, 2, 3, 4, 5]), 6)
+    >>> round(fleiss_kappa(GWET_4RATERS, [1, 2, 3, 4, 5]), 6)
     0.761169
     """
     return float(_family(ratings, categories, weights, ("fleiss",))["fleiss"])
@@ -194,10 +186,8 @@ def conger_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-        One column per rater.
-    categories : array-like of shape (q,)
-    weights : str, default "identity"
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`; one column per rater.
 
     Returns
     -------
@@ -209,10 +199,9 @@ def conger_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
     322-328. Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
+    Gwet's (2014) 4-rater data (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> round(conger_kappa(ratings, [1, 2, 3, 4, 5]), 6)
+    >>> round(conger_kappa(GWET_4RATERS, [1, 2, 3, 4, 5]), 6)
     0.762817
     """
     return float(_family(ratings, categories, weights, ("conger",))["conger"])

@@ -161,31 +161,10 @@ def agreement_tables_from_joint(joint: NDArray[Any]) -> dict[str, NDArray[Any]]:
 
 
 def agreement_totals(index: NDArray[Any], q: int) -> dict[str, NDArray[Any]]:
-    """The totals of :func:`agreement_sums` computed directly: one weighted ``bincount`` per rater pair and per
-    rater, O(N x raters) memory instead of one entry per rating pair (the point estimates, at millions of rows);
-    two raters with no missing rating from their joint table (one ``bincount``)."""
-    if index.shape[1] == 2 and index.min(initial=0) >= 0:
-        joint = np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).astype(np.float64).reshape(q, q)
-        return agreement_tables_from_joint(joint)
-    valid = index >= 0
-    r = valid.sum(axis=1).astype(np.float64)
-    two = r >= 2
-    pair_w = np.where(two, 1.0 / np.where(two, r * (r - 1.0), 1.0), 0.0)
-    coinc_w = np.where(two, 1.0 / np.where(two, r - 1.0, 1.0), 0.0)
-    pairs, coinc, pi = np.zeros(q * q), np.zeros(q * q), np.zeros(q)
-    out = {"n_rated": np.asarray(float((r >= 1).sum())), "n2": np.asarray(float(two.sum()))}
-    for j in range(index.shape[1]):
-        ok = valid[:, j]
-        out[f"rater{j}"] = np.bincount(index[ok, j], minlength=q).astype(np.float64)
-        pi += np.bincount(index[ok, j], weights=1.0 / r[ok], minlength=q)
-        for k in range(j + 1, index.shape[1]):
-            ok = valid[:, j] & valid[:, k]
-            cells = index[ok, j] * q + index[ok, k]
-            pairs += np.bincount(cells, weights=pair_w[ok], minlength=q * q)
-            coinc += np.bincount(cells, weights=coinc_w[ok], minlength=q * q)
-    out["pairs"] = (pairs.reshape(q, q) + pairs.reshape(q, q).T).ravel()
-    out["coinc"] = (coinc.reshape(q, q) + coinc.reshape(q, q).T).ravel()
-    return out | {"pi": pi}
+    """The totals of :func:`agreement_sums`, computed over the distinct rating patterns (:func:`rating_patterns`),
+    each weighted by its number of subjects: at most (q + 1)^R rows, whatever the number of subjects."""
+    rows, mult = rating_patterns(index, q)
+    return {k: v[0] for k, v in agreement_sums(rows, q).totals(mult[None, :]).items()}
 
 
 def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
@@ -202,22 +181,20 @@ def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False
     """The distinct rows of a category-index matrix in ``np.unique(axis=0)`` order and how many subjects have each
     (the linearised terms of subjects with the same ratings are equal, so the variance sums run over at most
     (q + 1)^R patterns); with ``return_inverse`` also each subject's pattern."""
-    base, R = q + 1, index.shape[1]
-    if R * np.log2(base) < 62:  # each row as one integer, column 0 most significant
-        code = np.zeros(index.shape[0], dtype=np.int64)
-        for j in range(R):
-            code = code * base + (index[:, j] + 1)
-        if base**R <= 4 * max(index.shape[0], 1_000_000):  # a small code space: counted, not sorted
-            counts = np.bincount(code, minlength=base**R)
-            codes, inverse = np.flatnonzero(counts), np.cumsum(counts > 0)[code] - 1
-            mult = counts[codes]
-        else:
-            codes, inverse, mult = np.unique(code, return_inverse=True, return_counts=True)
-        rows = np.empty((codes.size, R), dtype=np.int64)
-        for j in range(R - 1, -1, -1):
-            rows[:, j] = codes % base - 1
-            codes //= base
+    n, R = index.shape
+    code, top = np.zeros(n, dtype=np.int64), 1  # each row as one integer < top, column 0 most significant
+    for j in range(R):
+        if top * (q + 1) >= 2**62:  # renumbered 0, 1, ... in the same order, to make room for the next column
+            code = np.unique(code, return_inverse=True)[1].reshape(-1)
+            top = int(code.max(initial=0)) + 1
+        code, top = code * (q + 1) + (index[:, j] + 1), top * (q + 1)
+    if top == (q + 1) ** R and top <= 4 * max(n, 1_000_000):  # a small code space: counted, not sorted
+        counts = np.bincount(code, minlength=top)
+        codes = np.flatnonzero(counts)
+        inverse, mult = np.cumsum(counts > 0)[code] - 1, counts[codes]
+        rows = codes[:, None] // (q + 1) ** np.arange(R - 1, -1, -1, dtype=np.int64) % (q + 1) - 1
     else:
-        rows, inverse, mult = np.unique(index, axis=0, return_inverse=True, return_counts=True)
+        _, first, inverse, mult = np.unique(code, return_index=True, return_inverse=True, return_counts=True)
+        rows = index[first]
     mult = mult.astype(np.float64)
     return (rows, mult, inverse.reshape(-1)) if return_inverse else (rows, mult)

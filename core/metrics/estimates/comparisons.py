@@ -14,6 +14,7 @@ estimates and every bootstrap resample share the same rows:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.data import Weights, category_index, round_to_categories
-from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, rating_patterns
+from core.metrics.estimates.agreement_totals import agreement_sums, rating_patterns
 from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
 from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
 from core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
@@ -70,23 +71,15 @@ class Comparisons:
         keys = [report_name(c, w) for c in ("gwet", "bp", "fleiss", "conger") for w in self.weightings]
         return [k for k in keys if k] + ["krippendorff_alpha_" + lv for lv in ALPHA_LEVELS]
 
-    def totals(self) -> dict[str, NDArray[Any]]:
-        t: dict[str, NDArray[Any]] = {}
-        for suite in self._pairs():
-            t.update(suite.sums.totals())
-        for s, m in self.true_system.items():
-            t.update(true_score_sums(self.true_human, m, f"t:{s}:")[0].totals())
-        if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
-            t.update({"a:" + k: v for k, v in agreement_totals(self.raters, self.cats.size).items()})
-        return t
-
+    @functools.cached_property
     def sums(self) -> RowSums:
+        """The per-response terms of every figure (``sums.totals()``: the sample's totals)."""
         out = RowSums(self.n)
         for suite in self._pairs():
             out.merge(suite.sums, "")
         for s, m in self.true_system.items():
             out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0], "")
-        if self.raters is not None and self.cats is not None:
+        if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
             out.add_grouped(*_pattern_tables(self.raters, self.cats.size, "a:"))
         return out
 
@@ -245,5 +238,5 @@ class PointEstimates(NamedTuple):
 def point_estimates(comp: Comparisons) -> PointEstimates:
     """Finish every figure of ``comp`` from the totals of the sample (the same finishers the bootstrap runs on
     every resample)."""
-    totals = comp.totals()
+    totals = comp.sums.totals()
     return PointEstimates(totals, *point_values(comp.finishers(totals)))

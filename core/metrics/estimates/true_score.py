@@ -140,8 +140,7 @@ def variance_of_errors(ratings: ArrayLike) -> float:
     >>> variance_of_errors([[2, 3, 4, 5], [3, 3, 6, 4]])
     0.75
     """
-    sums, _ = true_score_sums(ratings)
-    return float(finish_error_variance(sums.totals()))
+    return float(finish_error_variance(true_score_sums(ratings)[0].totals()))
 
 
 def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None = None) -> float:
@@ -166,8 +165,7 @@ def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None =
     >>> round(true_score_variance([[2, 3, 5]], rater_error_variance=0.5), 12)
     1.833333333333
     """
-    sums, _ = true_score_sums(ratings)
-    t = sums.totals()
+    t = true_score_sums(ratings)[0].totals()
     return float(finish_true_variance(t, _error_variance_from(t, rater_error_variance)))
 
 
@@ -193,8 +191,7 @@ def mse_true(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float 
     >>> round(mse_true([1, 2, 5], [[2, 3, 5]], rater_error_variance=0.5), 12)
     0.166666666667
     """
-    sums, _ = true_score_sums(ratings, system)
-    t = sums.totals()
+    t = true_score_sums(ratings, system)[0].totals()
     return float(finish_mse_true(t, _error_variance_from(t, rater_error_variance)))
 
 
@@ -224,8 +221,7 @@ def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | N
     >>> round(prmse([1, 2, 5], [2, 3, 5], rater_error_variance=0.5), 12)
     0.909090909091
     """
-    sums, _ = true_score_sums(ratings, system)
-    t = sums.totals()
+    t = true_score_sums(ratings, system)[0].totals()
     return float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
 
 
@@ -284,8 +280,7 @@ def true_score_evaluation(
     (3, 3, 0.909091)
     """
     h = as_ratings(ratings)
-    sums, _ = true_score_sums(h, system)
-    t = sums.totals()
+    t = true_score_sums(h, system)[0].totals()
     values = {k: float(v) for k, v in finish_true_score(t, rater_error_variance).items()}
     rec: dict[str, float] = {
         "N": int(values["N"]),

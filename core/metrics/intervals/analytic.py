@@ -184,15 +184,13 @@ class Analytic(NamedTuple):
     method: str
 
     def to_json(self) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return float(x) if np.isfinite(x) else None
+        ci = [json_number(self.low), json_number(self.high)]
+        return {"se": json_number(self.se), "ci": ci, "p_value": json_number(self.p_value), "method": self.method}
 
-        return {
-            "se": num(self.se),
-            "ci": [num(self.low), num(self.high)],
-            "p_value": num(self.p_value),
-            "method": self.method,
-        }
+
+def json_number(x: float) -> float | None:
+    """``x`` as a float, ``None`` (JSON ``null``) when it is not finite."""
+    return float(x) if np.isfinite(x) else None
 
 
 #: How the chance-corrected coefficients' analytic intervals are made (Gwet 2014, section 5.5; irrCAC).

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from core.metrics.data import round_to_categories
-from core.metrics.intervals.analytic import Interval
+from core.metrics.intervals.analytic import Interval, json_number
 from core.metrics.output_schema import SCHEMA_VERSION, as_schema
 from core.metrics.registry import SHORT
 from core.metrics.results import Evaluation
@@ -92,8 +92,8 @@ def write_output(
                     system_name=s_name,
                 )
                 figures.append((f"{s_name}: confusion matrix", f.name))
-        est = {s: _or_none(e.true_score["prmse"].value) for s, e in ev.systems.items()}
-        ints = {s: _bounds(e.true_score["prmse"].ci) for s, e in ev.systems.items()}
+        est = {s: json_number(e.true_score["prmse"].value) for s, e in ev.systems.items()}
+        ints = {s: (e.true_score["prmse"].ci or Interval(np.nan, np.nan))[:2] for s, e in ev.systems.items()}
         f = prmse_plot(est, ints, tmp / "prmse.png", ev.confidence)
         figures.append(("PRMSE with bootstrap interval", f.name))
         (tmp / "report.md").write_text(_markdown(ev, tables, source, figures))
@@ -105,14 +105,6 @@ def write_output(
         return [directory / name for name in names]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _bounds(ci: Interval | None) -> tuple[float, float]:
-    return (ci[0], ci[1]) if ci is not None else (np.nan, np.nan)
-
-
-def _or_none(v: float) -> float | None:
-    return float(v) if np.isfinite(v) else None
 
 
 def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figures: list[tuple[str, str]]) -> str:
@@ -134,9 +126,8 @@ def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figu
         prmse = entry.true_score["prmse"]
         if ev.bootstrapped and prmse.ci is not None:
             rows.append(
-                f"- {s}: PRMSE {_fmt(_or_none(prmse.value))}, "
-                f"{ev.confidence:.0%} bootstrap interval [{_fmt(_or_none(prmse.ci.low))}, "
-                f"{_fmt(_or_none(prmse.ci.high))}]"
+                f"- {s}: PRMSE {_fmt(prmse.value)}, {ev.confidence:.0%} bootstrap interval "
+                f"[{_fmt(prmse.ci.low)}, {_fmt(prmse.ci.high)}]"
             )
     if rows:
         out += rows + [""]
