@@ -1,10 +1,7 @@
 """``easl evaluate`` on a Dask cluster: partitioned Parquet or CSV read with ``dask.dataframe``, one task per
-partition (:func:`core.distributed.partitions.partition_stats`), the results merged in partition order (so the
-sums are the same whatever the order the tasks finish in) and finished by the in-memory code
-(:func:`core.distributed.finish.finish`).
-
-Without a scale, a first pass takes the range of the human ratings (as :func:`core.metrics.prepare.prepare`);
-the scale then fixes the categories every partition uses.
+partition (:func:`core.distributed.partitions.partition_stats`), the results merged in partition order (the same
+sums whatever order the tasks finish in) and finished by :func:`core.distributed.finish.finish`. Without a scale, a
+first pass takes the range of the human ratings (as :func:`core.metrics.prepare.prepare`).
 """
 
 from __future__ import annotations

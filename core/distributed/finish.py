@@ -1,11 +1,9 @@
 """Merged partition statistics -> the :class:`~core.metrics.results.Evaluation` of ``easl evaluate``.
 
-The figures come from the in-memory finishers: a :class:`~core.metrics.estimates.comparisons.Comparisons` without data
-(its comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
-:func:`core.metrics.estimates.comparisons.point_estimates` finishes the in-memory ones, and
-:func:`core.metrics.assemble.assemble` builds the result. Analytic intervals come from the merged rating patterns
-(:func:`core.metrics.intervals.closed_form.analytic_intervals`), rank correlations from the merged pair tables
-(:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
+A :class:`~core.metrics.estimates.comparisons.Comparisons` without data (prefixes, categories, pooled centring)
+finishes the merged totals as the in-memory point estimates are finished, and :func:`core.metrics.assemble.assemble`
+builds the result; analytic intervals come from the merged rating patterns, rank correlations from the merged pair
+tables (:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
 """
 
 from __future__ import annotations
@@ -33,9 +31,9 @@ from core.metrics.prepare import (
     DROP_SYSTEM_MISSING,
     SET_MISSING_OUT_OF_SCALE,
     SET_MISSING_ZERO,
-    PolicyResult,
     Prepared,
     policy_notes,
+    prepare,
 )
 from core.metrics.results import Evaluation
 
@@ -230,21 +228,11 @@ def finish(
 
 def _prepared(stats: PartitionStats, spec: Spec, notes: list[str]) -> Prepared:
     """What :func:`core.metrics.prepare.prepare` would give, without the data: names, scale, counts, notes."""
-    assert spec.scale is not None
-    r = stats.n_raters
-    return Prepared(
-        np.zeros((0, r)),
-        {s: np.zeros(0) for s in spec.system},
-        np.zeros(0, dtype=bool),
-        np.zeros(0, dtype=bool),
-        np.zeros(0, dtype=object) if spec.group else None,
-        list(spec.human),
-        spec.scale,
-        spec.scale.category_array if spec.scale.is_categorical else None,
-        PolicyResult(np.zeros(0, dtype=bool), np.zeros((0, r)), {}, _ordered(stats.dropped, _DROP_ORDER), {}),
-        stats.n_input,
-        notes,
-    )
+    empty: dict[str, NDArray[Any]] = {s: np.zeros(0) for s in spec.system}
+    groups = np.zeros(0, dtype=object) if spec.group else None
+    p = prepare(np.zeros((0, len(spec.human))), empty, human_names=spec.human, scale=spec.scale, groups=groups)
+    p.policy.dropped = _ordered(stats.dropped, _DROP_ORDER)
+    return dataclasses.replace(p, n_input=stats.n_input, notes=notes)
 
 
 def _with_merged_data(

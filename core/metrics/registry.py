@@ -2,20 +2,12 @@
 
 One :class:`Metric` per reported figure. ``responses`` and ``raters`` say which rows and which rating columns a
 metric is computed on, and the pipeline (:mod:`core.metrics.pipeline`) selects the data from these declarations
-instead of from one global drop rule:
-
-========================  ==================================================================================
-``responses``             rows used
-========================  ==================================================================================
-``"reference"``           responses with a reference (first human) score and every system score (RSMTool)
-``"double_scored"``       responses with both of the first two human scores (human-human)
-``"rated"``               responses with at least one human rating (all raters); with a system, also every
-                          system score (true scores)
-``"group"``               the reference responses of one subgroup
-========================  ==================================================================================
-
-``raters``: ``"reference_system"`` (the first human column against a system), ``"first_two"`` (the first two
-human columns), ``"all"`` (every human column; with a system, the system score too for the true-score metrics).
+instead of from one global drop rule. ``responses``: ``"reference"`` (responses with a reference, first human,
+score and every system score; RSMTool), ``"double_scored"`` (both of the first two human scores), ``"rated"`` (at
+least one human rating; with a system, also every system score: true scores), ``"group"`` (the reference responses
+of one subgroup). ``raters``: ``"reference_system"`` (the first human column against a system), ``"first_two"``
+(the first two human columns), ``"all"`` (every human column; with a system, the system score too for the
+true-score metrics).
 
 Which scores the categorical metrics compare: the system score rounded half-to-even and clipped to the scale
 (``categorical=True``); moment and rank metrics use the raw scores.

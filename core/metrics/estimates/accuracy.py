@@ -1,9 +1,7 @@
 """Mean differences and squared errors of observed scores with RSMTool semantics (docs/design.md section 4.2;
 RSMTool "Evaluation Metrics"): SMD, MSE, RMSE, R2 and the difference of standardized means.
 
-Notation as :mod:`core.metrics.estimates.observed`: ``y_true`` is the human score H, ``y_pred`` the system score M, N
-the number of responses; two equal-length finite vectors in, a float out; an undefined value is NaN with an
-:class:`~core.metrics.notes.UndefinedMetricWarning` giving the reason. SMD and R2 finish the moment totals of
+Notation and conventions as :mod:`core.metrics.estimates.observed`; SMD and R2 finish the moment totals of
 :mod:`core.metrics.estimates.moments`, as the pipeline and the bootstrap do.
 """
 

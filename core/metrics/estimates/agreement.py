@@ -31,6 +31,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import WEIGHTS, Weights, check_option
 from core.metrics.estimates.agreement_totals import agreement_totals, category_matrix, finish_agreement
+from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
+from core.metrics.estimates.weights import agreement_weights
 
 #: Gwet's (2014) 12 subjects x 4 raters, categories 1..5, NaN for a missing rating (irrCAC ``raw_4raters``): the data
 #: of the examples here and in :mod:`core.metrics.intervals.agreement_variance`.
@@ -47,7 +49,11 @@ def _family(
     check_option("weights", weights, WEIGHTS)
     idx, cats = category_matrix(ratings, categories)
     t = agreement_totals(idx, cats.size)
-    return finish_agreement(t, cats, weights, idx.shape[1], which=which)
+    out = finish_agreement(t, cats, weights, idx.shape[1], which=which)
+    if "krippendorff" in which:  # irrCAC's weighted alpha: distances d = 1 - w
+        coinc = t["coinc"].reshape(cats.size, cats.size)
+        out["krippendorff"] = finish_alpha_from_coincidence(coinc, 1.0 - agreement_weights(cats, weights))
+    return out
 
 
 def chance_corrected_agreement(

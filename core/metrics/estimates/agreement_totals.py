@@ -15,7 +15,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import Weights, as_ratings, category_index
-from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
 from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.estimates.weights import agreement_weights
 from core.metrics.notes import undefined
@@ -69,9 +68,10 @@ def finish_agreement(
     weights: Weights = "identity",
     n_raters: int = 2,
     prefix: str = "",
-    which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger", "krippendorff"),
+    which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger"),
 ) -> dict[str, NDArray[Any]]:
-    """pa, pe and coefficients from :func:`agreement_sums` totals (batch-capable, leading axes allowed)."""
+    """pa, pe and coefficients from :func:`agreement_sums` totals (batch-capable, leading axes allowed; Krippendorff's
+    alpha: :func:`~core.metrics.estimates.krippendorff.finish_alpha_from_coincidence` of the ``coinc`` total)."""
     cats = np.asarray(categories, dtype=np.float64)
     q = cats.size
     w = agreement_weights(cats, weights)
@@ -130,9 +130,6 @@ def finish_agreement(
             pe = (w * (outer - s2 / rr[..., None, None])).sum(axis=(-2, -1))
         out["pe_conger"] = pe
         out["conger"] = coef(pe, "Conger's (Cohen's) kappa", rr < 2, "Conger's kappa needs at least 2 raters")
-    if "krippendorff" in which:
-        coinc = t[p + "coinc"].reshape(np.shape(n2) + (q, q))
-        out["krippendorff"] = finish_alpha_from_coincidence(coinc, 1.0 - w)
     return out
 
 

@@ -1,15 +1,8 @@
-"""The comparisons one evaluation makes, each on the responses and raters its metrics declare.
-
-:mod:`core.metrics.registry` says which responses and raters each metric uses; :func:`build` turns that into
-sufficient statistics over one row universe (every response with at least one human rating), so that the point
-estimates and every bootstrap resample share the same rows:
-
-- system vs reference human (``responses="reference"``): responses with a first human score and every system score;
-- the first two humans (``"double_scored"``): responses with both scores, whatever the system scores;
-- all raters (``"rated"``): every response with a rating, every human column (Gwet, Brennan-Prediger, Fleiss,
-  Conger, Krippendorff);
-- true scores (``"rated"`` with a system): responses with a rating and every system score, every human rating;
-- each subgroup: its reference responses.
+"""The comparisons one evaluation makes, each on the responses and raters its metrics declare
+(:mod:`core.metrics.registry`), as sufficient statistics over one row universe (every response with at least one
+human rating), so that the point estimates and every bootstrap resample share the same rows: system vs reference
+human, the first two humans (responses with both scores), all raters (every rated response, every human column),
+true scores (rated responses with every system score) and each subgroup (its reference responses).
 """
 
 from __future__ import annotations
@@ -41,8 +34,8 @@ ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
 def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[Any], dict[str, NDArray[Any]]]:
-    """The all-raters sums (:func:`core.metrics.estimates.agreement_totals.agreement_sums`) per rating pattern, and each
-    response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
+    """Each response's rating pattern and the all-raters sums (``agreement_sums``) per pattern: a resample's totals
+    then cost one aggregation by pattern, not one entry per rating pair."""
     rows, _, inverse = rating_patterns(index, q, return_inverse=True)
     return inverse, agreement_sums(rows, q, prefix).per_row()
 

@@ -30,13 +30,7 @@ class _Counts:
 
 @dataclass
 class RowSums:
-    """Per-response terms whose sums are sufficient for a set of metrics.
-
-    Parameters
-    ----------
-    n : int
-        Number of responses (rows).
-    """
+    """Per-response terms whose sums are sufficient for a set of metrics, over ``n`` responses (rows)."""
 
     n: int
     _dense_names: list[str] = field(default_factory=list)
@@ -116,18 +110,8 @@ class RowSums:
         return out
 
     def totals(self, counts: NDArray[Any] | None = None) -> dict[str, NDArray[Any]]:
-        """Sums of every term.
-
-        Parameters
-        ----------
-        counts : ndarray of shape (B, n), optional
-            Resampling counts; ``None`` means every response once (the sample itself).
-
-        Returns
-        -------
-        dict
-            ``name -> array`` of shape ``()`` / ``(size,)`` for the sample, ``(B,)`` / ``(B, size)`` with counts.
-        """
+        """Sums of every term, ``name -> array``: of shape ``()`` / ``(size,)`` for the sample itself (``counts``
+        None), ``(B,)`` / ``(B, size)`` for the resampling counts ``counts`` of shape ``(B, n)``."""
         out: dict[str, NDArray[Any]] = {}
         if self._dense and counts is None:
             for name, values in zip(self._dense_names, self._dense):
