@@ -21,8 +21,7 @@ from core.metrics.assemble import assemble
 from core.metrics.estimates.comparisons import Comparisons, PointEstimates
 from core.metrics.estimates.fairness_resampled import fairness_design
 from core.metrics.estimates.pair import PairSuite, batch_values, point_values
-from core.metrics.intervals.analytic import Analytic
-from core.metrics.intervals.closed_form import Patterns, analytic_intervals
+from core.metrics.intervals.closed_form import closed_form_intervals
 from core.metrics.notes import capture, quiet
 from core.metrics.prepare import (
     DROP_H1_MISSING,
@@ -154,26 +153,6 @@ def _rank_samples(stats: PartitionStats) -> dict[str, NDArray[Any]]:
     return out
 
 
-def _analytic(
-    stats: PartitionStats, spec: Spec, values: dict[str, float], confidence: float, population_size: float | None
-) -> dict[str, Analytic]:
-    """Closed-form intervals keyed like the values (:func:`core.metrics.intervals.closed_form.analytic_intervals`, the
-    pairs' rating patterns from their joint tables)."""
-    assert spec.scale is not None
-    cats = spec.scale.category_array if spec.scale.is_categorical else None
-    _, prefix = _prefixes(stats)
-    pairs: dict[str, tuple[int, Patterns | None]] = {}
-    for key, pair in stats.pairs.items():
-        if key[0] in ("s", "hh"):
-            patterns = None
-            if cats is not None:
-                joint = pair.totals["joint"].reshape(cats.size, cats.size)
-                cells = np.argwhere(joint > 0)
-                patterns = (cells.astype(np.int64), joint[cells[:, 0], cells[:, 1]])
-            pairs[prefix[key]] = (int(pair.totals["n"]), patterns)
-    return analytic_intervals(pairs, stats.patterns, values, cats, spec.weightings, confidence, population_size)
-
-
 def finish(
     stats: PartitionStats,
     spec: Spec,
@@ -199,7 +178,9 @@ def finish(
     totals = flat_totals(stats)
     point = PointEstimates(totals, *point_values(comp.finishers(totals, with_ranks=False)))
     rank_notes = _rank_values(stats, point.values, point.reasons)
-    closed = _analytic(stats, spec, point.values, confidence, population_size)
+    closed = closed_form_intervals(
+        comp, point, confidence=confidence, population_size=population_size, raters=stats.patterns
+    )
     samples: dict[str, NDArray[Any]] = {}
     if spec.n_bootstrap > 0 and stats.n_reference >= 2:
         samples = batch_values(comp.finishers(flat_totals(stats, boot=True), with_ranks=False))
@@ -244,9 +225,8 @@ def _with_merged_data(
     confidence: float,
     rank_notes: list[str],
 ) -> Evaluation:
-    """``ev`` with what the skeleton cannot give: the fairness of the merged cells, the confusion matrices of the
-    merged tables, the counts and the sample of responses kept for the figures."""
-    assert spec.scale is not None
+    """``ev`` with what the skeleton cannot give: the fairness of the merged cells, the counts and the sample of
+    responses kept for the figures."""
     fairness = dict(ev.fairness)
     if spec.group:
         fairness[group_name] = {
@@ -260,10 +240,6 @@ def _with_merged_data(
             )
             for s in spec.system
         }
-    q = spec.scale.category_array.size if spec.scale.is_categorical else 0
-    confusion = (
-        {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system} if q else {}
-    )
     notes = [*ev.notes, *rank_notes]
     if stats.sample_h.shape[0] < stats.n_reference:
         notes.append(
@@ -276,6 +252,5 @@ def _with_merged_data(
         human=stats.sample_h,
         system=stats.sample_s,
         fairness=fairness,
-        confusion=confusion,
         notes=tuple(notes),
     )

@@ -89,7 +89,7 @@ def assemble(
         prmse_samples={s: samples.get(f"t:{s}:prmse", np.zeros(0)) for s in p.system} if samples else {},
         bootstrapped=bool(samples),
         consistency_by_group=consistency,
-        confusion={s: _confusion(comp, s) for s in p.system} if p.cats is not None else {},
+        confusion={s: _confusion(point.totals, s, p.cats.size) for s in p.system} if p.cats is not None else {},
     )
 
 
@@ -161,13 +161,10 @@ def _system(
     return SystemEvaluation(observed, true_score, figures.block(f"d:{s_name}:", OBSERVED_KEYS), dc)
 
 
-def _confusion(comp: Comparisons, s_name: str) -> NDArray[Any]:
+def _confusion(totals: dict[str, NDArray[Any]], s_name: str, q: int) -> NDArray[Any]:
     """Counts of (reference human category, system category) on the reference responses (RSMTool's confusion
-    matrix), on the scores rounded to the scale."""
-    cats, index = comp.cats, comp.systems[s_name].category_index()
-    assert cats is not None and index is not None, "the confusion matrix needs the scale's categories"
-    q = cats.size
-    return np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).reshape(q, q)
+    matrix), on the scores rounded to the scale: the comparison's joint table."""
+    return totals[f"s:{s_name}:joint"].reshape(q, q).astype(np.int64)
 
 
 def _fairness(

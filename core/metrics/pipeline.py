@@ -94,7 +94,7 @@ def evaluate(
     )
     comp = build(p, rater_error_variance=rater_error_variance, weightings=report_weightings(weights, p.cats))
     point = point_estimates(comp)
-    closed = closed_form_intervals(comp, point.values, confidence=confidence, population_size=population_size)
+    closed = closed_form_intervals(comp, point, confidence=confidence, population_size=population_size)
     samples = bootstrap_comparisons(comp, n_bootstrap, seed, progress, p.notes)
     return assemble(
         p,

@@ -58,35 +58,25 @@ class PairSuite:
     cats: NDArray[Any] | None
     smd_method: str
     shift: dict[str, float] = field(init=False)
-    _sums: RowSums | None = field(init=False, default=None)
     _codes: tuple[NDArray[Any], NDArray[Any]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         a, b = self.a[self.rows], self.b[self.rows]
         self.shift = {"ca": float(np.mean(a)) if a.size else 0.0, "cb": float(np.mean(b)) if b.size else 0.0}
-        self._sub = (a, b)
-        self._q: int = 0 if self.cats is None else self.cats.size
-        # rounded scores and their category positions (None without categories)
-        self._cat: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
-        if self.cats is not None and self.cats.size:
-            ar, br = round_to_categories(a, self.cats), round_to_categories(b, self.cats)
-            self._cat = (ar, br, np.searchsorted(self.cats, ar), np.searchsorted(self.cats, br))
 
-    @property
+    @functools.cached_property
     def sums(self) -> RowSums:
-        """Per-response terms over all ``n_total`` responses (``sums.totals()``: the sample's); built on first use."""
-        if self._sums is None:
-            a, b = self._sub
-            p = self.prefix
-            sub, _ = pair_moment_sums(a, b, p)  # centred at the sample means, as self.shift
-            if self._cat is not None:
-                ar, br, ia, ib = self._cat
-                q = self._q
-                sub.add(p + "exact", (ar == br).astype(np.float64))
-                sub.add(p + "adjacent", (np.abs(ar - br) <= 1.0).astype(np.float64))
-                sub.add_counts(p + "joint", np.arange(a.size), ia * q + ib, 1.0, q * q)
-            self._sums = sub.embedded(self.rows, self.n_total)
-        return self._sums
+        """Per-response terms over all ``n_total`` responses (``sums.totals()``: the sample's totals)."""
+        a, b, p = self.a[self.rows], self.b[self.rows], self.prefix
+        sub, _ = pair_moment_sums(a, b, p)  # centred at the sample means, as self.shift
+        if self.cats is not None and self.cats.size:
+            q = self.cats.size
+            ar, br = round_to_categories(a, self.cats), round_to_categories(b, self.cats)
+            sub.add(p + "exact", (ar == br).astype(np.float64))
+            sub.add(p + "adjacent", (np.abs(ar - br) <= 1.0).astype(np.float64))
+            ia, ib = np.searchsorted(self.cats, ar), np.searchsorted(self.cats, br)
+            sub.add_counts(p + "joint", np.arange(a.size), ia * q + ib, 1.0, q * q)
+        return sub.embedded(self.rows, self.n_total)
 
     def finishers(self, t: dict[str, NDArray[Any]]) -> dict[str, Finisher]:
         """``key -> zero-argument callable`` computing the metric from totals ``t`` (batch-capable)."""
@@ -160,10 +150,6 @@ class PairSuite:
                 full.append(codes)
             self._codes = (full[0], full[1])
         return self._codes
-
-    def category_index(self) -> NDArray[Any] | None:
-        """The (rows, 2) category-index matrix of the compared responses (None without categories)."""
-        return None if self._cat is None else np.column_stack([self._cat[2], self._cat[3]])
 
     def spearman_resampled(self, counts: NDArray[Any]) -> NDArray[Any]:
         """Spearman's rho on the compared responses for every resample of a chunk (counts (b, n_total))."""
