@@ -30,7 +30,6 @@ from core.metrics.prepare import (
     DROP_SYSTEM_MISSING,
     SET_MISSING_OUT_OF_SCALE,
     SET_MISSING_ZERO,
-    Prepared,
     policy_notes,
     prepare,
 )
@@ -191,8 +190,12 @@ def finish(
         )
     elif spec.n_bootstrap > 0:
         notes.append("bootstrap skipped: it needs at least 2 responses")
+    empty: dict[str, NDArray[Any]] = {s: np.zeros(0) for s in spec.system}  # a Prepared without the data
+    groups = np.zeros(0, dtype=object) if spec.group else None
+    p = prepare(np.zeros((0, len(spec.human))), empty, human_names=spec.human, scale=spec.scale, groups=groups)
+    p.policy.dropped = _ordered(stats.dropped, _DROP_ORDER)
     ev = assemble(
-        _prepared(stats, spec, notes),
+        dataclasses.replace(p, n_input=stats.n_input, notes=notes),
         comp,
         point,
         closed,
@@ -205,15 +208,6 @@ def finish(
         base_group=None,  # the skeleton's fairness (no data) is replaced by the cells' below
     )
     return _with_merged_data(ev, stats, spec, group_name, base_group, confidence, rank_notes)
-
-
-def _prepared(stats: PartitionStats, spec: Spec, notes: list[str]) -> Prepared:
-    """What :func:`core.metrics.prepare.prepare` would give, without the data: names, scale, counts, notes."""
-    empty: dict[str, NDArray[Any]] = {s: np.zeros(0) for s in spec.system}
-    groups = np.zeros(0, dtype=object) if spec.group else None
-    p = prepare(np.zeros((0, len(spec.human))), empty, human_names=spec.human, scale=spec.scale, groups=groups)
-    p.policy.dropped = _ordered(stats.dropped, _DROP_ORDER)
-    return dataclasses.replace(p, n_input=stats.n_input, notes=notes)
 
 
 def _with_merged_data(

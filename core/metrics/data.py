@@ -195,13 +195,6 @@ def category_index(x: NDArray[Any], categories: NDArray[Any], name: str = "ratin
     if cats.ndim != 1 or cats.size < 1 or np.any(np.diff(cats) <= 0):
         raise ValueError("categories must be a sorted one-dimensional array of unique values")
     x = np.asarray(x, dtype=np.float64)
-    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):
-        shifted: NDArray[np.float64] = x - cats[0]  # consecutive integers: arithmetic instead of a search
-        lo, hi = (float(shifted.min()), float(shifted.max())) if shifted.size else (0.0, 0.0)
-        if lo >= 0 and hi < cats.size:  # also false when anything is NaN
-            idx = shifted.astype(np.int64)
-            if (idx == shifted).all():
-                return idx
     missing = np.isnan(x)
     idx = np.searchsorted(cats, np.where(missing, cats[0], x))
     idx = np.clip(idx, 0, cats.size - 1)

@@ -152,16 +152,11 @@ class SystemEvaluation:
         entry: dict[str, Any] = {
             "observed": with_rsmtool_names(self.observed.to_json(OBSERVED_KEYS)),
             "true_score": self.true_score.to_json(TRUE_SCORE_KEYS),
+            "degradation": {},
         }
-        entry["degradation"] = {}
-        if list(self.degradation):
-            entry["degradation"] = with_rsmtool_names(
-                {
-                    "N": int(self.observed.value("N")),
-                    "N_human_human": int(human_human.value("N")),
-                    **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"]),
-                }
-            )
+        if list(self.degradation):  # OBSERVED_KEYS[0] is N
+            counts = {"N": int(self.observed.value("N")), "N_human_human": int(human_human.value("N"))}
+            entry["degradation"] = with_rsmtool_names({**counts, **self.degradation.to_json(OBSERVED_KEYS[1:])})
         dc = self.disattenuated_corr
         entry.update(Block({"disattenuated_corr": dc}).to_json())
         ci: dict[str, Any] = {}

@@ -72,13 +72,6 @@ def coincidence_delta(cats: NDArray[Any], level: str) -> NDArray[Any] | str:
     return "ordinal"
 
 
-def _pairable(h: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    obs = ~np.isnan(h)
-    m = obs.sum(axis=1)
-    keep = m >= 2
-    return h[keep], obs[keep], m[keep].astype(np.float64)
-
-
 def _interval(h: NDArray[Any], obs: NDArray[Any], m: NDArray[Any]) -> float:
     vals = h[obs]
     n: int = vals.size
@@ -144,7 +137,10 @@ def krippendorff_alpha(ratings: ArrayLike, *, level: Level = "interval", categor
         h = as_ratings(ratings)
         coinc = agreement_totals(category_index(h, cats), cats.size)["coinc"].reshape(cats.size, cats.size)
         return float(finish_alpha_from_coincidence(coinc, coincidence_delta(cats, level)))
-    h, obs, m = _pairable(as_ratings(ratings))
+    h = as_ratings(ratings)
+    h = h[(~np.isnan(h)).sum(axis=1) >= 2]  # the pairable units
+    obs = ~np.isnan(h)
+    m = obs.sum(axis=1).astype(np.float64)
     if level == "interval":
         return _interval(h, obs, m)
     if level == "ordinal":

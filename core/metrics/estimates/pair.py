@@ -58,7 +58,6 @@ class PairSuite:
     cats: NDArray[Any] | None
     smd_method: str
     shift: dict[str, float] = field(init=False)
-    _codes: tuple[NDArray[Any], NDArray[Any]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         a, b = self.a[self.rows], self.b[self.rows]
@@ -140,16 +139,13 @@ class PairSuite:
         levels = ("nominal", "ordinal", "interval")
         return f | agreement_finishers(ag, cats, 2, "", REPORT_WEIGHTS, ("gwet", "bp", "fleiss"), levels)
 
-    def _value_codes(self) -> tuple[NDArray[Any], NDArray[Any]]:
+    @functools.cached_property
+    def _value_codes(self) -> list[NDArray[Any]]:
         """Each compared response's distinct-value id in ``a`` and ``b`` (full length; for tie counts)."""
-        if self._codes is None:
-            full = []
-            for x in (self.a, self.b):
-                codes = np.zeros(self.a.size, dtype=np.int64)
-                codes[self.rows] = np.unique(x[self.rows], return_inverse=True)[1].reshape(-1)
-                full.append(codes)
-            self._codes = (full[0], full[1])
-        return self._codes
+        full: list[NDArray[Any]] = [np.zeros(self.a.size, dtype=np.int64) for _ in range(2)]
+        for codes, x in zip(full, (self.a, self.b)):
+            codes[self.rows] = np.unique(x[self.rows], return_inverse=True)[1].reshape(-1)
+        return full
 
     def spearman_resampled(self, counts: NDArray[Any]) -> NDArray[Any]:
         """Spearman's rho on the compared responses for every resample of a chunk (counts (b, n_total))."""
@@ -164,7 +160,7 @@ class PairSuite:
         def taus() -> tuple[float, float]:
             ties = None  # a resample: tie counts from the sample's value ids, no sort
             if index is not None and rows.size:
-                codes = self._value_codes()
+                codes = self._value_codes
                 ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
             return kendall_taus(a, b, ties=ties)
 
