@@ -84,17 +84,13 @@ def skeleton(stats: PartitionStats, spec: Spec, rater_error_variance: float | No
         suites[key] = suite
     index = {label: i for i, label in enumerate(labels)}
     r = stats.n_raters
+    groups = {(index[k[1]], k[2]): v for k, v in suites.items() if k[0] == "g"}
     return Comparisons(
         stats.n_rated,
         {s: suites[("s", "", s)] for s in spec.system},
         suites.get(("hh", "", "")),
         labels,
-        dict(
-            sorted(
-                (((index[k[1]], k[2]), v) for k, v in suites.items() if k[0] == "g"),
-                key=lambda kv: (kv[0][0], spec.system.index(kv[0][1])),
-            )
-        ),
+        dict(sorted(groups.items(), key=lambda kv: (kv[0][0], spec.system.index(kv[0][1])))),
         {s: fairness_design(empty, empty, np.zeros(0, dtype=object)) for s in spec.system},
         rows,
         rater_error_variance,

@@ -76,26 +76,50 @@ _G14 = "Gwet (2014), Handbook of Inter-Rater Reliability, ch. 2-5"
 _RSM = 'RSMTool documentation, "Evaluation metrics" (docs/design.md 4.2)'
 
 
-_WEIGHTINGS = (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic"))
+#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
+REPORT_WEIGHTS: tuple[Weights, ...] = ("identity", "linear", "quadratic")
+
+
+def report_name(coefficient: str, weights: str) -> str | None:
+    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
+    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
+    (quadratic) levels (None otherwise).
+
+    Examples
+    --------
+    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
+    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
+    """
+    if coefficient == "krippendorff":
+        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
+    if coefficient == "gwet":
+        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
+    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
+    return stem if weights == "identity" else f"{stem}_{weights}"
 
 
 def _weighted(
-    stem: str,
+    coefficient: str,
     label: str,
     source: str,
     function: Callable[..., Any],
     *,
     responses: Responses = "reference",
     raters: Raters = "reference_system",
-    ac1: bool = False,
 ) -> tuple[Metric, ...]:
-    """The identity, linear and quadratic versions of one coefficient (``gwet_ac1`` / ``gwet_ac2_*`` for AC)."""
-    out = []
-    for weights, suffix in _WEIGHTINGS:
-        name = ("gwet_ac1" if weights == "identity" else "gwet_ac2" + suffix) if ac1 else stem + suffix
-        shown = label if weights == "identity" else f"{label} ({weights} weights)"
-        out.append(Metric(name, shown, source, "categorical", responses, raters, function))
-    return tuple(out)
+    """The versions of one coefficient under :data:`REPORT_WEIGHTS`, named by :func:`report_name`."""
+    return tuple(
+        Metric(
+            str(report_name(coefficient, w)),
+            label if w == "identity" else f"{label} ({w} weights)",
+            source,
+            "categorical",
+            responses,
+            raters,
+            function,
+        )
+        for w in REPORT_WEIGHTS
+    )
 
 
 def _alphas(
@@ -137,18 +161,16 @@ OBSERVED: tuple[Metric, ...] = (
     Metric(
         "qwk", "quadratic weighted kappa (continuous)", _RSM + ", wtkappa", "moment", function=quadratic_weighted_kappa
     ),
-    *_weighted(
-        "conger_kappa", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa", cohen_kappa
-    ),
+    *_weighted("conger", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa", cohen_kappa),
     Metric("exact_agr", "exact agreement (%)", _RSM, "categorical", function=exact_agreement),
     Metric("adj_agr", "adjacent agreement (%)", _RSM, "categorical", function=adjacent_agreement),
     Metric("smd", "standardized mean difference", _RSM, "moment", function=standardized_mean_difference),
     Metric("mse", "mean squared error", _RSM, "moment", function=mean_squared_error),
     Metric("rmse", "root mean squared error", _RSM, "moment", function=root_mean_squared_error),
     Metric("r2", "R2", _RSM, "moment", function=r2_score),
-    *_weighted("gwet_ac", "Gwet's AC1", _G14 + ", eq. 4.1, 5.1", gwet_ac, ac1=True),
+    *_weighted("gwet", "Gwet's AC1", _G14 + ", eq. 4.1, 5.1", gwet_ac),
     *_weighted("bp", "Brennan-Prediger", "Brennan & Prediger (1981); " + _G14, brennan_prediger),
-    *_weighted("fleiss_kappa", "Scott's pi (Fleiss' kappa)", "Scott (1955); Fleiss (1971); " + _G14, fleiss_kappa),
+    *_weighted("fleiss", "Scott's pi (Fleiss' kappa)", "Scott (1955); Fleiss (1971); " + _G14, fleiss_kappa),
     *_alphas("reference", "reference_system"),
 )
 
@@ -190,14 +212,10 @@ TRUE_SCORE: tuple[Metric, ...] = tuple(
 #: weights; ``evaluate(weights=...)`` adds irrCAC's other weightings under the same naming rule,
 #: :func:`core.metrics.intervals.agreement_variance.report_name`).
 MULTI_RATER: tuple[Metric, ...] = (
-    *_weighted("gwet_ac", "Gwet's AC1", _G14, gwet_ac, responses="rated", raters="all", ac1=True),
+    *_weighted("gwet", "Gwet's AC1", _G14, gwet_ac, responses="rated", raters="all"),
     *_weighted("bp", "Brennan-Prediger", _G14, brennan_prediger, responses="rated", raters="all"),
-    *_weighted(
-        "fleiss_kappa", "Fleiss' kappa", "Fleiss (1971); " + _G14, fleiss_kappa, responses="rated", raters="all"
-    ),
-    *_weighted(
-        "conger_kappa", "Conger's kappa", "Conger (1980); " + _G14, conger_kappa, responses="rated", raters="all"
-    ),
+    *_weighted("fleiss", "Fleiss' kappa", "Fleiss (1971); " + _G14, fleiss_kappa, responses="rated", raters="all"),
+    *_weighted("conger", "Conger's kappa", "Conger (1980); " + _G14, conger_kappa, responses="rated", raters="all"),
     *_alphas("rated", "all", ("nominal", "ordinal", "interval", "ratio")),
 )
 
@@ -210,28 +228,6 @@ TRUE_SCORE_KEYS: tuple[str, ...] = tuple(m.name for m in TRUE_SCORE)
 RANK_KEYS: tuple[str, ...] = tuple(m.name for m in OBSERVED if m.family == "rank")
 #: Figures that are counts (written as JSON integers).
 COUNT_KEYS: frozenset[str] = frozenset({"N", "N_raters", "N_single", "N_multiple", "N_pairable", "N_human_human"})
-
-
-#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
-REPORT_WEIGHTS: tuple[Weights, ...] = ("identity", "linear", "quadratic")
-
-
-def report_name(coefficient: str, weights: str) -> str | None:
-    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
-    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
-    (quadratic) levels (None otherwise).
-
-    Examples
-    --------
-    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
-    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
-    """
-    if coefficient == "krippendorff":
-        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
-    if coefficient == "gwet":
-        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
-    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
-    return stem if weights == "identity" else f"{stem}_{weights}"
 
 
 def report_weightings(extra: Iterable[Weights], cats: NDArray[Any] | None = None) -> tuple[Weights, ...]:

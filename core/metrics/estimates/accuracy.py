@@ -111,15 +111,7 @@ def mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
 
 def root_mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
-    """Root mean squared error sqrt(MSE(H|M)) (:func:`mean_squared_error`).
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float >= 0; NaN for no response.
+    """Root mean squared error sqrt(MSE(H|M)) (parameters and NaN rule: :func:`mean_squared_error`).
 
     References
     ----------

@@ -138,14 +138,7 @@ def kendall_tau_c(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Kendall's tau-c (Stuart's tau-c), for rectangular tables: tau_c = 2 (P - Q) / (n^2 (m - 1) / m).
 
     P and Q are the concordant and discordant pairs and m = min(number of distinct H, number of distinct M).
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float in [-1, 1]; NaN for n < 2 or a constant vector.
+    Parameters and result as :func:`kendall_tau_b`.
 
     References
     ----------

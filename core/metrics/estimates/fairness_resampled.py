@@ -145,7 +145,6 @@ def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> 
     names, codes = group_codes(groups, h.size)
     sizes = np.bincount(codes, minlength=names.size)
     _, hcodes = np.unique(h, return_inverse=True)
-    hcodes = hcodes.reshape(-1)
     error = m - h
     squared = error**2
     return FairnessDesign(

@@ -113,15 +113,7 @@ def agreement(y_true: ArrayLike, y_pred: ArrayLike, *, tolerance: float = 0) -> 
 
 
 def exact_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
-    """Percent exact agreement, ``agreement(y_true, y_pred, tolerance=0)``.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float in [0, 100]; NaN for no response.
+    """Percent exact agreement, ``agreement(y_true, y_pred, tolerance=0)`` (parameters and result: :func:`agreement`).
 
     References
     ----------
@@ -136,15 +128,8 @@ def exact_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
 
 def adjacent_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
-    """Percent exact plus adjacent agreement, ``agreement(y_true, y_pred, tolerance=1)``.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float in [0, 100]; NaN for no response.
+    """Percent exact plus adjacent agreement, ``agreement(y_true, y_pred, tolerance=1)`` (parameters and result:
+    :func:`agreement`).
 
     References
     ----------

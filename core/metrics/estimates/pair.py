@@ -11,7 +11,7 @@ every chance-corrected coefficient use the scores rounded half-to-even and clipp
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,16 +216,12 @@ def memo(fn: Finisher) -> Finisher:
     return wrapped
 
 
-def point_values(
-    finishers: dict[str, Finisher], keys: Collection[str] | None = None
-) -> tuple[dict[str, float], dict[str, str], list[str]]:
+def point_values(finishers: dict[str, Finisher]) -> tuple[dict[str, float], dict[str, str], list[str]]:
     """Evaluate finishers once with reasons: (values, reasons, cautions)."""
     values: dict[str, float] = {}
     reasons: dict[str, str] = {}
     cautions: list[str] = []
     for key, fn in finishers.items():
-        if keys is not None and key not in keys:
-            continue
         v, why, careful = capture(fn)
         values[key] = float(np.asarray(v, dtype=np.float64))
         if why and not np.isfinite(values[key]):
