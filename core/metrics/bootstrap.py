@@ -282,12 +282,9 @@ def bootstrap_fairness(
     rng = np.random.default_rng(seed)  # a Generator is returned as it is
     point, why, _ = capture(fairness_analysis, y_true, y_pred, groups)
     design = fairness_design(y_true, y_pred, groups)
-    parts: dict[str, list[NDArray[Any]]] = {k: [] for k in FAIRNESS_KEYS}
-    if design.problem is None:
-        for _, counts in resample_chunks(design.n, n_resamples, rng):
-            for k, v in quiet(design.resampled, counts).items():
-                parts[k].append(v)
-    samples = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
+    resamples = n_resamples if design.problem is None else 0
+    drawn = bootstrap_sums(RowSums(design.n), lambda t: {}, resamples, rng, per_chunk=lambda _, c: design.resampled(c))
+    samples = {k: drawn.get(k, np.zeros(0)) for k in FAIRNESS_KEYS}
     ci = {k: percentile_interval(samples[k], confidence) for k in FAIRNESS_KEYS}
     reasons = {
         k: fairness_ci_reason(design.problem, point[k]["value"], "; ".join(why), n_resamples)

@@ -18,8 +18,6 @@ r*_ik = sum_l w_kl r_il, T_w = sum_kl w_kl.
   Krippendorff  1 - (n.. - 1) sum_kl o_kl d_kl / sum_kl n_k n_l d_kl with d = 1 - w and the coincidence matrix
   o_kl = sum_i sum_{j != j'} 1[(k, l) = (x_ij, x_ij')] / (r_i - 1) (equal to Gwet's alpha formula)
 With two raters Conger's kappa is Cohen's (weighted) kappa and Fleiss' kappa is Scott's pi.
-
-Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus q x q tables, never N x q x q.
 """
 
 from __future__ import annotations
@@ -29,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import WEIGHTS, Weights, check_option
-from core.metrics.estimates.agreement_totals import agreement_totals, category_matrix, finish_agreement
+from core.metrics.data import WEIGHTS, Weights, as_ratings, category_index, check_option
+from core.metrics.estimates.agreement_totals import agreement_totals, finish_agreement
 from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
 from core.metrics.estimates.weights import agreement_weights
 
@@ -47,7 +45,8 @@ def _family(
     ratings: ArrayLike, categories: ArrayLike, weights: Weights, which: tuple[str, ...]
 ) -> dict[str, NDArray[Any]]:
     check_option("weights", weights, WEIGHTS)
-    idx, cats = category_matrix(ratings, categories)
+    cats = np.asarray(categories, dtype=np.float64)
+    idx = category_index(as_ratings(ratings), cats)
     t = agreement_totals(idx, cats.size)
     out = finish_agreement(t, cats, weights, idx.shape[1], which=which)
     if "krippendorff" in which:  # irrCAC's weighted alpha: distances d = 1 - w

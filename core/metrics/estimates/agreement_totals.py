@@ -1,10 +1,10 @@
 """Sufficient statistics of the chance-corrected agreement family, for one sample or many resamples.
 
-Per-subject terms (:func:`agreement_sums`) or their totals computed directly (:func:`agreement_totals`,
+Per-subject terms (:func:`agreement_sums`, one entry per ordered pair of ratings of a subject: O(N x R^2) memory,
+never N x q x q) or their totals (:func:`agreement_totals` over the distinct rating patterns,
 :func:`agreement_tables_from_joint`) feed :func:`finish_agreement`, which gives pa, every pe and every coefficient
 with a leading batch axis (the bootstrap shares the formula). Notation and formulas:
-:mod:`core.metrics.estimates.agreement`. Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus
-q x q tables, never N x q x q.
+:mod:`core.metrics.estimates.agreement`.
 """
 
 from __future__ import annotations
@@ -14,17 +14,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Weights, as_ratings, category_index
+from core.metrics.data import Weights
 from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.estimates.weights import agreement_weights
 from core.metrics.notes import undefined
-
-
-def category_matrix(ratings: ArrayLike, categories: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
-    """(index matrix with -1 for missing, category values) after validating that every rating is a category."""
-    h = as_ratings(ratings)
-    cats = np.asarray(categories, dtype=np.float64)
-    return category_index(h, cats), cats
 
 
 def agreement_sums(index: NDArray[Any], q: int, prefix: str = "") -> RowSums:

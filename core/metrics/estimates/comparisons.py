@@ -69,9 +69,9 @@ class Comparisons:
         """The per-response terms of every figure (``sums.totals()``: the sample's totals)."""
         out = RowSums(self.n)
         for suite in self._pairs():
-            out.merge(suite.sums, "")
+            out.merge(suite.sums)
         for s, m in self.true_system.items():
-            out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0], "")
+            out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0])
         if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
             out.add_grouped(*_pattern_tables(self.raters, self.cats.size, "a:"))
         return out

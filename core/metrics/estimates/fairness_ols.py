@@ -55,7 +55,17 @@ def ols_record(
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
         adj = 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1) if n - p - 1 > 0 else np.nan
-    return dict(coef=coef, rss=rss, tss=tss, p=p, n=n, r2=r2, adj_r2=adj, design=design, rank=rank)
+    return {
+        "coef": coef,
+        "rss": rss,
+        "tss": tss,
+        "p": p,
+        "n": n,
+        "r2": r2,
+        "adj_r2": adj,
+        "design": design,
+        "rank": rank,
+    }
 
 
 def figure_record(model: dict[str, Any], value: float, p_value: float, others: list[str]) -> dict[str, Any]:

@@ -151,8 +151,7 @@ def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None =
 
     Parameters
     ----------
-    ratings : array of shape (n, R)
-    rater_error_variance : float, optional
+    ratings, rater_error_variance : as :func:`prmse`
 
     Returns
     -------
@@ -176,9 +175,7 @@ def mse_true(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float 
 
     Parameters
     ----------
-    system : array-like of shape (n,)
-    ratings : array of shape (n, R)
-    rater_error_variance : float, optional
+    system, ratings, rater_error_variance : as :func:`prmse`
 
     Returns
     -------
@@ -209,6 +206,7 @@ def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | N
     ratings : array of shape (n, R)
         Human ratings, NaN for missing; any number per response.
     rater_error_variance : float, optional
+        V_e estimated from another sample (default: from ``ratings``).
 
     Returns
     -------
@@ -266,9 +264,7 @@ def true_score_evaluation(
 
     Parameters
     ----------
-    system : array-like of shape (n,)
-    ratings : array of shape (n, R)
-    rater_error_variance : float, optional
+    system, ratings, rater_error_variance : as :func:`prmse`
 
     Examples
     --------

@@ -1,12 +1,7 @@
-"""Analytic confidence intervals: Fisher's z for Pearson's r, Wald intervals from standard errors.
-
-Resampling (the bootstrap) lives in :mod:`core.metrics.bootstrap`; this module holds the closed-form intervals.
-Every interval says how it was made (:data:`IntervalMethod`), so a report can state whether it is z- or t-based.
-
-- Fisher (1921): tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)).
-- Wald, normal quantile: estimate -/+ z_(1-a/2) se.
-- Wald, Student's t (Gwet 2014, section 5.5; irrCAC ``raw.py``): estimate -/+ t_(1-a/2, n-1) se, the upper bound
-  capped at 1 (the largest value a chance-corrected coefficient can take), as irrCAC reports it.
+"""Analytic confidence intervals (the bootstrap's: :mod:`core.metrics.bootstrap`), each saying how it was made
+(:data:`IntervalMethod`): Fisher's z for Pearson's r, tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)) (Fisher 1921); Wald
+intervals estimate -/+ z_(1-a/2) se, or estimate -/+ t_(1-a/2, n-1) se with the upper bound capped at 1 (the largest
+value a chance-corrected coefficient can take), as irrCAC reports them (Gwet 2014, section 5.5; irrCAC ``raw.py``).
 """
 
 from __future__ import annotations
