@@ -154,7 +154,6 @@ def evaluate_dask(
     :func:`core.metrics.pipeline.evaluate`; the bootstrap draws Poisson(1) weights per partition)."""
     weightings = report_weightings(weights)
     human, system = tuple(human or ()), tuple(system)
-    notes = [f"Dask: {{}} partition(s) of {source}"]
     if long is not None:
         parts, human, lspec, n_ratings = _long_parts(client, source, long, system, human, group_col)
         group_col, group_name = (GROUP if group_col else None), group_col
@@ -166,7 +165,7 @@ def evaluate_dask(
             ddf = ddf[cols]
         parts, group_name = list(ddf.to_delayed()), group_col
     total = len(parts)
-    notes[0] = notes[0].format(total)
+    notes = [f"Dask: {total} partition(s) of {source}"]
     spec = Spec(
         str(source),
         human,

@@ -45,13 +45,11 @@ def _ordered(counts: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
 
 
 def _prefixes(stats: PartitionStats) -> tuple[list[str], dict[PairKey, str]]:
+    """The group labels in order and each comparison's key prefix (``s:model:``, ``hh:``, ``g:0:model:``, ``c:0:``)."""
     labels = sorted({key[1] for key in stats.pairs if key[0] == "g"})
     index = {label: i for i, label in enumerate(labels)}
-    out: dict[PairKey, str] = {}
-    for key in stats.pairs:
-        kind, label, s = key
-        out[key] = {"s": f"s:{s}:", "hh": "hh:", "g": f"g:{index.get(label)}:{s}:", "c": f"c:{index.get(label)}:"}[kind]
-    return labels, out
+    kinds = {"s": "s:{s}:", "hh": "hh:", "g": "g:{i}:{s}:", "c": "c:{i}:"}
+    return labels, {(k, g, s): kinds[k].format(s=s, i=index.get(g)) for k, g, s in stats.pairs}
 
 
 def flat_totals(stats: PartitionStats, boot: bool = False) -> Totals:

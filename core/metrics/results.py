@@ -239,13 +239,10 @@ class FairnessEvaluation:
             item["estimates_p_value"] = {g: json_number(c) for g, c in fig.estimates_p_value.items()}
             item["estimates_ci"] = {g: interval_pair(c) for g, c in fig.estimates_ci.items()}
             out[key] = item
-        if self.bootstrapped:
-            out["ci"] = {k: interval_pair(f.ci) for k, f in self.figures().items()}
-            why = {k: f.ci_reason for k, f in self.figures().items() if f.ci_reason}
-            if why:
-                out["ci_reason"] = why
-        else:
-            out["ci"] = {}
+        out["ci"] = {k: interval_pair(f.ci) for k, f in self.figures().items()} if self.bootstrapped else {}
+        why = {k: f.ci_reason for k, f in self.figures().items() if f.ci_reason}  # (set only with a bootstrap)
+        if why:
+            out["ci_reason"] = why
         return out
 
 

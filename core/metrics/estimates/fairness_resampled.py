@@ -170,8 +170,8 @@ def fairness_resampled(
 
     Parameters
     ----------
-    y_true, y_pred : array-like of shape (n,)
-    groups : array-like of shape (n,)
+    y_true, y_pred, groups
+        As :func:`~core.metrics.estimates.fairness.fairness_analysis`.
     counts : ndarray of shape (b, n)
         Number of times each response is drawn in each resample.
 

@@ -17,8 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_ratings, as_vector
+from core.metrics.estimates.observed import pearson_r
 from core.metrics.estimates.sums import RowSums, nan_where
-from core.metrics.notes import caution
+from core.metrics.notes import caution, quiet
 
 #: Recommended minimum number of double-scored responses (Loukina et al. 2020, section 7).
 MIN_DOUBLE_SCORED = 1000
@@ -223,17 +224,6 @@ def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | N
     return float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
 
 
-def first_two_ratings(ratings: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
-    """The first two available ratings of every response with at least two (in column order)."""
-    h = as_ratings(ratings)
-    obs = ~np.isnan(h)
-    keep = obs.sum(axis=1) >= 2
-    h, obs = h[keep], obs[keep]
-    order = np.argsort(~obs, axis=1, kind="stable")[:, :2]
-    pair = np.take_along_axis(h, order, axis=1)
-    return pair[:, 0], pair[:, 1]
-
-
 def finish_true_score(
     t: dict[str, NDArray[Any]], rater_error_variance: float | None = None, prefix: str = ""
 ) -> dict[str, NDArray[Any]]:
@@ -286,10 +276,10 @@ def true_score_evaluation(
         **{k: values[k] for k in ("rater_error_variance", "true_score_variance", "mse_true", "prmse")},
     }
     r = float("nan")
-    if rater_error_variance is None and rec["N_multiple"] > 0:
-        a, b = first_two_ratings(h)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = float(np.corrcoef(a, b)[0, 1]) if a.size >= 2 and np.std(a) > 0 and np.std(b) > 0 else float("nan")
+    if rater_error_variance is None and rec["N_multiple"] > 0:  # r of the first two ratings of each response
+        two = h[(~np.isnan(h)).sum(axis=1) >= 2]
+        pair = np.take_along_axis(two, np.argsort(np.isnan(two), axis=1, kind="stable")[:, :2], axis=1)
+        r = quiet(pearson_r, pair[:, 0], pair[:, 1])
     for message in prmse_cautions(
         n_multiple=int(rec["N_multiple"]), r_hh=r, prmse=rec["prmse"], external=rater_error_variance is not None
     ):
