@@ -9,6 +9,7 @@ tables (:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`co
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import numpy as np
@@ -101,7 +102,9 @@ def skeleton(stats: PartitionStats, spec: Spec, rater_error_variance: float | No
     )
 
 
-def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[str, str]) -> list[str]:
+def _rank_values(
+    stats: PartitionStats, comp: Comparisons, values: dict[str, float], reasons: dict[str, str]
+) -> list[str]:
     """Spearman and Kendall of every comparison from its pair table; returns notes on tables not kept."""
     _, prefix = _prefixes(stats)
     notes = []
@@ -123,14 +126,11 @@ def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[
                 # (the in-memory report gives tau-c no reason of its own: tau-b's computation emits it once)
                 if why_rank and not np.isfinite(v) and k != "kendall_tau_c":
                     reasons[p + k] = "; ".join(why_rank)
-    if ("hh", "", "") in stats.pairs:
-        for s in (key[2] for key in stats.pairs if key[0] == "s"):
-            for k in RANK_KEYS:
-                v = values[f"s:{s}:{k}"] - values["hh:" + k]
-                values[f"d:{s}:{k}"] = v
-                both = [w for w in (reasons.get(f"s:{s}:{k}"), reasons.get("hh:" + k)) if w]
-                if both and not np.isfinite(v):
-                    reasons[f"d:{s}:{k}"] = "; ".join(both)
+    comp.differences(values, RANK_KEYS)  # the degradations, with the reasons of both figures
+    for s, k in itertools.product(comp.systems if comp.human_human is not None else (), RANK_KEYS):
+        both = [w for w in (reasons.get(f"s:{s}:{k}"), reasons.get("hh:" + k)) if w]
+        if both and not np.isfinite(values[f"d:{s}:{k}"]):
+            reasons[f"d:{s}:{k}"] = "; ".join(both)
     return notes
 
 
@@ -170,7 +170,7 @@ def finish(
     comp = skeleton(stats, spec, rater_error_variance)
     totals = flat_totals(stats)
     point = PointEstimates(totals, *point_values(comp.finishers(totals, with_ranks=False)))
-    rank_notes = _rank_values(stats, point.values, point.reasons)
+    rank_notes = _rank_values(stats, comp, point.values, point.reasons)
     closed = closed_form_intervals(
         comp, point, confidence=confidence, population_size=population_size, raters=stats.patterns
     )

@@ -194,11 +194,9 @@ def bootstrap_prmse(
 
     Parameters
     ----------
-    system : array-like of shape (n,)
-    ratings : array of shape (n, R)
+    system, ratings, rater_error_variance : as :func:`~core.metrics.estimates.true_score.prmse`
     n_resamples : int, default 1000
     seed : int or numpy.random.Generator, default 0
-    rater_error_variance : float, optional
     confidence : float, default 0.95
 
     Returns
@@ -259,8 +257,7 @@ def bootstrap_fairness(
 
     Parameters
     ----------
-    y_true, y_pred : array-like of shape (n,)
-    groups : array-like of shape (n,)
+    y_true, y_pred, groups : as :func:`~core.metrics.estimates.fairness.fairness_analysis`
     n_resamples : int, default 1000
     seed : int or numpy.random.Generator, default 0
     confidence : float, default 0.95

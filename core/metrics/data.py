@@ -93,8 +93,7 @@ def rating_counts(ratings: ArrayLike) -> NDArray[Any]:
 
     Parameters
     ----------
-    ratings : array of shape (n, R), or a list of rater vectors
-        NaN for missing.
+    ratings : array of shape (n, R), or a list of rater vectors; NaN for missing
 
     Returns
     -------

@@ -45,23 +45,11 @@ Family = Literal["moment", "rank", "categorical", "true_score", "fairness"]
 
 
 class Metric(NamedTuple):
-    """One reported figure.
-
-    Attributes
-    ----------
-    name : str
-        The key in the JSON object and the tables (one name per coefficient everywhere).
-    label : str
-        A short human-readable label.
-    source : str
-        Paper and equation (or the peer whose definition is followed).
-    family : str
-        ``"moment"``, ``"rank"``, ``"categorical"`` (on scores rounded to the scale), ``"true_score"``, ``"fairness"``.
-    responses, raters : str
-        Which responses and rating columns it uses (see the module docstring).
-    function : callable or None
-        The public library function that computes it on its own.
-    """
+    """One reported figure: ``name``, its key in the JSON object and the tables (one name per coefficient
+    everywhere); ``label``, a short human-readable label; ``source``, the paper and equation (or the peer whose
+    definition is followed); ``family``, ``"moment"``, ``"rank"``, ``"categorical"`` (on scores rounded to the scale),
+    ``"true_score"`` or ``"fairness"``; ``responses`` and ``raters``, the responses and rating columns it uses (see the
+    module docstring); ``function``, the public library function that computes it on its own (or None)."""
 
     name: str
     label: str

@@ -29,18 +29,9 @@ from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_K
 
 
 class Figure(NamedTuple):
-    """One reported number.
-
-    Attributes
-    ----------
-    value : float
-        NaN when undefined for the data.
-    reason : str or None
-        Why the value is NaN (None when it is defined).
-    ci : Interval or None
-        Bootstrap percentile interval (None without a bootstrap).
-    analytic : Interval or None
-        Closed-form standard error, interval and p-value (Fisher z, t-based Wald), when the metric has one.
+    """One reported number: its ``value`` (NaN when undefined for the data), the ``reason`` it is NaN (None when it
+    is defined), its bootstrap percentile interval ``ci`` (None without a bootstrap) and its closed-form standard
+    error, interval and p-value ``analytic`` (Fisher z, t-based Wald; None when the metric has none).
 
     Examples
     --------
@@ -60,14 +51,9 @@ class Figure(NamedTuple):
 
 @dataclass(frozen=True)
 class Block:
-    """The figures of one comparison, in registry order (:mod:`core.metrics.registry`).
-
-    ``block["corr"]`` is a :class:`Figure`; an unknown name raises ``KeyError`` (never a silent ``None``).
-
-    Parameters
-    ----------
-    figures : mapping name -> Figure
-        Names from :mod:`core.metrics.registry`.
+    """The ``figures`` of one comparison (name -> :class:`Figure`), in the order and with the names of
+    :mod:`core.metrics.registry`: ``block["corr"]`` is a :class:`Figure`; an unknown name raises ``KeyError`` (never a
+    silent ``None``).
 
     Examples
     --------
@@ -248,26 +234,12 @@ class FairnessEvaluation:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Result of :func:`core.metrics.pipeline.evaluate`.
-
-    Attributes
-    ----------
-    n_responses, n_input : int
-        Responses evaluated against the reference human, and rows given.
-    dropped : dict reason -> count
-    scale : Scale
-    human_columns : list of str
-    confidence : float
-    n_resamples, seed : int
-        The bootstrap.
-    human_human : HumanHuman
-    systems : dict name -> SystemEvaluation
-    subgroups : dict group column -> {group label -> {system -> Block}}
-    fairness : dict group column -> {system -> FairnessEvaluation}
-    notes : list of str
-    human, system, prmse_samples : arrays for the plots
-    bootstrapped : bool
-        Whether the figures carry bootstrap intervals.
+    """Result of :func:`core.metrics.pipeline.evaluate`: ``n_responses`` evaluated against the reference human and
+    ``n_input`` rows given, ``dropped`` (reason -> count), the ``scale``, ``human_columns``, ``confidence``, the
+    bootstrap's ``n_resamples`` and ``seed``, ``human_human`` (:class:`HumanHuman`), ``systems`` (name ->
+    :class:`SystemEvaluation`), ``subgroups`` (group column -> group label -> system -> :class:`Block`), ``fairness``
+    (group column -> system -> :class:`FairnessEvaluation`), ``notes``, the arrays for the plots (``human``,
+    ``system``, ``prmse_samples``) and ``bootstrapped`` (whether the figures carry bootstrap intervals).
 
     Examples
     --------

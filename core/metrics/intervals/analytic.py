@@ -16,14 +16,8 @@ IntervalMethod = Literal["bootstrap percentile", "Fisher z", "normal", "Student 
 
 
 class Interval(NamedTuple):
-    """A confidence interval ``[low, high]`` (NaN bounds when undefined) and how it was computed.
-
-    Attributes
-    ----------
-    low, high : float
-        The bounds (a NamedTuple: ``low, high = interval[:2]`` works).
-    method : str
-        One of :data:`IntervalMethod`.
+    """A confidence interval ``[low, high]`` (NaN bounds when undefined; a NamedTuple: ``low, high =
+    interval[:2]`` works) and the ``method`` that computed it (one of :data:`IntervalMethod`).
 
     References
     ----------

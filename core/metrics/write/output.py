@@ -7,7 +7,6 @@ error never leaves a half-written report.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -27,20 +26,10 @@ from core.metrics.write.plots import confusion_heatmap, prmse_plot, scatter_plot
 
 
 def to_json_text(data: Mapping[str, Any]) -> str:
-    """JSON text of the evaluation object; any remaining NaN/inf becomes null (strict JSON)."""
-
-    def clean(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {str(k): clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, (np.floating, float)):
-            return None if not math.isfinite(float(x)) else float(x)
-        if isinstance(x, np.integer):
-            return int(x)
-        return x
-
-    return json.dumps(clean(data), indent=2, allow_nan=False)
+    """JSON text of the evaluation object: numpy scalars as Python numbers, any remaining NaN/inf as null (strict
+    JSON)."""
+    text = json.dumps(data, default=lambda x: x.item())
+    return json.dumps(json.loads(text, parse_constant=lambda _: None), indent=2, allow_nan=False)
 
 
 def _fmt(v: object) -> str:
