@@ -1,10 +1,7 @@
 """``easl evaluate`` on a Dask cluster: partitioned Parquet or CSV read with ``dask.dataframe``, one task per
-partition (:func:`core.distributed.partitions.partition_stats`), the results merged in partition order (so the
-sums are the same whatever the order the tasks finish in) and finished by the in-memory code
-(:func:`core.distributed.finish.finish`).
-
-Without a scale, a first pass takes the range of the human ratings (as :func:`core.metrics.prepare.prepare`);
-the scale then fixes the categories every partition uses.
+partition (:func:`core.distributed.partitions.partition_stats`), the results merged in partition order (the same
+sums whatever order the tasks finish in) and finished by :func:`core.distributed.finish.finish`. Without a scale, a
+first pass takes the range of the human ratings (as :func:`core.metrics.prepare.prepare`).
 """
 
 from __future__ import annotations
@@ -157,7 +154,6 @@ def evaluate_dask(
     :func:`core.metrics.pipeline.evaluate`; the bootstrap draws Poisson(1) weights per partition)."""
     weightings = report_weightings(weights)
     human, system = tuple(human or ()), tuple(system)
-    notes = [f"Dask: {{}} partition(s) of {source}"]
     if long is not None:
         parts, human, lspec, n_ratings = _long_parts(client, source, long, system, human, group_col)
         group_col, group_name = (GROUP if group_col else None), group_col
@@ -169,7 +165,7 @@ def evaluate_dask(
             ddf = ddf[cols]
         parts, group_name = list(ddf.to_delayed()), group_col
     total = len(parts)
-    notes[0] = notes[0].format(total)
+    notes = [f"Dask: {total} partition(s) of {source}"]
     spec = Spec(
         str(source),
         human,

@@ -123,10 +123,9 @@ def merge_resampled(
 def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) -> dict[str, NDArray[Any]]:
     """OSA, OSD and CSD of every resample, from its cell sums (:func:`fairness_from_cells` on each)."""
     n = boot["n"].to_numpy()
-    out: dict[str, list[float]] = {k: [] for k in FAIRNESS_KEYS}
-    for j in range(n.shape[1]):
+
+    def resample(j: int) -> pd.DataFrame:
         w = n[:, j]
-        keep = w > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             s1, t1 = boot["S1"].to_numpy()[:, j] / w, boot["T1"].to_numpy()[:, j] / w
             frame = pd.DataFrame(
@@ -138,11 +137,11 @@ def _samples(cells: pd.DataFrame, boot: dict[str, pd.DataFrame], unit: float) ->
                     "ss": np.maximum(boot["T2"].to_numpy()[:, j] - w * t1 * t1, 0.0),
                 },
                 index=cells.index,
-            )[keep]
-        rec = quiet(fairness_from_cells, frame, unit)
-        for k in FAIRNESS_KEYS:
-            out[k].append(rec[k]["value"])
-    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+            )
+        return frame[w > 0]
+
+    records = [quiet(fairness_from_cells, resample(j), unit) for j in range(n.shape[1])]
+    return {k: np.array([rec[k]["value"] for rec in records], dtype=np.float64) for k in FAIRNESS_KEYS}
 
 
 def fairness_evaluation(

@@ -1,16 +1,15 @@
 """Merged partition statistics -> the :class:`~core.metrics.results.Evaluation` of ``easl evaluate``.
 
-The figures come from the in-memory finishers: a :class:`~core.metrics.estimates.comparisons.Comparisons` without data
-(its comparisons carry only their prefixes, categories and pooled centring) finishes the merged totals exactly as
-:func:`core.metrics.estimates.comparisons.point_estimates` finishes the in-memory ones, and
-:func:`core.metrics.assemble.assemble` builds the result. Analytic intervals come from the merged rating patterns
-(:func:`core.metrics.intervals.closed_form.analytic_intervals`), rank correlations from the merged pair tables
-(:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
+A :class:`~core.metrics.estimates.comparisons.Comparisons` without data (prefixes, categories, pooled centring)
+finishes the merged totals as the in-memory point estimates are finished, and :func:`core.metrics.assemble.assemble`
+builds the result; analytic intervals come from the merged rating patterns, rank correlations from the merged pair
+tables (:mod:`core.distributed.ranks`), fairness from the merged cells (:mod:`core.distributed.fairness_cells`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import numpy as np
@@ -23,8 +22,7 @@ from core.metrics.assemble import assemble
 from core.metrics.estimates.comparisons import Comparisons, PointEstimates
 from core.metrics.estimates.fairness_resampled import fairness_design
 from core.metrics.estimates.pair import PairSuite, batch_values, point_values
-from core.metrics.intervals.analytic import Analytic
-from core.metrics.intervals.closed_form import Patterns, analytic_intervals
+from core.metrics.intervals.closed_form import closed_form_intervals
 from core.metrics.notes import capture, quiet
 from core.metrics.prepare import (
     DROP_H1_MISSING,
@@ -33,9 +31,8 @@ from core.metrics.prepare import (
     DROP_SYSTEM_MISSING,
     SET_MISSING_OUT_OF_SCALE,
     SET_MISSING_ZERO,
-    PolicyResult,
-    Prepared,
     policy_notes,
+    prepare,
 )
 from core.metrics.results import Evaluation
 
@@ -49,13 +46,11 @@ def _ordered(counts: dict[str, int], order: tuple[str, ...]) -> dict[str, int]:
 
 
 def _prefixes(stats: PartitionStats) -> tuple[list[str], dict[PairKey, str]]:
+    """The group labels in order and each comparison's key prefix (``s:model:``, ``hh:``, ``g:0:model:``, ``c:0:``)."""
     labels = sorted({key[1] for key in stats.pairs if key[0] == "g"})
     index = {label: i for i, label in enumerate(labels)}
-    out: dict[PairKey, str] = {}
-    for key in stats.pairs:
-        kind, label, s = key
-        out[key] = {"s": f"s:{s}:", "hh": "hh:", "g": f"g:{index.get(label)}:{s}:", "c": f"c:{index.get(label)}:"}[kind]
-    return labels, out
+    kinds = {"s": "s:{s}:", "hh": "hh:", "g": "g:{i}:{s}:", "c": "c:{i}:"}
+    return labels, {(k, g, s): kinds[k].format(s=s, i=index.get(g)) for k, g, s in stats.pairs}
 
 
 def flat_totals(stats: PartitionStats, boot: bool = False) -> Totals:
@@ -88,17 +83,13 @@ def skeleton(stats: PartitionStats, spec: Spec, rater_error_variance: float | No
         suites[key] = suite
     index = {label: i for i, label in enumerate(labels)}
     r = stats.n_raters
+    groups = {(index[k[1]], k[2]): v for k, v in suites.items() if k[0] == "g"}
     return Comparisons(
         stats.n_rated,
         {s: suites[("s", "", s)] for s in spec.system},
         suites.get(("hh", "", "")),
         labels,
-        dict(
-            sorted(
-                (((index[k[1]], k[2]), v) for k, v in suites.items() if k[0] == "g"),
-                key=lambda kv: (kv[0][0], spec.system.index(kv[0][1])),
-            )
-        ),
+        dict(sorted(groups.items(), key=lambda kv: (kv[0][0], spec.system.index(kv[0][1])))),
         {s: fairness_design(empty, empty, np.zeros(0, dtype=object)) for s in spec.system},
         rows,
         rater_error_variance,
@@ -111,7 +102,9 @@ def skeleton(stats: PartitionStats, spec: Spec, rater_error_variance: float | No
     )
 
 
-def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[str, str]) -> list[str]:
+def _rank_values(
+    stats: PartitionStats, comp: Comparisons, values: dict[str, float], reasons: dict[str, str]
+) -> list[str]:
     """Spearman and Kendall of every comparison from its pair table; returns notes on tables not kept."""
     _, prefix = _prefixes(stats)
     notes = []
@@ -133,14 +126,11 @@ def _rank_values(stats: PartitionStats, values: dict[str, float], reasons: dict[
                 # (the in-memory report gives tau-c no reason of its own: tau-b's computation emits it once)
                 if why_rank and not np.isfinite(v) and k != "kendall_tau_c":
                     reasons[p + k] = "; ".join(why_rank)
-    if ("hh", "", "") in stats.pairs:
-        for s in (key[2] for key in stats.pairs if key[0] == "s"):
-            for k in RANK_KEYS:
-                v = values[f"s:{s}:{k}"] - values["hh:" + k]
-                values[f"d:{s}:{k}"] = v
-                both = [w for w in (reasons.get(f"s:{s}:{k}"), reasons.get("hh:" + k)) if w]
-                if both and not np.isfinite(v):
-                    reasons[f"d:{s}:{k}"] = "; ".join(both)
+    comp.differences(values, RANK_KEYS)  # the degradations, with the reasons of both figures
+    for s, k in itertools.product(comp.systems if comp.human_human is not None else (), RANK_KEYS):
+        both = [w for w in (reasons.get(f"s:{s}:{k}"), reasons.get("hh:" + k)) if w]
+        if both and not np.isfinite(values[f"d:{s}:{k}"]):
+            reasons[f"d:{s}:{k}"] = "; ".join(both)
     return notes
 
 
@@ -154,26 +144,6 @@ def _rank_samples(stats: PartitionStats) -> dict[str, NDArray[Any]]:
             got = resampled_ranks(pair.boot_table, kendall=key[0] != "c")
             out.update({prefix[key] + k: v for k, v in got.items()})
     return out
-
-
-def _analytic(
-    stats: PartitionStats, spec: Spec, values: dict[str, float], confidence: float, population_size: float | None
-) -> dict[str, Analytic]:
-    """Closed-form intervals keyed like the values (:func:`core.metrics.intervals.closed_form.analytic_intervals`, the
-    pairs' rating patterns from their joint tables)."""
-    assert spec.scale is not None
-    cats = spec.scale.category_array if spec.scale.is_categorical else None
-    _, prefix = _prefixes(stats)
-    pairs: dict[str, tuple[int, Patterns | None]] = {}
-    for key, pair in stats.pairs.items():
-        if key[0] in ("s", "hh"):
-            patterns = None
-            if cats is not None:
-                joint = pair.totals["joint"].reshape(cats.size, cats.size)
-                cells = np.argwhere(joint > 0)
-                patterns = (cells.astype(np.int64), joint[cells[:, 0], cells[:, 1]])
-            pairs[prefix[key]] = (int(pair.totals["n"]), patterns)
-    return analytic_intervals(pairs, stats.patterns, values, cats, spec.weightings, confidence, population_size)
 
 
 def finish(
@@ -200,8 +170,10 @@ def finish(
     comp = skeleton(stats, spec, rater_error_variance)
     totals = flat_totals(stats)
     point = PointEstimates(totals, *point_values(comp.finishers(totals, with_ranks=False)))
-    rank_notes = _rank_values(stats, point.values, point.reasons)
-    closed = _analytic(stats, spec, point.values, confidence, population_size)
+    rank_notes = _rank_values(stats, comp, point.values, point.reasons)
+    closed = closed_form_intervals(
+        comp, point, confidence=confidence, population_size=population_size, raters=stats.patterns
+    )
     samples: dict[str, NDArray[Any]] = {}
     if spec.n_bootstrap > 0 and stats.n_reference >= 2:
         samples = batch_values(comp.finishers(flat_totals(stats, boot=True), with_ranks=False))
@@ -212,8 +184,12 @@ def finish(
         )
     elif spec.n_bootstrap > 0:
         notes.append("bootstrap skipped: it needs at least 2 responses")
+    empty: dict[str, NDArray[Any]] = {s: np.zeros(0) for s in spec.system}  # a Prepared without the data
+    groups = np.zeros(0, dtype=object) if spec.group else None
+    p = prepare(np.zeros((0, len(spec.human))), empty, human_names=spec.human, scale=spec.scale, groups=groups)
+    p.policy.dropped = _ordered(stats.dropped, _DROP_ORDER)
     ev = assemble(
-        _prepared(stats, spec, notes),
+        dataclasses.replace(p, n_input=stats.n_input, notes=notes),
         comp,
         point,
         closed,
@@ -228,25 +204,6 @@ def finish(
     return _with_merged_data(ev, stats, spec, group_name, base_group, confidence, rank_notes)
 
 
-def _prepared(stats: PartitionStats, spec: Spec, notes: list[str]) -> Prepared:
-    """What :func:`core.metrics.prepare.prepare` would give, without the data: names, scale, counts, notes."""
-    assert spec.scale is not None
-    r = stats.n_raters
-    return Prepared(
-        np.zeros((0, r)),
-        {s: np.zeros(0) for s in spec.system},
-        np.zeros(0, dtype=bool),
-        np.zeros(0, dtype=bool),
-        np.zeros(0, dtype=object) if spec.group else None,
-        list(spec.human),
-        spec.scale,
-        spec.scale.category_array if spec.scale.is_categorical else None,
-        PolicyResult(np.zeros(0, dtype=bool), np.zeros((0, r)), {}, _ordered(stats.dropped, _DROP_ORDER), {}),
-        stats.n_input,
-        notes,
-    )
-
-
 def _with_merged_data(
     ev: Evaluation,
     stats: PartitionStats,
@@ -256,9 +213,8 @@ def _with_merged_data(
     confidence: float,
     rank_notes: list[str],
 ) -> Evaluation:
-    """``ev`` with what the skeleton cannot give: the fairness of the merged cells, the confusion matrices of the
-    merged tables, the counts and the sample of responses kept for the figures."""
-    assert spec.scale is not None
+    """``ev`` with what the skeleton cannot give: the fairness of the merged cells, the counts and the sample of
+    responses kept for the figures."""
     fairness = dict(ev.fairness)
     if spec.group:
         fairness[group_name] = {
@@ -272,10 +228,6 @@ def _with_merged_data(
             )
             for s in spec.system
         }
-    q = spec.scale.category_array.size if spec.scale.is_categorical else 0
-    confusion = (
-        {s: stats.pairs[("s", "", s)].totals["joint"].reshape(q, q).astype(np.int64) for s in spec.system} if q else {}
-    )
     notes = [*ev.notes, *rank_notes]
     if stats.sample_h.shape[0] < stats.n_reference:
         notes.append(
@@ -288,6 +240,5 @@ def _with_merged_data(
         human=stats.sample_h,
         system=stats.sample_s,
         fairness=fairness,
-        confusion=confusion,
         notes=tuple(notes),
     )

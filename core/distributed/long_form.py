@@ -66,9 +66,7 @@ def to_wide(frame: pd.DataFrame, spec: LongSpec, k: int) -> pd.DataFrame:
     score = _scores(frame, spec, k, spec.score)
     items = frame[spec.item].astype(str).to_numpy()
     raters = frame[spec.rater].astype(str).to_numpy()
-    ids, row_of = np.unique(items, return_inverse=True)
-    first = np.full(ids.size, len(frame), dtype=np.int64)
-    np.minimum.at(first, row_of, np.arange(len(frame)))
+    ids, first, row_of = np.unique(items, return_index=True, return_inverse=True)
     n = ids.size
     column = partial(_scores, frame, spec, k)
     out = {
@@ -77,10 +75,9 @@ def to_wide(frame: pd.DataFrame, spec: LongSpec, k: int) -> pd.DataFrame:
     }
     hr = np.flatnonzero(np.isin(raters, spec.human) & np.isfinite(score))
     h, names, repeats = rater_matrix(row_of[hr], raters[hr], score[hr], n, order=list(spec.human))
-    position = {name: j for j, name in enumerate(spec.human)}
     wide = pd.DataFrame({name: np.full(n, np.nan) for name in spec.human})
     for j, name in enumerate(names):
-        if name in position:
+        if name in spec.human:
             wide[name] = h[:, j]
     for s, v in out.items():
         wide[s] = v

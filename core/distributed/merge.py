@@ -66,15 +66,14 @@ def merge_pairs(x: PairStats, y: PairStats, rank_limit: int) -> PairStats:
     def moved(p: PairStats, t: Totals | None) -> Totals | None:
         return None if t is None else recentre_pair(t, p.ca - ca, p.cb - cb)
 
-    table = boot_table = None
-    if x.table is not None and y.table is not None:
-        table = pd.concat([x.table, y.table]).groupby(level=[0, 1], sort=False).sum()
-        if len(table) > rank_limit:
-            table = None
-    if table is not None and x.boot_table is not None and y.boot_table is not None:
-        boot_table = pd.concat([x.boot_table, y.boot_table]).groupby(level=[0, 1], sort=False).sum()
-        if boot_table.size > rank_limit:
-            boot_table = None
+    def added(a: Any, b: Any, size: Callable[[Any], int]) -> Any:  # pair tables: None beyond the limit
+        if a is None or b is None:
+            return None
+        both = pd.concat([a, b]).groupby(level=[0, 1], sort=False).sum()
+        return both if size(both) <= rank_limit else None
+
+    table = added(x.table, y.table, len)
+    boot_table = added(x.boot_table, y.boot_table, np.size) if table is not None else None
     totals = add_totals(moved(x, x.totals), moved(y, y.totals))
     assert totals is not None
     return PairStats(totals, ca, cb, add_totals(moved(x, x.boot), moved(y, y.boot)), table, boot_table)

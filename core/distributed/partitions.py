@@ -3,7 +3,7 @@
 A partition (a pandas frame of wide-form rows) goes through the same steps as ``easl evaluate`` in memory: the
 score policy and the comparisons of :func:`core.metrics.prepare.prepare` and
 :func:`core.metrics.estimates.comparisons.build`, then the totals of
-:meth:`core.metrics.estimates.pair.PairSuite.point_totals`, :func:`core.metrics.estimates.true_score.true_score_sums`
+:attr:`core.metrics.estimates.pair.PairSuite.sums`, :func:`core.metrics.estimates.true_score.true_score_sums`
 and :func:`core.metrics.estimates.agreement_totals.agreement_totals`, the multiplicities of the distinct (human, system)
 pairs and the fairness cells. What is kept (:class:`PartitionStats`) merges exactly: :mod:`core.distributed.merge`.
 
@@ -149,7 +149,7 @@ def partition_stats(frame: pd.DataFrame, spec: Spec, k: int) -> PartitionStats:
     suites = _suites(comp)
     for key, suite in suites.items():
         out.pairs[key] = PairStats(
-            _strip(suite.point_totals(), suite.prefix),
+            _strip(suite.sums.totals(), suite.prefix),
             suite.shift["ca"],
             suite.shift["cb"],
             table=pair_table(suite.a[suite.rows], suite.b[suite.rows]),

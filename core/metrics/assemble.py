@@ -70,6 +70,8 @@ def assemble(
             consistency[group_name] = {
                 labels[gi]: figures.block(f"c:{gi}:", OBSERVED_KEYS) for gi in comp.group_consistency
             }
+    q = 0 if p.cats is None else p.cats.size  # RSMTool's confusion matrices: the joint tables of the systems
+    confusion = {s: point.totals[f"s:{s}:joint"].reshape(q, q).astype(np.int64) for s in p.system} if q else {}
     return Evaluation(
         n_responses=p.n_reference,
         n_input=p.n_input,
@@ -89,7 +91,7 @@ def assemble(
         prmse_samples={s: samples.get(f"t:{s}:prmse", np.zeros(0)) for s in p.system} if samples else {},
         bootstrapped=bool(samples),
         consistency_by_group=consistency,
-        confusion={s: _confusion(comp, s) for s in p.system} if p.cats is not None else {},
+        confusion=confusion,
     )
 
 
@@ -159,15 +161,6 @@ def _system(
     cautions.extend(c for c in new if c not in cautions)
     observed = figures.block(f"s:{s_name}:", OBSERVED_KEYS)
     return SystemEvaluation(observed, true_score, figures.block(f"d:{s_name}:", OBSERVED_KEYS), dc)
-
-
-def _confusion(comp: Comparisons, s_name: str) -> NDArray[Any]:
-    """Counts of (reference human category, system category) on the reference responses (RSMTool's confusion
-    matrix), on the scores rounded to the scale."""
-    cats, index = comp.cats, comp.systems[s_name].category_index()
-    assert cats is not None and index is not None, "the confusion matrix needs the scale's categories"
-    q = cats.size
-    return np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).reshape(q, q)
 
 
 def _fairness(

@@ -1,17 +1,14 @@
-"""Uncertainty by resampling: a seeded, vectorised nonparametric bootstrap over responses.
+"""Uncertainty by resampling: a seeded, vectorised nonparametric bootstrap over responses (analytic intervals:
+:mod:`core.metrics.intervals`).
 
-Analytic (closed-form) intervals live in :mod:`core.metrics.intervals.analytic`.
-
-Resampling unit: the response (a whole row: all its human ratings and every system score stay together), drawn
-with replacement n times per resample (Efron & Tibshirani 1993, ch. 6 and 13, percentile intervals).
-Resamples are generated in chunks as index matrices ``(b, n)`` from one seeded ``numpy.random.Generator``; each
-chunk is turned into a count matrix (how often each response was drawn), so every metric that is a function of
-sums over responses (:mod:`core.metrics.estimates.sums`: moments, PRMSE, category tables, coincidence matrices) is
-evaluated for all resamples of the chunk with one matrix product and one ``bincount``. Spearman's rho is vectorised over
-resamples from the counts (:func:`core.metrics.estimates.association.spearman_rho_resampled`); Kendall's tau is
-recomputed per resample on the same index rows, so every metric sees the same resamples. The fairness analyses are
-batched over the chunk's counts (:meth:`core.metrics.estimates.fairness_resampled.FairnessDesign.resampled`, cell sums
-and a groups x groups eigen-decomposition per resample).
+Resampling unit: the response (all its human ratings and every system score together), drawn with replacement n
+times per resample (Efron & Tibshirani 1993, ch. 6 and 13, percentile intervals). Chunks of resamples come from one
+seeded ``numpy.random.Generator`` as index matrices ``(b, n)`` and their count matrices, so every metric that is a
+function of sums over responses (:mod:`core.metrics.estimates.sums`) is evaluated for a whole chunk with one matrix
+product and one ``bincount``. Spearman's rho and the fairness analyses are vectorised over the counts
+(:func:`~core.metrics.estimates.association.spearman_rho_resampled`,
+:meth:`~core.metrics.estimates.fairness_resampled.FairnessDesign.resampled`); Kendall's tau is recomputed per
+resample on the same index rows, so every metric sees the same resamples.
 """
 
 from __future__ import annotations
@@ -37,10 +34,8 @@ CHUNK_ENTRIES = 8_000_000
 def resample_chunks(
     n: int, n_resamples: int, rng: np.random.Generator, chunk_entries: int = CHUNK_ENTRIES
 ) -> Iterator[tuple[NDArray[Any], NDArray[Any]]]:
-    """Yield ``(index, counts)`` for consecutive chunks of bootstrap resamples.
-
-    ``index`` is ``(b, n)`` int64 (rows drawn with replacement), ``counts`` the ``(b, n)`` float64 number of times
-    each response was drawn. The chunk size does not change the resamples (the draws come from ``rng`` in order).
+    """Yield ``(index, counts)`` for consecutive chunks of bootstrap resamples; the chunk size does not change the
+    resamples (the draws come from ``rng`` in order).
 
     Parameters
     ----------
@@ -53,7 +48,8 @@ def resample_chunks(
 
     Returns
     -------
-    iterator of (index, counts)
+    iterator of (index, counts): ``(b, n)`` int64 rows drawn with replacement, and the ``(b, n)`` float64 number of
+    times each response was drawn.
 
     References
     ----------
@@ -83,33 +79,17 @@ def bootstrap_sums(
     finish: Callable[[dict[str, NDArray[Any]]], dict[str, NDArray[Any]]],
     n_resamples: int,
     rng: np.random.Generator,
+    *,
     per_resample: Callable[[NDArray[Any]], dict[str, float]] | None = None,
-    progress: Callable[[int], None] | None = None,
     per_chunk: Callable[[NDArray[Any], NDArray[Any]], dict[str, NDArray[Any]]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, NDArray[Any]]:
-    """Bootstrap distribution of every statistic ``finish(totals)`` (and optionally ``per_resample(index_row)``).
-
-    Parameters
-    ----------
-    sums : RowSums
-        Per-response terms.
-    finish : callable
-        ``totals -> {name: array (b,)}``, evaluated once per chunk with batch totals.
-    n_resamples : int
-    rng : numpy.random.Generator
-    per_resample : callable, optional
-        ``index (n,) -> {name: float}`` for statistics that are not sums (Kendall's tau).
-    per_chunk : callable, optional
-        ``(index (b, n), counts (b, n)) -> {name: array (b,)}`` for other statistics vectorised over resamples
-        (Spearman's rho).
-    progress : callable, optional
-        Called with the number of resamples finished in each chunk.
-
-    Returns
-    -------
-    dict name -> array of shape (n_resamples,)
-    """
+    """Bootstrap distribution ``{name: array (n_resamples,)}`` of every statistic ``finish(totals)`` of the per-response
+    terms ``sums`` (``totals -> {name: array (b,)}``, once per chunk), ``per_chunk(index (b, n), counts (b, n))``
+    (statistics vectorised over resamples: Spearman's rho) and ``per_resample(index (n,))`` (statistics that are not
+    sums: Kendall's tau); ``progress(done, n_resamples)`` after each chunk."""
     parts: dict[str, list[NDArray[Any]]] = {}
+    done = 0
     for index, counts in resample_chunks(sums.n, n_resamples, rng):
         values = quiet(finish, sums.totals(counts))
         for name, v in values.items():
@@ -121,8 +101,9 @@ def bootstrap_sums(
             rows = [quiet(per_resample, idx) for idx in index]
             for name in rows[0] if rows else ():
                 parts.setdefault(name, []).append(np.array([r[name] for r in rows], dtype=np.float64))
+        done += index.shape[0]
         if progress is not None:
-            progress(index.shape[0])
+            progress(done, n_resamples)
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
@@ -138,21 +119,14 @@ def bootstrap_comparisons(
     if comp.reference_rows.size < 2:
         notes.append("bootstrap skipped: it needs at least 2 responses")
         return {}
-    done = [0]
-
-    def prog(k: int) -> None:
-        done[0] += k
-        if progress is not None:
-            progress(done[0], n_resamples)
-
     return bootstrap_sums(
-        comp.sums(),
+        comp.sums,
         lambda t: batch_values(comp.finishers(t, with_ranks=False)),
         n_resamples,
         np.random.default_rng(seed),
         per_resample=comp.per_resample,
-        progress=prog,
         per_chunk=comp.per_chunk,
+        progress=progress,
     )
 
 
@@ -220,11 +194,9 @@ def bootstrap_prmse(
 
     Parameters
     ----------
-    system : array-like of shape (n,)
-    ratings : array of shape (n, R)
+    system, ratings, rater_error_variance : as :func:`~core.metrics.estimates.true_score.prmse`
     n_resamples : int, default 1000
     seed : int or numpy.random.Generator, default 0
-    rater_error_variance : float, optional
     confidence : float, default 0.95
 
     Returns
@@ -285,8 +257,7 @@ def bootstrap_fairness(
 
     Parameters
     ----------
-    y_true, y_pred : array-like of shape (n,)
-    groups : array-like of shape (n,)
+    y_true, y_pred, groups : as :func:`~core.metrics.estimates.fairness.fairness_analysis`
     n_resamples : int, default 1000
     seed : int or numpy.random.Generator, default 0
     confidence : float, default 0.95
@@ -308,17 +279,15 @@ def bootstrap_fairness(
     rng = np.random.default_rng(seed)  # a Generator is returned as it is
     point, why, _ = capture(fairness_analysis, y_true, y_pred, groups)
     design = fairness_design(y_true, y_pred, groups)
-    parts: dict[str, list[NDArray[Any]]] = {k: [] for k in FAIRNESS_KEYS}
-    if design.problem is None:
-        for _, counts in resample_chunks(design.n, n_resamples, rng):
-            for k, v in quiet(design.resampled, counts).items():
-                parts[k].append(v)
-    samples = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
-    ci, reasons = {}, {}
-    for k in FAIRNESS_KEYS:
-        ci[k] = percentile_interval(samples[k], confidence) if samples[k].size else (float("nan"), float("nan"))
-        if not np.isfinite(ci[k][0]):
-            reasons[k] = fairness_ci_reason(design.problem, point[k]["value"], "; ".join(why), n_resamples)
+    resamples = n_resamples if design.problem is None else 0
+    drawn = bootstrap_sums(RowSums(design.n), lambda t: {}, resamples, rng, per_chunk=lambda _, c: design.resampled(c))
+    samples = {k: drawn.get(k, np.zeros(0)) for k in FAIRNESS_KEYS}
+    ci = {k: percentile_interval(samples[k], confidence) for k in FAIRNESS_KEYS}
+    reasons = {
+        k: fairness_ci_reason(design.problem, point[k]["value"], "; ".join(why), n_resamples)
+        for k in FAIRNESS_KEYS
+        if not np.isfinite(ci[k][0])
+    }
     return {"point": point, "ci": ci, "reasons": reasons, "samples": samples}
 
 

@@ -1,11 +1,9 @@
-"""The evaluation data model: a responses x raters matrix, system score vectors, a score scale, a drop policy.
+"""The evaluation data model and its checks at the door.
 
-- Human ratings are one ``(n, R)`` float64 matrix ``H`` with NaN for a missing rating: any number of raters, a
-  varying number of ratings per response (``c_i``).
-- System scores are ``(n,)`` float64 vectors, one per system.
-- The :class:`Scale` is explicit (min, max and the category values). Categorical coefficients depend on the number
-  of categories, so they are never inferred from the observed values alone (docs/design.md section 4.1).
-- The explicit score policy (RSMTool's zero / non-numeric policy) is stage 2, :mod:`core.metrics.prepare`.
+Human ratings are one ``(n, R)`` float64 matrix ``H`` with NaN for a missing rating (any number of raters, ``c_i``
+ratings of response i); system scores are ``(n,)`` float64 vectors. The :class:`Scale` is explicit: categorical
+coefficients depend on the number of categories, so they are never inferred from the observed values alone
+(docs/design.md section 4.1). The score policy (RSMTool's zero / non-numeric policy) is :mod:`core.metrics.prepare`.
 """
 
 from __future__ import annotations
@@ -91,12 +89,11 @@ def as_ratings(ratings: ArrayLike) -> NDArray[Any]:
 
 
 def rating_counts(ratings: ArrayLike) -> NDArray[Any]:
-    """Number of ratings of each response, ``c_i`` (RSMTool ``get_n_human_scores``).
+    """Number of ratings of each response, ``c_i``.
 
     Parameters
     ----------
-    ratings : array of shape (n, R), or a list of rater vectors
-        NaN for missing.
+    ratings : array of shape (n, R), or a list of rater vectors; NaN for missing
 
     Returns
     -------
@@ -129,10 +126,6 @@ class Scale:
     categories : array-like, optional
         The category values for categorical coefficients (sorted, unique). Default: the integers from ``min`` to
         ``max`` when both are integers, else none (categorical metrics then need an explicit list).
-
-    Returns
-    -------
-    Scale (frozen)
 
     References
     ----------
@@ -201,13 +194,6 @@ def category_index(x: NDArray[Any], categories: NDArray[Any], name: str = "ratin
     if cats.ndim != 1 or cats.size < 1 or np.any(np.diff(cats) <= 0):
         raise ValueError("categories must be a sorted one-dimensional array of unique values")
     x = np.asarray(x, dtype=np.float64)
-    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):
-        shifted: NDArray[np.float64] = x - cats[0]  # consecutive integers: arithmetic instead of a search
-        lo, hi = (float(shifted.min()), float(shifted.max())) if shifted.size else (0.0, 0.0)
-        if lo >= 0 and hi < cats.size:  # also false when anything is NaN
-            idx = shifted.astype(np.int64)
-            if (idx == shifted).all():
-                return idx
     missing = np.isnan(x)
     idx = np.searchsorted(cats, np.where(missing, cats[0], x))
     idx = np.clip(idx, 0, cats.size - 1)
@@ -241,8 +227,7 @@ def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArr
 
     References
     ----------
-    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., section 2.4 (distribution of raters);
-    irrCAC ``distrib_6raters``.
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., section 2.4; irrCAC ``distrib_6raters``.
 
     Examples
     --------
@@ -259,8 +244,7 @@ def ratings_from_distribution(counts: ArrayLike, categories: ArrayLike) -> NDArr
     width = int(c.sum(axis=1).max()) if c.size else 0
     out = np.full((c.shape[0], max(width, 1)), np.nan)
     for i, row in enumerate(c):
-        values = np.repeat(cats, row)
-        out[i, : values.size] = values
+        out[i, : row.sum()] = np.repeat(cats, row)
     return out
 
 

@@ -111,11 +111,9 @@ def frame_scores(frame: pd.DataFrame, col: str, table: Callable[[], Table], *, s
 
 def _distinct(path: str | os.PathLike[str], names: list[str], what: str) -> None:
     """Each name once: a human column named twice would be a rater compared with itself (r = 1, alpha = 1)."""
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
+    for i, name in enumerate(names):
+        if name in names[:i]:
             raise InputError(f"{path}: the {what} {name!r} is named twice.", path=path, field=name)
-        seen.add(name)
 
 
 def load_wide(
@@ -137,12 +135,11 @@ def load_wide(
         require_columns(df, path, [id_col], "id column")
     if group_col:
         require_columns(df, path, [group_col], "group column")
-    notes: list[str] = []
     h = np.column_stack([numeric_column(table, c, strict=False) for c in human])
     sys = {c: numeric_column(table, c, strict=True) for c in system}
     ids = _unique_ids(table, id_col) if id_col else np.array([str(i) for i in range(len(df))])
     groups = df[group_col].astype(str).to_numpy() if group_col else None
-    return EvaluationInput(h, list(human), sys, ids, groups, notes)
+    return EvaluationInput(h, list(human), sys, ids, groups, [])
 
 
 def load_long(
@@ -177,11 +174,9 @@ def load_long(
     is_human &= ~np.isnan(score)
     hr = np.flatnonzero(is_human)
     h, names, repeats = rater_matrix(row_of[hr], raters[hr], score[hr], n, order=human)
-    groups = None
+    groups = None  # each item's first label (row_of numbers every item: the groups' index is 0..n-1)
     if group_col:
-        g = pd.Series(df[group_col].astype(str).to_numpy()).groupby(row_of).first()
-        groups = np.empty(n, dtype=object)
-        groups[g.index.to_numpy()] = g.to_numpy()
+        groups = pd.Series(df[group_col].astype(str).to_numpy()).groupby(row_of).first().to_numpy(dtype=object)
     return EvaluationInput(h, names, sys, ids, groups, long_notes(hr.size, n, len(names), repeats))
 
 
@@ -295,11 +290,8 @@ def load_campaign(
     df = table.frame
     require_columns(df, system_path, [id_col], "id column")
     if not system:
-        system = [
-            c
-            for c in df.columns
-            if c != id_col and c != group_col and pd.to_numeric(df[c], errors="coerce").notna().any()
-        ]
+        numeric = [c for c in df.columns if pd.to_numeric(df[c], errors="coerce").notna().any()]
+        system = [c for c in numeric if c not in (id_col, group_col)]
         if not system:
             raise InputError(f"{system_path}: no numeric score column besides {id_col!r}.", path=system_path)
     require_columns(df, system_path, system, "system score column")

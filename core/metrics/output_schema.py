@@ -105,8 +105,7 @@ def _schema_1(data: dict[str, Any]) -> dict[str, Any]:
     out["n_responses"] = int(data["n_input"]) - dropped
     out["n_input"] = data["n_input"]
     out["n_dropped"] = dropped
-    for key in ("dropped", "scale", "human_columns", "confidence", "bootstrap"):
-        out[key] = data[key]
+    out.update({key: data[key] for key in ("dropped", "scale", "human_columns", "confidence", "bootstrap")})
     hh = data["human_human"]
     hh.pop("analytic", None)
     hh_ci = hh.pop("ci", {})

@@ -2,14 +2,12 @@
 the system score vectors down the stages of :mod:`core.metrics`, one call each, and returns a typed
 :class:`~core.metrics.results.Evaluation`:
 
-1. :func:`~core.metrics.prepare.prepare` applies the explicit score policy per rating, marks the responses of the
-   comparisons with the first human column, and fixes the scale;
-2. :func:`~core.metrics.estimates.comparisons.build` declares the comparisons the registry asks for (each on its own
-   responses and raters) and :func:`~core.metrics.estimates.comparisons.point_estimates` finishes every figure;
-3. :func:`~core.metrics.intervals.closed_form.closed_form_intervals` adds the closed-form standard errors,
-   intervals and p-values;
-4. :func:`~core.metrics.bootstrap.bootstrap_comparisons` finishes the same figures on every resample;
-5. :func:`~core.metrics.assemble.assemble` turns values, reasons and intervals into the result objects.
+1. :func:`~core.metrics.prepare.prepare`: the score policy per rating, the reference responses, the scale;
+2. :func:`~core.metrics.estimates.comparisons.build`: the comparisons the registry asks for, each on its own
+   responses and raters; :func:`~core.metrics.estimates.comparisons.point_estimates` finishes every figure;
+3. :func:`~core.metrics.intervals.closed_form.closed_form_intervals`: closed-form se, intervals and p-values;
+4. :func:`~core.metrics.bootstrap.bootstrap_comparisons`: the same figures on every resample;
+5. :func:`~core.metrics.assemble.assemble`: the result objects.
 """
 
 from __future__ import annotations
@@ -94,7 +92,7 @@ def evaluate(
     )
     comp = build(p, rater_error_variance=rater_error_variance, weightings=report_weightings(weights, p.cats))
     point = point_estimates(comp)
-    closed = closed_form_intervals(comp, point.values, confidence=confidence, population_size=population_size)
+    closed = closed_form_intervals(comp, point, confidence=confidence, population_size=population_size)
     samples = bootstrap_comparisons(comp, n_bootstrap, seed, progress, p.notes)
     return assemble(
         p,

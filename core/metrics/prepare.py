@@ -26,12 +26,9 @@ SET_MISSING_OUT_OF_SCALE = "other human score outside the scale set to missing"
 
 @dataclass
 class PolicyResult:
-    """Output of :func:`apply_score_policy`.
-
-    ``ratings`` keeps every input row (the per-rating rules applied to every column, the first included), for the
-    metrics that use every rating; ``keep`` marks the responses of the comparisons with the first human column
-    (RSMTool's evaluation set), and ``human`` / ``system`` are those rows.
-    """
+    """Output of :func:`apply_score_policy`: ``keep`` marks RSMTool's evaluation set (the responses of the
+    comparisons with the first human column), ``human`` / ``system`` are those rows; ``ratings`` keeps every input
+    row, with the per-rating rules applied to every column, for the metrics that use every rating."""
 
     keep: NDArray[Any]  # (n,) bool: responses of the comparisons with the first human column
     human: NDArray[Any]  # (n_kept, R) human ratings after the policy
@@ -66,8 +63,6 @@ def apply_score_policy(
     Returns
     -------
     PolicyResult
-        ``keep`` (rows kept), ``human`` and ``system`` after the policy, ``dropped`` and ``changed`` counts by reason,
-        and ``ratings`` / ``system_all`` / ``system_ok`` for every row.
 
     References
     ----------

@@ -2,20 +2,12 @@
 
 One :class:`Metric` per reported figure. ``responses`` and ``raters`` say which rows and which rating columns a
 metric is computed on, and the pipeline (:mod:`core.metrics.pipeline`) selects the data from these declarations
-instead of from one global drop rule:
-
-========================  ==================================================================================
-``responses``             rows used
-========================  ==================================================================================
-``"reference"``           responses with a reference (first human) score and every system score (RSMTool)
-``"double_scored"``       responses with both of the first two human scores (human-human)
-``"rated"``               responses with at least one human rating (all raters); with a system, also every
-                          system score (true scores)
-``"group"``               the reference responses of one subgroup
-========================  ==================================================================================
-
-``raters``: ``"reference_system"`` (the first human column against a system), ``"first_two"`` (the first two
-human columns), ``"all"`` (every human column; with a system, the system score too for the true-score metrics).
+instead of from one global drop rule. ``responses``: ``"reference"`` (responses with a reference, first human,
+score and every system score; RSMTool), ``"double_scored"`` (both of the first two human scores), ``"rated"`` (at
+least one human rating; with a system, also every system score: true scores), ``"group"`` (the reference responses
+of one subgroup). ``raters``: ``"reference_system"`` (the first human column against a system), ``"first_two"``
+(the first two human columns), ``"all"`` (every human column; with a system, the system score too for the
+true-score metrics).
 
 Which scores the categorical metrics compare: the system score rounded half-to-even and clipped to the scale
 (``categorical=True``); moment and rank metrics use the raw scores.
@@ -53,23 +45,11 @@ Family = Literal["moment", "rank", "categorical", "true_score", "fairness"]
 
 
 class Metric(NamedTuple):
-    """One reported figure.
-
-    Attributes
-    ----------
-    name : str
-        The key in the JSON object and the tables (one name per coefficient everywhere).
-    label : str
-        A short human-readable label.
-    source : str
-        Paper and equation (or the peer whose definition is followed).
-    family : str
-        ``"moment"``, ``"rank"``, ``"categorical"`` (on scores rounded to the scale), ``"true_score"``, ``"fairness"``.
-    responses, raters : str
-        Which responses and rating columns it uses (see the module docstring).
-    function : callable or None
-        The public library function that computes it on its own.
-    """
+    """One reported figure: ``name``, its key in the JSON object and the tables (one name per coefficient
+    everywhere); ``label``, a short human-readable label; ``source``, the paper and equation (or the peer whose
+    definition is followed); ``family``, ``"moment"``, ``"rank"``, ``"categorical"`` (on scores rounded to the scale),
+    ``"true_score"`` or ``"fairness"``; ``responses`` and ``raters``, the responses and rating columns it uses (see the
+    module docstring); ``function``, the public library function that computes it on its own (or None)."""
 
     name: str
     label: str
@@ -84,26 +64,50 @@ _G14 = "Gwet (2014), Handbook of Inter-Rater Reliability, ch. 2-5"
 _RSM = 'RSMTool documentation, "Evaluation metrics" (docs/design.md 4.2)'
 
 
-_WEIGHTINGS = (("identity", ""), ("linear", "_linear"), ("quadratic", "_quadratic"))
+#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
+REPORT_WEIGHTS: tuple[Weights, ...] = ("identity", "linear", "quadratic")
+
+
+def report_name(coefficient: str, weights: str) -> str | None:
+    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
+    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
+    (quadratic) levels (None otherwise).
+
+    Examples
+    --------
+    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
+    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
+    """
+    if coefficient == "krippendorff":
+        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
+    if coefficient == "gwet":
+        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
+    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
+    return stem if weights == "identity" else f"{stem}_{weights}"
 
 
 def _weighted(
-    stem: str,
+    coefficient: str,
     label: str,
     source: str,
     function: Callable[..., Any],
     *,
     responses: Responses = "reference",
     raters: Raters = "reference_system",
-    ac1: bool = False,
 ) -> tuple[Metric, ...]:
-    """The identity, linear and quadratic versions of one coefficient (``gwet_ac1`` / ``gwet_ac2_*`` for AC)."""
-    out = []
-    for weights, suffix in _WEIGHTINGS:
-        name = ("gwet_ac1" if weights == "identity" else "gwet_ac2" + suffix) if ac1 else stem + suffix
-        shown = label if weights == "identity" else f"{label} ({weights} weights)"
-        out.append(Metric(name, shown, source, "categorical", responses, raters, function))
-    return tuple(out)
+    """The versions of one coefficient under :data:`REPORT_WEIGHTS`, named by :func:`report_name`."""
+    return tuple(
+        Metric(
+            str(report_name(coefficient, w)),
+            label if w == "identity" else f"{label} ({w} weights)",
+            source,
+            "categorical",
+            responses,
+            raters,
+            function,
+        )
+        for w in REPORT_WEIGHTS
+    )
 
 
 def _alphas(
@@ -145,18 +149,16 @@ OBSERVED: tuple[Metric, ...] = (
     Metric(
         "qwk", "quadratic weighted kappa (continuous)", _RSM + ", wtkappa", "moment", function=quadratic_weighted_kappa
     ),
-    *_weighted(
-        "conger_kappa", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa", cohen_kappa
-    ),
+    *_weighted("conger", "Cohen's (Conger's) kappa", "Cohen (1960, 1968); Conger (1980); SKLL kappa", cohen_kappa),
     Metric("exact_agr", "exact agreement (%)", _RSM, "categorical", function=exact_agreement),
     Metric("adj_agr", "adjacent agreement (%)", _RSM, "categorical", function=adjacent_agreement),
     Metric("smd", "standardized mean difference", _RSM, "moment", function=standardized_mean_difference),
     Metric("mse", "mean squared error", _RSM, "moment", function=mean_squared_error),
     Metric("rmse", "root mean squared error", _RSM, "moment", function=root_mean_squared_error),
     Metric("r2", "R2", _RSM, "moment", function=r2_score),
-    *_weighted("gwet_ac", "Gwet's AC1", _G14 + ", eq. 4.1, 5.1", gwet_ac, ac1=True),
+    *_weighted("gwet", "Gwet's AC1", _G14 + ", eq. 4.1, 5.1", gwet_ac),
     *_weighted("bp", "Brennan-Prediger", "Brennan & Prediger (1981); " + _G14, brennan_prediger),
-    *_weighted("fleiss_kappa", "Scott's pi (Fleiss' kappa)", "Scott (1955); Fleiss (1971); " + _G14, fleiss_kappa),
+    *_weighted("fleiss", "Scott's pi (Fleiss' kappa)", "Scott (1955); Fleiss (1971); " + _G14, fleiss_kappa),
     *_alphas("reference", "reference_system"),
 )
 
@@ -198,14 +200,10 @@ TRUE_SCORE: tuple[Metric, ...] = tuple(
 #: weights; ``evaluate(weights=...)`` adds irrCAC's other weightings under the same naming rule,
 #: :func:`core.metrics.intervals.agreement_variance.report_name`).
 MULTI_RATER: tuple[Metric, ...] = (
-    *_weighted("gwet_ac", "Gwet's AC1", _G14, gwet_ac, responses="rated", raters="all", ac1=True),
+    *_weighted("gwet", "Gwet's AC1", _G14, gwet_ac, responses="rated", raters="all"),
     *_weighted("bp", "Brennan-Prediger", _G14, brennan_prediger, responses="rated", raters="all"),
-    *_weighted(
-        "fleiss_kappa", "Fleiss' kappa", "Fleiss (1971); " + _G14, fleiss_kappa, responses="rated", raters="all"
-    ),
-    *_weighted(
-        "conger_kappa", "Conger's kappa", "Conger (1980); " + _G14, conger_kappa, responses="rated", raters="all"
-    ),
+    *_weighted("fleiss", "Fleiss' kappa", "Fleiss (1971); " + _G14, fleiss_kappa, responses="rated", raters="all"),
+    *_weighted("conger", "Conger's kappa", "Conger (1980); " + _G14, conger_kappa, responses="rated", raters="all"),
     *_alphas("rated", "all", ("nominal", "ordinal", "interval", "ratio")),
 )
 
@@ -218,28 +216,6 @@ TRUE_SCORE_KEYS: tuple[str, ...] = tuple(m.name for m in TRUE_SCORE)
 RANK_KEYS: tuple[str, ...] = tuple(m.name for m in OBSERVED if m.family == "rank")
 #: Figures that are counts (written as JSON integers).
 COUNT_KEYS: frozenset[str] = frozenset({"N", "N_raters", "N_single", "N_multiple", "N_pairable", "N_human_human"})
-
-
-#: The weightings every report shows; more can be asked for (``evaluate(weights=...)``).
-REPORT_WEIGHTS: tuple[Weights, ...] = ("identity", "linear", "quadratic")
-
-
-def report_name(coefficient: str, weights: str) -> str | None:
-    """The one report name of a coefficient under a weighting: ``gwet_ac1``, ``gwet_ac2_<weights>``, ``bp[_w]``,
-    ``fleiss_kappa[_w]``, ``conger_kappa[_w]``; Krippendorff's alpha only as its nominal (identity) and interval
-    (quadratic) levels (None otherwise).
-
-    Examples
-    --------
-    >>> report_name("gwet", "identity"), report_name("fleiss", "ordinal"), report_name("krippendorff", "quadratic")
-    ('gwet_ac1', 'fleiss_kappa_ordinal', 'krippendorff_alpha_interval')
-    """
-    if coefficient == "krippendorff":
-        return {"identity": "krippendorff_alpha_nominal", "quadratic": "krippendorff_alpha_interval"}.get(weights)
-    if coefficient == "gwet":
-        return "gwet_ac1" if weights == "identity" else f"gwet_ac2_{weights}"
-    stem = {"bp": "bp", "fleiss": "fleiss_kappa", "conger": "conger_kappa"}[coefficient]
-    return stem if weights == "identity" else f"{stem}_{weights}"
 
 
 def report_weightings(extra: Iterable[Weights], cats: NDArray[Any] | None = None) -> tuple[Weights, ...]:

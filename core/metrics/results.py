@@ -22,25 +22,16 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.data import Scale
-from core.metrics.intervals.analytic import Analytic, Interval
+from core.metrics.intervals.analytic import Analytic, Interval, json_number
 from core.metrics.intervals.benchmark import benchmark
 from core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
 from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
 
 
 class Figure(NamedTuple):
-    """One reported number.
-
-    Attributes
-    ----------
-    value : float
-        NaN when undefined for the data.
-    reason : str or None
-        Why the value is NaN (None when it is defined).
-    ci : Interval or None
-        Bootstrap percentile interval (None without a bootstrap).
-    analytic : Interval or None
-        Closed-form standard error, interval and p-value (Fisher z, t-based Wald), when the metric has one.
+    """One reported number: its ``value`` (NaN when undefined for the data), the ``reason`` it is NaN (None when it
+    is defined), its bootstrap percentile interval ``ci`` (None without a bootstrap) and its closed-form standard
+    error, interval and p-value ``analytic`` (Fisher z, t-based Wald; None when the metric has none).
 
     Examples
     --------
@@ -60,14 +51,9 @@ class Figure(NamedTuple):
 
 @dataclass(frozen=True)
 class Block:
-    """The figures of one comparison, in registry order (:mod:`core.metrics.registry`).
-
-    ``block["corr"]`` is a :class:`Figure`; an unknown name raises ``KeyError`` (never a silent ``None``).
-
-    Parameters
-    ----------
-    figures : mapping name -> Figure
-        Names from :mod:`core.metrics.registry`.
+    """The ``figures`` of one comparison (name -> :class:`Figure`), in the order and with the names of
+    :mod:`core.metrics.registry`: ``block["corr"]`` is a :class:`Figure`; an unknown name raises ``KeyError`` (never a
+    silent ``None``).
 
     Examples
     --------
@@ -127,8 +113,7 @@ class Block:
 
 def interval_pair(iv: Interval | tuple[float, float] | None) -> list[float | None]:
     """``[low, high]`` with ``None`` for a bound that is not finite or an interval that is None (the JSON form)."""
-    lo, hi = (np.nan, np.nan) if iv is None else (iv[0], iv[1])
-    return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
+    return [None, None] if iv is None else [json_number(iv[0]), json_number(iv[1])]
 
 
 @dataclass(frozen=True)
@@ -153,16 +138,11 @@ class SystemEvaluation:
         entry: dict[str, Any] = {
             "observed": with_rsmtool_names(self.observed.to_json(OBSERVED_KEYS)),
             "true_score": self.true_score.to_json(TRUE_SCORE_KEYS),
+            "degradation": {},
         }
-        entry["degradation"] = {}
-        if list(self.degradation):
-            entry["degradation"] = with_rsmtool_names(
-                {
-                    "N": int(self.observed.value("N")),
-                    "N_human_human": int(human_human.value("N")),
-                    **self.degradation.to_json([k for k in OBSERVED_KEYS if k != "N"]),
-                }
-            )
+        if list(self.degradation):  # OBSERVED_KEYS[0] is N
+            counts = {"N": int(self.observed.value("N")), "N_human_human": int(human_human.value("N"))}
+            entry["degradation"] = with_rsmtool_names({**counts, **self.degradation.to_json(OBSERVED_KEYS[1:])})
         dc = self.disattenuated_corr
         entry.update(Block({"disattenuated_corr": dc}).to_json())
         ci: dict[str, Any] = {}
@@ -240,50 +220,26 @@ class FairnessEvaluation:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"N": int(self.n), "base_group": self.base_group, "groups": dict(self.groups)}
         for key, fig in self.figures().items():
-            item: dict[str, Any] = {}
-            for k in ("value", "p_value", "r2"):
-                v = getattr(fig, k)
-                item[k] = None if not np.isfinite(v) else float(v)
-                if not np.isfinite(v):
-                    item[k + "_reason"] = fig.reason or "undefined for these data"
-            item["estimates"] = {g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates.items()}
-            item["estimates_p_value"] = {
-                g: (None if not np.isfinite(c) else float(c)) for g, c in fig.estimates_p_value.items()
-            }
+            item = Block({k: Figure(getattr(fig, k), fig.reason) for k in ("value", "p_value", "r2")}).to_json()
+            item["estimates"] = {g: json_number(c) for g, c in fig.estimates.items()}
+            item["estimates_p_value"] = {g: json_number(c) for g, c in fig.estimates_p_value.items()}
             item["estimates_ci"] = {g: interval_pair(c) for g, c in fig.estimates_ci.items()}
             out[key] = item
-        if self.bootstrapped:
-            out["ci"] = {k: interval_pair(f.ci) for k, f in self.figures().items()}
-            why = {k: f.ci_reason for k, f in self.figures().items() if f.ci_reason}
-            if why:
-                out["ci_reason"] = why
-        else:
-            out["ci"] = {}
+        out["ci"] = {k: interval_pair(f.ci) for k, f in self.figures().items()} if self.bootstrapped else {}
+        why = {k: f.ci_reason for k, f in self.figures().items() if f.ci_reason}  # (set only with a bootstrap)
+        if why:
+            out["ci_reason"] = why
         return out
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Result of :func:`core.metrics.pipeline.evaluate`.
-
-    Attributes
-    ----------
-    n_responses, n_input : int
-        Responses evaluated against the reference human, and rows given.
-    dropped : dict reason -> count
-    scale : Scale
-    human_columns : list of str
-    confidence : float
-    n_resamples, seed : int
-        The bootstrap.
-    human_human : HumanHuman
-    systems : dict name -> SystemEvaluation
-    subgroups : dict group column -> {group label -> {system -> Block}}
-    fairness : dict group column -> {system -> FairnessEvaluation}
-    notes : list of str
-    human, system, prmse_samples : arrays for the plots
-    bootstrapped : bool
-        Whether the figures carry bootstrap intervals.
+    """Result of :func:`core.metrics.pipeline.evaluate`: ``n_responses`` evaluated against the reference human and
+    ``n_input`` rows given, ``dropped`` (reason -> count), the ``scale``, ``human_columns``, ``confidence``, the
+    bootstrap's ``n_resamples`` and ``seed``, ``human_human`` (:class:`HumanHuman`), ``systems`` (name ->
+    :class:`SystemEvaluation`), ``subgroups`` (group column -> group label -> system -> :class:`Block`), ``fairness``
+    (group column -> system -> :class:`FairnessEvaluation`), ``notes``, the arrays for the plots (``human``,
+    ``system``, ``prmse_samples``) and ``bootstrapped`` (whether the figures carry bootstrap intervals).
 
     Examples
     --------

@@ -1,9 +1,7 @@
 """Mean differences and squared errors of observed scores with RSMTool semantics (docs/design.md section 4.2;
 RSMTool "Evaluation Metrics"): SMD, MSE, RMSE, R2 and the difference of standardized means.
 
-Notation as :mod:`core.metrics.estimates.observed`: ``y_true`` is the human score H, ``y_pred`` the system score M, N
-the number of responses; two equal-length finite vectors in, a float out; an undefined value is NaN with an
-:class:`~core.metrics.notes.UndefinedMetricWarning` giving the reason. SMD and R2 finish the moment totals of
+Notation and conventions as :mod:`core.metrics.estimates.observed`; SMD and R2 finish the moment totals of
 :mod:`core.metrics.estimates.moments`, as the pipeline and the bootstrap do.
 """
 
@@ -113,15 +111,7 @@ def mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
 
 def root_mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
-    """Root mean squared error sqrt(MSE(H|M)) (:func:`mean_squared_error`).
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float >= 0; NaN for no response.
+    """Root mean squared error sqrt(MSE(H|M)) (parameters and NaN rule: :func:`mean_squared_error`).
 
     References
     ----------

@@ -18,8 +18,6 @@ r*_ik = sum_l w_kl r_il, T_w = sum_kl w_kl.
   Krippendorff  1 - (n.. - 1) sum_kl o_kl d_kl / sum_kl n_k n_l d_kl with d = 1 - w and the coincidence matrix
   o_kl = sum_i sum_{j != j'} 1[(k, l) = (x_ij, x_ij')] / (r_i - 1) (equal to Gwet's alpha formula)
 With two raters Conger's kappa is Cohen's (weighted) kappa and Fleiss' kappa is Scott's pi.
-
-Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus q x q tables, never N x q x q.
 """
 
 from __future__ import annotations
@@ -29,8 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import WEIGHTS, Weights, check_option
-from core.metrics.estimates.agreement_totals import agreement_totals, category_matrix, finish_agreement
+from core.metrics.data import WEIGHTS, Weights, as_ratings, category_index, check_option
+from core.metrics.estimates.agreement_totals import agreement_totals, finish_agreement
+from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
+from core.metrics.estimates.weights import agreement_weights
 
 #: Gwet's (2014) 12 subjects x 4 raters, categories 1..5, NaN for a missing rating (irrCAC ``raw_4raters``): the data
 #: of the examples here and in :mod:`core.metrics.intervals.agreement_variance`.
@@ -45,9 +45,14 @@ def _family(
     ratings: ArrayLike, categories: ArrayLike, weights: Weights, which: tuple[str, ...]
 ) -> dict[str, NDArray[Any]]:
     check_option("weights", weights, WEIGHTS)
-    idx, cats = category_matrix(ratings, categories)
+    cats = np.asarray(categories, dtype=np.float64)
+    idx = category_index(as_ratings(ratings), cats)
     t = agreement_totals(idx, cats.size)
-    return finish_agreement(t, cats, weights, idx.shape[1], which=which)
+    out = finish_agreement(t, cats, weights, idx.shape[1], which=which)
+    if "krippendorff" in which:  # irrCAC's weighted alpha: distances d = 1 - w
+        coinc = t["coinc"].reshape(cats.size, cats.size)
+        out["krippendorff"] = finish_alpha_from_coincidence(coinc, 1.0 - agreement_weights(cats, weights))
+    return out
 
 
 def chance_corrected_agreement(
@@ -75,12 +80,12 @@ def chance_corrected_agreement(
     References
     ----------
     Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed., ch. 2-5.
+
     Examples
     --------
     Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> r = chance_corrected_agreement(ratings, [1, 2, 3, 4, 5])
+    >>> r = chance_corrected_agreement(GWET_4RATERS, [1, 2, 3, 4, 5])
     >>> [round(r[k], 6) for k in ("pa", "gwet", "bp", "fleiss", "conger", "krippendorff")]
     [0.818182, 0.775444, 0.772727, 0.761169, 0.762817, 0.743421]
     """
@@ -97,12 +102,8 @@ def gwet_ac(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights = "id
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-        Category values, NaN for missing.
-    categories : array-like of shape (q,)
-        All category values of the scale, sorted.
-    weights : str, default "identity"
-        One of :data:`core.metrics.data.Weights`.
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`.
 
     Returns
     -------
@@ -128,9 +129,8 @@ def brennan_prediger(ratings: ArrayLike, categories: ArrayLike, *, weights: Weig
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-    categories : array-like of shape (q,)
-    weights : str, default "identity"
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`.
 
     Returns
     -------
@@ -142,10 +142,9 @@ def brennan_prediger(ratings: ArrayLike, categories: ArrayLike, *, weights: Weig
     Educational and Psychological Measurement 41, 687-699. Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
+    Gwet's (2014) 4-rater data (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> round(brennan_prediger(ratings, [1, 2, 3, 4, 5]), 6)
+    >>> round(brennan_prediger(GWET_4RATERS, [1, 2, 3, 4, 5]), 6)
     0.772727
     """
     return float(_family(ratings, categories, weights, ("bp",))["bp"])
@@ -159,9 +158,8 @@ def fleiss_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-    categories : array-like of shape (q,)
-    weights : str, default "identity"
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`.
 
     Returns
     -------
@@ -173,10 +171,9 @@ def fleiss_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
     Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
+    Gwet's (2014) 4-rater data (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> round(fleiss_kappa(ratings, [1, 2, 3, 4, 5]), 6)
+    >>> round(fleiss_kappa(GWET_4RATERS, [1, 2, 3, 4, 5]), 6)
     0.761169
     """
     return float(_family(ratings, categories, weights, ("fleiss",))["fleiss"])
@@ -194,10 +191,8 @@ def conger_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-        One column per rater.
-    categories : array-like of shape (q,)
-    weights : str, default "identity"
+    ratings, categories, weights
+        As :func:`chance_corrected_agreement`; one column per rater.
 
     Returns
     -------
@@ -209,10 +204,9 @@ def conger_kappa(ratings: ArrayLike, categories: ArrayLike, *, weights: Weights 
     322-328. Gwet (2014), ch. 5.
     Examples
     --------
-    Gwet's (2014) 12 subjects x 4 raters, categories 1..5 (:data:`GWET_4RATERS`):
+    Gwet's (2014) 4-rater data (:data:`GWET_4RATERS`):
 
-    >>> ratings = GWET_4RATERS
-    >>> round(conger_kappa(ratings, [1, 2, 3, 4, 5]), 6)
+    >>> round(conger_kappa(GWET_4RATERS, [1, 2, 3, 4, 5]), 6)
     0.762817
     """
     return float(_family(ratings, categories, weights, ("conger",))["conger"])

@@ -1,10 +1,10 @@
 """Sufficient statistics of the chance-corrected agreement family, for one sample or many resamples.
 
-Per-subject terms (:func:`agreement_sums`) or their totals computed directly (:func:`agreement_totals`,
+Per-subject terms (:func:`agreement_sums`, one entry per ordered pair of ratings of a subject: O(N x R^2) memory,
+never N x q x q) or their totals (:func:`agreement_totals` over the distinct rating patterns,
 :func:`agreement_tables_from_joint`) feed :func:`finish_agreement`, which gives pa, every pe and every coefficient
 with a leading batch axis (the bootstrap shares the formula). Notation and formulas:
-:mod:`core.metrics.estimates.agreement`. Memory is O(N x R^2) (one entry per ordered pair of ratings of a subject) plus
-q x q tables, never N x q x q.
+:mod:`core.metrics.estimates.agreement`.
 """
 
 from __future__ import annotations
@@ -14,18 +14,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Weights, as_ratings, category_index
-from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
+from core.metrics.data import Weights
 from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.estimates.weights import agreement_weights
 from core.metrics.notes import undefined
-
-
-def category_matrix(ratings: ArrayLike, categories: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
-    """(index matrix with -1 for missing, category values) after validating that every rating is a category."""
-    h = as_ratings(ratings)
-    cats = np.asarray(categories, dtype=np.float64)
-    return category_index(h, cats), cats
 
 
 def agreement_sums(index: NDArray[Any], q: int, prefix: str = "") -> RowSums:
@@ -69,9 +61,10 @@ def finish_agreement(
     weights: Weights = "identity",
     n_raters: int = 2,
     prefix: str = "",
-    which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger", "krippendorff"),
+    which: tuple[str, ...] = ("gwet", "bp", "fleiss", "conger"),
 ) -> dict[str, NDArray[Any]]:
-    """pa, pe and coefficients from :func:`agreement_sums` totals (batch-capable, leading axes allowed)."""
+    """pa, pe and coefficients from :func:`agreement_sums` totals (batch-capable, leading axes allowed; Krippendorff's
+    alpha: :func:`~core.metrics.estimates.krippendorff.finish_alpha_from_coincidence` of the ``coinc`` total)."""
     cats = np.asarray(categories, dtype=np.float64)
     q = cats.size
     w = agreement_weights(cats, weights)
@@ -130,9 +123,6 @@ def finish_agreement(
             pe = (w * (outer - s2 / rr[..., None, None])).sum(axis=(-2, -1))
         out["pe_conger"] = pe
         out["conger"] = coef(pe, "Conger's (Cohen's) kappa", rr < 2, "Conger's kappa needs at least 2 raters")
-    if "krippendorff" in which:
-        coinc = t[p + "coinc"].reshape(np.shape(n2) + (q, q))
-        out["krippendorff"] = finish_alpha_from_coincidence(coinc, 1.0 - w)
     return out
 
 
@@ -161,60 +151,10 @@ def agreement_tables_from_joint(joint: NDArray[Any]) -> dict[str, NDArray[Any]]:
 
 
 def agreement_totals(index: NDArray[Any], q: int) -> dict[str, NDArray[Any]]:
-    """The totals of :func:`agreement_sums` computed directly (one ``bincount`` per rater pair, no per-entry arrays).
-
-    Same numbers as ``agreement_sums(index, q).totals()``; used for point estimates, where it is several times
-    faster and lighter (O(N x raters) memory).
-    """
-    n, R = index.shape
-    complete = bool(index.min(initial=0) >= 0)
-    if complete and R == 2:  # the common case, from one joint table
-        joint = np.bincount(index[:, 0] * q + index[:, 1], minlength=q * q).astype(np.float64).reshape(q, q)
-        return agreement_tables_from_joint(joint)
-    valid = index >= 0
-    r = np.full(n, float(R)) if complete else valid.sum(axis=1).astype(np.float64)
-    out = {
-        "n_rated": np.asarray(float(n if complete else (r >= 1).sum())),
-        "n2": np.asarray(float(n if complete and R >= 2 else (r >= 2).sum())),
-    }
-    sym: NDArray[np.float64] = np.zeros(q * q)
-    # per-response weights, used only when some ratings are missing
-    coinc_w: NDArray[Any] = np.zeros(0)
-    pair_w: NDArray[Any] = np.zeros(0)
-    if not complete:
-        coinc_w = np.where(r >= 2, 1.0 / np.maximum(r - 1.0, 1.0), 0.0)
-        pair_w = np.where(r >= 2, 1.0 / np.maximum(r * (r - 1.0), 1.0), 0.0)
-    pairs: NDArray[Any] = np.zeros(q * q)
-    coinc: NDArray[Any] = np.zeros(q * q)
-    for j in range(R):
-        for k in range(j + 1, R):
-            if complete:
-                sym += np.bincount(index[:, j] * q + index[:, k], minlength=q * q)
-            else:
-                ok = valid[:, j] & valid[:, k]
-                cells = index[ok, j] * q + index[ok, k]
-                pairs += np.bincount(cells, weights=pair_w[ok], minlength=q * q)
-                coinc += np.bincount(cells, weights=coinc_w[ok], minlength=q * q)
-    if complete:
-        sym = sym.reshape(q, q)
-        both = (sym + sym.T).ravel()
-        out["pairs"] = both / (R * (R - 1.0)) if R >= 2 else both
-        out["coinc"] = both / (R - 1.0) if R >= 2 else both
-    else:
-        out["pairs"] = (pairs.reshape(q, q) + pairs.reshape(q, q).T).ravel()
-        out["coinc"] = (coinc.reshape(q, q) + coinc.reshape(q, q).T).ravel()
-    pi = np.zeros(q)
-    for j in range(R):
-        if complete:
-            counts = np.bincount(index[:, j], minlength=q).astype(np.float64)
-            pi += counts / R
-        else:
-            ok = valid[:, j]
-            counts = np.bincount(index[ok, j], minlength=q).astype(np.float64)
-            pi += np.bincount(index[ok, j], weights=1.0 / r[ok], minlength=q)
-        out[f"rater{j}"] = counts
-    out["pi"] = pi
-    return out
+    """The totals of :func:`agreement_sums`, computed over the distinct rating patterns (:func:`rating_patterns`),
+    each weighted by its number of subjects: at most (q + 1)^R rows, whatever the number of subjects."""
+    rows, mult = rating_patterns(index, q)
+    return {k: v[0] for k, v in agreement_sums(rows, q).totals(mult[None, :]).items()}
 
 
 def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
@@ -228,30 +168,23 @@ def category_counts(index: NDArray[Any], q: int) -> NDArray[Any]:
 
 
 def rating_patterns(index: NDArray[Any], q: int, *, return_inverse: bool = False) -> tuple[NDArray[Any], ...]:
-    """The distinct rows of a category-index matrix and how many subjects have each (the linearised terms of
-    subjects with the same ratings are equal, so the variance sums run over at most (q + 1)^R patterns); with
-    ``return_inverse`` also each subject's pattern."""
-    if return_inverse:
-        rows, inverse = np.unique(index, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        return rows, np.bincount(inverse, minlength=rows.shape[0]).astype(np.float64), inverse
+    """The distinct rows of a category-index matrix in ``np.unique(axis=0)`` order and how many subjects have each
+    (the linearised terms of subjects with the same ratings are equal, so the variance sums run over at most
+    (q + 1)^R patterns); with ``return_inverse`` also each subject's pattern."""
     n, R = index.shape
-    base = q + 1
-    if R * np.log2(base) < 62:
-        code = np.zeros(n, dtype=np.int64)
-        for j in range(R - 1, -1, -1):
-            code = code * base + (index[:, j] + 1)
-        if base**R <= 4 * max(n, 1_000_000):
-            mult = np.bincount(code, minlength=base**R)
-            codes = np.flatnonzero(mult)
-            mult = mult[codes]
-        else:
-            codes, mult = np.unique(code, return_counts=True)
-        rows = np.empty((codes.size, R), dtype=np.int64)
-        rest = codes.copy()
-        for j in range(R):
-            rows[:, j] = rest % base - 1
-            rest //= base
-        return rows, mult.astype(np.float64)
-    rows, mult = np.unique(index, axis=0, return_counts=True)
-    return rows, mult.astype(np.float64)
+    code, top = np.zeros(n, dtype=np.int64), 1  # each row as one integer < top, column 0 most significant
+    for j in range(R):
+        if top * (q + 1) >= 2**62:  # renumbered 0, 1, ... in the same order, to make room for the next column
+            code = np.unique(code, return_inverse=True)[1].reshape(-1)
+            top = int(code.max(initial=0)) + 1
+        code, top = code * (q + 1) + (index[:, j] + 1), top * (q + 1)
+    if top == (q + 1) ** R and top <= 4 * max(n, 1_000_000):  # a small code space: counted, not sorted
+        counts = np.bincount(code, minlength=top)
+        codes = np.flatnonzero(counts)
+        inverse, mult = np.cumsum(counts > 0)[code] - 1, counts[codes]
+        rows = codes[:, None] // (q + 1) ** np.arange(R - 1, -1, -1, dtype=np.int64) % (q + 1) - 1
+    else:
+        _, first, inverse, mult = np.unique(code, return_index=True, return_inverse=True, return_counts=True)
+        rows = index[first]
+    mult = mult.astype(np.float64)
+    return (rows, mult, inverse.reshape(-1)) if return_inverse else (rows, mult)

@@ -54,14 +54,7 @@ def spearman_rho(y_true: ArrayLike, y_pred: ArrayLike) -> float:
         return undefined("a correlation needs at least 2 responses")
     if _constant(a) or _constant(b):
         return undefined("a correlation is undefined for constant scores")
-    ra = midranks(a) - (a.size + 1) / 2.0
-    rb = midranks(b) - (a.size + 1) / 2.0
-
-    # einsum, not BLAS dot: multithreaded BLAS is slow for vectors on a busy machine
-    def dot(x: NDArray[Any], y: NDArray[Any]) -> np.float64:
-        return np.float64(np.einsum("i,i->", x, y))
-
-    return float(np.clip(dot(ra, rb) / np.sqrt(dot(ra, ra) * dot(rb, rb)), -1.0, 1.0))
+    return float(np.clip(np.corrcoef(midranks(a), midranks(b))[0, 1], -1.0, 1.0))
 
 
 def _kendall(y_true: ArrayLike, y_pred: ArrayLike, variant: str) -> float:
@@ -145,14 +138,7 @@ def kendall_tau_c(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Kendall's tau-c (Stuart's tau-c), for rectangular tables: tau_c = 2 (P - Q) / (n^2 (m - 1) / m).
 
     P and Q are the concordant and discordant pairs and m = min(number of distinct H, number of distinct M).
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float in [-1, 1]; NaN for n < 2 or a constant vector.
+    Parameters and result as :func:`kendall_tau_b`.
 
     References
     ----------

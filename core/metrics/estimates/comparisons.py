@@ -1,19 +1,13 @@
-"""The comparisons one evaluation makes, each on the responses and raters its metrics declare.
-
-:mod:`core.metrics.registry` says which responses and raters each metric uses; :func:`build` turns that into
-sufficient statistics over one row universe (every response with at least one human rating), so that the point
-estimates and every bootstrap resample share the same rows:
-
-- system vs reference human (``responses="reference"``): responses with a first human score and every system score;
-- the first two humans (``"double_scored"``): responses with both scores, whatever the system scores;
-- all raters (``"rated"``): every response with a rating, every human column (Gwet, Brennan-Prediger, Fleiss,
-  Conger, Krippendorff);
-- true scores (``"rated"`` with a system): responses with a rating and every system score, every human rating;
-- each subgroup: its reference responses.
+"""The comparisons one evaluation makes, each on the responses and raters its metrics declare
+(:mod:`core.metrics.registry`), as sufficient statistics over one row universe (every response with at least one
+human rating), so that the point estimates and every bootstrap resample share the same rows: system vs reference
+human, the first two humans (responses with both scores), all raters (every rated response, every human column),
+true scores (rated responses with every system score) and each subgroup (its reference responses).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,8 +17,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.data import Weights, round_to_categories
-from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals, rating_patterns
+from core.metrics.data import Weights, category_index, round_to_categories
+from core.metrics.estimates.agreement_totals import agreement_sums, rating_patterns
 from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
 from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
 from core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
@@ -40,20 +34,10 @@ ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
 def _pattern_tables(index: NDArray[Any], q: int, prefix: str) -> tuple[NDArray[Any], dict[str, NDArray[Any]]]:
-    """The all-raters sums (:func:`core.metrics.estimates.agreement_totals.agreement_sums`) per rating pattern, and each
-    response's pattern: a resample's totals then cost one aggregation by pattern, not one entry per rating pair."""
+    """Each response's rating pattern and the all-raters sums (``agreement_sums``) per pattern: a resample's totals
+    then cost one aggregation by pattern, not one entry per rating pair."""
     rows, _, inverse = rating_patterns(index, q, return_inverse=True)
     return inverse, agreement_sums(rows, q, prefix).per_row()
-
-
-def rater_index(h: NDArray[Any], cats: NDArray[Any]) -> NDArray[Any]:
-    """Category-index matrix (-1 = missing) of human ratings mapped to the scale's categories."""
-    if cats[0] == np.round(cats[0]) and np.all(np.diff(cats) == 1.0):  # integers: round and clip in place
-        with np.errstate(invalid="ignore"):
-            idx = np.clip(np.round(h), cats[0], cats[-1]) - cats[0]
-        return np.where(np.isnan(idx), -1, idx).astype(np.int64)
-    hc = np.where(np.isfinite(h), round_to_categories(np.nan_to_num(h, nan=cats[0]), cats), np.nan)
-    return np.where(np.isfinite(hc), np.searchsorted(cats, np.nan_to_num(hc, nan=cats[0])), -1).astype(np.int64)
 
 
 @dataclass
@@ -80,23 +64,15 @@ class Comparisons:
         keys = [report_name(c, w) for c in ("gwet", "bp", "fleiss", "conger") for w in self.weightings]
         return [k for k in keys if k] + ["krippendorff_alpha_" + lv for lv in ALPHA_LEVELS]
 
-    def totals(self) -> dict[str, NDArray[Any]]:
-        t: dict[str, NDArray[Any]] = {}
-        for suite in self._pairs():
-            t.update(suite.point_totals())
-        for s, m in self.true_system.items():
-            t.update(true_score_sums(self.true_human, m, f"t:{s}:")[0].totals())
-        if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
-            t.update({"a:" + k: v for k, v in agreement_totals(self.raters, self.cats.size).items()})
-        return t
-
+    @functools.cached_property
     def sums(self) -> RowSums:
+        """The per-response terms of every figure (``sums.totals()``: the sample's totals)."""
         out = RowSums(self.n)
         for suite in self._pairs():
-            out.merge(suite.sums, "")
+            out.merge(suite.sums)
         for s, m in self.true_system.items():
-            out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0], "")
-        if self.raters is not None and self.cats is not None:
+            out.merge(true_score_sums(self.true_human, m, f"t:{s}:")[0])
+        if self.raters is not None and self.cats is not None:  # (raters are set only with categories)
             out.add_grouped(*_pattern_tables(self.raters, self.cats.size, "a:"))
         return out
 
@@ -221,7 +197,9 @@ def build(
         fair = {s: fairness_design(h1[ref_rows], m[ref_rows], groups[ref_rows]) for s, m in system.items()}
     true_human = np.where(system_ok[:, None], human, np.nan)
     true_system = {s: np.where(system_ok, m, 0.0) for s, m in system.items()}
-    raters = rater_index(human, cats) if cats is not None and human.shape[1] >= 2 else None
+    raters = None  # every rating rounded to the scale's categories, as a category index (-1 = missing)
+    if cats is not None and human.shape[1] >= 2:
+        raters = category_index(round_to_categories(human, cats), cats)
     return Comparisons(
         n,
         systems,
@@ -253,5 +231,5 @@ class PointEstimates(NamedTuple):
 def point_estimates(comp: Comparisons) -> PointEstimates:
     """Finish every figure of ``comp`` from the totals of the sample (the same finishers the bootstrap runs on
     every resample)."""
-    totals = comp.totals()
+    totals = comp.sums.totals()
     return PointEstimates(totals, *point_values(comp.finishers(totals)))

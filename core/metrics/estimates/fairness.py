@@ -106,7 +106,6 @@ def fairness_record(
     xg = dummies(codes, names.size, base)
     others = [str(names[j]) for j in range(names.size) if j != base]
     hn, hcodes = np.unique(scores, return_inverse=True)
-    hcodes = hcodes.reshape(-1)
     h_base = int(np.argmax(np.bincount(hcodes, weights=weights, minlength=hn.size)))  # most frequent; ties: lowest
     xh = dummies(hcodes, hn.size, h_base)
     none = np.zeros((codes.size, 0))

@@ -19,20 +19,8 @@ from scipy import stats
 
 
 def dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
-    """Treatment-coded dummies of a categorical predictor: column j is 1[code = j] for every level j but ``base``.
-
-    Parameters
-    ----------
-    codes : ndarray of shape (n,)
-        Level index of each response, in 0..k-1.
-    k : int
-        Number of levels.
-    base : int
-        The base (reference) level, which gets no column.
-
-    Returns
-    -------
-    ndarray of shape (n, k - 1), float64 (shape (n, 0) with one level).
+    """Treatment-coded dummies, shape (n, k - 1), of a predictor with ``k`` levels (``codes``: each response's level
+    in 0..k-1): column j is 1[code = j] for every level j but the reference level ``base``.
 
     Examples
     --------
@@ -44,23 +32,12 @@ def dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
 
 
 def ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, Any]:
-    """OLS of ``y`` on ``x`` with an intercept (least squares, ``numpy.linalg.lstsq``).
+    """OLS of ``y`` (n,) on the predictors ``x`` (n, k) and an intercept (``numpy.linalg.lstsq``): R2 = 1 - RSS / TSS
+    (NaN when TSS <= ``tss_floor``: y constant up to rounding) and adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) (NaN
+    when n - p - 1 <= 0), p the rank of the design without the intercept.
 
-    R2 = 1 - RSS / TSS and adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1), p the rank of the design without the
-    intercept.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n,)
-    x : ndarray of shape (n, k)
-        Predictors without the intercept column.
-    tss_floor : float, default 0.0
-        R2 is NaN when TSS <= ``tss_floor`` (y constant up to rounding, see :func:`tss_floor`).
-
-    Returns
-    -------
-    dict with ``coef`` (intercept first), ``rss``, ``tss``, ``p``, ``n``, ``r2``, ``adj_r2`` (NaN when
-    n - p - 1 <= 0), ``design`` (with the intercept column) and ``rank``.
+    Returns ``coef`` (intercept first), ``rss``, ``tss``, ``p``, ``n``, ``r2``, ``adj_r2``, ``design`` (with the
+    intercept column) and ``rank``.
     """
     n = y.size
     design = np.column_stack([np.ones(n), x])

@@ -8,8 +8,6 @@ complement), leaving A = diag(n_g) - N diag(1/n_h) N' and r = S_g - N (T_h / n_h
 table, S_g and T_h the error sums by group and by score: RSS(error ~ group + C(H)) = RSS(error ~ C(H)) - r' A^+ r,
 and the group adds rank(A) parameters (Searle 1987, *Linear Models for Unbalanced Data*, ch. 4, absorption of a
 factor).
-
-This is :func:`fairness_resampled` (:func:`core.metrics.bootstrap.bootstrap_fairness` uses it).
 """
 
 from __future__ import annotations
@@ -48,10 +46,8 @@ def _adjusted(
 
 @dataclass
 class FairnessDesign:
-    """The per-response encoding of one fairness analysis, for evaluating it on many bootstrap resamples.
-
-    Build with :func:`fairness_design`. ``problem`` is None, or the reason the bootstrap interval is undefined.
-    """
+    """The per-response encoding of one fairness analysis (:func:`fairness_design`), for many bootstrap resamples;
+    ``problem``: None, or why the bootstrap interval is undefined."""
 
     n: int
     group_names: NDArray[Any]
@@ -64,19 +60,9 @@ class FairnessDesign:
     problem: str | None
 
     def resampled(self, counts: ArrayLike) -> dict[str, NDArray[Any]]:
-        """OSA, OSD and CSD for every resample of a chunk.
-
-        Parameters
-        ----------
-        counts : ndarray of shape (b, n)
-            How often each response was drawn in each resample (:func:`core.metrics.bootstrap.resample_chunks`).
-
-        Returns
-        -------
-        dict ``"osa"``, ``"osd"``, ``"csd"`` -> array (b,): the values :func:`fairness_analysis` gives on each
-        resample (the resample's responses with their multiplicities), NaN where a resample has fewer than two
-        groups or constant errors.
-        """
+        """``{"osa", "osd", "csd"} -> array (b,)``: the values :func:`fairness_analysis` gives on each resample of a
+        chunk (``counts`` (b, n): how often each response was drawn), NaN where a resample has fewer than two groups
+        or constant errors."""
         draws = np.atleast_2d(np.asarray(counts, dtype=np.float64))
         b = draws.shape[0]
         if self.problem is not None:
@@ -149,27 +135,16 @@ def group_problem(names: Iterable[Any], sizes: NDArray[Any]) -> str | None:
 
 
 def fairness_design(y_true: ArrayLike, y_pred: ArrayLike, groups: ArrayLike) -> FairnessDesign:
-    """Encode one fairness analysis (:func:`fairness_analysis`) for the bootstrap over responses.
+    """Encode one fairness analysis (:func:`fairness_analysis`) of human scores ``y_true``, system scores ``y_pred``
+    and subgroup labels ``groups`` (each of shape (n,)) for the bootstrap over responses.
 
     The interval is undefined (``problem`` set) with fewer than two groups or three responses, or when a group has
     a single response (it is absent from about a third of the resamples, so the resampled model changes).
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-        Human and system scores.
-    groups : array-like of shape (n,)
-        Subgroup labels.
-
-    Returns
-    -------
-    FairnessDesign
     """
     h, m = as_pair(y_true, y_pred)
     names, codes = group_codes(groups, h.size)
     sizes = np.bincount(codes, minlength=names.size)
     _, hcodes = np.unique(h, return_inverse=True)
-    hcodes = hcodes.reshape(-1)
     error = m - h
     squared = error**2
     return FairnessDesign(
@@ -195,8 +170,8 @@ def fairness_resampled(
 
     Parameters
     ----------
-    y_true, y_pred : array-like of shape (n,)
-    groups : array-like of shape (n,)
+    y_true, y_pred, groups
+        As :func:`~core.metrics.estimates.fairness.fairness_analysis`.
     counts : ndarray of shape (b, n)
         Number of times each response is drawn in each resample.
 

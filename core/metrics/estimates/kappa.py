@@ -59,11 +59,9 @@ def kappa_table(
         raise ValueError(f"sample_weight has {wts.size} values for {a.size} pairs")
     if labels is None:
         a, b = np.round(a), np.round(b)
-        lo = min(a.min(), b.min()) if a.size else 0.0
-        hi = max(a.max(), b.max()) if a.size else 0.0
+        lo, hi = (min(a.min(), b.min()), max(a.max(), b.max())) if a.size else (0.0, 0.0)
         q = int(hi - lo) + 1
-        ia = (a - lo).astype(np.int64)
-        ib = (b - lo).astype(np.int64)
+        ia, ib = (a - lo).astype(np.int64), (b - lo).astype(np.int64)
     else:
         lab = as_vector(labels, "labels")
         if lab.size == 0 or np.unique(lab).size != lab.size:

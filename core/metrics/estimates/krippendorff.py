@@ -29,15 +29,14 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from core.metrics.data import LEVELS, Level, as_ratings, category_index, check_option
+from core.metrics.estimates.agreement_totals import agreement_totals
 from core.metrics.estimates.sums import nan_where
 from core.metrics.notes import undefined
 
 _RATIO_MAX_DISTINCT = 20_000
 
 
-def finish_alpha_from_coincidence(
-    coinc: NDArray[Any], delta: NDArray[Any] | str, cats: NDArray[Any] | None = None
-) -> NDArray[Any]:
+def finish_alpha_from_coincidence(coinc: NDArray[Any], delta: NDArray[Any] | str) -> NDArray[Any]:
     """alpha = 1 - (n.. - 1) sum o delta / sum n_c n_k delta from a coincidence matrix (batch-capable).
 
     ``delta`` is a (q, q) distance matrix, or ``"ordinal"`` (distances from the marginals, needs nothing else).
@@ -71,13 +70,6 @@ def coincidence_delta(cats: NDArray[Any], level: str) -> NDArray[Any] | str:
             return np.where(s == 0, 0.0, ((c[:, None] - c[None, :]) / s) ** 2)
     check_option("level", level, LEVELS)
     return "ordinal"
-
-
-def _pairable(h: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    obs = ~np.isnan(h)
-    m = obs.sum(axis=1)
-    keep = m >= 2
-    return h[keep], obs[keep], m[keep].astype(np.float64)
 
 
 def _interval(h: NDArray[Any], obs: NDArray[Any], m: NDArray[Any]) -> float:
@@ -143,10 +135,12 @@ def krippendorff_alpha(ratings: ArrayLike, *, level: Level = "interval", categor
     if categories is not None:
         cats = np.asarray(categories, dtype=np.float64)
         h = as_ratings(ratings)
-        idx = category_index(h, cats)
-        coinc = _coincidences(idx, cats.size)
+        coinc = agreement_totals(category_index(h, cats), cats.size)["coinc"].reshape(cats.size, cats.size)
         return float(finish_alpha_from_coincidence(coinc, coincidence_delta(cats, level)))
-    h, obs, m = _pairable(as_ratings(ratings))
+    h = as_ratings(ratings)
+    h = h[(~np.isnan(h)).sum(axis=1) >= 2]  # the pairable units
+    obs = ~np.isnan(h)
+    m = obs.sum(axis=1).astype(np.float64)
     if level == "interval":
         return _interval(h, obs, m)
     if level == "ordinal":
@@ -200,18 +194,3 @@ def _over_values(h: NDArray[Any], obs: NDArray[Any], m: NDArray[Any], level: Lev
     if de <= 0:
         return undefined("Krippendorff's alpha is undefined: every pairable value is the same")
     return 1.0 - (n - 1.0) * do / de
-
-
-def _coincidences(idx: NDArray[Any], q: int) -> NDArray[Any]:
-    """The q x q coincidence matrix o_ck of a category-index matrix (-1 = missing)."""
-    valid = idx >= 0
-    m = valid.sum(axis=1).astype(np.float64)
-    weight = np.where(m >= 2, 1.0 / np.maximum(m - 1.0, 1.0), 0.0)
-    coinc = np.zeros(q * q)
-    R = idx.shape[1]
-    for j in range(R):
-        for k in range(R):
-            if j != k:
-                ok = valid[:, j] & valid[:, k]
-                coinc += np.bincount(idx[ok, j] * q + idx[ok, k], weights=weight[ok], minlength=q * q)
-    return coinc.reshape(q, q)

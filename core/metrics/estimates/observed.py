@@ -1,13 +1,11 @@
 """Correlation and agreement of observed scores with RSMTool semantics (docs/design.md section 4.2; RSMTool
 "Evaluation Metrics").
 
-Notation: ``y_true`` is the human score H, ``y_pred`` the system score M, N the number of responses. Functions take
-two equal-length finite vectors and return a float; an undefined value is NaN with an
-:class:`~core.metrics.notes.UndefinedMetricWarning` giving the reason.
-
-Pearson's r and QWK are the one-call forms of a ``finish(totals)`` of :mod:`core.metrics.estimates.moments`, so the
-pipeline, the bootstrap and these functions share one formula. Cohen's kappa is in :mod:`core.metrics.estimates.kappa`;
-the mean differences and squared errors (SMD, MSE, RMSE, R2, DSM) in :mod:`core.metrics.estimates.accuracy`.
+Notation: ``y_true`` is the human score H, ``y_pred`` the system score M, N the number of responses; two
+equal-length finite vectors in, a float out, NaN with an :class:`~core.metrics.notes.UndefinedMetricWarning` giving
+the reason when undefined. Pearson's r and QWK finish the totals of :mod:`core.metrics.estimates.moments`, as the
+pipeline and the bootstrap do. Cohen's kappa: :mod:`core.metrics.estimates.kappa`; SMD, MSE, RMSE, R2, DSM:
+:mod:`core.metrics.estimates.accuracy`.
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ from core.metrics.notes import undefined
 
 def pair_moments(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, NDArray[Any]]:
     """The finished moments (:func:`core.metrics.estimates.moments.moments`) of one validated pair of score vectors."""
-    a, b = as_pair(y_true, y_pred)
-    s, shift = pair_moment_sums(a, b)
+    s, shift = pair_moment_sums(*as_pair(y_true, y_pred))
     return moments(s.totals(), shift)
 
 
@@ -116,15 +113,7 @@ def agreement(y_true: ArrayLike, y_pred: ArrayLike, *, tolerance: float = 0) -> 
 
 
 def exact_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
-    """Percent exact agreement, ``agreement(y_true, y_pred, tolerance=0)``.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float in [0, 100]; NaN for no response.
+    """Percent exact agreement, ``agreement(y_true, y_pred, tolerance=0)`` (parameters and result: :func:`agreement`).
 
     References
     ----------
@@ -139,15 +128,8 @@ def exact_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
 
 def adjacent_agreement(y_true: ArrayLike, y_pred: ArrayLike) -> float:
-    """Percent exact plus adjacent agreement, ``agreement(y_true, y_pred, tolerance=1)``.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-
-    Returns
-    -------
-    float in [0, 100]; NaN for no response.
+    """Percent exact plus adjacent agreement, ``agreement(y_true, y_pred, tolerance=1)`` (parameters and result:
+    :func:`agreement`).
 
     References
     ----------

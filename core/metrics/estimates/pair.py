@@ -1,9 +1,9 @@
 """One comparison (human vs system, or human vs human) as sufficient statistics plus lazy finishers.
 
-A :class:`PairSuite` holds the two score vectors and the responses compared; :meth:`PairSuite.point_totals` and
-:attr:`PairSuite.sums` give the totals every observed metric needs (moments, exact/adjacent counts, the joint
-category table), and :meth:`PairSuite.finishers` turns totals into metric values, with a leading batch axis for
-the bootstrap (:mod:`core.metrics.estimates.sums`). Which scores each metric compares: exact/adjacent agreement and
+A :class:`PairSuite` holds the two score vectors and the responses compared; :attr:`PairSuite.sums` gives the
+terms every observed metric needs (moments, exact/adjacent counts, the joint category table), for the sample or
+every resample, and :meth:`PairSuite.finishers` turns their totals into metric values, with a leading batch axis
+for the bootstrap (:mod:`core.metrics.estimates.sums`). Which scores each metric compares: exact/adjacent agreement and
 every chance-corrected coefficient use the scores rounded half-to-even and clipped to the scale's categories
 (:func:`round_to_categories`); correlations, QWK, SMD, MSE and R2 use the raw scores.
 """
@@ -11,7 +11,7 @@ every chance-corrected coefficient use the scores rounded half-to-even and clipp
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,65 +58,24 @@ class PairSuite:
     cats: NDArray[Any] | None
     smd_method: str
     shift: dict[str, float] = field(init=False)
-    _sums: RowSums | None = field(init=False, default=None)
-    _codes: tuple[NDArray[Any], NDArray[Any]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         a, b = self.a[self.rows], self.b[self.rows]
         self.shift = {"ca": float(np.mean(a)) if a.size else 0.0, "cb": float(np.mean(b)) if b.size else 0.0}
-        self._sub = (a, b)
-        self._q: int = 0 if self.cats is None else self.cats.size
-        # rounded scores and their category positions (None without categories)
-        self._cat: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
-        if self.cats is not None and self.cats.size:
-            ar, br = round_to_categories(a, self.cats), round_to_categories(b, self.cats)
-            self._cat = (ar, br, np.searchsorted(self.cats, ar), np.searchsorted(self.cats, br))
 
-    @property
+    @functools.cached_property
     def sums(self) -> RowSums:
-        """Per-response terms over all ``n_total`` responses (for the bootstrap); built on first use."""
-        if self._sums is None:
-            a, b = self._sub
-            p = self.prefix
-            sub, _ = pair_moment_sums(a, b, p)  # centred at the sample means, as self.shift
-            if self._cat is not None:
-                ar, br, ia, ib = self._cat
-                q = self._q
-                sub.add(p + "exact", (ar == br).astype(np.float64))
-                sub.add(p + "adjacent", (np.abs(ar - br) <= 1.0).astype(np.float64))
-                sub.add_counts(p + "joint", np.arange(a.size), ia * q + ib, 1.0, q * q)
-            self._sums = sub.embedded(self.rows, self.n_total)
-        return self._sums
-
-    def point_totals(self) -> dict[str, NDArray[Any]]:
-        """The totals of :attr:`sums` for the sample itself, computed directly (no per-response arrays kept)."""
-        a, b = self._sub
-        p = self.prefix
-        da = a - self.shift["ca"]
-        db = b - self.shift["cb"]
-        d = a - b
-
-        def dot(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
-            return np.asarray(np.einsum("i,i->", x, y))  # no BLAS threads for vectors
-
-        t = {
-            p + "n": np.asarray(float(a.size)),
-            p + "sa": np.asarray(da.sum()),
-            p + "sb": np.asarray(db.sum()),
-            p + "saa": dot(da, da),
-            p + "sbb": dot(db, db),
-            p + "sab": dot(da, db),
-            p + "sdd": dot(d, d),
-        }
-        if self._cat is not None:
-            ar, br, ia, ib = self._cat
-            q = self._q
-            joint = np.bincount(ia * q + ib, minlength=q * q).astype(np.float64)
-            diff = np.abs(ar - br)
-            t[p + "exact"] = np.asarray(float((diff == 0).sum()))
-            t[p + "adjacent"] = np.asarray(float((diff <= 1.0).sum()))
-            t[p + "joint"] = joint
-        return t
+        """Per-response terms over all ``n_total`` responses (``sums.totals()``: the sample's totals)."""
+        a, b, p = self.a[self.rows], self.b[self.rows], self.prefix
+        sub, _ = pair_moment_sums(a, b, p)  # centred at the sample means, as self.shift
+        if self.cats is not None and self.cats.size:
+            q = self.cats.size
+            ar, br = round_to_categories(a, self.cats), round_to_categories(b, self.cats)
+            sub.add(p + "exact", (ar == br).astype(np.float64))
+            sub.add(p + "adjacent", (np.abs(ar - br) <= 1.0).astype(np.float64))
+            ia, ib = np.searchsorted(self.cats, ar), np.searchsorted(self.cats, br)
+            sub.add_counts(p + "joint", np.arange(a.size), ia * q + ib, 1.0, q * q)
+        return sub.embedded(self.rows, self.n_total)
 
     def finishers(self, t: dict[str, NDArray[Any]]) -> dict[str, Finisher]:
         """``key -> zero-argument callable`` computing the metric from totals ``t`` (batch-capable)."""
@@ -180,20 +139,13 @@ class PairSuite:
         levels = ("nominal", "ordinal", "interval")
         return f | agreement_finishers(ag, cats, 2, "", REPORT_WEIGHTS, ("gwet", "bp", "fleiss"), levels)
 
-    def _value_codes(self) -> tuple[NDArray[Any], NDArray[Any]]:
+    @functools.cached_property
+    def _value_codes(self) -> list[NDArray[Any]]:
         """Each compared response's distinct-value id in ``a`` and ``b`` (full length; for tie counts)."""
-        if self._codes is None:
-            full = []
-            for x in (self.a, self.b):
-                codes = np.zeros(self.a.size, dtype=np.int64)
-                codes[self.rows] = np.unique(x[self.rows], return_inverse=True)[1].reshape(-1)
-                full.append(codes)
-            self._codes = (full[0], full[1])
-        return self._codes
-
-    def category_index(self) -> NDArray[Any] | None:
-        """The (rows, 2) category-index matrix of the compared responses (None without categories)."""
-        return None if self._cat is None else np.column_stack([self._cat[2], self._cat[3]])
+        full: list[NDArray[Any]] = [np.zeros(self.a.size, dtype=np.int64) for _ in range(2)]
+        for codes, x in zip(full, (self.a, self.b)):
+            codes[self.rows] = np.unique(x[self.rows], return_inverse=True)[1].reshape(-1)
+        return full
 
     def spearman_resampled(self, counts: NDArray[Any]) -> NDArray[Any]:
         """Spearman's rho on the compared responses for every resample of a chunk (counts (b, n_total))."""
@@ -208,7 +160,7 @@ class PairSuite:
         def taus() -> tuple[float, float]:
             ties = None  # a resample: tie counts from the sample's value ids, no sort
             if index is not None and rows.size:
-                codes = self._value_codes()
+                codes = self._value_codes
                 ties = (np.bincount(codes[0][rows]), np.bincount(codes[1][rows]))
             return kendall_taus(a, b, ties=ties)
 
@@ -264,16 +216,12 @@ def memo(fn: Finisher) -> Finisher:
     return wrapped
 
 
-def point_values(
-    finishers: dict[str, Finisher], keys: Collection[str] | None = None
-) -> tuple[dict[str, float], dict[str, str], list[str]]:
+def point_values(finishers: dict[str, Finisher]) -> tuple[dict[str, float], dict[str, str], list[str]]:
     """Evaluate finishers once with reasons: (values, reasons, cautions)."""
     values: dict[str, float] = {}
     reasons: dict[str, str] = {}
     cautions: list[str] = []
     for key, fn in finishers.items():
-        if keys is not None and key not in keys:
-            continue
         v, why, careful = capture(fn)
         values[key] = float(np.asarray(v, dtype=np.float64))
         if why and not np.isfinite(values[key]):
@@ -330,7 +278,7 @@ def observed_metrics(
     a, b = as_pair(y_true, y_pred)
     cats = None if categories is None else np.asarray(categories, dtype=np.float64)
     suite = PairSuite("", a, b, np.arange(a.size), a.size, cats, smd_method)
-    f = suite.finishers(suite.point_totals())
+    f = suite.finishers(suite.sums.totals())
     if ranks:
         f.update(suite.ranks())
     return {k: float(np.asarray(f[k]())) for k in OBSERVED_KEYS if k in f}

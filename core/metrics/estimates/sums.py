@@ -30,13 +30,7 @@ class _Counts:
 
 @dataclass
 class RowSums:
-    """Per-response terms whose sums are sufficient for a set of metrics.
-
-    Parameters
-    ----------
-    n : int
-        Number of responses (rows).
-    """
+    """Per-response terms whose sums are sufficient for a set of metrics, over ``n`` responses (rows)."""
 
     n: int
     _dense_names: list[str] = field(default_factory=list)
@@ -72,16 +66,14 @@ class RowSums:
         weights = np.broadcast_to(np.asarray(weights, dtype=np.float64), rows.shape)
         self._counts[name] = _Counts(rows, cats, np.ascontiguousarray(weights), int(size))
 
-    def merge(self, other: RowSums, prefix: str) -> None:
-        """Add every term of ``other`` under ``prefix + name`` (same responses)."""
+    def merge(self, other: RowSums) -> None:
+        """Add every term of ``other`` (sums over the same responses)."""
         if other.n != self.n:
             raise ValueError("cannot merge sums over different responses")
-        for name, values in zip(other._dense_names, other._dense):
-            self.add(prefix + name, values)
-        for name, c in other._counts.items():
-            self._counts[prefix + name] = c
-        for group, tables in other._grouped:
-            self._grouped.append((group, {prefix + k: v for k, v in tables.items()}))
+        self._dense_names += other._dense_names
+        self._dense += other._dense
+        self._counts.update(other._counts)
+        self._grouped += other._grouped
 
     def embedded(self, rows: NDArray[Any], n: int) -> RowSums:
         """The same terms placed at positions ``rows`` of a sample of ``n`` responses (0 elsewhere).
@@ -116,18 +108,8 @@ class RowSums:
         return out
 
     def totals(self, counts: NDArray[Any] | None = None) -> dict[str, NDArray[Any]]:
-        """Sums of every term.
-
-        Parameters
-        ----------
-        counts : ndarray of shape (B, n), optional
-            Resampling counts; ``None`` means every response once (the sample itself).
-
-        Returns
-        -------
-        dict
-            ``name -> array`` of shape ``()`` / ``(size,)`` for the sample, ``(B,)`` / ``(B, size)`` with counts.
-        """
+        """Sums of every term, ``name -> array``: of shape ``()`` / ``(size,)`` for the sample itself (``counts``
+        None), ``(B,)`` / ``(B, size)`` for the resampling counts ``counts`` of shape ``(B, n)``."""
         out: dict[str, NDArray[Any]] = {}
         if self._dense and counts is None:
             for name, values in zip(self._dense_names, self._dense):

@@ -17,8 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_ratings, as_vector
+from core.metrics.estimates.observed import pearson_r
 from core.metrics.estimates.sums import RowSums, nan_where
-from core.metrics.notes import caution
+from core.metrics.notes import caution, quiet
 
 #: Recommended minimum number of double-scored responses (Loukina et al. 2020, section 7).
 MIN_DOUBLE_SCORED = 1000
@@ -140,8 +141,7 @@ def variance_of_errors(ratings: ArrayLike) -> float:
     >>> variance_of_errors([[2, 3, 4, 5], [3, 3, 6, 4]])
     0.75
     """
-    sums, _ = true_score_sums(ratings)
-    return float(finish_error_variance(sums.totals()))
+    return float(finish_error_variance(true_score_sums(ratings)[0].totals()))
 
 
 def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None = None) -> float:
@@ -152,8 +152,7 @@ def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None =
 
     Parameters
     ----------
-    ratings : array of shape (n, R)
-    rater_error_variance : float, optional
+    ratings, rater_error_variance : as :func:`prmse`
 
     Returns
     -------
@@ -166,8 +165,7 @@ def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None =
     >>> round(true_score_variance([[2, 3, 5]], rater_error_variance=0.5), 12)
     1.833333333333
     """
-    sums, _ = true_score_sums(ratings)
-    t = sums.totals()
+    t = true_score_sums(ratings)[0].totals()
     return float(finish_true_variance(t, _error_variance_from(t, rater_error_variance)))
 
 
@@ -178,9 +176,7 @@ def mse_true(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float 
 
     Parameters
     ----------
-    system : array-like of shape (n,)
-    ratings : array of shape (n, R)
-    rater_error_variance : float, optional
+    system, ratings, rater_error_variance : as :func:`prmse`
 
     Returns
     -------
@@ -193,8 +189,7 @@ def mse_true(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float 
     >>> round(mse_true([1, 2, 5], [[2, 3, 5]], rater_error_variance=0.5), 12)
     0.166666666667
     """
-    sums, _ = true_score_sums(ratings, system)
-    t = sums.totals()
+    t = true_score_sums(ratings, system)[0].totals()
     return float(finish_mse_true(t, _error_variance_from(t, rater_error_variance)))
 
 
@@ -212,6 +207,7 @@ def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | N
     ratings : array of shape (n, R)
         Human ratings, NaN for missing; any number per response.
     rater_error_variance : float, optional
+        V_e estimated from another sample (default: from ``ratings``).
 
     Returns
     -------
@@ -224,20 +220,8 @@ def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | N
     >>> round(prmse([1, 2, 5], [2, 3, 5], rater_error_variance=0.5), 12)
     0.909090909091
     """
-    sums, _ = true_score_sums(ratings, system)
-    t = sums.totals()
+    t = true_score_sums(ratings, system)[0].totals()
     return float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
-
-
-def first_two_ratings(ratings: ArrayLike) -> tuple[NDArray[Any], NDArray[Any]]:
-    """The first two available ratings of every response with at least two (in column order)."""
-    h = as_ratings(ratings)
-    obs = ~np.isnan(h)
-    keep = obs.sum(axis=1) >= 2
-    h, obs = h[keep], obs[keep]
-    order = np.argsort(~obs, axis=1, kind="stable")[:, :2]
-    pair = np.take_along_axis(h, order, axis=1)
-    return pair[:, 0], pair[:, 1]
 
 
 def finish_true_score(
@@ -270,9 +254,7 @@ def true_score_evaluation(
 
     Parameters
     ----------
-    system : array-like of shape (n,)
-    ratings : array of shape (n, R)
-    rater_error_variance : float, optional
+    system, ratings, rater_error_variance : as :func:`prmse`
 
     Examples
     --------
@@ -284,8 +266,7 @@ def true_score_evaluation(
     (3, 3, 0.909091)
     """
     h = as_ratings(ratings)
-    sums, _ = true_score_sums(h, system)
-    t = sums.totals()
+    t = true_score_sums(h, system)[0].totals()
     values = {k: float(v) for k, v in finish_true_score(t, rater_error_variance).items()}
     rec: dict[str, float] = {
         "N": int(values["N"]),
@@ -295,10 +276,10 @@ def true_score_evaluation(
         **{k: values[k] for k in ("rater_error_variance", "true_score_variance", "mse_true", "prmse")},
     }
     r = float("nan")
-    if rater_error_variance is None and rec["N_multiple"] > 0:
-        a, b = first_two_ratings(h)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = float(np.corrcoef(a, b)[0, 1]) if a.size >= 2 and np.std(a) > 0 and np.std(b) > 0 else float("nan")
+    if rater_error_variance is None and rec["N_multiple"] > 0:  # r of the first two ratings of each response
+        two = h[(~np.isnan(h)).sum(axis=1) >= 2]
+        pair = np.take_along_axis(two, np.argsort(np.isnan(two), axis=1, kind="stable")[:, :2], axis=1)
+        r = quiet(pearson_r, pair[:, 0], pair[:, 1])
     for message in prmse_cautions(
         n_multiple=int(rec["N_multiple"]), r_hh=r, prmse=rec["prmse"], external=rater_error_variance is not None
     ):

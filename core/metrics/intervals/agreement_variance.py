@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import WEIGHTS, Weights, check_option
-from core.metrics.estimates.agreement_totals import category_counts, category_matrix, rating_patterns
+from core.metrics.data import WEIGHTS, Weights, as_ratings, category_index, check_option
+from core.metrics.estimates.agreement_totals import category_counts, rating_patterns
 from core.metrics.estimates.weights import agreement_weights
 from core.metrics.intervals.analytic import student_t_ci, student_t_p_value
 from core.metrics.intervals.linearisation import COEFFICIENTS, Linearised, linearised
@@ -59,12 +59,8 @@ def agreement_inference(
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-        Category values, NaN for missing; subjects with no rating are ignored.
-    categories : array-like of shape (q,)
-        All category values of the scale, sorted.
-    weights : str, default "identity"
-        One of :data:`core.metrics.data.Weights`.
+    ratings, categories, weights
+        As :func:`~core.metrics.estimates.agreement.chance_corrected_agreement`.
     coefficients : tuple of str
         A subset of ``("gwet", "bp", "fleiss", "conger", "krippendorff")``.
     confidence : float, default 0.95
@@ -94,7 +90,8 @@ def agreement_inference(
     check_option("weights", weights, WEIGHTS)
     for name in coefficients:
         check_option("coefficient", name, COEFFICIENTS)
-    idx, cats = category_matrix(ratings, categories)
+    cats = np.asarray(categories, dtype=np.float64)
+    idx = category_index(as_ratings(ratings), cats)
     idx = idx[(idx >= 0).any(axis=1)]
     n = idx.shape[0]
     nan = float("nan")
@@ -202,8 +199,7 @@ def gwet_standard_errors(
 
     Parameters
     ----------
-    ratings : array of shape (n_subjects, n_raters)
-    categories : array-like of shape (q,)
+    ratings, categories : as :func:`agreement_inference`
     weights : str or tuple of str, default "identity"
 
     Returns

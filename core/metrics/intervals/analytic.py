@@ -1,12 +1,7 @@
-"""Analytic confidence intervals: Fisher's z for Pearson's r, Wald intervals from standard errors.
-
-Resampling (the bootstrap) lives in :mod:`core.metrics.bootstrap`; this module holds the closed-form intervals.
-Every interval says how it was made (:data:`IntervalMethod`), so a report can state whether it is z- or t-based.
-
-- Fisher (1921): tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)).
-- Wald, normal quantile: estimate -/+ z_(1-a/2) se.
-- Wald, Student's t (Gwet 2014, section 5.5; irrCAC ``raw.py``): estimate -/+ t_(1-a/2, n-1) se, the upper bound
-  capped at 1 (the largest value a chance-corrected coefficient can take), as irrCAC reports it.
+"""Analytic confidence intervals (the bootstrap's: :mod:`core.metrics.bootstrap`), each saying how it was made
+(:data:`IntervalMethod`): Fisher's z for Pearson's r, tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)) (Fisher 1921); Wald
+intervals estimate -/+ z_(1-a/2) se, or estimate -/+ t_(1-a/2, n-1) se with the upper bound capped at 1 (the largest
+value a chance-corrected coefficient can take), as irrCAC reports them (Gwet 2014, section 5.5; irrCAC ``raw.py``).
 """
 
 from __future__ import annotations
@@ -21,14 +16,8 @@ IntervalMethod = Literal["bootstrap percentile", "Fisher z", "normal", "Student 
 
 
 class Interval(NamedTuple):
-    """A confidence interval ``[low, high]`` (NaN bounds when undefined) and how it was computed.
-
-    Attributes
-    ----------
-    low, high : float
-        The bounds (a NamedTuple: ``low, high = interval[:2]`` works).
-    method : str
-        One of :data:`IntervalMethod`.
+    """A confidence interval ``[low, high]`` (NaN bounds when undefined; a NamedTuple: ``low, high =
+    interval[:2]`` works) and the ``method`` that computed it (one of :data:`IntervalMethod`).
 
     References
     ----------
@@ -184,15 +173,13 @@ class Analytic(NamedTuple):
     method: str
 
     def to_json(self) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return float(x) if np.isfinite(x) else None
+        ci = [json_number(self.low), json_number(self.high)]
+        return {"se": json_number(self.se), "ci": ci, "p_value": json_number(self.p_value), "method": self.method}
 
-        return {
-            "se": num(self.se),
-            "ci": [num(self.low), num(self.high)],
-            "p_value": num(self.p_value),
-            "method": self.method,
-        }
+
+def json_number(x: float) -> float | None:
+    """``x`` as a float, ``None`` (JSON ``null``) when it is not finite."""
+    return float(x) if np.isfinite(x) else None
 
 
 #: How the chance-corrected coefficients' analytic intervals are made (Gwet 2014, section 5.5; irrCAC).

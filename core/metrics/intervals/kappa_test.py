@@ -115,10 +115,8 @@ def cohen_kappa_test(
 
     Parameters
     ----------
-    y_true, y_pred : array-like of shape (n,)
-    weights : {None, "identity", "linear", "quadratic"}
-    labels : array-like, optional
-    sample_weight : array-like of shape (n,), optional
+    y_true, y_pred, weights, labels, sample_weight
+        As :func:`~core.metrics.estimates.kappa.cohen_kappa`.
     confidence : float, default 0.95
 
     Returns

@@ -7,7 +7,6 @@ error never leaves a half-written report.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -19,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from core.metrics.data import round_to_categories
-from core.metrics.intervals.analytic import Interval
+from core.metrics.intervals.analytic import Interval, json_number
 from core.metrics.output_schema import SCHEMA_VERSION, as_schema
 from core.metrics.registry import SHORT
 from core.metrics.results import Evaluation
@@ -27,20 +26,10 @@ from core.metrics.write.plots import confusion_heatmap, prmse_plot, scatter_plot
 
 
 def to_json_text(data: Mapping[str, Any]) -> str:
-    """JSON text of the evaluation object; any remaining NaN/inf becomes null (strict JSON)."""
-
-    def clean(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {str(k): clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, (np.floating, float)):
-            return None if not math.isfinite(float(x)) else float(x)
-        if isinstance(x, np.integer):
-            return int(x)
-        return x
-
-    return json.dumps(clean(data), indent=2, allow_nan=False)
+    """JSON text of the evaluation object: numpy scalars as Python numbers, any remaining NaN/inf as null (strict
+    JSON)."""
+    text = json.dumps(data, default=lambda x: x.item())
+    return json.dumps(json.loads(text, parse_constant=lambda _: None), indent=2, allow_nan=False)
 
 
 def _fmt(v: object) -> str:
@@ -92,8 +81,8 @@ def write_output(
                     system_name=s_name,
                 )
                 figures.append((f"{s_name}: confusion matrix", f.name))
-        est = {s: _or_none(e.true_score["prmse"].value) for s, e in ev.systems.items()}
-        ints = {s: _bounds(e.true_score["prmse"].ci) for s, e in ev.systems.items()}
+        est = {s: json_number(e.true_score["prmse"].value) for s, e in ev.systems.items()}
+        ints = {s: (e.true_score["prmse"].ci or Interval(np.nan, np.nan))[:2] for s, e in ev.systems.items()}
         f = prmse_plot(est, ints, tmp / "prmse.png", ev.confidence)
         figures.append(("PRMSE with bootstrap interval", f.name))
         (tmp / "report.md").write_text(_markdown(ev, tables, source, figures))
@@ -105,14 +94,6 @@ def write_output(
         return [directory / name for name in names]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _bounds(ci: Interval | None) -> tuple[float, float]:
-    return (ci[0], ci[1]) if ci is not None else (np.nan, np.nan)
-
-
-def _or_none(v: float) -> float | None:
-    return float(v) if np.isfinite(v) else None
 
 
 def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figures: list[tuple[str, str]]) -> str:
@@ -134,9 +115,8 @@ def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figu
         prmse = entry.true_score["prmse"]
         if ev.bootstrapped and prmse.ci is not None:
             rows.append(
-                f"- {s}: PRMSE {_fmt(_or_none(prmse.value))}, "
-                f"{ev.confidence:.0%} bootstrap interval [{_fmt(_or_none(prmse.ci.low))}, "
-                f"{_fmt(_or_none(prmse.ci.high))}]"
+                f"- {s}: PRMSE {_fmt(prmse.value)}, {ev.confidence:.0%} bootstrap interval "
+                f"[{_fmt(prmse.ci.low)}, {_fmt(prmse.ci.high)}]"
             )
     if rows:
         out += rows + [""]

@@ -88,9 +88,8 @@ def prmse_plot(
     fig = Figure(figsize=(5, 1.5 + 0.45 * len(names)))
     ax = fig.add_subplot()
     y = np.arange(len(names))
-    est = np.array([estimates[k] if estimates[k] is not None else np.nan for k in names], dtype=float)
-    lo = np.array([intervals.get(k, (np.nan, np.nan))[0] for k in names], dtype=float)
-    hi = np.array([intervals.get(k, (np.nan, np.nan))[1] for k in names], dtype=float)
+    est = np.array([estimates[k] for k in names], dtype=float)  # None: NaN
+    lo, hi = np.array([intervals.get(k, (np.nan, np.nan)) for k in names], dtype=float).reshape(-1, 2).T
     has = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(est)
     if has.any():
         half = (hi[has] - lo[has]) / 2
