@@ -1,11 +1,8 @@
 """Work done one step ahead in a thread: while the writer appends chunk k of an ingest, chunk k + 1 is parsed and
-validated (:meth:`core.store.observations.ObservationLog.ingest_chunks`).
-
-Python threads run in parallel only while one of them is outside the interpreter: SQLite's long statements (an
-``INSERT ... SELECT``, a commit) release the GIL for their whole run, but ``executemany`` takes it back after every
-row, and a row waits for the other thread's time slice (5 ms) whenever that thread runs Python. So the writer says
-when the thread may go on (:meth:`ReadAhead.go_on`): after it has bound its rows, before its long statements. This
-holds the ingest target of ``bench/bench_scale.py`` (100,000 scores/s at 1,000,000 items).
+validated (:meth:`core.store.observations.ObservationLog.ingest_chunks`). The writer says when the thread may go on
+(:meth:`ReadAhead.go_on`): after it has bound its rows, before its long statements, which release the GIL. This
+holds the ingest target of ``bench/bench_scale.py`` (100,000 scores/s at 1,000,000 items; why:
+docs/studies/code-notes.md).
 """
 
 from __future__ import annotations

@@ -66,8 +66,7 @@ def insert_rows(conn: sqlite3.Connection, head: str, row: str, columns: Sequence
     """Insert rows given by column: ``head`` (``"INSERT INTO t(a, b) VALUES "``) followed by :data:`ROWS_PER_STATEMENT`
     copies of ``row`` (``"(?, ?)"``, one ``?`` per column, other terms allowed) per statement, the rest in one
     statement. The rows are those of ``zip(*columns)`` (an endless column, such as ``itertools.repeat``, is cut to
-    the others). ``executemany`` costs per statement run (a step, a reset, the GIL released and taken back) as much
-    as per bound value: 50 rows at a time bind a million rows in a third of the time of one row at a time."""
+    the others). Many rows per statement: the ingest target (measurements: docs/studies/code-notes.md)."""
     width = len(columns)
     flat = list(itertools.chain.from_iterable(zip(*columns)))  # row by row
     n = len(flat) // width

@@ -1,18 +1,12 @@
 """The live index of a large ingest, built once at its end (``core.store.observations.ObservationLog.ingest_chunks``).
 
-An ingest is one transaction, so its WAL holds every page it writes. Kept up to date chunk by chunk, the live index
-(keyed by source key, in no order of the input) has each chunk touch pages all over it; once it outgrows the page
-cache, every touched page is read back through the WAL, whose frames SQLite looks up by scanning one hash table per
-4,096 frames, and the cost of a row grows with the size of the ingest.
-
-So an ingest of a large input (:data:`LARGE_INPUT_BYTES` or more) appends its rows to the log only, and the live
-index gets them at its end from one sorted pass over the log (:func:`settle`): ``INSERT OR IGNORE ... ORDER BY
-source_key, seq``, which writes the index in key order and keeps the first row of each key. Each chunk still looks
-its keys up in the live index, which holds the keys live before the ingest: a row repeating one is a duplicate or
-supersedes it (the old live row is removed at once: :func:`remove_live`), as before. A key that two rows of the
-input share is left to the end: the later row is a duplicate when its score is the first one's, else a conflict
-(rejected, as a conflict between chunks always was); either way it leaves the log. Where the deferred rows came
-from is kept on disk (:class:`Places`, 8 bytes a row in a temporary file), for the messages of such conflicts.
+An ingest of :data:`LARGE_INPUT_BYTES` or more appends its rows to the log only, and the live index gets them at its
+end from one sorted pass over the log (:func:`settle`: ``INSERT OR IGNORE ... ORDER BY source_key, seq`` keeps the
+first row of each key). Each chunk still looks its keys up in the live index of the keys live before the ingest (a
+row repeating one is a duplicate or supersedes it: :func:`remove_live`). A key two rows of the input share is left to
+the end: the later row is a duplicate when its score is the first one's, else a conflict (rejected); either way it
+leaves the log. :class:`Places` keeps on disk where the deferred rows came from, for the messages of such conflicts.
+Why the index is deferred: docs/studies/code-notes.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """The aware model's live log as arrays (table ``live_arrays``, schema version 3): what its refit reads.
 
-The annotator-aware model is refitted to the whole live log, with each score's annotator, after every ingest or
-retraction (:meth:`core.store.replay.Replay.refit`). Read from the live index (a join with the log for the
-annotator, a scan of the log for the annotators' order, then names to codes), that took 6.9 s of an ingest of
-1,000,000 scores into a project with as many live (load 2.6-4), more than the fit itself. So the store keeps the
-refit's input beside the model state, reflecting the log up to ``meta.live_arrays_seq``: the log position, item,
-annotator code and ``score01`` of every live score in log order (:class:`LiveArrays`), and the annotators' names by
-code, numbered in order of their first score in the log (as :func:`core.store.replay.annotator_codes` numbers
-them; ``None`` is the one anonymous annotator). A refit reads them (0.03-0.2 s for 2,000,000 live scores), applies
-what its transaction changed (:class:`LiveChanges`: the rows it appended, from the ingest's own memory, and the log
-positions of the rows that left the live index) and writes them back (0.1-0.3 s); where the stored arrays do not
-reflect the log at the transaction's start (a file written by an older version, or after ``rebuild``), the refit
-reads the live index instead. This machinery holds the ingest target (>= 100,000 scores/s at 1,000,000 items) as
-far as reading goes; ``easl verify`` checks that the stored arrays equal the live index.
+The store keeps the refit's input (:meth:`core.store.replay.Replay.refit`) beside the model state, reflecting the log
+up to ``meta.live_arrays_seq``: the log position, item, annotator code and ``score01`` of every live score in log
+order, and the annotators' names by code, numbered in order of their first score in the log (as
+:func:`core.store.replay.annotator_codes`; ``None`` is the one anonymous annotator). A refit reads them, applies
+what its transaction changed (:class:`LiveChanges`) and writes them back; where they do not reflect the log at the
+transaction's start (a file of an older version, or after ``rebuild``), it reads the live index instead. This holds
+the ingest target (>= 100,000 scores/s at 1,000,000 items; measurements: docs/studies/code-notes.md); ``easl
+verify`` checks that the stored arrays equal the live index.
 """
 
 from __future__ import annotations
@@ -61,11 +56,8 @@ class LiveChanges:
     position before it appended anything), the score rows it appended (``(seq0, item, annotator codes, annotator
     names, score01)`` per part, consecutive positions from ``seq0``, in log order; the codes index the part's own
     names, in order of their first row) and the positions of rows that left the live index (superseded or
-    retracted rows, and appended rows removed from the log again).
-
-    Each part's annotators are coded as it is added, while an ingest waits for its next chunk, so that
-    :func:`apply`, on the path from an ingest's last chunk to its commit, maps a few names per part instead of a
-    million (0.15 s of the million-score ingest target, ``bench/bench_scale.py``)."""
+    retracted rows, and appended rows removed from the log again). Each part's annotators are coded as it is
+    added, off the path from an ingest's last chunk to its commit (docs/studies/code-notes.md)."""
 
     base: int | None = None
     parts: list[tuple[int, NDArray[Any], NDArray[Any], list[Any], NDArray[Any]]] = field(default_factory=list)

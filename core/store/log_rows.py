@@ -1,10 +1,8 @@
 """The rows an ingest appends to the observation log (:meth:`core.store.observations.ObservationLog._append`): their
 keys, their parameters by column (:func:`log_rows`, made in the read-ahead thread), the lookup of the live
 observations they meet (:func:`live_matches`), and the append itself (:func:`append_log`), from which the live
-index is copied by ``INSERT ... SELECT`` of plain columns (:func:`copy_to_live`).
-
-Each row's parameters are bound once (``executemany`` costs per row and per bound value), straight into the log:
-its keys and ``score01`` with them, as :mod:`core.store.validation` defines them.
+index is copied by ``INSERT ... SELECT`` of plain columns (:func:`copy_to_live`). Each row's parameters are bound
+once, straight into the log: its keys and ``score01`` with them, as :mod:`core.store.validation` defines them.
 """
 
 from __future__ import annotations
@@ -37,10 +35,8 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
     Source key: ``'a' SEP annotation_id SEP item_id`` with an annotation id, else ``'h' SEP hit_id SEP item_id SEP
     annotator``, a missing part (None) as empty text. Group key (the HIT submission): ``'a' SEP annotation_id``
     with an annotation id, else ``'h' SEP hit_id SEP annotator`` with a HIT, else empty text. Made as the lists
-    SQLite is given, by one formatted string per row: half the time of numpy's element-wise addition of object
-    arrays, and faster than Arrow's join (whose input conversion costs more) or SQL concatenation per row. A group
-    key is formatted once per submission (validation's ``group`` code, equal for the rows of one) when ``cand``
-    has that column: the ingest target of ``bench/bench_scale.py``."""
+    SQLite is given, one formatted string per row (and a group key once per submission, validation's ``group``
+    code, when ``cand`` has that column): the ingest target of ``bench/bench_scale.py`` (docs/studies/code-notes.md)."""
     from core.store.cells import SEP as S
 
     ann, hit, who = cand["annotation_id"].tolist(), cand["hit_id"].tolist(), cand["annotator"].tolist()
@@ -166,9 +162,8 @@ def append_log(
 
 def copy_to_live(conn: sqlite3.Connection, seq0: int, *, superseded: bool) -> None:
     """Make the log's rows from ``seq0`` on the live observations of their keys (after ``superseded`` ones, the
-    keys' earlier live rows are removed first). Plain columns are copied: an ``INSERT ... SELECT`` that computes
-    columns holds, in a large write transaction, transient memory that grows with the live index (measured: 117 MB
-    more at 2.5 M live rows, growing by about 5 MB per 250,000; none with plain columns)."""
+    keys' earlier live rows are removed first). Plain columns are copied, which holds no transient memory growing with
+    the live index (measurements: docs/studies/code-notes.md)."""
     if superseded:
         conn.execute(
             "DELETE FROM live WHERE source_key IN (SELECT source_key FROM observations WHERE seq >= ?)", (seq0,)

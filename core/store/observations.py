@@ -129,10 +129,9 @@ class ObservationLog:
         """``hit_id, status, item_idx`` of the HITs ``ids`` (validation's ``hits``): each HIT's items together, in
         position order, the HITs in creation order (a HIT without items has no row, as in a join).
 
-        The HITs and the items come as texts (``group_concat`` read by numpy, ``json_group_array`` by ``json``): a
-        million values need no Python object each, nor a row tuple each (the ingest target of
-        ``bench/bench_scale.py``). The HITs of one ``easl next`` are numbered consecutively, so the items of a file's
-        HITs are read as one range of ``hit_items`` where the HITs fill at least half of it."""
+        The HITs and the items come as texts (``group_concat`` read by numpy, ``json_group_array`` by ``json``), not a
+        row tuple each: the ingest target of ``bench/bench_scale.py``. The items of a file's HITs are read as one range
+        of ``hit_items`` where the HITs fill at least half of it (those of one ``easl next`` are numbered in a row)."""
         import pandas as pd
 
         named = json.dumps(list({h for h in ids if h is not None}))  # (in any order: the HITs come by number)

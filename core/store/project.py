@@ -186,10 +186,8 @@ class Project:
         try:
             conn = connect(tmp, readonly=False)
             try:
-                # Building a file nobody else sees: the data is consistent by construction (so no foreign-key
-                # lookups, a third of the insert time at 1,000,000 items), durability comes from the fsync before
-                # the file is linked into place (so no fsync per commit), and a failure discards the file (so no
-                # journal: the pages are written once, not once to the WAL and again by the checkpoint).
+                # a file nobody else sees: consistent by construction, made durable by the fsync before it is linked
+                # into place, discarded on failure: no foreign keys, fsync or journal (docs/studies/code-notes.md)
                 conn.execute("PRAGMA foreign_keys = OFF")
                 conn.execute("PRAGMA synchronous = OFF")
                 conn.execute("PRAGMA journal_mode = OFF").fetchone()

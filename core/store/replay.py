@@ -123,8 +123,8 @@ class Replay:
         did to the live index) applied, when they reflect the log where it started; else it is read from the live
         index (``stored_only``: then nothing starts, and None is returned, for a caller that has not copied its
         rows to the live index yet). Either way it is stored again, as reflecting the log's end, while the fit
-        runs. An ingest starts the refit before it copies its last chunk to the live index, so the two overlap: a
-        second of the million-score ingest target (``bench/bench_scale.py``)."""
+        runs. An ingest starts the refit before it copies its last chunk to the live index, so the two overlap (the
+        ingest target of ``bench/bench_scale.py``)."""
         from concurrent.futures import ThreadPoolExecutor
 
         cached = live_arrays.load(conn, changes.base) if changes is not None and changes.base is not None else None

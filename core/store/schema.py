@@ -17,8 +17,7 @@ Tables (see ``docs/ARCHITECTURE.md``, "core/store"):
     (the HIT was withdrawn, e.g. its Label Studio task was deleted; it no longer counts toward completion).
 ``hit_items(hit_no, position, item_idx)``
     The items of each HIT, keyed by the integer ``hit_no`` (schema version 2; version 1 keyed them by the text
-    ``hit_id``, with foreign keys and an index by item): a million rows are appended in key order, with no
-    foreign-key lookups, in a third of the time. The store writes them only together with their HIT.
+    ``hit_id``, with foreign keys and an index by item). The store writes them only together with their HIT.
 ``observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, annotation_id, group_key,
 created_at, source)``
     The append-only log. ``kind`` is ``score`` or ``retract``. The live observation of a source key is its last
@@ -154,8 +153,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE hit_items_v2 RENAME TO hit_items",
         "CREATE INDEX hits_iteration ON hits(iteration, status)",
     ],
-    # the aware model's live log as arrays (core.store.live_arrays): its refit read the live index joined with the log
-    # for each score's annotator, 6.9 s of an ingest of a million scores; a derived cache, so nothing to fill here
+    # the aware model's live log as arrays (core.store.live_arrays): a derived cache, so nothing to fill here
     3: [
         """CREATE TABLE live_arrays (
                name TEXT PRIMARY KEY,
