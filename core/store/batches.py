@@ -90,9 +90,8 @@ class Prepared:
 
 @dataclass
 class Carry:
-    """What one ingest of several chunks (:meth:`ObservationLog.ingest_chunks`) carries from chunk to chunk, all
-    written once before its commit instead of once per chunk: the model state with its log position, whether the
-    ``aware`` model must be refitted, and the HITs whose status may have changed.
+    """What one ingest of several chunks (:meth:`ObservationLog.ingest_chunks`) carries from chunk to chunk, written
+    once before its commit.
 
     Attributes
     ----------
@@ -116,11 +115,9 @@ class Carry:
 
 
 def completed_hits(rows: pd.DataFrame) -> set[str]:
-    """The HITs of which every item has a row in ``rows`` with the HIT's id: the rows one chunk appends, with
-    validation's ``hit_pos``, ``hit_size``, ``item_idx`` and ``hit_id`` (:class:`core.store.validation.Batch`).
-
-    Counted as distinct (HIT, item) pairs per HIT against the HIT's number of distinct items. A HIT whose items
-    come in several chunks, or partly from earlier ingests, is not found here (its status is recomputed)."""
+    """The HITs of which every item has a row in ``rows`` (the rows one chunk appends, with validation's
+    ``hit_pos``, ``hit_size``, ``item_idx`` and ``hit_id``). A HIT whose items come in several chunks, or partly
+    from earlier ingests, is not found here (its status is recomputed)."""
     pos = rows["hit_pos"].to_numpy(dtype=np.int64)
     has = pos >= 0
     if not has.any():

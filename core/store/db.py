@@ -125,18 +125,14 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self, *, max_wait_s: float | None = None) -> Iterator[None]:
-        """One write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error).
+        """One write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error). Nested use inside an
+        open transaction becomes a savepoint, so a front end can group several calls into one atomic unit.
 
-        Nested use inside an open transaction becomes a savepoint, so a front end can group several calls (e.g.
-        apply an event and mark it done) into one atomic unit.
-
-        ``max_wait_s``: when another connection (another process: ``easl ingest``, the TUI) holds the write lock,
-        wait at most this long for it (0: not at all), then raise :class:`FileBusy`, instead of waiting up to
-        :data:`BUSY_TIMEOUT_MS` (None, the default). In WAL
-        mode, once ``BEGIN IMMEDIATE`` holds the lock, nothing in the transaction waits for another connection
-        (this connection's automatic checkpoint aside, which a caller that must not wait turns off), so the
-        whole transaction runs without waiting. The plugin's webhook writer uses it: it journals an event
-        rather than wait (``easl_plugin/writer.py``).
+        ``max_wait_s``: when another connection holds the write lock, wait at most this long for it (0: not at
+        all), then raise :class:`FileBusy`, instead of waiting up to :data:`BUSY_TIMEOUT_MS` (None). In WAL mode,
+        once ``BEGIN IMMEDIATE`` holds the lock, nothing in the transaction waits for another connection (but this
+        connection's automatic checkpoint, which a caller that must not wait turns off). The plugin's webhook
+        writer journals an event rather than wait (``easl_plugin/writer.py``).
         """
         self.writable()
         if self._depth:

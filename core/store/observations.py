@@ -66,10 +66,9 @@ def _refused(name: str, messages: list[str], n_rows: int) -> InvalidRows:
 
 @dataclass
 class _Chunks:
-    """What one ingest of several chunks (:meth:`ObservationLog.ingest_chunks`) gathers as it goes: the report,
-    the rejects and messages of every chunk, the carried state, and how the chunks are appended (``since``: the
-    log position where the ingest starts; ``places``: where deferred rows came from; ``look_up``: whether the
-    chunks' keys are looked up in the live index). ``indexed`` is set once the item ids are read."""
+    """What :meth:`ObservationLog.ingest_chunks` gathers as it goes, and how it appends (``since``: the log position
+    where it starts; ``places``: where deferred rows came from; ``look_up``: whether keys are looked up in the live
+    index). ``indexed`` is set once the item ids are read."""
 
     source: str
     name: str
@@ -175,13 +174,9 @@ class ObservationLog:
 
     def prepare(self, rows: Any, *, source: str) -> Prepared:
         """Validate annotation rows under a read snapshot, outside any write transaction, for a later
-        :meth:`ingest` (which then skips validation if the HITs the rows name are as they were).
-
-        Validation depends on the project only through the item ids (fixed), the items of each HIT (fixed) and
-        which of the named HITs exist and which are retracted; :meth:`ingest` re-reads those inside its
-        transaction and validates again if they changed, so the result is the same as ``ingest(rows)``. A front
-        end that serialises writers (the Label Studio worker) thus holds the write lock for the append only.
-        """
+        :meth:`ingest`, which validates again only if the named HITs' existence or retraction changed (all else
+        validation reads is fixed): the result is that of ``ingest(rows)``, and a front end that serialises writers
+        (the Label Studio worker) holds the write lock for the append only."""
         from core.store.validation import normalize_rows
 
         frame, locations, name = normalize_rows(rows, source)
@@ -279,24 +274,21 @@ class ObservationLog:
         defer_live: bool = False,
     ) -> IngestReport:
         """Validate and append annotation rows given in chunks (e.g. :func:`core.tables.iter_table`), all in one
-        transaction, so that memory stays flat whatever the file size and the result is all or nothing.
+        transaction: memory stays flat whatever the file size, and the result is all or nothing.
 
         Each chunk is validated as :meth:`ingest` validates a batch; across chunks, a row whose key was given a
         different score earlier in the same input is a conflict (rejected), the same score a duplicate. When a
-        row is invalid and ``skip_invalid`` is False, the remaining chunks are still validated (so that every bad
-        row is listed) and :class:`InvalidRows` is raised: nothing is written. ``before_commit`` is called with
-        the report inside the transaction (e.g. to write the rejects file): if it raises, nothing is written.
-        A submission (HIT) whose rows fall in two chunks is validated per chunk, so front ends of methods that
-        compare whole HITs (``Model.needs_whole_hit``) give such files in one chunk.
+        row is invalid and ``skip_invalid`` is False, the remaining chunks are still validated (every bad row is
+        listed) and :class:`InvalidRows` is raised: nothing is written; nor if ``before_commit``, called with the
+        report inside the transaction (e.g. to write the rejects file), raises. A HIT whose rows fall in two chunks
+        is validated per chunk, so front ends of methods that compare whole HITs (``Model.needs_whole_hit``) give
+        such files in one chunk. Chunk k + 1 is validated in a thread (:class:`core.store.ahead.ReadAhead`) while
+        chunk k is written.
 
-        Chunk k + 1 is parsed and validated in a thread (:class:`core.store.ahead.ReadAhead`, with a read-only
-        connection of its own) while chunk k is written; for other methods, the first :data:`FIRST_PART` rows of
-        the first chunk are validated on their own, so that the writer starts early.
-
-        ``defer_live`` (for large inputs, :data:`core.store.deferred.LARGE_INPUT_BYTES`): the rows go to the log
-        only and are indexed in the live index at the end, in one pass (:mod:`core.store.deferred`; not for
-        order-dependent models, whose files come whole). The result is the same, except that a refused input then
-        lists every conflict between its chunks, also those after its first invalid row.
+        ``defer_live`` (for large inputs, :data:`core.store.deferred.LARGE_INPUT_BYTES`; not for order-dependent
+        models): the live index is built at the end, in one pass (:mod:`core.store.deferred`). The result is the
+        same, except that a refused input then lists every conflict between its chunks, also those after its first
+        invalid row.
         """
         import pandas as pd
 
@@ -348,12 +340,11 @@ class ObservationLog:
         defer_live: bool = False,
     ) -> IngestReport:
         """Validate a file whole, then append it in slices of at least ``rows`` rows, one transaction each, calling
-        ``pause`` between them (:mod:`core.store.slices`): another writer of the project file gets the write
-        lock between slices. ``read()`` gives the file's chunks (:func:`core.tables.iter_table`), and is called
-        twice. The report, the rejects and the project are those of :meth:`ingest_chunks`; a killed ingest leaves
-        a part of the slices, which the same ingest again completes. For the aware model a slice also holds at
-        least a quarter of the live scores, so that the refits ending the slices cost a bounded multiple of one.
-        ``defer_live``: each slice's live index is built at its end (:meth:`ingest_chunks`).
+        ``pause`` between them (:mod:`core.store.slices`), so that another writer gets the write lock. ``read()``
+        gives the file's chunks (:func:`core.tables.iter_table`) and is called twice. The report, the rejects and
+        the project are those of :meth:`ingest_chunks`; the same ingest again completes a killed one. For the aware
+        model a slice also holds at least a quarter of the live scores, so that the refits ending the slices cost a
+        bounded multiple of one. ``defer_live``: as in :meth:`ingest_chunks`, per slice.
 
         Raises :class:`InvalidRows` before anything is written when a row is invalid and ``skip_invalid`` is
         False, or when a slice meets a row that became invalid since the check (its HIT retracted meanwhile),
@@ -405,10 +396,9 @@ class ObservationLog:
     def _validated(
         self, chunks: Iterable[Any], run: _Chunks, reader: sqlite3.Connection, head: bool
     ) -> Iterator[tuple[int, Batch, LogRows, str, bool]]:
-        """The chunks of :meth:`ingest_chunks` normalised and validated, in the read-ahead thread with the read-only
-        connection ``reader``: ``(rows, batch, log rows, name, last)`` each. With ``head``, a large first chunk comes
-        in two parts, the first :data:`FIRST_PART` rows on their own, so that the writer starts early. ``last``: no
-        chunk follows (the next one is read before a chunk's last part is given, so that the writer knows)."""
+        """The chunks of :meth:`ingest_chunks` normalised and validated in the read-ahead thread (read-only connection
+        ``reader``): ``(rows, batch, log rows, name, last)`` each, ``last`` when no chunk follows. With ``head``, a
+        large first chunk comes in two parts, the first :data:`FIRST_PART` rows on their own."""
         from core.store.cells import frame_part
         from core.store.validation import normalize_rows
 
@@ -441,11 +431,10 @@ class ObservationLog:
     ) -> None:
         """Append one validated chunk of :meth:`ingest_chunks` and add up its counts, rejects and messages.
 
-        A row whose key got a different score from an earlier chunk is a conflict: found by the lookup of the live
-        observations that appending does anyway (a log position >= ``run.since``), and rejected. After a reject
-        without ``skip_invalid`` nothing is kept (the transaction is rolled back), but the rows are still looked up
-        so that every conflict is listed. The last chunk of an ingest with no reject so far starts the aware refit
-        early (:meth:`_append`)."""
+        Conflicts with an earlier chunk are found by the lookup of live observations that appending does anyway (a
+        log position >= ``run.since``). After a reject without ``skip_invalid`` nothing is kept, but the rows are
+        still looked up so that every conflict is listed. The last chunk of an ingest with no reject so far starts
+        the aware refit early (:meth:`_append`)."""
         n_rows, batch, rows, name, last = chunk
         report = run.report
         report.n_rows, run.name = report.n_rows + n_rows, name
@@ -511,23 +500,17 @@ class ObservationLog:
     ) -> tuple[pd.DataFrame, list[str]] | None:
         """Append the valid rows that change something (new keys, new scores for live keys) and update the state.
 
-        With ``carry``, the state and the touched HITs are carried for the caller to write once
-        (:meth:`_finish`); without, they are written now.
-
-        With ``since`` (a log position), a row whose key has a live score appended at ``since`` or later that
-        differs is a conflict with an earlier chunk of the same input: it is not appended, and its reject and
-        message are returned. ``dry``: only look for such conflicts (nothing is appended). ``rows``: the batch's
-        rows made ready for the log (:func:`core.store.log_rows.log_rows`, made here when not given); ``staged``:
-        called once they are bound (:meth:`core.store.ahead.ReadAhead.go_on`). ``places``: the rows appended are
-        deferred (:mod:`core.store.deferred`): not copied to the live index, and their locations recorded there.
+        ``carry``: the state and the touched HITs are carried for the caller to write once (:meth:`_finish`);
+        without, they are written now. ``since``: the conflicts with an earlier chunk (:func:`_matches`) are not
+        appended, and their rejects and messages are returned; ``dry``: only look for them. ``rows``: the batch's
+        :func:`core.store.log_rows.log_rows` (made here when not given); ``staged``: called once they are bound
+        (:meth:`core.store.ahead.ReadAhead.go_on`). ``places``: the rows are deferred (:mod:`core.store.deferred`).
         ``last``: no rows follow (the aware refit then starts early: :meth:`core.store.replay.Replay.start_refit`)."""
         report.duplicate = int(batch.valid["repeat"].sum())
         rows = log_rows(batch.valid) if rows is None else rows
         cand = rows.cand
         if len(cand) == 0:
             return None
-        # the live observations of the candidates' keys decide what is appended; the kept rows are then bound
-        # once, straight into the log (:func:`core.store.log_rows.append_log`), and the live index is copied from it
         seq0 = max_seq(conn) + 1
         live = _matches(conn, rows, since, batch.locations)
         if dry:
@@ -586,8 +569,8 @@ class ObservationLog:
         group_seen: bool,
     ) -> None:
         """Carry the rows ``add`` (appended at ``seq0``, superseding the live ones of ``live`` that differ) into
-        ``carry``: the touched HITs, and the state (the aware model's live log for its refit, a replay for an
-        order-dependent model whose submissions are not simply appended, else the increments)."""
+        ``carry``: the touched HITs, and the aware model's live log, a replay (order-dependent model whose
+        submissions are not simply appended) or the increments."""
         import pandas as pd
 
         model = self._settings.model

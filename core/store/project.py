@@ -1,25 +1,14 @@
 """The project file: one SQLite database (WAL mode) holding items, HITs, the observation log and derived state.
 
 Design (``docs/reference/project-file.md``; ``docs/ARCHITECTURE.md``, "core/store"). :class:`Project` is the only code
-that opens the file. It holds its parts, one class per concern, each given only the parts it uses:
-
-* ``db`` (:class:`core.store.db.Database`) -- the connection, transactions (``BEGIN IMMEDIATE`` ... ``COMMIT`` per
-  public mutator; nested calls become savepoints) and read snapshots;
-* ``settings`` (:class:`core.store.settings.Settings`) -- the hyper-parameters, the model, the stop target;
-* ``catalog`` (:class:`core.store.items.Catalog`) -- the items;
-* ``iterations`` (:class:`core.store.hits.Iterations`) -- iterations and HITs, chosen by
-  :func:`core.store.choosing.choose_hits` (batch and streaming);
-* ``replay`` (:class:`core.store.replay.Replay`) -- the state derived from the log: the cache, the aware refit,
-  ``easl verify``, rebuild, the state per iteration;
-* ``log`` (:class:`core.store.observations.ObservationLog`) -- validating and appending observations;
-* ``retractions`` (:class:`core.store.retraction.Retractions`) -- withdrawing them;
-* ``records`` (:class:`core.store.records.FrontEndRecords`) -- the front ends' records: meta, events, rejects,
-  external ids;
-* ``output`` (:class:`core.store.output.Output`) -- estimates, ratings and :class:`~core.store.output.ProjectStatus`.
-
-Every operation a front end calls is also an attribute of the project: the method of the part that does it (listed
-in ``Project._bind_operations``). pandas, SciPy and ``core.models`` are imported by the methods that need them, so that
-opening a project and reading its status stays fast.
+that opens the file. It holds its parts, one class per concern, each given only the parts it uses: ``db``
+(:class:`core.store.db.Database`), ``settings`` (:class:`core.store.settings.Settings`), ``catalog``
+(:class:`core.store.items.Catalog`), ``iterations`` (:class:`core.store.hits.Iterations`), ``replay``
+(:class:`core.store.replay.Replay`), ``log`` (:class:`core.store.observations.ObservationLog`), ``retractions``
+(:class:`core.store.retraction.Retractions`), ``records`` (:class:`core.store.records.FrontEndRecords`) and ``output``
+(:class:`core.store.output.Output`). Every operation a front end calls is also an attribute of the project: the
+method of the part that does it (``Project._bind_operations``). pandas, SciPy and ``core.models`` are imported by the
+methods that need them, so that opening a project and reading its status stays fast.
 """
 
 from __future__ import annotations
@@ -270,11 +259,17 @@ def _fill(
             f"the {hyper.hit_size - 1} partners each HIT needs",
             source=path,
         )
+    try:
+        from importlib.metadata import version
+
+        creator = f"easl-toolkit {version('easl-toolkit')}"
+    except Exception:  # not installed as a distribution (e.g. run from a source tree)
+        creator = "easl-toolkit"
     meta = {
         "format": FORMAT,
         "hyper": hyper.to_json(),
         "created_at": now(),
-        "created_by": _creator(),
+        "created_by": creator,
         "item_columns": json.dumps(items.columns),
     }
     conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
@@ -294,12 +289,3 @@ def _fsync(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _creator() -> str:
-    try:
-        from importlib.metadata import version
-
-        return f"easl-toolkit {version('easl-toolkit')}"
-    except Exception:  # not installed as a distribution (e.g. run from a source tree)
-        return "easl-toolkit"

@@ -5,13 +5,10 @@ Replay order: the live observations (the last record of each source key, when a 
 process HIT submissions in order of first appearance (``core.models.pair_schedule``).
 
 The annotator-aware model (``aware``, ``model.refit_on_change``) is instead a fit of the whole live log with
-annotator ids (:meth:`Replay.refit`): after each ingest or retraction the store refits it in the same transaction
-(cold up to :data:`COLD_REFIT_UPTO` live observations, warm-started from the cached state above); a replay is a
-cold fit, and ``easl verify`` compares it with the cache within the tolerance of ``model.same_fit`` (a warm chain
-and a cold fit meet at the same fixed point only within the fit's tolerance). Annotators are numbered in order of
-their first score in the log (a missing annotator is one anonymous annotator), so the numbering only grows. The
-refit reads the live log from the arrays kept for it (:mod:`core.store.live_arrays`) and what its transaction
-changed, or from the live index when those arrays do not reflect the log where the transaction started.
+annotator ids (:meth:`Replay.refit`), in the transaction of each ingest or retraction; a replay is a cold fit, which
+``easl verify`` compares with the cache within ``model.same_fit`` (a warm chain and a cold fit meet only within the
+fit's tolerance). Annotators are numbered in order of their first score in the log (a missing annotator is one
+anonymous annotator), so the numbering only grows.
 """
 
 from __future__ import annotations
@@ -123,8 +120,7 @@ class Replay:
         did to the live index) applied, when they reflect the log where it started; else it is read from the live
         index (``stored_only``: then nothing starts, and None is returned, for a caller that has not copied its
         rows to the live index yet). Either way it is stored again, as reflecting the log's end, while the fit
-        runs. An ingest starts the refit before it copies its last chunk to the live index, so the two overlap (the
-        ingest target of ``bench/bench_scale.py``)."""
+        runs."""
         from concurrent.futures import ThreadPoolExecutor
 
         cached = live_arrays.load(conn, changes.base) if changes is not None and changes.base is not None else None
@@ -180,11 +176,8 @@ class Replay:
         idx = np.flatnonzero(live)
         item_a = np.asarray(item, dtype=np.int64)[idx]
         s01_a = np.asarray([s01[i] for i in idx.tolist()], dtype=np.float64)
-        if self._settings.refits:  # a cold fit, annotators numbered by first score in the log (as annotator_codes)
-            scored = [a for a, sc in zip(annotator, is_score) if sc]
-            names = list(dict.fromkeys(_NO_ANNOTATOR if a is None else a for a in scored))
-            names = [None if n == _NO_ANNOTATOR else n for n in names]
-            codes = _code_array([annotator[i] for i in idx.tolist()], names)
+        if self._settings.refits:  # a cold fit, annotators numbered by first score in the log
+            codes = _code_array([annotator[i] for i in idx.tolist()], annotator_codes(conn))
             state = self._settings.model.refit(None, item_a, codes, s01_a, n_items=self._catalog.n_items)
             return state, np.asarray(seq, dtype=np.int64)[idx]
         groups = _group_codes([group[i] for i in idx.tolist()])

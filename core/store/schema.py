@@ -4,9 +4,8 @@ Tables (see ``docs/ARCHITECTURE.md``, "core/store"):
 
 ``meta(key, value)``
     Text key-value pairs: ``format`` (``"easl-project"``), ``hyper`` (hyper-parameters as JSON), ``created_at``,
-    ``created_by``, ``state_seq`` (the log position the cached state reflects), and free keys for front ends
-    (e.g. the Label Studio plugin's ``ls.*``), and
-    ``state_figures`` (the status figures of the cached state, tagged with the log position they describe).
+    ``created_by``, ``state_seq`` (the log position the cached state reflects), ``state_figures`` (its status
+    figures, :mod:`core.store.state`), and free keys for front ends (e.g. the Label Studio plugin's ``ls.*``).
 ``items(idx, item_id, text, data)``
     ``idx`` is the 0-based position used by the model arrays; ``data`` is a JSON object of the extra columns.
 ``iterations(iteration, started_at, n_hits, log_seq)``
@@ -27,10 +26,9 @@ created_at, source)``
 ``state(name, dtype, shape, data)``
     The cached model arrays (raw little-endian bytes), reflecting the log up to ``meta.state_seq``.
 ``live_arrays(name, dtype, shape, data)``
-    Aware projects: the live log as arrays for the refits (schema version 3; :mod:`core.store.live_arrays`):
-    ``seq``, ``item``, ``annotator`` (code), ``score01`` of every live score, and ``names`` (the annotators by code,
-    JSON), reflecting the log up to ``meta.live_arrays_seq``. Derived like ``state``; empty in a migrated file
-    until the first refit.
+    Aware projects: the live log as arrays for the refits (schema version 3; :mod:`core.store.live_arrays`),
+    reflecting the log up to ``meta.live_arrays_seq``. Derived like ``state``; empty in a migrated file until the
+    first refit.
 ``events(id, received_at, kind, payload, status, error, processed_at)``
     A durable queue for front ends; ``status`` is ``pending`` | ``done`` | ``failed``.
 ``rejects(id, created_at, source, location, reason, payload)``

@@ -1,21 +1,17 @@
-"""An ingest in slices (``easl ingest --commit-every``): the whole input checked first, under read snapshots, then
-appended one slice per transaction, so that another writer of the project file (the Label Studio service's event
-queue) gets the write lock between slices (:meth:`core.store.observations.ObservationLog.ingest_slices`).
+"""An ingest in slices (``easl ingest --commit-every``, :meth:`core.store.observations.ObservationLog.ingest_slices`):
+one transaction of a large input would hold the write lock for minutes while another writer (the Label Studio
+service's event queue) waits. So:
 
-A project file has one writer at a time, and one transaction of a large input holds the lock for minutes while the
-service's events wait, acknowledged and journaled, for it to end. In slices:
-
-1. **Check** (:func:`check_input`): every chunk is validated as one transaction validates it, through a read-only
-   connection, without the write lock. The rows whose key got a different score earlier in the input (conflicts
-   between chunks, which no chunk's validation sees) are found from two 64-bit hashes of each valid row's key,
-   written to :data:`PARTS` temporary files by hash and sorted one file at a time, so that memory does not grow
-   with the input. An invalid row refuses the input with every message, before anything is written (unless
+1. **Check** (:func:`check_input`): every chunk is validated through a read-only connection, without the write lock.
+   Conflicts between chunks (a key given another score earlier in the input) are found from two 64-bit hashes of
+   each valid row's key, written to :data:`PARTS` temporary files by hash and sorted one file at a time, so that
+   memory does not grow with the input. An invalid row refuses the input before anything is written (unless
    ``skip_invalid``).
 2. **Append** (:func:`slices`): the input again, without the rows the check rejected, in slices of at least
-   ``rows`` rows, each one :meth:`~core.store.observations.ObservationLog.ingest_chunks` (a transaction).
+   ``rows`` rows, one transaction each.
 
-The project then holds what one transaction would have written (the rejects too), and a killed ingest the slices
-committed before it: the same command again completes it, each row already ingested being a duplicate.
+The project then holds what one transaction would have written (the rejects too); after a killed ingest, the same
+command completes it, each row already ingested being a duplicate.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The cached model state (``state`` table) and the figures derived from it (``meta`` key ``state_figures``).
 
 The state is a set of float64 arrays (one value per item for every model), stored as raw little-endian bytes and
-reflecting the observation log up to ``meta.state_seq``. Beside it the store keeps the few figures ``easl status``
-reports about the state (mean and maximum posterior variance, annotations per item, live scores), tagged with the
-log position they describe, so that a status read needs neither the arrays nor the model. Figures whose tag is not
-``state_seq`` (a file written by an older version) are recomputed from the arrays.
+reflecting the observation log up to ``meta.state_seq``. The figures ``easl status`` reports (:func:`state_figures`)
+are kept tagged with the log position they describe, so that a status read needs neither the arrays nor the model;
+figures of another position (a file of an older version) are recomputed from the arrays.
 """
 
 from __future__ import annotations
@@ -24,10 +23,10 @@ def save_state(conn: sqlite3.Connection, state: dict[str, NDArray[Any]], seq: in
     """Store the model arrays, the log position they reflect and their figures (``variance``: the posterior
     variance per item, ``Model.selection_keys(state)[1]``).
 
-    When the stored arrays have the same names and shapes, only the values that differ (bit for bit) are written,
-    in place with SQLite's incremental blob I/O: a small ingest then writes a few pages instead of the whole state
-    (3 arrays x 8 bytes x N items), which keeps transactions and the WAL small on large projects. Otherwise (new
-    file, or many values changed) the rows are rewritten whole. Either way the stored bytes equal ``state``.
+    When the stored arrays have the same names and shapes and at most :data:`STATE_PATCH_FRACTION` of each
+    changed, only the values that differ (bit for bit) are written, in place with SQLite's incremental blob I/O (a
+    small ingest writes a few pages, not the whole state); otherwise the rows are rewritten whole. Either way the
+    stored bytes equal ``state``.
     """
     arrays = {name: np.ascontiguousarray(arr, dtype="<f8") for name, arr in state.items()}
     stored = {
