@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -107,14 +107,6 @@ def pragmas(conn: sqlite3.Connection, **values: int | str) -> Iterator[None]:
             conn.execute(f"PRAGMA {name} = {value}")
 
 
-def sorting_on_disk(conn: sqlite3.Connection) -> AbstractContextManager[None]:
-    """Let SQLite's sorter spill to temporary files (``temp_store = FILE``) rather than hold a large sort in
-    memory, as the connection's ``temp_store = MEMORY`` would, and sort with one helper thread (``threads = 1``)
-    in runs of 64 MiB (``cache_size``, which also bounds the page cache meanwhile): the peak-memory target of a
-    large ingest (the other core is idle at its end)."""
-    return pragmas(conn, temp_store="FILE", threads=1, cache_size=-65536)
-
-
 def settle(conn: sqlite3.Connection, start: int, places: Places) -> Repeats:
     """Index the log rows from position ``start`` on (the deferred rows) in the live index, in one pass in key
     order; a key several of them share keeps its first row. The later rows of such keys are returned
@@ -124,7 +116,9 @@ def settle(conn: sqlite3.Connection, start: int, places: Places) -> Repeats:
     from core.store.db import max_seq
 
     n_rows = max_seq(conn) - start + 1  # (the deferred rows have consecutive positions)
-    with sorting_on_disk(conn):
+    # the sorter spills to temporary files (not the connection's temp_store = MEMORY), with one helper thread (the
+    # other core is idle at the end), in runs of 64 MiB that also bound the page cache: the peak-memory target
+    with pragmas(conn, temp_store="FILE", threads=1, cache_size=-65536):
         added = conn.execute(
             f"INSERT OR IGNORE INTO live({LIVE_COLUMNS}) SELECT {LIVE_COLUMNS} FROM observations WHERE seq >= ? "
             "ORDER BY source_key, seq",

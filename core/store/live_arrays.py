@@ -101,13 +101,9 @@ def load(conn: sqlite3.Connection, at: int) -> LiveArrays | None:
 def save(conn: sqlite3.Connection, live: LiveArrays, seq: int) -> None:
     """Store ``live`` as reflecting the log up to position ``seq`` (replacing what was stored)."""
     conn.execute("DELETE FROM live_arrays")
+    shape = json.dumps([int(live.seq.size)])
     rows = [
-        (
-            name,
-            dtype,
-            json.dumps([int(live.seq.size)]),
-            np.ascontiguousarray(getattr(live, name), dtype=dtype).tobytes(),
-        )
+        (name, dtype, shape, np.ascontiguousarray(getattr(live, name), dtype=dtype).tobytes())
         for name, dtype in _DTYPES.items()
     ]
     rows.append(("names", "json", json.dumps([len(live.names)]), json.dumps(live.names).encode()))

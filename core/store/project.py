@@ -150,8 +150,7 @@ class Project:
         listed with its file and line, duplicate ids across chunks with both lines). The file is built under a
         temporary name in the same directory and linked into place only when complete, so any failure, a bad row
         in the last chunk included, leaves nothing behind; an existing ``path`` is never overwritten. Iteration 0
-        (every item once, ``core.selection.first_iteration_hits``) needs only the item count and is created at
-        once, then the prior state of the model (``Model.init_state``: a few float64 arrays of the item count).
+        (``core.selection.first_iteration_hits``) and the model's prior state (``Model.init_state``) are written too.
 
         Raises
         ------

@@ -198,17 +198,15 @@ class Replay:
                 "LEFT JOIN hits h ON h.hit_id = l.hit_id ORDER BY l.seq"
             ).fetchall()
         state = self._settings.model.init_state(self._catalog.n_items)
-        if rows:
-            item, s01, group, iteration = zip(*rows)
-            item_a = np.asarray(item, dtype=np.int64)
-            s01_a = np.asarray(s01, dtype=np.float64)
-            groups = _group_codes(group)
-            it_a = np.asarray([upto if t is None else t for t in iteration], dtype=np.int64)
+        item, s01, group, iteration = list(zip(*rows)) or [(), (), (), ()]
+        item_a = np.asarray(item, dtype=np.int64)
+        s01_a = np.asarray(s01, dtype=np.float64)
+        groups = _group_codes(group)
+        it_a = np.asarray([upto if t is None else t for t in iteration], dtype=np.int64)
         for t in range(upto):
-            if rows:
-                sel = it_a == t
-                if sel.any():
-                    self._settings.model.apply(state, item_a[sel], s01_a[sel], groups[sel])
+            sel = it_a == t
+            if sel.any():
+                self._settings.model.apply(state, item_a[sel], s01_a[sel], groups[sel])
             yield t, state
 
     def _aware_iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:

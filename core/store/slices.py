@@ -51,11 +51,10 @@ RECORD = np.dtype([("h1", "<u8"), ("h2", "<u8"), ("score", "<f8"), ("line", "<i8
 
 @dataclass
 class Checked:
-    """What :func:`check_input` found: the input's rows and name; the messages of its invalid rows, each chunk's
-    as one transaction lists them (its rows refused by validation, then those that conflict with an earlier
-    chunk); each chunk's rejects from validation (``rejects``); the lines of the rows that conflict with an
-    earlier chunk (``conflicts``, sorted) and of every row left out (``dropped``, sorted: the refused ones and
-    the repeats of a conflicting row, which are duplicates, ``duplicate`` of them)."""
+    """What :func:`check_input` found: the messages of the invalid rows, chunk by chunk as one transaction lists
+    them (validation's, then the conflicts with an earlier chunk); each chunk's rejects from validation; the sorted
+    lines of the conflicts and of every row left out (``dropped``: those and the rows validation refused, and the
+    repeats of a conflicting row, which are duplicates, ``duplicate`` of them)."""
 
     n_rows: int = 0
     name: str = ""
