@@ -1,10 +1,8 @@
 """The SQLite connection of a project file: opening it (WAL), transactions, and small shared helpers.
 
-Every part of :class:`core.store.Project` reaches the file through its :class:`Database`: ``BEGIN IMMEDIATE``
-... ``COMMIT`` per public mutator (:meth:`Database.transaction`, nested use becomes a savepoint) and consistent
-read snapshots (:meth:`Database.reading`). Nothing outside ``core/store`` holds the connection. A file built or
-copied whole (``easl init``, salvage) is written under a temporary name and linked into place
-(:func:`link_into_place`).
+Every part of :class:`core.store.Project` reaches the file through its :class:`Database` (one transaction per public
+mutator, read snapshots); nothing outside ``core/store`` holds the connection. A file built or copied whole (``easl
+init``, salvage) is written under a temporary name and linked into place (:func:`link_into_place`).
 """
 
 from __future__ import annotations
