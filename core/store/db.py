@@ -133,35 +133,25 @@ class Database:
         writer journals an event rather than wait (``easl_plugin/writer.py``).
         """
         self.writable()
-        if self._depth:
-            name = f"sp{self._depth}"
+        depth, name = self._depth, f"sp{self._depth}"
+        if depth:
             self.conn.execute(f"SAVEPOINT {name}")
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self.conn.execute(f"ROLLBACK TO {name}")
-                self.conn.execute(f"RELEASE {name}")
-                raise
-            else:
-                self.conn.execute(f"RELEASE {name}")
-            finally:
-                self._depth -= 1
-            return
-        if max_wait_s is None:
+        elif max_wait_s is None:
             self.conn.execute("BEGIN IMMEDIATE")
         else:
             self._begin_within(max_wait_s)
-        self._depth = 1
+        self._depth = depth + 1
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.conn.execute(f"ROLLBACK TO {name}" if depth else "ROLLBACK")
+            if depth:
+                self.conn.execute(f"RELEASE {name}")
             raise
         else:
-            self.conn.execute("COMMIT")
+            self.conn.execute(f"RELEASE {name}" if depth else "COMMIT")
         finally:
-            self._depth = 0
+            self._depth = depth
 
     def _begin_within(self, seconds: float) -> None:
         """``BEGIN IMMEDIATE`` with a busy timeout of ``seconds``: :class:`FileBusy` when the write lock stays
