@@ -1,40 +1,6 @@
 """The project file's SQLite schema, its version (``PRAGMA user_version``) and the explicit migrations.
 
-Tables (see ``docs/ARCHITECTURE.md``, "core/store"):
-
-``meta(key, value)``
-    Text key-value pairs: ``format`` (``"easl-project"``), ``hyper`` (hyper-parameters as JSON), ``created_at``,
-    ``created_by``, ``state_seq`` (the log position the cached state reflects), ``state_figures`` (its status
-    figures, :mod:`core.store.state`), and free keys for front ends (e.g. the Label Studio plugin's ``ls.*``).
-``items(idx, item_id, text, data)``
-    ``idx`` is the 0-based position used by the model arrays; ``data`` is a JSON object of the extra columns.
-``iterations(iteration, started_at, n_hits, log_seq)``
-    One row per started iteration; ``log_seq`` is the log position when it started.
-``hits(hit_no, hit_id, iteration, status, created_at, external_id)``
-    ``hit_no`` is the HIT's integer key (in creation order), ``hit_id`` its text id (``it{t}-{j}``).
-    ``status``: ``open`` | ``complete`` (every item has a live score with this hit_id) | ``retracted``
-    (the HIT was withdrawn, e.g. its Label Studio task was deleted; it no longer counts toward completion).
-``hit_items(hit_no, position, item_idx)``
-    The items of each HIT, keyed by the integer ``hit_no`` (schema version 2; version 1 keyed them by the text
-    ``hit_id``, with foreign keys and an index by item). The store writes them only together with their HIT.
-``observations(seq, source_key, kind, item_idx, score01, score_raw, hit_id, annotator, annotation_id, group_key,
-created_at, source)``
-    The append-only log. ``kind`` is ``score`` or ``retract``. The live observation of a source key is its last
-    record when that record is a score.
-``live(source_key, seq, item_idx, score01, score_raw, hit_id, annotation_id, group_key)``
-    Index of the live observations (derived from the log; ``easl verify`` checks it).
-``state(name, dtype, shape, data)``
-    The cached model arrays (raw little-endian bytes), reflecting the log up to ``meta.state_seq``.
-``live_arrays(name, dtype, shape, data)``
-    Aware projects: the live log as arrays for the refits (schema version 3; :mod:`core.store.live_arrays`),
-    reflecting the log up to ``meta.live_arrays_seq``. Derived like ``state``; empty in a migrated file until the
-    first refit.
-``events(id, received_at, kind, payload, status, error, processed_at)``
-    A durable queue for front ends; ``status`` is ``pending`` | ``done`` | ``failed``.
-``rejects(id, created_at, source, location, reason, payload)``
-    Rejected input rows with the reason.
-``external_ids(kind, external_id, local_id)``
-    Maps ids of an outside system (e.g. Label Studio task ids) to local ids; unique per ``(kind, external_id)``.
+What each table and column holds: docs/reference/project-file.md, "Tables".
 """
 
 from __future__ import annotations
