@@ -12,6 +12,8 @@ import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -127,7 +129,6 @@ def test_another_writer_takes_the_lock_between_slices(tmp_path):
     got = []
 
     def pause() -> None:  # another process's writer, which waits for nobody (as the webhook writer)
-        assert os.path.getsize(f"{path}-wal") == 0  # the slice's pages are in the database file: the WAL stays small
         with Project.open(path) as other, other.transaction(max_wait_s=0):
             k = len(got)
             other.ingest([{"item_id": "i039", "score": 1 + k % 5, "annotator": f"other{k}"}], source="other")
@@ -141,6 +142,43 @@ def test_another_writer_takes_the_lock_between_slices(tmp_path):
         others = p.db.conn.execute("SELECT COUNT(*) FROM observations WHERE source = 'other'").fetchone()[0]
         keys = p.db.conn.execute("SELECT COUNT(*) FROM live").fetchone()[0]
     assert others == len(got) and keys == 120 + report.new + len(got)
+
+
+def test_the_wal_stays_the_size_of_one_slice_while_readers_read_all_along(tmp_path):
+    """Readers that never stop (the service's connections) keep a passive checkpoint from finishing, so the WAL
+    would grow with every slice; the ingest checkpoints it whole after each slice."""
+    csv = tmp_path / "a.csv"
+    rows = pd.DataFrame(
+        {"item_id": [f"i{k % 40:03d}" for k in range(6000)], "annotator": [f"c{k}" for k in range(6000)]}
+    )
+    rows.assign(score=1 + np.arange(6000) % 5).to_csv(csv, index=False)
+    path = _project(tmp_path / "p.easl")
+    stop, sizes = threading.Event(), []
+
+    def read_all_along() -> None:
+        with Project.open(path, readonly=True) as reader:
+            while not stop.is_set():
+                with reader.db.reading() as conn:
+                    conn.execute("SELECT COUNT(*) FROM live").fetchone()
+                    time.sleep(0.002)
+
+    readers = [threading.Thread(target=read_all_along) for _ in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        with Project.open(path) as p:
+            p.ingest_slices(
+                lambda: iter_table(str(csv), 500),
+                source=str(csv),
+                rows=500,
+                pause=lambda: sizes.append(os.path.getsize(f"{path}-wal")),
+            )
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert len(sizes) >= 10
+    assert max(sizes) <= 2 * sizes[0], sizes
 
 
 KILLED = """

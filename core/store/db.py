@@ -194,8 +194,9 @@ class Database:
 
     def checkpoint(self, mode: str = "PASSIVE") -> None:
         """Copy the WAL into the database file: as far as readers allow (``PASSIVE``: never waits for another
-        connection), or all of it and then empty the WAL file (``TRUNCATE``: waits, up to the busy timeout, for
-        readers of older snapshots, and keeps writers out meanwhile)."""
+        connection), or all of it, so that the next writer starts the WAL file over (``RESTART``: waits, up to the
+        busy timeout, for readers of older snapshots, and keeps writers out meanwhile; the file keeps its size, so
+        later commits overwrite it in place)."""
         self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
 
     def writable(self) -> None:

@@ -372,7 +372,7 @@ class ObservationLog:
 
             for k, part in enumerate(slices(kept_rows(read(), checked, source, validate), size)):
                 if k:  # readers never let a passive checkpoint finish: the WAL would grow with every slice
-                    self._db.checkpoint("TRUNCATE")
+                    self._db.checkpoint("RESTART")
                 if k and pause is not None:
                     pause()
                 try:
