@@ -7,7 +7,7 @@
   pairwise update of Chan, Golub & LeVeque 1983, "Algorithms for computing the sample variance", Am. Stat. 37);
   the true-score sums S1, S2 (centred at the mean rating, Loukina et al. 2020, Appendix B) likewise with weights c_i;
 - the multiplicities of the distinct (human, system) pairs add (exact Spearman and Kendall,
-  :mod:`core.distributed.ranks`), up to ``rank_limit`` distinct pairs;
+  :mod:`core.distributed.finish`), up to ``rank_limit`` distinct pairs;
 - fairness cells (group x human score) merge with the same pairwise update (:mod:`core.distributed.fairness_cells`).
 
 Merged in partition order, the result does not depend on where the partitions were computed.

@@ -84,8 +84,7 @@ from core.metrics.intervals.agreement_variance import (
     gwet_standard_errors,
     table_inference,
 )
-from core.metrics.intervals.analytic import Interval, fisher_z_ci, normal_ci, student_t_ci
-from core.metrics.intervals.benchmark import Benchmark, benchmark
+from core.metrics.intervals.analytic import Benchmark, Interval, benchmark, fisher_z_ci, normal_ci, student_t_ci
 from core.metrics.intervals.kappa_test import KappaTest, cohen_kappa_test, kappa_test_from_table
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
 from core.metrics.pipeline import evaluate
