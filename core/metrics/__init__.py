@@ -38,7 +38,7 @@ from core.metrics.bootstrap import (
     percentile_interval,
     resample_chunks,
 )
-from core.metrics.data import Scale, rating_counts, ratings_from_distribution
+from core.metrics.data import Scale, agreement_weights, rating_counts, ratings_from_distribution
 from core.metrics.estimates.accuracy import (
     difference_of_standardized_means,
     mean_squared_error,
@@ -69,7 +69,6 @@ from core.metrics.estimates.observed import (
     quadratic_weighted_kappa,
 )
 from core.metrics.estimates.pair import observed_metrics
-from core.metrics.estimates.scores import scale_scores, trim_scores
 from core.metrics.estimates.true_score import (
     mse_true,
     prmse,
@@ -77,7 +76,6 @@ from core.metrics.estimates.true_score import (
     true_score_variance,
     variance_of_errors,
 )
-from core.metrics.estimates.weights import agreement_weights
 from core.metrics.intervals.agreement_variance import (
     Inference,
     agreement_inference,
@@ -88,7 +86,7 @@ from core.metrics.intervals.analytic import Benchmark, Interval, benchmark, fish
 from core.metrics.intervals.kappa_test import KappaTest, cohen_kappa_test, kappa_test_from_table
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
 from core.metrics.pipeline import evaluate
-from core.metrics.prepare import apply_score_policy
+from core.metrics.prepare import apply_score_policy, scale_scores, trim_scores
 from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
 
 __all__ = [

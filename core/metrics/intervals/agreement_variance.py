@@ -21,10 +21,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import WEIGHTS, Weights, as_ratings, category_index, check_option
+from core.metrics.data import WEIGHTS, Weights, agreement_weights, as_ratings, category_index, check_option
 from core.metrics.estimates.agreement_totals import category_counts, rating_patterns
 from core.metrics.estimates.comparisons import Comparisons, PointEstimates
-from core.metrics.estimates.weights import agreement_weights
 from core.metrics.intervals.analytic import T_METHOD, Analytic, pearson_analytic, student_t_ci, student_t_p_value
 from core.metrics.intervals.linearisation import COEFFICIENTS, Linearised, linearised
 from core.metrics.notes import undefined
