@@ -24,8 +24,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.distributed.finish import finish
-from core.distributed.merge import merge
-from core.distributed.partitions import PartitionStats, Spec, partition_range, partition_stats
+from core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
 from core.errors import EaslError, InputError
 from core.metrics.data import Scale, Weights
 from core.metrics.load import (
