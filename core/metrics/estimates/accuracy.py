@@ -2,7 +2,7 @@
 RSMTool "Evaluation Metrics"): SMD, MSE, RMSE, R2 and the difference of standardized means.
 
 Notation and conventions as :mod:`core.metrics.estimates.observed`; SMD and R2 finish the moment totals of
-:mod:`core.metrics.estimates.moments`, as the pipeline and the bootstrap do.
+:mod:`core.metrics.estimates.sums`, as the pipeline and the bootstrap do.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
-from core.metrics.estimates.moments import _REL_CONSTANT, finish_r2, finish_smd
 from core.metrics.estimates.observed import pair_moments
+from core.metrics.estimates.sums import _REL_CONSTANT, finish_r2, finish_smd
 from core.metrics.notes import undefined
 
 

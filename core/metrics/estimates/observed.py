@@ -3,7 +3,7 @@
 
 Notation: ``y_true`` is the human score H, ``y_pred`` the system score M, N the number of responses; two
 equal-length finite vectors in, a float out, NaN with an :class:`~core.metrics.notes.UndefinedMetricWarning` giving
-the reason when undefined. Pearson's r and QWK finish the totals of :mod:`core.metrics.estimates.moments`, as the
+the reason when undefined. Pearson's r and QWK finish the totals of :mod:`core.metrics.estimates.sums`, as the
 pipeline and the bootstrap do. Cohen's kappa: :mod:`core.metrics.estimates.kappa`; SMD, MSE, RMSE, R2, DSM:
 :mod:`core.metrics.estimates.accuracy`.
 """
@@ -17,13 +17,19 @@ from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_pair
 from core.metrics.estimates.kappa import cohen_kappa as cohen_kappa  # re-exported: an observed-score metric
-from core.metrics.estimates.moments import finish_disattenuated, finish_pearson, finish_qwk, moments, pair_moment_sums
-from core.metrics.estimates.sums import as_float
+from core.metrics.estimates.sums import (
+    as_float,
+    finish_disattenuated,
+    finish_pearson,
+    finish_qwk,
+    moments,
+    pair_moment_sums,
+)
 from core.metrics.notes import undefined
 
 
 def pair_moments(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, NDArray[Any]]:
-    """The finished moments (:func:`core.metrics.estimates.moments.moments`) of one validated pair of score vectors."""
+    """The finished moments (:func:`core.metrics.estimates.sums.moments`) of one validated pair of score vectors."""
     s, shift = pair_moment_sums(*as_pair(y_true, y_pred))
     return moments(s.totals(), shift)
 

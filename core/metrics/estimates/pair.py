@@ -23,7 +23,8 @@ from core.metrics.estimates.agreement_totals import agreement_tables_from_joint,
 from core.metrics.estimates.association import kendall_taus, spearman_rho, spearman_rho_resampled
 from core.metrics.estimates.kappa import kappa_from_table
 from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
-from core.metrics.estimates.moments import (
+from core.metrics.estimates.sums import (
+    RowSums,
     finish_mse,
     finish_pearson,
     finish_qwk,
@@ -31,9 +32,9 @@ from core.metrics.estimates.moments import (
     finish_sd,
     finish_smd,
     moments,
+    nan_where,
     pair_moment_sums,
 )
-from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.notes import capture, caution, quiet, undefined
 from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS, REPORT_WEIGHTS, report_name
 
