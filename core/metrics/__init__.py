@@ -39,13 +39,6 @@ from core.metrics.bootstrap import (
     resample_chunks,
 )
 from core.metrics.data import Scale, agreement_weights, rating_counts, ratings_from_distribution
-from core.metrics.estimates.accuracy import (
-    difference_of_standardized_means,
-    mean_squared_error,
-    r2_score,
-    root_mean_squared_error,
-    standardized_mean_difference,
-)
 from core.metrics.estimates.agreement import (
     brennan_prediger,
     chance_corrected_agreement,
@@ -63,10 +56,15 @@ from core.metrics.estimates.observed import (
     agreement,
     cohen_kappa,
     degradation,
+    difference_of_standardized_means,
     disattenuated_correlation,
     exact_agreement,
+    mean_squared_error,
     pearson_r,
     quadratic_weighted_kappa,
+    r2_score,
+    root_mean_squared_error,
+    standardized_mean_difference,
 )
 from core.metrics.estimates.pair import observed_metrics
 from core.metrics.estimates.true_score import (

@@ -249,8 +249,8 @@ def observed_metrics(
     category values) exact/adjacent agreement, the kappa family, Gwet's AC, Brennan-Prediger, Scott's pi and
     Krippendorff's alpha compare ``y_true`` with ``y_pred`` rounded half-to-even and clipped to the categories.
     One pass of sufficient statistics serves every metric (definitions: :mod:`core.metrics.estimates.observed`,
-    :mod:`core.metrics.estimates.accuracy`, :mod:`core.metrics.estimates.agreement`,
-    :mod:`core.metrics.estimates.krippendorff`). ``ranks=False`` skips Spearman and Kendall (the only O(N log N) ones).
+    :mod:`core.metrics.estimates.agreement`, :mod:`core.metrics.estimates.krippendorff`). ``ranks=False`` skips
+    Spearman and Kendall (the only O(N log N) ones).
     Undefined values are NaN with an UndefinedMetricWarning naming the reason.
 
     Parameters

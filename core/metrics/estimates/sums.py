@@ -11,7 +11,7 @@ estimate and the bootstrap share the same code. This is the standard plug-in vie
 The moment-based metrics of a pair of score vectors (means, sds, Pearson's r, continuous QWK, SMD, MSE, R2,
 disattenuated r, DSM) are here as ``finish(totals)`` over :func:`pair_moment_sums`; the sums are taken on values
 centred at the sample mean, which keeps the moments accurate at millions of responses. The public one-call functions
-are in :mod:`core.metrics.estimates.observed` and :mod:`core.metrics.estimates.accuracy`.
+are in :mod:`core.metrics.estimates.observed`.
 """
 
 from __future__ import annotations
