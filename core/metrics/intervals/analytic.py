@@ -2,6 +2,7 @@
 (:data:`IntervalMethod`): Fisher's z for Pearson's r, tanh(atanh(r) -/+ z_(1-a/2) / sqrt(n - 3)) (Fisher 1921); Wald
 intervals estimate -/+ z_(1-a/2) se, or estimate -/+ t_(1-a/2, n-1) se with the upper bound capped at 1 (the largest
 value a chance-corrected coefficient can take), as irrCAC reports them (Gwet 2014, section 5.5; irrCAC ``raw.py``).
+``confidence`` is the two-sided level of every interval (default 0.95).
 
 :func:`benchmark` places a chance-corrected coefficient on the Landis-Koch, Fleiss, Altman, Cicchetti-Sparrow or
 Regier scale by Gwet's probabilistic rule (Gwet 2014, ch. 6; irrCAC ``benchmark.py``): the interval membership
@@ -58,7 +59,6 @@ def fisher_z_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, floa
         Pearson's correlation.
     n : int
         Number of pairs.
-    confidence : float, default 0.95
 
     Returns
     -------
@@ -86,11 +86,6 @@ def fisher_z_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, floa
 
 def normal_ci(estimate: float, se: float, confidence: float = 0.95) -> tuple[float, float]:
     """Wald interval with the normal quantile: ``estimate -/+ z_(1-a/2) se``.
-
-    Parameters
-    ----------
-    estimate, se : float
-    confidence : float, default 0.95
 
     Returns
     -------
@@ -128,7 +123,6 @@ def student_t_ci(
     estimate, se : float
     n : int
         Number of subjects (degrees of freedom n - 1).
-    confidence : float, default 0.95
     cap : float or None, default 1.0
         Upper cap of the interval (None: no cap). The lower bound is not capped (irrCAC does not).
 
