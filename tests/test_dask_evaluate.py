@@ -23,10 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.distributed.finish import finish
-from core.distributed.merge import merge
-from core.distributed.partitions import Spec, pair_table, partition_stats
-from core.distributed.ranks import kendall_from_table, spearman_from_table
+from core.distributed.finish import finish, kendall_from_table, spearman_from_table
+from core.distributed.partitions import Spec, merge, pair_table, partition_stats
 from core.distributed.synthetic import ratings_frame, write_partitions
 from core.errors import EaslError
 from core.metrics.data import Scale

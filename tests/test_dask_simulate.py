@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.distributed.runs import dask_map
+from core.distributed.cluster import dask_map
 from core.simulate import annotation, aware_study
 from core.simulate import prmse as exp
 from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, run_experiment

@@ -5,17 +5,25 @@ GIL between calls, so processes, not threads, give parallelism), each with a mem
 machine's memory shared out, at most :data:`LOCAL_WORKER_MEMORY`. Workers spill to disk at 60% of that limit and
 are restarted above 95% (``distributed``'s defaults); a task whose worker dies is re-run on another worker, at most
 ``distributed.scheduler.allowed-failures`` times, after which the computation fails with ``KilledWorker``.
+
+:func:`dask_map` runs independent simulation runs on a client with the ``map_fn`` contract of
+:mod:`core.simulate.mapping`: every task is submitted at once; results are yielded in task order, each as soon as it
+and all earlier ones are done. An argument object shared by several tasks and larger than :data:`SCATTER_BYTES` (a
+simulated data set) is sent to the workers once (``Client.scatter``) instead of once per task. A task that keeps
+killing workers fails the sweep with one clear error.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from core.errors import EaslError
+from core.simulate.mapping import MapFn
 
 #: Upper bound on the memory limit of one local worker (bytes).
 LOCAL_WORKER_MEMORY = 4 * 2**30
@@ -86,3 +94,39 @@ def connect(target: str, *, workers: int | None = None, memory_limit: int | str 
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+#: Shared arguments at least this large (bytes, ``dask.sizeof``) are scattered once.
+SCATTER_BYTES = 1_000_000
+
+
+def dask_map(client: Any, scatter_bytes: int = SCATTER_BYTES) -> MapFn:
+    """A ``map_fn`` that runs ``fn(*task)`` for every task on ``client``'s workers (ordered results)."""
+
+    def map_fn(fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
+        import distributed
+        from dask.sizeof import sizeof
+
+        tasks = [tuple(t) for t in tasks]
+        uses = Counter(id(a) for t in tasks for a in t)
+        shared: dict[int, Any] = {}
+        for t in tasks:
+            for a in t:
+                if uses[id(a)] > 1 and id(a) not in shared and sizeof(a) >= scatter_bytes:
+                    shared[id(a)] = client.scatter(a, broadcast=True, hash=False)
+        futures = [client.submit(fn, *[shared.get(id(a), a) for a in t], pure=False) for t in tasks]
+        try:
+            for fut in futures:
+                try:
+                    result = fut.result()
+                except distributed.KilledWorker as exc:
+                    raise EaslError(
+                        f"the Dask sweep failed: the workers running {getattr(fn, '__name__', fn)} died "
+                        f"repeatedly ({exc}); no result was written."
+                    ) from None
+                fut.release()
+                yield result
+        finally:
+            client.cancel(futures)
+
+    return map_fn

@@ -9,7 +9,7 @@ ordinary least squares on the responses equals weighted least squares on the cel
     RSS = sum_c W_c + sum_c n_c (ybar_c - x_c' beta)^2,   TSS = sum_c W_c + sum_c n_c (ybar_c - ybar)^2
 
 (the between/within decomposition; Searle 1987, *Linear Models for Unbalanced Data*, ch. 1). The coefficient
-inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.estimates.fairness_ols` (the same functions,
+inference, the F-tests and the adjusted R2 are those of :mod:`core.metrics.estimates.fairness` (the same functions,
 given the cell design weighted by sqrt(n_c)).
 """
 
@@ -23,8 +23,7 @@ from numpy.typing import NDArray
 
 from core.metrics.assemble import fairness_result
 from core.metrics.bootstrap import percentile_interval
-from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_record
-from core.metrics.estimates.fairness_ols import ols_record, tss_floor
+from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_record, ols_record, tss_floor
 from core.metrics.estimates.fairness_resampled import group_problem
 from core.metrics.intervals.analytic import Interval
 from core.metrics.notes import capture, quiet

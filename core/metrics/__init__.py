@@ -38,14 +38,7 @@ from core.metrics.bootstrap import (
     percentile_interval,
     resample_chunks,
 )
-from core.metrics.data import Scale, rating_counts, ratings_from_distribution
-from core.metrics.estimates.accuracy import (
-    difference_of_standardized_means,
-    mean_squared_error,
-    r2_score,
-    root_mean_squared_error,
-    standardized_mean_difference,
-)
+from core.metrics.data import Scale, agreement_weights, rating_counts, ratings_from_distribution
 from core.metrics.estimates.agreement import (
     brennan_prediger,
     chance_corrected_agreement,
@@ -63,13 +56,17 @@ from core.metrics.estimates.observed import (
     agreement,
     cohen_kappa,
     degradation,
+    difference_of_standardized_means,
     disattenuated_correlation,
     exact_agreement,
+    mean_squared_error,
     pearson_r,
     quadratic_weighted_kappa,
+    r2_score,
+    root_mean_squared_error,
+    standardized_mean_difference,
 )
 from core.metrics.estimates.pair import observed_metrics
-from core.metrics.estimates.scores import scale_scores, trim_scores
 from core.metrics.estimates.true_score import (
     mse_true,
     prmse,
@@ -77,19 +74,17 @@ from core.metrics.estimates.true_score import (
     true_score_variance,
     variance_of_errors,
 )
-from core.metrics.estimates.weights import agreement_weights
 from core.metrics.intervals.agreement_variance import (
     Inference,
     agreement_inference,
     gwet_standard_errors,
     table_inference,
 )
-from core.metrics.intervals.analytic import Interval, fisher_z_ci, normal_ci, student_t_ci
-from core.metrics.intervals.benchmark import Benchmark, benchmark
+from core.metrics.intervals.analytic import Benchmark, Interval, benchmark, fisher_z_ci, normal_ci, student_t_ci
 from core.metrics.intervals.kappa_test import KappaTest, cohen_kappa_test, kappa_test_from_table
 from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
 from core.metrics.pipeline import evaluate
-from core.metrics.prepare import apply_score_policy
+from core.metrics.prepare import apply_score_policy, scale_scores, trim_scores
 from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
 
 __all__ = [

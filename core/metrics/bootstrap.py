@@ -8,7 +8,8 @@ function of sums over responses (:mod:`core.metrics.estimates.sums`) is evaluate
 product and one ``bincount``. Spearman's rho and the fairness analyses are vectorised over the counts
 (:func:`~core.metrics.estimates.association.spearman_rho_resampled`,
 :meth:`~core.metrics.estimates.fairness_resampled.FairnessDesign.resampled`); Kendall's tau is recomputed per
-resample on the same index rows, so every metric sees the same resamples.
+resample on the same index rows, so every metric sees the same resamples. Shared parameters: ``n_resamples``
+(default 1000), ``seed`` (an int or a ``numpy.random.Generator``, default 0), ``confidence`` (default 0.95).
 """
 
 from __future__ import annotations
@@ -137,7 +138,6 @@ def percentile_interval(samples: NDArray[Any], confidence: float = 0.95) -> tupl
     ----------
     samples : array-like
         The resample values (NaN for undefined ones).
-    confidence : float, default 0.95
 
     Returns
     -------
@@ -164,7 +164,6 @@ def bootstrap_ci(samples: dict[str, NDArray[Any]], confidence: float = 0.95) -> 
     Parameters
     ----------
     samples : dict name -> array (n_resamples,)
-    confidence : float, default 0.95
 
     Returns
     -------
@@ -195,9 +194,6 @@ def bootstrap_prmse(
     Parameters
     ----------
     system, ratings, rater_error_variance : as :func:`~core.metrics.estimates.true_score.prmse`
-    n_resamples : int, default 1000
-    seed : int or numpy.random.Generator, default 0
-    confidence : float, default 0.95
 
     Returns
     -------
@@ -258,9 +254,6 @@ def bootstrap_fairness(
     Parameters
     ----------
     y_true, y_pred, groups : as :func:`~core.metrics.estimates.fairness.fairness_analysis`
-    n_resamples : int, default 1000
-    seed : int or numpy.random.Generator, default 0
-    confidence : float, default 0.95
 
     References
     ----------

@@ -5,7 +5,7 @@ the system score vectors down the stages of :mod:`core.metrics`, one call each, 
 1. :func:`~core.metrics.prepare.prepare`: the score policy per rating, the reference responses, the scale;
 2. :func:`~core.metrics.estimates.comparisons.build`: the comparisons the registry asks for, each on its own
    responses and raters; :func:`~core.metrics.estimates.comparisons.point_estimates` finishes every figure;
-3. :func:`~core.metrics.intervals.closed_form.closed_form_intervals`: closed-form se, intervals and p-values;
+3. :func:`~core.metrics.intervals.agreement_variance.closed_form_intervals`: closed-form se, intervals and p-values;
 4. :func:`~core.metrics.bootstrap.bootstrap_comparisons`: the same figures on every resample;
 5. :func:`~core.metrics.assemble.assemble`: the result objects.
 """
@@ -21,7 +21,7 @@ from core.metrics.assemble import assemble
 from core.metrics.bootstrap import bootstrap_comparisons
 from core.metrics.data import Scale, Weights
 from core.metrics.estimates.comparisons import build, point_estimates
-from core.metrics.intervals.closed_form import closed_form_intervals
+from core.metrics.intervals.agreement_variance import closed_form_intervals
 from core.metrics.prepare import prepare
 from core.metrics.registry import report_weightings
 from core.metrics.results import Evaluation

@@ -1,7 +1,10 @@
 """The prepare stage of the evaluation pipeline (:mod:`core.metrics.pipeline`): the explicit score policy
 (:func:`apply_score_policy`: RSMTool's zero / non-numeric policy, with counts of what it dropped and changed;
 ``exclude_zero_scores``, docs/design.md section 4.1), the responses of the comparisons with the first human
-column, and the scale (with a note when it comes from the data), in a :class:`Prepared`.
+column, and the scale (with a note when it comes from the data), in a :class:`Prepared`. Also RSMTool's
+post-processing of system scores for the library's users: :func:`trim_scores` to the score range and
+:func:`scale_scores` to the human scale (RSMTool ``rsmtool.utils.metrics`` / ``rsmtool.preprocessor``, docs/design.md
+section 4.2).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Scale, round_to_categories
+from core.metrics.data import Scale, as_vector, round_to_categories
 
 # Reasons for leaving a response out of the comparisons with the first human column (keys of ``dropped``).
 DROP_H1_MISSING = "first human score missing or non-numeric"
@@ -251,3 +254,70 @@ def policy_notes(
             "them rounded half-to-even and clipped to the scale"
         )
     return notes
+
+
+#: RSMTool's default trimming tolerance (``trim_tolerance``).
+TRIM_TOLERANCE = 0.4998
+
+
+def trim_scores(
+    values: ArrayLike, *, trim_min: float, trim_max: float, tolerance: float = TRIM_TOLERANCE
+) -> NDArray[Any]:
+    """Clip scores to [trim_min - tolerance, trim_max + tolerance] (RSMTool ``trim``; its default range).
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+    trim_min, trim_max : float
+        The score scale.
+    tolerance : float, default 0.4998
+        So that a trimmed score still rounds to the scale's end points.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    References
+    ----------
+    RSMTool ``rsmtool.utils.conversion`` / ``preprocessor.trim`` (``trim_min``, ``trim_max``, ``trim_tolerance``).
+
+    Examples
+    --------
+    >>> trim_scores([0.2, 3.1, 7.9], trim_min=1, trim_max=6).round(4).tolist()
+    [0.5002, 3.1, 6.4998]
+    """
+    v = as_vector(values, "values")
+    return np.clip(v, trim_min - tolerance, trim_max + tolerance)
+
+
+def scale_scores(values: ArrayLike, *, from_mean: float, from_sd: float, to_mean: float, to_sd: float) -> NDArray[Any]:
+    """Scaled scores: (M - mean_M) / sd_M * sd_H + mean_H (RSMTool ``scale`` of raw predictions).
+
+    RSMTool takes mean_M, sd_M of the system's predictions and mean_H, sd_H of the human scores on the training
+    set; pass the statistics of the set the scaling is to follow.
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+    from_mean, from_sd : float
+        Mean and sd of the system's scores (training set).
+    to_mean, to_sd : float
+        Mean and sd of the human scores (training set).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    References
+    ----------
+    RSMTool documentation, "Score post-processing: scaled scores".
+
+    Examples
+    --------
+    >>> scale_scores([1.0, 2.0, 3.0], from_mean=2.0, from_sd=1.0, to_mean=3.5, to_sd=0.5).tolist()
+    [3.0, 3.5, 4.0]
+    """
+    if not from_sd > 0:
+        raise ValueError("from_sd must be positive")
+    v = as_vector(values, "values")
+    return (v - from_mean) / from_sd * to_sd + to_mean

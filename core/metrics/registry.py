@@ -21,12 +21,6 @@ from typing import Any, Literal, NamedTuple
 from numpy.typing import NDArray
 
 from core.metrics.data import WEIGHTS, Weights, check_option
-from core.metrics.estimates.accuracy import (
-    mean_squared_error,
-    r2_score,
-    root_mean_squared_error,
-    standardized_mean_difference,
-)
 from core.metrics.estimates.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
 from core.metrics.estimates.association import kendall_tau_b, kendall_tau_c, spearman_rho
 from core.metrics.estimates.krippendorff import krippendorff_alpha
@@ -34,8 +28,12 @@ from core.metrics.estimates.observed import (
     adjacent_agreement,
     cohen_kappa,
     exact_agreement,
+    mean_squared_error,
     pearson_r,
     quadratic_weighted_kappa,
+    r2_score,
+    root_mean_squared_error,
+    standardized_mean_difference,
 )
 from core.metrics.estimates.true_score import mse_true, prmse, true_score_variance, variance_of_errors
 

@@ -22,8 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.metrics.data import Scale
-from core.metrics.intervals.analytic import Analytic, Interval, json_number
-from core.metrics.intervals.benchmark import benchmark
+from core.metrics.intervals.analytic import Analytic, Interval, benchmark, json_number
 from core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
 from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
 

@@ -2,7 +2,7 @@
 
 ``map_fn`` takes a picklable top-level function and a list of argument tuples and returns an iterable of
 ``fn(*task)`` in the order of ``tasks``. The default runs them here, one after another; the Dask runner
-(:func:`core.distributed.runs.dask_map`) runs them on a cluster and yields each result as soon as it and every
+(:func:`core.distributed.cluster.dask_map`) runs them on a cluster and yields each result as soon as it and every
 earlier one are done, so progress advances while the sweep runs. Every unit seeds its own generators from its
 arguments, so the numbers do not depend on where or in what order the units run.
 """

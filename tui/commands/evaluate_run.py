@@ -129,7 +129,7 @@ def _check_wide(args) -> None:
 def _emit(ev, args, source) -> int:
     """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
     from core.metrics.output_schema import as_schema
-    from core.metrics.write.output import to_json_text, write_output
+    from core.metrics.write import to_json_text, write_output
 
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
         raise nothing_left(source, ev.dropped)

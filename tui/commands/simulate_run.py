@@ -60,12 +60,11 @@ def _command_line(args: argparse.Namespace) -> str:
 
 @contextlib.contextmanager
 def _mapper(args: argparse.Namespace):
-    """``None`` (run here, in order) or a Dask ``map_fn`` (core.distributed.runs) for ``--dask``."""
+    """``None`` (run here, in order) or a Dask ``map_fn`` (core.distributed.cluster) for ``--dask``."""
     if not getattr(args, "dask", None):
         yield None
         return
-    from core.distributed.cluster import connect
-    from core.distributed.runs import dask_map
+    from core.distributed.cluster import connect, dask_map
 
     with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
         yield dask_map(client)

@@ -115,8 +115,8 @@ def run_evaluation(
 
 
 def save_report(evaluation, folder: Path, source: Path, seed: int = 0) -> list[Path]:
-    """Write the report of ``easl evaluate --output DIR`` (``core.metrics.write.output.write_output``)."""
-    from core.metrics.write.output import write_output
+    """Write the report of ``easl evaluate --output DIR`` (``core.metrics.write.write_output``)."""
+    from core.metrics.write import write_output
 
     return write_output(evaluation, Path(folder), source=str(source), seed=seed)
 

@@ -27,10 +27,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import WEIGHTS, Weights, as_ratings, category_index, check_option
+from core.metrics.data import WEIGHTS, Weights, agreement_weights, as_ratings, category_index, check_option
 from core.metrics.estimates.agreement_totals import agreement_totals, finish_agreement
 from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
-from core.metrics.estimates.weights import agreement_weights
 
 #: Gwet's (2014) 12 subjects x 4 raters, categories 1..5, NaN for a missing rating (irrCAC ``raw_4raters``): the data
 #: of the examples here and in :mod:`core.metrics.intervals.agreement_variance`.

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Weights
+from core.metrics.data import Weights, agreement_weights
 from core.metrics.estimates.sums import RowSums, nan_where
-from core.metrics.estimates.weights import agreement_weights
 from core.metrics.notes import undefined
 
 

@@ -1,7 +1,7 @@
 """Rank association: Spearman's rho and Kendall's tau-b (docs/design.md section 4.6).
 
-Pearson's r lives in :mod:`core.metrics.estimates.observed` with QWK; the other moment-based metrics in
-:mod:`core.metrics.estimates.accuracy`.
+Notation as :mod:`core.metrics.estimates.observed` (``y_true``, ``y_pred``: array-likes of shape (n,)), where
+Pearson's r and the other moment-based metrics live.
 """
 
 from __future__ import annotations
@@ -30,10 +30,6 @@ def spearman_rho(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Spearman's rank correlation: Pearson's r of the mid-ranks (``scipy.stats.spearmanr``; Spearman 1904).
 
     rho = Cov(rank H, rank M) / (sd(rank H) sd(rank M)), ties get their average rank.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
 
     Returns
     -------
@@ -71,10 +67,6 @@ def kendall_tau_b(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
     tau_b = (P - Q) / sqrt((P + Q + T_H) (P + Q + T_M)) with P concordant and Q discordant pairs and T_H, T_M the
     pairs tied only in H or only in M.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
 
     Returns
     -------

@@ -20,9 +20,8 @@ from numpy.typing import NDArray
 from core.metrics.data import Weights, category_index, round_to_categories
 from core.metrics.estimates.agreement_totals import agreement_sums, rating_patterns
 from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
-from core.metrics.estimates.moments import finish_disattenuated, finish_dsm, moments
 from core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
-from core.metrics.estimates.sums import RowSums
+from core.metrics.estimates.sums import RowSums, finish_disattenuated, finish_dsm, moments
 from core.metrics.estimates.true_score import finish_true_score, true_score_sums
 from core.metrics.prepare import Prepared
 from core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name

@@ -11,11 +11,12 @@ by sorting the names):
   ``convert_to_ordered_category``).
 
 p-values: the F-test of each model against the intercept-only model (OSA, OSD), and the nested F-test of adding
-the group to ``error ~ C(H)`` (CSD). adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) with p the rank of the design
-without the intercept.
-
-The OLS fits and F-tests are in :mod:`core.metrics.estimates.fairness_ols`; the same analyses on many bootstrap
-resamples at once in :mod:`core.metrics.estimates.fairness_resampled`.
+the group to ``error ~ C(H)`` (CSD). The OLS pieces (treatment-coded dummies, the fit with an intercept, the
+coefficients' inference as statsmodels ``OLS.fit``, the nested F-test, one figure's record) are here too, shared with
+:mod:`core.distributed.fairness_cells`: R2 = 1 - RSS / TSS, adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) with p the
+rank of the design without the intercept, and the F-test of a model against a nested one
+F = ((RSS_small - RSS_big) / (p_big - p_small)) / (RSS_big / (n - p_big - 1)). The same analyses on many bootstrap
+resamples at once: :mod:`core.metrics.estimates.fairness_resampled`.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
+from scipy import stats
 
 from core.metrics.data import as_pair
-from core.metrics.estimates.fairness_ols import dummies, f_test, figure_record, group_codes, ols, tss_floor
 from core.metrics.notes import undefined
 
 
@@ -85,7 +87,7 @@ def fairness_record(
 ) -> dict[str, Any]:
     """The record of :func:`fairness_analysis` from rows with a subgroup (``names[codes]``), a human score and a
     weight (responses: none; the merged cells of :mod:`core.distributed.fairness_cells`: their counts), and
-    ``fit(y, X)``: the OLS record (:func:`~core.metrics.estimates.fairness_ols.ols`) of the error (``y = "e"``) or
+    ``fit(y, X)``: the OLS record (:func:`ols`) of the error (``y = "e"``) or
     the squared error (``"s"``) on the design ``X`` (the intercept added)."""
     sizes = np.bincount(codes, weights=weights, minlength=names.size)
     base = int(np.argmax(sizes)) if sizes.size else 0  # largest; ties: first in sorted order
@@ -123,3 +125,131 @@ def fairness_record(
 
 
 FAIRNESS_KEYS = ("osa", "osd", "csd")
+
+
+def dummies(codes: NDArray[Any], k: int, base: int) -> NDArray[Any]:
+    """Treatment-coded dummies, shape (n, k - 1), of a predictor with ``k`` levels (``codes``: each response's level
+    in 0..k-1): column j is 1[code = j] for every level j but the reference level ``base``.
+
+    Examples
+    --------
+    >>> dummies(np.array([0, 1, 2, 1]), 3, 1).tolist()
+    [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
+    """
+    cols = [j for j in range(k) if j != base]
+    return (codes[:, None] == np.asarray(cols)[None, :]).astype(np.float64) if cols else np.zeros((codes.size, 0))
+
+
+def ols(y: NDArray[Any], x: NDArray[Any], tss_floor: float = 0.0) -> dict[str, Any]:
+    """OLS of ``y`` (n,) on the predictors ``x`` (n, k) and an intercept (``numpy.linalg.lstsq``): R2 = 1 - RSS / TSS
+    (NaN when TSS <= ``tss_floor``: y constant up to rounding) and adjR2 = 1 - (1 - R2) (n - 1) / (n - p - 1) (NaN
+    when n - p - 1 <= 0), p the rank of the design without the intercept.
+
+    Returns ``coef`` (intercept first), ``rss``, ``tss``, ``p``, ``n``, ``r2``, ``adj_r2``, ``design`` (with the
+    intercept column) and ``rank``.
+    """
+    n = y.size
+    design = np.column_stack([np.ones(n), x])
+    coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    rss = float(np.einsum("i,i->", resid, resid))
+    return ols_record(coef, rss, float(((y - y.mean()) ** 2).sum()), n, int(rank), design, tss_floor)
+
+
+def ols_record(
+    coef: NDArray[Any], rss: float, tss: float, n: float, rank: int, design: NDArray[Any], tss_floor: float
+) -> dict[str, Any]:
+    """The record of :func:`ols` from a fit's RSS and TSS (R2 NaN when TSS <= ``tss_floor``)."""
+    p = rank - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = 1.0 - rss / tss if tss > tss_floor else np.nan
+        adj = 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1) if n - p - 1 > 0 else np.nan
+    return {
+        "coef": coef,
+        "rss": rss,
+        "tss": tss,
+        "p": p,
+        "n": n,
+        "r2": r2,
+        "adj_r2": adj,
+        "design": design,
+        "rank": rank,
+    }
+
+
+def figure_record(model: dict[str, Any], value: float, p_value: float, others: list[str]) -> dict[str, Any]:
+    """One fairness figure: its value, p-value and R2, and the intercept's and each non-base group's coefficient
+    with its p-value and interval (the rows of RSMTool's fairness tables)."""
+    labels = ["Intercept", *others]
+    k = len(labels)
+    _, coef_p, ci = coef_inference(model)
+    return {
+        "value": float(value),
+        "p_value": float(p_value),
+        "r2": float(model["r2"]),
+        "estimates": {nm: float(v) for nm, v in zip(labels, model["coef"][:k])},
+        "estimates_p_value": {nm: float(v) for nm, v in zip(labels, coef_p[:k])},
+        "estimates_ci": {nm: [float(lo), float(hi)] for nm, (lo, hi) in zip(labels, ci[:k])},
+    }
+
+
+def coef_inference(model: dict[str, Any], confidence: float = 0.95) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """OLS standard errors, two-sided p-values and t-intervals of the coefficients (statsmodels ``OLS.fit``:
+    cov = s^2 (X'X)^+, s^2 = RSS / (n - rank), t with n - rank degrees of freedom)."""
+    x = model["design"]
+    df = model["n"] - model["rank"]
+    nan = np.full(x.shape[1], np.nan)
+    if df <= 0:
+        return nan, nan, np.column_stack([nan, nan])
+    cov = model["rss"] / df * np.linalg.pinv(x.T @ x)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = model["coef"] / se
+    p = 2.0 * stats.t.sf(np.abs(t), df)
+    half = stats.t.ppf(0.5 + confidence / 2.0, df) * se
+    return se, p, np.column_stack([model["coef"] - half, model["coef"] + half])
+
+
+def f_test(small: dict[str, Any], big: dict[str, Any]) -> float:
+    """p-value of the F-test of ``big`` against the nested ``small`` model (both from :func:`ols`).
+
+    F = ((RSS_small - RSS_big) / (p_big - p_small)) / (RSS_big / (n - p_big - 1)), upper tail of F(p_big -
+    p_small, n - p_big - 1). NaN when either degree of freedom is not positive or y is constant; 0 for a perfect
+    fit of ``big`` that ``small`` lacks.
+    """
+    df_num = big["p"] - small["p"]
+    df_den = big["n"] - big["p"] - 1
+    if df_num <= 0 or df_den <= 0 or not np.isfinite(big["r2"]):  # constant y: no test
+        return float("nan")
+    if big["rss"] <= 0:
+        return 0.0 if small["rss"] > 0 else float("nan")
+    f = ((small["rss"] - big["rss"]) / df_num) / (big["rss"] / df_den)
+    return float(stats.f.sf(max(f, 0.0), df_num, df_den))
+
+
+#: Spread (in units of the largest absolute score) below which errors count as constant: float rounding of M - H
+#: is ~1e-16 of the scores, so e.g. M = H + 0.3 gives errors that differ only by rounding.
+CONSTANT_SPREAD = 1e-12
+
+
+def tss_floor(n: int, unit: float) -> float:
+    """TSS at or below which y is treated as constant: n (CONSTANT_SPREAD * unit)^2."""
+    return float(n) * (CONSTANT_SPREAD * unit) ** 2
+
+
+def group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The sorted distinct subgroup labels (as strings) and each response's index among them.
+
+    Raises ``ValueError`` when ``groups`` does not have ``n`` labels.
+
+    Examples
+    --------
+    >>> names, codes = group_codes(["b", "a", "b"], 3)
+    >>> names.tolist(), codes.tolist()
+    (['a', 'b'], [1, 0, 1])
+    """
+    g = pd.Series(np.asarray(groups, dtype=object)).astype(str).to_numpy()
+    if g.size != n:
+        raise ValueError(f"groups has {g.size} labels for {n} responses")
+    names, codes = np.unique(g, return_inverse=True)
+    return names, codes.reshape(-1)

@@ -20,8 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.data import as_pair
-from core.metrics.estimates.fairness import FAIRNESS_KEYS
-from core.metrics.estimates.fairness_ols import CONSTANT_SPREAD, group_codes
+from core.metrics.estimates.fairness import CONSTANT_SPREAD, FAIRNESS_KEYS, group_codes
 from core.metrics.notes import undefined
 
 #: Upper bound on the entries of one sub-chunk's cell table in :meth:`FairnessDesign.resampled`.

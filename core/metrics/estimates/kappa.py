@@ -1,7 +1,7 @@
 """Cohen's (weighted) kappa of two raters: SKLL semantics, scikit-learn's ``labels`` and ``sample_weight``.
 
 kappa = 1 - sum d O / sum d E over the joint table O and the chance table E (Cohen 1960, 1968), with the
-disagreement weights of :mod:`core.metrics.estimates.weights`.
+disagreement weights of :mod:`core.metrics.data`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Weights, as_pair, as_vector, check_option
+from core.metrics.data import Weights, as_pair, as_vector, check_option, disagreement_weights
 from core.metrics.estimates.sums import nan_where
-from core.metrics.estimates.weights import disagreement_weights
 from core.metrics.notes import undefined
 
 
@@ -23,7 +22,7 @@ def kappa_from_table(
     """Cohen's kappa from joint counts ``table[..., k, l]`` (human k, system l) over category values ``cats``.
 
     kappa = 1 - sum d_kl O_kl / sum d_kl E_kl, E_kl = n_k+ n_+l / N, with the disagreement weights d of
-    :func:`core.metrics.estimates.weights.disagreement_weights` (SKLL ``kappa``). If only one category is used by both
+    :func:`core.metrics.data.disagreement_weights` (SKLL ``kappa``). If only one category is used by both
     raters, or every weight is zero, SKLL returns 1.0, and so do we. Batch-capable.
     """
     table = np.asarray(table, dtype=np.float64)
@@ -93,7 +92,7 @@ def cohen_kappa(
 
     with observed counts O, chance counts E and disagreement weights d_kl = 1[k != l] (unweighted), |k - l|
     (linear) or (k - l)^2 (quadratic) over category positions
-    (:func:`core.metrics.estimates.weights.disagreement_weights`).
+    (:func:`core.metrics.data.disagreement_weights`).
 
     Parameters
     ----------

@@ -1,11 +1,11 @@
-"""Correlation and agreement of observed scores with RSMTool semantics (docs/design.md section 4.2; RSMTool
-"Evaluation Metrics").
+"""Correlation, agreement, mean differences and squared errors of observed scores with RSMTool semantics
+(docs/design.md section 4.2; RSMTool "Evaluation Metrics"): r, QWK, agreement, SMD, MSE, RMSE, R2, DSM.
 
-Notation: ``y_true`` is the human score H, ``y_pred`` the system score M, N the number of responses; two
-equal-length finite vectors in, a float out, NaN with an :class:`~core.metrics.notes.UndefinedMetricWarning` giving
-the reason when undefined. Pearson's r and QWK finish the totals of :mod:`core.metrics.estimates.moments`, as the
-pipeline and the bootstrap do. Cohen's kappa: :mod:`core.metrics.estimates.kappa`; SMD, MSE, RMSE, R2, DSM:
-:mod:`core.metrics.estimates.accuracy`.
+Notation: ``y_true`` is the human score H, ``y_pred`` the system score M (array-likes of shape (n,), finite), N the
+number of responses; two equal-length vectors in, a float out, NaN with an
+:class:`~core.metrics.notes.UndefinedMetricWarning` giving the reason when undefined. Pearson's r, QWK, SMD and R2
+finish the totals of :mod:`core.metrics.estimates.sums`, as the pipeline and the bootstrap do. Cohen's kappa:
+:mod:`core.metrics.estimates.kappa`.
 """
 
 from __future__ import annotations
@@ -15,15 +15,24 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import as_pair
+from core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
 from core.metrics.estimates.kappa import cohen_kappa as cohen_kappa  # re-exported: an observed-score metric
-from core.metrics.estimates.moments import finish_disattenuated, finish_pearson, finish_qwk, moments, pair_moment_sums
-from core.metrics.estimates.sums import as_float
+from core.metrics.estimates.sums import (
+    _REL_CONSTANT,
+    as_float,
+    finish_disattenuated,
+    finish_pearson,
+    finish_qwk,
+    finish_r2,
+    finish_smd,
+    moments,
+    pair_moment_sums,
+)
 from core.metrics.notes import undefined
 
 
 def pair_moments(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, NDArray[Any]]:
-    """The finished moments (:func:`core.metrics.estimates.moments.moments`) of one validated pair of score vectors."""
+    """The finished moments (:func:`core.metrics.estimates.sums.moments`) of one validated pair of score vectors."""
     s, shift = pair_moment_sums(*as_pair(y_true, y_pred))
     return moments(s.totals(), shift)
 
@@ -32,11 +41,6 @@ def pearson_r(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Pearson's correlation coefficient.
 
     r = sum (H - mean H)(M - mean M) / sqrt(sum (H - mean H)^2 sum (M - mean M)^2)
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-        Human and system scores, finite.
 
     Returns
     -------
@@ -59,10 +63,6 @@ def quadratic_weighted_kappa(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
     QWK = 2 Cov(H, M) / (Var(H) + Var(M) + (mean M - mean H)^2), population moments (ddof=0). On integer scores it
     equals Cohen's kappa with quadratic weights.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
 
     Returns
     -------
@@ -196,3 +196,181 @@ def degradation(human_system: dict[str, float], human_human: dict[str, float]) -
         for k in human_system
         if k in human_human and k != "N"
     }
+
+
+def standardized_mean_difference(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    method: SmdMethod = "unpooled",
+    ddof: int = 1,
+    population_y_true_sd: float | None = None,
+    population_y_pred_sd: float | None = None,
+) -> float:
+    """Standardized mean difference of system (or second human) and human scores.
+
+    unpooled: SMD = (mean M - mean H) / sd(H); pooled: SMD = (mean M - mean H) / sqrt((sd(H)^2 + sd(M)^2) / 2);
+    williamson: (mean M - mean H) / sqrt((sigma_H^2 + sigma_M^2) / 2) and johnson: (mean M - mean H) / sigma_H with
+    the population sds sigma given (RSMTool's variants, e.g. the whole evaluation set's sds for a subgroup).
+    Human-system SMD is unpooled, human-human SMD pooled (RSMTool).
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n,)
+    method : {"unpooled", "pooled", "williamson", "johnson"}, default "unpooled"
+    ddof : {0, 1}, default 1
+        Delta degrees of freedom of the standard deviations (1 in RSMTool reports).
+    population_y_true_sd, population_y_pred_sd : float, optional
+        The population sds of "williamson" (both) and "johnson" (the human one).
+
+    Returns
+    -------
+    float; NaN for n < 2 or constant human scores.
+
+    References
+    ----------
+    Williamson, Xi & Breyer (2012). A framework for evaluation and use of automated scoring. Educational
+    Measurement: Issues and Practice 31, 2-13. RSMTool ``standardized_mean_difference``.
+
+    Examples
+    --------
+    RSMTool's test vectors:
+
+    >>> round(standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], method="pooled", ddof=0), 12)
+    0.852324702859
+    >>> round(standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], ddof=0), 12)
+    1.171700198827
+    >>> standardized_mean_difference([8, 4, 6, 3], [9, 4, 5, 12], method="johnson", population_y_true_sd=1.2)
+    1.875
+    """
+    check_option("method", method, SMD_METHODS)
+    a, b = as_pair(y_true, y_pred)
+    if method in ("williamson", "johnson"):
+        if population_y_true_sd is None or (method == "williamson" and population_y_pred_sd is None):
+            raise ValueError(f"method {method!r} needs the population standard deviations")
+        if method == "johnson" or population_y_pred_sd is None:  # None only for johnson (checked above)
+            sd = float(population_y_true_sd)
+        else:
+            sd = float(np.sqrt((population_y_true_sd**2 + population_y_pred_sd**2) / 2.0))
+        if a.size == 0:
+            return undefined("SMD needs at least 1 response")
+        if not sd > 0:
+            return undefined("SMD is undefined when the population standard deviation is 0")
+        return float((b.mean() - a.mean()) / sd)
+    if ddof not in (0, 1):
+        raise ValueError("ddof must be 0 or 1")
+    mo = pair_moments(a, b)
+    if ddof == 0:
+        n = mo["n"]
+        mo = dict(mo, va=mo["va"] * (n - 1) / n, vb=mo["vb"] * (n - 1) / n)  # cancels the ddof=1 scaling
+    return float(finish_smd(mo, method))
+
+
+def mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Mean squared error MSE(H|M) = (1/N) sum (H_i - M_i)^2.
+
+    Returns
+    -------
+    float >= 0; NaN for no response.
+
+    References
+    ----------
+    RSMTool evaluation metrics; ``sklearn.metrics.mean_squared_error``.
+
+    Examples
+    --------
+    >>> mean_squared_error([1, 2, 3], [1, 2, 5])
+    1.3333333333333333
+    """
+    a, b = as_pair(y_true, y_pred)
+    if a.size == 0:
+        return undefined("MSE needs at least 1 response")
+    return float(np.mean((a - b) ** 2))
+
+
+def root_mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Root mean squared error sqrt(MSE(H|M)) (parameters and NaN rule: :func:`mean_squared_error`).
+
+    References
+    ----------
+    RSMTool evaluation metrics.
+
+    Examples
+    --------
+    RSMTool's test vector (constant system score 2.54):
+
+    >>> round(root_mean_squared_error([1, 3, 4, 2, 3, 1, 3, 4, 2, 1], [2.54] * 10), 12)
+    1.122319027728
+    """
+    return float(np.sqrt(mean_squared_error(y_true, y_pred)))
+
+
+def r2_score(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Coefficient of determination R2 = 1 - sum (H - M)^2 / sum (H - mean H)^2.
+
+    Returns
+    -------
+    float <= 1; NaN for n < 2 (RSMTool returns None) and for constant human scores (scikit-learn returns 0 or 1
+    there; we give the reason instead, a documented difference).
+
+    References
+    ----------
+    ``sklearn.metrics.r2_score``, as RSMTool uses it.
+
+    Examples
+    --------
+    >>> round(r2_score([1, 3, 4, 2, 3, 1, 3, 4, 2, 1], [2.54] * 10), 12)
+    -0.015806451613
+    """
+    return float(finish_r2(pair_moments(y_true, y_pred)))
+
+
+def difference_of_standardized_means(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    *,
+    population_y_true_mean: float | None = None,
+    population_y_pred_mean: float | None = None,
+    population_y_true_sd: float | None = None,
+    population_y_pred_sd: float | None = None,
+    ddof: int = 1,
+) -> float:
+    """Difference of standardized means, DSM = mean_i [(M_i - mean_M) / sd_M - (H_i - mean_H) / sd_H].
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n,)
+        The scores of one subgroup.
+    population_y_true_mean, population_y_pred_mean, population_y_true_sd, population_y_pred_sd : float, optional
+        The means and sds of the WHOLE evaluation set when evaluating a subgroup; default: from the given vectors
+        (sds with ``ddof``).
+    ddof : int, default 1
+
+    Returns
+    -------
+    float; NaN if either sd is ~0 or the vectors are empty.
+
+    References
+    ----------
+    RSMTool ``difference_of_standardized_means``.
+
+    Examples
+    --------
+    RSMTool's test vector:
+
+    >>> round(difference_of_standardized_means([8, 4, 6, 3], [9, 4, 5, 12], population_y_true_mean=4.5,
+    ...       population_y_pred_mean=5.1, population_y_true_sd=1.2, population_y_pred_sd=1.8), 12)
+    0.708333333333
+    """
+    a, b = as_pair(y_true, y_pred)
+    if a.size == 0:
+        return undefined("DSM needs at least 1 response")
+    mh = float(np.mean(a)) if population_y_true_mean is None else float(population_y_true_mean)
+    mm = float(np.mean(b)) if population_y_pred_mean is None else float(population_y_pred_mean)
+    if (population_y_true_sd is None or population_y_pred_sd is None) and a.size <= ddof:
+        return undefined("DSM needs more responses than ddof to estimate standard deviations")
+    sh = float(np.std(a, ddof=ddof)) if population_y_true_sd is None else float(population_y_true_sd)
+    sm = float(np.std(b, ddof=ddof)) if population_y_pred_sd is None else float(population_y_pred_sd)
+    if sh <= _REL_CONSTANT * max(1.0, abs(mh)) or sm <= _REL_CONSTANT * max(1.0, abs(mm)):
+        return undefined("DSM is undefined when the human or system scores are constant")
+    return float(np.mean((b - mm) / sm) - np.mean((a - mh) / sh))

@@ -23,7 +23,8 @@ from core.metrics.estimates.agreement_totals import agreement_tables_from_joint,
 from core.metrics.estimates.association import kendall_taus, spearman_rho, spearman_rho_resampled
 from core.metrics.estimates.kappa import kappa_from_table
 from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
-from core.metrics.estimates.moments import (
+from core.metrics.estimates.sums import (
+    RowSums,
     finish_mse,
     finish_pearson,
     finish_qwk,
@@ -31,9 +32,9 @@ from core.metrics.estimates.moments import (
     finish_sd,
     finish_smd,
     moments,
+    nan_where,
     pair_moment_sums,
 )
-from core.metrics.estimates.sums import RowSums, nan_where
 from core.metrics.notes import capture, caution, quiet, undefined
 from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS, REPORT_WEIGHTS, report_name
 
@@ -248,8 +249,8 @@ def observed_metrics(
     category values) exact/adjacent agreement, the kappa family, Gwet's AC, Brennan-Prediger, Scott's pi and
     Krippendorff's alpha compare ``y_true`` with ``y_pred`` rounded half-to-even and clipped to the categories.
     One pass of sufficient statistics serves every metric (definitions: :mod:`core.metrics.estimates.observed`,
-    :mod:`core.metrics.estimates.accuracy`, :mod:`core.metrics.estimates.agreement`,
-    :mod:`core.metrics.estimates.krippendorff`). ``ranks=False`` skips Spearman and Kendall (the only O(N log N) ones).
+    :mod:`core.metrics.estimates.agreement`, :mod:`core.metrics.estimates.krippendorff`). ``ranks=False`` skips
+    Spearman and Kendall (the only O(N log N) ones).
     Undefined values are NaN with an UndefinedMetricWarning naming the reason.
 
     Parameters

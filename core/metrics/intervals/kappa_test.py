@@ -12,9 +12,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from core.metrics.data import Weights, check_option
+from core.metrics.data import Weights, check_option, disagreement_weights
 from core.metrics.estimates.kappa import kappa_table
-from core.metrics.estimates.weights import disagreement_weights
 from core.metrics.intervals.analytic import normal_ci
 from core.metrics.notes import undefined
 
@@ -38,7 +37,7 @@ def kappa_test_from_table(table: ArrayLike, *, weights: Weights | None = None, c
     ``cohens_kappa``).
 
     With p_ij = O_ij / n, margins p_i+, p_+j, agreement weights w = 1 - d over category positions
-    (:func:`core.metrics.estimates.weights.disagreement_weights`), wbar_i. = sum_j p_+j w_ij, wbar_.j = sum_i p_i+ w_ij
+    (:func:`core.metrics.data.disagreement_weights`), wbar_i. = sum_j p_+j w_ij, wbar_.j = sum_i p_i+ w_ij
     and
     pe = sum w_ij p_i+ p_+j:
 
