@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 
 from core.distributed.runs import dask_map
-from core.simulate import annotation, aware_study
+from core.simulate import annotation, aware_study, serial_map
 from core.simulate import prmse as exp
 from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, run_experiment
-from core.simulate.mapping import serial_map
 from core.simulate.prmse_data import PrmseSettings, generate_dataset
 
 

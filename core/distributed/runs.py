@@ -1,4 +1,4 @@
-"""Independent simulation runs on a Dask cluster, with the ``map_fn`` contract of :mod:`core.simulate.mapping`.
+"""Independent simulation runs on a Dask cluster, with the ``map_fn`` contract of :mod:`core.simulate`.
 
 Every task is submitted at once; results are yielded in task order, each as soon as it and all earlier ones are
 done. An argument object shared by several tasks and larger than :data:`SCATTER_BYTES` (a simulated data set) is
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from core.errors import EaslError
-from core.simulate.mapping import MapFn
+from core.simulate import MapFn
 
 #: Shared arguments at least this large (bytes, ``dask.sizeof``) are scattered once.
 SCATTER_BYTES = 1_000_000

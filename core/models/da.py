@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import Model, Posterior, State
+from core.models.base import CommutativeModel, Posterior, State
 
 
-class DirectAssessmentModel(Model):
+class DirectAssessmentModel(CommutativeModel):
     """Direct assessment (section 5's DA baseline): each item's estimate is the mean of its scores.
 
     State: ``sum``, ``sumsq``, ``count``. With fewer than 2 scores the variance is the prior's, 1/12 (the
@@ -26,25 +26,15 @@ class DirectAssessmentModel(Model):
 
     name = "da"
 
-    def init_state(self, n_items: int) -> State:
-        return {
-            "sum": np.zeros(n_items, dtype=np.float64),
-            "sumsq": np.zeros(n_items, dtype=np.float64),
-            "count": np.zeros(n_items, dtype=np.float64),
-        }
+    def prior(self) -> dict[str, float]:
+        return {"sum": 0.0, "sumsq": 0.0, "count": 0.0}
 
-    def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
-        item, score = self._commutative_batch(state, item, score01, group, sign)
-        if item.size == 0:
-            return
-        n = state["count"].size
-        state["sum"] += sign * np.bincount(item, weights=score, minlength=n)
-        state["sumsq"] += sign * np.bincount(item, weights=score * score, minlength=n)
-        state["count"] += sign * np.bincount(item, minlength=n)
-        if sign < 0:
-            empty = state["count"] <= 0
-            for key in ("sum", "sumsq", "count"):
-                state[key][empty] = 0.0
+    def sums(self, item: NDArray[Any], score: NDArray[Any], n_items: int) -> dict[str, NDArray[Any]]:
+        return {
+            "sum": np.bincount(item, weights=score, minlength=n_items),
+            "sumsq": np.bincount(item, weights=score * score, minlength=n_items),
+            "count": np.bincount(item, minlength=n_items),
+        }
 
     def _mean_var(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         n = state["count"]

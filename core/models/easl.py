@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import Model, Posterior, State
+from core.models.base import CommutativeModel, Posterior, State
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
 
 
-class EaslModel(Model):
+class EaslModel(CommutativeModel):
     """EASL (section 4): item ``i`` is Beta(alpha_i, beta_i); a score ``s`` in ``[0, 1]`` adds
     ``alpha_i += s``, ``beta_i += 1 - s`` (eq 24-25). Commutative, so ``sign = -1`` retracts; an item whose
     count returns to 0 is reset to the prior exactly. Estimate: the mode (eq 12); variance eq 13; 95%
@@ -23,28 +23,13 @@ class EaslModel(Model):
 
     name = "easl"
 
-    def init_state(self, n_items: int) -> State:
-        return {
-            "alpha": np.full(n_items, self.hyper.alpha0, dtype=np.float64),
-            "beta": np.full(n_items, self.hyper.beta0, dtype=np.float64),
-            "count": np.zeros(n_items, dtype=np.float64),
-        }
+    def prior(self) -> dict[str, float]:
+        return {"alpha": self.hyper.alpha0, "beta": self.hyper.beta0, "count": 0.0}
 
-    def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
-        item, score = self._commutative_batch(state, item, score01, group, sign)
-        if item.size == 0:
-            return
-        n = state["count"].size
-        s_sum = np.bincount(item, weights=score, minlength=n)
-        c_sum = np.bincount(item, minlength=n).astype(np.float64)
-        state["alpha"] += sign * s_sum
-        state["beta"] += sign * (c_sum - s_sum)
-        state["count"] += sign * c_sum
-        if sign < 0:
-            empty = state["count"] <= 0
-            state["alpha"][empty] = self.hyper.alpha0
-            state["beta"][empty] = self.hyper.beta0
-            state["count"][empty] = 0.0
+    def sums(self, item: NDArray[Any], score: NDArray[Any], n_items: int) -> dict[str, NDArray[Any]]:
+        s_sum = np.bincount(item, weights=score, minlength=n_items)
+        c_sum = np.bincount(item, minlength=n_items).astype(np.float64)
+        return {"alpha": s_sum, "beta": c_sum - s_sum, "count": c_sum}
 
     def summary(self, state: State) -> Posterior:
         a, b = state["alpha"], state["beta"]

@@ -38,8 +38,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import HyperParameterError, UserError
-from core.simulate import measures
-from core.simulate.mapping import MapFn, serial_map
+from core.simulate import MapFn, measures, serial_map
 
 #: One point of an experiment: ``(x value, gold scores, system scores)``.
 Experiment = tuple[float, NDArray[Any], NDArray[Any]]
@@ -216,7 +215,7 @@ def run_experiment(
     percent agreement and MAE; the scale is the experiment's (for 4.4 the binned scale 1..g).
 
     The data of every x value are drawn here from ``rng`` in order; ``map_fn`` runs the coefficients of each
-    (:mod:`core.simulate.mapping`), so the numbers do not depend on where they run."""
+    (:mod:`core.simulate`), so the numbers do not depend on where they run."""
     x_name, _, generator, scale = EXPERIMENTS[name]
     tasks = [
         (x_name, x, gold, system, *((1, int(x)) if scale is None else getattr(settings, scale)))

@@ -35,8 +35,7 @@ from numpy.typing import NDArray
 from core.errors import HyperParameterError, InputError
 from core.models import Hyper
 from core.selection import match_quality
-from core.simulate import measures
-from core.simulate.mapping import MapFn, serial_map
+from core.simulate import MapFn, measures, serial_map
 
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
 
@@ -325,7 +324,7 @@ def compare_methods(
     """Run every method ``settings.runs`` times and summarise.
 
     The campaigns are independent (run r of every method uses the generator seeded with the r-th draw of ``rng``)
-    and run through ``map_fn`` (:mod:`core.simulate.mapping`; default here, in order): the same seed gives the same
+    and run through ``map_fn`` (:mod:`core.simulate`; default here, in order): the same seed gives the same
     numbers wherever they run.
 
     Returns ``{"curves": long DataFrame (method, run, iteration, n_annotations, annotations_per_item, spearman,

@@ -40,9 +40,9 @@ from core.models.aware_clickers import INFORMATIVE_KEY, informative_arrays, info
 from core.models.aware_diagnostics import annotator_diagnostics
 from core.models.aware_posterior import rank_figures, stops
 from core.selection import select_hits, select_least_annotated
+from core.simulate import MapFn, serial_map
 from core.simulate.annotation import first_crossing
 from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
-from core.simulate.mapping import MapFn, serial_map
 from core.simulate.replay import item_means, zscore
 
 METHODS = ("da", "da-z", "easl", "aware")
@@ -231,7 +231,7 @@ def run_study(
     progress : callable, optional
         Called with ``(done, total)`` as each run's rows arrive.
     map_fn : MapFn
-        How the runs execute (:mod:`core.simulate.mapping`): each (model, method, seed) run is one task of
+        How the runs execute (:mod:`core.simulate`): each (model, method, seed) run is one task of
         :func:`run_task` with its seed fixed, so any map gives the same numbers.
     **run_kw :
         Passed to :func:`run_one` (``n_annotators``, ``hit_size``, ``batch_hits``, ``max_per_item``, ...).

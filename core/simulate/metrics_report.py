@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.simulate import measures, published
+from core.simulate import MapFn, measures, published
 from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, property_table, run_experiment
-from core.simulate.mapping import MapFn
 from core.simulate.report import Report, lines
 
 #: The paper's verdicts per coefficient family, weights and property, as they would appear in our property table
@@ -59,7 +58,7 @@ def run(
     map_fn: MapFn | None = None,
 ) -> PropertyResults:
     """Run the four experiments with one generator and build the property table (``map_fn``: how the points of
-    each experiment run, :mod:`core.simulate.mapping`)."""
+    each experiment run, :mod:`core.simulate`)."""
     curves, timings = {}, {}
     for name in EXPERIMENTS:
         t = time.perf_counter()

@@ -17,8 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.simulate import measures
-from core.simulate.mapping import MapFn, serial_map
+from core.simulate import MapFn, measures, serial_map
 from core.simulate.prmse_data import PrmseDataset, mean_offdiagonal_correlation
 
 if TYPE_CHECKING:
@@ -127,7 +126,7 @@ def metric_stability(
     """Section 4.1 / Figure 1 and section 5.2 / Figure 4: the sample system against each sampled pair of each
     rater category; one row per (pair, reference) with r, QWK, R2, degradation, and the pair's PRMSE (computed
     from both ratings; the same value on both rows of a pair). ``map_fn`` runs the categories
-    (:mod:`core.simulate.mapping`)."""
+    (:mod:`core.simulate`)."""
     return _by_category(ds, _stability_rows, "4.1", progress, map_fn)
 
 
@@ -285,7 +284,7 @@ def double_scoring(
     """Section 5.3 / Figure 5 / Table 4: for every sampled pair and double-scored percentage, PRMSE of the sample
     system (a) on all N responses with only the chosen share double-scored (the second rater's other scores are
     missing) and (b) on the double-scored responses only. ``map_fn`` runs the categories
-    (:mod:`core.simulate.mapping`)."""
+    (:mod:`core.simulate`)."""
     return _by_category(ds, _double_rows, "5.3", progress, map_fn)
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from core.errors import UserError
-from core.simulate.mapping import MapFn, serial_map
+from core.simulate import MapFn, serial_map
 
 RATER_CATEGORIES = ("low", "moderate", "average", "high")
 SYSTEM_CATEGORIES = ("poor", "low", "medium", "high", "perfect")
@@ -260,7 +260,7 @@ def generate_dataset(
        not rounded, not clipped; ids sys_1..sys_S.
 
     ``progress``: optional callable ``progress(step_description)`` called after each step. ``map_fn`` runs the
-    searches of the categories (:mod:`core.simulate.mapping`; default here, in order).
+    searches of the categories (:mod:`core.simulate`; default here, in order).
     """
     s = settings
     true = true_scores(s)

@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.simulate import MapFn, published
 from core.simulate import prmse as exp
-from core.simulate import published
-from core.simulate.mapping import MapFn
 from core.simulate.prmse import PrmseResults
 from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
 from core.simulate.published import NOTEBOOK as NB
@@ -44,7 +43,7 @@ def run(
 ) -> PrmseResults:
     """Generate the dataset (unless ``dataset``, made from the same settings, is given) and run every experiment;
     ``progress(step)`` is called after each step; ``map_fn`` runs the per-category units
-    (:mod:`core.simulate.mapping`)."""
+    (:mod:`core.simulate`)."""
     timings: dict[str, float] = {}
 
     def timed(step: str, fn: Callable[[], Any], done: str | None = None) -> Any:
