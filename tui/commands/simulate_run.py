@@ -143,7 +143,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     """Run ``easl simulate metrics``."""
     import numpy as np
 
-    from core.simulate import metrics_report
+    from core.simulate import agreement_properties as metrics
     from core.simulate.agreement_properties import PropertySettings
 
     started = time.perf_counter()
@@ -151,10 +151,10 @@ def run_metrics(args: argparse.Namespace) -> int:
     settings = PropertySettings(**kw | ({"n": 1000} if args.quick else {}))  # --quick: 1,000 responses
     prog, advance = step_progress("simulate metrics", 6)
     with _mapper(args) as map_fn, prog, _options():
-        res = metrics_report.run(
+        res = metrics.run(
             settings, np.random.default_rng(settings.seed), progress=advance, flat=args.flat, map_fn=map_fn
         )
-        rep = metrics_report.write_report(res, args.out, _command_line(args))
+        rep = metrics.write_report(res, args.out, _command_line(args))
         advance("report")
     _finish(rep.out, started, [])
     return 0
