@@ -6,7 +6,7 @@ numbers in this package refer to it. Herbrich, Minka & Graepel (2006) for TrueSk
 Four models share one interface (:class:`Model`, :mod:`core.models.base`):
 
 * ``"easl"``      :mod:`core.models.easl`: Beta posteriors updated directly by scalar scores (eq 24-25).
-* ``"ra"``        :mod:`core.models.ra`: bounded online ranking aggregation: Beta posteriors updated by the
+* ``"ra"``        :mod:`core.models.easl`: bounded online ranking aggregation: Beta posteriors updated by the
                   pairwise outcomes of a HIT (Rao-Kupper probabilities eq 20-22, updates eq 14-19).
 * ``"trueskill"`` :mod:`core.models.gaussian`: TrueSkill 1-vs-1 (eq 3-11) on the same pairwise outcomes, beside its
                   Gaussian factors (eq 3-10).
@@ -25,11 +25,10 @@ from __future__ import annotations
 
 from core.models.base import Model, Posterior, State
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
-from core.models.easl import DirectAssessmentModel, EaslModel
+from core.models.easl import DirectAssessmentModel, EaslModel, RankAggregationModel, rao_kupper
 from core.models.gaussian import Z975, TrueSkillModel, draw_margin, rate_1vs1, v_draw, v_win, w_draw, w_win
 from core.models.hyper import METHODS, PARTNER_POOLS, Hyper
 from core.models.pairs import PairSchedule, pair_schedule
-from core.models.ra import RankAggregationModel, rao_kupper
 
 __all__ = [
     "METHODS",
