@@ -258,7 +258,7 @@ def _study_options(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str
 
 def run_aware_study(args: argparse.Namespace) -> int:
     """``easl simulate easl --annotator-model ...``: the annotator-aware study (``core.simulate.aware_study``)."""
-    from core.simulate import aware_report, aware_study
+    from core.simulate import aware_study
 
     started = time.perf_counter()
     models, methods, oracle, description = _study_options(args)
@@ -280,7 +280,7 @@ def run_aware_study(args: argparse.Namespace) -> int:
             progress=lambda done, total: advance(""),
             **({} if map_fn is None else {"map_fn": map_fn}),
         )
-        rep = aware_report.write_report(
+        rep = aware_study.write_report(
             result,
             args.out,
             _command_line(args),
@@ -291,7 +291,7 @@ def run_aware_study(args: argparse.Namespace) -> int:
         )
         advance("report")
     lines = [
-        f"{row.model} {aware_report.METHOD_LABELS.get(row.method, row.method)}: "
+        f"{row.model} {aware_study.METHOD_LABELS.get(row.method, row.method)}: "
         f"{getattr(row, 'saved_vs_da', float('nan')):+.0f}% annotations saved vs DA "
         f"{getattr(row, 'saved_vs_da_ci', '')}"
         for row in result["budget"].itertuples()
