@@ -21,8 +21,7 @@ import pandas as pd
 
 from core.simulate import MapFn, published
 from core.simulate import prmse as exp
-from core.simulate.prmse import PrmseResults
-from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
+from core.simulate.prmse import PrmseDataset, PrmseResults, PrmseSettings, generate_dataset
 from core.simulate.published import NOTEBOOK as NB
 from core.simulate.published import PAPER as P
 from core.simulate.report import Comparison, Report, box_by_group, grouped_boxes, lines, new_figure, strip_by_group

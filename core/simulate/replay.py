@@ -333,13 +333,10 @@ def summarise(
 
 
 class ProjectReplay:
-    """The ratings of one split, answering a project's HITs: the campaign of ``easl demo`` on the shipped study.
-
-    It splits the ratings as :func:`split` does and answers each HIT that :meth:`core.store.Project.next_hits`
-    issues with real ratings from the pool (:func:`assign`: one real annotator who rated all the HIT's items, else a
-    random unused rater per item), ingested with the real annotator ids through :meth:`core.store.Project.ingest`.
-    Should an item's pool run out (a project is never told which ratings exist), the item draws again from its
-    whole pool; the demo's budget keeps well below that.
+    """The ratings of one split (:func:`split`) answering each HIT of :meth:`core.store.Project.next_hits` with real
+    ratings from the pool (:func:`assign`) and the real annotator ids (``easl demo``). Should an item's pool run out
+    (a project is never told which ratings exist), the item draws again from its whole pool; the demo's budget keeps
+    well below that.
 
     Parameters
     ----------

@@ -106,7 +106,7 @@ _QUICK_PRMSE: dict[str, Any] = dict(
 def run_prmse(args: argparse.Namespace) -> int:
     """Run ``easl simulate prmse``."""
     from core.simulate import prmse_report
-    from core.simulate.prmse_data import PrmseSettings
+    from core.simulate.prmse import PrmseSettings
 
     started = time.perf_counter()
     kw = (_QUICK_PRMSE if args.quick else {}) | _given(args, PrmseSettings, _PRMSE_RENAMED)
