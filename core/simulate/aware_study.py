@@ -6,7 +6,7 @@ scores per item, so every method spends the same.
 
 The annotator models (M1-M5, IX, DRIFT) and their world are :mod:`core.simulate.aware_world`. The tables of the
 study (:func:`summarise`): the budget to reach the target Spearman (the first crossing of the seed-mean curve,
-:func:`core.simulate.annotation.first_crossing`, linear between checkpoints) and the % saved vs DA and DA-z with
+:func:`core.simulate.first_crossing`, linear between checkpoints) and the % saved vs DA and DA-z with
 paired bootstrap intervals over seeds, the coverage of the rank intervals, the stopping rule's hit rate, and the
 random-clicker flags.
 
@@ -43,8 +43,7 @@ from core.models.aware_clickers import INFORMATIVE_KEY, informative_arrays, info
 from core.models.aware_diagnostics import annotator_diagnostics
 from core.models.aware_posterior import rank_figures, stops
 from core.selection import select_hits, select_least_annotated
-from core.simulate import MapFn, serial_map
-from core.simulate.annotation import first_crossing
+from core.simulate import MapFn, first_crossing, serial_map
 from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from core.simulate.paired_budgets import MIN_PER_ITEM, report_section
 from core.simulate.replay import item_means, zscore
@@ -233,11 +232,8 @@ def run_study(
     oracle : path, optional
         A CSV truth (:func:`~core.simulate.aware_world.load_oracle`, column ``oracle_column``); default the
         generated Beta(2,2) oracle (:func:`~core.simulate.aware_world.beta_oracle`) of ``n_items`` items.
-    progress : callable, optional
-        Called with ``(done, total)`` as each run's rows arrive.
-    map_fn : MapFn
-        How the runs execute (:mod:`core.simulate`): each (model, method, seed) run is one task of
-        :func:`run_task` with its seed fixed, so any map gives the same numbers.
+    progress, map_fn :
+        As in :mod:`core.simulate`; each (model, method, seed) run is one task of :func:`run_task`.
     **run_kw :
         Passed to :func:`run_one` (``n_annotators``, ``hit_size``, ``batch_hits``, ``max_per_item``, ...).
 

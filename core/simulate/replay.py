@@ -21,7 +21,7 @@ annotator, to compare the flags with each annotator's agreement over all their r
 
 The tables (:func:`summarise`): each run's Spearman curve is put on the common grid of batch budgets (linear
 interpolation; a run whose pool ran out stops there), the seeds are averaged, and the budget is the first crossing
-of the seed-mean curve (:func:`core.simulate.annotation.first_crossing`). The bootstrap resamples the seeds, the
+of the seed-mean curve (:func:`core.simulate.first_crossing`). The bootstrap resamples the seeds, the
 same resample for the method and its reference (paired: a seed is one split and one stream of annotators).
 
 :class:`ProjectReplay` answers a real project's HITs with the same split and draws (``easl demo``).
@@ -39,8 +39,7 @@ from scipy import stats
 from core.models import METHODS as ENGINE_METHODS
 from core.models import Hyper, get_model
 from core.selection import select_least_annotated
-from core.simulate import MapFn, serial_map
-from core.simulate.annotation import first_crossing
+from core.simulate import MapFn, first_crossing, serial_map
 from core.simulate.replay_data import Ratings, flag_table
 from core.store.choosing import choose_hits
 
@@ -226,10 +225,8 @@ def run_replay(
         Seeds ``first_seed .. first_seed + n_seeds - 1``: each is one split and one stream of annotators.
     targets : tuple of float
         Spearman correlations to reach.
-    progress : callable, optional
-        Called with ``(done, total)`` as each run ends.
-    map_fn : MapFn
-        How the runs execute (:mod:`core.simulate`); any map gives the same numbers.
+    progress, map_fn :
+        As in :mod:`core.simulate`; each (method, seed) campaign is one task of :func:`run_task`.
     **run_kw :
         :func:`run_one`'s settings (``hit_size``, ``batch_hits``, ``max_per_item``).
 

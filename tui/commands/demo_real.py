@@ -20,7 +20,7 @@ def _budget_to(curve: list[tuple[float, float]], target: float) -> float:
     interpolation; NaN if it never does)."""
     import numpy as np
 
-    from core.simulate.annotation import first_crossing
+    from core.simulate import first_crossing
 
     if not curve:
         return float("nan")

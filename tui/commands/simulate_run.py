@@ -198,7 +198,7 @@ def run_easl(args: argparse.Namespace) -> int:
     """Run ``easl simulate easl``."""
     import numpy as np
 
-    from core.simulate import annotation, easl_report
+    from core.simulate import annotation
 
     if getattr(args, "annotator_model", None):
         return run_aware_study(args)
@@ -216,7 +216,7 @@ def run_easl(args: argparse.Namespace) -> int:
             progress=lambda method, run: advance(f"{method} run {run + 1}"),
             map_fn=map_fn,
         )
-        rep = easl_report.write_report(
+        rep = annotation.write_report(
             res, oracle, settings, annotators, args.out, _command_line(args), runtime=time.perf_counter() - started
         )
         advance("report")
