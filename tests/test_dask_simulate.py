@@ -9,11 +9,10 @@ import pandas as pd
 import pytest
 
 from core.distributed.cluster import dask_map
-from core.simulate import annotation, aware_study
+from core.simulate import annotation, aware_study, serial_map
 from core.simulate import prmse as exp
 from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, run_experiment
-from core.simulate.mapping import serial_map
-from core.simulate.prmse_data import PrmseSettings, generate_dataset
+from core.simulate.prmse import PrmseSettings, generate_dataset
 
 
 @pytest.fixture(scope="module")

@@ -308,7 +308,7 @@ def test_annotator_model_study_refuses_bad_names(tmp_path, capsys):
 
 
 def test_no_gain_models_reads_the_interval():
-    from core.simulate.aware_report import no_gain_models
+    from core.simulate.aware_study import no_gain_models
 
     budget = pd.DataFrame(
         {

@@ -15,7 +15,7 @@ import pytest
 
 from core.errors import HyperParameterError, UserError
 from core.simulate import agreement_properties as ap
-from core.simulate import measures, metrics_report
+from core.simulate import measures
 from tui import cli
 
 SMALL = dict(
@@ -29,7 +29,7 @@ SMALL = dict(
 @pytest.fixture(scope="module")
 def results():
     settings = ap.PropertySettings(**SMALL)
-    return metrics_report.run(settings, np.random.default_rng(7))
+    return ap.run(settings, np.random.default_rng(7))
 
 
 def test_gaussian_scores_stay_on_the_scale():

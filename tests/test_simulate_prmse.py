@@ -17,7 +17,7 @@ import pytest
 from core.errors import UserError
 from core.simulate import prmse as exp
 from core.simulate import prmse_report, published
-from core.simulate.prmse_data import (
+from core.simulate.prmse import (
     PrmseSettings,
     generate_dataset,
     human_scores,

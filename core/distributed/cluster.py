@@ -7,7 +7,7 @@ are restarted above 95% (``distributed``'s defaults); a task whose worker dies i
 ``distributed.scheduler.allowed-failures`` times, after which the computation fails with ``KilledWorker``.
 
 :func:`dask_map` runs independent simulation runs on a client with the ``map_fn`` contract of
-:mod:`core.simulate.mapping`: every task is submitted at once; results are yielded in task order, each as soon as it
+:mod:`core.simulate`: every task is submitted at once; results are yielded in task order, each as soon as it
 and all earlier ones are done. An argument object shared by several tasks and larger than :data:`SCATTER_BYTES` (a
 simulated data set) is sent to the workers once (``Client.scatter``) instead of once per task. A task that keeps
 killing workers fails the sweep with one clear error.
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from core.errors import EaslError
-from core.simulate.mapping import MapFn
+from core.simulate import MapFn
 
 #: Upper bound on the memory limit of one local worker (bytes).
 LOCAL_WORKER_MEMORY = 4 * 2**30

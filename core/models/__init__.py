@@ -3,33 +3,32 @@
 Source: Sakaguchi & Van Durme (2018), "Efficient Online Scalar Annotation with Bounded Support", ACL; equation
 numbers in this package refer to it. Herbrich, Minka & Graepel (2006) for TrueSkill.
 
-Four models share one interface (:class:`Model`, :mod:`core.models.base`), one module each:
+Four models share one interface (:class:`Model`, :mod:`core.models.base`):
 
 * ``"easl"``      :mod:`core.models.easl`: Beta posteriors updated directly by scalar scores (eq 24-25).
-* ``"ra"``        :mod:`core.models.ra`: bounded online ranking aggregation: Beta posteriors updated by the
+* ``"ra"``        :mod:`core.models.easl`: bounded online ranking aggregation: Beta posteriors updated by the
                   pairwise outcomes of a HIT (Rao-Kupper probabilities eq 20-22, updates eq 14-19).
-* ``"trueskill"`` :mod:`core.models.trueskill`: TrueSkill 1-vs-1 (eq 3-11) on the same pairwise outcomes.
-* ``"da"``        :mod:`core.models.da`: direct assessment, the mean of each item's scores.
+* ``"trueskill"`` :mod:`core.models.gaussian`: TrueSkill 1-vs-1 (eq 3-11) on the same pairwise outcomes, beside its
+                  Gaussian factors (eq 3-10).
+* ``"da"``        :mod:`core.models.easl`: direct assessment, the mean of each item's scores.
 
-Shared pieces: :mod:`~core.models.hyper`, :mod:`~core.models.beta` (eq 12-13), :mod:`~core.models.gaussian`
-(eq 3-10), :mod:`~core.models.pairs`, :mod:`~core.models.registry` (:func:`get_model`); match quality (eq 11 / 23)
-is :func:`core.selection.match_quality`. The annotator-aware model (``"aware"``) is :mod:`core.models.aware_model`.
+Shared pieces: :mod:`~core.models.hyper`, :mod:`~core.models.beta` (eq 12-13), :mod:`~core.models.pairs`;
+:func:`get_model` (below) builds a project's model; match quality (eq 11 / 23) is
+:func:`core.selection.match_quality`. The annotator-aware model (``"aware"``) is :mod:`core.models.aware_model`.
 
 Models work on the unit interval; :class:`Hyper` converts from and to the project's score range. State is a
 ``dict`` of float64 arrays of length ``n_items``; every state has ``count`` (the number of observations of each
 item, an exact integer in float64).
 """
 
+from __future__ import annotations
+
 from core.models.base import Model, Posterior, State
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
-from core.models.da import DirectAssessmentModel
-from core.models.easl import EaslModel
-from core.models.gaussian import Z975, draw_margin, rate_1vs1, v_draw, v_win, w_draw, w_win
+from core.models.easl import DirectAssessmentModel, EaslModel, RankAggregationModel, rao_kupper
+from core.models.gaussian import Z975, TrueSkillModel, draw_margin, rate_1vs1, v_draw, v_win, w_draw, w_win
 from core.models.hyper import METHODS, PARTNER_POOLS, Hyper
 from core.models.pairs import PairSchedule, pair_schedule
-from core.models.ra import RankAggregationModel, rao_kupper
-from core.models.registry import get_model
-from core.models.trueskill import TrueSkillModel
 
 __all__ = [
     "METHODS",
@@ -58,3 +57,47 @@ __all__ = [
     "w_draw",
     "w_win",
 ]
+
+#: The incremental models; "aware" is built by :func:`get_model` itself (it refits from the log).
+_MODELS: dict[str, type[Model]] = {
+    "easl": EaslModel,
+    "ra": RankAggregationModel,
+    "trueskill": TrueSkillModel,
+    "da": DirectAssessmentModel,
+}
+
+
+def get_model(hyper: Hyper) -> Model:
+    """The posterior model named by ``hyper.method``.
+
+    Parameters
+    ----------
+    hyper : Hyper
+        The project's hyper-parameters; ``hyper.method`` is one of :data:`core.models.METHODS`.
+
+    Returns
+    -------
+    Model
+        The model of the method bound to ``hyper`` (the package docstring lists them); for "aware",
+        :class:`~core.models.aware_model.AwareModel`, which the store refits from the live log with annotator ids
+        (``refit_on_change``) instead of applying increments.
+
+    References
+    ----------
+    Sakaguchi & Van Durme (2018), sections 3-5 (the four methods compared there).
+
+    Examples
+    --------
+    >>> m = get_model(Hyper())
+    >>> s = m.init_state(2)
+    >>> m.apply(s, [0], [0.8], [0])
+    >>> summ = m.summary(s)
+    >>> round(float(summ.estimate[0]), 12), round(float(summ.variance[0]), 12)  # Beta(1.8, 1.2)
+    (0.8, 0.06)
+    """
+    if hyper.method == "aware":
+        from core.models.aware_model import AwareModel  # here: it loads SciPy, which the other models do not need
+
+        # AwareModel has the interface of Model without subclassing it (core/models/aware_model.py)
+        return AwareModel(hyper, uniform_passes=hyper.uniform_passes)  # type: ignore[return-value]
+    return _MODELS[hyper.method](hyper)

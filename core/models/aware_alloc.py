@@ -17,6 +17,9 @@ item: ``O(N + B log B)``.
 SciPy is imported inside the functions that use it (``easl status`` imports this module and needs none of it),
 and the convolution is numpy's real FFT, not ``scipy.signal.fftconvolve``, for the ``easl next`` target of 3 s at
 1,000,000 items (measurements: docs/studies/code-notes.md).
+
+References (every function): ``docs/studies/aware.md`` (allocation by expected reduction of mis-ordered pairs);
+the research prototype's allocation (annotator-aware, after uniform passes).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ def information_per_score(state: AwareState) -> NDArray[Any]:
 
     References
     ----------
-    ``docs/studies/aware.md`` (allocation); Bishop (2006), section 3.3 (Gaussian posterior update).
+    Bishop (2006), section 3.3 (Gaussian posterior update).
     """
     seen = state.n_scores > 0
     if not seen.any():
@@ -78,10 +81,6 @@ def misorder_sums(m: NDArray[Any], v: NDArray[Any], v_self: list[NDArray[Any]]) 
     -------
     list of ndarray of float64, shape (N,)
         One ``F`` per ``v_self``.
-
-    References
-    ----------
-    ``docs/studies/aware.md`` (the expected number of mis-ordered pairs).
 
     Examples
     --------
@@ -158,10 +157,6 @@ def slot_gains(state: AwareState, *, max_slots: int = 2) -> NDArray[Any]:
     -------
     ndarray of float64, shape (n_items, max_slots)
         Non-negative up to the binning error; non-increasing along a row.
-
-    References
-    ----------
-    ``docs/studies/aware.md`` (allocation by expected reduction of mis-ordered pairs).
     """
     m, v = state.mu, np.maximum(state.var_mu, 1e-12)
     info = information_per_score(state)
@@ -225,10 +220,6 @@ def select_batch(
     -------
     ndarray of int64, shape (n_hits, hit_size)
         Item indices; no item twice in a HIT.
-
-    References
-    ----------
-    ``docs/studies/aware.md``; the research prototype's allocation (annotator-aware, after uniform passes).
 
     Examples
     --------

@@ -9,7 +9,8 @@ few scores per item, so the rule stops only when the figure minus a safety margi
 to the distance from a perfect ranking) reaches the target and every item has at least the uniform passes'
 scores (:data:`core.models.aware_alloc.UNIFORM_PASSES`), so the rule never waits for a score the allocation does
 not plan to give. ``k`` = :data:`STOP_RELATIVE_MARGIN` was measured with
-:func:`core.simulate.aware_study.calibrate_stopping` (measurements: docs/studies/code-notes.md).
+:func:`core.simulate.aware_study.calibrate_stopping` (measurements: docs/studies/code-notes.md; the rule and its
+validation by simulation: ``docs/studies/aware.md``).
 
 Random clickers who alone score some items (:mod:`core.models.aware_clickers`) look like signal to the fit, so
 the rule draws the truth from the posterior without the likely clickers' share of each item's precision
@@ -292,10 +293,6 @@ def stops(
     -------
     ndarray of bool
 
-    References
-    ----------
-    ``docs/studies/aware.md`` (stopping rule).
-
     Examples
     --------
     >>> stops([0.93, 0.94, 0.95], [2, 1, 2], target=0.9).tolist()  # 0.93 - 0.6 * 0.07 = 0.888 < 0.9
@@ -341,10 +338,6 @@ def stop_decision(
     Returns
     -------
     StopDecision
-
-    References
-    ----------
-    ``docs/studies/aware.md`` (stopping rule, validated by simulation).
     """
     min_count = int(state.count.min()) if state.n_items else 0
     counts = state.count if informative is None else np.asarray(informative, dtype=np.float64)

@@ -1,11 +1,11 @@
 """Estimates on the bounded score scale: the expected score a typical annotator gives an item.
 
 The annotator-aware model's ``mu_i`` (:mod:`core.models.aware`) and TrueSkill's skill ``mu``
-(:mod:`core.models.trueskill`) live on an unbounded scale: a posterior mean or a t interval can leave [0, 1]
+(:mod:`core.models.gaussian`) live on an unbounded scale: a posterior mean or a t interval can leave [0, 1]
 (``mu_i`` beyond the range when the annotators' offsets and slopes put the consensus outside what anyone scored).
 What such a project reports is instead the score a typical annotator would give the item on the bounded scale, the
 mean of a censored normal (notation: unit scale, ``m`` the item's location, ``s`` the standard deviation of one
-score's noise, ``Phi`` and ``phi`` the standard normal cdf and density)::
+score's noise, every function's ``s`` (> 0), ``Phi`` and ``phi`` the standard normal cdf and density)::
 
     g(m) = E[clip(m + e, 0, 1)],   e ~ N(0, s^2)
          = m (Phi(b) - Phi(a)) + s (phi(a) - phi(b)) + (1 - Phi(b)),   a = -m / s,  b = (1 - m) / s
@@ -103,8 +103,6 @@ def expected_score(m: ArrayLike, s: float) -> NDArray[Any]:
     ----------
     m : array_like of float
         Locations on the unbounded unit scale (any finite value).
-    s : float
-        Standard deviation of one score's noise on the unit scale (> 0).
 
     Returns
     -------
@@ -142,8 +140,6 @@ def expected_score_slope(m: ArrayLike, s: float) -> NDArray[Any]:
     ----------
     m : array_like of float
         Locations on the unbounded unit scale.
-    s : float
-        Standard deviation of one score's noise on the unit scale (> 0).
 
     Returns
     -------
@@ -174,8 +170,6 @@ def bounded_interval(m: ArrayLike, half: ArrayLike, s: float) -> tuple[NDArray[A
     ----------
     m, half : array_like of float
         Locations and interval half widths (>= 0) on the unbounded unit scale; broadcast together.
-    s : float
-        Standard deviation of one score's noise on the unit scale (> 0).
 
     Returns
     -------

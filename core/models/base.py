@@ -125,16 +125,6 @@ class Model(abc.ABC):
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         """``(location M, variance)`` that drive Algorithm 1 (anchors by variance; match quality eq 23)."""
 
-    @staticmethod
-    def _commutative_batch(
-        state: State, item: Any, score01: Any, group: Any, sign: int
-    ) -> tuple[NDArray[Any], NDArray[Any]]:
-        """Validate a batch for a commutative model (EASL, DA), where ``sign = -1`` retracts exactly."""
-        item, score, _ = check_batch(state, item, score01, group)
-        if sign not in (1, -1):
-            raise ValueError("sign must be +1 or -1")
-        return item, score
-
     def _pairwise_steps(
         self, state: State, item: Any, score01: Any, group: Any, sign: int
     ) -> Iterator[tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]:
@@ -154,3 +144,32 @@ class Model(abc.ABC):
         for s in range(b.size - 1):
             sl = slice(b[s], b[s + 1])
             yield first[sl], second[sl], tie[sl]
+
+
+class CommutativeModel(Model):
+    """A model whose state is per-item sums of the scores (EASL, DA): ``sign = -1`` retracts exactly, and an item
+    whose count returns to 0 is reset to the prior exactly."""
+
+    @abc.abstractmethod
+    def prior(self) -> dict[str, float]:
+        """Each state field's prior value (``count`` included)."""
+
+    @abc.abstractmethod
+    def sums(self, item: NDArray[Any], score: NDArray[Any], n_items: int) -> dict[str, NDArray[Any]]:
+        """Each state field's increment from a valid batch."""
+
+    def init_state(self, n_items: int) -> State:
+        return {key: np.full(n_items, value, dtype=np.float64) for key, value in self.prior().items()}
+
+    def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
+        item, score, _ = check_batch(state, item, score01, group)
+        if sign not in (1, -1):
+            raise ValueError("sign must be +1 or -1")
+        if item.size == 0:
+            return
+        for key, increment in self.sums(item, score, state["count"].size).items():
+            state[key] += sign * increment
+        if sign < 0:
+            empty = state["count"] <= 0
+            for key, value in self.prior().items():
+                state[key][empty] = value

@@ -1,7 +1,8 @@
 """The Beta distribution's mode, mean, variance and credible interval (Sakaguchi & Van Durme 2018, eq 12-13).
 
-Shared by EASL and bounded ranking aggregation (:mod:`core.models.easl`, :mod:`core.models.ra`) and by
-:mod:`core.selection`. Every function broadcasts over arrays and returns float64.
+Shared by EASL and bounded ranking aggregation (:mod:`core.models.easl`) and by
+:mod:`core.selection`. Every function takes the Beta parameters ``alpha, beta`` (array_like of float, ``> 0``;
+the mode needs ``>= 1``), broadcasts them together and returns float64.
 """
 
 from __future__ import annotations
@@ -15,11 +16,6 @@ from numpy.typing import ArrayLike, NDArray
 def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     """Mode of Beta(alpha, beta) for ``alpha, beta >= 1`` (eq 12): ``M = (alpha - 1) / (alpha + beta - 2)``, and
     ``M(1, 1) = 0.5`` (the untouched uniform prior, as in the authors' release).
-
-    Parameters
-    ----------
-    alpha, beta : array_like of float
-        Beta parameters, ``>= 1``; broadcast together.
 
     Returns
     -------
@@ -46,11 +42,6 @@ def beta_mode(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
 def beta_mean(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     """Mean of Beta(alpha, beta): ``alpha / (alpha + beta)``.
 
-    Parameters
-    ----------
-    alpha, beta : array_like of float
-        Beta parameters, ``> 0``; broadcast together.
-
     Returns
     -------
     ndarray of float64
@@ -74,11 +65,6 @@ def beta_variance(alpha: ArrayLike, beta: ArrayLike) -> NDArray[Any]:
     """Variance of Beta(alpha, beta) (eq 13): ``Var = alpha beta / ((alpha + beta)^2 (alpha + beta + 1))``. It
     depends on the scores, not only on the count: an item scored 0 twice (Beta(1, 3), 0.0375) has less variance
     than one scored 0.5 three times (Beta(2.5, 2.5), 0.0417).
-
-    Parameters
-    ----------
-    alpha, beta : array_like of float
-        Beta parameters, ``> 0``; broadcast together.
 
     Returns
     -------
@@ -110,8 +96,6 @@ def beta_interval(alpha: ArrayLike, beta: ArrayLike, level: float = 0.95) -> tup
 
     Parameters
     ----------
-    alpha, beta : array_like of float
-        Beta parameters, ``> 0``; broadcast together.
     level : float, default 0.95
         Coverage of the interval, in ``(0, 1)``.
 

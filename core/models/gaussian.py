@@ -1,4 +1,5 @@
-"""Gaussian factors of TrueSkill 1-vs-1 (Herbrich et al. 2006; Sakaguchi & Van Durme 2018, eq 3-10).
+"""TrueSkill 1-vs-1 (Herbrich et al. 2006; Sakaguchi & Van Durme 2018, eq 3-11): its Gaussian factors and
+:class:`TrueSkillModel`, the unbounded Gaussian baseline on the pairwise outcomes of HIT submissions.
 
 ``N`` and ``Phi`` are the standard normal density and distribution function; ``t`` is the scaled skill
 difference and ``e`` the scaled draw margin. ``v`` is the mean-shift factor and ``w`` the variance factor of
@@ -14,6 +15,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from core.models.base import Model, Posterior, State
+from core.models.beta import beta_mean, beta_variance
 
 #: The two-sided 95% normal quantile, ``Phi^-1(0.975) = 1.959963984540054``.
 Z975 = 1.959963984540054  # written out: importing the models loads no SciPy
@@ -228,7 +232,7 @@ def rate_1vs1(
     The dynamics ``tau`` are added first (``sigma^2 += tau^2``); then with ``c^2 = 2 beta^2 + sigma_w^2 +
     sigma_l^2``, ``t = (mu_w - mu_l) / c``, ``e = draw_margin / c``: ``mu_w += sigma_w^2 / c * v``,
     ``mu_l -= sigma_l^2 / c * v`` (eq 3-4) and ``sigma^2 *= 1 - sigma^2 / c^2 * w`` (eq 7-8), with ``v, w`` of
-    a win (eq 5, 9) or, where ``drawn``, of a draw (eq 6, 10). The model (:mod:`core.models.trueskill`) runs
+    a win (eq 5, 9) or, where ``drawn``, of a draw (eq 6, 10). The model (:class:`TrueSkillModel`) runs
     the same update on variances without dynamics.
 
     Parameters
@@ -288,3 +292,49 @@ def _rate_1vs1_var(
         v[won], w[won] = v_win(t[won], e[won]), w_win(t[won], e[won])
         v[drawn], w[drawn] = v_draw(t[drawn], e[drawn]), w_draw(t[drawn], e[drawn])
     return mu_w + s2w / c * v, s2w * (1.0 - s2w / c2 * w), mu_l - s2l / c * v, s2l * (1.0 - s2l / c2 * w)
+
+
+class TrueSkillModel(Model):
+    """TrueSkill 1-vs-1 (Herbrich et al. 2006; eq 3-11) on the pairwise outcomes of HIT submissions
+    (:func:`pair_schedule`; ties are draws), the unbounded Gaussian baseline.
+
+    On the unit scale: ``beta = gamma``, draw margin ``= epsilon``, no dynamics (``tau = 0``: an item's
+    quality does not drift). Prior: the Gaussian with the mean and variance of Beta(alpha0, beta0), i.e.
+    ``mu0 = 0.5`` and ``sigma0^2 = 1/12`` (``sigma0 ~ 0.289``) by default, so that TrueSkill starts from the
+    same uncertainty as EASL and RA and Algorithm 1 treats all methods alike. The skill ``mu`` is unbounded
+    (the prior's interval is [-0.07, 1.07]), so the summary reports the expected bounded score of one performance,
+    ``G(mu)`` with
+    ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, beta^2)`` (:func:`core.models.aware_scale.expected_score`):
+    estimate and mean ``G(mu)`` (strictly increasing: the order of ``mu``; ``G(mu) ~ mu`` within 4e-5 for
+    ``mu`` in [0.3, 0.7] at ``beta = 0.1``), interval ``[G(mu - 1.96 sigma), G(mu + 1.96 sigma)]``, variance
+    ``sigma^2`` (the skill's, as Algorithm 1 and ``easl status`` use it).
+    """
+
+    name = "trueskill"
+    order_dependent = True
+    needs_whole_hit = True
+
+    def init_state(self, n_items: int) -> State:
+        a0, b0 = self.hyper.alpha0, self.hyper.beta0
+        sigma0 = float(np.sqrt(beta_variance(a0, b0)))
+        return {
+            "mu": np.full(n_items, float(beta_mean(a0, b0)), dtype=np.float64),
+            "sigma2": np.full(n_items, sigma0**2, dtype=np.float64),
+            "count": np.zeros(n_items, dtype=np.float64),
+        }
+
+    def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
+        mu, s2 = state["mu"], state["sigma2"]
+        gamma, eps = self.hyper.gamma, self.hyper.epsilon
+        for w, lo, drawn in self._pairwise_steps(state, item, score01, group, sign):
+            mu[w], s2[w], mu[lo], s2[lo] = _rate_1vs1_var(mu[w], s2[w], mu[lo], s2[lo], gamma, eps, drawn)
+
+    def summary(self, state: State) -> Posterior:
+        from core.models.aware_scale import bounded_interval  # here: it loads SciPy
+
+        mu, s2 = state["mu"], state["sigma2"]
+        estimate, low, high = bounded_interval(mu, Z975 * np.sqrt(s2), self.hyper.gamma)
+        return Posterior(estimate, estimate.copy(), s2.copy(), low, high)
+
+    def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
+        return state["mu"].copy(), state["sigma2"].copy()

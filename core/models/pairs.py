@@ -1,6 +1,6 @@
 """Pairwise outcomes of HIT submissions and their exact sequential schedule (inputs of eq 14-22).
 
-Bounded ranking aggregation (:mod:`core.models.ra`) and TrueSkill (:mod:`core.models.trueskill`) update on the
+Bounded ranking aggregation (:mod:`core.models.easl`) and TrueSkill (:mod:`core.models.gaussian`) update on the
 pairs of items scored together in one HIT submission. Their updates are order dependent, so the order is fixed
 and documented here (:class:`PairSchedule`), and the pairs are grouped into steps of item-disjoint pairs so that
 a vectorised update per step equals the sequential loop bit for bit.

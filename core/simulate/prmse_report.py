@@ -19,11 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.simulate import MapFn, published
 from core.simulate import prmse as exp
-from core.simulate import published
-from core.simulate.mapping import MapFn
-from core.simulate.prmse import PrmseResults
-from core.simulate.prmse_data import PrmseDataset, PrmseSettings, generate_dataset
+from core.simulate.prmse import PrmseDataset, PrmseResults, PrmseSettings, generate_dataset
 from core.simulate.published import NOTEBOOK as NB
 from core.simulate.published import PAPER as P
 from core.simulate.report import Comparison, Report, box_by_group, grouped_boxes, lines, new_figure, strip_by_group
@@ -44,7 +42,7 @@ def run(
 ) -> PrmseResults:
     """Generate the dataset (unless ``dataset``, made from the same settings, is given) and run every experiment;
     ``progress(step)`` is called after each step; ``map_fn`` runs the per-category units
-    (:mod:`core.simulate.mapping`)."""
+    (:mod:`core.simulate`)."""
     timings: dict[str, float] = {}
 
     def timed(step: str, fn: Callable[[], Any], done: str | None = None) -> Any:

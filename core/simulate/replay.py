@@ -21,8 +21,10 @@ annotator, to compare the flags with each annotator's agreement over all their r
 
 The tables (:func:`summarise`): each run's Spearman curve is put on the common grid of batch budgets (linear
 interpolation; a run whose pool ran out stops there), the seeds are averaged, and the budget is the first crossing
-of the seed-mean curve (:func:`core.simulate.annotation.first_crossing`). The bootstrap resamples the seeds, the
+of the seed-mean curve (:func:`core.simulate.first_crossing`). The bootstrap resamples the seeds, the
 same resample for the method and its reference (paired: a seed is one split and one stream of annotators).
+
+:class:`ProjectReplay` answers a real project's HITs with the same split and draws (``easl demo``).
 """
 
 from __future__ import annotations
@@ -37,8 +39,7 @@ from scipy import stats
 from core.models import METHODS as ENGINE_METHODS
 from core.models import Hyper, get_model
 from core.selection import select_least_annotated
-from core.simulate.annotation import first_crossing
-from core.simulate.mapping import MapFn, serial_map
+from core.simulate import MapFn, first_crossing, serial_map
 from core.simulate.replay_data import Ratings, flag_table
 from core.store.choosing import choose_hits
 
@@ -197,7 +198,7 @@ def run_one(
 
 
 def run_task(r: Ratings, method: str, seed: int, run_kw: dict[str, Any]) -> dict[str, Any]:
-    """:func:`run_one` as a picklable top-level function of a :data:`~core.simulate.mapping.MapFn` task."""
+    """:func:`run_one` as a picklable top-level function of a :data:`~core.simulate.MapFn` task."""
     return run_one(r, method, seed, **run_kw)
 
 
@@ -224,10 +225,8 @@ def run_replay(
         Seeds ``first_seed .. first_seed + n_seeds - 1``: each is one split and one stream of annotators.
     targets : tuple of float
         Spearman correlations to reach.
-    progress : callable, optional
-        Called with ``(done, total)`` as each run ends.
-    map_fn : MapFn
-        How the runs execute (:mod:`core.simulate.mapping`); any map gives the same numbers.
+    progress, map_fn :
+        As in :mod:`core.simulate`; each (method, seed) campaign is one task of :func:`run_task`.
     **run_kw :
         :func:`run_one`'s settings (``hit_size``, ``batch_hits``, ``max_per_item``).
 
@@ -328,3 +327,66 @@ def summarise(
     first = [c for c in ("target", "method", "budget", "ratio_to_da") if c in budget.columns]
     budget = budget[first + [c for c in budget.columns if c not in first]]
     return {"budget": budget, "mean_curves": pd.DataFrame(mean_rows)}
+
+
+class ProjectReplay:
+    """The ratings of one split (:func:`split`) answering each HIT of :meth:`core.store.Project.next_hits` with real
+    ratings from the pool (:func:`assign`) and the real annotator ids (``easl demo``). Should an item's pool run out
+    (a project is never told which ratings exist), the item draws again from its whole pool; the demo's budget keeps
+    well below that.
+
+    Parameters
+    ----------
+    ratings : Ratings
+        Real ratings whose items are the project's items (by id).
+    item_ids : sequence of str
+        The project's item ids, in its order.
+    seed : int
+        The split and the stream of annotators (two projects replayed with the same seed meet the same ratings
+        while they ask for the same items).
+    """
+
+    def __init__(self, ratings: Ratings, item_ids: Any, seed: int) -> None:
+        self.ratings = ratings
+        self.truth, self.pool = split(ratings, seed)
+        self.available = ~np.isnan(self.pool)
+        self.rng = np.random.default_rng([seed, 11])
+        positions = pd.Index(list(item_ids)).get_indexer(ratings.item_ids)
+        if (positions < 0).any() or len(item_ids) != ratings.n_items:
+            raise ValueError("the project's items must be the ratings' items")
+        self.position = positions  # ratings code -> project position
+        self.code = np.empty(ratings.n_items, dtype=np.int64)  # project position -> ratings code
+        self.code[positions] = np.arange(ratings.n_items)
+        self.item_ids = np.asarray(list(item_ids), dtype=object)
+        self.index = pd.Index(self.item_ids)
+        self.n_scores = 0
+
+    def answer(self, hits: list[dict[str, Any]], score_range: tuple[float, float]) -> pd.DataFrame:
+        """Rows to ingest for ``hits`` (records of :meth:`core.store.Project.next_hits`): ``hit_id, item_id, score,
+        annotator``, the score on ``score_range``. HIT by HIT, so that an item in two HITs is answered in both."""
+        hit_ids, item_codes, annotators = [], [], []
+        for hit in hits:
+            codes = self.code[self.index.get_indexer([it["item_id"] for it in hit["items"]])]
+            spent = codes[~self.available[codes].any(axis=1)]
+            self.available[spent] = ~np.isnan(self.pool[spent])  # its pool ran out: draw again from all of it
+            items, anns = assign([codes], self.available, self.rng)
+            hit_ids += [hit["hit_id"]] * items.size
+            item_codes.append(items)
+            annotators.append(anns)
+        items = np.concatenate(item_codes) if item_codes else np.zeros(0, np.int64)
+        anns = np.concatenate(annotators) if annotators else np.zeros(0, np.int64)
+        lo, hi = score_range
+        self.n_scores += items.size
+        return pd.DataFrame(
+            {
+                "hit_id": hit_ids,
+                "item_id": self.item_ids[self.position[items]],
+                "score": lo + (hi - lo) * self.pool[items, anns].astype(np.float64),
+                "annotator": self.ratings.annotator_ids[anns],
+            }
+        )
+
+    def spearman(self, estimates: pd.DataFrame) -> float:
+        """Spearman correlation of a project's estimates (``item_id, estimate``) with the held-out truth."""
+        codes = self.code[self.index.get_indexer(estimates["item_id"])]
+        return correlations(estimates["estimate"].to_numpy(dtype=np.float64), self.truth[codes])[0]

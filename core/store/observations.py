@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from core.store.cells import Locations
     from core.store.validation import Batch
-    from core.table_parsing import Table
+    from core.tables import Table
 
 #: rows of the first part of an ingest's first chunk, validated on their own so that the writer starts early
 #: (:meth:`ObservationLog.ingest_chunks`)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from core.store.cells import Locations
     from core.store.validation import Batch
-    from core.table_parsing import Table
+    from core.tables import Table
 
     Validate = Callable[[pd.DataFrame, Locations], Batch]
 

@@ -2,7 +2,7 @@
 
 By default the demo replays the shipped real study (``core/datasets.py``: 320 videos, 99 lab subjects, 1-5) through
 two real projects, one with the default method and one with direct assessment: each HIT a project issues is
-answered with real ratings of the pool (``core/simulate/replay_project.py``; per item a random half of its
+answered with real ratings of the pool (``core/simulate/replay.py``; per item a random half of its
 ratings is held out as the truth), until both reach the target Spearman correlation with the held-out truth or the
 budget is spent. It prints both curves and the annotations the default method saved. ``--simulated`` runs the
 earlier demo instead: the paper's EASL on 109 everyday things with simulated annotators.

@@ -1,5 +1,5 @@
 """``easl demo`` on real annotators: the shipped study replayed through a project of the default method and one of
-direct assessment (``core/simulate/replay_project.py``), side by side."""
+direct assessment (``core/simulate/replay.py``), side by side."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _budget_to(curve: list[tuple[float, float]], target: float) -> float:
     interpolation; NaN if it never does)."""
     import numpy as np
 
-    from core.simulate.annotation import first_crossing
+    from core.simulate import first_crossing
 
     if not curve:
         return float("nan")
@@ -60,8 +60,8 @@ def run_real(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn
 
     from core.datasets import agh_tv_items, agh_tv_notice
+    from core.simulate.replay import ProjectReplay
     from core.simulate.replay_data import shipped_ratings
-    from core.simulate.replay_project import ProjectReplay
     from core.tables import write_format, write_table
 
     if not 0.0 < args.target < 1.0:

@@ -75,7 +75,7 @@ def register(subparsers) -> None:
 
 
 def _add_prmse(sub: Any) -> None:
-    """``easl simulate prmse`` (every setting of ``core.simulate.prmse_data.PrmseSettings``)."""
+    """``easl simulate prmse`` (every setting of ``core.simulate.prmse.PrmseSettings``)."""
     q = sub.add_parser(
         "prmse",
         help="Loukina et al. (2020): PRMSE and label noise",

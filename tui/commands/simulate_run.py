@@ -105,7 +105,7 @@ _QUICK_PRMSE: dict[str, Any] = dict(
 def run_prmse(args: argparse.Namespace) -> int:
     """Run ``easl simulate prmse``."""
     from core.simulate import prmse_report
-    from core.simulate.prmse_data import PrmseSettings
+    from core.simulate.prmse import PrmseSettings
 
     started = time.perf_counter()
     kw = (_QUICK_PRMSE if args.quick else {}) | _given(args, PrmseSettings, _PRMSE_RENAMED)
@@ -142,7 +142,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     """Run ``easl simulate metrics``."""
     import numpy as np
 
-    from core.simulate import metrics_report
+    from core.simulate import agreement_properties as metrics
     from core.simulate.agreement_properties import PropertySettings
 
     started = time.perf_counter()
@@ -150,10 +150,10 @@ def run_metrics(args: argparse.Namespace) -> int:
     settings = PropertySettings(**kw | ({"n": 1000} if args.quick else {}))  # --quick: 1,000 responses
     prog, advance = step_progress("simulate metrics", 6)
     with _mapper(args) as map_fn, prog, _options():
-        res = metrics_report.run(
+        res = metrics.run(
             settings, np.random.default_rng(settings.seed), progress=advance, flat=args.flat, map_fn=map_fn
         )
-        rep = metrics_report.write_report(res, args.out, _command_line(args))
+        rep = metrics.write_report(res, args.out, _command_line(args))
         advance("report")
     _finish(rep.out, started, [])
     return 0
@@ -197,7 +197,7 @@ def run_easl(args: argparse.Namespace) -> int:
     """Run ``easl simulate easl``."""
     import numpy as np
 
-    from core.simulate import annotation, easl_report
+    from core.simulate import annotation
 
     if getattr(args, "annotator_model", None):
         return run_aware_study(args)
@@ -215,7 +215,7 @@ def run_easl(args: argparse.Namespace) -> int:
             progress=lambda method, run: advance(f"{method} run {run + 1}"),
             map_fn=map_fn,
         )
-        rep = easl_report.write_report(
+        rep = annotation.write_report(
             res, oracle, settings, annotators, args.out, _command_line(args), runtime=time.perf_counter() - started
         )
         advance("report")
@@ -257,7 +257,7 @@ def _study_options(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str
 
 def run_aware_study(args: argparse.Namespace) -> int:
     """``easl simulate easl --annotator-model ...``: the annotator-aware study (``core.simulate.aware_study``)."""
-    from core.simulate import aware_report, aware_study
+    from core.simulate import aware_study
 
     started = time.perf_counter()
     models, methods, oracle, description = _study_options(args)
@@ -279,7 +279,7 @@ def run_aware_study(args: argparse.Namespace) -> int:
             progress=lambda done, total: advance(""),
             **({} if map_fn is None else {"map_fn": map_fn}),
         )
-        rep = aware_report.write_report(
+        rep = aware_study.write_report(
             result,
             args.out,
             _command_line(args),
@@ -290,7 +290,7 @@ def run_aware_study(args: argparse.Namespace) -> int:
         )
         advance("report")
     lines = [
-        f"{row.model} {aware_report.METHOD_LABELS.get(row.method, row.method)}: "
+        f"{row.model} {aware_study.METHOD_LABELS.get(row.method, row.method)}: "
         f"{getattr(row, 'saved_vs_da', float('nan')):+.0f}% annotations saved vs DA "
         f"{getattr(row, 'saved_vs_da_ci', '')}"
         for row in result["budget"].itertuples()
