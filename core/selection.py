@@ -139,7 +139,7 @@ def _anchors_and_pool(
     exclude: NDArray[Any] | None,
 ) -> tuple[NDArray[Any], NDArray[Any], int]:
     """Anchors (top-variance eligible items, seeded random tie-break) and the partner pool."""
-    from core.models import PARTNER_POOLS  # the one definition of the pools (Hyper validates with it too)
+    from core.models.hyper import PARTNER_POOLS  # the one definition of the pools (Hyper validates with it too)
 
     if pool not in PARTNER_POOLS:
         raise ValueError(f"pool must be one of {PARTNER_POOLS}, got {pool!r}")

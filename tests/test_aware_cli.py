@@ -73,7 +73,7 @@ def test_aware_is_a_method_and_the_paper_methods_are_unchanged():
     with pytest.raises(HyperParameterError, match="stop_at"):
         Hyper(method="aware", stop_at=1.5)
     m = get_model(h)
-    assert m.uniform_passes == 2 and m.refit_on_change
+    assert m.uniform_passes == 2 and m.reads_live_log
 
 
 def test_uniform_passes_default_and_files_written_under_the_old_default():
@@ -375,9 +375,9 @@ def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
 def test_large_projects_refit_warm_and_verify_within_same_fit(tmp_path, monkeypatch):
     """Above COLD_REFIT_UPTO live scores the store warm-starts each refit; verify then compares a cold replay with
     the cache within the adapter's tolerance (model.same_fit) instead of bit for bit."""
-    from core.store import replay
+    from core.models import aware_model
 
-    monkeypatch.setattr(replay, "COLD_REFIT_UPTO", 0)
+    monkeypatch.setattr(aware_model, "COLD_REFIT_UPTO", 0)
     with Project.create(tmp_path / "w.easl", make_items(40), Hyper(method="aware", seed=6)) as project:
         rng = np.random.default_rng(6)
         project.ingest(scores_for(project.next_hits(), rng, clicker=False), source="test")

@@ -32,7 +32,7 @@ def test_init_without_method_creates_an_aware_project(tmp_path, items_csv, capsy
         assert project.hyper.stop_at is None  # no stopping rule unless asked for
         # every other setting is the paper's: only the method differs from easl --method easl
         assert dataclasses.replace(project.hyper, method="easl") == Hyper()
-        assert project.model.needs_annotator  # scores are fitted with their annotator ids
+        assert project.model.reads_live_log  # every score is fitted again with its annotator id
         project.ingest(answer(project.open_hits(), np.random.default_rng(1)), source="t")
         assert project.status().method == "aware"
         assert project.next_hits()

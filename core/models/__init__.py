@@ -3,7 +3,8 @@
 Source: Sakaguchi & Van Durme (2018), "Efficient Online Scalar Annotation with Bounded Support", ACL; equation
 numbers in this package refer to it. Herbrich, Minka & Graepel (2006) for TrueSkill.
 
-Four models share one interface (:class:`Model`, :mod:`core.models.base`):
+Five models share one interface (:class:`Model`, :mod:`core.models.base`); the store hands each every change of
+its live log through :meth:`Model.update` and never asks which kind it holds:
 
 * ``"easl"``      :mod:`core.models.easl`: Beta posteriors updated directly by scalar scores (eq 24-25).
 * ``"ra"``        :mod:`core.models.easl`: bounded online ranking aggregation: Beta posteriors updated by the
@@ -14,7 +15,10 @@ Four models share one interface (:class:`Model`, :mod:`core.models.base`):
 
 Shared pieces: :mod:`~core.models.hyper`, :mod:`~core.models.beta` (eq 12-13), :mod:`~core.models.pairs`;
 :func:`get_model` (below) builds a project's model; match quality (eq 11 / 23) is
-:func:`core.selection.match_quality`. The annotator-aware model (``"aware"``) is :mod:`core.models.aware_model`.
+:func:`core.selection.match_quality`.
+
+* ``"aware"``     :mod:`core.models.aware_model`: the annotator-aware model, a fit of the whole live log with each
+                  annotator's offset, slope and reliability (the default).
 
 Models work on the unit interval; :class:`Hyper` converts from and to the project's score range. State is a
 ``dict`` of float64 arrays of length ``n_items``; every state has ``count`` (the number of observations of each
@@ -23,7 +27,7 @@ item, an exact integer in float64).
 
 from __future__ import annotations
 
-from core.models.base import Model, Posterior, State
+from core.models.base import ArraysLog, Change, LiveLog, Model, Posterior, Scores, State, Updated
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
 from core.models.easl import DirectAssessmentModel, EaslModel, RankAggregationModel, rao_kupper
 from core.models.gaussian import Z975, TrueSkillModel, draw_margin, rate_1vs1, v_draw, v_win, w_draw, w_win
@@ -32,6 +36,11 @@ from core.models.pairs import PairSchedule, pair_schedule
 
 __all__ = [
     "METHODS",
+    "ArraysLog",
+    "Change",
+    "LiveLog",
+    "Scores",
+    "Updated",
     "PARTNER_POOLS",
     "Z975",
     "DirectAssessmentModel",
@@ -58,7 +67,7 @@ __all__ = [
     "w_win",
 ]
 
-#: The incremental models; "aware" is built by :func:`get_model` itself (it refits from the log).
+#: The paper's models; "aware" is built by :func:`get_model` itself (importing it loads SciPy).
 _MODELS: dict[str, type[Model]] = {
     "easl": EaslModel,
     "ra": RankAggregationModel,
@@ -78,9 +87,7 @@ def get_model(hyper: Hyper) -> Model:
     Returns
     -------
     Model
-        The model of the method bound to ``hyper`` (the package docstring lists them); for "aware",
-        :class:`~core.models.aware_model.AwareModel`, which the store refits from the live log with annotator ids
-        (``refit_on_change``) instead of applying increments.
+        The model of the method bound to ``hyper`` (the package docstring lists them).
 
     References
     ----------
@@ -98,6 +105,5 @@ def get_model(hyper: Hyper) -> Model:
     if hyper.method == "aware":
         from core.models.aware_model import AwareModel  # here: it loads SciPy, which the other models do not need
 
-        # AwareModel has the interface of Model without subclassing it (core/models/aware_model.py)
-        return AwareModel(hyper, uniform_passes=hyper.uniform_passes)  # type: ignore[return-value]
+        return AwareModel(hyper, uniform_passes=hyper.uniform_passes)
     return _MODELS[hyper.method](hyper)

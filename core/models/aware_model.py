@@ -1,11 +1,13 @@
-"""The annotator-aware model behind the interface a project store uses (registered in
-:func:`core.models.get_model` as ``"aware"``).
+"""The annotator-aware model behind the interface a project store uses (:class:`core.models.base.Model`,
+registered in :func:`core.models.get_model` as ``"aware"``).
 
-How it differs from :class:`core.models.base.Model`:
+How it takes a change of the log (:meth:`AwareModel.update`):
 
-* It is a **fit of every live observation**, not a running sum: the store calls :meth:`AwareModel.refit` with the
-  whole live log (item, annotator, score) and the cached state as the warm start. The fit is order independent,
-  so retraction is a refit without the retracted rows (no ``sign = -1``).
+* It is a **fit of every live observation**, not a running sum: every change, an ingest, a retraction or a replay,
+  is :meth:`AwareModel.refit` of the whole live log (item, annotator, score; ``LiveLog.live``), warm-started from
+  the state given except for a replay and, in a project file (``LiveLog.verified``), up to
+  :data:`COLD_REFIT_UPTO` live scores. The fit is order
+  independent, so retraction is a refit without the retracted rows (no ``sign = -1``).
 * The cached state is :meth:`~core.models.aware.AwareState.to_arrays` plus, per item, ``n_informative`` and
   ``informative_share`` (:func:`core.models.aware_clickers.informative_arrays`), which the stopping rule needs
   and only the observations give; a state cached without them (an older file) counts every score until the
@@ -27,36 +29,38 @@ from core.models.aware import DEFAULT_CONFIG, AwareConfig, AwareState, Observati
 from core.models.aware_alloc import UNIFORM_PASSES, select_batch
 from core.models.aware_clickers import INFORMATIVE_KEY, SHARE_KEY, informative_arrays, informative_state
 from core.models.aware_posterior import RankFigures, StopDecision, rank_figures, stop_decision
-from core.models.base import Posterior
+from core.models.base import Change, LiveLog, Model, Posterior, Updated
 from core.models.hyper import Hyper
 
 #: Largest difference between a cached and a replayed estimate, in posterior standard deviations.
 VERIFY_TOLERANCE = 0.25
+#: Live observations up to which every refit is cold, so the cache is a function of the log alone and equals its
+#: replay bit for bit (EM on small, uneven data can have several fixed points, which a warm chain and a cold fit
+#: may reach apart). Above it the refit is warm-started and ``easl verify`` compares within :meth:`same_fit`.
+COLD_REFIT_UPTO = 1_000_000
 
 
-class AwareModel:
-    """Annotator-aware model with a store-facing interface (module docstring).
+class AwareModel(Model):
+    """Annotator-aware model behind the store's interface (module docstring).
 
     Attributes
     ----------
     name : str
         ``"aware"``.
-    order_dependent, needs_whole_hit : bool
-        False: the fit depends on the set of observations only.
-    needs_annotator, refit_on_change : bool
-        True: the store passes annotator ids and refits instead of applying increments.
+    reads_live_log : bool
+        True: every update is a fit of the whole live log with annotator ids.
+    bookkeeping : frozenset of str
+        ``{"sweeps"}``: the EM sweeps of the last fit, how it got there, not the state.
     """
 
     name = "aware"
-    order_dependent = False
-    needs_whole_hit = False
-    needs_annotator = True
-    refit_on_change = True
+    reads_live_log = True
+    bookkeeping = frozenset({"sweeps"})
 
     def __init__(
         self, hyper: Hyper, *, config: AwareConfig = DEFAULT_CONFIG, uniform_passes: int = UNIFORM_PASSES
     ) -> None:
-        self.hyper = hyper
+        super().__init__(hyper)
         self.config = config
         self.uniform_passes = uniform_passes
 
@@ -80,6 +84,19 @@ class AwareModel:
             raise ValueError(
                 "aware is refitted from the live log with annotator ids (AwareModel.refit), not updated by increments"
             )
+
+    def update(self, state: dict[str, NDArray[Any]], change: Change, log: LiveLog) -> Updated:
+        """:meth:`refit` of the whole live log after any change: cold for a replay, and up to
+        :data:`COLD_REFIT_UPTO` live scores of a ``verified`` log; else warm-started from ``state``."""
+        live = log.live()
+        cold = change.replay or (log.verified and live.item.size <= COLD_REFIT_UPTO)
+        warm = None if cold else state
+        return Updated(self.refit(warm, live.item, live.annotator, live.score01, n_items=log.n_items), False)
+
+    def slice_rows(self, rows: int, live: int) -> int:
+        """At least a quarter of the live scores per slice of a large ingest, so that the refits ending the
+        slices cost a bounded multiple of one."""
+        return max(rows, live // 4)
 
     def refit(
         self, state: dict[str, NDArray[Any]] | None, item: Any, annotator: Any, score01: Any, *, n_items: int
@@ -163,6 +180,37 @@ class AwareModel:
         st = AwareState.from_arrays(state)
         obs = Observations.build(item, annotator, score01, n_items=st.n_items, n_annotators=st.n_annotators)
         return annotator_diagnostics(st, obs)
+
+    def stop_figures(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> dict[str, Any]:
+        """The stopping rule's figures that ``easl status`` reports: ``target, expected_spearman, reached, reason,
+        margin, min_scores`` (``E[rho] - margin >= target`` with at least ``min_scores`` scores per item)."""
+        from core.models.aware_posterior import STOP_MIN_SCORES
+
+        if self.hyper.stop_at is None:
+            rho = self.expected_spearman(state, rng)
+            target, reached, reason, margin = None, False, "no stop target (set one with easl init --stop-at RHO)", None
+        else:
+            d = self.stop_decision(state, rng)
+            assert d is not None
+            target, rho, reached, reason, margin = d.target, d.expected_spearman, bool(d.stop), d.reason, d.margin
+        return {
+            "target": target,
+            "expected_spearman": rho,
+            "reached": reached,
+            "reason": reason,
+            "margin": margin,
+            "min_scores": STOP_MIN_SCORES,
+        }
+
+    def same_state(
+        self, cached: dict[str, NDArray[Any]], replayed: dict[str, NDArray[Any]], max_abs_diff: float
+    ) -> tuple[bool, str | None]:
+        """:meth:`same_fit` (a warm chain and a cold fit agree within the fit's tolerance, not bit for bit)."""
+        try:
+            ok = self.same_fit(cached, replayed)
+        except (KeyError, ValueError):
+            ok = False
+        return ok, f"estimates within {VERIFY_TOLERANCE:g} posterior sd (a cold refit against the warm-started cache)"
 
     @staticmethod
     def same_fit(cached: dict[str, NDArray[Any]], replayed: dict[str, NDArray[Any]]) -> bool:

@@ -1,14 +1,19 @@
-"""The interface every posterior model implements (:class:`Model`) and the batch check they share.
+"""The interface every posterior model implements (:class:`Model`), the change of the log it is given
+(:class:`Change`, :class:`LiveLog`) and the batch check the models share.
 
-The project store (``core/store``) caches a model's state (the package docstring) and can rebuild it by replaying
-the observation log through :meth:`Model.apply`.
+The project store (``core/store``) caches a model's state (the package docstring) and hands every change of its
+live log, an ingest, a retraction or a replay, to one method, :meth:`Model.update`; the model decides inside how
+the change becomes its new state (add and subtract, replay in log order, refit). The store never asks which kind
+of model it holds.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,7 +21,117 @@ from numpy.typing import NDArray
 from core.models.hyper import Hyper
 from core.models.pairs import pair_schedule
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 State = dict[str, NDArray[Any]]
+#: Largest difference between a cached and a replayed state array (``easl verify``).
+VERIFY_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Rows of the observation log as a model reads them, in log order.
+
+    Attributes
+    ----------
+    item : ndarray of int64, item indices.
+    score01 : ndarray of float64, scores on [0, 1].
+    groups : the HIT-submission key of each row (any hashable values; None: every row its own submission is not
+        implied, they are all one group), coded on demand by :attr:`group`.
+    annotator : ndarray of int64 or None, annotator codes numbered in order of first score in the log (None: not
+        read).
+    """
+
+    item: NDArray[Any]
+    score01: NDArray[Any]
+    groups: Any = None
+    annotator: NDArray[Any] | None = None
+
+    @cached_property
+    def group(self) -> NDArray[Any]:
+        """Integer codes of the submissions, in order of first appearance (zeros when no keys were given)."""
+        if self.groups is None:
+            return np.zeros(len(self.item), dtype=np.int64)
+        if isinstance(self.groups, np.ndarray) and self.groups.dtype.kind in "iu":
+            return self.groups.astype(np.int64, copy=False)
+        import pandas as pd
+
+        codes: NDArray[Any] = pd.factorize(_as_series(self.groups))[0].astype(np.int64)
+        return codes
+
+
+def _as_series(values: Any) -> pd.Series:
+    import pandas as pd
+
+    return values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+
+
+@dataclass
+class Change:
+    """A change of the live log, as the store made it: signed steps in order (+1: scores that became live, -1:
+    live scores withdrawn, superseded or retracted), or a replay (``replay``: rebuild from :meth:`LiveLog.live`
+    alone, ignoring the state passed in)."""
+
+    steps: list[tuple[int, Scores]] = field(default_factory=list)
+    replay: bool = False
+
+    @property
+    def withdraws(self) -> bool:
+        """Whether some live score left the log."""
+        return any(sign < 0 and rows.item.size for sign, rows in self.steps)
+
+
+class LiveLog(Protocol):
+    """What a model may read of the live log while it takes a :class:`Change` (the store implements it,
+    ``core/store/replay.py``; :class:`ArraysLog` holds one in memory).
+
+    Attributes
+    ----------
+    n_items : int
+        The number of items.
+    verified : bool
+        True when the state will be compared with a replay of the log (``easl verify``): a model whose result
+        depends on where its fit starts then starts afresh where it can, so that the state is a function of the
+        log alone.
+    """
+
+    n_items: int
+    verified: bool
+
+    def live(self) -> Scores:
+        """Every live score, the change included, in log order, with submission keys and annotator codes."""
+
+    def appends_submissions(self) -> bool:
+        """Whether the change only appended whole new HIT submissions at the end of the log (no earlier score of
+        their submissions is live)."""
+
+
+class ArraysLog:
+    """A live log held in memory (a :class:`LiveLog`): ``scores`` are every live score, whole submissions appended
+    in log order (a simulation, or the store's replay of each iteration); not ``verified``."""
+
+    verified = False
+
+    def __init__(self, scores: Scores, n_items: int) -> None:
+        self._scores = scores
+        self.n_items = n_items
+
+    def live(self) -> Scores:
+        """The scores given."""
+        return self._scores
+
+    def appends_submissions(self) -> bool:
+        """True: the change appended whole submissions."""
+        return True
+
+
+class Updated(NamedTuple):
+    """The result of :meth:`Model.update`: the new ``state`` and whether it was ``rebuilt`` from the whole live
+    log by a replay (reported by ``easl ingest`` as ``rebuilt``)."""
+
+    state: State
+    rebuilt: bool
 
 
 class Posterior(NamedTuple):
@@ -81,22 +196,30 @@ def check_batch(state: State, item: Any, score01: Any, group: Any) -> tuple[NDAr
 
 
 class Model(abc.ABC):
-    """Interface of a posterior model (see docs/ARCHITECTURE.md).
+    """Interface of a posterior model (see docs/ARCHITECTURE.md): the store hands it every change of the live log
+    through :meth:`update`, asks it for the next HITs (:meth:`next_hits`) and for its figures; it never asks which
+    kind of model it holds.
 
     Attributes
     ----------
     name : str
         ``Hyper.method``.
-    order_dependent : bool
-        True when the result depends on the order of observations (RA, TrueSkill): replay in log order,
-        and retraction means replaying without the retracted rows.
-    needs_whole_hit : bool
-        True when the update needs every score of a HIT submission (pairwise outcomes).
+    whole_submissions : bool
+        True when an update compares the scores of a whole HIT submission (pairwise outcomes): each row needs a
+        ``hit_id``, each submission must come whole and in one piece of input, so the store never cuts such an
+        input into chunks or slices.
+    reads_live_log : bool
+        True when every :meth:`update` reads the whole live log (:meth:`LiveLog.live`): the store then keeps the
+        live log as arrays beside the state (``core/store/live_arrays.py``) and may start the update before its
+        transaction has finished its own bookkeeping.
+    bookkeeping : frozenset of str
+        State arrays that record how the state was reached, not the state (``easl verify`` leaves them out).
     """
 
     name: str = ""
-    order_dependent: bool = False
-    needs_whole_hit: bool = False
+    whole_submissions: bool = False
+    reads_live_log: bool = False
+    bookkeeping: frozenset[str] = frozenset()
 
     def __init__(self, hyper: Hyper) -> None:
         self.hyper = hyper
@@ -117,6 +240,35 @@ class Model(abc.ABC):
         sign : +1 to add, -1 to retract (commutative models only).
         """
 
+    def update(self, state: State, change: Change, log: LiveLog) -> Updated:
+        """The state after ``change`` of the live log: the single entry point of the store.
+
+        This default replays the live log for a replay (``init_state`` then :meth:`apply` of every live score in
+        log order, submissions coded in order of first appearance) and applies the signed steps in order
+        otherwise; a model that cannot take a step this way overrides it (pairwise models replay after a
+        withdrawal, the annotator-aware model refits).
+
+        Parameters
+        ----------
+        state : dict of ndarray
+            The cached state, changed in place where the model can (ignored for a replay).
+        change : Change
+        log : LiveLog
+            The live log, read only when the model needs it.
+        """
+        if change.replay:
+            state = self.init_state(log.n_items)
+            live = log.live()
+            self.apply(state, live.item, live.score01, live.group)
+            return Updated(state, True)
+        for sign, rows in change.steps:
+            self.apply(state, rows.item, rows.score01, rows.group, sign=sign)
+        return Updated(state, False)
+
+    def replay(self, log: LiveLog) -> State:
+        """The state rebuilt from the live log alone (:meth:`update` with a replay)."""
+        return self.update({}, Change(replay=True), log).state  # (a replay ignores the state given)
+
     @abc.abstractmethod
     def summary(self, state: State) -> Posterior:
         """``estimate, mean, variance, ci_low, ci_high`` per item, on ``[0, 1]`` (95% interval)."""
@@ -125,25 +277,56 @@ class Model(abc.ABC):
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         """``(location M, variance)`` that drive Algorithm 1 (anchors by variance; match quality eq 23)."""
 
-    def _pairwise_steps(
-        self, state: State, item: Any, score01: Any, group: Any, sign: int
-    ) -> Iterator[tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]:
-        """For a pairwise model (RA, TrueSkill): validate the batch, refuse retraction, add the counts, and
-        yield the steps of :func:`~core.models.pairs.pair_schedule` as ``(winner, loser, tie)`` arrays of
-        item-disjoint pairs (a tie keeps the submission order)."""
-        item, score, group = check_batch(state, item, score01, group)
-        if sign != 1:
-            raise ValueError(f"{self.name} is order dependent: observations cannot be retracted by sign=-1")
-        if item.size == 0:
-            return
-        state["count"] += np.bincount(item, minlength=state["count"].size)
-        sched = pair_schedule(item, score, group)
-        first, second = sched.winner_first()
-        tie = sched.outcome == 0
-        b = sched.step_bounds
-        for s in range(b.size - 1):
-            sl = slice(b[s], b[s + 1])
-            yield first[sl], second[sl], tie[sl]
+    def next_hits(
+        self, state: State, *, n_hits: int, rng: np.random.Generator, exclude: NDArray[Any] | None = None
+    ) -> NDArray[Any]:
+        """The next ``n_hits`` HITs (item positions, shape ``(n_hits, hit_size)``; fewer rows when too few items
+        are free): Algorithm 1 of Sakaguchi & Van Durme (2018) on :meth:`selection_keys` (anchors by variance,
+        partners by match quality, eq 11/23; :func:`core.selection.select_hits`). ``exclude`` marks items that
+        may not be chosen (those of open HITs, in streaming mode)."""
+        from core.selection import select_hits
+
+        location, variance = self.selection_keys(state)
+        hits = select_hits(
+            location,
+            variance,
+            hit_size=self.hyper.hit_size,
+            n_hits=n_hits,
+            gamma=self.hyper.gamma,
+            pool=self.hyper.partner_pool,
+            rng=rng,
+            exclude=exclude,
+        )
+        return np.asarray(hits, dtype=np.int64)
+
+    def stop_decision(self, state: State, rng: np.random.Generator) -> Any:
+        """The stopping rule's verdict for ``hyper.stop_at``; None for a model without a stopping rule (this
+        default) or a project without a target."""
+        return None
+
+    def stop_figures(self, state: State, rng: np.random.Generator) -> Any:
+        """The figures of the stopping rule that ``easl status`` reports; None for a model without one (this
+        default)."""
+        return None
+
+    def rank_figures(self, state: State, rng: np.random.Generator) -> Any:
+        """Rank intervals from the posterior, for ``easl export``; None for a model without them (this
+        default)."""
+        return None
+
+    def diagnostics(self, state: State, item: Any, annotator: Any, score01: Any) -> Any:
+        """Per-annotator diagnostics of the live log; this default raises ``ValueError``: the model has no
+        annotators."""
+        raise ValueError(f"annotator diagnostics need the method aware, not {self.name}")
+
+    def same_state(self, cached: State, replayed: State, max_abs_diff: float) -> tuple[bool, str | None]:
+        """Whether a cached state equals its replay (``easl verify``), and how it was compared (None: bit for bit
+        within ``VERIFY_TOLERANCE``). ``max_abs_diff`` is the largest difference over the arrays."""
+        return bool(max_abs_diff <= VERIFY_TOLERANCE), None
+
+    def slice_rows(self, rows: int, live: int) -> int:
+        """The rows of one slice of a large ingest (``core/store/slices.py``) with ``live`` scores live: as asked."""
+        return rows
 
 
 class CommutativeModel(Model):
@@ -173,3 +356,40 @@ class CommutativeModel(Model):
             empty = state["count"] <= 0
             for key, value in self.prior().items():
                 state[key][empty] = value
+
+
+class PairwiseModel(Model):
+    """A model updated by the pairwise outcomes of whole HIT submissions (RA, TrueSkill): the result depends on the
+    order of the observations, so appended submissions are applied incrementally and any other change (a
+    withdrawal, or scores added to a submission already live) is a replay of the live log in log order."""
+
+    whole_submissions = True
+    #: True: the result depends on the order of observations (a retraction is a replay without the rows).
+    order_dependent = True
+
+    def update(self, state: State, change: Change, log: LiveLog) -> Updated:
+        """:meth:`Model.update`, turning a change that is not a pure append of whole new submissions into a
+        replay."""
+        if not change.replay and (change.withdraws or not log.appends_submissions()):
+            change = Change(replay=True)
+        return super().update(state, change, log)
+
+    def _pairwise_steps(
+        self, state: State, item: Any, score01: Any, group: Any, sign: int
+    ) -> Iterator[tuple[NDArray[Any], NDArray[Any], NDArray[Any]]]:
+        """For a pairwise model (RA, TrueSkill): validate the batch, refuse retraction, add the counts, and
+        yield the steps of :func:`~core.models.pairs.pair_schedule` as ``(winner, loser, tie)`` arrays of
+        item-disjoint pairs (a tie keeps the submission order)."""
+        item, score, group = check_batch(state, item, score01, group)
+        if sign != 1:
+            raise ValueError(f"{self.name} is order dependent: observations cannot be retracted by sign=-1")
+        if item.size == 0:
+            return
+        state["count"] += np.bincount(item, minlength=state["count"].size)
+        sched = pair_schedule(item, score, group)
+        first, second = sched.winner_first()
+        tie = sched.outcome == 0
+        b = sched.step_bounds
+        for s in range(b.size - 1):
+            sl = slice(b[s], b[s + 1])
+            yield first[sl], second[sl], tie[sl]

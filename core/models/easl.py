@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import CommutativeModel, Posterior, State
+from core.models.base import CommutativeModel, PairwiseModel, Posterior, State
 from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
 
 
@@ -98,6 +98,17 @@ class DirectAssessmentModel(CommutativeModel):
     def selection_keys(self, state: State) -> tuple[NDArray[Any], NDArray[Any]]:
         return self._mean_var(state)
 
+    def next_hits(
+        self, state: State, *, n_hits: int, rng: np.random.Generator, exclude: NDArray[Any] | None = None
+    ) -> NDArray[Any]:
+        """The least annotated items, in HITs (:func:`core.selection.select_least_annotated`)."""
+        from core.selection import select_least_annotated
+
+        hits = select_least_annotated(
+            state["count"], hit_size=self.hyper.hit_size, n_hits=n_hits, rng=rng, exclude=exclude
+        )
+        return np.asarray(hits, dtype=np.int64)
+
 
 def rao_kupper(m_i: Any, m_j: Any, epsilon: float) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Win / loss / tie probabilities of Bradley-Terry with Rao-Kupper ties (eq 20-22): with ``pi = exp(M)``,
@@ -133,7 +144,7 @@ def rao_kupper(m_i: Any, m_j: Any, epsilon: float) -> tuple[NDArray[Any], NDArra
     return pi_i / d1, pi_j / d2, (theta * theta - 1.0) * pi_i * pi_j / (d1 * d2)
 
 
-class RankAggregationModel(EaslModel):
+class RankAggregationModel(PairwiseModel, EaslModel):
     """Bounded online ranking aggregation (section 3.2): Beta posteriors updated by the pairwise outcomes
     of each HIT submission (:func:`pair_schedule`).
 
@@ -151,8 +162,6 @@ class RankAggregationModel(EaslModel):
     """
 
     name = "ra"
-    order_dependent = True
-    needs_whole_hit = True
 
     def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
         for i, j, tie in self._pairwise_steps(state, item, score01, group, sign):

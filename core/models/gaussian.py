@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import Model, Posterior, State
+from core.models.base import PairwiseModel, Posterior, State
 from core.models.beta import beta_mean, beta_variance
 
 #: The two-sided 95% normal quantile, ``Phi^-1(0.975) = 1.959963984540054``.
@@ -294,7 +294,7 @@ def _rate_1vs1_var(
     return mu_w + s2w / c * v, s2w * (1.0 - s2w / c2 * w), mu_l - s2l / c * v, s2l * (1.0 - s2l / c2 * w)
 
 
-class TrueSkillModel(Model):
+class TrueSkillModel(PairwiseModel):
     """TrueSkill 1-vs-1 (Herbrich et al. 2006; eq 3-11) on the pairwise outcomes of HIT submissions
     (:func:`pair_schedule`; ties are draws), the unbounded Gaussian baseline.
 
@@ -311,8 +311,6 @@ class TrueSkillModel(Model):
     """
 
     name = "trueskill"
-    order_dependent = True
-    needs_whole_hit = True
 
     def init_state(self, n_items: int) -> State:
         a0, b0 = self.hyper.alpha0, self.hyper.beta0

@@ -24,6 +24,13 @@ METHODS = ("easl", "ra", "trueskill", "da", "aware")
 #: ``uniform_passes`` equals :data:`core.models.aware_alloc.UNIFORM_PASSES` (a test checks; importing loads SciPy).
 DEFAULT_UNIFORM_PASSES = 2
 AWARE_FIELDS: dict[str, int | None] = {"uniform_passes": DEFAULT_UNIFORM_PASSES, "stop_at": None}
+
+
+def method_fields(method: str) -> tuple[str, ...]:
+    """The hyper-parameters that only ``method`` uses (:data:`AWARE_FIELDS` for the annotator-aware model)."""
+    return tuple(AWARE_FIELDS) if method == "aware" else ()
+
+
 #: The uniform passes of an ``aware`` project whose file does not name them (written when the default was 3).
 LEGACY_UNIFORM_PASSES = 3
 #: Where Algorithm 1 draws an anchor's partners from: the non-anchors (the paper) or every item but the anchor.
@@ -126,7 +133,9 @@ class Hyper:
                 raise HyperParameterError("stop_at", self.stop_at, "a Spearman correlation in (0, 1)")
             if self.method != "aware":
                 raise HyperParameterError(
-                    "stop_at", self.stop_at, "the method aware (the stopping rule needs its posterior)"
+                    "stop_at",
+                    self.stop_at,
+                    f"the method aware (this project uses {self.method}; the stopping rule needs the aware posterior)",
                 )
         for name in ("gamma", "epsilon", "alpha0", "beta0", "score_min", "score_max"):
             object.__setattr__(self, name, _as_float(name, getattr(self, name)))

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from core.models import METHODS as ENGINE_METHODS
-from core.models import Hyper, get_model
+from core.models import ArraysLog, Change, Hyper, Scores, get_model
 from core.selection import select_least_annotated
 from core.simulate import MapFn, first_crossing, serial_map
 from core.simulate.replay_data import Ratings, flag_table
@@ -163,16 +163,15 @@ def run_one(
         if counts.min() == 0:  # a project's iteration 0 covers every item once
             hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
         else:
-            hits = choose_hits(model, hyper, state, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
+            hits = choose_hits(model, state, n_hits=batch_hits, rng=alloc_rng, exclude=spent)
         items, anns = assign(hits, available, assign_rng)
         if items.size == 0:
             break
         x = pool[items, anns].astype(np.float64)
         item_ix, ann, score = np.concatenate([item_ix, items]), np.concatenate([ann, anns]), np.concatenate([score, x])
-        if getattr(model, "refit_on_change", False):
-            state = model.refit(state, item_ix, ann, score, n_items=n)
-        else:
-            model.apply(state, items, x, np.repeat(np.arange(len(hits)), hits.shape[1])[: items.size])
+        groups = np.repeat(np.arange(len(hits)), hits.shape[1])[: items.size]
+        change = Change(steps=[(1, Scores(items, x, groups))])
+        state = model.update(state, change, ArraysLog(Scores(item_ix, score, None, ann), n)).state
         base = {"seed": seed, "per_item": item_ix.size / n}
         est = model.summary(state).estimate
         rho, tau = correlations(est, truth)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from core.models import Change, Updated
     from core.store.validation import Batch
 
 
@@ -95,23 +96,31 @@ class Carry:
 
     Attributes
     ----------
-    state : the model arrays updated so far (None: not loaded yet).
-    seq : the log position they reflect.
-    refit : True when the live log must be refitted (``Model.refit_on_change``).
-    live : what the ingest did to the live index, for the refit (:class:`core.store.live_arrays.LiveChanges`).
+    change : the change of the live log so far, for the model (``core.models.Change``: the scores that became
+        live and those withdrawn, in order).
+    seq : the log position the change reaches.
+    since : the first log position the ingest appended (None: nothing appended yet).
+    live : what the ingest did to the live index, for a model that reads the whole live log
+        (:class:`core.store.live_arrays.LiveChanges`).
     hits : ids of the HITs to refresh.
     complete : ids of HITs marked complete already (:func:`completed_hits`), not refreshed from the live index.
-    fitting : the aware refit, started before the last chunk was copied to the live index
-        (:meth:`core.store.replay.Replay.start_refit`); None: not started.
+    updating : the model's update, started before the last chunk was copied to the live index
+        (:meth:`core.store.replay.Replay.start_update`); None: not started.
     """
 
-    state: dict[str, NDArray[Any]] | None = None
+    change: Change = field(default_factory=lambda: _change())
     seq: int = 0
-    refit: bool = False
+    since: int | None = None
     live: LiveChanges = field(default_factory=LiveChanges)
     hits: set[str] = field(default_factory=set)
     complete: set[str] = field(default_factory=set)
-    fitting: Future[dict[str, NDArray[Any]]] | None = None
+    updating: Future[Updated] | None = None
+
+
+def _change() -> Change:
+    from core.models import Change
+
+    return Change()
 
 
 def completed_hits(rows: pd.DataFrame) -> set[str]:

@@ -15,13 +15,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from core.models import Hyper
+    from core.models import Model
     from core.models.aware_posterior import StopDecision
 
 
 def choose_hits(
-    model: Any,
-    hyper: Hyper,
+    model: Model,
     state: dict[str, NDArray[Any]],
     *,
     n_hits: int,
@@ -29,32 +28,10 @@ def choose_hits(
     exclude: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
     """The next ``n_hits`` HITs (item positions, shape ``(n_hits, hit_size)``; fewer rows when too few items are
-    free): Algorithm 1 of Sakaguchi & Van Durme (2018) on ``model.selection_keys(state)``
-    (``core.selection.select_hits``: anchors by variance, partners by match quality, eq 11/23), or the least
-    annotated items for DA (``select_least_annotated``), or the aware model's allocation
-    (``core.models.aware_alloc.select_batch``). ``exclude`` marks items that may not be chosen (those of open HITs,
-    in streaming mode)."""
-    from core import selection
-
-    if hyper.method == "aware":
-        return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
-    if hyper.method == "da":
-        hits = selection.select_least_annotated(
-            state["count"], hit_size=hyper.hit_size, n_hits=n_hits, rng=rng, exclude=exclude
-        )
-    else:
-        location, variance = model.selection_keys(state)
-        hits = selection.select_hits(
-            location,
-            variance,
-            hit_size=hyper.hit_size,
-            n_hits=n_hits,
-            gamma=hyper.gamma,
-            pool=hyper.partner_pool,
-            rng=rng,
-            exclude=exclude,
-        )
-    return np.asarray(hits, dtype=np.int64)
+    free), as the model chooses them (``Model.next_hits``: Algorithm 1 of Sakaguchi & Van Durme (2018), the least
+    annotated items for DA, the aware model's allocation). ``exclude`` marks items that may not be chosen (those of
+    open HITs, in streaming mode)."""
+    return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
 
 
 def stop_rng(seed: int, seq: int) -> np.random.Generator:
@@ -63,12 +40,10 @@ def stop_rng(seed: int, seq: int) -> np.random.Generator:
     return np.random.default_rng([seed, 0x5709, seq])
 
 
-def stop_decision(model: Any, hyper: Hyper, state: dict[str, NDArray[Any]], seq: int) -> StopDecision | None:
-    """The stopping rule's verdict (``core.models.aware_posterior.StopDecision``) for an aware project with a
-    target (``hyper.stop_at``), else None."""
-    if hyper.method != "aware" or hyper.stop_at is None:
-        return None
-    decision: StopDecision | None = model.stop_decision(state, stop_rng(hyper.seed, seq))
+def stop_decision(model: Model, state: dict[str, NDArray[Any]], seq: int) -> StopDecision | None:
+    """The stopping rule's verdict (``Model.stop_decision``, e.g. ``core.models.aware_posterior.StopDecision``):
+    None for a model without a stopping rule or a project without a target (``hyper.stop_at``)."""
+    decision: StopDecision | None = model.stop_decision(state, stop_rng(model.hyper.seed, seq))
     return decision
 
 

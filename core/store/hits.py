@@ -164,7 +164,7 @@ class Iterations:
             return None
         it, hyper = self.iteration(), self._settings.hyper
         rng = np.random.default_rng([hyper.seed, it + 1])
-        return it + 1, choose_hits(self._settings.model, hyper, state, n_hits=self._per_iteration(), rng=rng)
+        return it + 1, choose_hits(self._settings.model, state, n_hits=self._per_iteration(), rng=rng)
 
     def n_open(self) -> int:
         """The open HITs of the current iteration (one count: what a command that just ingested says)."""
@@ -183,7 +183,7 @@ class Iterations:
 
     def _stopped(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]]) -> bool:
         """Whether the stopping rule says the target is reached (:func:`stop_decision`): no new HITs then."""
-        decision = stop_decision(self._settings.model, self._settings.hyper, state, state_seq(conn))
+        decision = stop_decision(self._settings.model, state, state_seq(conn))
         return decision is not None and bool(decision.stop)
 
     def next_hits_file(self, path: str | os.PathLike[str], fmt: str = "csv", *, raw_cells: bool = False) -> int:
@@ -260,7 +260,7 @@ class Iterations:
             for _ in range(need):
                 if int((~mask).sum()) < hyper.hit_size:
                     break
-                hit = choose_hits(self._settings.model, hyper, state, n_hits=1, rng=rng, exclude=mask)
+                hit = choose_hits(self._settings.model, state, n_hits=1, rng=rng, exclude=mask)
                 if hit.ndim != 2 or hit.shape[0] == 0 or hit.shape[1] != hyper.hit_size:
                     break  # too few free items for a full HIT
                 rows.append(hit[0])

@@ -3,9 +3,9 @@
 Each observation carries a source key (:mod:`core.store.validation`): ingesting the same key with the same score
 changes nothing; a new score for a key appends a record that supersedes the old one; a retraction appends a
 ``retract`` record. The live observation of a key is its last record when that is a score; the ``live`` table
-indexes them. Commutative models (EASL, DA) update the cached state incrementally (``sign = +1`` for new scores,
-``-1`` for superseded or retracted ones); order-dependent models (RA, TrueSkill) apply appended submissions
-incrementally and are rebuilt by replay (:mod:`core.store.replay`) after a supersede or a retraction.
+indexes them. What an ingest changes in the live log, the scores that became live and those they superseded, goes
+to the model in one call before the commit (``Model.update`` through :meth:`core.store.replay.Replay.update`), which
+decides how the change becomes its state.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from core.store.items import Catalog
 from core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
 from core.store.replay import Replay
 from core.store.settings import Settings
-from core.store.state import load_state
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -211,7 +210,7 @@ class ObservationLog:
             hits=hits,
             score_min=self._settings.hyper.score_min,
             score_max=self._settings.hyper.score_max,
-            needs_whole_hit=self._settings.model.needs_whole_hit,
+            whole_submissions=self._settings.model.whole_submissions,
             method=self._settings.hyper.method,
         )
 
@@ -281,31 +280,31 @@ class ObservationLog:
         row is invalid and ``skip_invalid`` is False, the remaining chunks are still validated (every bad row is
         listed) and :class:`InvalidRows` is raised: nothing is written; nor if ``before_commit``, called with the
         report inside the transaction (e.g. to write the rejects file), raises. A HIT whose rows fall in two chunks
-        is validated per chunk, so front ends of methods that compare whole HITs (``Model.needs_whole_hit``) give
+        is validated per chunk, so front ends of models that compare whole HITs (``Model.whole_submissions``) give
         such files in one chunk. Chunk k + 1 is validated in a thread (:class:`core.store.ahead.ReadAhead`) while
         chunk k is written.
 
-        ``defer_live`` (for large inputs, :data:`core.store.deferred.LARGE_INPUT_BYTES`; not for order-dependent
-        models): the live index is built at the end, in one pass (:mod:`core.store.deferred`). The result is the
-        same, except that a refused input then lists every conflict between its chunks, also those after its first
-        invalid row.
+        ``defer_live`` (for large inputs, :data:`core.store.deferred.LARGE_INPUT_BYTES`; not for models that
+        compare whole submissions): the live index is built at the end, in one pass (:mod:`core.store.deferred`).
+        The result is the same, except that a refused input then lists every conflict between its chunks, also
+        those after its first invalid row.
         """
         import pandas as pd
 
         run = _Chunks(source=source, name=source)
-        head = not self._settings.model.needs_whole_hit  # (such files come whole: a HIT's rows are never cut)
+        whole = self._settings.model.whole_submissions  # (such files come whole: a HIT's rows are never cut)
         with (
             ExitStack() as stack,
             self._db.writing() as conn,
             read_only(self._db.path) as reader,
-            ReadAhead(self._validated(chunks, run, reader, head)) as ahead,
+            ReadAhead(self._validated(chunks, run, reader, not whole)) as ahead,
         ):
             # the reader's snapshots are taken under this write lock: the HITs it reads are those committed before
             # this transaction, which changes no more than open HITs to complete (validation reads retractions)
             try:
                 self._catalog.item_index()
                 run.since = max_seq(conn) + 1
-                if defer_live and not self._settings.model.order_dependent:
+                if defer_live and not whole:
                     run.places = stack.enter_context(closing(Places()))
                     stack.enter_context(pragmas(conn, cache_size=-DEFERRED_CACHE_KIB))
                     # the live index holds only keys live before the ingest: none to look up in a project without any
@@ -322,7 +321,7 @@ class ObservationLog:
                 report.rejects = pd.concat(run.rejects, ignore_index=True)
             if run.messages and not skip_invalid:
                 raise _refused(run.name, run.messages, report.n_rows)
-            self._finish(conn, run.carry)
+            report.rebuilt = self._finish(conn, run.carry) or report.rebuilt
             if report.rejected:
                 record_rejects(conn, report.rejects, source)
             if before_commit is not None:
@@ -344,7 +343,7 @@ class ObservationLog:
         gives the file's chunks (:func:`core.tables.iter_table`) and is called twice. The report, the rejects and
         the project are those of :meth:`ingest_chunks`; the same ingest again completes a killed one. For the aware
         model a slice also holds at least a quarter of the live scores, so that the refits ending the slices cost a
-        bounded multiple of one. ``defer_live``: as in :meth:`ingest_chunks`, per slice.
+        bounded multiple of one (``Model.slice_rows``). ``defer_live``: as in :meth:`ingest_chunks`, per slice.
 
         Raises :class:`InvalidRows` before anything is written when a row is invalid and ``skip_invalid`` is
         False, or when a slice meets a row that became invalid since the check (its HIT retracted meanwhile),
@@ -368,7 +367,7 @@ class ObservationLog:
             rejects: list[pd.DataFrame] = []
 
             def size() -> int:
-                return max(rows, (live + report.new) // 4) if self._settings.refits else rows
+                return int(self._settings.model.slice_rows(rows, live + report.new))
 
             for k, part in enumerate(slices(kept_rows(read(), checked, source, validate), size)):
                 if k:  # readers never let a passive checkpoint finish: the WAL would grow with every slice
@@ -475,9 +474,9 @@ class ObservationLog:
             run.rejects.append(repeats.rejects)
             run.messages.extend(repeats.messages)
         if len(repeats.seq):
-            if carry.state is not None and not carry.refit:
-                zero = np.zeros(len(repeats.seq), dtype=np.int64)
-                self._settings.model.apply(carry.state, repeats.item_idx, repeats.score01, zero, sign=-1)
+            from core.models import Scores
+
+            carry.change.steps.append((-1, Scores(repeats.item_idx, repeats.score01)))
             carry.live.remove(repeats.seq)  # (they left the log)
             carry.hits |= repeats.hit_ids
             carry.complete -= repeats.hit_ids
@@ -505,7 +504,8 @@ class ObservationLog:
         appended, and their rejects and messages are returned; ``dry``: only look for them. ``rows``: the batch's
         :func:`core.store.log_rows.log_rows` (made here when not given); ``staged``: called once they are bound
         (:meth:`core.store.ahead.ReadAhead.go_on`). ``places``: the rows are deferred (:mod:`core.store.deferred`).
-        ``last``: no rows follow (the aware refit then starts early: :meth:`core.store.replay.Replay.start_refit`)."""
+        ``last``: no rows follow (the model's update may then start early:
+        :meth:`core.store.replay.Replay.start_update`)."""
         report.duplicate = int(batch.valid["repeat"].sum())
         rows = log_rows(batch.valid) if rows is None else rows
         cand = rows.cand
@@ -527,23 +527,11 @@ class ObservationLog:
         append_log(conn, rows, None if len(add) == len(cand) else keep, seq0, now(), source)
         if staged is not None:
             staged()
-        # order-dependent models: appending whole new submissions at the end of the log is incremental; such
-        # methods require a hit_id, so a submission's earlier rows are found through the live_hit index
-        group_seen = (
-            self._settings.model.order_dependent
-            and report.superseded == 0
-            and conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM observations o JOIN live l ON l.hit_id = o.hit_id AND "
-                "l.group_key = o.group_key WHERE o.seq >= ?)",
-                (seq0,),
-            ).fetchone()[0]
-            == 1
-        )
         own = carry is None
         carry = Carry() if carry is None else carry
-        self._carry_state(conn, carry, add, live, seq0, report, group_seen)  # (reads the log, not the live index)
-        if last and carry.refit and places is None and live.conflicts is None:
-            carry.fitting = self._replay.start_refit(conn, carry.live, stored_only=True)
+        self._carry_change(carry, add, live, seq0)
+        if last and places is None and live.conflicts is None:
+            carry.updating = self._replay.start_update(conn, carry.change, carry.live)
         if places is None:
             copy_to_live(conn, seq0, superseded=bool(report.superseded))
         else:
@@ -555,58 +543,45 @@ class ObservationLog:
         mark_complete(conn, sorted(complete))
         carry.complete |= complete
         if own:
-            self._finish(conn, carry)
+            report.rebuilt = self._finish(conn, carry)
         return live.conflicts
 
-    def _carry_state(
-        self,
-        conn: sqlite3.Connection,
-        carry: Carry,
-        add: pd.DataFrame,
-        live: _Matches,
-        seq0: int,
-        report: IngestReport,
-        group_seen: bool,
-    ) -> None:
+    def _carry_change(self, carry: Carry, add: pd.DataFrame, live: _Matches, seq0: int) -> None:
         """Carry the rows ``add`` (appended at ``seq0``, superseding the live ones of ``live`` that differ) into
-        ``carry``: the touched HITs, and the aware model's live log, a replay (order-dependent model whose
-        submissions are not simply appended) or the increments."""
-        import pandas as pd
+        ``carry``: the touched HITs and the change of the live log, the superseded scores withdrawn, then the new
+        ones live (and, for a model that reads the whole live log, the live index's change)."""
+        from core.models import Scores
 
-        model = self._settings.model
         old = [r for r, dup in zip(live.found, live.same.tolist()) if not dup]  # the live rows superseded
         items = add["item_idx"].to_numpy(dtype=np.int64)
         s01 = add["score01"].to_numpy(dtype=np.float64)
         carry.seq = seq0 + len(add) - 1
+        carry.since = seq0 if carry.since is None else carry.since
         carry.hits |= set(add["hit_id"].dropna().tolist()) | {r[4] for r in old if r[4] is not None}
-        if self._settings.refits:  # aware: a warm refit of the live log (core.store.replay)
-            carry.refit = True
-            carry.live.add(seq0, items, add["annotator"], s01)  # (what the refit reads: no read back)
+        if old:
+            old_item = np.asarray([r[3] for r in old], dtype=np.int64)
+            old01 = np.asarray([r[2] for r in old], dtype=np.float64)
+            carry.change.steps.append((-1, Scores(old_item, old01)))
+        carry.change.steps.append((1, Scores(items, s01, add["group"])))
+        if self._settings.model.reads_live_log:
+            carry.live.add(seq0, items, add["annotator"], s01)  # (what the update reads: no read back)
             carry.live.remove(np.asarray([r[5] for r in old], dtype=np.int64))
-        elif model.order_dependent and (report.superseded or group_seen):
-            carry.state = self._replay.replay_log(conn)[0]
-            report.rebuilt = True
-        else:
-            state = load_state(conn) if carry.state is None else carry.state
-            if old:
-                old_item = np.asarray([r[3] for r in old], dtype=np.int64)
-                old01 = np.asarray([r[2] for r in old], dtype=np.float64)
-                model.apply(state, old_item, old01, np.zeros(len(old), dtype=np.int64), sign=-1)
-            if model.order_dependent:  # the submissions, in order of first appearance
-                groups = pd.factorize(add["group"])[0].astype(np.int64)
-            else:  # commutative models ignore them
-                groups = np.zeros(len(add), dtype=np.int64)
-            model.apply(state, items, s01, groups)
-            carry.state = state
 
-    def _finish(self, conn: sqlite3.Connection, carry: Carry) -> None:
-        """Write what an ingest carried (:class:`core.store.batches.Carry`): the model state (refitted first for
-        ``aware``) and the status of the touched HITs not marked complete already, recomputed from the live
-        index."""
-        if carry.fitting is not None:  # started early (:meth:`_append`)
-            carry.state = carry.fitting.result()
-        elif carry.refit:
-            carry.state = self._replay.refit(conn, carry.live)
-        if carry.state is not None:
-            self._replay.save_state(conn, carry.state, carry.seq)
+    def _finish(self, conn: sqlite3.Connection, carry: Carry) -> bool:
+        """Write what an ingest carried (:class:`core.store.batches.Carry`): the model's state after the change
+        (``Model.update``, started early or now) and the status of the touched HITs not marked complete already,
+        recomputed from the live index. Returns whether the model rebuilt its state from the whole log."""
+        rebuilt = False
+        if carry.updating is not None:  # started early (:meth:`_append`)
+            updated = carry.updating.result()
+        elif carry.change.steps:
+            updated = self._replay.update(
+                conn, carry.change, self._replay.log(conn, changes=carry.live, since=carry.since)
+            )
+        else:
+            updated = None
+        if updated is not None:
+            self._replay.save_state(conn, updated.state, carry.seq)
+            rebuilt = updated.rebuilt
         refresh_hits(conn, sorted(carry.hits - carry.complete))
+        return rebuilt

@@ -155,8 +155,8 @@ class Output:
             "n_annotations": np.rint(state["count"]).astype(np.int64),
         }
         reserved = list(ESTIMATE_COLUMNS)
-        if self._settings.refits:  # aware: rank intervals from posterior draws
-            figures = self._settings.model.rank_figures(state, self._stop_rng())
+        figures = self._settings.model.rank_figures(state, self._stop_rng())
+        if figures is not None:  # rank intervals from posterior draws
             n = self._catalog.n_items
             out["rank_low"] = (n - np.rint(figures.rank_high)).astype(np.int64)
             out["rank_high"] = (n - np.rint(figures.rank_low)).astype(np.int64)
@@ -221,31 +221,13 @@ class Output:
         return stop_rng(self._settings.hyper.seed, state_seq(self._db.conn))
 
     def stop_figures(self) -> dict[str, Any] | None:
-        """Aware projects: the stopping rule's figures (:attr:`ProjectStatus.stop`; ``E[rho] - margin >= target``
-        with at least ``min_scores`` scores per item, drawn with ``core.store.choosing.stop_rng``); None for other
-        methods."""
-        if not self._settings.refits:
-            return None
-        from core.models.aware_posterior import STOP_MIN_SCORES
-
+        """The stopping rule's figures (:attr:`ProjectStatus.stop`, ``Model.stop_figures``, drawn with
+        ``core.store.choosing.stop_rng``); None for a model without a stopping rule."""
         with self._db.reading() as conn:
             state = load_state(conn, writable=False)
             rng = self._stop_rng()
-        model = self._settings.model
-        if self._settings.hyper.stop_at is None:
-            rho = model.expected_spearman(state, rng)
-            target, reached, reason, margin = None, False, "no stop target (set one with easl init --stop-at RHO)", None
-        else:
-            d = model.stop_decision(state, rng)
-            target, rho, reached, reason, margin = d.target, d.expected_spearman, bool(d.stop), d.reason, d.margin
-        return {
-            "target": target,
-            "expected_spearman": rho,
-            "reached": reached,
-            "reason": reason,
-            "margin": margin,
-            "min_scores": STOP_MIN_SCORES,
-        }
+        figures: dict[str, Any] | None = self._settings.model.stop_figures(state, rng)
+        return figures
 
     def status(self) -> ProjectStatus:
         """The figures of ``easl status`` and the front ends (:class:`ProjectStatus`); one read snapshot."""

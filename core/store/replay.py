@@ -4,11 +4,11 @@ and the state at the end of each iteration (the Monitor's convergence history).
 Replay order: the live observations (the last record of each source key, when a score) in log order; the models
 process HIT submissions in order of first appearance (``core.models.pair_schedule``).
 
-The annotator-aware model (``aware``, ``model.refit_on_change``) is instead a fit of the whole live log with
-annotator ids (:meth:`Replay.refit`), in the transaction of each ingest or retraction; a replay is a cold fit, which
-``easl verify`` compares with the cache within ``model.same_fit`` (a warm chain and a cold fit meet only within the
-fit's tolerance). Annotators are numbered in order of their first score in the log (a missing annotator is one
-anonymous annotator), so the numbering only grows.
+Every change of the live log reaches the model through one call, :meth:`Replay.update` (``Model.update``), with
+the live log as the model may read it (:class:`StoreLog`, a ``core.models.LiveLog``); the model decides how the
+change becomes its state, and ``easl verify`` compares the cache with a replay as the model says
+(``Model.same_state``). Annotators are numbered in order of their first score in the log (a missing annotator is
+one anonymous annotator), so the numbering only grows.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +28,9 @@ from core.store.items import Catalog
 from core.store.live_arrays import LiveArrays, LiveChanges
 from core.store.settings import Settings
 from core.store.state import load_state, save_state
+
+if TYPE_CHECKING:
+    from core.models import Change, Scores, Updated
 
 VERIFY_TOLERANCE = 1e-9
 #: Aware projects: live observations up to which every refit is cold, so the cache is a function of the log alone
@@ -88,6 +91,106 @@ def _group_codes(keys: Iterable[Any]) -> NDArray[Any]:
     return codes
 
 
+class StoreLog:
+    """The live log of a project as a model reads it (``core.models.LiveLog``), inside one transaction.
+
+    ``whole``: the log is read from the observations alone (the last record of each source key, when a score), as a
+    replay reads it, independent of the live index; else from the live index, or from the live log kept as arrays
+    (:mod:`core.store.live_arrays`) with ``changes`` (what this transaction did to the live index) applied, when
+    ``arrays`` and they reflect the log where the transaction started. ``since``: the first log position this
+    transaction appended. ``prefetched``: the live log, read already (for an update run in a thread)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        n_items: int,
+        *,
+        whole: bool = False,
+        arrays: bool = False,
+        changes: LiveChanges | None = None,
+        since: int | None = None,
+        prefetched: LiveArrays | None = None,
+    ) -> None:
+        self._conn = conn
+        self.n_items = n_items
+        self._whole = whole
+        self._arrays = arrays
+        self._changes = changes
+        self._since = since
+        self.verified = True  #: (a project's state is compared with a replay by ``easl verify``)
+        self.read: LiveArrays | None = prefetched  #: the live log as arrays, once read from them
+        self.seqs: NDArray[Any] | None = None  #: the log positions of the live scores, once read from the whole log
+
+    def stored(self) -> LiveArrays | None:
+        """The kept arrays with this transaction's changes applied, when they reflect the log where it started."""
+        changes = self._changes
+        if changes is None or changes.base is None:
+            return None
+        cached = live_arrays.load(self._conn, changes.base)
+        return live_arrays.apply(cached, changes) if cached is not None else None
+
+    def live(self) -> Scores:
+        """Every live score in log order: ``item, score01``, submission keys (from the log or the live index) and
+        annotator codes (numbered by first score in the log)."""
+        from core.models import Scores
+
+        if self.read is None and self._arrays and not self._whole:
+            self.read = self.stored()
+            if self.read is None:
+                self.read = read_live_arrays(self._conn)
+        if self.read is not None:
+            return Scores(self.read.item, self.read.score01, None, self.read.annotator)
+        if self._whole:
+            scores, self.seqs = _replayed_scores(self._conn)
+            return scores
+        rows = self._conn.execute(
+            "SELECT l.item_idx, l.score01, l.group_key, o.annotator FROM live l JOIN observations o "
+            "ON o.seq = l.seq ORDER BY l.seq"
+        ).fetchall()
+        item, s01, group, annotator = list(zip(*rows)) or [(), (), (), ()]
+        codes = _code_array(annotator, annotator_codes(self._conn))
+        return Scores(np.asarray(item, dtype=np.int64), np.asarray(s01, dtype=np.float64), group, codes)
+
+    def appends_submissions(self) -> bool:
+        """Whether no score appended by this transaction (from ``since`` on) belongs to a submission that has a
+        live score from before it."""
+        if self._since is None:
+            return not self._whole
+        row = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM observations o JOIN live l ON l.hit_id = o.hit_id AND "
+            "l.group_key = o.group_key WHERE o.seq >= ?1 AND l.seq < ?1)",
+            (self._since,),
+        ).fetchone()
+        return bool(row[0] == 0)
+
+
+def _replayed_scores(conn: sqlite3.Connection) -> tuple[Scores, NDArray[Any]]:
+    """The live scores read from the whole log (the last record of each source key, if a score), in log order, with
+    their submission keys and annotator codes; and their log positions."""
+    import pandas as pd
+
+    from core.models import Scores
+
+    rows = conn.execute(
+        "SELECT seq, source_key, kind = 'score', item_idx, score01, group_key, annotator FROM observations ORDER BY seq"
+    ).fetchall()
+    if not rows:
+        empty = np.zeros(0, dtype=np.int64)
+        return Scores(empty, np.zeros(0), [], empty.copy()), empty.copy()
+    seq, key, is_score, item, s01, group, annotator = zip(*rows)
+    last = ~pd.Series(key, dtype=object).duplicated(keep="last").to_numpy()
+    idx = np.flatnonzero(last & np.asarray(is_score, dtype=bool))
+    at = idx.tolist()
+    codes = _code_array([annotator[i] for i in at], annotator_codes(conn))
+    scores = Scores(
+        np.asarray(item, dtype=np.int64)[idx],
+        np.asarray([s01[i] for i in at], dtype=np.float64),
+        [group[i] for i in at],
+        codes,
+    )
+    return scores, np.asarray(seq, dtype=np.int64)[idx]
+
+
 class Replay:
     """The cached state derived from the log: saving it, the aware refit, replay, verification and rebuild."""
 
@@ -104,37 +207,36 @@ class Replay:
         """Store ``state`` as reflecting the log up to ``seq`` (:func:`core.store.state.save_state`)."""
         save_state(conn, state, seq, self._settings.model.selection_keys(state)[1])
 
-    def refit(self, conn: sqlite3.Connection, changes: LiveChanges | None = None) -> dict[str, NDArray[Any]]:
-        """The aware model refitted to the live log (the caller saves it): :meth:`start_refit`, awaited."""
-        started = self.start_refit(conn, changes)
-        assert started is not None
-        return started.result()
+    def log(self, conn: sqlite3.Connection, **how: Any) -> StoreLog:
+        """The live log for the model's update (:class:`StoreLog`; the live log is read as arrays, and kept so,
+        for a model that reads it on every change, ``Model.reads_live_log``)."""
+        return StoreLog(conn, self._catalog.n_items, arrays=self._settings.model.reads_live_log, **how)
 
-    def start_refit(
-        self, conn: sqlite3.Connection, changes: LiveChanges | None = None, *, stored_only: bool = False
-    ) -> Future[dict[str, NDArray[Any]]] | None:
-        """Start refitting the aware model to the live log: a cold fit up to :data:`COLD_REFIT_UPTO` live
-        observations, then warm-started from the cached state. The result comes from a thread, which does no SQL.
+    def update(self, conn: sqlite3.Connection, change: Change, log: StoreLog) -> Updated:
+        """The model's state after ``change`` (``Model.update`` on the cached state), the live log it read kept as
+        arrays reflecting the log's end (:func:`keep_arrays`); the caller saves the state."""
+        updated = self._settings.model.update(load_state(conn), change, log)
+        keep_arrays(conn, log)
+        return updated
 
-        The live log is the stored arrays (:mod:`core.store.live_arrays`) with ``changes`` (what this transaction
-        did to the live index) applied, when they reflect the log where it started; else it is read from the live
-        index (``stored_only``: then nothing starts, and None is returned, for a caller that has not copied its
-        rows to the live index yet). Either way it is stored again, as reflecting the log's end, while the fit
-        runs."""
+    def start_update(self, conn: sqlite3.Connection, change: Change, changes: LiveChanges) -> Future[Updated] | None:
+        """Start the model's update in a thread, before the transaction has copied its rows to the live index: for a
+        model that reads the whole live log on every change (``Model.reads_live_log``) when the live log kept as
+        arrays reflects where the transaction started (else None: the update waits for the end of the
+        transaction). The thread does no SQL: the live log is read here and kept as reflecting the log's end."""
         from concurrent.futures import ThreadPoolExecutor
 
-        cached = live_arrays.load(conn, changes.base) if changes is not None and changes.base is not None else None
-        live = live_arrays.apply(cached, changes) if cached is not None and changes is not None else None
-        if live is None and stored_only:
+        model = self._settings.model
+        log = self.log(conn, changes=changes)
+        live = log.stored() if model.reads_live_log else None
+        if live is None:
             return None
-        live = read_live_arrays(conn) if live is None else live
-        warm = load_state(conn) if live.seq.size > COLD_REFIT_UPTO else None
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="easl-refit")
-        started = pool.submit(
-            self._settings.model.refit, warm, live.item, live.annotator, live.score01, n_items=self._catalog.n_items
-        )
-        pool.shutdown(wait=False)  # (the thread ends with the fit)
-        live_arrays.save(conn, live, max_seq(conn))
+        ready = StoreLog(conn, self._catalog.n_items, arrays=True, prefetched=live)
+        state = load_state(conn)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="easl-update")
+        started = pool.submit(model.update, state, change, ready)
+        pool.shutdown(wait=False)  # (the thread ends with the update)
+        keep_arrays(conn, ready)
         return started
 
     def annotator_table(self) -> Any:
@@ -142,8 +244,6 @@ class Replay:
         scores: ``annotator, n_scores, offset, slope, noise, weight, agreement, spread, flag, reason`` (offset and
         spread on the project's score range; slope, noise and weight relative; agreement is the leave-one-out
         correlation with the consensus). Raises ``ValueError`` for the other methods."""
-        if not self._settings.refits:
-            raise ValueError(f"annotator diagnostics need the method aware, not {self._settings.hyper.method}")
         with self._db.reading() as conn:
             state = load_state(conn)
             item, annotator, s01, names = live_with_annotators(conn)
@@ -159,61 +259,26 @@ class Replay:
         return frame[frame["n_scores"] > 0].reset_index(drop=True)
 
     def replay_log(self, conn: sqlite3.Connection) -> tuple[dict[str, NDArray[Any]], NDArray[Any]]:
-        """Rebuild the state from the whole log: the last record of each source key, if a score, is live; live
-        observations are applied in log order. Returns ``(state, live seqs)``."""
-        import pandas as pd
-
-        rows = conn.execute(
-            "SELECT seq, source_key, kind = 'score', item_idx, score01, group_key, annotator "
-            "FROM observations ORDER BY seq"
-        ).fetchall()
-        state = self._settings.model.init_state(self._catalog.n_items)
-        if not rows:
-            return state, np.zeros(0, dtype=np.int64)
-        seq, key, is_score, item, s01, group, annotator = zip(*rows)
-        last = ~pd.Series(key, dtype=object).duplicated(keep="last").to_numpy()
-        live = last & np.asarray(is_score, dtype=bool)
-        idx = np.flatnonzero(live)
-        item_a = np.asarray(item, dtype=np.int64)[idx]
-        s01_a = np.asarray([s01[i] for i in idx.tolist()], dtype=np.float64)
-        if self._settings.refits:  # a cold fit, annotators numbered by first score in the log
-            codes = _code_array([annotator[i] for i in idx.tolist()], annotator_codes(conn))
-            state = self._settings.model.refit(None, item_a, codes, s01_a, n_items=self._catalog.n_items)
-            return state, np.asarray(seq, dtype=np.int64)[idx]
-        groups = _group_codes([group[i] for i in idx.tolist()])
-        self._settings.model.apply(state, item_a, s01_a, groups)
-        return state, np.asarray(seq, dtype=np.int64)[idx]
+        """Rebuild the state from the whole log: the last record of each source key, if a score, is live; the model
+        replays the live observations (``Model.replay``). Returns ``(state, live seqs)``."""
+        log = StoreLog(conn, self._catalog.n_items, whole=True)
+        state = self._settings.model.replay(log)
+        if log.seqs is None:  # (a model that read nothing of the log)
+            log.live()
+        assert log.seqs is not None
+        return state, log.seqs
 
     def iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
-        """The state at the end of each iteration ``t < upto``, in order: the replay of the live observations of
-        HITs of iterations ``<= t``, in log order. Observations outside any HIT belong to no completed iteration
-        (they count in the current one only). Yields ``(t, state)``; the same state object is updated in place
-        from one iteration to the next (copy it to keep it)."""
-        if self._settings.refits:
-            yield from self._aware_iteration_states(upto)
-            return
-        with self._db.reading() as conn:
-            rows = conn.execute(
-                "SELECT l.item_idx, l.score01, l.group_key, h.iteration FROM live l "
-                "LEFT JOIN hits h ON h.hit_id = l.hit_id ORDER BY l.seq"
-            ).fetchall()
-        state = self._settings.model.init_state(self._catalog.n_items)
-        item, s01, group, iteration = list(zip(*rows)) or [(), (), (), ()]
-        item_a = np.asarray(item, dtype=np.int64)
-        s01_a = np.asarray(s01, dtype=np.float64)
-        groups = _group_codes(group)
-        it_a = np.asarray([upto if t is None else t for t in iteration], dtype=np.int64)
-        for t in range(upto):
-            sel = it_a == t
-            if sel.any():
-                self._settings.model.apply(state, item_a[sel], s01_a[sel], groups[sel])
-            yield t, state
+        """The state at the end of each iteration ``t < upto``, in order: the model's replay of the live
+        observations of HITs of iterations ``<= t``, in log order, each iteration's scores a change of the state
+        of the one before (a chain: not ``verified``, so an aware fit starts from the iteration before).
+        Observations outside any HIT belong to no completed iteration (they count in the current one only).
+        Yields ``(t, state)``; the same state object may be updated in place from one iteration to the next (copy
+        it to keep it)."""
+        from core.models import ArraysLog, Change, Scores
 
-    def _aware_iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
-        """:meth:`iteration_states` of the aware model: a fit of the live scores of iterations ``<= t``, each
-        warm-started from the previous one."""
         with self._db.reading() as conn:
-            item, annotator, s01, _ = live_with_annotators(conn)
+            live = StoreLog(conn, self._catalog.n_items).live()
             iteration = [
                 r[0]
                 for r in conn.execute(
@@ -221,13 +286,16 @@ class Replay:
                 )
             ]
         it_a = np.asarray([upto if t is None else t for t in iteration], dtype=np.int64)
-        state = self._settings.model.init_state(self._catalog.n_items)
+        model = self._settings.model
+        state = model.init_state(self._catalog.n_items)
+        group = live.group
         for t in range(upto):
-            sel = it_a <= t
-            if sel.any() and (t == 0 or (it_a == t).any()):
-                state = self._settings.model.refit(
-                    state, item[sel], annotator[sel], s01[sel], n_items=self._catalog.n_items
-                )
+            new, upto_t = it_a == t, it_a <= t
+            if new.any():
+                rows = Scores(live.item[new], live.score01[new], group[new])
+                codes = None if live.annotator is None else live.annotator[upto_t]
+                sub = Scores(live.item[upto_t], live.score01[upto_t], group[upto_t], codes)
+                state = model.update(state, Change(steps=[(1, rows)]), ArraysLog(sub, self._catalog.n_items)).state
             yield t, state
 
     def rebuild(self) -> dict[str, Any]:
@@ -269,11 +337,10 @@ class Replay:
             bad_hits = conn.execute(
                 f"SELECT COUNT(*) FROM hits WHERE status != 'retracted' AND status != ({STATUS_SQL})"
             ).fetchone()[0]
-            kept = live_arrays.load(conn, n_log) if self._settings.refits else None
+            kept = live_arrays.load(conn, n_log) if self._settings.model.reads_live_log else None
             arrays_ok = kept is None or kept.same_as(read_live_arrays(conn))
         arrays: dict[str, float] = {}
-        counters = {"sweeps"} if self._settings.refits else set()  # EM sweeps: how the fit got there, not the state
-        for name in sorted((set(replay) | set(cache)) - counters):
+        for name in sorted((set(replay) | set(cache)) - self._settings.model.bookkeeping):
             a, b = replay.get(name), cache.get(name)
             if a is None or b is None or a.shape != b.shape:
                 arrays[name] = float("inf")
@@ -285,17 +352,7 @@ class Replay:
         live_ok = bool(np.array_equal(np.sort(live_seqs), table_seqs))
         seq_ok = state_seq == n_log
         hits_ok = bad_hits == 0
-        note = None
-        if self._settings.refits:  # a warm chain and a cold fit agree within the fit's tolerance (model.same_fit)
-            from core.models.aware_model import VERIFY_TOLERANCE as SD_TOLERANCE
-
-            try:
-                state_ok = bool(self._settings.model.same_fit(cache, replay))
-            except (KeyError, ValueError):
-                state_ok = False
-            note = f"estimates within {SD_TOLERANCE:g} posterior sd (a cold refit against the warm-started cache)"
-        else:
-            state_ok = bool(max_diff <= VERIFY_TOLERANCE)
+        state_ok, note = self._settings.model.same_state(cache, replay, max_diff)
         return {
             "ok": bool(state_ok and live_ok and seq_ok and hits_ok and arrays_ok),
             "max_abs_diff": max_diff,
@@ -311,3 +368,9 @@ class Replay:
             "n_log_records": n_log,
             "method": self._settings.hyper.method,
         }
+
+
+def keep_arrays(conn: sqlite3.Connection, log: StoreLog) -> None:
+    """Keep the live log that ``log`` read as arrays (:mod:`core.store.live_arrays`), as reflecting the log's end."""
+    if log.read is not None:
+        live_arrays.save(conn, log.read, max_seq(conn))

@@ -1,6 +1,6 @@
 """Retracting observations: a ``retract`` record per live observation withdrawn (deleted Label Studio annotations,
-withdrawn HITs); commutative models subtract (``sign = -1``), order-dependent ones are rebuilt by replay
-(:mod:`core.store.replay`), the aware model is refitted."""
+withdrawn HITs), and the model's state after the withdrawal (``Model.update``:
+:meth:`core.store.replay.Replay.update`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from core.store.hit_rows import refresh_hits
 from core.store.live_arrays import LiveChanges
 from core.store.replay import Replay
 from core.store.settings import Settings
-from core.store.state import load_state
 
 
 def _annotation_ids(values: Iterable[Any]) -> list[str]:
@@ -89,18 +88,14 @@ class Retractions:
             (seq0, stamp, source) + params,
         )
         conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
+        from core.models import Change, Scores
+
         item = np.asarray([r[1] for r in rows], dtype=np.int64)
         s01 = np.asarray([r[2] for r in rows], dtype=np.float64)
-        model = self._settings.model
-        if self._settings.refits:  # aware: refit without the retracted rows
-            changes = LiveChanges(base=seq0 - 1)
-            changes.remove([r[4] for r in rows])
-            state = self._replay.refit(conn, changes)
-        elif model.order_dependent:
-            state = self._replay.replay_log(conn)[0]
-        else:
-            state = load_state(conn)
-            model.apply(state, item, s01, np.zeros(item.size, dtype=np.int64), sign=-1)
+        changes = LiveChanges(base=seq0 - 1)
+        changes.remove([r[4] for r in rows])
+        change = Change(steps=[(-1, Scores(item, s01))])
+        state = self._replay.update(conn, change, self._replay.log(conn, changes=changes)).state
         self._replay.save_state(conn, state, max_seq(conn))
         refresh_hits(conn, sorted({r[3] for r in rows if r[3] is not None}))
         return len(rows)

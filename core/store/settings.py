@@ -15,7 +15,7 @@ from core.errors import HyperParameterError
 from core.store.db import Database
 
 if TYPE_CHECKING:
-    from core.models import Hyper
+    from core.models import Hyper, Model
 
 REPORTED = ("method", "hit_size", "score_min", "score_max", "seed")  #: the hyper-parameters ``status`` reports
 
@@ -36,9 +36,8 @@ class Settings:
         return Hyper.from_json(self._hyper_json, source=self._db.path)
 
     @cached_property
-    def model(self) -> Any:
-        """The posterior model of the project's method (``core.models.get_model(hyper)``); the aware model
-        (``refit_on_change``) has further methods."""
+    def model(self) -> Model:
+        """The posterior model of the project's method (``core.models.get_model(hyper)``)."""
         from core.models import get_model
 
         return get_model(self.hyper)
@@ -51,12 +50,6 @@ class Settings:
         if isinstance(raw, dict) and all(k in raw for k in REPORTED):
             return {k: raw[k] for k in REPORTED}
         return {k: getattr(self.hyper, k) for k in REPORTED}
-
-    @property
-    def refits(self) -> bool:
-        """True for a model fitted to the whole live log (``aware``, ``model.refit_on_change``) rather than
-        updated by increments."""
-        return bool(getattr(self.model, "refit_on_change", False))
 
     def set_stop_at(self, stop_at: float | None) -> float | None:
         """Set (or, with None, remove) the stop target of an aware project; returns the previous target.
@@ -73,14 +66,10 @@ class Settings:
         from core.models import Hyper
 
         old = self.hyper
-        if old.method != "aware":
-            raise HyperParameterError(
-                "stop_at",
-                stop_at,
-                f"the method aware (this project uses {old.method}; the stopping rule needs the aware posterior)",
-                source=self._db.path,
-            )
-        new = Hyper(**{**dataclasses.asdict(old), "stop_at": stop_at})
+        try:
+            new = Hyper(**{**dataclasses.asdict(old), "stop_at": stop_at})
+        except HyperParameterError as exc:
+            raise HyperParameterError(exc.field, exc.value, exc.need, source=self._db.path) from None
         with self._db.writing() as conn:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'hyper'", (new.to_json(),))
             self._hyper_json = new.to_json()

@@ -10,10 +10,10 @@ A batch is checked whole and vectorised (pandas/numpy); every bad row gets one r
    given). ``item_id``: missing or unknown (an id written neutralised for spreadsheets by easl, ``'=x``, is
    found as the item ``=x``: ``core.outputs.restore_cell``).
 3. ``hit_id`` (when given): unknown, retracted, or the item is not in that HIT. Methods that compare the scores
-   of a HIT (``Model.needs_whole_hit``: RA, TrueSkill) require it.
+   of a HIT (``Model.whole_submissions``: RA, TrueSkill) require it.
 4. Conflicts inside the batch: two rows with the same idempotency key and different scores (e.g. two anonymous
    scores of one item); an ``annotation_id`` spanning several HITs.
-5. For ``needs_whole_hit`` methods: a HIT submission (rows with one annotation_id, else one (hit_id, annotator))
+5. For ``whole_submissions`` models: a HIT submission (rows with one annotation_id, else one (hit_id, annotator))
    that lacks a valid score for some item of its HIT; all its rows are rejected.
 
 Idempotency key (README, ``easl ingest``): ``(annotation_id, item_id)`` when ``annotation_id`` is given, else
@@ -166,7 +166,7 @@ def validate(
     hits: pd.DataFrame,
     score_min: float,
     score_max: float,
-    needs_whole_hit: bool,
+    whole_submissions: bool,
     method: str,
 ) -> Batch:
     """Validate annotation rows (see the module docstring for the checks and keys).
@@ -178,7 +178,7 @@ def validate(
     item_index : pandas.Index of the project's item ids (position = item index).
     hits : DataFrame ``hit_id, status, item_idx`` for (at least) every HIT named in the batch.
     score_min, score_max : the project's score range (inclusive).
-    needs_whole_hit : whether the method needs every score of a HIT submission.
+    whole_submissions : whether the model compares every score of a HIT submission (``Model.whole_submissions``).
     method : the method's name (for messages).
     """
     why = _Reasons(len(frame))
@@ -189,13 +189,13 @@ def validate(
     item_idx = _check_items(frame, why, padded, ids, known, hits)
     item_id, hit_id = ids["item_id"], ids["hit_id"]
     has_hit = present(hit_id.to_numpy())
-    if needs_whole_hit:
+    if whole_submissions:
         why.flag(~has_hit, "hit_id", f"a hit_id is required: method {method!r} compares the scores of a whole HIT")
     row_hit, hit_size = _check_hits(
         why, item_id, hit_id, has_hit, item_idx, len(item_index), hits, ids["arrow"].get("hit_id")
     )
     key_code, group_code = _check_keys(why, num, ids, has_hit, item_idx, locations)
-    if needs_whole_hit:
+    if whole_submissions:
         _check_whole_hits(why, group_code, hit_id, item_idx, item_index, hits, method)
     bad_rows, good = np.flatnonzero(why.bad), np.flatnonzero(~why.bad)
     rejects = _object_frame(

@@ -115,8 +115,8 @@ def _run(args: argparse.Namespace) -> int:
                     )
                 write_rejects(report)
             else:
-                # chunks keep memory flat; methods that compare whole HITs validate the file as one batch
-                chunks = [read_table(args.file)] if project.model.needs_whole_hit else iter_table(args.file)
+                # chunks keep memory flat; models that compare whole HITs validate the file as one batch
+                chunks = [read_table(args.file)] if project.model.whole_submissions else iter_table(args.file)
                 with err.status(f"validating and ingesting {args.file}"):
                     report = project.ingest_chunks(
                         chunks,
@@ -153,7 +153,7 @@ def _slice_rows(args: argparse.Namespace, project, large: bool) -> int:
     :data:`SLICE_ROWS` for a large file into a project linked to Label Studio."""
     from easl_plugin import bookkeeping as bk
 
-    whole = project.model.needs_whole_hit or project.model.order_dependent
+    whole = project.model.whole_submissions
     if args.commit_every is None:
         linked = project.get_meta(bk.KEY_PROJECT_ID) is not None
         return SLICE_ROWS if large and linked and not whole else 0

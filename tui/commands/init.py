@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from core.models import Hyper
+    from core.models.hyper import method_fields
     from core.store import Project
     from core.store.items import chunk_rows
     from core.tables import check_input, iter_table
@@ -135,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         value = getattr(args, name, None)
         if value is None:
             continue
-        if args.method != "aware":
+        if name not in method_fields(args.method):
             raise UserError(f"{flag} needs --method aware (the method is {args.method}).")
         aware[name] = value
     if "stop_at" in aware and not 0.0 < aware["stop_at"] < 1.0:
@@ -178,7 +179,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _aware_note(hyper) -> str:
     """The aware settings for the summary line (empty for the other methods)."""
-    if hyper.method != "aware":
+    from core.models.hyper import method_fields
+
+    if "uniform_passes" not in method_fields(hyper.method):
         return ""
     stop = f", stop at expected Spearman {hyper.stop_at:g}" if hyper.stop_at is not None else ""
     return f", {hyper.uniform_passes} uniform passes{stop}"

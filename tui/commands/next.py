@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         with Project.open(args.project) as project:
             n_hits = project.next_hits_file(output, fmt, raw_cells=args.raw_cells)
             iteration = project.iteration()
-            if not n_hits and project.hyper.method == "aware":
-                stop = project.stop_figures()
+            if not n_hits:
+                stop = project.stop_figures()  # (None for a model without a stopping rule)
         if args.output is None:
             _copy_out(output)
     where = f" to {args.output}" if args.output else ""

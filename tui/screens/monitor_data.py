@@ -306,7 +306,7 @@ class MonitorSource:
             low, high = float(project.hyper.score_min), float(project.hyper.score_max)
             current = status.iteration
             its, mean_var, max_var, rho = self._history.completed(project, current)
-            aware = aware_panel(project, status) if status.method == "aware" else None
+            aware = aware_panel(project, status) if status.stop is not None else None
         ranks = self._history.last_ranks
         live_rho = (
             spearman_from_ranks(ranks, self._live_ranks.ranks(columns.estimate)) if ranks is not None else float("nan")
