@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -150,7 +150,7 @@ class AwareState:
         ``e ~ N(0, q0)`` (:mod:`core.models.aware_scale`; strictly increasing). The interval is the image of the 95%
         interval ``mu -+ t_{0.975, df_i} sqrt(var)`` (:attr:`df`), the variance ``G'(mu)^2 var`` (delta method).
         ``mu`` itself is what selection, rank figures and the stopping rule use."""
-        from scipy import special  # here: easl status (target 1 s at 1,000,000 items) needs none
+        from scipy import special  # here: easl status, which imports this module, needs none
 
         from core.models.aware_scale import bounded_interval, expected_score_slope
 
@@ -177,9 +177,25 @@ def _prior_state(obs: Observations) -> AwareState:
     pooled = max(float(np.var(y)) * 0.5 if y.size > 1 else 0.02, _FLOOR)
     zero, pool = np.zeros(na), np.full(n, pooled)
     n_scores = np.bincount(obs.annotator, minlength=na).astype(np.float64)
-    return AwareState(u + CENTER, pool, pool.copy(), pool.copy(), cnt, zero, np.ones(na), zero.copy(), zero.copy(),
-                      zero.copy(), np.ones(na), n_scores, ybar + CENTER, max(float(np.var(u)), _FLOOR), 0.05**2,
-                      0.2**2, pooled)  # fmt: skip
+    return AwareState(
+        mu=u + CENTER,
+        var_mu=pool,
+        var=pool.copy(),
+        q=pool.copy(),
+        count=cnt,
+        offset=zero,
+        slope=np.ones(na),
+        var_offset=zero.copy(),
+        var_slope=zero.copy(),
+        cov_os=zero.copy(),
+        noise=np.ones(na),
+        n_scores=n_scores,
+        m0=ybar + CENTER,
+        tau_mu2=max(float(np.var(u)), _FLOOR),
+        tau_o2=0.05**2,
+        tau_s2=0.2**2,
+        q0=pooled,
+    )
 
 
 def _warm_start(warm: AwareState, obs: Observations) -> AwareState:
@@ -296,11 +312,23 @@ def _item_step(P: PairStats, w: _Sweep, rho: NDArray[Any]) -> float:
     return moved
 
 
-def _annotator_step(P: PairStats, st: AwareState, u: NDArray[Any], rho: NDArray[Any]) -> tuple[NDArray[Any], ...]:
+class AnnotatorSums(NamedTuple):
+    """The sums over each annotator's items (weights ``h_i = 1 / q_i``) that :func:`_annotator_step` computes and
+    :func:`_noise_step` reuses: ``t_h, t_hu, t_huu, t_hvu`` (of ``C_ia`` times ``h, h u, h u^2, h Var u``), ``y_h,
+    y_hu`` (of the score sums times ``h, h u``), and ``h`` itself."""
+
+    t_h: NDArray[Any]
+    t_hu: NDArray[Any]
+    t_huu: NDArray[Any]
+    t_hvu: NDArray[Any]
+    y_h: NDArray[Any]
+    y_hu: NDArray[Any]
+    h: NDArray[Any]
+
+
+def _annotator_step(P: PairStats, st: AwareState, u: NDArray[Any], rho: NDArray[Any]) -> AnnotatorSums:
     """Each annotator's ``(o_a, s_a)`` from the 2 x 2 normal equations, and the prior's ``tau_o^2``, ``tau_s^2``;
-    returns the sums over the annotators' items (weights ``h_i = 1 / q_i``) that the noise step reuses: ``t_h,
-    t_hu, t_huu, t_hvu`` (of ``C_ia`` times ``h, h u, h u^2, h Var u``), ``y_h, y_hu`` (of the score sums times
-    ``h, h u``), and ``h``."""
+    returns the :class:`AnnotatorSums` the noise step reuses."""
     CT, YT = P.count.T, P.sum_y.T
     h = 1.0 / st.q
     hu = h * u
@@ -319,12 +347,10 @@ def _annotator_step(P: PairStats, st: AwareState, u: NDArray[Any], rho: NDArray[
     if seen.any():
         st.tau_o2 = float(np.clip(np.mean(st.offset[seen] ** 2 + st.var_offset[seen]), _FLOOR, 0.25))
         st.tau_s2 = float(np.clip(np.mean((st.slope[seen] - 1.0) ** 2 + st.var_slope[seen]), _FLOOR, 1.0))
-    return t_h, t_hu, t_huu, t_hvu, y_h, y_hu, h
+    return AnnotatorSums(t_h, t_hu, t_huu, t_hvu, y_h, y_hu, h)
 
 
-def _noise_step(
-    P: PairStats, w: _Sweep, sums: tuple[NDArray[Any], ...], nu_r: NDArray[Any] | float, nu_q: float
-) -> None:
+def _noise_step(P: PairStats, w: _Sweep, sums: AnnotatorSums, nu_r: NDArray[Any] | float, nu_q: float) -> None:
     """The annotators' unreliability ``r_a`` (shrunk with ``nu_r``, geometric mean 1), the pooled noise ``q0``
     and the items' ambiguity ``q_i`` (shrunk with ``nu_q``) from ``e2 = E[(y - o - s u)^2] = (y - o - s u)^2 +
     Var o + s^2 Var u + Var s E[u^2] + 2 u Cov(o, s)``, summed by annotator (weights ``1 / q_i``: ``sums`` of

@@ -15,8 +15,8 @@ a convolution of each class's histogram with the kernel ``Phi(-|d| / sqrt(v + v_
 item: ``O(N + B log B)``.
 
 SciPy is imported inside the functions that use it (``easl status`` imports this module and needs none of it),
-and the convolution is numpy's real FFT, not ``scipy.signal.fftconvolve``, for the ``easl next`` target of 3 s at
-1,000,000 items (measurements: docs/studies/code-notes.md).
+and the convolution is numpy's real FFT, not ``scipy.signal.fftconvolve``, for the speed of ``easl next`` at scale
+(measurements: docs/studies/code-notes.md).
 
 References (every function): ``docs/studies/aware.md`` (allocation by expected reduction of mis-ordered pairs);
 the research prototype's allocation (annotator-aware, after uniform passes).

@@ -3,7 +3,7 @@ posterior quantiles and the pooled draws of all items, with no rank per draw (:f
 posterior draws they and :mod:`core.models.aware_posterior` share (:func:`posterior_draws`).
 
 Above ``core.models.aware_posterior.EAGER_MAX_ITEMS`` items this is how ``easl export`` reads the rank intervals:
-one sort of the pooled draws instead of a rank per draw, for the 2 s target of ``easl export`` at 1,000,000 items
+one sort of the pooled draws instead of a rank per draw, for the speed of ``easl export`` at scale
 (measurements: docs/studies/code-notes.md).
 """
 

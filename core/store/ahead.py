@@ -1,8 +1,7 @@
 """Work done one step ahead in a thread: while the writer appends chunk k of an ingest, chunk k + 1 is parsed and
 validated (:meth:`core.store.observations.ObservationLog.ingest_chunks`). The writer says when the thread may go on
-(:meth:`ReadAhead.go_on`): after it has bound its rows, before its long statements, which release the GIL. This
-holds the ingest target of ``bench/bench_scale.py`` (100,000 scores/s at 1,000,000 items; why:
-docs/studies/code-notes.md).
+(:meth:`ReadAhead.go_on`): after it has bound its rows, before its long statements, which release the GIL. It is
+what makes large ingests fast (why: docs/studies/code-notes.md).
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 The CSV files of ``easl next`` and ``easl export`` are written by Arrow's CSV writer with the options of
 ``core.tables.write_table``, from an Arrow table of the column types ``pyarrow.Table.from_pandas`` would give
 (strings, int64, float64 with NaN as null), so the bytes are the same. The arrays are made from numpy buffers,
-since ``pyarrow.array`` imports pandas: this holds the ``easl next`` target of ``bench/bench_scale.py`` (3 s at
-1,000,000 items, pandas unimported).
+since ``pyarrow.array`` imports pandas, which ``easl next`` does without (docs/studies/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -97,8 +96,8 @@ def write_csv(table: pa.Table, tmp: str | os.PathLike[str], *, raw_cells: bool =
     ``raw_cells`` (:func:`core.outputs.neutralise_cells`).
 
     A table of more than :data:`CSV_SLICE_ROWS` rows is formatted in slices by threads (Arrow's CSV writer
-    releases the GIL) and written in order after the header (each row's text depends on its values alone): the
-    export target of ``bench/bench_scale.py``, 2 s at 1,000,000 items (measurements: docs/studies/code-notes.md)."""
+    releases the GIL) and written in order after the header (each row's text depends on its values alone): for the
+    speed of ``easl export`` at scale (measurements: docs/studies/code-notes.md)."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 

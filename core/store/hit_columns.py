@@ -5,7 +5,7 @@ A HIT set is read as integer columns: the HITs (``hit_no``, ``hit_id``, ``iterat
 when every HIT has the positions ``0 .. w - 1``; a join by the HITs' index otherwise), then the ids and texts of
 those items in one read (a scan of ``items`` when they are a large share of it). Integers travel as one
 ``group_concat`` text per column, parsed by numpy, and strings as one JSON array per column, parsed on demand: no
-Python tuple per row, for the ``easl next`` target of ``bench/bench_scale.py`` (3 s at 1,000,000 items).
+Python tuple per row, for the speed of ``easl next`` at scale (docs/studies/benchmarks.md).
 
 The long form (one row per HIT and position: ``hit_id, iteration, position, item_id, text`` and the items' extra
 columns) is assembled with Arrow's ``take`` from the items' ids and texts read NUL-joined (:func:`read_strings`),

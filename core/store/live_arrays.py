@@ -5,9 +5,9 @@ up to ``meta.live_arrays_seq``: the log position, item, annotator code and ``sco
 order, and the annotators' names by code, numbered in order of their first score in the log (as
 :func:`core.store.replay.annotator_codes`; ``None`` is the one anonymous annotator). A refit reads them, applies
 what its transaction changed (:class:`LiveChanges`) and writes them back; where they do not reflect the log at the
-transaction's start (a file of an older version, or after ``rebuild``), it reads the live index instead. This holds
-the ingest target (>= 100,000 scores/s at 1,000,000 items; measurements: docs/studies/code-notes.md); ``easl
-verify`` checks that the stored arrays equal the live index.
+transaction's start (a file of an older version, or after ``rebuild``), it reads the live index instead. A refit so
+reads no table (measurements: docs/studies/code-notes.md); ``easl verify`` checks that the stored arrays equal the
+live index.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ that opens the file. It holds its parts, one class per concern, each given only 
 (:class:`core.store.items.Catalog`), ``iterations`` (:class:`core.store.hits.Iterations`), ``replay``
 (:class:`core.store.replay.Replay`), ``log`` (:class:`core.store.observations.ObservationLog`), ``retractions``
 (:class:`core.store.retraction.Retractions`), ``records`` (:class:`core.store.records.FrontEndRecords`) and ``output``
-(:class:`core.store.output.Output`). Every operation a front end calls is also an attribute of the project: the
-method of the part that does it (``Project._bind_operations``). pandas, SciPy and ``core.models`` are imported by the
-methods that need them, so that opening a project and reading its status stays fast.
+(:class:`core.store.output.Output`). Every operation a front end calls is also a method of the project that calls
+the method of the part that does it, so that a reader (or a tool) follows a command from the project to the part.
+pandas, SciPy and ``core.models`` are imported by the methods that need them, so that opening a project and reading
+its status stays fast.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core.errors import HyperParameterError, ProjectFileError
 from core.outputs import remove_leftovers
@@ -39,7 +42,12 @@ from core.store.state import save_state
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.models import Hyper
+    from core.models import Hyper, Model
+    from core.store.batches import IngestReport, Prepared
+    from core.store.hit_columns import LongHits
+    from core.store.output import EstimateTable, ProjectStatus
+    from core.store.records import Event, Reject, Wording
+    from core.store.validation import Batch
     from core.tables import Table
 
 BUILD_CACHE_KIB = 32 * 1024  # SQLite's page cache while a project file is built: 32 MiB, a small part of init's memory
@@ -77,37 +85,6 @@ class Project:
         self.records = records = FrontEndRecords(db)
         self.output = Output(db, settings, catalog, records)
         self.n_items = n_items
-        self._bind_operations()
-
-    def _bind_operations(self) -> None:
-        """Make each operation front ends call an attribute of the project: the method of the part that does it."""
-        db, settings, catalog, its, replay = self.db, self.settings, self.catalog, self.iterations, self.replay
-        log, retractions, records, output = self.log, self.retractions, self.records, self.output
-        self.transaction, self.close, self.checkpoint = db.transaction, db.close, db.checkpoint
-        self.set_auto_checkpoint, self.set_stop_at = db.set_auto_checkpoint, settings.set_stop_at
-        self.items, self.item_index = catalog.items, catalog.item_index
-        self.iteration, self.hits, self.open_hits = its.iteration, its.hits, its.open_hits
-        self.next_hits, self.advance, self.add_hits = its.next_hits, its.advance, its.add_hits
-        self.open_hits_long, self.open_hits_frame = its.open_hits_long, its.open_hits_frame
-        self.next_hits_long, self.next_hits_file = its.next_hits_long, its.next_hits_file
-        self.top_up_hits, self.open_item_mask = its.top_up_hits, its.open_item_mask
-        self.open_hit_times, self.n_open_hits = its.open_hit_times, its.n_open
-        self.state, self.verify, self.rebuild = replay.state, replay.verify, replay.rebuild
-        self.iteration_states, self.annotator_table = replay.iteration_states, replay.annotator_table
-        self.validate, self.prepare, self.ingest = log.validate, log.prepare, log.ingest
-        self.ingest_chunks, self.ingest_slices = log.ingest_chunks, log.ingest_slices
-        self.retract, self.retract_hit = retractions.retract, retractions.retract_hit
-        self.live_versions = retractions.live_versions
-        self.get_meta, self.set_meta = records.get_meta, records.set_meta
-        self.wording, self.set_wording = records.wording, records.set_wording
-        self.add_events, self.add_event, self.events = records.add_events, records.add_event, records.events
-        self.finish_event, self.event_counts = records.finish_event, records.event_counts
-        self.add_reject, self.rejects = records.add_reject, records.rejects
-        self.map_external, self.unmap_external = records.map_external, records.unmap_external
-        self.local_id, self.external_map = records.local_id, records.external_map
-        self.external_ids = records.external_ids
-        self.estimates, self.estimates_table, self.ratings = output.estimates, output.estimates_table, output.ratings
-        self.status, self.stop_figures = output.status, output.stop_figures
 
     @property
     def hyper(self) -> Hyper:
@@ -115,7 +92,7 @@ class Project:
         return self.settings.hyper
 
     @property
-    def model(self) -> Any:
+    def model(self) -> Model:
         """The posterior model of the project's method (``core.models.get_model(hyper)``)."""
         return self.settings.model
 
@@ -124,6 +101,249 @@ class Project:
 
     def __exit__(self, *exc: object) -> None:
         self.db.close()
+
+    # the operations front ends call: each the method of the part that does it
+
+    def transaction(self, *, max_wait_s: float | None = None) -> AbstractContextManager[None]:
+        """:meth:`core.store.db.Database.transaction`."""
+        return self.db.transaction(max_wait_s=max_wait_s)
+
+    def close(self) -> None:
+        """:meth:`core.store.db.Database.close`."""
+        return self.db.close()
+
+    def checkpoint(self, mode: str = "PASSIVE") -> None:
+        """:meth:`core.store.db.Database.checkpoint`."""
+        return self.db.checkpoint(mode)
+
+    def set_auto_checkpoint(self, pages: int) -> None:
+        """:meth:`core.store.db.Database.set_auto_checkpoint`."""
+        return self.db.set_auto_checkpoint(pages)
+
+    def set_stop_at(self, stop_at: float | None) -> float | None:
+        """:meth:`core.store.settings.Settings.set_stop_at`."""
+        return self.settings.set_stop_at(stop_at)
+
+    def items(self) -> pd.DataFrame:
+        """:meth:`core.store.items.Catalog.items`."""
+        return self.catalog.items()
+
+    def item_index(self) -> pd.Index:
+        """:meth:`core.store.items.Catalog.item_index`."""
+        return self.catalog.item_index()
+
+    def iteration(self) -> int:
+        """:meth:`core.store.hits.Iterations.iteration`."""
+        return self.iterations.iteration()
+
+    def hits(self, iteration: int | None = None) -> list[dict[str, Any]]:
+        """:meth:`core.store.hits.Iterations.hits`."""
+        return self.iterations.hits(iteration)
+
+    def open_hits(self, *, every_iteration: bool = False) -> list[dict[str, Any]]:
+        """:meth:`core.store.hits.Iterations.open_hits`."""
+        return self.iterations.open_hits(every_iteration=every_iteration)
+
+    def next_hits(self) -> list[dict[str, Any]]:
+        """:meth:`core.store.hits.Iterations.next_hits`."""
+        return self.iterations.next_hits()
+
+    def advance(self) -> bool:
+        """:meth:`core.store.hits.Iterations.advance`."""
+        return self.iterations.advance()
+
+    def add_hits(self, hits: Any) -> list[dict[str, Any]]:
+        """:meth:`core.store.hits.Iterations.add_hits`."""
+        return self.iterations.add_hits(hits)
+
+    def open_hits_long(self, *, every_iteration: bool = False) -> LongHits:
+        """:meth:`core.store.hits.Iterations.open_hits_long`."""
+        return self.iterations.open_hits_long(every_iteration=every_iteration)
+
+    def open_hits_frame(self, *, every_iteration: bool = False) -> pd.DataFrame:
+        """:meth:`core.store.hits.Iterations.open_hits_frame`."""
+        return self.iterations.open_hits_frame(every_iteration=every_iteration)
+
+    def next_hits_long(self) -> LongHits:
+        """:meth:`core.store.hits.Iterations.next_hits_long`."""
+        return self.iterations.next_hits_long()
+
+    def next_hits_file(self, path: str | os.PathLike[str], fmt: str = "csv", *, raw_cells: bool = False) -> int:
+        """:meth:`core.store.hits.Iterations.next_hits_file`."""
+        return self.iterations.next_hits_file(path, fmt, raw_cells=raw_cells)
+
+    def top_up_hits(self, n_target: int) -> int:
+        """:meth:`core.store.hits.Iterations.top_up_hits`."""
+        return self.iterations.top_up_hits(n_target)
+
+    def open_item_mask(self) -> tuple[NDArray[Any], int]:
+        """:meth:`core.store.hits.Iterations.open_item_mask`."""
+        return self.iterations.open_item_mask()
+
+    def open_hit_times(self) -> dict[str, str]:
+        """:meth:`core.store.hits.Iterations.open_hit_times`."""
+        return self.iterations.open_hit_times()
+
+    def n_open_hits(self) -> int:
+        """:meth:`core.store.hits.Iterations.n_open`."""
+        return self.iterations.n_open()
+
+    def state(self) -> dict[str, NDArray[Any]]:
+        """:meth:`core.store.replay.Replay.state`."""
+        return self.replay.state()
+
+    def verify(self) -> dict[str, Any]:
+        """:meth:`core.store.replay.Replay.verify`."""
+        return self.replay.verify()
+
+    def rebuild(self) -> dict[str, Any]:
+        """:meth:`core.store.replay.Replay.rebuild`."""
+        return self.replay.rebuild()
+
+    def iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
+        """:meth:`core.store.replay.Replay.iteration_states`."""
+        return self.replay.iteration_states(upto)
+
+    def annotator_table(self) -> Any:
+        """:meth:`core.store.replay.Replay.annotator_table`."""
+        return self.replay.annotator_table()
+
+    def validate(self, rows: Any, *, source: str) -> Batch:
+        """:meth:`core.store.observations.ObservationLog.validate`."""
+        return self.log.validate(rows, source=source)
+
+    def prepare(self, rows: Any, *, source: str) -> Prepared:
+        """:meth:`core.store.observations.ObservationLog.prepare`."""
+        return self.log.prepare(rows, source=source)
+
+    def ingest(self, rows: Any, *, source: str, skip_invalid: bool = False) -> IngestReport:
+        """:meth:`core.store.observations.ObservationLog.ingest`."""
+        return self.log.ingest(rows, source=source, skip_invalid=skip_invalid)
+
+    def ingest_chunks(
+        self,
+        chunks: Iterable[Any],
+        *,
+        source: str,
+        skip_invalid: bool = False,
+        before_commit: Callable[[IngestReport], None] | None = None,
+        defer_live: bool = False,
+    ) -> IngestReport:
+        """:meth:`core.store.observations.ObservationLog.ingest_chunks`."""
+        return self.log.ingest_chunks(
+            chunks, source=source, skip_invalid=skip_invalid, before_commit=before_commit, defer_live=defer_live
+        )
+
+    def ingest_slices(
+        self,
+        read: Callable[[], Iterable[Table]],
+        *,
+        source: str,
+        rows: int,
+        skip_invalid: bool = False,
+        pause: Callable[[], None] | None = None,
+        defer_live: bool = False,
+    ) -> IngestReport:
+        """:meth:`core.store.observations.ObservationLog.ingest_slices`."""
+        return self.log.ingest_slices(
+            read, source=source, rows=rows, skip_invalid=skip_invalid, pause=pause, defer_live=defer_live
+        )
+
+    def retract(self, annotation_ids: Iterable[Any], *, source: str) -> int:
+        """:meth:`core.store.retraction.Retractions.retract`."""
+        return self.retractions.retract(annotation_ids, source=source)
+
+    def retract_hit(self, hit_id: str, *, source: str) -> int:
+        """:meth:`core.store.retraction.Retractions.retract_hit`."""
+        return self.retractions.retract_hit(hit_id, source=source)
+
+    def live_versions(self, annotation_ids: Iterable[Any]) -> dict[str, str]:
+        """:meth:`core.store.retraction.Retractions.live_versions`."""
+        return self.retractions.live_versions(annotation_ids)
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        """:meth:`core.store.records.FrontEndRecords.get_meta`."""
+        return self.records.get_meta(key, default)
+
+    def set_meta(self, values: Mapping[str, str | None]) -> None:
+        """:meth:`core.store.records.FrontEndRecords.set_meta`."""
+        return self.records.set_meta(values)
+
+    def wording(self) -> Wording:
+        """:meth:`core.store.records.FrontEndRecords.wording`."""
+        return self.records.wording()
+
+    def set_wording(self, **values: str | None) -> Wording:
+        """:meth:`core.store.records.FrontEndRecords.set_wording`."""
+        return self.records.set_wording(**values)
+
+    def add_events(self, events: Iterable[tuple[str, Any]], *, received_at: str | None = None) -> list[int]:
+        """:meth:`core.store.records.FrontEndRecords.add_events`."""
+        return self.records.add_events(events, received_at=received_at)
+
+    def add_event(self, kind: str, payload: Any) -> int:
+        """:meth:`core.store.records.FrontEndRecords.add_event`."""
+        return self.records.add_event(kind, payload)
+
+    def events(self, status: str = "pending", *, limit: int | None = None) -> list[Event]:
+        """:meth:`core.store.records.FrontEndRecords.events`."""
+        return self.records.events(status, limit=limit)
+
+    def finish_event(self, event_id: int, *, failed: bool = False, note: str | None = None) -> None:
+        """:meth:`core.store.records.FrontEndRecords.finish_event`."""
+        return self.records.finish_event(event_id, failed=failed, note=note)
+
+    def event_counts(self) -> dict[str, int]:
+        """:meth:`core.store.records.FrontEndRecords.event_counts`."""
+        return self.records.event_counts()
+
+    def add_reject(self, *, source: str, location: str | None, reason: str, payload: Any = None) -> bool:
+        """:meth:`core.store.records.FrontEndRecords.add_reject`."""
+        return self.records.add_reject(source=source, location=location, reason=reason, payload=payload)
+
+    def rejects(self, *, source: str | None = None, limit: int | None = None) -> tuple[list[Reject], int]:
+        """:meth:`core.store.records.FrontEndRecords.rejects`."""
+        return self.records.rejects(source=source, limit=limit)
+
+    def map_external(self, kind: str, pairs: Iterable[tuple[object, object]]) -> None:
+        """:meth:`core.store.records.FrontEndRecords.map_external`."""
+        return self.records.map_external(kind, pairs)
+
+    def unmap_external(self, kind: str, external_ids: Iterable[object]) -> None:
+        """:meth:`core.store.records.FrontEndRecords.unmap_external`."""
+        return self.records.unmap_external(kind, external_ids)
+
+    def local_id(self, kind: str, external_id: object) -> str | None:
+        """:meth:`core.store.records.FrontEndRecords.local_id`."""
+        return self.records.local_id(kind, external_id)
+
+    def external_map(self, kind: str) -> dict[str, str]:
+        """:meth:`core.store.records.FrontEndRecords.external_map`."""
+        return self.records.external_map(kind)
+
+    def external_ids(self, kind: str, local_id: object) -> list[str]:
+        """:meth:`core.store.records.FrontEndRecords.external_ids`."""
+        return self.records.external_ids(kind, local_id)
+
+    def estimates(self) -> pd.DataFrame:
+        """:meth:`core.store.output.Output.estimates`."""
+        return self.output.estimates()
+
+    def estimates_table(self) -> EstimateTable:
+        """:meth:`core.store.output.Output.estimates_table`."""
+        return self.output.estimates_table()
+
+    def ratings(self) -> pd.DataFrame:
+        """:meth:`core.store.output.Output.ratings`."""
+        return self.output.ratings()
+
+    def status(self) -> ProjectStatus:
+        """:meth:`core.store.output.Output.status`."""
+        return self.output.status()
+
+    def stop_figures(self) -> dict[str, Any] | None:
+        """:meth:`core.store.output.Output.stop_figures`."""
+        return self.output.stop_figures()
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], items: pd.DataFrame, hyper: Hyper) -> Project:
