@@ -2,7 +2,7 @@
 
 Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`ProjectStatus`, :class:`IngestReport`,
 :class:`Prepared`, :class:`Event`, :class:`Reject`, :func:`read_items` (an items file, checked:
-``core.store.item_checks.read_items``). Importing this package loads neither pandas nor SciPy.
+``core.store.items.read_items``). Importing this package loads neither pandas nor SciPy.
 """
 
 from __future__ import annotations
