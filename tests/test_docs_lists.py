@@ -54,11 +54,7 @@ def paragraphs_with_list_text(text: str) -> list[str]:
     import markdown
 
     html = markdown.markdown(text, extensions=["admonition", "tables", "pymdownx.superfences"])
-    return [
-        p[:80]
-        for p in re.findall(r"<p>(.*?)</p>", html, flags=re.S)
-        if re.search(r"\n\s*(?:[-*+]|\d+\.) ", p)
-    ]
+    return [p[:80] for p in re.findall(r"<p>(.*?)</p>", html, flags=re.S) if re.search(r"\n\s*(?:[-*+]|\d+\.) ", p)]
 
 
 def test_a_list_that_leaves_its_item_is_found_in_the_rendered_page():
