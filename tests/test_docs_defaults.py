@@ -3,8 +3,8 @@
 Every option's help that says ``(default: X)`` says the parser's default; every row of an option table in a guide
 (``| `--option ARG` | default | meaning |``) and every ``--option`` (N) or (``--option``, N) in a guide's section on a
 command (a heading naming ``easl COMMAND``) gives the default of that command's option. A default computed at run
-time (the parser's default None) may be described in words, or by the number its help states. Constants the help quotes are the
-code's (the stopping rule's minimum of scores per item), and the columns the guide and the help list for
+time (the parser's default None) may be described in words, or by the number its help states. Constants the help
+quotes are the code's (the stopping rule's minimum of scores per item), and the columns the guide and the help list for
 ``easl export --annotators`` are the file's, in its order.
 """
 
