@@ -9,8 +9,8 @@ An output is shown as a fenced ``text`` block directly under a marker that holds
 
 The marker may span lines (one shell command a line). The test runs the commands with bash in a fresh directory
 holding a copy of ``examples/``, the ``easl`` of this environment first on the path and an 120-column terminal,
-and compares standard output and standard error, together, with the block: line by line, trailing spaces and
-durations (``5.1 s``) aside. A block that differs fails with the difference. After a deliberate change of an
+and compares standard output and standard error, together, with the block: line by line, trailing spaces,
+durations (``5.1 s``) and timestamps aside. A block that differs fails with the difference. After a deliberate change of an
 output, ``python tests/test_docs_outputs.py --write`` rewrites every block from the commands.
 """
 
@@ -30,8 +30,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^<!-- output:(?P<commands>.*?)-->\n```text\n(?P<body>.*?)^```$", re.M | re.S)
-#: A duration printed by a command: the one thing that may differ between two runs.
+#: A duration or a time printed by a command: what may differ between two runs.
 DURATION = re.compile(r"\b\d+(?:\.\d+)? s\b")
+TIMESTAMP = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
 WIDTH = "120"
 
 
@@ -43,7 +44,7 @@ def shown_outputs(page: Path) -> list[tuple[str, str, tuple[int, int]]]:
 
 def normalise(text: str) -> list[str]:
     """The lines of ``text`` with durations and trailing spaces aside, and no trailing blank lines."""
-    lines = [DURATION.sub("N s", line).rstrip() for line in text.splitlines()]
+    lines = [TIMESTAMP.sub("TIME", DURATION.sub("N s", line)).rstrip() for line in text.splitlines()]
     while lines and not lines[-1]:
         lines.pop()
     return lines
@@ -74,13 +75,14 @@ def difference(shown: str, printed: str) -> list[str]:
 
 def test_the_comparison_ignores_durations_and_trailing_spaces_but_nothing_else():
     assert difference("report: x  (5.1 s)  \n\n", "report: x  (61.0 s)") == []
+    assert difference("2026-11-28T20:15:03.495988+00:00  [x]", "2026-12-01T08:00:00.1+00:00  [x]") == []
     assert difference("aware after 4.85 scores", "aware after 3.99 scores")
     assert difference("a\nb", "a")
 
 
 def test_the_documentation_shows_command_outputs_under_markers():
     pages = {page.relative_to(REPO).as_posix(): len(shown_outputs(page)) for page in PAGES}
-    assert pages["docs/guides/cli.md"] >= 3  # easl demo, an ingest refused, an items file refused
+    assert pages["docs/guides/cli.md"] >= 4  # easl demo, an ingest refused, an items file refused, the rejects
 
 
 CASES = [
