@@ -267,3 +267,18 @@ def test_default_targets_are_a_ladder_below_the_best_spearman_reached():
     assert all(t < top for t in res["targets"]) and max(res["targets"]) >= round(top - 0.03, 2)
     budget = res["budget"]
     assert budget[budget["target"] == min(res["targets"])]["budget"].notna().all()
+
+
+@pytest.mark.filterwarnings("error")
+def test_seed_mean_is_nan_where_no_seed_has_a_value_without_a_warning():
+    from core.simulate.replay import seed_mean
+
+    mat = np.array([[0.5, np.nan, np.nan], [0.7, 0.8, np.nan]])
+    out = seed_mean(mat)
+    assert out[0] == pytest.approx(0.6) and out[1] == pytest.approx(0.8) and np.isnan(out[2])
+
+
+def test_the_few_runs_warning_starts_below_five_seeds():
+    from core.simulate.replay_report import few_runs_warning
+
+    assert "2 runs are too few" in few_runs_warning(2) and few_runs_warning(5) is None

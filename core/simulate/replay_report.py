@@ -86,7 +86,10 @@ def reliability_lines(reliability: pd.DataFrame) -> list[str]:
     """The split-half reliability of the truth, said as what it is (:func:`core.simulate.replay.split_half`): a
     line of figures and a line of what they mean."""
     rho, r = float(reliability["spearman"].mean()), float(reliability["pearson"].mean())
-    bound = f"error-free scores: r about {np.sqrt(r):.3f}" if r > 0 else "the truth is noise"
+    if not np.isfinite(r):
+        bound = "undefined: the truth or the pool has no spread"
+    else:
+        bound = f"error-free scores: r about {np.sqrt(r):.3f}" if r > 0 else "the halves do not agree at all"
     return [
         f"split-half reliability of the truth: Spearman {rho:.3f}, Pearson {r:.3f}",
         f"  (pool vs held-out item means; no ceiling; {bound})",
