@@ -8,10 +8,10 @@ An output is shown as a fenced ``text`` block directly under a marker that holds
     ```
 
 The marker may span lines (one shell command a line). The test runs the commands with bash in a fresh directory
-holding a copy of ``examples/``, the ``easl`` of this environment first on the path and an 120-column terminal,
+holding a copy of ``examples/``, the ``easl`` of this environment first on the path and a 120-column terminal,
 and compares standard output and standard error, together, with the block: line by line, trailing spaces,
-durations (``5.1 s``) and timestamps aside. A block that differs fails with the difference. After a deliberate change of an
-output, ``python tests/test_docs_outputs.py --write`` rewrites every block from the commands.
+durations (``5.1 s``) and timestamps aside. A block that differs fails with the difference. After a deliberate
+change of an output, ``python tests/test_docs_outputs.py --write`` rewrites every block from the commands.
 """
 
 from __future__ import annotations
