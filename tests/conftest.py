@@ -89,6 +89,9 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_dask_evaluate.py", "test_the_long_form_split_across_files_equals_load_long"): "slow",
     ("test_dask_evaluate.py", "test_missing_columns_and_repeated_ids_are_one_clear_error"): "slow",
     ("test_dask_simulate.py", None): "slow",
+    # the commands behind the documentation's outputs (easl demo, ...) and the replay behind its table (a minute)
+    ("test_docs_outputs.py", "test_every_shown_output_is_what_the_command_prints"): "slow",
+    ("test_docs_figures.py", "test_the_replay_table_is_what_the_replay_prints"): "slow",
 }
 
 

@@ -19,10 +19,19 @@ After an ``aware`` run the annotator diagnostics of the final fit (:mod:`core.mo
 annotator, to compare the flags with each annotator's agreement over all their ratings
 (:func:`core.simulate.replay_data.annotator_agreement`).
 
+The truth is itself a mean of noisy ratings, so no method's curve reaches 1. How far the truth can be trusted is
+its split-half reliability: the correlation of the whole pool's item means with the held-out truth, two disjoint
+halves of each item's ratings (:func:`split_half`). It is not a ceiling: a model that corrects annotators
+(``aware``, DA on z-scores) estimates the items better than the pool's raw means and its curve can pass it. Under
+classical test theory an error-free estimate of the items would correlate about the square root of the
+reliability with the truth (Spearman 1904, the correction for attenuation; Pearson's, with equal halves).
+
 The tables (:func:`summarise`): each run's Spearman curve is put on the common grid of batch budgets (linear
-interpolation; a run whose pool ran out stops there), the seeds are averaged, and the budget is the first crossing
-of the seed-mean curve (:func:`core.simulate.first_crossing`). The bootstrap resamples the seeds, the
-same resample for the method and its reference (paired: a seed is one split and one stream of annotators).
+interpolation; a run whose pool ran out stops there), the seeds are averaged (:func:`seed_mean`), and the budget is
+the first crossing of the seed-mean curve (:func:`core.simulate.first_crossing`). The bootstrap resamples the seeds,
+the same resample for the method and its reference (paired: a seed is one split and one stream of annotators).
+Without targets, they are chosen from the curves (:func:`targets_from_curves`): a ladder below the best seed-mean
+Spearman any method reached, so that every run says which method reaches what, at which budget.
 
 :class:`ProjectReplay` answers a real project's HITs with the same split and draws (``easl demo``).
 """
@@ -49,6 +58,11 @@ METHODS = (*ENGINE_METHODS, "da-z")
 DEFAULT_METHODS = ("da", "da-z", "easl", "aware")
 #: Bootstrap resamples of the seeds.
 N_BOOT = 2000
+#: Fewest seeds for which the replay prints a bootstrap interval without a warning: with fewer, the resamples of
+#: the seeds repeat a handful of values and the interval is far too narrow.
+MIN_SEEDS_FOR_INTERVAL = 5
+#: Steps below the best seed-mean Spearman reached of the targets chosen from the data (:func:`targets_from_curves`).
+TARGET_STEPS = (0.02, 0.05, 0.10)
 
 
 def split(r: Ratings, seed: int) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -114,6 +128,27 @@ def item_means(item_ix: NDArray[Any], x: NDArray[Any], n: int) -> NDArray[Any]:
     return m
 
 
+def seed_mean(mat: NDArray[Any], axis: int = 0) -> NDArray[Any]:
+    """Mean of the finite values of ``mat`` along ``axis`` (the seeds); NaN where there is none (every seed's run
+    ended before that budget, or its estimates were all equal), without numpy's empty-slice warning."""
+    ok = np.isfinite(mat)
+    n = ok.sum(axis=axis)
+    total = np.where(ok, mat, 0.0).sum(axis=axis)
+    out: NDArray[Any] = np.full(n.shape, np.nan)
+    np.divide(total, n, out=out, where=n > 0)
+    return out
+
+
+def split_half(truth: NDArray[Any], pool: NDArray[Any]) -> dict[str, float]:
+    """Split-half reliability of a seed's truth (module docstring): Spearman, Kendall and Pearson correlations of
+    the pool's item means with the held-out truth (the two halves of each item's ratings)."""
+    available = ~np.isnan(pool)
+    means = np.where(available, pool, 0.0).sum(axis=1) / np.maximum(available.sum(axis=1), 1)
+    rho, tau = correlations(means, truth)
+    r = float(np.corrcoef(means, truth)[0, 1]) if np.ptp(means) > 0 and np.ptp(truth) > 0 else float("nan")
+    return {"spearman": rho, "kendall": tau, "pearson": r}
+
+
 def correlations(est: NDArray[Any], truth: NDArray[Any]) -> tuple[float, float]:
     """Spearman and Kendall (tau-b) of the estimates with the truth; NaN while the estimates are all equal (e.g.
     z-scores of annotators with one score each)."""
@@ -140,7 +175,7 @@ def run_one(
     dict
         ``rows``: a dict per batch (``method, seed, per_item, spearman, kendall``; for ``da`` also the ``da-z``
         rows); ``annotators``: for ``aware``, the final diagnostics (a ``pandas.DataFrame`` with ``annotator``, the
-        flag and its figures), else None; ``ceiling``: Spearman and Kendall of the whole pool's item means.
+        flag and its figures), else None; ``reliability``: the seed's split-half reliability (:func:`split_half`).
     """
     engine = "da" if method == "da-z" else method
     hyper = Hyper(method=engine, hit_size=hit_size, seed=seed, score_min=0.0, score_max=1.0)
@@ -148,8 +183,7 @@ def run_one(
     truth, pool = split(r, seed)
     available = ~np.isnan(pool)
     n, na = r.n_items, r.n_annotators
-    pool_means = np.nansum(pool, axis=1) / np.maximum(available.sum(axis=1), 1)
-    ceiling = correlations(pool_means, truth)
+    reliability = {"seed": seed, **split_half(truth, pool)}
     assign_rng = np.random.default_rng([seed, 11])
     state = model.init_state(n)
     item_ix, ann, score = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
@@ -192,7 +226,7 @@ def run_one(
     return {
         "rows": rows,
         "annotators": annotators,
-        "ceiling": {"seed": seed, "spearman": ceiling[0], "kendall": ceiling[1]},
+        "reliability": reliability,
     }
 
 
@@ -207,7 +241,7 @@ def run_replay(
     methods: tuple[str, ...] = DEFAULT_METHODS,
     n_seeds: int = 20,
     first_seed: int = 0,
-    targets: tuple[float, ...] = (0.9, 0.93),
+    targets: tuple[float, ...] | None = None,
     progress: Any = None,
     map_fn: MapFn = serial_map,
     **run_kw: Any,
@@ -222,8 +256,8 @@ def run_replay(
         Among :data:`METHODS`; ``da`` is the reference of the savings (``da-z`` comes with ``da``'s runs).
     n_seeds, first_seed : int
         Seeds ``first_seed .. first_seed + n_seeds - 1``: each is one split and one stream of annotators.
-    targets : tuple of float
-        Spearman correlations to reach.
+    targets : tuple of float, optional
+        Spearman correlations to reach; default chosen from the curves (:func:`targets_from_curves`).
     progress, map_fn :
         As in :mod:`core.simulate`; each (method, seed) campaign is one task of :func:`run_task`.
     **run_kw :
@@ -232,8 +266,8 @@ def run_replay(
     Returns
     -------
     dict
-        ``curves``, ``ceiling``, ``annotators`` (frames) and the tables of
-        :func:`summarise`.
+        ``curves``, ``reliability`` (per seed, :func:`split_half`), ``annotators``, ``flags`` (frames) and the
+        tables of :func:`summarise` (``budget``, ``mean_curves``, ``best``, ``targets``, ``targets_from_data``).
     """
     bad = [m for m in methods if m not in METHODS]
     if bad:
@@ -241,22 +275,21 @@ def run_replay(
     runs = [m for m in dict.fromkeys("da" if m == "da-z" and "da" in methods else m for m in methods)]
     tasks = [(r, m, s, dict(run_kw)) for m in runs for s in range(first_seed, first_seed + n_seeds)]
     rows: list[dict[str, Any]] = []
-    ceilings: dict[int, dict[str, Any]] = {}
+    halves: dict[int, dict[str, Any]] = {}
     diags = []
     for done, out in enumerate(map_fn(run_task, tasks), start=1):
         rows += out["rows"]
-        ceilings[out["ceiling"]["seed"]] = out["ceiling"]
+        halves[out["reliability"]["seed"]] = out["reliability"]
         if out["annotators"] is not None:
             diags.append(out["annotators"])
         if progress is not None:
             progress(done, len(tasks))
     curves = pd.DataFrame(rows)
     curves = curves[curves["method"].isin(methods)].reset_index(drop=True)
-    ceiling = pd.DataFrame(list(ceilings.values()))
     annotators = pd.concat(diags, ignore_index=True) if diags else pd.DataFrame()
     return {
         "curves": curves,
-        "ceiling": ceiling,
+        "reliability": pd.DataFrame([halves[s] for s in sorted(halves)]),
         "annotators": annotators,
         "flags": flag_table(r, annotators),
         **summarise(
@@ -286,46 +319,109 @@ def grid_of(curves: pd.DataFrame, batch: float) -> NDArray[Any]:
     return out
 
 
+def targets_from_curves(means: dict[str, NDArray[Any]]) -> tuple[float, ...]:
+    """Targets chosen from the seed-mean Spearman curves ``means`` (per method): a ladder :data:`TARGET_STEPS` below
+    the best any method reached, each rounded down to 0.01, so that the best method reaches every one; and, when DA
+    reaches none of them, one just below DA's best (0.01 under it), so that a saving against DA is measured.
+    Empty when no curve has a value.
+
+    Examples
+    --------
+    >>> targets_from_curves({"da": np.array([0.5, 0.7, 0.75]), "aware": np.array([0.5, 0.78, 0.81])})
+    (0.71, 0.76, 0.79)
+    >>> targets_from_curves({"da": np.array([0.5, 0.6, 0.65]), "aware": np.array([0.5, 0.78, 0.81])})
+    (0.64, 0.71, 0.76, 0.79)
+    """
+    best = {m: float(np.nanmax(y)) for m, y in means.items() if np.isfinite(y).any()}
+    if not best:
+        return ()
+    top = max(best.values())
+    ladder = {np.floor((top - step) * 100 + 1e-9) / 100 for step in TARGET_STEPS}
+    if "da" in best and best["da"] < min(ladder):
+        ladder.add(np.floor((best["da"] - 0.01) * 100 + 1e-9) / 100)
+    return tuple(round(float(t), 2) for t in sorted(ladder) if 0.0 < t < 1.0)
+
+
+def best_reached(grid: NDArray[Any], means: dict[str, NDArray[Any]]) -> pd.DataFrame:
+    """Per method, the best seed-mean Spearman reached (``best``), the scores per item where it is first reached
+    (``at``) and the largest budget of the curve (``budget``)."""
+    rows = []
+    for m, y in means.items():
+        ok = np.isfinite(y)
+        k = int(np.nanargmax(y)) if ok.any() else -1
+        rows.append(
+            {
+                "method": m,
+                "best": float(y[k]) if k >= 0 else np.nan,
+                "at": float(grid[k]) if k >= 0 else np.nan,
+                "budget": float(grid[ok][-1]) if ok.any() else np.nan,
+            }
+        )
+    return pd.DataFrame(rows, columns=["method", "best", "at", "budget"])
+
+
+def _saving_columns(point: dict[str, float], draws: dict[str, NDArray[Any]], m: str) -> dict[str, float]:
+    """The saving of method ``m`` against DA and DA z-scores: point, 95% bootstrap interval, share of resamples in
+    which both reached the target."""
+    row: dict[str, float] = {}
+    for ref in ("da", "da-z"):
+        if ref not in point or m == ref:
+            continue
+        if ref == "da":
+            row["ratio_to_da"] = point[m] / point[ref]
+        saved = 100.0 * (1.0 - draws[m] / draws[ref])
+        lo, hi = np.percentile(saved[np.isfinite(saved)], [2.5, 97.5]) if np.isfinite(saved).any() else (np.nan,) * 2
+        row[f"saved_vs_{ref}"] = 100.0 * (1.0 - point[m] / point[ref])
+        row[f"saved_vs_{ref}_low"], row[f"saved_vs_{ref}_high"] = float(lo), float(hi)
+        row[f"saved_vs_{ref}_reached"] = float(np.mean(np.isfinite(saved)))
+    return row
+
+
 def summarise(
-    curves: pd.DataFrame, *, targets: tuple[float, ...], batch: float, n_boot: int = N_BOOT, seed: int = 0
+    curves: pd.DataFrame,
+    *,
+    targets: tuple[float, ...] | None,
+    batch: float,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """``budget``: per target and method, the scores per item to reach the target on the seed-mean Spearman curve
     (NaN: not reached within the budget), its ratio to DA's, and the % saved vs DA and vs DA with z-scores with
-    95% paired bootstrap intervals over seeds; ``mean_curves``: the seed-mean Spearman and Kendall per budget."""
+    95% paired bootstrap intervals over seeds; ``mean_curves``: the seed-mean Spearman and Kendall per budget;
+    ``best``: :func:`best_reached`; ``targets``: the targets used, ``targets_from_data``: whether they were chosen
+    from the curves (``targets`` None: :func:`targets_from_curves`)."""
     grid = grid_of(curves, batch)
     mats = on_grid(curves, "spearman", grid)
     kend = on_grid(curves, "kendall", grid)
     methods = list(mats)
+    means = {m: seed_mean(mats[m]) for m in methods}
+    chosen = targets is None
+    targets = targets_from_curves(means) if targets is None else tuple(targets)
     n_seeds = min(m.shape[0] for m in mats.values()) if mats else 0
     rng = np.random.default_rng(seed)
     boot = rng.integers(n_seeds, size=(n_boot, n_seeds)) if n_seeds else np.zeros((0, 0), np.int64)
-    boot_means = {m: np.nanmean(mats[m][boot], axis=1) for m in methods}  # (n_boot, grid): seed means per resample
+    boot_means = {m: seed_mean(mats[m][boot], axis=1) for m in methods}  # (n_boot, grid): seed means per resample
     rows = []
     for target in targets:
-        point = {m: first_crossing(grid, np.nanmean(mats[m], axis=0), target) for m in methods}
+        point = {m: first_crossing(grid, means[m], target) for m in methods}
         draws = {m: np.array([first_crossing(grid, x, target) for x in boot_means[m]]) for m in methods}
         for m in methods:
-            row: dict[str, Any] = {"target": target, "method": m, "budget": point[m]}
-            for ref in ("da", "da-z"):
-                if ref not in methods or m == ref:
-                    continue
-                if ref == "da":
-                    row["ratio_to_da"] = point[m] / point[ref]
-                saved = 100.0 * (1.0 - draws[m] / draws[ref])
-                lo, hi = np.nanpercentile(saved, [2.5, 97.5]) if np.isfinite(saved).any() else (np.nan, np.nan)
-                row[f"saved_vs_{ref}"] = 100.0 * (1.0 - point[m] / point[ref])
-                row[f"saved_vs_{ref}_low"], row[f"saved_vs_{ref}_high"] = float(lo), float(hi)
-                row[f"saved_vs_{ref}_reached"] = float(np.mean(np.isfinite(saved)))
-            rows.append(row)
+            rows.append({"target": target, "method": m, "budget": point[m], **_saving_columns(point, draws, m)})
     mean_rows = [
         {"method": m, "per_item": x, "spearman": s, "kendall": k}
         for m in methods
-        for x, s, k in zip(grid, np.nanmean(mats[m], axis=0), np.nanmean(kend[m], axis=0))
+        for x, s, k in zip(grid, means[m], seed_mean(kend[m]))
     ]
-    budget = pd.DataFrame(rows)
+    budget = pd.DataFrame(rows, columns=["target", "method", "budget"] if not rows else None)
     first = [c for c in ("target", "method", "budget", "ratio_to_da") if c in budget.columns]
     budget = budget[first + [c for c in budget.columns if c not in first]]
-    return {"budget": budget, "mean_curves": pd.DataFrame(mean_rows)}
+    return {
+        "budget": budget,
+        "mean_curves": pd.DataFrame(mean_rows),
+        "best": best_reached(grid, means),
+        "targets": targets,
+        "targets_from_data": chosen,
+    }
 
 
 class ProjectReplay:

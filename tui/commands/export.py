@@ -32,7 +32,7 @@ def register(subparsers) -> None:
         "--annotators",
         metavar="FILE",
         help="aware projects: also write the annotator table (annotator, n_scores, offset, slope, noise, "
-        "weight, agreement, spread, flag, reason) to FILE",
+        "weight, agreement, p_random, scatter, spread, flag, reason) to FILE",
     )
     add_raw_cells(p)
     p.set_defaults(func=run)

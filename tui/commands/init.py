@@ -56,7 +56,7 @@ def register(subparsers) -> None:
         default=None,
         metavar="RHO",
         help="aware only: stop issuing HITs when the expected Spearman correlation of the estimates with "
-        "the truth (minus a safety margin, with at least 3 scores per item) reaches RHO, e.g. 0.9",
+        "the truth (minus a safety margin, with at least 2 scores per item) reaches RHO, e.g. 0.9",
     )
     p.add_argument("--hit-size", type=int, default=5, help="items per HIT, n (default: 5)")
     p.add_argument(

@@ -11,8 +11,6 @@ from typing import Any
 from tui.commands.progress import step_progress
 from tui.commands.simulate_run import _command_line, _finish, _mapper
 
-DEFAULT_TARGETS = (0.9, 0.93)
-
 
 def register(sub: Any, formatter: Any, numbers: Any, names: Any, add_dask: Any) -> None:
     """Add ``replay`` to the ``simulate`` sub-parsers."""
@@ -23,9 +21,10 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any, add_dask: Any) 
         description="Replay real ratings through the real engine. Per item and seed a random half of its ratings "
         "is held out as the truth and the campaign draws from the rest: a HIT goes to one real annotator who "
         "rated all its items, else each item to a random unused rater of its own. Reports per method the "
-        "Spearman and Kendall curves against annotations per item, the budget to each target and the %% saved "
-        "vs DA with paired bootstrap intervals, the ceiling, and how the annotator flags compare with each "
-        "annotator's agreement over all their ratings. Without RATINGS: the shipped AGH TV study (99 lab "
+        "Spearman and Kendall curves against annotations per item, the best Spearman reached, the budget to each "
+        "target and the share saved vs DA with paired bootstrap intervals, the split-half reliability of the "
+        "truth, and how the annotator flags compare with each annotator's agreement over all their ratings. "
+        "Without RATINGS: the shipped AGH TV study (99 lab "
         "subjects, 1-5; Apache-2.0, see core/data/agh_tv_quality_2017/).",
     )
     p.add_argument(
@@ -51,7 +50,10 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any, add_dask: Any) 
         help="comma-separated: da, da-z (DA on WMT z-scores), easl (the paper's), aware, ra, trueskill",
     )
     p.add_argument(
-        "--targets", type=numbers, default=DEFAULT_TARGETS, help="comma-separated Spearman correlations to reach"
+        "--targets",
+        type=numbers,
+        help="comma-separated Spearman correlations to reach (default: chosen from the data, 0.02, 0.05 and 0.1 "
+        "below the best Spearman any method reached)",
     )
     p.add_argument("--runs", type=int, default=20, help="seeds: each is one split and one stream of annotators")
     p.add_argument("--seed", type=int, default=0, help="first seed")
@@ -97,7 +99,7 @@ def _check(args: argparse.Namespace) -> None:
         raise UserError(f"--methods {bad[0]}: choose from {', '.join(METHODS)}.")
     if "da" not in args.methods:
         raise UserError("--methods must include da: the savings are measured against it.")
-    if any(not 0.0 < t < 1.0 for t in args.targets) or not args.targets:
+    if args.targets is not None and (any(not 0.0 < t < 1.0 for t in args.targets) or not args.targets):
         raise UserError("--targets: Spearman correlations between 0 and 1, e.g. 0.9,0.93.")
     for name in ("runs", "hit_size", "batch_hits"):
         if getattr(args, name) < (2 if name == "hit_size" else 1):
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             methods=tuple(args.methods),
             n_seeds=args.runs,
             first_seed=args.seed,
-            targets=tuple(args.targets),
+            targets=None if args.targets is None else tuple(args.targets),
             progress=lambda done, total: advance(""),
             hit_size=args.hit_size,
             batch_hits=args.batch_hits,
@@ -141,8 +143,7 @@ def run(args: argparse.Namespace) -> int:
             result,
             r,
             args.out,
-            _command_line(args),
-            targets=tuple(args.targets),
+            _replay_command(args),
             n_seeds=args.runs,
             batch=batch,
             settings=f"HITs of {args.hit_size} items, {args.batch_hits} HITs at a time, up to {per_item:g} scores "
@@ -151,10 +152,17 @@ def run(args: argparse.Namespace) -> int:
             runtime=time.perf_counter() - started,
         )
         advance("report")
-    lines = [f"ceiling: Spearman {result['ceiling']['spearman'].mean():.3f}"]
-    budget = result["budget"]
-    for method in dict.fromkeys(budget["method"]):
-        if method != "da":
-            lines += replay_report.headline(budget, method)
-    _finish(rep.out, started, lines)
+    _finish(rep.out, started, replay_report.summary_lines(result, args.runs))
     return 0
+
+
+def _replay_command(args: argparse.Namespace) -> str:
+    """The command that reruns this replay: :func:`~tui.commands.simulate_run._command_line` with the ratings
+    file, as given, after the experiment's name."""
+    import shlex
+
+    line = _command_line(args)
+    if args.ratings is None:
+        return line
+    head = "easl simulate replay"
+    return f"{head} {shlex.quote(args.ratings)}{line[len(head) :]}"
