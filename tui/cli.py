@@ -53,6 +53,30 @@ DEBUG_HINT = "run the command again with --debug to see the traceback"
 # Commands that write a report directory, and the option naming it: checked before the command does any work
 # (core.outputs.check_output_dir), so that a directory under a file or in a read-only place is one sentence.
 OUTPUT_DIRS = {"evaluate": "output", "simulate": "out"}
+# Commands that need an extra beside the core install: (command, sub-command or None) -> the modules they import and
+# the extra that brings them (pyproject.toml [project.optional-dependencies]).
+EXTRAS = {
+    ("ls", "setup"): (("label_studio_sdk",), "labelstudio"),
+    ("serve", None): (("label_studio_sdk", "starlette", "uvicorn"), "labelstudio"),
+}
+
+
+def missing_extra(args: argparse.Namespace) -> str | None:
+    """One sentence naming what to install when the command needs an extra that is not installed, else None."""
+    from importlib.util import find_spec
+
+    need = EXTRAS.get((args.command, getattr(args, "ls_command", None)))
+    if need is None:
+        return None
+    modules, extra = need
+    absent = [m for m in modules if find_spec(m) is None]
+    if not absent:
+        return None
+    sub = f" {args.ls_command}" if getattr(args, "ls_command", None) else ""
+    return (
+        f"easl {args.command}{sub} needs the Label Studio extra, not installed here ({', '.join(absent)} missing): "
+        f"pip install 'easl-toolkit[{extra}]' (from a checkout: pip install -e '.[{extra}]')."
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on a usage error, 0 after --help
     project = getattr(args, "project", None)
+    absent = missing_extra(args)
+    if absent is not None:
+        return _error(absent)
     try:
         directory = getattr(args, OUTPUT_DIRS.get(args.command, ""), None)
         if isinstance(directory, str):
