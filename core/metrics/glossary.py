@@ -108,6 +108,10 @@ MEANING: dict[str, str] = {
     "rmse": "root mean squared error, in score points",
     "r2": "1 - MSE / variance of the human scores: the share of the human scores' variance the system predicts "
     "(below 0: worse than always giving the human mean)",
+    "corr": "Pearson's r: how close the pairs of scores lie to a straight line (-1 to 1)",
+    "spearman": "Spearman's rho: Pearson's r of the ranks; 1 when the two order every response alike",
+    "kendall_tau_b": "Kendall's tau-b: concordant minus discordant pairs of responses, corrected for ties",
+    "kendall_tau_c": "Kendall's tau-c (Stuart): tau for scores with different numbers of distinct values",
     "exact_agr": "% of responses where the rounded system score equals the human score",
     "adj_agr": "% of responses where the rounded system score is within one point of the human score",
     "qwk": "quadratic weighted kappa on the raw scores (RSMTool's continuous wtkappa): agreement, penalising a "
@@ -138,8 +142,9 @@ MEANING: dict[str, str] = {
 
 #: Degradation, the figures that compare a system with the human-human agreement.
 DEGRADATION = (
-    "a system's figure minus the human-human figure (on the responses both humans scored): below 0 the system "
-    "agrees less with the first human than the second human does"
+    "a system's figure minus the human-human figure (on the responses both humans scored): for an agreement or "
+    "association figure, below 0 the system agrees less with the first human than the second human does (for mse, "
+    "above 0)"
 )
 
 

@@ -228,8 +228,8 @@ def clipped_notes(system: dict[str, NDArray[Any]], compared: NDArray[Any], scale
 
     Examples
     --------
-    >>> clipped_notes({"m": np.array([0.5, 3.0, 7.0])}, np.array([True, True, True]), Scale(1, 6))[0][:48]
-    'm: 2 of 3 system scores lie outside the scale [1,'
+    >>> clipped_notes({"m": np.array([0.5, 3.0, 7.0])}, np.array([True, True, True]), Scale(1, 6))[0][:52]
+    'm: 2 of 3 system scores lie outside the scale [1, 6]'
     """
     notes = []
     n = int(compared.sum())

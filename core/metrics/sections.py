@@ -191,7 +191,8 @@ def all_raters(ev: Evaluation) -> Section | None:
         f"rating enters the chance agreement). {_response_sets(block, hh)} p: two-sided, against no agreement "
         "beyond chance."
     )
-    return Section("Agreement among all human raters", caption, columns, rows, family="Human-human agreement")
+    title = f"Agreement among all {len(hh.raters)} human raters"
+    return Section(title, caption, columns, rows, family="Human-human agreement")
 
 
 def _response_sets(block: Block, hh: Any) -> str:
