@@ -94,7 +94,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"tui.commands.{name}").register(sub)
+    _alias_options(parser)
     return parser
+
+
+#: Options named as in every other command (the new name first in --help), old name -> new name: ``simulate``'s
+#: ``--out`` is ``--output``, as for ``evaluate``, ``export`` and ``demo``; the old name stays an alias.
+OPTION_ALIASES = {"--out": "--output"}
+
+
+def _alias_options(parser: argparse.ArgumentParser) -> None:
+    """Give every option named in :data:`OPTION_ALIASES` its common name, in ``parser`` and its sub-parsers."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _alias_options(sub)
+            continue
+        for old, new in OPTION_ALIASES.items():
+            if old in action.option_strings and new not in parser._option_string_actions:
+                action.option_strings.insert(0, new)
+                parser._option_string_actions[new] = action
+                action.metavar = action.metavar or "DIR"
 
 
 def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
