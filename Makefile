@@ -16,8 +16,9 @@ STAMP  := $(VENV)/.installed
 .PHONY: run test test-fast lint ruff types format venv bench clean docs
 
 CORE   := $(VENV)/.installed-core
-# pip quiet, without its version notice; setuptools' notice that an install is editable is not a warning to the user
-PIP    := PYTHONWARNINGS=ignore $(PY) -m pip --disable-pip-version-check
+# pip without its version notice; setuptools' notice that an install is editable (which newer pips pass on) is
+# not a warning to the user
+PIP    := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip --disable-pip-version-check
 
 venv: $(STAMP)
 

@@ -112,7 +112,7 @@ def _alias_options(parser: argparse.ArgumentParser) -> None:
             continue
         for old, new in OPTION_ALIASES.items():
             if old in action.option_strings and new not in parser._option_string_actions:
-                action.option_strings.insert(0, new)
+                action.option_strings = [new, *action.option_strings]
                 parser._option_string_actions[new] = action
                 action.metavar = action.metavar or "DIR"
 

@@ -135,7 +135,7 @@ def observed(ev: Evaluation) -> list[Section]:
             f" Human-human: {hh.names[0]} against {hh.names[1]} on the {count(hh.pair.value('N'))} responses both "
             f"scored ({hh.names[0]}'s mean and sd in h_mean and h_sd; a human has no sys_mean or sys_sd)."
         )
-    out = []
+    out: list[Section] = []
     for group in OBSERVED_GROUPS:
         rows: list[tuple[str, ...]] = []
         for key in group.keys:

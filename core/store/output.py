@@ -234,7 +234,8 @@ class Output:
         model = self._settings.model
         if self._settings.hyper.stop_at is None:
             rho = model.expected_spearman(state, rng)
-            target, reached, reason, margin = None, False, "no stop target (set one with easl status PROJECT --set-stop-at RHO)", None
+            reason = "no stop target (set one with easl status PROJECT --set-stop-at RHO)"
+            target, reached, margin = None, False, None
         else:
             d = model.stop_decision(state, rng)
             target, rho, reached, reason, margin = d.target, d.expected_spearman, bool(d.stop), d.reason, d.margin

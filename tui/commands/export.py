@@ -22,8 +22,8 @@ def register(subparsers) -> None:
         "a typical annotator would give the item, from the model that corrects each annotator's offset, slope and "
         "noise; EASL and RA: the posterior mode; TrueSkill: mu; DA: the mean of its scores); mean: the posterior "
         "mean, which differs from the estimate for EASL and RA alone (their Beta posterior is skewed). Values are "
-        "on the project's score range; the variance is scaled by (max - min)^2. --ratings writes the live ratings in long form: item_id, "
-        "annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
+        "on the project's score range; the variance is scaled by (max - min)^2. --ratings writes the live ratings "
+        "in long form: item_id, annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
         "extension (.csv, .jsonl, .parquet). Aware projects add rank_low, rank_high (the 95% interval "
         "of the item's rank, 1 = highest) after n_annotations; --annotators writes their annotator "
         "table.",

@@ -139,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
                 highlight=False,
             )
     if total > len(recent):
+        also = f"`easl ls status {args.project}` lists every Label Studio reject; " if linked else ""
         con.print(
-            f"  ... and {total - len(recent)} more; `easl ls status {args.project}` lists every Label "
-            f"Studio reject (use --rejects N to list more here).",
+            f"  ... and {total - len(recent)} more ({also}--rejects N lists more here).",
             markup=False,
             highlight=False,
         )
@@ -160,9 +160,7 @@ def linked_to_label_studio(project, events: dict) -> bool:
 def variance_note(status) -> str:
     """What the posterior variances of the status table are, with the mean one in score points."""
     lo, hi = status.score_range
-    text = (
-        "variance: the posterior variance of an item's estimate, on the score range mapped to [0, 1] (unit scale)"
-    )
+    text = "variance: the posterior variance of an item's estimate, on the score range mapped to [0, 1] (unit scale)"
     if status.mean_variance is not None:
         sd = status.mean_variance**0.5
         text += (

@@ -73,7 +73,9 @@ class AnnotateScreen(Screen):
     """Score the items of the next open HIT (0-100 by default) and submit."""
 
     CSS_PATH = "../styles/annotate.tcss"
-    HELP = annotate_help(0.0, 100.0)  # the project's range once its first HIT is read (:meth:`_show`)
+    HELP = annotate_help(0.0, 100.0)
+    #: The help of the project's range, once its first HIT is read (:meth:`_show`; the help dialog shows it).
+    help_text: str | None = None
 
     # Shown in the footer (and usable by clicking it); the keys themselves are handled in ``on_key`` so that a
     # burst of keys is applied in order.
@@ -207,7 +209,7 @@ class AnnotateScreen(Screen):
     async def _show(self, view: HitView, prefill: dict) -> None:
         """Replace the rows by the HIT's items; the title is written last, once the first row is current."""
         self.view = view
-        self.HELP = annotate_help(view.score_min, view.score_max)
+        self.help_text = annotate_help(view.score_min, view.score_max)
         if view.started_iteration:
             self.notify(f"Iteration {view.iteration} started.", timeout=3)
         container = self.query_one("#items", ItemsScroll)
