@@ -172,8 +172,8 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         aware = self.snapshot.aware if self.snapshot is not None else None
         if aware is None:
             self.notify(
-                "The stop target needs an aware project; this one's method is fixed (a new project: "
-                "easl init NEW.easl --items FILE --method aware).",
+                "The stop target needs the method aware; a project's method is fixed when it is created (a new "
+                "one: easl init NEW.easl --items FILE --method aware).",
                 severity="warning",
             )
             return
