@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
                 from core.errors import UserError
 
                 raise UserError(
-                    f"{args.project}: --annotators needs an aware project (easl init --method aware); "
-                    f"this one uses {project.hyper.method}."
+                    f"{args.project}: --annotators needs an aware project; this one uses {project.hyper.method}, "
+                    "fixed when it was created (a new one: easl init NEW.easl --items FILE --method aware)."
                 )
             table = project.annotator_table()
             outputs.append((table, args.annotators))

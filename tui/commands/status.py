@@ -106,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
             from core.errors import UserError
 
             raise UserError(
-                f"{args.project}: --annotators needs an aware project (easl init --method aware); "
-                f"this one uses {project.hyper.method}."
+                f"{args.project}: --annotators needs an aware project; this one uses {project.hyper.method}, "
+                "fixed when it was created (a new one: easl init NEW.easl --items FILE --method aware)."
             )
         annotators = project.annotator_table() if args.annotators else None
         linked = linked_to_label_studio(project, status.events)
