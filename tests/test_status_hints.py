@@ -102,3 +102,10 @@ def test_simulate_help_prints_defaults_as_typed(capsys):
         main(["simulate", "replay", "--help"])
     out = capsys.readouterr().out
     assert "('" not in out and "%%" not in out and "(default: da,da-z,easl,aware)" in " ".join(out.split())
+
+
+def test_status_names_the_delivery_rejects_as_the_plugin_does():
+    from easl_plugin.deliveries import DELIVERY_SOURCE
+    from tui.commands import status
+
+    assert status.DELIVERY_SOURCE == DELIVERY_SOURCE

@@ -57,6 +57,7 @@ OUTPUT_DIRS = {"evaluate": "output", "simulate": "out"}
 # the extra that brings them (pyproject.toml [project.optional-dependencies]).
 EXTRAS = {
     ("ls", "setup"): (("label_studio_sdk",), "labelstudio"),
+    ("ls", "status"): (("starlette",), "labelstudio"),
     ("serve", None): (("label_studio_sdk", "starlette", "uvicorn"), "labelstudio"),
 }
 

@@ -9,6 +9,9 @@ import json
 from tui.commands.options import nonnegative_int
 
 REJECTS_SHOWN = 10  # most recent rejected annotations listed by default
+#: The source of the rejects that record refused webhook deliveries: ``easl_plugin.deliveries.DELIVERY_SOURCE``, named
+#: here because that module needs the labelstudio extra (tests/test_status_hints.py checks that the two agree).
+DELIVERY_SOURCE = "label-studio-delivery"
 _UNSET = object()  # --set-stop-at not given (None means "remove the target")
 
 
@@ -93,7 +96,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
     from easl_plugin.bookkeeping import status_figures
-    from easl_plugin.deliveries import DELIVERY_SOURCE
 
     if "set_stop_at" in vars(args) and args.set_stop_at is not _UNSET:
         _set_stop_at(args)
