@@ -38,7 +38,9 @@ $(CORE): pyproject.toml
 run: $(CORE)
 	rm -f demo.easl demo.easl-wal demo.easl-shm
 	$(VENV)/bin/easl demo --project demo.easl --output demo-export.csv
-	@if [ -t 0 ] && [ -t 1 ]; then $(VENV)/bin/easl tui demo.easl --monitor; \
+	@if [ -t 0 ] && [ -t 1 ]; then \
+	  printf '\nPress Enter to open the campaign in the terminal app (Ctrl+Q quits it, and this table shows again). '; \
+	  read -r _; $(VENV)/bin/easl tui demo.easl --monitor; \
 	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl --monitor"; fi
 
 test: lint docs
