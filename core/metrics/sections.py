@@ -315,8 +315,20 @@ def fairness_interval_notes(ev: Evaluation) -> list[str]:
     return notes
 
 
+def without_empty_intervals(section: Section) -> Section:
+    """``section`` without its interval columns that hold no interval (no bootstrap, no closed form)."""
+    keep = [
+        i for i, c in enumerate(section.columns) if not c.endswith("interval") or any(row[i] for row in section.rows)
+    ]
+    if len(keep) == len(section.columns):
+        return section
+    rows = [tuple(row[i] for i in keep) for row in section.rows]
+    return section._replace(columns=tuple(section.columns[i] for i in keep), rows=rows)
+
+
 def sections(ev: Evaluation) -> list[Section]:
-    """Every section, in the order of the terminal and of ``report.md``."""
+    """Every section, in the order of the terminal and of ``report.md`` (interval columns without an interval
+    left out)."""
     found: Iterable[Section | None] = (
         *observed(ev),
         all_raters(ev),
@@ -325,7 +337,7 @@ def sections(ev: Evaluation) -> list[Section]:
         *subgroups(ev),
         *fairness(ev),
     )
-    return [s for s in found if s is not None]
+    return [without_empty_intervals(s) for s in found if s is not None]
 
 
 def notes(ev: Evaluation) -> list[str]:
