@@ -109,3 +109,11 @@ def test_status_names_the_delivery_rejects_as_the_plugin_does():
     from tui.commands import status
 
     assert status.DELIVERY_SOURCE == DELIVERY_SOURCE
+
+
+def test_status_runs_without_the_plugins_web_layer(project, monkeypatch, capsys):
+    for module in ("starlette", "starlette.requests", "easl_plugin.deliveries", "easl_plugin.payloads"):
+        monkeypatch.setitem(sys.modules, module, None)  # as in a core install: importing them fails
+    assert main(["status", str(project)]) == 0
+    assert main(["ls", "status", str(project)]) == 1
+    assert "easl ls status needs the Label Studio extra" in capsys.readouterr().err
