@@ -1,4 +1,4 @@
-# make run       : set up .venv (idempotent) and run the main job on the embedded default
+# make run       : set up .venv with the core install (idempotent) and run the main job on the embedded default
 # make test      : set up .venv (idempotent), lint (ruff check, ruff format --check, mypy), build the docs, then every test
 #                  (Label Studio, tmux and slow ones included); a lint failure stops it before pytest
 # make test-fast : ruff (check and format --check, ~1 s), then the unit tests alone (no Label Studio, tmux or
@@ -15,18 +15,32 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test test-fast lint ruff types format venv bench clean docs
 
+CORE   := $(VENV)/.installed-core
+# pip without its version notice; setuptools' notice that an install is editable (which newer pips pass on) is
+# not a warning to the user
+PIP    := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip --disable-pip-version-check
+
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	@touch $(STAMP)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[test]'
+	@touch $(STAMP) $(CORE)
 
-run: $(STAMP)
+# the core install alone (CLI, evaluation, simulation, terminal app): what `make run` needs; the Label Studio plugin
+# is the extra `pip install -e '.[labelstudio]'`, the tools of `make test` the extra `test`
+$(CORE): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@if [ ! $(STAMP) -nt pyproject.toml ]; then $(PIP) install --quiet -e . || exit 1; fi
+	@touch $(CORE)
+
+run: $(CORE)
 	rm -f demo.easl demo.easl-wal demo.easl-shm
 	$(VENV)/bin/easl demo --project demo.easl --output demo-export.csv
-	@if [ -t 0 ] && [ -t 1 ]; then $(VENV)/bin/easl tui demo.easl --monitor; \
+	@if [ -t 0 ] && [ -t 1 ]; then \
+	  printf '\nPress Enter to open the campaign in the terminal app (Ctrl+Q quits it, and this table shows again). '; \
+	  read -r _; $(VENV)/bin/easl tui demo.easl --monitor; \
 	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl --monitor"; fi
 
 test: lint docs

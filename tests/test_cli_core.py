@@ -275,7 +275,7 @@ def test_status_lists_the_most_recent_rejects_with_reasons(tmp_path, items_csv, 
     assert "most recent rejected annotations (10 of 13, oldest first):" in out
     assert "[label-studio] task 111: result[0] (score_0): score 211 is outside [0, 100]" in out
     assert "task 102" not in out
-    assert f"... and 3 more; `easl ls status {project}` lists every Label Studio reject" in out
+    assert f"... and 3 more (`easl ls status {project}` lists every Label Studio reject;" in out
     assert "2026-11-22T06:00:00+00:00" in out
     # --rejects N
     assert main(["status", str(project), "--json", "--rejects", "20"]) == 0

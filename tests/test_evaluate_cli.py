@@ -164,7 +164,7 @@ def test_fairness_intervals_in_the_table(tmp_path, capsys):
         == 0
     )
     out = " ".join(capsys.readouterr().out.split())  # rich wraps long notes
-    assert "Fairness by L1" in out and "CI" in out and "OSD adjR2" in out
+    assert "Fairness by L1" in out and "interval" in out and "osd" in out
     assert "interval n/a" in out and "solo has 1" in out
 
 

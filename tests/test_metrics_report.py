@@ -291,3 +291,81 @@ def test_prmse_plot_draws_an_interval_that_does_not_contain_its_estimate(tmp_pat
 
     path = prmse_plot({"a": 0.62, "b": 0.40, "c": None}, {"a": (0.65, 0.80), "b": (0.30, 0.45)}, tmp_path / "p.png")
     assert path.stat().st_size > 1000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_md_has_every_terminal_section_with_intervals_and_integer_counts(tmp_path, result):
+    from core.metrics.sections import sections
+
+    _, _, _, ev = result
+    write_output(ev, tmp_path / "out", source="scores.csv")
+    text = (tmp_path / "out" / "report.md").read_text()
+    for section in sections(ev):
+        assert f"### {section.title}" in text or f"## {section.title}" in text
+    for title in ("Agreement among all 2 human raters", "Degradation", "By L1", "Fairness by L1", "True scores"):
+        assert title in text
+    n = int(ev.systems["sys"].observed.value("N"))
+    assert f"| N | responses | {n} |   |" in text and ".000 |" not in text.split("## Figures")[0].split("| N |")[1][:20]
+    corr = ev.systems["sys"].observed["corr"].ci
+    assert f"[{corr.low:.4f}, {corr.high:.4f}]" in text  # every bootstrap interval, not PRMSE's alone
+    assert "## What each figure means" in text and "Pearson" in text
+
+
+def test_human_human_column_shows_no_system_mean_and_counts_have_no_interval(result):
+    from core.metrics.sections import observed
+
+    _, _, _, ev = result
+    rows = {row[0]: row for section in observed(ev) for row in section.rows}
+    columns = observed(ev)[0].columns
+    hh = columns.index("human-human")
+    assert rows["sys_mean"][hh] == "" and rows["sys_sd"][hh] == "" and rows["h_mean"][hh] != ""
+    assert rows["N"][columns.index("sys interval")] == "" and rows["N"][columns.index("sys")].isdigit()
+    assert rows["corr"][columns.index("sys interval")].startswith("[")
+
+
+def test_every_observed_and_true_score_figure_is_grouped_and_explained():
+    from core.metrics.glossary import OBSERVED_GROUPS, TRUE_SCORE_GROUP, meaning
+
+    grouped = [k for g in OBSERVED_GROUPS for k in g.keys]
+    assert sorted(grouped) == sorted(OBSERVED_KEYS) and len(set(grouped)) == len(grouped)
+    for key in (*OBSERVED_KEYS, *TRUE_SCORE_GROUP.keys, "krippendorff_alpha_ratio", "gwet_ac2_ordinal", "dsm"):
+        assert meaning(key), key
+
+
+def test_evaluation_guide_explains_every_figure_of_the_glossary():
+    from pathlib import Path
+
+    from core.metrics.glossary import MEANING
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "evaluation.md").read_text()
+    section = guide.split("## Reading the figures")[1].split("\n## ")[0]
+    assert [k for k in MEANING if f"`{k}`" not in section] == []
+
+
+def test_p_values_below_the_printed_precision_read_as_less_than():
+    from core.metrics.sections import all_raters
+
+    h, m, _ = make_data(n=400, p_double=1.0)
+    ev = M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], scale=M.Scale(1, 6))
+    section = all_raters(ev)
+    p = section.columns.index("p")
+    assert {row[p] for row in section.rows if row[p]} == {"< 0.0001"}
+
+
+def test_disattenuated_interval_is_cut_to_the_range_of_a_correlation():
+    rng = np.random.default_rng(3)
+    n = 60
+    t = rng.normal(0, 1, n)
+    h = np.column_stack([t + rng.normal(0, 1.5, n), t + rng.normal(0, 1.5, n)])  # unreliable humans: r_hh ~ 0.3
+    ev = M.evaluate(h, {"sys": t}, scale=M.Scale(-6, 6), n_bootstrap=200, seed=1)
+    dc = ev.systems["sys"].disattenuated_corr
+    samples_above = dc.value > 0.9
+    assert samples_above and dc.ci is not None and -1.0 <= dc.ci.low <= dc.ci.high <= 1.0
+
+
+def test_system_scores_outside_the_scale_are_counted_in_a_note():
+    h, m, _ = make_data(n=50)
+    m = m.copy()
+    m[:3] = [0.0, 7.5, 9.0]
+    ev = M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], scale=M.Scale(1, 6))
+    clipped = [n for n in ev.notes if "outside the scale" in n]
+    assert len(clipped) == 1 and clipped[0].startswith(f"sys: {int(((m < 1) | (m > 6)).sum())} of 50 system scores")

@@ -280,3 +280,14 @@ async def test_the_question_and_the_scale_labels_are_shown(project):
         screen = await _open_annotate(app, pilot)
         assert "How fluent is each text?" in str(screen.query_one("#question").render())
         assert "0 = not fluent ... 100 = perfect" in str(screen.query_one("#hit-title").render())
+
+
+def test_annotate_help_follows_the_project_scale():
+    from tui.screens.annotate import annotate_help
+
+    small = annotate_help(1.0, 5.0)
+    assert "−10" not in small and "75" not in small
+    assert "score −1 / +1 (a tenth of the range, at least 1)" in small and "(e.g. `4` gives 4)" in small
+    assert "lowest / highest score (1 / 5)" in small
+    wide = annotate_help(0.0, 100.0)
+    assert "score −10 / +10 (a tenth of the range)" in wide and "(e.g. `7` `5` gives 75)" in wide

@@ -149,3 +149,17 @@ async def test_without_a_project_the_file_picker_opens_a_data_file_then_a_projec
         )
         assert app.project_path == project
         assert app.title == "easl · picked.easl"
+
+
+def test_results_table_shows_no_system_mean_for_the_second_human():
+    import numpy as np
+
+    import core.metrics as M
+    from tui.screens.evaluate_data import result_rows
+
+    h = np.array([[1, 2], [2, 2], [3, 3], [4, 3], [2, 1]], dtype=float)
+    ev = M.evaluate(h, {"m": np.array([1.2, 2.1, 2.9, 3.8, 2.0])}, scale=M.Scale(1, 4))
+    columns, rows = result_rows(ev)
+    by_key = {r[0]: r for r in rows}
+    hh = columns.index("human-human")
+    assert by_key["sys_mean"][hh] == "" and by_key["sys_sd"][hh] == "" and by_key["h_mean"][hh] != ""

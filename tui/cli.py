@@ -53,6 +53,31 @@ DEBUG_HINT = "run the command again with --debug to see the traceback"
 # Commands that write a report directory, and the option naming it: checked before the command does any work
 # (core.outputs.check_output_dir), so that a directory under a file or in a read-only place is one sentence.
 OUTPUT_DIRS = {"evaluate": "output", "simulate": "out"}
+# Commands that need an extra beside the core install: (command, sub-command or None) -> the modules they import and
+# the extra that brings them (pyproject.toml [project.optional-dependencies]).
+EXTRAS = {
+    ("ls", "setup"): (("label_studio_sdk",), "labelstudio"),
+    ("ls", "status"): (("starlette",), "labelstudio"),
+    ("serve", None): (("label_studio_sdk", "starlette", "uvicorn"), "labelstudio"),
+}
+
+
+def missing_extra(args: argparse.Namespace) -> str | None:
+    """One sentence naming what to install when the command needs an extra that is not installed, else None."""
+    from importlib.util import find_spec
+
+    need = EXTRAS.get((args.command, getattr(args, "ls_command", None)))
+    if need is None:
+        return None
+    modules, extra = need
+    absent = [m for m in modules if find_spec(m) is None]
+    if not absent:
+        return None
+    sub = f" {args.ls_command}" if getattr(args, "ls_command", None) else ""
+    return (
+        f"easl {args.command}{sub} needs the Label Studio extra, not installed here ({', '.join(absent)} missing): "
+        f"pip install 'easl-toolkit[{extra}]' (from a checkout: pip install -e '.[{extra}]')."
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +95,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"tui.commands.{name}").register(sub)
+    _alias_options(parser)
     return parser
+
+
+#: Options named as in every other command (the new name first in --help), old name -> new name: ``simulate``'s
+#: ``--out`` is ``--output``, as for ``evaluate``, ``export`` and ``demo``; the old name stays an alias.
+OPTION_ALIASES = {"--out": "--output"}
+
+
+def _alias_options(parser: argparse.ArgumentParser) -> None:
+    """Give every option named in :data:`OPTION_ALIASES` its common name, in ``parser`` and its sub-parsers."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _alias_options(sub)
+            continue
+        for old, new in OPTION_ALIASES.items():
+            if old in action.option_strings and new not in parser._option_string_actions:
+                action.option_strings = [new, *action.option_strings]
+                parser._option_string_actions[new] = action
+                action.metavar = action.metavar or "DIR"
 
 
 def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
@@ -118,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on a usage error, 0 after --help
     project = getattr(args, "project", None)
+    absent = missing_extra(args)
+    if absent is not None:
+        return _error(absent)
     try:
         directory = getattr(args, OUTPUT_DIRS.get(args.command, ""), None)
         if isinstance(directory, str):

@@ -47,7 +47,7 @@ def assemble(
     base_group: str | None = None,
 ) -> Evaluation:
     """The typed :class:`Evaluation` from the point estimates, the analytic intervals and the bootstrap samples."""
-    cis = {k: Interval(*percentile_interval(v, confidence)) for k, v in samples.items()}
+    cis = {k: _in_range(k, Interval(*percentile_interval(v, confidence))) for k, v in samples.items()}
     figures = _Figures(point.values, point.reasons, cis, closed)
     cautions = list(point.cautions)
     human_human = _human_human(p, comp, figures)
@@ -93,6 +93,22 @@ def assemble(
         consistency_by_group=consistency,
         confusion=confusion,
     )
+
+
+#: Figures whose bootstrap interval is cut to the figure's range. The disattenuated correlation, r(H, M) /
+#: sqrt(r(H1, H2)), estimates a correlation with the true score (range [-1, 1]) as a ratio of two estimates, so
+#: resamples with a small human-human r pass 1; its percentile interval is clipped to [-1, 1] (a bound that
+#: cannot be reached says nothing more than 1 does). The point estimate is left as computed (RSMTool's).
+INTERVAL_RANGES: dict[str, tuple[float, float]] = {"disattenuated_corr": (-1.0, 1.0)}
+
+
+def _in_range(key: str, ci: Interval) -> Interval:
+    """``ci`` of the flat figure ``key`` (``s:model:disattenuated_corr``) cut to :data:`INTERVAL_RANGES`."""
+    bounds = INTERVAL_RANGES.get(key.rsplit(":", 1)[-1])
+    if bounds is None or not ci.is_defined:
+        return ci
+    lo, hi = bounds
+    return ci._replace(low=min(max(ci.low, lo), hi), high=min(max(ci.high, lo), hi))
 
 
 class _Figures(NamedTuple):

@@ -310,10 +310,10 @@ def load_campaign(
     n = ids.size
     h, names, repeats = rater_matrix(
         row_of[rated["item_id"].astype(str)].to_numpy(),
-        rated["annotator"].astype(str).to_numpy(),
+        rated["annotator"].astype(object).where(rated["annotator"].notna(), "(none)").astype(str).to_numpy(),
         rated["score"].to_numpy(dtype=np.float64),
         n,
-    )
+    )  # ratings without an annotator: one rater, "(none)" as in `easl status --annotators` and `easl ingest`
     sys_rows = row_of[sys_ids].to_numpy()
     scores = {}
     for s in system:

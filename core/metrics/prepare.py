@@ -203,9 +203,11 @@ def prepare(
         h_obs = h[np.isfinite(h)]
         off = int((round_to_categories(h_obs, cats) != h_obs).sum())
     notes = [*(notes or []), *policy_notes(policy.dropped, policy.changed, scale_note, scale.is_categorical, off)]
+    systems = {s: v[rated] for s, v in policy.system_all.items()}
+    notes += clipped_notes(systems, policy.keep[rated] & policy.system_ok[rated], scale)
     return Prepared(
         h,
-        {s: v[rated] for s, v in policy.system_all.items()},
+        systems,
         policy.keep[rated],
         policy.system_ok[rated],
         grp,
@@ -217,6 +219,30 @@ def prepare(
         notes,
         off,
     )
+
+
+def clipped_notes(system: dict[str, NDArray[Any]], compared: NDArray[Any], scale: Scale) -> list[str]:
+    """One note per system with scores outside ``scale`` among the ``compared`` responses: how many, and that the
+    categorical metrics clip them to the scale while the others use them as they are (human scores outside the
+    scale are dropped instead, with their own note).
+
+    Examples
+    --------
+    >>> clipped_notes({"m": np.array([0.5, 3.0, 7.0])}, np.array([True, True, True]), Scale(1, 6))[0][:52]
+    'm: 2 of 3 system scores lie outside the scale [1, 6]'
+    """
+    notes = []
+    n = int(compared.sum())
+    for name, v in system.items():
+        x = v[compared]
+        out = int(((x < scale.min) | (x > scale.max)).sum())
+        if out:
+            notes.append(
+                f"{name}: {out} of {n} system scores lie outside the scale [{scale.min:g}, {scale.max:g}]; the "
+                "categorical metrics (exact and adjacent agreement, the chance-corrected coefficients) clip them to "
+                "the scale, the other metrics use them as they are"
+            )
+    return notes
 
 
 def scale_from_range(lo: float, hi: float) -> tuple[Scale, str]:

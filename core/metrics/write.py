@@ -25,8 +25,8 @@ from numpy.typing import NDArray
 from core.metrics.data import round_to_categories
 from core.metrics.intervals.analytic import Interval, json_number
 from core.metrics.output_schema import SCHEMA_VERSION, as_schema
-from core.metrics.registry import SHORT
 from core.metrics.results import Evaluation
+from core.metrics.sections import GLOSSARY_LINK, Section, glossary, notes, sections
 
 
 def to_json_text(data: Mapping[str, Any]) -> str:
@@ -36,20 +36,20 @@ def to_json_text(data: Mapping[str, Any]) -> str:
     return json.dumps(json.loads(text, parse_constant=lambda _: None), indent=2, allow_nan=False)
 
 
-def _fmt(v: object) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, (float, np.floating)):
-        return "n/a" if not np.isfinite(v) else f"{v:.3f}"
-    return str(v)
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|") or " "
 
 
-def _md_table(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for _, row in df.iterrows():
-        lines.append("| " + " | ".join(_fmt(row[c]) for c in cols) + " |")
-    return "\n".join(lines)
+def _md_section(section: Section) -> list[str]:
+    """One section as Markdown: its family's heading, the paragraph above it, the table, the caption."""
+    out = [f"## {section.family}", ""] if section.family else []
+    if section.intro:
+        out += [section.intro, ""]
+    if section.family != section.title:
+        out += [f"### {section.title}", ""]
+    out += ["| " + " | ".join(section.columns) + " |", "|" + "|".join("---" for _ in section.columns) + "|"]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in section.rows]
+    return [*out, "", section.caption, ""]
 
 
 def write_output(
@@ -101,6 +101,8 @@ def write_output(
 
 
 def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figures: list[tuple[str, str]]) -> str:
+    """``report.md``: the sections of the terminal (:func:`core.metrics.sections.sections`), the figures, the notes
+    and what every figure means."""
     out = [
         f"# Evaluation of {source}",
         "",
@@ -110,28 +112,17 @@ def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figu
     ]
     if ev.dropped:
         out += ["Dropped responses:", ""] + [f"- {k}: {v}" for k, v in ev.dropped.items()] + [""]
-    out += ["## Observed scores (against the first human column)", "", _md_table(tables["eval_short"]), ""]
-    if "consistency" in tables:
-        out += ["## Human-human agreement", "", _md_table(tables["consistency"][["human_1", "human_2", *SHORT]]), ""]
-    out += ["## True scores (PRMSE)", "", _md_table(tables["true_score_eval"]), ""]
-    rows = []
-    for s, entry in ev.systems.items():
-        prmse = entry.true_score["prmse"]
-        if ev.bootstrapped and prmse.ci is not None:
-            rows.append(
-                f"- {s}: PRMSE {_fmt(prmse.value)}, {ev.confidence:.0%} bootstrap interval "
-                f"[{_fmt(prmse.ci.low)}, {_fmt(prmse.ci.high)}]"
-            )
-    if rows:
-        out += rows + [""]
-    for key, table in tables.items():
-        if key.startswith("fairness_"):
-            out += [f"## Fairness by {key[len('fairness_') :]}", "", _md_table(table), ""]
+    for section in sections(ev):
+        out += _md_section(section)
     out += ["## Figures", ""]
     for title, name in figures:
         out += [f"### {title}", "", f"![{title}]({name})", ""]
-    if ev.notes:
-        out += ["## Notes", ""] + [f"- {n}" for n in ev.notes] + [""]
+    found = notes(ev)
+    if found:
+        out += ["## Notes", ""] + [f"- {n}" for n in found] + [""]
+    out += ["## What each figure means", "", "| figure | what it is |", "|---|---|"]
+    out += [f"| {key} | {_md_cell(text)} |" for key, text in glossary(ev)]
+    out += ["", f"The formulas and their sources: `{GLOSSARY_LINK}` and `docs/design.md`, section 4.", ""]
     out += ["Tables: " + ", ".join(f"`{k}.csv`" for k in tables) + "; full results: `evaluation.json`.", ""]
     return "\n".join(out)
 

@@ -188,7 +188,8 @@ class AwareModel(Model):
 
         if self.hyper.stop_at is None:
             rho = self.expected_spearman(state, rng)
-            target, reached, reason, margin = None, False, "no stop target (set one with easl init --stop-at RHO)", None
+            reason = "no stop target (set one with easl status PROJECT --set-stop-at RHO)"
+            target, reached, margin = None, False, None
         else:
             d = self.stop_decision(state, rng)
             assert d is not None

@@ -1,176 +1,87 @@
-"""The terminal tables of ``easl evaluate`` (without ``--json``): one rich table per family of figures, with the
-bootstrap intervals beside the values, then the notes and the reasons of undefined figures."""
+"""The terminal tables of ``easl evaluate`` (without ``--json``): the sections of :mod:`core.metrics.sections`
+(the same as ``report.md``'s) as rich tables, each figure named with what it is and grouped as RSMTool groups them,
+intervals beside the values, then the notes and where every figure is explained."""
 
 from __future__ import annotations
-
-import math
-
-
-def _fmt(v) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:.4f}" if abs(v) < 1e4 else f"{v:.4g}"
-    return str(v)
-
-
-def _ci(fig) -> str:
-    """``[low, high]`` of a figure's bootstrap interval, or empty."""
-    if fig is None or fig.ci is None:
-        return ""
-    return f"[{_fmt(fig.ci.low)}, {_fmt(fig.ci.high)}]"
-
-
-def _count(v: float) -> str:
-    return "n/a" if not math.isfinite(v) else str(int(v)) if float(v).is_integer() else _fmt(v)
 
 
 def print_tables(ev, args) -> None:
     """The evaluation ``ev`` as rich tables on stdout: observed scores, agreement among all raters, true scores,
-    subgroups, fairness, then the notes."""
+    degradation, subgroups, fairness, then the notes and the link to the glossary."""
     from rich.console import Console
+
+    from core.metrics.sections import GLOSSARY_LINK, notes, sections
 
     con = Console()
     con.print(
         f"[bold]{args.project or args.file}[/]: {ev.n_responses} responses evaluated, {ev.n_dropped} dropped; scale "
-        f"[{ev.scale.min:g}, {ev.scale.max:g}]; human columns {', '.join(ev.human_columns)}"
+        f"[{ev.scale.min:g}, {ev.scale.max:g}]; human columns {', '.join(ev.human_columns)}",
+        highlight=False,
     )
     for k, v in ev.dropped.items():
-        con.print(f"  dropped {v}: {k}")
-    con.print(_observed(ev))
-    if ev.human_human.all_raters is not None:
-        con.print(_all_raters(ev))
-    con.print(_true_scores(ev))
-    for gname, groups in ev.subgroups.items():
-        con.print(_subgroups(gname, groups))
-    for gname, per_sys in ev.fairness.items():
-        _fairness(con, gname, per_sys)
-    reasons = sorted(
-        {
-            fig.reason
-            for s in ev.systems
-            for fig in ev.systems[s].observed.figures.values()
-            if fig.reason and not fig.is_defined
-        }
-    )
-    for note in [*ev.notes, *(f"n/a: {r}" for r in reasons)]:
-        con.print(f"[yellow]note:[/] {note}")
+        con.print(f"  dropped {v}: {k}", highlight=False)
+    for section in sections(ev):
+        if section.intro:
+            con.print(section.intro, highlight=False)
+        con.print(rich_table(section, con.width))
+    for note in notes(ev):
+        con.print(f"[yellow]note:[/] {note}", highlight=False)
+    con.print(f"What each figure means: {GLOSSARY_LINK}" + (" and report.md" if args.output else ""), highlight=False)
     if args.output:
-        con.print(f"wrote {args.output}/ (eval.csv, eval_short.csv, true_score_eval.csv, report.md, figures)")
+        con.print(f"wrote {args.output}/ (report.md, evaluation.json, CSV tables, figures)", highlight=False)
 
 
-def _observed(ev):
-    """Every observed-score figure, one column per system (and its interval), then human-human."""
+#: Columns of text (left-justified); every other column holds figures.
+_TEXT_COLUMNS = ("figure", "what it is", "group", "system")
+
+
+def rich_table(section, width: int | None = None):
+    """One :class:`core.metrics.sections.Section` as a rich table with its caption under it, fitted to ``width``
+    (:func:`fit`); the first column (the figure's name) is never cut or wrapped, no figure is cut."""
     from rich.table import Table
 
-    from core.metrics.registry import COUNT_KEYS, OBSERVED
-
-    t = Table(title="Observed scores (system vs first human; human-human on double-scored responses)")
-    t.add_column("metric")
-    systems = list(ev.systems)
-    for s in systems:
-        t.add_column(s, justify="right")
-    if ev.bootstrapped:
-        for s in systems:
-            t.add_column(f"{s} CI", justify="right")
-    t.add_column("human-human", justify="right")
-    hh = ev.human_human.pair
-    for metric in OBSERVED:
-        key = metric.name
-        show = _count if key in COUNT_KEYS else _fmt
-        row = [key] + [show(ev.systems[s].observed.value(key)) for s in systems]
-        if ev.bootstrapped:
-            row += [_ci(ev.systems[s].observed.figures.get(key)) for s in systems]
-        row.append(show(hh.value(key)) if key in hh else "n/a")
-        t.add_row(*row)
-    return t
+    columns, rows = fit(section.columns, section.rows, width)
+    table = Table(title=f"[bold]{section.title}[/]", caption=section.caption, caption_justify="left")
+    names = [r[0] for r in rows] + [columns[0]]
+    for i, column in enumerate(columns):
+        if i == 0:
+            table.add_column(column, no_wrap=True, min_width=max(map(len, names)))
+        elif column == "what it is":
+            table.add_column(column, ratio=1, min_width=16, style="dim")
+        elif column in _TEXT_COLUMNS:
+            table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column, justify="right", overflow="fold")
+    for row in rows:
+        table.add_row(*(cell.replace(" [", "\n[") if cell[:1] != "[" else cell for cell in row))
+    return table
 
 
-def _all_raters(ev):
-    """The chance-corrected coefficients among all human raters with their analytic se, interval and p-value."""
-    from rich.table import Table
-
-    from core.metrics.registry import COUNT_KEYS
-
-    allr = ev.human_human.all_raters
-    a = Table(
-        title=f"Agreement among all {len(ev.human_columns)} human raters ({_count(allr.value('N'))} "
-        f"responses, {_count(allr.value('N_pairable'))} with two or more ratings)"
-    )
-    for c in ("coefficient", "value", "se", "interval (t, capped at 1)", "p"):
-        a.add_column(c, justify="left" if c == "coefficient" else "right")
-    for key, fig in allr.figures.items():
-        if key in COUNT_KEYS:
-            continue
-        an = fig.analytic
-        a.add_row(
-            key,
-            _fmt(fig.value),
-            "" if an is None else _fmt(an.se),
-            "" if an is None else f"[{_fmt(an.low)}, {_fmt(an.high)}]",
-            "" if an is None else _fmt(an.p_value),
-        )
-    return a
+def _natural(columns, rows) -> int:
+    """The width of a table whose every cell is on one line (rich's box: 3 characters per column and 1)."""
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    return sum(widths) + 3 * len(columns) + 1
 
 
-def _true_scores(ev):
-    """PRMSE and its parts (and the disattenuated correlation) of every system."""
-    from rich.table import Table
+def fit(columns, rows, width: int | None):
+    """``columns`` and ``rows`` for a terminal ``width`` columns wide: as they are when they fit; else each value
+    with its interval under it in one cell (``X`` and ``X interval`` merged); else also without the "what it is"
+    column (the glossary named under the tables says the same)."""
+    if width is None or _natural(columns, rows) <= width:
+        return columns, rows
+    keep = [i for i, c in enumerate(columns) if not (c.endswith(" interval") and c[: -len(" interval")] in columns)]
+    pair = {i: columns.index(f"{columns[i]} interval") for i in keep if f"{columns[i]} interval" in columns}
 
-    from core.metrics.registry import COUNT_KEYS, TRUE_SCORE_KEYS
+    def merged(row):
+        return tuple(row[i] + (f" {row[pair[i]]}" if i in pair and row[pair[i]] else "") for i in keep)
 
-    ts = Table(title="True scores (PRMSE)")
-    ts.add_column("figure")
-    for s_name in ev.systems:
-        ts.add_column(s_name, justify="right")
-        if ev.bootstrapped:
-            ts.add_column(f"{s_name} CI", justify="right")
-    for k in (*[k for k in TRUE_SCORE_KEYS if k != "N_raters"], "disattenuated_corr"):
-        row = [k]
-        for e in ev.systems.values():
-            fig = e.disattenuated_corr if k == "disattenuated_corr" else e.true_score[k]
-            row.append(_count(fig.value) if k in COUNT_KEYS else _fmt(fig.value))
-            if ev.bootstrapped:
-                row.append("" if k in COUNT_KEYS else _ci(fig))
-        ts.add_row(*row)
-    return ts
-
-
-def _subgroups(gname, groups):
-    """N, r, QWK, SMD and DSM of every system in every subgroup."""
-    from rich.table import Table
-
-    g = Table(title=f"By {gname} (DSM uses the whole set's means and sds)")
-    for c in ("group", "system", "N", "corr", "qwk", "smd", "dsm"):
-        g.add_column(c, justify="left" if c in ("group", "system") else "right")
-    for label, per_sys in groups.items():
-        for s, block in per_sys.items():
-            g.add_row(
-                label, s, _count(block.value("N")), *[_fmt(block.value(k)) for k in ("corr", "qwk", "smd", "dsm")]
-            )
-    return g
-
-
-def _fairness(con, gname, per_sys) -> None:
-    """The fairness table of one group column, then why an interval is n/a."""
-    from rich.table import Table
-
-    f = Table(title=f"Fairness by {gname} (base group: largest)")
-    fair_ci = any(rec.bootstrapped for rec in per_sys.values())
-    for c in ("system", "metric", "value", *(("CI",) if fair_ci else ()), "p"):
-        f.add_column(c, justify="left" if c in ("system", "metric") else "right")
-    for s, rec in per_sys.items():
-        for k, label in (("osa", "OSA adjR2"), ("osd", "OSD adjR2"), ("csd", "CSD delta adjR2")):
-            fig = rec.figures()[k]
-            cells = [s, label, _fmt(fig.value)]
-            if fair_ci:
-                cells.append("" if fig.ci is None else f"[{_fmt(fig.ci.low)}, {_fmt(fig.ci.high)}]")
-            f.add_row(*cells, _fmt(fig.p_value))
-    con.print(f)
-    for s, rec in per_sys.items():
-        by_reason: dict[str, list[str]] = {}
-        for k, fig in rec.figures().items():
-            if fig.ci_reason:
-                by_reason.setdefault(fig.ci_reason, []).append(k.upper())
-        for why, keys in by_reason.items():
-            con.print(f"[yellow]note:[/] {s}: fairness {'/'.join(keys)} interval n/a: {why}")
+    columns, rows = tuple(columns[i] for i in keep), [merged(r) for r in rows]
+    widths = [
+        max([len(c), *(len(line) for r in rows for line in r[i].replace(" [", "\n[").split("\n"))])
+        for i, c in enumerate(columns)
+    ]
+    if sum(widths) + 3 * len(columns) + 1 > width and "what it is" in columns:
+        drop = columns.index("what it is")
+        columns = columns[:drop] + columns[drop + 1 :]
+        rows = [r[:drop] + r[drop + 1 :] for r in rows]
+    return columns, rows

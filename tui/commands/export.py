@@ -18,9 +18,12 @@ def register(subparsers) -> None:
         "export",
         help="write estimates (and raw ratings) as CSV, JSONL or Parquet",
         description="Write one row per item: item_id, estimate, mean, variance, ci_low, ci_high, n_annotations, "
-        "then the item's text and extra columns. Values are on the project's score range; the variance "
-        "is scaled by (max - min)^2. --ratings writes the live ratings in long form: item_id, "
-        "annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
+        "then the item's text and extra columns. estimate: the item's score (aware, the default method: the score "
+        "a typical annotator would give the item, from the model that corrects each annotator's offset, slope and "
+        "noise; EASL and RA: the posterior mode; TrueSkill: mu; DA: the mean of its scores); mean: the posterior "
+        "mean, which differs from the estimate for EASL and RA alone (their Beta posterior is skewed). Values are "
+        "on the project's score range; the variance is scaled by (max - min)^2. --ratings writes the live ratings "
+        "in long form: item_id, annotator, score, hit_id, iteration, annotation_id, created_at. The format follows the "
         "extension (.csv, .jsonl, .parquet). Aware projects add rank_low, rank_high (the 95% interval "
         "of the item's rank, 1 = highest) after n_annotations; --annotators writes their annotator "
         "table.",
@@ -72,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
                 from core.errors import UserError
 
                 raise UserError(
-                    f"{args.project}: --annotators needs an aware project (easl init --method aware); "
-                    f"this one uses {project.hyper.method}."
+                    f"{args.project}: --annotators needs an aware project; this one uses {project.hyper.method}, "
+                    "fixed when it was created (a new one: easl init NEW.easl --items FILE --method aware)."
                 )
             table = project.annotator_table()
             outputs.append((table, args.annotators))

@@ -60,6 +60,48 @@ def _rows(text: str) -> int:
     return value
 
 
+#: How an annotation without an annotator is named everywhere (status, monitor, evaluate --project).
+NO_ANNOTATOR = "(none)"
+
+
+class AnonymousRows:
+    """Counts the rows of the input without an annotator (no ``annotator`` column, or an empty cell) as the chunks
+    pass on to the ingest; the store keeps them as one anonymous annotator, which the warning says once."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def counted(self, chunks):
+        """``chunks`` (``core.tables.Table``), counted; a second pass over the file (the sliced ingest's check,
+        then its ingest) counts afresh."""
+        self.n = 0
+        for chunk in chunks:
+            self.n += _blank_annotators(chunk)
+            yield chunk
+
+    def warning(self, source: str) -> str:
+        return (
+            f"{self.n:,} row(s) of {source} have no annotator: their scores count as one anonymous annotator, "
+            f"shown as {NO_ANNOTATOR} (an aware project fits one offset, slope and noise to all of them); give "
+            "each row its annotator to tell them apart"
+        )
+
+
+def _blank_annotators(chunk) -> int:
+    """Rows of one ``Table`` whose annotator is missing or blank (on Arrow's columns when the reader made them)."""
+    frame = chunk.frame
+    if "annotator" not in frame.columns:
+        return len(frame)
+    arrow = (chunk.arrow or {}).get("annotator")
+    if arrow is not None:
+        import pyarrow.compute as pc
+
+        blank = pc.equal(pc.utf8_trim_whitespace(arrow), "")
+        return int(arrow.null_count) + int(pc.sum(blank).as_py() or 0)
+    column = frame["annotator"]
+    return int(column.isna().sum() + (column.dropna().astype(str).str.strip() == "").sum())
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``easl ingest``; returns the exit status (user errors raise ``UserError``; refused rows get the hint
     of --skip-invalid)."""
@@ -103,10 +145,11 @@ def _run(args: argparse.Namespace) -> int:
         with Project.open(args.project) as project:
             large = os.path.getsize(args.file) >= LARGE_INPUT_BYTES
             rows = _slice_rows(args, project, large)
+            anonymous = AnonymousRows()
             if rows:
                 with err.status(f"checking {args.file}, then ingesting it {rows:,} rows at a time"):
                     report = project.ingest_slices(
-                        lambda: iter_table(args.file),
+                        lambda: anonymous.counted(iter_table(args.file)),
                         source=args.file,
                         rows=rows,
                         skip_invalid=args.skip_invalid,
@@ -117,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 # chunks keep memory flat; models that compare whole HITs validate the file as one batch
                 chunks = [read_table(args.file)] if project.model.whole_submissions else iter_table(args.file)
+                chunks = anonymous.counted(chunks)
                 with err.status(f"validating and ingesting {args.file}"):
                     report = project.ingest_chunks(
                         chunks,
@@ -141,6 +185,8 @@ def _run(args: argparse.Namespace) -> int:
     if report.rejected:
         msg += f" (written with reasons to {target})"
     print(msg)
+    if anonymous.n:
+        print(f"warning: {anonymous.warning(args.file)}", file=sys.stderr)
     if rows:
         print(f"checked {args.file} whole, then ingested it in {report.transactions} transactions", file=sys.stderr)
     hint = f" (start the next one with: easl next {args.project})" if open_hits == 0 else ""

@@ -21,12 +21,21 @@ from tui.commands.simulate_run import run_easl, run_metrics, run_prmse
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows "(default: X)" only for options whose default is a value (not None / False)."""
+    """Shows "(default: X)" only for options whose default is a value (not None / False) and whose help does not
+    state it already, X as a user types it: ``da,ra`` for a comma-separated option, ``2 2`` for one of two
+    values (never a Python tuple); a description's ``%%`` is one ``%``."""
 
     def _get_help_string(self, action):
-        if action.default is None or action.default is False:
+        if action.default is None or action.default is False or "(default:" in (action.help or ""):
             return action.help
+        if isinstance(action.default, (tuple, list)):
+            sep = " " if action.nargs not in (None, "?") else ","
+            shown = sep.join(f"{v:g}" if isinstance(v, float) else str(v) for v in action.default)
+            return f"{action.help} (default: {shown.replace('%', '%%')})"
         return super()._get_help_string(action)
+
+    def _format_text(self, text):
+        return super()._format_text(text if "%(prog)" in text else text.replace("%%", "%"))
 
 
 def _add_dask(p: argparse.ArgumentParser) -> None:

@@ -9,6 +9,10 @@ import json
 from tui.commands.options import nonnegative_int
 
 REJECTS_SHOWN = 10  # most recent rejected annotations listed by default
+#: The source of the rejects that record refused webhook deliveries: ``easl_plugin.deliveries.DELIVERY_SOURCE``, named
+#: here because that module needs the labelstudio extra (tests/test_status_hints.py checks that the two agree).
+DELIVERY_SOURCE = "label-studio-delivery"
+_UNSET = object()  # --set-stop-at not given (None means "remove the target")
 
 
 def register(subparsers) -> None:
@@ -44,15 +48,57 @@ def register(subparsers) -> None:
         metavar="N",
         help=f"how many of the most recent rejected annotations to list (default {REJECTS_SHOWN})",
     )
+    p.add_argument(
+        "--set-stop-at",
+        type=stop_target,
+        default=_UNSET,
+        metavar="RHO",
+        help="aware projects: set the stop target, or change it (no new HITs once the expected Spearman "
+        "correlation of the estimates with the truth, minus a safety margin, reaches RHO, e.g. 0.9); 'none' removes "
+        "it. Written to the project file, then the status is shown",
+    )
     p.set_defaults(func=run)
+
+
+def stop_target(text: str) -> float | None:
+    """``--set-stop-at``: a number in (0, 1), or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a Spearman correlation in (0, 1) or 'none', got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"the target is a Spearman correlation in (0, 1), e.g. 0.9; got {text}")
+    return value
+
+
+def _set_stop_at(args: argparse.Namespace) -> None:
+    """Write ``--set-stop-at`` to the project (one transaction), and say what changed on stderr."""
+    import sys
+
+    from core.errors import HyperParameterError, UserError
+    from core.store import Project
+
+    with Project.open(args.project) as project:
+        try:
+            before = project.set_stop_at(args.set_stop_at)
+        except HyperParameterError as exc:
+            if exc.field != "stop_at":
+                raise
+            raise UserError(f"{args.project}: --set-stop-at is refused: it needs {exc.need}.") from None
+    shown = "none" if args.set_stop_at is None else f"{args.set_stop_at:g}"
+    was = "none" if before is None else f"{before:g}"
+    print(f"stop target: {shown} (was {was})", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
     from core.store import Project
     from easl_plugin.bookkeeping import status_figures
-    from easl_plugin.deliveries import DELIVERY_SOURCE
 
+    if "set_stop_at" in vars(args) and args.set_stop_at is not _UNSET:
+        _set_stop_at(args)
     with Project.open(args.project, readonly=True) as project:
         status = project.status()
         extra = status_figures(project)
@@ -62,10 +108,12 @@ def run(args: argparse.Namespace) -> int:
             from core.errors import UserError
 
             raise UserError(
-                f"{args.project}: --annotators needs an aware project (easl init --method aware); "
-                f"this one uses {project.hyper.method}."
+                f"{args.project}: --annotators needs an aware project; this one uses {project.hyper.method}, "
+                "fixed when it was created (a new one: easl init NEW.easl --items FILE --method aware)."
             )
         annotators = project.annotator_table() if args.annotators else None
+        linked = linked_to_label_studio(project, status.events)
+        passes = getattr(project.hyper, "uniform_passes", None) if status.method == "aware" else None
     if args.json:
         # rejected rows: scores that failed validation (`easl ingest --skip-invalid`, Label Studio annotations: the
         # "rejected annotations" of `easl ls status`); webhook deliveries the service refused are counted apart
@@ -81,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     con = Console(soft_wrap=True)
-    con.print(status_table(status, refused, extra["last_reconciliation"]))
+    con.print(status_table(status, refused, extra["last_reconciliation"], linked=linked, uniform_passes=passes))
     if annotators is not None:
         con.print(annotator_table(annotators))
     if recent:
@@ -93,18 +141,44 @@ def run(args: argparse.Namespace) -> int:
                 highlight=False,
             )
     if total > len(recent):
+        also = f"`easl ls status {args.project}` lists every Label Studio reject; " if linked else ""
         con.print(
-            f"  ... and {total - len(recent)} more; `easl ls status {args.project}` lists every Label "
-            f"Studio reject (use --rejects N to list more here).",
+            f"  ... and {total - len(recent)} more ({also}--rejects N lists more here).",
             markup=False,
             highlight=False,
         )
     return 0
 
 
-def status_table(status, refused: int, last_reconciliation: str | None):
+def linked_to_label_studio(project, events: dict) -> bool:
+    """Whether the project has seen Label Studio: linked by ``easl ls setup``, reconciled, or sent webhook events
+    (a file campaign, ``easl next`` / ``easl ingest`` alone, has none of them)."""
+    from easl_plugin import bookkeeping as bk
+
+    seen = any(project.get_meta(k) is not None for k in (bk.KEY_PROJECT_ID, bk.KEY_LAST_RECONCILIATION))
+    return seen or any(events.values())
+
+
+def variance_note(status) -> str:
+    """What the posterior variances of the status table are, with the mean one in score points."""
+    lo, hi = status.score_range
+    text = "variance: the posterior variance of an item's estimate, on the score range mapped to [0, 1] (unit scale)"
+    if status.mean_variance is not None:
+        sd = status.mean_variance**0.5
+        text += (
+            f"; the mean, {status.mean_variance:.3g}, is a standard deviation of {sd:.3g} of the range, "
+            f"{sd * (hi - lo):.3g} points on {lo:g}-{hi:g}"
+        )
+    return text
+
+
+def status_table(
+    status, refused: int, last_reconciliation: str | None, *, linked: bool = True, uniform_passes: int | None = None
+):
     """The figures of a ``ProjectStatus`` as a rich table; ``refused``: webhook deliveries the service refused
-    (counted apart from the rejected rows), ``last_reconciliation``: the Label Studio plugin's figure."""
+    (counted apart from the rejected rows), ``last_reconciliation``: the Label Studio plugin's figure; ``linked``:
+    False for a file campaign, whose table leaves out the Label Studio rows (events, reconciliation);
+    ``uniform_passes``: an aware project's, shown with what they are."""
     from rich.table import Table
 
     def fmt(value) -> str:
@@ -132,12 +206,22 @@ def status_table(status, refused: int, last_reconciliation: str | None):
         target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
         rows.append(("expected Spearman / stop target", f"{stop['expected_spearman']:.3f} / {target}"))
         rows.append(("stop", ("reached: " if stop["reached"] else "not reached: ") + stop["reason"]))
-    rows.append(("events pending / failed", f"{ev['pending']} / {ev['failed']}"))
+    if uniform_passes is not None:
+        rows.append(
+            (
+                "uniform passes",
+                f"{uniform_passes}: every item gets {uniform_passes} scores, in HITs handed out evenly, before the "
+                "model picks which items to score next",
+            )
+        )
+    if linked:
+        rows.append(("events pending / failed", f"{ev['pending']} / {ev['failed']}"))
     rows.append(("rejected rows (scores that failed validation)", fmt(status.n_rejects - refused)))
     if refused:
         rows.append(("webhook deliveries refused or malformed", fmt(refused)))
-    rows.append(("last reconciliation", last_reconciliation or "never"))
-    table = Table(title=f"{status.path} ({status.method})", show_header=False)
+    if linked:
+        rows.append(("last reconciliation", last_reconciliation or "never"))
+    table = Table(title=f"{status.path} ({status.method})", show_header=False, caption=variance_note(status))
     table.add_column("figure", style="bold")
     table.add_column("value")
     for row in rows:

@@ -33,19 +33,32 @@ class ItemsScroll(VerticalScroll, can_focus=False):
     """The HIT's rows (not focusable: the screen receives every key)."""
 
 
-class AnnotateScreen(Screen):
-    """Score the items of the next open HIT (0-100 by default) and submit."""
+def annotate_help(low: float, high: float) -> str:
+    """The keys of the Annotate screen for a project scored on [``low``, ``high``]: what one press of each key
+    moves (:meth:`tui.widgets.score_row.ScoreRow.adjust`) and an example of typing a score in that range.
 
-    CSS_PATH = "../styles/annotate.tcss"
-    HELP = """\
-**Annotate** — score every item of the HIT, then submit.
+    Examples
+    --------
+    >>> "score −1 / +1 (a tenth of the range" in annotate_help(1, 5), "`4` gives 4" in annotate_help(1, 5)
+    (True, True)
+    >>> "score −10 / +10" in annotate_help(0, 100), "`7` `5` gives 75" in annotate_help(0, 100)
+    (True, True)
+    """
+    span = high - low
+    step = max(round(span / 10.0), 1.0)
+    example = int(low + 0.75 * span)
+    typed = " ".join(f"`{d}`" for d in str(example)) if example >= 0 else f"`{int(high)}`"
+    shown = example if example >= 0 else int(high)
+    least = ", at least 1" if span / 10.0 < 1 else ""
+    return f"""\
+**Annotate** — score every item of the HIT ({low:g} to {high:g}), then submit.
 
 | key | action |
 |---|---|
 | ← / → | score −1 / +1 |
-| ↓ / ↑ | score −10 / +10 (a tenth of the range) |
-| Home / End | lowest / highest score |
-| digits | type a score (e.g. `7` `5` gives 75) |
+| ↓ / ↑ | score −{step:g} / +{step:g} (a tenth of the range{least}) |
+| Home / End | lowest / highest score ({low:g} / {high:g}) |
+| digits | type a score (e.g. {typed} gives {shown}) |
 | Backspace | erase the last digit |
 | Tab / Shift+Tab | next / previous item |
 | Enter | submit the HIT (every item needs a score) |
@@ -54,6 +67,15 @@ class AnnotateScreen(Screen):
 
 Scores typed for a HIT not yet submitted are kept as a draft and come back when the project is opened again.
 """
+
+
+class AnnotateScreen(Screen):
+    """Score the items of the next open HIT (0-100 by default) and submit."""
+
+    CSS_PATH = "../styles/annotate.tcss"
+    HELP = annotate_help(0.0, 100.0)
+    #: The help of the project's range, once its first HIT is read (:meth:`_show`; the help dialog shows it).
+    help_text: str | None = None
 
     # Shown in the footer (and usable by clicking it); the keys themselves are handled in ``on_key`` so that a
     # burst of keys is applied in order.
@@ -187,6 +209,7 @@ Scores typed for a HIT not yet submitted are kept as a draft and come back when 
     async def _show(self, view: HitView, prefill: dict) -> None:
         """Replace the rows by the HIT's items; the title is written last, once the first row is current."""
         self.view = view
+        self.help_text = annotate_help(view.score_min, view.score_max)
         if view.started_iteration:
             self.notify(f"Iteration {view.iteration} started.", timeout=3)
         container = self.query_one("#items", ItemsScroll)

@@ -66,6 +66,7 @@ class EvaluateScreen(Screen):
     BINDINGS = [
         Binding("ctrl+e", "evaluate", "Evaluate"),
         Binding("ctrl+s", "save", "Save"),
+        Binding("f6", "app.open_file", "Open", key_display="F6"),  # in the footer here: the screen names it
     ]
 
     #: The last evaluation (``core.metrics`` ``Evaluation``), shown on the Results tab.

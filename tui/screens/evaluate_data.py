@@ -160,8 +160,8 @@ def result_rows(evaluation) -> tuple[list[str], list[list[str]]]:
     for key in observed_keys:
         count = key in COUNT_KEYS
         row = [key, *(_cell(evaluation.systems[s].observed.figures.get(key), count) for s in systems)]
-        if has_hh:
-            row.append(_cell(hh.figures.get(key), count))
+        if has_hh:  # the second human is no system: no sys_mean / sys_sd there
+            row.append("" if key in ("sys_mean", "sys_sd") else _cell(hh.figures.get(key), count))
         rows.append(row)
     for key in TRUE_SCORE:
         row = [key, *(_cell(evaluation.systems[s].true_score.figures.get(key), key in COUNT_KEYS) for s in systems)]

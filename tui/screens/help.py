@@ -21,7 +21,8 @@ GLOBAL_HELP = """\
 
 
 class HelpScreen(ModalScreen[None]):
-    """Shows ``screen.HELP`` (Markdown) followed by the global keys."""
+    """Shows ``screen.help_text`` (Markdown, when the screen made one for its data) or ``screen.HELP``, followed by
+    the global keys."""
 
     BINDINGS = [
         Binding("escape", "close", "Close"),
@@ -31,7 +32,8 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, screen: Screen) -> None:
         super().__init__()
-        self.text = (getattr(screen, "HELP", "") or "").rstrip() + "\n\n" + GLOBAL_HELP
+        own = getattr(screen, "help_text", None) or getattr(screen, "HELP", "") or ""  # help_text: of the data
+        self.text = own.rstrip() + "\n\n" + GLOBAL_HELP
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-dialog", classes="dialog"):

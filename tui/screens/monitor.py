@@ -73,7 +73,9 @@ class MonitorScreen(Screen):
 | key | action |
 |---|---|
 | ↑ ↓ PgUp PgDn Home End | move in the items table |
-| u / e / c | sort by uncertainty (sd) / estimate / annotation count |
+| u | sort by uncertainty (sd) |
+| e | sort by estimate |
+| c | sort by annotation count |
 | r | reverse the order |
 | Ctrl+R | read the project now |
 | t | set the stop target (aware projects) |
@@ -169,7 +171,11 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         """Change the stop target of an aware project (:class:`~tui.screens.stop_target.StopTargetPrompt`)."""
         aware = self.snapshot.aware if self.snapshot is not None else None
         if aware is None:
-            self.notify("The stop target needs the method aware (easl init --method aware).", severity="warning")
+            self.notify(
+                "The stop target needs the method aware; a project's method is fixed when it is created (a new "
+                "one: easl init NEW.easl --items FILE --method aware).",
+                severity="warning",
+            )
             return
         current = aware.stop.get("target")
         self.app.push_screen(StopTargetPrompt(current), self._set_stop_target)
