@@ -102,3 +102,12 @@ class SchemaVersionError(ProjectFileError):
         super().__init__(path, problem)
         self.found = found
         self.expected = expected
+
+
+class UnsupportedByModel(EaslError):
+    """The project's model does not offer what was asked (e.g. annotator diagnostics of a model without
+    annotators); ``method`` is the project's method, ``what`` what was asked, ``needs`` the method that has it."""
+
+    def __init__(self, method: str, what: str, needs: str) -> None:
+        self.method, self.what, self.needs = method, what, needs
+        super().__init__(f"{what} needs the method {needs}, not {method}")

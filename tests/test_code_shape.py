@@ -112,3 +112,45 @@ def test_no_product_function_is_longer_than_80_lines() -> None:
                 if length > MAX_FUNCTION_LINES:
                     long.append(f"{name}.{node.name}: {length} lines")
     assert long == []
+
+
+#: Where a method may be named: the models themselves and the studies, which compare methods by name.
+KIND_ALLOWED = ("core/models/", "core/simulate/", "tui/commands/simulate")
+#: The flags by which callers once asked which kind of model they held.
+KIND_FLAGS = {"refits", "order_dependent", "needs_whole_hit", "refit_on_change", "needs_annotator"}
+
+
+def kind_branches(path: Path) -> list[str]:
+    """The places in ``path`` that ask which kind of model they hold: a kind flag read, or a method's name compared
+    (``x.method == "aware"``, ``method in ("ra", "da")``)."""
+    from core.models import METHODS
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in KIND_FLAGS:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            names = [c.value for s in sides for c in ast.walk(s) if isinstance(c, ast.Constant)]
+            if any(isinstance(v, str) and v in METHODS for v in names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_kind_finder_finds_flags_and_compared_method_names(tmp_path: Path) -> None:
+    probe = ROOT / "tests" / "_kind_probe.py"
+    probe.write_text('if model.refits or hyper.method == "aware" or m in ("ra", "da"):\n    pass\nx = "da"\n')
+    try:
+        assert len(kind_branches(probe)) == 3
+    finally:
+        probe.unlink()
+
+
+def test_no_product_module_outside_the_models_asks_which_kind_of_model_it_holds() -> None:
+    asked = [
+        place
+        for path in product_modules().values()
+        if not str(path.relative_to(ROOT)).startswith(KIND_ALLOWED)
+        for place in kind_branches(path)
+    ]
+    assert not asked, "ask the model instead (core/models/base.py, Model):\n" + "\n".join(asked)

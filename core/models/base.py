@@ -315,9 +315,11 @@ class Model(abc.ABC):
         return None
 
     def diagnostics(self, state: State, item: Any, annotator: Any, score01: Any) -> Any:
-        """Per-annotator diagnostics of the live log; this default raises ``ValueError``: the model has no
-        annotators."""
-        raise ValueError(f"annotator diagnostics need the method aware, not {self.name}")
+        """Per-annotator diagnostics of the live log; this default raises
+        :class:`core.errors.UnsupportedByModel`: the model has no annotators."""
+        from core.errors import UnsupportedByModel
+
+        raise UnsupportedByModel(self.name, "annotator diagnostics", "aware")
 
     def same_state(self, cached: State, replayed: State, max_abs_diff: float) -> tuple[bool, str | None]:
         """Whether a cached state equals its replay (``easl verify``), and how it was compared (None: bit for bit

@@ -274,5 +274,5 @@ class Output:
             hit_size=s["hit_size"],
             score_range=(s["score_min"], s["score_max"]),
             seed=s["seed"],
-            stop=self.stop_figures() if s["method"] == "aware" else None,
+            stop=self.stop_figures(),
         )

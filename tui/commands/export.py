@@ -71,14 +71,9 @@ def run(args: argparse.Namespace) -> int:
             outputs.append((ratings, args.ratings))
             msg += f" and {len(ratings)} ratings to {args.ratings}"
         if getattr(args, "annotators", None):
-            if project.hyper.method != "aware":
-                from core.errors import UserError
+            from tui.commands.status import annotator_table_of
 
-                raise UserError(
-                    f"{args.project}: --annotators needs an aware project; this one uses {project.hyper.method}, "
-                    "fixed when it was created (a new one: easl init NEW.easl --items FILE --method aware)."
-                )
-            table = project.annotator_table()
+            table = annotator_table_of(project, args.project)
             outputs.append((table, args.annotators))
             msg += f" and {len(table)} annotators to {args.annotators}"
         writing = status(f"writing {', '.join(str(path) for _, path in outputs)}")

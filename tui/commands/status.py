@@ -99,21 +99,16 @@ def run(args: argparse.Namespace) -> int:
 
     if "set_stop_at" in vars(args) and args.set_stop_at is not _UNSET:
         _set_stop_at(args)
+    from core.models.hyper import method_fields
+
     with Project.open(args.project, readonly=True) as project:
         status = project.status()
         extra = status_figures(project)
         recent, total = project.rejects(limit=args.rejects)
         refused = project.rejects(source=DELIVERY_SOURCE, limit=0)[1]
-        if args.annotators and project.hyper.method != "aware":
-            from core.errors import UserError
-
-            raise UserError(
-                f"{args.project}: --annotators needs an aware project; this one uses {project.hyper.method}, "
-                "fixed when it was created (a new one: easl init NEW.easl --items FILE --method aware)."
-            )
-        annotators = project.annotator_table() if args.annotators else None
+        annotators = annotator_table_of(project, args.project) if args.annotators else None
         linked = linked_to_label_studio(project, status.events)
-        passes = getattr(project.hyper, "uniform_passes", None) if status.method == "aware" else None
+        passes = project.hyper.uniform_passes if "uniform_passes" in method_fields(status.method) else None
     if args.json:
         # rejected rows: scores that failed validation (`easl ingest --skip-invalid`, Label Studio annotations: the
         # "rejected annotations" of `easl ls status`); webhook deliveries the service refused are counted apart
@@ -148,6 +143,20 @@ def run(args: argparse.Namespace) -> int:
             highlight=False,
         )
     return 0
+
+
+def annotator_table_of(project, path: str):
+    """``Project.annotator_table`` of the project at ``path``, or one located error for a model without annotators
+    (:class:`core.errors.UnsupportedByModel`)."""
+    from core.errors import EaslError, UnsupportedByModel
+
+    try:
+        return project.annotator_table()
+    except UnsupportedByModel as exc:
+        raise EaslError(
+            f"{path}: --annotators needs an {exc.needs} project; this one uses {exc.method}, fixed when it was "
+            f"created (a new one: easl init NEW.easl --items FILE --method {exc.needs})."
+        ) from None
 
 
 def linked_to_label_studio(project, events: dict) -> bool:
