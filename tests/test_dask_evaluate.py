@@ -23,12 +23,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.distributed.evaluate import Columns
 from core.distributed.finish import finish, kendall_from_table, spearman_from_table
 from core.distributed.partitions import Spec, merge, pair_table, partition_stats
 from core.distributed.synthetic import ratings_frame, write_partitions
 from core.errors import EaslError
 from core.metrics.data import Scale
 from core.metrics.estimates.association import kendall_taus, spearman_rho
+from core.metrics.options import EvaluationOptions
 from core.metrics.pipeline import evaluate
 from core.metrics.registry import REPORT_WEIGHTS
 
@@ -75,10 +77,9 @@ def in_memory(frame: pd.DataFrame, scale: Scale | None, groups: bool = True, **k
         frame[["h1", "h2"]].to_numpy(dtype=float),
         {"model": frame["model"].to_numpy(dtype=float)},
         human_names=["h1", "h2"],
-        scale=scale,
         groups=frame["group"].to_numpy(dtype=object) if groups else None,
         group_name="group",
-        **kw,
+        options=EvaluationOptions(scale=scale, **kw),
     )
 
 
@@ -105,7 +106,7 @@ def test_any_partitioning_gives_the_in_memory_figures(n, seed, cuts, missing):
     frame = ratings_frame(n, seed, 0, missing)
     positions = sorted(int(c * n) for c in cuts)
     spec = Spec("x", ("h1", "h2"), ("model",), "group", Scale(1, 6), False, REPORT_WEIGHTS)
-    ev = finish(merged(frame, positions, spec), spec, group_name="group")
+    ev = finish(merged(frame, positions, spec), spec, options=EvaluationOptions(), group_name="group")
     assert compare(ev, in_memory(frame, Scale(1, 6))) == []
 
 
@@ -115,7 +116,7 @@ def test_options_weights_population_and_external_error_variance():
     weightings = (*REPORT_WEIGHTS, "ordinal", "radical")
     spec = Spec("x", ("h1", "h2"), ("model",), "group", Scale(1, 6), True, weightings)
     kw = dict(rater_error_variance=0.4, population_size=5000.0, confidence=0.9, base_group="L3")
-    ev = finish(merged(frame, [50, 51, 300], spec), spec, group_name="group", **kw)
+    ev = finish(merged(frame, [50, 51, 300], spec), spec, options=EvaluationOptions(**kw), group_name="group")
     ref = in_memory(frame, Scale(1, 6), exclude_zeros=True, weights=("ordinal", "radical"), **kw)
     assert compare(ev, ref) == []
     assert ev.human_human.all_raters.figures["gwet_ac2_ordinal"].analytic is not None
@@ -124,9 +125,13 @@ def test_options_weights_population_and_external_error_variance():
 def test_one_human_column_and_a_continuous_scale():
     frame = ratings_frame(300, 5, 0, 0.0)
     spec = Spec("x", ("h1",), ("model",), None, Scale(0.5, 6.5, ()), True, REPORT_WEIGHTS)
-    ev = finish(merged(frame, [1, 100, 100, 250], spec), spec)
-    ref = evaluate(frame[["h1"]].to_numpy(), {"model": frame["model"].to_numpy()}, scale=Scale(0.5, 6.5, ()),
-                   human_names=["h1"], exclude_zeros=True)  # fmt: skip
+    ev = finish(merged(frame, [1, 100, 100, 250], spec), spec, options=EvaluationOptions())
+    ref = evaluate(
+        frame[["h1"]].to_numpy(),
+        {"model": frame["model"].to_numpy()},
+        human_names=["h1"],
+        options=EvaluationOptions(scale=Scale(0.5, 6.5, ()), exclude_zeros=True),
+    )
     assert compare(ev, ref) == []
 
 
@@ -160,7 +165,7 @@ class _none:
 def test_ranks_beyond_the_limit_are_not_approximated():
     frame = ratings_frame(200, 1)
     spec = Spec("x", ("h1", "h2"), ("model",), None, Scale(1, 6), False, REPORT_WEIGHTS, rank_limit=50)
-    ev = finish(merged(frame, [100], spec), spec)
+    ev = finish(merged(frame, [100], spec), spec, options=EvaluationOptions())
     fig = ev.systems["model"].observed["spearman"]
     assert math.isnan(fig.value) and "not computed exactly at this scale" in fig.reason
     assert any("Spearman and Kendall not computed exactly" in n for n in ev.notes)
@@ -197,9 +202,7 @@ def test_every_metric_on_a_cluster_equals_in_memory(cluster, big):
     ev = evaluate_dask(
         client,
         str(directory / "*.parquet"),
-        human=["h1", "h2"],
-        system=["model"],
-        group_col="group",
+        Columns(human=("h1", "h2"), system=("model",), group="group"),
         progress=lambda *a: stages.append(a),
     )
     ref = in_memory(frame, None)
@@ -225,9 +228,12 @@ def test_a_worker_killed_mid_computation_gives_the_same_result_or_a_clear_error(
 
     try:
         ev = evaluate_dask(
-            client, str(tmp_path / "*.parquet"), human=["h1", "h2"], system=["model"], group_col="group",
-            scale=Scale(1, 6), progress=progress,
-        )  # fmt: skip
+            client,
+            str(tmp_path / "*.parquet"),
+            Columns(human=("h1", "h2"), system=("model",), group="group"),
+            progress=progress,
+            options=EvaluationOptions(scale=Scale(1, 6)),
+        )
     except EaslError as exc:
         assert "workers died" in str(exc) and "no result was written" in str(exc)
     else:
@@ -242,9 +248,10 @@ def test_the_bootstrap_merges_poisson_weights_and_is_reproducible(cluster, tmp_p
     _, client = cluster
     paths = write_partitions(tmp_path, 20_000, 4, seed=2)
     frame = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
-    kw = dict(human=["h1", "h2"], system=["model"], group_col="group", scale=Scale(1, 6), n_bootstrap=200, seed=3)
-    one = evaluate_dask(client, str(tmp_path / "*.parquet"), **kw)
-    two = evaluate_dask(client, str(tmp_path / "*.parquet"), **kw)
+    columns = Columns(human=("h1", "h2"), system=("model",), group="group")
+    options = EvaluationOptions(scale=Scale(1, 6), n_bootstrap=200, seed=3)
+    one = evaluate_dask(client, str(tmp_path / "*.parquet"), columns, options=options)
+    two = evaluate_dask(client, str(tmp_path / "*.parquet"), columns, options=options)
     ref = in_memory(frame, Scale(1, 6), n_bootstrap=200, seed=3)
     for key in ("corr", "qwk", "rmse", "conger_kappa", "gwet_ac1", "spearman", "kendall_tau_b", "kendall_tau_c"):
         got, want = one.systems["model"].observed[key], ref.systems["model"].observed[key]
@@ -300,11 +307,22 @@ def test_the_long_form_split_across_files_equals_load_long(cluster, tmp_path):
     for k, idx in enumerate(np.array_split(np.arange(len(long)), 3)):  # items spread over the files
         long.iloc[idx].to_csv(tmp_path / f"part{k}.csv", index=False)
     columns, systems = ("item", "rater", "score"), ["model", "m2"]
-    ev = evaluate_dask(client, str(tmp_path / "part*.csv"), human=(), system=systems, group_col="group",
-                       long=columns, scale=Scale(1, 6))  # fmt: skip
+    ev = evaluate_dask(
+        client,
+        str(tmp_path / "part*.csv"),
+        Columns(system=tuple(systems), group="group", long=columns),
+        options=EvaluationOptions(scale=Scale(1, 6)),
+    )
     data = load_long(tmp_path / "all.csv", columns=columns, system=systems, group_col="group")
-    ref = evaluate(data.human, data.system, human_names=data.human_names, scale=Scale(1, 6), groups=data.groups,
-                   group_name="group", extra_notes=data.notes)  # fmt: skip
+    ref = evaluate(
+        data.human,
+        data.system,
+        human_names=data.human_names,
+        groups=data.groups,
+        group_name="group",
+        extra_notes=data.notes,
+        options=EvaluationOptions(scale=Scale(1, 6)),
+    )
     assert compare(ev, ref) == []
     assert ev.human_columns == ("ann_h1", "ann_h2", "ann_x")
     assert [n for n in ev.notes if n.startswith(("long form", "30 repeated"))] == list(data.notes)
@@ -327,16 +345,26 @@ def test_missing_columns_and_repeated_ids_are_one_clear_error(cluster, tmp_path)
     _, client = cluster
     paths = write_partitions(tmp_path, 100, 2)
     with pytest.raises(EaslError, match=r"\*\.parquet: no column 'h3' \(columns: h1, h2, model, group\)"):
-        evaluate_dask(client, str(tmp_path / "*.parquet"), human=["h1", "h3"], system=["model"], scale=Scale(1, 6))
+        evaluate_dask(
+            client,
+            str(tmp_path / "*.parquet"),
+            Columns(human=("h1", "h3"), system=("model",)),
+            options=EvaluationOptions(scale=Scale(1, 6)),
+        )
     for path in paths:  # ids 0..49 in both files: every id repeated once
         pd.read_parquet(path).assign(id=[f"r{i}" for i in range(50)]).to_parquet(path, index=False)
     with pytest.raises(EaslError, match=r"column 'id' repeats the id 'r\d+' \(2 times\)"):
-        evaluate_dask(client, str(tmp_path / "*.parquet"), human=["h1"], system=["model"], id_col="id")
+        evaluate_dask(client, str(tmp_path / "*.parquet"), Columns(human=("h1",), system=("model",), id="id"))
     bad = ratings_frame(20, 3).astype(object)
     bad.loc[7, "model"] = "oops"
     bad.to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(EaslError, match=r"bad\.csv \(partition 0\):row 8: column 'model' has a non-numeric value"):
-        evaluate_dask(client, str(tmp_path / "bad.csv"), human=["h1"], system=["model"], scale=Scale(1, 6))
+        evaluate_dask(
+            client,
+            str(tmp_path / "bad.csv"),
+            Columns(human=("h1",), system=("model",)),
+            options=EvaluationOptions(scale=Scale(1, 6)),
+        )
 
 
 def _repo() -> Path:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import core.metrics as M
 from core.metrics.notes import capture
+from core.metrics.options import EvaluationOptions
 from core.metrics.write import to_json_text
 
 nan = np.nan
@@ -118,7 +119,7 @@ def test_prmse_above_one_is_flagged():
 
 def test_evaluate_degenerate_data_gives_null_with_reason():
     h = np.column_stack([[1, 2, 3], [nan, nan, nan]])
-    ev = M.evaluate(h, {"const": [2.0, 2.0, 2.0]}, scale=M.Scale(1, 3), n_bootstrap=20)
+    ev = M.evaluate(h, {"const": [2.0, 2.0, 2.0]}, options=EvaluationOptions(scale=M.Scale(1, 3), n_bootstrap=20))
     obs = ev.to_json()["systems"]["const"]["observed"]
     assert obs["corr"] is None and "constant" in obs["corr_reason"]
     ts = ev.to_json()["systems"]["const"]["true_score"]
@@ -128,7 +129,9 @@ def test_evaluate_degenerate_data_gives_null_with_reason():
 
 
 def test_evaluate_one_response():
-    ev = M.evaluate(np.array([[2.0, 3.0]]), {"s": [2.4]}, scale=M.Scale(1, 4), n_bootstrap=10)
+    ev = M.evaluate(
+        np.array([[2.0, 3.0]]), {"s": [2.4]}, options=EvaluationOptions(scale=M.Scale(1, 4), n_bootstrap=10)
+    )
     text = to_json_text(ev.to_json())
     data = json.loads(text)
     assert data["n_responses"] == 1
@@ -152,7 +155,9 @@ def test_evaluate_never_raises_on_small_or_degenerate_data(seed, n, raters, p_mi
     h[rng.random((n, raters)) < p_missing] = nan
     m = np.full(n, 2.0) if constant else rng.normal(2, 1, n)
     groups = rng.choice(["a", "b"], n)
-    ev = M.evaluate(h, {"s": m}, scale=M.Scale(1, 3), groups=groups, n_bootstrap=boot, seed=seed)
+    ev = M.evaluate(
+        h, {"s": m}, groups=groups, options=EvaluationOptions(scale=M.Scale(1, 3), n_bootstrap=boot, seed=seed)
+    )
     data = json.loads(to_json_text(ev.to_json()))
     for block in (data["systems"]["s"]["observed"], data["systems"]["s"]["true_score"], data["human_human"]):
         for key, value in block.items():

@@ -11,6 +11,7 @@ from core.metrics.bootstrap import percentile_interval, resample_chunks
 from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
 from core.metrics.estimates.fairness_resampled import fairness_design, fairness_resampled
 from core.metrics.notes import capture, quiet
+from core.metrics.options import EvaluationOptions
 
 
 def biased_data(n, seed=0, shift=0.6):
@@ -146,7 +147,13 @@ def test_evaluate_fairness_ci_uses_the_shared_resamples():
     of the evaluation (the same seeded draws as every other metric's interval)."""
     h, m, g = biased_data(60, seed=9)
     human = np.column_stack([h, np.where(np.arange(60) % 2, h, np.nan)])
-    ev = M.evaluate(human, {"sys": m}, scale=M.Scale(1, 5), groups=g, group_name="G", n_bootstrap=40, seed=13)
+    ev = M.evaluate(
+        human,
+        {"sys": m},
+        groups=g,
+        group_name="G",
+        options=EvaluationOptions(scale=M.Scale(1, 5), n_bootstrap=40, seed=13),
+    )
     fj = ev.to_json()["fairness"]["G"]["sys"]
     index = np.concatenate([i for i, _ in resample_chunks(60, 40, np.random.default_rng(13))])
     plain = per_resample(h, m, g, index)
@@ -167,10 +174,12 @@ def test_evaluate_fairness_ci_uses_the_shared_resamples():
 def test_evaluate_fairness_ci_reasons_and_no_bootstrap():
     h, m, g = biased_data(30, seed=10)
     g = np.where(np.arange(30) == 0, "solo", g)
-    ev = M.evaluate(h, {"sys": m}, scale=M.Scale(1, 5), groups=g, group_name="G", n_bootstrap=20, seed=0)
+    ev = M.evaluate(
+        h, {"sys": m}, groups=g, group_name="G", options=EvaluationOptions(scale=M.Scale(1, 5), n_bootstrap=20, seed=0)
+    )
     fj = ev.to_json()["fairness"]["G"]["sys"]
     assert fj["ci"]["csd"] == [None, None] and "solo has 1" in fj["ci_reason"]["csd"]
     assert ev.tables["fairness_G"]["ci_reason"].str.contains("solo has 1").all()
-    ev0 = M.evaluate(h, {"sys": m}, scale=M.Scale(1, 5), groups=g, group_name="G")
+    ev0 = M.evaluate(h, {"sys": m}, groups=g, group_name="G", options=EvaluationOptions(scale=M.Scale(1, 5)))
     assert ev0.to_json()["fairness"]["G"]["sys"]["ci"] == {}
     assert "ci_low" not in ev0.tables["fairness_G"].columns

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import core.metrics as M
+from core.metrics.options import EvaluationOptions
 from tui.cli import main
 
 nan = np.nan
@@ -105,7 +106,7 @@ def test_cause2_long_form_keeps_rater_ids(tmp_path, capsys, shuffle):
 def test_cause3_analytic_intervals_follow_irrcac(tmp_path):
     """Before: z quantile and no cap. irrCAC: quadratic Scott's pi of Rater2 and Rater4, 10 subjects,
     0.87012987012987, se 0.141488978420205, interval (0.550059564147698, 1)."""
-    ev = M.evaluate(RAW4[:, 1:2], {"Rater4": RAW4[:, 3]}, scale=M.Scale(1, 5))
+    ev = M.evaluate(RAW4[:, 1:2], {"Rater4": RAW4[:, 3]}, options=EvaluationOptions(scale=M.Scale(1, 5)))
     fig = ev.systems["Rater4"].observed["fleiss_kappa_quadratic"]
     assert fig.value == pytest.approx(0.87012987012987, abs=1e-9)
     assert fig.analytic.se == pytest.approx(0.141488978420205, abs=1e-9)

@@ -8,6 +8,7 @@ import pytest
 import core.metrics as M
 from core.metrics.bootstrap import percentile_interval, resample_chunks
 from core.metrics.notes import quiet
+from core.metrics.options import EvaluationOptions
 from core.metrics.output_schema import RSMTOOL_NAMES
 from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
 from core.metrics.write import to_json_text, write_output
@@ -34,11 +35,9 @@ def result():
             h,
             {"sys": m},
             human_names=["h1", "h2"],
-            scale=M.Scale(1, 6),
             groups=g,
             group_name="L1",
-            n_bootstrap=40,
-            seed=5,
+            options=EvaluationOptions(scale=M.Scale(1, 6), n_bootstrap=40, seed=5),
         ),
     )
 
@@ -150,16 +149,22 @@ def test_bootstrap_interval_equals_recomputation_on_the_same_resamples(result):
 
 def test_bootstrap_is_seeded():
     h, m, _ = make_data(1, 120)
-    a = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).to_json()["systems"]["s"]["ci"]
-    b = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=3).to_json()["systems"]["s"]["ci"]
-    c = M.evaluate(h, {"s": m}, scale=M.Scale(1, 6), n_bootstrap=15, seed=4).to_json()["systems"]["s"]["ci"]
+    a = M.evaluate(h, {"s": m}, options=EvaluationOptions(scale=M.Scale(1, 6), n_bootstrap=15, seed=3)).to_json()[
+        "systems"
+    ]["s"]["ci"]
+    b = M.evaluate(h, {"s": m}, options=EvaluationOptions(scale=M.Scale(1, 6), n_bootstrap=15, seed=3)).to_json()[
+        "systems"
+    ]["s"]["ci"]
+    c = M.evaluate(h, {"s": m}, options=EvaluationOptions(scale=M.Scale(1, 6), n_bootstrap=15, seed=4)).to_json()[
+        "systems"
+    ]["s"]["ci"]
     assert a == b and a != c
 
 
 def test_zero_policy_counts():
     h = np.array([[0, 2], [2, 0], [3, 3], [np.nan, 2], [2, 2], [4, 3]], dtype=float)
     m = np.array([1, 2, 3, 4, np.nan, 3.5])
-    ev = M.evaluate(h, {"s": m}, scale=M.Scale(0, 4), exclude_zeros=True)
+    ev = M.evaluate(h, {"s": m}, options=EvaluationOptions(scale=M.Scale(0, 4), exclude_zeros=True))
     d = ev.to_json()
     assert d["n_responses"] == 3 and d["n_dropped"] == 3
     assert d["dropped"] == {
@@ -184,7 +189,7 @@ def test_multi_rater_human_agreement():
     rng = np.random.default_rng(0)
     t = rng.integers(1, 5, 80)
     h = np.column_stack([t, t, np.where(rng.random(80) < 0.5, t, np.nan), rng.integers(1, 5, 80)]).astype(float)
-    ev = M.evaluate(h, {"s": t + rng.normal(0, 0.3, 80)}, scale=M.Scale(1, 4))
+    ev = M.evaluate(h, {"s": t + rng.normal(0, 0.3, 80)}, options=EvaluationOptions(scale=M.Scale(1, 4)))
     allr = ev.to_json()["all_raters"]
     assert allr["N"] == 80 and allr["N_raters"] == 4 and allr["raters"] == ["h1", "h2", "h3", "h4"]
     assert allr["gwet_ac1"] == pytest.approx(M.gwet_ac(h, np.arange(1, 5)), abs=1e-12)
@@ -267,7 +272,7 @@ def test_tau_c_and_all_raters_intervals_equal_recomputation():
     h[rng.random((n, 3)) < 0.2] = np.nan
     h[:, 0] = np.where(np.isnan(h[:, 0]), 3.0, h[:, 0])
     m = np.round(t + rng.normal(0, 0.5, n), 1)
-    ev = M.evaluate(h, {"s": m}, scale=M.Scale(1, 5), n_bootstrap=30, seed=2)
+    ev = M.evaluate(h, {"s": m}, options=EvaluationOptions(scale=M.Scale(1, 5), n_bootstrap=30, seed=2))
     tau_c, ac1, conger = [], [], []
     for index, _ in resample_chunks(n, 30, np.random.default_rng(2)):
         for idx in index:
@@ -345,7 +350,7 @@ def test_p_values_below_the_printed_precision_read_as_less_than():
     from core.metrics.sections import all_raters
 
     h, m, _ = make_data(n=400, p_double=1.0)
-    ev = M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], scale=M.Scale(1, 6))
+    ev = M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], options=EvaluationOptions(scale=M.Scale(1, 6)))
     section = all_raters(ev)
     p = section.columns.index("p")
     assert {row[p] for row in section.rows if row[p]} == {"< 0.0001"}
@@ -356,7 +361,7 @@ def test_disattenuated_interval_is_cut_to_the_range_of_a_correlation():
     n = 60
     t = rng.normal(0, 1, n)
     h = np.column_stack([t + rng.normal(0, 1.5, n), t + rng.normal(0, 1.5, n)])  # unreliable humans: r_hh ~ 0.3
-    ev = M.evaluate(h, {"sys": t}, scale=M.Scale(-6, 6), n_bootstrap=200, seed=1)
+    ev = M.evaluate(h, {"sys": t}, options=EvaluationOptions(scale=M.Scale(-6, 6), n_bootstrap=200, seed=1))
     dc = ev.systems["sys"].disattenuated_corr
     samples_above = dc.value > 0.9
     assert samples_above and dc.ci is not None and -1.0 <= dc.ci.low <= dc.ci.high <= 1.0
@@ -366,6 +371,6 @@ def test_system_scores_outside_the_scale_are_counted_in_a_note():
     h, m, _ = make_data(n=50)
     m = m.copy()
     m[:3] = [0.0, 7.5, 9.0]
-    ev = M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], scale=M.Scale(1, 6))
+    ev = M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], options=EvaluationOptions(scale=M.Scale(1, 6)))
     clipped = [n for n in ev.notes if "outside the scale" in n]
     assert len(clipped) == 1 and clipped[0].startswith(f"sys: {int(((m < 1) | (m > 6)).sum())} of 50 system scores")

@@ -10,6 +10,7 @@ import pytest
 from textual.widgets import DataTable, Input, Select, SelectionList
 
 from core.errors import UserError
+from core.metrics.options import EvaluationOptions
 from tests.tui_helpers import isolate_settings, make_project, run_async, settle, wait_until
 from tui.app import EaslApp
 from tui.screens.annotate import AnnotateScreen
@@ -158,7 +159,7 @@ def test_results_table_shows_no_system_mean_for_the_second_human():
     from tui.screens.evaluate_data import result_rows
 
     h = np.array([[1, 2], [2, 2], [3, 3], [4, 3], [2, 1]], dtype=float)
-    ev = M.evaluate(h, {"m": np.array([1.2, 2.1, 2.9, 3.8, 2.0])}, scale=M.Scale(1, 4))
+    ev = M.evaluate(h, {"m": np.array([1.2, 2.1, 2.9, 3.8, 2.0])}, options=EvaluationOptions(scale=M.Scale(1, 4)))
     columns, rows = result_rows(ev)
     by_key = {r[0]: r for r in rows}
     hh = columns.index("human-human")

@@ -9,12 +9,13 @@ the call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.errors import UserError
 
 if TYPE_CHECKING:
     from core.metrics.load import EvaluationInput
+    from core.metrics.options import EvaluationOptions
     from core.metrics.results import Evaluation
 
 
@@ -23,11 +24,11 @@ def evaluate_loaded(
     source: object,
     *,
     group_name: str,
+    options: EvaluationOptions,
     progress: Callable[[int, int], None] | None = None,
-    **options: Any,
 ) -> Evaluation:
-    """``core.metrics.pipeline.evaluate`` on loaded data (human, system, rater names, groups, notes), with the
-    other keyword ``options`` (scale, bootstrap, seed, ...); a ``ValueError`` becomes ``UserError("SOURCE: ...")``."""
+    """``core.metrics.pipeline.evaluate`` on loaded data (human, system, rater names, groups, notes) with the
+    ``options`` of the evaluation; a ``ValueError`` becomes ``UserError("SOURCE: ...")``."""
     from core.metrics.pipeline import evaluate
 
     try:
@@ -39,7 +40,7 @@ def evaluate_loaded(
             group_name=group_name,
             progress=progress,
             extra_notes=data.notes,
-            **options,
+            options=options,
         )
     except ValueError as exc:
         raise UserError(f"{source}: {exc}.") from None

@@ -26,7 +26,6 @@ from numpy.typing import NDArray
 from core.distributed.finish import finish
 from core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
 from core.errors import EaslError, InputError
-from core.metrics.data import Scale, Weights
 from core.metrics.load import (
     frame_scores,
     long_notes,
@@ -35,6 +34,8 @@ from core.metrics.load import (
     rater_matrix,
     require_columns,
 )
+from core.metrics.options import EvaluationOptions
+from core.metrics.pipeline import DEFAULT_OPTIONS
 from core.metrics.prepare import scale_from_range
 from core.metrics.registry import report_weightings
 from core.metrics.results import Evaluation
@@ -145,31 +146,33 @@ def _guard(call: Callable[[], Any]) -> Any:
         ) from None
 
 
+@dataclass(frozen=True)
+class Columns:
+    """Where the ratings are in a partitioned data set: the ``human`` and ``system`` columns of the wide form, the
+    ``group`` and ``id`` columns; or ``long`` (item, rater, score) columns of the long form, then ``human`` the
+    raters to keep (empty: every rater)."""
+
+    human: tuple[str, ...] = ()
+    system: tuple[str, ...] = ()
+    group: str | None = None
+    id: str | None = None
+    long: tuple[str, str, str] | None = None
+
+
 def evaluate_dask(
     client: Any,
     source: str,
+    columns: Columns,
     *,
-    human: Iterable[str],
-    system: Iterable[str],
-    group_col: str | None = None,
-    id_col: str | None = None,
-    long: tuple[str, str, str] | None = None,
-    scale: Scale | None = None,
-    exclude_zeros: bool = False,
-    rater_error_variance: float | None = None,
-    n_bootstrap: int = 0,
-    seed: int = 0,
-    confidence: float = 0.95,
-    population_size: float | None = None,
-    base_group: str | None = None,
-    weights: tuple[Weights, ...] = (),
+    options: EvaluationOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
     rank_limit: int = 5_000_000,
 ) -> Evaluation:
-    """The evaluation of a partitioned wide-form data set on ``client`` (same figures as the in-memory
-    :func:`core.metrics.pipeline.evaluate`; the bootstrap draws Poisson(1) weights per partition)."""
-    weightings = report_weightings(weights)
-    human, system = tuple(human or ()), tuple(system)
+    """The evaluation of a partitioned data set on ``client`` (same figures as the in-memory
+    :func:`core.metrics.pipeline.evaluate` with the same ``options``; the bootstrap draws Poisson(1) weights per
+    partition)."""
+    weightings = report_weightings(options.weights)
+    human, system, group_col, id_col, long = columns.human, columns.system, columns.group, columns.id, columns.long
     if long is not None:
         parts, human, lspec, n_ratings = _long_parts(client, source, long, system, human, group_col)
         group_col, group_name = (GROUP if group_col else None), group_col
@@ -182,16 +185,17 @@ def evaluate_dask(
         parts, group_name = list(ddf.to_delayed()), group_col
     total = len(parts)
     notes = [f"Dask: {total} partition(s) of {source}"]
+    scale = options.scale
     spec = Spec(
         str(source),
         human,
         system,
         group_col,
         scale,
-        exclude_zeros,
+        options.exclude_zeros,
         weightings,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
+        n_bootstrap=options.n_bootstrap,
+        seed=options.seed,
         rank_limit=rank_limit,
     )
     report = progress or (lambda stage, done, n: None)
@@ -202,21 +206,13 @@ def evaluate_dask(
         report("scale", total, total)
         scale, scale_note = scale_from_range(min(r[0] for r in ranges), max(r[1] for r in ranges))
         spec = Spec(**{**spec.__dict__, "scale": scale})
-    report_weightings(weights, scale.category_array if scale.is_categorical else None)
+    report_weightings(options.weights, scale.category_array if scale.is_categorical else None)
     futures = _run(client, parts, partition_stats, spec)
     stats = _guard(lambda: _ordered_merge(futures, rank_limit, lambda done: report("partitions", done, total)))
     if long is not None:
         notes += long_notes(n_ratings, stats.n_input, len(human), stats.repeats)
     return finish(
-        stats,
-        spec,
-        group_name=group_name or "group",
-        rater_error_variance=rater_error_variance,
-        confidence=confidence,
-        population_size=population_size,
-        base_group=base_group,
-        scale_note=scale_note,
-        extra_notes=notes,
+        stats, spec, options=options, group_name=group_name or "group", scale_note=scale_note, extra_notes=notes
     )
 
 

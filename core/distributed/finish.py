@@ -39,6 +39,7 @@ from core.metrics.estimates.fairness_resampled import fairness_design
 from core.metrics.estimates.pair import PairSuite, batch_values, point_values
 from core.metrics.intervals.agreement_variance import closed_form_intervals
 from core.metrics.notes import capture, quiet, undefined
+from core.metrics.options import EvaluationOptions
 from core.metrics.prepare import (
     DROP_H1_MISSING,
     DROP_H1_OUT_OF_SCALE,
@@ -165,15 +166,14 @@ def finish(
     stats: PartitionStats,
     spec: Spec,
     *,
+    options: EvaluationOptions,
     group_name: str = "group",
-    rater_error_variance: float | None = None,
-    confidence: float = 0.95,
-    population_size: float | None = None,
-    base_group: str | None = None,
     scale_note: str | None = None,
     extra_notes: list[str] | None = None,
 ) -> Evaluation:
-    """The evaluation of the merged statistics (same figures as :func:`core.metrics.pipeline.evaluate`)."""
+    """The evaluation of the merged statistics (same figures as :func:`core.metrics.pipeline.evaluate`, with the
+    same ``options``; the scale, zero policy and bootstrap are those ``spec`` sent to the workers)."""
+    confidence, base_group = options.confidence, options.base_group
     assert spec.scale is not None
     notes = list(extra_notes or []) + policy_notes(
         _ordered(stats.dropped, _DROP_ORDER),
@@ -182,12 +182,12 @@ def finish(
         spec.scale.is_categorical,
         stats.off_categories,
     )
-    comp = skeleton(stats, spec, rater_error_variance)
+    comp = skeleton(stats, spec, options.rater_error_variance)
     totals = flat_totals(stats)
     point = PointEstimates(totals, *point_values(comp.finishers(totals, with_ranks=False)))
     rank_notes = _rank_values(stats, comp, point.values, point.reasons)
     closed = closed_form_intervals(
-        comp, point, confidence=confidence, population_size=population_size, raters=stats.patterns
+        comp, point, confidence=confidence, population_size=options.population_size, raters=stats.patterns
     )
     samples: dict[str, NDArray[Any]] = {}
     if spec.n_bootstrap > 0 and stats.n_reference >= 2:
@@ -209,12 +209,9 @@ def finish(
         point,
         closed,
         samples,
-        n_resamples=spec.n_bootstrap,
-        seed=spec.seed,
-        confidence=confidence,
+        # the skeleton's fairness (no data, no base group) is replaced by the cells' below
+        options=dataclasses.replace(options, n_bootstrap=spec.n_bootstrap, seed=spec.seed, base_group=None),
         group_name=group_name,
-        rater_error_variance=rater_error_variance,
-        base_group=None,  # the skeleton's fairness (no data) is replaced by the cells' below
     )
     return _with_merged_data(ev, stats, spec, group_name, base_group, confidence, rank_notes)
 

@@ -19,6 +19,7 @@ from core.metrics.estimates.fairness_resampled import FairnessDesign
 from core.metrics.estimates.true_score import prmse_cautions
 from core.metrics.intervals.analytic import Analytic, Interval
 from core.metrics.notes import capture
+from core.metrics.options import EvaluationOptions
 from core.metrics.prepare import Prepared
 from core.metrics.registry import ALL_RATERS_COUNTS, OBSERVED_KEYS, TRUE_SCORE_KEYS
 from core.metrics.results import (
@@ -39,14 +40,13 @@ def assemble(
     closed: dict[str, Analytic],
     samples: dict[str, NDArray[Any]],
     *,
-    n_resamples: int,
-    seed: int,
-    confidence: float,
+    options: EvaluationOptions,
     group_name: str,
-    rater_error_variance: float | None,
-    base_group: str | None = None,
 ) -> Evaluation:
-    """The typed :class:`Evaluation` from the point estimates, the analytic intervals and the bootstrap samples."""
+    """The typed :class:`Evaluation` from the point estimates, the analytic intervals and the bootstrap samples
+    (``options``: the bootstrap's resamples, seed and level, the rater error variance, the base group)."""
+    n_resamples, seed, confidence = options.n_bootstrap, options.seed, options.confidence
+    rater_error_variance, base_group = options.rater_error_variance, options.base_group
     cis = {k: _in_range(k, Interval(*percentile_interval(v, confidence))) for k, v in samples.items()}
     figures = _Figures(point.values, point.reasons, cis, closed)
     cautions = list(point.cautions)

@@ -19,12 +19,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from core.metrics.assemble import assemble
 from core.metrics.bootstrap import bootstrap_comparisons
-from core.metrics.data import Scale, Weights
 from core.metrics.estimates.comparisons import build, point_estimates
 from core.metrics.intervals.agreement_variance import closed_form_intervals
+from core.metrics.options import EvaluationOptions
 from core.metrics.prepare import prepare
 from core.metrics.registry import report_weightings
 from core.metrics.results import Evaluation
+
+DEFAULT_OPTIONS = EvaluationOptions()  #: the options of an evaluation given none
 
 
 def evaluate(
@@ -32,17 +34,9 @@ def evaluate(
     system: dict[str, NDArray[Any]],
     *,
     human_names: list[str] | None = None,
-    scale: Scale | None = None,
     groups: ArrayLike | None = None,
     group_name: str = "group",
-    exclude_zeros: bool = False,
-    rater_error_variance: float | None = None,
-    n_bootstrap: int = 0,
-    seed: int = 0,
-    confidence: float = 0.95,
-    population_size: float | None = None,
-    base_group: str | None = None,
-    weights: tuple[Weights, ...] = (),
+    options: EvaluationOptions = DEFAULT_OPTIONS,
     progress: Callable[[int, int], None] | None = None,
     extra_notes: list[str] | None = None,
 ) -> Evaluation:
@@ -57,14 +51,9 @@ def evaluate(
         Human ratings, NaN for missing; column 0 is the reference human (RSMTool's ``human_score_column``).
     system : dict name -> array of shape (n,)
     human_names, group_name : the names of the human columns and of the group column in the report
-    scale : Scale, optional
-        Default: [min, max] of the human scores after the policy, with a note saying so.
-    groups, base_group : subgroup labels (n,) for DSM by subgroup and fairness, and RSMTool's reference level
-    exclude_zeros : RSMTool's ``exclude_zero_scores`` (a first human 0 leaves the comparisons, other 0s: missing)
-    rater_error_variance : V_e from another sample for the true-score metrics (default: from the data)
-    n_bootstrap, seed, confidence : resamples (0: none), seed and level (Efron & Tibshirani 1993, percentile)
-    weights : more all-raters weightings (irrCAC's ``ordinal``, ``radical``, ``ratio``, ``circular``, ``bipolar``)
-    population_size : N of the finite-population correction of the analytic se (Gwet 2014, 5.3; irrCAC's ``N``)
+    groups : subgroup labels (n,) for DSM by subgroup and fairness
+    options : EvaluationOptions
+        Scale, zero policy, rater error variance, bootstrap, confidence, population size, base group, weightings.
     progress, extra_notes : callable(done, total) for the bootstrap; notes to put first (e.g. from the reader)
 
     Returns
@@ -81,29 +70,18 @@ def evaluate(
     >>> round(ev.systems["m"].observed["corr"].value, 4)
     0.9731
     """
+    o = options
     p = prepare(
         human,
         system,
         human_names=human_names,
-        scale=scale,
+        scale=o.scale,
         groups=groups,
-        exclude_zeros=exclude_zeros,
+        exclude_zeros=o.exclude_zeros,
         notes=extra_notes,
     )
-    comp = build(p, rater_error_variance=rater_error_variance, weightings=report_weightings(weights, p.cats))
+    comp = build(p, rater_error_variance=o.rater_error_variance, weightings=report_weightings(o.weights, p.cats))
     point = point_estimates(comp)
-    closed = closed_form_intervals(comp, point, confidence=confidence, population_size=population_size)
-    samples = bootstrap_comparisons(comp, n_bootstrap, seed, progress, p.notes)
-    return assemble(
-        p,
-        comp,
-        point,
-        closed,
-        samples,
-        n_resamples=n_bootstrap,
-        seed=seed,
-        confidence=confidence,
-        group_name=group_name,
-        rater_error_variance=rater_error_variance,
-        base_group=base_group,
-    )
+    closed = closed_form_intervals(comp, point, confidence=o.confidence, population_size=o.population_size)
+    samples = bootstrap_comparisons(comp, o.n_bootstrap, o.seed, progress, p.notes)
+    return assemble(p, comp, point, closed, samples, options=o, group_name=group_name)

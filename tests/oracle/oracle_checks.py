@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import core.metrics as M
+from core.metrics.options import EvaluationOptions
 from core.metrics.pipeline import evaluate
 
 TOL = 1e-9
@@ -51,7 +52,7 @@ def case(request, tmp_path_factory):
     np.savez(d / "data.npz", human=h, system=m, cats=cats, groups=groups.astype(object))
     subprocess.run([oracle_python(), str(PEERS), str(d / "data.npz"), str(d / "peers.json")], check=True)
     peers = json.loads((d / "peers.json").read_text())
-    ours = evaluate(h, {"sys": m}, scale=M.Scale(1, q), groups=groups, group_name="L1")
+    ours = evaluate(h, {"sys": m}, groups=groups, group_name="L1", options=EvaluationOptions(scale=M.Scale(1, q)))
     return h, m, cats, groups, peers, ours
 
 

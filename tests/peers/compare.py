@@ -19,6 +19,7 @@ import core.metrics as M
 from core.metrics.intervals.agreement_variance import agreement_inference, table_inference
 from core.metrics.intervals.kappa_test import cohen_kappa_test
 from core.metrics.load import load_long
+from core.metrics.options import EvaluationOptions
 from core.metrics.registry import report_name
 
 HERE = Path(__file__).resolve().parent
@@ -148,8 +149,7 @@ def _pipeline_all_raters(t: Tally, where: str, ratings: np.ndarray, entry: dict,
         ev = M.evaluate(
             ratings,
             {"none": np.zeros(ratings.shape[0])},
-            weights=extra,
-            scale=M.Scale(min(cats), max(cats), categories=tuple(cats)),
+            options=EvaluationOptions(weights=extra, scale=M.Scale(min(cats), max(cats), categories=tuple(cats))),
         )
     block = ev.to_json()["all_raters"]
     for w in ("identity", "linear", "quadratic", *extra):
@@ -232,9 +232,9 @@ def _pipeline_pair(t: Tally, name: str, frame: pd.DataFrame, humans: np.ndarray,
         ev = M.evaluate(
             humans,
             {"system": frame["system"].to_numpy()},
-            scale=M.Scale(cats[0], cats[-1]),
             groups=frame["group"].to_numpy(),
             group_name="L1",
+            options=EvaluationOptions(scale=M.Scale(cats[0], cats[-1])),
         )
     d = ev.to_json()
     obs = d["systems"]["system"]["observed"]

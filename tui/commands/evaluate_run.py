@@ -65,16 +65,19 @@ def run(args: argparse.Namespace) -> int:
     progress_cb, finish = bootstrap_progress(args.bootstrap, quiet=False)
     try:
         ev = evaluate_loaded(
-            data, source, group_name=args.group_col or "group", progress=progress_cb, **_options(args, scale)
+            data, source, group_name=args.group_col or "group", progress=progress_cb, options=_options(args, scale)
         )
     finally:
         finish()
     return _emit(ev, args, source)
 
 
-def _options(args, scale) -> dict:
-    """The keyword arguments both engines take from the command line."""
-    return dict(
+def _options(args, scale):
+    """The options of the evaluation from the command line (``core.metrics.options.EvaluationOptions``), the
+    same for both engines."""
+    from core.metrics.options import EvaluationOptions
+
+    return EvaluationOptions(
         scale=scale,
         exclude_zeros=args.exclude_zeros,
         rater_error_variance=args.rater_error_variance,
@@ -145,7 +148,7 @@ def _emit(ev, args, source) -> int:
 def _run_dask(args, scale) -> int:
     """``--dask``: the partitioned FILE evaluated on a Dask cluster (core.distributed), same outputs."""
     from core.distributed.cluster import connect
-    from core.distributed.evaluate import evaluate_dask
+    from core.distributed.evaluate import Columns, evaluate_dask
 
     if args.project:
         raise UserError("--dask evaluates partitioned files; --project is evaluated in memory.")
@@ -157,17 +160,14 @@ def _run_dask(args, scale) -> int:
     update, finish = stage_progress()
     try:
         with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
-            ev = evaluate_dask(
-                client,
-                args.file,
-                human=args.human,
-                system=args.system,
-                group_col=args.group_col,
-                id_col=args.id_col,
+            columns = Columns(
+                human=tuple(args.human or ()),
+                system=tuple(args.system),
+                group=args.group_col,
+                id=args.id_col,
                 long=long,
-                progress=update,
-                **_options(args, scale),
             )
+            ev = evaluate_dask(client, args.file, columns, options=_options(args, scale), progress=update)
     except ValueError as exc:
         raise UserError(f"{args.file}: {exc}.") from None
     finally:

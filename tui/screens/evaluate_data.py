@@ -89,6 +89,7 @@ def run_evaluation(
     """
     from core.metrics.data import Scale
     from core.metrics.load import load_wide
+    from core.metrics.options import EvaluationOptions
 
     if not human:
         raise UserError(f"{path}: choose at least one human column.")
@@ -105,9 +106,7 @@ def run_evaluation(
         path,
         group_name=group or "group",
         progress=progress,
-        scale=Scale(*scale) if scale else None,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
+        options=EvaluationOptions(scale=Scale(*scale) if scale else None, n_bootstrap=n_bootstrap, seed=seed),
     )
     if ev.n_responses == 0:
         raise nothing_left(path, ev.dropped)
