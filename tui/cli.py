@@ -80,8 +80,9 @@ def missing_extra(args: argparse.Namespace) -> str | None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``easl`` parser with every sub-command registered (argparse only; no heavy imports)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``easl`` parser with every sub-command registered (argparse only; no heavy imports), or with
+    ``command`` alone when it names one (what a run needs: only that command's module is read)."""
     parser = argparse.ArgumentParser(
         prog="easl",
         description="Collect scalar labels efficiently (EASL) and evaluate scoring systems against noisy human labels.",
@@ -93,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"easl-toolkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in [command] if command in COMMANDS else COMMANDS:
         importlib.import_module(f"tui.commands.{name}").register(sub)
     _alias_options(parser)
     return parser
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
     argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
-    parser = build_parser()
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     args = parser.parse_args(argv)  # exits 2 on a usage error, 0 after --help
     project = getattr(args, "project", None)
     absent = missing_extra(args)
