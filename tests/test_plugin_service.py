@@ -17,7 +17,7 @@ from easl_plugin.auth import SECRET_HEADER
 from easl_plugin.service import ServiceConfig, build_app
 from easl_plugin.worker import Worker
 from tests.ls_server import free_port
-from tests.service_helpers import AUTH, Client, all_events, created, link
+from tests.service_helpers import AUTH, HOOK, Client, all_events, created, give_token, link
 
 N = 20
 
@@ -26,6 +26,7 @@ def _project(tmp_path, method: str = "easl") -> str:
     items = pd.DataFrame({"item_id": [f"x{i:02d}" for i in range(N)], "text": [f"text {i}" for i in range(N)]})
     path = tmp_path / "p.easl"
     Project.create(path, items, Hyper(method=method, hit_size=4, seed=3)).close()
+    give_token(path)
     return str(path)
 
 
@@ -336,7 +337,7 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
         assert health["worker_alive"] and health["worker_pid"] != proc.pid
         with Project.open(project_path, readonly=True) as p:
             hit = p.open_hits()[0]
-        r = requests.post(f"{url}/webhook", json=created(hit, 77, 300, [1, 2, 3, 4]), timeout=5)
+        r = requests.post(f"{url}/webhook", json=created(hit, 77, 300, [1, 2, 3, 4]), headers=HOOK, timeout=5)
         assert r.status_code == 200
         deadline = time.monotonic() + 20
         while requests.get(f"{url}/status", timeout=5).json()["events_applied"] < 1:
