@@ -36,6 +36,8 @@ __all__ = [
     "KEY_TASK_HOLDERS",
     "KEY_QUEUE_DEPTH",
     "KEY_PREDICTIONS_SHOWN",
+    "KEY_BACKEND_URL",
+    "KEY_WEBHOOKS",
     "ACTIVE_WINDOW_S",
     "now",
     "open_project",
@@ -66,6 +68,8 @@ ACTIVE_WINDOW_S = 300.0  #: an annotator is active who scored or saved a draft t
 KEY_WEBHOOK_TOKEN = "ls.webhook_token"  #: the random token Label Studio's webhook sends (webhook delivery only)
 KEY_TASK_HOLDERS = "ls.task_holders"  #: open task id -> who last worked on it and when it was last active (JSON)
 KEY_PREDICTIONS_SHOWN = "ls.predictions_shown"  #: task id -> the estimates its predictions showed, and when (JSON)
+KEY_BACKEND_URL = "ls.backend_url"  #: where Label Studio reaches easl serve (easl ls setup --backend-url)
+KEY_WEBHOOKS = "ls.webhooks"  #: the project's webhooks to an easl backend, as last listed (JSON, webhooks.py)
 
 
 def open_project(path: str) -> Project:

@@ -12,6 +12,8 @@ on start, periodically and on ``START_TRAINING``, and applies what it missed:
   the bookkeeping); an unannotated second task of the same HIT is deleted;
 - who last worked on each open HIT's tasks (drafts and annotations, ``campaign.task_holders``) and when each task
   was last active are kept for ``easl ls status``;
+- the project's webhooks to an easl backend are listed and recorded (``webhooks.record_hooks``), for
+  ``easl ls status`` to warn on a stale one;
 - with a ``--hit-timeout``, stalled HITs are re-issued (``push.reissue_stalled``: by inactivity, never a HIT
   nobody worked on unless it holds the campaign up).
 
@@ -41,6 +43,7 @@ from easl_plugin.ingest import (
     prepare_annotations,
 )
 from easl_plugin.push import reissue_stalled
+from easl_plugin.webhooks import list_hooks, record_hooks
 from label_config.layouts import Layout
 
 if TYPE_CHECKING:
@@ -105,7 +108,9 @@ def reconcile(
             log.info("re-issued %d stalled HIT(s) as new tasks: %s", len(again), ", ".join(again))
     open_hits, mapped = set(project.open_hit_times()), project.external_map(bk.TASK)
     holders = task_holders([t for t in tasks if mapped.get(str(t["id"])) in open_hits], project.external_map(bk.USER))
+    hooks = list_hooks(client, ls_project_id, project)
     with gate:
+        record_hooks(project, hooks)
         project.set_meta(
             {
                 bk.KEY_LAST_RECONCILIATION: now(),

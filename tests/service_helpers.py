@@ -15,8 +15,10 @@ import numpy as np
 import requests
 import uvicorn
 
-from bench.bench_plugin import WEBHOOK_TOKEN
-from bench.bench_plugin import stop  # noqa: F401 (stops a child of start_serve: SIGTERM, then SIGKILL)
+from bench.bench_plugin import (
+    WEBHOOK_TOKEN,
+    stop,  # noqa: F401 (stops a child of start_serve: SIGTERM, then SIGKILL)
+)
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.auth import SECRET_HEADER

@@ -599,11 +599,21 @@ def test_clients_that_disconnect_mid_body_leave_no_traceback(project_path, tmp_p
         for k in range(300):
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
             path = b"/webhook" if k % 2 else b"/setup"
-            s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n" + TOKEN_LINE + b"Content-Length: 5000\r\n\r\n" + b"{" * 100)
+            s.sendall(
+                b"POST "
+                + path
+                + b" HTTP/1.1\r\nHost: x\r\n"
+                + TOKEN_LINE
+                + b"Content-Length: 5000\r\n\r\n"
+                + b"{" * 100
+            )
             time.sleep(0.002)
             s.close()
         time.sleep(1)
-        assert requests.post(f"http://127.0.0.1:{port}/webhook", json=deletion(1), headers=HOOK, timeout=5).status_code == 200
+        assert (
+            requests.post(f"http://127.0.0.1:{port}/webhook", json=deletion(1), headers=HOOK, timeout=5).status_code
+            == 200
+        )
     finally:
         stop(proc)
     _no_traceback(log_path)
@@ -692,7 +702,8 @@ def test_the_connection_guard_works_on_both_of_uvicorns_http_parsers(project_pat
         t = time.monotonic()
         assert closed(head) and closed(body) and time.monotonic() - t < 2  # both timeouts
         busy = [
-            half(b"POST /webhook HTTP/1.1\r\nHost: x\r\n" + TOKEN_LINE + b"Content-Length: 50\r\n\r\n{") for _ in range(4)
+            half(b"POST /webhook HTTP/1.1\r\nHost: x\r\n" + TOKEN_LINE + b"Content-Length: 50\r\n\r\n{")
+            for _ in range(4)
         ]
         time.sleep(0.1)  # four requests being served (their bodies pending): a fifth connection is refused
         assert half(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").recv(1024).startswith(b"HTTP/1.1 503 ")

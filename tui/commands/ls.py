@@ -228,6 +228,7 @@ def link_status(project: Project) -> dict:
         open_hits.append(row)
     out = {
         "linked": pid is not None,
+        **webhook_figures(project),
         "url": project.get_meta(bk.KEY_URL),
         "ls_project_id": int(pid) if pid is not None else None,
         "events": counts,
@@ -251,6 +252,30 @@ def link_status(project: Project) -> dict:
     return out
 
 
+def webhook_figures(project: Project) -> dict:
+    """``webhooks``: every webhook of the Label Studio project that points at an easl backend, as last listed by
+    ``easl ls setup`` or a reconciliation (``easl_plugin.webhooks.describe_hooks``: ``id``, ``url``, ``active``,
+    ``stale``, ``stale_reason``), with ``webhooks_listed_at``; ``stale_webhooks``: how many are stale (Label
+    Studio posts every annotation, with the webhook token, to each of them). Null with ``webhooks_reason`` before
+    the first listing."""
+    from easl_plugin.webhooks import recorded_hooks
+
+    rec = recorded_hooks(project)
+    if rec is None:
+        return {
+            "webhooks": None,
+            "webhooks_reason": "not listed yet: easl ls setup --backend-url or a reconciliation lists them",
+            "webhooks_listed_at": None,
+            "stale_webhooks": None,
+        }
+    hooks = rec["hooks"]
+    return {
+        "webhooks": hooks,
+        "webhooks_listed_at": rec["listed_at"],
+        "stale_webhooks": sum(bool(h["stale"]) for h in hooks),
+    }
+
+
 def annotator_figures(project: Project) -> dict:
     """Aware projects: ``annotators`` (the figures of ``easl status --annotators``) and ``stop`` (the stopping
     rule's); other methods: both null with ``annotators_reason``."""
@@ -271,6 +296,27 @@ def _age(seconds: float | None) -> str:
         return "?"
     s = int(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _print_webhooks(con, out: dict) -> None:
+    """The easl webhooks of the Label Studio project, and a warning line for each stale one."""
+    if out["webhooks"] is None:
+        con.print(f"webhooks to easl: {out['webhooks_reason']}", markup=False)
+        return
+    con.print(f"webhooks to easl (as listed at {out['webhooks_listed_at']}): {len(out['webhooks'])}", markup=False)
+    for h in out["webhooks"]:
+        state = f"STALE: {h['stale_reason']}" if h["stale"] else "current"
+        con.print(f"  webhook {h['id']} -> {h['url']}: {state}", markup=False)
+    if not out["webhooks"]:
+        con.print("warning: no webhook to easl: run easl ls setup --backend-url URL", markup=False)
+    for h in out["webhooks"]:
+        if h["stale"]:
+            con.print(
+                f"warning: webhook {h['id']} to {h['url']} is stale ({h['stale_reason']}); Label Studio posts "
+                "every annotation there with the webhook token: run easl ls setup --backend-url with the current "
+                "URL, which deletes it",
+                markup=False,
+            )
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -312,6 +358,7 @@ def run_status(args: argparse.Namespace) -> int:
             t.add_row(h["hit_id"], str(h["task_id"] or "-"), _age(h["idle_seconds"]), h["annotator"] or "-")
         con.print(t)
         con.print(f"{out['idle_meaning']}; annotator '-': {out['open_hits_annotator_reason']}.", markup=False)
+    _print_webhooks(con, out)
     if out["recent_refused_or_malformed"]:
         t = Table(title="last refused or malformed deliveries", title_justify="left")
         for col in ("received", "kind", "reason"):
