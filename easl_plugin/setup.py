@@ -205,7 +205,7 @@ def _fill_project(
         rep = reconcile(project, client, pid, layout)
         if rep.ingested:
             notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
-    n = push(project, client, pid, layout, project.next_hits())
+    n = len(push(project, client, pid, layout, project.next_hits()))
     arrange_tabs(client, pid)
     sync_predictions(project, client, pid, layout, refresh_backends=False, via_backend=False)
     project.set_meta({bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(pid), bk.KEY_LAYOUT: json.dumps(layout.to_dict())})

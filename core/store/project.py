@@ -91,6 +91,7 @@ class Project:
         self.open_hits_long, self.open_hits_frame = its.open_hits_long, its.open_hits_frame
         self.next_hits_long, self.next_hits_file = its.next_hits_long, its.next_hits_file
         self.top_up_hits, self.open_item_mask = its.top_up_hits, its.open_item_mask
+        self.choose_top_up = its.choose_top_up
         self.open_hit_times, self.n_open_hits = its.open_hit_times, its.n_open
         self.state, self.verify, self.rebuild = replay.state, replay.verify, replay.rebuild
         self.iteration_states, self.annotator_table = replay.iteration_states, replay.annotator_table

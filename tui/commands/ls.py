@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -161,20 +162,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 IDLE_MEANING = (
-    "idle: seconds since the last activity Label Studio shows on the HIT's current task (its creation or "
-    "re-issue, a draft saved, an annotation), as of the last reconciliation, measured now; the clock of "
-    "--hit-timeout. Before the first reconciliation: since the HIT was chosen"
+    "idle: seconds since an annotator was last seen working on the HIT's current task (a draft saved, an "
+    "annotation), as of the last reconciliation, measured now; the clock of --hit-timeout for a task somebody worked "
+    "on. A task nobody changed anything on has no idle time (Label Studio shows no task locks: it may be open in "
+    "someone's browser); waiting: seconds since the task was created or re-issued"
 )
+NOT_OPENED = "nobody worked on it as far as Label Studio shows (no draft yet; Label Studio shows no task locks)"
 
 
 def _idle(held: dict | None, created: str | None, now: float) -> dict:
-    """``idle_seconds`` (:data:`IDLE_MEANING`) and ``idle_since`` of an open HIT; ``held`` is its current task's
-    record in ``ls.task_holders``, ``created`` when the HIT was chosen."""
+    """``idle_seconds`` and ``idle_since`` (:data:`IDLE_MEANING`; null with ``idle_reason`` for a task nobody
+    worked on), and ``waiting_seconds`` of an open HIT; ``held`` is its current task's record in
+    ``ls.task_holders``, ``created`` when the HIT was chosen."""
     from easl_plugin.campaign import seconds_since
 
-    since = (held or {}).get("active_at") or created
-    idle = seconds_since(since, now) if since else None
-    return {"idle_seconds": None if idle is None else round(idle, 1), "idle_since": since}
+    born = (held or {}).get("created_at") or created
+    waiting = seconds_since(born, now) if born else None
+    out: dict = {"waiting_seconds": None if waiting is None else round(waiting, 1)}
+    active = (held or {}).get("active_at")
+    idle = seconds_since(active, now) if active else None
+    if idle is None:
+        return {"idle_seconds": None, "idle_since": None, "idle_reason": NOT_OPENED, **out}
+    return {"idle_seconds": round(idle, 1), "idle_since": active, **out}
 
 
 def link_status(project: Project) -> dict:
@@ -229,6 +238,7 @@ def link_status(project: Project) -> dict:
     out = {
         "linked": pid is not None,
         **webhook_figures(project),
+        "queue": _queue_figures(project),
         "url": project.get_meta(bk.KEY_URL),
         "ls_project_id": int(pid) if pid is not None else None,
         "events": counts,
@@ -250,6 +260,14 @@ def link_status(project: Project) -> dict:
         out["linked_reason"] = "not linked yet: run easl ls setup"
     out.update(annotator_figures(project))
     return out
+
+
+def _queue_figures(project: Project) -> dict | None:
+    """The queue's depth and what `easl serve` last measured it from (``easl_plugin.queue.QueuePlan``)."""
+    from easl_plugin.queue import QueuePlan
+
+    plan = QueuePlan.read(project)
+    return None if plan is None else dataclasses.asdict(plan)
 
 
 def webhook_figures(project: Project) -> dict:
@@ -349,13 +367,22 @@ def run_status(args: argparse.Namespace) -> int:
     summary.add_row("deliveries failed", str(out["deliveries_failed"]))
     summary.add_row("last reconciliation", out["last_reconciliation"] or "never")
     summary.add_row("open HITs", str(len(out["open_hits"])))
+    q = out["queue"]
+    if q is not None:
+        how = "--queue-depth" if q["fixed"] else "measured"
+        summary.add_row(
+            "queue depth",
+            f"{q['depth']} ({how}: {q['active']} active annotators, {q['rate_per_s']:g} submissions/s, "
+            f"backend cycle {q['cycle_s']:g} s)",
+        )
     con.print(summary)
     if out["open_hits"]:
         t = Table(title="open HITs", title_justify="left")
-        for col in ("HIT", "task", "idle", "annotator"):
+        for col in ("HIT", "task", "idle", "waiting", "annotator"):
             t.add_column(col)
         for h in out["open_hits"]:
-            t.add_row(h["hit_id"], str(h["task_id"] or "-"), _age(h["idle_seconds"]), h["annotator"] or "-")
+            idle = "not opened" if h["idle_seconds"] is None else _age(h["idle_seconds"])
+            t.add_row(h["hit_id"], str(h["task_id"] or "-"), idle, _age(h["waiting_seconds"]), h["annotator"] or "-")
         con.print(t)
         con.print(f"{out['idle_meaning']}; annotator '-': {out['open_hits_annotator_reason']}.", markup=False)
     _print_webhooks(con, out)
