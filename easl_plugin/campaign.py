@@ -191,10 +191,19 @@ def sync_predictions(
         return _sync_predictions(project, client, pid, layout, refresh_backends, via_backend, gate)
 
 
-def predict_new(project: Project, client: LabelStudioClient, layout: Layout, task_ids: list[int], gate=None) -> int:
+def predict_new(
+    project: Project,
+    client: LabelStudioClient,
+    layout: Layout,
+    task_ids: list[int],
+    gate=None,
+    *,
+    check: bool = True,
+) -> int:
     """Give each of ``task_ids`` (tasks the queue just created) the current prediction of its HIT, unless it has
-    one already (a replacement of every prediction, :func:`sync_predictions`, that ran meanwhile gave it one);
-    under the same lock as :func:`sync_predictions`, so the two never interleave. Returns how many were posted."""
+    one already (with ``check``: a replacement of every prediction, :func:`sync_predictions`, that ran since the
+    tasks were created may have given it one); under the same lock as :func:`sync_predictions`, so the two never
+    interleave. Returns how many were posted."""
     with _one_sync_at_a_time(project.path):
         tasks = project.external_map(bk.TASK)
         hits = {str(h["hit_id"]): h for h in project.open_hits(every_iteration=True)}
@@ -202,7 +211,7 @@ def predict_new(project: Project, client: LabelStudioClient, layout: Layout, tas
         body, shown = [], {}
         for tid in task_ids:
             hit = hits.get(tasks.get(str(tid), ""))
-            if hit is None or list(client.predictions.list(task=int(tid))):
+            if hit is None or (check and list(client.predictions.list(task=int(tid)))):
                 continue  # closed meanwhile, or given its prediction already
             items = task_data(hit, layout, hit_rng(seed, str(hit["hit_id"])))["item_ids"]
             body.append({"task": int(tid), **figures.prediction(items, layout)})

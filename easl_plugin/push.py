@@ -177,7 +177,7 @@ def progress_text(project: Project) -> str:
 
 CAMPAIGN_DONE = "The campaign is complete: there are no more tasks. Thank you! "
 MOMENT_WITHOUT_TASKS = (
-    "If Label Studio says \"No More Tasks\": every item still to be scored is in a task another annotator has open "
+    'If Label Studio says "No More Tasks": every item still to be scored is in a task another annotator has open '
     "right now. Wait a minute and press Label All Tasks again; new tasks appear as those are submitted. "
 )
 

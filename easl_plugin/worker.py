@@ -44,7 +44,7 @@ from easl_plugin.ingest import (
     learn_annotators,
     prepare_annotations,
 )
-from easl_plugin.push import progress_text, push_batch, push_streaming
+from easl_plugin.push import annotator_note, progress_text, push_batch, push_streaming
 from easl_plugin.queue import Ahead, QueueMeter, QueuePlan
 from easl_plugin.reconcile import reconcile
 from label_config.layouts import Layout
@@ -53,6 +53,7 @@ log = logging.getLogger("easl.serve")
 ANNOTATION_KINDS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED")
 QUIET_S = 0.15  # apply queued events once no webhook arrived for this long ...
 MAX_DELAY_S = 2.0  # ... or at the latest this long after the worker woke up
+DESCRIPTION_EVERY_S = 5.0  # the project's description is updated at most this often (unless its note changes)
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,11 @@ class Worker:
         self.last_error: str | None = None
         self.reconciled = threading.Event()  # the first reconciliation is done: pushing may start
         self._maint_wake = threading.Event()
-        self._owed: list[int] = []  # tasks created by the queue that wait for their prediction
+        self._owed: list[tuple[int, int]] = []  # tasks created by the queue that wait for their prediction (and
+        # how many replacements of every prediction had started when each was created)
+        self._syncs = 0
+        self._description_at = float("-inf")
+        self._note: str | None = None  # what the description last told the annotators
         self._owed_lock = threading.Lock()
         self._owed_wake = threading.Event()
         self.meter = QueueMeter()
@@ -367,6 +372,7 @@ class Worker:
                 note: str | None
                 if kind == "START_TRAINING":
                     self.reconcile_requested.set()
+                    self._maint_wake.set()
                     note = "reconciliation requested"
                 else:
                     note = apply_event(project, linked, kind, payload)
@@ -444,7 +450,7 @@ class Worker:
             if oldest is not None:
                 self.meter.cycle(time.time() - oldest)
             with self._owed_lock:
-                self._owed.extend(ids)
+                self._owed.extend((i, self._syncs) for i in ids)
             self._owed_wake.set()
             self.pushed_total += len(ids)
             self.last_push_at = time.time()
@@ -458,13 +464,19 @@ class Worker:
         """The project's description (the campaign's progress) and, when the iteration changed and at most once
         per ``reconcile_interval_s``, every task's prediction (``campaign.sync_predictions``)."""
         text = progress_text(project)
-        if text != self._description:  # the project description shows the campaign's progress in Label Studio
+        now = time.monotonic()
+        note = annotator_note(project, project.open_item_mask()[1])
+        # the description shows the campaign's progress in Label Studio: at most every DESCRIPTION_EVERY_S seconds
+        # (Label Studio serves the annotators meanwhile), at once when what it tells the annotators changes
+        recent = now - self._description_at < DESCRIPTION_EVERY_S
+        if text != self._description and (not recent or note != self._note):
             client.projects.update(linked.project_id, description=text)
-            self._description = text
+            self._description, self._description_at, self._note = text, now, note
         iteration = project.iteration()
         now = time.monotonic()
         due = now - self._predicted_at >= self.reconcile_interval_s and now >= self._predict_retry_at
         if iteration != self._predicted and due:
+            self._syncs += 1
             try:
                 sync_predictions(project, client, linked.project_id, linked.layout, gate=self.gate)
                 self._predicted, self._predicted_at = iteration, now
@@ -486,7 +498,17 @@ class Worker:
                 client = self._client_for(linked, "predict") if linked is not None else None
                 if not todo or linked is None or client is None:
                     continue
-                if not self._guard("predict", partial(predict_new, project, client, linked.layout, todo, self.gate)):
+                # a replacement of every prediction started since a task was created may have given it one
+                step = partial(
+                    predict_new,
+                    project,
+                    client,
+                    linked.layout,
+                    [i for i, _ in todo],
+                    self.gate,
+                    check=any(n != self._syncs for _, n in todo),
+                )
+                if not self._guard("predict", step):
                     with self._owed_lock:
                         self._owed = todo + self._owed  # again at the next turn
         finally:

@@ -640,7 +640,9 @@ def test_reissue_by_inactivity_never_duplicates_an_untouched_hit_and_late_annota
         assert len(first) == 2
         status = json.loads(easl("ls", "status", str(project), "--json").stdout)
         assert {h["hit_id"]: h["task_id"] for h in status["open_hits"]} == first
-        assert all(h["idle_seconds"] >= 0 and "annotator" in h for h in status["open_hits"])
+        # nobody worked on them: no idle time (its clock starts at the first draft), only the time they waited
+        assert all(h["idle_seconds"] is None and "no task locks" in h["idle_reason"] for h in status["open_hits"])
+        assert all(h["waiting_seconds"] >= 0 and "annotator" in h for h in status["open_hits"])
         assert "--hit-timeout" in status["idle_meaning"]
         (hit_a, task_a), (hit_b, task_b) = sorted(first.items())
         # a rejected annotation (score out of range) on HIT b: re-issued at the next reconciliation
@@ -701,9 +703,10 @@ def test_reissue_by_inactivity_never_duplicates_an_untouched_hit_and_late_annota
 
 
 def test_an_untouched_hit_holding_the_queue_up_is_replaced_not_duplicated(ls, sdk, tmp_path):
-    """With --queue-depth 3 and items for two HITs only, the queue cannot be topped up: an untouched HIT inactive
-    for --hit-timeout holds the campaign up and is re-issued, its never-touched old task deleted (so Label
-    Studio's progress does not count a closed copy) while the HIT stays open in the project."""
+    """With --queue-depth 3 and items for two HITs only, the queue cannot be topped up: an untouched HIT waiting
+    for --hit-timeout holds the campaign up and is re-issued; its never-touched old task is closed first (someone
+    may have it open: Label Studio shows no locks), then deleted once closed for --hit-timeout (so Label Studio's
+    progress does not count a closed copy), while the HIT stays open in the project."""
     items = tmp_path / "items.csv"
     items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
     project = tmp_path / "u.easl"
@@ -717,13 +720,21 @@ def test_an_untouched_hit_holding_the_queue_up_is_replaced_not_duplicated(ls, sd
         first = {t.data["hit_id"]: t.id for t in ls_tasks(sdk, pid)}
         assert len(first) == 2
 
-        def replaced():  # two fresh tasks, the old ones gone (not closed copies)
-            tasks = ls_tasks(sdk, pid)
-            now = {t.data["hit_id"]: t.id for t in tasks}
-            fresh = set(now) == set(first) and not set(now.values()) & set(first.values())
-            return now if fresh and len(tasks) == 2 else None
+        def closed():  # fresh tasks, the old ones closed (offered to nobody), not deleted at once
+            tasks = {t.id: t for t in ls_tasks(sdk, pid)}
+            olds = [tasks.get(i) for i in first.values()]
+            return all(t is not None and t.overlap == 0 for t in olds) and len(tasks) >= 4
 
-        wait_for(replaced, "both HITs replaced by fresh tasks", 40)
+        def replaced():  # fresh tasks, the old ones gone (not closed copies)
+            tasks = ls_tasks(sdk, pid)
+            now: dict[str, int] = {}
+            for t in tasks:
+                now[t.data["hit_id"]] = max(now.get(t.data["hit_id"], 0), t.id)
+            fresh = set(now) == set(first) and not {t.id for t in tasks} & set(first.values())
+            return now if fresh else None
+
+        wait_for(closed, "both HITs re-issued, their old tasks closed", 40)
+        wait_for(replaced, "the closed old tasks deleted", 40)
         wait_for(lambda: drained(project), "queue drained")
         assert {h: s for h, (s, _) in engine_hits(project).items()} == dict.fromkeys(first, "open")
         status = json.loads(easl("ls", "status", str(project), "--json").stdout)
