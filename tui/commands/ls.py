@@ -337,6 +337,32 @@ def _print_webhooks(con, out: dict) -> None:
             )
 
 
+def _summary(out: dict):
+    """The first table of ``easl ls status``: the queue of events, the deliveries, the reconciliation, the open
+    HITs and the queue's depth."""
+    from rich.table import Table
+
+    ev = out["events"]
+    summary = Table(show_header=False, box=None, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("webhook events", f"{ev['pending']} pending, {ev['done']} done, {ev['failed']} failed")
+    summary.add_row("deliveries refused", str(out["deliveries_refused"]))
+    summary.add_row("deliveries malformed", str(out["deliveries_malformed"]))
+    summary.add_row("deliveries failed", str(out["deliveries_failed"]))
+    summary.add_row("last reconciliation", out["last_reconciliation"] or "never")
+    summary.add_row("open HITs", str(len(out["open_hits"])))
+    q = out["queue"]
+    if q is not None:
+        how = "--queue-depth" if q["fixed"] else "measured"
+        summary.add_row(
+            "queue depth",
+            f"{q['depth']} ({how}: {q['active']} active annotators, {q['rate_per_s']:g} submissions/s, "
+            f"backend cycle {q['cycle_s']:g} s)",
+        )
+    return summary
+
+
 def run_status(args: argparse.Namespace) -> int:
     """``easl ls status``: ``link_status`` as readable tables (or one JSON object with ``--json``)."""
     from rich.console import Console
@@ -357,25 +383,7 @@ def run_status(args: argparse.Namespace) -> int:
             f"linked to Label Studio project {out['ls_project_id']} at {out['url']} ({out['tasks']} tasks)",
             markup=False,
         )
-    ev = out["events"]
-    summary = Table(show_header=False, box=None, pad_edge=False)
-    summary.add_column(style="bold")
-    summary.add_column()
-    summary.add_row("webhook events", f"{ev['pending']} pending, {ev['done']} done, {ev['failed']} failed")
-    summary.add_row("deliveries refused", str(out["deliveries_refused"]))
-    summary.add_row("deliveries malformed", str(out["deliveries_malformed"]))
-    summary.add_row("deliveries failed", str(out["deliveries_failed"]))
-    summary.add_row("last reconciliation", out["last_reconciliation"] or "never")
-    summary.add_row("open HITs", str(len(out["open_hits"])))
-    q = out["queue"]
-    if q is not None:
-        how = "--queue-depth" if q["fixed"] else "measured"
-        summary.add_row(
-            "queue depth",
-            f"{q['depth']} ({how}: {q['active']} active annotators, {q['rate_per_s']:g} submissions/s, "
-            f"backend cycle {q['cycle_s']:g} s)",
-        )
-    con.print(summary)
+    con.print(_summary(out))
     if out["open_hits"]:
         t = Table(title="open HITs", title_justify="left")
         for col in ("HIT", "task", "idle", "waiting", "annotator"):
