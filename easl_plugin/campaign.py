@@ -264,8 +264,17 @@ def _sync_predictions(
     with gate if gate is not None else contextlib.nullcontext():
         remember_shown(project, {tid: figures.shown(shown[hid]) for tid, hid in tasks.items() if hid in shown})
     # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,
-    # or its ML backends' (which Label Studio reads from /setup when it looks at a backend)
-    set_model_version(client, pid, figures.version)
+    # or its ML backends' (which Label Studio reads from /setup when it looks at a backend). The queue's top-ups
+    # start iterations while the backend answers: its predictions may carry a later iteration than these figures
+    from easl_plugin.client import LabelStudioError
+
+    later = model_version(project.iteration())
+    try:
+        set_model_version(client, pid, figures.version, wait_s=0.0 if later != figures.version else 10.0)
+    except LabelStudioError:
+        if later == figures.version:
+            raise
+        set_model_version(client, pid, later)
     return len(body)
 
 
