@@ -14,8 +14,9 @@ the next task, p50/p95/max (target p95 <= 1 s); beside it the floor measured in 
 ``/next`` latency when it gave a task at once (p50/p95), which no backend can go below. At the end every annotation
 Label Studio holds must be in the project exactly once and ``easl verify`` must pass.
 
-Run: ``.venv/bin/python bench/bench_ls_queue.py`` (all three crowds on one server, about 8 minutes), or
-``--annotators 20 --rounds 10``.
+Run: ``.venv/bin/python bench/bench_ls_queue.py`` (all three crowds on one server, about 12 minutes), or
+``--annotators 20 --rounds 10``. Each crowd gets 40 + 25 per annotator items, so that it finishes the first batch
+(every item once) within the run and the rest of its tasks are top-ups.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def easl(*args: str, env: dict) -> str:
 
 def crowd_run(ls, people: list, n: int, rounds: int, think_s: float, tmp: Path) -> dict:
     """One campaign with the first ``n`` of ``people``; returns its figures."""
-    n_items = 50 + 10 * n  # a first batch the crowd finishes within the run: then every task is a top-up
+    n_items = 40 + 25 * n  # a first batch the crowd finishes within the run: then every task is a top-up
     items = tmp / f"items{n}.csv"
     items.write_text("id,text\n" + "".join(f"item{i:03d},statement number {i}\n" for i in range(n_items)))
     path = tmp / f"queue{n}.easl"
@@ -223,7 +224,7 @@ def report(fig: dict) -> bool:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--annotators", type=int, nargs="+", default=[2, 5, 20])
-    ap.add_argument("--rounds", type=int, default=8, help="bursts per annotator")
+    ap.add_argument("--rounds", type=int, default=12, help="bursts per annotator")
     ap.add_argument("--think", type=float, default=5.0, help="seconds between an annotator's bursts")
     args = ap.parse_args()
     print("bench_ls_queue: annotators submitting in bursts through a real Label Studio's next-task endpoint")

@@ -70,8 +70,9 @@ def replace_hooks(
     client: LabelStudioClient, pid: int, url: str, token: str, known_urls: Iterable[str]
 ) -> dict[str, int]:
     """Leave exactly one easl webhook on Label Studio project ``pid``: at ``url``, with ``token`` as its only header,
-    full payloads and active (repaired, or created when missing); every other easl webhook (:func:`is_easl_hook`,
-    with ``known_urls`` and ``url``) is deleted. Returns ``{"created", "repaired", "deleted"}``."""
+    full payloads, the :data:`WEBHOOK_ACTIONS` only, and active (repaired, or created when missing); every other
+    easl webhook (:func:`is_easl_hook`, with ``known_urls`` and ``url``) is deleted. Returns ``{"created",
+    "repaired", "deleted"}``."""
     headers = {SECRET_HEADER: token}
     ours = [w for w in client.webhooks.list(project=str(pid)) if is_easl_hook(w, {*known_urls, url})]
     here = [w for w in ours if str(w.url or "").rstrip("/") == url.rstrip("/")]
@@ -92,8 +93,24 @@ def replace_hooks(
             is_active=True,
         )
         out["created"] = 1
-    elif (keep.headers or {}) != headers or keep.send_payload is False or keep.is_active is False:
-        client.webhooks.update(int(keep.id), headers=headers, send_payload=True, is_active=True)
+    elif (
+        (keep.headers or {}) != headers
+        or keep.send_payload is False
+        or keep.is_active is False
+        or keep.send_for_all_actions is not False
+        or sorted(keep.actions or []) != sorted(WEBHOOK_ACTIONS)
+    ):
+        # Label Studio posts a webhook inside the request that caused it: only the events easl applies, never
+        # every project update, task import or prediction of the campaign (the ML backend's webhook is made
+        # for all actions)
+        client.webhooks.update(
+            int(keep.id),
+            headers=headers,
+            send_payload=True,
+            is_active=True,
+            send_for_all_actions=False,
+            actions=WEBHOOK_ACTIONS,
+        )
         out["repaired"] = 1
     return out
 
