@@ -2,11 +2,12 @@
 
 **The queue** (:func:`push_batch`, the default of ``easl serve``). When no HIT is open, the next iteration of the
 paper's Algorithm 1 starts (``Project.next_hits()``: the first iteration covers every item once). Whenever fewer
-HITs are open than the queue's depth (:func:`queue_depth`: ``--queue-depth``, by default one more than the
-annotators active in the last :data:`~easl_plugin.bookkeeping.ACTIVE_WINDOW_S` seconds, since each of them may
-hold a task the backend cannot see), new HITs are chosen from the current posterior (``Project.top_up_hits``:
-Algorithm 1 with one anchor per HIT, the highest-variance free item, partners by match quality) and pushed, so an
-annotator who submits the last task of a batch is given the next task in the same labelling stream.
+HITs are open than the queue's depth (:func:`queue_depth`: ``--queue-depth``, by default measured from the active
+annotators, their submission rate and the backend's cycle, ``queue.py``), new HITs are recorded (those chosen
+ahead, ``queue.Ahead``, then ``Project.top_up_hits``: Algorithm 1 with one anchor per HIT, the highest-variance
+free item, partners by match quality) and pushed, so an annotator who submits the last task of a batch is given
+the next task in the same labelling stream. When the queue cannot be filled (every remaining item waits on an
+open HIT), the project's description says so to the annotators (:func:`annotator_note`).
 Items already in open HITs are excluded from the new HITs: no item is in two open HITs, and an item's next
 score waits until its open HIT is done or withdrawn. ``--queue-depth 0`` keeps the paper's batches alone (the
 next iteration only once every HIT of the current one is done).

@@ -1,19 +1,23 @@
 """The background worker of ``easl serve``: drains the durable event queue, reconciles, pushes the next HITs.
 
-One loop with its own connection to the project file (the single writer of engine state while the service
-runs); ``easl serve`` runs it in a child process (``worker_process.py``), tests may run it as a thread. Each loop:
+Three loops, each with its own connection to the project file and its own Label Studio client; ``easl serve`` runs
+them in a child process (``worker_process.py``), tests may run them as threads of this one:
 
-1. apply the pending events in arrival order (``events`` table), marking each ``done`` (or ``failed`` with the
-   error, so one bad event never blocks the queue); applying is idempotent, so an event applied but not yet marked
-   when the process died is harmlessly applied again on restart;
-2. when a Label Studio project is configured (``easl ls setup`` writes ``ls.*`` keys to ``meta``, before or after
-   the service starts) and an API key is available: reconcile on start, every ``reconcile_interval_s`` and on
-   ``START_TRAINING``; then push the open HITs that have no task (the next iteration's, once the current one is
-   complete; or streaming top-ups) and, when the iteration changed, replace every task's prediction with the
-   new figures (``campaign.sync_predictions``);
-3. sleep until the event writer signals a commit, or the next reconciliation is due.
+1. the queue (``_run``): apply the pending events in arrival order (``events`` table), marking each ``done`` (or
+   ``failed`` with the error, so one bad event never blocks the queue; applying is idempotent, so an event applied
+   but not yet marked when the process died is harmlessly applied again on restart); then, once the first
+   reconciliation is done (it repairs an interrupted push), top the queue up to its measured depth
+   (``queue.QueueMeter``, ``push.push_batch`` with the HITs chosen ahead, ``queue.Ahead``; or ``push_streaming``)
+   and push the open HITs that have no task; then sleep until the event writer signals a commit;
+2. the maintenance (``_maintain``), when a Label Studio project is configured (``easl ls setup`` writes ``ls.*``
+   keys to ``meta``, before or after the service starts) and an API key is available: reconcile on start, every
+   ``reconcile_interval_s`` and on ``START_TRAINING``; keep the project's description (the campaign's progress
+   and the annotators' note) current; when the iteration changed, at most once per ``reconcile_interval_s``,
+   replace every task's prediction (``campaign.sync_predictions``). Nothing here ever holds up a push;
+3. the predictions of new tasks (``_predict_owed``): each task the queue created gets its prediction right after
+   the import (``campaign.predict_new``), never interleaved with a replacement of every prediction.
 
-While webhooks keep arriving the worker batches them (``_pace``), and every write transaction goes through the
+While webhooks keep arriving the queue batches them (``_pace``), and every write transaction goes through the
 write gate shared with the webhook writer (``writer.py``), which spills to a journal rather than wait for it. While
 another process (``easl ingest``) holds the file's write lock, the worker's transactions wait for it (SQLite's busy
 timeout, then a retry every 2 s) and the events stay pending: acknowledged, on disk, applied once the lock is free.
