@@ -165,7 +165,8 @@ class Worker:
         self._maint_wake = threading.Event()
         self._owed: list[tuple[int, int]] = []  # tasks created by the queue that wait for their prediction (and
         # how many replacements of every prediction had started when each was created)
-        self._syncs = 0
+        self._syncs = 0  # replacements of every prediction started so far
+        self._syncing = False  # one is under way
         self._description_at = float("-inf")
         self._note: str | None = None  # what the description last told the annotators
         self._owed_lock = threading.Lock()
@@ -454,7 +455,8 @@ class Worker:
             if oldest is not None:
                 self.meter.cycle(time.time() - oldest)
             with self._owed_lock:
-                self._owed.extend((i, self._syncs) for i in ids)
+                # a replacement under way may give them their prediction: then they are checked (-1)
+                self._owed.extend((i, -1 if self._syncing else self._syncs) for i in ids)
             self._owed_wake.set()
             self.pushed_total += len(ids)
             self.last_push_at = time.time()
@@ -481,12 +483,15 @@ class Worker:
         due = now - self._predicted_at >= self.reconcile_interval_s and now >= self._predict_retry_at
         if iteration != self._predicted and due:
             self._syncs += 1
+            self._syncing = True
             try:
                 sync_predictions(project, client, linked.project_id, linked.layout, gate=self.gate)
                 self._predicted, self._predicted_at = iteration, now
             except LabelStudioError as exc:  # the figures are for the manager's eyes: never hold up the loop
                 log.warning("could not replace the tasks' predictions (retrying in %.0f s): %s", 30.0, exc)
                 self._predict_retry_at = now + 30.0
+            finally:
+                self._syncing = False
 
     def _predict_owed(self) -> None:
         """The prediction loop: give each task the queue created its prediction at once (``campaign.predict_new``),
