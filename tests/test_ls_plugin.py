@@ -374,7 +374,7 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
         backend.kill()  # SIGKILL while webhooks are arriving
         time.sleep(1.5)  # annotations go on while the backend is down: their webhooks are lost
         wait_for(lambda: not _pid_alive(worker_pid), "the worker process died with the server", 5)
-        backend.extra = ()  # restarted with the default queue (topped up to the active annotators + 1)
+        backend.extra = ()  # restarted with the default queue (its depth measured)
         backend.start()
         start_it = project_status(path)["iteration"]
         wait_for(lambda: project_status(path)["iteration"] >= start_it + 1, "loop continues after restart", 90)
