@@ -151,6 +151,17 @@ def push_streaming(
     return push(project, client, ls_project_id, layout, project.open_hits(every_iteration=True), gate)
 
 
+def open_needed(project: Project, depth: int) -> int:
+    """How many open HITs the annotators need right now, for the re-issue of untouched HITs that hold the campaign
+    up: ``--queue-depth`` when it was given (``depth`` > 0), else one per active annotator and one more for the
+    next one to ask (``queue.QueuePlan.active`` as ``easl serve`` last measured it, or
+    :func:`active_annotators`). Not the measured depth: its margin for bursts is no one waiting."""
+    plan = QueuePlan.read(project)
+    if depth > 0 and (plan is None or plan.fixed):
+        return depth
+    return (plan.active if plan is not None else active_annotators(project)) + 1
+
+
 def can_top_up(project: Project, depth: int) -> bool:
     """Whether a new HIT could be chosen now: the queue is on (``depth`` > 0), a HIT's worth of items is in no open
     HIT, and an aware project's stopping rule is not met."""
@@ -223,8 +234,7 @@ def stalled_hits(project: Project, tasks: list[dict], timeout_s: float, now: flo
                 idle_untouched.append((waiting, hit_id))
     if idle_untouched:
         depth = queue_depth(project)
-        need = depth if depth > 0 else active_annotators(project) + 1
-        if len(open_ids) < need and not can_top_up(project, depth):
+        if len(open_ids) < open_needed(project, depth) and not can_top_up(project, depth):
             for _, hit_id in sorted(idle_untouched, reverse=True):
                 why[hit_id] = "holding up"
     return why
@@ -265,20 +275,20 @@ def reissue_stalled(
 
 
 def sweep_closed_copies(project: Project, client: LabelStudioClient, tasks: list[dict], timeout_s: float) -> int:
-    """Delete the closed copies of re-issued HITs that nobody worked on (no draft, no annotation) and that were
-    closed (Label Studio's ``updated_at``) more than ``timeout_s`` seconds ago: whoever had one open has gone, and
-    Label Studio's progress would count it as labelled. Returns how many were deleted."""
+    """Delete the closed copies of re-issued HITs (tasks older than their HIT's newest) that nobody worked on (no
+    draft, no annotation) and that were closed (Label Studio's ``updated_at``) more than ``timeout_s`` seconds
+    ago: whoever had one open has gone, and Label Studio's progress would count it as labelled. Returns how many
+    were deleted."""
     now = time.time()
     newest: dict[str, int] = {}
     for t in tasks:
         hit_id = (t.get("data") or {}).get("hit_id") if isinstance(t.get("data"), dict) else None
         if isinstance(hit_id, str):
             newest[hit_id] = max(newest.get(hit_id, 0), int(t["id"]))
-    gone = [
+    gone = [  # not the newest task of its HIT: a re-issue closed it (Label Studio's export leaves out ``overlap``)
         str(t["id"])
         for t in tasks
-        if t.get("overlap") == 0
-        and not touched(t)
+        if not touched(t)
         and int(t["id"]) != newest.get(str((t.get("data") or {}).get("hit_id")), int(t["id"]))
         and (seconds_since(t.get("updated_at"), now) or 0.0) > timeout_s
     ]

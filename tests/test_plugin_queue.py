@@ -185,3 +185,31 @@ def test_the_description_tells_annotators_why_no_task_is_free_and_when_the_work_
         assert annotator_note(p, p.n_open_hits()) == MOMENT_WITHOUT_TASKS
         p.set_meta({bk.KEY_QUEUE_DEPTH: "5"})  # the queue is full: nothing to say
         assert annotator_note(p, p.n_open_hits()) == ""
+
+
+def test_a_closed_copy_nobody_worked_on_is_deleted_once_closed_for_the_timeout(project_path):
+    """Re-issue closes a HIT's old task (someone may have it open); the sweep deletes, and unmaps, an old task
+    nobody worked on once Label Studio's ``updated_at`` (the closing) is ``--hit-timeout`` old; never the newest
+    task of a HIT, one with a draft, or one closed too recently."""
+    from easl_plugin.push import sweep_closed_copies
+
+    deleted: list[str] = []
+    client = SimpleNamespace(tasks=SimpleNamespace(delete=deleted.append))
+    long_ago, just_now = "2020-01-01T00:00:00Z", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    def task(tid: int, hit: str, updated: str, drafts=()) -> dict:
+        return {"id": tid, "data": {"hit_id": hit}, "updated_at": updated, "drafts": list(drafts), "annotations": []}
+
+    with Project.open(project_path) as p:
+        a, b, c = (h["hit_id"] for h in p.next_hits()[:3])
+        p.map_external(bk.TASK, [("1", a), ("2", a), ("3", b), ("4", b), ("5", c), ("6", c)])
+        tasks = [
+            task(1, a, long_ago),  # an old copy nobody worked on, closed long ago: deleted
+            task(2, a, long_ago),  # the newest task of its HIT: kept
+            task(3, b, long_ago, [{"user": 1, "updated_at": long_ago}]),  # worked on: kept (a late submit counts)
+            task(4, b, long_ago),
+            task(5, c, just_now),  # closed a moment ago: kept for now
+            task(6, c, just_now),
+        ]
+        assert sweep_closed_copies(p, client, tasks, 600.0) == 1
+        assert deleted == ["1"] and "1" not in p.external_map(bk.TASK) and "3" in p.external_map(bk.TASK)
