@@ -35,15 +35,18 @@ sys.path.insert(0, str(REPO))
 from core.models import Hyper  # noqa: E402
 from core.store import Project  # noqa: E402
 from easl_plugin import bookkeeping as bk  # noqa: E402
-from label_config.layouts import Layout, layout_for_method, task_data  # noqa: E402
+from label_config.layouts import Layout, layout_for, task_data  # noqa: E402
 from tests.ls_server import free_port, running_server  # noqa: E402
+
+WEBHOOK_TOKEN = "bench-webhook-token-7e2a4c9f1b8d3056"  #: the project's webhook token (Label Studio's header)
 
 
 def make_project(path: Path, n_items: int, seed: int = 0) -> None:
     items = pd.DataFrame(
         {"item_id": [f"item{k:06d}" for k in range(n_items)], "text": [f"statement {k}" for k in range(n_items)]}
     )
-    Project.create(path, items, Hyper(hit_size=5, seed=seed)).close()
+    with Project.create(path, items, Hyper(hit_size=5, seed=seed)) as p:
+        p.set_meta({bk.KEY_WEBHOOK_TOKEN: WEBHOOK_TOKEN})  # /webhook needs a credential, as from Label Studio
 
 
 def start_serve(path: Path, port: int, env: dict, log: Path, *extra: str) -> subprocess.Popen:
@@ -123,7 +126,7 @@ async def _post(port: int, body: bytes, conn: list) -> tuple[float, dict]:
     reader, writer = conn
     writer.write(
         b"POST /webhook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-        b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        b"x-easl-secret: %s\r\ncontent-length: %d\r\n\r\n%s" % (WEBHOOK_TOKEN.encode(), len(body), body)
     )
     head = await reader.readuntil(b"\r\n\r\n")
     fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
@@ -214,7 +217,7 @@ def bench_ack(tmp: Path, n_items: int, n_burst: int, n_single: int, concurrency:
     path = tmp / "ack.easl"
     make_project(path, n_items)
     with Project.open(path) as p:  # linked to a (nonexistent) Label Studio project: events applied, no push
-        lay = layout_for_method("easl", 5, 0.0, 100.0)
+        lay = layout_for("scores", 5, 0.0, 100.0)
         bk.set_meta(
             p, {bk.KEY_URL: "http://127.0.0.1:9", bk.KEY_PROJECT_ID: "1", bk.KEY_LAYOUT: json.dumps(lay.to_dict())}
         )

@@ -43,6 +43,7 @@ from bench.bench_plugin import start_serve, stop  # noqa: E402
 
 TARGET_P99_S = 0.200  #: acknowledgement p99 during the ingest
 LS_TIMEOUT_S = 1.0  #: Label Studio's webhook timeout (it never retries)
+WEBHOOK_TOKEN = "bench-webhook-token-0c5e1f9a7d3b2468"  #: the project's webhook token (Label Studio's header)
 LS_PROJECT = 42  #: the Label Studio project id the bench project is linked to
 HIT_SIZE = 4
 
@@ -67,6 +68,7 @@ def make_project(path: str, n_items: int) -> list[dict]:
                 bk.KEY_URL: "http://127.0.0.1:1",
                 bk.KEY_PROJECT_ID: str(LS_PROJECT),
                 bk.KEY_LAYOUT: json.dumps(Layout("slider", HIT_SIZE).to_dict()),
+                bk.KEY_WEBHOOK_TOKEN: WEBHOOK_TOKEN,  # /webhook needs a credential, as from Label Studio
             },
         )
         return p.open_hits()
@@ -99,7 +101,7 @@ async def post_once(port: int, body: bytes, timeout_s: float) -> tuple[float, in
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 b"POST /webhook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\n"
-                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+                b"x-easl-secret: %s\r\ncontent-length: %d\r\n\r\n%s" % (WEBHOOK_TOKEN.encode(), len(body), body)
             )
             head = await reader.readuntil(b"\r\n\r\n")
             fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)

@@ -5,13 +5,16 @@ Who may call what (``endpoint_policy``):
 ==================  =============================================================================================
 ``/health``, ``/``  anyone (it says only that the service is up and the model class Label Studio checks)
 ``/webhook``        the dedicated webhook token that ``easl ls setup`` keeps in the project file (``WebhookToken``),
-                    or every configured webhook credential: the shared secret (``SECRET_HEADER``) and basic auth
+                    or every configured webhook credential: the shared secret (``SECRET_HEADER``) and basic auth.
+                    Always a credential, from any address (loopback too, ``insecure`` too): 401 without one
 ``/status``,        basic auth; the webhook secret does not authenticate them. Without basic auth configured, this
 ``/setup``, ...     machine only (``server.check_exposure`` refuses a non-loopback address then, unless insecure)
 ==================  =============================================================================================
 
-Without any credential configured (and not ``insecure``), requests are taken from this machine only, and a request
-that a proxy relayed (a ``Forwarded``, ``X-Forwarded-For`` or ``X-Real-IP`` header) is not from this machine.
+Without basic auth configured (and not ``insecure``), the reading endpoints are served to this machine only, and a
+request that a proxy relayed (a ``Forwarded``, ``X-Forwarded-For`` or ``X-Real-IP`` header) is not from this
+machine. ``/webhook`` is the one endpoint that writes into the project, so a local process never writes without a
+credential.
 Secrets are compared in constant time (``hmac.compare_digest`` on SHA-256 digests) and never logged; user-chosen
 ones below a strength floor are refused at start-up (``check_secrets``), the generated ones are
 ``GENERATED_SECRET_BYTES`` random bytes. A refused webhook is recorded in the project file (``deliveries.py``).
@@ -186,6 +189,7 @@ class WebhookToken:
         self.project_path = project_path
         self.value: str | None = None
         self.read_at = float("-inf")
+        self._reading = asyncio.Lock()  # one read at a time: the requests that arrive meanwhile wait for its value
 
     def _read(self) -> str | None:
         from core.store import Project
@@ -204,10 +208,13 @@ class WebhookToken:
             return False
         if self.value and _same(given, self.value):
             return True
-        if time.monotonic() - self.read_at < 0.25:
-            return False
-        self.read_at = time.monotonic()
-        self.value = await asyncio.to_thread(self._read)
+        async with self._reading:
+            if self.value and _same(given, self.value):  # read by the request this one waited for
+                return True
+            if time.monotonic() - self.read_at < 0.25:
+                return False
+            self.read_at = time.monotonic()
+            self.value = await asyncio.to_thread(self._read)
         return bool(self.value) and _same(given, self.value or "")
 
 
@@ -247,10 +254,13 @@ class AuthMiddleware:
             return None
         needs_basic = bool(cfg.basic_auth)
         needs_secret = webhook and cfg.webhook_secret is not None
+        if webhook and not needs_basic and not needs_secret:  # a write always needs a credential, on loopback too
+            why = f"missing or wrong {SECRET_HEADER} header (the webhook token of `easl ls setup`)"
+            return await self._refuse(scope, client, why, {"error": why}, {})
         if not needs_basic and not needs_secret:
             if cfg.insecure or (_is_loopback(client) and not _relayed(scope)):
                 return None
-            what = "no credentials" if webhook else "no basic-auth credentials (EASL_BASIC_AUTH)"
+            what = "no basic-auth credentials (EASL_BASIC_AUTH)"
             return JSONResponse({"error": f"this service has {what} configured and serves this machine only"}, 403)
         if needs_basic and not _basic_ok(headers.get(b"authorization", b""), cfg.basic_auth or ("", "")):
             why, answer = "wrong or missing basic-auth credentials", {"error": "authentication required"}

@@ -36,6 +36,9 @@ __all__ = [
     "KEY_TASK_HOLDERS",
     "KEY_QUEUE_DEPTH",
     "KEY_PREDICTIONS_SHOWN",
+    "KEY_BACKEND_URL",
+    "KEY_QUEUE_PLAN",
+    "KEY_WEBHOOKS",
     "ACTIVE_WINDOW_S",
     "now",
     "open_project",
@@ -61,11 +64,14 @@ KEY_RECONCILIATION_REPORT = "ls.last_reconciliation_report"  #: what it applied 
 KEY_PUSH_PENDING = "ls.push_pending"  #: HIT ids being imported as tasks (cleared after the import)
 KEY_HIT_TIMEOUT = "ls.hit_timeout_s"  #: seconds of inactivity after which an open task is re-issued (easl serve)
 DEFAULT_HIT_TIMEOUT_S = 1800.0
-KEY_QUEUE_DEPTH = "ls.queue_depth"  #: open HITs to keep (easl serve --queue-depth; absent: active annotators + 1)
+KEY_QUEUE_DEPTH = "ls.queue_depth"  #: open HITs to keep (easl serve --queue-depth; absent: measured, queue.py)
 ACTIVE_WINDOW_S = 300.0  #: an annotator is active who scored or saved a draft this many seconds ago at most
 KEY_WEBHOOK_TOKEN = "ls.webhook_token"  #: the random token Label Studio's webhook sends (webhook delivery only)
 KEY_TASK_HOLDERS = "ls.task_holders"  #: open task id -> who last worked on it and when it was last active (JSON)
 KEY_PREDICTIONS_SHOWN = "ls.predictions_shown"  #: task id -> the estimates its predictions showed, and when (JSON)
+KEY_QUEUE_PLAN = "ls.queue"  #: the queue's depth and what it was measured from (JSON, easl_plugin/queue.py)
+KEY_BACKEND_URL = "ls.backend_url"  #: where Label Studio reaches easl serve (easl ls setup --backend-url)
+KEY_WEBHOOKS = "ls.webhooks"  #: the project's webhooks to an easl backend, as last listed (JSON, webhooks.py)
 
 
 def open_project(path: str) -> Project:

@@ -174,6 +174,7 @@ def sync_predictions(
     *,
     refresh_backends: bool = True,
     via_backend: bool = True,
+    gate=None,
 ) -> int:
     """Replace the predictions of every task of the project with the current figures and make their version the
     project's. Label Studio 1.23.2 checks predictions against the label config when they are imported in bulk
@@ -183,10 +184,43 @@ def sync_predictions(
     (the same figures, :func:`predictions_for_tasks`); without one, or when it could not answer, they are created
     one per task. What each task's prediction shows is remembered (:func:`remember_shown`). With
     ``refresh_backends``, Label Studio reads its ML backends' model version again; without ``via_backend``
-    (``easl ls setup``, before it has repaired the backend's credentials), the backend is not asked. Returns how
-    many tasks were given a prediction."""
+    (``easl ls setup``, before it has repaired the backend's credentials), the backend is not asked; ``gate``
+    (the service's write gate) is held while the project file is written. Returns how many tasks were given a
+    prediction."""
     with _one_sync_at_a_time(project.path):
-        return _sync_predictions(project, client, pid, layout, refresh_backends, via_backend)
+        return _sync_predictions(project, client, pid, layout, refresh_backends, via_backend, gate)
+
+
+def predict_new(
+    project: Project,
+    client: LabelStudioClient,
+    layout: Layout,
+    task_ids: list[int],
+    gate=None,
+    *,
+    check: bool = True,
+) -> int:
+    """Give each of ``task_ids`` (tasks the queue just created) the current prediction of its HIT, unless it has
+    one already (with ``check``: a replacement of every prediction, :func:`sync_predictions`, that ran since the
+    tasks were created may have given it one); under the same lock as :func:`sync_predictions`, so the two never
+    interleave. Returns how many were posted."""
+    with _one_sync_at_a_time(project.path):
+        tasks = project.external_map(bk.TASK)
+        hits = {str(h["hit_id"]): h for h in project.open_hits(every_iteration=True)}
+        seed, figures = project.hyper.seed, Figures(project)
+        body, shown = [], {}
+        for tid in task_ids:
+            hit = hits.get(tasks.get(str(tid), ""))
+            if hit is None or (check and list(client.predictions.list(task=int(tid)))):
+                continue  # closed meanwhile, or given its prediction already
+            items = task_data(hit, layout, hit_rng(seed, str(hit["hit_id"])))["item_ids"]
+            body.append({"task": int(tid), **figures.prediction(items, layout)})
+            shown[str(tid)] = figures.shown(items)
+        post_predictions(client, body)
+        if shown:
+            with gate if gate is not None else contextlib.nullcontext():
+                remember_shown(project, shown)
+        return len(body)
 
 
 @contextlib.contextmanager
@@ -203,7 +237,13 @@ def _one_sync_at_a_time(project_path: str) -> Iterator[None]:
 
 
 def _sync_predictions(
-    project: Project, client: LabelStudioClient, pid: int, layout: Layout, refresh_backends: bool, via_backend: bool
+    project: Project,
+    client: LabelStudioClient,
+    pid: int,
+    layout: Layout,
+    refresh_backends: bool,
+    via_backend: bool,
+    gate=None,
 ) -> int:
     tasks = project.external_map(bk.TASK)  # task id -> HIT id
     if not tasks:
@@ -221,10 +261,20 @@ def _sync_predictions(
         # no backend, or it could not answer (not running, refused): one by one
         _every_task(client, "delete_tasks_predictions", pid)
         post_predictions(client, body)
-    remember_shown(project, {tid: figures.shown(shown[hid]) for tid, hid in tasks.items() if hid in shown})
+    with gate if gate is not None else contextlib.nullcontext():
+        remember_shown(project, {tid: figures.shown(shown[hid]) for tid, hid in tasks.items() if hid in shown})
     # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,
-    # or its ML backends' (which Label Studio reads from /setup when it looks at a backend)
-    set_model_version(client, pid, figures.version)
+    # or its ML backends' (which Label Studio reads from /setup when it looks at a backend). The queue's top-ups
+    # start iterations while the backend answers: its predictions may carry a later iteration than these figures
+    from easl_plugin.client import LabelStudioError
+
+    later = model_version(project.iteration())
+    try:
+        set_model_version(client, pid, figures.version, wait_s=0.0 if later != figures.version else 10.0)
+    except LabelStudioError:
+        if later == figures.version:
+            raise
+        set_model_version(client, pid, later)
     return len(body)
 
 
@@ -371,13 +421,15 @@ def seconds_since(stamp: object, now: float) -> float | None:
         return None
 
 
-def last_activity(task: dict) -> str:
-    """When Label Studio last saw activity on a task: the newest of its creation and its drafts' and annotations'
-    saves (ISO time stamp, as Label Studio lists it)."""
-    marks = [str(task.get("created_at") or "")]
-    marks += [_stamp(d) for d in task.get("drafts") or [] if isinstance(d, dict)]
+def last_activity(task: dict) -> str | None:
+    """When an annotator was last seen working on a task, as far as Label Studio shows: the newest of its drafts'
+    and annotations' saves (ISO time stamp, as Label Studio lists it); None when it has neither. Label Studio shows
+    no task locks, so a task nobody changed anything on has no activity: its idle clock starts at the first draft,
+    never at its creation."""
+    marks = [_stamp(d) for d in task.get("drafts") or [] if isinstance(d, dict)]
     marks += [_stamp(a) for a in task.get("annotations") or [] if isinstance(a, dict)]
-    return max(marks, key=lambda m: -(seconds_since(m, 0.0) or float("inf")))  # the latest time stamp
+    marks = [m for m in marks if m]
+    return max(marks, key=lambda m: -(seconds_since(m, 0.0) or float("inf"))) if marks else None  # the latest
 
 
 def touched(task: dict) -> bool:
@@ -386,9 +438,10 @@ def touched(task: dict) -> bool:
 
 
 def task_holders(tasks: list[dict], people: dict[str, str]) -> dict[str, dict[str, str]]:
-    """Task id -> ``{"active_at"}`` (:func:`last_activity`), plus ``"annotator", "how", "at"`` when the task has a
-    draft or an annotation: the user of the newest one, as listed by Label Studio's export (``tasks``, drafts
-    included); ``people`` maps Label Studio user ids to e-mails."""
+    """Task id -> ``{"created_at"}`` (when the task was created or re-issued), plus ``"active_at"``
+    (:func:`last_activity`) and ``"annotator", "how", "at"`` when the task has a draft or an annotation: the user
+    of the newest one, as listed by Label Studio's export (``tasks``, drafts included); ``people`` maps Label
+    Studio user ids to e-mails."""
     out: dict[str, dict[str, str]] = {}
     for t in tasks:
         marks = []
@@ -401,7 +454,10 @@ def task_holders(tasks: list[dict], people: dict[str, str]) -> dict[str, dict[st
                 who = who.get("email") or who.get("id") if isinstance(who, dict) else who
                 how = "skipped" if a.get("was_cancelled") else "annotation"
                 marks.append((_stamp(a), people.get(str(who), str(who)), how))
-        row = {"active_at": last_activity(t)}
+        row = {"created_at": str(t.get("created_at") or "")}
+        active = last_activity(t)
+        if active is not None:
+            row["active_at"] = active
         if marks:
             at, who, how = max(marks)
             row.update({"annotator": who, "how": how, "at": at})

@@ -12,6 +12,8 @@ on start, periodically and on ``START_TRAINING``, and applies what it missed:
   the bookkeeping); an unannotated second task of the same HIT is deleted;
 - who last worked on each open HIT's tasks (drafts and annotations, ``campaign.task_holders``) and when each task
   was last active are kept for ``easl ls status``;
+- the project's webhooks to an easl backend are listed and recorded (``webhooks.record_hooks``), for
+  ``easl ls status`` to warn on a stale one;
 - with a ``--hit-timeout``, stalled HITs are re-issued (``push.reissue_stalled``: by inactivity, never a HIT
   nobody worked on unless it holds the campaign up).
 
@@ -40,7 +42,8 @@ from easl_plugin.ingest import (
     learn_annotators,
     prepare_annotations,
 )
-from easl_plugin.push import reissue_stalled
+from easl_plugin.push import reissue_stalled, sweep_closed_copies
+from easl_plugin.webhooks import list_hooks, record_hooks
 from label_config.layouts import Layout
 
 if TYPE_CHECKING:
@@ -62,6 +65,7 @@ class ReconcileReport:
     withdrawn_tasks: int = 0
     duplicate_tasks_deleted: int = 0
     reissued_hits: int = 0
+    closed_copies_deleted: int = 0
 
 
 def live_scores(project: Project) -> dict[str, dict[str, float]]:
@@ -91,9 +95,11 @@ def reconcile(
     write gate) is held around the writes, never around the calls to Label Studio."""
     gate = gate if gate is not None else contextlib.nullcontext()
     rep = ReconcileReport()
-    tasks = client.export_all(ls_project_id)
+    # read before the listing: a task the queue maps, or an annotation a webhook brings, while Label Studio lists
+    # is then in the listing, never taken for gone
     live = live_scores(project)
     task_map = project.external_map(bk.TASK)  # task id -> hit id
+    tasks = client.export_all(ls_project_id)
     present, pairs = _map_tasks(project, client, tasks, task_map, gate, rep)
     _apply(project, client, layout, pairs, live, gate, rep)
     _withdraw_gone(project, live, {str(a["id"]) for a, _ in pairs}, task_map, present, gate, rep)
@@ -103,9 +109,17 @@ def reconcile(
         rep.reissued_hits = len(again)
         if again:
             log.info("re-issued %d stalled HIT(s) as new tasks: %s", len(again), ", ".join(again))
+        with gate:
+            rep.closed_copies_deleted = sweep_closed_copies(project, client, live_tasks, hit_timeout_s)
     open_hits, mapped = set(project.open_hit_times()), project.external_map(bk.TASK)
     holders = task_holders([t for t in tasks if mapped.get(str(t["id"])) in open_hits], project.external_map(bk.USER))
+    listed = {str(t["id"]) for t in tasks}
+    for tid, hit_id in mapped.items():  # tasks created since the listing (re-issued): idle on the same clock
+        if hit_id in open_hits and tid not in listed:
+            holders[tid] = {"created_at": now()}
+    hooks = list_hooks(client, ls_project_id, project)
     with gate:
+        record_hooks(project, hooks)
         project.set_meta(
             {
                 bk.KEY_LAST_RECONCILIATION: now(),

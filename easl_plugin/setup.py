@@ -17,8 +17,11 @@ Steps (each one idempotent, so running the command again repairs a partial setup
 5. connect the backend when ``--backend-url`` is given: as an ML backend (Label Studio then calls its ``/health``
    and ``/setup`` and creates a webhook to ``<url>/webhook``), or, when that fails or ``--connect webhook`` is
    asked for, as a project webhook. The webhook's only header is a dedicated random token (``ls.webhook_token``,
-   replaced by ``--rotate-secret``) that authorises webhook delivery and nothing else; an existing backend's URL
-   and credentials and the webhook's headers are repaired; Label Studio is then asked to check the connection.
+   replaced by ``--rotate-secret``, and whenever the backend's URL changes) that authorises webhook delivery and
+   nothing else; an existing backend's URL and credentials and the webhook's headers are repaired, and every
+   other webhook to an easl backend is deleted (``webhooks.py``: one webhook per backend); the backend's URL
+   (``ls.backend_url``) and the project's easl webhooks (``ls.webhooks``) are recorded; Label Studio is then
+   asked to check the connection.
 """
 
 from __future__ import annotations
@@ -32,15 +35,14 @@ from typing import Any, cast
 from core.errors import UserError
 from core.store import Project
 from easl_plugin import bookkeeping as bk
-from easl_plugin.auth import GENERATED_SECRET_BYTES, MIN_TOKEN_CHARS, SECRET_HEADER
+from easl_plugin.auth import GENERATED_SECRET_BYTES, MIN_TOKEN_CHARS
 from easl_plugin.campaign import arrange_tabs, sync_predictions
 from easl_plugin.client import LabelStudioClient, LabelStudioError
 from easl_plugin.push import push
 from easl_plugin.reconcile import reconcile
-from label_config.layouts import Layout, label_config, layout_for_method, validate_label_config
+from easl_plugin.webhooks import hook_url, known_hook_urls, list_hooks, record_hooks, replace_hooks
+from label_config.layouts import Layout, label_config, layout_for, validate_label_config
 
-# START_TRAINING is not a project-webhook action (Label Studio sends it to ML backends only)
-WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED"]
 #: the Label Studio project's settings: predictions out of the labelling stream, one annotation per task
 SETTINGS: dict[str, Any] = {
     "show_collab_predictions": False,
@@ -69,27 +71,6 @@ def webhook_token(project: Project, *, rotate: bool = False) -> str:
         token = secrets.token_urlsafe(GENERATED_SECRET_BYTES)
         project.set_meta({bk.KEY_WEBHOOK_TOKEN: token})
     return token
-
-
-def _ensure_webhook(client: LabelStudioClient, pid: int, url: str, token: str) -> None:
-    """Give the webhook(s) to ``url`` our only header, the dedicated token (never the basic-auth pair nor a Label
-    Studio key: every member of the organisation can read a webhook's headers in Label Studio's settings), full
-    payloads and the active flag; create one when there is none."""
-    headers = {SECRET_HEADER: token}
-    found = [w for w in client.webhooks.list(project=str(pid)) if str(w.url or "").rstrip("/") == url.rstrip("/")]
-    for w in found:  # repair: our headers (replacing any older credential), full payloads, active
-        if (w.headers or {}) != headers or w.send_payload is False or w.is_active is False:
-            client.webhooks.update(int(w.id), headers=headers, send_payload=True, is_active=True)
-    if not found:
-        client.webhooks.create(
-            project=pid,
-            url=url,
-            headers=headers,
-            actions=WEBHOOK_ACTIONS,
-            send_payload=True,
-            send_for_all_actions=False,
-            is_active=True,
-        )
 
 
 def check_ml_backend(client: LabelStudioClient, backend_id: int, url: str) -> None:
@@ -131,7 +112,7 @@ def setup_project(
         _set_stop_at(project, stop_at, notes)
     client.users.whoami()  # step 1: the key
     hyper = project.hyper
-    layout = layout_for_method(hyper.method, hyper.hit_size, hyper.score_min, hyper.score_max)
+    layout = layout_for(project.model.answer, hyper.hit_size, hyper.score_min, hyper.score_max)
     before = project.wording()
     wanted = {k: v for k, v in (wording or {}).items() if v is not None}
     words = before._replace(**{k: (v.strip() or None) for k, v in wanted.items()})
@@ -150,10 +131,24 @@ def setup_project(
     n = _fill_project(project, client, ls_project_id, layout, created, notes)
     result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
     if backend_url:
-        token = webhook_token(project, rotate=rotate_secret)
+        base = backend_url.rstrip("/")
+        was = project.get_meta(bk.KEY_BACKEND_URL)
+        moved = was is not None and was != base
+        if moved:
+            notes.append(f"backend moved from {was} to {base}: its webhook replaced, the webhook token rotated")
+        token = webhook_token(project, rotate=rotate_secret or moved)
         result.connection = connect_backend(
-            client, ls_project_id, backend_url, connect=connect, token=token, basic_auth=basic_auth, notes=notes
+            client,
+            ls_project_id,
+            base,
+            connect=connect,
+            token=token,
+            basic_auth=basic_auth,
+            notes=notes,
+            known_urls=known_hook_urls(project),
         )
+        project.set_meta({bk.KEY_BACKEND_URL: base})
+        record_hooks(project, list_hooks(client, ls_project_id, project))
     return result
 
 
@@ -210,7 +205,7 @@ def _fill_project(
         rep = reconcile(project, client, pid, layout)
         if rep.ingested:
             notes.append(f"applied {rep.ingested} annotation(s) already in Label Studio")
-    n = push(project, client, pid, layout, project.next_hits())
+    n = len(push(project, client, pid, layout, project.next_hits()))
     arrange_tabs(client, pid)
     sync_predictions(project, client, pid, layout, refresh_backends=False, via_backend=False)
     project.set_meta({bk.KEY_URL: client.url, bk.KEY_PROJECT_ID: str(pid), bk.KEY_LAYOUT: json.dumps(layout.to_dict())})
@@ -226,14 +221,20 @@ def connect_backend(
     token: str,
     basic_auth: tuple[str, str] | None = None,
     notes: list[str] | None = None,
+    known_urls: set[str] | frozenset[str] = frozenset(),
 ) -> str:
     """Connect the backend as an ML backend (``connect`` = ``ml`` or ``auto``) or a project webhook; returns
-    ``"ml-backend"`` or ``"webhook"``."""
+    ``"ml-backend"`` or ``"webhook"``. Exactly one easl webhook is left, at the backend's ``/webhook`` with
+    ``token`` (``webhooks.replace_hooks``; ``known_urls``: the ``/webhook`` addresses of earlier backends)."""
     notes = notes if notes is not None else []
     base = backend_url.rstrip("/")
-    known = _ml_backends(client, pid, base, connect, basic_auth, notes) if connect in ("auto", "ml") else []
-    # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing)
-    _ensure_webhook(client, pid, f"{base}/webhook", token)
+    former: set[str] = set()
+    known = _ml_backends(client, pid, base, connect, basic_auth, notes, former) if connect in ("auto", "ml") else []
+    # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing); the webhooks
+    # of former addresses go
+    done = replace_hooks(client, pid, hook_url(base), token, {*known_urls, *(hook_url(u) for u in former)})
+    if done["deleted"]:
+        notes.append(f"deleted {done['deleted']} webhook(s) to a former easl backend")
     for backend_id in known:
         check_ml_backend(client, backend_id, base)
     return "ml-backend" if known else "webhook"
@@ -246,9 +247,11 @@ def _ml_backends(
     connect: str,
     basic_auth: tuple[str, str] | None,
     notes: list[str],
+    former: set[str],
 ) -> list[int]:
     """The ids of our ML backends on the project: the known ones repaired (URL and the credentials Label Studio
-    uses to reach the backend), else a new one; none when it could not be added and ``connect`` is ``auto``."""
+    uses to reach the backend; their former URLs are added to ``former``), else a new one; none when it could not
+    be added and ``connect`` is ``auto``."""
     auth = (
         {"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0], "basic_auth_pass": basic_auth[1]}
         if basic_auth
@@ -257,6 +260,8 @@ def _ml_backends(
     backends = client.ml.list(project=pid)
     known = [m for m in backends if str(m.url or "").rstrip("/") == base] or [m for m in backends if m.title == "EASL"]
     for m in known:
+        if str(m.url or "").rstrip("/") != base:
+            former.add(str(m.url or "").rstrip("/"))
         try:
             # the project goes with them: Label Studio 1.23 checks the connection on PATCH and fails with HTTP 500
             # when the body has no project

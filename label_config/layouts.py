@@ -61,15 +61,14 @@ class Layout:
         return cls(kind=str(d["kind"]), n=int(d["n"]), score_min=float(d["score_min"]), score_max=float(d["score_max"]))
 
 
-def layout_for_method(method: str, hit_size: int, score_min: float, score_max: float) -> Layout:
-    """The default layout of an engine method: sliders for EASL, TrueSkill and DA (n = 1 for DA), ranking for RA.
-
-    RA consumes only the pairwise order of a HIT's scores (eq 13), so a ranking is its natural interface; with two
-    items per HIT the ranking becomes a pairwise choice.
-    """
-    if method == "ra":
+def layout_for(answer: str, hit_size: int, score_min: float, score_max: float) -> Layout:
+    """The layout of a task by what the model asks of an annotator (``core.models.Model.answer``): sliders for a
+    score per item (EASL, TrueSkill, aware), one slider for one item at a time (DA), a ranking for the order of a
+    HIT's items (RA, which consumes only the pairwise order of a HIT's scores, eq 13; with two items per HIT the
+    ranking becomes a pairwise choice)."""
+    if answer == "ranking":
         return Layout("pairwise" if hit_size == 2 else "ranking", hit_size, score_min, score_max)
-    if method == "da":
+    if answer == "score":
         return Layout("slider", 1, score_min, score_max)
     return Layout("slider", hit_size, score_min, score_max)
 

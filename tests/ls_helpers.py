@@ -79,7 +79,8 @@ class Backend:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.kill()
-        self.log.close()
+        if getattr(self, "log", None) is not None:  # not when it was never started
+            self.log.close()
 
 
 def truth(item_id: str) -> float:

@@ -15,14 +15,28 @@ import numpy as np
 import requests
 import uvicorn
 
-from bench.bench_plugin import stop  # noqa: F401 (stops a child of start_serve: SIGTERM, then SIGKILL)
+from bench.bench_plugin import (
+    WEBHOOK_TOKEN,
+    stop,  # noqa: F401 (stops a child of start_serve: SIGTERM, then SIGKILL)
+)
 from core.store import Project
 from easl_plugin import bookkeeping as bk
+from easl_plugin.auth import SECRET_HEADER
 from easl_plugin.worker import LinkedProject
 from label_config.layouts import Layout, task_data
 from tests.ls_server import free_port
 
 SERVE_ENV_KEYS = ("LABEL_STUDIO_API_KEY", "EASL_BASIC_AUTH", "EASL_WEBHOOK_SECRET")
+#: the header of the webhook token the tests store in their projects (``WEBHOOK_TOKEN``, bench_plugin's, what
+#: `easl ls setup` would generate): /webhook needs it
+HOOK = {SECRET_HEADER: WEBHOOK_TOKEN}
+
+
+def give_token(path: str | Path) -> dict[str, str]:
+    """Store :data:`WEBHOOK_TOKEN` as the project's webhook token; returns the header that carries it."""
+    with Project.open(path) as p:
+        bk.set_meta(p, {bk.KEY_WEBHOOK_TOKEN: WEBHOOK_TOKEN})
+    return HOOK
 
 
 class Client:
@@ -53,6 +67,9 @@ class Client:
         return requests.get(f"http://{self.address}:{self.port}{path}", timeout=10, **kw)
 
     def post(self, path, content=None, **kw):
+        """POST; a webhook posted without ``headers`` is given the project's token (:data:`HOOK`)."""
+        if path == "/webhook" and "headers" not in kw:
+            kw["headers"] = HOOK
         return requests.post(f"http://{self.address}:{self.port}{path}", data=content, timeout=10, **kw)
 
 

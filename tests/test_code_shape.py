@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "easl_plugin", "tui")
+PACKAGES = ("core", "easl_plugin", "tui", "label_config")
 MAX_FUNCTION_LINES = 80
 
 

@@ -4,8 +4,9 @@ A project manager runs `easl ls setup` with a question and scale labels; two ann
 link, log in, read the question and the labels, set the five sliders of a HIT (0 and 50 among them, by click and
 by keyboard; submit first refuses and names the unset item), and submit. Then, with the default queue:
 
-- the two annotators work through the first batch in the labelling stream; the one who submits its last task is
-  given the next task in the same stream (never "No More Tasks"), its sliders unset;
+- the two annotators work through the first batch in the labelling stream, submitting within 0.5 s of each other,
+  the last two tasks of the batch included: both are given the next task in the same stream (never "No More
+  Tasks"), its sliders unset;
 - an annotator opens a task from the Data Manager: it has a prediction, and its sliders are unset;
 - the Data Manager's first tab shows neither the internal fields, the estimates nor the annotations' results;
   the project manager's tab shows the estimates;
@@ -24,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -134,8 +136,8 @@ def score_hit(page) -> list[str]:
     return outputs(page)
 
 
-def score_quickly(page) -> None:
-    """Set the five sliders by keyboard (End, Home, and Page Up from Home) and submit."""
+def score_quickly(page, *, submit: bool = True) -> None:
+    """Set the five sliders by keyboard (End, Home, and Page Up from Home) and, with ``submit``, submit."""
     sliders = page.locator(".easl-scale input[type=range]")
     for j in range(sliders.count()):
         sliders.nth(j).focus()
@@ -143,7 +145,8 @@ def score_quickly(page) -> None:
         for _ in range(j):
             page.keyboard.press("PageUp")
     page.wait_for_timeout(150)
-    page.get_by_test_id("bottombar-submit-button").click()
+    if submit:
+        page.get_by_test_id("bottombar-submit-button").click()
 
 
 def next_task_in_stream(page) -> None:
@@ -286,24 +289,30 @@ def test_a_campaign_in_chromium(tmp_path):
                         assert shown == ["0", "50", "50", shown[3], "100"] and 80 <= int(shown[3]) <= 100, shown
                         page.get_by_test_id("bottombar-submit-button").click()
                         next_task_in_stream(page)
-                    # the two work on through the first batch in their labelling streams; whoever submits its
-                    # last task is given the next one in the same stream
-                    # (each submits once the backend has topped the queue up after the other's submission: its
-                    # depth, the two active annotators + 1, covers one submission at a time)
-                    turn = 0
-                    while any(not t["annotations"] for t in tasks(ls, pid) if t["id"] in first_batch) and turn < 12:
-                        wait_for(lambda: sum(not t["annotations"] for t in tasks(ls, pid)) >= 3, "the queue", 20)
-                        page = pages[people[turn % 2].email]
-                        score_quickly(page)
-                        next_task_in_stream(page)
+                    # the two work on through the first batch in their labelling streams, submitting within
+                    # 0.5 s of each other, the last two tasks of the batch included: both are given the next task
+                    # in the same stream, its sliders unset (the queue's depth covers a burst of every active
+                    # annotator)
+                    turn, gaps = 0, []
+                    while any(not t["annotations"] for t in tasks(ls, pid) if t["id"] in first_batch) and turn < 8:
+                        both = [pages[p.email] for p in people]
+                        for page in both:
+                            score_quickly(page, submit=False)
+                        started = time.monotonic()
+                        for page in both:
+                            page.get_by_test_id("bottombar-submit-button").click()
+                        gaps.append(time.monotonic() - started)
+                        for page in both:
+                            next_task_in_stream(page)
                         turn += 1
-                    last = pages[people[(turn - 1) % 2].email]
+                    assert turn >= 2 and max(gaps) <= 0.5, gaps
+                    last = pages[people[1].email]
                     last.screenshot(path=str(shots / "after-the-batch-the-next-task-in-the-same-stream.png"))
                     assert last.get_by_text(QUESTION).count() >= 1
 
                     def scored() -> bool:
                         with Project.open(project, readonly=True) as store:
-                            return store.iteration() >= 1 and len(store.ratings()) == 5 * (2 + turn)
+                            return store.iteration() >= 1 and len(store.ratings()) == 5 * (2 + 2 * turn)
 
                     wait_for(scored, "every submission in the project", 30)
                     # an annotator opens a task from the Data Manager: its sliders are unset

@@ -374,7 +374,7 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
         backend.kill()  # SIGKILL while webhooks are arriving
         time.sleep(1.5)  # annotations go on while the backend is down: their webhooks are lost
         wait_for(lambda: not _pid_alive(worker_pid), "the worker process died with the server", 5)
-        backend.extra = ()  # restarted with the default queue (topped up to the active annotators + 1)
+        backend.extra = ()  # restarted with the default queue (its depth measured)
         backend.start()
         start_it = project_status(path)["iteration"]
         wait_for(lambda: project_status(path)["iteration"] >= start_it + 1, "loop continues after restart", 90)
@@ -539,6 +539,72 @@ def test_setup_again_repairs_credentials_wording_and_says_when_the_backend_is_un
         backend.stop()
 
 
+def _easl_hooks(sdk, pid: int) -> list:
+    """The project's webhooks that carry the easl token header or point at a /webhook (easl's address)."""
+    return [
+        w for w in sdk.webhooks.list(project=pid) if "X-EASL-Secret" in (w.headers or {}) or w.url.endswith("/webhook")
+    ]
+
+
+def test_setup_again_with_another_backend_url_replaces_the_webhook_and_rotates_the_token(ls, sdk, tmp_path):
+    """`easl ls setup` run twice with two backend URLs leaves exactly one easl webhook, at the new URL, with a new
+    token (the old address no longer receives anything); `easl ls status` lists the project's easl webhooks and
+    warns on a stale one, which the next setup deletes; annotations reach the new backend."""
+    items = tmp_path / "items.csv"
+    items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
+    project = tmp_path / "w.easl"
+    env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
+    easl("init", str(project), "--items", str(items), "--hit-size", "5", "--seed", "8", env=env)
+    first = Backend(project, free_port(), env, tmp_path / "serve-a.log")
+    second = Backend(project, free_port(), env, tmp_path / "serve-b.log")
+    first.start()
+    try:
+        args = ("ls", "setup", str(project), "--url", ls.url, "--json")
+        pid = json.loads(easl(*args, "--backend-url", first.url, env=env).stdout)["ls_project_id"]
+        (hook,) = _easl_hooks(sdk, pid)
+        old_token = _webhook_token(project)
+        assert hook.url == f"{first.url}/webhook" and hook.headers == {"X-EASL-Secret": old_token}
+        first.stop()
+        second.start()
+        info = json.loads(easl(*args, "--backend-url", second.url, env=env).stdout)
+        assert info["ls_project_id"] == pid and info["connection"] == "ml-backend"
+        assert any("rotated" in n for n in info["notes"])
+        new_token = _webhook_token(project)
+        (hook,) = _easl_hooks(sdk, pid)  # exactly one: the old one is gone, not left beside the new one
+        assert new_token != old_token and hook.url == f"{second.url}/webhook"
+        assert hook.headers == {"X-EASL-Secret": new_token} and hook.is_active
+        (ml,) = sdk.ml.list(project=pid)
+        assert ml.url.rstrip("/") == second.url
+        status = json.loads(easl("ls", "status", str(project), "--json").stdout)
+        assert status["stale_webhooks"] == 0 and [h["url"] for h in status["webhooks"]] == [hook.url]
+        # a stale easl webhook (e.g. left by hand, with an old token): listed at the next reconciliation, with a
+        # warning; the next setup deletes it
+        stale = sdk.webhooks.create(
+            project=pid, url=f"{first.url}/webhook", headers={"X-EASL-Secret": old_token}, send_payload=True
+        )
+
+        def warned():
+            out = json.loads(easl("ls", "status", str(project), "--json").stdout)
+            return out if out["stale_webhooks"] == 1 else None
+
+        out = wait_for(warned, "the stale webhook listed by a reconciliation", 30)
+        row = next(h for h in out["webhooks"] if h["id"] == stale.id)
+        assert (
+            "not the current backend" in row["stale_reason"] and "not the current webhook token" in row["stale_reason"]
+        )
+        text = easl("ls", "status", str(project), env={**env, "COLUMNS": "250"}).stdout
+        assert f"warning: webhook {stale.id} to {first.url}/webhook is stale" in text
+        easl(*args, "--backend-url", second.url, env=env)
+        assert [w.id for w in _easl_hooks(sdk, pid)] == [hook.id] and _webhook_token(project) == new_token
+        # annotations reach the new backend through the one webhook
+        task = ls_tasks(sdk, pid)[0]
+        sdk.annotations.create(id=task.id, result=slider_result(task.data["item_ids"], np.random.default_rng(3)))
+        wait_for(lambda: project_status(project)["n_observations"] == 5, "the annotation applied", 30)
+    finally:
+        first.stop()
+        second.stop()
+
+
 def test_reissue_by_inactivity_never_duplicates_an_untouched_hit_and_late_annotations_still_count(ls, sdk, tmp_path):
     """A HIT whose annotation was rejected is re-issued at once; a HIT somebody worked on (a draft) and left is
     re-issued once it was inactive for --hit-timeout, and its old task is closed (a late annotation on it still
@@ -574,7 +640,9 @@ def test_reissue_by_inactivity_never_duplicates_an_untouched_hit_and_late_annota
         assert len(first) == 2
         status = json.loads(easl("ls", "status", str(project), "--json").stdout)
         assert {h["hit_id"]: h["task_id"] for h in status["open_hits"]} == first
-        assert all(h["idle_seconds"] >= 0 and "annotator" in h for h in status["open_hits"])
+        # nobody worked on them: no idle time (its clock starts at the first draft), only the time they waited
+        assert all(h["idle_seconds"] is None and "no task locks" in h["idle_reason"] for h in status["open_hits"])
+        assert all(h["waiting_seconds"] >= 0 and "annotator" in h for h in status["open_hits"])
         assert "--hit-timeout" in status["idle_meaning"]
         (hit_a, task_a), (hit_b, task_b) = sorted(first.items())
         # a rejected annotation (score out of range) on HIT b: re-issued at the next reconciliation
@@ -635,9 +703,10 @@ def test_reissue_by_inactivity_never_duplicates_an_untouched_hit_and_late_annota
 
 
 def test_an_untouched_hit_holding_the_queue_up_is_replaced_not_duplicated(ls, sdk, tmp_path):
-    """With --queue-depth 3 and items for two HITs only, the queue cannot be topped up: an untouched HIT inactive
-    for --hit-timeout holds the campaign up and is re-issued, its never-touched old task deleted (so Label
-    Studio's progress does not count a closed copy) while the HIT stays open in the project."""
+    """With --queue-depth 3 and items for two HITs only, the queue cannot be topped up: an untouched HIT waiting
+    for --hit-timeout holds the campaign up and is re-issued; its never-touched old task is closed first (someone
+    may have it open: Label Studio shows no locks), then deleted once closed for --hit-timeout (so Label Studio's
+    progress does not count a closed copy), while the HIT stays open in the project."""
     items = tmp_path / "items.csv"
     items.write_text("id,text\n" + "".join(f"item{i:02d},statement {i}\n" for i in range(10)))
     project = tmp_path / "u.easl"
@@ -651,13 +720,21 @@ def test_an_untouched_hit_holding_the_queue_up_is_replaced_not_duplicated(ls, sd
         first = {t.data["hit_id"]: t.id for t in ls_tasks(sdk, pid)}
         assert len(first) == 2
 
-        def replaced():  # two fresh tasks, the old ones gone (not closed copies)
-            tasks = ls_tasks(sdk, pid)
-            now = {t.data["hit_id"]: t.id for t in tasks}
-            fresh = set(now) == set(first) and not set(now.values()) & set(first.values())
-            return now if fresh and len(tasks) == 2 else None
+        def closed():  # fresh tasks, the old ones closed (offered to nobody), not deleted at once
+            tasks = {t.id: t for t in ls_tasks(sdk, pid)}
+            olds = [tasks.get(i) for i in first.values()]
+            return all(t is not None and t.overlap == 0 for t in olds) and len(tasks) >= 4
 
-        wait_for(replaced, "both HITs replaced by fresh tasks", 40)
+        def replaced():  # fresh tasks, the old ones gone (not closed copies)
+            tasks = ls_tasks(sdk, pid)
+            now: dict[str, int] = {}
+            for t in tasks:
+                now[t.data["hit_id"]] = max(now.get(t.data["hit_id"], 0), t.id)
+            fresh = set(now) == set(first) and not {t.id for t in tasks} & set(first.values())
+            return now if fresh else None
+
+        wait_for(closed, "both HITs re-issued, their old tasks closed", 40)
+        wait_for(replaced, "the closed old tasks deleted", 40)
         wait_for(lambda: drained(project), "queue drained")
         assert {h: s for h, (s, _) in engine_hits(project).items()} == dict.fromkeys(first, "open")
         status = json.loads(easl("ls", "status", str(project), "--json").stdout)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import UserError
+from core.models import Hyper, get_model
 from easl_plugin.events import (
     PayloadError,
     annotator_of,
@@ -24,7 +25,7 @@ from label_config.layouts import (
     SHIPPED,
     Layout,
     label_config,
-    layout_for_method,
+    layout_for,
     shipped_xml,
     task_data,
     validate_label_config,
@@ -206,10 +207,14 @@ def test_slider_config_has_one_number_per_item_on_the_range():
 
 
 def test_layout_rules():
-    assert layout_for_method("easl", 5, 0, 100) == Layout("slider", 5, 0.0, 100.0)
-    assert layout_for_method("da", 5, 0, 100).n == 1
-    assert layout_for_method("ra", 5, 0, 100).kind == "ranking"
-    assert layout_for_method("ra", 2, 0, 100).kind == "pairwise"
+    def answer(method: str) -> str:
+        return get_model(Hyper(method=method)).answer
+
+    assert layout_for(answer("easl"), 5, 0, 100) == Layout("slider", 5, 0.0, 100.0)
+    assert layout_for(answer("aware"), 5, 0, 100) == Layout("slider", 5, 0.0, 100.0)
+    assert layout_for(answer("da"), 5, 0, 100).n == 1
+    assert layout_for(answer("ra"), 5, 0, 100).kind == "ranking"
+    assert layout_for(answer("ra"), 2, 0, 100).kind == "pairwise"
     for bad in [dict(kind="stars"), dict(kind="pairwise", n=3), dict(n=0), dict(score_min=5, score_max=5)]:
         with pytest.raises(UserError):
             Layout(**bad)

@@ -17,7 +17,7 @@ from easl_plugin.auth import SECRET_HEADER
 from easl_plugin.service import ServiceConfig, build_app
 from easl_plugin.worker import Worker
 from tests.ls_server import free_port
-from tests.service_helpers import AUTH, Client, all_events, created, link
+from tests.service_helpers import AUTH, HOOK, Client, all_events, created, give_token, link
 
 N = 20
 
@@ -26,6 +26,7 @@ def _project(tmp_path, method: str = "easl") -> str:
     items = pd.DataFrame({"item_id": [f"x{i:02d}" for i in range(N)], "text": [f"text {i}" for i in range(N)]})
     path = tmp_path / "p.easl"
     Project.create(path, items, Hyper(method=method, hit_size=4, seed=3)).close()
+    give_token(path)
     return str(path)
 
 
@@ -336,7 +337,7 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
         assert health["worker_alive"] and health["worker_pid"] != proc.pid
         with Project.open(project_path, readonly=True) as p:
             hit = p.open_hits()[0]
-        r = requests.post(f"{url}/webhook", json=created(hit, 77, 300, [1, 2, 3, 4]), timeout=5)
+        r = requests.post(f"{url}/webhook", json=created(hit, 77, 300, [1, 2, 3, 4]), headers=HOOK, timeout=5)
         assert r.status_code == 200
         deadline = time.monotonic() + 20
         while requests.get(f"{url}/status", timeout=5).json()["events_applied"] < 1:
@@ -411,15 +412,32 @@ def test_task_holders_name_the_newest_draft_or_annotation():
             "how": "draft",
             "at": "2026-01-01T10:00:00Z",
             "active_at": "2026-01-01T10:00:00Z",
+            "created_at": "",
         },
         "2": {
             "annotator": "b@x.org",
             "how": "skipped",
             "at": "2026-01-01T11:00:00Z",
             "active_at": "2026-01-01T11:00:00Z",
+            "created_at": "",
         },
-        "3": {"active_at": "2026-01-01T09:00:00Z"},  # nobody worked on it: only when it was last active
+        # nobody worked on it: no activity (Label Studio shows no locks), only when it was created
+        "3": {"created_at": "2026-01-01T09:00:00Z"},
     }
+
+
+def test_an_untouched_task_is_not_idle_and_a_fresh_one_waits_from_its_re_issue():
+    """`easl ls status`: a task nobody worked on has no idle time (its clock starts at the first draft, not at
+    its creation); its waiting time counts from its creation or re-issue, the same clock right after a re-issue."""
+    from tui.commands.ls import _idle
+
+    now = 1767265200.0  # 2026-01-01T11:00:00Z
+    untouched = _idle({"created_at": "2026-01-01T10:59:00Z"}, "2026-01-01T10:00:00Z", now)
+    assert untouched["idle_seconds"] is None and "no task locks" in untouched["idle_reason"]
+    assert untouched["waiting_seconds"] == 60.0  # since the re-issue, not since the HIT was chosen
+    drafted = _idle({"created_at": "2026-01-01T10:00:00Z", "active_at": "2026-01-01T10:58:00Z"}, None, now)
+    assert drafted["idle_seconds"] == 120.0 and drafted["waiting_seconds"] == 3600.0
+    assert _idle(None, "2026-01-01T10:30:00Z", now)["waiting_seconds"] == 1800.0  # pushed since the listing
 
 
 # --------------------------------------------------------------------------------------------------- tombstones
@@ -565,6 +583,8 @@ def test_stalled_hits_by_inactivity_never_an_untouched_hit_that_holds_nothing_up
         # the queue wants 3 HITs and no item is free: the idle untouched HIT holds it up
         p.set_meta({bk.KEY_QUEUE_DEPTH: "3"})
         assert stalled_hits(p, [task(1, a, old), task(2, b, fresh)], 600, now) == {a: "holding up"}
+        # a draft saved long after the creation: idle since the draft, not since the creation
+        assert stalled_hits(p, [task(1, a, fresh), task(2, b, old, [recent])], 600, now) == {}
 
 
 def test_easl_status_counts_refused_deliveries_apart_from_rejected_rows(project_path, capsys):

@@ -32,10 +32,11 @@ from easl_plugin.server import UnprotectedAddress, check_exposure, is_loopback_h
 from easl_plugin.service import ServiceConfig, build_app
 from easl_plugin.writer import EventWriter
 from tests.ls_server import free_port
-from tests.service_helpers import Client, created, link, start_serve, stop
+from tests.service_helpers import HOOK, WEBHOOK_TOKEN, Client, created, give_token, link, start_serve, stop
 
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
 STRONG = "q7-Vx2pLm9Rt"  #: a secret above the strength floor
+TOKEN_LINE = b"X-EASL-Secret: " + WEBHOOK_TOKEN.encode() + b"\r\n"  #: the project's webhook token, raw
 WRONG = {"Authorization": "Basic " + base64.b64encode(b"ann:guess").decode()}
 
 
@@ -45,6 +46,7 @@ def project_path(tmp_path) -> str:
     items = pd.DataFrame({"item_id": [f"x{i:02d}" for i in range(20)], "text": [f"text {i}" for i in range(20)]})
     path = tmp_path / "p.easl"
     Project.create(path, items, Hyper(hit_size=4, seed=3)).close()
+    give_token(path)
     return str(path)
 
 
@@ -65,7 +67,7 @@ def test_deeply_nested_json_is_a_400_on_webhook_and_setup(project_path, depth):
     }
     with Client(build_app(ServiceConfig(project_path=project_path))) as c:
         for path, body in bodies.items():
-            r = c.post(path, content=body, headers={"content-type": "application/json"})
+            r = c.post(path, content=body, headers={"content-type": "application/json", **HOOK})
             assert r.status_code == 400, (path, r.status_code, r.text[:200])
             assert r.json()["error"].startswith("malformed JSON: nested too deeply")
         # the service is unharmed, and nesting within the bound is accepted
@@ -229,7 +231,7 @@ def test_credentials_are_compared_in_constant_time(project_path, monkeypatch):
         assert c.get("/versions", headers=wrong_user).status_code == 401
         assert len(calls) == 2
         assert c.post("/webhook", json=deletion(1), headers={**AUTH, SECRET_HEADER: "x" * 500}).status_code == 401
-        assert len(calls) == 5
+        assert len(calls) == 6  # the project's webhook token, both halves of the pair, the shared secret
         assert c.post("/webhook", json=deletion(1), headers={**AUTH, SECRET_HEADER: "top"}).status_code == 200
     assert calls and all(a == b == 32 for a, b in calls)
 
@@ -255,10 +257,17 @@ def test_without_credentials_only_this_machine_is_served(project_path):
         return sent[0]["status"]
 
     bare = ServiceConfig(project_path=project_path)
-    assert asyncio.run(call(bare, "127.0.0.1")) == 200 and asyncio.run(call(bare, "::1")) == 200
-    assert asyncio.run(call(bare, "10.1.2.3")) == 403
+    token = [(SECRET_HEADER.lower().encode(), WEBHOOK_TOKEN.encode())]
+    for path in ("/status", "/setup", "/predict", "/versions"):  # reading: this machine only
+        assert asyncio.run(call(bare, "127.0.0.1", path)) == 200 and asyncio.run(call(bare, "::1", path)) == 200
+        assert asyncio.run(call(bare, "10.1.2.3", path)) == 403
+    # writing: the webhook token, from any address, loopback and --insecure included
+    insecure = ServiceConfig(project_path=project_path, insecure=True)
+    for cfg in (bare, insecure):
+        assert asyncio.run(call(cfg, "127.0.0.1")) == 401 and asyncio.run(call(cfg, "10.1.2.3")) == 401
+        assert asyncio.run(call(cfg, "127.0.0.1", headers=token)) == 200
     assert asyncio.run(call(bare, "10.1.2.3", "/health")) == 200
-    assert asyncio.run(call(ServiceConfig(project_path=project_path, insecure=True), "10.1.2.3")) == 200
+    assert asyncio.run(call(insecure, "10.1.2.3", "/status")) == 200
     secret_only = ServiceConfig(project_path=project_path, webhook_secret="s")
     assert asyncio.run(call(secret_only, "10.1.2.3")) == 401  # /webhook: the secret is its credential
     for path in ("/status", "/setup", "/predict", "/versions"):  # the secret authenticates /webhook alone
@@ -266,6 +275,44 @@ def test_without_credentials_only_this_machine_is_served(project_path):
         assert asyncio.run(call(secret_only, "127.0.0.1", path)) == 200
         relayed = [(b"x-forwarded-for", b"203.0.113.9")]  # through a proxy on this machine: not from this machine
         assert asyncio.run(call(secret_only, "127.0.0.1", path, relayed)) == 403
+
+
+def test_a_webhook_without_a_credential_is_refused_on_loopback_and_ingests_nothing(project_path, tmp_path):
+    """A real `easl serve` without EASL_BASIC_AUTH or EASL_WEBHOOK_SECRET, a linked project: a forged annotation
+    posted on loopback without the webhook token gets 401 and nothing is queued or ingested (the refusal is
+    counted); the same annotation with the token is accepted and ingested."""
+    link(project_path)
+    with Project.open(project_path, readonly=True) as p:
+        hit = p.open_hits()[0]
+    forged = created(hit, 501, 601, [10, 20, 30, 40])
+    proc, port = start_serve(project_path, tmp_path / "serve.log")
+    try:
+        url = f"http://127.0.0.1:{port}/webhook"
+        for headers in ({}, {SECRET_HEADER: "a-guess"}, {SECRET_HEADER: ""}):
+            r = requests.post(url, json=forged, headers=headers, timeout=5)
+            assert r.status_code == 401 and SECRET_HEADER in r.json()["error"]
+        time.sleep(1.0)  # what the worker would have applied by now
+        with Project.open(project_path, readonly=True) as p:
+            assert p.ratings().empty and bk.queue_counts(p) == {"pending": 0, "done": 0, "failed": 0}
+        status = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "tui.cli", "ls", "status", project_path, "--json"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
+        )
+        assert status["deliveries_refused"] == 3
+        assert requests.post(url, json=forged, headers=HOOK, timeout=5).json()["status"] == "queued"
+        deadline = time.monotonic() + 20
+        while True:
+            with Project.open(project_path, readonly=True) as p:
+                if len(p.ratings()) == 4:
+                    break
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        stop(proc)
 
 
 def test_serve_refuses_a_non_loopback_address_without_basic_auth(project_path, capsys):
@@ -330,7 +377,7 @@ def test_a_service_reachable_from_other_machines_with_only_the_webhook_secret_se
         for path in ("/setup", "/predict"):
             assert c.post(path, json={}).status_code == 403, path
             assert c.post(path, json={}, headers={SECRET_HEADER: STRONG}).status_code == 403, path
-        assert c.post("/webhook", json=deletion(1)).status_code == 401
+        assert c.post("/webhook", json=deletion(1), headers={}).status_code == 401
         assert c.post("/webhook", json=deletion(1), headers={SECRET_HEADER: STRONG}).status_code == 200
 
 
@@ -462,7 +509,7 @@ def test_a_burst_of_concurrent_webhooks_loses_and_doubles_nothing(project_path, 
 )
 def test_ids_of_another_script_or_unbounded_size_are_a_400_without_a_traceback(project_path, body, caplog):
     with Client(build_app(ServiceConfig(project_path=project_path))) as c:
-        r = c.post("/webhook", content=body, headers={"content-type": "application/json"})
+        r = c.post("/webhook", content=body, headers={"content-type": "application/json", **HOOK})
         assert r.status_code == 400, r.text
         error = r.json()["error"]
         assert error.count(".") <= 1 and len(error) < 300 and "\n" not in error
@@ -517,13 +564,13 @@ def test_idle_and_half_sent_connections_are_dropped_and_health_keeps_answering(p
                 s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # never the blank line that ends the head
             else:
                 s.sendall(
-                    b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"POST /webhook HTTP/1.1\r\nHost: x\r\n" + TOKEN_LINE + b"Content-Type: application/json\r\n"
                     b'Content-Length: 100\r\n\r\n{"action":'
                 )
             idle.append(s)
         t = time.monotonic()
         assert requests.get(f"http://127.0.0.1:{port}/health", timeout=5).json()["status"] == "UP"
-        r = requests.post(f"http://127.0.0.1:{port}/webhook", json=deletion(1), timeout=5)
+        r = requests.post(f"http://127.0.0.1:{port}/webhook", json=deletion(1), headers=HOOK, timeout=5)
         assert r.status_code == 200 and time.monotonic() - t < 2
         deadline = time.monotonic() + 10
         for s in idle:  # each is closed by the server: the cap closed the oldest, the timeouts the others
@@ -552,11 +599,21 @@ def test_clients_that_disconnect_mid_body_leave_no_traceback(project_path, tmp_p
         for k in range(300):
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
             path = b"/webhook" if k % 2 else b"/setup"
-            s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + b"{" * 100)
+            s.sendall(
+                b"POST "
+                + path
+                + b" HTTP/1.1\r\nHost: x\r\n"
+                + TOKEN_LINE
+                + b"Content-Length: 5000\r\n\r\n"
+                + b"{" * 100
+            )
             time.sleep(0.002)
             s.close()
         time.sleep(1)
-        assert requests.post(f"http://127.0.0.1:{port}/webhook", json=deletion(1), timeout=5).status_code == 200
+        assert (
+            requests.post(f"http://127.0.0.1:{port}/webhook", json=deletion(1), headers=HOOK, timeout=5).status_code
+            == 200
+        )
     finally:
         stop(proc)
     _no_traceback(log_path)
@@ -641,10 +698,13 @@ def test_the_connection_guard_works_on_both_of_uvicorns_http_parsers(project_pat
 
     try:
         head = half(b"GET /health HTTP/1.1\r\nHost: x\r\n")
-        body = half(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{")
+        body = half(b"POST /webhook HTTP/1.1\r\nHost: x\r\n" + TOKEN_LINE + b"Content-Length: 50\r\n\r\n{")
         t = time.monotonic()
         assert closed(head) and closed(body) and time.monotonic() - t < 2  # both timeouts
-        busy = [half(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{") for _ in range(4)]
+        busy = [
+            half(b"POST /webhook HTTP/1.1\r\nHost: x\r\n" + TOKEN_LINE + b"Content-Length: 50\r\n\r\n{")
+            for _ in range(4)
+        ]
         time.sleep(0.1)  # four requests being served (their bodies pending): a fifth connection is refused
         assert half(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").recv(1024).startswith(b"HTTP/1.1 503 ")
         assert all(closed(s) for s in busy)  # then the body timeout closes them

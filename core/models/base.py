@@ -214,9 +214,14 @@ class Model(abc.ABC):
         transaction has finished its own bookkeeping.
     bookkeeping : frozenset of str
         State arrays that record how the state was reached, not the state (``easl verify`` leaves them out).
+    answer : {"scores", "ranking", "score"}
+        What an annotator gives for a HIT: a score for each item (the default), the order of its items (RA, which
+        uses only the pairwise order, eq 13), or one item's score at a time (DA); the front ends lay the task out
+        by it (``label_config/layouts.py``).
     """
 
     name: str = ""
+    answer: str = "scores"
     whole_submissions: bool = False
     reads_live_log: bool = False
     bookkeeping: frozenset[str] = frozenset()

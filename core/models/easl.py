@@ -61,6 +61,7 @@ class DirectAssessmentModel(CommutativeModel):
     """
 
     name = "da"
+    answer = "score"
 
     def prior(self) -> dict[str, float]:
         return {"sum": 0.0, "sumsq": 0.0, "count": 0.0}
@@ -162,6 +163,7 @@ class RankAggregationModel(PairwiseModel, EaslModel):
     """
 
     name = "ra"
+    answer = "ranking"
 
     def apply(self, state: State, item: Any, score01: Any, group: Any, sign: int = 1) -> None:
         for i, j, tie in self._pairwise_steps(state, item, score01, group, sign):

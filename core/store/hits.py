@@ -246,28 +246,40 @@ class Iterations:
         Each new HIT is :func:`choose_hits` with ``n_hits=1`` and the items of every open HIT excluded; they are
         recorded as one new iteration t (:meth:`add_hits`) chosen with ``default_rng([seed, t])``.
         """
-        hyper = self._settings.hyper
         with self._db.writing() as conn:
-            mask, n_open = self.open_item_mask()
-            need = n_target - n_open
-            if need <= 0 or self._catalog.n_items == 0:
-                return 0
-            rng = np.random.default_rng([hyper.seed, self.iteration() + 1])
-            state = load_state(conn)
-            if self._stopped(conn, state):
-                return 0
-            rows = []
-            for _ in range(need):
-                if int((~mask).sum()) < hyper.hit_size:
-                    break
-                hit = choose_hits(self._settings.model, state, n_hits=1, rng=rng, exclude=mask)
-                if hit.ndim != 2 or hit.shape[0] == 0 or hit.shape[1] != hyper.hit_size:
-                    break  # too few free items for a full HIT
-                rows.append(hit[0])
-                mask[hit[0]] = True
-            if rows:
-                self.add_hits(np.vstack(rows))
+            rows = self._choose_top_up(conn, n_target)
+            if len(rows):
+                self.add_hits(rows)
             return len(rows)
+
+    def choose_top_up(self, n_target: int) -> NDArray[Any]:
+        """The HITs :meth:`top_up_hits` would add now (item positions, one row per HIT; no row when none), without
+        recording them: chosen ahead, they are recorded later with :meth:`add_hits` (which refuses them if an item
+        was put in an open HIT meanwhile). Reads only."""
+        with self._db.reading() as conn:
+            return self._choose_top_up(conn, n_target)
+
+    def _choose_top_up(self, conn: sqlite3.Connection, n_target: int) -> NDArray[Any]:
+        hyper = self._settings.hyper
+        none = np.zeros((0, hyper.hit_size), dtype=np.int64)
+        mask, n_open = self.open_item_mask()
+        need = n_target - n_open
+        if need <= 0 or self._catalog.n_items == 0:
+            return none
+        rng = np.random.default_rng([hyper.seed, self.iteration() + 1])
+        state = load_state(conn)
+        if self._stopped(conn, state):
+            return none
+        rows = []
+        for _ in range(need):
+            if int((~mask).sum()) < hyper.hit_size:
+                break
+            hit = choose_hits(self._settings.model, state, n_hits=1, rng=rng, exclude=mask)
+            if hit.ndim != 2 or hit.shape[0] == 0 or hit.shape[1] != hyper.hit_size:
+                break  # too few free items for a full HIT
+            rows.append(hit[0])
+            mask[hit[0]] = True
+        return np.vstack(rows) if rows else none
 
     def add_hits(self, hits: Any) -> list[dict[str, Any]]:
         """Record HITs chosen outside :meth:`next_hits` as a new iteration.

@@ -176,6 +176,10 @@ class Project:
         """:meth:`core.store.hits.Iterations.top_up_hits`."""
         return self.iterations.top_up_hits(n_target)
 
+    def choose_top_up(self, n_target: int) -> NDArray[Any]:
+        """:meth:`core.store.hits.Iterations.choose_top_up`."""
+        return self.iterations.choose_top_up(n_target)
+
     def open_item_mask(self) -> tuple[NDArray[Any], int]:
         """:meth:`core.store.hits.Iterations.open_item_mask`."""
         return self.iterations.open_item_mask()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             wording={"question": args.question, "low_label": args.low_label, "high_label": args.high_label},
             stop_at=args.stop_at,
         )
-        stop = project.hyper.stop_at if project.hyper.method == "aware" else None
+        stop = project.hyper.stop_at  # (None for a model without a stopping rule: Hyper refuses one)
     out = {
         "ls_project_id": res.ls_project_id,
         "created": res.created,
@@ -161,20 +162,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 IDLE_MEANING = (
-    "idle: seconds since the last activity Label Studio shows on the HIT's current task (its creation or "
-    "re-issue, a draft saved, an annotation), as of the last reconciliation, measured now; the clock of "
-    "--hit-timeout. Before the first reconciliation: since the HIT was chosen"
+    "idle: seconds since an annotator was last seen working on the HIT's current task (a draft saved, an "
+    "annotation), as of the last reconciliation, measured now; the clock of --hit-timeout for a task somebody worked "
+    "on. A task nobody changed anything on has no idle time (Label Studio shows no task locks: it may be open in "
+    "someone's browser); waiting: seconds since the task was created or re-issued"
 )
+NOT_OPENED = "nobody worked on it as far as Label Studio shows (no draft yet; Label Studio shows no task locks)"
 
 
 def _idle(held: dict | None, created: str | None, now: float) -> dict:
-    """``idle_seconds`` (:data:`IDLE_MEANING`) and ``idle_since`` of an open HIT; ``held`` is its current task's
-    record in ``ls.task_holders``, ``created`` when the HIT was chosen."""
+    """``idle_seconds`` and ``idle_since`` (:data:`IDLE_MEANING`; null with ``idle_reason`` for a task nobody
+    worked on), and ``waiting_seconds`` of an open HIT; ``held`` is its current task's record in
+    ``ls.task_holders``, ``created`` when the HIT was chosen."""
     from easl_plugin.campaign import seconds_since
 
-    since = (held or {}).get("active_at") or created
-    idle = seconds_since(since, now) if since else None
-    return {"idle_seconds": None if idle is None else round(idle, 1), "idle_since": since}
+    born = (held or {}).get("created_at") or created
+    waiting = seconds_since(born, now) if born else None
+    out: dict = {"waiting_seconds": None if waiting is None else round(waiting, 1)}
+    active = (held or {}).get("active_at")
+    idle = seconds_since(active, now) if active else None
+    if idle is None:
+        return {"idle_seconds": None, "idle_since": None, "idle_reason": NOT_OPENED, **out}
+    return {"idle_seconds": round(idle, 1), "idle_since": active, **out}
 
 
 def link_status(project: Project) -> dict:
@@ -228,6 +237,8 @@ def link_status(project: Project) -> dict:
         open_hits.append(row)
     out = {
         "linked": pid is not None,
+        **webhook_figures(project),
+        "queue": _queue_figures(project),
         "url": project.get_meta(bk.KEY_URL),
         "ls_project_id": int(pid) if pid is not None else None,
         "events": counts,
@@ -251,19 +262,50 @@ def link_status(project: Project) -> dict:
     return out
 
 
+def _queue_figures(project: Project) -> dict | None:
+    """The queue's depth and what `easl serve` last measured it from (``easl_plugin.queue.QueuePlan``)."""
+    from easl_plugin.queue import QueuePlan
+
+    plan = QueuePlan.read(project)
+    return None if plan is None else dataclasses.asdict(plan)
+
+
+def webhook_figures(project: Project) -> dict:
+    """``webhooks``: every webhook of the Label Studio project that points at an easl backend, as last listed by
+    ``easl ls setup`` or a reconciliation (``easl_plugin.webhooks.describe_hooks``: ``id``, ``url``, ``active``,
+    ``stale``, ``stale_reason``), with ``webhooks_listed_at``; ``stale_webhooks``: how many are stale (Label
+    Studio posts every annotation, with the webhook token, to each of them). Null with ``webhooks_reason`` before
+    the first listing."""
+    from easl_plugin.webhooks import recorded_hooks
+
+    rec = recorded_hooks(project)
+    if rec is None:
+        return {
+            "webhooks": None,
+            "webhooks_reason": "not listed yet: easl ls setup --backend-url or a reconciliation lists them",
+            "webhooks_listed_at": None,
+            "stale_webhooks": None,
+        }
+    hooks = rec["hooks"]
+    return {
+        "webhooks": hooks,
+        "webhooks_listed_at": rec["listed_at"],
+        "stale_webhooks": sum(bool(h["stale"]) for h in hooks),
+    }
+
+
 def annotator_figures(project: Project) -> dict:
     """Aware projects: ``annotators`` (the figures of ``easl status --annotators``) and ``stop`` (the stopping
     rule's); other methods: both null with ``annotators_reason``."""
+    from core.errors import UnsupportedByModel
     from tui.commands.status import annotator_records
 
-    if project.hyper.method != "aware":
-        return {
-            "annotators": None,
-            "annotators_reason": f"annotator diagnostics need the method aware; this project uses "
-            f"{project.hyper.method}",
-            "stop": None,
-        }
-    return {"annotators": annotator_records(project.annotator_table()), "stop": project.stop_figures()}
+    try:
+        table = project.annotator_table()
+    except UnsupportedByModel as exc:
+        reason = f"annotator diagnostics need the method {exc.needs}; this project uses {exc.method}"
+        return {"annotators": None, "annotators_reason": reason, "stop": None}
+    return {"annotators": annotator_records(table), "stop": project.stop_figures()}
 
 
 def _age(seconds: float | None) -> str:
@@ -271,6 +313,53 @@ def _age(seconds: float | None) -> str:
         return "?"
     s = int(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _print_webhooks(con, out: dict) -> None:
+    """The easl webhooks of the Label Studio project, and a warning line for each stale one."""
+    if out["webhooks"] is None:
+        con.print(f"webhooks to easl: {out['webhooks_reason']}", markup=False)
+        return
+    con.print(f"webhooks to easl (as listed at {out['webhooks_listed_at']}): {len(out['webhooks'])}", markup=False)
+    for h in out["webhooks"]:
+        state = f"STALE: {h['stale_reason']}" if h["stale"] else "current"
+        con.print(f"  webhook {h['id']} -> {h['url']}: {state}", markup=False)
+    if not out["webhooks"]:
+        con.print("warning: no webhook to easl: run easl ls setup --backend-url URL", markup=False)
+    for h in out["webhooks"]:
+        if h["stale"]:
+            con.print(
+                f"warning: webhook {h['id']} to {h['url']} is stale ({h['stale_reason']}); Label Studio posts "
+                "every annotation there with the webhook token: run easl ls setup --backend-url with the current "
+                "URL, which deletes it",
+                markup=False,
+            )
+
+
+def _summary(out: dict):
+    """The first table of ``easl ls status``: the queue of events, the deliveries, the reconciliation, the open
+    HITs and the queue's depth."""
+    from rich.table import Table
+
+    ev = out["events"]
+    summary = Table(show_header=False, box=None, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("webhook events", f"{ev['pending']} pending, {ev['done']} done, {ev['failed']} failed")
+    summary.add_row("deliveries refused", str(out["deliveries_refused"]))
+    summary.add_row("deliveries malformed", str(out["deliveries_malformed"]))
+    summary.add_row("deliveries failed", str(out["deliveries_failed"]))
+    summary.add_row("last reconciliation", out["last_reconciliation"] or "never")
+    summary.add_row("open HITs", str(len(out["open_hits"])))
+    q = out["queue"]
+    if q is not None:
+        how = "--queue-depth" if q["fixed"] else "measured"
+        summary.add_row(
+            "queue depth",
+            f"{q['depth']} ({how}: {q['active']} active annotators, {q['rate_per_s']:g} submissions/s, "
+            f"backend cycle {q['cycle_s']:g} s)",
+        )
+    return summary
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -293,25 +382,17 @@ def run_status(args: argparse.Namespace) -> int:
             f"linked to Label Studio project {out['ls_project_id']} at {out['url']} ({out['tasks']} tasks)",
             markup=False,
         )
-    ev = out["events"]
-    summary = Table(show_header=False, box=None, pad_edge=False)
-    summary.add_column(style="bold")
-    summary.add_column()
-    summary.add_row("webhook events", f"{ev['pending']} pending, {ev['done']} done, {ev['failed']} failed")
-    summary.add_row("deliveries refused", str(out["deliveries_refused"]))
-    summary.add_row("deliveries malformed", str(out["deliveries_malformed"]))
-    summary.add_row("deliveries failed", str(out["deliveries_failed"]))
-    summary.add_row("last reconciliation", out["last_reconciliation"] or "never")
-    summary.add_row("open HITs", str(len(out["open_hits"])))
-    con.print(summary)
+    con.print(_summary(out))
     if out["open_hits"]:
         t = Table(title="open HITs", title_justify="left")
-        for col in ("HIT", "task", "idle", "annotator"):
+        for col in ("HIT", "task", "idle", "waiting", "annotator"):
             t.add_column(col)
         for h in out["open_hits"]:
-            t.add_row(h["hit_id"], str(h["task_id"] or "-"), _age(h["idle_seconds"]), h["annotator"] or "-")
+            idle = "not opened" if h["idle_seconds"] is None else _age(h["idle_seconds"])
+            t.add_row(h["hit_id"], str(h["task_id"] or "-"), idle, _age(h["waiting_seconds"]), h["annotator"] or "-")
         con.print(t)
         con.print(f"{out['idle_meaning']}; annotator '-': {out['open_hits_annotator_reason']}.", markup=False)
+    _print_webhooks(con, out)
     if out["recent_refused_or_malformed"]:
         t = Table(title="last refused or malformed deliveries", title_justify="left")
         for col in ("received", "kind", "reason"):

@@ -63,8 +63,9 @@ def _campaign_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="keep at least N HITs open, topping up from the current posterior (items of open HITs excluded) "
-        "so that annotators never run out of tasks (default: one more than the annotators active in the "
-        "last 5 minutes; 0: the paper's batches alone, the next iteration once every HIT is done)",
+        "so that annotators never run out of tasks (default: measured, the active annotators A (last 5 "
+        "minutes) + max(A, submissions/s x the backend's cycle) + 1; 0: the paper's batches alone, the next "
+        "iteration once every HIT is done)",
     )
     p.add_argument(
         "--hit-timeout",
@@ -72,8 +73,9 @@ def _campaign_options(p: argparse.ArgumentParser) -> None:
         default=1800.0,
         metavar="SECONDS",
         help="re-issue a HIT as a fresh Label Studio task when somebody worked on its task (a draft) and "
-        "nothing happened on it for this long, or when nobody visibly did but it holds the queue up; "
-        "checked at each reconciliation; skipped or rejected HITs are re-issued at once (default 1800)",
+        "nothing happened on it for this long since, or when nobody visibly did, it was created this long ago "
+        "and it holds the queue up (the old task is closed, never deleted under a reader); checked at each "
+        "reconciliation; skipped or rejected HITs are re-issued at once (default 1800)",
     )
 
 
