@@ -1,0 +1,288 @@
+"""Design-weighted, prediction-powered estimates of every campaign metric, with intervals that hold.
+
+One mechanism for every metric (:mod:`core.campaign.moments`): a metric is theta = g(mu), mu a vector of population
+means of per-response terms phi_i; mu is estimated by augmented inverse-probability weighting (AIPW), the metric by
+g(mu_hat), its interval by the delta method on the covariance of the per-response pseudo-outcomes.
+
+Pseudo-outcomes. Response i enters moment j (level L = 0, 1, 2: no score, first score, both scores) with weight
+w_i = xi_i / p_i, where xi_i says whether the scores the level needs were observed and p_i is the recorded
+probability under which they were (1 for responses scored in earlier iterations and for level 0). With f_ij the
+model's prediction of phi_ij from the systems' scores (the control variate, fitted on earlier iterations only),
+fbar_j its mean over all N responses and mhat_j = sum_i w_i phi_ij / sum_i w_i the weighted (Hajek) mean,
+
+    Y*_ij(lambda) = c_ij + w_i (phi_ij - c_ij),   c_ij = mhat_j + lambda (f_ij - fbar_j),
+    mu_hat_j(lambda) = (1/N) sum_i Y*_ij(lambda) = mhat_j + lambda (1/N) sum_i (1 - w_i)(f_ij - fbar_j).
+
+For a fixed centre and lambda this is the design-unbiased difference (AIPW) estimator (Horvitz & Thompson 1952;
+Robins, Rotnitzky & Zhao 1994); with lambda = 1 it is prediction-powered inference with the system scores as
+control variates (Angelopoulos et al. 2023, Science, eq. 1) under the probabilities of active inference (Zrnic &
+Candès 2024, eq. 3); with lambda = 0 and uniform probabilities it is the classical labelled-subset estimate.
+
+Power tuning (PPI++, Angelopoulos, Duchi & Zrnic 2023, section 2, eq. 5 there for the mean): per metric, with the
+delta-method gradient a = grad g(mu_hat(1)), the metric's pseudo-outcome is a'Y*_i(lambda) = A_i + lambda B_i,
+A_i = a'Y*_i(0), B_i = a'(f_i - fbar)(1 - w_i); the variance is smallest at lambda = -Cov(A, B) / Var(B),
+clipped to [0, 1] as PPI++ does. lambda is estimated from the same data, which costs O(1/n) bias, as in PPI++.
+
+Variance (superpopulation, the responses a sample from the population the metric describes; Zrnic & Candès 2024,
+Theorem 1): Var(theta_hat) = Var_i(A_i + lambda B_i) / N over all N responses (unscored ones included), interval
+theta_hat +- z_{0.975} se. The weighted bootstrap (:func:`bootstrap_intervals`) reweights the pseudo-outcomes with
+Exp(1) weights (the Bayesian bootstrap of Rubin 1981) and takes percentiles of g.
+
+Every function takes a batch of C campaigns: systems (C, N, K), scores (C, N) with NaN where not scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import norm
+
+from core.campaign.moments import METRICS, NEEDS_SECOND, Layout, gradient, metric_function, moment_terms
+
+#: z quantile of the two-sided 95% interval.
+Z95 = float(norm.ppf(0.975))
+#: Reasons for a NaN estimate.
+NO_FIRST = "no response has a human score"
+NO_SECOND = "no response has two human scores"
+UNDEFINED = "undefined for these scores (constant scores or a non-positive variance)"
+
+
+@dataclass(frozen=True)
+class CampaignEstimates:
+    """Estimates of T metrics for C campaigns: each array is (C, T); ``labels[t]`` = (metric, system or None).
+
+    ``reason`` holds why a value is NaN ("" where it is defined); ``lam`` the power-tuning parameter used.
+    """
+
+    labels: tuple[tuple[str, int | None], ...]
+    value: NDArray[Any]
+    se: NDArray[Any]
+    low: NDArray[Any]
+    high: NDArray[Any]
+    lam: NDArray[Any]
+    reason: NDArray[Any]
+
+    @property
+    def width(self) -> NDArray[Any]:
+        """Interval width high - low, (C, T)."""
+        return self.high - self.low
+
+    def index(self, metric: str, system: int | None = None) -> int:
+        """Column of ``(metric, system)``."""
+        return self.labels.index((metric, system))
+
+
+def metric_labels(metrics: Sequence[str], k: int) -> tuple[tuple[str, int | None], ...]:
+    """(metric, system) for every requested metric and every system where the metric is per system."""
+    out: list[tuple[str, int | None]] = []
+    for name in metrics:
+        if name not in METRICS:
+            raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
+        out.extend([(name, j) for j in range(k)] if METRICS[name] else [(name, None)])
+    return tuple(out)
+
+
+def _first_bad(mask: NDArray[Any]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def check_campaign(
+    systems: NDArray[Any], first: NDArray[Any], second: NDArray[Any], p_first: NDArray[Any], p_second: NDArray[Any]
+) -> None:
+    """Raise one ValueError naming the first bad entry (campaign, response[, system]) of a campaign's arrays."""
+    if systems.ndim != 3:
+        raise ValueError(f"systems must be (campaigns, responses, systems), got shape {systems.shape}")
+    for name, arr in (("first", first), ("second", second), ("p_first", p_first), ("p_second", p_second)):
+        if arr.shape != systems.shape[:2]:
+            raise ValueError(f"{name} has shape {arr.shape}, expected {systems.shape[:2]}")
+    bad = ~np.isfinite(systems)
+    if bad.any():
+        c, i, k = _first_bad(bad)
+        raise ValueError(f"system score is not finite: campaign {c}, response {i}, system {k} ({systems[c, i, k]})")
+    for name, scores in (("first", first), ("second", second)):
+        bad = np.isinf(scores)
+        if bad.any():
+            c, i = _first_bad(bad)
+            raise ValueError(f"{name} human score is infinite: campaign {c}, response {i}")
+    for name, scores, p in (("p_first", first, p_first), ("p_second", second, p_second)):
+        bad = ~np.isnan(scores) & ~((p > 0) & (p <= 1))
+        if bad.any():
+            c, i = _first_bad(bad)
+            raise ValueError(f"{name} must be in (0, 1] for a scored response: campaign {c}, response {i} ({p[c, i]})")
+    bad = ~np.isnan(second) & np.isnan(first)
+    if bad.any():
+        c, i = _first_bad(bad)
+        raise ValueError(f"a second score needs a first score: campaign {c}, response {i}")
+
+
+def check_width(width: float) -> float:
+    """The target interval width of a stopping rule, checked: a finite positive number (ValueError otherwise)."""
+    w = float(width)
+    if not np.isfinite(w) or w <= 0:
+        raise ValueError(f"the target interval width must be a positive number, got {width!r}")
+    return w
+
+
+def _weights(first: NDArray[Any], second: NDArray[Any], p_first: NDArray[Any], p_second: NDArray[Any]) -> NDArray[Any]:
+    """(C, N, 3) design weights of levels 0, 1, 2: 1, xi1 / p1, xi2 / p2."""
+    w1 = np.where(np.isnan(first), 0.0, 1.0 / np.where(np.isnan(first), 1.0, p_first))
+    both = ~np.isnan(first) & ~np.isnan(second)
+    w2 = np.where(both, 1.0 / np.where(both, p_second, 1.0), 0.0)
+    return np.stack([np.ones_like(w1), w1, w2], axis=-1)
+
+
+def pseudo_outcomes(phi: NDArray[Any], f: NDArray[Any] | None, w: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(P, Q), each (C, N, d), with Y*(lambda) = P + lambda Q (module docstring); Q = 0 without predictions."""
+    levels = Layout((phi.shape[-1] - 7) // 5).levels
+    wd = w[..., levels]
+    wsum = wd.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mhat = (wd * phi).sum(axis=1, keepdims=True) / wsum
+    p = mhat + wd * (phi - mhat)
+    p[..., levels == 0] = phi[..., levels == 0]
+    if f is None:
+        return p, np.zeros_like(p)
+    q = (f - f.mean(axis=1, keepdims=True)) * (1.0 - wd)
+    return p, q
+
+
+def _tuned(a_part: NDArray[Any], b_part: NDArray[Any], control: bool) -> NDArray[Any]:
+    """PPI++ lambda = clip(-Cov(A, B) / Var(B), 0, 1) per campaign and metric; (C, T)."""
+    if not control:
+        return np.zeros(a_part.shape[::2])
+    ac = a_part - a_part.mean(axis=1, keepdims=True)
+    bc = b_part - b_part.mean(axis=1, keepdims=True)
+    vb = (bc * bc).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lam = np.where(vb > 0, -(ac * bc).sum(axis=1) / vb, 0.0)
+    return np.clip(np.nan_to_num(lam), 0.0, 1.0)
+
+
+def _reasons(value: NDArray[Any], labels: Sequence[tuple[str, int | None]], w: NDArray[Any]) -> NDArray[Any]:
+    n1 = (w[..., 1] > 0).sum(axis=1)
+    n2 = (w[..., 2] > 0).sum(axis=1)
+    reason = np.full(value.shape, "", dtype=object)
+    for t, (name, _) in enumerate(labels):
+        reason[:, t] = np.where(np.isnan(value[:, t]), UNDEFINED, "")
+        if name in NEEDS_SECOND:
+            reason[:, t] = np.where(n2 == 0, NO_SECOND, reason[:, t])
+        reason[:, t] = np.where(n1 == 0, NO_FIRST, reason[:, t])
+    return reason
+
+
+@dataclass(frozen=True)
+class _Parts:
+    p: NDArray[Any]
+    q: NDArray[Any]
+    lam: NDArray[Any]
+    labels: tuple[tuple[str, int | None], ...]
+    k: int
+    n: int
+
+
+def _fit(
+    systems: NDArray[Any],
+    first: NDArray[Any],
+    second: NDArray[Any],
+    p_first: NDArray[Any],
+    p_second: NDArray[Any],
+    predictions: NDArray[Any] | None,
+    metrics: Sequence[str],
+) -> tuple[_Parts, NDArray[Any], NDArray[Any], NDArray[Any]]:
+    check_campaign(systems, first, second, p_first, p_second)
+    c, n, k = systems.shape
+    labels = metric_labels(metrics, k)
+    w = _weights(first, second, p_first, p_second)
+    p, q = pseudo_outcomes(moment_terms(systems, first, second), predictions, w)
+    mu1 = (p + q).mean(axis=1)
+    gs = [metric_function(name, j, k, n) for name, j in labels]
+    a = np.stack([gradient(g, mu1) for g in gs], axis=1)  # (C, T, d)
+    a = np.nan_to_num(a)
+    a_part = np.einsum("cnd,ctd->cnt", p, a)
+    b_part = np.einsum("cnd,ctd->cnt", q, a)
+    lam = _tuned(a_part, b_part, predictions is not None)
+    mu = p.mean(axis=1)[:, None, :] + lam[..., None] * q.mean(axis=1)[:, None, :]
+    value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
+    z = a_part + lam[:, None, :] * b_part
+    se = np.sqrt(z.var(axis=1, ddof=1) / n) if n > 1 else np.full(value.shape, np.nan)
+    return _Parts(p, q, lam, labels, k, n), value, se, w
+
+
+def estimate(
+    systems: NDArray[Any],
+    first: NDArray[Any],
+    second: NDArray[Any],
+    p_first: NDArray[Any],
+    p_second: NDArray[Any],
+    *,
+    predictions: NDArray[Any] | None = None,
+    metrics: Sequence[str] = ("mean", "r", "qwk", "rmse", "smd", "prmse", "hh_r", "hh_qwk"),
+) -> CampaignEstimates:
+    """Estimates and 95% delta-method intervals of ``metrics`` for a batch of campaigns.
+
+    Parameters
+    ----------
+    systems : (C, N, K) float, every response's system scores (finite).
+    first, second : (C, N) float, the first and second human score, NaN where the response has none.
+    p_first, p_second : (C, N) float in (0, 1], the probability under which each observed score was obtained
+        (1 for scores from earlier iterations); ignored where the score is missing.
+    predictions : (C, N, d) control variates f from :func:`core.campaign.moments.moment_predictions`, or None for
+        no control (the classical estimate under uniform probabilities).
+    metrics : names from :data:`core.campaign.moments.METRICS`.
+
+    Returns
+    -------
+    CampaignEstimates; a value is NaN with a reason when no response is scored (twice, for the metrics that need
+    second scores) or the metric is undefined (constant scores).
+    """
+    parts, value, se, w = _fit(systems, first, second, p_first, p_second, predictions, metrics)
+    reason = _reasons(value, parts.labels, w)
+    se = np.where(np.isnan(value), np.nan, se)
+    return CampaignEstimates(
+        labels=parts.labels,
+        value=value,
+        se=se,
+        low=value - Z95 * se,
+        high=value + Z95 * se,
+        lam=parts.lam,
+        reason=reason,
+    )
+
+
+def bootstrap_intervals(
+    systems: NDArray[Any],
+    first: NDArray[Any],
+    second: NDArray[Any],
+    p_first: NDArray[Any],
+    p_second: NDArray[Any],
+    *,
+    rng: np.random.Generator,
+    predictions: NDArray[Any] | None = None,
+    metrics: Sequence[str] = ("mean", "r", "qwk", "rmse", "smd", "prmse", "hh_r", "hh_qwk"),
+    n_boot: int = 1000,
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Weighted-bootstrap 95% percentile intervals (low, high), each (C, T), with the power tuning held fixed.
+
+    Each replicate draws Exp(1) weights W_i on the responses and evaluates g at sum_i W_i Y*_i / sum_i W_i
+    (Rubin 1981; the multiplier bootstrap of the pseudo-outcomes). Responses are processed in chunks of
+    replicates so memory stays O(N x chunk).
+    """
+    if n_boot < 2:
+        raise ValueError(f"n_boot must be at least 2, got {n_boot}")
+    parts, _, _, _ = _fit(systems, first, second, p_first, p_second, predictions, metrics)
+    c, n = systems.shape[:2]
+    gs = [metric_function(name, j, parts.k, n) for name, j in parts.labels]
+    draws = np.empty((n_boot, c, len(gs)))
+    chunk = max(1, int(2e7 // max(n * c, 1)))
+    for start in range(0, n_boot, chunk):
+        wts = rng.exponential(size=(min(chunk, n_boot - start), c, n))
+        tot = wts.sum(axis=2)[..., None]
+        wp = np.einsum("bcn,cnd->bcd", wts, parts.p) / tot
+        wq = np.einsum("bcn,cnd->bcd", wts, parts.q) / tot
+        for t, g in enumerate(gs):
+            draws[start : start + wts.shape[0], :, t] = g(wp + parts.lam[None, :, t, None] * wq)
+    return np.nanquantile(draws, 0.025, axis=0), np.nanquantile(draws, 0.975, axis=0)
