@@ -54,12 +54,15 @@ TAU_GRID = tuple(np.round(np.linspace(TAU_MIN, 1.0, 10), 2))
 class IterationDesign:
     """Probabilities of one iteration, each (C, N): ``p_first`` for responses without a score (0 elsewhere),
     ``p_second`` the overall probability of a second score this iteration (0 for double-scored responses);
-    ``tau`` (C,) the uniform share chosen, ``model`` the fitted human-score model."""
+    ``tau`` (C,) the uniform share chosen, ``model`` the fitted human-score model; ``all_first``/``all_second`` the
+    probabilities every response would have had if its slot were open (for the union probabilities)."""
 
     p_first: NDArray[Any]
     p_second: NDArray[Any]
     tau: NDArray[Any]
     model: HumanScoreModel
+    all_first: NDArray[Any]
+    all_second: NDArray[Any]
 
 
 def check_probabilities(p: NDArray[Any], name: str = "p") -> None:
@@ -157,8 +160,8 @@ def target_residuals(
     a = np.nan_to_num(np.stack([gradient(metric_function(t, j, k, n), mu) for t, j in labels], axis=1))
     diff = phi - f
     lv = lay.levels
-    u1 = np.einsum("cnd,ctd->cnt", diff[..., lv == 1], a[..., lv == 1]) * mask1[..., None]
-    u2 = np.einsum("cnd,ctd->cnt", diff[..., lv == 2], a[..., lv == 2]) * mask2[..., None]
+    u1 = (diff[..., lv == 1] @ a[..., lv == 1].transpose(0, 2, 1)) * mask1[..., None]
+    u2 = (diff[..., lv == 2] @ a[..., lv == 2].transpose(0, 2, 1)) * mask2[..., None]
     return Residuals(u1=u1, u2=u2, mask1=mask1, mask2=mask2, q1=q1, q2=q2, bins=bins)
 
 
@@ -283,10 +286,11 @@ def choose_iteration(
     q1, q2 = allocate(
         (np.broadcast_to(t1, (c, t1.shape[1])), np.broadcast_to(t2, (c, t2.shape[1]))), counts, budget_arr, taus
     )
-    p1 = np.where(open1, np.take_along_axis(q1, res.bins, axis=1), 0.0)
-    p2 = np.where(open2, np.take_along_axis(q2, res.bins, axis=1), 0.0)
-    p2 = np.where(open1, np.minimum(p2, p1), p2)
-    return IterationDesign(p_first=p1, p_second=p2, tau=taus, model=fitted)
+    all1 = np.take_along_axis(q1, res.bins, axis=1)
+    all2 = np.minimum(np.take_along_axis(q2, res.bins, axis=1), all1)
+    p1 = np.where(open1, all1, 0.0)
+    p2 = np.where(open2, np.where(open1, all2, np.take_along_axis(q2, res.bins, axis=1)), 0.0)
+    return IterationDesign(p_first=p1, p_second=p2, tau=taus, model=fitted, all_first=all1, all_second=all2)
 
 
 def apply_iteration(
@@ -294,12 +298,19 @@ def apply_iteration(
     truth: tuple[NDArray[Any], NDArray[Any]],
     scores: tuple[NDArray[Any], NDArray[Any]],
     uniforms: tuple[NDArray[Any], NDArray[Any]],
+    previous: tuple[NDArray[Any], NDArray[Any]] | None = None,
 ) -> tuple[tuple[NDArray[Any], NDArray[Any]], tuple[NDArray[Any], NDArray[Any]]]:
     """Draw the iteration (Poisson, with the given uniforms) and return the updated (scores, probabilities).
 
     ``truth`` are the human scores a response would get (first, second); ``scores`` those observed so far (NaN =
-    none). Scores from earlier iterations get probability 1
-    (the estimator conditions on them); new ones the probability of this iteration.
+    none). The returned probability of a score:
+
+    - ``previous`` None (conditioning): 1 for scores from earlier iterations (the estimator conditions on them,
+      exactly design-unbiased given the earlier iterations), this iteration's probability for new ones;
+    - ``previous`` = (p1, p2) the earlier iterations' probabilities of every response (union): the probability of
+      being scored in either, 1 - (1 - p_earlier)(1 - p_now), for every scored response, with p_now what this
+      design gives the response's slot (as if open). This uses every score at its sampling weight; p_now depends
+      on the earlier scores only through the fitted model, so the estimator is design-consistent.
     """
     first, second = scores
     new1 = np.isnan(first) & poisson_sample(design.p_first, uniforms[0])
@@ -308,8 +319,12 @@ def apply_iteration(
     had_first = ~np.isnan(first)
     draw2 = np.where(had_first, poisson_sample(design.p_second, uniforms[1]), poisson_sample(cond, uniforms[1]))
     new2 = np.isnan(second) & (had_first | new1) & draw2
-    p1 = np.where(new1, design.p_first, 1.0)
-    p2 = np.where(new2, design.p_second, 1.0)
+    if previous is None:
+        p1 = np.where(new1, design.p_first, 1.0)
+        p2 = np.where(new2, design.p_second, 1.0)
+    else:
+        p1 = 1.0 - (1.0 - previous[0]) * (1.0 - design.all_first)
+        p2 = 1.0 - (1.0 - previous[1]) * (1.0 - design.all_second)
     first_out = np.where(new1, truth[0], first)
     second_out = np.where(new2, truth[1], second)
     return (first_out, second_out), (p1, p2)

@@ -4,29 +4,37 @@ One mechanism for every metric (:mod:`core.campaign.moments`): a metric is theta
 means of per-response terms phi_i; mu is estimated by augmented inverse-probability weighting (AIPW), the metric by
 g(mu_hat), its interval by the delta method on the covariance of the per-response pseudo-outcomes.
 
-Pseudo-outcomes. Response i enters moment j (level L = 0, 1, 2: no score, first score, both scores) with weight
-w_i = xi_i / p_i, where xi_i says whether the scores the level needs were observed and p_i is the recorded
-probability under which they were (1 for responses scored in earlier iterations and for level 0). With f_ij the
-model's prediction of phi_ij from the systems' scores (the control variate, fitted on earlier iterations only),
-fbar_j its mean over all N responses and mhat_j = sum_i w_i phi_ij / sum_i w_i the weighted (Hajek) mean,
+Weights. Response i enters moment j (level L = 0, 1, 2: no score, first score, both scores) with weight
+w_i proportional to xi_i / p_i, where xi_i says whether the scores the level needs were observed and p_i is the
+recorded probability under which they were (1 for responses scored in earlier iterations and for level 0); the
+weights of a level are normalised to sum to N (Hajek 1971; ppi-python normalises its weights the same way).
 
-    Y*_ij(lambda) = c_ij + w_i (phi_ij - c_ij),   c_ij = mhat_j + lambda (f_ij - fbar_j),
-    mu_hat_j(lambda) = (1/N) sum_i Y*_ij(lambda) = mhat_j + lambda (1/N) sum_i (1 - w_i)(f_ij - fbar_j).
+Estimator. With f_ij the model's prediction of phi_ij from the systems' scores (the control variate, fitted on
+earlier iterations only), fbar_j its mean over all N responses, fbar_w,j = sum_i w_i f_ij / N its weighted mean
+and mhat_j = sum_i w_i phi_ij / N the weighted mean of the terms,
 
-For a fixed centre and lambda this is the design-unbiased difference (AIPW) estimator (Horvitz & Thompson 1952;
-Robins, Rotnitzky & Zhao 1994); with lambda = 1 it is prediction-powered inference with the system scores as
-control variates (Angelopoulos et al. 2023, Science, eq. 1) under the probabilities of active inference (Zrnic &
-Candès 2024, eq. 3); with lambda = 0 and uniform probabilities it is the classical labelled-subset estimate.
+    mu_hat_j(lambda) = mhat_j + lambda (fbar_j - fbar_w,j).
 
-Power tuning (PPI++, Angelopoulos, Duchi & Zrnic 2023, section 2, eq. 5 there for the mean): per metric, with the
-delta-method gradient a = grad g(mu_hat(1)), the metric's pseudo-outcome is a'Y*_i(lambda) = A_i + lambda B_i,
-A_i = a'Y*_i(0), B_i = a'(f_i - fbar)(1 - w_i); the variance is smallest at lambda = -Cov(A, B) / Var(B),
-clipped to [0, 1] as PPI++ does. lambda is estimated from the same data, which costs O(1/n) bias, as in PPI++.
+With lambda = 1 this is prediction-powered inference with the system scores as control variates (Angelopoulos
+et al. 2023, Science, eq. 1; the difference / AIPW estimator of Robins, Rotnitzky & Zhao 1994 in its ratio
+form, design-consistent with bias O(1/n)) under the probabilities of active inference (Zrnic & Candès 2024,
+eq. 3); with lambda = 0 it is the weighted mean of the scored responses. Without predictions (the classical
+labelled-subset estimate) the system moments are also taken on the scored responses, so every moment of the plain
+metric comes from the same sample and g(mu_hat) is the plain metric of the subset. Normalising the weights matters:
+with Horvitz-Thompson weights the random factor sum_i xi_i / (p_i N) would multiply the uncentred means of the
+terms, which cancel in a metric like r only when the factor is the same for every term.
 
-Variance (superpopulation, the responses a sample from the population the metric describes; Zrnic & Candès 2024,
-Theorem 1): Var(theta_hat) = Var_i(A_i + lambda B_i) / N over all N responses (unscored ones included), interval
-theta_hat +- z_{0.975} se. The weighted bootstrap (:func:`bootstrap_intervals`) reweights the pseudo-outcomes with
-Exp(1) weights (the Bayesian bootstrap of Rubin 1981) and takes percentiles of g.
+Variance (delta method; superpopulation, the responses a sample from the population the metric describes; Zrnic &
+Candès 2024, Theorem 1): with a = grad g, the linearised pseudo-outcome of response i is a'P_i + lambda a'Q_i,
+P_i = mhat + w_i (phi_i - mhat), Q_i = (f_i - fbar) - w_i (f_i - fbar_w) (:func:`pseudo_outcomes`), and
+Var(theta_hat) = Var_i(a'P_i + lambda a'Q_i) / N over all N responses, interval theta_hat +- z_0.975 se.
+
+Power tuning (PPI++, Angelopoulos, Duchi & Zrnic 2023, section 2; eq. 5 there for the mean): per metric, with
+A_i = a'P_i and B_i = a'Q_i, the variance is smallest at lambda = -Cov(A, B) / Var(B), clipped to [0, 1] as PPI++
+does; a = grad g(mu_hat(1)). lambda is estimated from the same data, which costs O(1/n) bias, as in PPI++.
+
+The weighted bootstrap (:func:`bootstrap_intervals`) reweights the pseudo-outcomes with Exp(1) weights (the
+Bayesian bootstrap of Rubin 1981) and takes percentiles of g.
 
 Every function takes a batch of C campaigns: systems (C, N, K), scores (C, N) with NaN where not scored.
 """
@@ -135,19 +143,37 @@ def _weights(first: NDArray[Any], second: NDArray[Any], p_first: NDArray[Any], p
     return np.stack([np.ones_like(w1), w1, w2], axis=-1)
 
 
-def pseudo_outcomes(phi: NDArray[Any], f: NDArray[Any] | None, w: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
-    """(P, Q), each (C, N, d), with Y*(lambda) = P + lambda Q (module docstring); Q = 0 without predictions."""
-    levels = Layout((phi.shape[-1] - 7) // 5).levels
-    wd = w[..., levels]
-    wsum = wd.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mhat = (wd * phi).sum(axis=1, keepdims=True) / wsum
-    p = mhat + wd * (phi - mhat)
-    p[..., levels == 0] = phi[..., levels == 0]
-    if f is None:
-        return p, np.zeros_like(p)
-    q = (f - f.mean(axis=1, keepdims=True)) * (1.0 - wd)
-    return p, q
+def pseudo_outcomes(
+    phi: NDArray[Any], f: NDArray[Any] | None, w: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """(P, Q, shift): P, Q (C, N, d) linearised pseudo-outcomes, shift (C, d), with
+
+    mu_hat(lambda) = mean_i P_i + lambda shift, Var(a' mu_hat) = Var_i(a'P_i + lambda a'Q_i) / N,
+    P_i = mhat + w_i (phi_i - mhat), Q_i = (f_i - fbar) - w_i (f_i - fbar_w), shift = fbar - fbar_w,
+
+    fbar_w = sum_i w_i f_i / N the weighted mean of the predictions (module docstring); Q = 0 and shift = 0 without
+    predictions. Level 0 (system moments) has weight 1 everywhere unless the caller gives it the first-score
+    weights (the classical estimate). A level without any scored response has mhat = NaN, so its moments (and only
+    the metrics that use them) are NaN.
+    """
+    lay = Layout((phi.shape[-1] - 7) // 5)
+    p = phi.copy()
+    q = np.zeros_like(phi)
+    shift = np.zeros(phi.shape[:1] + phi.shape[2:])
+    for level, cols in enumerate((slice(0, lay.h), slice(lay.h, lay.a), slice(lay.a, lay.d))):
+        wl = w[..., level][..., None]
+        total = wl.sum(axis=1, keepdims=True)
+        wl = wl * (phi.shape[1] / np.where(total > 0, total, np.inf))  # Hajek weights: sum_i w_i = N
+        block = phi[..., cols]
+        mhat = np.where(total > 0, (wl * block).mean(axis=1, keepdims=True), np.nan)
+        p[..., cols] = mhat + wl * (block - mhat)
+        if f is not None:
+            fb = f[..., cols]
+            fbar = fb.mean(axis=1, keepdims=True)
+            fbar_w = (wl * fb).mean(axis=1, keepdims=True)
+            q[..., cols] = (fb - fbar) - wl * (fb - fbar_w)
+            shift[:, cols] = np.where(total > 0, fbar - fbar_w, 0.0)[:, 0, :]
+    return p, q, shift
 
 
 def _tuned(a_part: NDArray[Any], b_part: NDArray[Any], control: bool) -> NDArray[Any]:
@@ -178,6 +204,7 @@ def _reasons(value: NDArray[Any], labels: Sequence[tuple[str, int | None]], w: N
 class _Parts:
     p: NDArray[Any]
     q: NDArray[Any]
+    shift: NDArray[Any]
     lam: NDArray[Any]
     labels: tuple[tuple[str, int | None], ...]
     k: int
@@ -197,19 +224,22 @@ def _fit(
     c, n, k = systems.shape
     labels = metric_labels(metrics, k)
     w = _weights(first, second, p_first, p_second)
-    p, q = pseudo_outcomes(moment_terms(systems, first, second), predictions, w)
-    mu1 = (p + q).mean(axis=1)
+    if predictions is None:  # classical: the system moments on the scored subset too, as the plain metric does
+        w[..., 0] = w[..., 1]
+    p, q, shift = pseudo_outcomes(moment_terms(systems, first, second), predictions, w)
+    mu1 = p.mean(axis=1) + shift
     gs = [metric_function(name, j, k, n) for name, j in labels]
     a = np.stack([gradient(g, mu1) for g in gs], axis=1)  # (C, T, d)
     a = np.nan_to_num(a)
-    a_part = np.einsum("cnd,ctd->cnt", p, a)
-    b_part = np.einsum("cnd,ctd->cnt", q, a)
+    at = np.ascontiguousarray(a.transpose(0, 2, 1))
+    a_part = np.nan_to_num(p) @ at
+    b_part = q @ at
     lam = _tuned(a_part, b_part, predictions is not None)
-    mu = p.mean(axis=1)[:, None, :] + lam[..., None] * q.mean(axis=1)[:, None, :]
+    mu = p.mean(axis=1)[:, None, :] + lam[..., None] * shift[:, None, :]
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
     z = a_part + lam[:, None, :] * b_part
     se = np.sqrt(z.var(axis=1, ddof=1) / n) if n > 1 else np.full(value.shape, np.nan)
-    return _Parts(p, q, lam, labels, k, n), value, se, w
+    return _Parts(p, q, shift, lam, labels, k, n), value, se, w
 
 
 def estimate(
@@ -281,8 +311,8 @@ def bootstrap_intervals(
     for start in range(0, n_boot, chunk):
         wts = rng.exponential(size=(min(chunk, n_boot - start), c, n))
         tot = wts.sum(axis=2)[..., None]
-        wp = np.einsum("bcn,cnd->bcd", wts, parts.p) / tot
-        wq = np.einsum("bcn,cnd->bcd", wts, parts.q) / tot
+        wp = np.einsum("bcn,cnd->bcd", wts, parts.p) / tot  # NaN only in moments of an unscored level
+        wq = np.einsum("bcn,cnd->bcd", wts, parts.q) / tot + parts.shift[None]
         for t, g in enumerate(gs):
             draws[start : start + wts.shape[0], :, t] = g(wp + parts.lam[None, :, t, None] * wq)
     return np.nanquantile(draws, 0.025, axis=0), np.nanquantile(draws, 0.975, axis=0)
