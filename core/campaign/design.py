@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.campaign.estimators import metric_labels, pseudo_outcomes
+from core.campaign.estimators import metric_labels
 from core.campaign.model import N_BINS, HumanScoreModel, binned_mean, fit_model, predict
 from core.campaign.moments import Layout, gradient, metric_function, moment_predictions, moment_terms
 
@@ -154,14 +154,17 @@ def target_residuals(
     mask2 = mask1 & ~np.isnan(second)
     q1 = np.where(mask1, p_first, 1.0)
     q2 = np.where(mask2, p_second, 1.0)
-    w = np.stack([np.ones_like(q1), mask1 / q1, mask2 / q2], axis=-1)
-    mu = pseudo_outcomes(phi, None, w)[0].mean(axis=1)
+    mu = np.empty(phi.shape[:2])
+    for level, weight in enumerate((np.ones_like(q1), mask1 / q1, mask2 / q2)):
+        cols = lay.levels == level
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu[:, cols] = np.einsum("cjn,cn->cj", phi[:, cols], weight) / weight.sum(axis=1)[:, None]
     labels = metric_labels(targets, k)
     a = np.nan_to_num(np.stack([gradient(metric_function(t, j, k, n), mu) for t, j in labels], axis=1))
     diff = phi - f
     lv = lay.levels
-    u1 = (diff[..., lv == 1] @ a[..., lv == 1].transpose(0, 2, 1)) * mask1[..., None]
-    u2 = (diff[..., lv == 2] @ a[..., lv == 2].transpose(0, 2, 1)) * mask2[..., None]
+    u1 = (a[..., lv == 1] @ diff[:, lv == 1]).transpose(0, 2, 1) * mask1[..., None]
+    u2 = (a[..., lv == 2] @ diff[:, lv == 2]).transpose(0, 2, 1) * mask2[..., None]
     return Residuals(u1=u1, u2=u2, mask1=mask1, mask2=mask2, q1=q1, q2=q2, bins=bins)
 
 
@@ -192,14 +195,12 @@ def spread_tables(
 
 
 def _variance_estimate(
-    res: Residuals, p1: NDArray[Any], p2: NDArray[Any], fold: NDArray[Any], scale: NDArray[Any]
+    e: tuple[NDArray[Any], NDArray[Any]], res: Residuals, p: tuple[NDArray[Any], NDArray[Any]], fold: NDArray[Any]
 ) -> NDArray[Any]:
-    """V_hat = sum over ``fold`` of u_i^2 (1/p_i - 1) / q_i for both slots, p per response; (C,)."""
-    e1 = ((res.u1 * res.u1) / scale[:, None, :]).sum(axis=-1)
-    e2 = ((res.u2 * res.u2) / scale[:, None, :]).sum(axis=-1)
+    """V_hat = sum over ``fold`` of e_i (1/p_i - 1) / q_i for both slots; e_i = sum_t u_ti^2 / V_t; (C,)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        t1 = np.where(res.mask1 & fold, e1 * (1.0 / p1 - 1.0) / res.q1, 0.0)
-        t2 = np.where(res.mask2 & fold, e2 * (1.0 / p2 - 1.0) / res.q2, 0.0)
+        t1 = np.where(res.mask1 & fold, e[0] * (1.0 / p[0] - 1.0) / res.q1, 0.0)
+        t2 = np.where(res.mask2 & fold, e[1] * (1.0 / p[1] - 1.0) / res.q2, 0.0)
     return np.nan_to_num(t1, posinf=1e300).sum(axis=1) + np.nan_to_num(t2, posinf=1e300).sum(axis=1)
 
 
@@ -220,6 +221,10 @@ def robust_tau(
     fold = rng.random((c, n)) < 0.5
     scale = (res.u1 * res.u1).sum(axis=1) + (res.u2 * res.u2).sum(axis=1)
     scale = np.where(scale > 0, scale, 1.0)
+    e = (
+        ((res.u1 * res.u1) / scale[:, None, :]).sum(axis=-1),
+        ((res.u2 * res.u2) / scale[:, None, :]).sum(axis=-1),
+    )
     neyman_parts = []
     for part in (fold, ~fold):
         t1, t2 = spread_tables(res, ~part)
@@ -234,7 +239,7 @@ def robust_tau(
         for part, (q1, q2) in zip((fold, ~fold), neyman_parts, strict=True):
             p1 = np.take_along_axis((1.0 - t) * q1 + t * uniform[0], res.bins, axis=1)
             p2 = np.take_along_axis((1.0 - t) * q2 + t * uniform[1], res.bins, axis=1)
-            total += _variance_estimate(res, p1, p2, part, scale)
+            total += _variance_estimate(e, res, (p1, p2), part)
         better = total < best * (1.0 - 1e-9)
         best = np.where(better, total, best)
         tau = np.where(better, t, tau)

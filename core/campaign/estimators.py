@@ -136,61 +136,72 @@ def check_width(width: float) -> float:
 
 
 def _weights(first: NDArray[Any], second: NDArray[Any], p_first: NDArray[Any], p_second: NDArray[Any]) -> NDArray[Any]:
-    """(C, N, 3) design weights of levels 0, 1, 2: 1, xi1 / p1, xi2 / p2."""
+    """(C, 3, N) design weights of levels 0, 1, 2: 1, xi1 / p1, xi2 / p2."""
     w1 = np.where(np.isnan(first), 0.0, 1.0 / np.where(np.isnan(first), 1.0, p_first))
     both = ~np.isnan(first) & ~np.isnan(second)
     w2 = np.where(both, 1.0 / np.where(both, p_second, 1.0), 0.0)
-    return np.stack([np.ones_like(w1), w1, w2], axis=-1)
+    return np.stack([np.ones_like(w1), w1, w2], axis=1)
 
 
 def pseudo_outcomes(
     phi: NDArray[Any], f: NDArray[Any] | None, w: NDArray[Any]
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """(P, Q, shift): P, Q (C, N, d) linearised pseudo-outcomes, shift (C, d), with
+    """(P, Q, shift): P, Q (C, d, N) linearised pseudo-outcomes, shift (C, d), with
 
     mu_hat(lambda) = mean_i P_i + lambda shift, Var(a' mu_hat) = Var_i(a'P_i + lambda a'Q_i) / N,
     P_i = mhat + w_i (phi_i - mhat), Q_i = (f_i - fbar) - w_i (f_i - fbar_w), shift = fbar - fbar_w,
 
     fbar_w = sum_i w_i f_i / N the weighted mean of the predictions (module docstring); Q = 0 and shift = 0 without
-    predictions. Level 0 (system moments) has weight 1 everywhere unless the caller gives it the first-score
-    weights (the classical estimate). A level without any scored response has mhat = NaN, so its moments (and only
-    the metrics that use them) are NaN.
+    predictions. A level without any scored response has P = 0 and shift = NaN, so its moments (and only the
+    metrics that use them) are NaN. Level 0 (system moments) has weight 1 everywhere unless the caller gives it the first-score
+    weights (the classical estimate).
     """
-    lay = Layout((phi.shape[-1] - 7) // 5)
-    p = phi.copy()
-    q = np.zeros_like(phi)
-    shift = np.zeros(phi.shape[:1] + phi.shape[2:])
+    lay = Layout((phi.shape[1] - 7) // 5)
+    p = np.empty_like(phi)
+    q = np.empty_like(phi)
+    q[:, : lay.h] = 0.0
+    shift = np.zeros(phi.shape[:2])
     for level, cols in enumerate((slice(0, lay.h), slice(lay.h, lay.a), slice(lay.a, lay.d))):
-        wl = w[..., level][..., None]
-        total = wl.sum(axis=1, keepdims=True)
-        wl = wl * (phi.shape[1] / np.where(total > 0, total, np.inf))  # Hajek weights: sum_i w_i = N
-        block = phi[..., cols]
-        mhat = np.where(total > 0, (wl * block).mean(axis=1, keepdims=True), np.nan)
-        p[..., cols] = mhat + wl * (block - mhat)
+        wl = w[:, level][:, None, :]
+        total = wl.sum(axis=2, keepdims=True)
+        wl = wl * (phi.shape[2] / np.where(total > 0, total, np.inf))  # Hajek weights: sum_i w_i = N
+        block, out = phi[:, cols], p[:, cols]
+        mhat = np.einsum("cjn,cn->cj", block, wl[:, 0])[..., None] / phi.shape[2]
+        shift[:, cols] = np.where(total[..., 0] > 0, 0.0, np.nan)  # NaN marks a level without scores
+        np.subtract(block, mhat, out=out)
+        out *= wl
+        out += mhat
         if f is not None:
-            fb = f[..., cols]
-            fbar = fb.mean(axis=1, keepdims=True)
-            fbar_w = (wl * fb).mean(axis=1, keepdims=True)
-            q[..., cols] = (fb - fbar) - wl * (fb - fbar_w)
-            shift[:, cols] = np.where(total > 0, fbar - fbar_w, 0.0)[:, 0, :]
+            fb, out = f[:, cols], q[:, cols]
+            fbar = fb.mean(axis=2, keepdims=True)
+            fbar_w = np.einsum("cjn,cn->cj", fb, wl[:, 0])[..., None] / phi.shape[2]
+            np.subtract(fb, fbar_w, out=out)
+            out *= -wl
+            out += fb
+            out -= fbar
+            shift[:, cols] += (fbar - fbar_w)[..., 0]
+        else:
+            q[:, cols] = 0.0
     return p, q, shift
 
 
-def _tuned(a_part: NDArray[Any], b_part: NDArray[Any], control: bool) -> NDArray[Any]:
-    """PPI++ lambda = clip(-Cov(A, B) / Var(B), 0, 1) per campaign and metric; (C, T)."""
+def _tuned(a_part: NDArray[Any], b_part: NDArray[Any], control: bool) -> tuple[NDArray[Any], NDArray[Any]]:
+    """PPI++ lambda = clip(-Cov(A, B) / Var(B), 0, 1) and Var(A + lambda B) (ddof=1), each (C, T)."""
+    n = a_part.shape[2]
+    sa, sb = a_part.sum(axis=2), b_part.sum(axis=2)
+    var_a = (np.einsum("ctn,ctn->ct", a_part, a_part) - sa * sa / n) / max(n - 1, 1)
     if not control:
-        return np.zeros(a_part.shape[::2])
-    ac = a_part - a_part.mean(axis=1, keepdims=True)
-    bc = b_part - b_part.mean(axis=1, keepdims=True)
-    vb = (bc * bc).sum(axis=1)
+        return np.zeros(a_part.shape[:2]), var_a
+    cov = (np.einsum("ctn,ctn->ct", a_part, b_part) - sa * sb / n) / max(n - 1, 1)
+    var_b = (np.einsum("ctn,ctn->ct", b_part, b_part) - sb * sb / n) / max(n - 1, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        lam = np.where(vb > 0, -(ac * bc).sum(axis=1) / vb, 0.0)
-    return np.clip(np.nan_to_num(lam), 0.0, 1.0)
+        lam = np.clip(np.nan_to_num(np.where(var_b > 0, -cov / var_b, 0.0)), 0.0, 1.0)
+    return lam, np.maximum(var_a + 2.0 * lam * cov + lam * lam * var_b, 0.0)
 
 
 def _reasons(value: NDArray[Any], labels: Sequence[tuple[str, int | None]], w: NDArray[Any]) -> NDArray[Any]:
-    n1 = (w[..., 1] > 0).sum(axis=1)
-    n2 = (w[..., 2] > 0).sum(axis=1)
+    n1 = (w[:, 1] > 0).sum(axis=1)
+    n2 = (w[:, 2] > 0).sum(axis=1)
     reason = np.full(value.shape, "", dtype=object)
     for t, (name, _) in enumerate(labels):
         reason[:, t] = np.where(np.isnan(value[:, t]), UNDEFINED, "")
@@ -225,20 +236,20 @@ def _fit(
     labels = metric_labels(metrics, k)
     w = _weights(first, second, p_first, p_second)
     if predictions is None:  # classical: the system moments on the scored subset too, as the plain metric does
-        w[..., 0] = w[..., 1]
+        w[:, 0] = w[:, 1]
     p, q, shift = pseudo_outcomes(moment_terms(systems, first, second), predictions, w)
-    mu1 = p.mean(axis=1) + shift
+    mu1 = p.mean(axis=2) + shift
     gs = [metric_function(name, j, k, n) for name, j in labels]
     a = np.stack([gradient(g, mu1) for g in gs], axis=1)  # (C, T, d)
     a = np.nan_to_num(a)
-    at = np.ascontiguousarray(a.transpose(0, 2, 1))
-    a_part = np.nan_to_num(p) @ at
-    b_part = q @ at
-    lam = _tuned(a_part, b_part, predictions is not None)
-    mu = p.mean(axis=1)[:, None, :] + lam[..., None] * shift[:, None, :]
+    a_part = a @ p  # (C, T, N)
+    b_part = a @ q
+    lam, var = _tuned(a_part, b_part, predictions is not None)
+    mu = p.mean(axis=2)[:, None, :] + np.where(
+        np.isnan(shift), np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
+    )
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
-    z = a_part + lam[:, None, :] * b_part
-    se = np.sqrt(z.var(axis=1, ddof=1) / n) if n > 1 else np.full(value.shape, np.nan)
+    se = np.sqrt(var / n) if n > 1 else np.full(value.shape, np.nan)
     return _Parts(p, q, shift, lam, labels, k, n), value, se, w
 
 
@@ -260,7 +271,7 @@ def estimate(
     first, second : (C, N) float, the first and second human score, NaN where the response has none.
     p_first, p_second : (C, N) float in (0, 1], the probability under which each observed score was obtained
         (1 for scores from earlier iterations); ignored where the score is missing.
-    predictions : (C, N, d) control variates f from :func:`core.campaign.moments.moment_predictions`, or None for
+    predictions : (C, d, N) control variates f from :func:`core.campaign.moments.moment_predictions`, or None for
         no control (the classical estimate under uniform probabilities).
     metrics : names from :data:`core.campaign.moments.METRICS`.
 
@@ -311,8 +322,8 @@ def bootstrap_intervals(
     for start in range(0, n_boot, chunk):
         wts = rng.exponential(size=(min(chunk, n_boot - start), c, n))
         tot = wts.sum(axis=2)[..., None]
-        wp = np.einsum("bcn,cnd->bcd", wts, parts.p) / tot  # NaN only in moments of an unscored level
-        wq = np.einsum("bcn,cnd->bcd", wts, parts.q) / tot + parts.shift[None]
+        wp = np.einsum("bcn,cdn->bcd", wts, parts.p) / tot
+        wq = np.einsum("bcn,cdn->bcd", wts, parts.q) / tot + parts.shift[None]  # NaN: a level without scores
         for t, g in enumerate(gs):
             draws[start : start + wts.shape[0], :, t] = g(wp + parts.lam[None, :, t, None] * wq)
     return np.nanquantile(draws, 0.025, axis=0), np.nanquantile(draws, 0.975, axis=0)

@@ -122,40 +122,63 @@ class Layout:
 
 
 def moment_terms(systems: NDArray[Any], first: NDArray[Any], second: NDArray[Any]) -> NDArray[Any]:
-    """phi: (..., N, d) per-response moment terms; unscored entries are 0 (their design weight is 0).
+    """phi: (C, d, N) per-response moment terms (moments first, so each moment is contiguous over responses);
+    unscored entries are 0 (their design weight is 0).
 
-    ``systems`` (..., N, K); ``first``/``second`` (..., N) with NaN where the response has no such score.
+    ``systems`` (C, N, K); ``first``/``second`` (C, N) with NaN where the response has no such score.
     """
-    k = systems.shape[-1]
-    h = np.nan_to_num(first, nan=0.0)
+    c, n, k = systems.shape
+    lay = Layout(k)
+    out = np.empty((c, lay.d, n))
+    sk = out[:, :k]
+    sk[...] = systems.transpose(0, 2, 1)
+    np.multiply(sk, sk, out=out[:, k : 2 * k])
+    h = out[:, lay.h]
+    h[...] = first
+    np.nan_to_num(h, copy=False, nan=0.0)
     both = ~np.isnan(first) & ~np.isnan(second)
-    a = np.where(both, h, 0.0)
-    b = np.where(both, np.nan_to_num(second, nan=0.0), 0.0)
-    cols = [systems, systems * systems, h[..., None], (h * h)[..., None], h[..., None] * systems]
-    cols += [a[..., None], (a * a)[..., None], b[..., None], (b * b)[..., None], (a * b)[..., None]]
-    cols += [a[..., None] * systems, b[..., None] * systems]
-    out = np.concatenate(cols, axis=-1)
-    assert out.shape[-1] == Layout(k).d
+    a = out[:, lay.a]
+    np.multiply(h, both, out=a)
+    b = out[:, lay.b]
+    b[...] = second
+    np.nan_to_num(b, copy=False, nan=0.0)
+    b *= both
+    for x, xx in ((h, lay.hh), (a, lay.aa), (b, lay.bb)):
+        np.multiply(x, x, out=out[:, xx])
+    np.multiply(a, b, out=out[:, lay.ab])
+    np.multiply(h[:, None], sk, out=out[:, lay.hs(0) : lay.hs(0) + k])
+    np.multiply(a[:, None], sk, out=out[:, lay.as_(0) : lay.as_(0) + k])
+    np.multiply(b[:, None], sk, out=out[:, lay.bs(0) : lay.bs(0) + k])
     return out
 
 
 def moment_predictions(
     systems: NDArray[Any], mean: NDArray[Any], var: NDArray[Any], error_var: NDArray[Any] | float
 ) -> NDArray[Any]:
-    """f: (..., N, d) predictions of the moment terms from the systems' scores alone.
+    """f: (C, d, N) predictions of the moment terms from the systems' scores alone.
 
-    ``mean``/``var`` (..., N) are a model's conditional mean and variance of one human score given the systems'
-    scores, ``error_var`` its rater error variance (so Cov(A, B | S) = var - error_var, floored at 0). System-only
-    moments are their exact values.
+    ``mean``/``var`` (C, N) are a model's conditional mean and variance of one human score given the systems'
+    scores, ``error_var`` (C,) or a number its rater error variance (so Cov(A, B | S) = var - error_var, floored
+    at 0). System-only moments are their exact values.
     """
-    m = mean[..., None]
-    second_moment = m * m + var[..., None]
+    c, n, k = systems.shape
+    lay = Layout(k)
+    out = np.empty((c, lay.d, n))
+    sk = out[:, :k]
+    sk[...] = systems.transpose(0, 2, 1)
+    np.multiply(sk, sk, out=out[:, k : 2 * k])
     ev = np.asarray(error_var, dtype=np.float64)
-    ev = ev.reshape(ev.shape + (1,) * (mean.ndim - ev.ndim))[..., None] if ev.ndim else ev
-    cross = m * m + np.maximum(var[..., None] - ev, 0.0)
-    cols = [systems, systems * systems, m, second_moment, m * systems]
-    cols += [m, second_moment, m, second_moment, cross, m * systems, m * systems]
-    return np.concatenate(cols, axis=-1)
+    ev = ev[:, None] if ev.ndim else ev
+    for i in (lay.h, lay.a, lay.b):
+        out[:, i] = mean
+    np.multiply(mean, mean, out=out[:, lay.ab])
+    np.add(out[:, lay.ab], var, out=out[:, lay.hh])
+    out[:, lay.aa] = out[:, lay.hh]
+    out[:, lay.bb] = out[:, lay.hh]
+    out[:, lay.ab] += np.maximum(var - ev, 0.0)
+    for j0 in (lay.hs(0), lay.as_(0), lay.bs(0)):
+        np.multiply(mean[:, None], sk, out=out[:, j0 : j0 + k])
+    return out
 
 
 def _var(mu: NDArray[Any], i: int, ii: int) -> NDArray[Any]:
