@@ -246,7 +246,7 @@ def _fit(
     b_part = a @ q
     lam, var = _tuned(a_part, b_part, predictions is not None)
     mu = p.mean(axis=2)[:, None, :] + np.where(
-        np.isnan(shift), np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
+        np.isnan(shift)[:, None, :], np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
     )
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
     se = np.sqrt(var / n) if n > 1 else np.full(value.shape, np.nan)
