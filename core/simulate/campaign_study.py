@@ -263,14 +263,14 @@ def quick_settings() -> CampaignStudySettings:
     """A small version of the study for tests and a first look (same world, fewer campaigns and responses)."""
     return replace(
         CampaignStudySettings(),
-        n_responses=2000,
-        n_campaigns=40,
+        n_responses=1500,
+        n_campaigns=20,
         chunk=20,
         budgets=(0.1, 0.3),
-        rater_categories=("average",),
+        rater_categories=("high",),
         system_r=(0.9,),
-        truth_responses=200_000,
-        oracle_responses=50_000,
+        truth_responses=100_000,
+        oracle_responses=30_000,
     )
 
 
