@@ -80,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"floor (numpy means over the same arrays): {floor:.3f} s; ratio {seconds / floor:.0f}x")
     for t, (name, j) in enumerate(est.labels):
-        print(
-            f"  {name:7s} {'' if j is None else j!s:2s} {est.value[0, t]: .4f} [{est.low[0, t]: .4f}, {est.high[0, t]: .4f}]"
-        )
+        system = "" if j is None else str(j)
+        low, high = est.low[0, t], est.high[0, t]
+        print(f"  {name:7s} {system:2s} {est.value[0, t]: .4f} [{low: .4f}, {high: .4f}]")
     return 0 if seconds <= TARGET_SECONDS else 1
 
 

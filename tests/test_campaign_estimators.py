@@ -77,8 +77,9 @@ def test_prediction_powered_estimates_are_unbiased_and_their_intervals_cover_on_
     systems, first, second, pf, ps = _campaigns(rng, 400, 1500, 0.3, 0.5)
     tiled = type(model)(*(np.repeat(a, 400, axis=0) for a in (model.coef, model.edges, model.bin_var, model.error_var)))
     m, v, _ = predict(tiled, systems)
-    est = estimate(systems, first, second, pf, ps, predictions=moment_predictions(systems, m, v, tiled.error_var),
-                   metrics=metrics)
+    est = estimate(
+        systems, first, second, pf, ps, predictions=moment_predictions(systems, m, v, tiled.error_var), metrics=metrics
+    )
     err = est.value - truth
     assert (np.abs(err.mean(axis=0)) < 4 * err.std(axis=0) / np.sqrt(400)).all()
     coverage = ((est.low <= truth) & (truth <= est.high)).mean(axis=0)
@@ -175,7 +176,8 @@ def test_r_is_invariant_to_affine_changes_of_the_system_scores_and_to_the_order_
     base = estimate(systems, first, second, pf, ps, metrics=("r", "mean")).value
     moved = estimate(systems * scale + offset, first, second, pf, ps, metrics=("r", "mean")).value
     order = rng.permutation(60)
-    shuffled = estimate(systems[:, order], first[:, order], second[:, order], pf[:, order], ps[:, order],
-                        metrics=("r", "mean")).value
+    shuffled = estimate(
+        systems[:, order], first[:, order], second[:, order], pf[:, order], ps[:, order], metrics=("r", "mean")
+    ).value
     np.testing.assert_allclose(moved, base, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(shuffled, base, rtol=1e-9, atol=1e-12)

@@ -67,7 +67,7 @@ def test_ppi_ols_point_estimate_is_imputed_plus_rectifier() -> None:
     assert ((high - low) <= (classical[2] - classical[1]) * 1.001).all()
 
 
-def test_the_campaign_mean_with_uniform_probabilities_and_an_exact_prediction_equals_the_labelled_mean_shifted() -> None:
+def test_the_classical_campaign_mean_under_uniform_probabilities_is_the_labelled_mean() -> None:
     _, y, yhat, _, yu = _data(seed=6)
     n, big = y.size, yu.size
     first = np.concatenate([y, np.full(big, np.nan)])[None]

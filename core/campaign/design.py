@@ -86,16 +86,16 @@ def neyman(values: NDArray[Any], counts: NDArray[Any], budget: NDArray[Any]) -> 
     spread gives p = 1 for all of them.
     """
     s = np.where(counts > 0, np.maximum(values, 0.0), 0.0)
-    lo = np.full(s.shape[0], -700.0)
+    lo: NDArray[Any] = np.full(s.shape[0], -700.0)
     smin = np.min(np.where(s > 0, s, np.inf), axis=1)
-    hi = np.log(1.0 / np.where(np.isfinite(smin), smin, 1.0)) + 1.0
+    hi: NDArray[Any] = np.log(1.0 / np.where(np.isfinite(smin), smin, 1.0)) + 1.0
     for _ in range(100):
         mid = (lo + hi) / 2.0
         spent = (counts * np.minimum(1.0, np.exp(mid)[:, None] * s)).sum(axis=1)
         over = spent > budget
         hi = np.where(over, mid, hi)
         lo = np.where(over, lo, mid)
-    return np.minimum(1.0, np.exp(lo)[:, None] * s)
+    return np.asarray(np.minimum(1.0, np.exp(lo)[:, None] * s), dtype=np.float64)
 
 
 def allocate(
@@ -201,7 +201,9 @@ def _variance_estimate(
     with np.errstate(divide="ignore", invalid="ignore"):
         t1 = np.where(res.mask1 & fold, e[0] * (1.0 / p[0] - 1.0) / res.q1, 0.0)
         t2 = np.where(res.mask2 & fold, e[1] * (1.0 / p[1] - 1.0) / res.q2, 0.0)
-    return np.nan_to_num(t1, posinf=1e300).sum(axis=1) + np.nan_to_num(t2, posinf=1e300).sum(axis=1)
+    return np.asarray(
+        np.nan_to_num(t1, posinf=1e300).sum(axis=1) + np.nan_to_num(t2, posinf=1e300).sum(axis=1), dtype=np.float64
+    )
 
 
 def robust_tau(
@@ -232,8 +234,8 @@ def robust_tau(
             t1, t2 = _inverted(t1), _inverted(t2)
         neyman_parts.append(allocate((t1, t2), counts, budget, np.zeros(c)))
     uniform = allocate(neyman_parts[0], counts, budget, np.ones(c))
-    best = np.full(c, np.inf)
-    tau = np.ones(c)
+    best: NDArray[Any] = np.full(c, np.inf)
+    tau: NDArray[Any] = np.ones(c)
     for t in TAU_GRID:
         total = np.zeros(c)
         for part, (q1, q2) in zip((fold, ~fold), neyman_parts, strict=True):

@@ -77,7 +77,7 @@ class CampaignEstimates:
     @property
     def width(self) -> NDArray[Any]:
         """Interval width high - low, (C, T)."""
-        return self.high - self.low
+        return np.asarray(self.high - self.low, dtype=np.float64)
 
     def index(self, metric: str, system: int | None = None) -> int:
         """Column of ``(metric, system)``."""
@@ -153,8 +153,8 @@ def pseudo_outcomes(
 
     fbar_w = sum_i w_i f_i / N the weighted mean of the predictions (module docstring); Q = 0 and shift = 0 without
     predictions. A level without any scored response has P = 0 and shift = NaN, so its moments (and only the
-    metrics that use them) are NaN. Level 0 (system moments) has weight 1 everywhere unless the caller gives it the first-score
-    weights (the classical estimate).
+    metrics that use them) are NaN. Level 0 (system moments) has weight 1 everywhere unless the caller gives it
+    the first-score weights (the classical estimate).
     """
     lay = Layout((phi.shape[1] - 7) // 5)
     p = np.empty_like(phi)

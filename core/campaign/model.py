@@ -66,7 +66,7 @@ def binned_mean(values: NDArray[Any], bins: NDArray[Any], mask: NDArray[Any], n_
     total = counts.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         overall = sums.sum(axis=1) / total[:, None]
-    return (sums + SHRINK * overall[:, None, :]) / (counts + SHRINK)[..., None]
+    return np.asarray((sums + SHRINK * overall[:, None, :]) / (counts + SHRINK)[..., None], dtype=np.float64)
 
 
 def fit_model(

@@ -182,11 +182,11 @@ def moment_predictions(
 
 
 def _var(mu: NDArray[Any], i: int, ii: int) -> NDArray[Any]:
-    return mu[..., ii] - mu[..., i] ** 2
+    return np.asarray(mu[..., ii] - mu[..., i] ** 2, dtype=np.float64)
 
 
 def _cov(mu: NDArray[Any], i: int, j: int, ij: int) -> NDArray[Any]:
-    return mu[..., ij] - mu[..., i] * mu[..., j]
+    return np.asarray(mu[..., ij] - mu[..., i] * mu[..., j], dtype=np.float64)
 
 
 def _r(cov: NDArray[Any], va: NDArray[Any], vb: NDArray[Any]) -> NDArray[Any]:
@@ -207,7 +207,7 @@ def _ratio(num: NDArray[Any], den: NDArray[Any]) -> NDArray[Any]:
 
 def _rater_error_variance(mu: NDArray[Any], lay: Layout) -> NDArray[Any]:
     """V_e = E[(A - B)^2] / 2 (Loukina et al. 2020, eq. 4-5 with two ratings per response)."""
-    return (mu[..., lay.aa] + mu[..., lay.bb] - 2.0 * mu[..., lay.ab]) / 2.0
+    return np.asarray((mu[..., lay.aa] + mu[..., lay.bb] - 2.0 * mu[..., lay.ab]) / 2.0, dtype=np.float64)
 
 
 def metric_function(name: str, system: int | None, k: int, n: float) -> Callable[[NDArray[Any]], NDArray[Any]]:
@@ -226,7 +226,7 @@ def metric_function(name: str, system: int | None, k: int, n: float) -> Callable
         if name == "qwk":
             return _qwk(cov, vh, vs, dm)
         if name == "rmse":
-            return np.sqrt(np.where(mse >= 0, mse, np.nan))
+            return np.asarray(np.sqrt(np.where(mse >= 0, mse, np.nan)), dtype=np.float64)
         if name == "smd":
             return _ratio(dm, np.sqrt(np.where(vh > 0, vh * ddof, np.nan)))
         ve = _rater_error_variance(mu, lay)
@@ -262,4 +262,4 @@ def gradient(g: Callable[[NDArray[Any]], NDArray[Any]], mu: NDArray[Any]) -> NDA
     eye = np.eye(d)
     up = g(mu[..., None, :] + eye * step[..., None, :])
     down = g(mu[..., None, :] - eye * step[..., None, :])
-    return (up - down) / (2.0 * step)
+    return np.asarray((up - down) / (2.0 * step), dtype=np.float64)

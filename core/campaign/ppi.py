@@ -59,7 +59,7 @@ def ppi_mean_ci(
 
 
 def _ols(x: NDArray[Any], y: NDArray[Any]) -> NDArray[Any]:
-    return np.linalg.lstsq(x, y, rcond=None)[0]
+    return np.asarray(np.linalg.lstsq(x, y, rcond=None)[0], dtype=np.float64)
 
 
 def _ols_stats(
@@ -83,7 +83,7 @@ def ppi_ols_pointestimate(
     if lam is None:
         theta1 = _ols(xu, yu) + _ols(xl, yl - yh)
         lam = _lam(*_ols_stats(theta1, data, True))
-    return _ols(xu, lam * yu) + _ols(xl, yl - lam * yh)
+    return np.asarray(_ols(xu, lam * yu) + _ols(xl, yl - lam * yh), dtype=np.float64)
 
 
 def ppi_ols_ci(

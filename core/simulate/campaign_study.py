@@ -85,7 +85,9 @@ def draw_world(s: CampaignStudySettings, error_sd: float, system_r: float, shape
     t = np.clip(rng.normal(s.true_mean, s.true_sd, shape), s.score_min, s.score_max)
 
     def human() -> NDArray[Any]:
-        return np.clip(np.round(t + rng.normal(0.0, error_sd, shape)), s.score_min, s.score_max)
+        return np.asarray(
+            np.clip(np.round(t + rng.normal(0.0, error_sd, shape)), s.score_min, s.score_max), dtype=np.float64
+        )
 
     first, second = human(), human()
     sd_s = s.true_sd * np.sqrt(1.0 / system_r**2 - 1.0)
