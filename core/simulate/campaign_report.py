@@ -93,7 +93,8 @@ def budget_ratios(c: pd.DataFrame) -> pd.DataFrame:
 
 
 def never_worse(df: pd.DataFrame, design: str = "active") -> pd.DataFrame:
-    """Paired width difference ``design`` - uniform per (setting, metric, budget): mean, 95% interval, failed."""
+    """Paired width difference ``design`` - uniform per (setting, metric, budget): mean, 95% interval, the mean
+    relative to the uniform design's mean width, and whether the interval lies entirely above 0."""
     keys = [*KEYS, "budget", "campaign"]
     a = df[df["design"] == design].set_index(keys)["width"]
     u = df[df["design"] == "uniform"].set_index(keys)["width"]
@@ -102,8 +103,36 @@ def never_worse(df: pd.DataFrame, design: str = "active") -> pd.DataFrame:
     out = pd.DataFrame({"mean": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.size())})
     out["low"] = out["mean"] - 1.96 * out["se"]
     out["high"] = out["mean"] + 1.96 * out["se"]
+    out["relative"] = out["mean"] / u.groupby(level=[*KEYS, "budget"]).mean()
     out["worse"] = out["low"] > 0
     return out.reset_index()
+
+
+def headline(df: pd.DataFrame, ratios: pd.DataFrame, min_r: float = 0.8) -> pd.DataFrame:
+    """Worst (largest) budget ratio of the active and oracle designs per target metric, over the settings whose
+    true human-system r is at least ``min_r`` and every budget, beside the issue's target."""
+    truth_r = df[df["metric"] == "r"].groupby(["rater", "system_r"])["truth"].first()
+    good = truth_r[truth_r >= min_r].index
+    keyed = ratios.set_index(["rater", "system_r"])
+    sel = keyed[keyed.index.isin(good)].reset_index()
+    rows = []
+    for metric, target in TARGETS.items():
+        part = sel[sel["metric"] == metric]
+        active = part[part["design"] == "active"]["ratio"]
+        oracle = part[part["design"] == "oracle"]["ratio"]
+        rows.append(
+            {
+                "metric": metric,
+                "target": target,
+                "active_best": active.min(),
+                "active_worst": active.max(),
+                "oracle_worst": oracle.max(),
+                "met": bool(active.max() <= target),
+                "beyond_oracle": bool(oracle.max() > target),
+                "cells": len(active),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def _markdown(df: pd.DataFrame, digits: int = 3) -> str:
@@ -123,6 +152,8 @@ def report(df: pd.DataFrame) -> str:
     truth_r = df[(df["metric"] == "r") & (df["design"] == "classical")].groupby(["rater", "system_r"])["truth"].first()
     parts += ["", "### Human-system r (true value) of each setting", "", _markdown(truth_r.unstack().reset_index())]
     ratios = budget_ratios(c)
+    parts += ["", "### Headline: budget ratio of the active design where the true human-system r >= 0.8", ""]
+    parts.append(_markdown(headline(df, ratios)))
     wide = ratios.pivot_table(index=[*KEYS, "budget"], columns="design", values="ratio").reset_index()
     parts += ["", "### Budget ratio to reach the classical width (cost of the design / classical cost)", ""]
     parts.append(_markdown(wide))
@@ -132,7 +163,10 @@ def report(df: pd.DataFrame) -> str:
         nw = never_worse(df, design)
         bad = nw[nw["worse"]]
         parts += ["", f"### Never worse than uniform: {design} - uniform, paired over campaigns", ""]
-        parts.append(f"{len(bad)} of {len(nw)} cells have the 95% interval of the mean width difference above 0.")
+        parts.append(
+            f"{len(bad)} of {len(nw)} cells have the 95% interval of the mean width difference above 0; the largest"
+            f" mean difference is {nw['relative'].max():+.2%} of the uniform design's width."
+        )
         if len(bad):
             parts += ["", _markdown(bad, 4)]
     return "\n".join(parts)
