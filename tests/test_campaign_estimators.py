@@ -21,7 +21,7 @@ from core.metrics.estimates.observed import (
 )
 from core.metrics.estimates.true_score import prmse, variance_of_errors
 
-ALL = ("mean", "r", "qwk", "rmse", "smd", "prmse", "prmse_double", "hh_r", "hh_qwk")
+ALL = ("mean", "r", "qwk", "rmse", "smd", "prmse", "prmse_double", "prmse_combined", "hh_r", "hh_qwk")
 
 
 def world(rng: np.random.Generator, c: int, n: int, error_sd: float = 0.6, system_sd: float = 0.4):
@@ -54,6 +54,9 @@ def test_every_metric_equals_the_plain_metric_when_every_response_is_scored_with
             }
             for key, value in expected.items():
                 assert est.value[0, est.index(*key)] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+            combined = est.value[0, est.index("prmse_combined", j)]
+            assert min(expected[("prmse", j)], expected[("prmse_double", j)]) - 1e-12 <= combined
+            assert combined <= max(expected[("prmse", j)], expected[("prmse_double", j)]) + 1e-12
         assert est.value[0, est.index("mean")] == pytest.approx(h1.mean(), rel=1e-12)
         assert est.value[0, est.index("hh_r")] == pytest.approx(pearson_r(h1, h2), rel=1e-9)
         assert est.value[0, est.index("hh_qwk")] == pytest.approx(quadratic_weighted_kappa(h1, h2), rel=1e-9)
@@ -71,8 +74,9 @@ def test_prediction_powered_estimates_are_unbiased_and_their_intervals_cover_on_
     rng = np.random.default_rng(7)
     big_systems, big_first, big_second = world(rng, 1, 400_000)
     one = np.ones_like(big_first)
-    metrics = ("mean", "r", "qwk", "rmse", "prmse")
-    truth = estimate(big_systems, big_first, big_second, one, one, metrics=metrics).value[0]
+    metrics = ("mean", "r", "qwk", "rmse", "prmse", "prmse_combined")
+    truth = estimate(big_systems, big_first, big_second, one, one, metrics=metrics[:-1]).value[0]
+    truth = np.append(truth, truth[-2:])  # PRMSE combined estimates the PRMSE of both systems
     model = fit_model(big_systems, big_first, big_second)
     systems, first, second, pf, ps = _campaigns(rng, 400, 1500, 0.3, 0.5)
     tiled = type(model)(*(np.repeat(a, 400, axis=0) for a in (model.coef, model.edges, model.bin_var, model.error_var)))

@@ -63,7 +63,7 @@ UNDEFINED = "undefined for these scores (constant scores or a non-positive varia
 class CampaignEstimates:
     """Estimates of T metrics for C campaigns: each array is (C, T); ``labels[t]`` = (metric, system or None).
 
-    ``reason`` holds why a value is NaN ("" where it is defined); ``lam`` the power-tuning parameter used.
+    ``reason`` holds why a value is NaN ("" where it is defined); ``lam`` the power-tuning parameter used (for PRMSE combined: the weight of the first-score PRMSE).
     """
 
     labels: tuple[tuple[str, int | None], ...]
@@ -233,7 +233,11 @@ def _fit(
 ) -> tuple[_Parts, NDArray[Any], NDArray[Any], NDArray[Any]]:
     check_campaign(systems, first, second, p_first, p_second)
     c, n, k = systems.shape
-    labels = metric_labels(metrics, k)
+    wanted = metric_labels(metrics, k)
+    base = [m for m in metrics if m != "prmse_combined"]
+    if len(base) < len(metrics):
+        base += [m for m in ("prmse", "prmse_double") if m not in base]
+    labels = metric_labels(base, k)
     w = _weights(first, second, p_first, p_second)
     if predictions is None:  # classical: the system moments on the scored subset too, as the plain metric does
         w[:, 0] = w[:, 1]
@@ -249,8 +253,47 @@ def _fit(
         np.isnan(shift)[:, None, :], np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
     )
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
+    if len(wanted) != len(labels) or wanted != labels:
+        value, var, lam = _with_combined(wanted, labels, value, var, lam, a_part + lam[..., None] * b_part)
+        labels = wanted
     se = np.sqrt(var / n) if n > 1 else np.full(value.shape, np.nan)
     return _Parts(p, q, shift, lam, labels, k, n), value, se, w
+
+
+def _with_combined(
+    wanted: tuple[tuple[str, int | None], ...],
+    labels: tuple[tuple[str, int | None], ...],
+    value: NDArray[Any],
+    var: NDArray[Any],
+    lam: NDArray[Any],
+    z: NDArray[Any],
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """Columns of ``wanted`` from those of ``labels``, with PRMSE combined = w PRMSE + (1 - w) PRMSE_double,
+    w = (V2 - C12) / (V1 + V2 - 2 C12) clipped to [0, 1] (the minimum-variance weight of two estimates of one
+    value, V and C from the linearised pseudo-outcomes z), variance w^2 V1 + (1 - w)^2 V2 + 2 w (1 - w) C12;
+    the weight is reported in place of lambda. Where one estimate is NaN the other is used alone."""
+    cols_v, cols_var, cols_lam = [], [], []
+    for name, j in wanted:
+        if name != "prmse_combined":
+            t = labels.index((name, j))
+            cols_v.append(value[:, t])
+            cols_var.append(var[:, t])
+            cols_lam.append(lam[:, t])
+            continue
+        t1, t2 = labels.index(("prmse", j)), labels.index(("prmse_double", j))
+        z1 = z[:, t1] - z[:, t1].mean(axis=1, keepdims=True)
+        z2 = z[:, t2] - z[:, t2].mean(axis=1, keepdims=True)
+        c12 = np.einsum("cn,cn->c", z1, z2) / max(z.shape[2] - 1, 1)
+        v1, v2 = var[:, t1], var[:, t2]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            wt = np.clip(np.nan_to_num((v2 - c12) / (v1 + v2 - 2.0 * c12), nan=0.5), 0.0, 1.0)
+        wt = np.where(np.isnan(value[:, t2]), 1.0, np.where(np.isnan(value[:, t1]), 0.0, wt))
+        both = np.nan_to_num(value[:, t1]) * wt + np.nan_to_num(value[:, t2]) * (1.0 - wt)
+        nan = np.isnan(value[:, t1]) & np.isnan(value[:, t2])
+        cols_v.append(np.where(nan, np.nan, both))
+        cols_var.append(wt * wt * v1 + (1.0 - wt) ** 2 * np.nan_to_num(v2) + 2.0 * wt * (1.0 - wt) * c12)
+        cols_lam.append(wt)
+    return np.stack(cols_v, axis=1), np.stack(cols_var, axis=1), np.stack(cols_lam, axis=1)
 
 
 def estimate(
@@ -314,6 +357,8 @@ def bootstrap_intervals(
     """
     if n_boot < 2:
         raise ValueError(f"n_boot must be at least 2, got {n_boot}")
+    if "prmse_combined" in metrics:
+        raise ValueError("the weighted bootstrap does not cover prmse_combined; ask for prmse and prmse_double")
     parts, _, _, _ = _fit(systems, first, second, p_first, p_second, predictions, metrics)
     c, n = systems.shape[:2]
     gs = [metric_function(name, j, parts.k, n) for name, j in parts.labels]

@@ -19,6 +19,9 @@ responses (the ddof=1 factor n / (n - 1) is that of the plain metric when every 
 - PRMSE on double-scored responses (the classical design of the paper's section 5.3, eq. 6-8 with c_i = 2):
   Hbar = (A + B) / 2, V_T = var_Hbar n / (n - 1) - V_e / 2, MSE(T|S) = E[(Hbar - S)^2] - V_e / 2.
 - human-human r and QWK: the same formulas on (A, B).
+- PRMSE combined (:mod:`core.campaign.estimators`): the minimum-variance weighted mean of the two PRMSE estimates
+  above, which estimate the same population value when the two raters are exchangeable (it is not a function of
+  the moments alone, so :func:`metric_function` does not define it).
 
 Gradients are central differences with a relative step of 1e-6 (every g is a rational function of the moments, so
 the error is far below the sampling error); every function takes moments with any leading batch axes.
@@ -42,11 +45,12 @@ METRICS: dict[str, bool] = {
     "smd": True,
     "prmse": True,
     "prmse_double": True,
+    "prmse_combined": True,
     "hh_r": False,
     "hh_qwk": False,
 }
 #: The metrics whose estimate needs second scores.
-NEEDS_SECOND = frozenset({"prmse", "prmse_double", "hh_r", "hh_qwk"})
+NEEDS_SECOND = frozenset({"prmse", "prmse_double", "prmse_combined", "hh_r", "hh_qwk"})
 
 
 @dataclass(frozen=True)

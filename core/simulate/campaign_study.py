@@ -18,10 +18,11 @@ Designs, each at a budget b (expected human scores as a share of the N responses
   with the robust uniform share), ``wrong`` (active with the spreads inverted, s -> 1 / s: deliberately wrong
   uncertainty estimates), ``oracle`` (Neyman, tau = 0, with the model and spreads fitted on
   ``oracle_responses`` fully scored responses: perfectly known uncertainties, the bound of the allocation);
-- PRMSE and human-human agreement (target of the design: PRMSE): ``classical`` double-scores a uniform sample of
-  b N / 2 responses (b N scores) and computes PRMSE with Loukina et al.'s formula on the mean of the two scores (the
-  paper's section 5.3); the pilot double-scores ``pilot_share`` b N / 2 responses; ``uniform``, ``active`` and
-  ``oracle`` then buy first and second scores (the Neyman split between them, uniform within each for ``uniform``).
+- PRMSE and human-human agreement (targets of the design: both PRMSE forms): ``classical`` double-scores a uniform
+  sample of b N / 2 responses (b N scores) and computes PRMSE with Loukina et al.'s formula on the mean of the two
+  scores (the paper's section 5.3); the pilot double-scores ``pilot_share`` b N / 2 responses; ``uniform``,
+  ``active`` and ``oracle`` then buy first and second scores (the Neyman split between them, uniform within each
+  for ``uniform``), and report the combined PRMSE as "prmse" (the first-score form as "prmse_first").
 
 All designs of a campaign share its simulated responses and the uniforms of their Poisson draws (common random
 numbers), so differences between designs are paired over seeds. Every array op is over a chunk of campaigns at once.
@@ -46,7 +47,10 @@ from core.campaign.moments import moment_predictions
 RATER_ERROR_SD = {"low": 0.85, "moderate": 0.60, "average": 0.46, "high": 0.24}
 OBSERVED_METRICS = ("mean", "r", "qwk", "rmse", "smd")
 OBSERVED_TARGETS = ("mean", "r", "qwk", "rmse")
-DOUBLE_METRICS = ("prmse", "hh_r", "hh_qwk")
+DOUBLE_METRICS = ("prmse_combined", "prmse", "hh_r", "hh_qwk")
+#: Names in the results: the classical double-scored PRMSE and the campaign's combined PRMSE are both "prmse";
+#: the campaign's first-score PRMSE is "prmse_first".
+RESULT_NAMES = {"prmse_double": "prmse", "prmse_combined": "prmse", "prmse": "prmse_first"}
 OBSERVED_DESIGNS = ("classical", "uniform", "active", "wrong", "oracle")
 DOUBLE_DESIGNS = ("classical", "uniform", "active", "oracle")
 
@@ -97,9 +101,10 @@ def draw_world(s: CampaignStudySettings, error_sd: float, system_r: float, shape
 def truth(world: World) -> dict[str, float]:
     """Every metric on a fully double-scored world of one campaign (the true values)."""
     one = np.ones_like(world.first)
-    est = estimate(world.systems, world.first, world.second, one, one, metrics=OBSERVED_METRICS + DOUBLE_METRICS)
+    metrics = OBSERVED_METRICS + ("prmse", "hh_r", "hh_qwk")
+    est = estimate(world.systems, world.first, world.second, one, one, metrics=metrics)
     out = {name: float(est.value[0, t]) for t, (name, _) in enumerate(est.labels)}
-    out["prmse_double"] = out["prmse"]
+    out["prmse_double"] = out["prmse_combined"] = out["prmse"]
     return out
 
 
@@ -126,7 +131,7 @@ def fit_oracle(world: World) -> Oracle:
     one = np.ones_like(world.first)
     model = fit_model(world.systems, world.first, world.second)
     tables = {}
-    for key, targets in (("observed", OBSERVED_TARGETS), ("double", ("prmse",))):
+    for key, targets in (("observed", OBSERVED_TARGETS), ("double", ("prmse", "prmse_double"))):
         res = target_residuals(world.systems, world.first, world.second, one, one, model, targets)
         tables[key] = spread_tables(res)
     return Oracle(model=model, tables=tables)
@@ -175,7 +180,7 @@ def _two_iterations(
     spent = take.sum(axis=1) * (2 if double else 1)
     rest = np.maximum(budget * n - spent, 1.0)
     key = "double" if double else "observed"
-    targets = ("prmse",) if double else OBSERVED_TARGETS
+    targets = ("prmse", "prmse_double") if double else OBSERVED_TARGETS
     kwargs: dict[str, Any] = {"tau": None}
     if design == "uniform":
         kwargs = {"tau": 1.0}
@@ -215,7 +220,7 @@ def _rows(
                 "cost": cost.astype(np.float64),
             }
         )
-        frame["metric"] = "prmse" if name == "prmse_double" else name
+        frame["metric"] = RESULT_NAMES.get(name, name)
         frame["truth"] = true
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True)
