@@ -63,7 +63,8 @@ UNDEFINED = "undefined for these scores (constant scores or a non-positive varia
 class CampaignEstimates:
     """Estimates of T metrics for C campaigns: each array is (C, T); ``labels[t]`` = (metric, system or None).
 
-    ``reason`` holds why a value is NaN ("" where it is defined); ``lam`` the power-tuning parameter used (for PRMSE combined: the weight of the first-score PRMSE).
+    ``reason`` holds why a value is NaN ("" where it is defined); ``lam`` the power-tuning parameter used (for
+    PRMSE combined: the weight of the first-score PRMSE).
     """
 
     labels: tuple[tuple[str, int | None], ...]
