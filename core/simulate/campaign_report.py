@@ -163,9 +163,10 @@ def report(df: pd.DataFrame) -> str:
         nw = never_worse(df, design)
         bad = nw[nw["worse"]]
         parts += ["", f"### Never worse than uniform: {design} - uniform, paired over campaigns", ""]
+        worst = f"{bad['relative'].max():+.2%}" if len(bad) else "none"
         parts.append(
             f"{len(bad)} of {len(nw)} cells have the 95% interval of the mean width difference above 0; the largest"
-            f" mean difference is {nw['relative'].max():+.2%} of the uniform design's width."
+            f" of those differences, relative to the uniform design's mean width: {worst}."
         )
         if len(bad):
             parts += ["", _markdown(bad, 4)]
