@@ -105,3 +105,18 @@ def test_a_budget_that_is_not_positive_is_refused() -> None:
     one = np.ones_like(h1)
     with pytest.raises(ValueError, match="positive"):
         choose_iteration(systems, h1, h2, one, one, budget=0, targets=("r",), rng=rng)
+
+
+def test_with_a_margin_the_robust_rule_keeps_the_uniform_design_unless_the_gain_is_clear() -> None:
+    rng = np.random.default_rng(1)
+    t = rng.uniform(1, 6, (30, 3000))
+    h1 = t + rng.normal(0, 1, t.shape) * 0.4 * (t - 1) ** 2
+    systems = t[..., None]
+    pilot = rng.random(h1.shape) < 0.1
+    first, second = np.where(pilot, h1, np.nan), np.full_like(h1, np.nan)
+    one = np.ones_like(h1)
+    kwargs = {"budget": 600, "targets": ("mean",), "margin": 1.0}
+    right = choose_iteration(systems, first, second, one, one, rng=np.random.default_rng(2), **kwargs)
+    wrong = choose_iteration(systems, first, second, one, one, rng=np.random.default_rng(2), invert=True, **kwargs)
+    assert right.tau.mean() < 0.5
+    assert (wrong.tau == 1.0).mean() > 0.9

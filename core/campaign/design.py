@@ -194,16 +194,14 @@ def spread_tables(
     return np.sqrt((sig1 / scale).sum(axis=-1)), np.sqrt((sig2 / scale).sum(axis=-1))
 
 
-def _variance_estimate(
+def _variance_terms(
     e: tuple[NDArray[Any], NDArray[Any]], res: Residuals, p: tuple[NDArray[Any], NDArray[Any]], fold: NDArray[Any]
 ) -> NDArray[Any]:
-    """V_hat = sum over ``fold`` of e_i (1/p_i - 1) / q_i for both slots; e_i = sum_t u_ti^2 / V_t; (C,)."""
+    """Per-response terms of V_hat, e_i (1/p_i - 1) / q_i over both slots for the responses of ``fold``; (C, N)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         t1 = np.where(res.mask1 & fold, e[0] * (1.0 / p[0] - 1.0) / res.q1, 0.0)
         t2 = np.where(res.mask2 & fold, e[1] * (1.0 / p[1] - 1.0) / res.q2, 0.0)
-    return np.asarray(
-        np.nan_to_num(t1, posinf=1e300).sum(axis=1) + np.nan_to_num(t2, posinf=1e300).sum(axis=1), dtype=np.float64
-    )
+    return np.asarray(np.nan_to_num(t1, posinf=1e300) + np.nan_to_num(t2, posinf=1e300), dtype=np.float64)
 
 
 def robust_tau(
@@ -213,10 +211,13 @@ def robust_tau(
     rng: np.random.Generator,
     *,
     invert: bool = False,
+    margin: float = 0.0,
 ) -> NDArray[Any]:
     """The uniform share tau in :data:`TAU_GRID` with the smallest two-fold cross-fitted V_hat(tau); (C,).
 
-    The Neyman part does not depend on tau, so each fold allocates once and every tau is a mixture of it.
+    The Neyman part does not depend on tau, so each fold allocates once and every tau is a mixture of it. With
+    ``margin`` > 0 a tau below 1 is chosen only where V_hat(tau) + margin se < V_hat(1), se the standard error of
+    the difference from its per-response terms (so the design stays uniform unless the gain is clear).
     ``invert`` replaces each spread s by 1 / s (a deliberately wrong model, for the study).
     """
     c, n = res.mask1.shape
@@ -234,15 +235,24 @@ def robust_tau(
             t1, t2 = _inverted(t1), _inverted(t2)
         neyman_parts.append(allocate((t1, t2), counts, budget, np.zeros(c)))
     uniform = allocate(neyman_parts[0], counts, budget, np.ones(c))
-    best: NDArray[Any] = np.full(c, np.inf)
-    tau: NDArray[Any] = np.ones(c)
+    terms = {}
     for t in TAU_GRID:
-        total = np.zeros(c)
+        terms[t] = np.zeros((c, n))
         for part, (q1, q2) in zip((fold, ~fold), neyman_parts, strict=True):
             p1 = np.take_along_axis((1.0 - t) * q1 + t * uniform[0], res.bins, axis=1)
             p2 = np.take_along_axis((1.0 - t) * q2 + t * uniform[1], res.bins, axis=1)
-            total += _variance_estimate(e, res, (p1, p2), part)
-        better = total < best * (1.0 - 1e-9)
+            terms[t] += _variance_terms(e, res, (p1, p2), part)
+    scored = res.mask1
+    m = np.maximum(scored.sum(axis=1), 1)
+    base = terms[1.0].sum(axis=1)
+    best: NDArray[Any] = base.copy()
+    tau: NDArray[Any] = np.ones(c)
+    for t in TAU_GRID:
+        d = np.where(scored, terms[t] - terms[1.0], 0.0)
+        dbar = d.sum(axis=1) / m
+        se = np.sqrt(np.where(scored, (d - dbar[:, None]) ** 2, 0.0).sum(axis=1))
+        total = terms[t].sum(axis=1)
+        better = (total < best * (1.0 - 1e-9)) & (total + margin * se < base)
         best = np.where(better, total, best)
         tau = np.where(better, t, tau)
     return tau
@@ -267,13 +277,14 @@ def choose_iteration(
     model: HumanScoreModel | None = None,
     tables: tuple[NDArray[Any], NDArray[Any]] | None = None,
     invert: bool = False,
+    margin: float = 0.0,
 ) -> IterationDesign:
     """The probabilities of the next iteration, from the scores of earlier iterations only.
 
     ``budget``: expected number of new human scores per campaign. ``tau``: a fixed uniform share (1 = uniform
     design), or None for the robust rule. ``model`` and ``tables``: a fitted model and per-bin spreads to use
     instead of those of the earlier scores (the oracle of the study, with perfectly known spreads). ``invert``:
-    allocate by 1 / spread (a deliberately wrong model).
+    allocate by 1 / spread (a deliberately wrong model). ``margin``: see :func:`robust_tau`.
     """
     c, n, _ = systems.shape
     budget_arr = np.broadcast_to(np.asarray(budget, dtype=np.float64), (c,)).copy()
@@ -284,7 +295,7 @@ def choose_iteration(
     open1, open2 = np.isnan(first), np.isnan(second)
     counts = (bin_counts(res.bins, open1), bin_counts(res.bins, open2))
     if tau is None:
-        taus = robust_tau(res, budget_arr, counts, rng, invert=invert)
+        taus = robust_tau(res, budget_arr, counts, rng, invert=invert, margin=margin)
     else:
         taus = np.full(c, float(tau))
     t1, t2 = spread_tables(res) if tables is None else np.broadcast_arrays(*tables)

@@ -66,6 +66,7 @@ class CampaignStudySettings:
     rater_categories: tuple[str, ...] = ("low", "moderate", "average", "high")
     system_r: tuple[float, ...] = (0.3, 0.8, 0.9, 0.97)
     pilot_share: float = 0.25
+    margin: float = 0.0
     truth_responses: int = 1_000_000
     oracle_responses: int = 200_000
     true_mean: float = 3.844
@@ -168,11 +169,18 @@ def _classical(world: World, share: float, double: bool, draws: Draws) -> tuple[
 
 
 def _two_iterations(
-    world: World, budget: float, double: bool, design: str, draws: Draws, oracle: Oracle, rng: Any
+    s: CampaignStudySettings,
+    world: World,
+    budget: float,
+    double: bool,
+    design: str,
+    draws: Draws,
+    oracle: Oracle,
+    rng: Any,
 ) -> tuple[CampaignEstimates, NDArray[Any]]:
     """Pilot (uniform, earlier iteration) then one designed iteration; estimates with the design's model."""
     c, n = world.first.shape
-    pilot_share = budget * (0.5 if double else 1.0) * _PILOT[0]
+    pilot_share = budget * (0.5 if double else 1.0) * s.pilot_share
     take = draws.pilot < pilot_share
     first = np.where(take, world.first, np.nan)
     second = np.where(take, world.second, np.nan) if double else _nan((c, n))
@@ -181,11 +189,11 @@ def _two_iterations(
     rest = np.maximum(budget * n - spent, 1.0)
     key = "double" if double else "observed"
     targets = ("prmse", "prmse_double") if double else OBSERVED_TARGETS
-    kwargs: dict[str, Any] = {"tau": None}
+    kwargs: dict[str, Any] = {"tau": None, "margin": s.margin}
     if design == "uniform":
         kwargs = {"tau": 1.0}
     elif design == "wrong":
-        kwargs = {"tau": None, "invert": True}
+        kwargs = {"tau": None, "invert": True, "margin": s.margin}
     elif design == "oracle":
         kwargs = {"tau": 0.0, "model": oracle.tiled(c), "tables": oracle.tables[key]}
     plan = choose_iteration(world.systems, first, second, one, one, budget=rest, targets=targets, rng=rng, **kwargs)
@@ -198,9 +206,6 @@ def _two_iterations(
     est = estimate(world.systems, first, second, p1, p2, predictions=f, metrics=metrics)
     cost = (~np.isnan(first)).sum(axis=1) + (~np.isnan(second)).sum(axis=1)
     return est, cost
-
-
-_PILOT = [0.25]
 
 
 def _rows(
@@ -239,7 +244,6 @@ def run_setting(
     sd = RATER_ERROR_SD[rater]
     truth_values = truth(draw_world(s, sd, system_r, (1, s.truth_responses), rng))
     oracle = fit_oracle(draw_world(s, sd, system_r, (1, s.oracle_responses), rng))
-    _PILOT[0] = s.pilot_share
     rows: list[pd.DataFrame] = []
     for start in range(0, s.n_campaigns, s.chunk):
         c = min(s.chunk, s.n_campaigns - start)
@@ -252,7 +256,7 @@ def run_setting(
                     if design == "classical":
                         est, cost = _classical(world, budget * (0.5 if double else 1.0), double, draws)
                     else:
-                        est, cost = _two_iterations(world, budget, double, design, draws, oracle, rng)
+                        est, cost = _two_iterations(s, world, budget, double, design, draws, oracle, rng)
                     tags = {**base, "design": design, "family": "double" if double else "observed"}
                     rows.append(_rows(est, cost, truth_values, tags))
         if progress is not None:
