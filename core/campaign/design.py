@@ -21,7 +21,9 @@ tau is the value on a grid from :data:`TAU_MIN` to 1 (1 = uniform) that minimise
 design variance, V_hat(tau) = sum over earlier-scored responses of u_i^2 (1 / p_i(tau) - 1) / q_i, where u_i^2 =
 sum_t u_ti^2 / V_t are their *actual* residuals, q_i the probability under which they were scored, and p_i(tau)
 the allocation computed with spreads fitted on the other fold (two folds). Because the comparison uses actual
-residuals, a wrong spread model makes tau = 1 win and the design falls back to uniform.
+residuals, a wrong spread model makes tau = 1 win and the design falls back to uniform. A tau below 1 is kept
+only where V_hat(tau) + margin se < V_hat(1) (default margin 1, se the standard error of the difference from its
+per-response terms), so a noisy comparison does not leave the uniform design by chance.
 
 Second scores: a response scored once in an earlier iteration gets a second score with probability p2_i from the
 slot-2 allocation; an unscored response with p1_i and p2_i <= p1_i (both drawn in this iteration, the second
@@ -211,7 +213,7 @@ def robust_tau(
     rng: np.random.Generator,
     *,
     invert: bool = False,
-    margin: float = 0.0,
+    margin: float = 1.0,
 ) -> NDArray[Any]:
     """The uniform share tau in :data:`TAU_GRID` with the smallest two-fold cross-fitted V_hat(tau); (C,).
 
@@ -277,7 +279,7 @@ def choose_iteration(
     model: HumanScoreModel | None = None,
     tables: tuple[NDArray[Any], NDArray[Any]] | None = None,
     invert: bool = False,
-    margin: float = 0.0,
+    margin: float = 1.0,
 ) -> IterationDesign:
     """The probabilities of the next iteration, from the scores of earlier iterations only.
 

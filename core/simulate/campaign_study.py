@@ -66,7 +66,7 @@ class CampaignStudySettings:
     rater_categories: tuple[str, ...] = ("low", "moderate", "average", "high")
     system_r: tuple[float, ...] = (0.3, 0.8, 0.9, 0.97)
     pilot_share: float = 0.25
-    margin: float = 0.0
+    margin: float = 1.0
     truth_responses: int = 1_000_000
     oracle_responses: int = 200_000
     true_mean: float = 3.844
