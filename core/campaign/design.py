@@ -1,0 +1,350 @@
+"""Which responses get a human score, and which a second one: inclusion probabilities and Poisson sampling.
+
+Each response has two *slots*: its first score and its second score. For target metrics t with delta-method
+gradients a_t, the contribution of response i to the error of the estimate of t is the residual of its pseudo-outcome,
+u_ti = a_t'(phi_i - f_i) (first-score terms for slot 1, double-score terms for slot 2; :mod:`core.campaign.estimators`).
+Its predicted squared spread sigma_ti^2 = E[u_ti^2 | S_i] comes from the earlier iterations (:func:`core.campaign.
+model.binned_spread`). The variance of the estimate of t is, up to terms the design does not change,
+sum_i sigma_ti^2 (1 / p_i - 1) / N^2 (Zrnic & Candès 2024, eq. 4). Minimising sum_t Var_t / V_t, V_t = sum_i
+sigma_ti^2 (so every target weighs by its relative variance), under an expected budget sum_i p_i = n gives the
+Neyman allocation (Neyman 1934; Zrnic & Candès 2024, section 3):
+
+    p_i = min(1, c s_i),   s_i^2 = sum_t sigma_ti^2 / V_t,   c such that sum_i p_i = n,
+
+over both slots at once (one Lagrange multiplier for the whole budget, which also decides how many second scores
+to buy: a slot whose spread is larger gets more budget). The uniform floor mixes with the uniform design of the
+same first/second split: p = (1 - tau) p_Neyman + tau n_slot / N_slot, tau >= :data:`TAU_MIN`, so no response has
+a probability near 0.
+
+Robust rule (Li, Zrnic & Candès 2025, robust active inference: choose the mixing weight by an estimated variance):
+tau is the value on a grid from :data:`TAU_MIN` to 1 (1 = uniform) that minimises a cross-fitted estimate of the
+design variance, V_hat(tau) = sum over earlier-scored responses of u_i^2 (1 / p_i(tau) - 1) / q_i, where u_i^2 =
+sum_t u_ti^2 / V_t are their *actual* residuals, q_i the probability under which they were scored, and p_i(tau)
+the allocation computed with spreads fitted on the other fold (two folds). Because the comparison uses actual
+residuals, a wrong spread model makes tau = 1 win and the design falls back to uniform. A tau below 1 is kept
+only where V_hat(tau) + margin se < V_hat(1) (default margin 1, se the standard error of the difference from its
+per-response terms), so a noisy comparison does not leave the uniform design by chance.
+
+Second scores: a response scored once in an earlier iteration gets a second score with probability p2_i from the
+slot-2 allocation; an unscored response with p1_i and p2_i <= p1_i (both drawn in this iteration, the second
+given the first with probability p2_i / p1_i).
+
+Sampling is Poisson (independent Bernoulli draws with the recorded probabilities) from a seeded
+``numpy.random.Generator`` passed in explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.campaign.estimators import metric_labels
+from core.campaign.model import N_BINS, HumanScoreModel, binned_mean, fit_model, predict
+from core.campaign.moments import Layout, gradient, metric_function, moment_predictions, moment_terms
+
+#: Smallest share of the uniform design in the mixture.
+TAU_MIN = 0.1
+#: Grid of mixing weights tried by the robust rule.
+TAU_GRID = tuple(np.round(np.linspace(TAU_MIN, 1.0, 10), 2))
+
+
+@dataclass(frozen=True)
+class IterationDesign:
+    """Probabilities of one iteration, each (C, N): ``p_first`` for responses without a score (0 elsewhere),
+    ``p_second`` the overall probability of a second score this iteration (0 for double-scored responses);
+    ``tau`` (C,) the uniform share chosen, ``model`` the fitted human-score model; ``all_first``/``all_second`` the
+    probabilities every response would have had if its slot were open (for the union probabilities)."""
+
+    p_first: NDArray[Any]
+    p_second: NDArray[Any]
+    tau: NDArray[Any]
+    model: HumanScoreModel
+    all_first: NDArray[Any]
+    all_second: NDArray[Any]
+
+
+def check_probabilities(p: NDArray[Any], name: str = "p") -> None:
+    """Raise ValueError unless every probability is in (0, 1]."""
+    bad = ~((p > 0) & (p <= 1))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} must be in (0, 1]: entry {idx} is {p[idx]}")
+
+
+def poisson_sample(p: NDArray[Any], uniforms: NDArray[Any]) -> NDArray[Any]:
+    """xi_i = 1[U_i < p_i]: Poisson sampling with probabilities p and uniforms U (drawn with ``rng.random``)."""
+    return uniforms < p
+
+
+def neyman(values: NDArray[Any], counts: NDArray[Any], budget: NDArray[Any]) -> NDArray[Any]:
+    """Neyman probabilities of groups of slots: p_g = min(1, c s_g) with sum_g n_g p_g = budget; (C, G).
+
+    ``values`` (C, G) spreads s_g >= 0 of each group (a bin of responses), ``counts`` (C, G) the open slots in it,
+    ``budget`` (C,). The scale c is found by bisection on log c; a budget at or above the open slots with positive
+    spread gives p = 1 for all of them.
+    """
+    s = np.where(counts > 0, np.maximum(values, 0.0), 0.0)
+    lo: NDArray[Any] = np.full(s.shape[0], -700.0)
+    smin = np.min(np.where(s > 0, s, np.inf), axis=1)
+    hi: NDArray[Any] = np.log(1.0 / np.where(np.isfinite(smin), smin, 1.0)) + 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2.0
+        spent = (counts * np.minimum(1.0, np.exp(mid)[:, None] * s)).sum(axis=1)
+        over = spent > budget
+        hi = np.where(over, mid, hi)
+        lo = np.where(over, lo, mid)
+    return np.asarray(np.minimum(1.0, np.exp(lo)[:, None] * s), dtype=np.float64)
+
+
+def allocate(
+    tables: tuple[NDArray[Any], NDArray[Any]],
+    counts: tuple[NDArray[Any], NDArray[Any]],
+    budget: NDArray[Any],
+    tau: NDArray[Any],
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Per-bin probabilities (p1, p2), each (C, B): Neyman over both slots, mixed with the uniform design of the
+    same first/second split with share ``tau`` (C,).
+
+    ``tables`` are the spreads s of slot 1 and slot 2 per bin, ``counts`` the open slots per bin.
+    """
+    nb = tables[0].shape[1]
+    p = neyman(np.concatenate(tables, axis=1), np.concatenate(counts, axis=1), budget)
+    p1, p2 = p[:, :nb], p[:, nb:]
+    n1 = (counts[0] * p1).sum(axis=1)
+    n2 = (counts[1] * p2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u1 = np.nan_to_num(n1 / counts[0].sum(axis=1))
+        u2 = np.nan_to_num(n2 / counts[1].sum(axis=1))
+    t = tau[:, None]
+    return (1.0 - t) * p1 + t * u1[:, None], (1.0 - t) * p2 + t * u2[:, None]
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """Actual residuals u_ti (C, N, T) of the scored responses for slots 1 and 2, their masks, the probabilities
+    under which they were scored, and every response's bin (C, N)."""
+
+    u1: NDArray[Any]
+    u2: NDArray[Any]
+    mask1: NDArray[Any]
+    mask2: NDArray[Any]
+    q1: NDArray[Any]
+    q2: NDArray[Any]
+    bins: NDArray[Any]
+
+
+def target_residuals(
+    systems: NDArray[Any],
+    first: NDArray[Any],
+    second: NDArray[Any],
+    p_first: NDArray[Any],
+    p_second: NDArray[Any],
+    model: HumanScoreModel,
+    targets: Sequence[str],
+) -> Residuals:
+    """u_ti = a_t'(phi_i - f_i) on each slot's terms, a_t the gradient of target t at the weighted moment estimate."""
+    c, n, k = systems.shape
+    lay = Layout(k)
+    m, v, bins = predict(model, systems)
+    f = moment_predictions(systems, m, v, model.error_var)
+    phi = moment_terms(systems, first, second)
+    mask1 = ~np.isnan(first)
+    mask2 = mask1 & ~np.isnan(second)
+    q1 = np.where(mask1, p_first, 1.0)
+    q2 = np.where(mask2, p_second, 1.0)
+    mu = np.empty(phi.shape[:2])
+    for level, weight in enumerate((np.ones_like(q1), mask1 / q1, mask2 / q2)):
+        cols = lay.levels == level
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu[:, cols] = np.einsum("cjn,cn->cj", phi[:, cols], weight) / weight.sum(axis=1)[:, None]
+    labels = metric_labels(targets, k)
+    a = np.nan_to_num(np.stack([gradient(metric_function(t, j, k, n), mu) for t, j in labels], axis=1))
+    diff = phi - f
+    lv = lay.levels
+    u1 = (a[..., lv == 1] @ diff[:, lv == 1]).transpose(0, 2, 1) * mask1[..., None]
+    u2 = (a[..., lv == 2] @ diff[:, lv == 2]).transpose(0, 2, 1) * mask2[..., None]
+    return Residuals(u1=u1, u2=u2, mask1=mask1, mask2=mask2, q1=q1, q2=q2, bins=bins)
+
+
+def bin_counts(bins: NDArray[Any], mask: NDArray[Any], n_bins: int = N_BINS) -> NDArray[Any]:
+    """(C, n_bins) number of responses of each bin in ``mask``."""
+    c = bins.shape[0]
+    flat = (np.arange(c)[:, None] * n_bins + bins)[mask]
+    return np.bincount(flat, minlength=c * n_bins).reshape(c, n_bins).astype(np.float64)
+
+
+def spread_tables(
+    res: Residuals, fit_mask: NDArray[Any] | None = None, n_bins: int = N_BINS
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(s1, s2) per bin, each (C, n_bins): s = sqrt(sum_t sigma_t^2 / V_t), spreads fitted on ``fit_mask``.
+
+    V_t = the mean over all responses of sigma_t1^2 + sigma_t2^2 (the uniform design's variance scale of target t).
+    """
+    m1 = res.mask1 if fit_mask is None else res.mask1 & fit_mask
+    m2 = res.mask2 if fit_mask is None else res.mask2 & fit_mask
+    sig1 = np.nan_to_num(binned_mean(res.u1 * res.u1, res.bins, m1, n_bins), nan=1.0)
+    sig2 = np.nan_to_num(binned_mean(res.u2 * res.u2, res.bins, m2, n_bins), nan=0.0)
+    sig2 = np.where(np.abs(res.u2).sum(axis=1)[:, None, :] > 0, sig2, 0.0)
+    share = bin_counts(res.bins, np.ones_like(res.mask1), n_bins)
+    share = share / share.sum(axis=1, keepdims=True)
+    scale = np.einsum("cb,cbt->ct", share, sig1 + sig2)[:, None, :]
+    scale = np.where(scale > 0, scale, 1.0)
+    return np.sqrt((sig1 / scale).sum(axis=-1)), np.sqrt((sig2 / scale).sum(axis=-1))
+
+
+def _variance_terms(
+    e: tuple[NDArray[Any], NDArray[Any]], res: Residuals, p: tuple[NDArray[Any], NDArray[Any]], fold: NDArray[Any]
+) -> NDArray[Any]:
+    """Per-response terms of V_hat, e_i (1/p_i - 1) / q_i over both slots for the responses of ``fold``; (C, N)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = np.where(res.mask1 & fold, e[0] * (1.0 / p[0] - 1.0) / res.q1, 0.0)
+        t2 = np.where(res.mask2 & fold, e[1] * (1.0 / p[1] - 1.0) / res.q2, 0.0)
+    return np.asarray(np.nan_to_num(t1, posinf=1e300) + np.nan_to_num(t2, posinf=1e300), dtype=np.float64)
+
+
+def robust_tau(
+    res: Residuals,
+    budget: NDArray[Any],
+    counts: tuple[NDArray[Any], NDArray[Any]],
+    rng: np.random.Generator,
+    *,
+    invert: bool = False,
+    margin: float = 1.0,
+) -> NDArray[Any]:
+    """The uniform share tau in :data:`TAU_GRID` with the smallest two-fold cross-fitted V_hat(tau); (C,).
+
+    The Neyman part does not depend on tau, so each fold allocates once and every tau is a mixture of it. With
+    ``margin`` > 0 a tau below 1 is chosen only where V_hat(tau) + margin se < V_hat(1), se the standard error of
+    the difference from its per-response terms (so the design stays uniform unless the gain is clear).
+    ``invert`` replaces each spread s by 1 / s (a deliberately wrong model, for the study).
+    """
+    c, n = res.mask1.shape
+    fold = rng.random((c, n)) < 0.5
+    scale = (res.u1 * res.u1).sum(axis=1) + (res.u2 * res.u2).sum(axis=1)
+    scale = np.where(scale > 0, scale, 1.0)
+    e = (
+        ((res.u1 * res.u1) / scale[:, None, :]).sum(axis=-1),
+        ((res.u2 * res.u2) / scale[:, None, :]).sum(axis=-1),
+    )
+    neyman_parts = []
+    for part in (fold, ~fold):
+        t1, t2 = spread_tables(res, ~part)
+        if invert:
+            t1, t2 = _inverted(t1), _inverted(t2)
+        neyman_parts.append(allocate((t1, t2), counts, budget, np.zeros(c)))
+    uniform = allocate(neyman_parts[0], counts, budget, np.ones(c))
+    terms = {}
+    for t in TAU_GRID:
+        terms[t] = np.zeros((c, n))
+        for part, (q1, q2) in zip((fold, ~fold), neyman_parts, strict=True):
+            p1 = np.take_along_axis((1.0 - t) * q1 + t * uniform[0], res.bins, axis=1)
+            p2 = np.take_along_axis((1.0 - t) * q2 + t * uniform[1], res.bins, axis=1)
+            terms[t] += _variance_terms(e, res, (p1, p2), part)
+    scored = res.mask1
+    m = np.maximum(scored.sum(axis=1), 1)
+    base = terms[1.0].sum(axis=1)
+    best: NDArray[Any] = base.copy()
+    tau: NDArray[Any] = np.ones(c)
+    for t in TAU_GRID:
+        d = np.where(scored, terms[t] - terms[1.0], 0.0)
+        dbar = d.sum(axis=1) / m
+        se = np.sqrt(np.where(scored, (d - dbar[:, None]) ** 2, 0.0).sum(axis=1))
+        total = terms[t].sum(axis=1)
+        better = (total < best * (1.0 - 1e-9)) & (total + margin * se < base)
+        best = np.where(better, total, best)
+        tau = np.where(better, t, tau)
+    return tau
+
+
+def _inverted(s: NDArray[Any]) -> NDArray[Any]:
+    with np.errstate(divide="ignore"):
+        return np.where(s > 0, 1.0 / np.where(s > 0, s, 1.0), 0.0)
+
+
+def choose_iteration(
+    systems: NDArray[Any],
+    first: NDArray[Any],
+    second: NDArray[Any],
+    p_first: NDArray[Any],
+    p_second: NDArray[Any],
+    *,
+    budget: NDArray[Any] | float,
+    targets: Sequence[str],
+    rng: np.random.Generator,
+    tau: float | None = None,
+    model: HumanScoreModel | None = None,
+    tables: tuple[NDArray[Any], NDArray[Any]] | None = None,
+    invert: bool = False,
+    margin: float = 1.0,
+) -> IterationDesign:
+    """The probabilities of the next iteration, from the scores of earlier iterations only.
+
+    ``budget``: expected number of new human scores per campaign. ``tau``: a fixed uniform share (1 = uniform
+    design), or None for the robust rule. ``model`` and ``tables``: a fitted model and per-bin spreads to use
+    instead of those of the earlier scores (the oracle of the study, with perfectly known spreads). ``invert``:
+    allocate by 1 / spread (a deliberately wrong model). ``margin``: see :func:`robust_tau`.
+    """
+    c, n, _ = systems.shape
+    budget_arr = np.broadcast_to(np.asarray(budget, dtype=np.float64), (c,)).copy()
+    if not (np.isfinite(budget_arr).all() and (budget_arr > 0).all()):
+        raise ValueError(f"the budget of an iteration must be a positive number, got {budget!r}")
+    fitted = model if model is not None else fit_model(systems, first, second)
+    res = target_residuals(systems, first, second, p_first, p_second, fitted, targets)
+    open1, open2 = np.isnan(first), np.isnan(second)
+    counts = (bin_counts(res.bins, open1), bin_counts(res.bins, open2))
+    if tau is None:
+        taus = robust_tau(res, budget_arr, counts, rng, invert=invert, margin=margin)
+    else:
+        taus = np.full(c, float(tau))
+    t1, t2 = spread_tables(res) if tables is None else np.broadcast_arrays(*tables)
+    if invert:
+        t1, t2 = _inverted(t1), _inverted(t2)
+    q1, q2 = allocate(
+        (np.broadcast_to(t1, (c, t1.shape[1])), np.broadcast_to(t2, (c, t2.shape[1]))), counts, budget_arr, taus
+    )
+    all1 = np.take_along_axis(q1, res.bins, axis=1)
+    all2 = np.minimum(np.take_along_axis(q2, res.bins, axis=1), all1)
+    p1 = np.where(open1, all1, 0.0)
+    p2 = np.where(open2, np.where(open1, all2, np.take_along_axis(q2, res.bins, axis=1)), 0.0)
+    return IterationDesign(p_first=p1, p_second=p2, tau=taus, model=fitted, all_first=all1, all_second=all2)
+
+
+def apply_iteration(
+    design: IterationDesign,
+    truth: tuple[NDArray[Any], NDArray[Any]],
+    scores: tuple[NDArray[Any], NDArray[Any]],
+    uniforms: tuple[NDArray[Any], NDArray[Any]],
+    previous: tuple[NDArray[Any], NDArray[Any]] | None = None,
+) -> tuple[tuple[NDArray[Any], NDArray[Any]], tuple[NDArray[Any], NDArray[Any]]]:
+    """Draw the iteration (Poisson, with the given uniforms) and return the updated (scores, probabilities).
+
+    ``truth`` are the human scores a response would get (first, second); ``scores`` those observed so far (NaN =
+    none). The returned probability of a score:
+
+    - ``previous`` None (conditioning): 1 for scores from earlier iterations (the estimator conditions on them,
+      exactly design-unbiased given the earlier iterations), this iteration's probability for new ones;
+    - ``previous`` = (p1, p2) the earlier iterations' probabilities of every response (union): the probability of
+      being scored in either, 1 - (1 - p_earlier)(1 - p_now), for every scored response, with p_now what this
+      design gives the response's slot (as if open). This uses every score at its sampling weight; p_now depends
+      on the earlier scores only through the fitted model, so the estimator is design-consistent.
+    """
+    first, second = scores
+    new1 = np.isnan(first) & poisson_sample(design.p_first, uniforms[0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cond = np.where(np.isnan(first), design.p_second / np.where(design.p_first > 0, design.p_first, 1.0), 1.0)
+    had_first = ~np.isnan(first)
+    draw2 = np.where(had_first, poisson_sample(design.p_second, uniforms[1]), poisson_sample(cond, uniforms[1]))
+    new2 = np.isnan(second) & (had_first | new1) & draw2
+    if previous is None:
+        p1 = np.where(new1, design.p_first, 1.0)
+        p2 = np.where(new2, design.p_second, 1.0)
+    else:
+        p1 = 1.0 - (1.0 - previous[0]) * (1.0 - design.all_first)
+        p2 = 1.0 - (1.0 - previous[1]) * (1.0 - design.all_second)
+    first_out = np.where(new1, truth[0], first)
+    second_out = np.where(new2, truth[1], second)
+    return (first_out, second_out), (p1, p2)

@@ -1,0 +1,187 @@
+"""Campaign estimators (core.campaign.estimators): the plain metrics when every response is scored, unbiasedness
+and coverage on a small simulation, invariants, degenerate and bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.campaign.estimators import NO_FIRST, NO_SECOND, UNDEFINED, bootstrap_intervals, check_width, estimate
+from core.campaign.model import fit_model, predict
+from core.campaign.moments import moment_predictions
+from core.metrics.estimates.observed import (
+    pearson_r,
+    quadratic_weighted_kappa,
+    root_mean_squared_error,
+    standardized_mean_difference,
+)
+from core.metrics.estimates.true_score import prmse, variance_of_errors
+
+ALL = ("mean", "r", "qwk", "rmse", "smd", "prmse", "prmse_double", "prmse_combined", "hh_r", "hh_qwk")
+
+
+def world(rng: np.random.Generator, c: int, n: int, error_sd: float = 0.6, system_sd: float = 0.4):
+    """c campaigns of n responses on a 1-6 scale: (systems (c, n, 2), first, second)."""
+    t = np.clip(rng.normal(3.8, 0.74, (c, n)), 1, 6)
+    first = np.clip(np.round(t + rng.normal(0, error_sd, (c, n))), 1, 6)
+    second = np.clip(np.round(t + rng.normal(0, error_sd, (c, n))), 1, 6)
+    systems = np.stack([t + rng.normal(0, system_sd, (c, n)), t + rng.normal(0, 1.0, (c, n))], axis=-1)
+    return systems, first, second
+
+
+def test_every_metric_equals_the_plain_metric_when_every_response_is_scored_with_probability_one() -> None:
+    systems, first, second = world(np.random.default_rng(1), 1, 400)
+    one = np.ones_like(first)
+    h1, h2 = first[0], second[0]
+    ve = variance_of_errors(np.stack([h1, h2], axis=1))
+    model = fit_model(systems, first, second)
+    m, v, _ = predict(model, systems)
+    for predictions in (None, moment_predictions(systems, m, v, model.error_var)):
+        est = estimate(systems, first, second, one, one, predictions=predictions, metrics=ALL)
+        for j in range(2):
+            s = systems[0, :, j]
+            expected = {
+                ("r", j): pearson_r(h1, s),
+                ("qwk", j): quadratic_weighted_kappa(h1, s),
+                ("rmse", j): root_mean_squared_error(h1, s),
+                ("smd", j): standardized_mean_difference(h1, s),
+                ("prmse", j): prmse(s, h1[:, None], ve),
+                ("prmse_double", j): prmse(s, np.stack([h1, h2], axis=1)),
+            }
+            for key, value in expected.items():
+                assert est.value[0, est.index(*key)] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+            combined = est.value[0, est.index("prmse_combined", j)]
+            assert min(expected[("prmse", j)], expected[("prmse_double", j)]) - 1e-12 <= combined
+            assert combined <= max(expected[("prmse", j)], expected[("prmse_double", j)]) + 1e-12
+        assert est.value[0, est.index("mean")] == pytest.approx(h1.mean(), rel=1e-12)
+        assert est.value[0, est.index("hh_r")] == pytest.approx(pearson_r(h1, h2), rel=1e-9)
+        assert est.value[0, est.index("hh_qwk")] == pytest.approx(quadratic_weighted_kappa(h1, h2), rel=1e-9)
+
+
+def _campaigns(rng: np.random.Generator, c: int, n: int, p: float, q: float):
+    systems, first, second = world(rng, c, n)
+    take1 = rng.random((c, n)) < p
+    take2 = take1 & (rng.random((c, n)) < q)
+    pf, ps = np.full((c, n), p), np.full((c, n), p * q)
+    return systems, np.where(take1, first, np.nan), np.where(take2, second, np.nan), pf, ps
+
+
+def test_prediction_powered_estimates_are_unbiased_and_their_intervals_cover_on_a_small_simulation() -> None:
+    rng = np.random.default_rng(7)
+    big_systems, big_first, big_second = world(rng, 1, 400_000)
+    one = np.ones_like(big_first)
+    metrics = ("mean", "r", "qwk", "rmse", "prmse", "prmse_combined")
+    truth = estimate(big_systems, big_first, big_second, one, one, metrics=metrics[:-1]).value[0]
+    truth = np.append(truth, truth[-2:])  # PRMSE combined estimates the PRMSE of both systems
+    model = fit_model(big_systems, big_first, big_second)
+    systems, first, second, pf, ps = _campaigns(rng, 400, 1500, 0.3, 0.5)
+    tiled = type(model)(*(np.repeat(a, 400, axis=0) for a in (model.coef, model.edges, model.bin_var, model.error_var)))
+    m, v, _ = predict(tiled, systems)
+    est = estimate(
+        systems, first, second, pf, ps, predictions=moment_predictions(systems, m, v, tiled.error_var), metrics=metrics
+    )
+    err = est.value - truth
+    assert (np.abs(err.mean(axis=0)) < 4 * err.std(axis=0) / np.sqrt(400)).all()
+    coverage = ((est.low <= truth) & (truth <= est.high)).mean(axis=0)
+    assert ((coverage > 0.91) & (coverage < 0.985)).all(), coverage
+    classical = estimate(systems, first, second, pf, ps, metrics=metrics)
+    assert est.width[:, 0].mean() < classical.width[:, 0].mean()
+
+
+def test_without_human_scores_every_metric_is_nan_with_a_reason() -> None:
+    systems, first, second = world(np.random.default_rng(2), 1, 50)
+    nan = np.full_like(first, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = estimate(systems, nan, nan, np.ones_like(nan), np.ones_like(nan), metrics=ALL)
+    assert np.isnan(est.value).all()
+    assert set(est.reason.ravel()) == {NO_FIRST}
+
+
+def test_without_second_scores_only_the_metrics_that_need_them_are_nan() -> None:
+    systems, first, _ = world(np.random.default_rng(3), 1, 80)
+    nan = np.full_like(first, np.nan)
+    one = np.ones_like(first)
+    est = estimate(systems, first, nan, one, one, metrics=("r", "prmse", "hh_r"))
+    assert np.isfinite(est.value[0, est.index("r", 0)])
+    assert est.reason[0, est.index("prmse", 0)] == NO_SECOND
+    assert est.reason[0, est.index("hh_r")] == NO_SECOND
+
+
+def test_constant_human_scores_give_nan_with_a_reason_not_a_crash() -> None:
+    systems, first, second = world(np.random.default_rng(4), 1, 60)
+    const = np.full_like(first, 3.0)
+    one = np.ones_like(first)
+    est = estimate(systems, const, second, one, one, metrics=("r", "smd", "mean"))
+    assert np.isnan(est.value[0, est.index("r", 0)])
+    assert est.reason[0, est.index("r", 0)] == UNDEFINED
+    assert est.value[0, est.index("mean")] == 3.0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s, f, p: (np.where(np.arange(s.size).reshape(s.shape) == 5, np.inf, s), f, p), "not finite"),
+        (lambda s, f, p: (np.where(np.arange(s.size).reshape(s.shape) == 5, np.nan, s), f, p), "not finite"),
+        (lambda s, f, p: (s, f, np.where(np.arange(p.size).reshape(p.shape) == 3, 0.0, p)), r"in \(0, 1\]"),
+        (lambda s, f, p: (s, f, np.where(np.arange(p.size).reshape(p.shape) == 3, 1.5, p)), r"in \(0, 1\]"),
+        (lambda s, f, p: (s, np.where(np.arange(f.size).reshape(f.shape) == 2, np.inf, f), p), "infinite"),
+    ],
+)
+def test_bad_input_raises_one_located_value_error(change, message) -> None:
+    systems, first, second = world(np.random.default_rng(5), 1, 20)
+    one = np.ones_like(first)
+    s, f, p = change(systems, first, one)
+    with pytest.raises(ValueError, match=message) as info:
+        estimate(s, f, second, p, one)
+    assert "campaign 0, response" in str(info.value)
+
+
+@pytest.mark.parametrize("width", [0.0, -0.1, float("nan"), float("inf")])
+def test_a_target_width_that_is_not_positive_raises_value_error(width: float) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        check_width(width)
+
+
+def test_an_unknown_metric_raises_value_error_naming_the_known_ones() -> None:
+    systems, first, second = world(np.random.default_rng(6), 1, 20)
+    one = np.ones_like(first)
+    with pytest.raises(ValueError, match="unknown metric 'kappa'"):
+        estimate(systems, first, second, one, one, metrics=("kappa",))
+
+
+def test_the_weighted_bootstrap_interval_is_close_to_the_delta_method_interval() -> None:
+    rng = np.random.default_rng(8)
+    systems, first, second, pf, ps = _campaigns(rng, 1, 4000, 0.4, 0.5)
+    est = estimate(systems, first, second, pf, ps, metrics=("mean", "r"))
+    low, high = bootstrap_intervals(systems, first, second, pf, ps, rng=rng, metrics=("mean", "r"), n_boot=400)
+    assert np.allclose(high - low, est.width, rtol=0.2)
+    assert ((low < est.value) & (est.value < high)).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.floats(0.1, 10.0),
+    offset=st.floats(-5.0, 5.0),
+    p=st.floats(0.2, 1.0),
+)
+def test_r_is_invariant_to_affine_changes_of_the_system_scores_and_to_the_order_of_responses(
+    seed: int, scale: float, offset: float, p: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    systems, first, second, pf, ps = _campaigns(rng, 1, 60, p, 1.0)
+    if np.sum(~np.isnan(first)) < 3:
+        return
+    base = estimate(systems, first, second, pf, ps, metrics=("r", "mean")).value
+    moved = estimate(systems * scale + offset, first, second, pf, ps, metrics=("r", "mean")).value
+    order = rng.permutation(60)
+    shuffled = estimate(
+        systems[:, order], first[:, order], second[:, order], pf[:, order], ps[:, order], metrics=("r", "mean")
+    ).value
+    np.testing.assert_allclose(moved, base, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(shuffled, base, rtol=1e-9, atol=1e-12)
