@@ -6,7 +6,7 @@ pool of 200 annotators with offsets, slopes and noise, M3-like): the warm-starte
 N / 5 HITs of 5, plus the selection of the next batch (N / 5 HITs). Targets: N = 10,000 <= 0.2 s,
 N = 1,000,000 <= 5 s (median of the repeats). The cold fit is shown for information, and so is the iteration as a
 project's store runs it (``easl ingest`` then ``easl next`` on the default method): its refit is cold up to
-``core.store.replay.COLD_REFIT_UPTO`` live scores (so at 10,000 items), warm above.
+``core.store.derived.COLD_REFIT_UPTO`` live scores (so at 10,000 items), warm above.
 
 The stopping statistic of ``easl status`` (the expected Spearman, :func:`rank_figures` without reading the rank
 intervals; on a subset of items above 20,000) is timed against ``--status-target`` (0.5 s, leaving the rest of the
@@ -26,10 +26,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.models.aware import Observations, fit  # noqa: E402
-from core.models.aware_alloc import select_batch  # noqa: E402
-from core.models.aware_posterior import expected_spearman, rank_figures  # noqa: E402
-from core.store.replay import COLD_REFIT_UPTO  # noqa: E402
+from core.models.aware.alloc import select_batch  # noqa: E402
+from core.models.aware.fit import Observations, fit  # noqa: E402
+from core.models.aware.posterior import expected_spearman, rank_figures  # noqa: E402
+from core.store.derived import COLD_REFIT_UPTO  # noqa: E402
 
 STATUS_TARGET = 0.5
 

@@ -25,10 +25,6 @@ class EaslError(Exception):
     """A problem with the user's input or project; the message is one sentence naming file, line and field."""
 
 
-#: Former name of :class:`EaslError`, kept so that ``except UserError`` keeps working.
-UserError = EaslError
-
-
 class InputError(EaslError):
     """An input file or record is invalid.
 

@@ -27,7 +27,7 @@ import httpx
 from label_studio_sdk.client import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from core.errors import UserError
+from core.errors import EaslError
 
 JWT_RE = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$")
 PAT = "personal access token"
@@ -35,7 +35,7 @@ LEGACY = "legacy token"
 NEW_PAT = "it may be expired, revoked or from another server: create a new one in Account & Settings"
 
 
-class LabelStudioError(UserError):
+class LabelStudioError(EaslError):
     """Label Studio refused a request or could not be reached."""
 
 

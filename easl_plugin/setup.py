@@ -32,7 +32,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.store import Project
 from easl_plugin import bookkeeping as bk
 from easl_plugin.auth import GENERATED_SECRET_BYTES, MIN_TOKEN_CHARS
@@ -105,7 +105,7 @@ def setup_project(
     """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
     ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown; ``stop_at`` sets
     the stop target of an aware project (``core.store.settings.Settings.set_stop_at``; refused, before anything else is
-    done, for the other methods). Raises ``UserError`` (incl. ``LabelStudioError``) with the reason when a step
+    done, for the other methods). Raises ``EaslError`` (incl. ``LabelStudioError``) with the reason when a step
     fails."""
     notes: list[str] = []
     if stop_at is not None:
@@ -176,9 +176,9 @@ def _attach_project(client: LabelStudioClient, pid: int, title: str | None, xml:
     p = client.projects.get(pid)
     try:
         validate_label_config(p.label_config or "", layout)
-    except UserError as exc:
+    except EaslError as exc:
         if int(p.task_number or 0) > 0:
-            raise UserError(
+            raise EaslError(
                 f"Label Studio project {pid} has tasks and a label config that does not "
                 f"fit this project ({layout.kind}, {layout.n} items); create a new one instead"
             ) from exc
@@ -188,7 +188,7 @@ def _attach_project(client: LabelStudioClient, pid: int, title: str | None, xml:
         try:
             client.projects.update(pid, label_config=xml)
         except LabelStudioError as exc:
-            raise UserError(
+            raise EaslError(
                 f"Label Studio project {pid} refused the new label config (question and "
                 f"scale labels), so nothing was changed: {exc}"
             ) from exc

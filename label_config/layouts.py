@@ -22,7 +22,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from core.errors import UserError
+from core.errors import EaslError
 
 LAYOUTS = ("slider", "ranking", "pairwise")
 XML_DIR = Path(__file__).resolve().parent
@@ -39,11 +39,11 @@ class Layout:
 
     def __post_init__(self) -> None:
         if self.kind not in LAYOUTS:
-            raise UserError(f"label layout {self.kind!r} is unknown; choose one of {', '.join(LAYOUTS)}")
+            raise EaslError(f"label layout {self.kind!r} is unknown; choose one of {', '.join(LAYOUTS)}")
         if self.n < 1 or (self.kind == "pairwise" and self.n != 2) or (self.kind == "ranking" and self.n < 2):
-            raise UserError(f"label layout {self.kind!r} cannot show {self.n} items per task")
+            raise EaslError(f"label layout {self.kind!r} cannot show {self.n} items per task")
         if not np.isfinite(self.score_min) or not np.isfinite(self.score_max) or self.score_max <= self.score_min:
-            raise UserError(f"score range [{self.score_min}, {self.score_max}] is not a valid range")
+            raise EaslError(f"score range [{self.score_min}, {self.score_max}] is not a valid range")
 
     def control_names(self) -> list[str]:
         """Names of the control tags whose results carry the scores."""
@@ -161,26 +161,26 @@ def label_config(
 def validate_label_config(xml: str, layout: Layout) -> None:
     """Check ``xml`` with the SDK's label interface and that it has the controls ``layout`` needs.
 
-    Raises ``UserError`` naming the first missing or mismatched control.
+    Raises ``EaslError`` naming the first missing or mismatched control.
     """
     from label_studio_sdk.label_interface.interface import LabelInterface
 
     try:
         li = LabelInterface(xml)
     except Exception as exc:  # the SDK raises several parser errors; all mean the same to the user
-        raise UserError(f"label config is not valid Label Studio XML: {exc}") from exc
+        raise EaslError(f"label config is not valid Label Studio XML: {exc}") from exc
     controls = {c.name: c for c in li.controls}
     want_tag = {"slider": "Number", "ranking": "Ranker", "pairwise": "Pairwise"}[layout.kind]
     for name in layout.control_names():
         if name not in controls:
-            raise UserError(f"label config has no control named {name!r} (needed by the {layout.kind} layout)")
+            raise EaslError(f"label config has no control named {name!r} (needed by the {layout.kind} layout)")
         if controls[name].tag != want_tag:
-            raise UserError(f"label config control {name!r} is a <{controls[name].tag}>, expected <{want_tag}>")
+            raise EaslError(f"label config control {name!r} is a <{controls[name].tag}>, expected <{want_tag}>")
         if layout.kind == "slider":
             attr = controls[name].attr
             lo, hi = float(attr.get("min", "nan")), float(attr.get("max", "nan"))
             if (lo, hi) != (layout.score_min, layout.score_max):
-                raise UserError(
+                raise EaslError(
                     f"label config control {name!r} has range [{lo}, {hi}], the project uses "
                     f"[{layout.score_min}, {layout.score_max}]"
                 )
@@ -195,7 +195,7 @@ def task_data(hit: dict, layout: Layout, rng: np.random.Generator) -> dict:
     """
     items = hit["items"]
     if len(items) != layout.n and layout.kind != "ranking":
-        raise UserError(f"HIT {hit['hit_id']} has {len(items)} items, the label config shows {layout.n}")
+        raise EaslError(f"HIT {hit['hit_id']} has {len(items)} items, the label config shows {layout.n}")
     perm = rng.permutation(len(items))
     shown = [items[int(k)] for k in perm]
     data: dict = {

@@ -77,7 +77,7 @@ def test_aware_is_a_method_and_the_paper_methods_are_unchanged():
 
 
 def test_uniform_passes_default_and_files_written_under_the_old_default():
-    from core.models.aware_alloc import UNIFORM_PASSES
+    from core.models.aware.alloc import UNIFORM_PASSES
     from core.models.hyper import LEGACY_UNIFORM_PASSES
 
     # one default, in the model (simulations) and in the hyper-parameters (new projects)
@@ -375,7 +375,7 @@ def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
 def test_large_projects_refit_warm_and_verify_within_same_fit(tmp_path, monkeypatch):
     """Above COLD_REFIT_UPTO live scores the store warm-starts each refit; verify then compares a cold replay with
     the cache within the adapter's tolerance (model.same_fit) instead of bit for bit."""
-    from core.models import aware_model
+    from core.models.aware import model as aware_model
 
     monkeypatch.setattr(aware_model, "COLD_REFIT_UPTO", 0)
     with Project.create(tmp_path / "w.easl", make_items(40), Hyper(method="aware", seed=6)) as project:

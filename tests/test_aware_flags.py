@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.models.aware import Observations, fit
-from core.models.aware_diagnostics import RANDOM_MIN_SCORES, annotator_diagnostics
+from core.models.aware.diagnostics import RANDOM_MIN_SCORES, annotator_diagnostics
+from core.models.aware.fit import Observations, fit
 from core.simulate.replay_data import TRUSTED_AGREEMENT, annotator_agreement, shipped_ratings
 
 
@@ -84,7 +84,7 @@ def test_no_trusted_rater_is_flagged_random_in_campaign_sized_subsets(study):
 
 def test_simulated_random_clickers_are_flagged_random_with_few_false_flags():
     """The study's M4 annotators (2 of 20 click at random), counted among annotators with >= 30 scores; the 20+
-    seed figures are in the module docstring of core.models.aware_diagnostics."""
+    seed figures are in the module docstring of core.models.aware.diagnostics."""
     from core.simulate.aware_study import run_one
     from core.simulate.aware_world import beta_oracle
 

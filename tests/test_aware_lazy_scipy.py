@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.models import aware_alloc
+from core.models.aware import alloc as aware_alloc
 
 
 def _modules_after(code: str) -> set[str]:
@@ -21,8 +21,8 @@ def _modules_after(code: str) -> set[str]:
 
 def test_the_aware_model_modules_import_no_scipy() -> None:
     mods = _modules_after(
-        "import sys, core.models.aware, core.models.aware_data, core.models.aware_alloc, "
-        "core.models.aware_posterior, core.models.aware_model"
+        "import sys, core.models.aware.fit, core.models.aware.data, core.models.aware.alloc, "
+        "core.models.aware.posterior, core.models.aware.model"
     )
     assert not {m for m in mods if m == "scipy" or m.startswith("scipy.")}
 
@@ -37,7 +37,7 @@ def test_status_of_an_aware_project_imports_no_scipy(tmp_path: Any) -> None:
         "import sys\nfrom tui.cli import main\nsys.argv = ['easl', 'status', "
         f"{str(project)!r}, '--json']\ntry:\n    main()\nexcept SystemExit:\n    pass\nsys.stdout.write('\\n')"
     )
-    assert "core.models.aware_model" in mods
+    assert "core.models.aware.model" in mods
     assert not {m for m in mods if m == "scipy" or m.startswith("scipy.")}
 
 

@@ -1,4 +1,4 @@
-"""How far the annotator-aware model lets annotators' noise differ (core/models/aware_noise.py): alike annotators
+"""How far the annotator-aware model lets annotators' noise differ (core/models/aware/noise.py): alike annotators
 get DA's weights, a random clicker is down-weighted whether it is one of twenty or one of a hundred."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.models.aware import AwareConfig, Observations, fit
-from core.models.aware_noise import NU_R_MAX, NU_R_OUTLIER, noise_shrinkage, noise_strengths
+from core.models.aware.fit import AwareConfig, Observations, fit
+from core.models.aware.noise import NU_R_MAX, NU_R_OUTLIER, noise_shrinkage, noise_strengths
 
 
 def _pool(n_items: int, n_annotators: int, per_item: int, seed: int, clickers: int = 0):

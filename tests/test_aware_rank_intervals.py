@@ -1,4 +1,4 @@
-"""Rank intervals of large aware projects (:func:`core.models.aware_ranks.rank_intervals`): the 95% interval of
+"""Rank intervals of large aware projects (:func:`core.models.aware.ranks.rank_intervals`): the 95% interval of
 each item's rank from the pooled draws, against the quantiles of many ranked draws and against the truth."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.models import aware_posterior as ap
-from core.models import aware_ranks
-from core.models.aware import AwareState, Observations, fit
+from core.models.aware import posterior as ap
+from core.models.aware import ranks as aware_ranks
+from core.models.aware.fit import AwareState, Observations, fit
 
 
 def _world(n: int, seed: int, per: tuple[int, int] = (2, 6), na: int = 200) -> tuple[Any, AwareState]:

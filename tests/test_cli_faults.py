@@ -268,12 +268,12 @@ def test_status_json_into_a_closed_pipe_is_quiet(project):
 
 
 def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, monkeypatch, capsys):
-    import core.store.output
+    import core.store.views
 
     def boom(self, *a, **k):
         raise RuntimeError("something unforeseen\nsecond line")
 
-    monkeypatch.setattr(core.store.output.Output, "estimates", boom)
+    monkeypatch.setattr(core.store.views.Output, "estimates", boom)
     assert main(["export", str(project), "--output", str(tmp_path / "e.csv")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unexpected RuntimeError: something unforeseen" in err and "--debug" in err

@@ -15,7 +15,7 @@ import sqlite3
 import numpy as np
 
 from core.models import METHODS, Hyper
-from core.models.aware_alloc import UNIFORM_PASSES
+from core.models.aware.alloc import UNIFORM_PASSES
 from core.store import Project
 from tests.store_helpers import answer
 from tui.cli import main

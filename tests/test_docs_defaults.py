@@ -114,7 +114,7 @@ def test_every_help_that_states_a_default_states_the_parsers():
 
 
 def test_the_stop_at_help_quotes_the_stopping_rules_minimum_of_scores():
-    from core.models.aware_posterior import STOP_MIN_SCORES
+    from core.models.aware.posterior import STOP_MIN_SCORES
 
     help_text = " ".join(option(parsers()["easl init"], "--stop-at").help.split())
     assert f"at least {STOP_MIN_SCORES} scores per item" in help_text

@@ -1,5 +1,5 @@
 """Every method's estimates and 95% intervals stay on the score range, and the annotator-aware model's and
-TrueSkill's map to the bounded scale (:mod:`core.models.aware_scale`) keeps the order of their locations.
+TrueSkill's map to the bounded scale (:mod:`core.models.aware.scale`) keeps the order of their locations.
 
 Property tests over random observations (extreme scores 0 and 1 often, annotators with strong offsets), on the
 models' unit scale and through a real project (``Project.create``, ``ingest``, then the figures of ``easl export``,
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from core.models import METHODS, Hyper, Posterior, get_model
-from core.models.aware import AwareState
-from core.models.aware_scale import EPS, bounded_interval, expected_score, expected_score_slope
+from core.models.aware.fit import AwareState
+from core.models.aware.scale import EPS, bounded_interval, expected_score, expected_score_slope
 from core.store import Project
 from tests.store_helpers import make_items
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import core.metrics as M
 from core.metrics.notes import capture
 from core.metrics.options import EvaluationOptions
-from core.metrics.write import to_json_text
+from core.metrics.report import to_json_text
 
 nan = np.nan
 

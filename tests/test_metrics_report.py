@@ -11,7 +11,7 @@ from core.metrics.notes import quiet
 from core.metrics.options import EvaluationOptions
 from core.metrics.output_schema import RSMTOOL_NAMES
 from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
-from core.metrics.write import to_json_text, write_output
+from core.metrics.report import to_json_text, write_output
 
 
 def make_data(seed=0, n=300, p_double=0.5):
@@ -292,7 +292,7 @@ def test_tau_c_and_all_raters_intervals_equal_recomputation():
 def test_prmse_plot_draws_an_interval_that_does_not_contain_its_estimate(tmp_path):
     """A percentile interval of PRMSE can lie beside the estimate (a skewed bootstrap distribution): the figure is
     drawn, not refused with a negative error bar."""
-    from core.metrics.write import prmse_plot
+    from core.metrics.report import prmse_plot
 
     path = prmse_plot({"a": 0.62, "b": 0.40, "c": None}, {"a": (0.65, 0.80), "b": (0.30, 0.45)}, tmp_path / "p.png")
     assert path.stat().st_size > 1000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.errors import HyperParameterError, UserError
+from core.errors import EaslError, HyperParameterError
 from core.models import (
     METHODS,
     Hyper,
@@ -31,7 +31,7 @@ from core.models import (
     w_draw,
     w_win,
 )
-from core.models.aware_scale import expected_score
+from core.models.aware.scale import expected_score
 from core.selection import match_quality
 
 # ---------------------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ def test_hyper_json_round_trip():
     ],
 )
 def test_hyper_rejects_bad_values_naming_the_field(field, value):
-    with pytest.raises(UserError, match=field):
+    with pytest.raises(EaslError, match=field):
         Hyper(**{field: value})
 
 
@@ -88,13 +88,13 @@ def test_hyper_errors_carry_the_field_and_name_no_flag():
 
 
 def test_hyper_from_json_errors_name_the_source():
-    with pytest.raises(UserError, match="proj.easl"):
+    with pytest.raises(EaslError, match="proj.easl"):
         Hyper.from_json("{not json", source="proj.easl")
-    with pytest.raises(UserError, match="colour"):
+    with pytest.raises(EaslError, match="colour"):
         Hyper.from_json('{"colour": 1}')
-    with pytest.raises(UserError, match="gamma"):
+    with pytest.raises(EaslError, match="gamma"):
         Hyper.from_json('{"gamma": -1}', source="proj.easl")
-    with pytest.raises(UserError, match="object"):
+    with pytest.raises(EaslError, match="object"):
         Hyper.from_json("[1, 2]")
 
 
@@ -317,7 +317,7 @@ def test_trueskill_model_prior_and_summary():
     summ = m.summary(s)
     assert summ.estimate[0] > 0.5 > summ.estimate[1]
     assert np.all(summ.variance < 1 / 12)
-    # the interval is mu -+ 1.96 sigma mapped to the bounded scale (core.models.aware_scale, noise gamma)
+    # the interval is mu -+ 1.96 sigma mapped to the bounded scale (core.models.aware.scale, noise gamma)
     half = 1.959963984540054 * np.sqrt(s["sigma2"])
     np.testing.assert_allclose(summ.ci_low, expected_score(s["mu"] - half, 0.1))
     np.testing.assert_allclose(summ.ci_high, expected_score(s["mu"] + half, 0.1))

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.simulate import paired_budgets as pb
 from core.simulate.aware_study import run_study
 from core.simulate.report import Report
@@ -73,13 +73,13 @@ def test_a_constant_shift_moves_the_difference_and_not_its_spread(shift, seed):
 
 def test_bad_curves_are_one_clear_error():
     curves = _curves(0.0)
-    with pytest.raises(UserError, match="no column 'kendall'"):
+    with pytest.raises(EaslError, match="no column 'kendall'"):
         pb.paired_by_budget(curves.drop(columns="kendall"))
-    with pytest.raises(UserError, match="no runs of the method 'aware'"):
+    with pytest.raises(EaslError, match="no runs of the method 'aware'"):
         pb.paired_by_budget(curves[curves["method"] == "da"])
-    with pytest.raises(UserError, match="twice"):
+    with pytest.raises(EaslError, match="twice"):
         pb.paired_by_budget(pd.concat([curves, curves]))
-    with pytest.raises(UserError, match="no budget of 3 scores per item"):
+    with pytest.raises(EaslError, match="no budget of 3 scores per item"):
         pb.paired_by_budget(curves[curves["per_item"] < 3])
 
 
@@ -97,7 +97,7 @@ def test_a_real_study_its_report_section_and_the_script(tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == (0 if verdict else 1)
     assert "M1     spearman worst at" in out and "3 paired seeds" in out
-    with pytest.raises(UserError, match="twice"):  # the same seeds pooled twice
+    with pytest.raises(EaslError, match="twice"):  # the same seeds pooled twice
         pb.main([f"{tmp_path / 'study'},{tmp_path / 'study'}"])
-    with pytest.raises(UserError, match="no such file"):
+    with pytest.raises(EaslError, match="no such file"):
         pb.main([str(tmp_path / "missing")])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.models import Hyper, get_model
 from easl_plugin.events import (
     PayloadError,
@@ -198,11 +198,11 @@ def test_slider_config_has_one_number_per_item_on_the_range():
     xml = label_config(lay)
     validate_label_config(xml, lay)
     assert xml.count("<Number ") == 4 and 'min="1" max="7"' in xml
-    with pytest.raises(UserError, match="range"):
+    with pytest.raises(EaslError, match="range"):
         validate_label_config(xml, Layout("slider", 4, 0.0, 100.0))
-    with pytest.raises(UserError, match="no control named 'score_4'"):
+    with pytest.raises(EaslError, match="no control named 'score_4'"):
         validate_label_config(xml, Layout("slider", 5, 1.0, 7.0))
-    with pytest.raises(UserError, match="not valid Label Studio XML"):
+    with pytest.raises(EaslError, match="not valid Label Studio XML"):
         validate_label_config("<View><Text name=", lay)
 
 
@@ -216,7 +216,7 @@ def test_layout_rules():
     assert layout_for(answer("ra"), 5, 0, 100).kind == "ranking"
     assert layout_for(answer("ra"), 2, 0, 100).kind == "pairwise"
     for bad in [dict(kind="stars"), dict(kind="pairwise", n=3), dict(n=0), dict(score_min=5, score_max=5)]:
-        with pytest.raises(UserError):
+        with pytest.raises(EaslError):
             Layout(**bad)
     assert Layout.from_dict(Layout("ranking", 3, 2, 9).to_dict()) == Layout("ranking", 3, 2.0, 9.0)
 
@@ -231,7 +231,7 @@ def test_task_data_keeps_the_permutation():
     assert data["hit_id"] == "it2-07" and data["iteration"] == 2
     rank = task_data(hit, Layout("ranking", 5), np.random.default_rng(3))
     assert [x["title"] for x in rank["items"]] == [hit["items"][k]["text"] for k in rank["permutation"]]
-    with pytest.raises(UserError, match="has 5 items"):
+    with pytest.raises(EaslError, match="has 5 items"):
         task_data(hit, Layout("slider", 3), np.random.default_rng(0))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import HyperParameterError, InputError, UserError
+from core.errors import EaslError, HyperParameterError, InputError
 from core.simulate import annotation
 from core.store import Project
 from tui import cli
@@ -61,13 +61,13 @@ def test_political_oracle_is_normalised_from_minus_two_to_two(political_oracle_f
 def test_csv_oracle_errors_name_file_line_and_field(tmp_path):
     path = tmp_path / "o.csv"
     path.write_text("id,oracle\na,0.1\nb,high\n")
-    with pytest.raises(UserError, match=r"o.csv:3: field 'oracle'"):
+    with pytest.raises(EaslError, match=r"o.csv:3: field 'oracle'"):
         annotation.csv_oracle(path)
     path.write_text("id,score\na,0.1\n")
     with pytest.raises(InputError, match="no 'oracle' or 'label' column"):
         annotation.csv_oracle(path)
     path.write_text("id,oracle\na,0.1\nb,0.9\nc,1.5\n")
-    with pytest.raises(UserError, match=r"o.csv:4: .*outside the oracle range"):
+    with pytest.raises(EaslError, match=r"o.csv:4: .*outside the oracle range"):
         annotation.csv_oracle(path, value_range=(0.0, 1.0))
     got = annotation.csv_oracle(path)  # default range: observed min..max
     np.testing.assert_allclose(got.values, [0.0, 0.8 / 1.4, 1.0])

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import HyperParameterError, UserError
+from core.errors import EaslError, HyperParameterError
 from core.simulate import agreement_properties as ap
 from core.simulate import measures
 from tui import cli
@@ -113,7 +113,7 @@ def test_chance_agreement_is_zero_for_independent_ratings():
 
 
 def test_invalid_settings():
-    with pytest.raises(UserError, match="range points"):
+    with pytest.raises(EaslError, match="range points"):
         ap.PropertySettings(range_points=(50,))
     with pytest.raises(HyperParameterError, match="magnitude_mae = 4.0: error size 1 cannot keep this MAE"):
         list(

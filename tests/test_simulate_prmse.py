@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.simulate import prmse as exp
 from core.simulate import prmse_report, published
 from core.simulate.prmse import (
@@ -160,9 +160,9 @@ def test_table4(dataset):
 
 
 def test_invalid_settings_are_user_errors():
-    with pytest.raises(UserError, match="one target correlation per rater category"):
+    with pytest.raises(EaslError, match="one target correlation per rater category"):
         PrmseSettings(rater_rhos=(0.4, 0.5))
-    with pytest.raises(UserError, match="sample_system"):
+    with pytest.raises(EaslError, match="sample_system"):
         PrmseSettings(sample_system="sys_99")
 
 

@@ -1,6 +1,6 @@
 """The stopping rule of the aware model is not fooled by random clickers who are the only ones to score some items:
 their scores count for nothing in the expected Spearman's draws and in the fewest informative scores per item
-(core/models/aware_clickers.py), while a campaign without clickers stops where it did."""
+(core/models/aware/clickers.py), while a campaign without clickers stops where it did."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pandas as pd
 from scipy import stats
 
 from core.models import Hyper
-from core.models.aware import AwareState, Observations, fit
-from core.models.aware_clickers import INFORMATIVE_KEY, SHARE_KEY, clicker_probability
-from core.models.aware_model import AwareModel
-from core.models.aware_posterior import rank_figures, stop_decision
+from core.models.aware.clickers import INFORMATIVE_KEY, SHARE_KEY, clicker_probability
+from core.models.aware.fit import AwareState, Observations, fit
+from core.models.aware.model import AwareModel
+from core.models.aware.posterior import rank_figures, stop_decision
 from tui.cli import main
 
 N_ITEMS, N_FAITHFUL = 150, 18

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import InputError, UserError
+from core.errors import EaslError, InputError
 from core.models import Hyper
 from core.store import Project, read_items
 from core.store.schema import SCHEMA_VERSION
@@ -52,34 +52,34 @@ def test_create_refuses_to_overwrite_and_leaves_nothing_on_error(tmp_path):
     target = tmp_path / "p.easl"
     new_project(tmp_path).close()
     before = dump(target)
-    with pytest.raises(UserError, match="already exists"):
+    with pytest.raises(EaslError, match="already exists"):
         new_project(tmp_path)
     assert dump(target) == before
     bad = make_items(10)
     bad.loc[7, "item_id"] = "i002"
-    with pytest.raises(UserError, match=r"row 8: column 'item_id': duplicate item id 'i002' \(first on row 3\)"):
+    with pytest.raises(EaslError, match=r"row 8: column 'item_id': duplicate item id 'i002' \(first on row 3\)"):
         Project.create(tmp_path / "q.easl", bad, Hyper())
-    with pytest.raises(UserError, match="fewer than the HIT size"):
+    with pytest.raises(EaslError, match="fewer than the HIT size"):
         Project.create(tmp_path / "q.easl", make_items(3), Hyper())
     assert sorted(os.listdir(tmp_path)) == ["p.easl"]
 
 
 def test_open_rejects_non_projects_and_newer_schema(tmp_path):
-    with pytest.raises(UserError, match="no such project file"):
+    with pytest.raises(EaslError, match="no such project file"):
         Project.open(tmp_path / "missing.easl")
     junk = tmp_path / "junk.easl"
     junk.write_text("hello, I am not a database" * 100)
-    with pytest.raises(UserError, match="not an easl project"):
+    with pytest.raises(EaslError, match="not an easl project"):
         Project.open(junk)
     empty = tmp_path / "empty.easl"
     sqlite3.connect(empty).close()
-    with pytest.raises(UserError, match="not an easl project"):
+    with pytest.raises(EaslError, match="not an easl project"):
         Project.open(empty)
     new_project(tmp_path).close()
     conn = sqlite3.connect(tmp_path / "p.easl")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
-    with pytest.raises(UserError, match="newer than this version of easl-toolkit"):
+    with pytest.raises(EaslError, match="newer than this version of easl-toolkit"):
         Project.open(tmp_path / "p.easl")
 
 
@@ -135,14 +135,14 @@ def test_items_custom_columns_and_numeric_jsonl_ids(tmp_path):
 )
 def test_items_file_errors(tmp_path, content, pattern):
     path = write(tmp_path, "i.csv", content)
-    with pytest.raises(UserError, match=pattern):
+    with pytest.raises(EaslError, match=pattern):
         read_items(path)
 
 
 def test_items_extra_column_clashing_with_the_text(tmp_path):
     path = write(tmp_path, "i.csv", "id,body,text\na,x,y\n")
     with pytest.raises(
-        UserError,
+        EaslError,
         match=r"i\.csv: line 1: column 'text' would clash with the item text taken from "
         r"column 'body'; rename it",
     ):
@@ -151,7 +151,7 @@ def test_items_extra_column_clashing_with_the_text(tmp_path):
 
 def test_items_file_lists_every_bad_row(tmp_path):
     path = write(tmp_path, "i.csv", "id,text\na,x\n,y\na,z\nb,w\nb,v\n")
-    with pytest.raises(UserError) as err:
+    with pytest.raises(EaslError) as err:
         read_items(path)
     msg = str(err.value)
     assert "3 bad rows" in msg
@@ -162,22 +162,22 @@ def test_items_file_lists_every_bad_row(tmp_path):
 
 def test_items_file_not_utf8_names_line_and_column(tmp_path):
     path = write(tmp_path, "i.csv", b"id,text\na,fine\nb,caf\xe9\n")
-    with pytest.raises(UserError, match=r"i\.csv:3: column 6: the file is not valid UTF-8 \(byte 0xe9\)"):
+    with pytest.raises(EaslError, match=r"i\.csv:3: column 6: the file is not valid UTF-8 \(byte 0xe9\)"):
         read_items(path)
 
 
 def test_items_other_format_errors(tmp_path):
-    with pytest.raises(UserError, match=r"i\.jsonl:2: column 2: not valid JSON"):
+    with pytest.raises(EaslError, match=r"i\.jsonl:2: column 2: not valid JSON"):
         read_items(write(tmp_path, "i.jsonl", '{"id": "a", "text": "x"}\n{oops\n'))
-    with pytest.raises(UserError, match=r"i2\.jsonl:1: expected a JSON object per line, found list"):
+    with pytest.raises(EaslError, match=r"i2\.jsonl:1: expected a JSON object per line, found list"):
         read_items(write(tmp_path, "i2.jsonl", "[1, 2]\n"))
-    with pytest.raises(UserError, match=r"i\.xlsx: cannot tell the file format"):
+    with pytest.raises(EaslError, match=r"i\.xlsx: cannot tell the file format"):
         read_items(write(tmp_path, "i.xlsx", "x"))
-    with pytest.raises(UserError, match=r"nope\.csv: no such file"):
+    with pytest.raises(EaslError, match=r"nope\.csv: no such file"):
         read_items(tmp_path / "nope.csv")
     pq = tmp_path / "i.parquet"
     pd.DataFrame({"id": ["a", None], "text": ["x", "y"]}).to_parquet(pq)
-    with pytest.raises(UserError, match=r"i\.parquet:row 2: column 'id': the item id is empty"):
+    with pytest.raises(EaslError, match=r"i\.parquet:row 2: column 'id': the item id is empty"):
         read_items(pq)
 
 
@@ -265,10 +265,10 @@ def test_retract_annotations_and_hits(tmp_path):
         assert p.retract_hit(hits[1]["hit_id"], source="ls") == 5
         assert p.status()["n_hits_retracted"] == 2
         assert_verified(p)
-        with pytest.raises(UserError, match="unknown HIT 'nope'"):
+        with pytest.raises(EaslError, match="unknown HIT 'nope'"):
             p.retract_hit("nope", source="ls")
         # a retracted HIT no longer takes scores
-        with pytest.raises(UserError, match="was retracted"):
+        with pytest.raises(EaslError, match="was retracted"):
             p.ingest(
                 [{"item_id": hits[1]["items"][0]["item_id"], "score": 5, "hit_id": hits[1]["hit_id"]}], source="late"
             )
@@ -319,7 +319,7 @@ def test_invalid_rows_reject_the_whole_batch_listing_every_row(tmp_path):
         path = tmp_path / "ann.csv"
         frame.to_csv(path, index=False)
         before = dump(p.path)
-        with pytest.raises(UserError) as err:
+        with pytest.raises(EaslError) as err:
             p.ingest(read_table(path), source=str(path))
         msg = str(err.value)
         assert "10 of 11 rows are invalid, so nothing was ingested" in msg
@@ -351,7 +351,7 @@ def test_conflicting_scores_for_one_key_in_a_batch_are_rejected(tmp_path):
         item = p.items()["item_id"][0]
         rows = pd.DataFrame({"item_id": [item, item], "score": [10, 90], "location": ["f.csv:2", "f.csv:3"]})
         with pytest.raises(
-            UserError,
+            EaslError,
             match=r"f\.csv:3: score: conflicts with f\.csv:2 \(same item, HIT and "
             r"annotator, different score\)",
         ):
@@ -365,14 +365,14 @@ def test_annotation_spanning_hits_is_rejected(tmp_path):
             {"item_id": h0["items"][0]["item_id"], "hit_id": h0["hit_id"], "score": 1, "annotation_id": "A"},
             {"item_id": h1["items"][0]["item_id"], "hit_id": h1["hit_id"], "score": 1, "annotation_id": "A"},
         ]
-        with pytest.raises(UserError, match="annotation 'A' covers several HITs"):
+        with pytest.raises(EaslError, match="annotation 'A' covers several HITs"):
             p.ingest(rows, source="x")
 
 
 def test_missing_columns(tmp_path):
     with (
         new_project(tmp_path) as p,
-        pytest.raises(UserError, match=r"f\.csv: column 'score' is missing \(the columns are: item_id, value\)"),
+        pytest.raises(EaslError, match=r"f\.csv: column 'score' is missing \(the columns are: item_id, value\)"),
     ):
         p.ingest(pd.DataFrame({"item_id": ["i000"], "value": [3]}), source="f.csv")
 
@@ -392,7 +392,7 @@ def test_whole_hit_methods_need_complete_submissions(tmp_path, method):
         }
         partial["location"] = [f"f.csv:{k + 2}" for k in range(len(partial))]
         before = dump(p.path)
-        with pytest.raises(UserError) as err:
+        with pytest.raises(EaslError) as err:
             p.ingest(partial, source="f.csv")
         msg = str(err.value)
         missing = hits[0]["items"][1]["item_id"]
@@ -531,7 +531,7 @@ def test_add_hits_refuses_items_in_open_hits_and_malformed_input(tmp_path):
                 p.add_hits([[open_item]])
         assert p.get_meta("note") == "kept"
         assert p.iteration() == 0
-    with Project.open(tmp_path / "p.easl", readonly=True) as r, pytest.raises(UserError, match="read-only"):
+    with Project.open(tmp_path / "p.easl", readonly=True) as r, pytest.raises(EaslError, match="read-only"):
         r.add_hits([[0]])
     after = [s for s in dump(tmp_path / "p.easl") if "'note'" not in s]
     assert after == before
@@ -548,7 +548,7 @@ def test_prepared_rows_ingest_like_plain_rows_and_revalidate_when_hits_change(tm
         rows.loc[3, "score"] = 300  # one invalid row
         prepared = a.prepare(rows, source="ls")
         assert prepared.batch.rejects["reason"].tolist() == ["300 is outside the project's score range [0, 100]"]
-        with pytest.raises(UserError, match="1 of 10 rows are invalid"):
+        with pytest.raises(EaslError, match="1 of 10 rows are invalid"):
             a.ingest(prepared, source="ls")
         good = rows.drop(index=3)
         ra = a.ingest(a.prepare(good, source="ls"), source="ls")
@@ -566,7 +566,7 @@ def test_prepared_rows_ingest_like_plain_rows_and_revalidate_when_hits_change(tm
         prepared = a.prepare(late, source="ls")
         assert prepared.batch.rejects.empty
         a.retract_hit(hits[2]["hit_id"], source="ls")
-        with pytest.raises(UserError, match="was retracted"):
+        with pytest.raises(EaslError, match="was retracted"):
             a.ingest(prepared, source="ls")
         # rows prepared for another project are refused
         with pytest.raises(ValueError, match="prepared for"):
@@ -736,7 +736,7 @@ def test_transaction_groups_calls_and_rolls_back_whole(tmp_path):
         # an inner failure rolls back the inner part only
         with p.transaction():
             p.set_meta({"ls.project": "12"})
-            with pytest.raises(UserError):
+            with pytest.raises(EaslError):
                 p.ingest([{"item_id": "nope", "score": 1}], source="inner")
         assert p.get_meta("ls.project") == "12"
         assert_verified(p)
@@ -790,7 +790,7 @@ def test_readonly_open_refuses_writes(tmp_path):
     new_project(tmp_path).close()
     with Project.open(tmp_path / "p.easl", readonly=True) as p:
         assert p.status()["n_items"] == 23
-        with pytest.raises(UserError, match="read-only"):
+        with pytest.raises(EaslError, match="read-only"):
             p.ingest([{"item_id": "i000", "score": 1}], source="x")
 
 
@@ -803,7 +803,7 @@ def test_json_booleans_and_numeric_ids(tmp_path):
             f'{{"item_id": "{item}", "score": true, "annotation_id": 5}}\n'
             f'{{"item_id": "{item}", "score": 12.5, "annotation_id": 6}}\n'
         )
-        with pytest.raises(UserError, match=r"a\.jsonl:1: score: not a number \(True\)"):
+        with pytest.raises(EaslError, match=r"a\.jsonl:1: score: not a number \(True\)"):
             p.ingest(read_table(path), source="a.jsonl")
         report = p.ingest(read_table(path), source="a.jsonl", skip_invalid=True)
         assert (report.new, report.rejected) == (1, 1)
@@ -871,7 +871,7 @@ def test_any_sequence_of_operations_keeps_cache_and_log_consistent(tmp_path_fact
                 ]
                 try:
                     p.ingest(rows, source="ops")
-                except UserError as exc:
+                except EaslError as exc:
                     assert "was retracted" in str(exc)
                     continue
                 for r in rows:

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.store import Project, live_arrays, replay
+from core.store import Project, live_arrays
+from core.store import derived as replay
 from core.store.db import max_seq
 from core.store.state import load_state
 from core.tables import iter_table

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from textual.widgets import DataTable, Input, Select, SelectionList
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.metrics.options import EvaluationOptions
 from tests.tui_helpers import isolate_settings, make_project, run_async, settle, wait_until
 from tui.app import EaslApp
@@ -49,10 +49,10 @@ def test_field_parsers():
     assert parse_scale("1 6") == (1.0, 6.0)
     assert parse_scale("0, 100") == (0.0, 100.0)
     for bad in ("6 1", "x y", "1 2 3"):
-        with pytest.raises(UserError):
+        with pytest.raises(EaslError):
             parse_scale(bad)
     assert parse_count("", "n") == 0 and parse_count(" 50 ", "n") == 50
-    with pytest.raises(UserError):
+    with pytest.raises(EaslError):
         parse_count("-1", "n")
     assert format_value(None) == "-"
     assert format_value(0.12345, [0.1, 0.2]) == "0.123 [0.100, 0.200]"
@@ -61,11 +61,11 @@ def test_field_parsers():
 
 
 def test_run_evaluation_refuses_bad_column_choices(scores_csv):
-    with pytest.raises(UserError, match="human"):
+    with pytest.raises(EaslError, match="human"):
         run_evaluation(scores_csv, [], ["system"], None, None, 0)
-    with pytest.raises(UserError, match="both"):
+    with pytest.raises(EaslError, match="both"):
         run_evaluation(scores_csv, ["h1", "system"], ["system"], None, None, 0)
-    with pytest.raises(UserError, match="non-numeric"):
+    with pytest.raises(EaslError, match="non-numeric"):
         run_evaluation(scores_csv, ["h1"], ["L1"], None, None, 0)
 
 

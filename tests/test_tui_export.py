@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from textual.widgets import Checkbox, Input
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.store import Project
 from core.tables import read_table
 from tests.tui_helpers import run_async, settle, wait_until
@@ -34,9 +34,9 @@ def test_export_project_writes_parquet_equal_to_the_project(project, tmp_path):
     np.testing.assert_allclose(got["estimate"].to_numpy(), estimates["estimate"].to_numpy())
     assert got["item_id"].tolist() == estimates["item_id"].tolist()
     assert len(pd.read_parquet(tmp_path / "r.parquet")) == len(ratings) == result.n_ratings == 12
-    with pytest.raises(UserError, match="extension"):
+    with pytest.raises(EaslError, match="extension"):
         export_project(project, tmp_path / "e.xlsx")
-    with pytest.raises(UserError, match="differ"):
+    with pytest.raises(EaslError, match="differ"):
         export_project(project, tmp_path / "same.csv", tmp_path / "same.csv")
 
 

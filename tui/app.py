@@ -23,7 +23,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.reactive import var
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.screens.annotate import AnnotateScreen
 from tui.screens.evaluate import EvaluateScreen
 from tui.screens.export import ExportScreen
@@ -157,7 +157,7 @@ class EaslApp(App):
 
         try:
             Project.open(path, readonly=True).close()
-        except UserError as exc:
+        except EaslError as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
         if self.current_mode != "evaluate":

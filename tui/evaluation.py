@@ -1,6 +1,6 @@
 """What ``easl evaluate`` (``tui/commands/evaluate.py``) and the app's Evaluate screen (``tui/screens/evaluate.py``)
 share: loaded data evaluated by ``core.metrics.pipeline.evaluate`` with its loading notes, a bad input worded as one
-``UserError`` naming the source, and the error for an evaluation with nothing left.
+``EaslError`` naming the source, and the error for an evaluation with nothing left.
 
 Only ``core.errors`` is imported at module level (the command line starts instantly); the metrics are imported by
 the call.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from core.errors import UserError
+from core.errors import EaslError
 
 if TYPE_CHECKING:
     from core.metrics.load import EvaluationInput
@@ -28,7 +28,7 @@ def evaluate_loaded(
     progress: Callable[[int, int], None] | None = None,
 ) -> Evaluation:
     """``core.metrics.pipeline.evaluate`` on loaded data (human, system, rater names, groups, notes) with the
-    ``options`` of the evaluation; a ``ValueError`` becomes ``UserError("SOURCE: ...")``."""
+    ``options`` of the evaluation; a ``ValueError`` becomes ``EaslError("SOURCE: ...")``."""
     from core.metrics.pipeline import evaluate
 
     try:
@@ -43,7 +43,7 @@ def evaluate_loaded(
             options=options,
         )
     except ValueError as exc:
-        raise UserError(f"{source}: {exc}.") from None
+        raise EaslError(f"{source}: {exc}.") from None
 
 
 def dropped_text(dropped: Mapping[str, int]) -> str:
@@ -51,6 +51,6 @@ def dropped_text(dropped: Mapping[str, int]) -> str:
     return "; ".join(f"{v} dropped: {k}" for k, v in dropped.items()) or "the file has no usable rows"
 
 
-def nothing_left(source: object, dropped: Mapping[str, int]) -> UserError:
+def nothing_left(source: object, dropped: Mapping[str, int]) -> EaslError:
     """The error for an evaluation with no response left, naming the source and what was dropped."""
-    return UserError(f"{source}: no response left to evaluate ({dropped_text(dropped)}).")
+    return EaslError(f"{source}: no response left to evaluate ({dropped_text(dropped)}).")

@@ -13,7 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from core.errors import UserError
+from core.errors import EaslError
 
 
 def settings_path() -> Path:
@@ -30,7 +30,7 @@ def load_settings() -> dict:
 
     Raises
     ------
-    UserError
+    EaslError
         When the file exists but is not a JSON object.
     """
     path = settings_path()
@@ -41,11 +41,11 @@ def load_settings() -> dict:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise UserError(
+        raise EaslError(
             f"{path}:{exc.lineno}: the settings file is not valid JSON ({exc.msg}); fix or delete it."
         ) from exc
     if not isinstance(data, dict):
-        raise UserError(f"{path}:1: the settings file must hold a JSON object; fix or delete it.")
+        raise EaslError(f"{path}:1: the settings file must hold a JSON object; fix or delete it.")
     return data
 
 
@@ -70,14 +70,14 @@ def clean_annotator(name: str) -> str:
 
     Raises
     ------
-    UserError
+    EaslError
         When the name is empty or longer than 64 characters.
     """
     cleaned = " ".join(str(name).split())
     if not cleaned:
-        raise UserError("annotator name: the name is empty; type the name to record with your scores.")
+        raise EaslError("annotator name: the name is empty; type the name to record with your scores.")
     if len(cleaned) > 64:
-        raise UserError("annotator name: the name is longer than 64 characters; use a shorter one.")
+        raise EaslError("annotator name: the name is longer than 64 characters; use a shorter one.")
     return cleaned
 
 

@@ -1,5 +1,5 @@
 """The sections of an evaluation as text, shared by the terminal tables of ``easl evaluate``
-(``tui/commands/evaluate_tables.py``) and ``report.md`` (:mod:`core.metrics.write`), so the two show the same
+(``tui/commands/evaluate_tables.py``) and ``report.md`` (:mod:`core.metrics.report`), so the two show the same
 figures, groups, intervals and explanations: observed scores, agreement among all raters, true scores, degradation,
 subgroups and fairness.
 

@@ -17,7 +17,7 @@ Shared pieces: :mod:`~core.models.hyper`, :mod:`~core.models.beta` (eq 12-13), :
 :func:`get_model` (below) builds a project's model; match quality (eq 11 / 23) is
 :func:`core.selection.match_quality`.
 
-* ``"aware"``     :mod:`core.models.aware_model`: the annotator-aware model, a fit of the whole live log with each
+* ``"aware"``     :mod:`core.models.aware.model`: the annotator-aware model, a fit of the whole live log with each
                   annotator's offset, slope and reliability (the default).
 
 Models work on the unit interval; :class:`Hyper` converts from and to the project's score range. State is a
@@ -103,7 +103,7 @@ def get_model(hyper: Hyper) -> Model:
     (0.8, 0.06)
     """
     if hyper.method == "aware":
-        from core.models.aware_model import AwareModel  # here: it loads SciPy, which the other models do not need
+        from core.models.aware.model import AwareModel  # here: it loads SciPy, which the other models do not need
 
         return AwareModel(hyper, uniform_passes=hyper.uniform_passes)
     return _MODELS[hyper.method](hyper)

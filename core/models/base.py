@@ -84,7 +84,7 @@ class Change:
 
 class LiveLog(Protocol):
     """What a model may read of the live log while it takes a :class:`Change` (the store implements it,
-    ``core/store/replay.py``; :class:`ArraysLog` holds one in memory).
+    ``core/store/derived.py``; :class:`ArraysLog` holds one in memory).
 
     Attributes
     ----------

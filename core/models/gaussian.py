@@ -304,7 +304,7 @@ class TrueSkillModel(PairwiseModel):
     same uncertainty as EASL and RA and Algorithm 1 treats all methods alike. The skill ``mu`` is unbounded
     (the prior's interval is [-0.07, 1.07]), so the summary reports the expected bounded score of one performance,
     ``G(mu)`` with
-    ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, beta^2)`` (:func:`core.models.aware_scale.expected_score`):
+    ``G(m) ~ E[clip(m + e, 0, 1)]``, ``e ~ N(0, beta^2)`` (:func:`core.models.aware.scale.expected_score`):
     estimate and mean ``G(mu)`` (strictly increasing: the order of ``mu``; ``G(mu) ~ mu`` within 4e-5 for
     ``mu`` in [0.3, 0.7] at ``beta = 0.1``), interval ``[G(mu - 1.96 sigma), G(mu + 1.96 sigma)]``, variance
     ``sigma^2`` (the skill's, as Algorithm 1 and ``easl status`` use it).
@@ -328,7 +328,7 @@ class TrueSkillModel(PairwiseModel):
             mu[w], s2[w], mu[lo], s2[lo] = _rate_1vs1_var(mu[w], s2[w], mu[lo], s2[lo], gamma, eps, drawn)
 
     def summary(self, state: State) -> Posterior:
-        from core.models.aware_scale import bounded_interval  # here: it loads SciPy
+        from core.models.aware.scale import bounded_interval  # here: it loads SciPy
 
         mu, s2 = state["mu"], state["sigma2"]
         estimate, low, high = bounded_interval(mu, Z975 * np.sqrt(s2), self.hyper.gamma)

@@ -21,7 +21,7 @@ from core.errors import HyperParameterError, ProjectFileError
 #: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model.
 METHODS = ("easl", "ra", "trueskill", "da", "aware")
 #: Fields that only the annotator-aware model uses, with their defaults (left out of the other methods' files).
-#: ``uniform_passes`` equals :data:`core.models.aware_alloc.UNIFORM_PASSES` (a test checks; importing loads SciPy).
+#: ``uniform_passes`` equals :data:`core.models.aware.alloc.UNIFORM_PASSES` (a test checks; importing loads SciPy).
 DEFAULT_UNIFORM_PASSES = 2
 AWARE_FIELDS: dict[str, int | None] = {"uniform_passes": DEFAULT_UNIFORM_PASSES, "stop_at": None}
 

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import HyperParameterError, UserError
+from core.errors import EaslError, HyperParameterError
 from core.simulate import MapFn, measures, published, serial_map
 from core.simulate.report import Report, lines
 
@@ -98,7 +98,7 @@ class PropertySettings:
         if any(g < 2 or g > hi - lo + 1 for g in self.range_points):
             problems.append(f"range points must be between 2 and {hi - lo + 1}")
         if problems:
-            raise UserError("Invalid metric-property settings: " + "; ".join(problems) + ".")
+            raise EaslError("Invalid metric-property settings: " + "; ".join(problems) + ".")
 
 
 def gaussian_scores(rng: np.random.Generator, n: int, lo: int, hi: int, mean: float, sd: float) -> NDArray[Any]:

@@ -12,9 +12,9 @@ random-clicker flags.
 
 Methods: ``da`` (least-annotated first, item means), ``da-z`` (the same HITs and scores, each annotator's scores
 z-scored first, as WMT does), ``easl`` (the product's EASL model and Algorithm 1, :mod:`core.models.easl`,
-:func:`core.selection.select_hits`; uncovered items first), ``aware`` (:mod:`core.models.aware`: its uniform passes
+:func:`core.selection.select_hits`; uncovered items first), ``aware`` (:mod:`core.models.aware.fit`: its uniform passes
 are DA's batches, :func:`core.selection.select_least_annotated`, then
-:func:`~core.models.aware_alloc.select_batch`).
+:func:`~core.models.aware.alloc.select_batch`).
 
 Common random numbers: the methods of one seed share the annotators (the world), the stream that draws each HIT's
 annotator and each score, and the stream of the allocation's random choices. While two methods choose the same HITs
@@ -37,11 +37,11 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from core.models import Hyper, get_model
-from core.models.aware import AwareState, Observations, fit
-from core.models.aware_alloc import UNIFORM_PASSES, select_batch
-from core.models.aware_clickers import INFORMATIVE_KEY, informative_arrays, informative_state
-from core.models.aware_diagnostics import annotator_diagnostics
-from core.models.aware_posterior import rank_figures, stops
+from core.models.aware.alloc import UNIFORM_PASSES, select_batch
+from core.models.aware.clickers import INFORMATIVE_KEY, informative_arrays, informative_state
+from core.models.aware.diagnostics import annotator_diagnostics
+from core.models.aware.fit import AwareState, Observations, fit
+from core.models.aware.posterior import rank_figures, stops
 from core.selection import select_hits, select_least_annotated
 from core.simulate import MapFn, first_crossing, serial_map
 from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
@@ -70,7 +70,7 @@ def run_one(
 ) -> list[dict[str, Any]]:
     """One campaign; a row per batch: budget (scores per item), Spearman, Kendall, and for ``aware`` the
     expected Spearman the stopping rule uses (``expected_spearman``, the truth drawn without the likely clickers'
-    share, :func:`core.models.aware_clickers.informative_state`) and the one drawn from the fit alone
+    share, :func:`core.models.aware.clickers.informative_state`) and the one drawn from the fit alone
     (``expected_spearman_fit``, the rule before it knew of clickers), the fewest scores and informative scores of any
     item (``min_count``, ``min_informative``), and at ``eval_at`` the rank-interval coverage; at the end, for
     ``aware``, the ``random`` flags among annotators with >= 30 scores (random clickers flagged, honest annotators
@@ -273,7 +273,7 @@ def calibrate_stopping(
     """Hit rate of the stopping rule for each (target, relative margin ``k``, fewest scores per item) on
     calibration seeds apart from the study's: per model, the share of ``aware`` runs whose true Spearman is
     >= the target where the rule first stops, and the mean scores per item there. The defaults
-    :data:`~core.models.aware_posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware_posterior.STOP_MIN_SCORES`
+    :data:`~core.models.aware.posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware.posterior.STOP_MIN_SCORES`
     are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise).
     Each (model, seed) run is one :func:`run_task` through ``map_fn`` (as in :func:`run_study`)."""
     truth = load_oracle(oracle) if oracle is not None else beta_oracle()
@@ -346,7 +346,7 @@ def first_stop(
     run: Any, *, target: float, rho: str = "expected_spearman", fewest: str | None = "min_informative", **rule: Any
 ) -> Any:
     """The row of one ``aware`` run (per-batch rows of :func:`run_one`) where the stopping rule
-    (:func:`core.models.aware_posterior.stops`, options ``rule``) first stops, judged on the expected Spearman ``rho``
+    (:func:`core.models.aware.posterior.stops`, options ``rule``) first stops, judged on the expected Spearman ``rho``
     and the fewest informative scores ``fewest`` (None: the raw counts only); None if it never stops."""
     ok = np.asarray(
         stops(run[rho], run["min_count"], target=target, min_informative=run.get(fewest) if fewest else None, **rule)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.simulate.report import Report
 
 #: Budgets (scores per item) from which the default method must never lose to DA.
@@ -68,7 +68,7 @@ def paired_by_budget(
     _check(curves, (method, reference))
     rows = curves[curves["per_item"] >= MIN_PER_ITEM - 1e-9]
     if rows.empty:
-        raise UserError(f"The study has no budget of {MIN_PER_ITEM:g} scores per item or more.")
+        raise EaslError(f"The study has no budget of {MIN_PER_ITEM:g} scores per item or more.")
     keys = ["model", "per_item", "seed"]
     cols = keys + list(MEASURES)
     both = rows.loc[rows["method"] == method, cols].merge(
@@ -106,16 +106,16 @@ def _check(curves: pd.DataFrame, methods: tuple[str, str]) -> None:
     need = {"model", "method", "seed", "per_item", *MEASURES}
     missing = sorted(need - set(curves.columns))
     if missing:
-        raise UserError(f"The study's curves have no column {missing[0]!r} (expected {', '.join(sorted(need))}).")
+        raise EaslError(f"The study's curves have no column {missing[0]!r} (expected {', '.join(sorted(need))}).")
     for name in methods:
         if name not in set(curves["method"]):
-            raise UserError(
+            raise EaslError(
                 f"The study has no runs of the method {name!r} (it has {', '.join(curves['method'].unique())})."
             )
     dup = curves.duplicated(["model", "method", "seed", "per_item"])
     if dup.any():
         first = curves[dup].iloc[0]
-        raise UserError(
+        raise EaslError(
             f"The study's curves hold seed {first['seed']} of {first['method']} under {first['model']} twice "
             "(pool only studies of different seeds)."
         )
@@ -180,7 +180,7 @@ def load_curves(dirs: list[str]) -> pd.DataFrame:
     for d in dirs:
         path = Path(d) / "tables" / "curves.csv"
         if not path.is_file():
-            raise UserError(f"{path}: no such file (an annotator-aware study writes it into its output directory).")
+            raise EaslError(f"{path}: no such file (an annotator-aware study writes it into its output directory).")
         frames.append(pd.read_csv(path))
     return pd.concat(frames, ignore_index=True)
 

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.simulate import MapFn, measures, serial_map
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class PrmseSettings:
         if self.sample_system not in [f"sys_{s + 1}" for s in range(n_systems)]:
             problems.append(f"sample_system {self.sample_system!r} is not one of sys_1..sys_{n_systems}")
         if problems:
-            raise UserError("Invalid PRMSE simulation settings: " + "; ".join(problems) + ".")
+            raise EaslError("Invalid PRMSE simulation settings: " + "; ".join(problems) + ".")
 
 
 @dataclass
@@ -248,7 +248,7 @@ def search_error_sd(
         means[lo : lo + block] = mean_offdiagonal_correlation(scores)
     distance = np.abs(means - target)
     if np.all(np.isnan(distance)):
-        raise UserError(
+        raise EaslError(
             f"The error-sd search for rater category {category!r} found no candidate with a defined "
             "inter-rater correlation; widen sd_grid or the score range."
         )

@@ -15,7 +15,7 @@ Methods: any of :data:`core.models.METHODS` (``aware``, the paper's ``easl``, ``
 the seed, whose data it shares). Common random numbers: every method of a seed has the same split and draws its
 annotators from one stream, so while two methods choose the same HITs they get the same ratings.
 
-After an ``aware`` run the annotator diagnostics of the final fit (:mod:`core.models.aware_diagnostics`) are kept per
+After an ``aware`` run the annotator diagnostics of the final fit (:mod:`core.models.aware.diagnostics`) are kept per
 annotator, to compare the flags with each annotator's agreement over all their ratings
 (:func:`core.simulate.replay_data.annotator_agreement`).
 

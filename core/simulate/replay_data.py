@@ -277,7 +277,7 @@ def annotator_agreement(r: Ratings) -> NDArray[Any]:
     with np.errstate(invalid="ignore", divide="ignore"):
         loo = (s_item - s_pair) / others
     ok = others > 0
-    from core.models.aware_diagnostics import group_corr
+    from core.models.aware.diagnostics import group_corr
 
     return group_corr(r.annotator[ok], r.score[ok], loo[ok], na)
 

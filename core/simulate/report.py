@@ -27,7 +27,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from core.errors import UserError
+from core.errors import EaslError
 from core.outputs import atomic_outputs
 
 
@@ -100,7 +100,7 @@ class Report:
             (self.out / "tables").mkdir(parents=True, exist_ok=True)
             (self.out / "figures").mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UserError(f"Cannot create the output directory {self.out}: {exc.strerror}.") from exc
+            raise EaslError(f"Cannot create the output directory {self.out}: {exc.strerror}.") from exc
         self.parts: list[str] = [f"# {title}", "", f"Command: `{command}`", ""]
         self.files: list[Path] = []
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from core.store.batches import IngestReport, Prepared
 from core.store.db import now
 from core.store.items import read_items
-from core.store.output import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
 from core.store.project import Project
 from core.store.records import Event, Reject
 from core.store.schema import SCHEMA_VERSION
+from core.store.views import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
 
 __all__ = [
     "Project",

@@ -105,7 +105,7 @@ class Carry:
     hits : ids of the HITs to refresh.
     complete : ids of HITs marked complete already (:func:`completed_hits`), not refreshed from the live index.
     updating : the model's update, started before the last chunk was copied to the live index
-        (:meth:`core.store.replay.Replay.start_update`); None: not started.
+        (:meth:`core.store.derived.Replay.start_update`); None: not started.
     """
 
     change: Change = field(default_factory=lambda: _change())

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from core.models import Model
-    from core.models.aware_posterior import StopDecision
+    from core.models.aware.posterior import StopDecision
 
 
 def choose_hits(
@@ -41,7 +41,7 @@ def stop_rng(seed: int, seq: int) -> np.random.Generator:
 
 
 def stop_decision(model: Model, state: dict[str, NDArray[Any]], seq: int) -> StopDecision | None:
-    """The stopping rule's verdict (``Model.stop_decision``, e.g. ``core.models.aware_posterior.StopDecision``):
+    """The stopping rule's verdict (``Model.stop_decision``, e.g. ``core.models.aware.posterior.StopDecision``):
     None for a model without a stopping rule or a project without a target (``hyper.stop_at``)."""
     decision: StopDecision | None = model.stop_decision(state, stop_rng(model.hyper.seed, seq))
     return decision

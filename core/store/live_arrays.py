@@ -1,9 +1,9 @@
 """The aware model's live log as arrays (table ``live_arrays``, schema version 3): what its refit reads.
 
-The store keeps the refit's input (:meth:`core.store.replay.Replay.refit`) beside the model state, reflecting the log
+The store keeps the refit's input (:meth:`core.store.derived.Replay.refit`) beside the model state, reflecting the log
 up to ``meta.live_arrays_seq``: the log position, item, annotator code and ``score01`` of every live score in log
 order, and the annotators' names by code, numbered in order of their first score in the log (as
-:func:`core.store.replay.annotator_codes`; ``None`` is the one anonymous annotator). A refit reads them, applies
+:func:`core.store.derived.annotator_codes`; ``None`` is the one anonymous annotator). A refit reads them, applies
 what its transaction changed (:class:`LiveChanges`) and writes them back; where they do not reflect the log at the
 transaction's start (a file of an older version, or after ``rebuild``), it reads the live index instead. A refit so
 reads no table (measurements: docs/studies/code-notes.md); ``easl verify`` checks that the stored arrays equal the

@@ -4,7 +4,7 @@ Each observation carries a source key (:mod:`core.store.validation`): ingesting 
 changes nothing; a new score for a key appends a record that supersedes the old one; a retraction appends a
 ``retract`` record. The live observation of a key is its last record when that is a score; the ``live`` table
 indexes them. What an ingest changes in the live log, the scores that became live and those they superseded, goes
-to the model in one call before the commit (``Model.update`` through :meth:`core.store.replay.Replay.update`), which
+to the model in one call before the commit (``Model.update`` through :meth:`core.store.derived.Replay.update`), which
 decides how the change becomes its state.
 
 A large ingest works one step ahead in a thread (:class:`ReadAhead`): while the writer appends chunk k, chunk k + 1
@@ -39,11 +39,11 @@ from core.store.batches import (
 )
 from core.store.db import Database, max_seq, now
 from core.store.deferred import DEFERRED_CACHE_KIB, Places, pragmas, remove_live, settle
+from core.store.derived import Replay
 from core.store.hit_columns import read_only
 from core.store.hit_rows import mark_complete, refresh_hits
 from core.store.items import Catalog
 from core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
-from core.store.replay import Replay
 from core.store.settings import Settings
 
 if TYPE_CHECKING:
@@ -570,7 +570,7 @@ class ObservationLog:
         :func:`core.store.log_rows.log_rows` (made here when not given); ``staged``: called once they are bound
         (:meth:`core.store.ahead.ReadAhead.go_on`). ``places``: the rows are deferred (:mod:`core.store.deferred`).
         ``last``: no rows follow (the model's update may then start early:
-        :meth:`core.store.replay.Replay.start_update`)."""
+        :meth:`core.store.derived.Replay.start_update`)."""
         report.duplicate = int(batch.valid["repeat"].sum())
         rows = log_rows(batch.valid) if rows is None else rows
         cand = rows.cand

@@ -4,9 +4,9 @@ Design (``docs/reference/project-file.md``; ``docs/ARCHITECTURE.md``, "core/stor
 that opens the file. It holds its parts, one class per concern, each given only the parts it uses: ``db``
 (:class:`core.store.db.Database`), ``settings`` (:class:`core.store.settings.Settings`), ``catalog``
 (:class:`core.store.items.Catalog`), ``iterations`` (:class:`core.store.hits.Iterations`), ``replay``
-(:class:`core.store.replay.Replay`), ``log`` (:class:`core.store.observations.ObservationLog`), ``retractions``
+(:class:`core.store.derived.Replay`), ``log`` (:class:`core.store.observations.ObservationLog`), ``retractions``
 (:class:`core.store.retraction.Retractions`), ``records`` (:class:`core.store.records.FrontEndRecords`) and ``output``
-(:class:`core.store.output.Output`). Every operation a front end calls is also a method of the project that calls
+(:class:`core.store.views.Output`). Every operation a front end calls is also a method of the project that calls
 the method of the part that does it, so that a reader (or a tool) follows a command from the project to the part.
 pandas, SciPy and ``core.models`` are imported by the methods that need them, so that opening a project and reading
 its status stays fast.
@@ -27,17 +27,17 @@ from numpy.typing import NDArray
 from core.errors import HyperParameterError, ProjectFileError
 from core.outputs import remove_leftovers
 from core.store.db import Database, connect, link_into_place, now, project_file_error, remove_files
+from core.store.derived import Replay
 from core.store.hit_rows import insert_iteration
 from core.store.hits import Iterations
 from core.store.items import Catalog
 from core.store.observations import ObservationLog
-from core.store.output import Output
 from core.store.records import FrontEndRecords
-from core.store.replay import Replay
 from core.store.retraction import Retractions
 from core.store.schema import FORMAT, READ_AS_IS, SCHEMA_VERSION, check_readable, migrate, user_version
 from core.store.settings import Settings
 from core.store.state import save_state
+from core.store.views import Output
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,9 +45,9 @@ if TYPE_CHECKING:
     from core.models import Hyper, Model
     from core.store.batches import IngestReport, Prepared
     from core.store.hit_columns import LongHits
-    from core.store.output import EstimateTable, ProjectStatus
     from core.store.records import Event, Reject, Wording
     from core.store.validation import Batch
+    from core.store.views import EstimateTable, ProjectStatus
     from core.tables import Table
 
 BUILD_CACHE_KIB = 32 * 1024  # SQLite's page cache while a project file is built: 32 MiB, a small part of init's memory
@@ -193,23 +193,23 @@ class Project:
         return self.iterations.n_open()
 
     def state(self) -> dict[str, NDArray[Any]]:
-        """:meth:`core.store.replay.Replay.state`."""
+        """:meth:`core.store.derived.Replay.state`."""
         return self.replay.state()
 
     def verify(self) -> dict[str, Any]:
-        """:meth:`core.store.replay.Replay.verify`."""
+        """:meth:`core.store.derived.Replay.verify`."""
         return self.replay.verify()
 
     def rebuild(self) -> dict[str, Any]:
-        """:meth:`core.store.replay.Replay.rebuild`."""
+        """:meth:`core.store.derived.Replay.rebuild`."""
         return self.replay.rebuild()
 
     def iteration_states(self, upto: int) -> Iterator[tuple[int, dict[str, NDArray[Any]]]]:
-        """:meth:`core.store.replay.Replay.iteration_states`."""
+        """:meth:`core.store.derived.Replay.iteration_states`."""
         return self.replay.iteration_states(upto)
 
     def annotator_table(self) -> Any:
-        """:meth:`core.store.replay.Replay.annotator_table`."""
+        """:meth:`core.store.derived.Replay.annotator_table`."""
         return self.replay.annotator_table()
 
     def validate(self, rows: Any, *, source: str) -> Batch:
@@ -330,23 +330,23 @@ class Project:
         return self.records.external_ids(kind, local_id)
 
     def estimates(self) -> pd.DataFrame:
-        """:meth:`core.store.output.Output.estimates`."""
+        """:meth:`core.store.views.Output.estimates`."""
         return self.output.estimates()
 
     def estimates_table(self) -> EstimateTable:
-        """:meth:`core.store.output.Output.estimates_table`."""
+        """:meth:`core.store.views.Output.estimates_table`."""
         return self.output.estimates_table()
 
     def ratings(self) -> pd.DataFrame:
-        """:meth:`core.store.output.Output.ratings`."""
+        """:meth:`core.store.views.Output.ratings`."""
         return self.output.ratings()
 
     def status(self) -> ProjectStatus:
-        """:meth:`core.store.output.Output.status`."""
+        """:meth:`core.store.views.Output.status`."""
         return self.output.status()
 
     def stop_figures(self) -> dict[str, Any] | None:
-        """:meth:`core.store.output.Output.stop_figures`."""
+        """:meth:`core.store.views.Output.stop_figures`."""
         return self.output.stop_figures()
 
     @classmethod

@@ -1,6 +1,6 @@
 """Retracting observations: a ``retract`` record per live observation withdrawn (deleted Label Studio annotations,
 withdrawn HITs), and the model's state after the withdrawal (``Model.update``:
-:meth:`core.store.replay.Replay.update`)."""
+:meth:`core.store.derived.Replay.update`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import numpy as np
 
 from core.errors import ProjectFileError
 from core.store.db import Database, fill_temp, max_seq, now
+from core.store.derived import Replay
 from core.store.hit_rows import refresh_hits
 from core.store.live_arrays import LiveChanges
-from core.store.replay import Replay
 from core.store.settings import Settings
 
 

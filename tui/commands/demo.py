@@ -14,7 +14,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from core.errors import UserError
+from core.errors import EaslError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,7 +103,7 @@ def simulate_scores(
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl demo``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl demo``; returns the exit status (user errors raise ``EaslError``)."""
     if args.simulated:
         return run_simulated(args)
     from tui.commands.demo_real import run_real
@@ -126,7 +126,7 @@ def run_simulated(args: argparse.Namespace) -> int:
     from core.tables import write_format, write_table
 
     if args.iterations < 0:
-        raise UserError(f"--iterations must be >= 0, got {args.iterations}.")
+        raise EaslError(f"--iterations must be >= 0, got {args.iterations}.")
     if args.output:
         write_format(args.output)
     items = demo_items()

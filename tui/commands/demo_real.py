@@ -7,7 +7,7 @@ import argparse
 import os
 from typing import Any
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.commands.init import DEFAULT_METHOD
 
 #: HITs per iteration after the covering one: a quarter of a score per item on the 320 videos, so that the curves
@@ -65,13 +65,13 @@ def run_real(args: argparse.Namespace) -> int:
     from core.tables import write_format, write_table
 
     if not 0.0 < args.target < 1.0:
-        raise UserError(f"--target must be a Spearman correlation between 0 and 1, got {args.target}.")
+        raise EaslError(f"--target must be a Spearman correlation between 0 and 1, got {args.target}.")
     if args.max_per_item <= 0:
-        raise UserError(f"--max-per-item must be > 0, got {args.max_per_item}.")
+        raise EaslError(f"--max-per-item must be > 0, got {args.max_per_item}.")
     if args.output:
         write_format(args.output)
     if args.project and os.path.lexists(args.project):
-        raise UserError(f"{args.project}: the file exists; the demo makes a new project (remove it or pick a name).")
+        raise EaslError(f"{args.project}: the file exists; the demo makes a new project (remove it or pick a name).")
     ratings = shipped_ratings()
     items = agh_tv_items()[["item_id", "text", "content_id", "path"]]
     console = Console()

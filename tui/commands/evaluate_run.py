@@ -11,44 +11,44 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.commands.evaluate_tables import print_tables
 from tui.commands.progress import bootstrap_progress, stage_progress
 from tui.evaluation import evaluate_loaded, nothing_left
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl evaluate`` (exit status 0; a bad option or input is a ``UserError``)."""
+    """Run ``easl evaluate`` (exit status 0; a bad option or input is a ``EaslError``)."""
     import numpy as np
 
     from core.metrics.data import Scale
     from core.metrics.load import load_long, load_wide
 
     if args.bootstrap < 0:
-        raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
+        raise EaslError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
     if args.rater_error_variance is not None and not (
         np.isfinite(args.rater_error_variance) and args.rater_error_variance >= 0
     ):
-        raise UserError(f"--rater-error-variance must be a finite number >= 0, got {args.rater_error_variance}.")
+        raise EaslError(f"--rater-error-variance must be a finite number >= 0, got {args.rater_error_variance}.")
     scale = None
     if args.scale:
         try:
             scale = Scale(*args.scale)
         except ValueError as exc:
-            raise UserError(f"--scale {args.scale[0]:g} {args.scale[1]:g}: {exc}.") from None
+            raise EaslError(f"--scale {args.scale[0]:g} {args.scale[1]:g}: {exc}.") from None
     if args.population_size is not None and not (np.isfinite(args.population_size) and args.population_size > 0):
-        raise UserError(f"--population-size must be a finite positive number, got {args.population_size:g}.")
+        raise EaslError(f"--population-size must be a finite positive number, got {args.population_size:g}.")
     _check_repeats(args)
     if args.dask:
         return _run_dask(args, scale)
     if args.project:
         if args.file:
-            raise UserError("give either FILE or --project, not both.")
+            raise EaslError("give either FILE or --project, not both.")
         data, project_scale = _load_project(args)
         scale = scale or project_scale
         source = args.project
     elif not args.file:
-        raise UserError("name the FILE to evaluate (or --project PROJECT --system SCORES).")
+        raise EaslError("name the FILE to evaluate (or --project PROJECT --system SCORES).")
     elif args.long:
         data = load_long(
             args.file, columns=_long_columns(args), system=args.system, human=args.human, group_col=args.group_col
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
     _check_population(args, data, source)
     if args.base_group is not None and (data.groups is None or args.base_group not in set(map(str, data.groups))):
-        raise UserError(f"--base-group {args.base_group!r}: not a group of the --group column.")
+        raise EaslError(f"--base-group {args.base_group!r}: not a group of the --group column.")
     progress_cb, finish = bootstrap_progress(args.bootstrap, quiet=False)
     try:
         ev = evaluate_loaded(
@@ -92,7 +92,7 @@ def _options(args, scale):
 def _long_columns(args) -> tuple[str, str, str]:
     parts = tuple(s.strip() for s in args.long.split(","))
     if len(parts) != 3 or not all(parts):
-        raise UserError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
+        raise EaslError(f"--long expects three column names ITEM,RATER,SCORE, got {args.long!r}.")
     return parts[0], parts[1], parts[2]
 
 
@@ -103,7 +103,7 @@ def _check_repeats(args) -> None:
         seen = set()
         for name in names:
             if name in seen:
-                raise UserError(
+                raise EaslError(
                     f"{flag} names {name!r} twice; each rater or system is one column, and a rater compared "
                     f"with itself would agree perfectly."
                 )
@@ -115,7 +115,7 @@ def _check_population(args, data, source) -> None:
     f = n / N of the agreement standard errors (core/metrics/intervals/agreement_variance.py) needs n <= N."""
     n = len(data.ids)
     if args.population_size is not None and args.population_size < n:
-        raise UserError(
+        raise EaslError(
             f"{source}: --population-size {args.population_size:g} is smaller than the {n} responses of the "
             f"sample; the population includes every response of the sample."
         )
@@ -123,16 +123,16 @@ def _check_population(args, data, source) -> None:
 
 def _check_wide(args) -> None:
     if not args.human:
-        raise UserError("--human is required: name the human score column(s) of the file.")
+        raise EaslError("--human is required: name the human score column(s) of the file.")
     overlap = set(args.human) & set(args.system)
     if overlap:
-        raise UserError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
+        raise EaslError(f"{args.file}: column {sorted(overlap)[0]!r} is given both as --human and --system.")
 
 
 def _emit(ev, args, source) -> int:
     """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
     from core.metrics.output_schema import as_schema
-    from core.metrics.write import to_json_text, write_output
+    from core.metrics.report import to_json_text, write_output
 
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
         raise nothing_left(source, ev.dropped)
@@ -151,9 +151,9 @@ def _run_dask(args, scale) -> int:
     from core.distributed.evaluate import Columns, evaluate_dask
 
     if args.project:
-        raise UserError("--dask evaluates partitioned files; --project is evaluated in memory.")
+        raise EaslError("--dask evaluates partitioned files; --project is evaluated in memory.")
     if not args.file:
-        raise UserError("name the FILE (a glob or directory of Parquet or CSV partitions) to evaluate with --dask.")
+        raise EaslError("name the FILE (a glob or directory of Parquet or CSV partitions) to evaluate with --dask.")
     long = _long_columns(args) if args.long else None
     if long is None:
         _check_wide(args)
@@ -169,7 +169,7 @@ def _run_dask(args, scale) -> int:
             )
             ev = evaluate_dask(client, args.file, columns, options=_options(args, scale), progress=update)
     except ValueError as exc:
-        raise UserError(f"{args.file}: {exc}.") from None
+        raise EaslError(f"{args.file}: {exc}.") from None
     finally:
         finish()
     return _emit(ev, args, args.file)

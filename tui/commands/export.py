@@ -42,7 +42,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl export``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl export``; returns the exit status (user errors raise ``EaslError``)."""
     from core.outputs import atomic_outputs, check_outputs
     from core.store import Project
 

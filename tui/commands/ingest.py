@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.commands.options import add_raw_cells
 
 
@@ -103,7 +103,7 @@ def _blank_annotators(chunk) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl ingest``; returns the exit status (user errors raise ``UserError``; refused rows get the hint
+    """Run ``easl ingest``; returns the exit status (user errors raise ``EaslError``; refused rows get the hint
     of --skip-invalid)."""
     from core.errors import InvalidRows
 
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except InvalidRows as exc:
         head, sep, rest = str(exc).partition(":\n")
-        raise UserError(
+        raise EaslError(
             f"{head} (use --skip-invalid to ingest the valid rows and write the rejects to a file){sep}{rest}"
         ) from None
 
@@ -204,7 +204,7 @@ def _slice_rows(args: argparse.Namespace, project, large: bool) -> int:
         linked = project.get_meta(bk.KEY_PROJECT_ID) is not None
         return SLICE_ROWS if large and linked and not whole else 0
     if args.commit_every and whole:
-        raise UserError(
+        raise EaslError(
             f"--commit-every: the method {project.hyper.method!r} compares the scores of whole HITs in their "
             "order, so its files are ingested in one transaction (use --commit-every 0)"
         )

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from core.errors import UserError
+from core.errors import EaslError
 
 # The choices of --method and --partner-pool, spelt here so that ``easl init --help`` does not load the engine
 # (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
@@ -98,7 +98,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl init``; returns the exit status (user errors raise ``UserError``, worded with the flag to
+    """Run ``easl init``; returns the exit status (user errors raise ``EaslError``, worded with the flag to
     change when core names the setting or column at fault)."""
     from core.errors import HyperParameterError
     from core.store.items import MissingColumn
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except MissingColumn as exc:
         flag = "--id-column" if exc.field == args.id_column else "--text-column"
-        raise UserError(f"{str(exc).rstrip('.')}; name the right one with {flag}.") from None
+        raise EaslError(f"{str(exc).rstrip('.')}; name the right one with {flag}.") from None
     except HyperParameterError as exc:
         hint = {
             "hit_size": "give more items or a smaller --hit-size",
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         }.get(exc.field)
         if hint is None:
             raise
-        raise UserError(f"{exc}; {hint}.") from None
+        raise EaslError(f"{exc}; {hint}.") from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
     from core.tables import check_input, iter_table
 
     if os.path.lexists(args.project):
-        raise UserError(
+        raise EaslError(
             f"{args.project}: already exists; easl init never overwrites a project (choose another "
             f"name or delete the file first)."
         )
@@ -137,12 +137,12 @@ def _run(args: argparse.Namespace) -> int:
         if value is None:
             continue
         if name not in method_fields(args.method):
-            raise UserError(f"{flag} needs --method aware (the method is {args.method}).")
+            raise EaslError(f"{flag} needs --method aware (the method is {args.method}).")
         aware[name] = value
     if "stop_at" in aware and not 0.0 < aware["stop_at"] < 1.0:
-        raise UserError(f"--stop-at {aware['stop_at']:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
+        raise EaslError(f"--stop-at {aware['stop_at']:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
     if aware.get("uniform_passes", 0) < 0:
-        raise UserError(f"--uniform-passes {aware['uniform_passes']}: give a whole number >= 0.")
+        raise EaslError(f"--uniform-passes {aware['uniform_passes']}: give a whole number >= 0.")
     hyper = Hyper(
         method=args.method,
         hit_size=args.hit_size,

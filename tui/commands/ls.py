@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from core.errors import UserError
+from core.errors import EaslError
 
 if TYPE_CHECKING:
     from core.store import Project
@@ -24,7 +24,7 @@ def basic_auth_from_env() -> tuple[str, str] | None:
         return None
     user, sep, pw = raw.partition(":")
     if not sep or not user or not pw:
-        raise UserError("EASL_BASIC_AUTH must be 'user:password'")
+        raise EaslError("EASL_BASIC_AUTH must be 'user:password'")
     return user, pw
 
 
@@ -107,7 +107,7 @@ def _stop_at_refusal(args: argparse.Namespace) -> Iterator[None]:
     except HyperParameterError as exc:
         if exc.field != "stop_at":
             raise
-        raise UserError(f"{args.project}: --stop-at {args.stop_at:g} is refused: it needs {exc.need}.") from None
+        raise EaslError(f"{args.project}: --stop-at {args.stop_at:g} is refused: it needs {exc.need}.") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from easl_plugin.setup import setup_project
 
     if args.stop_at is not None and not 0.0 < args.stop_at < 1.0:
-        raise UserError(f"--stop-at {args.stop_at:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
+        raise EaslError(f"--stop-at {args.stop_at:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
     client = LabelStudioClient(args.url, os.environ.get("LABEL_STUDIO_API_KEY", ""))
     err = Console(stderr=True)
     with (

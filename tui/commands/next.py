@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.commands.options import add_raw_cells
 
 
@@ -36,7 +36,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl next``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl next``; returns the exit status (user errors raise ``EaslError``)."""
     from core.store import Project
     from core.store.hit_columns import HIT_FORMATS
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         from core.tables import write_format
 
         fmt = write_format(args.output)  # (an unknown extension: the error names the known ones)
-        raise UserError(f"{args.output}: HITs are written as .jsonl, .csv or .parquet, not {fmt}.")
+        raise EaslError(f"{args.output}: HITs are written as .jsonl, .csv or .parquet, not {fmt}.")
     stop = None
     with tempfile.TemporaryDirectory() as tmp:
         # stdout: the records are written to a file first, and copied out once the iteration is committed

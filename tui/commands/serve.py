@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.commands.options import nonnegative_int, port, positive_float
 
 
@@ -155,5 +155,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         serve(config, log_level=args.log_level, access_log=args.access_log, limits=limits)
     except UnprotectedAddress as exc:
-        raise UserError(f"{exc} (or pass --insecure)") from None
+        raise EaslError(f"{exc} (or pass --insecure)") from None
     return 0

@@ -76,9 +76,9 @@ def _load(args: argparse.Namespace) -> tuple[Any, str | None]:
         from core.datasets import agh_tv_notice
 
         if args.scale is not None and tuple(args.scale) != (1.0, 5.0):
-            from core.errors import UserError
+            from core.errors import EaslError
 
-            raise UserError("--scale: the shipped study is on the 1-5 scale; give RATINGS for another.")
+            raise EaslError("--scale: the shipped study is on the 1-5 scale; give RATINGS for another.")
         return shipped_ratings(), agh_tv_notice()
     r = read_ratings(
         args.ratings,
@@ -91,35 +91,35 @@ def _load(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from core.errors import UserError
+    from core.errors import EaslError
     from core.simulate.replay import METHODS
 
     bad = [m for m in args.methods if m not in METHODS]
     if bad:
-        raise UserError(f"--methods {bad[0]}: choose from {', '.join(METHODS)}.")
+        raise EaslError(f"--methods {bad[0]}: choose from {', '.join(METHODS)}.")
     if "da" not in args.methods:
-        raise UserError("--methods must include da: the savings are measured against it.")
+        raise EaslError("--methods must include da: the savings are measured against it.")
     if args.targets is not None and (any(not 0.0 < t < 1.0 for t in args.targets) or not args.targets):
-        raise UserError("--targets: Spearman correlations between 0 and 1, e.g. 0.9,0.93.")
+        raise EaslError("--targets: Spearman correlations between 0 and 1, e.g. 0.9,0.93.")
     for name in ("runs", "hit_size", "batch_hits"):
         if getattr(args, name) < (2 if name == "hit_size" else 1):
-            raise UserError(f"--{name.replace('_', '-')} must be >= {2 if name == 'hit_size' else 1}.")
+            raise EaslError(f"--{name.replace('_', '-')} must be >= {2 if name == 'hit_size' else 1}.")
     if args.max_per_item is not None and args.max_per_item <= 0:
-        raise UserError("--max-per-item must be > 0.")
+        raise EaslError("--max-per-item must be > 0.")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl simulate replay``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl simulate replay``; returns the exit status (user errors raise ``EaslError``)."""
     import numpy as np
 
-    from core.errors import UserError
+    from core.errors import EaslError
     from core.simulate import replay, replay_report
 
     started = time.perf_counter()
     _check(args)
     r, notice = _load(args)
     if args.hit_size > r.n_items:
-        raise UserError(f"--hit-size {args.hit_size}: the ratings have only {r.n_items} items.")
+        raise EaslError(f"--hit-size {args.hit_size}: the ratings have only {r.n_items} items.")
     pool = np.ceil(r.per_item() / 2)
     per_item = args.max_per_item if args.max_per_item is not None else float(min(12.0, np.median(pool)))
     batch = args.batch_hits * args.hit_size / r.n_items

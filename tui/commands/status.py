@@ -77,7 +77,7 @@ def _set_stop_at(args: argparse.Namespace) -> None:
     """Write ``--set-stop-at`` to the project (one transaction), and say what changed on stderr."""
     import sys
 
-    from core.errors import HyperParameterError, UserError
+    from core.errors import EaslError, HyperParameterError
     from core.store import Project
 
     with Project.open(args.project) as project:
@@ -86,14 +86,14 @@ def _set_stop_at(args: argparse.Namespace) -> None:
         except HyperParameterError as exc:
             if exc.field != "stop_at":
                 raise
-            raise UserError(f"{args.project}: --set-stop-at is refused: it needs {exc.need}.") from None
+            raise EaslError(f"{args.project}: --set-stop-at is refused: it needs {exc.need}.") from None
     shown = "none" if args.set_stop_at is None else f"{args.set_stop_at:g}"
     was = "none" if before is None else f"{before:g}"
     print(f"stop target: {shown} (was {was})", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl status``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl status``; returns the exit status (user errors raise ``EaslError``)."""
     from core.store import Project
     from easl_plugin.bookkeeping import status_figures
 

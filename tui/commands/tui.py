@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.errors import UserError
+from core.errors import EaslError
 
 HELP = """\
 Open the terminal app. With a project file it opens on Annotate (asking your annotator name once); with
@@ -51,17 +51,17 @@ def run(args: argparse.Namespace) -> int:
     from tui.settings import clean_annotator
 
     if args.poll <= 0:
-        raise UserError(f"--poll: must be a positive number of seconds, got {args.poll}.")
+        raise EaslError(f"--poll: must be a positive number of seconds, got {args.poll}.")
     annotator = clean_annotator(args.annotator) if args.annotator is not None else None
     project = data_file = None
     start = "monitor" if args.monitor else "annotate"
     if args.project is not None:
         path = Path(args.project)
         if not path.is_file():
-            raise UserError(f"{path}: no such file; create a project with `easl init {path} --items FILE`.")
+            raise EaslError(f"{path}: no such file; create a project with `easl init {path} --items FILE`.")
         if path.suffix.lower() in READ_FORMATS:
             if args.monitor:
-                raise UserError(f"{path}: --monitor needs a project file, not a data file.")
+                raise EaslError(f"{path}: --monitor needs a project file, not a data file.")
             data_file, start = path, "evaluate"
         else:
             from core.store import Project
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             project = path
     else:
         if args.monitor:
-            raise UserError("--monitor: name the project file to monitor, e.g. `easl tui demo.easl --monitor`.")
+            raise EaslError("--monitor: name the project file to monitor, e.g. `easl tui demo.easl --monitor`.")
         start = "evaluate"
     app = EaslApp(project, start=start, annotator=annotator, poll_interval=args.poll, data_file=data_file)
     app.run()

@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``easl verify``; returns the exit status (user errors raise ``UserError``)."""
+    """Run ``easl verify``; returns the exit status (user errors raise ``EaslError``)."""
     from core.store import Project
     from core.store.salvage import damaged_pages, damaged_tables, integrity_problems, unreadable_pages
 

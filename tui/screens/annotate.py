@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.screens.annotate_session import STORE_ERRORS, AnnotationSession, HitView
 from tui.screens.name_prompt import NamePrompt
 from tui.settings import clear_draft, load_draft, remember_annotator, remembered_annotator, save_draft
@@ -146,7 +146,7 @@ class AnnotateScreen(Screen):
             return
         try:
             name = remember_annotator(name)
-        except (UserError, OSError) as exc:
+        except (EaslError, OSError) as exc:
             self.notify(f"The name is used for this session but could not be saved: {exc}", severity="warning")
         self._start(name)
 
@@ -176,7 +176,7 @@ class AnnotateScreen(Screen):
         with self._store_errors():
             await asyncio.to_thread(self.session.submit, hit, scores)
             self._forget_draft()
-            with contextlib.suppress(UserError, OSError):  # a stale draft is ignored once its HIT is complete
+            with contextlib.suppress(EaslError, OSError):  # a stale draft is ignored once its HIT is complete
                 clear_draft(self.session.path, self.session.annotator)
             self.session_count += 1
             self.notify(f"Submitted HIT {hit['hit_id']}.", timeout=2)
@@ -187,7 +187,7 @@ class AnnotateScreen(Screen):
         with self._store_errors():
             sub = await asyncio.to_thread(self.session.undo)
             if sub is None:
-                raise UserError("Nothing to undo: no submission from this annotator yet.")
+                raise EaslError("Nothing to undo: no submission from this annotator yet.")
             self.session_count = max(self.session_count - 1, 0)
             self.notify(f"Retracted HIT {sub.hit_id}.", timeout=3)
             view = await asyncio.to_thread(self.session.current, sub.hit_id)
@@ -225,7 +225,7 @@ class AnnotateScreen(Screen):
         if not prefill:
             try:
                 prefill = load_draft(self.project, self.session.annotator, view.hit["hit_id"])
-            except UserError as exc:
+            except EaslError as exc:
                 self.notify(str(exc), severity="warning")
         self._draft = {str(k): float(v) for k, v in prefill.items()}
         rows = [
@@ -351,7 +351,7 @@ class AnnotateScreen(Screen):
             return
         try:
             save_draft(self.project, self.annotator, self.view.hit["hit_id"], self._draft)
-        except (UserError, OSError) as exc:
+        except (EaslError, OSError) as exc:
             self.notify(f"Could not save the scores typed so far: {exc}", severity="warning")
 
     def on_unmount(self) -> None:

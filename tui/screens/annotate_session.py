@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import UserError
+from core.errors import EaslError
 
 #: What a session's calls raise when the project file refuses or cannot be read: shown to the annotator.
-STORE_ERRORS = (UserError, sqlite3.Error, OSError)
+STORE_ERRORS = (EaslError, sqlite3.Error, OSError)
 
 #: ``source`` recorded with every observation this screen writes.
 SOURCE = "tui"
@@ -117,7 +117,7 @@ class AnnotationSession:
 
         Raises
         ------
-        UserError
+        EaslError
             When the project rejects the rows (the message names the item and the reason).
         """
         annotation_id = f"tui-{uuid.uuid4().hex}"

@@ -34,7 +34,7 @@ from textual.widgets import (
 )
 from textual.widgets.select import NoSelection
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.screens.evaluate_data import parse_count, parse_scale, result_rows, run_evaluation, save_report
 
 
@@ -119,7 +119,7 @@ class EvaluateScreen(Screen):
         path = Path(path)
         try:
             frame = (await asyncio.to_thread(read_table, path)).frame
-        except UserError as exc:
+        except EaslError as exc:
             self._show_error(str(exc))
             return
         columns = [str(c) for c in frame.columns]
@@ -159,7 +159,7 @@ class EvaluateScreen(Screen):
         try:
             scale = parse_scale(self.query_one("#scale", Input).value)
             n_boot = parse_count(self.query_one("#bootstrap", Input).value, "bootstrap resamples")
-        except UserError as exc:
+        except EaslError as exc:
             self._show_error(str(exc))
             return
         # keep the file's column order for the human columns (the first is the reference rater)
@@ -181,7 +181,7 @@ class EvaluateScreen(Screen):
             self.evaluation = await asyncio.to_thread(
                 run_evaluation, path, human, system, group, scale, n_boot, progress=progress
             )
-        except UserError as exc:
+        except EaslError as exc:
             self._show_error(str(exc))
             notes.update(Text(str(exc), style="red"))
 
@@ -223,7 +223,7 @@ class EvaluateScreen(Screen):
     async def _save_worker(self, folder: Path, source: Path) -> None:
         try:
             self.saved = await asyncio.to_thread(save_report, self.evaluation, folder, source)
-        except (UserError, OSError) as exc:
+        except (EaslError, OSError) as exc:
             self._show_error(str(exc))
             return
         self.notify(f"Report saved to {folder} ({len(self.saved)} files).", timeout=5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.evaluation import evaluate_loaded, nothing_left
 
 #: Metrics shown first in the results table (then the rest of the observed keys).
@@ -35,7 +35,7 @@ def parse_scale(text: str) -> tuple[float, float] | None:
 
     Raises
     ------
-    UserError
+    EaslError
         When the text is not two numbers with MIN < MAX.
     """
     parts = text.replace(",", " ").split()
@@ -44,9 +44,9 @@ def parse_scale(text: str) -> tuple[float, float] | None:
     try:
         low, high = (float(p) for p in parts)
     except ValueError:
-        raise UserError(f"scale: {text!r} is not two numbers; type the lowest and highest score, e.g. 1 6.") from None
+        raise EaslError(f"scale: {text!r} is not two numbers; type the lowest and highest score, e.g. 1 6.") from None
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
-        raise UserError(f"scale: {text!r} needs a lowest score below the highest one.")
+        raise EaslError(f"scale: {text!r} needs a lowest score below the highest one.")
     return low, high
 
 
@@ -58,9 +58,9 @@ def parse_count(text: str, field: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise UserError(f"{field}: {text!r} is not a whole number.") from None
+        raise EaslError(f"{field}: {text!r} is not a whole number.") from None
     if value < 0:
-        raise UserError(f"{field}: must be 0 or more, got {value}.")
+        raise EaslError(f"{field}: must be 0 or more, got {value}.")
     return value
 
 
@@ -84,7 +84,7 @@ def run_evaluation(
 
     Raises
     ------
-    UserError
+    EaslError
         No human or system column chosen, a column chosen twice, unreadable data, nothing left to evaluate.
     """
     from core.metrics.data import Scale
@@ -92,14 +92,14 @@ def run_evaluation(
     from core.metrics.options import EvaluationOptions
 
     if not human:
-        raise UserError(f"{path}: choose at least one human column.")
+        raise EaslError(f"{path}: choose at least one human column.")
     if not system:
-        raise UserError(f"{path}: choose at least one system column.")
+        raise EaslError(f"{path}: choose at least one system column.")
     overlap = sorted(set(human) & set(system))
     if overlap:
-        raise UserError(f"{path}: column {overlap[0]!r} is chosen both as human and as system.")
+        raise EaslError(f"{path}: column {overlap[0]!r} is chosen both as human and as system.")
     if group is not None and group in set(human) | set(system):
-        raise UserError(f"{path}: column {group!r} is chosen both as a score and as the group column.")
+        raise EaslError(f"{path}: column {group!r} is chosen both as a score and as the group column.")
     data = load_wide(path, human=list(human), system=list(system), group_col=group)
     ev = evaluate_loaded(
         data,
@@ -114,8 +114,8 @@ def run_evaluation(
 
 
 def save_report(evaluation, folder: Path, source: Path, seed: int = 0) -> list[Path]:
-    """Write the report of ``easl evaluate --output DIR`` (``core.metrics.write.write_output``)."""
-    from core.metrics.write import write_output
+    """Write the report of ``easl evaluate --output DIR`` (``core.metrics.report.write_output``)."""
+    from core.metrics.report import write_output
 
     return write_output(evaluation, Path(folder), source=str(source), seed=seed)
 

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, RadioButton, RadioSet, Static
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.screens.annotate_session import STORE_ERRORS
 
 #: Format name -> file extension.
@@ -37,7 +37,7 @@ def export_project(project_path: Path, estimates_path: Path, ratings_path: Path 
 
     Raises
     ------
-    UserError
+    EaslError
         Unknown extension, a missing directory, or an unreadable project.
     """
     from core.store import Project
@@ -47,7 +47,7 @@ def export_project(project_path: Path, estimates_path: Path, ratings_path: Path 
     if ratings_path is not None:
         write_format(ratings_path)
         if Path(ratings_path).resolve() == Path(estimates_path).resolve():
-            raise UserError(f"{ratings_path}: the ratings file must differ from the estimates file.")
+            raise EaslError(f"{ratings_path}: the ratings file must differ from the estimates file.")
     with Project.open(project_path, readonly=True) as project:
         estimates = project.estimates()
         ratings = project.ratings() if ratings_path is not None else None

@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.commands.status import FLAG_STYLES
 from tui.screens.monitor_data import AwarePanel, MonitorSnapshot, MonitorSource
 from tui.screens.stop_target import StopChoice, StopTargetPrompt
@@ -151,7 +151,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
             self._force.clear()
             try:
                 snapshot = source.poll(force=force)
-            except UserError as exc:
+            except EaslError as exc:
                 self.post_message(self.PollFailed(str(exc)))
                 snapshot = None
             except Exception as exc:  # a reader racing a writer's schema change or a locked file: retry next poll
@@ -189,7 +189,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         try:
             with Project.open(self.project) as project:
                 project.set_stop_at(target)
-        except UserError as exc:
+        except EaslError as exc:
             self.notify(str(exc), severity="error")
             return
         self.notify(f"Stop target {'removed' if target is None else f'set to {target:g}'}.", timeout=3)

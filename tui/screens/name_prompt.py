@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from core.errors import UserError
+from core.errors import EaslError
 from tui.settings import clean_annotator
 
 
@@ -32,7 +32,7 @@ class NamePrompt(ModalScreen[str | None]):
     def _submitted(self, event: Input.Submitted) -> None:
         try:
             name = clean_annotator(event.value)
-        except UserError as exc:
+        except EaslError as exc:
             self.query_one("#name-error", Label).update(str(exc))
             return
         self.dismiss(name)

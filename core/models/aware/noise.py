@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware_data import PairStats
+from core.models.aware.data import PairStats
 
 #: Bounds of the estimated noise shrinkage ``nu_r``: at most a prior standard deviation of ``log r_a`` of 1, and
 #: at least so strong that ``r_a = 1`` to within a part in 10^4 for any annotator of fewer than 100 scores.
@@ -114,7 +114,7 @@ def loo_noise_ratio(P: PairStats, rows: NDArray[Any], fit: dict[str, Any]) -> ND
 
     For the scores of annotator ``a`` on item ``i`` (a pair of the sparse statistics ``P``; ``rows`` the item of
     each stored pair), ``u_i^(-a)`` is item ``i``'s posterior mean without them (the fit's sums minus the pair's
-    terms, as in :mod:`core.models.aware_diagnostics`), the residuals ``y - o_a - s_a u_i^(-a)``, and their
+    terms, as in :mod:`core.models.aware.diagnostics`), the residuals ``y - o_a - s_a u_i^(-a)``, and their
     expected square ``q_i + s_a^2 Var(u_i^(-a))`` per score. Leaving the pair out keeps a noisy annotator's
     residuals from being shrunk by its own pull on the item mean (with 2-3 scores an item, that pull hides a
     random clicker). ``fit`` holds the sweep's ``u, prec, o, s, vs, cos, rho, q``: the arrays of :func:`fit`.

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware import AwareState
+from core.models.aware.fit import AwareState
 
 #: Uniform passes before the adaptive allocation starts (2 save at least as much as 3 in the annotator-aware
 #: study; measurements: docs/studies/code-notes.md).
@@ -223,7 +223,7 @@ def select_batch(
 
     Examples
     --------
-    >>> from core.models.aware import Observations, fit
+    >>> from core.models.aware.fit import Observations, fit
     >>> obs = Observations.build(np.arange(10), np.zeros(10, dtype=int), np.linspace(0, 1, 10), n_items=10)
     >>> hits = select_batch(fit(obs), n_hits=2, hit_size=5, rng=np.random.default_rng(0))
     >>> hits.shape, all(len(set(h)) == 5 for h in hits.tolist())

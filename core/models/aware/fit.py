@@ -16,7 +16,7 @@ unreliability, ``q_i`` the item's ambiguity. The fit is mean-field EM (alternati
 * annotators: ``(o_a, s_a)`` jointly Gaussian, from the 2 x 2 normal equations of
   ``sum_k w_k E[(y_k - o_a - s_a u_i)^2] + o_a^2 / tau_o^2 + (s_a - 1)^2 / tau_s^2``;
 * noise: with ``e2_k = E[(y_k - o_a - s_a u_i)^2]``, ``r_a = (nu_r + sum_k e2_k / q_i) / (nu_r + n_a)``
-  (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes, :func:`core.models.aware_noise.noise_strengths`,
+  (then scaled to geometric mean 1; ``nu_r`` by empirical Bayes, :func:`core.models.aware.noise.noise_strengths`,
   at sweeps 1, 2, 4, 8, ... only), ``q0 = mean_k e2_k / r_a`` over the scores of items scored at least twice,
   ``q_i = (nu_q q0 + sum_k e2_k / r_a) / (nu_q + n_i)``;
 * prior widths (empirical Bayes): ``m0 = mean_i E[u_i]``, ``tau_mu^2 = mean_i E[(u_i - m0)^2]``,
@@ -48,8 +48,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware_data import CENTER, Observations, PairStats
-from core.models.aware_noise import NU_R_MAX, loo_noise_ratio, noise_strengths
+from core.models.aware.data import CENTER, Observations, PairStats
+from core.models.aware.noise import NU_R_MAX, loo_noise_ratio, noise_strengths
 from core.models.base import Posterior
 
 _FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
@@ -67,7 +67,7 @@ class AwareConfig:
         Pseudo-scores that shrink each item's ambiguity ``q_i`` toward the pooled ``q0`` (default 4).
     nu_r : float or None
         Pseudo-scores that shrink each annotator's unreliability ``r_a`` toward 1; None (the default): estimated
-        from the data (:func:`core.models.aware_noise.noise_strengths`, empirical Bayes).
+        from the data (:func:`core.models.aware.noise.noise_strengths`, empirical Bayes).
     sweeps_cold, sweeps_warm : int
         Most EM sweeps from scratch and from a warm start.
     tol : float
@@ -147,12 +147,12 @@ class AwareState:
     def summary(self) -> Posterior:
         """The :class:`~core.models.base.Posterior` of the items on [0, 1]: the score a typical annotator (offset 0,
         slope 1, noise ``q0``) would give on the bounded scale, ``G(mu_i)`` with ``G(m) ~ E[clip(m + e, 0, 1)]``,
-        ``e ~ N(0, q0)`` (:mod:`core.models.aware_scale`; strictly increasing). The interval is the image of the 95%
+        ``e ~ N(0, q0)`` (:mod:`core.models.aware.scale`; strictly increasing). The interval is the image of the 95%
         interval ``mu -+ t_{0.975, df_i} sqrt(var)`` (:attr:`df`), the variance ``G'(mu)^2 var`` (delta method).
         ``mu`` itself is what selection, rank figures and the stopping rule use."""
         from scipy import special  # here: easl status, which imports this module, needs none
 
-        from core.models.aware_scale import bounded_interval, expected_score_slope
+        from core.models.aware.scale import bounded_interval, expected_score_slope
 
         sd_q0 = float(np.sqrt(self.q0))
         df, which = np.unique(self.df, return_inverse=True)  # few distinct counts: the quantile once for each

@@ -1,6 +1,6 @@
 """Estimates on the bounded score scale: the expected score a typical annotator gives an item.
 
-The annotator-aware model's ``mu_i`` (:mod:`core.models.aware`) and TrueSkill's skill ``mu``
+The annotator-aware model's ``mu_i`` (:mod:`core.models.aware.fit`) and TrueSkill's skill ``mu``
 (:mod:`core.models.gaussian`) live on an unbounded scale: a posterior mean or a t interval can leave [0, 1]
 (``mu_i`` beyond the range when the annotators' offsets and slopes put the consensus outside what anyone scored).
 What such a project reports is instead the score a typical annotator would give the item on the bounded scale, the

@@ -1,4 +1,4 @@
-"""The data of the annotator-aware model (:mod:`core.models.aware`): observations in canonical order and their
+"""The data of the annotator-aware model (:mod:`core.models.aware.fit`): observations in canonical order and their
 sufficient statistics by (item, annotator) pair."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class Observations:
     @cached_property
     def pairs(self) -> PairStats:
         """:meth:`PairStats.build` of these observations, built once: a refit's fit and its informative counts
-        (:func:`core.models.aware_clickers.informative_arrays`) share it (the ingest target)."""
+        (:func:`core.models.aware.clickers.informative_arrays`) share it (the ingest target)."""
         return PairStats.build(self)
 
 

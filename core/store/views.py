@@ -168,7 +168,7 @@ class Output:
         and the item's extra columns (renamed ``item_<name>`` if they clash), on the project's score range
         (``core.models.Posterior.on_scale``); ``n_annotations`` counts live observations. Aware projects add
         ``rank_low, rank_high`` after ``n_annotations``: the 95% interval of the item's rank over posterior draws
-        (1 = the highest estimate, ``core.models.aware_posterior.rank_figures``).
+        (1 = the highest estimate, ``core.models.aware.posterior.rank_figures``).
         """
         import pandas as pd
 

@@ -9,7 +9,7 @@ How it takes a change of the log (:meth:`AwareModel.update`):
   :data:`COLD_REFIT_UPTO` live scores. The fit is order
   independent, so retraction is a refit without the retracted rows (no ``sign = -1``).
 * The cached state is :meth:`~core.models.aware.AwareState.to_arrays` plus, per item, ``n_informative`` and
-  ``informative_share`` (:func:`core.models.aware_clickers.informative_arrays`), which the stopping rule needs
+  ``informative_share`` (:func:`core.models.aware.clickers.informative_arrays`), which the stopping rule needs
   and only the observations give; a state cached without them (an older file) counts every score until the
   next refit.
 * Replay (``easl verify``) is a cold fit of the live log, which reaches the warm chain's fixed point only within
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
-from core.models.aware_alloc import UNIFORM_PASSES, select_batch
-from core.models.aware_clickers import INFORMATIVE_KEY, SHARE_KEY, informative_arrays, informative_state
-from core.models.aware_posterior import RankFigures, StopDecision, rank_figures, stop_decision
+from core.models.aware.alloc import UNIFORM_PASSES, select_batch
+from core.models.aware.clickers import INFORMATIVE_KEY, SHARE_KEY, informative_arrays, informative_state
+from core.models.aware.fit import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
+from core.models.aware.posterior import RankFigures, StopDecision, rank_figures, stop_decision
 from core.models.base import Change, LiveLog, Model, Posterior, Updated
 from core.models.hyper import Hyper
 
@@ -142,7 +142,7 @@ class AwareModel(Model):
         exclude: NDArray[Any] | None = None,
     ) -> NDArray[Any]:
         """The next ``n_hits`` HITs of ``hyper.hit_size`` items
-        (:func:`core.models.aware_alloc.select_batch`; ``exclude`` marks items that may not be chosen)."""
+        (:func:`core.models.aware.alloc.select_batch`; ``exclude`` marks items that may not be chosen)."""
         return select_batch(
             AwareState.from_arrays(state),
             n_hits=n_hits,
@@ -153,12 +153,12 @@ class AwareModel(Model):
         )
 
     def rank_figures(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> RankFigures:
-        """Rank intervals and the expected Spearman with the truth (:func:`core.models.aware_posterior.rank_figures`)
+        """Rank intervals and the expected Spearman with the truth (:func:`core.models.aware.posterior.rank_figures`)
         from the fit's posterior; :meth:`stop_decision` draws the truth without the likely clickers' share."""
         return rank_figures(AwareState.from_arrays(state), rng)
 
     def stop_decision(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> StopDecision | None:
-        """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware_posterior.stop_decision`,
+        """The stopping rule's verdict for ``hyper.stop_at`` (:func:`core.models.aware.posterior.stop_decision`,
         with :meth:`expected_spearman`), or None when the project has no target."""
         if self.hyper.stop_at is None:
             return None
@@ -168,14 +168,14 @@ class AwareModel(Model):
 
     def expected_spearman(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> float:
         """The expected Spearman with the truth that ``easl status`` reports, with or without a stop target: the
-        truth drawn without the likely clickers' share (:func:`core.models.aware_clickers.informative_state`)."""
+        truth drawn without the likely clickers' share (:func:`core.models.aware.clickers.informative_state`)."""
         st = AwareState.from_arrays(state)
         return rank_figures(st, rng, draws_from=informative_state(st, state)).expected_spearman
 
     def diagnostics(self, state: dict[str, NDArray[Any]], item: Any, annotator: Any, score01: Any) -> Any:
         """The per-annotator diagnostics of a fit of the live log ``(item, annotator, score01)``
-        (:func:`core.models.aware_diagnostics.annotator_diagnostics`), one row per annotator index."""
-        from core.models.aware_diagnostics import annotator_diagnostics  # here: it loads SciPy; status needs none
+        (:func:`core.models.aware.diagnostics.annotator_diagnostics`), one row per annotator index."""
+        from core.models.aware.diagnostics import annotator_diagnostics  # here: it loads SciPy; status needs none
 
         st = AwareState.from_arrays(state)
         obs = Observations.build(item, annotator, score01, n_items=st.n_items, n_annotators=st.n_annotators)
@@ -184,7 +184,7 @@ class AwareModel(Model):
     def stop_figures(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> dict[str, Any]:
         """The stopping rule's figures that ``easl status`` reports: ``target, expected_spearman, reached, reason,
         margin, min_scores`` (``E[rho] - margin >= target`` with at least ``min_scores`` scores per item)."""
-        from core.models.aware_posterior import STOP_MIN_SCORES
+        from core.models.aware.posterior import STOP_MIN_SCORES
 
         if self.hyper.stop_at is None:
             rho = self.expected_spearman(state, rng)

@@ -1,8 +1,8 @@
 """Rank intervals of large annotator-aware projects: the 95% interval of each item's rank computed from its own
 posterior quantiles and the pooled draws of all items, with no rank per draw (:func:`rank_intervals`), and the
-posterior draws they and :mod:`core.models.aware_posterior` share (:func:`posterior_draws`).
+posterior draws they and :mod:`core.models.aware.posterior` share (:func:`posterior_draws`).
 
-Above ``core.models.aware_posterior.EAGER_MAX_ITEMS`` items this is how ``easl export`` reads the rank intervals:
+Above ``core.models.aware.posterior.EAGER_MAX_ITEMS`` items this is how ``easl export`` reads the rank intervals:
 one sort of the pooled draws instead of a rank per draw, for the speed of ``easl export`` at scale
 (measurements: docs/studies/code-notes.md).
 """
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware import AwareState
+from core.models.aware.fit import AwareState
 
 #: :func:`rank_intervals` pools about this many draws (draws x items; at least 2 draws of each item): its
 #: estimate of an expected rank has a Monte Carlo sd of at most ``sqrt(N / (4 D))`` ranks, ``N / 2,800`` with
@@ -101,7 +101,7 @@ def rank_intervals(
 
     Examples
     --------
-    >>> from core.models.aware import Observations, fit
+    >>> from core.models.aware.fit import Observations, fit
     >>> obs = Observations.build([0, 1, 2, 3] * 3, [0] * 4 + [1] * 4 + [2] * 4, [.1, .4, .6, .9] * 3, n_items=4)
     >>> low, high = rank_intervals(fit(obs), np.random.default_rng(0))
     >>> bool(np.all(low <= [0, 1, 2, 3]) and np.all([0, 1, 2, 3] <= high) and high.max() <= 3)

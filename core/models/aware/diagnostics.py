@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from core.models.aware import CENTER, AwareState, Observations
+from core.models.aware.fit import CENTER, AwareState, Observations
 
 #: ``p_random`` at or above which an annotator's agreement with the consensus is indistinguishable from chance.
 RANDOM_P = 0.025
@@ -239,7 +239,7 @@ def annotator_diagnostics(
     --------
     Ten faithful annotators and one who clicks at random (150 items, 4 scores each):
 
-    >>> from core.models.aware import Observations, fit
+    >>> from core.models.aware.fit import Observations, fit
     >>> rng = np.random.default_rng(1)
     >>> truth = rng.random(150)
     >>> item, ann = np.repeat(np.arange(150), 4), rng.integers(11, size=600)

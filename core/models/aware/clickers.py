@@ -2,7 +2,7 @@
 (:func:`clicker_probability`), each item's count of informative scores (:func:`informative_counts`), and the
 posterior the stopping rule draws from once the scores of likely clickers are taken out (:func:`informative_state`).
 
-Why the fit alone is not enough: the fit (:mod:`core.models.aware`) down-weights a random clicker through a large
+Why the fit alone is not enough: the fit (:mod:`core.models.aware.fit`) down-weights a random clicker through a large
 noise ``r_a`` and a slope ``s_a`` pulled toward 0, but only when the clicker's scores meet other annotators' on the
 same items. Items scored by clickers alone have the clickers' own means and posteriors as narrow as any noisy
 annotator's, and the expected Spearman would count them as known (measurements: docs/studies/code-notes.md).
@@ -26,7 +26,7 @@ the allocation stops scoring), can agree among themselves beyond chance and pass
 References: Fisher (1921), "On the probable error of a coefficient of correlation", Metron 1 (``atanh`` of a
 correlation); McLachlan & Peel (2000), *Finite Mixture Models*, chapter 2 (EM for a mixture); Raykar et al. (2010),
 "Learning from crowds", JMLR 11 (annotators as a mixture of reliable and random); the stopping rule is
-:mod:`core.models.aware_posterior`.
+:mod:`core.models.aware.posterior`.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware import AwareState
-from core.models.aware_data import CENTER, Observations
-from core.models.aware_noise import loo_item_sums
+from core.models.aware.data import CENTER, Observations
+from core.models.aware.fit import AwareState
+from core.models.aware.noise import loo_item_sums
 
 #: Prior probability that an annotator clicks at random: even odds, so that an annotator the data cannot check (fewer
 #: than 4 scores, or no one else on their items) counts half.
@@ -52,7 +52,7 @@ PROBABILITY_STEP = 1.0 / 1024.0
 AGREEMENT_FLOOR, AGREEMENT_SPREAD = 0.30951960420311175, 0.01
 #: EM steps of the faithful annotators' agreement (:func:`clicker_probability`).
 EM_STEPS = 20
-#: Name of the per-item informative counts in a cached state (:meth:`core.models.aware_model.AwareModel.refit`).
+#: Name of the per-item informative counts in a cached state (:meth:`core.models.aware.model.AwareModel.refit`).
 INFORMATIVE_KEY = "n_informative"
 #: Name of the per-item informative share of the precision in a cached state (:func:`informative_share`).
 SHARE_KEY = "informative_share"
@@ -65,7 +65,7 @@ def _normal_logpdf(x: NDArray[Any], mean: Any, var: NDArray[Any]) -> NDArray[Any
 
 def loo_agreement(state: AwareState, obs: Observations) -> tuple[NDArray[Any], NDArray[Any]]:
     """Per annotator, the Pearson correlation of their scores with ``u_i^(-a)``, each item's posterior mean from the
-    other annotators' scores alone (:func:`core.models.aware_noise.loo_item_sums`; the fit's offsets and slopes
+    other annotators' scores alone (:func:`core.models.aware.noise.loo_item_sums`; the fit's offsets and slopes
     held, the prior and ``q_i`` taken out, so that a clicker's own pull on either cannot tie it to their scores),
     and the number of scores behind it; NaN with fewer than 3 scores or no spread on either side."""
     na = state.n_annotators
@@ -118,7 +118,7 @@ def clicker_probability(state: AwareState, obs: Observations, *, prior: float = 
     --------
     Two faithful annotators on items 0-19 and two who click at random on items 20-39, the only ones to score them:
 
-    >>> from core.models.aware import fit
+    >>> from core.models.aware.fit import fit
     >>> rng = np.random.default_rng(1)
     >>> truth = rng.random(20)
     >>> item = np.r_[np.arange(20), np.arange(20), np.arange(20, 40), np.arange(20, 40)]
@@ -200,7 +200,7 @@ def informative_state(state: AwareState, arrays: Mapping[str, NDArray[Any]]) -> 
 
     Examples
     --------
-    >>> from core.models.aware import fit
+    >>> from core.models.aware.fit import fit
     >>> obs = Observations.build([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 2, 3], [.2, .3, .8, .7, .9, .95], n_items=3)
     >>> st = fit(obs)
     >>> adj = informative_state(st, {INFORMATIVE_KEY: np.array([2.0, 2, 0]), SHARE_KEY: np.array([1.0, 1, 0])})

@@ -7,19 +7,19 @@ freedom (the item's noise ``q_i`` is estimated from its scores), independent acr
 between the estimates and the truth is the mean over draws of Spearman(estimates, draw). It is optimistic at a
 few scores per item, so the rule stops only when the figure minus a safety margin ``k (1 - E[rho])`` (relative
 to the distance from a perfect ranking) reaches the target and every item has at least the uniform passes'
-scores (:data:`core.models.aware_alloc.UNIFORM_PASSES`), so the rule never waits for a score the allocation does
+scores (:data:`core.models.aware.alloc.UNIFORM_PASSES`), so the rule never waits for a score the allocation does
 not plan to give. ``k`` = :data:`STOP_RELATIVE_MARGIN` was measured with
 :func:`core.simulate.aware_study.calibrate_stopping` (measurements: docs/studies/code-notes.md; the rule and its
 validation by simulation: ``docs/studies/aware.md``).
 
-Random clickers who alone score some items (:mod:`core.models.aware_clickers`) look like signal to the fit, so
+Random clickers who alone score some items (:mod:`core.models.aware.clickers`) look like signal to the fit, so
 the rule draws the truth from the posterior without the likely clickers' share of each item's precision
-(:func:`core.models.aware_clickers.informative_state`; the estimates whose ranks are compared stay the fit's), and
+(:func:`core.models.aware.clickers.informative_state`; the estimates whose ranks are compared stay the fit's), and
 needs of every item :data:`STOP_MIN_INFORMATIVE` informative score (an expected count, rounded).
 
 Above :data:`EAGER_MAX_ITEMS` items the expected Spearman takes its own :data:`SPEARMAN_SUBSET_DRAWS` draws, on
 a random subset of :data:`SPEARMAN_MAX_ITEMS` items for larger projects (:func:`expected_spearman`), and the rank
-intervals (:func:`core.models.aware_ranks.rank_intervals`) are computed only when read (export), so ``easl
+intervals (:func:`core.models.aware.ranks.rank_intervals`) are computed only when read (export), so ``easl
 status`` stays fast at 1,000,000 items. Up to :data:`EAGER_MAX_ITEMS` items the rank interval is the 2.5% and
 97.5% quantiles of each item's rank over the draws.
 """
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware import AwareState
-from core.models.aware_ranks import pooled_draws, posterior_draws, rank_intervals
+from core.models.aware.fit import AwareState
+from core.models.aware.ranks import pooled_draws, posterior_draws, rank_intervals
 
 #: ``k``: the margin subtracted from the expected Spearman is ``k (1 - E[rho])`` (module docstring).
 STOP_RELATIVE_MARGIN = 0.6
@@ -99,7 +99,7 @@ def expected_spearman(
     max_items, n_draws : int
     draws_from : AwareState, optional
         The posterior to draw the truth from (default ``state``; the stopping rule's is
-        :func:`core.models.aware_clickers.informative_state`); the estimates are always ``state.mu``.
+        :func:`core.models.aware.clickers.informative_state`); the estimates are always ``state.mu``.
 
     Returns
     -------
@@ -228,7 +228,7 @@ def rank_figures(
 
     Examples
     --------
-    >>> from core.models.aware import Observations, fit
+    >>> from core.models.aware.fit import Observations, fit
     >>> obs = Observations.build([0, 1, 2, 3] * 3, [0] * 4 + [1] * 4 + [2] * 4, [.1, .4, .6, .9] * 3, n_items=4)
     >>> f = rank_figures(fit(obs), np.random.default_rng(0), n_draws=100)
     >>> f.rank.tolist(), bool(f.expected_spearman > 0.9)
@@ -253,7 +253,7 @@ class StopDecision:
     reason : str
         One sentence for a front end, naming the figures (no flags).
     min_informative : float
-        Fewest informative scores of any item (:func:`core.models.aware_clickers.informative_counts`; the raw
+        Fewest informative scores of any item (:func:`core.models.aware.clickers.informative_counts`; the raw
         count when not given).
     """
 
@@ -282,10 +282,10 @@ def stops(
     Parameters
     ----------
     expected_spearman, min_count : array_like
-        Expected Spearman (:func:`rank_figures`, drawn as :meth:`core.models.aware_model.AwareModel.stop_decision`
+        Expected Spearman (:func:`rank_figures`, drawn as :meth:`core.models.aware.model.AwareModel.stop_decision`
         draws) and fewest scores of any item, per state.
     min_informative : array_like, optional
-        Fewest informative scores of any item (:func:`core.models.aware_clickers.informative_counts`), per state.
+        Fewest informative scores of any item (:func:`core.models.aware.clickers.informative_counts`), per state.
     target, relative_margin, min_scores, min_informative_scores :
         As in :func:`stop_decision`.
 
@@ -324,14 +324,14 @@ def stop_decision(
     ----------
     state : AwareState
     expected_spearman : float
-        From :func:`rank_figures` (the stopping rule's draws: :meth:`core.models.aware_model.AwareModel.stop_decision`).
+        From :func:`rank_figures` (the stopping rule's draws: :meth:`core.models.aware.model.AwareModel.stop_decision`).
     target : float
         The Spearman correlation with the truth the project wants, in ``(0, 1)``.
     relative_margin, min_scores :
         ``k`` and the fewest scores per item; defaults :data:`STOP_RELATIVE_MARGIN`, :data:`STOP_MIN_SCORES`.
     informative : ndarray, optional
         Each item's expected number of scores not from a random clicker
-        (:func:`core.models.aware_clickers.informative_counts`); default the raw counts.
+        (:func:`core.models.aware.clickers.informative_counts`); default the raw counts.
     min_informative_scores : int
         Default :data:`STOP_MIN_INFORMATIVE`.
 
