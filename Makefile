@@ -56,7 +56,10 @@ ruff: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# mypy cannot follow setuptools' editable finder (pyproject.toml [tool.mypy]): it reads the folders through links
 types: $(STAMP)
+	@mkdir -p .cache/typecheck/easl_toolkit
+	@for p in core easl_plugin tui label_config; do ln -sfn ../../../$$p .cache/typecheck/easl_toolkit/$$p; done
 	$(VENV)/bin/mypy
 
 format: $(STAMP)

@@ -26,10 +26,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.models.aware.alloc import select_batch  # noqa: E402
-from core.models.aware.fit import Observations, fit  # noqa: E402
-from core.models.aware.posterior import expected_spearman, rank_figures  # noqa: E402
-from core.store.derived import COLD_REFIT_UPTO  # noqa: E402
+from easl_toolkit.core.models.aware.alloc import select_batch  # noqa: E402
+from easl_toolkit.core.models.aware.fit import Observations, fit  # noqa: E402
+from easl_toolkit.core.models.aware.posterior import expected_spearman, rank_figures  # noqa: E402
+from easl_toolkit.core.store.derived import COLD_REFIT_UPTO  # noqa: E402
 
 STATUS_TARGET = 0.5
 

@@ -21,10 +21,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.campaign.design import apply_iteration, choose_iteration  # noqa: E402
-from core.campaign.estimators import estimate  # noqa: E402
-from core.campaign.model import predict  # noqa: E402
-from core.campaign.moments import moment_predictions  # noqa: E402
+from easl_toolkit.core.campaign.design import apply_iteration, choose_iteration  # noqa: E402
+from easl_toolkit.core.campaign.estimators import estimate  # noqa: E402
+from easl_toolkit.core.campaign.model import predict  # noqa: E402
+from easl_toolkit.core.campaign.moments import moment_predictions  # noqa: E402
 
 TARGET_SECONDS = 5.0
 METRICS = ("mean", "r", "qwk", "rmse", "smd", "prmse", "hh_r", "hh_qwk")

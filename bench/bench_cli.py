@@ -24,7 +24,7 @@ TARGET_S = 0.25  # `easl --help` and every `easl <command> --help`
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tui.cli import COMMANDS  # noqa: E402  (light: argparse and core.errors only)
+from easl_toolkit.tui.cli import COMMANDS  # noqa: E402  (light: argparse and core.errors only)
 
 NESTED = {"simulate": ("prmse", "metrics", "easl", "replay"), "ls": ("setup", "status")}
 
@@ -53,7 +53,7 @@ def wall_times(argv: list[str], repeat: int) -> list[float]:
 def import_offenders(top: int) -> list[tuple[int, int, str]]:
     """The ``top`` modules with the largest cumulative import time while building the parser:
     ``(cumulative us, self us, module)``, largest first."""
-    code = "from tui.cli import build_parser; build_parser()"
+    code = "from easl_toolkit.tui.cli import build_parser; build_parser()"
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )

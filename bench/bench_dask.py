@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.distributed.synthetic import ratings_frame, write_partitions  # noqa: E402
-from core.metrics.data import Scale  # noqa: E402
+from easl_toolkit.core.distributed.synthetic import ratings_frame, write_partitions  # noqa: E402
+from easl_toolkit.core.metrics.data import Scale  # noqa: E402
 
 PER_FILE = 1_000_000  # responses per Parquet file
 GIB = 2**30
@@ -60,7 +60,7 @@ def run_dask(directory: Path, workers: int, memory: int) -> tuple[float, list[in
     """(seconds, peak RSS of every worker in bytes, restarts, responses) of the evaluation on a LocalCluster."""
     from distributed import Client, LocalCluster
 
-    from core.distributed.evaluate import evaluate_dask
+    from easl_toolkit.core.distributed.evaluate import evaluate_dask
 
     with (
         LocalCluster(
@@ -100,7 +100,7 @@ def run_in_memory(path: Path) -> tuple[float, int]:
     """(seconds, peak RSS in bytes) of ``easl evaluate FILE`` in one process."""
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "evaluate", str(path), *ARGS, "--json"],
+        [sys.executable, "-m", "easl_toolkit.tui.cli", "evaluate", str(path), *ARGS, "--json"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

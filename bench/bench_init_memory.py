@@ -64,7 +64,7 @@ def write_items(path: str, size_mb: float, text_bytes: int, quoted: bool = False
 
 def per_item_arrays(n: int) -> tuple[float, float]:
     """MB held in numpy arrays by ``easl init`` for ``n`` items: (iteration 0's HITs, the model's prior state)."""
-    from core.models import Hyper, get_model
+    from easl_toolkit.core.models import Hyper, get_model
 
     model = get_model(Hyper())
     state = model.init_state(1000)

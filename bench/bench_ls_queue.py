@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.bench_plugin import start_serve, stop  # noqa: E402
-from core.store import Project  # noqa: E402
+from easl_toolkit.core.store import Project  # noqa: E402
 from tests.ls_server import create_annotator, free_port, running_server, wait_for  # noqa: E402
 
 TARGET_P95_S = 1.0
@@ -114,7 +114,12 @@ class Annotator(threading.Thread):
 
 def easl(*args: str, env: dict) -> str:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=REPO, env=env, check=True
+        [sys.executable, "-m", "easl_toolkit.tui.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        check=True,
     ).stdout
 
 

@@ -64,7 +64,7 @@ def run_child(args: list[str], wal: str | None = None) -> tuple[float, float, in
     peak_wal = 0
     with tempfile.TemporaryFile() as errors:  # not a pipe: a child writing much to stderr never blocks on it
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors
+            [sys.executable, "-m", "easl_toolkit.tui.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors
         )
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)

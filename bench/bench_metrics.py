@@ -33,9 +33,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import core.metrics as M  # noqa: E402
-from core.metrics import evaluate, observed_metrics  # noqa: E402
-from core.metrics.bootstrap import bootstrap_prmse  # noqa: E402
+import easl_toolkit.core.metrics as M  # noqa: E402
+from easl_toolkit.core.metrics import evaluate, observed_metrics  # noqa: E402
+from easl_toolkit.core.metrics.bootstrap import bootstrap_prmse  # noqa: E402
 
 PEER_VENV = ROOT / ".cache" / "oracle-venv"
 PEERS = ROOT / "tests" / "oracle" / "peers.py"

@@ -32,10 +32,10 @@ import requests
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from core.models import Hyper  # noqa: E402
-from core.store import Project  # noqa: E402
-from easl_plugin import bookkeeping as bk  # noqa: E402
-from label_config.layouts import Layout, layout_for, task_data  # noqa: E402
+from easl_toolkit.core.models import Hyper  # noqa: E402
+from easl_toolkit.core.store import Project  # noqa: E402
+from easl_toolkit.easl_plugin import bookkeeping as bk  # noqa: E402
+from easl_toolkit.label_config.layouts import Layout, layout_for, task_data  # noqa: E402
 from tests.ls_server import free_port, running_server  # noqa: E402
 
 WEBHOOK_TOKEN = "bench-webhook-token-7e2a4c9f1b8d3056"  #: the project's webhook token (Label Studio's header)
@@ -52,7 +52,7 @@ def make_project(path: Path, n_items: int, seed: int = 0) -> None:
 def start_serve(path: Path, port: int, env: dict, log: Path, *extra: str) -> subprocess.Popen:
     with open(log, "w") as out:  # the child keeps its own copy of the file descriptor
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "serve", str(path), "--port", str(port), *extra],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "serve", str(path), "--port", str(port), *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=REPO,
@@ -314,7 +314,7 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
         env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
         t = time.perf_counter()
         setup = subprocess.run(
-            [sys.executable, "-m", "tui.cli", "ls", "setup", str(path), "--url", ls.url, "--json"],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "ls", "setup", str(path), "--url", ls.url, "--json"],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -332,7 +332,7 @@ def bench_push(tmp: Path, n_items: int, repeats: int) -> list[dict]:
                 [
                     sys.executable,
                     "-m",
-                    "tui.cli",
+                    "easl_toolkit.tui.cli",
                     "ls",
                     "setup",
                     str(path),

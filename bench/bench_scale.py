@@ -46,7 +46,7 @@ import pandas as pd
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tui.commands.init import DEFAULT_METHOD, METHODS  # noqa: E402  (light: the parser module, no engine)
+from easl_toolkit.tui.commands.init import DEFAULT_METHOD, METHODS  # noqa: E402  (light: the parser module, no engine)
 
 EASL = os.path.join(ROOT, ".venv", "bin", "easl")
 GIB = 1024**3

@@ -19,8 +19,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.models import METHODS, Hyper, beta_mode, beta_variance, get_model  # noqa: E402
-from core.selection import (  # noqa: E402
+from easl_toolkit.core.models import METHODS, Hyper, beta_mode, beta_variance, get_model  # noqa: E402
+from easl_toolkit.core.selection import (  # noqa: E402
     first_iteration_hits,
     select_hits,
     select_hits_literal,

@@ -23,9 +23,9 @@ import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from core.models import Hyper  # noqa: E402
-from core.store import Project  # noqa: E402
-from core.tables import read_table, write_table  # noqa: E402
+from easl_toolkit.core.models import Hyper  # noqa: E402
+from easl_toolkit.core.store import Project  # noqa: E402
+from easl_toolkit.core.tables import read_table, write_table  # noqa: E402
 
 
 def items(n: int) -> pd.DataFrame:

@@ -28,8 +28,8 @@ import pandas as pd
 
 
 def build_project(path: Path, n_items: int, seed: int = 0) -> None:
-    from core.models import Hyper
-    from core.store import Project
+    from easl_toolkit.core.models import Hyper
+    from easl_toolkit.core.store import Project
 
     rng = np.random.default_rng(seed)
     items = pd.DataFrame(
@@ -67,7 +67,7 @@ def build_project(path: Path, n_items: int, seed: int = 0) -> None:
 
 
 def write_one_hit(path: Path, rng: np.random.Generator) -> None:
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(path) as project:
         hit = project.open_hits()[0]
@@ -124,10 +124,10 @@ async def key_latency(app, clock: FrameClock, key: str) -> float:
 
 
 async def measure(path: Path, repeats: int) -> dict:
-    from tui.app import EaslApp
-    from tui.screens.monitor import MonitorScreen
-    from tui.screens.monitor_data import MonitorSource
-    from tui.widgets.item_table import ItemTable
+    from easl_toolkit.tui.app import EaslApp
+    from easl_toolkit.tui.screens.monitor import MonitorScreen
+    from easl_toolkit.tui.screens.monitor_data import MonitorSource
+    from easl_toolkit.tui.widgets.item_table import ItemTable
 
     results: dict[str, list[float]] = {}
     rng = np.random.default_rng(1)

@@ -53,10 +53,10 @@ def make_project(path: str, n_items: int) -> list[dict]:
     project :data:`LS_PROJECT` with a slider layout; returns its open HITs."""
     import pandas as pd
 
-    from core.models import Hyper
-    from core.store import Project
-    from easl_plugin import bookkeeping as bk
-    from label_config.layouts import Layout
+    from easl_toolkit.core.models import Hyper
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin import bookkeeping as bk
+    from easl_toolkit.label_config.layouts import Layout
 
     items = pd.DataFrame(
         {"item_id": [f"i{k:07d}" for k in range(n_items)], "text": [f"text {k}" for k in range(n_items)]}
@@ -76,7 +76,7 @@ def make_project(path: str, n_items: int) -> list[dict]:
 
 def annotation_event(hit: dict, ann_id: int, task_id: int, scores: list[float]) -> dict:
     """The ``ANNOTATION_CREATED`` webhook Label Studio sends for one annotation of the task showing ``hit``."""
-    from label_config.layouts import Layout, task_data
+    from easl_toolkit.label_config.layouts import Layout, task_data
 
     data = task_data(hit, Layout("slider", HIT_SIZE), np.random.default_rng(task_id))
     result = [
@@ -168,8 +168,8 @@ def post_while(
 
 def wait_drained(project: str, n_events: int, timeout_s: float) -> float:
     """Seconds until the service applied ``n_events`` events (none pending); raises after ``timeout_s``."""
-    from core.store import Project
-    from easl_plugin import bookkeeping as bk
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin import bookkeeping as bk
 
     started = time.perf_counter()
     while True:
@@ -243,8 +243,8 @@ def run(
 ) -> Run:
     """The whole scenario in directory ``work`` (see the module docstring); ``commit_every``: the ingest's
     ``--commit-every`` (None: its default)."""
-    from core.store import Project
-    from easl_plugin import bookkeeping as bk
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin import bookkeeping as bk
 
     project = os.path.join(work, "bench.easl")
     hits = make_project(project, n_items)
@@ -261,7 +261,7 @@ def run(
         started = time.perf_counter()
         slices = [] if commit_every is None else ["--commit-every", str(commit_every)]
         ingest = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "ingest", project, data, *slices],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "ingest", project, data, *slices],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(work, "ingest.log"), "w"),  # noqa: SIM115 (the child's)
@@ -295,7 +295,7 @@ def run(
     if verify:
         ok = (
             subprocess.run(
-                [sys.executable, "-m", "tui.cli", "verify", project], cwd=REPO, capture_output=True
+                [sys.executable, "-m", "easl_toolkit.tui.cli", "verify", project], cwd=REPO, capture_output=True
             ).returncode
             == 0
         )

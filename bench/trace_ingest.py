@@ -28,7 +28,7 @@ def _module(frame) -> str | None:  # type: ignore[no-untyped-def]
 
 def trace(argv: list[str]) -> list[str]:
     """The modules visited by ``easl ARGV`` (consecutive events in one module count once)."""
-    from tui.cli import main
+    from easl_toolkit.tui.cli import main
 
     visits: list[str] = []
 
@@ -58,7 +58,7 @@ def returns(visits: list[str]) -> int:
 
 
 def main() -> int:
-    from tui.cli import main as easl
+    from easl_toolkit.tui.cli import main as easl
 
     examples = os.path.join(ROOT, "examples")
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ AGH_TV_SCALE = (1.0, 5.0)
 def _read(name: str, **kw: Any) -> Any:
     import pandas as pd
 
-    with resources.as_file(resources.files("core") / "data" / AGH_TV / name) as path:
+    with resources.as_file(resources.files("easl_toolkit.core") / "data" / AGH_TV / name) as path:
         return pd.read_csv(path, **kw)
 
 

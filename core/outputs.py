@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.errors import InputError
+from easl_toolkit.core.errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa

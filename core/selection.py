@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.partner_sampling import partners, partners_direct
+from easl_toolkit.core.partner_sampling import partners, partners_direct
 
 DEFAULT_BINS = 32
 DEFAULT_MAX_ROUNDS = 64
@@ -139,7 +139,9 @@ def _anchors_and_pool(
     exclude: NDArray[Any] | None,
 ) -> tuple[NDArray[Any], NDArray[Any], int]:
     """Anchors (top-variance eligible items, seeded random tie-break) and the partner pool."""
-    from core.models.hyper import PARTNER_POOLS  # the one definition of the pools (Hyper validates with it too)
+    from easl_toolkit.core.models.hyper import (
+        PARTNER_POOLS,  # the one definition of the pools (Hyper validates with it too)
+    )
 
     if pool not in PARTNER_POOLS:
         raise ValueError(f"pool must be one of {PARTNER_POOLS}, got {pool!r}")

@@ -43,8 +43,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 from numpy.typing import NDArray
 
-from core.errors import InputError
-from core.outputs import atomic_outputs, neutralise_cells, neutralise_frame
+from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.outputs import atomic_outputs, neutralise_cells, neutralise_frame
 
 
 def _raise_csv_field_limit() -> int:

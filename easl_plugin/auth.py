@@ -44,10 +44,10 @@ from collections import deque
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 
-from core.errors import EaslError
-from easl_plugin.config import ServiceConfig
-from easl_plugin.deliveries import DELIVERY_REFUSED, record_delivery
-from easl_plugin.payloads import client_address
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.easl_plugin.config import ServiceConfig
+from easl_toolkit.easl_plugin.deliveries import DELIVERY_REFUSED, record_delivery
+from easl_toolkit.easl_plugin.payloads import client_address
 
 log = logging.getLogger("easl.serve")
 SECRET_HEADER = "X-EASL-Secret"
@@ -192,8 +192,8 @@ class WebhookToken:
         self._reading = asyncio.Lock()  # one read at a time: the requests that arrive meanwhile wait for its value
 
     def _read(self) -> str | None:
-        from core.store import Project
-        from easl_plugin.bookkeeping import KEY_WEBHOOK_TOKEN
+        from easl_toolkit.core.store import Project
+        from easl_toolkit.easl_plugin.bookkeeping import KEY_WEBHOOK_TOKEN
 
         try:
             with Project.open(self.project_path, readonly=True) as project:

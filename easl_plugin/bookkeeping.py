@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from core.store import Project, now
+from easl_toolkit.core.store import Project, now
 
 __all__ = [
     "SOURCE",
@@ -87,7 +87,7 @@ def enqueue(project: Project, events: list[tuple[str, str]]) -> list[int]:
 def move_journal(project: Project, records: list[dict]) -> list[int]:
     """Queue journaled events (``easl_plugin.journal``) in order, skipping those a previous move committed (up to
     the uid in ``meta`` ``ls.journal_moved``); one transaction. Returns the new event ids."""
-    from easl_plugin.journal import MOVED_KEY
+    from easl_toolkit.easl_plugin.journal import MOVED_KEY
 
     with project.transaction():
         moved = project.get_meta(MOVED_KEY)

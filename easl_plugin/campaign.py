@@ -57,12 +57,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.store import Project, now
-from easl_plugin import bookkeeping as bk
-from label_config.layouts import Layout, task_data
+from easl_toolkit.core.store import Project, now
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.label_config.layouts import Layout, task_data
 
 if TYPE_CHECKING:
-    from easl_plugin.client import LabelStudioClient
+    from easl_toolkit.easl_plugin.client import LabelStudioClient
 
 INTERNAL_FIELDS = ("hit_id", "permutation", "item_ids")  #: task data the Data Manager does not show
 #: Data Manager columns hidden in every tab but :data:`ESTIMATES_TAB`: the estimates and other annotators' scores
@@ -266,7 +266,7 @@ def _sync_predictions(
     # the Data Manager's "Prediction score" averages the predictions of the current model version: the project's,
     # or its ML backends' (which Label Studio reads from /setup when it looks at a backend). The queue's top-ups
     # start iterations while the backend answers: its predictions may carry a later iteration than these figures
-    from easl_plugin.client import LabelStudioError
+    from easl_toolkit.easl_plugin.client import LabelStudioError
 
     later = model_version(project.iteration())
     try:
@@ -345,7 +345,7 @@ def set_model_version(client: LabelStudioClient, pid: int, version: str, *, wait
     once it exists as a live model (an ML backend's) or as imported predictions; the predictions just imported may
     not be visible yet on a loaded server (seen in CI: "Model version doesn't exist either as live model or as
     static predictions" right after the import), so that refusal is retried for up to ``wait_s`` seconds."""
-    from easl_plugin.client import LabelStudioError
+    from easl_toolkit.easl_plugin.client import LabelStudioError
 
     if client.projects.get(pid).model_version == version:
         return

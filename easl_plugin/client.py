@@ -27,7 +27,7 @@ import httpx
 from label_studio_sdk.client import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 JWT_RE = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$")
 PAT = "personal access token"

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from easl_plugin.payloads import client_address
+from easl_toolkit.easl_plugin.payloads import client_address
 
 log = logging.getLogger("easl.serve")
 DELIVERY_SOURCE = "label-studio-delivery"  #: source of the rejects that record refused and malformed webhooks
@@ -21,7 +21,7 @@ DELIVERY_MALFORMED = "malformed"  #: location prefix of a webhook refused as mal
 
 
 def _store_delivery(path: str, kind: str, reason: str, client: str) -> None:
-    from core.store import Project, now
+    from easl_toolkit.core.store import Project, now
 
     with Project.open(path) as project:
         project.add_reject(source=DELIVERY_SOURCE, location=f"{kind} webhook from {client} at {now()}", reason=reason)

@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from label_config.layouts import Layout
+from easl_toolkit.label_config.layouts import Layout
 
 HANDLED_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED", "TASKS_DELETED", "START_TRAINING")
 MAX_ID = 2**63 - 1  #: the largest id accepted (Label Studio's ids are database integers: 64-bit at most)

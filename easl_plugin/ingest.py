@@ -20,11 +20,11 @@ import enum
 from dataclasses import dataclass
 from typing import cast
 
-from core.errors import EaslError, InvalidRows
-from core.store import Prepared, Project, now
-from easl_plugin import bookkeeping as bk
-from easl_plugin.events import convert_annotation, id_value
-from label_config.layouts import Layout
+from easl_toolkit.core.errors import EaslError, InvalidRows
+from easl_toolkit.core.store import Prepared, Project, now
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.events import convert_annotation, id_value
+from easl_toolkit.label_config.layouts import Layout
 
 DELETED = "ls.deleted"  #: external ids: a deleted Label Studio annotation id -> its tombstone (time, ISO 8601 UTC)
 

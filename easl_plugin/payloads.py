@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from easl_plugin.events import PayloadError
+from easl_toolkit.easl_plugin.events import PayloadError
 
 MAX_JSON_DEPTH = 64  #: deepest nesting of arrays and objects accepted in a body (Label Studio's: < 10)
 PARSE_INLINE_BYTES = 64 * 1024  #: larger bodies are parsed in a thread, so the event loop stays free

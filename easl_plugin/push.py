@@ -48,9 +48,9 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from core.store import Project
-from easl_plugin import bookkeeping as bk
-from easl_plugin.campaign import (
+from easl_toolkit.core.store import Project
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.campaign import (
     Figures,
     close_tasks,
     last_activity,
@@ -60,11 +60,11 @@ from easl_plugin.campaign import (
     tasks_for,
     touched,
 )
-from easl_plugin.queue import Ahead, QueuePlan
-from label_config.layouts import Layout
+from easl_toolkit.easl_plugin.queue import Ahead, QueuePlan
+from easl_toolkit.label_config.layouts import Layout
 
 if TYPE_CHECKING:
-    from easl_plugin.client import LabelStudioClient
+    from easl_toolkit.easl_plugin.client import LabelStudioClient
 
 
 def push(

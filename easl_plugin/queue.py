@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store import Project
-from easl_plugin import bookkeeping as bk
-from easl_plugin.campaign import seconds_since
+from easl_toolkit.core.store import Project
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.campaign import seconds_since
 
 RATE_WINDOW_S = 60.0  #: submissions counted for the rate
 CYCLES_KEPT = 20  #: backend cycles remembered; the longest counts

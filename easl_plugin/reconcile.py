@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from core.store import Project, now
-from easl_plugin import bookkeeping as bk
-from easl_plugin.campaign import task_holders
-from easl_plugin.ingest import (
+from easl_toolkit.core.store import Project, now
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.campaign import task_holders
+from easl_toolkit.easl_plugin.ingest import (
     IngestOutcome,
     commit_annotations,
     delete_annotations,
@@ -42,12 +42,12 @@ from easl_plugin.ingest import (
     learn_annotators,
     prepare_annotations,
 )
-from easl_plugin.push import reissue_stalled, sweep_closed_copies
-from easl_plugin.webhooks import list_hooks, record_hooks
-from label_config.layouts import Layout
+from easl_toolkit.easl_plugin.push import reissue_stalled, sweep_closed_copies
+from easl_toolkit.easl_plugin.webhooks import list_hooks, record_hooks
+from easl_toolkit.label_config.layouts import Layout
 
 if TYPE_CHECKING:
-    from easl_plugin.client import LabelStudioClient
+    from easl_toolkit.easl_plugin.client import LabelStudioClient
 
 log = logging.getLogger("easl.serve")
 

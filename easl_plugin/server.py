@@ -33,13 +33,13 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
-from core.errors import EaslError
-from easl_plugin.auth import check_secrets
-from easl_plugin.config import ServiceConfig
-from easl_plugin.connections import ConnectionLimits, connection_cap, protocol_class
-from easl_plugin.service import build_app
-from easl_plugin.worker_process import WorkerProcess
-from easl_plugin.writer import EventWriter
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.easl_plugin.auth import check_secrets
+from easl_toolkit.easl_plugin.config import ServiceConfig
+from easl_toolkit.easl_plugin.connections import ConnectionLimits, connection_cap, protocol_class
+from easl_toolkit.easl_plugin.service import build_app
+from easl_toolkit.easl_plugin.worker_process import WorkerProcess
+from easl_toolkit.easl_plugin.writer import EventWriter
 
 log = logging.getLogger("easl.serve")
 

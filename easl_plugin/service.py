@@ -44,12 +44,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from easl_plugin.auth import AuthMiddleware
-from easl_plugin.config import ServiceConfig
-from easl_plugin.deliveries import DELIVERY_MALFORMED, record_delivery
-from easl_plugin.events import HANDLED_ACTIONS, PayloadError, check_event, parse_webhook
-from easl_plugin.payloads import BodyTooLarge, load_json, parse_body, read_body
-from easl_plugin.writer import EventWriter, QueueUnavailable
+from easl_toolkit.easl_plugin.auth import AuthMiddleware
+from easl_toolkit.easl_plugin.config import ServiceConfig
+from easl_toolkit.easl_plugin.deliveries import DELIVERY_MALFORMED, record_delivery
+from easl_toolkit.easl_plugin.events import HANDLED_ACTIONS, PayloadError, check_event, parse_webhook
+from easl_toolkit.easl_plugin.payloads import BodyTooLarge, load_json, parse_body, read_body
+from easl_toolkit.easl_plugin.writer import EventWriter, QueueUnavailable
 
 log = logging.getLogger("easl.serve")
 MODEL_VERSION = "easl-plugin-1"
@@ -127,7 +127,7 @@ async def setup(request: Request) -> Response:
 async def _version(path: str) -> str:
     """The model version of the project's current iteration (``campaign.model_version``); the package's
     fixed one while the file cannot be read."""
-    from easl_plugin.campaign import current_version
+    from easl_toolkit.easl_plugin.campaign import current_version
 
     try:
         return await asyncio.to_thread(current_version, path)
@@ -139,7 +139,7 @@ async def _version(path: str) -> str:
 async def predict(request: Request) -> Response:
     """``POST /predict``: each task's current estimates and 95% intervals as one prediction
     (``campaign.predict_response``); Label Studio keeps them hidden from annotators."""
-    from easl_plugin.campaign import predict_response
+    from easl_toolkit.easl_plugin.campaign import predict_response
 
     svc = _service(request)
     body = await parse_body(load_json, await read_body(request, svc.config.max_body_bytes))

@@ -32,16 +32,16 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from core.errors import EaslError
-from core.store import Project
-from easl_plugin import bookkeeping as bk
-from easl_plugin.auth import GENERATED_SECRET_BYTES, MIN_TOKEN_CHARS
-from easl_plugin.campaign import arrange_tabs, sync_predictions
-from easl_plugin.client import LabelStudioClient, LabelStudioError
-from easl_plugin.push import push
-from easl_plugin.reconcile import reconcile
-from easl_plugin.webhooks import hook_url, known_hook_urls, list_hooks, record_hooks, replace_hooks
-from label_config.layouts import Layout, label_config, layout_for, validate_label_config
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.store import Project
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.auth import GENERATED_SECRET_BYTES, MIN_TOKEN_CHARS
+from easl_toolkit.easl_plugin.campaign import arrange_tabs, sync_predictions
+from easl_toolkit.easl_plugin.client import LabelStudioClient, LabelStudioError
+from easl_toolkit.easl_plugin.push import push
+from easl_toolkit.easl_plugin.reconcile import reconcile
+from easl_toolkit.easl_plugin.webhooks import hook_url, known_hook_urls, list_hooks, record_hooks, replace_hooks
+from easl_toolkit.label_config.layouts import Layout, label_config, layout_for, validate_label_config
 
 #: the Label Studio project's settings: predictions out of the labelling stream, one annotation per task
 SETTINGS: dict[str, Any] = {

@@ -20,12 +20,12 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from core.store import Project, now
-from easl_plugin import bookkeeping as bk
-from easl_plugin.auth import SECRET_HEADER
+from easl_toolkit.core.store import Project, now
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.auth import SECRET_HEADER
 
 if TYPE_CHECKING:
-    from easl_plugin.client import LabelStudioClient
+    from easl_toolkit.easl_plugin.client import LabelStudioClient
 
 #: the Label Studio events the webhook carries (START_TRAINING is not a project-webhook action: Label Studio sends
 #: it to ML backends only)

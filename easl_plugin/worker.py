@@ -34,12 +34,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from core.store import Event, Project
-from easl_plugin import bookkeeping as bk
-from easl_plugin.campaign import predict_new, seconds_since, sync_predictions
-from easl_plugin.client import LabelStudioClient, LabelStudioError
-from easl_plugin.events import deleted_annotation_ids, deleted_task_ids
-from easl_plugin.ingest import (
+from easl_toolkit.core.store import Event, Project
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.campaign import predict_new, seconds_since, sync_predictions
+from easl_toolkit.easl_plugin.client import LabelStudioClient, LabelStudioError
+from easl_toolkit.easl_plugin.events import deleted_annotation_ids, deleted_task_ids
+from easl_toolkit.easl_plugin.ingest import (
     IngestOutcome,
     apply_annotation,
     commit_annotations,
@@ -48,10 +48,10 @@ from easl_plugin.ingest import (
     learn_annotators,
     prepare_annotations,
 )
-from easl_plugin.push import annotator_note, progress_text, push_batch, push_streaming
-from easl_plugin.queue import Ahead, QueueMeter, QueuePlan
-from easl_plugin.reconcile import reconcile
-from label_config.layouts import Layout
+from easl_toolkit.easl_plugin.push import annotator_note, progress_text, push_batch, push_streaming
+from easl_toolkit.easl_plugin.queue import Ahead, QueueMeter, QueuePlan
+from easl_toolkit.easl_plugin.reconcile import reconcile
+from easl_toolkit.label_config.layouts import Layout
 
 log = logging.getLogger("easl.serve")
 ANNOTATION_KINDS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED")

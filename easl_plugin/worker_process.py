@@ -214,7 +214,7 @@ def _child_main(
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
-    from easl_plugin.worker import Worker
+    from easl_toolkit.easl_plugin.worker import Worker
 
     worker = Worker(
         project_path,

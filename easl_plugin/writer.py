@@ -40,9 +40,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from core.store.db import FileBusy
-from easl_plugin import bookkeeping
-from easl_plugin.journal import Journal, journal_path
+from easl_toolkit.core.store.db import FileBusy
+from easl_toolkit.easl_plugin import bookkeeping
+from easl_toolkit.easl_plugin.journal import Journal, journal_path
 
 log = logging.getLogger("easl.serve")
 CHECKPOINT_IDLE_S = 1.0  #: the writer checkpoints the WAL only after this long without a webhook

@@ -22,7 +22,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 LAYOUTS = ("slider", "ranking", "pairwise")
 XML_DIR = Path(__file__).resolve().parent

@@ -51,6 +51,7 @@ MARKS: dict[tuple[str, str | None], str] = {
     ("test_tui_terminal.py", "test_make_runs_demo_opens_the_real_campaign_on_the_monitor_within_30_seconds"): "tmux",
     ("test_tui_terminal.py", "test_tui_argument_errors_exit_1_with_one_sentence"): "slow",  # 6 CLI subprocesses
     ("test_durability.py", None): "slow",
+    ("test_packaging.py", "test_the_wheel_installs_exactly_one_top_level_package"): "slow",  # builds the wheel
     ("test_readme_commands.py", "test_readme_and_getting_started_commands_run_as_written"): "slow",  # pip install
     ("test_output_schema.py", "test_a_dask_evaluation_validates_against_the_shipped_schema"): "slow",  # a cluster
     (
@@ -119,7 +120,7 @@ def easl_cli() -> Callable[..., subprocess.CompletedProcess]:
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "tui.cli", *map(str, args)],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", *map(str, args)],
             capture_output=True,
             text=True,
             cwd=REPO_ROOT,
@@ -195,7 +196,7 @@ def tui_project(make_tui_project: Callable[..., Path]) -> Path:
 def political_oracle_file() -> Path:
     """``../shared/data/political_150_gold.csv`` beside the repository (the EASL paper's political-spectrum
     oracle; not shipped, see the README); skips the test when it is not there."""
-    from core.simulate.annotation import POLITICAL_ORACLE_FILE
+    from easl_toolkit.core.simulate.annotation import POLITICAL_ORACLE_FILE
 
     path = REPO_ROOT.parent / "shared" / "data" / POLITICAL_ORACLE_FILE
     if not path.is_file():

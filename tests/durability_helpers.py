@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.models import Hyper
-from core.store import Project
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
 from tests.store_helpers import make_items
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,8 +26,8 @@ N_ROWS = 60_000
 # row runs) announces when the ingest is deep inside its transaction and then waits to be killed.
 CHILD = textwrap.dedent("""
     import sys, time
-    from core.store import Project
-    from core.tables import iter_table, read_table
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.tables import iter_table, read_table
 
     project, path, prefix, nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     chunk_rows = int(sys.argv[5]) if len(sys.argv) > 5 else 0  # > 0: the streaming ingest of easl ingest

@@ -20,7 +20,12 @@ N_ITEMS = 30
 
 def easl(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=180
+        [sys.executable, "-m", "easl_toolkit.tui.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=180,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"easl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -42,7 +47,7 @@ class Backend:
             [
                 sys.executable,
                 "-m",
-                "tui.cli",
+                "easl_toolkit.tui.cli",
                 "serve",
                 str(self.project),
                 "--port",
@@ -96,7 +101,7 @@ def slider_result(item_ids: list[str], rng: np.random.Generator) -> list[dict]:
 
 
 def project_status(path: Path) -> dict:
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(path, readonly=True) as p:
         return p.status()
@@ -111,7 +116,7 @@ def drained(path: Path) -> bool:
 
 
 def live_by_annotation(path: Path) -> dict[str, dict[str, float]]:
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(path, readonly=True) as p:
         r = p.ratings()

@@ -19,11 +19,11 @@ from bench.bench_plugin import (
     WEBHOOK_TOKEN,
     stop,  # noqa: F401 (stops a child of start_serve: SIGTERM, then SIGKILL)
 )
-from core.store import Project
-from easl_plugin import bookkeeping as bk
-from easl_plugin.auth import SECRET_HEADER
-from easl_plugin.worker import LinkedProject
-from label_config.layouts import Layout, task_data
+from easl_toolkit.core.store import Project
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.auth import SECRET_HEADER
+from easl_toolkit.easl_plugin.worker import LinkedProject
+from easl_toolkit.label_config.layouts import Layout, task_data
 from tests.ls_server import free_port
 
 SERVE_ENV_KEYS = ("LABEL_STUDIO_API_KEY", "EASL_BASIC_AUTH", "EASL_WEBHOOK_SECRET")
@@ -117,7 +117,7 @@ def start_serve(
     full = {k: v for k, v in os.environ.items() if k not in SERVE_ENV_KEYS} | (env or {})
     with open(log_path, "a") as log:  # the child keeps its own copy of the file descriptor
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port), *args],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "serve", project_path, "--port", str(port), *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=full,

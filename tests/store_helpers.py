@@ -8,8 +8,8 @@ import sqlite3
 import numpy as np
 import pandas as pd
 
-from core.models import Hyper
-from core.store import Project
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
 
 
 def make_items(n: int = 23, extra: bool = True) -> pd.DataFrame:

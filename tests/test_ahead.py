@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.store.observations import ReadAhead
+from easl_toolkit.core.store.observations import ReadAhead
 
 
 def test_items_come_in_order_and_are_made_in_another_thread() -> None:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.models.aware.alloc import (
+from easl_toolkit.core.models.aware.alloc import (
     UNIFORM_PASSES,
     group_into_hits,
     information_per_score,
@@ -17,9 +17,9 @@ from core.models.aware.alloc import (
     select_batch,
     slot_gains,
 )
-from core.models.aware.diagnostics import annotator_diagnostics
-from core.models.aware.fit import AwareState, Observations, fit
-from core.models.aware.posterior import STOP_MIN_SCORES, rank_figures, stop_decision
+from easl_toolkit.core.models.aware.diagnostics import annotator_diagnostics
+from easl_toolkit.core.models.aware.fit import AwareState, Observations, fit
+from easl_toolkit.core.models.aware.posterior import STOP_MIN_SCORES, rank_figures, stop_decision
 
 
 def simulate(n=300, na=20, per_item=6, seed=0, *, spam=0, slope=(1.0, 1.0), off_sd=0.1, noise=0.15):
@@ -81,7 +81,7 @@ def test_warm_start_reaches_the_cold_fit():
     first = fit(Observations.build(item_ix[:most], A[:most], x[:most], n_items=200))
     obs = Observations.build(item_ix, A, x, n_items=200)
     cold = fit(obs)
-    from core.models.aware.fit import AwareConfig
+    from easl_toolkit.core.models.aware.fit import AwareConfig
 
     warm = fit(obs, warm=first, config=AwareConfig(sweeps_warm=400, tol=1e-7))
     tight = fit(obs, config=AwareConfig(sweeps_cold=400, tol=1e-7))
@@ -95,7 +95,7 @@ def test_warm_start_far_from_the_data_or_unconverged_gives_the_cold_fit():
     """A warm state fitted on far fewer observations (one score per item, where the annotator terms are not
     identified and the slopes drift toward 0), or one that has not converged within ``sweeps_warm``, is not kept:
     the result is the cold fit, bit for bit, which is what a replay of the log gives."""
-    from core.models.aware.fit import WARM_GROWTH, AwareConfig
+    from easl_toolkit.core.models.aware.fit import WARM_GROWTH, AwareConfig
 
     _, _, _, _, item_ix, A, x = simulate(n=200, seed=4)
     obs = Observations.build(item_ix, A, x, n_items=200)
@@ -191,7 +191,7 @@ def test_random_clickers_get_no_weight_and_are_flagged():
 def test_flag_recall_and_false_flags_over_seeds():
     """With the scores ``random`` needs, random clickers are flagged `random` with recall >= 0.9 and honest
     annotators are flagged `random` at most 2% of the time (a `noisy` flag is not a false `random` flag)."""
-    from core.models.aware.diagnostics import RANDOM_MIN_SCORES
+    from easl_toolkit.core.models.aware.diagnostics import RANDOM_MIN_SCORES
 
     caught = total = false = honest = 0
     for seed in range(12):
@@ -251,7 +251,7 @@ def test_stop_decision_needs_both_the_figure_and_the_minimum_count():
 
 
 def test_binned_misorder_sums_match_the_exact_ones(monkeypatch):
-    import core.models.aware.alloc as alloc
+    import easl_toolkit.core.models.aware.alloc as alloc
 
     rng = np.random.default_rng(0)
     m, v = rng.beta(2, 2, 2000), rng.uniform(0.001, 0.01, 2000)
@@ -316,7 +316,7 @@ def test_information_is_positive():
 
 
 def test_study_runs_and_reports_every_table():
-    from core.simulate.aware_study import run_study
+    from easl_toolkit.core.simulate.aware_study import run_study
 
     out = run_study(models=("M2", "DRIFT"), methods=("da", "da-z", "easl", "aware"), n_seeds=2, max_per_item=6)
     assert set(out) == {"curves", "budget", "coverage", "stopping", "flags"}
@@ -332,8 +332,8 @@ def test_study_runs_and_reports_every_table():
 
 
 def test_aware_model_refit_chain_matches_a_cold_replay():
-    from core.models import Hyper
-    from core.models.aware.model import AwareModel
+    from easl_toolkit.core.models import Hyper
+    from easl_toolkit.core.models.aware.model import AwareModel
 
     m = AwareModel(Hyper())
     _, _, _, _, item_ix, A, x = simulate(n=120, na=10, per_item=6, seed=21)

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import HyperParameterError
-from core.models import METHODS, Hyper, get_model
-from core.store import Project
+from easl_toolkit.core.errors import HyperParameterError
+from easl_toolkit.core.models import METHODS, Hyper, get_model
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import make_items
-from tui.cli import main
 
 N_ANNOTATORS = 6
 
@@ -60,7 +60,7 @@ def items_csv(tmp_path):
 
 
 def test_aware_is_a_method_and_the_paper_methods_are_unchanged():
-    from tui.commands import init
+    from easl_toolkit.tui.commands import init
 
     assert METHODS == ("easl", "ra", "trueskill", "da", "aware")
     assert init.METHODS == METHODS
@@ -77,8 +77,8 @@ def test_aware_is_a_method_and_the_paper_methods_are_unchanged():
 
 
 def test_uniform_passes_default_and_files_written_under_the_old_default():
-    from core.models.aware.alloc import UNIFORM_PASSES
-    from core.models.hyper import LEGACY_UNIFORM_PASSES
+    from easl_toolkit.core.models.aware.alloc import UNIFORM_PASSES
+    from easl_toolkit.core.models.hyper import LEGACY_UNIFORM_PASSES
 
     # one default, in the model (simulations) and in the hyper-parameters (new projects)
     assert Hyper(method="aware").uniform_passes == UNIFORM_PASSES == 2
@@ -250,8 +250,8 @@ def test_streaming_top_up_excludes_open_items(tmp_path):
 
 async def first_reading(app, pilot) -> None:
     """Wait until the monitor has shown its first reading of the project."""
+    from easl_toolkit.tui.screens.monitor import MonitorScreen
     from tests.tui_helpers import wait_until
-    from tui.screens.monitor import MonitorScreen
 
     await wait_until(
         pilot,
@@ -261,9 +261,9 @@ async def first_reading(app, pilot) -> None:
 
 
 def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
+    from easl_toolkit.tui.app import EaslApp
+    from easl_toolkit.tui.screens.monitor_data import MonitorSource
     from tests.tui_helpers import isolate_settings, run_async
-    from tui.app import EaslApp
-    from tui.screens.monitor_data import MonitorSource
 
     isolate_settings(monkeypatch, tmp_path)
     path = tmp_path / "m.easl"
@@ -292,10 +292,10 @@ def test_monitor_shows_the_stop_figures_and_annotators(tmp_path, monkeypatch):
 def test_monitor_sets_and_removes_the_stop_target(tmp_path, monkeypatch):
     """Key t opens the stop-target dialog; a bad value is refused in the dialog, 0.8 is written to the project
     file (the next reading shows it), an empty field removes the target; a non-aware project says why."""
+    from easl_toolkit.tui.app import EaslApp
+    from easl_toolkit.tui.screens.monitor import MonitorScreen
+    from easl_toolkit.tui.screens.stop_target import StopTargetPrompt
     from tests.tui_helpers import isolate_settings, run_async, wait_until
-    from tui.app import EaslApp
-    from tui.screens.monitor import MonitorScreen
-    from tui.screens.stop_target import StopTargetPrompt
 
     isolate_settings(monkeypatch, tmp_path)
     path = tmp_path / "m.easl"
@@ -342,7 +342,7 @@ def test_monitor_sets_and_removes_the_stop_target(tmp_path, monkeypatch):
 
 
 def test_monitor_panel_hidden_for_other_methods(tmp_path):
-    from tui.screens.monitor_data import MonitorSource
+    from easl_toolkit.tui.screens.monitor_data import MonitorSource
 
     path = tmp_path / "d.easl"
     Project.create(path, make_items(10), Hyper(method="da")).close()
@@ -350,7 +350,7 @@ def test_monitor_panel_hidden_for_other_methods(tmp_path):
 
 
 def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
-    from tui.commands.status import annotator_records
+    from easl_toolkit.tui.commands.status import annotator_records
 
     with Project.create(tmp_path / "p.easl", make_items(20), Hyper(method="aware")) as project:
         hits = project.next_hits()
@@ -375,7 +375,7 @@ def test_rows_without_an_annotator_are_one_anonymous_annotator(tmp_path):
 def test_large_projects_refit_warm_and_verify_within_same_fit(tmp_path, monkeypatch):
     """Above COLD_REFIT_UPTO live scores the store warm-starts each refit; verify then compares a cold replay with
     the cache within the adapter's tolerance (model.same_fit) instead of bit for bit."""
-    from core.models.aware import model as aware_model
+    from easl_toolkit.core.models.aware import model as aware_model
 
     monkeypatch.setattr(aware_model, "COLD_REFIT_UPTO", 0)
     with Project.create(tmp_path / "w.easl", make_items(40), Hyper(method="aware", seed=6)) as project:

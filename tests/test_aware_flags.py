@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.models.aware.diagnostics import RANDOM_MIN_SCORES, annotator_diagnostics
-from core.models.aware.fit import Observations, fit
-from core.simulate.replay_data import TRUSTED_AGREEMENT, annotator_agreement, shipped_ratings
+from easl_toolkit.core.models.aware.diagnostics import RANDOM_MIN_SCORES, annotator_diagnostics
+from easl_toolkit.core.models.aware.fit import Observations, fit
+from easl_toolkit.core.simulate.replay_data import TRUSTED_AGREEMENT, annotator_agreement, shipped_ratings
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_no_trusted_rater_is_flagged_random_in_campaign_sized_subsets(study):
     """Random subsets of 3, 4 and 6 ratings per item, and the replay's campaigns (HITs of 5 items from one real
     rater, the engine's allocation) at 12 per item, where many raters reach the scores ``random`` needs (seed 10:
     a trusted rater with 30 scores and agreement 0.32, flagged when ``random`` needed 30 scores)."""
-    from core.simulate.replay import run_one
+    from easl_toolkit.core.simulate.replay import run_one
 
     r, agreement = study
     for per_item in (3, 4, 6):
@@ -85,8 +85,8 @@ def test_no_trusted_rater_is_flagged_random_in_campaign_sized_subsets(study):
 def test_simulated_random_clickers_are_flagged_random_with_few_false_flags():
     """The study's M4 annotators (2 of 20 click at random), counted among annotators with >= 30 scores; the 20+
     seed figures are in the module docstring of core.models.aware.diagnostics."""
-    from core.simulate.aware_study import run_one
-    from core.simulate.aware_world import beta_oracle
+    from easl_toolkit.core.simulate.aware_study import run_one
+    from easl_toolkit.core.simulate.aware_world import beta_oracle
 
     truth = beta_oracle(150)
     caught = total = false = honest = 0

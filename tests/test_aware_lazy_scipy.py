@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.models.aware import alloc as aware_alloc
+from easl_toolkit.core.models.aware import alloc as aware_alloc
 
 
 def _modules_after(code: str) -> set[str]:
@@ -21,8 +21,9 @@ def _modules_after(code: str) -> set[str]:
 
 def test_the_aware_model_modules_import_no_scipy() -> None:
     mods = _modules_after(
-        "import sys, core.models.aware.fit, core.models.aware.data, core.models.aware.alloc, "
-        "core.models.aware.posterior, core.models.aware.model"
+        "import sys, easl_toolkit.core.models.aware.fit, easl_toolkit.core.models.aware.data, "
+        "easl_toolkit.core.models.aware.alloc, easl_toolkit.core.models.aware.posterior, "
+        "easl_toolkit.core.models.aware.model"
     )
     assert not {m for m in mods if m == "scipy" or m.startswith("scipy.")}
 
@@ -31,13 +32,23 @@ def test_status_of_an_aware_project_imports_no_scipy(tmp_path: Any) -> None:
     items = tmp_path / "items.csv"
     items.write_text("id,text\n" + "".join(f"i{k},t{k}\n" for k in range(50)))
     project = tmp_path / "p.easl"
-    init = [sys.executable, "-m", "tui.cli", "init", str(project), "--items", str(items), "--stop-at", "0.9"]
+    init = [
+        sys.executable,
+        "-m",
+        "easl_toolkit.tui.cli",
+        "init",
+        str(project),
+        "--items",
+        str(items),
+        "--stop-at",
+        "0.9",
+    ]
     assert subprocess.run(init, capture_output=True, text=True).returncode == 0
     mods = _modules_after(
-        "import sys\nfrom tui.cli import main\nsys.argv = ['easl', 'status', "
+        "import sys\nfrom easl_toolkit.tui.cli import main\nsys.argv = ['easl', 'status', "
         f"{str(project)!r}, '--json']\ntry:\n    main()\nexcept SystemExit:\n    pass\nsys.stdout.write('\\n')"
     )
-    assert "core.models.aware.model" in mods
+    assert "easl_toolkit.core.models.aware.model" in mods
     assert not {m for m in mods if m == "scipy" or m.startswith("scipy.")}
 
 

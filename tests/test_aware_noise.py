@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.models.aware.fit import AwareConfig, Observations, fit
-from core.models.aware.noise import NU_R_MAX, NU_R_OUTLIER, noise_shrinkage, noise_strengths
+from easl_toolkit.core.models.aware.fit import AwareConfig, Observations, fit
+from easl_toolkit.core.models.aware.noise import NU_R_MAX, NU_R_OUTLIER, noise_shrinkage, noise_strengths
 
 
 def _pool(n_items: int, n_annotators: int, per_item: int, seed: int, clickers: int = 0):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.models.aware import posterior as ap
-from core.models.aware import ranks as aware_ranks
-from core.models.aware.fit import AwareState, Observations, fit
+from easl_toolkit.core.models.aware import posterior as ap
+from easl_toolkit.core.models.aware import ranks as aware_ranks
+from easl_toolkit.core.models.aware.fit import AwareState, Observations, fit
 
 
 def _world(n: int, seed: int, per: tuple[int, int] = (2, 6), na: int = 200) -> tuple[Any, AwareState]:

@@ -8,20 +8,23 @@ import sys
 
 import numpy as np
 
-from core.models.aware.fit import Observations, fit
-from core.models.aware.model import AwareModel
+from easl_toolkit.core.models.aware.fit import Observations, fit
+from easl_toolkit.core.models.aware.model import AwareModel
 
 
 def test_the_aware_model_does_not_import_scipy_signal():
-    code = "import sys, core.models.aware.model, core.models.aware.posterior; print('scipy.signal' in sys.modules)"
+    code = (
+        "import sys, easl_toolkit.core.models.aware.model, easl_toolkit.core.models.aware.posterior; "
+        "print('scipy.signal' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
 
 def test_stop_decision_on_a_large_project_draws_no_rank_intervals(monkeypatch):
-    import core.models.aware.posterior as post
-    from core.models import Hyper
+    import easl_toolkit.core.models.aware.posterior as post
+    from easl_toolkit.core.models import Hyper
 
     rng = np.random.default_rng(0)
     n = 30_000

@@ -11,9 +11,9 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pandas as pd
 
-from core.models.aware.fit import Observations, fit
-from core.models.aware.posterior import EAGER_MAX_ITEMS, expected_spearman, rank_figures
-from core.simulate.aware_study import calibrate_stopping, run_study, run_task
+from easl_toolkit.core.models.aware.fit import Observations, fit
+from easl_toolkit.core.models.aware.posterior import EAGER_MAX_ITEMS, expected_spearman, rank_figures
+from easl_toolkit.core.simulate.aware_study import calibrate_stopping, run_study, run_task
 
 SMALL = {"models": ("M2", "M4"), "methods": ("da", "da-z", "aware"), "n_seeds": 2, "max_per_item": 4.0}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.campaign.design import (
+from easl_toolkit.core.campaign.design import (
     TAU_MIN,
     allocate,
     apply_iteration,

@@ -10,16 +10,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.campaign.estimators import NO_FIRST, NO_SECOND, UNDEFINED, bootstrap_intervals, check_width, estimate
-from core.campaign.model import fit_model, predict
-from core.campaign.moments import moment_predictions
-from core.metrics.estimates.observed import (
+from easl_toolkit.core.campaign.estimators import (
+    NO_FIRST,
+    NO_SECOND,
+    UNDEFINED,
+    bootstrap_intervals,
+    check_width,
+    estimate,
+)
+from easl_toolkit.core.campaign.model import fit_model, predict
+from easl_toolkit.core.campaign.moments import moment_predictions
+from easl_toolkit.core.metrics.estimates.observed import (
     pearson_r,
     quadratic_weighted_kappa,
     root_mean_squared_error,
     standardized_mean_difference,
 )
-from core.metrics.estimates.true_score import prmse, variance_of_errors
+from easl_toolkit.core.metrics.estimates.true_score import prmse, variance_of_errors
 
 ALL = ("mean", "r", "qwk", "rmse", "smd", "prmse", "prmse_double", "prmse_combined", "hh_r", "hh_qwk")
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from core.campaign.estimators import estimate
-from core.campaign.ppi import ppi_mean_ci, ppi_ols_ci, ppi_ols_pointestimate
+from easl_toolkit.core.campaign.estimators import estimate
+from easl_toolkit.core.campaign.ppi import ppi_mean_ci, ppi_ols_ci, ppi_ols_pointestimate
 
 
 def _data(seed: int = 0, n: int = 200, big: int = 2000):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.simulate.campaign_report import _cost_for_width, budget_ratios, cells, never_worse, report
-from core.simulate.campaign_study import (
+from easl_toolkit.core.simulate.campaign_report import _cost_for_width, budget_ratios, cells, never_worse, report
+from easl_toolkit.core.simulate.campaign_study import (
     DOUBLE_DESIGNS,
     OBSERVED_DESIGNS,
     draw_world,

@@ -7,7 +7,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.store.cells import WHITESPACE, codes, combine, first_of, id_strings, strip_strings
+from easl_toolkit.core.store.cells import WHITESPACE, codes, combine, first_of, id_strings, strip_strings
 
 
 def test_the_whitespace_is_what_str_strip_removes() -> None:

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.store import Project
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import answer, dump, make_items
-from tui.cli import main
 
-EASL = [sys.executable, "-m", "tui.cli"]
+EASL = [sys.executable, "-m", "easl_toolkit.tui.cli"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -59,11 +59,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.store import Project
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import answer, dump, make_items
-from tui.cli import main
 
-EASL = [sys.executable, "-m", "tui.cli"]
+EASL = [sys.executable, "-m", "easl_toolkit.tui.cli"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -90,7 +90,7 @@ def project(tmp_path):
 
 
 def _hyper():
-    from core.models import Hyper
+    from easl_toolkit.core.models import Hyper
 
     return Hyper()
 
@@ -196,12 +196,12 @@ def test_export_same_file_twice_is_refused(tmp_path, project, capsys):
 
 
 def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, capsys):  # all or none
-    import core.tables
+    import easl_toolkit.core.tables
 
     out, ratings = tmp_path / "e.csv", tmp_path / "r.csv"
     out.write_text("old estimates\n")
     ratings.write_text("old ratings\n")
-    real = core.tables._write_to
+    real = easl_toolkit.core.tables._write_to
     calls = []
 
     def failing(frame, tmp, fmt, raw_cells=False):
@@ -210,7 +210,7 @@ def test_failed_write_leaves_the_old_outputs(tmp_path, project, monkeypatch, cap
             raise OSError(28, "No space left on device", tmp)
         real(frame, tmp, fmt, raw_cells)
 
-    monkeypatch.setattr(core.tables, "_write_to", failing)
+    monkeypatch.setattr(easl_toolkit.core.tables, "_write_to", failing)
     assert main(["export", str(project), "--output", str(out), "--ratings", str(ratings)]) == 1
     line = capsys.readouterr().err
     assert "No space left on device" in line and "nothing was written" in line
@@ -251,7 +251,7 @@ def test_evaluate_output_under_a_file_is_one_sentence(tmp_path):
 
 def test_status_json_into_a_closed_pipe_is_quiet(project):
     r = subprocess.run(
-        f"{sys.executable} -m tui.cli status {project} --json | head -c 1",
+        f"{sys.executable} -m easl_toolkit.tui.cli status {project} --json | head -c 1",
         shell=True,
         capture_output=True,
         text=True,
@@ -268,12 +268,12 @@ def test_status_json_into_a_closed_pipe_is_quiet(project):
 
 
 def test_unexpected_error_is_one_line_with_a_debug_pointer(tmp_path, project, monkeypatch, capsys):
-    import core.store.views
+    import easl_toolkit.core.store.views
 
     def boom(self, *a, **k):
         raise RuntimeError("something unforeseen\nsecond line")
 
-    monkeypatch.setattr(core.store.views.Output, "estimates", boom)
+    monkeypatch.setattr(easl_toolkit.core.store.views.Output, "estimates", boom)
     assert main(["export", str(project), "--output", str(tmp_path / "e.csv")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unexpected RuntimeError: something unforeseen" in err and "--debug" in err
@@ -434,12 +434,12 @@ def test_a_file_that_is_not_a_database_is_one_sentence(tmp_path):
 @pytest.fixture(params=["index kept chunk by chunk", "index built at the end"])
 def small_chunks(request, monkeypatch):
     """Chunks of 7 rows, the live index kept chunk by chunk or (as for large files) built at the end."""
-    import core.store.deferred
-    import core.tables
+    import easl_toolkit.core.store.deferred
+    import easl_toolkit.core.tables
 
-    monkeypatch.setattr(core.tables, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(easl_toolkit.core.tables, "CHUNK_ROWS", 7)
     if request.param == "index built at the end":
-        monkeypatch.setattr(core.store.deferred, "LARGE_INPUT_BYTES", 0)
+        monkeypatch.setattr(easl_toolkit.core.store.deferred, "LARGE_INPUT_BYTES", 0)
 
 
 def _rows(n, seed=0):
@@ -499,8 +499,8 @@ def test_conflicts_across_chunks_are_found(tmp_path, project, small_chunks, caps
 
 
 def test_chunked_reading_keeps_lines_and_errors(tmp_path, small_chunks):
-    from core.errors import InputError
-    from core.tables import iter_table, read_table
+    from easl_toolkit.core.errors import InputError
+    from easl_toolkit.core.tables import iter_table, read_table
 
     text = "item_id,score\n" + "".join(f'"i{k:03d}",{k}\n\n' for k in range(30))
     (tmp_path / "a.csv").write_text(text)
@@ -610,7 +610,7 @@ def test_simulate_out_under_a_file_is_one_sentence(tmp_path):
     ],
 )
 def test_sqlite_errors_are_worded_by_kind(text, words):
-    from core.store.db import project_file_error
+    from easl_toolkit.core.store.db import project_file_error
 
     exc = project_file_error("p.easl", sqlite3.OperationalError(text))
     assert str(exc).startswith("p.easl: ") and words in str(exc)
@@ -652,7 +652,7 @@ def test_evaluate_refuses_a_column_named_twice(tmp_path, argv):
 
 
 def test_evaluate_refuses_a_population_smaller_than_the_sample(tmp_path):
-    from core.metrics.intervals.agreement_variance import fpc_fraction
+    from easl_toolkit.core.metrics.intervals.agreement_variance import fpc_fraction
 
     data = _scores(tmp_path / "scores.csv", n=30)
     r = easl("evaluate", str(data), "--human", "h1", "h2", "--system", "s", "--population-size", "10", "--json")
@@ -790,9 +790,9 @@ def test_a_jsonl_object_with_a_repeated_key_is_refused(tmp_path, project):
 
 
 def test_a_key_missing_from_some_jsonl_records_keeps_the_integers(tmp_path, monkeypatch):
-    import core.tables
+    import easl_toolkit.core.tables
 
-    monkeypatch.setattr(core.tables, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(easl_toolkit.core.tables, "CHUNK_ROWS", 4)
     items = tmp_path / "items.jsonl"
     records = [{"id": k, "text": f"t{k}", **({"rank": 10 + k} if k % 3 else {})} for k in range(1, 10)]
     items.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -801,7 +801,7 @@ def test_a_key_missing_from_some_jsonl_records_keeps_the_integers(tmp_path, monk
     out = [json.loads(x) for x in (tmp_path / "e.jsonl").read_text().splitlines()]
     assert [r["item_id"] for r in out] == [str(k) for k in range(1, 10)]
     assert [r["rank"] for r in out] == [None if k % 3 == 0 else 10 + k for k in range(1, 10)]
-    table = next(core.tables.iter_table(items))
+    table = next(easl_toolkit.core.tables.iter_table(items))
     assert [type(v) for v in table.frame["rank"].dropna()] == [int, int, int]
 
 
@@ -850,7 +850,7 @@ def test_cells_a_spreadsheet_would_execute_are_neutralised_by_default(tmp_path):
 def test_neutralised_cells_are_restored_exactly():
     import pyarrow as pa
 
-    from core.outputs import neutralise_cells, restore_cell
+    from easl_toolkit.core.outputs import neutralise_cells, restore_cell
 
     cells = ["=1", "+1", "-1", "-1.5e3", "-1+2", "@x", "\tx", "\rx", "'=x", "''@x", "'-1", "x", "", "'", "+", None]
     done = neutralise_cells(pa.table({"c": pa.array(cells, type=pa.string())})).column("c").to_pylist()

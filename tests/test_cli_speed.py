@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tui.cli import COMMANDS
+from easl_toolkit.tui.cli import COMMANDS
 
 HEAVY = (
     "numpy",
@@ -27,15 +27,15 @@ HEAVY = (
     "starlette",
     "pyarrow",
     "plotext",
-    "core.store",
-    "core.models",
-    "core.metrics",
+    "easl_toolkit.core.store",
+    "easl_toolkit.core.models",
+    "easl_toolkit.core.metrics",
     "easl_plugin",
 )
 
 PROBE = """
 import json, sys
-from tui.cli import build_parser
+from easl_toolkit.tui.cli import build_parser
 try:
     build_parser().parse_args(sys.argv[1:])
 except SystemExit:
@@ -65,7 +65,7 @@ def test_help_imports_no_heavy_module(argv):
 
 
 def test_init_choices_equal_the_engine_constants():
-    from core.models import METHODS, PARTNER_POOLS
-    from tui.commands import init
+    from easl_toolkit.core.models import METHODS, PARTNER_POOLS
+    from easl_toolkit.tui.commands import init
 
     assert init.METHODS == METHODS and init.PARTNER_POOLS == PARTNER_POOLS

@@ -23,7 +23,7 @@ def product_modules() -> dict[str, Path]:
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            name = ".".join(("easl_toolkit", *(parts[:-1] if parts[-1] == "__init__" else parts)))
             modules[name] = path
     return modules
 
@@ -123,7 +123,7 @@ KIND_FLAGS = {"refits", "order_dependent", "needs_whole_hit", "refit_on_change",
 def kind_branches(path: Path) -> list[str]:
     """The places in ``path`` that ask which kind of model they hold: a kind flag read, or a method's name compared
     (``x.method == "aware"``, ``method in ("ra", "da")``)."""
-    from core.models import METHODS
+    from easl_toolkit.core.models import METHODS
 
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.store import Project
+from easl_toolkit.core.store import Project
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +24,11 @@ N_ROWS = 200_000  #: per file: a few seconds of ingest each
 
 def easl(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "easl_toolkit.tui.cli", *args],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -33,7 +37,10 @@ def test_two_large_ingests_with_readers_alongside_lose_and_double_nothing(tmp_pa
     items = tmp_path / "items.csv"
     pd.DataFrame({"id": [f"i{k:05d}" for k in range(N_ITEMS)], "text": "t"}).to_csv(items, index=False)
     assert (
-        subprocess.run([sys.executable, "-m", "tui.cli", "init", path, "--items", str(items)], cwd=REPO).returncode == 0
+        subprocess.run(
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "init", path, "--items", str(items)], cwd=REPO
+        ).returncode
+        == 0
     )
     rng = np.random.default_rng(0)
     files = []

@@ -23,16 +23,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.distributed.evaluate import Columns
-from core.distributed.finish import finish, kendall_from_table, spearman_from_table
-from core.distributed.partitions import Spec, merge, pair_table, partition_stats
-from core.distributed.synthetic import ratings_frame, write_partitions
-from core.errors import EaslError
-from core.metrics.data import Scale
-from core.metrics.estimates.association import kendall_taus, spearman_rho
-from core.metrics.options import EvaluationOptions
-from core.metrics.pipeline import evaluate
-from core.metrics.registry import REPORT_WEIGHTS
+from easl_toolkit.core.distributed.evaluate import Columns
+from easl_toolkit.core.distributed.finish import finish, kendall_from_table, spearman_from_table
+from easl_toolkit.core.distributed.partitions import Spec, merge, pair_table, partition_stats
+from easl_toolkit.core.distributed.synthetic import ratings_frame, write_partitions
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.metrics.data import Scale
+from easl_toolkit.core.metrics.estimates.association import kendall_taus, spearman_rho
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.pipeline import evaluate
+from easl_toolkit.core.metrics.registry import REPORT_WEIGHTS
 
 TOL = 1e-9
 
@@ -194,7 +194,7 @@ def big(tmp_path_factory):
 
 
 def test_every_metric_on_a_cluster_equals_in_memory(cluster, big):
-    from core.distributed.evaluate import evaluate_dask
+    from easl_toolkit.core.distributed.evaluate import evaluate_dask
 
     _, client = cluster
     directory, frame = big
@@ -213,7 +213,7 @@ def test_every_metric_on_a_cluster_equals_in_memory(cluster, big):
 
 
 def test_a_worker_killed_mid_computation_gives_the_same_result_or_a_clear_error(cluster, tmp_path):
-    from core.distributed.evaluate import evaluate_dask
+    from easl_toolkit.core.distributed.evaluate import evaluate_dask
 
     lc, client = cluster
     paths = write_partitions(tmp_path, 300_000, 12, seed=4, missing=0.1)
@@ -243,7 +243,7 @@ def test_a_worker_killed_mid_computation_gives_the_same_result_or_a_clear_error(
 
 
 def test_the_bootstrap_merges_poisson_weights_and_is_reproducible(cluster, tmp_path):
-    from core.distributed.evaluate import evaluate_dask
+    from easl_toolkit.core.distributed.evaluate import evaluate_dask
 
     _, client = cluster
     paths = write_partitions(tmp_path, 20_000, 4, seed=2)
@@ -279,7 +279,7 @@ def test_the_command_line_against_a_running_scheduler_writes_the_same_json(clust
     common = ["--human", "h1", "h2", "--system", "model", "--group", "group", "--scale", "1", "6", "--json"]
 
     def run(*args: str) -> dict:
-        proc = subprocess.run([sys.executable, "-m", "tui.cli", "evaluate", *args, *common], cwd=repo_root,
+        proc = subprocess.run([sys.executable, "-m", "easl_toolkit.tui.cli", "evaluate", *args, *common], cwd=repo_root,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
@@ -291,8 +291,8 @@ def test_the_command_line_against_a_running_scheduler_writes_the_same_json(clust
 
 
 def test_the_long_form_split_across_files_equals_load_long(cluster, tmp_path):
-    from core.distributed.evaluate import evaluate_dask
-    from core.metrics.load import load_long
+    from easl_toolkit.core.distributed.evaluate import evaluate_dask
+    from easl_toolkit.core.metrics.load import load_long
 
     _, client = cluster
     wide = ratings_frame(2000, 2, 0, 0.3).assign(item=[f"i{i}" for i in range(2000)])
@@ -331,7 +331,8 @@ def test_the_long_form_split_across_files_equals_load_long(cluster, tmp_path):
 def test_an_unreachable_scheduler_is_one_clear_error(tmp_path, repo_root):
     write_partitions(tmp_path, 100, 1)
     proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "evaluate", str(tmp_path / "*.parquet"), "--human", "h1", "--system",
+        [sys.executable, "-m", "easl_toolkit.tui.cli", "evaluate", str(tmp_path / "*.parquet"), "--human", "h1",
+         "--system",
          "model", "--dask", "tcp://127.0.0.1:9"],
         cwd=repo_root, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -340,7 +341,7 @@ def test_an_unreachable_scheduler_is_one_clear_error(tmp_path, repo_root):
 
 
 def test_missing_columns_and_repeated_ids_are_one_clear_error(cluster, tmp_path):
-    from core.distributed.evaluate import evaluate_dask
+    from easl_toolkit.core.distributed.evaluate import evaluate_dask
 
     _, client = cluster
     paths = write_partitions(tmp_path, 100, 2)

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.distributed.cluster import dask_map
-from core.simulate import annotation, aware_study, serial_map
-from core.simulate import prmse as exp
-from core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, run_experiment
-from core.simulate.prmse import PrmseSettings, generate_dataset
+from easl_toolkit.core.distributed.cluster import dask_map
+from easl_toolkit.core.simulate import annotation, aware_study, serial_map
+from easl_toolkit.core.simulate import prmse as exp
+from easl_toolkit.core.simulate.agreement_properties import EXPERIMENTS, PropertySettings, run_experiment
+from easl_toolkit.core.simulate.prmse import PrmseSettings, generate_dataset
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_the_aware_study_equals_the_single_process_run(map_fn):
 
 
 def test_the_cli_runs_a_sweep_on_a_local_cluster_with_the_same_tables(tmp_path):
-    from tui import cli
+    from easl_toolkit.tui import cli
 
     args = ["simulate", "metrics", "--quick", "--responses", "300"]
     assert cli.main([*args, "--out", str(tmp_path / "one")]) == 0

@@ -14,12 +14,12 @@ import sqlite3
 
 import numpy as np
 
-from core.models import METHODS, Hyper
-from core.models.aware.alloc import UNIFORM_PASSES
-from core.store import Project
+from easl_toolkit.core.models import METHODS, Hyper
+from easl_toolkit.core.models.aware.alloc import UNIFORM_PASSES
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.cli import main
+from easl_toolkit.tui.commands import init
 from tests.store_helpers import answer
-from tui.cli import main
-from tui.commands import init
 
 
 def test_init_without_method_creates_an_aware_project(tmp_path, items_csv, capsys):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tui.cli import build_parser, main
+from easl_toolkit.tui.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parent.parent
 GUIDES = sorted((REPO / "docs" / "guides").glob("*.md")) + [REPO / "docs" / "studies" / "aware.md"]
@@ -114,7 +114,7 @@ def test_every_help_that_states_a_default_states_the_parsers():
 
 
 def test_the_stop_at_help_quotes_the_stopping_rules_minimum_of_scores():
-    from core.models.aware.posterior import STOP_MIN_SCORES
+    from easl_toolkit.core.models.aware.posterior import STOP_MIN_SCORES
 
     help_text = " ".join(option(parsers()["easl init"], "--stop-at").help.split())
     assert f"at least {STOP_MIN_SCORES} scores per item" in help_text

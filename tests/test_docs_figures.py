@@ -77,7 +77,10 @@ def run_replay_table() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "replay"
         done = subprocess.run(
-            [sys.executable, "-m", "tui.cli", *REPLAY, "--out", str(out)], capture_output=True, text=True, check=False
+            [sys.executable, "-m", "easl_toolkit.tui.cli", *REPLAY, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert done.returncode == 0, done.stderr
         return replay_table(pd.read_csv(out / "tables" / "budget.csv"))

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from core.store import Project
-from core.tables import read_table
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.tables import read_table
 from tests.durability_helpers import N_ROWS, REPO, copy_project, kill_inside
 from tests.store_helpers import dump
 
@@ -69,7 +69,7 @@ def test_sigkill_of_the_cli_at_any_moment_is_all_or_nothing(tmp_path, big):
         project = copy_project(big[0], tmp_path / f"p{k}.easl")
         wal = f"{project}-wal"
         child = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "ingest", str(project), str(big[1])],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "ingest", str(project), str(big[1])],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.store import Project
+from easl_toolkit.core.store import Project
 from tests.store_helpers import dump
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,10 @@ def killed(args: list[str], delay_s: float, start: str) -> None:
     """Run ``easl ARGS``, wait until the file ``start`` exists (the command has begun its work), then ``delay_s``
     more, and SIGKILL it (unless it has finished)."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "easl_toolkit.tui.cli", *args],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
     while not os.path.exists(start) and child.poll() is None and time.monotonic() < deadline:
@@ -40,7 +43,10 @@ def killed(args: list[str], delay_s: float, start: str) -> None:
 
 
 def easl(*args: str) -> None:
-    assert subprocess.run([sys.executable, "-m", "tui.cli", *args], cwd=REPO, capture_output=True).returncode == 0
+    assert (
+        subprocess.run([sys.executable, "-m", "easl_toolkit.tui.cli", *args], cwd=REPO, capture_output=True).returncode
+        == 0
+    )
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.store import Project
-from core.tables import read_table
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.tables import read_table
 from tests.durability_helpers import N_ROWS, copy_project, kill_inside
 from tests.store_helpers import dump
 

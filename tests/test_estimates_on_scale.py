@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.models import METHODS, Hyper, Posterior, get_model
-from core.models.aware.fit import AwareState
-from core.models.aware.scale import EPS, bounded_interval, expected_score, expected_score_slope
-from core.store import Project
+from easl_toolkit.core.models import METHODS, Hyper, Posterior, get_model
+from easl_toolkit.core.models.aware.fit import AwareState
+from easl_toolkit.core.models.aware.scale import EPS, bounded_interval, expected_score, expected_score_slope
+from easl_toolkit.core.store import Project
 from tests.store_helpers import make_items
 
 KEYS = ("estimate", "mean", "variance", "ci_low", "ci_high")
@@ -236,8 +236,8 @@ def _answers(hits: list[dict], draw_score, lo: float, hi: float, annotators: int
 
 
 def _check_project_outputs(p: Project) -> None:
-    from easl_plugin.campaign import Figures
-    from tui.screens.monitor_data import live_columns
+    from easl_toolkit.easl_plugin.campaign import Figures
+    from easl_toolkit.tui.screens.monitor_data import live_columns
 
     lo, hi = p.hyper.score_min, p.hyper.score_max
     est = p.estimates()
@@ -288,7 +288,7 @@ def _strong_offset_rows(items: pd.DataFrame) -> list[dict]:
 
 
 def test_aware_project_with_a_strong_annotator_offset_exports_in_range(tmp_path):
-    from tui.cli import main
+    from easl_toolkit.tui.cli import main
 
     items = make_items(20, extra=False)
     path = tmp_path / "p.easl"

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import core.metrics as M
-from tui.cli import main
+import easl_toolkit.core.metrics as M
+from easl_toolkit.tui.cli import main
 
 
 def frame(n=60, seed=0):

@@ -23,9 +23,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from core.store import Project
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import export_project
-from tui.cli import main
 
 #: name -> (method, items, with extra columns, integer scores, annotators)
 PROJECTS = {

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.models.beta import beta_interval
-from core.store import arrow_columns
+from easl_toolkit.core.models.beta import beta_interval
+from easl_toolkit.core.store import arrow_columns
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import export_project
-from tui.cli import main
 
 
 @pytest.mark.parametrize("slice_rows", [1, 7, 1000])
@@ -137,7 +137,7 @@ def test_jsonl_rows_read_back_as_json_dumps_of_the_same_values(rows: list[tuple[
 
     import pandas as pd
 
-    from core.tables import jsonl_bytes
+    from easl_toolkit.core.tables import jsonl_bytes
 
     frame = pd.DataFrame(rows, columns=["text", "x", "n", "flag"])
     frame["n"] = pd.array([row[2] for row in rows], dtype="Int64")  # (not through the float column the frame made)

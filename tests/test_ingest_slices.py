@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import core.tables
-from core.errors import InvalidRows
-from core.models import Hyper
-from core.store import Project
-from core.tables import iter_table
+import easl_toolkit.core.tables
+from easl_toolkit.core.errors import InvalidRows
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.tables import iter_table
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import assert_verified, dump, make_items
-from tui.cli import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHUNK = 30  #: rows per chunk of the in-process ingests
@@ -184,8 +184,8 @@ def test_the_wal_stays_the_size_of_one_slice_while_readers_read_all_along(tmp_pa
 KILLED = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
-from core.store import Project
-from core.tables import iter_table
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.tables import iter_table
 pauses = []
 def pause():
     pauses.append(1)
@@ -215,7 +215,7 @@ def test_a_killed_ingest_keeps_whole_slices_and_the_same_ingest_completes_it(tmp
 
 
 def test_easl_ingest_commit_every_writes_what_one_transaction_writes(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(core.tables, "CHUNK_ROWS", CHUNK)
+    monkeypatch.setattr(easl_toolkit.core.tables, "CHUNK_ROWS", CHUNK)
     csv = _annotations(tmp_path / "a.csv")
     one, sliced = _project(tmp_path / "one.easl"), _project(tmp_path / "sliced.easl")
     out = {}
@@ -244,14 +244,14 @@ def test_commit_every_refuses_methods_that_compare_whole_hits_in_order(tmp_path,
 
 
 def test_a_large_file_into_a_project_linked_to_label_studio_is_ingested_in_slices(tmp_path, monkeypatch, capsys):
-    import core.store.deferred
-    import tui.commands.ingest
-    from easl_plugin import bookkeeping as bk
+    import easl_toolkit.core.store.deferred
+    import easl_toolkit.tui.commands.ingest
+    from easl_toolkit.easl_plugin import bookkeeping as bk
 
-    monkeypatch.setattr(core.tables, "CHUNK_ROWS", CHUNK)
-    monkeypatch.setattr(core.store.deferred, "LARGE_INPUT_BYTES", 1000)
-    monkeypatch.setattr(tui.commands.ingest, "SLICE_ROWS", SLICE)
-    monkeypatch.setattr(tui.commands.ingest, "PAUSE_S", 0.0)
+    monkeypatch.setattr(easl_toolkit.core.tables, "CHUNK_ROWS", CHUNK)
+    monkeypatch.setattr(easl_toolkit.core.store.deferred, "LARGE_INPUT_BYTES", 1000)
+    monkeypatch.setattr(easl_toolkit.tui.commands.ingest, "SLICE_ROWS", SLICE)
+    monkeypatch.setattr(easl_toolkit.tui.commands.ingest, "PAUSE_S", 0.0)
     csv = _annotations(tmp_path / "a.csv", bad=False)
     plain, linked = _project(tmp_path / "plain.easl"), _project(tmp_path / "linked.easl")
     with Project.open(linked) as p:
@@ -264,7 +264,7 @@ def test_a_large_file_into_a_project_linked_to_label_studio_is_ingested_in_slice
 
 
 def test_the_help_of_commit_every_names_the_size_from_which_a_file_is_large():
-    import core.store.deferred
-    import tui.commands.ingest
+    import easl_toolkit.core.store.deferred
+    import easl_toolkit.tui.commands.ingest
 
-    assert tui.commands.ingest.LARGE_MB * 2**20 == core.store.deferred.LARGE_INPUT_BYTES
+    assert easl_toolkit.tui.commands.ingest.LARGE_MB * 2**20 == easl_toolkit.core.store.deferred.LARGE_INPUT_BYTES

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import InputError, InvalidRows
-from core.models import Hyper
-from core.store import Project, read_items
-from core.store.items import MissingColumn, chunk_rows
-from core.tables import CHUNK_ROWS, iter_table
-from tui.cli import main
+from easl_toolkit.core.errors import InputError, InvalidRows
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project, read_items
+from easl_toolkit.core.store.items import MissingColumn, chunk_rows
+from easl_toolkit.core.tables import CHUNK_ROWS, iter_table
+from easl_toolkit.tui.cli import main
 
 HYPER = Hyper(hit_size=3, seed=4)
 
@@ -203,7 +203,7 @@ def test_any_chunk_size_gives_the_whole_file_result(rows: list[tuple[str, str]],
 
 
 def test_past_the_kept_messages_the_rest_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import core.store.items as items_module
+    import easl_toolkit.core.store.items as items_module
 
     monkeypatch.setattr(items_module, "MAX_KEPT", 3)  # memory stays bounded however many rows are bad
     items = _write_csv(tmp_path / "items.csv", [["a" if k % 2 else "", f"t{k}", "x"] for k in range(8)])

@@ -32,7 +32,7 @@ import pandas as pd
 import pytest
 import requests
 
-from core.store import Project
+from easl_toolkit.core.store import Project
 from tests.ls_server import create_annotator, ensure_chromium, free_port, running_server, wait_for
 
 pytestmark = pytest.mark.labelstudio
@@ -55,7 +55,12 @@ ESTIMATES_TAB = "Estimates (project manager)"
 
 def easl(*args: str, env: dict) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=180
+        [sys.executable, "-m", "easl_toolkit.tui.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=180,
     )
     assert proc.returncode == 0, f"easl {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -240,7 +245,7 @@ def test_a_campaign_in_chromium(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "tui.cli",
+                "easl_toolkit.tui.cli",
                 "serve",
                 str(project),
                 "--port",

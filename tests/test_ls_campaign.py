@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 import requests
 
-from core.store import Project
+from easl_toolkit.core.store import Project
 from tests.ls_helpers import (
     Backend,
     drained,

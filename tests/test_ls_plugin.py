@@ -134,7 +134,7 @@ def annotate_open_tasks(
 
 
 def engine_hits(path: Path) -> dict[str, tuple[str, frozenset]]:
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(path, readonly=True) as p:
         out = {}
@@ -148,7 +148,7 @@ def engine_hits(path: Path) -> dict[str, tuple[str, frozenset]]:
 
 
 def test_client_token_kinds(ls):
-    from easl_plugin.client import LabelStudioClient, LabelStudioError
+    from easl_toolkit.easl_plugin.client import LabelStudioClient, LabelStudioError
 
     legacy = LabelStudioClient(ls.url, ls.token)
     assert legacy.kind == "legacy token" and legacy.users.whoami().email == ls.username
@@ -232,7 +232,7 @@ def test_loop_three_iterations(loop, sdk, annotators):
         assert sorted(t.data["permutation"]) == list(range(HIT_SIZE))
     assert live_by_annotation(path) == expected_live(sdk, pid)
     # every rating carries the id of the Label Studio user who submitted its HIT
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(path, readonly=True) as p:
         r = p.ratings()
@@ -308,7 +308,7 @@ def test_updates_skips_rejects_deletions(loop, sdk):
     bad2[0]["from_name"] = "mystery"
     sdk.annotations.create(id=t_unknown.id, result=bad2)
     wait_for(lambda: project_status(path)["n_rejects"] >= before["n_rejects"] + 2 and drained(path), "rejects")
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(path, readonly=True) as p:
         reasons = [r.reason for r in p.rejects()[0]]
@@ -399,8 +399,8 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
     assert link["linked"] and link["ls_project_id"] == pid and link["events"]["pending"] == 0
 
     def reconciled_all():  # the periodic reconciliation (every 3 s) also saw the tasks pushed last
-        from core.store import Project
-        from easl_plugin import bookkeeping as bk
+        from easl_toolkit.core.store import Project
+        from easl_toolkit.easl_plugin import bookkeeping as bk
 
         with Project.open(path, readonly=True) as p:
             report = bk.get_meta(p, bk.KEY_RECONCILIATION_REPORT)
@@ -470,8 +470,8 @@ def test_streaming_keeps_n_hits_open_without_shared_items(ls, sdk, tmp_path):
 
 
 def _webhook_token(path: Path) -> str | None:
-    from core.store import Project
-    from easl_plugin import bookkeeping as bk
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin import bookkeeping as bk
 
     with Project.open(path, readonly=True) as p:
         return p.get_meta(bk.KEY_WEBHOOK_TOKEN)

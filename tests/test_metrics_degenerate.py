@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import core.metrics as M
-from core.metrics.notes import capture
-from core.metrics.options import EvaluationOptions
-from core.metrics.report import to_json_text
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.notes import capture
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.report import to_json_text
 
 nan = np.nan
 

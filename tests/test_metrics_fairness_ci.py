@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import core.metrics as M
-from core.metrics.bootstrap import percentile_interval, resample_chunks
-from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
-from core.metrics.estimates.fairness_resampled import fairness_design, fairness_resampled
-from core.metrics.notes import capture, quiet
-from core.metrics.options import EvaluationOptions
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.bootstrap import percentile_interval, resample_chunks
+from easl_toolkit.core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
+from easl_toolkit.core.metrics.estimates.fairness_resampled import fairness_design, fairness_resampled
+from easl_toolkit.core.metrics.notes import capture, quiet
+from easl_toolkit.core.metrics.options import EvaluationOptions
 
 
 def biased_data(n, seed=0, shift=0.6):
@@ -67,7 +67,7 @@ def test_property_batched_equals_plain(n, k_groups, integer_system, seed):
 
 
 def test_chunking_does_not_change_the_values(monkeypatch):
-    import core.metrics.estimates.fairness_resampled as F
+    import easl_toolkit.core.metrics.estimates.fairness_resampled as F
 
     h, m, g = biased_data(50, seed=3)
     _, counts = next(resample_chunks(h.size, 30, np.random.default_rng(0)))

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import core.metrics as M
-from core.metrics.options import EvaluationOptions
-from tui.cli import main
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.tui.cli import main
 
 nan = np.nan
 RAW4 = np.array(

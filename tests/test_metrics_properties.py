@@ -5,10 +5,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import core.metrics as M
-from core.metrics.bootstrap import resample_chunks
-from core.metrics.estimates.true_score import finish_true_score, true_score_sums
-from core.metrics.notes import quiet
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.bootstrap import resample_chunks
+from easl_toolkit.core.metrics.estimates.true_score import finish_true_score, true_score_sums
+from easl_toolkit.core.metrics.notes import quiet
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 WEIGHTS = ("identity", "linear", "quadratic")
@@ -185,8 +185,8 @@ def test_unused_categories_change_gwet_but_not_krippendorff():
 @given(seed=seeds, q=st.integers(1, 6), raters=st.integers(1, 4), p_missing=st.sampled_from([0.0, 0.4]))
 def test_direct_totals_equal_row_sums(seed, q, raters, p_missing):
     """The fast point-estimate tables equal the bootstrap machinery's sums."""
-    from core.metrics.data import category_index
-    from core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals
+    from easl_toolkit.core.metrics.data import category_index
+    from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_sums, agreement_totals
 
     h = rated_matrix(seed, 30, q, raters, p_missing)
     idx = category_index(h, np.arange(1, q + 1))
@@ -202,7 +202,7 @@ def test_direct_totals_equal_row_sums(seed, q, raters, p_missing):
 def test_midranks_equal_scipy(seed, n, integer):
     from scipy.stats import rankdata
 
-    from core.metrics.estimates.association import midranks
+    from easl_toolkit.core.metrics.estimates.association import midranks
 
     rng = np.random.default_rng(seed)
     x = rng.integers(-3, 4, n).astype(float) if integer else np.round(rng.normal(size=n), 1)
@@ -212,7 +212,7 @@ def test_midranks_equal_scipy(seed, n, integer):
 @SETTINGS
 @given(seed=seeds, n=st.integers(1, 60), ties=st.booleans())
 def test_resampled_spearman_equals_recomputation(seed, n, ties):
-    from core.metrics.estimates.association import spearman_rho_resampled
+    from easl_toolkit.core.metrics.estimates.association import spearman_rho_resampled
 
     rng = np.random.default_rng(seed)
     a = rng.integers(1, 4, n).astype(float) if ties else rng.normal(size=n)

@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from core.metrics import evaluate
-from core.metrics.registry import ALL_RATERS_COUNTS, MULTI_RATER, OBSERVED_KEYS, TRUE_SCORE_KEYS
+from easl_toolkit.core.metrics import evaluate
+from easl_toolkit.core.metrics.registry import ALL_RATERS_COUNTS, MULTI_RATER, OBSERVED_KEYS, TRUE_SCORE_KEYS
 
 # Structure of the all-raters block beside its figures (intervals, benchmarks, rater names).
 ALL_RATERS_PARTS = {"analytic", "benchmark", "ci", "raters"}

@@ -5,13 +5,13 @@ import json
 import numpy as np
 import pytest
 
-import core.metrics as M
-from core.metrics.bootstrap import percentile_interval, resample_chunks
-from core.metrics.notes import quiet
-from core.metrics.options import EvaluationOptions
-from core.metrics.output_schema import RSMTOOL_NAMES
-from core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
-from core.metrics.report import to_json_text, write_output
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.bootstrap import percentile_interval, resample_chunks
+from easl_toolkit.core.metrics.notes import quiet
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.output_schema import RSMTOOL_NAMES
+from easl_toolkit.core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
+from easl_toolkit.core.metrics.report import to_json_text, write_output
 
 
 def make_data(seed=0, n=300, p_double=0.5):
@@ -292,14 +292,14 @@ def test_tau_c_and_all_raters_intervals_equal_recomputation():
 def test_prmse_plot_draws_an_interval_that_does_not_contain_its_estimate(tmp_path):
     """A percentile interval of PRMSE can lie beside the estimate (a skewed bootstrap distribution): the figure is
     drawn, not refused with a negative error bar."""
-    from core.metrics.report import prmse_plot
+    from easl_toolkit.core.metrics.report import prmse_plot
 
     path = prmse_plot({"a": 0.62, "b": 0.40, "c": None}, {"a": (0.65, 0.80), "b": (0.30, 0.45)}, tmp_path / "p.png")
     assert path.stat().st_size > 1000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_report_md_has_every_terminal_section_with_intervals_and_integer_counts(tmp_path, result):
-    from core.metrics.sections import sections
+    from easl_toolkit.core.metrics.sections import sections
 
     _, _, _, ev = result
     write_output(ev, tmp_path / "out", source="scores.csv")
@@ -316,7 +316,7 @@ def test_report_md_has_every_terminal_section_with_intervals_and_integer_counts(
 
 
 def test_human_human_column_shows_no_system_mean_and_counts_have_no_interval(result):
-    from core.metrics.sections import observed
+    from easl_toolkit.core.metrics.sections import observed
 
     _, _, _, ev = result
     rows = {row[0]: row for section in observed(ev) for row in section.rows}
@@ -328,7 +328,7 @@ def test_human_human_column_shows_no_system_mean_and_counts_have_no_interval(res
 
 
 def test_every_observed_and_true_score_figure_is_grouped_and_explained():
-    from core.metrics.glossary import OBSERVED_GROUPS, TRUE_SCORE_GROUP, meaning
+    from easl_toolkit.core.metrics.glossary import OBSERVED_GROUPS, TRUE_SCORE_GROUP, meaning
 
     grouped = [k for g in OBSERVED_GROUPS for k in g.keys]
     assert sorted(grouped) == sorted(OBSERVED_KEYS) and len(set(grouped)) == len(grouped)
@@ -339,7 +339,7 @@ def test_every_observed_and_true_score_figure_is_grouped_and_explained():
 def test_evaluation_guide_explains_every_figure_of_the_glossary():
     from pathlib import Path
 
-    from core.metrics.glossary import MEANING
+    from easl_toolkit.core.metrics.glossary import MEANING
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "evaluation.md").read_text()
     section = guide.split("## Reading the figures")[1].split("\n## ")[0]
@@ -347,7 +347,7 @@ def test_evaluation_guide_explains_every_figure_of_the_glossary():
 
 
 def test_p_values_below_the_printed_precision_read_as_less_than():
-    from core.metrics.sections import all_raters
+    from easl_toolkit.core.metrics.sections import all_raters
 
     h, m, _ = make_data(n=400, p_double=1.0)
     ev = M.evaluate(h, {"sys": m}, human_names=["h1", "h2"], options=EvaluationOptions(scale=M.Scale(1, 6)))

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-import core.metrics as M
-from core.metrics.estimates.fairness import fairness_analysis
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.estimates.fairness import fairness_analysis
 
 nan = np.nan
 TOL = 1e-9
@@ -228,9 +228,9 @@ def test_krippendorff_levels(level, want):
 )
 def test_krippendorff_levels_from_coincidence_tables(level, want):
     """The category-table route used by ``easl evaluate`` gives the same values as the moment route."""
-    from core.metrics.data import category_index
-    from core.metrics.estimates.agreement_totals import agreement_sums
-    from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+    from easl_toolkit.core.metrics.data import category_index
+    from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_sums
+    from easl_toolkit.core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
 
     cats = np.arange(1.0, 5.0)
     t = agreement_sums(category_index(KRIPP, cats), cats.size).totals()

@@ -1,4 +1,4 @@
-"""Tests of core.models: reference values of docs/design.md sections 2 and 5, exactness of the vectorised
+"""Tests of easl_toolkit.core.models: reference values of docs/design.md sections 2 and 5, exactness of the vectorised
 pairwise replay against a literal sequential loop, retraction, and invariants (hypothesis)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.errors import EaslError, HyperParameterError
-from core.models import (
+from easl_toolkit.core.errors import EaslError, HyperParameterError
+from easl_toolkit.core.models import (
     METHODS,
     Hyper,
     Posterior,
@@ -31,8 +31,8 @@ from core.models import (
     w_draw,
     w_win,
 )
-from core.models.aware.scale import expected_score
-from core.selection import match_quality
+from easl_toolkit.core.models.aware.scale import expected_score
+from easl_toolkit.core.selection import match_quality
 
 # ---------------------------------------------------------------------------------------------------
 # Hyper
@@ -317,7 +317,7 @@ def test_trueskill_model_prior_and_summary():
     summ = m.summary(s)
     assert summ.estimate[0] > 0.5 > summ.estimate[1]
     assert np.all(summ.variance < 1 / 12)
-    # the interval is mu -+ 1.96 sigma mapped to the bounded scale (core.models.aware.scale, noise gamma)
+    # the interval is mu -+ 1.96 sigma mapped to the bounded scale (easl_toolkit.core.models.aware.scale, noise gamma)
     half = 1.959963984540054 * np.sqrt(s["sigma2"])
     np.testing.assert_allclose(summ.ci_low, expected_score(s["mu"] - half, 0.1))
     np.testing.assert_allclose(summ.ci_high, expected_score(s["mu"] + half, 0.1))
@@ -575,9 +575,12 @@ def _model_modules():
     import importlib
     import pkgutil
 
-    import core.models
+    import easl_toolkit.core.models
 
-    return [importlib.import_module(f"core.models.{m.name}") for m in pkgutil.iter_modules(core.models.__path__)]
+    return [
+        importlib.import_module(f"easl_toolkit.core.models.{m.name}")
+        for m in pkgutil.iter_modules(easl_toolkit.core.models.__path__)
+    ]
 
 
 def test_models_docstring_examples_run():

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import rankdata
 
+from easl_toolkit.tui.screens.monitor_data import LiveRanks, centred_ranks
+from easl_toolkit.tui.widgets.item_table import ItemColumns, sort_order, sort_values
+from easl_toolkit.tui.widgets.ordering import UPDATE_FRACTION, average_ranks, stable_order, update_stable_order
 from tests.store_helpers import answer, new_project
-from tui.screens.monitor_data import LiveRanks, centred_ranks
-from tui.widgets.item_table import ItemColumns, sort_order, sort_values
-from tui.widgets.ordering import UPDATE_FRACTION, average_ranks, stable_order, update_stable_order
 
 # few distinct values (many ties), signed zeros, infinities and NaN
 VALUES = st.sampled_from([0.0, -0.0, 0.25, 0.5, 1.0, 2.5, np.nan, np.inf, -np.inf])

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.models import Hyper
-from core.store import Project
-from core.store.arrow_columns import joined_strings, strings
-from core.store.hit_columns import jsonl_records, read_every_item, started_long_hits, write_started
-from core.store.hit_rows import hit_ids
-from core.tables import write_table
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.store.arrow_columns import joined_strings, strings
+from easl_toolkit.core.store.hit_columns import jsonl_records, read_every_item, started_long_hits, write_started
+from easl_toolkit.core.store.hit_rows import hit_ids
+from easl_toolkit.core.tables import write_table
 from tests.hit_helpers import scores, tricky_items
 
 
@@ -69,7 +69,7 @@ def test_new_iteration_file_equals_the_long_form_read_back(tmp_path, per_iterati
 
 
 def test_a_failed_insert_leaves_neither_the_iteration_nor_the_file(tmp_path, monkeypatch):
-    import core.store.hits as hits_module
+    import easl_toolkit.core.store.hits as hits_module
 
     rng = np.random.default_rng(4)
     with Project.create(tmp_path / "p.easl", tricky_items(200), Hyper(method="easl", hit_size=5, seed=1)) as p:

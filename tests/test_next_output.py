@@ -22,9 +22,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from core.selection import first_iteration_hits, select_hits
+from easl_toolkit.core.selection import first_iteration_hits, select_hits
+from easl_toolkit.tui.cli import main
 from tests.hit_helpers import N_ITEMS, tricky_items
-from tui.cli import main
 
 SEED, HIT_SIZE = 3, 5
 
@@ -152,8 +152,8 @@ def test_the_same_seed_and_scores_give_the_same_bytes(tmp_path: Path) -> None:
 def test_open_hits_of_several_iterations_read_the_same_in_long_form_and_as_records(tmp_path: Path) -> None:
     """Streaming top-ups leave open HITs in several iterations: their long form (``easl next --output hits.csv``)
     lists the same HITs, items and texts as their records, and no item is in two open HITs."""
-    from core.models import Hyper
-    from core.store import Project
+    from easl_toolkit.core.models import Hyper
+    from easl_toolkit.core.store import Project
     from tests.hit_helpers import scores
 
     items = tricky_items()

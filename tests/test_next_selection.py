@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.selection import select_hits, select_hits_literal
+from easl_toolkit.core.selection import select_hits, select_hits_literal
 
 
 def keys(n: int, seed: int, kind: str) -> tuple[np.ndarray, np.ndarray]:

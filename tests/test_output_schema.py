@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.metrics.output_schema import RSMTOOL_NAMES, SCHEMA_VERSION, schema_path
-from tui.cli import main
+from easl_toolkit.core.metrics.output_schema import RSMTOOL_NAMES, SCHEMA_VERSION, schema_path
+from easl_toolkit.tui.cli import main
 
 KEYS_DIR = Path(__file__).parent / "schema_keys"
 

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.errors import EaslError
-from core.simulate import paired_budgets as pb
-from core.simulate.aware_study import run_study
-from core.simulate.report import Report
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.simulate import paired_budgets as pb
+from easl_toolkit.core.simulate.aware_study import run_study
+from easl_toolkit.core.simulate.report import Report
 
 
 def _curves(shift: float, *, n_seeds: int = 12, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:

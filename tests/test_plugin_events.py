@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import EaslError
-from core.models import Hyper, get_model
-from easl_plugin.events import (
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.models import Hyper, get_model
+from easl_toolkit.easl_plugin.events import (
     PayloadError,
     annotator_of,
     check_event,
@@ -21,7 +21,7 @@ from easl_plugin.events import (
     deleted_task_ids,
     parse_webhook,
 )
-from label_config.layouts import (
+from easl_toolkit.label_config.layouts import (
     SHIPPED,
     Layout,
     label_config,
@@ -249,8 +249,8 @@ def test_slider_config_shows_the_question_and_the_scale_labels_beside_every_slid
 
 
 def test_init_stores_the_question_and_warns_without_one(tmp_path, items_csv, capsys):
-    from core.store import Project
-    from tui.cli import main
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.tui.cli import main
 
     path = tmp_path / "q.easl"
     assert (
@@ -283,11 +283,11 @@ def test_refused_and_malformed_webhooks_are_counted_and_shown_without_the_creden
 
     from starlette.testclient import TestClient
 
-    from core.store import Project
-    from easl_plugin.auth import SECRET_HEADER
-    from easl_plugin.service import ServiceConfig, build_app
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin.auth import SECRET_HEADER
+    from easl_toolkit.easl_plugin.service import ServiceConfig, build_app
+    from easl_toolkit.tui.cli import main
     from tests.store_helpers import new_project
-    from tui.cli import main
 
     new_project(tmp_path, hit_size=4).close()
     path = str(tmp_path / "p.easl")
@@ -303,7 +303,7 @@ def test_refused_and_malformed_webhooks_are_counted_and_shown_without_the_creden
         deadline = _time.monotonic() + 10
         while _time.monotonic() < deadline:
             with Project.open(path, readonly=True) as p:
-                from tui.commands.ls import link_status
+                from easl_toolkit.tui.commands.ls import link_status
 
                 out = link_status(p)
             if out["deliveries_refused"] == 2 and out["deliveries_malformed"] == 1:
@@ -324,10 +324,10 @@ def test_the_dedicated_webhook_token_authorises_webhooks_only_and_rotates(tmp_pa
 
     from starlette.testclient import TestClient
 
-    from core.store import Project
-    from easl_plugin.auth import SECRET_HEADER
-    from easl_plugin.service import ServiceConfig, build_app
-    from easl_plugin.setup import webhook_token
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin.auth import SECRET_HEADER
+    from easl_toolkit.easl_plugin.service import ServiceConfig, build_app
+    from easl_toolkit.easl_plugin.setup import webhook_token
     from tests.store_helpers import new_project
 
     new_project(tmp_path, hit_size=4).close()

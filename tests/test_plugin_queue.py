@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.models import Hyper
-from core.store import Project
-from easl_plugin import bookkeeping as bk
-from easl_plugin.queue import DEFAULT_CYCLE_S, Ahead, QueueMeter, QueuePlan
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.queue import DEFAULT_CYCLE_S, Ahead, QueueMeter, QueuePlan
 from tests.service_helpers import created, link
 
 
@@ -142,7 +142,7 @@ class _Slow:
 def test_a_push_never_waits_for_a_slow_reconciliation_or_prediction_refresh(project_path, monkeypatch):
     """Label Studio takes 4 s to list the project and to replace the predictions: an annotation that completes a
     HIT is still followed by its top-up within a second, while the reconciliation runs."""
-    from easl_plugin import worker as worker_module
+    from easl_toolkit.easl_plugin import worker as worker_module
 
     fake = _Slow(4.0)
     monkeypatch.setattr(worker_module, "LabelStudioClient", lambda url, key: fake)
@@ -174,7 +174,7 @@ def test_a_push_never_waits_for_a_slow_reconciliation_or_prediction_refresh(proj
 
 
 def test_the_description_tells_annotators_why_no_task_is_free_and_when_the_work_is_done(project_path):
-    from easl_plugin.push import MOMENT_WITHOUT_TASKS, annotator_note, progress_text
+    from easl_toolkit.easl_plugin.push import MOMENT_WITHOUT_TASKS, annotator_note, progress_text
 
     with Project.open(project_path) as p:
         p.next_hits()  # every item in an open HIT: nothing can be topped up
@@ -191,7 +191,7 @@ def test_a_closed_copy_nobody_worked_on_is_deleted_once_closed_for_the_timeout(p
     """Re-issue closes a HIT's old task (someone may have it open); the sweep deletes, and unmaps, an old task
     nobody worked on once Label Studio's ``updated_at`` (the closing) is ``--hit-timeout`` old; never the newest
     task of a HIT, one with a draft, or one closed too recently."""
-    from easl_plugin.push import sweep_closed_copies
+    from easl_toolkit.easl_plugin.push import sweep_closed_copies
 
     deleted: list[str] = []
     client = SimpleNamespace(tasks=SimpleNamespace(delete=deleted.append))

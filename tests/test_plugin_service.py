@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import requests
 
-from core.models import Hyper
-from core.store import Project
-from easl_plugin import bookkeeping as bk
-from easl_plugin.auth import SECRET_HEADER
-from easl_plugin.service import ServiceConfig, build_app
-from easl_plugin.worker import Worker
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.auth import SECRET_HEADER
+from easl_toolkit.easl_plugin.service import ServiceConfig, build_app
+from easl_toolkit.easl_plugin.worker import Worker
 from tests.ls_server import free_port
 from tests.service_helpers import AUTH, HOOK, Client, all_events, created, give_token, link
 
@@ -209,7 +209,7 @@ def test_streaming_top_up_never_puts_an_item_in_two_open_hits(any_method_project
 
 
 def test_ls_status_before_and_after_linking(project_path, capsys):
-    from tui.cli import main
+    from easl_toolkit.tui.cli import main
 
     assert main(["ls", "status", project_path, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -234,7 +234,7 @@ def test_ls_status_before_and_after_linking(project_path, capsys):
 
 
 def test_journal_moves_exactly_once_and_drops_a_torn_line(project_path):
-    from easl_plugin.journal import MOVED_KEY, Journal, journal_path
+    from easl_toolkit.easl_plugin.journal import MOVED_KEY, Journal, journal_path
 
     jp = journal_path(project_path)
     j = Journal(jp)
@@ -273,7 +273,7 @@ def test_writer_spills_to_the_journal_while_the_file_is_busy(project_path):
     import time
 
     gate = threading.Lock()
-    from easl_plugin.writer import EventWriter
+    from easl_toolkit.easl_plugin.writer import EventWriter
 
     writer = EventWriter(project_path, lambda: None, gate=gate)
     app = build_app(ServiceConfig(project_path=project_path), writer=writer)
@@ -323,7 +323,7 @@ def test_serve_runs_the_worker_in_a_child_that_lives_and_dies_with_it(project_pa
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "LABEL_STUDIO_API_KEY"}
     log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 (a server's log, open for its lifetime)
-    cmd = [sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)]
+    cmd = [sys.executable, "-m", "easl_toolkit.tui.cli", "serve", project_path, "--port", str(port)]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -394,7 +394,7 @@ def test_predict_answers_each_tasks_estimates_and_setup_the_iteration(project_pa
 
 
 def test_task_holders_name_the_newest_draft_or_annotation():
-    from easl_plugin.campaign import task_holders
+    from easl_toolkit.easl_plugin.campaign import task_holders
 
     tasks = [
         {"id": 1, "drafts": [{"user": "a@x.org", "updated_at": "2026-01-01T10:00:00Z"}], "annotations": []},
@@ -429,7 +429,7 @@ def test_task_holders_name_the_newest_draft_or_annotation():
 def test_an_untouched_task_is_not_idle_and_a_fresh_one_waits_from_its_re_issue():
     """`easl ls status`: a task nobody worked on has no idle time (its clock starts at the first draft, not at
     its creation); its waiting time counts from its creation or re-issue, the same clock right after a re-issue."""
-    from tui.commands.ls import _idle
+    from easl_toolkit.tui.commands.ls import _idle
 
     now = 1767265200.0  # 2026-01-01T11:00:00Z
     untouched = _idle({"created_at": "2026-01-01T10:59:00Z"}, "2026-01-01T10:00:00Z", now)
@@ -462,7 +462,7 @@ def test_a_deleted_annotation_stays_deleted_unless_label_studio_reports_a_newer_
     """Created, deleted, then delivered again (a replay, a late update, a delivery without a version time):
     refused with a reject each, nothing comes back; deleting twice keeps the first tombstone; a version later than
     the deletion lifts the tombstone and is applied."""
-    from easl_plugin.ingest import DELETED
+    from easl_toolkit.easl_plugin.ingest import DELETED
 
     linked = link(project_path)
     with Project.open(project_path) as p:
@@ -503,8 +503,8 @@ def test_a_tombstone_is_not_older_than_the_version_it_deleted(project_path):
 def test_reconciliation_does_not_bring_back_a_deleted_annotation(project_path):
     """Reconciliation's path (``prepare_annotations`` and ``commit_annotations`` against the live scores) refuses
     a deleted annotation listed again with its old version, and applies the others of the batch."""
-    from easl_plugin.ingest import IngestOutcome, apply_annotations
-    from easl_plugin.reconcile import live_scores
+    from easl_toolkit.easl_plugin.ingest import IngestOutcome, apply_annotations
+    from easl_toolkit.easl_plugin.reconcile import live_scores
 
     linked = link(project_path)
     with Project.open(project_path) as p:
@@ -533,7 +533,7 @@ def test_a_replayed_annotation_of_a_deleted_task_stays_out(project_path):
 def test_a_deletion_found_by_a_listing_is_dated_by_the_listing(project_path):
     """A reconciliation passes the time its listing started: an annotation missing from the listing because it
     was made after it comes back with its next delivery, while an older replay stays refused."""
-    from easl_plugin.ingest import DELETED, delete_annotations
+    from easl_toolkit.easl_plugin.ingest import DELETED, delete_annotations
 
     linked = link(project_path)
     with Project.open(project_path) as p:
@@ -551,8 +551,8 @@ def test_a_deletion_found_by_a_listing_is_dated_by_the_listing(project_path):
 def test_stalled_hits_by_inactivity_never_an_untouched_hit_that_holds_nothing_up(tmp_path):
     """Re-issue rules (easl_plugin.push): an annotated open HIT at once; a drafted HIT once idle past the timeout;
     an untouched idle HIT only when it holds the queue up (fewer open than the depth, no free items)."""
-    from easl_plugin import bookkeeping as bk
-    from easl_plugin.push import stalled_hits
+    from easl_toolkit.easl_plugin import bookkeeping as bk
+    from easl_toolkit.easl_plugin.push import stalled_hits
 
     items = pd.DataFrame({"item_id": [f"i{k}" for k in range(10)], "text": [f"text {k}" for k in range(10)]})
     path = tmp_path / "p.easl"
@@ -590,9 +590,9 @@ def test_stalled_hits_by_inactivity_never_an_untouched_hit_that_holds_nothing_up
 def test_easl_status_counts_refused_deliveries_apart_from_rejected_rows(project_path, capsys):
     """`easl status`'s "rejected rows" are the scores that failed validation (what `easl ls status` calls rejected
     annotations); refused or malformed webhook deliveries are counted apart."""
-    from easl_plugin import bookkeeping as bk
-    from easl_plugin.deliveries import DELIVERY_SOURCE
-    from tui.cli import main
+    from easl_toolkit.easl_plugin import bookkeeping as bk
+    from easl_toolkit.easl_plugin.deliveries import DELIVERY_SOURCE
+    from easl_toolkit.tui.cli import main
 
     with Project.open(project_path) as p:
         p.add_reject(source=bk.SOURCE, location="task 1, annotation 2", reason="score 500 is outside [0, 100]")

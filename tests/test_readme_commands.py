@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core import __version__
+from easl_toolkit.core import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP = shutil.ignore_patterns(".venv", ".cache", ".git", "site", "*.easl*", "__pycache__", "*.egg-info", ".*_cache")

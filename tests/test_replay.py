@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.datasets import agh_tv_items, agh_tv_ratings
-from core.errors import InputError
-from core.simulate.replay import assign, run_one, run_replay, split, zscore
-from core.simulate.replay_data import Ratings, annotator_agreement, code_ratings, shipped_ratings
-from core.store import Project
-from tui.cli import main
+from easl_toolkit.core.datasets import agh_tv_items, agh_tv_ratings
+from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.simulate.replay import assign, run_one, run_replay, split, zscore
+from easl_toolkit.core.simulate.replay_data import Ratings, annotator_agreement, code_ratings, shipped_ratings
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.cli import main
 
 
 def _slice(n_items: int = 40) -> Ratings:
@@ -33,7 +33,7 @@ def test_the_shipped_study_is_whole_with_its_licence():
     assert len(agh_tv_items()) == 320
     from importlib import resources
 
-    folder = resources.files("core") / "data" / "agh_tv_quality_2017"
+    folder = resources.files("easl_toolkit.core") / "data" / "agh_tv_quality_2017"
     assert "Apache License" in (folder / "LICENSE").read_text()
     assert (folder / "NOTICE.md").is_file() and "sureal" in (folder / "README.md").read_text()
 
@@ -246,7 +246,7 @@ def test_a_crowd_replay_with_default_targets_names_a_budget_for_every_method_wit
 
 
 def test_the_curve_figure_holds_every_curve_and_target(tmp_path):
-    from core.simulate.replay_report import curve_figure
+    from easl_toolkit.core.simulate.replay_report import curve_figure
 
     r = _slice(40)
     res = run_replay(r, methods=("da", "aware"), n_seeds=3, max_per_item=4.0, batch_hits=4)
@@ -271,7 +271,7 @@ def test_default_targets_are_a_ladder_below_the_best_spearman_reached():
 
 @pytest.mark.filterwarnings("error")
 def test_seed_mean_is_nan_where_no_seed_has_a_value_without_a_warning():
-    from core.simulate.replay import seed_mean
+    from easl_toolkit.core.simulate.replay import seed_mean
 
     mat = np.array([[0.5, np.nan, np.nan], [0.7, 0.8, np.nan]])
     out = seed_mean(mat)
@@ -279,6 +279,6 @@ def test_seed_mean_is_nan_where_no_seed_has_a_value_without_a_warning():
 
 
 def test_the_few_runs_warning_starts_below_five_seeds():
-    from core.simulate.replay_report import few_runs_warning
+    from easl_toolkit.core.simulate.replay_report import few_runs_warning
 
     assert "2 runs are too few" in few_runs_warning(2) and few_runs_warning(5) is None

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from core.models import beta_mode, beta_variance
-from core.selection import (
+from easl_toolkit.core.models import beta_mode, beta_variance
+from easl_toolkit.core.selection import (
     first_iteration_hits,
     match_quality,
     select_hits,

@@ -21,16 +21,16 @@ import pandas as pd
 import pytest
 import requests
 
-from core.models import Hyper
-from core.store import Project
-from easl_plugin import auth
-from easl_plugin import bookkeeping as bk
-from easl_plugin.auth import SECRET_HEADER, AuthMiddleware, FailureLimiter
-from easl_plugin.journal import MOVED_KEY, Journal, journal_path
-from easl_plugin.payloads import MAX_JSON_DEPTH
-from easl_plugin.server import UnprotectedAddress, check_exposure, is_loopback_host, serve
-from easl_plugin.service import ServiceConfig, build_app
-from easl_plugin.writer import EventWriter
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
+from easl_toolkit.easl_plugin import auth
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.auth import SECRET_HEADER, AuthMiddleware, FailureLimiter
+from easl_toolkit.easl_plugin.journal import MOVED_KEY, Journal, journal_path
+from easl_toolkit.easl_plugin.payloads import MAX_JSON_DEPTH
+from easl_toolkit.easl_plugin.server import UnprotectedAddress, check_exposure, is_loopback_host, serve
+from easl_toolkit.easl_plugin.service import ServiceConfig, build_app
+from easl_toolkit.easl_plugin.writer import EventWriter
 from tests.ls_server import free_port
 from tests.service_helpers import HOOK, WEBHOOK_TOKEN, Client, created, give_token, link, start_serve, stop
 
@@ -296,7 +296,7 @@ def test_a_webhook_without_a_credential_is_refused_on_loopback_and_ingests_nothi
             assert p.ratings().empty and bk.queue_counts(p) == {"pending": 0, "done": 0, "failed": 0}
         status = json.loads(
             subprocess.run(
-                [sys.executable, "-m", "tui.cli", "ls", "status", project_path, "--json"],
+                [sys.executable, "-m", "easl_toolkit.tui.cli", "ls", "status", project_path, "--json"],
                 capture_output=True,
                 text=True,
                 timeout=60,
@@ -329,7 +329,7 @@ def test_serve_refuses_a_non_loopback_address_without_basic_auth(project_path, c
     check_exposure(ServiceConfig(project_path=project_path, host="0.0.0.0", basic_auth=("a", STRONG)))
     check_exposure(ServiceConfig(project_path=project_path, host="localhost", webhook_secret=STRONG))
     # through the command line: one sentence, exit 1, nothing started
-    from tui.cli import main
+    from easl_toolkit.tui.cli import main
 
     env = {k: os.environ.pop(k) for k in ("EASL_BASIC_AUTH", "EASL_WEBHOOK_SECRET") if k in os.environ}
     try:
@@ -382,13 +382,13 @@ def test_a_service_reachable_from_other_machines_with_only_the_webhook_secret_se
 
 
 def test_user_chosen_secrets_below_the_floor_are_refused(project_path, capsys):
-    from easl_plugin.auth import WeakSecret, check_secrets, secret_problem
+    from easl_toolkit.easl_plugin.auth import WeakSecret, check_secrets, secret_problem
 
     assert secret_problem("pw") and secret_problem("aaaaaaaaaaaaaaaa") and secret_problem("annann-secret-x", user="ann")
     assert secret_problem(STRONG) is None and secret_problem("s3cret-shared") is None
     with pytest.raises(WeakSecret, match="EASL_BASIC_AUTH password is too weak: it has 2 characters"):
         check_secrets(basic_auth=("ann", "pw"), webhook_secret=None)
-    from tui.cli import main
+    from easl_toolkit.tui.cli import main
 
     env = {k: os.environ.pop(k) for k in ("EASL_BASIC_AUTH", "EASL_WEBHOOK_SECRET") if k in os.environ}
     os.environ["EASL_WEBHOOK_SECRET"] = "secret"
@@ -518,7 +518,7 @@ def test_ids_of_another_script_or_unbounded_size_are_a_400_without_a_traceback(p
 
 
 def test_ids_given_as_ascii_digits_are_taken():
-    from easl_plugin.events import deleted_annotation_ids, id_value
+    from easl_toolkit.easl_plugin.events import deleted_annotation_ids, id_value
 
     assert deleted_annotation_ids({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": "12"}, 7]}) == [12, 7]
     assert [id_value(v) for v in ("0", "9223372036854775807", "²", "١٢", " 1", True, 1.0)] == [
@@ -628,7 +628,7 @@ def test_serve_on_a_port_in_use_is_one_error_line(project_path, tmp_path):
         port = taken.getsockname()[1]
         env = {k: v for k, v in os.environ.items() if k not in ("LABEL_STUDIO_API_KEY", "EASL_BASIC_AUTH")}
         out = subprocess.run(
-            [sys.executable, "-m", "tui.cli", "serve", project_path, "--port", str(port)],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "serve", project_path, "--port", str(port)],
             capture_output=True,
             text=True,
             env=env,
@@ -640,8 +640,8 @@ def test_serve_on_a_port_in_use_is_one_error_line(project_path, tmp_path):
 
 
 def test_a_short_stored_webhook_token_is_never_accepted_and_setup_replaces_it(project_path):
-    from easl_plugin.auth import MIN_TOKEN_CHARS
-    from easl_plugin.setup import webhook_token
+    from easl_toolkit.easl_plugin.auth import MIN_TOKEN_CHARS
+    from easl_toolkit.easl_plugin.setup import webhook_token
 
     with Project.open(project_path) as p:
         bk.set_meta(p, {bk.KEY_WEBHOOK_TOKEN: "short-token"})
@@ -666,7 +666,7 @@ def test_the_connection_guard_works_on_both_of_uvicorns_http_parsers(project_pat
     from uvicorn.protocols.http.h11_impl import H11Protocol
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from easl_plugin.connections import ConnectionLimits, guarded
+    from easl_toolkit.easl_plugin.connections import ConnectionLimits, guarded
 
     base = {"httptools": HttpToolsProtocol, "h11": H11Protocol}[kind]
     limits = ConnectionLimits(header_timeout_s=0.5, body_timeout_s=0.5, max_connections=4)

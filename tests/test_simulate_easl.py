@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import EaslError, HyperParameterError, InputError
-from core.simulate import annotation
-from core.store import Project
-from tui import cli
+from easl_toolkit.core.errors import EaslError, HyperParameterError, InputError
+from easl_toolkit.core.simulate import annotation
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui import cli
 
 
 def test_annotator_scores_are_latent_plus_noise_clipped():
@@ -308,7 +308,7 @@ def test_annotator_model_study_refuses_bad_names(tmp_path, capsys):
 
 
 def test_no_gain_models_reads_the_interval():
-    from core.simulate.aware_study import no_gain_models
+    from easl_toolkit.core.simulate.aware_study import no_gain_models
 
     budget = pd.DataFrame(
         {

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import EaslError, HyperParameterError
-from core.simulate import agreement_properties as ap
-from core.simulate import measures
-from tui import cli
+from easl_toolkit.core.errors import EaslError, HyperParameterError
+from easl_toolkit.core.simulate import agreement_properties as ap
+from easl_toolkit.core.simulate import measures
+from easl_toolkit.tui import cli
 
 SMALL = dict(
     n=1000,

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import EaslError
-from core.simulate import prmse as exp
-from core.simulate import prmse_report, published
-from core.simulate.prmse import (
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.simulate import prmse as exp
+from easl_toolkit.core.simulate import prmse_report, published
+from easl_toolkit.core.simulate.prmse import (
     PrmseSettings,
     generate_dataset,
     human_scores,
@@ -25,7 +25,7 @@ from core.simulate.prmse import (
     search_error_sd,
     true_scores,
 )
-from tui import cli
+from easl_toolkit.tui import cli
 
 NB = 5e-6
 PAPER = 0.0051

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tui.cli import main
+from easl_toolkit.tui.cli import main
 
 ITEMS = "id,text\n" + "".join(f"s{i:02d},sentence {i}\n" for i in range(12))
 
@@ -67,7 +67,7 @@ def test_file_campaign_status_has_no_label_studio_rows_and_explains_its_figures(
 
 
 def test_linked_project_status_keeps_the_label_studio_rows(project, capsys):
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(project) as p:
         p.set_meta({"ls.project_id": "7"})
@@ -89,7 +89,7 @@ def test_label_studio_commands_without_the_extra_name_what_to_install(monkeypatc
 
 
 def test_simulate_takes_output_like_every_other_command(tmp_path):
-    from tui.cli import build_parser
+    from easl_toolkit.tui.cli import build_parser
 
     args = build_parser().parse_args(["simulate", "prmse", "--quick", "--output", str(tmp_path / "o")])
     assert args.out == str(tmp_path / "o")
@@ -105,14 +105,19 @@ def test_simulate_help_prints_defaults_as_typed(capsys):
 
 
 def test_status_names_the_delivery_rejects_as_the_plugin_does():
-    from easl_plugin.deliveries import DELIVERY_SOURCE
-    from tui.commands import status
+    from easl_toolkit.easl_plugin.deliveries import DELIVERY_SOURCE
+    from easl_toolkit.tui.commands import status
 
     assert status.DELIVERY_SOURCE == DELIVERY_SOURCE
 
 
 def test_status_runs_without_the_plugins_web_layer(project, monkeypatch, capsys):
-    for module in ("starlette", "starlette.requests", "easl_plugin.deliveries", "easl_plugin.payloads"):
+    for module in (
+        "starlette",
+        "starlette.requests",
+        "easl_toolkit.easl_plugin.deliveries",
+        "easl_toolkit.easl_plugin.payloads",
+    ):
         monkeypatch.setitem(sys.modules, module, None)  # as in a core install: importing them fails
     assert main(["status", str(project)]) == 0
     assert main(["ls", "status", str(project)]) == 1

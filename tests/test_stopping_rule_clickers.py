@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from core.models import Hyper
-from core.models.aware.clickers import INFORMATIVE_KEY, SHARE_KEY, clicker_probability
-from core.models.aware.fit import AwareState, Observations, fit
-from core.models.aware.model import AwareModel
-from core.models.aware.posterior import rank_figures, stop_decision
-from tui.cli import main
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.models.aware.clickers import INFORMATIVE_KEY, SHARE_KEY, clicker_probability
+from easl_toolkit.core.models.aware.fit import AwareState, Observations, fit
+from easl_toolkit.core.models.aware.model import AwareModel
+from easl_toolkit.core.models.aware.posterior import rank_figures, stop_decision
+from easl_toolkit.tui.cli import main
 
 N_ITEMS, N_FAITHFUL = 150, 18
 
@@ -108,7 +108,7 @@ def test_cli_status_of_a_project_whose_clickers_alone_score_some_items_does_not_
 
 
 def test_hit_rate_with_clickers_concentrated_on_some_items_is_at_least_nine_in_ten():
-    from core.simulate.aware_study import clicker_stopping
+    from easl_toolkit.core.simulate.aware_study import clicker_stopping
 
     table = clicker_stopping(
         settings=(("M4", 0.1, 1.0), ("M4", 0.1, 0.9), ("M4", 0.2, 0.9)), n_seeds=8, first_seed=2000

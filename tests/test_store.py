@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import EaslError, InputError
-from core.models import Hyper
-from core.store import Project, read_items
-from core.store.schema import SCHEMA_VERSION
-from core.tables import read_table, write_table
+from easl_toolkit.core.errors import EaslError, InputError
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project, read_items
+from easl_toolkit.core.store.schema import SCHEMA_VERSION
+from easl_toolkit.core.tables import read_table, write_table
 from tests.store_helpers import answer, assert_verified, dump, make_items, new_project
 
 # ------------------------------------------------------------------------------------------------- creation
@@ -942,6 +942,7 @@ def test_importing_the_store_loads_neither_pandas_scipy_nor_models():
     import subprocess
     import sys
 
-    code = "import sys, core.store; print(sorted(m for m in ('pandas', 'scipy', 'core.models') if m in sys.modules))"
+    heavy = ("pandas", "scipy", "easl_toolkit.core.models")
+    code = f"import sys, easl_toolkit.core.store; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

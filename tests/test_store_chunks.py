@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import InvalidRows
-from core.tables import iter_table
+from easl_toolkit.core.errors import InvalidRows
+from easl_toolkit.core.tables import iter_table
 from tests.store_helpers import answer, assert_verified, dump, new_project
 
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.models import Hyper
-from core.outputs import atomic_outputs
-from core.store import Project
-from core.store.arrow_columns import floats, integers, strings
-from core.tables import write_table
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.outputs import atomic_outputs
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.store.arrow_columns import floats, integers, strings
+from easl_toolkit.core.tables import write_table
 from tests.store_helpers import answer, make_items
 
 
@@ -115,7 +115,7 @@ def test_next_and_export_to_csv_import_no_pandas(tmp_path):
     project = Project.create(tmp_path / "p.easl", make_items(20, extra=False), Hyper(hit_size=4, seed=1))
     project.close()
     code = (
-        "import sys; from tui.cli import main; "
+        "import sys; from easl_toolkit.tui.cli import main; "
         f"main(['next', {str(tmp_path / 'p.easl')!r}, '--output', {str(tmp_path / 'h.csv')!r}]); "
         f"main(['export', {str(tmp_path / 'p.easl')!r}, '--output', {str(tmp_path / 'e.csv')!r}]); "
         "print('pandas' in sys.modules)"

@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.store import Project, live_arrays
-from core.store import derived as replay
-from core.store.db import max_seq
-from core.store.state import load_state
-from core.tables import iter_table
+from easl_toolkit.core.store import Project, live_arrays
+from easl_toolkit.core.store import derived as replay
+from easl_toolkit.core.store.db import max_seq
+from easl_toolkit.core.store.state import load_state
+from easl_toolkit.core.tables import iter_table
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import answer, assert_verified, new_project
-from tui.cli import main
 
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:

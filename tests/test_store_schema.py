@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.errors import SchemaVersionError
-from core.store import Project
-from core.store.schema import MIGRATIONS, SCHEMA_VERSION
+from easl_toolkit.core.errors import SchemaVersionError
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.store.schema import MIGRATIONS, SCHEMA_VERSION
+from easl_toolkit.tui.cli import main
 from tests.store_helpers import answer, assert_verified, new_project
-from tui.cli import main
 
 V1_HIT_TABLES = (
     "CREATE TABLE hits ",

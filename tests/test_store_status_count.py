@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.models import Hyper
-from core.store import Project
-from core.store.db import max_seq
-from core.store.state import stored_figures
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.store.db import max_seq
+from easl_toolkit.core.store.state import stored_figures
 from tests.store_helpers import answer, make_items
 
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import InputError
-from core.tables import iter_table, read_table
+from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.tables import iter_table, read_table
 
 
 def _chunked(path: Path, rows: int) -> tuple[pd.DataFrame, list[int]]:

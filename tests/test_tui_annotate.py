@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from core.store import Project
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.app import EaslApp
+from easl_toolkit.tui.screens.annotate import AnnotateScreen
+from easl_toolkit.tui.screens.annotate_session import AnnotationSession
+from easl_toolkit.tui.screens.name_prompt import NamePrompt
+from easl_toolkit.tui.settings import load_draft, remember_annotator, remembered_annotator
+from easl_toolkit.tui.widgets.score_row import ScoreRow, typed_score
 from tests.tui_helpers import annotate_iteration, run_async, settle, wait_until
-from tui.app import EaslApp
-from tui.screens.annotate import AnnotateScreen
-from tui.screens.annotate_session import AnnotationSession
-from tui.screens.name_prompt import NamePrompt
-from tui.settings import load_draft, remember_annotator, remembered_annotator
-from tui.widgets.score_row import ScoreRow, typed_score
 
 
 async def _open_annotate(app, pilot) -> AnnotateScreen:
@@ -283,7 +283,7 @@ async def test_the_question_and_the_scale_labels_are_shown(project):
 
 
 def test_annotate_help_follows_the_project_scale():
-    from tui.screens.annotate import annotate_help
+    from easl_toolkit.tui.screens.annotate import annotate_help
 
     small = annotate_help(1.0, 5.0)
     assert "−10" not in small and "75" not in small

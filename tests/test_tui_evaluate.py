@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 from textual.widgets import DataTable, Input, Select, SelectionList
 
-from core.errors import EaslError
-from core.metrics.options import EvaluationOptions
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.tui.app import EaslApp
+from easl_toolkit.tui.screens.annotate import AnnotateScreen
+from easl_toolkit.tui.screens.evaluate import EvaluateScreen
+from easl_toolkit.tui.screens.evaluate_data import format_value, parse_count, parse_scale, run_evaluation
+from easl_toolkit.tui.screens.file_picker import FilePickerScreen
 from tests.tui_helpers import isolate_settings, make_project, run_async, settle, wait_until
-from tui.app import EaslApp
-from tui.screens.annotate import AnnotateScreen
-from tui.screens.evaluate import EvaluateScreen
-from tui.screens.evaluate_data import format_value, parse_count, parse_scale, run_evaluation
-from tui.screens.file_picker import FilePickerScreen
 
 
 @pytest.fixture
@@ -155,8 +155,8 @@ async def test_without_a_project_the_file_picker_opens_a_data_file_then_a_projec
 def test_results_table_shows_no_system_mean_for_the_second_human():
     import numpy as np
 
-    import core.metrics as M
-    from tui.screens.evaluate_data import result_rows
+    import easl_toolkit.core.metrics as M
+    from easl_toolkit.tui.screens.evaluate_data import result_rows
 
     h = np.array([[1, 2], [2, 2], [3, 3], [4, 3], [2, 1]], dtype=float)
     ev = M.evaluate(h, {"m": np.array([1.2, 2.1, 2.9, 3.8, 2.0])}, options=EvaluationOptions(scale=M.Scale(1, 4)))

@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 from textual.widgets import Checkbox, Input
 
-from core.errors import EaslError
-from core.store import Project
-from core.tables import read_table
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.tables import read_table
+from easl_toolkit.tui.app import EaslApp
+from easl_toolkit.tui.screens.export import ExportScreen, export_project, with_suffix
 from tests.tui_helpers import run_async, settle, wait_until
-from tui.app import EaslApp
-from tui.screens.export import ExportScreen, export_project, with_suffix
 
 
 @pytest.fixture

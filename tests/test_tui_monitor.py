@@ -10,12 +10,18 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from core.store import Project
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.app import EaslApp
+from easl_toolkit.tui.screens.monitor import MonitorScreen
+from easl_toolkit.tui.screens.monitor_data import (
+    MonitorSource,
+    SummaryCache,
+    centred_ranks,
+    spearman_from_ranks,
+    spearman_rho,
+)
+from easl_toolkit.tui.widgets.item_table import ItemColumns, ItemTable, sort_order
 from tests.tui_helpers import annotate_iteration, run_async, wait_until
-from tui.app import EaslApp
-from tui.screens.monitor import MonitorScreen
-from tui.screens.monitor_data import MonitorSource, SummaryCache, centred_ranks, spearman_from_ranks, spearman_rho
-from tui.widgets.item_table import ItemColumns, ItemTable, sort_order
 
 
 @pytest.fixture
@@ -38,7 +44,7 @@ def test_spearman_rho_matches_scipy_and_is_nan_without_a_ranking():
 
 
 def test_summary_cache_equals_the_full_summary_after_updates():
-    from core.models import Hyper, get_model
+    from easl_toolkit.core.models import Hyper, get_model
 
     for method in ("easl", "ra", "trueskill", "da"):
         model = get_model(Hyper(method=method))
@@ -181,7 +187,7 @@ async def test_monitor_picks_up_observations_written_by_another_process(project,
             }
         ).to_csv(annotations, index=False)
         done = subprocess.run(
-            [sys.executable, "-m", "tui.cli", "ingest", str(project), str(annotations)],
+            [sys.executable, "-m", "easl_toolkit.tui.cli", "ingest", str(project), str(annotations)],
             capture_output=True,
             text=True,
             timeout=120,

@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 from textual.widgets import Input
 
-from core.store import Project
+from easl_toolkit.core.store import Project
+from easl_toolkit.tui.app import EaslApp
+from easl_toolkit.tui.screens.annotate import AnnotateScreen
+from easl_toolkit.tui.screens.evaluate import EvaluateScreen
+from easl_toolkit.tui.screens.export import ExportScreen
+from easl_toolkit.tui.screens.file_picker import FilePickerScreen
+from easl_toolkit.tui.screens.help import HelpScreen
+from easl_toolkit.tui.screens.monitor import MonitorScreen
+from easl_toolkit.tui.screens.name_prompt import NamePrompt
 from tests.tui_helpers import annotate_iteration, make_project, settle, wait_until
-from tui.app import EaslApp
-from tui.screens.annotate import AnnotateScreen
-from tui.screens.evaluate import EvaluateScreen
-from tui.screens.export import ExportScreen
-from tui.screens.file_picker import FilePickerScreen
-from tui.screens.help import HelpScreen
-from tui.screens.monitor import MonitorScreen
-from tui.screens.name_prompt import NamePrompt
 
 SIZE = (80, 24)
 

@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.store import Project
+from easl_toolkit.core.store import Project
 from tests.tmux_harness import TmuxSession
 from tests.tui_helpers import make_project
 
-EASL = [sys.executable, "-m", "tui.cli"]
+EASL = [sys.executable, "-m", "easl_toolkit.tui.cli"]
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -17,11 +17,11 @@ import time
 import pytest
 
 from bench.bench_webhook_during_ingest import HIT_SIZE, LS_TIMEOUT_S, annotation_event, make_project, run
-from core.store import Project
-from core.store.db import FileBusy
-from easl_plugin import bookkeeping as bk
-from easl_plugin.journal import Journal, journal_path
-from easl_plugin.writer import EventWriter
+from easl_toolkit.core.store import Project
+from easl_toolkit.core.store.db import FileBusy
+from easl_toolkit.easl_plugin import bookkeeping as bk
+from easl_toolkit.easl_plugin.journal import Journal, journal_path
+from easl_toolkit.easl_plugin.writer import EventWriter
 
 
 def hold_lock(path: str) -> sqlite3.Connection:
@@ -168,9 +168,9 @@ def test_a_large_journal_is_moved_in_slices_in_arrival_order_with_later_events_b
     """After a long ingest the journal holds thousands of events: they are moved a slice per transaction (so that
     acknowledgements are not held up behind one large move), in arrival order, exactly once; an event that arrives
     while the backlog is being moved is journaled behind it."""
-    import easl_plugin.writer
+    import easl_toolkit.easl_plugin.writer
 
-    monkeypatch.setattr(easl_plugin.writer, "MOVE_SLICE", 50)
+    monkeypatch.setattr(easl_toolkit.easl_plugin.writer, "MOVE_SLICE", 50)
     moved: list[int] = []  # events moved per transaction
     real_move = bk.move_journal
 
@@ -214,7 +214,7 @@ def test_the_journal_is_preallocated_with_zeros_and_appends_overwrite_them_in_pl
     """Appends write into zeros already on disk (no new blocks, no new size to commit); the file grows a step at
     a time; leftovers beyond the records (a torn write) are zeroed on opening; a journal of the earlier format
     (no zeros) reads the same; clearing zeros the records and keeps the space."""
-    from easl_plugin.journal import GROW_BYTES
+    from easl_toolkit.easl_plugin.journal import GROW_BYTES
 
     path = str(tmp_path / "p.easl.ls-journal")
     with open(path, "wb") as f:  # the earlier format: lines only

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.models import Hyper
-from core.store import Project
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.store import Project
 
 WORDS = [
     "a grain of sand",

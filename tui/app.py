@@ -23,13 +23,13 @@ from textual.app import App
 from textual.binding import Binding
 from textual.reactive import var
 
-from core.errors import EaslError
-from tui.screens.annotate import AnnotateScreen
-from tui.screens.evaluate import EvaluateScreen
-from tui.screens.export import ExportScreen
-from tui.screens.file_picker import FilePickerScreen
-from tui.screens.help import HelpScreen
-from tui.screens.monitor import MonitorScreen
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.screens.annotate import AnnotateScreen
+from easl_toolkit.tui.screens.evaluate import EvaluateScreen
+from easl_toolkit.tui.screens.export import ExportScreen
+from easl_toolkit.tui.screens.file_picker import FilePickerScreen
+from easl_toolkit.tui.screens.help import HelpScreen
+from easl_toolkit.tui.screens.monitor import MonitorScreen
 
 STYLES = Path(__file__).parent / "styles"
 
@@ -153,7 +153,7 @@ class EaslApp(App):
 
     async def open_project(self, path: Path) -> None:
         """Make ``path`` the app's project (closing the screens of the previous one) and show Annotate."""
-        from core.store import Project
+        from easl_toolkit.core.store import Project
 
         try:
             Project.open(path, readonly=True).close()

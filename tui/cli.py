@@ -29,8 +29,8 @@ import sqlite3
 import sys
 import traceback
 
-from core import __version__
-from core.errors import EaslError
+from easl_toolkit.core import __version__
+from easl_toolkit.core.errors import EaslError
 
 # Order here is the order in ``easl --help``.
 COMMANDS = [
@@ -95,7 +95,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"easl-toolkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in [command] if command in COMMANDS else COMMANDS:
-        importlib.import_module(f"tui.commands.{name}").register(sub)
+        importlib.import_module(f"easl_toolkit.tui.commands.{name}").register(sub)
     _alias_options(parser)
     return parser
 
@@ -152,7 +152,7 @@ def _error(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command and return its exit status."""
-    from core.errors import ProjectFileError
+    from easl_toolkit.core.errors import ProjectFileError
 
     # OpenBLAS (numpy's and SciPy's, when they load) starts a thread per core, and each spins for 2^28 cycles
     # waiting for work that the commands rarely give: on 2 cores, a sixth of ``easl export``'s CPU time (0.24 of
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         directory = getattr(args, OUTPUT_DIRS.get(args.command, ""), None)
         if isinstance(directory, str):
-            from core.outputs import check_output_dir
+            from easl_toolkit.core.outputs import check_output_dir
 
             check_output_dir(directory)
         status = int(args.func(args) or EXIT_OK)
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     except sqlite3.Error as exc:
         if debug:
             traceback.print_exc()
-        from core.store.db import describe_sqlite_error
+        from easl_toolkit.core.store.db import describe_sqlite_error
 
         problem = describe_sqlite_error(exc)
         where = project if isinstance(project, str) else "the project file"

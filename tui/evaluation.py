@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 if TYPE_CHECKING:
-    from core.metrics.load import EvaluationInput
-    from core.metrics.options import EvaluationOptions
-    from core.metrics.results import Evaluation
+    from easl_toolkit.core.metrics.load import EvaluationInput
+    from easl_toolkit.core.metrics.options import EvaluationOptions
+    from easl_toolkit.core.metrics.results import Evaluation
 
 
 def evaluate_loaded(
@@ -29,7 +29,7 @@ def evaluate_loaded(
 ) -> Evaluation:
     """``core.metrics.pipeline.evaluate`` on loaded data (human, system, rater names, groups, notes) with the
     ``options`` of the evaluation; a ``ValueError`` becomes ``EaslError("SOURCE: ...")``."""
-    from core.metrics.pipeline import evaluate
+    from easl_toolkit.core.metrics.pipeline import evaluate
 
     try:
         return evaluate(

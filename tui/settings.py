@@ -13,7 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 
 def settings_path() -> Path:

@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.campaign.estimators import metric_labels
-from core.campaign.model import N_BINS, HumanScoreModel, binned_mean, fit_model, predict
-from core.campaign.moments import Layout, gradient, metric_function, moment_predictions, moment_terms
+from easl_toolkit.core.campaign.estimators import metric_labels
+from easl_toolkit.core.campaign.model import N_BINS, HumanScoreModel, binned_mean, fit_model, predict
+from easl_toolkit.core.campaign.moments import Layout, gradient, metric_function, moment_predictions, moment_terms
 
 #: Smallest share of the uniform design in the mixture.
 TAU_MIN = 0.1

@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import norm
 
-from core.campaign.moments import METRICS, NEEDS_SECOND, Layout, gradient, metric_function, moment_terms
+from easl_toolkit.core.campaign.moments import METRICS, NEEDS_SECOND, Layout, gradient, metric_function, moment_terms
 
 #: z quantile of the two-sided 95% interval.
 Z95 = float(norm.ppf(0.975))

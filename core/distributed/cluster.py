@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from core.errors import EaslError
-from core.simulate import MapFn
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.simulate import MapFn
 
 #: Upper bound on the memory limit of one local worker (bytes).
 LOCAL_WORKER_MEMORY = 4 * 2**30

@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.distributed.finish import finish
-from core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
-from core.errors import EaslError, InputError
-from core.metrics.load import (
+from easl_toolkit.core.distributed.finish import finish
+from easl_toolkit.core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
+from easl_toolkit.core.errors import EaslError, InputError
+from easl_toolkit.core.metrics.load import (
     frame_scores,
     long_notes,
     long_rater_systems,
@@ -34,12 +34,12 @@ from core.metrics.load import (
     rater_matrix,
     require_columns,
 )
-from core.metrics.options import EvaluationOptions
-from core.metrics.pipeline import DEFAULT_OPTIONS
-from core.metrics.prepare import scale_from_range
-from core.metrics.registry import report_weightings
-from core.metrics.results import Evaluation
-from core.tables import Table
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.pipeline import DEFAULT_OPTIONS
+from easl_toolkit.core.metrics.prepare import scale_from_range
+from easl_toolkit.core.metrics.registry import report_weightings
+from easl_toolkit.core.metrics.results import Evaluation
+from easl_toolkit.core.tables import Table
 
 Progress = Callable[[str, int, int], None]
 

@@ -21,13 +21,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.assemble import fairness_result
-from core.metrics.bootstrap import percentile_interval
-from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_record, ols_record, tss_floor
-from core.metrics.estimates.fairness_resampled import group_problem
-from core.metrics.intervals.analytic import Interval
-from core.metrics.notes import capture, quiet
-from core.metrics.results import FairnessEvaluation
+from easl_toolkit.core.metrics.assemble import fairness_result
+from easl_toolkit.core.metrics.bootstrap import percentile_interval
+from easl_toolkit.core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_record, ols_record, tss_floor
+from easl_toolkit.core.metrics.estimates.fairness_resampled import group_problem
+from easl_toolkit.core.metrics.intervals.analytic import Interval
+from easl_toolkit.core.metrics.notes import capture, quiet
+from easl_toolkit.core.metrics.results import FairnessEvaluation
 
 
 def cell_statistics(h: NDArray[Any], m: NDArray[Any], groups: NDArray[Any]) -> pd.DataFrame:

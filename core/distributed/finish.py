@@ -30,17 +30,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.distributed.fairness_cells import fairness_evaluation
-from core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
-from core.metrics.assemble import assemble
-from core.metrics.estimates.association import spearman_rho_resampled
-from core.metrics.estimates.comparisons import Comparisons, PointEstimates
-from core.metrics.estimates.fairness_resampled import fairness_design
-from core.metrics.estimates.pair import PairSuite, batch_values, point_values
-from core.metrics.intervals.agreement_variance import closed_form_intervals
-from core.metrics.notes import capture, quiet, undefined
-from core.metrics.options import EvaluationOptions
-from core.metrics.prepare import (
+from easl_toolkit.core.distributed.fairness_cells import fairness_evaluation
+from easl_toolkit.core.distributed.partitions import PairKey, PartitionStats, Spec, Totals
+from easl_toolkit.core.metrics.assemble import assemble
+from easl_toolkit.core.metrics.estimates.association import spearman_rho_resampled
+from easl_toolkit.core.metrics.estimates.comparisons import Comparisons, PointEstimates
+from easl_toolkit.core.metrics.estimates.fairness_resampled import fairness_design
+from easl_toolkit.core.metrics.estimates.pair import PairSuite, batch_values, point_values
+from easl_toolkit.core.metrics.intervals.agreement_variance import closed_form_intervals
+from easl_toolkit.core.metrics.notes import capture, quiet, undefined
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.prepare import (
     DROP_H1_MISSING,
     DROP_H1_OUT_OF_SCALE,
     DROP_H1_ZERO,
@@ -50,7 +50,7 @@ from core.metrics.prepare import (
     policy_notes,
     prepare,
 )
-from core.metrics.results import Evaluation
+from easl_toolkit.core.metrics.results import Evaluation
 
 RANK_KEYS = ("spearman", "kendall_tau_b", "kendall_tau_c")
 _DROP_ORDER = (DROP_H1_MISSING, DROP_H1_ZERO, DROP_H1_OUT_OF_SCALE, DROP_SYSTEM_MISSING)

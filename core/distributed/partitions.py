@@ -32,17 +32,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.distributed.fairness_cells import cell_statistics, merge_cells, merge_resampled, resampled_cells
-from core.metrics.bootstrap import CHUNK_ENTRIES
-from core.metrics.data import Scale, Weights
-from core.metrics.estimates.agreement_totals import agreement_totals, rating_patterns
-from core.metrics.estimates.comparisons import Comparisons, _pattern_tables, build
-from core.metrics.estimates.pair import PairSuite
-from core.metrics.estimates.sums import RowSums
-from core.metrics.estimates.true_score import true_score_sums
-from core.metrics.load import frame_scores
-from core.metrics.prepare import apply_score_policy, prepare
-from core.tables import Table
+from easl_toolkit.core.distributed.fairness_cells import cell_statistics, merge_cells, merge_resampled, resampled_cells
+from easl_toolkit.core.metrics.bootstrap import CHUNK_ENTRIES
+from easl_toolkit.core.metrics.data import Scale, Weights
+from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_totals, rating_patterns
+from easl_toolkit.core.metrics.estimates.comparisons import Comparisons, _pattern_tables, build
+from easl_toolkit.core.metrics.estimates.pair import PairSuite
+from easl_toolkit.core.metrics.estimates.sums import RowSums
+from easl_toolkit.core.metrics.estimates.true_score import true_score_sums
+from easl_toolkit.core.metrics.load import frame_scores
+from easl_toolkit.core.metrics.prepare import apply_score_policy, prepare
+from easl_toolkit.core.tables import Table
 
 Totals = dict[str, NDArray[Any]]
 #: Comparison keys: ("s", "", system), ("hh", "", ""), ("g", group label, system), ("c", group label, "").

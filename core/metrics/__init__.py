@@ -31,15 +31,15 @@ Data model and the whole pipeline
     evaluate (returns a typed Evaluation: Figure, Block, SystemEvaluation; ``to_json()`` for the JSON object)
 """
 
-from core.metrics.bootstrap import (
+from easl_toolkit.core.metrics.bootstrap import (
     bootstrap_ci,
     bootstrap_fairness,
     bootstrap_prmse,
     percentile_interval,
     resample_chunks,
 )
-from core.metrics.data import Scale, agreement_weights, rating_counts, ratings_from_distribution
-from core.metrics.estimates.agreement import (
+from easl_toolkit.core.metrics.data import Scale, agreement_weights, rating_counts, ratings_from_distribution
+from easl_toolkit.core.metrics.estimates.agreement import (
     brennan_prediger,
     chance_corrected_agreement,
     conger_kappa,
@@ -47,11 +47,11 @@ from core.metrics.estimates.agreement import (
     gwet_ac,
     scott_pi,
 )
-from core.metrics.estimates.association import kendall_tau_b, kendall_tau_c, spearman_rho
-from core.metrics.estimates.fairness import fairness_analysis
-from core.metrics.estimates.fairness_resampled import fairness_resampled
-from core.metrics.estimates.krippendorff import krippendorff_alpha
-from core.metrics.estimates.observed import (
+from easl_toolkit.core.metrics.estimates.association import kendall_tau_b, kendall_tau_c, spearman_rho
+from easl_toolkit.core.metrics.estimates.fairness import fairness_analysis
+from easl_toolkit.core.metrics.estimates.fairness_resampled import fairness_resampled
+from easl_toolkit.core.metrics.estimates.krippendorff import krippendorff_alpha
+from easl_toolkit.core.metrics.estimates.observed import (
     adjacent_agreement,
     agreement,
     cohen_kappa,
@@ -66,26 +66,33 @@ from core.metrics.estimates.observed import (
     root_mean_squared_error,
     standardized_mean_difference,
 )
-from core.metrics.estimates.pair import observed_metrics
-from core.metrics.estimates.true_score import (
+from easl_toolkit.core.metrics.estimates.pair import observed_metrics
+from easl_toolkit.core.metrics.estimates.true_score import (
     mse_true,
     prmse,
     true_score_evaluation,
     true_score_variance,
     variance_of_errors,
 )
-from core.metrics.intervals.agreement_variance import (
+from easl_toolkit.core.metrics.intervals.agreement_variance import (
     Inference,
     agreement_inference,
     gwet_standard_errors,
     table_inference,
 )
-from core.metrics.intervals.analytic import Benchmark, Interval, benchmark, fisher_z_ci, normal_ci, student_t_ci
-from core.metrics.intervals.kappa_test import KappaTest, cohen_kappa_test, kappa_test_from_table
-from core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
-from core.metrics.pipeline import evaluate
-from core.metrics.prepare import apply_score_policy, scale_scores, trim_scores
-from core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
+from easl_toolkit.core.metrics.intervals.analytic import (
+    Benchmark,
+    Interval,
+    benchmark,
+    fisher_z_ci,
+    normal_ci,
+    student_t_ci,
+)
+from easl_toolkit.core.metrics.intervals.kappa_test import KappaTest, cohen_kappa_test, kappa_test_from_table
+from easl_toolkit.core.metrics.notes import SampleSizeWarning, UndefinedMetricWarning
+from easl_toolkit.core.metrics.pipeline import evaluate
+from easl_toolkit.core.metrics.prepare import apply_score_policy, scale_scores, trim_scores
+from easl_toolkit.core.metrics.results import Block, Evaluation, Figure, SystemEvaluation
 
 __all__ = [
     "Scale",

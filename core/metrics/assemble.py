@@ -12,17 +12,17 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from core.metrics.bootstrap import fairness_ci_reason, percentile_interval
-from core.metrics.estimates.comparisons import TRUE_FIGURES, Comparisons, PointEstimates
-from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
-from core.metrics.estimates.fairness_resampled import FairnessDesign
-from core.metrics.estimates.true_score import prmse_cautions
-from core.metrics.intervals.analytic import Analytic, Interval
-from core.metrics.notes import capture
-from core.metrics.options import EvaluationOptions
-from core.metrics.prepare import Prepared
-from core.metrics.registry import ALL_RATERS_COUNTS, OBSERVED_KEYS, TRUE_SCORE_KEYS
-from core.metrics.results import (
+from easl_toolkit.core.metrics.bootstrap import fairness_ci_reason, percentile_interval
+from easl_toolkit.core.metrics.estimates.comparisons import TRUE_FIGURES, Comparisons, PointEstimates
+from easl_toolkit.core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
+from easl_toolkit.core.metrics.estimates.fairness_resampled import FairnessDesign
+from easl_toolkit.core.metrics.estimates.true_score import prmse_cautions
+from easl_toolkit.core.metrics.intervals.analytic import Analytic, Interval
+from easl_toolkit.core.metrics.notes import capture
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.prepare import Prepared
+from easl_toolkit.core.metrics.registry import ALL_RATERS_COUNTS, OBSERVED_KEYS, TRUE_SCORE_KEYS
+from easl_toolkit.core.metrics.results import (
     Block,
     Evaluation,
     FairnessEvaluation,

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.estimates.comparisons import Comparisons
-from core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
-from core.metrics.estimates.fairness_resampled import fairness_design
-from core.metrics.estimates.pair import batch_values
-from core.metrics.estimates.sums import RowSums
-from core.metrics.estimates.true_score import finish_true_score, true_score_sums
-from core.metrics.notes import capture, quiet, undefined
+from easl_toolkit.core.metrics.estimates.comparisons import Comparisons
+from easl_toolkit.core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness_analysis
+from easl_toolkit.core.metrics.estimates.fairness_resampled import fairness_design
+from easl_toolkit.core.metrics.estimates.pair import batch_values
+from easl_toolkit.core.metrics.estimates.sums import RowSums
+from easl_toolkit.core.metrics.estimates.true_score import finish_true_score, true_score_sums
+from easl_toolkit.core.metrics.notes import capture, quiet, undefined
 
 #: Upper bound on the entries of one chunk's index matrix (memory ~ 16 bytes per entry).
 CHUNK_ENTRIES = 8_000_000

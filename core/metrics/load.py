@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import InputError
-from core.tables import Table, read_table
+from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.tables import Table, read_table
 
 
 @dataclass

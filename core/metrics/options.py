@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.metrics.data import Scale, Weights
+from easl_toolkit.core.metrics.data import Scale, Weights
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,14 @@ from typing import Any
 
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.assemble import assemble
-from core.metrics.bootstrap import bootstrap_comparisons
-from core.metrics.estimates.comparisons import build, point_estimates
-from core.metrics.intervals.agreement_variance import closed_form_intervals
-from core.metrics.options import EvaluationOptions
-from core.metrics.prepare import prepare
-from core.metrics.registry import report_weightings
-from core.metrics.results import Evaluation
+from easl_toolkit.core.metrics.assemble import assemble
+from easl_toolkit.core.metrics.bootstrap import bootstrap_comparisons
+from easl_toolkit.core.metrics.estimates.comparisons import build, point_estimates
+from easl_toolkit.core.metrics.intervals.agreement_variance import closed_form_intervals
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.prepare import prepare
+from easl_toolkit.core.metrics.registry import report_weightings
+from easl_toolkit.core.metrics.results import Evaluation
 
 DEFAULT_OPTIONS = EvaluationOptions()  #: the options of an evaluation given none
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Scale, as_vector, round_to_categories
+from easl_toolkit.core.metrics.data import Scale, as_vector, round_to_categories
 
 # Reasons for leaving a response out of the comparisons with the first human column (keys of ``dropped``).
 DROP_H1_MISSING = "first human score missing or non-numeric"

@@ -20,11 +20,11 @@ from typing import Any, Literal, NamedTuple
 
 from numpy.typing import NDArray
 
-from core.metrics.data import WEIGHTS, Weights, check_option
-from core.metrics.estimates.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
-from core.metrics.estimates.association import kendall_tau_b, kendall_tau_c, spearman_rho
-from core.metrics.estimates.krippendorff import krippendorff_alpha
-from core.metrics.estimates.observed import (
+from easl_toolkit.core.metrics.data import WEIGHTS, Weights, check_option
+from easl_toolkit.core.metrics.estimates.agreement import brennan_prediger, conger_kappa, fleiss_kappa, gwet_ac
+from easl_toolkit.core.metrics.estimates.association import kendall_tau_b, kendall_tau_c, spearman_rho
+from easl_toolkit.core.metrics.estimates.krippendorff import krippendorff_alpha
+from easl_toolkit.core.metrics.estimates.observed import (
     adjacent_agreement,
     cohen_kappa,
     exact_agreement,
@@ -35,7 +35,7 @@ from core.metrics.estimates.observed import (
     root_mean_squared_error,
     standardized_mean_difference,
 )
-from core.metrics.estimates.true_score import mse_true, prmse, true_score_variance, variance_of_errors
+from easl_toolkit.core.metrics.estimates.true_score import mse_true, prmse, true_score_variance, variance_of_errors
 
 Responses = Literal["reference", "double_scored", "rated", "group"]
 Raters = Literal["reference_system", "first_two", "all"]

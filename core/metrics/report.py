@@ -22,11 +22,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from core.metrics.data import round_to_categories
-from core.metrics.intervals.analytic import Interval, json_number
-from core.metrics.output_schema import SCHEMA_VERSION, as_schema
-from core.metrics.results import Evaluation
-from core.metrics.sections import GLOSSARY_LINK, Section, glossary, notes, sections
+from easl_toolkit.core.metrics.data import round_to_categories
+from easl_toolkit.core.metrics.intervals.analytic import Interval, json_number
+from easl_toolkit.core.metrics.output_schema import SCHEMA_VERSION, as_schema
+from easl_toolkit.core.metrics.results import Evaluation
+from easl_toolkit.core.metrics.sections import GLOSSARY_LINK, Section, glossary, notes, sections
 
 
 def to_json_text(data: Mapping[str, Any]) -> str:

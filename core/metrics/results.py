@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.data import Scale
-from core.metrics.intervals.analytic import Analytic, Interval, benchmark, json_number
-from core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
-from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
+from easl_toolkit.core.metrics.data import Scale
+from easl_toolkit.core.metrics.intervals.analytic import Analytic, Interval, benchmark, json_number
+from easl_toolkit.core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
+from easl_toolkit.core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
 
 
 class Figure(NamedTuple):

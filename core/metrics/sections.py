@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from core.metrics.glossary import (
+from easl_toolkit.core.metrics.glossary import (
     DEGRADATION,
     FAIRNESS_GROUP,
     OBSERVED_GROUPS,
@@ -23,8 +23,8 @@ from core.metrics.glossary import (
     meaning,
     p_text,
 )
-from core.metrics.registry import COUNT_KEYS, OBSERVED, TRUE_SCORE
-from core.metrics.results import Block, Evaluation, Figure
+from easl_toolkit.core.metrics.registry import COUNT_KEYS, OBSERVED, TRUE_SCORE
+from easl_toolkit.core.metrics.results import Block, Evaluation, Figure
 
 #: Where the documentation explains every figure (the same sentences as :mod:`core.metrics.glossary`).
 GLOSSARY_LINK = "docs/guides/evaluation.md#reading-the-figures"

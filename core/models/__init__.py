@@ -27,12 +27,12 @@ item, an exact integer in float64).
 
 from __future__ import annotations
 
-from core.models.base import ArraysLog, Change, LiveLog, Model, Posterior, Scores, State, Updated
-from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
-from core.models.easl import DirectAssessmentModel, EaslModel, RankAggregationModel, rao_kupper
-from core.models.gaussian import Z975, TrueSkillModel, draw_margin, rate_1vs1, v_draw, v_win, w_draw, w_win
-from core.models.hyper import METHODS, PARTNER_POOLS, Hyper
-from core.models.pairs import PairSchedule, pair_schedule
+from easl_toolkit.core.models.base import ArraysLog, Change, LiveLog, Model, Posterior, Scores, State, Updated
+from easl_toolkit.core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
+from easl_toolkit.core.models.easl import DirectAssessmentModel, EaslModel, RankAggregationModel, rao_kupper
+from easl_toolkit.core.models.gaussian import Z975, TrueSkillModel, draw_margin, rate_1vs1, v_draw, v_win, w_draw, w_win
+from easl_toolkit.core.models.hyper import METHODS, PARTNER_POOLS, Hyper
+from easl_toolkit.core.models.pairs import PairSchedule, pair_schedule
 
 __all__ = [
     "METHODS",
@@ -103,7 +103,9 @@ def get_model(hyper: Hyper) -> Model:
     (0.8, 0.06)
     """
     if hyper.method == "aware":
-        from core.models.aware.model import AwareModel  # here: it loads SciPy, which the other models do not need
+        from easl_toolkit.core.models.aware.model import (
+            AwareModel,  # here: it loads SciPy, which the other models do not need
+        )
 
         return AwareModel(hyper, uniform_passes=hyper.uniform_passes)
     return _MODELS[hyper.method](hyper)

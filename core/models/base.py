@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.hyper import Hyper
-from core.models.pairs import pair_schedule
+from easl_toolkit.core.models.hyper import Hyper
+from easl_toolkit.core.models.pairs import pair_schedule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -289,7 +289,7 @@ class Model(abc.ABC):
         are free): Algorithm 1 of Sakaguchi & Van Durme (2018) on :meth:`selection_keys` (anchors by variance,
         partners by match quality, eq 11/23; :func:`core.selection.select_hits`). ``exclude`` marks items that
         may not be chosen (those of open HITs, in streaming mode)."""
-        from core.selection import select_hits
+        from easl_toolkit.core.selection import select_hits
 
         location, variance = self.selection_keys(state)
         hits = select_hits(
@@ -322,7 +322,7 @@ class Model(abc.ABC):
     def diagnostics(self, state: State, item: Any, annotator: Any, score01: Any) -> Any:
         """Per-annotator diagnostics of the live log; this default raises
         :class:`core.errors.UnsupportedByModel`: the model has no annotators."""
-        from core.errors import UnsupportedByModel
+        from easl_toolkit.core.errors import UnsupportedByModel
 
         raise UnsupportedByModel(self.name, "annotator diagnostics", "aware")
 

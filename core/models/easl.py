@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import CommutativeModel, PairwiseModel, Posterior, State
-from core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
+from easl_toolkit.core.models.base import CommutativeModel, PairwiseModel, Posterior, State
+from easl_toolkit.core.models.beta import beta_interval, beta_mean, beta_mode, beta_variance
 
 
 class EaslModel(CommutativeModel):
@@ -103,7 +103,7 @@ class DirectAssessmentModel(CommutativeModel):
         self, state: State, *, n_hits: int, rng: np.random.Generator, exclude: NDArray[Any] | None = None
     ) -> NDArray[Any]:
         """The least annotated items, in HITs (:func:`core.selection.select_least_annotated`)."""
-        from core.selection import select_least_annotated
+        from easl_toolkit.core.selection import select_least_annotated
 
         hits = select_least_annotated(
             state["count"], hit_size=self.hyper.hit_size, n_hits=n_hits, rng=rng, exclude=exclude

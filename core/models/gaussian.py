@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.base import PairwiseModel, Posterior, State
-from core.models.beta import beta_mean, beta_variance
+from easl_toolkit.core.models.base import PairwiseModel, Posterior, State
+from easl_toolkit.core.models.beta import beta_mean, beta_variance
 
 #: The two-sided 95% normal quantile, ``Phi^-1(0.975) = 1.959963984540054``.
 Z975 = 1.959963984540054  # written out: importing the models loads no SciPy
@@ -328,7 +328,7 @@ class TrueSkillModel(PairwiseModel):
             mu[w], s2[w], mu[lo], s2[lo] = _rate_1vs1_var(mu[w], s2[w], mu[lo], s2[lo], gamma, eps, drawn)
 
     def summary(self, state: State) -> Posterior:
-        from core.models.aware.scale import bounded_interval  # here: it loads SciPy
+        from easl_toolkit.core.models.aware.scale import bounded_interval  # here: it loads SciPy
 
         mu, s2 = state["mu"], state["sigma2"]
         estimate, low, high = bounded_interval(mu, Z975 * np.sqrt(s2), self.hyper.gamma)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import HyperParameterError, ProjectFileError
+from easl_toolkit.core.errors import HyperParameterError, ProjectFileError
 
 #: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model.
 METHODS = ("easl", "ra", "trueskill", "da", "aware")

@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import EaslError, HyperParameterError
-from core.simulate import MapFn, measures, published, serial_map
-from core.simulate.report import Report, lines
+from easl_toolkit.core.errors import EaslError, HyperParameterError
+from easl_toolkit.core.simulate import MapFn, measures, published, serial_map
+from easl_toolkit.core.simulate.report import Report, lines
 
 #: One point of an experiment: ``(x value, gold scores, system scores)``.
 Experiment = tuple[float, NDArray[Any], NDArray[Any]]

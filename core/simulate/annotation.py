@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import HyperParameterError, InputError
-from core.models import Hyper
-from core.selection import match_quality
-from core.simulate import MapFn, first_crossing, measures, published, serial_map
-from core.simulate.report import Report, band_lines, histograms
-from core.simulate.report import heatmaps as heatmap_figure
+from easl_toolkit.core.errors import HyperParameterError, InputError
+from easl_toolkit.core.models import Hyper
+from easl_toolkit.core.selection import match_quality
+from easl_toolkit.core.simulate import MapFn, first_crossing, measures, published, serial_map
+from easl_toolkit.core.simulate.report import Report, band_lines, histograms
+from easl_toolkit.core.simulate.report import heatmaps as heatmap_figure
 
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
 
@@ -231,7 +231,7 @@ def run_campaign(
     Returns ``{"curve": DataFrame(iteration, n_annotations, annotations_per_item, spearman, pearson),
     "final": final estimates on [0, 1] (item order of the oracle), "heatmaps": {iteration: matrix}}``.
     """
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     hyper = Hyper(
         method=method,

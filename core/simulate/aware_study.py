@@ -36,18 +36,18 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from core.models import Hyper, get_model
-from core.models.aware.alloc import UNIFORM_PASSES, select_batch
-from core.models.aware.clickers import INFORMATIVE_KEY, informative_arrays, informative_state
-from core.models.aware.diagnostics import annotator_diagnostics
-from core.models.aware.fit import AwareState, Observations, fit
-from core.models.aware.posterior import rank_figures, stops
-from core.selection import select_hits, select_least_annotated
-from core.simulate import MapFn, first_crossing, serial_map
-from core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
-from core.simulate.paired_budgets import MIN_PER_ITEM, report_section
-from core.simulate.replay import item_means, zscore
-from core.simulate.report import PALETTE, Report, new_figure
+from easl_toolkit.core.models import Hyper, get_model
+from easl_toolkit.core.models.aware.alloc import UNIFORM_PASSES, select_batch
+from easl_toolkit.core.models.aware.clickers import INFORMATIVE_KEY, informative_arrays, informative_state
+from easl_toolkit.core.models.aware.diagnostics import annotator_diagnostics
+from easl_toolkit.core.models.aware.fit import AwareState, Observations, fit
+from easl_toolkit.core.models.aware.posterior import rank_figures, stops
+from easl_toolkit.core.selection import select_hits, select_least_annotated
+from easl_toolkit.core.simulate import MapFn, first_crossing, serial_map
+from easl_toolkit.core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
+from easl_toolkit.core.simulate.paired_budgets import MIN_PER_ITEM, report_section
+from easl_toolkit.core.simulate.replay import item_means, zscore
+from easl_toolkit.core.simulate.report import PALETTE, Report, new_figure
 
 METHODS = ("da", "da-z", "easl", "aware")
 

@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.campaign.design import apply_iteration, choose_iteration, spread_tables, target_residuals
-from core.campaign.estimators import CampaignEstimates, estimate
-from core.campaign.model import HumanScoreModel, fit_model, predict
-from core.campaign.moments import moment_predictions
+from easl_toolkit.core.campaign.design import apply_iteration, choose_iteration, spread_tables, target_residuals
+from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
+from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
+from easl_toolkit.core.campaign.moments import moment_predictions
 
 #: Rater error sd per category (the authors' sd search; inter-rater r 0.40, 0.55, 0.65, 0.80).
 RATER_ERROR_SD = {"low": 0.85, "moderate": 0.60, "average": 0.46, "high": 0.24}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from core import metrics
-from core.metrics.notes import quiet
+from easl_toolkit.core import metrics
+from easl_toolkit.core.metrics.notes import quiet
 
 WEIGHTS = ("identity", "linear", "quadratic")
 

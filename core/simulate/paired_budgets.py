@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from core.errors import EaslError
-from core.simulate.report import Report
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.simulate.report import Report
 
 #: Budgets (scores per item) from which the default method must never lose to DA.
 MIN_PER_ITEM = 3.0

@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import EaslError
-from core.simulate import MapFn, measures, serial_map
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.simulate import MapFn, measures, serial_map
 
 if TYPE_CHECKING:
-    from core.simulate.report import Comparison
+    from easl_toolkit.core.simulate.report import Comparison
 
 RATER_CATEGORIES = ("low", "moderate", "average", "high")
 SYSTEM_CATEGORIES = ("poor", "low", "medium", "high", "perfect")

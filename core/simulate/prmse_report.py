@@ -19,12 +19,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.simulate import MapFn, published
-from core.simulate import prmse as exp
-from core.simulate.prmse import PrmseDataset, PrmseResults, PrmseSettings, generate_dataset
-from core.simulate.published import NOTEBOOK as NB
-from core.simulate.published import PAPER as P
-from core.simulate.report import Comparison, Report, box_by_group, grouped_boxes, lines, new_figure, strip_by_group
+from easl_toolkit.core.simulate import MapFn, published
+from easl_toolkit.core.simulate import prmse as exp
+from easl_toolkit.core.simulate.prmse import PrmseDataset, PrmseResults, PrmseSettings, generate_dataset
+from easl_toolkit.core.simulate.published import NOTEBOOK as NB
+from easl_toolkit.core.simulate.published import PAPER as P
+from easl_toolkit.core.simulate.report import (
+    Comparison,
+    Report,
+    box_by_group,
+    grouped_boxes,
+    lines,
+    new_figure,
+    strip_by_group,
+)
 
 METRICS = ["r", "QWK", "R2", "degradation", "PRMSE"]
 #: Tolerance against the authors' notebook outputs (6 decimals).
@@ -96,7 +104,7 @@ def _introduction(rep: Report, res: PrmseResults) -> None:
         f"{s.sample_system}; {s.pairs_per_category} rater pairs per category. Generators, seeds, rounding "
         "(half-to-even, then clipping) and the error-sd grid search follow the authors' public code "
         "(prmse-simulations, MIT), so with the default settings the dataset is the authors' dataset bit for bit. All "
-        "metrics come from `core.metrics`."
+        "metrics come from `easl_toolkit.core.metrics`."
         + (
             ""
             if comparable

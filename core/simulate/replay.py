@@ -45,12 +45,12 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from core.models import METHODS as ENGINE_METHODS
-from core.models import ArraysLog, Change, Hyper, Scores, get_model
-from core.selection import select_least_annotated
-from core.simulate import MapFn, first_crossing, serial_map
-from core.simulate.replay_data import Ratings, flag_table
-from core.store.choosing import choose_hits
+from easl_toolkit.core.models import METHODS as ENGINE_METHODS
+from easl_toolkit.core.models import ArraysLog, Change, Hyper, Scores, get_model
+from easl_toolkit.core.selection import select_least_annotated
+from easl_toolkit.core.simulate import MapFn, first_crossing, serial_map
+from easl_toolkit.core.simulate.replay_data import Ratings, flag_table
+from easl_toolkit.core.store.choosing import choose_hits
 
 #: Methods of a replay: the engine's and DA with WMT z-scores.
 METHODS = (*ENGINE_METHODS, "da-z")

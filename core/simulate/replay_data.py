@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import InputError
+from easl_toolkit.core.errors import InputError
 
 #: Fewest ratings of an item: half are held out as the truth, the rest are the pool a campaign draws from.
 MIN_RATINGS_PER_ITEM = 4
@@ -238,7 +238,7 @@ def read_ratings(
     ``annotator_column`` defaults to ``annotator``, else ``annotator_id`` (the shipped study's name). Other
     parameters and errors: :func:`code_ratings`.
     """
-    from core.tables import read_table
+    from easl_toolkit.core.tables import read_table
 
     table = read_table(path)
     if annotator_column is None:
@@ -258,7 +258,7 @@ def read_ratings(
 
 def shipped_ratings() -> Ratings:
     """The shipped real study (:func:`core.datasets.agh_tv_ratings`, scale 1-5) coded for a replay."""
-    from core.datasets import AGH_TV, AGH_TV_SCALE, agh_tv_ratings
+    from easl_toolkit.core.datasets import AGH_TV, AGH_TV_SCALE, agh_tv_ratings
 
     return code_ratings(agh_tv_ratings(), annotator_column="annotator_id", scale=AGH_TV_SCALE, source=AGH_TV)
 
@@ -277,7 +277,7 @@ def annotator_agreement(r: Ratings) -> NDArray[Any]:
     with np.errstate(invalid="ignore", divide="ignore"):
         loo = (s_item - s_pair) / others
     ok = others > 0
-    from core.models.aware.diagnostics import group_corr
+    from easl_toolkit.core.models.aware.diagnostics import group_corr
 
     return group_corr(r.annotator[ok], r.score[ok], loo[ok], na)
 

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.simulate.replay import MIN_SEEDS_FOR_INTERVAL, grid_of, on_grid, seed_mean
-from core.simulate.replay_data import FLAGS, TRUSTED_AGREEMENT, Ratings, flag_summary
-from core.simulate.report import PALETTE, Report, new_figure
+from easl_toolkit.core.simulate.replay import MIN_SEEDS_FOR_INTERVAL, grid_of, on_grid, seed_mean
+from easl_toolkit.core.simulate.replay_data import FLAGS, TRUSTED_AGREEMENT, Ratings, flag_summary
+from easl_toolkit.core.simulate.report import PALETTE, Report, new_figure
 
 METHOD_LABELS = {"da": "DA", "da-z": "DA (z-scores)", "easl": "EASL (paper)", "aware": "aware", "ra": "RA"}
 _COLUMNS = ["target", "method", "budget", "ratio_to_da"] + [

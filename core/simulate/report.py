@@ -27,8 +27,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from core.errors import EaslError
-from core.outputs import atomic_outputs
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.core.outputs import atomic_outputs
 
 
 def format_number(value: Any, digits: int = 3) -> str:

@@ -7,13 +7,13 @@ Public interface: :class:`Project` (``docs/ARCHITECTURE.md``), :class:`ProjectSt
 
 from __future__ import annotations
 
-from core.store.batches import IngestReport, Prepared
-from core.store.db import now
-from core.store.items import read_items
-from core.store.project import Project
-from core.store.records import Event, Reject
-from core.store.schema import SCHEMA_VERSION
-from core.store.views import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
+from easl_toolkit.core.store.batches import IngestReport, Prepared
+from easl_toolkit.core.store.db import now
+from easl_toolkit.core.store.items import read_items
+from easl_toolkit.core.store.project import Project
+from easl_toolkit.core.store.records import Event, Reject
+from easl_toolkit.core.store.schema import SCHEMA_VERSION
+from easl_toolkit.core.store.views import ESTIMATE_COLUMNS, RATING_COLUMNS, ProjectStatus
 
 __all__ = [
     "Project",

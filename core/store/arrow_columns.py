@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.outputs import neutralise_cells
+from easl_toolkit.core.outputs import neutralise_cells
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.db import now
-from core.store.live_arrays import LiveChanges
+from easl_toolkit.core.store.db import now
+from easl_toolkit.core.store.live_arrays import LiveChanges
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     import pandas as pd
 
-    from core.models import Change, Updated
-    from core.store.validation import Batch
+    from easl_toolkit.core.models import Change, Updated
+    from easl_toolkit.core.store.validation import Batch
 
 
 @dataclass
@@ -118,7 +118,7 @@ class Carry:
 
 
 def _change() -> Change:
-    from core.models import Change
+    from easl_toolkit.core.models import Change
 
     return Change()
 
@@ -145,7 +145,7 @@ def named_hits(frame: pd.DataFrame) -> list[str]:
     """The distinct HIT ids a batch of annotation rows names."""
     import pandas as pd
 
-    from core.store.validation import id_strings
+    from easl_toolkit.core.store.validation import id_strings
 
     cells = frame["hit_id"].to_numpy(dtype=object)
     if pd.api.types.infer_dtype(cells, skipna=True) == "string":  # (to pd.unique, True and 1 are one value)

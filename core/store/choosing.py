@@ -15,8 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from core.models import Model
-    from core.models.aware.posterior import StopDecision
+    from easl_toolkit.core.models import Model
+    from easl_toolkit.core.models.aware.posterior import StopDecision
 
 
 def choose_hits(

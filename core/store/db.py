@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from core.errors import ProjectFileError
+from easl_toolkit.core.errors import ProjectFileError
 
 
 def now() -> str:

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.log_rows import LIVE_COLUMNS
+from easl_toolkit.core.store.log_rows import LIVE_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     import pandas as pd
 
-    from core.store.cells import Locations
+    from easl_toolkit.core.store.cells import Locations
 
 #: the input size from which ``easl ingest`` defers the live index: below it the index kept chunk by chunk costs
 #: about as much as the sorted pass, and is built while the next chunk is validated (a 1 GB file: the README).
@@ -113,7 +113,7 @@ def settle(conn: sqlite3.Connection, start: int, places: Places) -> Repeats:
     (:class:`Repeats`) and removed from the log."""
     import pandas as pd
 
-    from core.store.db import max_seq
+    from easl_toolkit.core.store.db import max_seq
 
     n_rows = max_seq(conn) - start + 1  # (the deferred rows have consecutive positions)
     # the sorter spills to temporary files (not the connection's temp_store = MEMORY), with one helper thread (the
@@ -155,7 +155,7 @@ def settle(conn: sqlite3.Connection, start: int, places: Places) -> Repeats:
     )
     clash = found[~same]
     if len(clash):
-        from core.store.batches import conflict_rejects
+        from easl_toolkit.core.store.batches import conflict_rejects
 
         where = np.asarray([places[s] for s in clash["seq"].tolist()], dtype=object)
         out.rejects, out.messages = conflict_rejects(clash, where)

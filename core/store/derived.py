@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-import core.store.live_arrays as live_arrays
-from core.store.db import Database, max_seq
-from core.store.hit_rows import STATUS_SQL, refresh_hits
-from core.store.items import Catalog
-from core.store.live_arrays import LiveArrays, LiveChanges
-from core.store.settings import Settings
-from core.store.state import load_state, save_state
+import easl_toolkit.core.store.live_arrays as live_arrays
+from easl_toolkit.core.store.db import Database, max_seq
+from easl_toolkit.core.store.hit_rows import STATUS_SQL, refresh_hits
+from easl_toolkit.core.store.items import Catalog
+from easl_toolkit.core.store.live_arrays import LiveArrays, LiveChanges
+from easl_toolkit.core.store.settings import Settings
+from easl_toolkit.core.store.state import load_state, save_state
 
 if TYPE_CHECKING:
-    from core.models import Change, Scores, Updated
+    from easl_toolkit.core.models import Change, Scores, Updated
 
 VERIFY_TOLERANCE = 1e-9
 #: Aware projects: live observations up to which every refit is cold, so the cache is a function of the log alone
@@ -132,7 +132,7 @@ class StoreLog:
     def live(self) -> Scores:
         """Every live score in log order: ``item, score01``, submission keys (from the log or the live index) and
         annotator codes (numbered by first score in the log)."""
-        from core.models import Scores
+        from easl_toolkit.core.models import Scores
 
         if self.read is None and self._arrays and not self._whole:
             self.read = self.stored()
@@ -169,7 +169,7 @@ def _replayed_scores(conn: sqlite3.Connection) -> tuple[Scores, NDArray[Any]]:
     their submission keys and annotator codes; and their log positions."""
     import pandas as pd
 
-    from core.models import Scores
+    from easl_toolkit.core.models import Scores
 
     rows = conn.execute(
         "SELECT seq, source_key, kind = 'score', item_idx, score01, group_key, annotator FROM observations ORDER BY seq"
@@ -275,7 +275,7 @@ class Replay:
         Observations outside any HIT belong to no completed iteration (they count in the current one only).
         Yields ``(t, state)``; the same state object may be updated in place from one iteration to the next (copy
         it to keep it)."""
-        from core.models import ArraysLog, Change, Scores
+        from easl_toolkit.core.models import ArraysLog, Change, Scores
 
         with self._db.reading() as conn:
             live = StoreLog(conn, self._catalog.n_items).live()

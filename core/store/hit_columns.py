@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.arrow_columns import (
+from easl_toolkit.core.store.arrow_columns import (
     bits,
     integers,
     joined_bytes,
@@ -38,8 +38,8 @@ from core.store.arrow_columns import (
     text_scalar,
     write_csv_tables,
 )
-from core.store.db import connect, fill_temp
-from core.store.hit_rows import hit_ids
+from easl_toolkit.core.store.db import connect, fill_temp
+from easl_toolkit.core.store.hit_rows import hit_ids
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -266,7 +266,7 @@ class LongHits:
     def write_csv(self, path: str | os.PathLike[str], *, raw_cells: bool = False) -> None:
         """Write the long form to ``path`` as CSV, atomically (``core.outputs.atomic_outputs``; a write error is
         one ``InputError`` naming ``path``); the bytes of ``core.tables.write_table``."""
-        from core.outputs import atomic_outputs
+        from easl_toolkit.core.outputs import atomic_outputs
 
         with atomic_outputs([path]) as (tmp,):
             self.write_to(tmp, path, "csv", raw_cells=raw_cells)
@@ -285,7 +285,7 @@ class LongHits:
             )
             _writing_to(path, lambda: Path(tmp).write_text(lines, encoding="utf-8"))
         else:
-            from core.tables import write_table_to
+            from easl_toolkit.core.tables import write_table_to
 
             write_table_to(self.frame, tmp, path, raw_cells=raw_cells)  # (the format of path's extension)
 
@@ -360,7 +360,7 @@ def _writing_to(path: str | os.PathLike[str], write: Callable[[], object]) -> No
     try:
         write()
     except OSError as exc:
-        from core.errors import InputError
+        from easl_toolkit.core.errors import InputError
 
         raise InputError(
             f"{path}: cannot write the file ({exc.strerror or exc}); nothing was written.", path=os.fspath(path)

@@ -13,7 +13,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
-from core.store.db import now
+from easl_toolkit.core.store.db import now
 
 STATUS_SQL = (
     "CASE WHEN NOT EXISTS (SELECT 1 FROM hit_items hi WHERE hi.hit_no = hits.hit_no AND NOT EXISTS "

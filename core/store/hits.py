@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.choosing import choose_hits, state_seq, stop_decision
-from core.store.db import Database, fill_temp, max_seq
-from core.store.hit_columns import (
+from easl_toolkit.core.store.choosing import choose_hits, state_seq, stop_decision
+from easl_toolkit.core.store.db import Database, fill_temp, max_seq
+from easl_toolkit.core.store.hit_columns import (
     HitColumns,
     LongHits,
     hit_records,
@@ -30,10 +30,10 @@ from core.store.hit_columns import (
     started_long_hits,
     write_started,
 )
-from core.store.hit_rows import insert_iteration
-from core.store.items import Catalog
-from core.store.settings import Settings
-from core.store.state import load_state
+from easl_toolkit.core.store.hit_rows import insert_iteration
+from easl_toolkit.core.store.items import Catalog
+from easl_toolkit.core.store.settings import Settings
+from easl_toolkit.core.store.state import load_state
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -195,7 +195,7 @@ class Iterations:
         """
         from concurrent.futures import ThreadPoolExecutor
 
-        from core.outputs import atomic_outputs
+        from easl_toolkit.core.outputs import atomic_outputs
 
         with atomic_outputs([path]) as (tmp,), self._db.writing() as conn, ThreadPoolExecutor(max_workers=2) as pool:
             # (the pool is left first: its threads are done before the commit or rollback)

@@ -19,24 +19,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import InputError
-from core.store.db import Database, insert_rows, read_columns
+from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.store.db import Database, insert_rows, read_columns
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.tables import Table
+    from easl_toolkit.core.tables import Table
 
 
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from core.errors import InvalidRows
+from easl_toolkit.core.errors import InvalidRows
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.tables import Table
+    from easl_toolkit.core.tables import Table
 
 
 MAX_LISTED = 20  # problems listed in one error message (the count of the rest is given)
@@ -142,8 +142,8 @@ class CheckedRows:
 
 
 def check_rows(table: Table, id_column: str, text_column: str) -> CheckedRows:
-    from core.store.cells import checked_ids
-    from core.store.validation import bad_id_kinds
+    from easl_toolkit.core.store.cells import checked_ids
+    from easl_toolkit.core.store.validation import bad_id_kinds
 
     frame = table.frame
     kinds = bad_id_kinds(frame[id_column])
@@ -240,7 +240,7 @@ def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column:
 
     See :func:`core.tables.read_table` for formats and :func:`items_from_table` for the checks.
     """
-    from core.tables import read_table
+    from easl_toolkit.core.tables import read_table
 
     return items_from_table(read_table(path), id_column=id_column, text_column=text_column)
 
@@ -248,7 +248,7 @@ def read_items(path: str | os.PathLike[str], id_column: str = "id", text_column:
 def frame_chunks(items: pd.DataFrame) -> Iterator[Table]:
     """An ``item_id, text, ...`` frame given to ``Project.create`` as the one chunk of :func:`insert_items` (rows
     named ``items:row N``)."""
-    from core.tables import Table
+    from easl_toolkit.core.tables import Table
 
     if "item_id" not in items.columns or "text" not in items.columns:
         raise InputError(
@@ -281,7 +281,7 @@ def chunk_rows(path: str | os.PathLike[str], budget: int = CHUNK_BYTES) -> int:
     first MiB give the bytes per record (Parquet: the row groups' uncompressed size); at most
     ``core.tables.CHUNK_ROWS``, at least 100. Long texts thus make smaller chunks, so that a chunk's memory (its
     strings, their Python objects and the JSON of the extra columns, a few times its bytes) stays bounded."""
-    from core.tables import CHUNK_ROWS, check_input, read_format
+    from easl_toolkit.core.tables import CHUNK_ROWS, check_input, read_format
 
     try:
         check_input(path)  # (never open a FIFO or device here: the reader words the refusal)
@@ -362,7 +362,7 @@ class ItemsCheck:
     def check(self, table: Table) -> _Chunk:
         """Check one chunk's columns and rows; raises at once for a missing or clashing column (a JSONL chunk may
         lack the id or text key: its records get missing values, and :meth:`finish` raises if no chunk had it)."""
-        from core.tables import READ_FORMATS
+        from easl_toolkit.core.tables import READ_FORMATS
 
         self._first = self._first or table
         columns = [str(c) for c in table.frame.columns]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.db import insert_rows
+from easl_toolkit.core.store.db import insert_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,7 +37,7 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
     with an annotation id, else ``'h' SEP hit_id SEP annotator`` with a HIT, else empty text. Made as the lists
     SQLite is given, one formatted string per row (and a group key once per submission, validation's ``group``
     code, when ``cand`` has that column): the ingest target of ``bench/bench_scale.py`` (docs/studies/code-notes.md)."""
-    from core.store.cells import SEP as S
+    from easl_toolkit.core.store.cells import SEP as S
 
     ann, hit, who = cand["annotation_id"].tolist(), cand["hit_id"].tolist(), cand["annotator"].tolist()
     source = source_keys(cand)
@@ -55,7 +55,7 @@ def keys(cand: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 def source_keys(cand: pd.DataFrame) -> list[str]:
     """The idempotency key of each row of ``cand`` as text (:func:`keys`)."""
-    from core.store.cells import SEP as S
+    from easl_toolkit.core.store.cells import SEP as S
 
     ann, hit = cand["annotation_id"].tolist(), cand["hit_id"].tolist()
     item, who = cand["item_id"].tolist(), cand["annotator"].tolist()
@@ -86,7 +86,7 @@ def log_rows(valid: pd.DataFrame, *, look_up: bool = True) -> LogRows:
     score_min) / span, 0, 1)``). ``look_up=False``: the keys are not to be looked up."""
     import pandas as pd
 
-    from core.store.cells import present
+    from easl_toolkit.core.store.cells import present
 
     cand = valid[~valid["repeat"].to_numpy()].reset_index(drop=True)
     source, group = keys(cand)

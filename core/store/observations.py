@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import InvalidRows
-from core.store.batches import (
+from easl_toolkit.core.errors import InvalidRows
+from easl_toolkit.core.store.batches import (
     Carry,
     IngestReport,
     Prepared,
@@ -37,21 +37,21 @@ from core.store.batches import (
     named_hits,
     record_rejects,
 )
-from core.store.db import Database, max_seq, now
-from core.store.deferred import DEFERRED_CACHE_KIB, Places, pragmas, remove_live, settle
-from core.store.derived import Replay
-from core.store.hit_columns import read_only
-from core.store.hit_rows import mark_complete, refresh_hits
-from core.store.items import Catalog
-from core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
-from core.store.settings import Settings
+from easl_toolkit.core.store.db import Database, max_seq, now
+from easl_toolkit.core.store.deferred import DEFERRED_CACHE_KIB, Places, pragmas, remove_live, settle
+from easl_toolkit.core.store.derived import Replay
+from easl_toolkit.core.store.hit_columns import read_only
+from easl_toolkit.core.store.hit_rows import mark_complete, refresh_hits
+from easl_toolkit.core.store.items import Catalog
+from easl_toolkit.core.store.log_rows import LogRows, append_log, copy_to_live, live_matches, log_rows
+from easl_toolkit.core.store.settings import Settings
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.store.cells import Locations
-    from core.store.validation import Batch
-    from core.tables import Table
+    from easl_toolkit.core.store.cells import Locations
+    from easl_toolkit.core.store.validation import Batch
+    from easl_toolkit.core.tables import Table
 
 T = TypeVar("T")
 
@@ -230,7 +230,7 @@ class ObservationLog:
 
     def validate(self, rows: Any, *, source: str) -> Batch:
         """Validate annotation rows without writing anything (see :mod:`core.store.validation`)."""
-        from core.store.validation import normalize_rows
+        from easl_toolkit.core.store.validation import normalize_rows
 
         frame, locations, _ = normalize_rows(rows, source)
         with self._db.reading() as conn:
@@ -241,7 +241,7 @@ class ObservationLog:
         :meth:`ingest`, which validates again only if the named HITs' existence or retraction changed (all else
         validation reads is fixed): the result is that of ``ingest(rows)``, and a front end that serialises writers
         (the Label Studio worker) holds the write lock for the append only."""
-        from core.store.validation import normalize_rows
+        from easl_toolkit.core.store.validation import normalize_rows
 
         frame, locations, name = normalize_rows(rows, source)
         named = named_hits(frame)
@@ -265,7 +265,7 @@ class ObservationLog:
         locations: Locations,
         named: list[str] | None = None,
     ) -> Batch:
-        from core.store.validation import validate
+        from easl_toolkit.core.store.validation import validate
 
         hits = self._hits_frame(conn, named_hits(frame) if named is None else named)
         return validate(
@@ -304,7 +304,7 @@ class ObservationLog:
             Some row is invalid and ``skip_invalid`` is False: the message lists every bad row as
             ``file:line: field: reason`` (``exc.messages``); nothing is written.
         """
-        from core.store.validation import normalize_rows
+        from easl_toolkit.core.store.validation import normalize_rows
 
         prepared = rows if isinstance(rows, Prepared) else None
         if prepared is not None:
@@ -416,7 +416,7 @@ class ObservationLog:
         """
         import pandas as pd
 
-        from core.store.slices import check_input, kept_rows, slices
+        from easl_toolkit.core.store.slices import check_input, kept_rows, slices
 
         with read_only(self._db.path) as reader:
 
@@ -463,8 +463,8 @@ class ObservationLog:
         """The chunks of :meth:`ingest_chunks` normalised and validated in the read-ahead thread (read-only connection
         ``reader``): ``(rows, batch, log rows, name, last)`` each, ``last`` when no chunk follows. With ``head``, a
         large first chunk comes in two parts, the first :data:`FIRST_PART` rows on their own."""
-        from core.store.cells import frame_part
-        from core.store.validation import normalize_rows
+        from easl_toolkit.core.store.cells import frame_part
+        from easl_toolkit.core.store.validation import normalize_rows
 
         chunks = iter(chunks)
         chunk = next(chunks, None)
@@ -539,7 +539,7 @@ class ObservationLog:
             run.rejects.append(repeats.rejects)
             run.messages.extend(repeats.messages)
         if len(repeats.seq):
-            from core.models import Scores
+            from easl_toolkit.core.models import Scores
 
             carry.change.steps.append((-1, Scores(repeats.item_idx, repeats.score01)))
             carry.live.remove(repeats.seq)  # (they left the log)
@@ -615,7 +615,7 @@ class ObservationLog:
         """Carry the rows ``add`` (appended at ``seq0``, superseding the live ones of ``live`` that differ) into
         ``carry``: the touched HITs and the change of the live log, the superseded scores withdrawn, then the new
         ones live (and, for a model that reads the whole live log, the live index's change)."""
-        from core.models import Scores
+        from easl_toolkit.core.models import Scores
 
         old = [r for r, dup in zip(live.found, live.same.tolist()) if not dup]  # the live rows superseded
         items = add["item_idx"].to_numpy(dtype=np.int64)

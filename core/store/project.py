@@ -24,31 +24,31 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from core.errors import HyperParameterError, ProjectFileError
-from core.outputs import remove_leftovers
-from core.store.db import Database, connect, link_into_place, now, project_file_error, remove_files
-from core.store.derived import Replay
-from core.store.hit_rows import insert_iteration
-from core.store.hits import Iterations
-from core.store.items import Catalog
-from core.store.observations import ObservationLog
-from core.store.records import FrontEndRecords
-from core.store.retraction import Retractions
-from core.store.schema import FORMAT, READ_AS_IS, SCHEMA_VERSION, check_readable, migrate, user_version
-from core.store.settings import Settings
-from core.store.state import save_state
-from core.store.views import Output
+from easl_toolkit.core.errors import HyperParameterError, ProjectFileError
+from easl_toolkit.core.outputs import remove_leftovers
+from easl_toolkit.core.store.db import Database, connect, link_into_place, now, project_file_error, remove_files
+from easl_toolkit.core.store.derived import Replay
+from easl_toolkit.core.store.hit_rows import insert_iteration
+from easl_toolkit.core.store.hits import Iterations
+from easl_toolkit.core.store.items import Catalog
+from easl_toolkit.core.store.observations import ObservationLog
+from easl_toolkit.core.store.records import FrontEndRecords
+from easl_toolkit.core.store.retraction import Retractions
+from easl_toolkit.core.store.schema import FORMAT, READ_AS_IS, SCHEMA_VERSION, check_readable, migrate, user_version
+from easl_toolkit.core.store.settings import Settings
+from easl_toolkit.core.store.state import save_state
+from easl_toolkit.core.store.views import Output
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.models import Hyper, Model
-    from core.store.batches import IngestReport, Prepared
-    from core.store.hit_columns import LongHits
-    from core.store.records import Event, Reject, Wording
-    from core.store.validation import Batch
-    from core.store.views import EstimateTable, ProjectStatus
-    from core.tables import Table
+    from easl_toolkit.core.models import Hyper, Model
+    from easl_toolkit.core.store.batches import IngestReport, Prepared
+    from easl_toolkit.core.store.hit_columns import LongHits
+    from easl_toolkit.core.store.records import Event, Reject, Wording
+    from easl_toolkit.core.store.validation import Batch
+    from easl_toolkit.core.store.views import EstimateTable, ProjectStatus
+    from easl_toolkit.core.tables import Table
 
 BUILD_CACHE_KIB = 32 * 1024  # SQLite's page cache while a project file is built: 32 MiB, a small part of init's memory
 
@@ -353,7 +353,7 @@ class Project:
     def create(cls, path: str | os.PathLike[str], items: pd.DataFrame, hyper: Hyper) -> Project:
         """Create a project file from an ``item_id, text, <extra columns>`` frame and hyper-parameters: the frame is
         the one chunk of :meth:`create_from_chunks` (bad rows are named ``items:row N``)."""
-        from core.store.items import frame_chunks
+        from easl_toolkit.core.store.items import frame_chunks
 
         return cls.create_from_chunks(path, frame_chunks(items), hyper, id_column="item_id", text_column="text")
 
@@ -463,9 +463,9 @@ def _fill(
     conn: sqlite3.Connection, path: str, chunks: Iterable[Table], hyper: Hyper, id_column: str, text_column: str
 ) -> None:
     """Insert the items, the meta entries, iteration 0 and the prior state into the file being built at ``path``."""
-    from core import selection
-    from core.models import get_model
-    from core.store.items import insert_items
+    from easl_toolkit.core import selection
+    from easl_toolkit.core.models import get_model
+    from easl_toolkit.core.store.items import insert_items
 
     items = insert_items(conn, chunks, id_column=id_column, text_column=text_column)
     n = items.n_rows

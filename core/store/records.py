@@ -20,8 +20,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from core.errors import InputError
-from core.store.db import Database, now
+from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.store.db import Database, now
 
 #: Meta keys the project manages; front ends cannot set them.
 MANAGED_META = frozenset({"format", "hyper", "item_columns", "state_seq", "state_figures", "created_at", "created_by"})

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import ProjectFileError
-from core.store.db import Database, fill_temp, max_seq, now
-from core.store.derived import Replay
-from core.store.hit_rows import refresh_hits
-from core.store.live_arrays import LiveChanges
-from core.store.settings import Settings
+from easl_toolkit.core.errors import ProjectFileError
+from easl_toolkit.core.store.db import Database, fill_temp, max_seq, now
+from easl_toolkit.core.store.derived import Replay
+from easl_toolkit.core.store.hit_rows import refresh_hits
+from easl_toolkit.core.store.live_arrays import LiveChanges
+from easl_toolkit.core.store.settings import Settings
 
 
 def _annotation_ids(values: Iterable[Any]) -> list[str]:
@@ -88,7 +88,7 @@ class Retractions:
             (seq0, stamp, source) + params,
         )
         conn.execute(f"DELETE FROM live WHERE source_key IN (SELECT l.source_key FROM live l WHERE {where})", params)
-        from core.models import Change, Scores
+        from easl_toolkit.core.models import Change, Scores
 
         item = np.asarray([r[1] for r in rows], dtype=np.int64)
         s01 = np.asarray([r[2] for r in rows], dtype=np.float64)

@@ -20,9 +20,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import ProjectFileError
-from core.store.db import connect, describe_sqlite_error, link_into_place, remove_files
-from core.store.schema import FORMAT, migrate
+from easl_toolkit.core.errors import ProjectFileError
+from easl_toolkit.core.store.db import connect, describe_sqlite_error, link_into_place, remove_files
+from easl_toolkit.core.store.schema import FORMAT, migrate
 
 ROWID_TABLES = ("meta", "items", "iterations", "hits", "observations", "events", "rejects", "external_ids")
 _PAGE = re.compile(r"\bpage (\d+)", re.IGNORECASE)
@@ -253,7 +253,7 @@ def salvage(path: str, out: str) -> SalvageReport:
         ``out`` exists, or the project's settings (the ``meta`` rows ``format`` and ``hyper``) cannot be read,
         without which no project can be rebuilt.
     """
-    from core.store.project import Project
+    from easl_toolkit.core.store.project import Project
 
     if os.path.lexists(out):
         raise ProjectFileError(out, "already exists; a project file is never overwritten")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.errors import SchemaVersionError
+from easl_toolkit.core.errors import SchemaVersionError
 
 FORMAT = "easl-project"
 SCHEMA_VERSION = 3

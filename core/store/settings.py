@@ -11,11 +11,11 @@ import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from core.errors import HyperParameterError
-from core.store.db import Database
+from easl_toolkit.core.errors import HyperParameterError
+from easl_toolkit.core.store.db import Database
 
 if TYPE_CHECKING:
-    from core.models import Hyper, Model
+    from easl_toolkit.core.models import Hyper, Model
 
 REPORTED = ("method", "hit_size", "score_min", "score_max", "seed")  #: the hyper-parameters ``status`` reports
 
@@ -31,14 +31,14 @@ class Settings:
     @cached_property
     def hyper(self) -> Hyper:
         """The hyper-parameters recorded at ``easl init`` (``core.models.Hyper``)."""
-        from core.models import Hyper
+        from easl_toolkit.core.models import Hyper
 
         return Hyper.from_json(self._hyper_json, source=self._db.path)
 
     @cached_property
     def model(self) -> Model:
         """The posterior model of the project's method (``core.models.get_model(hyper)``)."""
-        from core.models import get_model
+        from easl_toolkit.core.models import get_model
 
         return get_model(self.hyper)
 
@@ -63,7 +63,7 @@ class Settings:
             ``field="stop_at"``: not a number in (0, 1), or the project's method is not aware (the stopping rule
             needs the aware posterior); nothing is written then.
         """
-        from core.models import Hyper
+        from easl_toolkit.core.models import Hyper
 
         old = self.hyper
         try:

@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.batches import conflict_reasons, conflict_rejects
-from core.store.log_rows import source_keys
+from easl_toolkit.core.store.batches import conflict_reasons, conflict_rejects
+from easl_toolkit.core.store.log_rows import source_keys
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.store.cells import Locations
-    from core.store.validation import Batch
-    from core.tables import Table
+    from easl_toolkit.core.store.cells import Locations
+    from easl_toolkit.core.store.validation import Batch
+    from easl_toolkit.core.tables import Table
 
     Validate = Callable[[pd.DataFrame, Locations], Batch]
 
@@ -68,7 +68,7 @@ class Checked:
 def check_input(chunks: Iterable[Table], source: str, validate: Validate) -> Checked:
     """Validate every chunk of a file (``validate(frame, locations)``) and find the rows whose key got a
     different score in an earlier chunk (from the first valid row of the key)."""
-    from core.store.validation import normalize_rows
+    from easl_toolkit.core.store.validation import normalize_rows
 
     checked, prefix, refused = Checked(name=source), "", []
     ends: list[tuple[int, int]] = []  # each chunk's: the messages so far, its last line
@@ -137,7 +137,7 @@ def kept_rows(chunks: Iterable[Table], checked: Checked, source: str, validate: 
     conflicts', as :func:`core.store.batches.conflict_rejects` words them) replace ``checked.rejects``."""
     import pandas as pd
 
-    from core.store.validation import normalize_rows
+    from easl_toolkit.core.store.validation import normalize_rows
 
     given, checked.rejects = checked.rejects, []
     for k, chunk in enumerate(chunks):

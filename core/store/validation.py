@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.errors import InputError
-from core.outputs import restore_cell
-from core.store.cells import (
+from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.outputs import restore_cell
+from easl_toolkit.core.store.cells import (
     SEP,
     ArrowCells,
     Locations,
@@ -55,7 +55,7 @@ from core.store.cells import (
     short_text,
     strip_strings,
 )
-from core.tables import Table
+from easl_toolkit.core.tables import Table
 
 __all__ = ["Batch", "ID_COLUMNS", "INPUT_COLUMNS", "SEP", "bad_id_kinds", "id_strings", "normalize_rows", "validate"]
 

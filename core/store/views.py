@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.store.choosing import state_seq, stop_rng
-from core.store.db import Database, max_seq
-from core.store.hits import current_iteration
-from core.store.items import Catalog
-from core.store.records import FrontEndRecords
-from core.store.schema import SCHEMA_VERSION
-from core.store.settings import Settings
-from core.store.state import load_state, state_figures, stored_figures
+from easl_toolkit.core.store.choosing import state_seq, stop_rng
+from easl_toolkit.core.store.db import Database, max_seq
+from easl_toolkit.core.store.hits import current_iteration
+from easl_toolkit.core.store.items import Catalog
+from easl_toolkit.core.store.records import FrontEndRecords
+from easl_toolkit.core.store.schema import SCHEMA_VERSION
+from easl_toolkit.core.store.settings import Settings
+from easl_toolkit.core.store.state import load_state, state_figures, stored_figures
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,12 +121,12 @@ class EstimateTable:
         """Write into the file ``tmp`` as CSV (the bytes of ``core.tables.write_table``) for the file ``path``
         (named in errors); text cells a spreadsheet would execute are neutralised unless ``raw_cells``."""
         if self.table is None:
-            from core.tables import write_table_to
+            from easl_toolkit.core.tables import write_table_to
 
             assert self.frame is not None
             write_table_to(self.frame, tmp, path, raw_cells=raw_cells)
             return
-        from core.store.arrow_columns import write_csv
+        from easl_toolkit.core.store.arrow_columns import write_csv
 
         write_csv(self.table, tmp, raw_cells=raw_cells)
 
@@ -188,8 +188,8 @@ class Output:
 
         import pyarrow as pa
 
-        from core.store.arrow_columns import floats, integers
-        from core.store.hit_columns import read_every_item
+        from easl_toolkit.core.store.arrow_columns import floats, integers
+        from easl_toolkit.core.store.hit_columns import read_every_item
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             # the ids and texts are read by a connection of their own (SQLite releases the GIL) while the estimates

@@ -33,7 +33,7 @@ def _sections(parser: argparse.ArgumentParser, name: str) -> list[str]:
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (mkdocs' hook signature)
     if MARKER not in markdown:
         return markdown
-    from tui.cli import build_parser
+    from easl_toolkit.tui.cli import build_parser
 
     return markdown.replace(MARKER, "\n".join(_sections(build_parser(), "easl")))
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.metrics as M
-from core.metrics.options import EvaluationOptions
-from core.metrics.pipeline import evaluate
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.pipeline import evaluate
 
 TOL = 1e-9
 PEERS = Path(__file__).with_name("peers.py")

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import core.metrics as M
-from core.metrics.intervals.agreement_variance import agreement_inference, table_inference
-from core.metrics.intervals.kappa_test import cohen_kappa_test
-from core.metrics.load import load_long
-from core.metrics.options import EvaluationOptions
-from core.metrics.registry import report_name
+import easl_toolkit.core.metrics as M
+from easl_toolkit.core.metrics.intervals.agreement_variance import agreement_inference, table_inference
+from easl_toolkit.core.metrics.intervals.kappa_test import cohen_kappa_test
+from easl_toolkit.core.metrics.load import load_long
+from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.registry import report_name
 
 HERE = Path(__file__).resolve().parent
 POINT, INTERVAL = 1e-9, 1e-6

@@ -14,7 +14,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,9 +69,9 @@ def demo_items() -> pd.DataFrame:
     """The shipped demo items (``core/data/weights.csv``) as ``item_id, text, grams, oracle``."""
     from importlib import resources
 
-    from core.store import read_items
+    from easl_toolkit.core.store import read_items
 
-    with resources.as_file(resources.files("core") / "data" / "weights.csv") as path:
+    with resources.as_file(resources.files("easl_toolkit.core") / "data" / "weights.csv") as path:
         return read_items(path)
 
 
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl demo``; returns the exit status (user errors raise ``EaslError``)."""
     if args.simulated:
         return run_simulated(args)
-    from tui.commands.demo_real import run_real
+    from easl_toolkit.tui.commands.demo_real import run_real
 
     return run_real(args)
 
@@ -120,10 +120,10 @@ def run_simulated(args: argparse.Namespace) -> int:
     from rich.progress import Progress
     from rich.table import Table
 
-    from core.metrics import spearman_rho
-    from core.models import Hyper
-    from core.store import Project
-    from core.tables import write_format, write_table
+    from easl_toolkit.core.metrics import spearman_rho
+    from easl_toolkit.core.models import Hyper
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.tables import write_format, write_table
 
     if args.iterations < 0:
         raise EaslError(f"--iterations must be >= 0, got {args.iterations}.")

@@ -7,8 +7,8 @@ import argparse
 import os
 from typing import Any
 
-from core.errors import EaslError
-from tui.commands.init import DEFAULT_METHOD
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.commands.init import DEFAULT_METHOD
 
 #: HITs per iteration after the covering one: a quarter of a score per item on the 320 videos, so that the curves
 #: have a point every quarter score.
@@ -20,7 +20,7 @@ def _budget_to(curve: list[tuple[float, float]], target: float) -> float:
     interpolation; NaN if it never does)."""
     import numpy as np
 
-    from core.simulate import first_crossing
+    from easl_toolkit.core.simulate import first_crossing
 
     if not curve:
         return float("nan")
@@ -59,10 +59,10 @@ def run_real(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from core.datasets import agh_tv_items, agh_tv_notice
-    from core.simulate.replay import ProjectReplay
-    from core.simulate.replay_data import shipped_ratings
-    from core.tables import write_format, write_table
+    from easl_toolkit.core.datasets import agh_tv_items, agh_tv_notice
+    from easl_toolkit.core.simulate.replay import ProjectReplay
+    from easl_toolkit.core.simulate.replay_data import shipped_ratings
+    from easl_toolkit.core.tables import write_format, write_table
 
     if not 0.0 < args.target < 1.0:
         raise EaslError(f"--target must be a Spearman correlation between 0 and 1, got {args.target}.")
@@ -114,9 +114,9 @@ def run_real(args: argparse.Namespace) -> int:
 def _create_projects(projects: dict[str, Any], items: Any, args: argparse.Namespace, tmpdir: str) -> None:
     """The default method's project (at ``--project``, else in ``tmpdir``) and DA's, added to ``projects`` as they
     are made (so that the caller closes whichever were)."""
-    from core.datasets import AGH_TV_SCALE
-    from core.models import Hyper
-    from core.store import Project
+    from easl_toolkit.core.datasets import AGH_TV_SCALE
+    from easl_toolkit.core.models import Hyper
+    from easl_toolkit.core.store import Project
 
     paths = {DEFAULT_METHOD: args.project or os.path.join(tmpdir, "demo.easl"), "da": os.path.join(tmpdir, "da.easl")}
     for m, path in paths.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from tui.commands.evaluate_run import run
+from easl_toolkit.tui.commands.evaluate_run import run
 
 DESCRIPTION = """\
 Evaluate system scores against human ratings: RSMTool's observed-score metrics (against the first human column),

@@ -11,18 +11,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.errors import EaslError
-from tui.commands.evaluate_tables import print_tables
-from tui.commands.progress import bootstrap_progress, stage_progress
-from tui.evaluation import evaluate_loaded, nothing_left
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.commands.evaluate_tables import print_tables
+from easl_toolkit.tui.commands.progress import bootstrap_progress, stage_progress
+from easl_toolkit.tui.evaluation import evaluate_loaded, nothing_left
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl evaluate`` (exit status 0; a bad option or input is a ``EaslError``)."""
     import numpy as np
 
-    from core.metrics.data import Scale
-    from core.metrics.load import load_long, load_wide
+    from easl_toolkit.core.metrics.data import Scale
+    from easl_toolkit.core.metrics.load import load_long, load_wide
 
     if args.bootstrap < 0:
         raise EaslError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 def _options(args, scale):
     """The options of the evaluation from the command line (``core.metrics.options.EvaluationOptions``), the
     same for both engines."""
-    from core.metrics.options import EvaluationOptions
+    from easl_toolkit.core.metrics.options import EvaluationOptions
 
     return EvaluationOptions(
         scale=scale,
@@ -131,8 +131,8 @@ def _check_wide(args) -> None:
 
 def _emit(ev, args, source) -> int:
     """Refuse an empty evaluation, then write the report directory, the JSON or the tables."""
-    from core.metrics.output_schema import as_schema
-    from core.metrics.report import to_json_text, write_output
+    from easl_toolkit.core.metrics.output_schema import as_schema
+    from easl_toolkit.core.metrics.report import to_json_text, write_output
 
     if ev.n_responses == 0 and ev.human_human.all_raters is None:
         raise nothing_left(source, ev.dropped)
@@ -147,8 +147,8 @@ def _emit(ev, args, source) -> int:
 
 def _run_dask(args, scale) -> int:
     """``--dask``: the partitioned FILE evaluated on a Dask cluster (core.distributed), same outputs."""
-    from core.distributed.cluster import connect
-    from core.distributed.evaluate import Columns, evaluate_dask
+    from easl_toolkit.core.distributed.cluster import connect
+    from easl_toolkit.core.distributed.evaluate import Columns, evaluate_dask
 
     if args.project:
         raise EaslError("--dask evaluates partitioned files; --project is evaluated in memory.")
@@ -177,9 +177,9 @@ def _run_dask(args, scale) -> int:
 
 def _load_project(args):
     """The campaign's ratings (public store API) and the system scores file; the project's score range as scale."""
-    from core.metrics.data import Scale
-    from core.metrics.load import load_campaign
-    from core.store import Project
+    from easl_toolkit.core.metrics.data import Scale
+    from easl_toolkit.core.metrics.load import load_campaign
+    from easl_toolkit.core.store import Project
 
     system_file, *columns = args.system
     with Project.open(args.project, readonly=True) as project:

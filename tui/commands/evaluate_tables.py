@@ -10,7 +10,7 @@ def print_tables(ev, args) -> None:
     degradation, subgroups, fairness, then the notes and the link to the glossary."""
     from rich.console import Console
 
-    from core.metrics.sections import GLOSSARY_LINK, notes, sections
+    from easl_toolkit.core.metrics.sections import GLOSSARY_LINK, notes, sections
 
     con = Console()
     con.print(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from tui.commands.options import add_raw_cells
+from easl_toolkit.tui.commands.options import add_raw_cells
 
 
 def register(subparsers) -> None:
@@ -43,13 +43,13 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl export``; returns the exit status (user errors raise ``EaslError``)."""
-    from core.outputs import atomic_outputs, check_outputs
-    from core.store import Project
+    from easl_toolkit.core.outputs import atomic_outputs, check_outputs
+    from easl_toolkit.core.store import Project
 
     paths = [args.output, args.ratings, getattr(args, "annotators", None)]
     for path in paths:  # a .csv needs no check (nor core.tables, which imports pandas)
         if path and Path(path).suffix.lower() != ".csv":
-            from core.tables import write_format
+            from easl_toolkit.core.tables import write_format
 
             write_format(path)
     check_outputs(paths, protect=[args.project])  # before any work: never the project
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             outputs.append((ratings, args.ratings))
             msg += f" and {len(ratings)} ratings to {args.ratings}"
         if getattr(args, "annotators", None):
-            from tui.commands.status import annotator_table_of
+            from easl_toolkit.tui.commands.status import annotator_table_of
 
             table = annotator_table_of(project, args.project)
             outputs.append((table, args.annotators))
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 if hasattr(data, "write_csv"):
                     data.write_csv(tmp, path, raw_cells=args.raw_cells)
                 else:
-                    from core.tables import write_table_to
+                    from easl_toolkit.core.tables import write_table_to
 
                     write_table_to(data, tmp, path, raw_cells=args.raw_cells)
     print(msg)

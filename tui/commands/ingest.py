@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.errors import EaslError
-from tui.commands.options import add_raw_cells
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.commands.options import add_raw_cells
 
 
 def register(subparsers) -> None:
@@ -105,7 +105,7 @@ def _blank_annotators(chunk) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``easl ingest``; returns the exit status (user errors raise ``EaslError``; refused rows get the hint
     of --skip-invalid)."""
-    from core.errors import InvalidRows
+    from easl_toolkit.core.errors import InvalidRows
 
     try:
         return _run(args)
@@ -122,10 +122,10 @@ def _run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from core.outputs import check_outputs, temporary_path
-    from core.store import Project
-    from core.store.deferred import LARGE_INPUT_BYTES
-    from core.tables import check_input, iter_table, read_table, write_format, write_table_to
+    from easl_toolkit.core.outputs import check_outputs, temporary_path
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.store.deferred import LARGE_INPUT_BYTES
+    from easl_toolkit.core.tables import check_input, iter_table, read_table, write_format, write_table_to
 
     err = Console(stderr=True)
     check_input(args.file)  # before the project is opened: an input that is not a regular file may never end
@@ -197,7 +197,7 @@ def _run(args: argparse.Namespace) -> int:
 def _slice_rows(args: argparse.Namespace, project, large: bool) -> int:
     """The rows per transaction of ``easl ingest`` (0: one transaction): ``--commit-every``, or by default
     :data:`SLICE_ROWS` for a large file into a project linked to Label Studio."""
-    from easl_plugin import bookkeeping as bk
+    from easl_toolkit.easl_plugin import bookkeeping as bk
 
     whole = project.model.whole_submissions
     if args.commit_every is None:
@@ -216,7 +216,7 @@ def _drain(project, path: str):
     queue (its journal next to the project, the pending events) is not empty, :data:`MAX_PAUSE_S` in all at most."""
     import time
 
-    from easl_plugin.journal import journal_path
+    from easl_toolkit.easl_plugin.journal import journal_path
 
     journal = journal_path(path)
 

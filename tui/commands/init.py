@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 # The choices of --method and --partner-pool, spelt here so that ``easl init --help`` does not load the engine
 # (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
@@ -100,8 +100,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``easl init``; returns the exit status (user errors raise ``EaslError``, worded with the flag to
     change when core names the setting or column at fault)."""
-    from core.errors import HyperParameterError
-    from core.store.items import MissingColumn
+    from easl_toolkit.core.errors import HyperParameterError
+    from easl_toolkit.core.store.items import MissingColumn
 
     try:
         return _run(args)
@@ -119,11 +119,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from core.models import Hyper
-    from core.models.hyper import method_fields
-    from core.store import Project
-    from core.store.items import chunk_rows
-    from core.tables import check_input, iter_table
+    from easl_toolkit.core.models import Hyper
+    from easl_toolkit.core.models.hyper import method_fields
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.store.items import chunk_rows
+    from easl_toolkit.core.tables import check_input, iter_table
 
     if os.path.lexists(args.project):
         raise EaslError(
@@ -179,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _aware_note(hyper) -> str:
     """The aware settings for the summary line (empty for the other methods)."""
-    from core.models.hyper import method_fields
+    from easl_toolkit.core.models.hyper import method_fields
 
     if "uniform_passes" not in method_fields(hyper.method):
         return ""

@@ -11,10 +11,10 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 if TYPE_CHECKING:
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
 
 def basic_auth_from_env() -> tuple[str, str] | None:
@@ -100,7 +100,7 @@ def register(subparsers) -> None:
 @contextlib.contextmanager
 def _stop_at_refusal(args: argparse.Namespace) -> Iterator[None]:
     """Word the store's refusal of a stop target (``field="stop_at"``) with the option's name."""
-    from core.errors import HyperParameterError
+    from easl_toolkit.core.errors import HyperParameterError
 
     try:
         yield
@@ -114,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the sub-command; returns the exit status."""
     from rich.console import Console
 
-    from core.store import Project
-    from easl_plugin.client import LabelStudioClient
-    from easl_plugin.setup import setup_project
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin.client import LabelStudioClient
+    from easl_toolkit.easl_plugin.setup import setup_project
 
     if args.stop_at is not None and not 0.0 < args.stop_at < 1.0:
         raise EaslError(f"--stop-at {args.stop_at:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
@@ -174,7 +174,7 @@ def _idle(held: dict | None, created: str | None, now: float) -> dict:
     """``idle_seconds`` and ``idle_since`` (:data:`IDLE_MEANING`; null with ``idle_reason`` for a task nobody
     worked on), and ``waiting_seconds`` of an open HIT; ``held`` is its current task's record in
     ``ls.task_holders``, ``created`` when the HIT was chosen."""
-    from easl_plugin.campaign import seconds_since
+    from easl_toolkit.easl_plugin.campaign import seconds_since
 
     born = (held or {}).get("created_at") or created
     waiting = seconds_since(born, now) if born else None
@@ -190,9 +190,9 @@ def link_status(project: Project) -> dict:
     """The plugin's figures from the project file (``meta``, ``events``, ``rejects``, the open HITs)."""
     import time
 
-    from easl_plugin import bookkeeping as bk
-    from easl_plugin.campaign import HOLDER_UNKNOWN, repeated_predictions
-    from easl_plugin.deliveries import DELIVERY_MALFORMED, DELIVERY_REFUSED, DELIVERY_SOURCE
+    from easl_toolkit.easl_plugin import bookkeeping as bk
+    from easl_toolkit.easl_plugin.campaign import HOLDER_UNKNOWN, repeated_predictions
+    from easl_toolkit.easl_plugin.deliveries import DELIVERY_MALFORMED, DELIVERY_REFUSED, DELIVERY_SOURCE
 
     report = project.get_meta(bk.KEY_RECONCILIATION_REPORT)
     pid = project.get_meta(bk.KEY_PROJECT_ID)
@@ -264,7 +264,7 @@ def link_status(project: Project) -> dict:
 
 def _queue_figures(project: Project) -> dict | None:
     """The queue's depth and what `easl serve` last measured it from (``easl_plugin.queue.QueuePlan``)."""
-    from easl_plugin.queue import QueuePlan
+    from easl_toolkit.easl_plugin.queue import QueuePlan
 
     plan = QueuePlan.read(project)
     return None if plan is None else dataclasses.asdict(plan)
@@ -276,7 +276,7 @@ def webhook_figures(project: Project) -> dict:
     ``stale``, ``stale_reason``), with ``webhooks_listed_at``; ``stale_webhooks``: how many are stale (Label
     Studio posts every annotation, with the webhook token, to each of them). Null with ``webhooks_reason`` before
     the first listing."""
-    from easl_plugin.webhooks import recorded_hooks
+    from easl_toolkit.easl_plugin.webhooks import recorded_hooks
 
     rec = recorded_hooks(project)
     if rec is None:
@@ -297,8 +297,8 @@ def webhook_figures(project: Project) -> dict:
 def annotator_figures(project: Project) -> dict:
     """Aware projects: ``annotators`` (the figures of ``easl status --annotators``) and ``stop`` (the stopping
     rule's); other methods: both null with ``annotators_reason``."""
-    from core.errors import UnsupportedByModel
-    from tui.commands.status import annotator_records
+    from easl_toolkit.core.errors import UnsupportedByModel
+    from easl_toolkit.tui.commands.status import annotator_records
 
     try:
         table = project.annotator_table()
@@ -367,7 +367,7 @@ def run_status(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from core.store import Project
+    from easl_toolkit.core.store import Project
 
     with Project.open(args.project, readonly=True) as project:
         out = link_status(project)
@@ -410,7 +410,7 @@ def run_status(args: argparse.Namespace) -> int:
             markup=False,
         )
     if out["annotators"] is not None:
-        from tui.commands.status import annotator_table
+        from easl_toolkit.tui.commands.status import annotator_table
 
         with Project.open(args.project, readonly=True) as project:
             con.print(annotator_table(project.annotator_table()))

@@ -10,8 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from core.errors import EaslError
-from tui.commands.options import add_raw_cells
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.commands.options import add_raw_cells
 
 
 def register(subparsers) -> None:
@@ -37,12 +37,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl next``; returns the exit status (user errors raise ``EaslError``)."""
-    from core.store import Project
-    from core.store.hit_columns import HIT_FORMATS
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.store.hit_columns import HIT_FORMATS
 
     fmt = HIT_FORMATS.get(Path(args.output).suffix.lower()) if args.output else "jsonl"
     if fmt is None:
-        from core.tables import write_format
+        from easl_toolkit.core.tables import write_format
 
         fmt = write_format(args.output)  # (an unknown extension: the error names the known ones)
         raise EaslError(f"{args.output}: HITs are written as .jsonl, .csv or .parquet, not {fmt}.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from core.errors import EaslError
-from tui.commands.options import nonnegative_int, port, positive_float
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.commands.options import nonnegative_int, port, positive_float
 
 
 def _connections(text: str) -> int:
@@ -122,12 +122,12 @@ def run(args: argparse.Namespace) -> int:
     """Run the sub-command; returns the exit status."""
     import logging
 
-    from core.store import Project
-    from easl_plugin import bookkeeping as bk
-    from easl_plugin.config import ServiceConfig
-    from easl_plugin.connections import ConnectionLimits
-    from easl_plugin.server import UnprotectedAddress, serve
-    from tui.commands.ls import basic_auth_from_env
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin import bookkeeping as bk
+    from easl_toolkit.easl_plugin.config import ServiceConfig
+    from easl_toolkit.easl_plugin.connections import ConnectionLimits
+    from easl_toolkit.easl_plugin.server import UnprotectedAddress, serve
+    from easl_toolkit.tui.commands.ls import basic_auth_from_env
 
     with Project.open(args.project) as project:  # fail early, with the store's message, on a missing or foreign file
         depth = None if args.queue_depth is None else str(args.queue_depth)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tui.commands import simulate_replay
-from tui.commands.simulate_run import run_easl, run_metrics, run_prmse
+from easl_toolkit.tui.commands import simulate_replay
+from easl_toolkit.tui.commands.simulate_run import run_easl, run_metrics, run_prmse
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -8,8 +8,8 @@ import argparse
 import time
 from typing import Any
 
-from tui.commands.progress import step_progress
-from tui.commands.simulate_run import _command_line, _finish, _mapper
+from easl_toolkit.tui.commands.progress import step_progress
+from easl_toolkit.tui.commands.simulate_run import _command_line, _finish, _mapper
 
 
 def register(sub: Any, formatter: Any, numbers: Any, names: Any, add_dask: Any) -> None:
@@ -70,13 +70,13 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any, add_dask: Any) 
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, str | None]:
-    from core.simulate.replay_data import read_ratings, shipped_ratings
+    from easl_toolkit.core.simulate.replay_data import read_ratings, shipped_ratings
 
     if args.ratings is None:
-        from core.datasets import agh_tv_notice
+        from easl_toolkit.core.datasets import agh_tv_notice
 
         if args.scale is not None and tuple(args.scale) != (1.0, 5.0):
-            from core.errors import EaslError
+            from easl_toolkit.core.errors import EaslError
 
             raise EaslError("--scale: the shipped study is on the 1-5 scale; give RATINGS for another.")
         return shipped_ratings(), agh_tv_notice()
@@ -91,8 +91,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from core.errors import EaslError
-    from core.simulate.replay import METHODS
+    from easl_toolkit.core.errors import EaslError
+    from easl_toolkit.core.simulate.replay import METHODS
 
     bad = [m for m in args.methods if m not in METHODS]
     if bad:
@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``easl simulate replay``; returns the exit status (user errors raise ``EaslError``)."""
     import numpy as np
 
-    from core.errors import EaslError
-    from core.simulate import replay, replay_report
+    from easl_toolkit.core.errors import EaslError
+    from easl_toolkit.core.simulate import replay, replay_report
 
     started = time.perf_counter()
     _check(args)

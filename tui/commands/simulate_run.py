@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.errors import EaslError, HyperParameterError
-from tui.commands.progress import step_progress
+from easl_toolkit.core.errors import EaslError, HyperParameterError
+from easl_toolkit.tui.commands.progress import step_progress
 
 #: Options that change where the runs execute, never the numbers: left out of the reproduction command.
 _WHERE = ("help", "dask", "dask_workers", "dask_memory")
@@ -64,7 +64,7 @@ def _mapper(args: argparse.Namespace):
     if not getattr(args, "dask", None):
         yield None
         return
-    from core.distributed.cluster import connect, dask_map
+    from easl_toolkit.core.distributed.cluster import connect, dask_map
 
     with connect(args.dask, workers=args.dask_workers, memory_limit=args.dask_memory) as client:
         yield dask_map(client)
@@ -104,8 +104,8 @@ _QUICK_PRMSE: dict[str, Any] = dict(
 
 def run_prmse(args: argparse.Namespace) -> int:
     """Run ``easl simulate prmse``."""
-    from core.simulate import prmse_report
-    from core.simulate.prmse import PrmseSettings
+    from easl_toolkit.core.simulate import prmse_report
+    from easl_toolkit.core.simulate.prmse import PrmseSettings
 
     started = time.perf_counter()
     kw = (_QUICK_PRMSE if args.quick else {}) | _given(args, PrmseSettings, _PRMSE_RENAMED)
@@ -142,8 +142,8 @@ def run_metrics(args: argparse.Namespace) -> int:
     """Run ``easl simulate metrics``."""
     import numpy as np
 
-    from core.simulate import agreement_properties as metrics
-    from core.simulate.agreement_properties import PropertySettings
+    from easl_toolkit.core.simulate import agreement_properties as metrics
+    from easl_toolkit.core.simulate.agreement_properties import PropertySettings
 
     started = time.perf_counter()
     kw = (_QUICK_METRICS if args.quick else {}) | _given(args, PropertySettings, {"responses": "n"})
@@ -162,7 +162,7 @@ def run_metrics(args: argparse.Namespace) -> int:
 def _campaign(args: argparse.Namespace, rng: Any) -> tuple[Any, Any, Any]:
     """``easl simulate easl``'s ``(CampaignSettings, AnnotatorModel, Oracle)`` (``--quick``: at most 6 iterations,
     3 runs, 200 bootstrap resamples)."""
-    from core.simulate import annotation
+    from easl_toolkit.core.simulate import annotation
 
     iterations, runs, boot = args.iterations, args.runs, args.bootstrap
     if args.quick:
@@ -197,7 +197,7 @@ def run_easl(args: argparse.Namespace) -> int:
     """Run ``easl simulate easl``."""
     import numpy as np
 
-    from core.simulate import annotation
+    from easl_toolkit.core.simulate import annotation
 
     if getattr(args, "annotator_model", None):
         return run_aware_study(args)
@@ -231,8 +231,8 @@ def run_easl(args: argparse.Namespace) -> int:
 def _study_options(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], str | None, str]:
     """``easl simulate easl --annotator-model ...``'s annotator models, methods, oracle file (None: generated) and
     the oracle's description, checked."""
-    from core.simulate import aware_study
-    from core.simulate.aware_world import ANNOTATOR_MODELS
+    from easl_toolkit.core.simulate import aware_study
+    from easl_toolkit.core.simulate.aware_world import ANNOTATOR_MODELS
 
     models = tuple(args.annotator_model)
     bad = [m for m in models if m not in ANNOTATOR_MODELS]
@@ -257,7 +257,7 @@ def _study_options(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str
 
 def run_aware_study(args: argparse.Namespace) -> int:
     """``easl simulate easl --annotator-model ...``: the annotator-aware study (``core.simulate.aware_study``)."""
-    from core.simulate import aware_study
+    from easl_toolkit.core.simulate import aware_study
 
     started = time.perf_counter()
     models, methods, oracle, description = _study_options(args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tui.commands.options import nonnegative_int
+from easl_toolkit.tui.commands.options import nonnegative_int
 
 REJECTS_SHOWN = 10  # most recent rejected annotations listed by default
 #: The source of the rejects that record refused webhook deliveries: ``easl_plugin.deliveries.DELIVERY_SOURCE``, named
@@ -77,8 +77,8 @@ def _set_stop_at(args: argparse.Namespace) -> None:
     """Write ``--set-stop-at`` to the project (one transaction), and say what changed on stderr."""
     import sys
 
-    from core.errors import EaslError, HyperParameterError
-    from core.store import Project
+    from easl_toolkit.core.errors import EaslError, HyperParameterError
+    from easl_toolkit.core.store import Project
 
     with Project.open(args.project) as project:
         try:
@@ -94,12 +94,12 @@ def _set_stop_at(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl status``; returns the exit status (user errors raise ``EaslError``)."""
-    from core.store import Project
-    from easl_plugin.bookkeeping import status_figures
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.easl_plugin.bookkeeping import status_figures
 
     if "set_stop_at" in vars(args) and args.set_stop_at is not _UNSET:
         _set_stop_at(args)
-    from core.models.hyper import method_fields
+    from easl_toolkit.core.models.hyper import method_fields
 
     with Project.open(args.project, readonly=True) as project:
         status = project.status()
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
 def annotator_table_of(project, path: str):
     """``Project.annotator_table`` of the project at ``path``, or one located error for a model without annotators
     (:class:`core.errors.UnsupportedByModel`)."""
-    from core.errors import EaslError, UnsupportedByModel
+    from easl_toolkit.core.errors import EaslError, UnsupportedByModel
 
     try:
         return project.annotator_table()
@@ -162,7 +162,7 @@ def annotator_table_of(project, path: str):
 def linked_to_label_studio(project, events: dict) -> bool:
     """Whether the project has seen Label Studio: linked by ``easl ls setup``, reconciled, or sent webhook events
     (a file campaign, ``easl next`` / ``easl ingest`` alone, has none of them)."""
-    from easl_plugin import bookkeeping as bk
+    from easl_toolkit.easl_plugin import bookkeeping as bk
 
     seen = any(project.get_meta(k) is not None for k in (bk.KEY_PROJECT_ID, bk.KEY_LAST_RECONCILIATION))
     return seen or any(events.values())

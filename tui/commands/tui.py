@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 HELP = """\
 Open the terminal app. With a project file it opens on Annotate (asking your annotator name once); with
@@ -46,9 +46,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the arguments, then run the app until the user quits."""
-    from core.tables import READ_FORMATS
-    from tui.app import EaslApp
-    from tui.settings import clean_annotator
+    from easl_toolkit.core.tables import READ_FORMATS
+    from easl_toolkit.tui.app import EaslApp
+    from easl_toolkit.tui.settings import clean_annotator
 
     if args.poll <= 0:
         raise EaslError(f"--poll: must be a positive number of seconds, got {args.poll}.")
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                 raise EaslError(f"{path}: --monitor needs a project file, not a data file.")
             data_file, start = path, "evaluate"
         else:
-            from core.store import Project
+            from easl_toolkit.core.store import Project
 
             Project.open(path, readonly=True).close()  # a clear error now rather than inside the app
             project = path

@@ -29,8 +29,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``easl verify``; returns the exit status (user errors raise ``EaslError``)."""
-    from core.store import Project
-    from core.store.salvage import damaged_pages, damaged_tables, integrity_problems, unreadable_pages
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.store.salvage import damaged_pages, damaged_tables, integrity_problems, unreadable_pages
 
     problems = integrity_problems(args.project)
     if args.salvage:
@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _salvage(args: argparse.Namespace, problems: list[str]) -> int:
-    from core.outputs import check_outputs
-    from core.store.salvage import salvage
+    from easl_toolkit.core.outputs import check_outputs
+    from easl_toolkit.core.store.salvage import salvage
 
     check_outputs([args.salvage], protect=[args.project])
     state = "damaged" if problems else "sound"

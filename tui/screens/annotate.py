@@ -22,11 +22,11 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
 
-from core.errors import EaslError
-from tui.screens.annotate_session import STORE_ERRORS, AnnotationSession, HitView
-from tui.screens.name_prompt import NamePrompt
-from tui.settings import clear_draft, load_draft, remember_annotator, remembered_annotator, save_draft
-from tui.widgets.score_row import ScoreRow
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.screens.annotate_session import STORE_ERRORS, AnnotationSession, HitView
+from easl_toolkit.tui.screens.name_prompt import NamePrompt
+from easl_toolkit.tui.settings import clear_draft, load_draft, remember_annotator, remembered_annotator, save_draft
+from easl_toolkit.tui.widgets.score_row import ScoreRow
 
 
 class ItemsScroll(VerticalScroll, can_focus=False):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import EaslError
+from easl_toolkit.core.errors import EaslError
 
 #: What a session's calls raise when the project file refuses or cannot be read: shown to the annotator.
 STORE_ERRORS = (EaslError, sqlite3.Error, OSError)
@@ -81,7 +81,7 @@ class AnnotationSession:
         self.submissions: list[Submission] = []
 
     def _open(self):
-        from core.store import Project
+        from easl_toolkit.core.store import Project
 
         return Project.open(self.path)
 

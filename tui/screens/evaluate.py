@@ -34,8 +34,8 @@ from textual.widgets import (
 )
 from textual.widgets.select import NoSelection
 
-from core.errors import EaslError
-from tui.screens.evaluate_data import parse_count, parse_scale, result_rows, run_evaluation, save_report
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.screens.evaluate_data import parse_count, parse_scale, result_rows, run_evaluation, save_report
 
 
 def _shown_path(path: Path) -> str:
@@ -114,7 +114,7 @@ class EvaluateScreen(Screen):
     @work(exclusive=True, group="evaluate-load")
     async def load_file(self, path: Path) -> None:
         """Read ``path`` (in a thread) and offer its columns."""
-        from core.tables import read_table
+        from easl_toolkit.core.tables import read_table
 
         path = Path(path)
         try:

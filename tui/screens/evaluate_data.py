@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from core.errors import EaslError
-from tui.evaluation import evaluate_loaded, nothing_left
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.evaluation import evaluate_loaded, nothing_left
 
 #: Metrics shown first in the results table (then the rest of the observed keys).
 HEADLINE = (
@@ -87,9 +87,9 @@ def run_evaluation(
     EaslError
         No human or system column chosen, a column chosen twice, unreadable data, nothing left to evaluate.
     """
-    from core.metrics.data import Scale
-    from core.metrics.load import load_wide
-    from core.metrics.options import EvaluationOptions
+    from easl_toolkit.core.metrics.data import Scale
+    from easl_toolkit.core.metrics.load import load_wide
+    from easl_toolkit.core.metrics.options import EvaluationOptions
 
     if not human:
         raise EaslError(f"{path}: choose at least one human column.")
@@ -115,7 +115,7 @@ def run_evaluation(
 
 def save_report(evaluation, folder: Path, source: Path, seed: int = 0) -> list[Path]:
     """Write the report of ``easl evaluate --output DIR`` (``core.metrics.report.write_output``)."""
-    from core.metrics.report import write_output
+    from easl_toolkit.core.metrics.report import write_output
 
     return write_output(evaluation, Path(folder), source=str(source), seed=seed)
 
@@ -146,7 +146,7 @@ def _cell(fig, count: bool = False) -> str:
 def result_rows(evaluation) -> tuple[list[str], list[list[str]]]:
     """Columns and rows of the results table from an :class:`~core.metrics.results.Evaluation`: one row per
     metric, one column per system (value and interval), then human-human."""
-    from core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS
+    from easl_toolkit.core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS
 
     systems = list(evaluation.systems)
     columns = ["metric", *systems]

@@ -14,8 +14,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, RadioButton, RadioSet, Static
 
-from core.errors import EaslError
-from tui.screens.annotate_session import STORE_ERRORS
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.screens.annotate_session import STORE_ERRORS
 
 #: Format name -> file extension.
 FORMATS = {"CSV": ".csv", "JSONL": ".jsonl", "Parquet": ".parquet"}
@@ -40,8 +40,8 @@ def export_project(project_path: Path, estimates_path: Path, ratings_path: Path 
     EaslError
         Unknown extension, a missing directory, or an unreadable project.
     """
-    from core.store import Project
-    from core.tables import write_format, write_table
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.tables import write_format, write_table
 
     write_format(estimates_path)
     if ratings_path is not None:

@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DirectoryTree, Input, Label
 
-from core.tables import READ_FORMATS
+from easl_toolkit.core.tables import READ_FORMATS
 
 #: Extensions shown: data files readable by ``core.tables`` and project files.
 OPENABLE = tuple(sorted(set(READ_FORMATS) | {".easl"}))

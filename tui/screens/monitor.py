@@ -25,12 +25,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
-from core.errors import EaslError
-from tui.commands.status import FLAG_STYLES
-from tui.screens.monitor_data import AwarePanel, MonitorSnapshot, MonitorSource
-from tui.screens.stop_target import StopChoice, StopTargetPrompt
-from tui.widgets.charts import ConvergenceChart, EstimateHistogram
-from tui.widgets.item_table import ItemTable
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.commands.status import FLAG_STYLES
+from easl_toolkit.tui.screens.monitor_data import AwarePanel, MonitorSnapshot, MonitorSource
+from easl_toolkit.tui.screens.stop_target import StopChoice, StopTargetPrompt
+from easl_toolkit.tui.widgets.charts import ConvergenceChart, EstimateHistogram
+from easl_toolkit.tui.widgets.item_table import ItemTable
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -183,7 +183,7 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
     def _set_stop_target(self, choice: StopChoice) -> None:
         if choice is None:
             return
-        from core.store import Project
+        from easl_toolkit.core.store import Project
 
         (target,) = choice
         try:

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.stats import rankdata
 
-from core.models.base import Posterior
-from tui.widgets.item_table import ItemColumns
-from tui.widgets.ordering import average_ranks, stable_order, update_stable_order
+from easl_toolkit.core.models.base import Posterior
+from easl_toolkit.tui.widgets.item_table import ItemColumns
+from easl_toolkit.tui.widgets.ordering import average_ranks, stable_order, update_stable_order
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.store import ProjectStatus
+    from easl_toolkit.core.store import ProjectStatus
 
 #: Number of bins of the estimates histogram.
 HIST_BINS = 20
@@ -76,7 +76,7 @@ class LiveRanks:
 def spearman_rho(a: np.ndarray, b: np.ndarray) -> float:
     """Spearman's rho of the pairs where both values are finite (``core.metrics.spearman_rho``, Spearman 1904);
     NaN, without a warning, when fewer than two pairs remain or either vector is constant (no ranking)."""
-    from core.metrics.estimates.association import spearman_rho as rho
+    from easl_toolkit.core.metrics.estimates.association import spearman_rho as rho
 
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -93,7 +93,7 @@ def spearman_from_ranks(ra: np.ndarray, rb: np.ndarray) -> float:
     With every value finite it is Pearson's r of the average ranks (``core.metrics.pearson_r``; the definition of
     Spearman's rho), in O(N) since the ranks are kept from poll to poll; otherwise the pairs with a NaN are dropped
     and :func:`spearman_rho` re-ranks the rest (ranks are monotone in the values)."""
-    from core.metrics.estimates.observed import pearson_r
+    from easl_toolkit.core.metrics.estimates.observed import pearson_r
 
     ok = np.isfinite(ra) & np.isfinite(rb)
     if not ok.all():
@@ -294,7 +294,7 @@ class MonitorSource:
         signature = file_signature(self.path)
         if not force and signature == self._signature:
             return None
-        from core.store import Project
+        from easl_toolkit.core.store import Project
 
         started = time.perf_counter()
         with Project.open(self.path, readonly=True) as project:

@@ -9,8 +9,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from core.errors import EaslError
-from tui.settings import clean_annotator
+from easl_toolkit.core.errors import EaslError
+from easl_toolkit.tui.settings import clean_annotator
 
 
 class NamePrompt(ModalScreen[str | None]):

@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.widgets.ordering import stable_order, update_stable_order
+from easl_toolkit.tui.widgets.ordering import stable_order, update_stable_order
 
 #: Sort keys: (column, descending by default, label in the header).
 SORT_KEYS: dict[str, tuple[str, bool, str]] = {

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import WEIGHTS, Weights, agreement_weights, as_ratings, category_index, check_option
-from core.metrics.estimates.agreement_totals import agreement_totals, finish_agreement
-from core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
+from easl_toolkit.core.metrics.data import WEIGHTS, Weights, agreement_weights, as_ratings, category_index, check_option
+from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_totals, finish_agreement
+from easl_toolkit.core.metrics.estimates.krippendorff import finish_alpha_from_coincidence
 
 #: Gwet's (2014) 12 subjects x 4 raters, categories 1..5, NaN for a missing rating (irrCAC ``raw_4raters``): the data
 #: of the examples here and in :mod:`core.metrics.intervals.agreement_variance`.

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Weights, agreement_weights
-from core.metrics.estimates.sums import RowSums, nan_where
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.data import Weights, agreement_weights
+from easl_toolkit.core.metrics.estimates.sums import RowSums, nan_where
+from easl_toolkit.core.metrics.notes import undefined
 
 
 def agreement_sums(index: NDArray[Any], q: int, prefix: str = "") -> RowSums:

@@ -12,8 +12,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from core.metrics.data import as_pair
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.data import as_pair
+from easl_toolkit.core.metrics.notes import undefined
 
 
 def _constant(x: NDArray[Any]) -> bool:

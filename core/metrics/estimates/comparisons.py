@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from core.metrics.data import Weights, category_index, round_to_categories
-from core.metrics.estimates.agreement_totals import agreement_sums, rating_patterns
-from core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
-from core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
-from core.metrics.estimates.sums import RowSums, finish_disattenuated, finish_dsm, moments
-from core.metrics.estimates.true_score import finish_true_score, true_score_sums
-from core.metrics.prepare import Prepared
-from core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
+from easl_toolkit.core.metrics.data import Weights, category_index, round_to_categories
+from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_sums, rating_patterns
+from easl_toolkit.core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
+from easl_toolkit.core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
+from easl_toolkit.core.metrics.estimates.sums import RowSums, finish_disattenuated, finish_dsm, moments
+from easl_toolkit.core.metrics.estimates.true_score import finish_true_score, true_score_sums
+from easl_toolkit.core.metrics.prepare import Prepared
+from easl_toolkit.core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
 
 KENDALL_KEYS = ("kendall_tau_b", "kendall_tau_c")
 TRUE_FIGURES = ("rater_error_variance", "true_score_variance", "mse_true", "prmse")

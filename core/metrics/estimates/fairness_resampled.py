@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import as_pair
-from core.metrics.estimates.fairness import CONSTANT_SPREAD, FAIRNESS_KEYS, group_codes
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.data import as_pair
+from easl_toolkit.core.metrics.estimates.fairness import CONSTANT_SPREAD, FAIRNESS_KEYS, group_codes
+from easl_toolkit.core.metrics.notes import undefined
 
 #: Upper bound on the entries of one sub-chunk's cell table in :meth:`FairnessDesign.resampled`.
 SUBCHUNK_ENTRIES = 2_000_000

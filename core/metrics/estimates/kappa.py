@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Weights, as_pair, as_vector, check_option, disagreement_weights
-from core.metrics.estimates.sums import nan_where
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.data import Weights, as_pair, as_vector, check_option, disagreement_weights
+from easl_toolkit.core.metrics.estimates.sums import nan_where
+from easl_toolkit.core.metrics.notes import undefined
 
 
 def kappa_from_table(

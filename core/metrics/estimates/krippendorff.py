@@ -28,10 +28,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from core.metrics.data import LEVELS, Level, as_ratings, category_index, check_option
-from core.metrics.estimates.agreement_totals import agreement_totals
-from core.metrics.estimates.sums import nan_where
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.data import LEVELS, Level, as_ratings, category_index, check_option
+from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_totals
+from easl_toolkit.core.metrics.estimates.sums import nan_where
+from easl_toolkit.core.metrics.notes import undefined
 
 _RATIO_MAX_DISTINCT = 20_000
 

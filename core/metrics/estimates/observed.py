@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
-from core.metrics.estimates.kappa import cohen_kappa as cohen_kappa  # re-exported: an observed-score metric
-from core.metrics.estimates.sums import (
+from easl_toolkit.core.metrics.data import SMD_METHODS, SmdMethod, as_pair, check_option
+from easl_toolkit.core.metrics.estimates.kappa import (
+    cohen_kappa as cohen_kappa,  # re-exported: an observed-score metric
+)
+from easl_toolkit.core.metrics.estimates.sums import (
     _REL_CONSTANT,
     as_float,
     finish_disattenuated,
@@ -28,7 +30,7 @@ from core.metrics.estimates.sums import (
     moments,
     pair_moment_sums,
 )
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.notes import undefined
 
 
 def pair_moments(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, NDArray[Any]]:

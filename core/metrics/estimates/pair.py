@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import Weights, as_pair, round_to_categories
-from core.metrics.estimates.agreement_totals import agreement_tables_from_joint, finish_agreement
-from core.metrics.estimates.association import kendall_taus, spearman_rho, spearman_rho_resampled
-from core.metrics.estimates.kappa import kappa_from_table
-from core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
-from core.metrics.estimates.sums import (
+from easl_toolkit.core.metrics.data import Weights, as_pair, round_to_categories
+from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_tables_from_joint, finish_agreement
+from easl_toolkit.core.metrics.estimates.association import kendall_taus, spearman_rho, spearman_rho_resampled
+from easl_toolkit.core.metrics.estimates.kappa import kappa_from_table
+from easl_toolkit.core.metrics.estimates.krippendorff import coincidence_delta, finish_alpha_from_coincidence
+from easl_toolkit.core.metrics.estimates.sums import (
     RowSums,
     finish_mse,
     finish_pearson,
@@ -35,8 +35,8 @@ from core.metrics.estimates.sums import (
     nan_where,
     pair_moment_sums,
 )
-from core.metrics.notes import capture, caution, quiet, undefined
-from core.metrics.registry import OBSERVED_KEYS, RANK_KEYS, REPORT_WEIGHTS, report_name
+from easl_toolkit.core.metrics.notes import capture, caution, quiet, undefined
+from easl_toolkit.core.metrics.registry import OBSERVED_KEYS, RANK_KEYS, REPORT_WEIGHTS, report_name
 
 #: A zero-argument callable computing one metric from totals: an array (with the batch axis of the totals) or, for
 #: the rank metrics, a float.

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.notes import undefined
 
 
 @dataclass

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import as_ratings, as_vector
-from core.metrics.estimates.observed import pearson_r
-from core.metrics.estimates.sums import RowSums, nan_where
-from core.metrics.notes import caution, quiet
+from easl_toolkit.core.metrics.data import as_ratings, as_vector
+from easl_toolkit.core.metrics.estimates.observed import pearson_r
+from easl_toolkit.core.metrics.estimates.sums import RowSums, nan_where
+from easl_toolkit.core.metrics.notes import caution, quiet
 
 #: Recommended minimum number of double-scored responses (Loukina et al. 2020, section 7).
 MIN_DOUBLE_SCORED = 1000

@@ -29,12 +29,18 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from core.metrics.data import WEIGHTS, Weights, agreement_weights, as_ratings, category_index, check_option
-from core.metrics.estimates.agreement_totals import category_counts, rating_patterns
-from core.metrics.estimates.comparisons import Comparisons, PointEstimates
-from core.metrics.intervals.analytic import T_METHOD, Analytic, pearson_analytic, student_t_ci, student_t_p_value
-from core.metrics.notes import undefined
-from core.metrics.registry import REPORT_WEIGHTS, report_name
+from easl_toolkit.core.metrics.data import WEIGHTS, Weights, agreement_weights, as_ratings, category_index, check_option
+from easl_toolkit.core.metrics.estimates.agreement_totals import category_counts, rating_patterns
+from easl_toolkit.core.metrics.estimates.comparisons import Comparisons, PointEstimates
+from easl_toolkit.core.metrics.intervals.analytic import (
+    T_METHOD,
+    Analytic,
+    pearson_analytic,
+    student_t_ci,
+    student_t_p_value,
+)
+from easl_toolkit.core.metrics.notes import undefined
+from easl_toolkit.core.metrics.registry import REPORT_WEIGHTS, report_name
 
 #: The coefficients with a linearised variance.
 COEFFICIENTS = ("gwet", "bp", "fleiss", "conger", "krippendorff")

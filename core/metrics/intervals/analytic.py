@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple, get_args
 import numpy as np
 from scipy import stats
 
-from core.metrics.data import check_option
+from easl_toolkit.core.metrics.data import check_option
 
 #: How an interval was computed.
 IntervalMethod = Literal["bootstrap percentile", "Fisher z", "normal", "Student t, capped at 1"]

@@ -12,10 +12,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from core.metrics.data import Weights, check_option, disagreement_weights
-from core.metrics.estimates.kappa import kappa_table
-from core.metrics.intervals.analytic import normal_ci
-from core.metrics.notes import undefined
+from easl_toolkit.core.metrics.data import Weights, check_option, disagreement_weights
+from easl_toolkit.core.metrics.estimates.kappa import kappa_table
+from easl_toolkit.core.metrics.intervals.analytic import normal_ci
+from easl_toolkit.core.metrics.notes import undefined
 
 
 class KappaTest(NamedTuple):

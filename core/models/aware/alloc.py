@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware.fit import AwareState
+from easl_toolkit.core.models.aware.fit import AwareState
 
 #: Uniform passes before the adaptive allocation starts (2 save at least as much as 3 in the annotator-aware
 #: study; measurements: docs/studies/code-notes.md).

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware.data import CENTER, Observations
-from core.models.aware.fit import AwareState
-from core.models.aware.noise import loo_item_sums
+from easl_toolkit.core.models.aware.data import CENTER, Observations
+from easl_toolkit.core.models.aware.fit import AwareState
+from easl_toolkit.core.models.aware.noise import loo_item_sums
 
 #: Prior probability that an annotator clicks at random: even odds, so that an annotator the data cannot check (fewer
 #: than 4 scores, or no one else on their items) counts half.

@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from core.models.aware.fit import CENTER, AwareState, Observations
+from easl_toolkit.core.models.aware.fit import CENTER, AwareState, Observations
 
 #: ``p_random`` at or above which an annotator's agreement with the consensus is indistinguishable from chance.
 RANDOM_P = 0.025

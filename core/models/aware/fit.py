@@ -48,9 +48,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware.data import CENTER, Observations, PairStats
-from core.models.aware.noise import NU_R_MAX, loo_noise_ratio, noise_strengths
-from core.models.base import Posterior
+from easl_toolkit.core.models.aware.data import CENTER, Observations, PairStats
+from easl_toolkit.core.models.aware.noise import NU_R_MAX, loo_noise_ratio, noise_strengths
+from easl_toolkit.core.models.base import Posterior
 
 _FLOOR = 1e-4  # smallest variance of q_i, tau_mu^2, tau_o^2, tau_s^2 (unit scale)
 #: A warm start is taken while the observations are at most this many times those it was fitted on
@@ -152,7 +152,7 @@ class AwareState:
         ``mu`` itself is what selection, rank figures and the stopping rule use."""
         from scipy import special  # here: easl status, which imports this module, needs none
 
-        from core.models.aware.scale import bounded_interval, expected_score_slope
+        from easl_toolkit.core.models.aware.scale import bounded_interval, expected_score_slope
 
         sd_q0 = float(np.sqrt(self.q0))
         df, which = np.unique(self.df, return_inverse=True)  # few distinct counts: the quantile once for each

@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware.alloc import UNIFORM_PASSES, select_batch
-from core.models.aware.clickers import INFORMATIVE_KEY, SHARE_KEY, informative_arrays, informative_state
-from core.models.aware.fit import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
-from core.models.aware.posterior import RankFigures, StopDecision, rank_figures, stop_decision
-from core.models.base import Change, LiveLog, Model, Posterior, Updated
-from core.models.hyper import Hyper
+from easl_toolkit.core.models.aware.alloc import UNIFORM_PASSES, select_batch
+from easl_toolkit.core.models.aware.clickers import INFORMATIVE_KEY, SHARE_KEY, informative_arrays, informative_state
+from easl_toolkit.core.models.aware.fit import DEFAULT_CONFIG, AwareConfig, AwareState, Observations, _prior_state, fit
+from easl_toolkit.core.models.aware.posterior import RankFigures, StopDecision, rank_figures, stop_decision
+from easl_toolkit.core.models.base import Change, LiveLog, Model, Posterior, Updated
+from easl_toolkit.core.models.hyper import Hyper
 
 #: Largest difference between a cached and a replayed estimate, in posterior standard deviations.
 VERIFY_TOLERANCE = 0.25
@@ -175,7 +175,9 @@ class AwareModel(Model):
     def diagnostics(self, state: dict[str, NDArray[Any]], item: Any, annotator: Any, score01: Any) -> Any:
         """The per-annotator diagnostics of a fit of the live log ``(item, annotator, score01)``
         (:func:`core.models.aware.diagnostics.annotator_diagnostics`), one row per annotator index."""
-        from core.models.aware.diagnostics import annotator_diagnostics  # here: it loads SciPy; status needs none
+        from easl_toolkit.core.models.aware.diagnostics import (
+            annotator_diagnostics,  # here: it loads SciPy; status needs none
+        )
 
         st = AwareState.from_arrays(state)
         obs = Observations.build(item, annotator, score01, n_items=st.n_items, n_annotators=st.n_annotators)
@@ -184,7 +186,7 @@ class AwareModel(Model):
     def stop_figures(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> dict[str, Any]:
         """The stopping rule's figures that ``easl status`` reports: ``target, expected_spearman, reached, reason,
         margin, min_scores`` (``E[rho] - margin >= target`` with at least ``min_scores`` scores per item)."""
-        from core.models.aware.posterior import STOP_MIN_SCORES
+        from easl_toolkit.core.models.aware.posterior import STOP_MIN_SCORES
 
         if self.hyper.stop_at is None:
             rho = self.expected_spearman(state, rng)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware.data import PairStats
+from easl_toolkit.core.models.aware.data import PairStats
 
 #: Bounds of the estimated noise shrinkage ``nu_r``: at most a prior standard deviation of ``log r_a`` of 1, and
 #: at least so strong that ``r_a = 1`` to within a part in 10^4 for any annotator of fewer than 100 scores.

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware.fit import AwareState
-from core.models.aware.ranks import pooled_draws, posterior_draws, rank_intervals
+from easl_toolkit.core.models.aware.fit import AwareState
+from easl_toolkit.core.models.aware.ranks import pooled_draws, posterior_draws, rank_intervals
 
 #: ``k``: the margin subtracted from the expected Spearman is ``k (1 - E[rho])`` (module docstring).
 STOP_RELATIVE_MARGIN = 0.6

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models.aware.fit import AwareState
+from easl_toolkit.core.models.aware.fit import AwareState
 
 #: :func:`rank_intervals` pools about this many draws (draws x items; at least 2 draws of each item): its
 #: estimate of an expected rank has a Monte Carlo sd of at most ``sqrt(N / (4 D))`` ranks, ``N / 2,800`` with
