@@ -13,7 +13,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast lint ruff types format venv bench clean docs
+.PHONY: run test test-fast lint ruff types format venv bench clean docs namespace
 
 CORE   := $(VENV)/.installed-core
 # pip without its version notice; setuptools' notice that an install is editable (which newer pips pass on) is
@@ -56,17 +56,21 @@ ruff: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# mypy cannot follow setuptools' editable finder (pyproject.toml [tool.mypy]): it reads the folders through links
-types: $(STAMP)
-	@mkdir -p .cache/typecheck/easl_toolkit
-	@for p in core easl_plugin tui label_config; do ln -sfn ../../../$$p .cache/typecheck/easl_toolkit/$$p; done
+# mypy and mkdocstrings cannot follow setuptools' editable finder, which maps the import package easl_toolkit onto the
+# top-level folders: they read the folders through links under .cache/namespace/easl_toolkit
+NAMESPACE := .cache/namespace/easl_toolkit
+namespace:
+	@mkdir -p $(NAMESPACE)
+	@for p in core easl_plugin tui label_config; do ln -sfn ../../../$$p $(NAMESPACE)/$$p; done
+
+types: $(STAMP) namespace
 	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-docs: $(STAMP)
+docs: $(STAMP) namespace
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 bench: $(STAMP)
