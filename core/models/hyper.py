@@ -100,7 +100,7 @@ class Hyper:
     >>> Hyper(hit_size=1)
     Traceback (most recent call last):
     ...
-    core.errors.HyperParameterError: hit_size = 1: an integer >= 2
+    easl_toolkit.core.errors.HyperParameterError: hit_size = 1: an integer >= 2
     """
 
     method: str = "easl"
@@ -193,7 +193,7 @@ class Hyper:
         >>> Hyper.from_json('{"gamma": -1}', source="p.easl")
         Traceback (most recent call last):
         ...
-        core.errors.HyperParameterError: p.easl: gamma = -1.0: a positive finite number
+        easl_toolkit.core.errors.HyperParameterError: p.easl: gamma = -1.0: a positive finite number
         """
         try:
             data = json.loads(s)
