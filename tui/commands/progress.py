@@ -11,7 +11,9 @@ def stderr_progress(*columns: Any, transient: bool) -> Any:
     from rich.console import Console
     from rich.progress import Progress
 
-    return Progress(*columns, console=Console(stderr=True), transient=transient)
+    console = Console(stderr=True)
+    # on a terminal only: a log or a pipe gets the command's own lines, not the frames of a bar
+    return Progress(*columns, console=console, transient=transient, disable=not console.is_terminal)
 
 
 def bootstrap_progress(total: int, quiet: bool):
