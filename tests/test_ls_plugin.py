@@ -390,8 +390,13 @@ def test_sigkill_mid_stream_loses_nothing(loop, sdk):
     wait_for(settled, "engine equals Label Studio", 60)
     want = expected_live(sdk, pid)
     assert project_status(path)["n_observations"] == sum(len(v) for v in want.values())
+
+    def every_hit_is_a_task():  # (a top-up records its HITs, then imports them: the two meet within a cycle)
+        ls_hits = {t.data["hit_id"] for t in ls_tasks(sdk, pid)}
+        return ls_hits == {h for h, (status, _) in engine_hits(path).items() if status != "retracted"}
+
+    wait_for(every_hit_is_a_task, "every HIT of the engine a task in Label Studio", 30)
     ls_hits = {t.data["hit_id"] for t in ls_tasks(sdk, pid)}
-    assert ls_hits == {h for h, (status, _) in engine_hits(path).items() if status != "retracted"}
     assert easl("verify", str(path)).stdout.startswith("ok")
     out = json.loads(easl("status", str(path), "--json").stdout)
     assert out["last_reconciliation"] is not None and out["events"]["failed"] == 0
