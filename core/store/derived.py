@@ -83,14 +83,6 @@ def live_with_annotators(conn: sqlite3.Connection) -> tuple[NDArray[Any], NDArra
     return live.item, live.annotator, live.score01, live.names
 
 
-def _group_codes(keys: Iterable[Any]) -> NDArray[Any]:
-    """Integer codes of the submission (group) keys, in order of first appearance."""
-    import pandas as pd
-
-    codes: NDArray[Any] = pd.factorize(pd.Series(list(keys), dtype=object))[0].astype(np.int64)
-    return codes
-
-
 class StoreLog:
     """The live log of a project as a model reads it (``core.models.LiveLog``), inside one transaction.
 
