@@ -42,7 +42,7 @@ from easl_toolkit.core.models.aware.clickers import INFORMATIVE_KEY, informative
 from easl_toolkit.core.models.aware.diagnostics import annotator_diagnostics
 from easl_toolkit.core.models.aware.fit import AwareState, Observations, fit
 from easl_toolkit.core.models.aware.posterior import rank_figures, stops
-from easl_toolkit.core.selection import select_hits, select_least_annotated
+from easl_toolkit.core.selection import HitRequest, select_hits, select_least_annotated
 from easl_toolkit.core.simulate import MapFn, first_crossing, serial_map
 from easl_toolkit.core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from easl_toolkit.core.simulate.paired_budgets import MIN_PER_ITEM, report_section
@@ -100,7 +100,7 @@ def run_one(
             )
         elif easl is not None and easl_state is not None and counts.min() > 0:
             loc, var = easl.selection_keys(easl_state)
-            hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=alloc_rng)
+            hits = select_hits(loc, var, HitRequest(hit_size=hit_size, n_hits=batch_hits, gamma=0.1), alloc_rng)
         else:
             hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng)
         items = hits.ravel()
