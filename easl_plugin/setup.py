@@ -89,24 +89,41 @@ def check_ml_backend(client: LabelStudioClient, backend_id: int, url: str) -> No
     )
 
 
+@dataclass(frozen=True)
+class ProjectChoice:
+    """The Label Studio project to set up and what annotators are shown: its ``title`` (None: keep, or a default for
+    a new one), the project id (None: the linked one, else a new project), the ``wording`` (``question``,
+    ``low_label``, ``high_label``; None keeps, "" removes), and the stop target of an aware project (``stop_at``:
+    ``core.store.settings.Settings.set_stop_at``; refused, before anything else is done, for the other methods)."""
+
+    title: str | None = None
+    ls_project_id: int | None = None
+    wording: dict[str, str | None] | None = None
+    stop_at: float | None = None
+
+
+@dataclass(frozen=True)
+class BackendLink:
+    """How Label Studio reaches the backend (``easl serve``) at ``url``: as an ML backend or a webhook (``connect``:
+    ``auto``, ``ml`` or ``webhook``; :func:`connect_backend`), with the ``basic_auth`` credentials of the backend, and
+    whether to rotate the webhook token (``rotate_secret``)."""
+
+    url: str
+    connect: str = "auto"
+    basic_auth: tuple[str, str] | None = None
+    rotate_secret: bool = False
+
+
 def setup_project(
     project: Project,
     client: LabelStudioClient,
-    *,
-    title: str | None = None,
-    ls_project_id: int | None = None,
-    backend_url: str | None = None,
-    connect: str = "auto",
-    basic_auth: tuple[str, str] | None = None,
-    wording: dict[str, str | None] | None = None,
-    rotate_secret: bool = False,
-    stop_at: float | None = None,
+    choice: ProjectChoice = ProjectChoice(),
+    backend: BackendLink | None = None,
 ) -> SetupResult:
-    """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
-    ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown; ``stop_at`` sets
-    the stop target of an aware project (``core.store.settings.Settings.set_stop_at``; refused, before anything else is
-    done, for the other methods). Raises ``EaslError`` (incl. ``LabelStudioError``) with the reason when a step
-    fails."""
+    """Run the set-up steps (module docstring) on the Label Studio project of ``choice`` (:class:`ProjectChoice`),
+    connecting the ``backend`` when given (:class:`BackendLink`), and return what was done. Raises ``EaslError``
+    (incl. ``LabelStudioError``) with the reason when a step fails."""
+    title, ls_project_id, wording, stop_at = choice.title, choice.ls_project_id, choice.wording, choice.stop_at
     notes: list[str] = []
     if stop_at is not None:
         _set_stop_at(project, stop_at, notes)
@@ -130,20 +147,20 @@ def setup_project(
         project.set_wording(**words._asdict())
     n = _fill_project(project, client, ls_project_id, layout, created, notes)
     result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
-    if backend_url:
-        base = backend_url.rstrip("/")
+    if backend is not None and backend.url:
+        base = backend.url.rstrip("/")
         was = project.get_meta(bk.KEY_BACKEND_URL)
         moved = was is not None and was != base
         if moved:
             notes.append(f"backend moved from {was} to {base}: its webhook replaced, the webhook token rotated")
-        token = webhook_token(project, rotate=rotate_secret or moved)
+        token = webhook_token(project, rotate=backend.rotate_secret or moved)
         result.connection = connect_backend(
             client,
             ls_project_id,
             base,
-            connect=connect,
+            connect=backend.connect,
             token=token,
-            basic_auth=basic_auth,
+            basic_auth=backend.basic_auth,
             notes=notes,
             known_urls=known_hook_urls(project),
         )

@@ -25,7 +25,9 @@ from easl_toolkit.core.simulate.prmse import PrmseDataset, PrmseResults, PrmseSe
 from easl_toolkit.core.simulate.published import NOTEBOOK as NB
 from easl_toolkit.core.simulate.published import PAPER as P
 from easl_toolkit.core.simulate.report import (
+    BoxGroups,
     Comparison,
+    LineStyle,
     Report,
     box_by_group,
     grouped_boxes,
@@ -137,11 +139,13 @@ def _section3(rep: Report, res: PrmseResults) -> None:
             search,
             "error_sd",
             [x.category for x in ds.searches],
-            shared_panel=True,
-            markers=False,
-            xlabel="rater error sd",
-            ylabel="mean inter-rater r",
-            title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in ds.settings.rater_rhos) + ")",
+            style=LineStyle(
+                shared_panel=True,
+                markers=False,
+                xlabel="rater error sd",
+                ylabel="mean inter-rater r",
+                title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in ds.settings.rater_rhos) + ")",
+            ),
         )
         rep.figure(
             fig,
@@ -256,12 +260,13 @@ def _figure3(rep: Report, res: PrmseResults) -> None:
         cu,
         "n_raters",
         ["r", "R2", "QWK"],
-        series="rater_category",
-        series_order=list(res.dataset.settings.rater_categories),
-        hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")},
-        markers=True,
-        xlabel="number of raters",
-        title="Figure 3: metrics against the mean of k raters",
+        ("rater_category", list(res.dataset.settings.rater_categories)),
+        LineStyle(
+            hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")},
+            markers=True,
+            xlabel="number of raters",
+            title="Figure 3: metrics against the mean of k raters",
+        ),
     )
     rep.figure(
         fig,
@@ -320,18 +325,8 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
         ("prmse_number", counts, "number of responses (all double-scored)"),
     )
     for ax, (value, labels, xlabel) in zip(axes, panels):
-        grouped_boxes(
-            dd,
-            value,
-            "percent_double_scored",
-            pcts,
-            "rater_category",
-            list(s.rater_categories),
-            ax,
-            hline=res.true_metrics["R2"],
-            ylim=(0.4, 1.2),
-            x_labels=labels,
-        )
+        groups = BoxGroups("percent_double_scored", pcts, "rater_category", list(s.rater_categories), labels)
+        grouped_boxes(dd, value, groups, ax, (res.true_metrics["R2"], (0.4, 1.2)))
         ax.set_xlabel(xlabel)
     axes[0].set_ylabel("PRMSE")
     rep.figure(

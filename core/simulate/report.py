@@ -245,19 +245,42 @@ def box_by_group(
     return fig
 
 
+@dataclass(frozen=True)
+class BoxGroups:
+    """The boxes of :func:`grouped_boxes`: one position per level of column ``x`` (in ``x_order``, labelled
+    ``x_labels``, default the levels), one box per level of column ``hue`` (in ``hue_order``) side by side in it."""
+
+    x: str
+    x_order: Sequence[Any]
+    hue: str
+    hue_order: Sequence[str]
+    x_labels: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class LineStyle:
+    """How :func:`lines` draws: a red reference line per panel (``hlines``: panel column -> value), the axis labels
+    and the title, markers on the points, and every column in one shared panel instead of one panel each."""
+
+    hlines: dict[str, float] | None = None
+    xlabel: str = ""
+    ylabel: str = ""
+    title: str = ""
+    markers: bool = True
+    shared_panel: bool = False
+
+
 def grouped_boxes(
     df: pd.DataFrame,
     value: str,
-    x: str,
-    x_order: Sequence[Any],
-    hue: str,
-    hue_order: Sequence[str],
+    groups: BoxGroups,
     ax: Axes,
-    hline: float | None = None,
-    ylim: tuple[float, float] | None = None,
-    x_labels: Sequence[str] | None = None,
+    guides: tuple[float | None, tuple[float, float] | None] = (None, None),
 ) -> None:
-    """Box plots of ``value`` for each ``x`` level, side by side for each ``hue`` level, on ``ax``."""
+    """Box plots of ``value`` for each ``groups.x`` level, side by side for each ``groups.hue`` level, on ``ax``;
+    ``guides = (hline, ylim)``: a dotted reference line and the y limits (None: none, automatic)."""
+    hline, ylim = guides
+    x, x_order, hue, hue_order = groups.x, groups.x_order, groups.hue, groups.hue_order
     k = len(hue_order)
     width = 0.8 / k
     for h_i, h in enumerate(hue_order):
@@ -279,7 +302,8 @@ def grouped_boxes(
         ax.axhline(hline, color="black", ls=":")
     if ylim is not None:
         ax.set_ylim(*ylim)
-    ax.set_xticks(range(len(x_order)), [str(v) for v in (x_labels if x_labels is not None else x_order)])
+    labels = groups.x_labels if groups.x_labels is not None else x_order
+    ax.set_xticks(range(len(x_order)), [str(v) for v in labels])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
 
@@ -288,19 +312,16 @@ def lines(
     df: pd.DataFrame,
     x: str,
     panels: Sequence[str],
-    series: str | None = None,
-    series_order: Sequence[str] | None = None,
-    hlines: dict[str, float] | None = None,
-    xlabel: str = "",
-    ylabel: str = "",
-    title: str = "",
-    markers: bool = True,
-    shared_panel: bool = False,
+    series: tuple[str | None, Sequence[str] | None] = (None, None),
+    style: LineStyle = LineStyle(),
 ) -> Figure:
-    """Line plots of each column in ``panels`` against ``x``; one line per ``series`` level.
+    """Line plots of each column in ``panels`` against ``x``; ``series = (column, levels)``: one line per level of
+    that column, in that order (None: one line); ``style``: :class:`LineStyle`.
 
-    ``shared_panel``: draw every column of ``panels`` in one panel (one line each) instead of one panel each.
+    ``style.shared_panel``: draw every column of ``panels`` in one panel (one line each) instead of one panel each.
     """
+    by, series_order = series
+    shared_panel, hlines, title = style.shared_panel, style.hlines, style.title
     if shared_panel:
         fig, axes = new_figure(1, width=6.0, height=4.2)
         axes[0].set_title(title)
@@ -308,23 +329,23 @@ def lines(
     else:
         fig, axes = new_figure(len(panels), title=title)
         groups = [[col] for col in panels]
-    levels = list(series_order) if series and series_order is not None else [None]
+    levels = list(series_order) if by and series_order is not None else [None]
     for ax, cols in zip(axes, groups):
         for i, (col, lev) in enumerate((col, lev) for col in cols for lev in levels):
-            sub = df if lev is None else df[df[series] == lev]
+            sub = df if lev is None else df[df[by] == lev]
             label = col if shared_panel else None if lev is None else str(lev)
-            style, colour = "-" if i < len(PALETTE) else "--", PALETTE[i % len(PALETTE)]
-            ax.plot(sub[x], sub[col], style, marker="o" if markers else None, ms=3, color=colour, label=label)
+            line, colour = "-" if i < len(PALETTE) else "--", PALETTE[i % len(PALETTE)]
+            ax.plot(sub[x], sub[col], line, marker="o" if style.markers else None, ms=3, color=colour, label=label)
         if hlines and cols[0] in hlines:
             ax.axhline(hlines[cols[0]], color="red", lw=1.2)
         if not shared_panel:
             ax.set_title(cols[0])
-        ax.set_xlabel(xlabel or x)
-        ax.set_ylabel(ylabel)
+        ax.set_xlabel(style.xlabel or x)
+        ax.set_ylabel(style.ylabel)
         ax.grid(alpha=0.3)
     if shared_panel:
         axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    elif series:
+    elif by:
         axes[0].legend(fontsize=8)
     return fig
 
