@@ -7,7 +7,7 @@ with unequal weights (a crowd's few prolific workers and many occasional ones, D
 workers of the annotator model ``M4`` of :class:`core.simulate.aware_world.World` (an offset per worker, a tenth of
 them spammers who answer at random), rounded to whole points on 0-100. It then times the command with its default
 options in a subprocess, as a user runs it, and checks that nothing is printed on stderr.
-Target: under 90 s, nothing on stderr (figures: docs/studies/benchmarks.md).
+Target: under 90 s, nothing on stderr.
 """
 
 from __future__ import annotations

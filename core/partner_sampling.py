@@ -277,6 +277,8 @@ def partners_direct(
     already drawn: the same law)."""
     anchors, pool_ids, location, variance = cand.anchors, cand.pool_ids, cand.location, cand.variance
     k = anchors.size
+    chosen: NDArray[Any]
+    count: NDArray[Any]
     if drawn is None:
         chosen, count = np.full((k, m), -1, dtype=np.int64), np.zeros(k, dtype=np.int64)
     else:

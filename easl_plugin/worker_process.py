@@ -69,9 +69,9 @@ class Shared:
     ``time.monotonic()``), and the figures the child reports (``applied``, ``pushed``, ``linked``: -1 for none)."""
 
     gate: Any
-    wake: SharedFlag
-    reconcile: SharedFlag
-    stop: SharedFlag
+    wake: Any  # the three flags: SharedFlag, which the worker uses as it uses threading.Event
+    reconcile: Any
+    stop: Any
     busy: Any
     last_commit: Any
     applied: Any
