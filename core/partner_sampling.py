@@ -162,19 +162,12 @@ def _bins(pool_ids: NDArray[Any], location: NDArray[Any], variance: NDArray[Any]
     return _Bins(ids_s, m_s, v_s, starts, sizes, lo, hi, vmin, vmax)
 
 
-def _log_bound(
-    a_m: NDArray[Any],
-    a2: NDArray[Any],
-    g2: float,
-    lo: NDArray[Any],
-    hi: NDArray[Any],
-    vmin: NDArray[Any],
-    vmax: NDArray[Any],
-) -> NDArray[Any]:
+def _log_bound(a_m: NDArray[Any], a2: NDArray[Any], g2: float, ranges: tuple[NDArray[Any], ...]) -> NDArray[Any]:
     """``log U_ib`` (:func:`core.selection.select_hits`) of anchors at ``a_m`` with ``a2 = 2 gamma^2 + V_i`` and
-    bins ``lo, hi, vmin, vmax``, broadcasting: ``0.5 log(g2 / (a2 + vmin)) - d^2 / (2 (a2 + vmax))`` with ``d`` the
-    distance from ``a_m`` to ``[lo, hi]``. The one formula for the envelope (every bin) and the acceptance (the
-    proposals' bins), so the two agree bit for bit."""
+    bins of ``ranges = (lo, hi, vmin, vmax)``, broadcasting: ``0.5 log(g2 / (a2 + vmin)) - d^2 / (2 (a2 + vmax))``
+    with ``d`` the distance from ``a_m`` to ``[lo, hi]``. The one formula for the envelope (every bin) and the
+    acceptance (the proposals' bins), so the two agree bit for bit."""
+    lo, hi, vmin, vmax = ranges
     dist = np.maximum(np.maximum(lo - a_m, a_m - hi), 0.0)
     out: NDArray[Any] = 0.5 * np.log(g2 / (a2 + vmin)) - dist * dist / (2.0 * (a2 + vmax))
     return out
@@ -186,9 +179,9 @@ def _envelope(a_m: NDArray[Any], a2: NDArray[Any], g2: float, bins: _Bins, width
     temporaries stay small (a few hundred KiB, not ``k x B``)."""
     k, n_b = a_m.size, bins.lo.size
     cdf = np.empty((k, width))
-    lo, hi, vmin, vmax = (x[None, :] for x in (bins.lo, bins.hi, bins.vmin, bins.vmax))
+    ranges = tuple(x[None, :] for x in (bins.lo, bins.hi, bins.vmin, bins.vmax))
     for s in range(0, k, BLOCK):
-        weight = _log_bound(a_m[s : s + BLOCK, None], a2[s : s + BLOCK, None], g2, lo, hi, vmin, vmax)
+        weight = _log_bound(a_m[s : s + BLOCK, None], a2[s : s + BLOCK, None], g2, ranges)
         weight -= weight.max(axis=1, keepdims=True)
         np.exp(weight, out=weight)
         weight *= bins.sizes[None, :]
@@ -226,7 +219,7 @@ def _accept(
     pos: NDArray[Any] = np.minimum(start + (u_pos * size).astype(np.int64), start + size - 1)
     cand = bins.ids[pos]
     logq = log_quality(a_m, anchors.v[rows][:, None], bins.m[pos], bins.v[pos], g2)
-    log_u = _log_bound(a_m, a2, g2, bins.lo[b], bins.hi[b], bins.vmin[b], bins.vmax[b])
+    log_u = _log_bound(a_m, a2, g2, (bins.lo[b], bins.hi[b], bins.vmin[b], bins.vmax[b]))
     acc = u_acc < np.exp(logq - log_u)
     if anchors.self_in_pool:
         acc &= cand != anchors.ids[rows][:, None]

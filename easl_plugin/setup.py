@@ -155,14 +155,7 @@ def setup_project(
             notes.append(f"backend moved from {was} to {base}: its webhook replaced, the webhook token rotated")
         token = webhook_token(project, rotate=backend.rotate_secret or moved)
         result.connection = connect_backend(
-            client,
-            ls_project_id,
-            base,
-            connect=backend.connect,
-            token=token,
-            basic_auth=backend.basic_auth,
-            notes=notes,
-            known_urls=known_hook_urls(project),
+            client, ls_project_id, backend, token, notes=notes, known_urls=known_hook_urls(project)
         )
         project.set_meta({bk.KEY_BACKEND_URL: base})
         record_hooks(project, list_hooks(client, ls_project_id, project))
@@ -232,21 +225,19 @@ def _fill_project(
 def connect_backend(
     client: LabelStudioClient,
     pid: int,
-    backend_url: str,
-    *,
-    connect: str = "auto",
+    backend: BackendLink,
     token: str,
-    basic_auth: tuple[str, str] | None = None,
+    *,
     notes: list[str] | None = None,
     known_urls: set[str] | frozenset[str] = frozenset(),
 ) -> str:
-    """Connect the backend as an ML backend (``connect`` = ``ml`` or ``auto``) or a project webhook; returns
-    ``"ml-backend"`` or ``"webhook"``. Exactly one easl webhook is left, at the backend's ``/webhook`` with
+    """Connect the ``backend`` as an ML backend (``backend.connect`` = ``ml`` or ``auto``) or a project webhook;
+    returns ``"ml-backend"`` or ``"webhook"``. Exactly one easl webhook is left, at the backend's ``/webhook`` with
     ``token`` (``webhooks.replace_hooks``; ``known_urls``: the ``/webhook`` addresses of earlier backends)."""
     notes = notes if notes is not None else []
-    base = backend_url.rstrip("/")
+    base = backend.url.rstrip("/")
     former: set[str] = set()
-    known = _ml_backends(client, pid, base, connect, basic_auth, notes, former) if connect in ("auto", "ml") else []
+    known = _ml_backends(client, pid, backend, notes, former) if backend.connect in ("auto", "ml") else []
     # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing); the webhooks
     # of former addresses go
     done = replace_hooks(client, pid, hook_url(base), token, {*known_urls, *(hook_url(u) for u in former)})
@@ -258,17 +249,12 @@ def connect_backend(
 
 
 def _ml_backends(
-    client: LabelStudioClient,
-    pid: int,
-    base: str,
-    connect: str,
-    basic_auth: tuple[str, str] | None,
-    notes: list[str],
-    former: set[str],
+    client: LabelStudioClient, pid: int, backend: BackendLink, notes: list[str], former: set[str]
 ) -> list[int]:
     """The ids of our ML backends on the project: the known ones repaired (URL and the credentials Label Studio
     uses to reach the backend; their former URLs are added to ``former``), else a new one; none when it could not
-    be added and ``connect`` is ``auto``."""
+    be added and ``backend.connect`` is ``auto``."""
+    base, connect, basic_auth = backend.url.rstrip("/"), backend.connect, backend.basic_auth
     auth = (
         {"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0], "basic_auth_pass": basic_auth[1]}
         if basic_auth

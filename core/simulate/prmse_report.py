@@ -25,10 +25,10 @@ from easl_toolkit.core.simulate.prmse import PrmseDataset, PrmseResults, PrmseSe
 from easl_toolkit.core.simulate.published import NOTEBOOK as NB
 from easl_toolkit.core.simulate.published import PAPER as P
 from easl_toolkit.core.simulate.report import (
-    BoxGroups,
     Comparison,
-    LineStyle,
+    Groups,
     Report,
+    Style,
     box_by_group,
     grouped_boxes,
     lines,
@@ -139,7 +139,7 @@ def _section3(rep: Report, res: PrmseResults) -> None:
             search,
             "error_sd",
             [x.category for x in ds.searches],
-            style=LineStyle(
+            style=Style(
                 shared_panel=True,
                 markers=False,
                 xlabel="rater error sd",
@@ -184,11 +184,8 @@ def _figure1(rep: Report, res: PrmseResults) -> None:
     fig = strip_by_group(
         st,
         METRICS[:4],
-        "rater_category",
-        cats,
-        hue="reference",
-        hue_order=list(exp.REFERENCES),
-        title=f"Figure 1: {s.sample_system} against rater pairs of each category",
+        Groups("rater_category", cats, "reference", list(exp.REFERENCES)),
+        Style(title=f"Figure 1: {s.sample_system} against rater pairs of each category"),
     )
     rep.figure(
         fig,
@@ -213,11 +210,12 @@ def _figure2(rep: Report, res: PrmseResults) -> None:
     fig = box_by_group(
         ranks("_rank"),
         METRICS,
-        "system_category",
-        list(res.dataset.settings.system_categories),
+        Groups("system_category", list(res.dataset.settings.system_categories)),
         dots=ranks("_same_rank"),
-        ylabel="rank (1 = best)",
-        title=f"Figure 2: system ranks, each system on its own pair (boxes) vs all on {same[0]}+{same[1]} (red)",
+        style=Style(
+            ylabel="rank (1 = best)",
+            title=f"Figure 2: system ranks, each system on its own pair (boxes) vs all on {same[0]}+{same[1]} (red)",
+        ),
     )
     rep.figure(
         fig,
@@ -261,7 +259,7 @@ def _figure3(rep: Report, res: PrmseResults) -> None:
         "n_raters",
         ["r", "R2", "QWK"],
         ("rater_category", list(res.dataset.settings.rater_categories)),
-        LineStyle(
+        Style(
             hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")},
             markers=True,
             xlabel="number of raters",
@@ -289,10 +287,11 @@ def _figure4(rep: Report, res: PrmseResults) -> None:
     fig = strip_by_group(
         pair_rows,
         ["R2", "PRMSE"],
-        "rater_category",
-        cats,
-        hlines={"R2": res.true_metrics["R2"], "PRMSE": res.true_metrics["R2"]},
-        title="Figure 4: R2 (pair mean) and PRMSE, same system",
+        Groups("rater_category", cats),
+        Style(
+            hlines={"R2": res.true_metrics["R2"], "PRMSE": res.true_metrics["R2"]},
+            title="Figure 4: R2 (pair mean) and PRMSE, same system",
+        ),
     )
     rep.figure(
         fig,
@@ -325,8 +324,8 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
         ("prmse_number", counts, "number of responses (all double-scored)"),
     )
     for ax, (value, labels, xlabel) in zip(axes, panels):
-        groups = BoxGroups("percent_double_scored", pcts, "rater_category", list(s.rater_categories), labels)
-        grouped_boxes(dd, value, groups, ax, (res.true_metrics["R2"], (0.4, 1.2)))
+        groups = Groups("percent_double_scored", pcts, "rater_category", list(s.rater_categories), labels)
+        grouped_boxes(dd, value, groups, ax, Style(hline=res.true_metrics["R2"], ylim=(0.4, 1.2)))
         ax.set_xlabel(xlabel)
     axes[0].set_ylabel("PRMSE")
     rep.figure(

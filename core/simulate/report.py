@@ -177,18 +177,40 @@ def new_figure(
     return fig, axes[:n_panels]
 
 
-def strip_by_group(
-    df: pd.DataFrame,
-    panels: Sequence[str],
-    group: str,
-    order: Sequence[str],
-    hue: str | None = None,
-    hue_order: Sequence[str] | None = None,
-    hlines: dict[str, float] | None = None,
-    title: str = "",
-) -> Figure:
-    """One panel per column in ``panels``: jittered points of that column for each ``group`` level (x axis),
-    coloured by ``hue``; ``hlines`` draws a red reference line per panel."""
+@dataclass(frozen=True)
+class Groups:
+    """The groups of a figure by group: one position per level of column ``x`` (in ``x_order``, labelled ``x_labels``,
+    default the levels), and within it one box or one colour per level of column ``hue`` (in ``hue_order``; None:
+    one)."""
+
+    x: str
+    x_order: Sequence[Any]
+    hue: str | None = None
+    hue_order: Sequence[str] | None = None
+    x_labels: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a figure is drawn: a red reference line per panel (``hlines``: panel column -> value), or one dotted line
+    in every panel (``hline``), the y limits (None: automatic), the axis labels and the title, markers on the points
+    (:func:`lines`), and every column in one shared panel instead of one panel each (:func:`lines`)."""
+
+    hlines: dict[str, float] | None = None
+    hline: float | None = None
+    ylim: tuple[float, float] | None = None
+    xlabel: str = ""
+    ylabel: str = ""
+    title: str = ""
+    markers: bool = True
+    shared_panel: bool = False
+
+
+def strip_by_group(df: pd.DataFrame, panels: Sequence[str], groups: Groups, style: Style = Style()) -> Figure:
+    """One panel per column in ``panels``: jittered points of that column for each ``groups.x`` level (x axis),
+    coloured by ``groups.hue``; ``style.hlines`` draws a red reference line per panel."""
+    group, order, hue, hue_order = groups.x, groups.x_order, groups.hue, groups.hue_order
+    hlines, title = style.hlines, style.title
     fig, axes = new_figure(len(panels), title=title)
     jitter = np.random.default_rng(0)
     hues = list(hue_order) if hue and hue_order is not None else [None]
@@ -213,16 +235,12 @@ def strip_by_group(
 
 
 def box_by_group(
-    df: pd.DataFrame,
-    panels: Sequence[str],
-    group: str,
-    order: Sequence[str],
-    dots: pd.DataFrame | None = None,
-    ylabel: str = "",
-    title: str = "",
+    df: pd.DataFrame, panels: Sequence[str], groups: Groups, dots: pd.DataFrame | None = None, style: Style = Style()
 ) -> Figure:
-    """One panel per column in ``panels``: box plots of that column per ``group`` level; ``dots`` (same columns)
-    adds red points (e.g. the ranks when every system is evaluated on the same rater pair)."""
+    """One panel per column in ``panels``: box plots of that column per ``groups.x`` level; ``dots`` (same columns)
+    adds red points (e.g. the ranks when every system is evaluated on the same rater pair); ``style``: the y label
+    and the title."""
+    group, order, ylabel, title = groups.x, groups.x_order, style.ylabel, style.title
     fig, axes = new_figure(len(panels), width=3.0, title=title)
     for ax, col in zip(axes, panels):
         data = [df.loc[df[group] == g, col].to_numpy(dtype=float) for g in order]
@@ -245,42 +263,11 @@ def box_by_group(
     return fig
 
 
-@dataclass(frozen=True)
-class BoxGroups:
-    """The boxes of :func:`grouped_boxes`: one position per level of column ``x`` (in ``x_order``, labelled
-    ``x_labels``, default the levels), one box per level of column ``hue`` (in ``hue_order``) side by side in it."""
-
-    x: str
-    x_order: Sequence[Any]
-    hue: str
-    hue_order: Sequence[str]
-    x_labels: Sequence[str] | None = None
-
-
-@dataclass(frozen=True)
-class LineStyle:
-    """How :func:`lines` draws: a red reference line per panel (``hlines``: panel column -> value), the axis labels
-    and the title, markers on the points, and every column in one shared panel instead of one panel each."""
-
-    hlines: dict[str, float] | None = None
-    xlabel: str = ""
-    ylabel: str = ""
-    title: str = ""
-    markers: bool = True
-    shared_panel: bool = False
-
-
-def grouped_boxes(
-    df: pd.DataFrame,
-    value: str,
-    groups: BoxGroups,
-    ax: Axes,
-    guides: tuple[float | None, tuple[float, float] | None] = (None, None),
-) -> None:
+def grouped_boxes(df: pd.DataFrame, value: str, groups: Groups, ax: Axes, style: Style = Style()) -> None:
     """Box plots of ``value`` for each ``groups.x`` level, side by side for each ``groups.hue`` level, on ``ax``;
-    ``guides = (hline, ylim)``: a dotted reference line and the y limits (None: none, automatic)."""
-    hline, ylim = guides
-    x, x_order, hue, hue_order = groups.x, groups.x_order, groups.hue, groups.hue_order
+    ``style.hline``: a dotted reference line, ``style.ylim``: the y limits."""
+    hline, ylim = style.hline, style.ylim
+    x, x_order, hue, hue_order = groups.x, groups.x_order, groups.hue, list(groups.hue_order or [])
     k = len(hue_order)
     width = 0.8 / k
     for h_i, h in enumerate(hue_order):
@@ -313,10 +300,11 @@ def lines(
     x: str,
     panels: Sequence[str],
     series: tuple[str | None, Sequence[str] | None] = (None, None),
-    style: LineStyle = LineStyle(),
+    style: Style = Style(),
 ) -> Figure:
     """Line plots of each column in ``panels`` against ``x``; ``series = (column, levels)``: one line per level of
-    that column, in that order (None: one line); ``style``: :class:`LineStyle`.
+    that column, in that order (None: one line); ``style``: :class:`Style` (``hlines``, the labels, the title,
+    ``markers``, ``shared_panel``).
 
     ``style.shared_panel``: draw every column of ``panels`` in one panel (one line each) instead of one panel each.
     """
@@ -351,15 +339,11 @@ def lines(
 
 
 def band_lines(
-    curves: dict[str, pd.DataFrame],
-    x: str,
-    panels: Sequence[tuple[str, str, str]],
-    title: str = "",
-    xlabel: str = "",
-    hline: float | None = None,
+    curves: dict[str, pd.DataFrame], x: str, panels: Sequence[tuple[str, str, str]], style: Style = Style()
 ) -> Figure:
     """Mean curves with shaded bands, one panel per (mean column, low column, high column) triple in ``panels``,
-    one line per key of ``curves``."""
+    one line per key of ``curves``; ``style``: the title, the x label and a dotted line in every panel (``hline``)."""
+    title, xlabel, hline = style.title, style.xlabel, style.hline
     fig, axes = new_figure(len(panels), width=4.6, height=3.6, rows=len(panels), title=title)
     for ax, (mid, lo, hi) in zip(axes, panels):
         for i, (name, cur) in enumerate(curves.items()):
