@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from easl_toolkit.core.models import METHODS, Hyper, beta_mode, beta_variance, get_model  # noqa: E402
 from easl_toolkit.core.selection import (  # noqa: E402
+    HitRequest,
     first_iteration_hits,
     select_hits,
     select_hits_literal,
@@ -69,7 +70,7 @@ def main() -> int:
         for pool in ("paper", "all"):
             t = timed(
                 lambda loc=loc, var=var, k=k, pool=pool: select_hits(
-                    loc, var, hit_size=n, n_hits=k, gamma=gamma, pool=pool, rng=rng
+                    loc, var, HitRequest(hit_size=n, n_hits=k, gamma=gamma, pool=pool), rng
                 ),
                 repeat=5 if n_items <= 10_000 else 2,
             )
@@ -82,7 +83,7 @@ def main() -> int:
         t = timed(lambda counts=counts, k=k: select_least_annotated(counts, hit_size=n, n_hits=k, rng=rng), repeat=3)
         print(f"select_least_annot.  N={n_items:>9,}               {t:8.3f} s")
     loc, var = campaign_keys(10_000, rng)
-    t = timed(lambda: select_hits_literal(loc, var, hit_size=n, n_hits=2_000, gamma=gamma, rng=rng), repeat=1)
+    t = timed(lambda: select_hits_literal(loc, var, HitRequest(hit_size=n, n_hits=2_000, gamma=gamma), rng), repeat=1)
     print(f"select_hits_literal  N={10_000:>9,}  pool=paper  {t:8.3f} s  (O(kN) reference; authors' code ~35 s)")
 
     if not args.quick:

@@ -10,12 +10,50 @@ of randomness.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 BLOCK = 4096  # anchors per block of the envelope and of each round's proposals (temporaries of a few hundred KiB)
+DEFAULT_BINS = 32
+DEFAULT_MAX_ROUNDS = 64
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """Who draws partners from whom: the ``anchors`` (item positions), the ``pool_ids`` they draw from, the
+    selection keys of every item (``location`` M and ``variance``, eq 11 / 23), and whether an anchor lies in its own
+    pool (``self_in_pool``: pool "all"; it is then never its own partner)."""
+
+    anchors: NDArray[Any]
+    pool_ids: NDArray[Any]
+    location: NDArray[Any]
+    variance: NDArray[Any]
+    self_in_pool: bool
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """How the binned-envelope sampler (:func:`partners`) works: ``n_bins`` bins of the pool and at most
+    ``max_rounds`` rounds of proposals before the literal continuation (0: literal for every anchor). They change
+    the speed, never the distribution."""
+
+    n_bins: int = DEFAULT_BINS
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+
+
+class _Anchors(NamedTuple):
+    """The anchors of :func:`partners` as the acceptance step reads them: their ids, locations ``m``, variances
+    ``v``, ``a2 = 2 gamma^2 + V_i``, ``g2 = 2 gamma^2``, and whether each is in its own pool."""
+
+    ids: NDArray[Any]
+    m: NDArray[Any]
+    v: NDArray[Any]
+    a2: NDArray[Any]
+    g2: float
+    self_in_pool: bool
 
 
 def log_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, g2: float) -> NDArray[Any]:
@@ -48,31 +86,21 @@ def successive(ids: NDArray[Any], logq: NDArray[Any], size: int, rng: np.random.
 
 
 def partners(
-    anchors: NDArray[Any],
-    pool_ids: NDArray[Any],
-    location: NDArray[Any],
-    variance: NDArray[Any],
-    m: int,
-    gamma: float,
-    rng: np.random.Generator,
-    *,
-    self_in_pool: bool,
-    n_bins: int,
-    max_rounds: int,
+    cand: Candidates, m: int, gamma: float, rng: np.random.Generator, envelope: Envelope = Envelope()
 ) -> NDArray[Any]:
     """Partners of every anchor by binned-envelope rejection sampling (see :func:`core.selection.select_hits`)."""
     g2 = 2.0 * gamma * gamma
-    k = anchors.size
-    if max_rounds <= 0:  # literal computation for every anchor
-        return partners_direct(anchors, pool_ids, location, variance, m, g2, rng, self_in_pool=self_in_pool)
-    bins = _bins(pool_ids, location, variance, n_bins)
+    k = cand.anchors.size
+    if envelope.max_rounds <= 0:  # literal computation for every anchor
+        return partners_direct(cand, m, g2, rng)
+    bins = _bins(cand.pool_ids, cand.location, cand.variance, envelope.n_bins)
     n_b = bins.lo.size
-    a_m = location[anchors]
-    a_v = variance[anchors]
-    a2 = g2 + a_v  # 2 gamma^2 + V_i
+    a_m = cand.location[cand.anchors]
+    a_v = cand.variance[cand.anchors]
+    anchors = _Anchors(cand.anchors, a_m, a_v, g2 + a_v, g2, cand.self_in_pool)  # a2 = 2 gamma^2 + V_i
     # padded to a power of two for a branch-free vectorised binary search
     width = 1 << (n_b - 1).bit_length() if n_b > 1 else 1
-    cdf = _envelope(a_m, a2, g2, bins, width)
+    cdf = _envelope(a_m, anchors.a2, g2, bins, width)
     total = cdf[:, n_b - 1].copy()
     cdf_flat = cdf.reshape(-1)  # rows gathered by flat index, never copied whole
 
@@ -80,7 +108,7 @@ def partners(
     count = np.zeros(k, dtype=np.int64)
     active = np.arange(k)
     r = max(2, 2 * m)  # proposals per anchor per round
-    for _ in range(max_rounds):
+    for _ in range(envelope.max_rounds):
         if active.size == 0:
             break
         na = active.size
@@ -91,22 +119,13 @@ def partners(
             rows = active[s : s + BLOCK]
             block = slice(s, s + BLOCK)
             bin_of = _pick_bins(rows, u_bin[block] * total[rows][:, None], cdf_flat, width, n_b)
-            accepted = _accept(rows, bin_of, u_pos[block], u_acc[block], anchors, a_m, a_v, a2, g2, bins, self_in_pool)
-            _record(rows, *accepted, chosen, count, m)
+            accepted = _accept(rows, (bin_of, u_pos[block], u_acc[block]), anchors, bins)
+            _record(rows, accepted, chosen, count, m)
         active = active[count[active] < m]
     # stragglers (rare): literal continuation, conditional on what each has drawn so far
     if active.size:
         chosen[active] = partners_direct(
-            anchors[active],
-            pool_ids,
-            location,
-            variance,
-            m,
-            g2,
-            rng,
-            self_in_pool=self_in_pool,
-            chosen=chosen[active],
-            count=count[active],
+            replace(cand, anchors=cand.anchors[active]), m, g2, rng, (chosen[active], count[active])
         )
     return chosen
 
@@ -143,19 +162,12 @@ def _bins(pool_ids: NDArray[Any], location: NDArray[Any], variance: NDArray[Any]
     return _Bins(ids_s, m_s, v_s, starts, sizes, lo, hi, vmin, vmax)
 
 
-def _log_bound(
-    a_m: NDArray[Any],
-    a2: NDArray[Any],
-    g2: float,
-    lo: NDArray[Any],
-    hi: NDArray[Any],
-    vmin: NDArray[Any],
-    vmax: NDArray[Any],
-) -> NDArray[Any]:
+def _log_bound(a_m: NDArray[Any], a2: NDArray[Any], g2: float, ranges: tuple[NDArray[Any], ...]) -> NDArray[Any]:
     """``log U_ib`` (:func:`core.selection.select_hits`) of anchors at ``a_m`` with ``a2 = 2 gamma^2 + V_i`` and
-    bins ``lo, hi, vmin, vmax``, broadcasting: ``0.5 log(g2 / (a2 + vmin)) - d^2 / (2 (a2 + vmax))`` with ``d`` the
-    distance from ``a_m`` to ``[lo, hi]``. The one formula for the envelope (every bin) and the acceptance (the
-    proposals' bins), so the two agree bit for bit."""
+    bins of ``ranges = (lo, hi, vmin, vmax)``, broadcasting: ``0.5 log(g2 / (a2 + vmin)) - d^2 / (2 (a2 + vmax))``
+    with ``d`` the distance from ``a_m`` to ``[lo, hi]``. The one formula for the envelope (every bin) and the
+    acceptance (the proposals' bins), so the two agree bit for bit."""
+    lo, hi, vmin, vmax = ranges
     dist = np.maximum(np.maximum(lo - a_m, a_m - hi), 0.0)
     out: NDArray[Any] = 0.5 * np.log(g2 / (a2 + vmin)) - dist * dist / (2.0 * (a2 + vmax))
     return out
@@ -167,9 +179,9 @@ def _envelope(a_m: NDArray[Any], a2: NDArray[Any], g2: float, bins: _Bins, width
     temporaries stay small (a few hundred KiB, not ``k x B``)."""
     k, n_b = a_m.size, bins.lo.size
     cdf = np.empty((k, width))
-    lo, hi, vmin, vmax = (x[None, :] for x in (bins.lo, bins.hi, bins.vmin, bins.vmax))
+    ranges = tuple(x[None, :] for x in (bins.lo, bins.hi, bins.vmin, bins.vmax))
     for s in range(0, k, BLOCK):
-        weight = _log_bound(a_m[s : s + BLOCK, None], a2[s : s + BLOCK, None], g2, lo, hi, vmin, vmax)
+        weight = _log_bound(a_m[s : s + BLOCK, None], a2[s : s + BLOCK, None], g2, ranges)
         weight -= weight.max(axis=1, keepdims=True)
         np.exp(weight, out=weight)
         weight *= bins.sizes[None, :]
@@ -194,37 +206,37 @@ def _pick_bins(rows: NDArray[Any], x: NDArray[Any], cdf_flat: NDArray[Any], widt
 
 def _accept(
     rows: NDArray[Any],
-    b: NDArray[Any],
-    u_pos: NDArray[Any],
-    u_acc: NDArray[Any],
-    anchors: NDArray[Any],
-    a_m: NDArray[Any],
-    a_v: NDArray[Any],
-    a2: NDArray[Any],
-    g2: float,
+    proposals: tuple[NDArray[Any], NDArray[Any], NDArray[Any]],
+    anchors: _Anchors,
     bins: _Bins,
-    self_in_pool: bool,
 ) -> tuple[NDArray[Any], NDArray[Any]]:
-    """``(cand, acc)``: the proposals of the anchors ``rows`` in the bins ``b`` (an item uniformly in the bin by
-    ``u_pos``) and whether each is accepted, with probability ``q / U`` by ``u_acc`` (and not the anchor itself
-    when it is in its own pool)."""
+    """``(cand, acc)``: the proposals of the anchors ``rows`` (``proposals``: their bins ``b`` and the uniforms
+    ``u_pos``, ``u_acc``) in the bins ``b`` (an item uniformly in the bin by ``u_pos``) and whether each is
+    accepted, with probability ``q / U`` by ``u_acc`` (and not the anchor itself when it is in its own pool)."""
+    b, u_pos, u_acc = proposals
+    g2, a_m, a2 = anchors.g2, anchors.m[rows][:, None], anchors.a2[rows][:, None]
     start, size = bins.starts[b], bins.sizes[b]
     pos: NDArray[Any] = np.minimum(start + (u_pos * size).astype(np.int64), start + size - 1)
     cand = bins.ids[pos]
-    logq = log_quality(a_m[rows][:, None], a_v[rows][:, None], bins.m[pos], bins.v[pos], g2)
-    log_u = _log_bound(a_m[rows][:, None], a2[rows][:, None], g2, bins.lo[b], bins.hi[b], bins.vmin[b], bins.vmax[b])
+    logq = log_quality(a_m, anchors.v[rows][:, None], bins.m[pos], bins.v[pos], g2)
+    log_u = _log_bound(a_m, a2, g2, (bins.lo[b], bins.hi[b], bins.vmin[b], bins.vmax[b]))
     acc = u_acc < np.exp(logq - log_u)
-    if self_in_pool:
-        acc &= cand != anchors[rows][:, None]
+    if anchors.self_in_pool:
+        acc &= cand != anchors.ids[rows][:, None]
     return cand, acc
 
 
 def _record(
-    rows: NDArray[Any], cand: NDArray[Any], acc: NDArray[Any], chosen: NDArray[Any], count: NDArray[Any], m: int
+    rows: NDArray[Any],
+    accepted: tuple[NDArray[Any], NDArray[Any]],
+    chosen: NDArray[Any],
+    count: NDArray[Any],
+    m: int,
 ) -> None:
-    """Append to ``chosen`` (updating ``count``, both in place) the accepted proposals ``cand`` of the anchors
-    ``rows``, oldest first, up to the ``m`` partners needed, leaving out items already drawn and those accepted
-    earlier in the round."""
+    """Append to ``chosen`` (updating ``count``, both in place) the accepted proposals (``accepted``: the proposals
+    ``cand`` and whether each was accepted, ``acc``) of the anchors ``rows``, oldest first, up to the ``m`` partners
+    needed, leaving out items already drawn and those accepted earlier in the round."""
+    cand, acc = accepted
     na, r = cand.shape
     ch = chosen[rows]
     for j in range(int(count[rows].max())):  # not one already drawn (columns past the count hold -1)
@@ -247,30 +259,29 @@ def _record(
 
 
 def partners_direct(
-    anchors: NDArray[Any],
-    pool_ids: NDArray[Any],
-    location: NDArray[Any],
-    variance: NDArray[Any],
+    cand: Candidates,
     m: int,
     g2: float,
     rng: np.random.Generator,
-    *,
-    self_in_pool: bool,
-    chosen: NDArray[Any] | None = None,
-    count: NDArray[Any] | None = None,
+    drawn: tuple[NDArray[Any], NDArray[Any]] | None = None,
 ) -> NDArray[Any]:
-    """Literal successive sampling of each anchor's partners over its whole pool, ``O(k N)``; continues
-    from ``chosen[:, :count]`` when given (conditional on the partners already drawn: the same law)."""
+    """Literal successive sampling of each anchor's partners over its whole pool, ``O(k N)`` (``g2 = 2 gamma^2``);
+    continues from ``chosen[:, :count]`` when ``drawn = (chosen, count)`` is given (conditional on the partners
+    already drawn: the same law)."""
+    anchors, pool_ids, location, variance = cand.anchors, cand.pool_ids, cand.location, cand.variance
     k = anchors.size
-    if chosen is None or count is None:
-        chosen = np.full((k, m), -1, dtype=np.int64)
-        count = np.zeros(k, dtype=np.int64)
+    chosen: NDArray[Any]
+    count: NDArray[Any]
+    if drawn is None:
+        chosen, count = np.full((k, m), -1, dtype=np.int64), np.zeros(k, dtype=np.int64)
+    else:
+        chosen, count = drawn
     chosen = chosen.copy()
     pool_m, pool_v = location[pool_ids], variance[pool_ids]
     for row in range(k):
         a, c = anchors[row], int(count[row])
         mask = ~np.isin(pool_ids, chosen[row, :c])
-        if self_in_pool:
+        if cand.self_in_pool:
             mask &= pool_ids != a
         logq = log_quality(location[a], variance[a], pool_m[mask], pool_v[mask], g2)
         chosen[row, c:] = successive(pool_ids[mask], logq, m - c, rng)

@@ -20,16 +20,46 @@ least-annotated items in batches (:func:`select_least_annotated`). All randomnes
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from easl_toolkit.core.partner_sampling import partners, partners_direct
+from easl_toolkit.core.partner_sampling import (
+    DEFAULT_BINS,
+    DEFAULT_MAX_ROUNDS,
+    Candidates,
+    Envelope,
+    partners,
+    partners_direct,
+)
 
-DEFAULT_BINS = 32
-DEFAULT_MAX_ROUNDS = 64
 DIRECT_BELOW = 5
+
+
+@dataclass(frozen=True, eq=False)
+class HitRequest:
+    """Which HITs Algorithm 1 draws: ``n_hits`` anchors, each with ``hit_size - 1`` partners drawn by the match
+    quality of ``gamma`` (eq 11 / 23) from the ``pool`` (``"paper"``: the eligible non-anchors; ``"all"``: every
+    eligible item but the anchor), none of the items marked in ``exclude`` (a boolean mask; None: none)."""
+
+    hit_size: int
+    n_hits: int
+    gamma: float
+    pool: str = "paper"
+    exclude: Any = None
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """How :func:`select_hits` draws (the speed, never the distribution): the binned envelope of the partner
+    sampler (``n_bins`` bins, at most ``max_rounds`` rounds; :class:`core.partner_sampling.Envelope`), and the
+    literal ``O(k N)`` computation below ``direct_below`` anchors."""
+
+    n_bins: int = DEFAULT_BINS
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    direct_below: int = DIRECT_BELOW
 
 
 def match_quality(m_i: Any, v_i: Any, m_j: Any, v_j: Any, gamma: float) -> NDArray[Any]:
@@ -130,26 +160,21 @@ def _check_keys(location: Any, variance: Any) -> tuple[NDArray[Any], NDArray[Any
 
 
 def _anchors_and_pool(
-    location: NDArray[Any],
-    variance: NDArray[Any],
-    hit_size: int,
-    n_hits: int,
-    pool: str,
-    rng: np.random.Generator,
-    exclude: NDArray[Any] | None,
+    location: NDArray[Any], variance: NDArray[Any], request: HitRequest, rng: np.random.Generator
 ) -> tuple[NDArray[Any], NDArray[Any], int]:
     """Anchors (top-variance eligible items, seeded random tie-break) and the partner pool."""
     from easl_toolkit.core.models.hyper import (
         PARTNER_POOLS,  # the one definition of the pools (Hyper validates with it too)
     )
 
+    pool, hit_size = request.pool, request.hit_size
     if pool not in PARTNER_POOLS:
         raise ValueError(f"pool must be one of {PARTNER_POOLS}, got {pool!r}")
     if hit_size < 1:
         raise ValueError("hit_size must be >= 1")
-    eligible = _eligible(location.size, exclude)
+    eligible = _eligible(location.size, request.exclude)
     idx = np.flatnonzero(eligible)
-    k = max(0, min(int(n_hits), idx.size))
+    k = max(0, min(int(request.n_hits), idx.size))
     if 0 < k < idx.size:
         # the top k by variance: everything above the k-th largest value, plus a uniform random subset of
         # the items tied with it (O(N) selection instead of a full sort)
@@ -173,50 +198,29 @@ def _anchors_and_pool(
     return anchors.astype(np.int64), pool_ids, n_partners
 
 
-def select_hits_literal(
-    location: Any,
-    variance: Any,
-    *,
-    hit_size: int,
-    n_hits: int,
-    gamma: float,
-    pool: str = "paper",
-    rng: np.random.Generator,
-    exclude: Any = None,
-) -> NDArray[Any]:
+def select_hits_literal(location: Any, variance: Any, request: HitRequest, rng: np.random.Generator) -> NDArray[Any]:
     """Algorithm 1 literally, ``O(k N)``: for each anchor compute ``q`` against its whole pool and draw the
     partners with ``Generator.choice(replace=False, p=q / q.sum())`` (:func:`core.partner_sampling.partners_direct`,
     from the whole pool). The reference for tests and the
     benchmark; same arguments and result shape as :func:`select_hits`.
     """
     location, variance = _check_keys(location, variance)
-    anchors, pool_ids, m = _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude)
-    found = partners_direct(
-        anchors, pool_ids, location, variance, m, 2.0 * gamma * gamma, rng, self_in_pool=pool == "all"
-    )
+    anchors, pool_ids, m = _anchors_and_pool(location, variance, request, rng)
+    cand = Candidates(anchors, pool_ids, location, variance, self_in_pool=request.pool == "all")
+    found = partners_direct(cand, m, 2.0 * request.gamma * request.gamma, rng)
     return np.column_stack([anchors, found]).astype(np.int64)
 
 
 def select_hits(
-    location: Any,
-    variance: Any,
-    *,
-    hit_size: int,
-    n_hits: int,
-    gamma: float,
-    pool: str = "paper",
-    rng: np.random.Generator,
-    exclude: Any = None,
-    n_bins: int = DEFAULT_BINS,
-    max_rounds: int = DEFAULT_MAX_ROUNDS,
-    direct_below: int = DIRECT_BELOW,
+    location: Any, variance: Any, request: HitRequest, rng: np.random.Generator, sampler: Sampler = Sampler()
 ) -> NDArray[Any]:
     """Algorithm 1 (SampleByMatchQuality), exact and sub-quadratic.
 
-    Anchors: the ``n_hits`` eligible items of largest ``variance`` (ties in seeded random order). Partners:
-    for each anchor ``i``, ``min(n - 1, pool size)`` items drawn without replacement with probability
-    proportional to ``q(i, j)`` (eq 11 / 23) from the pool: ``"paper"``, the eligible non-anchors; ``"all"``,
-    every eligible item but the anchor. ``exclude`` (boolean mask) removes items from anchors and pool.
+    ``request`` (:class:`HitRequest`) says what to draw. Anchors: the ``n_hits`` eligible items of largest
+    ``variance`` (ties in seeded random order). Partners: for each anchor ``i``, ``min(n - 1, pool size)`` items
+    drawn without replacement with probability proportional to ``q(i, j)`` (eq 11 / 23) from the pool: ``"paper"``,
+    the eligible non-anchors; ``"all"``, every eligible item but the anchor. ``exclude`` (boolean mask) removes
+    items from anchors and pool.
 
     Method (exact; the same distribution as :func:`select_hits_literal`): the pool is sorted by ``M`` and cut
     into ``B`` bins of equal count. For anchor ``i`` and bin ``b`` with location range ``[lo_b, hi_b]`` and
@@ -233,7 +237,8 @@ def select_hits(
     ``max_rounds`` rounds finish with the literal computation (a conditional continuation, also exact).
     Cost ``O(N log N + k B + k n / acceptance)``. With fewer than ``direct_below`` anchors (streaming mode
     draws one HIT at a time) the literal ``O(k N)`` computation is cheaper than sorting the pool and is used.
-    ``n_bins``, ``max_rounds`` and ``direct_below`` change the speed, never the distribution.
+    ``sampler`` (:class:`Sampler`: ``n_bins``, ``max_rounds`` and ``direct_below``) changes the speed, never the
+    distribution.
 
     Returns
     -------
@@ -241,22 +246,12 @@ def select_hits(
         One HIT per row, the anchor in column 0, partners in draw order.
     """
     location, variance = _check_keys(location, variance)
-    anchors, pool_ids, m = _anchors_and_pool(location, variance, hit_size, n_hits, pool, rng, exclude)
+    anchors, pool_ids, m = _anchors_and_pool(location, variance, request, rng)
     out = np.empty((anchors.size, m + 1), dtype=np.int64)
     out[:, 0] = anchors
     if m == 0 or anchors.size == 0:
         return out
-    rounds = 0 if anchors.size < direct_below else max_rounds
-    out[:, 1:] = partners(
-        anchors,
-        pool_ids,
-        location,
-        variance,
-        m,
-        gamma,
-        rng,
-        self_in_pool=pool == "all",
-        n_bins=n_bins,
-        max_rounds=rounds,
-    )
+    rounds = 0 if anchors.size < sampler.direct_below else sampler.max_rounds
+    cand = Candidates(anchors, pool_ids, location, variance, self_in_pool=request.pool == "all")
+    out[:, 1:] = partners(cand, m, request.gamma, rng, Envelope(sampler.n_bins, rounds))
     return out

@@ -89,24 +89,41 @@ def check_ml_backend(client: LabelStudioClient, backend_id: int, url: str) -> No
     )
 
 
+@dataclass(frozen=True)
+class ProjectChoice:
+    """The Label Studio project to set up and what annotators are shown: its ``title`` (None: keep, or a default for
+    a new one), the project id (None: the linked one, else a new project), the ``wording`` (``question``,
+    ``low_label``, ``high_label``; None keeps, "" removes), and the stop target of an aware project (``stop_at``:
+    ``core.store.settings.Settings.set_stop_at``; refused, before anything else is done, for the other methods)."""
+
+    title: str | None = None
+    ls_project_id: int | None = None
+    wording: dict[str, str | None] | None = None
+    stop_at: float | None = None
+
+
+@dataclass(frozen=True)
+class BackendLink:
+    """How Label Studio reaches the backend (``easl serve``) at ``url``: as an ML backend or a webhook (``connect``:
+    ``auto``, ``ml`` or ``webhook``; :func:`connect_backend`), with the ``basic_auth`` credentials of the backend, and
+    whether to rotate the webhook token (``rotate_secret``)."""
+
+    url: str
+    connect: str = "auto"
+    basic_auth: tuple[str, str] | None = None
+    rotate_secret: bool = False
+
+
 def setup_project(
     project: Project,
     client: LabelStudioClient,
-    *,
-    title: str | None = None,
-    ls_project_id: int | None = None,
-    backend_url: str | None = None,
-    connect: str = "auto",
-    basic_auth: tuple[str, str] | None = None,
-    wording: dict[str, str | None] | None = None,
-    rotate_secret: bool = False,
-    stop_at: float | None = None,
+    choice: ProjectChoice = ProjectChoice(),
+    backend: BackendLink | None = None,
 ) -> SetupResult:
-    """Run the set-up steps (module docstring) and return what was done. ``wording`` (``question``,
-    ``low_label``, ``high_label``; None keeps, "" removes) changes what annotators are shown; ``stop_at`` sets
-    the stop target of an aware project (``core.store.settings.Settings.set_stop_at``; refused, before anything else is
-    done, for the other methods). Raises ``EaslError`` (incl. ``LabelStudioError``) with the reason when a step
-    fails."""
+    """Run the set-up steps (module docstring) on the Label Studio project of ``choice`` (:class:`ProjectChoice`),
+    connecting the ``backend`` when given (:class:`BackendLink`), and return what was done. Raises ``EaslError``
+    (incl. ``LabelStudioError``) with the reason when a step fails."""
+    title, ls_project_id, wording, stop_at = choice.title, choice.ls_project_id, choice.wording, choice.stop_at
     notes: list[str] = []
     if stop_at is not None:
         _set_stop_at(project, stop_at, notes)
@@ -130,22 +147,15 @@ def setup_project(
         project.set_wording(**words._asdict())
     n = _fill_project(project, client, ls_project_id, layout, created, notes)
     result = SetupResult(ls_project_id=ls_project_id, created=created, tasks_imported=n, notes=notes)
-    if backend_url:
-        base = backend_url.rstrip("/")
+    if backend is not None and backend.url:
+        base = backend.url.rstrip("/")
         was = project.get_meta(bk.KEY_BACKEND_URL)
         moved = was is not None and was != base
         if moved:
             notes.append(f"backend moved from {was} to {base}: its webhook replaced, the webhook token rotated")
-        token = webhook_token(project, rotate=rotate_secret or moved)
+        token = webhook_token(project, rotate=backend.rotate_secret or moved)
         result.connection = connect_backend(
-            client,
-            ls_project_id,
-            base,
-            connect=connect,
-            token=token,
-            basic_auth=basic_auth,
-            notes=notes,
-            known_urls=known_hook_urls(project),
+            client, ls_project_id, backend, token, notes=notes, known_urls=known_hook_urls(project)
         )
         project.set_meta({bk.KEY_BACKEND_URL: base})
         record_hooks(project, list_hooks(client, ls_project_id, project))
@@ -215,21 +225,19 @@ def _fill_project(
 def connect_backend(
     client: LabelStudioClient,
     pid: int,
-    backend_url: str,
-    *,
-    connect: str = "auto",
+    backend: BackendLink,
     token: str,
-    basic_auth: tuple[str, str] | None = None,
+    *,
     notes: list[str] | None = None,
     known_urls: set[str] | frozenset[str] = frozenset(),
 ) -> str:
-    """Connect the backend as an ML backend (``connect`` = ``ml`` or ``auto``) or a project webhook; returns
-    ``"ml-backend"`` or ``"webhook"``. Exactly one easl webhook is left, at the backend's ``/webhook`` with
+    """Connect the ``backend`` as an ML backend (``backend.connect`` = ``ml`` or ``auto``) or a project webhook;
+    returns ``"ml-backend"`` or ``"webhook"``. Exactly one easl webhook is left, at the backend's ``/webhook`` with
     ``token`` (``webhooks.replace_hooks``; ``known_urls``: the ``/webhook`` addresses of earlier backends)."""
     notes = notes if notes is not None else []
-    base = backend_url.rstrip("/")
+    base = backend.url.rstrip("/")
     former: set[str] = set()
-    known = _ml_backends(client, pid, base, connect, basic_auth, notes, former) if connect in ("auto", "ml") else []
+    known = _ml_backends(client, pid, backend, notes, former) if backend.connect in ("auto", "ml") else []
     # the ML backend's automatic webhook carries no headers: give it ours (or create it if missing); the webhooks
     # of former addresses go
     done = replace_hooks(client, pid, hook_url(base), token, {*known_urls, *(hook_url(u) for u in former)})
@@ -241,17 +249,12 @@ def connect_backend(
 
 
 def _ml_backends(
-    client: LabelStudioClient,
-    pid: int,
-    base: str,
-    connect: str,
-    basic_auth: tuple[str, str] | None,
-    notes: list[str],
-    former: set[str],
+    client: LabelStudioClient, pid: int, backend: BackendLink, notes: list[str], former: set[str]
 ) -> list[int]:
     """The ids of our ML backends on the project: the known ones repaired (URL and the credentials Label Studio
     uses to reach the backend; their former URLs are added to ``former``), else a new one; none when it could not
-    be added and ``connect`` is ``auto``."""
+    be added and ``backend.connect`` is ``auto``."""
+    base, connect, basic_auth = backend.url.rstrip("/"), backend.connect, backend.basic_auth
     auth = (
         {"auth_method": "BASIC_AUTH", "basic_auth_user": basic_auth[0], "basic_auth_pass": basic_auth[1]}
         if basic_auth

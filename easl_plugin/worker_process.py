@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -47,6 +48,35 @@ class SharedFlag:
                 return False
             time.sleep(0.01)
         return True
+
+
+@dataclass(frozen=True)
+class ChildSettings:
+    """What the child's ``Worker`` is made with (as for ``worker.Worker``), and the logging level of the child."""
+
+    project_path: str
+    api_key: str | None
+    streaming: int
+    reconcile_interval_s: float
+    url_override: str | None
+    log_level: str
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What parent and child share: the write ``gate`` (a lock), the ``wake``, ``reconcile`` and ``stop`` flags
+    (:class:`SharedFlag`), the writer's acknowledgements in flight (``busy``) and last commit (``last_commit``,
+    ``time.monotonic()``), and the figures the child reports (``applied``, ``pushed``, ``linked``: -1 for none)."""
+
+    gate: Any
+    wake: Any  # the three flags: SharedFlag, which the worker uses as it uses threading.Event
+    reconcile: Any
+    stop: Any
+    busy: Any
+    last_commit: Any
+    applied: Any
+    pushed: Any
+    linked: Any
 
 
 class WorkerProcess:
@@ -83,28 +113,22 @@ class WorkerProcess:
         self._applied = ctx.Value("q", 0, lock=False)
         self._pushed = ctx.Value("q", 0, lock=False)
         self._linked = ctx.Value("q", -1, lock=False)
+        settings = ChildSettings(
+            project_path, api_key, int(streaming), float(reconcile_interval_s), url_override, log_level
+        )
+        shared = Shared(
+            self.gate,
+            self.wake,
+            self.reconcile_requested,
+            self._stop,
+            self.busy,
+            self.last_commit,
+            self._applied,
+            self._pushed,
+            self._linked,
+        )
         self._proc = ctx.Process(
-            target=_child_main,
-            name="easl-worker",
-            daemon=True,
-            args=(
-                project_path,
-                api_key,
-                int(streaming),
-                float(reconcile_interval_s),
-                url_override,
-                log_level,
-                self.gate,
-                self.wake,
-                self.reconcile_requested,
-                self._stop,
-                self.busy,
-                self.last_commit,
-                self._applied,
-                self._pushed,
-                self._linked,
-                os.getpid(),
-            ),
+            target=_child_main, name="easl-worker", daemon=True, args=(settings, shared, os.getpid())
         )
 
     @property
@@ -189,48 +213,35 @@ def _die_with_parent(parent_pid: int, stop, wake) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _child_main(
-    project_path,
-    api_key,
-    streaming,
-    interval,
-    url_override,
-    log_level,
-    gate,
-    wake,
-    reconcile,
-    stop,
-    busy,
-    last_commit,
-    applied,
-    pushed,
-    linked,
-    parent_pid,
-) -> None:
-    _die_with_parent(parent_pid, stop, wake)
+def _child_main(settings: ChildSettings, shared: Shared, parent_pid: int) -> None:
+    """The child: the worker of ``settings`` on the ``shared`` objects, until ``shared.stop`` (or the parent's
+    death)."""
+    s = shared
+    _die_with_parent(parent_pid, s.stop, s.wake)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the server, which stops us in order
     with contextlib.suppress(OSError):
         os.nice(10)  # background work: the web server (acknowledgements) gets the CPU first
     logging.basicConfig(
-        level=getattr(logging, log_level.upper(), logging.INFO), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        level=getattr(logging, settings.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     from easl_toolkit.easl_plugin.worker import Worker
 
     worker = Worker(
-        project_path,
-        api_key=api_key,
-        streaming=streaming,
-        reconcile_interval_s=interval,
-        url_override=url_override,
-        gate=gate,
-        acks_waiting=lambda: busy.value > 0,
+        settings.project_path,
+        api_key=settings.api_key,
+        streaming=settings.streaming,
+        reconcile_interval_s=settings.reconcile_interval_s,
+        url_override=settings.url_override,
+        gate=s.gate,
+        acks_waiting=lambda: s.busy.value > 0,
     )
-    worker.last_ack = lambda: last_commit.value
-    worker.wake, worker.reconcile_requested, worker._stop = wake, reconcile, stop
+    worker.last_ack = lambda: s.last_commit.value
+    worker.wake, worker.reconcile_requested, worker._stop = s.wake, s.reconcile, s.stop
 
     def progress(w: Worker) -> None:
-        applied.value, pushed.value = w.applied_total, w.pushed_total
-        linked.value = w.linked.project_id if w.linked is not None else -1
+        s.applied.value, s.pushed.value = w.applied_total, w.pushed_total
+        s.linked.value = w.linked.project_id if w.linked is not None else -1
 
     worker.on_progress = progress
     worker._run()

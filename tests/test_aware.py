@@ -316,9 +316,10 @@ def test_information_is_positive():
 
 
 def test_study_runs_and_reports_every_table():
-    from easl_toolkit.core.simulate.aware_study import run_study
+    from easl_toolkit.core.simulate.aware_study import RunSettings, StudyDesign, run_study
 
-    out = run_study(models=("M2", "DRIFT"), methods=("da", "da-z", "easl", "aware"), n_seeds=2, max_per_item=6)
+    design = StudyDesign(models=("M2", "DRIFT"), methods=("da", "da-z", "easl", "aware"), n_seeds=2)
+    out = run_study(design, RunSettings(max_per_item=6))
     assert set(out) == {"curves", "budget", "coverage", "stopping", "flags"}
     b = out["budget"]
     assert set(b["method"]) == {"da", "da-z", "easl", "aware"} and "saved_vs_da" in b

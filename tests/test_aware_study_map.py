@@ -13,9 +13,16 @@ import pandas as pd
 
 from easl_toolkit.core.models.aware.fit import Observations, fit
 from easl_toolkit.core.models.aware.posterior import EAGER_MAX_ITEMS, expected_spearman, rank_figures
-from easl_toolkit.core.simulate.aware_study import calibrate_stopping, run_study, run_task
+from easl_toolkit.core.simulate.aware_study import (
+    Calibration,
+    RunSettings,
+    StudyDesign,
+    calibrate_stopping,
+    run_study,
+    run_task,
+)
 
-SMALL = {"models": ("M2", "M4"), "methods": ("da", "da-z", "aware"), "n_seeds": 2, "max_per_item": 4.0}
+SMALL = (StudyDesign(models=("M2", "M4"), methods=("da", "da-z", "aware"), n_seeds=2), RunSettings(max_per_item=4.0))
 
 
 def process_pool_map(fn, tasks):
@@ -35,29 +42,29 @@ def _same(a: dict, b: dict) -> None:
 
 
 def test_a_process_pool_map_gives_the_serial_numbers():
-    serial = run_study(**SMALL)
-    _same(serial, run_study(**SMALL, map_fn=process_pool_map))
+    serial = run_study(*SMALL)
+    _same(serial, run_study(*SMALL, map_fn=process_pool_map))
     assert set(serial["curves"]["method"]) == {"da", "da-z", "aware"} and len(serial["curves"]) == 2 * 3 * 2 * 8
 
 
 def test_the_order_of_execution_does_not_matter_and_progress_counts_runs():
     seen = []
-    _same(run_study(**SMALL), run_study(**SMALL, map_fn=reversed_map, progress=lambda d, t: seen.append((d, t))))
+    _same(run_study(*SMALL), run_study(*SMALL, map_fn=reversed_map, progress=lambda d, t: seen.append((d, t))))
     assert seen == [(k, 12) for k in range(1, 13)]
 
 
 def test_calibrate_stopping_through_a_process_pool():
-    kw = {"models": ("M2",), "n_seeds": 2, "targets": (0.9,), "relative_margins": (0.6,), "min_scores": (3,)}
-    a = calibrate_stopping(**kw, max_per_item=5.0)
-    b = calibrate_stopping(**kw, max_per_item=5.0, map_fn=process_pool_map)
+    grid = Calibration(models=("M2",), n_seeds=2, targets=(0.9,), relative_margins=(0.6,), min_scores=(3,))
+    a = calibrate_stopping(grid, RunSettings(max_per_item=5.0))
+    b = calibrate_stopping(grid, RunSettings(max_per_item=5.0), map_fn=process_pool_map)
     pd.testing.assert_frame_equal(a, b)
     assert a["runs"].tolist() == [2]
 
 
 def test_run_task_is_one_seeded_run():
     truth = np.linspace(0, 1, 30)
-    a = run_task(truth, "M2", "aware", 5, {"max_per_item": 4.0})
-    b = run_task(truth, "M2", "aware", 5, {"max_per_item": 4.0})
+    a = run_task(truth, "M2", "aware", 5, RunSettings(max_per_item=4.0))
+    b = run_task(truth, "M2", "aware", 5, RunSettings(max_per_item=4.0))
     assert a == b and len(a) == round(4.0 * 30 / 75)  # batches of 15 HITs of 5
 
 

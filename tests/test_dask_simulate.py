@@ -79,9 +79,12 @@ def test_campaigns_equal_the_single_process_run(map_fn):
     reason="this branch's run_study has no map_fn keyword yet",
 )
 def test_the_aware_study_equals_the_single_process_run(map_fn):
-    kw = dict(models=("M1",), methods=("da", "aware"), n_seeds=2, n_items=30, max_per_item=4.0)
-    one = aware_study.run_study(**kw)
-    many = aware_study.run_study(**kw, map_fn=map_fn)
+    design = aware_study.StudyDesign(
+        models=("M1",), methods=("da", "aware"), n_seeds=2, truth=aware_study.Truth(n_items=30)
+    )
+    settings = aware_study.RunSettings(max_per_item=4.0)
+    one = aware_study.run_study(design, settings)
+    many = aware_study.run_study(design, settings, map_fn=map_fn)
     pd.testing.assert_frame_equal(one["curves"], many["curves"])
 
 

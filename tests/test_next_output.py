@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from easl_toolkit.core.selection import first_iteration_hits, select_hits
+from easl_toolkit.core.selection import HitRequest, first_iteration_hits, select_hits
 from easl_toolkit.tui.cli import main
 from tests.hit_helpers import N_ITEMS, tricky_items
 
@@ -88,10 +88,8 @@ def test_hits_of_iterations_0_to_2_are_algorithm_1_on_the_scores_given_in_every_
             expected = first_iteration_hits(N_ITEMS, HIT_SIZE, np.random.default_rng([SEED, 0]))
         else:
             mode, variance = beta_keys(alpha, beta)
-            expected = select_hits(
-                mode, variance, hit_size=HIT_SIZE, n_hits=N_ITEMS // HIT_SIZE, gamma=0.1, pool="paper",
-                rng=np.random.default_rng([SEED, t]),
-            )  # fmt: skip
+            request = HitRequest(hit_size=HIT_SIZE, n_hits=N_ITEMS // HIT_SIZE, gamma=0.1, pool="paper")
+            expected = select_hits(mode, variance, request, np.random.default_rng([SEED, t]))
         capsys.readouterr()
         assert main(["next", str(project)]) == 0
         stdout = capsys.readouterr().out

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from easl_toolkit.core.selection import select_hits, select_hits_literal
+from easl_toolkit.core.selection import HitRequest, Sampler, select_hits, select_hits_literal
 
 
 def keys(n: int, seed: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -48,11 +48,11 @@ def choose(case: int, literal: bool, seed: int = 9) -> tuple[np.ndarray, np.ndar
     location, variance = keys(n, n + n_hits, kind)
     exclude = np.random.default_rng(1).random(n) < share if share else None
     rng = np.random.default_rng([seed + literal, n_hits])
-    common = dict(hit_size=5, n_hits=n_hits, gamma=0.1, pool=pool, rng=rng, exclude=exclude)
+    request = HitRequest(hit_size=5, n_hits=n_hits, gamma=0.1, pool=pool, exclude=exclude)
     if literal:
-        hits = select_hits_literal(location, variance, **common)
+        hits = select_hits_literal(location, variance, request, rng)
     else:
-        hits = select_hits(location, variance, **common, max_rounds=ROUNDS.get(case, 64))
+        hits = select_hits(location, variance, request, rng, Sampler(max_rounds=ROUNDS.get(case, 64)))
     return hits, location, variance
 
 

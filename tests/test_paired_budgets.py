@@ -11,7 +11,7 @@ from scipy import stats
 
 from easl_toolkit.core.errors import EaslError
 from easl_toolkit.core.simulate import paired_budgets as pb
-from easl_toolkit.core.simulate.aware_study import run_study
+from easl_toolkit.core.simulate.aware_study import RunSettings, StudyDesign, run_study
 from easl_toolkit.core.simulate.report import Report
 
 
@@ -84,7 +84,7 @@ def test_bad_curves_are_one_clear_error():
 
 
 def test_a_real_study_its_report_section_and_the_script(tmp_path, capsys):
-    result = run_study(models=("M1",), methods=("da", "aware"), n_seeds=3, max_per_item=4.0)
+    result = run_study(StudyDesign(models=("M1",), methods=("da", "aware"), n_seeds=3), RunSettings(max_per_item=4.0))
     rep = Report(tmp_path / "study", "study", "test")
     rep.table(result["curves"], "curves", show=False)
     verdict = pb.report_section(rep, result["curves"])

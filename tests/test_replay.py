@@ -191,10 +191,33 @@ def test_demo_replays_real_annotators_beside_da_and_keeps_the_project(tmp_path, 
     assert est["ci_low"].ge(1).all() and est["ci_high"].le(5).all()
     with Project.open(kept) as project:
         assert project.hyper.method == "aware" and (project.hyper.score_min, project.hyper.score_max) == (1, 5)
+        assert project.hyper.stop_at == 0.93  # the demo's target, which the monitor shows as the stop target
         ratings = project.ratings()
         assert set(ratings["annotator"]) <= set(agh_tv_ratings()["annotator_id"])  # the real annotator ids
         assert project.verify()["ok"]
     assert easl_cli("demo", "--project", str(kept)).returncode == 1  # never over an existing file
+
+
+def test_the_demo_table_ends_each_curve_where_the_summary_says_it_crossed_the_target():
+    import argparse
+
+    from rich.console import Console
+
+    from easl_toolkit.tui.commands.demo_real import _budget_to, _curve_table
+
+    curves = {
+        "aware": [(1.0, 0.8), (1.25, 0.85), (1.5, 0.9)],  # a run stops where it first reaches the target
+        "da": [(1.0, 0.8), (1.25, 0.82), (1.5, 0.84), (1.75, 0.86), (2.0, 0.88), (2.25, 0.91)],
+    }
+    args = argparse.Namespace(target=0.9, max_per_item=3.0)
+    console = Console(width=120, record=True)
+    console.print(_curve_table(curves, args, 320))
+    text = console.export_text()
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert [r.split("│")[1].strip() for r in rows] == ["1", "1.5", "2", "2.25"]
+    assert "0.900 *" in rows[1] and "0.910 *" in rows[3]  # the first point at or above the target, marked
+    assert "every 0.25 scores per video" in text
+    assert _budget_to(curves["da"], 0.9) == pytest.approx(2.0 + 0.25 * (0.02 / 0.03))  # between 2 and 2.25
 
 
 def test_assign_skips_a_hit_whose_items_are_all_spent():

@@ -15,6 +15,8 @@ from scipy import stats
 
 from easl_toolkit.core.models import beta_mode, beta_variance
 from easl_toolkit.core.selection import (
+    HitRequest,
+    Sampler,
     first_iteration_hits,
     match_quality,
     select_hits,
@@ -135,7 +137,7 @@ def _campaign_keys(n, rng):
 def test_select_hits_basic_invariants(pool):
     rng = np.random.default_rng(3)
     loc, var = _campaign_keys(500, rng)
-    hits = select_hits(loc, var, hit_size=5, n_hits=100, gamma=0.1, pool=pool, rng=rng)
+    hits = select_hits(loc, var, HitRequest(hit_size=5, n_hits=100, gamma=0.1, pool=pool), rng)
     assert hits.shape == (100, 5) and hits.dtype == np.int64
     anchors = hits[:, 0]
     # anchors are the top-variance items, in descending order
@@ -150,9 +152,11 @@ def test_select_hits_basic_invariants(pool):
 def test_anchor_ties_are_broken_at_random_reproducibly():
     loc = np.full(50, 0.5)
     var = np.full(50, PRIOR_V)
-    runs = [select_hits(loc, var, hit_size=5, n_hits=10, gamma=0.1, rng=np.random.default_rng(s)) for s in range(6)]
+    runs = [
+        select_hits(loc, var, HitRequest(hit_size=5, n_hits=10, gamma=0.1), np.random.default_rng(s)) for s in range(6)
+    ]
     assert len({frozenset(r[:, 0].tolist()) for r in runs}) > 1
-    again = select_hits(loc, var, hit_size=5, n_hits=10, gamma=0.1, rng=np.random.default_rng(2))
+    again = select_hits(loc, var, HitRequest(hit_size=5, n_hits=10, gamma=0.1), np.random.default_rng(2))
     assert np.array_equal(again, runs[2])
 
 
@@ -163,7 +167,7 @@ def test_exclude_removes_items_from_anchors_and_pool(pool):
     excl = np.zeros(200, dtype=bool)
     excl[np.argsort(-var)[:30]] = True  # the 30 most uncertain are in open HITs
     excl[rng.choice(200, 40, replace=False)] = True
-    hits = select_hits(loc, var, hit_size=4, n_hits=25, gamma=0.1, pool=pool, rng=rng, exclude=excl)
+    hits = select_hits(loc, var, HitRequest(hit_size=4, n_hits=25, gamma=0.1, pool=pool, exclude=excl), rng)
     assert not excl[hits].any()
     assert var[hits[:, 0]].min() >= np.sort(var[~excl])[::-1][24]
 
@@ -172,40 +176,45 @@ def test_partners_capped_at_pool_size_and_degenerate_inputs():
     loc = np.array([0.1, 0.5, 0.9])
     var = np.array([0.08, 0.07, 0.01])
     # paper: 2 anchors, pool of 1 -> one partner each
-    hits = select_hits(loc, var, hit_size=5, n_hits=2, gamma=0.1, pool="paper", rng=np.random.default_rng(0))
+    hits = select_hits(loc, var, HitRequest(hit_size=5, n_hits=2, gamma=0.1, pool="paper"), np.random.default_rng(0))
     assert hits.shape == (2, 2) and np.all(hits[:, 1] == 2)
     # all: every other item
-    hits = select_hits(loc, var, hit_size=5, n_hits=2, gamma=0.1, pool="all", rng=np.random.default_rng(0))
+    hits = select_hits(loc, var, HitRequest(hit_size=5, n_hits=2, gamma=0.1, pool="all"), np.random.default_rng(0))
     assert hits.shape == (2, 3)
     assert [set(r.tolist()) for r in hits] == [{0, 1, 2}, {0, 1, 2}]
     # more HITs than items: capped; no items: empty; one item: a HIT of one
-    assert select_hits(loc, var, hit_size=2, n_hits=9, gamma=0.1, pool="all", rng=np.random.default_rng(0)).shape == (
+    assert select_hits(
+        loc, var, HitRequest(hit_size=2, n_hits=9, gamma=0.1, pool="all"), np.random.default_rng(0)
+    ).shape == (
         3,
         2,
     )
-    assert select_hits(loc[:0], var[:0], hit_size=5, n_hits=3, gamma=0.1, rng=np.random.default_rng(0)).shape == (0, 1)
-    assert select_hits(loc[:1], var[:1], hit_size=5, n_hits=3, gamma=0.1, rng=np.random.default_rng(0)).tolist() == [
-        [0]
-    ]
+    assert select_hits(
+        loc[:0], var[:0], HitRequest(hit_size=5, n_hits=3, gamma=0.1), np.random.default_rng(0)
+    ).shape == (0, 1)
+    assert select_hits(
+        loc[:1], var[:1], HitRequest(hit_size=5, n_hits=3, gamma=0.1), np.random.default_rng(0)
+    ).tolist() == [[0]]
     excl = np.ones(3, dtype=bool)
     assert (
-        select_hits(loc, var, hit_size=5, n_hits=1, gamma=0.1, rng=np.random.default_rng(0), exclude=excl).shape[0] == 0
+        select_hits(
+            loc, var, HitRequest(hit_size=5, n_hits=1, gamma=0.1, exclude=excl), np.random.default_rng(0)
+        ).shape[0]
+        == 0
     )
     with pytest.raises(ValueError):
-        select_hits(loc, var, hit_size=5, n_hits=1, gamma=0.1, pool="friends", rng=np.random.default_rng(0))
+        select_hits(loc, var, HitRequest(hit_size=5, n_hits=1, gamma=0.1, pool="friends"), np.random.default_rng(0))
     with pytest.raises(ValueError):
-        select_hits(loc, var * np.nan, hit_size=5, n_hits=1, gamma=0.1, rng=np.random.default_rng(0))
+        select_hits(loc, var * np.nan, HitRequest(hit_size=5, n_hits=1, gamma=0.1), np.random.default_rng(0))
 
 
 def test_unbounded_locations_and_tiny_gamma_do_not_crash():
     """TrueSkill locations are unbounded; with a tiny gamma far items have q that underflows."""
     loc = np.array([0.0, 0.01, 50.0, -80.0, 1e6, 0.02])
     var = np.array([0.08, 0.001, 0.001, 0.001, 0.001, 0.002])
-    fast = [lambda d=d, **kw: select_hits(**kw, direct_below=d) for d in (0, 5)]
+    fast = [lambda *a, d=d: select_hits(*a, Sampler(direct_below=d)) for d in (0, 5)]
     for fn in [*fast, select_hits_literal]:
-        hits = fn(
-            location=loc, variance=var, hit_size=6, n_hits=1, gamma=1e-4, pool="paper", rng=np.random.default_rng(0)
-        )
+        hits = fn(loc, var, HitRequest(hit_size=6, n_hits=1, gamma=1e-4, pool="paper"), np.random.default_rng(0))
         assert hits.shape == (1, 6) and len(set(hits[0].tolist())) == 6
         # the two nearest are drawn first (the others' weights underflow)
         assert set(hits[0, 1:3].tolist()) == {1, 5}
@@ -215,9 +224,9 @@ def test_unbounded_locations_and_tiny_gamma_do_not_crash():
 def test_select_hits_reproducible(n_hits):
     rng = np.random.default_rng(9)
     loc, var = _campaign_keys(1000, rng)
-    a = select_hits(loc, var, hit_size=5, n_hits=n_hits, gamma=0.1, rng=np.random.default_rng(11))
-    b = select_hits(loc, var, hit_size=5, n_hits=n_hits, gamma=0.1, rng=np.random.default_rng(11))
-    c = select_hits(loc, var, hit_size=5, n_hits=n_hits, gamma=0.1, rng=np.random.default_rng(12))
+    a = select_hits(loc, var, HitRequest(hit_size=5, n_hits=n_hits, gamma=0.1), np.random.default_rng(11))
+    b = select_hits(loc, var, HitRequest(hit_size=5, n_hits=n_hits, gamma=0.1), np.random.default_rng(11))
+    c = select_hits(loc, var, HitRequest(hit_size=5, n_hits=n_hits, gamma=0.1), np.random.default_rng(12))
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
@@ -240,15 +249,9 @@ def test_select_hits_properties(n, hit_size, n_hits, pool, gamma, seed, n_bins, 
     hits = select_hits(
         loc,
         var,
-        hit_size=hit_size,
-        n_hits=n_hits,
-        gamma=gamma,
-        pool=pool,
-        rng=rng,
-        exclude=excl,
-        n_bins=n_bins,
-        max_rounds=max_rounds,
-        direct_below=direct_below,
+        HitRequest(hit_size=hit_size, n_hits=n_hits, gamma=gamma, pool=pool, exclude=excl),
+        rng,
+        Sampler(n_bins=n_bins, max_rounds=max_rounds, direct_below=direct_below),
     )
     n_elig = int((~excl).sum())
     k = min(n_hits, n_elig)
@@ -326,19 +329,14 @@ def test_fast_sampler_matches_exact_law_and_literal(pool, gamma, n_bins, max_rou
         h = select_hits(
             loc,
             var,
-            hit_size=hit_size,
-            n_hits=n_hits,
-            gamma=gamma,
-            pool=pool,
-            rng=np.random.default_rng(10_000 + rep),
-            n_bins=n_bins,
-            max_rounds=max_rounds,
-            direct_below=0,
+            HitRequest(hit_size=hit_size, n_hits=n_hits, gamma=gamma, pool=pool),
+            np.random.default_rng(10_000 + rep),
+            Sampler(n_bins=n_bins, max_rounds=max_rounds, direct_below=0),
         )
         assert h[0, 0] == anchor
         fast[frozenset(h[0, 1:].tolist())] += 1
         h = select_hits_literal(
-            loc, var, hit_size=hit_size, n_hits=n_hits, gamma=gamma, pool=pool, rng=np.random.default_rng(rep)
+            loc, var, HitRequest(hit_size=hit_size, n_hits=n_hits, gamma=gamma, pool=pool), np.random.default_rng(rep)
         )
         lit[frozenset(h[0, 1:].tolist())] += 1
     anchors = {0, 1}
@@ -360,7 +358,9 @@ def test_fast_sampler_ordered_draws_at_scale_match_exact_law():
     pool_var = np.array([0.002, 0.05, 0.01, 0.0005, 0.03, 0.07])
     loc = np.concatenate([np.full(k, 0.45), pool_loc])
     var = np.concatenate([np.full(k, 0.08), pool_var])
-    hits = select_hits(loc, var, hit_size=3, n_hits=k, gamma=0.05, rng=np.random.default_rng(2), n_bins=3)
+    hits = select_hits(
+        loc, var, HitRequest(hit_size=3, n_hits=k, gamma=0.05), np.random.default_rng(2), Sampler(n_bins=3)
+    )
     assert np.all(hits[:, 0] < k) and np.all(hits[:, 1:] >= k)
     seqs = Counter(map(tuple, (hits[:, 1:] - k).tolist()))
     q = match_quality(0.45, 0.08, pool_loc, pool_var, 0.05)
@@ -380,7 +380,9 @@ def test_fast_sampler_single_partner_law_with_many_items_per_bin(gamma, n_bins):
     pool_loc, pool_var = _campaign_keys(n_pool, rng)
     loc = np.concatenate([np.full(k, 0.3), pool_loc])
     var = np.concatenate([np.full(k, 0.09), pool_var])
-    hits = select_hits(loc, var, hit_size=2, n_hits=k, gamma=gamma, rng=np.random.default_rng(5), n_bins=n_bins)
+    hits = select_hits(
+        loc, var, HitRequest(hit_size=2, n_hits=k, gamma=gamma), np.random.default_rng(5), Sampler(n_bins=n_bins)
+    )
     counts = np.bincount(hits[:, 1] - k, minlength=n_pool)
     q = match_quality(0.3, 0.09, pool_loc, pool_var, gamma)
     expected = q / q.sum() * k

@@ -110,9 +110,7 @@ def test_cli_status_of_a_project_whose_clickers_alone_score_some_items_does_not_
 def test_hit_rate_with_clickers_concentrated_on_some_items_is_at_least_nine_in_ten():
     from easl_toolkit.core.simulate.aware_study import clicker_stopping
 
-    table = clicker_stopping(
-        settings=(("M4", 0.1, 1.0), ("M4", 0.1, 0.9), ("M4", 0.2, 0.9)), n_seeds=8, first_seed=2000
-    )
+    table = clicker_stopping(settings=(("M4", 0.1, 1.0), ("M4", 0.1, 0.9), ("M4", 0.2, 0.9)), seeds=range(2000, 2008))
     rate = {}
     for rule, t in table.groupby("rule"):
         stopped = int(t["stopped"].sum())

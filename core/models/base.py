@@ -289,19 +289,11 @@ class Model(abc.ABC):
         are free): Algorithm 1 of Sakaguchi & Van Durme (2018) on :meth:`selection_keys` (anchors by variance,
         partners by match quality, eq 11/23; :func:`core.selection.select_hits`). ``exclude`` marks items that
         may not be chosen (those of open HITs, in streaming mode)."""
-        from easl_toolkit.core.selection import select_hits
+        from easl_toolkit.core.selection import HitRequest, select_hits
 
         location, variance = self.selection_keys(state)
-        hits = select_hits(
-            location,
-            variance,
-            hit_size=self.hyper.hit_size,
-            n_hits=n_hits,
-            gamma=self.hyper.gamma,
-            pool=self.hyper.partner_pool,
-            rng=rng,
-            exclude=exclude,
-        )
+        h = self.hyper
+        hits = select_hits(location, variance, HitRequest(h.hit_size, n_hits, h.gamma, h.partner_pool, exclude), rng)
         return np.asarray(hits, dtype=np.int64)
 
     def stop_decision(self, state: State, rng: np.random.Generator) -> Any:

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from easl_toolkit.core.errors import EaslError, HyperParameterError
 from easl_toolkit.core.simulate import MapFn, measures, published, serial_map
-from easl_toolkit.core.simulate.report import Report, lines
+from easl_toolkit.core.simulate.report import Report, Style, lines
 
 #: One point of an experiment: ``(x value, gold scores, system scores)``.
 Experiment = tuple[float, NDArray[Any], NDArray[Any]]
@@ -429,9 +429,8 @@ def _experiment(rep: Report, df: pd.DataFrame, name: str, title: str, text: str)
         ),
         ("all", measures.coefficient_names(), False, "every coefficient", "every coefficient and weighting"),
     ):
-        fig = lines(
-            df, x, columns, shared_panel=True, xlabel=xlabel, ylabel="value", markers=markers, title=f"{title}: {what}"
-        )
+        style = Style(xlabel=xlabel, ylabel="value", title=f"{title}: {what}", markers=markers, shared_panel=True)
+        fig = lines(df, x, columns, style=style)
         rep.figure(fig, f"{name}_{suffix}", f"{title}: {caption}.")
 
 

@@ -38,7 +38,7 @@ from easl_toolkit.core.errors import HyperParameterError, InputError
 from easl_toolkit.core.models import Hyper
 from easl_toolkit.core.selection import match_quality
 from easl_toolkit.core.simulate import MapFn, first_crossing, measures, published, serial_map
-from easl_toolkit.core.simulate.report import Report, band_lines, histograms
+from easl_toolkit.core.simulate.report import Report, Style, band_lines, histograms
 from easl_toolkit.core.simulate.report import heatmaps as heatmap_figure
 
 METHOD_LABELS = {"da": "DA", "ra": "RA", "trueskill": "TrueSkill", "easl": "EASL"}
@@ -570,9 +570,11 @@ def _correlations(rep: Report, res: dict[str, Any], oracle: Oracle, settings: Ca
         {METHOD_LABELS[m]: summ[summ["method"] == m] for m in settings.methods},
         "annotations_per_item",
         [("spearman_mean", "spearman_low", "spearman_high"), ("pearson_mean", "pearson_low", "pearson_high")],
-        xlabel="annotations per item",
-        hline=settings.target,
-        title=f"Correlation with the oracle ({settings.runs} runs, 95% bootstrap bands)",
+        Style(
+            xlabel="annotations per item",
+            hline=settings.target,
+            title=f"Correlation with the oracle ({settings.runs} runs, 95% bootstrap bands)",
+        ),
     )
     rep.figure(
         fig,

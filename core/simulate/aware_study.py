@@ -27,7 +27,9 @@ Markdown report. Where ``aware`` saves nothing the report says so, from the inte
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,7 @@ from easl_toolkit.core.models.aware.clickers import INFORMATIVE_KEY, informative
 from easl_toolkit.core.models.aware.diagnostics import annotator_diagnostics
 from easl_toolkit.core.models.aware.fit import AwareState, Observations, fit
 from easl_toolkit.core.models.aware.posterior import rank_figures, stops
-from easl_toolkit.core.selection import select_hits, select_least_annotated
+from easl_toolkit.core.selection import HitRequest, select_hits, select_least_annotated
 from easl_toolkit.core.simulate import MapFn, first_crossing, serial_map
 from easl_toolkit.core.simulate.aware_world import ANNOTATOR_MODELS, World, beta_oracle, load_oracle
 from easl_toolkit.core.simulate.paired_budgets import MIN_PER_ITEM, report_section
@@ -52,25 +54,101 @@ from easl_toolkit.core.simulate.report import PALETTE, Report, new_figure
 METHODS = ("da", "da-z", "easl", "aware")
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How one campaign of :func:`run_one` runs.
+
+    Attributes
+    ----------
+    n_annotators, hit_size, batch_hits : int
+        The pool of annotators; items per HIT; HITs per batch.
+    max_per_item : float
+        The budget in scores per item.
+    eval_at : tuple of float
+        Budgets (scores per item) where the coverage of the rank intervals is measured.
+    n_draws : int
+        Posterior draws of the expected Spearman (:func:`core.models.aware.posterior.rank_figures`).
+    uniform_passes : int
+        ``aware``: DA's batches before its own allocation.
+    clicker_items, clicker_rate : float
+        Random clickers concentrated on a share of the items, and the probability a clicker scores them
+        (:func:`run_one`; 0: spread as the annotator model spreads them).
+    """
+
+    n_annotators: int = 20
+    hit_size: int = 5
+    batch_hits: int = 15
+    max_per_item: float = 12.0
+    eval_at: tuple[float, ...] = (5.0, 10.0)
+    n_draws: int = 200
+    uniform_passes: int = UNIFORM_PASSES
+    clicker_items: float = 0.0
+    clicker_rate: float = 1.0
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Where the truth of a study comes from: a CSV (:func:`~core.simulate.aware_world.load_oracle`, column
+    ``column``) at ``path``, or by default the generated Beta(2,2) oracle
+    (:func:`~core.simulate.aware_world.beta_oracle`) of ``n_items`` items."""
+
+    path: str | Path | None = None
+    column: str = "label"
+    n_items: int = 150
+
+    def values(self) -> NDArray[Any]:
+        """The true value of every item."""
+        return load_oracle(self.path, self.column) if self.path is not None else beta_oracle(self.n_items)
+
+
+@dataclass(frozen=True)
+class StudyDesign:
+    """The runs of :func:`run_study`: every (model, method, seed) of ``models`` (subset of
+    :data:`~core.simulate.aware_world.ANNOTATOR_MODELS`), ``methods`` (of :data:`METHODS`; ``"da"`` is needed for
+    the savings) and the seeds ``first_seed .. first_seed + n_seeds - 1`` (the study's reports use >= 20), on the
+    ``truth``; ``target``: the Spearman correlation to reach (0.90 on the generated Beta(2,2) oracle; 0.95 on the
+    paper's)."""
+
+    models: tuple[str, ...] = ANNOTATOR_MODELS
+    methods: tuple[str, ...] = METHODS
+    n_seeds: int = 20
+    first_seed: int = 0
+    target: float = 0.9
+    truth: Truth = Truth()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The grid of :func:`calibrate_stopping`: ``aware`` runs of every model of ``models`` on the calibration seeds
+    ``first_seed .. first_seed + n_seeds - 1`` (apart from the study's), and the stopping rules tried: every
+    (target, relative margin, fewest scores per item) of ``targets``, ``relative_margins`` and ``min_scores``."""
+
+    models: tuple[str, ...] = ANNOTATOR_MODELS
+    n_seeds: int = 20
+    first_seed: int = 1000
+    targets: tuple[float, ...] = (0.9, 0.95)
+    relative_margins: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+    min_scores: tuple[int, ...] = (2, 3, 4)
+    truth: Truth = Truth()
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """What :func:`write_report` says of the run: the ``target``, a description of the ``oracle``, the seeds run,
+    and the run time in seconds (None: not said)."""
+
+    target: float
+    oracle: str
+    n_seeds: int
+    runtime: float | None = None
+
+
 def run_one(
-    truth: NDArray[Any],
-    model: str,
-    method: str,
-    seed: int,
-    *,
-    n_annotators: int = 20,
-    hit_size: int = 5,
-    batch_hits: int = 15,
-    max_per_item: float = 12.0,
-    eval_at: tuple[float, ...] = (5.0, 10.0),
-    n_draws: int = 200,
-    uniform_passes: int = UNIFORM_PASSES,
-    clicker_items: float = 0.0,
-    clicker_rate: float = 1.0,
+    truth: NDArray[Any], model: str, method: str, seed: int, settings: RunSettings = RunSettings()
 ) -> list[dict[str, Any]]:
-    """One campaign; a row per batch: budget (scores per item), Spearman, Kendall, and for ``aware`` the
-    expected Spearman the stopping rule uses (``expected_spearman``, the truth drawn without the likely clickers'
-    share, :func:`core.models.aware.clickers.informative_state`) and the one drawn from the fit alone
+    """One campaign (:class:`RunSettings`); a row per batch: budget (scores per item), Spearman, Kendall, and for
+    ``aware`` the expected Spearman the stopping rule uses (``expected_spearman``, the truth drawn without the likely
+    clickers' share, :func:`core.models.aware.clickers.informative_state`) and the one drawn from the fit alone
     (``expected_spearman_fit``, the rule before it knew of clickers), the fewest scores and informative scores of any
     item (``min_count``, ``min_informative``), and at ``eval_at`` the rank-interval coverage; at the end, for
     ``aware``, the ``random`` flags among annotators with >= 30 scores (random clickers flagged, honest annotators
@@ -80,12 +158,14 @@ def run_one(
     the items (chosen per seed) is scored by clickers and the others by faithful annotators only: each HIT's items of
     either kind go to one annotator of that kind, those of the clickers' share to a clicker with probability
     ``clicker_rate`` (else to another faithful annotator; 1: clickers only)."""
+    n_annotators, hit_size, batch_hits = settings.n_annotators, settings.hit_size, settings.batch_hits
+    uniform_passes = settings.uniform_passes
     n = truth.size
     world = World.make(model, n, n_annotators, np.random.default_rng([seed, 7]))
-    only_clickers = _clicker_share(world, model, n, seed, clicker_items)
+    only_clickers = _clicker_share(world, model, n, seed, settings.clicker_items)
     score_rng, alloc_rng = np.random.default_rng([seed, 11]), np.random.default_rng([seed, 13])  # module docstring
     t_lo, t_hi = stats.rankdata(truth, "min") - 1, stats.rankdata(truth, "max") - 1
-    n_steps = round(max_per_item * n / (batch_hits * hit_size))
+    n_steps = round(settings.max_per_item * n / (batch_hits * hit_size))
     item_ix, A, X = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     easl = get_model(Hyper(hit_size=hit_size)) if method == "easl" else None
     easl_state = easl.init_state(n) if easl else None
@@ -100,11 +180,11 @@ def run_one(
             )
         elif easl is not None and easl_state is not None and counts.min() > 0:
             loc, var = easl.selection_keys(easl_state)
-            hits = select_hits(loc, var, hit_size=hit_size, n_hits=batch_hits, gamma=0.1, rng=alloc_rng)
+            hits = select_hits(loc, var, HitRequest(hit_size=hit_size, n_hits=batch_hits, gamma=0.1), alloc_rng)
         else:
             hits = select_least_annotated(counts, hit_size=hit_size, n_hits=batch_hits, rng=alloc_rng)
         items = hits.ravel()
-        anns = _annotators(hits, world, only_clickers, clicker_rate, score_rng)
+        anns = _annotators(hits, world, only_clickers, settings.clicker_rate, score_rng)
         x = world.scores(truth, items, anns, k / max(n_steps - 1, 1), score_rng)
         item_ix, A, X = np.concatenate([item_ix, items]), np.concatenate([A, anns]), np.concatenate([X, x])
         row: dict[str, Any] = {"model": model, "method": method, "seed": seed, "per_item": X.size / n}
@@ -124,8 +204,8 @@ def run_one(
         row["spearman"] = float(np.corrcoef(stats.rankdata(est), stats.rankdata(truth))[0, 1])
         row["kendall"] = float(stats.kendalltau(est, truth).statistic)
         if state is not None and obs is not None:
-            at_eval = any(abs(row["per_item"] - e) < 1e-9 for e in eval_at)
-            row |= _stopping_figures(state, obs, [seed, k, 99], n_draws, (t_lo, t_hi) if at_eval else None)
+            at_eval = any(abs(row["per_item"] - e) < 1e-9 for e in settings.eval_at)
+            row |= _stopping_figures(state, obs, [seed, k, 99], settings.n_draws, (t_lo, t_hi) if at_eval else None)
         rows.append(row)
     if state is not None and obs is not None and world.spam.any():
         rows[-1] |= _flag_counts(state, obs, world.spam)
@@ -199,55 +279,33 @@ def _flag_counts(state: AwareState, obs: Observations, spam: NDArray[Any]) -> di
     }
 
 
-def run_task(truth: NDArray[Any], model: str, method: str, seed: int, run_kw: dict[str, Any]) -> list[dict[str, Any]]:
-    """:func:`run_one` with keyword settings ``run_kw`` as a picklable top-level function of a :data:`MapFn` task."""
-    return run_one(truth, model, method, seed, **run_kw)
+def run_task(truth: NDArray[Any], model: str, method: str, seed: int, settings: RunSettings) -> list[dict[str, Any]]:
+    """:func:`run_one` as a picklable top-level function of a :data:`MapFn` task."""
+    return run_one(truth, model, method, seed, settings)
 
 
 def run_study(
+    design: StudyDesign = StudyDesign(),
+    settings: RunSettings = RunSettings(),
     *,
-    models: tuple[str, ...] = ANNOTATOR_MODELS,
-    methods: tuple[str, ...] = METHODS,
-    n_seeds: int = 20,
-    first_seed: int = 0,
-    target: float = 0.9,
-    oracle: str | Path | None = None,
-    n_items: int = 150,
-    oracle_column: str = "label",
     progress: Any = None,
     map_fn: MapFn = serial_map,
-    **run_kw: Any,
 ) -> dict[str, Any]:
-    """The whole study: every (model, method, seed) run, then :func:`summarise`.
+    """The whole study: every (model, method, seed) run of ``design`` (:class:`StudyDesign`), each as ``settings``
+    say (:class:`RunSettings`), then :func:`summarise`.
 
-    Parameters
-    ----------
-    models, methods : tuple of str
-        Subsets of :data:`~core.simulate.aware_world.ANNOTATOR_MODELS` and :data:`METHODS` (``"da"`` is needed
-        for the savings).
-    n_seeds, first_seed : int
-        Seeds ``first_seed .. first_seed + n_seeds - 1`` (the study's reports use >= 20).
-    target : float
-        The Spearman correlation to reach (0.90 on the generated Beta(2,2) oracle; 0.95 on the paper's).
-    oracle : path, optional
-        A CSV truth (:func:`~core.simulate.aware_world.load_oracle`, column ``oracle_column``); default the
-        generated Beta(2,2) oracle (:func:`~core.simulate.aware_world.beta_oracle`) of ``n_items`` items.
-    progress, map_fn :
-        As in :mod:`core.simulate`; each (model, method, seed) run is one task of :func:`run_task`.
-    **run_kw :
-        Passed to :func:`run_one` (``n_annotators``, ``hit_size``, ``batch_hits``, ``max_per_item``, ...).
+    ``progress`` and ``map_fn`` are as in :mod:`core.simulate`; each (model, method, seed) run is one task of
+    :func:`run_task`.
 
     Returns
     -------
     dict of pandas.DataFrame
         ``curves`` (every batch of every run) and the tables of :func:`summarise`.
     """
-    truth = load_oracle(oracle, oracle_column) if oracle is not None else beta_oracle(n_items)
+    truth = design.truth.values()
+    seeds = range(design.first_seed, design.first_seed + design.n_seeds)
     tasks = [
-        (truth, model, method, seed, dict(run_kw))
-        for model in models
-        for method in methods
-        for seed in range(first_seed, first_seed + n_seeds)
+        (truth, model, method, seed, settings) for model in design.models for method in design.methods for seed in seeds
     ]
     rows: list[dict[str, Any]] = []
     for done, run_rows in enumerate(map_fn(run_task, tasks), start=1):
@@ -255,37 +313,31 @@ def run_study(
         if progress is not None:
             progress(done, len(tasks))
     curves = pd.DataFrame(rows)
-    return {"curves": curves, **summarise(curves, target=target)}
+    return {"curves": curves, **summarise(curves, target=design.target)}
 
 
 def calibrate_stopping(
-    *,
-    models: tuple[str, ...] = ANNOTATOR_MODELS,
-    n_seeds: int = 20,
-    first_seed: int = 1000,
-    targets: tuple[float, ...] = (0.9, 0.95),
-    relative_margins: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
-    min_scores: tuple[int, ...] = (2, 3, 4),
-    oracle: str | Path | None = None,
-    map_fn: MapFn = serial_map,
-    **run_kw: Any,
+    calibration: Calibration = Calibration(), settings: RunSettings = RunSettings(), *, map_fn: MapFn = serial_map
 ) -> Any:
-    """Hit rate of the stopping rule for each (target, relative margin ``k``, fewest scores per item) on
-    calibration seeds apart from the study's: per model, the share of ``aware`` runs whose true Spearman is
-    >= the target where the rule first stops, and the mean scores per item there. The defaults
-    :data:`~core.models.aware.posterior.STOP_RELATIVE_MARGIN` and :data:`~core.models.aware.posterior.STOP_MIN_SCORES`
-    are the smallest whose worst model is >= 0.9 at every target (with a step of room for the seed noise).
-    Each (model, seed) run is one :func:`run_task` through ``map_fn`` (as in :func:`run_study`)."""
-    truth = load_oracle(oracle) if oracle is not None else beta_oracle()
-    tasks = [(truth, m, "aware", s, dict(run_kw)) for m in models for s in range(first_seed, first_seed + n_seeds)]
+    """Hit rate of the stopping rule for each (target, relative margin ``k``, fewest scores per item) of
+    ``calibration`` (:class:`Calibration`) on calibration seeds apart from the study's: per model, the share of
+    ``aware`` runs whose true Spearman is >= the target where the rule first stops, and the mean scores per item
+    there. The defaults :data:`~core.models.aware.posterior.STOP_RELATIVE_MARGIN` and
+    :data:`~core.models.aware.posterior.STOP_MIN_SCORES` are the smallest whose worst model is >= 0.9 at every target
+    (with a step of room for the seed noise). Each (model, seed) run is one :func:`run_task` through ``map_fn`` (as
+    in :func:`run_study`)."""
+    c = calibration
+    truth = c.truth.values()
+    seeds = range(c.first_seed, c.first_seed + c.n_seeds)
+    tasks = [(truth, m, "aware", s, settings) for m in c.models for s in seeds]
     runs = [pd.DataFrame(rows) for rows in map_fn(run_task, tasks)]
     out = []
-    for target, k, ms, model in itertools.product(targets, relative_margins, min_scores, models):
+    for target, k, ms, model in itertools.product(c.targets, c.relative_margins, c.min_scores, c.models):
         found = (
             first_stop(r, target=target, relative_margin=k, min_scores=ms) for r in runs if r["model"].iloc[0] == model
         )
         figures = _at_stops(found, target)
-        out.append({"target": target, "relative_margin": k, "min_scores": ms, "model": model, "runs": n_seeds})
+        out.append({"target": target, "relative_margin": k, "min_scores": ms, "model": model, "runs": c.n_seeds})
         out[-1] |= {name: figures[name] for name in ("stopped", "hit_rate", "per_item_at_stop")}
     return pd.DataFrame(out)
 
@@ -293,17 +345,16 @@ def calibrate_stopping(
 def clicker_stopping(
     *,
     settings: tuple[tuple[str, float, float], ...] = (("M4", 0.2, 1.0), ("M4", 0.2, 0.7), ("M4", 0.3, 0.5)),
-    n_seeds: int = 20,
-    first_seed: int = 1000,
+    seeds: range = range(1000, 1020),
     target: float = 0.9,
-    oracle: str | Path | None = None,
+    run: RunSettings = RunSettings(),
     map_fn: MapFn = serial_map,
-    **run_kw: Any,
 ) -> Any:
     """The stopping rule before and after it doubted random clickers (:func:`stopping_before_after`), on ``aware``
     runs of each (annotator model, share of the items scored by clickers, probability that a clicker scores them:
-    :func:`run_one`'s ``clicker_items`` and ``clicker_rate``) in ``settings`` (share 0: the ordinary study), on
-    calibration seeds apart from the study's; each (setting, seed) run is one :func:`run_task` through ``map_fn``.
+    :class:`RunSettings`'s ``clicker_items`` and ``clicker_rate``) in ``settings`` (share 0: the ordinary study), on
+    calibration ``seeds`` apart from the study's, each run otherwise as ``run`` says, on the generated oracle; each
+    (setting, seed) run is one :func:`run_task` through ``map_fn``.
 
     Returns
     -------
@@ -311,16 +362,14 @@ def clicker_stopping(
         Per setting (``"M4 clickers on 20% (rate 0.7)"``, ``"M1"``, ...) and rule: runs, stopped, hit rate and its 95%
         interval, scores per item and true Spearman at the stop.
     """
-    truth = load_oracle(oracle) if oracle is not None else beta_oracle()
+    truth = beta_oracle()
     tasks = [
-        (truth, model, "aware", s, {**run_kw, "clicker_items": share, "clicker_rate": rate})
+        (truth, model, "aware", s, dataclasses.replace(run, clicker_items=share, clicker_rate=rate))
         for model, share, rate in settings
-        for s in range(first_seed, first_seed + n_seeds)
+        for s in seeds
     ]
     names = [
-        f"{m} clickers on {share:.0%} (rate {rate:g})" if share else m
-        for m, share, rate in settings
-        for _ in range(n_seeds)
+        f"{m} clickers on {share:.0%} (rate {rate:g})" if share else m for m, share, rate in settings for _ in seeds
     ]
     runs = pd.concat([pd.DataFrame(rows).assign(setting=name) for name, rows in zip(names, map_fn(run_task, tasks))])
     return stopping_before_after(runs, target=target)
@@ -514,17 +563,10 @@ def curve_figure(curves: pd.DataFrame, value: str, target: float, title: str) ->
     return fig
 
 
-def write_report(
-    result: dict[str, Any],
-    out_dir: str | Path,
-    command: str,
-    *,
-    target: float,
-    oracle: str,
-    n_seeds: int,
-    runtime: float | None = None,
-) -> Report:
-    """Write ``report.md``, ``tables/*.csv`` and ``figures/*.png`` of a :func:`run_study` result."""
+def write_report(result: dict[str, Any], out_dir: str | Path, command: str, run: StudyRun) -> Report:
+    """Write ``report.md``, ``tables/*.csv`` and ``figures/*.png`` of a :func:`run_study` result (``run``: what the
+    report says of the run, :class:`StudyRun`)."""
+    target, oracle, n_seeds, runtime = run.target, run.oracle, run.n_seeds, run.runtime
     rep = Report(out_dir, "Annotator-aware collection against DA, DA with z-scores and EASL, simulated", command)
     curves, budget = result["curves"], result["budget"]
     methods = ", ".join(METHOD_LABELS.get(m, m) for m in dict.fromkeys(curves["method"]))

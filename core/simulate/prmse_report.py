@@ -26,7 +26,9 @@ from easl_toolkit.core.simulate.published import NOTEBOOK as NB
 from easl_toolkit.core.simulate.published import PAPER as P
 from easl_toolkit.core.simulate.report import (
     Comparison,
+    Groups,
     Report,
+    Style,
     box_by_group,
     grouped_boxes,
     lines,
@@ -137,11 +139,13 @@ def _section3(rep: Report, res: PrmseResults) -> None:
             search,
             "error_sd",
             [x.category for x in ds.searches],
-            shared_panel=True,
-            markers=False,
-            xlabel="rater error sd",
-            ylabel="mean inter-rater r",
-            title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in ds.settings.rater_rhos) + ")",
+            style=Style(
+                shared_panel=True,
+                markers=False,
+                xlabel="rater error sd",
+                ylabel="mean inter-rater r",
+                title="Error-sd grid search (targets: " + ", ".join(f"{r:g}" for r in ds.settings.rater_rhos) + ")",
+            ),
         )
         rep.figure(
             fig,
@@ -180,11 +184,8 @@ def _figure1(rep: Report, res: PrmseResults) -> None:
     fig = strip_by_group(
         st,
         METRICS[:4],
-        "rater_category",
-        cats,
-        hue="reference",
-        hue_order=list(exp.REFERENCES),
-        title=f"Figure 1: {s.sample_system} against rater pairs of each category",
+        Groups("rater_category", cats, "reference", list(exp.REFERENCES)),
+        Style(title=f"Figure 1: {s.sample_system} against rater pairs of each category"),
     )
     rep.figure(
         fig,
@@ -209,11 +210,12 @@ def _figure2(rep: Report, res: PrmseResults) -> None:
     fig = box_by_group(
         ranks("_rank"),
         METRICS,
-        "system_category",
-        list(res.dataset.settings.system_categories),
+        Groups("system_category", list(res.dataset.settings.system_categories)),
         dots=ranks("_same_rank"),
-        ylabel="rank (1 = best)",
-        title=f"Figure 2: system ranks, each system on its own pair (boxes) vs all on {same[0]}+{same[1]} (red)",
+        style=Style(
+            ylabel="rank (1 = best)",
+            title=f"Figure 2: system ranks, each system on its own pair (boxes) vs all on {same[0]}+{same[1]} (red)",
+        ),
     )
     rep.figure(
         fig,
@@ -256,12 +258,13 @@ def _figure3(rep: Report, res: PrmseResults) -> None:
         cu,
         "n_raters",
         ["r", "R2", "QWK"],
-        series="rater_category",
-        series_order=list(res.dataset.settings.rater_categories),
-        hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")},
-        markers=True,
-        xlabel="number of raters",
-        title="Figure 3: metrics against the mean of k raters",
+        ("rater_category", list(res.dataset.settings.rater_categories)),
+        Style(
+            hlines={k: res.true_metrics[k] for k in ("r", "R2", "QWK")},
+            markers=True,
+            xlabel="number of raters",
+            title="Figure 3: metrics against the mean of k raters",
+        ),
     )
     rep.figure(
         fig,
@@ -284,10 +287,11 @@ def _figure4(rep: Report, res: PrmseResults) -> None:
     fig = strip_by_group(
         pair_rows,
         ["R2", "PRMSE"],
-        "rater_category",
-        cats,
-        hlines={"R2": res.true_metrics["R2"], "PRMSE": res.true_metrics["R2"]},
-        title="Figure 4: R2 (pair mean) and PRMSE, same system",
+        Groups("rater_category", cats),
+        Style(
+            hlines={"R2": res.true_metrics["R2"], "PRMSE": res.true_metrics["R2"]},
+            title="Figure 4: R2 (pair mean) and PRMSE, same system",
+        ),
     )
     rep.figure(
         fig,
@@ -320,18 +324,8 @@ def _figure5(rep: Report, res: PrmseResults) -> None:
         ("prmse_number", counts, "number of responses (all double-scored)"),
     )
     for ax, (value, labels, xlabel) in zip(axes, panels):
-        grouped_boxes(
-            dd,
-            value,
-            "percent_double_scored",
-            pcts,
-            "rater_category",
-            list(s.rater_categories),
-            ax,
-            hline=res.true_metrics["R2"],
-            ylim=(0.4, 1.2),
-            x_labels=labels,
-        )
+        groups = Groups("percent_double_scored", pcts, "rater_category", list(s.rater_categories), labels)
+        grouped_boxes(dd, value, groups, ax, Style(hline=res.true_metrics["R2"], ylim=(0.4, 1.2)))
         ax.set_xlabel(xlabel)
     axes[0].set_ylabel("PRMSE")
     rep.figure(

@@ -6,6 +6,7 @@ report.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -171,20 +172,23 @@ def summary_lines(result: dict[str, Any], n_seeds: int) -> list[str]:
     return lines + ([warning] if warning else []) + budget_lines(result["budget"], result["best"])
 
 
-def write_report(
-    result: dict[str, Any],
-    r: Ratings,
-    out_dir: str | Path,
-    command: str,
-    *,
-    n_seeds: int,
-    batch: float,
-    settings: str,
-    notice: str | None = None,
-    runtime: float | None = None,
-) -> Report:
+@dataclass(frozen=True)
+class ReplayRun:
+    """What :func:`write_report` says of the run: the seeds run, a batch's share of the items' scores (``batch``:
+    scores per item in one batch, where the curves are drawn), the campaign settings in words, a notice on the data
+    (None: none) and the run time in seconds (None: not said)."""
+
+    n_seeds: int
+    batch: float
+    settings: str
+    notice: str | None = None
+    runtime: float | None = None
+
+
+def write_report(result: dict[str, Any], r: Ratings, out_dir: str | Path, command: str, run: ReplayRun) -> Report:
     """Write ``report.md``, ``tables/*.csv`` and ``figures/*.png`` of a :func:`core.simulate.replay.run_replay`
-    result (module docstring)."""
+    result (module docstring); ``run``: :class:`ReplayRun`."""
+    n_seeds, batch, settings, notice, runtime = run.n_seeds, run.batch, run.settings, run.notice, run.runtime
     rep = Report(out_dir, f"Replay of real ratings: {r.source}", command)
     curves, reliability = result["curves"], result["reliability"]
     methods = ", ".join(label(m) for m in dict.fromkeys(curves["method"]))

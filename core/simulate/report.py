@@ -177,18 +177,40 @@ def new_figure(
     return fig, axes[:n_panels]
 
 
-def strip_by_group(
-    df: pd.DataFrame,
-    panels: Sequence[str],
-    group: str,
-    order: Sequence[str],
-    hue: str | None = None,
-    hue_order: Sequence[str] | None = None,
-    hlines: dict[str, float] | None = None,
-    title: str = "",
-) -> Figure:
-    """One panel per column in ``panels``: jittered points of that column for each ``group`` level (x axis),
-    coloured by ``hue``; ``hlines`` draws a red reference line per panel."""
+@dataclass(frozen=True)
+class Groups:
+    """The groups of a figure by group: one position per level of column ``x`` (in ``x_order``, labelled ``x_labels``,
+    default the levels), and within it one box or one colour per level of column ``hue`` (in ``hue_order``; None:
+    one)."""
+
+    x: str
+    x_order: Sequence[Any]
+    hue: str | None = None
+    hue_order: Sequence[str] | None = None
+    x_labels: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a figure is drawn: a red reference line per panel (``hlines``: panel column -> value), or one dotted line
+    in every panel (``hline``), the y limits (None: automatic), the axis labels and the title, markers on the points
+    (:func:`lines`), and every column in one shared panel instead of one panel each (:func:`lines`)."""
+
+    hlines: dict[str, float] | None = None
+    hline: float | None = None
+    ylim: tuple[float, float] | None = None
+    xlabel: str = ""
+    ylabel: str = ""
+    title: str = ""
+    markers: bool = True
+    shared_panel: bool = False
+
+
+def strip_by_group(df: pd.DataFrame, panels: Sequence[str], groups: Groups, style: Style = Style()) -> Figure:
+    """One panel per column in ``panels``: jittered points of that column for each ``groups.x`` level (x axis),
+    coloured by ``groups.hue``; ``style.hlines`` draws a red reference line per panel."""
+    group, order, hue, hue_order = groups.x, groups.x_order, groups.hue, groups.hue_order
+    hlines, title = style.hlines, style.title
     fig, axes = new_figure(len(panels), title=title)
     jitter = np.random.default_rng(0)
     hues = list(hue_order) if hue and hue_order is not None else [None]
@@ -213,16 +235,12 @@ def strip_by_group(
 
 
 def box_by_group(
-    df: pd.DataFrame,
-    panels: Sequence[str],
-    group: str,
-    order: Sequence[str],
-    dots: pd.DataFrame | None = None,
-    ylabel: str = "",
-    title: str = "",
+    df: pd.DataFrame, panels: Sequence[str], groups: Groups, dots: pd.DataFrame | None = None, style: Style = Style()
 ) -> Figure:
-    """One panel per column in ``panels``: box plots of that column per ``group`` level; ``dots`` (same columns)
-    adds red points (e.g. the ranks when every system is evaluated on the same rater pair)."""
+    """One panel per column in ``panels``: box plots of that column per ``groups.x`` level; ``dots`` (same columns)
+    adds red points (e.g. the ranks when every system is evaluated on the same rater pair); ``style``: the y label
+    and the title."""
+    group, order, ylabel, title = groups.x, groups.x_order, style.ylabel, style.title
     fig, axes = new_figure(len(panels), width=3.0, title=title)
     for ax, col in zip(axes, panels):
         data = [df.loc[df[group] == g, col].to_numpy(dtype=float) for g in order]
@@ -245,19 +263,11 @@ def box_by_group(
     return fig
 
 
-def grouped_boxes(
-    df: pd.DataFrame,
-    value: str,
-    x: str,
-    x_order: Sequence[Any],
-    hue: str,
-    hue_order: Sequence[str],
-    ax: Axes,
-    hline: float | None = None,
-    ylim: tuple[float, float] | None = None,
-    x_labels: Sequence[str] | None = None,
-) -> None:
-    """Box plots of ``value`` for each ``x`` level, side by side for each ``hue`` level, on ``ax``."""
+def grouped_boxes(df: pd.DataFrame, value: str, groups: Groups, ax: Axes, style: Style = Style()) -> None:
+    """Box plots of ``value`` for each ``groups.x`` level, side by side for each ``groups.hue`` level, on ``ax``;
+    ``style.hline``: a dotted reference line, ``style.ylim``: the y limits."""
+    hline, ylim = style.hline, style.ylim
+    x, x_order, hue, hue_order = groups.x, groups.x_order, groups.hue, list(groups.hue_order or [])
     k = len(hue_order)
     width = 0.8 / k
     for h_i, h in enumerate(hue_order):
@@ -279,7 +289,8 @@ def grouped_boxes(
         ax.axhline(hline, color="black", ls=":")
     if ylim is not None:
         ax.set_ylim(*ylim)
-    ax.set_xticks(range(len(x_order)), [str(v) for v in (x_labels if x_labels is not None else x_order)])
+    labels = groups.x_labels if groups.x_labels is not None else x_order
+    ax.set_xticks(range(len(x_order)), [str(v) for v in labels])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
 
@@ -288,19 +299,17 @@ def lines(
     df: pd.DataFrame,
     x: str,
     panels: Sequence[str],
-    series: str | None = None,
-    series_order: Sequence[str] | None = None,
-    hlines: dict[str, float] | None = None,
-    xlabel: str = "",
-    ylabel: str = "",
-    title: str = "",
-    markers: bool = True,
-    shared_panel: bool = False,
+    series: tuple[str | None, Sequence[str] | None] = (None, None),
+    style: Style = Style(),
 ) -> Figure:
-    """Line plots of each column in ``panels`` against ``x``; one line per ``series`` level.
+    """Line plots of each column in ``panels`` against ``x``; ``series = (column, levels)``: one line per level of
+    that column, in that order (None: one line); ``style``: :class:`Style` (``hlines``, the labels, the title,
+    ``markers``, ``shared_panel``).
 
-    ``shared_panel``: draw every column of ``panels`` in one panel (one line each) instead of one panel each.
+    ``style.shared_panel``: draw every column of ``panels`` in one panel (one line each) instead of one panel each.
     """
+    by, series_order = series
+    shared_panel, hlines, title = style.shared_panel, style.hlines, style.title
     if shared_panel:
         fig, axes = new_figure(1, width=6.0, height=4.2)
         axes[0].set_title(title)
@@ -308,37 +317,33 @@ def lines(
     else:
         fig, axes = new_figure(len(panels), title=title)
         groups = [[col] for col in panels]
-    levels = list(series_order) if series and series_order is not None else [None]
+    levels = list(series_order) if by and series_order is not None else [None]
     for ax, cols in zip(axes, groups):
         for i, (col, lev) in enumerate((col, lev) for col in cols for lev in levels):
-            sub = df if lev is None else df[df[series] == lev]
+            sub = df if lev is None else df[df[by] == lev]
             label = col if shared_panel else None if lev is None else str(lev)
-            style, colour = "-" if i < len(PALETTE) else "--", PALETTE[i % len(PALETTE)]
-            ax.plot(sub[x], sub[col], style, marker="o" if markers else None, ms=3, color=colour, label=label)
+            line, colour = "-" if i < len(PALETTE) else "--", PALETTE[i % len(PALETTE)]
+            ax.plot(sub[x], sub[col], line, marker="o" if style.markers else None, ms=3, color=colour, label=label)
         if hlines and cols[0] in hlines:
             ax.axhline(hlines[cols[0]], color="red", lw=1.2)
         if not shared_panel:
             ax.set_title(cols[0])
-        ax.set_xlabel(xlabel or x)
-        ax.set_ylabel(ylabel)
+        ax.set_xlabel(style.xlabel or x)
+        ax.set_ylabel(style.ylabel)
         ax.grid(alpha=0.3)
     if shared_panel:
         axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    elif series:
+    elif by:
         axes[0].legend(fontsize=8)
     return fig
 
 
 def band_lines(
-    curves: dict[str, pd.DataFrame],
-    x: str,
-    panels: Sequence[tuple[str, str, str]],
-    title: str = "",
-    xlabel: str = "",
-    hline: float | None = None,
+    curves: dict[str, pd.DataFrame], x: str, panels: Sequence[tuple[str, str, str]], style: Style = Style()
 ) -> Figure:
     """Mean curves with shaded bands, one panel per (mean column, low column, high column) triple in ``panels``,
-    one line per key of ``curves``."""
+    one line per key of ``curves``; ``style``: the title, the x label and a dotted line in every panel (``hline``)."""
+    title, xlabel, hline = style.title, style.xlabel, style.hline
     fig, axes = new_figure(len(panels), width=4.6, height=3.6, rows=len(panels), title=title)
     for ax, (mid, lo, hi) in zip(axes, panels):
         for i, (name, cur) in enumerate(curves.items()):

@@ -95,7 +95,7 @@ def run_real(args: argparse.Namespace) -> int:
         ) as progress:
             task = progress.add_task("replay", total=args.max_per_item)
             curves = _run_pair(projects, replays, args, lambda x: progress.update(task, completed=x))
-        console.print(_curve_table(curves, args.max_per_item, len(items)))
+        console.print(_curve_table(curves, args, len(items)))
         console.print(_saving({m: _budget_to(curves[m], args.target) for m in curves}, args))
         check = projects[DEFAULT_METHOD].verify()
         console.print(f"verify: {'ok' if check['ok'] else 'FAILED'} (max abs diff {check['max_abs_diff']:.2g})")
@@ -103,7 +103,7 @@ def run_real(args: argparse.Namespace) -> int:
             write_table(projects[DEFAULT_METHOD].estimates(), args.output)
             console.print(f"wrote the estimates of {len(items)} videos to {args.output}")
         if args.project:
-            console.print(f"project kept at {args.project} (watch it: easl tui {args.project} --monitor)")
+            _keep(projects[DEFAULT_METHOD], args, console)
     finally:
         for project in projects.values():
             project.close()
@@ -130,24 +130,46 @@ def _create_projects(projects: dict[str, Any], items: Any, args: argparse.Namesp
         projects[m] = Project.create(path, items, hyper)
 
 
-def _curve_table(curves: dict[str, list[tuple[float, float]]], max_per_item: float, n_items: int) -> Any:
-    """Both curves at every whole number of scores per video."""
+def _keep(project: Any, args: argparse.Namespace, console: Any) -> None:
+    """Give the kept project the demo's target as its stop target, so that the monitor shows it, and say what the
+    monitor compares it with."""
+    project.set_stop_at(args.target)
+    console.print(
+        f"project kept at {args.project}, stop target {args.target:g}: its monitor (easl tui {args.project} "
+        "--monitor) compares it with the expected Spearman, the model's own estimate of its Spearman with the truth "
+        "(no held-out ratings needed)."
+    )
+
+
+def _curve_table(curves: dict[str, list[tuple[float, float]]], args: argparse.Namespace, n_items: int) -> Any:
+    """Both curves at every whole number of scores per video, and at each curve's last point (where it first
+    reached the target, or the budget)."""
     import numpy as np
+    from rich.console import Group
     from rich.table import Table
 
+    longest = max(curves.values(), key=len)
+    step = longest[-1][0] - longest[-2][0] if len(longest) > 1 else 1.0
     table = Table(title=f"Spearman with the held-out truth, {n_items} videos")
     table.add_column("scores per video", justify="right")
     for m in curves:
         table.add_column(m if m != DEFAULT_METHOD else f"{m} (default)", justify="right")
-    for x in np.arange(1.0, max_per_item + 1e-9, 1.0):
+    last = {m: curves[m][-1][0] for m in curves if curves[m] and curves[m][-1][1] >= args.target}
+    whole = np.arange(1.0, args.max_per_item + 1e-9, 1.0)
+    for x in np.unique(np.round(np.concatenate([whole, list(last.values())]), 9)):
         cells = []
         for m in curves:
             pts = np.asarray(curves[m])
             near = pts[np.abs(pts[:, 0] - x) < 1e-6] if pts.size else pts
-            cells.append(f"{near[0, 1]:.3f}" if len(near) else "")
+            mark = " *" if m in last and abs(last[m] - x) < 1e-6 else ""
+            cells.append(f"{near[0, 1]:.3f}{mark}" if len(near) else "")
         if any(cells):
             table.add_row(f"{x:g}", *cells)
-    return table
+    note = (
+        f"Measured every {step:g} scores per video (whole numbers shown); *: where a curve first reached "
+        f"{args.target:g}, and its run stopped."
+    )
+    return Group(table, note)
 
 
 def _saving(need: dict[str, float], args: argparse.Namespace) -> str:
@@ -157,8 +179,8 @@ def _saving(need: dict[str, float], args: argparse.Namespace) -> str:
     a, d = need[DEFAULT_METHOD], need["da"]
     if np.isfinite(a) and np.isfinite(d):
         return (
-            f"[bold]Spearman {args.target:g}[/]: {DEFAULT_METHOD} after {a:.2f} scores per video, "
-            f"DA after {d:.2f}: "
+            f"[bold]Spearman {args.target:g}[/] (where each curve crosses it, linear between the two points around "
+            f"it): {DEFAULT_METHOD} after {a:.2f} scores per video, DA after {d:.2f}: "
             f"[bold]{100 * (1 - a / d):+.0f}%[/] annotations saved ({a / d:.2f}x DA's) on this split. "
             "Over 20 splits, with intervals: easl simulate replay."
         )

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     from easl_toolkit.core.store import Project
     from easl_toolkit.easl_plugin.client import LabelStudioClient
-    from easl_toolkit.easl_plugin.setup import setup_project
+    from easl_toolkit.easl_plugin.setup import BackendLink, ProjectChoice, setup_project
 
     if args.stop_at is not None and not 0.0 < args.stop_at < 1.0:
         raise EaslError(f"--stop-at {args.stop_at:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
@@ -127,18 +127,14 @@ def run(args: argparse.Namespace) -> int:
         err.status(f"setting up Label Studio at {client.url} ({client.kind})"),
         _stop_at_refusal(args),
     ):
-        res = setup_project(
-            project,
-            client,
+        choice = ProjectChoice(
             title=args.title,
             ls_project_id=args.project_id,
-            backend_url=args.backend_url,
-            connect=args.connect,
-            rotate_secret=args.rotate_secret,
-            basic_auth=basic_auth_from_env(),
             wording={"question": args.question, "low_label": args.low_label, "high_label": args.high_label},
             stop_at=args.stop_at,
         )
+        backend = BackendLink(args.backend_url, args.connect, basic_auth_from_env(), args.rotate_secret)
+        res = setup_project(project, client, choice, backend if args.backend_url else None)
         stop = project.hyper.stop_at  # (None for a model without a stopping rule: Hyper refuses one)
     out = {
         "ls_project_id": res.ls_project_id,

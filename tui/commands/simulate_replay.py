@@ -139,11 +139,7 @@ def run(args: argparse.Namespace) -> int:
             max_per_item=per_item,
             **kw,
         )
-        rep = replay_report.write_report(
-            result,
-            r,
-            args.out,
-            _replay_command(args),
+        run = replay_report.ReplayRun(
             n_seeds=args.runs,
             batch=batch,
             settings=f"HITs of {args.hit_size} items, {args.batch_hits} HITs at a time, up to {per_item:g} scores "
@@ -151,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             notice=notice,
             runtime=time.perf_counter() - started,
         )
+        rep = replay_report.write_report(result, r, args.out, _replay_command(args), run)
         advance("report")
     _finish(rep.out, started, replay_report.summary_lines(result, args.runs))
     return 0

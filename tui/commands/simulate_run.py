@@ -265,29 +265,15 @@ def run_aware_study(args: argparse.Namespace) -> int:
     per_item = min(args.max_per_item, 8.0) if args.quick else args.max_per_item
     prog, advance = step_progress("simulate easl (annotator-aware study)", len(models) * len(methods) * seeds + 1)
     with _mapper(args) as map_fn, prog:
+        truth = aware_study.Truth(oracle, args.oracle_column or "label", args.items)
         result = aware_study.run_study(
-            models=models,
-            methods=methods,
-            n_seeds=seeds,
-            first_seed=args.seed,
-            target=args.target,
-            oracle=oracle,
-            oracle_column=args.oracle_column or "label",
-            n_items=args.items,
-            hit_size=args.hit_size,
-            max_per_item=per_item,
+            aware_study.StudyDesign(models, methods, seeds, args.seed, args.target, truth),
+            aware_study.RunSettings(hit_size=args.hit_size, max_per_item=per_item),
             progress=lambda done, total: advance(""),
             **({} if map_fn is None else {"map_fn": map_fn}),
         )
-        rep = aware_study.write_report(
-            result,
-            args.out,
-            _command_line(args),
-            target=args.target,
-            oracle=description,
-            n_seeds=seeds,
-            runtime=time.perf_counter() - started,
-        )
+        run = aware_study.StudyRun(args.target, description, seeds, time.perf_counter() - started)
+        rep = aware_study.write_report(result, args.out, _command_line(args), run)
         advance("report")
     lines = [
         f"{row.model} {aware_study.METHOD_LABELS.get(row.method, row.method)}: "

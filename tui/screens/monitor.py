@@ -80,8 +80,9 @@ class MonitorScreen(Screen):
 | Ctrl+R | read the project now |
 | t | set the stop target (aware projects) |
 
-Aware projects add a panel: the expected Spearman with the truth against the stop target, and the annotators
-(offset, slope, noise, leave-one-out agreement, flag).
+Aware projects add a panel: the expected Spearman with the truth (the model's own estimate, from its posterior; no
+held-out ratings needed) against the stop target (no new HITs once reached; `easl demo --project` sets it to the
+demo's `--target`), and the annotators (offset, slope, noise, leave-one-out agreement, flag).
 
 The chart shows mean and maximum posterior variance (unit scale, as `easl status`) per iteration and the rank
 stability (Spearman's rho between the
@@ -241,7 +242,8 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
         head = Text.assemble(
             ("expected Spearman ", "bold"),
             _num(stop.get("expected_spearman"), 3),
-            f" · stop target {_num(target, 3) if target is not None else 'none'} · ",
+            " (the model's estimate of its Spearman with the truth)",
+            f" · stop target {_num(target, 3) if target is not None else 'none (t sets one)'} · ",
             ("reached: " if stop.get("reached") else "") + str(stop.get("reason", "")),
         )
         table = Table(box=None, padding=(0, 1), header_style="bold")
