@@ -54,11 +54,14 @@ def evaluate_loaded(
     progress: Callable[[int, int], None] | None = None,
 ) -> Evaluation:
     """``core.metrics.pipeline.evaluate`` on loaded data (human, system, rater names, groups, notes) with the
-    ``options`` of the evaluation; a ``ValueError`` becomes ``EaslError("SOURCE: ...")``."""
+    ``options`` of the evaluation, carrying how a project's human raters were built (``data.raters``); a
+    ``ValueError`` becomes ``EaslError("SOURCE: ...")``."""
+    from dataclasses import replace
+
     from easl_toolkit.core.metrics.pipeline import evaluate
 
     try:
-        return evaluate(
+        ev = evaluate(
             data.human,
             data.system,
             human_names=data.human_names,
@@ -70,6 +73,7 @@ def evaluate_loaded(
         )
     except ValueError as exc:
         raise EaslError(f"{source}: {exc}.") from None
+    return ev if data.raters is None else replace(ev, raters=data.raters)
 
 
 def dropped_text(dropped: Mapping[str, int]) -> str:

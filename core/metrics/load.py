@@ -28,18 +28,22 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from easl_toolkit.core.errors import InputError
-from easl_toolkit.core.metrics.project_raters import NO_ANNOTATOR, RaterTable
+from easl_toolkit.core.metrics.project_raters import NO_ANNOTATOR, RaterSummary, RaterTable
 from easl_toolkit.core.tables import Table, read_table
 
 
 @dataclass
 class EvaluationInput:
+    """Loaded data: the (responses, raters) human scores with the raters' names, the systems' scores, the response
+    ids, the groups, the notes of the reading, and (a project's) how its human raters were built."""
+
     human: NDArray[Any]  # (n, R)
     human_names: list[str]
     system: dict[str, NDArray[Any]]
     ids: NDArray[Any]  # (n,) response ids (strings)
     groups: NDArray[Any] | None
     notes: list[str]
+    raters: RaterSummary | None = None
 
 
 def _read(path: str | os.PathLike[str]) -> Table:
@@ -301,23 +305,27 @@ def rater_matrix(
     return h, [str(ids[k]) for k in columns] or ["rating"], int((~first).sum())
 
 
-def load_campaign(
-    raters: RaterTable,
-    items: pd.DataFrame,
-    system_path: str | os.PathLike[str],
-    *,
-    system: list[str] | None = None,
-    id_col: str = "item_id",
-    group_col: str | None = None,
-) -> EvaluationInput:
+@dataclass(frozen=True)
+class SystemFile:
+    """A table of system scores per item: its ``path``, the score ``columns`` (None: every numeric column but the id
+    and the group), the id column ``id_col`` and an optional group column ``group_col`` (of this file or an extra
+    column of the project's items)."""
+
+    path: str | os.PathLike[str]
+    columns: list[str] | None = None
+    id_col: str = "item_id"
+    group_col: str | None = None
+
+
+def load_campaign(raters: RaterTable, items: pd.DataFrame, scores: SystemFile) -> EvaluationInput:
     """The human raters of an annotation campaign, with a scoring system's scores per item.
 
     ``raters`` is the campaign's rater table (:func:`core.metrics.project_raters.rater_table`: one score per item and
-    rater, its notes), ``items`` the project's items (``item_id`` and extra columns, as ``Project.items``);
-    ``system_path`` a table with an id column ``id_col`` and one column per system (default: every numeric column but
-    the id). Every rater becomes one human column (:func:`rater_matrix`: most items first); every item with a rating
-    or a system score is a response. ``group_col`` is a column of the system file or an extra column of the items.
+    rater, how it was built, its notes), ``items`` the project's items (``item_id`` and extra columns, as
+    ``Project.items``), ``scores`` the file of system scores (:class:`SystemFile`). Every rater becomes one human
+    column (:func:`rater_matrix`: most items first); every item with a rating or a system score is a response.
     """
+    system_path, system, id_col, group_col = scores.path, scores.columns, scores.id_col, scores.group_col
     table = _read(system_path)
     df = table.frame
     require_columns(df, system_path, [id_col], "id column")
@@ -347,11 +355,11 @@ def load_campaign(
         n,
     )  # one row per (item, rater): the rater table averaged the repeats
     sys_rows = row_of[sys_ids].to_numpy()
-    scores = {}
+    by_system = {}
     for s in system:
         v = np.full(n, np.nan)
         v[sys_rows] = numeric_column(table, s, strict=True)
-        scores[s] = v
+        by_system[s] = v
     groups = _campaign_groups(table, items, sys_ids, ids, group_col) if group_col else None
     n_ratings = int(rated["n_ratings"].sum()) if "n_ratings" in rated else len(rated)
     notes = [
@@ -359,7 +367,7 @@ def load_campaign(
         f"human rater(s) ({', '.join(names)}); {sys_rows.size} items with system scores",
         *raters.notes,
     ]
-    return EvaluationInput(h, names, scores, np.asarray(ids, dtype=str), groups, notes)
+    return EvaluationInput(h, names, by_system, np.asarray(ids, dtype=str), groups, notes, raters.summary)
 
 
 def _campaign_groups(

@@ -86,14 +86,62 @@ class Excluded:
 
 
 @dataclass(frozen=True)
+class RaterSummary:
+    """How the human raters of a project's evaluation were built (the ``raters`` object of ``easl evaluate --json``,
+    the "Human raters" lines of the terminal and ``report.md``).
+
+    Attributes
+    ----------
+    against : str
+        ``"ratings"`` (the annotators as raters) or ``"estimates"`` (the project's own per-item estimates).
+    calibration : str
+        ``"annotator-aware"`` (annotator-corrected scores), ``"raw"`` (``--raw-ratings``) or ``"none"`` (a model
+        without annotator terms, or the estimates).
+    excluded : tuple of Excluded
+        The annotators left out, with their flag and reason.
+    repeated_ratings : int
+        Ratings of an item by a rater who had already rated it (averaged into that rater's score of the item).
+    """
+
+    against: str
+    calibration: str
+    excluded: tuple[Excluded, ...] = ()
+    repeated_ratings: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``raters`` object of the JSON output (``docs/reference/outputs.md``)."""
+        return {
+            "against": self.against,
+            "calibration": self.calibration,
+            "excluded": [{"annotator": e.name, "flag": e.flag, "reason": e.reason} for e in self.excluded],
+            "repeated_ratings": {"n": int(self.repeated_ratings), "rule": "mean"},
+        }
+
+    def lines(self) -> list[str]:
+        """The summary in sentences, for the terminal and ``report.md``."""
+        what = {
+            "annotator-aware": "annotator-corrected scores (each annotator's offset and slope from the annotator-"
+            "aware model; --raw-ratings: the ratings as given)",
+            "raw": "the ratings as given (--raw-ratings)",
+            "none": "the ratings as given; no calibration applied (the project's model has no annotator terms)",
+        }
+        if self.against == "estimates":
+            out = ["human score: the project's own estimate of each rated item (no human-human or PRMSE figures)"]
+        else:
+            out = [f"human raters: {what[self.calibration]}"]
+        out += [f"left out: {e.name}, flagged {e.flag} ({e.reason})" for e in self.excluded]
+        if self.repeated_ratings:
+            out.append(f"repeated ratings: {self.repeated_ratings}, each rater's score of an item the mean of theirs")
+        return out
+
+
+@dataclass(frozen=True)
 class RaterTable:
     """The human raters of an evaluation: one row per (item, rater) with its score (``item_id``, ``annotator``,
-    ``score``, ``n_ratings``), the annotators left out, whether the scores were calibrated, and the notes that say
-    how the table was built."""
+    ``score``, ``n_ratings``), how they were built (:class:`RaterSummary`), and the notes that say it."""
 
     scores: pd.DataFrame
-    excluded: list[Excluded] = field(default_factory=list)
-    calibrated: bool = False
+    summary: RaterSummary
     notes: list[str] = field(default_factory=list)
 
 
@@ -136,8 +184,8 @@ def rater_table(source: ProjectRatings, *, raw: bool = False) -> RaterTable:
             f"{n_repeats} rating(s) repeat an item already rated by the same rater ({n_pairs} item-rater pair(s)): "
             f"each rater's score of an item is the mean of their ratings of it, nothing is left out"
         )
-    calibrated = source.annotators is not None and not raw
-    return RaterTable(scores, excluded, calibrated, notes)
+    calibration = "none" if source.annotators is None else "raw" if raw else "annotator-aware"
+    return RaterTable(scores, RaterSummary("ratings", calibration, tuple(excluded), n_repeats), notes)
 
 
 def annotator_terms(table: pd.DataFrame) -> pd.DataFrame:
@@ -247,4 +295,4 @@ def estimate_table(source: ProjectRatings) -> RaterTable:
         "no human-human agreement, no agreement among all raters and no true-score (PRMSE) figures: they need two "
         "or more human scores of an item, and a consensus has one"
     )
-    return RaterTable(scores, [], False, [note])
+    return RaterTable(scores, RaterSummary("estimates", "none"), [note])

@@ -127,11 +127,12 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--schema",
         type=int,
-        choices=(1, 2),
-        default=2,
+        choices=(1, 2, 3),
+        default=3,
         metavar="V",
-        help="layout of the JSON object (--json and evaluation.json): 2, the current one (default), or 1, the layout "
-        "of easl-toolkit 0.1.0 for scripts written against it (docs/reference/outputs.md)",
+        help="layout of the JSON object (--json and evaluation.json): 3, the current one (default); 2, without the "
+        "raters object; or 1, the layout of easl-toolkit 0.1.0 for scripts written against it "
+        "(docs/reference/outputs.md)",
     )
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
 

@@ -191,7 +191,7 @@ def _load_project(args):
     repeats averaged; or, ``--against estimates``, the project's own estimates) and the system scores file; the
     project's score range as scale."""
     from easl_toolkit.core.metrics.data import Scale
-    from easl_toolkit.core.metrics.load import load_campaign
+    from easl_toolkit.core.metrics.load import SystemFile, load_campaign
     from easl_toolkit.core.metrics.project_raters import estimate_table, rater_table
     from easl_toolkit.tui.evaluation import read_project
 
@@ -199,12 +199,6 @@ def _load_project(args):
     against_estimates = args.against == "estimates"
     source = read_project(args.project, estimates=against_estimates)
     raters = estimate_table(source) if against_estimates else rater_table(source, raw=args.raw_ratings)
-    data = load_campaign(
-        raters,
-        source.items,
-        system_file,
-        system=columns or None,
-        id_col=args.id_col or "item_id",
-        group_col=args.group_col,
-    )
+    scores = SystemFile(system_file, columns or None, args.id_col or "item_id", args.group_col)
+    data = load_campaign(raters, source.items, scores)
     return data, Scale(*source.scale)
