@@ -28,7 +28,9 @@ def _campaign(folder: Path, method: str | None = None) -> tuple[Path, np.ndarray
     rng = np.random.default_rng(7)
     truth = rng.uniform(1.2, 4.8, N_ITEMS)
     ids = [f"i{k:02d}" for k in range(N_ITEMS)]
-    pd.DataFrame({"id": ids, "text": [f"response {k}" for k in range(N_ITEMS)]}).to_csv(folder / "items.csv", index=False)
+    pd.DataFrame({"id": ids, "text": [f"response {k}" for k in range(N_ITEMS)]}).to_csv(
+        folder / "items.csv", index=False
+    )
     rows = []
     for who, shift in (("careful", 0.0), ("offset", 1.0), ("random", None)):
         for k in np.concatenate([rng.permutation(N_ITEMS), rng.permutation(N_ITEMS), rng.permutation(N_ITEMS)[:2]]):

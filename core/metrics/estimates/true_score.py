@@ -62,8 +62,8 @@ class TrueScoreTotals(NamedTuple):
     @classmethod
     def of(cls, totals: Mapping[str, NDArray[Any]], prefix: str = "") -> TrueScoreTotals:
         """The terms stored in ``totals`` under ``prefix`` + :data:`TERM_KEYS` (``e`` None when absent)."""
-        e = totals.get(prefix + TERM_KEYS["e"])
-        return cls(*(totals[prefix + TERM_KEYS[f]] for f in cls._fields[:-1]), e=e)
+        terms = {f: totals[prefix + key] for f, key in TERM_KEYS.items() if f != "e"}
+        return cls(**terms, e=totals.get(prefix + TERM_KEYS["e"]))
 
     def add_to(self, sums: RowSums, prefix: str = "") -> None:
         """Add the per-response terms to ``sums`` under ``prefix`` + :data:`TERM_KEYS` (``e`` when given)."""
