@@ -276,8 +276,12 @@ def long_system_scores(rows: LongRows, s: str) -> NDArray[Any]:
 def rater_ids(values: pd.Series) -> NDArray[Any]:
     """The rater column as ids: a missing or empty cell is the rater :data:`core.metrics.project_raters.NO_ANNOTATOR`
     (``"(none)"``, as ``easl status --annotators`` and ``easl ingest`` name ratings without an annotator)."""
-    text = values.astype(object).where(values.notna(), "").astype(str)
-    out: NDArray[Any] = text.where(text.str.strip() != "", NO_ANNOTATOR).to_numpy()
+    missing = values.isna().to_numpy()
+    out: NDArray[Any] = values.astype(str).to_numpy()
+    none = missing | (np.char.str_len(out.astype(str)) == 0) if out.size else missing
+    if none.any():
+        out = out.astype(object)
+        out[none] = NO_ANNOTATOR
     return out
 
 
