@@ -187,3 +187,18 @@ def test_the_long_form_names_a_row_without_a_rater_none(tmp_path, capsys) -> Non
     ).assign(model=[1.5, 1.5, 3.0, 3.0, 4.5, 4.5]).to_csv(path, index=False)
     d = _json(capsys, str(path), "--long", "item,rater,score", "--system", "model", "--scale", "1", "5")
     assert sorted(d["human_columns"]) == sorted(["x", NO_ANNOTATOR])
+
+
+def test_an_annotator_whose_slope_is_not_positive_is_left_out_of_the_corrected_raters() -> None:
+    ratings = pd.DataFrame(
+        {"item_id": ["a", "b", "a", "b"], "annotator": ["x", "x", "y", "y"], "score": [1.0, 5.0, 2.0, 4.0]}
+    )
+    annotators = pd.DataFrame(
+        {"annotator": ["x", "y"], "offset": [0.5, 0.0], "slope": [-0.2, 1.0], "flag": ["", ""], "reason": ["", ""]}
+    )
+    source = ProjectRatings(ratings, pd.DataFrame({"item_id": ["a", "b"]}), (1.0, 5.0), annotators)
+    corrected = rater_table(source)
+    assert [(e.name, e.flag) for e in corrected.summary.excluded] == [("x", "slope")]
+    assert set(corrected.scores["annotator"]) == {"y"}
+    raw = rater_table(source, raw=True)
+    assert raw.summary.excluded == () and set(raw.scores["annotator"]) == {"x", "y"}

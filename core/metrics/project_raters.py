@@ -15,17 +15,20 @@ through the campaign's own model.
   back on the scale of the annotators kept: ``m + S (y - m - O_a) / s_a + O``, with ``O`` and ``S`` the mean
   offset and slope of the ratings kept (an affine map of ``mu``, the same fit), cut to ``[lo, hi]``. The raters'
   differences are removed; their common level and spread are the kept annotators'. An annotator whose slope is
-  not positive cannot be inverted and is left out, named. With ``raw=True`` the ratings enter as
-  given (the random clickers are still left out). A project whose model has no annotator terms: the ratings as
-  given, and the notes say no calibration was applied.
+  not positive cannot be inverted and is left out, named. With ``raw=True`` the ratings enter as given (the
+  random clickers are still left out). The annotator terms are those of Raykar et al. (2010), "Learning from
+  crowds", JMLR 11 (additive annotator effects) and Paun et al. (2018), "Comparing Bayesian models of annotation",
+  TACL 6 (offset and scale), as fitted by ``core/models/aware/fit.py``. A project whose model has no annotator
+  terms: the ratings as given, and the notes say no calibration was applied.
 * **Ratings without an annotator** are one rater, :data:`NO_ANNOTATOR` (``"(none)"``, the name ``easl status
   --annotators``, ``easl ingest`` and the monitor give them).
 * **Repeated ratings** of an item by the same rater: that rater's score of the item is the mean of them (the
   notes count them); nothing is dropped.
 
-Design weights: an evaluation campaign whose responses were chosen with recorded inclusion probabilities would
-weight each response by the inverse of its probability; that weight belongs in :func:`rater_table` (one column
-beside the scores, read by the caller from the project), which does not compute it today.
+Design weights (not implemented): an evaluation campaign whose responses were chosen with recorded inclusion
+probabilities would weight each response by the inverse of its probability (Horvitz & Thompson 1952). The
+probabilities would be read with the rest in ``read_project`` (a field of :class:`ProjectRatings`) and become one
+column of :attr:`RaterTable.scores` in :func:`rater_table`; the metrics would then need per-response weights.
 
 Pure data in, data out (pandas); the caller reads the project (``tui/evaluation.py``, :func:`read_project
 <easl_toolkit.tui.evaluation.read_project>`).
@@ -200,7 +203,7 @@ def annotator_terms(table: pd.DataFrame) -> pd.DataFrame:
         },
         index=rater_names(table["annotator"]).to_numpy(),
     )
-    return out
+    return out[~out.index.duplicated()]  # an annotator named "(none)" and ratings without one: the first row
 
 
 def left_out(terms: pd.DataFrame, *, calibrating: bool) -> list[Excluded]:
