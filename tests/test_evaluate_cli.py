@@ -301,7 +301,8 @@ def test_usage_error_exit_2(tmp_path, capsys):
 
 
 def test_project_flow_evaluates_a_system_against_a_campaign(tmp_path, capsys):
-    """``easl evaluate --project P --system scores.csv``: every annotator a rater, PRMSE from the campaign."""
+    """``easl evaluate --project P --system scores.csv --raw-ratings``: every annotator a rater with the ratings as
+    given, PRMSE from the campaign (the annotator-corrected default: tests/test_evaluate_project_raters.py)."""
     n = 30
     rng = np.random.default_rng(4)
     latent = rng.uniform(10, 90, n)
@@ -324,7 +325,10 @@ def test_project_flow_evaluates_a_system_against_a_campaign(tmp_path, capsys):
     rated = sorted({r["item_id"] for r in rows})
     scores = pd.DataFrame({"item_id": rated, "model": [latent[int(i[1:])] + 3.0 for i in rated]})
     scores.to_csv(tmp_path / "scores.csv", index=False)
-    d = run_json(capsys, ["evaluate", "--project", str(project), "--system", str(tmp_path / "scores.csv"), "--json"])
+    d = run_json(
+        capsys,
+        ["evaluate", "--project", str(project), "--system", str(tmp_path / "scores.csv"), "--raw-ratings", "--json"],
+    )
     assert sorted(d["human_columns"]) == ["ann", "bob"]
     assert d["scale"]["min"] == 0 and d["scale"]["max"] == 100
     ts = d["systems"]["model"]["true_score"]

@@ -12,6 +12,7 @@ import pytest
 
 import easl_toolkit.core.metrics as M
 from easl_toolkit.core.metrics.options import EvaluationOptions
+from easl_toolkit.core.metrics.output_schema import SCHEMA_VERSION
 from easl_toolkit.tui.cli import main
 
 nan = np.nan
@@ -132,7 +133,7 @@ def test_one_name_per_coefficient_and_n_beside_every_block(tmp_path, capsys):
             "--json",
         ],
     )
-    assert d["schema_version"] == 2
+    assert d["schema_version"] == SCHEMA_VERSION
     observed = d["systems"]["model"]["observed"]
     pair_names = {k for k in observed if not k.endswith("_reason")}
     all_names = {k for k in d["all_raters"] if not k.endswith("_reason")}

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import easl_toolkit.core.metrics as M
 from easl_toolkit.core.metrics.bootstrap import resample_chunks
-from easl_toolkit.core.metrics.estimates.true_score import finish_true_score, true_score_sums
+from easl_toolkit.core.metrics.estimates.true_score import TrueScoreTotals, finish_true_score, true_score_sums
 from easl_toolkit.core.metrics.notes import quiet
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -166,7 +166,7 @@ def test_vectorised_bootstrap_equals_recomputation(seed, n):
     m = t + rng.normal(0, 0.5, n)
     sums, _ = true_score_sums(h, m)
     index, counts = next(resample_chunks(n, 3, np.random.default_rng(seed)))
-    batch = quiet(finish_true_score, sums.totals(counts))["prmse"]
+    batch = quiet(finish_true_score, TrueScoreTotals.of(sums.totals(counts)))["prmse"]
     for b in range(3):
         direct = quiet(M.prmse, m[index[b]], h[index[b]])
         assert np.isclose(batch[b], direct, rtol=1e-9, atol=1e-9, equal_nan=True)

@@ -9,7 +9,7 @@ import easl_toolkit.core.metrics as M
 from easl_toolkit.core.metrics.bootstrap import percentile_interval, resample_chunks
 from easl_toolkit.core.metrics.notes import quiet
 from easl_toolkit.core.metrics.options import EvaluationOptions
-from easl_toolkit.core.metrics.output_schema import RSMTOOL_NAMES
+from easl_toolkit.core.metrics.output_schema import RSMTOOL_NAMES, SCHEMA_VERSION
 from easl_toolkit.core.metrics.registry import OBSERVED_KEYS, TRUE_SCORE_KEYS
 from easl_toolkit.core.metrics.report import to_json_text, write_output
 
@@ -61,7 +61,7 @@ def test_json_object_shape(result):
     sysd = d["systems"]["sys"]
     rsmtool = list(RSMTOOL_NAMES.values())
     assert [k for k in sysd["observed"] if not k.endswith("_reason")] == list(OBSERVED_KEYS) + rsmtool
-    assert d["schema_version"] == 2
+    assert d["schema_version"] == SCHEMA_VERSION
     assert d["human_human"]["raters"] == ["h1", "h2"]
     assert [k for k in d["human_human"] if k in OBSERVED_KEYS] == list(OBSERVED_KEYS)
     assert set(d["human_human"]["ci"]) >= {"corr", "gwet_ac1"} and "N" in d["all_raters"]

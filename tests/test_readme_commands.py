@@ -52,7 +52,7 @@ def test_readme_and_getting_started_commands_run_as_written(checkout: Path) -> N
     assert f"easl-toolkit {__version__}" in readme.stdout
     assert (checkout / "estimates.csv").read_text().count("\n") == 21  # a header and the 20 sentences
     assert (checkout / "essay-report" / "evaluation.json").exists()
-    assert '"schema_version": 2' in (checkout / "essay-metrics.json").read_text()
+    assert '"schema_version": 3' in (checkout / "essay-metrics.json").read_text()
     assert "x DA" in readme.stdout and (checkout / "replay-report" / "report.md").exists()
 
     started = _run_page(checkout, "docs/getting-started.md")

@@ -27,10 +27,12 @@ from easl_toolkit.core.distributed.finish import finish
 from easl_toolkit.core.distributed.partitions import PartitionStats, Spec, merge, partition_range, partition_stats
 from easl_toolkit.core.errors import EaslError, InputError
 from easl_toolkit.core.metrics.load import (
+    LongRows,
     frame_scores,
     long_notes,
     long_rater_systems,
     long_system_scores,
+    rater_ids,
     rater_matrix,
     require_columns,
 )
@@ -244,7 +246,7 @@ def _scores(frame: pd.DataFrame, spec: LongSpec, k: int, col: str) -> NDArray[An
 def scan(frame: pd.DataFrame, spec: LongSpec, k: int) -> tuple[int, pd.Series]:
     """(rows, number of rows with a score per rater id) of one partition."""
     score = _scores(frame, spec, k, spec.score)
-    raters = frame[spec.rater].astype(str).to_numpy()
+    raters = rater_ids(frame[spec.rater])
     counts = pd.Series(np.isfinite(score).astype(np.int64)).groupby(raters).sum()
     return len(frame), counts
 
@@ -260,14 +262,11 @@ def to_wide(frame: pd.DataFrame, spec: LongSpec, k: int) -> pd.DataFrame:
     table = _table(frame, spec, k)
     score = _scores(frame, spec, k, spec.score)
     items = frame[spec.item].astype(str).to_numpy()
-    raters = frame[spec.rater].astype(str).to_numpy()
+    raters = rater_ids(frame[spec.rater])
     ids, first, row_of = np.unique(items, return_index=True, return_inverse=True)
     n = ids.size
-    column = partial(_scores, frame, spec, k)
-    out = {
-        s: long_system_scores(table, s, raters, spec.rater_systems, score, row_of, items, n, column)
-        for s in spec.system
-    }
+    rows = LongRows(table, raters, score, items, row_of, n, spec.rater_systems, partial(_scores, frame, spec, k))
+    out = {s: long_system_scores(rows, s) for s in spec.system}
     hr = np.flatnonzero(np.isin(raters, spec.human) & np.isfinite(score))
     h, names, repeats = rater_matrix(row_of[hr], raters[hr], score[hr], n, order=list(spec.human))
     wide = pd.DataFrame({name: np.full(n, np.nan) for name in spec.human})

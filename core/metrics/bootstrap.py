@@ -25,7 +25,7 @@ from easl_toolkit.core.metrics.estimates.fairness import FAIRNESS_KEYS, fairness
 from easl_toolkit.core.metrics.estimates.fairness_resampled import fairness_design
 from easl_toolkit.core.metrics.estimates.pair import batch_values
 from easl_toolkit.core.metrics.estimates.sums import RowSums
-from easl_toolkit.core.metrics.estimates.true_score import finish_true_score, true_score_sums
+from easl_toolkit.core.metrics.estimates.true_score import TrueScoreTotals, finish_true_score, true_score_sums
 from easl_toolkit.core.metrics.notes import capture, quiet, undefined
 
 #: Upper bound on the entries of one chunk's index matrix (memory ~ 16 bytes per entry).
@@ -215,9 +215,12 @@ def bootstrap_prmse(
     """
     rng = np.random.default_rng(seed)  # a Generator is returned as it is
     sums, _ = true_score_sums(ratings, system)
-    point = quiet(finish_true_score, sums.totals(), rater_error_variance)["prmse"]
+    point = quiet(finish_true_score, TrueScoreTotals.of(sums.totals()), rater_error_variance)["prmse"]
     dist = bootstrap_sums(
-        sums, lambda t: {"prmse": finish_true_score(t, rater_error_variance)["prmse"]}, n_resamples, rng
+        sums,
+        lambda t: {"prmse": finish_true_score(TrueScoreTotals.of(t), rater_error_variance)["prmse"]},
+        n_resamples,
+        rng,
     ).get("prmse", np.zeros(0))
     if dist.size == 0:
         undefined("the bootstrap needs at least one response and one resample")

@@ -6,8 +6,10 @@ rater keeps its id and becomes one column of the responses x raters matrix (so C
 rater and the result does not depend on the order of the rows). Columns are in the order the caller gives, else
 by decreasing number of ratings, ties by rater id: the first column (the reference of the RSMTool comparisons)
 is the rater who rated most. A rater who rated an item more than once keeps the first rating in file order (the
-others are counted in a note). A system is either a rater value in the rater column (its score for each item) or
-a column of the file (one value per item).
+others are counted in a note); a row without a rater is the rater ``(none)``, as ``easl status`` names it. A
+system is either a rater value in the rater column (its score for each item) or a column of the file (one value
+per item). A project's ratings (:func:`load_campaign`) come as the rater table of
+:mod:`core.metrics.project_raters`.
 
 Errors are :class:`core.errors.InputError` sentences naming the file, the column and, where it applies, the line;
 they say what is wrong with the input, never which command-line option to use (the front ends add that).
@@ -26,17 +28,22 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from easl_toolkit.core.errors import InputError
+from easl_toolkit.core.metrics.project_raters import NO_ANNOTATOR, RaterSummary, RaterTable
 from easl_toolkit.core.tables import Table, read_table
 
 
 @dataclass
 class EvaluationInput:
+    """Loaded data: the (responses, raters) human scores with the raters' names, the systems' scores, the response
+    ids, the groups, the notes of the reading, and (a project's) how its human raters were built."""
+
     human: NDArray[Any]  # (n, R)
     human_names: list[str]
     system: dict[str, NDArray[Any]]
     ids: NDArray[Any]  # (n,) response ids (strings)
     groups: NDArray[Any] | None
     notes: list[str]
+    raters: RaterSummary | None = None
 
 
 def _read(path: str | os.PathLike[str]) -> Table:
@@ -161,13 +168,13 @@ def load_long(
         require_columns(df, path, [group_col], "group column")
     score = numeric_column(table, score_c, strict=True)
     items = df[item_c].astype(str).to_numpy()
-    raters = df[rater_c].astype(str).to_numpy()
+    raters = rater_ids(df[rater_c])
     row_of, uniques = pd.factorize(items)  # items in order of first appearance
     ids = uniques.astype(str)
     n = ids.size
     rater_systems = long_rater_systems(path, rater_c, set(raters), df.columns, system, human)
-    column = partial(numeric_column, table, strict=True)
-    sys = {s: long_system_scores(table, s, raters, rater_systems, score, row_of, items, n, column) for s in system}
+    rows = LongRows(table, raters, score, items, row_of, n, rater_systems, partial(numeric_column, table, strict=True))
+    sys = {s: long_system_scores(rows, s) for s in system}
     is_human = ~np.isin(raters, rater_systems)
     if human:
         is_human &= np.isin(raters, human)
@@ -211,38 +218,71 @@ def long_rater_systems(
     return [s for s in system if s in raters]
 
 
-def long_system_scores(
-    table: Table,
-    s: str,
-    raters: NDArray[Any],
-    rater_systems: Collection[str],
-    score: NDArray[Any],
-    row_of: NDArray[Any],
-    items: NDArray[Any],
-    n: int,
-    column: Callable[[str], NDArray[Any]],
-) -> NDArray[Any]:
-    """The scores of system ``s`` of the long form by item row (``row_of``; ``n`` items): the rows whose rater is
-    ``s`` (one per item), or the column ``s`` (``column(s)``: its numbers; one value per item)."""
-    v = np.full(n, np.nan)
-    if s in rater_systems:
-        sel = np.flatnonzero(raters == s)
+@dataclass(frozen=True)
+class LongRows:
+    """The rows of a long-form table, read once for the scores of its systems (:func:`long_system_scores`).
+
+    Attributes
+    ----------
+    table : Table
+        The table read (for the line of an error).
+    raters, score, items : arrays
+        Each row's rater id, score and item id.
+    row_of : array of int
+        Each row's item row, ``0 .. n - 1``.
+    n : int
+        The number of items.
+    rater_systems : collection of str
+        The systems that are values of the rater column.
+    column : callable
+        ``column(name)``: the numbers of the column ``name``.
+    """
+
+    table: Table
+    raters: NDArray[Any]
+    score: NDArray[Any]
+    items: NDArray[Any]
+    row_of: NDArray[Any]
+    n: int
+    rater_systems: Collection[str]
+    column: Callable[[str], NDArray[Any]]
+
+
+def long_system_scores(rows: LongRows, s: str) -> NDArray[Any]:
+    """The scores of system ``s`` of the long form by item row (``rows.row_of``; ``rows.n`` items): the rows whose
+    rater is ``s`` (one per item), or the column ``s`` (``rows.column(s)``: its numbers; one value per item)."""
+    v = np.full(rows.n, np.nan)
+    row_of, items = rows.row_of, rows.items
+    if s in rows.rater_systems:
+        sel = np.flatnonzero(rows.raters == s)
         dup = pd.Series(row_of[sel]).duplicated().to_numpy()
         if dup.any():
             i = int(sel[np.flatnonzero(dup)[0]])
-            raise InputError(f"{table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
-        v[row_of[sel]] = score[sel]
+            raise InputError(f"{rows.table.location(i)}: system {s!r} scores item {items[i]!r} more than once.")
+        v[row_of[sel]] = rows.score[sel]
         return v
-    col = column(s)
+    col = rows.column(s)
     ok = ~np.isnan(col)
     per_item = pd.DataFrame({"r": row_of[ok], "v": col[ok]}).groupby("r")["v"]
     lo, hi = per_item.min(), per_item.max()
     conflict = lo.index[(hi - lo).abs().to_numpy() > 0]
     if conflict.size:
         i = int(np.flatnonzero((row_of == int(conflict[0])) & ok)[0])
-        raise InputError(f"{table.location(i)}: column {s!r} has different values for item {items[i]!r}.", field=s)
+        raise InputError(f"{rows.table.location(i)}: column {s!r} has different values for item {items[i]!r}.", field=s)
     v[lo.index.to_numpy()] = lo.to_numpy()
     return v
+
+
+def rater_ids(values: pd.Series) -> NDArray[Any]:
+    """The rater column as ids: a missing or empty cell is the rater :data:`core.metrics.project_raters.NO_ANNOTATOR`
+    (``"(none)"``, as ``easl status --annotators`` and ``easl ingest`` name ratings without an annotator)."""
+    missing = values.isna().to_numpy()
+    out: NDArray[Any] = values.astype(str).to_numpy()
+    none = missing | (np.char.str_len(out.astype(str)) == 0) if out.size else missing
+    if none.any():
+        out = out.astype(object)
+        out[none] = NO_ANNOTATOR
+    return out
 
 
 def rater_matrix(
@@ -269,23 +309,27 @@ def rater_matrix(
     return h, [str(ids[k]) for k in columns] or ["rating"], int((~first).sum())
 
 
-def load_campaign(
-    ratings: pd.DataFrame,
-    items: pd.DataFrame,
-    system_path: str | os.PathLike[str],
-    *,
-    system: list[str] | None = None,
-    id_col: str = "item_id",
-    group_col: str | None = None,
-) -> EvaluationInput:
-    """The ratings an annotation campaign collected, with a scoring system's scores per item.
+@dataclass(frozen=True)
+class SystemFile:
+    """A table of system scores per item: its ``path``, the score ``columns`` (None: every numeric column but the id
+    and the group), the id column ``id_col`` and an optional group column ``group_col`` (of this file or an extra
+    column of the project's items)."""
 
-    ``ratings`` is the long form of a project (``item_id, annotator, score``, as ``core.store.Project.ratings``),
-    ``items`` its items (``item_id`` and extra columns, as ``Project.items``); ``system_path`` a table with an id
-    column ``id_col`` and one column per system (default: every numeric column but the id). Every annotator becomes
-    one human column (:func:`rater_matrix`: most ratings first); every item with a rating or a system score is a
-    response. ``group_col`` is a column of the system file or an extra column of the items.
+    path: str | os.PathLike[str]
+    columns: list[str] | None = None
+    id_col: str = "item_id"
+    group_col: str | None = None
+
+
+def load_campaign(raters: RaterTable, items: pd.DataFrame, scores: SystemFile) -> EvaluationInput:
+    """The human raters of an annotation campaign, with a scoring system's scores per item.
+
+    ``raters`` is the campaign's rater table (:func:`core.metrics.project_raters.rater_table`: one score per item and
+    rater, how it was built, its notes), ``items`` the project's items (``item_id`` and extra columns, as
+    ``Project.items``), ``scores`` the file of system scores (:class:`SystemFile`). Every rater becomes one human
+    column (:func:`rater_matrix`: most items first); every item with a rating or a system score is a response.
     """
+    system_path, system, id_col, group_col = scores.path, scores.columns, scores.id_col, scores.group_col
     table = _read(system_path)
     df = table.frame
     require_columns(df, system_path, [id_col], "id column")
@@ -304,39 +348,46 @@ def load_campaign(
             path=system_path,
             field=id_col,
         )
-    rated = ratings[np.isfinite(ratings["score"].to_numpy(dtype=np.float64))]
+    rated = raters.scores
     ids = pd.unique(pd.concat([rated["item_id"].astype(str), pd.Series(sys_ids)], ignore_index=True))
     row_of = pd.Series(np.arange(ids.size), index=ids)
     n = ids.size
-    h, names, repeats = rater_matrix(
+    h, names, _ = rater_matrix(
         row_of[rated["item_id"].astype(str)].to_numpy(),
-        rated["annotator"].astype(object).where(rated["annotator"].notna(), "(none)").astype(str).to_numpy(),
+        rated["annotator"].astype(str).to_numpy(),
         rated["score"].to_numpy(dtype=np.float64),
         n,
-    )  # ratings without an annotator: one rater, "(none)" as in `easl status --annotators` and `easl ingest`
+    )  # one row per (item, rater): the rater table averaged the repeats
     sys_rows = row_of[sys_ids].to_numpy()
-    scores = {}
+    by_system = {}
     for s in system:
         v = np.full(n, np.nan)
         v[sys_rows] = numeric_column(table, s, strict=True)
-        scores[s] = v
-    groups = None
-    if group_col:
-        if group_col in df.columns:
-            source = pd.Series(df[group_col].astype(str).to_numpy(), index=sys_ids)
-        elif group_col in items.columns:
-            source = pd.Series(items[group_col].astype(str).to_numpy(), index=items["item_id"].astype(str))
-        else:
-            raise InputError(
-                f"{system_path}: no group column {group_col!r} in the file or the project's items.",
-                path=system_path,
-                field=group_col,
-            )
-        groups = source.reindex(ids).to_numpy(dtype=object)
+        by_system[s] = v
+    groups = _campaign_groups(table, items, sys_ids, ids, group_col) if group_col else None
+    n_ratings = int(rated["n_ratings"].sum()) if "n_ratings" in rated else len(rated)
     notes = [
-        f"campaign: {len(rated)} ratings of {int(np.isfinite(h).any(axis=1).sum())} items by {len(names)} "
-        f"annotator(s); {sys_rows.size} items with system scores"
+        f"campaign: {n_ratings} ratings of {int(np.isfinite(h).any(axis=1).sum())} items by {len(names)} "
+        f"human rater(s) ({', '.join(names)}); {sys_rows.size} items with system scores",
+        *raters.notes,
     ]
-    if repeats:
-        notes.append(f"{repeats} repeated rating(s) of an item by the same annotator left out (the first is kept)")
-    return EvaluationInput(h, names, scores, np.asarray(ids, dtype=str), groups, notes)
+    return EvaluationInput(h, names, by_system, np.asarray(ids, dtype=str), groups, notes, raters.summary)
+
+
+def _campaign_groups(
+    table: Table, items: pd.DataFrame, sys_ids: NDArray[Any], ids: NDArray[Any], group_col: str
+) -> NDArray[Any]:
+    """Each response's group: column ``group_col`` of the system file, else an extra column of the items."""
+    df = table.frame
+    if group_col in df.columns:
+        source = pd.Series(df[group_col].astype(str).to_numpy(), index=sys_ids)
+    elif group_col in items.columns:
+        source = pd.Series(items[group_col].astype(str).to_numpy(), index=items["item_id"].astype(str))
+    else:
+        raise InputError(
+            f"{table.path}: no group column {group_col!r} in the file or the project's items.",
+            path=table.path,
+            field=group_col,
+        )
+    out: NDArray[Any] = source.reindex(ids).to_numpy(dtype=object)
+    return out

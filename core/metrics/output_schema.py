@@ -19,6 +19,12 @@ Versions
     intervals as ``analytic.<metric> = {se, ci, p_value, method}``, ``n_responses`` the responses compared with
     the first (reference) human column and ``n_input`` the rows read. RSMTool's own names (:data:`RSMTOOL_NAMES`)
     appear beside ours in every observed, degradation and human-human block.
+3
+    Version 2 and ``raters``: how a project's human raters were built (``easl evaluate --project``: ``against``,
+    ``calibration``, the annotators ``excluded`` with their flag and reason, the ``repeated_ratings`` and their
+    rule), null for a file. For a project, the human columns hold annotator-corrected scores on an annotator-aware
+    project, without the annotators flagged ``random``, each rater's repeated ratings of an item averaged (version
+    2: every annotator, the ratings as given, the first of repeated ratings). ``--schema 2`` leaves ``raters`` out.
 """
 
 from __future__ import annotations
@@ -28,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 #: Version of the JSON object written by :meth:`core.metrics.results.Evaluation.to_json`.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Versions ``easl evaluate --schema`` can write.
-SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
+SCHEMA_VERSIONS: tuple[int, ...] = (1, 2, 3)
 
 #: Our key -> RSMTool's name for the same figure (RSMTool 12.0.0, ``rsmtool.utils.metrics`` and the ``eval``,
 #: ``consistency`` and ``degradation`` tables; ``docs/design.md``, "Evaluation metrics"). Conger's kappa of two
@@ -70,9 +76,10 @@ def as_schema(data: dict[str, Any], version: int) -> dict[str, Any]:
     """The evaluation object ``data`` (current schema) in the layout of ``version``."""
     if version == SCHEMA_VERSION:
         return data
-    if version != 1:
+    if version not in SCHEMA_VERSIONS:
         raise ValueError(f"schema version {version} is not one of {SCHEMA_VERSIONS}")
-    return _schema_1(data)
+    two = {k: v for k, v in data.items() if k != "raters"} | {"schema_version": 2}
+    return two if version == 2 else _schema_1(two)
 
 
 def _old_name(key: str) -> str:

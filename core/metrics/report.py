@@ -101,8 +101,8 @@ def write_output(
 
 
 def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figures: list[tuple[str, str]]) -> str:
-    """``report.md``: the sections of the terminal (:func:`core.metrics.sections.sections`), the figures, the notes
-    and what every figure means."""
+    """``report.md``: how a project's human raters were built, the sections of the terminal
+    (:func:`core.metrics.sections.sections`), the figures, the notes and what every figure means."""
     out = [
         f"# Evaluation of {source}",
         "",
@@ -112,6 +112,8 @@ def _markdown(ev: Evaluation, tables: dict[str, pd.DataFrame], source: str, figu
     ]
     if ev.dropped:
         out += ["Dropped responses:", ""] + [f"- {k}: {v}" for k, v in ev.dropped.items()] + [""]
+    if ev.raters is not None:
+        out += ["## Human raters", ""] + [f"- {line}" for line in ev.raters.lines()] + [""]
     for section in sections(ev):
         out += _md_section(section)
     out += ["## Figures", ""]

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from easl_toolkit.core.metrics.data import Scale
 from easl_toolkit.core.metrics.intervals.analytic import Analytic, Interval, benchmark, json_number
 from easl_toolkit.core.metrics.output_schema import SCHEMA_VERSION, with_rsmtool_names
+from easl_toolkit.core.metrics.project_raters import RaterSummary
 from easl_toolkit.core.metrics.registry import COUNT_KEYS, OBSERVED_KEYS, SHORT, TRUE_SCORE_KEYS
 
 
@@ -238,7 +239,9 @@ class Evaluation:
     bootstrap's ``n_resamples`` and ``seed``, ``human_human`` (:class:`HumanHuman`), ``systems`` (name ->
     :class:`SystemEvaluation`), ``subgroups`` (group column -> group label -> system -> :class:`Block`), ``fairness``
     (group column -> system -> :class:`FairnessEvaluation`), ``notes``, the arrays for the plots (``human``,
-    ``system``, ``prmse_samples``) and ``bootstrapped`` (whether the figures carry bootstrap intervals).
+    ``system``, ``prmse_samples``), ``bootstrapped`` (whether the figures carry bootstrap intervals) and, for a
+    project's evaluation, ``raters`` (how its human raters were built, :class:`~core.metrics.project_raters.
+    RaterSummary`).
 
     Examples
     --------
@@ -268,6 +271,7 @@ class Evaluation:
     bootstrapped: bool = False  # bootstrap intervals were computed (resamples > 0 and at least 2 responses)
     consistency_by_group: Mapping[str, Mapping[str, Block]] = field(default_factory=dict)  # human-human per group
     confusion: Mapping[str, NDArray[Any]] = field(repr=False, default_factory=dict)  # system -> (q, q) counts
+    raters: RaterSummary | None = None  # a project's: how its human raters were built (project_raters)
 
     @property
     def n_dropped(self) -> int:
@@ -287,6 +291,7 @@ class Evaluation:
             "dropped": dict(self.dropped),
             "scale": {"min": self.scale.min, "max": self.scale.max},
             "human_columns": list(self.human_columns),
+            "raters": None if self.raters is None else self.raters.to_json(),
             "confidence": self.confidence,
             "bootstrap": {
                 "n_resamples": int(self.n_resamples),

@@ -328,11 +328,12 @@ def without_empty_intervals(section: Section) -> Section:
 
 def sections(ev: Evaluation) -> list[Section]:
     """Every section, in the order of the terminal and of ``report.md`` (interval columns without an interval
-    left out)."""
+    left out); against a project's own estimates (one consensus score per item) no true-score section."""
+    consensus = ev.raters is not None and ev.raters.against == "estimates"
     found: Iterable[Section | None] = (
         *observed(ev),
         all_raters(ev),
-        true_scores(ev),
+        None if consensus else true_scores(ev),
         degradation(ev),
         *subgroups(ev),
         *fairness(ev),

@@ -25,6 +25,7 @@ examples:
   easl evaluate scores.parquet --human h1 h2 --system a b --group L1 --bootstrap 1000 --seed 7 --output report/
   easl evaluate ratings.csv --long item_id,annotator,score --system estimate --scale 0 100 --json
   easl evaluate --project work.easl --system scores.csv          (a system against a campaign's ratings)
+  easl evaluate --project work.easl --system scores.csv --against estimates   (... against its estimates)
   easl evaluate 'ratings/*.parquet' --human h1 h2 --system model --scale 1 6 --dask local
   easl evaluate 'ratings/*.csv' --human h1 h2 --system model --scale 1 6 --dask tcp://scheduler:8786
 """
@@ -52,9 +53,24 @@ def _data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--project",
         metavar="PROJECT",
-        help="evaluate against the ratings of this easl project (every annotator a rater); --system then "
-        "names a file of system scores per item (id column: --id, default item_id) and optionally "
-        "its score columns",
+        help="evaluate against the ratings of this easl project; --system then names a file of system scores "
+        "per item (id column: --id, default item_id) and optionally its score columns. Every annotator is a "
+        "rater (ratings without one: the rater (none)), the mean of their ratings of an item its score; on an "
+        "annotator-aware project the scores are annotator-corrected (each annotator's offset and slope from the "
+        "model) and annotators flagged random are left out, named in the notes",
+    )
+    p.add_argument(
+        "--against",
+        choices=("ratings", "estimates"),
+        default="ratings",
+        help="with --project: evaluate against the ratings (default) or against the project's own per-item "
+        "estimates (easl export's estimate column; one consensus score per item, so no human-human or PRMSE figures)",
+    )
+    p.add_argument(
+        "--raw-ratings",
+        action="store_true",
+        help="with --project on an annotator-aware project: the ratings as given, without the annotator calibration "
+        "(random clickers are still left out)",
     )
     p.add_argument(
         "--human",
@@ -111,11 +127,12 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--schema",
         type=int,
-        choices=(1, 2),
-        default=2,
+        choices=(1, 2, 3),
+        default=3,
         metavar="V",
-        help="layout of the JSON object (--json and evaluation.json): 2, the current one (default), or 1, the layout "
-        "of easl-toolkit 0.1.0 for scripts written against it (docs/reference/outputs.md)",
+        help="layout of the JSON object (--json and evaluation.json): 3, the current one (default); 2, without the "
+        "raters object; or 1, the layout of easl-toolkit 0.1.0 for scripts written against it "
+        "(docs/reference/outputs.md)",
     )
     p.add_argument("--output", metavar="DIR", help="write CSV tables, evaluation.json, report.md and PNG plots here")
 

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.population_size is not None and not (np.isfinite(args.population_size) and args.population_size > 0):
         raise EaslError(f"--population-size must be a finite positive number, got {args.population_size:g}.")
     _check_repeats(args)
+    _check_project_options(args)
     if args.dask:
         return _run_dask(args, scale)
     if args.project:
@@ -87,6 +88,16 @@ def _options(args, scale):
         base_group=args.base_group,
         weights=tuple(args.weights),
     )
+
+
+def _check_project_options(args) -> None:
+    """``--against`` and ``--raw-ratings`` evaluate a project's ratings: refused without ``--project``, and
+    ``--raw-ratings`` with ``--against estimates`` (the estimates are the model's, not ratings)."""
+    if not args.project and (args.against != "ratings" or args.raw_ratings):
+        flag = "--raw-ratings" if args.raw_ratings else f"--against {args.against}"
+        raise EaslError(f"{flag} evaluates a project's ratings: give --project PROJECT.")
+    if args.raw_ratings and args.against == "estimates":
+        raise EaslError("--raw-ratings applies to the ratings; --against estimates evaluates the model's estimates.")
 
 
 def _long_columns(args) -> tuple[str, str, str]:
@@ -176,20 +187,18 @@ def _run_dask(args, scale) -> int:
 
 
 def _load_project(args):
-    """The campaign's ratings (public store API) and the system scores file; the project's score range as scale."""
+    """The campaign's human raters (``core.metrics.project_raters``: annotator-corrected, random clickers left out,
+    repeats averaged; or, ``--against estimates``, the project's own estimates) and the system scores file; the
+    project's score range as scale."""
     from easl_toolkit.core.metrics.data import Scale
-    from easl_toolkit.core.metrics.load import load_campaign
-    from easl_toolkit.core.store import Project
+    from easl_toolkit.core.metrics.load import SystemFile, load_campaign
+    from easl_toolkit.core.metrics.project_raters import estimate_table, rater_table
+    from easl_toolkit.tui.evaluation import read_project
 
     system_file, *columns = args.system
-    with Project.open(args.project, readonly=True) as project:
-        ratings = project.ratings()
-        items = project.items()
-        hyper = getattr(project, "hyper", None)
-    scale = None
-    if hyper is not None and hasattr(hyper, "score_min"):
-        scale = Scale(float(hyper.score_min), float(hyper.score_max))
-    data = load_campaign(
-        ratings, items, system_file, system=columns or None, id_col=args.id_col or "item_id", group_col=args.group_col
-    )
-    return data, scale
+    against_estimates = args.against == "estimates"
+    source = read_project(args.project, estimates=against_estimates)
+    raters = estimate_table(source) if against_estimates else rater_table(source, raw=args.raw_ratings)
+    scores = SystemFile(system_file, columns or None, args.id_col or "item_id", args.group_col)
+    data = load_campaign(raters, source.items, scores)
+    return data, Scale(*source.scale)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 
 def print_tables(ev, args) -> None:
-    """The evaluation ``ev`` as rich tables on stdout: observed scores, agreement among all raters, true scores,
-    degradation, subgroups, fairness, then the notes and the link to the glossary."""
+    """The evaluation ``ev`` as rich tables on stdout: how a project's human raters were built, observed scores,
+    agreement among all raters, true scores, degradation, subgroups, fairness, then the notes and the link to the
+    glossary."""
     from rich.console import Console
 
     from easl_toolkit.core.metrics.sections import GLOSSARY_LINK, notes, sections
@@ -20,6 +21,8 @@ def print_tables(ev, args) -> None:
     )
     for k, v in ev.dropped.items():
         con.print(f"  dropped {v}: {k}", highlight=False)
+    for line in ev.raters.lines() if ev.raters is not None else ():
+        con.print(f"  {line}", highlight=False, markup=False)
     for section in sections(ev):
         if section.intro:
             con.print(section.intro, highlight=False)

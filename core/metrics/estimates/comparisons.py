@@ -22,7 +22,7 @@ from easl_toolkit.core.metrics.estimates.agreement_totals import agreement_sums,
 from easl_toolkit.core.metrics.estimates.fairness_resampled import FairnessDesign, fairness_design
 from easl_toolkit.core.metrics.estimates.pair import Finisher, PairSuite, agreement_finishers, memo, point_values
 from easl_toolkit.core.metrics.estimates.sums import RowSums, finish_disattenuated, finish_dsm, moments
-from easl_toolkit.core.metrics.estimates.true_score import finish_true_score, true_score_sums
+from easl_toolkit.core.metrics.estimates.true_score import TrueScoreTotals, finish_true_score, true_score_sums
 from easl_toolkit.core.metrics.prepare import Prepared
 from easl_toolkit.core.metrics.registry import OBSERVED_KEYS, REPORT_WEIGHTS, report_name
 
@@ -89,7 +89,7 @@ class Comparisons:
         """Every figure as ``key -> zero-argument callable`` on totals ``t`` (batch-capable)."""
 
         def true_figure(k: str, tsp: str) -> Finisher:
-            return lambda: finish_true_score(t, self.rater_error_variance, tsp)[k]
+            return lambda: finish_true_score(TrueScoreTotals.of(t, tsp), self.rater_error_variance)[k]
 
         def disattenuated(sf: dict[str, Finisher]) -> Finisher:
             return lambda: finish_disattenuated(sf["corr"](), hh_f["corr"]())

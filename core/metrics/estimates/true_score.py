@@ -11,7 +11,8 @@ PRMSE for all resamples with one matrix product.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,8 +29,68 @@ MIN_DOUBLE_SCORED_HIGH_AGREEMENT = 500
 HIGH_AGREEMENT_R = 0.65
 
 
+class TrueScoreTotals(NamedTuple):
+    """The terms of the Appendix B estimators, summed over responses (or, from :func:`true_score_sums`, per response):
+    each an array, of shape ``()`` for the sample, ``(B,)`` for ``B`` bootstrap resamples, ``(n,)`` per response.
+
+    In a :class:`~core.metrics.estimates.sums.RowSums` (the bootstrap's matrix product, the Dask partitions) each
+    term is stored under its key in :data:`TERM_KEYS`, after a prefix naming the comparison; :meth:`of` reads them
+    back.
+
+    Attributes
+    ----------
+    n : responses with at least one rating, ``sum 1[c_i >= 1]``
+    c, c2 : ``c. = sum c_i`` and ``sum c_i^2``
+    s1, s2 : ``sum c_i (Hbar_i - s)`` and ``sum c_i (Hbar_i - s)^2``, about the centring ``s``
+    within : ``sum_i sum_j (H_ij - Hbar_i)^2`` over responses with ``c_i >= 2``
+    d : ``sum (c_i - 1)`` over responses with ``c_i >= 2``
+    n_multiple, n_single : responses with two or more ratings, with one
+    e : ``sum c_i (Hbar_i - M_i)^2`` (with a system; None without)
+    """
+
+    n: NDArray[Any]
+    c: NDArray[Any]
+    c2: NDArray[Any]
+    s1: NDArray[Any]
+    s2: NDArray[Any]
+    within: NDArray[Any]
+    d: NDArray[Any]
+    n_multiple: NDArray[Any]
+    n_single: NDArray[Any]
+    e: NDArray[Any] | None = None
+
+    @classmethod
+    def of(cls, totals: Mapping[str, NDArray[Any]], prefix: str = "") -> TrueScoreTotals:
+        """The terms stored in ``totals`` under ``prefix`` + :data:`TERM_KEYS` (``e`` None when absent)."""
+        terms = {f: totals[prefix + key] for f, key in TERM_KEYS.items() if f != "e"}
+        return cls(**terms, e=totals.get(prefix + TERM_KEYS["e"]))
+
+    def add_to(self, sums: RowSums, prefix: str = "") -> None:
+        """Add the per-response terms to ``sums`` under ``prefix`` + :data:`TERM_KEYS` (``e`` when given)."""
+        for f, values in zip(self._fields, self):
+            if values is not None:
+                sums.add(prefix + TERM_KEYS[f], values)
+
+
+#: The key of each term of :class:`TrueScoreTotals` in a :class:`~core.metrics.estimates.sums.RowSums` (the
+#: totals the bootstrap and the Dask partitions exchange).
+TERM_KEYS: dict[str, str] = {
+    "n": "N",
+    "c": "C",
+    "c2": "C2",
+    "s1": "S1",
+    "s2": "S2",
+    "within": "W",
+    "d": "D",
+    "n_multiple": "N_multiple",
+    "n_single": "N_single",
+    "e": "E",
+}
+
+
 def true_score_sums(ratings: ArrayLike, system: ArrayLike | None = None, prefix: str = "") -> tuple[RowSums, float]:
-    """Per-response terms of the Appendix B estimators; returns the sums and the centring constant.
+    """Per-response terms of the Appendix B estimators (:class:`TrueScoreTotals`, stored under ``prefix``); returns
+    the sums and the centring constant.
 
     Terms: 1[c_i >= 1], c_i, c_i^2, c_i (Hbar_i - s), c_i (Hbar_i - s)^2, within-response sum of squares
     sum_j (H_ij - Hbar_i)^2, (c_i - 1) 1[c_i >= 2], 1[c_i >= 2], 1[c_i == 1] and c_i (Hbar_i - M_i)^2, with
@@ -44,58 +105,64 @@ def true_score_sums(ratings: ArrayLike, system: ArrayLike | None = None, prefix:
         hbar = np.where(rated, total / np.where(rated, c, 1.0), 0.0)
     s = float(total.sum() / c.sum()) if c.sum() > 0 else 0.0
     within = np.where(obs, (h - hbar[:, None]) ** 2, 0.0).sum(axis=1)
-    sums = RowSums(h.shape[0])
-    p = prefix
-    sums.add(p + "N", rated.astype(np.float64))
-    sums.add(p + "C", c)
-    sums.add(p + "C2", c * c)
-    sums.add(p + "S1", c * (hbar - s))
-    sums.add(p + "S2", c * (hbar - s) ** 2)
-    sums.add(p + "W", np.where(c >= 2, within, 0.0))
-    sums.add(p + "D", np.where(c >= 2, c - 1.0, 0.0))
-    sums.add(p + "N_multiple", (c >= 2).astype(np.float64))
-    sums.add(p + "N_single", (c == 1).astype(np.float64))
+    e = None
     if system is not None:
         m = as_vector(system, "system")
         if m.shape != (h.shape[0],):
             raise ValueError(f"system has {m.size} scores for {h.shape[0]} responses")
         if not np.isfinite(m[rated]).all():
             raise ValueError("system scores must be finite for every rated response")
-        sums.add(p + "E", np.where(rated, c * (hbar - np.where(rated, m, 0.0)) ** 2, 0.0))
+        e = np.where(rated, c * (hbar - np.where(rated, m, 0.0)) ** 2, 0.0)
+    terms = TrueScoreTotals(
+        n=rated.astype(np.float64),
+        c=c,
+        c2=c * c,
+        s1=c * (hbar - s),
+        s2=c * (hbar - s) ** 2,
+        within=np.where(c >= 2, within, 0.0),
+        d=np.where(c >= 2, c - 1.0, 0.0),
+        n_multiple=(c >= 2).astype(np.float64),
+        n_single=(c == 1).astype(np.float64),
+        e=e,
+    )
+    sums = RowSums(h.shape[0])
+    terms.add_to(sums, prefix)
     return sums, s
 
 
-def finish_error_variance(t: dict[str, NDArray[Any]], prefix: str = "") -> NDArray[Any]:
+def finish_error_variance(t: TrueScoreTotals) -> NDArray[Any]:
     """V_e = sum_i sum_j (H_ij - Hbar_i)^2 / sum_i (c_i - 1) over responses with c_i >= 2 (eq. 4-5)."""
-    d = np.asarray(t[prefix + "D"], dtype=np.float64)
+    d = np.asarray(t.d, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ve = t[prefix + "W"] / d
+        ve = t.within / d
     return nan_where(d <= 0, ve, "rater error variance needs at least one response with two or more ratings")
 
 
-def finish_true_variance(t: dict[str, NDArray[Any]], ve: float | NDArray[Any], prefix: str = "") -> NDArray[Any]:
+def finish_true_variance(t: TrueScoreTotals, ve: float | NDArray[Any]) -> NDArray[Any]:
     """V_T = [sum c_i (Hbar_i - Hbar)^2 - (N - 1) V_e] / [c. - sum c_i^2 / c.] (eq. 6)."""
-    n, c, c2 = t[prefix + "N"], t[prefix + "C"], t[prefix + "C2"]
+    n, c, c2 = t.n, t.c, t.c2
     with np.errstate(divide="ignore", invalid="ignore"):
-        s2 = t[prefix + "S2"]
-        between = s2 - t[prefix + "S1"] ** 2 / c
+        s2 = t.s2
+        between = s2 - t.s1**2 / c
         between = np.where(between <= 1e-12 * s2, 0.0, between)  # rounding noise of equal means is 0
         den = c - c2 / c
         vt = (between - (n - 1.0) * ve) / den
     return nan_where(~(den > 0), vt, "true score variance needs at least 2 rated responses")
 
 
-def finish_mse_true(t: dict[str, NDArray[Any]], ve: float | NDArray[Any], prefix: str = "") -> NDArray[Any]:
-    """MSE(T|M) = [sum c_i (Hbar_i - M_i)^2 - N V_e] / c. (eq. 7)."""
+def finish_mse_true(t: TrueScoreTotals, ve: float | NDArray[Any]) -> NDArray[Any]:
+    """MSE(T|M) = [sum c_i (Hbar_i - M_i)^2 - N V_e] / c. (eq. 7); needs the system's term ``t.e``."""
+    if t.e is None:
+        raise ValueError("MSE(T|M) needs the system's term: true_score_sums(ratings, system)")
     with np.errstate(divide="ignore", invalid="ignore"):
-        mse = (t[prefix + "E"] - t[prefix + "N"] * ve) / t[prefix + "C"]
-    return nan_where(~(t[prefix + "C"] > 0), mse, "MSE(T|M) needs at least 1 rated response")
+        mse = (t.e - t.n * ve) / t.c
+    return nan_where(~(t.c > 0), mse, "MSE(T|M) needs at least 1 rated response")
 
 
-def finish_prmse(t: dict[str, NDArray[Any]], ve: float | NDArray[Any], prefix: str = "") -> NDArray[Any]:
+def finish_prmse(t: TrueScoreTotals, ve: float | NDArray[Any]) -> NDArray[Any]:
     """PRMSE = 1 - MSE(T|M) / V_T (eq. 8); NaN when V_T <= 0."""
-    vt = finish_true_variance(t, ve, prefix)
-    mse = finish_mse_true(t, ve, prefix)
+    vt = finish_true_variance(t, ve)
+    mse = finish_mse_true(t, ve)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1.0 - mse / vt
     return nan_where(
@@ -103,11 +170,9 @@ def finish_prmse(t: dict[str, NDArray[Any]], ve: float | NDArray[Any], prefix: s
     )
 
 
-def _error_variance_from(
-    t: dict[str, NDArray[Any]], rater_error_variance: float | None, prefix: str = ""
-) -> float | NDArray[Any]:
+def _error_variance_from(t: TrueScoreTotals, rater_error_variance: float | None) -> float | NDArray[Any]:
     if rater_error_variance is None:
-        return finish_error_variance(t, prefix)
+        return finish_error_variance(t)
     ve = float(rater_error_variance)
     if not np.isfinite(ve) or ve < 0:
         raise ValueError(f"rater_error_variance must be a finite non-negative number, got {rater_error_variance!r}")
@@ -141,7 +206,7 @@ def variance_of_errors(ratings: ArrayLike) -> float:
     >>> variance_of_errors([[2, 3, 4, 5], [3, 3, 6, 4]])
     0.75
     """
-    return float(finish_error_variance(true_score_sums(ratings)[0].totals()))
+    return float(finish_error_variance(TrueScoreTotals.of(true_score_sums(ratings)[0].totals())))
 
 
 def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None = None) -> float:
@@ -165,7 +230,7 @@ def true_score_variance(ratings: ArrayLike, rater_error_variance: float | None =
     >>> round(true_score_variance([[2, 3, 5]], rater_error_variance=0.5), 12)
     1.833333333333
     """
-    t = true_score_sums(ratings)[0].totals()
+    t = TrueScoreTotals.of(true_score_sums(ratings)[0].totals())
     return float(finish_true_variance(t, _error_variance_from(t, rater_error_variance)))
 
 
@@ -189,7 +254,7 @@ def mse_true(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float 
     >>> round(mse_true([1, 2, 5], [[2, 3, 5]], rater_error_variance=0.5), 12)
     0.166666666667
     """
-    t = true_score_sums(ratings, system)[0].totals()
+    t = TrueScoreTotals.of(true_score_sums(ratings, system)[0].totals())
     return float(finish_mse_true(t, _error_variance_from(t, rater_error_variance)))
 
 
@@ -220,23 +285,21 @@ def prmse(system: ArrayLike, ratings: ArrayLike, rater_error_variance: float | N
     >>> round(prmse([1, 2, 5], [2, 3, 5], rater_error_variance=0.5), 12)
     0.909090909091
     """
-    t = true_score_sums(ratings, system)[0].totals()
+    t = TrueScoreTotals.of(true_score_sums(ratings, system)[0].totals())
     return float(finish_prmse(t, _error_variance_from(t, rater_error_variance)))
 
 
-def finish_true_score(
-    t: dict[str, NDArray[Any]], rater_error_variance: float | None = None, prefix: str = ""
-) -> dict[str, NDArray[Any]]:
+def finish_true_score(t: TrueScoreTotals, rater_error_variance: float | None = None) -> dict[str, NDArray[Any]]:
     """The ``true_score`` record (batch-capable): counts, V_e, V_T, MSE(T|M), PRMSE."""
-    ve = _error_variance_from(t, rater_error_variance, prefix)
+    ve = _error_variance_from(t, rater_error_variance)
     return {
-        "N": t[prefix + "N"],
-        "N_single": t[prefix + "N_single"],
-        "N_multiple": t[prefix + "N_multiple"],
-        "rater_error_variance": np.broadcast_to(np.asarray(ve, dtype=np.float64), np.shape(t[prefix + "N"])),
-        "true_score_variance": finish_true_variance(t, ve, prefix),
-        "mse_true": finish_mse_true(t, ve, prefix),
-        "prmse": finish_prmse(t, ve, prefix),
+        "N": t.n,
+        "N_single": t.n_single,
+        "N_multiple": t.n_multiple,
+        "rater_error_variance": np.broadcast_to(np.asarray(ve, dtype=np.float64), np.shape(t.n)),
+        "true_score_variance": finish_true_variance(t, ve),
+        "mse_true": finish_mse_true(t, ve),
+        "prmse": finish_prmse(t, ve),
     }
 
 
@@ -266,7 +329,7 @@ def true_score_evaluation(
     (3, 3, 0.909091)
     """
     h = as_ratings(ratings)
-    t = true_score_sums(h, system)[0].totals()
+    t = TrueScoreTotals.of(true_score_sums(h, system)[0].totals())
     values = {k: float(v) for k, v in finish_true_score(t, rater_error_variance).items()}
     rec: dict[str, float] = {
         "N": int(values["N"]),
