@@ -10,7 +10,7 @@ from easl_toolkit.core.errors import EaslError
 
 # The choices of --method and --partner-pool, spelt here so that ``easl init --help`` does not load the engine
 # (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
-METHODS = ("easl", "ra", "trueskill", "da", "aware")
+METHODS = ("easl", "ra", "trueskill", "da", "aware", "campaign")
 PARTNER_POOLS = ("paper", "all")
 #: The method of a new project when --method is not given: the annotator-aware model (each annotator's offset,
 #: slope and reliability), which needs fewer annotations than direct assessment on real human ratings. The paper's
