@@ -1,10 +1,14 @@
 """An evaluation campaign as a project: human scores from the annotators' ratings, the draw of an iteration's
 responses with recorded probabilities, and the per-system report with intervals (``easl status``).
 
-Human scores (:func:`human_scores`). Each rating ``x`` (unit scale) of annotator ``a`` is put on the scale of a
-typical annotator with the annotator-aware model's offset ``o_a`` and slope ``s_a`` (``core.models.aware.fit``:
-``x = c + o_a + s_a (mu_i - c) + e``), ``h = c + (x - c - o_a) / max(s_a, SLOPE_FLOOR)``; the ratings of an
-annotator the model's diagnostics flag ``random`` are not counted (``core.models.aware.diagnostics``). A response's
+Human scores (:func:`human_scores`). Each rating ``x`` (unit scale) of annotator ``a`` is put on the scale of the
+average counted annotator with the annotator-aware model's offsets ``o`` and slopes ``s`` (``core.models.aware.fit``:
+``x = c + o_a + s_a (mu_i - c) + e``): ``h = c + o_bar + (s_bar / s_a) (x - c - o_a)``, ``o_bar`` and ``s_bar`` the
+means over the counted annotators weighted by their ratings, the ratio ``s_bar / s_a`` kept within
+[1 / :data:`SLOPE_RATIO_MAX`, :data:`SLOPE_RATIO_MAX`]. ``h`` does not depend on where the fit puts its latent scale
+(an affine change of ``mu`` changes ``o`` and ``s`` so that every annotator's expected score stays), and its mean
+given the response is the average annotator's expected score. The ratings of an annotator the model's diagnostics
+flag ``random`` are not counted (``core.models.aware.diagnostics``). A response's
 first human score is its earliest counted rating in log order, its second the earliest counted rating by another
 annotator.
 
@@ -33,8 +37,11 @@ from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
 from easl_toolkit.core.campaign.model import fit_model, predict
 from easl_toolkit.core.campaign.moments import moment_predictions
 
-#: Smallest slope an annotator's ratings are divided by (unit scale: a slope of 0.25 uses a quarter of the scale).
-SLOPE_FLOOR = 0.25
+#: Largest factor by which a rating's distance from an annotator's offset is stretched or shrunk (module docstring).
+SLOPE_RATIO_MAX = 4.0
+#: Double-scored responses below which every iteration buys second scores at least at the pilot's rate (the design
+#: allocates second scores by the spread of the double-scored responses' terms, which needs some to exist).
+MIN_DOUBLE_SCORED = 30
 #: Share of the pilot's expected human scores spent on second scores (the rater error variance PRMSE needs).
 PILOT_SECOND_SHARE = 0.2
 #: The metrics a campaign reports, as a user names them, and the estimator's name of each.
@@ -73,9 +80,12 @@ def human_scores(
     if not keep.size:
         return first, second
     it, an = item[keep], annotator[keep]
-    h = CENTER + (np.asarray(score01, dtype=np.float64)[keep] - CENTER - offset[an]) / np.maximum(
-        slope[an], SLOPE_FLOOR
-    )
+    n_a = np.bincount(an, minlength=offset.size).astype(np.float64)
+    o_bar, s_bar = float(n_a @ offset / n_a.sum()), float(n_a @ slope / n_a.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.clip(np.nan_to_num(s_bar / slope, nan=1.0, posinf=SLOPE_RATIO_MAX), 0.0, None)
+    ratio = np.clip(ratio, 1.0 / SLOPE_RATIO_MAX, SLOPE_RATIO_MAX)
+    h = CENTER + o_bar + ratio[an] * (np.asarray(score01, dtype=np.float64)[keep] - CENTER - offset[an])
     _, pos = np.unique(it, return_index=True)
     first[it[pos]] = h[pos]
     rater = np.full(n_items, -1, dtype=np.int64)
@@ -131,6 +141,29 @@ def arrange(new1: NDArray[Any], new2: NDArray[Any], hit_size: int, rng: np.rando
         padded[: idx.size] = idx
         rows.append(padded.reshape(n_hits, hit_size))
     return np.concatenate(rows, axis=0)
+
+
+def second_floor(
+    all_first: NDArray[Any], all_second: NDArray[Any], second: NDArray[Any], budget: float
+) -> NDArray[Any]:
+    """``all_second`` raised to the pilot's rate of second scores (:data:`PILOT_SECOND_SHARE` of ``budget`` over the
+    responses, at most ``all_first``) while fewer than :data:`MIN_DOUBLE_SCORED` responses have two scores."""
+    if int(np.sum(~np.isnan(second))) >= MIN_DOUBLE_SCORED or not second.size:
+        return all_second
+    rate = min(1.0, PILOT_SECOND_SHARE * budget / second.size)
+    return np.maximum(all_second, np.minimum(rate, all_first))
+
+
+def slot_probabilities(
+    all_first: NDArray[Any], all_second: NDArray[Any], first: NDArray[Any], second: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(p_first, p_second) of the open slots from the as-if-open probabilities (0 for a closed slot): a response
+    without a score gets both in one iteration with probability ``min(p_second, p_first)``
+    (:func:`core.campaign.design.choose_iteration`)."""
+    open1, open2 = np.isnan(first), np.isnan(second)
+    p1 = np.where(open1, all_first, 0.0)
+    p2 = np.where(open2, np.where(open1, np.minimum(all_second, all_first), all_second), 0.0)
+    return p1, p2
 
 
 def union(previous: dict[str, NDArray[Any]], p_first: NDArray[Any], p_second: NDArray[Any]) -> dict[str, NDArray[Any]]:

@@ -127,12 +127,14 @@ class CampaignModel(AwareModel):
             second[None],
             p1[None],
             p2[None],
-            budget=float(n_hits * self.hyper.hit_size),
+            budget=max(float(n_hits * self.hyper.hit_size), 1.0),
             targets=cp.design_targets(self.hyper.campaign_targets),
             rng=rng,
         )
-        all1, all2 = plan.all_first[0], plan.all_second[0]
-        new1, new2 = cp.draw(plan.p_first[0], plan.p_second[0], first, second, rng)
+        budget = float(n_hits * self.hyper.hit_size)
+        all1 = plan.all_first[0]
+        all2 = cp.second_floor(all1, np.maximum(plan.all_second[0], np.minimum(plan.p_second[0], 1.0)), second, budget)
+        new1, new2 = cp.draw(*cp.slot_probabilities(all1, all2, first, second), first, second, rng)
         design = cp.union(previous, all1, all2)
         design["tau"] = np.full(1, float(plan.tau[0]))
         return Chosen(cp.arrange(new1, new2, self.hyper.hit_size, rng), design)
