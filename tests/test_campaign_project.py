@@ -55,9 +55,7 @@ def answers(hits: list[dict], truth: np.ndarray, rng: np.random.Generator) -> pd
         for item in h["items"]:
             t = truth[int(item["item_id"][1:])]
             score = [t + rng.normal(0, 0.4), t + 1 + rng.normal(0, 0.4), rng.integers(1, 7)][a]
-            rows.append(
-                {"hit_id": h["hit_id"], "item_id": item["item_id"], "annotator": ANNOTATORS[a], "score": score}
-            )
+            rows.append({"hit_id": h["hit_id"], "item_id": item["item_id"], "annotator": ANNOTATORS[a], "score": score})
     frame = pd.DataFrame(rows)
     frame["score"] = np.clip(np.round(frame["score"].astype(float)), 1, 6)
     return frame
@@ -131,7 +129,7 @@ def test_recorded_probabilities_survive_reopening_and_weight_the_estimates(tmp_p
         assert set(again) == {"p_first", "p_second", "union_first", "union_second", "tau"}
         for name in design:
             np.testing.assert_array_equal(again[name], design[name])
-        assert read_design(project.db.conn, it) .keys() == design.keys()
+        assert read_design(project.db.conn, it).keys() == design.keys()
         hits = project.hits(it)
         chosen = {i["item_id"] for h in hits for i in h["items"]}
         probabilities = again["p_first"][[int(i[1:]) for i in chosen]]
@@ -275,7 +273,9 @@ def test_init_names_the_label_studio_extra_when_the_sdk_is_missing(tmp_path, wor
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "label_studio_sdk" else real(name))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "label_studio_sdk" else real(name)
+    )
     init(tmp_path, world)
     out = capsys.readouterr().out
     assert "pip install 'easl-toolkit[labelstudio]'" in out and "easl ls setup" in out

@@ -19,7 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from easl_toolkit.core.models.hyper import Hyper
+from easl_toolkit.core.models.inputs import Chosen, ProjectInputs
 from easl_toolkit.core.models.pairs import pair_schedule
+from easl_toolkit.core.selection import first_iteration_hits
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -124,28 +126,6 @@ class ArraysLog:
     def appends_submissions(self) -> bool:
         """True: the change appended whole submissions."""
         return True
-
-
-class ProjectInputs(Protocol):
-    """What a model may read of its project beyond the log (the store implements it, ``core/store/inputs.py``):
-    numbers given with the items at ``easl init`` and the designs recorded with earlier iterations' HITs."""
-
-    def covariates(self) -> NDArray[Any]:
-        """(n_items, K) float64: the numbers each item carries for the model (an evaluation campaign: the systems'
-        scores); (n_items, 0) when none."""
-
-    def design(self) -> dict[str, NDArray[Any]]:
-        """The arrays recorded with the most recent iteration whose HITs came with a design (:class:`Chosen`);
-        empty when none did."""
-
-
-class Chosen(NamedTuple):
-    """HITs a model chose (item positions, one row per HIT; a row may end in -1: a shorter HIT) and, for a model
-    that draws them with recorded probabilities, the ``design`` arrays the store records with them, in the same
-    transaction (None: nothing to record)."""
-
-    hits: NDArray[Any]
-    design: dict[str, NDArray[Any]] | None = None
 
 
 class Updated(NamedTuple):
@@ -254,22 +234,17 @@ class Model(abc.ABC):
 
     def attach(self, inputs: ProjectInputs) -> None:
         """Give the model what it may read of its project beyond the log (the store does, for every model)."""
-        self.inputs = inputs
+        self.inputs = inputs  # (core.models.inputs)
 
     def hits_per_iteration(self, n_items: int) -> int:
         """The HITs of an iteration after the first: ``hits_per_iteration or N // n`` (Algorithm 1)."""
         return self.hyper.hits_per_iteration or max(1, n_items // self.hyper.hit_size)
 
     def first_iteration(self, n_items: int, rng: np.random.Generator) -> Chosen:
-        """Iteration 0, written by ``easl init``: HITs covering every item once
-        (:func:`core.selection.first_iteration_hits`)."""
-        from easl_toolkit.core.selection import first_iteration_hits
-
+        """Iteration 0 (``easl init``): every item once (:func:`core.selection.first_iteration_hits`)."""
         return Chosen(np.asarray(first_iteration_hits(n_items, self.hyper.hit_size, rng), dtype=np.int64))
 
-    def choose(
-        self, state: State, *, n_hits: int, rng: np.random.Generator, exclude: NDArray[Any] | None = None
-    ) -> Chosen:
+    def choose(self, state: State, *, n_hits: int, rng: np.random.Generator, exclude: Any = None) -> Chosen:
         """The next HITs (:meth:`next_hits`) and the design to record with them (none, in this default)."""
         return Chosen(np.asarray(self.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64))
 
@@ -354,13 +329,11 @@ class Model(abc.ABC):
         return None
 
     def stop_figures(self, state: State, rng: np.random.Generator) -> Any:
-        """The figures of the stopping rule that ``easl status`` reports; None for a model without one (this
-        default)."""
+        """The figures of the stopping rule that ``easl status`` reports; None for a model without one (default)."""
         return None
 
     def rank_figures(self, state: State, rng: np.random.Generator) -> Any:
-        """Rank intervals from the posterior, for ``easl export``; None for a model without them (this
-        default)."""
+        """Rank intervals from the posterior, for ``easl export``; None for a model without them (default)."""
         return None
 
     def diagnostics(self, state: State, item: Any, annotator: Any, score01: Any) -> Any:

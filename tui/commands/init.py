@@ -24,6 +24,10 @@ CAMPAIGN_METHOD = "campaign"
 CAMPAIGN_TARGETS = ("mean", "r", "qwk", "rmse", "smd", "prmse", "hh_r", "hh_qwk")
 
 
+class _Default(str):
+    """The default of --method, told apart from the same name given (--systems makes the default a campaign)."""
+
+
 def register(subparsers) -> None:
     """Add the ``init`` sub-command to the ``easl`` parser."""
     p = subparsers.add_parser(
@@ -40,36 +44,14 @@ def register(subparsers) -> None:
     p.add_argument(
         "--method",
         choices=METHODS,
-        default=None,
+        default=_Default(DEFAULT_METHOD),
         help="posterior model: aware (annotator-aware: each annotator's offset, slope and reliability; rank "
         "intervals, a stopping rule and annotator diagnostics; saves annotations over direct assessment on real "
         "ratings), or, exactly as published, easl (the paper's EASL), ra (bounded ranking aggregation), trueskill "
         f"(TrueSkill) or da (direct assessment), or campaign (an evaluation campaign, with --systems) "
-        f"(default: {DEFAULT_METHOD}; campaign with --systems)",
+        f"(default: {DEFAULT_METHOD}) (campaign when --systems is given)",
     )
-    p.add_argument(
-        "--systems",
-        nargs="+",
-        default=None,
-        metavar="COL",
-        help="an evaluation campaign: the items are responses and these columns of the items file hold each "
-        "scoring system's score (kept from annotators); easl status reports each system's metrics with intervals",
-    )
-    p.add_argument(
-        "--target",
-        default=None,
-        metavar="METRIC[,METRIC]",
-        help="campaign only: the metrics that choose the responses and stop the campaign, of mean, r, qwk, rmse, "
-        "smd, prmse, hh_r, hh_qwk (default: r,prmse of every system)",
-    )
-    p.add_argument(
-        "--stop-at-width",
-        type=float,
-        default=None,
-        metavar="W",
-        help="campaign only: stop issuing HITs when every target metric's 95%% interval is narrower than W, "
-        "e.g. 0.04",
-    )
+    add_campaign_flags(p)
     p.add_argument(
         "--uniform-passes",
         type=int,
@@ -159,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
             f"name or delete the file first)."
         )
     check_input(args.items)  # before any work: an input that is not a regular file may never end
-    method = args.method or (CAMPAIGN_METHOD if args.systems else DEFAULT_METHOD)
+    method = CAMPAIGN_METHOD if args.systems and isinstance(args.method, _Default) else str(args.method)
     aware = {}
     for flag, name in (("--uniform-passes", "uniform_passes"), ("--stop-at", "stop_at")):
         value = getattr(args, name, None)
@@ -215,6 +197,32 @@ def _aware_note(hyper) -> str:
         return ""
     stop = f", stop at expected Spearman {hyper.stop_at:g}" if hyper.stop_at is not None else ""
     return f", {hyper.uniform_passes} uniform passes{stop}"
+
+
+def add_campaign_flags(p) -> None:
+    """The flags of an evaluation campaign: --systems, --target, --stop-at-width."""
+    p.add_argument(
+        "--systems",
+        nargs="+",
+        default=None,
+        metavar="COL",
+        help="an evaluation campaign: the items are responses and these columns of the items file hold each "
+        "scoring system's score (kept from annotators); easl status reports each system's metrics with intervals",
+    )
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="METRIC[,METRIC]",
+        help="campaign only: the metrics that choose the responses and stop the campaign, of mean, r, qwk, rmse, "
+        "smd, prmse, hh_r, hh_qwk (default: r,prmse of every system)",
+    )
+    p.add_argument(
+        "--stop-at-width",
+        type=float,
+        default=None,
+        metavar="W",
+        help="campaign only: stop issuing HITs when every target metric's 95%% interval is narrower than W, e.g. 0.04",
+    )
 
 
 def campaign_settings(args: argparse.Namespace, method: str) -> dict:
