@@ -151,7 +151,8 @@ def second_floor(
     if int(np.sum(~np.isnan(second))) >= MIN_DOUBLE_SCORED or not second.size:
         return all_second
     rate = min(1.0, PILOT_SECOND_SHARE * budget / second.size)
-    return np.maximum(all_second, np.minimum(rate, all_first))
+    out: NDArray[Any] = np.maximum(all_second, np.minimum(rate, all_first))
+    return out
 
 
 def slot_probabilities(

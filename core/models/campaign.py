@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from easl_toolkit.core.campaign import project as cp
 from easl_toolkit.core.campaign.estimators import CampaignEstimates
 from easl_toolkit.core.models.aware.model import AwareModel
-from easl_toolkit.core.models.base import Chosen
+from easl_toolkit.core.models.inputs import Chosen
 
 #: Expected human scores of an iteration, as a share of the responses, when ``--hits-per-iteration`` is not given.
 ITERATION_SHARE = 0.05
@@ -150,23 +150,27 @@ class CampaignModel(AwareModel):
         """The HITs of :meth:`choose`."""
         return self.choose(state, n_hits=n_hits, rng=rng, exclude=exclude).hits
 
-    def estimates(self, state: dict[str, NDArray[Any]]) -> CampaignEstimates:
-        """Every reported metric (:data:`core.campaign.project.REPORTED`) of every system, from the human scores,
-        the systems' scores and the recorded designs (:func:`core.campaign.project.campaign_estimates`)."""
+    def estimates(self, state: dict[str, NDArray[Any]], metrics: Any = tuple(cp.REPORTED)) -> CampaignEstimates:
+        """``metrics`` (default: every reported one, :data:`core.campaign.project.REPORTED`) of every system, from
+        the human scores, the systems' scores and the recorded designs
+        (:func:`core.campaign.project.campaign_estimates`)."""
         systems, first, second = self._arrays(state)
         design = self.inputs.design() if self.inputs is not None else {}
         p1, p2 = cp.weights(design, first.size)
-        return cp.campaign_estimates(systems, first, second, p1, p2)
+        return cp.campaign_estimates(systems, first, second, p1, p2, metrics)
 
-    def _report(self, state: dict[str, NDArray[Any]]) -> cp.CampaignReport:
-        names = getattr(self.inputs, "names", None) or list(self.hyper.systems)
-        return cp.report(self.estimates(state), names, self.hyper.campaign_targets, self.hyper.stop_width)
+    def _report(self, state: dict[str, NDArray[Any]], targets_only: bool = False) -> cp.CampaignReport:
+        names = list(self.hyper.systems)
+        targets = self.hyper.campaign_targets
+        est = self.estimates(state, targets) if targets_only else self.estimates(state)
+        return cp.report(est, names, targets, self.hyper.stop_width)
 
-    def stop_decision(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> CampaignStop | None:
-        """Stop when every target metric's 95% interval is narrower than ``hyper.stop_width``; None without one."""
+    def stop_decision(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> Any:
+        """A :class:`CampaignStop`: stop when every target metric's 95% interval is narrower than
+        ``hyper.stop_width``; None without one."""
         if self.hyper.stop_width is None:
             return None
-        rep = self._report(state)
+        rep = self._report(state, targets_only=True)
         return CampaignStop(rep.reached, rep.reason, self.hyper.stop_width, rep.widest)
 
     def stop_figures(self, state: dict[str, NDArray[Any]], rng: np.random.Generator) -> dict[str, Any]:

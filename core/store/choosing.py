@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     from easl_toolkit.core.models import Model
     from easl_toolkit.core.models.aware.posterior import StopDecision
-    from easl_toolkit.core.models.base import Chosen
+    from easl_toolkit.core.models.inputs import Chosen
 
 
 def choose_hits(

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from easl_toolkit.core.models.base import Chosen
+    from easl_toolkit.core.models.inputs import Chosen
 
 
 def current_iteration(conn: sqlite3.Connection) -> int:

@@ -152,7 +152,9 @@ def _system_scores(table: Any, name: str) -> NDArray[Any]:
     as_text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
     missing = pd.isna(as_text).to_numpy() | (as_text.astype(object) == "").to_numpy()
     kind_bad = raw.map(lambda v: isinstance(v, (bool, dict, list))).to_numpy(dtype=bool)
-    values = pd.to_numeric(as_text.where(~(missing | kind_bad), None), errors="coerce").to_numpy(dtype=np.float64)
+    values: NDArray[Any] = pd.to_numeric(as_text.where(~(missing | kind_bad), None), errors="coerce").to_numpy(
+        dtype=np.float64
+    )
     problems = [
         (missing, "the response has no score of this system"),
         (kind_bad | (np.isnan(values) & ~missing), "the system score is not a number"),
