@@ -110,10 +110,13 @@ def test_round_trip_reports_every_metric_with_intervals_and_leaves_the_random_cl
     assert "estimates with 95% intervals" in shown and "scoring every response once / twice" in shown
 
 
-def test_easl_verify_passes_on_a_campaign(tmp_path, world, capsys):
+def test_easl_verify_passes_on_a_campaign_also_after_a_new_design_is_recorded(tmp_path, world, capsys):
     path = init(tmp_path, world)
     run_iterations(path, world, 4)
     assert main(["verify", path]) == 0
+    assert main(["next", path]) == 0  # a new iteration and its design, no new score
+    assert main(["verify", path]) == 0
+    assert "ok: the cached state equals the replay" in capsys.readouterr().out
 
 
 def test_recorded_probabilities_survive_reopening_and_weight_the_estimates(tmp_path, world):
