@@ -237,12 +237,15 @@ def robust_tau(
             t1, t2 = _inverted(t1), _inverted(t2)
         neyman_parts.append(allocate((t1, t2), counts, budget, np.zeros(c)))
     uniform = allocate(neyman_parts[0], counts, budget, np.ones(c))
+    # each response's probabilities looked up once per fold; a mixture of the lookups equals the lookup of the mixture
+    u1, u2 = (np.take_along_axis(u, res.bins, axis=1) for u in uniform)
+    looked = [tuple(np.take_along_axis(q, res.bins, axis=1) for q in qs) for qs in neyman_parts]
     terms = {}
     for t in TAU_GRID:
         terms[t] = np.zeros((c, n))
-        for part, (q1, q2) in zip((fold, ~fold), neyman_parts, strict=True):
-            p1 = np.take_along_axis((1.0 - t) * q1 + t * uniform[0], res.bins, axis=1)
-            p2 = np.take_along_axis((1.0 - t) * q2 + t * uniform[1], res.bins, axis=1)
+        for part, (q1, q2) in zip((fold, ~fold), looked, strict=True):
+            p1 = (1.0 - t) * q1 + t * u1
+            p2 = (1.0 - t) * q2 + t * u2
             terms[t] += _variance_terms(e, res, (p1, p2), part)
     scored = res.mask1
     m = np.maximum(scored.sum(axis=1), 1)
