@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
-from easl_toolkit.core.campaign.model import fit_model, predict
+from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
 from easl_toolkit.core.campaign.moments import moment_predictions
 
 #: Largest factor by which a rating's distance from an annotator's offset is stretched or shrunk (module docstring).
@@ -197,12 +197,13 @@ def campaign_estimates(
     p_first: NDArray[Any],
     p_second: NDArray[Any],
     metrics: Sequence[str] = tuple(REPORTED),
+    model: HumanScoreModel | None = None,
 ) -> CampaignEstimates:
     """Estimates of ``metrics`` (names of :data:`REPORTED`) for one campaign: systems (N, K), human scores and their
     probabilities (N,), the control variates of :func:`core.campaign.model.fit_model` on every scored response
-    (:func:`core.campaign.estimators.estimate`)."""
+    (``model``: that fit, made already; :func:`core.campaign.estimators.estimate`)."""
     s, f, g = systems[None], first[None], second[None]
-    model = fit_model(s, f, g)
+    model = fit_model(s, f, g) if model is None else model
     m, v, _ = predict(model, s)
     predictions = moment_predictions(s, m, v, model.error_var)
     names = [REPORTED[t] for t in metrics]

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from easl_toolkit.core.campaign import project as cp
 from easl_toolkit.core.campaign.estimators import CampaignEstimates
+from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model
 from easl_toolkit.core.models.aware.model import AwareModel
 from easl_toolkit.core.models.inputs import Chosen
 
@@ -95,6 +96,17 @@ class CampaignModel(AwareModel):
         h = self.hyper
         return self.inputs.covariates(), h.from_unit(state[FIRST]), h.from_unit(state[SECOND])
 
+    def _fitted(self, state: dict[str, NDArray[Any]]) -> HumanScoreModel:
+        """The human-score model fitted on the scores of ``state`` (:func:`core.campaign.model.fit_model`), kept
+        for the same state arrays: ``easl next`` asks the stopping rule, then chooses, from one state."""
+        memo = getattr(self, "_memo", None)
+        if memo is not None and memo[0] is state[FIRST] and memo[1] is state[SECOND]:
+            return memo[2]
+        systems, first, second = self._arrays(state)
+        fitted = fit_model(systems[None], first[None], second[None])
+        self._memo = (state[FIRST], state[SECOND], fitted)
+        return fitted
+
     def choose(
         self,
         state: dict[str, NDArray[Any]],
@@ -130,6 +142,7 @@ class CampaignModel(AwareModel):
             budget=max(float(n_hits * self.hyper.hit_size), 1.0),
             targets=cp.design_targets(self.hyper.campaign_targets),
             rng=rng,
+            model=self._fitted(state),
         )
         budget = float(n_hits * self.hyper.hit_size)
         all1 = plan.all_first[0]
@@ -157,7 +170,7 @@ class CampaignModel(AwareModel):
         systems, first, second = self._arrays(state)
         design = self.inputs.design() if self.inputs is not None else {}
         p1, p2 = cp.weights(design, first.size)
-        return cp.campaign_estimates(systems, first, second, p1, p2, metrics)
+        return cp.campaign_estimates(systems, first, second, p1, p2, metrics, self._fitted(state))
 
     def _report(self, state: dict[str, NDArray[Any]], targets_only: bool = False) -> cp.CampaignReport:
         names = list(self.hyper.systems)
