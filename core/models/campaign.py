@@ -101,7 +101,8 @@ class CampaignModel(AwareModel):
         for the same state arrays: ``easl next`` asks the stopping rule, then chooses, from one state."""
         memo = getattr(self, "_memo", None)
         if memo is not None and memo[0] is state[FIRST] and memo[1] is state[SECOND]:
-            return memo[2]
+            kept: HumanScoreModel = memo[2]
+            return kept
         systems, first, second = self._arrays(state)
         fitted = fit_model(systems[None], first[None], second[None])
         self._memo = (state[FIRST], state[SECOND], fitted)
