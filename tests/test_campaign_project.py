@@ -287,3 +287,11 @@ def test_init_names_the_label_studio_extra_when_the_sdk_is_missing(tmp_path, wor
     assert main(["init", str(tmp_path / "b.easl"), "--items", str(items), "--method", "da"]) == 0
     out = capsys.readouterr().out
     assert "pip install" not in out and f"easl ls setup {tmp_path / 'b.easl'} --url URL" in out
+
+
+def test_the_z_quantile_of_the_intervals_is_the_normal_quantile():
+    from scipy.stats import norm
+
+    from easl_toolkit.core.campaign.estimators import Z95
+
+    assert Z95 == float(norm.ppf(0.975))

@@ -10,7 +10,7 @@ items' ``data`` does not hold them).
 response's inclusion probability of its first and second score in that iteration, and their unions over the
 iterations so far), item ``idx`` = the array index; written in the transaction that records the iteration's HITs,
 so the estimates that weight by them survive a restart and are reproduced by ``easl verify``. An array per
-iteration rather than a row per (iteration, item): a million-response iteration is recorded in milliseconds.
+iteration rather than a row per (iteration, item): one write per array, whatever the number of responses.
 
 Both tables are new in schema version 4; a file without them (read as it is) has neither covariates nor designs.
 """
