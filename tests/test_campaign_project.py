@@ -295,3 +295,15 @@ def test_the_z_quantile_of_the_intervals_is_the_normal_quantile():
     from easl_toolkit.core.campaign.estimators import Z95
 
     assert Z95 == float(norm.ppf(0.975))
+
+
+def test_the_monitor_reads_a_campaign(tmp_path, world):
+    from pathlib import Path
+
+    from easl_toolkit.tui.screens.monitor_data import MonitorSource
+
+    path = init(tmp_path, world)
+    run_iterations(path, world, 2)
+    snapshot = MonitorSource(Path(path)).poll(force=True)
+    assert snapshot is not None and snapshot.aware is not None
+    assert snapshot.aware.stop["kind"] == "evaluation campaign" and "good" in snapshot.aware.stop["systems"]
