@@ -294,7 +294,7 @@ def test_the_z_quantile_of_the_intervals_is_the_normal_quantile():
 
     from easl_toolkit.core.campaign.estimators import Z95
 
-    assert Z95 == float(norm.ppf(0.975))
+    assert float(norm.ppf(0.975)) == Z95
 
 
 def test_the_monitor_reads_a_campaign(tmp_path, world):
@@ -307,3 +307,32 @@ def test_the_monitor_reads_a_campaign(tmp_path, world):
     snapshot = MonitorSource(Path(path)).poll(force=True)
     assert snapshot is not None and snapshot.aware is not None
     assert snapshot.aware.stop["kind"] == "evaluation campaign" and "good" in snapshot.aware.stop["systems"]
+
+
+def test_the_monitor_screen_shows_a_campaigns_metrics(tmp_path, world):
+    import asyncio
+    import io
+
+    from rich.console import Console
+    from textual.widgets import Static
+
+    from easl_toolkit.tui.app import EaslApp
+    from easl_toolkit.tui.screens.monitor import MonitorScreen
+
+    path = init(tmp_path, world)
+    run_iterations(path, world, 2)
+
+    async def shown() -> str:
+        app = EaslApp(path, start="monitor", poll_interval=0.1)
+        async with app.run_test(size=(120, 60)) as pilot:
+            for _ in range(300):
+                if isinstance(app.screen, MonitorScreen) and app.screen.snapshot is not None:
+                    break
+                await pilot.pause(0.05)
+            panel = app.screen.query_one("#aware", Static)
+            console = Console(width=120, record=True, file=io.StringIO())
+            console.print(panel.content)
+            return console.export_text()
+
+    text = asyncio.run(shown())
+    assert "estimates with 95% intervals" in text and "good" in text and "every response once / twice" in text
