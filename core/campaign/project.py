@@ -18,7 +18,10 @@ records, for every response, the probability its first and second slot would hav
 ``p_second``) and their unions over the iterations so far, ``1 - prod_t (1 - p_t)`` (``union_first``,
 ``union_second``), the probability that a response is ever drawn for the slot, which the estimator weights by (the
 union form of :func:`core.campaign.design.apply_iteration`). A rating that does not count (a random clicker's)
-leaves its slot open for a later iteration.
+leaves its slot open for a later iteration. The weights are those of the latest recorded design: while an
+iteration's HITs are being answered, its draw already counts in the unions (the figures of ``easl status`` then
+lean on the responses answered so far); once they are answered, as when the stopping rule is asked, the weights
+are exact.
 
 Estimates (:func:`campaign_estimates`): :func:`core.campaign.estimators.estimate` with the control variates of the
 human-score model (:mod:`core.campaign.model`) fitted on every scored response.
