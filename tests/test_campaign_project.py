@@ -336,3 +336,19 @@ def test_the_monitor_screen_shows_a_campaigns_metrics(tmp_path, world):
 
     text = asyncio.run(shown())
     assert "estimates with 95% intervals" in text and "good" in text and "every response once / twice" in text
+
+
+@pytest.mark.parametrize(
+    ("records", "where"),
+    [
+        ('{"id":"a","text":"x","s":1.5}\n{"id":"b","text":"y"}\n', ":2: column 's': the response has no score"),
+        ('{"id":"b","text":"y"}\n{"id":"a","text":"x"}\n', ":1: column 's': the response has no score"),
+        ('{"id":"a","text":"x","s":1.5}\n{"id":"b","text":"y","s":true}\n', ":2: column 's': the system score is not"),
+    ],
+)
+def test_json_lines_without_a_system_score_are_refused_at_their_line(tmp_path, capsys, records, where):
+    items = tmp_path / "responses.jsonl"
+    items.write_text(records)
+    assert main(["init", str(tmp_path / "c.easl"), "--items", str(items), "--systems", "s", "--hit-size", "2"]) == 1
+    assert f"{items}{where}" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["responses.jsonl"]

@@ -130,6 +130,13 @@ class CovariateColumns:
         columns = [str(c) for c in table.frame.columns]
         out = np.empty((len(table.frame), len(self.names)))
         for k, name in enumerate(self.names):
+            if name not in columns and len(table.frame) and table.unit == "line" and table.path.endswith(".jsonl"):
+                raise InputError(  # (JSON lines: a chunk whose records all lack the key)
+                    f"{table.location(0)}: column {name!r}: the response has no score of this system.",
+                    path=table.path,
+                    line=int(table.lines[0]),
+                    field=name,
+                )
             if name not in columns:
                 raise InputError(
                     f"{table.path}: {header_name(table)}: system column {name!r} not found (the columns are: "
