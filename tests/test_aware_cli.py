@@ -62,7 +62,7 @@ def items_csv(tmp_path):
 def test_aware_is_a_method_and_the_paper_methods_are_unchanged():
     from easl_toolkit.tui.commands import init
 
-    assert METHODS == ("easl", "ra", "trueskill", "da", "aware")
+    assert METHODS == ("easl", "ra", "trueskill", "da", "aware", "campaign")
     assert init.METHODS == METHODS
     # files of the paper's methods are written as before: no aware fields in their hyper JSON
     assert "uniform_passes" not in Hyper().to_json() and "stop_at" not in Hyper().to_json()

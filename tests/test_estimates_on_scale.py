@@ -140,7 +140,7 @@ def observations(draw):
     return n, np.array(item), np.array(score, dtype=np.float64), np.array(group), np.array(annotator)
 
 
-@pytest.mark.parametrize("method", [m for m in METHODS if m != "aware"])
+@pytest.mark.parametrize("method", [m for m in METHODS if m not in ("aware", "campaign")])
 @settings(max_examples=60, deadline=None)
 @given(obs=observations(), retract=st.integers(0, 40))
 def test_incremental_models_stay_in_range(method, obs, retract):
@@ -257,7 +257,7 @@ def _check_project_outputs(p: Project) -> None:
         _assert_same_order(p.state()["mu"], est["estimate"].to_numpy())
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "campaign"])  # (campaign: test_campaign_project.py)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), score_range=st.sampled_from(RANGES))
 def test_every_method_exports_shows_and_predicts_on_the_score_range(method, data, score_range):

@@ -183,7 +183,7 @@ def test_apply_rejects_malformed_batches():
 
 @pytest.mark.parametrize("method", METHODS)
 def test_empty_batch_is_a_no_op(method):
-    m = get_model(Hyper(method=method))
+    m = get_model(Hyper(method=method, systems=("s",) if method == "campaign" else ()))
     s = m.init_state(3)
     before = {k: v.copy() for k, v in s.items()}
     m.apply(s, np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64))

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from easl_toolkit.core.store import Project, live_arrays
+from easl_toolkit.core.store import SCHEMA_VERSION, Project, live_arrays
 from easl_toolkit.core.store import derived as replay
 from easl_toolkit.core.store.db import max_seq
 from easl_toolkit.core.store.state import load_state
@@ -90,13 +90,15 @@ def test_a_version_2_file_migrates_and_reads_the_live_index_once(
         p.ingest(answer(p.next_hits(), rng, annotator="x"), source="a.csv")
         path = p.path
     conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DROP TABLE covariates")  # (schema version 4)
+    conn.execute("DROP TABLE designs")
     conn.execute("DROP TABLE live_arrays")
     conn.execute("DELETE FROM meta WHERE key = ?", (live_arrays.SEQ_KEY,))
     conn.execute("PRAGMA user_version = 2")
     conn.close()
     calls = _count_reads(monkeypatch)
     with Project.open(path) as p:
-        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert_verified(p)
         hits = p.next_hits()
         p.ingest(answer(hits[:4], rng, annotator="y"), source="b.csv")
@@ -114,6 +116,8 @@ def test_readers_open_a_version_2_file_as_it_is(tmp_path: Path, capsys: pytest.C
         path = p.path
         table = p.annotator_table()
     conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DROP TABLE covariates")  # (schema version 4)
+    conn.execute("DROP TABLE designs")
     conn.execute("DROP TABLE live_arrays")
     conn.execute("DELETE FROM meta WHERE key = ?", (live_arrays.SEQ_KEY,))
     conn.execute("PRAGMA user_version = 2")

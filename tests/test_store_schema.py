@@ -30,6 +30,8 @@ def downgrade_to_v1(path: str) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
+        conn.execute("DROP TABLE covariates")  # (schema version 4)
+        conn.execute("DROP TABLE designs")
         conn.execute("DROP TABLE live_arrays")  # (schema version 3)
         conn.execute("DELETE FROM meta WHERE key = 'live_arrays_seq'")
         conn.execute("ALTER TABLE hits RENAME TO hits_now")
@@ -90,7 +92,7 @@ def test_a_version_1_file_is_migrated_keeping_every_record_and_verifies(tmp_path
     with pytest.raises(SchemaVersionError):  # a reader cannot migrate
         Project.open(path, readonly=True)
     with Project.open(path) as p:  # a writer migrates, in one transaction
-        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert p.db.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert p.db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert _snapshot(p) == seen
         assert_verified(p)

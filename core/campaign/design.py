@@ -157,16 +157,16 @@ def target_residuals(
     q1 = np.where(mask1, p_first, 1.0)
     q2 = np.where(mask2, p_second, 1.0)
     mu = np.empty(phi.shape[:2])
-    for level, weight in enumerate((np.ones_like(q1), mask1 / q1, mask2 / q2)):
-        cols = lay.levels == level
+    blocks = (slice(0, lay.h), slice(lay.h, lay.a), slice(lay.a, lay.d))  # the levels' moments are contiguous
+    for cols, weight in zip(blocks, (np.ones_like(q1), mask1 / q1, mask2 / q2), strict=True):
         with np.errstate(invalid="ignore", divide="ignore"):
             mu[:, cols] = np.einsum("cjn,cn->cj", phi[:, cols], weight) / weight.sum(axis=1)[:, None]
     labels = metric_labels(targets, k)
     a = np.nan_to_num(np.stack([gradient(metric_function(t, j, k, n), mu) for t, j in labels], axis=1))
-    diff = phi - f
-    lv = lay.levels
-    u1 = (a[..., lv == 1] @ diff[:, lv == 1]).transpose(0, 2, 1) * mask1[..., None]
-    u2 = (a[..., lv == 2] @ diff[:, lv == 2]).transpose(0, 2, 1) * mask2[..., None]
+    l1, l2 = blocks[1], blocks[2]
+    np.subtract(phi[:, lay.h :], f[:, lay.h :], out=phi[:, lay.h :])  # phi - f where the design needs it, in place
+    u1 = (a[..., l1] @ phi[:, l1]).transpose(0, 2, 1) * mask1[..., None]
+    u2 = (a[..., l2] @ phi[:, l2]).transpose(0, 2, 1) * mask2[..., None]
     return Residuals(u1=u1, u2=u2, mask1=mask1, mask2=mask2, q1=q1, q2=q2, bins=bins)
 
 
@@ -237,12 +237,15 @@ def robust_tau(
             t1, t2 = _inverted(t1), _inverted(t2)
         neyman_parts.append(allocate((t1, t2), counts, budget, np.zeros(c)))
     uniform = allocate(neyman_parts[0], counts, budget, np.ones(c))
+    # each response's probabilities looked up once per fold; a mixture of the lookups equals the lookup of the mixture
+    u1, u2 = (np.take_along_axis(u, res.bins, axis=1) for u in uniform)
+    looked = [tuple(np.take_along_axis(q, res.bins, axis=1) for q in qs) for qs in neyman_parts]
     terms = {}
     for t in TAU_GRID:
         terms[t] = np.zeros((c, n))
-        for part, (q1, q2) in zip((fold, ~fold), neyman_parts, strict=True):
-            p1 = np.take_along_axis((1.0 - t) * q1 + t * uniform[0], res.bins, axis=1)
-            p2 = np.take_along_axis((1.0 - t) * q2 + t * uniform[1], res.bins, axis=1)
+        for part, (q1, q2) in zip((fold, ~fold), looked, strict=True):
+            p1 = (1.0 - t) * q1 + t * u1
+            p2 = (1.0 - t) * q2 + t * u2
             terms[t] += _variance_terms(e, res, (p1, p2), part)
     scored = res.mask1
     m = np.maximum(scored.sum(axis=1), 1)

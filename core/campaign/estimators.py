@@ -47,12 +47,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import norm
 
 from easl_toolkit.core.campaign.moments import METRICS, NEEDS_SECOND, Layout, gradient, metric_function, moment_terms
 
 #: z quantile of the two-sided 95% interval.
-Z95 = float(norm.ppf(0.975))
+Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975) to the last bit (easl next need not import SciPy)
 #: Reasons for a NaN estimate.
 NO_FIRST = "no response has a human score"
 NO_SECOND = "no response has two human scores"
@@ -145,7 +144,7 @@ def _weights(first: NDArray[Any], second: NDArray[Any], p_first: NDArray[Any], p
 
 
 def pseudo_outcomes(
-    phi: NDArray[Any], f: NDArray[Any] | None, w: NDArray[Any]
+    phi: NDArray[Any], f: NDArray[Any] | None, w: NDArray[Any], *, overwrite: bool = False
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """(P, Q, shift): P, Q (C, d, N) linearised pseudo-outcomes, shift (C, d), with
 
@@ -155,10 +154,11 @@ def pseudo_outcomes(
     fbar_w = sum_i w_i f_i / N the weighted mean of the predictions (module docstring); Q = 0 and shift = 0 without
     predictions. A level without any scored response has P = 0 and shift = NaN, so its moments (and only the
     metrics that use them) are NaN. Level 0 (system moments) has weight 1 everywhere unless the caller gives it
-    the first-score weights (the classical estimate).
+    the first-score weights (the classical estimate). ``overwrite``: P is written over ``phi`` (a temporary of the
+    caller's), which saves a copy of the size of the moments.
     """
     lay = Layout((phi.shape[1] - 7) // 5)
-    p = np.empty_like(phi)
+    p = phi if overwrite else np.empty_like(phi)
     q = np.empty_like(phi)
     q[:, : lay.h] = 0.0
     shift = np.zeros(phi.shape[:2])
@@ -242,7 +242,7 @@ def _fit(
     w = _weights(first, second, p_first, p_second)
     if predictions is None:  # classical: the system moments on the scored subset too, as the plain metric does
         w[:, 0] = w[:, 1]
-    p, q, shift = pseudo_outcomes(moment_terms(systems, first, second), predictions, w)
+    p, q, shift = pseudo_outcomes(moment_terms(systems, first, second), predictions, w, overwrite=True)
     mu1 = p.mean(axis=2) + shift
     gs = [metric_function(name, j, k, n) for name, j in labels]
     a = np.stack([gradient(g, mu1) for g in gs], axis=1)  # (C, T, d)

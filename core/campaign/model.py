@@ -84,7 +84,8 @@ def fit_model(
     xty = np.einsum("cnk,cn->ck", x, w * y)
     n_scored = w.sum(axis=1)
     ok = n_scored >= x.shape[-1] + 1
-    ridge = 1e-9 * np.trace(xtx, axis1=1, axis2=2)[:, None, None] * np.eye(x.shape[-1])
+    trace = np.trace(xtx, axis1=1, axis2=2)[:, None, None]
+    ridge = np.where(trace > 0, 1e-9 * trace, 1.0) * np.eye(x.shape[-1])  # (1: no scored response, a fallback below)
     coef = np.linalg.solve(xtx + ridge, xty[..., None])[..., 0]
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_y = np.where(n_scored > 0, xty[:, 0] / np.maximum(n_scored, 1), 0.0)

@@ -19,6 +19,8 @@ Shared pieces: :mod:`~core.models.hyper`, :mod:`~core.models.beta` (eq 12-13), :
 
 * ``"aware"``     :mod:`core.models.aware.model`: the annotator-aware model, a fit of the whole live log with each
                   annotator's offset, slope and reliability (the default).
+* ``"campaign"``  :mod:`core.models.campaign`: an evaluation campaign, the annotator-aware model over responses
+                  carrying scoring systems' scores, whose iterations are drawn with recorded probabilities.
 
 Models work on the unit interval; :class:`Hyper` converts from and to the project's score range. State is a
 ``dict`` of float64 arrays of length ``n_items``; every state has ``count`` (the number of observations of each
@@ -108,4 +110,8 @@ def get_model(hyper: Hyper) -> Model:
         )
 
         return AwareModel(hyper, uniform_passes=hyper.uniform_passes)
+    if hyper.method == "campaign":
+        from easl_toolkit.core.models.campaign import CampaignModel  # (loads SciPy, as aware does)
+
+        return CampaignModel(hyper)
     return _MODELS[hyper.method](hyper)

@@ -19,7 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from easl_toolkit.core.models.hyper import Hyper
+from easl_toolkit.core.models.inputs import Chosen, ProjectInputs
 from easl_toolkit.core.models.pairs import pair_schedule
+from easl_toolkit.core.selection import first_iteration_hits
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -228,6 +230,23 @@ class Model(abc.ABC):
 
     def __init__(self, hyper: Hyper) -> None:
         self.hyper = hyper
+        self.inputs: ProjectInputs | None = None
+
+    def attach(self, inputs: ProjectInputs) -> None:
+        """Give the model what it may read of its project beyond the log (the store does, for every model)."""
+        self.inputs = inputs  # (core.models.inputs)
+
+    def hits_per_iteration(self, n_items: int) -> int:
+        """The HITs of an iteration after the first: ``hits_per_iteration or N // n`` (Algorithm 1)."""
+        return self.hyper.hits_per_iteration or max(1, n_items // self.hyper.hit_size)
+
+    def first_iteration(self, n_items: int, rng: np.random.Generator) -> Chosen:
+        """Iteration 0 (``easl init``): every item once (:func:`core.selection.first_iteration_hits`)."""
+        return Chosen(np.asarray(first_iteration_hits(n_items, self.hyper.hit_size, rng), dtype=np.int64))
+
+    def choose(self, state: State, *, n_hits: int, rng: np.random.Generator, exclude: Any = None) -> Chosen:
+        """The next HITs (:meth:`next_hits`) and the design to record with them (none, in this default)."""
+        return Chosen(np.asarray(self.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64))
 
     @abc.abstractmethod
     def init_state(self, n_items: int) -> State:
@@ -302,13 +321,11 @@ class Model(abc.ABC):
         return None
 
     def stop_figures(self, state: State, rng: np.random.Generator) -> Any:
-        """The figures of the stopping rule that ``easl status`` reports; None for a model without one (this
-        default)."""
+        """The figures of the stopping rule that ``easl status`` reports; None for a model without one (default)."""
         return None
 
     def rank_figures(self, state: State, rng: np.random.Generator) -> Any:
-        """Rank intervals from the posterior, for ``easl export``; None for a model without them (this
-        default)."""
+        """Rank intervals from the posterior, for ``easl export``; None for a model without them (default)."""
         return None
 
     def diagnostics(self, state: State, item: Any, annotator: Any, score01: Any) -> Any:

@@ -18,17 +18,28 @@ from numpy.typing import NDArray
 
 from easl_toolkit.core.errors import HyperParameterError, ProjectFileError
 
-#: The posterior models of :func:`core.models.get_model`: the paper's four, then the annotator-aware model.
-METHODS = ("easl", "ra", "trueskill", "da", "aware")
+#: The posterior models of :func:`core.models.get_model`: the paper's four, the annotator-aware model, and the
+#: evaluation campaign (the annotator-aware model over responses carrying scoring systems' scores).
+METHODS = ("easl", "ra", "trueskill", "da", "aware", "campaign")
 #: Fields that only the annotator-aware model uses, with their defaults (left out of the other methods' files).
 #: ``uniform_passes`` equals :data:`core.models.aware.alloc.UNIFORM_PASSES` (a test checks; importing loads SciPy).
 DEFAULT_UNIFORM_PASSES = 2
 AWARE_FIELDS: dict[str, int | None] = {"uniform_passes": DEFAULT_UNIFORM_PASSES, "stop_at": None}
 
 
+#: Fields that only an evaluation campaign uses, with their defaults (left out of the other methods' files).
+CAMPAIGN_FIELDS: dict[str, Any] = {"systems": (), "targets": (), "stop_width": None}
+#: The metrics a campaign may target (``--target``): names of :data:`core.campaign.moments.METRICS` as a user
+#: writes them ("prmse" is the combined PRMSE, of first scores and of double-scored responses).
+CAMPAIGN_TARGETS = ("mean", "r", "qwk", "rmse", "smd", "prmse", "hh_r", "hh_qwk")
+#: The targets of a campaign that names none: r and PRMSE of every system.
+DEFAULT_CAMPAIGN_TARGETS = ("r", "prmse")
+
+
 def method_fields(method: str) -> tuple[str, ...]:
-    """The hyper-parameters that only ``method`` uses (:data:`AWARE_FIELDS` for the annotator-aware model)."""
-    return tuple(AWARE_FIELDS) if method == "aware" else ()
+    """The hyper-parameters that only ``method`` uses (:data:`AWARE_FIELDS` for the annotator-aware model,
+    :data:`CAMPAIGN_FIELDS` for an evaluation campaign)."""
+    return {"aware": tuple(AWARE_FIELDS), "campaign": tuple(CAMPAIGN_FIELDS)}.get(method, ())
 
 
 #: The uniform passes of an ``aware`` project whose file does not name them (written when the default was 3).
@@ -84,6 +95,13 @@ class Hyper:
         a project file that does not name it has :data:`LEGACY_UNIFORM_PASSES`).
     stop_at : float or None
         ``aware`` only: the target expected Spearman of the stopping rule (in ``(0, 1)``), or None (no rule).
+    systems : tuple of str
+        ``campaign`` only (and required there): the columns of the items file holding each system's score.
+    targets : tuple of str
+        ``campaign`` only: the metrics that drive the design and the stopping rule (:data:`CAMPAIGN_TARGETS`;
+        empty: :data:`DEFAULT_CAMPAIGN_TARGETS`).
+    stop_width : float or None
+        ``campaign`` only: stop when every target metric's 95% interval is narrower than this (> 0), or None.
 
     Raises
     ------
@@ -116,6 +134,9 @@ class Hyper:
     seed: int = 0
     uniform_passes: int = DEFAULT_UNIFORM_PASSES
     stop_at: float | None = None
+    systems: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    stop_width: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -137,6 +158,7 @@ class Hyper:
                     self.stop_at,
                     f"the method aware (this project uses {self.method}; the stopping rule needs the aware posterior)",
                 )
+        self._check_campaign()
         for name in ("gamma", "epsilon", "alpha0", "beta0", "score_min", "score_max"):
             object.__setattr__(self, name, _as_float(name, getattr(self, name)))
         for name in ("gamma", "epsilon"):
@@ -147,6 +169,37 @@ class Hyper:
                 raise HyperParameterError(name, getattr(self, name), "a finite number >= 1 (the mode, eq 12, needs it)")
         if not self.score_max > self.score_min:
             raise HyperParameterError("score_max", self.score_max, f"greater than score_min ({self.score_min!r})")
+
+    def _check_campaign(self) -> None:
+        """The campaign fields: systems required by (and only for) ``campaign``, known targets, a positive width."""
+        for name in ("systems", "targets"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise HyperParameterError(name, value, "a list of non-empty names")
+            object.__setattr__(self, name, tuple(value))
+        if self.method != "campaign":
+            for name, default in CAMPAIGN_FIELDS.items():
+                if getattr(self, name) != default:
+                    raise HyperParameterError(
+                        name, getattr(self, name), f"the method campaign (this project uses {self.method})"
+                    )
+            return
+        if not self.systems:
+            raise HyperParameterError("systems", self.systems, "at least one system column (an evaluation campaign)")
+        if len(set(self.systems)) != len(self.systems):
+            raise HyperParameterError("systems", self.systems, "each system column once")
+        for t in self.targets:
+            if t not in CAMPAIGN_TARGETS:
+                raise HyperParameterError("targets", t, "one of " + ", ".join(CAMPAIGN_TARGETS))
+        if self.stop_width is not None:
+            object.__setattr__(self, "stop_width", _as_float("stop_width", self.stop_width))
+            if not self.stop_width > 0:  # (a finite number already)
+                raise HyperParameterError("stop_width", self.stop_width, "a positive interval width")
+
+    @property
+    def campaign_targets(self) -> tuple[str, ...]:
+        """The targets of a campaign (:data:`DEFAULT_CAMPAIGN_TARGETS` when it names none)."""
+        return self.targets or DEFAULT_CAMPAIGN_TARGETS
 
     def to_json(self) -> str:
         """Serialise to a JSON object (sorted keys), the form stored in the project file.
@@ -161,6 +214,11 @@ class Hyper:
         for name, default in AWARE_FIELDS.items():
             if data[name] == default and not (self.method == "aware" and name == "uniform_passes"):
                 del data[name]
+        for name, default in CAMPAIGN_FIELDS.items():
+            if data[name] == default:
+                del data[name]
+            elif isinstance(data[name], tuple):
+                data[name] = list(data[name])
         return json.dumps(data, sort_keys=True)
 
     @classmethod

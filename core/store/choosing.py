@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     from easl_toolkit.core.models import Model
     from easl_toolkit.core.models.aware.posterior import StopDecision
+    from easl_toolkit.core.models.inputs import Chosen
 
 
 def choose_hits(
@@ -31,7 +32,20 @@ def choose_hits(
     free), as the model chooses them (``Model.next_hits``: Algorithm 1 of Sakaguchi & Van Durme (2018), the least
     annotated items for DA, the aware model's allocation). ``exclude`` marks items that may not be chosen (those of
     open HITs, in streaming mode)."""
-    return np.asarray(model.next_hits(state, n_hits=n_hits, rng=rng, exclude=exclude), dtype=np.int64)
+    return choose(model, state, n_hits=n_hits, rng=rng, exclude=exclude).hits
+
+
+def choose(
+    model: Model,
+    state: dict[str, NDArray[Any]],
+    *,
+    n_hits: int,
+    rng: np.random.Generator,
+    exclude: NDArray[Any] | None = None,
+) -> Chosen:
+    """:func:`choose_hits` with the design the model drew them with, to record with them (``Model.choose``)."""
+    chosen = model.choose(state, n_hits=n_hits, rng=rng, exclude=exclude)
+    return chosen._replace(hits=np.asarray(chosen.hits, dtype=np.int64))
 
 
 def stop_rng(seed: int, seq: int) -> np.random.Generator:

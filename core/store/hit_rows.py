@@ -34,7 +34,8 @@ def hit_ids(iteration: int, n_hits: int, lo: int = 0, hi: int | None = None) -> 
 
 def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any], log_seq: int) -> None:
     """Record iteration ``iteration`` with the given HITs (rows of item positions), all ``open``: the HITs get the
-    next integer keys ``hit_no`` and their items are appended in key order (at the end of the B-trees)."""
+    next integer keys ``hit_no`` and their items are appended in key order (at the end of the B-trees). A row may end
+    in -1 (a HIT shorter than the others: its positions stop there)."""
     n_hits = hits.shape[0]
     stamp = now()
     first = int(conn.execute("SELECT COALESCE(MAX(hit_no), 0) + 1 FROM hits").fetchone()[0])
@@ -55,7 +56,7 @@ def insert_iteration(conn: sqlite3.Connection, iteration: int, hits: NDArray[Any
         if n:
             conn.execute(
                 "INSERT INTO hit_items(hit_no, position, item_idx) "
-                "SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3)",
+                "SELECT ?1 + key / ?2, key % ?2, value FROM json_each(?3) WHERE value >= 0",
                 (first + lo, n, json.dumps(hits[lo:hi].ravel().tolist())),
             )
 

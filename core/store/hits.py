@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from easl_toolkit.core.store.choosing import choose_hits, state_seq, stop_decision
+from easl_toolkit.core.store.choosing import choose, choose_hits, state_seq, stop_decision
 from easl_toolkit.core.store.db import Database, fill_temp, max_seq
 from easl_toolkit.core.store.hit_columns import (
     HitColumns,
@@ -31,6 +31,7 @@ from easl_toolkit.core.store.hit_columns import (
     write_started,
 )
 from easl_toolkit.core.store.hit_rows import insert_iteration
+from easl_toolkit.core.store.inputs import save_design
 from easl_toolkit.core.store.items import Catalog
 from easl_toolkit.core.store.settings import Settings
 from easl_toolkit.core.store.state import load_state
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     import pandas as pd
+
+    from easl_toolkit.core.models.inputs import Chosen
 
 
 def current_iteration(conn: sqlite3.Connection) -> int:
@@ -102,7 +105,7 @@ class Iterations:
         of items without extra columns are not read back (``core.store.hit_columns.started_long_hits``)."""
         with self._db.writing() as conn:
             started = self._start_iteration(conn)
-            if started is None or not started[1].size or self._catalog.columns:
+            if started is None or not _full(started[1]) or self._catalog.columns:
                 return self.open_hits_long()
             iteration, hits = started
             items = read_item_strings(conn, hits.reshape(-1), ["item_id", "text"], self._catalog.n_items)
@@ -150,13 +153,15 @@ class Iterations:
         """:meth:`advance` inside the caller's transaction: ``(iteration, hits)`` of the iteration started (its
         HITs as rows of item positions), or None when none was."""
         chosen = self._choose_iteration(conn)
-        if chosen is not None:
-            insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
-        return chosen
+        if chosen is None:
+            return None
+        _record(conn, *chosen)
+        return chosen[0], chosen[1].hits
 
-    def _choose_iteration(self, conn: sqlite3.Connection) -> tuple[int, NDArray[Any]] | None:
-        """``(iteration, hits)`` of the iteration :meth:`advance` would start, not yet recorded; None when the
-        current one has open HITs or the stopping rule is met."""
+    def _choose_iteration(self, conn: sqlite3.Connection) -> tuple[int, Chosen] | None:
+        """``(iteration, chosen)`` of the iteration :meth:`advance` would start (its HITs and the design they were
+        drawn with, ``Model.choose``), not yet recorded; None when the current one has open HITs or the stopping
+        rule is met."""
         if self._n_open(conn):
             return None
         state = load_state(conn, writable=False)  # choosing reads the state: views of the stored bytes, no copy
@@ -164,7 +169,7 @@ class Iterations:
             return None
         it, hyper = self.iteration(), self._settings.hyper
         rng = np.random.default_rng([hyper.seed, it + 1])
-        return it + 1, choose_hits(self._settings.model, state, n_hits=self._per_iteration(), rng=rng)
+        return it + 1, choose(self._settings.model, state, n_hits=self._per_iteration(), rng=rng)
 
     def n_open(self) -> int:
         """The open HITs of the current iteration (one count: what a command that just ingested says)."""
@@ -178,8 +183,7 @@ class Iterations:
 
     def _per_iteration(self) -> int:
         """The HITs of an iteration: ``hits_per_iteration or N // n``."""
-        hyper = self._settings.hyper
-        return hyper.hits_per_iteration or max(1, self._catalog.n_items // hyper.hit_size)
+        return self._settings.model.hits_per_iteration(self._catalog.n_items)
 
     def _stopped(self, conn: sqlite3.Connection, state: dict[str, NDArray[Any]]) -> bool:
         """Whether the stopping rule says the target is reached (:func:`stop_decision`): no new HITs then."""
@@ -202,14 +206,14 @@ class Iterations:
             names = ["item_id", "text"]
             ahead = pool.submit(read_every_item, self._db.path, names) if self._reads_every_item(conn) else None
             chosen = self._choose_iteration(conn)
-            if chosen is None or not chosen[1].size or self._catalog.columns:
+            if chosen is None or not _full(chosen[1].hits) or self._catalog.columns:
                 if chosen is not None:
-                    insert_iteration(conn, chosen[0], chosen[1], max_seq(conn))
+                    _record(conn, *chosen)
                 long = self._open_hits_long(False, ahead)
                 long.write_to(tmp, path, fmt, raw_cells=raw_cells)
                 return long.n_hits
-            iteration, hits = chosen
-            recorded = pool.submit(insert_iteration, conn, iteration, hits, max_seq(conn))
+            iteration, hits = chosen[0], chosen[1].hits
+            recorded = pool.submit(_record, conn, iteration, chosen[1])
             item: NDArray[Any] = hits.reshape(-1)
             items: tuple[list[Any], NDArray[Any]]
             if ahead is not None:
@@ -341,3 +345,16 @@ class Iterations:
             iteration = self.iteration() + 1
             insert_iteration(conn, iteration, arr, max_seq(conn))
             return self._hit_records(conn, "h.iteration = ?", (iteration,))
+
+
+def _full(hits: NDArray[Any]) -> bool:
+    """Whether ``hits`` has rows and every row is full (no -1 ending a shorter HIT): the fast paths of ``easl next``
+    build the file from the array itself."""
+    return bool(hits.size) and int(hits.min()) >= 0
+
+
+def _record(conn: sqlite3.Connection, iteration: int, chosen: Chosen) -> None:
+    """Record a new iteration's HITs and, in the same transaction, the design they were drawn with."""
+    insert_iteration(conn, iteration, chosen.hits, max_seq(conn))
+    if chosen.design is not None:
+        save_design(conn, iteration, chosen.design)

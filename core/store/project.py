@@ -75,8 +75,8 @@ class Project:
             raise ProjectFileError(path, "not an easl project file (no 'format' entry in its meta table)")
         self.path, self.readonly = path, readonly
         self.db = db = Database(conn, path, readonly)
-        self.settings = settings = Settings(db, meta.get("hyper", "{}"))
         n_items = int(conn.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM items").fetchone()[0])
+        self.settings = settings = Settings(db, meta.get("hyper", "{}"), n_items)
         self.catalog = catalog = Catalog(db, n_items, json.loads(meta.get("item_columns", "[]")))
         self.iterations = Iterations(db, settings, catalog)
         self.replay = replay = Replay(db, settings, catalog)
@@ -374,7 +374,9 @@ class Project:
         listed with its file and line, duplicate ids across chunks with both lines). The file is built under a
         temporary name in the same directory and linked into place only when complete, so any failure, a bad row
         in the last chunk included, leaves nothing behind; an existing ``path`` is never overwritten. Iteration 0
-        (``core.selection.first_iteration_hits``) and the model's prior state (``Model.init_state``) are written too.
+        (``Model.first_iteration``, with its design if any) and the model's prior state (``Model.init_state``) are
+        written too; an evaluation campaign's system columns (``hyper.systems``) go to the table ``covariates``
+        (:class:`core.store.inputs.CovariateColumns`), not to the items' data.
 
         Raises
         ------
@@ -463,10 +465,13 @@ def _fill(
     conn: sqlite3.Connection, path: str, chunks: Iterable[Table], hyper: Hyper, id_column: str, text_column: str
 ) -> None:
     """Insert the items, the meta entries, iteration 0 and the prior state into the file being built at ``path``."""
-    from easl_toolkit.core import selection
     from easl_toolkit.core.models import get_model
+    from easl_toolkit.core.store.inputs import CovariateColumns, save_covariates, save_design
     from easl_toolkit.core.store.items import insert_items
 
+    systems = CovariateColumns(hyper.systems, id_column, text_column) if hyper.systems else None
+    if systems is not None:  # (kept out of the items' data, which annotators see)
+        chunks = systems.chunks(chunks)
     items = insert_items(conn, chunks, id_column=id_column, text_column=text_column)
     n = items.n_rows
     if n < hyper.hit_size:
@@ -501,8 +506,12 @@ def _fill(
     state = model.init_state(n)
     save_state(conn, state, 0, model.selection_keys(state)[1])
     del state
-    hits = selection.first_iteration_hits(n, hyper.hit_size, np.random.default_rng([hyper.seed, 0]))
-    insert_iteration(conn, 0, np.asarray(hits, dtype=np.int64), 0)
+    if systems is not None:
+        save_covariates(conn, systems.names, systems.values)
+    first = model.first_iteration(n, np.random.default_rng([hyper.seed, 0]))
+    insert_iteration(conn, 0, np.asarray(first.hits, dtype=np.int64), 0)
+    if first.design is not None:
+        save_design(conn, 0, first.design)
 
 
 def _fsync(path: str) -> None:

@@ -10,10 +10,12 @@ import sqlite3
 from easl_toolkit.core.errors import SchemaVersionError
 
 FORMAT = "easl-project"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: older versions a reader opens as they are (nothing a reader reads changed since): version 3 only added the table
-#: ``live_arrays``, which only a writer's refit reads (it reads the live index where the table is missing or empty)
-READ_AS_IS = frozenset({2})
+#: ``live_arrays``, which only a writer's refit reads (it reads the live index where the table is missing or empty);
+#: version 4 only added ``covariates`` and ``designs``, which only an evaluation campaign has (``core.store.inputs``
+#: reads a file without them as having none)
+READ_AS_IS = frozenset({2, 3})
 
 # MIGRATIONS[v] takes a file at version v - 1 to version v. Append new entries; never edit old ones.
 MIGRATIONS: dict[int, list[str]] = {
@@ -124,6 +126,19 @@ MIGRATIONS: dict[int, list[str]] = {
                dtype TEXT NOT NULL,
                shape TEXT NOT NULL,
                data BLOB NOT NULL)""",
+    ],
+    # evaluation campaigns (core.store.inputs): the systems' scores of every item, and the inclusion probabilities
+    # each iteration's HITs were drawn with; other projects leave both empty
+    4: [
+        """CREATE TABLE covariates (
+               position INTEGER PRIMARY KEY,
+               name TEXT NOT NULL UNIQUE,
+               data BLOB NOT NULL)""",
+        """CREATE TABLE designs (
+               iteration INTEGER NOT NULL,
+               name TEXT NOT NULL,
+               data BLOB NOT NULL,
+               PRIMARY KEY (iteration, name))""",
     ],
 }
 

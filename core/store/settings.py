@@ -24,9 +24,10 @@ class Settings:
     """The hyper-parameters of an open project and its model, read when first needed (``core.models`` is
     imported then, not when the project opens)."""
 
-    def __init__(self, db: Database, hyper_json: str) -> None:
+    def __init__(self, db: Database, hyper_json: str, n_items: int = 0) -> None:
         self._db = db
         self._hyper_json = hyper_json
+        self._n_items = n_items
 
     @cached_property
     def hyper(self) -> Hyper:
@@ -37,10 +38,14 @@ class Settings:
 
     @cached_property
     def model(self) -> Model:
-        """The posterior model of the project's method (``core.models.get_model(hyper)``)."""
+        """The posterior model of the project's method (``core.models.get_model(hyper)``), given the project's
+        inputs beyond the log (``Model.attach``, :class:`core.store.inputs.StoreInputs`)."""
         from easl_toolkit.core.models import get_model
+        from easl_toolkit.core.store.inputs import StoreInputs
 
-        return get_model(self.hyper)
+        model = get_model(self.hyper)
+        model.attach(StoreInputs(self._db, self._n_items))
+        return model
 
     @cached_property
     def reported(self) -> dict[str, Any]:

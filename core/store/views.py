@@ -47,8 +47,11 @@ class ProjectStatus:
     n_annotations : ``{"min", "mean", "max"}`` live annotations per item (None with a ``reason`` without items).
     events : queued front-end events per status; ``n_rejects`` : rejected inputs of every source.
     hit_size, score_range, seed, schema_version : the settings.
-    stop : aware projects only: ``{"target", "expected_spearman", "reached", "reason", "margin", "min_scores"}``,
-        the stopping rule's figures (``target`` None without ``--stop-at``); None for the other methods.
+    stop : the stopping rule's figures (``Model.stop_figures``): aware projects ``{"target", "expected_spearman",
+        "reached", "reason", "margin", "min_scores"}`` (``target`` None without ``--stop-at``); evaluation campaigns
+        per system each metric's estimate and 95% interval, the human scores spent and counted, the cost of scoring
+        every response once and twice, the targets, the stop width and the verdict
+        (``core.models.campaign.CampaignModel.stop_figures``); None for the other methods.
     """
 
     path: str

@@ -10,7 +10,7 @@ from easl_toolkit.core.errors import EaslError
 
 # The choices of --method and --partner-pool, spelt here so that ``easl init --help`` does not load the engine
 # (numpy, SciPy, pandas); tests/test_cli_speed.py checks they equal ``core.models.METHODS`` / ``PARTNER_POOLS``.
-METHODS = ("easl", "ra", "trueskill", "da", "aware")
+METHODS = ("easl", "ra", "trueskill", "da", "aware", "campaign")
 PARTNER_POOLS = ("paper", "all")
 #: The method of a new project when --method is not given: the annotator-aware model (each annotator's offset,
 #: slope and reliability), which needs fewer annotations than direct assessment on real human ratings. The paper's
@@ -18,6 +18,14 @@ PARTNER_POOLS = ("paper", "all")
 #: the default: every front end that creates a project imports it from here. A project file records its method,
 #: so a change of this default never changes an existing project (and a file with no method reads as easl).
 DEFAULT_METHOD = "aware"
+#: The method of a project made with --systems: an evaluation campaign.
+CAMPAIGN_METHOD = "campaign"
+#: The metrics --target may name (``core.models.hyper.CAMPAIGN_TARGETS``; a test checks they are equal).
+CAMPAIGN_TARGETS = ("mean", "r", "qwk", "rmse", "smd", "prmse", "hh_r", "hh_qwk")
+
+
+class _Default(str):
+    """The default of --method, told apart from the same name given (--systems makes the default a campaign)."""
 
 
 def register(subparsers) -> None:
@@ -36,12 +44,14 @@ def register(subparsers) -> None:
     p.add_argument(
         "--method",
         choices=METHODS,
-        default=DEFAULT_METHOD,
+        default=_Default(DEFAULT_METHOD),
         help="posterior model: aware (annotator-aware: each annotator's offset, slope and reliability; rank "
         "intervals, a stopping rule and annotator diagnostics; saves annotations over direct assessment on real "
         "ratings), or, exactly as published, easl (the paper's EASL), ra (bounded ranking aggregation), trueskill "
-        f"(TrueSkill) or da (direct assessment) (default: {DEFAULT_METHOD})",
+        f"(TrueSkill) or da (direct assessment), or campaign (an evaluation campaign, with --systems) "
+        f"(default: {DEFAULT_METHOD}) (campaign when --systems is given)",
     )
+    add_campaign_flags(p)
     p.add_argument(
         "--uniform-passes",
         type=int,
@@ -131,20 +141,22 @@ def _run(args: argparse.Namespace) -> int:
             f"name or delete the file first)."
         )
     check_input(args.items)  # before any work: an input that is not a regular file may never end
+    method = CAMPAIGN_METHOD if args.systems and isinstance(args.method, _Default) else str(args.method)
     aware = {}
     for flag, name in (("--uniform-passes", "uniform_passes"), ("--stop-at", "stop_at")):
         value = getattr(args, name, None)
         if value is None:
             continue
-        if name not in method_fields(args.method):
-            raise EaslError(f"{flag} needs --method aware (the method is {args.method}).")
+        if name not in method_fields(method):
+            raise EaslError(f"{flag} needs --method aware (the method is {method}).")
         aware[name] = value
+    aware.update(campaign_settings(args, method))
     if "stop_at" in aware and not 0.0 < aware["stop_at"] < 1.0:
         raise EaslError(f"--stop-at {aware['stop_at']:g}: the target is a Spearman correlation in (0, 1), e.g. 0.9.")
     if aware.get("uniform_passes", 0) < 0:
         raise EaslError(f"--uniform-passes {aware['uniform_passes']}: give a whole number >= 0.")
     hyper = Hyper(
-        method=args.method,
+        method=method,
         hit_size=args.hit_size,
         gamma=args.gamma,
         epsilon=args.epsilon,
@@ -167,11 +179,11 @@ def _run(args: argparse.Namespace) -> int:
                 "(set one later with: easl ls setup ... --question TEXT)",
                 file=sys.stderr,
             )
-        n_hits = project.status().n_hits_open
+        n_hits = project.n_open_hits()
         print(
             f"created {args.project}: {project.n_items} items, method {hyper.method}, {hyper.hit_size} items per "
-            f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}{_aware_note(hyper)}; iteration 0 has {n_hits} HITs "
-            f"\nnext: easl ls setup {args.project} --url URL --backend-url URL (Label Studio), "
+            f"HIT, scores {hyper.score_min:g}-{hyper.score_max:g}{_aware_note(hyper)}{_campaign_note(hyper)}; "
+            f"iteration 0 has {n_hits} HITs\nnext: {label_studio_hint(args.project)}, "
             f"easl tui {args.project} (terminal), or easl next {args.project} --output hits.jsonl (files)"
         )
     return 0
@@ -185,3 +197,86 @@ def _aware_note(hyper) -> str:
         return ""
     stop = f", stop at expected Spearman {hyper.stop_at:g}" if hyper.stop_at is not None else ""
     return f", {hyper.uniform_passes} uniform passes{stop}"
+
+
+def add_campaign_flags(p) -> None:
+    """The flags of an evaluation campaign: --systems, --target, --stop-at-width."""
+    p.add_argument(
+        "--systems",
+        nargs="+",
+        default=None,
+        metavar="COL",
+        help="an evaluation campaign: the items are responses and these columns of the items file hold each "
+        "scoring system's score (kept from annotators); easl status reports each system's metrics with intervals",
+    )
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="METRIC[,METRIC]",
+        help="campaign only: the metrics that choose the responses and stop the campaign, of mean, r, qwk, rmse, "
+        "smd, prmse, hh_r, hh_qwk (default: r,prmse of every system)",
+    )
+    p.add_argument(
+        "--stop-at-width",
+        type=float,
+        default=None,
+        metavar="W",
+        help="campaign only: stop issuing HITs when every target metric's 95%% interval is narrower than W, e.g. 0.04",
+    )
+
+
+def campaign_settings(args: argparse.Namespace, method: str) -> dict:
+    """The campaign fields of the hyper-parameters from --systems, --target and --stop-at-width, each checked
+    (one sentence naming the flag when a value is refused or the method cannot use it)."""
+    from easl_toolkit.core.models.hyper import method_fields
+
+    given = {"--systems": args.systems, "--target": args.target, "--stop-at-width": args.stop_at_width}
+    fields = method_fields(method)
+    for flag, value in given.items():
+        if value is not None and "systems" not in fields:
+            raise EaslError(
+                f"{flag} needs an evaluation campaign (--method campaign, the default with --systems); the method "
+                f"{method} cannot use it."
+            )
+    if "systems" not in fields:
+        return {}
+    if not args.systems:
+        raise EaslError("--method campaign needs --systems COL [COL ...]: the columns holding each system's score.")
+    for system in args.systems:
+        for flag, column in (("--id-column", args.id_column), ("--text-column", args.text_column)):
+            if system == column:
+                raise EaslError(
+                    f"{args.items}: column {system!r} is both a system column (--systems) and the {flag[2:-7]} "
+                    f"column ({flag}); a system's scores need a column of their own."
+                )
+    out: dict = {"systems": tuple(args.systems)}
+    if args.target is not None:
+        targets = tuple(t.strip() for t in args.target.split(",") if t.strip())
+        unknown = [t for t in targets if t not in CAMPAIGN_TARGETS] or ([] if targets else [args.target])
+        if unknown:
+            raise EaslError(f"--target {unknown[0]!r}: no such metric; give some of: {', '.join(CAMPAIGN_TARGETS)}.")
+        out["targets"] = targets
+    if args.stop_at_width is not None:
+        w = args.stop_at_width
+        if not (w > 0 and w != float("inf")):
+            raise EaslError(f"--stop-at-width {w:g}: give a positive interval width, e.g. 0.04.")
+        out["stop_width"] = w
+    return out
+
+
+def label_studio_hint(project: str) -> str:
+    """How to take the project to Label Studio: ``easl ls setup`` when the Label Studio SDK is installed, else the
+    extra that installs it."""
+    from importlib.util import find_spec
+
+    if find_spec("label_studio_sdk") is not None:
+        return f"easl ls setup {project} --url URL --backend-url URL (Label Studio)"
+    return "pip install 'easl-toolkit[labelstudio]' then easl ls setup (Label Studio)"
+
+
+def _campaign_note(hyper) -> str:
+    """The campaign settings for the summary line (empty for the other methods)."""
+    if not hyper.systems:
+        return ""
+    stop = f", stop at interval width {hyper.stop_width:g}" if hyper.stop_width is not None else ""
+    return f", systems {', '.join(hyper.systems)}, targets {','.join(hyper.campaign_targets)}{stop}"

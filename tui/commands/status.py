@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
     con = Console(soft_wrap=True)
     con.print(status_table(status, refused, extra["last_reconciliation"], linked=linked, uniform_passes=passes))
+    if status.stop is not None and "systems" in status.stop:
+        con.print(campaign_table(status.stop))
     if annotators is not None:
         con.print(annotator_table(annotators))
     if recent:
@@ -211,7 +213,24 @@ def status_table(
             "n/a" if ann["min"] is None else f"{ann['min']} / {ann['mean']:.3g} / {ann['max']}",
         ),
     ]
-    if stop is not None:
+    if stop is not None and "systems" in stop:  # an evaluation campaign's figures (campaign_table, below)
+        width = "none" if stop["stop_width"] is None else f"{stop['stop_width']:g}"
+        rows.append(("targets / stop width", f"{', '.join(stop['targets'])} / {width}"))
+        rows.append(("stop", ("reached: " if stop["reached"] else "not reached: ") + stop["reason"]))
+        rows.append(
+            (
+                "human scores spent (counted)",
+                f"{stop['human_scores_spent']} ({stop['human_scores_counted']}: {stop['responses_scored']} responses "
+                f"scored, {stop['responses_double_scored']} twice)",
+            )
+        )
+        rows.append(
+            (
+                "scoring every response once / twice",
+                f"{stop['cost_score_all_once']} / {stop['cost_score_all_twice']} human scores",
+            )
+        )
+    elif stop is not None:
         target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
         rows.append(("expected Spearman / stop target", f"{stop['expected_spearman']:.3f} / {target}"))
         rows.append(("stop", ("reached: " if stop["reached"] else "not reached: ") + stop["reason"]))
@@ -235,6 +254,34 @@ def status_table(
     table.add_column("value")
     for row in rows:
         table.add_row(*row)
+    return table
+
+
+def campaign_table(stop: dict):
+    """An evaluation campaign's metrics (``ProjectStatus.stop`` of a campaign) as a rich table: one row per system
+    and metric, the estimate and its 95% interval, then the human scores alone (mean, human-human agreement)."""
+    from rich.table import Table
+
+    table = Table(title="evaluation: estimates with 95% intervals")
+    for name in ("system", "metric", "estimate", "95% interval", "width"):
+        table.add_column(name)
+
+    def add(system: str, metric: str, fig: dict | None) -> None:
+        if fig is None:
+            return
+        if fig["estimate"] is None:
+            table.add_row(system, metric, "n/a", fig.get("reason", ""), "")
+            return
+        interval = "n/a" if fig["width"] is None else f"[{fig['ci_low']:.3f}, {fig['ci_high']:.3f}]"
+        width = "" if fig["width"] is None else f"{fig['width']:.3f}"
+        table.add_row(system, metric, f"{fig['estimate']:.3f}", interval, width)
+
+    add("(humans)", "mean", stop.get("mean_human_score"))
+    for metric, fig in stop.get("human", {}).items():
+        add("(humans)", metric, fig)
+    for system, metrics in stop["systems"].items():
+        for metric, fig in metrics.items():
+            add(system, metric, fig)
     return table
 
 

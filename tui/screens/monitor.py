@@ -26,7 +26,7 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
 from easl_toolkit.core.errors import EaslError
-from easl_toolkit.tui.commands.status import FLAG_STYLES
+from easl_toolkit.tui.commands.status import FLAG_STYLES, campaign_table
 from easl_toolkit.tui.screens.monitor_data import AwarePanel, MonitorSnapshot, MonitorSource
 from easl_toolkit.tui.screens.stop_target import StopChoice, StopTargetPrompt
 from easl_toolkit.tui.widgets.charts import ConvergenceChart, EstimateHistogram
@@ -239,13 +239,21 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
 
         stop = aware.stop
         target = stop.get("target")
-        head = Text.assemble(
+        head: RenderableType = Text.assemble(
             ("expected Spearman ", "bold"),
             _num(stop.get("expected_spearman"), 3),
             " (the model's estimate of its Spearman with the truth)",
             f" · stop target {_num(target, 3) if target is not None else 'none (t sets one)'} · ",
             ("reached: " if stop.get("reached") else "") + str(stop.get("reason", "")),
         )
+        if "systems" in stop:  # an evaluation campaign: its metrics with intervals, what was spent, what all would cost
+            summary = Text.assemble(
+                ("human scores ", "bold"),
+                f"{stop['human_scores_spent']} spent, {stop['human_scores_counted']} counted · every response once / "
+                f"twice: {stop['cost_score_all_once']} / {stop['cost_score_all_twice']} · ",
+                ("reached: " if stop.get("reached") else "") + str(stop.get("reason", "")),
+            )
+            head = Group(summary, campaign_table(stop))
         table = Table(box=None, padding=(0, 1), header_style="bold")
         for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag"):
             table.add_column(col, justify="left" if col in ("annotator", "flag") else "right")

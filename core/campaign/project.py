@@ -1,0 +1,261 @@
+"""An evaluation campaign as a project: human scores from the annotators' ratings, the draw of an iteration's
+responses with recorded probabilities, and the per-system report with intervals (``easl status``).
+
+Human scores (:func:`human_scores`). Each rating ``x`` (unit scale) of annotator ``a`` is put on the scale of the
+average counted annotator with the annotator-aware model's offsets ``o`` and slopes ``s`` (``core.models.aware.fit``:
+``x = c + o_a + s_a (mu_i - c) + e``): ``h = c + o_bar + (s_bar / s_a) (x - c - o_a)``, ``o_bar`` and ``s_bar`` the
+means over the counted annotators weighted by their ratings, the ratio ``s_bar / s_a`` kept within
+[1 / :data:`SLOPE_RATIO_MAX`, :data:`SLOPE_RATIO_MAX`]. ``h`` does not depend on where the fit puts its latent scale
+(an affine change of ``mu`` changes ``o`` and ``s`` so that every annotator's expected score stays), and its mean
+given the response is the average annotator's expected score. The ratings of an annotator the model's diagnostics
+flag ``random`` are not counted (``core.models.aware.diagnostics``). A response's
+first human score is its earliest counted rating in log order, its second the earliest counted rating by another
+annotator.
+
+Probabilities. Iteration t draws every response's open slots by Poisson sampling with the probabilities of
+:func:`core.campaign.design.choose_iteration` (iteration 0: a uniform pilot, :func:`pilot_design`); the design
+records, for every response, the probability its first and second slot would have had if open (``p_first``,
+``p_second``) and their unions over the iterations so far, ``1 - prod_t (1 - p_t)`` (``union_first``,
+``union_second``), the probability that a response is ever drawn for the slot, which the estimator weights by (the
+union form of :func:`core.campaign.design.apply_iteration`). A rating that does not count (a random clicker's)
+leaves its slot open for a later iteration. The weights are those of the latest recorded design: while an
+iteration's HITs are being answered, its draw already counts in the unions (the figures of ``easl status`` then
+lean on the responses answered so far); once they are answered, as when the stopping rule is asked, the weights
+are exact.
+
+Estimates (:func:`campaign_estimates`): :func:`core.campaign.estimators.estimate` with the control variates of the
+human-score model (:mod:`core.campaign.model`) fitted on every scored response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
+from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
+from easl_toolkit.core.campaign.moments import moment_predictions
+
+#: Largest factor by which a rating's distance from an annotator's offset is stretched or shrunk (module docstring).
+SLOPE_RATIO_MAX = 4.0
+#: Double-scored responses below which every iteration buys second scores at least at the pilot's rate (the design
+#: allocates second scores by the spread of the double-scored responses' terms, which needs some to exist).
+MIN_DOUBLE_SCORED = 30
+#: Share of the pilot's expected human scores spent on second scores (the rater error variance PRMSE needs).
+PILOT_SECOND_SHARE = 0.2
+#: The metrics a campaign reports, as a user names them, and the estimator's name of each.
+REPORTED = {
+    "mean": "mean",
+    "r": "r",
+    "qwk": "qwk",
+    "rmse": "rmse",
+    "smd": "smd",
+    "prmse": "prmse_combined",
+    "hh_r": "hh_r",
+    "hh_qwk": "hh_qwk",
+}
+#: The design's targets for a user's target (the combined PRMSE is not a function of the moments alone).
+DESIGN_TARGETS = {"prmse": ("prmse", "prmse_double")}
+CENTER = 0.5
+
+
+def human_scores(
+    item: NDArray[Any],
+    annotator: NDArray[Any],
+    score01: NDArray[Any],
+    offset: NDArray[Any],
+    slope: NDArray[Any],
+    counted: NDArray[Any],
+    n_items: int,
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(first, second): each response's first and second human score on the unit scale, NaN where none (module
+    docstring). ``item, annotator, score01`` are the live ratings in log order; ``offset, slope, counted`` per
+    annotator (``counted``: not flagged ``random``)."""
+    first = np.full(n_items, np.nan)
+    second = np.full(n_items, np.nan)
+    item = np.asarray(item, dtype=np.int64)
+    annotator = np.asarray(annotator, dtype=np.int64)
+    keep = np.flatnonzero(np.asarray(counted, dtype=bool)[annotator]) if item.size else np.zeros(0, np.int64)
+    if not keep.size:
+        return first, second
+    it, an = item[keep], annotator[keep]
+    n_a = np.bincount(an, minlength=offset.size).astype(np.float64)
+    o_bar, s_bar = float(n_a @ offset / n_a.sum()), float(n_a @ slope / n_a.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.clip(np.nan_to_num(s_bar / slope, nan=1.0, posinf=SLOPE_RATIO_MAX), 0.0, None)
+    ratio = np.clip(ratio, 1.0 / SLOPE_RATIO_MAX, SLOPE_RATIO_MAX)
+    h = CENTER + o_bar + ratio[an] * (np.asarray(score01, dtype=np.float64)[keep] - CENTER - offset[an])
+    _, pos = np.unique(it, return_index=True)
+    first[it[pos]] = h[pos]
+    rater = np.full(n_items, -1, dtype=np.int64)
+    rater[it[pos]] = an[pos]
+    other = np.flatnonzero(an != rater[it])
+    _, pos2 = np.unique(it[other], return_index=True)
+    second[it[other][pos2]] = h[other][pos2]
+    return first, second
+
+
+def design_targets(targets: Sequence[str]) -> tuple[str, ...]:
+    """The estimator's metrics that drive the design for a user's ``targets`` (:data:`DESIGN_TARGETS`)."""
+    out: list[str] = []
+    for t in targets:
+        out.extend(m for m in DESIGN_TARGETS.get(t, (t,)) if m not in out)
+    return tuple(out)
+
+
+def pilot_design(n_items: int, budget: float) -> dict[str, NDArray[Any]]:
+    """Iteration 0's design: every response's first slot with probability ``(1 - s) budget / N`` and its second with
+    ``s budget / N`` (``s`` = :data:`PILOT_SECOND_SHARE`), each at most 1 (module docstring, the arrays recorded)."""
+    n = max(n_items, 1)
+    p1 = min(1.0, (1.0 - PILOT_SECOND_SHARE) * budget / n)
+    p2 = min(p1, PILOT_SECOND_SHARE * budget / n)
+    first, second = np.full(n_items, p1), np.full(n_items, p2)
+    return {"p_first": first, "p_second": second, "union_first": first.copy(), "union_second": second.copy()}
+
+
+def draw(
+    p_first: NDArray[Any], p_second: NDArray[Any], first: NDArray[Any], second: NDArray[Any], rng: np.random.Generator
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(new first, new second) masks of one iteration: Poisson draws of the open slots (a response without a score
+    gets its second score with probability ``p_second / p_first`` given its first, so that both come together with
+    probability ``p_second``), the uniforms from ``rng`` (:func:`core.campaign.design.poisson_sample`)."""
+    u1, u2 = rng.random(p_first.size), rng.random(p_first.size)
+    open1 = np.isnan(first)
+    new1 = open1 & (u1 < p_first)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cond = np.where(p_first > 0, p_second / np.where(p_first > 0, p_first, 1.0), 0.0)
+    draw2 = np.where(open1, u2 < cond, u2 < p_second)
+    new2 = np.isnan(second) & (~open1 | new1) & draw2
+    return new1, new2
+
+
+def arrange(new1: NDArray[Any], new2: NDArray[Any], hit_size: int, rng: np.random.Generator) -> NDArray[Any]:
+    """HITs of ``hit_size`` responses, shuffled: the first scores' HITs, then the second scores' (so a response drawn
+    for both is in two HITs); the last HIT of each kind ends in -1 where it is short."""
+    rows = []
+    for mask in (new1, new2):
+        idx = rng.permutation(np.flatnonzero(mask)).astype(np.int64)
+        n_hits = -(-idx.size // hit_size)
+        padded = np.full(n_hits * hit_size, -1, dtype=np.int64)
+        padded[: idx.size] = idx
+        rows.append(padded.reshape(n_hits, hit_size))
+    return np.concatenate(rows, axis=0)
+
+
+def second_floor(
+    all_first: NDArray[Any], all_second: NDArray[Any], second: NDArray[Any], budget: float
+) -> NDArray[Any]:
+    """``all_second`` raised to the pilot's rate of second scores (:data:`PILOT_SECOND_SHARE` of ``budget`` over the
+    responses, at most ``all_first``) while fewer than :data:`MIN_DOUBLE_SCORED` responses have two scores."""
+    if int(np.sum(~np.isnan(second))) >= MIN_DOUBLE_SCORED or not second.size:
+        return all_second
+    rate = min(1.0, PILOT_SECOND_SHARE * budget / second.size)
+    out: NDArray[Any] = np.maximum(all_second, np.minimum(rate, all_first))
+    return out
+
+
+def slot_probabilities(
+    all_first: NDArray[Any], all_second: NDArray[Any], first: NDArray[Any], second: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(p_first, p_second) of the open slots from the as-if-open probabilities (0 for a closed slot): a response
+    without a score gets both in one iteration with probability ``min(p_second, p_first)``
+    (:func:`core.campaign.design.choose_iteration`)."""
+    open1, open2 = np.isnan(first), np.isnan(second)
+    p1 = np.where(open1, all_first, 0.0)
+    p2 = np.where(open2, np.where(open1, np.minimum(all_second, all_first), all_second), 0.0)
+    return p1, p2
+
+
+def union(previous: dict[str, NDArray[Any]], p_first: NDArray[Any], p_second: NDArray[Any]) -> dict[str, NDArray[Any]]:
+    """The design arrays of an iteration: its probabilities and their unions with ``previous`` (module docstring)."""
+    u1 = previous.get("union_first", np.zeros_like(p_first))
+    u2 = previous.get("union_second", np.zeros_like(p_second))
+    return {
+        "p_first": p_first,
+        "p_second": p_second,
+        "union_first": 1.0 - (1.0 - u1) * (1.0 - p_first),
+        "union_second": 1.0 - (1.0 - u2) * (1.0 - p_second),
+    }
+
+
+def weights(design: dict[str, NDArray[Any]], n_items: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(p_first, p_second) the estimator weights every scored response by: the unions of the recorded design, 1
+    where a response was never drawable (a rating outside every HIT, or no design recorded)."""
+    out = []
+    for key in ("union_first", "union_second"):
+        p = design.get(key)
+        p = np.ones(n_items) if p is None or p.size != n_items else p
+        out.append(np.where(p > 0, p, 1.0))
+    return out[0], out[1]
+
+
+def campaign_estimates(
+    systems: NDArray[Any],
+    first: NDArray[Any],
+    second: NDArray[Any],
+    p_first: NDArray[Any],
+    p_second: NDArray[Any],
+    metrics: Sequence[str] = tuple(REPORTED),
+    model: HumanScoreModel | None = None,
+) -> CampaignEstimates:
+    """Estimates of ``metrics`` (names of :data:`REPORTED`) for one campaign: systems (N, K), human scores and their
+    probabilities (N,), the control variates of :func:`core.campaign.model.fit_model` on every scored response
+    (``model``: that fit, made already; :func:`core.campaign.estimators.estimate`)."""
+    s, f, g = systems[None], first[None], second[None]
+    model = fit_model(s, f, g) if model is None else model
+    m, v, _ = predict(model, s)
+    predictions = moment_predictions(s, m, v, model.error_var)
+    names = [REPORTED[t] for t in metrics]
+    return estimate(s, f, g, p_first[None], p_second[None], predictions=predictions, metrics=names)
+
+
+@dataclass(frozen=True)
+class CampaignReport:
+    """The figures of an evaluation campaign (``easl status``): ``systems`` (name -> metric -> figures),
+    ``overall`` (metrics of the human scores alone), ``reached``/``reason`` of the stopping rule."""
+
+    systems: dict[str, dict[str, dict[str, Any]]]
+    overall: dict[str, dict[str, Any]]
+    reached: bool
+    reason: str
+    widest: float | None
+
+
+def _figures(est: CampaignEstimates, t: int) -> dict[str, Any]:
+    value, low, high = (float(a[0, t]) for a in (est.value, est.low, est.high))
+    out: dict[str, Any] = {"estimate": None, "ci_low": None, "ci_high": None, "width": None}
+    if np.isfinite(value):
+        out["estimate"] = value
+    if np.isfinite(low) and np.isfinite(high):
+        out.update(ci_low=low, ci_high=high, width=high - low)
+    if out["width"] is None:
+        out["reason"] = str(est.reason[0, t]) or "no interval (too few human scores)"
+    return out
+
+
+def report(
+    est: CampaignEstimates, names: Sequence[str], targets: Sequence[str], stop_width: float | None
+) -> CampaignReport:
+    """The per-system figures of ``est`` (made with the metrics of :data:`REPORTED`), and the stopping rule: every
+    target metric's 95% interval narrower than ``stop_width``."""
+    back = {v: k for k, v in REPORTED.items()}
+    systems: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in names}
+    overall: dict[str, dict[str, Any]] = {}
+    widths: list[float] = []
+    for t, (metric, j) in enumerate(est.labels):
+        user = back[metric]
+        fig = _figures(est, t)
+        (overall if j is None else systems[names[j]])[user] = fig
+        if user in targets:
+            widths.append(np.inf if fig["width"] is None else fig["width"])
+    widest = max(widths) if widths else None
+    if stop_width is None:
+        return CampaignReport(systems, overall, False, "no stop width (easl init ... --stop-at-width W)", widest)
+    reached = widest is not None and widest < stop_width
+    shown = "undefined" if widest is None or not np.isfinite(widest) else f"{widest:.4g}"
+    reason = f"widest target interval {shown} {'<' if reached else 'not below'} {stop_width:g}"
+    return CampaignReport(systems, overall, bool(reached), reason, widest if widest is None else float(widest))
