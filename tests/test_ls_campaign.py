@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,6 +30,7 @@ import pytest
 import requests
 
 from easl_toolkit.core.store import Project
+from easl_toolkit.core.store.inputs import read_design
 from tests.ls_helpers import (
     Backend,
     drained,
@@ -270,5 +272,54 @@ def test_burst_of_concurrent_annotations_loses_and_doubles_nothing(ls, sdk, peop
         assert link["stop"]["target"] == 0.8
         text = easl("ls", "status", str(project), env={**env, "COLUMNS": "200"}).stdout
         assert "rater0@example.com" in text and "stop target 0.8" in text
+    finally:
+        backend.stop()
+
+
+def test_an_evaluation_campaign_runs_in_label_studio_without_showing_system_scores(ls, sdk, people, tmp_path):
+    """An evaluation campaign (`easl init --systems`) served to Label Studio: the tasks carry no system score (in
+    their data or anywhere an annotator sees), annotations come in through Label Studio's webhooks, no top-up mixes
+    into an iteration (each iteration is drawn whole, with its design recorded), the next iteration is pushed once
+    one is complete, and `easl ls status` shows the campaign's metrics."""
+    env = {**os.environ, "LABEL_STUDIO_API_KEY": ls.token}
+    n = 40
+    truth = np.linspace(0, 100, n)
+    items = tmp_path / "responses.csv"
+    system = np.round(truth + np.random.default_rng(1).normal(0, 10, n), 2)
+    items.write_text(
+        "id,text,scorer\n" + "".join(f"item{i:03d},response {i},{system[i]}\n" for i in range(n))
+    )
+    project = tmp_path / "eval.easl"
+    easl("init", str(project), "--items", str(items), "--systems", "scorer", "--hit-size", str(HIT_SIZE),
+         "--hits-per-iteration", "3", "--seed", "3", "--question", "How good?", env=env)  # fmt: skip
+    backend = Backend(project, free_port(), env, tmp_path / "serve.log")
+    backend.start()
+    try:
+        pid = json.loads(setup(project, ls, backend, env=env).stdout)["ls_project_id"]
+        rng = np.random.default_rng(5)
+        for iteration in range(2):
+            tasks = ls_tasks(sdk, pid)
+            with Project.open(project, readonly=True) as p:
+                open_ids = {h["hit_id"] for h in p.open_hits(every_iteration=True)}
+                assert {h["iteration"] for h in p.open_hits(every_iteration=True)} == {iteration}
+            pending = [t for t in tasks if t.data["hit_id"] in open_ids]
+            assert pending
+            for t in tasks:  # the system's scores are nowhere in a task
+                assert "scorer" not in t.data and not any(str(s) in json.dumps(t.data) for s in system[:3])
+            for k, t in enumerate(pending):
+                ids = t.data["item_ids"]
+                result = [
+                    {"from_name": f"score_{j}", "to_name": f"text_{j}", "type": "number",
+                     "value": {"number": float(np.clip(round(truth[int(i[4:])] + rng.normal(0, 8)), 0, 100))}}
+                    for j, i in enumerate(ids)
+                ]  # fmt: skip
+                api(ls, "POST", f"/api/tasks/{t.id}/annotations", token=people[k % 3].token, json={"result": result})
+            wait_for(lambda it=iteration: project_status(project)["iteration"] == it + 1, f"iteration {iteration + 1}")
+        with sqlite3.connect(project) as conn:  # each iteration was drawn with recorded probabilities
+            assert all(read_design(conn, it)["p_first"].size == n for it in (0, 1, 2))
+        status = project_status(project)
+        assert status["method"] == "campaign" and "scorer" in status["stop"]["systems"]
+        shown = easl("ls", "status", str(project), env={**env, "COLUMNS": "200"}).stdout
+        assert "estimates with 95% intervals" in shown and "scorer" in shown
     finally:
         backend.stop()

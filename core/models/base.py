@@ -216,6 +216,10 @@ class Model(abc.ABC):
         transaction has finished its own bookkeeping.
     bookkeeping : frozenset of str
         State arrays that record how the state was reached, not the state (``easl verify`` leaves them out).
+    top_ups : bool
+        True when HITs may be drawn one at a time while others are open, away from their items (the streaming
+        top-ups of the Label Studio queue, ``core/store/hits.py``); False for a model that draws whole iterations
+        with a recorded design (an evaluation campaign): a top-up then starts the next iteration once none is open.
     answer : {"scores", "ranking", "score"}
         What an annotator gives for a HIT: a score for each item (the default), the order of its items (RA, which
         uses only the pairwise order, eq 13), or one item's score at a time (DA); the front ends lay the task out
@@ -226,6 +230,7 @@ class Model(abc.ABC):
     answer: str = "scores"
     whole_submissions: bool = False
     reads_live_log: bool = False
+    top_ups: bool = True
     bookkeeping: frozenset[str] = frozenset()
 
     def __init__(self, hyper: Hyper) -> None:

@@ -53,6 +53,7 @@ class CampaignModel(AwareModel):
     """Evaluation campaign (module docstring). ``name`` is ``"campaign"``."""
 
     name = "campaign"
+    top_ups = False  # each iteration is drawn whole, with its design recorded
 
     def init_state(self, n_items: int) -> dict[str, NDArray[Any]]:
         """The aware prior state and no human scores."""

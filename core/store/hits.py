@@ -248,9 +248,14 @@ class Iterations:
         items are free); returns how many were added. One transaction.
 
         Each new HIT is :func:`choose_hits` with ``n_hits=1`` and the items of every open HIT excluded; they are
-        recorded as one new iteration t (:meth:`add_hits`) chosen with ``default_rng([seed, t])``.
+        recorded as one new iteration t (:meth:`add_hits`) chosen with ``default_rng([seed, t])``. A model that
+        draws whole iterations (``Model.top_ups`` False) gets none: its next iteration starts, as :meth:`advance`
+        starts it, once no HIT is open.
         """
         with self._db.writing() as conn:
+            if not self._settings.model.top_ups:  # whole iterations only: the next one once none is open
+                started = self._start_iteration(conn) if n_target > 0 else None
+                return 0 if started is None else int(started[1].shape[0])
             rows = self._choose_top_up(conn, n_target)
             if len(rows):
                 self.add_hits(rows)
@@ -268,7 +273,7 @@ class Iterations:
         none = np.zeros((0, hyper.hit_size), dtype=np.int64)
         mask, n_open = self.open_item_mask()
         need = n_target - n_open
-        if need <= 0 or self._catalog.n_items == 0:
+        if need <= 0 or self._catalog.n_items == 0 or not self._settings.model.top_ups:
             return none
         rng = np.random.default_rng([hyper.seed, self.iteration() + 1])
         state = load_state(conn)

@@ -396,7 +396,13 @@ def run_status(args: argparse.Namespace) -> int:
         for p in out["recent_refused_or_malformed"]:
             t.add_row(p["received_at"], p["kind"], str(p["reason"]))
         con.print(t)
-    if out["stop"] is not None:
+    if out["stop"] is not None and "systems" in out["stop"]:  # an evaluation campaign's figures
+        from easl_toolkit.tui.commands.status import campaign_table
+
+        stop = out["stop"]
+        con.print(("stop: reached: " if stop["reached"] else "stop: not reached: ") + stop["reason"], markup=False)
+        con.print(campaign_table(stop))
+    elif out["stop"] is not None:
         stop = out["stop"]
         target = "none" if stop["target"] is None else f"{stop['target']:.3g}"
         con.print(
