@@ -24,6 +24,7 @@ from easl_toolkit.core.simulate.campaign_report import (
     never_worse,
     report,
 )
+from easl_toolkit.core.simulate.campaign_study import RATER_ERROR_SD
 
 #: Designs in the order the tables list them.
 DESIGN_ORDER = ("classical", "uniform", "active", "wrong", "oracle")
@@ -55,7 +56,7 @@ def budget_for_width(c: pd.DataFrame, metric: str, width: float | None) -> pd.Da
                     "design": design,
                     "human_scores": scores,
                     "vs_classical": scores / base,
-                    "extrapolated": bool(np.isfinite(scores) and not lo <= scores <= hi),
+                    "extrapolated": bool(np.isfinite(scores) and not 0.999 * lo <= scores <= 1.001 * hi),
                 }
             )
     return pd.DataFrame(rows)
@@ -118,26 +119,27 @@ def write_outputs(
 
 
 def summary_lines(df: pd.DataFrame, need: pd.DataFrame, metric: str) -> list[str]:
-    """What the command prints: per setting, the human scores each design needs for the width, and the coverage
-    range of every design over the metrics and budgets."""
+    """What the command prints: per setting, the human scores each design needs for the width, and the coverage of
+    the metric's interval by every design at every budget (every metric's coverage is in the report)."""
     lines: list[str] = []
     c = cells(df)
     for (rater, system_r), part in need.groupby(["rater", "system_r"], sort=False):
-        n = int(df[(df["rater"] == rater) & (df["system_r"] == system_r)]["campaign"].max()) + 1
+        setting_rows = df[(df["rater"] == rater) & (df["system_r"] == system_r)]
+        n = int(setting_rows["campaign"].max()) + 1
         w = float(part["width"].iloc[0])
-        lines.append(f"{rater}: true human-system r {system_r:g}, {n} campaigns")
+        true_r = float(setting_rows.loc[setting_rows["metric"] == "r", "truth"].iloc[0])
+        what = f"{rater} raters, system r {system_r:g} with the true score" if rater in RATER_ERROR_SD else rater
+        lines += [f"{what}: {n} campaigns", f"  true human-system r {true_r:.3f}"]
         lines.append(f"  human scores for a 95% interval of {metric} {w:.3g} wide:")
         for _, row in part.iterrows():
             scores = "not reached" if not np.isfinite(row["human_scores"]) else f"{row['human_scores']:.0f}"
             ratio = "" if row["design"] == "classical" else f"  ({row['vs_classical']:.2f} x classical)"
             extra = "  (extrapolated)" if row["extrapolated"] else ""
             lines.append(f"  {row['design']:<10} {scores:>11}{ratio}{extra}")
-        setting = c[(c["rater"] == rater) & (c["system_r"] == system_r)]
-        cov = setting.groupby("design")["coverage"].agg(["min", "max"])
-        lines.append("  coverage of the 95% intervals (lowest-highest over metrics and budgets):")
+        setting = c[(c["rater"] == rater) & (c["system_r"] == system_r) & (c["metric"] == metric)]
+        cov = setting.pivot_table(index="design", columns="budget", values="coverage")
+        lines.append(f"  coverage of the 95% interval of {metric}, by budget (share of the responses):")
+        lines.append("  " + " " * 11 + " ".join(f"{b:>5g}" for b in cov.columns))
         for d in [d for d in DESIGN_ORDER if d in cov.index]:
-            low = setting[setting["design"] == d].sort_values("coverage").iloc[0]
-            lines.append(f"  {d:<10} {cov.loc[d, 'min']:.3f}-{cov.loc[d, 'max']:.3f}  (lowest: {low['metric']} at"
-                         f" budget {low['budget']:g})")
+            lines.append(f"  {d:<10} " + " ".join(f"{v:.3f}" for v in cov.loc[d]))
     return lines
-
