@@ -28,6 +28,9 @@ from easl_toolkit.core.simulate.campaign_study import RATER_ERROR_SD
 
 #: Designs in the order the tables list them.
 DESIGN_ORDER = ("classical", "uniform", "active", "wrong", "oracle")
+#: One colour per design in every panel.
+COLOURS = {"classical": "tab:blue", "uniform": "tab:orange", "active": "tab:green", "wrong": "tab:gray",
+           "oracle": "tab:red"}
 #: Metrics drawn in each setting's figure.
 FIGURE_METRICS = ("mean", "r", "rmse", "prmse")
 
@@ -75,13 +78,12 @@ def _figure(c: pd.DataFrame, rater: str, system_r: float, path: Path) -> None:
         part = setting[setting["metric"] == metric]
         for design in [d for d in DESIGN_ORDER if d in set(part["design"])]:
             d = part[part["design"] == design].sort_values("cost")
-            ax.plot(d["cost"], d["width"], marker="o", label=design, linestyle="--" if design == "oracle" else "-")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+            style = "--" if design in ("oracle", "wrong") else "-"
+            ax.plot(d["cost"], d["width"], marker="o", label=design, linestyle=style, color=COLOURS[design])
         ax.set_title(metric)
         ax.set_xlabel("human scores (mean)")
     axes[0].set_ylabel("median 95% interval width")
-    axes[-1].legend(fontsize=8)
+    axes[0].legend(fontsize=8)
     fig.suptitle(f"{rater}, human-system r {system_r:g}")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -143,3 +145,40 @@ def summary_lines(df: pd.DataFrame, need: pd.DataFrame, metric: str) -> list[str
         for d in [d for d in DESIGN_ORDER if d in cov.index]:
             lines.append(f"  {d:<10} " + " ".join(f"{v:.3f}" for v in cov.loc[d]))
     return lines
+
+
+def tables_text(c: pd.DataFrame, metrics: tuple[str, ...] = ("mean", "r", "qwk", "rmse", "smd", "prmse")) -> str:
+    """Coverage, median width and budget ratio (:func:`core.simulate.campaign_report.budget_ratios`) per (setting,
+    metric, budget) and design, as plain-text tables."""
+    c = c[c["metric"].isin(metrics)].copy()
+    c["metric"] = pd.Categorical(c["metric"], categories=list(metrics), ordered=True)
+    designs = [d for d in DESIGN_ORDER if d in set(c["design"])]
+    parts = []
+    for (rater, system_r), setting in c.groupby(["rater", "system_r"], observed=True):
+        for value, digits in (("coverage", 3), ("width", 4)):
+            wide = setting.pivot_table(index=["metric", "budget"], columns="design", values=value, observed=True)
+            wide = wide[designs]
+            parts += [f"{rater}, r {system_r:g}: {value} of the 95% intervals", wide.round(digits).to_string(), ""]
+        ratios = budget_ratios(setting)
+        ratios["metric"] = pd.Categorical(ratios["metric"], categories=list(metrics), ordered=True)
+        wide = ratios.pivot_table(index=["metric", "budget"], columns="design", values="ratio", observed=True)
+        wide = wide[[d for d in designs if d in wide.columns]]
+        title = f"{rater}, r {system_r:g}: human scores for the classical width at each budget, x classical's"
+        parts += [title, wide.round(2).to_string(), ""]
+    return "\n".join(parts).rstrip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the coverage and width tables of a run of ``easl simulate campaign`` (its output directory)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m easl_toolkit.core.simulate.campaign_output DIR", file=sys.stderr)
+        return 2
+    print(tables_text(pd.read_csv(Path(args[0]) / "tables" / "cells.csv")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
