@@ -177,6 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m easl_toolkit.core.simulate.campaign_output DIR", file=sys.stderr)
         return 2
     print(tables_text(pd.read_csv(Path(args[0]) / "tables" / "cells.csv")))
+    nw = pd.read_csv(Path(args[0]) / "tables" / "never_worse.csv")
+    bad = nw[nw["worse"]]
+    worst = ", ".join(f"{r.metric} at {r.budget:g}: {r.relative:+.2%}" for r in bad.itertuples())
+    print(f"\nnever worse than uniform (active - uniform, paired over campaigns): {len(bad)} of {len(nw)} cells "
+          f"have the 95% interval of the mean width difference above 0{': ' + worst if len(bad) else ''}")
     return 0
 
 
