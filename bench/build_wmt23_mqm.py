@@ -55,7 +55,9 @@ def build(tsv: str, out_dir: str) -> pd.DataFrame:
     chrf = CHRF()
     scores = {k: chrf.sentence_score(t, [ref[(k[1], k[2])]]).score for k, t in text.items() if k[0] != "refA"}
     human = p.pivot_table(index=KEY, columns="k", values="penalty").rename(columns=lambda k: f"human_{k}")
-    raters = p.pivot_table(index=KEY, columns="k", values="rater", aggfunc="first").rename(columns=lambda k: f"rater_{k}")
+    raters = p.pivot_table(index=KEY, columns="k", values="rater", aggfunc="first").rename(
+        columns=lambda k: f"rater_{k}"
+    )
     wide = (0.0 - human).join(raters).reset_index()
     wide = wide[wide["system"] != "refA"].copy()
     wide["chrf"] = [round(scores[tuple(k)], 4) for k in wide[KEY].to_numpy()]

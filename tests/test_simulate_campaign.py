@@ -54,7 +54,7 @@ def test_the_command_writes_the_report_tables_and_figures_and_prints_the_budgets
     out = tmp_path / "campaign"
     assert main(["simulate", "campaign", "--campaigns", "12", "--budgets", "0.2,0.5", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "wmt23_mqm_ende: true human-system r" in printed
+    assert "wmt23_mqm_ende: 12 campaigns\n  true human-system r 0.17" in printed
     for design in ("classical", "uniform", "active", "oracle"):
         assert f"  {design} " in printed
     assert (out / "report.md").read_text().startswith("# Evaluation-campaign study")
@@ -82,7 +82,7 @@ def test_the_command_runs_the_simulated_raters_and_a_pilot_file(tmp_path, capsys
     argv += ["--budgets", "0.2,0.4", "--metric", "mean", "--width", "0.2", "--out", str(tmp_path / "o")]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "pilot: true human-system r" in printed and "high: true human-system r 0.9" in printed
+    assert "pilot: 8 campaigns" in printed and "high raters, system r 0.9 with the true score: 8 campaigns" in printed
     need = pd.read_csv(tmp_path / "o" / "tables" / "budget_for_width.csv")
     assert need["width"].eq(0.2).all() and need["metric"].eq("mean").all()
 
@@ -90,10 +90,10 @@ def test_the_command_runs_the_simulated_raters_and_a_pilot_file(tmp_path, capsys
 BAD = {
     "no system column": ("id,score,human_1,human_2\n", "no column 'system'"),
     "one human column": ("system,human_1,rating\n", "two or more human-score columns"),
-    "one rating on a row": ("system,human_1,human_2\n", "row 9: fewer than 2 human scores"),
-    "a word for a score": ("system,human_1,human_2\n", "row 4, column 'human_2': 'good' is not a number"),
-    "an infinite system score": ("system,human_1,human_2\n", "row 6, column 'system': infinite value"),
-    "no system score": ("system,human_1,human_2\n", "row 7: no system score"),
+    "one rating on a row": ("system,human_1,human_2\n", "line 9: fewer than 2 human scores"),
+    "a word for a score": ("system,human_1,human_2\n", "line 4, column 'human_2': 'good' is not a number"),
+    "an infinite system score": ("system,human_1,human_2\n", "line 6, column 'system': infinite value"),
+    "no system score": ("system,human_1,human_2\n", "line 7: no system score"),
 }
 
 

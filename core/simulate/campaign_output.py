@@ -12,6 +12,7 @@ width that classical sampling buys with the largest budget.
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -29,8 +30,13 @@ from easl_toolkit.core.simulate.campaign_study import RATER_ERROR_SD
 #: Designs in the order the tables list them.
 DESIGN_ORDER = ("classical", "uniform", "active", "wrong", "oracle")
 #: One colour per design in every panel.
-COLOURS = {"classical": "tab:blue", "uniform": "tab:orange", "active": "tab:green", "wrong": "tab:gray",
-           "oracle": "tab:red"}
+COLOURS = {
+    "classical": "tab:blue",
+    "uniform": "tab:orange",
+    "active": "tab:green",
+    "wrong": "tab:gray",
+    "oracle": "tab:red",
+}
 #: Metrics drawn in each setting's figure.
 FIGURE_METRICS = ("mean", "r", "rmse", "prmse")
 
@@ -180,8 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     nw = pd.read_csv(Path(args[0]) / "tables" / "never_worse.csv")
     bad = nw[nw["worse"]]
     worst = ", ".join(f"{r.metric} at {r.budget:g}: {r.relative:+.2%}" for r in bad.itertuples())
-    print(f"\nnever worse than uniform (active - uniform, paired over campaigns): {len(bad)} of {len(nw)} cells "
-          f"have the 95% interval of the mean width difference above 0{': ' + worst if len(bad) else ''}")
+    print(
+        f"\nnever worse than uniform (active - uniform, paired over campaigns): {len(bad)} of {len(nw)} cells "
+        f"have the 95% interval of the mean width difference above 0{': ' + worst if len(bad) else ''}"
+    )
     return 0
 
 

@@ -56,39 +56,41 @@ class ReplayData:
 def _numeric(frame: pd.DataFrame, column: str, where: str) -> NDArray[Any]:
     """The column as float64; a located InputError at the first value that is not a number."""
     raw = frame[column]
-    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    values: NDArray[Any] = np.asarray(pd.to_numeric(raw, errors="coerce"), dtype=np.float64)
     bad = np.flatnonzero(np.isnan(values) & raw.notna().to_numpy())
     if bad.size:
         row = int(bad[0])
-        raise InputError(f"{where}: row {row + 2}, column {column!r}: {raw.iloc[row]!r} is not a number")
+        raise InputError(f"{where}: line {row + 2}, column {column!r}: {raw.iloc[row]!r} is not a number")
     inf = np.flatnonzero(np.isinf(values))
     if inf.size:
-        raise InputError(f"{where}: row {int(inf[0]) + 2}, column {column!r}: infinite value")
+        raise InputError(f"{where}: line {int(inf[0]) + 2}, column {column!r}: infinite value")
     return values
 
 
 def check_ratings(frame: pd.DataFrame, system: str = "system", where: str = "ratings") -> ReplayData:
     """Validate a ratings table (module docstring) and return its arrays; one located InputError otherwise.
 
-    Row numbers in messages are the file's line numbers (the header is line 1)."""
+    Messages name the file's line (the header is line 1) and the column."""
     humans = [c for c in frame.columns if str(c).startswith(HUMAN_PREFIX)]
     if system not in frame.columns:
         raise InputError(f"{where}: no column {system!r} (the system's scores); columns: {', '.join(map(str, frame))}")
     if system in humans:
         raise InputError(f"{where}: the system column {system!r} is also a human-score column")
     if len(humans) < 2:
-        raise InputError(f"{where}: needs two or more human-score columns named {HUMAN_PREFIX}1, {HUMAN_PREFIX}2, ...;"
-                         f" found {len(humans)}")
+        raise InputError(
+            f"{where}: needs two or more human-score columns named {HUMAN_PREFIX}1, {HUMAN_PREFIX}2, ...;"
+            f" found {len(humans)}"
+        )
     if len(frame) < MIN_RESPONSES:
         raise InputError(f"{where}: {len(frame)} responses; a replay needs at least {MIN_RESPONSES}")
     sys_scores = _numeric(frame, system, where)
     missing = np.flatnonzero(np.isnan(sys_scores))
     if missing.size:
-        raise InputError(f"{where}: row {int(missing[0]) + 2}: no system score in column {system!r}")
+        raise InputError(f"{where}: line {int(missing[0]) + 2}: no system score in column {system!r}")
     human = np.column_stack([_numeric(frame, c, where) for c in humans])
     few = np.flatnonzero((~np.isnan(human)).sum(axis=1) < 2)
     if few.size:
-        raise InputError(f"{where}: row {int(few[0]) + 2}: fewer than 2 human scores (a replay needs two per response)")
+        raise InputError(f"{where}: line {int(few[0]) + 2}: fewer than 2 human scores (a replay needs two)")
     return ReplayData(system=sys_scores, human=human, name=Path(where).stem)
 
 

@@ -52,7 +52,11 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any) -> None:
     p.add_argument("--campaigns", type=int, default=1000, metavar="N", help="campaigns per setting")
     p.add_argument("--seed", type=int, default=2020, metavar="N", help="seed of the run")
     p.add_argument(
-        "--budgets", type=numbers, default=(0.1, 0.2, 0.3, 0.5), metavar="B,B,...", help="comma-separated shares of the responses"
+        "--budgets",
+        type=numbers,
+        default=(0.1, 0.2, 0.3, 0.5),
+        metavar="B,B,...",
+        help="comma-separated shares of the responses",
     )
     p.add_argument("--metric", default="r", choices=METRICS, help="metric whose interval width is planned")
     p.add_argument(
@@ -61,8 +65,16 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any) -> None:
         metavar="W",
         help="width of the metric's 95%% interval to reach (default: the classical design's at the largest budget)",
     )
-    p.add_argument("--raters", type=names, default=RATERS, metavar="LIST", help="simulated rater categories (comma-separated)")
-    p.add_argument("--system-r", type=numbers, default=(0.3, 0.8, 0.95), metavar="R,R,...", help="simulated systems' r with the truth")
+    p.add_argument(
+        "--raters", type=names, default=RATERS, metavar="LIST", help="simulated rater categories (comma-separated)"
+    )
+    p.add_argument(
+        "--system-r",
+        type=numbers,
+        default=(0.3, 0.8, 0.95),
+        metavar="R,R,...",
+        help="simulated systems' r with the truth",
+    )
     p.add_argument("--responses", type=int, default=2000, metavar="N", help="responses per simulated campaign")
     p.add_argument("--out", "--output", dest="out", metavar="DIR", default="simulate-campaign", help="output directory")
     p.set_defaults(func=run, parser=p)
@@ -157,6 +169,8 @@ def _header(args: argparse.Namespace, notice: str, sim: Any, data: Any, runtime:
             f"{', '.join(f'{r:g}' for r in sim.system_r)} with the true score; {sim.n_responses} responses."
         )
     budgets = ", ".join(f"{b:g}" for b in sorted(args.budgets))
-    lines.append(f"{args.campaigns} campaigns per setting; budgets (share of the responses): {budgets}; seed "
-                 f"{args.seed}; run time {runtime:.0f} s.")
+    lines.append(
+        f"{args.campaigns} campaigns per setting; budgets (share of the responses): {budgets}; seed "
+        f"{args.seed}; run time {runtime:.0f} s."
+    )
     return lines
