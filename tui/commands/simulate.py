@@ -1,5 +1,5 @@
-"""`easl simulate (prmse | metrics | easl | replay)`: reproduce the seed papers' experiments, or replay real ratings,
-with tables, figures and a report.
+"""`easl simulate (prmse | metrics | easl | replay | campaign)`: reproduce the seed papers' experiments, or replay
+real ratings, with tables, figures and a report.
 
 - ``prmse``: Loukina et al. (2020), the simulated dataset and sections 4.1-4.3, 5.2-5.3.
 - ``metrics``: Yannakoudakis & Cummins (2015), section 4, for every agreement coefficient in ``core.metrics``.
