@@ -128,7 +128,8 @@ def test_too_few_responses_and_bad_options_are_refused(tmp_path, capsys):
     frame = pd.DataFrame({"system": [1.0] * 10, "human_1": 1.0, "human_2": 2.0})
     with pytest.raises(InputError, match="10 responses; a replay needs at least 50"):
         check_ratings(frame)
-    for option in (["--width", "0"], ["--budgets", "0.2"], ["--raters", "perfect"], ["--system-r", "1.5"]):
+    options = (["--width", "0"], ["--budgets", "0.2"], ["--raters", "perfect"], ["--system-r", "1.5"])
+    for option in (*options, ["--study", "simulated", "--ratings", "pilot.csv"]):
         assert main(["simulate", "campaign", *option, "--out", str(tmp_path / "o")]) == 1
         assert capsys.readouterr().err.startswith("error: --")
     assert not (tmp_path / "o").exists()

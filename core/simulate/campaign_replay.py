@@ -60,10 +60,14 @@ def _numeric(frame: pd.DataFrame, column: str, where: str) -> NDArray[Any]:
     bad = np.flatnonzero(np.isnan(values) & raw.notna().to_numpy())
     if bad.size:
         row = int(bad[0])
-        raise InputError(f"{where}: line {row + 2}, column {column!r}: {raw.iloc[row]!r} is not a number")
+        msg = f"{where}: line {row + 2}, column {column!r}: {raw.iloc[row]!r} is not a number"
+        raise InputError(msg, path=where, line=row + 2, field=column)
     inf = np.flatnonzero(np.isinf(values))
     if inf.size:
-        raise InputError(f"{where}: line {int(inf[0]) + 2}, column {column!r}: infinite value")
+        line = int(inf[0]) + 2
+        raise InputError(
+            f"{where}: line {line}, column {column!r}: infinite value", path=where, line=line, field=column
+        )
     return values
 
 

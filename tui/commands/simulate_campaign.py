@@ -83,6 +83,8 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any) -> None:
 def _check(args: argparse.Namespace) -> None:
     from easl_toolkit.core.errors import EaslError
 
+    if args.ratings is not None and args.study == "simulated":
+        raise EaslError("--ratings: the simulated study reads no ratings; use --study replay or both.")
     if args.campaigns < 2:
         raise EaslError("--campaigns must be >= 2.")
     if not args.budgets or any(not 0.0 < b <= 1.0 for b in args.budgets) or len(set(args.budgets)) < 2:
