@@ -8,6 +8,12 @@ public repository Netflix/sureal, ``test/resource/quality_variation_2017_agh_tv_
 the figures of the data.
 
 Used by ``easl simulate replay`` (:mod:`core.simulate.replay`) and ``easl demo``.
+
+WMT23 English-German MQM (``core/data/wmt23_mqm_ende/``): 936 machine translations, each scored by 3 of 10
+professional translators (minus the MQM penalty) and by a real automatic metric (sentence chrF against the
+reference, mapped to the human scale). Source: the public repository google/wmt-mqm-human-evaluation (commit
+cb2424193dfa00e7e94917366c1c72faa3512433), Apache-2.0; the folder's ``README.md`` gives the provenance, the
+scoring and the figures. Used by ``easl simulate campaign`` (:mod:`core.simulate.campaign_replay`).
 """
 
 from __future__ import annotations
@@ -21,10 +27,14 @@ AGH_TV = "agh_tv_quality_2017"
 AGH_TV_SCALE = (1.0, 5.0)
 
 
-def _read(name: str, **kw: Any) -> Any:
+#: The WMT23 MQM set's folder inside the package.
+WMT23_MQM = "wmt23_mqm_ende"
+
+
+def _read(name: str, folder: str = AGH_TV, **kw: Any) -> Any:
     import pandas as pd
 
-    with resources.as_file(resources.files("easl_toolkit.core") / "data" / AGH_TV / name) as path:
+    with resources.as_file(resources.files("easl_toolkit.core") / "data" / folder / name) as path:
         return pd.read_csv(path, **kw)
 
 
@@ -46,4 +56,19 @@ def agh_tv_notice() -> str:
     return (
         "AGH TV video-quality study (2017), 99 lab subjects, ACR 1-5; from Netflix/sureal "
         "(test/resource/quality_variation_2017_agh_tv_dataset.py), Apache-2.0: core/data/agh_tv_quality_2017/LICENSE"
+    )
+
+
+def wmt23_mqm_ratings() -> Any:
+    """The WMT23 MQM set as a ``pandas.DataFrame``, one row per translation (936 rows): ``response_id`` (str),
+    ``mt_system``, ``doc``, ``paragraph``, ``system`` (the scoring system: chrF on the human scale), ``chrf``,
+    ``human_1`` .. ``human_3`` (float64, minus the MQM penalty, 0 = no error) and ``rater_1`` .. ``rater_3``."""
+    return _read("ratings.csv", WMT23_MQM, dtype={"response_id": str, "doc": str, "mt_system": str})
+
+
+def wmt23_mqm_notice() -> str:
+    """The source and licence notice to show beside any use of the WMT23 MQM set."""
+    return (
+        "WMT23 English-German MQM, 3 professional raters per translation, system: sentence chrF; from "
+        "google/wmt-mqm-human-evaluation, Apache-2.0: core/data/wmt23_mqm_ende/LICENSE"
     )

@@ -235,33 +235,56 @@ def _rows(
     return out
 
 
-def run_setting(
-    s: CampaignStudySettings, rater: str, system_r: float, progress: Callable[[str], None] | None = None
+#: Draws C campaigns of N responses: ``draw((C, N), rng) -> World``.
+WorldDraw = Callable[[tuple[int, int], Any], World]
+
+
+def run_draws(
+    s: CampaignStudySettings,
+    draw: WorldDraw,
+    tags: dict[str, Any],
+    seed: Any,
+    progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """Every design at every budget for ``n_campaigns`` campaigns of one (rater category, system quality)."""
-    seed = [s.seed, list(RATER_ERROR_SD).index(rater), int(round(system_r * 1000))]
+    """Every design at every budget for ``n_campaigns`` campaigns drawn by ``draw``; ``tags`` (rater, system_r)
+    label the rows, and a ``system_r`` of None is replaced by the true human-system r of the world."""
     rng = np.random.default_rng(seed)
-    sd = RATER_ERROR_SD[rater]
-    truth_values = truth(draw_world(s, sd, system_r, (1, s.truth_responses), rng))
-    oracle = fit_oracle(draw_world(s, sd, system_r, (1, s.oracle_responses), rng))
+    truth_values = truth(draw((1, s.truth_responses), rng))
+    oracle = fit_oracle(draw((1, s.oracle_responses), rng))
+    if tags.get("system_r") is None:
+        tags = {**tags, "system_r": round(truth_values["r"], 3)}
+    label = f"{tags['rater']} r={tags['system_r']}"
     rows: list[pd.DataFrame] = []
     for start in range(0, s.n_campaigns, s.chunk):
         c = min(s.chunk, s.n_campaigns - start)
-        world = draw_world(s, sd, system_r, (c, s.n_responses), rng)
+        world = draw((c, s.n_responses), rng)
         draws = Draws(*(rng.random((c, s.n_responses)) for _ in range(3)))
         for budget in s.budgets:
-            base = {"rater": rater, "system_r": system_r, "budget": budget, "campaign0": start}
+            base = {**tags, "budget": budget, "campaign0": start}
             for double, designs in ((False, OBSERVED_DESIGNS), (True, DOUBLE_DESIGNS)):
                 for design in designs:
                     if design == "classical":
                         est, cost = _classical(world, budget * (0.5 if double else 1.0), double, draws)
                     else:
                         est, cost = _two_iterations(s, world, budget, double, design, draws, oracle, rng)
-                    tags = {**base, "design": design, "family": "double" if double else "observed"}
-                    rows.append(_rows(est, cost, truth_values, tags))
+                    tags_d = {**base, "design": design, "family": "double" if double else "observed"}
+                    rows.append(_rows(est, cost, truth_values, tags_d))
         if progress is not None:
-            progress(f"{rater} r={system_r}: {start + c}/{s.n_campaigns} campaigns")
+            progress(f"{label}: {start + c}/{s.n_campaigns} campaigns")
     return pd.concat(rows, ignore_index=True)
+
+
+def run_setting(
+    s: CampaignStudySettings, rater: str, system_r: float, progress: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """Every design at every budget for ``n_campaigns`` campaigns of one (rater category, system quality)."""
+    seed = [s.seed, list(RATER_ERROR_SD).index(rater), int(round(system_r * 1000))]
+    sd = RATER_ERROR_SD[rater]
+
+    def draw(shape: tuple[int, int], rng: Any) -> World:
+        return draw_world(s, sd, system_r, shape, rng)
+
+    return run_draws(s, draw, {"rater": rater, "system_r": system_r}, seed, progress)
 
 
 def run_study(s: CampaignStudySettings, progress: Callable[[str], None] | None = None) -> pd.DataFrame:

@@ -1,10 +1,11 @@
-"""`easl simulate (prmse | metrics | easl | replay)`: reproduce the seed papers' experiments, or replay real ratings,
-with tables, figures and a report.
+"""`easl simulate (prmse | metrics | easl | replay | campaign)`: reproduce the seed papers' experiments, or replay
+real ratings, with tables, figures and a report.
 
 - ``prmse``: Loukina et al. (2020), the simulated dataset and sections 4.1-4.3, 5.2-5.3.
 - ``metrics``: Yannakoudakis & Cummins (2015), section 4, for every agreement coefficient in ``core.metrics``.
 - ``easl``: Sakaguchi & Van Durme (2018), section 5: DA, RA, TrueSkill and EASL through the real engine.
 - ``replay``: real ratings replayed through the engine (``tui/commands/simulate_replay.py``).
+- ``campaign``: evaluation campaigns planned on real or simulated scores (``tui/commands/simulate_campaign.py``).
 
 Each writes ``OUT/report.md``, ``OUT/tables/*.csv`` and ``OUT/figures/*.png``.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from easl_toolkit.tui.commands import simulate_replay
+from easl_toolkit.tui.commands import simulate_campaign, simulate_replay
 from easl_toolkit.tui.commands.simulate_run import run_easl, run_metrics, run_prmse
 
 
@@ -81,6 +82,7 @@ def register(subparsers) -> None:
     for add in (_add_prmse, _add_metrics, _add_easl):
         add(sub)
     simulate_replay.register(sub, _HelpFormatter, _floats, _names, _add_dask)
+    simulate_campaign.register(sub, _HelpFormatter, _floats, _names)
 
 
 def _add_prmse(sub: Any) -> None:
