@@ -352,3 +352,42 @@ def test_json_lines_without_a_system_score_are_refused_at_their_line(tmp_path, c
     assert main(["init", str(tmp_path / "c.easl"), "--items", str(items), "--systems", "s", "--hit-size", "2"]) == 1
     assert f"{items}{where}" in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["responses.jsonl"]
+
+
+def test_every_hit_of_a_campaign_is_whole_once_responses_are_scored_twice(tmp_path, world):
+    """A Label Studio task shows a fixed number of responses: the pilot is whole HITs, and a later iteration's short
+    HITs are filled with responses scored twice already (a further rating is no first or second score)."""
+    path = init(tmp_path, world)
+    rng = np.random.default_rng(3)
+    n_fillers = 0
+    with Project.open(path) as project:
+        for _ in range(4):
+            hits = project.next_hits()
+            assert all(len(h["items"]) == 5 for h in hits)
+            state = project.state()
+            twice = ~np.isnan(state["first"]) & ~np.isnan(state["second"])
+            shown = np.array([int(it["item_id"][1:]) for h in hits for it in h["items"]])
+            n_fillers += int(twice[shown].sum())
+            project.ingest(answers(hits, world["truth"], rng), source="test")
+    assert n_fillers > 0
+
+
+def test_arrange_fills_short_hits_with_distinct_responses_scored_twice_and_leaves_them_short_without():
+    new1, new2 = np.zeros(30, dtype=bool), np.zeros(30, dtype=bool)
+    new1[:7], new2[3:5] = True, True
+    filled = cp.arrange(new1, new2, 5, np.random.default_rng(0), filler=np.arange(20, 30))
+    assert filled.shape == (3, 5) and (filled >= 0).all()
+    assert all(len(set(row)) == 5 for row in filled)
+    assert set(filled.ravel()) - set(range(7)) <= set(range(20, 30))
+    short = cp.arrange(new1, new2, 5, np.random.default_rng(0))
+    assert (short == -1).sum() == 3 + 3
+
+
+def test_the_pilot_draws_whole_hits_with_the_recorded_probabilities():
+    n1, n2 = cp.pilot_hits(400, 12, 5)
+    assert (n1, n2) == (50, 10)
+    new1, new2 = cp.draw_pilot(400, n1, n2, np.random.default_rng(0))
+    assert new1.sum() == n1 and new2.sum() == n2 and not (new2 & ~new1).any()
+    design = cp.pilot_design(400, n1, n2)
+    assert design["p_first"][0] == n1 / 400 and design["p_second"][0] == n2 / 400
+    assert cp.pilot_hits(400, 1, 5) == (5, 0)

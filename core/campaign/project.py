@@ -12,8 +12,10 @@ flag ``random`` are not counted (``core.models.aware.diagnostics``). A response'
 first human score is its earliest counted rating in log order, its second the earliest counted rating by another
 annotator.
 
-Probabilities. Iteration t draws every response's open slots by Poisson sampling with the probabilities of
-:func:`core.campaign.design.choose_iteration` (iteration 0: a uniform pilot, :func:`pilot_design`); the design
+Probabilities. Iteration 0 is a uniform pilot of whole HITs (simple random samples, :func:`pilot_design`); iteration
+t > 0 draws every response's open slots by Poisson sampling with the probabilities of
+:func:`core.campaign.design.choose_iteration`, and fills its short HITs up with responses scored twice already
+(:func:`arrange`: a third rating is no first or second score, so it leaves the design as it is); the design
 records, for every response, the probability its first and second slot would have had if open (``p_first``,
 ``p_second``) and their unions over the iterations so far, ``1 - prod_t (1 - p_t)`` (``union_first``,
 ``union_second``), the probability that a response is ever drawn for the slot, which the estimator weights by (the
@@ -107,14 +109,35 @@ def design_targets(targets: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def pilot_design(n_items: int, budget: float) -> dict[str, NDArray[Any]]:
-    """Iteration 0's design: every response's first slot with probability ``(1 - s) budget / N`` and its second with
-    ``s budget / N`` (``s`` = :data:`PILOT_SECOND_SHARE`), each at most 1 (module docstring, the arrays recorded)."""
+def pilot_hits(n_items: int, n_hits: int, hit_size: int) -> tuple[int, int]:
+    """``(n_first, n_second)`` of the pilot: whole HITs of first scores and of second scores, the second ones
+    :data:`PILOT_SECOND_SHARE` of the HITs (at least one when there are two or more, never more than the first
+    ones), each at most ``n_items``."""
+    second_hits = min(max(1, round(PILOT_SECOND_SHARE * n_hits)), n_hits // 2) if n_hits >= 2 else 0
+    n_first = min(n_items, (n_hits - second_hits) * hit_size)
+    return n_first, min(n_first, second_hits * hit_size)
+
+
+def pilot_design(n_items: int, n_first: int, n_second: int) -> dict[str, NDArray[Any]]:
+    """Iteration 0's design: a simple random sample of ``n_first`` responses gets a first score and a simple random
+    sample of ``n_second`` of those a second one (:func:`draw_pilot`), so every response's first slot is drawn with
+    probability ``n_first / N`` and its second with ``n_second / N``, exactly (module docstring, the arrays
+    recorded)."""
     n = max(n_items, 1)
-    p1 = min(1.0, (1.0 - PILOT_SECOND_SHARE) * budget / n)
-    p2 = min(p1, PILOT_SECOND_SHARE * budget / n)
-    first, second = np.full(n_items, p1), np.full(n_items, p2)
+    first, second = np.full(n_items, n_first / n), np.full(n_items, n_second / n)
     return {"p_first": first, "p_second": second, "union_first": first.copy(), "union_second": second.copy()}
+
+
+def draw_pilot(
+    n_items: int, n_first: int, n_second: int, rng: np.random.Generator
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(new first, new second) masks of the pilot (:func:`pilot_design`): fixed-size samples, so that its HITs are
+    whole."""
+    chosen = rng.permutation(n_items)[:n_first]
+    new1, new2 = np.zeros(n_items, dtype=bool), np.zeros(n_items, dtype=bool)
+    new1[chosen] = True
+    new2[rng.permutation(chosen)[:n_second]] = True
+    return new1, new2
 
 
 def draw(
@@ -133,15 +156,28 @@ def draw(
     return new1, new2
 
 
-def arrange(new1: NDArray[Any], new2: NDArray[Any], hit_size: int, rng: np.random.Generator) -> NDArray[Any]:
+def arrange(
+    new1: NDArray[Any],
+    new2: NDArray[Any],
+    hit_size: int,
+    rng: np.random.Generator,
+    filler: NDArray[Any] | None = None,
+) -> NDArray[Any]:
     """HITs of ``hit_size`` responses, shuffled: the first scores' HITs, then the second scores' (so a response drawn
-    for both is in two HITs); the last HIT of each kind ends in -1 where it is short."""
+    for both is in two HITs). The last HIT of each kind, where it is short, is filled up with ``filler`` responses
+    (those scored twice already: a further rating of one is not a first or second score, so the design is
+    unchanged, and it helps the annotator model place its annotator), so that every HIT shows ``hit_size``
+    responses, as a Label Studio task must; with too few, it ends in -1."""
+    spare = rng.permutation(np.asarray(filler if filler is not None else [], dtype=np.int64))
     rows = []
     for mask in (new1, new2):
         idx = rng.permutation(np.flatnonzero(mask)).astype(np.int64)
         n_hits = -(-idx.size // hit_size)
         padded = np.full(n_hits * hit_size, -1, dtype=np.int64)
         padded[: idx.size] = idx
+        missing = padded.size - idx.size
+        if 0 < missing <= spare.size:
+            padded[idx.size :], spare = spare[:missing], np.roll(spare, -missing)
         rows.append(padded.reshape(n_hits, hit_size))
     return np.concatenate(rows, axis=0)
 

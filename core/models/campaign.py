@@ -84,12 +84,12 @@ class CampaignModel(AwareModel):
         return self.hyper.hits_per_iteration or max(1, int(np.ceil(ITERATION_SHARE * n_items / n)))
 
     def first_iteration(self, n_items: int, rng: np.random.Generator) -> Chosen:
-        """Iteration 0: a uniform pilot of about one iteration's human scores (:func:`core.campaign.project.
-        pilot_design`), drawn and recorded like any iteration."""
-        design = cp.pilot_design(n_items, self.hits_per_iteration(n_items) * self.hyper.hit_size)
-        none = np.full(n_items, np.nan)
-        new1, new2 = cp.draw(design["p_first"], design["p_second"], none, none, rng)
-        return Chosen(cp.arrange(new1, new2, self.hyper.hit_size, rng), design)
+        """Iteration 0: a uniform pilot of one iteration's HITs, whole HITs of first scores and of second scores
+        drawn as simple random samples (:func:`core.campaign.project.pilot_design`), recorded like any
+        iteration."""
+        n1, n2 = cp.pilot_hits(n_items, self.hits_per_iteration(n_items), self.hyper.hit_size)
+        new1, new2 = cp.draw_pilot(n_items, n1, n2, rng)
+        return Chosen(cp.arrange(new1, new2, self.hyper.hit_size, rng), cp.pilot_design(n_items, n1, n2))
 
     def _arrays(self, state: dict[str, NDArray[Any]]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
         """(systems (N, K), first, second) on the project's score range."""
@@ -152,7 +152,8 @@ class CampaignModel(AwareModel):
         new1, new2 = cp.draw(*cp.slot_probabilities(all1, all2, first, second), first, second, rng)
         design = cp.union(previous, all1, all2)
         design["tau"] = np.full(1, float(plan.tau[0]))
-        return Chosen(cp.arrange(new1, new2, self.hyper.hit_size, rng), design)
+        filler = np.flatnonzero(~np.isnan(first) & ~np.isnan(second))
+        return Chosen(cp.arrange(new1, new2, self.hyper.hit_size, rng, filler), design)
 
     def next_hits(
         self,
