@@ -286,9 +286,7 @@ def test_an_evaluation_campaign_runs_in_label_studio_without_showing_system_scor
     truth = np.linspace(0, 100, n)
     items = tmp_path / "responses.csv"
     system = np.round(truth + np.random.default_rng(1).normal(0, 10, n), 2)
-    items.write_text(
-        "id,text,scorer\n" + "".join(f"item{i:03d},response {i},{system[i]}\n" for i in range(n))
-    )
+    items.write_text("id,text,scorer\n" + "".join(f"item{i:03d},response {i},{system[i]}\n" for i in range(n)))
     project = tmp_path / "eval.easl"
     easl("init", str(project), "--items", str(items), "--systems", "scorer", "--hit-size", str(HIT_SIZE),
          "--hits-per-iteration", "3", "--seed", "3", "--question", "How good?", env=env)  # fmt: skip
