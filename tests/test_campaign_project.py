@@ -391,3 +391,30 @@ def test_the_pilot_draws_whole_hits_with_the_recorded_probabilities():
     design = cp.pilot_design(400, n1, n2)
     assert design["p_first"][0] == n1 / 400 and design["p_second"][0] == n2 / 400
     assert cp.pilot_hits(400, 1, 5) == (5, 0)
+
+
+def test_evaluate_project_on_a_campaign_adds_the_design_weighted_estimates_of_the_system(tmp_path, world, capsys):
+    """`easl evaluate --project` on an evaluation campaign: the unweighted figures of the scored responses, and the
+    design-weighted estimates for every response (the same estimator as `easl status`), in JSON and the terminal."""
+    path = init(tmp_path, world)
+    run_iterations(path, world, 6)
+    scores = tmp_path / "good.csv"
+    world["items"].rename(columns={"id": "item_id"})[["item_id", "good", "noise"]].to_csv(scores, index=False)
+    capsys.readouterr()
+    assert main(["evaluate", "--project", path, "--system", str(scores), "good", "noise", "--json"]) == 0
+    design = json.loads(capsys.readouterr().out)["raters"]["design_estimates"]
+    assert main(["status", path, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)["stop"]
+    assert design["n_responses"] == N
+    # the same systems, so the same human-score model and the same figures as easl status
+    assert design["systems"]["good"]["r"] == pytest.approx(status["systems"]["good"]["r"])
+    assert design["systems"]["noise"]["prmse"] == pytest.approx(status["systems"]["noise"]["prmse"])
+    assert design["human"]["hh_r"] == pytest.approx(status["human"]["hh_r"])
+    assert main(["evaluate", "--project", path, "--system", str(scores), "good"]) == 0
+    shown = capsys.readouterr().out
+    assert "design-weighted estimates for all 400 responses" in shown and "good: r " in shown
+    # a system without a score for every response: said, no estimates
+    world["items"].rename(columns={"id": "item_id"})[["item_id", "good"]].head(300).to_csv(scores, index=False)
+    assert main(["evaluate", "--project", path, "--system", str(scores), "good", "--json"]) == 0
+    design = json.loads(capsys.readouterr().out)["raters"]["design_estimates"]
+    assert design["reason"] == "100 of the campaign's 400 responses have no score of a system" and not design["systems"]

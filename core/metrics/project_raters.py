@@ -104,12 +104,17 @@ class RaterSummary:
         The annotators left out, with their flag and reason.
     repeated_ratings : int
         Ratings of an item by a rater who had already rated it (averaged into that rater's score of the item).
+    design : dict, optional
+        An evaluation campaign's design-weighted estimates (``Project.design_estimates``: every response, each
+        metric with its 95% interval), which the unweighted figures of the scored responses do not replace; None for
+        a project whose responses were not drawn with recorded probabilities.
     """
 
     against: str
     calibration: str
     excluded: tuple[Excluded, ...] = ()
     repeated_ratings: int = 0
+    design: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``raters`` object of the JSON output (``docs/reference/outputs.md``)."""
@@ -118,6 +123,7 @@ class RaterSummary:
             "calibration": self.calibration,
             "excluded": [{"annotator": e.name, "flag": e.flag, "reason": e.reason} for e in self.excluded],
             "repeated_ratings": {"n": int(self.repeated_ratings), "rule": "mean"},
+            "design_estimates": self.design,
         }
 
     def lines(self) -> list[str]:
@@ -135,7 +141,34 @@ class RaterSummary:
         out += [f"left out: {e.name}, flagged {e.flag} ({e.reason})" for e in self.excluded]
         if self.repeated_ratings:
             out.append(f"repeated ratings: {self.repeated_ratings}, each rater's score of an item the mean of theirs")
-        return out
+        return out + design_lines(self.design)
+
+
+def design_lines(design: dict[str, Any] | None) -> list[str]:
+    """An evaluation campaign's design-weighted estimates in sentences (:attr:`RaterSummary.design`)."""
+    if design is None:
+        return []
+    if design.get("reason"):
+        return [f"an evaluation campaign, but no design-weighted estimates: {design['reason']}"]
+
+    def fig(name: str, f: dict[str, Any] | None) -> str:
+        if f is None or f["estimate"] is None:
+            return f"{name} n/a"
+        if f["width"] is None:
+            return f"{name} {f['estimate']:.3f} (no interval: {f.get('reason', '')})"
+        return f"{name} {f['estimate']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}]"
+
+    out = [
+        "an evaluation campaign: its responses were drawn with recorded, unequal probabilities, so the figures below "
+        "describe the responses scored; the design-weighted estimates for all "
+        f"{design['n_responses']} responses, with 95% intervals (as easl status reports them):"
+    ]
+    human = [fig("mean human score", design.get("mean_human_score"))]
+    human += [fig(k, f) for k, f in design.get("human", {}).items()]
+    out.append("  humans: " + "; ".join(human))
+    for system, metrics in design["systems"].items():
+        out.append(f"  {system}: " + "; ".join(fig(k, f) for k, f in metrics.items()))
+    return out
 
 
 @dataclass(frozen=True)

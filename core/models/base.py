@@ -325,6 +325,12 @@ class Model(abc.ABC):
         default) or a project without a target."""
         return None
 
+    def design_estimates(self, state: State, systems: NDArray[Any], names: Any) -> dict[str, Any] | None:
+        """Design-weighted estimates of the metrics of the scoring systems whose scores on every item are
+        ``systems`` (n_items, K), named ``names``, for a model that draws its items with recorded probabilities (an
+        evaluation campaign, ``easl evaluate --project``); None for a model that does not (this default)."""
+        return None
+
     def stop_figures(self, state: State, rng: np.random.Generator) -> Any:
         """The figures of the stopping rule that ``easl status`` reports; None for a model without one (default)."""
         return None

@@ -175,6 +175,31 @@ class CampaignModel(AwareModel):
         p1, p2 = cp.weights(design, first.size)
         return cp.campaign_estimates(systems, first, second, p1, p2, metrics, self._fitted(state))
 
+    def design_estimates(
+        self, state: dict[str, NDArray[Any]], systems: NDArray[Any], names: Any
+    ) -> dict[str, Any] | None:
+        """Every reported metric of the given systems (scores on every response, the project's scale) with its 95%
+        interval, from the campaign's human scores and recorded designs, the human-score model fitted on those
+        systems (:func:`core.campaign.project.campaign_estimates`): ``systems`` (name -> metric -> figures),
+        ``human`` (human-human agreement), ``mean_human_score``, ``n_responses``; with ``reason`` and no figures when a
+        system has no score for some response."""
+        _, first, second = self._arrays(state)
+        systems = np.asarray(systems, dtype=np.float64)
+        if not np.isfinite(systems).all():
+            missing = int((~np.isfinite(systems)).any(axis=1).sum())
+            reason = f"{missing} of the campaign's {first.size} responses have no score of a system"
+            return {"systems": {}, "human": {}, "mean_human_score": None, "n_responses": int(first.size), "reason": reason}
+        design = self.inputs.design() if self.inputs is not None else {}
+        p1, p2 = cp.weights(design, first.size)
+        est = cp.campaign_estimates(systems, first, second, p1, p2)
+        rep = cp.report(est, list(names), (), None)
+        return {
+            "systems": rep.systems,
+            "human": {k: rep.overall[k] for k in ("hh_r", "hh_qwk") if k in rep.overall},
+            "mean_human_score": rep.overall.get("mean"),
+            "n_responses": int(first.size),
+        }
+
     def _report(self, state: dict[str, NDArray[Any]], targets_only: bool = False) -> cp.CampaignReport:
         names = list(self.hyper.systems)
         targets = self.hyper.campaign_targets

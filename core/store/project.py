@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self
 
@@ -348,6 +348,10 @@ class Project:
     def stop_figures(self) -> dict[str, Any] | None:
         """:meth:`core.store.views.Output.stop_figures`."""
         return self.output.stop_figures()
+
+    def design_estimates(self, systems: NDArray[Any], names: Sequence[str]) -> dict[str, Any] | None:
+        """:meth:`core.store.views.Output.design_estimates`."""
+        return self.output.design_estimates(systems, names)
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], items: pd.DataFrame, hyper: Hyper) -> Project:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -231,6 +231,13 @@ class Output:
             rng = self._stop_rng()
         figures: dict[str, Any] | None = self._settings.model.stop_figures(state, rng)
         return figures
+
+    def design_estimates(self, systems: NDArray[Any], names: Sequence[str]) -> dict[str, Any] | None:
+        """``Model.design_estimates`` of the project's state for the systems' scores ``systems`` (n_items, K, in
+        item order): None for a model that does not draw its items with recorded probabilities."""
+        with self._db.reading() as conn:
+            state = load_state(conn, writable=False)
+            return self._settings.model.design_estimates(state, systems, list(names))
 
     def status(self) -> ProjectStatus:
         """The figures of ``easl status`` and the front ends (:class:`ProjectStatus`); one read snapshot."""

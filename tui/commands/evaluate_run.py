@@ -201,4 +201,25 @@ def _load_project(args):
     raters = estimate_table(source) if against_estimates else rater_table(source, raw=args.raw_ratings)
     scores = SystemFile(system_file, columns or None, args.id_col or "item_id", args.group_col)
     data = load_campaign(raters, source.items, scores)
-    return data, Scale(*source.scale)
+    return _with_design(args.project, data), Scale(*source.scale)
+
+
+def _with_design(path: str, data):
+    """``data`` with an evaluation campaign's design-weighted estimates of the systems in its raters' summary
+    (``Project.design_estimates``), when the project drew its responses with recorded probabilities and every
+    response has each system's score (else the reason why not); else as it is."""
+    from dataclasses import replace
+
+    import numpy as np
+    import pandas as pd
+
+    from easl_toolkit.core.store import Project
+
+    if data.raters is None or data.raters.against != "ratings":
+        return data
+    names = list(data.system)
+    with Project.open(path, readonly=True) as project:
+        at = pd.Index(data.ids).get_indexer(project.item_index().astype(str))
+        systems = np.column_stack([np.where(at >= 0, data.system[s][at], np.nan) for s in names])
+        figures = project.design_estimates(systems, names)
+    return data if figures is None else replace(data, raters=replace(data.raters, design=figures))
