@@ -188,7 +188,13 @@ class CampaignModel(AwareModel):
         if not np.isfinite(systems).all():
             missing = int((~np.isfinite(systems)).any(axis=1).sum())
             reason = f"{missing} of the campaign's {first.size} responses have no score of a system"
-            return {"systems": {}, "human": {}, "mean_human_score": None, "n_responses": int(first.size), "reason": reason}
+            return {
+                "systems": {},
+                "human": {},
+                "mean_human_score": None,
+                "n_responses": int(first.size),
+                "reason": reason,
+            }
         design = self.inputs.design() if self.inputs is not None else {}
         p1, p2 = cp.weights(design, first.size)
         est = cp.campaign_estimates(systems, first, second, p1, p2)
