@@ -372,15 +372,16 @@ def test_every_hit_of_a_campaign_is_whole_once_responses_are_scored_twice(tmp_pa
     assert n_fillers > 0
 
 
-def test_arrange_fills_short_hits_with_distinct_responses_scored_twice_and_leaves_them_short_without():
+def test_arrange_fills_the_short_hit_with_responses_scored_twice_and_never_puts_a_response_twice_in_a_hit():
     new1, new2 = np.zeros(30, dtype=bool), np.zeros(30, dtype=bool)
-    new1[:7], new2[3:5] = True, True
-    filled = cp.arrange(new1, new2, 5, np.random.default_rng(0), filler=np.arange(20, 30))
-    assert filled.shape == (3, 5) and (filled >= 0).all()
-    assert all(len(set(row)) == 5 for row in filled)
-    assert set(filled.ravel()) - set(range(7)) <= set(range(20, 30))
+    new1[:7], new2[3:5] = True, True  # 9 slots: one short HIT, responses 3 and 4 drawn for both scores
+    for seed in range(20):
+        filled = cp.arrange(new1, new2, 5, np.random.default_rng(seed), filler=np.arange(20, 30))
+        assert filled.shape == (2, 5) and (filled >= 0).all()
+        assert all(len(set(row)) == 5 for row in filled)
+        assert sorted(v for v in filled.ravel() if v < 20) == [0, 1, 2, 3, 3, 4, 4, 5, 6]
     short = cp.arrange(new1, new2, 5, np.random.default_rng(0))
-    assert (short == -1).sum() == 3 + 3
+    assert (short == -1).sum() == 1 and all(len(set(row[row >= 0])) == (row >= 0).sum() for row in short)
 
 
 def test_the_pilot_draws_whole_hits_with_the_recorded_probabilities():
@@ -418,3 +419,19 @@ def test_evaluate_project_on_a_campaign_adds_the_design_weighted_estimates_of_th
     assert main(["evaluate", "--project", path, "--system", str(scores), "good", "--json"]) == 0
     design = json.loads(capsys.readouterr().out)["raters"]["design_estimates"]
     assert design["reason"] == "100 of the campaign's 400 responses have no score of a system" and not design["systems"]
+
+
+def test_reported_figures_stay_within_each_metrics_range():
+    from easl_toolkit.core.campaign.estimators import CampaignEstimates
+
+    labels = (("hh_r", None), ("prmse_combined", 0), ("rmse", 0), ("mean", None))
+    row = lambda *v: np.array([v], dtype=np.float64)  # noqa: E731
+    est = CampaignEstimates(
+        labels, row(0.9, 1.2, 0.1, 3.0), row(0, 0, 0, 0), row(0.6, 0.9, -0.2, 2.0), row(1.2, 1.5, 0.4, 4.0),
+        row(0, 0, 0, 0), np.array([["", "", "", ""]], dtype=object),
+    )  # fmt: skip
+    rep = cp.report(est, ["model"], (), None)
+    assert rep.overall["hh_r"]["ci_high"] == 1.0 and rep.overall["hh_r"]["estimate"] == 0.9
+    assert rep.systems["model"]["prmse"]["estimate"] == 1.0 and rep.systems["model"]["prmse"]["ci_high"] == 1.0
+    assert rep.systems["model"]["rmse"]["ci_low"] == 0.0
+    assert rep.overall["mean"]["ci_low"] == 2.0 and rep.overall["mean"]["ci_high"] == 4.0

@@ -14,7 +14,7 @@ annotator.
 
 Probabilities. Iteration 0 is a uniform pilot of whole HITs (simple random samples, :func:`pilot_design`); iteration
 t > 0 draws every response's open slots by Poisson sampling with the probabilities of
-:func:`core.campaign.design.choose_iteration`, and fills its short HITs up with responses scored twice already
+:func:`core.campaign.design.choose_iteration`, and fills its last HIT up with responses scored twice already
 (:func:`arrange`: a third rating is no first or second score, so it leaves the design as it is); the design
 records, for every response, the probability its first and second slot would have had if open (``p_first``,
 ``p_second``) and their unions over the iterations so far, ``1 - prod_t (1 - p_t)`` (``union_first``,
@@ -163,23 +163,41 @@ def arrange(
     rng: np.random.Generator,
     filler: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
-    """HITs of ``hit_size`` responses, shuffled: the first scores' HITs, then the second scores' (so a response drawn
-    for both is in two HITs). The last HIT of each kind, where it is short, is filled up with ``filler`` responses
-    (those scored twice already: a further rating of one is not a first or second score, so the design is
-    unchanged, and it helps the annotator model place its annotator), so that every HIT shows ``hit_size``
-    responses, as a Label Studio task must; with too few, it ends in -1."""
+    """HITs of ``hit_size`` responses: the first scores' slots, then the second scores', each kind shuffled, cut
+    into HITs in that order, a response drawn for both kept out of one HIT (:func:`_apart`). The last HIT, where it
+    is short, is filled up with ``filler`` responses (those scored twice already: a further rating of one is not a
+    first or second score, so the design is unchanged, and it helps the annotator model place its annotator), so
+    that every HIT shows ``hit_size`` responses, as a Label Studio task must; with too few, it ends in -1."""
+    slots = np.concatenate([rng.permutation(np.flatnonzero(m)) for m in (new1, new2)]).astype(np.int64)
+    n_hits = -(-slots.size // hit_size)
+    padded = np.full(n_hits * hit_size, -1, dtype=np.int64)
+    padded[: slots.size] = slots
     spare = rng.permutation(np.asarray(filler if filler is not None else [], dtype=np.int64))
-    rows = []
-    for mask in (new1, new2):
-        idx = rng.permutation(np.flatnonzero(mask)).astype(np.int64)
-        n_hits = -(-idx.size // hit_size)
-        padded = np.full(n_hits * hit_size, -1, dtype=np.int64)
-        padded[: idx.size] = idx
-        missing = padded.size - idx.size
-        if 0 < missing <= spare.size:
-            padded[idx.size :], spare = spare[:missing], np.roll(spare, -missing)
-        rows.append(padded.reshape(n_hits, hit_size))
-    return np.concatenate(rows, axis=0)
+    missing = padded.size - slots.size
+    if 0 < missing <= spare.size:
+        padded[slots.size :] = spare[:missing]
+    return _apart(padded.reshape(n_hits, hit_size))
+
+
+def _apart(rows: NDArray[Any]) -> NDArray[Any]:
+    """``rows`` with no response twice in one HIT: a repeated response swaps places with one of another HIT that
+    holds neither (a response drawn for its first and second score in one iteration, which the cut into HITs put
+    together: rare, but for tiny iterations)."""
+    ordered = np.sort(rows, axis=1)
+    twice = ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any(axis=1)
+    for h in np.flatnonzero(twice):
+        row = rows[h]
+        values, counts = np.unique(row[row >= 0], return_counts=True)
+        for value in values[counts > 1]:
+            j = int(np.flatnonzero(row == value)[-1])
+            for other in range(rows.shape[0]):
+                if other == h or value in rows[other]:
+                    continue
+                k = next((k for k, v in enumerate(rows[other]) if v >= 0 and v not in row), None)
+                if k is not None:
+                    row[j], rows[other, k] = rows[other, k], value
+                    break
+    return rows
 
 
 def second_floor(
@@ -261,8 +279,22 @@ class CampaignReport:
     widest: float | None
 
 
+#: The range of each reported metric (the estimator's names): an estimate or interval bound outside it is moved to
+#: its edge (a projection onto the values the metric can take, which can only bring an interval closer to the true
+#: value). RMSE is at least 0; correlations and kappas lie in [-1, 1]; PRMSE is at most 1.
+RANGES = {
+    "r": (-1.0, 1.0),
+    "qwk": (-1.0, 1.0),
+    "hh_r": (-1.0, 1.0),
+    "hh_qwk": (-1.0, 1.0),
+    "rmse": (0.0, np.inf),
+    "prmse_combined": (-np.inf, 1.0),
+}
+
+
 def _figures(est: CampaignEstimates, t: int) -> dict[str, Any]:
-    value, low, high = (float(a[0, t]) for a in (est.value, est.low, est.high))
+    lo_edge, hi_edge = RANGES.get(est.labels[t][0], (-np.inf, np.inf))
+    value, low, high = (float(np.clip(a[0, t], lo_edge, hi_edge)) for a in (est.value, est.low, est.high))
     out: dict[str, Any] = {"estimate": None, "ci_low": None, "ci_high": None, "width": None}
     if np.isfinite(value):
         out["estimate"] = value
