@@ -26,7 +26,7 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
 from easl_toolkit.core.errors import EaslError
-from easl_toolkit.tui.commands.status import FLAG_STYLES, campaign_table
+from easl_toolkit.tui.commands.status import FLAG_STYLES
 from easl_toolkit.tui.screens.monitor_data import AwarePanel, MonitorSnapshot, MonitorSource
 from easl_toolkit.tui.screens.stop_target import StopChoice, StopTargetPrompt
 from easl_toolkit.tui.widgets.charts import ConvergenceChart, EstimateHistogram
@@ -253,7 +253,8 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
                 f"twice: {stop['cost_score_all_once']} / {stop['cost_score_all_twice']} · ",
                 ("reached: " if stop.get("reached") else "") + str(stop.get("reason", "")),
             )
-            head = Group(summary, campaign_table(stop))
+            head = Group(summary, campaign_columns(stop))
+        panel.set_class("systems" in stop, "campaign")
         table = Table(box=None, padding=(0, 1), header_style="bold")
         for col in ("annotator", "scores", "offset", "slope", "noise", "agreement", "flag"):
             table.add_column(col, justify="left" if col in ("annotator", "flag") else "right")
@@ -294,3 +295,27 @@ estimates of successive iterations; the last point is live). Intervals are 95% c
     @on(ItemTable.CursorMoved)
     def _cursor_moved(self) -> None:
         self._show_detail()
+
+
+def campaign_columns(stop: dict) -> RenderableType:
+    """An evaluation campaign's metrics in the monitor's few lines: one row for the humans and one per system, each
+    metric as its estimate and the half-width of its 95% interval (``easl status`` has the intervals in full)."""
+    from rich.table import Table
+
+    metrics = ["mean", "hh_r", "hh_qwk"] + [m for m in next(iter(stop["systems"].values()), {})]
+    table = Table(box=None, padding=(0, 1), header_style="bold", title="estimate ± half the 95% interval")
+    table.add_column("")
+    for m in metrics:
+        table.add_column(m, justify="right")
+
+    def cell(fig: dict | None) -> str:
+        if fig is None or fig["estimate"] is None:
+            return ""
+        half = "" if fig["width"] is None else f" ±{fig['width'] / 2:.3f}"
+        return f"{fig['estimate']:.3f}{half}"
+
+    humans = {"mean": stop.get("mean_human_score"), **stop.get("human", {})}
+    table.add_row("(humans)", *(cell(humans.get(m)) for m in metrics))
+    for system, figures in stop["systems"].items():
+        table.add_row(system, *(cell(figures.get(m)) for m in metrics))
+    return table
