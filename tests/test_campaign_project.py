@@ -335,7 +335,7 @@ def test_the_monitor_screen_shows_a_campaigns_metrics(tmp_path, world):
             return console.export_text()
 
     text = asyncio.run(shown())
-    assert "estimates with 95% intervals" in text and "good" in text and "every response once / twice" in text
+    assert "estimate ± half the 95% interval" in text and "good" in text and "every response once / twice" in text
 
 
 @pytest.mark.parametrize(
