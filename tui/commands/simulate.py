@@ -71,12 +71,13 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def register(subparsers) -> None:
-    """Add ``simulate`` and its four experiments to the ``easl`` parser."""
+    """Add ``simulate`` and its five experiments to the ``easl`` parser."""
     p = subparsers.add_parser(
         "simulate",
-        help="reproduce the seed papers' experiments (prmse | metrics | easl), or replay real ratings (replay)",
-        description="Reproduce the seed papers' experiments and write CSV tables, PNG figures and a Markdown report "
-        "that puts each reproduced number next to the published one.",
+        help="reproduce the seed papers' experiments (prmse | metrics | easl), replay real ratings (replay), or plan "
+        "an evaluation campaign's budget (campaign)",
+        description="Reproduce the seed papers' experiments, replay real ratings through the engine, or plan an "
+        "evaluation campaign; each writes CSV tables, PNG figures and a Markdown report.",
     )
     sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     for add in (_add_prmse, _add_metrics, _add_easl):
