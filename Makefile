@@ -1,6 +1,7 @@
 # make run       : set up .venv with the core install (idempotent) and run the main job on the embedded default
 # make test      : set up .venv (idempotent), lint (ruff check, ruff format --check, mypy), build the docs, then every test
-#                  (Label Studio, tmux and slow ones included); a lint failure stops it before pytest
+#                  (Label Studio, tmux and slow ones included; the Label Studio ones in a second process beside the
+#                  others); a lint failure stops it before pytest
 # make test-fast : ruff (check and format --check, ~1 s), then the unit tests alone (no Label Studio, tmux or
 #                  slow tests), under a minute: the inner loop (mypy is left to `make test` / `make lint`)
 # make lint      : ruff (lint and format check) and mypy (config: pyproject.toml [tool.mypy], strict on core/)
@@ -43,8 +44,15 @@ run: $(CORE)
 	  read -r _; $(VENV)/bin/easl tui demo.easl --monitor; \
 	else echo "make run: not a terminal, so the app was not opened; open it with: $(VENV)/bin/easl tui demo.easl --monitor"; fi
 
+# the Label Studio tests (a server the tests mostly wait on) run in a second pytest process beside the others, whose
+# output follows theirs; make test fails when either does
 test: lint docs
-	$(PY) -m pytest -q
+	@mkdir -p .cache
+	@echo "$(PY) -m pytest -q -m labelstudio (beside the others; its output follows theirs)"
+	@$(PY) -m pytest -q -p no:cacheprovider -m labelstudio > .cache/pytest-labelstudio.log 2>&1 & ls=$$!; \
+	echo '$(PY) -m pytest -q -m "not labelstudio"'; $(PY) -m pytest -q -m "not labelstudio"; rest=$$?; \
+	wait $$ls; lsrc=$$?; echo "--- the Label Studio tests:"; cat .cache/pytest-labelstudio.log; \
+	test $$rest -eq 0 && test $$lsrc -eq 0
 
 # markers: pyproject.toml [tool.pytest.ini_options]; which tests carry them: tests/conftest.py (MARKS)
 test-fast: ruff

@@ -217,9 +217,8 @@ class Model(abc.ABC):
     bookkeeping : frozenset of str
         State arrays that record how the state was reached, not the state (``easl verify`` leaves them out).
     top_ups : bool
-        True when HITs may be drawn one at a time while others are open, away from their items (the streaming
-        top-ups of the Label Studio queue, ``core/store/hits.py``); False for a model that draws whole iterations
-        with a recorded design (an evaluation campaign): a top-up then starts the next iteration once none is open.
+        True when HITs may be drawn one at a time while others are open (the Label Studio queue's top-ups); False
+        for a model that draws whole iterations with a recorded design: the next starts once none is open.
     answer : {"scores", "ranking", "score"}
         What an annotator gives for a HIT: a score for each item (the default), the order of its items (RA, which
         uses only the pairwise order, eq 13), or one item's score at a time (DA); the front ends lay the task out
@@ -326,9 +325,8 @@ class Model(abc.ABC):
         return None
 
     def design_estimates(self, state: State, systems: NDArray[Any], names: Any) -> dict[str, Any] | None:
-        """Design-weighted estimates of the metrics of the scoring systems whose scores on every item are
-        ``systems`` (n_items, K), named ``names``, for a model that draws its items with recorded probabilities (an
-        evaluation campaign, ``easl evaluate --project``); None for a model that does not (this default)."""
+        """Design-weighted metrics of the systems scoring every item ``systems`` (n_items, K), named ``names``
+        (``easl evaluate --project``); None for a model that does not draw items with recorded probabilities."""
         return None
 
     def stop_figures(self, state: State, rng: np.random.Generator) -> Any:
