@@ -62,14 +62,12 @@ class Layout:
 
 
 def layout_for(answer: str, hit_size: int, score_min: float, score_max: float) -> Layout:
-    """The layout of a task by what the model asks of an annotator (``core.models.Model.answer``): sliders for a
-    score per item (EASL, TrueSkill, aware), one slider for one item at a time (DA), a ranking for the order of a
-    HIT's items (RA, which consumes only the pairwise order of a HIT's scores, eq 13; with two items per HIT the
-    ranking becomes a pairwise choice)."""
+    """The layout of a task by what the model asks of an annotator (``core.models.Model.answer``): a slider for
+    each of a HIT's items (EASL, TrueSkill, DA, aware, evaluation campaigns), or a ranking for the order of a HIT's
+    items (RA, which consumes only the pairwise order of a HIT's scores, eq 13; with two items per HIT the ranking
+    becomes a pairwise choice)."""
     if answer == "ranking":
         return Layout("pairwise" if hit_size == 2 else "ranking", hit_size, score_min, score_max)
-    if answer == "score":
-        return Layout("slider", 1, score_min, score_max)
     return Layout("slider", hit_size, score_min, score_max)
 
 
@@ -213,14 +211,12 @@ def task_data(hit: dict, layout: Layout, rng: np.random.Generator) -> dict:
 
 
 def shipped_xml(name: str) -> str:
-    """Text of a config shipped in this folder (``easl_hit_5.xml``, ``da.xml``, ``ra_ranking_5.xml``,
-    ``ra_pairwise.xml``)."""
+    """Text of a config shipped in this folder (``easl_hit_5.xml``, ``ra_ranking_5.xml``, ``ra_pairwise.xml``)."""
     return (XML_DIR / name).read_text()
 
 
 SHIPPED = {
     "easl_hit_5.xml": Layout("slider", 5),
-    "da.xml": Layout("slider", 1),
     "ra_ranking_5.xml": Layout("ranking", 5),
     "ra_pairwise.xml": Layout("pairwise", 2),
 }

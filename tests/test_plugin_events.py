@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,13 +213,29 @@ def test_layout_rules():
 
     assert layout_for(answer("easl"), 5, 0, 100) == Layout("slider", 5, 0.0, 100.0)
     assert layout_for(answer("aware"), 5, 0, 100) == Layout("slider", 5, 0.0, 100.0)
-    assert layout_for(answer("da"), 5, 0, 100).n == 1
+    assert layout_for(answer("da"), 5, 0, 100) == Layout("slider", 5, 0.0, 100.0)  # a slider per item of the HIT
     assert layout_for(answer("ra"), 5, 0, 100).kind == "ranking"
     assert layout_for(answer("ra"), 2, 0, 100).kind == "pairwise"
     for bad in [dict(kind="stars"), dict(kind="pairwise", n=3), dict(n=0), dict(score_min=5, score_max=5)]:
         with pytest.raises(EaslError):
             Layout(**bad)
     assert Layout.from_dict(Layout("ranking", 3, 2, 9).to_dict()) == Layout("ranking", 3, 2.0, 9.0)
+
+
+@pytest.mark.parametrize("method", ["easl", "ra", "trueskill", "da", "aware"])
+def test_every_hit_of_every_method_fits_its_label_config(tmp_path, method):
+    from easl_toolkit.core.store import Project
+    from easl_toolkit.tui.cli import main
+
+    path = str(tmp_path / "p.easl")
+    items = Path(__file__).resolve().parent.parent / "examples" / "formality.csv"
+    assert main(["init", path, "--items", str(items), "--method", method]) == 0
+    with Project.open(path) as project:
+        hyper, hits = project.hyper, project.next_hits()
+        layout = layout_for(project.model.answer, hyper.hit_size, hyper.score_min, hyper.score_max)
+    for hit in hits:
+        data = task_data(hit, layout, np.random.default_rng(0))
+        assert len(data["item_ids"]) == layout.n == len(hit["items"])
 
 
 def test_task_data_keeps_the_permutation():

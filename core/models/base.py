@@ -219,10 +219,9 @@ class Model(abc.ABC):
     top_ups : bool
         True when HITs may be drawn one at a time while others are open (the Label Studio queue's top-ups); False
         for a model that draws whole iterations with a recorded design: the next starts once none is open.
-    answer : {"scores", "ranking", "score"}
-        What an annotator gives for a HIT: a score for each item (the default), the order of its items (RA, which
-        uses only the pairwise order, eq 13), or one item's score at a time (DA); the front ends lay the task out
-        by it (``label_config/layouts.py``).
+    answer : {"scores", "ranking"}
+        What an annotator gives for a HIT: a score for each item (the default), or the order of its items (RA, which
+        uses only the pairwise order, eq 13); the front ends lay the task out by it (``label_config/layouts.py``).
     """
 
     name: str = ""

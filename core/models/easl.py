@@ -61,7 +61,6 @@ class DirectAssessmentModel(CommutativeModel):
     """
 
     name = "da"
-    answer = "score"
 
     def prior(self) -> dict[str, float]:
         return {"sum": 0.0, "sumsq": 0.0, "count": 0.0}
