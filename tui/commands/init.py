@@ -48,8 +48,8 @@ def register(subparsers) -> None:
         help="posterior model: aware (annotator-aware: each annotator's offset, slope and reliability; rank "
         "intervals, a stopping rule and annotator diagnostics; saves annotations over direct assessment on real "
         "ratings), or, exactly as published, easl (the paper's EASL), ra (bounded ranking aggregation), trueskill "
-        "(TrueSkill) or da (direct assessment); or campaign (an evaluation campaign, with --systems) "
-        f"(default: {DEFAULT_METHOD}; campaign when --systems is given)",
+        "(TrueSkill) or da (direct assessment); or campaign (an evaluation campaign: the method when --systems "
+        f"is given) (default: {DEFAULT_METHOD})",
     )
     add_campaign_flags(p)
     p.add_argument(
