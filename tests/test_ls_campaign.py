@@ -296,12 +296,16 @@ def test_an_evaluation_campaign_runs_in_label_studio_without_showing_system_scor
         pid = json.loads(setup(project, ls, backend, env=env).stdout)["ls_project_id"]
         rng = np.random.default_rng(5)
         for iteration in range(2):
-            tasks = ls_tasks(sdk, pid)
             with Project.open(project, readonly=True) as p:
                 open_ids = {h["hit_id"] for h in p.open_hits(every_iteration=True)}
-                assert {h["iteration"] for h in p.open_hits(every_iteration=True)} == {iteration}
+                assert open_ids and {h["iteration"] for h in p.open_hits(every_iteration=True)} == {iteration}
+
+            def imported(want=open_ids):  # the backend imports an iteration's tasks right after it starts
+                tasks = ls_tasks(sdk, pid)
+                return tasks if want <= {t.data["hit_id"] for t in tasks} else None
+
+            tasks = wait_for(imported, f"iteration {iteration}'s tasks in Label Studio", 60)
             pending = [t for t in tasks if t.data["hit_id"] in open_ids]
-            assert pending
             for t in tasks:  # the system's scores are nowhere in a task
                 assert "scorer" not in t.data and not any(str(s) in json.dumps(t.data) for s in system[:3])
             for k, t in enumerate(pending):
