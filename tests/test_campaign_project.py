@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -96,6 +97,7 @@ def test_round_trip_reports_every_metric_with_intervals_and_leaves_the_random_cl
     assert stop["human"]["hh_r"]["estimate"] > 0.5
     assert stop["cost_score_all_once"] == N and stop["cost_score_all_twice"] == 2 * N
     assert stop["human_scores_counted"] < stop["human_scores_spent"]
+    assert stop["annotators_left_out"] == 1 and stop["ratings_left_out"] > 0
     with Project.open(path, readonly=True) as project:
         table = project.annotator_table().set_index("annotator")
         assert table.loc["random", "flag"] == "random"
@@ -108,6 +110,7 @@ def test_round_trip_reports_every_metric_with_intervals_and_leaves_the_random_cl
     assert main(["status", path]) == 0
     shown = capsys.readouterr().out
     assert "estimates with 95% intervals" in shown and "scoring every response once / twice" in shown
+    assert "1 annotator left out as random clickers" in re.sub(r"[│\s]+", " ", shown)
 
 
 def test_easl_verify_passes_on_a_campaign_also_after_a_new_design_is_recorded(tmp_path, world, capsys):
@@ -435,3 +438,17 @@ def test_reported_figures_stay_within_each_metrics_range():
     assert rep.systems["model"]["prmse"]["estimate"] == 1.0 and rep.systems["model"]["prmse"]["ci_high"] == 1.0
     assert rep.systems["model"]["rmse"]["ci_low"] == 0.0
     assert rep.overall["mean"]["ci_low"] == 2.0 and rep.overall["mean"]["ci_high"] == 4.0
+
+
+def test_status_counts_the_ratings_of_annotators_too_new_to_be_checked_for_random_clicking(tmp_path, world, capsys):
+    path = init(tmp_path, world)
+    run_iterations(path, world, 1)  # one iteration: every annotator has fewer ratings than the clicker test needs
+    capsys.readouterr()
+    assert main(["status", path, "--json"]) == 0
+    stop = json.loads(capsys.readouterr().out)["stop"]
+    assert stop["annotators_left_out"] == 0 and stop["ratings_left_out"] == 0
+    assert stop["ratings_unchecked"] == stop["human_scores_spent"] > 0
+    assert stop["annotators_unchecked"] == len(ANNOTATORS)
+    assert main(["status", path]) == 0
+    shown = re.sub(r"[│\s]+", " ", capsys.readouterr().out)
+    assert f"{stop['ratings_unchecked']} counted ratings from 3 annotators with too few ratings yet" in shown

@@ -224,6 +224,8 @@ def status_table(
                 f"scored, {stop['responses_double_scored']} twice)",
             )
         )
+        if "ratings_unchecked" in stop:
+            rows.append(("human raters", _raters_line(stop)))
         rows.append(
             (
                 "scoring every response once / twice",
@@ -255,6 +257,26 @@ def status_table(
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _raters_line(stop: dict) -> str:
+    """Whose ratings count in a campaign: random clickers left out, and ratings counted unchecked (their annotators
+    have too few ratings yet for the random-clicker test; ``easl status --annotators`` shows them)."""
+
+    def annotators(n: int) -> str:
+        return f"{n} annotator" + ("" if n == 1 else "s")
+
+    left = (
+        f"{annotators(stop['annotators_left_out'])} left out as random clickers ({stop['ratings_left_out']} ratings)"
+        if stop["annotators_left_out"]
+        else "no annotator left out"
+    )
+    if not stop["ratings_unchecked"]:
+        return left
+    return (
+        f"{left}; {stop['ratings_unchecked']} counted ratings from {annotators(stop['annotators_unchecked'])} "
+        "with too few ratings yet to be checked for random clicking"
+    )
 
 
 def campaign_table(stop: dict):
