@@ -87,8 +87,8 @@ class CampaignModel(AwareModel):
         item = np.asarray(item, dtype=np.int64)
         annotator = np.asarray(annotator, dtype=np.int64)
         n_ann = out["offset"].size
-        counted = np.ones(n_ann, dtype=bool)
-        checked = np.zeros(n_ann, dtype=bool)
+        counted: NDArray[Any] = np.ones(n_ann, dtype=bool)
+        checked: NDArray[Any] = np.zeros(n_ann, dtype=bool)
         if item.size and n_ann:
             from easl_toolkit.core.models.aware.diagnostics import RANDOM_MIN_SCORES
 
