@@ -50,6 +50,11 @@ from easl_toolkit.core.campaign.moments import Layout, gradient, metric_function
 TAU_MIN = 0.1
 #: Grid of mixing weights tried by the robust rule.
 TAU_GRID = tuple(np.round(np.linspace(TAU_MIN, 1.0, 10), 2))
+#: One-sided level of each target's test that a mixing weight below 1 lowers its variance.
+DEPART_ALPHA = 0.05
+#: z_{1 - alpha / 9}, Bonferroni over the 9 mixing weights below 1 (scipy.stats.norm.ppf(1 - 0.05 / 9); easl next
+#: need not import SciPy).
+DEPART_Z = 2.539184813651313
 
 
 @dataclass(frozen=True)
@@ -199,11 +204,14 @@ def spread_tables(
 def _variance_terms(
     e: tuple[NDArray[Any], NDArray[Any]], res: Residuals, p: tuple[NDArray[Any], NDArray[Any]], fold: NDArray[Any]
 ) -> NDArray[Any]:
-    """Per-response terms of V_hat, e_i (1/p_i - 1) / q_i over both slots for the responses of ``fold``; (C, N)."""
+    """Per-response, per-target terms of V_hat_t, e_ti (1/p_i - 1) / q_i over both slots for the responses of
+    ``fold``; (C, N, T) from ``e`` = (u1^2, u2^2), each (C, N, T)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        t1 = np.where(res.mask1 & fold, e[0] * (1.0 / p[0] - 1.0) / res.q1, 0.0)
-        t2 = np.where(res.mask2 & fold, e[1] * (1.0 / p[1] - 1.0) / res.q2, 0.0)
-    return np.asarray(np.nan_to_num(t1, posinf=1e300) + np.nan_to_num(t2, posinf=1e300), dtype=np.float64)
+        w1 = np.where(res.mask1 & fold, (1.0 / p[0] - 1.0) / res.q1, 0.0)
+        w2 = np.where(res.mask2 & fold, (1.0 / p[1] - 1.0) / res.q2, 0.0)
+    w1 = np.nan_to_num(w1, posinf=1e300)
+    w2 = np.nan_to_num(w2, posinf=1e300)
+    return np.asarray(e[0] * w1[..., None] + e[1] * w2[..., None], dtype=np.float64)
 
 
 def robust_tau(
@@ -213,23 +221,22 @@ def robust_tau(
     rng: np.random.Generator,
     *,
     invert: bool = False,
-    margin: float = 1.0,
+    margin: float = DEPART_Z,
 ) -> NDArray[Any]:
-    """The uniform share tau in :data:`TAU_GRID` with the smallest two-fold cross-fitted V_hat(tau); (C,).
+    """The uniform share tau in :data:`TAU_GRID`, from two-fold cross-fitted variance estimates; (C,).
 
-    The Neyman part does not depend on tau, so each fold allocates once and every tau is a mixture of it. With
-    ``margin`` > 0 a tau below 1 is chosen only where V_hat(tau) + margin se < V_hat(1), se the standard error of
-    the difference from its per-response terms (so the design stays uniform unless the gain is clear).
-    ``invert`` replaces each spread s by 1 / s (a deliberately wrong model, for the study).
+    For every target t and mixing weight tau, D_t(tau) = V_hat_t(tau) - V_hat_t(1) is a sum of per-response terms
+    (module docstring) with standard error se_t from their spread. tau < 1 is eligible only where
+    D_t(tau) + margin se_t < 0 for *every* target (an intersection-union test, Berger 1982: each target's
+    one-sided test at level alpha, no correction across targets; ``margin`` = z_{1 - alpha / 9}, Bonferroni over
+    the grid); among the eligible values the one with the smallest sum_t V_hat_t(tau) / V_hat_t(1) is chosen,
+    and tau = 1 (exactly the uniform design) where none is eligible. The Neyman part does not depend on tau, so
+    each fold allocates once and every tau is a mixture of it. ``invert`` replaces each spread s by 1 / s (a
+    deliberately wrong model, for the study).
     """
     c, n = res.mask1.shape
     fold = rng.random((c, n)) < 0.5
-    scale = (res.u1 * res.u1).sum(axis=1) + (res.u2 * res.u2).sum(axis=1)
-    scale = np.where(scale > 0, scale, 1.0)
-    e = (
-        ((res.u1 * res.u1) / scale[:, None, :]).sum(axis=-1),
-        ((res.u2 * res.u2) / scale[:, None, :]).sum(axis=-1),
-    )
+    e = (res.u1 * res.u1, res.u2 * res.u2)
     neyman_parts = []
     for part in (fold, ~fold):
         t1, t2 = spread_tables(res, ~part)
@@ -240,25 +247,29 @@ def robust_tau(
     # each response's probabilities looked up once per fold; a mixture of the lookups equals the lookup of the mixture
     u1, u2 = (np.take_along_axis(u, res.bins, axis=1) for u in uniform)
     looked = [tuple(np.take_along_axis(q, res.bins, axis=1) for q in qs) for qs in neyman_parts]
-    terms = {}
-    for t in TAU_GRID:
-        terms[t] = np.zeros((c, n))
+
+    def terms(t: float) -> NDArray[Any]:
+        out = np.zeros(e[0].shape)
         for part, (q1, q2) in zip((fold, ~fold), looked, strict=True):
-            p1 = (1.0 - t) * q1 + t * u1
-            p2 = (1.0 - t) * q2 + t * u2
-            terms[t] += _variance_terms(e, res, (p1, p2), part)
-    scored = res.mask1
-    m = np.maximum(scored.sum(axis=1), 1)
-    base = terms[1.0].sum(axis=1)
-    best: NDArray[Any] = base.copy()
+            out += _variance_terms(e, res, ((1.0 - t) * q1 + t * u1, (1.0 - t) * q2 + t * u2), part)
+        return out
+
+    base = terms(1.0)
+    base_total = base.sum(axis=1)  # (C, T)
+    live = base_total > 0  # a target without residual variance cannot lose
+    scale = np.where(live, base_total, 1.0)
+    scored = res.mask1[..., None]
+    m = np.maximum(res.mask1.sum(axis=1), 1)[:, None]
+    best: NDArray[Any] = (base_total / scale).sum(axis=1)
     tau: NDArray[Any] = np.ones(c)
-    for t in TAU_GRID:
-        d = np.where(scored, terms[t] - terms[1.0], 0.0)
-        dbar = d.sum(axis=1) / m
-        se = np.sqrt(np.where(scored, (d - dbar[:, None]) ** 2, 0.0).sum(axis=1))
-        total = terms[t].sum(axis=1)
-        better = (total < best * (1.0 - 1e-9)) & (total + margin * se < base)
-        best = np.where(better, total, best)
+    for t in TAU_GRID[:-1]:
+        d = np.where(scored, terms(t) - base, 0.0)
+        total = d.sum(axis=1)
+        se = np.sqrt(np.where(scored, (d - (total / m)[:, None, :]) ** 2, 0.0).sum(axis=1))
+        eligible = ((total + margin * se < 0.0) | ~live).all(axis=1) & live.any(axis=1)
+        objective = ((base_total + total) / scale).sum(axis=1)
+        better = eligible & (objective < best * (1.0 - 1e-9))
+        best = np.where(better, objective, best)
         tau = np.where(better, t, tau)
     return tau
 
@@ -282,7 +293,7 @@ def choose_iteration(
     model: HumanScoreModel | None = None,
     tables: tuple[NDArray[Any], NDArray[Any]] | None = None,
     invert: bool = False,
-    margin: float = 1.0,
+    margin: float = DEPART_Z,
 ) -> IterationDesign:
     """The probabilities of the next iteration, from the scores of earlier iterations only.
 

@@ -27,7 +27,10 @@ terms, which cancel in a metric like r only when the factor is the same for ever
 Variance (delta method; superpopulation, the responses a sample from the population the metric describes; Zrnic &
 Candès 2024, Theorem 1): with a = grad g, the linearised pseudo-outcome of response i is a'P_i + lambda a'Q_i,
 P_i = mhat + w_i (phi_i - mhat), Q_i = (f_i - fbar) - w_i (f_i - fbar_w) (:func:`pseudo_outcomes`), and
-Var(theta_hat) = Var_i(a'P_i + lambda a'Q_i) / N over all N responses, interval theta_hat +- z_0.975 se.
+Var(theta_hat) = Var_i(a'P_i + lambda a'Q_i) / N over all N responses. The interval (:func:`intervals`) is
+theta_hat +- t_0.975(n - 1) se on Fisher's z scale for r, QWK and human-human agreement and on the log scale for
+RMSE, n the responses the estimate rests on; a metric that needs second scores gets no interval (NaN, with the
+reason and the number needed) when fewer than :data:`MIN_DOUBLE` responses are scored twice.
 
 Power tuning (PPI++, Angelopoulos, Duchi & Zrnic 2023, section 2; eq. 5 there for the mean): per metric, with
 A_i = a'P_i and B_i = a'Q_i, the variance is smallest at lambda = -Cov(A, B) / Var(B), clipped to [0, 1] as PPI++
@@ -56,14 +59,22 @@ Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975) to the last bit (easl nex
 NO_FIRST = "no response has a human score"
 NO_SECOND = "no response has two human scores"
 UNDEFINED = "undefined for these scores (constant scores or a non-positive variance)"
+#: Fewest responses scored twice for an interval of a metric that needs second scores (PRMSE, human-human
+#: agreement). Chosen from the campaign study (docs/studies/campaign.md, "Too few responses scored twice"): below
+#: 50 the delta-method intervals covered 16-85% of the true values, from 50 on 92-96%.
+MIN_DOUBLE = 50
+#: Metrics whose interval is built on Fisher's z scale, and on the log scale (:func:`intervals`).
+FISHER_Z = frozenset({"r", "qwk", "hh_r", "hh_qwk"})
+LOG_SCALE = frozenset({"rmse"})
 
 
 @dataclass(frozen=True)
 class CampaignEstimates:
     """Estimates of T metrics for C campaigns: each array is (C, T); ``labels[t]`` = (metric, system or None).
 
-    ``reason`` holds why a value is NaN ("" where it is defined); ``lam`` the power-tuning parameter used (for
-    PRMSE combined: the weight of the first-score PRMSE).
+    ``reason`` holds why a value or its interval is NaN ("" where both are defined); ``lam`` the power-tuning
+    parameter used (for PRMSE combined: the weight of the first-score PRMSE); ``n`` the number of responses the
+    estimate rests on (scored once for the observed metrics, scored twice for those that need second scores).
     """
 
     labels: tuple[tuple[str, int | None], ...]
@@ -73,6 +84,7 @@ class CampaignEstimates:
     high: NDArray[Any]
     lam: NDArray[Any]
     reason: NDArray[Any]
+    n: NDArray[Any]
 
     @property
     def width(self) -> NDArray[Any]:
@@ -198,6 +210,13 @@ def _tuned(a_part: NDArray[Any], b_part: NDArray[Any], control: bool) -> tuple[N
     with np.errstate(invalid="ignore", divide="ignore"):
         lam = np.clip(np.nan_to_num(np.where(var_b > 0, -cov / var_b, 0.0)), 0.0, 1.0)
     return lam, np.maximum(var_a + 2.0 * lam * cov + lam * lam * var_b, 0.0)
+
+
+def _counts(labels: Sequence[tuple[str, int | None]], w: NDArray[Any]) -> NDArray[Any]:
+    """(C, T) responses each metric rests on: scored once, or scored twice for the metrics that need it."""
+    n1 = (w[:, 1] > 0).sum(axis=1)
+    n2 = (w[:, 2] > 0).sum(axis=1)
+    return np.stack([n2 if name in NEEDS_SECOND else n1 for name, _ in labels], axis=1)
 
 
 def _reasons(value: NDArray[Any], labels: Sequence[tuple[str, int | None]], w: NDArray[Any]) -> NDArray[Any]:
@@ -327,15 +346,62 @@ def estimate(
     parts, value, se, w = _fit(systems, first, second, p_first, p_second, predictions, metrics)
     reason = _reasons(value, parts.labels, w)
     se = np.where(np.isnan(value), np.nan, se)
+    n = _counts(parts.labels, w)
+    low, high = intervals(value, se, parts.labels, n)
+    few = np.isfinite(value) & (n < MIN_DOUBLE) & np.array([name in NEEDS_SECOND for name, _ in parts.labels])
+    low, high = np.where(few, np.nan, low), np.where(few, np.nan, high)
+    reason = np.where(few & (reason == ""), np.vectorize(_too_few, otypes=[object])(n), reason)
     return CampaignEstimates(
-        labels=parts.labels,
-        value=value,
-        se=se,
-        low=value - Z95 * se,
-        high=value + Z95 * se,
-        lam=parts.lam,
-        reason=reason,
+        labels=parts.labels, value=value, se=se, low=low, high=high, lam=parts.lam, reason=reason, n=n
     )
+
+
+def _too_few(n: int) -> str:
+    return f"no interval: {int(n)} responses scored twice, an interval needs at least {MIN_DOUBLE}"
+
+
+def t_quantile(df: NDArray[Any]) -> NDArray[Any]:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher expansion in 1 / df,
+    Abramowitz & Stegun 1964, 26.7.5; error below 3e-4 from 5 degrees of freedom on, below 1e-5 from 10); z_0.975 for df = inf."""
+    z = Z95
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = 1.0 / np.maximum(np.asarray(df, dtype=np.float64), 1.0)
+    g1 = (z**3 + z) / 4.0
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96.0
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384.0
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160.0
+    return np.asarray(z + v * (g1 + v * (g2 + v * (g3 + v * g4))), dtype=np.float64)
+
+
+def intervals(
+    value: NDArray[Any], se: NDArray[Any], labels: Sequence[tuple[str, int | None]], n: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """95% intervals (low, high), each (C, T), from the delta-method standard errors (module docstring).
+
+    The interval is value +- q se on a scale h where the sampling distribution is closer to normal, mapped back
+    (the delta method on h: se_h = h'(value) se): Fisher's z, h = atanh, for Pearson r and human-human r (Fisher
+    1921) and for QWK, which on continuous scores is Lin's concordance correlation coefficient (Lin 1989 uses the
+    same transformation for its interval); h = log for RMSE, which keeps it positive. q is the 0.975 quantile of
+    Student's t with n - 1 degrees of freedom, n the responses the estimate rests on (:func:`t_quantile`), which
+    widens the interval when few responses carry it. The other metrics (the mean, SMD, PRMSE) stay on their own
+    scale.
+    """
+    q = t_quantile(n - 1.0)
+    low, high = value - q * se, value + q * se
+    for t, (name, _) in enumerate(labels):
+        v, s, qt = value[:, t], se[:, t], q[:, t]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if name in FISHER_Z:
+                inside = np.abs(v) < 1.0
+                z, sz = np.arctanh(np.where(inside, v, 0.0)), s / (1.0 - v * v)
+                low[:, t] = np.where(inside, np.tanh(z - qt * sz), low[:, t])
+                high[:, t] = np.where(inside, np.tanh(z + qt * sz), high[:, t])
+            elif name in LOG_SCALE:
+                pos = v > 0
+                f = np.exp(qt * s / np.where(pos, v, 1.0))
+                low[:, t] = np.where(pos, v / f, low[:, t])
+                high[:, t] = np.where(pos, v * f, high[:, t])
+    return low, high
 
 
 def bootstrap_intervals(

@@ -38,7 +38,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from easl_toolkit.core.campaign.design import apply_iteration, choose_iteration, spread_tables, target_residuals
+from easl_toolkit.core.campaign.design import (
+    DEPART_Z,
+    apply_iteration,
+    choose_iteration,
+    spread_tables,
+    target_residuals,
+)
 from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
 from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
 from easl_toolkit.core.campaign.moments import moment_predictions
@@ -46,7 +52,10 @@ from easl_toolkit.core.campaign.moments import moment_predictions
 #: Rater error sd per category (the authors' sd search; inter-rater r 0.40, 0.55, 0.65, 0.80).
 RATER_ERROR_SD = {"low": 0.85, "moderate": 0.60, "average": 0.46, "high": 0.24}
 OBSERVED_METRICS = ("mean", "r", "qwk", "rmse", "smd")
-OBSERVED_TARGETS = ("mean", "r", "qwk", "rmse")
+#: Targets of the designs: every metric each family reports, so that the robust rule leaves the uniform design only
+#: where none of them is estimated to lose (:func:`core.campaign.design.robust_tau`).
+OBSERVED_TARGETS = ("mean", "r", "qwk", "rmse", "smd")
+DOUBLE_TARGETS = ("prmse", "prmse_double", "hh_r", "hh_qwk")
 DOUBLE_METRICS = ("prmse_combined", "prmse", "hh_r", "hh_qwk")
 #: Names in the results: the classical double-scored PRMSE and the campaign's combined PRMSE are both "prmse";
 #: the campaign's first-score PRMSE is "prmse_first".
@@ -66,7 +75,7 @@ class CampaignStudySettings:
     rater_categories: tuple[str, ...] = ("low", "moderate", "average", "high")
     system_r: tuple[float, ...] = (0.3, 0.8, 0.9, 0.97)
     pilot_share: float = 0.25
-    margin: float = 1.0
+    margin: float = DEPART_Z
     truth_responses: int = 1_000_000
     oracle_responses: int = 200_000
     true_mean: float = 3.844
@@ -132,7 +141,7 @@ def fit_oracle(world: World) -> Oracle:
     one = np.ones_like(world.first)
     model = fit_model(world.systems, world.first, world.second)
     tables = {}
-    for key, targets in (("observed", OBSERVED_TARGETS), ("double", ("prmse", "prmse_double"))):
+    for key, targets in (("observed", OBSERVED_TARGETS), ("double", DOUBLE_TARGETS)):
         res = target_residuals(world.systems, world.first, world.second, one, one, model, targets)
         tables[key] = spread_tables(res)
     return Oracle(model=model, tables=tables)
@@ -188,7 +197,7 @@ def _two_iterations(
     spent = take.sum(axis=1) * (2 if double else 1)
     rest = np.maximum(budget * n - spent, 1.0)
     key = "double" if double else "observed"
-    targets = ("prmse", "prmse_double") if double else OBSERVED_TARGETS
+    targets = DOUBLE_TARGETS if double else OBSERVED_TARGETS
     kwargs: dict[str, Any] = {"tau": None, "margin": s.margin}
     if design == "uniform":
         kwargs = {"tau": 1.0}
@@ -223,6 +232,7 @@ def _rows(
                 "width": est.width[:, t],
                 "covered": (est.low[:, t] <= true) & (true <= est.high[:, t]),
                 "cost": cost.astype(np.float64),
+                "n": est.n[:, t],
             }
         )
         frame["metric"] = RESULT_NAMES.get(name, name)
