@@ -11,12 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from easl_toolkit.core.campaign.estimators import (
+    MIN_DOUBLE,
     NO_FIRST,
     NO_SECOND,
     UNDEFINED,
     bootstrap_intervals,
     check_width,
     estimate,
+    t_quantile,
 )
 from easl_toolkit.core.campaign.model import fit_model, predict
 from easl_toolkit.core.campaign.moments import moment_predictions
@@ -192,3 +194,39 @@ def test_r_is_invariant_to_affine_changes_of_the_system_scores_and_to_the_order_
     ).value
     np.testing.assert_allclose(moved, base, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(shuffled, base, rtol=1e-9, atol=1e-12)
+
+
+def test_with_fewer_than_fifty_responses_scored_twice_agreement_and_prmse_get_no_interval_but_a_reason() -> None:
+    systems, first, second = world(np.random.default_rng(11), 1, 400)
+    one = np.ones_like(first)
+    few = np.where(np.arange(400) < MIN_DOUBLE - 1, second, np.nan)
+    est = estimate(systems, first, few, one, one, metrics=("r", "prmse_combined", "hh_r", "hh_qwk"))
+    for name, j in (("prmse_combined", 0), ("hh_r", None), ("hh_qwk", None)):
+        t = est.index(name, j)
+        assert np.isfinite(est.value[0, t]) and np.isnan(est.low[0, t]) and np.isnan(est.high[0, t])
+        assert f"{MIN_DOUBLE - 1} responses scored twice" in est.reason[0, t] and str(MIN_DOUBLE) in est.reason[0, t]
+    assert np.isfinite(est.width[0, est.index("r", 0)]) and est.reason[0, est.index("r", 0)] == ""
+    enough = np.where(np.arange(400) < MIN_DOUBLE, second, np.nan)
+    est = estimate(systems, first, enough, one, one, metrics=("hh_r",))
+    assert np.isfinite(est.width).all() and (est.n == MIN_DOUBLE).all()
+
+
+def test_correlation_intervals_stay_within_minus_one_and_one_and_rmse_intervals_stay_positive() -> None:
+    rng = np.random.default_rng(12)
+    t = rng.normal(0, 1, (200, 30))
+    first, second = t + rng.normal(0, 0.1, t.shape), t + rng.normal(0, 0.1, t.shape)
+    systems = (t + rng.normal(0, 0.05, t.shape))[..., None]
+    one = np.ones_like(first)
+    est = estimate(systems, first, second, one, one, metrics=("r", "qwk", "rmse"))
+    for name in ("r", "qwk"):
+        col = est.index(name, 0)
+        assert (est.high[:, col] <= 1.0).all() and (est.low[:, col] >= -1.0).all()
+        assert ((est.high[:, col] - est.value[:, col]) < (est.value[:, col] - est.low[:, col])).all()
+    assert (est.low[:, est.index("rmse", 0)] > 0).all()
+
+
+@pytest.mark.parametrize("df", [5, 10, 30, 100, 1000])
+def test_the_t_quantile_agrees_with_scipy(df: int) -> None:
+    from scipy.stats import t
+
+    assert t_quantile(np.array(float(df))) == pytest.approx(t.ppf(0.975, df), abs=3e-4)

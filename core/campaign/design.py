@@ -36,7 +36,7 @@ Sampling is Poisson (independent Bernoulli draws with the recorded probabilities
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -222,6 +222,7 @@ def robust_tau(
     *,
     invert: bool = False,
     margin: float = DEPART_Z,
+    n_targets: int | None = None,
 ) -> NDArray[Any]:
     """The uniform share tau in :data:`TAU_GRID`, from two-fold cross-fitted variance estimates; (C,).
 
@@ -232,14 +233,16 @@ def robust_tau(
     the grid); among the eligible values the one with the smallest sum_t V_hat_t(tau) / V_hat_t(1) is chosen,
     and tau = 1 (exactly the uniform design) where none is eligible. The Neyman part does not depend on tau, so
     each fold allocates once and every tau is a mixture of it. ``invert`` replaces each spread s by 1 / s (a
-    deliberately wrong model, for the study).
+    deliberately wrong model, for the study). The residuals' first ``n_targets`` columns (all if None) are the
+    targets, which the allocation and the objective use; the others are guarded metrics, tested only.
     """
     c, n = res.mask1.shape
     fold = rng.random((c, n)) < 0.5
     e = (res.u1 * res.u1, res.u2 * res.u2)
+    aim = _targets_only(res, n_targets)
     neyman_parts = []
     for part in (fold, ~fold):
-        t1, t2 = spread_tables(res, ~part)
+        t1, t2 = spread_tables(aim, ~part)
         if invert:
             t1, t2 = _inverted(t1), _inverted(t2)
         neyman_parts.append(allocate((t1, t2), counts, budget, np.zeros(c)))
@@ -260,18 +263,23 @@ def robust_tau(
     scale = np.where(live, base_total, 1.0)
     scored = res.mask1[..., None]
     m = np.maximum(res.mask1.sum(axis=1), 1)[:, None]
-    best: NDArray[Any] = (base_total / scale).sum(axis=1)
+    best: NDArray[Any] = (base_total / scale)[:, :n_targets].sum(axis=1)
     tau: NDArray[Any] = np.ones(c)
     for t in TAU_GRID[:-1]:
         d = np.where(scored, terms(t) - base, 0.0)
         total = d.sum(axis=1)
         se = np.sqrt(np.where(scored, (d - (total / m)[:, None, :]) ** 2, 0.0).sum(axis=1))
         eligible = ((total + margin * se < 0.0) | ~live).all(axis=1) & live.any(axis=1)
-        objective = ((base_total + total) / scale).sum(axis=1)
+        objective = ((base_total + total) / scale)[:, :n_targets].sum(axis=1)
         better = eligible & (objective < best * (1.0 - 1e-9))
         best = np.where(better, objective, best)
         tau = np.where(better, t, tau)
     return tau
+
+
+def _targets_only(res: Residuals, n_targets: int | None) -> Residuals:
+    """The residuals of the first ``n_targets`` columns (the targets; the rest are guarded metrics)."""
+    return res if n_targets is None else replace(res, u1=res.u1[..., :n_targets], u2=res.u2[..., :n_targets])
 
 
 def _inverted(s: NDArray[Any]) -> NDArray[Any]:
@@ -294,27 +302,31 @@ def choose_iteration(
     tables: tuple[NDArray[Any], NDArray[Any]] | None = None,
     invert: bool = False,
     margin: float = DEPART_Z,
+    guard: Sequence[str] = (),
 ) -> IterationDesign:
     """The probabilities of the next iteration, from the scores of earlier iterations only.
 
     ``budget``: expected number of new human scores per campaign. ``tau``: a fixed uniform share (1 = uniform
     design), or None for the robust rule. ``model`` and ``tables``: a fitted model and per-bin spreads to use
     instead of those of the earlier scores (the oracle of the study, with perfectly known spreads). ``invert``:
-    allocate by 1 / spread (a deliberately wrong model). ``margin``: see :func:`robust_tau`.
+    allocate by 1 / spread (a deliberately wrong model). ``margin``: see :func:`robust_tau`. ``guard``: metrics
+    besides the targets that the robust rule must not make worse (tested, not allocated for).
     """
     c, n, _ = systems.shape
     budget_arr = np.broadcast_to(np.asarray(budget, dtype=np.float64), (c,)).copy()
     if not (np.isfinite(budget_arr).all() and (budget_arr > 0).all()):
         raise ValueError(f"the budget of an iteration must be a positive number, got {budget!r}")
     fitted = model if model is not None else fit_model(systems, first, second)
-    res = target_residuals(systems, first, second, p_first, p_second, fitted, targets)
+    n_targets = len(metric_labels(targets, systems.shape[2]))
+    guarded = tuple(targets) + tuple(m for m in guard if m not in targets)
+    res = target_residuals(systems, first, second, p_first, p_second, fitted, guarded)
     open1, open2 = np.isnan(first), np.isnan(second)
     counts = (bin_counts(res.bins, open1), bin_counts(res.bins, open2))
     if tau is None:
-        taus = robust_tau(res, budget_arr, counts, rng, invert=invert, margin=margin)
+        taus = robust_tau(res, budget_arr, counts, rng, invert=invert, margin=margin, n_targets=n_targets)
     else:
         taus = np.full(c, float(tau))
-    t1, t2 = spread_tables(res) if tables is None else np.broadcast_arrays(*tables)
+    t1, t2 = spread_tables(_targets_only(res, n_targets)) if tables is None else np.broadcast_arrays(*tables)
     if invert:
         t1, t2 = _inverted(t1), _inverted(t2)
     q1, q2 = allocate(

@@ -74,7 +74,8 @@ class CampaignEstimates:
 
     ``reason`` holds why a value or its interval is NaN ("" where both are defined); ``lam`` the power-tuning
     parameter used (for PRMSE combined: the weight of the first-score PRMSE); ``n`` the number of responses the
-    estimate rests on (scored once for the observed metrics, scored twice for those that need second scores).
+    estimate rests on (scored once for the observed metrics, scored twice for those that need second scores);
+    ``skew`` the skewness G1 of the estimate's linearised per-response terms (:func:`intervals`).
     """
 
     labels: tuple[tuple[str, int | None], ...]
@@ -85,6 +86,7 @@ class CampaignEstimates:
     lam: NDArray[Any]
     reason: NDArray[Any]
     n: NDArray[Any]
+    skew: NDArray[Any]
 
     @property
     def width(self) -> NDArray[Any]:
@@ -240,6 +242,7 @@ class _Parts:
     labels: tuple[tuple[str, int | None], ...]
     k: int
     n: int
+    skew: NDArray[Any]
 
 
 def _fit(
@@ -269,36 +272,49 @@ def _fit(
     a_part = a @ p  # (C, T, N)
     b_part = a @ q
     lam, var = _tuned(a_part, b_part, predictions is not None)
+    skew = _skewness(a_part + lam[..., None] * b_part)
     mu = p.mean(axis=2)[:, None, :] + np.where(
         np.isnan(shift)[:, None, :], np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
     )
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
     if len(wanted) != len(labels) or wanted != labels:
-        value, var, lam = _with_combined(wanted, labels, value, var, lam, a_part + lam[..., None] * b_part)
+        value, var, lam, skew = _with_combined(
+            wanted, labels, (value, var, lam, skew), a_part + lam[..., None] * b_part
+        )
         labels = wanted
     se = np.sqrt(var / n) if n > 1 else np.full(value.shape, np.nan)
-    return _Parts(p, q, shift, lam, labels, k, n), value, se, w
+    return _Parts(p, q, shift, lam, labels, k, n, skew), value, se, w
+
+
+def _skewness(z: NDArray[Any]) -> NDArray[Any]:
+    """Fisher's skewness G1 = m3 / m2^1.5 of the last axis (0 where the terms are constant)."""
+    zc = z - z.mean(axis=-1, keepdims=True)
+    m2 = np.einsum("...n,...n->...", zc, zc) / z.shape[-1]
+    m3 = np.einsum("...n,...n->...", zc * zc, zc) / z.shape[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(m2 > 0, m3 / np.where(m2 > 0, m2, 1.0) ** 1.5, 0.0), dtype=np.float64)
 
 
 def _with_combined(
     wanted: tuple[tuple[str, int | None], ...],
     labels: tuple[tuple[str, int | None], ...],
-    value: NDArray[Any],
-    var: NDArray[Any],
-    lam: NDArray[Any],
+    columns: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]],
     z: NDArray[Any],
-) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Columns of ``wanted`` from those of ``labels``, with PRMSE combined = w PRMSE + (1 - w) PRMSE_double,
     w = (V2 - C12) / (V1 + V2 - 2 C12) clipped to [0, 1] (the minimum-variance weight of two estimates of one
     value, V and C from the linearised pseudo-outcomes z), variance w^2 V1 + (1 - w)^2 V2 + 2 w (1 - w) C12;
-    the weight is reported in place of lambda. Where one estimate is NaN the other is used alone."""
-    cols_v, cols_var, cols_lam = [], [], []
+    the weight is reported in place of lambda. Where one estimate is NaN the other is used alone. ``columns`` are
+    (value, variance, lambda, skewness) of ``labels``; the same four are returned for ``wanted``."""
+    value, var, lam, skew = columns
+    cols_v, cols_var, cols_lam, cols_skew = [], [], [], []
     for name, j in wanted:
         if name != "prmse_combined":
             t = labels.index((name, j))
             cols_v.append(value[:, t])
             cols_var.append(var[:, t])
             cols_lam.append(lam[:, t])
+            cols_skew.append(skew[:, t])
             continue
         t1, t2 = labels.index(("prmse", j)), labels.index(("prmse_double", j))
         z1 = z[:, t1] - z[:, t1].mean(axis=1, keepdims=True)
@@ -313,7 +329,8 @@ def _with_combined(
         cols_v.append(np.where(nan, np.nan, both))
         cols_var.append(wt * wt * v1 + (1.0 - wt) ** 2 * np.nan_to_num(v2) + 2.0 * wt * (1.0 - wt) * c12)
         cols_lam.append(wt)
-    return np.stack(cols_v, axis=1), np.stack(cols_var, axis=1), np.stack(cols_lam, axis=1)
+        cols_skew.append(_skewness(wt[:, None] * z1 + (1.0 - wt[:, None]) * z2))
+    return tuple(np.stack(cols, axis=1) for cols in (cols_v, cols_var, cols_lam, cols_skew))  # type: ignore[return-value]
 
 
 def estimate(
@@ -352,7 +369,15 @@ def estimate(
     low, high = np.where(few, np.nan, low), np.where(few, np.nan, high)
     reason = np.where(few & (reason == ""), np.vectorize(_too_few, otypes=[object])(n), reason)
     return CampaignEstimates(
-        labels=parts.labels, value=value, se=se, low=low, high=high, lam=parts.lam, reason=reason, n=n
+        labels=parts.labels,
+        value=value,
+        se=se,
+        low=low,
+        high=high,
+        lam=parts.lam,
+        reason=reason,
+        n=n,
+        skew=parts.skew,
     )
 
 

@@ -52,10 +52,11 @@ from easl_toolkit.core.campaign.moments import moment_predictions
 #: Rater error sd per category (the authors' sd search; inter-rater r 0.40, 0.55, 0.65, 0.80).
 RATER_ERROR_SD = {"low": 0.85, "moderate": 0.60, "average": 0.46, "high": 0.24}
 OBSERVED_METRICS = ("mean", "r", "qwk", "rmse", "smd")
-#: Targets of the designs: every metric each family reports, so that the robust rule leaves the uniform design only
-#: where none of them is estimated to lose (:func:`core.campaign.design.robust_tau`).
-OBSERVED_TARGETS = ("mean", "r", "qwk", "rmse", "smd")
-DOUBLE_TARGETS = ("prmse", "prmse_double", "hh_r", "hh_qwk")
+OBSERVED_TARGETS = ("mean", "r", "qwk", "rmse")
+DOUBLE_TARGETS = ("prmse", "prmse_double")
+#: Metrics each family reports besides its targets: the robust rule also guards them, so that it leaves the uniform
+#: design only where no reported metric is estimated to lose (:func:`core.campaign.design.robust_tau`).
+GUARDS = {"observed": ("smd",), "double": ("hh_r", "hh_qwk")}
 DOUBLE_METRICS = ("prmse_combined", "prmse", "hh_r", "hh_qwk")
 #: Names in the results: the classical double-scored PRMSE and the campaign's combined PRMSE are both "prmse";
 #: the campaign's first-score PRMSE is "prmse_first".
@@ -198,11 +199,11 @@ def _two_iterations(
     rest = np.maximum(budget * n - spent, 1.0)
     key = "double" if double else "observed"
     targets = DOUBLE_TARGETS if double else OBSERVED_TARGETS
-    kwargs: dict[str, Any] = {"tau": None, "margin": s.margin}
+    kwargs: dict[str, Any] = {"tau": None, "margin": s.margin, "guard": GUARDS[key]}
     if design == "uniform":
         kwargs = {"tau": 1.0}
     elif design == "wrong":
-        kwargs = {"tau": None, "invert": True, "margin": s.margin}
+        kwargs = {"tau": None, "invert": True, "margin": s.margin, "guard": GUARDS[key]}
     elif design == "oracle":
         kwargs = {"tau": 0.0, "model": oracle.tiled(c), "tables": oracle.tables[key]}
     plan = choose_iteration(world.systems, first, second, one, one, budget=rest, targets=targets, rng=rng, **kwargs)
@@ -233,6 +234,7 @@ def _rows(
                 "covered": (est.low[:, t] <= true) & (true <= est.high[:, t]),
                 "cost": cost.astype(np.float64),
                 "n": est.n[:, t],
+                "skew": est.skew[:, t],
             }
         )
         frame["metric"] = RESULT_NAMES.get(name, name)
