@@ -28,8 +28,9 @@ Variance (delta method; superpopulation, the responses a sample from the populat
 Candès 2024, Theorem 1): with a = grad g, the linearised pseudo-outcome of response i is a'P_i + lambda a'Q_i,
 P_i = mhat + w_i (phi_i - mhat), Q_i = (f_i - fbar) - w_i (f_i - fbar_w) (:func:`pseudo_outcomes`), and
 Var(theta_hat) = Var_i(a'P_i + lambda a'Q_i) / N over all N responses. The interval (:func:`intervals`) is
-theta_hat +- t_0.975(n - 1) se on Fisher's z scale for r, QWK and human-human agreement and on the log scale for
-RMSE, n the responses the estimate rests on; a metric that needs second scores gets no interval (NaN, with the
+theta_hat +- t_0.975(nu) se on Fisher's z scale for r, QWK and human-human agreement and on the log scale for
+RMSE, nu the Satterthwaite degrees of freedom of the variance estimate (at most n - 1, n the responses the estimate
+rests on; :func:`degrees_of_freedom`); a metric that needs second scores gets no interval (NaN, with the
 reason and the number needed) when fewer than :data:`MIN_DOUBLE` responses are scored twice.
 
 Power tuning (PPI++, Angelopoulos, Duchi & Zrnic 2023, section 2; eq. 5 there for the mean): per metric, with
@@ -51,7 +52,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from easl_toolkit.core.campaign.moments import METRICS, NEEDS_SECOND, Layout, gradient, metric_function, moment_terms
+from easl_toolkit.core.campaign.moments import (
+    METRICS,
+    NEEDS_SECOND,
+    Layout,
+    gradient,
+    metric_function,
+    moment_terms,
+)
 
 #: z quantile of the two-sided 95% interval.
 Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975) to the last bit (easl next need not import SciPy)
@@ -75,7 +83,7 @@ class CampaignEstimates:
     ``reason`` holds why a value or its interval is NaN ("" where both are defined); ``lam`` the power-tuning
     parameter used (for PRMSE combined: the weight of the first-score PRMSE); ``n`` the number of responses the
     estimate rests on (scored once for the observed metrics, scored twice for those that need second scores);
-    ``skew`` the skewness G1 of the estimate's linearised per-response terms (:func:`intervals`).
+    ``kurtosis`` the kurtosis of the estimate's linearised per-response terms (:func:`degrees_of_freedom`).
     """
 
     labels: tuple[tuple[str, int | None], ...]
@@ -86,7 +94,7 @@ class CampaignEstimates:
     lam: NDArray[Any]
     reason: NDArray[Any]
     n: NDArray[Any]
-    skew: NDArray[Any]
+    kurtosis: NDArray[Any]
 
     @property
     def width(self) -> NDArray[Any]:
@@ -242,7 +250,7 @@ class _Parts:
     labels: tuple[tuple[str, int | None], ...]
     k: int
     n: int
-    skew: NDArray[Any]
+    kurtosis: NDArray[Any]
 
 
 def _fit(
@@ -272,27 +280,28 @@ def _fit(
     a_part = a @ p  # (C, T, N)
     b_part = a @ q
     lam, var = _tuned(a_part, b_part, predictions is not None)
-    skew = _skewness(a_part + lam[..., None] * b_part)
+    kurt = _kurtosis(a_part + lam[..., None] * b_part)
     mu = p.mean(axis=2)[:, None, :] + np.where(
         np.isnan(shift)[:, None, :], np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
     )
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
     if len(wanted) != len(labels) or wanted != labels:
-        value, var, lam, skew = _with_combined(
-            wanted, labels, (value, var, lam, skew), a_part + lam[..., None] * b_part
+        value, var, lam, kurt = _with_combined(
+            wanted, labels, (value, var, lam, kurt), a_part + lam[..., None] * b_part
         )
         labels = wanted
     se = np.sqrt(var / n) if n > 1 else np.full(value.shape, np.nan)
-    return _Parts(p, q, shift, lam, labels, k, n, skew), value, se, w
+    return _Parts(p, q, shift, lam, labels, k, n, kurt), value, se, w
 
 
-def _skewness(z: NDArray[Any]) -> NDArray[Any]:
-    """Fisher's skewness G1 = m3 / m2^1.5 of the last axis (0 where the terms are constant)."""
+def _kurtosis(z: NDArray[Any]) -> NDArray[Any]:
+    """Pearson's kurtosis m4 / m2^2 of the last axis (3 where the terms are constant, as for normal terms)."""
     zc = z - z.mean(axis=-1, keepdims=True)
-    m2 = np.einsum("...n,...n->...", zc, zc) / z.shape[-1]
-    m3 = np.einsum("...n,...n->...", zc * zc, zc) / z.shape[-1]
+    sq = zc * zc
+    m2 = sq.sum(axis=-1) / z.shape[-1]
+    m4 = np.einsum("...n,...n->...", sq, sq) / z.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(np.where(m2 > 0, m3 / np.where(m2 > 0, m2, 1.0) ** 1.5, 0.0), dtype=np.float64)
+        return np.asarray(np.where(m2 > 0, m4 / np.where(m2 > 0, m2 * m2, 1.0), 3.0), dtype=np.float64)
 
 
 def _with_combined(
@@ -305,16 +314,17 @@ def _with_combined(
     w = (V2 - C12) / (V1 + V2 - 2 C12) clipped to [0, 1] (the minimum-variance weight of two estimates of one
     value, V and C from the linearised pseudo-outcomes z), variance w^2 V1 + (1 - w)^2 V2 + 2 w (1 - w) C12;
     the weight is reported in place of lambda. Where one estimate is NaN the other is used alone. ``columns`` are
-    (value, variance, lambda, skewness) of ``labels``; the same four are returned for ``wanted``."""
-    value, var, lam, skew = columns
-    cols_v, cols_var, cols_lam, cols_skew = [], [], [], []
+    (value, variance, lambda, kurtosis) of ``labels``; the same four are returned for ``wanted`` (for PRMSE
+    combined, the kurtosis of its terms)."""
+    value, var, lam, kurt = columns
+    cols_v, cols_var, cols_lam, cols_kurt = [], [], [], []
     for name, j in wanted:
         if name != "prmse_combined":
             t = labels.index((name, j))
             cols_v.append(value[:, t])
             cols_var.append(var[:, t])
             cols_lam.append(lam[:, t])
-            cols_skew.append(skew[:, t])
+            cols_kurt.append(kurt[:, t])
             continue
         t1, t2 = labels.index(("prmse", j)), labels.index(("prmse_double", j))
         z1 = z[:, t1] - z[:, t1].mean(axis=1, keepdims=True)
@@ -329,8 +339,8 @@ def _with_combined(
         cols_v.append(np.where(nan, np.nan, both))
         cols_var.append(wt * wt * v1 + (1.0 - wt) ** 2 * np.nan_to_num(v2) + 2.0 * wt * (1.0 - wt) * c12)
         cols_lam.append(wt)
-        cols_skew.append(_skewness(wt[:, None] * z1 + (1.0 - wt[:, None]) * z2))
-    return tuple(np.stack(cols, axis=1) for cols in (cols_v, cols_var, cols_lam, cols_skew))  # type: ignore[return-value]
+        cols_kurt.append(_kurtosis(wt[:, None] * z1 + (1.0 - wt[:, None]) * z2))
+    return tuple(np.stack(cols, axis=1) for cols in (cols_v, cols_var, cols_lam, cols_kurt))  # type: ignore[return-value]
 
 
 def estimate(
@@ -364,7 +374,7 @@ def estimate(
     reason = _reasons(value, parts.labels, w)
     se = np.where(np.isnan(value), np.nan, se)
     n = _counts(parts.labels, w)
-    low, high = intervals(value, se, parts.labels, n)
+    low, high = intervals(value, se, parts.labels, degrees_of_freedom(n, parts.kurtosis, parts.n))
     few = np.isfinite(value) & (n < MIN_DOUBLE) & np.array([name in NEEDS_SECOND for name, _ in parts.labels])
     low, high = np.where(few, np.nan, low), np.where(few, np.nan, high)
     reason = np.where(few & (reason == ""), np.vectorize(_too_few, otypes=[object])(n), reason)
@@ -377,7 +387,7 @@ def estimate(
         lam=parts.lam,
         reason=reason,
         n=n,
-        skew=parts.skew,
+        kurtosis=parts.kurtosis,
     )
 
 
@@ -398,8 +408,23 @@ def t_quantile(df: NDArray[Any]) -> NDArray[Any]:
     return np.asarray(z + v * (g1 + v * (g2 + v * (g3 + v * g4))), dtype=np.float64)
 
 
+def degrees_of_freedom(n: NDArray[Any], kurtosis: NDArray[Any], n_responses: int) -> NDArray[Any]:
+    """Degrees of freedom of each interval's t quantile, (C, T): min(n - 1, 2 N / (kappa - 1)).
+
+    The variance estimate is the mean of N squared centred pseudo-outcomes, whose kurtosis kappa gives it a
+    relative variance of about (kappa - 1) / N; a scaled chi-square with the same first two moments has
+    nu = 2 N / (kappa - 1) degrees of freedom (Satterthwaite 1946). Normal terms (kappa = 3) and N = n give
+    about n; heavy-tailed scores, and design weights that put the variance on few responses, give fewer, so the
+    interval widens where its standard error is itself uncertain. n - 1 (the responses the estimate rests on)
+    caps it.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = 2.0 * n_responses / np.maximum(kurtosis - 1.0, 1e-12)
+    return np.asarray(np.minimum(n - 1.0, nu), dtype=np.float64)
+
+
 def intervals(
-    value: NDArray[Any], se: NDArray[Any], labels: Sequence[tuple[str, int | None]], n: NDArray[Any]
+    value: NDArray[Any], se: NDArray[Any], labels: Sequence[tuple[str, int | None]], df: NDArray[Any]
 ) -> tuple[NDArray[Any], NDArray[Any]]:
     """95% intervals (low, high), each (C, T), from the delta-method standard errors (module docstring).
 
@@ -407,11 +432,10 @@ def intervals(
     (the delta method on h: se_h = h'(value) se): Fisher's z, h = atanh, for Pearson r and human-human r (Fisher
     1921) and for QWK, which on continuous scores is Lin's concordance correlation coefficient (Lin 1989 uses the
     same transformation for its interval); h = log for RMSE, which keeps it positive. q is the 0.975 quantile of
-    Student's t with n - 1 degrees of freedom, n the responses the estimate rests on (:func:`t_quantile`), which
-    widens the interval when few responses carry it. The other metrics (the mean, SMD, PRMSE) stay on their own
-    scale.
+    Student's t with ``df`` degrees of freedom (:func:`degrees_of_freedom`, :func:`t_quantile`). The other
+    metrics (the mean, SMD, PRMSE) stay on their own scale.
     """
-    q = t_quantile(n - 1.0)
+    q = t_quantile(df)
     low, high = value - q * se, value + q * se
     for t, (name, _) in enumerate(labels):
         v, s, qt = value[:, t], se[:, t], q[:, t]

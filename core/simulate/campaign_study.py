@@ -234,7 +234,8 @@ def _rows(
                 "covered": (est.low[:, t] <= true) & (true <= est.high[:, t]),
                 "cost": cost.astype(np.float64),
                 "n": est.n[:, t],
-                "skew": est.skew[:, t],
+                "kurtosis": est.kurtosis[:, t],
+                "se": est.se[:, t],
             }
         )
         frame["metric"] = RESULT_NAMES.get(name, name)
