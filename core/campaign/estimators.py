@@ -59,6 +59,7 @@ from easl_toolkit.core.campaign.moments import (
     gradient,
     metric_function,
     moment_terms,
+    prmse_ratio,
 )
 
 #: z quantile of the two-sided 95% interval.
@@ -67,6 +68,10 @@ Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975) to the last bit (easl nex
 NO_FIRST = "no response has a human score"
 NO_SECOND = "no response has two human scores"
 UNDEFINED = "undefined for these scores (constant scores or a non-positive variance)"
+UNBOUNDED = (
+    "no interval: the true-score variance is not clearly above 0 for these scores (Fieller's interval for PRMSE is"
+    " unbounded); score more responses twice"
+)
 #: Fewest responses scored twice for an interval of a metric that needs second scores (PRMSE, human-human
 #: agreement). Chosen from the campaign study (docs/studies/campaign.md, "Too few responses scored twice"): below
 #: 50 the delta-method intervals covered 16-85% of the true values, from 50 on 92-96%.
@@ -251,6 +256,7 @@ class _Parts:
     k: int
     n: int
     kurtosis: NDArray[Any]
+    ratios: dict[int, Ratio]
 
 
 def _fit(
@@ -285,13 +291,79 @@ def _fit(
         np.isnan(shift)[:, None, :], np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
     )
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
+    ratios = _ratios(labels, wanted, (p, q, mu, lam), k)
     if len(wanted) != len(labels) or wanted != labels:
-        value, var, lam, kurt = _with_combined(
-            wanted, labels, (value, var, lam, kurt), a_part + lam[..., None] * b_part
-        )
+        value, var, lam, kurt = _with_combined(wanted, labels, (value, var, lam, kurt), ratios)
         labels = wanted
     se = np.sqrt(var / n) if n > 1 else np.full(value.shape, np.nan)
-    return _Parts(p, q, shift, lam, labels, k, n, kurt), value, se, w
+    fieller = {labels.index(key): r for key, r in ratios.items() if key in labels}
+    return _Parts(p, q, shift, lam, labels, k, n, kurt, fieller), value, se, w
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """PRMSE = 1 - A / B of C campaigns: the estimates A (MSE(T|S)) and B (V_T), each (C,), their linearised
+    per-response terms zA, zB (C, N), and for PRMSE combined its minimum-variance weights (C,) of the first-score
+    form in A and in B."""
+
+    a: NDArray[Any]
+    b: NDArray[Any]
+    za: NDArray[Any]
+    zb: NDArray[Any]
+    weight_a: NDArray[Any] | None = None
+
+
+def _ratios(
+    labels: Sequence[tuple[str, int | None]],
+    wanted: Sequence[tuple[str, int | None]],
+    fitted: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]],
+    k: int,
+) -> dict[tuple[str, int | None], Ratio]:
+    """Numerator and denominator of every PRMSE form of ``labels`` with its own power tuning, and of PRMSE combined
+    for every system where ``wanted`` asks for it: A = alpha A_1 + (1 - alpha) A_2 and B = beta B_1 + (1 - beta) B_2,
+    each the minimum-variance combination of its two estimates (first-score and double-score form: both forms
+    estimate the same MSE(T|S) and V_T), weights clipped to [0, 1]; PRMSE combined = 1 - A / B."""
+    p, q, mu, lam = fitted
+    n = p.shape[2]
+    out: dict[tuple[str, int | None], Ratio] = {}
+    for t, (name, j) in enumerate(labels):
+        if name not in ("prmse", "prmse_double"):
+            continue
+        parts = []
+        for g in prmse_ratio(name, j, k, n):
+            a = np.nan_to_num(gradient(g, mu[:, t, :]))
+            z = np.einsum("cd,cdn->cn", a, p) + lam[:, t, None] * np.einsum("cd,cdn->cn", a, q)
+            parts.append((g(mu[:, t, :]), z))
+        out[(name, j)] = Ratio(a=parts[0][0], b=parts[1][0], za=parts[0][1], zb=parts[1][1])
+    for name, j in wanted:
+        if name == "prmse_combined":
+            one, two = out[("prmse", j)], out[("prmse_double", j)]
+            alpha = _min_variance_weight(one.za, two.za, one.a, two.a)
+            beta = _min_variance_weight(one.zb, two.zb, one.b, two.b)
+            out[(name, j)] = Ratio(
+                a=_mix(alpha, one.a, two.a),
+                b=_mix(beta, one.b, two.b),
+                za=alpha[:, None] * one.za + (1.0 - alpha[:, None]) * two.za,
+                zb=beta[:, None] * one.zb + (1.0 - beta[:, None]) * two.zb,
+                weight_a=alpha,
+            )
+    return out
+
+
+def _min_variance_weight(z1: NDArray[Any], z2: NDArray[Any], x1: NDArray[Any], x2: NDArray[Any]) -> NDArray[Any]:
+    """w = (V2 - C12) / (V1 + V2 - 2 C12) clipped to [0, 1], V and C from the terms z (C, N); 1 where x2 is NaN, 0
+    where x1 is NaN (the other estimate alone)."""
+    z1 = z1 - z1.mean(axis=1, keepdims=True)
+    z2 = z2 - z2.mean(axis=1, keepdims=True)
+    v1, v2, c12 = (np.einsum("cn,cn->c", x, y) for x, y in ((z1, z1), (z2, z2), (z1, z2)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wt = np.clip(np.nan_to_num((v2 - c12) / (v1 + v2 - 2.0 * c12), nan=0.5), 0.0, 1.0)
+    return np.asarray(np.where(np.isnan(x2), 1.0, np.where(np.isnan(x1), 0.0, wt)), dtype=np.float64)
+
+
+def _mix(w: NDArray[Any], x1: NDArray[Any], x2: NDArray[Any]) -> NDArray[Any]:
+    both = np.isnan(x1) & np.isnan(x2)
+    return np.asarray(np.where(both, np.nan, w * np.nan_to_num(x1) + (1.0 - w) * np.nan_to_num(x2)), dtype=np.float64)
 
 
 def _kurtosis(z: NDArray[Any]) -> NDArray[Any]:
@@ -308,39 +380,28 @@ def _with_combined(
     wanted: tuple[tuple[str, int | None], ...],
     labels: tuple[tuple[str, int | None], ...],
     columns: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]],
-    z: NDArray[Any],
+    ratios: dict[tuple[str, int | None], Ratio],
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """Columns of ``wanted`` from those of ``labels``, with PRMSE combined = w PRMSE + (1 - w) PRMSE_double,
-    w = (V2 - C12) / (V1 + V2 - 2 C12) clipped to [0, 1] (the minimum-variance weight of two estimates of one
-    value, V and C from the linearised pseudo-outcomes z), variance w^2 V1 + (1 - w)^2 V2 + 2 w (1 - w) C12;
-    the weight is reported in place of lambda. Where one estimate is NaN the other is used alone. ``columns`` are
-    (value, variance, lambda, kurtosis) of ``labels``; the same four are returned for ``wanted`` (for PRMSE
-    combined, the kurtosis of its terms)."""
+    """Columns of ``wanted`` from those of ``labels`` = (value, variance, lambda, kurtosis); PRMSE combined from its
+    :class:`Ratio` (:func:`_ratios`): value 1 - A / B, variance that of its linearised terms (rho zB - zA) / B,
+    rho = A / B, and the weight of the first-score form in A reported in place of lambda."""
     value, var, lam, kurt = columns
-    cols_v, cols_var, cols_lam, cols_kurt = [], [], [], []
+    cols: tuple[list[NDArray[Any]], ...] = ([], [], [], [])
     for name, j in wanted:
         if name != "prmse_combined":
             t = labels.index((name, j))
-            cols_v.append(value[:, t])
-            cols_var.append(var[:, t])
-            cols_lam.append(lam[:, t])
-            cols_kurt.append(kurt[:, t])
+            for col, src in zip(cols, (value, var, lam, kurt), strict=True):
+                col.append(src[:, t])
             continue
-        t1, t2 = labels.index(("prmse", j)), labels.index(("prmse_double", j))
-        z1 = z[:, t1] - z[:, t1].mean(axis=1, keepdims=True)
-        z2 = z[:, t2] - z[:, t2].mean(axis=1, keepdims=True)
-        c12 = np.einsum("cn,cn->c", z1, z2) / max(z.shape[2] - 1, 1)
-        v1, v2 = var[:, t1], var[:, t2]
+        r = ratios[(name, j)]
         with np.errstate(invalid="ignore", divide="ignore"):
-            wt = np.clip(np.nan_to_num((v2 - c12) / (v1 + v2 - 2.0 * c12), nan=0.5), 0.0, 1.0)
-        wt = np.where(np.isnan(value[:, t2]), 1.0, np.where(np.isnan(value[:, t1]), 0.0, wt))
-        both = np.nan_to_num(value[:, t1]) * wt + np.nan_to_num(value[:, t2]) * (1.0 - wt)
-        nan = np.isnan(value[:, t1]) & np.isnan(value[:, t2])
-        cols_v.append(np.where(nan, np.nan, both))
-        cols_var.append(wt * wt * v1 + (1.0 - wt) ** 2 * np.nan_to_num(v2) + 2.0 * wt * (1.0 - wt) * c12)
-        cols_lam.append(wt)
-        cols_kurt.append(_kurtosis(wt[:, None] * z1 + (1.0 - wt[:, None]) * z2))
-    return tuple(np.stack(cols, axis=1) for cols in (cols_v, cols_var, cols_lam, cols_kurt))  # type: ignore[return-value]
+            ok = r.b > 0
+            rho = np.where(ok, r.a / np.where(ok, r.b, 1.0), np.nan)
+            z = (np.nan_to_num(rho)[:, None] * r.zb - r.za) / np.where(ok, r.b, 1.0)[:, None]
+        assert r.weight_a is not None
+        for col, x in zip(cols, (1.0 - rho, np.where(ok, z.var(axis=1, ddof=1), np.nan), r.weight_a, _kurtosis(z))):
+            col.append(x)
+    return tuple(np.stack(c, axis=1) for c in cols)  # type: ignore[return-value]
 
 
 def estimate(
@@ -374,7 +435,14 @@ def estimate(
     reason = _reasons(value, parts.labels, w)
     se = np.where(np.isnan(value), np.nan, se)
     n = _counts(parts.labels, w)
-    low, high = intervals(value, se, parts.labels, degrees_of_freedom(n, parts.kurtosis, parts.n))
+    df = degrees_of_freedom(n, parts.kurtosis, parts.n)
+    low, high = intervals(value, se, parts.labels, df)
+    q = t_quantile(df)
+    for t, ratio in parts.ratios.items():
+        lo_rho, hi_rho = fieller(ratio, q[:, t])
+        low[:, t], high[:, t] = 1.0 - hi_rho, 1.0 - lo_rho
+        unbounded = np.isfinite(value[:, t]) & np.isnan(lo_rho) & (reason[:, t] == "")
+        reason[:, t] = np.where(unbounded, UNBOUNDED, reason[:, t])
     few = np.isfinite(value) & (n < MIN_DOUBLE) & np.array([name in NEEDS_SECOND for name, _ in parts.labels])
     low, high = np.where(few, np.nan, low), np.where(few, np.nan, high)
     reason = np.where(few & (reason == ""), np.vectorize(_too_few, otypes=[object])(n), reason)
@@ -389,6 +457,27 @@ def estimate(
         n=n,
         kurtosis=parts.kurtosis,
     )
+
+
+def fieller(ratio: Ratio, q: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Fieller's interval (Fieller 1954) for rho = A / B, (low, high) each (C,): the rho with
+    (A - rho B)^2 <= q^2 (v_AA - 2 rho v_AB + rho^2 v_BB), v the (co)variances of the estimates A and B from their
+    linearised terms. It is bounded only where B^2 > q^2 v_BB (the denominator clearly away from 0); NaN
+    elsewhere. Unlike the delta method on A / B it keeps the skewness of a ratio with a noisy denominator."""
+    n = ratio.za.shape[1]
+    za = ratio.za - ratio.za.mean(axis=1, keepdims=True)
+    zb = ratio.zb - ratio.zb.mean(axis=1, keepdims=True)
+    v_aa, v_ab, v_bb = (np.einsum("cn,cn->c", x, y) / (n - 1.0) / n for x, y in ((za, za), (za, zb), (zb, zb)))
+    q2 = q * q
+    quad = ratio.b * ratio.b - q2 * v_bb
+    half = ratio.a * ratio.b - q2 * v_ab
+    const = ratio.a * ratio.a - q2 * v_aa
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = np.sqrt(np.maximum(half * half - quad * const, 0.0))
+        ok = (quad > 0) & np.isfinite(ratio.a) & np.isfinite(ratio.b)
+        low = np.where(ok, (half - root) / np.where(ok, quad, 1.0), np.nan)
+        high = np.where(ok, (half + root) / np.where(ok, quad, 1.0), np.nan)
+    return low, high
 
 
 def _too_few(n: int) -> str:
