@@ -98,8 +98,8 @@ class CampaignEstimates:
     high: NDArray[Any]
     lam: NDArray[Any]
     reason: NDArray[Any]
-    n: NDArray[Any]
-    kurtosis: NDArray[Any]
+    n: NDArray[Any] | None = None
+    kurtosis: NDArray[Any] | None = None
 
     @property
     def width(self) -> NDArray[Any]:
@@ -486,7 +486,8 @@ def _too_few(n: int) -> str:
 
 def t_quantile(df: NDArray[Any]) -> NDArray[Any]:
     """The 0.975 quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher expansion in 1 / df,
-    Abramowitz & Stegun 1964, 26.7.5; error below 3e-4 from 5 degrees of freedom on, below 1e-5 from 10); z_0.975 for df = inf."""
+    Abramowitz & Stegun 1964, 26.7.5; error below 3e-4 from 5 degrees of freedom on, below 1e-5 from 10);
+    z_0.975 for df = inf."""
     z = Z95
     with np.errstate(divide="ignore", invalid="ignore"):
         v = 1.0 / np.maximum(np.asarray(df, dtype=np.float64), 1.0)

@@ -233,9 +233,7 @@ def _rows(
                 "width": est.width[:, t],
                 "covered": (est.low[:, t] <= true) & (true <= est.high[:, t]),
                 "cost": cost.astype(np.float64),
-                "n": est.n[:, t],
-                "kurtosis": est.kurtosis[:, t],
-                "se": est.se[:, t],
+                "n": np.nan if est.n is None else est.n[:, t],
             }
         )
         frame["metric"] = RESULT_NAMES.get(name, name)
