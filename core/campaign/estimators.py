@@ -69,8 +69,8 @@ NO_FIRST = "no response has a human score"
 NO_SECOND = "no response has two human scores"
 UNDEFINED = "undefined for these scores (constant scores or a non-positive variance)"
 UNBOUNDED = (
-    "no interval: the true-score variance is not clearly above 0 for these scores (Fieller's interval for PRMSE is"
-    " unbounded); score more responses twice"
+    "the true-score variance is not clearly above 0 for these scores (Fieller's interval for PRMSE is unbounded);"
+    " score more responses twice"
 )
 #: Fewest responses scored twice for an interval of a metric that needs second scores (PRMSE, human-human
 #: agreement). Chosen from the campaign study (docs/studies/campaign.md, "Too few responses scored twice"): below
@@ -481,7 +481,7 @@ def fieller(ratio: Ratio, q: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
 
 
 def _too_few(n: int) -> str:
-    return f"no interval: {int(n)} responses scored twice, an interval needs at least {MIN_DOUBLE}"
+    return f"{int(n)} responses scored twice; an interval needs at least {MIN_DOUBLE}"
 
 
 def t_quantile(df: NDArray[Any]) -> NDArray[Any]:
