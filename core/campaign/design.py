@@ -17,13 +17,17 @@ same first/second split: p = (1 - tau) p_Neyman + tau n_slot / N_slot, tau >= :d
 a probability near 0.
 
 Robust rule (Li, Zrnic & Candès 2025, robust active inference: choose the mixing weight by an estimated variance):
-tau is the value on a grid from :data:`TAU_MIN` to 1 (1 = uniform) that minimises a cross-fitted estimate of the
-design variance, V_hat(tau) = sum over earlier-scored responses of u_i^2 (1 / p_i(tau) - 1) / q_i, where u_i^2 =
-sum_t u_ti^2 / V_t are their *actual* residuals, q_i the probability under which they were scored, and p_i(tau)
-the allocation computed with spreads fitted on the other fold (two folds). Because the comparison uses actual
-residuals, a wrong spread model makes tau = 1 win and the design falls back to uniform. A tau below 1 is kept
-only where V_hat(tau) + margin se < V_hat(1) (default margin 1, se the standard error of the difference from its
-per-response terms), so a noisy comparison does not leave the uniform design by chance.
+tau is a value on a grid from :data:`TAU_MIN` to 1 (1 = uniform), chosen with two-fold cross-fitted estimates of
+each target's design variance, V_hat_t(tau) = sum over earlier-scored responses of u_ti^2 (1 / p_i(tau) - 1) / q_i,
+where u_ti are their *actual* residuals, q_i the probability under which they were scored, and p_i(tau) the
+allocation computed with spreads fitted on the other fold. A tau below 1 is eligible only where, for every target
+(and every guarded metric, :func:`choose_iteration`), V_hat_t(tau) + z se_t < V_hat_t(1), se_t the standard
+error of the difference from its per-response terms: an intersection-union test (Berger 1982) of one-sided tests
+at level :data:`DEPART_ALPHA`, z = :data:`DEPART_Z` (Bonferroni over the grid). Among the eligible values the one
+with the smallest sum_t V_hat_t(tau) / V_hat_t(1) is chosen; with none the design is exactly uniform. A wrong
+spread model, a noisy comparison, or one target that a departure would make worse (a homoscedastic mean pulled
+by an allocation for r) all keep the uniform design, so the design is never worse than uniform for any target
+beyond the test's level.
 
 Second scores: a response scored once in an earlier iteration gets a second score with probability p2_i from the
 slot-2 allocation; an unscored response with p1_i and p2_i <= p1_i (both drawn in this iteration, the second

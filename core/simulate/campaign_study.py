@@ -11,14 +11,14 @@ truth_responses` responses, every one double-scored.
 
 Designs, each at a budget b (expected human scores as a share of the N responses):
 
-- observed metrics (mean human score, r, QWK, RMSE, SMD; targets of the design: mean, r, QWK, RMSE):
+- observed metrics (mean human score, r, QWK, RMSE, SMD; targets of the design: mean, r, QWK, RMSE; SMD guarded):
   ``classical`` scores a uniform Poisson sample of b N responses and computes the metrics on it (no control
   variate); the other designs first score a uniform pilot of ``pilot_share`` b N responses, fit the human-score
   model on it, then spend the rest in one iteration: ``uniform`` (tau = 1, prediction-powered), ``active`` (Neyman
   with the robust uniform share), ``wrong`` (active with the spreads inverted, s -> 1 / s: deliberately wrong
   uncertainty estimates), ``oracle`` (Neyman, tau = 0, with the model and spreads fitted on
   ``oracle_responses`` fully scored responses: perfectly known uncertainties, the bound of the allocation);
-- PRMSE and human-human agreement (targets of the design: both PRMSE forms): ``classical`` double-scores a uniform
+- PRMSE and human-human agreement (targets of the design: both PRMSE forms; human-human r and QWK guarded): ``classical`` double-scores a uniform
   sample of b N / 2 responses (b N scores) and computes PRMSE with Loukina et al.'s formula on the mean of the two
   scores (the paper's section 5.3); the pilot double-scores ``pilot_share`` b N / 2 responses; ``uniform``,
   ``active`` and ``oracle`` then buy first and second scores (the Neyman split between them, uniform within each
