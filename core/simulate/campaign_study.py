@@ -18,11 +18,12 @@ Designs, each at a budget b (expected human scores as a share of the N responses
   with the robust uniform share), ``wrong`` (active with the spreads inverted, s -> 1 / s: deliberately wrong
   uncertainty estimates), ``oracle`` (Neyman, tau = 0, with the model and spreads fitted on
   ``oracle_responses`` fully scored responses: perfectly known uncertainties, the bound of the allocation);
-- PRMSE and human-human agreement (targets of the design: both PRMSE forms; human-human r and QWK guarded): ``classical`` double-scores a uniform
-  sample of b N / 2 responses (b N scores) and computes PRMSE with Loukina et al.'s formula on the mean of the two
-  scores (the paper's section 5.3); the pilot double-scores ``pilot_share`` b N / 2 responses; ``uniform``,
-  ``active`` and ``oracle`` then buy first and second scores (the Neyman split between them, uniform within each
-  for ``uniform``), and report the combined PRMSE as "prmse" (the first-score form as "prmse_first").
+- PRMSE and human-human agreement (targets of the design: both PRMSE forms; human-human r and QWK guarded):
+  ``classical`` double-scores a uniform sample of b N / 2 responses (b N scores) and computes PRMSE with Loukina et
+  al.'s formula on the mean of the two scores (the paper's section 5.3); the pilot double-scores ``pilot_share`` b N
+  / 2 responses; ``uniform``, ``active`` and ``oracle`` then buy first and second scores (the Neyman split between
+  them, uniform within each for ``uniform``), and report the combined PRMSE as "prmse" (the first-score form as
+  "prmse_first").
 
 All designs of a campaign share its simulated responses and the uniforms of their Poisson draws (common random
 numbers), so differences between designs are paired over seeds. Every array op is over a chunk of campaigns at once.
