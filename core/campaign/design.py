@@ -123,8 +123,10 @@ def allocate(
     nb = tables[0].shape[1]
     p = neyman(np.concatenate(tables, axis=1), np.concatenate(counts, axis=1), budget)
     p1, p2 = p[:, :nb], p[:, nb:]
-    n1 = (counts[0] * p1).sum(axis=1)
     n2 = (counts[1] * p2).sum(axis=1)
+    # the rest of the budget, not the sum of p1 (which differs from it by rounding): with no second scores every
+    # spread model gives the same uniform design, bit for bit
+    n1 = np.minimum(budget - n2, counts[0].sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
         u1 = np.nan_to_num(n1 / counts[0].sum(axis=1))
         u2 = np.nan_to_num(n2 / counts[1].sum(axis=1))
