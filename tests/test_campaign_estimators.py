@@ -15,9 +15,11 @@ from easl_toolkit.core.campaign.estimators import (
     NO_FIRST,
     NO_SECOND,
     UNDEFINED,
+    Ratio,
     bootstrap_intervals,
     check_width,
     estimate,
+    fieller,
     t_quantile,
 )
 from easl_toolkit.core.campaign.model import fit_model, predict
@@ -232,3 +234,18 @@ def test_the_t_quantile_agrees_with_scipy(df: int) -> None:
     from scipy.stats import t
 
     assert t_quantile(np.array(float(df))) == pytest.approx(t.ppf(0.975, df), abs=3e-4)
+
+
+def test_fiellers_interval_solves_its_quadratic_and_is_unbounded_where_the_denominator_is_not_clearly_positive():
+    rng = np.random.default_rng(13)
+    za, zb = rng.normal(0, 1, (2, 1, 400))
+    q = np.array([1.96])
+    n = za.shape[1]
+    v_aa, v_ab, v_bb = (np.cov(za[0], zb[0])[i, j] / n for i, j in ((0, 0), (0, 1), (1, 1)))
+    ratio = Ratio(a=np.array([0.5]), b=np.array([1.0]), za=za, zb=zb)
+    low, high = fieller(ratio, q)
+    for rho in (low[0], high[0]):
+        assert (0.5 - rho) ** 2 == pytest.approx(1.96**2 * (v_aa - 2 * rho * v_ab + rho**2 * v_bb), rel=1e-9)
+    assert low[0] < 0.5 < high[0]
+    far = Ratio(a=np.array([0.5]), b=np.array([0.05]), za=za, zb=zb)  # B within 2 se of 0: no bounded interval
+    assert np.isnan(fieller(far, q)).all()
