@@ -207,19 +207,6 @@ def spread_tables(
     return np.sqrt((sig1 / scale).sum(axis=-1)), np.sqrt((sig2 / scale).sum(axis=-1))
 
 
-def _variance_terms(
-    e: tuple[NDArray[Any], NDArray[Any]], res: Residuals, p: tuple[NDArray[Any], NDArray[Any]], fold: NDArray[Any]
-) -> NDArray[Any]:
-    """Per-response, per-target terms of V_hat_t, e_ti (1/p_i - 1) / q_i over both slots for the responses of
-    ``fold``; (C, N, T) from ``e`` = (u1^2, u2^2), each (C, N, T)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w1 = np.where(res.mask1 & fold, (1.0 / p[0] - 1.0) / res.q1, 0.0)
-        w2 = np.where(res.mask2 & fold, (1.0 / p[1] - 1.0) / res.q2, 0.0)
-    w1 = np.nan_to_num(w1, posinf=1e300)
-    w2 = np.nan_to_num(w2, posinf=1e300)
-    return np.asarray(e[0] * w1[..., None] + e[1] * w2[..., None], dtype=np.float64)
-
-
 def robust_tau(
     res: Residuals,
     budget: NDArray[Any],
@@ -244,7 +231,6 @@ def robust_tau(
     """
     c, n = res.mask1.shape
     fold = rng.random((c, n)) < 0.5
-    e = (res.u1 * res.u1, res.u2 * res.u2)
     aim = _targets_only(res, n_targets)
     neyman_parts = []
     for part in (fold, ~fold):
@@ -256,31 +242,46 @@ def robust_tau(
     # each response's probabilities looked up once per fold; a mixture of the lookups equals the lookup of the mixture
     u1, u2 = (np.take_along_axis(u, res.bins, axis=1) for u in uniform)
     looked = [tuple(np.take_along_axis(q, res.bins, axis=1) for q in qs) for qs in neyman_parts]
+    # each response's Neyman probabilities come from the allocation fitted on the other fold
+    own1, own2 = (np.where(fold, looked[0][i], looked[1][i]) for i in (0, 1))
 
-    def terms(t: float) -> NDArray[Any]:
-        out = np.zeros(e[0].shape)
-        for part, (q1, q2) in zip((fold, ~fold), looked, strict=True):
-            out += _variance_terms(e, res, ((1.0 - t) * q1 + t * u1, (1.0 - t) * q2 + t * u2), part)
-        return out
+    def weights(t: float) -> tuple[NDArray[Any], NDArray[Any]]:
+        """(1 / p_i(tau) - 1) / q_i on each scored slot, (C, N) for slots 1 and 2."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w1 = np.where(res.mask1, (1.0 / ((1.0 - t) * own1 + t * u1) - 1.0) / res.q1, 0.0)
+            w2 = np.where(res.mask2, (1.0 / ((1.0 - t) * own2 + t * u2) - 1.0) / res.q2, 0.0)
+        return np.nan_to_num(w1, posinf=1e300), np.nan_to_num(w2, posinf=1e300)
 
-    base = terms(1.0)
-    base_total = base.sum(axis=1)  # (C, T)
+    e1, e2 = res.u1 * res.u1, res.u2 * res.u2  # (C, N, T); 0 where the slot is not scored
+    squares = (e1 * e1, e1 * e2 if res.mask2.any() else None, e2 * e2)
+    b1, b2 = weights(1.0)
+    base_total = _dot(b1, e1) + _dot(b2, e2)  # (C, T)
     live = base_total > 0  # a target without residual variance cannot lose
     scale = np.where(live, base_total, 1.0)
-    scored = res.mask1[..., None]
     m = np.maximum(res.mask1.sum(axis=1), 1)[:, None]
     best: NDArray[Any] = (base_total / scale)[:, :n_targets].sum(axis=1)
     tau: NDArray[Any] = np.ones(c)
     for t in TAU_GRID[:-1]:
-        d = np.where(scored, terms(t) - base, 0.0)
-        total = d.sum(axis=1)
-        se = np.sqrt(np.where(scored, (d - (total / m)[:, None, :]) ** 2, 0.0).sum(axis=1))
+        w1, w2 = weights(t)
+        d1, d2 = w1 - b1, w2 - b2  # D_ti = e1_ti d1_i + e2_ti d2_i, summed and squared through the weights
+        total = _dot(d1, e1) + _dot(d2, e2)
+        square = _dot(d1 * d1, squares[0]) + _dot(d2 * d2, squares[2])
+        if squares[1] is not None:
+            square += 2.0 * _dot(d1 * d2, squares[1])
+        with np.errstate(invalid="ignore", over="ignore"):
+            se = np.sqrt(np.maximum(square - total * total / m, 0.0))
         eligible = ((total + margin * se < 0.0) | ~live).all(axis=1) & live.any(axis=1)
         objective = ((base_total + total) / scale)[:, :n_targets].sum(axis=1)
         better = eligible & (objective < best * (1.0 - 1e-9))
         best = np.where(better, objective, best)
         tau = np.where(better, t, tau)
     return tau
+
+
+def _dot(w: NDArray[Any], x: NDArray[Any]) -> NDArray[Any]:
+    """sum_i w_ci x_cit, (C, T), as a batched matrix product."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.asarray(np.matmul(w[:, None, :], x)[:, 0, :], dtype=np.float64)
 
 
 def _targets_only(res: Residuals, n_targets: int | None) -> Residuals:

@@ -286,7 +286,7 @@ def _fit(
     a_part = a @ p  # (C, T, N)
     b_part = a @ q
     lam, var = _tuned(a_part, b_part, predictions is not None)
-    kurt = _kurtosis(a_part + lam[..., None] * b_part)
+    kurt = _kurtoses(a_part, b_part, lam)
     mu = p.mean(axis=2)[:, None, :] + np.where(
         np.isnan(shift)[:, None, :], np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
     )
@@ -367,13 +367,20 @@ def _mix(w: NDArray[Any], x1: NDArray[Any], x2: NDArray[Any]) -> NDArray[Any]:
 
 
 def _kurtosis(z: NDArray[Any]) -> NDArray[Any]:
-    """Pearson's kurtosis m4 / m2^2 of the last axis (3 where the terms are constant, as for normal terms)."""
+    """Pearson's kurtosis m4 / m2^2 of the last axis of (C, N) terms (3 where the terms are constant, as for normal
+    terms)."""
     zc = z - z.mean(axis=-1, keepdims=True)
-    sq = zc * zc
-    m2 = sq.sum(axis=-1) / z.shape[-1]
-    m4 = np.einsum("...n,...n->...", sq, sq) / z.shape[-1]
+    np.multiply(zc, zc, out=zc)
+    m2 = zc.sum(axis=-1) / z.shape[-1]
+    m4 = np.einsum("cn,cn->c", zc, zc) / z.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(np.where(m2 > 0, m4 / np.where(m2 > 0, m2 * m2, 1.0), 3.0), dtype=np.float64)
+
+
+def _kurtoses(a_part: NDArray[Any], b_part: NDArray[Any], lam: NDArray[Any]) -> NDArray[Any]:
+    """(C, T) kurtosis of each metric's linearised terms a_part + lambda b_part, one metric at a time (no (C, T, N)
+    temporary)."""
+    return np.stack([_kurtosis(a_part[:, t] + lam[:, t, None] * b_part[:, t]) for t in range(a_part.shape[1])], axis=1)
 
 
 def _with_combined(
