@@ -5,7 +5,9 @@ Budget ratio: for a design d and a classical budget b, the cost b' (mean human s
 interval width equals the classical median width at b, by log-log interpolation of d's width against its cost over
 the study's budgets (the end segment's slope extrapolates beyond them, as width ~ cost^-1/2 suggests); ratio
 b' / b. Never worse: per campaign, width(active) - width(uniform) on the same responses and uniforms; the check
-fails where the 95% interval of the mean difference (normal, over campaigns) lies entirely above 0.
+fails where the 95% interval of the mean difference (normal, over campaigns) lies entirely above 0, or where the
+design withholds an interval that the uniform design reports. Coverage is over the intervals reported (an estimate
+without an interval has a reason instead, :mod:`core.campaign.estimators`), beside the share withheld.
 
 Run: ``python -m core.simulate.campaign_report DIR`` on the per-setting CSVs written by
 :func:`core.simulate.campaign_study.run_and_save`; it prints the study page's tables in Markdown.
