@@ -107,16 +107,47 @@ def test_a_budget_that_is_not_positive_is_refused() -> None:
         choose_iteration(systems, h1, h2, one, one, budget=0, targets=("r",), rng=rng)
 
 
-def test_with_a_margin_the_robust_rule_keeps_the_uniform_design_unless_the_gain_is_clear() -> None:
+def heteroscedastic_pilot() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """30 campaigns of 3,000 responses whose human noise grows with the true score, a 10% pilot of first scores:
+    ``(systems, first, second, ones)``."""
     rng = np.random.default_rng(1)
     t = rng.uniform(1, 6, (30, 3000))
     h1 = t + rng.normal(0, 1, t.shape) * 0.4 * (t - 1) ** 2
-    systems = t[..., None]
     pilot = rng.random(h1.shape) < 0.1
-    first, second = np.where(pilot, h1, np.nan), np.full_like(h1, np.nan)
-    one = np.ones_like(h1)
+    return t[..., None], np.where(pilot, h1, np.nan), np.full_like(h1, np.nan), np.ones_like(h1)
+
+
+def test_with_a_margin_the_robust_rule_keeps_the_uniform_design_unless_the_gain_is_clear() -> None:
+    systems, first, second, one = heteroscedastic_pilot()
     kwargs = {"budget": 600, "targets": ("mean",), "margin": 1.0}
     right = choose_iteration(systems, first, second, one, one, rng=np.random.default_rng(2), **kwargs)
     wrong = choose_iteration(systems, first, second, one, one, rng=np.random.default_rng(2), invert=True, **kwargs)
     assert right.tau.mean() < 0.5
     assert (wrong.tau == 1.0).mean() > 0.9
+
+
+def test_the_robust_rule_returns_exactly_the_uniform_design_with_inverted_spreads() -> None:
+    systems, first, second, one = heteroscedastic_pilot()
+    kwargs = {"budget": 600, "targets": ("mean", "r")}
+    wrong = choose_iteration(systems, first, second, one, one, rng=np.random.default_rng(2), invert=True, **kwargs)
+    uniform = choose_iteration(systems, first, second, one, one, rng=np.random.default_rng(2), tau=1.0, **kwargs)
+    assert (wrong.tau == 1.0).all()
+    np.testing.assert_array_equal(wrong.p_first, uniform.p_first)
+
+
+def test_the_robust_rule_stays_uniform_when_one_target_cannot_gain_and_leaves_it_when_every_target_gains() -> None:
+    rng = np.random.default_rng(3)
+    t = rng.normal(3.8, 0.74, (30, 3000))
+    systems = (t + rng.normal(0, 0.74 * np.sqrt(1 / 0.3**2 - 1), t.shape))[..., None]  # a weak system
+    h1 = t + rng.normal(0, 0.5, t.shape)  # the same rater noise everywhere: the mean has nothing to gain
+    pilot = rng.random(h1.shape) < 0.1
+    first, second = np.where(pilot, h1, np.nan), np.full_like(h1, np.nan)
+    one = np.ones_like(h1)
+    kwargs = {"budget": 600, "rng": np.random.default_rng(4)}
+    both = choose_iteration(systems, first, second, one, one, targets=("mean", "r", "qwk"), **kwargs)
+    assert (both.tau == 1.0).all()  # r and QWK would gain from the tails, the mean would lose
+    h1 = t + rng.normal(0, 1, t.shape) * 0.4 * (t - 1) ** 2  # humans disagree most on high responses
+    first = np.where(pilot, h1, np.nan)
+    systems = t[..., None]
+    gain = choose_iteration(systems, first, second, one, one, targets=("mean",), **kwargs)
+    assert (gain.tau < 1.0).mean() > 0.9

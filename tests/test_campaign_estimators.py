@@ -11,15 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from easl_toolkit.core.campaign.estimators import (
+    MIN_DOUBLE,
     NO_FIRST,
     NO_SECOND,
     UNDEFINED,
+    Ratio,
     bootstrap_intervals,
     check_width,
     estimate,
+    fieller,
+    t_quantile,
 )
 from easl_toolkit.core.campaign.model import fit_model, predict
-from easl_toolkit.core.campaign.moments import moment_predictions
+from easl_toolkit.core.campaign.moments import moment_predictions, moment_terms, prmse_ratio
 from easl_toolkit.core.metrics.estimates.observed import (
     pearson_r,
     quadratic_weighted_kappa,
@@ -62,8 +66,10 @@ def test_every_metric_equals_the_plain_metric_when_every_response_is_scored_with
             for key, value in expected.items():
                 assert est.value[0, est.index(*key)] == pytest.approx(value, rel=1e-9, abs=1e-12), key
             combined = est.value[0, est.index("prmse_combined", j)]
-            assert min(expected[("prmse", j)], expected[("prmse_double", j)]) - 1e-12 <= combined
-            assert combined <= max(expected[("prmse", j)], expected[("prmse_double", j)]) + 1e-12
+            mu = np.array([[np.mean(x) for x in moment_terms(systems, first, second)[0]]])
+            parts = [[float(g(mu)[0]) for g in prmse_ratio(name, j, 2, 400)] for name in ("prmse", "prmse_double")]
+            (a1, b1), (a2, b2) = parts
+            assert 1 - max(a1, a2) / min(b1, b2) - 1e-12 <= combined <= 1 - min(a1, a2) / max(b1, b2) + 1e-12
         assert est.value[0, est.index("mean")] == pytest.approx(h1.mean(), rel=1e-12)
         assert est.value[0, est.index("hh_r")] == pytest.approx(pearson_r(h1, h2), rel=1e-9)
         assert est.value[0, est.index("hh_qwk")] == pytest.approx(quadratic_weighted_kappa(h1, h2), rel=1e-9)
@@ -192,3 +198,54 @@ def test_r_is_invariant_to_affine_changes_of_the_system_scores_and_to_the_order_
     ).value
     np.testing.assert_allclose(moved, base, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(shuffled, base, rtol=1e-9, atol=1e-12)
+
+
+def test_with_fewer_than_fifty_responses_scored_twice_agreement_and_prmse_get_no_interval_but_a_reason() -> None:
+    systems, first, second = world(np.random.default_rng(11), 1, 400)
+    one = np.ones_like(first)
+    few = np.where(np.arange(400) < MIN_DOUBLE - 1, second, np.nan)
+    est = estimate(systems, first, few, one, one, metrics=("r", "prmse_combined", "hh_r", "hh_qwk"))
+    for name, j in (("prmse_combined", 0), ("hh_r", None), ("hh_qwk", None)):
+        t = est.index(name, j)
+        assert np.isfinite(est.value[0, t]) and np.isnan(est.low[0, t]) and np.isnan(est.high[0, t])
+        assert f"{MIN_DOUBLE - 1} responses scored twice" in est.reason[0, t] and str(MIN_DOUBLE) in est.reason[0, t]
+    assert np.isfinite(est.width[0, est.index("r", 0)]) and est.reason[0, est.index("r", 0)] == ""
+    enough = np.where(np.arange(400) < MIN_DOUBLE, second, np.nan)
+    est = estimate(systems, first, enough, one, one, metrics=("hh_r",))
+    assert np.isfinite(est.width).all() and (est.n == MIN_DOUBLE).all()
+
+
+def test_correlation_intervals_stay_within_minus_one_and_one_and_rmse_intervals_stay_positive() -> None:
+    rng = np.random.default_rng(12)
+    t = rng.normal(0, 1, (200, 30))
+    first, second = t + rng.normal(0, 0.1, t.shape), t + rng.normal(0, 0.1, t.shape)
+    systems = (t + rng.normal(0, 0.05, t.shape))[..., None]
+    one = np.ones_like(first)
+    est = estimate(systems, first, second, one, one, metrics=("r", "qwk", "rmse"))
+    for name in ("r", "qwk"):
+        col = est.index(name, 0)
+        assert (est.high[:, col] <= 1.0).all() and (est.low[:, col] >= -1.0).all()
+        assert ((est.high[:, col] - est.value[:, col]) < (est.value[:, col] - est.low[:, col])).all()
+    assert (est.low[:, est.index("rmse", 0)] > 0).all()
+
+
+@pytest.mark.parametrize("df", [5, 10, 30, 100, 1000])
+def test_the_t_quantile_agrees_with_scipy(df: int) -> None:
+    from scipy.stats import t
+
+    assert t_quantile(np.array(float(df))) == pytest.approx(t.ppf(0.975, df), abs=3e-4)
+
+
+def test_fiellers_interval_solves_its_quadratic_and_is_unbounded_where_the_denominator_is_not_clearly_positive():
+    rng = np.random.default_rng(13)
+    za, zb = rng.normal(0, 1, (2, 1, 400))
+    q = np.array([1.96])
+    n = za.shape[1]
+    v_aa, v_ab, v_bb = (np.cov(za[0], zb[0])[i, j] / n for i, j in ((0, 0), (0, 1), (1, 1)))
+    ratio = Ratio(a=np.array([0.5]), b=np.array([1.0]), za=za, zb=zb)
+    low, high = fieller(ratio, q)
+    for rho in (low[0], high[0]):
+        assert (0.5 - rho) ** 2 == pytest.approx(1.96**2 * (v_aa - 2 * rho * v_ab + rho**2 * v_bb), rel=1e-9)
+    assert low[0] < 0.5 < high[0]
+    far = Ratio(a=np.array([0.5]), b=np.array([0.05]), za=za, zb=zb)  # B within 2 se of 0: no bounded interval
+    assert np.isnan(fieller(far, q)).all()

@@ -452,3 +452,50 @@ def test_status_counts_the_ratings_of_annotators_too_new_to_be_checked_for_rando
     assert main(["status", path]) == 0
     shown = re.sub(r"[│\s]+", " ", capsys.readouterr().out)
     assert f"{stop['ratings_unchecked']} counted ratings from 3 annotators with too few ratings yet" in shown
+
+
+def test_the_stop_width_of_a_campaign_can_be_set_changed_and_removed_later(tmp_path, world, capsys):
+    path = init(tmp_path, world)
+    assert main(["status", path, "--set-stop-width", "0.2"]) == 0
+    assert "stop width: 0.2 (was none)" in capsys.readouterr().err
+    with Project.open(path, readonly=True) as project:
+        assert project.hyper.stop_width == 0.2
+    assert main(["status", path, "--set-stop-width", "none", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "stop width: none (was 0.2)" in out.err
+    assert json.loads(out.out)["stop"]["reason"].startswith("no stop width (set one with easl status")
+
+
+def test_the_stop_width_is_refused_on_a_project_that_is_no_campaign(tmp_path, capsys):
+    items = tmp_path / "items.csv"
+    items.write_text("id,text\n" + "".join(f"i{k},text {k}\n" for k in range(20)))
+    path = str(tmp_path / "p.easl")
+    assert main(["init", path, "--items", str(items)]) == 0
+    capsys.readouterr()
+    assert main(["status", path, "--set-stop-width", "0.1"]) != 0
+    assert "--set-stop-width is refused: it needs the method campaign" in capsys.readouterr().err
+
+
+def test_the_stop_line_names_the_target_that_has_no_interval_yet(tmp_path, world, capsys):
+    path = init(tmp_path, world, "--stop-at-width", "0.2")
+    run_iterations(path, world, 1)
+    capsys.readouterr()
+    assert main(["status", path, "--json"]) == 0
+    stop = json.loads(capsys.readouterr().out)["stop"]
+    assert not stop["reached"]
+    assert stop["reason"].startswith("no interval yet for good prmse (")
+    assert "an interval needs at least 50" in stop["reason"]
+
+
+def test_second_scores_catch_up_to_the_double_scored_responses_an_interval_needs():
+    n, budget = 1000, 100.0
+    first, second = np.full(n, np.nan), np.full(n, np.nan)
+    first[:200] = 0.5
+    second[:10] = 0.5  # 10 responses scored twice: 40 short of an interval for PRMSE
+    all_first, all_second = np.full(n, 0.1), np.zeros(n)
+    with_prmse = cp.second_floor(all_first, all_second, second, budget, ("r", "prmse"))
+    assert with_prmse.sum() == pytest.approx(min(cp.MIN_DOUBLE_SCORED - 10, cp.SECOND_CATCH_UP * budget))
+    r_only = cp.second_floor(all_first, all_second, second, budget, ("r",))
+    assert r_only.sum() == pytest.approx(cp.PILOT_SECOND_SHARE * budget)
+    second[:60] = 0.5  # enough: the design's own probabilities
+    assert cp.second_floor(all_first, all_second, second, budget, ("prmse",)).sum() == 0.0

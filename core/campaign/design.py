@@ -17,13 +17,17 @@ same first/second split: p = (1 - tau) p_Neyman + tau n_slot / N_slot, tau >= :d
 a probability near 0.
 
 Robust rule (Li, Zrnic & Candès 2025, robust active inference: choose the mixing weight by an estimated variance):
-tau is the value on a grid from :data:`TAU_MIN` to 1 (1 = uniform) that minimises a cross-fitted estimate of the
-design variance, V_hat(tau) = sum over earlier-scored responses of u_i^2 (1 / p_i(tau) - 1) / q_i, where u_i^2 =
-sum_t u_ti^2 / V_t are their *actual* residuals, q_i the probability under which they were scored, and p_i(tau)
-the allocation computed with spreads fitted on the other fold (two folds). Because the comparison uses actual
-residuals, a wrong spread model makes tau = 1 win and the design falls back to uniform. A tau below 1 is kept
-only where V_hat(tau) + margin se < V_hat(1) (default margin 1, se the standard error of the difference from its
-per-response terms), so a noisy comparison does not leave the uniform design by chance.
+tau is a value on a grid from :data:`TAU_MIN` to 1 (1 = uniform), chosen with two-fold cross-fitted estimates of
+each target's design variance, V_hat_t(tau) = sum over earlier-scored responses of u_ti^2 (1 / p_i(tau) - 1) / q_i,
+where u_ti are their *actual* residuals, q_i the probability under which they were scored, and p_i(tau) the
+allocation computed with spreads fitted on the other fold. A tau below 1 is eligible only where, for every target
+(and every guarded metric, :func:`choose_iteration`), V_hat_t(tau) + z se_t < V_hat_t(1), se_t the standard
+error of the difference from its per-response terms: an intersection-union test (Berger 1982) of one-sided tests
+at level :data:`DEPART_ALPHA`, z = :data:`DEPART_Z` (Bonferroni over the grid). Among the eligible values the one
+with the smallest sum_t V_hat_t(tau) / V_hat_t(1) is chosen; with none the design is exactly uniform. A wrong
+spread model, a noisy comparison, or one target that a departure would make worse (a homoscedastic mean pulled
+by an allocation for r) all keep the uniform design, so the design is never worse than uniform for any target
+beyond the test's level.
 
 Second scores: a response scored once in an earlier iteration gets a second score with probability p2_i from the
 slot-2 allocation; an unscored response with p1_i and p2_i <= p1_i (both drawn in this iteration, the second
@@ -36,7 +40,7 @@ Sampling is Poisson (independent Bernoulli draws with the recorded probabilities
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,6 +54,11 @@ from easl_toolkit.core.campaign.moments import Layout, gradient, metric_function
 TAU_MIN = 0.1
 #: Grid of mixing weights tried by the robust rule.
 TAU_GRID = tuple(np.round(np.linspace(TAU_MIN, 1.0, 10), 2))
+#: One-sided level of each target's test that a mixing weight below 1 lowers its variance.
+DEPART_ALPHA = 0.05
+#: z_{1 - alpha / 9}, Bonferroni over the 9 mixing weights below 1 (scipy.stats.norm.ppf(1 - 0.05 / 9); easl next
+#: need not import SciPy).
+DEPART_Z = 2.539184813651313
 
 
 @dataclass(frozen=True)
@@ -114,8 +123,10 @@ def allocate(
     nb = tables[0].shape[1]
     p = neyman(np.concatenate(tables, axis=1), np.concatenate(counts, axis=1), budget)
     p1, p2 = p[:, :nb], p[:, nb:]
-    n1 = (counts[0] * p1).sum(axis=1)
     n2 = (counts[1] * p2).sum(axis=1)
+    # the rest of the budget, not the sum of p1 (which differs from it by rounding): with no second scores every
+    # spread model gives the same uniform design, bit for bit
+    n1 = np.minimum(budget - n2, counts[0].sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
         u1 = np.nan_to_num(n1 / counts[0].sum(axis=1))
         u2 = np.nan_to_num(n2 / counts[1].sum(axis=1))
@@ -196,16 +207,6 @@ def spread_tables(
     return np.sqrt((sig1 / scale).sum(axis=-1)), np.sqrt((sig2 / scale).sum(axis=-1))
 
 
-def _variance_terms(
-    e: tuple[NDArray[Any], NDArray[Any]], res: Residuals, p: tuple[NDArray[Any], NDArray[Any]], fold: NDArray[Any]
-) -> NDArray[Any]:
-    """Per-response terms of V_hat, e_i (1/p_i - 1) / q_i over both slots for the responses of ``fold``; (C, N)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t1 = np.where(res.mask1 & fold, e[0] * (1.0 / p[0] - 1.0) / res.q1, 0.0)
-        t2 = np.where(res.mask2 & fold, e[1] * (1.0 / p[1] - 1.0) / res.q2, 0.0)
-    return np.asarray(np.nan_to_num(t1, posinf=1e300) + np.nan_to_num(t2, posinf=1e300), dtype=np.float64)
-
-
 def robust_tau(
     res: Residuals,
     budget: NDArray[Any],
@@ -213,26 +214,27 @@ def robust_tau(
     rng: np.random.Generator,
     *,
     invert: bool = False,
-    margin: float = 1.0,
+    margin: float = DEPART_Z,
+    n_targets: int | None = None,
 ) -> NDArray[Any]:
-    """The uniform share tau in :data:`TAU_GRID` with the smallest two-fold cross-fitted V_hat(tau); (C,).
+    """The uniform share tau in :data:`TAU_GRID`, from two-fold cross-fitted variance estimates; (C,).
 
-    The Neyman part does not depend on tau, so each fold allocates once and every tau is a mixture of it. With
-    ``margin`` > 0 a tau below 1 is chosen only where V_hat(tau) + margin se < V_hat(1), se the standard error of
-    the difference from its per-response terms (so the design stays uniform unless the gain is clear).
-    ``invert`` replaces each spread s by 1 / s (a deliberately wrong model, for the study).
+    For every target t and mixing weight tau, D_t(tau) = V_hat_t(tau) - V_hat_t(1) is a sum of per-response terms
+    (module docstring) with standard error se_t from their spread. tau < 1 is eligible only where
+    D_t(tau) + margin se_t < 0 for *every* target (an intersection-union test, Berger 1982: each target's
+    one-sided test at level alpha, no correction across targets; ``margin`` = z_{1 - alpha / 9}, Bonferroni over
+    the grid); among the eligible values the one with the smallest sum_t V_hat_t(tau) / V_hat_t(1) is chosen,
+    and tau = 1 (exactly the uniform design) where none is eligible. The Neyman part does not depend on tau, so
+    each fold allocates once and every tau is a mixture of it. ``invert`` replaces each spread s by 1 / s (a
+    deliberately wrong model, for the study). The residuals' first ``n_targets`` columns (all if None) are the
+    targets, which the allocation and the objective use; the others are guarded metrics, tested only.
     """
     c, n = res.mask1.shape
     fold = rng.random((c, n)) < 0.5
-    scale = (res.u1 * res.u1).sum(axis=1) + (res.u2 * res.u2).sum(axis=1)
-    scale = np.where(scale > 0, scale, 1.0)
-    e = (
-        ((res.u1 * res.u1) / scale[:, None, :]).sum(axis=-1),
-        ((res.u2 * res.u2) / scale[:, None, :]).sum(axis=-1),
-    )
+    aim = _targets_only(res, n_targets)
     neyman_parts = []
     for part in (fold, ~fold):
-        t1, t2 = spread_tables(res, ~part)
+        t1, t2 = spread_tables(aim, ~part)
         if invert:
             t1, t2 = _inverted(t1), _inverted(t2)
         neyman_parts.append(allocate((t1, t2), counts, budget, np.zeros(c)))
@@ -240,27 +242,51 @@ def robust_tau(
     # each response's probabilities looked up once per fold; a mixture of the lookups equals the lookup of the mixture
     u1, u2 = (np.take_along_axis(u, res.bins, axis=1) for u in uniform)
     looked = [tuple(np.take_along_axis(q, res.bins, axis=1) for q in qs) for qs in neyman_parts]
-    terms = {}
-    for t in TAU_GRID:
-        terms[t] = np.zeros((c, n))
-        for part, (q1, q2) in zip((fold, ~fold), looked, strict=True):
-            p1 = (1.0 - t) * q1 + t * u1
-            p2 = (1.0 - t) * q2 + t * u2
-            terms[t] += _variance_terms(e, res, (p1, p2), part)
-    scored = res.mask1
-    m = np.maximum(scored.sum(axis=1), 1)
-    base = terms[1.0].sum(axis=1)
-    best: NDArray[Any] = base.copy()
+    # each response's Neyman probabilities come from the allocation fitted on the other fold
+    own1, own2 = (np.where(fold, looked[0][i], looked[1][i]) for i in (0, 1))
+
+    def weights(t: float) -> tuple[NDArray[Any], NDArray[Any]]:
+        """(1 / p_i(tau) - 1) / q_i on each scored slot, (C, N) for slots 1 and 2."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w1 = np.where(res.mask1, (1.0 / ((1.0 - t) * own1 + t * u1) - 1.0) / res.q1, 0.0)
+            w2 = np.where(res.mask2, (1.0 / ((1.0 - t) * own2 + t * u2) - 1.0) / res.q2, 0.0)
+        return np.nan_to_num(w1, posinf=1e300), np.nan_to_num(w2, posinf=1e300)
+
+    e1, e2 = res.u1 * res.u1, res.u2 * res.u2  # (C, N, T); 0 where the slot is not scored
+    squares = (e1 * e1, e1 * e2 if res.mask2.any() else None, e2 * e2)
+    b1, b2 = weights(1.0)
+    base_total = _dot(b1, e1) + _dot(b2, e2)  # (C, T)
+    live = base_total > 0  # a target without residual variance cannot lose
+    scale = np.where(live, base_total, 1.0)
+    m = np.maximum(res.mask1.sum(axis=1), 1)[:, None]
+    best: NDArray[Any] = (base_total / scale)[:, :n_targets].sum(axis=1)
     tau: NDArray[Any] = np.ones(c)
-    for t in TAU_GRID:
-        d = np.where(scored, terms[t] - terms[1.0], 0.0)
-        dbar = d.sum(axis=1) / m
-        se = np.sqrt(np.where(scored, (d - dbar[:, None]) ** 2, 0.0).sum(axis=1))
-        total = terms[t].sum(axis=1)
-        better = (total < best * (1.0 - 1e-9)) & (total + margin * se < base)
-        best = np.where(better, total, best)
+    for t in TAU_GRID[:-1]:
+        w1, w2 = weights(t)
+        d1, d2 = w1 - b1, w2 - b2  # D_ti = e1_ti d1_i + e2_ti d2_i, summed and squared through the weights
+        total = _dot(d1, e1) + _dot(d2, e2)
+        square = _dot(d1 * d1, squares[0]) + _dot(d2 * d2, squares[2])
+        if squares[1] is not None:
+            square += 2.0 * _dot(d1 * d2, squares[1])
+        with np.errstate(invalid="ignore", over="ignore"):
+            se = np.sqrt(np.maximum(square - total * total / m, 0.0))
+        eligible = ((total + margin * se < 0.0) | ~live).all(axis=1) & live.any(axis=1)
+        objective = ((base_total + total) / scale)[:, :n_targets].sum(axis=1)
+        better = eligible & (objective < best * (1.0 - 1e-9))
+        best = np.where(better, objective, best)
         tau = np.where(better, t, tau)
     return tau
+
+
+def _dot(w: NDArray[Any], x: NDArray[Any]) -> NDArray[Any]:
+    """sum_i w_ci x_cit, (C, T), as a batched matrix product."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.asarray(np.matmul(w[:, None, :], x)[:, 0, :], dtype=np.float64)
+
+
+def _targets_only(res: Residuals, n_targets: int | None) -> Residuals:
+    """The residuals of the first ``n_targets`` columns (the targets; the rest are guarded metrics)."""
+    return res if n_targets is None else replace(res, u1=res.u1[..., :n_targets], u2=res.u2[..., :n_targets])
 
 
 def _inverted(s: NDArray[Any]) -> NDArray[Any]:
@@ -282,28 +308,32 @@ def choose_iteration(
     model: HumanScoreModel | None = None,
     tables: tuple[NDArray[Any], NDArray[Any]] | None = None,
     invert: bool = False,
-    margin: float = 1.0,
+    margin: float = DEPART_Z,
+    guard: Sequence[str] = (),
 ) -> IterationDesign:
     """The probabilities of the next iteration, from the scores of earlier iterations only.
 
     ``budget``: expected number of new human scores per campaign. ``tau``: a fixed uniform share (1 = uniform
     design), or None for the robust rule. ``model`` and ``tables``: a fitted model and per-bin spreads to use
     instead of those of the earlier scores (the oracle of the study, with perfectly known spreads). ``invert``:
-    allocate by 1 / spread (a deliberately wrong model). ``margin``: see :func:`robust_tau`.
+    allocate by 1 / spread (a deliberately wrong model). ``margin``: see :func:`robust_tau`. ``guard``: metrics
+    besides the targets that the robust rule must not make worse (tested, not allocated for).
     """
     c, n, _ = systems.shape
     budget_arr = np.broadcast_to(np.asarray(budget, dtype=np.float64), (c,)).copy()
     if not (np.isfinite(budget_arr).all() and (budget_arr > 0).all()):
         raise ValueError(f"the budget of an iteration must be a positive number, got {budget!r}")
     fitted = model if model is not None else fit_model(systems, first, second)
-    res = target_residuals(systems, first, second, p_first, p_second, fitted, targets)
+    n_targets = len(metric_labels(targets, systems.shape[2]))
+    guarded = tuple(targets) + tuple(m for m in guard if m not in targets)
+    res = target_residuals(systems, first, second, p_first, p_second, fitted, guarded)
     open1, open2 = np.isnan(first), np.isnan(second)
     counts = (bin_counts(res.bins, open1), bin_counts(res.bins, open2))
     if tau is None:
-        taus = robust_tau(res, budget_arr, counts, rng, invert=invert, margin=margin)
+        taus = robust_tau(res, budget_arr, counts, rng, invert=invert, margin=margin, n_targets=n_targets)
     else:
         taus = np.full(c, float(tau))
-    t1, t2 = spread_tables(res) if tables is None else np.broadcast_arrays(*tables)
+    t1, t2 = spread_tables(_targets_only(res, n_targets)) if tables is None else np.broadcast_arrays(*tables)
     if invert:
         t1, t2 = _inverted(t1), _inverted(t2)
     q1, q2 = allocate(

@@ -259,6 +259,40 @@ def metric_function(name: str, system: int | None, k: int, n: float) -> Callable
     raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
 
 
+def prmse_ratio(
+    name: str, system: int | None, k: int, n: float
+) -> tuple[Callable[[NDArray[Any]], NDArray[Any]], Callable[[NDArray[Any]], NDArray[Any]]]:
+    """(numerator, denominator) of PRMSE = 1 - MSE(T|S) / V_T as functions of the moments: MSE(T|S) (eq. 7) and V_T
+    (eq. 6) of ``name`` "prmse" (one rating per response) or "prmse_double" (the mean of two ratings), as in
+    :func:`metric_function`. Both forms estimate the same two population values."""
+    lay = Layout(k)
+    ddof = n / (n - 1.0) if n > 1 else np.nan
+    j = 0 if system is None else system
+
+    def hbar(mu: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+        mean = (mu[..., lay.a] + mu[..., lay.b]) / 2.0
+        square = (mu[..., lay.aa] + mu[..., lay.bb] + 2.0 * mu[..., lay.ab]) / 4.0
+        return mean, square, (mu[..., lay.as_(j)] + mu[..., lay.bs(j)]) / 2.0
+
+    def num(mu: NDArray[Any]) -> NDArray[Any]:
+        ve = _rater_error_variance(mu, lay)
+        if name == "prmse":
+            return np.asarray(mu[..., lay.hh] - 2.0 * mu[..., lay.hs(j)] + mu[..., lay.ss(j)] - ve, dtype=np.float64)
+        _, square, cross = hbar(mu)
+        return np.asarray(square - 2.0 * cross + mu[..., lay.ss(j)] - ve / 2.0, dtype=np.float64)
+
+    def den(mu: NDArray[Any]) -> NDArray[Any]:
+        ve = _rater_error_variance(mu, lay)
+        if name == "prmse":
+            return np.asarray(_var(mu, lay.h, lay.hh) * ddof - ve, dtype=np.float64)
+        mean, square, _ = hbar(mu)
+        return np.asarray((square - mean * mean) * ddof - ve / 2.0, dtype=np.float64)
+
+    if name not in ("prmse", "prmse_double"):
+        raise ValueError(f"{name!r} is not a PRMSE form")
+    return num, den
+
+
 def gradient(g: Callable[[NDArray[Any]], NDArray[Any]], mu: NDArray[Any]) -> NDArray[Any]:
     """Central-difference gradient of g at mu: (..., d) -> (..., d); NaN where g is undefined nearby."""
     d = mu.shape[-1]

@@ -38,17 +38,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
+from easl_toolkit.core.campaign.estimators import MIN_DOUBLE, CampaignEstimates, estimate
 from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
 from easl_toolkit.core.campaign.moments import moment_predictions
 
 #: Largest factor by which a rating's distance from an annotator's offset is stretched or shrunk (module docstring).
 SLOPE_RATIO_MAX = 4.0
-#: Double-scored responses below which every iteration buys second scores at least at the pilot's rate (the design
-#: allocates second scores by the spread of the double-scored responses' terms, which needs some to exist).
-MIN_DOUBLE_SCORED = 30
+#: Double-scored responses below which every iteration buys extra second scores (:func:`second_floor`): the design
+#: allocates second scores by the spread of the double-scored responses' terms, which needs some to exist, and PRMSE
+#: and human-human agreement get an interval from this many on (``core.campaign.estimators.MIN_DOUBLE``).
+MIN_DOUBLE_SCORED = MIN_DOUBLE
 #: Share of the pilot's expected human scores spent on second scores (the rater error variance PRMSE needs).
 PILOT_SECOND_SHARE = 0.2
+#: Share of an iteration's human scores that may go to second scores while fewer than :data:`MIN_DOUBLE_SCORED`
+#: responses are scored twice and a target needs them (:data:`NEEDS_DOUBLE`): no interval for those before.
+SECOND_CATCH_UP = 0.5
+#: The targets whose intervals need responses scored twice.
+NEEDS_DOUBLE = frozenset({"prmse", "hh_r", "hh_qwk"})
 #: The metrics a campaign reports, as a user names them, and the estimator's name of each.
 REPORTED = {
     "mean": "mean",
@@ -201,13 +207,17 @@ def _apart(rows: NDArray[Any]) -> NDArray[Any]:
 
 
 def second_floor(
-    all_first: NDArray[Any], all_second: NDArray[Any], second: NDArray[Any], budget: float
+    all_first: NDArray[Any], all_second: NDArray[Any], second: NDArray[Any], budget: float, targets: Sequence[str]
 ) -> NDArray[Any]:
-    """``all_second`` raised to the pilot's rate of second scores (:data:`PILOT_SECOND_SHARE` of ``budget`` over the
-    responses, at most ``all_first``) while fewer than :data:`MIN_DOUBLE_SCORED` responses have two scores."""
-    if int(np.sum(~np.isnan(second))) >= MIN_DOUBLE_SCORED or not second.size:
+    """``all_second`` raised while fewer than :data:`MIN_DOUBLE_SCORED` responses have two scores, so that the
+    iteration is expected to draw ``min(need, share x budget)`` second scores (``need`` the double-scored responses
+    missing; ``share`` :data:`SECOND_CATCH_UP` when a target needs responses scored twice, PRMSE or human-human
+    agreement, else :data:`PILOT_SECOND_SHARE`), spread evenly over the responses and at most ``all_first``."""
+    n_double = int(np.sum(~np.isnan(second)))
+    if n_double >= MIN_DOUBLE_SCORED or not second.size:
         return all_second
-    rate = min(1.0, PILOT_SECOND_SHARE * budget / second.size)
+    share = SECOND_CATCH_UP if set(targets) & NEEDS_DOUBLE else PILOT_SECOND_SHARE
+    rate = min(1.0, min(MIN_DOUBLE_SCORED - n_double, share * budget) / second.size)
     out: NDArray[Any] = np.maximum(all_second, np.minimum(rate, all_first))
     return out
 
@@ -314,16 +324,23 @@ def report(
     systems: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in names}
     overall: dict[str, dict[str, Any]] = {}
     widths: list[float] = []
+    missing: list[str] = []  # the targets without an interval, each with its reason
     for t, (metric, j) in enumerate(est.labels):
         user = back[metric]
         fig = _figures(est, t)
         (overall if j is None else systems[names[j]])[user] = fig
         if user in targets:
             widths.append(np.inf if fig["width"] is None else fig["width"])
+            if fig["width"] is None:
+                missing.append(f"{user if j is None else names[j] + ' ' + user} ({fig['reason']})")
     widest = max(widths) if widths else None
     if stop_width is None:
-        return CampaignReport(systems, overall, False, "no stop width (easl init ... --stop-at-width W)", widest)
+        hint = "no stop width (set one with easl status PROJECT --set-stop-width W)"
+        return CampaignReport(systems, overall, False, hint, widest)
     reached = widest is not None and widest < stop_width
-    shown = "undefined" if widest is None or not np.isfinite(widest) else f"{widest:.4g}"
-    reason = f"widest target interval {shown} {'<' if reached else 'not below'} {stop_width:g}"
+    if missing:
+        reason = "no interval yet for " + "; ".join(missing)
+    else:
+        shown = "undefined" if widest is None or not np.isfinite(widest) else f"{widest:.4g}"
+        reason = f"widest target interval {shown} {'<' if reached else 'not below'} {stop_width:g}"
     return CampaignReport(systems, overall, bool(reached), reason, widest if widest is None else float(widest))

@@ -171,7 +171,8 @@ class CampaignModel(AwareModel):
         )
         budget = float(n_hits * self.hyper.hit_size)
         all1 = plan.all_first[0]
-        all2 = cp.second_floor(all1, np.maximum(plan.all_second[0], np.minimum(plan.p_second[0], 1.0)), second, budget)
+        all2 = np.maximum(plan.all_second[0], np.minimum(plan.p_second[0], 1.0))
+        all2 = cp.second_floor(all1, all2, second, budget, self.hyper.campaign_targets)
         new1, new2 = cp.draw(*cp.slot_probabilities(all1, all2, first, second), first, second, rng)
         design = cp.union(previous, all1, all2)
         design["tau"] = np.full(1, float(plan.tau[0]))

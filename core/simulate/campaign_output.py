@@ -153,18 +153,27 @@ def summary_lines(df: pd.DataFrame, need: pd.DataFrame, metric: str) -> list[str
     return lines
 
 
-def tables_text(c: pd.DataFrame, metrics: tuple[str, ...] = ("mean", "r", "qwk", "rmse", "smd", "prmse")) -> str:
-    """Coverage, median width and budget ratio (:func:`core.simulate.campaign_report.budget_ratios`) per (setting,
-    metric, budget) and design, as plain-text tables."""
+#: Metrics of the printed tables, in their order.
+TABLE_METRICS = ("mean", "r", "qwk", "rmse", "smd", "prmse", "prmse_first", "hh_r", "hh_qwk")
+
+
+def tables_text(c: pd.DataFrame, metrics: tuple[str, ...] = TABLE_METRICS) -> str:
+    """Coverage (of the reported intervals), median width, the share of campaigns without an interval (where any)
+    and budget ratio (:func:`core.simulate.campaign_report.budget_ratios`) per (setting, metric, budget) and
+    design, as plain-text tables."""
     c = c[c["metric"].isin(metrics)].copy()
     c["metric"] = pd.Categorical(c["metric"], categories=list(metrics), ordered=True)
     designs = [d for d in DESIGN_ORDER if d in set(c["design"])]
     parts = []
     for (rater, system_r), setting in c.groupby(["rater", "system_r"], observed=True):
-        for value, digits in (("coverage", 3), ("width", 4)):
-            wide = setting.pivot_table(index=["metric", "budget"], columns="design", values=value, observed=True)
-            wide = wide[designs]
-            parts += [f"{rater}, r {system_r:g}: {value} of the 95% intervals", wide.round(digits).to_string(), ""]
+        for value, digits in (("coverage", 3), ("width", 4), ("withheld", 3)):
+            part = setting[setting["withheld"] > 0] if value == "withheld" else setting
+            if part.empty:
+                continue
+            wide = part.pivot_table(index=["metric", "budget"], columns="design", values=value, observed=True)
+            wide = wide[[d for d in designs if d in wide.columns]]
+            title = "share of campaigns without an interval" if value == "withheld" else f"{value} of the 95% intervals"
+            parts += [f"{rater}, r {system_r:g}: {title}", wide.round(digits).to_string(), ""]
         ratios = budget_ratios(setting)
         ratios["metric"] = pd.Categorical(ratios["metric"], categories=list(metrics), ordered=True)
         wide = ratios.pivot_table(index=["metric", "budget"], columns="design", values="ratio", observed=True)

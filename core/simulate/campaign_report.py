@@ -5,7 +5,9 @@ Budget ratio: for a design d and a classical budget b, the cost b' (mean human s
 interval width equals the classical median width at b, by log-log interpolation of d's width against its cost over
 the study's budgets (the end segment's slope extrapolates beyond them, as width ~ cost^-1/2 suggests); ratio
 b' / b. Never worse: per campaign, width(active) - width(uniform) on the same responses and uniforms; the check
-fails where the 95% interval of the mean difference (normal, over campaigns) lies entirely above 0.
+fails where the 95% interval of the mean difference (normal, over campaigns) lies entirely above 0, or where the
+design withholds an interval that the uniform design reports. Coverage is over the intervals reported (an estimate
+without an interval has a reason instead, :mod:`core.campaign.estimators`), beside the share withheld.
 
 Run: ``python -m core.simulate.campaign_report DIR`` on the per-setting CSVs written by
 :func:`core.simulate.campaign_study.run_and_save`; it prints the study page's tables in Markdown.
@@ -34,16 +36,44 @@ def load(directory: str | Path) -> pd.DataFrame:
 
 
 def cells(df: pd.DataFrame) -> pd.DataFrame:
-    """Coverage, median width and mean cost per (setting, metric, budget, design).
+    """Coverage, median width, mean cost and the share of campaigns without an interval per (setting, metric,
+    budget, design).
 
-    The median, not the mean, of the widths: PRMSE with low-agreement raters and few double-scored responses has
-    a few campaigns with an estimated true-score variance near 0 and huge widths, which would swamp a mean.
+    Coverage is over the campaigns that report an interval (an estimate reported without one, with its reason,
+    :mod:`core.campaign.estimators`, is not a miss; ``withheld`` says how often that happens). For the median width
+    a withheld interval counts as infinitely wide. The median, not the mean, of the widths: PRMSE with
+    low-agreement raters and few double-scored responses has a few campaigns with an estimated true-score variance
+    near 0 and huge widths, which would swamp a mean.
     """
+    shown = np.isfinite(df["width"].to_numpy(dtype=np.float64))
+    df = df.assign(
+        covered=df["covered"].astype(np.float64).where(shown),
+        withheld=~shown,
+        width=df["width"].where(shown, np.inf),
+    )
     return (
         df.groupby([*KEYS, "budget", "design"])
-        .agg(coverage=("covered", "mean"), width=("width", "median"), cost=("cost", "mean"), n=("covered", "size"))
+        .agg(
+            coverage=("covered", "mean"),
+            width=("width", "median"),
+            cost=("cost", "mean"),
+            n=("covered", "size"),
+            withheld=("withheld", "mean"),
+        )
         .reset_index()
     )
+
+
+def coverage_by_scored_twice(
+    df: pd.DataFrame, edges: tuple[int, ...] = (0, 30, 40, 50, 60, 80, 100, 150, 300)
+) -> pd.DataFrame:
+    """Coverage of the intervals of the metrics that need second scores, by the number of responses scored twice
+    (campaign designs, every setting and budget together): the evidence for
+    :data:`core.campaign.estimators.MIN_DOUBLE`. Needs the ``n`` column of the study's rows."""
+    d = df[(df["family"] == "double") & (df["design"] != "classical") & np.isfinite(df["width"])]
+    scored_twice = pd.cut(d["n"], list(edges))
+    g = d.assign(scored_twice=scored_twice).groupby(["metric", "scored_twice"], observed=True)["covered"]
+    return pd.DataFrame({"coverage": g.mean(), "campaigns": g.size()}).reset_index()
 
 
 def coverage_summary(c: pd.DataFrame) -> pd.DataFrame:
@@ -53,6 +83,7 @@ def coverage_summary(c: pd.DataFrame) -> pd.DataFrame:
     out["outside_93_97"] = (
         c.assign(bad=~c["coverage"].between(0.93, 0.97)).groupby(["family", "metric", "design"])["bad"].sum()
     )
+    out["withheld_max"] = c.groupby(["family", "metric", "design"])["withheld"].max()
     return out.reset_index()
 
 
@@ -94,17 +125,22 @@ def budget_ratios(c: pd.DataFrame) -> pd.DataFrame:
 
 def never_worse(df: pd.DataFrame, design: str = "active") -> pd.DataFrame:
     """Paired width difference ``design`` - uniform per (setting, metric, budget): mean, 95% interval, the mean
-    relative to the uniform design's mean width, and whether the interval lies entirely above 0."""
+    relative to the uniform design's mean width, and whether the interval lies entirely above 0. Campaigns where
+    either design reports no interval (:func:`cells`) are left out of the pair; ``withheld`` counts the campaigns
+    where only ``design`` reports none (a loss the widths cannot show), and a cell with any is worse too."""
     keys = [*KEYS, "budget", "campaign"]
     a = df[df["design"] == design].set_index(keys)["width"]
     u = df[df["design"] == "uniform"].set_index(keys)["width"]
+    a, u = a.where(np.isfinite(a)), u.where(np.isfinite(u))
     diff = (a - u).dropna().rename("diff").reset_index()
     g = diff.groupby([*KEYS, "budget"])["diff"]
     out = pd.DataFrame({"mean": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.size())})
     out["low"] = out["mean"] - 1.96 * out["se"]
     out["high"] = out["mean"] + 1.96 * out["se"]
     out["relative"] = out["mean"] / u.groupby(level=[*KEYS, "budget"]).mean()
-    out["worse"] = out["low"] > 0
+    only = (a.isna() & u.reindex(a.index).notna()).groupby(level=[*KEYS, "budget"]).sum()
+    out["withheld"] = only.reindex(out.index).fillna(0).astype(int)
+    out["worse"] = (out["low"] > 0) | (out["withheld"] > 0)
     return out.reset_index()
 
 

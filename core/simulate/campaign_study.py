@@ -11,18 +11,19 @@ truth_responses` responses, every one double-scored.
 
 Designs, each at a budget b (expected human scores as a share of the N responses):
 
-- observed metrics (mean human score, r, QWK, RMSE, SMD; targets of the design: mean, r, QWK, RMSE):
+- observed metrics (mean human score, r, QWK, RMSE, SMD; targets of the design: mean, r, QWK, RMSE; SMD guarded):
   ``classical`` scores a uniform Poisson sample of b N responses and computes the metrics on it (no control
   variate); the other designs first score a uniform pilot of ``pilot_share`` b N responses, fit the human-score
   model on it, then spend the rest in one iteration: ``uniform`` (tau = 1, prediction-powered), ``active`` (Neyman
   with the robust uniform share), ``wrong`` (active with the spreads inverted, s -> 1 / s: deliberately wrong
   uncertainty estimates), ``oracle`` (Neyman, tau = 0, with the model and spreads fitted on
   ``oracle_responses`` fully scored responses: perfectly known uncertainties, the bound of the allocation);
-- PRMSE and human-human agreement (targets of the design: both PRMSE forms): ``classical`` double-scores a uniform
-  sample of b N / 2 responses (b N scores) and computes PRMSE with Loukina et al.'s formula on the mean of the two
-  scores (the paper's section 5.3); the pilot double-scores ``pilot_share`` b N / 2 responses; ``uniform``,
-  ``active`` and ``oracle`` then buy first and second scores (the Neyman split between them, uniform within each
-  for ``uniform``), and report the combined PRMSE as "prmse" (the first-score form as "prmse_first").
+- PRMSE and human-human agreement (targets of the design: both PRMSE forms; human-human r and QWK guarded):
+  ``classical`` double-scores a uniform sample of b N / 2 responses (b N scores) and computes PRMSE with Loukina et
+  al.'s formula on the mean of the two scores (the paper's section 5.3); the pilot double-scores ``pilot_share`` b N
+  / 2 responses; ``uniform``, ``active`` and ``oracle`` then buy first and second scores (the Neyman split between
+  them, uniform within each for ``uniform``), and report the combined PRMSE as "prmse" (the first-score form as
+  "prmse_first").
 
 All designs of a campaign share its simulated responses and the uniforms of their Poisson draws (common random
 numbers), so differences between designs are paired over seeds. Every array op is over a chunk of campaigns at once.
@@ -38,7 +39,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from easl_toolkit.core.campaign.design import apply_iteration, choose_iteration, spread_tables, target_residuals
+from easl_toolkit.core.campaign.design import (
+    DEPART_Z,
+    apply_iteration,
+    choose_iteration,
+    spread_tables,
+    target_residuals,
+)
 from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
 from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
 from easl_toolkit.core.campaign.moments import moment_predictions
@@ -47,6 +54,10 @@ from easl_toolkit.core.campaign.moments import moment_predictions
 RATER_ERROR_SD = {"low": 0.85, "moderate": 0.60, "average": 0.46, "high": 0.24}
 OBSERVED_METRICS = ("mean", "r", "qwk", "rmse", "smd")
 OBSERVED_TARGETS = ("mean", "r", "qwk", "rmse")
+DOUBLE_TARGETS = ("prmse", "prmse_double")
+#: Metrics each family reports besides its targets: the robust rule also guards them, so that it leaves the uniform
+#: design only where no reported metric is estimated to lose (:func:`core.campaign.design.robust_tau`).
+GUARDS = {"observed": ("smd",), "double": ("hh_r", "hh_qwk")}
 DOUBLE_METRICS = ("prmse_combined", "prmse", "hh_r", "hh_qwk")
 #: Names in the results: the classical double-scored PRMSE and the campaign's combined PRMSE are both "prmse";
 #: the campaign's first-score PRMSE is "prmse_first".
@@ -66,7 +77,7 @@ class CampaignStudySettings:
     rater_categories: tuple[str, ...] = ("low", "moderate", "average", "high")
     system_r: tuple[float, ...] = (0.3, 0.8, 0.9, 0.97)
     pilot_share: float = 0.25
-    margin: float = 1.0
+    margin: float = DEPART_Z
     truth_responses: int = 1_000_000
     oracle_responses: int = 200_000
     true_mean: float = 3.844
@@ -132,7 +143,7 @@ def fit_oracle(world: World) -> Oracle:
     one = np.ones_like(world.first)
     model = fit_model(world.systems, world.first, world.second)
     tables = {}
-    for key, targets in (("observed", OBSERVED_TARGETS), ("double", ("prmse", "prmse_double"))):
+    for key, targets in (("observed", OBSERVED_TARGETS), ("double", DOUBLE_TARGETS)):
         res = target_residuals(world.systems, world.first, world.second, one, one, model, targets)
         tables[key] = spread_tables(res)
     return Oracle(model=model, tables=tables)
@@ -188,12 +199,12 @@ def _two_iterations(
     spent = take.sum(axis=1) * (2 if double else 1)
     rest = np.maximum(budget * n - spent, 1.0)
     key = "double" if double else "observed"
-    targets = ("prmse", "prmse_double") if double else OBSERVED_TARGETS
-    kwargs: dict[str, Any] = {"tau": None, "margin": s.margin}
+    targets = DOUBLE_TARGETS if double else OBSERVED_TARGETS
+    kwargs: dict[str, Any] = {"tau": None, "margin": s.margin, "guard": GUARDS[key]}
     if design == "uniform":
         kwargs = {"tau": 1.0}
     elif design == "wrong":
-        kwargs = {"tau": None, "invert": True, "margin": s.margin}
+        kwargs = {"tau": None, "invert": True, "margin": s.margin, "guard": GUARDS[key]}
     elif design == "oracle":
         kwargs = {"tau": 0.0, "model": oracle.tiled(c), "tables": oracle.tables[key]}
     plan = choose_iteration(world.systems, first, second, one, one, budget=rest, targets=targets, rng=rng, **kwargs)
@@ -223,6 +234,7 @@ def _rows(
                 "width": est.width[:, t],
                 "covered": (est.low[:, t] <= true) & (true <= est.high[:, t]),
                 "cost": cost.astype(np.float64),
+                "n": np.nan if est.n is None else est.n[:, t],
             }
         )
         frame["metric"] = RESULT_NAMES.get(name, name)

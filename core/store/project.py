@@ -124,6 +124,10 @@ class Project:
         """:meth:`core.store.settings.Settings.set_stop_at`."""
         return self.settings.set_stop_at(stop_at)
 
+    def set_stop_width(self, width: float | None) -> float | None:
+        """:meth:`core.store.settings.Settings.set_stop_width`."""
+        return self.settings.set_stop_width(width)
+
     def items(self) -> pd.DataFrame:
         """:meth:`core.store.items.Catalog.items`."""
         return self.catalog.items()

@@ -68,11 +68,25 @@ class Settings:
             ``field="stop_at"``: not a number in (0, 1), or the project's method is not aware (the stopping rule
             needs the aware posterior); nothing is written then.
         """
+        return self._set_stop("stop_at", stop_at)
+
+    def set_stop_width(self, width: float | None) -> float | None:
+        """Set (or, with None, remove) the stop width of an evaluation campaign (``easl init --stop-at-width``), as
+        :meth:`set_stop_at` sets a stop target; returns the previous width.
+
+        Raises
+        ------
+        core.errors.HyperParameterError
+            ``field="stop_width"``: not a positive number, or the project is no evaluation campaign.
+        """
+        return self._set_stop("stop_width", width)
+
+    def _set_stop(self, field: str, value: float | None) -> float | None:
         from easl_toolkit.core.models import Hyper
 
         old = self.hyper
         try:
-            new = Hyper(**{**dataclasses.asdict(old), "stop_at": stop_at})
+            new = Hyper(**{**dataclasses.asdict(old), field: value})
         except HyperParameterError as exc:
             raise HyperParameterError(exc.field, exc.value, exc.need, source=self._db.path) from None
         with self._db.writing() as conn:
@@ -80,4 +94,5 @@ class Settings:
             self._hyper_json = new.to_json()
         for name in ("hyper", "model", "reported"):
             self.__dict__.pop(name, None)
-        return old.stop_at
+        before: float | None = getattr(old, field)
+        return before

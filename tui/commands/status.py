@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from easl_toolkit.tui.commands.options import nonnegative_int
 
@@ -57,24 +58,44 @@ def register(subparsers) -> None:
         "correlation of the estimates with the truth, minus a safety margin, reaches RHO, e.g. 0.9); 'none' removes "
         "it. Written to the project file, then the status is shown",
     )
+    p.add_argument(
+        "--set-stop-width",
+        type=stop_width,
+        default=_UNSET,
+        metavar="W",
+        help="evaluation campaigns: set the stop width, or change it (no new HITs once every target metric's 95%% "
+        "interval is narrower than W, e.g. 0.1); 'none' removes it. Written to the project file, then the status "
+        "is shown",
+    )
     p.set_defaults(func=run)
 
 
-def stop_target(text: str) -> float | None:
-    """``--set-stop-at``: a number in (0, 1), or ``none``."""
+def _number_or_none(text: str, ok, expects: str, example: str) -> float | None:
+    """``none`` (remove the setting) or a number for which ``ok`` holds; argparse's error otherwise."""
     if text.strip().lower() == "none":
         return None
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expects a Spearman correlation in (0, 1) or 'none', got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"the target is a Spearman correlation in (0, 1), e.g. 0.9; got {text}")
+        raise argparse.ArgumentTypeError(f"expects {expects} or 'none', got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{expects} is needed, e.g. {example}; got {text}")
     return value
 
 
-def _set_stop_at(args: argparse.Namespace) -> None:
-    """Write ``--set-stop-at`` to the project (one transaction), and say what changed on stderr."""
+def stop_target(text: str) -> float | None:
+    """``--set-stop-at``: a number in (0, 1), or ``none``."""
+    return _number_or_none(text, lambda v: 0.0 < v < 1.0, "a Spearman correlation in (0, 1)", "0.9")
+
+
+def stop_width(text: str) -> float | None:
+    """``--set-stop-width``: a positive number, or ``none``."""
+    return _number_or_none(text, lambda v: v > 0.0 and math.isfinite(v), "a positive interval width", "0.1")
+
+
+def _set_stop(args: argparse.Namespace, value: float | None, option: str, field: str, label: str) -> None:
+    """Write ``--set-stop-at`` or ``--set-stop-width`` to the project (one transaction), and say what changed on
+    stderr."""
     import sys
 
     from easl_toolkit.core.errors import EaslError, HyperParameterError
@@ -82,14 +103,14 @@ def _set_stop_at(args: argparse.Namespace) -> None:
 
     with Project.open(args.project) as project:
         try:
-            before = project.set_stop_at(args.set_stop_at)
+            before = project.set_stop_width(value) if field == "stop_width" else project.set_stop_at(value)
         except HyperParameterError as exc:
-            if exc.field != "stop_at":
+            if exc.field != field:
                 raise
-            raise EaslError(f"{args.project}: --set-stop-at is refused: it needs {exc.need}.") from None
-    shown = "none" if args.set_stop_at is None else f"{args.set_stop_at:g}"
+            raise EaslError(f"{args.project}: {option} is refused: it needs {exc.need}.") from None
+    shown = "none" if value is None else f"{value:g}"
     was = "none" if before is None else f"{before:g}"
-    print(f"stop target: {shown} (was {was})", file=sys.stderr)
+    print(f"{label}: {shown} (was {was})", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     from easl_toolkit.easl_plugin.bookkeeping import status_figures
 
     if "set_stop_at" in vars(args) and args.set_stop_at is not _UNSET:
-        _set_stop_at(args)
+        _set_stop(args, args.set_stop_at, "--set-stop-at", "stop_at", "stop target")
+    if "set_stop_width" in vars(args) and args.set_stop_width is not _UNSET:
+        _set_stop(args, args.set_stop_width, "--set-stop-width", "stop_width", "stop width")
     from easl_toolkit.core.models.hyper import method_fields
 
     with Project.open(args.project, readonly=True) as project:
