@@ -37,9 +37,8 @@ from easl_toolkit.core.models.inputs import Chosen
 ITERATION_SHARE = 0.05
 #: State arrays of the human scores (unit scale, NaN: none).
 FIRST, SECOND = "first", "second"
-#: State arrays per annotator: 1 where their ratings count (not flagged ``random``), 1 where they have enough ratings
-#: for the random-clicker test (``core.models.aware.diagnostics.RANDOM_MIN_SCORES``), else 0.
-COUNTED, CHECKED = "counted", "checked"
+#: State array per annotator: 1 where their ratings count (not flagged ``random``), else 0.
+COUNTED = "counted"
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,12 @@ def _raters(state: dict[str, NDArray[Any]]) -> dict[str, int]:
     """Who counts as a human rater: the annotators left out (flagged ``random``) and their ratings, and the counted
     ratings whose annotators have too few ratings yet for the random-clicker test (they count, unchecked); nothing
     from a state cached before these arrays were kept (the next ingest or ``easl verify --rebuild`` adds them)."""
+    from easl_toolkit.core.models.aware.clickers import RANDOM_MIN_SCORES
+
     if COUNTED not in state:
         return {}
-    n_scores, counted, checked = state["n_scores"], state[COUNTED] > 0, state[CHECKED] > 0
+    n_scores, counted = state["n_scores"], state[COUNTED] > 0
+    checked = n_scores >= RANDOM_MIN_SCORES
     return {
         "annotators_left_out": int(np.sum(~counted & (n_scores > 0))),
         "ratings_left_out": int(np.sum(n_scores[~counted])),
@@ -88,17 +90,12 @@ class CampaignModel(AwareModel):
         annotator = np.asarray(annotator, dtype=np.int64)
         n_ann = out["offset"].size
         counted: NDArray[Any] = np.ones(n_ann, dtype=bool)
-        checked: NDArray[Any] = np.zeros(n_ann, dtype=bool)
         if item.size and n_ann:
-            from easl_toolkit.core.models.aware.diagnostics import RANDOM_MIN_SCORES
-
-            diag = super().diagnostics(out, item, annotator, score01)
-            counted = np.asarray(diag.flag) != "random"
-            checked = np.asarray(diag.n_scores) >= RANDOM_MIN_SCORES
+            counted = np.asarray(super().diagnostics(out, item, annotator, score01).flag) != "random"
         out[FIRST], out[SECOND] = cp.human_scores(
             item, annotator, score01, out["offset"], out["slope"], counted, n_items
         )
-        out[COUNTED], out[CHECKED] = counted.astype(np.float64), checked.astype(np.float64)
+        out[COUNTED] = counted.astype(np.float64)
         return out
 
     def hits_per_iteration(self, n_items: int) -> int:

@@ -42,6 +42,9 @@ from easl_toolkit.core.models.aware.data import CENTER, Observations
 from easl_toolkit.core.models.aware.fit import AwareState
 from easl_toolkit.core.models.aware.noise import loo_item_sums
 
+#: Fewest scores before an annotator can be flagged ``random`` (``core.models.aware.diagnostics``; here, so that what
+#: counts as checked is known without SciPy).
+RANDOM_MIN_SCORES = 40
 #: Prior probability that an annotator clicks at random: even odds, so that an annotator the data cannot check (fewer
 #: than 4 scores, or no one else on their items) counts half.
 CLICKER_PRIOR = 0.5

@@ -44,12 +44,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from easl_toolkit.core.models.aware.clickers import RANDOM_MIN_SCORES
 from easl_toolkit.core.models.aware.fit import CENTER, AwareState, Observations
 
 #: ``p_random`` at or above which an annotator's agreement with the consensus is indistinguishable from chance.
 RANDOM_P = 0.025
-#: Fewest scores before an annotator can be flagged ``random``.
-RANDOM_MIN_SCORES = 40
 #: ``scatter`` (relative to the median annotator's) above which an annotator with no agreement beyond chance is
 #: ``random``.
 RANDOM_SCATTER = 1.5
