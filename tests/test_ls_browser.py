@@ -149,7 +149,11 @@ def score_quickly(page, *, submit: bool = True) -> None:
         page.keyboard.press("Home")
         for _ in range(j):
             page.keyboard.press("PageUp")
-    page.wait_for_timeout(150)
+    # every slider shows its value before the submission (under load the key presses land late)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.easl-scale output')].every(o => o.textContent.trim() !== '')",
+        timeout=20_000,
+    )
     if submit:
         page.get_by_test_id("bottombar-submit-button").click()
 
@@ -297,9 +301,19 @@ def test_a_campaign_in_chromium(tmp_path):
                     # the two work on through the first batch in their labelling streams, submitting within
                     # 0.5 s of each other, the last two tasks of the batch included: both are given the next task
                     # in the same stream, its sliders unset (the queue's depth covers a burst of every active
-                    # annotator)
+                    # annotator); each takes longer over a task than the backend over a submission (on a loaded
+                    # machine a cycle takes seconds): a burst starts once the backend has taken in the submissions
+                    # before it and topped the queue up
                     turn, gaps = 0, []
+
+                    def caught_up() -> bool:
+                        with Project.open(project, readonly=True) as store:
+                            if len(store.ratings()) < 5 * (2 + 2 * turn):
+                                return False
+                        return sum(not t["annotations"] for t in tasks(ls, pid)) >= 2 * len(people)
+
                     while any(not t["annotations"] for t in tasks(ls, pid) if t["id"] in first_batch) and turn < 8:
+                        wait_for(caught_up, "the backend to take in the submissions and top the queue up", 60)
                         both = [pages[p.email] for p in people]
                         for page in both:
                             score_quickly(page, submit=False)
