@@ -494,7 +494,7 @@ def test_second_scores_catch_up_to_the_double_scored_responses_an_interval_needs
     second[:10] = 0.5  # 10 responses scored twice: 40 short of an interval for PRMSE
     all_first, all_second = np.full(n, 0.1), np.zeros(n)
     with_prmse = cp.second_floor(all_first, all_second, second, budget, ("r", "prmse"))
-    assert with_prmse.sum() == pytest.approx(min(cp.MIN_DOUBLE_SCORED - 10, cp.SECOND_CATCH_UP * budget))
+    assert with_prmse.sum() == pytest.approx(min(cp.MIN_DOUBLE - 10, cp.SECOND_CATCH_UP * budget))
     r_only = cp.second_floor(all_first, all_second, second, budget, ("r",))
     assert r_only.sum() == pytest.approx(cp.PILOT_SECOND_SHARE * budget)
     second[:60] = 0.5  # enough: the design's own probabilities

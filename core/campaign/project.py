@@ -44,13 +44,9 @@ from easl_toolkit.core.campaign.moments import moment_predictions
 
 #: Largest factor by which a rating's distance from an annotator's offset is stretched or shrunk (module docstring).
 SLOPE_RATIO_MAX = 4.0
-#: Double-scored responses below which every iteration buys extra second scores (:func:`second_floor`): the design
-#: allocates second scores by the spread of the double-scored responses' terms, which needs some to exist, and PRMSE
-#: and human-human agreement get an interval from this many on (``core.campaign.estimators.MIN_DOUBLE``).
-MIN_DOUBLE_SCORED = MIN_DOUBLE
 #: Share of the pilot's expected human scores spent on second scores (the rater error variance PRMSE needs).
 PILOT_SECOND_SHARE = 0.2
-#: Share of an iteration's human scores that may go to second scores while fewer than :data:`MIN_DOUBLE_SCORED`
+#: Share of an iteration's human scores that may go to second scores while fewer than :data:`MIN_DOUBLE`
 #: responses are scored twice and a target needs them (:data:`NEEDS_DOUBLE`): no interval for those before.
 SECOND_CATCH_UP = 0.5
 #: The targets whose intervals need responses scored twice.
@@ -209,15 +205,17 @@ def _apart(rows: NDArray[Any]) -> NDArray[Any]:
 def second_floor(
     all_first: NDArray[Any], all_second: NDArray[Any], second: NDArray[Any], budget: float, targets: Sequence[str]
 ) -> NDArray[Any]:
-    """``all_second`` raised while fewer than :data:`MIN_DOUBLE_SCORED` responses have two scores, so that the
+    """``all_second`` raised while fewer than ``core.campaign.estimators.MIN_DOUBLE`` responses have two scores (PRMSE
+    and human-human agreement get an interval from that many on, and the design allocates second scores by the
+    spread of the double-scored responses' terms), so that the
     iteration is expected to draw ``min(need, share x budget)`` second scores (``need`` the double-scored responses
     missing; ``share`` :data:`SECOND_CATCH_UP` when a target needs responses scored twice, PRMSE or human-human
     agreement, else :data:`PILOT_SECOND_SHARE`), spread evenly over the responses and at most ``all_first``."""
     n_double = int(np.sum(~np.isnan(second)))
-    if n_double >= MIN_DOUBLE_SCORED or not second.size:
+    if n_double >= MIN_DOUBLE or not second.size:
         return all_second
     share = SECOND_CATCH_UP if set(targets) & NEEDS_DOUBLE else PILOT_SECOND_SHARE
-    rate = min(1.0, min(MIN_DOUBLE_SCORED - n_double, share * budget) / second.size)
+    rate = min(1.0, min(MIN_DOUBLE - n_double, share * budget) / second.size)
     out: NDArray[Any] = np.maximum(all_second, np.minimum(rate, all_first))
     return out
 

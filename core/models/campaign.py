@@ -54,7 +54,7 @@ class CampaignStop:
 def _raters(state: dict[str, NDArray[Any]]) -> dict[str, int]:
     """Who counts as a human rater: the annotators left out (flagged ``random``) and their ratings, and the counted
     ratings whose annotators have too few ratings yet for the random-clicker test (they count, unchecked); nothing
-    from a state cached before these arrays were kept (the next ingest or ``easl verify --rebuild`` adds them)."""
+    from a state cached before these arrays were kept (the next ingest adds them)."""
     from easl_toolkit.core.models.aware.clickers import RANDOM_MIN_SCORES
 
     if COUNTED not in state:
