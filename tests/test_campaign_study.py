@@ -105,3 +105,18 @@ def test_reported_intervals_cover_at_a_small_budget_and_thin_ones_are_withheld_w
     assert coverage.between(0.9, 0.99).all(), coverage[~coverage.between(0.9, 0.99)]
     assert (df.loc[~np.isfinite(df["width"]), "n"] < MIN_DOUBLE).all()
     assert (shown.loc[shown["family"] == "double", "n"] >= MIN_DOUBLE).all()
+
+
+def test_single_target_campaigns_of_several_iterations_report_each_target_once_per_design() -> None:
+    s = replace(quick_settings(), iterations=3, single_target=True, observed_designs=("classical", "uniform", "active"))
+    df = run_setting(s, "high", 0.9)
+    observed = df[df["family"] == "observed"]
+    per_design = observed.groupby(["design", "metric", "budget"])["campaign"].nunique()
+    assert (per_design == s.n_campaigns).all()
+    assert set(observed["design"]) == {"classical", "uniform", "active"}
+    assert set(observed[observed["design"] == "active"]["metric"]) == {"mean", "r", "qwk", "rmse"}
+    double = df[(df["family"] == "double") & (df["design"] == "active")]
+    assert set(double["metric"]) == {"prmse", "prmse_first"}
+    spent = observed[(observed["design"] == "active") & (observed["metric"] == "r")].groupby("budget")["cost"].mean()
+    for budget, cost in spent.items():
+        assert abs(cost / (budget * s.n_responses) - 1.0) < 0.1

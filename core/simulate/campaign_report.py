@@ -145,8 +145,8 @@ def never_worse(df: pd.DataFrame, design: str = "active") -> pd.DataFrame:
 
 
 def headline(df: pd.DataFrame, ratios: pd.DataFrame, min_r: float = 0.8) -> pd.DataFrame:
-    """Worst (largest) budget ratio of the active and oracle designs per target metric, over the settings whose
-    true human-system r is at least ``min_r`` and every budget, beside the issue's target."""
+    """Worst (largest) budget ratio of the active, uniform and oracle designs per target metric, over the settings
+    whose true human-system r is at least ``min_r`` and every budget, beside the issue's target."""
     truth_r = df[df["metric"] == "r"].groupby(["rater", "system_r"])["truth"].first()
     good = truth_r[truth_r >= min_r].index
     keyed = ratios.set_index(["rater", "system_r"])
@@ -156,12 +156,14 @@ def headline(df: pd.DataFrame, ratios: pd.DataFrame, min_r: float = 0.8) -> pd.D
         part = sel[sel["metric"] == metric]
         active = part[part["design"] == "active"]["ratio"]
         oracle = part[part["design"] == "oracle"]["ratio"]
+        uniform = part[part["design"] == "uniform"]["ratio"]
         rows.append(
             {
                 "metric": metric,
                 "target": target,
                 "active_best": active.min(),
                 "active_worst": active.max(),
+                "uniform_worst": uniform.max(),
                 "oracle_worst": oracle.max(),
                 "met": bool(active.max() <= target),
                 "beyond_oracle": bool(oracle.max() > target),

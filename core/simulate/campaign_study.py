@@ -25,13 +25,20 @@ Designs, each at a budget b (expected human scores as a share of the N responses
   them, uniform within each for ``uniform``), and report the combined PRMSE as "prmse" (the first-score form as
   "prmse_first").
 
+With :attr:`CampaignStudySettings.iterations` K > 1 the designs after the pilot run K iterations, as a campaign
+runs (``easl next`` between batches), each spending an equal share of the rest of the budget with the model, the
+spreads and the robust rule refitted on every earlier score (their union probabilities). With
+:attr:`CampaignStudySettings.single_target` each observed target has its own ``active`` and ``oracle`` design that
+allocates for it alone (``--target r``) and guards nothing else; only that target's rows are kept
+(:func:`headline_settings`).
+
 All designs of a campaign share its simulated responses and the uniforms of their Poisson draws (common random
 numbers), so differences between designs are paired over seeds. Every array op is over a chunk of campaigns at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,6 +85,9 @@ class CampaignStudySettings:
     system_r: tuple[float, ...] = (0.3, 0.8, 0.9, 0.97)
     pilot_share: float = 0.25
     margin: float = DEPART_Z
+    iterations: int = 1
+    single_target: bool = False
+    observed_designs: tuple[str, ...] = OBSERVED_DESIGNS
     truth_responses: int = 1_000_000
     oracle_responses: int = 200_000
     true_mean: float = 3.844
@@ -125,7 +135,7 @@ class Oracle:
     """The model and per-bin spreads fitted on a large fully scored world (perfectly known uncertainties)."""
 
     model: HumanScoreModel
-    tables: dict[str, tuple[NDArray[Any], NDArray[Any]]]
+    tables: dict[tuple[str, ...], tuple[NDArray[Any], NDArray[Any]]]
 
     def tiled(self, c: int) -> HumanScoreModel:
         """The model repeated for a batch of c campaigns."""
@@ -138,15 +148,23 @@ class Oracle:
         )
 
 
-def fit_oracle(world: World) -> Oracle:
-    """Fit the oracle on a one-campaign fully scored world, for the observed and the PRMSE targets."""
+def fit_oracle(world: World, target_sets: Sequence[tuple[str, ...]]) -> Oracle:
+    """Fit the oracle on a one-campaign fully scored world: the model, and the spreads of each set of targets."""
     one = np.ones_like(world.first)
     model = fit_model(world.systems, world.first, world.second)
     tables = {}
-    for key, targets in (("observed", OBSERVED_TARGETS), ("double", DOUBLE_TARGETS)):
+    for targets in target_sets:
         res = target_residuals(world.systems, world.first, world.second, one, one, model, targets)
-        tables[key] = spread_tables(res)
+        tables[targets] = spread_tables(res)
     return Oracle(model=model, tables=tables)
+
+
+def target_sets(s: CampaignStudySettings) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The sets of targets the designs of each family allocate for: the family's targets together, or (single
+    target) each observed target alone and PRMSE (its two forms)."""
+    if s.single_target:
+        return {"observed": tuple((t,) for t in OBSERVED_TARGETS), "double": (DOUBLE_TARGETS,)}
+    return {"observed": (OBSERVED_TARGETS,), "double": (DOUBLE_TARGETS,)}
 
 
 def _predictions(model: HumanScoreModel, systems: NDArray[Any]) -> NDArray[Any]:
@@ -160,11 +178,19 @@ def _nan(shape: tuple[int, ...]) -> NDArray[Any]:
 
 @dataclass(frozen=True)
 class Draws:
-    """Uniforms of one chunk: the pilot / classical draw, and the final iteration's first and second draws."""
+    """Uniforms of one chunk: the pilot / classical draw (C, N), and each designed iteration's first and second
+    draws (K, C, N)."""
 
     pilot: NDArray[Any]
     first: NDArray[Any]
     second: NDArray[Any]
+
+
+def draw_uniforms(rng: Any, shape: tuple[int, int], iterations: int) -> Draws:
+    """The pilot's uniforms, then each iteration's first and second (with one iteration: pilot, first, second)."""
+    pilot = rng.random(shape)
+    pairs = [(rng.random(shape), rng.random(shape)) for _ in range(iterations)]
+    return Draws(pilot, np.stack([a for a, _ in pairs]), np.stack([b for _, b in pairs]))
 
 
 def _classical(world: World, share: float, double: bool, draws: Draws) -> tuple[CampaignEstimates, NDArray[Any]]:
@@ -179,42 +205,52 @@ def _classical(world: World, share: float, double: bool, draws: Draws) -> tuple[
     return est, cost
 
 
-def _two_iterations(
+def _design_options(s: CampaignStudySettings, design: str, family: str) -> dict[str, Any]:
+    """choose_iteration's options of a design (the oracle's model is added by the caller); a single-target design
+    guards no other metric."""
+    guard = () if s.single_target else GUARDS[family]
+    if design == "uniform":
+        return {"tau": 1.0}
+    if design == "oracle":
+        return {"tau": 0.0}
+    return {"tau": None, "margin": s.margin, "guard": guard, "invert": design == "wrong"}
+
+
+def _designed(
     s: CampaignStudySettings,
     world: World,
     budget: float,
     double: bool,
-    design: str,
+    targets: tuple[str, ...],
+    options: dict[str, Any],
     draws: Draws,
-    oracle: Oracle,
     rng: Any,
 ) -> tuple[CampaignEstimates, NDArray[Any]]:
-    """Pilot (uniform, earlier iteration) then one designed iteration; estimates with the design's model."""
+    """Pilot (uniform) then ``s.iterations`` designed iterations with choose_iteration's ``options``, each spending
+    an equal share of the rest of the budget and refitted on the scores of the earlier ones; estimates with the
+    last iteration's model."""
     c, n = world.first.shape
     pilot_share = budget * (0.5 if double else 1.0) * s.pilot_share
     take = draws.pilot < pilot_share
     first = np.where(take, world.first, np.nan)
     second = np.where(take, world.second, np.nan) if double else _nan((c, n))
-    one = np.ones((c, n))
-    spent = take.sum(axis=1) * (2 if double else 1)
-    rest = np.maximum(budget * n - spent, 1.0)
-    key = "double" if double else "observed"
-    targets = DOUBLE_TARGETS if double else OBSERVED_TARGETS
-    kwargs: dict[str, Any] = {"tau": None, "margin": s.margin, "guard": GUARDS[key]}
-    if design == "uniform":
-        kwargs = {"tau": 1.0}
-    elif design == "wrong":
-        kwargs = {"tau": None, "invert": True, "margin": s.margin, "guard": GUARDS[key]}
-    elif design == "oracle":
-        kwargs = {"tau": 0.0, "model": oracle.tiled(c), "tables": oracle.tables[key]}
-    plan = choose_iteration(world.systems, first, second, one, one, budget=rest, targets=targets, rng=rng, **kwargs)
-    previous = (np.full((c, n), pilot_share), np.full((c, n), pilot_share if double else 0.0))
-    (first, second), (p1, p2) = apply_iteration(
-        plan, (world.first, world.second), (first, second), (draws.first, draws.second), previous
+    previous: tuple[NDArray[Any], NDArray[Any]] = (
+        np.full((c, n), pilot_share),
+        np.full((c, n), pilot_share if double else 0.0),
     )
+    k_all = s.iterations
+    for k in range(k_all):
+        spent = (~np.isnan(first)).sum(axis=1) + (~np.isnan(second)).sum(axis=1)
+        rest = np.maximum((budget * n - spent) / (k_all - k), 1.0)
+        q1 = previous[0] if k else np.ones((c, n))
+        q2 = previous[1] if k else np.ones((c, n))
+        plan = choose_iteration(world.systems, first, second, q1, q2, budget=rest, targets=targets, rng=rng, **options)
+        (first, second), previous = apply_iteration(
+            plan, (world.first, world.second), (first, second), (draws.first[k], draws.second[k]), previous
+        )
     metrics = DOUBLE_METRICS if double else OBSERVED_METRICS
     f = _predictions(plan.model, world.systems)
-    est = estimate(world.systems, first, second, p1, p2, predictions=f, metrics=metrics)
+    est = estimate(world.systems, first, second, previous[0], previous[1], predictions=f, metrics=metrics)
     cost = (~np.isnan(first)).sum(axis=1) + (~np.isnan(second)).sum(axis=1)
     return est, cost
 
@@ -262,7 +298,7 @@ def run_draws(
     label the rows, and a ``system_r`` of None is replaced by the true human-system r of the world."""
     rng = np.random.default_rng(seed)
     truth_values = truth(draw((1, s.truth_responses), rng))
-    oracle = fit_oracle(draw((1, s.oracle_responses), rng))
+    oracle = fit_oracle(draw((1, s.oracle_responses), rng), [t for sets in target_sets(s).values() for t in sets])
     if tags.get("system_r") is None:
         tags = {**tags, "system_r": round(truth_values["r"], 3)}
     label = f"{tags['rater']} r={tags['system_r']}"
@@ -270,20 +306,38 @@ def run_draws(
     for start in range(0, s.n_campaigns, s.chunk):
         c = min(s.chunk, s.n_campaigns - start)
         world = draw((c, s.n_responses), rng)
-        draws = Draws(*(rng.random((c, s.n_responses)) for _ in range(3)))
+        draws = draw_uniforms(rng, (c, s.n_responses), s.iterations)
         for budget in s.budgets:
             base = {**tags, "budget": budget, "campaign0": start}
-            for double, designs in ((False, OBSERVED_DESIGNS), (True, DOUBLE_DESIGNS)):
-                for design in designs:
-                    if design == "classical":
-                        est, cost = _classical(world, budget * (0.5 if double else 1.0), double, draws)
-                    else:
-                        est, cost = _two_iterations(s, world, budget, double, design, draws, oracle, rng)
-                    tags_d = {**base, "design": design, "family": "double" if double else "observed"}
-                    rows.append(_rows(est, cost, truth_values, tags_d))
+            for family in ("observed", "double"):
+                for design, est, cost, keep in _family_runs(s, world, budget, family, draws, oracle, rng):
+                    frame = _rows(est, cost, truth_values, {**base, "design": design, "family": family})
+                    rows.append(frame if keep is None else frame[frame["metric"].isin(keep)])
         if progress is not None:
             progress(f"{label}: {start + c}/{s.n_campaigns} campaigns")
     return pd.concat(rows, ignore_index=True)
+
+
+def _family_runs(
+    s: CampaignStudySettings, world: World, budget: float, family: str, draws: Draws, oracle: Oracle, rng: Any
+) -> list[tuple[str, CampaignEstimates, NDArray[Any], tuple[str, ...] | None]]:
+    """(design, estimates, cost, metrics to keep or None for all) of every design of a family at one budget. A
+    single-target design runs once per target and keeps only its target's metrics."""
+    double = family == "double"
+    sets = target_sets(s)[family]
+    out: list[tuple[str, CampaignEstimates, NDArray[Any], tuple[str, ...] | None]] = []
+    for design in DOUBLE_DESIGNS if double else s.observed_designs:
+        if design == "classical":
+            out.append((design, *_classical(world, budget * (0.5 if double else 1.0), double, draws), None))
+            continue
+        for targets in sets[:1] if design == "uniform" else sets:
+            options = _design_options(s, design, family)
+            if design == "oracle":
+                options.update(model=oracle.tiled(world.first.shape[0]), tables=oracle.tables[targets])
+            est, cost = _designed(s, world, budget, double, targets, options, draws, rng)
+            single = s.single_target and design != "uniform"
+            out.append((design, est, cost, tuple(RESULT_NAMES.get(t, t) for t in targets) if single else None))
+    return out
 
 
 def run_setting(
@@ -324,6 +378,19 @@ def documented_settings() -> CampaignStudySettings:
     """The settings of the run on the study page: 2,000 responses, 1,000 campaigns, budgets 10-30%, 4 x 3 settings."""
     return replace(
         CampaignStudySettings(), n_responses=2000, chunk=250, budgets=(0.1, 0.2, 0.3), system_r=(0.3, 0.8, 0.95)
+    )
+
+
+def headline_settings() -> CampaignStudySettings:
+    """The headline run: campaigns as they run (a pilot, then four iterations), each design allocating for one
+    target metric, on the systems that agree with high-agreement raters at a true human-system r >= 0.8."""
+    return replace(
+        documented_settings(),
+        rater_categories=("high",),
+        system_r=(0.9, 0.95, 0.99),
+        iterations=4,
+        single_target=True,
+        observed_designs=("classical", "uniform", "active", "oracle"),
     )
 
 
