@@ -14,12 +14,20 @@ professional translators (minus the MQM penalty) and by a real automatic metric 
 reference, mapped to the human scale). Source: the public repository google/wmt-mqm-human-evaluation (commit
 cb2424193dfa00e7e94917366c1c72faa3512433), Apache-2.0; the folder's ``README.md`` gives the provenance, the
 scoring and the figures. Used by ``easl simulate campaign`` (:mod:`core.simulate.campaign_replay`).
+
+MLQE-PE Romanian-English (``core/data/mlqe_pe_roen/``): 1,000 machine translations of the MLQE-PE test set, each
+given six direct-assessment scores (0-100) by human annotators and scored by the NMT model that produced it (its
+mean token log-probability, mapped to the human scale). Source: the public repository sheffieldnlp/mlqe-pe
+(commit 2a670a1140416cf80507b5a829659383c878feb8), CC0 1.0; the folder's ``README.md`` gives the provenance, the
+scoring and the figures. Used by ``easl simulate campaign --dataset mlqe_pe_roen``.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from typing import Any
+
+from easl_toolkit.core.errors import InputError
 
 #: The study's folder inside the package.
 AGH_TV = "agh_tv_quality_2017"
@@ -29,6 +37,11 @@ AGH_TV_SCALE = (1.0, 5.0)
 
 #: The WMT23 MQM set's folder inside the package.
 WMT23_MQM = "wmt23_mqm_ende"
+#: The MLQE-PE Romanian-English set's folder inside the package.
+MLQE_PE_ROEN = "mlqe_pe_roen"
+#: The shipped sets of human scores with a real system's scores (``easl simulate campaign --dataset``); the first
+#: is the default.
+CAMPAIGN_SETS = (WMT23_MQM, MLQE_PE_ROEN)
 
 
 def _read(name: str, folder: str = AGH_TV, **kw: Any) -> Any:
@@ -72,3 +85,32 @@ def wmt23_mqm_notice() -> str:
         "WMT23 English-German MQM, 3 professional raters per translation, system: sentence chrF; from "
         "google/wmt-mqm-human-evaluation, Apache-2.0: core/data/wmt23_mqm_ende/LICENSE"
     )
+
+
+def mlqe_pe_roen_ratings() -> Any:
+    """The MLQE-PE Romanian-English set as a ``pandas.DataFrame``, one row per translation (1,000 rows):
+    ``response_id`` (str), ``doc`` (the Wikipedia article of the source sentence), ``system`` (the scoring system:
+    the NMT model's mean token log-probability on the human scale), ``model_score`` (that log-probability) and
+    ``human_1`` .. ``human_6`` (float64, direct assessment 0-100)."""
+    humans = {f"human_{k}": "float64" for k in range(1, 7)}
+    return _read("ratings.csv", MLQE_PE_ROEN, dtype={"response_id": str, "doc": str, **humans})
+
+
+def mlqe_pe_roen_notice() -> str:
+    """The source and licence notice to show beside any use of the MLQE-PE Romanian-English set."""
+    return (
+        "MLQE-PE Romanian-English test set, 6 direct-assessment scores per translation, system: the NMT model's "
+        "mean token log-probability; from sheffieldnlp/mlqe-pe, CC0 1.0: core/data/mlqe_pe_roen/LICENSE"
+    )
+
+
+def campaign_set(name: str) -> tuple[Any, str]:
+    """The shipped set ``name`` (one of :data:`CAMPAIGN_SETS`) as its ratings frame and its notice."""
+    loaders = {
+        WMT23_MQM: (wmt23_mqm_ratings, wmt23_mqm_notice),
+        MLQE_PE_ROEN: (mlqe_pe_roen_ratings, mlqe_pe_roen_notice),
+    }
+    if name not in loaders:
+        raise InputError(f"no shipped set {name!r}; choose from {', '.join(CAMPAIGN_SETS)}")
+    ratings, notice = loaders[name]
+    return ratings(), notice()

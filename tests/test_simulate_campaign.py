@@ -1,4 +1,5 @@
-"""``easl simulate campaign``: the shipped WMT23 MQM set, the replay's draws, the command end to end, bad input."""
+"""``easl simulate campaign``: the shipped WMT23 MQM and MLQE-PE sets, the replay's draws, the command end to end, bad
+input."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from easl_toolkit.core.datasets import wmt23_mqm_ratings
+from easl_toolkit.core.datasets import mlqe_pe_roen_ratings, wmt23_mqm_ratings
 from easl_toolkit.core.errors import InputError
-from easl_toolkit.core.simulate.campaign_replay import check_ratings, draw_replay
+from easl_toolkit.core.simulate.campaign_replay import check_ratings, draw_replay, shipped_ratings
 from easl_toolkit.tui.cli import main
 
 
@@ -24,6 +25,30 @@ def test_the_shipped_mqm_set_has_the_documented_shape_and_scores():
     assert np.corrcoef(d["system"], d["chrf"])[0, 1] == pytest.approx(1.0, abs=1e-6)
     assert d["system"].mean() == pytest.approx(humans.mean(), abs=0.01)
     assert 0.1 < np.corrcoef(d["system"], d["human_2"])[0, 1] < 0.3
+
+
+def test_the_shipped_mlqe_set_has_the_documented_shape_and_figures():
+    d = mlqe_pe_roen_ratings()
+    assert d.shape == (1000, 10)
+    assert list(d.columns[:4]) == ["response_id", "doc", "system", "model_score"]
+    humans = d[[f"human_{k}" for k in range(1, 7)]].to_numpy()
+    assert np.isfinite(humans).all() and (humans >= 0).all() and (humans <= 100).all()
+    assert np.array_equal(humans, np.round(humans))
+    assert d["response_id"].is_unique and d["doc"].nunique() == 100
+    assert (d["model_score"] < 0).all()  # a mean log-probability
+    # the system is the model's log-probability on the human scale: a line of it whose mean is the human mean
+    assert np.corrcoef(d["system"], d["model_score"])[0, 1] == pytest.approx(1.0, abs=1e-6)
+    assert d["system"].mean() == pytest.approx(humans.mean(), abs=0.01)
+    assert np.corrcoef(d["system"], humans.mean(axis=1))[0, 1] == pytest.approx(0.641, abs=0.001)
+    hh = np.corrcoef(humans.T)[np.triu_indices(6, 1)]
+    assert hh.min() == pytest.approx(0.64, abs=0.005) and hh.max() == pytest.approx(0.93, abs=0.005)
+
+
+def test_each_shipped_set_replays_under_its_own_name():
+    for name, n, k in (("wmt23_mqm_ende", 936, 3), ("mlqe_pe_roen", 1000, 6)):
+        data = shipped_ratings(name)
+        assert (data.name, data.n_responses, data.human.shape[1]) == (name, n, k)
+    assert shipped_ratings().name == "wmt23_mqm_ende"
 
 
 def test_a_replayed_campaign_pairs_two_different_real_ratings_of_one_response():
@@ -65,6 +90,14 @@ def test_the_command_writes_the_report_tables_and_figures_and_prints_the_budgets
     cells = pd.read_csv(out / "tables" / "cells.csv")
     assert cells["n"].eq(12).all() and set(cells["budget"]) == {0.2, 0.5}
     assert len(list((out / "figures").glob("*.png"))) == 1
+
+
+def test_the_command_replays_the_shipped_set_it_is_given(tmp_path, capsys):
+    out = tmp_path / "mlqe"
+    argv = ["simulate", "campaign", "--dataset", "mlqe_pe_roen", "--campaigns", "6", "--budgets", "0.2,0.5"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "mlqe_pe_roen: 6 campaigns\n  true human-system r 0.58" in capsys.readouterr().out
+    assert "Replay: MLQE-PE Romanian-English" in (out / "report.md").read_text()
 
 
 def test_the_command_runs_the_simulated_raters_and_a_pilot_file(tmp_path, capsys):
@@ -129,7 +162,11 @@ def test_too_few_responses_and_bad_options_are_refused(tmp_path, capsys):
     with pytest.raises(InputError, match="10 responses; a replay needs at least 50"):
         check_ratings(frame)
     options = (["--width", "0"], ["--budgets", "0.2"], ["--raters", "perfect"], ["--system-r", "1.5"])
-    for option in (*options, ["--study", "simulated", "--ratings", "pilot.csv"]):
+    simulated = (
+        ["--study", "simulated", "--ratings", "pilot.csv"],
+        ["--study", "simulated", "--dataset", "mlqe_pe_roen"],
+    )
+    for option in (*options, *simulated, ["--dataset", "mlqe_pe_roen", "--ratings", "pilot.csv"]):
         assert main(["simulate", "campaign", *option, "--out", str(tmp_path / "o")]) == 1
         assert capsys.readouterr().err.startswith("error: --")
     assert not (tmp_path / "o").exists()

@@ -7,7 +7,8 @@ A ratings file has one row per response and the columns:
   one column per rating (blank where a response has fewer ratings); every response needs at least two;
 - anything else (an id, the rater of each score, ...) is carried along and ignored.
 
-The shipped set (``core/data/wmt23_mqm_ende/``, :func:`core.datasets.wmt23_mqm_ratings`) has this format.
+The shipped sets (``core/data/wmt23_mqm_ende/``, :func:`core.datasets.wmt23_mqm_ratings`, and
+``core/data/mlqe_pe_roen/``, :func:`core.datasets.mlqe_pe_roen_ratings`) have this format.
 
 Campaigns (the population is the real data, the responses a sample from it): each campaign draws N responses
 with replacement from the M real ones (N = M unless set), and for each drawn response a random ordered pair of two
@@ -110,11 +111,14 @@ def read_ratings(path: str | Path, system: str = "system") -> ReplayData:
     return check_ratings(frame, system, str(path))
 
 
-def shipped_ratings() -> ReplayData:
-    """The shipped WMT23 English-German MQM set (:func:`core.datasets.wmt23_mqm_ratings`)."""
-    from easl_toolkit.core.datasets import wmt23_mqm_ratings
+def shipped_ratings(name: str = "wmt23_mqm_ende") -> ReplayData:
+    """A shipped set (:data:`core.datasets.CAMPAIGN_SETS`): by default the WMT23 English-German MQM set
+    (:func:`core.datasets.wmt23_mqm_ratings`), or the MLQE-PE Romanian-English set
+    (:func:`core.datasets.mlqe_pe_roen_ratings`)."""
+    from easl_toolkit.core.datasets import campaign_set
 
-    return replace(check_ratings(wmt23_mqm_ratings(), "system", "wmt23_mqm_ende"), name="wmt23_mqm_ende")
+    frame, _ = campaign_set(name)
+    return replace(check_ratings(frame, "system", name), name=name)
 
 
 def draw_replay(data: ReplayData, shape: tuple[int, int], rng: Any) -> World:

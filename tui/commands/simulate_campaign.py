@@ -1,8 +1,8 @@
 """``easl simulate campaign``: plan an evaluation campaign before paying for it. Replays campaigns on real human
-scores with a real system's scores (a pilot's, or the shipped WMT23 MQM set) and/or on the PRMSE paper's
-simulated raters and systems (:mod:`core.simulate.campaign_study`, :mod:`core.simulate.campaign_replay`), and
-reports coverage, interval width against human scores and the human scores each design needs for a width
-(:mod:`core.simulate.campaign_output`)."""
+scores with a real system's scores (a pilot's, or a shipped set: WMT23 MQM, MLQE-PE Romanian-English) and/or on
+the PRMSE paper's simulated raters and systems (:mod:`core.simulate.campaign_study`,
+:mod:`core.simulate.campaign_replay`), and reports coverage, interval width against human scores and the human
+scores each design needs for a width (:mod:`core.simulate.campaign_output`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from easl_toolkit.core.datasets import CAMPAIGN_SETS
 from easl_toolkit.tui.commands.progress import step_progress
 from easl_toolkit.tui.commands.simulate_run import _command_line, _finish
 
@@ -32,15 +33,24 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any) -> None:
         "deliberately wrong uncertainties, and the oracle bound, the coverage of the 95%% intervals, their width "
         "against the human scores spent, and the human scores each design needs for a width. The replay draws "
         "responses with replacement from RATINGS and two of each response's real human scores. Without "
-        "--ratings: the shipped WMT23 English-German MQM set (936 translations, 3 professional raters each, "
-        "sentence chrF as the system; Apache-2.0, see core/data/wmt23_mqm_ende/).",
+        "--ratings: a shipped set (--dataset), by default the WMT23 English-German MQM set (936 translations, 3 "
+        "professional raters each, sentence chrF as the system, a weak one; Apache-2.0, see "
+        "core/data/wmt23_mqm_ende/); mlqe_pe_roen is the MLQE-PE Romanian-English test set (1,000 translations, 6 "
+        "direct-assessment scores each, the NMT model's own log-probability as the system, r 0.64 with the mean "
+        "human score; CC0, see core/data/mlqe_pe_roen/).",
     )
     p.add_argument(
         "--ratings",
         metavar="FILE",
         help="CSV, one row per response: the system's score (--system-column) and two or more human scores in "
         "columns human_1, human_2, ... (blank where a response has fewer); other columns are ignored "
-        "(default: the shipped WMT23 MQM set)",
+        "(default: the shipped set of --dataset)",
+    )
+    p.add_argument(
+        "--dataset",
+        choices=CAMPAIGN_SETS,
+        metavar="NAME",
+        help=f"shipped set to replay without --ratings: {' or '.join(CAMPAIGN_SETS)} (default: {CAMPAIGN_SETS[0]})",
     )
     p.add_argument("--system-column", default="system", metavar="COL", help="column of the system's scores")
     p.add_argument(
@@ -83,8 +93,11 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any) -> None:
 def _check(args: argparse.Namespace) -> None:
     from easl_toolkit.core.errors import EaslError
 
-    if args.ratings is not None and args.study == "simulated":
-        raise EaslError("--ratings: the simulated study reads no ratings; use --study replay or both.")
+    for option, value in (("--ratings", args.ratings), ("--dataset", args.dataset)):
+        if value is not None and args.study == "simulated":
+            raise EaslError(f"{option}: the simulated study reads no ratings; use --study replay or both.")
+    if args.ratings is not None and args.dataset is not None:
+        raise EaslError("--dataset: replays either a shipped set or --ratings FILE, not both.")
     if args.campaigns < 2:
         raise EaslError("--campaigns must be >= 2.")
     if not args.budgets or any(not 0.0 < b <= 1.0 for b in args.budgets) or len(set(args.budgets)) < 2:
@@ -105,9 +118,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, str]:
     from easl_toolkit.core.simulate.campaign_replay import read_ratings, shipped_ratings
 
     if args.ratings is None:
-        from easl_toolkit.core.datasets import wmt23_mqm_notice
+        from easl_toolkit.core.datasets import campaign_set
 
-        return shipped_ratings(), wmt23_mqm_notice()
+        name = args.dataset or CAMPAIGN_SETS[0]
+        return shipped_ratings(name), campaign_set(name)[1]
     data = read_ratings(args.ratings, args.system_column)
     return data, f"{args.ratings}: {data.n_responses} responses, up to {data.human.shape[1]} human scores each"
 
