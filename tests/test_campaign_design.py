@@ -14,6 +14,7 @@ from easl_toolkit.core.campaign.design import (
     choose_iteration,
     neyman,
     poisson_sample,
+    pooled,
 )
 
 
@@ -48,8 +49,8 @@ def test_an_iteration_spends_its_budget_with_a_floor_and_probabilities_in_zero_o
     first, second = np.where(pilot, h1, np.nan), np.where(pilot, h2, np.nan)
     one = np.ones_like(h1)
     plan = choose_iteration(systems, first, second, one, one, budget=400, targets=("r", "prmse"), rng=rng)
-    spent = plan.p_first.sum(axis=1) + plan.p_second.sum(axis=1)  # a second score is capped by its first
-    assert (spent <= 400 * (1 + 1e-6)).all() and (spent > 320).all()
+    spent = plan.p_first.sum(axis=1) + plan.p_second.sum(axis=1)
+    assert spent == pytest.approx(np.full(4, 400.0), rel=1e-6)
     open_p = plan.p_first[np.isnan(first)]
     check_probabilities(open_p, "p_first")
     assert (plan.tau >= TAU_MIN).all()
@@ -151,3 +152,14 @@ def test_the_robust_rule_stays_uniform_when_one_target_cannot_gain_and_leaves_it
     systems = t[..., None]
     gain = choose_iteration(systems, first, second, one, one, targets=("mean",), **kwargs)
     assert (gain.tau < 1.0).mean() > 0.9
+
+
+def test_second_scores_wanted_more_than_first_pool_both_slots_and_spend_the_budget() -> None:
+    s1, s2 = np.array([[1.0, 3.0]]), np.array([[2.0, 1.0]])
+    a, b = pooled(s1, s2)
+    np.testing.assert_allclose(a, [[np.sqrt(2.5), 3.0]])
+    np.testing.assert_allclose(b, [[np.sqrt(2.5), 1.0]])
+    counts = (np.array([[100.0, 100.0]]), np.array([[100.0, 100.0]]))
+    p1, p2 = allocate((s1, s2), counts, np.array([60.0]), np.array([0.0]))
+    assert (p2 <= p1 + 1e-12).all()
+    assert (counts[0] * p1).sum() + (counts[1] * p2).sum() == pytest.approx(60.0, rel=1e-9)

@@ -31,7 +31,8 @@ beyond the test's level.
 
 Second scores: a response scored once in an earlier iteration gets a second score with probability p2_i from the
 slot-2 allocation; an unscored response with p1_i and p2_i <= p1_i (both drawn in this iteration, the second
-given the first with probability p2_i / p1_i).
+given the first with probability p2_i / p1_i). The allocation respects p2 <= p1 by pooling the two slots' spreads
+where the second's is larger (:func:`pooled`).
 
 Sampling is Poisson (independent Bernoulli draws with the recorded probabilities) from a seeded
 ``numpy.random.Generator`` passed in explicitly.
@@ -109,19 +110,36 @@ def neyman(values: NDArray[Any], counts: NDArray[Any], budget: NDArray[Any]) -> 
     return np.asarray(np.minimum(1.0, np.exp(lo)[:, None] * s), dtype=np.float64)
 
 
+def pooled(s1: NDArray[Any], s2: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Slot spreads under the constraint p2 <= p1: where s2 > s1 both become sqrt((s1^2 + s2^2) / 2).
+
+    A second score of an unscored response needs its first (p2 <= p1). Minimising s1^2 / p1 + s2^2 / p2 + lambda
+    (p1 + p2) with p1 = p2 = p where the constraint binds gives p = sqrt((s1^2 + s2^2) / 2) / sqrt(lambda): the
+    Neyman allocation with the pooled spread for both slots (the two-slot case of the pool-adjacent-violators
+    solution of an order-constrained allocation). Without it p2 is clipped to p1 after the allocation, and the
+    budget it was given is not spent. Responses scored once already have no such constraint; their second slot
+    takes the pooled spread of their bin too, a small loss of efficiency, not of validity (the probabilities are
+    recorded).
+    """
+    both = np.sqrt((s1 * s1 + s2 * s2) / 2.0)
+    bind = s2 > s1
+    return np.where(bind, both, s1), np.where(bind, both, s2)
+
+
 def allocate(
     tables: tuple[NDArray[Any], NDArray[Any]],
     counts: tuple[NDArray[Any], NDArray[Any]],
     budget: NDArray[Any],
     tau: NDArray[Any],
 ) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Per-bin probabilities (p1, p2), each (C, B): Neyman over both slots, mixed with the uniform design of the
-    same first/second split with share ``tau`` (C,).
+    """Per-bin probabilities (p1, p2), each (C, B): Neyman over both slots (their spreads :func:`pooled`), mixed
+    with the uniform design of the same first/second split with share ``tau`` (C,).
 
     ``tables`` are the spreads s of slot 1 and slot 2 per bin, ``counts`` the open slots per bin.
     """
     nb = tables[0].shape[1]
-    p = neyman(np.concatenate(tables, axis=1), np.concatenate(counts, axis=1), budget)
+    s1, s2 = pooled(*tables)
+    p = neyman(np.concatenate((s1, s2), axis=1), np.concatenate(counts, axis=1), budget)
     p1, p2 = p[:, :nb], p[:, nb:]
     n2 = (counts[1] * p2).sum(axis=1)
     # the rest of the budget, not the sum of p1 (which differs from it by rounding): with no second scores every
