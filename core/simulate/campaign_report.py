@@ -197,7 +197,7 @@ def report(df: pd.DataFrame) -> str:
     parts.append(_markdown(wide))
     width = c.pivot_table(index=[*KEYS, "budget"], columns="design", values="width").reset_index()
     parts += ["", "### Median interval width", "", _markdown(width, 4)]
-    for design in ("active", "wrong", "oracle"):
+    for design in (d for d in ("active", "wrong", "oracle") if d in set(df["design"])):
         nw = never_worse(df, design)
         bad = nw[nw["worse"]]
         parts += ["", f"### Never worse than uniform: {design} - uniform, paired over campaigns", ""]
