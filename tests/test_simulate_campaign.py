@@ -100,6 +100,19 @@ def test_the_command_replays_the_shipped_set_it_is_given(tmp_path, capsys):
     assert "Replay: MLQE-PE Romanian-English" in (out / "report.md").read_text()
 
 
+def test_the_command_plans_campaigns_of_several_iterations_with_one_target_per_design(tmp_path, capsys):
+    out = tmp_path / "per-target"
+    argv = ["simulate", "campaign", "--study", "simulated", "--raters", "high", "--system-r", "0.9"]
+    argv += ["--responses", "400", "--campaigns", "6", "--budgets", "0.2,0.4", "--iterations", "3", "--per-target"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "high raters, system r 0.9 with the true score: 6 campaigns" in capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    assert "then 3 iteration(s); the active, wrong and oracle designs allocate for each observed metric alone" in report
+    cells = pd.read_csv(out / "tables" / "cells.csv")
+    active = cells[(cells["design"] == "active") & (cells["family"] == "observed")]
+    assert set(active["metric"]) == {"mean", "r", "qwk", "rmse"}
+
+
 def test_the_command_runs_the_simulated_raters_and_a_pilot_file(tmp_path, capsys):
     rng = np.random.default_rng(3)
     t = rng.normal(3, 1, 200)
@@ -161,7 +174,13 @@ def test_too_few_responses_and_bad_options_are_refused(tmp_path, capsys):
     frame = pd.DataFrame({"system": [1.0] * 10, "human_1": 1.0, "human_2": 2.0})
     with pytest.raises(InputError, match="10 responses; a replay needs at least 50"):
         check_ratings(frame)
-    options = (["--width", "0"], ["--budgets", "0.2"], ["--raters", "perfect"], ["--system-r", "1.5"])
+    options = (
+        ["--width", "0"],
+        ["--budgets", "0.2"],
+        ["--raters", "perfect"],
+        ["--system-r", "1.5"],
+        ["--iterations", "0"],
+    )
     simulated = (
         ["--study", "simulated", "--ratings", "pilot.csv"],
         ["--study", "simulated", "--dataset", "mlqe_pe_roen"],

@@ -86,6 +86,19 @@ def register(sub: Any, formatter: Any, numbers: Any, names: Any) -> None:
         help="simulated systems' r with the truth",
     )
     p.add_argument("--responses", type=int, default=2000, metavar="N", help="responses per simulated campaign")
+    p.add_argument(
+        "--iterations",
+        type=int,
+        default=1,
+        metavar="K",
+        help="iterations after the uniform pilot, each refitted on the scores before it (as easl next runs them)",
+    )
+    p.add_argument(
+        "--per-target",
+        action="store_true",
+        help="the active, wrong and oracle designs allocate for each observed metric alone (as a campaign made "
+        "with easl init --target METRIC), instead of for the mean, r, QWK and RMSE together",
+    )
     p.add_argument("--out", "--output", dest="out", metavar="DIR", default="simulate-campaign", help="output directory")
     p.set_defaults(func=run, parser=p)
 
@@ -111,6 +124,8 @@ def _check(args: argparse.Namespace) -> None:
         raise EaslError("--system-r: correlations between 0 and 1, e.g. 0.3,0.8,0.95.")
     if args.responses < 100:
         raise EaslError("--responses must be >= 100.")
+    if not 1 <= args.iterations <= 20:
+        raise EaslError(f"--iterations {args.iterations}: between 1 and 20 iterations after the pilot.")
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, str]:
@@ -140,6 +155,8 @@ def _simulated_settings(args: argparse.Namespace) -> Any:
         truth_responses=400_000,
         oracle_responses=200_000,
         seed=args.seed,
+        iterations=args.iterations,
+        single_target=args.per_target,
     )
 
 
@@ -160,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     chunks = -(-args.campaigns // sim.chunk) * len(settings)
     if data is not None:
         rs = replay_settings(data, n_campaigns=args.campaigns, budgets=tuple(sorted(args.budgets)), seed=args.seed)
+        rs = replace(rs, iterations=args.iterations, single_target=args.per_target)
         chunks += -(-args.campaigns // rs.chunk)
     prog, advance = step_progress("simulate campaign", chunks)
     frames = []
@@ -188,5 +206,10 @@ def _header(args: argparse.Namespace, notice: str, sim: Any, data: Any, runtime:
     lines.append(
         f"{args.campaigns} campaigns per setting; budgets (share of the responses): {budgets}; seed "
         f"{args.seed}; run time {runtime:.0f} s."
+    )
+    targets = "each observed metric alone" if args.per_target else "the mean, r, QWK and RMSE together"
+    lines.append(
+        f"Designs: a uniform pilot, then {args.iterations} iteration(s); the active, wrong and oracle designs "
+        f"allocate for {targets} (PRMSE for the metrics that need second scores)."
     )
     return lines
