@@ -337,20 +337,26 @@ def _jackknife_variances(
     todo = [t for t, (name, _) in enumerate(labels) if name in JACKKNIFE]
     if not todo or n < 3:
         return out
-    size = max(int(scored.sum(axis=1).max()), 1)
-    idx = np.argsort(~scored, axis=1, kind="stable")[:, :size]  # the scored responses first
-    valid = np.take_along_axis(scored, idx, axis=1)
-    p_sel, q_sel = (np.take_along_axis(x, idx[:, None, :], axis=2) for x in (p, q))
+    counts = scored.sum(axis=1)
+    rows, cols = np.nonzero(scored)  # row-major: each campaign's scored responses in order
+    slot = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    idx = np.zeros((scored.shape[0], max(int(counts.max()), 1)), dtype=np.intp)
+    idx[rows, slot] = cols
+    camp = np.arange(scored.shape[0])[:, None]
+    p_sel, q_sel = p[camp, :, idx], q[camp, :, idx]  # (C, K, d): the scored responses' pseudo-outcomes
     for t in todo:
         lt = lam[:, t, None]
-        z = a_part[:, t] + lt * b_part[:, t]
-        d = -(z - z.mean(axis=1, keepdims=True)) / (n - 1.0)
-        m = mu[:, t, :, None]
-        y = p_sel + lt[..., None] * (q_sel + np.nan_to_num(shift)[..., None])
+        d = lt * b_part[:, t]
+        d += a_part[:, t]
+        d -= d.mean(axis=1, keepdims=True)
+        d *= -1.0 / (n - 1.0)  # first order: -a'(Y_i - Ybar) / (N - 1)
+        m = mu[:, t, None, :]
+        y = p_sel + lt[..., None] * (q_sel + np.nan_to_num(shift)[:, None, :])
         with np.errstate(invalid="ignore", divide="ignore"):
-            exact = gs[t](np.moveaxis(m + (m - y) / (n - 1.0), 1, 2)) - gs[t](mu[:, t])[:, None]
-        np.put_along_axis(d, idx, np.where(valid, exact, np.take_along_axis(d, idx, axis=1)), axis=1)
-        jack = (n - 1.0) * np.einsum("cn,cn->c", d - d.mean(axis=1, keepdims=True), d - d.mean(axis=1, keepdims=True))
+            exact = gs[t](m + (m - y) / (n - 1.0)) - gs[t](mu[:, t])[:, None]
+        d[rows, cols] = exact[rows, slot]
+        d -= d.mean(axis=1, keepdims=True)
+        jack = (n - 1.0) * np.einsum("cn,cn->c", d, d)
         out[:, t] = np.where(np.isfinite(jack), jack, delta[:, t])
     return out
 
