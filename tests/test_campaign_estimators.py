@@ -319,3 +319,14 @@ def test_the_standard_error_of_r_and_human_human_agreement_is_the_delete_one_jac
         jackknife = np.sqrt(39 / 40 * np.sum((loo - loo.mean()) ** 2))
         assert est.se[0, est.index(*label)] == pytest.approx(jackknife, rel=1e-6), label
     assert est.se[0, est.index("mean")] == pytest.approx(np.std(h1, ddof=1) / np.sqrt(40), rel=1e-9)
+
+
+def test_the_classical_standard_error_of_the_mean_is_the_textbook_one_of_the_scored_responses() -> None:
+    rng = np.random.default_rng(16)
+    systems, first, second, pf, ps = _campaigns(rng, 3, 500, 0.2, 0.5)
+    est = estimate(systems, first, second, pf, ps, metrics=("mean", "hh_r"))
+    for c in range(3):
+        scored = first[c][~np.isnan(first[c])]
+        textbook = np.std(scored, ddof=1) / np.sqrt(scored.size)
+        assert est.se[c, est.index("mean")] == pytest.approx(textbook, rel=1e-9)
+        assert est.n[c, est.index("hh_r")] == np.sum(~np.isnan(second[c]))

@@ -29,7 +29,8 @@ Candès 2024, Theorem 1): with a = grad g, the linearised pseudo-outcome of resp
 P_i = mhat + w_i (phi_i - mhat), Q_i = (f_i - fbar) - w_i (f_i - fbar_w) (:func:`pseudo_outcomes`), and
 Var(theta_hat) = Var_i(a'P_i + lambda a'Q_i) / N over all N responses; for r, QWK and human-human agreement the
 delete-one jackknife of g over the same pseudo-outcomes, which keeps g's quadratic terms (:func:`
-_jackknife_variances`). The interval (:func:`intervals`) is
+_jackknife_variances`); either with the divisor n - 1 of the n responses the estimate rests on
+(:func:`small_sample_factor`). The interval (:func:`intervals`) is
 theta_hat +- t_0.975(nu) se on Fisher's z scale for r, QWK and human-human agreement and on the log scale for
 RMSE, nu the Satterthwaite degrees of freedom of the variance estimate (at most n - 1, n the responses the estimate
 rests on; :func:`degrees_of_freedom`); RMSE's interval is corrected for the skewness of its linearised terms
@@ -516,6 +517,7 @@ def estimate(
     reason = _reasons(value, parts.labels, w)
     se = np.where(np.isnan(value), np.nan, se)
     n = _counts(parts.labels, w)
+    se = se * small_sample_factor(n, parts.n)
     df = degrees_of_freedom(n, parts.kurtosis, parts.n)
     low, high = intervals(value, se, parts.labels, df, parts.skewness / np.sqrt(parts.n))
     q = t_quantile(df)
@@ -538,6 +540,21 @@ def estimate(
         n=n,
         kurtosis=parts.kurtosis,
     )
+
+
+def small_sample_factor(n: NDArray[Any], n_responses: int) -> NDArray[Any]:
+    """sqrt((N - 1) / N * n / (n - 1)), (C, T): the factor that turns a standard error whose variance divides by
+    N - 1 over all N responses into one that divides by n - 1 over the n responses the estimate rests on (scored
+    once, or twice for the metrics that need it). The pseudo-outcomes of the N - n responses without the scores
+    are constant (or vary only with the control variate), so the variance over N is about the one of the n scored
+    responses with divisor n: the ddof = 0 variance, too small by (n - 1) / n. With the factor the classical mean's
+    standard error is the textbook s / sqrt(n), the delete-one jackknife's (:func:`_jackknife_variances`) that of
+    the scored subset to first order; for unequal design weights it is HC2 with every scored response's leverage
+    1 / n (MacKinnon & White 1985, J. Econometrics 29, 305-325, HC2: squared residual / (1 - h_ii)). Not applied
+    to PRMSE's Fieller interval (:func:`fieller`), which over-covers on heavy-tailed scores already."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = (n_responses - 1.0) / n_responses * n / (n - 1.0)
+    return np.asarray(np.sqrt(np.where(n > 1, f, np.nan)), dtype=np.float64)
 
 
 def fieller(ratio: Ratio, q: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
