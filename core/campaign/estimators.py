@@ -550,11 +550,12 @@ def small_sample_factor(n: NDArray[Any], n_responses: int) -> NDArray[Any]:
     responses with divisor n: the ddof = 0 variance, too small by (n - 1) / n. With the factor the classical mean's
     standard error is the textbook s / sqrt(n), the delete-one jackknife's (:func:`_jackknife_variances`) that of
     the scored subset to first order; for unequal design weights it is HC2 with every scored response's leverage
-    1 / n (MacKinnon & White 1985, J. Econometrics 29, 305-325, HC2: squared residual / (1 - h_ii)). Not applied
-    to PRMSE's Fieller interval (:func:`fieller`), which over-covers on heavy-tailed scores already."""
+    1 / n (MacKinnon & White 1985, J. Econometrics 29, 305-325, HC2: squared residual / (1 - h_ii)). 1 where
+    n <= 1. Not applied to PRMSE's Fieller interval (:func:`fieller`), which over-covers on heavy-tailed scores
+    already."""
     with np.errstate(divide="ignore", invalid="ignore"):
         f = (n_responses - 1.0) / n_responses * n / (n - 1.0)
-    return np.asarray(np.sqrt(np.where(n > 1, f, np.nan)), dtype=np.float64)
+    return np.asarray(np.sqrt(np.where(n > 1, f, 1.0)), dtype=np.float64)
 
 
 def fieller(ratio: Ratio, q: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -645,7 +646,7 @@ def intervals(
     df: NDArray[Any],
     skewness: NDArray[Any] | None = None,
 ) -> tuple[NDArray[Any], NDArray[Any]]:
-    """95% intervals (low, high), each (C, T), from the delta-method standard errors (module docstring).
+    """95% intervals (low, high), each (C, T), from the standard errors (delta method or jackknife, module docstring).
 
     The interval is value +- q se on a scale h where the sampling distribution is closer to normal, mapped back
     (the delta method on h: se_h = h'(value) se): Fisher's z, h = atanh, for Pearson r and human-human r (Fisher
