@@ -20,6 +20,8 @@ from easl_toolkit.core.campaign.estimators import (
     check_width,
     estimate,
     fieller,
+    intervals,
+    skewed_quantiles,
     t_quantile,
 )
 from easl_toolkit.core.campaign.model import fit_model, predict
@@ -249,3 +251,82 @@ def test_fiellers_interval_solves_its_quadratic_and_is_unbounded_where_the_denom
     assert low[0] < 0.5 < high[0]
     far = Ratio(a=np.array([0.5]), b=np.array([0.05]), za=za, zb=zb)  # B within 2 se of 0: no bounded interval
     assert np.isnan(fieller(far, q)).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(gamma=st.floats(-0.8, 0.8), x=st.floats(-4.0, 4.0))
+def test_halls_quantiles_invert_his_monotone_transformation(gamma: float, x: float) -> None:
+    lower, upper = skewed_quantiles(np.array([x]), np.array([gamma]))
+    a, b = gamma / 3.0, gamma / 6.0
+    for t_value, target in ((upper[0], x), (lower[0], -x)):
+        assert t_value + a * t_value**2 + a * a * t_value**3 / 3.0 + b == pytest.approx(target, abs=1e-9)
+
+
+def test_without_skewness_halls_quantiles_are_the_symmetric_t_quantiles() -> None:
+    q = t_quantile(np.array([8.0, 40.0, np.inf]))
+    lower, upper = skewed_quantiles(q, np.zeros(3))
+    np.testing.assert_allclose(lower, -q, rtol=1e-12)
+    np.testing.assert_allclose(upper, q, rtol=1e-12)
+    lower, upper = skewed_quantiles(q, np.full(3, 0.2))
+    assert (-lower > q).all() and (upper < q).all()  # a long right tail: the interval reaches further up
+
+
+def test_only_the_rmse_interval_depends_on_the_skewness_of_its_terms() -> None:
+    labels = (("mean", None), ("r", 0), ("qwk", 0), ("rmse", 0), ("smd", 0), ("hh_r", None))
+    value = np.array([[3.5, 0.6, 0.55, 0.8, 0.1, 0.5]])
+    se = np.full((1, 6), 0.05)
+    df = np.full((1, 6), 50.0)
+    plain = intervals(value, se, labels, df)
+    skewed = intervals(value, se, labels, df, np.full((1, 6), 0.3))
+    same = [t for t, (name, _) in enumerate(labels) if name != "rmse"]
+    for a, b in zip(plain, skewed, strict=True):
+        np.testing.assert_allclose(a[:, same], b[:, same], rtol=1e-12)
+    rmse = labels.index(("rmse", 0))
+    assert skewed[0][0, rmse] > plain[0][0, rmse] and skewed[1][0, rmse] > plain[1][0, rmse]
+    assert np.log(skewed[1][0, rmse] / 0.8) > np.log(0.8 / skewed[0][0, rmse])
+
+
+def test_rmse_intervals_cover_on_both_sides_when_the_squared_errors_are_heavy_tailed() -> None:
+    rng = np.random.default_rng(14)
+
+    def draw(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        t = rng.normal(0, 1, shape)
+        return t + rng.exponential(1.0, shape), (0.6 * t + rng.normal(0, 1, shape))[..., None]
+
+    first, systems = draw((3000, 60))
+    big_first, big_systems = draw((1, 400_000))
+    one = np.ones_like(big_first)
+    truth = estimate(big_systems, big_first, big_first, one, one, metrics=("rmse",)).value[0, 0]
+    nan = np.full_like(first, np.nan)
+    est = estimate(systems, first, nan, np.ones_like(first), np.ones_like(first), metrics=("rmse",))
+    below, above = (est.high[:, 0] < truth).mean(), (est.low[:, 0] > truth).mean()
+    assert 0.93 <= 1.0 - below - above <= 0.97
+    assert below < 0.04 and above < 0.04, (below, above)  # the symmetric log-scale interval misses below 5%
+
+
+def test_the_standard_error_of_r_and_human_human_agreement_is_the_delete_one_jackknifes() -> None:
+    systems, first, second = world(np.random.default_rng(15), 1, 40)
+    one = np.ones_like(first)
+    est = estimate(systems, first, second, one, one, metrics=("r", "qwk", "hh_r", "mean"))
+    h1, h2, s = first[0], second[0], systems[0, :, 0]
+    keep = ~np.eye(40, dtype=bool)
+    for label, metric, x, y in (
+        (("r", 0), pearson_r, h1, s),
+        (("qwk", 0), quadratic_weighted_kappa, h1, s),
+        (("hh_r", None), pearson_r, h1, h2),
+    ):
+        loo = np.array([metric(x[k], y[k]) for k in keep])
+        jackknife = np.sqrt(39 / 40 * np.sum((loo - loo.mean()) ** 2))
+        assert est.se[0, est.index(*label)] == pytest.approx(jackknife, rel=1e-6), label
+    assert est.se[0, est.index("mean")] == pytest.approx(np.std(h1, ddof=1) / np.sqrt(40), rel=1e-9)
+
+
+def test_the_classical_standard_error_of_the_mean_is_the_textbook_one_of_the_scored_responses() -> None:
+    rng = np.random.default_rng(16)
+    systems, first, second, pf, ps = _campaigns(rng, 3, 500, 0.2, 0.5)
+    est = estimate(systems, first, second, pf, ps, metrics=("mean", "hh_r"))
+    for c in range(3):
+        scored = first[c][~np.isnan(first[c])]
+        textbook = np.std(scored, ddof=1) / np.sqrt(scored.size)
+        assert est.se[c, est.index("mean")] == pytest.approx(textbook, rel=1e-9)
+        assert est.n[c, est.index("hh_r")] == np.sum(~np.isnan(second[c]))

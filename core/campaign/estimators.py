@@ -27,11 +27,15 @@ terms, which cancel in a metric like r only when the factor is the same for ever
 Variance (delta method; superpopulation, the responses a sample from the population the metric describes; Zrnic &
 Candès 2024, Theorem 1): with a = grad g, the linearised pseudo-outcome of response i is a'P_i + lambda a'Q_i,
 P_i = mhat + w_i (phi_i - mhat), Q_i = (f_i - fbar) - w_i (f_i - fbar_w) (:func:`pseudo_outcomes`), and
-Var(theta_hat) = Var_i(a'P_i + lambda a'Q_i) / N over all N responses. The interval (:func:`intervals`) is
+Var(theta_hat) = Var_i(a'P_i + lambda a'Q_i) / N over all N responses; for r, QWK and human-human agreement the
+delete-one jackknife of g over the same pseudo-outcomes, which keeps g's quadratic terms (:func:`
+_jackknife_variances`); either with the divisor n - 1 of the n responses the estimate rests on
+(:func:`small_sample_factor`). The interval (:func:`intervals`) is
 theta_hat +- t_0.975(nu) se on Fisher's z scale for r, QWK and human-human agreement and on the log scale for
 RMSE, nu the Satterthwaite degrees of freedom of the variance estimate (at most n - 1, n the responses the estimate
-rests on; :func:`degrees_of_freedom`); a metric that needs second scores gets no interval (NaN, with the
-reason and the number needed) when fewer than :data:`MIN_DOUBLE` responses are scored twice.
+rests on; :func:`degrees_of_freedom`); RMSE's interval is corrected for the skewness of its linearised terms
+(Hall's transformation, :func:`skewed_quantiles`); a metric that needs second scores gets no interval (NaN, with
+the reason and the number needed) when fewer than :data:`MIN_DOUBLE` responses are scored twice.
 
 Power tuning (PPI++, Angelopoulos, Duchi & Zrnic 2023, section 2; eq. 5 there for the mean): per metric, with
 A_i = a'P_i and B_i = a'Q_i, the variance is smallest at lambda = -Cov(A, B) / Var(B), clipped to [0, 1] as PPI++
@@ -45,7 +49,7 @@ Every function takes a batch of C campaigns: systems (C, N, K), scores (C, N) wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +83,15 @@ MIN_DOUBLE = 50
 #: Metrics whose interval is built on Fisher's z scale, and on the log scale (:func:`intervals`).
 FISHER_Z = frozenset({"r", "qwk", "hh_r", "hh_qwk"})
 LOG_SCALE = frozenset({"rmse"})
+#: Metrics whose interval is corrected for the skewness of the estimate's linearised terms (:func:`intervals`).
+#: Chosen from the campaign study (docs/studies/campaign.md): RMSE, a function of one mean of squared errors,
+#: gains; the same correction made r, QWK and human-human agreement cover less on heavy-tailed scores.
+SKEW_CORRECTED = frozenset({"rmse"})
+#: Metrics whose standard error is the delete-one jackknife's (:func:`_jackknife_variances`) instead of the delta
+#: method's: the correlation-type metrics, the most nonlinear functions of the moments. Chosen from the campaign
+#: study (docs/studies/campaign.md): on heavy-tailed scores the delta method's standard error of human-human
+#: agreement and QWK was too small; on the simulated raters the two agree.
+JACKKNIFE = frozenset({"r", "qwk", "hh_r", "hh_qwk"})
 
 
 @dataclass(frozen=True)
@@ -257,6 +270,7 @@ class _Parts:
     n: int
     kurtosis: NDArray[Any]
     ratios: dict[int, Ratio]
+    skewness: NDArray[Any]
 
 
 def _fit(
@@ -286,18 +300,66 @@ def _fit(
     a_part = a @ p  # (C, T, N)
     b_part = a @ q
     lam, var = _tuned(a_part, b_part, predictions is not None)
-    kurt = _kurtoses(a_part, b_part, lam)
+    kurt, skew = _shapes(a_part, b_part, lam)
     mu = p.mean(axis=2)[:, None, :] + np.where(
         np.isnan(shift)[:, None, :], np.nan, lam[..., None] * np.nan_to_num(shift)[:, None, :]
     )
     value = np.stack([g(mu[:, t, :]) for t, g in enumerate(gs)], axis=1)
+    var = _jackknife_variances(labels, gs, (p, q, shift, mu, lam, a_part, b_part), w[:, 1] > 0, var)
     ratios = _ratios(labels, wanted, (p, q, mu, lam), k)
     if len(wanted) != len(labels) or wanted != labels:
-        value, var, lam, kurt = _with_combined(wanted, labels, (value, var, lam, kurt), ratios)
+        value, var, lam, kurt, skew = _with_combined(wanted, labels, (value, var, lam, kurt, skew), ratios)
         labels = wanted
     se = np.sqrt(var / n) if n > 1 else np.full(value.shape, np.nan)
     fieller = {labels.index(key): r for key, r in ratios.items() if key in labels}
-    return _Parts(p, q, shift, lam, labels, k, n, kurt, fieller), value, se, w
+    return _Parts(p, q, shift, lam, labels, k, n, kurt, fieller, skew), value, se, w
+
+
+def _jackknife_variances(
+    labels: Sequence[tuple[str, int | None]],
+    gs: Sequence[Callable[[NDArray[Any]], NDArray[Any]]],
+    fitted: tuple[NDArray[Any], ...],
+    scored: NDArray[Any],
+    delta: NDArray[Any],
+) -> NDArray[Any]:
+    """(C, T) per-response variances N Var(theta_hat): the delete-one jackknife's for the metrics of
+    :data:`JACKKNIFE`, ``delta`` (the delta method's) for the others and where the jackknife is undefined.
+
+    The estimate is g(Ybar) of the means of the N pseudo-outcomes Y_i = P_i + lambda (Q_i + shift) (:func:`
+    pseudo_outcomes`); leaving response i out gives g(Ybar_(i)), Ybar_(i) = Ybar + (Ybar - Y_i) / (N - 1), and
+    Var_jack = (N - 1) / N sum_i (d_i - dbar)^2 with d_i = g(Ybar_(i)) - g(Ybar) (Quenouille-Tukey; Efron & Stein
+    1981, Ann. Statist. 9, 586-596, eq. 1.3, who show it is biased upwards: it keeps the quadratic terms of g that
+    the delta method drops, which heavy-tailed scores make large). Computed exactly for the ``scored`` responses
+    (C, N) and to first order, d_i = -a'(Y_i - Ybar) / (N - 1), for the others: a response without a human score
+    moves the means by O(1 / N) only (its weights are 0 or 1), where g is linear to O(1 / N^2)."""
+    p, q, shift, mu, lam, a_part, b_part = fitted
+    n = p.shape[2]
+    out = delta.copy()
+    todo = [t for t, (name, _) in enumerate(labels) if name in JACKKNIFE]
+    if not todo or n < 3:
+        return out
+    counts = scored.sum(axis=1)
+    rows, cols = np.nonzero(scored)  # row-major: each campaign's scored responses in order
+    slot = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    idx = np.zeros((scored.shape[0], max(int(counts.max()), 1)), dtype=np.intp)
+    idx[rows, slot] = cols
+    camp = np.arange(scored.shape[0])[:, None]
+    p_sel, q_sel = p[camp, :, idx], q[camp, :, idx]  # (C, K, d): the scored responses' pseudo-outcomes
+    for t in todo:
+        lt = lam[:, t, None]
+        d = lt * b_part[:, t]
+        d += a_part[:, t]
+        d -= d.mean(axis=1, keepdims=True)
+        d *= -1.0 / (n - 1.0)  # first order: -a'(Y_i - Ybar) / (N - 1)
+        m = mu[:, t, None, :]
+        y = p_sel + lt[..., None] * (q_sel + np.nan_to_num(shift)[:, None, :])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            exact = gs[t](m + (m - y) / (n - 1.0)) - gs[t](mu[:, t])[:, None]
+        d[rows, cols] = exact[rows, slot]
+        d -= d.mean(axis=1, keepdims=True)
+        jack = (n - 1.0) * np.einsum("cn,cn->c", d, d)
+        out[:, t] = np.where(np.isfinite(jack), jack, delta[:, t])
+    return out
 
 
 @dataclass(frozen=True)
@@ -369,35 +431,47 @@ def _mix(w: NDArray[Any], x1: NDArray[Any], x2: NDArray[Any]) -> NDArray[Any]:
 def _kurtosis(z: NDArray[Any]) -> NDArray[Any]:
     """Pearson's kurtosis m4 / m2^2 of the last axis of (C, N) terms (3 where the terms are constant, as for normal
     terms)."""
+    return _moment_ratios(z)[0]
+
+
+def _moment_ratios(z: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Kurtosis m4 / m2^2 and skewness m3 / m2^1.5 of the last axis of (C, N) terms (3 and 0 where the terms are
+    constant, as for normal terms)."""
     zc = z - z.mean(axis=-1, keepdims=True)
-    np.multiply(zc, zc, out=zc)
-    m2 = zc.sum(axis=-1) / z.shape[-1]
-    m4 = np.einsum("cn,cn->c", zc, zc) / z.shape[-1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(np.where(m2 > 0, m4 / np.where(m2 > 0, m2 * m2, 1.0), 3.0), dtype=np.float64)
+    z2 = zc * zc
+    m2 = z2.sum(axis=-1) / z.shape[-1]
+    m3 = np.einsum("cn,cn->c", z2, zc) / z.shape[-1]
+    m4 = np.einsum("cn,cn->c", z2, z2) / z.shape[-1]
+    ok = m2 > 0
+    m2 = np.where(ok, m2, 1.0)
+    kurt = np.where(ok, m4 / (m2 * m2), 3.0)
+    skew = np.where(ok, m3 / (m2 * np.sqrt(m2)), 0.0)
+    return np.asarray(kurt, dtype=np.float64), np.asarray(skew, dtype=np.float64)
 
 
-def _kurtoses(a_part: NDArray[Any], b_part: NDArray[Any], lam: NDArray[Any]) -> NDArray[Any]:
-    """(C, T) kurtosis of each metric's linearised terms a_part + lambda b_part, one metric at a time (no (C, T, N)
-    temporary)."""
-    return np.stack([_kurtosis(a_part[:, t] + lam[:, t, None] * b_part[:, t]) for t in range(a_part.shape[1])], axis=1)
+def _shapes(a_part: NDArray[Any], b_part: NDArray[Any], lam: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(C, T) kurtosis and skewness of each metric's linearised terms a_part + lambda b_part, one metric at a time
+    (no (C, T, N) temporary)."""
+    pairs = [_moment_ratios(a_part[:, t] + lam[:, t, None] * b_part[:, t]) for t in range(a_part.shape[1])]
+    return np.stack([k for k, _ in pairs], axis=1), np.stack([g for _, g in pairs], axis=1)
 
 
 def _with_combined(
     wanted: tuple[tuple[str, int | None], ...],
     labels: tuple[tuple[str, int | None], ...],
-    columns: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]],
+    columns: tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]],
     ratios: dict[tuple[str, int | None], Ratio],
-) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """Columns of ``wanted`` from those of ``labels`` = (value, variance, lambda, kurtosis); PRMSE combined from its
-    :class:`Ratio` (:func:`_ratios`): value 1 - A / B, variance that of its linearised terms (rho zB - zA) / B,
-    rho = A / B, and the weight of the first-score form in A reported in place of lambda."""
-    value, var, lam, kurt = columns
-    cols: tuple[list[NDArray[Any]], ...] = ([], [], [], [])
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """Columns of ``wanted`` from those of ``labels`` = (value, variance, lambda, kurtosis, skewness); PRMSE combined
+    from its :class:`Ratio` (:func:`_ratios`): value 1 - A / B, variance, kurtosis and skewness those of its
+    linearised terms (rho zB - zA) / B, rho = A / B, and the weight of the first-score form in A reported in place
+    of lambda."""
+    value, var, lam, kurt, skew = columns
+    cols: tuple[list[NDArray[Any]], ...] = ([], [], [], [], [])
     for name, j in wanted:
         if name != "prmse_combined":
             t = labels.index((name, j))
-            for col, src in zip(cols, (value, var, lam, kurt), strict=True):
+            for col, src in zip(cols, (value, var, lam, kurt, skew), strict=True):
                 col.append(src[:, t])
             continue
         r = ratios[(name, j)]
@@ -406,7 +480,8 @@ def _with_combined(
             rho = np.where(ok, r.a / np.where(ok, r.b, 1.0), np.nan)
             z = (np.nan_to_num(rho)[:, None] * r.zb - r.za) / np.where(ok, r.b, 1.0)[:, None]
         assert r.weight_a is not None
-        for col, x in zip(cols, (1.0 - rho, np.where(ok, z.var(axis=1, ddof=1), np.nan), r.weight_a, _kurtosis(z))):
+        var_z = np.where(ok, z.var(axis=1, ddof=1), np.nan)
+        for col, x in zip(cols, (1.0 - rho, var_z, r.weight_a, *_moment_ratios(z)), strict=True):
             col.append(x)
     return tuple(np.stack(c, axis=1) for c in cols)  # type: ignore[return-value]
 
@@ -442,8 +517,9 @@ def estimate(
     reason = _reasons(value, parts.labels, w)
     se = np.where(np.isnan(value), np.nan, se)
     n = _counts(parts.labels, w)
+    se = se * small_sample_factor(n, parts.n)
     df = degrees_of_freedom(n, parts.kurtosis, parts.n)
-    low, high = intervals(value, se, parts.labels, df)
+    low, high = intervals(value, se, parts.labels, df, parts.skewness / np.sqrt(parts.n))
     q = t_quantile(df)
     for t, ratio in parts.ratios.items():
         lo_rho, hi_rho = fieller(ratio, q[:, t])
@@ -464,6 +540,22 @@ def estimate(
         n=n,
         kurtosis=parts.kurtosis,
     )
+
+
+def small_sample_factor(n: NDArray[Any], n_responses: int) -> NDArray[Any]:
+    """sqrt((N - 1) / N * n / (n - 1)), (C, T): the factor that turns a standard error whose variance divides by
+    N - 1 over all N responses into one that divides by n - 1 over the n responses the estimate rests on (scored
+    once, or twice for the metrics that need it). The pseudo-outcomes of the N - n responses without the scores
+    are constant (or vary only with the control variate), so the variance over N is about the one of the n scored
+    responses with divisor n: the ddof = 0 variance, too small by (n - 1) / n. With the factor the classical mean's
+    standard error is the textbook s / sqrt(n), the delete-one jackknife's (:func:`_jackknife_variances`) that of
+    the scored subset to first order; for unequal design weights it is HC2 with every scored response's leverage
+    1 / n (MacKinnon & White 1985, J. Econometrics 29, 305-325, HC2: squared residual / (1 - h_ii)). 1 where
+    n <= 1. Not applied to PRMSE's Fieller interval (:func:`fieller`), which over-covers on heavy-tailed scores
+    already."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = (n_responses - 1.0) / n_responses * n / (n - 1.0)
+    return np.asarray(np.sqrt(np.where(n > 1, f, 1.0)), dtype=np.float64)
 
 
 def fieller(ratio: Ratio, q: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
@@ -520,33 +612,71 @@ def degrees_of_freedom(n: NDArray[Any], kurtosis: NDArray[Any], n_responses: int
     return np.asarray(np.minimum(n - 1.0, nu), dtype=np.float64)
 
 
+def skewed_quantiles(q: NDArray[Any], gamma: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """(lower, upper) quantiles of the studentized estimate T = (theta_hat - theta) / se whose linearised terms have
+    skewness gamma sqrt(N) (``gamma`` = skewness / sqrt(N), as for a mean of N terms), by Hall's transformation
+    (Hall 1992, J. R. Statist. Soc. B 54, 221-228; the form of Zhou & Dinh 2005, Biostatistics 6, 293-303, their
+    T_1):
+
+        f(T) = T + a T^2 + a^2 T^3 / 3 + b,  a = gamma / 3,  b = gamma / 6,
+
+    which is monotone (f' = (1 + a T)^2) and removes the O(N^-1/2) skewness of T, so f(T) is taken as Student's t
+    with the interval's degrees of freedom: T lies in [f^-1(-q), f^-1(q)], f^-1(x) = ((1 + 3 a (x - b))^(1/3) - 1)
+    / a (x - b where a = 0). For gamma > 0 (a long right tail) the lower quantile is further from 0 than the upper,
+    so the interval theta_hat - se [f^-1(q), f^-1(-q)] reaches further up: an estimate that missed the rare large
+    terms is low together with its standard error, and the interval makes up for both."""
+    gamma = np.nan_to_num(np.asarray(gamma, dtype=np.float64))
+    a, b = gamma / 3.0, gamma / 6.0
+    flat = a == 0
+    safe = np.where(flat, 1.0, a)
+
+    def inverse(x: NDArray[Any]) -> NDArray[Any]:
+        u = 3.0 * a * (x - b)
+        with np.errstate(invalid="ignore", divide="ignore"):  # (1 + u)^(1/3) - 1 without cancellation near u = 0
+            root = np.where(u > -1.0, np.expm1(np.log1p(u) / 3.0), np.cbrt(1.0 + u) - 1.0)
+        return np.asarray(np.where(flat, x - b, root / safe), dtype=np.float64)
+
+    return inverse(-q), inverse(q)
+
+
 def intervals(
-    value: NDArray[Any], se: NDArray[Any], labels: Sequence[tuple[str, int | None]], df: NDArray[Any]
+    value: NDArray[Any],
+    se: NDArray[Any],
+    labels: Sequence[tuple[str, int | None]],
+    df: NDArray[Any],
+    skewness: NDArray[Any] | None = None,
 ) -> tuple[NDArray[Any], NDArray[Any]]:
-    """95% intervals (low, high), each (C, T), from the delta-method standard errors (module docstring).
+    """95% intervals (low, high), each (C, T), from the standard errors (delta method or jackknife, module docstring).
 
     The interval is value +- q se on a scale h where the sampling distribution is closer to normal, mapped back
     (the delta method on h: se_h = h'(value) se): Fisher's z, h = atanh, for Pearson r and human-human r (Fisher
     1921) and for QWK, which on continuous scores is Lin's concordance correlation coefficient (Lin 1989 uses the
     same transformation for its interval); h = log for RMSE, which keeps it positive. q is the 0.975 quantile of
     Student's t with ``df`` degrees of freedom (:func:`degrees_of_freedom`, :func:`t_quantile`). The other
-    metrics (the mean, SMD, PRMSE) stay on their own scale.
+    metrics (the mean, SMD, PRMSE) stay on their own scale. With ``skewness`` (C, T), the skewness of each
+    estimate's linearised terms over the N responses divided by sqrt(N), the metrics of :data:`SKEW_CORRECTED`
+    take h(value) - se_h [f^-1(q), f^-1(-q)] instead, f Hall's transformation (:func:`skewed_quantiles`).
     """
     q = t_quantile(df)
     low, high = value - q * se, value + q * se
     for t, (name, _) in enumerate(labels):
         v, s, qt = value[:, t], se[:, t], q[:, t]
+        lower, upper = -qt, qt
+        if skewness is not None and name in SKEW_CORRECTED:
+            lower, upper = skewed_quantiles(qt, skewness[:, t])
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if name in FISHER_Z:
                 inside = np.abs(v) < 1.0
                 z, sz = np.arctanh(np.where(inside, v, 0.0)), s / (1.0 - v * v)
-                low[:, t] = np.where(inside, np.tanh(z - qt * sz), low[:, t])
-                high[:, t] = np.where(inside, np.tanh(z + qt * sz), high[:, t])
+                low[:, t] = np.where(inside, np.tanh(z - upper * sz), low[:, t])
+                high[:, t] = np.where(inside, np.tanh(z - lower * sz), high[:, t])
             elif name in LOG_SCALE:
                 pos = v > 0
-                f = np.exp(qt * s / np.where(pos, v, 1.0))
-                low[:, t] = np.where(pos, v / f, low[:, t])
-                high[:, t] = np.where(pos, v * f, high[:, t])
+                sl = s / np.where(pos, v, 1.0)
+                low[:, t] = np.where(pos, v * np.exp(-upper * sl), low[:, t])
+                high[:, t] = np.where(pos, v * np.exp(-lower * sl), high[:, t])
+            else:
+                low[:, t], high[:, t] = v - upper * s, v - lower * s
     return low, high
 
 
