@@ -521,12 +521,13 @@ def estimate(
     df = degrees_of_freedom(n, parts.kurtosis, parts.n)
     low, high = intervals(value, se, parts.labels, df, parts.skewness / np.sqrt(parts.n))
     q = t_quantile(df)
+    # too few responses scored twice is the reason to give first: it says what to do
+    few = np.isfinite(value) & (n < MIN_DOUBLE) & np.array([name in NEEDS_SECOND for name, _ in parts.labels])
     for t, ratio in parts.ratios.items():
         lo_rho, hi_rho = fieller(ratio, q[:, t])
         low[:, t], high[:, t] = 1.0 - hi_rho, 1.0 - lo_rho
-        unbounded = np.isfinite(value[:, t]) & np.isnan(lo_rho) & (reason[:, t] == "")
+        unbounded = np.isfinite(value[:, t]) & np.isnan(lo_rho) & (reason[:, t] == "") & ~few[:, t]
         reason[:, t] = np.where(unbounded, UNBOUNDED, reason[:, t])
-    few = np.isfinite(value) & (n < MIN_DOUBLE) & np.array([name in NEEDS_SECOND for name, _ in parts.labels])
     low, high = np.where(few, np.nan, low), np.where(few, np.nan, high)
     reason = np.where(few & (reason == ""), np.vectorize(_too_few, otypes=[object])(n), reason)
     return CampaignEstimates(

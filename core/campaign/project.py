@@ -26,7 +26,8 @@ lean on the responses answered so far); once they are answered, as when the stop
 are exact.
 
 Estimates (:func:`campaign_estimates`): :func:`core.campaign.estimators.estimate` with the control variates of the
-human-score model (:mod:`core.campaign.model`) fitted on every scored response.
+human-score model (:mod:`core.campaign.model`), cross-fitted: each response's from a model fitted on the scores of
+the other responses' fold (:func:`core.campaign.model.cross_fitted_predictions`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from easl_toolkit.core.campaign.estimators import MIN_DOUBLE, CampaignEstimates, estimate
-from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
-from easl_toolkit.core.campaign.moments import moment_predictions
+from easl_toolkit.core.campaign.model import cross_fitted_predictions
 
 #: Largest factor by which a rating's distance from an annotator's offset is stretched or shrunk (module docstring).
 SLOPE_RATIO_MAX = 4.0
@@ -262,15 +262,12 @@ def campaign_estimates(
     p_first: NDArray[Any],
     p_second: NDArray[Any],
     metrics: Sequence[str] = tuple(REPORTED),
-    model: HumanScoreModel | None = None,
 ) -> CampaignEstimates:
     """Estimates of ``metrics`` (names of :data:`REPORTED`) for one campaign: systems (N, K), human scores and their
-    probabilities (N,), the control variates of :func:`core.campaign.model.fit_model` on every scored response
-    (``model``: that fit, made already; :func:`core.campaign.estimators.estimate`)."""
+    probabilities (N,), with the cross-fitted control variates of the human-score model
+    (:func:`core.campaign.model.cross_fitted_predictions`; :func:`core.campaign.estimators.estimate`)."""
     s, f, g = systems[None], first[None], second[None]
-    model = fit_model(s, f, g) if model is None else model
-    m, v, _ = predict(model, s)
-    predictions = moment_predictions(s, m, v, model.error_var)
+    predictions = cross_fitted_predictions(s, f, g)
     names = [REPORTED[t] for t in metrics]
     return estimate(s, f, g, p_first[None], p_second[None], predictions=predictions, metrics=names)
 

@@ -194,7 +194,7 @@ class CampaignModel(AwareModel):
         systems, first, second = self._arrays(state)
         design = self.inputs.design() if self.inputs is not None else {}
         p1, p2 = cp.weights(design, first.size)
-        return cp.campaign_estimates(systems, first, second, p1, p2, metrics, self._fitted(state))
+        return cp.campaign_estimates(systems, first, second, p1, p2, metrics)
 
     def design_estimates(
         self, state: dict[str, NDArray[Any]], systems: NDArray[Any], names: Any

@@ -54,8 +54,7 @@ from easl_toolkit.core.campaign.design import (
     target_residuals,
 )
 from easl_toolkit.core.campaign.estimators import CampaignEstimates, estimate
-from easl_toolkit.core.campaign.model import HumanScoreModel, fit_model, predict
-from easl_toolkit.core.campaign.moments import moment_predictions
+from easl_toolkit.core.campaign.model import HumanScoreModel, cross_fitted_predictions, fit_model
 
 #: Rater error sd per category (the authors' sd search; inter-rater r 0.40, 0.55, 0.65, 0.80).
 RATER_ERROR_SD = {"low": 0.85, "moderate": 0.60, "average": 0.46, "high": 0.24}
@@ -167,11 +166,6 @@ def target_sets(s: CampaignStudySettings) -> dict[str, tuple[tuple[str, ...], ..
     return {"observed": (OBSERVED_TARGETS,), "double": (DOUBLE_TARGETS,)}
 
 
-def _predictions(model: HumanScoreModel, systems: NDArray[Any]) -> NDArray[Any]:
-    m, v, _ = predict(model, systems)
-    return moment_predictions(systems, m, v, model.error_var)
-
-
 def _nan(shape: tuple[int, ...]) -> NDArray[Any]:
     return np.full(shape, np.nan)
 
@@ -227,8 +221,8 @@ def _designed(
     rng: Any,
 ) -> tuple[CampaignEstimates, NDArray[Any]]:
     """Pilot (uniform) then ``s.iterations`` designed iterations with choose_iteration's ``options``, each spending
-    an equal share of the rest of the budget and refitted on the scores of the earlier ones; estimates with the
-    last iteration's model."""
+    an equal share of the rest of the budget and refitted on the scores of the earlier ones; estimates with
+    cross-fitted control variates (:func:`core.campaign.model.cross_fitted_predictions`), as a campaign's."""
     c, n = world.first.shape
     pilot_share = budget * (0.5 if double else 1.0) * s.pilot_share
     take = draws.pilot < pilot_share
@@ -249,7 +243,7 @@ def _designed(
             plan, (world.first, world.second), (first, second), (draws.first[k], draws.second[k]), previous
         )
     metrics = DOUBLE_METRICS if double else OBSERVED_METRICS
-    f = _predictions(plan.model, world.systems)
+    f = cross_fitted_predictions(world.systems, first, second)
     est = estimate(world.systems, first, second, previous[0], previous[1], predictions=f, metrics=metrics)
     cost = (~np.isnan(first)).sum(axis=1) + (~np.isnan(second)).sum(axis=1)
     return est, cost
