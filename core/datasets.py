@@ -104,13 +104,21 @@ def mlqe_pe_roen_notice() -> str:
     )
 
 
-def campaign_set(name: str) -> tuple[Any, str]:
-    """The shipped set ``name`` (one of :data:`CAMPAIGN_SETS`) as its ratings frame and its notice."""
+def _campaign_set(name: str) -> tuple[Any, Any]:
     loaders = {
         WMT23_MQM: (wmt23_mqm_ratings, wmt23_mqm_notice),
         MLQE_PE_ROEN: (mlqe_pe_roen_ratings, mlqe_pe_roen_notice),
     }
     if name not in loaders:
         raise InputError(f"no shipped set {name!r}; choose from {', '.join(CAMPAIGN_SETS)}")
-    ratings, notice = loaders[name]
-    return ratings(), notice()
+    return loaders[name]
+
+
+def campaign_ratings(name: str) -> Any:
+    """The ratings frame of the shipped set ``name`` (one of :data:`CAMPAIGN_SETS`)."""
+    return _campaign_set(name)[0]()
+
+
+def campaign_notice(name: str) -> str:
+    """The source and licence notice of the shipped set ``name`` (one of :data:`CAMPAIGN_SETS`)."""
+    return str(_campaign_set(name)[1]())

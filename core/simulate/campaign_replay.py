@@ -115,10 +115,9 @@ def shipped_ratings(name: str = "wmt23_mqm_ende") -> ReplayData:
     """A shipped set (:data:`core.datasets.CAMPAIGN_SETS`): by default the WMT23 English-German MQM set
     (:func:`core.datasets.wmt23_mqm_ratings`), or the MLQE-PE Romanian-English set
     (:func:`core.datasets.mlqe_pe_roen_ratings`)."""
-    from easl_toolkit.core.datasets import campaign_set
+    from easl_toolkit.core.datasets import campaign_ratings
 
-    frame, _ = campaign_set(name)
-    return replace(check_ratings(frame, "system", name), name=name)
+    return replace(check_ratings(campaign_ratings(name), "system", name), name=name)
 
 
 def draw_replay(data: ReplayData, shape: tuple[int, int], rng: Any) -> World:

@@ -133,10 +133,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, str]:
     from easl_toolkit.core.simulate.campaign_replay import read_ratings, shipped_ratings
 
     if args.ratings is None:
-        from easl_toolkit.core.datasets import campaign_set
+        from easl_toolkit.core.datasets import campaign_notice
 
         name = args.dataset or CAMPAIGN_SETS[0]
-        return shipped_ratings(name), campaign_set(name)[1]
+        return shipped_ratings(name), campaign_notice(name)
     data = read_ratings(args.ratings, args.system_column)
     return data, f"{args.ratings}: {data.n_responses} responses, up to {data.human.shape[1]} human scores each"
 
