@@ -4,10 +4,12 @@ One mechanism for every metric (:mod:`core.campaign.moments`): a metric is theta
 means of per-response terms phi_i; mu is estimated by augmented inverse-probability weighting (AIPW), the metric by
 g(mu_hat), its interval by the delta method on the covariance of the per-response pseudo-outcomes.
 
-Weights. Response i enters moment j (level L = 0, 1, 2: no score, first score, both scores) with weight
-w_i proportional to xi_i / p_i, where xi_i says whether the scores the level needs were observed and p_i is the
-recorded probability under which they were (1 for responses scored in earlier iterations and for level 0); the
-weights of a level are normalised to sum to N (Hajek 1971; ppi-python normalises its weights the same way).
+Weights. Response i enters moment j (level L = 0, 1, 2: the systems' scores alone, first score, both scores) with
+weight w_i proportional to xi_i / p_i, where xi_i says whether the scores the level needs were observed and p_i is
+the recorded probability under which they were (1 for responses scored in earlier iterations); the system moments
+(level 0) take the first scores' weights, so that with lambda = 0 below every moment comes from the same scored
+responses. The weights of a level are normalised to sum to N (Hajek 1971; ppi-python normalises its weights the
+same way).
 
 Estimator. With f_ij the model's prediction of phi_ij from the systems' scores (the control variate, fitted on
 earlier iterations only), fbar_j its mean over all N responses, fbar_w,j = sum_i w_i f_ij / N its weighted mean
@@ -18,11 +20,19 @@ and mhat_j = sum_i w_i phi_ij / N the weighted mean of the terms,
 With lambda = 1 this is prediction-powered inference with the system scores as control variates (Angelopoulos
 et al. 2023, Science, eq. 1; the difference / AIPW estimator of Robins, Rotnitzky & Zhao 1994 in its ratio
 form, design-consistent with bias O(1/n)) under the probabilities of active inference (Zrnic & Candès 2024,
-eq. 3); with lambda = 0 it is the weighted mean of the scored responses. Without predictions (the classical
-labelled-subset estimate) the system moments are also taken on the scored responses, so every moment of the plain
-metric comes from the same sample and g(mu_hat) is the plain metric of the subset. Normalising the weights matters:
-with Horvitz-Thompson weights the random factor sum_i xi_i / (p_i N) would multiply the uncentred means of the
-terms, which cancel in a metric like r only when the factor is the same for every term.
+eq. 3); with lambda = 0 it is the weighted mean of the scored responses. The prediction of a system moment is
+the moment itself (it is known for every response), so its estimate is (1 - lambda) times its mean over the scored
+responses plus lambda times its mean over all N, as in the PPI++ loss L_n(theta) + lambda (L~_N^f(theta) -
+L_n^f(theta)), where a term without the label (X'X for OLS) comes from the labelled data with weight 1 - lambda
+and from the unlabelled with weight lambda (Angelopoulos, Duchi & Zrnic 2023, section 2; ppi-python: lambda = 0
+recovers the classical point estimate). So lambda = 0 is the classical estimate, the plain metric of the scored
+subset, and the power tuning below chooses between it and prediction-powered inference per metric. Taking the
+system moments from all N whatever lambda is loses the cancellation between a metric's human and system moments
+on the same responses (the errors of E[H^2], E[H S] and E[S^2] in MSE = E[(H - S)^2]); with a poor model of H
+given S that made PRMSE's interval wider than the classical one (docs/studies/campaign.md, "Classical inference
+inside the power tuning"). Without predictions (the classical estimate) lambda is 0. Normalising the weights
+matters: with Horvitz-Thompson weights the random factor sum_i xi_i / (p_i N) would multiply the uncentred means
+of the terms, which cancel in a metric like r only when the factor is the same for every term.
 
 Variance (delta method; superpopulation, the responses a sample from the population the metric describes; Zrnic &
 Candès 2024, Theorem 1): with a = grad g, the linearised pseudo-outcome of response i is a'P_i + lambda a'Q_i,
@@ -193,8 +203,8 @@ def pseudo_outcomes(
 
     fbar_w = sum_i w_i f_i / N the weighted mean of the predictions (module docstring); Q = 0 and shift = 0 without
     predictions. A level without any scored response has P = 0 and shift = NaN, so its moments (and only the
-    metrics that use them) are NaN. Level 0 (system moments) has weight 1 everywhere unless the caller gives it
-    the first-score weights (the classical estimate). ``overwrite``: P is written over ``phi`` (a temporary of the
+    metrics that use them) are NaN. Level 0 (system moments) takes the weights the caller gives it (:func:`_fit`
+    gives it the first scores'). ``overwrite``: P is written over ``phi`` (a temporary of the
     caller's), which saves a copy of the size of the moments.
     """
     lay = Layout((phi.shape[1] - 7) // 5)
@@ -290,8 +300,7 @@ def _fit(
         base += [m for m in ("prmse", "prmse_double") if m not in base]
     labels = metric_labels(base, k)
     w = _weights(first, second, p_first, p_second)
-    if predictions is None:  # classical: the system moments on the scored subset too, as the plain metric does
-        w[:, 0] = w[:, 1]
+    w[:, 0] = w[:, 1]  # the system moments weighted as the first scores: lambda = 0 is the classical estimate
     p, q, shift = pseudo_outcomes(moment_terms(systems, first, second), predictions, w, overwrite=True)
     mu1 = p.mean(axis=2) + shift
     gs = [metric_function(name, j, k, n) for name, j in labels]
